@@ -1,0 +1,240 @@
+"""Deterministic acceptance checks, run against a workspace after the agent has finished.
+
+A check answers "did the agent reach the goal?", so its result must convince a person:
+besides pass/fail it carries a one-line summary and the raw evidence (file excerpt, command
+output, schema errors). A check that cannot be evaluated fails with the reason as evidence
+instead of raising, so one broken check never hides the results of the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from jsonschema.validators import validator_for
+
+from pytest_atom.spec import Check
+
+HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
+_LISTING_LIMIT = 50
+_SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".pytest_cache"}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one check, with what a person needs to believe it."""
+
+    check: Check
+    passed: bool
+    summary: str
+    evidence: str
+
+
+CheckFn = Callable[[Check, Path, Mapping[str, str] | None], CheckResult]
+
+
+class CheckError(Exception):
+    """Raised inside a check that cannot be evaluated; becomes a failed result."""
+
+
+class CheckRegistry:
+    """Check kinds by name, so plugins can add their own later."""
+
+    def __init__(self) -> None:
+        self._fns: dict[str, CheckFn] = {}
+
+    def register(self, kind: str, fn: CheckFn) -> None:
+        """Add a kind; replacing one is refused so a plugin cannot silently shadow another."""
+        if kind in self._fns:
+            raise ValueError(f"check kind {kind!r} is already registered")
+        self._fns[kind] = fn
+
+    def __contains__(self, kind: str) -> bool:
+        return kind in self._fns
+
+    def kinds(self) -> list[str]:
+        return sorted(self._fns)
+
+    def run(self, check: Check, workspace: Path,
+            env: Mapping[str, str] | None = None) -> CheckResult:
+        fn = self._fns.get(check.kind)
+        if fn is None:
+            return CheckResult(check, False, f"unknown check kind {check.kind!r}",
+                               f"registered kinds: {', '.join(self.kinds())}")
+        try:
+            return fn(check, workspace, env)
+        except CheckError as exc:
+            return CheckResult(check, False, f"{check.describe()}: could not be evaluated", str(exc))
+        except Exception:  # a buggy plugin check must not abort the other checks
+            return CheckResult(check, False, f"{check.describe()}: the check itself crashed",
+                               traceback.format_exc())
+
+
+def default_registry() -> CheckRegistry:
+    """A new registry with the built-in kinds; new each time so callers may extend it."""
+    registry = CheckRegistry()
+    for kind, fn in _BUILTINS.items():
+        registry.register(kind, fn)
+    return registry
+
+
+def run_checks(checks: Iterable[Check], workspace: Path, env: Mapping[str, str] | None = None,
+               registry: CheckRegistry | None = None) -> list[CheckResult]:
+    registry = registry or default_registry()
+    return [registry.run(check, workspace, env) for check in checks]
+
+
+# --- built-in checks ------------------------------------------------------------------------
+
+def file_exists(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+    rel = check.params["path"]
+    target = _resolve(workspace, rel)
+    if not target.exists():
+        return CheckResult(check, False, f"{rel} is missing", _listing(workspace))
+    return CheckResult(check, True, f"{rel} exists", _describe_file(target))
+
+
+def file_absent(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+    rel = check.params["path"]
+    target = _resolve(workspace, rel)
+    if target.exists():
+        return CheckResult(check, False, f"{rel} exists but should not", _describe_file(target))
+    return CheckResult(check, True, f"{rel} is absent", _listing(workspace))
+
+
+def file_contains(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+    rel, pattern = check.params["path"], check.params["pattern"]
+    target = _resolve(workspace, rel)
+    if not target.is_file():
+        state = "is a folder, not a file" if target.is_dir() else "is missing"
+        return CheckResult(check, False, f"{rel} {state}", _listing(workspace))
+    text = _read_text(target)
+    match = re.search(pattern, text, re.MULTILINE)
+    if match is None:
+        return CheckResult(check, False, f"/{pattern}/ not found in {rel}", _head(text))
+    line = text.count("\n", 0, match.start()) + 1
+    return CheckResult(check, True, f"{rel} matches /{pattern}/ at line {line}", _head(text))
+
+
+def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+    p = check.params
+    run, expected, timeout = p["run"], p["exit_code"], float(p["timeout"])
+    code, output = _run_shell(run, workspace, env, timeout)
+    evidence = f"$ {run}\n{_tail(output)}"
+    if code is None:
+        return CheckResult(check, False, f"`{run}` timed out after {timeout:g}s", evidence)
+    evidence += f"\n[exit code {code}]"
+    if code != expected:
+        return CheckResult(check, False, f"`{run}` exited {code}, expected {expected}", evidence)
+    if p.get("output") is not None and not re.search(p["output"], output, re.MULTILINE):
+        return CheckResult(check, False, f"`{run}` exited {code} but its output does not "
+                           f"match /{p['output']}/", evidence)
+    return CheckResult(check, True, f"`{run}` exited {code}", evidence)
+
+
+def json_schema(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+    rel, schema = check.params["path"], check.params["schema"]
+    target = _resolve(workspace, rel)
+    if not target.is_file():
+        return CheckResult(check, False, f"{rel} is missing", _listing(workspace))
+    text = _read_text(target)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return CheckResult(check, False, f"{rel} is not valid JSON: {exc}", _head(text))
+    validator = validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return CheckResult(check, True, f"{rel} matches the schema", _head(text))
+    shown = "\n".join(f"{e.json_path}: {e.message}" for e in errors[:20])
+    return CheckResult(check, False, f"{rel} does not match the schema ({len(errors)} error"
+                       f"{'s' if len(errors) > 1 else ''})", f"{shown}\n--- {rel} ---\n{_head(text)}")
+
+
+_BUILTINS: dict[str, CheckFn] = {"file_exists": file_exists, "file_absent": file_absent,
+                                 "file_contains": file_contains, "command": command,
+                                 "json_schema": json_schema}
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def _resolve(workspace: Path, rel: str) -> Path:
+    """Resolve symlinks before the containment test, so a link cannot lead a check outside."""
+    root = workspace.resolve()
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root):
+        raise CheckError(f"refused: {rel!r} resolves to {target}, outside the workspace {root}")
+    return target
+
+
+def _run_shell(run: str, cwd: Path, env: Mapping[str, str] | None,
+               timeout: float) -> tuple[int | None, str]:
+    """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
+    background child that keeps the pipe open cannot stall us; the whole process group is
+    killed afterwards so no stray process outlives the check."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(run, shell=True, cwd=cwd, env=None if env is None else dict(env),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is already gone
+        proc.wait()
+        out.seek(0)
+        return code, out.read().decode("utf-8", errors="replace")
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise CheckError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _describe_file(path: Path) -> str:
+    if path.is_dir():
+        return f"{path.name}/ is a folder:\n{_listing(path)}"
+    return f"{path.stat().st_size} bytes\n{_head(_read_text(path))}"
+
+
+def _head(text: str) -> str:
+    lines = text.splitlines()
+    shown = "\n".join(lines[:HEAD_LINES])[:EXCERPT_BYTES]
+    more = len(lines) - shown.count("\n") - 1
+    return shown + (f"\n… ({more} more lines)" if more > 0 else "")
+
+
+def _tail(text: str) -> str:
+    lines = text.splitlines()
+    shown = "\n".join(lines[-TAIL_LINES:])[-EXCERPT_BYTES:]
+    cut = len(lines) - shown.count("\n") - 1
+    return (f"… ({cut} earlier lines)\n" if cut > 0 else "") + shown
+
+
+def _listing(folder: Path) -> str:
+    """What is there instead, to show e.g. a file written under the wrong name or folder."""
+    entries: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        rel = Path(dirpath).relative_to(folder)
+        entries += [f"{(rel / d).as_posix()}/" for d in dirnames]
+        entries += [(rel / f).as_posix() for f in sorted(filenames)]
+        if len(entries) > _LISTING_LIMIT:
+            break
+    if not entries:
+        return f"{folder} is empty"
+    more = "\n… and more" if len(entries) > _LISTING_LIMIT else ""
+    return f"contents of {folder}:\n" + "\n".join(sorted(entries)[:_LISTING_LIMIT]) + more

@@ -1,0 +1,61 @@
+"""The Claude Code CLI this release supports: its pinned version and where to find it.
+
+This module is the one place the version is pinned. Cassettes record the CLI version
+they were made with, because a new CLI changes its system prompt and tool definitions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+CLAUDE_CODE_VERSION = "2.1.197"
+NPM_PACKAGE = "@anthropic-ai/claude-code"
+
+
+class ClaudeNotFoundError(FileNotFoundError):
+    """No usable `claude` binary; the message says how to install the pinned one."""
+
+
+def cache_dir() -> Path:
+    """The per-user npm prefix the pinned CLI is installed into (by CI or `atom setup`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-atom" / "claude-code" / CLAUDE_CODE_VERSION
+
+
+def install_command() -> list[str]:
+    """The npm command that installs the pinned CLI into `cache_dir()`."""
+    return ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(cache_dir()),
+            f"{NPM_PACKAGE}@{CLAUDE_CODE_VERSION}"]
+
+
+def find_claude() -> Path:
+    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then ``PATH``, then the per-user cache."""
+    explicit = os.environ.get("ATOM_CLAUDE_BIN")
+    if explicit:
+        if Path(explicit).is_file():
+            return Path(explicit)
+        raise ClaudeNotFoundError(f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install())
+    on_path = shutil.which("claude")
+    if on_path:
+        return Path(on_path)
+    cached = cache_dir() / "node_modules" / ".bin" / "claude"
+    if cached.exists():
+        return cached
+    raise ClaudeNotFoundError("The Claude Code CLI `claude` was not found. " + _how_to_install())
+
+
+def claude_version(binary: Path) -> str:
+    """The version the binary reports (``2.1.197``); runs offline."""
+    out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
+    return out.stdout.split()[0] if out.stdout.split() else "unknown"
+
+
+def _how_to_install() -> str:
+    return (
+        f"Install the pinned version {CLAUDE_CODE_VERSION} with "
+        f"`npm install -g {NPM_PACKAGE}@{CLAUDE_CODE_VERSION}`, or "
+        f"`{' '.join(install_command())}`, or point ATOM_CLAUDE_BIN at a `claude` binary."
+    )

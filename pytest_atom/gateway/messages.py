@@ -1,0 +1,97 @@
+"""Build Messages API responses: a JSON message, its SSE stream, and API errors.
+
+Every mode of the gateway that makes up an answer (scripted turns, side requests,
+divergence errors) goes through here, so there is one place that has to agree with
+what the official SDK and the Claude Code CLI parse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def message(
+    message_id: str,
+    model: str,
+    content: Sequence[Mapping[str, Any]],
+    *,
+    input_tokens: int,
+    output_tokens: int,
+) -> dict[str, Any]:
+    """A complete assistant message; `stop_reason` follows from its blocks."""
+    stop = "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [dict(b) for b in content],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
+
+
+def _event(name: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def sse_stream(msg: Mapping[str, Any]) -> bytes:
+    """Encode a complete message as the SSE events a streaming call would send."""
+    start = {**msg, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = {"input_tokens": msg["usage"]["input_tokens"], "output_tokens": 1}
+    events = [_event("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(msg["content"]):
+        if block["type"] == "text":
+            empty: dict[str, Any] = {"type": "text", "text": ""}
+            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+        elif block["type"] == "tool_use":
+            empty = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            raise ValueError(f"cannot stream a content block of type {block['type']!r}")
+        events.append(_event("content_block_start", {
+            "type": "content_block_start", "index": index, "content_block": empty}))
+        events.append(_event("content_block_delta", {
+            "type": "content_block_delta", "index": index, "delta": delta}))
+        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(_event("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+    }))
+    events.append(_event("message_stop", {"type": "message_stop"}))
+    return b"".join(events)
+
+
+def error_body(error_type: str, text: str) -> bytes:
+    """The Messages API error envelope; the CLI prints `error.message` to the user."""
+    return json.dumps({"type": "error", "error": {"type": error_type, "message": text}}).encode()
+
+
+def sample_for_schema(schema: Mapping[str, Any], hint: str) -> Any:
+    """The smallest value a structured-output request accepts (titles and the like).
+
+    Side requests such as session-title generation ask for JSON matching a schema;
+    their content never matters to a test, only that it parses.
+    """
+    kind = schema.get("type")
+    if kind == "object":
+        props: Mapping[str, Any] = schema.get("properties", {})
+        return {k: sample_for_schema(props.get(k, {}), hint) for k in schema.get("required", [])}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 0
+    if kind == "boolean":
+        return False
+    if "enum" in schema:
+        return schema["enum"][0]
+    return hint
+
+
+def estimate_tokens(data: bytes | str) -> int:
+    """A stable stand-in for token counts: scripted runs need numbers, not accuracy."""
+    return max(1, len(data) // 4)

@@ -1,0 +1,176 @@
+"""Scripted mode: the gateway plays assistant turns from a small YAML script.
+
+This is how the project tests itself with the real CLI and how a user checks a spec's
+acceptance checks without recording anything. A script lists the agent's turns::
+
+    turns:
+      - text: I'll create the file.
+        tool_use:
+          - name: Bash
+            input: {command: "printf 'hello\\n' > hello.txt"}
+      - text: "Created hello.txt.\\n\\nEXIT_LOOP_NOW"
+
+Each agent turn request (one that offers tools) takes the next turn; side requests
+(session titles, token counts) are answered on the side and never consume one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_atom.gateway import messages
+from pytest_atom.gateway.server import GatewayRequest, Reply
+
+
+class ScriptError(Exception):
+    """A script file that cannot be played; the message names file, line and fix."""
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str | None
+    tool_use: tuple[ToolUse, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class Script:
+    path: Path | None
+    turns: tuple[Turn, ...]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Script:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScriptError(f"cannot read script {path}: {exc.strerror}") from None
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            raise ScriptError(f"invalid YAML in script {path}: {exc}") from None
+        return cls.from_node(root, path)
+
+    @classmethod
+    def from_data(cls, data: Any) -> Script:
+        """A script given inline (tests, the Python API) rather than as a file."""
+        return cls.from_node(yaml.compose(yaml.safe_dump(data), Loader=yaml.SafeLoader), None)
+
+    @classmethod
+    def from_node(cls, root: yaml.Node | None, path: Path | None) -> Script:
+        where = str(path) if path else "<script>"
+
+        def fail(node: yaml.Node, problem: str) -> ScriptError:
+            return ScriptError(f"{problem} at {where}:{node.start_mark.line + 1}")
+
+        if not isinstance(root, yaml.MappingNode):
+            raise ScriptError(f"script {where} must be a mapping with a 'turns:' list")
+        top = {k.value: v for k, v in root.value}
+        turns_node = top.get("turns")
+        if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
+            raise fail(root, "a script needs a non-empty 'turns:' list")
+        turns = []
+        for node in turns_node.value:
+            data = yaml.SafeLoader(b"").construct_document(node)  # plain Python data
+            if not isinstance(data, dict) or not set(data) <= {"text", "tool_use"} or not data:
+                raise fail(node, "each turn is a mapping with 'text' and/or 'tool_use'")
+            text = data.get("text")
+            if text is not None and not isinstance(text, str):
+                raise fail(node, "a turn's 'text' must be a string")
+            uses = data.get("tool_use") or []
+            if not isinstance(uses, list) or not all(
+                isinstance(u, dict) and isinstance(u.get("name"), str)
+                and isinstance(u.get("input", {}), dict) for u in uses
+            ):
+                raise fail(node, "'tool_use' is a list of {name: <tool>, input: {...}}")
+            turns.append(Turn(text, tuple(ToolUse(u["name"], u.get("input", {})) for u in uses),
+                              node.start_mark.line + 1))
+        return cls(path, tuple(turns))
+
+
+class ScriptedResponder:
+    """Answers agent turns from a script, in order, and side requests generically."""
+
+    def __init__(self, script: Script, model: str = "scripted") -> None:
+        self.script = script
+        self.model = model
+        self._lock = threading.Lock()
+        self._next_turn = 0
+        self._side = 0
+
+    @property
+    def turns_played(self) -> int:
+        return self._next_turn
+
+    def respond(self, request: GatewayRequest) -> Reply:
+        body = request.json if isinstance(request.json, dict) else {}
+        if request.kind == "count_tokens":
+            return Reply.json({"input_tokens": messages.estimate_tokens(request.body)})
+        if request.kind == "turn":
+            with self._lock:
+                index = self._next_turn
+                self._next_turn += 1
+            if index >= len(self.script.turns):
+                return self._exhausted(index)
+            content = self._content(self.script.turns[index], index)
+            msg_id = f"msg_atom_{index + 1:04d}"
+        else:
+            with self._lock:
+                self._side += 1
+                msg_id = f"msg_atom_side_{self._side:04d}"
+            content = [{"type": "text", "text": self._side_text(body)}]
+        msg = messages.message(
+            msg_id,
+            str(body.get("model") or self.model),
+            content,
+            input_tokens=messages.estimate_tokens(request.body),
+            output_tokens=messages.estimate_tokens(json.dumps(content)),
+        )
+        if body.get("stream"):
+            return Reply(200, {"content-type": "text/event-stream"}, messages.sse_stream(msg))
+        return Reply.json(msg)
+
+    @staticmethod
+    def _content(turn: Turn, index: int) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        if turn.text:
+            blocks.append({"type": "text", "text": turn.text})
+        for k, use in enumerate(turn.tool_use):
+            blocks.append({"type": "tool_use", "id": f"toolu_atom_{index + 1:04d}_{k + 1}",
+                           "name": use.name, "input": dict(use.input)})
+        return blocks
+
+    @staticmethod
+    def _side_text(body: Mapping[str, Any]) -> str:
+        fmt = (body.get("output_config") or {}).get("format") or {}
+        if fmt.get("type") == "json_schema":
+            return json.dumps(messages.sample_for_schema(fmt.get("schema") or {}, "Scripted session"))
+        return "Scripted session"
+
+    def _exhausted(self, index: int) -> Reply:
+        where = self.script.path or "the script"
+        return Reply.error(
+            400,
+            "invalid_request_error",
+            f"pytest-atom scripted gateway: {where} has {len(self.script.turns)} turns but the "
+            f"agent asked for turn {index + 1}. Add a turn, or end the last one with EXIT_LOOP_NOW.",
+        )
+
+
+def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:
+    """Shorthand for tests and the Python API: a responder from inline turns."""
+    return ScriptedResponder(Script.from_data({"turns": list(turns)}))

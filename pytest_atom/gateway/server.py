@@ -1,0 +1,197 @@
+"""The model gateway: a local HTTP server the Claude Code CLI talks to.
+
+The CLI is pointed at it with ``ANTHROPIC_BASE_URL``. The server only parses HTTP and
+hands each request to a *responder*, which decides the answer: scripted turns, a live
+upstream being recorded, or a cassette being replayed. Keeping the HTTP plumbing
+apart means every mode gets the same streaming, concurrency and logging behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from pytest_atom.gateway import messages
+
+
+@dataclass(frozen=True)
+class GatewayRequest:
+    """One HTTP request as the CLI sent it; header names are lower-case."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def endpoint(self) -> str:
+        """The path without its query (``/v1/messages``), what routing keys on."""
+        return urlsplit(self.path).path
+
+    @cached_property
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get("x-claude-code-session-id")
+
+    @property
+    def kind(self) -> str:
+        """``turn`` (an agent step that may use tools), ``count_tokens`` or ``side``.
+
+        Side requests (session titles, small helper calls) carry no tools; telling them
+        apart from agent turns is what keeps them from consuming scripted turns.
+        """
+        if self.endpoint.endswith("/count_tokens"):
+            return "count_tokens"
+        body = self.json if isinstance(self.json, dict) else {}
+        if self.endpoint.endswith("/messages") and body.get("tools"):
+            return "turn"
+        return "side"
+
+
+@dataclass
+class Reply:
+    """A response; `body` may be an iterator so recorded streams pass through live."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes | Iterable[bytes]
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200) -> Reply:
+        return cls(status, {"content-type": "application/json"}, json.dumps(data).encode())
+
+    @classmethod
+    def error(cls, status: int, error_type: str, text: str) -> Reply:
+        return cls(status, {"content-type": "application/json"}, messages.error_body(error_type, text))
+
+
+class Responder(Protocol):
+    """What a gateway mode implements; called from several threads at once."""
+
+    def respond(self, request: GatewayRequest) -> Reply: ...
+
+
+@dataclass
+class Exchange:
+    """What the gateway saw, for failure reports and timing."""
+
+    request: GatewayRequest
+    status: int
+    seconds: float
+
+
+@dataclass
+class _State:
+    responder: Responder
+    exchanges: list[Exchange] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        """Silence the stdlib's per-request stderr lines; exchanges are kept instead."""
+
+    def _handle(self) -> None:
+        started = time.perf_counter()
+        length = int(self.headers.get("content-length") or 0)
+        request = GatewayRequest(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=self.rfile.read(length) if length else b"",
+        )
+        state = self.server.state
+        try:
+            reply = state.responder.respond(request)
+        except Exception as exc:  # a responder bug must reach the CLI as an API error
+            reply = Reply.error(400, "invalid_request_error", f"pytest-atom gateway: {exc!r}")
+        self._send(reply)
+        with state.lock:
+            state.exchanges.append(Exchange(request, reply.status, time.perf_counter() - started))
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        if isinstance(reply.body, bytes):
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        # Unknown length: chunked, flushed per chunk so a live stream is never held back.
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for chunk in reply.body:
+            if chunk:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: _State
+
+
+class Gateway:
+    """A model gateway on 127.0.0.1 with an ephemeral port.
+
+    Use as a context manager; `url` is what ``ANTHROPIC_BASE_URL`` is set to.
+    """
+
+    def __init__(self, responder: Responder) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.state = _State(responder)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def responder(self) -> Responder:
+        return self._server.state.responder
+
+    @responder.setter
+    def responder(self, responder: Responder) -> None:
+        self._server.state.responder = responder
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        with self._server.state.lock:
+            return list(self._server.state.exchanges)
+
+    def start(self) -> Gateway:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+

@@ -1,0 +1,175 @@
+"""The pytest plugin: `pytest --atom` turns every `*.atom.yaml` spec into a test item.
+
+Without ``--atom`` nothing here changes pytest's behaviour. Each spec becomes an
+`AtomItem`, a `pytest.Function` subclass rather than a bare `pytest.Item`: fixtures,
+marks and plugins that expect test functions (syrupy's `snapshot` among them) keep
+working on spec items.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.execution import HarnessError, SpecResult, run_spec
+from pytest_atom.report import failure_report
+from pytest_atom.spec import Spec, SpecError, load_specs
+
+SPEC_SUFFIX = ".atom.yaml"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
+    group.addoption(
+        "--atom",
+        action="store_true",
+        dest="atom",
+        default=False,
+        help="collect *.atom.yaml specs and run each through the real Claude Code CLI.",
+    )
+    group.addoption(
+        "--atom-runs-dir",
+        dest="atom_runs_dir",
+        default=None,
+        metavar="DIR",
+        help="where each spec run gets its isolated folder (default: .atom/runs under rootdir).",
+    )
+    parser.addini("atom_paths", "spec paths collected by `pytest --atom` when none are given.",
+                  type="paths", default=[])
+    parser.addini("atom_runs_dir", "default for --atom-runs-dir.", default=None)
+
+
+class SpecFailed(Exception):
+    """The agent ran but the spec failed; carries the result for the report."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}' failed")
+        self.result = result
+
+
+class AtomSession:
+    """Per-session state of the plugin (registered as a plugin, not module globals)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        runs = config.option.atom_runs_dir or config.getini("atom_runs_dir")
+        self.runs_dir = (config.rootpath / runs) if runs else config.rootpath / ".atom" / "runs"
+        self.spec_collect_errors = 0
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and report.nodeid.endswith(SPEC_SUFFIX):
+            self.spec_collect_errors += 1
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Iterator[None]:
+        """A malformed spec is reported, but it must not stop the other specs from running.
+
+        pytest aborts the run on any collection error; errors that came only from spec
+        files are hidden from that check for the duration of the loop and put back after,
+        so the exit status still reports them.
+        """
+        hidden = min(self.spec_collect_errors, session.testsfailed)
+        session.testsfailed -= hidden
+        try:
+            return (yield)
+        finally:
+            session.testsfailed += hidden
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        """Never collect a spec's workspace: its tests are fixture data, often failing on purpose."""
+        if collection_path.is_dir() and _is_workspace(collection_path.resolve()):
+            return True
+        return None
+
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        if file_path.name.endswith(SPEC_SUFFIX):
+            return SpecFile.from_parent(parent, path=file_path)
+        return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.option.atom:
+        return
+    config.addinivalue_line("markers", "atom: a Claude Code agent task spec (pytest-atom)")
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args += [str(p) for p in config.getini("atom_paths")]
+    config.pluginmanager.register(AtomSession(config), "atom-session")
+
+
+@functools.lru_cache(maxsize=256)
+def _workspaces_declared_in(directory: Path) -> frozenset[Path]:
+    found: set[Path] = set()
+    for spec_file in directory.glob(f"*{SPEC_SUFFIX}"):
+        try:
+            found.update(s.workspace.resolve() for s in load_specs(spec_file) if s.workspace)
+        except SpecError:
+            continue  # reported when the file itself is collected
+    return frozenset(found)
+
+
+def _is_workspace(directory: Path) -> bool:
+    # Spec paths cannot escape the spec's folder, so a workspace lies below its spec.
+    return any(directory in _workspaces_declared_in(parent) for parent in directory.parents)
+
+
+class SpecFile(pytest.File):
+    def collect(self) -> Iterator[AtomItem]:
+        try:
+            specs = load_specs(self.path)
+        except SpecError as err:
+            raise self.CollectError(str(err)) from None
+        for spec in specs:
+            item = AtomItem.from_parent(self, name=spec.name, spec=spec, callobj=_test_function(spec))
+            item.add_marker(pytest.mark.atom)
+            if spec.xfail:
+                # Only a failed spec counts as the expected failure, never a harness error.
+                item.add_marker(pytest.mark.xfail(reason=spec.xfail, raises=SpecFailed))
+            yield item
+
+
+def _test_function(spec: Spec) -> Any:
+    def run_atom_spec(request: pytest.FixtureRequest) -> None:
+        item = request.node
+        assert isinstance(item, AtomItem)
+        item.run_spec()
+
+    run_atom_spec.__name__ = spec.name
+    run_atom_spec.__module__ = spec.path.name.removesuffix(SPEC_SUFFIX)
+    return run_atom_spec
+
+
+class AtomItem(pytest.Function):
+    """One spec as a test function; its body runs the spec and raises on failure."""
+
+    def __init__(self, *, spec: Spec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.result: SpecResult | None = None
+
+    def run_spec(self) -> None:
+        session: AtomSession = self.config.pluginmanager.getplugin("atom-session")
+        try:
+            result = run_spec(self.spec, runs_dir=session.runs_dir, project_dir=self.config.rootpath)
+        except (HarnessError, OSError, ValueError) as exc:
+            pytest.fail(f"pytest-atom could not run spec '{self.spec.name}': {exc}", pytrace=False)
+        self.result = result
+        self.user_properties += [
+            ("atom_iterations", result.iterations),
+            ("atom_duration_s", round(result.duration, 3)),
+            ("atom_claude_s", round(result.claude_seconds, 3)),
+        ]
+        if not result.passed:
+            raise SpecFailed(result)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SpecFailed):
+            return failure_report(excinfo.value.result)
+        return super().repr_failure(excinfo, style=style)

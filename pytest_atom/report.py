@@ -1,0 +1,66 @@
+"""Human-readable reports of spec runs: what a person needs to act on a failure.
+
+The same text serves the pytest failure report and the `atom` command, so both say
+the same thing about the same run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pytest_atom.execution import SpecResult
+
+_EVIDENCE_LINES = 20
+
+
+def display_path(path: Path) -> str:
+    """Relative to the current folder when inside it: shorter, and clickable in terminals."""
+    try:
+        return os.path.relpath(path) if Path.cwd() in path.resolve().parents else str(path)
+    except ValueError:
+        return str(path)
+
+
+def _indent(text: str, prefix: str = "      | ", limit: int = _EVIDENCE_LINES) -> list[str]:
+    lines = text.rstrip("\n").splitlines() or ["(empty)"]
+    if len(lines) > limit:
+        lines = [f"... ({len(lines) - limit} earlier lines)"] + lines[-limit:]
+    return [prefix + line for line in lines]
+
+
+def agent_line(result: SpecResult) -> str:
+    signal = "EXIT_LOOP_NOW"
+    n = result.iterations
+    if result.completed:
+        return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
+    reasons = {
+        "max_iterations": f"did not signal {signal} within {result.spec.max_iterations} iterations",
+        "timeout": f"timed out after {result.spec.timeout:g}s",
+        "error": "the Claude Code CLI failed",
+    }
+    return reasons.get(result.reason or "", f"did not finish ({result.reason})")
+
+
+def failure_report(result: SpecResult) -> str:
+    """The report shown when a spec fails: verdict, every check with evidence, the agent."""
+    spec = result.spec
+    lines = [
+        f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})",
+        f"  agent: {agent_line(result)}",
+    ]
+    if result.error:
+        lines.append("  error:")
+        lines += _indent(result.error)
+    if result.checks:
+        passed = sum(c.passed for c in result.checks)
+        lines.append(f"  checks: {passed}/{len(result.checks)} passed")
+    for check in result.checks:
+        mark = "PASS" if check.passed else "FAIL"
+        lines.append(f"    {mark} {check.check.describe()} (line {check.check.line}): {check.summary}")
+        if not check.passed and check.evidence:
+            lines += _indent(check.evidence)
+    lines.append("  agent's last message:")
+    lines += _indent(result.last_message or "(none)")
+    lines.append(f"  run dir: {display_path(result.run_dir)}")
+    return "\n".join(lines)

@@ -1,0 +1,277 @@
+"""Run the real Claude Code CLI once and turn its stream-json output into a record.
+
+One `run()` is one iteration of an atom: ``claude -p`` with the prompt on stdin, a pinned
+session id so later iterations continue the same conversation, and
+``--output-format stream-json --verbose`` so every assistant message, tool call and the
+final cost arrive as JSON lines that can be parsed and streamed to a progress display.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.claude_code import find_claude
+from pytest_atom.spec import ClaudeOptions
+
+#: Environment names a test run must not inherit: they would point the CLI elsewhere
+#: (another endpoint, Bedrock/Vertex, a user's config dir) or leak the user's auth.
+_INHERIT_BLOCKLIST_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE", "AWS_BEARER_TOKEN_BEDROCK")
+#: Set by an outer pytest run; they would change how a workspace's own test suite runs.
+_PYTEST_PREFIX = "PYTEST_"
+
+#: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
+_QUIET_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+
+
+def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for anything run in a workspace, minus an outer pytest's settings."""
+    return {k: v for k, v in (os.environ if base is None else base).items()
+            if not k.startswith(_PYTEST_PREFIX)}
+
+
+def claude_env(
+    base_url: str,
+    config_dir: Path,
+    auth: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
+
+    `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
+    it a placeholder key is set, which is all the CLI needs to skip its login flow.
+    """
+    env = {k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)}
+    env.update(_QUIET_ENV)
+    env["ANTHROPIC_BASE_URL"] = base_url
+    env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+    env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
+    return env
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class IterationRecord:
+    """What one `claude -p` call did, parsed from its stream-json output."""
+
+    returncode: int
+    output: str = ""  # the final result text: where the exit signal is looked for
+    stdout: str = ""  # raw stream-json lines, kept for traces
+    stderr: str = ""
+    texts: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    num_turns: int = 0
+    duration: float = 0.0  # wall seconds of the claude process
+    session_id: str | None = None
+    cli_version: str | None = None
+    is_error: bool = False
+    timed_out: bool = False
+
+    @property
+    def tokens(self) -> int:
+        u = self.usage
+        return sum(int(u.get(k) or 0) for k in (
+            "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+
+    @property
+    def retry_text(self) -> str:
+        """What retry rules scan: the CLI reports API and limit errors in either stream."""
+        return f"{self.output}\n{self.stderr}"
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able digest for iteration history and traces (no raw stdout)."""
+        data = asdict(self)
+        data.pop("stdout")
+        data["tokens"] = self.tokens
+        return data
+
+    def apply_event(self, event: Mapping[str, Any]) -> None:
+        """Fold one stream-json event into the record."""
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            self.session_id = event.get("session_id")
+            self.cli_version = event.get("claude_code_version")
+        elif kind == "assistant":
+            for block in (event.get("message") or {}).get("content") or []:
+                if block.get("type") == "text" and block.get("text"):
+                    self.texts.append(block["text"])
+                elif block.get("type") == "tool_use":
+                    self.tool_calls.append(
+                        ToolCall(block.get("id", ""), block.get("name", ""), block.get("input") or {}))
+        elif kind == "user":
+            content = (event.get("message") or {}).get("content")
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "tool_result":
+                    self._attach_result(block)
+        elif kind == "result":
+            self.output = str(event.get("result") or "")
+            self.is_error = bool(event.get("is_error"))
+            self.cost_usd = float(event.get("total_cost_usd") or 0.0)
+            self.usage = dict(event.get("usage") or {})
+            self.num_turns = int(event.get("num_turns") or 0)
+
+    def _attach_result(self, block: Mapping[str, Any]) -> None:
+        content = block.get("content")
+        if isinstance(content, list):
+            content = "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        for call in self.tool_calls:
+            if call.id == block.get("tool_use_id"):
+                call.result = str(content or "")
+                call.is_error = bool(block.get("is_error"))
+
+
+class ClaudeRunner:
+    """Runs `claude -p` in a conversation folder; one instance per atom run.
+
+    Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
+    refuses it as root (CI runs as root), so tools are granted with a permission mode
+    and an allow-list instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        options: ClaudeOptions | None = None,
+        model: str | None = None,
+        claude_bin: Path | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.binary = claude_bin or find_claude()
+        self.env = dict(env) if env is not None else None
+        self.options = options or ClaudeOptions()
+        self.model = model
+        self.on_event = on_event
+
+    def command(self, session_args: list[str]) -> list[str]:
+        cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
+        if self.options.bare:
+            cmd.append("--bare")
+        cmd += ["--permission-mode", self.options.permission_mode]
+        if self.options.allowed_tools:
+            cmd += ["--allowedTools", ",".join(self.options.allowed_tools)]
+        if self.model:
+            cmd += ["--model", self.model]
+        return cmd + session_args + list(self.options.args)
+
+    def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
+        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
+
+        The transcript file is the truth about whether the session exists, so a first
+        call that failed before the CLI wrote anything is simply started again.
+        """
+        if session_id is None:
+            return ["-c"] if use_context else []
+        config = Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        exists = any(config.glob(f"projects/*/{session_id}.jsonl"))
+        return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+
+    def run(
+        self,
+        prompt: str,
+        conversation_dir: Path,
+        *,
+        session_id: str | None = None,
+        use_context: bool = True,
+        timeout: float | None = None,
+    ) -> IterationRecord:
+        cmd = self.command(self.session_args(session_id, use_context))
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=conversation_dir,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,  # its own process group, so a timeout kills every child
+        )
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            _kill_group(proc)
+
+        timer = threading.Timer(timeout, kill) if timeout else None
+        if timer:
+            timer.daemon = True
+            timer.start()
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        record = IterationRecord(returncode=0)
+        lines: list[str] = []
+        try:
+            assert proc.stdin and proc.stdout
+            try:
+                proc.stdin.write(prompt)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            for line in proc.stdout:
+                lines.append(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    record.apply_event(event)
+                    if self.on_event:
+                        self.on_event(event)
+            proc.wait()
+        except BaseException:
+            _kill_group(proc)  # Ctrl-C or a callback error: never leave a CLI behind
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+            reader.join(timeout=5)
+        record.returncode = proc.returncode
+        record.stdout = "".join(lines)
+        record.stderr = "".join(stderr)
+        record.duration = time.perf_counter() - started
+        record.timed_out = timed_out.is_set()
+        if record.timed_out:
+            record.is_error = True
+            record.stderr += f"\npytest-atom: claude timed out after {timeout:g}s and was killed"
+        return record
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM the process group, then SIGKILL what is left after a grace period."""
+    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=grace or None)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -1,0 +1,156 @@
+"""AtomRuntime: iterate a Claude Code session until it signals completion (seeds 000/001).
+
+The loop is the seed's: write USER_PROMPT.md, call Claude with the system prompt, retry
+transient failures, stop when the final message carries the exit signal or the
+iteration budget runs out. What differs is how the conversation is continued: the seed
+relied on ``claude -c`` (the latest conversation of a folder); here a pinned session id
+makes "the same conversation" explicit, so parallel atoms in one folder cannot cross.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.history import IterationHistory
+from pytest_atom.prompts import render_prompt
+from pytest_atom.retry import RetryManager
+from pytest_atom.runner import ClaudeRunner, IterationRecord
+
+
+class AtomRuntime:
+    """Embeddable atom orchestration: iterations, retries, a structured result."""
+
+    def __init__(
+        self,
+        system_prompt: str,
+        conversation_dir: Path,
+        max_iterations: int = 25,
+        exit_signal: str = "EXIT_LOOP_NOW",
+        verbose: bool | None = None,
+        cleanup: bool = False,
+        *,
+        runner: ClaudeRunner | None = None,
+        session_id: str | None = None,
+        retry_manager: RetryManager | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        on_iteration: Callable[[int, IterationRecord], None] | None = None,
+    ) -> None:
+        """
+        Args beyond the seed's:
+            runner: the ClaudeRunner to use (its environment decides where the CLI talks to).
+            session_id: the conversation's id; a fresh one when omitted.
+            max_retries: retries per iteration; None keeps the seed's "retry forever".
+            timeout: seconds for the whole run; each call gets what is left.
+            sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
+        """
+        self.system_prompt = system_prompt
+        self.conversation_dir = Path(conversation_dir)
+        self.max_iterations = max_iterations
+        self.exit_signal = exit_signal
+        self.verbose = sys.stdout.isatty() if verbose is None else verbose
+        self.cleanup = cleanup
+        self._runner = runner
+        self.session_id = session_id or str(uuid.uuid4())
+        self.retry_manager = retry_manager or RetryManager(
+            on_retry_message=(lambda msg, sec: print(msg)) if self.verbose else (lambda msg, sec: None))
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.sleep = sleep
+        self.on_iteration = on_iteration
+        self.history = IterationHistory()
+        self.records: list[IterationRecord] = []
+        self._ephemeral = False
+
+    @classmethod
+    def create_ephemeral(cls, system_prompt: str, **kwargs: Any) -> AtomRuntime:
+        """A runtime in a fresh temporary folder, removed after `run()` unless cleanup=False."""
+        kwargs.setdefault("cleanup", True)
+        runtime = cls(system_prompt, Path(tempfile.mkdtemp(prefix="atom-")), **kwargs)
+        runtime._ephemeral = True
+        return runtime
+
+    @property
+    def runner(self) -> ClaudeRunner:
+        if self._runner is None:
+            self._runner = ClaudeRunner()
+        return self._runner
+
+    def run(self, user_prompt: str) -> dict[str, Any]:
+        """Iterate until done; never raises for the CLI's failures, reports them instead."""
+        started = time.monotonic()
+        deadline = started + self.timeout if self.timeout else None
+        result: dict[str, Any]
+        try:
+            self.conversation_dir.mkdir(parents=True, exist_ok=True)
+            (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
+            result = self._iterate(deadline)
+        except (OSError, RuntimeError) as exc:
+            result = {"success": False, "iterations": len(self.records), "output": "",
+                      "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            self._cleanup()
+        result["duration"] = time.monotonic() - started
+        result["context"] = self.history.get_all_iterations()
+        result.setdefault("reason", None)
+        result.setdefault("error", None)
+        return result
+
+    def _iterate(self, deadline: float | None) -> dict[str, Any]:
+        prompt = render_prompt(self.system_prompt, self.max_iterations)
+        record: IterationRecord | None = None
+        for iteration in range(1, self.max_iterations + 1):
+            if self.verbose:
+                print(f"{'=' * 60}\nIteration {iteration}/{self.max_iterations}\n{'=' * 60}\n")
+            record = self._run_with_retry(prompt, iteration, deadline)
+            self.records.append(record)
+            self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
+            if self.on_iteration:
+                self.on_iteration(iteration, record)
+            if record.timed_out:
+                return self._failed("timeout", iteration, record)
+            if record.returncode != 0:
+                return self._failed("error", iteration, record)
+            if self.exit_signal in record.output or any(self.exit_signal in t for t in record.texts):
+                return {"success": True, "iterations": iteration, "output": record.output}
+        return self._failed("max_iterations", self.max_iterations, record)
+
+    def _run_with_retry(self, prompt: str, iteration: int, deadline: float | None) -> IterationRecord:
+        attempt = 0
+        while True:
+            attempt += 1
+            left = None if deadline is None else max(0.1, deadline - time.monotonic())
+            record = self.runner.run(prompt, self.conversation_dir, session_id=self.session_id,
+                                     use_context=True, timeout=left)
+            if record.timed_out:
+                return record
+            retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
+            out_of_retries = self.max_retries is not None and attempt > self.max_retries
+            out_of_time = deadline is not None and time.monotonic() + wait >= deadline
+            if not retry or out_of_retries or out_of_time:
+                return record
+            self.sleep(wait)
+
+    @staticmethod
+    def _failed(reason: str, iterations: int, record: IterationRecord | None) -> dict[str, Any]:
+        error = None
+        if record is not None and (record.returncode != 0 or record.timed_out):
+            error = (record.output or record.stderr).strip()[-2000:] or f"exit code {record.returncode}"
+        return {"success": False, "iterations": iterations,
+                "output": record.output if record else "", "reason": reason, "error": error}
+
+    def _cleanup(self) -> None:
+        if not self.cleanup:
+            return
+        if self._ephemeral:
+            shutil.rmtree(self.conversation_dir, ignore_errors=True)
+        else:
+            (self.conversation_dir / "USER_PROMPT.md").unlink(missing_ok=True)

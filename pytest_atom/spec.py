@@ -1,0 +1,447 @@
+"""Load and validate ``*.atom.yaml`` spec files.
+
+Specs are written by hand, so every error must say where the problem is. YAML is therefore
+composed into nodes (which know their line and column) before it becomes plain data, and
+JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
+of truth for keys, types and defaults; this module adds only what a schema cannot express:
+paths exist and stay inside their folder, regexes compile, spec names are unique.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator, SchemaError, ValidationError
+from jsonschema.validators import validator_for
+
+SPEC_SUFFIX = ".atom.yaml"
+SPEC_SCHEMA: dict[str, Any] = json.loads(
+    Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
+)
+_VALIDATOR = Draft202012Validator(SPEC_SCHEMA)
+_DEFS: dict[str, Any] = SPEC_SCHEMA["$defs"]
+_COMMAND_DEFAULTS = {k: v["default"] for k, v in _DEFS["commandCheck"]["properties"].items()
+                     if "default" in v}
+
+Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
+
+
+class SpecError(Exception):
+    """A spec file that cannot be used; str() is the full user-facing message."""
+
+    def __init__(self, message: str, path: Path, line: int | None = None,
+                 column: int | None = None, suggestion: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.path, self.line, self.column = message, path, line, column
+        self.suggestion = suggestion
+
+    def __str__(self) -> str:
+        where = _display(self.path)
+        if self.line is not None:
+            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
+        hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
+        return f"{self.message} at {where}{hint}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One deterministic acceptance check; ``params`` are normalized, defaults filled in."""
+
+    kind: str
+    params: Mapping[str, Any] = field(hash=False)
+    line: int
+
+    def describe(self) -> str:
+        """A short label for reports, so a person recognises the entry in their spec."""
+        p = self.params
+        if self.kind == "file_contains":
+            return f"file_contains {p['path']} /{p['pattern']}/"
+        if self.kind == "command":
+            output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
+            return f"command `{p['run']}` exits {p['exit_code']}{output}"
+        if self.kind == "json_schema":
+            source = p["schema_file"].name if p.get("schema_file") else "inline schema"
+            return f"json_schema {p['path']} matches {source}"
+        if set(p) == {"path"}:
+            return f"{self.kind} {p['path']}"
+        return f"{self.kind} {dict(p)}"
+
+
+@dataclass(frozen=True)
+class ClaudeOptions:
+    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``."""
+
+    permission_mode: str = "acceptEdits"
+    allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write")
+    bare: bool = True
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One agent task with its acceptance checks; paths are absolute and resolved."""
+
+    name: str
+    path: Path
+    line: int
+    prompt: str
+    description: str = ""
+    workspace: Path | None = None
+    script: Path | None = None
+    toolname: str | None = None
+    max_iterations: int = 10
+    timeout: float = 600.0
+    accept: tuple[Check, ...] = ()
+    criteria: tuple[str, ...] = ()
+    xfail: str | None = None
+    cassette: Path | None = None
+    model: str | None = None
+    claude: ClaudeOptions = ClaudeOptions()
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def root(self) -> Path:
+        """The spec file's folder: spec-side relative paths are resolved against it."""
+        return self.path.parent
+
+
+def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
+    """Every spec of one file, in file order; raises SpecError on the first problem found."""
+    file = Path(path).resolve()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("spec file not found", file) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"spec file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                        file) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file ({exc.strerror})", file) from None
+    doc = _Document(file, text)
+    if doc.data is None:
+        raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)
+    if not isinstance(doc.data, dict):
+        raise doc.error("the top level must be a mapping (one spec) or 'specs:' with a list "
+                        f"of specs, got {_show(doc.data)}", ())
+    _validate(doc)
+    if "specs" in doc.data:
+        entries: list[tuple[Loc, dict[str, Any]]] = [
+            (("specs", i), m) for i, m in enumerate(doc.data["specs"])]
+    else:
+        entries = [((), doc.data)]
+    default_name = file.name.removesuffix(SPEC_SUFFIX) if file.name.endswith(SPEC_SUFFIX) \
+        else file.stem
+    specs: list[Spec] = []
+    for loc, mapping in entries:
+        name = mapping.get("name", default_name)
+        first = next((s for s in specs if s.name == name), None)
+        if first is not None:
+            raise doc.error(f"duplicate spec name {name!r} (first used on line {first.line})",
+                            loc + ("name",))
+        specs.append(_build_spec(doc, loc, mapping, name))
+    return specs
+
+
+def load_spec(path: str | os.PathLike[str], name: str | None = None) -> Spec:
+    """The only spec of a file, or the one called ``name``."""
+    specs = load_specs(path)
+    names = [s.name for s in specs]
+    if name is None:
+        if len(specs) == 1:
+            return specs[0]
+        raise SpecError(f"the file holds {len(specs)} specs ({', '.join(names)}); "
+                        "choose one by name", specs[0].path)
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    raise SpecError(f"no spec named {name!r} (specs here: {', '.join(names)})",
+                    specs[0].path, suggestion=close[0] if close else None)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader without implicit timestamps, so `description: 2024-01-01` stays a string
+    and ``Spec.raw`` stays JSON-serialisable for hashing."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class _Document:
+    """Plain data of one YAML file, plus the node of every value and key by location."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.values: dict[Loc, yaml.Node] = {}
+        self.keys: dict[Loc, yaml.Node] = {}
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+            self.data: Any = None if node is None else self._build(loader, node, (), ())
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "unreadable YAML"
+            raise SpecError(f"invalid YAML: {problem}", path, *_position(mark)) from None
+        except yaml.YAMLError as exc:
+            raise SpecError(f"invalid YAML: {exc}", path) from None
+        finally:
+            loader.dispose()
+
+    def _build(self, loader: _Loader, node: yaml.Node, loc: Loc, stack: tuple[int, ...]) -> Any:
+        if id(node) in stack:
+            raise self.error("recursive YAML alias", node)
+        self.values[loc] = node
+        if isinstance(node, yaml.SequenceNode):
+            return [self._build(loader, item, loc + (i,), stack + (id(node),))
+                    for i, item in enumerate(node.value)]
+        if not isinstance(node, yaml.MappingNode):
+            return loader.construct_object(node, deep=True)
+        own = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
+        loader.flatten_mapping(node)  # `<<: *anchor` pairs come first; own keys may override
+        merged = len(node.value) - own
+        out: dict[str, Any] = {}
+        own_keys: set[str] = set()
+        for i, (key_node, value_node) in enumerate(node.value):
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise self.error(f"keys must be strings, got {_show(key)}", key_node)
+            if i >= merged:
+                if key in own_keys:  # YAML would silently keep the last one
+                    raise self.error(f"duplicate key {key!r}", key_node)
+                own_keys.add(key)
+            self.keys[loc + (key,)] = key_node
+            out[key] = self._build(loader, value_node, loc + (key,), stack + (id(node),))
+        return out
+
+    def error(self, message: str, at: Loc | yaml.Node, key: bool = False,
+              suggestion: str | None = None) -> SpecError:
+        """A SpecError pointing at a node, or at the nearest known node of a location."""
+        if isinstance(at, yaml.Node):
+            node: yaml.Node | None = at
+        else:
+            node = self.keys.get(at) if key else None
+            while node is None and at:
+                node, at = self.values.get(at), at[:-1]
+            node = node or self.values.get(())
+        mark = node.start_mark if node is not None else None
+        return SpecError(message, self.path, *_position(mark), suggestion=suggestion)
+
+    def line(self, loc: Loc) -> int:
+        return self.values[loc].start_mark.line + 1
+
+
+# --- schema errors -> one short message at the offending node -------------------------------
+
+_NOUNS = {"string": "a string", "integer": "an integer", "number": "a number",
+          "boolean": "true or false", "null": "null", "object": "a mapping", "array": "a list"}
+# Unknown keys first (a typo also explains a "missing" key), missing keys last.
+_RANK = {"additionalProperties": 0, "required": 2}
+
+
+def _validate(doc: _Document) -> None:
+    leaves = [leaf for error in _VALIDATOR.iter_errors(doc.data) for leaf in _leaves(error)]
+    if leaves:
+        ranked = [(_RANK.get(str(leaf.validator), 1), _explain(doc, leaf)) for leaf in leaves]
+        raise min(ranked, key=lambda r: (r[0], r[1].line or 0, r[1].column or 0))[1]
+
+
+def _leaves(error: ValidationError) -> Iterator[ValidationError]:
+    """Descend into the `oneOf` branches that fit the value's type, so `command: {run: 5}`
+    blames 'run'; when no branch fits, the `oneOf` itself is the clearer error."""
+    fitting = [e for e in error.context or ()
+               if not (e.validator == "type" and not e.relative_path)]
+    if not fitting:
+        yield error
+    for sub in fitting:
+        yield from _leaves(sub)
+
+
+def _explain(doc: _Document, err: ValidationError) -> SpecError:
+    loc: Loc = tuple(err.absolute_path)
+    label = _label(loc)
+    schema: Any = err.schema
+    instance: Any = err.instance
+    if err.validator == "additionalProperties":
+        known = list(schema.get("properties", {}))
+        extra = next(k for k in instance if k not in known)
+        noun = "check" if schema == _DEFS["check"] else "key"
+        close = difflib.get_close_matches(extra, known, n=1, cutoff=0.6)
+        more = "" if close else f" (known {noun}s: {', '.join(known)})"
+        return doc.error(f"unknown {noun} {extra!r}{more}", loc + (extra,), key=True,
+                         suggestion=close[0] if close else None)
+    if err.validator == "required":
+        required: Any = err.validator_value
+        missing = next(k for k in required if k not in instance)
+        where = f" in {label!r}" if label else ""
+        return doc.error(f"missing required key {missing!r}{where}", loc)
+    if err.validator in ("minProperties", "maxProperties"):
+        found = ", ".join(instance) or "none"
+        return doc.error(f"{label!r} must name exactly one check "
+                         f"({', '.join(_DEFS['check']['properties'])}), got {found}", loc)
+    return doc.error(f"{label!r} must be {_expected(schema)}, got {_show(instance)}", loc)
+
+
+def _expected(schema: Any) -> str:
+    if "$ref" in schema:
+        schema = _DEFS[schema["$ref"].rsplit("/", 1)[-1]]
+    if "oneOf" in schema:
+        return " or ".join(_expected(branch) for branch in schema["oneOf"])
+    types = schema.get("type", [])
+    words = []
+    for kind in [types] if isinstance(types, str) else types:
+        word = _NOUNS[kind]
+        if kind == "string" and schema.get("minLength"):
+            word = "a non-empty string"
+        if kind == "string" and "pattern" in schema:
+            word += f" matching {schema['pattern']}"
+        if kind == "array" and schema.get("minItems"):
+            word = "a non-empty list"
+        if kind == "array" and schema.get("items", {}).get("type") == "string":
+            word += " of strings"
+        if "minimum" in schema and kind in ("integer", "number"):
+            word += f" >= {schema['minimum']}"
+        if "exclusiveMinimum" in schema and kind in ("integer", "number"):
+            word += f" > {schema['exclusiveMinimum']}"
+        words.append(word)
+    return " or ".join(words) or "valid"
+
+
+def _label(loc: Loc) -> str:
+    """'accept[0].command.run'; a spec's own keys are named without their 'specs[i].'."""
+    if len(loc) > 2 and loc[0] == "specs":
+        loc = loc[2:]
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, (dict, list)):
+        return ("an empty " if not value else "a ") + ("mapping" if isinstance(value, dict) else "list")
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _position(mark: yaml.Mark | None) -> tuple[int | None, int | None]:
+    return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+# --- schema-valid data -> Spec ----------------------------------------------------------------
+
+def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
+    kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
+    if "max_iterations" in m:
+        kw["max_iterations"] = int(m["max_iterations"])
+    if "timeout" in m:
+        kw["timeout"] = float(m["timeout"])
+    for key, want in (("workspace", "folder"), ("script", "file"), ("cassette", None)):
+        if m.get(key) is not None:
+            kw[key] = _spec_side(doc, loc + (key,), m[key], want)
+    kw["accept"] = tuple(_check(doc, loc + ("accept", i), entry)
+                         for i, entry in enumerate(m.get("accept", [])))
+    kw["criteria"] = tuple(m.get("criteria", []))
+    if "claude" in m:
+        claude: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in m["claude"].items()}
+        kw["claude"] = ClaudeOptions(**claude)
+    return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
+
+
+def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
+    ((kind, value),) = entry.items()
+    at = loc + (kind,)
+    params: dict[str, Any]
+    if kind in ("file_exists", "file_absent"):
+        params = {"path": _in_workspace(doc, at, value)}
+    elif kind == "file_contains":
+        params = {"path": _in_workspace(doc, at + ("path",), value["path"]),
+                  "pattern": _regex(doc, at + ("pattern",), value["pattern"])}
+    elif kind == "command":
+        value = {"run": value} if isinstance(value, str) else value
+        output = value.get("output")
+        params = {"run": value["run"],
+                  "exit_code": int(value.get("exit_code", _COMMAND_DEFAULTS["exit_code"])),
+                  "output": None if output is None else _regex(doc, at + ("output",), output),
+                  "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"]))}
+    else:  # json_schema: the schema admits no other kind
+        schema, schema_file = value["schema"], None
+        if isinstance(schema, str):
+            schema_file = _spec_side(doc, at + ("schema",), schema, "file")
+            schema = _read_schema(doc, at + ("schema",), schema_file)
+        try:
+            validator_for(schema).check_schema(schema)
+        except SchemaError as exc:
+            raise doc.error(f"{_label(at + ('schema',))!r} is not a valid JSON schema: "
+                            f"{exc.message}", at + ("schema",)) from None
+        params = {"path": _in_workspace(doc, at + ("path",), value["path"]),
+                  "schema": schema, "schema_file": schema_file}
+    return Check(kind=kind, params=params, line=doc.line(loc))
+
+
+def _leaves_folder(value: str) -> bool:
+    """Judged on the text as written, so the rule holds before any file exists."""
+    norm = os.path.normpath(value)
+    return os.path.isabs(value) or norm == ".." or norm.startswith(".." + os.sep)
+
+
+def _in_workspace(doc: _Document, loc: Loc, value: str) -> str:
+    if _leaves_folder(value):
+        raise doc.error(f"{_label(loc)!r} must be a path relative to the workspace that stays "
+                        f"inside it (not absolute, no '..' leading out), got {value!r}", loc)
+    return value
+
+
+def _spec_side(doc: _Document, loc: Loc, value: str, want: str | None) -> Path:
+    label = _label(loc)
+    if _leaves_folder(value):
+        raise doc.error(f"{label!r} must be a path relative to the spec file's folder that "
+                        f"stays inside it (not absolute, no '..' leading out), got {value!r}",
+                        loc)
+    path = (doc.path.parent / value).resolve()
+    found = {"folder": path.is_dir, "file": path.is_file}.get(want or "", lambda: True)()
+    if not found:
+        state = f"is not a {want}" if path.exists() else "does not exist"
+        raise doc.error(f"{label!r} {want} {value!r} {state} (looked for {path})", loc)
+    return path
+
+
+def _read_schema(doc: _Document, loc: Loc, file: Path) -> dict[str, Any]:
+    try:
+        text = file.read_text(encoding="utf-8")
+        schema = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
+    if not isinstance(schema, dict):
+        raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}", loc)
+    return schema
+
+
+def _regex(doc: _Document, loc: Loc, pattern: str) -> str:
+    try:
+        re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        at = f" (position {exc.pos})" if exc.pos is not None else ""
+        raise doc.error(f"{_label(loc)!r} is not a valid regular expression: {exc.msg}{at}",
+                        loc) from None
+    return pattern

@@ -1,0 +1,55 @@
+"""Shared fixtures: the real Claude Code CLI and scripted gateways."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.claude_code import find_claude
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.runner import ClaudeRunner, claude_env
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    """The real CLI; a missing one errors with the install command (never a silent skip)."""
+    return find_claude()
+
+
+@pytest.fixture
+def gateway_for() -> Iterator[Any]:
+    """Start a scripted gateway from inline turns; stopped at teardown."""
+    started: list[Gateway] = []
+
+    def start(turns: Sequence[Mapping[str, Any]]) -> Gateway:
+        gateway = Gateway(scripted(turns)).start()
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        gateway.stop()
+
+
+@pytest.fixture
+def runner_for(claude_bin: Path, tmp_path: Path) -> Any:
+    """A ClaudeRunner talking to a given gateway, with its own config dir."""
+
+    def make(gateway: Gateway, **kwargs: Any) -> ClaudeRunner:
+        env = claude_env(gateway.url, tmp_path / "claude-config")
+        return ClaudeRunner(env=env, claude_bin=claude_bin, **kwargs)
+
+    return make
+
+
+def bash(command: str, text: str | None = None) -> dict[str, Any]:
+    """A scripted turn that runs one Bash command."""
+    turn: dict[str, Any] = {"tool_use": [{"name": "Bash", "input": {"command": command}}]}
+    if text:
+        turn["text"] = text
+    return turn
