@@ -8,6 +8,7 @@ instead of raising, so one broken check never hides the results of the others.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from pytest_atom.spec import Check
@@ -72,8 +74,9 @@ class CheckRegistry:
         try:
             return fn(check, workspace, env)
         except CheckError as exc:
-            return CheckResult(check, False, f"{check.describe()}: could not be evaluated", str(exc))
-        except Exception:  # a buggy plugin check must not abort the other checks
+            return CheckResult(check, False, f"{check.describe()}: could not be evaluated",
+                               str(exc))
+        except Exception:  # noqa: BLE001 - a buggy plugin check must not hide the others
             return CheckResult(check, False, f"{check.describe()}: the check itself crashed",
                                traceback.format_exc())
 
@@ -150,13 +153,14 @@ def json_schema(check: Check, workspace: Path, env: Mapping[str, str] | None) ->
         data = json.loads(text)
     except ValueError as exc:
         return CheckResult(check, False, f"{rel} is not valid JSON: {exc}", _head(text))
-    validator = validator_for(schema)(schema)
+    validator = validator_for(schema, default=Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if not errors:
         return CheckResult(check, True, f"{rel} matches the schema", _head(text))
     shown = "\n".join(f"{e.json_path}: {e.message}" for e in errors[:20])
+    plural = "s" if len(errors) > 1 else ""
     return CheckResult(check, False, f"{rel} does not match the schema ({len(errors)} error"
-                       f"{'s' if len(errors) > 1 else ''})", f"{shown}\n--- {rel} ---\n{_head(text)}")
+                       f"{plural})", f"{shown}\n--- {rel} ---\n{_head(text)}")
 
 
 _BUILTINS: dict[str, CheckFn] = {"file_exists": file_exists, "file_absent": file_absent,
@@ -188,10 +192,8 @@ def _run_shell(run: str, cwd: Path, env: Mapping[str, str] | None,
             code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             code = None
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # group already gone
             os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass  # the group is already gone
         proc.wait()
         out.seek(0)
         return code, out.read().decode("utf-8", errors="replace")

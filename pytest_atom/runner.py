@@ -200,7 +200,7 @@ class ClaudeRunner:
     ) -> IterationRecord:
         cmd = self.command(self.session_args(session_id, use_context))
         started = time.perf_counter()
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             cmd,
             cwd=conversation_dir,
             env=self.env,
@@ -211,7 +211,20 @@ class ClaudeRunner:
             encoding="utf-8",
             errors="replace",
             start_new_session=True,  # its own process group, so a timeout kills every child
-        )
+        ) as proc:
+            record, timed_out = self._communicate(proc, prompt, timeout)
+        record.duration = time.perf_counter() - started
+        record.timed_out = timed_out
+        if record.timed_out:
+            record.is_error = True
+            record.stderr += f"\npytest-atom: claude timed out after {timeout:g}s and was killed"
+        return record
+
+    def _communicate(
+        self, proc: subprocess.Popen[str], prompt: str, timeout: float | None
+    ) -> tuple[IterationRecord, bool]:
+        """Feed the prompt, parse events as they stream, enforce the timeout."""
+        assert proc.stdin and proc.stdout and proc.stderr
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -228,7 +241,6 @@ class ClaudeRunner:
         record = IterationRecord(returncode=0)
         lines: list[str] = []
         try:
-            assert proc.stdin and proc.stdout
             try:
                 proc.stdin.write(prompt)
                 proc.stdin.close()
@@ -255,23 +267,46 @@ class ClaudeRunner:
         record.returncode = proc.returncode
         record.stdout = "".join(lines)
         record.stderr = "".join(stderr)
-        record.duration = time.perf_counter() - started
-        record.timed_out = timed_out.is_set()
-        if record.timed_out:
-            record.is_error = True
-            record.stderr += f"\npytest-atom: claude timed out after {timeout:g}s and was killed"
-        return record
+        return record, timed_out.is_set()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid`, found through `ps` (works on Linux and macOS)."""
+    try:
+        out = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    children: dict[int, list[int]] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+            children.setdefault(int(parts[1]), []).append(int(parts[0]))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM the process group, then SIGKILL what is left after a grace period."""
-    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 0.0)):
+    """Kill the CLI, its process group and every descendant.
+
+    The CLI starts its Bash tool's shell in a session of its own, out of reach of a
+    process-group kill; the tree is collected before anything dies, because orphans
+    are re-parented and could no longer be found.
+    """
+    victims = _descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for kill, target in [(os.killpg, proc.pid)] + [(os.kill, pid) for pid in victims]:
+            try:
+                kill(target, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=grace or None)
-            return
+            proc.wait(timeout=3.0 if sig == signal.SIGTERM else None)
         except subprocess.TimeoutExpired:
             continue
+        if sig == signal.SIGTERM:
+            time.sleep(0.05)  # let children act on SIGTERM before the SIGKILL sweep

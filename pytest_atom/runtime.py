@@ -130,12 +130,11 @@ class AtomRuntime:
             left = None if deadline is None else max(0.1, deadline - time.monotonic())
             record = self.runner.run(prompt, self.conversation_dir, session_id=self.session_id,
                                      use_context=True, timeout=left)
-            if record.timed_out:
+            out_of_retries = self.max_retries is not None and attempt > self.max_retries
+            if record.timed_out or record.returncode == 0 or out_of_retries:
                 return record
             retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
-            out_of_retries = self.max_retries is not None and attempt > self.max_retries
-            out_of_time = deadline is not None and time.monotonic() + wait >= deadline
-            if not retry or out_of_retries or out_of_time:
+            if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
                 return record
             self.sleep(wait)
 

@@ -137,8 +137,7 @@ def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
             (("specs", i), m) for i, m in enumerate(doc.data["specs"])]
     else:
         entries = [((), doc.data)]
-    default_name = file.name.removesuffix(SPEC_SUFFIX) if file.name.endswith(SPEC_SUFFIX) \
-        else file.stem
+    default_name = file.name[: -len(SPEC_SUFFIX)] if file.name.endswith(SPEC_SUFFIX) else file.stem
     specs: list[Spec] = []
     for loc, mapping in entries:
         name = mapping.get("name", default_name)
@@ -331,7 +330,8 @@ def _show(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return {True: "true", False: "false", None: "null"}[value]
     if isinstance(value, (dict, list)):
-        return ("an empty " if not value else "a ") + ("mapping" if isinstance(value, dict) else "list")
+        noun = "mapping" if isinstance(value, dict) else "list"
+        return f"a {noun}" if value else f"an empty {noun}"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -373,9 +373,9 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
     at = loc + (kind,)
     params: dict[str, Any]
     if kind in ("file_exists", "file_absent"):
-        params = {"path": _in_workspace(doc, at, value)}
+        params = {"path": _relative(doc, at, value, "the workspace")}
     elif kind == "file_contains":
-        params = {"path": _in_workspace(doc, at + ("path",), value["path"]),
+        params = {"path": _relative(doc, at + ("path",), value["path"], "the workspace"),
                   "pattern": _regex(doc, at + ("pattern",), value["pattern"])}
     elif kind == "command":
         value = {"run": value} if isinstance(value, str) else value
@@ -390,39 +390,31 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
             schema_file = _spec_side(doc, at + ("schema",), schema, "file")
             schema = _read_schema(doc, at + ("schema",), schema_file)
         try:
-            validator_for(schema).check_schema(schema)
+            validator_for(schema, default=Draft202012Validator).check_schema(schema)
         except SchemaError as exc:
             raise doc.error(f"{_label(at + ('schema',))!r} is not a valid JSON schema: "
                             f"{exc.message}", at + ("schema",)) from None
-        params = {"path": _in_workspace(doc, at + ("path",), value["path"]),
+        params = {"path": _relative(doc, at + ("path",), value["path"], "the workspace"),
                   "schema": schema, "schema_file": schema_file}
     return Check(kind=kind, params=params, line=doc.line(loc))
 
 
-def _leaves_folder(value: str) -> bool:
+def _relative(doc: _Document, loc: Loc, value: str, base: str) -> str:
     """Judged on the text as written, so the rule holds before any file exists."""
     norm = os.path.normpath(value)
-    return os.path.isabs(value) or norm == ".." or norm.startswith(".." + os.sep)
-
-
-def _in_workspace(doc: _Document, loc: Loc, value: str) -> str:
-    if _leaves_folder(value):
-        raise doc.error(f"{_label(loc)!r} must be a path relative to the workspace that stays "
-                        f"inside it (not absolute, no '..' leading out), got {value!r}", loc)
+    if os.path.isabs(value) or norm == ".." or norm.startswith(".." + os.sep):
+        raise doc.error(f"{_label(loc)!r} must be a path relative to {base} that stays inside "
+                        f"it (not absolute, no '..' leading out), got {value!r}", loc)
     return value
 
 
 def _spec_side(doc: _Document, loc: Loc, value: str, want: str | None) -> Path:
-    label = _label(loc)
-    if _leaves_folder(value):
-        raise doc.error(f"{label!r} must be a path relative to the spec file's folder that "
-                        f"stays inside it (not absolute, no '..' leading out), got {value!r}",
-                        loc)
+    _relative(doc, loc, value, "the spec file's folder")
     path = (doc.path.parent / value).resolve()
     found = {"folder": path.is_dir, "file": path.is_file}.get(want or "", lambda: True)()
     if not found:
         state = f"is not a {want}" if path.exists() else "does not exist"
-        raise doc.error(f"{label!r} {want} {value!r} {state} (looked for {path})", loc)
+        raise doc.error(f"{_label(loc)!r} {want} {value!r} {state} (looked for {path})", loc)
     return path
 
 
@@ -433,7 +425,8 @@ def _read_schema(doc: _Document, loc: Loc, file: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
     if not isinstance(schema, dict):
-        raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}", loc)
+        raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}",
+                        loc)
     return schema
 
 

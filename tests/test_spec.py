@@ -37,6 +37,7 @@ def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
     assert spec == Spec(name="say-hello", path=path.resolve(), line=2, prompt="Say hello.",
                         raw={"name": "say-hello", "prompt": "Say hello."})
     assert spec.root == tmp_path.resolve()
+    assert hash(spec) == hash(load_specs(path)[0])  # usable as a dict key despite dict fields
     assert (spec.description, spec.workspace, spec.script, spec.cassette) == ("", None, None, None)
     assert (spec.max_iterations, spec.timeout, spec.accept, spec.criteria) == (10, 600.0, (), ())
     assert spec.claude == ClaudeOptions("acceptEdits", ("Bash", "Edit", "Read", "Write"), True, ())
@@ -70,10 +71,12 @@ accept:
     assert spec.cassette == (tmp_path / "tapes" / "full.yaml").resolve()  # need not exist yet
     assert (spec.toolname, spec.max_iterations, spec.timeout) == ("coder", 3, 90.0)
     assert isinstance(spec.timeout, float)
-    assert (spec.criteria, spec.xfail, spec.model) == (("The code is tidy.",), "not yet", "claude-test")
+    assert spec.criteria == ("The code is tidy.",)
+    assert (spec.xfail, spec.model) == ("not yet", "claude-test")
     assert spec.claude == ClaudeOptions("plan", ("Read",), False, ("--verbose",))
     short, full = spec.accept
-    assert dict(short.params) == {"run": "pytest -q", "exit_code": 0, "output": None, "timeout": 120.0}
+    assert dict(short.params) == {"run": "pytest -q", "exit_code": 0, "output": None,
+                                  "timeout": 120.0}
     assert dict(full.params) == {"run": "make", "exit_code": 2, "output": "^done$", "timeout": 5.0}
     assert (short.line, full.line) == (15, 16)
     assert short.describe() == "command `pytest -q` exits 0"
@@ -161,13 +164,15 @@ def test_wrong_type_message_points_at_value(tmp_path: Path,
     ("prompt: p\naccept:\n  - command: 5\n",
      "'accept[0].command' must be a non-empty string or a mapping, got 5", (3, 14)),
     ("prompt: p\naccept:\n  - {file_exists: a, file_absent: b}\n",
-     "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
-     "command, json_schema), got file_exists, file_absent", (3, 5)),
+     ("'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
+      "command, json_schema), got file_exists, file_absent"), (3, 5)),
     ("prompt: p\naccept:\n  - file_contains: {path: a}\n",
      "missing required key 'pattern' in 'accept[0].file_contains'", (3, 20)),
     ("description: d\n", "missing required key 'prompt'", (1, 1)),
     ("specs: []\n", "'specs' must be a non-empty list, got an empty list", (1, 8)),
     ("prompt: p\nprompt: q\n", "duplicate key 'prompt'", (2, 1)),
+    ("prompt: p\n1: q\n", "keys must be strings, got 1", (2, 1)),
+    ("prompt: p\ncriteria: &loop [*loop]\n", "recursive YAML alias", (2, 11)),
 ])
 def test_schema_errors_are_short_and_located(tmp_path: Path, text: str, message: str,
                                              where: tuple[int, int]) -> None:

@@ -9,6 +9,7 @@ apart means every mode gets the same streaming, concurrency and logging behaviou
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -151,6 +152,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: _State
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client dropping a keep-alive connection is normal; anything else is reported."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 class Gateway:
     """A model gateway on 127.0.0.1 with an ephemeral port.
@@ -161,7 +167,9 @@ class Gateway:
     def __init__(self, responder: Responder) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State(responder)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for the loop, and runs start and stop a lot.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -1,0 +1,109 @@
+"""ClaudeRunner against the real Claude Code CLI and a scripted gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+from tests.conftest import bash
+
+SESSION = "5a1d0000-0000-4000-8000-000000000001"
+
+
+def test_stream_json_becomes_an_iteration_record(
+    gateway_for: Any, runner_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for([bash("echo made > out.txt; echo listed", "Making it."),
+                           {"text": "All done.\n\nEXIT_LOOP_NOW"}])
+    events: list[dict[str, Any]] = []
+    record = runner_for(gateway, on_event=events.append).run("task", tmp_path, session_id=SESSION)
+    assert record.returncode == 0 and not record.is_error
+    assert (tmp_path / "out.txt").read_text() == "made\n"  # the tool really ran
+    assert record.output == "All done.\n\nEXIT_LOOP_NOW"
+    assert record.texts == ["Making it.", "All done.\n\nEXIT_LOOP_NOW"]
+    [call] = record.tool_calls
+    assert call.name == "Bash" and call.input["command"].startswith("echo made")
+    assert call.result == "listed" and not call.is_error
+    assert record.session_id == SESSION
+    assert record.cli_version == CLAUDE_CODE_VERSION
+    assert record.num_turns == 2 and record.tokens > 0 and record.cost_usd > 0
+    assert [e["type"] for e in events][0] == "system" and events[-1]["type"] == "result"
+
+
+def test_second_run_continues_the_same_conversation(
+    gateway_for: Any, runner_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for([{"text": "first answer"}, {"text": "second answer"}])
+    runner = runner_for(gateway)
+    assert "--session-id" in runner.session_args(SESSION, True)
+    runner.run("one", tmp_path, session_id=SESSION)
+    assert runner.session_args(SESSION, True) == ["--resume", SESSION]
+    second = runner.run("two", tmp_path, session_id=SESSION)
+    assert second.output == "second answer"
+    turns = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
+    history = json.dumps(turns[-1]["messages"])
+    assert "first answer" in history and "two" in history
+
+
+def test_prompt_goes_on_stdin_even_when_it_looks_like_an_option(
+    gateway_for: Any, runner_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for([{"text": "ok"}])
+    runner_for(gateway).run("--version is not a flag here", tmp_path, session_id=SESSION)
+    [turn] = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
+    assert "--version is not a flag here" in json.dumps(turn["messages"])
+
+
+def test_timeout_kills_the_whole_process_group(
+    gateway_for: Any, runner_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for([bash("echo $$ > shell.pid; sleep 120")])
+    started = time.monotonic()
+    record = runner_for(gateway).run("wait", tmp_path, session_id=SESSION, timeout=4)
+    assert time.monotonic() - started < 30
+    assert record.timed_out and record.is_error
+    assert "timed out after 4s" in record.stderr
+    shell = int((tmp_path / "shell.pid").read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(shell, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the agent's shell {shell} outlived the timeout")
+
+
+def test_user_claude_settings_do_not_leak_into_the_run(
+    gateway_for: Any, runner_for: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://192.0.2.1:9")  # would hang if used
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    gateway = gateway_for([{"text": "ok"}])
+    record = runner_for(gateway).run("hi", tmp_path / "", session_id=SESSION, timeout=60)
+    assert record.returncode == 0 and record.output == "ok"
+    config = Path(runner_for(gateway).env["CLAUDE_CONFIG_DIR"])
+    assert list(config.glob(f"projects/*/{SESSION}.jsonl"))  # the transcript stayed in the run
+
+
+def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ATOM_CLAUDE_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(ClaudeNotFoundError) as err:
+        find_claude()
+    assert f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}" in str(err.value)
+    assert "npm install" in str(err.value)
+
+
+def test_explicit_binary_that_does_not_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(tmp_path / "nope"))
+    with pytest.raises(ClaudeNotFoundError, match="ATOM_CLAUDE_BIN=.*nope does not exist"):
+        find_claude()
