@@ -156,7 +156,11 @@ class AtomItem(pytest.Function):
         try:
             result = run_spec(self.spec, runs_dir=session.runs_dir, project_dir=self.config.rootpath)
         except (HarnessError, OSError, ValueError) as exc:
-            pytest.fail(f"pytest-atom could not run spec '{self.spec.name}': {exc}", pytrace=False)
+            problem = str(exc)  # reported outside the except block: no chained traceback
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False)
         self.result = result
         self.user_properties += [
             ("atom_iterations", result.iterations),
@@ -169,7 +173,7 @@ class AtomItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         if isinstance(excinfo.value, SpecFailed):
             return failure_report(excinfo.value.result)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)

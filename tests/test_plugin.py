@@ -1,0 +1,181 @@
+"""`pytest --atom` as a user runs it: pytester sessions driving the real CLI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+
+@pytest.fixture(autouse=True)
+def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pytester moves HOME, where the per-user CLI cache lives: name the binary instead."""
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+
+
+@pytest.fixture
+def specs(pytester: pytest.Pytester) -> Path:
+    """A copy of the shipped fixture specs inside the pytester project."""
+    target = pytester.path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", target)
+    return target
+
+
+def only(specs: Path, *keep: str) -> None:
+    """Keep only the named specs (and drop the calc workspace, whose tests fail on purpose)."""
+    for spec in specs.glob("*.atom.yaml"):
+        if spec.name not in keep:
+            spec.unlink()
+    if "fix_failing_test.atom.yaml" not in keep:
+        shutil.rmtree(specs / "workspaces" / "calc")
+
+
+def test_shipped_fixtures_pass_with_the_xfail_reported(pytester: pytest.Pytester, specs: Path) -> None:
+    result = pytester.runpytest("--atom", "specs", "-rxX")
+    result.assert_outcomes(passed=2, xfailed=1)
+    result.stdout.fnmatch_lines(["*XFAIL specs/misses_goal.atom.yaml::misses-goal*forgets word_count*"])
+    assert not (specs / "create_file.atom.yaml").with_name("hello.txt").exists()  # fixture untouched
+    assert not (specs / "workspaces" / "calc" / "calc" / "__pycache__").exists()
+    assert "return a - b" in (specs / "workspaces" / "calc" / "calc" / "__init__.py").read_text()
+
+
+def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, specs: Path) -> None:
+    result = pytester.runpytest("--atom", "specs", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "specs/create_file.atom.yaml::create-file",
+        "specs/fix_failing_test.atom.yaml::fix-failing-test",
+        "specs/misses_goal.atom.yaml::misses-goal",
+    ])
+    assert "test_calc" not in result.stdout.str()  # the calc workspace is fixture data
+
+
+def test_without_the_flag_nothing_changes(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    result = pytester.runpytest("specs")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert not (pytester.path / ".atom").exists()
+
+
+def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    spec = specs / "create_file.atom.yaml"
+    spec.write_text(spec.read_text().replace('"^hello, world$"', '"^goodbye$"'))
+    result = pytester.runpytest("--atom", "specs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
+        "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
+        "*checks: 1/2 passed",
+        "*PASS file_exists hello.txt (line 11): hello.txt exists",
+        "*FAIL file_contains hello.txt /^goodbye$/ (line 12): *not found in hello.txt",
+        "*| hello, world",
+        "*agent's last message:",
+        "*EXIT_LOOP_NOW",
+        "*run dir: .atom/runs/create-file-*",
+    ])
+    assert "Traceback" not in result.stdout.str()
+    [run_dir] = (pytester.path / ".atom" / "runs").iterdir()
+    assert (run_dir / "workspace" / "hello.txt").read_text() == "hello, world\n"
+
+
+def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    script = specs / "scripts" / "create_file.yaml"
+    script.write_text("turns:\n  - text: working\n  - text: still working\n  - text: nearly\n")
+    result = pytester.runpytest("--atom", "specs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*agent: did not signal EXIT_LOOP_NOW within 3 iterations",
+        "*FAIL file_exists hello.txt*",
+        "*agent's last message:",
+        "*| nearly",
+    ])
+
+
+def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    script = specs / "scripts" / "create_file.yaml"
+    script.write_text("turns:\n  - text: no exit signal yet\n")
+    result = pytester.runpytest("--atom", "specs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*agent: the Claude Code CLI failed",
+        "*error:",
+        "*| API Error: 400 *create_file.yaml has 1 turns but the agent asked for turn 2*",
+    ])
+
+
+def test_typo_is_a_collection_error_and_other_specs_still_run(
+    pytester: pytest.Pytester, specs: Path
+) -> None:
+    only(specs, "create_file.atom.yaml", "misses_goal.atom.yaml")
+    bad = specs / "misses_goal.atom.yaml"
+    bad.write_text(bad.read_text().replace("prompt:", "promt:"))
+    result = pytester.runpytest("--atom", "specs")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR collecting specs/misses_goal.atom.yaml*",
+        "unknown key 'promt' at specs/misses_goal.atom.yaml:4:1 — did you mean 'prompt'?",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Interrupted" not in result.stdout.str()
+
+
+def test_python_collection_errors_still_interrupt(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    pytester.makepyfile(test_broken="import not_a_module_anywhere\n")
+    result = pytester.runpytest("--atom", "specs", "test_broken.py")
+    result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*"])
+
+
+def test_spec_without_script_is_a_harness_failure_even_when_xfail(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".atom.yaml", unscripted="name: unscripted\nprompt: do it\nxfail: expected\n")
+    result = pytester.runpytest("--atom", "unscripted.atom.yaml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*could not run spec 'unscripted'*has no `script:`*"])
+
+
+def test_xfail_spec_that_passes_is_xpassed(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    spec = specs / "create_file.atom.yaml"
+    spec.write_text(spec.read_text() + "xfail: expected to fail, but it will not\n")
+    pytester.runpytest("--atom", "specs").assert_outcomes(xpassed=1)
+
+
+def test_atom_paths_ini_and_several_specs_per_file(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs)
+    pytester.makeini("[pytest]\natom_paths = specs\n")
+    (specs / "pair.atom.yaml").write_text(
+        "specs:\n"
+        "  - {name: first, prompt: make it, script: scripts/create_file.yaml,"
+        " accept: [file_exists: hello.txt]}\n"
+        "  - {name: second, prompt: make it, script: scripts/create_file.yaml,"
+        " accept: [file_absent: hello.txt]}\n"
+    )
+    result = pytester.runpytest("--atom", "-v")
+    result.stdout.fnmatch_lines(["*pair.atom.yaml::first PASSED*", "*pair.atom.yaml::second FAILED*"])
+    result.stdout.fnmatch_lines(["*FAIL file_absent hello.txt*"])
+
+
+def test_junit_xml_carries_timings(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    pytester.runpytest("--atom", "specs", "--junitxml=out.xml").assert_outcomes(passed=1)
+    xml = (pytester.path / "out.xml").read_text()
+    assert 'name="atom_iterations" value="1"' in xml
+    assert 'name="atom_claude_s"' in xml
+
+
+def test_help_lists_the_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines([
+        "pytest-atom: Claude Code agent task specs:",
+        "*--atom *collect [*].atom.yaml specs and run each through the real",
+        "*--atom-runs-dir=DIR*",
+        "*atom_paths (paths):*",
+    ])
