@@ -32,18 +32,22 @@ def install_command() -> list[str]:
 
 
 def find_claude() -> Path:
-    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then ``PATH``, then the per-user cache."""
+    """Locate `claude`: ``$ATOM_CLAUDE_BIN``, then the pinned per-user install, then ``PATH``.
+
+    The pinned install comes before PATH so that a newer global CLI does not silently
+    change the requests a cassette was recorded with.
+    """
     explicit = os.environ.get("ATOM_CLAUDE_BIN")
     if explicit:
         if Path(explicit).is_file():
             return Path(explicit)
         raise ClaudeNotFoundError(f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install())
-    on_path = shutil.which("claude")
-    if on_path:
-        return Path(on_path)
     cached = cache_dir() / "node_modules" / ".bin" / "claude"
     if cached.exists():
         return cached
+    on_path = shutil.which("claude")
+    if on_path:
+        return Path(on_path)
     raise ClaudeNotFoundError("The Claude Code CLI `claude` was not found. " + _how_to_install())
 
 
@@ -56,6 +60,6 @@ def claude_version(binary: Path) -> str:
 def _how_to_install() -> str:
     return (
         f"Install the pinned version {CLAUDE_CODE_VERSION} with "
-        f"`npm install -g {NPM_PACKAGE}@{CLAUDE_CODE_VERSION}`, or "
-        f"`{' '.join(install_command())}`, or point ATOM_CLAUDE_BIN at a `claude` binary."
+        f"`atom setup` (into {cache_dir()}), or `npm install -g {NPM_PACKAGE}@{CLAUDE_CODE_VERSION}`, "
+        "or point ATOM_CLAUDE_BIN at a `claude` binary."
     )
