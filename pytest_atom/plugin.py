@@ -17,9 +17,9 @@ import pytest
 
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
 from pytest_atom.report import failure_report
-from pytest_atom.spec import Spec, SpecError, load_specs
+from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 
-SPEC_SUFFIX = ".atom.yaml"
+
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
