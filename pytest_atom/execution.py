@@ -9,15 +9,17 @@ from __future__ import annotations
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.checks import CheckResult, run_checks
-from pytest_atom.gateway import Exchange, Gateway, Responder, Script, ScriptedResponder
+from pytest_atom.claude_code import find_claude
+from pytest_atom.gateway import Exchange, Gateway, Responder
 from pytest_atom.prompts import PromptLoader
+from pytest_atom.recording import ModelSource, RecordSettings, open_model_source
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
 from pytest_atom.spec import Spec
@@ -45,10 +47,14 @@ class SpecResult:
     records: list[IterationRecord]
     duration: float
     exchanges: list[Exchange] = field(default_factory=list)
+    source: str = "scripted"  # what answered the CLI: scripted, replay or record
+    divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
+    warnings: list[str] = field(default_factory=list)  # version mismatch, structural drift
+    cassette: Path | None = None  # the cassette written by this run, if any
 
     @property
     def passed(self) -> bool:
-        return self.completed and all(c.passed for c in self.checks)
+        return self.completed and not self.divergences and all(c.passed for c in self.checks)
 
     @property
     def claude_seconds(self) -> float:
@@ -76,15 +82,6 @@ def session_id_for(spec: Spec) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}"))
 
 
-def default_responder(spec: Spec) -> Responder:
-    if spec.script is None:
-        raise HarnessError(
-            f"spec '{spec.name}' ({spec.path}) has no `script:`, and this version can only "
-            "run scripted specs. Add `script: scripts/<name>.yaml` with the agent's turns."
-        )
-    return ScriptedResponder(Script.load(spec.script))
-
-
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = runs_dir / f"{spec.name}-{stamp}-{uuid.uuid4().hex[:6]}"
@@ -97,24 +94,69 @@ def run_spec(
     *,
     runs_dir: Path,
     project_dir: Path | None = None,
-    responder: Responder | None = None,
+    settings: RecordSettings = RecordSettings(),
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
-    auth: Mapping[str, str] | None = None,
 ) -> SpecResult:
     """Run `spec` once in a fresh folder under `runs_dir` and judge it with its checks."""
     started = time.perf_counter()
+    claude_bin = claude_bin or find_claude()
     system_prompt = PromptLoader(project_dir).load(spec.toolname)
-    responder = responder or default_responder(spec)
     run_dir = new_run_dir(runs_dir, spec)
     workspace = run_dir / "workspace"
     if spec.workspace is not None:
         shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
     else:
         workspace.mkdir()
-    with Gateway(responder) as gateway:
+    source = open_model_source(spec, settings, paths=_volatile_paths(run_dir), claude_bin=claude_bin)
+    records: list[IterationRecord] = []  # filled as iterations end, so a crash keeps them
+    interrupted = True
+    try:
+        outcome, exchanges = _run_agent(spec, source, run_dir, system_prompt, claude_bin,
+                                        on_event, records)
+        interrupted = outcome["reason"] == "timeout"
+    finally:
+        cli_version = next((r.cli_version for r in records if r.cli_version), None)
+        written = source.finish(spec, interrupted=interrupted, cli_version=cli_version)
+    checks = run_checks(spec.accept, workspace, env=clean_env())
+    tape = source.tape
+    return SpecResult(
+        spec=spec,
+        run_dir=run_dir,
+        workspace=workspace,
+        completed=bool(outcome["success"]),
+        reason=outcome.get("reason"),
+        error=outcome.get("error"),
+        iterations=int(outcome["iterations"]),
+        checks=checks,
+        records=records,
+        duration=time.perf_counter() - started,
+        exchanges=exchanges,
+        source=source.kind,
+        divergences=[d.describe() for d in tape.divergences] if tape else [],
+        warnings=source.warnings + [f"structural match despite drift:\n{d.difference}"
+                                    for d in (tape.drifts if tape else [])],
+        cassette=written,
+    )
+
+
+def _volatile_paths(run_dir: Path) -> dict[str, str]:
+    """Paths that differ on every run and machine, with the placeholders that stand for them."""
+    paths = {}
+    for path, placeholder in ((run_dir / "workspace", "<WORKSPACE>"), (run_dir, "<RUN_DIR>"),
+                              (Path.home(), "<HOME>")):
+        paths[str(path)] = placeholder
+        paths[str(path.resolve())] = placeholder
+    return paths
+
+
+def _run_agent(spec: Spec, source: ModelSource, run_dir: Path, system_prompt: str,
+               claude_bin: Path, on_event: Callable[[dict[str, Any]], None] | None,
+               records: list[IterationRecord]) -> tuple[dict[str, Any], list[Exchange]]:
+    workspace = run_dir / "workspace"
+    with Gateway(source.responder) as gateway:
         runner = ClaudeRunner(
-            env=claude_env(gateway.url, run_dir / "claude-config", auth),
+            env=claude_env(gateway.url, run_dir / "claude-config", source.auth),
             options=spec.claude,
             model=spec.model,
             claude_bin=claude_bin,
@@ -128,22 +170,8 @@ def run_spec(
             runner=runner,
             session_id=session_id_for(spec),
             # A scripted or replayed answer is the same on every retry: retrying only waits.
-            max_retries=0,
+            max_retries=2 if source.kind == "record" else 0,
             timeout=spec.timeout,
+            on_iteration=lambda _, record: records.append(record),
         )
-        outcome = runtime.run(spec.prompt)
-        exchanges = gateway.exchanges
-    checks = run_checks(spec.accept, workspace, env=clean_env())
-    return SpecResult(
-        spec=spec,
-        run_dir=run_dir,
-        workspace=workspace,
-        completed=bool(outcome["success"]),
-        reason=outcome.get("reason"),
-        error=outcome.get("error"),
-        iterations=int(outcome["iterations"]),
-        checks=checks,
-        records=runtime.records,
-        duration=time.perf_counter() - started,
-        exchanges=exchanges,
-    )
+        return runtime.run(spec.prompt), gateway.exchanges

@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.cassette import CassetteError
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
+from pytest_atom.gateway import ScriptError
+from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError, RecordSettings
 from pytest_atom.report import failure_report
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 
@@ -38,9 +41,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="where each spec run gets its isolated folder (default: .atom/runs under rootdir).",
     )
+    group.addoption(
+        "--atom-record-mode",
+        dest="atom_record_mode",
+        default=None,
+        choices=RECORD_MODES,
+        help="none (default): replay cassettes, never reach the network; once: record specs "
+        "with no cassette; new_episodes: record what does not match; all: record everything anew.",
+    )
+    group.addoption(
+        "--atom-upstream",
+        dest="atom_upstream",
+        default=None,
+        metavar="URL",
+        help="where recording forwards to (default: a scripted spec's own script, else "
+        "$ANTHROPIC_BASE_URL, else the Anthropic API).",
+    )
+    group.addoption(
+        "--atom-match",
+        dest="atom_match",
+        default="strict",
+        choices=MATCH_MODES,
+        help="strict (default): replay only identical requests; structural: also when only "
+        "tool-result text differs, reported as drift.",
+    )
+    group.addoption(
+        "--atom-strict-version",
+        dest="atom_strict_version",
+        action="store_true",
+        default=False,
+        help="fail a replay whose cassette was recorded with another Claude Code version.",
+    )
+    parser.addini("atom_record_mode", "default for --atom-record-mode.", default="none")
     parser.addini("atom_paths", "spec paths collected by `pytest --atom` when none are given.",
                   type="paths", default=[])
     parser.addini("atom_runs_dir", "default for --atom-runs-dir.", default=None)
+
+
+class AtomReplayWarning(UserWarning):
+    """A replay that passed but deserves a look: another CLI version, or drifted tool output."""
 
 
 class SpecFailed(Exception):
@@ -59,6 +98,17 @@ class AtomSession:
         runs = config.option.atom_runs_dir or config.getini("atom_runs_dir")
         self.runs_dir = (config.rootpath / runs) if runs else config.rootpath / ".atom" / "runs"
         self.spec_collect_errors = 0
+        # Command line over ini: options default to None so the plugin can tell them apart.
+        mode = config.option.atom_record_mode or config.getini("atom_record_mode")
+        if mode not in RECORD_MODES:
+            raise pytest.UsageError(
+                f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}")
+        self.settings = RecordSettings(
+            mode=mode,
+            upstream=config.option.atom_upstream,
+            match=config.option.atom_match,
+            strict_version=config.option.atom_strict_version,
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -154,14 +204,17 @@ class AtomItem(pytest.Function):
     def run_spec(self) -> None:
         session: AtomSession = self.config.pluginmanager.getplugin("atom-session")
         try:
-            result = run_spec(self.spec, runs_dir=session.runs_dir, project_dir=self.config.rootpath)
-        except (HarnessError, OSError, ValueError) as exc:
+            result = run_spec(self.spec, runs_dir=session.runs_dir,
+                              project_dir=self.config.rootpath, settings=session.settings)
+        except (HarnessError, RecordingError, CassetteError, ScriptError, OSError, ValueError) as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
         else:
             problem = ""
         if problem:
             pytest.fail(f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False)
         self.result = result
+        for warning in result.warnings:
+            self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
         self.user_properties += [
             ("atom_iterations", result.iterations),
             ("atom_duration_s", round(result.duration, 3)),

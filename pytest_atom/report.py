@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_atom.execution import SpecResult
+if TYPE_CHECKING:
+    from pytest_atom.execution import SpecResult
 
 _EVIDENCE_LINES = 20
 
@@ -49,7 +51,12 @@ def failure_report(result: SpecResult) -> str:
         f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})",
         f"  agent: {agent_line(result)}",
     ]
-    if result.error:
+    if result.divergences:
+        lines.append(f"  replay diverged from the cassette ({len(result.divergences)} request"
+                     f"{'s' * (len(result.divergences) != 1)} matched nothing recorded):")
+        for divergence in result.divergences:
+            lines += _indent(divergence, prefix="    ", limit=40)
+    elif result.error:
         lines.append("  error:")
         lines += _indent(result.error)
     if result.checks:

@@ -34,6 +34,9 @@ _QUIET_ENV = {
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    # No git status of an enclosing repository in the system prompt: it differs on every
+    # machine and commit, so recorded requests would never match again.
+    "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1",
 }
 
 
@@ -58,6 +61,8 @@ def claude_env(
     env.update(_QUIET_ENV)
     env["ANTHROPIC_BASE_URL"] = base_url
     env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+    # The agent's git must not find the user's repository above the run folder.
+    env["GIT_CEILING_DIRECTORIES"] = str(config_dir.parent)
     env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
     return env
 

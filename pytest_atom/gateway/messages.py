@@ -7,6 +7,7 @@ what the official SDK and the Claude Code CLI parse.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -95,3 +96,62 @@ def sample_for_schema(schema: Mapping[str, Any], hint: str) -> Any:
 def estimate_tokens(data: bytes | str) -> int:
     """A stable stand-in for token counts: scripted runs need numbers, not accuracy."""
     return max(1, len(data) // 4)
+
+
+_DELTA_FIELDS = {
+    "text_delta": "text",
+    "input_json_delta": "partial_json",
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "citations_delta": None,  # not concatenable: kept as is
+}
+
+
+def parse_sse(text: str) -> list[tuple[str, str]]:
+    """(event, data) pairs of an SSE body; comments and retry lines are dropped."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        name, data = "message", []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip(" "))
+        if data:
+            events.append((name, "\n".join(data)))
+    return events
+
+
+def coalesce_sse(text: str) -> str:
+    """Merge each content block's many deltas into one, keeping every other event as is.
+
+    A live stream splits text and tool input into dozens of small deltas. Merged, a
+    cassette reads as the model's actual words, and a path split across two deltas
+    becomes one string that path normalization can find. The CLI accepts either form.
+    Anything that does not parse is returned unchanged.
+    """
+    try:
+        events = [(name, json.loads(data)) for name, data in parse_sse(text)]
+    except ValueError:
+        return text
+    out: list[bytes] = []
+    pending: dict[int, dict[str, Any]] = {}
+    for name, data in events:
+        if not isinstance(data, dict):
+            return text
+        field = _DELTA_FIELDS.get(str((data.get("delta") or {}).get("type")), None)
+        if name == "content_block_delta" and field:
+            index = data["index"]
+            held = pending.get(index)
+            if held is not None and held["delta"]["type"] == data["delta"]["type"]:
+                held["delta"][field] += data["delta"][field]
+                continue
+            if held is not None:
+                out.append(_event("content_block_delta", held))
+            pending[index] = copy.deepcopy(data)
+            continue
+        if name == "content_block_stop" and data.get("index") in pending:
+            out.append(_event("content_block_delta", pending.pop(data["index"])))
+        out.append(_event(name, data))
+    out += [_event("content_block_delta", held) for held in pending.values()]
+    return b"".join(out).decode("utf-8")

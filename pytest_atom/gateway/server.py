@@ -131,6 +131,13 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in reply.headers.items():
             if name.lower() not in ("content-length", "transfer-encoding", "connection"):
                 self.send_header(name, value)
+        if self.command == "HEAD":  # headers only: a body would corrupt the keep-alive stream
+            self.send_header("content-length", "0")
+            self.end_headers()
+            if not isinstance(reply.body, bytes):
+                for _ in reply.body:  # let a recording responder finish its bookkeeping
+                    pass
+            return
         if isinstance(reply.body, bytes):
             self.send_header("content-length", str(len(reply.body)))
             self.end_headers()
@@ -196,6 +203,9 @@ class Gateway:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        close = getattr(self.responder, "close", None)
+        if close is not None:
+            close()  # a recording responder holds an upstream connection pool
 
     def __enter__(self) -> Gateway:
         return self.start()

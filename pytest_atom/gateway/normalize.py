@@ -1,0 +1,100 @@
+"""Normalization: the parts of a request that change from run to run become placeholders.
+
+A replay happens in another temp folder, on another day, for another user, with another
+session id; the CLI puts all of those into its request bodies. Both the recorded and the
+live request are normalized the same way, and matching compares the normalized forms.
+Responses get the same path placeholders, so a replayed tool call (an Edit of
+``<WORKSPACE>/calc.py``) lands in the live workspace.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+_BILLING = [
+    (re.compile(r"cc_version=[^;\s\"]*"), "cc_version=<CC_VERSION>"),
+    (re.compile(r"cch=[^;\s\"]*"), "cch=<CCH>"),
+]
+TOOL_RESULT = "<TOOL_RESULT>"
+#: Wall times printed by commands ("2 passed in 1.41s", "Finished in 0.35 sec"): they
+#: change on every run. Only tool results are touched, and only decimal durations.
+_DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
+
+
+def run_dates(now: datetime | None = None) -> list[str]:
+    """Dates the CLI may write today: local and UTC, and yesterday (a run crossing midnight)."""
+    now = now or datetime.now()
+    days: set[date] = {now.date(), now.astimezone(timezone.utc).date()}
+    days |= {d - timedelta(days=1) for d in days}
+    return sorted(d.isoformat() for d in days)
+
+
+class Normalizer:
+    """Turns request bodies and response texts into their run-independent form."""
+
+    def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
+        # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
+        pairs = sorted(((p, ph) for p, ph in paths.items() if p), key=lambda kv: -len(kv[0]))
+        self._paths = pairs
+        self._path_re = re.compile("|".join(re.escape(p) for p, _ in pairs)) if pairs else None
+        self._lookup = dict(pairs)
+        self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
+
+    def paths_out(self, text: str) -> str:
+        """Live paths -> placeholders."""
+        if self._path_re is None:
+            return text
+        return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
+
+    def paths_in(self, text: str) -> str:
+        """Placeholders -> live paths (for replayed responses)."""
+        for path, placeholder in self._paths:
+            text = text.replace(placeholder, path)
+        return text
+
+    def text(self, text: str) -> str:
+        text = self.paths_out(text)
+        if self._dates is not None:
+            text = self._dates.sub("<DATE>", text)
+        for pattern, placeholder in _BILLING:
+            text = pattern.sub(placeholder, text)
+        return text
+
+    def body(self, body: Any) -> Any:
+        """A normalized deep copy of a JSON request body."""
+        body = copy.deepcopy(body)
+        if isinstance(body, dict) and "metadata" in body:
+            body["metadata"] = "<METADATA>"  # device id, account, session id
+        ids: dict[str, str] = {}
+
+        def walk(node: Any, in_result: bool = False) -> Any:
+            if isinstance(node, str):
+                text = self.text(node)
+                return _DURATION.sub("<DURATION>", text) if in_result else text
+            if isinstance(node, list):
+                return [walk(n, in_result) for n in node]
+            if isinstance(node, dict):
+                in_result = in_result or node.get("type") == "tool_result"
+                out = {k: walk(v, in_result) for k, v in node.items()}
+                for key in ("id", "tool_use_id"):
+                    if key in out and node.get("type") in ("tool_use", "tool_result", "server_tool_use"):
+                        out[key] = ids.setdefault(node[key], f"<TOOL_ID:{len(ids) + 1}>")
+                return out
+            return node
+
+        return walk(body)
+
+
+def structural(body: Any) -> Any:
+    """The body with every tool result's content blanked: what `--atom-match=structural` compares."""
+    if isinstance(body, list):
+        return [structural(n) for n in body]
+    if isinstance(body, dict):
+        if body.get("type") == "tool_result":
+            return {**body, "content": TOOL_RESULT}
+        return {k: structural(v) for k, v in body.items()}
+    return body
