@@ -92,7 +92,7 @@ class AtomRuntime:
         try:
             self.conversation_dir.mkdir(parents=True, exist_ok=True)
             (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
-            result = self._iterate(deadline)
+            result = self._iterate(user_prompt, deadline)
         except (OSError, RuntimeError) as exc:
             result = {"success": False, "iterations": len(self.records), "output": "",
                       "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
@@ -104,13 +104,16 @@ class AtomRuntime:
         result.setdefault("error", None)
         return result
 
-    def _iterate(self, deadline: float | None) -> dict[str, Any]:
+    def _iterate(self, user_prompt: str, deadline: float | None) -> dict[str, Any]:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
+        # Unlike the seed, the first message also carries the task: the agent needs no tool
+        # call to read it, and a changed task changes the request, so a replay notices.
+        first = f"{prompt}\n\n# USER_PROMPT.md\n\n{user_prompt}"
         record: IterationRecord | None = None
         for iteration in range(1, self.max_iterations + 1):
             if self.verbose:
                 print(f"{'=' * 60}\nIteration {iteration}/{self.max_iterations}\n{'=' * 60}\n")
-            record = self._run_with_retry(prompt, iteration, deadline)
+            record = self._run_with_retry(first if iteration == 1 else prompt, iteration, deadline)
             self.records.append(record)
             self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
             if self.on_iteration:

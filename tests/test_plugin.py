@@ -84,6 +84,7 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
 
 def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
+    shutil.rmtree(specs / "cassettes")  # without a cassette, the edited script is what runs
     script = specs / "scripts" / "create_file.yaml"
     script.write_text("turns:\n  - text: working\n  - text: still working\n  - text: nearly\n")
     result = pytester.runpytest("--atom", "specs")
@@ -98,6 +99,7 @@ def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs:
 
 def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
+    shutil.rmtree(specs / "cassettes")
     script = specs / "scripts" / "create_file.yaml"
     script.write_text("turns:\n  - text: no exit signal yet\n")
     result = pytester.runpytest("--atom", "specs")
@@ -132,13 +134,18 @@ def test_python_collection_errors_still_interrupt(pytester: pytest.Pytester, spe
     result.stdout.fnmatch_lines(["*Interrupted: 1 error during collection*"])
 
 
-def test_spec_without_script_is_a_harness_failure_even_when_xfail(
+def test_missing_cassette_names_the_record_command_even_when_xfail(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makefile(".atom.yaml", unscripted="name: unscripted\nprompt: do it\nxfail: expected\n")
     result = pytester.runpytest("--atom", "unscripted.atom.yaml")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*could not run spec 'unscripted'*has no `script:`*"])
+    result.assert_outcomes(failed=1)  # a harness error is never the expected failure
+    result.stdout.fnmatch_lines([
+        "pytest-atom could not run spec 'unscripted': no cassette for spec 'unscripted' "
+        "(expected cassettes/unscripted/unscripted.yaml); record it with: "
+        "pytest --atom 'unscripted.atom.yaml::unscripted' --atom-record-mode=once",
+    ])
+    assert not (pytester.path / "cassettes").exists()
 
 
 def test_xfail_spec_that_passes_is_xpassed(pytester: pytest.Pytester, specs: Path) -> None:
