@@ -119,12 +119,15 @@ class Cassette:
             raise CassetteError(f"cassette {path} is not valid YAML ({exc}); record it again") from None
         if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
             raise CassetteError(f"{path} is not a cassette (no 'interactions:' list); record it again")
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise CassetteError(f"cassette {path} has malformed 'metadata:'; record it again")
         try:
             interactions = [Interaction.from_vcr(i) for i in data["interactions"]]
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise CassetteError(f"cassette {path} has a malformed interaction ({exc!r}); "
                                 "record it again") from None
-        return cls(path, interactions, dict(data.get("metadata") or {}))
+        return cls(path, interactions, metadata)
 
     def dumps(self) -> str:
         data = {

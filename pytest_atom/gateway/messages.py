@@ -134,6 +134,8 @@ def coalesce_sse(text: str) -> str:
         events = [(name, json.loads(data)) for name, data in parse_sse(text)]
     except ValueError:
         return text
+    if not events:
+        return text
     out: list[bytes] = []
     pending: dict[int, dict[str, Any]] = {}
     for name, data in events:

@@ -40,7 +40,9 @@ class Normalizer:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
         pairs = sorted(((p, ph) for p, ph in paths.items() if p), key=lambda kv: -len(kv[0]))
         self._paths = pairs
-        self._path_re = re.compile("|".join(re.escape(p) for p, _ in pairs)) if pairs else None
+        # A path ends where a path component ends: /tmp/run must not eat /tmp/run2.
+        alternatives = "|".join(re.escape(p) for p, _ in pairs)
+        self._path_re = re.compile(f"(?:{alternatives})(?![\\w.-])") if pairs else None
         self._lookup = dict(pairs)
         self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
 

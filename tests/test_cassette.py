@@ -1,0 +1,437 @@
+"""Cassettes on disk and the responder that replays or records them, over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from vcr.serialize import deserialize
+from vcr.serializers import yamlserializer
+
+from pytest_atom.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
+from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.gateway.replay import CassetteResponder, Divergence, describe_difference
+from pytest_atom.scrub import Scrubber
+
+URI = "https://api.anthropic.com/v1/messages"
+TOOLS = [{"name": "Bash", "description": "run a command", "input_schema": {"type": "object"}}]
+CANARY = "sk-ant-canary-aaaaaaaaaaaaaaaa"
+
+
+def reply_msg(text: str, n: int = 1) -> dict[str, Any]:
+    return message(f"msg_{n:04d}", "claude-x", [{"type": "text", "text": text}],
+                   input_tokens=10, output_tokens=5)
+
+
+def sse_text(msg: dict[str, Any]) -> str:
+    return sse_stream(msg).decode()
+
+
+def title_body() -> dict[str, Any]:
+    return {"model": "claude-haiku", "max_tokens": 512,
+            "messages": [{"role": "user", "content": "Write a title for: fix the tests"}]}
+
+
+def turn_body(result: str = "2 passed", prompt: str = "Fix the tests.") -> dict[str, Any]:
+    return {"model": "claude-x", "max_tokens": 1000, "tools": TOOLS, "messages": [
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_01ABC", "name": "Bash", "input": {"command": "pytest"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01ABC", "content": result}]},
+    ]}
+
+
+def recorded(body: Any, response: dict[str, Any]) -> Interaction:
+    """An interaction as a recording stores it: body normalized, response as JSON text."""
+    return Interaction("POST", URI, Normalizer({}).body(body), 200, json.dumps(response),
+                       {"content-type": "application/json"}, {"content-type": "application/json"})
+
+
+def replayer(interactions: list[Interaction], tmp_path: Path, **kwargs: Any) -> CassetteResponder:
+    return CassetteResponder(Cassette(tmp_path / "c.yaml", interactions), Normalizer({}),
+                             Scrubber(env={}), **kwargs)
+
+
+@contextmanager
+def serve(responder: Any) -> Iterator[Gateway]:
+    with Gateway(responder) as gateway:
+        yield gateway
+
+
+def post(gateway: Gateway, body: Any, **headers: str) -> httpx.Response:
+    return httpx.post(gateway.url + "/v1/messages", json=body, headers=headers, timeout=30)
+
+
+def sample(tmp_path: Path) -> Cassette:
+    sse = sse_text(message("msg_1", "claude-x", [
+        {"type": "text", "text": "I'll edit it. café ✓"},
+        {"type": "tool_use", "id": "toolu_1", "name": "Edit", "input": {"file_path": "<WORKSPACE>/a.py"}},
+    ], input_tokens=12, output_tokens=34))
+    return Cassette(tmp_path / "sub" / "create-file.yaml", [
+        Interaction("POST", URI, {"model": "claude-x", "stream": True, "tools": TOOLS,
+                                  "messages": [{"role": "user", "content": "Create a.py\nplease"}]},
+                    200, sse, {"anthropic-version": "2023-06-01", "content-type": "application/json"},
+                    {"content-type": "text/event-stream"}),
+        Interaction("POST", URI + "/count_tokens", "not json at all", 429,
+                    json.dumps({"type": "error", "error": {"type": "rate_limit_error"}}),
+                    {}, {"content-type": "application/json"}),
+    ], {"spec": "specs/create-file.yaml", "recorded_with": {"claude": "2.1.197"}})
+
+
+# --- the file format -----------------------------------------------------------------------
+
+
+def test_round_trip_is_field_by_field_equal(tmp_path: Path) -> None:
+    cassette = sample(tmp_path)
+    path = cassette.save()
+    assert path == tmp_path / "sub" / "create-file.yaml" and path.is_file()
+    loaded = Cassette.load(path)
+    assert loaded.path == path and loaded.metadata == cassette.metadata
+    assert len(loaded.interactions) == 2
+    for got, want in zip(loaded.interactions, cassette.interactions):
+        assert (got.method, got.uri, got.body, got.status) == (want.method, want.uri, want.body, want.status)
+        assert got.response == want.response
+        assert got.request_headers == want.request_headers
+        assert got.response_headers == want.response_headers
+    assert loaded.interactions[0].response.endswith("\n\n")  # SSE's trailing blank line kept
+    assert loaded.interactions[1].endpoint == "/v1/messages/count_tokens"
+
+
+def test_save_to_another_path_leaves_own_path(tmp_path: Path) -> None:
+    cassette = sample(tmp_path)
+    other = tmp_path / "elsewhere" / "copy.yaml"
+    assert cassette.save(other) == other
+    assert not cassette.path.exists() and Cassette.load(other).interactions == cassette.interactions
+
+
+def test_vcrpy_loads_the_saved_file(tmp_path: Path) -> None:
+    cassette = sample(tmp_path)
+    text = cassette.save().read_text(encoding="utf-8")
+    requests, responses, metadata = deserialize(text, yamlserializer)
+    assert metadata == cassette.metadata
+    assert [r.method for r in requests] == ["POST", "POST"]
+    assert [r.uri for r in requests] == [URI, URI + "/count_tokens"]
+    assert json.loads(requests[0].body) == cassette.interactions[0].body
+    assert requests[1].body == b"not json at all"
+    assert requests[0].headers["anthropic-version"] == "2023-06-01"
+    assert [r["status"]["code"] for r in responses] == [200, 429]
+    assert responses[1]["status"]["message"] == "Too Many Requests"
+    assert responses[0]["body"]["string"] == cassette.interactions[0].response.encode()
+    assert responses[1]["body"]["string"] == cassette.interactions[1].response.encode()
+
+
+def test_saved_yaml_is_readable(tmp_path: Path) -> None:
+    cassette = sample(tmp_path)
+    cassette.interactions[0].body = {"model": "claude-x", "max_tokens": 10}
+    text = cassette.save().read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert "    body: |-" in lines
+    assert any(re.fullmatch(r' {6,}"model": "claude-x",', line) for line in lines)
+    assert any(re.fullmatch(r' {6,}"max_tokens": 10', line) for line in lines)
+    sse_lines = [line.strip() for line in lines]
+    for event in ("message_start", "content_block_start", "content_block_delta", "message_stop"):
+        assert f"event: {event}" in sse_lines
+    assert "\\n" not in text  # no escaped one-line strings
+    assert text.startswith("# pytest-atom cassette")
+
+
+def test_save_is_atomic_when_serialization_fails(tmp_path: Path) -> None:
+    cassette = sample(tmp_path)
+    path = cassette.save()
+    before = path.read_bytes()
+    cassette.interactions.pop()
+    cassette.metadata["bad"] = object()
+    with pytest.raises(yaml.YAMLError):
+        cassette.save()
+    assert path.read_bytes() == before
+    assert list(path.parent.glob(".*.tmp")) == []
+    assert [p.name for p in path.parent.iterdir()] == ["create-file.yaml"]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize("mask", [None, 0o002, 0o027])
+def test_saved_file_permissions_follow_umask(tmp_path: Path, mask: int | None) -> None:
+    old = os.umask(mask) if mask is not None else None
+    try:
+        current = _umask()
+        path = sample(tmp_path).save()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~current
+    finally:
+        if old is not None:
+            os.umask(old)
+
+
+def test_partial_path_sits_beside_the_cassette(tmp_path: Path) -> None:
+    assert Cassette(Path("x/create-file.yaml")).partial_path == Path("x/create-file.partial.yaml")
+    assert Cassette(tmp_path / "a.b.yaml").partial_path == tmp_path / "a.b.partial.yaml"
+
+
+GOOD = Cassette(Path("unused"), [Interaction("GET", "http://x/", "", 200, "ok")]).dumps()
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    (None, "cannot read cassette"),
+    ("interactions: [\n  - {request: \n", "is not valid YAML"),
+    ("metadata: {}\nversion: 1\n", "is not a cassette"),
+    ("interactions:\n- request: {method: GET, uri: 'http://x/', body: ''}\n", "malformed interaction"),
+])
+def test_cassette_errors_name_the_file(tmp_path: Path, content: str | None, fragment: str) -> None:
+    path = tmp_path / "broken.yaml"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    with pytest.raises(CassetteError) as info:
+        Cassette.load(path)
+    assert str(path) in str(info.value) and fragment in str(info.value)
+    if content is not None:  # the same folder, valid content: loads
+        path.write_text(GOOD, encoding="utf-8")
+        assert Cassette.load(path).interactions[0].response == "ok"
+
+
+@pytest.mark.parametrize("content", [
+    "interactions:\n- request: []\n  response: {status: {code: 200}}\n",
+    "interactions:\n- request: {method: GET, uri: 'http://x/', headers: [a]}\n"
+    "  response: {status: {code: 200}}\n",
+    "metadata: [a]\ninteractions: []\n",
+])
+def test_malformed_shapes_are_cassette_errors(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(CassetteError, match=re.escape(str(path))):
+        Cassette.load(path)
+
+
+# --- coalescing streams ----------------------------------------------------------------------
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"  # spaced JSON: unlike sse_stream's
+
+
+def split_deltas(sse: str, pieces: int) -> str:
+    """Cut every delta's text into `pieces` consecutive deltas, as a live stream sends them."""
+    out = []
+    for name, raw in parse_sse(sse):
+        data = json.loads(raw)
+        delta = data.get("delta", {})
+        field = {"text_delta": "text", "input_json_delta": "partial_json",
+                 "thinking_delta": "thinking", "signature_delta": "signature"}.get(delta.get("type"))
+        if name != "content_block_delta" or field is None:
+            out.append(_event(name, data))
+            continue
+        value: str = delta[field]
+        step = max(1, -(-len(value) // pieces))
+        for start in range(0, len(value), step):
+            out.append(_event(name, {**data, "delta": {**delta, field: value[start:start + step]}}))
+    return "".join(out)
+
+
+def test_coalesce_restores_one_delta_per_block() -> None:
+    msg = message("msg_1", "claude-x", [
+        {"type": "text", "text": "I'll fix /tmp/x/run/workspace/calc.py now."},
+        {"type": "tool_use", "id": "toolu_1", "name": "Edit",
+         "input": {"file_path": "/tmp/x/run/workspace/calc.py", "old_string": "a", "new_string": "b"}},
+    ], input_tokens=10, output_tokens=20)
+    whole = sse_text(msg)
+    split = split_deltas(whole, 4)
+    assert split.count("content_block_delta\n") == 8 and split != whole
+    assert coalesce_sse(split) == whole
+    assert coalesce_sse(whole) == whole
+
+
+def test_coalesce_returns_non_sse_text_unchanged() -> None:
+    text = json.dumps(reply_msg("hello"), indent=2)
+    assert coalesce_sse(text) == text
+
+
+def test_coalesce_returns_unparsable_data_unchanged() -> None:
+    text = "event: content_block_delta\ndata: {not json\n\n"
+    assert coalesce_sse(text) == text
+    listed = "event: x\ndata: [1, 2]\n\n"
+    assert coalesce_sse(listed) == listed
+
+
+def test_coalesce_keeps_thinking_and_signature_deltas_apart() -> None:
+    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                  "content": [], "usage": {"input_tokens": 1}}}
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    stream = "".join([
+        _event("message_start", start),
+        _event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        *[_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "thinking_delta", "thinking": t}})
+          for t in ("Let me ", "think ", "about it.")],
+        *[_event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "signature_delta", "signature": s}})
+          for s in ("EqQBCkgI", "AhABGAIi")],
+        _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _event("message_stop", {"type": "message_stop"}),
+    ])
+    events = [(name, json.loads(data)) for name, data in parse_sse(coalesce_sse(stream))]
+    assert [name for name, _ in events] == [
+        "message_start", "content_block_start", "content_block_delta", "content_block_delta",
+        "content_block_stop", "message_stop"]
+    assert events[2][1]["delta"] == {"type": "thinking_delta", "thinking": "Let me think about it."}
+    assert events[3][1]["delta"] == {"type": "signature_delta", "signature": "EqQBCkgIAhABGAIi"}
+    assert events[0][1] == start
+
+
+# --- replaying over HTTP -------------------------------------------------------------------
+
+
+def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
+    title_reply, turn_reply = reply_msg("Fixing tests", 1), reply_msg("Done.", 2)
+    responder = replayer([recorded(title_body(), title_reply), recorded(turn_body(), turn_reply)],
+                         tmp_path)
+    got: dict[str, httpx.Response] = {}
+    barrier = threading.Barrier(2)
+
+    def send(name: str, body: dict[str, Any]) -> None:
+        barrier.wait()
+        got[name] = post(gateway, body)
+
+    with serve(responder) as gateway:
+        threads = [threading.Thread(target=send, args=a) for a in
+                   (("turn", turn_body()), ("title", title_body()))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert got["turn"].status_code == 200 and got["turn"].json() == turn_reply
+        assert got["title"].status_code == 200 and got["title"].json() == title_reply
+        assert got["turn"].headers["content-type"] == "application/json"
+        assert responder.divergences == []
+
+        again = post(gateway, turn_body())
+    assert again.status_code == 400
+    error = again.json()
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert "matches nothing in the cassette" in error["error"]["message"]
+    assert len(responder.divergences) == 1
+    described = responder.divergences[0].describe()
+    assert described.startswith("POST /v1/messages: no recorded interaction matches")
+
+
+def test_replayed_response_gets_live_paths(tmp_path: Path) -> None:
+    text = "I'll edit <WORKSPACE>/calc.py"
+    responder = CassetteResponder(
+        Cassette(tmp_path / "c.yaml", [Interaction("POST", URI, title_body(), 200, sse_text(reply_msg(text)),
+                                                   {}, {"content-type": "text/event-stream"})]),
+        Normalizer({str(tmp_path / "ws"): "<WORKSPACE>"}), Scrubber(env={}))
+    with serve(responder) as gateway:
+        response = post(gateway, title_body())
+    assert response.headers["content-type"] == "text/event-stream"
+    assert f"I'll edit {tmp_path / 'ws'}/calc.py" in response.text
+    assert "<WORKSPACE>" not in response.text
+
+
+def test_divergence_names_the_message_and_diffs_the_text(tmp_path: Path) -> None:
+    responder = replayer([recorded(turn_body(result="3 passed"), reply_msg("ok"))], tmp_path)
+    with serve(responder) as gateway:
+        response = post(gateway, turn_body(result="1 failed, 2 passed"))
+    assert response.status_code == 400
+    (divergence,) = responder.divergences
+    text = divergence.describe()
+    assert "messages[2] (user)" in text and "tool_result" in text
+    lines = [line.strip() for line in text.splitlines()]
+    assert "-3 passed" in lines and "+1 failed, 2 passed" in lines
+    assert "POST /v1/messages" in text
+
+
+def test_describe_difference_reports_added_keys_and_lengths() -> None:
+    live = {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "x": 1}
+    rec = {"messages": [{"role": "user", "content": "a"}], "y": 2}
+    text = describe_difference(live, rec)
+    assert "- y: only in the recording" in text and "- x: only in the live request" in text
+    assert "- messages: 1 items recorded, 2 live" in text
+    assert describe_difference(rec, rec) == "- (no difference after normalization)"
+
+
+def test_divergence_without_anything_recorded_for_the_endpoint(tmp_path: Path) -> None:
+    responder = replayer([], tmp_path)
+    with serve(responder) as gateway:
+        assert post(gateway, title_body()).status_code == 400
+    (divergence,) = responder.divergences
+    assert isinstance(divergence, Divergence) and divergence.closest is None
+    assert divergence.describe().endswith("(the cassette has nothing left for this endpoint)")
+
+
+def test_structural_match_serves_with_drift_strict_diverges(tmp_path: Path) -> None:
+    rec = recorded(turn_body(result="3 passed"), reply_msg("recorded answer"))
+    live = turn_body(result="1 failed, 2 passed")
+    structural = replayer([rec], tmp_path, match="structural")
+    strict = replayer([rec], tmp_path, match="strict")
+    with serve(structural) as gateway:
+        served = post(gateway, live)
+    assert served.status_code == 200 and served.json() == reply_msg("recorded answer")
+    assert len(structural.drifts) == 1 and structural.divergences == []
+    assert "tool_result" in structural.drifts[0].difference
+    with serve(structural) as gateway:  # played once: a structural match does not repeat it
+        assert post(gateway, live).status_code == 400
+    with serve(strict) as gateway:
+        assert post(gateway, live).status_code == 400
+    assert len(strict.divergences) == 1 and strict.drifts == []
+    with serve(replayer([rec], tmp_path, match="structural")) as gateway:
+        assert post(gateway, turn_body(prompt="Something else.")).status_code == 400
+
+
+def test_identical_recordings_play_in_order(tmp_path: Path) -> None:
+    first, second = reply_msg("first", 1), reply_msg("second", 2)
+    responder = replayer([recorded(turn_body(), first), recorded(turn_body(), second)], tmp_path)
+    with serve(responder) as gateway:
+        assert post(gateway, turn_body()).json() == first
+        assert post(gateway, turn_body()).json() == second
+        assert post(gateway, turn_body()).status_code == 400
+
+
+# --- forwarding and recording ----------------------------------------------------------------
+
+
+def test_forwarded_stream_is_recorded_without_secrets(tmp_path: Path) -> None:
+    body = {**turn_body(prompt=f"My key is {CANARY}."), "stream": True}
+    cassette = Cassette(tmp_path / "c.yaml")
+    with serve(scripted([{"text": "hello"}])) as upstream:
+        responder = CassetteResponder(cassette, Normalizer({}), Scrubber(env={}), replay=False,
+                                      upstream=upstream.url, upstream_label="scripted://test")
+        with serve(responder) as gateway:
+            response = post(gateway, body, **{"x-api-key": CANARY, "anthropic-version": "2023-06-01"})
+        upstream_seen = upstream.exchanges
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    events = [(name, json.loads(data)) for name, data in parse_sse(response.text)]
+    assert events[0][0] == "message_start" and events[-1][0] == "message_stop"
+    assert [d["delta"]["text"] for n, d in events if n == "content_block_delta"] == ["hello"]
+    assert upstream_seen[0].request.headers["x-api-key"] == CANARY  # forwarded, not stored
+    assert responder.recorded == 1
+    (interaction,) = responder.finished_interactions()
+    assert interaction.uri.startswith("scripted://test/v1/messages")
+    assert interaction.response == response.text
+    assert interaction.response_headers == {"content-type": "text/event-stream"}
+    assert interaction.request_headers == {"anthropic-version": "2023-06-01",
+                                           "content-type": "application/json"}
+    assert interaction.body["messages"][0]["content"] == "My key is <SECRET:REDACTED>."
+    assert interaction.body["messages"][1]["content"][0]["id"] == "<TOOL_ID:1>"
+    dumped = cassette.dumps()
+    assert CANARY not in dumped and CANARY not in json.dumps(interaction.request_headers)
+    # What was recorded replays: the same request is served from the cassette.
+    cassette.save()
+    with serve(replayer(Cassette.load(cassette.path).interactions, tmp_path)) as gateway:
+        again = post(gateway, body)
+    assert again.status_code == 200 and again.text == response.text

@@ -1,0 +1,187 @@
+"""Normalization makes a request from one run equal to the same request from another run:
+each test builds real Claude Code-shaped bodies and pins one placeholder or one boundary."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+from pytest_atom.gateway.normalize import TOOL_RESULT, Normalizer, run_dates, structural
+
+WS = "/tmp/x/run/workspace"
+DAY = datetime(2026, 11, 22, 12, 0)
+SESSION = "6f1c2a4e-9b7d-4c1e-8a2f-0d3b5e7c9a11"
+
+
+def cc_body(workspace: str = WS, day: str = "2026-11-22", session: str = SESSION,
+            device: str = "abc", tool_id: str = "toolu_01ABC", duration: str = "1.41s",
+            prompt: str = "Fix the failing test in a.py.") -> dict[str, Any]:
+    """A request body as the Claude Code CLI sends it mid-conversation."""
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 32000,
+        "metadata": {"user_id": json.dumps({"device_id": device, "session_id": session})},
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197.f66; "
+                                     "cc_entrypoint=sdk-cli; cch=12345;"},
+            {"type": "text", "text": f"CWD: {workspace}\nDate: {day}"},
+        ],
+        "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": f"Today's date is {day}."},
+                {"type": "text", "text": prompt},
+            ]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Running the tests."},
+                {"type": "tool_use", "id": tool_id, "name": "Bash",
+                 "input": {"command": f"cd {workspace} && pytest -q"}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tool_id,
+                 "content": f"{workspace}/a.py ..\n2 passed in {duration}"},
+            ]},
+        ],
+        "tools": [{"name": "Bash", "description": "run a command",
+                   "input_schema": {"type": "object"}}],
+        "stream": True,
+    }
+
+
+def normalizer(workspace: str = WS, now: datetime = DAY) -> Normalizer:
+    return Normalizer({workspace: "<WORKSPACE>"}, run_dates(now))
+
+
+def test_realistic_body_gets_every_placeholder() -> None:
+    out = normalizer().body(cc_body())
+    assert out["metadata"] == "<METADATA>"
+    assert out["system"][0]["text"] == ("x-anthropic-billing-header: cc_version=<CC_VERSION>; "
+                                        "cc_entrypoint=sdk-cli; cch=<CCH>;")
+    assert out["system"][1]["text"] == "CWD: <WORKSPACE>\nDate: <DATE>"
+    first, assistant, result = out["messages"]
+    assert first["content"][0]["text"] == "Today's date is <DATE>."
+    assert assistant["content"][1]["id"] == "<TOOL_ID:1>"
+    assert assistant["content"][1]["input"] == {"command": "cd <WORKSPACE> && pytest -q"}
+    assert result["content"][0]["tool_use_id"] == "<TOOL_ID:1>"
+    assert result["content"][0]["content"] == "<WORKSPACE>/a.py ..\n2 passed in <DURATION>"
+    # What does not vary between runs is left alone.
+    assert out["model"] == "claude-sonnet-4-5" and out["max_tokens"] == 32000
+    assert out["tools"] == cc_body()["tools"] and out["stream"] is True
+    assert first["content"][1]["text"] == "Fix the failing test in a.py."
+
+
+def test_tool_ids_are_numbered_in_order_of_appearance() -> None:
+    body = cc_body()
+    body["messages"][1]["content"].append(
+        {"type": "tool_use", "id": "toolu_02DEF", "name": "Read", "input": {}})
+    body["messages"][2]["content"].insert(
+        0, {"type": "tool_result", "tool_use_id": "toolu_02DEF", "content": "ok"})
+    out = normalizer().body(body)
+    assert [b["id"] for b in out["messages"][1]["content"][1:]] == ["<TOOL_ID:1>", "<TOOL_ID:2>"]
+    assert [b["tool_use_id"] for b in out["messages"][2]["content"]] == ["<TOOL_ID:2>", "<TOOL_ID:1>"]
+
+
+def test_same_request_from_another_run_normalizes_equal() -> None:
+    here = normalizer(WS, DAY).body(cc_body())
+    other_ws = "/tmp/pytest-of-ci/pytest-7/test_other0/run/workspace"
+    other = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(cc_body(
+        workspace=other_ws, day="2027-03-09", session="0a0b0c0d-1111-2222-3333-444455556666",
+        device="zzz", tool_id="toolu_01XYZ", duration="13.07s"))
+    assert other == here
+    changed = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(cc_body(
+        workspace=other_ws, day="2027-03-09", prompt="Fix the failing test in b.py."))
+    assert changed != here
+
+
+def test_other_run_date_is_not_a_placeholder_without_its_run_dates() -> None:
+    # A date the run could not have written is content, and a changed one must not match.
+    out = normalizer(WS, DAY).body(cc_body(day="2026-10-01"))
+    assert out["system"][1]["text"] == "CWD: <WORKSPACE>\nDate: 2026-10-01"
+
+
+def test_durations_only_replaced_inside_tool_results() -> None:
+    body = cc_body(prompt="Make the suite finish in 1.5s, it takes 12.30 seconds now.")
+    body["messages"][1]["content"][0]["text"] = "It ran 0.35 sec last time."
+    out = normalizer().body(body)
+    assert out["messages"][0]["content"][1]["text"] == (
+        "Make the suite finish in 1.5s, it takes 12.30 seconds now.")
+    assert out["messages"][1]["content"][0]["text"] == "It ran 0.35 sec last time."
+    assert out["messages"][2]["content"][0]["content"].endswith("2 passed in <DURATION>")
+
+
+def test_durations_in_nested_tool_result_blocks_and_units() -> None:
+    body = cc_body()
+    body["messages"][2]["content"][0]["content"] = [
+        {"type": "text", "text": "Finished in 0.35 sec; 12.5 ms; 3.0 seconds; took 2s; v1.2.3"}]
+    out = normalizer().body(body)
+    assert out["messages"][2]["content"][0]["content"][0]["text"] == (
+        "Finished in <DURATION>; <DURATION>; <DURATION>; took 2s; v1.2.3")
+
+
+def test_longest_path_wins() -> None:
+    norm = Normalizer({"/tmp/x/run": "<RUN_DIR>", WS: "<WORKSPACE>"})
+    assert norm.paths_out(f"cd {WS}/src; cat /tmp/x/run/log.txt") == (
+        "cd <WORKSPACE>/src; cat <RUN_DIR>/log.txt")
+    out = norm.body(cc_body())
+    assert out["system"][1]["text"].startswith("CWD: <WORKSPACE>\n")
+    assert "<RUN_DIR>" not in json.dumps(out)
+
+
+def test_paths_in_reverses_paths_out() -> None:
+    norm = Normalizer({"/tmp/x/run": "<RUN_DIR>", WS: "<WORKSPACE>"})
+    text = f"I'll edit {WS}/calc.py and write the log to /tmp/x/run/out.log."
+    out = norm.paths_out(text)
+    assert out == "I'll edit <WORKSPACE>/calc.py and write the log to <RUN_DIR>/out.log."
+    assert norm.paths_in(out) == text
+    live = Normalizer({"/tmp/y/run": "<RUN_DIR>", "/tmp/y/run/workspace": "<WORKSPACE>"})
+    assert live.paths_in(out) == (
+        "I'll edit /tmp/y/run/workspace/calc.py and write the log to /tmp/y/run/out.log.")
+
+
+def test_empty_path_mapping_is_ignored() -> None:
+    norm = Normalizer({"": "<EMPTY>"})
+    assert norm.paths_out("a/b") == "a/b" and norm.paths_in("<EMPTY>") == "<EMPTY>"
+
+
+def test_body_does_not_mutate_its_input() -> None:
+    body = cc_body()
+    before = copy.deepcopy(body)
+    out = normalizer().body(body)
+    assert body == before
+    assert out != body
+    out["messages"][0]["content"].clear()
+    assert body == before  # no shared nested objects either
+
+
+def test_run_dates_cover_local_utc_and_the_day_before() -> None:
+    west = datetime(2026, 11, 22, 23, 30, tzinfo=timezone(timedelta(hours=-5)))  # UTC: the 23rd
+    assert run_dates(west) == ["2026-11-21", "2026-11-22", "2026-11-23"]
+    east = datetime(2026, 11, 22, 3, 0, tzinfo=timezone(timedelta(hours=9)))  # UTC: the 21st
+    assert run_dates(east) == ["2026-11-20", "2026-11-21", "2026-11-22"]
+    assert run_dates(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)) == ["2026-02-28", "2026-03-01"]
+    local = run_dates(DAY)
+    assert {"2026-11-21", "2026-11-22"} <= set(local) and local == sorted(local)
+    today = run_dates()
+    assert date.today().isoformat() in today
+    assert (date.today() - timedelta(days=1)).isoformat() in today
+
+
+def test_structural_blanks_tool_result_content_only() -> None:
+    body = normalizer().body(cc_body())
+    shape = structural(body)
+    assert shape["messages"][2]["content"][0] == {
+        "type": "tool_result", "tool_use_id": "<TOOL_ID:1>", "content": TOOL_RESULT}
+    assert shape["messages"][:2] == body["messages"][:2] and shape["system"] == body["system"]
+    assert body["messages"][2]["content"][0]["content"] != TOOL_RESULT  # input left alone
+
+
+def test_structural_equality_ignores_tool_result_text_only() -> None:
+    norm = normalizer()
+    recorded = norm.body(cc_body())
+    other_result = cc_body()
+    other_result["messages"][2]["content"][0]["content"] = "1 failed, 1 passed"
+    live = norm.body(other_result)
+    assert live != recorded and structural(live) == structural(recorded)
+    other_prompt = norm.body(cc_body(prompt="Something else entirely."))
+    assert structural(other_prompt) != structural(recorded)
