@@ -37,7 +37,9 @@ def setup() -> None:
         click.echo(f"Claude Code {version} found at {found}")
         return
     if found:
-        click.echo(f"Found Claude Code {version} at {found}; installing the pinned {CLAUDE_CODE_VERSION}.")
+        click.echo(
+            f"Found Claude Code {version} at {found}; installing the pinned {CLAUDE_CODE_VERSION}."
+        )
     click.echo(f"Installing Claude Code {CLAUDE_CODE_VERSION} into {cache_dir()} ...")
     try:
         subprocess.run(install_command(), check=True)

@@ -25,7 +25,7 @@ _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 FORMAT_VERSION = 1  # vcrpy's cassette format version
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
+class _Dumper(_BaseDumper):  # type: ignore[misc]
     """Multi-line strings as `|` blocks: readable bodies instead of one escaped line."""
 
 
@@ -64,8 +64,11 @@ class Interaction:
         return urlsplit(self.uri).path
 
     def to_vcr(self) -> dict[str, Any]:
-        body = self.body if isinstance(self.body, str) else json.dumps(
-            self.body, indent=2, ensure_ascii=False)
+        body = (
+            self.body
+            if isinstance(self.body, str)
+            else json.dumps(self.body, indent=2, ensure_ascii=False)
+        )
         try:
             reason = HTTPStatus(self.status).phrase
         except ValueError:
@@ -116,17 +119,22 @@ class Cassette:
         except OSError as exc:
             raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
         except yaml.YAMLError as exc:
-            raise CassetteError(f"cassette {path} is not valid YAML ({exc}); record it again") from None
+            raise CassetteError(
+                f"cassette {path} is not valid YAML ({exc}); record it again"
+            ) from None
         if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
-            raise CassetteError(f"{path} is not a cassette (no 'interactions:' list); record it again")
+            raise CassetteError(
+                f"{path} is not a cassette (no 'interactions:' list); record it again"
+            )
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise CassetteError(f"cassette {path} has malformed 'metadata:'; record it again")
         try:
             interactions = [Interaction.from_vcr(i) for i in data["interactions"]]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise CassetteError(f"cassette {path} has a malformed interaction ({exc!r}); "
-                                "record it again") from None
+            raise CassetteError(
+                f"cassette {path} has a malformed interaction ({exc!r}); record it again"
+            ) from None
         return cls(path, interactions, metadata)
 
     def dumps(self) -> str:
@@ -135,8 +143,12 @@ class Cassette:
             "interactions": [i.to_vcr() for i in self.interactions],
             "version": FORMAT_VERSION,
         }
-        header = "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"
-        return header + yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+        header = (
+            "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"
+        )
+        return header + yaml.dump(
+            data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
+        )
 
     def save(self, path: Path | None = None) -> Path:
         """Write atomically: a crash mid-write leaves the previous file byte-identical."""

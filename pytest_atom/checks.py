@@ -65,20 +65,30 @@ class CheckRegistry:
     def kinds(self) -> list[str]:
         return sorted(self._fns)
 
-    def run(self, check: Check, workspace: Path,
-            env: Mapping[str, str] | None = None) -> CheckResult:
+    def run(
+        self, check: Check, workspace: Path, env: Mapping[str, str] | None = None
+    ) -> CheckResult:
         fn = self._fns.get(check.kind)
         if fn is None:
-            return CheckResult(check, False, f"unknown check kind {check.kind!r}",
-                               f"registered kinds: {', '.join(self.kinds())}")
+            return CheckResult(
+                check,
+                False,
+                f"unknown check kind {check.kind!r}",
+                f"registered kinds: {', '.join(self.kinds())}",
+            )
         try:
             return fn(check, workspace, env)
         except CheckError as exc:
-            return CheckResult(check, False, f"{check.describe()}: could not be evaluated",
-                               str(exc))
+            return CheckResult(
+                check, False, f"{check.describe()}: could not be evaluated", str(exc)
+            )
         except Exception:  # noqa: BLE001 - a buggy plugin check must not hide the others
-            return CheckResult(check, False, f"{check.describe()}: the check itself crashed",
-                               traceback.format_exc())
+            return CheckResult(
+                check,
+                False,
+                f"{check.describe()}: the check itself crashed",
+                traceback.format_exc(),
+            )
 
 
 def default_registry() -> CheckRegistry:
@@ -89,13 +99,18 @@ def default_registry() -> CheckRegistry:
     return registry
 
 
-def run_checks(checks: Iterable[Check], workspace: Path, env: Mapping[str, str] | None = None,
-               registry: CheckRegistry | None = None) -> list[CheckResult]:
+def run_checks(
+    checks: Iterable[Check],
+    workspace: Path,
+    env: Mapping[str, str] | None = None,
+    registry: CheckRegistry | None = None,
+) -> list[CheckResult]:
     registry = registry or default_registry()
     return [registry.run(check, workspace, env) for check in checks]
 
 
 # --- built-in checks ------------------------------------------------------------------------
+
 
 def file_exists(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
     rel = check.params["path"]
@@ -138,8 +153,12 @@ def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> Che
     if code != expected:
         return CheckResult(check, False, f"`{run}` exited {code}, expected {expected}", evidence)
     if p.get("output") is not None and not re.search(p["output"], output, re.MULTILINE):
-        return CheckResult(check, False, f"`{run}` exited {code} but its output does not "
-                           f"match /{p['output']}/", evidence)
+        return CheckResult(
+            check,
+            False,
+            f"`{run}` exited {code} but its output does not match /{p['output']}/",
+            evidence,
+        )
     return CheckResult(check, True, f"`{run}` exited {code}", evidence)
 
 
@@ -159,16 +178,25 @@ def json_schema(check: Check, workspace: Path, env: Mapping[str, str] | None) ->
         return CheckResult(check, True, f"{rel} matches the schema", _head(text))
     shown = "\n".join(f"{e.json_path}: {e.message}" for e in errors[:20])
     plural = "s" if len(errors) > 1 else ""
-    return CheckResult(check, False, f"{rel} does not match the schema ({len(errors)} error"
-                       f"{plural})", f"{shown}\n--- {rel} ---\n{_head(text)}")
+    return CheckResult(
+        check,
+        False,
+        f"{rel} does not match the schema ({len(errors)} error{plural})",
+        f"{shown}\n--- {rel} ---\n{_head(text)}",
+    )
 
 
-_BUILTINS: dict[str, CheckFn] = {"file_exists": file_exists, "file_absent": file_absent,
-                                 "file_contains": file_contains, "command": command,
-                                 "json_schema": json_schema}
+_BUILTINS: dict[str, CheckFn] = {
+    "file_exists": file_exists,
+    "file_absent": file_absent,
+    "file_contains": file_contains,
+    "command": command,
+    "json_schema": json_schema,
+}
 
 
 # --- helpers --------------------------------------------------------------------------------
+
 
 def _resolve(workspace: Path, rel: str) -> Path:
     """Resolve symlinks before the containment test, so a link cannot lead a check outside."""
@@ -179,15 +207,23 @@ def _resolve(workspace: Path, rel: str) -> Path:
     return target
 
 
-def _run_shell(run: str, cwd: Path, env: Mapping[str, str] | None,
-               timeout: float) -> tuple[int | None, str]:
+def _run_shell(
+    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float
+) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
     background child that keeps the pipe open cannot stall us; the whole process group is
     killed afterwards so no stray process outlives the check."""
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(run, shell=True, cwd=cwd, env=None if env is None else dict(env),
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            run,
+            shell=True,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

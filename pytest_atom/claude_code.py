@@ -27,8 +27,15 @@ def cache_dir() -> Path:
 
 def install_command() -> list[str]:
     """The npm command that installs the pinned CLI into `cache_dir()`."""
-    return ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(cache_dir()),
-            f"{NPM_PACKAGE}@{CLAUDE_CODE_VERSION}"]
+    return [
+        "npm",
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(cache_dir()),
+        f"{NPM_PACKAGE}@{CLAUDE_CODE_VERSION}",
+    ]
 
 
 def find_claude() -> Path:
@@ -41,7 +48,9 @@ def find_claude() -> Path:
     if explicit:
         if Path(explicit).is_file():
             return Path(explicit)
-        raise ClaudeNotFoundError(f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install())
+        raise ClaudeNotFoundError(
+            f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install()
+        )
     cached = cache_dir() / "node_modules" / ".bin" / "claude"
     if cached.exists():
         return cached

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_atom.checks import CheckResult, run_checks
 from pytest_atom.claude_code import find_claude
-from pytest_atom.gateway import Exchange, Gateway, Responder
+from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.recording import ModelSource, RecordSettings, open_model_source
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
@@ -94,7 +94,7 @@ def run_spec(
     *,
     runs_dir: Path,
     project_dir: Path | None = None,
-    settings: RecordSettings = RecordSettings(),
+    settings: RecordSettings | None = None,
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> SpecResult:
@@ -108,12 +108,15 @@ def run_spec(
         shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
     else:
         workspace.mkdir()
-    source = open_model_source(spec, settings, paths=_volatile_paths(run_dir), claude_bin=claude_bin)
+    source = open_model_source(
+        spec, settings or RecordSettings(), paths=_volatile_paths(run_dir), claude_bin=claude_bin
+    )
     records: list[IterationRecord] = []  # filled as iterations end, so a crash keeps them
     interrupted = True
     try:
-        outcome, exchanges = _run_agent(spec, source, run_dir, system_prompt, claude_bin,
-                                        on_event, records)
+        outcome, exchanges = _run_agent(
+            spec, source, run_dir, system_prompt, claude_bin, on_event, records
+        )
         interrupted = outcome["reason"] == "timeout"
     finally:
         cli_version = next((r.cli_version for r in records if r.cli_version), None)
@@ -134,8 +137,11 @@ def run_spec(
         exchanges=exchanges,
         source=source.kind,
         divergences=[d.describe() for d in tape.divergences] if tape else [],
-        warnings=source.warnings + [f"structural match despite drift:\n{d.difference}"
-                                    for d in (tape.drifts if tape else [])],
+        warnings=source.warnings
+        + [
+            f"structural match despite drift:\n{d.difference}"
+            for d in (tape.drifts if tape else [])
+        ],
         cassette=written,
     )
 
@@ -143,16 +149,25 @@ def run_spec(
 def _volatile_paths(run_dir: Path) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
-    for path, placeholder in ((run_dir / "workspace", "<WORKSPACE>"), (run_dir, "<RUN_DIR>"),
-                              (Path.home(), "<HOME>")):
+    for path, placeholder in (
+        (run_dir / "workspace", "<WORKSPACE>"),
+        (run_dir, "<RUN_DIR>"),
+        (Path.home(), "<HOME>"),
+    ):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
     return paths
 
 
-def _run_agent(spec: Spec, source: ModelSource, run_dir: Path, system_prompt: str,
-               claude_bin: Path, on_event: Callable[[dict[str, Any]], None] | None,
-               records: list[IterationRecord]) -> tuple[dict[str, Any], list[Exchange]]:
+def _run_agent(
+    spec: Spec,
+    source: ModelSource,
+    run_dir: Path,
+    system_prompt: str,
+    claude_bin: Path,
+    on_event: Callable[[dict[str, Any]], None] | None,
+    records: list[IterationRecord],
+) -> tuple[dict[str, Any], list[Exchange]]:
     workspace = run_dir / "workspace"
     with Gateway(source.responder) as gateway:
         runner = ClaudeRunner(

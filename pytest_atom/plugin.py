@@ -23,8 +23,6 @@ from pytest_atom.report import failure_report
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 
 
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
     group.addoption(
@@ -73,8 +71,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail a replay whose cassette was recorded with another Claude Code version.",
     )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="none")
-    parser.addini("atom_paths", "spec paths collected by `pytest --atom` when none are given.",
-                  type="paths", default=[])
+    parser.addini(
+        "atom_paths",
+        "spec paths collected by `pytest --atom` when none are given.",
+        type="paths",
+        default=[],
+    )
     parser.addini("atom_runs_dir", "default for --atom-runs-dir.", default=None)
 
 
@@ -102,7 +104,8 @@ class AtomSession:
         mode = config.option.atom_record_mode or config.getini("atom_record_mode")
         if mode not in RECORD_MODES:
             raise pytest.UsageError(
-                f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}")
+                f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
+            )
         self.settings = RecordSettings(
             mode=mode,
             upstream=config.option.atom_upstream,
@@ -136,7 +139,9 @@ class AtomSession:
             return True
         return None
 
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path)
         return None
@@ -174,7 +179,9 @@ class SpecFile(pytest.File):
         except SpecError as err:
             raise self.CollectError(str(err)) from None
         for spec in specs:
-            item = AtomItem.from_parent(self, name=spec.name, spec=spec, callobj=_test_function(spec))
+            item = AtomItem.from_parent(
+                self, name=spec.name, spec=spec, callobj=_test_function(spec)
+            )
             item.add_marker(pytest.mark.atom)
             if spec.xfail:
                 # Only a failed spec counts as the expected failure, never a harness error.
@@ -204,14 +211,27 @@ class AtomItem(pytest.Function):
     def run_spec(self) -> None:
         session: AtomSession = self.config.pluginmanager.getplugin("atom-session")
         try:
-            result = run_spec(self.spec, runs_dir=session.runs_dir,
-                              project_dir=self.config.rootpath, settings=session.settings)
-        except (HarnessError, RecordingError, CassetteError, ScriptError, OSError, ValueError) as exc:
+            result = run_spec(
+                self.spec,
+                runs_dir=session.runs_dir,
+                project_dir=self.config.rootpath,
+                settings=session.settings,
+            )
+        except (
+            HarnessError,
+            RecordingError,
+            CassetteError,
+            ScriptError,
+            OSError,
+            ValueError,
+        ) as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
         else:
             problem = ""
         if problem:
-            pytest.fail(f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False)
+            pytest.fail(
+                f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
+            )
         self.result = result
         for warning in result.warnings:
             self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
@@ -226,7 +246,8 @@ class AtomItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SpecFailed):
             return failure_report(excinfo.value.result)
         return super().repr_failure(excinfo)

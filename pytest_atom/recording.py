@@ -113,7 +113,8 @@ def open_model_source(
             return ModelSource("scripted", ScriptedResponder(Script.load(spec.script)))
         raise RecordingError(
             f"no cassette for spec '{spec.name}' (expected {display_path(path)}); record it with: "
-            f"{record_command(spec)}")
+            f"{record_command(spec)}"
+        )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
     return _record(spec, settings, cassette, paths, replay=mode == "new_episodes")
 
@@ -122,24 +123,32 @@ def _normalizer(paths: dict[str, str]) -> Normalizer:
     return Normalizer(paths, run_dates())
 
 
-def _replay(spec: Spec, settings: RecordSettings, path: Path, paths: dict[str, str],
-            claude_bin: Path) -> ModelSource:
+def _replay(
+    spec: Spec, settings: RecordSettings, path: Path, paths: dict[str, str], claude_bin: Path
+) -> ModelSource:
     cassette = Cassette.load(path)
-    source = ModelSource("replay", CassetteResponder(
-        cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match))
+    source = ModelSource(
+        "replay",
+        CassetteResponder(
+            cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
+        ),
+    )
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     if recorded and recorded != live:
-        problem = (f"cassette {display_path(path)} was recorded with Claude Code {recorded}, "
-                   f"this run uses {live}; re-record it with --atom-record-mode=all")
+        problem = (
+            f"cassette {display_path(path)} was recorded with Claude Code {recorded}, "
+            f"this run uses {live}; re-record it with --atom-record-mode=all"
+        )
         if settings.strict_version:
             raise RecordingError(problem)
         source.warnings.append(problem)
     return source
 
 
-def _record(spec: Spec, settings: RecordSettings, cassette: Cassette, paths: dict[str, str],
-            *, replay: bool) -> ModelSource:
+def _record(
+    spec: Spec, settings: RecordSettings, cassette: Cassette, paths: dict[str, str], *, replay: bool
+) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None
     if settings.upstream:
@@ -155,8 +164,15 @@ def _record(spec: Spec, settings: RecordSettings, cassette: Cassette, paths: dic
         if not auth:
             raise RecordingError(
                 f"recording spec '{spec.name}' from {upstream} needs credentials: set one of "
-                f"{', '.join(AUTH_VARIABLES)} (they are passed to Claude Code, never stored)")
+                f"{', '.join(AUTH_VARIABLES)} (they are passed to Claude Code, never stored)"
+            )
     responder = CassetteResponder(
-        cassette, _normalizer(paths), Scrubber(extra=auth),
-        replay=replay, upstream=upstream, upstream_label=label, match=settings.match)
+        cassette,
+        _normalizer(paths),
+        Scrubber(extra=auth),
+        replay=replay,
+        upstream=upstream,
+        upstream_label=label,
+        match=settings.match,
+    )
     return ModelSource("record", responder, auth=auth or None, upstream_gateway=upstream_gateway)

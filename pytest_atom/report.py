@@ -52,8 +52,10 @@ def failure_report(result: SpecResult) -> str:
         f"  agent: {agent_line(result)}",
     ]
     if result.divergences:
-        lines.append(f"  replay diverged from the cassette ({len(result.divergences)} request"
-                     f"{'s' * (len(result.divergences) != 1)} matched nothing recorded):")
+        lines.append(
+            f"  replay diverged from the cassette ({len(result.divergences)} request"
+            f"{'s' * (len(result.divergences) != 1)} matched nothing recorded):"
+        )
         for divergence in result.divergences:
             lines += _indent(divergence, prefix="    ", limit=40)
     elif result.error:
@@ -64,7 +66,9 @@ def failure_report(result: SpecResult) -> str:
         lines.append(f"  checks: {passed}/{len(result.checks)} passed")
     for check in result.checks:
         mark = "PASS" if check.passed else "FAIL"
-        lines.append(f"    {mark} {check.check.describe()} (line {check.check.line}): {check.summary}")
+        lines.append(
+            f"    {mark} {check.check.describe()} (line {check.check.line}): {check.summary}"
+        )
         if not check.passed and check.evidence:
             lines += _indent(check.evidence)
     lines.append("  agent's last message:")

@@ -42,8 +42,11 @@ _QUIET_ENV = {
 
 def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for anything run in a workspace, minus an outer pytest's settings."""
-    return {k: v for k, v in (os.environ if base is None else base).items()
-            if not k.startswith(_PYTEST_PREFIX)}
+    return {
+        k: v
+        for k, v in (os.environ if base is None else base).items()
+        if not k.startswith(_PYTEST_PREFIX)
+    }
 
 
 def claude_env(
@@ -57,7 +60,9 @@ def claude_env(
     `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
     it a placeholder key is set, which is all the CLI needs to skip its login flow.
     """
-    env = {k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)}
+    env = {
+        k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)
+    }
     env.update(_QUIET_ENV)
     env["ANTHROPIC_BASE_URL"] = base_url
     env["CLAUDE_CONFIG_DIR"] = str(config_dir)
@@ -98,8 +103,15 @@ class IterationRecord:
     @property
     def tokens(self) -> int:
         u = self.usage
-        return sum(int(u.get(k) or 0) for k in (
-            "input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        return sum(
+            int(u.get(k) or 0)
+            for k in (
+                "input_tokens",
+                "output_tokens",
+                "cache_creation_input_tokens",
+                "cache_read_input_tokens",
+            )
+        )
 
     @property
     def retry_text(self) -> str:
@@ -125,7 +137,10 @@ class IterationRecord:
                     self.texts.append(block["text"])
                 elif block.get("type") == "tool_use":
                     self.tool_calls.append(
-                        ToolCall(block.get("id", ""), block.get("name", ""), block.get("input") or {}))
+                        ToolCall(
+                            block.get("id", ""), block.get("name", ""), block.get("input") or {}
+                        )
+                    )
         elif kind == "user":
             content = (event.get("message") or {}).get("content")
             for block in content if isinstance(content, list) else []:
@@ -278,8 +293,9 @@ class ClaudeRunner:
 def _descendants(pid: int) -> list[int]:
     """Every process below `pid`, found through `ps` (works on Linux and macOS)."""
     try:
-        out = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="],
-                             capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True, timeout=10
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     children: dict[int, list[int]] = {}

@@ -61,7 +61,10 @@ class AtomRuntime:
         self._runner = runner
         self.session_id = session_id or str(uuid.uuid4())
         self.retry_manager = retry_manager or RetryManager(
-            on_retry_message=(lambda msg, sec: print(msg)) if self.verbose else (lambda msg, sec: None))
+            on_retry_message=(lambda msg, sec: print(msg))
+            if self.verbose
+            else (lambda msg, sec: None)
+        )
         self.max_retries = max_retries
         self.timeout = timeout
         self.sleep = sleep
@@ -94,8 +97,13 @@ class AtomRuntime:
             (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
             result = self._iterate(user_prompt, deadline)
         except (OSError, RuntimeError) as exc:
-            result = {"success": False, "iterations": len(self.records), "output": "",
-                      "reason": "error", "error": f"{type(exc).__name__}: {exc}"}
+            result = {
+                "success": False,
+                "iterations": len(self.records),
+                "output": "",
+                "reason": "error",
+                "error": f"{type(exc).__name__}: {exc}",
+            }
         finally:
             self._cleanup()
         result["duration"] = time.monotonic() - started
@@ -122,17 +130,26 @@ class AtomRuntime:
                 return self._failed("timeout", iteration, record)
             if record.returncode != 0:
                 return self._failed("error", iteration, record)
-            if self.exit_signal in record.output or any(self.exit_signal in t for t in record.texts):
+            if self.exit_signal in record.output or any(
+                self.exit_signal in t for t in record.texts
+            ):
                 return {"success": True, "iterations": iteration, "output": record.output}
         return self._failed("max_iterations", self.max_iterations, record)
 
-    def _run_with_retry(self, prompt: str, iteration: int, deadline: float | None) -> IterationRecord:
+    def _run_with_retry(
+        self, prompt: str, iteration: int, deadline: float | None
+    ) -> IterationRecord:
         attempt = 0
         while True:
             attempt += 1
             left = None if deadline is None else max(0.1, deadline - time.monotonic())
-            record = self.runner.run(prompt, self.conversation_dir, session_id=self.session_id,
-                                     use_context=True, timeout=left)
+            record = self.runner.run(
+                prompt,
+                self.conversation_dir,
+                session_id=self.session_id,
+                use_context=True,
+                timeout=left,
+            )
             out_of_retries = self.max_retries is not None and attempt > self.max_retries
             if record.timed_out or record.returncode == 0 or out_of_retries:
                 return record
@@ -145,9 +162,16 @@ class AtomRuntime:
     def _failed(reason: str, iterations: int, record: IterationRecord | None) -> dict[str, Any]:
         error = None
         if record is not None and (record.returncode != 0 or record.timed_out):
-            error = (record.output or record.stderr).strip()[-2000:] or f"exit code {record.returncode}"
-        return {"success": False, "iterations": iterations,
-                "output": record.output if record else "", "reason": reason, "error": error}
+            error = (record.output or record.stderr).strip()[
+                -2000:
+            ] or f"exit code {record.returncode}"
+        return {
+            "success": False,
+            "iterations": iterations,
+            "output": record.output if record else "",
+            "reason": reason,
+            "error": error,
+        }
 
     def _cleanup(self) -> None:
         if not self.cleanup:

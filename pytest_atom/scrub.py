@@ -22,10 +22,18 @@ __all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber"]
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 
 #: Header names (lower-case) never stored: their whole value is a credential or an account id.
-SECRET_HEADERS = frozenset({
-    "authorization", "x-api-key", "cookie", "set-cookie", "proxy-authorization",
-    "anthropic-organization-id", "x-organization-id", "openai-organization",
-})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "set-cookie",
+        "proxy-authorization",
+        "anthropic-organization-id",
+        "x-organization-id",
+        "openai-organization",
+    }
+)
 
 _REDACTED = "<SECRET:REDACTED>"
 # Matched first in both passes and returned unchanged: scrubbing is idempotent, and a value
@@ -44,19 +52,24 @@ def _b(shape: str) -> str:
     return f"{shape[0]}(?<![A-Za-z0-9]{shape[0]}){shape[1:]}"
 
 
-_SHAPES = re.compile("|".join((
-    _PLACEHOLDER.pattern,
-    r"-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",
-    _b(r"sk-ant-[A-Za-z0-9_-]{8,}"),
-    _b(r"sk-proj-[A-Za-z0-9_-]{20,}"),
-    _b(r"sk-[A-Za-z0-9]{20,}"),
-    _b(r"gh[pousr]_[A-Za-z0-9]{20,}"),
-    _b(r"github_pat_[A-Za-z0-9_]{20,}"),
-    _b(r"AKIA[0-9A-Z]{16}"),
-    _b(r"xox[abprs]-[A-Za-z0-9-]{10,}"),
-    # The token must hold a digit or be long, so prose like "Bearer authentication" survives.
-    *(_b(rf"{c}(?i:earer)\s+(?:(?={_TOK}*\d){_TOK}{{8,}}|{_TOK}{{20,}})") for c in "Bb"),
-)), re.DOTALL)
+_SHAPES = re.compile(
+    "|".join(
+        (
+            _PLACEHOLDER.pattern,
+            r"-----BEGIN[A-Z ]*PRIVATE KEY-----.*?-----END[A-Z ]*PRIVATE KEY-----",
+            _b(r"sk-ant-[A-Za-z0-9_-]{8,}"),
+            _b(r"sk-proj-[A-Za-z0-9_-]{20,}"),
+            _b(r"sk-[A-Za-z0-9]{20,}"),
+            _b(r"gh[pousr]_[A-Za-z0-9]{20,}"),
+            _b(r"github_pat_[A-Za-z0-9_]{20,}"),
+            _b(r"AKIA[0-9A-Z]{16}"),
+            _b(r"xox[abprs]-[A-Za-z0-9-]{10,}"),
+            # The token must hold a digit or be long, so prose like "Bearer authentication" survives.
+            *(_b(rf"{c}(?i:earer)\s+(?:(?={_TOK}*\d){_TOK}{{8,}}|{_TOK}{{20,}})") for c in "Bb"),
+        )
+    ),
+    re.DOTALL,
+)
 
 
 def _trie(forms: list[str]) -> list[str]:
@@ -125,7 +138,11 @@ class Scrubber:
             label = re.sub(r"[^A-Za-z0-9_]", "_", name) or "SECRET"
             # Secrets often sit inside JSON request bodies, where quotes, backslashes and
             # non-ASCII characters appear escaped.
-            for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]):
+            for form in (
+                value,
+                json.dumps(value)[1:-1],
+                json.dumps(value, ensure_ascii=False)[1:-1],
+            ):
                 self._names.setdefault(form, label)
         self._count = count
         forms = _trie(list(self._names))

@@ -28,8 +28,9 @@ SPEC_SCHEMA: dict[str, Any] = json.loads(
 )
 _VALIDATOR = Draft202012Validator(SPEC_SCHEMA)
 _DEFS: dict[str, Any] = SPEC_SCHEMA["$defs"]
-_COMMAND_DEFAULTS = {k: v["default"] for k, v in _DEFS["commandCheck"]["properties"].items()
-                     if "default" in v}
+_COMMAND_DEFAULTS = {
+    k: v["default"] for k, v in _DEFS["commandCheck"]["properties"].items() if "default" in v
+}
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
 
@@ -37,8 +38,14 @@ Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs"
 class SpecError(Exception):
     """A spec file that cannot be used; str() is the full user-facing message."""
 
-    def __init__(self, message: str, path: Path, line: int | None = None,
-                 column: int | None = None, suggestion: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        path: Path,
+        line: int | None = None,
+        column: int | None = None,
+        suggestion: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message, self.path, self.line, self.column = message, path, line, column
         self.suggestion = suggestion
@@ -121,20 +128,25 @@ def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
     except FileNotFoundError:
         raise SpecError("spec file not found", file) from None
     except UnicodeDecodeError as exc:
-        raise SpecError(f"spec file is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                        file) from None
+        raise SpecError(
+            f"spec file is not UTF-8 text ({exc.reason} at byte {exc.start})", file
+        ) from None
     except OSError as exc:
         raise SpecError(f"cannot read spec file ({exc.strerror})", file) from None
     doc = _Document(file, text)
     if doc.data is None:
         raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)
     if not isinstance(doc.data, dict):
-        raise doc.error("the top level must be a mapping (one spec) or 'specs:' with a list "
-                        f"of specs, got {_show(doc.data)}", ())
+        raise doc.error(
+            "the top level must be a mapping (one spec) or 'specs:' with a list "
+            f"of specs, got {_show(doc.data)}",
+            (),
+        )
     _validate(doc)
     if "specs" in doc.data:
         entries: list[tuple[Loc, dict[str, Any]]] = [
-            (("specs", i), m) for i, m in enumerate(doc.data["specs"])]
+            (("specs", i), m) for i, m in enumerate(doc.data["specs"])
+        ]
     else:
         entries = [((), doc.data)]
     default_name = file.name[: -len(SPEC_SUFFIX)] if file.name.endswith(SPEC_SUFFIX) else file.stem
@@ -143,8 +155,9 @@ def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
         name = mapping.get("name", default_name)
         first = next((s for s in specs if s.name == name), None)
         if first is not None:
-            raise doc.error(f"duplicate spec name {name!r} (first used on line {first.line})",
-                            loc + ("name",))
+            raise doc.error(
+                f"duplicate spec name {name!r} (first used on line {first.line})", loc + ("name",)
+            )
         specs.append(_build_spec(doc, loc, mapping, name))
     return specs
 
@@ -156,14 +169,19 @@ def load_spec(path: str | os.PathLike[str], name: str | None = None) -> Spec:
     if name is None:
         if len(specs) == 1:
             return specs[0]
-        raise SpecError(f"the file holds {len(specs)} specs ({', '.join(names)}); "
-                        "choose one by name", specs[0].path)
+        raise SpecError(
+            f"the file holds {len(specs)} specs ({', '.join(names)}); choose one by name",
+            specs[0].path,
+        )
     for spec in specs:
         if spec.name == name:
             return spec
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    raise SpecError(f"no spec named {name!r} (specs here: {', '.join(names)})",
-                    specs[0].path, suggestion=close[0] if close else None)
+    raise SpecError(
+        f"no spec named {name!r} (specs here: {', '.join(names)})",
+        specs[0].path,
+        suggestion=close[0] if close else None,
+    )
 
 
 class _Loader(yaml.SafeLoader):
@@ -202,8 +220,10 @@ class _Document:
             raise self.error("recursive YAML alias", node)
         self.values[loc] = node
         if isinstance(node, yaml.SequenceNode):
-            return [self._build(loader, item, loc + (i,), stack + (id(node),))
-                    for i, item in enumerate(node.value)]
+            return [
+                self._build(loader, item, loc + (i,), stack + (id(node),))
+                for i, item in enumerate(node.value)
+            ]
         if not isinstance(node, yaml.MappingNode):
             return loader.construct_object(node, deep=True)
         own = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
@@ -223,8 +243,9 @@ class _Document:
             out[key] = self._build(loader, value_node, loc + (key,), stack + (id(node),))
         return out
 
-    def error(self, message: str, at: Loc | yaml.Node, key: bool = False,
-              suggestion: str | None = None) -> SpecError:
+    def error(
+        self, message: str, at: Loc | yaml.Node, key: bool = False, suggestion: str | None = None
+    ) -> SpecError:
         """A SpecError pointing at a node, or at the nearest known node of a location."""
         if isinstance(at, yaml.Node):
             node: yaml.Node | None = at
@@ -242,8 +263,15 @@ class _Document:
 
 # --- schema errors -> one short message at the offending node -------------------------------
 
-_NOUNS = {"string": "a string", "integer": "an integer", "number": "a number",
-          "boolean": "true or false", "null": "null", "object": "a mapping", "array": "a list"}
+_NOUNS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+    "object": "a mapping",
+    "array": "a list",
+}
 # Unknown keys first (a typo also explains a "missing" key), missing keys last.
 _RANK = {"additionalProperties": 0, "required": 2}
 
@@ -258,8 +286,9 @@ def _validate(doc: _Document) -> None:
 def _leaves(error: ValidationError) -> Iterator[ValidationError]:
     """Descend into the `oneOf` branches that fit the value's type, so `command: {run: 5}`
     blames 'run'; when no branch fits, the `oneOf` itself is the clearer error."""
-    fitting = [e for e in error.context or ()
-               if not (e.validator == "type" and not e.relative_path)]
+    fitting = [
+        e for e in error.context or () if not (e.validator == "type" and not e.relative_path)
+    ]
     if not fitting:
         yield error
     for sub in fitting:
@@ -277,8 +306,12 @@ def _explain(doc: _Document, err: ValidationError) -> SpecError:
         noun = "check" if schema == _DEFS["check"] else "key"
         close = difflib.get_close_matches(extra, known, n=1, cutoff=0.6)
         more = "" if close else f" (known {noun}s: {', '.join(known)})"
-        return doc.error(f"unknown {noun} {extra!r}{more}", loc + (extra,), key=True,
-                         suggestion=close[0] if close else None)
+        return doc.error(
+            f"unknown {noun} {extra!r}{more}",
+            loc + (extra,),
+            key=True,
+            suggestion=close[0] if close else None,
+        )
     if err.validator == "required":
         required: Any = err.validator_value
         missing = next(k for k in required if k not in instance)
@@ -286,8 +319,11 @@ def _explain(doc: _Document, err: ValidationError) -> SpecError:
         return doc.error(f"missing required key {missing!r}{where}", loc)
     if err.validator in ("minProperties", "maxProperties"):
         found = ", ".join(instance) or "none"
-        return doc.error(f"{label!r} must name exactly one check "
-                         f"({', '.join(_DEFS['check']['properties'])}), got {found}", loc)
+        return doc.error(
+            f"{label!r} must name exactly one check "
+            f"({', '.join(_DEFS['check']['properties'])}), got {found}",
+            loc,
+        )
     return doc.error(f"{label!r} must be {_expected(schema)}, got {_show(instance)}", loc)
 
 
@@ -349,6 +385,7 @@ def _display(path: Path) -> str:
 
 # --- schema-valid data -> Spec ----------------------------------------------------------------
 
+
 def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
     if "max_iterations" in m:
@@ -358,12 +395,14 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     for key, want in (("workspace", "folder"), ("script", "file"), ("cassette", None)):
         if m.get(key) is not None:
             kw[key] = _spec_side(doc, loc + (key,), m[key], want)
-    kw["accept"] = tuple(_check(doc, loc + ("accept", i), entry)
-                         for i, entry in enumerate(m.get("accept", [])))
+    kw["accept"] = tuple(
+        _check(doc, loc + ("accept", i), entry) for i, entry in enumerate(m.get("accept", []))
+    )
     kw["criteria"] = tuple(m.get("criteria", []))
     if "claude" in m:
-        claude: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                  for k, v in m["claude"].items()}
+        claude: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in m["claude"].items()
+        }
         kw["claude"] = ClaudeOptions(**claude)
     return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
 
@@ -375,15 +414,19 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
     if kind in ("file_exists", "file_absent"):
         params = {"path": _relative(doc, at, value, "the workspace")}
     elif kind == "file_contains":
-        params = {"path": _relative(doc, at + ("path",), value["path"], "the workspace"),
-                  "pattern": _regex(doc, at + ("pattern",), value["pattern"])}
+        params = {
+            "path": _relative(doc, at + ("path",), value["path"], "the workspace"),
+            "pattern": _regex(doc, at + ("pattern",), value["pattern"]),
+        }
     elif kind == "command":
         value = {"run": value} if isinstance(value, str) else value
         output = value.get("output")
-        params = {"run": value["run"],
-                  "exit_code": int(value.get("exit_code", _COMMAND_DEFAULTS["exit_code"])),
-                  "output": None if output is None else _regex(doc, at + ("output",), output),
-                  "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"]))}
+        params = {
+            "run": value["run"],
+            "exit_code": int(value.get("exit_code", _COMMAND_DEFAULTS["exit_code"])),
+            "output": None if output is None else _regex(doc, at + ("output",), output),
+            "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"])),
+        }
     else:  # json_schema: the schema admits no other kind
         schema, schema_file = value["schema"], None
         if isinstance(schema, str):
@@ -392,10 +435,15 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
         try:
             validator_for(schema, default=Draft202012Validator).check_schema(schema)
         except SchemaError as exc:
-            raise doc.error(f"{_label(at + ('schema',))!r} is not a valid JSON schema: "
-                            f"{exc.message}", at + ("schema",)) from None
-        params = {"path": _relative(doc, at + ("path",), value["path"], "the workspace"),
-                  "schema": schema, "schema_file": schema_file}
+            raise doc.error(
+                f"{_label(at + ('schema',))!r} is not a valid JSON schema: {exc.message}",
+                at + ("schema",),
+            ) from None
+        params = {
+            "path": _relative(doc, at + ("path",), value["path"], "the workspace"),
+            "schema": schema,
+            "schema_file": schema_file,
+        }
     return Check(kind=kind, params=params, line=doc.line(loc))
 
 
@@ -403,8 +451,11 @@ def _relative(doc: _Document, loc: Loc, value: str, base: str) -> str:
     """Judged on the text as written, so the rule holds before any file exists."""
     norm = os.path.normpath(value)
     if os.path.isabs(value) or norm == ".." or norm.startswith(".." + os.sep):
-        raise doc.error(f"{_label(loc)!r} must be a path relative to {base} that stays inside "
-                        f"it (not absolute, no '..' leading out), got {value!r}", loc)
+        raise doc.error(
+            f"{_label(loc)!r} must be a path relative to {base} that stays inside "
+            f"it (not absolute, no '..' leading out), got {value!r}",
+            loc,
+        )
     return value
 
 
@@ -425,8 +476,7 @@ def _read_schema(doc: _Document, loc: Loc, file: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
     if not isinstance(schema, dict):
-        raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}",
-                        loc)
+        raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}", loc)
     return schema
 
 
@@ -435,6 +485,7 @@ def _regex(doc: _Document, loc: Loc, pattern: str) -> str:
         re.compile(pattern, re.MULTILINE)
     except re.error as exc:
         at = f" (position {exc.pos})" if exc.pos is not None else ""
-        raise doc.error(f"{_label(loc)!r} is not a valid regular expression: {exc.msg}{at}",
-                        loc) from None
+        raise doc.error(
+            f"{_label(loc)!r} is not a valid regular expression: {exc.msg}{at}", loc
+        ) from None
     return pattern

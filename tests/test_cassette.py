@@ -31,8 +31,13 @@ CANARY = "sk-ant-canary-aaaaaaaaaaaaaaaa"
 
 
 def reply_msg(text: str, n: int = 1) -> dict[str, Any]:
-    return message(f"msg_{n:04d}", "claude-x", [{"type": "text", "text": text}],
-                   input_tokens=10, output_tokens=5)
+    return message(
+        f"msg_{n:04d}",
+        "claude-x",
+        [{"type": "text", "text": text}],
+        input_tokens=10,
+        output_tokens=5,
+    )
 
 
 def sse_text(msg: dict[str, Any]) -> str:
@@ -40,29 +45,58 @@ def sse_text(msg: dict[str, Any]) -> str:
 
 
 def title_body() -> dict[str, Any]:
-    return {"model": "claude-haiku", "max_tokens": 512,
-            "messages": [{"role": "user", "content": "Write a title for: fix the tests"}]}
+    return {
+        "model": "claude-haiku",
+        "max_tokens": 512,
+        "messages": [{"role": "user", "content": "Write a title for: fix the tests"}],
+    }
 
 
 def turn_body(result: str = "2 passed", prompt: str = "Fix the tests.") -> dict[str, Any]:
-    return {"model": "claude-x", "max_tokens": 1000, "tools": TOOLS, "messages": [
-        {"role": "user", "content": prompt},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_01ABC", "name": "Bash", "input": {"command": "pytest"}}]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_01ABC", "content": result}]},
-    ]}
+    return {
+        "model": "claude-x",
+        "max_tokens": 1000,
+        "tools": TOOLS,
+        "messages": [
+            {"role": "user", "content": prompt},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_01ABC",
+                        "name": "Bash",
+                        "input": {"command": "pytest"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_01ABC", "content": result}
+                ],
+            },
+        ],
+    }
 
 
 def recorded(body: Any, response: dict[str, Any]) -> Interaction:
     """An interaction as a recording stores it: body normalized, response as JSON text."""
-    return Interaction("POST", URI, Normalizer({}).body(body), 200, json.dumps(response),
-                       {"content-type": "application/json"}, {"content-type": "application/json"})
+    return Interaction(
+        "POST",
+        URI,
+        Normalizer({}).body(body),
+        200,
+        json.dumps(response),
+        {"content-type": "application/json"},
+        {"content-type": "application/json"},
+    )
 
 
 def replayer(interactions: list[Interaction], tmp_path: Path, **kwargs: Any) -> CassetteResponder:
-    return CassetteResponder(Cassette(tmp_path / "c.yaml", interactions), Normalizer({}),
-                             Scrubber(env={}), **kwargs)
+    return CassetteResponder(
+        Cassette(tmp_path / "c.yaml", interactions), Normalizer({}), Scrubber(env={}), **kwargs
+    )
 
 
 @contextmanager
@@ -76,19 +110,52 @@ def post(gateway: Gateway, body: Any, **headers: str) -> httpx.Response:
 
 
 def sample(tmp_path: Path) -> Cassette:
-    sse = sse_text(message("msg_1", "claude-x", [
-        {"type": "text", "text": "I'll edit it. café ✓"},
-        {"type": "tool_use", "id": "toolu_1", "name": "Edit", "input": {"file_path": "<WORKSPACE>/a.py"}},
-    ], input_tokens=12, output_tokens=34))
-    return Cassette(tmp_path / "sub" / "create-file.yaml", [
-        Interaction("POST", URI, {"model": "claude-x", "stream": True, "tools": TOOLS,
-                                  "messages": [{"role": "user", "content": "Create a.py\nplease"}]},
-                    200, sse, {"anthropic-version": "2023-06-01", "content-type": "application/json"},
-                    {"content-type": "text/event-stream"}),
-        Interaction("POST", URI + "/count_tokens", "not json at all", 429,
-                    json.dumps({"type": "error", "error": {"type": "rate_limit_error"}}),
-                    {}, {"content-type": "application/json"}),
-    ], {"spec": "specs/create-file.yaml", "recorded_with": {"claude": "2.1.197"}})
+    sse = sse_text(
+        message(
+            "msg_1",
+            "claude-x",
+            [
+                {"type": "text", "text": "I'll edit it. café ✓"},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "Edit",
+                    "input": {"file_path": "<WORKSPACE>/a.py"},
+                },
+            ],
+            input_tokens=12,
+            output_tokens=34,
+        )
+    )
+    return Cassette(
+        tmp_path / "sub" / "create-file.yaml",
+        [
+            Interaction(
+                "POST",
+                URI,
+                {
+                    "model": "claude-x",
+                    "stream": True,
+                    "tools": TOOLS,
+                    "messages": [{"role": "user", "content": "Create a.py\nplease"}],
+                },
+                200,
+                sse,
+                {"anthropic-version": "2023-06-01", "content-type": "application/json"},
+                {"content-type": "text/event-stream"},
+            ),
+            Interaction(
+                "POST",
+                URI + "/count_tokens",
+                "not json at all",
+                429,
+                json.dumps({"type": "error", "error": {"type": "rate_limit_error"}}),
+                {},
+                {"content-type": "application/json"},
+            ),
+        ],
+        {"spec": "specs/create-file.yaml", "recorded_with": {"claude": "2.1.197"}},
+    )
 
 
 # --- the file format -----------------------------------------------------------------------
@@ -101,8 +168,13 @@ def test_round_trip_is_field_by_field_equal(tmp_path: Path) -> None:
     loaded = Cassette.load(path)
     assert loaded.path == path and loaded.metadata == cassette.metadata
     assert len(loaded.interactions) == 2
-    for got, want in zip(loaded.interactions, cassette.interactions):
-        assert (got.method, got.uri, got.body, got.status) == (want.method, want.uri, want.body, want.status)
+    for got, want in zip(loaded.interactions, cassette.interactions, strict=True):
+        assert (got.method, got.uri, got.body, got.status) == (
+            want.method,
+            want.uri,
+            want.body,
+            want.status,
+        )
         assert got.response == want.response
         assert got.request_headers == want.request_headers
         assert got.response_headers == want.response_headers
@@ -187,12 +259,18 @@ def test_partial_path_sits_beside_the_cassette(tmp_path: Path) -> None:
 GOOD = Cassette(Path("unused"), [Interaction("GET", "http://x/", "", 200, "ok")]).dumps()
 
 
-@pytest.mark.parametrize(("content", "fragment"), [
-    (None, "cannot read cassette"),
-    ("interactions: [\n  - {request: \n", "is not valid YAML"),
-    ("metadata: {}\nversion: 1\n", "is not a cassette"),
-    ("interactions:\n- request: {method: GET, uri: 'http://x/', body: ''}\n", "malformed interaction"),
-])
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read cassette"),
+        ("interactions: [\n  - {request: \n", "is not valid YAML"),
+        ("metadata: {}\nversion: 1\n", "is not a cassette"),
+        (
+            "interactions:\n- request: {method: GET, uri: 'http://x/', body: ''}\n",
+            "malformed interaction",
+        ),
+    ],
+)
 def test_cassette_errors_name_the_file(tmp_path: Path, content: str | None, fragment: str) -> None:
     path = tmp_path / "broken.yaml"
     if content is not None:
@@ -205,12 +283,15 @@ def test_cassette_errors_name_the_file(tmp_path: Path, content: str | None, frag
         assert Cassette.load(path).interactions[0].response == "ok"
 
 
-@pytest.mark.parametrize("content", [
-    "interactions:\n- request: []\n  response: {status: {code: 200}}\n",
-    "interactions:\n- request: {method: GET, uri: 'http://x/', headers: [a]}\n"
-    "  response: {status: {code: 200}}\n",
-    "metadata: [a]\ninteractions: []\n",
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "interactions:\n- request: []\n  response: {status: {code: 200}}\n",
+        "interactions:\n- request: {method: GET, uri: 'http://x/', headers: [a]}\n"
+        "  response: {status: {code: 200}}\n",
+        "metadata: [a]\ninteractions: []\n",
+    ],
+)
 def test_malformed_shapes_are_cassette_errors(tmp_path: Path, content: str) -> None:
     path = tmp_path / "odd.yaml"
     path.write_text(content, encoding="utf-8")
@@ -231,24 +312,44 @@ def split_deltas(sse: str, pieces: int) -> str:
     for name, raw in parse_sse(sse):
         data = json.loads(raw)
         delta = data.get("delta", {})
-        field = {"text_delta": "text", "input_json_delta": "partial_json",
-                 "thinking_delta": "thinking", "signature_delta": "signature"}.get(delta.get("type"))
+        field = {
+            "text_delta": "text",
+            "input_json_delta": "partial_json",
+            "thinking_delta": "thinking",
+            "signature_delta": "signature",
+        }.get(delta.get("type"))
         if name != "content_block_delta" or field is None:
             out.append(_event(name, data))
             continue
         value: str = delta[field]
         step = max(1, -(-len(value) // pieces))
         for start in range(0, len(value), step):
-            out.append(_event(name, {**data, "delta": {**delta, field: value[start:start + step]}}))
+            out.append(
+                _event(name, {**data, "delta": {**delta, field: value[start : start + step]}})
+            )
     return "".join(out)
 
 
 def test_coalesce_restores_one_delta_per_block() -> None:
-    msg = message("msg_1", "claude-x", [
-        {"type": "text", "text": "I'll fix /tmp/x/run/workspace/calc.py now."},
-        {"type": "tool_use", "id": "toolu_1", "name": "Edit",
-         "input": {"file_path": "/tmp/x/run/workspace/calc.py", "old_string": "a", "new_string": "b"}},
-    ], input_tokens=10, output_tokens=20)
+    msg = message(
+        "msg_1",
+        "claude-x",
+        [
+            {"type": "text", "text": "I'll fix /tmp/x/run/workspace/calc.py now."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "Edit",
+                "input": {
+                    "file_path": "/tmp/x/run/workspace/calc.py",
+                    "old_string": "a",
+                    "new_string": "b",
+                },
+            },
+        ],
+        input_tokens=10,
+        output_tokens=20,
+    )
     whole = sse_text(msg)
     split = split_deltas(whole, 4)
     assert split.count("content_block_delta\n") == 8 and split != whole
@@ -269,25 +370,59 @@ def test_coalesce_returns_unparsable_data_unchanged() -> None:
 
 
 def test_coalesce_keeps_thinking_and_signature_deltas_apart() -> None:
-    start = {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                                                  "content": [], "usage": {"input_tokens": 1}}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "usage": {"input_tokens": 1},
+        },
+    }
     block = {"type": "thinking", "thinking": "", "signature": ""}
-    stream = "".join([
-        _event("message_start", start),
-        _event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
-        *[_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "thinking_delta", "thinking": t}})
-          for t in ("Let me ", "think ", "about it.")],
-        *[_event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "signature_delta", "signature": s}})
-          for s in ("EqQBCkgI", "AhABGAIi")],
-        _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _event("message_stop", {"type": "message_stop"}),
-    ])
+    stream = "".join(
+        [
+            _event("message_start", start),
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            ),
+            *[
+                _event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "thinking_delta", "thinking": t},
+                    },
+                )
+                for t in ("Let me ", "think ", "about it.")
+            ],
+            *[
+                _event(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "signature_delta", "signature": s},
+                    },
+                )
+                for s in ("EqQBCkgI", "AhABGAIi")
+            ],
+            _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _event("message_stop", {"type": "message_stop"}),
+        ]
+    )
     events = [(name, json.loads(data)) for name, data in parse_sse(coalesce_sse(stream))]
     assert [name for name, _ in events] == [
-        "message_start", "content_block_start", "content_block_delta", "content_block_delta",
-        "content_block_stop", "message_stop"]
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_stop",
+    ]
     assert events[2][1]["delta"] == {"type": "thinking_delta", "thinking": "Let me think about it."}
     assert events[3][1]["delta"] == {"type": "signature_delta", "signature": "EqQBCkgIAhABGAIi"}
     assert events[0][1] == start
@@ -298,8 +433,9 @@ def test_coalesce_keeps_thinking_and_signature_deltas_apart() -> None:
 
 def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
     title_reply, turn_reply = reply_msg("Fixing tests", 1), reply_msg("Done.", 2)
-    responder = replayer([recorded(title_body(), title_reply), recorded(turn_body(), turn_reply)],
-                         tmp_path)
+    responder = replayer(
+        [recorded(title_body(), title_reply), recorded(turn_body(), turn_reply)], tmp_path
+    )
     got: dict[str, httpx.Response] = {}
     barrier = threading.Barrier(2)
 
@@ -308,8 +444,10 @@ def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
         got[name] = post(gateway, body)
 
     with serve(responder) as gateway:
-        threads = [threading.Thread(target=send, args=a) for a in
-                   (("turn", turn_body()), ("title", title_body()))]
+        threads = [
+            threading.Thread(target=send, args=a)
+            for a in (("turn", turn_body()), ("title", title_body()))
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -332,9 +470,23 @@ def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
 def test_replayed_response_gets_live_paths(tmp_path: Path) -> None:
     text = "I'll edit <WORKSPACE>/calc.py"
     responder = CassetteResponder(
-        Cassette(tmp_path / "c.yaml", [Interaction("POST", URI, title_body(), 200, sse_text(reply_msg(text)),
-                                                   {}, {"content-type": "text/event-stream"})]),
-        Normalizer({str(tmp_path / "ws"): "<WORKSPACE>"}), Scrubber(env={}))
+        Cassette(
+            tmp_path / "c.yaml",
+            [
+                Interaction(
+                    "POST",
+                    URI,
+                    title_body(),
+                    200,
+                    sse_text(reply_msg(text)),
+                    {},
+                    {"content-type": "text/event-stream"},
+                )
+            ],
+        ),
+        Normalizer({str(tmp_path / "ws"): "<WORKSPACE>"}),
+        Scrubber(env={}),
+    )
     with serve(responder) as gateway:
         response = post(gateway, title_body())
     assert response.headers["content-type"] == "text/event-stream"
@@ -356,7 +508,10 @@ def test_divergence_names_the_message_and_diffs_the_text(tmp_path: Path) -> None
 
 
 def test_describe_difference_reports_added_keys_and_lengths() -> None:
-    live = {"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], "x": 1}
+    live = {
+        "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+        "x": 1,
+    }
     rec = {"messages": [{"role": "user", "content": "a"}], "y": 2}
     text = describe_difference(live, rec)
     assert "- y: only in the recording" in text and "- x: only in the live request" in text
@@ -408,10 +563,18 @@ def test_forwarded_stream_is_recorded_without_secrets(tmp_path: Path) -> None:
     body = {**turn_body(prompt=f"My key is {CANARY}."), "stream": True}
     cassette = Cassette(tmp_path / "c.yaml")
     with serve(scripted([{"text": "hello"}])) as upstream:
-        responder = CassetteResponder(cassette, Normalizer({}), Scrubber(env={}), replay=False,
-                                      upstream=upstream.url, upstream_label="scripted://test")
+        responder = CassetteResponder(
+            cassette,
+            Normalizer({}),
+            Scrubber(env={}),
+            replay=False,
+            upstream=upstream.url,
+            upstream_label="scripted://test",
+        )
         with serve(responder) as gateway:
-            response = post(gateway, body, **{"x-api-key": CANARY, "anthropic-version": "2023-06-01"})
+            response = post(
+                gateway, body, **{"x-api-key": CANARY, "anthropic-version": "2023-06-01"}
+            )
         upstream_seen = upstream.exchanges
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
@@ -424,8 +587,10 @@ def test_forwarded_stream_is_recorded_without_secrets(tmp_path: Path) -> None:
     assert interaction.uri.startswith("scripted://test/v1/messages")
     assert interaction.response == response.text
     assert interaction.response_headers == {"content-type": "text/event-stream"}
-    assert interaction.request_headers == {"anthropic-version": "2023-06-01",
-                                           "content-type": "application/json"}
+    assert interaction.request_headers == {
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
     assert interaction.body["messages"][0]["content"] == "My key is <SECRET:REDACTED>."
     assert interaction.body["messages"][1]["content"][0]["id"] == "<TOOL_ID:1>"
     dumped = cassette.dumps()

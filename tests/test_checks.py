@@ -23,8 +23,9 @@ def run(c: Check, workspace: Path, env: Mapping[str, str] | None = None) -> Chec
 
 
 def command(run_: str, **params: Any) -> Check:
-    return check("command", **{"run": run_, "exit_code": 0, "output": None, "timeout": 20.0,
-                               **params})
+    return check(
+        "command", **{"run": run_, "exit_code": 0, "output": None, "timeout": 20.0, **params}
+    )
 
 
 def alive(pid: int) -> bool:
@@ -139,8 +140,11 @@ def test_command_does_not_wait_for_background_children(ws: Path) -> None:
     assert not alive(background)  # no stray process outlives the check
 
 
-SCHEMA = {"type": "object", "required": ["title", "word_count"],
-          "properties": {"word_count": {"type": "integer"}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["title", "word_count"],
+    "properties": {"word_count": {"type": "integer"}},
+}
 
 
 def test_json_schema(ws: Path) -> None:
@@ -162,13 +166,18 @@ def test_json_schema(ws: Path) -> None:
 
 def test_checks_from_a_loaded_spec(tmp_path: Path, ws: Path) -> None:
     (tmp_path / "summary.schema.json").write_text('{"type": "object", "required": ["title"]}')
-    spec = load_spec(_write(tmp_path / "s.atom.yaml", """\
+    spec = load_spec(
+        _write(
+            tmp_path / "s.atom.yaml",
+            """\
 prompt: p
 accept:
   - json_schema: {path: out.json, schema: summary.schema.json}
   - command: "test -f out.json"
   - file_absent: out.json
-"""))
+""",
+        )
+    )
     (ws / "out.json").write_text('{"title": "x"}')
     results = run_checks(spec.accept, ws)
     assert [r.check for r in results] == list(spec.accept)
@@ -200,13 +209,19 @@ def test_custom_kind_in_a_registry(ws: Path) -> None:
     registry = default_registry()
     registry.register("word_count", word_count)
     assert "word_count" in registry and "word_count" not in default_registry()
-    assert registry.kinds() == sorted(["command", "file_absent", "file_contains", "file_exists",
-                                       "json_schema", "word_count"])
+    assert registry.kinds() == sorted(
+        ["command", "file_absent", "file_contains", "file_exists", "json_schema", "word_count"]
+    )
     (ws / "notes.txt").write_text("one two three")
-    results = run_checks([check("word_count", path="notes.txt", words=3),
-                          check("file_exists", path="notes.txt")], ws, registry=registry)
-    assert [(r.passed, r.summary) for r in results] == [(True, "3 words"),
-                                                        (True, "notes.txt exists")]
+    results = run_checks(
+        [check("word_count", path="notes.txt", words=3), check("file_exists", path="notes.txt")],
+        ws,
+        registry=registry,
+    )
+    assert [(r.passed, r.summary) for r in results] == [
+        (True, "3 words"),
+        (True, "notes.txt exists"),
+    ]
     with pytest.raises(ValueError, match="'word_count' is already registered"):
         registry.register("word_count", word_count)
 

@@ -20,10 +20,21 @@ def client(gateway: Gateway) -> anthropic.Anthropic:
 
 
 def test_sdk_stream_reader_parses_text_and_tool_use(gateway_for: Any) -> None:
-    gateway = gateway_for([{"text": "Running it.", "tool_use": [
-        {"name": "Bash", "input": {"command": "ls -la", "description": "list"}}]}])
+    gateway = gateway_for(
+        [
+            {
+                "text": "Running it.",
+                "tool_use": [
+                    {"name": "Bash", "input": {"command": "ls -la", "description": "list"}}
+                ],
+            }
+        ]
+    )
     with client(gateway).messages.stream(
-        model="claude-test", max_tokens=100, messages=USER, tools=TOOLS  # type: ignore[arg-type]
+        model="claude-test",
+        max_tokens=100,
+        messages=USER,
+        tools=TOOLS,  # type: ignore[arg-type]
     ) as stream:
         events = [event.type for event in stream]
         final = stream.get_final_message()
@@ -40,7 +51,10 @@ def test_sdk_stream_reader_parses_text_and_tool_use(gateway_for: Any) -> None:
 def test_sdk_reads_non_streaming_message(gateway_for: Any) -> None:
     gateway = gateway_for([{"text": "Done. EXIT_LOOP_NOW"}])
     msg = client(gateway).messages.create(
-        model="m", max_tokens=10, messages=USER, tools=TOOLS  # type: ignore[arg-type]
+        model="m",
+        max_tokens=10,
+        messages=USER,
+        tools=TOOLS,  # type: ignore[arg-type]
     )
     assert msg.stop_reason == "end_turn"
     assert msg.content[0].type == "text" and msg.content[0].text == "Done. EXIT_LOOP_NOW"
@@ -61,9 +75,15 @@ def test_side_requests_do_not_consume_turns(gateway_for: Any) -> None:
 def test_structured_side_request_gets_json_matching_its_schema(gateway_for: Any) -> None:
     gateway = gateway_for([{"text": "x"}])
     schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
-    reply = httpx.post(f"{gateway.url}/v1/messages", json={
-        "model": "m", "messages": USER, "tools": [],
-        "output_config": {"format": {"type": "json_schema", "schema": schema}}})
+    reply = httpx.post(
+        f"{gateway.url}/v1/messages",
+        json={
+            "model": "m",
+            "messages": USER,
+            "tools": [],
+            "output_config": {"format": {"type": "json_schema", "schema": schema}},
+        },
+    )
     assert reply.json()["content"][0]["text"] == '{"title": "Scripted session"}'
 
 
@@ -71,7 +91,9 @@ def test_exhausted_script_is_a_non_retryable_api_error(gateway_for: Any) -> None
     gateway = gateway_for([{"text": "only turn"}])
     sdk = client(gateway)
     sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
-    with pytest.raises(anthropic.BadRequestError, match="has 1 turns but the agent asked for turn 2"):
+    with pytest.raises(
+        anthropic.BadRequestError, match="has 1 turns but the agent asked for turn 2"
+    ):
         sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
 
 
@@ -112,7 +134,9 @@ def test_script_error_points_at_the_bad_turn(tmp_path: Path) -> None:
 
 
 def test_shipped_scripts_load() -> None:
-    scripts = sorted((Path(__file__).parent.parent / "fixtures" / "specs" / "scripts").glob("*.yaml"))
+    scripts = sorted(
+        (Path(__file__).parent.parent / "fixtures" / "specs" / "scripts").glob("*.yaml")
+    )
     assert len(scripts) >= 3
     for path in scripts:
         assert Script.load(path).turns

@@ -15,36 +15,62 @@ DAY = datetime(2026, 11, 22, 12, 0)
 SESSION = "6f1c2a4e-9b7d-4c1e-8a2f-0d3b5e7c9a11"
 
 
-def cc_body(workspace: str = WS, day: str = "2026-11-22", session: str = SESSION,
-            device: str = "abc", tool_id: str = "toolu_01ABC", duration: str = "1.41s",
-            prompt: str = "Fix the failing test in a.py.") -> dict[str, Any]:
+def cc_body(
+    workspace: str = WS,
+    day: str = "2026-11-22",
+    session: str = SESSION,
+    device: str = "abc",
+    tool_id: str = "toolu_01ABC",
+    duration: str = "1.41s",
+    prompt: str = "Fix the failing test in a.py.",
+) -> dict[str, Any]:
     """A request body as the Claude Code CLI sends it mid-conversation."""
     return {
         "model": "claude-sonnet-4-5",
         "max_tokens": 32000,
         "metadata": {"user_id": json.dumps({"device_id": device, "session_id": session})},
         "system": [
-            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197.f66; "
-                                     "cc_entrypoint=sdk-cli; cch=12345;"},
+            {
+                "type": "text",
+                "text": "x-anthropic-billing-header: cc_version=2.1.197.f66; "
+                "cc_entrypoint=sdk-cli; cch=12345;",
+            },
             {"type": "text", "text": f"CWD: {workspace}\nDate: {day}"},
         ],
         "messages": [
-            {"role": "user", "content": [
-                {"type": "text", "text": f"Today's date is {day}."},
-                {"type": "text", "text": prompt},
-            ]},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Running the tests."},
-                {"type": "tool_use", "id": tool_id, "name": "Bash",
-                 "input": {"command": f"cd {workspace} && pytest -q"}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tool_id,
-                 "content": f"{workspace}/a.py ..\n2 passed in {duration}"},
-            ]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": f"Today's date is {day}."},
+                    {"type": "text", "text": prompt},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Running the tests."},
+                    {
+                        "type": "tool_use",
+                        "id": tool_id,
+                        "name": "Bash",
+                        "input": {"command": f"cd {workspace} && pytest -q"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tool_id,
+                        "content": f"{workspace}/a.py ..\n2 passed in {duration}",
+                    },
+                ],
+            },
         ],
-        "tools": [{"name": "Bash", "description": "run a command",
-                   "input_schema": {"type": "object"}}],
+        "tools": [
+            {"name": "Bash", "description": "run a command", "input_schema": {"type": "object"}}
+        ],
         "stream": True,
     }
 
@@ -56,8 +82,9 @@ def normalizer(workspace: str = WS, now: datetime = DAY) -> Normalizer:
 def test_realistic_body_gets_every_placeholder() -> None:
     out = normalizer().body(cc_body())
     assert out["metadata"] == "<METADATA>"
-    assert out["system"][0]["text"] == ("x-anthropic-billing-header: cc_version=<CC_VERSION>; "
-                                        "cc_entrypoint=sdk-cli; cch=<CCH>;")
+    assert out["system"][0]["text"] == (
+        "x-anthropic-billing-header: cc_version=<CC_VERSION>; cc_entrypoint=sdk-cli; cch=<CCH>;"
+    )
     assert out["system"][1]["text"] == "CWD: <WORKSPACE>\nDate: <DATE>"
     first, assistant, result = out["messages"]
     assert first["content"][0]["text"] == "Today's date is <DATE>."
@@ -74,23 +101,36 @@ def test_realistic_body_gets_every_placeholder() -> None:
 def test_tool_ids_are_numbered_in_order_of_appearance() -> None:
     body = cc_body()
     body["messages"][1]["content"].append(
-        {"type": "tool_use", "id": "toolu_02DEF", "name": "Read", "input": {}})
+        {"type": "tool_use", "id": "toolu_02DEF", "name": "Read", "input": {}}
+    )
     body["messages"][2]["content"].insert(
-        0, {"type": "tool_result", "tool_use_id": "toolu_02DEF", "content": "ok"})
+        0, {"type": "tool_result", "tool_use_id": "toolu_02DEF", "content": "ok"}
+    )
     out = normalizer().body(body)
     assert [b["id"] for b in out["messages"][1]["content"][1:]] == ["<TOOL_ID:1>", "<TOOL_ID:2>"]
-    assert [b["tool_use_id"] for b in out["messages"][2]["content"]] == ["<TOOL_ID:2>", "<TOOL_ID:1>"]
+    assert [b["tool_use_id"] for b in out["messages"][2]["content"]] == [
+        "<TOOL_ID:2>",
+        "<TOOL_ID:1>",
+    ]
 
 
 def test_same_request_from_another_run_normalizes_equal() -> None:
     here = normalizer(WS, DAY).body(cc_body())
     other_ws = "/tmp/pytest-of-ci/pytest-7/test_other0/run/workspace"
-    other = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(cc_body(
-        workspace=other_ws, day="2027-03-09", session="0a0b0c0d-1111-2222-3333-444455556666",
-        device="zzz", tool_id="toolu_01XYZ", duration="13.07s"))
+    other = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(
+        cc_body(
+            workspace=other_ws,
+            day="2027-03-09",
+            session="0a0b0c0d-1111-2222-3333-444455556666",
+            device="zzz",
+            tool_id="toolu_01XYZ",
+            duration="13.07s",
+        )
+    )
     assert other == here
-    changed = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(cc_body(
-        workspace=other_ws, day="2027-03-09", prompt="Fix the failing test in b.py."))
+    changed = normalizer(other_ws, datetime(2027, 3, 9, 8, 30)).body(
+        cc_body(workspace=other_ws, day="2027-03-09", prompt="Fix the failing test in b.py.")
+    )
     assert changed != here
 
 
@@ -105,7 +145,8 @@ def test_durations_only_replaced_inside_tool_results() -> None:
     body["messages"][1]["content"][0]["text"] = "It ran 0.35 sec last time."
     out = normalizer().body(body)
     assert out["messages"][0]["content"][1]["text"] == (
-        "Make the suite finish in 1.5s, it takes 12.30 seconds now.")
+        "Make the suite finish in 1.5s, it takes 12.30 seconds now."
+    )
     assert out["messages"][1]["content"][0]["text"] == "It ran 0.35 sec last time."
     assert out["messages"][2]["content"][0]["content"].endswith("2 passed in <DURATION>")
 
@@ -113,16 +154,19 @@ def test_durations_only_replaced_inside_tool_results() -> None:
 def test_durations_in_nested_tool_result_blocks_and_units() -> None:
     body = cc_body()
     body["messages"][2]["content"][0]["content"] = [
-        {"type": "text", "text": "Finished in 0.35 sec; 12.5 ms; 3.0 seconds; took 2s; v1.2.3"}]
+        {"type": "text", "text": "Finished in 0.35 sec; 12.5 ms; 3.0 seconds; took 2s; v1.2.3"}
+    ]
     out = normalizer().body(body)
     assert out["messages"][2]["content"][0]["content"][0]["text"] == (
-        "Finished in <DURATION>; <DURATION>; <DURATION>; took 2s; v1.2.3")
+        "Finished in <DURATION>; <DURATION>; <DURATION>; took 2s; v1.2.3"
+    )
 
 
 def test_longest_path_wins() -> None:
     norm = Normalizer({"/tmp/x/run": "<RUN_DIR>", WS: "<WORKSPACE>"})
     assert norm.paths_out(f"cd {WS}/src; cat /tmp/x/run/log.txt") == (
-        "cd <WORKSPACE>/src; cat <RUN_DIR>/log.txt")
+        "cd <WORKSPACE>/src; cat <RUN_DIR>/log.txt"
+    )
     out = norm.body(cc_body())
     assert out["system"][1]["text"].startswith("CWD: <WORKSPACE>\n")
     assert "<RUN_DIR>" not in json.dumps(out)
@@ -136,7 +180,8 @@ def test_paths_in_reverses_paths_out() -> None:
     assert norm.paths_in(out) == text
     live = Normalizer({"/tmp/y/run": "<RUN_DIR>", "/tmp/y/run/workspace": "<WORKSPACE>"})
     assert live.paths_in(out) == (
-        "I'll edit /tmp/y/run/workspace/calc.py and write the log to /tmp/y/run/out.log.")
+        "I'll edit /tmp/y/run/workspace/calc.py and write the log to /tmp/y/run/out.log."
+    )
 
 
 def test_empty_path_mapping_is_ignored() -> None:
@@ -159,7 +204,10 @@ def test_run_dates_cover_local_utc_and_the_day_before() -> None:
     assert run_dates(west) == ["2026-11-21", "2026-11-22", "2026-11-23"]
     east = datetime(2026, 11, 22, 3, 0, tzinfo=timezone(timedelta(hours=9)))  # UTC: the 21st
     assert run_dates(east) == ["2026-11-20", "2026-11-21", "2026-11-22"]
-    assert run_dates(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)) == ["2026-02-28", "2026-03-01"]
+    assert run_dates(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)) == [
+        "2026-02-28",
+        "2026-03-01",
+    ]
     local = run_dates(DAY)
     assert {"2026-11-21", "2026-11-22"} <= set(local) and local == sorted(local)
     today = run_dates()
@@ -171,7 +219,10 @@ def test_structural_blanks_tool_result_content_only() -> None:
     body = normalizer().body(cc_body())
     shape = structural(body)
     assert shape["messages"][2]["content"][0] == {
-        "type": "tool_result", "tool_use_id": "<TOOL_ID:1>", "content": TOOL_RESULT}
+        "type": "tool_result",
+        "tool_use_id": "<TOOL_ID:1>",
+        "content": TOOL_RESULT,
+    }
     assert shape["messages"][:2] == body["messages"][:2] and shape["system"] == body["system"]
     assert body["messages"][2]["content"][0]["content"] != TOOL_RESULT  # input left alone
 

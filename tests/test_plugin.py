@@ -10,7 +10,6 @@ import pytest
 from tests.conftest import REPO
 
 
-
 @pytest.fixture(autouse=True)
 def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pytester moves HOME, where the per-user CLI cache lives: name the binary instead."""
@@ -34,22 +33,30 @@ def only(specs: Path, *keep: str) -> None:
         shutil.rmtree(specs / "workspaces" / "calc")
 
 
-def test_shipped_fixtures_pass_with_the_xfail_reported(pytester: pytest.Pytester, specs: Path) -> None:
+def test_shipped_fixtures_pass_with_the_xfail_reported(
+    pytester: pytest.Pytester, specs: Path
+) -> None:
     result = pytester.runpytest("--atom", "specs", "-rxX")
     result.assert_outcomes(passed=2, xfailed=1)
-    result.stdout.fnmatch_lines(["*XFAIL specs/misses_goal.atom.yaml::misses-goal*forgets word_count*"])
-    assert not (specs / "create_file.atom.yaml").with_name("hello.txt").exists()  # fixture untouched
+    result.stdout.fnmatch_lines(
+        ["*XFAIL specs/misses_goal.atom.yaml::misses-goal*forgets word_count*"]
+    )
+    assert (
+        not (specs / "create_file.atom.yaml").with_name("hello.txt").exists()
+    )  # fixture untouched
     assert not (specs / "workspaces" / "calc" / "calc" / "__pycache__").exists()
     assert "return a - b" in (specs / "workspaces" / "calc" / "calc" / "__init__.py").read_text()
 
 
 def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, specs: Path) -> None:
     result = pytester.runpytest("--atom", "specs", "--collect-only", "-q")
-    result.stdout.fnmatch_lines([
-        "specs/create_file.atom.yaml::create-file",
-        "specs/fix_failing_test.atom.yaml::fix-failing-test",
-        "specs/misses_goal.atom.yaml::misses-goal",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "specs/create_file.atom.yaml::create-file",
+            "specs/fix_failing_test.atom.yaml::fix-failing-test",
+            "specs/misses_goal.atom.yaml::misses-goal",
+        ]
+    )
     assert "test_calc" not in result.stdout.str()  # the calc workspace is fixture data
 
 
@@ -66,17 +73,19 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
     spec.write_text(spec.read_text().replace('"^hello, world$"', '"^goodbye$"'))
     result = pytester.runpytest("--atom", "specs")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
-        "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
-        "*checks: 1/2 passed",
-        "*PASS file_exists hello.txt (line 11): hello.txt exists",
-        "*FAIL file_contains hello.txt /^goodbye$/ (line 12): *not found in hello.txt",
-        "*| hello, world",
-        "*agent's last message:",
-        "*EXIT_LOOP_NOW",
-        "*run dir: .atom/runs/create-file-*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
+            "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
+            "*checks: 1/2 passed",
+            "*PASS file_exists hello.txt (line 11): hello.txt exists",
+            "*FAIL file_contains hello.txt /^goodbye$/ (line 12): *not found in hello.txt",
+            "*| hello, world",
+            "*agent's last message:",
+            "*EXIT_LOOP_NOW",
+            "*run dir: .atom/runs/create-file-*",
+        ]
+    )
     assert "Traceback" not in result.stdout.str()
     [run_dir] = (pytester.path / ".atom" / "runs").iterdir()
     assert (run_dir / "workspace" / "hello.txt").read_text() == "hello, world\n"
@@ -89,12 +98,14 @@ def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs:
     script.write_text("turns:\n  - text: working\n  - text: still working\n  - text: nearly\n")
     result = pytester.runpytest("--atom", "specs")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*agent: did not signal EXIT_LOOP_NOW within 3 iterations",
-        "*FAIL file_exists hello.txt*",
-        "*agent's last message:",
-        "*| nearly",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*agent: did not signal EXIT_LOOP_NOW within 3 iterations",
+            "*FAIL file_exists hello.txt*",
+            "*agent's last message:",
+            "*| nearly",
+        ]
+    )
 
 
 def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, specs: Path) -> None:
@@ -104,11 +115,13 @@ def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, s
     script.write_text("turns:\n  - text: no exit signal yet\n")
     result = pytester.runpytest("--atom", "specs")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*agent: the Claude Code CLI failed",
-        "*error:",
-        "*| API Error: 400 *create_file.yaml has 1 turns but the agent asked for turn 2*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*agent: the Claude Code CLI failed",
+            "*error:",
+            "*| API Error: 400 *create_file.yaml has 1 turns but the agent asked for turn 2*",
+        ]
+    )
 
 
 def test_typo_is_a_collection_error_and_other_specs_still_run(
@@ -119,10 +132,12 @@ def test_typo_is_a_collection_error_and_other_specs_still_run(
     bad.write_text(bad.read_text().replace("prompt:", "promt:"))
     result = pytester.runpytest("--atom", "specs")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines([
-        "*ERROR collecting specs/misses_goal.atom.yaml*",
-        "unknown key 'promt' at specs/misses_goal.atom.yaml:4:1 — did you mean 'prompt'?",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting specs/misses_goal.atom.yaml*",
+            "unknown key 'promt' at specs/misses_goal.atom.yaml:4:1 — did you mean 'prompt'?",
+        ]
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "Interrupted" not in result.stdout.str()
 
@@ -140,11 +155,13 @@ def test_missing_cassette_names_the_record_command_even_when_xfail(
     pytester.makefile(".atom.yaml", unscripted="name: unscripted\nprompt: do it\nxfail: expected\n")
     result = pytester.runpytest("--atom", "unscripted.atom.yaml")
     result.assert_outcomes(failed=1)  # a harness error is never the expected failure
-    result.stdout.fnmatch_lines([
-        "pytest-atom could not run spec 'unscripted': no cassette for spec 'unscripted' "
-        "(expected cassettes/unscripted/unscripted.yaml); record it with: "
-        "pytest --atom 'unscripted.atom.yaml::unscripted' --atom-record-mode=once",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-atom could not run spec 'unscripted': no cassette for spec 'unscripted' "
+            "(expected cassettes/unscripted/unscripted.yaml); record it with: "
+            "pytest --atom 'unscripted.atom.yaml::unscripted' --atom-record-mode=once",
+        ]
+    )
     assert not (pytester.path / "cassettes").exists()
 
 
@@ -166,7 +183,9 @@ def test_atom_paths_ini_and_several_specs_per_file(pytester: pytest.Pytester, sp
         " accept: [file_absent: hello.txt]}\n"
     )
     result = pytester.runpytest("--atom", "-v")
-    result.stdout.fnmatch_lines(["*pair.atom.yaml::first PASSED*", "*pair.atom.yaml::second FAILED*"])
+    result.stdout.fnmatch_lines(
+        ["*pair.atom.yaml::first PASSED*", "*pair.atom.yaml::second FAILED*"]
+    )
     result.stdout.fnmatch_lines(["*FAIL file_absent hello.txt*"])
 
 
@@ -180,9 +199,11 @@ def test_junit_xml_carries_timings(pytester: pytest.Pytester, specs: Path) -> No
 
 def test_help_lists_the_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--help")
-    result.stdout.fnmatch_lines([
-        "pytest-atom: Claude Code agent task specs:",
-        "*--atom *collect [*].atom.yaml specs and run each through the real",
-        "*--atom-runs-dir=DIR*",
-        "*atom_paths (paths):*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-atom: Claude Code agent task specs:",
+            "*--atom *collect [*].atom.yaml specs and run each through the real",
+            "*--atom-runs-dir=DIR*",
+            "*atom_paths (paths):*",
+        ]
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -44,14 +43,18 @@ def greet_spec(pytester: pytest.Pytester, timeout: int = 120, prompt: str | None
 
 
 def record(pytester: pytest.Pytester, upstream: Any, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--atom", "--atom-record-mode=once", f"--atom-upstream={upstream.url}", *args)
+    return pytester.runpytest(
+        "--atom", "--atom-record-mode=once", f"--atom-upstream={upstream.url}", *args
+    )
 
 
 def run_dirs(pytester: pytest.Pytester) -> list[Path]:
     return sorted((pytester.path / ".atom" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
 
 
-def test_record_then_replay_with_the_upstream_gone(pytester: pytest.Pytester, gateway_for: Any) -> None:
+def test_record_then_replay_with_the_upstream_gone(
+    pytester: pytest.Pytester, gateway_for: Any
+) -> None:
     greet_spec(pytester)
     upstream = gateway_for(TURNS)
     record(pytester, upstream).assert_outcomes(passed=1)
@@ -74,19 +77,23 @@ def test_record_then_replay_with_the_upstream_gone(pytester: pytest.Pytester, ga
     assert str(pytester.path) not in text  # no machine paths
 
 
-def test_changed_prompt_fails_with_a_readable_diff(pytester: pytest.Pytester, gateway_for: Any) -> None:
+def test_changed_prompt_fails_with_a_readable_diff(
+    pytester: pytest.Pytester, gateway_for: Any
+) -> None:
     greet_spec(pytester)
     record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
     greet_spec(pytester, prompt="Create greeting.txt saying goodbye.")
     result = pytester.runpytest("--atom")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*replay diverged from the cassette (1 request matched nothing recorded):",
-        "*POST /v1/messages: no recorded interaction matches; closest recorded request differs at:",
-        "*- messages[[]0] (user).content[[]1] (text).text: text changed",
-        "*-Create greeting.txt saying hello.",
-        "*+Create greeting.txt saying goodbye.",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*replay diverged from the cassette (1 request matched nothing recorded):",
+            "*POST /v1/messages: no recorded interaction matches; closest recorded request differs at:",
+            "*- messages[[]0] (user).content[[]1] (text).text: text changed",
+            "*-Create greeting.txt saying hello.",
+            "*+Create greeting.txt saying goodbye.",
+        ]
+    )
 
 
 @pytest.mark.filterwarnings("default::pytest_atom.plugin.AtomReplayWarning")
@@ -94,11 +101,15 @@ def test_structural_match_replays_drifted_tool_output_with_a_warning(
     pytester: pytest.Pytester, gateway_for: Any
 ) -> None:
     greet_spec(pytester)
-    record(pytester, gateway_for([bash("date +%s%N; echo hello > greeting.txt"),
-                                  {"text": "EXIT_LOOP_NOW"}])).assert_outcomes(passed=1)
+    record(
+        pytester,
+        gateway_for([bash("date +%s%N; echo hello > greeting.txt"), {"text": "EXIT_LOOP_NOW"}]),
+    ).assert_outcomes(passed=1)
     strict = pytester.runpytest("--atom")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(["*messages[[]2] (user).content[[]0] (tool_result).content: text changed"])
+    strict.stdout.fnmatch_lines(
+        ["*messages[[]2] (user).content[[]0] (tool_result).content: text changed"]
+    )
 
     structural = pytester.runpytest("--atom", "--atom-match=structural")
     structural.assert_outcomes(passed=1, warnings=1)
@@ -116,8 +127,12 @@ def test_secrets_never_reach_the_cassette(
     pytester.makefile(".atom.yaml", greet="name: greet\nprompt: show secrets\nworkspace: ws\n")
     (pytester.path / "ws").mkdir()
     (pytester.path / "ws" / "secret.txt").write_text(f"token={token}\n")
-    upstream = gateway_for([bash("cat secret.txt; env | grep -E 'CANARY|ANTHROPIC_API_KEY'"),
-                            {"text": "EXIT_LOOP_NOW"}])
+    upstream = gateway_for(
+        [
+            bash("cat secret.txt; env | grep -E 'CANARY|ANTHROPIC_API_KEY'"),
+            {"text": "EXIT_LOOP_NOW"},
+        ]
+    )
     record(pytester, upstream).assert_outcomes(passed=1)
     # The agent really saw both values...
     [result] = [e.request.json for e in upstream.exchanges if e.request.kind == "turn"][-1:]
@@ -159,9 +174,21 @@ def test_ctrl_c_during_recording_leaves_the_cassette_byte_identical(
     before = cassette.read_bytes()
     slow = gateway_for([bash("touch started; sleep 120")])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "--atom", "--atom-record-mode=all",
-         f"--atom-upstream={slow.url}", "-p", "no:cacheprovider"],
-        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--atom",
+            "--atom-record-mode=all",
+            f"--atom-upstream={slow.url}",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not list((pytester.path / ".atom" / "runs").glob("*/workspace/started")):
         assert time.monotonic() < deadline and proc.poll() is None, "the agent never started"
@@ -181,24 +208,30 @@ def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
     upstream = gateway_for(TURNS)
     result = pytester.runpytest("--atom", f"--atom-upstream={upstream.url}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*record it with: pytest --atom 'greet.atom.yaml::greet' "
-                                 "--atom-record-mode=once"])
+    result.stdout.fnmatch_lines(
+        ["*record it with: pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=once"]
+    )
     assert upstream.exchanges == []
 
 
-def test_new_episodes_appends_what_does_not_match(pytester: pytest.Pytester, gateway_for: Any) -> None:
+def test_new_episodes_appends_what_does_not_match(
+    pytester: pytest.Pytester, gateway_for: Any
+) -> None:
     greet_spec(pytester)
     record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
     recorded = len(yaml.safe_load((pytester.path / CASSETTE).read_text())["interactions"])
     greet_spec(pytester, prompt="Create greeting.txt saying hello, please.")
     again = gateway_for(TURNS)
-    pytester.runpytest("--atom", "--atom-record-mode=new_episodes",
-                       f"--atom-upstream={again.url}").assert_outcomes(passed=1)
+    pytester.runpytest(
+        "--atom", "--atom-record-mode=new_episodes", f"--atom-upstream={again.url}"
+    ).assert_outcomes(passed=1)
     grown = yaml.safe_load((pytester.path / CASSETTE).read_text())["interactions"]
     assert len(grown) > recorded
     assert any("please" in i["request"]["body"] for i in grown)
-    assert any("please" not in i["request"]["body"] and "saying hello" in i["request"]["body"]
-               for i in grown)
+    assert any(
+        "please" not in i["request"]["body"] and "saying hello" in i["request"]["body"]
+        for i in grown
+    )
 
 
 @pytest.mark.filterwarnings("default::pytest_atom.plugin.AtomReplayWarning")
@@ -208,11 +241,16 @@ def test_other_cli_version_warns_and_strict_version_fails(
     greet_spec(pytester)
     record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
     cassette = pytester.path / CASSETTE
-    cassette.write_text(cassette.read_text().replace(
-        f"claude_code_version: {CLAUDE_CODE_VERSION}", "claude_code_version: 0.0.1"))
+    cassette.write_text(
+        cassette.read_text().replace(
+            f"claude_code_version: {CLAUDE_CODE_VERSION}", "claude_code_version: 0.0.1"
+        )
+    )
     warned = pytester.runpytest("--atom")
     warned.assert_outcomes(passed=1, warnings=1)
-    warned.stdout.fnmatch_lines([f"*recorded with Claude Code 0.0.1, this run uses {CLAUDE_CODE_VERSION}*"])
+    warned.stdout.fnmatch_lines(
+        [f"*recorded with Claude Code 0.0.1, this run uses {CLAUDE_CODE_VERSION}*"]
+    )
     strict = pytester.runpytest("--atom", "--atom-strict-version")
     strict.assert_outcomes(failed=1)
     strict.stdout.fnmatch_lines(["*could not run spec 'greet'*recorded with Claude Code 0.0.1*"])

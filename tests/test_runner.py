@@ -19,8 +19,12 @@ SESSION = "5a1d0000-0000-4000-8000-000000000001"
 def test_stream_json_becomes_an_iteration_record(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
-    gateway = gateway_for([bash("echo made > out.txt; echo listed", "Making it."),
-                           {"text": "All done.\n\nEXIT_LOOP_NOW"}])
+    gateway = gateway_for(
+        [
+            bash("echo made > out.txt; echo listed", "Making it."),
+            {"text": "All done.\n\nEXIT_LOOP_NOW"},
+        ]
+    )
     events: list[dict[str, Any]] = []
     record = runner_for(gateway, on_event=events.append).run("task", tmp_path, session_id=SESSION)
     assert record.returncode == 0 and not record.is_error
@@ -33,7 +37,7 @@ def test_stream_json_becomes_an_iteration_record(
     assert record.session_id == SESSION
     assert record.cli_version == CLAUDE_CODE_VERSION
     assert record.num_turns == 2 and record.tokens > 0 and record.cost_usd > 0
-    assert [e["type"] for e in events][0] == "system" and events[-1]["type"] == "result"
+    assert events[0]["type"] == "system" and events[-1]["type"] == "result"
 
 
 def test_second_run_continues_the_same_conversation(
@@ -93,7 +97,9 @@ def test_user_claude_settings_do_not_leak_into_the_run(
     assert list(config.glob(f"projects/*/{SESSION}.jsonl"))  # the transcript stayed in the run
 
 
-def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_binary_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("ATOM_CLAUDE_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -103,7 +109,9 @@ def test_missing_binary_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp
     assert "npm install" in str(err.value)
 
 
-def test_explicit_binary_that_does_not_exist(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_explicit_binary_that_does_not_exist(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(tmp_path / "nope"))
-    with pytest.raises(ClaudeNotFoundError, match="ATOM_CLAUDE_BIN=.*nope does not exist"):
+    with pytest.raises(ClaudeNotFoundError, match=r"ATOM_CLAUDE_BIN=.*nope does not exist"):
         find_claude()

@@ -51,8 +51,13 @@ def test_cli_errors_are_retried_with_the_seed_backoff(
     gateway = gateway_for([{"text": "no exit signal"}])  # iteration 2 exhausts the script
     waits: list[float] = []
     messages: list[tuple[str, int]] = []
-    rt = runtime(runner_for(gateway), tmp_path, sleep=waits.append, max_retries=2,
-                 retry_manager=RetryManager(on_retry_message=lambda m, s: messages.append((m, s))))
+    rt = runtime(
+        runner_for(gateway),
+        tmp_path,
+        sleep=waits.append,
+        max_retries=2,
+        retry_manager=RetryManager(on_retry_message=lambda m, s: messages.append((m, s))),
+    )
     result = rt.run("task")
     assert waits == [10, 20]  # other errors: 10 s doubling; nothing really slept
     assert [s for _, s in messages] == [10, 20]
@@ -60,9 +65,7 @@ def test_cli_errors_are_retried_with_the_seed_backoff(
     assert "has 1 turns but the agent asked for turn 4" in result["error"]  # 1 + 3 tries
 
 
-def test_ephemeral_runtime_cleans_up_its_folder(
-    gateway_for: Any, runner_for: Any
-) -> None:
+def test_ephemeral_runtime_cleans_up_its_folder(gateway_for: Any, runner_for: Any) -> None:
     gateway = gateway_for([{"text": "done EXIT_LOOP_NOW"}])
     rt = AtomRuntime.create_ephemeral(SYSTEM, runner=runner_for(gateway), verbose=False)
     folder = rt.conversation_dir
@@ -74,8 +77,12 @@ def test_ephemeral_runtime_cleans_up_its_folder(
 def test_cleanup_removes_only_the_prompt_file(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
-    gateway = gateway_for([{"tool_use": [{"name": "Bash", "input": {"command": "touch kept"}}]},
-                           {"text": "EXIT_LOOP_NOW"}])
+    gateway = gateway_for(
+        [
+            {"tool_use": [{"name": "Bash", "input": {"command": "touch kept"}}]},
+            {"text": "EXIT_LOOP_NOW"},
+        ]
+    )
     runtime(runner_for(gateway), tmp_path, cleanup=True).run("task")
     assert (tmp_path / "kept").exists()
     assert not (tmp_path / "USER_PROMPT.md").exists()

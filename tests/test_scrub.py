@@ -16,8 +16,15 @@ VALUE = "hunter2-correct-horse"  # no known token shape: only the env pass can c
 
 
 def test_secret_name_matches_secret_looking_names_only() -> None:
-    for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "MY_SECRET", "db_passwd",
-                 "GOOGLE_APPLICATION_CREDENTIALS", "proxy_auth"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+        "DB_PASSWORD",
+        "MY_SECRET",
+        "db_passwd",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "proxy_auth",
+    ):
         assert SECRET_NAME.search(name), name
     for name in ("HOME", "PATH", "EDITOR", "LANG", "TERM"):
         assert not SECRET_NAME.search(name), name
@@ -43,7 +50,9 @@ def test_env_value_inside_json_body_is_replaced(value: str) -> None:
     out = Scrubber(env={"DB_PASSWORD": value}).scrub(body)
     assert json.dumps(value)[1:-1] not in out
     assert json.loads(out) == {
-        "model": "claude", "password": "<SECRET:DB_PASSWORD>", "note": "x <SECRET:DB_PASSWORD> y",
+        "model": "claude",
+        "password": "<SECRET:DB_PASSWORD>",
+        "note": "x <SECRET:DB_PASSWORD> y",
     }
 
 
@@ -55,12 +64,18 @@ def test_value_of_non_secret_name_is_kept() -> None:
 def test_short_values_are_kept_unless_min_length_allows_them() -> None:
     text = "id abc1234 ok"
     assert Scrubber(env={"API_KEY": "abc1234"}).scrub(text) == text
-    assert Scrubber(env={"API_KEY": "abc1234"}, min_length=4).scrub(text) == "id <SECRET:API_KEY> ok"
+    assert (
+        Scrubber(env={"API_KEY": "abc1234"}, min_length=4).scrub(text) == "id <SECRET:API_KEY> ok"
+    )
 
 
 def test_trivial_values_and_existing_paths_are_kept(tmp_path: Path) -> None:
-    env = {"USE_AUTH": "true", "AUTH_OFF": "0", "SSH_AUTH_SOCK": str(tmp_path),
-           "SIGNING_KEY": "/9j4Kd+xQ/ab0Zr"}  # base64 starting with "/" names no file
+    env = {
+        "USE_AUTH": "true",
+        "AUTH_OFF": "0",
+        "SSH_AUTH_SOCK": str(tmp_path),
+        "SIGNING_KEY": "/9j4Kd+xQ/ab0Zr",
+    }  # base64 starting with "/" names no file
     scrubber = Scrubber(env=env, min_length=1)
     out = scrubber.scrub(f"true 0 {tmp_path} /9j4Kd+xQ/ab0Zr")
     assert out == f"true 0 {tmp_path} <SECRET:SIGNING_KEY>"
@@ -73,14 +88,20 @@ def test_longest_value_is_replaced_whole() -> None:
 
 
 def test_values_sharing_a_prefix_match_longest_then_fall_back() -> None:
-    env = {"A_KEY": "abcdefgh", "B_KEY": "abcdefgh-long-one", "C_KEY": "abcdefgh12",
-           "D_KEY": "abcdefgh2x"}
+    env = {
+        "A_KEY": "abcdefgh",
+        "B_KEY": "abcdefgh-long-one",
+        "C_KEY": "abcdefgh12",
+        "D_KEY": "abcdefgh2x",
+    }
     out = Scrubber(env=env).scrub("abcdefgh-long-one abcdefgh-long-xx abcdefgh123 abcdefgh2x")
     assert out == "<SECRET:B_KEY> <SECRET:A_KEY>-long-xx <SECRET:C_KEY>3 <SECRET:D_KEY>"
 
 
 def test_extra_values_are_scrubbed_and_win_over_env() -> None:
-    scrubber = Scrubber(env={"SOME_KEY": VALUE}, extra={"explicit key": VALUE, "K": "other-value-9"})
+    scrubber = Scrubber(
+        env={"SOME_KEY": VALUE}, extra={"explicit key": VALUE, "K": "other-value-9"}
+    )
     assert scrubber.scrub(f"{VALUE} other-value-9") == "<SECRET:explicit_key> <SECRET:K>"
 
 
@@ -104,12 +125,18 @@ def test_token_shapes_are_redacted_without_env(token: str) -> None:
     assert scrubber.contains_secret(token) == ["REDACTED"]
 
 
-@pytest.mark.parametrize("text", [
-    "risk-management-frameworks-for-everyone",  # "sk-" inside a word
-    "task-abcdefghijklmnopqrstuvwxyz",
-    "sk-short", "ghp_short", "AKIA-not-a-key", "xoxb-short",
-    "Bearer authentication is described in RFC 6750",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "risk-management-frameworks-for-everyone",  # "sk-" inside a word
+        "task-abcdefghijklmnopqrstuvwxyz",
+        "sk-short",
+        "ghp_short",
+        "AKIA-not-a-key",
+        "xoxb-short",
+        "Bearer authentication is described in RFC 6750",
+    ],
+)
 def test_near_misses_are_kept(text: str) -> None:
     assert Scrubber(env={}).scrub(text) == text
 
@@ -121,8 +148,10 @@ def test_bearer_keeps_the_scheme_word() -> None:
 
 
 def test_pem_private_key_block_is_redacted_raw_and_json_escaped() -> None:
-    pem = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq0Zx+/abc==\n"
-           "-----END RSA PRIVATE KEY-----")
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nq0Zx+/abc==\n"
+        "-----END RSA PRIVATE KEY-----"
+    )
     scrubber = Scrubber(env={})
     assert scrubber.scrub(f"before\n{pem}\nafter") == "before\n<SECRET:REDACTED>\nafter"
     out = scrubber.scrub(json.dumps({"file": pem}))
@@ -130,8 +159,13 @@ def test_pem_private_key_block_is_redacted_raw_and_json_escaped() -> None:
 
 
 def test_headers_drop_secret_ones_and_scrub_the_rest() -> None:
-    headers = {"Authorization": "Bearer x", "X-Api-Key": "k", "Cookie": "c=1",
-               "content-type": "application/json", "x-trace": f"id {VALUE}"}
+    headers = {
+        "Authorization": "Bearer x",
+        "X-Api-Key": "k",
+        "Cookie": "c=1",
+        "content-type": "application/json",
+        "x-trace": f"id {VALUE}",
+    }
     out = Scrubber(env={"GITHUB_TOKEN": VALUE}).scrub_headers(headers)
     assert out == {"content-type": "application/json", "x-trace": "id <SECRET:GITHUB_TOKEN>"}
     assert headers["x-trace"] == f"id {VALUE}"  # the input is not mutated
@@ -140,7 +174,8 @@ def test_headers_drop_secret_ones_and_scrub_the_rest() -> None:
 
 def test_scrub_obj_is_a_deep_scrubbed_copy() -> None:
     obj: dict[str, Any] = {
-        "a": [1, 2.5, None, True, {"b": (VALUE, "plain")}], VALUE: {"c": f"x{VALUE}"},
+        "a": [1, 2.5, None, True, {"b": (VALUE, "plain")}],
+        VALUE: {"c": f"x{VALUE}"},
     }
     out = Scrubber(env={"MY_SECRET": VALUE}).scrub_obj(obj)
     p = "<SECRET:MY_SECRET>"
@@ -182,8 +217,10 @@ def test_repr_shows_only_the_count() -> None:
 def test_one_megabyte_is_scrubbed_quickly() -> None:
     env = {f"SERVICE_{i}_TOKEN": f"secret-value-{i:04d}-xyz" for i in range(200)}
     scrubber = Scrubber(env=env)
-    chunk = ('{"role": "user", "content": "lorem ipsum dolor sit amet, <tag> key: '
-             'secret-value-0042-xyz and ghp_' + "a1" * 10 + ' Bearer abc123def456"}\n')
+    chunk = (
+        '{"role": "user", "content": "lorem ipsum dolor sit amet, <tag> key: '
+        "secret-value-0042-xyz and ghp_" + "a1" * 10 + ' Bearer abc123def456"}\n'
+    )
     text = chunk * (1_000_000 // len(chunk))
     start = time.perf_counter()
     out = scrubber.scrub(text)

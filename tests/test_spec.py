@@ -34,8 +34,13 @@ def error_of(path: Path) -> SpecError:
 def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
     path = write(tmp_path, "hello.atom.yaml", "# a comment\nname: say-hello\nprompt: Say hello.\n")
     (spec,) = load_specs(path)
-    assert spec == Spec(name="say-hello", path=path.resolve(), line=2, prompt="Say hello.",
-                        raw={"name": "say-hello", "prompt": "Say hello."})
+    assert spec == Spec(
+        name="say-hello",
+        path=path.resolve(),
+        line=2,
+        prompt="Say hello.",
+        raw={"name": "say-hello", "prompt": "Say hello."},
+    )
     assert spec.root == tmp_path.resolve()
     assert hash(spec) == hash(load_specs(path)[0])  # usable as a dict key despite dict fields
     assert (spec.description, spec.workspace, spec.script, spec.cassette) == ("", None, None, None)
@@ -46,7 +51,10 @@ def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
 def test_all_keys_are_normalized(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     write(tmp_path, "turns.yaml", "[]\n")
-    path = write(tmp_path, "full.atom.yaml", """\
+    path = write(
+        tmp_path,
+        "full.atom.yaml",
+        """\
 name: full
 description: 2024-01-01
 prompt: Do it.
@@ -63,7 +71,8 @@ claude: {permission_mode: plan, allowed_tools: [Read], bare: false, args: [--ver
 accept:
   - command: pytest -q
   - command: {run: make, exit_code: 2, output: "^done$", timeout: 5}
-""")
+""",
+    )
     spec = load_spec(path)
     assert spec.description == "2024-01-01"  # not a date: raw stays JSON-serialisable
     assert spec.workspace == (tmp_path / "ws").resolve()
@@ -75,8 +84,12 @@ accept:
     assert (spec.xfail, spec.model) == ("not yet", "claude-test")
     assert spec.claude == ClaudeOptions("plan", ("Read",), False, ("--verbose",))
     short, full = spec.accept
-    assert dict(short.params) == {"run": "pytest -q", "exit_code": 0, "output": None,
-                                  "timeout": 120.0}
+    assert dict(short.params) == {
+        "run": "pytest -q",
+        "exit_code": 0,
+        "output": None,
+        "timeout": 120.0,
+    }
     assert dict(full.params) == {"run": "make", "exit_code": 2, "output": "^done$", "timeout": 5.0}
     assert (short.line, full.line) == (15, 16)
     assert short.describe() == "command `pytest -q` exits 0"
@@ -84,7 +97,10 @@ accept:
 
 
 def test_specs_list_keeps_order_names_and_lines(tmp_path: Path) -> None:
-    path = write(tmp_path, "many.atom.yaml", """\
+    path = write(
+        tmp_path,
+        "many.atom.yaml",
+        """\
 specs:
   - name: first
     prompt: one
@@ -94,13 +110,17 @@ specs:
       - file_exists: out/a.txt
       - file_absent: b.txt
       - file_contains: {path: a.txt, pattern: "^hi$"}
-""")
+""",
+    )
     first, second = load_specs(path)
     assert (first.name, first.line, first.prompt) == ("first", 2, "one")
     assert (second.name, second.line, second.prompt) == ("second", 4, "two")
     assert [c.kind for c in second.accept] == ["file_exists", "file_absent", "file_contains"]
     assert [c.describe() for c in second.accept] == [
-        "file_exists out/a.txt", "file_absent b.txt", "file_contains a.txt /^hi$/"]
+        "file_exists out/a.txt",
+        "file_absent b.txt",
+        "file_contains a.txt /^hi$/",
+    ]
     assert second.raw["accept"][0] == {"file_exists": "out/a.txt"}
 
 
@@ -115,8 +135,9 @@ def test_name_is_required_in_a_specs_list(tmp_path: Path, monkeypatch: pytest.Mo
     assert str(error_of(path)) == "missing required key 'name' in 'specs[1]' at l.atom.yaml:4:5"
 
 
-def test_typo_key_names_location_and_suggestion(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_typo_key_names_location_and_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "specs/x.atom.yaml", "# greeting\nname: x\npromt: Say hello.\n")
     err = error_of(path)
@@ -135,47 +156,77 @@ def test_unknown_key_in_nested_mapping(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "n.atom.yaml", "prompt: p\nclaude:\n  allowed_tool: [Bash]\n")
     assert str(error_of(path)) == (
-        "unknown key 'allowed_tool' at n.atom.yaml:3:3 — did you mean 'allowed_tools'?")
+        "unknown key 'allowed_tool' at n.atom.yaml:3:3 — did you mean 'allowed_tools'?"
+    )
 
 
-def test_unknown_check_kind_suggests_closest(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_check_kind_suggests_closest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - file_exist: hello.txt\n")
     assert str(error_of(path)) == (
-        "unknown check 'file_exist' at c.atom.yaml:3:5 — did you mean 'file_exists'?")
+        "unknown check 'file_exist' at c.atom.yaml:3:5 — did you mean 'file_exists'?"
+    )
 
 
-def test_wrong_type_message_points_at_value(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_type_message_points_at_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "t.atom.yaml", "prompt: p\nmax_iterations: three\n")
     assert str(error_of(path)) == (
-        "'max_iterations' must be an integer >= 1, got 'three' at t.atom.yaml:2:17")
+        "'max_iterations' must be an integer >= 1, got 'three' at t.atom.yaml:2:17"
+    )
 
 
-@pytest.mark.parametrize(("text", "message", "where"), [
-    ("prompt: p\ntimeout: 0\n", "'timeout' must be a number > 0, got 0", (2, 10)),
-    ("prompt: p\ncriteria: tidy\n", "'criteria' must be a list of strings, got 'tidy'", (2, 11)),
-    ("prompt: p\nname: my spec\n",
-     "'name' must be a string matching ^[A-Za-z0-9][A-Za-z0-9_.-]*$, got 'my spec'", (2, 7)),
-    ("prompt: p\naccept:\n  - command: {run: 5}\n",
-     "'accept[0].command.run' must be a non-empty string, got 5", (3, 20)),
-    ("prompt: p\naccept:\n  - command: 5\n",
-     "'accept[0].command' must be a non-empty string or a mapping, got 5", (3, 14)),
-    ("prompt: p\naccept:\n  - {file_exists: a, file_absent: b}\n",
-     ("'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
-      "command, json_schema), got file_exists, file_absent"), (3, 5)),
-    ("prompt: p\naccept:\n  - file_contains: {path: a}\n",
-     "missing required key 'pattern' in 'accept[0].file_contains'", (3, 20)),
-    ("description: d\n", "missing required key 'prompt'", (1, 1)),
-    ("specs: []\n", "'specs' must be a non-empty list, got an empty list", (1, 8)),
-    ("prompt: p\nprompt: q\n", "duplicate key 'prompt'", (2, 1)),
-    ("prompt: p\n1: q\n", "keys must be strings, got 1", (2, 1)),
-    ("prompt: p\ncriteria: &loop [*loop]\n", "recursive YAML alias", (2, 11)),
-])
-def test_schema_errors_are_short_and_located(tmp_path: Path, text: str, message: str,
-                                             where: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    ("text", "message", "where"),
+    [
+        ("prompt: p\ntimeout: 0\n", "'timeout' must be a number > 0, got 0", (2, 10)),
+        (
+            "prompt: p\ncriteria: tidy\n",
+            "'criteria' must be a list of strings, got 'tidy'",
+            (2, 11),
+        ),
+        (
+            "prompt: p\nname: my spec\n",
+            "'name' must be a string matching ^[A-Za-z0-9][A-Za-z0-9_.-]*$, got 'my spec'",
+            (2, 7),
+        ),
+        (
+            "prompt: p\naccept:\n  - command: {run: 5}\n",
+            "'accept[0].command.run' must be a non-empty string, got 5",
+            (3, 20),
+        ),
+        (
+            "prompt: p\naccept:\n  - command: 5\n",
+            "'accept[0].command' must be a non-empty string or a mapping, got 5",
+            (3, 14),
+        ),
+        (
+            "prompt: p\naccept:\n  - {file_exists: a, file_absent: b}\n",
+            (
+                "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
+                "command, json_schema), got file_exists, file_absent"
+            ),
+            (3, 5),
+        ),
+        (
+            "prompt: p\naccept:\n  - file_contains: {path: a}\n",
+            "missing required key 'pattern' in 'accept[0].file_contains'",
+            (3, 20),
+        ),
+        ("description: d\n", "missing required key 'prompt'", (1, 1)),
+        ("specs: []\n", "'specs' must be a non-empty list, got an empty list", (1, 8)),
+        ("prompt: p\nprompt: q\n", "duplicate key 'prompt'", (2, 1)),
+        ("prompt: p\n1: q\n", "keys must be strings, got 1", (2, 1)),
+        ("prompt: p\ncriteria: &loop [*loop]\n", "recursive YAML alias", (2, 11)),
+    ],
+)
+def test_schema_errors_are_short_and_located(
+    tmp_path: Path, text: str, message: str, where: tuple[int, int]
+) -> None:
     err = error_of(write(tmp_path, "e.atom.yaml", text))
     assert (err.message, (err.line, err.column)) == (message, where)
 
@@ -192,7 +243,10 @@ def test_yaml_syntax_error_has_location(tmp_path: Path, monkeypatch: pytest.Monk
 def test_yaml_mapping_value_error_location(tmp_path: Path) -> None:
     err = error_of(write(tmp_path, "y.atom.yaml", "prompt: a: b\n"))
     assert (err.message, err.line, err.column) == (
-        "invalid YAML: mapping values are not allowed here", 1, 10)
+        "invalid YAML: mapping values are not allowed here",
+        1,
+        10,
+    )
 
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n"])
@@ -207,8 +261,9 @@ def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
     assert (err.line, err.column) == (1, 1)
 
 
-def test_missing_file_shows_absolute_path_outside_cwd(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_file_shows_absolute_path_outside_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     missing = tmp_path / "nope.atom.yaml"
@@ -218,8 +273,10 @@ def test_missing_file_shows_absolute_path_outside_cwd(tmp_path: Path,
 @pytest.mark.parametrize("value", ["/abs/fixture", "../outside", "ws/../../outside"])
 def test_workspace_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
     err = error_of(write(tmp_path, "w.atom.yaml", f"prompt: p\nworkspace: {value}\n"))
-    assert err.message == ("'workspace' must be a path relative to the spec file's folder that "
-                           f"stays inside it (not absolute, no '..' leading out), got {value!r}")
+    assert err.message == (
+        "'workspace' must be a path relative to the spec file's folder that "
+        f"stays inside it (not absolute, no '..' leading out), got {value!r}"
+    )
     assert (err.line, err.column) == (2, 12)
 
 
@@ -227,15 +284,22 @@ def test_workspace_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
 def test_check_path_must_stay_in_workspace(tmp_path: Path, value: str) -> None:
     text = f"prompt: p\naccept:\n  - file_contains: {{path: '{value}', pattern: x}}\n"
     err = error_of(write(tmp_path, "w.atom.yaml", text))
-    assert err.message.startswith("'accept[0].file_contains.path' must be a path relative to "
-                                  "the workspace that stays inside it")
+    assert err.message.startswith(
+        "'accept[0].file_contains.path' must be a path relative to "
+        "the workspace that stays inside it"
+    )
     assert err.line == 3
 
 
 def test_dotdot_that_stays_inside_is_allowed(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
-    spec = load_spec(write(tmp_path, "w.atom.yaml",
-                           "prompt: p\nworkspace: a/../b\naccept:\n  - file_exists: x/../y\n"))
+    spec = load_spec(
+        write(
+            tmp_path,
+            "w.atom.yaml",
+            "prompt: p\nworkspace: a/../b\naccept:\n  - file_exists: x/../y\n",
+        )
+    )
     assert spec.workspace == (tmp_path / "b").resolve()
     assert spec.accept[0].params == {"path": "x/../y"}
 
@@ -245,7 +309,8 @@ def test_missing_workspace_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     path = write(tmp_path, "w.atom.yaml", "prompt: p\nworkspace: fixtures/none\n")
     assert str(error_of(path)) == (
         "'workspace' folder 'fixtures/none' does not exist "
-        f"(looked for {(tmp_path / 'fixtures/none').resolve()}) at w.atom.yaml:2:12")
+        f"(looked for {(tmp_path / 'fixtures/none').resolve()}) at w.atom.yaml:2:12"
+    )
 
 
 def test_workspace_that_is_a_file_and_missing_script(tmp_path: Path) -> None:
@@ -257,16 +322,27 @@ def test_workspace_that_is_a_file_and_missing_script(tmp_path: Path) -> None:
 
 
 def test_duplicate_names_point_at_the_second(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "d.atom.yaml",
-                         "specs:\n  - name: a\n    prompt: x\n  - name: a\n    prompt: y\n"))
+    err = error_of(
+        write(
+            tmp_path,
+            "d.atom.yaml",
+            "specs:\n  - name: a\n    prompt: x\n  - name: a\n    prompt: y\n",
+        )
+    )
     assert (err.message, err.line, err.column) == (
-        "duplicate spec name 'a' (first used on line 2)", 4, 11)
+        "duplicate spec name 'a' (first used on line 2)",
+        4,
+        11,
+    )
 
 
-@pytest.mark.parametrize(("check", "label", "column"), [
-    ("file_contains: {path: a, pattern: '(unclosed'}", "accept[0].file_contains.pattern", 39),
-    ("command: {run: 'true', output: '[z-a]'}", "accept[0].command.output", 36),
-])
+@pytest.mark.parametrize(
+    ("check", "label", "column"),
+    [
+        ("file_contains: {path: a, pattern: '(unclosed'}", "accept[0].file_contains.pattern", 39),
+        ("command: {run: 'true', output: '[z-a]'}", "accept[0].command.output", 36),
+    ],
+)
 def test_bad_regex_is_located(tmp_path: Path, check: str, label: str, column: int) -> None:
     err = error_of(write(tmp_path, "r.atom.yaml", f"prompt: p\naccept:\n  - {check}\n"))
     assert err.message.startswith(f"'{label}' is not a valid regular expression: ")
@@ -275,26 +351,38 @@ def test_bad_regex_is_located(tmp_path: Path, check: str, label: str, column: in
 
 def test_json_schema_inline_and_from_file(tmp_path: Path) -> None:
     write(tmp_path, "schemas/out.json", '{"type": "object", "required": ["a"]}')
-    spec = load_spec(write(tmp_path, "j.atom.yaml", """\
+    spec = load_spec(
+        write(
+            tmp_path,
+            "j.atom.yaml",
+            """\
 prompt: p
 accept:
   - json_schema: {path: out.json, schema: schemas/out.json}
   - json_schema: {path: out.json, schema: {type: array}}
-"""))
+""",
+        )
+    )
     from_file, inline = spec.accept
-    assert from_file.params == {"path": "out.json", "schema": {"type": "object", "required": ["a"]},
-                                "schema_file": (tmp_path / "schemas/out.json").resolve()}
+    assert from_file.params == {
+        "path": "out.json",
+        "schema": {"type": "object", "required": ["a"]},
+        "schema_file": (tmp_path / "schemas/out.json").resolve(),
+    }
     assert inline.params["schema"] == {"type": "array"} and inline.params["schema_file"] is None
     assert from_file.describe() == "json_schema out.json matches out.json"
     assert inline.describe() == "json_schema out.json matches inline schema"
 
 
-@pytest.mark.parametrize(("schema", "message"), [
-    ("{type: 12}", "'accept[0].json_schema.schema' is not a valid JSON schema: "),
-    ("missing.json", "'accept[0].json_schema.schema' file 'missing.json' does not exist"),
-    ("../up.json", "'accept[0].json_schema.schema' must be a path relative to the spec file's"),
-    ("broken.json", "cannot read schema file 'broken.json': "),
-])
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ("{type: 12}", "'accept[0].json_schema.schema' is not a valid JSON schema: "),
+        ("missing.json", "'accept[0].json_schema.schema' file 'missing.json' does not exist"),
+        ("../up.json", "'accept[0].json_schema.schema' must be a path relative to the spec file's"),
+        ("broken.json", "cannot read schema file 'broken.json': "),
+    ],
+)
 def test_json_schema_problems(tmp_path: Path, schema: str, message: str) -> None:
     write(tmp_path, "broken.json", "{not json")
     text = f"prompt: p\naccept:\n  - json_schema: {{path: o.json, schema: {schema}}}\n"
@@ -303,8 +391,11 @@ def test_json_schema_problems(tmp_path: Path, schema: str, message: str) -> None
 
 
 def test_load_spec_selects_by_name(tmp_path: Path) -> None:
-    path = write(tmp_path, "two.atom.yaml",
-                 "specs:\n  - {name: alpha, prompt: a}\n  - {name: beta, prompt: b}\n")
+    path = write(
+        tmp_path,
+        "two.atom.yaml",
+        "specs:\n  - {name: alpha, prompt: a}\n  - {name: beta, prompt: b}\n",
+    )
     assert load_spec(path, "beta").prompt == "b"
     with pytest.raises(SpecError, match=r"holds 2 specs \(alpha, beta\); choose one by name"):
         load_spec(path)
@@ -315,7 +406,10 @@ def test_load_spec_selects_by_name(tmp_path: Path) -> None:
 
 
 def test_yaml_anchors_and_merge_keys(tmp_path: Path) -> None:
-    path = write(tmp_path, "m.atom.yaml", """\
+    path = write(
+        tmp_path,
+        "m.atom.yaml",
+        """\
 specs:
   - name: a
     prompt: x
@@ -323,7 +417,8 @@ specs:
   - name: b
     prompt: y
     claude: {<<: *base, bare: true}
-""")
+""",
+    )
     a, b = load_specs(path)
     assert (a.claude.bare, a.claude.permission_mode) == (False, "plan")
     assert (b.claude.bare, b.claude.permission_mode) == (True, "plan")
@@ -336,13 +431,22 @@ def test_schema_is_valid_draft_2020_12() -> None:
 
 def test_schema_defaults_match_the_dataclasses() -> None:
     """The schema documents the defaults; the dataclasses apply them. They must agree."""
-    def defaults(cls: type) -> dict[str, object]:
-        return {f.name: f.default for f in dataclasses.fields(cls)
-                if f.default is not dataclasses.MISSING}
 
-    for props, cls in ((SPEC_SCHEMA["$defs"]["spec"]["properties"], Spec),
-                       (SPEC_SCHEMA["$defs"]["claude"]["properties"], ClaudeOptions)):
+    def defaults(cls: type) -> dict[str, object]:
+        return {
+            f.name: f.default
+            for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING
+        }
+
+    for props, cls in (
+        (SPEC_SCHEMA["$defs"]["spec"]["properties"], Spec),
+        (SPEC_SCHEMA["$defs"]["claude"]["properties"], ClaudeOptions),
+    ):
         documented = {k: v["default"] for k, v in props.items() if "default" in v}
-        applied = {k: list(v) if isinstance(v, tuple) else v
-                   for k, v in defaults(cls).items() if k in documented}
+        applied = {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in defaults(cls).items()
+            if k in documented
+        }
         assert documented == applied and documented

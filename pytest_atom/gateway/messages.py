@@ -53,16 +53,29 @@ def sse_stream(msg: Mapping[str, Any]) -> bytes:
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         else:
             raise ValueError(f"cannot stream a content block of type {block['type']!r}")
-        events.append(_event("content_block_start", {
-            "type": "content_block_start", "index": index, "content_block": empty}))
-        events.append(_event("content_block_delta", {
-            "type": "content_block_delta", "index": index, "delta": delta}))
+        events.append(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": empty},
+            )
+        )
+        events.append(
+            _event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
         events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(_event("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": msg["usage"]["output_tokens"]},
-    }))
+    events.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+            },
+        )
+    )
     events.append(_event("message_stop", {"type": "message_stop"}))
     return b"".join(events)
 

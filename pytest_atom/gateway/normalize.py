@@ -83,7 +83,11 @@ class Normalizer:
                 in_result = in_result or node.get("type") == "tool_result"
                 out = {k: walk(v, in_result) for k, v in node.items()}
                 for key in ("id", "tool_use_id"):
-                    if key in out and node.get("type") in ("tool_use", "tool_result", "server_tool_use"):
+                    if key in out and node.get("type") in (
+                        "tool_use",
+                        "tool_result",
+                        "server_tool_use",
+                    ):
                         out[key] = ids.setdefault(node[key], f"<TOOL_ID:{len(ids) + 1}>")
                 return out
             return node

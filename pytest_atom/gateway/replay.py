@@ -37,8 +37,18 @@ from pytest_atom.scrub import SECRET_HEADERS, Scrubber
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for.
 _KEPT_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-app")
-_HOP_BY_HOP = {"host", "content-length", "connection", "transfer-encoding", "accept-encoding",
-               "keep-alive", "upgrade", "te", "trailer", "proxy-connection"}
+_HOP_BY_HOP = {
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "accept-encoding",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-connection",
+}
 
 
 @dataclass
@@ -53,8 +63,11 @@ class Divergence:
         head = f"{self.request.method} {self.request.endpoint}: no recorded interaction matches"
         if self.closest is None:
             return head + " (the cassette has nothing left for this endpoint)"
-        return head + "; closest recorded request differs at:\n" + describe_difference(
-            self.live, self.closest.body)
+        return (
+            head
+            + "; closest recorded request differs at:\n"
+            + describe_difference(self.live, self.closest.body)
+        )
 
 
 @dataclass
@@ -81,7 +94,9 @@ class CassetteResponder:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._played = [False] * len(self.cassette.interactions)
-        self._client = httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0)) if self.upstream else None
+        self._client = (
+            httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0)) if self.upstream else None
+        )
 
     def close(self) -> None:
         if self._client is not None:
@@ -100,7 +115,8 @@ class CassetteResponder:
             closest = self._closest(request, live)
             self.divergences.append(Divergence(request, live, closest))
         return Reply.error(
-            400, "invalid_request_error",
+            400,
+            "invalid_request_error",
             "pytest-atom replay: this request matches nothing in the cassette; the test "
             "report shows the difference. Re-record with --atom-record-mode=all if the change "
             "is intended.",
@@ -113,8 +129,11 @@ class CassetteResponder:
 
     def _candidates(self, request: GatewayRequest) -> Iterator[int]:
         for index, recorded in enumerate(self.cassette.interactions):
-            if (not self._played[index] and recorded.method == request.method
-                    and recorded.endpoint == request.endpoint):
+            if (
+                not self._played[index]
+                and recorded.method == request.method
+                and recorded.endpoint == request.endpoint
+            ):
                 yield index
 
     def _take(self, request: GatewayRequest, live: Any) -> Interaction | None:
@@ -136,15 +155,22 @@ class CassetteResponder:
 
     def _closest(self, request: GatewayRequest, live: Any) -> Interaction | None:
         pool = [self.cassette.interactions[i] for i in self._candidates(request)] or [
-            i for i in self.cassette.interactions if i.endpoint == request.endpoint]
+            i for i in self.cassette.interactions if i.endpoint == request.endpoint
+        ]
         if not pool:
             return None
         live_text = _canonical(live)
-        return max(pool, key=lambda i: difflib.SequenceMatcher(
-            None, live_text, _canonical(i.body), autojunk=False).quick_ratio())
+        return max(
+            pool,
+            key=lambda i: difflib.SequenceMatcher(
+                None, live_text, _canonical(i.body), autojunk=False
+            ).quick_ratio(),
+        )
 
     def _replay(self, recorded: Interaction) -> Reply:
-        headers = {"content-type": recorded.response_headers.get("content-type", "application/json")}
+        headers = {
+            "content-type": recorded.response_headers.get("content-type", "application/json")
+        }
         return Reply(recorded.status, headers, self.normalizer.paths_in(recorded.response).encode())
 
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
@@ -152,8 +178,12 @@ class CassetteResponder:
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
         upstream = self._client.send(
-            self._client.build_request(request.method, self.upstream.rstrip("/") + request.path,
-                                       headers=headers, content=request.body),
+            self._client.build_request(
+                request.method,
+                self.upstream.rstrip("/") + request.path,
+                headers=headers,
+                content=request.body,
+            ),
             stream=True,
         )
         with self._lock:  # reserve the slot in arrival order; filled when the stream ends
@@ -174,8 +204,9 @@ class CassetteResponder:
         content_type = upstream.headers.get("content-type", "application/json")
         return Reply(upstream.status_code, {"content-type": content_type}, stream())
 
-    def _keep(self, slot: int, request: GatewayRequest, live: Any,
-              upstream: httpx.Response, body: bytes) -> None:
+    def _keep(
+        self, slot: int, request: GatewayRequest, live: Any, upstream: httpx.Response, body: bytes
+    ) -> None:
         text = body.decode("utf-8", "replace")
         if "text/event-stream" in upstream.headers.get("content-type", ""):
             text = coalesce_sse(text)
@@ -186,8 +217,11 @@ class CassetteResponder:
             body=live,
             status=upstream.status_code,
             response=self.normalizer.paths_out(self.scrubber.scrub(text)),
-            request_headers={k: request.headers[k] for k in _KEPT_REQUEST_HEADERS
-                             if k in request.headers and k not in SECRET_HEADERS},
+            request_headers={
+                k: request.headers[k]
+                for k in _KEPT_REQUEST_HEADERS
+                if k in request.headers and k not in SECRET_HEADERS
+            },
             response_headers={"content-type": upstream.headers.get("content-type", "")},
         )
         with self._lock:
@@ -218,8 +252,10 @@ def describe_difference(live: Any, recorded: Any, limit: int = 5) -> str:
         if isinstance(a, dict) and isinstance(b, dict):
             for key in list(dict.fromkeys([*b, *a])):
                 if key not in a or key not in b:
-                    found.append(f"- {_describe_path(path + [key], live)}: "
-                                 f"{'only in the recording' if key in b else 'only in the live request'}")
+                    found.append(
+                        f"- {_describe_path(path + [key], live)}: "
+                        f"{'only in the recording' if key in b else 'only in the live request'}"
+                    )
                 else:
                     walk(a[key], b[key], path + [key])
             return
@@ -227,11 +263,15 @@ def describe_difference(live: Any, recorded: Any, limit: int = 5) -> str:
             for i in range(min(len(a), len(b))):
                 walk(a[i], b[i], path + [i])
             if len(a) != len(b) and len(found) < limit:
-                found.append(f"- {_describe_path(path, live)}: {len(b)} items recorded, {len(a)} live")
+                found.append(
+                    f"- {_describe_path(path, live)}: {len(b)} items recorded, {len(a)} live"
+                )
             return
         where = _describe_path(path, live)
         if isinstance(a, str) and isinstance(b, str):
-            diff = difflib.unified_diff(b.splitlines(), a.splitlines(), "recorded", "live", lineterm="", n=1)
+            diff = difflib.unified_diff(
+                b.splitlines(), a.splitlines(), "recorded", "live", lineterm="", n=1
+            )
             body = "\n".join("    " + line for line in list(diff)[2:22])
             found.append(f"- {where}: text changed\n{body}")
         else:

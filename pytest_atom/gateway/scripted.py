@@ -93,12 +93,19 @@ class Script:
                 raise fail(node, "a turn's 'text' must be a string")
             uses = data.get("tool_use") or []
             if not isinstance(uses, list) or not all(
-                isinstance(u, dict) and isinstance(u.get("name"), str)
-                and isinstance(u.get("input", {}), dict) for u in uses
+                isinstance(u, dict)
+                and isinstance(u.get("name"), str)
+                and isinstance(u.get("input", {}), dict)
+                for u in uses
             ):
                 raise fail(node, "'tool_use' is a list of {name: <tool>, input: {...}}")
-            turns.append(Turn(text, tuple(ToolUse(u["name"], u.get("input", {})) for u in uses),
-                              node.start_mark.line + 1))
+            turns.append(
+                Turn(
+                    text,
+                    tuple(ToolUse(u["name"], u.get("input", {})) for u in uses),
+                    node.start_mark.line + 1,
+                )
+            )
         return cls(path, tuple(turns))
 
 
@@ -150,15 +157,23 @@ class ScriptedResponder:
         if turn.text:
             blocks.append({"type": "text", "text": turn.text})
         for k, use in enumerate(turn.tool_use):
-            blocks.append({"type": "tool_use", "id": f"toolu_atom_{index + 1:04d}_{k + 1}",
-                           "name": use.name, "input": dict(use.input)})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_atom_{index + 1:04d}_{k + 1}",
+                    "name": use.name,
+                    "input": dict(use.input),
+                }
+            )
         return blocks
 
     @staticmethod
     def _side_text(body: Mapping[str, Any]) -> str:
         fmt = (body.get("output_config") or {}).get("format") or {}
         if fmt.get("type") == "json_schema":
-            return json.dumps(messages.sample_for_schema(fmt.get("schema") or {}, "Scripted session"))
+            return json.dumps(
+                messages.sample_for_schema(fmt.get("schema") or {}, "Scripted session")
+            )
         return "Scripted session"
 
     def _exhausted(self, index: int) -> Reply:

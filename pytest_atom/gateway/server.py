@@ -76,7 +76,9 @@ class Reply:
 
     @classmethod
     def error(cls, status: int, error_type: str, text: str) -> Reply:
-        return cls(status, {"content-type": "application/json"}, messages.error_body(error_type, text))
+        return cls(
+            status, {"content-type": "application/json"}, messages.error_body(error_type, text)
+        )
 
 
 class Responder(Protocol):
@@ -105,7 +107,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         """Silence the stdlib's per-request stderr lines; exchanges are kept instead."""
 
     def _handle(self) -> None:
@@ -120,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         try:
             reply = state.responder.respond(request)
-        except Exception as exc:  # a responder bug must reach the CLI as an API error
+        except Exception as exc:  # noqa: BLE001 - a responder bug must reach the CLI as an API error
             reply = Reply.error(400, "invalid_request_error", f"pytest-atom gateway: {exc!r}")
         self._send(reply)
         with state.lock:
@@ -176,7 +178,8 @@ class Gateway:
         self._server.state = _State(responder)
         # A short poll interval: stop() waits for the loop, and runs start and stop a lot.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -212,4 +215,3 @@ class Gateway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
