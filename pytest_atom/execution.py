@@ -1,7 +1,16 @@
-"""Run one spec end to end: isolated workspace, gateway, atom runtime, checks.
+"""Run one spec end to end: attempts in isolated folders, gateway, runtime, checks, verdict.
 
 This is the single code path behind `pytest --atom`, the `atom` command and the Python
-API, so a spec means the same thing wherever it runs.
+API, so a spec means the same thing wherever it runs. A run follows seed 002's
+staging-commit lifecycle::
+
+    .atom/runs/<spec>-<time>-<id>/
+        attempts/a01/    the executor works here (a copy of the fixture)
+        attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
+        committed/       the passing attempt, promoted
+        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR)
+
+An interrupted run leaves its partial work isolated in its attempt folder.
 """
 
 from __future__ import annotations
@@ -15,11 +24,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.checks import CheckResult, run_checks
+from pytest_atom.checks import CheckRegistry, CheckResult, run_checks
 from pytest_atom.claude_code import find_claude
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.recording import ModelSource, RecordSettings, open_model_source
+from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
 from pytest_atom.spec import Spec
@@ -33,28 +43,102 @@ class HarnessError(Exception):
 
 
 @dataclass
+class Attempt:
+    """One attempt: the executor's iterations, the checks, the reflector's verdict."""
+
+    number: int
+    path: Path
+    outcome: dict[str, Any]  # AtomRuntime.run's result
+    records: list[IterationRecord]
+    checks: list[CheckResult] = field(default_factory=list)
+    verdict: Verdict | None = None
+    reflector: IterationRecord | None = None
+    decision: str = "fail"  # proceed, refine or fail
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.outcome.get("success"))
+
+    @property
+    def iterations(self) -> int:
+        return int(self.outcome.get("iterations") or 0)
+
+    @property
+    def all_records(self) -> list[IterationRecord]:
+        return self.records + ([self.reflector] if self.reflector else [])
+
+
+@dataclass
 class SpecResult:
     """Everything a report needs about one spec run."""
 
     spec: Spec
     run_dir: Path
-    workspace: Path
-    completed: bool  # the agent printed the exit signal
-    reason: str | None
-    error: str | None
-    iterations: int
-    checks: list[CheckResult]
-    records: list[IterationRecord]
+    attempts: list[Attempt]
     duration: float
+    threshold: float
     exchanges: list[Exchange] = field(default_factory=list)
     source: str = "scripted"  # what answered the CLI: scripted, replay or record
     divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
     warnings: list[str] = field(default_factory=list)  # version mismatch, structural drift
     cassette: Path | None = None  # the cassette written by this run, if any
+    harness_error: str | None = None  # e.g. a malformed verdict: never a pass
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
 
     @property
     def passed(self) -> bool:
-        return self.completed and not self.divergences and all(c.passed for c in self.checks)
+        return (
+            self.harness_error is None
+            and not self.divergences
+            and bool(self.attempts)
+            and self.final.decision == "proceed"
+        )
+
+    @property
+    def decision(self) -> str:
+        return self.final.decision if self.attempts else "fail"
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.final.verdict if self.attempts else None
+
+    @property
+    def score(self) -> float | None:
+        return self.verdict.score if self.verdict else None
+
+    @property
+    def workspace(self) -> Path:
+        """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
+        committed = self.run_dir / "committed"
+        return committed if self.passed and committed.is_dir() else self.final.path
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.attempts) and self.final.completed
+
+    @property
+    def reason(self) -> str | None:
+        return self.final.outcome.get("reason") if self.attempts else "error"
+
+    @property
+    def error(self) -> str | None:
+        return self.final.outcome.get("error") if self.attempts else None
+
+    @property
+    def checks(self) -> list[CheckResult]:
+        return self.final.checks if self.attempts else []
+
+    @property
+    def iterations(self) -> int:
+        return sum(a.iterations for a in self.attempts)
+
+    @property
+    def records(self) -> list[IterationRecord]:
+        """Every CLI session of the run: executor iterations and reflector sessions."""
+        return [r for a in self.attempts for r in a.all_records]
 
     @property
     def claude_seconds(self) -> float:
@@ -71,15 +155,16 @@ class SpecResult:
 
     @property
     def last_message(self) -> str:
-        for record in reversed(self.records):
+        for record in reversed(self.final.records if self.attempts else []):
             if record.output or record.texts:
                 return record.output or record.texts[-1]
         return ""
 
 
-def session_id_for(spec: Spec) -> str:
+def session_id_for(spec: Spec, role: str = "executor") -> str:
     """A session id derived from the spec, so reruns send the same conversation id."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}"))
+    suffix = "" if role == "executor" else f":{role}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}{suffix}"))
 
 
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
@@ -95,45 +180,44 @@ def run_spec(
     runs_dir: Path,
     project_dir: Path | None = None,
     settings: RecordSettings | None = None,
+    threshold: float | None = None,
+    registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
 ) -> SpecResult:
-    """Run `spec` once in a fresh folder under `runs_dir` and judge it with its checks."""
+    """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
+
+    `threshold` is the project's default (ini `atom_threshold`); a spec's own wins.
+    """
     started = time.perf_counter()
     claude_bin = claude_bin or find_claude()
-    system_prompt = PromptLoader(project_dir).load(spec.toolname)
-    run_dir = new_run_dir(runs_dir, spec)
-    workspace = run_dir / "workspace"
-    if spec.workspace is not None:
-        shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
-    else:
-        workspace.mkdir()
-    source = open_model_source(
-        spec, settings or RecordSettings(), paths=_volatile_paths(run_dir), claude_bin=claude_bin
+    if threshold is None or spec.reflector.threshold_set:
+        threshold = spec.reflector.threshold
+    run = _Run(
+        spec, new_run_dir(runs_dir, spec), project_dir, threshold, registry, claude_bin, on_event
     )
-    records: list[IterationRecord] = []  # filled as iterations end, so a crash keeps them
+    source = open_model_source(
+        spec,
+        settings or RecordSettings(),
+        paths=_volatile_paths(run.run_dir),
+        claude_bin=claude_bin,
+    )
     interrupted = True
     try:
-        outcome, exchanges = _run_agent(
-            spec, source, run_dir, system_prompt, claude_bin, on_event, records
-        )
-        interrupted = outcome["reason"] == "timeout"
+        with Gateway(source.responder) as gateway:
+            run.attempt_all(source, gateway.url)
+            exchanges = gateway.exchanges
+        interrupted = bool(run.attempts) and run.attempts[-1].outcome.get("reason") == "timeout"
     finally:
-        cli_version = next((r.cli_version for r in records if r.cli_version), None)
+        cli_version = next((r.cli_version for r in run.records() if r.cli_version), None)
         written = source.finish(spec, interrupted=interrupted, cli_version=cli_version)
-    checks = run_checks(spec.accept, workspace, env=clean_env())
     tape = source.tape
-    return SpecResult(
+    result = SpecResult(
         spec=spec,
-        run_dir=run_dir,
-        workspace=workspace,
-        completed=bool(outcome["success"]),
-        reason=outcome.get("reason"),
-        error=outcome.get("error"),
-        iterations=int(outcome["iterations"]),
-        checks=checks,
-        records=records,
+        run_dir=run.run_dir,
+        attempts=run.attempts,
         duration=time.perf_counter() - started,
+        threshold=threshold,
         exchanges=exchanges,
         source=source.kind,
         divergences=[d.describe() for d in tape.divergences] if tape else [],
@@ -143,50 +227,111 @@ def run_spec(
             for d in (tape.drifts if tape else [])
         ],
         cassette=written,
+        harness_error=run.harness_error,
+    )
+    if result.passed:
+        shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
+    return result
+
+
+@dataclass
+class _Run:
+    spec: Spec
+    run_dir: Path
+    project_dir: Path | None
+    threshold: float
+    registry: CheckRegistry | None
+    claude_bin: Path
+    on_event: Callable[[dict[str, Any]], None] | None
+    attempts: list[Attempt] = field(default_factory=list)
+    harness_error: str | None = None
+
+    def records(self) -> list[IterationRecord]:
+        return [r for a in self.attempts for r in a.all_records]
+
+    def attempt_all(self, source: ModelSource, gateway_url: str) -> None:
+        spec = self.spec
+        env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        executor = ClaudeRunner(
+            env=env,
+            options=spec.claude,
+            model=spec.model,
+            claude_bin=self.claude_bin,
+            on_event=self.on_event,
+        )
+        system_prompt = PromptLoader(self.project_dir).load(spec.toolname)
+        session = session_id_for(spec)
+        message: str | None = None
+        for number in range(1, spec.attempts + 1):
+            path = self.run_dir / "attempts" / f"a{number:02d}"
+            if self.attempts:  # refine: a copy of the last attempt, the same conversation
+                shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=_COPY_IGNORE)
+                executor.move_session(session, path)
+            elif spec.workspace is not None:
+                shutil.copytree(spec.workspace, path, symlinks=True, ignore=_COPY_IGNORE)
+            else:
+                path.mkdir(parents=True)
+            records: list[IterationRecord] = []  # filled as iterations end: a crash keeps them
+            attempt = Attempt(number, path, {}, records)
+            self.attempts.append(attempt)
+            runtime = AtomRuntime(
+                system_prompt,
+                path,
+                max_iterations=spec.max_iterations,
+                verbose=False,
+                runner=executor,
+                session_id=session,
+                # A scripted or replayed answer is the same on every retry: retrying only waits.
+                max_retries=2 if source.kind == "record" else 0,
+                timeout=spec.timeout,
+                on_iteration=lambda _, record: records.append(record),
+            )
+            attempt.outcome = runtime.run(spec.prompt, message=message)
+            if attempt.outcome.get("reason") == "timeout":
+                return
+            attempt.checks = run_checks(spec.accept, path, env=clean_env(), registry=self.registry)
+            if spec.criteria and attempt.completed:
+                try:
+                    attempt.verdict, attempt.reflector = run_reflector(
+                        spec,
+                        path,
+                        attempt.checks,
+                        attempt.outcome.get("output") or "",
+                        env=env,
+                        claude_bin=self.claude_bin,
+                        session_id=session_id_for(spec, f"reflector:{number}"),
+                        threshold=self.threshold,
+                        project_dir=self.project_dir,
+                    )
+                except ReflectorError as exc:
+                    self.harness_error = str(exc)
+                    return
+            attempt.decision = judge(
+                attempt.completed, attempt.checks, attempt.verdict, self.threshold
+            )
+            if attempt.decision != "refine":
+                return
+            message = refine_message(attempt, spec.attempts, self.threshold)
+
+
+def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
+    """What the executor hears at the start of the next attempt: the reviewer's feedback."""
+    verdict = attempt.verdict
+    assert verdict is not None
+    unmet = "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.unmet) or "- (none listed)"
+    return (
+        f"A reviewer checked your work and asks for another attempt "
+        f"({attempt.number + 1} of {attempts}). Score {verdict.score:g}; passing needs more "
+        f"than {threshold:g}.\n\nUnmet criteria:\n{unmet}\n\nFeedback: {verdict.feedback}\n\n"
+        "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
+        "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
     )
 
 
 def _volatile_paths(run_dir: Path) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
-    for path, placeholder in (
-        (run_dir / "workspace", "<WORKSPACE>"),
-        (run_dir, "<RUN_DIR>"),
-        (Path.home(), "<HOME>"),
-    ):
+    for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
     return paths
-
-
-def _run_agent(
-    spec: Spec,
-    source: ModelSource,
-    run_dir: Path,
-    system_prompt: str,
-    claude_bin: Path,
-    on_event: Callable[[dict[str, Any]], None] | None,
-    records: list[IterationRecord],
-) -> tuple[dict[str, Any], list[Exchange]]:
-    workspace = run_dir / "workspace"
-    with Gateway(source.responder) as gateway:
-        runner = ClaudeRunner(
-            env=claude_env(gateway.url, run_dir / "claude-config", source.auth),
-            options=spec.claude,
-            model=spec.model,
-            claude_bin=claude_bin,
-            on_event=on_event,
-        )
-        runtime = AtomRuntime(
-            system_prompt,
-            workspace,
-            max_iterations=spec.max_iterations,
-            verbose=False,
-            runner=runner,
-            session_id=session_id_for(spec),
-            # A scripted or replayed answer is the same on every retry: retrying only waits.
-            max_retries=2 if source.kind == "record" else 0,
-            timeout=spec.timeout,
-            on_iteration=lambda _, record: records.append(record),
-        )
-        return runtime.run(spec.prompt), gateway.exchanges

@@ -14,13 +14,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pytest_atom.cassette import CassetteError
+from pytest_atom.checks import default_registry
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
 from pytest_atom.gateway import ScriptError
 from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError, RecordSettings
-from pytest_atom.report import failure_report
+from pytest_atom.report import display_path, failure_report, summary_table
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_atom import hooks
+
+    pluginmanager.add_hookspecs(hooks)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,6 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="none")
     parser.addini(
+        "atom_threshold",
+        "reflector score a spec must exceed to pass (default 0.8; a spec's own `reflector: "
+        "{threshold: …}` wins).",
+        default="0.8",
+    )
+    parser.addini(
         "atom_paths",
         "spec paths collected by `pytest --atom` when none are given.",
         type="paths",
@@ -106,6 +120,16 @@ class AtomSession:
             raise pytest.UsageError(
                 f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
             )
+        try:
+            self.threshold = float(config.getini("atom_threshold"))
+        except ValueError:
+            self.threshold = -1.0
+        if not 0 < self.threshold < 1:
+            raise pytest.UsageError(
+                f"atom_threshold = {config.getini('atom_threshold')!r} in the ini file; "
+                "use a number between 0 and 1, such as 0.8"
+            )
+        self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.settings = RecordSettings(
             mode=mode,
             upstream=config.option.atom_upstream,
@@ -133,6 +157,23 @@ class AtomSession:
         finally:
             session.testsfailed += hidden
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Collect each spec's figures from its report (they cross xdist's process border)."""
+        props = dict(report.user_properties)
+        if report.when == "call" and "atom_decision" in props:
+            outcome = (
+                "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
+            )
+            if hasattr(report, "wasxfail") and report.passed:
+                outcome = "xpassed"
+            self.results.append((report.nodeid, outcome, props))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.results:
+            terminalreporter.write_sep("=", "pytest-atom")
+            for line in summary_table(self.results):
+                terminalreporter.write_line(line)
+
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         """Never collect a spec's workspace: its tests are fixture data, often failing on purpose."""
         if collection_path.is_dir() and _is_workspace(collection_path.resolve()):
@@ -158,12 +199,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _workspaces_declared_in(directory: Path) -> frozenset[Path]:
+    """The `workspace:` folders named by the specs in `directory`.
+
+    Read from the YAML without validating it: a spec with an error (reported when its
+    file is collected) or a plugin's check kind still declares its workspace.
+    """
     found: set[Path] = set()
     for spec_file in directory.glob(f"*{SPEC_SUFFIX}"):
         try:
-            found.update(s.workspace.resolve() for s in load_specs(spec_file) if s.workspace)
-        except SpecError:
-            continue  # reported when the file itself is collected
+            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
+                found.add((directory / entry["workspace"]).resolve())
     return frozenset(found)
 
 
@@ -174,8 +224,11 @@ def _is_workspace(directory: Path) -> bool:
 
 class SpecFile(pytest.File):
     def collect(self) -> Iterator[AtomItem]:
+        registry = default_registry()
+        self.ihook.pytest_atom_register_checks(registry=registry)
+        self.registry = registry
         try:
-            specs = load_specs(self.path)
+            specs = load_specs(self.path, check_kinds=registry.kinds())
         except SpecError as err:
             raise self.CollectError(str(err)) from None
         for spec in specs:
@@ -210,12 +263,16 @@ class AtomItem(pytest.Function):
 
     def run_spec(self) -> None:
         session: AtomSession = self.config.pluginmanager.getplugin("atom-session")
+        spec_file = self.parent
+        assert isinstance(spec_file, SpecFile)
         try:
             result = run_spec(
                 self.spec,
                 runs_dir=session.runs_dir,
                 project_dir=self.config.rootpath,
                 settings=session.settings,
+                threshold=session.threshold,
+                registry=spec_file.registry,
             )
         except (
             HarnessError,
@@ -236,10 +293,25 @@ class AtomItem(pytest.Function):
         for warning in result.warnings:
             self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
         self.user_properties += [
+            ("atom_decision", result.decision),
+            ("atom_score", "" if result.score is None else result.score),
+            ("atom_attempts", len(result.attempts)),
             ("atom_iterations", result.iterations),
+            ("atom_tokens", result.tokens),
+            ("atom_cost_usd", round(result.cost_usd, 6)),
             ("atom_duration_s", round(result.duration, 3)),
             ("atom_claude_s", round(result.claude_seconds, 3)),
+            ("atom_source", result.source),
         ]
+        self.ihook.pytest_atom_verdict(spec=self.spec, verdict=result.verdict, result=result)
+        if result.harness_error:
+            # Never the expected failure of an xfail spec, never a pass: the harness broke.
+            pytest.fail(
+                f"pytest-atom harness error in spec '{self.spec.name}': {result.harness_error}\n"
+                + "".join(f"replay diverged: {d}\n" for d in result.divergences)
+                + f"run dir: {display_path(result.run_dir)}",
+                pytrace=False,
+            )
         if not result.passed:
             raise SpecFailed(result)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_atom.execution import SpecResult
@@ -33,7 +33,9 @@ def _indent(text: str, prefix: str = "      | ", limit: int = _EVIDENCE_LINES) -
 
 def agent_line(result: SpecResult) -> str:
     signal = "EXIT_LOOP_NOW"
-    n = result.iterations
+    if not result.attempts:
+        return "did not run"
+    n = result.final.iterations
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
@@ -44,11 +46,26 @@ def agent_line(result: SpecResult) -> str:
     return reasons.get(result.reason or "", f"did not finish ({result.reason})")
 
 
+def verdict_line(result: SpecResult) -> str:
+    """Decision, score and why: the first thing a person reads about a failed spec."""
+    attempts = f"{len(result.attempts)} attempt{'s' * (len(result.attempts) != 1)}"
+    verdict = result.verdict
+    if verdict is None:
+        return f"{result.decision} after {attempts} (judged by checks; no criteria)"
+    line = f"{result.decision}, score {verdict.score:g} (passes above {result.threshold:g}) after {attempts}"
+    if result.decision == "fail" and verdict.score > result.threshold:
+        line += " (forced: a deterministic check failed)"
+    elif result.decision == "refine":
+        line += " (attempts used up)"
+    return line
+
+
 def failure_report(result: SpecResult) -> str:
-    """The report shown when a spec fails: verdict, every check with evidence, the agent."""
+    """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent."""
     spec = result.spec
     lines = [
         f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})",
+        f"  verdict: {verdict_line(result)}",
         f"  agent: {agent_line(result)}",
     ]
     if result.divergences:
@@ -61,6 +78,16 @@ def failure_report(result: SpecResult) -> str:
     elif result.error:
         lines.append("  error:")
         lines += _indent(result.error)
+    verdict = result.verdict
+    if verdict is not None:
+        for criterion in verdict.unmet:
+            lines.append(f"  unmet: {criterion.criterion}")
+            lines += _indent(criterion.evidence)
+        if verdict.feedback:
+            lines.append("  feedback:")
+            lines += _indent(verdict.feedback)
+        for note in verdict.flaky:
+            lines.append(f"  flaky: {note}")
     if result.checks:
         passed = sum(c.passed for c in result.checks)
         lines.append(f"  checks: {passed}/{len(result.checks)} passed")
@@ -73,5 +100,35 @@ def failure_report(result: SpecResult) -> str:
             lines += _indent(check.evidence)
     lines.append("  agent's last message:")
     lines += _indent(result.last_message or "(none)")
-    lines.append(f"  run dir: {display_path(result.run_dir)}")
+    lines.append(
+        f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
+    )
     return "\n".join(lines)
+
+
+def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """The terminal summary: one line per spec run, from the figures in its report."""
+    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "time s")
+    table = [header]
+    for nodeid, outcome, p in rows:
+        score = p.get("atom_score")
+        table.append(
+            (
+                nodeid,
+                outcome,
+                f"{score:.2f}" if isinstance(score, (int, float)) else "-",
+                str(p.get("atom_attempts", "")),
+                str(p.get("atom_iterations", "")),
+                str(p.get("atom_tokens", "")),
+                f"{p.get('atom_cost_usd', 0):.4f}",
+                f"{p.get('atom_duration_s', 0):.1f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(w) if i < 2 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in table
+    ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -99,6 +101,7 @@ class IterationRecord:
     cli_version: str | None = None
     is_error: bool = False
     timed_out: bool = False
+    structured_output: Any = None  # what `--json-schema` made the model return
 
     @property
     def tokens(self) -> int:
@@ -152,6 +155,7 @@ class IterationRecord:
             self.cost_usd = float(event.get("total_cost_usd") or 0.0)
             self.usage = dict(event.get("usage") or {})
             self.num_turns = int(event.get("num_turns") or 0)
+            self.structured_output = event.get("structured_output")
 
     def _attach_result(self, block: Mapping[str, Any]) -> None:
         content = block.get("content")
@@ -205,9 +209,27 @@ class ClaudeRunner:
         """
         if session_id is None:
             return ["-c"] if use_context else []
-        config = Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        config = self._config_dir()
         exists = any(config.glob(f"projects/*/{session_id}.jsonl"))
         return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+
+    def move_session(self, session_id: str, conversation_dir: Path) -> None:
+        """Make a session resumable from another folder (a new attempt's copy of the work).
+
+        The CLI files transcripts under ``projects/<cwd with every other character as ->``
+        and resumes only from the folder a session was started in; a copy of the
+        transcript under the new folder's name continues the same conversation there.
+        """
+        config = self._config_dir()
+        target = config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(conversation_dir.resolve()))
+        for transcript in config.glob(f"projects/*/{session_id}.jsonl"):
+            if transcript.parent != target:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(transcript, target / transcript.name)
+            return
+
+    def _config_dir(self) -> Path:
+        return Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
     def run(
         self,

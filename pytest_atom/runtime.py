@@ -87,15 +87,19 @@ class AtomRuntime:
             self._runner = ClaudeRunner()
         return self._runner
 
-    def run(self, user_prompt: str) -> dict[str, Any]:
-        """Iterate until done; never raises for the CLI's failures, reports them instead."""
+    def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
+        """Iterate until done; never raises for the CLI's failures, reports them instead.
+
+        `message` replaces what the first iteration says (the system prompt and the task),
+        for a run that continues an earlier conversation, such as a refine attempt.
+        """
         started = time.monotonic()
         deadline = started + self.timeout if self.timeout else None
         result: dict[str, Any]
         try:
             self.conversation_dir.mkdir(parents=True, exist_ok=True)
             (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
-            result = self._iterate(user_prompt, deadline)
+            result = self._iterate(user_prompt, deadline, message)
         except (OSError, RuntimeError) as exc:
             result = {
                 "success": False,
@@ -112,11 +116,13 @@ class AtomRuntime:
         result.setdefault("error", None)
         return result
 
-    def _iterate(self, user_prompt: str, deadline: float | None) -> dict[str, Any]:
+    def _iterate(
+        self, user_prompt: str, deadline: float | None, message: str | None
+    ) -> dict[str, Any]:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
         # Unlike the seed, the first message also carries the task: the agent needs no tool
         # call to read it, and a changed task changes the request, so a replay notices.
-        first = f"{prompt}\n\n# USER_PROMPT.md\n\n{user_prompt}"
+        first = message or f"{prompt}\n\n# USER_PROMPT.md\n\n{user_prompt}"
         record: IterationRecord | None = None
         for iteration in range(1, self.max_iterations + 1):
             if self.verbose:

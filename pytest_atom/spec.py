@@ -4,16 +4,20 @@ Specs are written by hand, so every error must say where the problem is. YAML is
 composed into nodes (which know their line and column) before it becomes plain data, and
 JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
 of truth for keys, types and defaults; this module adds only what a schema cannot express:
-paths exist and stay inside their folder, regexes compile, spec names are unique.
+paths exist and stay inside their folder, regexes compile, spec names are unique. Check kinds
+registered by plugins are passed in as ``check_kinds`` and added to a copy of the schema.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import json
+import math
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,12 @@ SPEC_SUFFIX = ".atom.yaml"
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
 )
-_VALIDATOR = Draft202012Validator(SPEC_SCHEMA)
 _DEFS: dict[str, Any] = SPEC_SCHEMA["$defs"]
+BUILTIN_CHECK_KINDS: tuple[str, ...] = tuple(_DEFS["check"]["properties"])
 _COMMAND_DEFAULTS = {
     k: v["default"] for k, v in _DEFS["commandCheck"]["properties"].items() if "default" in v
 }
+_DESCRIBE_LIMIT = 100  # characters of a custom check's params shown by Check.describe()
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
 
@@ -77,9 +82,13 @@ class Check:
         if self.kind == "json_schema":
             source = p["schema_file"].name if p.get("schema_file") else "inline schema"
             return f"json_schema {p['path']} matches {source}"
-        if set(p) == {"path"}:
+        if self.kind in ("file_exists", "file_absent"):
             return f"{self.kind} {p['path']}"
-        return f"{self.kind} {dict(p)}"
+        # A kind registered by a plugin: its params, compact and capped so a label stays short.
+        text = json.dumps(dict(p), ensure_ascii=False, separators=(",", ":"), default=str)
+        if len(text) > _DESCRIBE_LIMIT:
+            text = text[: _DESCRIBE_LIMIT - 1] + "…"
+        return f"{self.kind} {text}"
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,19 @@ class ClaudeOptions:
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write")
     bare: bool = True
     args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReflectorOptions:
+    """How the reflector judges a run; defaults mirror ``spec_schema.json``.
+
+    ``threshold_set`` tells whether the spec file set ``threshold`` itself: only then does it
+    beat the ini option ``atom_threshold``.
+    """
+
+    threshold: float = 0.8
+    model: str | None = None
+    threshold_set: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +134,9 @@ class Spec:
     cassette: Path | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
+    attempts: int = 3
+    reflector: ReflectorOptions = ReflectorOptions()
+    snapshot: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -120,8 +145,16 @@ class Spec:
         return self.path.parent
 
 
-def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
-    """Every spec of one file, in file order; raises SpecError on the first problem found."""
+def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
+    """Every spec of one file, in file order; raises SpecError on the first problem found.
+
+    ``check_kinds`` names check kinds registered by plugins (built-in names among them are
+    ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
+    params as is, or a scalar ``x``, which becomes ``{"value": x}``.
+    """
+    if isinstance(check_kinds, str):
+        raise TypeError("check_kinds must be a collection of kind names, not one string")
+    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
@@ -142,7 +175,7 @@ def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
             f"of specs, got {_show(doc.data)}",
             (),
         )
-    _validate(doc)
+    _validate(doc, schema)
     if "specs" in doc.data:
         entries: list[tuple[Loc, dict[str, Any]]] = [
             (("specs", i), m) for i, m in enumerate(doc.data["specs"])
@@ -162,9 +195,11 @@ def load_specs(path: str | os.PathLike[str]) -> list[Spec]:
     return specs
 
 
-def load_spec(path: str | os.PathLike[str], name: str | None = None) -> Spec:
-    """The only spec of a file, or the one called ``name``."""
-    specs = load_specs(path)
+def load_spec(
+    path: str | os.PathLike[str], name: str | None = None, *, check_kinds: Collection[str] = ()
+) -> Spec:
+    """The only spec of a file, or the one called ``name``; ``check_kinds`` as for load_specs."""
+    specs = load_specs(path, check_kinds=check_kinds)
     names = [s.name for s in specs]
     if name is None:
         if len(specs) == 1:
@@ -274,12 +309,38 @@ _NOUNS = {
 }
 # Unknown keys first (a typo also explains a "missing" key), missing keys last.
 _RANK = {"additionalProperties": 0, "required": 2}
+_BOUNDS = (
+    ("minimum", ">="),
+    ("exclusiveMinimum", ">"),
+    ("maximum", "<="),
+    ("exclusiveMaximum", "<"),
+)
 
 
-def _validate(doc: _Document) -> None:
-    leaves = [leaf for error in _VALIDATOR.iter_errors(doc.data) for leaf in _leaves(error)]
+@dataclass(frozen=True)
+class _Schema:
+    """The spec schema, with the check kinds of plugins added to its ``check`` definition."""
+
+    validator: Draft202012Validator
+    check: dict[str, Any]  # the `check` definition of this schema, built-in and custom kinds
+
+
+@functools.cache
+def _schema(extra_kinds: tuple[str, ...]) -> _Schema:
+    schema = copy.deepcopy(SPEC_SCHEMA)
+    check: dict[str, Any] = schema["$defs"]["check"]
+    check["properties"].update({k: {"$ref": "#/$defs/customCheck"} for k in extra_kinds})
+    return _Schema(Draft202012Validator(schema), check)
+
+
+def _validate(doc: _Document, schema: _Schema) -> None:
+    errors = schema.validator.iter_errors(doc.data)
+    leaves = [leaf for error in errors for leaf in _leaves(error)]
     if leaves:
-        ranked = [(_RANK.get(str(leaf.validator), 1), _explain(doc, leaf)) for leaf in leaves]
+        ranked = [
+            (_RANK.get(str(leaf.validator), 1), _explain(doc, leaf, schema.check))
+            for leaf in leaves
+        ]
         raise min(ranked, key=lambda r: (r[0], r[1].line or 0, r[1].column or 0))[1]
 
 
@@ -295,7 +356,7 @@ def _leaves(error: ValidationError) -> Iterator[ValidationError]:
         yield from _leaves(sub)
 
 
-def _explain(doc: _Document, err: ValidationError) -> SpecError:
+def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> SpecError:
     loc: Loc = tuple(err.absolute_path)
     label = _label(loc)
     schema: Any = err.schema
@@ -303,7 +364,7 @@ def _explain(doc: _Document, err: ValidationError) -> SpecError:
     if err.validator == "additionalProperties":
         known = list(schema.get("properties", {}))
         extra = next(k for k in instance if k not in known)
-        noun = "check" if schema == _DEFS["check"] else "key"
+        noun = "check" if schema == check else "key"
         close = difflib.get_close_matches(extra, known, n=1, cutoff=0.6)
         more = "" if close else f" (known {noun}s: {', '.join(known)})"
         return doc.error(
@@ -321,7 +382,7 @@ def _explain(doc: _Document, err: ValidationError) -> SpecError:
         found = ", ".join(instance) or "none"
         return doc.error(
             f"{label!r} must name exactly one check "
-            f"({', '.join(_DEFS['check']['properties'])}), got {found}",
+            f"({', '.join(check['properties'])}), got {found}",
             loc,
         )
     return doc.error(f"{label!r} must be {_expected(schema)}, got {_show(instance)}", loc)
@@ -330,6 +391,8 @@ def _explain(doc: _Document, err: ValidationError) -> SpecError:
 def _expected(schema: Any) -> str:
     if "$ref" in schema:
         schema = _DEFS[schema["$ref"].rsplit("/", 1)[-1]]
+    if schema == _DEFS["customCheck"]:
+        return "a mapping or a single value (string, number, true, false or null)"
     if "oneOf" in schema:
         return " or ".join(_expected(branch) for branch in schema["oneOf"])
     types = schema.get("type", [])
@@ -342,12 +405,13 @@ def _expected(schema: Any) -> str:
             word += f" matching {schema['pattern']}"
         if kind == "array" and schema.get("minItems"):
             word = "a non-empty list"
-        if kind == "array" and schema.get("items", {}).get("type") == "string":
+        items = schema.get("items", {})
+        items = _DEFS[items["$ref"].rsplit("/", 1)[-1]] if "$ref" in items else items
+        if kind == "array" and items.get("type") == "string":
             word += " of strings"
-        if "minimum" in schema and kind in ("integer", "number"):
-            word += f" >= {schema['minimum']}"
-        if "exclusiveMinimum" in schema and kind in ("integer", "number"):
-            word += f" > {schema['exclusiveMinimum']}"
+        if kind in ("integer", "number"):
+            bounds = [f"{op} {schema[k]}" for k, op in _BOUNDS if k in schema]
+            word += " " + " and ".join(bounds) if bounds else ""
         words.append(word)
     return " or ".join(words) or "valid"
 
@@ -390,6 +454,8 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
     if "max_iterations" in m:
         kw["max_iterations"] = int(m["max_iterations"])
+    if "attempts" in m:
+        kw["attempts"] = int(m["attempts"])
     if "timeout" in m:
         kw["timeout"] = float(m["timeout"])
     for key, want in (("workspace", "folder"), ("script", "file"), ("cassette", None)):
@@ -404,7 +470,26 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
             k: tuple(v) if isinstance(v, list) else v for k, v in m["claude"].items()
         }
         kw["claude"] = ClaudeOptions(**claude)
+    if "reflector" in m:
+        kw["reflector"] = _reflector(doc, loc + ("reflector",), m["reflector"])
+    kw["snapshot"] = tuple(
+        _relative(doc, loc + ("snapshot", i), rel, "the workspace")
+        for i, rel in enumerate(m.get("snapshot", []))
+    )
     return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
+
+
+def _reflector(doc: _Document, loc: Loc, m: dict[str, Any]) -> ReflectorOptions:
+    kw: dict[str, Any] = {"model": m["model"]} if "model" in m else {}
+    if "threshold" in m:
+        threshold = float(m["threshold"])
+        if math.isnan(threshold):  # passes the schema's range test, as NaN compares false
+            at = loc + ("threshold",)
+            props = _DEFS["reflector"]["properties"]
+            expected = _expected(props["threshold"])
+            raise doc.error(f"{_label(at)!r} must be {expected}, got {_show(threshold)}", at)
+        kw.update(threshold=threshold, threshold_set=True)
+    return ReflectorOptions(**kw)
 
 
 def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
@@ -427,7 +512,9 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
             "output": None if output is None else _regex(doc, at + ("output",), output),
             "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"])),
         }
-    else:  # json_schema: the schema admits no other kind
+    elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
+        params = dict(value) if isinstance(value, dict) else {"value": value}
+    else:  # json_schema
         schema, schema_file = value["schema"], None
         if isinstance(schema, str):
             schema_file = _spec_side(doc, at + ("schema",), schema, "file")

@@ -226,14 +226,51 @@ def test_custom_kind_in_a_registry(ws: Path) -> None:
         registry.register("word_count", word_count)
 
 
+def test_custom_kind_from_a_spec_runs_in_the_registry_that_named_it(
+    tmp_path: Path, ws: Path
+) -> None:
+    def max_words(c: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+        words = len((workspace / "notes.txt").read_text().split())
+        return CheckResult(c, words <= c.params["value"], f"{words} words", "")
+
+    def no_todo(c: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
+        text = (workspace / c.params["path"]).read_text()
+        return CheckResult(c, c.params["marker"] not in text, "scanned", "")
+
+    registry = default_registry()
+    registry.register("max_words", max_words)
+    registry.register("no_todo", no_todo)
+    spec = load_spec(
+        _write(
+            tmp_path / "s.atom.yaml",
+            """\
+prompt: p
+accept:
+  - max_words: 3
+  - no_todo: {path: notes.txt, marker: TODO}
+  - file_exists: notes.txt
+""",
+        ),
+        check_kinds=registry.kinds(),  # includes the built-ins, which keep their own rules
+    )
+    (ws / "notes.txt").write_text("one two TODO")
+    results = run_checks(spec.accept, ws, registry=registry)
+    assert [(r.check.describe(), r.passed) for r in results] == [
+        ('max_words {"value":3}', True),
+        ('no_todo {"path":"notes.txt","marker":"TODO"}', False),
+        ("file_exists notes.txt", True),
+    ]
+
+
 def test_unknown_or_crashing_checks_fail_without_raising(ws: Path) -> None:
     def crashes(c: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
         raise KeyError("boom")
 
     registry = CheckRegistry()
     registry.register("crashes", crashes)
-    crashed = registry.run(check("crashes"), ws)
+    crashed = registry.run(check("crashes", value=7), ws)
     assert not crashed.passed and "KeyError: 'boom'" in crashed.evidence
+    assert crashed.summary == 'crashes {"value":7}: the check itself crashed'
     unknown = registry.run(check("nope"), ws)
     assert (unknown.passed, unknown.summary) == (False, "unknown check kind 'nope'")
     assert unknown.evidence == "registered kinds: crashes"

@@ -15,8 +15,21 @@ TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object
 USER = [{"role": "user", "content": "hi"}]
 
 
+_clients: list[anthropic.Anthropic] = []
+
+
 def client(gateway: Gateway) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=gateway.url, api_key="placeholder", max_retries=0)
+    sdk = anthropic.Anthropic(base_url=gateway.url, api_key="placeholder", max_retries=0)
+    _clients.append(sdk)
+    return sdk
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Any:
+    """Close every SDK client: an open keep-alive socket is a ResourceWarning (an error here)."""
+    yield
+    while _clients:
+        _clients.pop().close()
 
 
 def test_sdk_stream_reader_parses_text_and_tool_use(gateway_for: Any) -> None:
@@ -112,7 +125,7 @@ def test_message_and_tool_ids_are_unique_per_turn(gateway_for: Any) -> None:
     ("text", "problem"),
     [
         ("turns: []\n", "non-empty 'turns:' list at"),
-        ("turns:\n  - text: ok\n  - say: hi\n", "'text' and/or 'tool_use' at "),
+        ("turns:\n  - text: ok\n  - say: hi\n", "'text', 'tool_use' and/or 'verdict' at "),
         ("turns:\n  - tool_use: [{input: {}}]\n", "'tool_use' is a list of {name"),
         ("- just a list\n", "must be a mapping with a 'turns:' list"),
     ],
@@ -131,6 +144,22 @@ def test_script_error_points_at_the_bad_turn(tmp_path: Path) -> None:
     path.write_text("turns:\n  - text: ok\n  - say: hi\n")
     with pytest.raises(ScriptError, match=r"s\.yaml:3$"):
         Script.load(path)
+
+
+def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
+    gateway = gateway_for([{"text": "agent"}])
+    gateway.responder.script = Script.from_data(
+        {"turns": [{"text": "agent"}], "reflector": [{"verdict": {"score": 0.9}}]}
+    )
+    judge_tools = [*TOOLS, {"name": "StructuredOutput", "input_schema": {"type": "object"}}]
+    sdk = client(gateway)
+    verdict = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
+    agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+    assert verdict.content[0].type == "tool_use" and verdict.content[0].name == "StructuredOutput"
+    assert verdict.content[0].input == {"score": 0.9}
+    assert agent.content[0].type == "text" and agent.content[0].text == "agent"
+    with pytest.raises(anthropic.BadRequestError, match="has 1 reflector turns but the reflector"):
+        sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
 
 
 def test_shipped_scripts_load() -> None:

@@ -9,8 +9,11 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.spec import (
+    BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
+    Check,
     ClaudeOptions,
+    ReflectorOptions,
     Spec,
     SpecError,
     load_spec,
@@ -25,9 +28,9 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def error_of(path: Path) -> SpecError:
+def error_of(path: Path, check_kinds: tuple[str, ...] = ()) -> SpecError:
     with pytest.raises(SpecError) as info:
-        load_specs(path)
+        load_specs(path, check_kinds=check_kinds)
     return info.value
 
 
@@ -46,6 +49,8 @@ def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
     assert (spec.description, spec.workspace, spec.script, spec.cassette) == ("", None, None, None)
     assert (spec.max_iterations, spec.timeout, spec.accept, spec.criteria) == (10, 600.0, (), ())
     assert spec.claude == ClaudeOptions("acceptEdits", ("Bash", "Edit", "Read", "Write"), True, ())
+    assert (spec.attempts, spec.snapshot) == (3, ())
+    assert spec.reflector == ReflectorOptions(threshold=0.8, model=None, threshold_set=False)
 
 
 def test_all_keys_are_normalized(tmp_path: Path) -> None:
@@ -68,6 +73,9 @@ xfail: not yet
 cassette: tapes/full.yaml
 model: claude-test
 claude: {permission_mode: plan, allowed_tools: [Read], bare: false, args: [--verbose]}
+attempts: 5
+reflector: {threshold: 0.95, model: claude-judge}
+snapshot: [out/report.md, notes.txt]
 accept:
   - command: pytest -q
   - command: {run: make, exit_code: 2, output: "^done$", timeout: 5}
@@ -83,6 +91,9 @@ accept:
     assert spec.criteria == ("The code is tidy.",)
     assert (spec.xfail, spec.model) == ("not yet", "claude-test")
     assert spec.claude == ClaudeOptions("plan", ("Read",), False, ("--verbose",))
+    assert spec.attempts == 5
+    assert spec.reflector == ReflectorOptions(0.95, "claude-judge", threshold_set=True)
+    assert spec.snapshot == ("out/report.md", "notes.txt")
     short, full = spec.accept
     assert dict(short.params) == {
         "run": "pytest -q",
@@ -91,7 +102,7 @@ accept:
         "timeout": 120.0,
     }
     assert dict(full.params) == {"run": "make", "exit_code": 2, "output": "^done$", "timeout": 5.0}
-    assert (short.line, full.line) == (15, 16)
+    assert (short.line, full.line) == (18, 19)
     assert short.describe() == "command `pytest -q` exits 0"
     assert full.describe() == "command `make` exits 2 and prints /^done$/"
 
@@ -184,6 +195,24 @@ def test_wrong_type_message_points_at_value(
     ("text", "message", "where"),
     [
         ("prompt: p\ntimeout: 0\n", "'timeout' must be a number > 0, got 0", (2, 10)),
+        ("prompt: p\nattempts: 0\n", "'attempts' must be an integer >= 1, got 0", (2, 11)),
+        ("prompt: p\nattempts: 1.5\n", "'attempts' must be an integer >= 1, got 1.5", (2, 11)),
+        ("prompt: p\nreflector: 0.9\n", "'reflector' must be a mapping, got 0.9", (2, 12)),
+        (
+            "prompt: p\nreflector: {model: 7}\n",
+            "'reflector.model' must be a string or null, got 7",
+            (2, 20),
+        ),
+        (
+            "prompt: p\nsnapshot: out.txt\n",
+            "'snapshot' must be a list of strings, got 'out.txt'",
+            (2, 11),
+        ),
+        (
+            "prompt: p\nsnapshot: ['']\n",
+            "'snapshot[0]' must be a non-empty string, got ''",
+            (2, 12),
+        ),
         (
             "prompt: p\ncriteria: tidy\n",
             "'criteria' must be a list of strings, got 'tidy'",
@@ -390,6 +419,189 @@ def test_json_schema_problems(tmp_path: Path, schema: str, message: str) -> None
     assert err.message.startswith(message) and (err.line, err.column) == (3, 41)
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("0", "0"), ("1", "1"), ("1.5", "1.5"), ("-0.2", "-0.2"), (".nan", "nan"), ("high", "'high'")],
+)
+def test_reflector_threshold_must_be_strictly_between_0_and_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, shown: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = f"prompt: p\nreflector:\n  model: m\n  threshold: {value}\n"
+    err = error_of(write(tmp_path, "r.atom.yaml", text))
+    assert str(err) == (
+        f"'reflector.threshold' must be a number > 0 and < 1, got {shown} at r.atom.yaml:4:14"
+    )
+
+
+def test_reflector_threshold_set_only_when_written(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "r.atom.yaml",
+        """\
+specs:
+  - {name: unset, prompt: p}
+  - {name: model-only, prompt: p, reflector: {model: judge}}
+  - {name: default-value, prompt: p, reflector: {threshold: 0.8}}
+  - {name: explicit, prompt: p, reflector: {threshold: 0.5, model: null}}
+""",
+    )
+    unset, model_only, default_value, other = (s.reflector for s in load_specs(path))
+    assert unset == ReflectorOptions(0.8, None, threshold_set=False)
+    assert model_only == ReflectorOptions(0.8, "judge", threshold_set=False)
+    # Written out, even at the default value, it must beat the ini option atom_threshold.
+    assert default_value == ReflectorOptions(0.8, None, threshold_set=True)
+    assert other == ReflectorOptions(0.5, None, threshold_set=True)
+
+
+def test_reflector_unknown_key_suggests(tmp_path: Path) -> None:
+    err = error_of(write(tmp_path, "r.atom.yaml", "prompt: p\nreflector: {treshold: 0.9}\n"))
+    assert (err.message, err.suggestion, err.line, err.column) == (
+        "unknown key 'treshold'",
+        "threshold",
+        2,
+        13,
+    )
+
+
+@pytest.mark.parametrize("value", ["/etc/passwd", "../x", "a/../../x"])
+def test_snapshot_paths_must_stay_in_workspace(tmp_path: Path, value: str) -> None:
+    text = f"prompt: p\nsnapshot: [ok.txt, '{value}']\n"
+    err = error_of(write(tmp_path, "s.atom.yaml", text))
+    assert err.message == (
+        "'snapshot[1]' must be a path relative to the workspace that stays inside it "
+        f"(not absolute, no '..' leading out), got {value!r}"
+    )
+    assert (err.line, err.column) == (2, 20)  # the offending item, not the list
+
+
+def test_snapshot_dotdot_that_stays_inside_is_kept_as_written(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, "s.atom.yaml", "prompt: p\nsnapshot: [a/../b.txt]\n"))
+    assert spec.snapshot == ("a/../b.txt",)
+
+
+CUSTOM = """\
+prompt: p
+accept:
+  - word_count: {path: notes.txt, words: 3, nested: {any: [thing]}}
+  - spell_ok: README.md
+  - max_lines: 40
+  - fast:
+  - file_exists: notes.txt
+"""
+
+
+def test_custom_check_kinds_are_accepted_when_registered(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.atom.yaml", CUSTOM)
+    kinds = ["word_count", "spell_ok", "max_lines", "fast", "file_exists"]  # built-in: ignored
+    spec = load_spec(path, check_kinds=kinds)
+    assert [(c.kind, dict(c.params), c.line) for c in spec.accept] == [
+        ("word_count", {"path": "notes.txt", "words": 3, "nested": {"any": ["thing"]}}, 3),
+        ("spell_ok", {"value": "README.md"}, 4),
+        ("max_lines", {"value": 40}, 5),
+        ("fast", {"value": None}, 6),
+        ("file_exists", {"path": "notes.txt"}, 7),
+    ]
+    assert load_specs(path, check_kinds=frozenset(kinds))[0].accept == spec.accept
+
+
+def test_custom_check_kind_is_unknown_unless_registered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "c.atom.yaml", CUSTOM)
+    assert str(error_of(path)) == (
+        "unknown check 'word_count' (known checks: file_exists, file_absent, file_contains, "
+        "command, json_schema) at c.atom.yaml:3:5"
+    )
+    # Registering some kinds is not registering all: the first unknown one is still blamed.
+    err = error_of(path, ("word_count", "spell_ok", "fast"))
+    assert (err.message, err.line, err.column) == (
+        "unknown check 'max_lines' (known checks: file_exists, file_absent, file_contains, "
+        "command, json_schema, fast, spell_ok, word_count)",
+        5,
+        5,
+    )
+
+
+def test_typo_of_a_custom_kind_suggests_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - word_cont: 3\n")
+    assert str(error_of(path, ("word_count",))) == (
+        "unknown check 'word_cont' at c.atom.yaml:3:5 — did you mean 'word_count'?"
+    )
+    assert error_of(path).suggestion is None  # not registered: nothing close among built-ins
+    with pytest.raises(SpecError) as info:
+        load_spec(path, check_kinds=("word_count",))
+    assert info.value.suggestion == "word_count"
+
+
+def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - word_count: [1, 2]\n")
+    err = error_of(path, ("word_count",))
+    assert (err.message, err.line, err.column) == (
+        "'accept[0].word_count' must be a mapping or a single value "
+        "(string, number, true, false or null), got a list",
+        3,
+        17,
+    )
+    path = write(tmp_path, "two.atom.yaml", "prompt: p\naccept:\n  - {word_count: 1, fast: 2}\n")
+    assert error_of(path, ("word_count", "fast")).message == (
+        "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
+        "command, json_schema, fast, word_count), got word_count, fast"
+    )
+
+
+def test_built_in_kinds_stay_strict_when_passed_as_custom(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - command: {run: 5}\n")
+    err = error_of(path, BUILTIN_CHECK_KINDS)
+    assert err.message == "'accept[0].command.run' must be a non-empty string, got 5"
+    path = write(tmp_path, "d.atom.yaml", "prompt: p\naccept:\n  - file_exists: ../out\n")
+    assert error_of(path, ("file_exists",)).message.startswith(
+        "'accept[0].file_exists' must be a path relative to the workspace"
+    )
+
+
+def test_check_kinds_must_not_be_a_single_string(tmp_path: Path) -> None:
+    path = write(tmp_path, "c.atom.yaml", "prompt: p\n")
+    with pytest.raises(TypeError, match="not one string"):
+        load_specs(path, check_kinds="word_count")
+
+
+def test_custom_check_describe_shows_compact_params() -> None:
+    assert Check("word_count", {"path": "a.txt", "words": 3}, 1).describe() == (
+        'word_count {"path":"a.txt","words":3}'
+    )
+    assert Check("spell_ok", {"value": "README.md"}, 1).describe() == (
+        'spell_ok {"value":"README.md"}'
+    )
+    assert Check("fast", {"value": None}, 1).describe() == 'fast {"value":null}'
+    assert Check("only_path", {"path": "x"}, 1).describe() == 'only_path {"path":"x"}'
+    long = Check("big", {"text": "é" * 500}, 1).describe()
+    assert long.startswith('big {"text":"ééé') and long.endswith("…")
+    assert len(long) == len("big ") + 100
+
+
+def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -> None:
+    load_spec(
+        write(tmp_path, "c.atom.yaml", CUSTOM),
+        check_kinds=["word_count", "spell_ok", "max_lines", "fast"],
+    )
+    check_def = SPEC_SCHEMA["$defs"]["check"]
+    assert tuple(check_def["properties"]) == BUILTIN_CHECK_KINDS
+    assert BUILTIN_CHECK_KINDS == (
+        "file_exists",
+        "file_absent",
+        "file_contains",
+        "command",
+        "json_schema",
+    )
+    validator = Draft202012Validator(SPEC_SCHEMA)
+    assert not validator.is_valid({"prompt": "p", "accept": [{"word_count": 3}]})
+    assert validator.is_valid({"prompt": "p", "accept": [{"file_exists": "a"}]})
+    assert "plugins may register more kinds" in check_def["description"]
+
+
 def test_load_spec_selects_by_name(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -442,6 +654,7 @@ def test_schema_defaults_match_the_dataclasses() -> None:
     for props, cls in (
         (SPEC_SCHEMA["$defs"]["spec"]["properties"], Spec),
         (SPEC_SCHEMA["$defs"]["claude"]["properties"], ClaudeOptions),
+        (SPEC_SCHEMA["$defs"]["reflector"]["properties"], ReflectorOptions),
     ):
         documented = {k: v["default"] for k, v in props.items() if "default" in v}
         applied = {

@@ -25,6 +25,11 @@ TOOL_RESULT = "<TOOL_RESULT>"
 _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 
 
+def mask_durations(text: str) -> str:
+    """Wall times in command output as ``<DURATION>``: they are noise to a judge and a matcher."""
+    return _DURATION.sub("<DURATION>", text)
+
+
 def run_dates(now: datetime | None = None) -> list[str]:
     """Dates the CLI may write today: local and UTC, and yesterday (a run crossing midnight)."""
     now = now or datetime.now()
@@ -76,7 +81,7 @@ class Normalizer:
         def walk(node: Any, in_result: bool = False) -> Any:
             if isinstance(node, str):
                 text = self.text(node)
-                return _DURATION.sub("<DURATION>", text) if in_result else text
+                return mask_durations(text) if in_result else text
             if isinstance(node, list):
                 return [walk(n, in_result) for n in node]
             if isinstance(node, dict):

@@ -29,6 +29,9 @@ import yaml
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.server import GatewayRequest, Reply
 
+#: The tool Claude Code adds for `--json-schema`: a request offering it is the reflector's.
+STRUCTURED_OUTPUT = "StructuredOutput"
+
 
 class ScriptError(Exception):
     """A script file that cannot be played; the message names file, line and fix."""
@@ -51,6 +54,7 @@ class Turn:
 class Script:
     path: Path | None
     turns: tuple[Turn, ...]
+    reflector: tuple[Turn, ...] = ()  # the judging session's turns, one verdict per attempt
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Script:
@@ -80,33 +84,49 @@ class Script:
         if not isinstance(root, yaml.MappingNode):
             raise ScriptError(f"script {where} must be a mapping with a 'turns:' list")
         top = {k.value: v for k, v in root.value}
+        unknown = set(top) - {"turns", "reflector"}
+        if unknown:
+            raise fail(
+                root, f"unknown key {sorted(unknown)[0]!r}: a script has 'turns' and 'reflector'"
+            )
         turns_node = top.get("turns")
         if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
             raise fail(root, "a script needs a non-empty 'turns:' list")
-        turns = []
-        for node in turns_node.value:
-            data = yaml.SafeLoader(b"").construct_document(node)  # plain Python data
-            if not isinstance(data, dict) or not set(data) <= {"text", "tool_use"} or not data:
-                raise fail(node, "each turn is a mapping with 'text' and/or 'tool_use'")
-            text = data.get("text")
-            if text is not None and not isinstance(text, str):
-                raise fail(node, "a turn's 'text' must be a string")
-            uses = data.get("tool_use") or []
-            if not isinstance(uses, list) or not all(
-                isinstance(u, dict)
-                and isinstance(u.get("name"), str)
-                and isinstance(u.get("input", {}), dict)
-                for u in uses
-            ):
-                raise fail(node, "'tool_use' is a list of {name: <tool>, input: {...}}")
-            turns.append(
-                Turn(
-                    text,
-                    tuple(ToolUse(u["name"], u.get("input", {})) for u in uses),
-                    node.start_mark.line + 1,
-                )
-            )
-        return cls(path, tuple(turns))
+        reflector_node = top.get("reflector")
+        if reflector_node is not None and not isinstance(reflector_node, yaml.SequenceNode):
+            raise fail(reflector_node, "'reflector:' is a list of turns, one verdict per attempt")
+        turns = tuple(cls._turn(node, fail) for node in turns_node.value)
+        reflector = (
+            tuple(cls._turn(n, fail) for n in reflector_node.value) if reflector_node else ()
+        )
+        return cls(path, turns, reflector)
+
+    @staticmethod
+    def _turn(node: yaml.Node, fail: Any) -> Turn:
+        data = yaml.SafeLoader(b"").construct_document(node)  # plain Python data
+        if (
+            not isinstance(data, dict)
+            or not data
+            or not set(data) <= {"text", "tool_use", "verdict"}
+        ):
+            raise fail(node, "each turn is a mapping with 'text', 'tool_use' and/or 'verdict'")
+        text = data.get("text")
+        if text is not None and not isinstance(text, str):
+            raise fail(node, "a turn's 'text' must be a string")
+        uses = data.get("tool_use") or []
+        if not isinstance(uses, list) or not all(
+            isinstance(u, dict)
+            and isinstance(u.get("name"), str)
+            and isinstance(u.get("input", {}), dict)
+            for u in uses
+        ):
+            raise fail(node, "'tool_use' is a list of {name: <tool>, input: {...}}")
+        calls = [ToolUse(u["name"], u.get("input", {})) for u in uses]
+        if "verdict" in data:  # shorthand for the reflector's structured answer
+            if not isinstance(data["verdict"], dict):
+                raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
+            calls.append(ToolUse(STRUCTURED_OUTPUT, data["verdict"]))
+        return Turn(text, tuple(calls), node.start_mark.line + 1)
 
 
 class ScriptedResponder:
@@ -116,25 +136,29 @@ class ScriptedResponder:
         self.script = script
         self.model = model
         self._lock = threading.Lock()
-        self._next_turn = 0
+        self._next = {"turns": 0, "reflector": 0}
         self._side = 0
 
     @property
     def turns_played(self) -> int:
-        return self._next_turn
+        return self._next["turns"]
 
     def respond(self, request: GatewayRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
         if request.kind == "count_tokens":
             return Reply.json({"input_tokens": messages.estimate_tokens(request.body)})
         if request.kind == "turn":
+            tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+            lane = "reflector" if STRUCTURED_OUTPUT in tools else "turns"
+            script_turns = getattr(self.script, lane)
             with self._lock:
-                index = self._next_turn
-                self._next_turn += 1
-            if index >= len(self.script.turns):
-                return self._exhausted(index)
-            content = self._content(self.script.turns[index], index)
-            msg_id = f"msg_atom_{index + 1:04d}"
+                index = self._next[lane]
+                self._next[lane] += 1
+            if index >= len(script_turns):
+                return self._exhausted(lane, index)
+            prefix = "msg_atom_reflector" if lane == "reflector" else "msg_atom"
+            content = self._content(script_turns[index], index, prefix)
+            msg_id = f"{prefix}_{index + 1:04d}"
         else:
             with self._lock:
                 self._side += 1
@@ -152,7 +176,7 @@ class ScriptedResponder:
         return Reply.json(msg)
 
     @staticmethod
-    def _content(turn: Turn, index: int) -> list[dict[str, Any]]:
+    def _content(turn: Turn, index: int, prefix: str) -> list[dict[str, Any]]:
         blocks: list[dict[str, Any]] = []
         if turn.text:
             blocks.append({"type": "text", "text": turn.text})
@@ -160,7 +184,7 @@ class ScriptedResponder:
             blocks.append(
                 {
                     "type": "tool_use",
-                    "id": f"toolu_atom_{index + 1:04d}_{k + 1}",
+                    "id": f"toolu_{prefix.removeprefix('msg_')}_{index + 1:04d}_{k + 1}",
                     "name": use.name,
                     "input": dict(use.input),
                 }
@@ -176,14 +200,21 @@ class ScriptedResponder:
             )
         return "Scripted session"
 
-    def _exhausted(self, index: int) -> Reply:
+    def _exhausted(self, lane: str, index: int) -> Reply:
         where = self.script.path or "the script"
-        return Reply.error(
-            400,
-            "invalid_request_error",
-            f"pytest-atom scripted gateway: {where} has {len(self.script.turns)} turns but the "
-            f"agent asked for turn {index + 1}. Add a turn, or end the last one with EXIT_LOOP_NOW.",
-        )
+        if lane == "reflector":
+            text = (
+                f"pytest-atom scripted gateway: {where} has {len(self.script.reflector)} "
+                f"reflector turns but the reflector asked for turn {index + 1}. Add a "
+                "`reflector:` turn with a `verdict:` for each attempt."
+            )
+        else:
+            text = (
+                f"pytest-atom scripted gateway: {where} has {len(self.script.turns)} turns but "
+                f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
+                "EXIT_LOOP_NOW."
+            )
+        return Reply.error(400, "invalid_request_error", text)
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:

@@ -1,0 +1,131 @@
+"""Determinism check: replaying the shipped fixtures gives the same result every time.
+
+Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to the repo:
+
+    /tmp/venv/bin/python benchmarks/determinism.py [--times 20]
+
+Each time, the repository's `fixtures/` folder is copied to a new temp folder, and
+`pytest --atom fixtures/specs` (default record mode: the cassettes are replayed) runs
+there, with its run folders and JUnit XML inside that temp folder. Per spec it collects
+the outcome (from the JUnit XML) and a sha256 of every file in the run's workspace (all
+files but __pycache__/ and .pytest_cache/). It prints one line per spec, then a result
+line: "deterministic" when every run agrees on every spec (exit 0), else "NOT
+deterministic" with what differed (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SKIP = {"__pycache__", ".pytest_cache"}
+RUN_DIR = re.compile(r"^(?P<spec>.+)-\d{8}-\d{6}-[0-9a-f]{6}$")  # <name>-<date>-<time>-<id>
+
+
+def outcome(case: ET.Element) -> str:
+    """passed, failed, error, skipped or xfailed (pytest writes xfail as a skip)."""
+    for child in case:
+        if child.tag in ("failure", "error"):
+            return child.tag.replace("ure", "ed")
+        if child.tag == "skipped":
+            return "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+    return "passed"
+
+
+def tree_hash(folder: Path) -> dict[str, str]:
+    """sha256 per file (relative path -> digest), skipping caches; symlinks by their target."""
+    digests = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if SKIP.intersection(relative.parts) or path.is_dir():
+            continue
+        data = str(path.readlink()).encode() if path.is_symlink() else path.read_bytes()
+        digests[relative.as_posix()] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def replay_once() -> dict[str, tuple[str, dict[str, str]]]:
+    """One replay of every shipped spec from a fresh copy: spec -> (outcome, file hashes)."""
+    root = Path(tempfile.mkdtemp(prefix="atom-determinism-"))
+    try:
+        shutil.copytree(REPO / "fixtures", root / "fixtures", ignore=shutil.ignore_patterns(*SKIP))
+        xml, runs = root / "junit.xml", root / "runs"
+        cmd = [sys.executable, "-m", "pytest", "--atom", "fixtures/specs", "-p", "no:cacheprovider"]
+        cmd += ["-q", "--junitxml", str(xml), "--atom-runs-dir", str(runs)]
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1800)
+        if not xml.exists():
+            sys.exit(f"pytest wrote no JUnit XML (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        cases = {case.get("name"): outcome(case) for case in ET.parse(xml).iter("testcase")}
+        workspaces: dict[str, dict[str, str]] = {}
+        for run in sorted(runs.iterdir()) if runs.exists() else []:
+            match = RUN_DIR.match(run.name)
+            if match and (run / "workspace").is_dir():
+                workspaces[match["spec"]] = tree_hash(run / "workspace")
+        return {name: (result, workspaces.get(name, {})) for name, result in cases.items()}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def differences(runs: list[dict[str, tuple[str, dict[str, str]]]]) -> list[str]:
+    """What is not the same in every run, spec by spec; empty when all agree."""
+    found = []
+    specs = sorted(set().union(*runs))
+    for spec in specs:
+        missing = sum(spec not in run for run in runs)
+        if missing:
+            found.append(f"{spec}: missing from {missing} of {len(runs)} runs")
+            continue
+        outcomes = Counter(run[spec][0] for run in runs)
+        if len(outcomes) > 1:
+            found.append(f"{spec}: outcomes differ: {dict(outcomes)}")
+        files = sorted(set().union(*(run[spec][1] for run in runs)))
+        for name in files:
+            versions = Counter(run[spec][1].get(name, "(absent)")[:12] for run in runs)
+            if len(versions) > 1:
+                found.append(f"{spec}: {name} differs: {dict(versions)}")
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--times", type=int, default=20, help="how many replays (default 20)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    runs, seconds = [], []
+    for n in range(args.times):
+        began = time.perf_counter()
+        runs.append(replay_once())
+        seconds.append(time.perf_counter() - began)
+        print(f"run {n + 1}/{args.times}: {time.perf_counter() - began:.1f} s, "
+              + ", ".join(f"{spec} {result}" for spec, (result, _) in sorted(runs[-1].items())),
+              flush=True)
+    for spec in sorted(set().union(*runs)):
+        outcomes = Counter(run[spec][0] for run in runs if spec in run)
+        digests = Counter(hashlib.sha256(repr(sorted(run[spec][1].items())).encode()).hexdigest()[:12]
+                          for run in runs if spec in run)
+        files = len(next(run[spec][1] for run in runs if spec in run))
+        print(f"  {spec}: outcomes {dict(outcomes)}; workspace ({files} files) "
+              f"digests {dict(digests)}")
+    problems = differences(runs)
+    for problem in problems:
+        print(f"  DIFFERS {problem}")
+    total = time.perf_counter() - started
+    verdict = "NOT deterministic" if problems else "deterministic"
+    print(f"result: {verdict}: {args.times} replays of {len(set().union(*runs))} specs "
+          f"{'disagree' if problems else 'agree'} on outcomes and workspace hashes; "
+          f"total {total:.1f} s (median {sorted(seconds)[len(seconds) // 2]:.1f} s per replay)")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()

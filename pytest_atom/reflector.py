@@ -1,0 +1,241 @@
+"""The reflector: a read-only Claude session that judges an attempt (seed 002's contract).
+
+It runs through the same gateway as the executor, so its verdict is scripted, recorded
+and replayed like every other exchange. It answers through the CLI's ``--json-schema``
+(a structured-output tool call), and a missing or malformed answer is an error of the
+harness: never a silent pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from pytest_atom.checks import CheckResult
+from pytest_atom.gateway.normalize import mask_durations
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.runner import ClaudeRunner, IterationRecord
+from pytest_atom.spec import ClaudeOptions, Spec
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["score", "decision", "criteria", "feedback"],
+    "additionalProperties": False,
+    "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 1},
+        "decision": {"enum": ["proceed", "refine", "rollback"]},
+        "criteria": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["criterion", "met", "evidence"],
+                "additionalProperties": False,
+                "properties": {
+                    "criterion": {"type": "string"},
+                    "met": {"type": "boolean"},
+                    "evidence": {"type": "string"},
+                },
+            },
+        },
+        "feedback": {"type": "string"},
+        "flaky": {"type": "array", "items": {"type": "string"}},
+    },
+}
+#: Read-only: the reflector inspects the attempt, it never changes it.
+READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
+_IGNORED = {"USER_PROMPT.md", "__pycache__", ".pytest_cache", ".mypy_cache"}
+_DIFF_LIMIT = 12_000
+
+
+class ReflectorError(Exception):
+    """The reflector did not give a usable verdict: a harness error, not a verdict."""
+
+
+@dataclass(frozen=True)
+class CriterionVerdict:
+    criterion: str
+    met: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    score: float
+    decision: str  # what the reflector said; the outcome is derived from the score
+    criteria: tuple[CriterionVerdict, ...]
+    feedback: str
+    flaky: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, data: Any) -> Verdict:
+        try:
+            jsonschema.validate(data, VERDICT_SCHEMA)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+            raise ReflectorError(
+                f"the reflector's verdict is malformed at {where}: {exc.message}; "
+                f"got {json.dumps(data)[:500]}"
+            ) from None
+        return cls(
+            score=float(data["score"]),
+            decision=data["decision"],
+            criteria=tuple(CriterionVerdict(**c) for c in data["criteria"]),
+            feedback=data["feedback"],
+            flaky=tuple(data.get("flaky") or ()),
+        )
+
+    @property
+    def unmet(self) -> list[CriterionVerdict]:
+        return [c for c in self.criteria if not c.met]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def judge(
+    completed: bool, checks: Sequence[CheckResult], verdict: Verdict | None, threshold: float
+) -> str:
+    """``proceed``, ``refine`` or ``fail`` (seed 002's scoring model).
+
+    A failed deterministic check forces failure whatever the score; so does an agent that
+    never signalled completion. Without criteria there is no verdict and the checks decide.
+    """
+    if not completed or not all(c.passed for c in checks):
+        return "fail"
+    if verdict is None or verdict.score > threshold:
+        return "proceed"
+    return "refine" if verdict.score >= 0.5 else "fail"
+
+
+def workspace_diff(before: Path | None, after: Path, limit: int = _DIFF_LIMIT) -> str:
+    """What the agent changed, as unified diffs of text files: evidence, not narrative."""
+
+    def files(root: Path | None) -> dict[str, Path]:
+        if root is None or not root.is_dir():
+            return {}
+        return {
+            str(p.relative_to(root)): p
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not _IGNORED & set(p.relative_to(root).parts)
+        }
+
+    old, new = files(before), files(after)
+    parts: list[str] = []
+    for name in sorted(old.keys() | new.keys()):
+        a = _read(old.get(name))
+        b = _read(new.get(name))
+        if a == b:
+            continue
+        if (a is None and name in old) or (b is None and name in new):
+            parts.append(f"binary file {name} changed")
+            continue
+        parts.extend(
+            difflib.unified_diff(
+                (a or "").splitlines(),
+                (b or "").splitlines(),
+                f"a/{name}" if name in old else "/dev/null",
+                f"b/{name}" if name in new else "/dev/null",
+                lineterm="",
+            )
+        )
+    text = "\n".join(parts) or "(no changes)"
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    )
+
+
+def _read(path: Path | None) -> str | None:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+def build_prompt(
+    spec: Spec,
+    checks: Sequence[CheckResult],
+    diff: str,
+    final_message: str,
+    threshold: float,
+    project_dir: Path | None = None,
+) -> str:
+    """REFLECTOR.md with the evidence filled in."""
+    # Check output is tool output: its wall times would make every prompt unique.
+    check_lines = [
+        f"- {'PASS' if c.passed else 'FAIL'} {c.check.describe()}: {mask_durations(c.summary)}"
+        + (f"\n  evidence:\n{_quote(mask_durations(c.evidence))}" if c.evidence else "")
+        for c in checks
+    ]
+    values = {
+        "{task}": spec.prompt.strip(),
+        "{criteria}": "\n".join(f"{i}. {c}" for i, c in enumerate(spec.criteria, 1)),
+        "{checks}": "\n".join(check_lines) or "(none)",
+        "{diff}": f"```diff\n{diff}\n```",
+        "{final_message}": _quote(final_message or "(none)"),
+        "{threshold}": f"{threshold:g}",
+    }
+    text = PromptLoader(project_dir).load("reflector")
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+def _quote(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip().splitlines()) or "    (empty)"
+
+
+def run_reflector(
+    spec: Spec,
+    attempt_dir: Path,
+    checks: Sequence[CheckResult],
+    final_message: str,
+    *,
+    env: Mapping[str, str],
+    claude_bin: Path,
+    session_id: str,
+    threshold: float,
+    project_dir: Path | None = None,
+) -> tuple[Verdict, IterationRecord]:
+    """Judge one attempt; raises ReflectorError when no valid verdict comes back."""
+    runner = ClaudeRunner(
+        env=env,
+        options=ClaudeOptions(
+            permission_mode="default",
+            allowed_tools=READ_ONLY_TOOLS,
+            bare=True,
+            args=(
+                "--tools",
+                ",".join(READ_ONLY_TOOLS),
+                "--json-schema",
+                json.dumps(VERDICT_SCHEMA),
+            ),
+        ),
+        model=spec.reflector.model or spec.model,
+        claude_bin=claude_bin,
+    )
+    diff = workspace_diff(spec.workspace, attempt_dir)
+    prompt = build_prompt(spec, checks, diff, final_message, threshold, project_dir)
+    record = runner.run(
+        prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
+    )
+    if record.returncode != 0 or record.timed_out:
+        detail = (record.output or record.stderr).strip()[
+            -1000:
+        ] or f"exit code {record.returncode}"
+        raise ReflectorError(f"the reflector session failed: {detail}")
+    if record.structured_output is None:
+        raise ReflectorError(
+            "the reflector gave no verdict (no structured output); its last message: "
+            f"{record.output.strip()[-500:] or '(none)'}"
+        )
+    return Verdict.parse(record.structured_output), record
