@@ -7,10 +7,13 @@ Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to
 Each time, the repository's `fixtures/` folder is copied to a new temp folder, and
 `pytest --atom fixtures/specs` (default record mode: the cassettes are replayed) runs
 there, with its run folders and JUnit XML inside that temp folder. Per spec it collects
-the outcome (from the JUnit XML) and a sha256 of every file in the run's workspace (all
-files but __pycache__/ and .pytest_cache/). It prints one line per spec, then a result
-line: "deterministic" when every run agrees on every spec (exit 0), else "NOT
-deterministic" with what differed (exit 1).
+the outcome (from the JUnit XML) and a sha256 of every file in the run's workspace
+folders (`workspace/`, or `attempts/*/` and `committed/`), all files but __pycache__/ and
+.pytest_cache/ (claude-config/, the CLI's own state, is not a workspace).
+
+It prints a line per run and per spec, then the result line: "deterministic" when all
+runs agree on every spec's outcome and files (exit 0), else "NOT deterministic" and what
+differed (exit 1).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+from statistics import median
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {"__pycache__", ".pytest_cache"}
@@ -54,6 +58,16 @@ def tree_hash(folder: Path) -> dict[str, str]:
     return digests
 
 
+def run_files(run: Path) -> dict[str, str]:
+    """The hashes of every workspace folder of one spec run, keyed by path in the run folder."""
+    digests = {}
+    for folder in [run / "workspace", *sorted(run.glob("attempts/*")), run / "committed"]:
+        if folder.is_dir():
+            prefix = folder.relative_to(run).as_posix()
+            digests.update({f"{prefix}/{name}": h for name, h in tree_hash(folder).items()})
+    return digests
+
+
 def replay_once() -> dict[str, tuple[str, dict[str, str]]]:
     """One replay of every shipped spec from a fresh copy: spec -> (outcome, file hashes)."""
     root = Path(tempfile.mkdtemp(prefix="atom-determinism-"))
@@ -64,13 +78,15 @@ def replay_once() -> dict[str, tuple[str, dict[str, str]]]:
         cmd += ["-q", "--junitxml", str(xml), "--atom-runs-dir", str(runs)]
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1800)
         if not xml.exists():
-            sys.exit(f"pytest wrote no JUnit XML (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            sys.exit(
+                f"pytest wrote no JUnit XML (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
         cases = {case.get("name"): outcome(case) for case in ET.parse(xml).iter("testcase")}
         workspaces: dict[str, dict[str, str]] = {}
         for run in sorted(runs.iterdir()) if runs.exists() else []:
             match = RUN_DIR.match(run.name)
-            if match and (run / "workspace").is_dir():
-                workspaces[match["spec"]] = tree_hash(run / "workspace")
+            if match:
+                workspaces[match["spec"]] = run_files(run)
         return {name: (result, workspaces.get(name, {})) for name, result in cases.items()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -100,30 +116,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--times", type=int, default=20, help="how many replays (default 20)")
     args = parser.parse_args()
+    if args.times < 1:
+        parser.error("--times must be at least 1")
     started = time.perf_counter()
     runs, seconds = [], []
     for n in range(args.times):
         began = time.perf_counter()
         runs.append(replay_once())
         seconds.append(time.perf_counter() - began)
-        print(f"run {n + 1}/{args.times}: {time.perf_counter() - began:.1f} s, "
-              + ", ".join(f"{spec} {result}" for spec, (result, _) in sorted(runs[-1].items())),
-              flush=True)
+        outcomes = ", ".join(f"{spec} {result}" for spec, (result, _) in sorted(runs[-1].items()))
+        print(f"run {n + 1}/{args.times}: {seconds[-1]:.1f} s, {outcomes}", flush=True)
     for spec in sorted(set().union(*runs)):
         outcomes = Counter(run[spec][0] for run in runs if spec in run)
-        digests = Counter(hashlib.sha256(repr(sorted(run[spec][1].items())).encode()).hexdigest()[:12]
-                          for run in runs if spec in run)
-        files = len(next(run[spec][1] for run in runs if spec in run))
-        print(f"  {spec}: outcomes {dict(outcomes)}; workspace ({files} files) "
-              f"digests {dict(digests)}")
+        trees = [run[spec][1] for run in runs if spec in run]
+        digests = Counter(
+            hashlib.sha256(repr(sorted(t.items())).encode()).hexdigest()[:12] for t in trees
+        )
+        print(
+            f"  {spec}: outcomes {dict(outcomes)}; workspace files {len(trees[0])}, "
+            f"tree digests {dict(digests)}"
+        )
     problems = differences(runs)
     for problem in problems:
         print(f"  DIFFERS {problem}")
     total = time.perf_counter() - started
     verdict = "NOT deterministic" if problems else "deterministic"
-    print(f"result: {verdict}: {args.times} replays of {len(set().union(*runs))} specs "
-          f"{'disagree' if problems else 'agree'} on outcomes and workspace hashes; "
-          f"total {total:.1f} s (median {sorted(seconds)[len(seconds) // 2]:.1f} s per replay)")
+    print(
+        f"result: {verdict}: {args.times} replays of {len(set().union(*runs))} specs "
+        f"{'disagree' if problems else 'agree'} on outcomes and workspace hashes; "
+        f"total {total:.1f} s (median {median(seconds):.1f} s per replay)"
+    )
     sys.exit(1 if problems else 0)
 
 

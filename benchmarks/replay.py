@@ -29,7 +29,6 @@ import argparse
 import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from statistics import median, quantiles
 from urllib.parse import urlsplit
 
 import httpx
@@ -112,12 +112,8 @@ def is_turn(body: object) -> bool:
     return isinstance(body, dict) and bool(body.get("tools"))
 
 
-def med(values: list[float]) -> float:
-    return statistics.median(values)
-
-
 def p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[98]
+    return quantiles(values, n=100, method="inclusive")[98]
 
 
 def timed(fn, times: int = 5) -> float:
@@ -127,7 +123,7 @@ def timed(fn, times: int = 5) -> float:
         started = time.perf_counter()
         fn()
         seconds.append(time.perf_counter() - started)
-    return med(seconds)
+    return median(seconds)
 
 
 def pytest_item(tmp: Path, extra_env: dict[str, str] | None = None) -> dict[str, float]:
@@ -142,8 +138,8 @@ def pytest_item(tmp: Path, extra_env: dict[str, str] | None = None) -> dict[str,
     case = ET.parse(xml).find(".//testcase") if xml.exists() else None
     if proc.returncode or case is None:  # a failed or errored item exits non-zero
         sys.exit(f"pytest run failed:\n{proc.stdout}\n{proc.stderr}")
-    props = {p.get("name"): float(p.get("value") or 0) for p in case.iter("property")}
-    run_spec, claude = props["atom_duration_s"], props["atom_claude_s"]
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    run_spec, claude = float(props["atom_duration_s"]), float(props["atom_claude_s"])
     return {
         "item": float(case.get("time")),
         "process": wall,
@@ -246,7 +242,10 @@ def latencies(tmp: Path, cassette: Cassette, rounds: int) -> dict[str, list[floa
 
 def load_times(tmp: Path, cassette: Cassette) -> dict[str, object]:
     items = cassette.interactions
-    path = Cassette(tmp / "big.yaml", [items[i % len(items)] for i in range(1000)]).save()
+    big = Cassette(
+        tmp / "big.yaml", [items[i % len(items)] for i in range(1000)], cassette.metadata
+    )
+    path = big.save()
     text = path.read_text(encoding="utf-8")
     loader = getattr(yaml, "CSafeLoader", None)
     out: dict[str, object] = {
@@ -274,7 +273,8 @@ def harness_parts(cassette: Cassette, claude_bin: Path) -> dict[str, float]:
         workspace = Path(tmp) / "workspace"
         workspace.mkdir()
         (workspace / "hello.txt").write_text("hello, world\n")
-        method, path, headers, body = recorded_requests(cassette)[1]  # the first turn
+        turn = next(i for i, r in enumerate(cassette.interactions) if is_turn(r.body))
+        method, path, headers, body = recorded_requests(cassette)[turn]
         request = GatewayRequest(method, path, {k.lower(): v for k, v in headers.items()}, body)
         pool = iter([responder(Path(tmp), cassette) for _ in range(60)])
         return {
@@ -307,7 +307,7 @@ def main() -> None:
             )
         lat = latencies(Path(root), cassette, args.rounds)
         load = load_times(Path(root), cassette)
-    item, bare_s = med([i["item"] for i in items]), med([sum(b) for b in bare])
+    item, bare_s = median([i["item"] for i in items]), median([sum(b) for b in bare])
     ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
     yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
     table = [("measurement", "figure", "baseline", "result", "target", "ok")]
@@ -318,7 +318,7 @@ def main() -> None:
     for static in ("one send", "two sends"):
         replay, other = lat["replay"], lat[static]
         added = [a - b for a, b in zip(replay, other, strict=True)]
-        for name, stat, target in (("p50", med, "<= 2 ms"), ("p99", p99, "")):
+        for name, stat, target in (("p50", median, "<= 2 ms"), ("p99", p99, "")):
             ok = yes(stat(added) <= 0.002) if target else ""
             table.append((f"(b) {name} replay vs static ({static})", ms(stat(replay)),
                           ms(stat(other)), f"+{ms(stat(added))} added", target, ok))  # fmt: skip
@@ -331,11 +331,14 @@ def main() -> None:
     widths = [max(len(str(r[c])) for r in table) for c in range(6)]
     for r in table:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
-    run_spec_s, claude_s = med([i["run_spec"] for i in items]), med([i["claude"] for i in items])
+    run_spec_s, claude_s = (
+        median([i["run_spec"] for i in items]),
+        median([i["claude"] for i in items]),
+    )
     print(f"\nwhere the (a) item time goes (JUnit atom_* properties, median of {args.runs}):")
     executor = ClaudeRunner(options=spec.claude, model=spec.model, claude_bin=claude_bin)
     same = sessions[0]["argv"] == executor.command(["--session-id", session_id_for(spec)])[1:]
-    per_session = " + ".join(f"{med([b[i] for b in bare]):.3f}" for i in range(len(sessions)))
+    per_session = " + ".join(f"{median([b[i] for b in bare]):.3f}" for i in range(len(sessions)))
     print(
         f"  claude processes in the harness {claude_s:.3f} s (bare: {per_session} s, "
         f"{claude_s - bare_s:+.3f} s); 1st session's argv == ClaudeRunner.command: {same}"
@@ -344,7 +347,7 @@ def main() -> None:
     for name, seconds in harness_parts(cassette, claude_bin).items():
         print(f"    {name:<29} {seconds * 1000:7.1f} ms")
     print(f"  pytest item outside run_spec    {item - run_spec_s:.3f} s")
-    process = med([i["process"] for i in items])
+    process = median([i["process"] for i in items])
     print(
         f"  (whole pytest process {process:.3f} s: interpreter, plugins, collection, not in item)"
     )

@@ -271,9 +271,6 @@ class _Run:
                 shutil.copytree(spec.workspace, path, symlinks=True, ignore=_COPY_IGNORE)
             else:
                 path.mkdir(parents=True)
-            records: list[IterationRecord] = []  # filled as iterations end: a crash keeps them
-            attempt = Attempt(number, path, {}, records)
-            self.attempts.append(attempt)
             runtime = AtomRuntime(
                 system_prompt,
                 path,
@@ -284,8 +281,10 @@ class _Run:
                 # A scripted or replayed answer is the same on every retry: retrying only waits.
                 max_retries=2 if source.kind == "record" else 0,
                 timeout=spec.timeout,
-                on_iteration=lambda _, record: records.append(record),
             )
+            # runtime.records fills as iterations end, so an interrupted attempt keeps them.
+            attempt = Attempt(number, path, {}, runtime.records)
+            self.attempts.append(attempt)
             attempt.outcome = runtime.run(spec.prompt, message=message)
             if attempt.outcome.get("reason") == "timeout":
                 return
@@ -304,7 +303,10 @@ class _Run:
                         project_dir=self.project_dir,
                     )
                 except ReflectorError as exc:
-                    self.harness_error = str(exc)
+                    # A replay whose reflector request diverged failed on the divergence,
+                    # which the report shows; anything else is the harness's own failure.
+                    if not (source.tape and source.tape.divergences):
+                        self.harness_error = str(exc)
                     return
             attempt.decision = judge(
                 attempt.completed, attempt.checks, attempt.verdict, self.threshold

@@ -161,11 +161,9 @@ class AtomSession:
         """Collect each spec's figures from its report (they cross xdist's process border)."""
         props = dict(report.user_properties)
         if report.when == "call" and "atom_decision" in props:
-            outcome = (
-                "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
-            )
-            if hasattr(report, "wasxfail") and report.passed:
-                outcome = "xpassed"
+            outcome: str = report.outcome
+            if hasattr(report, "wasxfail"):
+                outcome = "xfailed" if report.skipped else "xpassed"
             self.results.append((report.nodeid, outcome, props))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

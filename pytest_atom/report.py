@@ -51,7 +51,12 @@ def verdict_line(result: SpecResult) -> str:
     attempts = f"{len(result.attempts)} attempt{'s' * (len(result.attempts) != 1)}"
     verdict = result.verdict
     if verdict is None:
-        return f"{result.decision} after {attempts} (judged by checks; no criteria)"
+        why = (
+            "the reflector gave no verdict"
+            if result.spec.criteria
+            else "judged by checks; no criteria"
+        )
+        return f"{result.decision} after {attempts} ({why})"
     line = f"{result.decision}, score {verdict.score:g} (passes above {result.threshold:g}) after {attempts}"
     if result.decision == "fail" and verdict.score > result.threshold:
         line += " (forced: a deterministic check failed)"

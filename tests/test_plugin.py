@@ -76,10 +76,15 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
     result.stdout.fnmatch_lines(
         [
             "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
+            "*verdict: fail after 1 attempt (the reflector gave no verdict)",
             "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
+            # The reflector's evidence changed with the check, so its recorded answer cannot
+            # be replayed: the report says exactly what changed.
+            "*replay diverged from the cassette (1 request matched nothing recorded):",
+            "*+- FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found in hello.txt",
             "*checks: 1/2 passed",
-            "*PASS file_exists hello.txt (line 11): hello.txt exists",
-            "*FAIL file_contains hello.txt /^goodbye$/ (line 12): *not found in hello.txt",
+            "*PASS file_exists hello.txt (line 13): hello.txt exists",
+            "*FAIL file_contains hello.txt /^goodbye$/ (line 14): *not found in hello.txt",
             "*| hello, world",
             "*agent's last message:",
             "*EXIT_LOOP_NOW",
@@ -88,7 +93,8 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
     )
     assert "Traceback" not in result.stdout.str()
     [run_dir] = (pytester.path / ".atom" / "runs").iterdir()
-    assert (run_dir / "workspace" / "hello.txt").read_text() == "hello, world\n"
+    assert (run_dir / "attempts" / "a01" / "hello.txt").read_text() == "hello, world\n"
+    assert not (run_dir / "committed").exists()  # only a passing attempt is promoted
 
 
 def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs: Path) -> None:

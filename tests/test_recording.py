@@ -63,7 +63,7 @@ def test_record_then_replay_with_the_upstream_gone(
     assert cassette.exists()
 
     pytester.runpytest("--atom").assert_outcomes(passed=1)  # default mode none: replay only
-    assert (run_dirs(pytester)[-1] / "workspace" / "greeting.txt").read_text() == "hello\n"
+    assert (run_dirs(pytester)[-1] / "committed" / "greeting.txt").read_text() == "hello\n"
 
     text = cassette.read_text()
     requests, responses, metadata = deserialize(text, yamlserializer)  # vcrpy reads it
@@ -73,7 +73,7 @@ def test_record_then_replay_with_the_upstream_gone(
     assert metadata["upstream"] == upstream.url
     assert any(r.method == "POST" and r.path == "/v1/messages" for r in requests)
     assert any(b"event: message_start" in r["body"]["string"] for r in responses)
-    assert "<WORKSPACE>" in text and "<DATE>" in text and "<METADATA>" in text
+    assert "CWD: <RUN_DIR>/attempts/a01" in text and "<DATE>" in text and "<METADATA>" in text
     assert str(pytester.path) not in text  # no machine paths
 
 
@@ -190,7 +190,7 @@ def test_ctrl_c_during_recording_leaves_the_cassette_byte_identical(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while not list((pytester.path / ".atom" / "runs").glob("*/workspace/started")):
+    while not list((pytester.path / ".atom" / "runs").glob("*/attempts/a01/started")):
         assert time.monotonic() < deadline and proc.poll() is None, "the agent never started"
         time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
