@@ -84,6 +84,12 @@ class SpecResult:
     cassette: Path | None = None  # the cassette written by this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
 
+    def report(self) -> str:
+        """The failure report a person reads (also handy as an assertion message)."""
+        from pytest_atom.report import failure_report
+
+        return failure_report(self)
+
     @property
     def final(self) -> Attempt:
         return self.attempts[-1]

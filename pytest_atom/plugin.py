@@ -8,7 +8,9 @@ working on spec items.
 
 from __future__ import annotations
 
+import argparse
 import functools
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,34 @@ import yaml
 from pytest_atom.cassette import CassetteError
 from pytest_atom.checks import default_registry
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
+from pytest_atom.fixture import atom, runs_dir_from, settings_from
 from pytest_atom.gateway import ScriptError
-from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError, RecordSettings
-from pytest_atom.report import display_path, failure_report, summary_table
+from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError
+from pytest_atom.report import (
+    display_path,
+    failure_report,
+    pass_rate_lines,
+    pass_rates,
+    summary_table,
+)
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+from pytest_atom.trace import write_report
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a pass rate between 0 and 1, got {text!r}")
+    return value
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -78,6 +104,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="fail a replay whose cassette was recorded with another Claude Code version.",
     )
+    group.addoption(
+        "--atom-report",
+        dest="atom_report",
+        default=None,
+        metavar="DIR",
+        help="write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
+        "transcript of every Claude session into DIR, secrets scrubbed.",
+    )
+    group.addoption(
+        "--atom-repeat",
+        dest="atom_repeat",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run each spec N times and report its pass rate, pass@N and pass^N.",
+    )
+    group.addoption(
+        "--atom-min-pass-rate",
+        dest="atom_min_pass_rate",
+        type=_rate,
+        default=None,
+        metavar="R",
+        help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
+        "repeats, and succeeds otherwise even if some repeats failed.",
+    )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="none")
     parser.addini(
         "atom_threshold",
@@ -106,13 +157,30 @@ class SpecFailed(Exception):
         self.result = result
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class SnapshotMismatch(Exception):
+    """Workspace files that differ from their snapshots; carries syrupy's diffs."""
+
+    def __init__(self, mismatches: list[tuple[str, list[str]]]) -> None:
+        super().__init__(", ".join(name for name, _ in mismatches))
+        self.mismatches = mismatches
+
+    def report(self) -> str:
+        lines = []
+        for name, diff in self.mismatches:
+            lines.append(f"snapshot of {name} does not match (accept it with --snapshot-update):")
+            lines += ["    " + line for line in diff]
+        return "\n".join(lines)
+
+
 class AtomSession:
     """Per-session state of the plugin (registered as a plugin, not module globals)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        runs = config.option.atom_runs_dir or config.getini("atom_runs_dir")
-        self.runs_dir = (config.rootpath / runs) if runs else config.rootpath / ".atom" / "runs"
+        self.runs_dir = runs_dir_from(config)
         self.spec_collect_errors = 0
         # Command line over ini: options default to None so the plugin can tell them apart.
         mode = config.option.atom_record_mode or config.getini("atom_record_mode")
@@ -130,12 +198,8 @@ class AtomSession:
                 "use a number between 0 and 1, such as 0.8"
             )
         self.results: list[tuple[str, str, dict[str, Any]]] = []
-        self.settings = RecordSettings(
-            mode=mode,
-            upstream=config.option.atom_upstream,
-            match=config.option.atom_match,
-            strict_version=config.option.atom_strict_version,
-        )
+        self.other_failures = 0  # failed reports that are not spec runs: never gated away
+        self.settings = settings_from(config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -165,11 +229,32 @@ class AtomSession:
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
             self.results.append((report.nodeid, outcome, props))
+        elif report.failed:
+            self.other_failures += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """With --atom-min-pass-rate, the pass rates decide the exit status, not single runs."""
+        gate = self.config.option.atom_min_pass_rate
+        if gate is None or not self.results:
+            return
+        rates = pass_rates(self.results)
+        if any(r.rate < gate for r in rates):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
+            session.exitstatus = pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.results:
-            terminalreporter.write_sep("=", "pytest-atom")
-            for line in summary_table(self.results):
+        if not self.results:
+            return
+        terminalreporter.write_sep("=", "pytest-atom")
+        for line in summary_table(self.results):
+            terminalreporter.write_line(line)
+        if self.config.option.atom_repeat > 1 or self.config.option.atom_min_pass_rate is not None:
+            terminalreporter.write_line("")
+            for line in pass_rate_lines(
+                pass_rates(self.results), self.config.option.atom_min_pass_rate
+            ):
                 terminalreporter.write_line(line)
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
@@ -229,9 +314,15 @@ class SpecFile(pytest.File):
             specs = load_specs(self.path, check_kinds=registry.kinds())
         except SpecError as err:
             raise self.CollectError(str(err)) from None
-        for spec in specs:
+        repeat = self.config.option.atom_repeat
+        for spec, run in ((s, r) for s in specs for r in range(1, repeat + 1)):
+            name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
-                self, name=spec.name, spec=spec, callobj=_test_function(spec)
+                self,
+                name=name,
+                spec=spec,
+                callobj=_test_function(spec),
+                repeat=run if repeat > 1 else None,
             )
             item.add_marker(pytest.mark.atom)
             if spec.xfail:
@@ -241,10 +332,20 @@ class SpecFile(pytest.File):
 
 
 def _test_function(spec: Spec) -> Any:
-    def run_atom_spec(request: pytest.FixtureRequest) -> None:
-        item = request.node
-        assert isinstance(item, AtomItem)
-        item.run_spec()
+    # Only specs with `snapshot:` request syrupy's fixture, so -p no:syrupy keeps working.
+    if spec.snapshot:
+
+        def run_atom_spec(request: pytest.FixtureRequest, snapshot: Any) -> None:
+            item = request.node
+            assert isinstance(item, AtomItem)
+            item.run_spec(snapshot)
+
+    else:
+
+        def run_atom_spec(request: pytest.FixtureRequest) -> None:  # type: ignore[misc]
+            item = request.node
+            assert isinstance(item, AtomItem)
+            item.run_spec(None)
 
     run_atom_spec.__name__ = spec.name
     run_atom_spec.__module__ = spec.path.name.removesuffix(SPEC_SUFFIX)
@@ -254,12 +355,13 @@ def _test_function(spec: Spec) -> Any:
 class AtomItem(pytest.Function):
     """One spec as a test function; its body runs the spec and raises on failure."""
 
-    def __init__(self, *, spec: Spec, **kwargs: Any) -> None:
+    def __init__(self, *, spec: Spec, repeat: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
+        self.repeat = repeat  # which of --atom-repeat's runs, or None
         self.result: SpecResult | None = None
 
-    def run_spec(self) -> None:
+    def run_spec(self, snapshot: Any) -> None:
         session: AtomSession = self.config.pluginmanager.getplugin("atom-session")
         spec_file = self.parent
         assert isinstance(spec_file, SpecFile)
@@ -288,6 +390,10 @@ class AtomItem(pytest.Function):
                 f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
             )
         self.result = result
+        report_dir = self.config.option.atom_report
+        if report_dir:
+            trace = write_report(result, Path(report_dir), repeat=self.repeat)
+            self.user_properties.append(("atom_trace", display_path(trace)))
         for warning in result.warnings:
             self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
         self.user_properties += [
@@ -312,6 +418,22 @@ class AtomItem(pytest.Function):
             )
         if not result.passed:
             raise SpecFailed(result)
+        if snapshot is not None:
+            self._check_snapshots(snapshot, result)
+
+    def _check_snapshots(self, snapshot: Any, result: SpecResult) -> None:
+        """Compare the listed workspace files with their syrupy snapshots, after a pass."""
+        mismatches = []
+        for name in self.spec.snapshot:
+            path = result.workspace / name
+            data = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+            if not snapshot(name=name) == (data if data is not None else f"<{name} is missing>"):
+                diff = snapshot.get_assert_diff()
+                if not self.config.get_terminal_writer().hasmarkup:
+                    diff = [_ANSI.sub("", line) for line in diff]
+                mismatches.append((name, diff))
+        if mismatches:
+            raise SnapshotMismatch(mismatches)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
@@ -320,4 +442,9 @@ class AtomItem(pytest.Function):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SpecFailed):
             return failure_report(excinfo.value.result)
+        if isinstance(excinfo.value, SnapshotMismatch):
+            return excinfo.value.report()
         return super().repr_failure(excinfo)
+
+
+__all__ = ["atom"]  # the fixture, registered with the plugin

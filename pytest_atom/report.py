@@ -7,6 +7,8 @@ the same thing about the same run.
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,3 +139,58 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         )
         for row in table
     ]
+
+
+@dataclass(frozen=True)
+class PassRate:
+    spec: str
+    passed: int
+    runs: int
+    replayed: bool  # every run replayed a cassette: the repeats are identical by design
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs
+
+    @property
+    def pass_at_k(self) -> int:
+        """pass@k with k = runs: did at least one run pass."""
+        return int(self.passed > 0)
+
+    @property
+    def pass_hat_k(self) -> int:
+        """pass^k with k = runs: did every run pass."""
+        return int(self.passed == self.runs)
+
+
+def pass_rates(rows: list[tuple[str, str, dict[str, Any]]]) -> list[PassRate]:
+    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed."""
+    grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for nodeid, outcome, props in rows:
+        grouped.setdefault(re.sub(r"\[r\d+\]$", "", nodeid), []).append((outcome, props))
+    return [
+        PassRate(
+            spec,
+            sum(outcome in ("passed", "xfailed") for outcome, _ in runs),
+            len(runs),
+            all(p.get("atom_source") == "replay" for _, p in runs),
+        )
+        for spec, runs in grouped.items()
+    ]
+
+
+def pass_rate_lines(rates: list[PassRate], gate: float | None) -> list[str]:
+    lines = []
+    for r in rates:
+        line = (
+            f"{r.spec}: {r.passed}/{r.runs} passed, pass rate {r.rate:.2f}, "
+            f"pass@{r.runs} {r.pass_at_k}, pass^{r.runs} {r.pass_hat_k}"
+        )
+        if gate is not None:
+            line += f" ({'ok' if r.rate >= gate else 'BELOW'} the minimum {gate:g})"
+        if r.replayed and r.runs > 1:
+            line += (
+                " [replayed from one cassette: repeats are identical by design, not a measurement]"
+            )
+        lines.append(line)
+    return lines

@@ -1,0 +1,329 @@
+"""Invocation traces: one JSON document per spec run, in seed 003's trace shape.
+
+A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
+which observed effects and at what cost, with one child per attempt; the raw stream-json
+transcript of every Claude Code session is written beside it::
+
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].json
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
+
+``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` emits.
+Everything ``write_report`` puts on disk passes through a Scrubber first, and every file
+is written atomically, so a reader never sees a half-written trace.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.execution import Attempt, SpecResult
+from pytest_atom.recording import spec_hash
+from pytest_atom.runner import IterationRecord
+from pytest_atom.scrub import Scrubber
+from pytest_atom.spec import SPEC_SUFFIX
+
+__all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
+
+TRACE_SCHEMA: dict[str, Any] = json.loads(
+    Path(__file__).with_name("trace_schema.json").read_text(encoding="utf-8")
+)
+TRACE_FORMAT = "pytest-atom/trace@1"
+IMPLEMENTATION_KIND = "claude_code"
+#: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
+_WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
+#: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
+_NOT_WORK = frozenset({"USER_PROMPT.md", "__pycache__", ".pytest_cache", ".mypy_cache"})
+_CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
+_DENIAL_INPUT_LIMIT = 200
+
+
+@dataclass(frozen=True)
+class _Session:
+    """One CLI session of a run, with the transcript file it gets (None: no output)."""
+
+    attempt: Attempt
+    role: str  # executor or reflector
+    iteration: int
+    record: IterationRecord
+    transcript: str | None  # relative to the trace file
+
+
+def _stem(result: SpecResult, repeat: int | None) -> str:
+    """The trace's file name without ``.json``: ``<spec name>[.r<repeat>]``."""
+    if repeat is not None and repeat < 0:
+        raise ValueError(f"repeat must be 0 or more, got {repeat}")
+    return result.spec.name + ("" if repeat is None else f".r{repeat}")
+
+
+def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
+    """Where write_report puts the trace of `result`."""
+    folder = report_dir / result.spec.path.name.removesuffix(SPEC_SUFFIX)
+    return folder / f"{_stem(result, repeat)}.json"
+
+
+def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
+    folder = f"{_stem(result, repeat)}.transcripts"
+    for attempt in result.attempts:
+        roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
+        if attempt.reflector is not None:
+            roles.append(("reflector", 1, attempt.reflector))
+        for role, iteration, record in roles:
+            name = f"a{attempt.number:02d}-{role}-{iteration}.jsonl"
+            transcript = f"{folder}/{name}" if record.stdout else None
+            yield _Session(attempt, role, iteration, record, transcript)
+
+
+def _invocation_id(result: SpecResult, suffix: str = "") -> str:
+    """Stable for a run: derived from its folder's name, which is unique per run."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:run:{result.run_dir.name}{suffix}"))
+
+
+def atom_ref(result: SpecResult) -> str:
+    spec = result.spec
+    return f"spec:{spec.path.name}::{spec.name}@{spec_hash(spec)}"
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+def _cost(records: list[IterationRecord], wall_seconds: float) -> dict[str, Any]:
+    return {
+        "usd": sum(r.cost_usd for r in records),
+        "tokens": sum(r.tokens for r in records),
+        "wall_time_ms": _ms(wall_seconds),
+        "claude_time_ms": _ms(sum(r.duration for r in records)),
+        "dispatched_runs": len(records),
+    }
+
+
+def _session_entry(session: _Session) -> dict[str, Any]:
+    r = session.record
+    return {
+        "role": session.role,
+        "iteration": session.iteration,
+        "session_id": r.session_id,
+        "transcript": session.transcript,
+        "returncode": r.returncode,
+        "is_error": r.is_error,
+        "timed_out": r.timed_out,
+        "num_turns": r.num_turns,
+        "duration_s": r.duration,
+        "tokens": r.tokens,
+        "cost_usd": r.cost_usd,
+    }
+
+
+def _child(
+    result: SpecResult, attempt: Attempt, sessions: list[_Session], parent_ref: str
+) -> dict[str, Any]:
+    harness_failed = result.harness_error is not None and attempt is result.final
+    errors = [result.harness_error] if harness_failed and result.harness_error else []
+    if attempt.outcome.get("error"):
+        errors.append(str(attempt.outcome["error"]))
+    records = attempt.all_records
+    executor_seconds = float(attempt.outcome.get("duration") or 0.0)
+    if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
+        executor_seconds = sum(r.duration for r in attempt.records)
+    reflector_seconds = attempt.reflector.duration if attempt.reflector else 0.0
+    return {
+        "invocation_id": _invocation_id(result, f"#attempt-{attempt.number}"),
+        "atom_ref": f"{parent_ref}#attempt-{attempt.number}",
+        "implementation_kind": IMPLEMENTATION_KIND,
+        "state": "error" if harness_failed else _CHILD_STATES.get(attempt.decision, "failed"),
+        "decision": attempt.decision,
+        "completed": attempt.completed,
+        "reason": attempt.outcome.get("reason"),
+        "iterations": attempt.iterations,
+        "workspace": str(attempt.path),
+        "checks": [
+            {
+                "kind": c.check.kind,
+                "describe": c.check.describe(),
+                "passed": c.passed,
+                "summary": c.summary,
+                "evidence": c.evidence,
+            }
+            for c in attempt.checks
+        ],
+        "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
+        "cost": _cost(records, executor_seconds + reflector_seconds),
+        "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
+        "children": [],
+        "errors": errors,
+    }
+
+
+def _permission_denials(session: _Session) -> list[str]:
+    """Tool calls the CLI refused, from the ``permission_denials`` of its result event."""
+    found = []
+    for line in session.record.stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("type") != "result":
+            continue
+        for denial in event.get("permission_denials") or []:
+            if not isinstance(denial, dict):
+                continue
+            tool_input = json.dumps(denial.get("tool_input"), ensure_ascii=False)
+            if len(tool_input) > _DENIAL_INPUT_LIMIT:
+                tool_input = tool_input[: _DENIAL_INPUT_LIMIT - 1] + "…"
+            found.append(
+                f"attempt {session.attempt.number} {session.role} iteration "
+                f"{session.iteration}: permission denied for {denial.get('tool_name')} "
+                f"{tool_input}"
+            )
+    return found
+
+
+def _files(root: Path | None) -> dict[str, Path]:
+    if root is None or not root.is_dir():
+        return {}
+    return {
+        str(p.relative_to(root)): p
+        for p in root.rglob("*")
+        if p.is_file() and not _NOT_WORK & set(p.relative_to(root).parts)
+    }
+
+
+def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
+    """Whether the agent's work differs from the fixture it started from.
+
+    The last attempt holds every attempt's work (each starts as a copy of the one before);
+    once its folder is gone, any call of a file-changing tool counts as a write.
+    """
+    if not result.attempts or not result.final.path.is_dir():
+        return any(executor_calls[name] for name in _WRITING_TOOLS)
+    before, after = _files(result.spec.workspace), _files(result.final.path)
+    if before.keys() != after.keys():
+        return True
+    return any(not filecmp.cmp(before[name], after[name], shallow=False) for name in after)
+
+
+def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
+    """The invocation trace of one spec run (unscrubbed: write_report scrubs what it writes).
+
+    Transcript paths are where write_report puts them, relative to the trace file.
+    """
+    spec = result.spec
+    ref = atom_ref(result)
+    sessions = list(_sessions(result, repeat))
+    executor_calls: Counter[str] = Counter(
+        call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
+    )
+    verdict = result.verdict
+    if result.harness_error is not None:
+        state = "error"
+    else:
+        state = "succeeded" if result.passed else "failed"
+    errors = ([result.harness_error] if result.harness_error else []) + [
+        f"replay divergence: {d}" for d in result.divergences
+    ]
+    trace = {
+        "invocation_id": _invocation_id(result),
+        "atom_ref": ref,
+        "implementation_kind": IMPLEMENTATION_KIND,
+        "state": state,
+        "output_shape": {
+            "valid": verdict is not None or not spec.criteria,
+            "schema_ref": "reflector.verdict" if spec.criteria else None,
+            "errors": [result.harness_error] if result.harness_error else [],
+        },
+        "effective_limits": {
+            "max_iterations": spec.max_iterations,
+            "attempts": spec.attempts,
+            "timeout_s": spec.timeout,
+            "threshold": result.threshold,
+            "permission_mode": spec.claude.permission_mode,
+            "allowed_tools": list(spec.claude.allowed_tools),
+        },
+        "effects_observed": {
+            "writes_files": _writes_files(result, executor_calls),
+            "tool_calls": dict(sorted(executor_calls.items())),
+            "dispatches_runs": len(sessions),
+            "violations": [v for s in sessions for v in _permission_denials(s)],
+        },
+        "cost": _cost(result.records, result.duration),
+        "children": [_child(result, a, sessions, ref) for a in result.attempts],
+        "errors": errors,
+        "atom": {
+            "format": TRACE_FORMAT,
+            "spec": {
+                "name": spec.name,
+                "file": spec.path.name,
+                "path": str(spec.path),
+                "hash": spec_hash(spec),
+                "description": spec.description,
+                "model": spec.model,
+                "criteria": list(spec.criteria),
+            },
+            "source": result.source,
+            "run_dir": str(result.run_dir),
+            "workspace": str(result.workspace) if result.attempts else None,
+            "cassette": str(result.cassette) if result.cassette else None,
+            "claude_code_version": next(
+                (s.record.cli_version for s in sessions if s.record.cli_version), None
+            ),
+            "passed": result.passed,
+            "decision": result.decision,
+            "score": result.score,
+            "iterations": result.iterations,
+            "warnings": list(result.warnings),
+            "repeat": repeat,
+        },
+    }
+    # Tuples (verdict criteria) become lists: exactly what a reader of the file gets back.
+    data: dict[str, Any] = json.loads(json.dumps(trace, ensure_ascii=False))
+    return data
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """A temporary file in the same folder, then os.replace: readers see old or new, whole."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide reports from CI artifact uploads
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
+    """Write the scrubbed trace and every session's scrubbed transcript; returns the trace path.
+
+    Transcripts are written first and the trace last, so a trace never names a missing
+    file; transcripts left from an earlier report of the same spec and repeat are removed.
+    """
+    scrubber = Scrubber()
+    path = trace_path(result, Path(report_dir), repeat=repeat)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    trace = build_trace(result, repeat=repeat)
+    written: set[Path] = set()
+    for session in _sessions(result, repeat):
+        if session.transcript is None:
+            continue
+        target = path.parent / session.transcript
+        target.parent.mkdir(exist_ok=True)
+        _write_atomic(target, scrubber.scrub(session.record.stdout))
+        written.add(target)
+    transcripts = path.parent / f"{_stem(result, repeat)}.transcripts"
+    if transcripts.is_dir():
+        for stale in transcripts.glob("*.jsonl"):
+            if stale not in written:
+                stale.unlink()
+    text = json.dumps(scrubber.scrub_obj(trace), indent=2, ensure_ascii=False) + "\n"
+    _write_atomic(path, text)
+    return path

@@ -1,0 +1,143 @@
+"""Snapshots of spec outputs, repeats with pass-rate gating, and the `atom` fixture."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(autouse=True)
+def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    # When this suite runs under xdist, an in-process inner run would inherit the worker's
+    # variables, and syrupy would leave its report to a controller that does not exist.
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def create_file(pytester: pytest.Pytester) -> Path:
+    """The shipped create-file spec with its script and cassette, alone in a project."""
+    specs = REPO / "fixtures" / "specs"
+    shutil.copy2(specs / "create_file.atom.yaml", pytester.path)
+    shutil.copytree(specs / "scripts", pytester.path / "scripts")
+    shutil.copytree(
+        specs / "cassettes" / "create_file", pytester.path / "cassettes" / "create_file"
+    )
+    return pytester.path / "create_file.atom.yaml"
+
+
+def test_snapshot_update_then_match_then_mismatch(
+    pytester: pytest.Pytester, create_file: Path
+) -> None:
+    create_file.write_text(create_file.read_text() + "snapshot: [hello.txt]\n")
+    pytester.runpytest("--atom", "--snapshot-update").assert_outcomes(passed=1)
+    [ambr] = (pytester.path / "__snapshots__").glob("*.ambr")
+    assert "# name: create-file[hello.txt]" in ambr.read_text()
+    assert "hello, world" in ambr.read_text()
+
+    pytester.runpytest("--atom").assert_outcomes(passed=1)
+
+    ambr.write_text(ambr.read_text().replace("hello, world", "hello, there"))
+    result = pytester.runpytest("--atom")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "snapshot of hello.txt does not match (accept it with --snapshot-update):",
+            "*- hello, there",
+            "*+ hello, world",
+        ]
+    )
+
+
+def test_unused_snapshots_are_detected(pytester: pytest.Pytester, create_file: Path) -> None:
+    create_file.write_text(create_file.read_text() + "snapshot: [hello.txt, USER_PROMPT.md]\n")
+    pytester.runpytest("--atom", "--snapshot-update").assert_outcomes(passed=1)
+    create_file.write_text(create_file.read_text().replace(", USER_PROMPT.md]", "]"))
+    result = pytester.runpytest("--atom")
+    result.stdout.fnmatch_lines(["*1 snapshot unused*"])
+    pytester.runpytest("--atom", "--snapshot-update").stdout.fnmatch_lines(
+        ["*1 unused snapshot deleted*"]
+    )
+
+
+def test_repeats_report_pass_rates_and_say_replays_are_not_measurements(
+    pytester: pytest.Pytester, create_file: Path
+) -> None:
+    result = pytester.runpytest("--atom", "--atom-repeat", "2", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*create_file.atom.yaml::create-file[[]r1] PASSED*",
+            "*create_file.atom.yaml::create-file[[]r2] PASSED*",
+            "create_file.atom.yaml::create-file: 2/2 passed, pass rate 1.00, pass@2 1, pass^2 1 "
+            "[[]replayed from one cassette: repeats are identical by design, not a measurement]",
+        ]
+    )
+
+
+def test_min_pass_rate_gates_the_exit_status(pytester: pytest.Pytester) -> None:
+    # A check that passes once: the first repeat makes the folder, the second finds it.
+    flag = pytester.path / "flag"
+    pytester.makefile(
+        ".atom.yaml",
+        once=f"name: once\nprompt: p\nscript: s.yaml\n"
+        f"accept:\n  - command: {{run: 'mkdir {flag}'}}\n",
+    )
+    (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
+    low = pytester.runpytest("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.9")
+    low.assert_outcomes(passed=1, failed=1)
+    assert low.ret == pytest.ExitCode.TESTS_FAILED
+    low.stdout.fnmatch_lines(
+        [
+            "once.atom.yaml::once: 1/2 passed, pass rate 0.50, pass@2 1, pass^2 0 "
+            "(BELOW the minimum 0.9)"
+        ]
+    )
+    flag.rmdir()
+    ok = pytester.runpytest("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5")
+    ok.assert_outcomes(passed=1, failed=1)
+    assert ok.ret == pytest.ExitCode.OK  # the gate, not the single failed repeat, decides
+    ok.stdout.fnmatch_lines(["*1/2 passed, pass rate 0.50*(ok the minimum 0.5)"])
+
+
+def test_the_atom_fixture_runs_a_spec_file_and_an_inline_spec(
+    pytester: pytest.Pytester, create_file: Path
+) -> None:
+    pytester.makepyfile(
+        test_agent="""
+        def test_spec_file(atom, snapshot):
+            result = atom.run("create_file.atom.yaml")
+            assert result.passed, result.report()
+            assert result.score == 0.95
+            assert snapshot == (result.workspace / "hello.txt").read_text()
+
+        def test_inline(atom):
+            result = atom.run(
+                prompt="Create done.txt",
+                script={"turns": [
+                    {"tool_use": [{"name": "Bash", "input": {"command": "echo ok > done.txt"}}]},
+                    {"text": "EXIT_LOOP_NOW"},
+                ]},
+                accept=[{"file_contains": {"path": "done.txt", "pattern": "^ok$"}}],
+            )
+            assert result.passed, result.report()
+            assert result.source == "scripted"
+
+        def test_inline_failure_report(atom):
+            result = atom.run(
+                prompt="Create done.txt",
+                script={"turns": [{"text": "EXIT_LOOP_NOW"}]},
+                accept=[{"file_exists": "done.txt"}],
+            )
+            assert not result.passed
+            assert "FAIL file_exists done.txt" in result.report()
+        """
+    )
+    result = pytester.runpytest("test_agent.py", "--snapshot-update")  # no --atom needed
+    result.assert_outcomes(passed=3)
+    assert list((pytester.path / "__snapshots__").glob("test_agent.ambr"))

@@ -1,0 +1,269 @@
+"""Invocation traces of real spec runs: the real CLI, scripted executor and reflector."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from pytest_atom.execution import SpecResult, run_spec
+from pytest_atom.recording import spec_hash
+from pytest_atom.spec import load_spec
+from pytest_atom.trace import TRACE_SCHEMA, build_trace, write_report
+from tests.conftest import bash
+
+CRITERION = "done.txt exists and says done."
+SPEC = f"""\
+name: task
+prompt: Create done.txt saying done.
+script: script.yaml
+max_iterations: 3
+timeout: 120
+criteria:
+  - {CRITERION}
+accept:
+  - file_exists: done.txt
+"""
+WRITE = bash("echo done > done.txt", "Writing done.txt.")
+VALIDATOR = Draft202012Validator(TRACE_SCHEMA)
+
+
+def verdict(score: float, met: bool = True, evidence: str = "done.txt reads 'done'") -> Any:
+    return {
+        "verdict": {
+            "score": score,
+            "decision": "proceed" if met else "refine",
+            "criteria": [{"criterion": CRITERION, "met": met, "evidence": evidence}],
+            "feedback": "" if met else "Say it twice.",
+            "flaky": [],
+        }
+    }
+
+
+def run(
+    folder: Path, claude_bin: Path, turns: list[Any], reflector: list[Any], spec: str = SPEC
+) -> SpecResult:
+    """Run a spec written into `folder` through the real CLI, as `pytest --atom` would."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "task.atom.yaml").write_text(spec)
+    (folder / "script.yaml").write_text(yaml.safe_dump({"turns": turns, "reflector": reflector}))
+    return run_spec(
+        load_spec(folder / "task.atom.yaml"), runs_dir=folder / "runs", claude_bin=claude_bin
+    )
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def sessions(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for child in trace["children"] for s in child["sessions"]]
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> SpecResult:
+    folder = tmp_path_factory.mktemp("passing")
+    result = run(folder, claude_bin, [WRITE, {"text": "Done. EXIT_LOOP_NOW"}], [verdict(0.9)])
+    assert result.passed, result.harness_error
+    return result
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
+    Draft202012Validator.check_schema(TRACE_SCHEMA)
+    assert TRACE_SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert TRACE_SCHEMA["additionalProperties"] is False
+
+
+def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
+    trace = build_trace(passing)
+    VALIDATOR.validate(trace)
+    spec = passing.spec
+    assert trace["atom_ref"] == f"spec:task.atom.yaml::task@{spec_hash(spec)}"
+    assert trace["invocation_id"] == str(uuid.UUID(trace["invocation_id"]))
+    assert build_trace(passing)["invocation_id"] == trace["invocation_id"]  # stable per run
+    assert trace["implementation_kind"] == "claude_code"
+    assert trace["state"] == "succeeded" and trace["errors"] == []
+    assert trace["output_shape"] == {"valid": True, "schema_ref": "reflector.verdict", "errors": []}
+    assert trace["effective_limits"] == {
+        "max_iterations": 3,
+        "attempts": 3,
+        "timeout_s": 120,
+        "threshold": 0.8,
+        "permission_mode": "acceptEdits",
+        "allowed_tools": ["Bash", "Edit", "Read", "Write"],
+    }
+    effects = trace["effects_observed"]
+    assert effects == {
+        "writes_files": True,
+        "tool_calls": {"Bash": 1},  # the reflector's StructuredOutput is no effect
+        "dispatches_runs": 2,
+        "violations": [],
+    }
+    cost = trace["cost"]
+    assert cost["dispatched_runs"] == 2 and cost["tokens"] == passing.tokens > 0
+    assert cost["usd"] == pytest.approx(passing.cost_usd) and cost["usd"] > 0
+    assert cost["wall_time_ms"] >= cost["claude_time_ms"] > 0
+
+    [child] = trace["children"]
+    assert child["atom_ref"] == trace["atom_ref"] + "#attempt-1"
+    assert child["invocation_id"] != trace["invocation_id"]
+    assert child["state"] == "succeeded" and child["decision"] == "proceed"
+    assert child["iterations"] == 1 and child["completed"] and child["children"] == []
+    assert child["verdict"] == verdict(0.9)["verdict"]
+    assert child["checks"] == [
+        {
+            "kind": "file_exists",
+            "describe": "file_exists done.txt",
+            "passed": True,
+            "summary": "done.txt exists",
+            "evidence": passing.checks[0].evidence,
+        }
+    ]
+    assert [s["role"] for s in child["sessions"]] == ["executor", "reflector"]
+    assert child["sessions"][0]["session_id"] == passing.final.records[0].session_id
+    assert child["cost"]["dispatched_runs"] == 2
+
+    atom = trace["atom"]
+    assert atom["passed"] and atom["decision"] == "proceed" and atom["score"] == 0.9
+    assert atom["source"] == "scripted" and atom["run_dir"] == str(passing.run_dir)
+    assert atom["spec"]["name"] == "task" and atom["spec"]["criteria"] == [CRITERION]
+    assert atom["repeat"] is None and atom["claude_code_version"]
+
+
+def test_write_report_writes_the_trace_and_every_transcript(
+    passing: SpecResult, tmp_path: Path
+) -> None:
+    path = write_report(passing, tmp_path / "reports")
+    assert path == tmp_path / "reports" / "task" / "task.json"
+    trace = json.loads(path.read_text())
+    VALIDATOR.validate(trace)
+    assert trace["state"] == "succeeded"
+    for session in sessions(trace):
+        transcript = path.parent / session["transcript"]
+        events = lines(transcript)
+        assert events[0]["type"] == "system" and events[-1]["type"] == "result"
+        assert events[-1]["session_id"] == session["session_id"]
+    assert sorted(p.name for p in (path.parent / "task.transcripts").iterdir()) == [
+        "a01-executor-1.jsonl",
+        "a01-reflector-1.jsonl",
+    ]
+    assert not list(path.parent.rglob("*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_a_repeat_gets_its_own_files_and_stale_transcripts_go(
+    passing: SpecResult, tmp_path: Path
+) -> None:
+    stale = tmp_path / "task" / "task.r3.transcripts" / "a02-executor-1.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{}\n")
+    path = write_report(passing, tmp_path, repeat=3)
+    assert path == tmp_path / "task" / "task.r3.json"
+    trace = json.loads(path.read_text())
+    assert trace["atom"]["repeat"] == 3
+    assert [s["transcript"] for s in sessions(trace)] == [
+        "task.r3.transcripts/a01-executor-1.jsonl",
+        "task.r3.transcripts/a01-reflector-1.jsonl",
+    ]
+    assert all((path.parent / s["transcript"]).is_file() for s in sessions(trace))
+    assert not stale.exists()
+    assert not (tmp_path / "task" / "task.json").exists()
+
+
+def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, claude_bin: Path) -> None:
+    result = run(
+        tmp_path,
+        claude_bin,
+        [
+            WRITE,
+            {"text": "Done. EXIT_LOOP_NOW"},
+            bash("echo done >> done.txt"),
+            {"text": "Better. EXIT_LOOP_NOW"},
+        ],
+        [verdict(0.6, met=False, evidence="done.txt says it once"), verdict(0.9)],
+    )
+    trace = json.loads(write_report(result, tmp_path / "reports").read_text())
+    VALIDATOR.validate(trace)
+    assert trace["state"] == "succeeded" and trace["atom"]["score"] == 0.9
+    first, second = trace["children"]
+    assert (first["state"], first["decision"]) == ("refined", "refine")
+    assert (second["state"], second["decision"]) == ("succeeded", "proceed")
+    assert first["verdict"]["score"] == 0.6 and first["verdict"]["feedback"] == "Say it twice."
+    assert second["verdict"]["score"] == 0.9
+    assert [c["atom_ref"].rsplit("#", 1)[1] for c in trace["children"]] == [
+        "attempt-1",
+        "attempt-2",
+    ]
+    assert len({trace["invocation_id"], first["invocation_id"], second["invocation_id"]}) == 3
+    assert [s["transcript"].split("/")[1] for s in sessions(trace)] == [
+        "a01-executor-1.jsonl",
+        "a01-reflector-1.jsonl",
+        "a02-executor-1.jsonl",
+        "a02-reflector-1.jsonl",
+    ]
+    assert trace["effects_observed"]["tool_calls"] == {"Bash": 2}
+    assert trace["effects_observed"]["dispatches_runs"] == trace["cost"]["dispatched_runs"] == 4
+    assert trace["cost"]["tokens"] == first["cost"]["tokens"] + second["cost"]["tokens"]
+
+
+def test_a_failing_run_without_criteria(tmp_path: Path, claude_bin: Path) -> None:
+    # Bash is not allowed, so the CLI refuses the write: a violation, no file, a failed check.
+    spec = (
+        "name: task\nprompt: Create done.txt saying done.\nscript: script.yaml\n"
+        "max_iterations: 1\nclaude: {permission_mode: default, allowed_tools: [Read]}\n"
+        "accept:\n  - file_exists: done.txt\n"
+    )
+    result = run(tmp_path, claude_bin, [WRITE, {"text": "Done. EXIT_LOOP_NOW"}], [], spec=spec)
+    trace = json.loads(write_report(result, tmp_path / "reports").read_text())
+    VALIDATOR.validate(trace)
+    assert trace["state"] == "failed" and trace["errors"] == []
+    assert trace["output_shape"] == {"valid": True, "schema_ref": None, "errors": []}
+    [child] = trace["children"]
+    assert child["state"] == "failed" and child["verdict"] is None
+    assert [s["role"] for s in child["sessions"]] == ["executor"]
+    assert [(c["passed"], c["summary"]) for c in child["checks"]] == [
+        (False, "done.txt is missing")
+    ]
+    effects = trace["effects_observed"]
+    assert effects["writes_files"] is False and effects["tool_calls"] == {"Bash": 1}
+    [violation] = effects["violations"]
+    assert "permission denied for Bash" in violation and "echo done > done.txt" in violation
+    assert trace["atom"]["passed"] is False and trace["atom"]["score"] is None
+
+
+def test_secrets_never_reach_the_disk(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    canary = f"canary-{uuid.uuid4().hex}"
+    monkeypatch.setenv("ATOM_CANARY_TOKEN", canary)
+    result = run(
+        tmp_path,
+        claude_bin,
+        [
+            WRITE,
+            bash("echo $ATOM_CANARY_TOKEN", "Showing the token."),
+            {"text": "Done. EXIT_LOOP_NOW"},
+        ],
+        # The reflector quotes the secret, so it reaches the trace as well as the transcripts.
+        [verdict(0.9, evidence=f"the agent printed {canary}")],
+    )
+    assert result.passed, result.harness_error
+    # Both routes really carry the canary before scrubbing.
+    assert canary in result.final.records[0].stdout
+    assert canary in json.dumps(build_trace(result))
+
+    path = write_report(result, tmp_path / "reports")
+    written = [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
+    assert len(written) == 3  # the trace, the executor's and the reflector's transcripts
+    for file in written:
+        assert canary not in file.read_text(), f"{file.name} holds the secret"
+    trace = json.loads(path.read_text())
+    VALIDATOR.validate(trace)
+    assert "the agent printed <SECRET:ATOM_CANARY_TOKEN>" in json.dumps(trace)
+    executor = path.parent / sessions(trace)[0]["transcript"]
+    assert "<SECRET:ATOM_CANARY_TOKEN>" in executor.read_text()
+    lines(executor)  # still JSON lines after scrubbing
