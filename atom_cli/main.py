@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import click
 
+from atom_cli.loop_cmd import loop
+from atom_cli.run_cmd import run
 from pytest_atom.claude_code import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
@@ -14,12 +17,38 @@ from pytest_atom.claude_code import (
     find_claude,
     install_command,
 )
+from pytest_atom.spec import SPEC_SUFFIX
 
 
-@click.group()
+class AtomGroup(click.Group):
+    """Subcommands, plus the seed's classic forms: `atom "task"`, bare `atom`, `atom x.atom.yaml`.
+
+    A subcommand name or a spec path is never taken as task text: only arguments that are
+    neither go to the classic loop.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:
+            args = ["loop"]
+        elif args[0] in self.commands or args[0] in ("--help", "-h", "--version"):
+            pass
+        elif args[0].endswith(SPEC_SUFFIX) or Path(args[0]).is_dir():
+            args = ["run", *args]
+        else:
+            args = ["loop", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=AtomGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pytest-atom")
 def main() -> None:
-    """Run Claude Code atoms and test them with specs (see `pytest --atom`)."""
+    """Run Claude Code atoms and test them with specs.
+
+    \b
+    atom "task text"        the classic atom loop in this folder (writes USER_PROMPT.md)
+    atom                    the classic loop on an existing USER_PROMPT.md
+    atom run SPEC...        run specs with live progress (same code path as pytest --atom)
+    """
 
 
 @main.command()
@@ -49,3 +78,7 @@ def setup() -> None:
         raise click.ClickException(f"npm failed with exit code {exc.returncode}.") from None
     binary = find_claude()
     click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+
+
+main.add_command(loop)
+main.add_command(run)

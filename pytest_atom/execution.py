@@ -194,6 +194,8 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `threshold` is the project's default (ini `atom_threshold`); a spec's own wins.
+    `on_event` receives the executor's stream-json events as they arrive, and the
+    harness's own as ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``.
     """
     started = time.perf_counter()
     claude_bin = claude_bin or find_claude()
@@ -255,6 +257,11 @@ class _Run:
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
 
+    def emit(self, subtype: str, **data: Any) -> None:
+        """Harness progress through the same callback as the CLI's stream-json events."""
+        if self.on_event:
+            self.on_event({"type": "atom", "subtype": subtype, **data})
+
     def attempt_all(self, source: ModelSource, gateway_url: str) -> None:
         spec = self.spec
         env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
@@ -291,10 +298,12 @@ class _Run:
             # runtime.records fills as iterations end, so an interrupted attempt keeps them.
             attempt = Attempt(number, path, {}, runtime.records)
             self.attempts.append(attempt)
+            self.emit("attempt", attempt=number, attempts=spec.attempts)
             attempt.outcome = runtime.run(spec.prompt, message=message)
             if attempt.outcome.get("reason") == "timeout":
                 return
             attempt.checks = run_checks(spec.accept, path, env=clean_env(), registry=self.registry)
+            self.emit("checks", checks=attempt.checks)
             if spec.criteria and attempt.completed:
                 try:
                     attempt.verdict, attempt.reflector = run_reflector(
@@ -317,6 +326,7 @@ class _Run:
             attempt.decision = judge(
                 attempt.completed, attempt.checks, attempt.verdict, self.threshold
             )
+            self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
             if attempt.decision != "refine":
                 return
             message = refine_message(attempt, spec.attempts, self.threshold)

@@ -29,6 +29,7 @@ from pytest_atom.report import (
     failure_report,
     pass_rate_lines,
     pass_rates,
+    result_properties,
     summary_table,
 )
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
@@ -396,17 +397,7 @@ class AtomItem(pytest.Function):
             self.user_properties.append(("atom_trace", display_path(trace)))
         for warning in result.warnings:
             self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
-        self.user_properties += [
-            ("atom_decision", result.decision),
-            ("atom_score", "" if result.score is None else result.score),
-            ("atom_attempts", len(result.attempts)),
-            ("atom_iterations", result.iterations),
-            ("atom_tokens", result.tokens),
-            ("atom_cost_usd", round(result.cost_usd, 6)),
-            ("atom_duration_s", round(result.duration, 3)),
-            ("atom_claude_s", round(result.claude_seconds, 3)),
-            ("atom_source", result.source),
-        ]
+        self.user_properties += list(result_properties(result).items())
         self.ihook.pytest_atom_verdict(spec=self.spec, verdict=result.verdict, result=result)
         if result.harness_error:
             # Never the expected failure of an xfail spec, never a pass: the harness broke.

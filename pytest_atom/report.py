@@ -113,6 +113,21 @@ def failure_report(result: SpecResult) -> str:
     return "\n".join(lines)
 
 
+def result_properties(result: SpecResult) -> dict[str, Any]:
+    """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
+    return {
+        "atom_decision": result.decision,
+        "atom_score": "" if result.score is None else result.score,
+        "atom_attempts": len(result.attempts),
+        "atom_iterations": result.iterations,
+        "atom_tokens": result.tokens,
+        "atom_cost_usd": round(result.cost_usd, 6),
+        "atom_duration_s": round(result.duration, 3),
+        "atom_claude_s": round(result.claude_seconds, 3),
+        "atom_source": result.source,
+    }
+
+
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     """The terminal summary: one line per spec run, from the figures in its report."""
     header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "time s")

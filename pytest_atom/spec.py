@@ -125,6 +125,7 @@ class Spec:
     description: str = ""
     workspace: Path | None = None
     script: Path | None = None
+    oracle: Path | None = None  # a known-good solution, run by `atom validate`
     toolname: str | None = None
     max_iterations: int = 10
     timeout: float = 600.0
@@ -458,7 +459,13 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["attempts"] = int(m["attempts"])
     if "timeout" in m:
         kw["timeout"] = float(m["timeout"])
-    for key, want in (("workspace", "folder"), ("script", "file"), ("cassette", None)):
+    spec_side = (
+        ("workspace", "folder"),
+        ("script", "file"),
+        ("oracle", "file"),
+        ("cassette", None),
+    )
+    for key, want in spec_side:
         if m.get(key) is not None:
             kw[key] = _spec_side(doc, loc + (key,), m[key], want)
     kw["accept"] = tuple(

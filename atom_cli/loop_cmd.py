@@ -1,0 +1,62 @@
+"""The classic atom loop (seed 000's atom.py): `atom "task"` or bare `atom` in a folder."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+import click
+
+from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
+from pytest_atom.prompts import PromptLoader, PromptNotFoundError
+from pytest_atom.runner import ClaudeRunner
+from pytest_atom.runtime import AtomRuntime
+from pytest_atom.spec import ClaudeOptions
+
+
+@click.command("loop")
+@click.argument("task", nargs=-1)
+@click.option("--toolname", help="prompt composition: atom_foo = ATOM.md + FOO.md, foo = FOO.md.")
+@click.option("--max-iterations", type=click.IntRange(min=1), default=25, show_default=True)
+def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> None:
+    """Iterate Claude Code on USER_PROMPT.md in this folder until it prints EXIT_LOOP_NOW.
+
+    `atom "task text"` writes USER_PROMPT.md first; bare `atom` uses the existing one.
+    Running `atom` again in the same folder continues the same conversation.
+    """
+    prompt_file = Path("USER_PROMPT.md")
+    if task:
+        prompt_file.write_text(" ".join(task), encoding="utf-8")
+        click.echo("📝 Created USER_PROMPT.md with provided prompt\n")
+    if not prompt_file.exists():
+        click.echo("❌ USER_PROMPT.md not found in current directory")
+        click.echo("Usage: atom [prompt text]")
+        click.echo("   or: create USER_PROMPT.md manually and run: atom")
+        sys.exit(1)
+    cwd = Path.cwd()
+    click.echo(f"🔬 Atom: {cwd.name}\n")
+    try:
+        system_prompt = PromptLoader().load(toolname)
+        # The user's own environment and auth, as the seed's `claude -p` had; tools are
+        # granted by allow-list, since the CLI refuses to skip permissions as root.
+        runner = ClaudeRunner(claude_bin=find_claude(), options=ClaudeOptions(bare=False))
+    except (PromptNotFoundError, ClaudeNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from None
+    runtime = AtomRuntime(
+        system_prompt,
+        cwd,
+        max_iterations=max_iterations,
+        verbose=True,
+        runner=runner,
+        # One conversation per folder, as the seed's `claude -c` gave.
+        session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:loop:{cwd.resolve()}")),
+    )
+    result = runtime.run(prompt_file.read_text(encoding="utf-8"))
+    if result["success"]:
+        click.echo(f"\n✅ Complete after {result['iterations']} iterations")
+        return
+    click.echo(f"\n⚠️  {result['reason']}")
+    if result.get("error"):
+        click.echo(result["error"], err=True)
+    sys.exit(1)

@@ -1,0 +1,189 @@
+"""`atom run`: specs outside pytest, with live progress, through the plugin's own code path."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from pytest_atom.cassette import CassetteError
+from pytest_atom.claude_code import ClaudeNotFoundError
+from pytest_atom.execution import HarnessError, SpecResult, run_spec
+from pytest_atom.gateway import ScriptError
+from pytest_atom.prompts import PromptNotFoundError
+from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError, RecordSettings
+from pytest_atom.report import result_properties, summary_table
+from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+from pytest_atom.trace import build_trace, write_report
+
+HARNESS_ERRORS = (
+    HarnessError,
+    RecordingError,
+    CassetteError,
+    ScriptError,
+    ClaudeNotFoundError,
+    PromptNotFoundError,
+)
+
+
+def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
+    """Specs from files and folders (recursively); a malformed one is a usage error."""
+    files: list[Path] = []
+    for path in paths:
+        files += sorted(path.rglob(f"*{SPEC_SUFFIX}")) if path.is_dir() else [path]
+    specs: list[Spec] = []
+    for file in files:
+        try:
+            specs += load_specs(file)
+        except SpecError as err:
+            raise click.UsageError(str(err)) from None
+    if not specs:
+        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
+    return specs
+
+
+class Progress:
+    """Prints a spec run as it happens: attempts, iterations, tool calls, checks, verdict."""
+
+    def __init__(self, console: Console, spec: Spec) -> None:
+        self.console = console
+        self.spec = spec
+        self.iteration = 0
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind, sub = event.get("type"), event.get("subtype")
+        say = self.console.print
+        if kind == "atom" and sub == "attempt":
+            self.iteration = 0
+            say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
+        elif kind == "system" and sub == "init":
+            self.iteration += 1
+            say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
+        elif kind == "assistant":
+            for block in (event.get("message") or {}).get("content") or []:
+                if block.get("type") == "tool_use":
+                    args = json.dumps(block.get("input") or {}, ensure_ascii=False)
+                    say(f"      [cyan]→ {escape(block.get('name', '?'))}[/] {escape(args[:120])}")
+                elif block.get("type") == "text" and block.get("text", "").strip():
+                    first = block["text"].strip().splitlines()[0]
+                    say(f"      [dim]{escape(first[:120])}[/]")
+        elif kind == "atom" and sub == "checks":
+            for check in event["checks"]:
+                mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
+                say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
+        elif kind == "atom" and sub == "decision":
+            verdict = event.get("verdict")
+            score = f", score {verdict.score:g}" if verdict else ""
+            say(f"    decision: [bold]{event['decision']}[/]{score}")
+
+
+@click.command("run")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--record-mode",
+    type=click.Choice(RECORD_MODES),
+    default="none",
+    show_default=True,
+    help="none replays cassettes and never reaches the network; once, new_episodes "
+    "and all record (see the README).",
+)
+@click.option(
+    "--match",
+    "match",
+    type=click.Choice(MATCH_MODES),
+    default="strict",
+    show_default=True,
+    help="structural also replays requests whose tool results drifted.",
+)
+@click.option("--upstream", metavar="URL", help="where recording forwards to.")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="write JSON traces and transcripts here.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="run each spec N times.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="reflector score to pass, unless a spec sets its own.",
+)
+@click.option(
+    "--runs-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".atom/runs"),
+    show_default=True,
+    help="where run folders go.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
+)
+def run(
+    specs: tuple[Path, ...],
+    record_mode: str,
+    match: str,
+    upstream: str | None,
+    report_dir: Path | None,
+    repeat: int,
+    threshold: float,
+    runs_dir: Path,
+    as_json: bool,
+) -> None:
+    """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
+
+    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors.
+    """
+    console = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    settings = RecordSettings(mode=record_mode, upstream=upstream, match=match)
+    results: list[tuple[SpecResult, int | None]] = []
+    for spec in collect_specs(specs):
+        for number in range(1, repeat + 1):
+            label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
+            console.print(f"[bold]{escape(label)}[/] ({escape(str(spec.path.name))})")
+            try:
+                result = run_spec(
+                    spec,
+                    runs_dir=runs_dir.resolve(),
+                    project_dir=Path.cwd(),
+                    settings=settings,
+                    threshold=threshold,
+                    on_event=Progress(console, spec),
+                )
+            except HARNESS_ERRORS as exc:
+                console.print(f"[red]Error:[/] {escape(str(exc))}")
+                sys.exit(2)
+            results.append((result, number if repeat > 1 else None))
+            if report_dir:
+                write_report(result, report_dir, repeat=number if repeat > 1 else None)
+            if not result.passed:
+                console.print(escape(result.report()))
+    rows = [
+        (
+            f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
+            "passed" if r.passed else "failed",
+            result_properties(r),
+        )
+        for r, n in results
+    ]
+    for line in summary_table(rows):
+        console.print(escape(line))
+    if as_json:
+        click.echo(
+            json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
+        )
+    if any(r.harness_error for r, _ in results):
+        sys.exit(2)
+    sys.exit(0 if all(r.passed for r, _ in results) else 1)

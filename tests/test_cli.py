@@ -1,0 +1,135 @@
+"""The `atom` command: `atom run`, the classic loop, routing of arguments."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.trace import TRACE_SCHEMA
+from tests.conftest import REPO, bash
+
+
+@pytest.fixture
+def cli(claude_bin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.chdir(tmp_path)
+    return CliRunner()
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    target = tmp_path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", target)
+    return target
+
+
+def test_help_lists_the_commands(cli: CliRunner) -> None:
+    result = cli.invoke(main, ["--help"])
+    assert result.exit_code == 0
+    for command in ("run", "loop", "setup"):
+        assert f"  {command} " in result.output
+    assert 'atom "task text"' in result.output
+
+
+def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> None:
+    ok = cli.invoke(main, ["run", str(specs / "create_file.atom.yaml")])
+    assert ok.exit_code == 0, ok.output
+    assert "attempt 1/3" in ok.output and "iteration 1/3" in ok.output
+    assert "→ Bash" in ok.output and "printf 'hello, world" in ok.output  # tool calls stream
+    assert (
+        "PASS file_contains hello.txt" in ok.output and "decision: proceed, score 0.95" in ok.output
+    )
+    assert "create_file.atom.yaml::create-file  passed" in ok.output
+
+    failed = cli.invoke(main, ["run", str(specs / "misses_goal.atom.yaml")])
+    assert failed.exit_code == 1
+    assert "verdict: fail, score 0.3" in failed.output  # the same report as pytest's
+
+
+def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
+    result = cli.invoke(main, [str(specs / "create_file.atom.yaml")])
+    assert result.exit_code == 0, result.output
+    assert not Path("USER_PROMPT.md").exists()  # never mistaken for task text
+
+
+def test_run_json_and_report(cli: CliRunner, specs: Path, tmp_path: Path) -> None:
+    import jsonschema
+
+    result = cli.invoke(
+        main, ["run", "--json", "--report", "out", str(specs / "create_file.atom.yaml")]
+    )
+    assert result.exit_code == 0
+    [trace] = json.loads(result.stdout)
+    jsonschema.validate(trace, TRACE_SCHEMA)
+    assert trace["state"] == "succeeded" and trace["atom"]["score"] == 0.95
+    assert (tmp_path / "out" / "create_file" / "create-file.json").exists()
+
+
+def test_malformed_spec_is_a_usage_error(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
+    result = cli.invoke(main, ["run", "bad.atom.yaml"])
+    assert result.exit_code == 2
+    assert "unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?" in result.output
+
+
+def test_missing_cassette_is_a_harness_error(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "x.atom.yaml").write_text("name: x\nprompt: do it\n")
+    result = cli.invoke(main, ["run", "x.atom.yaml"])
+    assert result.exit_code == 2
+    assert "record it with: pytest --atom 'x.atom.yaml::x' --atom-record-mode=once" in result.output
+
+
+def test_classic_loop_writes_the_prompt_and_iterates(
+    cli: CliRunner, gateway_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for(
+        [bash("echo hi > hi.txt"), {"text": "Not done yet."}, {"text": "Done.\nEXIT_LOOP_NOW"}]
+    )
+    env = {
+        "ANTHROPIC_BASE_URL": gateway.url,
+        "ANTHROPIC_API_KEY": "placeholder-for-tests",
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+    }
+    result = cli.invoke(main, ["Create", "hi.txt"], env=env)
+    assert result.exit_code == 0, result.output
+    assert Path("USER_PROMPT.md").read_text() == "Create hi.txt"
+    assert Path("hi.txt").read_text() == "hi\n"
+    assert "📝 Created USER_PROMPT.md with provided prompt" in result.output
+    assert f"🔬 Atom: {tmp_path.name}" in result.output
+    assert f"{'=' * 60}\nIteration 2/25\n{'=' * 60}" in result.output
+    assert "✅ Complete after 2 iterations" in result.output
+
+
+def test_bare_atom_needs_a_user_prompt(cli: CliRunner) -> None:
+    result = cli.invoke(main, [])
+    assert result.exit_code == 1
+    assert "❌ USER_PROMPT.md not found in current directory" in result.output
+    assert "Usage: atom [prompt text]" in result.output
+
+
+def test_classic_loop_that_runs_out_of_iterations(
+    cli: CliRunner, gateway_for: Any, tmp_path: Path
+) -> None:
+    gateway = gateway_for([{"text": "working"}, {"text": "still working"}])
+    Path("USER_PROMPT.md").write_text("Work.")
+    env = {
+        "ANTHROPIC_BASE_URL": gateway.url,
+        "ANTHROPIC_API_KEY": "placeholder-for-tests",
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
+    }
+    result = cli.invoke(main, ["--max-iterations", "2"], env=env)
+    assert result.exit_code == 1
+    assert "⚠️  max_iterations" in result.output
+
+
+def test_setup_finds_the_pinned_cli(cli: CliRunner) -> None:
+    result = cli.invoke(main, ["setup"])
+    assert result.exit_code == 0
+    assert f"Claude Code {CLAUDE_CODE_VERSION} found" in result.output
