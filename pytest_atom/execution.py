@@ -201,6 +201,7 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     if threshold is None or spec.reflector.threshold_set:
         threshold = spec.reflector.threshold
+    project_dir = prompt_project(spec, project_dir)
     run = _Run(
         spec, new_run_dir(runs_dir, spec), project_dir, threshold, registry, claude_bin, on_event
     )
@@ -330,6 +331,20 @@ class _Run:
             if attempt.decision != "refine":
                 return
             message = refine_message(attempt, spec.attempts, self.threshold)
+
+
+def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
+    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
+
+    Specs that ship their own prompts (an example folder, a sub-project) find them
+    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
+    """
+    for folder in (spec.root, *spec.root.parents):
+        if (folder / ".atom" / "prompts").is_dir():
+            return folder
+        if project_dir is not None and folder == project_dir:
+            break
+    return project_dir
 
 
 def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
