@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from atom_cli.cassette_cmd import cassette
 from atom_cli.loop_cmd import loop
 from atom_cli.run_cmd import run
 from pytest_atom.claude_code import (
@@ -80,5 +81,6 @@ def setup() -> None:
     click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
 
 
+main.add_command(cassette)
 main.add_command(loop)
 main.add_command(run)

@@ -1,0 +1,347 @@
+"""`atom cassette show` and `atom cassette check`, run on real cassette files."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from atom_cli.cassette_cmd import cassette
+from pytest_atom.cassette import Cassette, Interaction
+from pytest_atom.gateway.messages import message, sse_stream
+
+REPO = Path(__file__).resolve().parent.parent
+SPECS = REPO / "fixtures" / "specs"
+CASSETTES = sorted((SPECS / "cassettes").glob("*/*.yaml"))
+CREATE_FILE = SPECS / "cassettes" / "create_file" / "create-file.yaml"
+
+# What each shipped fixture's script made the model do, in order.
+EXPECTED = {
+    "create-file.yaml": (
+        "create_file.atom.yaml::create-file",
+        [
+            "$ printf 'hello, world\\n' > hello.txt",
+            "$ cat hello.txt",
+            "EXIT_LOOP_NOW",
+            'verdict: {"score": 0.95, "decision": "proceed"',
+        ],
+        "Totals: 2 sessions, 4 turns, 2 tool calls, 1 verdict, 0 side requests",
+    ),
+    "fix-failing-test.yaml": (
+        "fix_failing_test.atom.yaml::fix-failing-test",
+        [
+            "$ python -m pytest -q -p no:cacheprovider",
+            "$ cat calc/__init__.py",
+            "$ sed -i 's/return a - b/return a + b/' calc/__init__.py",
+            "2 passed in <DURATION>",
+            "EXIT_LOOP_NOW",
+            'verdict: {"score": 0.9, "decision": "proceed"',
+        ],
+        "Totals: 2 sessions, 6 turns, 4 tool calls, 1 verdict, 0 side requests",
+    ),
+    "misses-goal.yaml": (
+        "misses_goal.atom.yaml::misses-goal",
+        [
+            """$ printf '{"title": "Release notes"}\\n' > summary.json""",
+            'verdict: {"score": 0.3, "decision": "refine"',
+        ],
+        "Totals: 2 sessions, 3 turns, 1 tool call, 1 verdict, 0 side requests",
+    ),
+}
+
+
+def run(*args: str | Path) -> Result:
+    return CliRunner().invoke(cassette, [str(a) for a in args])
+
+
+def canary() -> str:
+    return "sk-ant-canary-" + secrets.token_hex(12)
+
+
+def copy_of(tmp_path: Path, source: Path = CREATE_FILE) -> Path:
+    target = tmp_path / "cassettes" / source.parent.name / source.name
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+def findings(result: Result) -> list[str]:
+    return [line for line in result.stdout.splitlines() if ": interaction " in line]
+
+
+def test_every_fixture_cassette_is_covered() -> None:
+    assert sorted(c.name for c in CASSETTES) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("path", CASSETTES, ids=lambda p: p.name)
+def test_show_prints_the_transcript_of_a_shipped_cassette(path: Path) -> None:
+    spec, in_order, totals = EXPECTED[path.name]
+    result = run("show", path)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert re.search(r"^Claude Code\s+2\.1\.197$", out, re.MULTILINE)
+    assert re.search(rf"^Spec\s+{re.escape(spec)}$", out, re.MULTILINE)
+    assert re.search(r"^Model\s+claude-opus-4-8$", out, re.MULTILINE)
+    interactions = len(Cassette.load(path).interactions)
+    assert re.search(rf"^Interactions\s+{interactions}$", out, re.MULTILINE)
+    positions = [out.find(text) for text in in_order]
+    assert -1 not in positions, [t for t, p in zip(in_order, positions, strict=True) if p < 0]
+    assert positions == sorted(positions)  # in the order the session made them
+    # Token totals agree with the usage the SSE streams carry.
+    raw = path.read_text()
+    inputs = sum(int(n) for n in re.findall(r'"message_start".*?"input_tokens":(\d+)', raw))
+    outputs = sum(int(n) for n in re.findall(r'"message_delta".*?"output_tokens":(\d+)', raw))
+    assert f"{totals}; {inputs} input / {outputs} output tokens" in out
+
+
+def test_show_groups_turns_into_sessions_and_shows_only_new_user_content() -> None:
+    out = run("show", CREATE_FILE).stdout
+    assert "Session 1: 3 turns (tools: Bash, Edit, Read)" in out
+    assert "Session 2: 1 turn (tools: Read, StructuredOutput)" in out
+    # The prompt is shown once per session, not again with every later turn.
+    assert out.count("# Autonomous atom") == 1
+    assert out.count("# Reflector: audit") == 1
+    assert "tool_result <TOOL_ID:2>:\n        hello, world" in out
+    assert 'tool_use Bash {"description": "Create hello.txt"}' in out
+    assert "assistant (1578 in, 58 out tokens):" in out
+    assert "[1] HEAD / -> 200" in out
+
+
+def test_show_truncates_long_text_unless_max_lines_is_zero() -> None:
+    tail = "Create a file named hello.txt in the current folder containing exactly one line:"
+    short = run("show", CREATE_FILE).stdout
+    assert tail not in short
+    assert re.search(r"\.\.\. \(\d+ more lines\)", short)
+    full = run("show", "--max-lines", "0", CREATE_FILE).stdout
+    assert tail in full and "more lines)" not in full
+
+
+def test_show_renders_side_requests_token_counts_and_errors(tmp_path: Path) -> None:
+    tools = [{"name": "Bash", "input_schema": {"type": "object"}}]
+    prompt = {"role": "user", "content": "Run the build. <DATE>"}
+    title = message(
+        "m0",
+        "haiku",
+        [{"type": "text", "text": '{"title": "Build run"}'}],
+        input_tokens=7,
+        output_tokens=3,
+    )
+    turn = message(
+        "m1",
+        "opus",
+        [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}],
+        input_tokens=100,
+        output_tokens=20,
+    )
+    long_output = "\n".join(f"line {i}" for i in range(1, 41))
+    follow_up = [
+        prompt,
+        {"role": "assistant", "content": turn["content"]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": long_output}],
+        },
+    ]
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    uri = "https://api.anthropic.com/v1/messages"
+    interactions = [
+        Interaction(
+            "POST", uri + "/count_tokens", {"messages": [prompt]}, 200, '{"input_tokens": 42}'
+        ),
+        Interaction(
+            "POST",
+            uri,
+            {"system": "Generate a concise title for the session.", "messages": [prompt]},
+            200,
+            json.dumps(title),
+        ),
+        Interaction(
+            "POST", uri, {"tools": tools, "messages": [prompt]}, 200, sse_stream(turn).decode()
+        ),
+        Interaction("POST", uri, {"tools": tools, "messages": follow_up}, 529, json.dumps(error)),
+    ]
+    path = Cassette(tmp_path / "side.yaml", interactions, {"claude_code_version": "9.9.9"}).save()
+    result = run("show", path)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "[1] POST /v1/messages/count_tokens: count_tokens, 42 input tokens" in out
+    assert '[2] POST /v1/messages: side request: title generation -> {"title": "Build run"}' in out
+    assert "Session 1: 2 turns (tools: Bash)" in out
+    assert "      tool_use Bash\n        $ make" in out
+    assert "line 15\n" in out and "line 16" not in out and "... (25 more lines)" in out
+    assert "error: overloaded_error: Overloaded" in out
+    assert "Spec          ?" in out  # missing metadata is shown as unknown, not a crash
+    assert "1 tool call, 0 verdicts, 1 side request; 107 input / 23 output tokens" in out
+
+
+@pytest.mark.parametrize("content", ["just: [a, mapping]\n", "{{{ not yaml\n"])
+def test_show_on_a_file_that_is_not_a_cassette_exits_1_naming_it(
+    tmp_path: Path, content: str
+) -> None:
+    path = tmp_path / "notes.yaml"
+    path.write_text(content)
+    result = run("show", path)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ")
+    assert str(path) in result.stderr
+    assert result.stdout == ""
+
+
+def test_check_passes_the_shipped_cassettes() -> None:
+    result = run("check", *CASSETTES)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{len(CASSETTES)} cassettes checked, 0 findings\n"
+
+
+def test_check_of_a_directory_takes_only_the_yaml_under_cassettes_folders() -> None:
+    # fixtures/specs also holds *.atom.yaml specs and scripts: reading them would exit 2.
+    result = run("check", SPECS)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{len(CASSETTES)} cassettes checked, 0 findings\n"
+
+
+def test_check_reports_a_token_planted_in_a_request_body_without_printing_it(
+    tmp_path: Path,
+) -> None:
+    planted = canary()
+    data = Cassette.load(CREATE_FILE)
+    data.interactions[2].body["messages"][-1]["content"].append(
+        {"type": "text", "text": f"use {planted} for the API"}
+    )
+    path = data.save(tmp_path / "planted.yaml")
+    assert planted in path.read_text()
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert planted not in result.output
+    assert "canary" not in result.output
+    assert result.stdout.splitlines() == [
+        f"{path}: interaction 3: secret (REDACTED shape) in request body",
+        "1 cassette checked, 1 finding",
+    ]
+
+
+def test_check_reports_a_secret_header_without_printing_its_value(tmp_path: Path) -> None:
+    value = secrets.token_hex(20)  # no known token shape: only the header name gives it away
+    data = Cassette.load(CREATE_FILE)
+    data.interactions[1].request_headers["X-Api-Key"] = value
+    path = data.save(tmp_path / "header.yaml")
+    assert "X-Api-Key:\n      - " + value in path.read_text()
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert value not in result.output
+    assert result.stdout.splitlines() == [
+        f"{path}: interaction 2: secret header x-api-key in request",
+        "1 cassette checked, 1 finding",
+    ]
+
+
+def test_check_reports_the_value_of_a_secret_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = "corp-" + secrets.token_hex(10)
+    monkeypatch.setenv("ACME_DEPLOY_TOKEN", value)
+    data = Cassette.load(CREATE_FILE)
+    data.interactions[3].response = data.interactions[3].response.replace(
+        "EXIT_LOOP_NOW", f"deployed with {value}. EXIT_LOOP_NOW"
+    )
+    path = data.save(tmp_path / "env.yaml")
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert value not in result.output
+    assert findings(result) == [
+        f"{path}: interaction 4: secret (value of $ACME_DEPLOY_TOKEN) in response body"
+    ]
+
+
+def test_check_reports_a_secret_outside_the_interactions(tmp_path: Path) -> None:
+    path = copy_of(tmp_path)
+    planted = canary()
+    path.write_text(path.read_text() + f"# recorded with {planted}\n")
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert planted not in result.output
+    assert f"{path}: secret (REDACTED shape) in the file text, outside the interactions" in (
+        result.stdout
+    )
+
+
+def test_check_reports_requests_recorded_without_normalization(tmp_path: Path) -> None:
+    path = copy_of(tmp_path)
+    text = path.read_text()
+    assert "<DATE>" in text and "<RUN_DIR>" in text and "<METADATA>" in text
+    text = text.replace("<DATE>", "2026-01-01").replace("<RUN_DIR>", "/tmp/abc")
+    text = text.replace('"<METADATA>"', '{"user_id": "user_7f3a_account_1_session_9"}')
+    path.write_text(text)
+    result = run("check", path)
+    assert result.exit_code == 1
+    unnormalized = [f for f in findings(result) if "not normalized" in f]
+    numbers = [int(n) for f in unnormalized for n in re.findall(r"interaction (\d+):", f)]
+    assert numbers == [2, 3, 4, 6]  # every POST /v1/messages, never the HEAD requests
+    assert all("recorded by something other than pytest-atom?" in f for f in unnormalized)
+    assert (
+        f"{path}: interaction 2: raw path in request body, normalization did not happen: /tmp/abc"
+        in (result.stdout)
+    )
+    assert result.stdout.endswith("1 cassette checked, 8 findings\n")
+
+
+def test_check_reports_a_raw_home_path_in_an_otherwise_normalized_cassette(
+    tmp_path: Path,
+) -> None:
+    data = Cassette.load(CREATE_FILE)
+    result_block = data.interactions[3].body["messages"][-1]["content"][0]
+    assert result_block["type"] == "tool_result"
+    # <HOME>/..., a relative tmp/ and the CLI's own /tmp/claude are fine; /home/alice is not.
+    result_block["content"] = (
+        "/home/alice/project/hello.txt <HOME>/.config <WORKSPACE>/tmp/x /tmp/claude/out"
+    )
+    path = data.save(tmp_path / "home.yaml")
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{path}: interaction 4: raw path in request body, normalization did not happen: "
+        "/home/alice/project",
+        "1 cassette checked, 1 finding",
+    ]
+
+
+def test_check_exits_2_for_paths_that_are_not_cassettes_and_still_checks_the_rest(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "gone.yaml"
+    spec = SPECS / "create_file.atom.yaml"
+    result = run("check", missing, spec, CREATE_FILE)
+    assert result.exit_code == 2
+    assert str(missing) in result.stderr
+    assert f"{spec} is not a cassette" in result.stderr
+    assert result.stdout == "1 cassette checked, 0 findings, 2 unreadable\n"
+
+
+def test_check_exit_2_wins_over_findings(tmp_path: Path) -> None:
+    data = Cassette.load(CREATE_FILE)
+    data.interactions[1].request_headers["authorization"] = "Basic " + secrets.token_hex(8)
+    bad = data.save(tmp_path / "bad.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_bytes(b"\xff\xfe not utf-8")
+    result = run("check", bad, broken)
+    assert result.exit_code == 2
+    assert str(broken) in result.stderr
+    assert "secret header authorization in request" in result.stdout
+
+
+def test_check_requires_a_path() -> None:
+    result = run("check")
+    assert result.exit_code == 2
+    assert "Missing argument" in result.output
+
+
+def test_group_help_lists_both_commands() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    assert re.search(r"^\s+check\s+Scan cassettes for secrets", result.stdout, re.M)
+    assert re.search(r"^\s+show\s+Print a cassette as a readable transcript", result.stdout, re.M)
