@@ -9,6 +9,7 @@ import click
 
 from atom_cli.cassette_cmd import cassette
 from atom_cli.loop_cmd import loop
+from atom_cli.project_cmd import doctor, init
 from atom_cli.run_cmd import run
 from pytest_atom.claude_code import (
     CLAUDE_CODE_VERSION,
@@ -82,5 +83,7 @@ def setup() -> None:
 
 
 main.add_command(cassette)
+main.add_command(doctor)
+main.add_command(init)
 main.add_command(loop)
 main.add_command(run)

@@ -1,0 +1,456 @@
+"""`atom init` scaffolds a project that `pytest --atom` runs at once; `atom doctor` checks a machine.
+
+`init` never overwrites a file that exists (unless `--force`, and then only its own
+scaffold files) and merges its pytest settings into `pyproject.toml` with tomlkit, so
+every key, comment and blank line a user wrote stays as it was.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+import tomlkit
+import tomlkit.exceptions
+from tomlkit.items import Item
+
+from pytest_atom.claude_code import (
+    CLAUDE_CODE_VERSION,
+    ClaudeNotFoundError,
+    claude_version,
+    find_claude,
+)
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.recording import AUTH_VARIABLES
+from pytest_atom.runner import ClaudeRunner, claude_env
+
+# --------------------------------------------------------------------------- atom init
+
+SPEC_DIR = "specs"
+CRITERION = 'greeting.txt holds exactly the line "hello from pytest-atom".'
+
+HELLO_SPEC = f"""\
+# An example atom: the agent writes one file. `pytest --atom` runs it from its script
+# (scripts/hello.yaml): no network, no API key. See README of pytest-atom for every key.
+name: hello
+description: The agent creates greeting.txt with a one-line greeting.
+prompt: |
+  Create a file named greeting.txt in the current folder containing exactly one line:
+  hello from pytest-atom
+workspace: workspaces/hello      # copied afresh for every run; never modified
+script: scripts/hello.yaml       # scripted model turns; delete this line to record a real session
+max_iterations: 3
+timeout: 120
+criteria:                        # judged by the reflector
+  - {CRITERION}
+accept:                          # deterministic checks, run in the run's copy of the workspace
+  - file_exists: greeting.txt
+  - file_contains: {{path: greeting.txt, pattern: "^hello from pytest-atom$"}}
+"""
+
+HELLO_SCRIPT = f"""\
+# Scripted model turns for hello.atom.yaml: the Claude Code CLI runs these tool calls
+# for real, so the checks judge a real file.
+turns:
+  - text: I'll create greeting.txt with the greeting.
+    tool_use:
+      - name: Bash
+        input: {{command: "printf 'hello from pytest-atom\\\\n' > greeting.txt", description: Create greeting.txt}}
+  - text: |
+      greeting.txt contains "hello from pytest-atom".
+
+      EXIT_LOOP_NOW
+reflector:                       # the judge's answer, one verdict per attempt
+  - verdict:
+      score: 0.9
+      decision: proceed
+      criteria:
+        - criterion: {CRITERION}
+          met: true
+          evidence: The file_contains check matched the greeting line.
+      feedback: ""
+      flaky: []
+"""
+
+HELLO_README = """\
+# hello
+
+The workspace of `specs/hello.atom.yaml`. Every run of the spec works in a fresh copy
+of this folder, so the agent never changes it: put the files your task starts from here.
+"""
+
+ATOM_CONFIG = """\
+# pytest-atom project settings. The values shown are the defaults.
+version: "1"
+# Where `atom tool` looks for tools, first wins (relative to this folder's parent).
+tools_dirs: [.atom/tools, tools]
+# Extra prompt folders, searched after .atom/prompts.
+# prompt_paths: [prompts/extra]
+# Seconds a tool may run before it is killed.
+timeout: 120
+# Default model for specs; empty means the Claude Code CLI's own. ${VAR:-default} reads
+# the environment.
+# model: ${ATOM_MODEL:-}
+# none (replay only: nothing leaves the machine), once, new_episodes or all.
+record_mode: none
+"""
+
+#: Scaffold files, relative to the project folder; the ones `--force` may overwrite.
+SCAFFOLD: dict[str, str] = {
+    f"{SPEC_DIR}/hello.atom.yaml": HELLO_SPEC,
+    f"{SPEC_DIR}/scripts/hello.yaml": HELLO_SCRIPT,
+    f"{SPEC_DIR}/workspaces/hello/README.md": HELLO_README,
+    ".atom/config.yaml": ATOM_CONFIG,
+}
+
+#: What `init` adds to pytest's settings when missing.
+PYTEST_SETTINGS: dict[str, list[str]] = {"atom_paths": [SPEC_DIR]}
+
+RUNS_IGNORE = ".atom/runs/"
+#: .gitignore lines that already keep the run folders out of git.
+_IGNORES_RUNS = {
+    prefix + path + suffix
+    for prefix in ("", "/")
+    for path in (".atom", ".atom/runs")
+    for suffix in ("", "/", "/*", "/**")
+}
+
+#: pytest config files that take precedence over pyproject.toml, whatever they hold.
+_PYTEST_FILES_FIRST = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
+
+
+@click.command()
+@click.argument(
+    "directory",
+    default=".",
+    type=click.Path(file_okay=False, path_type=Path),
+)
+@click.option("--force", is_flag=True, help="Overwrite the example spec and config files.")
+def init(directory: Path, force: bool) -> None:
+    """Scaffold a pytest-atom project in DIRECTORY (default: the current folder).
+
+    Creates an example spec that `pytest --atom` runs offline from a script, a project
+    config, the pytest settings in pyproject.toml and a .gitignore entry for run folders.
+    Existing files are kept; `--force` overwrites the example spec and config only.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = []
+    for relative, content in SCAFFOLD.items():
+        click.echo(_write_scaffold(directory, relative, content, force))
+    merged = _merge_pytest_settings(directory, notes)
+    click.echo(merged)
+    # Unless atom_paths now names specs/, a bare `pytest --atom` would not find the example.
+    run = "pytest --atom" if not (notes or merged.startswith("left ")) else "pytest --atom specs"
+    click.echo(_ignore_runs(directory))
+    for note in notes:
+        click.echo(f"note: {note}")
+    click.echo("")
+    click.echo("Next steps:")
+    if directory.resolve() != Path.cwd().resolve():
+        click.echo(f"  cd {shlex.quote(str(directory))}")
+    click.echo(f"  {run:<42} # runs specs/hello.atom.yaml from its script: no network, no API key")
+    click.echo("To record a real session of the agent and replay it from then on:")
+    click.echo("  export ANTHROPIC_API_KEY=...               # needed for recording only")
+    click.echo("  (delete the `script:` line from specs/hello.atom.yaml)")
+    click.echo(
+        f"  {run + ' --atom-record-mode=once':<42} # writes specs/cassettes/hello/hello.yaml; "
+        "later runs replay it offline"
+    )
+
+
+def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -> str:
+    path = directory / relative
+    existed = path.exists() or path.is_symlink()
+    if existed and not force:
+        return f"kept existing {relative}"
+    if existed and (path.is_symlink() or not path.is_file()):
+        # Never write through a link or over a folder: that could reach outside the project.
+        return f"kept existing {relative} (not a regular file, even with --force)"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return f"{'overwrote' if existed else 'created'} {relative}"
+
+
+def _merge_pytest_settings(directory: Path, notes: list[str]) -> str:
+    """Add `PYTEST_SETTINGS` to the pytest config pytest will read, keeping everything else."""
+    for name in _PYTEST_FILES_FIRST:
+        if (directory / name).is_file():
+            return _add_by_hand(name, "it takes precedence over pyproject.toml")
+    path = directory / "pyproject.toml"
+    existed = path.is_file()
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8") if existed else "")
+    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
+        return _add_by_hand("pyproject.toml", f"it cannot be read: {exc}")
+    table, where = _pytest_table(document)
+    if table is None:
+        other = _ini_style_pytest_config(directory)
+        if other:
+            # A pytest table in pyproject.toml would win over that file and drop its settings.
+            return _add_by_hand(other, "pytest reads its settings from there")
+        table, where = _add_ini_options(document), "[tool.pytest.ini_options]"
+        if table is None:
+            return _add_by_hand("pyproject.toml", "its `tool` or `tool.pytest` is not a table")
+    added: list[str] = []
+    for key, value in PYTEST_SETTINGS.items():
+        if key not in table:
+            table[key] = value
+            added.append(key)
+        elif not _same_paths(table[key], value):
+            notes.append(
+                f"{key} is already set in pyproject.toml {where} to {_toml(_plain(table[key]))}: "
+                f"left as it is, so `pytest --atom` collects {SPEC_DIR}/ only if you add it "
+                f"there or run `pytest --atom {SPEC_DIR}`"
+            )
+    if not added:
+        return f"kept existing pytest settings: pyproject.toml {where} already has {', '.join(PYTEST_SETTINGS)}"
+    text = tomlkit.dumps(document)
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    verb = "updated" if existed else "created"
+    return f"{verb} pyproject.toml: {', '.join(added)} in {where}"
+
+
+def _add_by_hand(name: str, why: str) -> str:
+    """The message for a pytest config `init` does not edit, with the lines to add."""
+    if name.endswith(".toml"):
+        lines = [f"{k} = {_toml(v)}" for k, v in PYTEST_SETTINGS.items()]
+    else:  # ini style: paths separated by spaces
+        lines = [f"{k} = {' '.join(v)}" for k, v in PYTEST_SETTINGS.items()]
+    return f"left {name} alone ({why}): add {'; '.join(lines)} to its pytest settings yourself"
+
+
+def _pytest_table(document: tomlkit.TOMLDocument) -> tuple[Any, str]:
+    """The table pytest reads in pyproject.toml, or None: `[tool.pytest]` when it holds
+    native TOML settings (pytest 9), else `[tool.pytest.ini_options]`."""
+    tool = document.get("tool")
+    pytest_table = tool.get("pytest") if isinstance(tool, dict) else None
+    if not isinstance(pytest_table, dict):
+        return None, ""
+    if any(key != "ini_options" for key in pytest_table):
+        return pytest_table, "[tool.pytest]"
+    ini = pytest_table.get("ini_options")
+    if isinstance(ini, dict):
+        return ini, "[tool.pytest.ini_options]"
+    return None, ""
+
+
+def _add_ini_options(document: tomlkit.TOMLDocument) -> Any:
+    """Create `[tool.pytest.ini_options]` and any missing parent; None rather than replace
+    a value of another type a user wrote there."""
+    if "tool" not in document:
+        document["tool"] = tomlkit.table(is_super_table=True)
+    tool = document["tool"]
+    if not isinstance(tool, dict):
+        return None
+    if "pytest" not in tool:
+        tool["pytest"] = tomlkit.table(is_super_table=True)
+    pytest_table = tool["pytest"]
+    if not isinstance(pytest_table, dict) or "ini_options" in pytest_table:
+        return None
+    pytest_table["ini_options"] = tomlkit.table()
+    return pytest_table["ini_options"]
+
+
+def _ini_style_pytest_config(directory: Path) -> str | None:
+    """tox.ini or setup.cfg when it holds pytest settings (pyproject.toml would win over it)."""
+    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
+        path = directory / name
+        if not path.is_file():
+            continue
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return name
+    return None
+
+
+def _plain(value: Any) -> Any:
+    return value.unwrap() if isinstance(value, Item) else value
+
+
+def _same_paths(existing: Any, wanted: list[str]) -> bool:
+    """Whether an existing `atom_paths` (a list, or a string in ini style) covers `wanted`."""
+    value = _plain(existing)
+    items = value.split() if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return False
+    have = {str(item).strip().rstrip("/").removeprefix("./") for item in items}
+    return all(w in have for w in wanted)
+
+
+def _toml(value: Any) -> str:
+    return str(tomlkit.item(value).as_string())
+
+
+def _ignore_runs(directory: Path) -> str:
+    path = directory / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    lines = {line.strip() for line in text.splitlines()}
+    if lines & _IGNORES_RUNS:
+        return f".gitignore already ignores {RUNS_IGNORE}"
+    prefix = "" if not text or text.endswith("\n") else "\n"
+    with path.open("a", encoding="utf-8") as out:
+        out.write(f"{prefix}# pytest-atom run folders\n{RUNS_IGNORE}\n")
+    return f"{'updated' if text else 'created'} .gitignore: {RUNS_IGNORE}"
+
+
+# ------------------------------------------------------------------------- atom doctor
+
+SELF_TEST_TEXT = "pytest-atom self-test EXIT_LOOP_NOW"
+
+_MARKS = {
+    True: {"ok": "✓", "warn": "!", "fail": "✗", "info": "·"},
+    False: {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"},
+}
+
+
+@click.command()
+def doctor() -> None:
+    """Check this machine: the Claude Code CLI, credentials, Node.js and a real CLI run.
+
+    Exits 1 when a check fails; warnings (another CLI version, say) do not.
+    """
+    tty = sys.stdout.isatty()
+    width = max(len(m) for m in _MARKS[tty].values())
+    counts = {"ok": 0, "warn": 0, "fail": 0, "info": 0}
+
+    def report(status: str, name: str, detail: str) -> None:
+        counts[status] += 1
+        mark = _MARKS[tty][status].ljust(width)
+        color = {"ok": "green", "warn": "yellow", "fail": "red"}.get(status)
+        click.echo(f"{click.style(mark, fg=color) if tty and color else mark} {name}: {detail}")
+
+    binary = _check_claude(report)
+    _check_credentials(report)
+    _check_node(report)
+    _check_self_test(report, binary)
+
+    failed, warned = counts["fail"], counts["warn"]
+    if failed:
+        click.echo(f"\n{failed} check{'s' if failed > 1 else ''} failed.")
+        click.get_current_context().exit(1)
+    extra = f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""
+    click.echo(f"\nAll checks passed{extra}.")
+
+
+Report = Callable[[str, str, str], None]
+
+
+def _check_claude(report: Report) -> Path | None:
+    source = " (from ATOM_CLAUDE_BIN)" if os.environ.get("ATOM_CLAUDE_BIN") else ""
+    try:
+        binary = find_claude()
+    except ClaudeNotFoundError as exc:
+        report("fail", "claude", str(exc))
+        return None
+    try:
+        version = claude_version(binary)
+    except (OSError, subprocess.SubprocessError) as exc:
+        report("fail", "claude", f"{binary}{source} does not run: {exc}")
+        return None
+    if version == CLAUDE_CODE_VERSION:
+        report("ok", "claude", f"{version} at {binary}{source}, the pinned version")
+    else:
+        report(
+            "warn",
+            "claude",
+            f"{version} at {binary}{source}, but pytest-atom pins {CLAUDE_CODE_VERSION}: "
+            "cassettes recorded with the pinned version warn on replay; "
+            "run `atom setup` to install it",
+        )
+    return binary
+
+
+def _check_credentials(report: Report) -> None:
+    # Names only: a value must never reach a terminal or a CI log.
+    present = [name for name in AUTH_VARIABLES if os.environ.get(name)]
+    if present:
+        report(
+            "ok",
+            "credentials",
+            f"{', '.join(present)} set, for recording live sessions (replay needs none)",
+        )
+    else:
+        report(
+            "info",
+            "credentials",
+            f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
+            "replaying cassettes and running scripts need none",
+        )
+
+
+def _check_node(report: Report) -> None:
+    found = []
+    for tool in ("node", "npm"):
+        path = shutil.which(tool)
+        if not path:
+            continue
+        try:
+            out = subprocess.run(
+                [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        found.append(f"{tool} {out.stdout.strip() or 'unknown version'}")
+    if len(found) == 2:
+        report("ok", "node.js", ", ".join(found))
+    else:
+        missing = "Node.js with npm" if not found else f"npm (found {found[0]})"
+        report(
+            "info", "node.js", f"{missing} not found: `atom setup` needs npm to install Claude Code"
+        )
+
+
+def _check_self_test(report: Report, binary: Path | None) -> None:
+    if binary is None:
+        report("fail", "self-test", "skipped: no `claude` binary to run")
+        return
+    started = time.perf_counter()
+    gateway = Gateway(scripted([{"text": SELF_TEST_TEXT}])).start()
+    try:
+        with tempfile.TemporaryDirectory(prefix="atom-doctor-") as tmp:
+            work = Path(tmp) / "work"
+            work.mkdir()
+            runner = ClaudeRunner(
+                env=claude_env(gateway.url, Path(tmp) / "config"), claude_bin=binary
+            )
+            record = runner.run("self-test", work, timeout=60)
+    except OSError as exc:
+        report("fail", "self-test", f"could not run {binary}: {exc}")
+        return
+    finally:
+        gateway.stop()
+    elapsed = time.perf_counter() - started
+    if record.returncode == 0 and SELF_TEST_TEXT in record.output:
+        report(
+            "ok",
+            "self-test",
+            f"claude answered through a local scripted gateway in {elapsed:.1f}s "
+            f"({len(gateway.exchanges)} requests)",
+        )
+        return
+    if record.timed_out:
+        why = "timed out after 60s"
+    elif record.returncode != 0:
+        why = f"claude exited with {record.returncode}"
+    else:
+        why = "claude's answer did not contain the scripted text"
+    detail = (record.output.strip() or record.stderr.strip()).splitlines()[-5:]
+    report(
+        "fail",
+        "self-test",
+        f"{why} after {elapsed:.1f}s" + "".join(f"\n      | {line}" for line in detail),
+    )

@@ -1,0 +1,228 @@
+"""`atom init` and `atom doctor`: real files, a real `pytest --atom` run, the real CLI."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomlkit
+import yaml
+from click.testing import CliRunner, Result
+
+from atom_cli.project_cmd import doctor, init
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.config import load_config
+from pytest_atom.recording import AUTH_VARIABLES
+
+SCAFFOLD = (
+    "specs/hello.atom.yaml",
+    "specs/scripts/hello.yaml",
+    "specs/workspaces/hello/README.md",
+    ".atom/config.yaml",
+)
+
+
+def _toml(text: str) -> dict[str, Any]:
+    return tomlkit.parse(text).unwrap()
+
+
+def run_init(*args: str) -> Result:
+    result = CliRunner().invoke(init, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_init_creates_a_project_that_pytest_atom_runs_offline(
+    pytester: pytest.Pytester, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Pytester moves HOME, where the per-user CLI cache lives: name the binary instead.
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    for name in AUTH_VARIABLES:  # no API key: the scaffold must not need one
+        monkeypatch.delenv(name, raising=False)
+    root = pytester.path
+    result = run_init()  # pytester has chdir'd into its folder: the default DIR
+
+    for relative in SCAFFOLD:
+        assert (root / relative).is_file(), relative
+        assert f"created {relative}" in result.output
+    assert "\n  pytest --atom  " in result.output  # atom_paths makes a bare run find specs/
+    assert "  pytest --atom --atom-record-mode=once " in result.output
+    assert _toml((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"] == {
+        "atom_paths": ["specs"]
+    }
+    assert (root / ".gitignore").read_text().splitlines()[-1] == ".atom/runs/"
+
+    spec = yaml.safe_load((root / "specs/hello.atom.yaml").read_text())
+    script = yaml.safe_load((root / "specs/scripts/hello.yaml").read_text())
+    [verdict] = [turn["verdict"] for turn in script["reflector"]]
+    assert [c["criterion"] for c in verdict["criteria"]] == spec["criteria"]
+    assert script["turns"][-1]["text"].rstrip().endswith("EXIT_LOOP_NOW")
+    config = load_config(cwd=root)  # the project config is valid for pytest_atom.config
+    assert (config.path, config.version, config.record_mode) == (
+        root / ".atom/config.yaml",
+        "1",
+        "none",
+    )
+
+    outcome = pytester.runpytest("--atom")  # no path: atom_paths from pyproject.toml
+    outcome.assert_outcomes(passed=1)
+    outcome.stdout.fnmatch_lines(["*specs/hello.atom.yaml::hello*passed*0.90*"])
+    assert not (root / "specs/workspaces/hello/greeting.txt").exists()  # fixture untouched
+    [run] = (root / ".atom/runs").iterdir()
+    greeting = next(run.rglob("greeting.txt"))
+    assert greeting.read_text() == "hello from pytest-atom\n"
+
+
+def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
+    run_init(str(tmp_path))
+    spec = tmp_path / "specs/hello.atom.yaml"
+    spec.write_text("name: mine\nprompt: my own task\n")
+    pyproject_before = (tmp_path / "pyproject.toml").read_text()
+
+    again = run_init(str(tmp_path))
+
+    for relative in SCAFFOLD:
+        assert f"kept existing {relative}" in again.output
+    assert "created" not in again.output
+    assert spec.read_text() == "name: mine\nprompt: my own task\n"
+    assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
+    assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
+
+    forced = run_init(str(tmp_path), "--force")
+    assert "overwrote specs/hello.atom.yaml" in forced.output
+    assert yaml.safe_load(spec.read_text())["name"] == "hello"
+    assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
+    assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
+
+
+def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Path) -> None:
+    original = (
+        "[project]\n"
+        'name = "x"  # the distribution name\n'
+        "\n"
+        "[tool.pytest.ini_options]\n"
+        "# quiet output, please\n"
+        'addopts = "-q"\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(original)
+    (tmp_path / ".gitignore").write_text("node_modules")  # no final newline
+
+    result = run_init(str(tmp_path))
+
+    merged = (tmp_path / "pyproject.toml").read_text()
+    assert merged == original + 'atom_paths = ["specs"]\n'
+    assert "updated pyproject.toml: atom_paths in [tool.pytest.ini_options]" in result.output
+    assert (tmp_path / ".gitignore").read_text() == (
+        "node_modules\n# pytest-atom run folders\n.atom/runs/\n"
+    )
+
+
+def test_init_leaves_a_users_atom_paths_alone_and_says_so(tmp_path: Path) -> None:
+    original = '[tool.pytest.ini_options]\naddopts = "-q"\natom_paths = ["agents"]\n'
+    (tmp_path / "pyproject.toml").write_text(original)
+    (tmp_path / ".gitignore").write_text("/.atom/\n")
+
+    result = run_init(str(tmp_path))
+
+    assert (tmp_path / "pyproject.toml").read_text() == original
+    assert (
+        'atom_paths is already set in pyproject.toml [tool.pytest.ini_options] to ["agents"]'
+        in (result.output)
+    )
+    assert "  pytest --atom specs " in result.output  # the next step names the folder
+    assert (tmp_path / ".gitignore").read_text() == "/.atom/\n"  # already ignored
+
+
+def test_init_adds_to_native_tool_pytest_table(tmp_path: Path) -> None:
+    # pytest 9 rejects [tool.pytest] settings next to [tool.pytest.ini_options].
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest]\naddopts = ["-q"]\n')
+    run_init(str(tmp_path))
+    settings = _toml((tmp_path / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert settings == {"addopts": ["-q"], "atom_paths": ["specs"]}
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("pytest.ini", "[pytest]\naddopts = -q\n"), ("setup.cfg", "[tool:pytest]\naddopts = -q\n")],
+)
+def test_init_does_not_shadow_another_pytest_config(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    (tmp_path / name).write_text(content)
+    result = run_init(str(tmp_path))
+    assert not (tmp_path / "pyproject.toml").exists()  # it would override (or be ignored)
+    assert f"left {name} alone" in result.output
+    assert "atom_paths = specs" in result.output
+    assert (tmp_path / name).read_text() == content
+
+
+def _doctor(monkeypatch: pytest.MonkeyPatch, binary: Path) -> Result:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(binary))
+    return CliRunner().invoke(doctor, [], catch_exceptions=False)
+
+
+def test_doctor_passes_with_the_real_cli_and_never_prints_a_secret(
+    claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in AUTH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    canary = f"sk-ant-canary-{secrets.token_hex(16)}"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", canary)
+
+    result = _doctor(monkeypatch, claude_bin)
+
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert f"ok   claude: {CLAUDE_CODE_VERSION} at {claude_bin}" in result.output
+    [self_test] = [line for line in lines if "self-test:" in line]
+    assert self_test.startswith("ok   self-test: claude answered")
+    assert re.search(r" in \d+\.\ds \(\d+ requests\)$", self_test)  # elapsed seconds
+    [credentials] = [line for line in lines if "credentials:" in line]
+    assert credentials.startswith("ok   credentials: ANTHROPIC_API_KEY set")
+    assert "ANTHROPIC_AUTH_TOKEN" not in credentials
+    assert canary not in result.output
+    assert canary[:20] not in result.output
+    assert "All checks passed." in result.output
+
+
+def test_doctor_warns_on_another_cli_version_without_failing(
+    claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real CLI behind a wrapper that reports another version.
+    wrapper = tmp_path / "claude"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "2.0.0 (Claude Code)"; exit 0; fi\n'
+        f'exec "{claude_bin}" "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    for name in AUTH_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+    result = _doctor(monkeypatch, wrapper)
+
+    assert result.exit_code == 0, result.output
+    assert f"WARN claude: 2.0.0 at {wrapper}" in result.output
+    assert f"pins {CLAUDE_CODE_VERSION}" in result.output
+    assert "atom setup" in result.output
+    assert "info credentials: none of ANTHROPIC_API_KEY" in result.output
+    assert "ok   self-test:" in result.output
+    assert "All checks passed (1 warning)." in result.output
+
+
+def test_doctor_fails_with_the_install_hint_when_claude_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no-such-claude"
+    result = _doctor(monkeypatch, missing)
+
+    assert result.exit_code == 1, result.output
+    assert f"FAIL claude: ATOM_CLAUDE_BIN={missing} does not exist" in result.output
+    assert "`atom setup`" in result.output
+    assert f"npm install -g {NPM_PACKAGE}@{CLAUDE_CODE_VERSION}" in result.output
+    assert "FAIL self-test: skipped" in result.output
+    assert "2 checks failed." in result.output
