@@ -11,6 +11,7 @@ from atom_cli.cassette_cmd import cassette
 from atom_cli.loop_cmd import loop
 from atom_cli.project_cmd import doctor, init
 from atom_cli.run_cmd import run
+from atom_cli.tools_cmd import tool, tools
 from pytest_atom.claude_code import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
@@ -87,3 +88,5 @@ main.add_command(doctor)
 main.add_command(init)
 main.add_command(loop)
 main.add_command(run)
+main.add_command(tool)
+main.add_command(tools)

@@ -18,6 +18,7 @@ Every string value, list items included, may refer to the environment: ``${VAR}`
 the variable's value and an error when it is unset; ``${VAR:-default}`` falls back to
 `default` when it is unset or empty, as in a shell; ``$${`` stands for a literal ``${``.
 A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
+Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
 
 The design this grew from says to use the defaults and warn on a bad config. Here a
 bad config is an error that names the file, the line, the key and the fix: a silently

@@ -109,15 +109,17 @@ def run_tool(
         env=tool_env(env),
         start_new_session=True,  # its own process group, so a timeout reaches every child
     )
+    pipe = proc.stdout
+    assert pipe is not None
 
     def copy() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            with lock:
-                if stopped:  # given up on: the caller has moved on
-                    return
-                out.write(line)
-                out.flush()
+        with pipe:  # closed here: a reader given up on may outlive run_tool
+            for line in pipe:
+                with lock:
+                    if stopped:  # given up on: the caller has moved on
+                        return
+                    out.write(line)
+                    out.flush()
 
     reader = threading.Thread(target=copy, daemon=True)
     reader.start()
@@ -136,8 +138,6 @@ def run_tool(
     finally:
         with lock:
             stopped = True
-    if not reader.is_alive():
-        proc.stdout.close()  # type: ignore[union-attr]
     if timed_out:
         error(
             "Timeout",

@@ -1,0 +1,113 @@
+"""`atom tools` lists a project's tools; `atom tool NAME [ARGS]...` runs one."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from pathlib import Path
+
+import click
+
+from pytest_atom.config import AtomConfig, ConfigError, load_config
+from pytest_atom.tools import discover_tools, run_tool
+
+_CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Config file to use instead of the .atom/config.yaml found from here upwards.",
+)
+
+
+def _load(config_path: Path | None) -> AtomConfig:
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _where(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _searched(config: AtomConfig) -> str:
+    return ", ".join(_where(d, config.root) for d in config.tools_paths) or "(no tools_dirs)"
+
+
+def describe(entry: Path) -> str:
+    """One line about a tool: its README.md's first line of prose (else its first
+    heading), else the first line of the entry file's module docstring."""
+    readme = entry.parent / "README.md"
+    if readme.is_file():
+        lines = [
+            line.strip()
+            for line in readme.read_text(encoding="utf-8", errors="replace").splitlines()
+        ]
+        prose = [line for line in lines if line and not line.startswith("#")]
+        headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
+        for line in prose[:1] or [h for h in headings if h][:1]:
+            return line
+    try:
+        module = ast.parse(entry.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    doc = ast.get_docstring(module) or ""
+    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
+
+
+@click.command()
+@_CONFIG_OPTION
+def tools(config_path: Path | None) -> None:
+    """List the tools found in the configured tools dirs."""
+    config = _load(config_path)
+    found = discover_tools(config)
+    if not found:
+        click.echo(f"no tools found in: {_searched(config)}")
+        return
+    rows = [(name, _where(entry, config.root), describe(entry)) for name, entry in found.items()]
+    name_width = max(len(r[0]) for r in rows)
+    path_width = max(len(r[1]) for r in rows)
+    for name, where, about in rows:
+        click.echo(f"{name:<{name_width}}  {where:<{path_width}}  {about}".rstrip())
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@_CONFIG_OPTION
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Kill the tool after this many seconds (default: the config's timeout, 120).",
+)
+@click.argument("name")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def tool(
+    ctx: click.Context,
+    config_path: Path | None,
+    timeout: float | None,
+    name: str,
+    args: tuple[str, ...],
+) -> None:
+    """Run the tool NAME with ARGS and exit with its exit code (124: timed out).
+
+    Everything after NAME goes to the tool, options and --help included.
+    """
+    config = _load(config_path)
+    found = discover_tools(config)
+    entry = found.get(name)
+    if entry is None:
+        if not found:
+            raise click.ClickException(
+                f"unknown tool {name!r}: no tools found in: {_searched(config)}"
+            )
+        close = difflib.get_close_matches(name, list(found), n=1, cutoff=0.5)
+        hint = f" — did you mean {close[0]!r}?" if close else ""
+        raise click.ClickException(f"unknown tool {name!r}{hint} (available: {', '.join(found)})")
+    code = run_tool(entry, args, timeout=config.timeout if timeout is None else timeout)
+    ctx.exit(code)

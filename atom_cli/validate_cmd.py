@@ -1,0 +1,349 @@
+"""`atom validate`: are the specs well-formed, and do their checks tell good work from bad?
+
+Every spec file is schema-checked (the same SpecError text pytest shows as a collection
+error). A spec that names an ``oracle:`` (a shell script that solves the task) has it run
+in a copy of its workspace, then its ``accept`` checks; a spec with a ``script:`` is played
+offline through the real harness, from its script even when a cassette exists. With
+``--expect-fail`` the solutions are known to be bad, and every run must fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from pytest_atom.checks import CheckResult, run_checks
+from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
+from pytest_atom.execution import HarnessError, run_spec
+from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.prompts import PromptNotFoundError
+from pytest_atom.recording import RecordingError, RecordSettings
+from pytest_atom.report import agent_line, display_path, verdict_line
+from pytest_atom.runner import _kill_group, clean_env
+from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+
+#: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
+#: Folders never copied into an oracle's workspace: caches from running the fixture's tests.
+_COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
+_EVIDENCE_LINES = 20
+
+
+class _HarnessAbort(click.ClickException):
+    """The harness cannot run at all (e.g. no Claude Code CLI): exit 2, as a usage error."""
+
+    exit_code = 2
+
+
+@dataclass
+class Run:
+    """One oracle or script run of a spec, judged by its checks (and reflector)."""
+
+    kind: str  # "oracle" or "script"
+    passed: bool
+    checks: list[CheckResult] = field(default_factory=list)
+    problem: str | None = None  # why it failed besides its checks, e.g. a timeout
+    broken: str | None = None  # the run could not happen: never a pass, nor an expected failure
+    harness: bool = False  # `broken` is the harness's fault, not the spec's (exit 2)
+    notes: list[str] = field(default_factory=list)  # verdict, agent, oracle exit code
+    output: str = ""  # the oracle's own output, shown when it exited non-zero or timed out
+
+    def as_expected(self, expect_fail: bool) -> bool:
+        if self.broken is not None:
+            return False
+        return not self.passed if expect_fail else self.passed
+
+    def why_failed(self) -> str:
+        """What made the run fail, in one line: the failing checks or the other cause."""
+        if self.broken is not None:
+            return self.broken
+        failed = [c.check.describe() for c in self.checks if not c.passed]
+        parts = [f"FAIL {', '.join(failed)}"] if failed else []
+        return "; ".join(parts + ([self.problem] if self.problem else [])) or "failed"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "passed": self.passed,
+            "error": self.broken or self.problem,
+            "harness_error": self.harness,
+            "checks": [
+                {
+                    "describe": c.check.describe(),
+                    "line": c.check.line,
+                    "passed": c.passed,
+                    "summary": c.summary,
+                    "evidence": c.evidence,
+                }
+                for c in self.checks
+            ],
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class Outcome:
+    """One spec, or one spec file that failed validation (``spec`` is None then)."""
+
+    file: Path
+    spec: Spec | None
+    error: str | None = None
+    runs: list[Run] = field(default_factory=list)
+
+    def ok(self, expect_fail: bool) -> bool:
+        return self.error is None and all(r.as_expected(expect_fail) for r in self.runs)
+
+    def as_json(self, expect_fail: bool) -> dict[str, Any]:
+        return {
+            "spec": self.spec.name if self.spec else None,
+            "file": display_path(self.file),
+            "line": self.spec.line if self.spec else None,
+            "schema_ok": self.error is None,
+            "error": self.error,
+            "ok": self.ok(expect_fail),
+            "runs": [r.as_json() for r in self.runs],
+        }
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--expect-fail",
+    is_flag=True,
+    help="The oracles and scripts are known-bad solutions: every run must fail (a check, the"
+    " verdict or the time limit).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of text.")
+def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
+    """Schema-check specs, then run their oracles and scripts against their checks.
+
+    PATHS are spec files or folders (searched for *.atom.yaml). A spec's `oracle:` runs
+    with bash in a copy of its workspace; its `script:` plays offline through the real
+    Claude Code CLI, even when a cassette exists. Exit 0 when every spec is ok, 1 when
+    any failed, 2 when the harness could not run.
+    """
+    outcomes: list[Outcome] = []
+    claude: list[Path] = []  # found once, on the first script run
+    with tempfile.TemporaryDirectory(prefix="atom-validate-", ignore_cleanup_errors=True) as tmp:
+        for number, file in enumerate(spec_files(paths), start=1):
+            try:
+                specs = load_specs(file)
+            except SpecError as err:
+                outcomes.append(Outcome(file, None, str(err)))
+                if not as_json:
+                    click.echo(str(err))
+                continue
+            for index, spec in enumerate(specs, start=1):
+                work = Path(tmp) / f"{number:03d}-{index:02d}"
+                outcome = Outcome(file, spec, runs=_runs(spec, work, claude))
+                outcomes.append(outcome)
+                if not as_json:
+                    click.echo("\n".join(_block(outcome, expect_fail)))
+    if as_json:
+        click.echo(json.dumps([o.as_json(expect_fail) for o in outcomes], indent=2))
+    else:
+        ok = sum(o.ok(expect_fail) for o in outcomes)
+        click.echo(f"{len(outcomes)} specs: {ok} ok, {len(outcomes) - ok} failed")
+    if any(r.harness for o in outcomes for r in o.runs):
+        click.get_current_context().exit(2)
+    if not all(o.ok(expect_fail) for o in outcomes):
+        click.get_current_context().exit(1)
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """The spec files named or found below the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update(dict.fromkeys(_walk(path.resolve())))
+        else:
+            found[path.resolve()] = None
+    return list(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
+    are fixture data, as `pytest --atom` treats them)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        workspaces = _workspaces_declared_in(here)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
+        )
+        yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))
+
+
+def _workspaces_declared_in(folder: Path) -> set[Path]:
+    """The `workspace:` folders named by the specs in `folder`, read without validation."""
+    found: set[Path] = set()
+    for spec_file in folder.glob(f"*{SPEC_SUFFIX}"):
+        try:
+            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
+                found.add((folder / entry["workspace"]).resolve())
+    return found
+
+
+def _runs(spec: Spec, work: Path, claude: list[Path]) -> list[Run]:
+    runs = []
+    if spec.oracle is not None:
+        runs.append(run_oracle(spec, work / "oracle"))
+    if spec.script is not None:
+        if not claude:
+            try:
+                claude.append(find_claude())
+            except ClaudeNotFoundError as exc:
+                raise _HarnessAbort(str(exc)) from None
+        runs.append(run_script(spec, work / "script", claude[0]))
+    return runs
+
+
+def run_oracle(spec: Spec, work: Path) -> Run:
+    """Run the spec's oracle with bash in a copy of its workspace, then its checks."""
+    assert spec.oracle is not None
+    workspace = work / "workspace"
+    try:
+        if spec.workspace is not None:
+            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
+        else:
+            workspace.mkdir(parents=True)
+        code, output = _run_bash(spec.oracle, workspace, spec.timeout)
+    except OSError as exc:
+        return Run("oracle", False, broken=f"harness error: {exc}", harness=True)
+    if code is None:
+        problem = f"the oracle timed out after {spec.timeout:g}s"
+        return Run("oracle", False, problem=problem, output=output)
+    checks = run_checks(spec.accept, workspace, env=clean_env())
+    run = Run("oracle", all(c.passed for c in checks), checks)
+    if code != 0:
+        run.notes.append(f"the oracle exited {code}")
+        run.output = output
+    if not checks:
+        run.notes.append("the spec has no accept checks")
+    return run
+
+
+def _run_bash(script: Path, cwd: Path, timeout: float) -> tuple[int | None, str]:
+    """Exit code (None on timeout) and merged output of `bash script`, in its own process
+    group; output goes to a file so a lingering background child cannot stall the read."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as out:
+        proc = subprocess.Popen(
+            ["bash", str(script)],
+            cwd=cwd,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+        )
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+            _kill_group(proc)  # the group and every descendant, even one that left it
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        out.seek(0)
+        return code, out.read()
+
+
+def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
+    """Play the spec's script through the real harness, never its cassette."""
+    assert spec.script is not None
+    try:
+        Script.load(spec.script)
+    except ScriptError as exc:
+        return Run("script", False, broken=str(exc))
+    # A cassette that does not exist makes record mode "none" fall back to the script.
+    offline = dataclasses.replace(spec, cassette=work / "none.yaml")
+    try:
+        result = run_spec(
+            offline,
+            runs_dir=work / "runs",
+            project_dir=Path.cwd(),
+            settings=RecordSettings(mode="none"),
+            claude_bin=claude_bin,
+        )
+    except (HarnessError, RecordingError, ScriptError, PromptNotFoundError, OSError) as exc:
+        return Run("script", False, broken=f"harness error: {exc}", harness=True)
+    checks = result.final.checks if result.attempts else []
+    run = Run("script", result.passed, list(checks))
+    run.notes.append(f"agent: {agent_line(result)}")
+    if spec.criteria:
+        run.notes.append(f"verdict: {verdict_line(result)}")
+    if result.harness_error is not None:
+        run.broken, run.harness = f"harness error: {result.harness_error}", True
+    elif not result.passed and all(c.passed for c in checks):
+        run.problem = f"{result.decision}: {agent_line(result)}"
+    return run
+
+
+def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
+    """The text report of one spec: header, each run with its checks, then the outcome."""
+    assert outcome.spec is not None
+    spec = outcome.spec
+    lines = [f"{display_path(spec.path)}::{spec.name}"]
+    if not outcome.runs:
+        return [*lines, "  schema ok; no oracle or script to run"]
+    for run in outcome.runs:
+        state = "error" if run.broken else ("passed" if run.passed else "failed")
+        lines.append(f"  {run.kind}: {state}")
+        if run.broken:
+            lines.append(f"    {run.broken}")
+        for c in run.checks:
+            mark = "PASS" if c.passed else "FAIL"
+            lines.append(f"    {mark} {c.check.describe()} (line {c.check.line}): {c.summary}")
+            if not c.passed:
+                lines += _indent(c.evidence)
+        if run.problem:
+            lines.append(f"    {run.problem}")
+        lines += [f"    {note}" for note in run.notes]
+        if run.output and not run.passed:
+            lines += ["    oracle output:", *_indent(run.output)]
+    lines.append(f"  {_conclusion(outcome, expect_fail)}")
+    return lines
+
+
+def _conclusion(outcome: Outcome, expect_fail: bool) -> str:
+    runs = outcome.runs
+    if outcome.ok(expect_fail):
+        if expect_fail:
+            return "ok: failed as expected (" + "; ".join(r.why_failed() for r in runs) + ")"
+        return "ok"
+    wrong = [r for r in runs if not r.as_expected(expect_fail)]
+    if expect_fail:
+        why = [
+            f"the {r.kind} could not run" if r.broken else f"the {r.kind} passed every check"
+            for r in wrong
+        ]
+        return f"FAILED (expected to fail): {'; '.join(why)}"
+    return "FAILED: " + "; ".join(f"{r.kind}: {r.why_failed()}" for r in wrong)
+
+
+def _indent(text: str, prefix: str = "      | ") -> list[str]:
+    lines = text.rstrip("\n").splitlines() or ["(empty)"]
+    if len(lines) > _EVIDENCE_LINES:
+        lines = [f"... ({len(lines) - _EVIDENCE_LINES} earlier lines)"] + lines[-_EVIDENCE_LINES:]
+    return [prefix + line for line in lines]
