@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 from pathlib import Path
 
 import click
 
-from atom_cli.cassette_cmd import cassette
-from atom_cli.loop_cmd import loop
-from atom_cli.project_cmd import doctor, init
-from atom_cli.run_cmd import run
-from atom_cli.tools_cmd import tool, tools
 from pytest_atom.claude_code import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
@@ -20,7 +16,31 @@ from pytest_atom.claude_code import (
     find_claude,
     install_command,
 )
-from pytest_atom.spec import SPEC_SUFFIX
+
+#: Subcommands by name: (module, attribute, one-line help). They are imported only when
+#: run, so `atom --help` stays fast; the line here is what the group's help lists.
+LAZY_COMMANDS = {
+    "run": ("atom_cli.run_cmd", "run", "Run specs with live progress (as pytest --atom does)."),
+    "loop": ("atom_cli.loop_cmd", "loop", 'The classic atom loop; also `atom "task text"`.'),
+    "validate": (
+        "atom_cli.validate_cmd",
+        "validate",
+        "Check specs; run their scripts and oracles offline.",
+    ),
+    "init": ("atom_cli.project_cmd", "init", "Scaffold a project with a scripted example spec."),
+    "doctor": (
+        "atom_cli.project_cmd",
+        "doctor",
+        "Check the Claude Code CLI, credentials and gateway.",
+    ),
+    "cassette": (
+        "atom_cli.cassette_cmd",
+        "cassette",
+        "Show cassettes as transcripts; check them for secrets.",
+    ),
+    "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
+    "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
+}
 
 
 class AtomGroup(click.Group):
@@ -30,10 +50,31 @@ class AtomGroup(click.Group):
     neither go to the classic loop.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*self.commands, *LAZY_COMMANDS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS and name not in self.commands:
+            module, attribute, _ = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return self.commands.get(name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, LAZY_COMMANDS[name][2]) for name in sorted(LAZY_COMMANDS)]
+        rows += [
+            (name, cmd.get_short_help_str(70))
+            for name, cmd in sorted(self.commands.items())
+            if name not in LAZY_COMMANDS
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(rows))
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from pytest_atom.spec import SPEC_SUFFIX  # only when routing: it pulls in jsonschema
+
         if not args:
             args = ["loop"]
-        elif args[0] in self.commands or args[0] in ("--help", "-h", "--version"):
+        elif args[0] in self.list_commands(ctx) or args[0] in ("--help", "-h", "--version"):
             pass
         elif args[0].endswith(SPEC_SUFFIX) or Path(args[0]).is_dir():
             args = ["run", *args]
@@ -81,12 +122,3 @@ def setup() -> None:
         raise click.ClickException(f"npm failed with exit code {exc.returncode}.") from None
     binary = find_claude()
     click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
-
-
-main.add_command(cassette)
-main.add_command(doctor)
-main.add_command(init)
-main.add_command(loop)
-main.add_command(run)
-main.add_command(tool)
-main.add_command(tools)

@@ -350,6 +350,58 @@ def test_workspace_that_is_a_file_and_missing_script(tmp_path: Path) -> None:
     assert err.message.startswith("'script' file 'turns.yaml' does not exist")
 
 
+def test_oracle_is_an_absolute_resolved_file(tmp_path: Path) -> None:
+    write(tmp_path, "oracles/solve.sh", "echo solved > out.txt\n")
+    path = write(
+        tmp_path,
+        "o.atom.yaml",
+        "specs:\n  - {name: a, prompt: p, oracle: oracles/./solve.sh}\n  - {name: b, prompt: p}\n",
+    )
+    with_oracle, without = load_specs(path)
+    assert with_oracle.oracle == (tmp_path / "oracles" / "solve.sh").resolve()
+    assert with_oracle.oracle.is_absolute()
+    assert without.oracle is None
+    assert load_spec(write(tmp_path, "n.atom.yaml", "prompt: p\noracle: null\n")).oracle is None
+
+
+def test_oracle_must_exist_and_be_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "o.atom.yaml", "prompt: p\noracle: solve.sh\n")
+    assert str(error_of(path)) == (
+        "'oracle' file 'solve.sh' does not exist "
+        f"(looked for {(tmp_path / 'solve.sh').resolve()}) at o.atom.yaml:2:9"
+    )
+    (tmp_path / "solve.sh").mkdir()
+    assert error_of(path).message.startswith("'oracle' file 'solve.sh' is not a file")
+
+
+@pytest.mark.parametrize("value", ["/bin/true", "../solve.sh", "a/../../solve.sh"])
+def test_oracle_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
+    err = error_of(write(tmp_path, "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
+    assert err.message == (
+        "'oracle' must be a path relative to the spec file's folder that "
+        f"stays inside it (not absolute, no '..' leading out), got {value!r}"
+    )
+    assert (err.line, err.column) == (2, 9)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("''", "'oracle' must be a non-empty string or null, got ''"),
+        ("[a.sh]", "'oracle' must be a non-empty string or null, got a list"),
+    ],
+)
+def test_oracle_value_type(tmp_path: Path, value: str, message: str) -> None:
+    err = error_of(write(tmp_path, "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
+    assert (err.message, err.line) == (message, 2)
+
+
+def test_typo_of_oracle_suggests_it(tmp_path: Path) -> None:
+    err = error_of(write(tmp_path, "o.atom.yaml", "prompt: p\noracel: solve.sh\n"))
+    assert (err.message, err.suggestion) == ("unknown key 'oracel'", "oracle")
+
+
 def test_duplicate_names_point_at_the_second(tmp_path: Path) -> None:
     err = error_of(
         write(
