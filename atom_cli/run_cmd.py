@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from pytest_atom.cassette import CassetteError
 from pytest_atom.claude_code import ClaudeNotFoundError
+from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
 from pytest_atom.gateway import ScriptError
 from pytest_atom.prompts import PromptNotFoundError
@@ -87,10 +88,9 @@ class Progress:
 @click.option(
     "--record-mode",
     type=click.Choice(RECORD_MODES),
-    default="none",
-    show_default=True,
-    help="none replays cassettes and never reaches the network; once, new_episodes "
-    "and all record (see the README).",
+    default=None,
+    help="none (the default, unless .atom/config.yaml says otherwise) replays cassettes and "
+    "never reaches the network; once, new_episodes and all record (see the README).",
 )
 @click.option(
     "--match",
@@ -131,9 +131,15 @@ class Progress:
 @click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="project config (default: .atom/config.yaml here or above).",
+)
 def run(
     specs: tuple[Path, ...],
-    record_mode: str,
+    record_mode: str | None,
     match: str,
     upstream: str | None,
     report_dir: Path | None,
@@ -141,13 +147,19 @@ def run(
     threshold: float,
     runs_dir: Path,
     as_json: bool,
+    config_path: Path | None,
 ) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
     Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
-    settings = RecordSettings(mode=record_mode, upstream=upstream, match=match)
+    try:
+        config = load_config(config_path)
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None
+    mode = record_mode or config.record_mode or "none"
+    settings = RecordSettings(mode=mode, upstream=upstream, match=match)
     results: list[tuple[SpecResult, int | None]] = []
     for spec in collect_specs(specs):
         for number in range(1, repeat + 1):
@@ -161,6 +173,7 @@ def run(
                     settings=settings,
                     threshold=threshold,
                     on_event=Progress(console, spec),
+                    config=config,
                 )
             except HARNESS_ERRORS as exc:
                 console.print(f"[red]Error:[/] {escape(str(exc))}")

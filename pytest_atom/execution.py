@@ -15,7 +15,9 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from typing import Any
 
 from pytest_atom.checks import CheckRegistry, CheckResult, run_checks
 from pytest_atom.claude_code import find_claude
+from pytest_atom.config import AtomConfig, load_config
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.recording import ModelSource, RecordSettings, open_model_source
@@ -33,6 +36,7 @@ from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
 from pytest_atom.spec import Spec
+from pytest_atom.tools import discover_tools, tool_env
 
 #: Folders never copied into a run: caches from running the fixture's own tests.
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
@@ -190,20 +194,34 @@ def run_spec(
     registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    config: AtomConfig | None = None,
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `threshold` is the project's default (ini `atom_threshold`); a spec's own wins.
     `on_event` receives the executor's stream-json events as they arrive, and the
     harness's own as ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``.
+    `config` (`.atom/config.yaml`) adds prompt folders, a default model and the tools
+    a spec's `tools:` may name.
     """
     started = time.perf_counter()
     claude_bin = claude_bin or find_claude()
     if threshold is None or spec.reflector.threshold_set:
         threshold = spec.reflector.threshold
-    project_dir = prompt_project(spec, project_dir)
+    prompts = PromptLoader(prompt_project(spec, project_dir))
+    if config is not None and config.prompt_dirs:
+        first, *rest = prompts.search_paths
+        prompts = PromptLoader(search_paths=[first, *config.prompt_dirs, *rest])
     run = _Run(
-        spec, new_run_dir(runs_dir, spec), project_dir, threshold, registry, claude_bin, on_event
+        spec,
+        new_run_dir(runs_dir, spec),
+        prompts,
+        threshold,
+        registry,
+        claude_bin,
+        on_event,
+        model=spec.model or (config.model if config else None),
+        tools=_spec_tools(spec, config),
     )
     source = open_model_source(
         spec,
@@ -247,11 +265,13 @@ def run_spec(
 class _Run:
     spec: Spec
     run_dir: Path
-    project_dir: Path | None
+    prompts: PromptLoader
     threshold: float
     registry: CheckRegistry | None
     claude_bin: Path
     on_event: Callable[[dict[str, Any]], None] | None
+    model: str | None = None
+    tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
 
@@ -266,14 +286,19 @@ class _Run:
     def attempt_all(self, source: ModelSource, gateway_url: str) -> None:
         spec = self.spec
         env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        if self.tools:
+            env = tool_env(env)
+            env["PATH"] = (
+                f"{_tool_shims(self.run_dir / 'bin', self.tools)}{os.pathsep}{env['PATH']}"
+            )
         executor = ClaudeRunner(
             env=env,
             options=spec.claude,
-            model=spec.model,
+            model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
         )
-        system_prompt = PromptLoader(self.project_dir).load(spec.toolname)
+        system_prompt = self.prompts.load(spec.toolname)
         session = session_id_for(spec)
         message: str | None = None
         for number in range(1, spec.attempts + 1):
@@ -316,7 +341,7 @@ class _Run:
                         claude_bin=self.claude_bin,
                         session_id=session_id_for(spec, f"reflector:{number}"),
                         threshold=self.threshold,
-                        project_dir=self.project_dir,
+                        prompts=self.prompts,
                     )
                 except ReflectorError as exc:
                     # A replay whose reflector request diverged failed on the divergence,
@@ -331,6 +356,32 @@ class _Run:
             if attempt.decision != "refine":
                 return
             message = refine_message(attempt, spec.attempts, self.threshold)
+
+
+def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:
+    """The entry points of the project tools a spec names; an unknown name is a harness error."""
+    if not spec.tools:
+        return {}
+    config = config or load_config(cwd=spec.root)
+    found = discover_tools(config)
+    missing = [name for name in spec.tools if name not in found]
+    if missing:
+        dirs = ", ".join(str(d) for d in config.tools_paths)
+        raise HarnessError(
+            f"spec '{spec.name}' lists tools {missing} that are not in the project's tools "
+            f"folders ({dirs}); a tool is a folder with cli.py, main.py or tool.py"
+        )
+    return {name: found[name] for name in spec.tools}
+
+
+def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
+    """One executable per tool, so the agent runs `greeter ARGS` like any command."""
+    folder.mkdir(exist_ok=True)
+    for name, entry in tools.items():
+        shim = folder / name
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{entry}" "$@"\n', encoding="utf-8")
+        shim.chmod(0o755)
+    return folder
 
 
 def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:

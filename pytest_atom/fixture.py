@@ -23,15 +23,27 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.config import AtomConfig, ConfigError, load_config
 from pytest_atom.execution import SpecResult, run_spec
 from pytest_atom.recording import RecordSettings
 from pytest_atom.spec import SPEC_SUFFIX, load_spec
 
 
-def settings_from(config: pytest.Config) -> RecordSettings:
-    """Record settings from the command line and ini (command line wins)."""
+def project_config(config: pytest.Config) -> AtomConfig:
+    """`.atom/config.yaml` from the rootdir (or above); a broken one is a usage error."""
+    try:
+        return load_config(cwd=config.rootpath)
+    except ConfigError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def settings_from(config: pytest.Config, atom_config: AtomConfig) -> RecordSettings:
+    """Record settings: command line, then the ini file, then `.atom/config.yaml`."""
     return RecordSettings(
-        mode=config.option.atom_record_mode or config.getini("atom_record_mode"),
+        mode=config.option.atom_record_mode
+        or config.getini("atom_record_mode")
+        or atom_config.record_mode
+        or "none",
         upstream=config.option.atom_upstream,
         match=config.option.atom_match,
         strict_version=config.option.atom_strict_version,
@@ -63,6 +75,7 @@ class AtomFixture:
         ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
         """
         config = self._request.config
+        atom_config = project_config(config)
         here = self._request.path.parent
         if spec is not None:
             loaded = load_spec(here / spec if not Path(spec).is_absolute() else Path(spec), name)
@@ -73,8 +86,9 @@ class AtomFixture:
             loaded,
             runs_dir=runs_dir_from(config),
             project_dir=config.rootpath,
-            settings=settings_from(config),
+            settings=settings_from(config, atom_config),
             threshold=threshold,
+            config=atom_config,
         )
 
     def _inline(self, name: str, keys: dict[str, Any]) -> Any:

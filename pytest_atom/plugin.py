@@ -21,7 +21,7 @@ import yaml
 from pytest_atom.cassette import CassetteError
 from pytest_atom.checks import default_registry
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
-from pytest_atom.fixture import atom, runs_dir_from, settings_from
+from pytest_atom.fixture import atom, project_config, runs_dir_from, settings_from
 from pytest_atom.gateway import ScriptError
 from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError
 from pytest_atom.report import (
@@ -130,7 +130,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
         "repeats, and succeeds otherwise even if some repeats failed.",
     )
-    parser.addini("atom_record_mode", "default for --atom-record-mode.", default="none")
+    parser.addini("atom_record_mode", "default for --atom-record-mode.", default="")
     parser.addini(
         "atom_threshold",
         "reflector score a spec must exceed to pass (default 0.8; a spec's own `reflector: "
@@ -183,9 +183,9 @@ class AtomSession:
         self.config = config
         self.runs_dir = runs_dir_from(config)
         self.spec_collect_errors = 0
-        # Command line over ini: options default to None so the plugin can tell them apart.
-        mode = config.option.atom_record_mode or config.getini("atom_record_mode")
-        if mode not in RECORD_MODES:
+        self.atom_config = project_config(config)
+        mode = config.getini("atom_record_mode")
+        if mode and mode not in RECORD_MODES:
             raise pytest.UsageError(
                 f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
             )
@@ -200,7 +200,7 @@ class AtomSession:
             )
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
-        self.settings = settings_from(config)
+        self.settings = settings_from(config, self.atom_config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -374,6 +374,7 @@ class AtomItem(pytest.Function):
                 settings=session.settings,
                 threshold=session.threshold,
                 registry=spec_file.registry,
+                config=session.atom_config,
             )
         except (
             HarnessError,

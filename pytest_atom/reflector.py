@@ -167,7 +167,7 @@ def build_prompt(
     diff: str,
     final_message: str,
     threshold: float,
-    project_dir: Path | None = None,
+    prompts: PromptLoader | None = None,
 ) -> str:
     """REFLECTOR.md with the evidence filled in."""
     # Check output is tool output: its wall times would make every prompt unique.
@@ -184,7 +184,7 @@ def build_prompt(
         "{final_message}": _quote(final_message or "(none)"),
         "{threshold}": f"{threshold:g}",
     }
-    text = PromptLoader(project_dir).load("reflector")
+    text = (prompts or PromptLoader()).load("reflector")
     for placeholder, value in values.items():
         text = text.replace(placeholder, value)
     return text
@@ -204,7 +204,7 @@ def run_reflector(
     claude_bin: Path,
     session_id: str,
     threshold: float,
-    project_dir: Path | None = None,
+    prompts: PromptLoader | None = None,
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back."""
     runner = ClaudeRunner(
@@ -224,7 +224,7 @@ def run_reflector(
         claude_bin=claude_bin,
     )
     diff = workspace_diff(spec.workspace, attempt_dir)
-    prompt = build_prompt(spec, checks, diff, final_message, threshold, project_dir)
+    prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts)
     record = runner.run(
         prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
     )

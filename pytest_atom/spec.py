@@ -138,6 +138,7 @@ class Spec:
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()
     snapshot: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # project tools on the agent's PATH
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -479,6 +480,7 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["claude"] = ClaudeOptions(**claude)
     if "reflector" in m:
         kw["reflector"] = _reflector(doc, loc + ("reflector",), m["reflector"])
+    kw["tools"] = tuple(m.get("tools", []))
     kw["snapshot"] = tuple(
         _relative(doc, loc + ("snapshot", i), rel, "the workspace")
         for i, rel in enumerate(m.get("snapshot", []))

@@ -28,7 +28,9 @@ def load_reviewer() -> ModuleType:
 def test_the_tool_embeds_an_ephemeral_atom(claude_bin: Path, tmp_path: Path) -> None:
     script = Script.load(EXAMPLE / "specs" / "scripts" / "review.yaml")
     with Gateway(ScriptedResponder(script)) as gateway:
-        runner = ClaudeRunner(env=claude_env(gateway.url, tmp_path / "config"), claude_bin=claude_bin)
+        runner = ClaudeRunner(
+            env=claude_env(gateway.url, tmp_path / "config"), claude_bin=claude_bin
+        )
         result: dict[str, Any] = load_reviewer().review(
             EXAMPLE / "specs" / "workspaces" / "login" / "auth.py", runner=runner
         )
