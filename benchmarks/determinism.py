@@ -36,14 +36,24 @@ SKIP = {"__pycache__", ".pytest_cache"}
 RUN_DIR = re.compile(r"^(?P<spec>.+)-\d{8}-\d{6}-[0-9a-f]{6}$")  # <name>-<date>-<time>-<id>
 
 
-def outcome(case: ET.Element) -> str:
-    """passed, failed, error, skipped or xfailed (pytest writes xfail as a skip)."""
+def outcome(case: ET.Element) -> tuple[str, str]:
+    """passed, failed, error, skipped or xfailed (pytest writes xfail as a skip), and why."""
     for child in case:
+        why = (child.get("message") or "").splitlines()[0][:160] if child.get("message") else ""
         if child.tag in ("failure", "error"):
-            return child.tag.replace("ure", "ed")
+            return child.tag.replace("ure", "ed"), why
         if child.tag == "skipped":
-            return "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
-    return "passed"
+            return "xfailed" if child.get("type") == "pytest.xfail" else "skipped", why
+    return "passed", ""
+
+
+def source_digest() -> str:
+    """The code and data a replay depends on: a change mid-check makes runs incomparable."""
+    files = [f for d in ("pytest_atom", "prompts", "fixtures") for f in (REPO / d).rglob("*")]
+    digest = hashlib.sha256()
+    for path in sorted(f for f in files if f.is_file() and not SKIP.intersection(f.parts)):
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def tree_hash(folder: Path) -> dict[str, str]:
@@ -68,8 +78,8 @@ def run_files(run: Path) -> dict[str, str]:
     return digests
 
 
-def replay_once() -> dict[str, tuple[str, dict[str, str]]]:
-    """One replay of every shipped spec from a fresh copy: spec -> (outcome, file hashes)."""
+def replay_once() -> dict[str, tuple[str, dict[str, str], str]]:
+    """One replay of every shipped spec from a fresh copy: spec -> (outcome, hashes, why)."""
     root = Path(tempfile.mkdtemp(prefix="atom-determinism-"))
     try:
         shutil.copytree(REPO / "fixtures", root / "fixtures", ignore=shutil.ignore_patterns(*SKIP))
@@ -87,12 +97,14 @@ def replay_once() -> dict[str, tuple[str, dict[str, str]]]:
             match = RUN_DIR.match(run.name)
             if match:
                 workspaces[match["spec"]] = run_files(run)
-        return {name: (result, workspaces.get(name, {})) for name, result in cases.items()}
+        return {
+            name: (result, workspaces.get(name, {}), why) for name, (result, why) in cases.items()
+        }
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def differences(runs: list[dict[str, tuple[str, dict[str, str]]]]) -> list[str]:
+def differences(runs: list[dict[str, tuple[str, dict[str, str], str]]]) -> list[str]:
     """What is not the same in every run, spec by spec; empty when all agree."""
     found = []
     specs = sorted(set().union(*runs))
@@ -119,13 +131,17 @@ def main() -> None:
     if args.times < 1:
         parser.error("--times must be at least 1")
     started = time.perf_counter()
-    runs, seconds = [], []
+    runs, seconds, sources = [], [], {source_digest()}
     for n in range(args.times):
         began = time.perf_counter()
         runs.append(replay_once())
         seconds.append(time.perf_counter() - began)
-        outcomes = ", ".join(f"{spec} {result}" for spec, (result, _) in sorted(runs[-1].items()))
+        sources.add(source_digest())
+        outcomes = ", ".join(f"{spec} {result}" for spec, (result, *_) in sorted(runs[-1].items()))
         print(f"run {n + 1}/{args.times}: {seconds[-1]:.1f} s, {outcomes}", flush=True)
+        for spec, (result, _, why) in sorted(runs[-1].items()):
+            if result in ("failed", "error"):
+                print(f"    {spec} {result}: {why}", flush=True)
     for spec in sorted(set().union(*runs)):
         outcomes = Counter(run[spec][0] for run in runs if spec in run)
         trees = [run[spec][1] for run in runs if spec in run]
@@ -139,6 +155,10 @@ def main() -> None:
     problems = differences(runs)
     for problem in problems:
         print(f"  DIFFERS {problem}")
+    if len(sources) > 1:  # e.g. someone editing the (editable) package during the check
+        print(
+            f"  NOTE pytest_atom/, prompts/ or fixtures/ changed during the check: {len(sources)} versions"
+        )
     total = time.perf_counter() - started
     verdict = "NOT deterministic" if problems else "deterministic"
     print(
