@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from pytest_atom.checks import CheckResult, run_checks
 from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
@@ -33,7 +32,7 @@ from pytest_atom.prompts import PromptNotFoundError
 from pytest_atom.recording import RecordingError, RecordSettings
 from pytest_atom.report import agent_line, display_path, verdict_line
 from pytest_atom.runner import _kill_group, clean_env
-from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
@@ -179,28 +178,13 @@ def _walk(folder: Path) -> Iterator[Path]:
     are fixture data, as `pytest --atom` treats them)."""
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
-        workspaces = _workspaces_declared_in(here)
+        workspaces = declared_workspaces(here)
         dirnames[:] = sorted(
             d
             for d in dirnames
             if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
         )
         yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))
-
-
-def _workspaces_declared_in(folder: Path) -> set[Path]:
-    """The `workspace:` folders named by the specs in `folder`, read without validation."""
-    found: set[Path] = set()
-    for spec_file in folder.glob(f"*{SPEC_SUFFIX}"):
-        try:
-            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
-                found.add((folder / entry["workspace"]).resolve())
-    return found
 
 
 def _runs(spec: Spec, work: Path, claude: list[Path]) -> list[Run]:

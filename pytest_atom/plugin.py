@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from pytest_atom.cassette import CassetteError
 from pytest_atom.checks import default_registry
@@ -32,7 +31,7 @@ from pytest_atom.report import (
     result_properties,
     summary_table,
 )
-from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 from pytest_atom.trace import write_report
 
 
@@ -281,24 +280,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(AtomSession(config), "atom-session")
 
 
-@functools.lru_cache(maxsize=256)
-def _workspaces_declared_in(directory: Path) -> frozenset[Path]:
-    """The `workspace:` folders named by the specs in `directory`.
-
-    Read from the YAML without validating it: a spec with an error (reported when its
-    file is collected) or a plugin's check kind still declares its workspace.
-    """
-    found: set[Path] = set()
-    for spec_file in directory.glob(f"*{SPEC_SUFFIX}"):
-        try:
-            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
-                found.add((directory / entry["workspace"]).resolve())
-    return frozenset(found)
+#: Spec files are read again for every folder collected below them; once is enough.
+_workspaces_declared_in = functools.lru_cache(maxsize=256)(declared_workspaces)
 
 
 def _is_workspace(directory: Path) -> bool:

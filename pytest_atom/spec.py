@@ -585,3 +585,22 @@ def _regex(doc: _Document, loc: Loc, pattern: str) -> str:
             f"{_label(loc)!r} is not a valid regular expression: {exc.msg}{at}", loc
         ) from None
     return pattern
+
+
+def declared_workspaces(directory: Path) -> frozenset[Path]:
+    """The `workspace:` folders named by the specs in `directory`.
+
+    Read from the YAML without validating it: a spec with an error (reported when its
+    file is collected) or a plugin's check kind still declares its workspace.
+    """
+    found: set[Path] = set()
+    for spec_file in directory.glob(f"*{SPEC_SUFFIX}"):
+        try:
+            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
+                found.add((directory / entry["workspace"]).resolve())
+    return frozenset(found)
