@@ -35,7 +35,7 @@ EXPECTED = {
     "fix-failing-test.yaml": (
         "fix_failing_test.atom.yaml::fix-failing-test",
         [
-            "$ python -m pytest -q -p no:cacheprovider",
+            "$ python3 -m pytest",
             "$ cat calc/__init__.py",
             "$ sed -i 's/return a - b/return a + b/' calc/__init__.py",
             "2 passed in <DURATION>",
