@@ -4,12 +4,14 @@ Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to
 
     /tmp/venv/bin/python benchmarks/determinism.py [--times 20]
 
-Each time, the repository's `fixtures/` folder is copied to a new temp folder, and
-`pytest --atom fixtures/specs` (default record mode: the cassettes are replayed) runs
-there, with its run folders and JUnit XML inside that temp folder. Per spec it collects
-the outcome (from the JUnit XML) and a sha256 of every file in the run's workspace
-folders (`workspace/`, or `attempts/*/` and `committed/`), all files but __pycache__/ and
-.pytest_cache/ (claude-config/, the CLI's own state, is not a workspace).
+First `pytest_atom/`, `prompts/` and `fixtures/` are snapshotted into a temp folder that
+goes first on PYTHONPATH, so all runs replay the same code and data even while the
+working tree is being edited. Each time, the snapshot's `fixtures/` is copied to a new
+temp folder and `pytest --atom fixtures/specs` (default record mode: the cassettes are
+replayed) runs there, with its run folders and JUnit XML inside that temp folder.
+Per spec it collects the outcome (from the JUnit XML) and a sha256 of every file in the
+run's workspace folders (`workspace/`, or `attempts/*/` and `committed/`), all files but
+__pycache__/ and .pytest_cache/ (claude-config/, the CLI's own state, is no workspace).
 
 It prints a line per run and per spec, then the result line: "deterministic" when all
 runs agree on every spec's outcome and files (exit 0), else "NOT deterministic" and what
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -34,26 +37,19 @@ from statistics import median
 REPO = Path(__file__).resolve().parent.parent
 SKIP = {"__pycache__", ".pytest_cache"}
 RUN_DIR = re.compile(r"^(?P<spec>.+)-\d{8}-\d{6}-[0-9a-f]{6}$")  # <name>-<date>-<time>-<id>
+Run = dict[str, tuple[str, dict[str, str], str]]  # spec -> (outcome, file hashes, why)
 
 
 def outcome(case: ET.Element) -> tuple[str, str]:
     """passed, failed, error, skipped or xfailed (pytest writes xfail as a skip), and why."""
     for child in case:
-        why = (child.get("message") or "").splitlines()[0][:160] if child.get("message") else ""
+        lines = (child.get("message") or "").splitlines() or [""]
+        why = next((x for x in lines if "FAIL" in x or "diverg" in x.lower()), lines[0])
         if child.tag in ("failure", "error"):
-            return child.tag.replace("ure", "ed"), why
+            return child.tag.replace("ure", "ed"), why.strip()[:200]
         if child.tag == "skipped":
             return "xfailed" if child.get("type") == "pytest.xfail" else "skipped", why
     return "passed", ""
-
-
-def source_digest() -> str:
-    """The code and data a replay depends on: a change mid-check makes runs incomparable."""
-    files = [f for d in ("pytest_atom", "prompts", "fixtures") for f in (REPO / d).rglob("*")]
-    digest = hashlib.sha256()
-    for path in sorted(f for f in files if f.is_file() and not SKIP.intersection(f.parts)):
-        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def tree_hash(folder: Path) -> dict[str, str]:
@@ -78,37 +74,36 @@ def run_files(run: Path) -> dict[str, str]:
     return digests
 
 
-def replay_once() -> dict[str, tuple[str, dict[str, str], str]]:
-    """One replay of every shipped spec from a fresh copy: spec -> (outcome, hashes, why)."""
+def replay_once(snapshot: Path) -> Run:
+    """One replay of every shipped spec, from a fresh copy of the snapshot's fixtures."""
     root = Path(tempfile.mkdtemp(prefix="atom-determinism-"))
     try:
-        shutil.copytree(REPO / "fixtures", root / "fixtures", ignore=shutil.ignore_patterns(*SKIP))
+        shutil.copytree(snapshot / "fixtures", root / "fixtures")
         xml, runs = root / "junit.xml", root / "runs"
         cmd = [sys.executable, "-m", "pytest", "--atom", "fixtures/specs", "-p", "no:cacheprovider"]
         cmd += ["-q", "--junitxml", str(xml), "--atom-runs-dir", str(runs)]
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1800)
+        path = os.pathsep.join(filter(None, [str(snapshot), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path}
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=1800)
         if not xml.exists():
             sys.exit(
-                f"pytest wrote no JUnit XML (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+                f"pytest wrote no JUnit XML ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
             )
         cases = {case.get("name"): outcome(case) for case in ET.parse(xml).iter("testcase")}
-        workspaces: dict[str, dict[str, str]] = {}
+        workspaces = {}
         for run in sorted(runs.iterdir()) if runs.exists() else []:
             match = RUN_DIR.match(run.name)
             if match:
                 workspaces[match["spec"]] = run_files(run)
-        return {
-            name: (result, workspaces.get(name, {}), why) for name, (result, why) in cases.items()
-        }
+        return {name: (res, workspaces.get(name, {}), why) for name, (res, why) in cases.items()}
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def differences(runs: list[dict[str, tuple[str, dict[str, str], str]]]) -> list[str]:
+def differences(runs: list[Run]) -> list[str]:
     """What is not the same in every run, spec by spec; empty when all agree."""
     found = []
-    specs = sorted(set().union(*runs))
-    for spec in specs:
+    for spec in sorted(set().union(*runs)):
         missing = sum(spec not in run for run in runs)
         if missing:
             found.append(f"{spec}: missing from {missing} of {len(runs)} runs")
@@ -116,8 +111,7 @@ def differences(runs: list[dict[str, tuple[str, dict[str, str], str]]]) -> list[
         outcomes = Counter(run[spec][0] for run in runs)
         if len(outcomes) > 1:
             found.append(f"{spec}: outcomes differ: {dict(outcomes)}")
-        files = sorted(set().union(*(run[spec][1] for run in runs)))
-        for name in files:
+        for name in sorted(set().union(*(run[spec][1] for run in runs))):
             versions = Counter(run[spec][1].get(name, "(absent)")[:12] for run in runs)
             if len(versions) > 1:
                 found.append(f"{spec}: {name} differs: {dict(versions)}")
@@ -131,41 +125,39 @@ def main() -> None:
     if args.times < 1:
         parser.error("--times must be at least 1")
     started = time.perf_counter()
-    runs, seconds, sources = [], [], {source_digest()}
-    for n in range(args.times):
-        began = time.perf_counter()
-        runs.append(replay_once())
-        seconds.append(time.perf_counter() - began)
-        sources.add(source_digest())
-        outcomes = ", ".join(f"{spec} {result}" for spec, (result, *_) in sorted(runs[-1].items()))
-        print(f"run {n + 1}/{args.times}: {seconds[-1]:.1f} s, {outcomes}", flush=True)
-        for spec, (result, _, why) in sorted(runs[-1].items()):
-            if result in ("failed", "error"):
-                print(f"    {spec} {result}: {why}", flush=True)
+    runs: list[Run] = []
+    seconds: list[float] = []
+    snapshot = Path(tempfile.mkdtemp(prefix="atom-determinism-code-"))
+    try:
+        for folder in ("pytest_atom", "prompts", "fixtures"):
+            shutil.copytree(REPO / folder, snapshot / folder, ignore=shutil.ignore_patterns(*SKIP))
+        for n in range(args.times):
+            began = time.perf_counter()
+            runs.append(replay_once(snapshot))
+            seconds.append(time.perf_counter() - began)
+            results = sorted(runs[-1].items())
+            summary = ", ".join(f"{spec} {result}" for spec, (result, *_) in results)
+            print(f"run {n + 1}/{args.times}: {seconds[-1]:.1f} s, {summary}", flush=True)
+            for spec, (result, _, why) in results:
+                if result in ("failed", "error"):
+                    print(f"    {spec} {result}: {why}", flush=True)
+    finally:
+        shutil.rmtree(snapshot, ignore_errors=True)
     for spec in sorted(set().union(*runs)):
         outcomes = Counter(run[spec][0] for run in runs if spec in run)
         trees = [run[spec][1] for run in runs if spec in run]
         digests = Counter(
             hashlib.sha256(repr(sorted(t.items())).encode()).hexdigest()[:12] for t in trees
         )
-        print(
-            f"  {spec}: outcomes {dict(outcomes)}; workspace files {len(trees[0])}, "
-            f"tree digests {dict(digests)}"
-        )
+        print(f"  {spec}: outcomes {dict(outcomes)}; {len(trees[0])} workspace files, "
+              f"tree digests {dict(digests)}")  # fmt: skip
     problems = differences(runs)
     for problem in problems:
         print(f"  DIFFERS {problem}")
-    if len(sources) > 1:  # e.g. someone editing the (editable) package during the check
-        print(
-            f"  NOTE pytest_atom/, prompts/ or fixtures/ changed during the check: {len(sources)} versions"
-        )
-    total = time.perf_counter() - started
-    verdict = "NOT deterministic" if problems else "deterministic"
-    print(
-        f"result: {verdict}: {args.times} replays of {len(set().union(*runs))} specs "
-        f"{'disagree' if problems else 'agree'} on outcomes and workspace hashes; "
-        f"total {total:.1f} s (median {median(seconds):.1f} s per replay)"
-    )
+    verdict = "NOT deterministic: they disagree" if problems else "deterministic: they agree"
+    print(f"result: {verdict}; {args.times} replays of {len(set().union(*runs))} specs compared "
+          f"on outcomes and workspace hashes; total {time.perf_counter() - started:.1f} s "
+          f"(median {median(seconds):.1f} s a replay)")  # fmt: skip
     sys.exit(1 if problems else 0)
 
 

@@ -6,6 +6,7 @@ they were made with, because a new CLI changes its system prompt and tool defini
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -61,7 +62,18 @@ def find_claude() -> Path:
 
 
 def claude_version(binary: Path) -> str:
-    """The version the binary reports (``2.1.197``); runs offline."""
+    """The version of `binary` (``2.1.197``), offline.
+
+    An npm install states it in the package.json beside the binary, which is read in
+    microseconds; anything else is asked with ``--version`` (a process start, ~0.2 s).
+    """
+    manifest = Path(binary).resolve().parent.parent / "package.json"
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        if data.get("name") == NPM_PACKAGE and isinstance(data.get("version"), str):
+            return str(data["version"])
+    except (OSError, ValueError):
+        pass
     out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
     return out.stdout.split()[0] if out.stdout.split() else "unknown"
 

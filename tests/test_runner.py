@@ -116,3 +116,16 @@ def test_explicit_binary_that_does_not_exist(
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(tmp_path / "nope"))
     with pytest.raises(ClaudeNotFoundError, match=r"ATOM_CLAUDE_BIN=.*nope does not exist"):
         find_claude()
+
+
+def test_cli_version_from_the_npm_package_and_from_the_binary(
+    claude_bin: Path, tmp_path: Path
+) -> None:
+    from pytest_atom.claude_code import claude_version
+
+    assert claude_version(claude_bin) == CLAUDE_CODE_VERSION  # read from its package.json
+    other = tmp_path / "bin" / "claude"
+    other.parent.mkdir()
+    other.write_text("#!/bin/sh\necho '9.9.9 (Claude Code)'\n")
+    other.chmod(0o755)
+    assert claude_version(other) == "9.9.9"  # no package.json beside it: asks the binary
