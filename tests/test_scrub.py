@@ -106,7 +106,7 @@ def test_extra_values_are_scrubbed_and_win_over_env() -> None:
 
 
 SHAPES = [
-    "sk-ant-api03-AbCdEf_12-345678",
+    "sk-ant-api03-fakeAbCdEf_12-345678",
     "sk-" + "A1b2C3d4E5" * 3,
     "sk-proj-" + "Ab_1-" * 6,
     "ghp_" + "a1B2c3D4e5" * 3,
