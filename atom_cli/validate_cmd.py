@@ -9,13 +9,11 @@ offline through the real harness, from its script even when a cassette exists. W
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
+import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,14 +22,15 @@ from typing import Any
 
 import click
 
-from pytest_atom.checks import CheckResult, run_checks
+from pytest_atom.checks import CheckResult, run_checks, run_shell
 from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.execution import HarnessError, run_spec
 from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptNotFoundError
 from pytest_atom.recording import RecordingError, RecordSettings
-from pytest_atom.report import agent_line, display_path, verdict_line
-from pytest_atom.runner import _kill_group, clean_env
+from pytest_atom.report import agent_line, verdict_line
+from pytest_atom.runner import clean_env
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
@@ -227,30 +226,8 @@ def run_oracle(spec: Spec, work: Path) -> Run:
 
 
 def _run_bash(script: Path, cwd: Path, timeout: float) -> tuple[int | None, str]:
-    """Exit code (None on timeout) and merged output of `bash script`, in its own process
-    group; output goes to a file so a lingering background child cannot stall the read."""
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as out:
-        proc = subprocess.Popen(
-            ["bash", str(script)],
-            cwd=cwd,
-            env=clean_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            text=True,
-        )
-        try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = None
-            _kill_group(proc)  # the group and every descendant, even one that left it
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.seek(0)
-        return code, out.read()
+    """Exit code (None on timeout) and merged output of `bash script`, run like a check."""
+    return run_shell(f"bash {shlex.quote(str(script))}", cwd, clean_env(), timeout)
 
 
 def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:

@@ -23,6 +23,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
+from pytest_atom.runner import kill_process_tree
 from pytest_atom.spec import Check
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
@@ -145,7 +146,7 @@ def file_contains(check: Check, workspace: Path, env: Mapping[str, str] | None) 
 def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
     p = check.params
     run, expected, timeout = p["run"], p["exit_code"], float(p["timeout"])
-    code, output = _run_shell(run, workspace, env, timeout)
+    code, output = run_shell(run, workspace, env, timeout)
     evidence = f"$ {run}\n{_tail(output)}"
     if code is None:
         return CheckResult(check, False, f"`{run}` timed out after {timeout:g}s", evidence)
@@ -207,7 +208,7 @@ def _resolve(workspace: Path, rel: str) -> Path:
     return target
 
 
-def _run_shell(
+def run_shell(
     run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float
 ) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
@@ -228,6 +229,7 @@ def _run_shell(
             code: int | None = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             code = None
+            kill_process_tree(proc)  # every descendant, even one that started a session of its own
         with contextlib.suppress(ProcessLookupError, PermissionError):  # group already gone
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

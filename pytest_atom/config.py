@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
 
 CONFIG_DIR = ".atom"
@@ -66,7 +67,7 @@ class ConfigError(Exception):
         self.suggestion = suggestion
 
     def __str__(self) -> str:
-        where = _display(self.path) + (f":{self.line}" if self.line is not None else "")
+        where = display_path(self.path) + (f":{self.line}" if self.line is not None else "")
         hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
         return f"{self.message} at {where}{hint}"
 
@@ -314,10 +315,3 @@ def _type_name(value: Any) -> str:
         dict: "a mapping",
     }
     return names.get(type(value), type(value).__name__)
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except (ValueError, OSError):
-        return str(path)

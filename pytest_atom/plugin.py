@@ -22,9 +22,9 @@ from pytest_atom.checks import default_registry
 from pytest_atom.execution import HarnessError, SpecResult, run_spec
 from pytest_atom.fixture import atom, project_config, runs_dir_from, settings_from
 from pytest_atom.gateway import ScriptError
+from pytest_atom.paths import display_path
 from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError
 from pytest_atom.report import (
-    display_path,
     failure_report,
     pass_rate_lines,
     pass_rates,

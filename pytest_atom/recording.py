@@ -20,7 +20,7 @@ from pytest_atom.claude_code import claude_version
 from pytest_atom.gateway import Gateway, Responder, Script, ScriptedResponder
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.replay import CassetteResponder
-from pytest_atom.report import display_path
+from pytest_atom.paths import display_path
 from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec
 

@@ -6,24 +6,16 @@ the same thing about the same run.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pytest_atom.paths import display_path
 
 if TYPE_CHECKING:
     from pytest_atom.execution import SpecResult
 
 _EVIDENCE_LINES = 20
-
-
-def display_path(path: Path) -> str:
-    """Relative to the current folder when inside it: shorter, and clickable in terminals."""
-    try:
-        return os.path.relpath(path) if Path.cwd() in path.resolve().parents else str(path)
-    except ValueError:
-        return str(path)
 
 
 def _indent(text: str, prefix: str = "      | ", limit: int = _EVIDENCE_LINES) -> list[str]:

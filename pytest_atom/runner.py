@@ -271,7 +271,7 @@ class ClaudeRunner:
 
         def kill() -> None:
             timed_out.set()
-            _kill_group(proc)
+            kill_process_tree(proc)
 
         timer = threading.Timer(timeout, kill) if timeout else None
         if timer:
@@ -300,7 +300,7 @@ class ClaudeRunner:
                         self.on_event(event)
             proc.wait()
         except BaseException:
-            _kill_group(proc)  # Ctrl-C or a callback error: never leave a CLI behind
+            kill_process_tree(proc)  # Ctrl-C or a callback error: never leave a CLI behind
             raise
         finally:
             if timer:
@@ -333,7 +333,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
     """Kill the CLI, its process group and every descendant.
 
     The CLI starts its Bash tool's shell in a session of its own, out of reach of a

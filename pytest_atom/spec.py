@@ -26,6 +26,8 @@ import yaml
 from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
+from pytest_atom.paths import display_path
+
 SPEC_SUFFIX = ".atom.yaml"
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
@@ -56,7 +58,7 @@ class SpecError(Exception):
         self.suggestion = suggestion
 
     def __str__(self) -> str:
-        where = _display(self.path)
+        where = display_path(self.path)
         if self.line is not None:
             where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
         hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
@@ -440,13 +442,6 @@ def _show(value: Any) -> str:
 
 def _position(mark: yaml.Mark | None) -> tuple[int | None, int | None]:
     return (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except (ValueError, OSError):
-        return str(path)
 
 
 # --- schema-valid data -> Spec ----------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from pytest_atom.config import AtomConfig
 from pytest_atom.conversation import error
-from pytest_atom.runner import _kill_group
+from pytest_atom.runner import kill_process_tree
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
@@ -129,11 +129,11 @@ def run_tool(
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_process_tree(proc)
         # A child left running may hold the pipe open: wait a little, then stop copying.
         reader.join(timeout=_DRAIN_SECONDS)
     except BaseException:
-        _kill_group(proc)  # Ctrl-C: never leave a tool behind
+        kill_process_tree(proc)  # Ctrl-C: never leave a tool behind
         raise
     finally:
         with lock:
