@@ -148,6 +148,16 @@ def test_typo_is_a_collection_error_and_other_specs_still_run(
     assert "Interrupted" not in result.stdout.str()
 
 
+def test_typo_does_not_stop_other_specs_under_xdist(pytester: pytest.Pytester, specs: Path) -> None:
+    only(specs, "create_file.atom.yaml")
+    (specs / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
+    result = pytester.runpytest("--atom", "specs", "-n", "2")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["unknown key 'promt' at specs/bad.atom.yaml:2:1 — did you mean 'prompt'?"]
+    )
+
+
 def test_python_collection_errors_still_interrupt(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     pytester.makepyfile(test_broken="import not_a_module_anywhere\n")
