@@ -11,25 +11,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from pytest_atom.cassette import CassetteError
-from pytest_atom.claude_code import ClaudeNotFoundError
 from pytest_atom.config import ConfigError, load_config
-from pytest_atom.execution import HarnessError, SpecResult, run_spec
-from pytest_atom.gateway import ScriptError
-from pytest_atom.prompts import PromptNotFoundError
-from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError, RecordSettings
+from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
+from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordSettings
 from pytest_atom.report import result_properties, summary_table
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
-
-HARNESS_ERRORS = (
-    HarnessError,
-    RecordingError,
-    CassetteError,
-    ScriptError,
-    ClaudeNotFoundError,
-    PromptNotFoundError,
-)
 
 
 def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:

@@ -24,11 +24,10 @@ import click
 
 from pytest_atom.checks import CheckResult, run_checks, run_shell
 from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
-from pytest_atom.execution import HarnessError, run_spec
+from pytest_atom.execution import HARNESS_ERRORS, run_spec
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.paths import display_path
-from pytest_atom.prompts import PromptNotFoundError
-from pytest_atom.recording import RecordingError, RecordSettings
+from pytest_atom.recording import RecordSettings
 from pytest_atom.report import agent_line, verdict_line
 from pytest_atom.runner import clean_env
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
@@ -247,7 +246,7 @@ def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
             settings=RecordSettings(mode="none"),
             claude_bin=claude_bin,
         )
-    except (HarnessError, RecordingError, ScriptError, PromptNotFoundError, OSError) as exc:
+    except HARNESS_ERRORS as exc:
         return Run("script", False, broken=f"harness error: {exc}", harness=True)
     checks = result.final.checks if result.attempts else []
     run = Run("script", result.passed, list(checks))

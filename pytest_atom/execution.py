@@ -26,12 +26,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.cassette import CassetteError
 from pytest_atom.checks import CheckRegistry, CheckResult, run_checks
 from pytest_atom.claude_code import find_claude
 from pytest_atom.config import AtomConfig, load_config
-from pytest_atom.gateway import Exchange, Gateway
+from pytest_atom.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.recording import ModelSource, RecordSettings, open_model_source
+from pytest_atom.recording import ModelSource, RecordingError, RecordSettings, open_model_source
 from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
@@ -44,6 +45,18 @@ _COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cac
 
 class HarnessError(Exception):
     """The harness could not run the spec at all (as opposed to the agent failing it)."""
+
+
+#: What `run_spec` raises when it cannot run a spec at all: a missing cassette or script,
+#: a broken cassette, a missing `claude` or prompt (both OSErrors). Callers report these
+#: as the harness's failure, never as the agent's.
+HARNESS_ERRORS: tuple[type[Exception], ...] = (
+    HarnessError,
+    RecordingError,
+    CassetteError,
+    ScriptError,
+    OSError,
+)
 
 
 @dataclass

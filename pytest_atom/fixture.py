@@ -25,7 +25,7 @@ import yaml
 
 from pytest_atom.config import AtomConfig, ConfigError, load_config
 from pytest_atom.execution import SpecResult, run_spec
-from pytest_atom.recording import RecordSettings
+from pytest_atom.recording import RECORD_MODES, RecordSettings
 from pytest_atom.spec import SPEC_SUFFIX, load_spec
 
 
@@ -37,8 +37,27 @@ def project_config(config: pytest.Config) -> AtomConfig:
         raise pytest.UsageError(str(err)) from None
 
 
+def threshold_from(config: pytest.Config) -> float:
+    """The ini option `atom_threshold`, checked: a bad value is a usage error."""
+    text = config.getini("atom_threshold")
+    try:
+        threshold = float(text)
+    except ValueError:
+        threshold = -1.0
+    if not 0 < threshold < 1:
+        raise pytest.UsageError(
+            f"atom_threshold = {text!r} in the ini file; use a number between 0 and 1, such as 0.8"
+        )
+    return threshold
+
+
 def settings_from(config: pytest.Config, atom_config: AtomConfig) -> RecordSettings:
     """Record settings: command line, then the ini file, then `.atom/config.yaml`."""
+    mode = config.getini("atom_record_mode")
+    if mode and mode not in RECORD_MODES:
+        raise pytest.UsageError(
+            f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
+        )
     return RecordSettings(
         mode=config.option.atom_record_mode
         or config.getini("atom_record_mode")
@@ -81,7 +100,7 @@ class AtomFixture:
             loaded = load_spec(here / spec if not Path(spec).is_absolute() else Path(spec), name)
         else:
             loaded = self._inline(name or self._request.node.name, inline)
-        threshold = float(config.getini("atom_threshold"))
+        threshold = threshold_from(config)
         return run_spec(
             loaded,
             runs_dir=runs_dir_from(config),

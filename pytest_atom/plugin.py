@@ -17,13 +17,17 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassette import CassetteError
 from pytest_atom.checks import default_registry
-from pytest_atom.execution import HarnessError, SpecResult, run_spec
-from pytest_atom.fixture import atom, project_config, runs_dir_from, settings_from
-from pytest_atom.gateway import ScriptError
+from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
+from pytest_atom.fixture import (
+    atom,
+    project_config,
+    runs_dir_from,
+    settings_from,
+    threshold_from,
+)
 from pytest_atom.paths import display_path
-from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordingError
+from pytest_atom.recording import MATCH_MODES, RECORD_MODES
 from pytest_atom.report import (
     failure_report,
     pass_rate_lines,
@@ -145,6 +149,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("atom_runs_dir", "default for --atom-runs-dir.", default=None)
 
 
+#: Failures of the harness itself; a ValueError (a value the harness could not use) too.
+_RUN_ERRORS: tuple[type[Exception], ...] = (*HARNESS_ERRORS, ValueError)
+
+
 class AtomReplayWarning(UserWarning):
     """A replay that passed but deserves a look: another CLI version, or drifted tool output."""
 
@@ -183,20 +191,7 @@ class AtomSession:
         self.runs_dir = runs_dir_from(config)
         self.spec_collect_errors = 0
         self.atom_config = project_config(config)
-        mode = config.getini("atom_record_mode")
-        if mode and mode not in RECORD_MODES:
-            raise pytest.UsageError(
-                f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
-            )
-        try:
-            self.threshold = float(config.getini("atom_threshold"))
-        except ValueError:
-            self.threshold = -1.0
-        if not 0 < self.threshold < 1:
-            raise pytest.UsageError(
-                f"atom_threshold = {config.getini('atom_threshold')!r} in the ini file; "
-                "use a number between 0 and 1, such as 0.8"
-            )
+        self.threshold = threshold_from(config)
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.settings = settings_from(config, self.atom_config)
@@ -359,14 +354,7 @@ class AtomItem(pytest.Function):
                 registry=spec_file.registry,
                 config=session.atom_config,
             )
-        except (
-            HarnessError,
-            RecordingError,
-            CassetteError,
-            ScriptError,
-            OSError,
-            ValueError,
-        ) as exc:
+        except _RUN_ERRORS as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
         else:
             problem = ""
