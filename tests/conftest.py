@@ -22,6 +22,19 @@ def claude_bin() -> Path:
 
 
 @pytest.fixture
+def claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set up inner pytest runs (pytester) to find the CLI and run as a whole session.
+
+    Pytester moves HOME, where the per-user CLI cache lives, so the binary is named. Under
+    xdist, an in-process inner run would inherit the worker's variables, and plugins such
+    as syrupy would leave their report to a controller that does not exist.
+    """
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
 def gateway_for() -> Iterator[Any]:
     """Start a scripted gateway from inline turns; stopped at teardown."""
     started: list[Gateway] = []

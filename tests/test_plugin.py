@@ -9,11 +9,7 @@ import pytest
 
 from tests.conftest import REPO
 
-
-@pytest.fixture(autouse=True)
-def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pytester moves HOME, where the per-user CLI cache lives: name the binary instead."""
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 @pytest.fixture

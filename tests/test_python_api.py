@@ -9,14 +9,7 @@ import pytest
 
 from tests.conftest import REPO
 
-
-@pytest.fixture(autouse=True)
-def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    # When this suite runs under xdist, an in-process inner run would inherit the worker's
-    # variables, and syrupy would leave its report to a controller that does not exist.
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 @pytest.fixture

@@ -30,9 +30,7 @@ CASSETTE = Path("cassettes/greet/greet.yaml")
 TURNS = [bash("echo hello > greeting.txt", "Writing it."), {"text": "Done.\nEXIT_LOOP_NOW"}]
 
 
-@pytest.fixture(autouse=True)
-def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 def greet_spec(pytester: pytest.Pytester, timeout: int = 120, prompt: str | None = None) -> Path:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +22,7 @@ accept:
 WRITE = bash("echo done > done.txt", "Writing done.txt.")
 
 
-@pytest.fixture(autouse=True)
-def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 def verdict(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 GREETER = """\
@@ -13,9 +11,7 @@ status("Complete", f"greeted {sys.argv[1]}")
 """
 
 
-@pytest.fixture(autouse=True)
-def _claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 def project(pytester: pytest.Pytester, tools: str = "[greeter]") -> None:
