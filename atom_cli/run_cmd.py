@@ -13,7 +13,8 @@ from rich.markup import escape
 
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
-from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordSettings
+from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
+from pytest_atom.recording import RecordSettings
 from pytest_atom.report import result_properties, summary_table
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
@@ -77,15 +78,27 @@ class Progress:
     type=click.Choice(RECORD_MODES),
     default=None,
     help="none (the default, unless .atom/config.yaml says otherwise) replays cassettes and "
-    "never reaches the network; once, new_episodes and all record (see the README).",
+    "never reaches the network; once, new_episodes and all record; refresh rewrites a "
+    "cassette's requests for this Claude Code (see the README).",
 )
 @click.option(
     "--match",
     "match",
     type=click.Choice(MATCH_MODES),
-    default="strict",
-    show_default=True,
-    help="structural also replays requests whose tool results drifted.",
+    default=None,
+    help="conversation (the default, unless .atom/config.yaml says otherwise) matches the "
+    "conversation whatever Claude Code wraps it in; structural also tolerates changed tool "
+    "results; strict needs the whole request body.",
+)
+@click.option(
+    "--rejudge",
+    is_flag=True,
+    help="replay the agent's sessions and record the reflector's verdicts anew.",
+)
+@click.option(
+    "--strict-version",
+    is_flag=True,
+    help="fail a replay whose cassette was recorded with another Claude Code version.",
 )
 @click.option("--upstream", metavar="URL", help="where recording forwards to.")
 @click.option(
@@ -126,8 +139,10 @@ class Progress:
 )
 def run(
     specs: tuple[Path, ...],
-    record_mode: str | None,
-    match: str,
+    record_mode: RecordMode | None,
+    match: MatchMode | None,
+    rejudge: bool,
+    strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
     repeat: int,
@@ -146,7 +161,13 @@ def run(
     except ConfigError as err:
         raise click.UsageError(str(err)) from None
     mode = record_mode or config.record_mode or "none"
-    settings = RecordSettings(mode=mode, upstream=upstream, match=match)
+    settings = RecordSettings(
+        mode=mode,
+        upstream=upstream,
+        match=match or config.match or DEFAULT_MATCH,
+        strict_version=strict_version,
+        rejudge=rejudge,
+    )
     results: list[tuple[SpecResult, int | None]] = []
     for spec in collect_specs(specs):
         for number in range(1, repeat + 1):
@@ -184,6 +205,9 @@ def run(
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
-    if any(r.harness_error for r, _ in results):
+    for r, _ in results:
+        if r.drift:
+            console.print(escape(f"drift: {r.spec.name}: {r.drift}"))
+    if any(r.harness_error or r.divergences for r, _ in results):
         sys.exit(2)
     sys.exit(0 if all(r.passed for r, _ in results) else 1)

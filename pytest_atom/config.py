@@ -6,7 +6,8 @@ tools_dirs: [.atom/tools, tools]     # where `atom tool` looks for tools, first 
 prompt_paths: [prompts/extra]        # extra prompt folders, searched after .atom/prompts
 timeout: 120                         # seconds a tool may run before it is killed
 model: ${ATOM_MODEL:-}               # default model for specs (empty: the CLI's own)
-record_mode: none                    # none, once, new_episodes or all
+record_mode: none                    # none, once, new_episodes, all or refresh
+match: conversation                  # conversation, structural or strict
 ```
 
 The file is looked for in the working directory and then in each parent folder up to
@@ -39,13 +40,13 @@ from typing import Any
 
 import yaml
 
+from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"
 SUPPORTED_VERSIONS = ("1",)
-RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 #: A literal ``$${``, a reference ``${NAME}`` / ``${NAME:-default}``, or a malformed ``${``.
 _VAR = re.compile(r"\$\$\{|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
@@ -81,7 +82,8 @@ class AtomConfig:
     prompt_paths: tuple[str, ...] = ()
     timeout: float = 120
     model: str | None = None
-    record_mode: str | None = None
+    record_mode: RecordMode | None = None
+    match: MatchMode | None = None
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
@@ -106,7 +108,15 @@ class AtomConfig:
         return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
 
 
-_KNOWN_KEYS = ("version", "tools_dirs", "prompt_paths", "timeout", "model", "record_mode")
+_KNOWN_KEYS = (
+    "version",
+    "tools_dirs",
+    "prompt_paths",
+    "timeout",
+    "model",
+    "record_mode",
+    "match",
+)
 
 
 def find_config(cwd: Path | None = None) -> Path | None:
@@ -276,13 +286,14 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
         if not isinstance(value, str):
             raise wrong("a model name (a string)")
         return value or None  # `${ATOM_MODEL:-}`: no model, the CLI's default
-    # record_mode
+    # record_mode and match: one of a fixed set of names
+    choices = RECORD_MODES if key == "record_mode" else MATCH_MODES
     if not isinstance(value, str):
-        raise wrong(f"one of {', '.join(RECORD_MODES)}")
-    if value not in RECORD_MODES:
-        close = difflib.get_close_matches(value, RECORD_MODES, n=1, cutoff=0.5)
+        raise wrong(f"one of {', '.join(choices)}")
+    if value not in choices:
+        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
         raise ConfigError(
-            f"'record_mode' must be one of {', '.join(RECORD_MODES)}, not {value!r}",
+            f"{key!r} must be one of {', '.join(choices)}, not {value!r}",
             path,
             key=key,
             line=line,

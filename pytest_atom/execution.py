@@ -32,7 +32,13 @@ from pytest_atom.claude_code import find_claude
 from pytest_atom.config import AtomConfig, load_config
 from pytest_atom.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.recording import ModelSource, RecordingError, RecordSettings, open_model_source
+from pytest_atom.recording import (
+    ModelSource,
+    RecordingError,
+    RecordSettings,
+    divergence_report,
+    open_model_source,
+)
 from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
@@ -97,7 +103,9 @@ class SpecResult:
     exchanges: list[Exchange] = field(default_factory=list)
     source: str = "scripted"  # what answered the CLI: scripted, replay or record
     divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
-    warnings: list[str] = field(default_factory=list)  # version mismatch, structural drift
+    warnings: list[str] = field(default_factory=list)
+    #: What Claude Code changed around a replayed conversation, one line (None: nothing).
+    drift: str | None = None
     cassette: Path | None = None  # the cassette written by this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
 
@@ -260,14 +268,11 @@ def run_spec(
         threshold=threshold,
         exchanges=exchanges,
         source=source.kind,
-        divergences=[d.describe() for d in tape.divergences] if tape else [],
-        warnings=source.warnings
-        + [
-            f"structural match despite drift:\n{d.difference}"
-            for d in (tape.drifts if tape else [])
-        ],
+        divergences=divergence_report(spec, source, cli_version),
+        warnings=source.warnings,
+        drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
-        harness_error=run.harness_error,
+        harness_error=run.harness_error or source.refused,
     )
     if result.passed:
         shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)

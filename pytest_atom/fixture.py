@@ -25,7 +25,8 @@ import yaml
 
 from pytest_atom.config import AtomConfig, ConfigError, load_config
 from pytest_atom.execution import SpecResult, run_spec
-from pytest_atom.recording import RECORD_MODES, RecordSettings
+from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
+from pytest_atom.recording import RecordSettings
 from pytest_atom.spec import SPEC_SUFFIX, load_spec
 
 
@@ -58,14 +59,20 @@ def settings_from(config: pytest.Config, atom_config: AtomConfig) -> RecordSetti
         raise pytest.UsageError(
             f"atom_record_mode = {mode!r} in the ini file; use one of {', '.join(RECORD_MODES)}"
         )
+    match = config.getini("atom_match")
+    if match and match not in MATCH_MODES:
+        raise pytest.UsageError(
+            f"atom_match = {match!r} in the ini file; use one of {', '.join(MATCH_MODES)}"
+        )
     return RecordSettings(
         mode=config.option.atom_record_mode
         or config.getini("atom_record_mode")
         or atom_config.record_mode
         or "none",
         upstream=config.option.atom_upstream,
-        match=config.option.atom_match,
+        match=config.option.atom_match or match or atom_config.match or DEFAULT_MATCH,
         strict_version=config.option.atom_strict_version,
+        rejudge=config.option.atom_rejudge,
     )
 
 

@@ -26,8 +26,8 @@ from pytest_atom.fixture import (
     settings_from,
     threshold_from,
 )
+from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import display_path
-from pytest_atom.recording import MATCH_MODES, RECORD_MODES
 from pytest_atom.report import (
     failure_report,
     pass_rate_lines,
@@ -83,7 +83,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         choices=RECORD_MODES,
         help="none (default): replay cassettes, never reach the network; once: record specs "
-        "with no cassette; new_episodes: record what does not match; all: record everything anew.",
+        "with no cassette; new_episodes: record what does not match; all: record everything anew; "
+        "refresh: replay with this Claude Code and rewrite the cassette's requests (no tokens).",
     )
     group.addoption(
         "--atom-upstream",
@@ -96,10 +97,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--atom-match",
         dest="atom_match",
-        default="strict",
+        default=None,
         choices=MATCH_MODES,
-        help="strict (default): replay only identical requests; structural: also when only "
-        "tool-result text differs, reported as drift.",
+        help="conversation (default): a recorded request matches when the conversation is the "
+        "same, whatever Claude Code wraps it in; structural: tool-result text aside too; strict: "
+        "the whole request body.",
+    )
+    group.addoption(
+        "--atom-rejudge",
+        dest="atom_rejudge",
+        action="store_true",
+        default=False,
+        help="replay the agent's sessions and record the reflector's anew (after changing "
+        "accept: or criteria:), replacing only the reflector's part of each cassette.",
     )
     group.addoption(
         "--atom-strict-version",
@@ -134,6 +144,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "repeats, and succeeds otherwise even if some repeats failed.",
     )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="")
+    parser.addini("atom_match", "default for --atom-match.", default="")
     parser.addini(
         "atom_threshold",
         "reflector score a spec must exceed to pass (default 0.8; a spec's own `reflector: "
@@ -155,6 +166,14 @@ _RUN_ERRORS: tuple[type[Exception], ...] = (*HARNESS_ERRORS, ValueError)
 
 class AtomReplayWarning(UserWarning):
     """A replay that passed but deserves a look: another CLI version, or drifted tool output."""
+
+
+class ReplayError(Exception):
+    """The replay diverged from its cassette: the harness's failure, never the agent's."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}': replay diverged from its cassette")
+        self.result = result
 
 
 class SpecFailed(Exception):
@@ -223,6 +242,8 @@ class AtomSession:
             outcome: str = report.outcome
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
+            elif props.get("atom_error"):
+                outcome = "error"  # the harness or the replay failed, not the agent
             self.results.append((report.nodeid, outcome, props))
         elif report.failed:
             self.other_failures += 1
@@ -245,6 +266,9 @@ class AtomSession:
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
+        drifts = [(nodeid, p["atom_drift"]) for nodeid, _, p in self.results if p.get("atom_drift")]
+        for nodeid, drift in drifts:
+            terminalreporter.write_line(f"drift: {nodeid}: {drift}")
         if self.config.option.atom_repeat > 1 or self.config.option.atom_min_pass_rate is not None:
             terminalreporter.write_line("")
             for line in pass_rate_lines(
@@ -379,6 +403,8 @@ class AtomItem(pytest.Function):
                 + f"run dir: {display_path(result.run_dir)}",
                 pytrace=False,
             )
+        if result.divergences:
+            raise ReplayError(result)  # never the expected failure of an xfail spec
         if not result.passed:
             raise SpecFailed(result)
         if snapshot is not None:
@@ -403,7 +429,7 @@ class AtomItem(pytest.Function):
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, SpecFailed):
+        if isinstance(excinfo.value, (SpecFailed, ReplayError)):
             return failure_report(excinfo.value.result)
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()

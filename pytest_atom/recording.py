@@ -15,17 +15,17 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from pytest_atom.cassette import Cassette
+from pytest_atom.cassette import Cassette, Interaction
 from pytest_atom.claude_code import claude_version
 from pytest_atom.gateway import Gateway, Responder, Script, ScriptedResponder
+from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
 from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec
 
-RECORD_MODES = ("none", "once", "new_episodes", "all")
-MATCH_MODES = ("strict", "structural")
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 #: Credentials the CLI can use when recording; passed through, never written down.
 AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -35,12 +35,17 @@ class RecordingError(Exception):
     """A spec cannot run in the requested record mode; the message says what to run."""
 
 
+__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordSettings", "RecordingError"]
+
+
 @dataclass(frozen=True)
 class RecordSettings:
-    mode: str = "none"
+    mode: RecordMode = "none"
     upstream: str | None = None  # None: the spec's script, else $ANTHROPIC_BASE_URL, else Anthropic
-    match: str = "strict"
+    match: MatchMode = DEFAULT_MATCH
     strict_version: bool = False
+    #: Replay the agent, record the reflector anew: what a changed `accept:` or `criteria:` needs.
+    rejudge: bool = False
 
 
 def cassette_path(spec: Spec) -> Path:
@@ -49,8 +54,12 @@ def cassette_path(spec: Spec) -> Path:
     return spec.cassette or spec.root / "cassettes" / stem / f"{spec.name}.yaml"
 
 
-def record_command(spec: Spec) -> str:
-    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode=once"
+def record_command(spec: Spec, mode: str = "once") -> str:
+    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode={mode}"
+
+
+def rejudge_command(spec: Spec) -> str:
+    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-rejudge"
 
 
 def spec_hash(spec: Spec) -> str:
@@ -67,11 +76,12 @@ def _cli_version(binary: Path) -> str:
 class ModelSource:
     """What answers the CLI during one run, and what to do with the cassette afterwards."""
 
-    kind: str  # "scripted", "replay" or "record"
+    kind: str  # "scripted", "replay", "record", "refresh" or "rejudge"
     responder: Responder
     auth: dict[str, str] | None = None
     warnings: list[str] = field(default_factory=list)
     upstream_gateway: Gateway | None = None
+    refused: str | None = None  # why a refresh or re-judge left the cassette as it was
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -83,6 +93,8 @@ class ModelSource:
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
         tape = self.tape
+        if self.kind in ("refresh", "rejudge") and tape is not None:
+            return None if interrupted else self._rewrite(tape, cli_version)
         if self.kind != "record" or tape is None or not tape.recorded:
             return None
         cassette = tape.cassette
@@ -98,6 +110,46 @@ class ModelSource:
         }
         return cassette.save(cassette.partial_path if interrupted else None)
 
+    def _rewrite(self, tape: CassetteResponder, cli_version: str | None) -> Path | None:
+        """Refresh and re-judge rewrite an existing cassette, atomically, and only after a
+        run that diverged nowhere: a divergence is reported instead, the file untouched."""
+        if tape.divergences:
+            self.refused = f"the replay diverged, so {tape.cassette.path.name} was left unchanged"
+            return None
+        old = tape.cassette
+        recorded = old.interactions[: tape.original_count]
+        metadata = dict(old.metadata)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if self.kind == "refresh":
+            unplayed = tape.unplayed()
+            if unplayed:
+                self.refused = (
+                    f"the live run never sent {unplayed} recorded turn(s), so the conversation "
+                    f"did not replay whole; {old.path.name} was left unchanged"
+                )
+                return None
+            interactions = list(tape.served)
+            models = [i.body.get("model") for i in interactions if isinstance(i.body, dict)]
+            metadata.update(
+                claude_code_version=cli_version,
+                model=next((m for m in models if m), metadata.get("model")),
+                refreshed_from=old.metadata.get("claude_code_version"),
+                refreshed_at=now,
+            )
+        else:
+            judged = tape.finished_interactions()[len(recorded) :]
+            if not judged:
+                self.refused = "no reflector session ran, so there was nothing to re-judge"
+                return None
+            agent = [i for i in recorded if interaction_kind(i) != "reflector"]
+            interactions = agent + judged
+            metadata["rejudged_at"] = now
+        return Cassette(old.path, interactions, metadata).save()
+
+
+def interaction_kind(interaction: Interaction) -> str:
+    return request_kind(interaction.method, interaction.endpoint, interaction.body)
+
 
 def open_model_source(
     spec: Spec, settings: RecordSettings, *, paths: dict[str, str], claude_bin: Path
@@ -106,6 +158,16 @@ def open_model_source(
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.mode
+    if settings.rejudge or mode == "refresh":
+        what = "re-judge" if settings.rejudge else "refresh"
+        if not exists:
+            raise RecordingError(
+                f"no cassette to {what} for spec '{spec.name}' (expected {display_path(path)}); "
+                f"record it with: {record_command(spec)}"
+            )
+        if settings.rejudge:
+            return _record(spec, settings, Cassette.load(path), paths, replay=True, kind="rejudge")
+        return _replay(spec, settings, path, paths, claude_bin, kind="refresh")
     if mode == "none" or (mode == "once" and exists):
         if exists:
             return _replay(spec, settings, path, paths, claude_bin)
@@ -124,30 +186,40 @@ def _normalizer(paths: dict[str, str]) -> Normalizer:
 
 
 def _replay(
-    spec: Spec, settings: RecordSettings, path: Path, paths: dict[str, str], claude_bin: Path
+    spec: Spec,
+    settings: RecordSettings,
+    path: Path,
+    paths: dict[str, str],
+    claude_bin: Path,
+    kind: str = "replay",
 ) -> ModelSource:
     cassette = Cassette.load(path)
-    source = ModelSource(
-        "replay",
-        CassetteResponder(
-            cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
-        ),
+    responder = CassetteResponder(
+        cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
     )
+    # A refresh must match on the conversation: it exists to absorb what the CLI changed.
+    if kind == "refresh" and settings.match == "strict":
+        responder.match = DEFAULT_MATCH
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
-    if recorded and recorded != live:
-        problem = (
-            f"cassette {display_path(path)} was recorded with Claude Code {recorded}, "
-            f"this run uses {live}; re-record it with --atom-record-mode=all"
+    responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    if recorded and recorded != live and settings.strict_version and kind == "replay":
+        raise RecordingError(
+            f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "
+            f"uses {live} (--atom-strict-version); refresh it for this CLI with: "
+            f"{record_command(spec, 'refresh')}"
         )
-        if settings.strict_version:
-            raise RecordingError(problem)
-        source.warnings.append(problem)
-    return source
+    return ModelSource(kind, responder)
 
 
 def _record(
-    spec: Spec, settings: RecordSettings, cassette: Cassette, paths: dict[str, str], *, replay: bool
+    spec: Spec,
+    settings: RecordSettings,
+    cassette: Cassette,
+    paths: dict[str, str],
+    *,
+    replay: bool,
+    kind: str = "record",
 ) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None
@@ -174,5 +246,34 @@ def _record(
         upstream=upstream,
         upstream_label=label,
         match=settings.match,
+        # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
+        forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
     )
-    return ModelSource("record", responder, auth=auth or None, upstream_gateway=upstream_gateway)
+    return ModelSource(kind, responder, auth=auth or None, upstream_gateway=upstream_gateway)
+
+
+def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
+    """A replay's divergences, led by their likely cause; the first one in full detail."""
+    tape = source.tape
+    if tape is None or not tape.divergences:
+        return []
+    first, *rest = tape.divergences
+    causes = []
+    if first.kind == "reflector" and not any(d.kind == "turn" for d in rest):
+        causes.append(
+            "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
+            f"re-judge them with: {rejudge_command(spec)}"
+        )
+    metadata = tape.cassette.metadata
+    if metadata.get("spec_hash") not in (None, spec_hash(spec)):
+        causes.append(
+            f"spec changed since recording: re-record it with: {record_command(spec, 'all')}"
+        )
+    recorded = metadata.get("claude_code_version")
+    if recorded and cli_version and recorded != cli_version:
+        causes.append(
+            f"recorded with another Claude Code version ({recorded}; this run {cli_version})"
+        )
+    lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
+    report = [f"{lead}\n{first.describe(limit=None)}"]
+    return report + [d.describe() for d in rest]

@@ -25,6 +25,14 @@ def _indent(text: str, prefix: str = "      | ", limit: int = _EVIDENCE_LINES) -
     return [prefix + line for line in lines]
 
 
+def _head(text: str, limit: int, prefix: str = "    ") -> list[str]:
+    """The first `limit` lines: a diff is read from its top."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    return [prefix + line for line in lines]
+
+
 def agent_line(result: SpecResult) -> str:
     signal = "EXIT_LOOP_NOW"
     if not result.attempts:
@@ -62,19 +70,26 @@ def verdict_line(result: SpecResult) -> str:
 def failure_report(result: SpecResult) -> str:
     """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent."""
     spec = result.spec
-    lines = [
-        f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})",
-        f"  verdict: {verdict_line(result)}",
-        f"  agent: {agent_line(result)}",
-    ]
+    lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
     if result.divergences:
+        # The replay, not the agent, failed: its cause comes first, and no verdict is shown
+        # (the reflector's session is part of what could not be replayed).
+        n = len(result.divergences)
+        cause, _, detail = result.divergences[0].partition("\n")
         lines.append(
-            f"  replay diverged from the cassette ({len(result.divergences)} request"
-            f"{'s' * (len(result.divergences) != 1)} matched nothing recorded):"
+            f"  replay diverged from the cassette ({n} request{'s' * (n != 1)} matched "
+            f"nothing recorded); {cause}"
         )
-        for divergence in result.divergences:
-            lines += _indent(divergence, prefix="    ", limit=40)
-    elif result.error:
+        lines += _head(detail, limit=80)
+        for divergence in result.divergences[1:]:
+            lines += _head(divergence, limit=10)
+        lines.append(f"  agent: {agent_line(result)}")
+    else:
+        lines.append(f"  verdict: {verdict_line(result)}")
+        lines.append(f"  agent: {agent_line(result)}")
+    if result.drift:
+        lines.append(f"  drift: {result.drift}")
+    if result.error and not result.divergences:
         lines.append("  error:")
         lines += _indent(result.error)
     verdict = result.verdict
@@ -117,7 +132,16 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
         "atom_source": result.source,
+        **({"atom_drift": result.drift} if result.drift else {}),
+        **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
     }
+
+
+def _error_kind(result: SpecResult) -> str | None:
+    """Why a run failed without the agent being at fault, or None."""
+    if result.divergences:
+        return "replay"
+    return "harness" if result.harness_error else None
 
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:

@@ -9,7 +9,6 @@ Responses get the same path placeholders, so a replayed tool call (an Edit of
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timedelta, timezone
@@ -72,10 +71,7 @@ class Normalizer:
         return text
 
     def body(self, body: Any) -> Any:
-        """A normalized deep copy of a JSON request body."""
-        body = copy.deepcopy(body)
-        if isinstance(body, dict) and "metadata" in body:
-            body["metadata"] = "<METADATA>"  # device id, account, session id
+        """A normalized copy of a JSON request body (the walk builds new containers)."""
         ids: dict[str, str] = {}
 
         def walk(node: Any, in_result: bool = False) -> Any:
@@ -97,7 +93,10 @@ class Normalizer:
                 return out
             return node
 
-        return walk(body)
+        out = walk(body)
+        if isinstance(out, dict) and "metadata" in out:
+            out["metadata"] = "<METADATA>"  # device id, account, session id
+        return out
 
 
 def structural(body: Any) -> Any:

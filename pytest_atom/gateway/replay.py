@@ -24,14 +24,26 @@ import difflib
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
 from pytest_atom.cassette import Cassette, Interaction
-from pytest_atom.gateway.messages import coalesce_sse
-from pytest_atom.gateway.normalize import Normalizer, structural
+from pytest_atom.gateway.matching import (
+    CONVERSATION_KINDS,
+    DEFAULT_MATCH,
+    Drift,
+    Kind,
+    MatchMode,
+    called_tools,
+    conversation,
+    match_key,
+    request_kind,
+    tool_names,
+)
+from pytest_atom.gateway.messages import coalesce_sse, estimate_tokens, message, sse_stream
+from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.scrub import SECRET_HEADERS, Scrubber
 
@@ -53,29 +65,32 @@ _HOP_BY_HOP = {
 
 @dataclass
 class Divergence:
-    """A live request that matched nothing recorded."""
+    """A live request that matched nothing recorded (or a recorded turn it cannot replay)."""
 
     request: GatewayRequest
-    live: Any
+    kind: Kind
+    live: Any  # the normalized live body
     closest: Interaction | None
+    mode: MatchMode = DEFAULT_MATCH
+    reason: str | None = None  # set when a recording matched but cannot be replayed
 
-    def describe(self) -> str:
-        head = f"{self.request.method} {self.request.endpoint}: no recorded interaction matches"
+    def describe(self, limit: int | None = 5) -> str:
+        """What differs; `limit=None` lists every differing field (the first divergence)."""
+        head = f"{self.request.method} {self.request.endpoint} ({self.kind})"
+        if self.reason:
+            return f"{head}: {self.reason}"
         if self.closest is None:
-            return head + " (the cassette has nothing left for this endpoint)"
+            return head + ": no recorded interaction matches (the cassette has none of this kind)"
+        live, recorded, what = self.live, self.closest.body, "request"
+        if self.mode != "strict" and self.kind in CONVERSATION_KINDS:
+            blank = self.mode == "structural"
+            live = {"messages": conversation(live, blank_results=blank)}
+            recorded = {"messages": conversation(recorded, blank_results=blank)}
+            what = "conversation"
         return (
-            head
-            + "; closest recorded request differs at:\n"
-            + describe_difference(self.live, self.closest.body)
+            f"{head}: no recorded interaction matches; the closest recorded {what} differs at:\n"
+            + describe_difference(live, recorded, limit)
         )
-
-
-@dataclass
-class Drift:
-    """A request served in structural mode although its tool results differ."""
-
-    request: GatewayRequest
-    difference: str
 
 
 @dataclass
@@ -86,14 +101,24 @@ class CassetteResponder:
     replay: bool = True
     upstream: str | None = None  # forwarding target; None: never forward
     upstream_label: str | None = None  # what the cassette's URIs say instead of a local port
-    match: str = "strict"  # or "structural"
+    match: MatchMode = DEFAULT_MATCH
+    #: Request kinds always forwarded, never replayed (re-judging forwards the reflector's).
+    forward_kinds: frozenset[str] = frozenset()
+    drift: Drift = field(default_factory=Drift)
     divergences: list[Divergence] = field(default_factory=list)
-    drifts: list[Drift] = field(default_factory=list)
+    #: Every replayed answer with the live request it answered, in serving order: what a
+    #: refresh writes back.
+    served: list[Interaction] = field(default_factory=list)
     recorded: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._played = [False] * len(self.cassette.interactions)
+        self.original_count = len(self.cassette.interactions)
+        self._played = [False] * self.original_count
+        self._keys: dict[int, str] = {}
+        self._kinds = [
+            request_kind(i.method, i.endpoint, i.body) for i in self.cassette.interactions
+        ]
         self._client = (
             httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0)) if self.upstream else None
         )
@@ -103,75 +128,161 @@ class CassetteResponder:
             self._client.close()
 
     def respond(self, request: GatewayRequest) -> Reply:
-        live = self._normalized_body(request)
-        if self.replay:
-            with self._lock:
-                hit = self._take(request, live)
-            if hit is not None:
-                return self._replay(hit)
+        live = self._normalized_body(request, scrub=False)
+        kind = request_kind(request.method, request.endpoint, live)
+        if self.replay and kind not in self.forward_kinds:
+            reply = self._replay_from_tape(request, kind, live)
+            if reply is None:
+                # Recorded bodies are scrubbed; scrubbing costs, so only a miss pays for it.
+                scrubbed = self._normalized_body(request, scrub=True)
+                if scrubbed != live:
+                    reply = self._replay_from_tape(request, kind, scrubbed)
+                live = scrubbed
+            if reply is not None:
+                return reply
+        else:
+            live = self._normalized_body(request, scrub=True)
         if self.upstream is not None:
             return self._forward(request, live)
+        if self.match != "strict" and kind not in CONVERSATION_KINDS:
+            return self._stand_in(request, kind, live)
         with self._lock:
-            closest = self._closest(request, live)
-            self.divergences.append(Divergence(request, live, closest))
-        return Reply.error(
-            400,
-            "invalid_request_error",
-            "pytest-atom replay: this request matches nothing in the cassette; the test "
-            "report shows the difference. Re-record with --atom-record-mode=all if the change "
-            "is intended.",
-        )
+            self.divergences.append(
+                Divergence(request, kind, live, self._closest(request, kind, live), self.match)
+            )
+        return _divergence_reply()
 
-    def _normalized_body(self, request: GatewayRequest) -> Any:
+    def _normalized_body(self, request: GatewayRequest, *, scrub: bool) -> Any:
         if request.json is not None:
-            return self.normalizer.body(self.scrubber.scrub_obj(request.json))
-        return self.normalizer.text(self.scrubber.scrub(request.body.decode("utf-8", "replace")))
+            return self.normalizer.body(
+                self.scrubber.scrub_obj(request.json) if scrub else request.json
+            )
+        text = request.body.decode("utf-8", "replace")
+        return self.normalizer.text(self.scrubber.scrub(text) if scrub else text)
 
-    def _candidates(self, request: GatewayRequest) -> Iterator[int]:
+    def _key(self, index: int) -> str:
+        key = self._keys.get(index)
+        if key is None:
+            recorded = self.cassette.interactions[index]
+            key = self._keys[index] = match_key(self._kinds[index], recorded.body, self.match)
+        return key
+
+    def _candidates(self, request: GatewayRequest, kind: str) -> Iterator[int]:
         for index, recorded in enumerate(self.cassette.interactions):
             if (
                 not self._played[index]
+                and self._kinds[index] == kind
                 and recorded.method == request.method
                 and recorded.endpoint == request.endpoint
             ):
                 yield index
 
-    def _take(self, request: GatewayRequest, live: Any) -> Interaction | None:
-        """The first unplayed interaction with this endpoint and body (any arrival order)."""
-        candidates = list(self._candidates(request))
-        for index in candidates:
-            if self.cassette.interactions[index].body == live:
-                self._played[index] = True
-                return self.cassette.interactions[index]
-        if self.match == "structural":
-            shape = structural(live)
-            for index in candidates:
+    def _replay_from_tape(self, request: GatewayRequest, kind: Kind, live: Any) -> Reply | None:
+        """The first unplayed recording that matches, in any arrival order; None if none."""
+        strict = self.match == "strict"
+        key = None if strict else match_key(kind, live, self.match)
+        with self._lock:
+            for index in self._candidates(request, kind):
                 recorded = self.cassette.interactions[index]
-                if structural(recorded.body) == shape:
-                    self._played[index] = True
-                    self.drifts.append(Drift(request, describe_difference(live, recorded.body)))
-                    return recorded
+                if recorded.body != live and (strict or self._key(index) != key):
+                    continue
+                missing = self._tools_not_offered(kind, recorded, live)
+                if missing:
+                    self.divergences.append(
+                        Divergence(request, kind, live, recorded, self.match, missing)
+                    )
+                    return _divergence_reply()
+                self._played[index] = True
+                return self._serve(request, kind, live, recorded)
         return None
 
-    def _closest(self, request: GatewayRequest, live: Any) -> Interaction | None:
-        pool = [self.cassette.interactions[i] for i in self._candidates(request)] or [
-            i for i in self.cassette.interactions if i.endpoint == request.endpoint
-        ]
-        if not pool:
+    def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
+        """A recorded turn may call only tools the live CLI still offers."""
+        if kind not in CONVERSATION_KINDS:
             return None
-        live_text = _canonical(live)
-        return max(
-            pool,
-            key=lambda i: difflib.SequenceMatcher(
-                None, live_text, _canonical(i.body), autojunk=False
-            ).quick_ratio(),
+        offered = set(tool_names(live))
+        missing = [t for t in called_tools(recorded.response) if t not in offered]
+        if not missing:
+            return None
+        return (
+            f"the recording calls tool {', '.join(sorted(set(missing)))}, which this Claude Code "
+            f"does not offer (it offers {', '.join(sorted(offered)) or 'no tools'})"
         )
 
-    def _replay(self, recorded: Interaction) -> Reply:
+    def _serve(
+        self, request: GatewayRequest, kind: Kind, live: Any, recorded: Interaction
+    ) -> Reply:
+        results_differ = (
+            self.match == "structural"
+            and kind in CONVERSATION_KINDS
+            and match_key(kind, live, "conversation")
+            != match_key(kind, recorded.body, "conversation")
+        )
+        self.drift.served(
+            live, recorded.body, exact=recorded.body == live, results_differ=results_differ
+        )
+        self.served.append(replace(recorded, body=live, request_headers=_kept_headers(request)))
         headers = {
             "content-type": recorded.response_headers.get("content-type", "application/json")
         }
         return Reply(recorded.status, headers, self.normalizer.paths_in(recorded.response).encode())
+
+    def _stand_in(self, request: GatewayRequest, kind: Kind, live: Any) -> Reply:
+        """Claude Code's own requests (preflights, titles, token counts) that the recording
+        lacks: any recorded answer of the same kind will do, else a minimal one."""
+        with self._lock:
+            for recorded_kind, recorded in zip(
+                self._kinds, self.cassette.interactions, strict=False
+            ):
+                if recorded_kind == kind and recorded.endpoint == request.endpoint:
+                    return self._serve(request, kind, live, recorded)
+            uri = (self.cassette.metadata.get("upstream") or "replay://").rstrip("/")
+            stand_in = Interaction(
+                request.method, uri + request.path, live, 200, "", response_headers={}
+            )
+            if kind == "count_tokens":
+                stand_in.response = json.dumps({"input_tokens": estimate_tokens(request.body)})
+            elif kind == "side":
+                body = request.json if isinstance(request.json, dict) else {}
+                msg = message("msg_atom_stand_in", str(body.get("model") or ""), [], **_NO_USAGE)
+                stream = bool(body.get("stream"))
+                stand_in.response = (
+                    sse_stream(msg) if stream else json.dumps(msg).encode()
+                ).decode()
+                stand_in.response_headers["content-type"] = (
+                    "text/event-stream" if stream else "application/json"
+                )
+            return self._serve(request, kind, live, stand_in)
+
+    def _closest(self, request: GatewayRequest, kind: Kind, live: Any) -> Interaction | None:
+        interactions = self.cassette.interactions
+        pool = [interactions[i] for i in self._candidates(request, kind)] or [
+            i for k, i in zip(self._kinds, interactions, strict=False) if k == kind
+        ]
+        if not pool:
+            return None
+
+        def text(body: Any) -> str:
+            if self.match != "strict" and kind in CONVERSATION_KINDS:
+                return json.dumps(conversation(body), indent=1, sort_keys=True)
+            return _canonical(body)
+
+        live_text = text(live)
+        return max(
+            pool,
+            key=lambda i: difflib.SequenceMatcher(
+                None, live_text, text(i.body), autojunk=False
+            ).quick_ratio(),
+        )
+
+    def unplayed(self, kinds: tuple[str, ...] = CONVERSATION_KINDS) -> int:
+        """Recorded requests of these kinds that the live run never sent."""
+        with self._lock:
+            return sum(
+                1
+                for n, played in enumerate(self._played)
+                if not played and n < len(self._kinds) and self._kinds[n] in kinds
+            )
 
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
         assert self._client is not None and self.upstream is not None
@@ -234,17 +345,39 @@ class CassetteResponder:
             return [i for i in self.cassette.interactions if i is not None]
 
 
+_NO_USAGE = {"input_tokens": 1, "output_tokens": 1}
+
+
+def _kept_headers(request: GatewayRequest) -> dict[str, str]:
+    return {
+        k: request.headers[k]
+        for k in _KEPT_REQUEST_HEADERS
+        if k in request.headers and k not in SECRET_HEADERS
+    }
+
+
+def _divergence_reply() -> Reply:
+    """An API error the CLI neither retries nor falls back on; the test report explains."""
+    return Reply.error(
+        400,
+        "invalid_request_error",
+        "pytest-atom replay: this request matches nothing in the cassette; the test report "
+        "shows the difference and its likely cause.",
+    )
+
+
 def _canonical(body: Any) -> str:
     return body if isinstance(body, str) else json.dumps(body, indent=1, sort_keys=True)
 
 
-def describe_difference(live: Any, recorded: Any, limit: int = 5) -> str:
+def describe_difference(live: Any, recorded: Any, limit: int | None = 5) -> str:
     """Where two normalized bodies differ, named as a person reads a conversation.
 
     Paths read like ``messages[2] (user) content[0] tool_result``; changed text comes as a
     unified diff of the recorded (-) against the live (+) value.
     """
     found: list[str] = []
+    limit = limit or 100  # every field, within reason
 
     def walk(a: Any, b: Any, path: list[Any]) -> None:
         if len(found) >= limit or a == b:

@@ -1,0 +1,17 @@
+"""The names of the record and match modes, in one place for every front end and file.
+
+Record modes mean what they mean in vcrpy and pytest-recording, plus ``refresh``: replay
+with the live Claude Code and write back what it sent (no upstream, no tokens spent).
+Match modes are explained in `pytest_atom.gateway.matching`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+RecordMode = Literal["none", "once", "new_episodes", "all", "refresh"]
+RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "refresh")
+
+MatchMode = Literal["conversation", "structural", "strict"]
+MATCH_MODES: tuple[MatchMode, ...] = ("conversation", "structural", "strict")
+DEFAULT_MATCH: MatchMode = "conversation"
