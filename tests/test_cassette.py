@@ -464,7 +464,7 @@ def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
     assert "matches nothing in the cassette" in error["error"]["message"]
     assert len(responder.divergences) == 1
     described = responder.divergences[0].describe()
-    assert described.startswith("POST /v1/messages: no recorded interaction matches")
+    assert described.startswith("POST /v1/messages (turn): its recording was already played")
 
 
 def test_replayed_response_gets_live_paths(tmp_path: Path) -> None:
@@ -519,30 +519,44 @@ def test_describe_difference_reports_added_keys_and_lengths() -> None:
     assert describe_difference(rec, rec) == "- (no difference after normalization)"
 
 
-def test_divergence_without_anything_recorded_for_the_endpoint(tmp_path: Path) -> None:
-    responder = replayer([], tmp_path)
+def test_divergence_without_anything_recorded_of_its_kind(tmp_path: Path) -> None:
+    responder = replayer([], tmp_path, match="strict")
     with serve(responder) as gateway:
         assert post(gateway, title_body()).status_code == 400
     (divergence,) = responder.divergences
     assert isinstance(divergence, Divergence) and divergence.closest is None
-    assert divergence.describe().endswith("(the cassette has nothing left for this endpoint)")
+    assert divergence.describe().endswith("(the cassette has none of this kind)")
 
 
-def test_structural_match_serves_with_drift_strict_diverges(tmp_path: Path) -> None:
+def test_claude_codes_own_requests_get_a_stand_in_when_unrecorded(tmp_path: Path) -> None:
+    """A preflight, title or token count that the recording lacks never fails a replay."""
+    responder = replayer([], tmp_path)
+    with serve(responder) as gateway:
+        title = post(gateway, title_body())
+        tokens = httpx.post(f"{gateway.url}/v1/messages/count_tokens", json=title_body())
+        head = httpx.head(f"{gateway.url}/")
+    assert title.status_code == 200 and title.json()["content"] == []
+    assert tokens.status_code == 200 and tokens.json()["input_tokens"] > 0
+    assert head.status_code == 200
+    assert responder.divergences == [] and len(responder.served) == 3
+
+
+def test_structural_match_serves_with_drift_others_diverge(tmp_path: Path) -> None:
     rec = recorded(turn_body(result="3 passed"), reply_msg("recorded answer"))
     live = turn_body(result="1 failed, 2 passed")
     structural = replayer([rec], tmp_path, match="structural")
-    strict = replayer([rec], tmp_path, match="strict")
     with serve(structural) as gateway:
         served = post(gateway, live)
     assert served.status_code == 200 and served.json() == reply_msg("recorded answer")
-    assert len(structural.drifts) == 1 and structural.divergences == []
-    assert "tool_result" in structural.drifts[0].difference
+    assert structural.drift.results_differ == 1 and structural.divergences == []
+    assert "tool results differ in 1 (structural match)" in (structural.drift.line() or "")
     with serve(structural) as gateway:  # played once: a structural match does not repeat it
         assert post(gateway, live).status_code == 400
-    with serve(strict) as gateway:
-        assert post(gateway, live).status_code == 400
-    assert len(strict.divergences) == 1 and strict.drifts == []
+    for mode in ("conversation", "strict"):
+        other = replayer([rec], tmp_path, match=mode)
+        with serve(other) as gateway:
+            assert post(gateway, live).status_code == 400
+        assert len(other.divergences) == 1 and other.drift.replayed == 0
     with serve(replayer([rec], tmp_path, match="structural")) as gateway:
         assert post(gateway, turn_body(prompt="Something else.")).status_code == 400
 

@@ -87,6 +87,11 @@ class Divergence:
             live = {"messages": conversation(live, blank_results=blank)}
             recorded = {"messages": conversation(recorded, blank_results=blank)}
             what = "conversation"
+        if live == recorded:
+            return (
+                f"{head}: its recording was already played; the live run sent this {what} "
+                "more often than was recorded"
+            )
         return (
             f"{head}: no recorded interaction matches; the closest recorded {what} differs at:\n"
             + describe_difference(live, recorded, limit)
