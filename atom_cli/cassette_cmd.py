@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,11 +49,12 @@ _METADATA_FIELDS = (
 
 @click.group()
 def cassette() -> None:
-    """Inspect and check recorded cassettes (cassettes/<spec stem>/<spec name>.yaml).
+    """Inspect, check and refresh recorded cassettes (cassettes/<spec stem>/<spec name>.yaml).
 
     A cassette holds every model request and response of one spec, recorded once and
     replayed after. `show` prints one as a readable transcript; `check` scans cassettes for
-    secrets, raw machine paths and unnormalized requests before they are committed.
+    secrets, raw machine paths and unnormalized requests before they are committed;
+    `refresh` rewrites them for a new Claude Code without spending a token.
     """
 
 
@@ -582,3 +584,48 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         summary += f", {unreadable} unreadable"
     click.echo(summary)
     ctx.exit(2 if unreadable else 1 if findings else 0)
+
+
+@cassette.command(short_help="Rewrite cassettes for this Claude Code without spending a token.")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+def refresh(specs: tuple[Path, ...]) -> None:
+    """Refresh the cassettes of SPECS (files or folders) for the Claude Code installed here.
+
+    Each spec is replayed with the live CLI, matched on the conversation, and served the
+    recorded answers; then the cassette's requests and metadata are rewritten to what this
+    CLI sent, atomically, so `--atom-match=strict` passes with it. No request leaves the
+    machine. Where the conversation itself diverges, the cassette is left as it was and
+    the divergence is reported: that needs a re-recording, not a refresh.
+
+    Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
+    """
+    from atom_cli.run_cmd import collect_specs
+    from pytest_atom.config import load_config
+    from pytest_atom.execution import HARNESS_ERRORS, run_spec
+    from pytest_atom.paths import display_path
+    from pytest_atom.recording import RecordSettings
+
+    config = load_config()
+    refused = 0
+    for spec in collect_specs(specs):
+        try:
+            result = run_spec(
+                spec,
+                runs_dir=config.root / ".atom" / "runs",
+                project_dir=config.root,
+                settings=RecordSettings(mode="refresh"),
+                config=config,
+            )
+        except HARNESS_ERRORS as exc:
+            raise click.ClickException(f"{spec.name}: {exc}") from None
+        if result.cassette is None:
+            refused += 1
+            click.echo(f"{spec.name}: not refreshed: {result.harness_error or 'the replay failed'}")
+            click.echo(result.report())
+            continue
+        click.echo(f"{spec.name}: refreshed {display_path(result.cassette)}")
+        if result.drift:
+            click.echo(f"  {result.drift}")
+        if not result.passed and not spec.xfail:
+            click.echo(f"  note: the spec fails with this Claude Code:\n{result.report()}")
+    sys.exit(1 if refused else 0)

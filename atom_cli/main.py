@@ -36,7 +36,7 @@ LAZY_COMMANDS = {
     "cassette": (
         "atom_cli.cassette_cmd",
         "cassette",
-        "Show cassettes as transcripts; check them for secrets.",
+        "Show cassettes as transcripts; check them for secrets; refresh them.",
     ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
