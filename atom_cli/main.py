@@ -12,6 +12,7 @@ from pytest_atom.claude_code import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
     cache_dir,
+    cached_claude,
     claude_version,
     find_claude,
     install_command,
@@ -96,11 +97,23 @@ def main() -> None:
 
 
 @main.command()
-def setup() -> None:
+@click.option(
+    "--version",
+    "other",
+    metavar="VERSION",
+    help="install this Claude Code version beside the pinned one (to replay or refresh "
+    "cassettes with it through ATOM_CLAUDE_BIN).",
+)
+def setup(other: str | None) -> None:
     """Install the pinned Claude Code CLI into a per-user cache, unless it is already found.
 
     The runner looks in $ATOM_CLAUDE_BIN, then this cache, then PATH.
     """
+    if other:
+        if not cached_claude(other).exists():
+            _npm_install(other)
+        click.echo(f"Claude Code {other} at {cached_claude(other)}")
+        return
     try:
         found = find_claude()
         version = claude_version(found)
@@ -113,12 +126,16 @@ def setup() -> None:
         click.echo(
             f"Found Claude Code {version} at {found}; installing the pinned {CLAUDE_CODE_VERSION}."
         )
-    click.echo(f"Installing Claude Code {CLAUDE_CODE_VERSION} into {cache_dir()} ...")
+    _npm_install(CLAUDE_CODE_VERSION)
+    binary = find_claude()
+    click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+
+
+def _npm_install(version: str) -> None:
+    click.echo(f"Installing Claude Code {version} into {cache_dir(version)} ...")
     try:
-        subprocess.run(install_command(), check=True)
+        subprocess.run(install_command(version), check=True)
     except FileNotFoundError:
         raise click.ClickException("npm was not found: install Node.js (with npm) first.") from None
     except subprocess.CalledProcessError as exc:
         raise click.ClickException(f"npm failed with exit code {exc.returncode}.") from None
-    binary = find_claude()
-    click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")

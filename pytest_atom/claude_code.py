@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-CLAUDE_CODE_VERSION = "2.1.197"
+CLAUDE_CODE_VERSION = "2.1.330"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 
 
@@ -20,22 +20,27 @@ class ClaudeNotFoundError(FileNotFoundError):
     """No usable `claude` binary; the message says how to install the pinned one."""
 
 
-def cache_dir() -> Path:
-    """The per-user npm prefix the pinned CLI is installed into (by CI or `atom setup`)."""
+def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
+    """The per-user npm prefix a CLI version is installed into (by CI or `atom setup`)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-atom" / "claude-code" / CLAUDE_CODE_VERSION
+    return Path(base) / "pytest-atom" / "claude-code" / version
 
 
-def install_command() -> list[str]:
-    """The npm command that installs the pinned CLI into `cache_dir()`."""
+def cached_claude(version: str = CLAUDE_CODE_VERSION) -> Path:
+    """Where `atom setup` puts the `claude` of `version` (it may not be there yet)."""
+    return cache_dir(version) / "node_modules" / ".bin" / "claude"
+
+
+def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
+    """The npm command that installs a CLI version (default: the pinned one) into its cache."""
     return [
         "npm",
         "install",
         "--no-audit",
         "--no-fund",
         "--prefix",
-        str(cache_dir()),
-        f"{NPM_PACKAGE}@{CLAUDE_CODE_VERSION}",
+        str(cache_dir(version)),
+        f"{NPM_PACKAGE}@{version}",
     ]
 
 
@@ -52,7 +57,7 @@ def find_claude() -> Path:
         raise ClaudeNotFoundError(
             f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install()
         )
-    cached = cache_dir() / "node_modules" / ".bin" / "claude"
+    cached = cached_claude()
     if cached.exists():
         return cached
     on_path = shutil.which("claude")
