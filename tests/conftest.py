@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.claude_code import find_claude
+from pytest_atom.claude_code import cached_claude, find_claude
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.runner import ClaudeRunner, claude_env
 
@@ -19,6 +19,19 @@ REPO = Path(__file__).resolve().parent.parent
 def claude_bin() -> Path:
     """The real CLI; a missing one errors with the install command (never a silent skip)."""
     return find_claude()
+
+
+#: The Claude Code that release 0.1 pinned and recorded its cassettes with.
+OLD_CLI = "2.1.197"
+
+
+@pytest.fixture(scope="session")
+def old_claude_bin() -> Path:
+    """Claude Code 2.1.197, installed beside the pinned one (by .ci/run): never skipped."""
+    binary = cached_claude(OLD_CLI)
+    if not binary.exists():
+        pytest.fail(f"Claude Code {OLD_CLI} is not installed; run: atom setup --version {OLD_CLI}")
+    return binary
 
 
 @pytest.fixture

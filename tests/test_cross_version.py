@@ -1,0 +1,123 @@
+"""Cassettes across Claude Code releases: the real CLIs (pinned and 2.1.197), pytester runs.
+
+Matching follows ownership: the conversation decides, what Claude Code wraps it in is
+drift. These tests replay in both directions, refresh, and prove that what the user owns
+(the prompt, ATOM.md, the tools a recording calls) still decides.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from atom_cli.main import main
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION
+from tests.conftest import OLD_CLI, REPO
+
+pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
+
+OLD = REPO / "tests" / "data" / "cli_2_1_197"
+CASSETTE = Path("cassettes/create_file/create-file.yaml")
+STRICT_INI = "[pytest]\nfilterwarnings = error\n"
+
+
+@pytest.fixture
+def old_project(pytester: pytest.Pytester) -> Path:
+    """A copy of the 2.1.197 cassette and its spec, as a user of release 0.1 has them."""
+    for item in OLD.iterdir():
+        if item.is_dir():
+            shutil.copytree(item, pytester.path / item.name)
+        else:
+            shutil.copy(item, pytester.path / item.name)
+    pytester.makefile(".ini", pytest=STRICT_INI)
+    return pytester.path
+
+
+def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
+    pytester: pytest.Pytester, old_project: Path
+) -> None:
+    result = pytester.runpytest("--atom", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1)  # under filterwarnings = error: drift is no warning
+    result.stdout.fnmatch_lines(
+        [
+            f"drift: create_file.atom.yaml::create-file: recorded with Claude Code {OLD_CLI}, "
+            f"replayed with {CLAUDE_CODE_VERSION}: model claude-opus-4-8 → *, tools *"
+            "; 4/4 requests matched on the conversation"
+        ]
+    )
+    assert result.stdout.str().count("drift: ") == 1
+    junit = (old_project / "junit.xml").read_text()
+    assert f'name="atom_drift" value="recorded with Claude Code {OLD_CLI}' in junit
+
+
+def test_shipped_fixture_replays_on_the_old_cli(
+    pytester: pytest.Pytester, old_claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(REPO / "fixtures" / "specs", pytester.path / "specs")
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(old_claude_bin))
+    result = pytester.runpytest("--atom", "specs/create_file.atom.yaml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"drift: *replayed with {OLD_CLI}*"])
+
+
+def test_changed_prompt_still_diverges_and_says_why(
+    pytester: pytest.Pytester, old_project: Path
+) -> None:
+    spec = old_project / "create_file.atom.yaml"
+    spec.write_text(spec.read_text().replace("hello, world\n", "hello, moon\n", 1))
+    result = pytester.runpytest("--atom")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*replay diverged from the cassette (* matched nothing recorded); likely "
+            "cause: spec changed since recording*recorded with another Claude Code version "
+            f"({OLD_CLI}; this run {CLAUDE_CODE_VERSION})",
+            "*the closest recorded conversation differs at:",
+            "*-hello, world",
+            "*+hello, moon",
+        ]
+    )
+
+
+def test_changed_atom_prompt_diverges(pytester: pytest.Pytester, old_project: Path) -> None:
+    """ATOM.md is the user's: a project override of it is a new conversation."""
+    prompts = old_project / ".atom" / "prompts"
+    prompts.mkdir(parents=True)
+    shipped = (REPO / "prompts" / "ATOM.md").read_text()
+    (prompts / "ATOM.md").write_text(shipped.replace("You are an autonomous", "You are a careful"))
+    result = pytester.runpytest("--atom")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*-You are an autonomous*", "*+You are a careful*"])
+
+
+def test_refresh_then_strict_replay(pytester: pytest.Pytester, old_project: Path) -> None:
+    before = (old_project / CASSETTE).read_bytes()
+    assert pytester.runpytest("--atom", "--atom-match=strict").ret == 1
+    refreshed = CliRunner().invoke(main, ["cassette", "refresh", "create_file.atom.yaml"])
+    assert refreshed.exit_code == 0, refreshed.output
+    assert "create-file: refreshed cassettes/create_file/create-file.yaml" in refreshed.output
+    after = (old_project / CASSETTE).read_text()
+    assert after.encode() != before
+    metadata = yaml.safe_load(after)["metadata"]
+    assert metadata["claude_code_version"] == CLAUDE_CODE_VERSION
+    assert metadata["refreshed_from"] == OLD_CLI and metadata["refreshed_at"]
+    strict = pytester.runpytest("--atom", "--atom-match=strict")
+    strict.assert_outcomes(passed=1)
+    assert "drift:" not in strict.stdout.str()
+
+
+def test_refresh_refuses_a_diverging_conversation(
+    pytester: pytest.Pytester, old_project: Path
+) -> None:
+    before = (old_project / CASSETTE).read_bytes()
+    spec = old_project / "create_file.atom.yaml"
+    spec.write_text(spec.read_text().replace("hello, world\n", "hello, moon\n", 1))
+    refreshed = CliRunner().invoke(main, ["cassette", "refresh", "create_file.atom.yaml"])
+    assert refreshed.exit_code == 1
+    assert "create-file: not refreshed: the replay diverged" in refreshed.output
+    assert "likely cause: spec changed since recording" in refreshed.output
+    assert (old_project / CASSETTE).read_bytes() == before
