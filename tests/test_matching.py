@@ -1,0 +1,157 @@
+"""Match modes and drift, without a CLI: what decides a replay match and what is only drift."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from pytest_atom.gateway.matching import (
+    NO_OUTPUT,
+    Drift,
+    called_tools,
+    conversation,
+    match_key,
+    request_kind,
+)
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.gateway.normalize import Normalizer
+from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
+
+REMINDER = "<system-reminder>\nToday's date is <DATE>.\n</system-reminder>\n\n"
+
+
+def cli_2_1_197(body: dict[str, Any]) -> dict[str, Any]:
+    """How another Claude Code release wraps the same conversation (seen between releases)."""
+    other = copy.deepcopy(body)
+    first = other["messages"][0]
+    first["content"] = [
+        {"type": "text", "text": REMINDER},
+        {"type": "text", "text": first["content"], "cache_control": {"type": "ephemeral"}},
+    ]
+    other["messages"].append({"role": "system", "content": [], "output_config": {"effort": "x"}})
+    other.update(model="claude-older", max_tokens=64000, thinking={"type": "adaptive"})
+    other["system"] = [{"type": "text", "text": "You are Claude Code, an older release."}]
+    other["tools"] = [{**TOOLS[0], "input_schema": {"properties": {"run_in_background": {}}}}]
+    return other
+
+
+def test_conversation_ignores_what_claude_code_owns() -> None:
+    live, old = turn_body(), cli_2_1_197(turn_body())
+    assert live != old
+    assert conversation(live) == conversation(old)
+    assert match_key("turn", live, "conversation") == match_key("turn", old, "conversation")
+    assert match_key("turn", live, "strict") != match_key("turn", old, "strict")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda b: b["messages"][0].update(content="Fix the other tests."),  # the task
+        lambda b: b["messages"][1]["content"][0]["input"].update(command="rm -rf /"),
+        lambda b: b["messages"][2]["content"][0].update(content="1 failed"),  # a tool result
+    ],
+    ids=["prompt", "tool input", "tool result"],
+)
+def test_what_the_user_owns_decides(change: Any) -> None:
+    changed = turn_body()
+    change(changed)
+    assert match_key("turn", changed, "conversation") != match_key(
+        "turn", turn_body(), "conversation"
+    )
+
+
+def test_structural_blanks_tool_results_only() -> None:
+    other_result = turn_body(result="1 failed, 1 passed")
+    assert match_key("turn", other_result, "structural") == match_key(
+        "turn", turn_body(), "structural"
+    )
+    other_prompt = turn_body(prompt="Something else.")
+    assert match_key("turn", other_prompt, "structural") != match_key(
+        "turn", turn_body(), "structural"
+    )
+
+
+def test_claude_codes_own_tool_result_notes_are_folded() -> None:
+    """Two releases answer an output-less Bash call with different words."""
+    old = turn_body(result="(Bash completed with no output)")
+    new = turn_body(
+        result="[This command modified 1 file you've previously read: calc/x.py. "
+        "Call Read before editing.]"
+    )
+    assert conversation(old)[2]["content"][0]["content"] == NO_OUTPUT
+    assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
+
+
+def test_request_kinds() -> None:
+    reflector = {**turn_body(), "tools": [*TOOLS, {"name": "StructuredOutput"}]}
+    assert request_kind("POST", "/v1/messages", turn_body()) == "turn"
+    assert request_kind("POST", "/v1/messages", reflector) == "reflector"
+    assert request_kind("POST", "/v1/messages", {"messages": []}) == "side"
+    assert request_kind("POST", "/v1/messages/count_tokens", turn_body()) == "count_tokens"
+    assert request_kind("HEAD", "/", "") == "head"
+    # side requests match by kind alone: their prompts are Claude Code's
+    assert match_key("side", {"messages": [{"role": "user", "content": "a"}]}, "conversation") == (
+        match_key("side", {"messages": [{"role": "user", "content": "b"}]}, "conversation")
+    )
+
+
+def test_called_tools_from_sse_and_json() -> None:
+    msg = message(
+        "m", "x", [{"type": "tool_use", "id": "t", "name": "Write", "input": {}}], **_usage()
+    )
+    assert called_tools(sse_stream(msg).decode()) == ["Write"]
+    assert called_tools(json.dumps(msg)) == ["Write"]
+    assert called_tools(json.dumps(reply_msg("hi"))) == []
+
+
+def _usage() -> dict[str, int]:
+    return {"input_tokens": 1, "output_tokens": 1}
+
+
+def test_drift_line_names_versions_model_tools_and_counts() -> None:
+    drift = Drift(recorded_version="2.1.197", live_version="2.1.330")
+    old, live = cli_2_1_197(turn_body()), turn_body()
+    live["tools"] = [{**TOOLS[0], "input_schema": {"properties": {"allow_large": {}}}}]
+    drift.served(live, old, exact=False, results_differ=False)
+    drift.served(live, live, exact=True, results_differ=False)
+    assert drift.line() == (
+        "recorded with Claude Code 2.1.197, replayed with 2.1.330: model claude-older → "
+        "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed; "  # noqa: RUF001
+        "1/2 requests matched on the conversation"
+    )
+
+
+def test_no_drift_line_for_a_byte_exact_replay() -> None:
+    drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
+    drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
+    assert drift.line() is None
+
+
+def test_a_recorded_call_of_a_tool_no_longer_offered_diverges(tmp_path: Any) -> None:
+    writes = message(
+        "m", "x", [{"type": "tool_use", "id": "t", "name": "Write", "input": {}}], **_usage()
+    )
+    offered = {**turn_body(), "tools": [*TOOLS, {"name": "Write"}]}
+    responder = replayer([recorded(offered, writes)], tmp_path)
+    with serve(responder) as gateway:
+        reply = post(gateway, turn_body())  # the live CLI offers Bash only
+    assert reply.status_code == 400
+    (divergence,) = responder.divergences
+    assert "the recording calls tool Write, which this Claude Code does not offer" in (
+        divergence.describe()
+    )
+
+
+def test_conversation_match_serves_another_releases_recording(tmp_path: Any) -> None:
+    responder = replayer([recorded(cli_2_1_197(turn_body()), reply_msg("ok"))], tmp_path)
+    with serve(responder) as gateway:
+        reply: httpx.Response = post(gateway, turn_body())
+    assert reply.status_code == 200 and reply.json() == reply_msg("ok")
+    assert responder.divergences == [] and responder.drift.loose == 1
+    (served,) = responder.served  # what a refresh writes back: the live request
+    assert served.body == Normalizer({}).body(turn_body())
+    assert served.response == json.dumps(reply_msg("ok"))
