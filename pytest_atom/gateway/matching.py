@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.normalize import TOOL_RESULT
 from pytest_atom.gateway.scripted import STRUCTURED_OUTPUT
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 
@@ -37,6 +36,7 @@ __all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "r
 Kind = Literal["head", "count_tokens", "turn", "reflector", "side"]
 CONVERSATION_KINDS = ("turn", "reflector")
 
+TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 #: Texts Claude Code writes into a tool result itself, which differ between releases for
 #: the same command ("(Bash completed with no output)" became a note about read files).

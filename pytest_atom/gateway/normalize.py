@@ -18,7 +18,6 @@ _BILLING = [
     (re.compile(r"cc_version=[^;\s\"]*"), "cc_version=<CC_VERSION>"),
     (re.compile(r"cch=[^;\s\"]*"), "cch=<CCH>"),
 ]
-TOOL_RESULT = "<TOOL_RESULT>"
 #: Wall times printed by commands ("2 passed in 1.41s", "Finished in 0.35 sec"): they
 #: change on every run. Only tool results are touched, and only decimal durations.
 _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
@@ -97,14 +96,3 @@ class Normalizer:
         if isinstance(out, dict) and "metadata" in out:
             out["metadata"] = "<METADATA>"  # device id, account, session id
         return out
-
-
-def structural(body: Any) -> Any:
-    """The body with every tool result's content blanked: what `--atom-match=structural` compares."""
-    if isinstance(body, list):
-        return [structural(n) for n in body]
-    if isinstance(body, dict):
-        if body.get("type") == "tool_result":
-            return {**body, "content": TOOL_RESULT}
-        return {k: structural(v) for k, v in body.items()}
-    return body
