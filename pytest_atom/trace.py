@@ -280,6 +280,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
             "score": result.score,
             "iterations": result.iterations,
             "warnings": list(result.warnings),
+            "drift": result.drift,
             "repeat": repeat,
         },
     }

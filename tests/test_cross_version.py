@@ -7,6 +7,7 @@ drift. These tests replay in both directions, refresh, and prove that what the u
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def old_project(pytester: pytest.Pytester) -> Path:
 def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
     pytester: pytest.Pytester, old_project: Path
 ) -> None:
-    result = pytester.runpytest("--atom", "--junitxml=junit.xml")
+    result = pytester.runpytest("--atom", "--junitxml=junit.xml", "--atom-report=traces")
     result.assert_outcomes(passed=1)  # under filterwarnings = error: drift is no warning
     result.stdout.fnmatch_lines(
         [
@@ -52,6 +53,9 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
     assert result.stdout.str().count("drift: ") == 1
     junit = (old_project / "junit.xml").read_text()
     assert f'name="atom_drift" value="recorded with Claude Code {OLD_CLI}' in junit
+    (trace,) = (old_project / "traces").glob("*.json")
+    drift = json.loads(trace.read_text())["atom"]["drift"]
+    assert drift.startswith(f"recorded with Claude Code {OLD_CLI}, replayed with ")
 
 
 def test_shipped_fixture_replays_on_the_old_cli(
