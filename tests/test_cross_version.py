@@ -53,7 +53,7 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
     assert result.stdout.str().count("drift: ") == 1
     junit = (old_project / "junit.xml").read_text()
     assert f'name="atom_drift" value="recorded with Claude Code {OLD_CLI}' in junit
-    (trace,) = (old_project / "traces").glob("*.json")
+    trace = old_project / "traces" / "create_file" / "create-file.json"
     drift = json.loads(trace.read_text())["atom"]["drift"]
     assert drift.startswith(f"recorded with Claude Code {OLD_CLI}, replayed with ")
 
