@@ -183,23 +183,29 @@ class CassetteResponder:
                 yield index
 
     def _replay_from_tape(self, request: GatewayRequest, kind: Kind, live: Any) -> Reply | None:
-        """The first unplayed recording that matches, in any arrival order; None if none."""
-        strict = self.match == "strict"
-        key = None if strict else match_key(kind, live, self.match)
+        """The first unplayed recording that matches, in any arrival order; None if none.
+
+        An identical body is looked for first: it is the common case and the cheapest test;
+        only then is the live request reduced to its match key.
+        """
         with self._lock:
-            for index in self._candidates(request, kind):
-                recorded = self.cassette.interactions[index]
-                if recorded.body != live and (strict or self._key(index) != key):
-                    continue
-                missing = self._tools_not_offered(kind, recorded, live)
-                if missing:
-                    self.divergences.append(
-                        Divergence(request, kind, live, recorded, self.match, missing)
-                    )
-                    return _divergence_reply()
-                self._played[index] = True
-                return self._serve(request, kind, live, recorded)
-        return None
+            candidates = list(self._candidates(request, kind))
+            hit = next((i for i in candidates if self.cassette.interactions[i].body == live), None)
+            exact = hit is not None
+            if hit is None and self.match != "strict":
+                key = match_key(kind, live, self.match)
+                hit = next((i for i in candidates if self._key(i) == key), None)
+            if hit is None:
+                return None
+            recorded = self.cassette.interactions[hit]
+            missing = None if exact else self._tools_not_offered(kind, recorded, live)
+            if missing:
+                self.divergences.append(
+                    Divergence(request, kind, live, recorded, self.match, missing)
+                )
+                return _divergence_reply()
+            self._played[hit] = True
+            return self._serve(request, kind, live, recorded, exact=exact)
 
     def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
         """A recorded turn may call only tools the live CLI still offers."""
@@ -215,17 +221,23 @@ class CassetteResponder:
         )
 
     def _serve(
-        self, request: GatewayRequest, kind: Kind, live: Any, recorded: Interaction
+        self,
+        request: GatewayRequest,
+        kind: Kind,
+        live: Any,
+        recorded: Interaction,
+        *,
+        exact: bool = False,
     ) -> Reply:
+        exact = exact or recorded.body == live
         results_differ = (
-            self.match == "structural"
+            not exact
+            and self.match == "structural"
             and kind in CONVERSATION_KINDS
             and match_key(kind, live, "conversation")
             != match_key(kind, recorded.body, "conversation")
         )
-        self.drift.served(
-            live, recorded.body, exact=recorded.body == live, results_differ=results_differ
-        )
+        self.drift.served(live, recorded.body, exact=exact, results_differ=results_differ)
         self.served.append(replace(recorded, body=live, request_headers=_kept_headers(request)))
         headers = {
             "content-type": recorded.response_headers.get("content-type", "application/json")
