@@ -49,13 +49,63 @@ def cassette_path(spec: Spec) -> Path:
     return spec.cassette or spec.root / "cassettes" / stem / f"{spec.name}.yaml"
 
 
-def record_command(spec: Spec) -> str:
-    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode=once"
+def record_command(spec: Spec, mode: str = "once") -> str:
+    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode={mode}"
 
 
 def spec_hash(spec: Spec) -> str:
     canonical = json.dumps(spec.raw, sort_keys=True, default=str).encode()
     return "sha256:" + hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def prompt_hash(spec: Spec) -> str:
+    return "sha256:" + hashlib.sha256(spec.prompt.encode()).hexdigest()[:16]
+
+
+def script_hash(spec: Spec) -> str | None:
+    """The script file's content hash; None without a script (or one that cannot be read)."""
+    try:
+        data = spec.script.read_bytes() if spec.script is not None else None
+    except OSError:
+        return None  # Script.load reports the missing file when the script is played
+    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+#: The first words of a staleness reason, which a divergence report can lead with.
+SCRIPT_CHANGED = "script changed since recording"
+PROMPT_CHANGED = "spec changed since recording"
+
+
+def staleness(spec: Spec, cassette: Cassette) -> list[str]:
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
+
+    A cassette recorded before these hashes were stored has nothing to compare: no reasons.
+    A changed script makes the cassette stale: its responses are the old script's. A changed
+    prompt only makes a replay diverge, which the divergence report explains with this.
+    """
+    reasons = []
+    recorded = cassette.metadata.get("script_hash")
+    if recorded and spec.script is not None and script_hash(spec) != recorded:
+        reasons.append(
+            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
+            "was recorded from"
+        )
+    recorded = cassette.metadata.get("prompt_hash")
+    if recorded and prompt_hash(spec) != recorded:
+        reasons.append(
+            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+        )
+    return reasons
+
+
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+    """Refuse a cassette recorded from another version of the spec's script."""
+    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+        raise RecordingError(
+            f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
+            f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
+            f"script's. Re-record it with: {record_command(spec, 'all')}"
+        )
 
 
 @lru_cache(maxsize=8)
@@ -72,6 +122,7 @@ class ModelSource:
     auth: dict[str, str] | None = None
     warnings: list[str] = field(default_factory=list)
     upstream_gateway: Gateway | None = None
+    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -93,9 +144,12 @@ class ModelSource:
             "model": next((m for m in models if m), None),
             "spec": f"{spec.path.name}::{spec.name}",
             "spec_hash": spec_hash(spec),
+            "prompt_hash": prompt_hash(spec),
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "upstream": tape.upstream_label,
         }
+        if self.upstream_gateway is not None:  # recorded from the spec's own script
+            cassette.metadata["script_hash"] = script_hash(spec)
         return cassette.save(cassette.partial_path if interrupted else None)
 
 
@@ -116,6 +170,7 @@ def open_model_source(
             f"{record_command(spec)}"
         )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
+    _refuse_stale_script(spec, cassette, staleness(spec, cassette))
     return _record(spec, settings, cassette, paths, replay=mode == "new_episodes")
 
 
@@ -127,11 +182,14 @@ def _replay(
     spec: Spec, settings: RecordSettings, path: Path, paths: dict[str, str], claude_bin: Path
 ) -> ModelSource:
     cassette = Cassette.load(path)
+    reasons = staleness(spec, cassette)
+    _refuse_stale_script(spec, cassette, reasons)
     source = ModelSource(
         "replay",
         CassetteResponder(
             cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
         ),
+        stale_reasons=reasons,
     )
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
