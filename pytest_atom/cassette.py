@@ -278,14 +278,14 @@ class Cassette:
         if not isinstance(metadata, dict):
             raise CassetteError(f"cassette {path} has malformed 'metadata:'; record it again")
         version = _format(path, metadata)
-        resolver = _Resolver(path, metadata.pop("shared", None) or {})
+        resolver = _Resolver(path, metadata.pop("shared", None) or {}) if version >= 2 else None
         try:
             interactions = [Interaction.from_vcr(i) for i in data["interactions"]]
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise CassetteError(
                 f"cassette {path} has a malformed interaction ({exc!r}); record it again"
             ) from None
-        if version >= 2:
+        if resolver is not None:
             for interaction in interactions:
                 resolver.resolve(interaction.body)
         return cls(path, interactions, metadata, version)

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
+
 from pytest_atom.cassette import Cassette
 from pytest_atom.claude_code import claude_version
 from pytest_atom.gateway import Gateway, Responder, Script, ScriptedResponder
@@ -63,12 +65,22 @@ def prompt_hash(spec: Spec) -> str:
 
 
 def script_hash(spec: Spec) -> str | None:
-    """The script file's content hash; None without a script (or one that cannot be read)."""
+    """The hash of what the script says, None without one (or one that cannot be read).
+
+    The parsed YAML is hashed, not the bytes: a comment, a reformatting or a checkout's line
+    endings do not change the turns, so they do not make its cassette stale.
+    """
     try:
-        data = spec.script.read_bytes() if spec.script is not None else None
-    except OSError:
-        return None  # Script.load reports the missing file when the script is played
-    return None if data is None else "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+        text = spec.script.read_text(encoding="utf-8") if spec.script is not None else None
+    except (OSError, UnicodeDecodeError):
+        return None  # Script.load reports the unreadable file when the script is played
+    if text is None:
+        return None
+    try:
+        content = json.dumps(yaml.safe_load(text), sort_keys=True, default=str)
+    except yaml.YAMLError:
+        content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
 
 
 #: The first words of a staleness reason, which a divergence report can lead with.

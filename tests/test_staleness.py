@@ -3,7 +3,6 @@ a changed prompt is a reason the divergence report can give, old cassettes are n
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -62,8 +61,7 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     cassette = pytester.path / CASSETTE
     spec = load_specs(spec_file)[0]
     metadata = Cassette.load(cassette).metadata
-    script_bytes = (pytester.path / "scripts" / "create_file.yaml").read_bytes()
-    assert metadata["script_hash"] == "sha256:" + hashlib.sha256(script_bytes).hexdigest()[:16]
+    assert metadata["script_hash"] == script_hash(spec) and metadata["script_hash"]
     assert metadata["prompt_hash"] == prompt_hash(spec)
 
     edit_script(pytester.path)
@@ -139,6 +137,18 @@ def test_a_changed_script_refuses_the_cassette_in_every_mode_that_replays_it(
         open_source(spec, claude_bin, mode)
     assert "is stale: script changed since recording" in str(info.value)
     assert str(info.value).endswith("--atom-record-mode=all")
+
+
+def test_a_comment_or_line_endings_do_not_change_the_script(tmp_path: Path) -> None:
+    spec = scripted_spec(tmp_path)
+    recorded = script_hash(spec)
+    assert recorded is not None and recorded.startswith("sha256:")
+    script = tmp_path / "turns.yaml"
+    text = script.read_text(encoding="utf-8")
+    script.write_bytes(("# the only turn\n" + text).replace("\n", "\r\n").encode())
+    assert script_hash(spec) == recorded
+    script.write_text(text.replace("Done.", "Finished."), encoding="utf-8")
+    assert script_hash(spec) != recorded
 
 
 def test_a_changed_prompt_is_a_reason_not_a_refusal(tmp_path: Path, claude_bin: Path) -> None:
