@@ -5,6 +5,10 @@ error). A spec that names an ``oracle:`` (a shell script that solves the task) h
 in a copy of its workspace, then its ``accept`` checks; a spec with a ``script:`` is played
 offline through the real harness, from its script even when a cassette exists. With
 ``--expect-fail`` the solutions are known to be bad, and every run must fail.
+
+`pytest --atom` replays the cassette instead, so where the cassette no longer fits the spec
+(its script or prompt changed since recording) the script run says what `pytest --atom`
+will do with it and how to re-record it: the two never disagree without saying why.
 """
 
 from __future__ import annotations
@@ -22,12 +26,19 @@ from typing import Any
 
 import click
 
+from pytest_atom.cassette import Cassette, CassetteError
 from pytest_atom.checks import CheckResult, run_checks, run_shell
 from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.execution import HARNESS_ERRORS, run_spec
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.paths import display_path
-from pytest_atom.recording import RecordSettings
+from pytest_atom.recording import (
+    SCRIPT_CHANGED,
+    RecordSettings,
+    cassette_path,
+    record_command,
+    staleness,
+)
 from pytest_atom.report import agent_line, verdict_line
 from pytest_atom.runner import clean_env
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
@@ -250,6 +261,7 @@ def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
         return Run("script", False, broken=f"harness error: {exc}", harness=True)
     checks = result.final.checks if result.attempts else []
     run = Run("script", result.passed, list(checks))
+    run.notes += _cassette_notes(spec)
     run.notes.append(f"agent: {agent_line(result)}")
     if spec.criteria:
         run.notes.append(f"verdict: {verdict_line(result)}")
@@ -258,6 +270,29 @@ def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
     elif not result.passed and all(c.passed for c in checks):
         run.problem = f"{result.decision}: {agent_line(result)}"
     return run
+
+
+def _cassette_notes(spec: Spec) -> list[str]:
+    """What `pytest --atom`, which replays the cassette, will do where this run cannot tell."""
+    path = cassette_path(spec)
+    if not path.exists():
+        return []  # pytest --atom plays the script too
+    try:
+        reasons = staleness(spec, Cassette.load(path))
+    except CassetteError as exc:
+        return [f"note: pytest --atom cannot replay this spec: {exc}"]
+    where, fix = display_path(path), f"re-record it with: {record_command(spec, 'all')}"
+    notes = []
+    for reason in reasons:
+        if reason.startswith(SCRIPT_CHANGED):
+            notes.append(
+                f"note: pytest --atom will refuse the stale cassette {where} ({reason}); {fix}"
+            )
+        else:
+            notes.append(
+                f"note: pytest --atom will diverge from the cassette {where} ({reason}); {fix}"
+            )
+    return notes
 
 
 def _block(outcome: Outcome, expect_fail: bool) -> list[str]:

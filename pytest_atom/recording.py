@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
+
 from pytest_atom.cassette import Cassette, Interaction
 from pytest_atom.claude_code import claude_version
 from pytest_atom.gateway import Gateway, Responder, Script, ScriptedResponder
@@ -67,6 +69,66 @@ def spec_hash(spec: Spec) -> str:
     return "sha256:" + hashlib.sha256(canonical).hexdigest()[:16]
 
 
+def prompt_hash(spec: Spec) -> str:
+    return "sha256:" + hashlib.sha256(spec.prompt.encode()).hexdigest()[:16]
+
+
+def script_hash(spec: Spec) -> str | None:
+    """The hash of what the script says, None without one (or one that cannot be read).
+
+    The parsed YAML is hashed, not the bytes: a comment, a reformatting or a checkout's line
+    endings do not change the turns, so they do not make its cassette stale.
+    """
+    try:
+        text = spec.script.read_text(encoding="utf-8") if spec.script is not None else None
+    except (OSError, UnicodeDecodeError):
+        return None  # Script.load reports the unreadable file when the script is played
+    if text is None:
+        return None
+    try:
+        content = json.dumps(yaml.safe_load(text), sort_keys=True, default=str)
+    except yaml.YAMLError:
+        content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+#: The first words of a staleness reason, which a divergence report can lead with.
+SCRIPT_CHANGED = "script changed since recording"
+PROMPT_CHANGED = "spec changed since recording"
+
+
+def staleness(spec: Spec, cassette: Cassette) -> list[str]:
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
+
+    A cassette recorded before these hashes were stored has nothing to compare: no reasons.
+    A changed script makes the cassette stale: its responses are the old script's. A changed
+    prompt only makes a replay diverge, which the divergence report explains with this.
+    """
+    reasons = []
+    recorded = cassette.metadata.get("script_hash")
+    if recorded and spec.script is not None and script_hash(spec) != recorded:
+        reasons.append(
+            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
+            "was recorded from"
+        )
+    recorded = cassette.metadata.get("prompt_hash")
+    if recorded and prompt_hash(spec) != recorded:
+        reasons.append(
+            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+        )
+    return reasons
+
+
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+    """Refuse a cassette recorded from another version of the spec's script."""
+    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+        raise RecordingError(
+            f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
+            f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
+            f"script's. Re-record it with: {record_command(spec, 'all')}"
+        )
+
+
 @lru_cache(maxsize=8)
 def _cli_version(binary: Path) -> str:
     return claude_version(binary)
@@ -82,6 +144,7 @@ class ModelSource:
     warnings: list[str] = field(default_factory=list)
     upstream_gateway: Gateway | None = None
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
+    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -94,7 +157,7 @@ class ModelSource:
             self.upstream_gateway.stop()
         tape = self.tape
         if self.kind in ("refresh", "rejudge") and tape is not None:
-            return None if interrupted else self._rewrite(tape, cli_version)
+            return None if interrupted else self._rewrite(spec, tape, cli_version)
         if self.kind != "record" or tape is None or not tape.recorded:
             return None
         cassette = tape.cassette
@@ -105,12 +168,15 @@ class ModelSource:
             "model": next((m for m in models if m), None),
             "spec": f"{spec.path.name}::{spec.name}",
             "spec_hash": spec_hash(spec),
+            "prompt_hash": prompt_hash(spec),
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "upstream": tape.upstream_label,
         }
+        if self.upstream_gateway is not None:  # recorded from the spec's own script
+            cassette.metadata["script_hash"] = script_hash(spec)
         return cassette.save(cassette.partial_path if interrupted else None)
 
-    def _rewrite(self, tape: CassetteResponder, cli_version: str | None) -> Path | None:
+    def _rewrite(self, spec: Spec, tape: CassetteResponder, cli_version: str | None) -> Path | None:
         """Refresh and re-judge rewrite an existing cassette, atomically, and only after a
         run that diverged nowhere: a divergence is reported instead, the file untouched."""
         if tape.divergences:
@@ -144,6 +210,8 @@ class ModelSource:
             agent = [i for i in recorded if interaction_kind(i) != "reflector"]
             interactions = agent + judged
             metadata["rejudged_at"] = now
+            if spec.script is not None and "script_hash" in metadata:
+                metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
         return Cassette(old.path, interactions, metadata).save()
 
 
@@ -178,6 +246,7 @@ def open_model_source(
             f"{record_command(spec)}"
         )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
+    _refuse_stale_script(spec, cassette, staleness(spec, cassette))
     return _record(spec, settings, cassette, paths, replay=mode == "new_episodes")
 
 
@@ -194,6 +263,8 @@ def _replay(
     kind: str = "replay",
 ) -> ModelSource:
     cassette = Cassette.load(path)
+    reasons = staleness(spec, cassette)
+    _refuse_stale_script(spec, cassette, reasons)
     responder = CassetteResponder(
         cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
     )
@@ -209,7 +280,7 @@ def _replay(
             f"uses {live} (--atom-strict-version); refresh it for this CLI with: "
             f"{record_command(spec, 'refresh')}"
         )
-    return ModelSource(kind, responder)
+    return ModelSource(kind, responder, stale_reasons=reasons)
 
 
 def _record(
@@ -259,16 +330,16 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
         return []
     first, *rest = tape.divergences
     causes = []
+    metadata = tape.cassette.metadata
     if first.kind == "reflector" and not any(d.kind == "turn" for d in rest):
         causes.append(
             "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
             f"re-judge them with: {rejudge_command(spec)}"
         )
-    metadata = tape.cassette.metadata
-    if metadata.get("spec_hash") not in (None, spec_hash(spec)):
-        causes.append(
-            f"spec changed since recording: re-record it with: {record_command(spec, 'all')}"
-        )
+    elif any(r.startswith(PROMPT_CHANGED) for r in source.stale_reasons) or (
+        "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
+    ):
+        causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
     recorded = metadata.get("claude_code_version")
     if recorded and cli_version and recorded != cli_version:
         causes.append(

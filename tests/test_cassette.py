@@ -7,7 +7,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,14 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from vcr.cassette import Cassette as VcrCassette
+from vcr.persisters.filesystem import FilesystemPersister
+from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.cassette import Cassette, CassetteError, Interaction
+from pytest_atom import fastyaml
+from pytest_atom.cassette import FORMAT, Cassette, CassetteError, Interaction
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
 from pytest_atom.gateway.normalize import Normalizer
@@ -28,6 +32,10 @@ from pytest_atom.scrub import Scrubber
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "description": "run a command", "input_schema": {"type": "object"}}]
 CANARY = "sk-ant-canary-aaaaaaaaaaaaaaaa"
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED = sorted(REPO.glob("fixtures/specs/cassettes/*/*.yaml")) + sorted(
+    REPO.glob("examples/*/specs/cassettes/*/*.yaml")
+)
 
 
 def reply_msg(text: str, n: int = 1) -> dict[str, Any]:
@@ -193,16 +201,40 @@ def test_vcrpy_loads_the_saved_file(tmp_path: Path) -> None:
     cassette = sample(tmp_path)
     text = cassette.save().read_text(encoding="utf-8")
     requests, responses, metadata = deserialize(text, yamlserializer)
-    assert metadata == cassette.metadata
+    shared = metadata.pop("shared")
+    assert metadata == {"format": FORMAT, **cassette.metadata}
     assert [r.method for r in requests] == ["POST", "POST"]
     assert [r.uri for r in requests] == [URI, URI + "/count_tokens"]
-    assert json.loads(requests[0].body) == cassette.interactions[0].body
+    # The stored body refers to the tools; the block holds them, as JSON.
+    stored = json.loads(requests[0].body)
+    (name,) = shared
+    assert stored == {**cassette.interactions[0].body, "tools": {"$shared": name}}
+    assert name.startswith("tools-") and json.loads(shared[name]) == TOOLS
     assert requests[1].body == b"not json at all"
     assert requests[0].headers["anthropic-version"] == "2023-06-01"
     assert [r["status"]["code"] for r in responses] == [200, 429]
     assert responses[1]["status"]["message"] == "Too Many Requests"
     assert responses[0]["body"]["string"] == cassette.interactions[0].response.encode()
     assert responses[1]["body"]["string"] == cassette.interactions[1].response.encode()
+
+
+def test_vcrpy_persister_and_cassette_load_a_format_2_file(tmp_path: Path) -> None:
+    cassette = conversation(tmp_path)
+    path = cassette.save()
+    requests, responses, metadata = FilesystemPersister.load_cassette(path, yamlserializer)
+    assert len(requests) == len(responses) == 4 and metadata["format"] == FORMAT
+    played = VcrCassette.load(
+        path=str(path),
+        serializer=yamlserializer,
+        persister=FilesystemPersister,
+        record_mode=RecordMode.NONE,
+    )
+    assert len(played) == 4 and played.get_metadata("format", None) == FORMAT
+    assert played.get_metadata("claude_code_version", None) == "2.1.330"
+    assert played.requests[2].method == "POST"
+    assert [r["body"]["string"] for r in played.responses] == [
+        i.response.encode() for i in cassette.interactions
+    ]
 
 
 def test_saved_yaml_is_readable(tmp_path: Path) -> None:
@@ -297,6 +329,177 @@ def test_malformed_shapes_are_cassette_errors(tmp_path: Path, content: str) -> N
     path.write_text(content, encoding="utf-8")
     with pytest.raises(CassetteError, match=re.escape(str(path))):
         Cassette.load(path)
+
+
+# --- format 2: what every request repeats, stored once ---------------------------------------
+
+SYSTEM = [{"type": "text", "text": "You are Claude Code.\n" + "Be careful. " * 200}]
+AGENT_TOOLS = [
+    {"name": n, "description": f"the {n} tool " * 50, "input_schema": {"type": "object"}}
+    for n in ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
+]
+
+
+def conversation(tmp_path: Path) -> Cassette:
+    """Three turns of one session, as the CLI sends them, and a title request beside them."""
+    prompt = {"role": "user", "content": [{"type": "text", "text": "Create hello.txt"}]}
+    turns: list[dict[str, Any]] = []
+    interactions = []
+    for n in range(1, 4):
+        newest = json.loads(json.dumps([prompt, *turns]))  # fresh objects, as recorded
+        newest[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}  # moves each turn
+        body = {
+            "model": "claude-opus-5-5",
+            "system": json.loads(json.dumps(SYSTEM)),
+            "tools": json.loads(json.dumps(AGENT_TOOLS)),
+            "messages": newest,
+            "stream": True,
+        }
+        interactions.append(
+            Interaction("POST", URI, body, 200, sse_text(reply_msg(f"turn {n}", n)))
+        )
+        use = {"type": "tool_use", "id": f"<TOOL_ID:{n}>", "name": "Bash", "input": {"n": n}}
+        result = {"type": "tool_result", "tool_use_id": f"<TOOL_ID:{n}>", "content": f"out {n}"}
+        turns += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    interactions.insert(1, Interaction("POST", URI, title_body(), 200, json.dumps(reply_msg("T"))))
+    return Cassette(
+        tmp_path / "conversation.yaml", interactions, {"claude_code_version": "2.1.330"}
+    )
+
+
+def test_system_tools_and_repeated_messages_are_stored_once(tmp_path: Path) -> None:
+    cassette = conversation(tmp_path)
+    text = cassette.save().read_text(encoding="utf-8")
+    assert len(text) < len(cassette.dumps(format=1)) / 2
+    assert text.count("You are Claude Code.") == 1 and text.count('"name": "Grep"') == 1
+    assert text.count('"text": "Create hello.txt"') == 2  # shared, and once with cache_control
+    assert text.count('"content": "out 1"') == 2  # the same: in turn 2 it is the newest
+    data = yaml.safe_load(text)
+    assert data["version"] == 1 and data["metadata"]["format"] == FORMAT
+    bodies = [json.loads(i["request"]["body"]) for i in data["interactions"]]
+    names = {b["system"]["$shared"] for b in bodies if "system" in b}
+    assert len(names) == 1 and names.pop().startswith("system-")
+    assert "system" not in bodies[1] and bodies[1]["messages"] == title_body()["messages"]
+    # Turn 3 names the prompt and the first tool call, which turns 2 and 3 both carry; the rest
+    # it alone carries (the first result had a cache_control in turn 2): inline.
+    last = bodies[3]["messages"]
+    assert [m.get("$shared", "")[:8] for m in last] == ["message-"] * 2 + [""] * 3
+    assert last[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    # Readable in a diff: each reference on one line, each block indented JSON.
+    assert re.search(r'^ {8}"tools": \{"\$shared": "tools-[0-9a-f]{12}"\},$', text, re.MULTILINE)
+    assert re.search(r"^    tools-[0-9a-f]{12}: \|-\n      \[\n        \{\n", text, re.MULTILINE)
+
+
+def test_format_2_loads_whole_bodies_that_share_their_blocks(tmp_path: Path) -> None:
+    cassette = conversation(tmp_path)
+    loaded = Cassette.load(cassette.save())
+    assert loaded.format == FORMAT and loaded.metadata == cassette.metadata
+    assert [i.body for i in loaded.interactions] == [i.body for i in cassette.interactions]
+    first, _, second, third = (i.body for i in loaded.interactions)
+    assert first["tools"] is second["tools"] is third["tools"]
+    assert first["system"] is third["system"]
+    assert second["messages"][1] is third["messages"][1]  # the first assistant turn, once
+    # Saving what was loaded writes the same bytes: no churn in a diff.
+    again = loaded.save(tmp_path / "again.yaml").read_text(encoding="utf-8")
+    assert again == cassette.path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_format_1_cassettes_load_and_resave_as_format_2(tmp_path: Path, path: Path) -> None:
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert "format" not in raw["metadata"], "shipped fixtures are the previous release's format"
+    old = Cassette.load(path)
+    assert old.format == 1 and old.metadata == raw["metadata"]
+    inline = [i["request"]["body"] for i in raw["interactions"]]
+    assert [json.loads(b) if b.startswith("{") else b for b in inline] == [
+        i.body for i in old.interactions
+    ]
+    resaved = Cassette.load(old.save(tmp_path / path.name))
+    assert resaved.format == FORMAT and resaved.metadata == old.metadata
+    assert resaved.interactions == old.interactions
+    assert (tmp_path / path.name).stat().st_size < path.stat().st_size
+
+
+def test_format_1_bodies_are_never_resolved(tmp_path: Path) -> None:
+    body = {"messages": [{"$shared": "message-0123456789ab"}], "tools": {"$shared": "x"}}
+    old = Cassette(tmp_path / "old.yaml", [Interaction("POST", URI, body, 200, "{}")])
+    old.path.write_text(old.dumps(format=1), encoding="utf-8")
+    assert Cassette.load(old.path).interactions[0].body == body
+
+
+def test_a_newer_format_asks_for_a_newer_pytest_atom(tmp_path: Path) -> None:
+    text = conversation(tmp_path).dumps().replace(f"format: {FORMAT}\n", "format: 7\n", 1)
+    path = tmp_path / "future.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CassetteError) as info:
+        Cassette.load(path)
+    message = str(info.value)
+    assert str(path) in message and "cassette format 7" in message
+    assert "newer pytest-atom" in message and "Upgrade pytest-atom" in message
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (lambda t: t.replace(f"format: {FORMAT}\n", "format: two\n", 1), "'metadata.format: "),
+        (lambda t: re.sub(r"(?m)^    (tools-[0-9a-f]+):", r"    gone-\1:", t), "does not hold"),
+        (lambda t: re.sub(r"(?m)^  shared:\n", "  shared: [a]\n  unused:\n", t), "shared"),
+        (lambda t: re.sub(r"(?m)^(    tools-[0-9a-f]+: \|-\n      )\[", r"\1{[", t), "not JSON"),
+    ],
+)
+def test_broken_shared_blocks_are_cassette_errors(
+    tmp_path: Path, edit: Callable[[str], str], fragment: str
+) -> None:
+    path = tmp_path / "broken.yaml"
+    text = conversation(tmp_path).dumps()
+    assert edit(text) != text
+    path.write_text(edit(text), encoding="utf-8")
+    with pytest.raises(CassetteError) as info:
+        Cassette.load(path)
+    assert str(path) in str(info.value) and fragment in str(info.value)
+    assert "record it again" in str(info.value)
+
+
+YAML_SAMPLES = [
+    "",
+    "plain",
+    "- 1\n- 2.5\n- yes\n- ~\n- 2026-01-01\n- 0x1F\n- '3'\n- .inf\n",
+    "a: &x [1, {b: c}]\nb: *x\n",
+    "&a [*a]\n",
+    "<<: {a: 1}\nb: 2\n",
+    "'<<': 1\n",
+    "!!binary aGk=\n",
+    "a: !!str 1\n",
+    "? [1, 2]\n: x\n",
+    "--- a\n--- b\n",
+    "a: b\na: c\n",
+    "x: *nope\n",
+    "a: &d 1\nb: &d 2\n",
+    "a: =\n",
+    "a: 'q'\nb: \"\\u00e9\\n\"\nc: |\n  x\n   y\nd: |+\n  z\n\ne: >-\n  f\n  g\n",
+    "a: [unclosed\n",
+    "key:\n\t- tab\n",
+]
+
+
+@pytest.mark.parametrize("text", YAML_SAMPLES)
+def test_fastyaml_gives_what_yaml_load_gives(text: str) -> None:
+    def outcome(load: Callable[[str], Any]) -> Any:
+        try:
+            value = load(text)
+        except yaml.YAMLError as exc:
+            return type(exc)
+        return repr(value)  # repr: a list that contains itself compares too
+
+    assert outcome(fastyaml.load) == outcome(lambda t: yaml.load(t, Loader=yaml.CSafeLoader))
+
+
+def test_fastyaml_reads_cassettes_as_yaml_load_does(tmp_path: Path) -> None:
+    texts = [p.read_text(encoding="utf-8") for p in SHIPPED]
+    texts.append(conversation(tmp_path).dumps())
+    texts.append(sample(tmp_path).dumps())
+    for text in texts:
+        assert fastyaml.load(text) == yaml.load(text, Loader=yaml.CSafeLoader)
 
 
 # --- coalescing streams ----------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""Stale cassettes are named: a changed script is refused with the command that re-records,
+a changed prompt is a reason the divergence report can give, old cassettes are not checked."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.validate_cmd import validate
+from pytest_atom.cassette import Cassette
+from pytest_atom.recording import (
+    PROMPT_CHANGED,
+    SCRIPT_CHANGED,
+    ModelSource,
+    RecordingError,
+    RecordSettings,
+    cassette_path,
+    open_model_source,
+    prompt_hash,
+    script_hash,
+    staleness,
+)
+from pytest_atom.spec import Spec, load_specs
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
+CASSETTE = Path("cassettes/create_file/create-file.yaml")
+COMMAND = "pytest --atom 'create_file.atom.yaml::create-file' --atom-record-mode=all"
+SECOND_TURN = "I'll check the file's content."
+
+
+def copy_create_file(folder: Path, *, criteria: bool = True, cassette: bool = False) -> Path:
+    """The create_file fixture in `folder`; without criteria, no reflector session runs."""
+    text = (FIXTURES / "create_file.atom.yaml").read_text(encoding="utf-8")
+    if not criteria:
+        text = text.replace('criteria:\n  - hello.txt holds the greeting "hello, world" and', "")
+        text = text.replace(" nothing else.\n", "", 1)
+        assert "criteria" not in text
+    (folder / "create_file.atom.yaml").write_text(text, encoding="utf-8")
+    shutil.copytree(FIXTURES / "scripts", folder / "scripts")
+    if cassette:
+        shutil.copytree(FIXTURES / "cassettes" / "create_file", folder / CASSETTE.parent)
+    return folder / "create_file.atom.yaml"
+
+
+def edit_script(folder: Path) -> None:
+    script = folder / "scripts" / "create_file.yaml"
+    text = script.read_text(encoding="utf-8")
+    assert SECOND_TURN in text
+    script.write_text(text.replace(SECOND_TURN, "Let me look at it."), encoding="utf-8")
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
+    pytester: pytest.Pytester,
+) -> None:
+    spec_file = copy_create_file(pytester.path, criteria=False)
+    pytester.runpytest("--atom", "--atom-record-mode=all").assert_outcomes(passed=1)
+    cassette = pytester.path / CASSETTE
+    spec = load_specs(spec_file)[0]
+    metadata = Cassette.load(cassette).metadata
+    assert metadata["script_hash"] == script_hash(spec) and metadata["script_hash"]
+    assert metadata["prompt_hash"] == prompt_hash(spec)
+
+    edit_script(pytester.path)
+    before = cassette.read_bytes()
+    result = pytester.runpytest("--atom")
+    result.assert_outcomes(failed=1)  # a harness error, reported as such
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-atom could not run spec 'create-file': cassette "
+            f"{CASSETTE} is stale: {SCRIPT_CHANGED} (scripts/create_file.yaml)*"
+            f"Re-record it with: {COMMAND}"
+        ]
+    )
+    assert "SpecFailed" not in result.stdout.str()
+    assert cassette.read_bytes() == before
+
+    # `atom validate` plays the new script, which passes, and says why pytest --atom refuses.
+    validated = CliRunner().invoke(validate, ["create_file.atom.yaml"], catch_exceptions=False)
+    assert validated.exit_code == 0, validated.output
+    assert (
+        f"    note: pytest --atom will refuse the stale cassette {CASSETTE} ({SCRIPT_CHANGED}: "
+        "scripts/create_file.yaml is not the script the cassette was recorded from); "
+        f"re-record it with: {COMMAND}"
+    ) in validated.output.splitlines()
+
+    # The command it names re-records from the new script: the cassette fits again.
+    rerecord = COMMAND.removeprefix("pytest ").replace("'", "").split()
+    pytester.runpytest(*rerecord).assert_outcomes(passed=1)
+    assert Cassette.load(cassette).metadata["script_hash"] == script_hash(spec)
+    assert staleness(spec, Cassette.load(cassette)) == []
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_old_cassette_without_hashes_replays_after_a_script_edit(
+    pytester: pytest.Pytester,
+) -> None:
+    """The previous release stored no hashes (nor format 2): nothing to compare, no error."""
+    copy_create_file(pytester.path, cassette=True)
+    metadata = Cassette.load(pytester.path / CASSETTE).metadata
+    assert "script_hash" not in metadata and "prompt_hash" not in metadata
+    edit_script(pytester.path)
+    pytester.runpytest("--atom").assert_outcomes(passed=1)
+
+
+# --- without a Claude Code session --------------------------------------------------------
+
+
+def scripted_spec(folder: Path, prompt: str = "Create hello.txt.") -> Spec:
+    (folder / "turns.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n", encoding="utf-8")
+    path = folder / "s.atom.yaml"
+    path.write_text(f"name: s\nprompt: {prompt}\nscript: turns.yaml\n", encoding="utf-8")
+    return load_specs(path)[0]
+
+
+def recorded_for(spec: Spec, **metadata: str | None) -> Path:
+    """An (empty) cassette whose metadata holds the given hashes."""
+    return Cassette(cassette_path(spec), [], {"spec": "s.atom.yaml::s", **metadata}).save()
+
+
+def open_source(spec: Spec, claude_bin: Path, mode: str = "none") -> ModelSource:
+    return open_model_source(spec, RecordSettings(mode=mode), paths={}, claude_bin=claude_bin)
+
+
+@pytest.mark.parametrize("mode", ["none", "once", "new_episodes"])
+def test_a_changed_script_refuses_the_cassette_in_every_mode_that_replays_it(
+    tmp_path: Path, claude_bin: Path, mode: str
+) -> None:
+    spec = scripted_spec(tmp_path)
+    recorded_for(spec, prompt_hash=prompt_hash(spec), script_hash="sha256:0123456789abcdef")
+    (reason,) = staleness(spec, Cassette.load(cassette_path(spec)))
+    assert reason.startswith(SCRIPT_CHANGED)
+    with pytest.raises(RecordingError) as info:
+        open_source(spec, claude_bin, mode)
+    assert "is stale: script changed since recording" in str(info.value)
+    assert str(info.value).endswith("--atom-record-mode=all")
+
+
+def test_a_comment_or_line_endings_do_not_change_the_script(tmp_path: Path) -> None:
+    spec = scripted_spec(tmp_path)
+    recorded = script_hash(spec)
+    assert recorded is not None and recorded.startswith("sha256:")
+    script = tmp_path / "turns.yaml"
+    text = script.read_text(encoding="utf-8")
+    script.write_bytes(("# the only turn\n" + text).replace("\n", "\r\n").encode())
+    assert script_hash(spec) == recorded
+    script.write_text(text.replace("Done.", "Finished."), encoding="utf-8")
+    assert script_hash(spec) != recorded
+
+
+def test_a_changed_prompt_is_a_reason_not_a_refusal(tmp_path: Path, claude_bin: Path) -> None:
+    recorded = scripted_spec(tmp_path, "Create hello.txt.")
+    recorded_for(recorded, prompt_hash=prompt_hash(recorded), script_hash=script_hash(recorded))
+    assert staleness(recorded, Cassette.load(cassette_path(recorded))) == []
+    spec = scripted_spec(tmp_path, "Create goodbye.txt.")
+    source = open_source(spec, claude_bin)
+    (reason,) = source.stale_reasons
+    assert reason.startswith(PROMPT_CHANGED)
+
+
+def test_hashes_are_not_compared_when_absent(tmp_path: Path, claude_bin: Path) -> None:
+    spec = scripted_spec(tmp_path)
+    recorded_for(spec)  # as the previous release wrote it
+    assert open_source(spec, claude_bin).stale_reasons == []
+    recorded_for(spec, prompt_hash="sha256:0123456789abcdef")  # recorded from an upstream
+    (reason,) = open_source(spec, claude_bin).stale_reasons
+    assert reason.startswith(PROMPT_CHANGED)
+
+
+def test_a_spec_without_its_script_now_is_not_refused(tmp_path: Path, claude_bin: Path) -> None:
+    """Recorded from a script since removed: the cassette is all there is, and it replays."""
+    spec = scripted_spec(tmp_path)
+    recorded_for(spec, script_hash="sha256:0123456789abcdef")
+    (tmp_path / "s.atom.yaml").write_text("name: s\nprompt: Create hello.txt.\n")
+    unscripted = load_specs(tmp_path / "s.atom.yaml")[0]
+    assert open_source(unscripted, claude_bin).stale_reasons == []
