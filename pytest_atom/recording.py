@@ -346,5 +346,13 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             f"recorded with another Claude Code version ({recorded}; this run {cli_version})"
         )
     lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
-    report = [f"{lead}\n{first.describe(limit=None)}"]
-    return report + [d.describe() for d in rest]
+    # Claude Code retries and falls back on a failed request: one divergence, sent again.
+    first_text = first.describe(limit=None)
+    seen = {first_text}
+    report = [f"{lead}\n{first_text}"]
+    for divergence in rest:
+        text = divergence.describe()
+        if text not in seen and divergence.describe(limit=None) != first_text:
+            seen.add(text)
+            report.append(text)
+    return report

@@ -77,8 +77,8 @@ def failure_report(result: SpecResult) -> str:
         n = len(result.divergences)
         cause, _, detail = result.divergences[0].partition("\n")
         lines.append(
-            f"  replay diverged from the cassette ({n} request{'s' * (n != 1)} matched "
-            f"nothing recorded); {cause}"
+            f"  replay diverged from the cassette ({n} distinct request{'s' * (n != 1)} "
+            f"matched nothing recorded); {cause}"
         )
         lines += _head(detail, limit=80)
         for divergence in result.divergences[1:]:

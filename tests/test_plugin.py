@@ -72,12 +72,16 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
     result.stdout.fnmatch_lines(
         [
             "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
-            "*verdict: fail after 1 attempt (the reflector gave no verdict)",
-            "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
             # The reflector's evidence changed with the check, so its recorded answer cannot
-            # be replayed: the report says exactly what changed.
-            "*replay diverged from the cassette (1 request matched nothing recorded):",
+            # be replayed: the report leads with that, the command to re-judge, and the diff.
+            "*replay diverged from the cassette (1 distinct request matched nothing recorded); "
+            "likely cause: the reflector's input changed (checks or criteria): the agent's "
+            "sessions replayed, re-judge them with: pytest --atom "
+            "'specs/create_file.atom.yaml::create-file' --atom-rejudge*",
+            "*POST /v1/messages (reflector): no recorded interaction matches; the closest "
+            "recorded conversation differs at:",
             "*+- FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found in hello.txt",
+            "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
             "*checks: 1/2 passed",
             "*PASS file_exists hello.txt (line 13): hello.txt exists",
             "*FAIL file_contains hello.txt /^goodbye$/ (line 14): *not found in hello.txt",

@@ -85,7 +85,7 @@ def test_changed_prompt_fails_with_a_readable_diff(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*replay diverged from the cassette (1 request matched nothing recorded); "
+            "*replay diverged from the cassette (1 distinct request matched nothing recorded); "
             "likely cause: spec changed since recording: re-record it with: pytest --atom "
             "'greet.atom.yaml::greet' --atom-record-mode=all",
             "*POST /v1/messages (turn): no recorded interaction matches; the closest recorded "

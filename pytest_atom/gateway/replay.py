@@ -375,12 +375,14 @@ def _kept_headers(request: GatewayRequest) -> dict[str, str]:
 
 def _divergence_reply() -> Reply:
     """An API error the CLI neither retries nor falls back on; the test report explains."""
-    return Reply.error(
+    reply = Reply.error(
         400,
         "invalid_request_error",
         "pytest-atom replay: this request matches nothing in the cassette; the test report "
         "shows the difference and its likely cause.",
     )
+    reply.headers["x-should-retry"] = "false"  # the SDK's retry logic honours this
+    return reply
 
 
 def _canonical(body: Any) -> str:
