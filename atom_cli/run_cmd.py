@@ -14,7 +14,7 @@ from rich.markup import escape
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordSettings
-from pytest_atom.report import result_properties, summary_table
+from pytest_atom.report import result_properties, summary_table, upstream_error
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
@@ -138,7 +138,8 @@ def run(
 ) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
-    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors.
+    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors
+    and for recordings that failed on their upstream.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     try:
@@ -184,6 +185,6 @@ def run(
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
-    if any(r.harness_error for r, _ in results):
-        sys.exit(2)
+    if any(r.harness_error or upstream_error(r) for r, _ in results):
+        sys.exit(2)  # the machinery failed (a harness error, an upstream that never answered)
     sys.exit(0 if all(r.passed for r, _ in results) else 1)
