@@ -37,6 +37,9 @@ _RAW_PATH = re.compile(
     r"(?!claude(?![\w.-]))(?=[\w.-]))[\w.-]*"
 )
 
+#: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
+PARTIAL_SUFFIX = ".partial.yaml"
+
 _METADATA_FIELDS = (
     ("Claude Code", "claude_code_version"),
     ("Model", "model"),
@@ -561,13 +564,24 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
       - a /v1/messages request with none of <DATE>, <RUN_DIR>, <METADATA>: not
         recorded through pytest-atom, so it will not replay elsewhere
 
-    Exit status: 0 clean, 1 findings, 2 a path could not be read as a cassette.
+    A `*.partial.yaml` is no cassette but what a failed recording kept (it never replays):
+    it is reported as a stale leftover, to delete or to replace by recording again.
+
+    Exit status: 0 clean, 1 findings or stale partials, 2 a path could not be read as a
+    cassette.
     """
     scrubber = Scrubber()
-    checked = findings = unreadable = 0
+    checked = findings = unreadable = partials = 0
     for path, is_candidate in _expand(files):
         if not is_candidate:
             click.echo(f"{path}: no cassettes found (no *.yaml under a cassettes/ folder)")
+            continue
+        if path.name.endswith(PARTIAL_SUFFIX):
+            partials += 1
+            click.echo(
+                f"{path}: stale partial recording, not a cassette (a failed recording kept it); "
+                "delete it, or record the spec again"
+            )
             continue
         try:
             text, data = _load(path)
@@ -580,10 +594,12 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
             findings += 1
             click.echo(f"{path}: {what}")
     summary = f"{_plural(checked, 'cassette')} checked, {_plural(findings, 'finding')}"
+    if partials:
+        summary += f", {_plural(partials, 'stale partial')}"
     if unreadable:
         summary += f", {unreadable} unreadable"
     click.echo(summary)
-    ctx.exit(2 if unreadable else 1 if findings else 0)
+    ctx.exit(2 if unreadable else 1 if findings or partials else 0)
 
 
 @cassette.command(short_help="Rewrite cassettes for this Claude Code without spending a token.")

@@ -124,6 +124,9 @@ _IGNORES_RUNS = {
     for path in (".atom", ".atom/runs")
     for suffix in ("", "/", "/*", "/**")
 }
+#: What a failed recording keeps beside the cassette it did not replace: never committed.
+PARTIALS_IGNORE = "*.partial.yaml"
+_IGNORES_PARTIALS = {PARTIALS_IGNORE, "**/" + PARTIALS_IGNORE, "/**/" + PARTIALS_IGNORE}
 
 #: pytest config files that take precedence over pyproject.toml, whatever they hold.
 _PYTEST_FILES_FIRST = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
@@ -296,15 +299,25 @@ def _toml(value: Any) -> str:
 
 
 def _ignore_runs(directory: Path) -> str:
+    """Keep run folders and failed recordings' partial cassettes out of git."""
     path = directory / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = {line.strip() for line in text.splitlines()}
-    if lines & _IGNORES_RUNS:
-        return f".gitignore already ignores {RUNS_IGNORE}"
+    missing = [
+        (comment, pattern)
+        for comment, pattern, known in (
+            ("pytest-atom run folders", RUNS_IGNORE, _IGNORES_RUNS),
+            ("pytest-atom: what failed recordings kept", PARTIALS_IGNORE, _IGNORES_PARTIALS),
+        )
+        if not lines & known
+    ]
+    if not missing:
+        return f".gitignore already ignores {RUNS_IGNORE} and {PARTIALS_IGNORE}"
     prefix = "" if not text or text.endswith("\n") else "\n"
     with path.open("a", encoding="utf-8") as out:
-        out.write(f"{prefix}# pytest-atom run folders\n{RUNS_IGNORE}\n")
-    return f"{'updated' if text else 'created'} .gitignore: {RUNS_IGNORE}"
+        out.write(prefix + "".join(f"# {comment}\n{pattern}\n" for comment, pattern in missing))
+    added = ", ".join(pattern for _, pattern in missing)
+    return f"{'updated' if text else 'created'} .gitignore: {added}"
 
 
 # ------------------------------------------------------------------------- atom doctor

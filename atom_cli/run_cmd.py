@@ -15,7 +15,7 @@ from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.recording import RecordSettings
-from pytest_atom.report import result_properties, summary_table
+from pytest_atom.report import result_properties, summary_table, upstream_error
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
@@ -153,7 +153,8 @@ def run(
 ) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
-    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors.
+    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors
+    and for recordings that failed on their upstream.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     try:
@@ -208,6 +209,6 @@ def run(
     for r, _ in results:
         if r.drift:
             console.print(escape(f"drift: {r.spec.name}: {r.drift}"))
-    if any(r.harness_error or r.divergences for r, _ in results):
-        sys.exit(2)
+    if any(r.harness_error or r.divergences or upstream_error(r) for r, _ in results):
+        sys.exit(2)  # the machinery failed: harness, replay, or an upstream that never answered
     sys.exit(0 if all(r.passed for r, _ in results) else 1)

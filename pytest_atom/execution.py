@@ -108,6 +108,7 @@ class SpecResult:
     drift: str | None = None
     cassette: Path | None = None  # the cassette written by this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
+    upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -250,15 +251,19 @@ def run_spec(
         paths=_volatile_paths(run.run_dir),
         claude_bin=claude_bin,
     )
-    interrupted = True
+    failed = True  # until the run says otherwise: Ctrl-C or a crash keeps the cassette
     try:
         with Gateway(source.responder) as gateway:
             run.attempt_all(source, gateway.url)
             exchanges = gateway.exchanges
-        interrupted = bool(run.attempts) and run.attempts[-1].outcome.get("reason") == "timeout"
+        # A timeout, or a CLI that gave up (an upstream error, say), is a failed recording;
+        # an agent that finished and failed its checks is a faithful one.
+        failed = run.harness_error is not None or (
+            bool(run.attempts) and run.attempts[-1].outcome.get("reason") in ("timeout", "error")
+        )
     finally:
         cli_version = next((r.cli_version for r in run.records() if r.cli_version), None)
-        written = source.finish(spec, interrupted=interrupted, cli_version=cli_version)
+        written = source.finish(spec, failed=failed, cli_version=cli_version)
     tape = source.tape
     result = SpecResult(
         spec=spec,
@@ -273,6 +278,7 @@ def run_spec(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused,
+        upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
     )
     if result.passed:
         shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)

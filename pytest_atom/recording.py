@@ -151,15 +151,40 @@ class ModelSource:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None
 
-    def finish(self, spec: Spec, *, interrupted: bool, cli_version: str | None) -> Path | None:
-        """Save what was recorded; an interrupted recording never replaces a cassette."""
+    def finish(self, spec: Spec, *, failed: bool, cli_version: str | None) -> Path | None:
+        """Save what was recorded: a failed recording never replaces a cassette.
+
+        `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
+        an upstream fault no retry made good fails it too, since the cassette would have a
+        hole there. A failed recording goes to `<name>.partial.yaml` beside the cassette;
+        a successful one replaces the cassette and removes a stale partial.
+        """
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
         tape = self.tape
         if self.kind in ("refresh", "rejudge") and tape is not None:
-            return None if interrupted else self._rewrite(spec, tape, cli_version)
-        if self.kind != "record" or tape is None or not tape.recorded:
+            return None if failed else self._rewrite(spec, tape, cli_version)
+        if self.kind != "record" or tape is None:
             return None
+        cassette = tape.cassette
+        faults = tape.unrecovered_faults()
+        written = (
+            self._save(spec, tape, failed or bool(faults), cli_version) if tape.recorded else None
+        )
+        if not (failed or faults):
+            cassette.partial_path.unlink(missing_ok=True)
+        elif faults and not failed and written is not None:
+            # The agent got through (the runtime retried it), but the cassette would have a
+            # hole where the fault was: a passing run must still say it recorded nothing.
+            self.warnings.append(
+                f"the recording never got past an upstream fault ({faults[0].description}), "
+                f"so {display_path(cassette.path)} was left as it was; what was recorded is "
+                f"in {display_path(written)}"
+            )
+        return written
+
+    @staticmethod
+    def _save(spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
@@ -172,9 +197,9 @@ class ModelSource:
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "upstream": tape.upstream_label,
         }
-        if self.upstream_gateway is not None:  # recorded from the spec's own script
-            cassette.metadata["script_hash"] = script_hash(spec)
-        return cassette.save(cassette.partial_path if interrupted else None)
+        if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
+            cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+        return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(self, spec: Spec, tape: CassetteResponder, cli_version: str | None) -> Path | None:
         """Refresh and re-judge rewrite an existing cassette, atomically, and only after a

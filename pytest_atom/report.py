@@ -7,6 +7,7 @@ the same thing about the same run.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,65 @@ def verdict_line(result: SpecResult) -> str:
     return line
 
 
+def _times(count: int) -> str:
+    return {1: "once", 2: "twice"}.get(count, f"{count} times")
+
+
+def api_line(result: SpecResult) -> str | None:
+    """What the CLI saw from the API in the last attempt, from its own stream-json events.
+
+    ``the API answered 500 (server_error) 10 times (api_retry events), then the run timed
+    out after 60 s``: without it a run against a failing upstream reads as a mere timeout.
+    """
+    if not result.attempts or result.source != "record" or result.divergences:
+        return None  # a script or a cassette answered: there was no API to see
+    records = result.final.all_records
+    seen: Counter[tuple[Any, Any]] = Counter(
+        (retry.get("error_status"), retry.get("error"))
+        for rec in records
+        for retry in rec.api_retries
+    )
+    last = records[-1] if records else None
+    gave_up = last.api_error_status if last is not None else None
+    if not seen and gave_up is None:
+        return None
+    parts = []
+    for (status, error), count in seen.items():
+        what = f"answered {status}" if status is not None else "could not be reached"
+        parts.append(f"{what}{f' ({error})' if error else ''} {_times(count)}")
+    line = "the API " + ", ".join(parts) + " (api_retry events)" if parts else ""
+    if result.reason == "timeout":
+        end = f"the run timed out after {result.spec.timeout:g} s"
+    elif gave_up is not None:
+        end = f"the CLI gave up on an API error {gave_up}"
+    elif result.completed:
+        end = "the CLI got through"
+    else:
+        end = "the CLI stopped"
+    return f"{line}, then {end}" if line else end
+
+
+def upstream_error(result: SpecResult) -> str | None:
+    """What broke upstream, in a few words, when that is why a *recording* failed.
+
+    Such a run says nothing about the agent, so the summary marks it and `atom run` exits 2
+    for it, as for any other failure of the machinery around the agent. The gateway's own
+    account comes first (``refused the connection``), then the CLI's (``API 500``).
+    """
+    if result.passed or result.source != "record" or not result.attempts or result.divergences:
+        return None
+    if result.upstream_faults:
+        what = result.upstream_faults[0].split(" ", 4)[-1]  # after "POST /x: upstream <url>"
+        return what.split(" (")[0]
+    records = result.final.all_records
+    if records and records[-1].api_error_status is not None:
+        return f"API {records[-1].api_error_status}"
+    statuses = [r.get("error_status") for rec in records for r in rec.api_retries]
+    if statuses and result.reason in ("timeout", "error"):
+        return f"API {statuses[-1]}" if statuses[-1] is not None else "API unreachable"
+    return None
+
+
 def failure_report(result: SpecResult) -> str:
     """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent."""
     spec = result.spec
@@ -87,6 +147,11 @@ def failure_report(result: SpecResult) -> str:
     else:
         lines.append(f"  verdict: {verdict_line(result)}")
         lines.append(f"  agent: {agent_line(result)}")
+    api = api_line(result)
+    if api or result.upstream_faults:
+        lines.append(f"  upstream: {api or 'the recording never got past these faults'}")
+        for fault, count in Counter(result.upstream_faults).items():
+            lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
     if result.drift:
         lines.append(f"  drift: {result.drift}")
     if result.error and not result.divergences:
@@ -112,6 +177,12 @@ def failure_report(result: SpecResult) -> str:
         )
         if not check.passed and check.evidence:
             lines += _indent(check.evidence)
+    if result.cassette is not None and result.cassette.name.endswith(".partial.yaml"):
+        kept = result.cassette.with_name(result.cassette.name.replace(".partial.yaml", ".yaml"))
+        lines.append(
+            f"  recording: failed, so {display_path(kept)} was left as it was; what was "
+            f"recorded is in {display_path(result.cassette)}"
+        )
     lines.append("  agent's last message:")
     lines += _indent(result.last_message or "(none)")
     lines.append(
@@ -134,6 +205,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
+        **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
     }
 
 
@@ -141,7 +213,9 @@ def _error_kind(result: SpecResult) -> str | None:
     """Why a run failed without the agent being at fault, or None."""
     if result.divergences:
         return "replay"
-    return "harness" if result.harness_error else None
+    if result.harness_error:
+        return "harness"
+    return "upstream" if upstream_error(result) else None
 
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
@@ -150,6 +224,8 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     table = [header]
     for nodeid, outcome, p in rows:
         score = p.get("atom_score")
+        if outcome == "failed" and p.get("atom_upstream_error"):
+            outcome = "upstream error"  # what broke is in the failure report
         table.append(
             (
                 nodeid,

@@ -39,6 +39,9 @@ _QUIET_ENV = {
     # No git status of an enclosing repository in the system prompt: it differs on every
     # machine and commit, so recorded requests would never match again.
     "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1",
+    # A stream cut off mid-way is retried as the same streaming request (by the CLI or the
+    # runtime), never as a non-streaming one, which a replay would never send.
+    "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1",
 }
 
 
@@ -102,6 +105,10 @@ class IterationRecord:
     is_error: bool = False
     timed_out: bool = False
     structured_output: Any = None  # what `--json-schema` made the model return
+    # What the CLI saw from the API: its `api_retry` events (error_status, error, attempt,
+    # retry_delay_ms) and the status of the API error it gave up on, if any.
+    api_retries: list[dict[str, Any]] = field(default_factory=list)
+    api_error_status: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -149,7 +156,16 @@ class IterationRecord:
             for block in content if isinstance(content, list) else []:
                 if block.get("type") == "tool_result":
                     self._attach_result(block)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            self.api_retries.append(
+                {
+                    k: event.get(k)
+                    for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
+                }
+            )
         elif kind == "result":
+            status = event.get("api_error_status")
+            self.api_error_status = status if isinstance(status, int) else None
             self.output = str(event.get("result") or "")
             self.is_error = bool(event.get("is_error"))
             self.cost_usd = float(event.get("total_cost_usd") or 0.0)

@@ -661,7 +661,7 @@ def test_concurrent_requests_get_their_own_recordings(tmp_path: Path) -> None:
         assert responder.divergences == []
 
         again = post(gateway, turn_body())
-    assert again.status_code == 400
+    assert again.status_code == 409
     error = again.json()
     assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
     assert "matches nothing in the cassette" in error["error"]["message"]
@@ -701,7 +701,7 @@ def test_divergence_names_the_message_and_diffs_the_text(tmp_path: Path) -> None
     responder = replayer([recorded(turn_body(result="3 passed"), reply_msg("ok"))], tmp_path)
     with serve(responder) as gateway:
         response = post(gateway, turn_body(result="1 failed, 2 passed"))
-    assert response.status_code == 400
+    assert response.status_code == 409
     (divergence,) = responder.divergences
     text = divergence.describe()
     assert "messages[2] (user)" in text and "tool_result" in text
@@ -725,7 +725,7 @@ def test_describe_difference_reports_added_keys_and_lengths() -> None:
 def test_divergence_without_anything_recorded_of_its_kind(tmp_path: Path) -> None:
     responder = replayer([], tmp_path, match="strict")
     with serve(responder) as gateway:
-        assert post(gateway, title_body()).status_code == 400
+        assert post(gateway, title_body()).status_code == 409
     (divergence,) = responder.divergences
     assert isinstance(divergence, Divergence) and divergence.closest is None
     assert divergence.describe().endswith("(the cassette has none of this kind)")
@@ -754,14 +754,14 @@ def test_structural_match_serves_with_drift_others_diverge(tmp_path: Path) -> No
     assert structural.drift.results_differ == 1 and structural.divergences == []
     assert "tool results differ in 1 (structural match)" in (structural.drift.line() or "")
     with serve(structural) as gateway:  # played once: a structural match does not repeat it
-        assert post(gateway, live).status_code == 400
+        assert post(gateway, live).status_code == 409
     for mode in ("conversation", "strict"):
         other = replayer([rec], tmp_path, match=mode)
         with serve(other) as gateway:
-            assert post(gateway, live).status_code == 400
+            assert post(gateway, live).status_code == 409
         assert len(other.divergences) == 1 and other.drift.replayed == 0
     with serve(replayer([rec], tmp_path, match="structural")) as gateway:
-        assert post(gateway, turn_body(prompt="Something else.")).status_code == 400
+        assert post(gateway, turn_body(prompt="Something else.")).status_code == 409
 
 
 def test_identical_recordings_play_in_order(tmp_path: Path) -> None:
@@ -770,7 +770,7 @@ def test_identical_recordings_play_in_order(tmp_path: Path) -> None:
     with serve(responder) as gateway:
         assert post(gateway, turn_body()).json() == first
         assert post(gateway, turn_body()).json() == second
-        assert post(gateway, turn_body()).status_code == 400
+        assert post(gateway, turn_body()).status_code == 409
 
 
 # --- forwarding and recording ----------------------------------------------------------------

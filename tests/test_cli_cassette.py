@@ -334,6 +334,21 @@ def test_check_exit_2_wins_over_findings(tmp_path: Path) -> None:
     assert "secret header authorization in request" in result.stdout
 
 
+def test_check_reports_a_partial_as_a_stale_leftover_not_a_cassette(tmp_path: Path) -> None:
+    cassette_file = copy_of(tmp_path)
+    partial = cassette_file.with_name("create-file.partial.yaml")
+    shutil.copyfile(cassette_file, partial)
+    result = run("check", tmp_path / "cassettes")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{partial}: stale partial recording, not a cassette (a failed recording kept it); "
+        "delete it, or record the spec again",
+        "1 cassette checked, 0 findings, 1 stale partial",
+    ]
+    partial.unlink()
+    assert run("check", tmp_path / "cassettes").exit_code == 0
+
+
 def test_check_requires_a_path() -> None:
     result = run("check")
     assert result.exit_code == 2

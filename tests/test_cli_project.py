@@ -54,7 +54,7 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     assert _toml((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"] == {
         "atom_paths": ["specs"]
     }
-    assert (root / ".gitignore").read_text().splitlines()[-1] == ".atom/runs/"
+    assert (root / ".gitignore").read_text().splitlines()[1::2] == [".atom/runs/", "*.partial.yaml"]
 
     spec = yaml.safe_load((root / "specs/hello.atom.yaml").read_text())
     script = yaml.safe_load((root / "specs/scripts/hello.yaml").read_text())
@@ -91,6 +91,8 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     assert spec.read_text() == "name: mine\nprompt: my own task\n"
     assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
+    assert (tmp_path / ".gitignore").read_text().count("*.partial.yaml") == 1
+    assert ".gitignore already ignores .atom/runs/ and *.partial.yaml" in again.output
 
     forced = run_init(str(tmp_path), "--force")
     assert "overwrote specs/hello.atom.yaml" in forced.output
@@ -118,13 +120,14 @@ def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Pat
     assert "updated pyproject.toml: atom_paths in [tool.pytest.ini_options]" in result.output
     assert (tmp_path / ".gitignore").read_text() == (
         "node_modules\n# pytest-atom run folders\n.atom/runs/\n"
+        "# pytest-atom: what failed recordings kept\n*.partial.yaml\n"
     )
 
 
 def test_init_leaves_a_users_atom_paths_alone_and_says_so(tmp_path: Path) -> None:
     original = '[tool.pytest.ini_options]\naddopts = "-q"\natom_paths = ["agents"]\n'
     (tmp_path / "pyproject.toml").write_text(original)
-    (tmp_path / ".gitignore").write_text("/.atom/\n")
+    (tmp_path / ".gitignore").write_text("/.atom/\n**/*.partial.yaml\n")
 
     result = run_init(str(tmp_path))
 
@@ -134,7 +137,7 @@ def test_init_leaves_a_users_atom_paths_alone_and_says_so(tmp_path: Path) -> Non
         in (result.output)
     )
     assert "  pytest --atom specs " in result.output  # the next step names the folder
-    assert (tmp_path / ".gitignore").read_text() == "/.atom/\n"  # already ignored
+    assert (tmp_path / ".gitignore").read_text() == "/.atom/\n**/*.partial.yaml\n"  # ignored
 
 
 def test_init_adds_to_native_tool_pytest_table(tmp_path: Path) -> None:

@@ -139,7 +139,7 @@ def test_a_recorded_call_of_a_tool_no_longer_offered_diverges(tmp_path: Any) -> 
     responder = replayer([recorded(offered, writes)], tmp_path)
     with serve(responder) as gateway:
         reply = post(gateway, turn_body())  # the live CLI offers Bash only
-    assert reply.status_code == 400
+    assert reply.status_code == 409
     (divergence,) = responder.divergences
     assert "the recording calls tool Write, which this Claude Code does not offer" in (
         divergence.describe()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import httpx
 
 from pytest_atom.cassette import Cassette, Interaction
+from pytest_atom.gateway import messages
 from pytest_atom.gateway.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
@@ -42,9 +44,15 @@ from pytest_atom.gateway.matching import (
     request_kind,
     tool_names,
 )
-from pytest_atom.gateway.messages import coalesce_sse, estimate_tokens, message, sse_stream
+from pytest_atom.gateway.messages import (
+    coalesce_sse,
+    estimate_tokens,
+    message,
+    parse_sse,
+    sse_stream,
+)
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.scrub import SECRET_HEADERS, Scrubber
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for.
@@ -115,6 +123,8 @@ class CassetteResponder:
     #: refresh writes back.
     served: list[Interaction] = field(default_factory=list)
     recorded: int = 0
+    faults: list[UpstreamFault] = field(default_factory=list)  # recording: what went wrong
+    upstream_timeout: float = 600.0  # seconds of upstream silence before a request fails
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -124,8 +134,11 @@ class CassetteResponder:
         self._kinds = [
             request_kind(i.method, i.endpoint, i.body) for i in self.cassette.interactions
         ]
+        self._waiting: list[tuple[GatewayRequest, Any, float]] = []  # sent, no answer yet
         self._client = (
-            httpx.Client(timeout=httpx.Timeout(600.0, connect=30.0)) if self.upstream else None
+            httpx.Client(timeout=httpx.Timeout(self.upstream_timeout, connect=30.0))
+            if self.upstream
+            else None
         )
 
     def close(self) -> None:
@@ -302,35 +315,100 @@ class CassetteResponder:
             )
 
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
+        """Send upstream and stream the answer back; keep it only if it is a whole exchange.
+
+        What goes wrong upstream never raises: a refused, reset or silent upstream becomes
+        an API error naming it (502 or 504, which the CLI retries), a transient status
+        (429, 529, 5xx) passes through with the headers the CLI's retry logic reads but
+        stays out of the cassette, and a stream that breaks off ends in an SSE error event.
+        Each is noted in `faults`, so a recording that never got past one is not saved.
+        """
         assert self._client is not None and self.upstream is not None
+        timeout = self._client.timeout
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
-        upstream = self._client.send(
-            self._client.build_request(
-                request.method,
-                self.upstream.rstrip("/") + request.path,
-                headers=headers,
-                content=request.body,
-            ),
-            stream=True,
-        )
+        waiting = (request, live, time.monotonic())
+        with self._lock:
+            self._waiting.append(waiting)
+        try:
+            upstream = self._client.send(
+                self._client.build_request(
+                    request.method,
+                    self.upstream.rstrip("/") + request.path,
+                    headers=headers,
+                    content=request.body,
+                ),
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            what = _failure(exc, timeout, mid_stream=False)
+            self._fault(request, live, what)
+            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            return Reply.error(status, "api_error", self._upstream_message(what))
+        finally:
+            with self._lock:
+                self._waiting.remove(waiting)
+        passed = _passed_headers(upstream.headers)
+        if upstream.status_code in TRANSIENT_STATUSES or upstream.status_code >= 500:
+            try:
+                body = upstream.read()
+            except httpx.HTTPError:
+                body = b""
+            finally:
+                upstream.close()
+            self._fault(request, live, _answered(upstream.status_code, body))
+            return Reply(upstream.status_code, passed, body)
         with self._lock:  # reserve the slot in arrival order; filled when the stream ends
             slot = len(self.cassette.interactions)
             self.cassette.interactions.append(None)  # type: ignore[arg-type]
             self._played.append(True)
+        sse = "text/event-stream" in upstream.headers.get("content-type", "")
 
         def stream() -> Iterator[bytes]:
             chunks: list[bytes] = []
+            pending = b""  # SSE: the start of an event not yet complete
             try:
                 for chunk in upstream.iter_raw():
                     chunks.append(chunk)
-                    yield chunk
+                    if not sse:
+                        yield chunk
+                        continue
+                    pending += chunk
+                    cut = _event_end(pending)
+                    if cut:  # whole events only, so an error event can follow cleanly
+                        yield pending[:cut]
+                        pending = pending[cut:]
+                failure = _incomplete(b"".join(chunks)) if sse else None
+            except httpx.HTTPError as exc:
+                failure = _failure(exc, timeout, mid_stream=True)
             finally:
                 upstream.close()
+            if failure is None:
                 self._keep(slot, request, live, upstream, b"".join(chunks))
+                if pending:
+                    yield pending
+                return
+            self._fault(request, live, failure)
+            if not sse:
+                raise AbortReply(failure)  # no valid JSON can end this body: cut it
+            yield _sse_error(self._upstream_message(failure))
 
-        content_type = upstream.headers.get("content-type", "application/json")
-        return Reply(upstream.status_code, {"content-type": content_type}, stream())
+        return Reply(upstream.status_code, passed, stream())
+
+    def _upstream_message(self, what: str) -> str:
+        return f"pytest-atom gateway: upstream {self.upstream} {what}"
+
+    def _fault(self, request: GatewayRequest, live: Any, what: str) -> None:
+        with self._lock:
+            self.faults.append(
+                UpstreamFault(
+                    request.method,
+                    request.endpoint,
+                    live,
+                    f"{request.method} {request.endpoint}: upstream {self.upstream} {what}",
+                    len(self.cassette.interactions),
+                )
+            )
 
     def _keep(
         self, slot: int, request: GatewayRequest, live: Any, upstream: httpx.Response, body: bytes
@@ -361,6 +439,122 @@ class CassetteResponder:
         with self._lock:
             return [i for i in self.cassette.interactions if i is not None]
 
+    def unrecovered_faults(self) -> list[UpstreamFault]:
+        """Faults no later whole exchange of the same request made good, and requests the
+        upstream has still not answered (the run ended while the gateway waited).
+
+        The CLI retries the very request that failed, so a retry that got through leaves
+        the cassette as if nothing had happened; one that never did leaves a hole in it
+        that a replay would fall into.
+        """
+        now = time.monotonic()
+        with self._lock:
+            unanswered = [
+                UpstreamFault(
+                    request.method,
+                    request.endpoint,
+                    live,
+                    f"{request.method} {request.endpoint}: upstream {self.upstream} had not "
+                    f"answered after {now - started:.0f} s when the run ended",
+                    0,  # made good by any whole answer to the same request
+                )
+                for request, live, started in self._waiting
+            ]
+            return [
+                fault
+                for fault in unanswered + self.faults
+                if not any(
+                    kept is not None
+                    and kept.method == fault.method
+                    and kept.endpoint == fault.endpoint
+                    and kept.body == fault.body
+                    for kept in self.cassette.interactions[fault.position :]
+                )
+            ]
+
+
+#: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
+TRANSIENT_STATUSES = frozenset({408, 409, 429})
+#: Response headers passed through to the CLI: what its retry logic reads, and the
+#: request id its error messages quote. Every other upstream header stays upstream.
+_PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
+_PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
+
+
+@dataclass
+class UpstreamFault:
+    """Something that went wrong upstream while recording; `description` names it."""
+
+    method: str
+    endpoint: str
+    body: Any  # the normalized request, to recognise the retry that made it good
+    description: str
+    position: int  # how many interactions (slots) the cassette had when it happened
+
+
+def _passed_headers(headers: httpx.Headers) -> dict[str, str]:
+    passed = {k: headers[k] for k in _PASSED_RESPONSE_HEADERS if k in headers}
+    passed.setdefault("content-type", "application/json")
+    for name, value in headers.items():
+        if name.lower().startswith(_PASSED_RESPONSE_PREFIXES):
+            passed[name.lower()] = value
+    return passed
+
+
+def _answered(status: int, body: bytes) -> str:
+    """``answered 529 (overloaded_error: Overloaded)``: the status and what the API said."""
+    try:
+        error = json.loads(body).get("error") or {}
+        detail = f"{error.get('type', 'error')}: {error.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError):
+        detail = body.decode("utf-8", "replace").strip()
+    detail = " ".join(detail.split())[:200]
+    return f"answered {status}" + (f" ({detail})" if detail else "")
+
+
+def _failure(exc: httpx.HTTPError, timeout: httpx.Timeout, *, mid_stream: bool) -> str:
+    """What a transport error means, as a person says it."""
+    detail = str(exc) or type(exc).__name__
+    lowered = detail.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"did not accept the connection within {timeout.connect:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        silent = f"{timeout.read:g} s"
+        return (
+            f"went silent mid-stream for {silent}"
+            if mid_stream
+            else f"did not answer within {silent}"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        if "refused" in lowered:
+            return "refused the connection"
+        return f"could not be reached ({detail})"
+    where = " mid-stream" if mid_stream else " before answering"
+    if "reset" in lowered:
+        return f"reset the connection{where} ({detail})"
+    return f"closed the connection{where} ({type(exc).__name__}: {detail})"
+
+
+def _event_end(buffer: bytes) -> int:
+    """The index just past the last complete SSE event in `buffer`; 0 when there is none."""
+    ends = [i + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if (i := buffer.rfind(sep)) >= 0]
+    return max(ends, default=0)
+
+
+def _incomplete(body: bytes) -> str | None:
+    """Why a finished SSE body is not a whole answer (None when it is)."""
+    names = [name for name, _ in parse_sse(body.decode("utf-8", "replace"))]
+    if "error" in names:
+        return "sent an error event mid-stream"
+    if "message_stop" not in names:
+        return "ended the stream without message_stop (a cut-off answer)"
+    return None
+
+
+def _sse_error(text: str) -> bytes:
+    """An SSE error event: how the API itself reports a failure inside a stream."""
+    return b"event: error\ndata: " + messages.error_body("api_error", text) + b"\n\n"
+
 
 _NO_USAGE = {"input_tokens": 1, "output_tokens": 1}
 
@@ -375,14 +569,10 @@ def _kept_headers(request: GatewayRequest) -> dict[str, str]:
 
 def _divergence_reply() -> Reply:
     """An API error the CLI neither retries nor falls back on; the test report explains."""
-    reply = Reply.error(
-        400,
-        "invalid_request_error",
+    return Reply.refusal(
         "pytest-atom replay: this request matches nothing in the cassette; the test report "
-        "shows the difference and its likely cause.",
+        "shows the difference and its likely cause."
     )
-    reply.headers["x-should-retry"] = "false"  # the SDK's retry logic honours this
-    return reply
 
 
 def _canonical(body: Any) -> str:

@@ -214,7 +214,7 @@ class ScriptedResponder:
                 f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
                 "EXIT_LOOP_NOW."
             )
-        return Reply.error(400, "invalid_request_error", text)
+        return Reply.refusal(text)
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:

@@ -80,6 +80,25 @@ class Reply:
             status, {"content-type": "application/json"}, messages.error_body(error_type, text)
         )
 
+    @classmethod
+    def refusal(cls, text: str) -> Reply:
+        """An API error Claude Code gives up on at once: the gateway's own "cannot answer".
+
+        Claude Code 2.1.330 sends a request again, altered, after a 400; a 409 with
+        ``x-should-retry: false`` is taken as final by both 2.1.197 and 2.1.330 (measured).
+        """
+        reply = cls.error(409, "invalid_request_error", text)
+        reply.headers["x-should-retry"] = "false"
+        return reply
+
+
+class AbortReply(Exception):
+    """Raised by a streaming reply's body to cut the connection without ending the body.
+
+    The client then sees the broken stream it would see from the API itself (and retries
+    as it would there); whoever raises it has already recorded why.
+    """
+
 
 class Responder(Protocol):
     """What a gateway mode implements; called from several threads at once."""
@@ -126,10 +145,14 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             reply = state.responder.respond(request)
         except Exception as exc:  # noqa: BLE001 - a responder bug must reach the CLI as an API error
-            reply = Reply.error(400, "invalid_request_error", f"pytest-atom gateway: {exc!r}")
-        self._send(reply)
-        with state.lock:
-            state.exchanges.append(Exchange(request, reply.status, time.perf_counter() - started))
+            reply = Reply.refusal(f"pytest-atom gateway: {exc!r}")
+        try:
+            self._send(reply)
+        finally:
+            with state.lock:
+                state.exchanges.append(
+                    Exchange(request, reply.status, time.perf_counter() - started)
+                )
 
     def _send(self, reply: Reply) -> None:
         self.send_response(reply.status)
@@ -151,10 +174,19 @@ class _Handler(BaseHTTPRequestHandler):
         # Unknown length: chunked, flushed per chunk so a live stream is never held back.
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for chunk in reply.body:
-            if chunk:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
+        body = iter(reply.body)
+        try:
+            for chunk in body:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+        except AbortReply:
+            self.close_connection = True  # no terminating chunk: the client sees a broken body
+            return
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()  # the client hung up: let a recording body release its upstream
         self.wfile.write(b"0\r\n\r\n")
 
     do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
@@ -165,9 +197,14 @@ class _Server(ThreadingHTTPServer):
     state: _State
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client dropping a keep-alive connection is normal; anything else is reported."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
+        """A client dropping a connection is normal; anything else is one line, no traceback.
+
+        Upstream faults never get here (the recording responder turns them into API errors
+        the CLI understands); what does is a bug, reported without burying the test output.
+        """
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            print(f"pytest-atom gateway: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 class Gateway:

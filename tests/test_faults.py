@@ -1,0 +1,320 @@
+"""Recording under upstream faults: the real CLI, a fault-injecting upstream (tests/faults.py).
+
+A failed recording must change nothing (the cassette stays byte-identical, what was
+recorded goes to `<name>.partial.yaml`), only whole exchanges may be stored, and every
+fault must be reported in words, never as a traceback. Each run is bounded by the spec's
+`timeout:`, so an upstream that never answers costs seconds, not the CLI's 10 minutes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
+from pytest_atom.cassette import Cassette
+from pytest_atom.execution import run_spec
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.recording import RecordSettings
+from pytest_atom.scrub import Scrubber
+from pytest_atom.spec import load_specs
+from tests.conftest import bash
+from tests.faults import FaultyUpstream, refused_url
+
+pytestmark = [
+    pytest.mark.usefixtures("claude_for_pytester"),
+    # inner runs inherit this suite's filterwarnings=error; the failed-recording warning
+    # must show as a warning there, as it does in a user's suite
+    pytest.mark.filterwarnings("default::pytest_atom.plugin.AtomReplayWarning"),
+]
+
+GREET = """\
+name: greet
+prompt: {prompt}
+timeout: {timeout}
+accept:
+  - file_contains: {{path: greeting.txt, pattern: "^hello$"}}
+"""
+PROMPT = "Create greeting.txt saying hello."
+TURNS = [bash("echo hello > greeting.txt", "Writing it."), {"text": "Done.\nEXIT_LOOP_NOW"}]
+CASSETTE = Path("cassettes/greet/greet.yaml")
+PARTIAL = CASSETTE.with_name("greet.partial.yaml")
+#: Failing runs stop here at the latest: long enough for the CLI to reach the upstream.
+FAIL_TIMEOUT = 5
+
+#: Each fault no retry gets past, the record mode it is recorded in over an existing
+#: cassette, and what the failure report says about it.
+FAILING = {
+    "400": ("new_episodes", "the CLI gave up on an API error 400"),  # never retried
+    "500": ("all", "answered 500 (api_error: Internal server error)"),
+    "529": ("all", "answered 529 (overloaded_error: Overloaded)"),
+    "reset_mid_stream": ("all", "reset the connection mid-stream"),
+    "truncated": ("all", "ended the stream without message_stop"),
+    "hang": ("all", "had not answered after"),
+    "refused": ("all", "refused the connection"),
+}
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> bytes:
+    """A good cassette, recorded once for the module from a scripted upstream."""
+    folder = tmp_path_factory.mktemp("recorded")
+    (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))
+    [spec] = load_specs(folder / "greet.atom.yaml")
+    with Gateway(scripted(TURNS)) as upstream:
+        result = run_spec(
+            spec,
+            runs_dir=folder / "runs",
+            settings=RecordSettings("all", upstream.url),
+            claude_bin=claude_bin,
+        )
+    assert result.passed, result.report()
+    return (folder / CASSETTE).read_bytes()
+
+
+@pytest.fixture
+def upstreams() -> Iterator[list[FaultyUpstream]]:
+    started: list[FaultyUpstream] = []
+    yield started
+    for upstream in started:
+        upstream.stop()
+
+
+def faulty(upstreams: list[FaultyUpstream], faults: str | list[str]) -> str:
+    """The URL of a started fault-injecting upstream (or of a port that refuses)."""
+    if faults == "refused":
+        return refused_url()
+    upstream = FaultyUpstream(TURNS, faults).start()
+    upstreams.append(upstream)
+    return upstream.url
+
+
+def project(
+    pytester: pytest.Pytester, cassette: bytes | None, timeout: int, prompt: str = PROMPT
+) -> Path:
+    pytester.makefile(".atom.yaml", greet=GREET.format(prompt=prompt, timeout=timeout))
+    path = pytester.path / CASSETTE
+    if cassette is not None:
+        path.parent.mkdir(parents=True)
+        path.write_bytes(cassette)
+    return path
+
+
+def record(pytester: pytest.Pytester, url: str, mode: str) -> pytest.RunResult:
+    # -s: nothing a gateway thread prints can hide in a captured section
+    return pytester.runpytest(
+        "--atom", f"--atom-record-mode={mode}", f"--atom-upstream={url}", "-s"
+    )
+
+
+def output(result: pytest.RunResult) -> str:
+    return "\n".join(result.outlines + result.errlines)
+
+
+def assert_whole_exchanges(cassette: Path) -> None:
+    """No retried answer (429, 529, 5xx) and no stream without its message_stop."""
+    for interaction in Cassette.load(cassette).interactions:
+        assert interaction.status not in (408, 409, 429) and interaction.status < 500
+        if "event-stream" in interaction.response_headers.get("content-type", ""):
+            names = [name for name, _ in parse_sse(interaction.response)]
+            assert names[-1] == "message_stop" and "error" not in names, names
+
+
+@pytest.mark.parametrize("fault", list(FAILING))
+def test_a_failed_recording_changes_nothing_and_says_why(
+    pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream], fault: str
+) -> None:
+    mode, report = FAILING[fault]
+    # new_episodes forwards only what does not match: a new prompt
+    prompt = PROMPT if mode == "all" else "Create greeting.txt, please."
+    cassette = project(pytester, recorded, FAIL_TIMEOUT, prompt)
+    result = record(pytester, faulty(upstreams, fault), mode)
+    result.assert_outcomes(failed=1)
+    text = output(result)
+    assert "Traceback" not in text, text
+    assert cassette.read_bytes() == recorded
+    assert report in text, text
+    result.stdout.fnmatch_lines(["*greet.atom.yaml::greet  upstream error *"])
+    partial = pytester.path / PARTIAL
+    if fault == "refused":
+        assert not partial.exists()  # nothing got through to keep
+        return
+    assert_whole_exchanges(partial)
+    assert (
+        f"recording: failed, so {CASSETTE} was left as it was; what was recorded is in {PARTIAL}"
+        in text
+    )
+
+
+def test_a_passing_run_that_never_got_past_a_fault_keeps_the_cassette_and_warns(
+    pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream]
+) -> None:
+    cassette = project(pytester, recorded, 30)
+    # The CLI never retries its HEAD preflight: the agent passes, the recording has a hole.
+    upstream = FaultyUpstream(TURNS, "500", methods=("HEAD",)).start()
+    upstreams.append(upstream)
+    result = record(pytester, upstream.url, "all")
+    result.assert_outcomes(passed=1, warnings=1)
+    assert "Traceback" not in output(result)
+    assert cassette.read_bytes() == recorded
+    assert_whole_exchanges(pytester.path / PARTIAL)
+    result.stdout.fnmatch_lines(
+        [
+            "*AtomReplayWarning: greet: the recording never got past an upstream fault "
+            f"(HEAD /: upstream {upstream.url} answered 500), so {CASSETTE} was left as it was; "
+            f"what was recorded is in {PARTIAL}"
+        ]
+    )
+
+
+def test_a_failed_first_recording_writes_no_cassette(
+    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+) -> None:
+    cassette = project(pytester, None, FAIL_TIMEOUT)
+    result = record(pytester, faulty(upstreams, "400"), "once")
+    result.assert_outcomes(failed=1)
+    assert "Traceback" not in output(result)
+    assert not cassette.exists()
+    assert Cassette.load(pytester.path / PARTIAL).interactions
+
+
+def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
+    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+) -> None:
+    cassette = project(pytester, None, 60)
+    stale = pytester.path / PARTIAL
+    stale.parent.mkdir(parents=True)
+    stale.write_text("interactions: []\n")
+    # The CLI retries each of these itself, with the very same request.
+    result = record(pytester, faulty(upstreams, ["429", "529", "reset"]), "once")
+    result.assert_outcomes(passed=1)
+    assert "Traceback" not in output(result)
+    [upstream] = upstreams
+    turns = [(t, what) for t, what in upstream.timed_log if what.startswith("turn")]
+    assert [what for _, what in turns] == [
+        "turn 429",
+        "turn 529",
+        "turn reset",
+        "turn ok",
+        "turn ok",
+    ]
+    # retry-after: 1 reached the CLI, whose own first backoff is 0.5 to 0.625 s
+    assert turns[1][0] - turns[0][0] >= 0.95
+    assert_whole_exchanges(cassette)
+    assert len(Cassette.load(cassette).interactions) == 3  # HEAD / and the two turns
+    assert not stale.exists()  # a successful recording removes a stale partial
+    upstream.stop()
+    pytester.runpytest("--atom").assert_outcomes(passed=1)  # mode none: offline replay
+
+
+def test_atom_run_exits_2_for_an_upstream_error(
+    pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream]
+) -> None:
+    cassette = project(pytester, recorded, FAIL_TIMEOUT)
+    url = faulty(upstreams, "400")
+    result = CliRunner().invoke(
+        main, ["run", "greet.atom.yaml", "--record-mode=all", f"--upstream={url}"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "upstream: the CLI gave up on an API error 400" in result.output
+    assert "greet.atom.yaml::greet  upstream error" in result.output
+    assert "Traceback" not in result.output
+    assert cassette.read_bytes() == recorded
+
+
+# ---------------------------------------------------------------- the gateway on its own
+# The same faults, sent to a recording gateway by hand: what the CLI receives, byte by byte.
+
+TURN = {"model": "m", "max_tokens": 10, "tools": [{"name": "Bash"}], "messages": []}
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[Any]:
+    """Start a recording gateway in front of a fault-injecting upstream."""
+    gateways: list[Gateway] = []
+    upstreams: list[FaultyUpstream] = []
+
+    def start(faults: str | list[str]) -> tuple[Gateway, CassetteResponder]:
+        upstream = FaultyUpstream(TURNS, faults).start()
+        upstreams.append(upstream)
+        tape = CassetteResponder(
+            Cassette(tmp_path / "c.yaml"),
+            Normalizer({}),
+            Scrubber(env={}),
+            replay=False,
+            upstream=upstream.url,
+        )
+        gateways.append(Gateway(tape).start())
+        return gateways[-1], tape
+
+    yield start
+    for gateway in gateways:
+        gateway.stop()
+    for upstream in upstreams:
+        upstream.stop()
+
+
+def test_a_transient_answer_reaches_the_cli_with_its_retry_headers_and_is_not_kept(
+    recording: Any,
+) -> None:
+    gateway, tape = recording(["429"])
+    turn = {**TURN, "stream": True}
+    first = httpx.post(f"{gateway.url}/v1/messages", json=turn)
+    assert first.status_code == 429 and first.headers["retry-after"] == "1"
+    assert first.json()["error"]["type"] == "rate_limit_error"
+    second = httpx.post(f"{gateway.url}/v1/messages", json=turn)
+    assert second.status_code == 200 and "event: message_stop" in second.text
+    assert [i.status for i in tape.finished_interactions()] == [200]
+    assert len(tape.faults) == 1 and tape.unrecovered_faults() == []
+
+
+def test_a_cut_off_stream_ends_in_an_error_event_naming_the_upstream(
+    recording: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    gateway, tape = recording("reset_mid_stream")
+    reply = httpx.post(f"{gateway.url}/v1/messages", json={**TURN, "stream": True})
+    events = parse_sse(reply.text)
+    assert [name for name, _ in events][:3] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+    ]
+    name, data = events[-1]
+    assert name == "error" and "message_stop" not in [n for n, _ in events]
+    assert f"pytest-atom gateway: upstream {tape.upstream} reset the connection mid-stream" in data
+    assert tape.finished_interactions() == []
+    assert [f.description.split(": ", 1)[0] for f in tape.unrecovered_faults()] == [
+        "POST /v1/messages"
+    ]
+    assert "Traceback" not in "".join(capfd.readouterr())
+
+
+def test_a_cut_off_json_body_is_cut_off_for_the_cli_too(
+    recording: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    gateway, tape = recording("reset_mid_stream")
+    with pytest.raises(httpx.RemoteProtocolError):  # a broken body, not a forged JSON one
+        httpx.post(f"{gateway.url}/v1/messages", json=TURN)
+    assert tape.finished_interactions() == [] and len(tape.unrecovered_faults()) == 1
+    assert "Traceback" not in "".join(capfd.readouterr())
+
+
+def test_a_refused_upstream_is_a_502_naming_it(tmp_path: Path) -> None:
+    url = refused_url()
+    tape = CassetteResponder(
+        Cassette(tmp_path / "c.yaml"), Normalizer({}), Scrubber(env={}), replay=False, upstream=url
+    )
+    with Gateway(tape) as gateway:
+        reply = httpx.post(f"{gateway.url}/v1/messages", json=TURN)
+    assert reply.status_code == 502
+    assert reply.json()["error"]["message"] == (
+        f"pytest-atom gateway: upstream {url} refused the connection"
+    )
