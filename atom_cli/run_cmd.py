@@ -207,8 +207,9 @@ def run(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
     for r, _ in results:
-        if r.drift:
-            console.print(escape(f"drift: {r.spec.name}: {r.drift}"))
+        for label, text in (("drift", r.drift), *(("warning", w) for w in r.warnings)):
+            if text:
+                console.print(escape(f"{label}: {r.spec.name}: {text}"))
     if any(r.harness_error or r.divergences or upstream_error(r) for r, _ in results):
         sys.exit(2)  # the machinery failed: harness, replay, or an upstream that never answered
     sys.exit(0 if all(r.passed for r, _ in results) else 1)

@@ -164,10 +164,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 _RUN_ERRORS: tuple[type[Exception], ...] = (*HARNESS_ERRORS, ValueError)
 
 
-class AtomReplayWarning(UserWarning):
-    """A replay that passed but deserves a look: another CLI version, or drifted tool output."""
-
-
 class ReplayError(Exception):
     """The replay diverged from its cassette: the harness's failure, never the agent's."""
 
@@ -266,9 +262,12 @@ class AtomSession:
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
-        drifts = [(nodeid, p["atom_drift"]) for nodeid, _, p in self.results if p.get("atom_drift")]
-        for nodeid, drift in drifts:
-            terminalreporter.write_line(f"drift: {nodeid}: {drift}")
+        # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
+        for nodeid, _, props in self.results:
+            for key in ("atom_drift", "atom_warnings"):
+                if props.get(key):
+                    label = key.removeprefix("atom_").removesuffix("s")
+                    terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
         if self.config.option.atom_repeat > 1 or self.config.option.atom_min_pass_rate is not None:
             terminalreporter.write_line("")
             for line in pass_rate_lines(
@@ -391,8 +390,6 @@ class AtomItem(pytest.Function):
         if report_dir:
             trace = write_report(result, Path(report_dir), repeat=self.repeat)
             self.user_properties.append(("atom_trace", display_path(trace)))
-        for warning in result.warnings:
-            self.warn(AtomReplayWarning(f"{self.spec.name}: {warning}"))
         self.user_properties += list(result_properties(result).items())
         self.ihook.pytest_atom_verdict(spec=self.spec, verdict=result.verdict, result=result)
         if result.harness_error:

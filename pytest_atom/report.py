@@ -204,6 +204,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_claude_s": round(result.claude_seconds, 3),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
+        **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
         **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
         **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
     }
