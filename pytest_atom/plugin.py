@@ -239,7 +239,8 @@ class AtomSession:
             if hasattr(report, "wasxfail"):
                 outcome = "xfailed" if report.skipped else "xpassed"
             elif props.get("atom_error"):
-                outcome = "error"  # the harness or the replay failed, not the agent
+                # the harness, the replay or the upstream failed, not the agent
+                outcome = "upstream error" if props["atom_error"] == "upstream" else "error"
             self.results.append((report.nodeid, outcome, props))
         elif report.failed:
             self.other_failures += 1
