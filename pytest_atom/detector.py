@@ -74,9 +74,9 @@ def find_secrets(text: str) -> frozenset[str]:
     """
     if len(text) < _MIN_VALUE + 4:  # no room for a name and a value
         return frozenset()
-    if len(text) < _CACHED_TEXT:
-        return _find(text)
-    return _find_cached(text)
+    if _CACHED_TEXT[0] <= len(text) < _CACHED_TEXT[1]:
+        return _find_cached(text)
+    return _find(text)
 
 
 def _find(text: str) -> frozenset[str]:
@@ -95,10 +95,10 @@ def _find(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-#: Long strings recur whole (a request resends the system prompt, the tools and the history):
-#: their findings are cached as well as their windows'.
-_CACHED_TEXT = 512
-_find_cached = functools.lru_cache(maxsize=4096)(_find)
+#: Strings recur whole (a request resends the system prompt, the tools and the history): the
+#: findings of those long enough to be worth it, and short enough to keep, are cached too.
+_CACHED_TEXT = (512, 64 * 1024)
+_find_cached = functools.lru_cache(maxsize=512)(_find)
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -138,7 +138,7 @@ def _views(window: str) -> Iterator[str]:
         view = _unescape(view)
 
 
-@functools.lru_cache(maxsize=32768)
+@functools.lru_cache(maxsize=8192)
 def _window_values(window: str) -> frozenset[str]:
     """Every secret value in one window; cached, since bodies repeat the same windows."""
     detector = _detector()
@@ -217,11 +217,12 @@ def _plausible(value: str, *, strict: bool) -> bool:
     """Could this value be a credential, rather than a name, a path, a template or a number?
 
     ``strict`` is for names the keyword plugin does not list (``token``, ``auth``, ``key``):
-    there the value must also mix letters and digits.
+    there the value must also be 12 characters or more, hold a digit, and (checked by the
+    caller) look random.
     """
     from detect_secrets.filters import heuristic
 
-    if len(value) < (8 if strict else _MIN_VALUE) or "<" in value or ">" in value:
+    if len(value) < (12 if strict else _MIN_VALUE) or "<" in value or ">" in value:
         return False  # markup, a template or one of our placeholders
     if any(c.isspace() for c in value):
         return False  # a phrase: prose far more often than a passphrase

@@ -14,7 +14,9 @@ import functools
 import json
 import os
 import re
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pytest_atom.detector import find_secrets, is_secret_name, json_forms
@@ -245,6 +247,23 @@ class Scrubber:
             return scrubbed
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
+    def scrub_tree(self, folder: Path) -> list[Path]:
+        """Scrub every file below ``folder`` in place; returns the files that changed.
+
+        For the CLI's own state in a run folder (``claude-config/``: its session transcripts
+        hold every prompt, tool call and tool output). All files are scrubbed as one object,
+        so a secret assigned in one is redacted in all; bytes that are not UTF-8 pass through
+        unchanged; symlinks are not followed; a rewrite replaces the file atomically.
+        """
+        files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.is_symlink())
+        texts = [p.read_bytes().decode("utf-8", "surrogateescape") for p in files]
+        changed = []
+        for path, before, after in zip(files, texts, self.scrub_obj(texts), strict=True):
+            if after != before:
+                _replace_file(path, after.encode("utf-8", "surrogateescape"))
+                changed.append(path)
+        return changed
+
     def contains_secret(self, text: str) -> list[str]:
         """Placeholder names of the secrets in ``text`` (first-seen order, no repeats); [] if clean.
 
@@ -253,6 +272,19 @@ class Scrubber:
         found: list[str] = []
         self._scrub(text, found)
         return list(dict.fromkeys(found))
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """Write beside ``path``, then rename over it: never a half-scrubbed file, mode kept."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _map_strings(obj: Any, change: Callable[[str], str]) -> Any:

@@ -394,3 +394,43 @@ def test_shipped_fixtures_hold_nothing_the_scrubber_would_redact() -> None:
     changed = [text[:200] for text in texts if scrubber.scrub(text) != text]
     assert len(texts) > 600
     assert changed == []
+
+
+def test_scrub_tree_rewrites_only_files_with_secrets_and_follows_no_link(tmp_path: Path) -> None:
+    tree = tmp_path / "claude-config"
+    project = tree / "projects" / "-run-a01"
+    project.mkdir(parents=True)
+    transcript = project / "session.jsonl"
+    lines = [
+        {"type": "user", "toolUseResult": {"stdout": f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n"}},
+        {"type": "assistant", "text": f"env says {VALUE}; the key again: {AWS_SECRET}"},
+    ]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    transcript.chmod(0o600)
+    clean = tree / ".claude.json"
+    clean.write_text('{"firstStartTime": "2026-01-01"}\n')
+    clean_mtime = clean.stat().st_mtime_ns
+    binary = tree / "blob.bin"
+    binary.write_bytes(b"\xff\xfe" + VALUE.encode() + b"\x00\x80")
+    outside = tmp_path / "outside.txt"
+    outside.write_text(VALUE)
+    (tree / "link.txt").symlink_to(outside)
+
+    changed = Scrubber(env={"MY_SERVICE_TOKEN": VALUE}).scrub_tree(tree)
+
+    assert sorted(changed) == sorted([transcript, binary])
+    text = transcript.read_text()
+    assert AWS_SECRET not in text and VALUE not in text
+    assert [json.loads(line) for line in text.splitlines()] == [
+        {"type": "user", "toolUseResult": {"stdout": "AWS_SECRET_ACCESS_KEY=<SECRET:REDACTED>\n"}},
+        {
+            "type": "assistant",
+            "text": "env says <SECRET:MY_SERVICE_TOKEN>; the key again: <SECRET:REDACTED>",
+        },
+    ]
+    assert transcript.stat().st_mode & 0o777 == 0o600
+    assert binary.read_bytes() == b"\xff\xfe<SECRET:MY_SERVICE_TOKEN>\x00\x80"
+    assert clean.stat().st_mtime_ns == clean_mtime  # untouched, not rewritten
+    assert outside.read_text() == VALUE  # a link out of the tree is not followed
+    assert not list(tree.rglob("*.tmp"))
+    assert Scrubber(env={}).scrub_tree(tmp_path / "missing") == []
