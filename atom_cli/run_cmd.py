@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.recording import MATCH_MODES, RECORD_MODES, RecordSettings
 from pytest_atom.report import result_properties, summary_table
+from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
@@ -116,6 +118,14 @@ class Progress:
     help="where run folders go.",
 )
 @click.option(
+    "--keep-runs",
+    type=click.IntRange(min=0),
+    default=DEFAULT_KEEP_RUNS,
+    show_default=True,
+    help="afterwards, keep the newest N run folders of each spec and this run's failed "
+    "ones; 0 keeps all.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
 @click.option(
@@ -133,6 +143,7 @@ def run(
     repeat: int,
     threshold: float,
     runs_dir: Path,
+    keep_runs: int,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -148,6 +159,7 @@ def run(
     mode = record_mode or config.record_mode or "none"
     settings = RecordSettings(mode=mode, upstream=upstream, match=match)
     results: list[tuple[SpecResult, int | None]] = []
+    started = datetime.now()
     for spec in collect_specs(specs):
         for number in range(1, repeat + 1):
             label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
@@ -170,6 +182,7 @@ def run(
                 write_report(result, report_dir, repeat=number if repeat > 1 else None)
             if not result.passed:
                 console.print(escape(result.report()))
+    prune_runs(runs_dir.resolve(), keep_runs, session_start=started)
     rows = [
         (
             f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
