@@ -58,10 +58,14 @@ _BREAK = r"(?:\r?\n|\\r\\n|\\n)"
 #: its END line; when cut off (``head``), as far as its lines look like key material (base64,
 #: or ``Header: value``).
 _KEY_KIND = r"(?:DSA |EC |OPENSSH |PGP |RSA |SSH2 ENCRYPTED )?PRIVATE KEY(?: BLOCK)?"
-_PRIVATE_KEY = (
-    rf"(?:-{{4,5}} ?BEGIN {_KEY_KIND} ?-*|PuTTY-User-Key-File-[0-9][^\n\\\"]*)"
+_KEY_BODY = (
     rf"(?:{_BREAK}(?!-{{4,5}} ?END)(?:[A-Za-z][A-Za-z-]*: [^\n\\\"]*|[A-Za-z0-9+/=]+))*"
     rf"(?:{_BREAK}-{{4,5}} ?END {_KEY_KIND} ?-*)?"
+)
+# Each branch opens with literal text, like every other shape (see _b).
+_PRIVATE_KEYS = (
+    rf"----(?:-? ?)BEGIN {_KEY_KIND} ?-*{_KEY_BODY}",
+    rf"PuTTY-User-Key-File-[0-9][^\n\\\"]*{_KEY_BODY}",
 )
 #: Basic auth in a URL (detect-secrets' BasicAuthDetector pattern): the password goes.
 _BASIC_AUTH = re.compile(r"(://[^:/?#\[\]@!$&'()*+,;=\s]+:)[^:/?#\[\]@!$&'()*+,;=\s<>]+(?=@)")
@@ -78,7 +82,7 @@ _SHAPES = re.compile(
     "|".join(
         (
             _PLACEHOLDER.pattern,
-            _PRIVATE_KEY,
+            *_PRIVATE_KEYS,
             _b(r"sk-ant-[A-Za-z0-9_-]{8,}"),
             _b(r"sk-proj-[A-Za-z0-9_-]{20,}"),
             _b(r"sk-[A-Za-z0-9]{20,}"),
