@@ -37,6 +37,7 @@ from pytest_atom.report import (
     summary_table,
 )
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
+from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 from pytest_atom.trace import write_report
 
@@ -450,7 +451,12 @@ class AtomItem(pytest.Function):
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SpecFailed):
-            return failure_report(excinfo.value.result)
+            # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
+            # as context, so a secret assigned there is redacted where the report repeats it.
+            result = excinfo.value.result
+            return Scrubber().scrub_obj(
+                [failure_report(result), *(r.stdout for r in result.records)]
+            )[0]
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,14 @@ class Scrubber:
         self._count = count
         forms = _trie(list(self._names))
         self._values = re.compile("|".join([_PLACEHOLDER.pattern, *forms])) if forms else None
+        # Values found so far: a model may echo a secret it read, without the name that
+        # gave it away (see scrub). The gateway's threads share one Scrubber.
+        self._found: frozenset[str] = frozenset()
+        self._lock = threading.Lock()
+
+    def _remember(self, values: Iterable[str]) -> None:
+        with self._lock:
+            self._found |= frozenset(values)
 
     def __repr__(self) -> str:
         return f"Scrubber(<{self._count} known values>)"
@@ -205,12 +214,20 @@ class Scrubber:
 
     def _scrub(self, text: str, found: list[str]) -> str:
         text = self._known(text, found)
-        return _replace_found(text, find_secrets(text), found)
+        values = find_secrets(text)
+        self._remember(values)
+        return _replace_found(text, values | self._found, found)
 
     def scrub(self, text: str) -> str:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
         detect-secrets finds (assigned secrets, provider tokens) ``<SECRET:REDACTED>``, at
-        every place the found value occurs in ``text``."""
+        every place the found value occurs in ``text``.
+
+        A value found earlier by this Scrubber is redacted here too: a recorded answer that
+        repeats a secret the request assigned (``the key is …``) loses it. ``scrub_obj``
+        remembers what it finds but, so that a request's scrubbed form depends on that
+        request alone (replay matches on it), does not apply what it found elsewhere.
+        """
         return self._scrub(text, [])
 
     def scrub_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
@@ -249,6 +266,7 @@ class Scrubber:
         scrubbed = first(obj)
         if not values:  # the usual case: nothing found, no second pass
             return scrubbed
+        self._remember(values)
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
     def scrub_tree(self, folder: Path) -> list[Path]:

@@ -2,9 +2,10 @@
 
 Four canaries, each a fresh random value: a token in the environment, the API key the
 recording uses, an auth token the CLI sends as a header, and a secret line in a workspace
-file the agent reads. After recording (mode `all`, a scripted upstream on 127.0.0.1) with a
-report folder and JUnit XML, every file under the project (cassette, run folders with the
-CLI's own transcripts, report, XML) is read as bytes and searched for every canary, as
+file the agent reads (and then repeats, bare, in its last message). After recording (mode
+`all`, a scripted upstream on 127.0.0.1) a failing spec with a report folder and JUnit XML,
+every file under the project (cassette, run folders with the CLI's own transcripts,
+report, XML with the failure report) is read as bytes and searched for every canary, as
 written and JSON-escaped.
 """
 
@@ -27,7 +28,7 @@ prompt: Show me the deployment settings.
 workspace: ws
 timeout: 120
 accept:
-  - file_exists: secrets.env
+  - file_exists: deployed.txt
 """
 
 
@@ -63,7 +64,8 @@ def test_planted_canaries_appear_in_no_file_the_run_leaves(
     upstream = gateway_for(
         [
             bash("cat secrets.env; echo service=$MY_SERVICE_TOKEN; env | grep ^ANTHROPIC_"),
-            {"text": "Done.\nEXIT_LOOP_NOW"},
+            # A model may repeat what it read without the name that gave it away.
+            {"text": f"The key is {canaries['workspace secret']}.\nEXIT_LOOP_NOW"},
         ]
     )
     report, junit = pytester.path / "report", pytester.path / "junit.xml"
@@ -76,7 +78,9 @@ def test_planted_canaries_appear_in_no_file_the_run_leaves(
         f"--junitxml={junit}",
     )
 
-    result.assert_outcomes(passed=1)
+    # The spec fails (no deployed.txt): its failure report, quoting the agent, is in the XML.
+    result.assert_outcomes(failed=1)
+    assert "agent's last message" in junit.read_text()
     # The agent really saw every canary, and the CLI really sent the key and the token.
     seen = json.dumps([e.request.json for e in upstream.exchanges])
     assert all(value in seen for name, value in canaries.items() if name != "auth token")
@@ -90,11 +94,11 @@ def test_planted_canaries_appear_in_no_file_the_run_leaves(
     assert list(runs.glob("*/claude-config/projects/*/*.jsonl"))  # the CLI's transcripts
     assert list(pytester.path.glob("cassettes/leak/leak.yaml"))
     assert len(files) > 10
-    # The fixture is the user's file: it and the agent's copies of it (the workspace of each
-    # attempt, left as the agent left it) are the only places its secret may be.
+    # The fixture is the user's file: it and the agent's copy of it (the attempt's workspace,
+    # left as the agent left it) are the only places its secret may be.
     copies = {p for p in files if p.name == "secrets.env"}
     assert all(p.read_bytes() == fixture.read_bytes() for p in copies)
-    assert {fixture, *runs.glob("*/attempts/a01/secrets.env")} <= copies
+    assert copies == {fixture, *runs.glob("*/attempts/a01/secrets.env")}
     leaks = [
         f"{name} in {path.relative_to(pytester.path)}"
         for path in files

@@ -434,3 +434,14 @@ def test_scrub_tree_rewrites_only_files_with_secrets_and_follows_no_link(tmp_pat
     assert outside.read_text() == VALUE  # a link out of the tree is not followed
     assert not list(tree.rglob("*.tmp"))
     assert Scrubber(env={}).scrub_tree(tmp_path / "missing") == []
+
+
+def test_a_value_found_once_is_redacted_in_later_texts_but_not_in_later_objects() -> None:
+    scrubber = Scrubber(env={})
+    scrubber.scrub_obj({"content": f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}"})  # a request
+    answer = f"Found it: {AWS_SECRET}."
+    assert scrubber.scrub(answer) == "Found it: <SECRET:REDACTED>."  # its answer
+    assert scrubber.contains_secret(answer) == ["REDACTED"]
+    # A request body is scrubbed from its own content only: replay matches on it.
+    assert scrubber.scrub_obj({"content": answer}) == {"content": answer}
+    assert Scrubber(env={}).scrub(answer) == answer  # nothing learned, nothing known
