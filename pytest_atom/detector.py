@@ -43,6 +43,8 @@ _TOKEN_TRIGGER = re.compile(r"[A-Za-z0-9_+/=-]{20,}")
 _MAX_TOKEN = 2048
 #: How far around a trigger its window reaches (cut sooner at a line break, real or escaped).
 _BEFORE, _AFTER, _MARGIN = 200, 400, 120
+#: What a provider plugin sees before a long token: its keyword (``aws_secret_key = "…"``).
+_PROVIDER_CONTEXT = 64
 _MIN_VALUE = 6
 #: The Scrubber's placeholders, masked before detection: never a value to find again.
 _PLACEHOLDER = re.compile(r"<SECRET:[A-Za-z0-9_]+>")
@@ -144,13 +146,19 @@ def _window_values(window: str) -> frozenset[str]:
     detector = _detector()
     found: set[str] = set()
     for line in _views(_PLACEHOLDER.sub("<>", window)):
-        # Each line runs only the plugins its triggers call for: the keyword patterns
-        # backtrack a lot, and every provider's key is a long token.
-        for plugin in detector.providers if _TOKEN_TRIGGER.search(line) else ():
-            for value in plugin(line):
-                whole = _whole_token(line, value)
-                if _plausible(whole, strict=False):
-                    found.add(whole)
+        # Each line runs only the plugins its triggers call for, where they call for them:
+        # every provider's key is a long token (some want a keyword shortly before it), and
+        # the keyword patterns start at a secret-ish name.
+        for piece in {
+            line[max(0, t.start() - _PROVIDER_CONTEXT) : t.end() + 2]
+            for t in _TOKEN_TRIGGER.finditer(line)
+            if t.end() - t.start() <= _MAX_TOKEN
+        }:
+            for plugin in detector.providers:
+                for value in plugin(piece):
+                    whole = _whole_token(line, value)
+                    if _plausible(whole, strict=False):
+                        found.add(whole)
         for trigger in _NAME_TRIGGER.finditer(line):
             found.update(_assignments(detector, line, trigger.start(), trigger.end()))
         if "==" in line or "!=" in line:  # ``"hunter2" == password``: the value comes first
