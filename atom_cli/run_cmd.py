@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.recording import RecordSettings
 from pytest_atom.report import result_properties, summary_table, upstream_error
+from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
@@ -129,6 +131,14 @@ class Progress:
     help="where run folders go.",
 )
 @click.option(
+    "--keep-runs",
+    type=click.IntRange(min=0),
+    default=DEFAULT_KEEP_RUNS,
+    show_default=True,
+    help="afterwards, keep the newest N run folders of each spec and this run's failed "
+    "ones; 0 keeps all.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
 @click.option(
@@ -148,6 +158,7 @@ def run(
     repeat: int,
     threshold: float,
     runs_dir: Path,
+    keep_runs: int,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -170,6 +181,7 @@ def run(
         rejudge=rejudge,
     )
     results: list[tuple[SpecResult, int | None]] = []
+    started = datetime.now()
     for spec in collect_specs(specs):
         for number in range(1, repeat + 1):
             label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
@@ -192,6 +204,7 @@ def run(
                 write_report(result, report_dir, repeat=number if repeat > 1 else None)
             if not result.passed:
                 console.print(escape(result.report()))
+    prune_runs(runs_dir.resolve(), keep_runs, session_start=started)
     rows = [
         (
             f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),

@@ -8,7 +8,7 @@ staging-commit lifecycle::
         attempts/a01/    the executor works here (a copy of the fixture)
         attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
         committed/       the passing attempt, promoted
-        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR)
+        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 """
@@ -42,6 +42,7 @@ from pytest_atom.recording import (
 from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
+from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import Spec
 from pytest_atom.tools import discover_tools, tool_env
 
@@ -264,6 +265,8 @@ def run_spec(
     finally:
         cli_version = next((r.cli_version for r in run.records() if r.cli_version), None)
         written = source.finish(spec, failed=failed, cli_version=cli_version)
+        # The CLI's own transcripts hold every prompt and tool output: scrubbed in place.
+        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config")
     tape = source.tape
     result = SpecResult(
         spec=spec,

@@ -12,6 +12,7 @@ import argparse
 import functools
 import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,8 @@ from pytest_atom.report import (
     result_properties,
     summary_table,
 )
+from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
+from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 from pytest_atom.trace import write_report
 
@@ -43,6 +46,28 @@ def _positive_int(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(text)
+
+
+def _keep_runs(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 0 (0 keeps every run), got {text!r}"
+        )
+    return int(text)
+
+
+def keep_runs_from(config: pytest.Config) -> int:
+    """--atom-keep-runs, else the ini option `atom_keep_runs` (checked), else 10."""
+    if config.option.atom_keep_runs is not None:
+        return int(config.option.atom_keep_runs)
+    text = str(config.getini("atom_keep_runs"))
+    try:
+        return _keep_runs(text)
+    except argparse.ArgumentTypeError:
+        raise pytest.UsageError(
+            f"atom_keep_runs = {text!r} in the ini file; use a whole number such as "
+            f"{DEFAULT_KEEP_RUNS}, or 0 to keep every run folder"
+        ) from None
 
 
 def _rate(text: str) -> float:
@@ -143,8 +168,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
         "repeats, and succeeds otherwise even if some repeats failed.",
     )
+    group.addoption(
+        "--atom-keep-runs",
+        dest="atom_keep_runs",
+        type=_keep_runs,
+        default=None,
+        metavar="N",
+        help=f"after the session, keep the newest N run folders of each spec, and every "
+        f"failed run of this session (default {DEFAULT_KEEP_RUNS}; 0 keeps all).",
+    )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="")
     parser.addini("atom_match", "default for --atom-match.", default="")
+    parser.addini(
+        "atom_keep_runs",
+        "default for --atom-keep-runs.",
+        default=str(DEFAULT_KEEP_RUNS),
+    )
     parser.addini(
         "atom_threshold",
         "reflector score a spec must exceed to pass (default 0.8; a spec's own `reflector: "
@@ -210,6 +249,8 @@ class AtomSession:
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.settings = settings_from(config, self.atom_config)
+        self.keep_runs = keep_runs_from(config)
+        self.started = datetime.now()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -247,7 +288,13 @@ class AtomSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """With --atom-min-pass-rate, the pass rates decide the exit status, not single runs."""
+        """With --atom-min-pass-rate, the pass rates decide the exit status, not single runs.
+
+        Old run folders go here too: once, on the controller (an xdist worker has
+        `workerinput`), when every worker's runs are done.
+        """
+        if not hasattr(self.config, "workerinput"):
+            prune_runs(self.runs_dir, self.keep_runs, session_start=self.started)
         gate = self.config.option.atom_min_pass_rate
         if gate is None or not self.results:
             return
@@ -428,7 +475,12 @@ class AtomItem(pytest.Function):
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, (SpecFailed, ReplayError)):
-            return failure_report(excinfo.value.result)
+            # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
+            # as context, so a secret assigned there is redacted where the report repeats it.
+            result = excinfo.value.result
+            return Scrubber().scrub_obj(
+                [failure_report(result), *(r.stdout for r in result.records)]
+            )[0]
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)

@@ -308,23 +308,26 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
     Transcripts are written first and the trace last, so a trace never names a missing
     file; transcripts left from an earlier report of the same spec and repeat are removed.
     """
-    scrubber = Scrubber()
     path = trace_path(result, Path(report_dir), repeat=repeat)
     path.parent.mkdir(parents=True, exist_ok=True)
-    trace = build_trace(result, repeat=repeat)
+    sessions = [s for s in _sessions(result, repeat) if s.transcript is not None]
+    # One scrub over everything written: a secret found in one transcript (the line that
+    # assigns it) is redacted in all of them and in the trace (where it is only repeated).
+    trace, *stdouts = Scrubber().scrub_obj(
+        [build_trace(result, repeat=repeat), *(s.record.stdout for s in sessions)]
+    )
     written: set[Path] = set()
-    for session in _sessions(result, repeat):
-        if session.transcript is None:
-            continue
+    for session, stdout in zip(sessions, stdouts, strict=True):
+        assert session.transcript is not None
         target = path.parent / session.transcript
         target.parent.mkdir(exist_ok=True)
-        _write_atomic(target, scrubber.scrub(session.record.stdout))
+        _write_atomic(target, stdout)
         written.add(target)
     transcripts = path.parent / f"{_stem(result, repeat)}.transcripts"
     if transcripts.is_dir():
         for stale in transcripts.glob("*.jsonl"):
             if stale not in written:
                 stale.unlink()
-    text = json.dumps(scrubber.scrub_obj(trace), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
     _write_atomic(path, text)
     return path
