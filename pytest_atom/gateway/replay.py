@@ -423,11 +423,7 @@ class CassetteResponder:
             body=live,
             status=upstream.status_code,
             response=self.normalizer.paths_out(self.scrubber.scrub(text)),
-            request_headers={
-                k: request.headers[k]
-                for k in _KEPT_REQUEST_HEADERS
-                if k in request.headers and k not in SECRET_HEADERS
-            },
+            request_headers=_kept_headers(request),
             response_headers={"content-type": upstream.headers.get("content-type", "")},
         )
         with self._lock:
