@@ -20,8 +20,15 @@ from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
 
+class ContentError(click.ClickException):
+    """A spec or config file that cannot be used: exit 2 like a usage error, but without
+    the usage banner, since the command line itself was right."""
+
+    exit_code = 2
+
+
 def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
-    """Specs from files and folders (recursively); a malformed one is a usage error."""
+    """Specs from files and folders (recursively); a malformed one is a ContentError."""
     files: list[Path] = []
     for path in paths:
         files += sorted(path.rglob(f"*{SPEC_SUFFIX}")) if path.is_dir() else [path]
@@ -30,7 +37,7 @@ def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
         try:
             specs += load_specs(file)
         except SpecError as err:
-            raise click.UsageError(str(err)) from None
+            raise ContentError(str(err)) from None
     if not specs:
         raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
     return specs
@@ -159,7 +166,7 @@ def run(
     try:
         config = load_config(config_path)
     except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+        raise ContentError(str(err)) from None
     mode = record_mode or config.record_mode or "none"
     settings = RecordSettings(
         mode=mode,

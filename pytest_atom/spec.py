@@ -26,6 +26,7 @@ import yaml
 from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
+from pytest_atom import yamldoc
 from pytest_atom.paths import display_path
 
 SPEC_SUFFIX = ".atom.yaml"
@@ -243,14 +244,13 @@ class _Document:
         self.keys: dict[Loc, yaml.Node] = {}
         loader = _Loader(text)
         try:
-            node = loader.get_single_node()
+            node = yamldoc.compose(loader)  # refuses alias bombs before anything walks them
             self.data: Any = None if node is None else self._build(loader, node, (), ())
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "unreadable YAML"
-            raise SpecError(f"invalid YAML: {problem}", path, *_position(mark)) from None
         except yaml.YAMLError as exc:
-            raise SpecError(f"invalid YAML: {exc}", path) from None
+            error = yamldoc.from_yaml_error(exc)
+            raise SpecError(error.message, path, error.line, error.column) from None
+        except yamldoc.YamlDocError as exc:
+            raise SpecError(exc.message, path, exc.line, exc.column) from None
         finally:
             loader.dispose()
 
@@ -563,8 +563,8 @@ def _spec_side(doc: _Document, loc: Loc, value: str, want: str | None) -> Path:
 def _read_schema(doc: _Document, loc: Loc, file: Path) -> dict[str, Any]:
     try:
         text = file.read_text(encoding="utf-8")
-        schema = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yamldoc.YamlDocError) as exc:
         raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
     if not isinstance(schema, dict):
         raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}", loc)

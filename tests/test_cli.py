@@ -72,11 +72,22 @@ def test_run_json_and_report(cli: CliRunner, specs: Path, tmp_path: Path) -> Non
     assert (tmp_path / "out" / "create_file" / "create-file.json").exists()
 
 
-def test_malformed_spec_is_a_usage_error(cli: CliRunner, tmp_path: Path) -> None:
+def test_malformed_spec_is_an_error_without_the_usage_banner(
+    cli: CliRunner, tmp_path: Path
+) -> None:
     (tmp_path / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
     result = cli.invoke(main, ["run", "bad.atom.yaml"])
     assert result.exit_code == 2
-    assert "unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?" in result.output
+    assert "Error: unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?" in (
+        result.output
+    )
+    assert "Usage:" not in result.output  # the command line was right; the file is not
+    (tmp_path / "quote.atom.yaml").write_text('name: q\nprompt: "open\n\n\n')
+    result = cli.invoke(main, ["run", "quote.atom.yaml"])
+    assert result.exit_code == 2 and "Usage:" not in result.output
+    assert "while scanning a quoted scalar (line 2, column 9) at quote.atom.yaml:2:9" in (
+        result.output
+    )
 
 
 def test_missing_cassette_is_a_harness_error(cli: CliRunner, tmp_path: Path) -> None:

@@ -266,7 +266,12 @@ def test_yaml_syntax_error_has_location(tmp_path: Path, monkeypatch: pytest.Monk
     err = error_of(path)
     assert err.message.startswith("invalid YAML: ")
     assert str(err).endswith(f" at y.atom.yaml:{err.line}:{err.column}")
-    assert err.line == 3  # the unclosed flow sequence is noticed at the end of the stream
+    # Noticed at the end of the stream (line 3), caused by the unclosed `[` on line 2.
+    assert (err.line, err.column) == (2, 9)
+    assert err.message == (
+        "invalid YAML: expected ',' or ']', but got '<stream end>' (line 3, column 1) "
+        "while parsing a flow sequence (line 2, column 9)"
+    )
 
 
 def test_yaml_mapping_value_error_location(tmp_path: Path) -> None:
