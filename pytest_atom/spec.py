@@ -81,6 +81,10 @@ class Check:
             return f"file_contains {p['path']} /{p['pattern']}/"
         if self.kind == "command":
             output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
+            if p.get("stdout") is not None:
+                exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
+                exact = exact if len(exact) <= 40 else exact[:38] + '…"'
+                output += f" and prints exactly {exact}"
             return f"command `{p['run']}` exits {p['exit_code']}{output}"
         if self.kind == "json_schema":
             source = p["schema_file"].name if p.get("schema_file") else "inline schema"
@@ -516,6 +520,8 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
             "output": None if output is None else _regex(doc, at + ("output",), output),
             "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"])),
         }
+        if value.get("stdout") is not None:
+            params["stdout"] = value["stdout"]
     elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
         params = dict(value) if isinstance(value, dict) else {"value": value}
     else:  # json_schema

@@ -79,6 +79,7 @@ snapshot: [out/report.md, notes.txt]
 accept:
   - command: pytest -q
   - command: {run: make, exit_code: 2, output: "^done$", timeout: 5}
+  - command: {run: seq 3, stdout: "1\\n2\\n3\\n"}
 """,
     )
     spec = load_spec(path)
@@ -94,7 +95,9 @@ accept:
     assert spec.attempts == 5
     assert spec.reflector == ReflectorOptions(0.95, "claude-judge", threshold_set=True)
     assert spec.snapshot == ("out/report.md", "notes.txt")
-    short, full = spec.accept
+    short, full, exact = spec.accept
+    assert exact.params["stdout"] == "1\n2\n3\n"
+    assert exact.describe() == 'command `seq 3` exits 0 and prints exactly "1\\n2\\n3"'
     assert dict(short.params) == {
         "run": "pytest -q",
         "exit_code": 0,
