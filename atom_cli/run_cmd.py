@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from atom_cli.pytest_ini import project_root
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
@@ -56,7 +57,8 @@ class Progress:
         say = self.console.print
         if kind == "atom" and sub == "attempt":
             self.iteration = 0
-            say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
+            if self.spec.criteria and self.spec.attempts > 1:  # else no second attempt can come
+                say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
         elif kind == "system" and sub == "init":
             self.iteration += 1
             say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
@@ -131,9 +133,9 @@ class Progress:
 @click.option(
     "--runs-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".atom/runs"),
-    show_default=True,
-    help="where run folders go.",
+    default=None,
+    help="where run folders go (default: .atom/runs in the project's root: the folder "
+    "holding .atom/config.yaml, else pytest's rootdir, as pytest --atom uses).",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
@@ -154,7 +156,7 @@ def run(
     report_dir: Path | None,
     repeat: int,
     threshold: float,
-    runs_dir: Path,
+    runs_dir: Path | None,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -167,6 +169,8 @@ def run(
         config = load_config(config_path)
     except ConfigError as err:
         raise ContentError(str(err)) from None
+    root = config.root if config.path else project_root()  # never the cwd's subfolder
+    runs_dir = runs_dir.resolve() if runs_dir else root / ".atom" / "runs"
     mode = record_mode or config.record_mode or "none"
     settings = RecordSettings(
         mode=mode,
@@ -183,8 +187,8 @@ def run(
             try:
                 result = run_spec(
                     spec,
-                    runs_dir=runs_dir.resolve(),
-                    project_dir=Path.cwd(),
+                    runs_dir=runs_dir,
+                    project_dir=root,
                     settings=settings,
                     threshold=threshold,
                     on_event=Progress(console, spec),
