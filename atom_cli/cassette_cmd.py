@@ -615,6 +615,7 @@ def refresh(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
+    from atom_cli.pytest_ini import project_root
     from atom_cli.run_cmd import collect_specs
     from pytest_atom.config import load_config
     from pytest_atom.execution import HARNESS_ERRORS, run_spec
@@ -622,13 +623,14 @@ def refresh(specs: tuple[Path, ...]) -> None:
     from pytest_atom.recording import RecordSettings
 
     config = load_config()
+    root = config.root if config.path else project_root()  # as `atom run` places its runs
     refused = 0
     for spec in collect_specs(specs):
         try:
             result = run_spec(
                 spec,
-                runs_dir=config.root / ".atom" / "runs",
-                project_dir=config.root,
+                runs_dir=root / ".atom" / "runs",
+                project_dir=root,
                 settings=RecordSettings(mode="refresh"),
                 config=config,
             )

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from atom_cli.pytest_ini import project_root
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
@@ -22,8 +23,15 @@ from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
 
 
+class ContentError(click.ClickException):
+    """A spec or config file that cannot be used: exit 2 like a usage error, but without
+    the usage banner, since the command line itself was right."""
+
+    exit_code = 2
+
+
 def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
-    """Specs from files and folders (recursively); a malformed one is a usage error."""
+    """Specs from files and folders (recursively); a malformed one is a ContentError."""
     files: list[Path] = []
     for path in paths:
         files += sorted(path.rglob(f"*{SPEC_SUFFIX}")) if path.is_dir() else [path]
@@ -32,7 +40,7 @@ def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
         try:
             specs += load_specs(file)
         except SpecError as err:
-            raise click.UsageError(str(err)) from None
+            raise ContentError(str(err)) from None
     if not specs:
         raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
     return specs
@@ -51,7 +59,8 @@ class Progress:
         say = self.console.print
         if kind == "atom" and sub == "attempt":
             self.iteration = 0
-            say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
+            if self.spec.criteria and self.spec.attempts > 1:  # else no second attempt can come
+                say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
         elif kind == "system" and sub == "init":
             self.iteration += 1
             say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
@@ -126,9 +135,9 @@ class Progress:
 @click.option(
     "--runs-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".atom/runs"),
-    show_default=True,
-    help="where run folders go.",
+    default=None,
+    help="where run folders go (default: .atom/runs in the project's root: the folder "
+    "holding .atom/config.yaml, else pytest's rootdir, as pytest --atom uses).",
 )
 @click.option(
     "--keep-runs",
@@ -157,7 +166,7 @@ def run(
     report_dir: Path | None,
     repeat: int,
     threshold: float,
-    runs_dir: Path,
+    runs_dir: Path | None,
     keep_runs: int,
     as_json: bool,
     config_path: Path | None,
@@ -171,7 +180,9 @@ def run(
     try:
         config = load_config(config_path)
     except ConfigError as err:
-        raise click.UsageError(str(err)) from None
+        raise ContentError(str(err)) from None
+    root = config.root if config.path else project_root()  # never the cwd's subfolder
+    runs_dir = runs_dir.resolve() if runs_dir else root / ".atom" / "runs"
     mode = record_mode or config.record_mode or "none"
     settings = RecordSettings(
         mode=mode,
@@ -189,8 +200,8 @@ def run(
             try:
                 result = run_spec(
                     spec,
-                    runs_dir=runs_dir.resolve(),
-                    project_dir=Path.cwd(),
+                    runs_dir=runs_dir,
+                    project_dir=root,
                     settings=settings,
                     threshold=threshold,
                     on_event=Progress(console, spec),

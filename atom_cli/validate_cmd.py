@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from atom_cli.pytest_ini import find_ini
 from pytest_atom.cassette import Cassette, CassetteError
 from pytest_atom.checks import CheckResult, run_checks, run_shell
 from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
@@ -127,7 +128,7 @@ class Outcome:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--expect-fail",
     is_flag=True,
@@ -138,11 +139,13 @@ class Outcome:
 def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
     """Schema-check specs, then run their oracles and scripts against their checks.
 
-    PATHS are spec files or folders (searched for *.atom.yaml). A spec's `oracle:` runs
+    PATHS are spec files or folders (searched for *.atom.yaml); without them, the ini
+    option `atom_paths` that `pytest --atom` collects. A spec's `oracle:` runs
     with bash in a copy of its workspace; its `script:` plays offline through the real
     Claude Code CLI, even when a cassette exists. Exit 0 when every spec is ok, 1 when
     any failed, 2 when the harness could not run.
     """
+    paths = paths or _atom_paths(quiet=as_json)
     outcomes: list[Outcome] = []
     claude: list[Path] = []  # found once, on the first script run
     with tempfile.TemporaryDirectory(prefix="atom-validate-", ignore_cleanup_errors=True) as tmp:
@@ -169,6 +172,30 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
         click.get_current_context().exit(2)
     if not all(o.ok(expect_fail) for o in outcomes):
         click.get_current_context().exit(1)
+
+
+def _atom_paths(*, quiet: bool) -> tuple[Path, ...]:
+    """The `atom_paths` of the project's pytest settings, as `pytest --atom` uses them."""
+    ini = find_ini()
+    paths = tuple(ini.paths("atom_paths")) if ini else ()
+    if not paths:
+        where = (
+            f"{display_path(ini.path)} sets no atom_paths" if ini else "no pytest settings found"
+        )
+        raise click.UsageError(
+            f"no PATHS given, and {where}: name spec files or folders, or set atom_paths "
+            '(e.g. in pyproject.toml: [tool.pytest.ini_options] atom_paths = ["specs"])'
+        )
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise click.UsageError(
+            f"atom_paths in {display_path(ini.path) if ini else '?'} names "
+            f"{', '.join(map(display_path, missing))}, which does not exist"
+        )
+    if not quiet:
+        shown = " ".join(display_path(p) for p in paths)
+        click.echo(f"atom_paths from {display_path(ini.path) if ini else '?'}: {shown}")
+    return paths
 
 
 def spec_files(paths: Sequence[Path]) -> list[Path]:

@@ -9,6 +9,7 @@ instead of raising, so one broken check never hides the results of the others.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
@@ -27,6 +29,8 @@ from pytest_atom.runner import kill_process_tree
 from pytest_atom.spec import Check
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
+#: Lines of an expected-vs-actual stdout diff kept in evidence: reports show 20 lines of it.
+DIFF_LINES = 14
 _LISTING_LIMIT = 50
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".pytest_cache"}
 
@@ -146,7 +150,13 @@ def file_contains(check: Check, workspace: Path, env: Mapping[str, str] | None) 
 def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
     p = check.params
     run, expected, timeout = p["run"], p["exit_code"], float(p["timeout"])
-    code, output = run_shell(run, workspace, env, timeout)
+    exact = p.get("stdout")
+    if exact is None:
+        code, output = run_shell(run, workspace, env, timeout)
+        stdout = stderr = ""
+    else:  # stdout compared on its own, so stderr's warnings cannot spoil it
+        code, stdout, stderr = run_shell_split(run, workspace, env, timeout)
+        output = stdout + stderr
     evidence = f"$ {run}\n{_tail(output)}"
     if code is None:
         return CheckResult(check, False, f"`{run}` timed out after {timeout:g}s", evidence)
@@ -160,7 +170,35 @@ def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> Che
             f"`{run}` exited {code} but its output does not match /{p['output']}/",
             evidence,
         )
+    if exact is not None and exact.rstrip("\n") != stdout.rstrip("\n"):
+        summary, diff = stdout_diff(exact, stdout)
+        more = f"\n[stderr]\n{_tail(stderr, 3)}" if stderr.strip() else ""
+        return CheckResult(
+            check,
+            False,
+            f"`{run}` exited {code} but {summary}",
+            f"$ {run}\n{diff}{more}\n[exit code {code}]",
+        )
     return CheckResult(check, True, f"`{run}` exited {code}", evidence)
+
+
+def stdout_diff(expected: str, actual: str, limit: int = DIFF_LINES) -> tuple[str, str]:
+    """A one-line summary and a unified diff of expected vs actual stdout, trailing
+    newlines ignored; the diff is cut after `limit` lines, so that reports, which show an
+    evidence's last lines, still show its start."""
+    want, got = expected.rstrip("\n").split("\n"), actual.rstrip("\n").split("\n")
+    first = next(
+        (i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b),
+        min(len(want), len(got)),
+    )
+    summary = (
+        f"its stdout differs from the expected one from line {first + 1} "
+        f"({len(want)} line{'s' * (len(want) != 1)} expected, {len(got)} printed)"
+    )
+    lines = list(difflib.unified_diff(want, got, "expected stdout", "actual stdout", lineterm=""))
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)"]
+    return summary, "\n".join(lines)
 
 
 def json_schema(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
@@ -214,7 +252,21 @@ def run_shell(
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
     background child that keeps the pipe open cannot stall us; the whole process group is
     killed afterwards so no stray process outlives the check."""
-    with tempfile.TemporaryFile() as out:
+    code, output, _ = _run_shell(run, cwd, env, timeout, merge=True)
+    return code, output
+
+
+def run_shell_split(
+    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float
+) -> tuple[int | None, str, str]:
+    """Like run_shell, with stdout and stderr apart."""
+    return _run_shell(run, cwd, env, timeout, merge=False)
+
+
+def _run_shell(
+    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float, *, merge: bool
+) -> tuple[int | None, str, str]:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
             run,
             shell=True,
@@ -222,7 +274,7 @@ def run_shell(
             env=None if env is None else dict(env),
             stdin=subprocess.DEVNULL,
             stdout=out,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if merge else err,
             start_new_session=True,
         )
         try:
@@ -233,8 +285,12 @@ def run_shell(
         with contextlib.suppress(ProcessLookupError, PermissionError):  # group already gone
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-        out.seek(0)
-        return code, out.read().decode("utf-8", errors="replace")
+        return code, _decoded(out), _decoded(err)
+
+
+def _decoded(file: IO[bytes]) -> str:
+    file.seek(0)
+    return file.read().decode("utf-8", errors="replace")
 
 
 def _read_text(path: Path) -> str:
@@ -257,9 +313,9 @@ def _head(text: str) -> str:
     return shown + (f"\n… ({more} more lines)" if more > 0 else "")
 
 
-def _tail(text: str) -> str:
+def _tail(text: str, limit: int = TAIL_LINES) -> str:
     lines = text.splitlines()
-    shown = "\n".join(lines[-TAIL_LINES:])[-EXCERPT_BYTES:]
+    shown = "\n".join(lines[-limit:])[-EXCERPT_BYTES:]
     cut = len(lines) - shown.count("\n") - 1
     return (f"… ({cut} earlier lines)\n" if cut > 0 else "") + shown
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from pytest_atom import yamldoc
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
@@ -157,14 +158,17 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomCon
 
 
 def _parse(text: str, path: Path, root: Path) -> AtomConfig:
+    loader = yaml.SafeLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = yamldoc.compose(loader)  # refuses alias bombs before `_expand` walks them
+        data = None if node is None else loader.construct_document(node)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError(f"invalid YAML: {problem}", path, line=line) from None
+        error = yamldoc.from_yaml_error(exc)
+        raise ConfigError(error.message, path, line=error.line) from None
+    except yamldoc.YamlDocError as exc:
+        raise ConfigError(exc.message, path, line=exc.line) from None
+    finally:
+        loader.dispose()
     if data is None:
         return AtomConfig(path=path, root=root)
     if not isinstance(data, dict):

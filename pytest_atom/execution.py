@@ -110,6 +110,11 @@ class SpecResult:
     cassette: Path | None = None  # the cassette written by this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
+    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
+    #: cassette: the CLI prices every session from the usage in its answers, even
+    #: scripted or replayed ones, so its figure is spent only for the paid ones.
+    paid: frozenset[str] = frozenset()
+    replayed: frozenset[str] = frozenset()
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -184,7 +189,24 @@ class SpecResult:
 
     @property
     def cost_usd(self) -> float:
-        return sum(r.cost_usd for r in self.records)
+        """Dollars spent: 0 for scripted and replayed runs, which call no API."""
+        return self.costs()[0]
+
+    @property
+    def recorded_cost_usd(self) -> float:
+        """What the replayed answers cost when they were recorded (not spent again)."""
+        return self.costs()[1]
+
+    def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
+        """Dollars (spent, recorded) of `attempts` (default: every attempt)."""
+        spent = recorded = 0.0
+        for attempt in self.attempts if attempts is None else attempts:
+            reflector = [attempt.reflector] if attempt.reflector else []
+            for role, records in (("executor", attempt.records), ("reflector", reflector)):
+                usd = sum(r.cost_usd for r in records)
+                spent += usd if role in self.paid else 0.0
+                recorded += usd if role in self.replayed else 0.0
+        return spent, recorded
 
     @property
     def last_message(self) -> str:
@@ -282,6 +304,7 @@ def run_spec(
         cassette=written,
         harness_error=run.harness_error or source.refused,
         upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
+        **_billing(source),
     )
     if result.passed:
         shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
@@ -383,6 +406,26 @@ class _Run:
             if attempt.decision != "refine":
                 return
             message = refine_message(attempt, spec.attempts, self.threshold)
+
+
+def _billing(source: ModelSource) -> dict[str, frozenset[str]]:
+    """Which roles' sessions were paid for, and which replayed (SpecResult.paid/replayed).
+
+    Recording from the spec's own script (`upstream_gateway`) pays nothing; re-judging
+    replays the agent and pays for the reflector.
+    """
+    both, none = frozenset({"executor", "reflector"}), frozenset[str]()
+    paid = source.upstream_gateway is None
+    if source.kind == "record":
+        return {"paid": both if paid else none, "replayed": none}
+    if source.kind == "rejudge":
+        return {
+            "paid": frozenset({"reflector"}) if paid else none,
+            "replayed": frozenset({"executor"}),
+        }
+    if source.kind in ("replay", "refresh"):
+        return {"paid": none, "replayed": both}
+    return {"paid": none, "replayed": none}  # scripted
 
 
 def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import re
+import warnings
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -344,6 +345,55 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args += [str(p) for p in config.getini("atom_paths")]
     config.pluginmanager.register(AtomSession(config), "atom-session")
+
+
+class AtomHint(pytest.PytestWarning):
+    """Spec files were named or found while ``--atom`` is off: say how to run them."""
+
+
+_SPECS_SEEN = pytest.StashKey[list[Path]]()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
+    """Without ``--atom`` a spec is no test, and pytest says only "not found": add a hint.
+
+    Only for a spec named on the command line (or, in `pytest_collection_finish`, for
+    specs met while nothing else was collected): a project whose plain `pytest` run passes
+    specs by on purpose gets no warning.
+    """
+    config = parent.config
+    if config.option.atom or not file_path.name.endswith(SPEC_SUFFIX):
+        return
+    file_path = file_path.resolve()
+    config.stash.setdefault(_SPECS_SEEN, []).append(file_path)
+    if config.args_source == pytest.Config.ArgsSource.ARGS and file_path in _named_files(config):
+        _hint(file_path, f"{file_path.name} is a pytest-atom spec")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    seen = session.config.stash.get(_SPECS_SEEN, [])
+    if seen and not session.items and session.config.args_source == pytest.Config.ArgsSource.ARGS:
+        named = _named_files(session.config)
+        unnamed = [path for path in seen if path not in named]
+        if unnamed:
+            try:
+                _hint(unnamed[0], f"{len(unnamed)} pytest-atom spec file(s) were found")
+            except AtomHint as exc:  # filterwarnings=error; past collection: no INTERNALERROR
+                raise pytest.UsageError(str(exc)) from None
+
+
+def _named_files(config: pytest.Config) -> set[Path]:
+    base = config.invocation_params.dir
+    return {(base / arg.split("::")[0]).resolve() for arg in config.args}
+
+
+def _hint(location: Path, what: str) -> None:
+    warnings.warn_explicit(
+        AtomHint(f"{what}, but specs run only with --atom: pytest --atom {display_path(location)}"),
+        AtomHint,
+        str(location),
+        1,
+    )
 
 
 #: Spec files are read again for every folder collected below them; once is enough.

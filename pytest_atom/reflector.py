@@ -9,6 +9,7 @@ harness: never a silent pass.
 from __future__ import annotations
 
 import difflib
+import filecmp
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -130,9 +131,11 @@ def workspace_diff(before: Path | None, after: Path, limit: int = _DIFF_LIMIT) -
     for name in sorted(old.keys() | new.keys()):
         a = _read(old.get(name))
         b = _read(new.get(name))
-        if a == b:
+        if a == b and a is not None:
             continue
         if (a is None and name in old) or (b is None and name in new):
+            if name in old and name in new and filecmp.cmp(old[name], new[name], shallow=False):
+                continue  # binary on both sides (None == None), and unchanged
             parts.append(f"binary file {name} changed")
             continue
         parts.extend(

@@ -199,7 +199,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_attempts": len(result.attempts),
         "atom_iterations": result.iterations,
         "atom_tokens": result.tokens,
-        "atom_cost_usd": round(result.cost_usd, 6),
+        "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
+        "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
         "atom_source": result.source,
@@ -221,7 +222,7 @@ def _error_kind(result: SpecResult) -> str | None:
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     """The terminal summary: one line per spec run, from the figures in its report."""
-    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "time s")
+    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "rec $", "time s")
     table = [header]
     for nodeid, outcome, p in rows:
         score = p.get("atom_score")
@@ -236,6 +237,8 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 str(p.get("atom_iterations", "")),
                 str(p.get("atom_tokens", "")),
                 f"{p.get('atom_cost_usd', 0):.4f}",
+                # What replayed answers cost when recorded: not spent by this run.
+                f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
                 f"{p.get('atom_duration_s', 0):.1f}",
             )
         )

@@ -329,24 +329,13 @@ class ClaudeRunner:
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, found through `ps` (works on Linux and macOS)."""
+    """Every process below `pid`, as psutil sees them (Linux and macOS)."""
+    import psutil  # only when something is killed: keeps the plugin's import light
+
     try:
-        out = subprocess.run(
-            ["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True, timeout=10
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:  # `pid` is gone already: nothing below it can be found any more
         return []
-    children: dict[int, list[int]] = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-            children.setdefault(int(parts[1]), []).append(int(parts[0]))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def kill_process_tree(proc: subprocess.Popen[Any]) -> None:

@@ -26,6 +26,7 @@ import yaml
 from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
+from pytest_atom import yamldoc
 from pytest_atom.paths import display_path
 
 SPEC_SUFFIX = ".atom.yaml"
@@ -80,6 +81,10 @@ class Check:
             return f"file_contains {p['path']} /{p['pattern']}/"
         if self.kind == "command":
             output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
+            if p.get("stdout") is not None:
+                exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
+                exact = exact if len(exact) <= 40 else exact[:38] + '…"'
+                output += f" and prints exactly {exact}"
             return f"command `{p['run']}` exits {p['exit_code']}{output}"
         if self.kind == "json_schema":
             source = p["schema_file"].name if p.get("schema_file") else "inline schema"
@@ -243,14 +248,13 @@ class _Document:
         self.keys: dict[Loc, yaml.Node] = {}
         loader = _Loader(text)
         try:
-            node = loader.get_single_node()
+            node = yamldoc.compose(loader)  # refuses alias bombs before anything walks them
             self.data: Any = None if node is None else self._build(loader, node, (), ())
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "unreadable YAML"
-            raise SpecError(f"invalid YAML: {problem}", path, *_position(mark)) from None
         except yaml.YAMLError as exc:
-            raise SpecError(f"invalid YAML: {exc}", path) from None
+            error = yamldoc.from_yaml_error(exc)
+            raise SpecError(error.message, path, error.line, error.column) from None
+        except yamldoc.YamlDocError as exc:
+            raise SpecError(exc.message, path, exc.line, exc.column) from None
         finally:
             loader.dispose()
 
@@ -516,6 +520,8 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
             "output": None if output is None else _regex(doc, at + ("output",), output),
             "timeout": float(value.get("timeout", _COMMAND_DEFAULTS["timeout"])),
         }
+        if value.get("stdout") is not None:
+            params["stdout"] = value["stdout"]
     elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
         params = dict(value) if isinstance(value, dict) else {"value": value}
     else:  # json_schema
@@ -563,8 +569,8 @@ def _spec_side(doc: _Document, loc: Loc, value: str, want: str | None) -> Path:
 def _read_schema(doc: _Document, loc: Loc, file: Path) -> dict[str, Any]:
     try:
         text = file.read_text(encoding="utf-8")
-        schema = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yamldoc.YamlDocError) as exc:
         raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
     if not isinstance(schema, dict):
         raise doc.error(f"schema file {file.name!r} must hold a mapping, got {_show(schema)}", loc)

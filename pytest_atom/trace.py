@@ -96,9 +96,13 @@ def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
 
 
-def _cost(records: list[IterationRecord], wall_seconds: float) -> dict[str, Any]:
+def _cost(
+    records: list[IterationRecord], wall_seconds: float, usd: tuple[float, float]
+) -> dict[str, Any]:
+    """`usd` is (spent, recorded): see SpecResult.costs."""
     return {
-        "usd": sum(r.cost_usd for r in records),
+        "usd": usd[0],
+        "recorded_usd": usd[1],
         "tokens": sum(r.tokens for r in records),
         "wall_time_ms": _ms(wall_seconds),
         "claude_time_ms": _ms(sum(r.duration for r in records)),
@@ -156,7 +160,7 @@ def _child(
             for c in attempt.checks
         ],
         "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
-        "cost": _cost(records, executor_seconds + reflector_seconds),
+        "cost": _cost(records, executor_seconds + reflector_seconds, result.costs([attempt])),
         "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
         "children": [],
         "errors": errors,
@@ -254,7 +258,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
             "dispatches_runs": len(sessions),
             "violations": [v for s in sessions for v in _permission_denials(s)],
         },
-        "cost": _cost(result.records, result.duration),
+        "cost": _cost(result.records, result.duration, result.costs()),
         "children": [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
         "atom": {

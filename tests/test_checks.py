@@ -98,6 +98,42 @@ def test_command_exit_code_and_output(ws: Path) -> None:
     assert no_match.summary == "`echo 1 failed` exited 0 but its output does not match /passed/"
 
 
+def test_command_output_is_an_unanchored_search_over_stdout_and_stderr(ws: Path) -> None:
+    # "1 2 ... 100" holds "14 15", which /1..15/ matches: the regex is searched, not anchored.
+    assert run(command("seq -s ' ' 1 100", output="1..15"), ws).passed
+    assert not run(command("seq -s ' ' 1 100", stdout="1..15"), ws).passed
+    assert run(command("echo warning >&2", output="^warning$"), ws).passed
+
+
+def test_command_stdout_is_exact_and_shows_a_diff(ws: Path) -> None:
+    assert run(command("seq 1 3", stdout="1\n2\n3"), ws).passed  # trailing newline ignored
+    assert run(command("seq 1 3; echo noise >&2", stdout="1\n2\n3\n\n"), ws).passed
+    result = run(command("seq 1 100", stdout="".join(f"{i}\n" for i in range(1, 16))), ws)
+    assert not result.passed  # the regex form passes this; the exact form does not
+    assert result.summary == (
+        "`seq 1 100` exited 0 but its stdout differs from the expected one from line 16 "
+        "(15 lines expected, 100 printed)"
+    )
+    lines = result.evidence.splitlines()
+    assert lines[:4] == [
+        "$ seq 1 100",
+        "--- expected stdout",
+        "+++ actual stdout",
+        "@@ -13,3 +13,88 @@",
+    ]
+    assert lines[4:8] == [" 13", " 14", " 15", "+16"]
+    assert lines[-2:] == ["… (77 more diff lines)", "[exit code 0]"]
+    assert len(lines) <= 20  # a report shows an evidence's last 20 lines: all of it
+
+
+def test_command_stdout_diff_names_changed_lines_and_keeps_stderr_apart(ws: Path) -> None:
+    result = run(command("printf 'a\\nB\\nc\\n'; echo oops >&2", stdout="a\nb\nc\n"), ws)
+    assert not result.passed
+    assert "from line 2 (3 lines expected, 3 printed)" in result.summary
+    assert "-b\n+B\n" in result.evidence
+    assert result.evidence.endswith("[stderr]\noops\n[exit code 0]")
+
+
 def test_command_env_and_stdin(ws: Path) -> None:
     env = {"PATH": os.environ["PATH"], "ATOM_GREETING": "hej"}
     result = run(command('echo "$ATOM_GREETING"; cat', output="^hej$"), ws, env)

@@ -53,6 +53,36 @@ def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> No
     assert "verdict: fail, score 0.3" in failed.output  # the same report as pytest's
 
 
+def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
+    cli: CliRunner, specs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-q"\n')
+    (specs / "plain.atom.yaml").write_text(  # no criteria: a second attempt can never come
+        "name: plain\nprompt: Create hello.txt.\nscript: scripts/create_file.yaml\n"
+        "accept:\n  - file_exists: hello.txt\n"
+    )
+    monkeypatch.chdir(specs)
+    result = cli.invoke(main, ["run", "create_file.atom.yaml", "plain.atom.yaml"])
+    assert result.exit_code == 0, result.output
+    assert not (specs / ".atom").exists()  # runs go where pytest --atom puts them
+    assert len(list((tmp_path / ".atom" / "runs").iterdir())) == 2
+    replayed, plain = result.output.split("plain (plain.atom.yaml)")
+    assert "attempt 1/3" in replayed and "attempt 1/" not in plain
+    table = [
+        line.split()
+        for line in result.output.splitlines()
+        if line.startswith(("spec ", "plain.", "create_file."))
+    ]
+    assert table[0][-6:] == ["cost", "$", "rec", "$", "time", "s"]
+    rows = {row[0]: row for row in table[1:]}
+    replay_row, plain_row = (
+        rows["create_file.atom.yaml::create-file"],
+        rows["plain.atom.yaml::plain"],
+    )
+    assert replay_row[-3] == "0.0000" and float(replay_row[-2]) > 0  # spent nothing; recorded
+    assert plain_row[-3:-1] == ["0.0000", "-"]  # scripted: no API called, nothing recorded
+
+
 def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
     result = cli.invoke(main, [str(specs / "create_file.atom.yaml")])
     assert result.exit_code == 0, result.output
@@ -72,11 +102,22 @@ def test_run_json_and_report(cli: CliRunner, specs: Path, tmp_path: Path) -> Non
     assert (tmp_path / "out" / "create_file" / "create-file.json").exists()
 
 
-def test_malformed_spec_is_a_usage_error(cli: CliRunner, tmp_path: Path) -> None:
+def test_malformed_spec_is_an_error_without_the_usage_banner(
+    cli: CliRunner, tmp_path: Path
+) -> None:
     (tmp_path / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
     result = cli.invoke(main, ["run", "bad.atom.yaml"])
     assert result.exit_code == 2
-    assert "unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?" in result.output
+    assert "Error: unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?" in (
+        result.output
+    )
+    assert "Usage:" not in result.output  # the command line was right; the file is not
+    (tmp_path / "quote.atom.yaml").write_text('name: q\nprompt: "open\n\n\n')
+    result = cli.invoke(main, ["run", "quote.atom.yaml"])
+    assert result.exit_code == 2 and "Usage:" not in result.output
+    assert "while scanning a quoted scalar (line 2, column 9) at quote.atom.yaml:2:9" in (
+        result.output
+    )
 
 
 def test_missing_cassette_is_a_harness_error(cli: CliRunner, tmp_path: Path) -> None:

@@ -271,3 +271,41 @@ def test_folder_argument_finds_nested_specs(tmp_path: Path) -> None:
         "suite/a/b/deep.atom.yaml::deep",
         "2 specs: 2 ok, 0 failed",
     ]
+
+
+def test_without_paths_the_ini_atom_paths_are_validated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "specs" / "one.atom.yaml", "prompt: p\n")
+    write(tmp_path / "more" / "two.atom.yaml", "prompt: p\n")
+    write(tmp_path / "ignored" / "three.atom.yaml", "prompt: p\n")
+    write(
+        tmp_path / "pyproject.toml",
+        '[project]\nname = "x"\n\n[tool.pytest.ini_options]\natom_paths = ["specs", "more"]\n',
+    )
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")  # relative to the ini file, as pytest resolves them
+    result = invoke()
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"atom_paths from {tmp_path / 'pyproject.toml'}: " + " ".join(
+        str(tmp_path / d) for d in ("specs", "more")
+    )
+    assert [line for line in lines if "::" in line] == [
+        f"{tmp_path / 'specs' / 'one.atom.yaml'}::one",
+        f"{tmp_path / 'more' / 'two.atom.yaml'}::two",
+    ]
+
+
+def test_without_paths_or_atom_paths_says_so(tmp_path: Path) -> None:
+    result = CliRunner().invoke(validate, [])
+    assert result.exit_code == 2
+    assert "no PATHS given, and no pytest settings found" in result.output
+    write(tmp_path / "tox.ini", "[pytest]\naddopts = -q\n")
+    result = CliRunner().invoke(validate, [])
+    assert result.exit_code == 2
+    assert "no PATHS given, and tox.ini sets no atom_paths: name spec files" in result.output
+    write(tmp_path / "tox.ini", "[pytest]\natom_paths = specs\n")
+    result = CliRunner().invoke(validate, [])
+    assert result.exit_code == 2
+    assert "atom_paths in tox.ini names specs, which does not exist" in result.output

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+from pytest_atom.runner import kill_process_tree
 from tests.conftest import bash
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
@@ -129,3 +131,33 @@ def test_cli_version_from_the_npm_package_and_from_the_binary(
     other.write_text("#!/bin/sh\necho '9.9.9 (Claude Code)'\n")
     other.chmod(0o755)
     assert claude_version(other) == "9.9.9"  # no package.json beside it: asks the binary
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see zombies")
+def test_kill_process_tree_reaches_a_child_in_its_own_session(tmp_path: Path) -> None:
+    """As the CLI's Bash does: a grandchild in a session of its own, out of the group's reach."""
+    pid_file = tmp_path / "escaped.pid"
+    proc = subprocess.Popen(
+        ["bash", "-c", f"setsid sleep 60 & echo $! > {pid_file}; sleep 60"],
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the child never started"
+        time.sleep(0.02)
+    escaped = int(pid_file.read_text())
+    assert os.getsid(escaped) != os.getsid(proc.pid)  # a killpg of the CLI's group misses it
+    kill_process_tree(proc)
+    assert proc.returncode is not None
+    deadline = time.monotonic() + 5
+    while _running(escaped) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(escaped)
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -79,6 +79,7 @@ snapshot: [out/report.md, notes.txt]
 accept:
   - command: pytest -q
   - command: {run: make, exit_code: 2, output: "^done$", timeout: 5}
+  - command: {run: seq 3, stdout: "1\\n2\\n3\\n"}
 """,
     )
     spec = load_spec(path)
@@ -94,7 +95,9 @@ accept:
     assert spec.attempts == 5
     assert spec.reflector == ReflectorOptions(0.95, "claude-judge", threshold_set=True)
     assert spec.snapshot == ("out/report.md", "notes.txt")
-    short, full = spec.accept
+    short, full, exact = spec.accept
+    assert exact.params["stdout"] == "1\n2\n3\n"
+    assert exact.describe() == 'command `seq 3` exits 0 and prints exactly "1\\n2\\n3"'
     assert dict(short.params) == {
         "run": "pytest -q",
         "exit_code": 0,
@@ -266,7 +269,12 @@ def test_yaml_syntax_error_has_location(tmp_path: Path, monkeypatch: pytest.Monk
     err = error_of(path)
     assert err.message.startswith("invalid YAML: ")
     assert str(err).endswith(f" at y.atom.yaml:{err.line}:{err.column}")
-    assert err.line == 3  # the unclosed flow sequence is noticed at the end of the stream
+    # Noticed at the end of the stream (line 3), caused by the unclosed `[` on line 2.
+    assert (err.line, err.column) == (2, 9)
+    assert err.message == (
+        "invalid YAML: expected ',' or ']', but got '<stream end>' (line 3, column 1) "
+        "while parsing a flow sequence (line 2, column 9)"
+    )
 
 
 def test_yaml_mapping_value_error_location(tmp_path: Path) -> None:

@@ -106,7 +106,9 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     }
     cost = trace["cost"]
     assert cost["dispatched_runs"] == 2 and cost["tokens"] == passing.tokens > 0
-    assert cost["usd"] == pytest.approx(passing.cost_usd) and cost["usd"] > 0
+    # Scripted: the CLI prices the usage, but no API was paid and nothing was recorded.
+    assert sum(s["cost_usd"] for s in sessions(trace)) > 0
+    assert cost["usd"] == passing.cost_usd == 0 and cost["recorded_usd"] == 0
     assert cost["wall_time_ms"] >= cost["claude_time_ms"] > 0
 
     [child] = trace["children"]

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from pytest_atom import yamldoc
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.server import GatewayRequest, Reply
 
@@ -64,9 +65,10 @@ class Script:
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror}") from None
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as exc:
-            raise ScriptError(f"invalid YAML in script {path}: {exc}") from None
+            root = yamldoc.compose(yaml.SafeLoader(text))  # no alias bombs
+        except yamldoc.YamlDocError as exc:
+            where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
+            raise ScriptError(f"{exc.message} at {where}") from None
         return cls.from_node(root, path)
 
     @classmethod
