@@ -163,7 +163,7 @@ class ModelSource:
             self.upstream_gateway.stop()
         tape = self.tape
         if self.kind in ("refresh", "rejudge") and tape is not None:
-            return None if failed else self._rewrite(spec, tape, cli_version)
+            return self._rewrite(spec, tape, cli_version, failed=failed)
         if self.kind != "record" or tape is None:
             return None
         cassette = tape.cassette
@@ -201,11 +201,14 @@ class ModelSource:
             cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
         return cassette.save(cassette.partial_path if failed else None)
 
-    def _rewrite(self, spec: Spec, tape: CassetteResponder, cli_version: str | None) -> Path | None:
+    def _rewrite(
+        self, spec: Spec, tape: CassetteResponder, cli_version: str | None, *, failed: bool
+    ) -> Path | None:
         """Refresh and re-judge rewrite an existing cassette, atomically, and only after a
         run that diverged nowhere: a divergence is reported instead, the file untouched."""
-        if tape.divergences:
-            self.refused = f"the replay diverged, so {tape.cassette.path.name} was left unchanged"
+        if tape.divergences or failed:
+            why = "the replay diverged" if tape.divergences else "the run did not finish"
+            self.refused = f"{why}, so {tape.cassette.path.name} was left unchanged"
             return None
         old = tape.cassette
         recorded = old.interactions[: tape.original_count]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.cassette import Cassette
 from tests.conftest import bash
 
 SPEC = """\
@@ -99,10 +100,8 @@ def test_refine_starts_a_second_attempt_in_the_same_conversation(pytester: pytes
     assert (run / "attempts" / "a02" / "done.txt").read_text() == "done\ndone\n"
     assert (run / "committed" / "done.txt").read_text() == "done\ndone\n"
     # The recorded traffic shows attempt 2 continuing the conversation with the feedback.
-    cassette = yaml.safe_load((pytester.path / "cassettes" / "task" / "task.yaml").read_text())
-    bodies = [
-        json.loads(i["request"]["body"]) for i in cassette["interactions"] if i["request"]["body"]
-    ]
+    cassette = Cassette.load(pytester.path / "cassettes" / "task" / "task.yaml")
+    bodies = [i.body for i in cassette.interactions if isinstance(i.body, dict)]
     second = [b for b in bodies if "Say it twice." in json.dumps(b.get("messages"))]
     assert second, "the refine attempt never received the reflector's feedback"
     history = json.dumps(second[0]["messages"])
