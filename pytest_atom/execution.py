@@ -36,6 +36,7 @@ from pytest_atom.recording import ModelSource, RecordingError, RecordSettings, o
 from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
+from pytest_atom.sandbox import Confinement, require_tools
 from pytest_atom.spec import Spec
 from pytest_atom.tools import discover_tools, tool_env
 
@@ -219,6 +220,8 @@ def run_spec(
     """
     started = time.perf_counter()
     claude_bin = claude_bin or find_claude()
+    if spec.sandbox is not None:
+        require_tools()  # before anything starts: a missing bwrap says how to install it
     if threshold is None or spec.reflector.threshold_set:
         threshold = spec.reflector.threshold
     prompts = PromptLoader(prompt_project(spec, project_dir))
@@ -310,6 +313,7 @@ class _Run:
             model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
+            confinement=Confinement(self.run_dir, spec.sandbox),
         )
         system_prompt = self.prompts.load(spec.toolname)
         session = session_id_for(spec)
@@ -355,6 +359,7 @@ class _Run:
                         session_id=session_id_for(spec, f"reflector:{number}"),
                         threshold=self.threshold,
                         prompts=self.prompts,
+                        confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
                     )
                 except ReflectorError as exc:
                     # A replay whose reflector request diverged failed on the divergence,
