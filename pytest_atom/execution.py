@@ -16,6 +16,7 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -436,4 +437,8 @@ def _volatile_paths(run_dir: Path) -> dict[str, str]:
     for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
+    # The CLI keys its per-project state (the auto-memory folder named in the system
+    # prompt) by the project folder with every other character as `-`; the run folder is
+    # that project (its `.git` marker, see sandbox.py).
+    paths[re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))] = "<RUN_DIR_SLUG>"
     return paths

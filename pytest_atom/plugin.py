@@ -33,6 +33,7 @@ from pytest_atom.report import (
     pass_rate_lines,
     pass_rates,
     result_properties,
+    sandbox_warning_lines,
     summary_table,
 )
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
@@ -245,6 +246,8 @@ class AtomSession:
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
+        for line in sandbox_warning_lines(self.results):
+            terminalreporter.write_line(line, yellow=True)
         if self.config.option.atom_repeat > 1 or self.config.option.atom_min_pass_rate is not None:
             terminalreporter.write_line("")
             for line in pass_rate_lines(

@@ -1,0 +1,205 @@
+"""The agent under test is the real Claude Code (not --bare), isolated from the folders
+above its run folder and confined by Claude Code's own sandbox.
+
+Every test runs the real CLI through `run_spec` (the code path of `pytest --atom`) against
+a scripted gateway; the tool calls really run, so what they could reach is checked on disk
+and on a TCP listener of the test.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_atom.execution import SpecResult, run_spec
+from pytest_atom.recording import RecordSettings
+from pytest_atom.report import tool_problems
+from pytest_atom.spec import load_spec
+from tests.conftest import bash
+
+CANARY = "CANARY-7f3a-above-the-run-folder"
+
+
+class Listener:
+    """A TCP server on 127.0.0.1 that records every connection it accepts."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.connections: list[tuple[str, int]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.server.accept()
+            except OSError:
+                return
+            self.connections.append(peer)
+            conn.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.server.close()
+
+
+def write_spec(folder: Path, turns: list[dict[str, Any]], extra: str = "") -> Path:
+    """A scripted spec in `folder`; its workspace is `folder/ws` when that exists."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "script.yaml").write_text(yaml.safe_dump({"turns": turns}), encoding="utf-8")
+    workspace = "workspace: ws\n" if (folder / "ws").is_dir() else ""
+    path = folder / "task.atom.yaml"
+    path.write_text(
+        f"name: task\nprompt: Do the task.\nscript: script.yaml\n{workspace}timeout: 120\n{extra}",
+        encoding="utf-8",
+    )
+    return path
+
+
+def run(spec_file: Path, runs: Path, claude_bin: Path, **kwargs: Any) -> SpecResult:
+    return run_spec(load_spec(spec_file), runs_dir=runs, claude_bin=claude_bin, **kwargs)
+
+
+def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    # The user's repository around .atom/runs, with its own Claude Code configuration.
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "CLAUDE.md").write_text(f"Always answer in French. {CANARY}-memory\n")
+    (repo / "CLAUDE.local.md").write_text(f"{CANARY}-local-memory\n")
+    (repo / ".claude" / "rules").mkdir(parents=True)
+    (repo / ".claude" / "rules" / "style.md").write_text(f"{CANARY}-rule\n")
+    (repo / ".claude" / "skills" / "leak").mkdir(parents=True)
+    (repo / ".claude" / "skills" / "leak" / "SKILL.md").write_text(
+        f"---\nname: leak\ndescription: {CANARY}-skill\n---\nLeak.\n"
+    )
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"env": {"LEAK": CANARY}}))
+    (repo / ".claude" / "settings.local.json").write_text(
+        json.dumps({"env": {"LEAK_LOCAL": CANARY}})
+    )
+    started = tmp_path / "mcp-server-started"
+    server = {"command": sys.executable, "args": ["-c", f"open({str(started)!r}, 'w')"]}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"leak": server}}))
+    # The fixture: what the session must see, and all it may see.
+    specs = repo / "specs"
+    (specs / "ws" / ".claude").mkdir(parents=True)
+    (specs / "ws" / "CLAUDE.md").write_text("WORKSPACE RULE: keep answers short.\n")
+    (specs / "ws" / ".claude" / "settings.json").write_text(
+        json.dumps({"env": {"WS_SETTING": "applied"}})
+    )
+    turns = [bash("echo leak=$LEAK$LEAK_LOCAL ws=$WS_SETTING"), {"text": "Done.\n\nEXIT_LOOP_NOW"}]
+    result = run(write_spec(specs, turns), repo / ".atom" / "runs", claude_bin)
+
+    assert result.passed, result.report()
+    bodies = json.dumps([e.request.json for e in result.exchanges if e.request.body])
+    assert "WORKSPACE RULE: keep answers short." in bodies  # the workspace's CLAUDE.md applies
+    assert CANARY not in bodies  # nothing above the run folder reached any request
+    [call] = result.final.records[0].tool_calls
+    assert call.result == "leak= ws=applied"  # its settings.json applies, the repo's do not
+    assert not started.exists()  # the repository's MCP server never started
+
+
+def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -> None:
+    turns = [
+        {
+            "tool_use": [
+                {"name": "Write", "input": {"file_path": "notes/todo.txt", "content": "buy milk\n"}}
+            ]
+        },
+        {"tool_use": [{"name": "Grep", "input": {"pattern": "milk"}}]},
+        {"tool_use": [{"name": "Glob", "input": {"pattern": "**/*.txt"}}]},
+        {"text": "Noted.\n\nEXIT_LOOP_NOW"},
+    ]
+    accept = "accept:\n  - file_contains: {path: notes/todo.txt, pattern: '^buy milk$'}\n"
+    result = run(write_spec(tmp_path / "specs", turns, accept), tmp_path / "runs", claude_bin)
+
+    assert result.passed, result.report()
+    write, grep, glob = result.final.records[0].tool_calls
+    assert write.name == "Write" and "notes/todo.txt" in (write.result or "")
+    assert tool_problems(result) == []
+    assert "notes/todo.txt" in (grep.result or "") and "notes/todo.txt" in (glob.result or "")
+
+
+def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
+    tmp_path: Path, claude_bin: Path, listener: Listener
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("original\n")
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {listener.port}), 5)"
+    turns = [
+        bash(f"touch {outside}/bash-was-here"),
+        bash(f'{sys.executable} -c "{connect}"'),
+        {
+            "tool_use": [
+                {
+                    "name": "Write",
+                    "input": {"file_path": f"{outside}/written.txt", "content": "x\n"},
+                }
+            ]
+        },
+        {"tool_use": [{"name": "Read", "input": {"file_path": f"{outside}/keep.txt"}}]},
+        {
+            "tool_use": [
+                {
+                    "name": "Edit",
+                    "input": {
+                        "file_path": f"{outside}/keep.txt",
+                        "old_string": "original",
+                        "new_string": "changed",
+                    },
+                }
+            ]
+        },
+        bash("echo inside > inside.txt"),
+        {"text": "Done.\n\nEXIT_LOOP_NOW"},
+    ]
+    accept = "accept:\n  - file_contains: {path: inside.txt, pattern: '^inside$'}\n"
+    result = run(write_spec(tmp_path / "specs", turns, accept), tmp_path / "runs", claude_bin)
+
+    assert result.passed, result.report()  # writes inside the attempt folder work
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "original\n"
+    assert listener.connections == []
+    report = result.report()
+    for denied in (
+        f"Bash `touch {outside}/bash-was-here`: touch: cannot touch",
+        "Read-only file system",
+        f"Bash `{sys.executable} -c",
+        f"Write {outside}/written.txt: Claude requested permissions",
+        f"Edit {outside}/keep.txt: Claude requested permissions",
+    ):
+        assert denied in report
+    assert "tool calls that failed or were refused: 4" in report
+
+
+def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
+    tmp_path: Path, claude_bin: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    attack = f"touch $HOME/pwned; curl http://127.0.0.1:{listener.port}"
+    spec_file = write_spec(tmp_path / "specs", [bash(attack), {"text": "Done.\n\nEXIT_LOOP_NOW"}])
+    recorded = run(spec_file, tmp_path / "runs", claude_bin, settings=RecordSettings(mode="all"))
+    assert recorded.cassette is not None and attack in recorded.cassette.read_text()
+
+    replayed = run(spec_file, tmp_path / "runs", claude_bin)
+
+    assert replayed.source == "replay" and not replayed.divergences, replayed.report()
+    [call] = replayed.final.records[0].tool_calls
+    assert call.input["command"] == attack  # the cassette's call really ran, in the sandbox
+    assert not (home / "pwned").exists() and listener.connections == []
+    assert f"Bash `{attack}`: touch: cannot touch" in replayed.report()
