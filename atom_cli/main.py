@@ -108,6 +108,7 @@ def setup() -> None:
         found, version = None, None
     if found and version == CLAUDE_CODE_VERSION:
         click.echo(f"Claude Code {version} found at {found}")
+        _sandbox_note()
         return
     if found:
         click.echo(
@@ -122,3 +123,14 @@ def setup() -> None:
         raise click.ClickException(f"npm failed with exit code {exc.returncode}.") from None
     binary = find_claude()
     click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+    _sandbox_note()
+
+
+def _sandbox_note() -> None:
+    """Say what Claude Code's sandbox (on by default for specs) still needs; never fail setup."""
+    from pytest_atom.sandbox import SandboxUnavailableError, require_tools
+
+    try:
+        require_tools()
+    except SandboxUnavailableError as exc:
+        click.echo(f"warning: {exc}".replace("in the spec", "in each spec"), err=True)

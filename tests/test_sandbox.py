@@ -9,6 +9,7 @@ and on a TCP listener of the test.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sys
 import threading
@@ -18,7 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from atom_cli.main import main
+from atom_cli.project_cmd import _check_sandbox
 from pytest_atom.execution import SpecResult, run_spec
 from pytest_atom.recording import RecordSettings
 from pytest_atom.report import tool_problems
@@ -203,3 +207,83 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     assert call.input["command"] == attack  # the cassette's call really ran, in the sandbox
     assert not (home / "pwned").exists() and listener.connections == []
     assert f"Bash `{attack}`: touch: cannot touch" in replayed.report()
+
+
+def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The README's old trap: --bare offers no Write, so the call fails and nothing says why.
+    turns = [
+        {"tool_use": [{"name": "Write", "input": {"file_path": "hello.txt", "content": "hi\n"}}]},
+        {"text": "Done.\n\nEXIT_LOOP_NOW"},
+    ]
+    extra = "claude: {bare: true}\nsandbox: false\naccept:\n  - file_exists: hello.txt\n"
+    spec_file = write_spec(tmp_path, turns, extra)
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.chdir(tmp_path)
+
+    result = CliRunner().invoke(main, ["run", str(spec_file)])
+
+    assert result.exit_code == 1, result.output
+    out = " ".join(result.output.split())  # rich wraps long lines on a narrow terminal
+    assert "✗ Write hello.txt: Error: No such tool available: Write." in out  # as it happens
+    assert "tool calls that failed or were refused: 1" in out  # and in the failure report
+    assert (
+        "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
+        and "task.atom.yaml::task" in out.split("warning:")[1]
+    )
+
+
+def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
+    pytester: pytest.Pytester, claude_for_pytester: None
+) -> None:
+    write_spec(pytester.path, [{"text": "EXIT_LOOP_NOW"}], "claude: {bare: true}\nsandbox: false\n")
+    result = pytester.runpytest("--atom", "--junitxml=out.xml")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*task.atom.yaml::task*passed*",
+            "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)*",
+        ]
+    )
+    assert '<property name="atom_sandbox" value="off"' in (pytester.path / "out.xml").read_text()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux's sandbox")
+def test_a_missing_sandbox_tool_is_a_harness_error_that_says_how_to_install(
+    pytester: pytest.Pytester, claude_for_pytester: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_spec(pytester.path, [{"text": "EXIT_LOOP_NOW"}])
+    monkeypatch.setenv("PATH", str(pytester.path / "empty-bin"))
+    result = pytester.runpytest("--atom")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-atom could not run spec 'task': Claude Code's sandbox needs bubblewrap and "
+            "socat on Linux, and bubblewrap (bwrap) and socat (socat) are not on PATH: install "
+            "them (`apt-get install bubblewrap socat` on Debian and Ubuntu), or set "
+            "`sandbox: false` in the spec to run its agent unsandboxed"
+        ]
+    )
+    assert not (pytester.path / ".atom" / "runs").exists()  # refused before anything ran
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux's sandbox")
+def test_setup_and_doctor_say_how_to_install_the_sandbox_tools(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "socat").symlink_to(shutil.which("socat") or "/usr/bin/socat")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # socat, but no bwrap
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    hint = (
+        "Claude Code's sandbox needs bubblewrap and socat on Linux, and bubblewrap (bwrap) is "
+        "not on PATH: install them (`apt-get install bubblewrap socat` on Debian and Ubuntu), "
+        "or set `sandbox: false` in each spec to run its agent unsandboxed"
+    )
+    setup = CliRunner().invoke(main, ["setup"])
+    assert setup.exit_code == 0 and f"warning: {hint}" in setup.output  # setup's job is done
+
+    reported: list[tuple[str, str, str]] = []
+    _check_sandbox(lambda *line: reported.append(line), claude_bin)
+    assert reported == [("fail", "sandbox", hint)]  # doctor fails, without starting claude
