@@ -243,7 +243,7 @@ def run_spec(
     source = open_model_source(
         spec,
         settings or RecordSettings(),
-        paths=_volatile_paths(run.run_dir),
+        paths=_volatile_paths(run.run_dir, spec.attempts),
         claude_bin=claude_bin,
     )
     interrupted = True
@@ -431,14 +431,17 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     )
 
 
-def _volatile_paths(run_dir: Path) -> dict[str, str]:
+def _volatile_paths(run_dir: Path, attempts: int = 1) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
     for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
-    # The CLI keys its per-project state (the auto-memory folder named in the system
-    # prompt) by the project folder with every other character as `-`; the run folder is
-    # that project (its `.git` marker, see sandbox.py).
-    paths[re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))] = "<RUN_DIR_SLUG>"
+    # The CLI names per-folder state after the folder with every other character as `-`,
+    # in its system prompt: the auto-memory folder of the project (the run folder, see its
+    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
+    slug = re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))
+    paths[slug] = "<RUN_DIR_SLUG>"
+    for number in range(1, attempts + 1):
+        paths[f"{slug}-attempts-a{number:02d}"] = f"<RUN_DIR_SLUG>-attempts-a{number:02d}"
     return paths

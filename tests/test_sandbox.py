@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.execution import SpecResult, run_spec
 from pytest_atom.recording import RecordSettings
 from pytest_atom.report import tool_problems
@@ -275,7 +276,13 @@ def test_setup_and_doctor_say_how_to_install_the_sandbox_tools(
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "socat").symlink_to(shutil.which("socat") or "/usr/bin/socat")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # socat, but no bwrap
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    # An installed pinned CLI, as setup finds it (its version is read from package.json).
+    package = tmp_path / "claude-code"
+    (package / "bin").mkdir(parents=True)
+    (package / "bin" / "claude").write_text("")
+    manifest = {"name": NPM_PACKAGE, "version": CLAUDE_CODE_VERSION}
+    (package / "package.json").write_text(json.dumps(manifest))
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(package / "bin" / "claude"))
     hint = (
         "Claude Code's sandbox needs bubblewrap and socat on Linux, and bubblewrap (bwrap) is "
         "not on PATH: install them (`apt-get install bubblewrap socat` on Debian and Ubuntu), "
