@@ -86,7 +86,7 @@ class Confinement:
     boundary: Path
     sandbox: SandboxOptions | None  # None: isolation only, no sandbox
 
-    def prepare(self, cwd: Path) -> list[str]:
+    def prepare(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker.
 
         The settings go to a file in the run folder rather than inline: the CLI names the
@@ -96,20 +96,25 @@ class Confinement:
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
         settings = self.boundary / SETTINGS_FILE
-        settings.write_text(json.dumps(self.settings(cwd), indent=2) + "\n", encoding="utf-8")
+        data = self.settings(cwd, allowed)
+        settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
 
-    def settings(self, cwd: Path) -> dict[str, Any]:
-        """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any."""
+    def settings(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> dict[str, Any]:
+        """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
+
+        Sandboxed commands run without asking only when the spec allows Bash: a spec that
+        leaves Bash out (or allows only ``Bash(git *)``) keeps its other commands refused.
+        """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.sandbox is not None:
             data["sandbox"] = {
                 "enabled": True,
                 "failIfUnavailable": True,
-                "autoAllowBashIfSandboxed": True,
+                "autoAllowBashIfSandboxed": "Bash" in allowed,
                 "allowUnsandboxedCommands": False,
                 "network": {"allowedDomains": list(self.sandbox.network)},
                 "filesystem": {"allowWrite": [str(p) for p in self.write_paths(cwd)]},
