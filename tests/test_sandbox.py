@@ -105,12 +105,24 @@ def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
         json.dumps({"env": {"WS_SETTING": "applied"}})
     )
     turns = [bash("echo leak=$LEAK$LEAK_LOCAL ws=$WS_SETTING"), {"text": "Done.\n\nEXIT_LOOP_NOW"}]
-    result = run(write_spec(specs, turns), repo / ".atom" / "runs", claude_bin)
+    spec_file = write_spec(specs, turns, "criteria: [The agent printed the settings.]\n")
+    verdict = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
+    script = yaml.safe_load((specs / "script.yaml").read_text())
+    (specs / "script.yaml").write_text(
+        yaml.safe_dump({**script, "reflector": [{"verdict": verdict}]})
+    )
+    result = run(spec_file, repo / ".atom" / "runs", claude_bin)
 
     assert result.passed, result.report()
-    bodies = json.dumps([e.request.json for e in result.exchanges if e.request.body])
-    assert "WORKSPACE RULE: keep answers short." in bodies  # the workspace's CLAUDE.md applies
-    assert CANARY not in bodies  # nothing above the run folder reached any request
+    requests = [e.request.json for e in result.exchanges if e.request.body]
+    judge = [r for r in requests if "StructuredOutput" in {t["name"] for t in r.get("tools", [])}]
+    agent = [r for r in requests if r not in judge]
+    assert "WORKSPACE RULE: keep answers short." in json.dumps(agent)  # its CLAUDE.md applies
+    assert CANARY not in json.dumps(requests)  # nothing above the run folder reached a request
+    # The judge is the real Claude Code too, with Read, Grep and Glob, but takes no
+    # instructions from the attempt folder, which the agent could have written.
+    assert judge and "WORKSPACE RULE" not in json.dumps(judge)
+    assert {"Read", "Grep", "Glob"} <= {t["name"] for t in judge[0]["tools"]}
     [call] = result.final.records[0].tool_calls
     assert call.result == "leak= ws=applied"  # its settings.json applies, the repo's do not
     assert not started.exists()  # the repository's MCP server never started
