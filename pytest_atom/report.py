@@ -195,7 +195,8 @@ def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[s
     many = len(off) > 1
     return [
         f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
-        "without Claude Code's sandbox (`sandbox: false`): its commands could write outside "
+        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
+        "could write outside "
         f"the attempt folder and reach the network: {', '.join(off)}"
     ]
 
