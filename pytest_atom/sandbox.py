@@ -95,6 +95,11 @@ class Confinement:
         """
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
+        entries = self.sandbox.write if self.sandbox else ()
+        for entry, path in zip(entries, self.write_paths(cwd), strict=True):
+            if not Path(entry).expanduser().is_absolute():
+                # The sandbox can only open existing paths; a relative one is the run's own.
+                path.mkdir(parents=True, exist_ok=True)
         settings = self.boundary / SETTINGS_FILE
         data = self.settings(cwd, allowed)
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -122,7 +127,11 @@ class Confinement:
         return data
 
     def write_paths(self, cwd: Path) -> list[Path]:
-        """The spec's extra writable paths, absolute (relative ones are under `cwd`)."""
+        """The spec's extra writable paths, absolute (relative ones are under `cwd`).
+
+        A relative one that does not exist yet is made a folder by `prepare`; ``~/`` and
+        absolute ones must exist, as the sandbox cannot open a missing path.
+        """
         if self.sandbox is None:
             return []
         return [

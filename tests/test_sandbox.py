@@ -202,6 +202,25 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
     assert "tool calls that failed or were refused: 4" in report
 
 
+def test_a_spec_allows_a_domain_and_an_extra_folder(
+    tmp_path: Path, claude_bin: Path, listener: Listener
+) -> None:
+    # Through the sandbox's proxy (a direct connection never leaves the sandbox's network).
+    fetch = (
+        f'no_proxy= NO_PROXY= {sys.executable} -c "import urllib.request; '
+        f"urllib.request.urlopen('http://localhost:{listener.port}/', timeout=5)\""
+    )
+    turns = [bash(fetch), bash("echo kept > ../shared/out.txt"), {"text": "EXIT_LOOP_NOW"}]
+    extra = "sandbox: {network: [localhost], write: [../shared]}\n"
+    result = run(write_spec(tmp_path / "specs", turns, extra), tmp_path / "runs", claude_bin)
+
+    assert result.passed, result.report()
+    assert listener.connections  # the allowed domain was reached
+    [shared] = (tmp_path / "runs").glob("*/attempts/shared/out.txt")
+    assert shared.read_text() == "kept\n"
+    assert "Bash `echo kept" not in result.report()
+
+
 def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     tmp_path: Path, claude_bin: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
