@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -444,4 +445,8 @@ def _volatile_paths(run_dir: Path, attempts: int = 1) -> dict[str, str]:
     paths[slug] = "<RUN_DIR_SLUG>"
     for number in range(1, attempts + 1):
         paths[f"{slug}-attempts-a{number:02d}"] = f"<RUN_DIR_SLUG>-attempts-a{number:02d}"
+    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt).
+    if hasattr(os, "getuid"):
+        for name in ("claude", "cc-daemon", "claude-host"):
+            paths[f"{tempfile.gettempdir()}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
