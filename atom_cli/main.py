@@ -121,6 +121,7 @@ def setup(other: str | None) -> None:
         found, version = None, None
     if found and version == CLAUDE_CODE_VERSION:
         click.echo(f"Claude Code {version} found at {found}")
+        _sandbox_note()
         return
     if found:
         click.echo(
@@ -129,6 +130,7 @@ def setup(other: str | None) -> None:
     _npm_install(CLAUDE_CODE_VERSION)
     binary = find_claude()
     click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+    _sandbox_note()
 
 
 def _npm_install(version: str) -> None:
@@ -139,3 +141,13 @@ def _npm_install(version: str) -> None:
         raise click.ClickException("npm was not found: install Node.js (with npm) first.") from None
     except subprocess.CalledProcessError as exc:
         raise click.ClickException(f"npm failed with exit code {exc.returncode}.") from None
+
+
+def _sandbox_note() -> None:
+    """Say what Claude Code's sandbox (on by default for specs) still needs; never fail setup."""
+    from pytest_atom.sandbox import SandboxUnavailableError, require_tools
+
+    try:
+        require_tools()
+    except SandboxUnavailableError as exc:
+        click.echo(f"warning: {exc}".replace("in the spec", "in each spec"), err=True)

@@ -33,6 +33,13 @@ from pytest_atom.claude_code import (
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.recording import AUTH_VARIABLES
 from pytest_atom.runner import ClaudeRunner, claude_env
+from pytest_atom.sandbox import (
+    LINUX_TOOLS,
+    Confinement,
+    SandboxUnavailableError,
+    require_tools,
+)
+from pytest_atom.spec import SandboxOptions
 
 # --------------------------------------------------------------------------- atom init
 
@@ -350,6 +357,7 @@ def doctor() -> None:
     _check_credentials(report)
     _check_node(report)
     _check_self_test(report, binary)
+    _check_sandbox(report, binary)
 
     failed, warned = counts["fail"], counts["warn"]
     if failed:
@@ -467,3 +475,58 @@ def _check_self_test(report: Report, binary: Path | None) -> None:
         "self-test",
         f"{why} after {elapsed:.1f}s" + "".join(f"\n      | {line}" for line in detail),
     )
+
+
+def _check_sandbox(report: Report, binary: Path | None) -> None:
+    """Claude Code's own sandbox, which spec runs use by default: its tools, then a real try."""
+    try:
+        require_tools()
+    except SandboxUnavailableError as exc:
+        report("fail", "sandbox", str(exc).replace("in the spec", "in each spec"))
+        return
+    found = (
+        ", ".join(f"{tool} at {shutil.which(tool)}" for tool in LINUX_TOOLS)
+        if sys.platform.startswith("linux")
+        else "Seatbelt"
+    )
+    if binary is None:
+        report("ok", "sandbox", f"{found} (not tried: no `claude` binary)")
+        return
+    with tempfile.TemporaryDirectory(prefix="atom-doctor-") as tmp:
+        run_dir, outside = Path(tmp) / "run", Path(tmp) / "outside"
+        work = run_dir / "work"
+        work.mkdir(parents=True)
+        outside.mkdir()
+        turns: list[dict[str, Any]] = [
+            {
+                "tool_use": [
+                    {"name": "Bash", "input": {"command": f"touch inside; touch {outside}/x"}}
+                ]
+            },
+            {"text": SELF_TEST_TEXT},
+        ]
+        gateway = Gateway(scripted(turns)).start()
+        try:
+            runner = ClaudeRunner(
+                env=claude_env(gateway.url, run_dir / "config"),
+                claude_bin=binary,
+                confinement=Confinement(run_dir, SandboxOptions()),
+            )
+            record = runner.run("sandbox self-test", work, timeout=60)
+        except OSError as exc:
+            report("fail", "sandbox", f"could not run {binary}: {exc}")
+            return
+        finally:
+            gateway.stop()
+        escaped, wrote = (outside / "x").exists(), (work / "inside").exists()
+    if record.returncode == 0 and wrote and not escaped:
+        report("ok", "sandbox", f"a command's write outside its folder was refused ({found})")
+        return
+    if record.returncode != 0:
+        why = (record.output.strip() or record.stderr.strip()).splitlines()[-3:]
+        detail = "claude failed" + "".join(f"\n      | {line}" for line in why)
+    elif escaped:
+        detail = "a command wrote outside its folder: the sandbox does not confine it"
+    else:
+        detail = "a command could not write inside its own folder"
+    report("fail", "sandbox", f"{detail}; set `sandbox: false` in each spec to run unsandboxed")

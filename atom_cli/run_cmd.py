@@ -17,7 +17,13 @@ from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.recording import RecordSettings
-from pytest_atom.report import result_properties, summary_table, upstream_error
+from pytest_atom.report import (
+    result_properties,
+    sandbox_warning_lines,
+    summary_table,
+    tool_problem,
+    upstream_error,
+)
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
@@ -53,6 +59,7 @@ class Progress:
         self.console = console
         self.spec = spec
         self.iteration = 0
+        self.calls: dict[str, tuple[str, Any]] = {}  # tool_use id -> (name, input)
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind, sub = event.get("type"), event.get("subtype")
@@ -67,11 +74,14 @@ class Progress:
         elif kind == "assistant":
             for block in (event.get("message") or {}).get("content") or []:
                 if block.get("type") == "tool_use":
+                    self.calls[block.get("id", "")] = (block.get("name", "?"), block.get("input"))
                     args = json.dumps(block.get("input") or {}, ensure_ascii=False)
                     say(f"      [cyan]→ {escape(block.get('name', '?'))}[/] {escape(args[:120])}")
                 elif block.get("type") == "text" and block.get("text", "").strip():
                     first = block["text"].strip().splitlines()[0]
                     say(f"      [dim]{escape(first[:120])}[/]")
+        elif kind == "user":
+            self._tool_results(event)
         elif kind == "atom" and sub == "checks":
             for check in event["checks"]:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
@@ -80,6 +90,20 @@ class Progress:
             verdict = event.get("verdict")
             score = f", score {verdict.score:g}" if verdict else ""
             say(f"    decision: [bold]{event['decision']}[/]{score}")
+
+    def _tool_results(self, event: dict[str, Any]) -> None:
+        """A tool call the CLI answered with an error or a refusal, as it happens."""
+        content = (event.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            output = block.get("content")
+            if isinstance(output, list):
+                output = "\n".join(str(c.get("text", "")) for c in output if isinstance(c, dict))
+            name, tool_input = self.calls.get(block.get("tool_use_id", ""), ("?", None))
+            line = tool_problem(name, tool_input, str(output or ""), bool(block.get("is_error")))
+            if line:
+                self.console.print(f"      [red]✗ {escape(line)}[/]")
 
 
 @click.command("run")
@@ -226,6 +250,8 @@ def run(
     ]
     for line in summary_table(rows):
         console.print(escape(line))
+    for line in sandbox_warning_lines(rows):
+        console.print(f"[yellow]{escape(line)}[/]")
     if as_json:
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)

@@ -16,8 +16,10 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -42,6 +44,7 @@ from pytest_atom.recording import (
 from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
 from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
 from pytest_atom.runtime import AtomRuntime
+from pytest_atom.sandbox import Confinement, require_tools
 from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import Spec
 from pytest_atom.tools import discover_tools, tool_env
@@ -251,6 +254,8 @@ def run_spec(
     """
     started = time.perf_counter()
     claude_bin = claude_bin or find_claude()
+    if spec.sandbox is not None:
+        require_tools()  # before anything starts: a missing bwrap says how to install it
     if threshold is None or spec.reflector.threshold_set:
         threshold = spec.reflector.threshold
     prompts = PromptLoader(prompt_project(spec, project_dir))
@@ -271,7 +276,7 @@ def run_spec(
     source = open_model_source(
         spec,
         settings or RecordSettings(),
-        paths=_volatile_paths(run.run_dir),
+        paths=_volatile_paths(run.run_dir, spec.attempts),
         claude_bin=claude_bin,
     )
     failed = True  # until the run says otherwise: Ctrl-C or a crash keeps the cassette
@@ -347,6 +352,7 @@ class _Run:
             model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
+            confinement=Confinement(self.run_dir, spec.sandbox),
         )
         system_prompt = self.prompts.load(spec.toolname)
         session = session_id_for(spec)
@@ -392,6 +398,7 @@ class _Run:
                         session_id=session_id_for(spec, f"reflector:{number}"),
                         threshold=self.threshold,
                         prompts=self.prompts,
+                        confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
                     )
                 except ReflectorError as exc:
                     # A replay whose reflector request diverged failed on the divergence,
@@ -482,10 +489,21 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     )
 
 
-def _volatile_paths(run_dir: Path) -> dict[str, str]:
+def _volatile_paths(run_dir: Path, attempts: int = 1) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
     for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
+    # The CLI names per-folder state after the folder with every other character as `-`,
+    # in its system prompt: the auto-memory folder of the project (the run folder, see its
+    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
+    slug = re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))
+    paths[slug] = "<RUN_DIR_SLUG>"
+    for number in range(1, attempts + 1):
+        paths[f"{slug}-attempts-a{number:02d}"] = f"<RUN_DIR_SLUG>-attempts-a{number:02d}"
+    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt).
+    if hasattr(os, "getuid"):
+        for name in ("claude", "cc-daemon", "claude-host"):
+            paths[f"{tempfile.gettempdir()}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths

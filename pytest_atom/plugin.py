@@ -35,6 +35,7 @@ from pytest_atom.report import (
     pass_rate_lines,
     pass_rates,
     result_properties,
+    sandbox_warning_lines,
     summary_table,
 )
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
@@ -317,6 +318,8 @@ class AtomSession:
                 if props.get(key):
                     label = key.removeprefix("atom_").removesuffix("s")
                     terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
+        for line in sandbox_warning_lines(self.results):
+            terminalreporter.write_line(line, yellow=True)
         if self.config.option.atom_repeat > 1 or self.config.option.atom_min_pass_rate is not None:
             terminalreporter.write_line("")
             for line in pass_rate_lines(

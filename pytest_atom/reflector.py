@@ -22,6 +22,7 @@ from pytest_atom.checks import CheckResult
 from pytest_atom.gateway.normalize import mask_durations
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.runner import ClaudeRunner, IterationRecord
+from pytest_atom.sandbox import Confinement
 from pytest_atom.spec import ClaudeOptions, Spec
 
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -208,23 +209,33 @@ def run_reflector(
     session_id: str,
     threshold: float,
     prompts: PromptLoader | None = None,
+    confinement: Confinement | None = None,
 ) -> tuple[Verdict, IterationRecord]:
-    """Judge one attempt; raises ReflectorError when no valid verdict comes back."""
+    """Judge one attempt; raises ReflectorError when no valid verdict comes back.
+
+    The judge is the real Claude Code (not ``--bare``, which would offer Read alone) with
+    only the setting source ``user``, the run's own empty config: the attempt folder's
+    CLAUDE.md and .claude/ settings were the agent's to write, so they must not instruct
+    the judge or run its hooks.
+    """
     runner = ClaudeRunner(
         env=env,
         options=ClaudeOptions(
             permission_mode="default",
             allowed_tools=READ_ONLY_TOOLS,
-            bare=True,
+            bare=False,
             args=(
                 "--tools",
                 ",".join(READ_ONLY_TOOLS),
+                "--setting-sources",
+                "user",
                 "--json-schema",
                 json.dumps(VERDICT_SCHEMA),
             ),
         ),
         model=spec.reflector.model or spec.model,
         claude_bin=claude_bin,
+        confinement=confinement,
     )
     diff = workspace_diff(spec.workspace, attempt_dir)
     prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts)

@@ -15,8 +15,15 @@ from pytest_atom.paths import display_path
 
 if TYPE_CHECKING:
     from pytest_atom.execution import SpecResult
+    from pytest_atom.runner import ToolCall
 
 _EVIDENCE_LINES = 20
+_TOOL_PROBLEMS_SHOWN = 10
+#: What a refused tool call looks like when the tool itself did not flag an error: a
+#: sandboxed command that wrote outside its folder and carried on, say.
+_REFUSAL = re.compile(
+    r"Read-only file system|<sandbox_violations>|No such tool available|haven't granted it yet"
+)
 
 
 def _indent(text: str, prefix: str = "      | ", limit: int = _EVIDENCE_LINES) -> list[str]:
@@ -157,6 +164,7 @@ def failure_report(result: SpecResult) -> str:
     if result.error and not result.divergences:
         lines.append("  error:")
         lines += _indent(result.error)
+    lines += tool_problem_lines(result)
     verdict = result.verdict
     if verdict is not None:
         for criterion in verdict.unmet:
@@ -191,6 +199,64 @@ def failure_report(result: SpecResult) -> str:
     return "\n".join(lines)
 
 
+def tool_problem(name: str, tool_input: Any, output: str | None, is_error: bool) -> str | None:
+    """One line for a tool call the CLI answered with an error or a refusal, else None.
+
+    Shared by the failure report and `atom run`'s progress, so both name a denied call
+    the same way: ``Write /etc/x: Claude requested permissions to write to /etc/x, ...``.
+    """
+    text = output or ""
+    if not is_error and not _REFUSAL.search(text):
+        return None
+    text = re.sub(r"</?tool_use_error>", "", text).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and re.fullmatch(r"Exit code \d+", lines[0]):
+        lines = lines[1:] + [lines[0].lower()]  # the message first, then the exit status
+    detail = " | ".join(lines)
+    if len(detail) > 240:
+        detail = detail[:239] + "…"
+    return f"{name} {_call_target(tool_input)}: {detail or '(no output)'}"
+
+
+def _call_target(tool_input: Any) -> str:
+    """What a call acted on, as a person would name it: the command, the file, the pattern."""
+    if not isinstance(tool_input, dict):
+        return ""
+    for key in ("command", "file_path", "notebook_path", "pattern", "url"):
+        value = tool_input.get(key)
+        if isinstance(value, str):
+            value = " ".join(value.split())
+            shown = value if len(value) <= 100 else value[:99] + "…"
+            return f"`{shown}`" if key == "command" else shown
+    return ""
+
+
+def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
+    """The agent's tool calls that failed or were refused: (attempt, call, line)."""
+    found = []
+    for attempt in result.attempts:
+        for record in attempt.records:
+            for call in record.tool_calls:
+                line = tool_problem(call.name, call.input, call.result, call.is_error)
+                if line:
+                    found.append((attempt.number, call, line))
+    return found
+
+
+def tool_problem_lines(result: SpecResult) -> list[str]:
+    """The failure report's list of failed or refused tool calls (the sandbox's among them)."""
+    problems = tool_problems(result)
+    if not problems:
+        return []
+    lines = [f"  tool calls that failed or were refused: {len(problems)}"]
+    several = len(result.attempts) > 1
+    for number, _, line in problems[:_TOOL_PROBLEMS_SHOWN]:
+        lines.append(f"    {f'a{number:02d} ' if several else ''}{line}")
+    if len(problems) > _TOOL_PROBLEMS_SHOWN:
+        lines.append(f"    ... and {len(problems) - _TOOL_PROBLEMS_SHOWN} more")
+    return lines
+
+
 def result_properties(result: SpecResult) -> dict[str, Any]:
     """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
     return {
@@ -208,6 +274,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
         **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
         **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
+        "atom_sandbox": "off" if result.spec.sandbox is None else "on",
     }
 
 
@@ -218,6 +285,20 @@ def _error_kind(result: SpecResult) -> str | None:
     if result.harness_error:
         return "harness"
     return "upstream" if upstream_error(result) else None
+
+
+def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """The summary's warning for specs that ran their agent outside Claude Code's sandbox."""
+    off = list(dict.fromkeys(nodeid for nodeid, _, p in rows if p.get("atom_sandbox") == "off"))
+    if not off:
+        return []
+    many = len(off) > 1
+    return [
+        f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
+        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
+        "could write outside "
+        f"the attempt folder and reach the network: {', '.join(off)}"
+    ]
 
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.claude_code import find_claude
+from pytest_atom.sandbox import Confinement
 from pytest_atom.spec import ClaudeOptions
 
 #: Environment names a test run must not inherit: they would point the CLI elsewhere
@@ -199,20 +200,28 @@ class ClaudeRunner:
         model: str | None = None,
         claude_bin: Path | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
+        """`confinement`: isolation from the folders above a run folder and the sandbox
+        (a spec run's); None runs the CLI as it comes, with whatever settings it finds."""
         self.binary = claude_bin or find_claude()
         self.env = dict(env) if env is not None else None
         self.options = options or ClaudeOptions()
         self.model = model
         self.on_event = on_event
+        self.confinement = confinement
 
-    def command(self, session_args: list[str]) -> list[str]:
+    def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
         if self.options.bare:
             cmd.append("--bare")
         cmd += ["--permission-mode", self.options.permission_mode]
-        if self.options.allowed_tools:
-            cmd += ["--allowedTools", ",".join(self.options.allowed_tools)]
+        allowed = list(self.options.allowed_tools)
+        if self.confinement is not None and cwd is not None:
+            allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
+            cmd += self.confinement.prepare(cwd.resolve(), self.options.allowed_tools)
+        if allowed:
+            cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:
             cmd += ["--model", self.model]
         return cmd + session_args + list(self.options.args)
@@ -256,7 +265,7 @@ class ClaudeRunner:
         use_context: bool = True,
         timeout: float | None = None,
     ) -> IterationRecord:
-        cmd = self.command(self.session_args(session_id, use_context))
+        cmd = self.command(self.session_args(session_id, use_context), conversation_dir)
         started = time.perf_counter()
         with subprocess.Popen(
             cmd,

@@ -98,14 +98,34 @@ class Check:
         return f"{self.kind} {text}"
 
 
+#: The only tools Claude Code's ``--bare`` mode offers, whatever ``--allowedTools`` says.
+BARE_TOOLS: tuple[str, ...] = ("Bash", "Edit", "Read")
+
+
 @dataclass(frozen=True)
 class ClaudeOptions:
-    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``."""
+    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``.
+
+    Grep and Glob are allowed by default because allowing them is what makes the CLI
+    offer them: its native builds leave them out unless they are asked for.
+    """
 
     permission_mode: str = "acceptEdits"
-    allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write")
-    bare: bool = True
+    allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
+    bare: bool = False
     args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """What a spec lets its agent reach beyond its attempt folder, inside Claude Code's sandbox.
+
+    ``network``: domains the sandbox's proxy lets through (``*.example.com`` allowed);
+    ``write``: extra writable paths, relative to the attempt folder (or ``~/`` or absolute).
+    """
+
+    network: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +162,7 @@ class Spec:
     cassette: Path | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
+    sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()
     snapshot: tuple[str, ...] = ()
@@ -401,6 +422,8 @@ def _expected(schema: Any) -> str:
         schema = _DEFS[schema["$ref"].rsplit("/", 1)[-1]]
     if schema == _DEFS["customCheck"]:
         return "a mapping or a single value (string, number, true, false or null)"
+    if "title" in schema:  # a value whose pattern alone would not tell a person what to write
+        return str(schema["title"])
     if "oneOf" in schema:
         return " or ".join(_expected(branch) for branch in schema["oneOf"])
     types = schema.get("type", [])
@@ -476,7 +499,13 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         claude: dict[str, Any] = {
             k: tuple(v) if isinstance(v, list) else v for k, v in m["claude"].items()
         }
+        if claude.get("bare") and "allowed_tools" not in claude:
+            claude["allowed_tools"] = BARE_TOOLS
         kw["claude"] = ClaudeOptions(**claude)
+        if kw["claude"].bare:
+            _check_bare_tools(doc, loc + ("claude", "allowed_tools"), kw["claude"].allowed_tools)
+    if "sandbox" in m:
+        kw["sandbox"] = _sandbox(m["sandbox"])
     if "reflector" in m:
         kw["reflector"] = _reflector(doc, loc + ("reflector",), m["reflector"])
     kw["tools"] = tuple(m.get("tools", []))
@@ -485,6 +514,29 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         for i, rel in enumerate(m.get("snapshot", []))
     )
     return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
+
+
+def _check_bare_tools(doc: _Document, loc: Loc, allowed: tuple[str, ...]) -> None:
+    """A tool `--bare` cannot offer would fail every call with "No such tool available"."""
+    for i, rule in enumerate(allowed):
+        name = rule.split("(", 1)[0].strip()
+        if name not in BARE_TOOLS and not name.startswith("mcp__"):
+            raise doc.error(
+                f"{_label(loc + (i,))!r} allows {name}, which `bare: true` cannot offer "
+                f"(Claude Code's --bare mode has only {', '.join(BARE_TOOLS)}): remove {name} "
+                "or drop `bare: true`",
+                loc + (i,),
+            )
+
+
+def _sandbox(value: bool | dict[str, Any]) -> SandboxOptions | None:
+    if value is False:
+        return None
+    if value is True:
+        return SandboxOptions()
+    return SandboxOptions(
+        network=tuple(value.get("network", [])), write=tuple(value.get("write", []))
+    )
 
 
 def _reflector(doc: _Document, loc: Loc, m: dict[str, Any]) -> ReflectorOptions:

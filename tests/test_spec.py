@@ -14,6 +14,7 @@ from pytest_atom.spec import (
     Check,
     ClaudeOptions,
     ReflectorOptions,
+    SandboxOptions,
     Spec,
     SpecError,
     load_spec,
@@ -48,7 +49,10 @@ def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
     assert hash(spec) == hash(load_specs(path)[0])  # usable as a dict key despite dict fields
     assert (spec.description, spec.workspace, spec.script, spec.cassette) == ("", None, None, None)
     assert (spec.max_iterations, spec.timeout, spec.accept, spec.criteria) == (10, 600.0, (), ())
-    assert spec.claude == ClaudeOptions("acceptEdits", ("Bash", "Edit", "Read", "Write"), True, ())
+    assert spec.claude == ClaudeOptions(
+        "acceptEdits", ("Bash", "Edit", "Read", "Write", "Grep", "Glob"), False, ()
+    )
+    assert spec.sandbox == SandboxOptions()  # the real Claude Code, sandboxed
     assert (spec.attempts, spec.snapshot) == (3, ())
     assert spec.reflector == ReflectorOptions(threshold=0.8, model=None, threshold_set=False)
 
@@ -715,6 +719,7 @@ def test_schema_defaults_match_the_dataclasses() -> None:
         (SPEC_SCHEMA["$defs"]["spec"]["properties"], Spec),
         (SPEC_SCHEMA["$defs"]["claude"]["properties"], ClaudeOptions),
         (SPEC_SCHEMA["$defs"]["reflector"]["properties"], ReflectorOptions),
+        (SPEC_SCHEMA["$defs"]["sandbox"]["properties"], SandboxOptions),
     ):
         documented = {k: v["default"] for k, v in props.items() if "default" in v}
         applied = {
@@ -723,3 +728,61 @@ def test_schema_defaults_match_the_dataclasses() -> None:
             if k in documented
         }
         assert documented == applied and documented
+
+
+def test_bare_defaults_to_the_tools_bare_offers(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, "b.atom.yaml", "prompt: p\nclaude: {bare: true}\n"))
+    assert spec.claude.allowed_tools == ("Bash", "Edit", "Read")
+    text = "prompt: p\nclaude: {bare: true, allowed_tools: [Bash, 'Bash(git *)', mcp__db__query]}\n"
+    spec = load_spec(write(tmp_path, "c.atom.yaml", text))
+    assert spec.claude.allowed_tools == ("Bash", "Bash(git *)", "mcp__db__query")
+
+
+@pytest.mark.parametrize("tool", ["Write", "Grep", "Glob", "Write(src/**)"])
+def test_a_tool_bare_cannot_offer_is_a_spec_error(tmp_path: Path, tool: str) -> None:
+    text = f"prompt: p\nclaude:\n  bare: true\n  allowed_tools:\n    - Bash\n    - {tool}\n"
+    err = error_of(write(tmp_path, "w.atom.yaml", text))
+    name = tool.split("(")[0]
+    assert err.message == (
+        f"'claude.allowed_tools[1]' allows {name}, which `bare: true` cannot offer "
+        f"(Claude Code's --bare mode has only Bash, Edit, Read): remove {name} or drop `bare: true`"
+    )
+    assert (err.line, err.column) == (6, 7)
+
+
+def test_sandbox_key(tmp_path: Path) -> None:
+    off = load_spec(write(tmp_path, "a.atom.yaml", "prompt: p\nsandbox: false\n"))
+    assert off.sandbox is None
+    on = load_spec(write(tmp_path, "b.atom.yaml", "prompt: p\nsandbox: true\n"))
+    assert on.sandbox == SandboxOptions()
+    text = "prompt: p\nsandbox: {network: [pypi.org, '*.github.com'], write: [../cache]}\n"
+    more = load_spec(write(tmp_path, "c.atom.yaml", text))
+    assert more.sandbox == SandboxOptions(("pypi.org", "*.github.com"), ("../cache",))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{netwrk: [x]}", "unknown key 'netwrk' at s.atom.yaml:2:11 — did you mean 'network'?"),
+        (
+            "on please",
+            "'sandbox' must be true or false or a mapping, got 'on please' at s.atom.yaml:2:10",
+        ),
+        (
+            "{network: ['https://pypi.org/simple']}",
+            "'sandbox.network[0]' must be a domain name such as pypi.org or *.example.com "
+            "(no scheme, port or path), got 'https://pypi.org/simple' at s.atom.yaml:2:21",
+        ),
+        (
+            "{write: ['']}",
+            "'sandbox.write[0]' must be a non-empty string, got '' at s.atom.yaml:2:19",
+        ),
+    ],
+)
+def test_sandbox_errors_are_located(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert (
+        str(error_of(write(tmp_path, "s.atom.yaml", f"prompt: p\nsandbox: {value}\n"))) == message
+    )

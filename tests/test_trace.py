@@ -95,7 +95,7 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
         "timeout_s": 120,
         "threshold": 0.8,
         "permission_mode": "acceptEdits",
-        "allowed_tools": ["Bash", "Edit", "Read", "Write"],
+        "allowed_tools": ["Bash", "Edit", "Read", "Write", "Grep", "Glob"],
     }
     effects = trace["effects_observed"]
     assert effects == {
