@@ -13,12 +13,17 @@ from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.cassette import Cassette, Interaction
+from pytest_atom.claude_code import CLAUDE_CODE_VERSION
 from pytest_atom.gateway.messages import message, sse_stream
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "fixtures" / "specs"
 CASSETTES = sorted((SPECS / "cassettes").glob("*/*.yaml"))
-CREATE_FILE = SPECS / "cassettes" / "create_file" / "create-file.yaml"
+#: Release 0.1's cassette (format 1, Claude Code 2.1.197): what show and check are tested on,
+#: since users' cassettes from that release must stay readable.
+CREATE_FILE = (
+    REPO / "tests" / "data" / "cli_2_1_197" / "cassettes" / "create_file" / "create-file.yaml"
+)
 
 # What each shipped fixture's script made the model do, in order.
 EXPECTED = {
@@ -84,9 +89,9 @@ def test_show_prints_the_transcript_of_a_shipped_cassette(path: Path) -> None:
     result = run("show", path)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert re.search(r"^Claude Code\s+2\.1\.197$", out, re.MULTILINE)
+    assert re.search(rf"^Claude Code\s+{re.escape(CLAUDE_CODE_VERSION)}$", out, re.MULTILINE)
     assert re.search(rf"^Spec\s+{re.escape(spec)}$", out, re.MULTILINE)
-    assert re.search(r"^Model\s+claude-opus-4-8$", out, re.MULTILINE)
+    assert re.search(r"^Model\s+claude-opus-5-5$", out, re.MULTILINE)
     interactions = len(Cassette.load(path).interactions)
     assert re.search(rf"^Interactions\s+{interactions}$", out, re.MULTILINE)
     positions = [out.find(text) for text in in_order]
