@@ -106,7 +106,8 @@ def test_refine_starts_a_second_attempt_in_the_same_conversation(pytester: pytes
     assert second, "the refine attempt never received the reflector's feedback"
     history = json.dumps(second[0]["messages"])
     assert "Writing done.txt." in history
-    assert "working directory: <RUN_DIR>/attempts/a02" in json.dumps(second[0]["system"])
+    # where the CLI states its folder (system prompt or first message) depends on its version
+    assert "working directory: <RUN_DIR>/attempts/a02" in json.dumps(second[0])
 
 
 def test_failing_check_forces_failure_despite_a_high_score(pytester: pytest.Pytester) -> None:
