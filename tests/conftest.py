@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pytest_atom.claude_code import cached_claude, find_claude
@@ -13,6 +14,11 @@ from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.runner import ClaudeRunner, claude_env
 
 REPO = Path(__file__).resolve().parent.parent
+
+# httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
+# modules first imported inside them, and an httpcore imported anew raises exceptions that
+# the httpx loaded before no longer maps to httpx's own: load it once, up front.
+httpx.Client().close()
 
 
 @pytest.fixture(scope="session")
