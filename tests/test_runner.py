@@ -146,8 +146,13 @@ def test_kill_process_tree_reaches_a_child_in_its_own_session(tmp_path: Path) ->
         assert time.monotonic() < deadline, "the child never started"
         time.sleep(0.02)
     escaped = int(pid_file.read_text())
-    assert os.getsid(escaped) != os.getsid(proc.pid)  # a killpg of the CLI's group misses it
-    kill_process_tree(proc)
+    # `$!` is known before the child has called setsid(): wait for it to leave the session.
+    while os.getsid(escaped) == os.getsid(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    try:
+        assert os.getsid(escaped) != os.getsid(proc.pid)  # a killpg of the CLI's group misses it
+    finally:
+        kill_process_tree(proc)
     assert proc.returncode is not None
     deadline = time.monotonic() + 5
     while _running(escaped) and time.monotonic() < deadline:
