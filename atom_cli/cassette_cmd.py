@@ -18,10 +18,10 @@ from typing import Any
 
 import click
 
-from pytest_atom.cassette import Cassette, CassetteError, Interaction
-from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.scripted import STRUCTURED_OUTPUT
-from pytest_atom.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.replay.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.replay.gateway.messages import parse_sse
+from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
+from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 
 __all__ = ["cassette"]
 
@@ -620,7 +620,7 @@ def refresh(specs: tuple[Path, ...]) -> None:
     from pytest_atom.config import load_config
     from pytest_atom.execution import HARNESS_ERRORS, run_spec
     from pytest_atom.paths import display_path
-    from pytest_atom.recording import RecordSettings
+    from pytest_atom.replay.recording import RecordSettings
 
     config = load_config()
     root = config.root if config.path else project_root()  # as `atom run` places its runs

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
-from pytest_atom.prompts import PromptLoader, PromptNotFoundError
-from pytest_atom.runner import ClaudeRunner
-from pytest_atom.runtime import AtomRuntime
+from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
+from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
+from pytest_atom.core.runner import ClaudeRunner
+from pytest_atom.core.runtime import AtomRuntime
 from pytest_atom.spec import ClaudeOptions
 
 

@@ -24,21 +24,21 @@ import tomlkit
 import tomlkit.exceptions
 from tomlkit.items import Item
 
-from pytest_atom.claude_code import (
+from pytest_atom.core.claude_code import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
     claude_version,
     find_claude,
 )
-from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.recording import AUTH_VARIABLES
-from pytest_atom.runner import ClaudeRunner, claude_env
-from pytest_atom.sandbox import (
+from pytest_atom.core.runner import ClaudeRunner, claude_env
+from pytest_atom.core.sandbox import (
     LINUX_TOOLS,
     Confinement,
     SandboxUnavailableError,
     require_tools,
 )
+from pytest_atom.replay.gateway import Gateway, scripted
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.spec import SandboxOptions
 
 # --------------------------------------------------------------------------- atom init

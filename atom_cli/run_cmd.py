@@ -16,17 +16,17 @@ from atom_cli.pytest_ini import project_root
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
-from pytest_atom.recording import RecordSettings
-from pytest_atom.report import (
+from pytest_atom.replay.recording import RecordSettings
+from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
     summary_table,
     tool_problem,
     upstream_error,
 )
+from pytest_atom.reports.trace import build_trace, write_report
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
-from pytest_atom.trace import build_trace, write_report
 
 
 class ContentError(click.ClickException):

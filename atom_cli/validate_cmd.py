@@ -27,21 +27,21 @@ from typing import Any
 import click
 
 from atom_cli.pytest_ini import find_ini
-from pytest_atom.cassette import Cassette, CassetteError
-from pytest_atom.checks import CheckResult, run_checks, run_shell
-from pytest_atom.claude_code import ClaudeNotFoundError, find_claude
+from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
+from pytest_atom.core.runner import clean_env
 from pytest_atom.execution import HARNESS_ERRORS, run_spec
-from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.judge.checks import CheckResult, run_checks, run_shell
 from pytest_atom.paths import display_path
-from pytest_atom.recording import (
+from pytest_atom.replay.cassette import Cassette, CassetteError
+from pytest_atom.replay.gateway import Script, ScriptError
+from pytest_atom.replay.recording import (
     SCRIPT_CHANGED,
     RecordSettings,
     cassette_path,
     record_command,
     staleness,
 )
-from pytest_atom.report import agent_line, verdict_line
-from pytest_atom.runner import clean_env
+from pytest_atom.reports.text import agent_line, verdict_line
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
 
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.

@@ -44,16 +44,16 @@ from urllib.parse import urlsplit
 import httpx
 import yaml
 
-from pytest_atom.cassette import Cassette
-from pytest_atom.checks import run_checks
-from pytest_atom.claude_code import claude_version, find_claude
+from pytest_atom.core.claude_code import claude_version, find_claude
+from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.core.runner import ClaudeRunner, claude_env, clean_env
 from pytest_atom.execution import session_id_for
-from pytest_atom.gateway import Gateway, GatewayRequest
-from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder
-from pytest_atom.prompts import PromptLoader
-from pytest_atom.runner import ClaudeRunner, claude_env, clean_env
-from pytest_atom.scrub import Scrubber
+from pytest_atom.judge.checks import run_checks
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.gateway import Gateway, GatewayRequest
+from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
+from pytest_atom.replay.gateway.replay import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import load_specs
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,34 +13,34 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AtomRuntime": "runtime",
+    "AtomRuntime": "core.runtime",
     "Check": "spec",
-    "CheckRegistry": "checks",
-    "CheckResult": "checks",
-    "CLAUDE_CODE_VERSION": "claude_code",
-    "ClaudeNotFoundError": "claude_code",
+    "CheckRegistry": "judge.checks",
+    "CheckResult": "judge.checks",
+    "CLAUDE_CODE_VERSION": "core.claude_code",
+    "ClaudeNotFoundError": "core.claude_code",
     "ClaudeOptions": "spec",
-    "ClaudeRunner": "runner",
-    "Gateway": "gateway",
+    "ClaudeRunner": "core.runner",
+    "Gateway": "replay.gateway",
     "HarnessError": "execution",
-    "IterationHistory": "history",
-    "IterationRecord": "runner",
-    "PromptLoader": "prompts",
-    "PromptNotFoundError": "prompts",
+    "IterationHistory": "core.history",
+    "IterationRecord": "core.runner",
+    "PromptLoader": "core.prompts",
+    "PromptNotFoundError": "core.prompts",
     "ReflectorOptions": "spec",
-    "RetryManager": "retry",
-    "Script": "gateway",
-    "ScriptError": "gateway",
-    "ScriptedResponder": "gateway",
+    "RetryManager": "core.retry",
+    "Script": "replay.gateway",
+    "ScriptError": "replay.gateway",
+    "ScriptedResponder": "replay.gateway",
     "Spec": "spec",
     "SpecError": "spec",
     "SpecResult": "execution",
-    "Verdict": "reflector",
-    "default_registry": "checks",
-    "find_claude": "claude_code",
+    "Verdict": "judge.reflector",
+    "default_registry": "judge.checks",
+    "find_claude": "core.claude_code",
     "load_spec": "spec",
     "load_specs": "spec",
-    "run_checks": "checks",
+    "run_checks": "judge.checks",
     "run_spec": "execution",
 }
 __all__ = [
@@ -90,16 +90,16 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from pytest_atom.checks import CheckRegistry, CheckResult, default_registry, run_checks
-    from pytest_atom.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+    from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+    from pytest_atom.core.history import IterationHistory
+    from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
+    from pytest_atom.core.retry import RetryManager
+    from pytest_atom.core.runner import ClaudeRunner, IterationRecord
+    from pytest_atom.core.runtime import AtomRuntime
     from pytest_atom.execution import HarnessError, SpecResult, run_spec
-    from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
-    from pytest_atom.history import IterationHistory
-    from pytest_atom.prompts import PromptLoader, PromptNotFoundError
-    from pytest_atom.reflector import Verdict
-    from pytest_atom.retry import RetryManager
-    from pytest_atom.runner import ClaudeRunner, IterationRecord
-    from pytest_atom.runtime import AtomRuntime
+    from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
+    from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.replay.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.spec import (
         Check,
         ClaudeOptions,

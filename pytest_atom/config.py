@@ -41,9 +41,9 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
-from pytest_atom.prompts import PromptLoader
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"

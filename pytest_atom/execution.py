@@ -28,26 +28,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cassette import CassetteError
-from pytest_atom.checks import CheckRegistry, CheckResult, run_checks
-from pytest_atom.claude_code import find_claude
 from pytest_atom.config import AtomConfig, load_config
-from pytest_atom.gateway import Exchange, Gateway, ScriptError
-from pytest_atom.prompts import PromptLoader
-from pytest_atom.recording import (
+from pytest_atom.core.claude_code import find_claude
+from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.core.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
+from pytest_atom.core.runtime import AtomRuntime
+from pytest_atom.core.sandbox import Confinement, require_tools
+from pytest_atom.core.tools import discover_tools, tool_env
+from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks
+from pytest_atom.judge.reflector import ReflectorError, Verdict, judge, run_reflector
+from pytest_atom.replay.cassette import CassetteError
+from pytest_atom.replay.gateway import Exchange, Gateway, ScriptError
+from pytest_atom.replay.recording import (
     ModelSource,
     RecordingError,
     RecordSettings,
     divergence_report,
     open_model_source,
 )
-from pytest_atom.reflector import ReflectorError, Verdict, judge, run_reflector
-from pytest_atom.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
-from pytest_atom.runtime import AtomRuntime
-from pytest_atom.sandbox import Confinement, require_tools
-from pytest_atom.scrub import Scrubber
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import Spec
-from pytest_atom.tools import discover_tools, tool_env
 
 #: Folders never copied into a run: caches from running the fixture's own tests.
 _COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
@@ -121,7 +121,7 @@ class SpecResult:
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
-        from pytest_atom.report import failure_report
+        from pytest_atom.reports.text import failure_report
 
         return failure_report(self)
 

@@ -26,7 +26,7 @@ import yaml
 from pytest_atom.config import AtomConfig, ConfigError, load_config
 from pytest_atom.execution import SpecResult, run_spec
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
-from pytest_atom.recording import RecordSettings
+from pytest_atom.replay.recording import RecordSettings
 from pytest_atom.spec import SPEC_SUFFIX, load_spec
 
 

@@ -2,7 +2,7 @@
 
 Record modes mean what they mean in vcrpy and pytest-recording, plus ``refresh``: replay
 with the live Claude Code and write back what it sent (no upstream, no tokens spent).
-Match modes are explained in `pytest_atom.gateway.matching`.
+Match modes are explained in `pytest_atom.replay.gateway.matching`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.checks import default_registry
 from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
 from pytest_atom.fixture import (
     atom,
@@ -28,9 +27,11 @@ from pytest_atom.fixture import (
     settings_from,
     threshold_from,
 )
+from pytest_atom.judge.checks import default_registry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import display_path
-from pytest_atom.report import (
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.reports.text import (
     failure_report,
     pass_rate_lines,
     pass_rates,
@@ -38,10 +39,9 @@ from pytest_atom.report import (
     sandbox_warning_lines,
     summary_table,
 )
+from pytest_atom.reports.trace import write_report
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
-from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
-from pytest_atom.trace import write_report
 
 
 def _positive_int(text: str) -> int:

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_atom.claude_code import cached_claude, find_claude
-from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.runner import ClaudeRunner, claude_env
+from pytest_atom.core.claude_code import cached_claude, find_claude
+from pytest_atom.core.runner import ClaudeRunner, claude_env
+from pytest_atom.replay.gateway import Gateway, scripted
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.checks import CheckRegistry, CheckResult, default_registry, run_checks
+from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
 from pytest_atom.spec import Check, load_spec
 
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.claude_code import CLAUDE_CODE_VERSION
-from pytest_atom.trace import TRACE_SCHEMA
+from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.reports.trace import TRACE_SCHEMA
 from tests.conftest import REPO, bash
 
 

@@ -14,9 +14,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from atom_cli.project_cmd import doctor, init
-from pytest_atom.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.config import load_config
-from pytest_atom.recording import AUTH_VARIABLES
+from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.replay.recording import AUTH_VARIABLES
 
 SCAFFOLD = (
     "specs/hello.atom.yaml",

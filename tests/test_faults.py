@@ -17,14 +17,14 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.cassette import Cassette
 from pytest_atom.execution import run_spec
-from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.replay import CassetteResponder
-from pytest_atom.recording import RecordSettings
-from pytest_atom.scrub import Scrubber
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.gateway import Gateway, scripted
+from pytest_atom.replay.gateway.messages import parse_sse
+from pytest_atom.replay.gateway.normalize import Normalizer
+from pytest_atom.replay.gateway.replay import CassetteResponder
+from pytest_atom.replay.recording import RecordSettings
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import load_specs
 from tests.conftest import bash
 from tests.faults import FaultyUpstream, refused_url

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.checks import CheckResult
+from pytest_atom.core.runner import IterationRecord
 from pytest_atom.execution import Attempt, SpecResult, refine_message
-from pytest_atom.reflector import (
+from pytest_atom.judge.checks import CheckResult
+from pytest_atom.judge.reflector import (
     CriterionVerdict,
     ReflectorError,
     Verdict,
     judge,
     workspace_diff,
 )
-from pytest_atom.report import result_properties, summary_table
-from pytest_atom.runner import IterationRecord
+from pytest_atom.reports.text import result_properties, summary_table
 from pytest_atom.spec import Check, Spec
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")

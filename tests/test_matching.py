@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_atom.gateway.matching import (
+from pytest_atom.replay.gateway.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
@@ -17,8 +17,8 @@ from pytest_atom.gateway.matching import (
     match_key,
     request_kind,
 )
-from pytest_atom.gateway.messages import message, sse_stream
-from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.replay.gateway.messages import message, sse_stream
+from pytest_atom.replay.gateway.normalize import Normalizer
 from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 
 REMINDER = "<system-reminder>\nToday's date is <DATE>.\n</system-reminder>\n\n"

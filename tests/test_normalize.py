@@ -8,7 +8,7 @@ import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from pytest_atom.gateway.normalize import Normalizer, run_dates
+from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 
 WS = "/tmp/x/run/workspace"
 DAY = datetime(2026, 11, 22, 12, 0)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.prompts import PromptLoader, PromptNotFoundError, render_prompt
+from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
 
 SHIPPED_ATOM = (data_dir("prompts") / "ATOM.md").read_text(encoding="utf-8")

@@ -17,8 +17,8 @@ import yaml
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.cassette import Cassette
-from pytest_atom.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.replay.cassette import Cassette
 from tests.conftest import REPO, bash
 
 GREET = """\

@@ -23,10 +23,10 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
-from pytest_atom.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.execution import SpecResult, run_spec
-from pytest_atom.recording import RecordSettings
-from pytest_atom.report import tool_problems
+from pytest_atom.replay.recording import RecordSettings
+from pytest_atom.reports.text import tool_problems
 from pytest_atom.spec import load_spec
 from tests.conftest import bash
 

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.cassette import Cassette
-from pytest_atom.recording import (
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.recording import (
     PROMPT_CHANGED,
     SCRIPT_CHANGED,
     ModelSource,

@@ -31,7 +31,7 @@ from pytest_atom.conversation import (
     status,
     suggestions,
 )
-from pytest_atom.tools import discover_tools, run_tool
+from pytest_atom.core.tools import discover_tools, run_tool
 
 
 def make_tool(tools_dir: Path, name: str, code: str, entry: str = "cli.py") -> Path:

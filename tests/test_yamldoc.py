@@ -10,7 +10,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.config import ConfigError, load_config
-from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.replay.gateway import Script, ScriptError
 from pytest_atom.spec import SpecError, load_specs
 
 

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from pytest_atom.config import AtomConfig
 from pytest_atom.conversation import error
-from pytest_atom.runner import kill_process_tree
+from pytest_atom.core.runner import kill_process_tree
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
@@ -28,7 +28,7 @@ TIMEOUT_EXIT_CODE = 124
 #: How long output may still arrive after the tool exited (from a pipe a child holds).
 _DRAIN_SECONDS = 2.0
 #: The folder `pytest_atom` is imported from, so a tool imports this same copy.
-_IMPORT_ROOT = Path(__file__).resolve().parent.parent
+_IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def entry_point(folder: Path) -> Path | None:

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.claude_code import find_claude
-from pytest_atom.sandbox import Confinement
+from pytest_atom.core.claude_code import find_claude
+from pytest_atom.core.sandbox import Confinement
 from pytest_atom.spec import ClaudeOptions
 
 #: Environment names a test run must not inherit: they would point the CLI elsewhere

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.core.runner import IterationRecord
 from pytest_atom.execution import Attempt, SpecResult
-from pytest_atom.recording import spec_hash
-from pytest_atom.runner import IterationRecord
-from pytest_atom.scrub import Scrubber
+from pytest_atom.replay.recording import spec_hash
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]

@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from pytest_atom.gateway import messages
+from pytest_atom.replay.gateway import messages
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.detector import find_secrets, is_secret_name, json_forms
+from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
 
 __all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber"]
 

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.history import IterationHistory
-from pytest_atom.prompts import render_prompt
-from pytest_atom.retry import RetryManager
-from pytest_atom.runner import ClaudeRunner, IterationRecord
+from pytest_atom.core.history import IterationHistory
+from pytest_atom.core.prompts import render_prompt
+from pytest_atom.core.retry import RetryManager
+from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 
 
 class AtomRuntime:

@@ -18,11 +18,11 @@ from typing import Any
 
 import jsonschema
 
-from pytest_atom.checks import CheckResult
-from pytest_atom.gateway.normalize import mask_durations
-from pytest_atom.prompts import PromptLoader
-from pytest_atom.runner import ClaudeRunner, IterationRecord
-from pytest_atom.sandbox import Confinement
+from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.core.runner import ClaudeRunner, IterationRecord
+from pytest_atom.core.sandbox import Confinement
+from pytest_atom.judge.checks import CheckResult
+from pytest_atom.replay.gateway.normalize import mask_durations
 from pytest_atom.spec import ClaudeOptions, Spec
 
 VERDICT_SCHEMA: dict[str, Any] = {

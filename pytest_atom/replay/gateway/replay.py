@@ -30,9 +30,9 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.cassette import Cassette, Interaction
-from pytest_atom.gateway import messages
-from pytest_atom.gateway.matching import (
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.gateway import messages
+from pytest_atom.replay.gateway.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
     Drift,
@@ -44,16 +44,16 @@ from pytest_atom.gateway.matching import (
     request_kind,
     tool_names,
 )
-from pytest_atom.gateway.messages import (
+from pytest_atom.replay.gateway.messages import (
     coalesce_sse,
     estimate_tokens,
     message,
     parse_sse,
     sse_stream,
 )
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
-from pytest_atom.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.replay.gateway.normalize import Normalizer
+from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
+from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for.
 _KEPT_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-app")

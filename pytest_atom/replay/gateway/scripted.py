@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
-from pytest_atom.gateway import messages
-from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.replay.gateway import messages
+from pytest_atom.replay.gateway.server import GatewayRequest, Reply
 
 #: The tool Claude Code adds for `--json-schema`: a request offering it is the reflector's.
 STRUCTURED_OUTPUT = "StructuredOutput"

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from pytest_atom import fastyaml
+from pytest_atom.replay import fastyaml
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `version:`

@@ -1,7 +1,7 @@
 """The model gateway: what the Claude Code CLI talks to instead of the Anthropic API."""
 
-from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
-from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
+from pytest_atom.replay.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
+from pytest_atom.replay.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
 
 __all__ = [
     "Exchange",

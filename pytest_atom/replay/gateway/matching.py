@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.scripted import STRUCTURED_OUTPUT
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
+from pytest_atom.replay.gateway.messages import parse_sse
+from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
 
 __all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "request_kind"]
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import yaml
 
-from pytest_atom.cassette import Cassette, Interaction
-from pytest_atom.claude_code import claude_version
-from pytest_atom.gateway import Gateway, Responder, Script, ScriptedResponder
-from pytest_atom.gateway.matching import request_kind
-from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.core.claude_code import claude_version
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
-from pytest_atom.scrub import Scrubber
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.gateway import Gateway, Responder, Script, ScriptedResponder
+from pytest_atom.replay.gateway.matching import request_kind
+from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
+from pytest_atom.replay.gateway.replay import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"

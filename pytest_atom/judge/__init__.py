@@ -1,0 +1,1 @@
+"""Judging an attempt: deterministic checks and the reflector's verdict."""

@@ -1,0 +1,1 @@
+"""Record and replay: the model gateway, cassettes, recording and the scrubbing of secrets."""
