@@ -615,25 +615,17 @@ def refresh(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
-    from atom_cli.pytest_ini import project_root
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.config import load_config
-    from pytest_atom.execution import HARNESS_ERRORS, run_spec
+    from pytest_atom.execution import HARNESS_ERRORS
+    from pytest_atom.harness import host_harness
     from pytest_atom.paths import display_path
-    from pytest_atom.replay.recording import RecordSettings
 
-    config = load_config()
-    root = config.root if config.path else project_root()  # as `atom run` places its runs
+    found = collect_specs(specs)
+    harness = host_harness({"record_mode": "refresh"}, spec_dirs={s.root for s in found})
     refused = 0
-    for spec in collect_specs(specs):
+    for spec in found:
         try:
-            result = run_spec(
-                spec,
-                runs_dir=root / ".atom" / "runs",
-                project_dir=root,
-                settings=RecordSettings(mode="refresh"),
-                config=config,
-            )
+            result = harness.run(spec)
         except HARNESS_ERRORS as exc:
             raise click.ClickException(f"{spec.name}: {exc}") from None
         if result.cassette is None:

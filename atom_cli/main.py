@@ -71,7 +71,7 @@ class AtomGroup(click.Group):
             formatter.write_dl(sorted(rows))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from pytest_atom.spec import SPEC_SUFFIX  # only when routing: it pulls in jsonschema
+        from pytest_atom.paths import SPEC_SUFFIX
 
         if not args:
             args = ["loop"]

@@ -1,10 +1,9 @@
-"""`atom run`: specs outside pytest, with live progress, through the plugin's own code path."""
+"""`atom run`: specs outside pytest, with live progress, through the plugin's own harness."""
 
 from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from atom_cli.pytest_ini import project_root
-from pytest_atom.config import ConfigError, load_config
-from pytest_atom.execution import HARNESS_ERRORS, SpecResult, run_spec
-from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
-from pytest_atom.replay.recording import RecordSettings
+from pytest_atom.config import ConfigError
+from pytest_atom.execution import HARNESS_ERRORS
+from pytest_atom.harness import Harness, host_harness
+from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
+from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
@@ -24,9 +23,10 @@ from pytest_atom.reports.text import (
     tool_problem,
     upstream_error,
 )
-from pytest_atom.reports.trace import build_trace, write_report
-from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
-from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
+from pytest_atom.reports.trace import build_trace
+from pytest_atom.result import SpecResult
+from pytest_atom.settings import DEFAULT_KEEP_RUNS, SettingsError
+from pytest_atom.spec import Spec, SpecError, load_specs
 
 
 class ContentError(click.ClickException):
@@ -50,6 +50,29 @@ def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
     if not specs:
         raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
     return specs
+
+
+def _run_all(
+    harness: Harness, specs: list[Spec], console: Console
+) -> list[tuple[SpecResult, int | None]]:
+    """Each spec (`repeat` times) with live progress; a harness error ends the command."""
+    results: list[tuple[SpecResult, int | None]] = []
+    repeat = harness.settings.repeat
+    for spec in specs:
+        for number in range(1, repeat + 1):
+            label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
+            console.print(f"[bold]{escape(label)}[/] ({escape(str(spec.path.name))})")
+            try:
+                result = harness.run(
+                    spec, on_event=Progress(console, spec), repeat=number if repeat > 1 else None
+                )
+            except HARNESS_ERRORS as exc:
+                console.print(f"[red]Error:[/] {escape(str(exc))}")
+                sys.exit(2)
+            results.append((result, number if repeat > 1 else None))
+            if not result.passed:
+                console.print(escape(result.report()))
+    return results
 
 
 class Progress:
@@ -145,16 +168,15 @@ class Progress:
 @click.option(
     "--repeat",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="run each spec N times.",
+    default=None,
+    help="run each spec N times (default 1).",
 )
 @click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
-    show_default=True,
-    help="reflector score to pass, unless a spec sets its own.",
+    default=None,
+    help="reflector score to pass, unless a spec sets its own (default 0.8, or the ini's "
+    "atom_threshold, or .atom/config.yaml's threshold).",
 )
 @click.option(
     "--runs-dir",
@@ -166,9 +188,8 @@ class Progress:
 @click.option(
     "--keep-runs",
     type=click.IntRange(min=0),
-    default=DEFAULT_KEEP_RUNS,
-    show_default=True,
-    help="afterwards, keep the newest N run folders of each spec and this run's failed "
+    default=None,
+    help=f"(default {DEFAULT_KEEP_RUNS}) afterwards, keep the newest N run folders of each spec and this run's failed "
     "ones; 0 keeps all.",
 )
 @click.option(
@@ -188,10 +209,10 @@ def run(
     strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
-    repeat: int,
-    threshold: float,
+    repeat: int | None,
+    threshold: float | None,
     runs_dir: Path | None,
-    keep_runs: int,
+    keep_runs: int | None,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -201,45 +222,28 @@ def run(
     and for recordings that failed on their upstream.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    found = collect_specs(specs)
     try:
-        config = load_config(config_path)
-    except ConfigError as err:
+        harness = host_harness(
+            {
+                "record_mode": record_mode,
+                "match": match,
+                "rejudge": rejudge or None,
+                "strict_version": strict_version or None,
+                "upstream": upstream,
+                "threshold": threshold,
+                "runs_dir": runs_dir.resolve() if runs_dir else None,
+                "keep_runs": keep_runs,
+                "repeat": repeat,
+            },
+            config_path=config_path,
+            spec_dirs={spec.root for spec in found},
+            report_dir=report_dir,
+        )
+    except (ConfigError, SettingsError) as err:
         raise ContentError(str(err)) from None
-    root = config.root if config.path else project_root()  # never the cwd's subfolder
-    runs_dir = runs_dir.resolve() if runs_dir else root / ".atom" / "runs"
-    mode = record_mode or config.record_mode or "none"
-    settings = RecordSettings(
-        mode=mode,
-        upstream=upstream,
-        match=match or config.match or DEFAULT_MATCH,
-        strict_version=strict_version,
-        rejudge=rejudge,
-    )
-    results: list[tuple[SpecResult, int | None]] = []
-    started = datetime.now()
-    for spec in collect_specs(specs):
-        for number in range(1, repeat + 1):
-            label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
-            console.print(f"[bold]{escape(label)}[/] ({escape(str(spec.path.name))})")
-            try:
-                result = run_spec(
-                    spec,
-                    runs_dir=runs_dir,
-                    project_dir=root,
-                    settings=settings,
-                    threshold=threshold,
-                    on_event=Progress(console, spec),
-                    config=config,
-                )
-            except HARNESS_ERRORS as exc:
-                console.print(f"[red]Error:[/] {escape(str(exc))}")
-                sys.exit(2)
-            results.append((result, number if repeat > 1 else None))
-            if report_dir:
-                write_report(result, report_dir, repeat=number if repeat > 1 else None)
-            if not result.passed:
-                console.print(escape(result.report()))
-    prune_runs(runs_dir.resolve(), keep_runs, session_start=started)
+    results = _run_all(harness, found, console)
+    harness.finish()
     rows = [
         (
             f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),

@@ -26,23 +26,25 @@ from typing import Any
 
 import click
 
-from atom_cli.pytest_ini import find_ini
+from pytest_atom.config import ConfigError
 from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.runner import clean_env
-from pytest_atom.execution import HARNESS_ERRORS, run_spec
-from pytest_atom.judge.checks import CheckResult, run_checks, run_shell
-from pytest_atom.paths import display_path
+from pytest_atom.execution import HARNESS_ERRORS
+from pytest_atom.harness import Harness, host_harness
+from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks, run_shell
+from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.pytest_ini import find_ini
 from pytest_atom.replay.cassette import Cassette, CassetteError
 from pytest_atom.replay.gateway import Script, ScriptError
 from pytest_atom.replay.recording import (
     SCRIPT_CHANGED,
-    RecordSettings,
     cassette_path,
     record_command,
     staleness,
 )
 from pytest_atom.reports.text import agent_line, verdict_line
-from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
+from pytest_atom.settings import SettingsError
+from pytest_atom.spec import Spec, SpecError, declared_workspaces, load_specs
 
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
@@ -146,23 +148,16 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
     any failed, 2 when the harness could not run.
     """
     paths = paths or _atom_paths(quiet=as_json)
-    outcomes: list[Outcome] = []
-    claude: list[Path] = []  # found once, on the first script run
+    files = spec_files(paths)
     with tempfile.TemporaryDirectory(prefix="atom-validate-", ignore_cleanup_errors=True) as tmp:
-        for number, file in enumerate(spec_files(paths), start=1):
-            try:
-                specs = load_specs(file)
-            except SpecError as err:
-                outcomes.append(Outcome(file, None, str(err)))
-                if not as_json:
-                    click.echo(str(err))
-                continue
-            for index, spec in enumerate(specs, start=1):
-                work = Path(tmp) / f"{number:03d}-{index:02d}"
-                outcome = Outcome(file, spec, runs=_runs(spec, work, claude))
-                outcomes.append(outcome)
-                if not as_json:
-                    click.echo("\n".join(_block(outcome, expect_fail)))
+        try:
+            harness = host_harness(
+                {"record_mode": "none", "runs_dir": Path(tmp) / "runs"},
+                spec_dirs={file.parent for file in files},
+            )
+        except (ConfigError, SettingsError) as err:
+            raise _HarnessAbort(str(err)) from None
+        outcomes = _validate_files(files, harness, Path(tmp), expect_fail, as_json)
     if as_json:
         click.echo(json.dumps([o.as_json(expect_fail) for o in outcomes], indent=2))
     else:
@@ -172,6 +167,30 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
         click.get_current_context().exit(2)
     if not all(o.ok(expect_fail) for o in outcomes):
         click.get_current_context().exit(1)
+
+
+def _validate_files(
+    files: list[Path], harness: Harness, tmp: Path, expect_fail: bool, quiet: bool
+) -> list[Outcome]:
+    """Each file's specs, schema-checked with the project's check kinds, then run."""
+    outcomes: list[Outcome] = []
+    registry = harness.registry()
+    claude: list[Path] = []  # found once, on the first script run
+    for number, file in enumerate(files, start=1):
+        try:
+            specs = load_specs(file, check_kinds=registry.kinds())
+        except SpecError as err:
+            outcomes.append(Outcome(file, None, str(err)))
+            if not quiet:
+                click.echo(str(err))
+            continue
+        for index, spec in enumerate(specs, start=1):
+            work = tmp / f"{number:03d}-{index:02d}"
+            outcome = Outcome(file, spec, runs=_runs(spec, work, claude, harness))
+            outcomes.append(outcome)
+            if not quiet:
+                click.echo("\n".join(_block(outcome, expect_fail)))
+    return outcomes
 
 
 def _atom_paths(*, quiet: bool) -> tuple[Path, ...]:
@@ -223,21 +242,21 @@ def _walk(folder: Path) -> Iterator[Path]:
         yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))
 
 
-def _runs(spec: Spec, work: Path, claude: list[Path]) -> list[Run]:
+def _runs(spec: Spec, work: Path, claude: list[Path], harness: Harness) -> list[Run]:
     runs = []
     if spec.oracle is not None:
-        runs.append(run_oracle(spec, work / "oracle"))
+        runs.append(run_oracle(spec, work / "oracle", harness.registry()))
     if spec.script is not None:
         if not claude:
             try:
                 claude.append(find_claude())
             except ClaudeNotFoundError as exc:
                 raise _HarnessAbort(str(exc)) from None
-        runs.append(run_script(spec, work / "script", claude[0]))
+        runs.append(run_script(spec, harness))
     return runs
 
 
-def run_oracle(spec: Spec, work: Path) -> Run:
+def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) -> Run:
     """Run the spec's oracle with bash in a copy of its workspace, then its checks."""
     assert spec.oracle is not None
     workspace = work / "workspace"
@@ -252,7 +271,7 @@ def run_oracle(spec: Spec, work: Path) -> Run:
     if code is None:
         problem = f"the oracle timed out after {spec.timeout:g}s"
         return Run("oracle", False, problem=problem, output=output)
-    checks = run_checks(spec.accept, workspace, env=clean_env())
+    checks = run_checks(spec.accept, workspace, env=clean_env(), registry=registry)
     run = Run("oracle", all(c.passed for c in checks), checks)
     if code != 0:
         run.notes.append(f"the oracle exited {code}")
@@ -267,7 +286,7 @@ def _run_bash(script: Path, cwd: Path, timeout: float) -> tuple[int | None, str]
     return run_shell(f"bash {shlex.quote(str(script))}", cwd, clean_env(), timeout)
 
 
-def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
+def run_script(spec: Spec, harness: Harness) -> Run:
     """Play the spec's script through the real harness, never its cassette."""
     assert spec.script is not None
     try:
@@ -275,15 +294,9 @@ def run_script(spec: Spec, work: Path, claude_bin: Path) -> Run:
     except ScriptError as exc:
         return Run("script", False, broken=str(exc))
     # A cassette that does not exist makes record mode "none" fall back to the script.
-    offline = dataclasses.replace(spec, cassette=work / "none.yaml")
+    offline = dataclasses.replace(spec, cassette=harness.runs_dir / "no-cassette.yaml")
     try:
-        result = run_spec(
-            offline,
-            runs_dir=work / "runs",
-            project_dir=Path.cwd(),
-            settings=RecordSettings(mode="none"),
-            claude_bin=claude_bin,
-        )
+        result = harness.run(offline)
     except HARNESS_ERRORS as exc:
         return Run("script", False, broken=f"harness error: {exc}", harness=True)
     checks = result.final.checks if result.attempts else []

@@ -1,8 +1,9 @@
 """pytest-atom: test autonomous Claude Code agents like software.
 
-The public API is exactly what `__all__` lists; every other module is private. Names are
-imported on first use (PEP 562), so `import pytest_atom.conversation` in a project tool,
-or `atom --help`, does not pay for the gateway, jsonschema and httpx.
+The public API is exactly what `__all__` lists, declared once in `_EXPORTS`; every other
+module is private. Names are imported on first use (PEP 562), so `import
+pytest_atom.conversation` in a project tool, `atom --help` or a pytest run without
+``--atom`` does not pay for the gateway, jsonschema and httpx.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+#: Each public name and the module that defines it.
 _EXPORTS = {
+    "AtomHint": "plugin",
     "AtomRuntime": "core.runtime",
+    "Attempt": "result",
     "Check": "spec",
     "CheckRegistry": "judge.checks",
     "CheckResult": "judge.checks",
@@ -22,6 +26,7 @@ _EXPORTS = {
     "ClaudeOptions": "spec",
     "ClaudeRunner": "core.runner",
     "Gateway": "replay.gateway",
+    "Harness": "harness",
     "HarnessError": "execution",
     "IterationHistory": "core.history",
     "IterationRecord": "core.runner",
@@ -29,12 +34,15 @@ _EXPORTS = {
     "PromptNotFoundError": "core.prompts",
     "ReflectorOptions": "spec",
     "RetryManager": "core.retry",
+    "RunOutcome": "core.runtime",
+    "RunSettings": "settings",
     "Script": "replay.gateway",
     "ScriptError": "replay.gateway",
     "ScriptedResponder": "replay.gateway",
+    "SettingsError": "settings",
     "Spec": "spec",
     "SpecError": "spec",
-    "SpecResult": "execution",
+    "SpecResult": "result",
     "Verdict": "judge.reflector",
     "default_registry": "judge.checks",
     "find_claude": "core.claude_code",
@@ -43,37 +51,7 @@ _EXPORTS = {
     "run_checks": "judge.checks",
     "run_spec": "execution",
 }
-__all__ = [
-    "CLAUDE_CODE_VERSION",
-    "AtomRuntime",
-    "Check",
-    "CheckRegistry",
-    "CheckResult",
-    "ClaudeNotFoundError",
-    "ClaudeOptions",
-    "ClaudeRunner",
-    "Gateway",
-    "HarnessError",
-    "IterationHistory",
-    "IterationRecord",
-    "PromptLoader",
-    "PromptNotFoundError",
-    "ReflectorOptions",
-    "RetryManager",
-    "Script",
-    "ScriptError",
-    "ScriptedResponder",
-    "Spec",
-    "SpecError",
-    "SpecResult",
-    "Verdict",
-    "default_registry",
-    "find_claude",
-    "load_spec",
-    "load_specs",
-    "run_checks",
-    "run_spec",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -89,17 +67,21 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
     from pytest_atom.core.history import IterationHistory
     from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
     from pytest_atom.core.retry import RetryManager
     from pytest_atom.core.runner import ClaudeRunner, IterationRecord
-    from pytest_atom.core.runtime import AtomRuntime
-    from pytest_atom.execution import HarnessError, SpecResult, run_spec
+    from pytest_atom.core.runtime import AtomRuntime, RunOutcome
+    from pytest_atom.execution import HarnessError, run_spec
+    from pytest_atom.harness import Harness
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.plugin import AtomHint
     from pytest_atom.replay.gateway import Gateway, Script, ScriptedResponder, ScriptError
+    from pytest_atom.result import Attempt, SpecResult
+    from pytest_atom.settings import RunSettings, SettingsError
     from pytest_atom.spec import (
         Check,
         ClaudeOptions,

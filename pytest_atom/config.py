@@ -8,6 +8,7 @@ timeout: 120                         # seconds a tool may run before it is kille
 model: ${ATOM_MODEL:-}               # default model for specs (empty: the CLI's own)
 record_mode: none                    # none, once, new_episodes, all or refresh
 match: conversation                  # conversation, structural or strict
+threshold: 0.8                       # and the other run settings (pytest_atom.settings)
 ```
 
 The file is looked for in the working directory and then in each parent folder up to
@@ -42,8 +43,9 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
+from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import display_path
+from pytest_atom.settings import FILE_SETTINGS, SettingsError, parse_setting
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"
@@ -83,8 +85,8 @@ class AtomConfig:
     prompt_paths: tuple[str, ...] = ()
     timeout: float = 120
     model: str | None = None
-    record_mode: RecordMode | None = None
-    match: MatchMode | None = None
+    #: Run settings (`pytest_atom.settings`) the file sets, checked and typed.
+    settings: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
@@ -109,15 +111,8 @@ class AtomConfig:
         return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
 
 
-_KNOWN_KEYS = (
-    "version",
-    "tools_dirs",
-    "prompt_paths",
-    "timeout",
-    "model",
-    "record_mode",
-    "match",
-)
+_CHOICES: dict[str, tuple[str, ...]] = {"record_mode": RECORD_MODES, "match": MATCH_MODES}
+_KNOWN_KEYS = ("version", "tools_dirs", "prompt_paths", "timeout", "model", *FILE_SETTINGS)
 
 
 def find_config(cwd: Path | None = None) -> Path | None:
@@ -192,7 +187,8 @@ def _parse(text: str, path: Path, root: Path) -> AtomConfig:
         if raw is None:  # `key:` with nothing after it: the default
             continue
         values[key] = _convert(key, _expand(raw, path, key, line), path, line)
-    return AtomConfig(**values, path=path, root=root)
+    settings = {key: values.pop(key) for key in FILE_SETTINGS if key in values}
+    return AtomConfig(**values, settings=settings, path=path, root=root)
 
 
 def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
@@ -290,20 +286,14 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
         if not isinstance(value, str):
             raise wrong("a model name (a string)")
         return value or None  # `${ATOM_MODEL:-}`: no model, the CLI's default
-    # record_mode and match: one of a fixed set of names
-    choices = RECORD_MODES if key == "record_mode" else MATCH_MODES
-    if not isinstance(value, str):
-        raise wrong(f"one of {', '.join(choices)}")
-    if value not in choices:
-        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
+    try:  # a run setting: the same check as on the command line or in the ini file
+        return parse_setting(key, value, repr(key))
+    except SettingsError as exc:
+        choices = _CHOICES.get(key, ())
+        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
         raise ConfigError(
-            f"{key!r} must be one of {', '.join(choices)}, not {value!r}",
-            path,
-            key=key,
-            line=line,
-            suggestion=close[0] if close else None,
-        )
-    return value
+            str(exc), path, key=key, line=line, suggestion=close[0] if close else None
+        ) from None
 
 
 def _number(value: Any) -> float | None:

@@ -32,21 +32,22 @@ from pytest_atom.config import AtomConfig, load_config
 from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
-from pytest_atom.core.runtime import AtomRuntime
+from pytest_atom.core.runtime import AtomRuntime, RunOutcome
 from pytest_atom.core.sandbox import Confinement, require_tools
 from pytest_atom.core.tools import discover_tools, tool_env
-from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks
-from pytest_atom.judge.reflector import ReflectorError, Verdict, judge, run_reflector
+from pytest_atom.judge.checks import CheckRegistry, run_checks
+from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
 from pytest_atom.replay.cassette import CassetteError
 from pytest_atom.replay.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.replay.recording import (
     ModelSource,
     RecordingError,
-    RecordSettings,
     divergence_report,
     open_model_source,
 )
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.result import Attempt, SpecResult
+from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
 
 #: Folders never copied into a run: caches from running the fixture's own tests.
@@ -69,156 +70,6 @@ HARNESS_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
-@dataclass
-class Attempt:
-    """One attempt: the executor's iterations, the checks, the reflector's verdict."""
-
-    number: int
-    path: Path
-    outcome: dict[str, Any]  # AtomRuntime.run's result
-    records: list[IterationRecord]
-    checks: list[CheckResult] = field(default_factory=list)
-    verdict: Verdict | None = None
-    reflector: IterationRecord | None = None
-    decision: str = "fail"  # proceed, refine or fail
-
-    @property
-    def completed(self) -> bool:
-        return bool(self.outcome.get("success"))
-
-    @property
-    def iterations(self) -> int:
-        return int(self.outcome.get("iterations") or 0)
-
-    @property
-    def all_records(self) -> list[IterationRecord]:
-        return self.records + ([self.reflector] if self.reflector else [])
-
-
-@dataclass
-class SpecResult:
-    """Everything a report needs about one spec run."""
-
-    spec: Spec
-    run_dir: Path
-    attempts: list[Attempt]
-    duration: float
-    threshold: float
-    exchanges: list[Exchange] = field(default_factory=list)
-    source: str = "scripted"  # what answered the CLI: scripted, replay or record
-    divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
-    warnings: list[str] = field(default_factory=list)
-    #: What Claude Code changed around a replayed conversation, one line (None: nothing).
-    drift: str | None = None
-    cassette: Path | None = None  # the cassette written by this run, if any
-    harness_error: str | None = None  # e.g. a malformed verdict: never a pass
-    upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
-    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
-    #: cassette: the CLI prices every session from the usage in its answers, even
-    #: scripted or replayed ones, so its figure is spent only for the paid ones.
-    paid: frozenset[str] = frozenset()
-    replayed: frozenset[str] = frozenset()
-
-    def report(self) -> str:
-        """The failure report a person reads (also handy as an assertion message)."""
-        from pytest_atom.reports.text import failure_report
-
-        return failure_report(self)
-
-    @property
-    def final(self) -> Attempt:
-        return self.attempts[-1]
-
-    @property
-    def passed(self) -> bool:
-        return (
-            self.harness_error is None
-            and not self.divergences
-            and bool(self.attempts)
-            and self.final.decision == "proceed"
-        )
-
-    @property
-    def decision(self) -> str:
-        return self.final.decision if self.attempts else "fail"
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return self.final.verdict if self.attempts else None
-
-    @property
-    def score(self) -> float | None:
-        return self.verdict.score if self.verdict else None
-
-    @property
-    def workspace(self) -> Path:
-        """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
-        committed = self.run_dir / "committed"
-        return committed if self.passed and committed.is_dir() else self.final.path
-
-    @property
-    def completed(self) -> bool:
-        return bool(self.attempts) and self.final.completed
-
-    @property
-    def reason(self) -> str | None:
-        return self.final.outcome.get("reason") if self.attempts else "error"
-
-    @property
-    def error(self) -> str | None:
-        return self.final.outcome.get("error") if self.attempts else None
-
-    @property
-    def checks(self) -> list[CheckResult]:
-        return self.final.checks if self.attempts else []
-
-    @property
-    def iterations(self) -> int:
-        return sum(a.iterations for a in self.attempts)
-
-    @property
-    def records(self) -> list[IterationRecord]:
-        """Every CLI session of the run: executor iterations and reflector sessions."""
-        return [r for a in self.attempts for r in a.all_records]
-
-    @property
-    def claude_seconds(self) -> float:
-        """Time spent inside `claude` processes: the rest is the harness's overhead."""
-        return sum(r.duration for r in self.records)
-
-    @property
-    def tokens(self) -> int:
-        return sum(r.tokens for r in self.records)
-
-    @property
-    def cost_usd(self) -> float:
-        """Dollars spent: 0 for scripted and replayed runs, which call no API."""
-        return self.costs()[0]
-
-    @property
-    def recorded_cost_usd(self) -> float:
-        """What the replayed answers cost when they were recorded (not spent again)."""
-        return self.costs()[1]
-
-    def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
-        """Dollars (spent, recorded) of `attempts` (default: every attempt)."""
-        spent = recorded = 0.0
-        for attempt in self.attempts if attempts is None else attempts:
-            reflector = [attempt.reflector] if attempt.reflector else []
-            for role, records in (("executor", attempt.records), ("reflector", reflector)):
-                usd = sum(r.cost_usd for r in records)
-                spent += usd if role in self.paid else 0.0
-                recorded += usd if role in self.replayed else 0.0
-        return spent, recorded
-
-    @property
-    def last_message(self) -> str:
-        for record in reversed(self.final.records if self.attempts else []):
-            if record.output or record.texts:
-                return record.output or record.texts[-1]
-        return ""
-
-
 def session_id_for(spec: Spec, role: str = "executor") -> str:
     """A session id derived from the spec, so reruns send the same conversation id."""
     suffix = "" if role == "executor" else f":{role}"
@@ -237,8 +88,7 @@ def run_spec(
     *,
     runs_dir: Path,
     project_dir: Path | None = None,
-    settings: RecordSettings | None = None,
-    threshold: float | None = None,
+    settings: RunSettings | None = None,
     registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -246,27 +96,22 @@ def run_spec(
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
-    `threshold` is the project's default (ini `atom_threshold`); a spec's own wins.
-    `on_event` receives the executor's stream-json events as they arrive, and the
-    harness's own as ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``.
-    `config` (`.atom/config.yaml`) adds prompt folders, a default model and the tools
-    a spec's `tools:` may name.
+    `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
+    the executor's stream-json events as they arrive, and the harness's own as
+    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``. `config`
+    (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
+    `tools:` may name.
     """
     started = time.perf_counter()
+    settings = settings or RunSettings()
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
-    if threshold is None or spec.reflector.threshold_set:
-        threshold = spec.reflector.threshold
-    prompts = PromptLoader(prompt_project(spec, project_dir))
-    if config is not None and config.prompt_dirs:
-        first, *rest = prompts.search_paths
-        prompts = PromptLoader(search_paths=[first, *config.prompt_dirs, *rest])
     run = _Run(
         spec,
         new_run_dir(runs_dir, spec),
-        prompts,
-        threshold,
+        _prompt_loader(spec, project_dir, config),
+        spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
         registry,
         claude_bin,
         on_event,
@@ -274,46 +119,69 @@ def run_spec(
         tools=_spec_tools(spec, config),
     )
     source = open_model_source(
-        spec,
-        settings or RecordSettings(),
-        paths=_volatile_paths(run.run_dir, spec.attempts),
-        claude_bin=claude_bin,
+        spec, settings, paths=_volatile_paths(run.run_dir, spec.attempts), claude_bin=claude_bin
     )
-    failed = True  # until the run says otherwise: Ctrl-C or a crash keeps the cassette
+    exchanges, written = _drive(run, source)
+    result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    if result.passed:
+        shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
+    return result
+
+
+def _drive(run: _Run, source: ModelSource) -> tuple[list[Exchange], Path | None]:
+    """Every attempt behind one gateway; then the cassette is written, or kept as it was.
+
+    Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
+    cassette. A timeout, or a CLI that gave up (an upstream error, say), is a failed
+    recording; an agent that finished and failed its checks is a faithful one.
+    """
+    failed = True
+    exchanges: list[Exchange] = []
     try:
         with Gateway(source.responder) as gateway:
             run.attempt_all(source, gateway.url)
             exchanges = gateway.exchanges
-        # A timeout, or a CLI that gave up (an upstream error, say), is a failed recording;
-        # an agent that finished and failed its checks is a faithful one.
         failed = run.harness_error is not None or (
-            bool(run.attempts) and run.attempts[-1].outcome.get("reason") in ("timeout", "error")
+            bool(run.attempts) and run.attempts[-1].outcome.reason in ("timeout", "error")
         )
     finally:
-        cli_version = next((r.cli_version for r in run.records() if r.cli_version), None)
-        written = source.finish(spec, failed=failed, cli_version=cli_version)
+        written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
         # The CLI's own transcripts hold every prompt and tool output: scrubbed in place.
         Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config")
+    return exchanges, written
+
+
+def _result(
+    run: _Run, source: ModelSource, exchanges: list[Exchange], written: Path | None, took: float
+) -> SpecResult:
     tape = source.tape
-    result = SpecResult(
-        spec=spec,
+    paid, replayed = _billing(source)
+    return SpecResult(
+        spec=run.spec,
         run_dir=run.run_dir,
         attempts=run.attempts,
-        duration=time.perf_counter() - started,
-        threshold=threshold,
+        duration=took,
+        threshold=run.threshold,
         exchanges=exchanges,
         source=source.kind,
-        divergences=divergence_report(spec, source, cli_version),
+        divergences=divergence_report(run.spec, source, run.cli_version()),
         warnings=source.warnings,
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused,
         upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
-        **_billing(source),
+        paid=paid,
+        replayed=replayed,
     )
-    if result.passed:
-        shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
-    return result
+
+
+def _prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> PromptLoader:
+    """The spec's project prompts first, then the config's prompt folders, then the rest."""
+    prompts = PromptLoader(prompt_project(spec, project_dir))
+    if config is not None and config.prompt_dirs:
+        first, *rest = prompts.search_paths
+        prompts = PromptLoader(search_paths=[first, *config.prompt_dirs, *rest])
+    return prompts
 
 
 @dataclass
@@ -333,89 +201,113 @@ class _Run:
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
 
+    def cli_version(self) -> str | None:
+        return next((r.cli_version for r in self.records() if r.cli_version), None)
+
     def emit(self, subtype: str, **data: Any) -> None:
         """Harness progress through the same callback as the CLI's stream-json events."""
         if self.on_event:
             self.on_event({"type": "atom", "subtype": subtype, **data})
 
     def attempt_all(self, source: ModelSource, gateway_url: str) -> None:
-        spec = self.spec
-        env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
-        if self.tools:
-            env = tool_env(env)
-            env["PATH"] = (
-                f"{_tool_shims(self.run_dir / 'bin', self.tools)}{os.pathsep}{env['PATH']}"
-            )
+        """Attempts until one is final: proceed or fail; refine goes round again."""
+        env = self.agent_env(gateway_url, source)
         executor = ClaudeRunner(
             env=env,
-            options=spec.claude,
+            options=self.spec.claude,
             model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
-            confinement=Confinement(self.run_dir, spec.sandbox),
+            confinement=Confinement(self.run_dir, self.spec.sandbox),
         )
-        system_prompt = self.prompts.load(spec.toolname)
-        session = session_id_for(spec)
         message: str | None = None
-        for number in range(1, spec.attempts + 1):
-            path = self.run_dir / "attempts" / f"a{number:02d}"
-            if self.attempts:  # refine: a copy of the last attempt, the same conversation
-                shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=_COPY_IGNORE)
-                executor.move_session(session, path)
-            elif spec.workspace is not None:
-                shutil.copytree(spec.workspace, path, symlinks=True, ignore=_COPY_IGNORE)
-            else:
-                path.mkdir(parents=True)
-            runtime = AtomRuntime(
-                system_prompt,
-                path,
-                max_iterations=spec.max_iterations,
-                verbose=False,
-                runner=executor,
-                session_id=session,
-                # A scripted or replayed answer is the same on every retry: retrying only waits.
-                max_retries=2 if source.kind == "record" else 0,
-                timeout=spec.timeout,
-            )
-            # runtime.records fills as iterations end, so an interrupted attempt keeps them.
-            attempt = Attempt(number, path, {}, runtime.records)
-            self.attempts.append(attempt)
-            self.emit("attempt", attempt=number, attempts=spec.attempts)
-            attempt.outcome = runtime.run(spec.prompt, message=message)
-            if attempt.outcome.get("reason") == "timeout":
+        for number in range(1, self.spec.attempts + 1):
+            attempt = self.execute(number, executor, source, message)
+            if attempt.outcome.reason == "timeout":
                 return
-            attempt.checks = run_checks(spec.accept, path, env=clean_env(), registry=self.registry)
+            attempt.checks = run_checks(
+                self.spec.accept, attempt.path, env=clean_env(), registry=self.registry
+            )
             self.emit("checks", checks=attempt.checks)
-            if spec.criteria and attempt.completed:
-                try:
-                    attempt.verdict, attempt.reflector = run_reflector(
-                        spec,
-                        path,
-                        attempt.checks,
-                        attempt.outcome.get("output") or "",
-                        env=env,
-                        claude_bin=self.claude_bin,
-                        session_id=session_id_for(spec, f"reflector:{number}"),
-                        threshold=self.threshold,
-                        prompts=self.prompts,
-                        confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
-                    )
-                except ReflectorError as exc:
-                    # A replay whose reflector request diverged failed on the divergence,
-                    # which the report shows; anything else is the harness's own failure.
-                    if not (source.tape and source.tape.divergences):
-                        self.harness_error = str(exc)
-                    return
+            if not self.reflect(attempt, env, source):
+                return
             attempt.decision = judge(
                 attempt.completed, attempt.checks, attempt.verdict, self.threshold
             )
             self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
             if attempt.decision != "refine":
                 return
-            message = refine_message(attempt, spec.attempts, self.threshold)
+            message = refine_message(attempt, self.spec.attempts, self.threshold)
+
+    def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
+        """The CLI's environment: the gateway, its own config folder, the spec's tools."""
+        env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        if self.tools:
+            env = tool_env(env)
+            shims = _tool_shims(self.run_dir / "bin", self.tools)
+            env["PATH"] = f"{shims}{os.pathsep}{env['PATH']}"
+        return env
+
+    def execute(
+        self, number: int, executor: ClaudeRunner, source: ModelSource, message: str | None
+    ) -> Attempt:
+        """One attempt's executor run, in its own folder: a02 on is a copy of the last one."""
+        path = self.run_dir / "attempts" / f"a{number:02d}"
+        session = session_id_for(self.spec)
+        if self.attempts:  # refine: a copy of the last attempt, the same conversation
+            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=_COPY_IGNORE)
+            executor.move_session(session, path)
+        elif self.spec.workspace is not None:
+            shutil.copytree(self.spec.workspace, path, symlinks=True, ignore=_COPY_IGNORE)
+        else:
+            path.mkdir(parents=True)
+        runtime = AtomRuntime(
+            self.prompts.load(self.spec.toolname),
+            path,
+            max_iterations=self.spec.max_iterations,
+            verbose=False,
+            runner=executor,
+            session_id=session,
+            # A scripted or replayed answer is the same on every retry: retrying only waits.
+            max_retries=2 if source.kind == "record" else 0,
+            timeout=self.spec.timeout,
+        )
+        # runtime.records fills as iterations end, so an interrupted attempt keeps them.
+        attempt = Attempt(number, path, RunOutcome(False, 0), runtime.records)
+        self.attempts.append(attempt)
+        self.emit("attempt", attempt=number, attempts=self.spec.attempts)
+        attempt.outcome = runtime.execute(self.spec.prompt, message=message)
+        return attempt
+
+    def reflect(self, attempt: Attempt, env: dict[str, str], source: ModelSource) -> bool:
+        """The reflector's verdict on a finished attempt with criteria; False: stop here.
+
+        A replay whose reflector request diverged failed on the divergence, which the
+        report shows; any other reflector failure is the harness's own.
+        """
+        if not (self.spec.criteria and attempt.completed):
+            return True
+        try:
+            attempt.verdict, attempt.reflector = run_reflector(
+                self.spec,
+                attempt.path,
+                attempt.checks,
+                attempt.outcome.output,
+                env=env,
+                claude_bin=self.claude_bin,
+                session_id=session_id_for(self.spec, f"reflector:{attempt.number}"),
+                threshold=self.threshold,
+                prompts=self.prompts,
+                confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
+            )
+        except ReflectorError as exc:
+            if not (source.tape and source.tape.divergences):
+                self.harness_error = str(exc)
+            return False
+        return True
 
 
-def _billing(source: ModelSource) -> dict[str, frozenset[str]]:
+def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
     """Which roles' sessions were paid for, and which replayed (SpecResult.paid/replayed).
 
     Recording from the spec's own script (`upstream_gateway`) pays nothing; re-judging
@@ -424,15 +316,12 @@ def _billing(source: ModelSource) -> dict[str, frozenset[str]]:
     both, none = frozenset({"executor", "reflector"}), frozenset[str]()
     paid = source.upstream_gateway is None
     if source.kind == "record":
-        return {"paid": both if paid else none, "replayed": none}
+        return (both if paid else none), none
     if source.kind == "rejudge":
-        return {
-            "paid": frozenset({"reflector"}) if paid else none,
-            "replayed": frozenset({"executor"}),
-        }
+        return (frozenset({"reflector"}) if paid else none), frozenset({"executor"})
     if source.kind in ("replay", "refresh"):
-        return {"paid": none, "replayed": both}
-    return {"paid": none, "replayed": none}  # scripted
+        return none, both
+    return none, none  # scripted
 
 
 def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:

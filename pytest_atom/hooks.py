@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_atom.execution import SpecResult
     from pytest_atom.judge.checks import CheckRegistry
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.result import SpecResult
     from pytest_atom.spec import Spec
 
 

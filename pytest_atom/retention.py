@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pytest_atom.settings import DEFAULT_KEEP_RUNS
+
 __all__ = ["DEFAULT_KEEP_RUNS", "RunFolder", "prune_runs", "run_folders", "runs_to_delete"]
 
-DEFAULT_KEEP_RUNS = 10
 _STAMP = "%Y%m%d-%H%M%S"
 _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")
 

@@ -27,9 +27,8 @@ from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 from pytest_atom import yamldoc
-from pytest_atom.paths import display_path
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 
-SPEC_SUFFIX = ".atom.yaml"
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
 )

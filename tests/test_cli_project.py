@@ -62,7 +62,7 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     assert [c["criterion"] for c in verdict["criteria"]] == spec["criteria"]
     assert script["turns"][-1]["text"].rstrip().endswith("EXIT_LOOP_NOW")
     config = load_config(cwd=root)  # the project config is valid for pytest_atom.config
-    assert (config.path, config.version, config.record_mode) == (
+    assert (config.path, config.version, config.settings["record_mode"]) == (
         root / ".atom/config.yaml",
         "1",
         "none",

@@ -28,7 +28,7 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
     assert config.tools_dirs == (".atom/tools", "tools")
     assert config.prompt_paths == ()
     assert config.timeout == 120
-    assert config.model is None and config.record_mode is None
+    assert config.model is None and config.settings.get("record_mode") is None
     assert config.tools_paths == (tmp_path / ".atom/tools", tmp_path / "tools")
 
 
@@ -57,7 +57,7 @@ def test_values_and_environment_expansion(tmp_path: Path, monkeypatch: pytest.Mo
     assert config.prompt_paths == ("prompts/extra",)  # empty counts as unset with :-
     assert config.timeout == 7.5
     assert config.model == "claude-sonnet-4-5"
-    assert config.record_mode == "once"
+    assert config.settings["record_mode"] == "once"
     assert config.tools_paths == (
         tmp_path / "my-tools",
         tmp_path / "fallback/tools",
@@ -137,14 +137,14 @@ def test_bad_record_mode(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(cwd=tmp_path)
     message = str(info.value)
-    assert "'record_mode' must be one of none, once, new_episodes, all" in message
+    assert "'record_mode' = 'new-episodes': use one of none, once, new_episodes, all" in message
     assert message.endswith("did you mean 'new_episodes'?")
 
 
 @pytest.mark.parametrize("mode", ["none", "once", "new_episodes", "all"])
 def test_every_record_mode_is_accepted(tmp_path: Path, mode: str) -> None:
     write_config(tmp_path, f"record_mode: {mode}\n")
-    assert load_config(cwd=tmp_path).record_mode == mode
+    assert load_config(cwd=tmp_path).settings["record_mode"] == mode
 
 
 def test_empty_keys_and_empty_file_keep_the_defaults(tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from pytest_atom.replay.gateway import Gateway, scripted
 from pytest_atom.replay.gateway.messages import parse_sse
 from pytest_atom.replay.gateway.normalize import Normalizer
 from pytest_atom.replay.gateway.replay import CassetteResponder
-from pytest_atom.replay.recording import RecordSettings
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings import RunSettings
 from pytest_atom.spec import load_specs
 from tests.conftest import bash
 from tests.faults import FaultyUpstream, refused_url
@@ -68,7 +68,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> byte
         result = run_spec(
             spec,
             runs_dir=folder / "runs",
-            settings=RecordSettings("all", upstream.url),
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
             claude_bin=claude_bin,
         )
     assert result.passed, result.report()

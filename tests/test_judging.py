@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.core.runner import IterationRecord
-from pytest_atom.execution import Attempt, SpecResult, refine_message
+from pytest_atom.core.runtime import RunOutcome
+from pytest_atom.execution import refine_message
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import (
     CriterionVerdict,
@@ -22,6 +23,7 @@ from pytest_atom.judge.reflector import (
     workspace_diff,
 )
 from pytest_atom.reports.text import result_properties, summary_table
+from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.spec import Check, Spec
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")
@@ -130,7 +132,9 @@ def test_verdict_parse_caps_the_echoed_answer() -> None:
 def test_refine_message_carries_the_score_the_unmet_criteria_and_the_feedback(
     tmp_path: Path,
 ) -> None:
-    attempt = Attempt(1, tmp_path, {}, [], verdict=verdict(0.6, "tested", feedback="Add one."))
+    attempt = Attempt(
+        1, tmp_path, RunOutcome(False, 0), [], verdict=verdict(0.6, "tested", feedback="Add one.")
+    )
     message = refine_message(attempt, attempts=3, threshold=0.8)
     assert message.startswith(
         "A reviewer checked your work and asks for another attempt (2 of 3). "
@@ -142,7 +146,7 @@ def test_refine_message_carries_the_score_the_unmet_criteria_and_the_feedback(
 
 
 def test_refine_message_without_unmet_criteria(tmp_path: Path) -> None:
-    attempt = Attempt(2, tmp_path, {}, [], verdict=verdict(0.7))
+    attempt = Attempt(2, tmp_path, RunOutcome(False, 0), [], verdict=verdict(0.7))
     message = refine_message(attempt, attempts=5, threshold=0.75)
     assert "(3 of 5)" in message and "more than 0.75" in message
     assert "Unmet criteria:\n- (none listed)\n" in message
@@ -257,9 +261,9 @@ def records(*costs: float) -> list[IterationRecord]:
 
 def spec_result(tmp_path: Path, **billing: frozenset[str]) -> SpecResult:
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
-    first = Attempt(1, tmp_path / "a01", {"iterations": 2}, records(0.01, 0.02))
+    first = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), records(0.01, 0.02))
     first.reflector = records(0.005)[0]
-    second = Attempt(2, tmp_path / "a02", {"iterations": 1}, records(0.03))
+    second = Attempt(2, tmp_path / "a02", RunOutcome(True, 1), records(0.03))
     second.reflector = records(0.004)[0]
     return SpecResult(spec, tmp_path, [first, second], 1.0, 0.8, **billing)
 

@@ -161,7 +161,7 @@ def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, s
     )
 
 
-def test_typo_is_a_collection_error_and_other_specs_still_run(
+def test_typo_is_a_setup_error_and_other_specs_still_run(
     pytester: pytest.Pytester, specs: Path
 ) -> None:
     only(specs, "create_file.atom.yaml", "misses_goal.atom.yaml")
@@ -171,7 +171,7 @@ def test_typo_is_a_collection_error_and_other_specs_still_run(
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*ERROR collecting specs/misses_goal.atom.yaml*",
+            "*ERROR at setup of atom spec file misses_goal.atom.yaml*",
             "unknown key 'promt' at specs/misses_goal.atom.yaml:4:1 — did you mean 'prompt'?",
         ]
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from atom_cli.pytest_ini import find_ini, project_root
+from pytest_atom.pytest_ini import find_ini, project_root
 
 
 def write(path: Path, text: str) -> Path:

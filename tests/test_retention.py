@@ -141,7 +141,9 @@ def test_the_ini_option_is_read_and_checked(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\natom_keep_runs = lots\n")
     result = pytester.runpytest("--atom")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*atom_keep_runs = 'lots' in the ini file; use a whole number*"])
+    result.stderr.fnmatch_lines(
+        ["*atom_keep_runs in the ini file = 'lots': use a whole number >= 0*"]
+    )
     bad = pytester.runpytest("--atom", "--atom-keep-runs=-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*expected a whole number >= 0 (0 keeps every run)*"])

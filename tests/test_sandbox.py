@@ -24,9 +24,10 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
 from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
-from pytest_atom.execution import SpecResult, run_spec
-from pytest_atom.replay.recording import RecordSettings
+from pytest_atom.execution import run_spec
 from pytest_atom.reports.text import tool_problems
+from pytest_atom.result import SpecResult
+from pytest_atom.settings import RunSettings
 from pytest_atom.spec import load_spec
 from tests.conftest import bash
 
@@ -227,9 +228,12 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    attack = f"touch $HOME/pwned; curl http://127.0.0.1:{listener.port}"
+    # curl -s: its error line names the milliseconds it took, which differ between runs.
+    attack = f"touch $HOME/pwned; curl -s http://127.0.0.1:{listener.port}"
     spec_file = write_spec(tmp_path / "specs", [bash(attack), {"text": "Done.\n\nEXIT_LOOP_NOW"}])
-    recorded = run(spec_file, tmp_path / "runs", claude_bin, settings=RecordSettings(mode="all"))
+    recorded = run(
+        spec_file, tmp_path / "runs", claude_bin, settings=RunSettings(record_mode="all")
+    )
     assert recorded.cassette is not None and attack in recorded.cassette.read_text()
 
     replayed = run(spec_file, tmp_path / "runs", claude_bin)

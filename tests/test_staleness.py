@@ -16,13 +16,13 @@ from pytest_atom.replay.recording import (
     SCRIPT_CHANGED,
     ModelSource,
     RecordingError,
-    RecordSettings,
     cassette_path,
     open_model_source,
     prompt_hash,
     script_hash,
     staleness,
 )
+from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
@@ -122,7 +122,7 @@ def recorded_for(spec: Spec, **metadata: str | None) -> Path:
 
 
 def open_source(spec: Spec, claude_bin: Path, mode: str = "none") -> ModelSource:
-    return open_model_source(spec, RecordSettings(mode=mode), paths={}, claude_bin=claude_bin)
+    return open_model_source(spec, RunSettings(record_mode=mode), paths={}, claude_bin=claude_bin)
 
 
 @pytest.mark.parametrize("mode", ["none", "once", "new_episodes"])

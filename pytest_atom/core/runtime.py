@@ -15,13 +15,34 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pytest_atom.core.history import IterationHistory
 from pytest_atom.core.prompts import render_prompt
 from pytest_atom.core.retry import RetryManager
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord
+
+#: Why a run ended without the exit signal; None when it signalled completion.
+StopReason = Literal["timeout", "error", "max_iterations"]
+
+
+@dataclass
+class RunOutcome:
+    """What one run of the loop came to: the typed form of the seed's result dict."""
+
+    success: bool
+    iterations: int
+    output: str = ""
+    reason: StopReason | None = None
+    error: str | None = None
+    duration: float = 0.0
+    context: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The seed's result dict (success, iterations, output, reason, error, ...)."""
+        return asdict(self)
 
 
 class AtomRuntime:
@@ -88,6 +109,10 @@ class AtomRuntime:
         return self._runner
 
     def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
+        """Iterate until done; the seed's result dict (see `execute` for the typed one)."""
+        return self.execute(user_prompt, message=message).as_dict()
+
+    def execute(self, user_prompt: str, *, message: str | None = None) -> RunOutcome:
         """Iterate until done; never raises for the CLI's failures, reports them instead.
 
         `message` replaces what the first iteration says (the system prompt and the task),
@@ -95,30 +120,21 @@ class AtomRuntime:
         """
         started = time.monotonic()
         deadline = started + self.timeout if self.timeout else None
-        result: dict[str, Any]
         try:
             self.conversation_dir.mkdir(parents=True, exist_ok=True)
             (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
-            result = self._iterate(user_prompt, deadline, message)
+            outcome = self._iterate(user_prompt, deadline, message)
         except (OSError, RuntimeError) as exc:
-            result = {
-                "success": False,
-                "iterations": len(self.records),
-                "output": "",
-                "reason": "error",
-                "error": f"{type(exc).__name__}: {exc}",
-            }
+            outcome = RunOutcome(
+                False, len(self.records), reason="error", error=f"{type(exc).__name__}: {exc}"
+            )
         finally:
             self._cleanup()
-        result["duration"] = time.monotonic() - started
-        result["context"] = self.history.get_all_iterations()
-        result.setdefault("reason", None)
-        result.setdefault("error", None)
-        return result
+        outcome.duration = time.monotonic() - started
+        outcome.context = self.history.get_all_iterations()
+        return outcome
 
-    def _iterate(
-        self, user_prompt: str, deadline: float | None, message: str | None
-    ) -> dict[str, Any]:
+    def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
         # Unlike the seed, the first message also carries the task: the agent needs no tool
         # call to read it, and a changed task changes the request, so a replay notices.
@@ -139,7 +155,7 @@ class AtomRuntime:
             if self.exit_signal in record.output or any(
                 self.exit_signal in t for t in record.texts
             ):
-                return {"success": True, "iterations": iteration, "output": record.output}
+                return RunOutcome(True, iteration, record.output)
         return self._failed("max_iterations", self.max_iterations, record)
 
     def _run_with_retry(
@@ -165,19 +181,13 @@ class AtomRuntime:
             self.sleep(wait)
 
     @staticmethod
-    def _failed(reason: str, iterations: int, record: IterationRecord | None) -> dict[str, Any]:
+    def _failed(reason: StopReason, iterations: int, record: IterationRecord | None) -> RunOutcome:
         error = None
         if record is not None and (record.returncode != 0 or record.timed_out):
             error = (record.output or record.stderr).strip()[
                 -2000:
             ] or f"exit code {record.returncode}"
-        return {
-            "success": False,
-            "iterations": iterations,
-            "output": record.output if record else "",
-            "reason": reason,
-            "error": error,
-        }
+        return RunOutcome(False, iterations, record.output if record else "", reason, error)
 
     def _cleanup(self) -> None:
         if not self.cleanup:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 
@@ -100,9 +100,13 @@ class Verdict:
         return asdict(self)
 
 
+#: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
+Decision = Literal["proceed", "refine", "fail"]
+
+
 def judge(
     completed: bool, checks: Sequence[CheckResult], verdict: Verdict | None, threshold: float
-) -> str:
+) -> Decision:
     """``proceed``, ``refine`` or ``fail`` (seed 002's scoring model).
 
     A failed deterministic check forces failure whatever the score; so does an agent that

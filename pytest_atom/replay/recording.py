@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import yaml
 
 from pytest_atom.core.claude_code import claude_version
-from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
-from pytest_atom.paths import display_path
+from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway import Gateway, Responder, Script, ScriptedResponder
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.spec import SPEC_SUFFIX, Spec
+from pytest_atom.settings import RunSettings
+from pytest_atom.spec import Spec
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 #: Credentials the CLI can use when recording; passed through, never written down.
@@ -37,17 +39,7 @@ class RecordingError(Exception):
     """A spec cannot run in the requested record mode; the message says what to run."""
 
 
-__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordSettings", "RecordingError"]
-
-
-@dataclass(frozen=True)
-class RecordSettings:
-    mode: RecordMode = "none"
-    upstream: str | None = None  # None: the spec's script, else $ANTHROPIC_BASE_URL, else Anthropic
-    match: MatchMode = DEFAULT_MATCH
-    strict_version: bool = False
-    #: Replay the agent, record the reflector anew: what a changed `accept:` or `criteria:` needs.
-    rejudge: bool = False
+__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:
@@ -134,11 +126,16 @@ def _cli_version(binary: Path) -> str:
     return claude_version(binary)
 
 
+#: What answers the CLI: a script, a cassette, a live upstream, or a cassette being
+#: rewritten (refresh) or re-judged (rejudge: the agent replayed, the reflector recorded).
+SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]
+
+
 @dataclass
 class ModelSource:
     """What answers the CLI during one run, and what to do with the cassette afterwards."""
 
-    kind: str  # "scripted", "replay", "record", "refresh" or "rejudge"
+    kind: SourceKind
     responder: Responder
     auth: dict[str, str] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -248,12 +245,12 @@ def interaction_kind(interaction: Interaction) -> str:
 
 
 def open_model_source(
-    spec: Spec, settings: RecordSettings, *, paths: dict[str, str], claude_bin: Path
+    spec: Spec, settings: RunSettings, *, paths: dict[str, str], claude_bin: Path
 ) -> ModelSource:
     """Decide, per record mode, whether this run plays a script, replays or records."""
     path = cassette_path(spec)
     exists = path.exists()
-    mode = settings.mode
+    mode = settings.record_mode
     if settings.rejudge or mode == "refresh":
         what = "re-judge" if settings.rejudge else "refresh"
         if not exists:
@@ -284,11 +281,11 @@ def _normalizer(paths: dict[str, str]) -> Normalizer:
 
 def _replay(
     spec: Spec,
-    settings: RecordSettings,
+    settings: RunSettings,
     path: Path,
     paths: dict[str, str],
     claude_bin: Path,
-    kind: str = "replay",
+    kind: SourceKind = "replay",
 ) -> ModelSource:
     cassette = Cassette.load(path)
     reasons = staleness(spec, cassette)
@@ -313,12 +310,12 @@ def _replay(
 
 def _record(
     spec: Spec,
-    settings: RecordSettings,
+    settings: RunSettings,
     cassette: Cassette,
     paths: dict[str, str],
     *,
     replay: bool,
-    kind: str = "record",
+    kind: SourceKind = "record",
 ) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None

@@ -15,7 +15,7 @@ from pytest_atom.paths import display_path
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
-    from pytest_atom.execution import SpecResult
+    from pytest_atom.result import SpecResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10

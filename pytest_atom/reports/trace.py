@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.core.runner import IterationRecord
-from pytest_atom.execution import Attempt, SpecResult
+from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.spec import SPEC_SUFFIX
+from pytest_atom.result import Attempt, SpecResult
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -132,10 +132,10 @@ def _child(
 ) -> dict[str, Any]:
     harness_failed = result.harness_error is not None and attempt is result.final
     errors = [result.harness_error] if harness_failed and result.harness_error else []
-    if attempt.outcome.get("error"):
-        errors.append(str(attempt.outcome["error"]))
+    if attempt.outcome.error:
+        errors.append(attempt.outcome.error)
     records = attempt.all_records
-    executor_seconds = float(attempt.outcome.get("duration") or 0.0)
+    executor_seconds = attempt.outcome.duration
     if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
         executor_seconds = sum(r.duration for r in attempt.records)
     reflector_seconds = attempt.reflector.duration if attempt.reflector else 0.0
@@ -146,7 +146,7 @@ def _child(
         "state": "error" if harness_failed else _CHILD_STATES.get(attempt.decision, "failed"),
         "decision": attempt.decision,
         "completed": attempt.completed,
-        "reason": attempt.outcome.get("reason"),
+        "reason": attempt.outcome.reason,
         "iterations": attempt.iterations,
         "workspace": str(attempt.path),
         "checks": [

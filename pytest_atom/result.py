@@ -1,0 +1,168 @@
+"""The typed results of a spec run: its attempts, its verdict, its cost and what broke.
+
+Reports, traces, the plugin and the `atom` command read these; nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_atom.core.runner import IterationRecord
+from pytest_atom.core.runtime import RunOutcome
+from pytest_atom.judge.checks import CheckResult
+from pytest_atom.judge.reflector import Decision, Verdict
+from pytest_atom.replay.gateway import Exchange
+from pytest_atom.replay.recording import SourceKind
+from pytest_atom.spec import Spec
+
+
+@dataclass
+class Attempt:
+    """One attempt: the executor's iterations, the checks, the reflector's verdict."""
+
+    number: int
+    path: Path
+    outcome: RunOutcome
+    records: list[IterationRecord]
+    checks: list[CheckResult] = field(default_factory=list)
+    verdict: Verdict | None = None
+    reflector: IterationRecord | None = None
+    decision: Decision = "fail"
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome.success
+
+    @property
+    def iterations(self) -> int:
+        return self.outcome.iterations
+
+    @property
+    def all_records(self) -> list[IterationRecord]:
+        return self.records + ([self.reflector] if self.reflector else [])
+
+
+@dataclass
+class SpecResult:
+    """Everything a report needs about one spec run."""
+
+    spec: Spec
+    run_dir: Path
+    attempts: list[Attempt]
+    duration: float
+    threshold: float
+    exchanges: list[Exchange] = field(default_factory=list)
+    source: SourceKind = "scripted"  # what answered the CLI
+    divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
+    warnings: list[str] = field(default_factory=list)
+    #: What Claude Code changed around a replayed conversation, one line (None: nothing).
+    drift: str | None = None
+    cassette: Path | None = None  # the cassette written by this run, if any
+    trace: Path | None = None  # the JSON trace written for this run, if any
+    harness_error: str | None = None  # e.g. a malformed verdict: never a pass
+    upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
+    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
+    #: cassette: the CLI prices every session from the usage in its answers, even
+    #: scripted or replayed ones, so its figure is spent only for the paid ones.
+    paid: frozenset[str] = frozenset()
+    replayed: frozenset[str] = frozenset()
+
+    def report(self) -> str:
+        """The failure report a person reads (also handy as an assertion message)."""
+        from pytest_atom.reports.text import failure_report  # reports build on results
+
+        return failure_report(self)
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.harness_error is None
+            and not self.divergences
+            and bool(self.attempts)
+            and self.final.decision == "proceed"
+        )
+
+    @property
+    def decision(self) -> Decision:
+        return self.final.decision if self.attempts else "fail"
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.final.verdict if self.attempts else None
+
+    @property
+    def score(self) -> float | None:
+        return self.verdict.score if self.verdict else None
+
+    @property
+    def workspace(self) -> Path:
+        """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
+        committed = self.run_dir / "committed"
+        return committed if self.passed and committed.is_dir() else self.final.path
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.attempts) and self.final.completed
+
+    @property
+    def reason(self) -> str | None:
+        return self.final.outcome.reason if self.attempts else "error"
+
+    @property
+    def error(self) -> str | None:
+        return self.final.outcome.error if self.attempts else None
+
+    @property
+    def checks(self) -> list[CheckResult]:
+        return self.final.checks if self.attempts else []
+
+    @property
+    def iterations(self) -> int:
+        return sum(a.iterations for a in self.attempts)
+
+    @property
+    def records(self) -> list[IterationRecord]:
+        """Every CLI session of the run: executor iterations and reflector sessions."""
+        return [r for a in self.attempts for r in a.all_records]
+
+    @property
+    def claude_seconds(self) -> float:
+        """Time spent inside `claude` processes: the rest is the harness's overhead."""
+        return sum(r.duration for r in self.records)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for r in self.records)
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars spent: 0 for scripted and replayed runs, which call no API."""
+        return self.costs()[0]
+
+    @property
+    def recorded_cost_usd(self) -> float:
+        """What the replayed answers cost when they were recorded (not spent again)."""
+        return self.costs()[1]
+
+    def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
+        """Dollars (spent, recorded) of `attempts` (default: every attempt)."""
+        spent = recorded = 0.0
+        for attempt in self.attempts if attempts is None else attempts:
+            reflector = [attempt.reflector] if attempt.reflector else []
+            for role, records in (("executor", attempt.records), ("reflector", reflector)):
+                usd = sum(r.cost_usd for r in records)
+                spent += usd if role in self.paid else 0.0
+                recorded += usd if role in self.replayed else 0.0
+        return spent, recorded
+
+    @property
+    def last_message(self) -> str:
+        for record in reversed(self.final.records if self.attempts else []):
+            if record.output or record.texts:
+                return record.output or record.texts[-1]
+        return ""
