@@ -8,6 +8,7 @@ timeout: 120                         # seconds a tool may run before it is kille
 model: ${ATOM_MODEL:-}               # default model for specs (empty: the CLI's own)
 record_mode: none                    # none, once, new_episodes, all or refresh
 match: conversation                  # conversation, structural or strict
+limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a spec's own win)
 ```
 
 The file is looked for in the working directory and then in each parent folder up to
@@ -41,6 +42,7 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.limits import Limits, parse_limits
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
@@ -85,6 +87,9 @@ class AtomConfig:
     model: str | None = None
     record_mode: RecordMode | None = None
     match: MatchMode | None = None
+    limits: Limits = field(
+        default_factory=Limits
+    )  # default budgets; a spec's own `limits:` win per key
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
@@ -117,6 +122,7 @@ _KNOWN_KEYS = (
     "model",
     "record_mode",
     "match",
+    "limits",
 )
 
 
@@ -286,6 +292,13 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
                 line=line,
             )
         return number
+    if key == "limits":
+        if not isinstance(value, dict):
+            raise wrong("a mapping such as {max_turns: 30, max_cost_usd: 2}")
+        try:
+            return parse_limits(value)
+        except ValueError as exc:
+            raise ConfigError(str(exc), path, key=key, line=line) from None
     if key == "model":
         if not isinstance(value, str):
             raise wrong("a model name (a string)")

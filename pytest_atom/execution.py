@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from pytest_atom.checks import CheckRegistry, CheckResult, run_checks
 from pytest_atom.claude_code import find_claude
 from pytest_atom.config import AtomConfig, load_config
 from pytest_atom.gateway import Exchange, Gateway, ScriptError
+from pytest_atom.limits import Budget, Limits, Usage
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.recording import (
     ModelSource,
@@ -118,6 +119,11 @@ class SpecResult:
     #: scripted or replayed ones, so its figure is spent only for the paid ones.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
+    #: The limits the agent ran under (the spec's over the project's), what it used of
+    #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
+    limits: Limits = field(default_factory=Limits)
+    usage: Usage = field(default_factory=Usage)
+    limit_exceeded: str | None = None
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -253,6 +259,7 @@ def run_spec(
     a spec's `tools:` may name.
     """
     started = time.perf_counter()
+    spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
@@ -308,6 +315,9 @@ def run_spec(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused,
+        limits=spec.limits,
+        usage=run.budget.usage,
+        limit_exceeded=run.budget.exceeded,
         upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
         **_billing(source),
     )
@@ -329,6 +339,10 @@ class _Run:
     tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
+    budget: Budget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
 
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
@@ -353,6 +367,7 @@ class _Run:
             claude_bin=self.claude_bin,
             on_event=self.on_event,
             confinement=Confinement(self.run_dir, spec.sandbox),
+            budget=self.budget,
         )
         system_prompt = self.prompts.load(spec.toolname)
         session = session_id_for(spec)
@@ -382,8 +397,8 @@ class _Run:
             self.attempts.append(attempt)
             self.emit("attempt", attempt=number, attempts=spec.attempts)
             attempt.outcome = runtime.run(spec.prompt, message=message)
-            if attempt.outcome.get("reason") == "timeout":
-                return
+            if attempt.outcome.get("reason") in ("timeout", "limit"):
+                return  # the agent was stopped: its work is judged as failed, not checked
             attempt.checks = run_checks(spec.accept, path, env=clean_env(), registry=self.registry)
             self.emit("checks", checks=attempt.checks)
             if spec.criteria and attempt.completed:
@@ -413,6 +428,18 @@ class _Run:
             if attempt.decision != "refine":
                 return
             message = refine_message(attempt, spec.attempts, self.threshold)
+
+
+def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
+    """`spec` with its effective limits: its own over the project's defaults, per key.
+
+    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
+    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
+    every report names the timeout that applied.
+    """
+    limits = spec.limits.over(config.limits if config is not None else Limits())
+    timeout = limits.timeout if limits.timeout is not None else spec.timeout
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout)
 
 
 def _billing(source: ModelSource) -> dict[str, frozenset[str]]:

@@ -132,6 +132,8 @@ class AtomRuntime:
             self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
             if self.on_iteration:
                 self.on_iteration(iteration, record)
+            if record.limit_exceeded:  # the agent's failure, whatever the CLI's exit status
+                return {**self._failed("limit", iteration, record), "error": record.limit_exceeded}
             if record.timed_out:
                 return self._failed("timeout", iteration, record)
             if record.returncode != 0:
@@ -157,7 +159,12 @@ class AtomRuntime:
                 timeout=left,
             )
             out_of_retries = self.max_retries is not None and attempt > self.max_retries
-            if record.timed_out or record.returncode == 0 or out_of_retries:
+            if (
+                record.timed_out
+                or record.limit_exceeded
+                or record.returncode == 0
+                or out_of_retries
+            ):
                 return record
             retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
             if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
