@@ -38,6 +38,7 @@ from pytest_atom.report import (
     sandbox_warning_lines,
     summary_table,
 )
+from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.scrub import Scrubber
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, declared_workspaces, load_specs
@@ -179,6 +180,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"after the session, keep the newest N run folders of each spec, and every "
         f"failed run of this session (default {DEFAULT_KEEP_RUNS}; 0 keeps all).",
     )
+    group.addoption(
+        "--atom-baseline",
+        dest="atom_baseline",
+        default=None,
+        metavar="PATH",
+        help="compare the run with a baseline (atom baseline save): a regression in outcome, "
+        "score, turns, tokens or cost beyond its tolerance fails the run.",
+    )
+    parser.addini("atom_baseline", "default for --atom-baseline (relative to rootdir).", default="")
+    parser.addini(
+        "atom_baseline_tolerance",
+        "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
+        "(a spec's own `baseline: {tolerance: …}` wins).",
+        default="",
+    )
     parser.addini("atom_record_mode", "default for --atom-record-mode.", default="")
     parser.addini("atom_match", "default for --atom-match.", default="")
     parser.addini(
@@ -253,6 +269,7 @@ class AtomSession:
         self.settings = settings_from(config, self.atom_config)
         self.keep_runs = keep_runs_from(config)
         self.started = datetime.now()
+        self.baseline = BaselineGate.from_config(config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -295,9 +312,15 @@ class AtomSession:
         Old run folders go here too: once, on the controller (an xdist worker has
         `workerinput`), when every worker's runs are done.
         """
-        if not hasattr(self.config, "workerinput"):
+        controller = not hasattr(self.config, "workerinput")
+        if controller:
             prune_runs(self.runs_dir, self.keep_runs, session_start=self.started)
+            if self.results:  # what `atom baseline save` reads
+                write_results(self.results, self.runs_dir / RESULTS_NAME)
         gate = self.config.option.atom_min_pass_rate
+        if controller and self.baseline is not None and self.baseline.finish(self.results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
+            return
         if gate is None or not self.results:
             return
         rates = pass_rates(self.results)
@@ -314,7 +337,7 @@ class AtomSession:
             terminalreporter.write_line(line)
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for nodeid, _, props in self.results:
-            for key in ("atom_drift", "atom_warnings"):
+            for key in ("atom_drift", "atom_warnings", "atom_limit_exceeded"):
                 if props.get(key):
                     label = key.removeprefix("atom_").removesuffix("s")
                     terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
@@ -326,6 +349,10 @@ class AtomSession:
                 pass_rates(self.results), self.config.option.atom_min_pass_rate
             ):
                 terminalreporter.write_line(line)
+        if self.baseline is not None:
+            terminalreporter.write_line("")
+            for line in summary_lines(self.baseline.comparisons):
+                terminalreporter.write_line(line, red=line.startswith("baseline regression"))
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         """Never collect a spec's workspace: its tests are fixture data, often failing on purpose."""
@@ -492,6 +519,14 @@ class AtomItem(pytest.Function):
             trace = write_report(result, Path(report_dir), repeat=self.repeat)
             self.user_properties.append(("atom_trace", display_path(trace)))
         self.user_properties += list(result_properties(result).items())
+        if session.baseline is not None:
+            self.user_properties += session.baseline.item_properties(
+                self.nodeid,
+                dict(self.user_properties),
+                passed=result.passed,
+                xfail=bool(self.spec.xfail),
+                own=self.spec.baseline_tolerance,
+            )
         self.ihook.pytest_atom_verdict(spec=self.spec, verdict=result.verdict, result=result)
         if result.harness_error:
             # Never the expected failure of an xfail spec, never a pass: the harness broke.

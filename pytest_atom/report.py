@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.paths import display_path
+from pytest_atom.reports.baseline import summary_cell as baseline_cell
 
 if TYPE_CHECKING:
     from pytest_atom.execution import SpecResult
@@ -310,7 +311,10 @@ def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[s
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     """The terminal summary: one line per spec run, from the figures in its report."""
-    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "rec $", "time s")
+    header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
+    header += ("cost $", "rec $", "time s")
+    compared = any("atom_baseline" in p for _, _, p in rows)  # --atom-baseline: its deltas
+    header += ("vs baseline",) if compared else ()
     table = [header]
     for nodeid, outcome, p in rows:
         score = p.get("atom_score")
@@ -331,11 +335,12 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
                 f"{p.get('atom_duration_s', 0):.1f}",
             )
+            + ((baseline_cell(p),) if compared else ())
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return [
         "  ".join(
-            cell.ljust(w) if i < 2 else cell.rjust(w)
+            cell.ljust(w) if i < 2 or i == 9 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         )
         for row in table
