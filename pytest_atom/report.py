@@ -342,7 +342,7 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
         "  ".join(
             cell.ljust(w) if i < 2 or i == 9 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
+        ).rstrip()
         for row in table
     ]
 
