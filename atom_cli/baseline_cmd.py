@@ -19,13 +19,14 @@ from pytest_atom.reports.baseline import (
 
 
 def default_results(root: Path) -> Path:
-    """Where the last `pytest --atom` session left its results: ``<runs dir>/last-run.json``
-    (the ini's ``atom_runs_dir`` when set, else ``.atom/runs``)."""
+    """Where the last `pytest --atom` session left its results: ``last-run.json`` beside
+    its runs folder (the ini's ``atom_runs_dir`` when set, else ``.atom/runs``), so the
+    runs folder holds only runs."""
     ini = find_ini(root)
     runs = ini.values.get("atom_runs_dir") if ini is not None else None
     if isinstance(runs, str) and runs and ini is not None:
-        return ini.path.parent / runs / RESULTS_NAME
-    return root / ".atom" / "runs" / RESULTS_NAME
+        return (ini.path.parent / runs).parent / RESULTS_NAME
+    return root / ".atom" / RESULTS_NAME
 
 
 @click.group()
@@ -41,7 +42,7 @@ def baseline() -> None:
     "results",
     type=click.Path(dir_okay=False, path_type=Path),
     help="results file of a run (default: the last `pytest --atom` session's, "
-    "<runs dir>/last-run.json).",
+    ".atom/last-run.json).",
 )
 def save(path: Path | None, results: Path | None) -> None:
     """Write the baseline (default .atom/baseline.json) from a run's results.

@@ -316,7 +316,7 @@ class AtomSession:
         if controller:
             prune_runs(self.runs_dir, self.keep_runs, session_start=self.started)
             if self.results:  # what `atom baseline save` reads
-                write_results(self.results, self.runs_dir / RESULTS_NAME)
+                write_results(self.results, self.runs_dir.parent / RESULTS_NAME)
         gate = self.config.option.atom_min_pass_rate
         if controller and self.baseline is not None and self.baseline.finish(self.results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed

@@ -156,9 +156,7 @@ def test_save_writes_a_stable_baseline_from_the_last_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pytest.ini").write_text("[pytest]\natom_runs_dir = out/runs\n")
-    results = write_results(
-        [(SPEC, "passed", props())], tmp_path / "out" / "runs" / "last-run.json"
-    )
+    results = write_results([(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
     assert read_results(results) == [(SPEC, "passed", props())]
     first = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert first.exit_code == 0, first.output

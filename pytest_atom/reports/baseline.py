@@ -2,7 +2,7 @@
 
 A run's results are the rows the plugin collects (node id, outcome, the properties of
 `result_properties`); at the end of every ``pytest --atom`` session it writes them to
-``<runs dir>/last-run.json`` (`write_results`). ``atom baseline save`` turns such a file
+``.atom/last-run.json``, beside the runs folder (`write_results`). ``atom baseline save`` turns such a file
 into a baseline (`build_baseline`): per spec, keyed by its node id without the repeat
 suffix, the outcome, pass rate over repeats, mean score, turns, tool calls, tokens, cost
 and duration. The file is sorted and holds no timestamp, so saving an unchanged run
