@@ -39,6 +39,11 @@ LAZY_COMMANDS = {
         "cassette",
         "Show cassettes as transcripts; check them for secrets; refresh them.",
     ),
+    "baseline": (
+        "atom_cli.baseline_cmd",
+        "baseline",
+        "Save a run's results as the baseline --atom-baseline compares with.",
+    ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }

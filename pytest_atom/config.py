@@ -9,6 +9,7 @@ model: ${ATOM_MODEL:-}               # default model for specs (empty: the CLI's
 record_mode: none                    # none, once, new_episodes, all or refresh
 match: conversation                  # conversation, structural or strict
 threshold: 0.8                       # and the other run settings (pytest_atom.settings)
+limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a spec's own win)
 ```
 
 The file is looked for in the working directory and then in each parent folder up to
@@ -43,6 +44,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.limits import Limits, parse_limits
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import display_path
 from pytest_atom.settings import FILE_SETTINGS, SettingsError, parse_setting
@@ -87,6 +89,7 @@ class AtomConfig:
     model: str | None = None
     #: Run settings (`pytest_atom.settings`) the file sets, checked and typed.
     settings: Mapping[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)  # default budgets; a spec's own win per key
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
@@ -112,7 +115,15 @@ class AtomConfig:
 
 
 _CHOICES: dict[str, tuple[str, ...]] = {"record_mode": RECORD_MODES, "match": MATCH_MODES}
-_KNOWN_KEYS = ("version", "tools_dirs", "prompt_paths", "timeout", "model", *FILE_SETTINGS)
+_KNOWN_KEYS = (
+    "version",
+    "tools_dirs",
+    "prompt_paths",
+    "timeout",
+    "model",
+    "limits",
+    *FILE_SETTINGS,
+)
 
 
 def find_config(cwd: Path | None = None) -> Path | None:
@@ -282,6 +293,13 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
                 line=line,
             )
         return number
+    if key == "limits":
+        if not isinstance(value, dict):
+            raise wrong("a mapping such as {max_turns: 30, max_cost_usd: 2}")
+        try:
+            return parse_limits(value)
+        except ValueError as exc:
+            raise ConfigError(str(exc), path, key=key, line=line) from None
     if key == "model":
         if not isinstance(value, str):
             raise wrong("a model name (a string)")

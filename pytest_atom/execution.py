@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from pytest_atom.core.sandbox import Confinement, require_tools
 from pytest_atom.core.tools import discover_tools, tool_env
 from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
+from pytest_atom.limits import Budget, Limits
 from pytest_atom.replay.cassette import CassetteError
 from pytest_atom.replay.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.replay.recording import (
@@ -104,6 +105,7 @@ def run_spec(
     """
     started = time.perf_counter()
     settings = settings or RunSettings()
+    spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
@@ -169,6 +171,9 @@ def _result(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused,
+        limits=run.spec.limits,
+        usage=run.budget.usage,
+        limit_exceeded=run.budget.exceeded,
         upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
         paid=paid,
         replayed=replayed,
@@ -197,6 +202,10 @@ class _Run:
     tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
+    budget: Budget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
 
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
@@ -219,12 +228,13 @@ class _Run:
             claude_bin=self.claude_bin,
             on_event=self.on_event,
             confinement=Confinement(self.run_dir, self.spec.sandbox),
+            budget=self.budget,
         )
         message: str | None = None
         for number in range(1, self.spec.attempts + 1):
             attempt = self.execute(number, executor, source, message)
-            if attempt.outcome.reason == "timeout":
-                return
+            if attempt.outcome.reason in ("timeout", "limit"):
+                return  # the agent was stopped: its work is judged as failed, not checked
             attempt.checks = run_checks(
                 self.spec.accept, attempt.path, env=clean_env(), registry=self.registry
             )
@@ -305,6 +315,18 @@ class _Run:
                 self.harness_error = str(exc)
             return False
         return True
+
+
+def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
+    """`spec` with its effective limits: its own over the project's defaults, per key.
+
+    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
+    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
+    every report names the timeout that applied.
+    """
+    limits = spec.limits.over(config.limits if config is not None else Limits())
+    timeout = limits.timeout if limits.timeout is not None else spec.timeout
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout)
 
 
 def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:

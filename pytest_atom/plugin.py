@@ -156,8 +156,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
         "transcript of every Claude session into DIR, secrets scrubbed.",
     )
+    add(
+        "--atom-baseline",
+        dest="atom_baseline",
+        default=None,
+        metavar="PATH",
+        help="compare the run with a baseline (atom baseline save): a regression in outcome, "
+        "score, turns, tokens or cost beyond its tolerance fails the run.",
+    )
     for name, help_text in _INI_SETTINGS.items():
         parser.addini(f"atom_{name}", help_text, default="")
+    parser.addini("atom_baseline", "default for --atom-baseline (relative to rootdir).", default="")
+    parser.addini(
+        "atom_baseline_tolerance",
+        "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
+        "(a spec's own `baseline: {tolerance: …}` wins).",
+        default="",
+    )
     parser.addini(
         "atom_paths",
         "spec paths collected by `pytest --atom` when none are given.",

@@ -12,6 +12,7 @@ from pytest_atom.core.runner import IterationRecord
 from pytest_atom.core.runtime import RunOutcome
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Decision, Verdict
+from pytest_atom.limits import Limits, Usage
 from pytest_atom.replay.gateway import Exchange
 from pytest_atom.replay.recording import SourceKind
 from pytest_atom.spec import Spec
@@ -67,6 +68,11 @@ class SpecResult:
     #: scripted or replayed ones, so its figure is spent only for the paid ones.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
+    #: The limits the agent ran under (the spec's over the project's), what it used of
+    #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
+    limits: Limits = field(default_factory=Limits)
+    usage: Usage = field(default_factory=Usage)
+    limit_exceeded: str | None = None
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""

@@ -21,6 +21,7 @@ from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, build_harness, file_layers
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
 from pytest_atom.reports.text import (
     failure_report,
     pass_rate_lines,
@@ -136,6 +137,7 @@ class AtomSession:
         self.harness = pytest_harness(config)
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
+        self.baseline = BaselineGate.from_config(config)
 
     @property
     def repeat(self) -> int:
@@ -162,8 +164,14 @@ class AtomSession:
         Old run folders go here too: once, on the controller (an xdist worker has
         `workerinput`), when every worker's runs are done.
         """
-        if not hasattr(self.config, "workerinput"):
+        controller = not hasattr(self.config, "workerinput")
+        if controller:
             self.harness.finish()
+            if self.results:  # what `atom baseline save` reads
+                write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
+        if controller and self.baseline is not None and self.baseline.finish(self.results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
+            return
         gate = self.config.option.atom_min_pass_rate
         if gate is None or not self.results:
             return
@@ -181,12 +189,16 @@ class AtomSession:
             terminalreporter.write_line(line)
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for nodeid, _, props in self.results:
-            for key in ("atom_drift", "atom_warnings"):
+            for key in ("atom_drift", "atom_warnings", "atom_limit_exceeded"):
                 if props.get(key):
                     label = key.removeprefix("atom_").removesuffix("s")
                     terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
+        if self.baseline is not None:
+            terminalreporter.write_line("")
+            for line in summary_lines(self.baseline.comparisons):
+                terminalreporter.write_line(line, red=line.startswith("baseline regression"))
         gate = self.config.option.atom_min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
@@ -324,6 +336,15 @@ class AtomItem(pytest.Function):
             )
         self.result = result
         record_result(self, result)
+        baseline = _session(self.config).baseline
+        if baseline is not None:
+            self.user_properties += baseline.item_properties(
+                self.nodeid,
+                dict(self.user_properties),
+                passed=result.passed,
+                xfail=bool(self.spec.xfail),
+                own=self.spec.baseline_tolerance,
+            )
         self._judge(result, snapshot)
 
     def _judge(self, result: SpecResult, snapshot: Any) -> None:

@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 from pytest_atom import yamldoc
+from pytest_atom.limits import Limits, parse_limits
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
@@ -166,6 +167,11 @@ class Spec:
     reflector: ReflectorOptions = ReflectorOptions()
     snapshot: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()  # project tools on the agent's PATH
+    #: The spec's own `limits:` (the top-level `timeout` folded in); the project's
+    #: defaults fill the rest when it runs.
+    limits: Limits = field(default_factory=Limits)
+    #: `baseline: {tolerance: …}`: per-metric tolerances for --atom-baseline.
+    baseline_tolerance: Mapping[str, float | None] = field(default_factory=dict, hash=False)
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -479,8 +485,7 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["max_iterations"] = int(m["max_iterations"])
     if "attempts" in m:
         kw["attempts"] = int(m["attempts"])
-    if "timeout" in m:
-        kw["timeout"] = float(m["timeout"])
+    kw.update(_limits(doc, loc, m))
     spec_side = (
         ("workspace", "folder"),
         ("script", "file"),
@@ -513,6 +518,24 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         for i, rel in enumerate(m.get("snapshot", []))
     )
     return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
+
+
+def _limits(doc: _Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`limits:` and the older top-level `timeout` (``limits.timeout`` wins over it)."""
+    limits = {k: v for k, v in (m.get("limits") or {}).items() if v is not None}
+    if m.get("timeout") is not None:
+        limits.setdefault("timeout", m["timeout"])
+    try:  # the schema checked types and ranges; this catches what it lets by (NaN)
+        kw: dict[str, Any] = {"limits": parse_limits(limits)} if limits else {}
+    except ValueError as exc:
+        where = loc + ("limits",) if "limits" in m else loc + ("timeout",)
+        raise doc.error(str(exc), where) from None
+    if "timeout" in limits:
+        kw["timeout"] = float(limits["timeout"])
+    tolerance = (m.get("baseline") or {}).get("tolerance")
+    if tolerance:
+        kw["baseline_tolerance"] = dict(tolerance)
+    return kw
 
 
 def _check_bare_tools(doc: _Document, loc: Loc, allowed: tuple[str, ...]) -> None:

@@ -97,14 +97,25 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
         "threshold": 0.8,
         "permission_mode": "acceptEdits",
         "allowed_tools": ["Bash", "Edit", "Read", "Write", "Grep", "Glob"],
+        "max_turns": None,  # no limits: neither the spec nor the project set any
+        "max_tool_calls": None,
+        "max_tokens": None,
+        "max_cost_usd": None,
+        "timeout": 120,  # the spec's top-level timeout, folded into its limits
     }
     effects = trace["effects_observed"]
+    usage = effects.pop("usage")
     assert effects == {
         "writes_files": True,
         "tool_calls": {"Bash": 1},  # the reflector's StructuredOutput is no effect
         "dispatches_runs": 2,
         "violations": [],
+        "limit_exceeded": None,
     }
+    # The agent's own usage: two assistant messages, one call; the reflector's aside.
+    executor = passing.final.records
+    assert usage["turns"] == 2 and usage["tool_calls"] == 1
+    assert usage["tokens"] == sum(r.tokens for r in executor) < passing.tokens
     cost = trace["cost"]
     assert cost["dispatched_runs"] == 2 and cost["tokens"] == passing.tokens > 0
     # Scripted: the CLI prices the usage, but no API was paid and nothing was recorded.

@@ -23,6 +23,7 @@ from typing import Any
 
 from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.sandbox import Confinement
+from pytest_atom.limits import Budget
 from pytest_atom.spec import ClaudeOptions
 
 #: Environment names a test run must not inherit: they would point the CLI elsewhere
@@ -110,6 +111,8 @@ class IterationRecord:
     # retry_delay_ms) and the status of the API error it gave up on, if any.
     api_retries: list[dict[str, Any]] = field(default_factory=list)
     api_error_status: int | None = None
+    #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
+    limit_exceeded: str | None = None
 
     @property
     def tokens(self) -> int:
@@ -201,15 +204,19 @@ class ClaudeRunner:
         claude_bin: Path | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         confinement: Confinement | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """`confinement`: isolation from the folders above a run folder and the sandbox
-        (a spec run's); None runs the CLI as it comes, with whatever settings it finds."""
+        (a spec run's); None runs the CLI as it comes, with whatever settings it finds.
+        `budget`: the agent's limits, shared by every call of a run; the CLI is stopped
+        the moment an event crosses one."""
         self.binary = claude_bin or find_claude()
         self.env = dict(env) if env is not None else None
         self.options = options or ClaudeOptions()
         self.model = model
         self.on_event = on_event
         self.confinement = confinement
+        self.budget = budget
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
@@ -323,6 +330,11 @@ class ClaudeRunner:
                     record.apply_event(event)
                     if self.on_event:
                         self.on_event(event)
+                    if self.budget is not None and (crossed := self.budget.observe(event)):
+                        record.limit_exceeded = crossed
+                        record.is_error = True
+                        kill_process_tree(proc)
+                        break
             proc.wait()
         except BaseException:
             kill_process_tree(proc)  # Ctrl-C or a callback error: never leave a CLI behind

@@ -25,7 +25,7 @@ from pytest_atom.core.retry import RetryManager
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 
 #: Why a run ended without the exit signal; None when it signalled completion.
-StopReason = Literal["timeout", "error", "max_iterations"]
+StopReason = Literal["timeout", "error", "max_iterations", "limit"]
 
 
 @dataclass
@@ -148,6 +148,10 @@ class AtomRuntime:
             self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
             if self.on_iteration:
                 self.on_iteration(iteration, record)
+            if record.limit_exceeded:  # the agent's failure, whatever the CLI's exit status
+                outcome = self._failed("limit", iteration, record)
+                outcome.error = record.limit_exceeded
+                return outcome
             if record.timed_out:
                 return self._failed("timeout", iteration, record)
             if record.returncode != 0:
@@ -173,7 +177,12 @@ class AtomRuntime:
                 timeout=left,
             )
             out_of_retries = self.max_retries is not None and attempt > self.max_retries
-            if record.timed_out or record.returncode == 0 or out_of_retries:
+            if (
+                record.timed_out
+                or record.limit_exceeded
+                or record.returncode == 0
+                or out_of_retries
+            ):
                 return record
             retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
             if not retry or (deadline is not None and time.monotonic() + wait >= deadline):

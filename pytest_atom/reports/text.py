@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.paths import display_path
+from pytest_atom.reports.baseline import summary_cell as baseline_cell
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
@@ -51,6 +52,7 @@ def agent_line(result: SpecResult) -> str:
     reasons = {
         "max_iterations": f"did not signal {signal} within {result.spec.max_iterations} iterations",
         "timeout": f"timed out after {result.spec.timeout:g}s",
+        "limit": f"stopped: {result.limit_exceeded}",
         "error": "the Claude Code CLI failed",
     }
     return reasons.get(result.reason or "", f"did not finish ({result.reason})")
@@ -161,7 +163,7 @@ def failure_report(result: SpecResult) -> str:
             lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
     if result.drift:
         lines.append(f"  drift: {result.drift}")
-    if result.error and not result.divergences:
+    if result.error and not result.divergences and result.reason != "limit":
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
@@ -269,6 +271,12 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
+        # The agent's own usage (the reflector's aside): what limits and baselines measure.
+        "atom_turns": result.usage.turns,
+        "atom_tool_calls": result.usage.tool_calls,
+        "atom_agent_tokens": result.usage.tokens,
+        "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
+        **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
@@ -303,12 +311,17 @@ def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[s
 
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     """The terminal summary: one line per spec run, from the figures in its report."""
-    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", "cost $", "rec $", "time s")
+    header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
+    header += ("cost $", "rec $", "time s")
+    compared = any("atom_baseline" in p for _, _, p in rows)  # --atom-baseline: its deltas
+    header += ("vs baseline",) if compared else ()
     table = [header]
     for nodeid, outcome, p in rows:
         score = p.get("atom_score")
         if outcome == "failed" and p.get("atom_upstream_error"):
             outcome = "upstream error"  # what broke is in the failure report
+        elif outcome in ("failed", "xfailed") and p.get("atom_limit_exceeded"):
+            outcome = f"{outcome}: {str(p['atom_limit_exceeded']).split(':')[0]}"
         table.append(
             (
                 nodeid,
@@ -322,13 +335,14 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
                 f"{p.get('atom_duration_s', 0):.1f}",
             )
+            + ((baseline_cell(p),) if compared else ())
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return [
         "  ".join(
-            cell.ljust(w) if i < 2 else cell.rjust(w)
+            cell.ljust(w) if i < 2 or i == 9 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
+        ).rstrip()
         for row in table
     ]
 

@@ -251,12 +251,17 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
             "threshold": result.threshold,
             "permission_mode": spec.claude.permission_mode,
             "allowed_tools": list(spec.claude.allowed_tools),
+            **result.limits.to_dict(),
+            "timeout": spec.timeout,
         },
         "effects_observed": {
             "writes_files": _writes_files(result, executor_calls),
             "tool_calls": dict(sorted(executor_calls.items())),
             "dispatches_runs": len(sessions),
-            "violations": [v for s in sessions for v in _permission_denials(s)],
+            "violations": [v for s in sessions for v in _permission_denials(s)]
+            + ([result.limit_exceeded] if result.limit_exceeded else []),
+            "usage": result.usage.to_dict(),
+            "limit_exceeded": result.limit_exceeded,
         },
         "cost": _cost(result.records, result.duration, result.costs()),
         "children": [_child(result, a, sessions, ref) for a in result.attempts],

@@ -1,0 +1,452 @@
+"""Baselines: a committed record of how every spec did, and a run compared with it.
+
+A run's results are the rows the plugin collects (node id, outcome, the properties of
+`result_properties`); at the end of every ``pytest --atom`` session it writes them to
+``.atom/last-run.json``, beside the runs folder (`write_results`). ``atom baseline save`` turns such a file
+into a baseline (`build_baseline`): per spec, keyed by its node id without the repeat
+suffix, the outcome, pass rate over repeats, mean score, turns, tool calls, tokens, cost
+and duration. The file is sorted and holds no timestamp, so saving an unchanged run
+changes nothing and a diff shows only what moved.
+
+``pytest --atom --atom-baseline PATH`` compares the run with it (`compare`): a spec that
+passed and now fails, a score drop or a rise in turns, tokens or cost beyond its tolerance
+is a regression and fails the session; an improvement is reported, never failed; a spec
+the baseline lacks is new. Turns, tokens and cost are the agent's own (the reflector
+aside) and priced by Claude Code whatever answered it, so a replay measures them too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BASELINE_FORMAT",
+    "DEFAULT_TOLERANCE",
+    "Comparison",
+    "Delta",
+    "build_baseline",
+    "compare",
+    "compare_run",
+    "load_baseline",
+    "parse_tolerance",
+    "read_results",
+    "write_results",
+]
+
+BASELINE_FORMAT = "pytest-atom/baseline@1"
+RESULTS_FORMAT = "pytest-atom/results@1"
+RESULTS_NAME = "last-run.json"
+DEFAULT_BASELINE = Path(".atom") / "baseline.json"
+
+#: How far each metric may move the wrong way before it is a regression; None: never.
+#: score and pass_rate are absolute drops; the others relative rises (0.25 = 25 %).
+DEFAULT_TOLERANCE: dict[str, float | None] = {
+    "pass_rate": 0.0,
+    "score": 0.05,
+    "turns": 0.25,
+    "tokens": 0.10,
+    "cost_usd": 0.10,
+    "duration_s": None,  # wall time is noisy: shown, not gated unless asked for
+}
+#: Metrics compared, in the order reports list them; True: higher is better.
+_METRICS: tuple[tuple[str, bool], ...] = (
+    ("pass_rate", True),
+    ("score", True),
+    ("turns", False),
+    ("tokens", False),
+    ("cost_usd", False),
+    ("duration_s", False),
+)
+#: Result properties each metric is read from (the agent's own usage; see report.py).
+_PROPERTY = {
+    "turns": "atom_turns",
+    "tool_calls": "atom_tool_calls",
+    "tokens": "atom_agent_tokens",
+    "cost_usd": "atom_agent_cost_usd",
+    "duration_s": "atom_duration_s",
+}
+_PASSING = frozenset({"passed", "xfailed", "xpassed"})
+_REPEAT = re.compile(r"\[r\d+\]$")
+
+Row = tuple[str, str, Mapping[str, Any]]
+
+
+class BaselineError(Exception):
+    """A baseline or results file that cannot be used; the message says what to do."""
+
+
+def spec_key(nodeid: str) -> str:
+    """A spec's key in a baseline: its node id without the ``[rN]`` of a repeat."""
+    return _REPEAT.sub("", nodeid)
+
+
+# --- results of a run ----------------------------------------------------------------------
+
+
+def write_results(rows: Iterable[Row], path: Path) -> Path:
+    """Write a session's rows (scrubbed) where ``atom baseline save`` finds them."""
+    from pytest_atom.replay.scrub import Scrubber
+
+    data = {
+        "format": RESULTS_FORMAT,
+        "results": [
+            {"nodeid": nodeid, "outcome": outcome, "properties": dict(props)}
+            for nodeid, outcome, props in rows
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(Scrubber().scrub_obj(data), indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_results(path: Path) -> list[Row]:
+    """The rows a session wrote with `write_results`."""
+    data = _read_json(path, "results", "run pytest --atom first: it writes this file")
+    if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
+        raise BaselineError(f"{path} is not a pytest-atom results file ({RESULTS_FORMAT})")
+    return [(r["nodeid"], r["outcome"], r.get("properties") or {}) for r in data["results"]]
+
+
+def _read_json(path: Path, what: str, hint: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"no {what} file at {path} ({hint})") from None
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"cannot read the {what} file {path}: {exc}") from None
+
+
+# --- baselines -----------------------------------------------------------------------------
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """One spec's figures over its runs (several with --atom-repeat): outcomes and means."""
+    outcomes = sorted({outcome for outcome, _ in runs})
+    scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
+    entry: dict[str, Any] = {
+        "outcome": outcomes[0] if len(outcomes) == 1 else "mixed",
+        "runs": len(runs),
+        "pass_rate": round(sum(o in _PASSING for o, _ in runs) / len(runs), 4),
+        "score": None if not scores else round(sum(scores) / len(scores), 4),
+    }
+    for metric, prop in _PROPERTY.items():
+        mean = _mean([float(p[prop]) for _, p in runs if _number(p.get(prop))])
+        digits = 6 if metric == "cost_usd" else 1 if metric == "duration_s" else 2
+        value = None if mean is None else round(mean, digits)
+        entry[metric] = int(value) if value is not None and value.is_integer() else value
+    return entry
+
+
+def entries(rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
+    """Per spec key, its figures over the rows of its runs."""
+    grouped: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for nodeid, outcome, props in rows:
+        grouped.setdefault(spec_key(nodeid), []).append((outcome, props))
+    return {key: _entry(runs) for key, runs in sorted(grouped.items())}
+
+
+def build_baseline(rows: Iterable[Row]) -> dict[str, Any]:
+    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys)."""
+    return {"format": BASELINE_FORMAT, "specs": entries(rows)}
+
+
+def dump_baseline(baseline: Mapping[str, Any], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(baseline, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
+    """A baseline's spec entries; BaselineError names the file and the fix."""
+    data = _read_json(path, "baseline", "write one with: atom baseline save")
+    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
+        raise BaselineError(
+            f"{path} is not a pytest-atom baseline (expected format {BASELINE_FORMAT!r}); "
+            "write one with: atom baseline save"
+        )
+    specs = data.get("specs")
+    if not isinstance(specs, dict) or not all(isinstance(v, dict) for v in specs.values()):
+        raise BaselineError(f"{path}: 'specs' must map node ids to their figures")
+    return specs
+
+
+# --- tolerances ----------------------------------------------------------------------------
+
+
+def parse_tolerance(text: str) -> dict[str, float | None]:
+    """``"turns=0.5, score=0.1, duration_s=0.5, cost_usd=none"`` (the ini option's form)."""
+    found: dict[str, float | None] = {}
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep or name not in DEFAULT_TOLERANCE:
+            raise ValueError(
+                f"{part!r}: write metric=value with metric one of {', '.join(DEFAULT_TOLERANCE)}"
+            )
+        found[name] = None if value.lower() in ("none", "null", "") else _fraction(name, value)
+    return found
+
+
+def _fraction(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise ValueError(f"tolerance {name}={value!r} must be a number >= 0, or none")
+    return number
+
+
+def format_tolerance(tolerance: Mapping[str, float | None]) -> str:
+    """The inverse of parse_tolerance: how a spec's own tolerances travel as a property."""
+    return ",".join(f"{k}={'none' if v is None else f'{v:g}'}" for k, v in tolerance.items())
+
+
+# --- comparison ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One metric of one spec: before (baseline), after (this run) and how to read it."""
+
+    metric: str
+    before: float | None
+    after: float | None
+    status: str  # "regression", "improved", "changed" (within tolerance) or "same"
+    tolerance: float | None = None
+
+    @property
+    def change(self) -> float | None:
+        if self.before is None or self.after is None:
+            return None
+        return self.after - self.before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "before": self.before,
+            "after": self.after,
+            "change": None if self.change is None else round(self.change, 6),
+            "status": self.status,
+            "tolerance": self.tolerance,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One spec against its baseline entry; `status` is new, regression, improved or same."""
+
+    spec: str
+    status: str
+    deltas: tuple[Delta, ...] = ()
+    before_outcome: str | None = None
+    after_outcome: str | None = None
+    messages: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (the HTML report's `deltas` per spec)."""
+        return {
+            "spec": self.spec,
+            "status": self.status,
+            "outcome": {"before": self.before_outcome, "after": self.after_outcome},
+            "deltas": {d.metric: d.to_dict() for d in self.deltas},
+            "messages": list(self.messages),
+        }
+
+
+def _show(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if metric == "cost_usd":
+        return f"${value:.4f}"
+    if metric == "duration_s":
+        return f"{value:.1f}s"
+    return f"{value:g}"
+
+
+def _delta(metric: str, higher_better: bool, before: Any, after: Any, tol: float | None) -> Delta:
+    if not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
+        return Delta(metric, _num(before), _num(after), "same", tol)
+    worse = (before - after) if higher_better else (after - before)
+    if worse == 0:
+        return Delta(metric, before, after, "same", tol)
+    # score and pass rate move in absolute points; usage in fractions of the baseline's
+    allowed = None if tol is None else tol if higher_better else tol * before
+    if worse > 0 and allowed is not None and worse > allowed + 1e-9:
+        return Delta(metric, before, after, "regression", tol)
+    if worse < 0 and (tol is not None or higher_better):
+        return Delta(metric, before, after, "improved", tol)
+    return Delta(metric, before, after, "changed", tol)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _message(spec: str, d: Delta, outcomes: tuple[str | None, str | None]) -> str:
+    if d.metric == "pass_rate" and outcomes[0] in _PASSING and d.after == 0:
+        return f"{spec}: outcome went from {outcomes[0]} to {outcomes[1]}"
+    verb = "dropped" if d.metric in ("score", "pass_rate") else "rose"
+    limit = ""
+    if d.tolerance is not None:
+        relative = d.metric not in ("score", "pass_rate")
+        limit = f" (tolerance {d.tolerance:.0%})" if relative else f" (tolerance {d.tolerance:g})"
+    return (
+        f"{spec}: {d.metric} {verb} from {_show(d.metric, d.before)} "
+        f"to {_show(d.metric, d.after)}{limit}"
+    )
+
+
+def compare(
+    spec: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any],
+    tolerance: Mapping[str, float | None] | None = None,
+) -> Comparison:
+    """Compare one spec's figures with its baseline entry (None: the baseline lacks it)."""
+    if before is None:
+        return Comparison(spec, "new", after_outcome=after.get("outcome"))
+    tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
+    deltas = tuple(_delta(m, better, before.get(m), after.get(m), tol[m]) for m, better in _METRICS)
+    outcomes = (before.get("outcome"), after.get("outcome"))
+    regressions = [d for d in deltas if d.status == "regression"]
+    messages = tuple(_message(spec, d, outcomes) for d in regressions)
+    status = (
+        "regression"
+        if regressions
+        else "improved"
+        if any(d.status == "improved" for d in deltas)
+        else "same"
+    )
+    return Comparison(spec, status, deltas, outcomes[0], outcomes[1], messages)
+
+
+def compare_run(
+    baseline: Mapping[str, Mapping[str, Any]],
+    rows: Iterable[Row],
+    tolerance: Mapping[str, float | None] | None = None,
+) -> list[Comparison]:
+    """Every spec of a run against the baseline. A spec's own tolerances (the property
+    ``atom_baseline_tolerance``) win over `tolerance` (the ini's), which wins over the
+    defaults."""
+    rows = list(rows)
+    own: dict[str, dict[str, float | None]] = {}
+    for nodeid, _, props in rows:
+        if props.get("atom_baseline_tolerance"):
+            own[spec_key(nodeid)] = parse_tolerance(str(props["atom_baseline_tolerance"]))
+    return [
+        compare(key, baseline.get(key), entry, {**(tolerance or {}), **own.get(key, {})})
+        for key, entry in entries(rows).items()
+    ]
+
+
+def delta_properties(comparison: Comparison) -> dict[str, Any]:
+    """JUnit properties of one run's comparison: ``atom_baseline`` and one per metric."""
+    props: dict[str, Any] = {"atom_baseline": comparison.status}
+    for d in comparison.deltas:
+        if d.change is not None:
+            props[f"atom_baseline_{d.metric}"] = round(d.change, 6)
+    return props
+
+
+def summary_cell(props: Mapping[str, Any]) -> str:
+    """The summary table's baseline column: status, then the metrics that moved."""
+    status = str(props.get("atom_baseline", ""))
+    moved = []
+    for metric, _ in _METRICS:
+        change = props.get(f"atom_baseline_{metric}")
+        if isinstance(change, (int, float)) and change and metric != "duration_s":
+            moved.append(f"{metric} {change:+.4g}")
+    return " ".join([status, *moved])
+
+
+def summary_lines(comparisons: list[Comparison]) -> list[str]:
+    """What the terminal summary says after comparing: regressions first, then the rest."""
+    lines = [f"baseline regression: {m}" for c in comparisons for m in c.messages]
+    for c in comparisons:
+        if c.status == "new":
+            lines.append(f"baseline: {c.spec}: new (not in the baseline)")
+        elif c.status == "improved":
+            better = [d for d in c.deltas if d.status == "improved"]
+            moved = ", ".join(
+                f"{d.metric} {_show(d.metric, d.before)} -> {_show(d.metric, d.after)}"
+                for d in better
+            )
+            lines.append(f"baseline: {c.spec}: improved: {moved}")
+    return lines
+
+
+class BaselineGate:
+    """``--atom-baseline`` in a pytest session: each run's deltas as it ends (they must be
+    properties by then to reach JUnit), the whole run's verdict at the session's end."""
+
+    def __init__(self, path: Path, tolerance: Mapping[str, float | None] | None = None) -> None:
+        self.path = path
+        self.baseline = load_baseline(path)
+        self.tolerance = dict(tolerance or {})
+        self.comparisons: list[Comparison] = []
+
+    @classmethod
+    def from_config(cls, config: Any) -> BaselineGate | None:
+        """From ``--atom-baseline`` or the ini's ``atom_baseline`` (None: no comparison)."""
+        import pytest
+
+        given = config.option.atom_baseline or config.getini("atom_baseline")
+        if not given:
+            return None
+        try:
+            tolerance = parse_tolerance(str(config.getini("atom_baseline_tolerance") or ""))
+        except ValueError as exc:
+            raise pytest.UsageError(f"atom_baseline_tolerance in the ini file: {exc}") from None
+        base = config.invocation_params.dir if config.option.atom_baseline else config.rootpath
+        try:
+            return cls(base / given, tolerance)
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--atom-baseline: {exc}") from None
+
+    def item_properties(
+        self,
+        nodeid: str,
+        props: Mapping[str, Any],
+        *,
+        passed: bool,
+        xfail: bool,
+        own: Mapping[str, float | None],
+    ) -> list[tuple[str, Any]]:
+        """One run's comparison as properties, plus the spec's own tolerances if any.
+
+        Called before pytest knows the outcome, so it is derived as pytest will report it.
+        """
+        key = spec_key(nodeid)
+        outcome = (
+            ("xpassed" if passed else "xfailed") if xfail else "passed" if passed else "failed"
+        )
+        extra = {"atom_baseline_tolerance": format_tolerance(own)} if own else {}
+        row: Row = (nodeid, outcome, {**props, **extra})
+        known = {key: self.baseline[key]} if key in self.baseline else {}
+        [comparison] = compare_run(known, [row], self.tolerance)
+        return list({**delta_properties(comparison), **extra}.items())
+
+    def finish(self, rows: Iterable[Row]) -> bool:
+        """Compare the whole run; True when something regressed (the session fails)."""
+        self.comparisons = compare_run(self.baseline, rows, self.tolerance)
+        return any(c.status == "regression" for c in self.comparisons)
+
+    def deltas(self) -> dict[str, dict[str, Any]]:
+        """Per spec key, its comparison as plain data (for the HTML report)."""
+        return {c.spec: c.to_dict() for c in self.comparisons}

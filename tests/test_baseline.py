@@ -1,0 +1,210 @@
+"""Baselines: saving a run's results, comparing a run with them, failing on regressions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.baseline_cmd import baseline
+from pytest_atom.reports.baseline import (
+    BASELINE_FORMAT,
+    BaselineError,
+    build_baseline,
+    compare,
+    compare_run,
+    load_baseline,
+    parse_tolerance,
+    read_results,
+    summary_cell,
+    summary_lines,
+    write_results,
+)
+from tests.conftest import REPO
+
+
+def props(**over: Any) -> dict[str, Any]:
+    base = {
+        "atom_score": 0.9,
+        "atom_turns": 4,
+        "atom_tool_calls": 3,
+        "atom_agent_tokens": 1000,
+        "atom_agent_cost_usd": 0.02,
+        "atom_duration_s": 3.0,
+    }
+    return {**base, **over}
+
+
+SPEC = "specs/x.atom.yaml::x"
+
+
+def entry(**over: Any) -> dict[str, Any]:
+    return build_baseline([(SPEC, over.pop("outcome", "passed"), props(**over))])["specs"][SPEC]
+
+
+def test_an_unchanged_run_is_the_same() -> None:
+    comparison = compare(SPEC, entry(), entry())
+    assert comparison.status == "same" and comparison.messages == ()
+
+
+@pytest.mark.parametrize(
+    ("after", "message"),
+    [
+        ({"outcome": "failed"}, "x: outcome went from passed to failed"),
+        ({"atom_score": 0.8}, "x: score dropped from 0.9 to 0.8 (tolerance 0.05)"),
+        ({"atom_turns": 6}, "x: turns rose from 4 to 6 (tolerance 25%)"),
+        ({"atom_agent_tokens": 1200}, "x: tokens rose from 1000 to 1200 (tolerance 10%)"),
+        ({"atom_agent_cost_usd": 0.03}, "x: cost_usd rose from $0.0200 to $0.0300 (tolerance 10%)"),
+    ],
+)
+def test_regressions_name_the_spec_the_metric_and_both_values(
+    after: dict[str, Any], message: str
+) -> None:
+    comparison = compare(SPEC, entry(), entry(**after))
+    assert comparison.status == "regression"
+    assert comparison.messages == (f"specs/x.atom.yaml::{message}",)
+
+
+def test_within_tolerance_and_time_are_not_regressions() -> None:
+    # 5 turns is +25 %: at the tolerance, not beyond it; time is never gated by default.
+    comparison = compare(SPEC, entry(), entry(atom_turns=5, atom_duration_s=60.0))
+    assert comparison.status == "same"
+    deltas = comparison.to_dict()["deltas"]
+    assert deltas["turns"]["status"] == "changed" and deltas["turns"]["change"] == 1
+    assert deltas["duration_s"] == {
+        "metric": "duration_s",
+        "before": 3.0,
+        "after": 60.0,
+        "change": 57.0,
+        "status": "changed",
+        "tolerance": None,
+    }
+
+
+def test_improvements_are_reported_never_failed() -> None:
+    comparison = compare(SPEC, entry(outcome="failed", atom_score=0.3), entry(atom_turns=2))
+    assert comparison.status == "improved" and comparison.messages == ()
+    [line] = summary_lines([comparison])
+    assert line == (
+        "baseline: specs/x.atom.yaml::x: improved: pass_rate 0 -> 1, score 0.3 -> 0.9, turns 4 -> 2"
+    )
+
+
+def test_a_spec_missing_from_the_baseline_is_new() -> None:
+    [comparison] = compare_run({}, [(SPEC, "passed", props())])
+    assert comparison.status == "new"
+    assert summary_lines([comparison]) == [f"baseline: {SPEC}: new (not in the baseline)"]
+
+
+def test_tolerances_spec_over_ini_over_defaults() -> None:
+    before = {SPEC: entry()}
+    rows = [(SPEC, "passed", props(atom_turns=8, atom_duration_s=9.0))]
+    # The ini allows +100 % turns but gates time at +50 %: time now regresses.
+    [ini] = compare_run(before, rows, parse_tolerance("turns=1, duration_s=0.5"))
+    assert [d.metric for d in ini.deltas if d.status == "regression"] == ["duration_s"]
+    # The spec's own tolerance (a property of its runs) wins over the ini's.
+    own = [(SPEC, "passed", {**rows[0][2], "atom_baseline_tolerance": "duration_s=none"})]
+    [spec] = compare_run(before, own, parse_tolerance("turns=1 duration_s=0.5"))
+    assert spec.status == "same"
+
+
+def test_repeats_become_one_entry_with_a_pass_rate() -> None:
+    rows = [
+        (f"{SPEC}[r1]", "passed", props(atom_turns=4)),
+        (f"{SPEC}[r2]", "failed", props(atom_turns=6, atom_score=0.3)),
+    ]
+    document = build_baseline(rows)
+    assert document["format"] == BASELINE_FORMAT
+    assert document["specs"][SPEC] == {
+        "outcome": "mixed",
+        "runs": 2,
+        "pass_rate": 0.5,
+        "score": 0.6,
+        "turns": 5,
+        "tool_calls": 3,
+        "tokens": 1000,
+        "cost_usd": 0.02,
+        "duration_s": 3.0,
+    }
+    [comparison] = compare_run({SPEC: entry()}, rows)
+    assert f"{SPEC}: pass_rate dropped from 1 to 0.5 (tolerance 0)" in comparison.messages
+
+
+def test_bad_tolerances_and_files_say_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="metric one of pass_rate, score"):
+        parse_tolerance("speed=1")
+    with pytest.raises(ValueError, match="must be a number >= 0"):
+        parse_tolerance("turns=-1")
+    with pytest.raises(BaselineError, match="write one with: atom baseline save"):
+        load_baseline(tmp_path / "missing.json")
+    (tmp_path / "other.json").write_text('{"format": "something else"}')
+    with pytest.raises(BaselineError, match="not a pytest-atom baseline"):
+        load_baseline(tmp_path / "other.json")
+
+
+def test_summary_cell_lists_what_moved() -> None:
+    cell = summary_cell({"atom_baseline": "regression", "atom_baseline_turns": 2.0})
+    assert cell == "regression turns +2"
+
+
+def test_save_writes_a_stable_baseline_from_the_last_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pytest.ini").write_text("[pytest]\natom_runs_dir = out/runs\n")
+    results = write_results([(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
+    assert read_results(results) == [(SPEC, "passed", props())]
+    first = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    assert "written to .atom/baseline.json" in first.output
+    saved = (tmp_path / ".atom" / "baseline.json").read_text()
+    assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
+    assert (tmp_path / ".atom" / "baseline.json").read_text() == saved  # no dates: no diff
+    assert list(json.loads(saved)["specs"]) == [SPEC]
+    missing = CliRunner().invoke(baseline, ["save", "b.json", "--from", "nope.json"])
+    assert missing.exit_code == 1 and "run pytest --atom first" in missing.output
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_save_then_compare_over_the_shipped_fixtures(pytester: pytest.Pytester) -> None:
+    """Save a baseline of the replayed fixtures, rerun against it (passes), then against a
+    copy with lower turns, cost and score (fails, naming each spec, metric and values)."""
+    specs = pytester.path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", specs)
+    (specs / "fix_failing_test.atom.yaml").unlink()  # the slowest; two specs are enough
+    shutil.rmtree(specs / "workspaces" / "calc")
+    pytester.runpytest("--atom", "specs").assert_outcomes(passed=1, xfailed=1)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(pytester.path)
+        saved = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
+    assert saved.exit_code == 0, saved.output
+    path = pytester.path / ".atom" / "baseline.json"
+    same = pytester.runpytest("--atom", "specs", "--atom-baseline", str(path), "--junitxml=j.xml")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["*create_file.atom.yaml::create-file*passed*same"])
+    assert 'name="atom_baseline_turns" value="0"' in (pytester.path / "j.xml").read_text()
+
+    lower = json.loads(path.read_text())
+    create = lower["specs"]["specs/create_file.atom.yaml::create-file"]
+    turns, cost = create["turns"], create["cost_usd"]
+    create.update(turns=turns - 1, cost_usd=cost / 2)
+    lower["specs"]["specs/misses_goal.atom.yaml::misses-goal"]["score"] = 0.5
+    (pytester.path / "lower.json").write_text(json.dumps(lower))
+    worse = pytester.runpytest("--atom", "specs", "--atom-baseline", "lower.json")
+    worse.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the run fails
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(
+        [
+            "*create_file.atom.yaml::create-file*passed*regression turns +1*",
+            f"baseline regression: specs/create_file.atom.yaml::create-file: turns rose from "
+            f"{turns - 1} to {turns} (tolerance 25%)",
+            "baseline regression: specs/create_file.atom.yaml::create-file: cost_usd rose *",
+            "baseline regression: specs/misses_goal.atom.yaml::misses-goal: score dropped "
+            "from 0.5 to 0.3 (tolerance 0.05)",
+        ]
+    )
