@@ -1,0 +1,1 @@
+"""What a run leaves for people to read: reports built from spec results."""
