@@ -40,6 +40,7 @@ LAZY_COMMANDS = {
         "Show cassettes as transcripts; check them for secrets; refresh them.",
     ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
+    "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
 

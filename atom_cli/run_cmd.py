@@ -24,6 +24,7 @@ from pytest_atom.report import (
     tool_problem,
     upstream_error,
 )
+from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.retention import DEFAULT_KEEP_RUNS, prune_runs
 from pytest_atom.spec import SPEC_SUFFIX, Spec, SpecError, load_specs
 from pytest_atom.trace import build_trace, write_report
@@ -143,6 +144,12 @@ class Progress:
     help="write JSON traces and transcripts here.",
 )
 @click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write one self-contained HTML report here (`atom view` opens the last one).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=1,
@@ -188,6 +195,7 @@ def run(
     strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
+    html: Path | None,
     repeat: int,
     threshold: float,
     runs_dir: Path | None,
@@ -216,6 +224,7 @@ def run(
         rejudge=rejudge,
     )
     results: list[tuple[SpecResult, int | None]] = []
+    views: list[dict[str, Any]] = []  # for --html, built while each run folder is there
     started = datetime.now()
     for spec in collect_specs(specs):
         for number in range(1, repeat + 1):
@@ -237,6 +246,8 @@ def run(
             results.append((result, number if repeat > 1 else None))
             if report_dir:
                 write_report(result, report_dir, repeat=number if repeat > 1 else None)
+            if html:
+                views.append(spec_view(result, repeat=number if repeat > 1 else None))
             if not result.passed:
                 console.print(escape(result.report()))
     prune_runs(runs_dir.resolve(), keep_runs, session_start=started)
@@ -250,6 +261,9 @@ def run(
     ]
     for line in summary_table(rows):
         console.print(escape(line))
+    if html:
+        write_html([report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)], html, runs_dir=runs_dir)
+        console.print(f"HTML report: {escape(str(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if as_json:
