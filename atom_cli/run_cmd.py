@@ -262,7 +262,11 @@ def run(
     for line in summary_table(rows):
         console.print(escape(line))
     if html:
-        write_html([report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)], html, runs_dir=runs_dir)
+        write_html(
+            [report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)],
+            html,
+            runs_dir=runs_dir,
+        )
         console.print(f"HTML report: {escape(str(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")

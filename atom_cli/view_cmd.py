@@ -44,7 +44,9 @@ def find_report(path: Path | None) -> Path:
         return folder
     if (folder / LAST_REPORT).is_file():
         return folder / LAST_REPORT
-    pages = sorted(folder.glob("*.html"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    pages = (
+        sorted(folder.glob("*.html"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    )
     if pages:
         return pages[-1]
     raise click.ClickException(f"no HTML report in {display_path(folder)}: {_HOW}")

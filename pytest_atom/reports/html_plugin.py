@@ -59,7 +59,9 @@ class HtmlReport:
         atom = self.config.pluginmanager.getplugin("atom-session")
         results: list[tuple[str, str, dict[str, Any]]] = getattr(atom, "results", [])
         rows = [
-            report_row(nodeid, outcome, self.views.get(nodeid), longrepr=self.failures.get(nodeid, ""))
+            report_row(
+                nodeid, outcome, self.views.get(nodeid), longrepr=self.failures.get(nodeid, "")
+            )
             for nodeid, outcome, _ in sorted(results, key=lambda r: r[0])
         ]
         # Specs the harness could not run at all have no figures: shown with their error.
