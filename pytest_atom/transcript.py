@@ -91,7 +91,9 @@ def stream_turns(stdout: str) -> list[Turn]:
     for event in _events(stdout):
         if event.get("parent_tool_use_id"):
             continue  # a subagent's own conversation, summarised by its Task call's result
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        message = event.get("message")
+        if not isinstance(message, dict):
+            message = {}
         content = message.get("content")
         if event.get("type") == "assistant":
             message_id = str(message.get("id") or f"turn-{len(turns) + 1}")

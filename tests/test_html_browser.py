@@ -17,8 +17,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 
 from tests.conftest import REPO
 
@@ -77,7 +83,9 @@ def report(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
     _browser()
     basetemp = tmp_path_factory.getbasetemp()
     # Under xdist each worker's basetemp is a folder of the session's own: share its parent.
-    shared = (basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp) / "html-report"
+    shared = (
+        basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    ) / "html-report"
     shared.mkdir(exist_ok=True)
     with open(shared / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -90,10 +98,7 @@ def report(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     chromium, chromedriver = _browser()
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
@@ -107,56 +112,48 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture
-def page(driver: object, report: Path) -> object:
+def page(driver: WebDriver, report: Path) -> WebDriver:
     """The report, freshly loaded (filters and sorting back to their defaults)."""
-    driver.get(report.as_uri())  # type: ignore[attr-defined]
+    driver.get(report.as_uri())
     return driver
 
 
-def _section(page: object, spec: str) -> object:
-    from selenium.webdriver.common.by import By
-
-    return page.find_element(By.CSS_SELECTOR, f'section.spec[data-nodeid$="::{spec}"]')  # type: ignore[attr-defined]
+def _section(page: WebDriver, spec: str) -> WebElement:
+    return page.find_element(By.CSS_SELECTOR, f'section.spec[data-nodeid$="::{spec}"]')
 
 
-def _visible_rows(page: object) -> list[str]:
-    from selenium.webdriver.common.by import By
+def _visible_rows(page: WebDriver) -> list[str]:
+    rows = page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
+    return [
+        r.find_element(By.CSS_SELECTOR, "td.spec-name a").text for r in rows if r.is_displayed()
+    ]
 
-    rows = page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")  # type: ignore[attr-defined]
-    return [r.find_element(By.CSS_SELECTOR, "td.spec-name a").text for r in rows if r.is_displayed()]
 
-
-def test_every_spec_appears_with_its_outcome(page: object) -> None:
-    from selenium.webdriver.common.by import By
-
+def test_every_spec_appears_with_its_outcome(page: WebDriver) -> None:
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
     outcomes = {
         r.get_attribute("data-outcome")
-        for r in page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")  # type: ignore[attr-defined]
+        for r in page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
     }
     assert outcomes == {"passed", "xfailed"}
     for spec in FIXTURE_SPECS:
-        assert _section(page, spec).is_displayed()  # type: ignore[attr-defined]
+        assert _section(page, spec).is_displayed()
 
 
-def test_a_failing_spec_shows_its_failing_check(page: object) -> None:
-    from selenium.webdriver.common.by import By
-
+def test_a_failing_spec_shows_its_failing_check(page: WebDriver) -> None:
     section = _section(page, "misses-goal")
-    failing = section.find_elements(By.CSS_SELECTOR, "li.check.fail")  # type: ignore[attr-defined]
+    failing = section.find_elements(By.CSS_SELECTOR, "li.check.fail")
     assert [f.is_displayed() for f in failing] == [True]
     assert "json_schema summary.json" in failing[0].text
     evidence = failing[0].find_element(By.CSS_SELECTOR, "details.evidence pre")
     assert evidence.is_displayed() and "word_count" in evidence.text
-    unmet = section.find_element(By.CSS_SELECTOR, "li.criterion.unmet")  # type: ignore[attr-defined]
+    unmet = section.find_element(By.CSS_SELECTOR, "li.criterion.unmet")
     assert "word_count key is missing" in unmet.text
 
 
-def test_expanding_a_tool_result_reveals_its_output(page: object) -> None:
-    from selenium.webdriver.common.by import By
-
+def test_expanding_a_tool_result_reveals_its_output(page: WebDriver) -> None:
     section = _section(page, "create-file")
-    results = section.find_elements(By.CSS_SELECTOR, ".role-executor details.tool-result")  # type: ignore[attr-defined]
+    results = section.find_elements(By.CSS_SELECTOR, ".role-executor details.tool-result")
     cat = next(r for r in results if "cat hello.txt" in r.find_element(By.XPATH, "..").text)
     output = cat.find_element(By.CSS_SELECTOR, "pre")
     assert not output.is_displayed()
@@ -164,23 +161,19 @@ def test_expanding_a_tool_result_reveals_its_output(page: object) -> None:
     assert output.is_displayed() and output.text == "hello, world"
 
 
-def test_the_filter_hides_passing_rows_and_sections(page: object) -> None:
-    from selenium.webdriver.common.by import By
-
-    passed = page.find_element(By.CSS_SELECTOR, 'input.outcome-filter[value="passed"]')  # type: ignore[attr-defined]
+def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
+    passed = page.find_element(By.CSS_SELECTOR, 'input.outcome-filter[value="passed"]')
     passed.click()
     assert _visible_rows(page) == ["misses-goal"]
-    assert not _section(page, "create-file").is_displayed()  # type: ignore[attr-defined]
-    assert _section(page, "misses-goal").is_displayed()  # type: ignore[attr-defined]
-    assert page.find_element(By.ID, "shown-count").text == "1 of 3 shown"  # type: ignore[attr-defined]
+    assert not _section(page, "create-file").is_displayed()
+    assert _section(page, "misses-goal").is_displayed()
+    assert page.find_element(By.ID, "shown-count").text == "1 of 3 shown"
     passed.click()
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
 
 
-def test_clicking_a_header_sorts_the_rows(page: object) -> None:
-    from selenium.webdriver.common.by import By
-
-    tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')  # type: ignore[attr-defined]
+def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
+    tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
     assert _visible_rows(page) == ["misses-goal", "create-file", "fix-failing-test"]
     tokens.click()
@@ -188,17 +181,17 @@ def test_clicking_a_header_sorts_the_rows(page: object) -> None:
 
 
 def test_screenshot_of_the_report(
-    page: object, tmp_path_factory: pytest.TempPathFactory, record_property: object
+    page: WebDriver, tmp_path_factory: pytest.TempPathFactory, record_property: Any
 ) -> None:
     """A full-page screenshot, kept as an artifact ($ATOM_ARTIFACTS, else the basetemp)."""
     artifacts = os.environ.get("ATOM_ARTIFACTS")
     folder = Path(artifacts) if artifacts else tmp_path_factory.getbasetemp()
     folder.mkdir(parents=True, exist_ok=True)
-    height = page.execute_script("return document.documentElement.scrollHeight")  # type: ignore[attr-defined]
-    page.set_window_size(1280, min(int(height), 12000))  # type: ignore[attr-defined]
+    height = page.execute_script("return document.documentElement.scrollHeight")
+    page.set_window_size(1280, min(int(height), 12000))
     target = folder / "atom-html-report.png"
-    assert page.save_screenshot(str(target)), "Chromium took no screenshot"  # type: ignore[attr-defined]
-    page.set_window_size(1280, 1800)  # type: ignore[attr-defined]
+    assert page.save_screenshot(str(target)), "Chromium took no screenshot"
+    page.set_window_size(1280, 1800)
     assert target.stat().st_size > 10_000
-    record_property("screenshot", str(target))  # type: ignore[operator]
+    record_property("screenshot", str(target))
     print(f"screenshot of the HTML report: {target}")
