@@ -253,3 +253,21 @@ def test_write_html_keeps_the_last_report_in_the_runs_folder(tmp_path: Path) -> 
         encoding="utf-8"
     )
     assert target.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_a_spec_the_harness_could_not_run_is_on_the_page(
+    pytester: pytest.Pytester, claude_for_pytester: None
+) -> None:
+    """No cassette: the run fails before any CLI starts, and the page says why."""
+    pytester.makefile(".atom.yaml", gone="name: gone\nprompt: Say hi.\naccept: []\n")
+    result = pytester.runpytest(
+        "--atom", "--atom-html", "out/report.html", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*HTML report written to *report.html"])
+    page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
+    assert 'data-outcome="error" data-nodeid="gone.atom.yaml::gone"' in page
+    assert "The harness could not run this spec" in page
+    assert "no cassette for spec &#39;gone&#39;" in page
+    last = pytester.path / ".atom" / "runs" / LAST_REPORT
+    assert last.read_text(encoding="utf-8") == page

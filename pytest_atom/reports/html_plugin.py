@@ -59,17 +59,11 @@ class HtmlReport:
         atom = self.config.pluginmanager.getplugin("atom-session")
         results: list[tuple[str, str, dict[str, Any]]] = getattr(atom, "results", [])
         rows = [
-            report_row(
-                nodeid, outcome, self.views.get(nodeid), longrepr=self.failures.get(nodeid, "")
-            )
+            report_row(nodeid, outcome, self.views.get(nodeid))
             for nodeid, outcome, _ in sorted(results, key=lambda r: r[0])
         ]
         # Specs the harness could not run at all have no figures: shown with their error.
-        rows += [
-            report_row(nodeid, "error", None, longrepr=text)
-            for nodeid, text in sorted(self.failures.items())
-            if nodeid not in {r["nodeid"] for r in rows} and nodeid not in self.views
-        ]
+        rows += [report_row(n, "error", None, longrepr=t) for n, t in sorted(self.failures.items())]
         write_html(rows, self.path, runs_dir=self.runs_dir)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
