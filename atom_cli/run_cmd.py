@@ -16,6 +16,7 @@ from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
@@ -53,9 +54,11 @@ def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
 
 
 def _run_all(
-    harness: Harness, specs: list[Spec], console: Console
+    harness: Harness, specs: list[Spec], console: Console, views: list[dict[str, Any]] | None
 ) -> list[tuple[SpecResult, int | None]]:
-    """Each spec (`repeat` times) with live progress; a harness error ends the command."""
+    """Each spec (`repeat` times) with live progress; a harness error ends the command.
+
+    `views` collects each run's HTML view, made while its run folder still exists."""
     results: list[tuple[SpecResult, int | None]] = []
     repeat = harness.settings.repeat
     for spec in specs:
@@ -70,6 +73,8 @@ def _run_all(
                 console.print(f"[red]Error:[/] {escape(str(exc))}")
                 sys.exit(2)
             results.append((result, number if repeat > 1 else None))
+            if views is not None:
+                views.append(spec_view(result, repeat=number if repeat > 1 else None))
             if not result.passed:
                 console.print(escape(result.report()))
     return results
@@ -166,6 +171,12 @@ class Progress:
     help="write JSON traces and transcripts here.",
 )
 @click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write one self-contained HTML report here (`atom view` opens the last one).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=None,
@@ -209,6 +220,7 @@ def run(
     strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
+    html: Path | None,
     repeat: int | None,
     threshold: float | None,
     runs_dir: Path | None,
@@ -242,7 +254,8 @@ def run(
         )
     except (ConfigError, SettingsError) as err:
         raise ContentError(str(err)) from None
-    results = _run_all(harness, found, console)
+    views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
+    results = _run_all(harness, found, console, views)
     harness.finish()
     rows = [
         (
@@ -254,6 +267,13 @@ def run(
     ]
     for line in summary_table(rows):
         console.print(escape(line))
+    if html and views is not None:
+        write_html(
+            [report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)],
+            html,
+            runs_dir=harness.runs_dir,
+        )
+        console.print(f"HTML report: {escape(str(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if as_json:

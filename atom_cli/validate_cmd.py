@@ -30,6 +30,7 @@ from pytest_atom.config import ConfigError
 from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.runner import clean_env
 from pytest_atom.execution import HARNESS_ERRORS
+from pytest_atom.files import copy_ignore
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks, run_shell
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -48,8 +49,6 @@ from pytest_atom.spec import Spec, SpecError, declared_workspaces, load_specs
 
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
-#: Folders never copied into an oracle's workspace: caches from running the fixture's tests.
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
 _EVIDENCE_LINES = 20
 
 
@@ -262,7 +261,7 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     workspace = work / "workspace"
     try:
         if spec.workspace is not None:
-            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
+            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=copy_ignore)
         else:
             workspace.mkdir(parents=True)
         code, output = _run_bash(spec.oracle, workspace, spec.timeout)
