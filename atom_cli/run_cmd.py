@@ -14,6 +14,7 @@ from rich.markup import escape
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
+from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.html import report_row, spec_view, write_html
@@ -27,7 +28,7 @@ from pytest_atom.reports.text import (
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
 from pytest_atom.settings import DEFAULT_KEEP_RUNS, SettingsError
-from pytest_atom.spec import Spec, SpecError, load_specs
+from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
 
 
 class ContentError(click.ClickException):
@@ -37,19 +38,17 @@ class ContentError(click.ClickException):
     exit_code = 2
 
 
-def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
-    """Specs from files and folders (recursively); a malformed one is a ContentError."""
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.rglob(f"*{SPEC_SUFFIX}")) if path.is_dir() else [path]
+def collect_specs(files: list[Path], registry: CheckRegistry | None = None) -> list[Spec]:
+    """The specs in `files` (with the project's check kinds); a malformed one is a
+    ContentError, and finding none a usage error."""
     specs: list[Spec] = []
     for file in files:
         try:
-            specs += load_specs(file)
+            specs += load_specs(file, check_kinds=registry.kinds() if registry else ())
         except SpecError as err:
             raise ContentError(str(err)) from None
     if not specs:
-        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
+        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, files))}")
     return specs
 
 
@@ -234,7 +233,7 @@ def run(
     and for recordings that failed on their upstream.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
-    found = collect_specs(specs)
+    files = spec_files(specs)
     try:
         harness = host_harness(
             {
@@ -249,13 +248,13 @@ def run(
                 "repeat": repeat,
             },
             config_path=config_path,
-            spec_dirs={spec.root for spec in found},
+            spec_dirs={file.parent for file in files},
             report_dir=report_dir,
         )
     except (ConfigError, SettingsError) as err:
         raise ContentError(str(err)) from None
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
-    results = _run_all(harness, found, console, views)
+    results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
     harness.finish()
     rows = [
         (

@@ -17,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -661,3 +661,32 @@ def declared_workspaces(directory: Path) -> frozenset[Path]:
             if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
                 found.add((directory / entry["workspace"]).resolve())
     return frozenset(found)
+
+
+#: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """The spec files named or found below the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update(dict.fromkeys(_walk(path.resolve())))
+        else:
+            found[path.resolve()] = None
+    return list(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
+    are fixture data, as `pytest --atom` treats them)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        workspaces = declared_workspaces(here)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
+        )
+        yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))
