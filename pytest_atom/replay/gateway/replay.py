@@ -333,7 +333,9 @@ class CassetteResponder:
             slot = len(self.cassette.interactions)
             self.cassette.interactions.append(None)  # type: ignore[arg-type]
             self._played.append(True)
-        return Reply(upstream.status_code, passed, self._relay(slot, request, live, upstream))
+        assert self._client is not None
+        body = self._relay(slot, request, live, upstream, self._client.timeout)
+        return Reply(upstream.status_code, passed, body)
 
     def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
         """The upstream's streamed response, or the API error that stands in for one that
@@ -387,13 +389,17 @@ class CassetteResponder:
         return Reply(upstream.status_code, passed, body)
 
     def _relay(
-        self, slot: int, request: GatewayRequest, live: Any, upstream: httpx.Response
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        timeout: httpx.Timeout,
     ) -> Iterator[bytes]:
         """Stream the upstream's body to the CLI as it arrives and keep it in `slot` once
         it is whole. An SSE body is relayed in whole events only, so when the stream breaks
         off an error event can follow cleanly; a broken JSON body is cut instead.
         """
-        assert self._client is not None
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
         pending = b""  # SSE: the start of an event not yet complete
@@ -410,7 +416,7 @@ class CassetteResponder:
                     pending = pending[cut:]
             failure = _incomplete(b"".join(chunks)) if sse else None
         except httpx.HTTPError as exc:
-            failure = _failure(exc, self._client.timeout, mid_stream=True)
+            failure = _failure(exc, timeout, mid_stream=True)
         finally:
             upstream.close()
         if failure is None:
