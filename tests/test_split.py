@@ -44,22 +44,26 @@ def group_ids(
     return [line for line in result.stdout.lines if "::" in line and " " not in line]
 
 
-def assert_partition(pytester: pytest.Pytester, durations: Path, expected: list[str]) -> None:
-    for algorithm in ("duration_based_chunks", "least_duration"):
-        for splits in (2, 3):
-            groups = [
-                group_ids(pytester, durations, splits, g, "--splitting-algorithm", algorithm)
-                for g in range(1, splits + 1)
-            ]
-            seen = Counter(node for group in groups for node in group)
-            assert sorted(seen) == sorted(expected), (algorithm, splits, groups)  # none lost
-            assert set(seen.values()) == {1}, (algorithm, splits, groups)  # none twice
+def assert_partition(
+    pytester: pytest.Pytester, durations: Path, expected: list[str], algorithm: str, splits: int
+) -> list[list[str]]:
+    """Every expected node id in exactly one of the `splits` groups; returns the groups."""
+    options = ("--splitting-algorithm", algorithm)
+    groups = [group_ids(pytester, durations, splits, g, *options) for g in range(1, splits + 1)]
+    seen = Counter(node for group in groups for node in group)
+    assert sorted(seen) == sorted(expected), groups  # none lost
+    assert set(seen.values()) == {1}, groups  # none twice
+    return groups
 
 
 def test_split_groups_partition_the_specs(pytester: pytest.Pytester, specs: Path) -> None:
     durations = pytester.path / "durations.json"
     durations.write_text(json.dumps(dict(zip(IDS, [3.5, 7.8, 3.1], strict=True))))
-    assert_partition(pytester, durations, IDS)
+    assert_partition(pytester, durations, IDS, "duration_based_chunks", 3)
+    assert_partition(pytester, durations, IDS, "least_duration", 3)
+    # The file's durations count, keyed by the specs' node ids: the longest spec goes alone.
+    balanced = assert_partition(pytester, durations, IDS, "least_duration", 2)
+    assert [IDS[1]] in balanced, balanced
 
 
 def test_split_of_repeats_keeps_every_run(pytester: pytest.Pytester, specs: Path) -> None:
@@ -67,12 +71,8 @@ def test_split_of_repeats_keeps_every_run(pytester: pytest.Pytester, specs: Path
     durations = pytester.path / "durations.json"
     durations.write_text("{}")  # none known yet: pytest-split assumes the average
     repeated = [f"{node}[r{run}]" for node in IDS for run in (1, 2)]
-    for splits in (2, 4):
-        groups = [
-            group_ids(pytester, durations, splits, g, "--atom-repeat", "2")
-            for g in range(1, splits + 1)
-        ]
-        assert sorted(n for group in groups for n in group) == sorted(repeated), groups
+    groups = [group_ids(pytester, durations, 4, g, "--atom-repeat", "2") for g in range(1, 5)]
+    assert sorted(n for group in groups for n in group) == sorted(repeated), groups
 
 
 @pytest.mark.slow
