@@ -14,7 +14,8 @@ process from outside; every spec must pass. The figure is the speed-up, the rati
 medians (target >= 1.8 with 2 workers on 2 cores). Below it, the CPU seconds the runs
 took (user + system of all child processes: pytest, its workers, the claude CLIs and the
 checks) per wall second: a serial run that already keeps more than one core busy
-cannot be sped up twice on two cores.
+cannot be sped up twice on two cores; items that take longer summed under -n 2 than
+under -n 0 are waiting for a core (or for each other).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def make_project(root: Path, copies: int) -> Path:
     return root
 
 
-def run(project: Path, workers: int, expected: int) -> tuple[float, float]:
-    """Wall and CPU seconds (all child processes) of one `pytest --atom specs -n workers`."""
+def run(project: Path, workers: int, expected: int) -> tuple[float, float, float]:
+    """Wall, CPU (all child processes) and summed item seconds of one `pytest -n workers`."""
     xml = project / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", "--atom", "specs", "-n", str(workers), "-q"]
     cmd += ["-p", "no:cacheprovider", "--junitxml", str(xml)]
@@ -76,7 +77,7 @@ def run(project: Path, workers: int, expected: int) -> tuple[float, float]:
         sys.exit(f"-n {workers}: exit {proc.returncode}, {len(cases)} of {expected} specs ran:\n"
                  f"{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")  # fmt: skip
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    return wall, cpu, sum(float(case.get("time") or 0) for case in cases)
 
 
 def main() -> None:
@@ -90,8 +91,8 @@ def main() -> None:
         f"python {sys.version.split()[0]}; {os.cpu_count()} cores; {expected} specs; "
         f"--runs {args.runs} --workers {args.workers}; load {os.getloadavg()[0]:.2f}"
     )
-    serial: list[tuple[float, float]] = []
-    parallel: list[tuple[float, float]] = []
+    serial: list[tuple[float, float, float]] = []
+    parallel: list[tuple[float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="atom-bench-") as root:
         project = make_project(Path(root), args.copies)
         run(project, 0, expected), run(project, args.workers, expected)  # warm-up
@@ -99,7 +100,7 @@ def main() -> None:
             serial.append(run(project, 0, expected))
             parallel.append(run(project, args.workers, expected))
             print(f"  -n 0 {serial[-1][0]:.1f} s, -n {args.workers} {parallel[-1][0]:.1f} s")
-    walls = {name: [w for w, _ in runs] for name, runs in (("0", serial), ("n", parallel))}
+    walls = {name: [r[0] for r in runs] for name, runs in (("0", serial), ("n", parallel))}
     speed_up = median(walls["0"]) / median(walls["n"])
     spread = lambda xs: f"{median(xs):.2f} s ({min(xs):.2f}-{max(xs):.2f})"  # noqa: E731
     table = [("measurement", "figure", "baseline", "result", "target", "ok")]
@@ -111,8 +112,11 @@ def main() -> None:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     print("(whole pytest process; median of the runs, min-max in parentheses)")
     for name, runs in (("-n 0", serial), (f"-n {args.workers}", parallel)):
-        cpu, wall = median(c for _, c in runs), median(w for w, _ in runs)
-        print(f"{name}: {cpu:.1f} CPU s per run, {cpu / wall:.2f} cores busy on average")
+        wall, cpu, items = (median(r[i] for r in runs) for i in range(3))
+        print(
+            f"{name}: {cpu:.1f} CPU s per run, {cpu / wall:.2f} cores busy on average; "
+            f"items' own times (JUnit) sum to {items:.1f} s"
+        )
 
 
 if __name__ == "__main__":
