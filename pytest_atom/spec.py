@@ -429,7 +429,11 @@ def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> Spe
             key=True,
             suggestion=close[0] if close else None,
         )
-    if err.validator == "oneOf" and {"prompt", "steps"} <= set(instance):
+    if (
+        err.validator == "oneOf"
+        and isinstance(instance, dict)
+        and {"prompt", "steps"} <= set(instance)
+    ):
         return doc.error(
             "a spec has either 'prompt' or 'steps', not both: move the prompt into a step "
             "(steps[0].prompt) or remove 'steps'",

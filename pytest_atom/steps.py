@@ -223,7 +223,9 @@ def rollback_report(step_id: str, attempt: Attempt) -> str:
     verdict = attempt.verdict
     assert verdict is not None
     unmet = "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.unmet) or "- (none listed)"
-    failed = "\n".join(f"- {c.check.describe()}: {c.summary}" for c in attempt.checks if not c.passed)
+    failed = "\n".join(
+        f"- {c.check.describe()}: {c.summary}" for c in attempt.checks if not c.passed
+    )
     return (
         f"Step `{step_id}` (attempt {attempt.number}) found this step's committed work wrong.\n\n"
         f"Unmet criteria:\n{unmet}\n\nFailed checks:\n{failed or '- (none)'}\n\n"

@@ -106,7 +106,10 @@ class Verdict:
         return [c for c in self.criteria if not c.met]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.target is None:  # only a step's rollback names one
+            del data["target"]
+        return data
 
 
 #: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
