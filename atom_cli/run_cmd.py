@@ -186,6 +186,12 @@ class Progress:
     "holding .atom/config.yaml, else pytest's rootdir, as pytest --atom uses).",
 )
 @click.option(
+    "--resume",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="continue a multi-step spec's interrupted run folder from its latest committed step.",
+)
+@click.option(
     "--keep-runs",
     type=click.IntRange(min=0),
     default=None,
@@ -212,6 +218,7 @@ def run(
     repeat: int | None,
     threshold: float | None,
     runs_dir: Path | None,
+    resume: Path | None,
     keep_runs: int | None,
     as_json: bool,
     config_path: Path | None,
@@ -235,6 +242,7 @@ def run(
                 "runs_dir": runs_dir.resolve() if runs_dir else None,
                 "keep_runs": keep_runs,
                 "repeat": repeat,
+                "resume": resume.resolve() if resume else None,
             },
             config_path=config_path,
             spec_dirs={spec.root for spec in found},

@@ -114,9 +114,14 @@ def run_spec(
         from pytest_atom.steps import StepsRun  # steps.py builds on this module
 
         run_type = StepsRun
+    run_dir = None
+    if settings.resume is not None:
+        from pytest_atom.steps import resumed_run_dir
+
+        run_dir = resumed_run_dir(settings.resume, spec)
     run = run_type(
         spec,
-        new_run_dir(runs_dir, spec),
+        run_dir or new_run_dir(runs_dir, spec),
         _prompt_loader(spec, project_dir, config),
         spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
         registry,

@@ -14,18 +14,43 @@ step after it is wiped, and the run goes on from the target, which hears the fai
 report. That is the only move backward, at most once per target and `max_rollbacks`
 times in all. Attempt folders are kept (a re-run continues their numbering): they are
 the evidence, and nothing reads them as input.
+
+An interrupted run leaves its partial work in its attempt folder. Run again on the same
+folder (`--atom-resume RUN_DIR`), it goes on from the first step that is not committed,
+in a new attempt folder; the interrupted attempt's conversation is set aside, so a
+continued conversation resumes from the last commit.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.execution import _COPY_IGNORE, _Run, session_id_for
+from pytest_atom.execution import _COPY_IGNORE, HarnessError, _Run, session_id_for
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step
+
+_RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
+    """`folder` when it is a run of `spec` (its name is the spec's, then time and id);
+    None when it is another spec's, which then runs afresh."""
+    folder = folder.resolve()
+    match = _RUN_NAME.search(folder.name)
+    if match is None or folder.name[: match.start()] != spec.name:
+        return None
+    if not spec.steps:
+        raise HarnessError(
+            f"cannot resume {folder}: spec '{spec.name}' has no steps; only a multi-step "
+            "spec continues from its latest committed step"
+        )
+    if not (folder / "steps").is_dir():
+        raise HarnessError(f"cannot resume {folder}: it holds no steps/ folder of a run")
+    return folder
 
 
 def step_root(run_dir: Path, step_id: str) -> Path:
@@ -49,6 +74,11 @@ class StepsRun(_Run):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.results = [StepResult(step.id) for step in self.spec.steps]
+        for result in self.results:  # a resumed run: the steps committed before
+            if not committed_dir(self.run_dir, result.id).is_dir():
+                break
+            result.committed = committed_dir(self.run_dir, result.id)
+            self.resumed += 1
 
     def attempt_all(
         self, source: ModelSource, gateway_url: str, message: str | None = None
@@ -57,6 +87,18 @@ class StepsRun(_Run):
         steps = self.spec.steps
         feedback: dict[str, str] = {}
         index = self.resumed
+        if index and source.kind == "scripted":
+            self.harness_error = (
+                "a scripted run cannot resume: its script plays from the first turn; resume "
+                "a run that replays or records a cassette"
+            )
+            return
+        if index and source.kind == "record":
+            self.notes.append(
+                "this recording resumed an interrupted run: its cassette holds the resumed "
+                "steps only; record the whole spec again before replaying it"
+            )
+        self._set_aside_interrupted()
         while index < len(steps):
             step, result = steps[index], self.results[index]
             run = self._step_run(step, index, result)
@@ -93,13 +135,23 @@ class StepsRun(_Run):
             model=self.model,
             tools=self.tools,
             root=step_root(self.run_dir, step.id),
-            start=len(result.attempts) + 1,
+            start=_attempt_count(step_root(self.run_dir, step.id)) + 1,
             session=session_id_for(self.spec, f"executor:{step.id}:{result.runs}")
             if fresh
             else session_id_for(self.spec),
             label=f"{step.id}:",
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
         )
+
+    def _set_aside_interrupted(self) -> None:
+        """Conversations of attempts of uncommitted steps (a resumed run's interrupted
+        work) are renamed, so the session resumes from the last committed step's."""
+        projects = self.run_dir / "claude-config" / "projects"
+        for step in self.spec.steps[self.resumed :]:
+            for folder in sorted((step_root(self.run_dir, step.id) / "attempts").glob("a*")):
+                slug = re.sub(r"[^A-Za-z0-9]", "-", str(folder.resolve()))
+                for transcript in (projects / slug).glob("*.jsonl"):
+                    transcript.rename(transcript.with_name(transcript.name + ".interrupted"))
 
     def _start_folder(self, index: int) -> Path | None:
         if index == 0:
@@ -192,6 +244,11 @@ class StepsRun(_Run):
         result.steps = self.results
         result.rollbacks = list(self.rollbacks)
         result.warnings = [*result.warnings, *self.notes]
+
+
+def _attempt_count(root: Path) -> int:
+    """Attempt folders a step already has: a re-run or a resumed run numbers on."""
+    return len([p for p in (root / "attempts").glob("a[0-9]*") if p.is_dir()])
 
 
 def step_spec(spec: Spec, step: Step, index: int, workspace: Path | None) -> Spec:

@@ -11,17 +11,20 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
+from atom_cli.main import main
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.execution import run_spec
+from pytest_atom.execution import HarnessError, run_spec
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
+from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import SpecError, load_spec
-from pytest_atom.steps import StepsRun, step_spec, step_task
+from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.conftest import REPO, bash
 
 THREE = """\
@@ -344,3 +347,81 @@ def test_a_failing_second_step_fails_the_spec_from_the_first_ones_work(
     assert len(sessions) == 2
     prompt = (result.run_dir / "steps/second/attempts/a01/USER_PROMPT.md").read_text()
     assert prompt.startswith("# Step `second` (2 of 2)")
+
+
+class Interrupt(KeyboardInterrupt):
+    """Ctrl-C, the moment the first step is committed."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("stop_at", "attempts"),
+    [(("commit", 1), ["a01"]), (("checks", 2), ["a02"])],
+    ids=["after-step-one-commits", "in-step-two"],
+)
+def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
+    tmp_path: Path, claude_bin: Path, stop_at: tuple[str, int], attempts: list[str]
+) -> None:
+    for part in ("two_steps.atom.yaml", "scripts", "cassettes/two_steps"):
+        source = REPO / "fixtures/specs" / part
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, tmp_path / part)
+    spec = load_spec(tmp_path / "two_steps.atom.yaml")
+
+    seen: list[str] = []
+
+    def stop_after_commit(event: dict[str, Any]) -> None:
+        seen.append(str(event.get("subtype")))
+        if seen.count(stop_at[0]) == stop_at[1]:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run_spec(
+            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
+        )
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert (run_dir / "steps/implement/committed/greet.py").is_file()
+    interrupted = run_dir / "steps/test/attempts/a01"
+    assert interrupted.is_dir() == (attempts == ["a02"])  # partial work stays in its folder
+
+    resumed = run_spec(
+        spec,
+        runs_dir=tmp_path / "runs",
+        claude_bin=claude_bin,
+        settings=RunSettings(resume=run_dir),
+    )
+    assert resumed.passed, resumed.report()
+    assert resumed.run_dir == run_dir and len(list((tmp_path / "runs").iterdir())) == 1
+    implement, test = resumed.steps
+    assert (implement.runs, implement.attempts, implement.passed) == (0, [], True)
+    assert [a.path.name for a in test.attempts] == attempts and test.passed
+    assert sorted(p.name for p in (run_dir / "steps/implement/attempts").iterdir()) == ["a01"]
+    assert (run_dir / "committed/test_greet.py").is_file()
+    set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
+    assert len(set_aside) == (1 if attempts == ["a02"] else 0)  # the interrupted conversation
+    # only step 2 ran: its one executor call and its reflector
+    assert [r.session_id is not None for r in resumed.records] == [True, True]
+
+
+def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
+    single = load_spec(REPO / "fixtures/specs/create_file.atom.yaml")
+    stepped = load_spec(REPO / "fixtures/specs/two_steps.atom.yaml")
+    run = tmp_path / "two-steps-20260101-120000-abc123"
+    run.mkdir()
+    with pytest.raises(HarnessError, match="holds no steps/ folder"):
+        resumed_run_dir(run, stepped)
+    (run / "steps").mkdir()
+    assert resumed_run_dir(run, stepped) == run.resolve()
+    assert resumed_run_dir(run, single) is None  # another spec's run: that one runs afresh
+    other = tmp_path / "create-file-20260101-120000-abc123"
+    other.mkdir()
+    with pytest.raises(HarnessError, match="has no steps; only a multi-step spec"):
+        resumed_run_dir(other, single)
+
+
+def test_resume_is_a_command_line_setting_only(pytester: pytest.Pytester) -> None:
+    assert "resume" not in FILE_SETTINGS
+    assert resolve([Layer("the command line", {"resume": "runs/x"})]).resume == Path("runs/x")
+    pytester.runpytest("--help").stdout.fnmatch_lines(["*--atom-resume=RUN_DIR*"])
+    help_text = CliRunner().invoke(main, ["run", "--help"]).output
+    assert "--resume DIRECTORY" in help_text
