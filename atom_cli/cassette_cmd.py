@@ -619,9 +619,11 @@ def refresh(specs: tuple[Path, ...]) -> None:
     from pytest_atom.execution import HARNESS_ERRORS
     from pytest_atom.harness import host_harness
     from pytest_atom.paths import display_path
+    from pytest_atom.spec import spec_files
 
-    found = collect_specs(specs)
-    harness = host_harness({"record_mode": "refresh"}, spec_dirs={s.root for s in found})
+    files = spec_files(specs)
+    harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
+    found = collect_specs(files, harness.registry())
     refused = 0
     for spec in found:
         try:

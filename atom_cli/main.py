@@ -45,6 +45,7 @@ LAZY_COMMANDS = {
         "Save a run's results as the baseline --atom-baseline compares with.",
     ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
+    "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
 

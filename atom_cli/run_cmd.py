@@ -14,8 +14,10 @@ from rich.markup import escape
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
+from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
@@ -26,7 +28,7 @@ from pytest_atom.reports.text import (
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
 from pytest_atom.settings import DEFAULT_KEEP_RUNS, SettingsError
-from pytest_atom.spec import Spec, SpecError, load_specs
+from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
 
 
 class ContentError(click.ClickException):
@@ -36,26 +38,26 @@ class ContentError(click.ClickException):
     exit_code = 2
 
 
-def collect_specs(paths: tuple[Path, ...]) -> list[Spec]:
-    """Specs from files and folders (recursively); a malformed one is a ContentError."""
-    files: list[Path] = []
-    for path in paths:
-        files += sorted(path.rglob(f"*{SPEC_SUFFIX}")) if path.is_dir() else [path]
+def collect_specs(files: list[Path], registry: CheckRegistry | None = None) -> list[Spec]:
+    """The specs in `files` (with the project's check kinds); a malformed one is a
+    ContentError, and finding none a usage error."""
     specs: list[Spec] = []
     for file in files:
         try:
-            specs += load_specs(file)
+            specs += load_specs(file, check_kinds=registry.kinds() if registry else ())
         except SpecError as err:
             raise ContentError(str(err)) from None
     if not specs:
-        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, paths))}")
+        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, files))}")
     return specs
 
 
 def _run_all(
-    harness: Harness, specs: list[Spec], console: Console
+    harness: Harness, specs: list[Spec], console: Console, views: list[dict[str, Any]] | None
 ) -> list[tuple[SpecResult, int | None]]:
-    """Each spec (`repeat` times) with live progress; a harness error ends the command."""
+    """Each spec (`repeat` times) with live progress; a harness error ends the command.
+
+    `views` collects each run's HTML view, made while its run folder still exists."""
     results: list[tuple[SpecResult, int | None]] = []
     repeat = harness.settings.repeat
     for spec in specs:
@@ -70,6 +72,8 @@ def _run_all(
                 console.print(f"[red]Error:[/] {escape(str(exc))}")
                 sys.exit(2)
             results.append((result, number if repeat > 1 else None))
+            if views is not None:
+                views.append(spec_view(result, repeat=number if repeat > 1 else None))
             if not result.passed:
                 console.print(escape(result.report()))
     return results
@@ -166,6 +170,12 @@ class Progress:
     help="write JSON traces and transcripts here.",
 )
 @click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write one self-contained HTML report here (`atom view` opens the last one).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=None,
@@ -215,6 +225,7 @@ def run(
     strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
+    html: Path | None,
     repeat: int | None,
     threshold: float | None,
     runs_dir: Path | None,
@@ -229,7 +240,7 @@ def run(
     and for recordings that failed on their upstream.
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
-    found = collect_specs(specs)
+    files = spec_files(specs)
     try:
         harness = host_harness(
             {
@@ -245,12 +256,13 @@ def run(
                 "resume": resume.resolve() if resume else None,
             },
             config_path=config_path,
-            spec_dirs={spec.root for spec in found},
+            spec_dirs={file.parent for file in files},
             report_dir=report_dir,
         )
     except (ConfigError, SettingsError) as err:
         raise ContentError(str(err)) from None
-    results = _run_all(harness, found, console)
+    views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
+    results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
     harness.finish()
     rows = [
         (
@@ -262,6 +274,13 @@ def run(
     ]
     for line in summary_table(rows):
         console.print(escape(line))
+    if html and views is not None:
+        write_html(
+            [report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)],
+            html,
+            runs_dir=harness.runs_dir,
+        )
+        console.print(f"HTML report: {escape(str(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if as_json:

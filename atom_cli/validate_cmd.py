@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,9 +28,10 @@ from pytest_atom.config import ConfigError
 from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.runner import clean_env
 from pytest_atom.execution import HARNESS_ERRORS
+from pytest_atom.files import copy_ignore
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks, run_shell
-from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.paths import display_path
 from pytest_atom.pytest_ini import find_ini
 from pytest_atom.replay.cassette import Cassette, CassetteError
 from pytest_atom.replay.gateway import Script, ScriptError
@@ -44,12 +43,8 @@ from pytest_atom.replay.recording import (
 )
 from pytest_atom.reports.text import agent_line, verdict_line
 from pytest_atom.settings import SettingsError
-from pytest_atom.spec import Spec, SpecError, declared_workspaces, load_specs
+from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
 
-#: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
-_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
-#: Folders never copied into an oracle's workspace: caches from running the fixture's tests.
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
 _EVIDENCE_LINES = 20
 
 
@@ -217,31 +212,6 @@ def _atom_paths(*, quiet: bool) -> tuple[Path, ...]:
     return paths
 
 
-def spec_files(paths: Sequence[Path]) -> list[Path]:
-    """The spec files named or found below the folders named, each once, in order."""
-    found: dict[Path, None] = {}
-    for path in paths:
-        if path.is_dir():
-            found.update(dict.fromkeys(_walk(path.resolve())))
-        else:
-            found[path.resolve()] = None
-    return list(found)
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
-    are fixture data, as `pytest --atom` treats them)."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        workspaces = declared_workspaces(here)
-        dirnames[:] = sorted(
-            d
-            for d in dirnames
-            if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
-        )
-        yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))
-
-
 def _runs(spec: Spec, work: Path, claude: list[Path], harness: Harness) -> list[Run]:
     runs = []
     if spec.oracle is not None:
@@ -262,7 +232,7 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     workspace = work / "workspace"
     try:
         if spec.workspace is not None:
-            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=_COPY_IGNORE)
+            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=copy_ignore)
         else:
             workspace.mkdir(parents=True)
         code, output = _run_bash(spec.oracle, workspace, spec.timeout)

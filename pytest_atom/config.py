@@ -44,9 +44,9 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.errors import FileError
 from pytest_atom.limits import Limits, parse_limits
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES
-from pytest_atom.paths import display_path
 from pytest_atom.settings import FILE_SETTINGS, SettingsError, parse_setting
 
 CONFIG_DIR = ".atom"
@@ -57,7 +57,7 @@ SUPPORTED_VERSIONS = ("1",)
 _VAR = re.compile(r"\$\$\{|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
 
 
-class ConfigError(Exception):
+class ConfigError(FileError):
     """A config file that cannot be used; str() is the full user-facing message."""
 
     def __init__(
@@ -68,14 +68,8 @@ class ConfigError(Exception):
         line: int | None = None,
         suggestion: str | None = None,
     ) -> None:
-        super().__init__(message)
-        self.message, self.path, self.key, self.line = message, path, key, line
-        self.suggestion = suggestion
-
-    def __str__(self) -> str:
-        where = display_path(self.path) + (f":{self.line}" if self.line is not None else "")
-        hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
-        return f"{self.message} at {where}{hint}"
+        super().__init__(message, path, line=line, suggestion=suggestion)
+        self.key = key
 
 
 @dataclass(frozen=True)

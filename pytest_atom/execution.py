@@ -35,6 +35,7 @@ from pytest_atom.core.runner import ClaudeRunner, IterationRecord, claude_env, c
 from pytest_atom.core.runtime import AtomRuntime, RunOutcome
 from pytest_atom.core.sandbox import Confinement, require_tools
 from pytest_atom.core.tools import discover_tools, tool_env
+from pytest_atom.files import copy_ignore
 from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
 from pytest_atom.limits import Budget, Limits
@@ -50,9 +51,6 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
-
-#: Folders never copied into a run: caches from running the fixture's own tests.
-_COPY_IGNORE = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".mypy_cache")
 
 
 class HarnessError(Exception):
@@ -303,9 +301,9 @@ class _Run:
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
-            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=_COPY_IGNORE)
+            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
         elif self.spec.workspace is not None:
-            shutil.copytree(self.spec.workspace, path, symlinks=True, ignore=_COPY_IGNORE)
+            shutil.copytree(self.spec.workspace, path, symlinks=True, ignore=copy_ignore)
         else:
             path.mkdir(parents=True)
         executor.move_session(session, path)  # a no-op until the conversation exists

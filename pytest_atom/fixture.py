@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from pytest_atom.harness import Harness
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.result import SpecResult
 from pytest_atom.session import AtomSession, pytest_harness, record_result, settings_for
-from pytest_atom.spec import load_spec
+from pytest_atom.spec import Spec, load_spec
 
 
 class AtomFixture:
@@ -55,21 +56,21 @@ class AtomFixture:
         and `script` also a mapping of turns. An inline spec's cassette lives at
         ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
         """
+        harness, node = self._harness(), self._request.node
+        registry = harness.registry(node.ihook)
         here = self._request.path.parent
         if spec is not None:
-            loaded = load_spec(here / spec if not Path(spec).is_absolute() else Path(spec), name)
+            path = here / spec if not Path(spec).is_absolute() else Path(spec)
+            loaded = load_spec(path, name, check_kinds=registry.kinds())
         else:
-            loaded = self._inline(name or self._request.node.name, inline)
-        harness, node = self._harness(), self._request.node
+            loaded = self._inline(name or self._request.node.name, inline, registry.kinds())
         result = harness.run(
-            loaded,
-            registry=harness.registry(node.ihook),
-            settings=settings_for(harness, node, self._overrides),
+            loaded, registry=registry, settings=settings_for(harness, node, self._overrides)
         )
         record_result(node, result)
         return result
 
-    def _inline(self, name: str, keys: dict[str, Any]) -> Any:
+    def _inline(self, name: str, keys: dict[str, Any], check_kinds: Collection[str]) -> Spec:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "-", name).strip("-") or "inline"
         folder = self._request.getfixturevalue("tmp_path_factory").mktemp("atom-inline")
         data = {"name": safe, **keys}
@@ -86,4 +87,4 @@ class AtomFixture:
         path = folder / f"{safe}{SPEC_SUFFIX}"
         path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         cassette = here / "cassettes" / self._request.path.stem / f"{safe}.yaml"
-        return dataclasses.replace(load_spec(path), cassette=cassette)
+        return dataclasses.replace(load_spec(path, check_kinds=check_kinds), cassette=cassette)

@@ -165,6 +165,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "transcript of every Claude session into DIR, secrets scrubbed.",
     )
     add(
+        "--atom-html",
+        dest="atom_html",
+        default=None,
+        metavar="PATH",
+        help="write one self-contained HTML report of the run to PATH (transcripts, checks, "
+        "verdicts, diffs; secrets scrubbed); `atom view` opens the last one.",
+    )
+    add(
         "--atom-baseline",
         dest="atom_baseline",
         default=None,
@@ -214,7 +222,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args += [str(p) for p in config.getini("atom_paths")]
-    config.pluginmanager.register(AtomSession(config), "atom-session")
+    session = AtomSession(config)
+    config.pluginmanager.register(session, "atom-session")
+    if config.option.atom_html:
+        from pytest_atom.reports.html_plugin import HtmlReport  # Jinja2 only when asked for
+
+        html = Path(config.option.atom_html)
+        path = html if html.is_absolute() else config.invocation_params.dir / html
+        config.pluginmanager.register(
+            HtmlReport(config, path, session.harness.runs_dir), "atom-html"
+        )
 
 
 @pytest.fixture

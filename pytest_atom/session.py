@@ -9,6 +9,7 @@ working on spec items. Every item runs through the session's one `Harness`.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,6 +246,10 @@ class SpecFile(pytest.File):
             # whole run for one, and the other specs must still run.
             yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
             return
+        missing = _missing_syrupy(specs)
+        if missing:
+            yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
+            return
         repeat = harness.settings.repeat
         for spec, run in ((s, r) for s in specs for r in range(1, repeat + 1)):
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
@@ -260,6 +265,19 @@ class SpecFile(pytest.File):
                 # Only a failed spec counts as the expected failure, never a harness error.
                 item.add_marker(pytest.mark.xfail(reason=spec.xfail, raises=SpecFailed))
             yield item
+
+
+def _missing_syrupy(specs: list[Spec]) -> SpecError | None:
+    """A spec with `snapshot:` needs syrupy, an optional extra: say how to get it."""
+    using = next((s for s in specs if s.snapshot), None)
+    if using is None or importlib.util.find_spec("syrupy") is not None:
+        return None
+    return SpecError(
+        f"spec '{using.name}' compares `snapshot:` files, which needs syrupy: "
+        "pip install 'pytest-atom[snapshot]'",
+        using.path,
+        line=using.line,
+    )
 
 
 class BrokenSpec(pytest.Item):

@@ -17,7 +17,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,8 +27,9 @@ from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 from pytest_atom import yamldoc
+from pytest_atom.errors import FileError
 from pytest_atom.limits import Limits, parse_limits
-from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.paths import SPEC_SUFFIX
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
@@ -43,27 +44,8 @@ _DESCRIBE_LIMIT = 100  # characters of a custom check's params shown by Check.de
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
 
 
-class SpecError(Exception):
+class SpecError(FileError):
     """A spec file that cannot be used; str() is the full user-facing message."""
-
-    def __init__(
-        self,
-        message: str,
-        path: Path,
-        line: int | None = None,
-        column: int | None = None,
-        suggestion: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message, self.path, self.line, self.column = message, path, line, column
-        self.suggestion = suggestion
-
-    def __str__(self) -> str:
-        where = display_path(self.path)
-        if self.line is not None:
-            where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
-        hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
-        return f"{self.message} at {where}{hint}"
 
 
 @dataclass(frozen=True)
@@ -748,3 +730,32 @@ def declared_workspaces(directory: Path) -> frozenset[Path]:
             if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
                 found.add((directory / entry["workspace"]).resolve())
     return frozenset(found)
+
+
+#: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """The spec files named or found below the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update(dict.fromkeys(_walk(path.resolve())))
+        else:
+            found[path.resolve()] = None
+    return list(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
+    are fixture data, as `pytest --atom` treats them)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        workspaces = declared_workspaces(here)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
+        )
+        yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))

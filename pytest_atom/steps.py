@@ -28,7 +28,8 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.execution import _COPY_IGNORE, HarnessError, _Run, session_id_for
+from pytest_atom.execution import HarnessError, _Run, session_id_for
+from pytest_atom.files import copy_ignore
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step
@@ -184,7 +185,7 @@ class StepsRun(_Run):
         """Seed 002's commit: the passing attempt, promoted to the step's committed/."""
         target = committed_dir(self.run_dir, result.id)
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(attempt.path, target, symlinks=True, ignore=_COPY_IGNORE)
+        shutil.copytree(attempt.path, target, symlinks=True, ignore=copy_ignore)
         result.committed = target
         self.emit("commit", step=result.id, attempt=attempt.number)
 

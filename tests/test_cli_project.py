@@ -54,7 +54,11 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     assert _toml((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"] == {
         "atom_paths": ["specs"]
     }
-    assert (root / ".gitignore").read_text().splitlines()[1::2] == [".atom/runs/", "*.partial.yaml"]
+    assert (root / ".gitignore").read_text().splitlines()[1::2] == [
+        ".atom/runs/",
+        "*.partial.yaml",
+        ".atom/last-run.json",
+    ]
 
     spec = yaml.safe_load((root / "specs/hello.atom.yaml").read_text())
     script = yaml.safe_load((root / "specs/scripts/hello.yaml").read_text())
@@ -92,7 +96,11 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
     assert (tmp_path / ".gitignore").read_text().count("*.partial.yaml") == 1
-    assert ".gitignore already ignores .atom/runs/ and *.partial.yaml" in again.output
+    assert (tmp_path / ".gitignore").read_text().count(".atom/last-run.json") == 1
+    assert (
+        ".gitignore already ignores .atom/runs/, *.partial.yaml and .atom/last-run.json"
+        in again.output
+    )
 
     forced = run_init(str(tmp_path), "--force")
     assert "overwrote specs/hello.atom.yaml" in forced.output
@@ -121,6 +129,7 @@ def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Pat
     assert (tmp_path / ".gitignore").read_text() == (
         "node_modules\n# pytest-atom run folders\n.atom/runs/\n"
         "# pytest-atom: what failed recordings kept\n*.partial.yaml\n"
+        "# pytest-atom: the last session's results\n.atom/last-run.json\n"
     )
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.core.claude_code import find_claude
+from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.limits import Budget
 from pytest_atom.spec import ClaudeOptions
@@ -349,35 +349,3 @@ class ClaudeRunner:
         record.stdout = "".join(lines)
         record.stderr = "".join(stderr)
         return record, timed_out.is_set()
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, as psutil sees them (Linux and macOS)."""
-    import psutil  # only when something is killed: keeps the plugin's import light
-
-    try:
-        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
-    except psutil.Error:  # `pid` is gone already: nothing below it can be found any more
-        return []
-
-
-def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
-    """Kill the CLI, its process group and every descendant.
-
-    The CLI starts its Bash tool's shell in a session of its own, out of reach of a
-    process-group kill; the tree is collected before anything dies, because orphans
-    are re-parented and could no longer be found.
-    """
-    victims = _descendants(proc.pid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for kill, target in [(os.killpg, proc.pid)] + [(os.kill, pid) for pid in victims]:
-            try:
-                kill(target, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        try:
-            proc.wait(timeout=3.0 if sig == signal.SIGTERM else None)
-        except subprocess.TimeoutExpired:
-            continue
-        if sig == signal.SIGTERM:
-            time.sleep(0.05)  # let children act on SIGTERM before the SIGKILL sweep

@@ -25,7 +25,7 @@ from typing import IO
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from pytest_atom.core.runner import kill_process_tree
+from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.spec import Check
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096

@@ -21,6 +21,7 @@ import jsonschema
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 from pytest_atom.core.sandbox import Confinement
+from pytest_atom.files import CACHE_DIRS
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.replay.gateway.normalize import mask_durations
 from pytest_atom.spec import ClaudeOptions, Spec
@@ -58,7 +59,7 @@ STEP_VERDICT_SCHEMA: dict[str, Any] = {
 }
 #: Read-only: the reflector inspects the attempt, it never changes it.
 READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
-_IGNORED = {"USER_PROMPT.md", "__pycache__", ".pytest_cache", ".mypy_cache"}
+_IGNORED = {"USER_PROMPT.md", *CACHE_DIRS}
 _DIFF_LIMIT = 12_000
 
 

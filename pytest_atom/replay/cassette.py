@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -32,6 +30,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from pytest_atom.files import write_atomic
 from pytest_atom.replay import fastyaml
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -52,12 +51,6 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 class CassetteError(Exception):
@@ -315,20 +308,7 @@ class Cassette:
 
     def save(self, path: Path | None = None) -> Path:
         """Write atomically: a crash mid-write leaves the previous file byte-identical."""
-        target = path or self.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide it from the team
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(self.dumps())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_atomic(path or self.path, self.dumps())
 
     @property
     def partial_path(self) -> Path:

@@ -14,12 +14,12 @@ import functools
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.files import write_atomic
 from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
 
 __all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber"]
@@ -282,7 +282,7 @@ class Scrubber:
         changed = []
         for path, before, after in zip(files, texts, self.scrub_obj(texts), strict=True):
             if after != before:
-                _replace_file(path, after.encode("utf-8", "surrogateescape"))
+                write_atomic(path, after.encode("utf-8", "surrogateescape"))
                 changed.append(path)
         return changed
 
@@ -294,19 +294,6 @@ class Scrubber:
         found: list[str] = []
         self._scrub(text, found)
         return list(dict.fromkeys(found))
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    """Write beside ``path``, then rename over it: never a half-scrubbed file, mode kept."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _map_strings(obj: Any, change: Callable[[str], str]) -> Any:

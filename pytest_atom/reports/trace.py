@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import filecmp
 import json
-import os
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.core.runner import IterationRecord
+from pytest_atom.files import CACHE_DIRS, write_atomic
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
@@ -44,7 +43,7 @@ IMPLEMENTATION_KIND = "claude_code"
 #: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
 _WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 #: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
-_NOT_WORK = frozenset({"USER_PROMPT.md", "__pycache__", ".pytest_cache", ".mypy_cache"})
+_NOT_WORK = frozenset({"USER_PROMPT.md", *CACHE_DIRS})
 _CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
 _DENIAL_INPUT_LIMIT = 200
 
@@ -342,19 +341,6 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
     return data
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """A temporary file in the same folder, then os.replace: readers see old or new, whole."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide reports from CI artifact uploads
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
     """Write the scrubbed trace and every session's scrubbed transcript; returns the trace path.
 
@@ -374,7 +360,7 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
         assert session.transcript is not None
         target = path.parent / session.transcript
         target.parent.mkdir(exist_ok=True)
-        _write_atomic(target, stdout)
+        write_atomic(target, stdout)
         written.add(target)
     transcripts = path.parent / f"{_stem(result, repeat)}.transcripts"
     if transcripts.is_dir():
@@ -382,5 +368,5 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
             if stale not in written:
                 stale.unlink()
     text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
-    _write_atomic(path, text)
+    write_atomic(path, text)
     return path

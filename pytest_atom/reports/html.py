@@ -1,0 +1,199 @@
+"""The HTML report: one self-contained page per run, to *see* what each agent did.
+
+Two steps, so the page can be assembled where the results meet (the xdist controller)
+from data built where each spec ran (a worker):
+
+- ``spec_view(result)``: a JSON-able, scrubbed view of one spec run: its invocation trace
+  (``trace.build_trace``) with each session's conversation folded into turns
+  (``transcript.stream_turns``), plus the workspace diff, the divergence report and the
+  figures of the summary row (``report.result_properties``).
+- ``render_html(rows)`` / ``write_html(rows, path)``: the page, from Jinja2 templates in
+  ``templates/`` with autoescaping on; CSS and the small sorting and filtering script are
+  inlined, so the file opens from disk or a CI artifact with no server and no network.
+
+Everything rendered passes through the same ``Scrubber`` as every other output: each
+view when it is built, and the whole page's data once more, so a secret assigned in one
+spec's transcript is redacted where another spec repeats it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from pytest_atom.files import write_atomic
+from pytest_atom.judge.reflector import workspace_diff
+from pytest_atom.paths import display_path
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.reports.text import result_properties
+from pytest_atom.reports.trace import build_trace
+from pytest_atom.result import SpecResult
+from pytest_atom.transcript import stream_turns
+
+__all__ = [
+    "LAST_REPORT",
+    "fold",
+    "render_html",
+    "report_row",
+    "spec_view",
+    "tool_label",
+    "write_html",
+]
+
+#: The copy of the newest report kept in the runs folder, for `atom view`.
+LAST_REPORT = "last-report.html"
+#: Lines and characters of a text shown before the rest is folded away.
+FOLD_LINES = 30
+FOLD_CHARS = 4000
+#: Outcomes in the order the filter lists them; others (a plugin's own) come after.
+OUTCOMES = ("passed", "failed", "error", "upstream error", "xfailed", "xpassed", "skipped")
+
+_TEMPLATES = Path(__file__).with_name("templates")
+
+
+def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
+    """Everything the page shows about one spec run, JSON-able and scrubbed.
+
+    Built where the spec ran, while its run folder still holds the attempt to diff.
+    """
+    trace = build_trace(result, repeat=repeat)
+    for child, attempt in zip(trace["children"], result.attempts, strict=True):
+        for session, record in zip(child["sessions"], attempt.all_records, strict=True):
+            session["turns"] = [asdict(turn) for turn in stream_turns(record.stdout)]
+            session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""
+    final = result.final if result.attempts else None
+    view = {
+        "trace": trace,
+        "prompt": result.spec.prompt,
+        "spec_path": display_path(result.spec.path),
+        "run_dir": display_path(result.run_dir),
+        "properties": result_properties(result),
+        "diff": workspace_diff(result.spec.workspace, final.path) if final else "",
+        "divergences": list(result.divergences),
+        "harness_error": result.harness_error,
+        "upstream_faults": list(result.upstream_faults),
+        "last_message": result.last_message,
+    }
+    # One scrub with the raw transcripts as context, as write_report does: a secret the
+    # agent read in one session is redacted where a later turn only repeats it.
+    scrubbed: dict[str, Any] = Scrubber().scrub_obj([view, *(r.stdout for r in result.records)])[0]
+    return scrubbed
+
+
+def report_row(
+    nodeid: str,
+    outcome: str,
+    view: Mapping[str, Any] | None,
+    *,
+    longrepr: str = "",
+    deltas: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One spec run on the page: its summary row and section.
+
+    `view` is None when the harness could not run the spec at all (`longrepr` says why).
+    `deltas` is the slot for baseline comparisons: metric name -> change, shown in the
+    summary row when any row has one.
+    """
+    return {
+        "nodeid": nodeid,
+        "outcome": outcome,
+        "view": dict(view) if view is not None else None,
+        "longrepr": longrepr,
+        "deltas": dict(deltas or {}),
+    }
+
+
+def fold(text: str, lines: int = FOLD_LINES, chars: int = FOLD_CHARS) -> dict[str, Any]:
+    """A long text as ``head`` (shown) and ``rest`` (folded), and how many lines are hidden."""
+    text = text.rstrip("\n")
+    split = text.split("\n")
+    head = "\n".join(split[:lines])
+    if len(head) > chars:
+        head = head[:chars]
+    rest = text[len(head) :].removeprefix("\n")
+    return {"head": head, "rest": rest, "hidden": rest.count("\n") + 1 if rest else 0}
+
+
+def tool_label(name: str, tool_input: Any) -> str:
+    """The one line that says what a tool call did: a command, a file, else its input."""
+    if isinstance(tool_input, dict):
+        for key in ("command", "file_path", "path", "pattern", "url", "description"):
+            value = tool_input.get(key)
+            if isinstance(value, str) and value.strip():
+                first = value.strip().split("\n")[0]
+                return first if len(first) <= 160 else first[:159] + "…"
+    text = json.dumps(tool_input, ensure_ascii=False)
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts per outcome and totals, for the page's header."""
+    props = [r["view"]["properties"] for r in rows if r["view"]]
+    counts = Counter(r["outcome"] for r in rows)
+    known = [o for o in OUTCOMES if o in counts]
+    return {
+        "counts": [(o, counts[o]) for o in known + sorted(set(counts) - set(known))],
+        "tokens": sum(int(p.get("atom_tokens") or 0) for p in props),
+        "cost": sum(float(p.get("atom_cost_usd") or 0) for p in props),
+        "recorded": sum(float(p.get("atom_recorded_cost_usd") or 0) for p in props),
+        "seconds": sum(float(p.get("atom_duration_s") or 0) for p in props),
+        "has_deltas": any(r["deltas"] for r in rows),
+    }
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,  # every value is escaped: agents write HTML and script tags too
+        undefined=jinja2.StrictUndefined,  # a misspelt field fails the tests, not the reader
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fold"] = fold
+    env.filters["tool_label"] = tool_label
+    env.filters["number"] = _number
+    env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+    env.filters["slug"] = lambda text: "".join(c if c.isalnum() else "-" for c in str(text))
+    return env
+
+
+def render_html(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    title: str = "pytest-atom report",
+    generated: datetime | None = None,
+) -> str:
+    """The whole page, as one string; `rows` come from `report_row`."""
+    data = Scrubber().scrub_obj([dict(r) for r in rows])
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        title=title,
+        rows=data,
+        summary=_summary(data),
+        generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M:%S"),
+    )
+
+
+def write_html(
+    rows: Sequence[Mapping[str, Any]], path: Path, *, runs_dir: Path | None = None
+) -> Path:
+    """Write the page to `path` atomically; with `runs_dir`, keep a copy there for `atom view`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page = render_html(rows)
+    write_atomic(path, page)
+    if runs_dir is not None and (runs_dir / LAST_REPORT).resolve() != path.resolve():
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(runs_dir / LAST_REPORT, page)
+    return path

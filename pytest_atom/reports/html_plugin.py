@@ -1,0 +1,70 @@
+"""`pytest --atom --atom-html PATH`: the HTML report of a pytest session.
+
+Each spec's view (``html.spec_view``) is built where the spec ran and rides on its test
+report as the attribute ``atom_view``: pytest serialises every attribute of a report
+(``_report_to_json``), so it crosses from an xdist worker to the controller with the
+report itself, and never lands in JUnit XML as a user property would. The controller
+collects the views and writes the page once, at session end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.result import SpecResult
+
+__all__ = ["HtmlReport"]
+
+
+class HtmlReport:
+    """Registered as a plugin when ``--atom-html`` is given (on workers and controller)."""
+
+    def __init__(self, config: pytest.Config, path: Path, runs_dir: Path) -> None:
+        self.config = config
+        self.path = path
+        self.runs_dir = runs_dir
+        self.views: dict[str, dict[str, Any] | None] = {}
+        self.failures: dict[str, str] = {}  # reports of specs the harness could not run
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "call" and hasattr(item, "spec"):  # a spec item (plugin.AtomItem)
+            result = getattr(item, "result", None)
+            view = None
+            if isinstance(result, SpecResult):
+                view = spec_view(result, repeat=getattr(item, "repeat", None))
+            report.atom_view = view  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not hasattr(report, "atom_view"):
+            return
+        if report.atom_view is not None:
+            self.views[report.nodeid] = report.atom_view
+        else:  # the harness could not run the spec: its failure report says why
+            self.failures[report.nodeid] = report.longreprtext
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # the controller writes the page, once, with every worker's views
+        atom = self.config.pluginmanager.getplugin("atom-session")
+        results: list[tuple[str, str, dict[str, Any]]] = getattr(atom, "results", [])
+        rows = [
+            report_row(nodeid, outcome, self.views.get(nodeid))
+            for nodeid, outcome, _ in sorted(results, key=lambda r: r[0])
+        ]
+        # Specs the harness could not run at all have no figures: shown with their error.
+        rows += [report_row(n, "error", None, longrepr=t) for n, t in sorted(self.failures.items())]
+        write_html(rows, self.path, runs_dir=self.runs_dir)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(f"pytest-atom: HTML report written to {self.path}")

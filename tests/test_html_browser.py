@@ -1,0 +1,197 @@
+"""The HTML report of the shipped fixtures, driven in a real Chromium through Selenium.
+
+One `pytest --atom fixtures/specs --atom-html … -n 2` run (the real CLI replaying the
+fixtures' cassettes, its specs spread over two xdist workers) serves every test here: it
+runs once per test session, even when this module's tests land on several xdist workers
+(a lock and a marker file in the session's shared temp folder). The browser is Debian's
+`chromium` with `chromium-driver`; without them these tests skip, except in CI (`$CI`),
+where they fail.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM_ARGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--window-size=1280,1800",
+)
+FIXTURE_SPECS = ("create-file", "fix-failing-test", "misses-goal")
+
+
+def _browser() -> tuple[str, str]:
+    """Chromium and its driver; a skip (a failure in CI) that says how to install them."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if chromium and driver:
+        return chromium, driver
+    reason = "Chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI never skips the browser tests)")
+    pytest.skip(reason)
+
+
+def _run_fixtures(folder: Path, claude_bin: Path) -> Path:
+    """`pytest --atom fixtures/specs --atom-html` under xdist; returns the report."""
+    report = folder / "report.html"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    command = [sys.executable, "-m", "pytest", "--atom", "fixtures/specs", "-n", "2", "-q"]
+    command += ["-p", "no:cacheprovider", "--atom-runs-dir", str(folder / "runs")]
+    done = subprocess.run(
+        [*command, "--atom-html", str(report)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"HTML report written to {report}" in done.stdout
+    return report
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The fixtures' report, made once per test session (shared by xdist workers)."""
+    _browser()
+    basetemp = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's basetemp is a folder of the session's own: share its parent.
+    shared = (
+        basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    ) / "html-report"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if (shared / "report.html").is_file():
+                return shared / "report.html"
+            return _run_fixtures(shared, claude_bin)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    chromium, chromedriver = _browser()
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in (*CHROMIUM_ARGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(arg)
+    browser = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+@pytest.fixture
+def page(driver: WebDriver, report: Path) -> WebDriver:
+    """The report, freshly loaded (filters and sorting back to their defaults)."""
+    driver.get(report.as_uri())
+    return driver
+
+
+def _section(page: WebDriver, spec: str) -> WebElement:
+    return page.find_element(By.CSS_SELECTOR, f'section.spec[data-nodeid$="::{spec}"]')
+
+
+def _visible_rows(page: WebDriver) -> list[str]:
+    rows = page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
+    return [
+        r.find_element(By.CSS_SELECTOR, "td.spec-name a").text for r in rows if r.is_displayed()
+    ]
+
+
+def test_every_spec_appears_with_its_outcome(page: WebDriver) -> None:
+    assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
+    outcomes = {
+        r.get_attribute("data-outcome")
+        for r in page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
+    }
+    assert outcomes == {"passed", "xfailed"}
+    for spec in FIXTURE_SPECS:
+        assert _section(page, spec).is_displayed()
+
+
+def test_a_failing_spec_shows_its_failing_check(page: WebDriver) -> None:
+    section = _section(page, "misses-goal")
+    failing = section.find_elements(By.CSS_SELECTOR, "li.check.fail")
+    assert [f.is_displayed() for f in failing] == [True]
+    assert "json_schema summary.json" in failing[0].text
+    evidence = failing[0].find_element(By.CSS_SELECTOR, "details.evidence pre")
+    assert evidence.is_displayed() and "word_count" in evidence.text
+    unmet = section.find_element(By.CSS_SELECTOR, "li.criterion.unmet")
+    assert "word_count key is missing" in unmet.text
+
+
+def test_expanding_a_tool_result_reveals_its_output(page: WebDriver) -> None:
+    section = _section(page, "create-file")
+    results = section.find_elements(By.CSS_SELECTOR, ".role-executor details.tool-result")
+    cat = next(r for r in results if "cat hello.txt" in r.find_element(By.XPATH, "..").text)
+    output = cat.find_element(By.CSS_SELECTOR, "pre")
+    assert not output.is_displayed()
+    cat.find_element(By.TAG_NAME, "summary").click()
+    assert output.is_displayed() and output.text == "hello, world"
+
+
+def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
+    passed = page.find_element(By.CSS_SELECTOR, 'input.outcome-filter[value="passed"]')
+    passed.click()
+    assert _visible_rows(page) == ["misses-goal"]
+    assert not _section(page, "create-file").is_displayed()
+    assert _section(page, "misses-goal").is_displayed()
+    assert page.find_element(By.ID, "shown-count").text == "1 of 3 shown"
+    passed.click()
+    assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
+
+
+def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
+    tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
+    tokens.click()
+    assert _visible_rows(page) == ["misses-goal", "create-file", "fix-failing-test"]
+    tokens.click()
+    assert _visible_rows(page) == ["fix-failing-test", "create-file", "misses-goal"]
+
+
+def test_screenshot_of_the_report(
+    page: WebDriver, tmp_path_factory: pytest.TempPathFactory, record_property: Any
+) -> None:
+    """A full-page screenshot, kept as an artifact ($ATOM_ARTIFACTS, else the basetemp)."""
+    artifacts = os.environ.get("ATOM_ARTIFACTS")
+    folder = Path(artifacts) if artifacts else tmp_path_factory.getbasetemp()
+    folder.mkdir(parents=True, exist_ok=True)
+    height = page.execute_script("return document.documentElement.scrollHeight")
+    page.set_window_size(1280, min(int(height), 12000))
+    target = folder / "atom-html-report.png"
+    assert page.save_screenshot(str(target)), "Chromium took no screenshot"
+    page.set_window_size(1280, 1800)
+    assert target.stat().st_size > 10_000
+    record_property("screenshot", str(target))
+    print(f"screenshot of the HTML report: {target}")

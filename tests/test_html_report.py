@@ -1,0 +1,272 @@
+"""The HTML report's renderer and the transcript folding it uses, without a browser or CLI.
+
+The spec results here are built by hand from stream-json lines shaped like the CLI's (as
+the fixtures' transcripts show them); the browser tests (test_html_browser.py) open the
+report of real replayed runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.core.runner import IterationRecord
+from pytest_atom.core.runtime import RunOutcome
+from pytest_atom.judge.checks import CheckResult
+from pytest_atom.judge.reflector import Verdict
+from pytest_atom.reports.html import (
+    LAST_REPORT,
+    fold,
+    render_html,
+    report_row,
+    spec_view,
+    tool_label,
+    write_html,
+)
+from pytest_atom.result import Attempt, SpecResult
+from pytest_atom.spec import load_spec
+from pytest_atom.transcript import Text, ToolUse, stream_turns
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value
+SPEC = """\
+name: demo
+description: A <b>bold</b> claim.
+prompt: Write hello.txt.
+workspace: ws
+criteria:
+  - hello.txt exists.
+accept:
+  - file_exists: hello.txt
+"""
+
+
+def assistant(message_id: str, *blocks: dict[str, Any], parent: str | None = None) -> str:
+    message = {"id": message_id, "role": "assistant", "content": list(blocks)}
+    return json.dumps({"type": "assistant", "message": message, "parent_tool_use_id": parent})
+
+
+def tool_result(tool_id: str, content: Any, is_error: bool = False) -> str:
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": content}
+    return json.dumps(
+        {"type": "user", "message": {"role": "user", "content": [{**block, "is_error": is_error}]}}
+    )
+
+
+def bash(tool_id: str, command: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def record(*lines: str) -> IterationRecord:
+    rec = IterationRecord(returncode=0, stdout="\n".join(lines) + "\n")
+    for line in lines:
+        rec.apply_event(json.loads(line))
+    return rec
+
+
+def result_for(tmp_path: Path, *lines: str, check_passed: bool = True) -> SpecResult:
+    """A finished one-attempt run of SPEC whose executor printed `lines`."""
+    (tmp_path / "ws").mkdir(parents=True)
+    (tmp_path / "ws" / "old.txt").write_text("before\n")
+    (tmp_path / "demo.atom.yaml").write_text(SPEC)
+    spec = load_spec(tmp_path / "demo.atom.yaml")
+    attempt_dir = tmp_path / "run" / "attempts" / "a01"
+    attempt_dir.mkdir(parents=True)
+    (attempt_dir / "old.txt").write_text("after\n")
+    (attempt_dir / "hello.txt").write_text("hello <world>\n")
+    check = CheckResult(spec.accept[0], check_passed, "hello.txt exists", "hello <world>")
+    verdict = Verdict.parse(
+        {
+            "score": 0.9,
+            "decision": "proceed",
+            "criteria": [
+                {"criterion": "hello.txt exists.", "met": True, "evidence": "<i>seen</i>"}
+            ],
+            "feedback": "",
+            "flaky": [],
+        }
+    )
+    attempt = Attempt(1, attempt_dir, RunOutcome(True, 1), [record(*lines)], [check], verdict)
+    attempt.decision = "proceed" if check_passed else "fail"
+    return SpecResult(spec, tmp_path / "run", [attempt], duration=1.5, threshold=0.8)
+
+
+CONVERSATION = (
+    assistant("m1", text("I'll look around <script>alert(1)</script>.")),
+    assistant("m1", bash("t1", "cat .env")),
+    tool_result("t1", f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}"),
+    assistant("m2", bash("t2", "seq 1 200")),
+    tool_result("t2", "\n".join(str(n) for n in range(1, 201))),
+    assistant("m3", text("Done.\n\nEXIT_LOOP_NOW")),
+)
+
+
+# ------------------------------------------------------------------------------ transcript
+
+
+def test_stream_turns_groups_blocks_by_answer_and_attaches_results() -> None:
+    turns = stream_turns("\n".join(CONVERSATION))
+    assert [t.message_id for t in turns] == ["m1", "m2", "m3"]
+    first = turns[0].blocks
+    assert isinstance(first[0], Text) and first[0].text.startswith("I'll look around")
+    assert isinstance(first[1], ToolUse) and first[1].input == {"command": "cat .env"}
+    assert first[1].result == f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}"
+    assert turns[1].tool_uses[0].result is not None
+    assert turns[1].tool_uses[0].result.splitlines()[-1] == "200"
+
+
+def test_stream_turns_skips_noise_subagents_and_keeps_errors() -> None:
+    lines = [
+        "not json at all",
+        assistant("m1", bash("t1", "false"), {"type": "thinking", "thinking": "hmm"}),
+        assistant("s1", text("a subagent's own turn"), parent="t9"),
+        tool_result("t1", [{"type": "text", "text": "Exit code 1"}, {"type": "image"}], True),
+        assistant("m2", bash("t2", "sleep 100")),  # the session ended before its result
+    ]
+    turns = stream_turns("\n".join(lines))
+    assert [t.message_id for t in turns] == ["m1", "m2"]
+    call, thinking = turns[0].blocks
+    assert isinstance(call, ToolUse) and call.is_error and call.result == "Exit code 1\n[image]"
+    assert isinstance(thinking, Text) and thinking.thinking
+    assert turns[1].tool_uses[0].result is None
+
+
+# ---------------------------------------------------------------------------------- pieces
+
+
+def test_fold_keeps_short_text_whole_and_folds_long_text() -> None:
+    assert fold("a\nb\n") == {"head": "a\nb", "rest": "", "hidden": 0}
+    long = "\n".join(str(n) for n in range(1, 101))
+    folded = fold(long, lines=30)
+    assert folded["head"].split("\n")[-1] == "30"
+    assert folded["rest"].split("\n")[0] == "31" and folded["hidden"] == 70
+    assert folded["head"] + "\n" + folded["rest"] == long
+    one_long_line = "x" * 10_000
+    folded = fold(one_long_line, chars=4000)
+    assert len(folded["head"]) == 4000 and folded["head"] + folded["rest"] == one_long_line
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "label"),
+    [
+        ("Bash", {"command": "ls -la\necho more", "description": "List"}, "ls -la"),
+        ("Edit", {"file_path": "calc/__init__.py", "old_string": "-"}, "calc/__init__.py"),
+        ("StructuredOutput", {"score": 1}, '{"score": 1}'),
+    ],
+)
+def test_tool_label_says_what_a_call_did(name: str, tool_input: Any, label: str) -> None:
+    assert tool_label(name, tool_input) == label
+
+
+# ------------------------------------------------------------------------------------ page
+
+
+def test_page_escapes_what_the_agent_wrote(tmp_path: Path) -> None:
+    page = render_html(
+        [
+            report_row(
+                "demo.atom.yaml::demo", "passed", spec_view(result_for(tmp_path, *CONVERSATION))
+            )
+        ]
+    )
+    assert "<script>alert(1)" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "A &lt;b&gt;bold&lt;/b&gt; claim." in page  # the spec's description too
+    assert "&lt;i&gt;seen&lt;/i&gt;" in page  # and the reflector's evidence
+    assert page.count("<script>") == 1  # the page's own, inline
+
+
+def test_page_scrubs_secrets_from_tool_output_and_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "ghs_" + "q7" * 18  # a value only the environment names as secret
+    monkeypatch.setenv("DEPLOY_TOKEN", token)
+    lines = (*CONVERSATION, assistant("m4", text(f"The token is {token}; key {AWS_SECRET}.")))
+    page = render_html(
+        [report_row("demo.atom.yaml::demo", "passed", spec_view(result_for(tmp_path, *lines)))]
+    )
+    assert AWS_SECRET not in page and token not in page
+    assert "AWS_SECRET_ACCESS_KEY=&lt;SECRET:REDACTED&gt;" in page
+    assert "&lt;SECRET:DEPLOY_TOKEN&gt;" in page
+
+
+def test_page_folds_long_tool_output(tmp_path: Path) -> None:
+    page = render_html(
+        [
+            report_row(
+                "demo.atom.yaml::demo", "passed", spec_view(result_for(tmp_path, *CONVERSATION))
+            )
+        ]
+    )
+    result = re.search(
+        r'<details class="tool-result"><summary>result · 200 lines</summary>(.*?)</details>\s*</div>',
+        page,
+        re.S,
+    )
+    assert result is not None, "the 200-line result of `seq 1 200` is missing"
+    shown, folded = result.group(1).split('<details class="more">')
+    assert "\n30</pre>" in shown and "\n31\n" not in shown
+    assert "<summary>170 more lines</summary>" in folded and "\n200</pre>" in folded
+
+
+def test_page_shows_checks_verdict_diff_and_is_self_contained(tmp_path: Path) -> None:
+    failed = result_for(tmp_path, *CONVERSATION, check_passed=False)
+    page = render_html([report_row("demo.atom.yaml::demo", "failed", spec_view(failed))])
+    assert '<li class="check fail">' in page and "file_exists hello.txt" in page
+    assert '<details class="evidence" open>' in page  # a failing check's evidence is shown
+    assert '<li class="criterion met">' in page and "hello.txt exists." in page
+    assert '<span class="add">+hello &lt;world&gt;</span>' in page  # the diff, escaped
+    assert '<span class="del">-before</span>' in page and "USER_PROMPT" not in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the page loads nothing"
+    assert "<link" not in page and "@import" not in page
+
+
+def test_rows_without_a_run_and_the_baseline_slot(tmp_path: Path) -> None:
+    view = spec_view(result_for(tmp_path, *CONVERSATION))
+    rows = [
+        report_row("a.atom.yaml::ran", "passed", view, deltas={"turns": "+2 (3 → 5)"}),
+        report_row("b.atom.yaml::broken", "error", None, longrepr="could not run: <no cassette>"),
+    ]
+    page = render_html(rows)
+    assert "vs baseline" in page and '<span class="delta">turns +2 (3 → 5)</span>' in page
+    assert "could not run: &lt;no cassette&gt;" in page
+    assert 'data-outcome="error"' in page and 'value="error"' in page
+    assert "vs baseline" not in render_html([report_row("a.atom.yaml::ran", "passed", view)])
+
+
+def test_write_html_keeps_the_last_report_in_the_runs_folder(tmp_path: Path) -> None:
+    view = spec_view(result_for(tmp_path / "spec", *CONVERSATION))
+    target = write_html(
+        [report_row("x::demo", "passed", view)],
+        tmp_path / "out" / "r.html",
+        runs_dir=tmp_path / "runs",
+    )
+    assert target.read_text(encoding="utf-8") == (tmp_path / "runs" / LAST_REPORT).read_text(
+        encoding="utf-8"
+    )
+    assert target.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_a_spec_the_harness_could_not_run_is_on_the_page(
+    pytester: pytest.Pytester, claude_for_pytester: None
+) -> None:
+    """No cassette: the run fails before any CLI starts, and the page says why."""
+    pytester.makefile(".atom.yaml", gone="name: gone\nprompt: Say hi.\naccept: []\n")
+    result = pytester.runpytest(
+        "--atom", "--atom-html", "out/report.html", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*HTML report written to *report.html"])
+    page = (pytester.path / "out" / "report.html").read_text(encoding="utf-8")
+    assert 'data-outcome="error" data-nodeid="gone.atom.yaml::gone"' in page
+    assert "The harness could not run this spec" in page
+    assert "no cassette for spec &#39;gone&#39;" in page
+    last = pytester.path / ".atom" / "runs" / LAST_REPORT
+    assert last.read_text(encoding="utf-8") == page
