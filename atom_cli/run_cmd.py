@@ -113,6 +113,12 @@ class Progress:
             for check in event["checks"]:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
                 say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
+        elif kind == "atom" and sub == "step":
+            say(f"  [bold]step {escape(event['step'])}[/] ({event['number']}/{event['steps']})")
+        elif kind == "atom" and sub == "commit":
+            say(f"  [green]committed[/] step {escape(event['step'])} (a{event['attempt']:02d})")
+        elif kind == "atom" and sub == "rollback":
+            say(f"  [yellow]rollback[/] from {escape(event['step'])} to {escape(event['target'])}")
         elif kind == "atom" and sub == "decision":
             verdict = event.get("verdict")
             score = f", score {verdict.score:g}" if verdict else ""

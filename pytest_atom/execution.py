@@ -97,7 +97,8 @@ def run_spec(
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
     the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``. `config`
+    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}`` (multi-step specs
+    add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name.
     """

@@ -102,6 +102,7 @@ class StepsRun(_Run):
         self._set_aside_interrupted()
         while index < len(steps):
             step, result = steps[index], self.results[index]
+            self.emit("step", step=step.id, number=index + 1, steps=len(steps))
             run = self._step_run(step, index, result)
             run.attempt_all(source, gateway_url, self._first_message(index, feedback))
             result.attempts += run.attempts

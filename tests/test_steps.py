@@ -19,6 +19,7 @@ from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runtime import RunOutcome
 from pytest_atom.execution import HarnessError, run_spec
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
+from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
@@ -362,11 +363,7 @@ class Interrupt(KeyboardInterrupt):
 def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
     tmp_path: Path, claude_bin: Path, stop_at: tuple[str, int], attempts: list[str]
 ) -> None:
-    for part in ("two_steps.atom.yaml", "scripts", "cassettes/two_steps"):
-        source = REPO / "fixtures/specs" / part
-        copy = shutil.copytree if source.is_dir() else shutil.copy2
-        copy(source, tmp_path / part)
-    spec = load_spec(tmp_path / "two_steps.atom.yaml")
+    spec = load_spec(copy_two_steps(tmp_path))
 
     seen: list[str] = []
 
@@ -403,6 +400,40 @@ def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
     assert [r.session_id is not None for r in resumed.records] == [True, True]
 
 
+def copy_two_steps(folder: Path) -> Path:
+    for part in ("two_steps.atom.yaml", "scripts", "cassettes/two_steps"):
+        source = REPO / "fixtures/specs" / part
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, folder / part)
+    return folder / "two_steps.atom.yaml"
+
+
+@pytest.mark.slow
+def test_atom_run_resume_shows_the_steps_it_runs(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = load_spec(copy_two_steps(tmp_path))
+
+    def stop_after_commit(event: dict[str, Any]) -> None:
+        if event.get("subtype") == "commit":
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        run_spec(
+            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
+        )
+    [run_dir] = (tmp_path / "runs").iterdir()
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        main, ["run", "two_steps.atom.yaml", "--runs-dir", "runs", "--resume", str(run_dir)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "step test (2/2)" in result.output and "committed step test (a01)" in result.output
+    assert "step implement" not in result.output  # committed before: not run again
+    assert len(list((tmp_path / "runs").iterdir())) == 1
+
+
 def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
     single = load_spec(REPO / "fixtures/specs/create_file.atom.yaml")
     stepped = load_spec(REPO / "fixtures/specs/two_steps.atom.yaml")
@@ -425,3 +456,12 @@ def test_resume_is_a_command_line_setting_only(pytester: pytest.Pytester) -> Non
     pytester.runpytest("--help").stdout.fnmatch_lines(["*--atom-resume=RUN_DIR*"])
     help_text = CliRunner().invoke(main, ["run", "--help"]).output
     assert "--resume DIRECTORY" in help_text
+
+
+def test_the_html_view_lists_every_step_attempt_by_step(tmp_path: Path) -> None:
+    view = spec_view(steps_result(tmp_path))
+    labels = [a["label"] for a in view["attempts"]]
+    assert labels == ["scaffold a01", "implement a01", "implement a02", "test a01", "test a02"]
+    html = render_html([report_row("s.atom.yaml::three", "failed", view)])
+    assert "<strong>Steps</strong> steps 2/3 committed" in html
+    assert ">implement a02</a>" in html and "Test a02 <span" in html
