@@ -12,16 +12,13 @@ import json
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import click
 
 from pytest_atom.replay.cassette import Cassette, CassetteError, Interaction
-from pytest_atom.replay.gateway.messages import parse_sse
-from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.transcript import Line, cassette_lines, is_messages, plural
 
 __all__ = ["cassette"]
 
@@ -39,15 +36,6 @@ _RAW_PATH = re.compile(
 
 #: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
 PARTIAL_SUFFIX = ".partial.yaml"
-
-_METADATA_FIELDS = (
-    ("Claude Code", "claude_code_version"),
-    ("Model", "model"),
-    ("Spec", "spec"),
-    ("Spec hash", "spec_hash"),
-    ("Recorded at", "recorded_at"),
-    ("Upstream", "upstream"),
-)
 
 
 @click.group()
@@ -75,357 +63,14 @@ def _load(path: Path) -> tuple[str, Cassette]:
     return text, Cassette.load(path)
 
 
-def _is_messages(interaction: Interaction) -> bool:
-    return interaction.method == "POST" and interaction.endpoint.endswith("/v1/messages")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' * (count != 1)}"
-
-
-def _without_cache_control(node: Any) -> Any:
-    """The CLI moves its cache breakpoints from turn to turn; they are no conversation content."""
-    if isinstance(node, list):
-        return [_without_cache_control(n) for n in node]
-    if isinstance(node, dict):
-        return {k: _without_cache_control(v) for k, v in node.items() if k != "cache_control"}
-    return node
-
-
-# ------------------------------------------------------------------------------- responses
-
-
-@dataclass
-class _Reply:
-    """An assistant response rebuilt from its SSE stream (or JSON body)."""
-
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_creation: int = 0
-    error: str | None = None
-
-
-def _usage(reply: _Reply, usage: Any) -> None:
-    if not isinstance(usage, dict):
-        return
-    for attr, key in (
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("cache_read", "cache_read_input_tokens"),
-        ("cache_creation", "cache_creation_input_tokens"),
-    ):
-        if isinstance(usage.get(key), int):
-            setattr(reply, attr, usage[key])
-
-
-def _error_text(data: Any, status: int) -> str:
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
-    return f"HTTP {status}"
-
-
-def _parse_reply(interaction: Interaction) -> _Reply:
-    reply = _Reply()
-    text = interaction.response
-    try:
-        data = json.loads(text) if text.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
-    if data is not None:  # a non-streamed message or an API error
-        if interaction.status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
-            reply.error = _error_text(data, interaction.status)
-        elif isinstance(data, dict):
-            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
-            _usage(reply, data.get("usage"))
-        return reply
-    blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, str] = {}
-    for name, raw in parse_sse(text):
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
-        if name == "message_start":
-            _usage(reply, (event.get("message") or {}).get("usage"))
-        elif name == "message_delta":
-            _usage(reply, event.get("usage"))
-        elif name == "error":
-            reply.error = _error_text(event, interaction.status)
-        elif name == "content_block_start" and isinstance(event.get("content_block"), dict):
-            blocks[int(event.get("index", len(blocks)))] = dict(event["content_block"])
-        elif name == "content_block_delta" and isinstance(event.get("delta"), dict):
-            index, delta = int(event.get("index", 0)), event["delta"]
-            block = blocks.setdefault(index, {"type": "text", "text": ""})
-            kind = delta.get("type")
-            if kind == "text_delta":
-                block["text"] = block.get("text", "") + str(delta.get("text", ""))
-            elif kind == "thinking_delta":
-                block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
-            elif kind == "input_json_delta":
-                partial[index] = partial.get(index, "") + str(delta.get("partial_json", ""))
-    for index, raw_input in partial.items():
-        try:
-            blocks[index]["input"] = json.loads(raw_input) if raw_input.strip() else {}
-        except ValueError:
-            blocks[index]["input"] = raw_input
-    reply.blocks = [blocks[i] for i in sorted(blocks)]
-    if reply.error is None and interaction.status >= 400:
-        reply.error = f"HTTP {interaction.status}"
-    return reply
-
-
 # ----------------------------------------------------------------------------------- show
 
 
-@dataclass
-class _Totals:
-    turns: int = 0
-    tool_calls: int = 0
-    verdicts: int = 0
-    side: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_creation: int = 0
-
-    def add(self, reply: _Reply) -> None:
-        self.input_tokens += reply.input_tokens
-        self.output_tokens += reply.output_tokens
-        self.cache_read += reply.cache_read
-        self.cache_creation += reply.cache_creation
-
-
-@dataclass
-class _Session:
-    key: str
-    tools: list[str]
-    lines: list[str] = field(default_factory=list)
-    turns: int = 0
-    last_length: int = 0
-
-
-class _Transcript:
-    """Builds the transcript's lines; sessions are printed one after the other."""
-
-    def __init__(self, max_lines: int) -> None:
-        self.max_lines = max_lines
-        self.totals = _Totals()
-        self.sessions: list[_Session] = []
-        self.pending: list[str] = []  # HEAD, side and count_tokens lines before the next turn
-
-    # -- text helpers
-
-    def clip(self, text: str, indent: str) -> list[str]:
-        lines = text.rstrip("\n").split("\n") if text.strip() else ["(empty)"]
-        hidden = 0
-        if self.max_lines and len(lines) > self.max_lines:
-            hidden = len(lines) - self.max_lines
-            lines = lines[: self.max_lines]
-        out = [indent + line for line in lines]
-        if hidden:
-            out.append(indent + click.style(f"... ({_plural(hidden, 'more line')})", dim=True))
-        return out
-
-    def short(self, text: str, limit: int = 400) -> str:
-        if self.max_lines and len(text) > limit:
-            return text[:limit] + f"... ({_plural(len(text) - limit, 'more character')})"
-        return text
-
-    # -- requests
-
-    def user_content(self, content: Any, indent: str) -> list[str]:
-        if isinstance(content, str):
-            return self.clip(content, indent)
-        out: list[str] = []
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                text = str(block.get("text", ""))
-                if text.lstrip().startswith("<system-reminder>"):
-                    n = len(text.strip().split("\n"))
-                    out.append(
-                        indent + click.style(f"[system reminder, {_plural(n, 'line')}]", dim=True)
-                    )
-                else:
-                    out += self.clip(text, indent)
-            elif kind == "tool_result":
-                error = " (error)" if block.get("is_error") else ""
-                out.append(f"{indent}tool_result {block.get('tool_use_id', '')}{error}:")
-                result = block.get("content")
-                if isinstance(result, list):
-                    parts = [
-                        str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type')}]"
-                        for b in result
-                        if isinstance(b, dict)
-                    ]
-                    result = "\n".join(parts)
-                out += self.clip(str(result if result is not None else ""), indent + "  ")
-            else:
-                out.append(f"{indent}[{kind}]")
-        return out
-
-    def assistant(self, reply: _Reply, indent: str) -> list[str]:
-        if reply.error:
-            return [f"{indent}error: {reply.error}"]
-        out: list[str] = []
-        for block in reply.blocks:
-            kind = block.get("type")
-            if kind == "text":
-                out += self.clip(str(block.get("text", "")), indent)
-            elif kind == "thinking":
-                first = str(block.get("thinking", "")).strip().split("\n")[0]
-                out.append(indent + click.style(f"(thinking) {self.short(first, 120)}", dim=True))
-            elif kind == "redacted_thinking":
-                out.append(indent + click.style("(redacted thinking)", dim=True))
-            elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
-                self.totals.verdicts += 1
-                out.append(f"{indent}verdict: {_dumps(block.get('input'))}")
-            elif kind in ("tool_use", "server_tool_use"):
-                self.totals.tool_calls += 1
-                out += self.tool_use(block, indent)
-            else:
-                out.append(f"{indent}[{kind}]")
-        return out
-
-    def tool_use(self, block: dict[str, Any], indent: str) -> list[str]:
-        name, args = block.get("name", "?"), block.get("input")
-        command = args.get("command") if isinstance(args, dict) else None
-        if isinstance(command, str):  # shown as typed, not JSON-escaped
-            rest = {k: v for k, v in args.items() if k != "command"} if args else {}
-            head = f"{indent}tool_use {name}" + (f" {self.short(_dumps(rest))}" if rest else "")
-            first, *more = command.split("\n")
-            lines = [head, f"{indent}  $ {first}"]
-            return lines + (self.clip("\n".join(more), indent + "    ") if more else [])
-        shown = args if isinstance(args, str) else _dumps(args)
-        return [f"{indent}tool_use {name} {self.short(shown)}"]
-
-    @staticmethod
-    def usage(reply: _Reply) -> str:
-        parts = [f"{reply.input_tokens} in", f"{reply.output_tokens} out"]
-        if reply.cache_read:
-            parts.append(f"{reply.cache_read} cache read")
-        if reply.cache_creation:
-            parts.append(f"{reply.cache_creation} cache write")
-        return ", ".join(parts) + " tokens"
-
-    # -- interactions
-
-    def add(self, n: int, interaction: Interaction) -> None:
-        body = interaction.body if isinstance(interaction.body, dict) else {}
-        where = f"[{n}] {interaction.method} {interaction.endpoint}"
-        if interaction.endpoint.endswith("/count_tokens"):
-            try:
-                count = json.loads(interaction.response).get("input_tokens", "?")
-            except (ValueError, AttributeError):
-                count = "?"
-            self.pending.append(f"  {where}: count_tokens, {count} input tokens")
-        elif _is_messages(interaction) and isinstance(body.get("messages"), list):
-            if body.get("tools"):
-                self.turn(n, where, body, interaction)
-            else:
-                self.side(where, body, interaction)
-        else:
-            self.pending.append(f"  {where} -> {interaction.status}")
-
-    def side(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
-        reply = _parse_reply(interaction)
-        self.totals.side += 1
-        self.totals.add(reply)
-        what = "title generation" if "title" in _dumps(body.get("system")).lower() else ""
-        if not what:
-            schema = _dumps((body.get("output_config") or {}).get("format"))
-            what = "title generation" if '"title"' in schema else ""
-        if not what:
-            last = body["messages"][-1] if body["messages"] else {}
-            content = last.get("content") if isinstance(last, dict) else ""
-            if isinstance(content, list):
-                content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-            what = " ".join(str(content).split())[:60] or "(no text)"
-        answer = reply.error or " ".join(
-            str(b.get("text", "")) for b in reply.blocks if b.get("type") == "text"
-        )
-        answer = " ".join(answer.split())
-        answer = answer[:80] + "..." if len(answer) > 80 else answer
-        self.pending.append(f"  {where}: side request: {what} -> {answer}")
-
-    def session_for(self, body: dict[str, Any]) -> _Session:
-        """The conversation a turn continues: the latest one with the same first message and
-        system prompt (cache breakpoints aside) and fewer messages; else a new one.
-        """
-        messages = body["messages"]
-        key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
-        if len(messages) > 1:
-            for session in reversed(self.sessions):
-                if session.key == key and session.last_length < len(messages):
-                    return session
-        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        session = _Session(key, tools)
-        self.sessions.append(session)
-        return session
-
-    def turn(self, n: int, where: str, body: dict[str, Any], interaction: Interaction) -> None:
-        messages: list[Any] = body["messages"]
-        session = self.session_for(body)
-        session.lines += self.pending
-        self.pending = []
-        new = messages[session.last_length :] if session.last_length < len(messages) else []
-        new = [m for m in new if isinstance(m, dict) and m.get("role") == "user"] or messages[-1:]
-        session.last_length = len(messages)
-        session.turns += 1
-        self.totals.turns += 1
-        reply = _parse_reply(interaction)
-        self.totals.add(reply)
-        session.lines.append(click.style(f"  Turn {session.turns}", bold=True) + f"  {where}")
-        session.lines.append("    user:")
-        for message in new:
-            session.lines += self.user_content(message.get("content"), "      ")
-        session.lines.append(f"    assistant ({self.usage(reply)}):")
-        session.lines += self.assistant(reply, "      ")
-
-    def lines(self, path: Path, data: Cassette) -> Iterator[str]:
-        meta = data.metadata
-        width = 14
-        yield f"{'Cassette':<{width}}{path}"
-        for label, key in _METADATA_FIELDS:
-            yield f"{label:<{width}}{meta.get(key, '?')}"
-        yield f"{'Interactions':<{width}}{len(data.interactions)}"
-        for n, interaction in enumerate(data.interactions, 1):
-            self.add(n, interaction)
-        if self.pending and self.sessions:
-            self.sessions[-1].lines += self.pending
-        elif self.pending:
-            yield ""
-            yield click.style("No conversation", bold=True)
-            yield from self.pending
-        for number, session in enumerate(self.sessions, 1):
-            yield ""
-            title = f"Session {number}: {_plural(session.turns, 'turn')}"
-            yield click.style(title, bold=True) + f" (tools: {', '.join(session.tools)})"
-            yield from session.lines
-        t = self.totals
-        yield ""
-        tokens = f"{t.input_tokens} input / {t.output_tokens} output tokens"
-        if t.cache_read or t.cache_creation:
-            tokens += f" ({t.cache_read} cache read, {t.cache_creation} cache write)"
-        counts = (
-            _plural(len(self.sessions), "session"),
-            _plural(t.turns, "turn"),
-            _plural(t.tool_calls, "tool call"),
-            _plural(t.verdicts, "verdict"),
-            _plural(t.side, "side request"),
-        )
-        yield f"Totals: {', '.join(counts)}; {tokens}"
+def _styled(line: Line) -> str:
+    """A transcript line for the terminal; click drops the styles when output is no tty."""
+    text = click.style(line.text, bold=True) if line.style == "bold" else line.text
+    text = click.style(line.text, dim=True) if line.style == "dim" else text
+    return line.prefix + text + line.suffix
 
 
 @cassette.command(short_help="Print a cassette as a readable transcript.")
@@ -447,8 +92,8 @@ def show(file: Path, max_lines: int) -> None:
         _, data = _load(file)
     except CassetteError as exc:
         raise click.ClickException(str(exc)) from None
-    for line in _Transcript(max_lines).lines(file, data):
-        click.echo(line)
+    for line in cassette_lines(file, data, max_lines):
+        click.echo(_styled(line))
 
 
 # ---------------------------------------------------------------------------------- check
@@ -496,7 +141,7 @@ def _interaction_findings(
         out += _secret_findings(scrubber, text, where, seen)
         out += _path_findings(text, where)
     if (
-        _is_messages(interaction)
+        is_messages(interaction)
         and isinstance(body, dict)
         and ("system" in body or "messages" in body)
         and not any(p in body_text for p in NORMALIZATION_PLACEHOLDERS)
@@ -593,9 +238,9 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         for what in _file_findings(scrubber, text, data):
             findings += 1
             click.echo(f"{path}: {what}")
-    summary = f"{_plural(checked, 'cassette')} checked, {_plural(findings, 'finding')}"
+    summary = f"{plural(checked, 'cassette')} checked, {plural(findings, 'finding')}"
     if partials:
-        summary += f", {_plural(partials, 'stale partial')}"
+        summary += f", {plural(partials, 'stale partial')}"
     if unreadable:
         summary += f", {unreadable} unreadable"
     click.echo(summary)

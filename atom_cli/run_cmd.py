@@ -247,37 +247,23 @@ def run(
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     files = spec_files(specs)
-    try:
-        harness = host_harness(
-            {
-                "record_mode": record_mode,
-                "match": match,
-                "rejudge": rejudge or None,
-                "strict_version": strict_version or None,
-                "upstream": upstream,
-                "threshold": threshold,
-                "runs_dir": runs_dir.resolve() if runs_dir else None,
-                "keep_runs": keep_runs,
-                "repeat": repeat,
-                "resume": resume.resolve() if resume else None,
-            },
-            config_path=config_path,
-            spec_dirs={file.parent for file in files},
-            report_dir=report_dir,
-        )
-    except (ConfigError, SettingsError) as err:
-        raise ContentError(str(err)) from None
+    options: dict[str, Any] = {
+        "record_mode": record_mode,
+        "match": match,
+        "rejudge": rejudge or None,
+        "strict_version": strict_version or None,
+        "upstream": upstream,
+        "threshold": threshold,
+        "runs_dir": runs_dir.resolve() if runs_dir else None,
+        "keep_runs": keep_runs,
+        "repeat": repeat,
+        "resume": resume.resolve() if resume else None,
+    }
+    harness = _harness(options, config_path, files, report_dir)
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
     harness.finish()
-    rows = [
-        (
-            f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
-            "passed" if r.passed else "failed",
-            result_properties(r),
-        )
-        for r, n in results
-    ]
+    rows = _summary_rows(results)
     for line in summary_table(rows):
         console.print(escape(line))
     if html and views is not None:
@@ -293,10 +279,55 @@ def run(
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
+    _print_notes(console, results)
+    sys.exit(_exit_status(results))
+
+
+def _harness(
+    options: dict[str, Any], config_path: Path | None, files: list[Path], report_dir: Path | None
+) -> Harness:
+    """The harness for these options, unset ones resolved like pytest's (ini, config file);
+    a config or setting that cannot be used is the file's fault, not the command line's.
+    """
+    try:
+        return host_harness(
+            options,
+            config_path=config_path,
+            spec_dirs={file.parent for file in files},
+            report_dir=report_dir,
+        )
+    except (ConfigError, SettingsError) as err:
+        raise ContentError(str(err)) from None
+
+
+def _summary_rows(
+    results: list[tuple[SpecResult, int | None]],
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(node id, outcome, properties) per result, the rows pytest's summary would show;
+    a repeated run is told apart by its `[rN]` suffix.
+    """
+    return [
+        (
+            f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
+            "passed" if r.passed else "failed",
+            result_properties(r),
+        )
+        for r, n in results
+    ]
+
+
+def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]]) -> None:
+    """Drift and warnings last, after the summary, where they are not scrolled away."""
     for r, _ in results:
         for label, text in (("drift", r.drift), *(("warning", w) for w in r.warnings)):
             if text:
                 console.print(escape(f"{label}: {r.spec.name}: {text}"))
+
+
+def _exit_status(results: list[tuple[SpecResult, int | None]]) -> int:
+    """2 when the machinery failed (harness, replay, or an upstream that never answered),
+    so CI tells a broken setup from a failing spec; else 1 if any spec failed, else 0.
+    """
     if any(r.harness_error or r.divergences or upstream_error(r) for r, _ in results):
-        sys.exit(2)  # the machinery failed: harness, replay, or an upstream that never answered
-    sys.exit(0 if all(r.passed for r, _ in results) else 1)
+        return 2
+    return 0 if all(r.passed for r, _ in results) else 1

@@ -1,4 +1,5 @@
-"""A Claude Code session's stream-json output, folded into the turns a person reads.
+"""Conversations folded into the turns a person reads: a session's stream-json output, or
+a cassette's recorded requests and responses.
 
 ``claude -p --output-format stream-json`` prints an ``assistant`` event per content block
 (text, thinking, tool_use; the blocks of one model answer share its message id) and a
@@ -6,15 +7,38 @@
 answer each, its blocks in order, every tool call with the result the CLI gave it. It is
 pure (a string in, dataclasses out), so reports, divergence reports and the reflector can
 share it and it is tested without a CLI.
+
+A cassette holds the API side of the same conversations: every request repeats the whole
+conversation so far, and every answer is an SSE stream. `cassette_lines` groups those
+requests into sessions, shows each turn's new user content and the answer (folded with the
+gateway's own `fold_sse`), and sums the usage; `atom cassette show` only prints its lines.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-__all__ = ["Text", "ToolUse", "Turn", "stream_turns", "tool_result_text"]
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.gateway.messages import fold_sse
+from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
+
+__all__ = [
+    "Line",
+    "Reply",
+    "Text",
+    "ToolUse",
+    "Turn",
+    "cassette_lines",
+    "is_messages",
+    "plural",
+    "read_reply",
+    "stream_turns",
+    "tool_result_text",
+]
 
 
 @dataclass
@@ -113,3 +137,378 @@ def stream_turns(stdout: str) -> list[Turn]:
                         call.result = tool_result_text(raw.get("content"))
                         call.is_error = bool(raw.get("is_error"))
     return turns
+
+
+# ------------------------------------------------------------------------------ cassettes
+
+#: How a line (or its emphasized part) is shown on a terminal; the text never depends on it.
+Style = Literal["", "bold", "dim"]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a cassette transcript: ``prefix + text + suffix``, `text` in `style`.
+
+    The style is data, not escape codes, so this module stays free of any terminal library
+    and ``str(line)`` is the plain text.
+    """
+
+    text: str
+    style: Style = ""
+    prefix: str = ""
+    suffix: str = ""
+
+    def __str__(self) -> str:
+        return self.prefix + self.text + self.suffix
+
+
+@dataclass
+class Reply:
+    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body)."""
+
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+    error: str | None = None
+
+    def set_usage(self, usage: Any) -> None:
+        """Take the counts a usage object has; the others keep their values."""
+        if not isinstance(usage, dict):
+            return
+        for attr, key in (
+            ("input_tokens", "input_tokens"),
+            ("output_tokens", "output_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_creation", "cache_creation_input_tokens"),
+        ):
+            if isinstance(usage.get(key), int):
+                setattr(self, attr, usage[key])
+
+    def usage_text(self) -> str:
+        """``12 in, 3 out, 5 cache read tokens``: cache counts only when there are any."""
+        parts = [f"{self.input_tokens} in", f"{self.output_tokens} out"]
+        if self.cache_read:
+            parts.append(f"{self.cache_read} cache read")
+        if self.cache_creation:
+            parts.append(f"{self.cache_creation} cache write")
+        return ", ".join(parts) + " tokens"
+
+
+def _error_text(data: Any, status: int) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
+    return f"HTTP {status}"
+
+
+def read_reply(response: str, status: int) -> Reply:
+    """The answer a recorded response carries: a JSON message, an API error, or a stream.
+
+    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
+    is recorded; a stream that ends without an answer but with an error status says so.
+    """
+    reply = Reply()
+    try:
+        data = json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        data = None
+    if data is not None:  # a non-streamed message or an API error
+        if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
+            reply.error = _error_text(data, status)
+        elif isinstance(data, dict):
+            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
+            reply.set_usage(data.get("usage"))
+        return reply
+    folded = fold_sse(response)
+    reply.blocks = folded["content"]
+    reply.set_usage(folded["usage"])
+    if folded["error"] is not None:
+        reply.error = _error_text(folded["error"], status)
+    elif status >= 400:
+        reply.error = f"HTTP {status}"
+    return reply
+
+
+def is_messages(interaction: Interaction) -> bool:
+    """Whether the interaction is a Messages API call (a turn or a side request)."""
+    return interaction.method == "POST" and interaction.endpoint.endswith("/v1/messages")
+
+
+_METADATA_FIELDS = (
+    ("Claude Code", "claude_code_version"),
+    ("Model", "model"),
+    ("Spec", "spec"),
+    ("Spec hash", "spec_hash"),
+    ("Recorded at", "recorded_at"),
+    ("Upstream", "upstream"),
+)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: English for counts in the transcript and its summaries."""
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def _without_cache_control(node: Any) -> Any:
+    """The CLI moves its cache breakpoints from turn to turn; they are no conversation content."""
+    if isinstance(node, list):
+        return [_without_cache_control(n) for n in node]
+    if isinstance(node, dict):
+        return {k: _without_cache_control(v) for k, v in node.items() if k != "cache_control"}
+    return node
+
+
+@dataclass
+class _Totals:
+    turns: int = 0
+    tool_calls: int = 0
+    verdicts: int = 0
+    side: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_creation: int = 0
+
+    def add(self, reply: Reply) -> None:
+        self.input_tokens += reply.input_tokens
+        self.output_tokens += reply.output_tokens
+        self.cache_read += reply.cache_read
+        self.cache_creation += reply.cache_creation
+
+
+@dataclass
+class _Session:
+    key: str
+    tools: list[str]
+    lines: list[Line] = field(default_factory=list)
+    turns: int = 0
+    last_length: int = 0
+
+
+def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
+    """A cassette as a transcript: its metadata, every session's turns (the new user
+    content, the answer's text and tool calls, token usage), then totals.
+
+    `max_lines` bounds each text and tool result (0: everything, and no shortening).
+    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them.
+    """
+    return _CassetteTranscript(max_lines).lines(path, data)
+
+
+class _CassetteTranscript:
+    """Builds the transcript's lines; sessions are printed one after the other."""
+
+    def __init__(self, max_lines: int) -> None:
+        self.max_lines = max_lines
+        self.totals = _Totals()
+        self.sessions: list[_Session] = []
+        self.pending: list[Line] = []  # HEAD, side and count_tokens lines before the next turn
+
+    # -- text helpers
+
+    def clip(self, text: str, indent: str) -> list[Line]:
+        """The text's lines, indented, at most `max_lines` of them and a note of the rest."""
+        lines = text.rstrip("\n").split("\n") if text.strip() else ["(empty)"]
+        hidden = 0
+        if self.max_lines and len(lines) > self.max_lines:
+            hidden = len(lines) - self.max_lines
+            lines = lines[: self.max_lines]
+        out = [Line(indent + line) for line in lines]
+        if hidden:
+            out.append(Line(f"... ({plural(hidden, 'more line')})", "dim", prefix=indent))
+        return out
+
+    def short(self, text: str, limit: int = 400) -> str:
+        if self.max_lines and len(text) > limit:
+            return text[:limit] + f"... ({plural(len(text) - limit, 'more character')})"
+        return text
+
+    # -- requests
+
+    def user_content(self, content: Any, indent: str) -> list[Line]:
+        """What the user side sent: text (system reminders only counted) and tool results."""
+        if isinstance(content, str):
+            return self.clip(content, indent)
+        out: list[Line] = []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = str(block.get("text", ""))
+                if text.lstrip().startswith("<system-reminder>"):
+                    n = len(text.strip().split("\n"))
+                    out.append(Line(f"[system reminder, {plural(n, 'line')}]", "dim", indent))
+                else:
+                    out += self.clip(text, indent)
+            elif kind == "tool_result":
+                error = " (error)" if block.get("is_error") else ""
+                out.append(Line(f"{indent}tool_result {block.get('tool_use_id', '')}{error}:"))
+                result = tool_result_text(block.get("content"))
+                out += self.clip(result, indent + "  ")
+            else:
+                out.append(Line(f"{indent}[{kind}]"))
+        return out
+
+    def assistant(self, reply: Reply, indent: str) -> list[Line]:
+        """The answer's blocks; a StructuredOutput call is the reflector's verdict."""
+        if reply.error:
+            return [Line(f"{indent}error: {reply.error}")]
+        out: list[Line] = []
+        for block in reply.blocks:
+            kind = block.get("type")
+            if kind == "text":
+                out += self.clip(str(block.get("text", "")), indent)
+            elif kind == "thinking":
+                first = str(block.get("thinking", "")).strip().split("\n")[0]
+                out.append(Line(f"(thinking) {self.short(first, 120)}", "dim", indent))
+            elif kind == "redacted_thinking":
+                out.append(Line("(redacted thinking)", "dim", indent))
+            elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
+                self.totals.verdicts += 1
+                out.append(Line(f"{indent}verdict: {_dumps(block.get('input'))}"))
+            elif kind in ("tool_use", "server_tool_use"):
+                self.totals.tool_calls += 1
+                out += self.tool_use(block, indent)
+            else:
+                out.append(Line(f"{indent}[{kind}]"))
+        return out
+
+    def tool_use(self, block: dict[str, Any], indent: str) -> list[Line]:
+        """A tool call; a shell command is shown as typed, not JSON-escaped."""
+        name, args = block.get("name", "?"), block.get("input")
+        command = args.get("command") if isinstance(args, dict) else None
+        if isinstance(command, str):
+            rest = {k: v for k, v in args.items() if k != "command"} if args else {}
+            head = f"{indent}tool_use {name}" + (f" {self.short(_dumps(rest))}" if rest else "")
+            first, *more = command.split("\n")
+            lines = [Line(head), Line(f"{indent}  $ {first}")]
+            return lines + (self.clip("\n".join(more), indent + "    ") if more else [])
+        shown = args if isinstance(args, str) else _dumps(args)
+        return [Line(f"{indent}tool_use {name} {self.short(shown)}")]
+
+    # -- interactions
+
+    def add(self, n: int, interaction: Interaction) -> None:
+        """Sort an interaction: a turn (its request offers tools), a side request, a token
+        count or anything else; all but turns wait in `pending` for the next turn.
+        """
+        body = interaction.body if isinstance(interaction.body, dict) else {}
+        where = f"[{n}] {interaction.method} {interaction.endpoint}"
+        if interaction.endpoint.endswith("/count_tokens"):
+            try:
+                count = json.loads(interaction.response).get("input_tokens", "?")
+            except (ValueError, AttributeError):
+                count = "?"
+            self.pending.append(Line(f"  {where}: count_tokens, {count} input tokens"))
+        elif is_messages(interaction) and isinstance(body.get("messages"), list):
+            if body.get("tools"):
+                self.turn(where, body, interaction)
+            else:
+                self.side(where, body, interaction)
+        else:
+            self.pending.append(Line(f"  {where} -> {interaction.status}"))
+
+    def side(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
+        """A request without tools (a title, a summary): one line, what was asked and said."""
+        reply = read_reply(interaction.response, interaction.status)
+        self.totals.side += 1
+        self.totals.add(reply)
+        answer = reply.error or " ".join(
+            str(b.get("text", "")) for b in reply.blocks if b.get("type") == "text"
+        )
+        answer = " ".join(answer.split())
+        answer = answer[:80] + "..." if len(answer) > 80 else answer
+        self.pending.append(Line(f"  {where}: side request: {_side_topic(body)} -> {answer}"))
+
+    def session_for(self, body: dict[str, Any]) -> _Session:
+        """The conversation a turn continues: the latest one with the same first message and
+        system prompt (cache breakpoints aside) and fewer messages; else a new one.
+        """
+        messages = body["messages"]
+        key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
+        if len(messages) > 1:
+            for session in reversed(self.sessions):
+                if session.key == key and session.last_length < len(messages):
+                    return session
+        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
+        session = _Session(key, tools)
+        self.sessions.append(session)
+        return session
+
+    def turn(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
+        """A turn of its session: only the user content new since its previous turn."""
+        messages: list[Any] = body["messages"]
+        session = self.session_for(body)
+        session.lines += self.pending
+        self.pending = []
+        new = messages[session.last_length :] if session.last_length < len(messages) else []
+        new = [m for m in new if isinstance(m, dict) and m.get("role") == "user"] or messages[-1:]
+        session.last_length = len(messages)
+        session.turns += 1
+        self.totals.turns += 1
+        reply = read_reply(interaction.response, interaction.status)
+        self.totals.add(reply)
+        session.lines.append(Line(f"  Turn {session.turns}", "bold", suffix=f"  {where}"))
+        session.lines.append(Line("    user:"))
+        for message in new:
+            session.lines += self.user_content(message.get("content"), "      ")
+        session.lines.append(Line(f"    assistant ({reply.usage_text()}):"))
+        session.lines += self.assistant(reply, "      ")
+
+    def lines(self, path: Path, data: Cassette) -> Iterator[Line]:
+        """Metadata, then the sessions (or the lone requests, if no turn came), then totals."""
+        width = 14
+        yield Line(f"{'Cassette':<{width}}{path}")
+        for label, key in _METADATA_FIELDS:
+            yield Line(f"{label:<{width}}{data.metadata.get(key, '?')}")
+        yield Line(f"{'Interactions':<{width}}{len(data.interactions)}")
+        for n, interaction in enumerate(data.interactions, 1):
+            self.add(n, interaction)
+        if self.pending and self.sessions:
+            self.sessions[-1].lines += self.pending
+        elif self.pending:
+            yield Line("")
+            yield Line("No conversation", "bold")
+            yield from self.pending
+        for number, session in enumerate(self.sessions, 1):
+            yield Line("")
+            title = f"Session {number}: {plural(session.turns, 'turn')}"
+            yield Line(title, "bold", suffix=f" (tools: {', '.join(session.tools)})")
+            yield from session.lines
+        yield Line("")
+        yield Line(self.totals_line())
+
+    def totals_line(self) -> str:
+        t = self.totals
+        tokens = f"{t.input_tokens} input / {t.output_tokens} output tokens"
+        if t.cache_read or t.cache_creation:
+            tokens += f" ({t.cache_read} cache read, {t.cache_creation} cache write)"
+        counts = (
+            plural(len(self.sessions), "session"),
+            plural(t.turns, "turn"),
+            plural(t.tool_calls, "tool call"),
+            plural(t.verdicts, "verdict"),
+            plural(t.side, "side request"),
+        )
+        return f"Totals: {', '.join(counts)}; {tokens}"
+
+
+def _side_topic(body: dict[str, Any]) -> str:
+    """What a side request is for: title generation, else the start of its last message."""
+    if "title" in _dumps(body.get("system")).lower():
+        return "title generation"
+    schema = _dumps((body.get("output_config") or {}).get("format"))
+    if '"title"' in schema:
+        return "title generation"
+    last = body["messages"][-1] if body["messages"] else {}
+    content = last.get("content") if isinstance(last, dict) else ""
+    if isinstance(content, list):
+        content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return " ".join(str(content).split())[:60] or "(no text)"

@@ -35,6 +35,14 @@ def drop_step_fixtures(specs: Path) -> None:
 httpx.Client().close()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that drives the real CLI is `slow` (seconds each): `-m "not slow"` is the
+    fast unit layer. The rule is the fixture, so no test can forget its mark."""
+    for item in items:
+        if "claude_bin" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     """The real CLI; a missing one errors with the install command (never a silent skip)."""

@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 from pytest_atom.config import AtomConfig
 from pytest_atom.conversation import error
@@ -95,10 +95,23 @@ def run_tool(
     environment (default: ours); see `tool_env` for what is added.
     """
     out = sys.stdout if stdout is None else stdout
-    lock = threading.Lock()
-    stopped = False
+    proc = _start_tool(entry, args, env)
+    assert proc.stdout is not None
+    copier = _LineCopier(proc.stdout, out)
+    copier.start()
+    if _wait_for_tool(proc, copier, timeout):
+        _report_timeout(entry, timeout, out)
+        return TIMEOUT_EXIT_CODE
+    return proc.returncode
 
-    proc = subprocess.Popen(
+
+def _start_tool(
+    entry: Path, args: Sequence[str], env: Mapping[str, str] | None
+) -> subprocess.Popen[str]:
+    """Start the tool with no stdin (it must never wait for a person) and merged output,
+    in its own process group so a timeout can reach every child it starts.
+    """
+    return subprocess.Popen(
         [sys.executable, str(entry), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -107,22 +120,49 @@ def run_tool(
         encoding="utf-8",
         errors="replace",
         env=tool_env(env),
-        start_new_session=True,  # its own process group, so a timeout reaches every child
+        start_new_session=True,
     )
-    pipe = proc.stdout
-    assert pipe is not None
 
-    def copy() -> None:
-        with pipe:  # closed here: a reader given up on may outlive run_tool
-            for line in pipe:
-                with lock:
-                    if stopped:  # given up on: the caller has moved on
+
+class _LineCopier:
+    """Copies a tool's output line by line on a daemon thread, until told to stop.
+
+    A child the tool left running may hold the pipe open long after the tool exited;
+    `stop` makes the thread drop whatever still arrives, so nothing is written to the
+    caller's stream once `run_tool` has returned.
+    """
+
+    def __init__(self, pipe: IO[str], out: TextIO) -> None:
+        self._pipe, self._out = pipe, out
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._copy, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+    def _copy(self) -> None:
+        with self._pipe:  # closed here: a reader given up on may outlive run_tool
+            for line in self._pipe:
+                with self._lock:
+                    if self._stopped:  # given up on: the caller has moved on
                         return
-                    out.write(line)
-                    out.flush()
+                    self._out.write(line)
+                    self._out.flush()
 
-    reader = threading.Thread(target=copy, daemon=True)
-    reader.start()
+
+def _wait_for_tool(proc: subprocess.Popen[str], copier: _LineCopier, timeout: float) -> bool:
+    """Wait for the tool and drain its output; True when it ran out of time and was killed.
+
+    Any interruption (Ctrl-C) kills the whole process tree too: a tool is never left behind.
+    """
     timed_out = False
     try:
         try:
@@ -131,21 +171,24 @@ def run_tool(
             timed_out = True
             kill_process_tree(proc)
         # A child left running may hold the pipe open: wait a little, then stop copying.
-        reader.join(timeout=_DRAIN_SECONDS)
+        copier.join(timeout=_DRAIN_SECONDS)
     except BaseException:
-        kill_process_tree(proc)  # Ctrl-C: never leave a tool behind
+        kill_process_tree(proc)
         raise
     finally:
-        with lock:
-            stopped = True
-    if timed_out:
-        error(
-            "Timeout",
-            f"Tool {entry.parent.name} timed out after {timeout:g} s and was killed, "
-            "together with every process it started.",
-            recovery="Run it again with a longer timeout (`--timeout SECONDS`, or "
-            "`timeout:` in .atom/config.yaml), or give it less work per call.",
-            file=out,
-        )
-        return TIMEOUT_EXIT_CODE
-    return proc.returncode
+        copier.stop()
+    return timed_out
+
+
+def _report_timeout(entry: Path, timeout: float, out: TextIO) -> None:
+    """Tell the caller (an agent, usually) in the tool's own message format what happened
+    and how to avoid it, since the tool itself was killed before it could say anything.
+    """
+    error(
+        "Timeout",
+        f"Tool {entry.parent.name} timed out after {timeout:g} s and was killed, "
+        "together with every process it started.",
+        recovery="Run it again with a longer timeout (`--timeout SECONDS`, or "
+        "`timeout:` in .atom/config.yaml), or give it less work per call.",
+        file=out,
+    )

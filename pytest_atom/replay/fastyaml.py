@@ -63,7 +63,12 @@ def _scalar(event: ScalarEvent, plain: dict[str, Any]) -> Any:
     return value
 
 
+#: Sentinels: no root value yet; a mapping's key still awaiting its value.
+_UNSET, _PENDING = object(), object()
+
+
 def _build(text: str) -> Any:
+    """The single document's value from libyaml's events; `_Unusual` for anything else."""
     assert _CLoader is not None
     loader = _CLoader(text)
     try:
@@ -71,57 +76,77 @@ def _build(text: str) -> Any:
         get()  # StreamStartEvent
         if get().__class__ is not DocumentStartEvent:
             raise _Unusual  # an empty stream
-        anchors: dict[str, Any] = {}
-        plain: dict[str, Any] = {}
-        # Open collections: [container, key awaiting its value] (key only for mappings).
-        stack: list[list[Any]] = []
-        unset, pending = object(), object()
-        root: Any = unset
-        while True:
-            event = get()
-            kind = event.__class__
-            opened = kind is MappingStartEvent or kind is SequenceStartEvent
-            if kind is ScalarEvent:
-                value = _scalar(event, plain)
-            elif opened:
-                if event.tag is not None:
-                    raise _Unusual
-                value = {} if kind is MappingStartEvent else []
-            elif kind is AliasEvent:
-                if event.anchor not in anchors:
-                    raise _Unusual  # an undefined alias: yaml.load's error
-                value = anchors[event.anchor]
-            elif kind is DocumentEndEvent:
-                if root is unset or stack or get().__class__ is DocumentStartEvent:
-                    raise _Unusual  # several documents: yaml.load's error
-                return root
-            else:  # the end of a collection
-                done = stack.pop()
-                if done[1] is not pending:
-                    raise _Unusual
-                if not stack:
-                    root = done[0]
-                continue
-            anchor = None if kind is AliasEvent else event.anchor
-            if anchor is not None:  # a collection's too, as it opens: it may contain itself
-                if anchor in anchors:
-                    raise _Unusual  # a duplicate anchor: yaml.load's error
-                anchors[anchor] = value
-            if stack:
-                top = stack[-1]
-                container = top[0]
-                if container.__class__ is list:
-                    container.append(value)
-                elif top[1] is pending:
-                    if opened or value.__class__ in (list, dict):
-                        raise _Unusual  # a collection as a key (a merge key `<<` never gets here)
-                    top[1] = value
-                else:
-                    container[top[1]] = value
-                    top[1] = pending
-            else:
-                root = value
-            if opened:
-                stack.append([value, pending])
+        return _document(get)
     finally:
         loader.dispose()
+
+
+def _document(get: Callable[[], Any]) -> Any:
+    """Build a document event by event: open collections wait on a stack as
+    [container, key awaiting its value] (the key only for mappings) until their end event.
+    """
+    anchors: dict[str, Any] = {}
+    plain: dict[str, Any] = {}
+    stack: list[list[Any]] = []
+    root: Any = _UNSET
+    while True:
+        event = get()
+        kind = event.__class__
+        if kind is DocumentEndEvent:
+            if root is _UNSET or stack or get().__class__ is DocumentStartEvent:
+                raise _Unusual  # several documents: yaml.load's error
+            return root
+        opened = kind is MappingStartEvent or kind is SequenceStartEvent
+        if not (opened or kind is ScalarEvent or kind is AliasEvent):  # a collection's end
+            done = stack.pop()
+            if done[1] is not _PENDING:
+                raise _Unusual
+            if not stack:
+                root = done[0]
+            continue
+        value = _node(event, kind, opened, anchors, plain)
+        if stack:
+            _attach(stack[-1], value, opened)
+        else:
+            root = value
+        if opened:
+            stack.append([value, _PENDING])
+
+
+def _node(
+    event: Any, kind: type, opened: bool, anchors: dict[str, Any], plain: dict[str, Any]
+) -> Any:
+    """The value a scalar, alias or opening collection stands for, registered under its
+    anchor. A collection is registered as it opens, empty, because it may contain itself.
+    """
+    if kind is ScalarEvent:
+        value = _scalar(event, plain)
+    elif opened:
+        if event.tag is not None:
+            raise _Unusual
+        value = {} if kind is MappingStartEvent else []
+    else:  # an alias
+        if event.anchor not in anchors:
+            raise _Unusual  # an undefined alias: yaml.load's error
+        return anchors[event.anchor]
+    if event.anchor is not None:
+        if event.anchor in anchors:
+            raise _Unusual  # a duplicate anchor: yaml.load's error
+        anchors[event.anchor] = value
+    return value
+
+
+def _attach(top: list[Any], value: Any, opened: bool) -> None:
+    """Put `value` into the innermost open collection: appended to a list; in a mapping,
+    alternately taken as the next key and stored as that key's value.
+    """
+    container = top[0]
+    if container.__class__ is list:
+        container.append(value)
+    elif top[1] is _PENDING:
+        if opened or value.__class__ in (list, dict):
+            raise _Unusual  # a collection as a key (a merge key `<<` never gets here)
+        top[1] = value
+    else:
+        container[top[1]] = value
+        top[1] = _PENDING

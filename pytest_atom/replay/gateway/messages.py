@@ -159,7 +159,7 @@ def coalesce_sse(text: str) -> str:
             index = data["index"]
             held = pending.get(index)
             if held is not None and held["delta"]["type"] == data["delta"]["type"]:
-                held["delta"][field] += data["delta"][field]
+                _append_delta(held["delta"], data["delta"])
                 continue
             if held is not None:
                 out.append(_event("content_block_delta", held))
@@ -170,3 +170,62 @@ def coalesce_sse(text: str) -> str:
         out.append(_event(name, data))
     out += [_event("content_block_delta", held) for held in pending.values()]
     return b"".join(out).decode("utf-8")
+
+
+def _append_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """Add a delta's piece to what `target` holds so far: the one rule for folding a stream,
+    shared by `coalesce_sse` (target: a held delta) and `fold_sse` (target: the block).
+    """
+    field = _DELTA_FIELDS.get(str(delta.get("type")))
+    if field:
+        target[field] = str(target.get(field, "")) + str(delta.get(field, ""))
+
+
+def fold_sse(text: str) -> dict[str, Any]:
+    """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording.
+
+    Returns ``{"content": blocks, "usage": usage, "error": event or None}``: each block
+    with its deltas folded in (a tool call's JSON input parsed; kept as text if it does not
+    parse), the usage of ``message_start`` updated by ``message_delta``, and the last
+    ``error`` event. Events that are not JSON objects are skipped: a cut-off recording
+    still shows what it holds.
+    """
+    blocks: dict[int, dict[str, Any]] = {}
+    usage: dict[str, Any] = {}
+    error: dict[str, Any] | None = None
+    for name, raw in parse_sse(text):
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if name in ("message_start", "message_delta"):
+            found = (event.get("message") or {}) if name == "message_start" else event
+            _merge_usage(usage, found.get("usage"))
+        elif name == "error":
+            error = event
+        elif name == "content_block_start" and isinstance(event.get("content_block"), dict):
+            blocks[int(event.get("index", len(blocks)))] = dict(event["content_block"])
+        elif name == "content_block_delta" and isinstance(event.get("delta"), dict):
+            block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": ""})
+            _append_delta(block, event["delta"])
+    content = [_parsed_input(blocks[i]) for i in sorted(blocks)]
+    return {"content": content, "usage": usage, "error": error}
+
+
+def _merge_usage(usage: dict[str, Any], found: Any) -> None:
+    """Counts only: a later event's count replaces an earlier one's."""
+    if isinstance(found, dict):
+        usage.update({k: v for k, v in found.items() if isinstance(v, int)})
+
+
+def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's streamed JSON input as its value (an empty stream: ``{}``)."""
+    raw = block.pop("partial_json", None)
+    if raw is not None:
+        try:
+            block["input"] = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            block["input"] = raw
+    return block

@@ -323,15 +323,35 @@ class CassetteResponder:
         stays out of the cassette, and a stream that breaks off ends in an SSE error event.
         Each is noted in `faults`, so a recording that never got past one is not saved.
         """
+        upstream = self._send_upstream(request, live)
+        if isinstance(upstream, Reply):
+            return upstream
+        passed = _passed_headers(upstream.headers)
+        if upstream.status_code in TRANSIENT_STATUSES or upstream.status_code >= 500:
+            return self._pass_transient(request, live, upstream, passed)
+        with self._lock:  # reserve the slot in arrival order; filled when the stream ends
+            slot = len(self.cassette.interactions)
+            self.cassette.interactions.append(None)  # type: ignore[arg-type]
+            self._played.append(True)
+        assert self._client is not None
+        body = self._relay(slot, request, live, upstream, self._client.timeout)
+        return Reply(upstream.status_code, passed, body)
+
+    def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
+        """The upstream's streamed response, or the API error that stands in for one that
+        never came (502 refused or reset, 504 silent), so the CLI retries as it would.
+
+        While it waits, the request is listed in `_waiting`, so a run that ends before the
+        upstream answered reports that request as a fault.
+        """
         assert self._client is not None and self.upstream is not None
-        timeout = self._client.timeout
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
         waiting = (request, live, time.monotonic())
         with self._lock:
             self._waiting.append(waiting)
         try:
-            upstream = self._client.send(
+            return self._client.send(
                 self._client.build_request(
                     request.method,
                     self.upstream.rstrip("/") + request.path,
@@ -341,59 +361,73 @@ class CassetteResponder:
                 stream=True,
             )
         except httpx.HTTPError as exc:
-            what = _failure(exc, timeout, mid_stream=False)
+            what = _failure(exc, self._client.timeout, mid_stream=False)
             self._fault(request, live, what)
             status = 504 if isinstance(exc, httpx.TimeoutException) else 502
             return Reply.error(status, "api_error", self._upstream_message(what))
         finally:
             with self._lock:
                 self._waiting.remove(waiting)
-        passed = _passed_headers(upstream.headers)
-        if upstream.status_code in TRANSIENT_STATUSES or upstream.status_code >= 500:
-            try:
-                body = upstream.read()
-            except httpx.HTTPError:
-                body = b""
-            finally:
-                upstream.close()
-            self._fault(request, live, _answered(upstream.status_code, body))
-            return Reply(upstream.status_code, passed, body)
-        with self._lock:  # reserve the slot in arrival order; filled when the stream ends
-            slot = len(self.cassette.interactions)
-            self.cassette.interactions.append(None)  # type: ignore[arg-type]
-            self._played.append(True)
+
+    def _pass_transient(
+        self,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        passed: dict[str, str],
+    ) -> Reply:
+        """Hand a transient status (429, 529, 5xx) to the CLI, whose retry logic deals with
+        it, and note it as a fault; it is never recorded, as a replay must not repeat it.
+        """
+        try:
+            body = upstream.read()
+        except httpx.HTTPError:
+            body = b""
+        finally:
+            upstream.close()
+        self._fault(request, live, _answered(upstream.status_code, body))
+        return Reply(upstream.status_code, passed, body)
+
+    def _relay(
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        timeout: httpx.Timeout,
+    ) -> Iterator[bytes]:
+        """Stream the upstream's body to the CLI as it arrives and keep it in `slot` once
+        it is whole. An SSE body is relayed in whole events only, so when the stream breaks
+        off an error event can follow cleanly; a broken JSON body is cut instead.
+        """
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
-
-        def stream() -> Iterator[bytes]:
-            chunks: list[bytes] = []
-            pending = b""  # SSE: the start of an event not yet complete
-            try:
-                for chunk in upstream.iter_raw():
-                    chunks.append(chunk)
-                    if not sse:
-                        yield chunk
-                        continue
-                    pending += chunk
-                    cut = _event_end(pending)
-                    if cut:  # whole events only, so an error event can follow cleanly
-                        yield pending[:cut]
-                        pending = pending[cut:]
-                failure = _incomplete(b"".join(chunks)) if sse else None
-            except httpx.HTTPError as exc:
-                failure = _failure(exc, timeout, mid_stream=True)
-            finally:
-                upstream.close()
-            if failure is None:
-                self._keep(slot, request, live, upstream, b"".join(chunks))
-                if pending:
-                    yield pending
-                return
-            self._fault(request, live, failure)
-            if not sse:
-                raise AbortReply(failure)  # no valid JSON can end this body: cut it
-            yield _sse_error(self._upstream_message(failure))
-
-        return Reply(upstream.status_code, passed, stream())
+        chunks: list[bytes] = []
+        pending = b""  # SSE: the start of an event not yet complete
+        try:
+            for chunk in upstream.iter_raw():
+                chunks.append(chunk)
+                if not sse:
+                    yield chunk
+                    continue
+                pending += chunk
+                cut = _event_end(pending)
+                if cut:
+                    yield pending[:cut]
+                    pending = pending[cut:]
+            failure = _incomplete(b"".join(chunks)) if sse else None
+        except httpx.HTTPError as exc:
+            failure = _failure(exc, timeout, mid_stream=True)
+        finally:
+            upstream.close()
+        if failure is None:
+            self._keep(slot, request, live, upstream, b"".join(chunks))
+            if pending:
+                yield pending
+            return
+        self._fault(request, live, failure)
+        if not sse:
+            raise AbortReply(failure)  # no valid JSON can end this body: cut it
+        yield _sse_error(self._upstream_message(failure))
 
     def _upstream_message(self, what: str) -> str:
         return f"pytest-atom gateway: upstream {self.upstream} {what}"
