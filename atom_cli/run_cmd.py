@@ -113,6 +113,12 @@ class Progress:
             for check in event["checks"]:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
                 say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
+        elif kind == "atom" and sub == "step":
+            say(f"  [bold]step {escape(event['step'])}[/] ({event['number']}/{event['steps']})")
+        elif kind == "atom" and sub == "commit":
+            say(f"  [green]committed[/] step {escape(event['step'])} (a{event['attempt']:02d})")
+        elif kind == "atom" and sub == "rollback":
+            say(f"  [yellow]rollback[/] from {escape(event['step'])} to {escape(event['target'])}")
         elif kind == "atom" and sub == "decision":
             verdict = event.get("verdict")
             score = f", score {verdict.score:g}" if verdict else ""
@@ -196,6 +202,12 @@ class Progress:
     "holding .atom/config.yaml, else pytest's rootdir, as pytest --atom uses).",
 )
 @click.option(
+    "--resume",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="continue a multi-step spec's interrupted run folder from its latest committed step.",
+)
+@click.option(
     "--keep-runs",
     type=click.IntRange(min=0),
     default=None,
@@ -223,6 +235,7 @@ def run(
     repeat: int | None,
     threshold: float | None,
     runs_dir: Path | None,
+    resume: Path | None,
     keep_runs: int | None,
     as_json: bool,
     config_path: Path | None,
@@ -244,6 +257,7 @@ def run(
         "runs_dir": runs_dir.resolve() if runs_dir else None,
         "keep_runs": keep_runs,
         "repeat": repeat,
+        "resume": resume.resolve() if resume else None,
     }
     harness = _harness(options, config_path, files, report_dir)
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist

@@ -97,7 +97,8 @@ def run_spec(
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
     the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}``. `config`
+    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}`` (multi-step specs
+    add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name.
     """
@@ -107,9 +108,19 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
-    run = _Run(
+    run_type: type[_Run] = _Run
+    if spec.steps:
+        from pytest_atom.steps import StepsRun  # steps.py builds on this module
+
+        run_type = StepsRun
+    run_dir = None
+    if settings.resume is not None:
+        from pytest_atom.steps import resumed_run_dir
+
+        run_dir = resumed_run_dir(settings.resume, spec)
+    run = run_type(
         spec,
-        new_run_dir(runs_dir, spec),
+        run_dir or new_run_dir(runs_dir, spec),
         _prompt_loader(spec, project_dir, config),
         spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
         registry,
@@ -123,6 +134,7 @@ def run_spec(
     )
     exchanges, written = _drive(run, source)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    run.complete(result)
     if result.passed:
         shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
     return result
@@ -201,6 +213,17 @@ class _Run:
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
     budget: Budget = field(init=False)
+    #: Where the attempt folders go (a step's `steps/<id>/`; default: the run folder), the
+    #: first attempt's number (a step re-run after a rollback continues its numbering),
+    #: the executor's session (default: the spec's own) and what tells reflector sessions
+    #: of different steps apart.
+    root: Path | None = None
+    start: int = 1
+    session: str | None = None
+    label: str = ""
+    #: The earlier steps a verdict may name as a rollback `target`; with any, a verdict
+    #: asking for a rollback ends the attempts (the steps runner acts on it).
+    earlier_steps: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
@@ -216,8 +239,17 @@ class _Run:
         if self.on_event:
             self.on_event({"type": "atom", "subtype": subtype, **data})
 
-    def attempt_all(self, source: ModelSource, gateway_url: str) -> None:
-        """Attempts until one is final: proceed or fail; refine goes round again."""
+    def complete(self, result: SpecResult) -> None:
+        """Add what only this kind of run knows to its result (a steps run: its steps)."""
+
+    def attempt_all(
+        self, source: ModelSource, gateway_url: str, message: str | None = None
+    ) -> None:
+        """Attempts until one is final: proceed or fail; refine goes round again.
+
+        `message` is what the first attempt's first iteration says instead of the prompt
+        and the task (a step that continues the conversation, or re-runs after a rollback).
+        """
         env = self.agent_env(gateway_url, source)
         executor = ClaudeRunner(
             env=env,
@@ -228,8 +260,8 @@ class _Run:
             confinement=Confinement(self.run_dir, self.spec.sandbox),
             budget=self.budget,
         )
-        message: str | None = None
-        for number in range(1, self.spec.attempts + 1):
+        last = self.start + self.spec.attempts - 1
+        for number in range(self.start, last + 1):
             attempt = self.execute(number, executor, source, message)
             if attempt.outcome.reason in ("timeout", "limit"):
                 return  # the agent was stopped: its work is judged as failed, not checked
@@ -243,9 +275,16 @@ class _Run:
                 attempt.completed, attempt.checks, attempt.verdict, self.threshold
             )
             self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
-            if attempt.decision != "refine":
+            if attempt.decision != "refine" or self.rolls_back(attempt):
                 return
-            message = refine_message(attempt, self.spec.attempts, self.threshold)
+            message = refine_message(attempt, last, self.threshold)
+
+    def rolls_back(self, attempt: Attempt) -> bool:
+        """The verdict names an earlier step to roll back to: no refine of this one."""
+        verdict = attempt.verdict
+        return bool(
+            verdict and verdict.decision == "rollback" and verdict.target in self.earlier_steps
+        )
 
     def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
         """The CLI's environment: the gateway, its own config folder, the spec's tools."""
@@ -260,15 +299,15 @@ class _Run:
         self, number: int, executor: ClaudeRunner, source: ModelSource, message: str | None
     ) -> Attempt:
         """One attempt's executor run, in its own folder: a02 on is a copy of the last one."""
-        path = self.run_dir / "attempts" / f"a{number:02d}"
-        session = session_id_for(self.spec)
+        path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
+        session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
             shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
-            executor.move_session(session, path)
         elif self.spec.workspace is not None:
             shutil.copytree(self.spec.workspace, path, symlinks=True, ignore=copy_ignore)
         else:
             path.mkdir(parents=True)
+        executor.move_session(session, path)  # a no-op until the conversation exists
         runtime = AtomRuntime(
             self.prompts.load(self.spec.toolname),
             path,
@@ -303,9 +342,10 @@ class _Run:
                 attempt.outcome.output,
                 env=env,
                 claude_bin=self.claude_bin,
-                session_id=session_id_for(self.spec, f"reflector:{attempt.number}"),
+                session_id=session_id_for(self.spec, f"reflector:{self.label}{attempt.number}"),
                 threshold=self.threshold,
                 prompts=self.prompts,
+                earlier_steps=self.earlier_steps,
                 confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
             )
         except ReflectorError as exc:

@@ -123,6 +123,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where each spec run gets its isolated folder (default: .atom/runs under rootdir).",
     )
     add(
+        "--atom-resume",
+        dest="atom_resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue a multi-step spec's interrupted run in RUN_DIR from its latest "
+        "committed step (specs whose runs RUN_DIR is not run afresh).",
+    )
+    add(
         "--atom-keep-runs",
         dest="atom_keep_runs",
         type=_whole(0),

@@ -44,6 +44,38 @@ class Attempt:
         return self.records + ([self.reflector] if self.reflector else [])
 
 
+@dataclass(frozen=True)
+class Rollback:
+    """A later step's reflector found an earlier step's committed work wrong (seed 002)."""
+
+    source: str  # the step whose verdict asked for it
+    attempt: int  # that step's attempt number
+    target: str  # the step re-run from; its committed work and every later step's were wiped
+    feedback: str  # the failure report the target's re-run was given
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in ("source", "attempt", "target", "feedback")}
+
+
+@dataclass
+class StepResult:
+    """One step of a multi-step spec: every attempt it made (re-runs after a rollback
+    continue the numbering) and where its work was committed, if it still is."""
+
+    id: str
+    attempts: list[Attempt] = field(default_factory=list)
+    committed: Path | None = None  # None: never committed, or wiped by a rollback
+    runs: int = 0  # 1, plus one for each rollback that re-ran it; 0: never reached
+
+    @property
+    def passed(self) -> bool:
+        return self.committed is not None and self.committed.is_dir()
+
+    @property
+    def decision(self) -> Decision:
+        return self.attempts[-1].decision if self.attempts else "fail"
+
+
 @dataclass
 class SpecResult:
     """Everything a report needs about one spec run."""
@@ -73,6 +105,10 @@ class SpecResult:
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: str | None = None
+    #: A multi-step spec's steps, in spec order (`attempts` are then the last run step's),
+    #: and the rollbacks its reflectors asked for, in the order they happened.
+    steps: list[StepResult] = field(default_factory=list)
+    rollbacks: list[Rollback] = field(default_factory=list)
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -91,7 +127,15 @@ class SpecResult:
             and not self.divergences
             and bool(self.attempts)
             and self.final.decision == "proceed"
+            and all(step.passed for step in self.steps)
         )
+
+    @property
+    def steps_summary(self) -> str | None:
+        """``steps 3/4``: committed steps of all; None for a single-prompt spec."""
+        if not self.steps:
+            return None
+        return f"steps {sum(s.passed for s in self.steps)}/{len(self.steps)}"
 
     @property
     def decision(self) -> Decision:
@@ -128,13 +172,18 @@ class SpecResult:
         return self.final.checks if self.attempts else []
 
     @property
+    def all_attempts(self) -> list[Attempt]:
+        """Every attempt of the run: of every step, for a multi-step spec."""
+        return [a for s in self.steps for a in s.attempts] if self.steps else self.attempts
+
+    @property
     def iterations(self) -> int:
-        return sum(a.iterations for a in self.attempts)
+        return sum(a.iterations for a in self.all_attempts)
 
     @property
     def records(self) -> list[IterationRecord]:
         """Every CLI session of the run: executor iterations and reflector sessions."""
-        return [r for a in self.attempts for r in a.all_records]
+        return [r for a in self.all_attempts for r in a.all_records]
 
     @property
     def claude_seconds(self) -> float:
@@ -158,7 +207,7 @@ class SpecResult:
     def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
         """Dollars (spent, recorded) of `attempts` (default: every attempt)."""
         spent = recorded = 0.0
-        for attempt in self.attempts if attempts is None else attempts:
+        for attempt in self.all_attempts if attempts is None else attempts:
             reflector = [attempt.reflector] if attempt.reflector else []
             for role, records in (("executor", attempt.records), ("reflector", reflector)):
                 usd = sum(r.cost_usd for r in records)

@@ -47,6 +47,8 @@ class RunSettings:
     runs_dir: Path | None = None  # None: .atom/runs under the project's root
     keep_runs: int = DEFAULT_KEEP_RUNS
     repeat: int = 1
+    #: A multi-step spec's earlier run folder to continue from its latest committed step.
+    resume: Path | None = None
 
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
@@ -119,9 +121,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "runs_dir": _path,
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
     "repeat": _whole(1, ""),
+    "resume": _path,
 }
-#: The settings a file (ini or `.atom/config.yaml`) may set; rejudge is a one-off action.
-FILE_SETTINGS = tuple(name for name in PARSERS if name != "rejudge")
+#: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
+#: one-off actions.
+FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume"))
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,24 @@ class ReflectorOptions:
     threshold_set: bool = False
 
 
+#: Seed 002's step id: what a planner may name a step, and what the executor must keep.
+STEP_ID = r"^[a-z][a-z0-9_]{0,47}$"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a multi-step spec; unset ``attempts`` and ``limits`` are the spec's."""
+
+    id: str
+    prompt: str
+    line: int
+    description: str = ""
+    accept: tuple[Check, ...] = ()
+    criteria: tuple[str, ...] = ()
+    attempts: int | None = None
+    limits: Limits | None = None
+
+
 @dataclass(frozen=True)
 class Spec:
     """One agent task with its acceptance checks; paths are absolute and resolved."""
@@ -154,6 +172,10 @@ class Spec:
     limits: Limits = field(default_factory=Limits)
     #: `baseline: {tolerance: …}`: per-metric tolerances for --atom-baseline.
     baseline_tolerance: Mapping[str, float | None] = field(default_factory=dict, hash=False)
+    #: `steps:`: a multi-step spec (then `prompt` lists the steps' prompts, for reports).
+    steps: tuple[Step, ...] = ()
+    session: str = "continue"  # with steps: one conversation ("continue") or one per step
+    max_rollbacks: int = 2
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -389,6 +411,17 @@ def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> Spe
             key=True,
             suggestion=close[0] if close else None,
         )
+    if (
+        err.validator == "oneOf"
+        and isinstance(instance, dict)
+        and {"prompt", "steps"} <= set(instance)
+    ):
+        return doc.error(
+            "a spec has either 'prompt' or 'steps', not both: move the prompt into a step "
+            "(steps[0].prompt) or remove 'steps'",
+            loc + ("steps",),
+            key=True,
+        )
     if err.validator == "required":
         required: Any = err.validator_value
         missing = next(k for k in required if k not in instance)
@@ -499,7 +532,43 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         _relative(doc, loc + ("snapshot", i), rel, "the workspace")
         for i, rel in enumerate(m.get("snapshot", []))
     )
-    return Spec(name=name, path=doc.path, line=doc.line(loc), prompt=m["prompt"], raw=m, **kw)
+    if "steps" in m:
+        kw["steps"] = _steps(doc, loc + ("steps",), m["steps"])
+        kw["prompt"] = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in kw["steps"])
+    else:
+        kw["prompt"] = m["prompt"]
+    kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
+    return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _steps(doc: _Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Step, ...]:
+    """The steps, each with its own checks and limits; ids are unique within the spec."""
+    steps: list[Step] = []
+    for i, m in enumerate(entries):
+        at = loc + (i,)
+        first = next((s for s in steps if s.id == m["id"]), None)
+        if first is not None:
+            raise doc.error(
+                f"duplicate step id {m['id']!r} (first used on line {first.line}): "
+                "step ids must be unique within a spec, rename one",
+                at + ("id",),
+            )
+        limits = _limits(doc, at, m).get("limits") if "limits" in m else None
+        steps.append(
+            Step(
+                id=m["id"],
+                prompt=m["prompt"],
+                line=doc.line(at),
+                description=m.get("description", ""),
+                accept=tuple(
+                    _check(doc, at + ("accept", j), e) for j, e in enumerate(m.get("accept", []))
+                ),
+                criteria=tuple(m.get("criteria", [])),
+                attempts=int(m["attempts"]) if "attempts" in m else None,
+                limits=limits if limits is not None else (Limits() if "limits" in m else None),
+            )
+        )
+    return tuple(steps)
 
 
 def _limits(doc: _Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,20 @@ from pytest_atom.core.runner import ClaudeRunner, claude_env
 from pytest_atom.replay.gateway import Gateway, scripted
 
 REPO = Path(__file__).resolve().parent.parent
+#: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
+#: something else over a copy of fixtures/specs leave them out.
+STEP_FIXTURES = ("two_steps", "rollback_steps")
+
+
+def drop_step_fixtures(specs: Path) -> None:
+    """Remove the multi-step fixtures (spec, script, cassettes) from a copy of fixtures/specs."""
+    import shutil
+
+    for name in STEP_FIXTURES:
+        (specs / f"{name}.atom.yaml").unlink()
+        (specs / "scripts" / f"{name}.yaml").unlink()
+        shutil.rmtree(specs / "cassettes" / name, ignore_errors=True)
+
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that

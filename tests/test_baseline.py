@@ -24,7 +24,7 @@ from pytest_atom.reports.baseline import (
     summary_lines,
     write_results,
 )
-from tests.conftest import REPO
+from tests.conftest import REPO, drop_step_fixtures
 
 
 def props(**over: Any) -> dict[str, Any]:
@@ -177,6 +177,7 @@ def test_save_then_compare_over_the_shipped_fixtures(pytester: pytest.Pytester) 
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
     (specs / "fix_failing_test.atom.yaml").unlink()  # the slowest; two specs are enough
+    drop_step_fixtures(specs)
     shutil.rmtree(specs / "workspaces" / "calc")
     pytester.runpytest("--atom", "specs").assert_outcomes(passed=1, xfailed=1)
     with pytest.MonkeyPatch.context() as mp:

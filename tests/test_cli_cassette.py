@@ -57,6 +57,29 @@ EXPECTED = {
         ],
         "Totals: 2 sessions, 3 turns, 1 tool call, 1 verdict, 0 side requests",
     ),
+    "two-steps.yaml": (
+        "two_steps.atom.yaml::two-steps",
+        [
+            """$ printf 'def greet(name):\\n    return "hello, " + name\\n' > greet.py""",
+            "Step `implement` is committed.",
+            "# Step `test` (2 of 2)",
+            "$ printf 'from greet import greet",
+            'verdict: {"score": 0.9, "decision": "proceed"',
+        ],
+        "Totals: 2 sessions, 5 turns, 2 tool calls, 1 verdict, 0 side requests",
+    ),
+    "rollback-steps.yaml": (
+        "rollback_steps.atom.yaml::rollback-steps",
+        [
+            "$ touch greet.py",
+            """$ printf 'def greet(name):\\n    return "hello " + name\\n' > greet.py""",
+            "The work of this step and every later one was rolled back.",
+            """$ printf 'def greet(name):\\n    return "hello, " + name\\n' > greet.py""",
+            'verdict: {"score": 0.2, "decision": "rollback", "target": "implement"',
+            'verdict: {"score": 0.9, "decision": "proceed"',
+        ],
+        "Totals: 3 sessions, 12 turns, 5 tool calls, 2 verdicts, 0 side requests",
+    ),
 }
 
 

@@ -41,7 +41,7 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--window-size=1280,1800",
 )
-FIXTURE_SPECS = ("create-file", "fix-failing-test", "misses-goal")
+FIXTURE_SPECS = ("create-file", "fix-failing-test", "misses-goal", "rollback-steps", "two-steps")
 
 
 def _browser() -> tuple[str, str]:
@@ -167,17 +167,31 @@ def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
     assert _visible_rows(page) == ["misses-goal"]
     assert not _section(page, "create-file").is_displayed()
     assert _section(page, "misses-goal").is_displayed()
-    assert page.find_element(By.ID, "shown-count").text == "1 of 3 shown"
+    assert page.find_element(By.ID, "shown-count").text == "1 of 5 shown"
     passed.click()
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
+
+
+def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
+    section = _section(page, "rollback-steps")
+    links = section.find_elements(By.CSS_SELECTOR, "ol.timeline li.step > a")
+    assert [a.get_attribute("textContent") for a in links] == [
+        "scaffold a01",
+        "implement a01",
+        "implement a02",
+        "test a01",
+        "test a02",
+    ]
+    assert "steps 3/3 committed" in section.get_attribute("textContent")
 
 
 def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
-    assert _visible_rows(page) == ["misses-goal", "create-file", "fix-failing-test"]
+    by_tokens = ["misses-goal", "create-file", "fix-failing-test", "two-steps", "rollback-steps"]
+    assert _visible_rows(page) == by_tokens
     tokens.click()
-    assert _visible_rows(page) == ["fix-failing-test", "create-file", "misses-goal"]
+    assert _visible_rows(page) == by_tokens[::-1]
 
 
 def test_screenshot_of_the_report(

@@ -165,13 +165,14 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     fixture under max_turns 2 crosses it offline too, and its `xfail:` expects exactly that."""
     import shutil
 
-    from tests.conftest import REPO
+    from tests.conftest import REPO, drop_step_fixtures
 
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
     for name in ("fix_failing_test", "misses_goal"):
         (specs / f"{name}.atom.yaml").unlink()
     shutil.rmtree(specs / "workspaces" / "calc")  # its tests fail on purpose
+    drop_step_fixtures(specs)
     (specs / "budget.atom.yaml").write_text(TWO_SPECS, encoding="utf-8")
     replayed = specs / "create_file.atom.yaml"
     replayed.write_text(

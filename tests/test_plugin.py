@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.plugin import AtomHint
-from tests.conftest import REPO
+from tests.conftest import REPO, drop_step_fixtures
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
@@ -34,6 +34,7 @@ def only(specs: Path, *keep: str) -> None:
 def test_shipped_fixtures_pass_with_the_xfail_reported(
     pytester: pytest.Pytester, specs: Path
 ) -> None:
+    drop_step_fixtures(specs)  # tests/test_steps.py runs them
     result = pytester.runpytest("--atom", "specs", "-rxX")
     result.assert_outcomes(passed=2, xfailed=1)
     result.stdout.fnmatch_lines(
@@ -53,6 +54,8 @@ def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, s
             "specs/create_file.atom.yaml::create-file",
             "specs/fix_failing_test.atom.yaml::fix-failing-test",
             "specs/misses_goal.atom.yaml::misses-goal",
+            "specs/rollback_steps.atom.yaml::rollback-steps",
+            "specs/two_steps.atom.yaml::two-steps",
         ]
     )
     assert "test_calc" not in result.stdout.str()  # the calc workspace is fixture data

@@ -19,7 +19,7 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
 from pytest_atom.replay.cassette import Cassette
-from tests.conftest import REPO, bash
+from tests.conftest import REPO, bash, drop_step_fixtures
 
 GREET = """\
 name: greet
@@ -274,6 +274,7 @@ def test_xdist_in_every_record_mode(pytester: pytest.Pytester, mode: str) -> Non
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
     (specs / "fix_failing_test.atom.yaml").unlink()  # its pytest runs add time, not coverage
+    drop_step_fixtures(specs)
     shutil.rmtree(specs / "workspaces" / "calc")
     shutil.rmtree(specs / "cassettes" / "fix_failing_test")
     if mode == "once":

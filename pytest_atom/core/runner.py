@@ -254,11 +254,13 @@ class ClaudeRunner:
         """
         config = self._config_dir()
         target = config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(conversation_dir.resolve()))
-        for transcript in config.glob(f"projects/*/{session_id}.jsonl"):
-            if transcript.parent != target:
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(transcript, target / transcript.name)
-            return
+        # Every folder the session went through holds a copy; the newest is the conversation.
+        copies = sorted(
+            config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns
+        )
+        if copies and copies[-1].parent != target:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(copies[-1], target / copies[-1].name)
 
     def _config_dir(self) -> Path:
         return Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")

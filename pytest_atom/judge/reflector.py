@@ -50,6 +50,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
         "flaky": {"type": "array", "items": {"type": "string"}},
     },
 }
+#: A step's verdict (multi-step specs) may also name the earlier step whose committed work
+#: is wrong: ``decision: rollback, target: <step id>``. Kept apart so a single-prompt spec
+#: offers the judge the same tool schema as before.
+STEP_VERDICT_SCHEMA: dict[str, Any] = {
+    **VERDICT_SCHEMA,
+    "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},
+}
 #: Read-only: the reflector inspects the attempt, it never changes it.
 READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
 _IGNORED = {"USER_PROMPT.md", *CACHE_DIRS}
@@ -74,11 +81,12 @@ class Verdict:
     criteria: tuple[CriterionVerdict, ...]
     feedback: str
     flaky: tuple[str, ...] = ()
+    target: str | None = None  # the step a `rollback` goes back to
 
     @classmethod
     def parse(cls, data: Any) -> Verdict:
         try:
-            jsonschema.validate(data, VERDICT_SCHEMA)
+            jsonschema.validate(data, STEP_VERDICT_SCHEMA)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
             raise ReflectorError(
@@ -91,6 +99,7 @@ class Verdict:
             criteria=tuple(CriterionVerdict(**c) for c in data["criteria"]),
             feedback=data["feedback"],
             flaky=tuple(data.get("flaky") or ()),
+            target=data.get("target") or None,
         )
 
     @property
@@ -98,7 +107,10 @@ class Verdict:
         return [c for c in self.criteria if not c.met]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.target is None:  # only a step's rollback names one
+            del data["target"]
+        return data
 
 
 #: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
@@ -177,8 +189,14 @@ def build_prompt(
     final_message: str,
     threshold: float,
     prompts: PromptLoader | None = None,
+    earlier_steps: Sequence[str] = (),
 ) -> str:
-    """REFLECTOR.md with the evidence filled in."""
+    """REFLECTOR.md with the evidence filled in.
+
+    `earlier_steps`: a step of a multi-step spec may name one as a rollback `target`; the
+    rule saying so is added only then, so a single-prompt spec's prompt stays as it was
+    (and its cassettes keep matching).
+    """
     # Check output is tool output: its wall times would make every prompt unique.
     check_lines = [
         f"- {'PASS' if c.passed else 'FAIL'} {c.check.describe()}: {mask_durations(c.summary)}"
@@ -192,11 +210,24 @@ def build_prompt(
         "{diff}": f"```diff\n{diff}\n```",
         "{final_message}": _quote(final_message or "(none)"),
         "{threshold}": f"{threshold:g}",
+        "{rollback}": _rollback_rule(earlier_steps),
     }
     text = (prompts or PromptLoader()).load("reflector")
     for placeholder, value in values.items():
         text = text.replace(placeholder, value)
     return text
+
+
+def _rollback_rule(earlier_steps: Sequence[str]) -> str:
+    if not earlier_steps:
+        return ""
+    names = ", ".join(f"`{s}`" for s in earlier_steps)
+    return (
+        "\n- This is one step of several; the earlier steps' work is committed and this "
+        "attempt started from it. If the failure comes from an earlier step's work, answer "
+        f"`rollback` with `target` set to that step's id (one of {names}): its work and "
+        "every later step's is redone, with your feedback. Otherwise leave `target` out."
+    )
 
 
 def _quote(text: str) -> str:
@@ -215,6 +246,7 @@ def run_reflector(
     threshold: float,
     prompts: PromptLoader | None = None,
     confinement: Confinement | None = None,
+    earlier_steps: Sequence[str] = (),
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
@@ -235,7 +267,7 @@ def run_reflector(
                 "--setting-sources",
                 "user",
                 "--json-schema",
-                json.dumps(VERDICT_SCHEMA),
+                json.dumps(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
             ),
         ),
         model=spec.reflector.model or spec.model,
@@ -243,7 +275,7 @@ def run_reflector(
         confinement=confinement,
     )
     diff = workspace_diff(spec.workspace, attempt_dir)
-    prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts)
+    prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps)
     record = runner.run(
         prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
     )

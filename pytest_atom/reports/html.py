@@ -64,13 +64,15 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
     Built where the spec ran, while its run folder still holds the attempt to diff.
     """
     trace = build_trace(result, repeat=repeat)
-    for child, attempt in zip(trace["children"], result.attempts, strict=True):
+    attempts = _attempt_children(trace, result)
+    for child, attempt in zip(attempts, result.all_attempts, strict=True):
         for session, record in zip(child["sessions"], attempt.all_records, strict=True):
             session["turns"] = [asdict(turn) for turn in stream_turns(record.stdout)]
             session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""
     final = result.final if result.attempts else None
     view = {
         "trace": trace,
+        "attempts": attempts,
         "prompt": result.spec.prompt,
         "spec_path": display_path(result.spec.path),
         "run_dir": display_path(result.run_dir),
@@ -85,6 +87,23 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
     # agent read in one session is redacted where a later turn only repeats it.
     scrubbed: dict[str, Any] = Scrubber().scrub_obj([view, *(r.stdout for r in result.records)])[0]
     return scrubbed
+
+
+def _attempt_children(trace: dict[str, Any], result: SpecResult) -> list[dict[str, Any]]:
+    """The trace's attempt children, each labelled; a multi-step spec's come from its steps
+    (``implement a02``), in step order."""
+    if not result.steps:
+        children: list[dict[str, Any]] = trace["children"]
+        for number, child in enumerate(children, 1):
+            child["label"] = f"attempt {number}"
+        return children
+    found = []
+    for step in trace["children"]:
+        for child in step["children"]:
+            if "sessions" in child:  # an attempt, not a rollback
+                child["label"] = f"{step['step_id']} a{child['atom_ref'].rsplit('-', 1)[1]:0>2}"
+                found.append(child)
+    return found
 
 
 def report_row(

@@ -16,7 +16,7 @@ from pytest_atom.reports.baseline import summary_cell as baseline_cell
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
-    from pytest_atom.result import SpecResult
+    from pytest_atom.result import SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
@@ -156,6 +156,7 @@ def failure_report(result: SpecResult) -> str:
     else:
         lines.append(f"  verdict: {verdict_line(result)}")
         lines.append(f"  agent: {agent_line(result)}")
+    lines += step_lines(result)
     api = api_line(result)
     if api or result.upstream_faults:
         lines.append(f"  upstream: {api or 'the recording never got past these faults'}")
@@ -199,6 +200,37 @@ def failure_report(result: SpecResult) -> str:
         f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
     )
     return "\n".join(lines)
+
+
+def step_line(step: StepResult) -> str:
+    """``implement: committed after a01, a02 (2 runs)``: how one step of a spec went."""
+    if not step.runs:
+        return f"{step.id}: not run (an earlier step failed)"
+    tried = ", ".join(f"a{a.number:02d}" for a in step.attempts) or "no attempt"
+    runs = f" ({step.runs} runs)" if step.runs > 1 else ""
+    if step.passed:
+        return f"{step.id}: committed after {tried}{runs}"
+    last = step.attempts[-1] if step.attempts else None
+    score = f", score {last.verdict.score:g}" if last and last.verdict else ""
+    return f"{step.id}: {step.decision} after {tried}{runs}{score}"
+
+
+def step_lines(result: SpecResult) -> list[str]:
+    """A multi-step spec's steps and rollbacks; what follows is about the last step run."""
+    if not result.steps:
+        return []
+    lines = [f"  {result.steps_summary} committed"]
+    lines += [f"    {step_line(step)}" for step in result.steps]
+    for rollback in result.rollbacks:
+        lines.append(
+            f"  rollback: step {rollback.source} (a{rollback.attempt:02d}) rolled back to "
+            f"{rollback.target}; {rollback.target} and every later step re-ran"
+        )
+        lines += _indent(rollback.feedback, limit=8)
+    ran = [s for s in result.steps if s.runs]
+    if ran and not ran[-1].passed:
+        lines.append(f"  failing step: {ran[-1].id} (below: its last attempt)")
+    return lines
 
 
 def tool_problem(name: str, tool_input: Any, output: str | None, is_error: bool) -> str | None:
@@ -283,6 +315,18 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
         **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
         "atom_sandbox": "off" if result.spec.sandbox is None else "on",
+        **step_properties(result),
+    }
+
+
+def step_properties(result: SpecResult) -> dict[str, Any]:
+    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``."""
+    if not result.steps:
+        return {}
+    return {
+        "atom_steps": result.steps_summary,
+        "atom_rollbacks": len(result.rollbacks),
+        **{f"atom_step_{step.id}": step_line(step).partition(": ")[2] for step in result.steps},
     }
 
 
@@ -322,6 +366,8 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
             outcome = "upstream error"  # what broke is in the failure report
         elif outcome in ("failed", "xfailed") and p.get("atom_limit_exceeded"):
             outcome = f"{outcome}: {str(p['atom_limit_exceeded']).split(':')[0]}"
+        elif outcome in ("failed", "xfailed") and p.get("atom_steps"):
+            outcome = f"{outcome}: {p['atom_steps']}"  # which step failed: in the report
         table.append(
             (
                 nodeid,

@@ -7,6 +7,9 @@ transcript of every Claude Code session is written beside it::
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].json
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
 
+A multi-step spec's children are its steps, each with its attempts (transcripts named
+``<step>-a01-executor-1.jsonl``) and the rollbacks it asked for nested as its children.
+
 ``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` emits.
 Everything ``write_report`` puts on disk passes through a Scrubber first, and every file
 is written atomically, so a reader never sees a half-written trace.
@@ -28,7 +31,7 @@ from pytest_atom.files import CACHE_DIRS, write_atomic
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.result import Attempt, SpecResult
+from pytest_atom.result import Attempt, SpecResult, StepResult
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -50,6 +53,7 @@ class _Session:
     """One CLI session of a run, with the transcript file it gets (None: no output)."""
 
     attempt: Attempt
+    step: str | None  # the step of a multi-step spec
     role: str  # executor or reflector
     iteration: int
     record: IterationRecord
@@ -71,14 +75,17 @@ def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = Non
 
 def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
     folder = f"{_stem(result, repeat)}.transcripts"
-    for attempt in result.attempts:
+    attempts: list[tuple[str | None, Attempt]] = [
+        (step.id, a) for step in result.steps for a in step.attempts
+    ] or [(None, a) for a in result.attempts]
+    for step, attempt in attempts:
         roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
         if attempt.reflector is not None:
             roles.append(("reflector", 1, attempt.reflector))
         for role, iteration, record in roles:
-            name = f"a{attempt.number:02d}-{role}-{iteration}.jsonl"
+            name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None
-            yield _Session(attempt, role, iteration, record, transcript)
+            yield _Session(attempt, step, role, iteration, record, transcript)
 
 
 def _invocation_id(result: SpecResult, suffix: str = "") -> str:
@@ -126,6 +133,40 @@ def _session_entry(session: _Session) -> dict[str, Any]:
     }
 
 
+def _step_child(
+    result: SpecResult, step: StepResult, sessions: list[_Session], parent_ref: str
+) -> dict[str, Any]:
+    """A step of a multi-step spec: its attempts, then the rollbacks it asked for."""
+    ref = f"{parent_ref}#step-{step.id}"
+    records = [r for a in step.attempts for r in a.all_records]
+    rollbacks = [
+        {
+            "invocation_id": _invocation_id(result, f"#rollback-{n}"),
+            "atom_ref": f"{ref}#rollback-{n}",
+            "implementation_kind": IMPLEMENTATION_KIND,
+            "state": "succeeded",
+            "decision": "rollback",
+            **rollback.to_dict(),
+            "children": [],
+            "errors": [],
+        }
+        for n, rollback in enumerate(result.rollbacks, 1)
+        if rollback.source == step.id
+    ]
+    return {
+        "invocation_id": _invocation_id(result, f"#step-{step.id}"),
+        "atom_ref": ref,
+        "implementation_kind": IMPLEMENTATION_KIND,
+        "state": "succeeded" if step.passed else ("failed" if step.runs else "not_run"),
+        "step_id": step.id,
+        "runs": step.runs,
+        "committed": str(step.committed) if step.committed else None,
+        "cost": _cost(records, sum(r.duration for r in records), result.costs(list(step.attempts))),
+        "children": [_child(result, a, sessions, ref) for a in step.attempts] + rollbacks,
+        "errors": [],
+    }
+
+
 def _child(
     result: SpecResult, attempt: Attempt, sessions: list[_Session], parent_ref: str
 ) -> dict[str, Any]:
@@ -138,8 +179,9 @@ def _child(
     if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
         executor_seconds = sum(r.duration for r in attempt.records)
     reflector_seconds = attempt.reflector.duration if attempt.reflector else 0.0
+    step = parent_ref.rpartition("#step-")[2] if "#step-" in parent_ref else ""
     return {
-        "invocation_id": _invocation_id(result, f"#attempt-{attempt.number}"),
+        "invocation_id": _invocation_id(result, f"{step}#attempt-{attempt.number}"),
         "atom_ref": f"{parent_ref}#attempt-{attempt.number}",
         "implementation_kind": IMPLEMENTATION_KIND,
         "state": "error" if harness_failed else _CHILD_STATES.get(attempt.decision, "failed"),
@@ -263,7 +305,8 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
             "limit_exceeded": result.limit_exceeded,
         },
         "cost": _cost(result.records, result.duration, result.costs()),
-        "children": [_child(result, a, sessions, ref) for a in result.attempts],
+        "children": [_step_child(result, s, sessions, ref) for s in result.steps]
+        or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
         "atom": {
             "format": TRACE_FORMAT,
@@ -290,6 +333,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
             "warnings": list(result.warnings),
             "drift": result.drift,
             "repeat": repeat,
+            "steps": result.steps_summary,
         },
     }
     # Tuples (verdict criteria) become lists: exactly what a reader of the file gets back.

@@ -1,0 +1,292 @@
+"""Multi-step specs: seed 002's steps, each staged, judged and committed in turn.
+
+A spec with ``steps:`` runs them in order, behind the one gateway of its run. Each step
+is an ordinary attempt loop (execution's `_Run`) whose folders live under its own root::
+
+    .atom/runs/<spec>-<time>-<id>/
+        steps/<id>/attempts/a01/   the step's attempts; step N's a01 starts from step N-1's
+        steps/<id>/committed/      the passing attempt, promoted
+        committed/                 the last step's committed work (the spec's outcome)
+
+A later step's reflector may find an earlier step's committed work wrong and answer
+``decision: rollback, target: <step id>``: the committed work of the target and of every
+step after it is wiped, and the run goes on from the target, which hears the failure
+report. That is the only move backward, at most once per target and `max_rollbacks`
+times in all. Attempt folders are kept (a re-run continues their numbering): they are
+the evidence, and nothing reads them as input.
+
+An interrupted run leaves its partial work in its attempt folder. Run again on the same
+folder (`--atom-resume RUN_DIR`), it goes on from the first step that is not committed,
+in a new attempt folder; the interrupted attempt's conversation is set aside, so a
+continued conversation resumes from the last commit.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pytest_atom.execution import HarnessError, _Run, session_id_for
+from pytest_atom.files import copy_ignore
+from pytest_atom.replay.recording import ModelSource
+from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
+from pytest_atom.spec import Spec, Step
+
+_RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
+    """`folder` when it is a run of `spec` (its name is the spec's, then time and id);
+    None when it is another spec's, which then runs afresh."""
+    folder = folder.resolve()
+    match = _RUN_NAME.search(folder.name)
+    if match is None or folder.name[: match.start()] != spec.name:
+        return None
+    if not spec.steps:
+        raise HarnessError(
+            f"cannot resume {folder}: spec '{spec.name}' has no steps; only a multi-step "
+            "spec continues from its latest committed step"
+        )
+    if not (folder / "steps").is_dir():
+        raise HarnessError(f"cannot resume {folder}: it holds no steps/ folder of a run")
+    return folder
+
+
+def step_root(run_dir: Path, step_id: str) -> Path:
+    return run_dir / "steps" / step_id
+
+
+def committed_dir(run_dir: Path, step_id: str) -> Path:
+    return step_root(run_dir, step_id) / "committed"
+
+
+@dataclass
+class StepsRun(_Run):
+    """A multi-step spec's run: one `_Run` per step run, rollbacks between them."""
+
+    results: list[StepResult] = field(default_factory=list)
+    rollbacks: list[Rollback] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings for the report
+    #: Steps already committed by an earlier run of this folder (`--atom-resume`).
+    resumed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.results = [StepResult(step.id) for step in self.spec.steps]
+        for result in self.results:  # a resumed run: the steps committed before
+            if not committed_dir(self.run_dir, result.id).is_dir():
+                break
+            result.committed = committed_dir(self.run_dir, result.id)
+            self.resumed += 1
+
+    def attempt_all(
+        self, source: ModelSource, gateway_url: str, message: str | None = None
+    ) -> None:
+        """Every step in order from the first uncommitted one; a rollback goes back."""
+        steps = self.spec.steps
+        feedback: dict[str, str] = {}
+        index = self.resumed
+        if index and source.kind == "scripted":
+            self.harness_error = (
+                "a scripted run cannot resume: its script plays from the first turn; resume "
+                "a run that replays or records a cassette"
+            )
+            return
+        if index and source.kind == "record":
+            self.notes.append(
+                "this recording resumed an interrupted run: its cassette holds the resumed "
+                "steps only; record the whole spec again before replaying it"
+            )
+        self._set_aside_interrupted()
+        while index < len(steps):
+            step, result = steps[index], self.results[index]
+            self.emit("step", step=step.id, number=index + 1, steps=len(steps))
+            run = self._step_run(step, index, result)
+            run.attempt_all(source, gateway_url, self._first_message(index, feedback))
+            result.attempts += run.attempts
+            self.attempts = run.attempts  # the report's "attempts": the last step run's
+            self._add_usage(run)
+            if run.harness_error is not None:
+                self.harness_error = run.harness_error
+                return
+            if run.attempts and run.attempts[-1].decision == "proceed":
+                self._commit(result, run.attempts[-1])
+                index += 1
+                continue
+            target = self._rollback_target(index, run.attempts)
+            if target is None:
+                return  # the step failed, and with it the spec
+            index = self._roll_back(index, target, run.attempts[-1], feedback)
+
+    def _step_run(self, step: Step, index: int, result: StepResult) -> _Run:
+        """The attempt loop of one run of `step`, starting from the previous step's work."""
+        result.runs += 1
+        result.committed = None
+        spec = step_spec(self.spec, step, index, self._start_folder(index))
+        fresh = self.spec.session == "fresh"
+        return _Run(
+            spec,
+            self.run_dir,
+            self.prompts,
+            self.threshold,
+            self.registry,
+            self.claude_bin,
+            self.on_event,
+            model=self.model,
+            tools=self.tools,
+            root=step_root(self.run_dir, step.id),
+            start=_attempt_count(step_root(self.run_dir, step.id)) + 1,
+            session=session_id_for(self.spec, f"executor:{step.id}:{result.runs}")
+            if fresh
+            else session_id_for(self.spec),
+            label=f"{step.id}:",
+            earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
+        )
+
+    def _set_aside_interrupted(self) -> None:
+        """Conversations of attempts of uncommitted steps (a resumed run's interrupted
+        work) are renamed, so the session resumes from the last committed step's."""
+        projects = self.run_dir / "claude-config" / "projects"
+        for step in self.spec.steps[self.resumed :]:
+            for folder in sorted((step_root(self.run_dir, step.id) / "attempts").glob("a*")):
+                slug = re.sub(r"[^A-Za-z0-9]", "-", str(folder.resolve()))
+                for transcript in (projects / slug).glob("*.jsonl"):
+                    transcript.rename(transcript.with_name(transcript.name + ".interrupted"))
+
+    def _start_folder(self, index: int) -> Path | None:
+        if index == 0:
+            return self.spec.workspace
+        return committed_dir(self.run_dir, self.spec.steps[index - 1].id)
+
+    def _first_message(self, index: int, feedback: dict[str, str]) -> str | None:
+        """What a step's first iteration says when the conversation goes on from before.
+
+        A fresh session hears the prompt and the task (its USER_PROMPT.md, which then
+        holds any rollback feedback too); so does the first step of a run.
+        """
+        step = self.spec.steps[index]
+        report = feedback.pop(step.id, None)
+        if self.spec.session == "fresh" or (index == 0 and report is None):
+            return None
+        task = step_task(step, index, len(self.spec.steps), report)
+        before = (
+            "The work of this step and every later one was rolled back."
+            if report is not None
+            else f"Step `{self.spec.steps[index - 1].id}` is committed."
+        )
+        return (
+            f"{before} This folder holds the committed work of the steps before it.\n\n"
+            f"{task}\n\nWhen this step is complete and verified, end your final message "
+            "with EXIT_LOOP_NOW."
+        )
+
+    def _commit(self, result: StepResult, attempt: Attempt) -> None:
+        """Seed 002's commit: the passing attempt, promoted to the step's committed/."""
+        target = committed_dir(self.run_dir, result.id)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(attempt.path, target, symlinks=True, ignore=copy_ignore)
+        result.committed = target
+        self.emit("commit", step=result.id, attempt=attempt.number)
+
+    def _rollback_target(self, index: int, attempts: list[Attempt]) -> int | None:
+        """The earlier step a failed step's verdict goes back to, if the rules allow it."""
+        verdict = attempts[-1].verdict if attempts else None
+        if verdict is None or verdict.decision != "rollback" or verdict.target is None:
+            return None
+        ids = [s.id for s in self.spec.steps]
+        step = ids[index]
+        if verdict.target not in ids[:index]:
+            self.notes.append(
+                f"step {step!r} asked for a rollback to {verdict.target!r}, which is not an "
+                f"earlier step ({', '.join(ids[:index]) or 'none'}): the step failed instead"
+            )
+            return None
+        if any(r.target == verdict.target for r in self.rollbacks):
+            self.notes.append(
+                f"step {step!r} asked for a second rollback to {verdict.target!r}; one per "
+                "target is allowed: the step failed instead"
+            )
+            return None
+        if len(self.rollbacks) >= self.spec.max_rollbacks:
+            self.notes.append(
+                f"step {step!r} asked for a rollback to {verdict.target!r}, but the spec's "
+                f"max_rollbacks ({self.spec.max_rollbacks}) were used: the step failed instead"
+            )
+            return None
+        return ids.index(verdict.target)
+
+    def _roll_back(
+        self, index: int, target: int, attempt: Attempt, feedback: dict[str, str]
+    ) -> int:
+        """Wipe the committed work from `target` on; the target hears the failure report."""
+        steps = self.spec.steps
+        report = rollback_report(steps[index].id, attempt)
+        for later in steps[target:]:
+            shutil.rmtree(committed_dir(self.run_dir, later.id), ignore_errors=True)
+        for result in self.results[target:]:
+            result.committed = None
+        self.rollbacks.append(Rollback(steps[index].id, attempt.number, steps[target].id, report))
+        feedback[steps[target].id] = report
+        self.emit("rollback", step=steps[index].id, target=steps[target].id)
+        return target
+
+    def _add_usage(self, run: _Run) -> None:
+        """The spec's usage sums its steps' (each step has its own budget)."""
+        total, used = self.budget.usage, run.budget.usage
+        total.turns += used.turns
+        total.tool_calls += used.tool_calls
+        total.tokens += used.tokens
+        total.cost_usd += used.cost_usd
+        if run.budget.exceeded and not self.budget.exceeded:
+            self.budget.exceeded = f"step {run.label.rstrip(':')}: {run.budget.exceeded}"
+
+    def complete(self, result: SpecResult) -> None:
+        result.steps = self.results
+        result.rollbacks = list(self.rollbacks)
+        result.warnings = [*result.warnings, *self.notes]
+
+
+def _attempt_count(root: Path) -> int:
+    """Attempt folders a step already has: a re-run or a resumed run numbers on."""
+    return len([p for p in (root / "attempts").glob("a[0-9]*") if p.is_dir()])
+
+
+def step_spec(spec: Spec, step: Step, index: int, workspace: Path | None) -> Spec:
+    """The spec one step runs as: its task, checks, criteria, attempts and limits."""
+    return replace(
+        spec,
+        prompt=step_task(step, index, len(spec.steps)),
+        workspace=workspace,
+        accept=step.accept,
+        criteria=step.criteria,
+        attempts=step.attempts or spec.attempts,
+        limits=step.limits.over(spec.limits) if step.limits is not None else spec.limits,
+        steps=(),
+    )
+
+
+def step_task(step: Step, index: int, count: int, report: str | None = None) -> str:
+    """A step's task as the executor sees it: the step id it must keep, then the prompt."""
+    redo = f"\n\n## Redo this step\n\n{report}" if report else ""
+    return (
+        f"# Step `{step.id}` ({index + 1} of {count})\n\n"
+        f"Your step id is `{step.id}`: work on this step only, and never invent other step "
+        f"names.\n\n{step.prompt.strip()}{redo}"
+    )
+
+
+def rollback_report(step_id: str, attempt: Attempt) -> str:
+    """The failure report a rolled-back step's re-run is given: the later step's verdict."""
+    verdict = attempt.verdict
+    assert verdict is not None
+    unmet = "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.unmet) or "- (none listed)"
+    failed = "\n".join(
+        f"- {c.check.describe()}: {c.summary}" for c in attempt.checks if not c.passed
+    )
+    return (
+        f"Step `{step_id}` (attempt {attempt.number}) found this step's committed work wrong.\n\n"
+        f"Unmet criteria:\n{unmet}\n\nFailed checks:\n{failed or '- (none)'}\n\n"
+        f"Feedback: {verdict.feedback}"
+    )
