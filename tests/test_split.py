@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, drop_step_fixtures
 
 IDS = [
     "specs/create_file.atom.yaml::create-file",
@@ -28,6 +28,7 @@ IDS = [
 def specs(pytester: pytest.Pytester) -> Path:
     target = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", target)
+    drop_step_fixtures(target)  # the three single-prompt fixtures are enough to split
     return target
 
 
