@@ -140,54 +140,17 @@ def failure_report(result: SpecResult) -> str:
     """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent."""
     spec = result.spec
     lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
-    if result.divergences:
-        # The replay, not the agent, failed: its cause comes first, and no verdict is shown
-        # (the reflector's session is part of what could not be replayed).
-        n = len(result.divergences)
-        cause, _, detail = result.divergences[0].partition("\n")
-        lines.append(
-            f"  replay diverged from the cassette ({n} distinct request{'s' * (n != 1)} "
-            f"matched nothing recorded); {cause}"
-        )
-        lines += _head(detail, limit=80)
-        for divergence in result.divergences[1:]:
-            lines += _head(divergence, limit=10)
-        lines.append(f"  agent: {agent_line(result)}")
-    else:
-        lines.append(f"  verdict: {verdict_line(result)}")
-        lines.append(f"  agent: {agent_line(result)}")
+    lines += _cause_lines(result)
     lines += step_lines(result)
-    api = api_line(result)
-    if api or result.upstream_faults:
-        lines.append(f"  upstream: {api or 'the recording never got past these faults'}")
-        for fault, count in Counter(result.upstream_faults).items():
-            lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
+    lines += _upstream_lines(result)
     if result.drift:
         lines.append(f"  drift: {result.drift}")
     if result.error and not result.divergences and result.reason != "limit":
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
-    verdict = result.verdict
-    if verdict is not None:
-        for criterion in verdict.unmet:
-            lines.append(f"  unmet: {criterion.criterion}")
-            lines += _indent(criterion.evidence)
-        if verdict.feedback:
-            lines.append("  feedback:")
-            lines += _indent(verdict.feedback)
-        for note in verdict.flaky:
-            lines.append(f"  flaky: {note}")
-    if result.checks:
-        passed = sum(c.passed for c in result.checks)
-        lines.append(f"  checks: {passed}/{len(result.checks)} passed")
-    for check in result.checks:
-        mark = "PASS" if check.passed else "FAIL"
-        lines.append(
-            f"    {mark} {check.check.describe()} (line {check.check.line}): {check.summary}"
-        )
-        if not check.passed and check.evidence:
-            lines += _indent(check.evidence)
+    lines += _verdict_lines(result)
+    lines += _check_lines(result)
     if result.cassette is not None and result.cassette.name.endswith(".partial.yaml"):
         kept = result.cassette.with_name(result.cassette.name.replace(".partial.yaml", ".yaml"))
         lines.append(
@@ -200,6 +163,65 @@ def failure_report(result: SpecResult) -> str:
         f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
     )
     return "\n".join(lines)
+
+
+def _cause_lines(result: SpecResult) -> list[str]:
+    """The verdict; or, when the replay diverged, that first, since the replay failed, not
+    the agent (no verdict then: the reflector's session is part of what did not replay)."""
+    if not result.divergences:
+        return [f"  verdict: {verdict_line(result)}", f"  agent: {agent_line(result)}"]
+    n = len(result.divergences)
+    cause, _, detail = result.divergences[0].partition("\n")
+    lines = [
+        f"  replay diverged from the cassette ({n} distinct request{'s' * (n != 1)} "
+        f"matched nothing recorded); {cause}"
+    ]
+    lines += _head(detail, limit=80)
+    for divergence in result.divergences[1:]:
+        lines += _head(divergence, limit=10)
+    lines.append(f"  agent: {agent_line(result)}")
+    return lines
+
+
+def _upstream_lines(result: SpecResult) -> list[str]:
+    """What the CLI saw from the API, and the faults the recording never got past."""
+    api = api_line(result)
+    if not (api or result.upstream_faults):
+        return []
+    lines = [f"  upstream: {api or 'the recording never got past these faults'}"]
+    for fault, count in Counter(result.upstream_faults).items():
+        lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
+    return lines
+
+
+def _verdict_lines(result: SpecResult) -> list[str]:
+    verdict, lines = result.verdict, list[str]()
+    if verdict is None:
+        return lines
+    for criterion in verdict.unmet:
+        lines.append(f"  unmet: {criterion.criterion}")
+        lines += _indent(criterion.evidence)
+    if verdict.feedback:
+        lines.append("  feedback:")
+        lines += _indent(verdict.feedback)
+    lines += [f"  flaky: {note}" for note in verdict.flaky]
+    return lines
+
+
+def _check_lines(result: SpecResult) -> list[str]:
+    """Each check with its line in the spec; a failed one with its evidence."""
+    if not result.checks:
+        return []
+    passed = sum(c.passed for c in result.checks)
+    lines = [f"  checks: {passed}/{len(result.checks)} passed"]
+    for check in result.checks:
+        mark = "PASS" if check.passed else "FAIL"
+        lines.append(
+            f"    {mark} {check.check.describe()} (line {check.check.line}): {check.summary}"
+        )
+        if not check.passed and check.evidence:
+            lines += _indent(check.evidence)
+    return lines
 
 
 def step_line(step: StepResult) -> str:

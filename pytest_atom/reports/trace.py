@@ -264,10 +264,6 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
     spec = result.spec
     ref = atom_ref(result)
     sessions = list(_sessions(result, repeat))
-    executor_calls: Counter[str] = Counter(
-        call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
-    )
-    verdict = result.verdict
     if result.harness_error is not None:
         state = "error"
     else:
@@ -281,64 +277,86 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "implementation_kind": IMPLEMENTATION_KIND,
         "state": state,
         "output_shape": {
-            "valid": verdict is not None or not spec.criteria,
+            "valid": result.verdict is not None or not spec.criteria,
             "schema_ref": "reflector.verdict" if spec.criteria else None,
             "errors": [result.harness_error] if result.harness_error else [],
         },
-        "effective_limits": {
-            "max_iterations": spec.max_iterations,
-            "attempts": spec.attempts,
-            "timeout_s": spec.timeout,
-            "threshold": result.threshold,
-            "permission_mode": spec.claude.permission_mode,
-            "allowed_tools": list(spec.claude.allowed_tools),
-            **result.limits.to_dict(),
-            "timeout": spec.timeout,
-        },
-        "effects_observed": {
-            "writes_files": _writes_files(result, executor_calls),
-            "tool_calls": dict(sorted(executor_calls.items())),
-            "dispatches_runs": len(sessions),
-            "violations": [v for s in sessions for v in _permission_denials(s)]
-            + ([result.limit_exceeded] if result.limit_exceeded else []),
-            "usage": result.usage.to_dict(),
-            "limit_exceeded": result.limit_exceeded,
-        },
+        "effective_limits": _effective_limits(result),
+        "effects_observed": _effects_observed(result, sessions),
         "cost": _cost(result.records, result.duration, result.costs()),
         "children": [_step_child(result, s, sessions, ref) for s in result.steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
-        "atom": {
-            "format": TRACE_FORMAT,
-            "spec": {
-                "name": spec.name,
-                "file": spec.path.name,
-                "path": str(spec.path),
-                "hash": spec_hash(spec),
-                "description": spec.description,
-                "model": spec.model,
-                "criteria": list(spec.criteria),
-            },
-            "source": result.source,
-            "run_dir": str(result.run_dir),
-            "workspace": str(result.workspace) if result.attempts else None,
-            "cassette": str(result.cassette) if result.cassette else None,
-            "claude_code_version": next(
-                (s.record.cli_version for s in sessions if s.record.cli_version), None
-            ),
-            "passed": result.passed,
-            "decision": result.decision,
-            "score": result.score,
-            "iterations": result.iterations,
-            "warnings": list(result.warnings),
-            "drift": result.drift,
-            "repeat": repeat,
-            "steps": result.steps_summary,
-        },
+        "atom": _atom_section(result, sessions, repeat),
     }
     # Tuples (verdict criteria) become lists: exactly what a reader of the file gets back.
     data: dict[str, Any] = json.loads(json.dumps(trace, ensure_ascii=False))
     return data
+
+
+def _effective_limits(result: SpecResult) -> dict[str, Any]:
+    """What the run was allowed (seed 003): iterations, attempts, tools, budgets."""
+    spec = result.spec
+    return {
+        "max_iterations": spec.max_iterations,
+        "attempts": spec.attempts,
+        "timeout_s": spec.timeout,
+        "threshold": result.threshold,
+        "permission_mode": spec.claude.permission_mode,
+        "allowed_tools": list(spec.claude.allowed_tools),
+        **result.limits.to_dict(),
+        "timeout": spec.timeout,
+    }
+
+
+def _effects_observed(result: SpecResult, sessions: list[_Session]) -> dict[str, Any]:
+    """What the agent did (seed 003): files written, tool calls, denials, usage."""
+    executor_calls: Counter[str] = Counter(
+        call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
+    )
+    return {
+        "writes_files": _writes_files(result, executor_calls),
+        "tool_calls": dict(sorted(executor_calls.items())),
+        "dispatches_runs": len(sessions),
+        "violations": [v for s in sessions for v in _permission_denials(s)]
+        + ([result.limit_exceeded] if result.limit_exceeded else []),
+        "usage": result.usage.to_dict(),
+        "limit_exceeded": result.limit_exceeded,
+    }
+
+
+def _atom_section(
+    result: SpecResult, sessions: list[_Session], repeat: int | None
+) -> dict[str, Any]:
+    """pytest-atom's own part of the trace: the spec, where things are, the outcome."""
+    spec = result.spec
+    return {
+        "format": TRACE_FORMAT,
+        "spec": {
+            "name": spec.name,
+            "file": spec.path.name,
+            "path": str(spec.path),
+            "hash": spec_hash(spec),
+            "description": spec.description,
+            "model": spec.model,
+            "criteria": list(spec.criteria),
+        },
+        "source": result.source,
+        "run_dir": str(result.run_dir),
+        "workspace": str(result.workspace) if result.attempts else None,
+        "cassette": str(result.cassette) if result.cassette else None,
+        "claude_code_version": next(
+            (s.record.cli_version for s in sessions if s.record.cli_version), None
+        ),
+        "passed": result.passed,
+        "decision": result.decision,
+        "score": result.score,
+        "iterations": result.iterations,
+        "warnings": list(result.warnings),
+        "drift": result.drift,
+        "repeat": repeat,
+        "steps": result.steps_summary,
+    }
 
 
 def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
