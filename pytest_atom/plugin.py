@@ -17,34 +17,33 @@ import pytest
 
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.settings import PARSERS
 
 if TYPE_CHECKING:
     from pytest_atom.fixture import AtomFixture
 
 
-def _whole(minimum: int) -> Any:
-    def parse(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < minimum:
-            hint = " (0 keeps every run)" if minimum == 0 else ""
-            raise argparse.ArgumentTypeError(
-                f"expected a whole number >= {minimum}{hint}, got {text!r}"
-            )
-        return int(text)
+def _setting(name: str) -> Any:
+    """An option's type: the setting's own parser (`pytest_atom.settings`), so a value means
+    and is checked the same on the command line, in the ini file and in the config."""
 
-    return parse
-
-
-def _fraction(what: str, low_open: bool) -> Any:
-    def parse(text: str) -> float:
+    def parse(text: str) -> Any:
         try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not (0 < value < 1 if low_open else 0 <= value <= 1):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
+            return PARSERS[name](text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{exc}, not {text!r}") from None
 
     return parse
+
+
+def _pass_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a pass rate between 0 and 1, got {text!r}")
+    return value
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -111,7 +110,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="atom_threshold",
         default=None,
         metavar="SCORE",
-        type=_fraction("a score between 0 and 1, such as 0.8", low_open=True),
+        type=_setting("threshold"),
         help="reflector score a spec must exceed to pass, unless the spec sets its own "
         "(default 0.8).",
     )
@@ -133,7 +132,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add(
         "--atom-keep-runs",
         dest="atom_keep_runs",
-        type=_whole(0),
+        type=_setting("keep_runs"),
         default=None,
         metavar="N",
         help="after the session, keep the newest N run folders of each spec, and every "
@@ -142,7 +141,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add(
         "--atom-repeat",
         dest="atom_repeat",
-        type=_whole(1),
+        type=_setting("repeat"),
         default=None,
         metavar="N",
         help="run each spec N times and report its pass rate, pass@N and pass^N.",
@@ -152,7 +151,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="atom_min_pass_rate",
         default=None,
         metavar="R",
-        type=_fraction("a pass rate between 0 and 1", low_open=False),
+        type=_pass_rate,
         help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
         "repeats, and succeeds otherwise even if some repeats failed.",
     )

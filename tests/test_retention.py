@@ -146,7 +146,7 @@ def test_the_ini_option_is_read_and_checked(pytester: pytest.Pytester) -> None:
     )
     bad = pytester.runpytest("--atom", "--atom-keep-runs=-1")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*expected a whole number >= 0 (0 keeps every run)*"])
+    bad.stderr.fnmatch_lines(["*use a whole number >= 0 (0 keeps every run folder), not '-1'*"])
     assert runs[2].exists()  # a usage error prunes nothing
 
 
