@@ -34,6 +34,10 @@ _RAW_PATH = re.compile(
     r"(?!claude(?![\w.-]))(?=[\w.-]))[\w.-]*"
 )
 
+#: A run folder's path as the CLI spells it in folder names (every other character a `-`):
+#: `-home-me-proj--atom-runs-<spec>-<date>-<time>-<id>`, which names this machine too.
+_RUN_SLUG = re.compile(r"[\w-]*-atom-runs-[\w.-]*?-\d{8}-\d{6}-[0-9a-f]{6}")
+
 #: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
 PARTIAL_SUFFIX = ".partial.yaml"
 
@@ -111,7 +115,8 @@ def _secret_kind(name: str) -> str:
 
 
 def _path_findings(text: str, where: str) -> list[str]:
-    found = list(dict.fromkeys(m.group(0) for m in _RAW_PATH.finditer(text)))
+    matches = [*_RAW_PATH.finditer(text), *_RUN_SLUG.finditer(text)]
+    found = list(dict.fromkeys(m.group(0) for m in matches))
     if not found:
         return []
     listed = ", ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")

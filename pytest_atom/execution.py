@@ -130,7 +130,7 @@ def run_spec(
         tools=_spec_tools(spec, config),
     )
     source = open_model_source(
-        spec, settings, paths=_volatile_paths(run.run_dir, spec.attempts), claude_bin=claude_bin
+        spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
     )
     exchanges, written = _drive(run, source)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
@@ -438,7 +438,7 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     )
 
 
-def _volatile_paths(run_dir: Path, attempts: int = 1) -> dict[str, str]:
+def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
     for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
@@ -447,10 +447,16 @@ def _volatile_paths(run_dir: Path, attempts: int = 1) -> dict[str, str]:
     # The CLI names per-folder state after the folder with every other character as `-`,
     # in its system prompt: the auto-memory folder of the project (the run folder, see its
     # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
+    # A slug is one path component, so each attempt folder's is named in full: a step's
+    # attempts are numbered on after a rollback or a resume, hence the generous bound.
     slug = re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))
     paths[slug] = "<RUN_DIR_SLUG>"
-    for number in range(1, attempts + 1):
-        paths[f"{slug}-attempts-a{number:02d}"] = f"<RUN_DIR_SLUG>-attempts-a{number:02d}"
+    folders = [f"steps-{step.id}-attempts" for step in spec.steps] or ["attempts"]
+    attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
+    for folder in folders:
+        for number in range(1, 2 * attempts + 3):
+            name = f"{folder}-a{number:02d}"
+            paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
     # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt).
     if hasattr(os, "getuid"):
         for name in ("claude", "cc-daemon", "claude-host"):

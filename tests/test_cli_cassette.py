@@ -338,6 +338,21 @@ def test_check_reports_a_raw_home_path_in_an_otherwise_normalized_cassette(
     ]
 
 
+def test_check_reports_a_run_folder_named_in_the_clis_folder_slug(tmp_path: Path) -> None:
+    """The CLI names folders after the run folder with `/` as `-`: that names this machine."""
+    data = Cassette.load(CREATE_FILE)
+    result_block = data.interactions[3].body["messages"][-1]["content"][0]
+    slug = "-home-alice-proj--atom-runs-two-steps-20261124-040517-156e5f"
+    result_block["content"] = f"<TMP>/claude-<UID>/{slug}-steps-a-attempts-a01/task.json"
+    path = data.save(tmp_path / "slug.yaml")
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{path}: interaction 4: raw path in request body, normalization did not happen: {slug}",
+        "1 cassette checked, 1 finding",
+    ]
+
+
 def test_check_exits_2_for_paths_that_are_not_cassettes_and_still_checks_the_rest(
     tmp_path: Path,
 ) -> None:

@@ -8,7 +8,7 @@ import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
+from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine_counts, run_dates
 
 WS = "/tmp/x/run/workspace"
 DAY = datetime(2026, 11, 22, 12, 0)
@@ -213,3 +213,24 @@ def test_run_dates_cover_local_utc_and_the_day_before() -> None:
     today = run_dates()
     assert date.today().isoformat() in today
     assert (date.today() - timedelta(days=1)).isoformat() in today
+
+
+def test_the_sandboxs_count_of_denied_paths_is_masked_on_both_sides() -> None:
+    """The CLI cuts its list of denied paths off with a count of the rest, which depends on
+    the machine's folders: a live request and an older recording must still match exactly."""
+    live = {
+        "messages": [
+            {"role": "user", "content": '["/x", "... and 168 more (truncated for prompt size)"]'}
+        ]
+    }
+    recorded = {
+        "messages": [
+            {"role": "user", "content": '["/x", "... and 155 more (truncated for prompt size)"]'}
+        ]
+    }
+    normalized = Normalizer({}).body(live)
+    assert normalized["messages"][0]["content"].endswith(
+        '"... and <N> more (truncated for prompt size)"]'
+    )
+    assert mask_machine_counts(recorded) == normalized
+    assert mask_machine_counts(normalized) == normalized  # idempotent: safe on new cassettes

@@ -23,6 +23,24 @@ _BILLING = [
 _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 
 
+#: Claude Code's sandbox section lists the paths it denies, cut off with "... and 155 more
+#: (truncated for prompt size)": the count is however many folders this machine has.
+_TRUNCATED = re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)")
+_TRUNCATED_MASK = "... and <N> more (truncated for prompt size)"
+
+
+def mask_machine_counts(body: Any) -> Any:
+    """`body` with the machine-dependent counts masked, for bodies recorded before the
+    normalizer masked them: applied to both sides, old cassettes still match exactly."""
+    if isinstance(body, str):
+        return _TRUNCATED.sub(_TRUNCATED_MASK, body) if "truncated for prompt" in body else body
+    if isinstance(body, list):
+        return [mask_machine_counts(item) for item in body]
+    if isinstance(body, dict):
+        return {key: mask_machine_counts(value) for key, value in body.items()}
+    return body
+
+
 def mask_durations(text: str) -> str:
     """Wall times in command output as ``<DURATION>``: they are noise to a judge and a matcher."""
     return _DURATION.sub("<DURATION>", text)
@@ -67,6 +85,8 @@ class Normalizer:
             text = self._dates.sub("<DATE>", text)
         for pattern, placeholder in _BILLING:
             text = pattern.sub(placeholder, text)
+        if "truncated for prompt" in text:
+            text = _TRUNCATED.sub(_TRUNCATED_MASK, text)
         return text
 
     def body(self, body: Any) -> Any:
