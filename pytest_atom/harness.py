@@ -159,18 +159,17 @@ def host_hooks(root: Path, spec_dirs: Iterable[Path] = ()) -> HookRelay:
 
 
 def conftest_files(root: Path, spec_dirs: Iterable[Path]) -> list[Path]:
-    """`root`/conftest.py and every conftest.py between `root` and each of `spec_dirs`."""
+    """`root`/conftest.py and every conftest.py on the way down to each of `spec_dirs`,
+    outermost first (a spec folder outside `root` contributes only its own)."""
     root = root.resolve()
-    found: list[Path] = []
-    for folder in {d.resolve() for d in spec_dirs} | {root}:
+    found: dict[Path, None] = {}
+    for folder in sorted({d.resolve() for d in spec_dirs} | {root}):
         chain = [folder, *folder.parents]
-        if root not in chain:
-            chain = [folder]
-        for step in reversed(chain[: chain.index(root) + 1] if root in chain else chain):
-            candidate = step / "conftest.py"
-            if candidate.is_file() and candidate not in found:
-                found.append(candidate)
-    return found
+        chain = chain[: chain.index(root) + 1] if root in chain else [folder]
+        for step in reversed(chain):
+            if (step / "conftest.py").is_file():
+                found[step / "conftest.py"] = None
+    return list(found)
 
 
 def _import_conftest(path: Path) -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.config import ConfigError, load_config
-from pytest_atom.harness import file_layers
+from pytest_atom.harness import conftest_files, file_layers
 from pytest_atom.settings import Layer, RunSettings, SettingsError, resolve
 
 
@@ -72,3 +72,16 @@ def test_the_ini_file_wins_over_the_config_file(tmp_path: Path) -> None:
     (tmp_path / ".atom" / "config.yaml").write_text("threshold: 0.7\nrecord_mode: once\n")
     layers = file_layers({"atom_threshold": "0.9"}, load_config(cwd=tmp_path))
     assert resolve(layers) == RunSettings(threshold=0.9, record_mode="once")
+
+
+def test_conftests_from_the_root_down_to_each_spec_folder(tmp_path: Path) -> None:
+    for folder in ("", "a", "a/b", "c", "outside"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "conftest.py").write_text("")
+    root = tmp_path / "a"
+    found = conftest_files(root, [root / "b", tmp_path / "outside"])
+    assert found == [
+        root / "conftest.py",
+        root / "b" / "conftest.py",
+        tmp_path / "outside" / "conftest.py",  # outside the root: its own conftest only
+    ]
