@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,78 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "claude_bin" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@dataclass(frozen=True)
+class ShippedRun:
+    """What one `pytest --atom specs` replay of a copy of fixtures/specs left behind."""
+
+    folder: Path
+    output: str
+
+    @property
+    def specs(self) -> Path:
+        return self.folder / "specs"
+
+    @property
+    def runs(self) -> Path:
+        return self.folder / "runs"
+
+    @property
+    def report(self) -> Path:
+        return self.folder / "report.html"
+
+    @property
+    def junit(self) -> Path:
+        return self.folder / "junit.xml"
+
+    @property
+    def traces(self) -> Path:
+        return self.folder / "traces"
+
+    @property
+    def durations(self) -> Path:
+        return self.folder / "durations.json"
+
+
+@pytest.fixture(scope="session")
+def shipped_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> ShippedRun:
+    """One replay of the shipped fixtures, under xdist, for every test that reads what such a
+    run leaves (the HTML report, JUnit, traces, pytest-split's durations, run folders).
+
+    It runs once per test session even when those tests land on several xdist workers: a
+    lock and the run's output file in the session's shared temp folder.
+    """
+    basetemp = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's basetemp is a folder of the session's own: share its parent.
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    folder = shared / "shipped-run"
+    folder.mkdir(exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (folder / "output.txt").is_file():
+                _replay_shipped(folder, claude_bin)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return ShippedRun(folder, (folder / "output.txt").read_text(encoding="utf-8"))
+
+
+def _replay_shipped(folder: Path, claude_bin: Path) -> None:
+    shutil.copytree(REPO / "fixtures" / "specs", folder / "specs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    command = [sys.executable, "-m", "pytest", "--atom", "specs", "-n", "2", "-q", "-rxX"]
+    command += ["-p", "no:cacheprovider", "--atom-runs-dir", "runs", "--atom-keep-runs", "0"]
+    command += ["--atom-html", "report.html", "--junitxml", "junit.xml", "--atom-report"]
+    command += ["traces", "--store-durations", "--durations-path", "durations.json"]
+    done = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    (folder / "output.txt").write_text(output, encoding="utf-8")
 
 
 @pytest.fixture(scope="session")

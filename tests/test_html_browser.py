@@ -1,20 +1,15 @@
 """The HTML report of the shipped fixtures, driven in a real Chromium through Selenium.
 
-One `pytest --atom fixtures/specs --atom-html … -n 2` run (the real CLI replaying the
-fixtures' cassettes, its specs spread over two xdist workers) serves every test here: it
-runs once per test session, even when this module's tests land on several xdist workers
-(a lock and a marker file in the session's shared temp folder). The browser is Debian's
+The session's one replay of the fixtures (`shipped_run` in tests/conftest.py: the real CLI
+replaying their cassettes under `-n 2`, with `--atom-html`) serves every test here. The browser is Debian's
 `chromium` with `chromium-driver`; without them these tests skip, except in CI (`$CI`),
 where they fail.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.conftest import REPO
+from tests.conftest import ShippedRun
 
 pytestmark = pytest.mark.slow
 
@@ -56,45 +51,12 @@ def _browser() -> tuple[str, str]:
     pytest.skip(reason)
 
 
-def _run_fixtures(folder: Path, claude_bin: Path) -> Path:
-    """`pytest --atom fixtures/specs --atom-html` under xdist; returns the report."""
-    report = folder / "report.html"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    command = [sys.executable, "-m", "pytest", "--atom", "fixtures/specs", "-n", "2", "-q"]
-    command += ["-p", "no:cacheprovider", "--atom-runs-dir", str(folder / "runs")]
-    done = subprocess.run(
-        [*command, "--atom-html", str(report)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"HTML report written to {report}" in done.stdout
-    return report
-
-
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The fixtures' report, made once per test session (shared by xdist workers)."""
+def report(shipped_run: ShippedRun) -> Path:
+    """The shipped fixtures' report, from the session's one replay of them (under xdist)."""
     _browser()
-    basetemp = tmp_path_factory.getbasetemp()
-    # Under xdist each worker's basetemp is a folder of the session's own: share its parent.
-    shared = (
-        basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
-    ) / "html-report"
-    shared.mkdir(exist_ok=True)
-    with open(shared / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            if (shared / "report.html").is_file():
-                return shared / "report.html"
-            return _run_fixtures(shared, claude_bin)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    assert f"HTML report written to {shipped_run.report}" in shipped_run.output
+    return shipped_run.report
 
 
 @pytest.fixture(scope="module")

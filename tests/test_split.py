@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, drop_step_fixtures
+from pytest_atom.spec import load_specs
+from tests.conftest import REPO, ShippedRun, drop_step_fixtures
 
 IDS = [
     "specs/create_file.atom.yaml::create-file",
@@ -76,17 +77,21 @@ def test_split_of_repeats_keeps_every_run(pytester: pytest.Pytester, specs: Path
     assert sorted(n for group in groups for n in group) == sorted(repeated), groups
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_store_durations_records_each_spec(pytester: pytest.Pytester, specs: Path) -> None:
-    """One real replay of the fixtures stores a duration per spec, then splits by it."""
-    durations = pytester.path / "durations.json"
-    result = pytester.runpytest(
-        "--atom", "specs", "--store-durations", "--durations-path", str(durations)
+def test_store_durations_records_each_spec(
+    pytester: pytest.Pytester, shipped_run: ShippedRun
+) -> None:
+    """A real replay of the fixtures stores a duration per spec node id; a split by them
+    holds every spec once."""
+    every = sorted(
+        f"specs/{file.name}::{spec.name}"
+        for file in shipped_run.specs.glob("*.atom.yaml")
+        for spec in load_specs(file)
     )
-    result.assert_outcomes(passed=2, xfailed=1)
-    stored = json.loads(durations.read_text(encoding="utf-8"))
-    assert sorted(stored) == IDS
+    stored = json.loads(shipped_run.durations.read_text(encoding="utf-8"))
+    assert sorted(stored) == every
     assert all(seconds > 0.5 for seconds in stored.values()), stored  # the runs, not collection
-    groups = [group_ids(pytester, durations, 2, g) for g in (1, 2)]
-    assert sorted(groups[0] + groups[1]) == IDS
+    # Both beside the inner run: pytest takes `--durations-path`'s value for a path argument
+    # too, and one outside would move the rootdir, and so the node ids.
+    shutil.copytree(shipped_run.specs, pytester.path / "specs")
+    durations = shutil.copy2(shipped_run.durations, pytester.path / "durations.json")
+    assert_partition(pytester, Path(durations), every, "least_duration", 2)

@@ -26,7 +26,7 @@ from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import SpecError, load_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
-from tests.conftest import REPO, bash
+from tests.conftest import REPO, ShippedRun, bash
 
 THREE = """\
 name: three
@@ -260,22 +260,11 @@ def test_the_trace_nests_steps_with_their_attempts_and_rollbacks(tmp_path: Path)
 # --- real runs ----------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
 def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
-    pytester: pytest.Pytester,
+    shipped_run: ShippedRun,
 ) -> None:
-    specs = pytester.path / "specs"
-    specs.mkdir()
-    for name in ("two_steps", "rollback_steps"):
-        shutil.copy2(REPO / "fixtures/specs" / f"{name}.atom.yaml", specs)
-        shutil.copytree(REPO / "fixtures/specs/cassettes" / name, specs / "cassettes" / name)
-    shutil.copytree(REPO / "fixtures/specs/scripts", specs / "scripts")
-    result = pytester.runpytest(
-        "-n", "2", "--atom", "specs", "--junitxml=j.xml", "--atom-report=rep"
-    )
-    result.assert_outcomes(passed=2)
-    [run] = (pytester.path / ".atom" / "runs").glob("rollback-steps-*")
+    assert "4 passed, 1 xfailed" in shipped_run.output  # the two step fixtures among them
+    [run] = shipped_run.runs.glob("rollback-steps-*")
     steps = run / "steps"
     attempts = {
         s: sorted(p.name for p in (steps / s / "attempts").iterdir())
@@ -288,13 +277,13 @@ def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
     ).read_bytes()
     assert '"hello, "' in (steps / "implement" / "committed" / "greet.py").read_text()
     assert '"hello "' in (steps / "implement" / "attempts" / "a01" / "greet.py").read_text()
-    trace = json.loads((pytester.path / "rep/rollback_steps/rollback-steps.json").read_text())
+    trace = json.loads((shipped_run.traces / "rollback_steps/rollback-steps.json").read_text())
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
     [rollback] = [c for c in trace["children"][2]["children"] if "#rollback-" in c["atom_ref"]]
     assert (rollback["source"], rollback["attempt"], rollback["target"]) == ("test", 1, "implement")
     props = {
         p.get("name"): p.get("value")
-        for case in ET.parse(pytester.path / "j.xml").iter("testcase")
+        for case in ET.parse(shipped_run.junit).iter("testcase")
         if case.get("name") == "rollback-steps"
         for p in case.iter("property")
     }
