@@ -109,7 +109,7 @@ def run_spec(
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
     run_type: type[_Run] = _Run
-    if spec.steps:
+    if spec.steps or spec.request is not None:
         from pytest_atom.steps import StepsRun  # steps.py builds on this module
 
         run_type = StepsRun

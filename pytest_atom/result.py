@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.core.runtime import RunOutcome
@@ -15,7 +16,7 @@ from pytest_atom.judge.reflector import Decision, Verdict
 from pytest_atom.limits import Limits, Usage
 from pytest_atom.replay.gateway import Exchange
 from pytest_atom.replay.recording import SourceKind
-from pytest_atom.spec import Spec
+from pytest_atom.spec import Spec, Step
 
 
 @dataclass
@@ -77,6 +78,30 @@ class StepResult:
 
 
 @dataclass
+class Plan:
+    """Planner mode: the steps a planner session wrote, or why they cannot run."""
+
+    raw: Any = None  # the planner's JSON answer, as given
+    path: Path | None = None  # where it was saved (the run folder's plan.json)
+    steps: tuple[Step, ...] = ()
+    error: str | None = None  # not valid steps: the agent's failure, never a crash
+    failed: list[str] = field(default_factory=list)  # `plan_accept:` assertions failed
+    record: IterationRecord | None = None  # the planner's session
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not self.failed
+
+    def summary(self) -> str:
+        """``plan: research, implement, test`` (or what went wrong with it)."""
+        if self.error is not None:
+            return f"plan: invalid ({self.error})"
+        ids = ", ".join(s.id for s in self.steps) or "no steps"
+        failed = "; ".join(f"plan_accept {f}" for f in self.failed)
+        return f"plan: {ids}" + (f" - FAILED {failed}" if failed else "")
+
+
+@dataclass
 class SpecResult:
     """Everything a report needs about one spec run."""
 
@@ -109,6 +134,7 @@ class SpecResult:
     #: and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
+    plan: Plan | None = None  # planner mode: the plan the steps came from
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -128,6 +154,7 @@ class SpecResult:
             and bool(self.attempts)
             and self.final.decision == "proceed"
             and all(step.passed for step in self.steps)
+            and (self.plan is None or self.plan.passed)
         )
 
     @property

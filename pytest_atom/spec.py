@@ -142,6 +142,15 @@ class Step:
 
 
 @dataclass(frozen=True)
+class PlanAccept:
+    """`plan_accept:`: what a planner's plan must satisfy before any step runs."""
+
+    has_step: str | None = None  # a regex some step id matches (re.search)
+    min_steps: int | None = None
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
 class Spec:
     """One agent task with its acceptance checks; paths are absolute and resolved."""
 
@@ -176,6 +185,10 @@ class Spec:
     steps: tuple[Step, ...] = ()
     session: str = "continue"  # with steps: one conversation ("continue") or one per step
     max_rollbacks: int = 2
+    #: `request:` (planner mode): a planner session turns it into the steps; until then
+    #: `steps` is empty and `prompt` is the request.
+    request: str | None = None
+    plan_accept: PlanAccept | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -415,11 +428,28 @@ def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> Spe
         err.validator == "oneOf"
         and isinstance(instance, dict)
         and {"prompt", "steps"} <= set(instance)
+        and "request" not in instance
     ):
         return doc.error(
             "a spec has either 'prompt' or 'steps', not both: move the prompt into a step "
             "(steps[0].prompt) or remove 'steps'",
             loc + ("steps",),
+            key=True,
+        )
+    if err.validator == "oneOf" and isinstance(instance, dict) and "request" in instance:
+        other = "prompt" if "prompt" in instance else "steps"
+        return doc.error(
+            f"a spec has exactly one of 'prompt', 'steps' or 'request', not both 'request' "
+            f"and {other!r}: remove {other!r} to let a planner write the steps, or remove "
+            "'request'",
+            loc + ("request",),
+            key=True,
+        )
+    if err.validator == "dependentRequired":
+        return doc.error(
+            "'plan_accept' asserts on a planner's plan, so it needs 'request:' (planner "
+            "mode): add a request or remove 'plan_accept'",
+            loc + ("plan_accept",),
             key=True,
         )
     if err.validator == "required":
@@ -535,6 +565,10 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     if "steps" in m:
         kw["steps"] = _steps(doc, loc + ("steps",), m["steps"])
         kw["prompt"] = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in kw["steps"])
+    elif "request" in m:
+        kw["prompt"] = kw["request"] = m["request"]
+        if "plan_accept" in m:
+            kw["plan_accept"] = _plan_accept(doc, loc + ("plan_accept",), m["plan_accept"])
     else:
         kw["prompt"] = m["prompt"]
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
@@ -569,6 +603,35 @@ def _steps(doc: _Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Ste
             )
         )
     return tuple(steps)
+
+
+def _plan_accept(doc: _Document, loc: Loc, m: dict[str, Any]) -> PlanAccept:
+    accept = PlanAccept(**m)
+    if accept.has_step is not None:
+        _regex(doc, loc + ("has_step",), accept.has_step)
+    if accept.min_steps and accept.max_steps and accept.min_steps > accept.max_steps:
+        raise doc.error(
+            f"'plan_accept' asks for min_steps {accept.min_steps} > max_steps "
+            f"{accept.max_steps}: no plan could pass, lower min_steps or raise max_steps",
+            loc + ("min_steps",),
+        )
+    return accept
+
+
+def planned_steps(
+    text: str, origin: Path, *, check_kinds: Collection[str] = ()
+) -> tuple[Step, ...]:
+    """A planner's steps (`text`: JSON ``{"steps": [...]}``, saved at `origin`), checked
+    exactly like a spec's hand-written ``steps:``: the same schema, ids and messages.
+
+    Raises SpecError naming `origin` and the line of the plan's JSON at fault.
+    """
+    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    doc = _Document(origin, text)
+    if not isinstance(doc.data, dict) or set(doc.data) != {"steps"}:
+        raise SpecError("a plan is a JSON object with one key, 'steps'", origin)
+    _validate(doc, schema)  # `{"steps": [...]}` is itself a spec, so the spec schema fits
+    return _steps(doc, ("steps",), doc.data["steps"])
 
 
 def _limits(doc: _Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,10 @@ An interrupted run leaves its partial work in its attempt folder. Run again on t
 folder (`--atom-resume RUN_DIR`), it goes on from the first step that is not committed,
 in a new attempt folder; the interrupted attempt's conversation is set aside, so a
 continued conversation resumes from the last commit.
+
+Planner mode (`request:` instead of `steps:`): a planner session writes the steps first
+(`pytest_atom.planner`); a plan that is not valid steps, or fails `plan_accept:`, fails
+the spec before any step runs.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from pathlib import Path
 
 from pytest_atom.execution import HarnessError, _Run, session_id_for
 from pytest_atom.files import copy_ignore
+from pytest_atom.planner import PlannerError, check_plan, run_planner
 from pytest_atom.replay.recording import ModelSource
-from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
+from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step
 
 _RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -71,6 +76,7 @@ class StepsRun(_Run):
     notes: list[str] = field(default_factory=list)  # warnings for the report
     #: Steps already committed by an earlier run of this folder (`--atom-resume`).
     resumed: int = 0
+    plan: Plan | None = None  # planner mode: the planner's plan
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -85,6 +91,9 @@ class StepsRun(_Run):
         self, source: ModelSource, gateway_url: str, message: str | None = None
     ) -> None:
         """Every step in order from the first uncommitted one; a rollback goes back."""
+        if self.spec.request is not None and not self.spec.steps:
+            if not self._plan(source, gateway_url):
+                return
         steps = self.spec.steps
         feedback: dict[str, str] = {}
         index = self.resumed
@@ -119,6 +128,35 @@ class StepsRun(_Run):
             if target is None:
                 return  # the step failed, and with it the spec
             index = self._roll_back(index, target, run.attempts[-1], feedback)
+
+    def _plan(self, source: ModelSource, gateway_url: str) -> bool:
+        """Planner mode: the planner's steps become the spec's; False: nothing to run."""
+        self.emit("plan")
+        try:
+            answer, record = run_planner(
+                self.spec,
+                self.run_dir,
+                env=self.agent_env(gateway_url, source),
+                claude_bin=self.claude_bin,
+                session_id=session_id_for(self.spec, "planner"),
+                prompts=self.prompts,
+                model=self.model,
+            )
+        except PlannerError as exc:
+            if not (source.tape and source.tape.divergences):
+                self.harness_error = str(exc)
+            return False
+        kinds = self.registry.kinds() if self.registry is not None else ()
+        self.plan = check_plan(self.spec, answer, self.run_dir, kinds)
+        self.plan.record = record
+        self.emit("planned", plan=self.plan.summary())
+        if not self.plan.passed:
+            return False
+        steps = self.plan.steps
+        prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
+        self.spec = replace(self.spec, steps=steps, prompt=prompt)
+        self.results = [StepResult(step.id) for step in steps]
+        return True
 
     def _step_run(self, step: Step, index: int, result: StepResult) -> _Run:
         """The attempt loop of one run of `step`, starting from the previous step's work."""
@@ -245,6 +283,7 @@ class StepsRun(_Run):
     def complete(self, result: SpecResult) -> None:
         result.steps = self.results
         result.rollbacks = list(self.rollbacks)
+        result.plan = self.plan
         result.warnings = [*result.warnings, *self.notes]
 
 

@@ -27,14 +27,14 @@ from typing import Any, Literal
 
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.replay.gateway.messages import parse_sse
-from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
+from pytest_atom.replay.gateway.scripted import structured_role
 
 __all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "request_kind"]
 
 #: What a request is for. Turns and reflector turns carry a conversation; the others are
 #: Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "side"]
-CONVERSATION_KINDS = ("turn", "reflector")
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
 
 TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -53,14 +53,16 @@ def tool_names(body: Any) -> list[str]:
 
 
 def request_kind(method: str, endpoint: str, body: Any) -> Kind:
-    """``turn`` offers tools (an agent step); ``reflector`` also offers StructuredOutput."""
+    """``turn`` offers tools (an agent step); ``reflector`` also offers StructuredOutput,
+    and ``planner`` offers it with the plan's answer schema (planner mode)."""
     if method == "HEAD":
         return "head"
     if endpoint.endswith("/count_tokens"):
         return "count_tokens"
     names = tool_names(body)
     if names and endpoint.endswith("/messages"):
-        return "reflector" if STRUCTURED_OUTPUT in names else "turn"
+        role = structured_role(body)
+        return "turn" if role is None else "planner" if role == "planner" else "reflector"
     return "side"
 
 

@@ -11,7 +11,9 @@ acceptance checks without recording anything. A script lists the agent's turns::
       - text: "Created hello.txt.\\n\\nEXIT_LOOP_NOW"
 
 Each agent turn request (one that offers tools) takes the next turn; side requests
-(session titles, token counts) are answered on the side and never consume one.
+(session titles, token counts) are answered on the side and never consume one. The
+reflector's sessions take `reflector:` turns (``- verdict: {...}``) and a planner's
+(planner mode) `planner:` turns (``- plan: {steps: [...]}``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,26 @@ from pytest_atom.replay.gateway.server import GatewayRequest, Reply
 
 #: The tool Claude Code adds for `--json-schema`: a request offering it is the reflector's.
 STRUCTURED_OUTPUT = "StructuredOutput"
+#: The title of the planner's answer schema: a structured request with it is the planner's.
+PLAN_TITLE = "pytest-atom plan"
+
+
+def structured_role(body: Any) -> str | None:
+    """Whose session a request offering StructuredOutput is: "planner" when its answer
+    schema is the plan's (titled so, or asking for ``steps`` where a verdict has a
+    ``score``), else "reflector"; None for a request without it."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    for tool in tools or []:
+        if isinstance(tool, dict) and tool.get("name") == STRUCTURED_OUTPUT:
+            schema = tool.get("input_schema")
+            schema = schema if isinstance(schema, dict) else {}
+            props = schema.get("properties")
+            props = props if isinstance(props, dict) else {}
+            planner = schema.get("title") == PLAN_TITLE or (
+                "steps" in props and "score" not in props
+            )
+            return "planner" if planner else "reflector"
+    return None
 
 
 class ScriptError(Exception):
@@ -56,6 +78,7 @@ class Script:
     path: Path | None
     turns: tuple[Turn, ...]
     reflector: tuple[Turn, ...] = ()  # the judging session's turns, one verdict per attempt
+    planner: tuple[Turn, ...] = ()  # planner mode: the planner session's turns, one plan
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Script:
@@ -86,10 +109,12 @@ class Script:
         if not isinstance(root, yaml.MappingNode):
             raise ScriptError(f"script {where} must be a mapping with a 'turns:' list")
         top = {k.value: v for k, v in root.value}
-        unknown = set(top) - {"turns", "reflector"}
+        unknown = set(top) - {"turns", "reflector", "planner"}
         if unknown:
             raise fail(
-                root, f"unknown key {sorted(unknown)[0]!r}: a script has 'turns' and 'reflector'"
+                root,
+                f"unknown key {sorted(unknown)[0]!r}: a script has 'turns', 'reflector' "
+                "and 'planner'",
             )
         turns_node = top.get("turns")
         if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
@@ -101,7 +126,11 @@ class Script:
         reflector = (
             tuple(cls._turn(n, fail) for n in reflector_node.value) if reflector_node else ()
         )
-        return cls(path, turns, reflector)
+        planner_node = top.get("planner")
+        if planner_node is not None and not isinstance(planner_node, yaml.SequenceNode):
+            raise fail(planner_node, "'planner:' is a list of turns, e.g. '- plan: {steps: [...]}'")
+        planner = tuple(cls._turn(n, fail) for n in planner_node.value) if planner_node else ()
+        return cls(path, turns, reflector, planner)
 
     @staticmethod
     def _turn(node: yaml.Node, fail: Any) -> Turn:
@@ -109,9 +138,11 @@ class Script:
         if (
             not isinstance(data, dict)
             or not data
-            or not set(data) <= {"text", "tool_use", "verdict"}
+            or not set(data) <= {"text", "tool_use", "verdict", "plan"}
         ):
-            raise fail(node, "each turn is a mapping with 'text', 'tool_use' and/or 'verdict'")
+            raise fail(
+                node, "each turn is a mapping with 'text', 'tool_use', 'verdict' and/or 'plan'"
+            )
         text = data.get("text")
         if text is not None and not isinstance(text, str):
             raise fail(node, "a turn's 'text' must be a string")
@@ -128,6 +159,10 @@ class Script:
             if not isinstance(data["verdict"], dict):
                 raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
             calls.append(ToolUse(STRUCTURED_OUTPUT, data["verdict"]))
+        if "plan" in data:  # shorthand for the planner's structured answer
+            if not isinstance(data["plan"], dict):
+                raise fail(node, "'plan' is a mapping: the planner's JSON answer, {steps: [...]}")
+            calls.append(ToolUse(STRUCTURED_OUTPUT, data["plan"]))
         return Turn(text, tuple(calls), node.start_mark.line + 1)
 
 
@@ -138,7 +173,7 @@ class ScriptedResponder:
         self.script = script
         self.model = model
         self._lock = threading.Lock()
-        self._next = {"turns": 0, "reflector": 0}
+        self._next = {"turns": 0, "reflector": 0, "planner": 0}
         self._side = 0
 
     @property
@@ -150,15 +185,14 @@ class ScriptedResponder:
         if request.kind == "count_tokens":
             return Reply.json({"input_tokens": messages.estimate_tokens(request.body)})
         if request.kind == "turn":
-            tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-            lane = "reflector" if STRUCTURED_OUTPUT in tools else "turns"
+            lane = structured_role(body) or "turns"
             script_turns = getattr(self.script, lane)
             with self._lock:
                 index = self._next[lane]
                 self._next[lane] += 1
             if index >= len(script_turns):
                 return self._exhausted(lane, index)
-            prefix = "msg_atom_reflector" if lane == "reflector" else "msg_atom"
+            prefix = "msg_atom" if lane == "turns" else f"msg_atom_{lane}"
             content = self._content(script_turns[index], index, prefix)
             msg_id = f"{prefix}_{index + 1:04d}"
         else:
@@ -204,7 +238,13 @@ class ScriptedResponder:
 
     def _exhausted(self, lane: str, index: int) -> Reply:
         where = self.script.path or "the script"
-        if lane == "reflector":
+        if lane == "planner":
+            text = (
+                f"pytest-atom scripted gateway: {where} has {len(self.script.planner)} "
+                f"planner turns but the planner asked for turn {index + 1}. Add a "
+                "`planner:` turn with a `plan: {steps: [...]}`."
+            )
+        elif lane == "reflector":
             text = (
                 f"pytest-atom scripted gateway: {where} has {len(self.script.reflector)} "
                 f"reflector turns but the reflector asked for turn {index + 1}. Add a "
