@@ -68,6 +68,16 @@ EXPECTED = {
         ],
         "Totals: 2 sessions, 5 turns, 2 tool calls, 1 verdict, 0 side requests",
     ),
+    "planned.yaml": (
+        "planned.atom.yaml::planned",
+        [
+            "# Planner: decompose a request into steps",
+            'verdict: {"steps": [{"id": "implement"',  # the planner's structured answer
+            """$ printf 'def greet(name):\\n    return "hello, " + name\\n' > greet.py""",
+            "# Step `test` (2 of 2)",
+        ],
+        "Totals: 2 sessions, 5 turns, 2 tool calls, 1 verdict, 0 side requests",
+    ),
     "rollback-steps.yaml": (
         "rollback_steps.atom.yaml::rollback-steps",
         [

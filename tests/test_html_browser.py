@@ -36,7 +36,14 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--window-size=1280,1800",
 )
-FIXTURE_SPECS = ("create-file", "fix-failing-test", "misses-goal", "rollback-steps", "two-steps")
+FIXTURE_SPECS = (
+    "create-file",
+    "fix-failing-test",
+    "misses-goal",
+    "planned",
+    "rollback-steps",
+    "two-steps",
+)
 
 
 def _browser() -> tuple[str, str]:
@@ -129,7 +136,7 @@ def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
     assert _visible_rows(page) == ["misses-goal"]
     assert not _section(page, "create-file").is_displayed()
     assert _section(page, "misses-goal").is_displayed()
-    assert page.find_element(By.ID, "shown-count").text == "1 of 5 shown"
+    assert page.find_element(By.ID, "shown-count").text == "1 of 6 shown"
     passed.click()
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
 
@@ -150,7 +157,8 @@ def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
 def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
-    by_tokens = ["misses-goal", "create-file", "fix-failing-test", "two-steps", "rollback-steps"]
+    by_tokens = ["misses-goal", "create-file", "fix-failing-test", "planned", "two-steps"]
+    by_tokens.append("rollback-steps")
     assert _visible_rows(page) == by_tokens
     tokens.click()
     assert _visible_rows(page) == by_tokens[::-1]

@@ -48,6 +48,7 @@ def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, s
             "specs/create_file.atom.yaml::create-file",
             "specs/fix_failing_test.atom.yaml::fix-failing-test",
             "specs/misses_goal.atom.yaml::misses-goal",
+            "specs/planned.atom.yaml::planned",
             "specs/rollback_steps.atom.yaml::rollback-steps",
             "specs/two_steps.atom.yaml::two-steps",
         ]

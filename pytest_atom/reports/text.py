@@ -141,6 +141,7 @@ def failure_report(result: SpecResult) -> str:
     spec = result.spec
     lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
     lines += _cause_lines(result)
+    lines += plan_lines(result)
     lines += step_lines(result)
     lines += _upstream_lines(result)
     if result.drift:
@@ -168,6 +169,8 @@ def failure_report(result: SpecResult) -> str:
 def _cause_lines(result: SpecResult) -> list[str]:
     """The verdict; or, when the replay diverged, that first, since the replay failed, not
     the agent (no verdict then: the reflector's session is part of what did not replay)."""
+    if not result.divergences and result.plan is not None and not result.plan.passed:
+        return ["  verdict: fail: the planner's plan did not pass, so no step ran"]
     if not result.divergences:
         return [f"  verdict: {verdict_line(result)}", f"  agent: {agent_line(result)}"]
     n = len(result.divergences)
@@ -235,6 +238,19 @@ def step_line(step: StepResult) -> str:
     last = step.attempts[-1] if step.attempts else None
     score = f", score {last.verdict.score:g}" if last and last.verdict else ""
     return f"{step.id}: {step.decision} after {tried}{runs}{score}"
+
+
+def plan_lines(result: SpecResult) -> list[str]:
+    """Planner mode: the plan the steps came from, and what was wrong with it."""
+    plan = result.plan
+    if plan is None:
+        return []
+    where = f" ({display_path(plan.path)})" if plan.path else ""
+    if plan.error is not None:
+        return [f"  plan: invalid, no step ran{where}", *_indent(plan.error)]
+    lines = [f"  plan: {', '.join(s.id for s in plan.steps)}{where}"]
+    lines += [f"    plan_accept failed: {failure}" for failure in plan.failed]
+    return lines
 
 
 def step_lines(result: SpecResult) -> list[str]:
@@ -342,10 +358,15 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
-    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``."""
-    if not result.steps:
-        return {}
+    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``;
+    in planner mode ``atom_plan`` too (the step ids, or what was wrong with the plan)."""
+    plan: dict[str, Any] = {}
+    if result.plan is not None:
+        plan = {"atom_plan": result.plan.summary(), "atom_plan_passed": result.plan.passed}
+    if not result.steps or (result.plan and not result.plan.passed):
+        return plan
     return {
+        **plan,
         "atom_steps": result.steps_summary,
         "atom_rollbacks": len(result.rollbacks),
         **{f"atom_step_{step.id}": step_line(step).partition(": ")[2] for step in result.steps},
@@ -388,6 +409,8 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
             outcome = "upstream error"  # what broke is in the failure report
         elif outcome in ("failed", "xfailed") and p.get("atom_limit_exceeded"):
             outcome = f"{outcome}: {str(p['atom_limit_exceeded']).split(':')[0]}"
+        elif outcome in ("failed", "xfailed") and p.get("atom_plan_passed") is False:
+            outcome = f"{outcome}: plan"  # the plan was invalid or failed its plan_accept
         elif outcome in ("failed", "xfailed") and p.get("atom_steps"):
             outcome = f"{outcome}: {p['atom_steps']}"  # which step failed: in the report
         table.append(
@@ -406,13 +429,14 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
             + ((baseline_cell(p),) if compared else ())
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    plans = [f"{nodeid}: {p['atom_plan']}" for nodeid, _, p in rows if p.get("atom_plan")]
     return [
         "  ".join(
             cell.ljust(w) if i < 2 or i == 9 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in table
-    ]
+    ] + plans
 
 
 @dataclass(frozen=True)

@@ -356,6 +356,21 @@ def _atom_section(
         "drift": result.drift,
         "repeat": repeat,
         "steps": result.steps_summary,
+        "plan": _plan(result),
+    }
+
+
+def _plan(result: SpecResult) -> dict[str, Any] | None:
+    """Planner mode: the plan the steps came from (seed 002's planner output)."""
+    plan = result.plan
+    if plan is None:
+        return None
+    return {
+        "steps": [{"id": s.id, "prompt": s.prompt} for s in plan.steps],
+        "passed": plan.passed,
+        "error": plan.error,
+        "plan_accept_failed": list(plan.failed),
+        "file": str(plan.path) if plan.path else None,
     }
 
 

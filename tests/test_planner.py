@@ -1,0 +1,315 @@
+"""Planner mode: `request:` and `plan_accept:` in a spec, the plan's validation and
+assertions, how the gateway tells the planner's requests apart, the plan in reports and
+traces, and one real run of the shipped planned fixture (replayed) beside a bad plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from pytest_atom.planner import PLAN_SCHEMA, build_prompt, check_plan, plan_failures
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.gateway.matching import request_kind
+from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_role
+from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.result import SpecResult
+from pytest_atom.spec import PlanAccept, SpecError, load_spec
+from tests.conftest import REPO
+
+REQUEST = "request: Build a greeter and its test.\n"
+GOOD_PLAN = {
+    "steps": [
+        {"id": "research", "prompt": "Look around."},
+        {"id": "implement", "prompt": "Write greet.py.", "criteria": ["greet works"]},
+        {"id": "test_greet", "prompt": "Test it.", "accept": [{"file_exists": "t.py"}]},
+    ]
+}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.atom.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- the spec format -------------------------------------------------------------------
+
+
+def test_a_request_spec_loads_with_its_plan_assertions(tmp_path: Path) -> None:
+    body = REQUEST + "plan_accept: {has_step: test, min_steps: 2, max_steps: 5}\n"
+    spec = load_spec(write(tmp_path, body))
+    assert spec.request == spec.prompt == "Build a greeter and its test."
+    assert spec.steps == ()
+    assert spec.plan_accept == PlanAccept(has_step="test", min_steps=2, max_steps=5)
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "line"),
+    [
+        (
+            "prompt: p\n" + REQUEST,
+            "a spec has exactly one of 'prompt', 'steps' or 'request', not both 'request' "
+            "and 'prompt': remove 'prompt' to let a planner write the steps",
+            2,
+        ),
+        (
+            REQUEST + "steps:\n  - {id: one, prompt: a}\n",
+            "a spec has exactly one of 'prompt', 'steps' or 'request', not both 'request' "
+            "and 'steps'",
+            1,
+        ),
+        (
+            "prompt: p\nplan_accept: {min_steps: 2}\n",
+            "'plan_accept' asserts on a planner's plan, so it needs 'request:'",
+            2,
+        ),
+        (REQUEST + "plan_accept: {has_steps: x}\n", "unknown key 'has_steps'", 2),
+        (REQUEST + "plan_accept: {min_steps: 0}\n", "'plan_accept.min_steps' must be", 2),
+        (
+            REQUEST + "plan_accept: {min_steps: 4, max_steps: 2}\n",
+            "'plan_accept' asks for min_steps 4 > max_steps 2: no plan could pass",
+            2,
+        ),
+        (
+            REQUEST + "plan_accept: {has_step: '('}\n",
+            "'plan_accept.has_step' is not a valid regular expression",
+            2,
+        ),
+        ("request: ''\n", "'request' must be", 1),
+    ],
+)
+def test_request_spec_errors_name_file_line_and_fix(
+    tmp_path: Path, body: str, message: str, line: int
+) -> None:
+    path = write(tmp_path, body)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.message.startswith(message), caught.value.message
+    assert (caught.value.path, caught.value.line) == (path, line)
+
+
+# --- the plan ----------------------------------------------------------------------------
+
+
+def planned_spec(tmp_path: Path, accept: str = "") -> Any:
+    return load_spec(write(tmp_path, REQUEST + accept))
+
+
+def test_a_good_plan_becomes_steps_like_hand_written_ones(tmp_path: Path) -> None:
+    plan = check_plan(planned_spec(tmp_path), GOOD_PLAN, tmp_path)
+    assert plan.passed and plan.error is None
+    assert [s.id for s in plan.steps] == ["research", "implement", "test_greet"]
+    assert plan.steps[1].criteria == ("greet works",)
+    assert plan.steps[2].accept[0].describe() == "file_exists t.py"
+    assert json.loads((tmp_path / "plan.json").read_text()) == GOOD_PLAN  # the evidence
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (
+            [{"id": "Research", "prompt": "a"}],
+            "'steps[0].id' must be a step id matching ^[a-z][a-z0-9_]{0,47}$ (a lower-case",
+        ),
+        (
+            [{"id": "one", "prompt": "a"}, {"id": "one", "prompt": "b"}],
+            "duplicate step id 'one' (first used on line 3)",
+        ),
+        ([{"id": "one"}], "missing required key 'prompt' in 'steps[0]'"),
+        ([{"id": "one", "prompt": "a", "accept": [{"nope": 1}]}], "unknown check 'nope'"),
+        ([], "'steps' must be a non-empty list"),
+    ],
+)
+def test_a_bad_plan_is_the_agents_failure_with_the_spec_message(
+    tmp_path: Path, steps: list[Any], message: str
+) -> None:
+    plan = check_plan(planned_spec(tmp_path), {"steps": steps}, tmp_path)
+    assert not plan.passed and plan.steps == ()
+    assert plan.error is not None
+    assert plan.error.startswith("the planner's plan is not valid steps: ")
+    assert message in plan.error and "plan.json" in plan.error
+
+
+def test_a_plan_that_is_not_a_steps_object_is_a_bad_plan(tmp_path: Path) -> None:
+    plan = check_plan(planned_spec(tmp_path), {"steps": [], "extra": 1}, tmp_path)
+    assert plan.error is not None and "one key, 'steps'" in plan.error
+
+
+@pytest.mark.parametrize(
+    ("accept", "ids", "failed"),
+    [
+        (PlanAccept(has_step="test"), ["a", "test_it"], []),
+        (
+            PlanAccept(has_step="^test$"),
+            ["a", "test_it"],
+            ["has_step '^test$': no step id matches (steps: a, test_it)"],
+        ),
+        (PlanAccept(min_steps=3), ["a", "b"], ["min_steps 3: the plan has 2 (a, b)"]),
+        (PlanAccept(max_steps=1), ["a", "b"], ["max_steps 1: the plan has 2 (a, b)"]),
+        (PlanAccept(min_steps=2, max_steps=2), ["a", "b"], []),
+        (None, [], []),
+    ],
+)
+def test_plan_accept_names_each_failed_assertion(
+    accept: PlanAccept | None, ids: list[str], failed: list[str]
+) -> None:
+    assert plan_failures(accept, ids) == failed
+
+
+def test_plan_accept_failure_is_kept_with_the_valid_steps(tmp_path: Path) -> None:
+    spec = planned_spec(tmp_path, "plan_accept: {max_steps: 2}\n")
+    plan = check_plan(spec, GOOD_PLAN, tmp_path)
+    assert len(plan.steps) == 3 and not plan.passed
+    assert plan.failed == ["max_steps 2: the plan has 3 (research, implement, test_greet)"]
+
+
+def test_the_planner_prompt_carries_the_contract_and_the_request(tmp_path: Path) -> None:
+    text = build_prompt(planned_spec(tmp_path))
+    assert "## The request\n\nBuild a greeter and its test." in text
+    assert "^[a-z][a-z0-9_]{0,47}$" in text and "research step" in text
+    assert "at most 3 attempts" in text and "change the strategy" in text
+    assert "{feedback}" not in text and "{request}" not in text
+
+
+# --- the gateway ------------------------------------------------------------------------
+
+
+def body(schema: dict[str, Any] | None) -> dict[str, Any]:
+    tools: list[dict[str, Any]] = [{"name": "Read", "input_schema": {}}]
+    if schema is not None:
+        tools.append({"name": "StructuredOutput", "input_schema": schema})
+    return {"model": "m", "messages": [], "tools": tools}
+
+
+def test_planner_requests_are_told_from_reflector_and_agent_turns() -> None:
+    from pytest_atom.judge.reflector import STEP_VERDICT_SCHEMA, VERDICT_SCHEMA
+
+    untitled = {k: v for k, v in PLAN_SCHEMA.items() if k != "title"}
+    assert structured_role(body(PLAN_SCHEMA)) == "planner"
+    assert structured_role(body(untitled)) == "planner"  # a CLI that drops the title
+    assert structured_role(body(VERDICT_SCHEMA)) == "reflector"
+    assert structured_role(body(STEP_VERDICT_SCHEMA)) == "reflector"
+    assert structured_role(body(None)) is None
+    kinds = [request_kind("POST", "/v1/messages", body(s)) for s in (PLAN_SCHEMA, None)]
+    assert kinds == ["planner", "turn"]
+
+
+def test_existing_cassettes_hold_no_planner_requests() -> None:
+    """The planner's kind is new: every older cassette's requests keep their kinds."""
+    for path in sorted((REPO / "fixtures/specs/cassettes").glob("*/*.yaml")):
+        kinds = [
+            request_kind(i.method, i.endpoint, i.body) for i in Cassette.load(path).interactions
+        ]
+        assert kinds.count("planner") == (1 if path.parent.name == "planned" else 0), path
+
+
+def test_a_script_plays_the_planner_from_its_plan_shorthand(tmp_path: Path) -> None:
+    script = Script.from_data({"turns": [{"text": "x"}], "planner": [{"plan": GOOD_PLAN}]})
+    [turn] = script.planner
+    assert [(u.name, u.input) for u in turn.tool_use] == [("StructuredOutput", GOOD_PLAN)]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("turns: [{text: x}]\nplanner:\n  - plan: [steps]\n")
+    with pytest.raises(ScriptError, match=r"'plan' is a mapping.*bad.yaml:3"):
+        Script.load(bad)
+
+
+# --- reports ----------------------------------------------------------------------------
+
+
+def failed_plan_result(tmp_path: Path, answer: dict[str, Any], accept: str = "") -> SpecResult:
+    spec = planned_spec(tmp_path, accept)
+    result = SpecResult(spec, tmp_path, [], 1.0, 0.8)
+    result.plan = check_plan(spec, answer, tmp_path)
+    return result
+
+
+def test_a_failed_plan_shows_in_the_report_trace_and_summary(tmp_path: Path) -> None:
+    result = failed_plan_result(tmp_path, GOOD_PLAN, "plan_accept: {has_step: deploy}\n")
+    assert not result.passed
+    report = failure_report(result)
+    assert "  plan: research, implement, test_greet (" in report
+    assert "    plan_accept failed: has_step 'deploy': no step id matches" in report
+    props = result_properties(result)
+    assert props["atom_plan_passed"] is False
+    table = summary_table([("s.atom.yaml::s", "failed", props)])
+    assert "failed: plan" in table[1]
+    assert table[-1].startswith("s.atom.yaml::s: plan: research, implement, test_greet - FAILED")
+    trace = build_trace(result)
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    assert [s["id"] for s in trace["atom"]["plan"]["steps"]] == [
+        "research",
+        "implement",
+        "test_greet",
+    ]
+    assert result.plan is not None
+    assert trace["atom"]["plan"]["plan_accept_failed"] == result.plan.failed
+
+
+def test_an_invalid_plan_shows_why_no_step_ran(tmp_path: Path) -> None:
+    result = failed_plan_result(tmp_path, {"steps": [{"id": "Bad", "prompt": "x"}]})
+    report = failure_report(result)
+    assert "  plan: invalid, no step ran (" in report
+    assert "'steps[0].id' must be a step id matching" in report
+    assert result_properties(result)["atom_plan"].startswith("plan: invalid (")
+    Draft202012Validator(TRACE_SCHEMA).validate(build_trace(result))
+
+
+# --- a real run ---------------------------------------------------------------------------
+
+BAD = """\
+name: bad-plan
+script: scripts/bad_plan.yaml
+timeout: 120
+request: Do something.
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_the_planned_fixture_replays_and_a_bad_plan_fails_readably(
+    pytester: pytest.Pytester,
+) -> None:
+    """One inner run: the shipped fixture replays its cassette (planner, then two steps),
+    and a scripted planner's bad step id fails its spec with the spec's message."""
+    specs = pytester.path / "specs"
+    (specs / "scripts").mkdir(parents=True)
+    shutil.copy2(REPO / "fixtures/specs/planned.atom.yaml", specs)
+    shutil.copy2(REPO / "fixtures/specs/scripts/planned.yaml", specs / "scripts")
+    shutil.copytree(REPO / "fixtures/specs/cassettes/planned", specs / "cassettes/planned")
+    (specs / "bad_plan.atom.yaml").write_text(BAD)
+    plan = {"steps": [{"id": "Step-1", "prompt": "x"}]}
+    script = {"turns": [{"text": "unused"}], "planner": [{"plan": plan}]}
+    (specs / "scripts/bad_plan.yaml").write_text(yaml.safe_dump(script))
+    result = pytester.runpytest("--atom", "specs", "--junitxml=j.xml", "--atom-report=rep")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  verdict: fail: the planner's plan did not pass, so no step ran",
+            "*plan: invalid, no step ran*",
+            "*'steps?0?.id' must be a step id matching ^?a-z??a-z0-9_?{0,47}$ *got 'Step-1'*",
+            "*bad_plan.atom.yaml::bad-plan*failed: plan*",
+            "*planned.atom.yaml::planned: plan: implement, test",
+        ]
+    )
+    [run] = (pytester.path / ".atom/runs").glob("planned-*")
+    assert json.loads((run / "plan.json").read_text())["steps"][1]["id"] == "test"
+    assert (run / "steps/test/committed/test_greet.py").is_file()
+    trace = json.loads((pytester.path / "rep/planned/planned.json").read_text())
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    assert [c["step_id"] for c in trace["children"]] == ["implement", "test"]
+    assert [s["id"] for s in trace["atom"]["plan"]["steps"]] == ["implement", "test"]
+    props = {
+        p.get("name"): p.get("value")
+        for case in ET.parse(pytester.path / "j.xml").iter("testcase")
+        if case.get("name") == "planned"
+        for p in case.iter("property")
+    }
+    assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
