@@ -124,7 +124,7 @@ def test_message_and_tool_ids_are_unique_per_turn(gateway_for: Any) -> None:
     ("text", "problem"),
     [
         ("turns: []\n", "non-empty 'turns:' list at"),
-        ("turns:\n  - text: ok\n  - say: hi\n", "'text', 'tool_use' and/or 'verdict' at "),
+        ("turns:\n  - text: ok\n  - say: hi\n", "'tool_use', 'verdict' and/or 'plan' at "),
         ("turns:\n  - tool_use: [{input: {}}]\n", "'tool_use' is a list of {name"),
         ("- just a list\n", "must be a mapping with a 'turns:' list"),
     ],
