@@ -49,6 +49,11 @@ def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
     match = _RUN_NAME.search(folder.name)
     if match is None or folder.name[: match.start()] != spec.name:
         return None
+    if spec.request is not None:
+        raise HarnessError(
+            f"cannot resume {folder}: spec '{spec.name}' is in planner mode (request:), "
+            "whose steps come from a plan made anew each run: run it without --atom-resume"
+        )
     if not spec.steps:
         raise HarnessError(
             f"cannot resume {folder}: spec '{spec.name}' has no steps; only a multi-step "

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pytest_atom.execution import HarnessError
 from pytest_atom.planner import PLAN_SCHEMA, build_prompt, check_plan, plan_failures
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.gateway.matching import request_kind
@@ -22,6 +23,7 @@ from pytest_atom.reports.text import failure_report, result_properties, summary_
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
+from pytest_atom.steps import resumed_run_dir
 from tests.conftest import REPO
 
 REQUEST = "request: Build a greeter and its test.\n"
@@ -177,6 +179,14 @@ def test_the_planner_prompt_carries_the_contract_and_the_request(tmp_path: Path)
     assert "^[a-z][a-z0-9_]{0,47}$" in text and "research step" in text
     assert "at most 3 attempts" in text and "change the strategy" in text
     assert "{feedback}" not in text and "{request}" not in text
+
+
+def test_resume_refuses_a_planner_mode_run(tmp_path: Path) -> None:
+    spec = planned_spec(tmp_path)
+    folder = tmp_path / "s-20260101-000000-abcdef"
+    (folder / "steps").mkdir(parents=True)
+    with pytest.raises(HarnessError, match=r"planner mode \(request:\).*without --atom-resume"):
+        resumed_run_dir(folder, spec)
 
 
 # --- the gateway ------------------------------------------------------------------------
