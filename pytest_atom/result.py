@@ -209,8 +209,10 @@ class SpecResult:
 
     @property
     def records(self) -> list[IterationRecord]:
-        """Every CLI session of the run: executor iterations and reflector sessions."""
-        return [r for a in self.all_attempts for r in a.all_records]
+        """Every CLI session of the run: the planner's (planner mode), executor iterations
+        and reflector sessions."""
+        planner = [self.plan.record] if self.plan and self.plan.record else []
+        return planner + [r for a in self.all_attempts for r in a.all_records]
 
     @property
     def claude_seconds(self) -> float:
@@ -232,7 +234,7 @@ class SpecResult:
         return self.costs()[1]
 
     def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
-        """Dollars (spent, recorded) of `attempts` (default: every attempt)."""
+        """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""
         spent = recorded = 0.0
         for attempt in self.all_attempts if attempts is None else attempts:
             reflector = [attempt.reflector] if attempt.reflector else []
@@ -240,6 +242,10 @@ class SpecResult:
                 usd = sum(r.cost_usd for r in records)
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
+        if attempts is None and self.plan and self.plan.record:  # billed as the executor is
+            usd = self.plan.record.cost_usd
+            spent += usd if "executor" in self.paid else 0.0
+            recorded += usd if "executor" in self.replayed else 0.0
         return spent, recorded
 
     @property

@@ -316,6 +316,7 @@ def test_the_planned_fixture_replays_and_a_bad_plan_fails_readably(
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
     assert [c["step_id"] for c in trace["children"]] == ["implement", "test"]
     assert [s["id"] for s in trace["atom"]["plan"]["steps"]] == ["implement", "test"]
+    assert trace["cost"]["dispatched_runs"] == 3  # the planner's session, then one per step
     props = {
         p.get("name"): p.get("value")
         for case in ET.parse(pytester.path / "j.xml").iter("testcase")
