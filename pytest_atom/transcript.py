@@ -269,6 +269,7 @@ class _Totals:
     turns: int = 0
     tool_calls: int = 0
     verdicts: int = 0
+    plans: int = 0  # planner mode: the planner's structured answers
     side: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -357,7 +358,8 @@ class _CassetteTranscript:
         return out
 
     def assistant(self, reply: Reply, indent: str) -> list[Line]:
-        """The answer's blocks; a StructuredOutput call is the reflector's verdict."""
+        """The answer's blocks; a StructuredOutput call is the reflector's verdict, or the
+        planner's plan when it holds ``steps`` and no ``score``."""
         if reply.error:
             return [Line(f"{indent}error: {reply.error}")]
         out: list[Line] = []
@@ -371,8 +373,13 @@ class _CassetteTranscript:
             elif kind == "redacted_thinking":
                 out.append(Line("(redacted thinking)", "dim", indent))
             elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
-                self.totals.verdicts += 1
-                out.append(Line(f"{indent}verdict: {_dumps(block.get('input'))}"))
+                answer = block.get("input")
+                plan = isinstance(answer, dict) and "steps" in answer and "score" not in answer
+                if plan:
+                    self.totals.plans += 1
+                else:
+                    self.totals.verdicts += 1
+                out.append(Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(answer)}"))
             elif kind in ("tool_use", "server_tool_use"):
                 self.totals.tool_calls += 1
                 out += self.tool_use(block, indent)
@@ -495,6 +502,7 @@ class _CassetteTranscript:
             plural(t.turns, "turn"),
             plural(t.tool_calls, "tool call"),
             plural(t.verdicts, "verdict"),
+            *([plural(t.plans, "plan")] if t.plans else []),
             plural(t.side, "side request"),
         )
         return f"Totals: {', '.join(counts)}; {tokens}"

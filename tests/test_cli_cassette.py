@@ -72,11 +72,11 @@ EXPECTED = {
         "planned.atom.yaml::planned",
         [
             "# Planner: decompose a request into steps",
-            'verdict: {"steps": [{"id": "implement"',  # the planner's structured answer
+            'plan: {"steps": [{"id": "implement"',  # the planner's structured answer
             """$ printf 'def greet(name):\\n    return "hello, " + name\\n' > greet.py""",
             "# Step `test` (2 of 2)",
         ],
-        "Totals: 2 sessions, 5 turns, 2 tool calls, 1 verdict, 0 side requests",
+        "Totals: 2 sessions, 5 turns, 2 tool calls, 0 verdicts, 1 plan, 0 side requests",
     ),
     "rollback-steps.yaml": (
         "rollback_steps.atom.yaml::rollback-steps",
