@@ -115,6 +115,8 @@ class Progress:
                 say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
         elif kind == "atom" and sub == "step":
             say(f"  [bold]step {escape(event['step'])}[/] ({event['number']}/{event['steps']})")
+        elif kind == "atom" and sub == "planned":
+            say(f"  [bold]{escape(event['plan'])}[/]")  # planner mode: the plan's steps
         elif kind == "atom" and sub == "commit":
             say(f"  [green]committed[/] step {escape(event['step'])} (a{event['attempt']:02d})")
         elif kind == "atom" and sub == "rollback":
