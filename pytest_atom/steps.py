@@ -32,7 +32,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.execution import HarnessError, _Run, session_id_for
+from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
 from pytest_atom.files import copy_ignore
 from pytest_atom.planner import PlannerError, check_plan, run_planner
 from pytest_atom.replay.recording import ModelSource
@@ -161,6 +161,8 @@ class StepsRun(_Run):
         prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
         self.spec = replace(self.spec, steps=steps, prompt=prompt)
         self.results = [StepResult(step.id) for step in steps]
+        if source.tape is not None:  # the planned steps' folders, as the CLI names them
+            source.tape.normalizer.add_paths(_volatile_paths(self.run_dir, self.spec))
         return True
 
     def _step_run(self, step: Step, index: int, result: StepResult) -> _Run:

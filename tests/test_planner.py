@@ -1,11 +1,10 @@
 """Planner mode: `request:` and `plan_accept:` in a spec, the plan's validation and
 assertions, how the gateway tells the planner's requests apart, the plan in reports and
-traces, and one real run of the shipped planned fixture (replayed) beside a bad plan."""
+traces, the shipped planned fixture's replay, and a real run of a bad plan."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
 from pytest_atom.steps import resumed_run_dir
-from tests.conftest import REPO
+from tests.conftest import REPO, ShippedRun
 
 REQUEST = "request: Build a greeter and its test.\n"
 GOOD_PLAN = {
@@ -221,6 +220,19 @@ def test_existing_cassettes_hold_no_planner_requests() -> None:
         assert kinds.count("planner") == (1 if path.parent.name == "planned" else 0), path
 
 
+def test_the_planned_steps_folders_are_normalized_once_known() -> None:
+    """The CLI names each attempt folder's slug in its prompt: a planned step's too."""
+    from pytest_atom.replay.gateway.normalize import Normalizer
+
+    slug = "-tmp-r--atom-runs-planned-1"
+    normalizer = Normalizer({slug: "<RUN_DIR_SLUG>"})
+    text = f"{slug}-steps-test-attempts-a01/x"
+    assert normalizer.paths_out(text) == text  # a slug ends where its component ends
+    normalizer.add_paths({f"{slug}-steps-test-attempts-a01": "<S>-steps-test-attempts-a01"})
+    assert normalizer.paths_out(text) == "<S>-steps-test-attempts-a01/x"
+    assert normalizer.paths_out(slug) == "<RUN_DIR_SLUG>"  # the earlier paths stay
+
+
 def test_a_script_plays_the_planner_from_its_plan_shorthand(tmp_path: Path) -> None:
     script = Script.from_data({"turns": [{"text": "x"}], "planner": [{"plan": GOOD_PLAN}]})
     [turn] = script.planner
@@ -272,11 +284,32 @@ def test_an_invalid_plan_shows_why_no_step_ran(tmp_path: Path) -> None:
     Draft202012Validator(TRACE_SCHEMA).validate(build_trace(result))
 
 
-# --- a real run ---------------------------------------------------------------------------
+# --- real runs --------------------------------------------------------------------------
+
+
+def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> None:
+    """The session's one replay of the shipped fixtures (planner, then two steps)."""
+    assert "specs/planned.atom.yaml::planned: plan: implement, test" in shipped_run.output
+    [run] = shipped_run.runs.glob("planned-*")
+    assert json.loads((run / "plan.json").read_text())["steps"][1]["id"] == "test"
+    assert (run / "steps/test/committed/test_greet.py").is_file()
+    trace = json.loads((shipped_run.traces / "planned/planned.json").read_text())
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    assert [c["step_id"] for c in trace["children"]] == ["implement", "test"]
+    assert [s["id"] for s in trace["atom"]["plan"]["steps"]] == ["implement", "test"]
+    assert trace["cost"]["dispatched_runs"] == 3  # the planner's session, then one per step
+    props = {
+        p.get("name"): p.get("value")
+        for case in ET.parse(shipped_run.junit).iter("testcase")
+        if case.get("name") == "planned"
+        for p in case.iter("property")
+    }
+    assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
+
 
 BAD = """\
 name: bad-plan
-script: scripts/bad_plan.yaml
+script: bad_plan.yaml
 timeout: 120
 request: Do something.
 """
@@ -284,43 +317,21 @@ request: Do something.
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
-def test_the_planned_fixture_replays_and_a_bad_plan_fails_readably(
-    pytester: pytest.Pytester,
-) -> None:
-    """One inner run: the shipped fixture replays its cassette (planner, then two steps),
-    and a scripted planner's bad step id fails its spec with the spec's message."""
-    specs = pytester.path / "specs"
-    (specs / "scripts").mkdir(parents=True)
-    shutil.copy2(REPO / "fixtures/specs/planned.atom.yaml", specs)
-    shutil.copy2(REPO / "fixtures/specs/scripts/planned.yaml", specs / "scripts")
-    shutil.copytree(REPO / "fixtures/specs/cassettes/planned", specs / "cassettes/planned")
-    (specs / "bad_plan.atom.yaml").write_text(BAD)
+def test_a_bad_plan_fails_its_spec_readably_before_any_step(pytester: pytest.Pytester) -> None:
+    """A scripted planner's bad step id: the spec fails with the spec's own message."""
+    pytester.makefile(".atom.yaml", bad_plan=BAD)
     plan = {"steps": [{"id": "Step-1", "prompt": "x"}]}
     script = {"turns": [{"text": "unused"}], "planner": [{"plan": plan}]}
-    (specs / "scripts/bad_plan.yaml").write_text(yaml.safe_dump(script))
-    result = pytester.runpytest("--atom", "specs", "--junitxml=j.xml", "--atom-report=rep")
-    result.assert_outcomes(passed=1, failed=1)
+    (pytester.path / "bad_plan.yaml").write_text(yaml.safe_dump(script))
+    result = pytester.runpytest("--atom", "bad_plan.atom.yaml")
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "  verdict: fail: the planner's plan did not pass, so no step ran",
             "*plan: invalid, no step ran*",
             "*'steps?0?.id' must be a step id matching ^?a-z??a-z0-9_?{0,47}$ *got 'Step-1'*",
             "*bad_plan.atom.yaml::bad-plan*failed: plan*",
-            "*planned.atom.yaml::planned: plan: implement, test",
         ]
     )
-    [run] = (pytester.path / ".atom/runs").glob("planned-*")
-    assert json.loads((run / "plan.json").read_text())["steps"][1]["id"] == "test"
-    assert (run / "steps/test/committed/test_greet.py").is_file()
-    trace = json.loads((pytester.path / "rep/planned/planned.json").read_text())
-    Draft202012Validator(TRACE_SCHEMA).validate(trace)
-    assert [c["step_id"] for c in trace["children"]] == ["implement", "test"]
-    assert [s["id"] for s in trace["atom"]["plan"]["steps"]] == ["implement", "test"]
-    assert trace["cost"]["dispatched_runs"] == 3  # the planner's session, then one per step
-    props = {
-        p.get("name"): p.get("value")
-        for case in ET.parse(pytester.path / "j.xml").iter("testcase")
-        if case.get("name") == "planned"
-        for p in case.iter("property")
-    }
-    assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
+    [run] = (pytester.path / ".atom/runs").glob("bad-plan-*")
+    assert not (run / "steps").exists()  # no step ran

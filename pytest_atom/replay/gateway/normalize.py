@@ -58,6 +58,10 @@ class Normalizer:
     """Turns request bodies and response texts into their run-independent form."""
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
+        self._set_paths(paths)
+        self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
+
+    def _set_paths(self, paths: Mapping[str, str]) -> None:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
         pairs = sorted(((p, ph) for p, ph in paths.items() if p), key=lambda kv: -len(kv[0]))
         self._paths = pairs
@@ -65,7 +69,11 @@ class Normalizer:
         alternatives = "|".join(re.escape(p) for p, _ in pairs)
         self._path_re = re.compile(f"(?:{alternatives})(?![\\w.-])") if pairs else None
         self._lookup = dict(pairs)
-        self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
+
+    def add_paths(self, paths: Mapping[str, str]) -> None:
+        """More volatile paths, known only once the run is under way (planner mode: the
+        planned steps' attempt folders). Call it between sessions, not during one."""
+        self._set_paths({**self._lookup, **paths})
 
     def paths_out(self, text: str) -> str:
         """Live paths -> placeholders."""
