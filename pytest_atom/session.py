@@ -29,6 +29,7 @@ from pytest_atom.reports.text import (
     pass_rates,
     result_properties,
     sandbox_warning_lines,
+    step_line,
     summary_table,
 )
 from pytest_atom.result import SpecResult
@@ -145,7 +146,12 @@ class AtomSession:
         return self.harness.settings.repeat
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect each spec's figures from its report (they cross xdist's process border)."""
+        """Collect each spec's figures from its report (they cross xdist's process border).
+
+        A step's subtest report repeats its item's properties: only the item's own counts.
+        """
+        if type(report).__name__ == "SubtestReport":
+            return
         props = dict(report.user_properties)
         if report.when == "call" and "atom_decision" in props:
             outcome: str = report.outcome
@@ -306,7 +312,7 @@ def _test_function(spec: Spec) -> Any:
         ) -> None:
             item = request.node
             assert isinstance(item, AtomItem)
-            item.run_spec(atom_settings, snapshot)
+            item.run_spec(request, atom_settings, snapshot)
 
     else:
 
@@ -315,7 +321,7 @@ def _test_function(spec: Spec) -> Any:
         ) -> None:
             item = request.node
             assert isinstance(item, AtomItem)
-            item.run_spec(atom_settings, None)
+            item.run_spec(request, atom_settings, None)
 
     run_atom_spec.__name__ = spec.name
     run_atom_spec.__module__ = spec.path.name.removesuffix(SPEC_SUFFIX)
@@ -335,7 +341,9 @@ class AtomItem(pytest.Function):
         self.repeat = repeat  # which of --atom-repeat's runs, or None
         self.result: SpecResult | None = None
 
-    def run_spec(self, atom_settings: dict[str, Any], snapshot: Any) -> None:
+    def run_spec(
+        self, request: pytest.FixtureRequest, atom_settings: dict[str, Any], snapshot: Any
+    ) -> None:
         harness = _session(self.config).harness
         spec_file = self.parent
         assert isinstance(spec_file, SpecFile)
@@ -363,6 +371,7 @@ class AtomItem(pytest.Function):
                 xfail=bool(self.spec.xfail),
                 own=self.spec.baseline_tolerance,
             )
+        _report_steps(request, result)
         self._judge(result, snapshot)
 
     def _judge(self, result: SpecResult, snapshot: Any) -> None:
@@ -410,6 +419,23 @@ class AtomItem(pytest.Function):
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)
+
+
+def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
+    """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on):
+    which step failed shows at a glance; the failure report still tells the whole story."""
+    if not result.steps or result.divergences or result.harness_error or result.spec.xfail:
+        # The machinery failed, not a step, and the item's own failure says so; an xfail
+        # spec's expected failure is the whole spec's, not a step's.
+        return
+    try:
+        subtests = request.getfixturevalue("subtests")
+    except pytest.FixtureLookupError:
+        return  # an older pytest: the failure report's per-step lines stand in
+    for step in result.steps:
+        with subtests.test(msg=step.id):
+            if not step.passed:
+                pytest.fail(step_line(step), pytrace=False)
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:

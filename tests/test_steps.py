@@ -454,3 +454,27 @@ def test_the_html_view_lists_every_step_attempt_by_step(tmp_path: Path) -> None:
     html = render_html([report_row("s.atom.yaml::three", "failed", view)])
     assert "<strong>Steps</strong> steps 2/3 committed" in html
     assert ">implement a02</a>" in html and "Test a02 <span" in html
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_each_step_is_a_subtest(pytester: pytest.Pytester) -> None:
+    turns: list[Any] = [
+        bash("touch a.txt", "Creating a.txt."),
+        {"text": "Done. EXIT_LOOP_NOW"},
+        bash("touch c.txt", "Creating the wrong file."),
+        {"text": "Done. EXIT_LOOP_NOW"},
+    ]
+    pytester.makefile(".atom.yaml", pair=FAILING.format(session="continue"))
+    (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    result = pytester.runpytest("--atom", "-rA")
+    result.assert_outcomes(failed=2)  # the failed step's subtest, and the spec itself
+    result.stdout.fnmatch_lines(
+        [
+            "SUBFAILED[[]second[]] pair.atom.yaml::pair - Failed: second: fail after a01",
+            "FAILED pair.atom.yaml::pair - atom spec 'pair' failed *",
+        ],
+        consecutive=False,
+    )
+    # the summary table has the spec once, not once per subtest
+    assert len([line for line in result.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
