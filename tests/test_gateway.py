@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,10 @@ def test_side_requests_do_not_consume_turns(gateway_for: Any) -> None:
     assert tokens.input_tokens > 0
     assert title.content[0].type == "text" and title.content[0].text == "Scripted session"
     assert turn.content[0].type == "text" and turn.content[0].text == "first"
+    # An exchange is logged once its answer is sent: the client may read the answer first.
+    deadline = time.monotonic() + 5
+    while len(gateway.exchanges) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert [e.request.kind for e in gateway.exchanges] == ["count_tokens", "side", "turn"]
 
 
