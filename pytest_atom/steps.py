@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
 from pytest_atom.files import copy_ignore
+from pytest_atom.paths import display_path
 from pytest_atom.planner import PlannerError, check_plan, run_planner
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
@@ -118,7 +119,10 @@ class StepsRun(_Run):
             step, result = steps[index], self.results[index]
             self.emit("step", step=step.id, number=index + 1, steps=len(steps))
             run = self._step_run(step, index, result)
+            before = self._outside(step) if self.spec.sandbox is None else None
             run.attempt_all(source, gateway_url, self._first_message(index, feedback))
+            if before is not None:
+                self._check_confined(step, before, run)
             result.attempts += run.attempts
             self.attempts = run.attempts  # the report's "attempts": the last step run's
             self._add_usage(run)
@@ -225,6 +229,35 @@ class StepsRun(_Run):
             f"{before} This folder holds the committed work of the steps before it.\n\n"
             f"{task}\n\nWhen this step is complete and verified, end your final message "
             "with EXIT_LOOP_NOW."
+        )
+
+    def _outside(self, step: Step) -> dict[str, tuple[int, int]]:
+        """What a step's agent must leave alone: the other steps' folders, its own committed
+        work and the fixture workspace, by size and modification time."""
+        own = step_root(self.run_dir, step.id) / "attempts"
+        folders = [self.run_dir / "steps", *([self.spec.workspace] if self.spec.workspace else [])]
+        prints: dict[str, tuple[int, int]] = {}
+        for folder in folders:
+            for path in folder.rglob("*") if folder.is_dir() else ():
+                if path != own and own not in path.parents and not path.is_dir():
+                    stat = path.lstat()
+                    prints[str(path)] = (stat.st_size, stat.st_mtime_ns)
+        return prints
+
+    def _check_confined(self, step: Step, before: dict[str, tuple[int, int]], run: _Run) -> None:
+        """Seed 002's executor contract where no sandbox enforces it (`sandbox: false`):
+        checked after the fact, a write outside the step's attempt folder fails the step."""
+        after = self._outside(step)
+        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        if not changed or not run.attempts:
+            return
+        shown = ", ".join(display_path(Path(p)) for p in changed[:5])
+        more = f" (+{len(changed) - 5} more)" if len(changed) > 5 else ""
+        attempt = run.attempts[-1]
+        attempt.decision = "fail"
+        attempt.outcome.error = (
+            f"step '{step.id}' wrote outside its attempt folder (checked after the run: the "
+            f"spec has sandbox: false): {shown}{more}"
         )
 
     def _commit(self, result: StepResult, attempt: Attempt) -> None:

@@ -478,3 +478,26 @@ def test_each_step_is_a_subtest(pytester: pytest.Pytester) -> None:
     )
     # the summary table has the spec once, not once per subtest
     assert len([line for line in result.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
+
+
+@pytest.mark.slow
+def test_without_the_sandbox_a_write_outside_the_step_is_caught_after_the_fact(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    turns: list[Any] = [
+        bash("touch a.txt", "Creating a.txt."),
+        {"text": "Done. EXIT_LOOP_NOW"},
+        bash("echo tampered > ../../../first/committed/a.txt; touch b.txt", "Both files."),
+        {"text": "Done. EXIT_LOOP_NOW"},
+    ]
+    spec_text = FAILING.format(session="continue") + "sandbox: false\n"
+    write(tmp_path, spec_text, "pair.atom.yaml")
+    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    result = run_spec(
+        load_spec(tmp_path / "pair.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin
+    )
+    first, second = result.steps
+    assert all(c.passed for c in result.checks)  # its own checks pass: the contract fails it
+    assert first.passed and not second.passed and not result.passed
+    assert "step 'second' wrote outside its attempt folder" in result.report()
+    assert "steps/first/committed/a.txt" in result.report()
