@@ -22,12 +22,11 @@ from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import ClaudeRunner
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.files import copy_ignore
-from pytest_atom.judge.reflector import READ_ONLY_TOOLS
+from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.replay.gateway.scripted import PLAN_TITLE
 from pytest_atom.result import Plan
 from pytest_atom.spec import (
     STEP_ID,
-    ClaudeOptions,
     PlanAccept,
     Spec,
     SpecError,
@@ -124,19 +123,7 @@ def run_planner(
         folder.mkdir(parents=True)
     runner = ClaudeRunner(
         env=env,
-        options=ClaudeOptions(
-            permission_mode="default",
-            allowed_tools=READ_ONLY_TOOLS,
-            bare=False,
-            args=(
-                "--tools",
-                ",".join(READ_ONLY_TOOLS),
-                "--setting-sources",
-                "user",
-                "--json-schema",
-                json.dumps(PLAN_SCHEMA),
-            ),
-        ),
+        options=read_only_options(PLAN_SCHEMA),
         model=model,
         claude_bin=claude_bin,
         confinement=Confinement(run_dir, sandbox=None),  # runs no commands

@@ -18,7 +18,6 @@ that state none.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -53,9 +52,6 @@ class RunSettings:
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
         return root / self.runs_dir if self.runs_dir else root / ".atom" / "runs"
-
-    def replace(self, **changes: Any) -> RunSettings:
-        return dataclasses.replace(self, **changes)
 
 
 def _choice(choices: Iterable[str]) -> Callable[[Any], str]:

@@ -59,6 +59,27 @@ STEP_VERDICT_SCHEMA: dict[str, Any] = {
 }
 #: Read-only: the reflector inspects the attempt, it never changes it.
 READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
+
+
+def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
+    """A session that reads and answers as JSON (the reflector, the planner): the real
+    Claude Code, not ``--bare``, with read-only tools and only the run's own empty user
+    settings, so nothing an agent wrote can instruct it."""
+    return ClaudeOptions(
+        permission_mode="default",
+        allowed_tools=READ_ONLY_TOOLS,
+        bare=False,
+        args=(
+            "--tools",
+            ",".join(READ_ONLY_TOOLS),
+            "--setting-sources",
+            "user",
+            "--json-schema",
+            json.dumps(schema),
+        ),
+    )
+
+
 _IGNORED = {"USER_PROMPT.md", *CACHE_DIRS}
 _DIFF_LIMIT = 12_000
 
@@ -257,19 +278,7 @@ def run_reflector(
     """
     runner = ClaudeRunner(
         env=env,
-        options=ClaudeOptions(
-            permission_mode="default",
-            allowed_tools=READ_ONLY_TOOLS,
-            bare=False,
-            args=(
-                "--tools",
-                ",".join(READ_ONLY_TOOLS),
-                "--setting-sources",
-                "user",
-                "--json-schema",
-                json.dumps(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
-            ),
-        ),
+        options=read_only_options(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
         model=spec.reflector.model or spec.model,
         claude_bin=claude_bin,
         confinement=confinement,
