@@ -169,7 +169,7 @@ def _validate_files(
 ) -> list[Outcome]:
     """Each file's specs, schema-checked with the project's check kinds, then run."""
     outcomes: list[Outcome] = []
-    registry = harness.registry()
+    registry = harness.registry()  # built once for the whole run
     claude: list[Path] = []  # found once, on the first script run
     for number, file in enumerate(files, start=1):
         try:

@@ -46,6 +46,7 @@ class Harness:
     hook: HookRelay
     report_dir: Path | None = None
     started: datetime = field(default_factory=datetime.now)
+    _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
 
     @property
     def runs_dir(self) -> Path:
@@ -53,9 +54,16 @@ class Harness:
 
     def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
         """The built-in check kinds plus those the hooks register (`hook`: a narrower
-        relay, such as a spec file's, which sees only the conftests that apply to it)."""
+        relay, such as a spec file's, which sees only the conftests that apply to it).
+
+        The harness's own is built once: the hooks run once, not for every spec a front
+        end loads, checks or runs."""
+        if hook is None and self._registry is not None:
+            return self._registry
         registry = default_registry()
         (hook or self.hook).pytest_atom_register_checks(registry=registry)
+        if hook is None:
+            self._registry = registry
         return registry
 
     def run(

@@ -16,6 +16,8 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
+from pytest_atom.config import load_config
+from pytest_atom.harness import build_harness, host_hooks
 from tests.conftest import bash
 
 CONFTEST = """
@@ -154,3 +156,15 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     ).stdout.splitlines()[-1]
     light = ["hooks", "modes", "paths", "plugin", "settings"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
+
+
+def test_the_hooks_register_check_kinds_once_per_harness(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "CALLS = []\n\ndef pytest_atom_register_checks(registry):\n    CALLS.append(1)\n"
+        "    registry.register('word_count', lambda check, workspace, env: None)\n"
+    )
+    harness = build_harness(
+        [], root=tmp_path, config=load_config(cwd=tmp_path), hook=host_hooks(tmp_path)
+    )
+    assert harness.registry() is harness.registry()  # a second call would register twice
+    assert "word_count" in harness.registry().kinds()
