@@ -16,7 +16,6 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from pytest_atom.files import copy_ignore
 from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
 from pytest_atom.limits import Budget, Limits
+from pytest_atom.paths import cli_slug
 from pytest_atom.replay.cassette import CassetteError
 from pytest_atom.replay.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.replay.recording import (
@@ -449,9 +449,9 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
     # A slug is one path component, so each attempt folder's is named in full: a step's
     # attempts are numbered on after a rollback or a resume, hence the generous bound.
-    slug = re.sub(r"[^A-Za-z0-9]", "-", str(run_dir.resolve()))
+    slug = cli_slug(run_dir.resolve())
     paths[slug] = "<RUN_DIR_SLUG>"
-    folders = [f"steps-{step.id}-attempts" for step in spec.steps] or ["attempts"]
+    folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
     attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
     for folder in folders:
         for number in range(1, 2 * attempts + 3):

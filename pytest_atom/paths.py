@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 #: What a spec file's name ends with.
@@ -14,3 +15,9 @@ def display_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except (ValueError, OSError):
         return str(path)
+
+
+def cli_slug(path: Path | str) -> str:
+    """A path as Claude Code names the state it keeps for it (its ``projects/`` folder,
+    the sandbox's task folder): every character but a letter or a digit becomes ``-``."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))

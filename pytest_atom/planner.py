@@ -7,6 +7,10 @@ saved as ``plan.json`` in the run folder and checked exactly like hand-written `
 (`pytest_atom.spec.planned_steps`), then against the spec's `plan_accept:`. A plan that
 fails either is the agent's failure, reported with the plan; a session that gives no
 answer at all is the harness's.
+
+Seed 002's rollback recovery: when a later step rolls the run back, the planner is asked
+again (``plan-2.json``, in ``plan-2/``) with the failure report. It keeps the committed
+steps before the rollback's target and plans the rest anew, with a changed strategy.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pytest_atom.spec import (
     PlanAccept,
     Spec,
     SpecError,
+    Step,
     planned_steps,
 )
 
@@ -78,27 +83,78 @@ def plan_failures(accept: PlanAccept | None, ids: Sequence[str]) -> list[str]:
     return failed
 
 
-def check_plan(spec: Spec, answer: Any, run_dir: Path, check_kinds: Sequence[str] = ()) -> Plan:
-    """The planner's answer as a Plan: saved to ``plan.json``, validated, asserted on."""
-    path = run_dir / "plan.json"
+def check_plan(
+    spec: Spec,
+    answer: Any,
+    run_dir: Path,
+    check_kinds: Sequence[str] = (),
+    *,
+    number: int = 1,
+    kept: Sequence[Step] = (),
+) -> Plan:
+    """The planner's answer as a Plan: saved to ``plan.json`` (a re-plan: ``plan-2.json``
+    on), validated, asserted on. A re-plan's steps follow the `kept` ones, and `plan_accept:`
+    asserts on the whole."""
+    path = run_dir / ("plan.json" if number == 1 else f"plan-{number}.json")
     text = json.dumps(answer, indent=2, ensure_ascii=False) + "\n"
     path.write_text(text, encoding="utf-8")
     plan = Plan(raw=answer, path=path)
     try:
-        plan.steps = planned_steps(text, path, check_kinds=check_kinds)
+        planned = planned_steps(text, path, check_kinds=check_kinds)
     except SpecError as exc:
         plan.error = f"the planner's plan is not valid steps: {exc}"
         return plan
+    taken = sorted({s.id for s in kept} & {s.id for s in planned})
+    if taken:
+        plan.error = (
+            f"the planner's plan is not valid steps: {', '.join(map(repr, taken))} "
+            f"{'is' if len(taken) == 1 else 'are'} already the id of a committed step it was "
+            f"told to keep ({', '.join(s.id for s in kept)}); a re-plan gives only the steps "
+            "after them, each with an id of its own"
+        )
+        return plan
+    plan.steps = (*kept, *planned)
     plan.failed = plan_failures(spec.plan_accept, [s.id for s in plan.steps])
     return plan
 
 
+def replan_feedback(steps: Sequence[Step], target: int, report: str) -> str:
+    """What the planner hears after a rollback: its plan, what stays, and the report."""
+    kept = steps[:target]
+    listed = "\n".join(
+        f"{n}. `{s.id}`{' (committed: it stays)' if n <= target else ''}: "
+        f"{' '.join(s.prompt.split())[:200]}"
+        for n, s in enumerate(steps, 1)
+    )
+    stays = (
+        f"The steps before it ({', '.join(f'`{s.id}`' for s in kept)}) stay committed; the "
+        "folder you are in holds their work. Answer with the steps that come after them "
+        "only, each with an id none of them has."
+        if kept
+        else "No step stays committed; the folder you are in is where the first step starts. "
+        "Answer with a whole new plan."
+    )
+    return (
+        f"Your plan was:\n\n{listed}\n\nThe run was rolled back to step `{steps[target].id}`: "
+        f"its work and every later step's were wiped. {stays} Change the strategy (a "
+        "different approach, order or decomposition), not just a parameter.\n\n"
+        f"The failure report, as the rolled-back step would have heard it:\n\n{report}"
+    )
+
+
 def build_prompt(spec: Spec, prompts: PromptLoader | None = None, feedback: str = "") -> str:
-    """PLANNER.md with the request (and a rollback's failure report, if any) filled in."""
+    """PLANNER.md with the request (and after a rollback, the re-plan's brief) filled in.
+
+    A project's own PLANNER.md without a ``{feedback}`` slot still hears a rollback: the
+    brief is added at its end.
+    """
     text = (prompts or PromptLoader()).load("planner")
-    extra = f"\n\n## The failure report of the last plan\n\n{feedback}" if feedback else ""
+    extra = f"\n\n## A rollback: plan again\n\n{feedback}" if feedback else ""
+    if feedback and "{feedback}" not in text:
+        text = text.rstrip("\n") + "{feedback}\n"
     request = (spec.request or spec.prompt).strip()
-    return text.replace("{feedback}", extra).replace("{request}", request)
+    values = {"request": request, "feedback": extra}  # one pass: neither fills in the other
+    return re.sub(r"\{(request|feedback)\}", lambda m: values[m[1]], text)
 
 
 def run_planner(
@@ -108,17 +164,21 @@ def run_planner(
     env: Mapping[str, str],
     claude_bin: Path,
     session_id: str,
+    start: Path | None,
     prompts: PromptLoader | None = None,
     model: str | None = None,
+    number: int = 1,
+    feedback: str = "",
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
-    It runs in ``plan/``, a copy of the spec's workspace it may read (research) but not
-    change, with only the run's own empty Claude config (as the reflector).
+    It runs in ``plan/`` (a re-plan: ``plan-2/`` on), a copy of `start` (the spec's
+    workspace, or the work committed before a rollback's target) it may read (research)
+    but not change, with only the run's own empty Claude config (as the reflector).
     """
-    folder = run_dir / "plan"
-    if spec.workspace is not None:
-        shutil.copytree(spec.workspace, folder, symlinks=True, ignore=copy_ignore)
+    folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
+    if start is not None:
+        shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
     else:
         folder.mkdir(parents=True)
     runner = ClaudeRunner(
@@ -129,7 +189,7 @@ def run_planner(
         confinement=Confinement(run_dir, sandbox=None),  # runs no commands
     )
     record = runner.run(
-        build_prompt(spec, prompts),
+        build_prompt(spec, prompts, feedback),
         folder,
         session_id=session_id,
         use_context=False,

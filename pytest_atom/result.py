@@ -45,14 +45,21 @@ class Attempt:
         return self.records + ([self.reflector] if self.reflector else [])
 
 
-@dataclass(frozen=True)
+@dataclass
 class Rollback:
-    """A later step's reflector found an earlier step's committed work wrong (seed 002)."""
+    """A later step's reflector found an earlier step's committed work wrong (seed 002).
+
+    In planner mode the planner then plans the steps from the target on anew (`replan`),
+    with the failure report; the old plan's steps it did not keep are `dropped`, their
+    attempts kept as evidence.
+    """
 
     source: str  # the step whose verdict asked for it
     attempt: int  # that step's attempt number
     target: str  # the step re-run from; its committed work and every later step's were wiped
-    feedback: str  # the failure report the target's re-run was given
+    feedback: str  # the failure report the target's re-run (or the planner) was given
+    replan: Plan | None = None
+    dropped: list[StepResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in ("source", "attempt", "target", "feedback")}
@@ -134,7 +141,7 @@ class SpecResult:
     #: and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
-    plan: Plan | None = None  # planner mode: the plan the steps came from
+    plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -154,8 +161,19 @@ class SpecResult:
             and bool(self.attempts)
             and self.final.decision == "proceed"
             and all(step.passed for step in self.steps)
-            and (self.plan is None or self.plan.passed)
+            and all(plan.passed for plan in self.plans)
         )
+
+    @property
+    def plans(self) -> list[Plan]:
+        """Planner mode: the first plan, then each re-plan after a rollback, in order."""
+        first = [self.plan] if self.plan is not None else []
+        return first + [r.replan for r in self.rollbacks if r.replan is not None]
+
+    @property
+    def current_plan(self) -> Plan | None:
+        """The plan the steps now come from: the last one made."""
+        return self.plans[-1] if self.plans else None
 
     @property
     def steps_summary(self) -> str | None:
@@ -200,8 +218,12 @@ class SpecResult:
 
     @property
     def all_attempts(self) -> list[Attempt]:
-        """Every attempt of the run: of every step, for a multi-step spec."""
-        return [a for s in self.steps for a in s.attempts] if self.steps else self.attempts
+        """Every attempt of the run: of every step (and of steps a re-plan dropped), for a
+        multi-step spec."""
+        if not self.steps:
+            return self.attempts
+        dropped = [s for r in self.rollbacks for s in r.dropped]
+        return [a for s in [*self.steps, *dropped] for a in s.attempts]
 
     @property
     def iterations(self) -> int:
@@ -211,7 +233,7 @@ class SpecResult:
     def records(self) -> list[IterationRecord]:
         """Every CLI session of the run: the planner's (planner mode), executor iterations
         and reflector sessions."""
-        planner = [self.plan.record] if self.plan and self.plan.record else []
+        planner = [p.record for p in self.plans if p.record is not None]
         return planner + [r for a in self.all_attempts for r in a.all_records]
 
     @property
@@ -242,8 +264,8 @@ class SpecResult:
                 usd = sum(r.cost_usd for r in records)
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
-        if attempts is None and self.plan and self.plan.record:  # billed as the executor is
-            usd = self.plan.record.cost_usd
+        if attempts is None:  # the planner's sessions are billed as the executor's are
+            usd = sum(p.record.cost_usd for p in self.plans if p.record is not None)
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
         return spent, recorded

@@ -34,8 +34,8 @@ from pathlib import Path
 
 from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
 from pytest_atom.files import copy_ignore
-from pytest_atom.paths import display_path
-from pytest_atom.planner import PlannerError, check_plan, run_planner
+from pytest_atom.paths import cli_slug, display_path
+from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step
@@ -82,7 +82,10 @@ class StepsRun(_Run):
     notes: list[str] = field(default_factory=list)  # warnings for the report
     #: Steps already committed by an earlier run of this folder (`--atom-resume`).
     resumed: int = 0
-    plan: Plan | None = None  # planner mode: the planner's plan
+    plan: Plan | None = None  # planner mode: the planner's (first) plan
+    #: Planner mode: the steps a re-plan put where a rollback's target was; they hear the
+    #: failure report as the reason for the new plan, not as a step to redo.
+    replanned: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -100,8 +103,7 @@ class StepsRun(_Run):
         if self.spec.request is not None and not self.spec.steps:
             if not self._plan(source, gateway_url):
                 return
-        steps = self.spec.steps
-        feedback: dict[str, str] = {}
+        feedback: dict[str, str] = {}  # step id -> the failure report its re-run hears
         index = self.resumed
         if index and source.kind == "scripted":
             self.harness_error = (
@@ -115,12 +117,13 @@ class StepsRun(_Run):
                 "steps only; record the whole spec again before replaying it"
             )
         self._set_aside_interrupted()
-        while index < len(steps):
-            step, result = steps[index], self.results[index]
-            self.emit("step", step=step.id, number=index + 1, steps=len(steps))
-            run = self._step_run(step, index, result)
+        while index < len(self.spec.steps):  # a re-plan changes the steps as they run
+            step, result = self.spec.steps[index], self.results[index]
+            self.emit("step", step=step.id, number=index + 1, steps=len(self.spec.steps))
+            report = feedback.pop(step.id, None)  # a rollback's failure report, if any
+            run = self._step_run(step, index, result, report)
             before = self._outside(step) if self.spec.sandbox is None else None
-            run.attempt_all(source, gateway_url, self._first_message(index, feedback))
+            run.attempt_all(source, gateway_url, self._first_message(index, report))
             if before is not None:
                 self._check_confined(step, before, run)
             result.attempts += run.attempts
@@ -137,44 +140,114 @@ class StepsRun(_Run):
             if target is None:
                 return  # the step failed, and with it the spec
             index = self._roll_back(index, target, run.attempts[-1], feedback)
+            if self.plan is not None and not self._replan(source, gateway_url, target, feedback):
+                return
 
     def _plan(self, source: ModelSource, gateway_url: str) -> bool:
         """Planner mode: the planner's steps become the spec's; False: nothing to run."""
-        self.emit("plan")
+        self.plan = self._ask_planner(source, gateway_url)
+        if self.plan is None or not self.plan.passed:
+            return False
+        self.results = []
+        self._adopt(self.plan, source)
+        return True
+
+    def _replan(
+        self, source: ModelSource, gateway_url: str, target: int, feedback: dict[str, str]
+    ) -> bool:
+        """Seed 002's rollback recovery: the planner hears the failure report and plans the
+        steps from the target on anew; False: the new plan cannot run, so the spec fails.
+
+        The failure report moves to the new plan's step at the target, so its executor
+        hears it too. Steps of the old plan the new one no longer has are the rollback's
+        `dropped` ones, kept with their attempts.
+        """
+        rollback = self.rollbacks[-1]
+        report = feedback.pop(self.spec.steps[target].id)
+        plan = self._ask_planner(
+            source,
+            gateway_url,
+            number=len(self.rollbacks) + 1,
+            target=target,
+            feedback=replan_feedback(self.spec.steps, target, report),
+        )
+        rollback.replan = plan
+        if plan is None or not plan.passed:
+            return False
+        replaced, self.results = self.results[target:], self.results[:target]
+        new_ids = {s.id for s in plan.steps}
+        for earlier in self.rollbacks[:-1]:  # a step dropped before and planned again
+            replaced += [r for r in earlier.dropped if r.id in new_ids]
+            earlier.dropped = [r for r in earlier.dropped if r.id not in new_ids]
+        rollback.dropped = [r for r in replaced if r.id not in new_ids]
+        self._adopt(plan, source, reuse={r.id: r for r in replaced})
+        feedback[plan.steps[target].id] = report
+        self.replanned.add(plan.steps[target].id)
+        return True
+
+    def _ask_planner(
+        self,
+        source: ModelSource,
+        gateway_url: str,
+        *,
+        number: int = 1,
+        target: int = 0,
+        feedback: str = "",
+    ) -> Plan | None:
+        """One planner session, its answer checked; None: it gave none (a harness error,
+        unless the replay diverged, which then says why)."""
+        self.emit("plan", number=number)
+        kept = self.spec.steps[:target]
         try:
             answer, record = run_planner(
                 self.spec,
                 self.run_dir,
                 env=self.agent_env(gateway_url, source),
                 claude_bin=self.claude_bin,
-                session_id=session_id_for(self.spec, "planner"),
+                session_id=session_id_for(
+                    self.spec, "planner" if number == 1 else f"planner:{number}"
+                ),
+                start=self._start_folder(target),
                 prompts=self.prompts,
                 model=self.model,
+                number=number,
+                feedback=feedback,
             )
         except PlannerError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
-            return False
+            return None
         kinds = self.registry.kinds() if self.registry is not None else ()
-        self.plan = check_plan(self.spec, answer, self.run_dir, kinds)
-        self.plan.record = record
-        self.emit("planned", plan=self.plan.summary())
-        if not self.plan.passed:
-            return False
-        steps = self.plan.steps
+        plan = check_plan(self.spec, answer, self.run_dir, kinds, number=number, kept=kept)
+        plan.record = record
+        self.emit("planned", plan=plan.summary() if number == 1 else f"re-{plan.summary()}")
+        return plan
+
+    def _adopt(
+        self, plan: Plan, source: ModelSource, reuse: dict[str, StepResult] | None = None
+    ) -> None:
+        """The plan's steps become the spec's; each new step gets a result after the kept
+        steps' (a re-planned step that keeps its id keeps its result: its attempts)."""
+        steps = plan.steps
         prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
         self.spec = replace(self.spec, steps=steps, prompt=prompt)
-        self.results = [StepResult(step.id) for step in steps]
+        reuse = reuse or {}
+        self.results += [reuse.get(s.id) or StepResult(s.id) for s in steps[len(self.results) :]]
         if source.tape is not None:  # the planned steps' folders, as the CLI names them
             source.tape.normalizer.add_paths(_volatile_paths(self.run_dir, self.spec))
-        return True
 
-    def _step_run(self, step: Step, index: int, result: StepResult) -> _Run:
-        """The attempt loop of one run of `step`, starting from the previous step's work."""
+    def _step_run(self, step: Step, index: int, result: StepResult, report: str | None) -> _Run:
+        """The attempt loop of one run of `step`, starting from the previous step's work.
+
+        A fresh session's task holds the rollback's failure report (`report`), if any; a
+        continued conversation hears it in the step's first message instead.
+        """
         result.runs += 1
         result.committed = None
-        spec = step_spec(self.spec, step, index, self._start_folder(index))
         fresh = self.spec.session == "fresh"
+        start = self._start_folder(index)
+        replanned = step.id in self.replanned
+        spec = step_spec(self.spec, step, index, start, report if fresh else None, replanned)
         return _Run(
             spec,
             self.run_dir,
@@ -200,7 +273,7 @@ class StepsRun(_Run):
         projects = self.run_dir / "claude-config" / "projects"
         for step in self.spec.steps[self.resumed :]:
             for folder in sorted((step_root(self.run_dir, step.id) / "attempts").glob("a*")):
-                slug = re.sub(r"[^A-Za-z0-9]", "-", str(folder.resolve()))
+                slug = cli_slug(folder.resolve())
                 for transcript in (projects / slug).glob("*.jsonl"):
                     transcript.rename(transcript.with_name(transcript.name + ".interrupted"))
 
@@ -209,22 +282,23 @@ class StepsRun(_Run):
             return self.spec.workspace
         return committed_dir(self.run_dir, self.spec.steps[index - 1].id)
 
-    def _first_message(self, index: int, feedback: dict[str, str]) -> str | None:
+    def _first_message(self, index: int, report: str | None) -> str | None:
         """What a step's first iteration says when the conversation goes on from before.
 
         A fresh session hears the prompt and the task (its USER_PROMPT.md, which then
-        holds any rollback feedback too); so does the first step of a run.
+        holds any rollback report too); so does the first step of a run.
         """
         step = self.spec.steps[index]
-        report = feedback.pop(step.id, None)
         if self.spec.session == "fresh" or (index == 0 and report is None):
             return None
-        task = step_task(step, index, len(self.spec.steps), report)
-        before = (
-            "The work of this step and every later one was rolled back."
-            if report is not None
-            else f"Step `{self.spec.steps[index - 1].id}` is committed."
-        )
+        replanned = report is not None and step.id in self.replanned
+        task = step_task(step, index, len(self.spec.steps), report, replanned)
+        if replanned:
+            before = "The work from here on was rolled back, and the planner planned it anew."
+        elif report is not None:
+            before = "The work of this step and every later one was rolled back."
+        else:
+            before = f"Step `{self.spec.steps[index - 1].id}` is committed."
         return (
             f"{before} This folder holds the committed work of the steps before it.\n\n"
             f"{task}\n\nWhen this step is complete and verified, end your final message "
@@ -332,11 +406,18 @@ def _attempt_count(root: Path) -> int:
     return len([p for p in (root / "attempts").glob("a[0-9]*") if p.is_dir()])
 
 
-def step_spec(spec: Spec, step: Step, index: int, workspace: Path | None) -> Spec:
+def step_spec(
+    spec: Spec,
+    step: Step,
+    index: int,
+    workspace: Path | None,
+    report: str | None = None,
+    replanned: bool = False,
+) -> Spec:
     """The spec one step runs as: its task, checks, criteria, attempts and limits."""
     return replace(
         spec,
-        prompt=step_task(step, index, len(spec.steps)),
+        prompt=step_task(step, index, len(spec.steps), report, replanned),
         workspace=workspace,
         accept=step.accept,
         criteria=step.criteria,
@@ -346,9 +427,13 @@ def step_spec(spec: Spec, step: Step, index: int, workspace: Path | None) -> Spe
     )
 
 
-def step_task(step: Step, index: int, count: int, report: str | None = None) -> str:
-    """A step's task as the executor sees it: the step id it must keep, then the prompt."""
-    redo = f"\n\n## Redo this step\n\n{report}" if report else ""
+def step_task(
+    step: Step, index: int, count: int, report: str | None = None, replanned: bool = False
+) -> str:
+    """A step's task as the executor sees it: the step id it must keep, then the prompt,
+    then any rollback's failure report (after a re-plan: why the plan changed)."""
+    heading = "Why the plan changed" if replanned else "Redo this step"
+    redo = f"\n\n## {heading}\n\n{report}" if report else ""
     return (
         f"# Step `{step.id}` ({index + 1} of {count})\n\n"
         f"Your step id is `{step.id}`: work on this step only, and never invent other step "

@@ -22,7 +22,7 @@ from pytest_atom.replay.gateway import Gateway, scripted
 REPO = Path(__file__).resolve().parent.parent
 #: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
 #: something else over a copy of fixtures/specs leave them out.
-STEP_FIXTURES = ("two_steps", "rollback_steps", "planned")
+STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
 
 
 def drop_step_fixtures(specs: Path) -> None:

@@ -78,6 +78,18 @@ EXPECTED = {
         ],
         "Totals: 2 sessions, 5 turns, 2 tool calls, 0 verdicts, 1 plan, 0 side requests",
     ),
+    "replanned.yaml": (
+        "replanned.atom.yaml::replanned",
+        [
+            'plan: {"steps": [{"id": "scaffold"',
+            """$ printf 'def greet(name):\\n    return "hello " + name\\n' > greet.py""",
+            "The work from here on was rolled back, and the planner planned it anew.",
+            "## Why the plan changed",
+            "# Step `make_it_pass` (3 of 3)",
+            'plan: {"steps": [{"id": "test_first"',
+        ],
+        "Totals: 4 sessions, 13 turns, 5 tool calls, 1 verdict, 2 plans, 0 side requests",
+    ),
     "rollback-steps.yaml": (
         "rollback_steps.atom.yaml::rollback-steps",
         [

@@ -41,6 +41,7 @@ FIXTURE_SPECS = (
     "fix-failing-test",
     "misses-goal",
     "planned",
+    "replanned",
     "rollback-steps",
     "two-steps",
 )
@@ -136,7 +137,7 @@ def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
     assert _visible_rows(page) == ["misses-goal"]
     assert not _section(page, "create-file").is_displayed()
     assert _section(page, "misses-goal").is_displayed()
-    assert page.find_element(By.ID, "shown-count").text == "1 of 6 shown"
+    assert page.find_element(By.ID, "shown-count").text == "1 of 7 shown"
     passed.click()
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
 
@@ -154,11 +155,23 @@ def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
     assert "steps 3/3 committed" in section.get_attribute("textContent")
 
 
+def test_a_replanned_spec_lists_the_dropped_steps_attempts_too(page: WebDriver) -> None:
+    section = _section(page, "replanned")
+    links = section.find_elements(By.CSS_SELECTOR, "ol.timeline li.step > a")
+    assert [a.get_attribute("textContent") for a in links] == [
+        "scaffold a01",
+        "test_first a01",
+        "make_it_pass a01",
+        "implement a01",
+        "test a01",
+    ]
+
+
 def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
     by_tokens = ["misses-goal", "create-file", "fix-failing-test", "planned", "two-steps"]
-    by_tokens.append("rollback-steps")
+    by_tokens += ["rollback-steps", "replanned"]
     assert _visible_rows(page) == by_tokens
     tokens.click()
     assert _visible_rows(page) == by_tokens[::-1]

@@ -5,6 +5,7 @@ traces, the shipped planned fixture's replay, and a real run of a bad plan."""
 from __future__ import annotations
 
 import json
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -13,14 +14,21 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.execution import HarnessError
-from pytest_atom.planner import PLAN_SCHEMA, build_prompt, check_plan, plan_failures
+from pytest_atom.core.prompts import PromptLoader
+from pytest_atom.execution import HarnessError, run_spec
+from pytest_atom.planner import (
+    PLAN_SCHEMA,
+    build_prompt,
+    check_plan,
+    plan_failures,
+    replan_feedback,
+)
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_role
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from pytest_atom.result import SpecResult
+from pytest_atom.result import Rollback, SpecResult, StepResult
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
 from pytest_atom.steps import resumed_run_dir
 from tests.conftest import REPO, ShippedRun
@@ -172,6 +180,50 @@ def test_plan_accept_failure_is_kept_with_the_valid_steps(tmp_path: Path) -> Non
     assert plan.failed == ["max_steps 2: the plan has 3 (research, implement, test_greet)"]
 
 
+def test_a_replan_follows_the_kept_steps_with_ids_of_its_own(tmp_path: Path) -> None:
+    spec = planned_spec(tmp_path, "plan_accept: {max_steps: 3}\n")
+    kept = check_plan(spec, GOOD_PLAN, tmp_path).steps[:1]  # research stays committed
+    answer = {"steps": [{"id": "implement", "prompt": "Again."}, {"id": "check", "prompt": "x"}]}
+    plan = check_plan(spec, answer, tmp_path, number=2, kept=kept)
+    assert plan.passed and [s.id for s in plan.steps] == ["research", "implement", "check"]
+    assert plan.path == tmp_path / "plan-2.json"
+    assert json.loads(plan.path.read_text()) == answer  # the answer as given, beside plan.json
+    reused = {"steps": [{"id": "research", "prompt": "Look again."}]}
+    bad = check_plan(spec, reused, tmp_path, number=2, kept=kept)
+    assert bad.error is not None and not bad.passed and bad.steps == ()
+    assert "'research' is already the id of a committed step it was told to keep" in bad.error
+    four = {"steps": [*answer["steps"], {"id": "more", "prompt": "y"}]}  # 1 kept + 3 new
+    assert check_plan(spec, four, tmp_path, number=2, kept=kept).failed == [
+        "max_steps 3: the plan has 4 (research, implement, check, more)"
+    ]
+
+
+def test_the_replan_brief_names_the_plan_what_stays_and_the_report(tmp_path: Path) -> None:
+    spec = planned_spec(tmp_path)
+    steps = check_plan(spec, GOOD_PLAN, tmp_path).steps
+    brief = replan_feedback(steps, 1, "Step `test_greet` found this step's work wrong.")
+    assert "1. `research` (committed: it stays): Look around." in brief
+    assert "2. `implement`: Write greet.py." in brief and "3. `test_greet`: Test it." in brief
+    assert "rolled back to step `implement`" in brief
+    assert "The steps before it (`research`) stay committed" in brief
+    assert "Change the strategy" in brief and brief.endswith("found this step's work wrong.")
+    assert "Answer with a whole new plan" in replan_feedback(steps, 0, "r")
+    text = build_prompt(spec, feedback=brief)
+    assert (
+        text.index("## The request")
+        < text.index("## A rollback: plan again")
+        < text.index("1. `research`")
+    )
+    assert build_prompt(spec) == build_prompt(spec, feedback="")  # no rollback, no section
+    own = tmp_path / ".atom" / "prompts"
+    own.mkdir(parents=True)
+    (own / "PLANNER.md").write_text("Plan: {request}\n")  # a project's own, without the slot
+    custom = build_prompt(spec, PromptLoader(tmp_path), feedback="the report")
+    assert (
+        custom == "Plan: Build a greeter and its test.\n\n## A rollback: plan again\n\nthe report\n"
+    )
+
+
 def test_the_planner_prompt_carries_the_contract_and_the_request(tmp_path: Path) -> None:
     text = build_prompt(planned_spec(tmp_path))
     assert "## The request\n\nBuild a greeter and its test." in text
@@ -217,7 +269,8 @@ def test_existing_cassettes_hold_no_planner_requests() -> None:
         kinds = [
             request_kind(i.method, i.endpoint, i.body) for i in Cassette.load(path).interactions
         ]
-        assert kinds.count("planner") == (1 if path.parent.name == "planned" else 0), path
+        expected = {"planned": 1, "replanned": 2}.get(path.parent.name, 0)
+        assert kinds.count("planner") == expected, path
 
 
 def test_the_planned_steps_folders_are_normalized_once_known() -> None:
@@ -284,6 +337,43 @@ def test_an_invalid_plan_shows_why_no_step_ran(tmp_path: Path) -> None:
     Draft202012Validator(TRACE_SCHEMA).validate(build_trace(result))
 
 
+def test_a_failed_replan_fails_the_spec_and_shows_under_its_rollback(tmp_path: Path) -> None:
+    spec = planned_spec(tmp_path)
+    result = SpecResult(spec, tmp_path, [], 1.0, 0.8)
+    result.plan = check_plan(spec, GOOD_PLAN, tmp_path)
+    replan = check_plan(
+        spec,
+        {"steps": [{"id": "research", "prompt": "x"}]},
+        tmp_path,
+        number=2,
+        kept=result.plan.steps[:1],
+    )
+    dropped = StepResult("test_greet", runs=1)
+    result.steps = [StepResult("research", runs=1, committed=tmp_path), StepResult("implement")]
+    result.rollbacks = [Rollback("test_greet", 1, "implement", "It is wrong.", replan, [dropped])]
+    assert not result.passed and result.current_plan is replan
+    report = failure_report(result)
+    assert "  verdict: fail: the planner's re-plan after a rollback did not pass" in report
+    assert "  rollback: step test_greet (a01) rolled back to implement;" in report
+    assert "    re-plan: invalid, no step ran after it (" in report
+    assert "already the id of a committed step" in report
+    props = result_properties(result)
+    assert props["atom_plan_passed"] is False
+    assert props["atom_plan"].endswith("(re-planned after 1 rollback)")
+    assert "failed: plan" in summary_table([("s.atom.yaml::s", "failed", props)])[1]
+    trace = build_trace(result)
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    assert [(c["step_id"], c["state"]) for c in trace["children"]] == [
+        ("research", "succeeded"),
+        ("implement", "not_run"),
+        ("test_greet", "dropped"),
+    ]
+    [rollback] = trace["children"][2]["children"]
+    assert rollback["replan"]["passed"] is False and rollback["replan"]["file"].endswith(
+        "plan-2.json"
+    )
+
+
 # --- real runs --------------------------------------------------------------------------
 
 
@@ -305,6 +395,68 @@ def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> N
         for p in case.iter("property")
     }
     assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
+
+
+def test_the_replanned_fixture_changes_strategy_after_its_rollback(
+    shipped_run: ShippedRun,
+) -> None:
+    """Seed 002's rollback recovery, replayed: step `test` rolls back `implement`; the
+    planner hears the report and plans test-first from there; `scaffold` is not re-run."""
+    assert (
+        "specs/replanned.atom.yaml::replanned: plan: scaffold, test_first, make_it_pass "
+        "(re-planned after 1 rollback)" in shipped_run.output
+    )
+    [run] = shipped_run.runs.glob("replanned-*")
+    first = json.loads((run / "plan.json").read_text())
+    second = json.loads((run / "plan-2.json").read_text())
+    assert [s["id"] for s in first["steps"]] == ["scaffold", "implement", "test"]
+    assert [s["id"] for s in second["steps"]] == ["test_first", "make_it_pass"]
+    assert (run / "plan-2" / "greet.py").is_file()  # the planner read scaffold's commit
+    attempts = {
+        step.name: sorted(p.name for p in (step / "attempts").iterdir())
+        for step in (run / "steps").iterdir()
+    }
+    assert attempts == {
+        "scaffold": ["a01"],
+        "implement": ["a01"],
+        "test": ["a01"],
+        "test_first": ["a01"],
+        "make_it_pass": ["a01"],
+    }
+    committed = {p.parent.name for p in run.glob("steps/*/committed")}
+    assert committed == {"scaffold", "test_first", "make_it_pass"}
+    assert 'return "hello, " + name' in (run / "committed/greet.py").read_text()
+    trace = json.loads((shipped_run.traces / "replanned/replanned.json").read_text())
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    assert [(c["step_id"], c["state"]) for c in trace["children"]] == [
+        ("scaffold", "succeeded"),
+        ("test_first", "succeeded"),
+        ("make_it_pass", "succeeded"),
+        ("implement", "dropped"),
+        ("test", "dropped"),
+    ]
+    rollback = trace["children"][4]["children"][-1]
+    assert rollback["target"] == "implement" and rollback["replan"]["passed"] is True
+    assert [s["id"] for s in rollback["replan"]["steps"]] == [
+        "scaffold",
+        "test_first",
+        "make_it_pass",
+    ]
+    assert trace["cost"]["dispatched_runs"] == 8  # 2 plans, 5 executor runs, 1 reflector
+    cassette = Cassette.load(REPO / "fixtures/specs/cassettes/replanned/replanned.yaml")
+    planner = [
+        i for i in cassette.interactions if request_kind(i.method, i.endpoint, i.body) == "planner"
+    ]
+    replan = json.dumps(planner[1].body)
+    assert "A rollback: plan again" in replan and "greet.py lacks the comma" in replan
+    assert "A rollback" not in json.dumps(planner[0].body)
+
+
+def test_shipped_cassettes_name_no_run_folder() -> None:
+    """Every run-specific path is a placeholder: a step id's `_` is a `-` in the CLI's slugs."""
+    for path in sorted((REPO / "fixtures/specs/cassettes").glob("*/*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        assert "-atom-runs-" not in text and ".atom/runs/" not in text, path
 
 
 BAD = """\
@@ -335,3 +487,33 @@ def test_a_bad_plan_fails_its_spec_readably_before_any_step(pytester: pytest.Pyt
     )
     [run] = (pytester.path / ".atom/runs").glob("bad-plan-*")
     assert not (run / "steps").exists()  # no step ran
+
+
+@pytest.mark.slow
+def test_an_invalid_replan_fails_the_spec_where_it_was_made(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """The replanned fixture, scripted, with a second plan that reuses a kept step's id."""
+    fixtures = REPO / "fixtures/specs"
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(fixtures / "replanned.atom.yaml", tmp_path)
+    script = yaml.safe_load((fixtures / "scripts/replanned.yaml").read_text())
+    script["planner"][1] = {"plan": {"steps": [{"id": "scaffold", "prompt": "Again."}]}}
+    (tmp_path / "scripts/replanned.yaml").write_text(yaml.safe_dump(script))
+    spec = load_spec(tmp_path / "replanned.atom.yaml")
+    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
+    assert not result.passed and result.harness_error is None
+    [rollback] = result.rollbacks
+    assert rollback.replan is not None and rollback.replan.error is not None
+    assert [s.id for s in result.steps] == ["scaffold", "implement", "test"]  # the old plan
+    assert [s.passed for s in result.steps] == [True, False, False]
+    assert (result.run_dir / "plan-2.json").is_file()
+    assert sorted(p.name for p in (result.run_dir / "steps").iterdir()) == [
+        "implement",
+        "scaffold",
+        "test",
+    ]  # no step ran after the invalid re-plan
+    report = result.report()
+    assert "  verdict: fail: the planner's re-plan after a rollback did not pass" in report
+    assert "    re-plan: invalid, no step ran after it (" in report
+    assert "'scaffold' is already the id of a committed step it was told to keep" in report

@@ -173,9 +173,19 @@ def test_roll_back_wipes_the_target_and_later_commits_and_keeps_attempts(
     assert run.rollbacks == [Rollback("test", 1, "implement", feedback["implement"])]
     assert "Step `test` (attempt 1) found this step's committed work wrong" in feedback["implement"]
     assert "- c exists: b is wrong" in feedback["implement"] and "fix b" in feedback["implement"]
-    message = run._first_message(1, feedback)
+    message = run._first_message(1, feedback["implement"])
     assert message is not None and message.startswith("The work of this step and every later")
-    assert "## Redo this step" in message and "implement" not in feedback  # heard once
+    assert "## Redo this step" in message
+
+
+def test_a_fresh_session_hears_the_rollback_report_in_its_task(tmp_path: Path) -> None:
+    """A fresh session has no first message: the report goes into the step's task."""
+    spec = load_spec(write(tmp_path, THREE.format(max_rollbacks=1) + "session: fresh\n"))
+    run = StepsRun(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
+    assert run._first_message(1, "fix b") is None
+    rerun = run._step_run(spec.steps[1], 1, run.results[1], "fix b")
+    assert rerun.spec.prompt.endswith("## Redo this step\n\nfix b")
+    assert "Redo" not in run._step_run(spec.steps[2], 2, run.results[2], None).spec.prompt
 
 
 def test_the_reflector_hears_of_rollback_only_in_a_later_step() -> None:
@@ -263,7 +273,7 @@ def test_the_trace_nests_steps_with_their_attempts_and_rollbacks(tmp_path: Path)
 def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
     shipped_run: ShippedRun,
 ) -> None:
-    assert "5 passed, 1 xfailed" in shipped_run.output  # the step fixtures among them
+    assert "6 passed, 1 xfailed" in shipped_run.output  # the step fixtures among them
     [run] = shipped_run.runs.glob("rollback-steps-*")
     steps = run / "steps"
     attempts = {

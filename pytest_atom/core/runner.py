@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
@@ -24,6 +23,7 @@ from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.limits import Budget
+from pytest_atom.paths import cli_slug
 from pytest_atom.spec import ClaudeOptions
 
 #: Environment names a test run must not inherit: they would point the CLI elsewhere
@@ -253,7 +253,7 @@ class ClaudeRunner:
         transcript under the new folder's name continues the same conversation there.
         """
         config = self._config_dir()
-        target = config / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(conversation_dir.resolve()))
+        target = config / "projects" / cli_slug(conversation_dir.resolve())
         # Every folder the session went through holds a copy; the newest is the conversation.
         copies = sorted(
             config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns

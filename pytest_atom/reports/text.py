@@ -16,7 +16,7 @@ from pytest_atom.reports.baseline import summary_cell as baseline_cell
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
-    from pytest_atom.result import SpecResult, StepResult
+    from pytest_atom.result import Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
@@ -169,8 +169,11 @@ def failure_report(result: SpecResult) -> str:
 def _cause_lines(result: SpecResult) -> list[str]:
     """The verdict; or, when the replay diverged, that first, since the replay failed, not
     the agent (no verdict then: the reflector's session is part of what did not replay)."""
-    if not result.divergences and result.plan is not None and not result.plan.passed:
-        return ["  verdict: fail: the planner's plan did not pass, so no step ran"]
+    plan = result.current_plan
+    if not result.divergences and plan is not None and not plan.passed:
+        if plan is result.plan:
+            return ["  verdict: fail: the planner's plan did not pass, so no step ran"]
+        return ["  verdict: fail: the planner's re-plan after a rollback did not pass"]
     if not result.divergences:
         return [f"  verdict: {verdict_line(result)}", f"  agent: {agent_line(result)}"]
     n = len(result.divergences)
@@ -253,6 +256,21 @@ def plan_lines(result: SpecResult) -> list[str]:
     return lines
 
 
+def _replan_lines(rollback: Rollback) -> list[str]:
+    """Planner mode: the plan the planner made after a rollback, and the steps it dropped."""
+    plan = rollback.replan
+    if plan is None:
+        return []
+    where = f" ({display_path(plan.path)})" if plan.path else ""
+    if plan.error is not None:
+        return [f"    re-plan: invalid, no step ran after it{where}", *_indent(plan.error)]
+    lines = [f"    re-plan: {', '.join(s.id for s in plan.steps)}{where}"]
+    lines += [f"      plan_accept failed: {failure}" for failure in plan.failed]
+    for step in rollback.dropped:
+        lines.append(f"      dropped {step_line(step)}")
+    return lines
+
+
 def step_lines(result: SpecResult) -> list[str]:
     """A multi-step spec's steps and rollbacks; what follows is about the last step run."""
     if not result.steps:
@@ -265,6 +283,7 @@ def step_lines(result: SpecResult) -> list[str]:
             f"{rollback.target}; {rollback.target} and every later step re-ran"
         )
         lines += _indent(rollback.feedback, limit=8)
+        lines += _replan_lines(rollback)
     ran = [s for s in result.steps if s.runs]
     if ran and not ran[-1].passed:
         lines.append(f"  failing step: {ran[-1].id} (below: its last attempt)")
@@ -361,9 +380,13 @@ def step_properties(result: SpecResult) -> dict[str, Any]:
     """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``;
     in planner mode ``atom_plan`` too (the step ids, or what was wrong with the plan)."""
     plan: dict[str, Any] = {}
-    if result.plan is not None:
-        plan = {"atom_plan": result.plan.summary(), "atom_plan_passed": result.plan.passed}
-    if not result.steps or (result.plan and not result.plan.passed):
+    current = result.current_plan
+    if current is not None:
+        replans = len(result.plans) - 1
+        again = f" (re-planned after {replans} rollback{'s' * (replans != 1)})" if replans else ""
+        passed = all(p.passed for p in result.plans)
+        plan = {"atom_plan": current.summary() + again, "atom_plan_passed": passed}
+    if not result.steps or not plan.get("atom_plan_passed", True):
         return plan
     return {
         **plan,

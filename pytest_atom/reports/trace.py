@@ -8,7 +8,9 @@ transcript of every Claude Code session is written beside it::
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
 
 A multi-step spec's children are its steps, each with its attempts (transcripts named
-``<step>-a01-executor-1.jsonl``) and the rollbacks it asked for nested as its children.
+``<step>-a01-executor-1.jsonl``) and the rollbacks it asked for nested as its children;
+in planner mode a rollback carries the re-plan it led to, and the steps that re-plan
+dropped follow the plan's own, as ``dropped``.
 
 ``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` emits.
 Everything ``write_report`` puts on disk passes through a Scrubber first, and every file
@@ -31,7 +33,7 @@ from pytest_atom.files import CACHE_DIRS, write_atomic
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.result import Attempt, SpecResult, StepResult
+from pytest_atom.result import Attempt, Plan, SpecResult, StepResult
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -76,7 +78,7 @@ def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = Non
 def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
     folder = f"{_stem(result, repeat)}.transcripts"
     attempts: list[tuple[str | None, Attempt]] = [
-        (step.id, a) for step in result.steps for a in step.attempts
+        (step.id, a) for step in _all_steps(result) for a in step.attempts
     ] or [(None, a) for a in result.attempts]
     for step, attempt in attempts:
         roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
@@ -86,6 +88,11 @@ def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
             name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None
             yield _Session(attempt, step, role, iteration, record, transcript)
+
+
+def _all_steps(result: SpecResult) -> list[StepResult]:
+    """The plan's steps, then those a re-plan dropped (planner mode), as run."""
+    return [*result.steps, *(s for r in result.rollbacks for s in r.dropped)]
 
 
 def _invocation_id(result: SpecResult, suffix: str = "") -> str:
@@ -138,6 +145,8 @@ def _step_child(
 ) -> dict[str, Any]:
     """A step of a multi-step spec: its attempts, then the rollbacks it asked for."""
     ref = f"{parent_ref}#step-{step.id}"
+    dropped = any(step is d for r in result.rollbacks for d in r.dropped)
+    state = "succeeded" if step.passed else ("failed" if step.runs else "not_run")
     records = [r for a in step.attempts for r in a.all_records]
     rollbacks = [
         {
@@ -147,6 +156,7 @@ def _step_child(
             "state": "succeeded",
             "decision": "rollback",
             **rollback.to_dict(),
+            "replan": _plan_dict(rollback.replan),
             "children": [],
             "errors": [],
         }
@@ -157,7 +167,7 @@ def _step_child(
         "invocation_id": _invocation_id(result, f"#step-{step.id}"),
         "atom_ref": ref,
         "implementation_kind": IMPLEMENTATION_KIND,
-        "state": "succeeded" if step.passed else ("failed" if step.runs else "not_run"),
+        "state": "dropped" if dropped else state,
         "step_id": step.id,
         "runs": step.runs,
         "committed": str(step.committed) if step.committed else None,
@@ -284,7 +294,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
         "cost": _cost(result.records, result.duration, result.costs()),
-        "children": [_step_child(result, s, sessions, ref) for s in result.steps]
+        "children": [_step_child(result, s, sessions, ref) for s in _all_steps(result)]
         or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
         "atom": _atom_section(result, sessions, repeat),
@@ -361,8 +371,12 @@ def _atom_section(
 
 
 def _plan(result: SpecResult) -> dict[str, Any] | None:
-    """Planner mode: the plan the steps came from (seed 002's planner output)."""
-    plan = result.plan
+    """Planner mode: the first plan (seed 002's planner output); re-plans are the
+    rollbacks'."""
+    return _plan_dict(result.plan)
+
+
+def _plan_dict(plan: Plan | None) -> dict[str, Any] | None:
     if plan is None:
         return None
     return {
