@@ -82,10 +82,9 @@ class StepsRun(_Run):
     notes: list[str] = field(default_factory=list)  # warnings for the report
     #: Steps already committed by an earlier run of this folder (`--atom-resume`).
     resumed: int = 0
-    plan: Plan | None = None  # planner mode: the planner's (first) plan
-    #: Planner mode: the steps a re-plan put where a rollback's target was; they hear the
-    #: failure report as the reason for the new plan, not as a step to redo.
-    replanned: set[str] = field(default_factory=set)
+    #: Planner mode: the planner's first plan. Every rollback then asks for a new plan,
+    #: so a rollback's report tells the new plan's step why the plan changed.
+    plan: Plan | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -148,7 +147,6 @@ class StepsRun(_Run):
         self.plan = self._ask_planner(source, gateway_url)
         if self.plan is None or not self.plan.passed:
             return False
-        self.results = []
         self._adopt(self.plan, source)
         return True
 
@@ -182,7 +180,6 @@ class StepsRun(_Run):
         rollback.dropped = [r for r in replaced if r.id not in new_ids]
         self._adopt(plan, source, reuse={r.id: r for r in replaced})
         feedback[plan.steps[target].id] = report
-        self.replanned.add(plan.steps[target].id)
         return True
 
     def _ask_planner(
@@ -246,8 +243,7 @@ class StepsRun(_Run):
         result.committed = None
         fresh = self.spec.session == "fresh"
         start = self._start_folder(index)
-        replanned = step.id in self.replanned
-        spec = step_spec(self.spec, step, index, start, report if fresh else None, replanned)
+        spec = step_spec(self.spec, step, index, start, report if fresh else None, bool(self.plan))
         return _Run(
             spec,
             self.run_dir,
@@ -291,7 +287,7 @@ class StepsRun(_Run):
         step = self.spec.steps[index]
         if self.spec.session == "fresh" or (index == 0 and report is None):
             return None
-        replanned = report is not None and step.id in self.replanned
+        replanned = report is not None and self.plan is not None
         task = step_task(step, index, len(self.spec.steps), report, replanned)
         if replanned:
             before = "The work from here on was rolled back, and the planner planned it anew."
