@@ -27,9 +27,11 @@ from pytest_atom.planner import (
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_role
+from pytest_atom.replay.recording import cassette_path, staleness
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Rollback, SpecResult, StepResult
+from pytest_atom.settings import RunSettings
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
 from pytest_atom.steps import resumed_run_dir
 from tests.conftest import REPO, ShippedRun
@@ -506,7 +508,8 @@ def test_an_invalid_replan_fails_the_spec_where_it_was_made(
     script["planner"][1] = {"plan": {"steps": [{"id": "scaffold", "prompt": "Again."}]}}
     (tmp_path / "scripts/replanned.yaml").write_text(yaml.safe_dump(script))
     spec = load_spec(tmp_path / "replanned.atom.yaml")
-    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
+    settings = RunSettings(record_mode="all")  # recorded from the script
+    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=settings)
     assert not result.passed and result.harness_error is None
     [rollback] = result.rollbacks
     assert rollback.replan is not None and rollback.replan.error is not None
@@ -522,3 +525,6 @@ def test_an_invalid_replan_fails_the_spec_where_it_was_made(
     assert "  verdict: fail: the planner's re-plan after a rollback did not pass" in report
     assert "    re-plan: invalid, no step ran after it (" in report
     assert "'scaffold' is already the id of a committed step it was told to keep" in report
+    # Its cassette fits the spec as written: the hash is of the request, not of the planned
+    # steps the run lists as its prompt.
+    assert staleness(spec, Cassette.load(cassette_path(spec))) == []

@@ -177,3 +177,10 @@ def test_a_spec_without_its_script_now_is_not_refused(tmp_path: Path, claude_bin
     (tmp_path / "s.atom.yaml").write_text("name: s\nprompt: Create hello.txt.\n")
     unscripted = load_specs(tmp_path / "s.atom.yaml")[0]
     assert open_source(unscripted, claude_bin).stale_reasons == []
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.atom.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_cassette_fits_its_spec(path: Path) -> None:
+    """An edited fixture spec or script needs its cassette recorded again: this says which."""
+    for spec in load_specs(path):
+        assert staleness(spec, Cassette.load(cassette_path(spec))) == [], spec.name

@@ -62,7 +62,10 @@ def spec_hash(spec: Spec) -> str:
 
 
 def prompt_hash(spec: Spec) -> str:
-    return "sha256:" + hashlib.sha256(spec.prompt.encode()).hexdigest()[:16]
+    """The hash of the prompt the user wrote: in planner mode the request (a planned run's
+    `prompt` lists the plan's steps, which the planner wrote)."""
+    text = spec.request if spec.request is not None else spec.prompt
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def script_hash(spec: Spec) -> str | None:
