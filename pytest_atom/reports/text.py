@@ -278,9 +278,14 @@ def step_lines(result: SpecResult) -> list[str]:
     lines = [f"  {result.steps_summary} committed"]
     lines += [f"    {step_line(step)}" for step in result.steps]
     for rollback in result.rollbacks:
+        then = (
+            f"the planner planned the steps from {rollback.target} on anew"
+            if rollback.replan is not None
+            else f"{rollback.target} and every later step re-ran"
+        )
         lines.append(
             f"  rollback: step {rollback.source} (a{rollback.attempt:02d}) rolled back to "
-            f"{rollback.target}; {rollback.target} and every later step re-ran"
+            f"{rollback.target}; {then}"
         )
         lines += _indent(rollback.feedback, limit=8)
         lines += _replan_lines(rollback)
