@@ -145,8 +145,9 @@ def _step_child(
 ) -> dict[str, Any]:
     """A step of a multi-step spec: its attempts, then the rollbacks it asked for."""
     ref = f"{parent_ref}#step-{step.id}"
-    dropped = any(step is d for r in result.rollbacks for d in r.dropped)
     state = "succeeded" if step.passed else ("failed" if step.runs else "not_run")
+    if any(step is d for r in result.rollbacks for d in r.dropped):
+        state = "dropped"
     records = [r for a in step.attempts for r in a.all_records]
     rollbacks = [
         {
@@ -156,7 +157,7 @@ def _step_child(
             "state": "succeeded",
             "decision": "rollback",
             **rollback.to_dict(),
-            "replan": _plan_dict(rollback.replan),
+            "replan": _plan(rollback.replan),
             "children": [],
             "errors": [],
         }
@@ -167,7 +168,7 @@ def _step_child(
         "invocation_id": _invocation_id(result, f"#step-{step.id}"),
         "atom_ref": ref,
         "implementation_kind": IMPLEMENTATION_KIND,
-        "state": "dropped" if dropped else state,
+        "state": state,
         "step_id": step.id,
         "runs": step.runs,
         "committed": str(step.committed) if step.committed else None,
@@ -366,17 +367,13 @@ def _atom_section(
         "drift": result.drift,
         "repeat": repeat,
         "steps": result.steps_summary,
-        "plan": _plan(result),
+        "plan": _plan(result.plan),
     }
 
 
-def _plan(result: SpecResult) -> dict[str, Any] | None:
-    """Planner mode: the first plan (seed 002's planner output); re-plans are the
-    rollbacks'."""
-    return _plan_dict(result.plan)
-
-
-def _plan_dict(plan: Plan | None) -> dict[str, Any] | None:
+def _plan(plan: Plan | None) -> dict[str, Any] | None:
+    """Planner mode: a plan (seed 002's planner output): the spec's first, or a rollback's
+    re-plan."""
     if plan is None:
         return None
     return {
