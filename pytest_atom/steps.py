@@ -147,7 +147,8 @@ class StepsRun(_Run):
         self.plan = self._ask_planner(source, gateway_url)
         if self.plan is None or not self.plan.passed:
             return False
-        self._adopt(self.plan, source)
+        self._adopt(self.plan)
+        self._normalize_steps(source)
         return True
 
     def _replan(
@@ -157,8 +158,7 @@ class StepsRun(_Run):
         steps from the target on anew; False: the new plan cannot run, so the spec fails.
 
         The failure report moves to the new plan's step at the target, so its executor
-        hears it too. Steps of the old plan the new one no longer has are the rollback's
-        `dropped` ones, kept with their attempts.
+        hears it too.
         """
         rollback = self.rollbacks[-1]
         report = feedback.pop(self.spec.steps[target].id)
@@ -172,13 +172,8 @@ class StepsRun(_Run):
         rollback.replan = plan
         if plan is None or not plan.passed:
             return False
-        replaced, self.results = self.results[target:], self.results[:target]
-        new_ids = {s.id for s in plan.steps}
-        for earlier in self.rollbacks[:-1]:  # a step dropped before and planned again
-            replaced += [r for r in earlier.dropped if r.id in new_ids]
-            earlier.dropped = [r for r in earlier.dropped if r.id not in new_ids]
-        rollback.dropped = [r for r in replaced if r.id not in new_ids]
-        self._adopt(plan, source, reuse={r.id: r for r in replaced})
+        self._adopt(plan, target)
+        self._normalize_steps(source)
         feedback[plan.steps[target].id] = report
         return True
 
@@ -220,17 +215,29 @@ class StepsRun(_Run):
         self.emit("planned", plan=plan.summary() if number == 1 else f"re-{plan.summary()}")
         return plan
 
-    def _adopt(
-        self, plan: Plan, source: ModelSource, reuse: dict[str, StepResult] | None = None
-    ) -> None:
-        """The plan's steps become the spec's; each new step gets a result after the kept
-        steps' (a re-planned step that keeps its id keeps its result: its attempts)."""
-        steps = plan.steps
-        prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
-        self.spec = replace(self.spec, steps=steps, prompt=prompt)
-        reuse = reuse or {}
-        self.results += [reuse.get(s.id) or StepResult(s.id) for s in steps[len(self.results) :]]
-        if source.tape is not None:  # the planned steps' folders, as the CLI names them
+    def _adopt(self, plan: Plan, target: int = 0) -> None:
+        """The plan's steps become the spec's, from `target` on (a re-plan's; the steps
+        before it are kept).
+
+        Each step gets a result: a planned step whose id ran before (even in a plan an
+        earlier re-plan dropped) keeps its result, so its attempts; the replaced steps the
+        plan no longer has are the last rollback's `dropped` ones, kept as evidence.
+        """
+        replaced, self.results = self.results[target:], self.results[:target]
+        new_ids = {s.id for s in plan.steps}
+        for rollback in self.rollbacks:
+            replaced += [r for r in rollback.dropped if r.id in new_ids]
+            rollback.dropped = [r for r in rollback.dropped if r.id not in new_ids]
+        if self.rollbacks:
+            self.rollbacks[-1].dropped += [r for r in replaced if r.id not in new_ids]
+        reuse = {r.id: r for r in replaced}
+        self.results += [reuse.get(s.id) or StepResult(s.id) for s in plan.steps[target:]]
+        prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in plan.steps)
+        self.spec = replace(self.spec, steps=plan.steps, prompt=prompt)
+
+    def _normalize_steps(self, source: ModelSource) -> None:
+        """The planned steps' attempt folders, as the CLI names them, become placeholders."""
+        if source.tape is not None:
             source.tape.normalizer.add_paths(_volatile_paths(self.run_dir, self.spec))
 
     def _step_run(self, step: Step, index: int, result: StepResult, report: str | None) -> _Run:

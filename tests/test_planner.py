@@ -30,10 +30,10 @@ from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_
 from pytest_atom.replay.recording import cassette_path, staleness
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from pytest_atom.result import Rollback, SpecResult, StepResult
+from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
-from pytest_atom.steps import resumed_run_dir
+from pytest_atom.steps import StepsRun, resumed_run_dir
 from tests.conftest import REPO, ShippedRun
 
 REQUEST = "request: Build a greeter and its test.\n"
@@ -199,6 +199,32 @@ def test_a_replan_follows_the_kept_steps_with_ids_of_its_own(tmp_path: Path) -> 
     assert check_plan(spec, four, tmp_path, number=2, kept=kept).failed == [
         "max_steps 3: the plan has 4 (research, implement, check, more)"
     ]
+
+
+def test_a_replan_keeps_the_results_of_the_steps_it_keeps_or_plans_again(
+    tmp_path: Path,
+) -> None:
+    """What each step's result becomes over two re-plans: kept, dropped, revived."""
+    spec = planned_spec(tmp_path)
+    run = StepsRun(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
+
+    def plan(ids: list[str], number: int, keep: int) -> Plan:
+        answer = {"steps": [{"id": i, "prompt": f"Do {i}."} for i in ids]}
+        return check_plan(spec, answer, tmp_path, number=number, kept=run.spec.steps[:keep])
+
+    run._adopt(plan(["a", "b", "c"], 1, 0))
+    a, b, c = run.results
+    run.rollbacks.append(Rollback("c", 1, "b", "b is wrong"))
+    run._adopt(plan(["x", "c"], 2, 1), 1)
+    assert [s.id for s in run.spec.steps] == ["a", "x", "c"]
+    assert run.results[0] is a and run.results[2] is c  # c keeps its attempts
+    assert run.rollbacks[0].dropped == [b]
+    run.rollbacks.append(Rollback("c", 2, "x", "x is wrong too"))
+    run._adopt(plan(["b", "y"], 3, 1), 1)
+    x = run.rollbacks[1].dropped[0]
+    assert [r.id for r in run.results] == ["a", "b", "y"] and run.results[1] is b  # revived
+    assert run.rollbacks[0].dropped == [] and run.rollbacks[1].dropped == [x, c]
+    assert run.spec.prompt.startswith("[a] Do a.\n\n[b] Do b.")
 
 
 def test_the_replan_brief_names_the_plan_what_stays_and_the_report(tmp_path: Path) -> None:
