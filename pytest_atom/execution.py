@@ -9,6 +9,7 @@ staging-commit lifecycle::
         attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
         committed/       the passing attempt, promoted
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
+        home/            the CLI's HOME (its logs and caches), scrubbed too
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 """
@@ -158,8 +159,11 @@ def _drive(run: _Run, source: ModelSource) -> tuple[list[Exchange], Path | None]
         )
     finally:
         written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
-        # The CLI's own transcripts hold every prompt and tool output: scrubbed in place.
-        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config")
+        # The CLI's own transcripts hold every prompt and tool output, and its HOME its
+        # logs: scrubbed in place.
+        scrubber = Scrubber(extra=source.auth)
+        for folder in ("claude-config", "home"):
+            scrubber.scrub_tree(run.run_dir / folder)
     return exchanges, written
 
 
@@ -441,7 +445,8 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
 def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
-    for path, placeholder in ((run_dir, "<RUN_DIR>"), (Path.home(), "<HOME>")):
+    homes = ((Path.home(), "<HOME>"), (run_dir / "home", "<HOME>"))
+    for path, placeholder in ((run_dir, "<RUN_DIR>"), *homes):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
     # The CLI names per-folder state after the folder with every other character as `-`,

@@ -129,6 +129,29 @@ def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
     assert not started.exists()  # the repository's MCP server never started
 
 
+def test_the_users_home_is_neither_read_nor_written(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's HOME is the run's own `home/`: the user's shell startup file does not run
+    (it printed into tool output and rewrote pyenv's shims), and the CLI's logs and caches
+    stay in the run folder."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / ".bashrc").write_text(
+        f'echo "{CANARY}-rc"; touch "{user}/rc-ran"; atom_user_fn() {{ :; }}\n'
+    )
+    monkeypatch.setenv("HOME", str(user))
+    turns = [bash("echo home=$HOME; type atom_user_fn 2>&1 | head -1"), {"text": "EXIT_LOOP_NOW"}]
+    result = run(write_spec(tmp_path / "specs", turns), tmp_path / "runs", claude_bin)
+
+    assert result.passed, result.report()
+    [call] = result.final.records[0].tool_calls
+    assert call.result is not None and CANARY not in call.result
+    assert f"home={result.run_dir / 'home'}" in call.result and "not found" in call.result
+    assert sorted(p.name for p in user.iterdir()) == [".bashrc"]  # nothing ran, nothing written
+    assert list((result.run_dir / "home" / ".npm" / "_logs").glob("*.log"))  # the CLI's logs
+
+
 def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -> None:
     turns = [
         {

@@ -66,6 +66,11 @@ def claude_env(
 
     `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
     it a placeholder key is set, which is all the CLI needs to skip its login flow.
+
+    HOME is an empty ``home/`` beside `config_dir`: the CLI writes its logs and caches
+    there, not into the user's home, and its Bash tool's shell starts from no startup file
+    of the user's (a ``~/.bashrc`` that prints, or rewrites pyenv's shims, made tool output
+    differ from machine to machine and run to run). Toolchains still come from PATH.
     """
     env = {
         k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)
@@ -73,6 +78,8 @@ def claude_env(
     env.update(_QUIET_ENV)
     env["ANTHROPIC_BASE_URL"] = base_url
     env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+    env["HOME"] = str(config_dir.parent / "home")
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
     # The agent's git must not find the user's repository above the run folder.
     env["GIT_CEILING_DIRECTORIES"] = str(config_dir.parent)
     env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
