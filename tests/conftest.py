@@ -97,8 +97,17 @@ def shipped_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> S
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
+            failed = folder / "failed.txt"  # one failed replay fails every test that shares it
+            if failed.is_file():
+                pytest.fail(
+                    f"the shared replay of the shipped fixtures failed:\n{failed.read_text()}"
+                )
             if not (folder / "output.txt").is_file():
-                _replay_shipped(folder, claude_bin)
+                try:
+                    _replay_shipped(folder, claude_bin)
+                except Exception as exc:  # a timeout too: never left half-done unsaid
+                    failed.write_text(str(exc), encoding="utf-8")
+                    raise
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return ShippedRun(folder, (folder / "output.txt").read_text(encoding="utf-8"))
@@ -117,7 +126,8 @@ def _replay_shipped(folder: Path, claude_bin: Path) -> None:
         command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     output = done.stdout + done.stderr
-    assert done.returncode == 0, output
+    if done.returncode != 0:
+        raise RuntimeError(output)
     (folder / "output.txt").write_text(output, encoding="utf-8")
 
 
