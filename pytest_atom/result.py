@@ -217,13 +217,17 @@ class SpecResult:
         return self.final.checks if self.attempts else []
 
     @property
+    def all_steps(self) -> list[StepResult]:
+        """Every step that ran or was planned: the plan's, then those a re-plan dropped."""
+        return [*self.steps, *(s for r in self.rollbacks for s in r.dropped)]
+
+    @property
     def all_attempts(self) -> list[Attempt]:
         """Every attempt of the run: of every step (and of steps a re-plan dropped), for a
         multi-step spec."""
         if not self.steps:
             return self.attempts
-        dropped = [s for r in self.rollbacks for s in r.dropped]
-        return [a for s in [*self.steps, *dropped] for a in s.attempts]
+        return [a for s in self.all_steps for a in s.attempts]
 
     @property
     def iterations(self) -> int:

@@ -78,7 +78,7 @@ def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = Non
 def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
     folder = f"{_stem(result, repeat)}.transcripts"
     attempts: list[tuple[str | None, Attempt]] = [
-        (step.id, a) for step in _all_steps(result) for a in step.attempts
+        (step.id, a) for step in result.all_steps for a in step.attempts
     ] or [(None, a) for a in result.attempts]
     for step, attempt in attempts:
         roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
@@ -88,11 +88,6 @@ def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
             name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None
             yield _Session(attempt, step, role, iteration, record, transcript)
-
-
-def _all_steps(result: SpecResult) -> list[StepResult]:
-    """The plan's steps, then those a re-plan dropped (planner mode), as run."""
-    return [*result.steps, *(s for r in result.rollbacks for s in r.dropped)]
 
 
 def _invocation_id(result: SpecResult, suffix: str = "") -> str:
@@ -295,7 +290,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
         "cost": _cost(result.records, result.duration, result.costs()),
-        "children": [_step_child(result, s, sessions, ref) for s in _all_steps(result)]
+        "children": [_step_child(result, s, sessions, ref) for s in result.all_steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
         "atom": _atom_section(result, sessions, repeat),
