@@ -16,7 +16,7 @@ from pytest_atom.reports.baseline import summary_cell as baseline_cell
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
-    from pytest_atom.result import Rollback, SpecResult, StepResult
+    from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
@@ -245,30 +245,28 @@ def step_line(step: StepResult) -> str:
 
 def plan_lines(result: SpecResult) -> list[str]:
     """Planner mode: the plan the steps came from, and what was wrong with it."""
-    plan = result.plan
-    if plan is None:
-        return []
-    where = f" ({display_path(plan.path)})" if plan.path else ""
-    if plan.error is not None:
-        return [f"  plan: invalid, no step ran{where}", *_indent(plan.error)]
-    lines = [f"  plan: {', '.join(s.id for s in plan.steps)}{where}"]
-    lines += [f"    plan_accept failed: {failure}" for failure in plan.failed]
-    return lines
+    return _plan_block(result.plan, "  plan", "no step ran") if result.plan else []
 
 
 def _replan_lines(rollback: Rollback) -> list[str]:
     """Planner mode: the plan the planner made after a rollback, and the steps it dropped."""
-    plan = rollback.replan
-    if plan is None:
+    if rollback.replan is None:
         return []
+    lines = _plan_block(rollback.replan, "    re-plan", "no step ran after it")
+    return lines + [f"      dropped {step_line(step)}" for step in rollback.dropped]
+
+
+def _plan_block(plan: Plan, label: str, invalid: str) -> list[str]:
+    """One plan under `label`: its step ids and file, or why it is invalid (`invalid` says
+    what followed), then its failed `plan_accept:` assertions, indented under it."""
     where = f" ({display_path(plan.path)})" if plan.path else ""
     if plan.error is not None:
-        return [f"    re-plan: invalid, no step ran after it{where}", *_indent(plan.error)]
-    lines = [f"    re-plan: {', '.join(s.id for s in plan.steps)}{where}"]
-    lines += [f"      plan_accept failed: {failure}" for failure in plan.failed]
-    for step in rollback.dropped:
-        lines.append(f"      dropped {step_line(step)}")
-    return lines
+        return [f"{label}: invalid, {invalid}{where}", *_indent(plan.error)]
+    pad = " " * (len(label) - len(label.lstrip()) + 2)
+    return [
+        f"{label}: {', '.join(s.id for s in plan.steps)}{where}",
+        *(f"{pad}plan_accept failed: {failure}" for failure in plan.failed),
+    ]
 
 
 def step_lines(result: SpecResult) -> list[str]:
