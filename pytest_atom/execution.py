@@ -161,9 +161,7 @@ def _drive(run: _Run, source: ModelSource) -> tuple[list[Exchange], Path | None]
         written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
         # The CLI's own transcripts hold every prompt and tool output, and its HOME its
         # logs: scrubbed in place.
-        scrubber = Scrubber(extra=source.auth)
-        for folder in ("claude-config", "home"):
-            scrubber.scrub_tree(run.run_dir / folder)
+        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
     return exchanges, written
 
 

@@ -436,6 +436,21 @@ def test_scrub_tree_rewrites_only_files_with_secrets_and_follows_no_link(tmp_pat
     assert Scrubber(env={}).scrub_tree(tmp_path / "missing") == []
 
 
+def test_scrub_tree_takes_several_folders_as_one_object(tmp_path: Path) -> None:
+    """A run's `claude-config/` and `home/`: a secret assigned in one is redacted in both."""
+    log = tmp_path / "home" / ".npm" / "_logs" / "debug.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n")
+    transcript = tmp_path / "claude-config" / "session.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text(json.dumps({"text": f"the bare value {AWS_SECRET}"}) + "\n")
+
+    changed = Scrubber(env={}).scrub_tree(tmp_path / "claude-config", tmp_path / "home")
+
+    assert sorted(changed) == sorted([log, transcript])
+    assert AWS_SECRET not in log.read_text() + transcript.read_text()
+
+
 def test_a_value_found_once_is_redacted_in_later_texts_but_not_in_later_objects() -> None:
     scrubber = Scrubber(env={})
     scrubber.scrub_obj({"content": f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}"})  # a request

@@ -269,15 +269,21 @@ class Scrubber:
         self._remember(values)
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
-    def scrub_tree(self, folder: Path) -> list[Path]:
-        """Scrub every file below ``folder`` in place; returns the files that changed.
+    def scrub_tree(self, *folders: Path) -> list[Path]:
+        """Scrub every file below the ``folders`` in place; returns the files that changed.
 
         For the CLI's own state in a run folder (``claude-config/``: its session transcripts
-        hold every prompt, tool call and tool output). All files are scrubbed as one object,
-        so a secret assigned in one is redacted in all; bytes that are not UTF-8 pass through
-        unchanged; symlinks are not followed; a rewrite replaces the file atomically.
+        hold every prompt, tool call and tool output; ``home/``: its logs). All files are
+        scrubbed as one object, so a secret assigned in one is redacted in all; bytes that
+        are not UTF-8 pass through unchanged; symlinks are not followed; a rewrite replaces
+        the file atomically.
         """
-        files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.is_symlink())
+        files = sorted(
+            p
+            for folder in folders
+            for p in Path(folder).rglob("*")
+            if p.is_file() and not p.is_symlink()
+        )
         texts = [p.read_bytes().decode("utf-8", "surrogateescape") for p in files]
         changed = []
         for path, before, after in zip(files, texts, self.scrub_obj(texts), strict=True):
