@@ -25,6 +25,23 @@ REPO = Path(__file__).resolve().parent.parent
 STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
 
 
+#: A conftest with a check kind (`word_count`) and a verdict hook that logs each verdict to
+#: verdicts.log: what a project's own plugin code looks like to pytest-atom.
+HOOKS_CONFTEST = """
+from pytest_atom import CheckResult
+
+def pytest_atom_register_checks(registry):
+    def word_count(check, workspace, env):
+        words = len((workspace / check.params["path"]).read_text().split())
+        return CheckResult(check, words == check.params["words"], f"{words} words", "")
+    registry.register("word_count", word_count)
+
+def pytest_atom_verdict(spec, verdict, result):
+    with open("verdicts.log", "a") as log:
+        log.write(f"{spec.name} {result.decision} {verdict.score if verdict else None}\\n")
+"""
+
+
 def drop_step_fixtures(specs: Path) -> None:
     """Remove the multi-step fixtures (spec, script, cassettes) from a copy of fixtures/specs."""
     import shutil

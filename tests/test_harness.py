@@ -18,21 +18,8 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.config import load_config
 from pytest_atom.harness import build_harness, host_hooks
-from tests.conftest import bash
+from tests.conftest import HOOKS_CONFTEST, bash
 
-CONFTEST = """
-from pytest_atom import CheckResult
-
-def pytest_atom_register_checks(registry):
-    def word_count(check, workspace, env):
-        words = len((workspace / check.params["path"]).read_text().split())
-        return CheckResult(check, words == check.params["words"], f"{words} words", "")
-    registry.register("word_count", word_count)
-
-def pytest_atom_verdict(spec, verdict, result):
-    with open("verdicts.log", "a") as log:
-        log.write(f"{spec.name} {result.decision} {verdict.score if verdict else None}\\n")
-"""
 SPEC = """\
 name: words
 prompt: Write "one" into done.txt.
@@ -57,7 +44,7 @@ def verdict(score: float) -> dict[str, object]:
 
 def project(root: Path, score: float = 0.85) -> Path:
     """A project whose spec passes at threshold 0.8 and fails (no refine left) at 0.9."""
-    (root / "conftest.py").write_text(CONFTEST)
+    (root / "conftest.py").write_text(HOOKS_CONFTEST)
     spec = root / "specs" / "words.atom.yaml"
     spec.parent.mkdir(parents=True, exist_ok=True)
     spec.write_text(SPEC + "attempts: 1\n")

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pytest_atom.replay.cassette import Cassette
-from tests.conftest import bash
+from tests.conftest import HOOKS_CONFTEST, bash
 
 SPEC = """\
 name: task
@@ -186,22 +186,7 @@ def test_threshold_from_ini_and_from_the_spec(pytester: pytest.Pytester) -> None
 
 
 def test_check_and_verdict_hooks_from_a_conftest(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(
-        """
-        from pathlib import Path
-        from pytest_atom import CheckResult
-
-        def pytest_atom_register_checks(registry):
-            def word_count(check, workspace, env):
-                words = len((workspace / check.params["path"]).read_text().split())
-                return CheckResult(check, words == check.params["words"], f"{words} words", "")
-            registry.register("word_count", word_count)
-
-        def pytest_atom_verdict(spec, verdict, result):
-            with open("verdicts.log", "a") as log:
-                log.write(f"{spec.name} {result.decision} {verdict.score if verdict else None}\\n")
-        """
-    )
+    pytester.makeconftest(HOOKS_CONFTEST)
     spec = SPEC.replace("  - file_exists: done.txt", "  - word_count: {path: done.txt, words: 1}")
     project(pytester, [WRITE, {"text": "EXIT_LOOP_NOW"}], [verdict(0.9)], spec)
     pytester.runpytest("--atom").assert_outcomes(passed=1)
