@@ -92,6 +92,12 @@ def _section(page: WebDriver, spec: str) -> WebElement:
     return page.find_element(By.CSS_SELECTOR, f'section.spec[data-nodeid$="::{spec}"]')
 
 
+def _timeline(section: WebElement) -> list[str]:
+    """The attempt labels of a spec's timeline, in order (``implement a02``)."""
+    links = section.find_elements(By.CSS_SELECTOR, "ol.timeline li.step > a")
+    return [a.get_attribute("textContent") or "" for a in links]
+
+
 def _visible_rows(page: WebDriver) -> list[str]:
     rows = page.find_elements(By.CSS_SELECTOR, "#summary-table tbody tr")
     return [
@@ -144,8 +150,7 @@ def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
 
 def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
     section = _section(page, "rollback-steps")
-    links = section.find_elements(By.CSS_SELECTOR, "ol.timeline li.step > a")
-    assert [a.get_attribute("textContent") for a in links] == [
+    assert _timeline(section) == [
         "scaffold a01",
         "implement a01",
         "implement a02",
@@ -156,9 +161,7 @@ def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
 
 
 def test_a_replanned_spec_lists_the_dropped_steps_attempts_too(page: WebDriver) -> None:
-    section = _section(page, "replanned")
-    links = section.find_elements(By.CSS_SELECTOR, "ol.timeline li.step > a")
-    assert [a.get_attribute("textContent") for a in links] == [
+    assert _timeline(_section(page, "replanned")) == [
         "scaffold a01",
         "test_first a01",
         "make_it_pass a01",
