@@ -564,7 +564,7 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     )
     if "steps" in m:
         kw["steps"] = _steps(doc, loc + ("steps",), m["steps"])
-        kw["prompt"] = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in kw["steps"])
+        kw["prompt"] = steps_prompt(kw["steps"])
     elif "request" in m:
         kw["prompt"] = kw["request"] = m["request"]
         if "plan_accept" in m:
@@ -603,6 +603,11 @@ def _steps(doc: _Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Ste
             )
         )
     return tuple(steps)
+
+
+def steps_prompt(steps: Sequence[Step]) -> str:
+    """A multi-step spec's `prompt`, for reports: each step's prompt under its id."""
+    return "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
 
 
 def _plan_accept(doc: _Document, loc: Loc, m: dict[str, Any]) -> PlanAccept:

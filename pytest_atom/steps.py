@@ -38,7 +38,7 @@ from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.spec import Spec, Step
+from pytest_atom.spec import Spec, Step, steps_prompt
 
 _RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
 
@@ -232,8 +232,7 @@ class StepsRun(_Run):
             self.rollbacks[-1].dropped += [r for r in replaced if r.id not in new_ids]
         reuse = {r.id: r for r in replaced}
         self.results += [reuse.get(s.id) or StepResult(s.id) for s in plan.steps[target:]]
-        prompt = "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in plan.steps)
-        self.spec = replace(self.spec, steps=plan.steps, prompt=prompt)
+        self.spec = replace(self.spec, steps=plan.steps, prompt=steps_prompt(plan.steps))
 
     def _normalize_steps(self, source: ModelSource) -> None:
         """The planned steps' attempt folders, as the CLI names them, become placeholders."""
