@@ -154,15 +154,20 @@ def _drive(run: _Run, source: ModelSource) -> tuple[list[Exchange], Path | None]
         with Gateway(source.responder) as gateway:
             run.attempt_all(source, gateway.url)
             exchanges = gateway.exchanges
-        failed = run.harness_error is not None or (
-            bool(run.attempts) and run.attempts[-1].outcome.reason in ("timeout", "error")
-        )
+        failed = _unfinished(run)
     finally:
         written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
         # The CLI's own transcripts hold every prompt and tool output, and its HOME its
         # logs: scrubbed in place.
         Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
     return exchanges, written
+
+
+def _unfinished(run: _Run) -> bool:
+    """A run the harness or the CLI gave up on: a timeout, an error, a crash."""
+    return run.harness_error is not None or (
+        bool(run.attempts) and run.attempts[-1].outcome.reason in ("timeout", "error")
+    )
 
 
 def _result(
@@ -182,11 +187,13 @@ def _result(
         warnings=source.warnings,
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
-        harness_error=run.harness_error or source.refused,
+        harness_error=run.harness_error or source.refused or source.failure,
         limits=run.spec.limits,
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
-        upstream_faults=[f.description for f in tape.unrecovered_faults()] if tape else [],
+        upstream_faults=[f.description for f in tape.faults_to_report(_unfinished(run))]
+        if tape
+        else [],
         paid=paid,
         replayed=replayed,
     )

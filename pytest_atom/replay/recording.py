@@ -144,6 +144,7 @@ class ModelSource:
     warnings: list[str] = field(default_factory=list)
     upstream_gateway: Gateway | None = None
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
+    failure: str | None = None  # why a recording the agent got through was not saved
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
 
     @property
@@ -173,13 +174,14 @@ class ModelSource:
         )
         if not (failed or faults):
             cassette.partial_path.unlink(missing_ok=True)
-        elif faults and not failed and written is not None:
+        elif faults and not failed:
             # The agent got through (the runtime retried it), but the cassette would have a
-            # hole where the fault was: a passing run must still say it recorded nothing.
-            self.warnings.append(
-                f"the recording never got past an upstream fault ({faults[0].description}), "
-                f"so {display_path(cassette.path)} was left as it was; what was recorded is "
-                f"in {display_path(written)}"
+            # hole where the fault was: the run is an error, never a pass on nothing recorded.
+            kept = f"; what was recorded is in {display_path(written)}" if written else ""
+            self.failure = (
+                f"recording failed: {faults[0].description}, and no retry got past it, so "
+                f"{display_path(cassette.path)} was left as it was{kept}. Record it again with: "
+                f"{record_command(spec, 'all')}"
             )
         return written
 

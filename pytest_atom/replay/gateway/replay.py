@@ -266,7 +266,11 @@ class CassetteResponder:
             for recorded_kind, recorded in zip(
                 self._kinds, self.cassette.interactions, strict=False
             ):
-                if recorded_kind == kind and recorded.endpoint == request.endpoint:
+                if (
+                    recorded_kind == kind
+                    and recorded.endpoint == request.endpoint
+                    and FAULT_HEADER not in recorded.response_headers
+                ):
                     return self._serve(request, kind, live, recorded)
             uri = (self.cassette.metadata.get("upstream") or "replay://").rstrip("/")
             stand_in = Interaction(
@@ -426,15 +430,24 @@ class CassetteResponder:
             if pending:
                 yield pending
             return
-        self._fault(request, live, failure)
         if not sse:
+            self._fault(request, live, failure)
             raise AbortReply(failure)  # no valid JSON can end this body: cut it
-        yield _sse_error(self._upstream_message(failure))
+        error = _sse_error(self._upstream_message(failure))
+        # What the CLI saw is kept as it saw it: the whole events relayed, then the error.
+        # Claude Code resends a stream that broke before any content, but continues one
+        # that broke after ("Your response above was cut off mid-stream…"); a replay must
+        # break the same way for that continuation to follow.
+        received = b"".join(chunks)
+        relayed = received[: len(received) - len(pending)]
+        self._fault(request, live, failure, slot=slot)
+        self._keep(slot, request, live, upstream, relayed + error, fault=failure)
+        yield error
 
     def _upstream_message(self, what: str) -> str:
         return f"pytest-atom gateway: upstream {self.upstream} {what}"
 
-    def _fault(self, request: GatewayRequest, live: Any, what: str) -> None:
+    def _fault(self, request: GatewayRequest, live: Any, what: str, slot: int | None = None) -> None:
         with self._lock:
             self.faults.append(
                 UpstreamFault(
@@ -443,16 +456,26 @@ class CassetteResponder:
                     live,
                     f"{request.method} {request.endpoint}: upstream {self.upstream} {what}",
                     len(self.cassette.interactions),
+                    slot,
                 )
             )
 
     def _keep(
-        self, slot: int, request: GatewayRequest, live: Any, upstream: httpx.Response, body: bytes
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        body: bytes,
+        fault: str | None = None,
     ) -> None:
         text = body.decode("utf-8", "replace")
         if "text/event-stream" in upstream.headers.get("content-type", ""):
             text = coalesce_sse(text)
         base = self.upstream_label or self.upstream or ""
+        headers = {"content-type": upstream.headers.get("content-type", "")}
+        if fault is not None:
+            headers[FAULT_HEADER] = fault
         interaction = Interaction(
             method=request.method,
             uri=base.rstrip("/") + request.path,
@@ -460,25 +483,50 @@ class CassetteResponder:
             status=upstream.status_code,
             response=self.normalizer.paths_out(self.scrubber.scrub(text)),
             request_headers=_kept_headers(request),
-            response_headers={"content-type": upstream.headers.get("content-type", "")},
+            response_headers=headers,
         )
         with self._lock:
             self.cassette.interactions[slot] = interaction
             self.recorded += 1
 
     def finished_interactions(self) -> list[Interaction]:
-        """The cassette's interactions minus slots whose stream never completed."""
+        """What a cassette keeps: every whole exchange, and every broken stream as the CLI
+        saw it, except one that the CLI's identical retry made good (a replay need not sit
+        through the retry's back-off to reach the same answer)."""
         with self._lock:
-            return [i for i in self.cassette.interactions if i is not None]
+            superseded = {f.slot for f in self.faults if f.slot is not None and self._made_good(f)}
+            return [
+                interaction
+                for n, interaction in enumerate(self.cassette.interactions)
+                if interaction is not None and n not in superseded
+            ]
+
+    def _made_good(self, fault: UpstreamFault) -> bool:
+        """Whether a later whole exchange of the same request made up for `fault`."""
+        return any(
+            kept is not None
+            and FAULT_HEADER not in kept.response_headers
+            and kept.method == fault.method
+            and kept.endpoint == fault.endpoint
+            and kept.body == fault.body
+            for kept in self.cassette.interactions[fault.position :]
+        )
+
+    def faults_to_report(self, unfinished: bool) -> list[UpstreamFault]:
+        """The faults a report names: those that left a hole, and, when the run did not
+        finish, also the broken streams kept as the CLI saw them, which explain why."""
+        holes = self.unrecovered_faults()
+        if not unfinished:
+            return holes
+        with self._lock:
+            kept = [f for f in self.faults if f.slot is not None and not self._made_good(f)]
+        return holes + kept
 
     def unrecovered_faults(self) -> list[UpstreamFault]:
-        """Faults no later whole exchange of the same request made good, and requests the
-        upstream has still not answered (the run ended while the gateway waited).
-
-        The CLI retries the very request that failed, so a retry that got through leaves
-        the cassette as if nothing had happened; one that never did leaves a hole in it
-        that a replay would fall into.
-        """
+        """Faults that leave a hole in the cassette a replay would fall into: neither made
+        good by the CLI's retry nor kept as what the CLI saw (a refused or reset request, a
+        status the CLI gave up on), and requests the upstream has still not answered (the
+        run ended while the gateway waited)."""
         now = time.monotonic()
         with self._lock:
             unanswered = [
@@ -495,16 +543,13 @@ class CassetteResponder:
             return [
                 fault
                 for fault in unanswered + self.faults
-                if not any(
-                    kept is not None
-                    and kept.method == fault.method
-                    and kept.endpoint == fault.endpoint
-                    and kept.body == fault.body
-                    for kept in self.cassette.interactions[fault.position :]
-                )
+                if fault.slot is None and not self._made_good(fault)
             ]
 
 
+#: Marks a kept broken stream in the cassette, with what broke it ("sent an error event
+#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
+FAULT_HEADER = "x-atom-fault"
 #: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 #: Response headers passed through to the CLI: what its retry logic reads, and the
@@ -522,6 +567,7 @@ class UpstreamFault:
     body: Any  # the normalized request, to recognise the retry that made it good
     description: str
     position: int  # how many interactions (slots) the cassette had when it happened
+    slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
 
 
 def _passed_headers(headers: httpx.Headers) -> dict[str, str]:
