@@ -8,7 +8,12 @@ import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine_counts, run_dates
+from pytest_atom.replay.gateway.normalize import (
+    Normalizer,
+    mask_machine_counts,
+    results_in_call_order,
+    run_dates,
+)
 
 WS = "/tmp/x/run/workspace"
 DAY = datetime(2026, 11, 22, 12, 0)
@@ -108,9 +113,10 @@ def test_tool_ids_are_numbered_in_order_of_appearance() -> None:
     )
     out = normalizer().body(body)
     assert [b["id"] for b in out["messages"][1]["content"][1:]] == ["<TOOL_ID:1>", "<TOOL_ID:2>"]
+    # the results follow their calls' order, not the order they were sent in
     assert [b["tool_use_id"] for b in out["messages"][2]["content"]] == [
-        "<TOOL_ID:2>",
         "<TOOL_ID:1>",
+        "<TOOL_ID:2>",
     ]
 
 
@@ -234,3 +240,54 @@ def test_the_sandboxs_count_of_denied_paths_is_masked_on_both_sides() -> None:
     )
     assert mask_machine_counts(recorded) == normalized
     assert mask_machine_counts(normalized) == normalized  # idempotent: safe on new cassettes
+
+
+def _parallel_turn(results_order: list[str]) -> dict[str, Any]:
+    """Two concurrent Bash calls, their results in the order given (completion order)."""
+    calls = {"toolu_A": "sleep 1; echo first", "toolu_B": "echo second"}
+    return {
+        "messages": [
+            {"role": "user", "content": "Run both."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": i, "name": "Bash", "input": {"command": c}}
+                    for i, c in calls.items()
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    *(
+                        {"type": "tool_result", "tool_use_id": i, "content": i[-1]}
+                        for i in results_order
+                    ),
+                    {"type": "text", "text": "<system-reminder>x</system-reminder>"},
+                ],
+            },
+        ]
+    }
+
+
+def test_concurrent_tool_results_come_in_call_order_whatever_order_they_completed_in() -> None:
+    normalizer = Normalizer({})
+    in_order = normalizer.body(_parallel_turn(["toolu_A", "toolu_B"]))
+    completed = normalizer.body(_parallel_turn(["toolu_B", "toolu_A"]))
+    assert completed == in_order
+    content = in_order["messages"][2]["content"]
+    assert [(b.get("tool_use_id"), b.get("content")) for b in content] == [
+        ("<TOOL_ID:1>", "A"),
+        ("<TOOL_ID:2>", "B"),
+        (None, None),  # the text block keeps its place after the results
+    ]
+
+
+def test_results_are_put_in_call_order_in_bodies_normalized_before_that_existed() -> None:
+    normalizer = Normalizer({})
+    body = normalizer.body(_parallel_turn(["toolu_A", "toolu_B"]))
+    old = copy.deepcopy(body)  # as an older cassette stored it, in completion order
+    old["messages"][2]["content"][:2] = old["messages"][2]["content"][1::-1]
+    assert old != body
+    frozen = copy.deepcopy(old)
+    assert results_in_call_order(old) == body
+    assert old == frozen  # pure: a loaded cassette's shared blocks are never changed

@@ -123,4 +123,43 @@ class Normalizer:
         out = walk(body)
         if isinstance(out, dict) and "metadata" in out:
             out["metadata"] = "<METADATA>"  # device id, account, session id
-        return out
+        return results_in_call_order(out)
+
+
+_TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")
+
+
+def results_in_call_order(body: Any) -> Any:
+    """`body` with each message's tool results in the order their calls were made.
+
+    Claude Code sends the results of concurrent tool calls in the order they *completed*
+    (``sleep 1; echo first`` and ``echo second`` come back second, first), which is the
+    machine's timing, not the conversation. Tool ids are numbered in order of appearance,
+    calls before their results, so sorting the results by that number puts them in call
+    order. Pure: containers that change are copied (loaded cassettes share blocks), and
+    it applies as well to bodies normalized before it existed.
+    """
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not any(_has_results(m) for m in messages):
+        return body
+    return {**body, "messages": [_ordered(m) if _has_results(m) else m for m in messages]}
+
+
+def _has_results(message: Any) -> bool:
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and sum(_is_result(b) for b in content) > 1
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _call_number(block: dict[str, Any]) -> int:
+    found = _TOOL_ID.fullmatch(str(block.get("tool_use_id")))
+    return int(found.group(1)) if found else 1 << 30  # an unknown id keeps its place last
+
+
+def _ordered(message: dict[str, Any]) -> dict[str, Any]:
+    content = message["content"]
+    results = iter(sorted((b for b in content if _is_result(b)), key=_call_number))
+    return {**message, "content": [next(results) if _is_result(b) else b for b in content]}
