@@ -10,6 +10,7 @@ Responses get the same path placeholders, so a replayed tool call (an Edit of
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
@@ -54,12 +55,44 @@ def run_dates(now: datetime | None = None) -> list[str]:
     return sorted(d.isoformat() for d in days)
 
 
+#: Where Claude Code names a subagent it started: the Agent tool's result (``agentId: a68…``)
+#: and the task notification of a background agent (``<task-id>a68…</task-id>``). The id
+#: is random per run, and it recurs in ``SendMessage to: '…'`` and the agent's output file.
+_AGENT_ID = re.compile(r"(?:\bagentId: |<task-id>)([A-Za-z0-9_-]{6,64})")
+#: A subagent's wall-clock time in the Agent tool's result and its task notification
+#: (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``).
+_MILLISECONDS = re.compile(r"(\bduration_ms(?::\s*|>))\d+")
+
+
 class Normalizer:
-    """Turns request bodies and response texts into their run-independent form."""
+    """Turns request bodies and response texts into their run-independent form.
+
+    Subagent ids are numbered for the whole run, in the order requests reveal them, not per
+    body: a replayed answer that names one (``SendMessage to: '<AGENT_ID:1>'``) must reach
+    the agent the live run started under that number. One normalizer serves every request
+    of a run, from several threads.
+    """
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
         self._set_paths(paths)
         self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
+        self._agents: dict[str, str] = {}  # live subagent id -> <AGENT_ID:n>
+        self._agent_re: re.Pattern[str] | None = None
+        self._agents_lock = threading.Lock()
+
+    def _agent_ids(self, text: str) -> str:
+        """Subagent ids -> ``<AGENT_ID:n>``, learning the ids `text` reveals."""
+        if "agentId" in text or "<task-id>" in text:
+            with self._agents_lock:
+                new = [i for i in _AGENT_ID.findall(text) if i not in self._agents]
+                for agent in dict.fromkeys(new):
+                    self._agents[agent] = f"<AGENT_ID:{len(self._agents) + 1}>"
+                if new:
+                    ids = "|".join(re.escape(i) for i in self._agents)
+                    self._agent_re = re.compile(f"\\b(?:{ids})\\b")
+        if self._agent_re is None:
+            return text
+        return self._agent_re.sub(lambda m: self._agents[m.group(0)], text)
 
     def _set_paths(self, paths: Mapping[str, str]) -> None:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
@@ -76,15 +109,20 @@ class Normalizer:
         self._set_paths({**self._lookup, **paths})
 
     def paths_out(self, text: str) -> str:
-        """Live paths -> placeholders."""
+        """Live paths (and the run's subagent ids) -> placeholders: for recorded answers."""
+        if self._agent_re is not None:
+            text = self._agent_re.sub(lambda m: self._agents[m.group(0)], text)
         if self._path_re is None:
             return text
         return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
 
     def paths_in(self, text: str) -> str:
-        """Placeholders -> live paths (for replayed responses)."""
+        """Placeholders -> live paths and subagent ids (for replayed responses)."""
         for path, placeholder in self._paths:
             text = text.replace(placeholder, path)
+        if "<AGENT_ID:" in text:
+            for agent, placeholder in list(self._agents.items()):
+                text = text.replace(placeholder, agent)
         return text
 
     def text(self, text: str) -> str:
@@ -103,7 +141,7 @@ class Normalizer:
 
         def walk(node: Any, in_result: bool = False) -> Any:
             if isinstance(node, str):
-                text = self.text(node)
+                text = _MILLISECONDS.sub(r"\1<MS>", self._agent_ids(self.text(node)))
                 return mask_durations(text) if in_result else text
             if isinstance(node, list):
                 return [walk(n, in_result) for n in node]
@@ -160,6 +198,17 @@ def _call_number(block: dict[str, Any]) -> int:
 
 
 def _ordered(message: dict[str, Any]) -> dict[str, Any]:
+    """The results sorted into their slots; a cache breakpoint stays with its slot, as
+    Claude Code puts it on the message's last block whichever result that is."""
     content = message["content"]
     results = iter(sorted((b for b in content if _is_result(b)), key=_call_number))
-    return {**message, "content": [next(results) if _is_result(b) else b for b in content]}
+    out = []
+    for block in content:
+        if not _is_result(block):
+            out.append(block)
+            continue
+        moved = {k: v for k, v in next(results).items() if k != "cache_control"}
+        if "cache_control" in block:
+            moved["cache_control"] = block["cache_control"]
+        out.append(moved)
+    return {**message, "content": out}

@@ -132,6 +132,8 @@ class CassetteResponder:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._arrival = threading.Condition(self._lock)
+        self._released = 0  # recorded requests before this one are no longer waited for
         for interaction in self.cassette.interactions:  # recorded before these existed
             interaction.body = results_in_call_order(mask_machine_counts(interaction.body))
         self.original_count = len(self.cassette.interactions)
@@ -224,7 +226,32 @@ class CassetteResponder:
                 )
                 return _divergence_reply()
             self._played[hit] = True
+            self._arrival.notify_all()
+            self._await_predecessors(hit)
             return self._serve(request, kind, live, recorded, exact=exact)
+
+    def _await_predecessors(self, index: int) -> None:
+        """Hold the answer to recorded request `index` until every conversation request
+        recorded before it has arrived, as it had when it was recorded (caller holds the lock).
+
+        Concurrent sessions make the CLI's next requests depend on timing: a background
+        subagent that finishes while the main agent is between requests has its task
+        notification folded into the main agent's next message, one that finishes later
+        gets a message of its own. Answering in the recorded order makes a replay take the
+        same path. A request the live run never sends (another CLI version) stops holding
+        anyone after `ORDER_WAIT` seconds.
+        """
+        if self._kinds[index] not in CONVERSATION_KINDS:
+            return
+
+        def arrived() -> bool:
+            return all(
+                self._played[j] or self._kinds[j] not in CONVERSATION_KINDS
+                for j in range(self._released, index)
+            )
+
+        if not self._arrival.wait_for(arrived, timeout=ORDER_WAIT):
+            self._released = max(self._released, index)  # given up on: waited for no more
 
     def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
         """A recorded turn may call only tools the live CLI still offers."""
@@ -551,6 +578,8 @@ class CassetteResponder:
             ]
 
 
+#: Seconds an answer is held for a request recorded before it that has not arrived yet.
+ORDER_WAIT = 5.0
 #: Marks a kept broken stream in the cassette, with what broke it ("sent an error event
 #: mid-stream"): a response header, so vcrpy and its tools read the file as before.
 FAULT_HEADER = "x-atom-fault"
