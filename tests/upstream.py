@@ -179,15 +179,17 @@ def turn_of(messages: Sequence[Any]) -> tuple[int, bool]:
 
     The turn is the number of assistant messages, except that an assistant message the CLI
     kept from a cut-off stream (one followed by its "cut off mid-stream" text) is the same
-    turn asked again, not a turn of its own.
+    turn asked again, not a turn of its own. Claude Code's ``role: system`` entries are
+    neither; its continuation text may also be a block added to the last user message.
     """
+    talk = [m for m in messages if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
     turn = 0
-    for at, message in enumerate(messages):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            following = messages[at + 1] if at + 1 < len(messages) else None
+    for at, message in enumerate(talk):
+        if message.get("role") == "assistant":
+            following = talk[at + 1] if at + 1 < len(talk) else None
             if not _is_continuation(following):
                 turn += 1
-    return turn, bool(messages) and _is_continuation(messages[-1])
+    return turn, bool(talk) and _is_continuation(talk[-1])
 
 
 def _signature(*parts: object) -> str:
@@ -206,6 +208,17 @@ def _sse(name: str, data: Mapping[str, Any]) -> bytes:
 
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def sse_events(stream: str) -> list[tuple[str, Any]]:
+    """``(event name, parsed data)`` of each event of an SSE body, for tests to read what was
+    sent or recorded without the project's own parser (which is under test)."""
+    events = []
+    for block in stream.replace("\r\n", "\n").split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            events.append((fields["event"], json.loads(fields.get("data") or "null")))
+    return events
 
 
 class RealisticUpstream:
