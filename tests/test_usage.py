@@ -1,0 +1,146 @@
+"""Usage of every session, from stream-json the real CLI printed (tests/data/stream_json).
+
+The transcripts were captured from Claude Code 2.1.330, 2.1.331 and 2.1.197 (non-bare)
+against an upstream that scripted each conversation by its first user message: the main
+agent launches two foreground `Agent` subagents in one turn, each runs `echo` and answers,
+then the main agent ends (``subagents-*``); the same session is then resumed for one more
+turn (``resumed-*``). The upstream sent, per conversation, input + output + cache tokens:
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.core.runner import IterationRecord
+from pytest_atom.limits import Budget, Limits
+
+DATA = Path(__file__).parent / "data" / "stream_json"
+
+#: What the upstream sent for the first call: the main agent, then each subagent.
+MAIN, SUBAGENT = 5339, 3581
+#: And for the resumed call (the main agent's one more turn).
+RESUMED = 3981
+#: The CLI's price of the first call, and of the resumed call alone (2.1.330 and 2.1.331).
+FIRST_USD, RESUMED_USD = 0.035431, 0.0078506
+#: What the subagents' usage costs at the default model's prices (claude-opus-5-5: $4 input,
+#: $20 output, $5 cache writes, $0.20 cache reads per million, probed from the CLI itself).
+SUBAGENTS_USD = (2 * 171 * 4 + 2 * 44 * 20 + 2 * 1658 * 5 + 2 * 1708 * 0.2) / 1e6
+
+VERSIONS = ("2.1.330", "2.1.331")
+
+
+def events(name: str) -> list[dict[str, Any]]:
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def record_of(evs: list[dict[str, Any]]) -> IterationRecord:
+    record = IterationRecord(returncode=0)
+    for event in evs:
+        record.apply_event(event)
+    return record
+
+
+def test_the_captured_subagents_are_told_apart_by_their_parent_tool_use_id() -> None:
+    """What the counting relies on, as the pinned CLI prints it."""
+    evs = events("subagents-2.1.330.jsonl")
+    agent_calls = {
+        block["id"]
+        for e in evs
+        if e["type"] == "assistant" and not e.get("parent_tool_use_id")
+        for block in e["message"]["content"]
+        if block.get("type") == "tool_use" and block["name"] == "Agent"
+    }
+    parents = {e["parent_tool_use_id"] for e in evs if e["type"] == "assistant"} - {None}
+    assert len(agent_calls) == 2 and parents == agent_calls
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_call_counts_its_subagents(version: str) -> None:
+    record = record_of(events(f"subagents-{version}.jsonl"))
+    assert record.cli_version == version and record.model == "claude-opus-5-5"
+    assert record.main_tokens == MAIN
+    assert record.tokens == MAIN + 2 * SUBAGENT  # what the upstream sent
+    assert record.subagent_tokens == 2 * SUBAGENT
+    assert record.cost_usd == pytest.approx(FIRST_USD)
+    # The CLI prices per model, not per session: the split is an estimate, the sum exact.
+    assert record.subagent_cost_usd == pytest.approx(SUBAGENTS_USD, rel=0.01)
+    assert 0 < record.subagent_cost_usd < record.cost_usd
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_resumed_call_counts_its_own_share_not_the_sessions_totals(version: str) -> None:
+    """On --resume the CLI's modelUsage and total_cost_usd include the earlier calls."""
+    evs = events(f"resumed-{version}.jsonl")
+    (result,) = [e for e in evs if e["type"] == "result"]
+    assert result["total_cost_usd"] == pytest.approx(FIRST_USD + RESUMED_USD)  # the session's
+    record = record_of(evs)
+    assert record.tokens == record.main_tokens == RESUMED
+    assert record.cost_usd == pytest.approx(RESUMED_USD)
+    assert record.subagent_tokens == 0 and record.subagent_cost_usd == 0
+
+
+def test_an_older_cli_reports_per_call_figures() -> None:
+    """2.1.197 has no model_usage_since_last_result; its modelUsage is the call's own."""
+    first = record_of(events("subagents-2.1.197.jsonl"))
+    assert first.main_tokens == 395 + 54 + 3931 + 3898
+    assert first.tokens == 873 + 142 + 8695 + 8567 > first.main_tokens
+    # Its main model is "claude-opus-4-8[1m]" in init and modelUsage alike.
+    assert 0 < first.subagent_cost_usd < first.cost_usd == pytest.approx(0.06580625)
+    resumed = record_of(events("resumed-2.1.197.jsonl"))
+    assert resumed.cost_usd == pytest.approx(0.01582075)
+    assert resumed.tokens == resumed.main_tokens
+
+
+def test_a_call_stopped_before_its_result_keeps_its_provisional_tokens() -> None:
+    """A limit kills the CLI before its result event: the tokens streamed so far stay."""
+    evs = [e for e in events("subagents-2.1.330.jsonl") if e["type"] != "result"]
+    record = record_of(evs)
+    # message_start usage (output 1): the main agent's two messages, each subagent's first.
+    main = (124 + 1215 + 1) + (130 + 1272 + 2544 + 1)
+    assert record.main_tokens == main
+    assert record.subagent_tokens == 2 * (83 + 804 + 1)
+    assert record.summary()["tokens"] == record.tokens == main + 2 * (83 + 804 + 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_budget_counts_what_the_record_counts(version: str) -> None:
+    budget = Budget(Limits())
+    calls = [events(f"subagents-{version}.jsonl"), events(f"resumed-{version}.jsonl")]
+    for evs in calls:
+        for event in evs:
+            assert budget.observe(event) is None
+    assert budget.usage.tokens == sum(record_of(evs).tokens for evs in calls)
+    assert budget.usage.tokens == MAIN + 2 * SUBAGENT + RESUMED
+    # Per call, not the session's running total twice over.
+    assert budget.usage.cost_usd == pytest.approx(FIRST_USD + RESUMED_USD)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_limit_between_the_main_agents_usage_and_the_total_stops_the_run(version: str) -> None:
+    """Crossed by the exact figure of the result event: the run stops with that figure."""
+    budget = Budget(Limits(max_tokens=10_000))
+    crossed = [budget.observe(e) for e in events(f"subagents-{version}.jsonl")]
+    assert crossed[-1] == f"exceeded max_tokens: {MAIN + 2 * SUBAGENT} > 10000"
+    assert crossed[:-1] == [None] * (len(crossed) - 1)  # provisional figures stayed below
+
+
+def test_a_subagents_streamed_usage_crosses_a_limit_while_the_call_runs() -> None:
+    budget = Budget(Limits(max_tokens=2000))
+    evs = events("subagents-2.1.330.jsonl")
+    crossed = [(e, budget.observe(e)) for e in evs]
+    (event, message), *_ = [(e, m) for e, m in crossed if m]
+    assert event["type"] == "assistant" and event["parent_tool_use_id"]  # a subagent's
+    assert message == f"exceeded max_tokens: {(124 + 1215 + 1) + (83 + 804 + 1)} > 2000"
+
+
+def test_a_cost_limit_counts_the_resumed_call_once() -> None:
+    """The old count added the session's running total: 0.0354 + 0.0433 > 0.05."""
+    budget = Budget(Limits(max_cost_usd=0.05))
+    for evs in (events("subagents-2.1.331.jsonl"), events("resumed-2.1.331.jsonl")):
+        assert all(budget.observe(e) is None for e in evs)
+    assert budget.usage.cost_usd == pytest.approx(0.0432816)
