@@ -10,13 +10,19 @@ turn (``resumed-*``). The upstream sent, per conversation, input + output + cach
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_atom.core.runner import IterationRecord
+from pytest_atom.execution import run_spec
 from pytest_atom.limits import Budget, Limits
+from pytest_atom.result import SpecResult
+from pytest_atom.settings import RunSettings
+from pytest_atom.spec import load_specs
+from tests.upstream import RealisticUpstream
 
 DATA = Path(__file__).parent / "data" / "stream_json"
 
@@ -144,3 +150,166 @@ def test_a_cost_limit_counts_the_resumed_call_once() -> None:
     for evs in (events("subagents-2.1.331.jsonl"), events("resumed-2.1.331.jsonl")):
         assert all(budget.observe(e) is None for e in evs)
     assert budget.usage.cost_usd == pytest.approx(0.0432816)
+
+
+# ---------------------------------------------------------------- a real run, recorded
+
+#: The conversations the realistic upstream plays, by a key in each first user message: the
+#: main agent launches two foreground subagents in one turn; each runs a command and answers.
+MAIN_KEY, ALPHA_KEY, BETA_KEY = "USAGE-MAIN-TASK", "USAGE-HELPER-ALPHA", "USAGE-HELPER-BETA"
+JUDGE_KEY = "You are a clinical auditor"  # the reflector's prompt (prompts/REFLECTOR.md)
+
+
+def _helper(key: str, word: str) -> dict[str, Any]:
+    return {
+        "name": "Agent",
+        "input": {
+            "description": f"{word} helper",
+            "prompt": f"{key}: write {word}.txt with Bash, then report.",
+            "subagent_type": "general-purpose",
+            "run_in_background": False,
+        },
+    }
+
+
+def _bash(command: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "Bash", "input": {"command": command, "description": "Write"}}]}
+
+
+CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
+    MAIN_KEY: [
+        {
+            "text": "Two helpers will do it.",
+            "tool_calls": [_helper(ALPHA_KEY, "alpha"), _helper(BETA_KEY, "beta")],
+        },
+        {"text": "Both helpers wrote their files.\nEXIT_LOOP_NOW"},
+    ],
+    ALPHA_KEY: [_bash("echo alpha > alpha.txt"), {"text": "alpha.txt written."}],
+    BETA_KEY: [_bash("echo beta > beta.txt"), {"text": "beta.txt written."}],
+    JUDGE_KEY: [
+        {
+            "tool_calls": [
+                {
+                    "name": "StructuredOutput",
+                    "input": {
+                        "score": 0.95,
+                        "decision": "proceed",
+                        "criteria": [
+                            {"criterion": "Both files exist.", "met": True, "evidence": "ok"}
+                        ],
+                        "feedback": "",
+                        "flaky": [],
+                    },
+                }
+            ]
+        },
+        {"text": "Judged."},
+    ],
+}
+DELEGATE = f"""\
+name: delegate
+prompt: "{MAIN_KEY}: have two helpers each write a file."
+timeout: 120
+claude:
+  allowed_tools: [Bash, Agent, Read, Grep, Glob]
+accept:
+  - file_contains: {{path: alpha.txt, pattern: "^alpha$"}}
+  - file_contains: {{path: beta.txt, pattern: "^beta$"}}
+criteria: [Both files exist.]
+"""
+
+
+def _record(
+    tmp_path: Path, claude_bin: Path, limits: str = ""
+) -> tuple[SpecResult, RealisticUpstream]:
+    (tmp_path / "delegate.atom.yaml").write_text(DELEGATE + limits, encoding="utf-8")
+    [spec] = load_specs(tmp_path / "delegate.atom.yaml")
+    with RealisticUpstream(CONVERSATIONS) as upstream:
+        result = run_spec(
+            spec,
+            runs_dir=tmp_path / "runs",
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
+            claude_bin=claude_bin,
+        )
+    return result, upstream
+
+
+@dataclass
+class Recorded:
+    result: SpecResult
+    sent: dict[str | None, int]  # tokens the upstream sent per conversation (None: side calls)
+    total: int
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Recorded:
+    """The spec recorded once for the module, with its reflector."""
+    result, upstream = _record(tmp_path_factory.mktemp("delegate"), claude_bin)
+    assert result.passed, result.report()
+    sent = {key: used.total for key, used in upstream.tokens_by_conversation().items()}
+    return Recorded(result, sent, upstream.tokens_sent())
+
+
+@pytest.mark.slow
+def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorded) -> None:
+    from jsonschema import Draft202012Validator
+
+    from pytest_atom.reports.text import result_properties, summary_table
+    from pytest_atom.reports.trace import build_trace
+
+    sent = recorded.sent
+    assert set(sent) <= {MAIN_KEY, ALPHA_KEY, BETA_KEY, JUDGE_KEY, None}
+    props = result_properties(recorded.result)
+    assert props["atom_tokens"] == recorded.total
+    assert props["atom_executor_tokens"] == sent[MAIN_KEY]
+    # The CLI's side requests (a title, say) run beside the main session: they count with
+    # the subagents, as every session of the call that is not the main one.
+    subagents = sent[ALPHA_KEY] + sent[BETA_KEY] + sent.get(None, 0)
+    assert props["atom_subagents_tokens"] == subagents
+    assert props["atom_reflector_tokens"] == sent[JUDGE_KEY]
+    assert props["atom_planner_tokens"] == 0
+    # Limits and baselines measure the agent: its main session and its subagents.
+    assert props["atom_agent_tokens"] == sent[MAIN_KEY] + subagents
+    costs = [props[f"atom_{role}_cost_usd"] for role in ("executor", "subagents", "reflector")]
+    assert all(c > 0 for c in costs)
+    assert sum(costs) == pytest.approx(props["atom_cost_usd"], abs=1e-5)  # recorded: paid
+
+    trace = build_trace(recorded.result)
+    schema = json.loads(
+        (Path(__file__).parent.parent / "pytest_atom" / "reports" / "trace_schema.json").read_text()
+    )
+    Draft202012Validator(schema).validate(trace)
+    by_role = trace["cost"]["by_role"]
+    assert by_role["subagents"]["tokens"] == subagents
+    assert trace["cost"]["tokens"] == sum(r["tokens"] for r in by_role.values())
+    executor, judge = trace["children"][0]["sessions"]
+    assert executor["subagent_tokens"] == subagents and judge["role"] == "reflector"
+
+    header, row = summary_table([("specs/delegate.atom.yaml::delegate", "passed", props)])
+    assert header.split()[5:10] == ["tokens", "executor", "subagents", "reflector", "cost"]
+    assert f"{subagents} (${props['atom_subagents_cost_usd']:.4f})" in row
+
+
+@pytest.mark.slow
+def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_checks(
+    tmp_path: Path, claude_bin: Path, recorded: Recorded
+) -> None:
+    """A limit between the main agent's usage and the agent's total (the recording's,
+    give or take the few tokens that differ per run): only the subagents cross it."""
+    from pytest_atom.reports.text import result_properties, summary_table
+
+    main = recorded.sent[MAIN_KEY]
+    limit = (main + recorded.total - recorded.sent[JUDGE_KEY]) // 2
+    result, upstream = _record(tmp_path, claude_bin, f"limits: {{max_tokens: {limit}}}\n")
+    assert upstream.tokens_sent(MAIN_KEY) < limit < upstream.tokens_sent()  # the premise
+    assert not result.passed and result.reason == "limit"
+    assert result.limit_exceeded is not None
+    used = int(result.limit_exceeded.split(": ")[1].split(" > ")[0])
+    assert result.limit_exceeded == f"exceeded max_tokens: {used} > {limit}"
+    props = result_properties(result)
+    # The papercut: a stopped spec shows its tokens, and the checks it was stopped with.
+    assert props["atom_tokens"] == props["atom_agent_tokens"] == used
+    assert props["atom_subagents_tokens"] > 0 and props["atom_reflector_tokens"] == 0
+    assert [c.passed for c in result.checks] == [True, True]
+    _, row = summary_table([("d::delegate", "failed", props)])
+    assert f" {used} " in row and "failed: exceeded max_tokens" in row
