@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from xml.etree import ElementTree
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 

@@ -152,6 +152,37 @@ def test_a_cost_limit_counts_the_resumed_call_once() -> None:
     assert budget.usage.cost_usd == pytest.approx(0.0432816)
 
 
+def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
+    """Executor calls split into the main session and its subagents; a reflector's and a
+    planner's sessions are their own roles; together they are atom_tokens and its price."""
+    from pytest_atom.core.runtime import RunOutcome
+    from pytest_atom.reports.text import result_properties
+    from pytest_atom.result import Attempt, Plan
+    from pytest_atom.spec import Spec
+
+    calls = [record_of(events(f"{name}-2.1.330.jsonl")) for name in ("subagents", "resumed")]
+    judge = IterationRecord(returncode=0, usage={"input_tokens": 700}, cost_usd=0.002)
+    planner = IterationRecord(returncode=0, usage={"output_tokens": 300}, cost_usd=0.001)
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), calls, reflector=judge)
+    spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
+    everyone = frozenset({"executor", "reflector"})
+    result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, paid=everyone)
+    result.plan = Plan(record=planner)
+    roles = result.usage_by_role()
+    assert {role: used.tokens for role, used in roles.items()} == {
+        "executor": MAIN + RESUMED,
+        "subagents": 2 * SUBAGENT,
+        "reflector": 700,
+        "planner": 300,
+    }
+    assert sum(u.tokens for u in roles.values()) == result.tokens
+    assert sum(u.cost_usd for u in roles.values()) == pytest.approx(result.cost_usd)
+    assert roles["subagents"].cost_usd == pytest.approx(SUBAGENTS_USD, rel=0.01)
+    props = result_properties(result)
+    assert props["atom_tokens"] == MAIN + RESUMED + 2 * SUBAGENT + 1000
+    assert props["atom_planner_tokens"] == 300 and props["atom_planner_cost_usd"] == 0.001
+
+
 # ---------------------------------------------------------------- a real run, recorded
 
 #: The conversations the realistic upstream plays, by a key in each first user message: the
