@@ -50,7 +50,12 @@ _MODEL_USAGE_WEIGHTS = {
     "cacheCreationInputTokens": 1.25,
     "cacheReadInputTokens": 0.1,
 }
-_AS_MODEL_USAGE = dict(zip(_USAGE_KEYS, _MODEL_USAGE_WEIGHTS, strict=True))
+_AS_MODEL_USAGE = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_creation_input_tokens": "cacheCreationInputTokens",
+    "cache_read_input_tokens": "cacheReadInputTokens",
+}
 
 
 def usage_tokens(usage: Any) -> int:
