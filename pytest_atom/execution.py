@@ -272,12 +272,14 @@ class _Run:
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
             attempt = self.execute(number, executor, source, message)
-            if attempt.outcome.reason in ("timeout", "limit"):
+            if attempt.outcome.reason == "timeout":
                 return  # the agent was stopped: its work is judged as failed, not checked
             attempt.checks = run_checks(
                 self.spec.accept, attempt.path, env=clean_env(), registry=self.registry
             )
             self.emit("checks", checks=attempt.checks)
+            if attempt.outcome.reason == "limit":
+                return  # failed whatever the checks say; they show how far it got
             if not self.reflect(attempt, env, source):
                 return
             attempt.decision = judge(

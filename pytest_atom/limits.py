@@ -9,14 +9,16 @@ attempts included. The reflector is the harness's judge, not the agent: it never
 stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
 the same CLI, so the same limits hold offline, on the recorded usage.
 
-- turns: assistant messages (the CLI emits one event per content block, all with the
-  message's id; a message counts once);
-- tool calls: ``tool_use`` blocks;
-- tokens: input, output and cache tokens. While a call runs the assistant events carry
-  provisional usage; its ``result`` event replaces them with the call's exact figure, the
-  one the reports show;
-- cost: the CLI's ``total_cost_usd`` (its price for the usage, also for scripted and
-  replayed answers, which nobody paid). It is only known when a call ends, so a cost
+- turns: assistant messages the CLI streams, a subagent's among them (the CLI emits one
+  event per content block, all with the message's id; a message counts once; a subagent's
+  final answer is never streamed);
+- tool calls: ``tool_use`` blocks, a subagent's among them;
+- tokens: input, output and cache tokens of every session of the agent's calls: the main
+  session and its subagents (see pytest_atom.usage). While a call runs the assistant
+  events carry provisional usage; its ``result`` event replaces them with the call's exact
+  figure, the one the reports show, and a limit the exact figure crosses stops the run then;
+- cost: the CLI's price of that usage (also for scripted and replayed answers, which
+  nobody paid), this call's share. It is only known when a call ends, so a cost
   limit stops the run after the iteration that crossed it;
 - timeout: seconds per attempt of the agent, as the spec's older top-level ``timeout``.
 """
@@ -28,17 +30,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from pytest_atom.usage import CallUsage
+
 __all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
 
 #: The keys of ``limits:``, in the order reports list them.
 LIMIT_KEYS = ("max_turns", "max_tool_calls", "max_tokens", "max_cost_usd", "timeout")
 _INTEGER_KEYS = frozenset({"max_turns", "max_tool_calls", "max_tokens"})
-_USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
 
 
 @dataclass(frozen=True)
@@ -102,57 +100,42 @@ class Usage:
         return data
 
 
-def _tokens(usage: Any) -> int:
-    if not isinstance(usage, Mapping):
-        return 0
-    return sum(int(usage.get(k) or 0) for k in _USAGE_KEYS)
-
-
 class Budget:
     """The agent's usage over a spec run, checked against its limits event by event.
 
     One Budget serves every iteration and attempt of a run (limits sum over them). The
     first limit crossed is kept in `exceeded` (``"exceeded max_turns: 3 > 2"``); later
     events still count, so the report shows what the agent had used when it was stopped.
+    Tokens and cost are every session's of the agent's calls, subagents included, counted
+    as `CallUsage` counts them for the call's record: the totals the reports show.
     """
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.usage = Usage()
         self.exceeded: str | None = None
-        self._settled_tokens = 0  # tokens of the calls that have ended
-        self._call_messages: dict[str, int] = {}  # this call's messages: id -> tokens
+        self._settled = Usage()  # the calls that have ended
+        self._call = CallUsage()  # the call under way
 
     def observe(self, event: Mapping[str, Any]) -> str | None:
         """Count one stream-json event; the message naming a limit it crossed, else None."""
-        kind = event.get("type")
-        if kind == "assistant":
-            self._assistant(event.get("message") or {})
-        elif kind == "result":
-            self._settled_tokens += _tokens(event.get("usage"))
-            self._call_messages.clear()
-            self.usage.cost_usd += float(event.get("total_cost_usd") or 0.0)
-        else:
+        if not self._call.fold(event):
             return None
-        self.usage.tokens = self._settled_tokens + sum(self._call_messages.values())
+        call, settled = self._call, self._settled
+        self.usage = Usage(
+            settled.turns + call.turns,
+            settled.tool_calls + call.tool_calls,
+            settled.tokens + call.tokens,
+            settled.cost_usd + call.cost_usd,
+        )
+        if call.ended:
+            self._settled, self._call = self.usage, CallUsage()
+            self.usage = replace(self._settled)
         crossed = self.crossed()
         if crossed and self.exceeded is None:
             self.exceeded = crossed
             return crossed
         return None
-
-    def _assistant(self, message: Mapping[str, Any]) -> None:
-        # Events without an id (never seen from the CLI) count as messages of their own.
-        key = str(message.get("id") or f"#{len(self._call_messages)}")
-        if key not in self._call_messages:
-            self.usage.turns += 1
-        self._call_messages[key] = max(
-            self._call_messages.get(key, 0), _tokens(message.get("usage"))
-        )
-        blocks = message.get("content")
-        for block in blocks if isinstance(blocks, list) else []:
-            if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                self.usage.tool_calls += 1
 
     def crossed(self) -> str | None:
         """The first limit the usage is beyond, as the report words it, or None."""

@@ -17,6 +17,7 @@ from pytest_atom.limits import Limits, Usage
 from pytest_atom.replay.gateway import Exchange
 from pytest_atom.replay.recording import SourceKind
 from pytest_atom.spec import Spec, Step
+from pytest_atom.usage import ROLES, RoleUsage
 
 
 @dataclass
@@ -247,6 +248,8 @@ class SpecResult:
 
     @property
     def tokens(self) -> int:
+        """Every session's tokens: the planner's, the executor's and its subagents', the
+        reflector's (`usage_by_role` splits them)."""
         return sum(r.tokens for r in self.records)
 
     @property
@@ -273,6 +276,26 @@ class SpecResult:
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
         return spent, recorded
+
+    def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
+        """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
+        (default: every attempt, and the planner). The executor's calls run its subagents:
+        their share is split off (see `IterationRecord.subagent_cost_usd`)."""
+        roles = dict.fromkeys(ROLES, RoleUsage())
+        for attempt in self.all_attempts if attempts is None else attempts:
+            for r in attempt.records:
+                sub = r.subagent_cost_usd
+                roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
+                roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
+            if attempt.reflector is not None:
+                roles["reflector"] += RoleUsage(
+                    attempt.reflector.tokens, attempt.reflector.cost_usd
+                )
+        if attempts is None:
+            for plan in self.plans:
+                if plan.record is not None:
+                    roles["planner"] += RoleUsage(plan.record.tokens, plan.record.cost_usd)
+        return roles
 
     @property
     def last_message(self) -> str:

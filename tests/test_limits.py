@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -191,6 +192,20 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     )
     xml = (pytester.path / "out.xml").read_text()
     assert 'name="atom_limit_exceeded" value="exceeded max_turns: 3 &gt; 2"' in xml
+    # A stopped spec shows what it used (the streamed usage of the call that was stopped)
+    # and its checks, in the failure report, the table and JUnit alike.
+    [case] = ElementTree.fromstring(xml).iterfind(".//testcase[@name='over-budget']")
+    props = {p.get("name"): p.get("value") for p in case.iterfind(".//property")}
+    tokens = props["atom_tokens"]
+    assert int(tokens) > 0 and props["atom_agent_tokens"] == tokens
+    result.stdout.fnmatch_lines(
+        [
+            "*atom spec 'over-budget' failed*",
+            "*checks:*",
+            "*file_exists hello.txt*",
+            f"*budget.atom.yaml::over-budget*failed: exceeded max_turns*{tokens}*",
+        ]
+    )
     trace = json.loads((pytester.path / "rep" / "budget" / "over-budget.json").read_text())
     assert trace["effective_limits"]["max_turns"] == 2
     assert trace["effects_observed"]["limit_exceeded"] == "exceeded max_turns: 3 > 2"

@@ -25,6 +25,7 @@ from pytest_atom.core.sandbox import Confinement
 from pytest_atom.limits import Budget
 from pytest_atom.paths import cli_slug
 from pytest_atom.spec import ClaudeOptions
+from pytest_atom.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
 
 #: Environment names a test run must not inherit: they would point the CLI elsewhere
 #: (another endpoint, Bedrock/Vertex, a user's config dir) or leak the user's auth.
@@ -105,8 +106,12 @@ class IterationRecord:
     stderr: str = ""
     texts: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
+    #: The result event's figures (see pytest_atom.usage): the main session's usage, this
+    #: call's per-model usage of every session (subagents included) and its cost.
     usage: dict[str, Any] = field(default_factory=dict)
+    model_usage: dict[str, Any] = field(default_factory=dict)
     cost_usd: float = 0.0
+    model: str | None = None  # the main session's, from the init event
     num_turns: int = 0
     duration: float = 0.0  # wall seconds of the claude process
     session_id: str | None = None
@@ -120,19 +125,34 @@ class IterationRecord:
     api_error_status: int | None = None
     #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
     limit_exceeded: str | None = None
+    #: The usage as events arrive: what a call stopped before its result event used.
+    meter: CallUsage = field(default_factory=CallUsage, repr=False)
+
+    @property
+    def ended(self) -> bool:
+        """The call's exact figures are known (its result event, or a record made by hand)."""
+        return self.meter.ended or bool(self.usage or self.model_usage)
 
     @property
     def tokens(self) -> int:
-        u = self.usage
-        return sum(
-            int(u.get(k) or 0)
-            for k in (
-                "input_tokens",
-                "output_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-            )
-        )
+        """Every session's tokens, subagents included; provisional for a stopped call."""
+        if self.ended:
+            return every_session_tokens(self.usage, self.model_usage)
+        return self.meter.tokens
+
+    @property
+    def main_tokens(self) -> int:
+        """The main session's tokens (the executor's own, or the reflector's)."""
+        return usage_tokens(self.usage) if self.ended else self.meter.main_tokens
+
+    @property
+    def subagent_tokens(self) -> int:
+        return self.tokens - self.main_tokens
+
+    @property
+    def subagent_cost_usd(self) -> float:
+        """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
+        return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
 
     @property
     def retry_text(self) -> str:
@@ -142,16 +162,20 @@ class IterationRecord:
     def summary(self) -> dict[str, Any]:
         """A JSON-able digest for iteration history and traces (no raw stdout)."""
         data = asdict(self)
-        data.pop("stdout")
+        for bulky in ("stdout", "meter"):
+            data.pop(bulky)
         data["tokens"] = self.tokens
+        data["subagent_tokens"] = self.subagent_tokens
         return data
 
     def apply_event(self, event: Mapping[str, Any]) -> None:
-        """Fold one stream-json event into the record."""
+        """Fold one stream-json event into the record; its usage into `meter`."""
         kind = event.get("type")
+        self.meter.fold(event)
         if kind == "system" and event.get("subtype") == "init":
             self.session_id = event.get("session_id")
             self.cli_version = event.get("claude_code_version")
+            self.model = self.meter.main_model
         elif kind == "assistant":
             for block in (event.get("message") or {}).get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
@@ -179,8 +203,9 @@ class IterationRecord:
             self.api_error_status = status if isinstance(status, int) else None
             self.output = str(event.get("result") or "")
             self.is_error = bool(event.get("is_error"))
-            self.cost_usd = float(event.get("total_cost_usd") or 0.0)
-            self.usage = dict(event.get("usage") or {})
+            self.usage = dict(self.meter.main_usage)
+            self.model_usage = dict(self.meter.model_usage)
+            self.cost_usd = self.meter.cost_usd
             self.num_turns = int(event.get("num_turns") or 0)
             self.structured_output = event.get("structured_output")
 

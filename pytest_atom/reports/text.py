@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
+from pytest_atom.usage import ROLES
 
 if TYPE_CHECKING:
     from pytest_atom.core.runner import ToolCall
@@ -358,7 +359,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_score": "" if result.score is None else result.score,
         "atom_attempts": len(result.attempts),
         "atom_iterations": result.iterations,
-        "atom_tokens": result.tokens,
+        "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
         "atom_duration_s": round(result.duration, 3),
@@ -369,6 +370,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_agent_tokens": result.usage.tokens,
         "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
+        **role_properties(result),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
@@ -377,6 +379,23 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_sandbox": "off" if result.spec.sandbox is None else "on",
         **step_properties(result),
     }
+
+
+def role_properties(result: SpecResult) -> dict[str, Any]:
+    """``atom_<role>_tokens`` and ``atom_<role>_cost_usd`` (Claude Code's price of that
+    role's usage, also for scripted and replayed answers) of every role in `ROLES`."""
+    props: dict[str, Any] = {}
+    for role, used in result.usage_by_role().items():
+        props[f"atom_{role}_tokens"] = used.tokens
+        props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
+    return props
+
+
+def _role_cell(props: dict[str, Any], role: str) -> str:
+    tokens = props.get(f"atom_{role}_tokens")
+    if not tokens:
+        return "-"
+    return f"{tokens} (${float(props.get(f'atom_{role}_cost_usd') or 0):.4f})"
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
@@ -425,7 +444,10 @@ def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[s
 def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     """The terminal summary: one line per spec run, from the figures in its report."""
     header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
-    header += ("cost $", "rec $", "time s")
+    # Tokens (and Claude Code's price) per role, once any spec used more than its executor.
+    used = [r for r in ROLES if any(p.get(f"atom_{r}_tokens") for _, _, p in rows)]
+    roles = tuple(used) if set(used) - {"executor"} else ()
+    header += roles + ("cost $", "rec $", "time s")
     compared = any("atom_baseline" in p for _, _, p in rows)  # --atom-baseline: its deltas
     header += ("vs baseline",) if compared else ()
     table = [header]
@@ -447,6 +469,7 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 str(p.get("atom_attempts", "")),
                 str(p.get("atom_iterations", "")),
                 str(p.get("atom_tokens", "")),
+                *(_role_cell(p, role) for role in roles),
                 f"{p.get('atom_cost_usd', 0):.4f}",
                 # What replayed answers cost when recorded: not spent by this run.
                 f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
@@ -458,7 +481,7 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
     plans = [f"{nodeid}: {p['atom_plan']}" for nodeid, _, p in rows if p.get("atom_plan")]
     return [
         "  ".join(
-            cell.ljust(w) if i < 2 or i == 9 else cell.rjust(w)
+            cell.ljust(w) if i < 2 or (compared and i == len(header) - 1) else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in table

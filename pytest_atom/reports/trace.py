@@ -34,6 +34,7 @@ from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, Plan, SpecResult, StepResult
+from pytest_atom.usage import RoleUsage
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -105,13 +106,17 @@ def _ms(seconds: float) -> int:
 
 
 def _cost(
-    records: list[IterationRecord], wall_seconds: float, usd: tuple[float, float]
+    records: list[IterationRecord],
+    wall_seconds: float,
+    usd: tuple[float, float],
+    by_role: dict[str, RoleUsage],
 ) -> dict[str, Any]:
-    """`usd` is (spent, recorded): see SpecResult.costs."""
+    """`usd` is (spent, recorded): see SpecResult.costs; `by_role`: SpecResult.usage_by_role."""
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
         "tokens": sum(r.tokens for r in records),
+        "by_role": {role: used.to_dict() for role, used in by_role.items()},
         "wall_time_ms": _ms(wall_seconds),
         "claude_time_ms": _ms(sum(r.duration for r in records)),
         "dispatched_runs": len(records),
@@ -132,6 +137,8 @@ def _session_entry(session: _Session) -> dict[str, Any]:
         "duration_s": r.duration,
         "tokens": r.tokens,
         "cost_usd": r.cost_usd,
+        "subagent_tokens": r.subagent_tokens,
+        "subagent_cost_usd": round(r.subagent_cost_usd, 6),
     }
 
 
@@ -167,7 +174,12 @@ def _step_child(
         "step_id": step.id,
         "runs": step.runs,
         "committed": str(step.committed) if step.committed else None,
-        "cost": _cost(records, sum(r.duration for r in records), result.costs(list(step.attempts))),
+        "cost": _cost(
+            records,
+            sum(r.duration for r in records),
+            result.costs(list(step.attempts)),
+            result.usage_by_role(list(step.attempts)),
+        ),
         "children": [_child(result, a, sessions, ref) for a in step.attempts] + rollbacks,
         "errors": [],
     }
@@ -207,7 +219,12 @@ def _child(
             for c in attempt.checks
         ],
         "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
-        "cost": _cost(records, executor_seconds + reflector_seconds, result.costs([attempt])),
+        "cost": _cost(
+            records,
+            executor_seconds + reflector_seconds,
+            result.costs([attempt]),
+            result.usage_by_role([attempt]),
+        ),
         "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
         "children": [],
         "errors": errors,
@@ -289,7 +306,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         },
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
-        "cost": _cost(result.records, result.duration, result.costs()),
+        "cost": _cost(result.records, result.duration, result.costs(), result.usage_by_role()),
         "children": [_step_child(result, s, sessions, ref) for s in result.all_steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,
