@@ -17,6 +17,7 @@ gateway's own `fold_sse`), and sums the usage; `atom cassette show` only prints 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,12 @@ from typing import Any, Literal
 
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.messages import fold_sse
+from pytest_atom.replay.gateway.replay import FAULT_HEADER
 from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
+
+#: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
+AGENT_TOOL = "Agent"
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 __all__ = [
     "Line",
@@ -52,7 +58,8 @@ class Text:
 
 @dataclass
 class ToolUse:
-    """One tool call and what the CLI answered (``result`` None: no answer came)."""
+    """One tool call and what the CLI answered (``result`` None: no answer came); an
+    ``Agent`` call holds the turns of the subagent it started."""
 
     id: str
     name: str
@@ -60,6 +67,7 @@ class ToolUse:
     result: str | None = None
     is_error: bool = False
     kind: str = "tool_use"
+    subagent: list[Turn] = field(default_factory=list)
 
 
 @dataclass
@@ -109,12 +117,17 @@ def _block(raw: dict[str, Any]) -> Text | ToolUse | None:
 
 
 def stream_turns(stdout: str) -> list[Turn]:
-    """The turns of one session's stream-json output (subagent events are left out)."""
+    """The turns of one session's stream-json output, each subagent's turns under the
+    call that started it (the CLI tags a subagent's events with that call's id)."""
+    return _turns(_events(stdout), None)
+
+
+def _turns(events: list[dict[str, Any]], parent: str | None) -> list[Turn]:
     turns: list[Turn] = []
     calls: dict[str, ToolUse] = {}
-    for event in _events(stdout):
-        if event.get("parent_tool_use_id"):
-            continue  # a subagent's own conversation, summarised by its Task call's result
+    for event in events:
+        if (event.get("parent_tool_use_id") or None) != parent:
+            continue  # another conversation's: the main agent's, or another subagent's
         message = event.get("message")
         if not isinstance(message, dict):
             message = {}
@@ -136,6 +149,9 @@ def stream_turns(stdout: str) -> list[Turn]:
                     if call is not None:
                         call.result = tool_result_text(raw.get("content"))
                         call.is_error = bool(raw.get("is_error"))
+    started = {str(e.get("parent_tool_use_id")) for e in events if e.get("parent_tool_use_id")}
+    for call_id in started & set(calls):
+        calls[call_id].subagent = _turns(events, call_id)
     return turns
 
 
@@ -287,9 +303,12 @@ class _Totals:
 class _Session:
     key: str
     tools: list[str]
+    first: str = ""  # the first user message's own text: a subagent's is its Agent prompt
     lines: list[Line] = field(default_factory=list)
     turns: int = 0
     last_length: int = 0
+    #: Agent calls: (index in `lines` just past the call, its prompt, its description).
+    agent_calls: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
@@ -445,7 +464,8 @@ class _CassetteTranscript:
                 if session.key == key and session.last_length < len(messages):
                     return session
         tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        session = _Session(key, tools)
+        first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
+        session = _Session(key, tools, _own_text(first))
         self.sessions.append(session)
         return session
 
@@ -467,7 +487,23 @@ class _CassetteTranscript:
         for message in new:
             session.lines += self.user_content(message.get("content"), "      ")
         session.lines.append(Line(f"    assistant ({reply.usage_text()}):"))
+        start = len(session.lines)
         session.lines += self.assistant(reply, "      ")
+        fault = interaction.response_headers.get(FAULT_HEADER)
+        if fault:
+            session.lines.append(
+                Line(f"the stream broke here ({fault}), kept as the CLI saw it", "dim", "      ")
+            )
+        calls = [b.get("input") for b in reply.blocks if b.get("name") == AGENT_TOOL]
+        ends = [
+            n + 1
+            for n in range(start, len(session.lines))
+            if session.lines[n].text.startswith(f"      tool_use {AGENT_TOOL} ")
+        ]
+        for end, call in zip(ends, calls, strict=False):
+            if isinstance(call, dict):
+                prompt, about = str(call.get("prompt", "")), str(call.get("description", ""))
+                session.agent_calls.append((end, prompt.strip(), about))
 
     def lines(self, path: Path, data: Cassette) -> Iterator[Line]:
         """Metadata, then the sessions (or the lone requests, if no turn came), then totals."""
@@ -484,13 +520,55 @@ class _CassetteTranscript:
             yield Line("")
             yield Line("No conversation", "bold")
             yield from self.pending
-        for number, session in enumerate(self.sessions, 1):
+        nested = self.nest()
+        children = {id(child) for kids in nested.values() for _, _, child in kids}
+        top = [s for s in self.sessions if id(s) not in children]
+        for number, session in enumerate(top, 1):
             yield Line("")
             title = f"Session {number}: {plural(session.turns, 'turn')}"
             yield Line(title, "bold", suffix=f" (tools: {', '.join(session.tools)})")
-            yield from session.lines
+            yield from self.session_lines(session, nested, "")
         yield Line("")
         yield Line(self.totals_line())
+
+    def nest(self) -> dict[int, list[tuple[int, str, _Session]]]:
+        """Which sessions are subagents, and under which Agent call: id(parent) ->
+        [(line index past the call, its description, the subagent's session)].
+
+        A subagent's conversation starts from the prompt its Agent call gave it; each call
+        takes the first session so started that no other call took.
+        """
+        nested: dict[int, list[tuple[int, str, _Session]]] = {}
+        taken: set[int] = set()
+        for parent in self.sessions:
+            for end, prompt, about in parent.agent_calls:
+                child = next(
+                    (
+                        s
+                        for s in self.sessions
+                        if s is not parent and id(s) not in taken and prompt and prompt in s.first
+                    ),
+                    None,
+                )
+                if child is not None:
+                    taken.add(id(child))
+                    nested.setdefault(id(parent), []).append((end, about, child))
+        return nested
+
+    def session_lines(
+        self, session: _Session, nested: dict[int, list[tuple[int, str, _Session]]], pad: str
+    ) -> Iterator[Line]:
+        """A session's lines, each subagent's session under the Agent call that started it."""
+        kids = sorted(nested.get(id(session), []), key=lambda kid: kid[0])
+        done = 0
+        for end, about, child in kids:
+            yield from (_indented(line, pad) for line in session.lines[done:end])
+            done = end
+            inner = pad + "        "
+            title = f"subagent: {about or 'Agent'} ({plural(child.turns, 'turn')})"
+            yield Line(title, "bold", prefix=inner)
+            yield from self.session_lines(child, nested, inner)
+        yield from (_indented(line, pad) for line in session.lines[done:])
 
     def totals_line(self) -> str:
         t = self.totals
@@ -506,6 +584,21 @@ class _CassetteTranscript:
             plural(t.side, "side request"),
         )
         return f"Totals: {', '.join(counts)}; {tokens}"
+
+
+def _indented(line: Line, pad: str) -> Line:
+    return Line(line.text, line.style, pad + line.prefix, line.suffix) if pad else line
+
+
+def _own_text(content: Any) -> str:
+    """A user message's text without Claude Code's system reminders."""
+    if isinstance(content, list):
+        content = "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return _REMINDER.sub("", str(content or "")).strip()
 
 
 def _side_topic(body: dict[str, Any]) -> str:

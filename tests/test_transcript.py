@@ -8,7 +8,7 @@ from typing import Any
 
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
-from pytest_atom.transcript import Line, cassette_lines, read_reply
+from pytest_atom.transcript import Line, cassette_lines, read_reply, stream_turns
 
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
@@ -166,3 +166,20 @@ def test_cassette_lines_without_turns_list_the_requests_under_no_conversation() 
     assert Line("No conversation", "bold") in lines
     assert "  [1] HEAD / -> 200" in map(str, lines)
     assert str(lines[0]) == "Cassette      c.yaml"
+
+
+def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
+    """Captured from Claude Code 2.1.330: two Agent calls, each subagent runs one Bash
+    command; the CLI tags a subagent's events with its Agent call's id."""
+    data = Path(__file__).parent / "data" / "stream_json" / "subagents-2.1.330.jsonl"
+    stdout = data.read_text(encoding="utf-8")
+    [launch, *rest] = stream_turns(stdout)
+    agents = launch.tool_uses
+    assert [a.name for a in agents] == ["Agent", "Agent"]
+    for agent in agents:
+        [turn] = agent.subagent  # its final text-only answer is not printed by the CLI
+        [bash] = turn.tool_uses
+        assert bash.name == "Bash" and bash.result is not None
+        assert bash.input["command"] in agent.input["prompt"]  # its own command
+    # no subagent's call leaks into the main agent's turns
+    assert all(call.name != "Bash" for turn in rest for call in turn.tool_uses)

@@ -24,6 +24,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.result import SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs
+from pytest_atom.transcript import cassette_lines, stream_turns
 from tests.upstream import RealisticUpstream, Turn, Usage, sse_events
 
 TASK = "Count the files in this folder."
@@ -459,6 +460,28 @@ def test_two_subagents_record_through_the_upstream(subagents: Recorded) -> None:
             assert re.search(
                 r"<usage>subagent_tokens: \d+\ntool_uses: 1\nduration_ms: \d+</usage>", text
             )
+
+
+@pytest.mark.slow
+def test_a_subagent_is_shown_under_the_agent_call_that_started_it(subagents: Recorded) -> None:
+    # atom cassette show: each subagent's session right under its Agent call
+    lines = [
+        str(line) for line in cassette_lines(subagents.cassette, Cassette.load(subagents.cassette))
+    ]
+    for side in SIDES:
+        call = next(n for n, line in enumerate(lines) if f'"description": "Survey {side}"' in line)
+        assert lines[call + 1].strip() == f"subagent: Survey {side} (2 turns)", lines[
+            call : call + 3
+        ]
+        command = next(n for n, line in enumerate(lines) if f"echo {side} > {side}.txt" in line)
+        assert call < command and lines[command].startswith(" " * 16)  # nested, indented
+    assert sum(line.startswith("Session ") for line in lines) == 1  # the main agent's only
+    # the HTML report's conversation (stream_turns): the same nesting from the CLI's events
+    [first, *_] = stream_turns(subagents.result.records[0].stdout)
+    for agent in first.tool_uses:
+        side = agent.input["description"].split()[-1]
+        commands = [c.input["command"] for t in agent.subagent for c in t.tool_uses]
+        assert [c.endswith(f"echo {side} > {side}.txt") for c in commands] == [True], commands
 
 
 @pytest.mark.slow
