@@ -21,6 +21,7 @@ import pytest
 from pytest_atom.execution import run_spec
 from pytest_atom.modes import MatchMode
 from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.gateway.replay import FAULT_HEADER
 from pytest_atom.result import SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs
@@ -357,10 +358,22 @@ def test_claude_code_gets_past_an_overload_from_the_upstream(
     recorded = record_spec(tmp_path, claude_bin, prompt, file_is("count.txt", "2"), script)
     assert recorded.upstream.turns() == [(prompt, 0, fault), (prompt, 0, "ok"), (prompt, 1, "ok")]
     resent = recorded.upstream.requests[1]
+    assert recorded.result.passed, recorded.result.report()
+    kept = [
+        i.response_headers.get(FAULT_HEADER) for i in Cassette.load(recorded.cassette).interactions
+    ]
     if fault == "overloaded_at_start":
         assert resent.body == recorded.upstream.requests[0].body and not resent.continuation
+        assert not any(kept)  # the identical resend made it good: no need to replay the fault
     else:
         assert resent.continuation
+        # Claude Code continued past the cut: the broken stream is kept as it saw it, so a
+        # replay breaks the same way and the continuation matches what was recorded.
+        assert [k for k in kept if k] == ["sent an error event mid-stream"]
+    for match in ("conversation", "strict"):
+        for attempt in range(5):
+            replayed = recorded.replay(claude_bin, match)
+            assert replayed.passed, f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
 
 
 SURVEY = "Survey the project with two helper agents."
