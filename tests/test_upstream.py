@@ -246,6 +246,9 @@ def test_a_request_is_read_the_way_claude_code_writes_it() -> None:
     assert turn_of([first, system, kept, {"role": "user", "content": [cut]}]) == (0, True)
     history = [first, system, kept, {"role": "user", "content": [cut]}, whole, result]
     assert turn_of(history) == (1, False)
+    # Claude Code 2.1.331 wraps the same text in a system reminder.
+    wrapped = {"type": "text", "text": f"<system-reminder>\n{cut['text']}\n</system-reminder>"}
+    assert turn_of([first, system, kept, {"role": "user", "content": [wrapped]}]) == (0, True)
 
 
 # ---------------------------------------------------------------- the real CLI through it

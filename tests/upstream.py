@@ -170,7 +170,7 @@ def _is_continuation(message: Any) -> bool:
     return (
         isinstance(message, dict)
         and message.get("role") == "user"
-        and CONTINUATION in _REMINDER.sub("", _text_of(message.get("content")))
+        and CONTINUATION in _text_of(message.get("content"))  # 2.1.331: in a system reminder
     )
 
 
