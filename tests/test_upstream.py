@@ -26,7 +26,7 @@ from pytest_atom.result import SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs
 from pytest_atom.transcript import cassette_lines, stream_turns
-from tests.upstream import RealisticUpstream, Turn, Usage, sse_events
+from tests.upstream import RealisticUpstream, Turn, Usage, first_user_text, sse_events, turn_of
 
 TASK = "Count the files in this folder."
 SCRIPT: dict[str, list[Turn]] = {
@@ -224,6 +224,33 @@ def test_count_tokens_helpers_and_loud_misses(
     assert httpx.head(upstream.url).status_code == 200
     assert httpx.get(f"{upstream.url}/nothing").status_code == 404
     assert list(upstream.tokens_by_conversation()) == [None]  # the helper call only
+
+
+def test_a_request_is_read_the_way_claude_code_writes_it() -> None:
+    """Claude Code wraps text in system reminders, adds ``role: system`` entries, and after a
+    stream cut off mid-way sends its continuation (as a block of the last user message when
+    nothing of the answer was kept, or after the kept part): the same turn asked again."""
+    cut = {"type": "text", "text": "Your response above was cut off mid-stream. Resume."}
+    first = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "<system-reminder>\nCount the files.</system-reminder>"},
+            {"type": "text", "text": TASK},
+        ],
+    }
+    system = {"role": "system", "content": "Today's date is 2026-11-24."}
+    assert first_user_text({"messages": [first, system]}) == TASK
+    assert turn_of([first, system]) == (0, False)
+    assert turn_of([{**first, "content": [*first["content"], cut]}, system]) == (0, True)
+    kept = {"role": "assistant", "content": [{"type": "thinking", "thinking": "Hm"}]}
+    whole = {"role": "assistant", "content": "Whole."}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]}
+    assert turn_of([first, system, kept, {"role": "user", "content": [cut]}]) == (0, True)
+    history = [first, system, kept, {"role": "user", "content": [cut]}, whole, result]
+    assert turn_of(history) == (1, False)
+    # Claude Code 2.1.331 wraps the same text in a system reminder.
+    wrapped = {"type": "text", "text": f"<system-reminder>\n{cut['text']}\n</system-reminder>"}
+    assert turn_of([first, system, kept, {"role": "user", "content": [wrapped]}]) == (0, True)
 
 
 # ---------------------------------------------------------------- the real CLI through it

@@ -170,7 +170,7 @@ def _is_continuation(message: Any) -> bool:
     return (
         isinstance(message, dict)
         and message.get("role") == "user"
-        and CONTINUATION in _REMINDER.sub("", _text_of(message.get("content")))
+        and CONTINUATION in _text_of(message.get("content"))  # 2.1.331: in a system reminder
     )
 
 
@@ -308,8 +308,12 @@ class RealisticUpstream:
             self._counter += 1
             return self._counter
 
-    def answer(self, body: Mapping[str, Any]) -> _Answer:
-        """What `body` gets; raises _Rejected for a request outside every script."""
+    def answer(self, body: Mapping[str, Any], *, serving: bool = False) -> _Answer:
+        """What `body` gets, whole; raises _Rejected for a request outside every script.
+
+        `serving` (the server's own call) takes the turn's fault if it was not served yet;
+        a test that asks what a request got, afterwards, sees the whole answer.
+        """
         size = len(json.dumps(body, sort_keys=True))
         if not body.get("tools"):
             text = HELPER_TEXT
@@ -336,7 +340,7 @@ class RealisticUpstream:
         scripted = script[turn]
         fault = scripted.get("fault")
         with self._lock:
-            if fault and (key, turn) not in self._faults_served:
+            if fault and serving and (key, turn) not in self._faults_served:
                 self._faults_served.add((key, turn))
             else:
                 fault = None
@@ -572,7 +576,7 @@ def _handler(upstream: RealisticUpstream) -> type[BaseHTTPRequestHandler]:
                 return
             streamed = bool(body.get("stream"))
             try:
-                answer = upstream.answer(body)
+                answer = upstream.answer(body, serving=True)
             except _Rejected as rejected:
                 upstream._log(Received("rejected", None, None, body, streamed, str(rejected)))
                 self._error(400, "invalid_request_error", str(rejected), number)
