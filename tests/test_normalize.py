@@ -291,3 +291,75 @@ def test_results_are_put_in_call_order_in_bodies_normalized_before_that_existed(
     frozen = copy.deepcopy(old)
     assert results_in_call_order(old) == body
     assert old == frozen  # pure: a loaded cassette's shared blocks are never changed
+
+
+#: Texts Claude Code 2.1.330 writes into requests about the background tasks it started,
+#: as captured from real runs (ids and times as they came).
+LAUNCHED = (
+    "Async agent launched successfully.\nagentId: a6882563bb062b50a (internal ID - do not "
+    "mention to user. Use SendMessage with to: 'a6882563bb062b50a', summary: '<5-10 word "
+    "recap>' to continue this agent.)\noutput_file: /tmp/claude-0/tasks/a6882563bb062b50a.output"
+)
+HANDED_BACK = (
+    "  Wrote south.txt.\nagentId: a9fade3e89f2feca3 (use SendMessage with to: "
+    "'a9fade3e89f2feca3', summary: '<5-10 word recap>' to continue this agent)\n"
+    "<usage>subagent_tokens: 12084\ntool_uses: 1\nduration_ms: 436</usage>"
+)
+NOTIFIED = (
+    "<system-reminder>\n<task-notification>\n<task-id>a71727ae116879977</task-id>\n"
+    "<status>completed</status>\n<usage><subagent_tokens>10937</subagent_tokens>"
+    "<tool_uses>1</tool_uses><duration_ms>591</duration_ms></usage>\n"
+    "</task-notification>\n</system-reminder>"
+)
+BACKGROUNDED = (
+    "Command was moved to the background (ID: bq7x2k9d) after running for 12s. Output is "
+    "being written to: /tmp/claude-0/tasks/bq7x2k9d.output"
+)
+
+
+def _user(*texts: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": t} for t in texts]}]}
+
+
+def _texts(body: dict[str, Any]) -> list[str]:
+    return [b["text"] for b in body["messages"][0]["content"]]
+
+
+def test_a_subagents_id_is_a_placeholder_wherever_it_recurs() -> None:
+    [launched] = _texts(Normalizer({}).body(_user(LAUNCHED)))
+    assert "a6882563bb062b50a" not in launched
+    assert launched.count("<TASK_ID:1>") == 3  # agentId, SendMessage to, the output file
+
+
+def test_a_background_agents_notification_names_its_id_and_time_as_placeholders() -> None:
+    normalizer = Normalizer({})
+    launched, notified = _texts(normalizer.body(_user(LAUNCHED, NOTIFIED)))
+    assert "<task-id><TASK_ID:2></task-id>" in notified  # another agent: the next number
+    assert "<duration_ms><MS></duration_ms>" in notified
+    assert "<subagent_tokens>10937</subagent_tokens>" in notified  # replays the same: kept
+
+
+def test_a_foreground_agents_hand_back_masks_its_id_and_wall_clock_time() -> None:
+    [handed] = _texts(Normalizer({}).body(_user(HANDED_BACK)))
+    assert "agentId: <TASK_ID:1> (use SendMessage with to: '<TASK_ID:1>'" in handed
+    assert "duration_ms: <MS></usage>" in handed and "subagent_tokens: 12084" in handed
+
+
+def test_a_backgrounded_commands_id_and_running_time_are_placeholders() -> None:
+    [text] = _texts(Normalizer({}).body(_user(BACKGROUNDED)))
+    assert text == (
+        "Command was moved to the background (ID: <TASK_ID:1>) after running for <N>s. "
+        "Output is being written to: /tmp/claude-0/tasks/<TASK_ID:1>.output"
+    )
+
+
+def test_task_ids_are_numbered_per_run_and_replayed_answers_get_the_live_ids() -> None:
+    """Two runs start their agents under other random ids: the bodies normalize equal, and
+    a recorded answer naming the first agent reaches the live run's first agent."""
+    recording, replay = Normalizer({}), Normalizer({})
+    recorded = recording.body(_user(LAUNCHED))
+    live = replay.body(_user(LAUNCHED.replace("a6882563bb062b50a", "adab0ec73237051f8")))
+    assert live == recorded
+    answer = recording.paths_out('{"to": "a6882563bb062b50a", "message": "go on"}')
+    assert answer == '{"to": "<TASK_ID:1>", "message": "go on"}'
+    assert replay.paths_in(answer) == '{"to": "adab0ec73237051f8", "message": "go on"}'

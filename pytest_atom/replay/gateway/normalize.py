@@ -55,44 +55,50 @@ def run_dates(now: datetime | None = None) -> list[str]:
     return sorted(d.isoformat() for d in days)
 
 
-#: Where Claude Code names a subagent it started: the Agent tool's result (``agentId: a68…``)
-#: and the task notification of a background agent (``<task-id>a68…</task-id>``). The id
-#: is random per run, and it recurs in ``SendMessage to: '…'`` and the agent's output file.
-_AGENT_ID = re.compile(r"(?:\bagentId: |<task-id>)([A-Za-z0-9_-]{6,64})")
-#: A subagent's wall-clock time in the Agent tool's result and its task notification
-#: (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``).
-_MILLISECONDS = re.compile(r"(\bduration_ms(?::\s*|>))\d+")
+#: Where Claude Code names a background task it started, with an id random per run: a
+#: subagent in the Agent tool's result (``agentId: a68…``) and in its task notification
+#: (``<task-id>a68…</task-id>``), a shell command sent to the background (``running in
+#: background with ID: …``, ``moved to the background (ID: …)``). The id recurs in
+#: ``SendMessage to: '…'``, in the task's output file, and in the model's later calls.
+_TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_-]{6,64})")
+#: Wall-clock times Claude Code writes itself: a subagent's in the Agent tool's result and
+#: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
+#: before it was backgrounded (``after running for 12s``).
+_WALL_CLOCK = [
+    (re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
+    (re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
+]
 
 
 class Normalizer:
     """Turns request bodies and response texts into their run-independent form.
 
-    Subagent ids are numbered for the whole run, in the order requests reveal them, not per
-    body: a replayed answer that names one (``SendMessage to: '<AGENT_ID:1>'``) must reach
-    the agent the live run started under that number. One normalizer serves every request
+    Background task ids are numbered for the whole run, in the order requests reveal them,
+    not per body: a replayed answer that names one (``SendMessage to: '<TASK_ID:1>'``) must
+    reach the task the live run started under that number. One normalizer serves every request
     of a run, from several threads.
     """
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
         self._set_paths(paths)
         self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
-        self._agents: dict[str, str] = {}  # live subagent id -> <AGENT_ID:n>
-        self._agent_re: re.Pattern[str] | None = None
-        self._agents_lock = threading.Lock()
+        self._tasks: dict[str, str] = {}  # live background task id -> <TASK_ID:n>
+        self._task_re: re.Pattern[str] | None = None
+        self._tasks_lock = threading.Lock()
 
-    def _agent_ids(self, text: str) -> str:
-        """Subagent ids -> ``<AGENT_ID:n>``, learning the ids `text` reveals."""
-        if "agentId" in text or "<task-id>" in text:
-            with self._agents_lock:
-                new = [i for i in _AGENT_ID.findall(text) if i not in self._agents]
-                for agent in dict.fromkeys(new):
-                    self._agents[agent] = f"<AGENT_ID:{len(self._agents) + 1}>"
+    def _task_ids(self, text: str) -> str:
+        """Background task ids -> ``<TASK_ID:n>``, learning the ids `text` reveals."""
+        if "ID: " in text or "agentId" in text or "<task-id>" in text:
+            with self._tasks_lock:
+                new = [i for i in _TASK_ID.findall(text) if i not in self._tasks]
+                for task in dict.fromkeys(new):
+                    self._tasks[task] = f"<TASK_ID:{len(self._tasks) + 1}>"
                 if new:
-                    ids = "|".join(re.escape(i) for i in self._agents)
-                    self._agent_re = re.compile(f"\\b(?:{ids})\\b")
-        if self._agent_re is None:
+                    ids = "|".join(re.escape(i) for i in self._tasks)
+                    self._task_re = re.compile(f"\\b(?:{ids})\\b")
+        if self._task_re is None:
             return text
-        return self._agent_re.sub(lambda m: self._agents[m.group(0)], text)
+        return self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
 
     def _set_paths(self, paths: Mapping[str, str]) -> None:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
@@ -109,20 +115,20 @@ class Normalizer:
         self._set_paths({**self._lookup, **paths})
 
     def paths_out(self, text: str) -> str:
-        """Live paths (and the run's subagent ids) -> placeholders: for recorded answers."""
-        if self._agent_re is not None:
-            text = self._agent_re.sub(lambda m: self._agents[m.group(0)], text)
+        """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
+        if self._task_re is not None:
+            text = self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
         if self._path_re is None:
             return text
         return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
 
     def paths_in(self, text: str) -> str:
-        """Placeholders -> live paths and subagent ids (for replayed responses)."""
+        """Placeholders -> live paths and task ids (for replayed responses)."""
         for path, placeholder in self._paths:
             text = text.replace(placeholder, path)
-        if "<AGENT_ID:" in text:
-            for agent, placeholder in list(self._agents.items()):
-                text = text.replace(placeholder, agent)
+        if "<TASK_ID:" in text:
+            for task, placeholder in list(self._tasks.items()):
+                text = text.replace(placeholder, task)
         return text
 
     def text(self, text: str) -> str:
@@ -141,7 +147,9 @@ class Normalizer:
 
         def walk(node: Any, in_result: bool = False) -> Any:
             if isinstance(node, str):
-                text = _MILLISECONDS.sub(r"\1<MS>", self._agent_ids(self.text(node)))
+                text = self._task_ids(self.text(node))
+                for pattern, mask in _WALL_CLOCK:
+                    text = pattern.sub(mask, text)
                 return mask_durations(text) if in_result else text
             if isinstance(node, list):
                 return [walk(n, in_result) for n in node]
