@@ -333,7 +333,7 @@ def test_a_subagents_id_is_a_placeholder_wherever_it_recurs() -> None:
 
 def test_a_background_agents_notification_names_its_id_and_time_as_placeholders() -> None:
     normalizer = Normalizer({})
-    launched, notified = _texts(normalizer.body(_user(LAUNCHED, NOTIFIED)))
+    _, notified = _texts(normalizer.body(_user(LAUNCHED, NOTIFIED)))
     assert "<task-id><TASK_ID:2></task-id>" in notified  # another agent: the next number
     assert "<duration_ms><MS></duration_ms>" in notified
     assert "<subagent_tokens>10937</subagent_tokens>" in notified  # replays the same: kept
