@@ -478,7 +478,9 @@ class CassetteResponder:
     def _upstream_message(self, what: str) -> str:
         return f"pytest-atom gateway: upstream {self.upstream} {what}"
 
-    def _fault(self, request: GatewayRequest, live: Any, what: str, slot: int | None = None) -> None:
+    def _fault(
+        self, request: GatewayRequest, live: Any, what: str, slot: int | None = None
+    ) -> None:
         with self._lock:
             self.faults.append(
                 UpstreamFault(
