@@ -530,3 +530,49 @@ def test_two_subagents_replay_offline(subagents: Recorded, claude_bin: Path) -> 
         for attempt in range(5):
             replayed = subagents.replay(claude_bin, match)
             assert replayed.passed, f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+
+
+JUDGED = "Write the word judged into verdict.txt."
+#: The reflector's prompt (prompts/REFLECTOR.md), which quotes the task: the upstream takes
+#: the longest key found, so this one must be the longer.
+AUDITOR = "You are a clinical auditor. An autonomous agent worked on the task below"
+
+
+@pytest.mark.slow
+def test_a_judged_spec_records_and_replays_offline(tmp_path: Path, claude_bin: Path) -> None:
+    """The reflector is a session of its own through the same upstream: its verdict, asked
+    for with a JSON schema, records and replays like the agent's turns."""
+    verdict = {
+        "score": 0.93,
+        "decision": "proceed",
+        "criteria": [{"criterion": "verdict.txt says judged.", "met": True, "evidence": "cat"}],
+        "feedback": "",
+        "flaky": [],
+    }
+    script: dict[str, list[Turn]] = {
+        JUDGED: [
+            {
+                "thinking": "One command.",
+                "tool_calls": [bash_call("echo judged > verdict.txt", "Write")],
+            },
+            {"text": "Written.\nEXIT_LOOP_NOW"},
+        ],
+        AUDITOR: [
+            {
+                "thinking": "The file is there.",
+                "tool_calls": [{"name": "StructuredOutput", "input": verdict}],
+            },
+            {"text": "Judged."},
+        ],
+    }
+    accept = file_is("verdict.txt", "judged") + "criteria: [verdict.txt says judged.]\n"
+    recorded = record_spec(tmp_path, claude_bin, JUDGED, accept, script)
+    assert recorded.result.passed, recorded.result.report()
+    assert recorded.result.score == 0.93
+    assert {c for c, _, _ in recorded.upstream.turns()} == {JUDGED, AUDITOR}
+    for match in ("conversation", "strict"):
+        for attempt in range(5):
+            replayed = recorded.replay(claude_bin, match)
+            assert replayed.passed and replayed.score == 0.93, (
+                f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+            )
