@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -538,10 +539,10 @@ JUDGED = "Write the word judged into verdict.txt."
 AUDITOR = "You are a clinical auditor. An autonomous agent worked on the task below"
 
 
-@pytest.mark.slow
-def test_a_judged_spec_records_and_replays_offline(tmp_path: Path, claude_bin: Path) -> None:
-    """The reflector is a session of its own through the same upstream: its verdict, asked
-    for with a JSON schema, records and replays like the agent's turns."""
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Recorded:
+    """A spec with criteria: the reflector is a session of its own through the same
+    upstream, its verdict asked for with a JSON schema."""
     verdict = {
         "score": 0.93,
         "decision": "proceed",
@@ -566,13 +567,38 @@ def test_a_judged_spec_records_and_replays_offline(tmp_path: Path, claude_bin: P
         ],
     }
     accept = file_is("verdict.txt", "judged") + "criteria: [verdict.txt says judged.]\n"
-    recorded = record_spec(tmp_path, claude_bin, JUDGED, accept, script)
-    assert recorded.result.passed, recorded.result.report()
-    assert recorded.result.score == 0.93
-    assert {c for c, _, _ in recorded.upstream.turns()} == {JUDGED, AUDITOR}
+    folder = tmp_path_factory.mktemp("judged")
+    return record_spec(folder, claude_bin, JUDGED, accept, script)
+
+
+@pytest.mark.slow
+def test_a_judged_spec_records_and_replays_offline(judged: Recorded, claude_bin: Path) -> None:
+    assert judged.result.passed, judged.result.report()
+    assert judged.result.score == 0.93
+    assert {c for c, _, _ in judged.upstream.turns()} == {JUDGED, AUDITOR}
     for match in ("conversation", "strict"):
         for attempt in range(5):
-            replayed = recorded.replay(claude_bin, match)
+            replayed = judged.replay(claude_bin, match)
             assert replayed.passed and replayed.score == 0.93, (
                 f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
             )
+
+
+@pytest.mark.slow
+def test_the_three_shapes_replay_strict_under_xdist(
+    pytester: pytest.Pytester,
+    parallel: Recorded,
+    subagents: Recorded,
+    judged: Recorded,
+    claude_for_pytester: None,
+) -> None:
+    """Parallel tool calls with thinking, two concurrent subagents and a judged spec, each
+    in a folder of its own, replayed offline by `pytest --atom -n 2 --atom-match=strict`."""
+    for name, recorded in (("parallel", parallel), ("subagents", subagents), ("judged", judged)):
+        folder = pytester.path / name
+        cassette = folder / recorded.cassette.relative_to(recorded.spec.path.parent)
+        cassette.parent.mkdir(parents=True)
+        shutil.copy(recorded.spec.path, folder / recorded.spec.path.name)
+        shutil.copy(recorded.cassette, cassette)
+    result = pytester.runpytest("--atom", "-n", "2", "--atom-match=strict")
+    result.assert_outcomes(passed=3)
