@@ -8,7 +8,7 @@ import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine_counts, run_dates
+from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine, run_dates
 
 WS = "/tmp/x/run/workspace"
 DAY = datetime(2026, 11, 22, 12, 0)
@@ -232,5 +232,5 @@ def test_the_sandboxs_count_of_denied_paths_is_masked_on_both_sides() -> None:
     assert normalized["messages"][0]["content"].endswith(
         '"... and <N> more (truncated for prompt size)"]'
     )
-    assert mask_machine_counts(recorded) == normalized
-    assert mask_machine_counts(normalized) == normalized  # idempotent: safe on new cassettes
+    assert mask_machine(recorded) == normalized
+    assert mask_machine(normalized) == normalized  # idempotent: safe on new cassettes

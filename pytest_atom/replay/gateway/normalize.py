@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -23,22 +24,96 @@ _BILLING = [
 _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 
 
-#: Claude Code's sandbox section lists the paths it denies, cut off with "... and 155 more
-#: (truncated for prompt size)": the count is however many folders this machine has.
-_TRUNCATED = re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)")
-_TRUNCATED_MASK = "... and <N> more (truncated for prompt size)"
+@dataclass(frozen=True)
+class MachineDetail:
+    """Something Claude Code writes into its requests that names the machine, not the task.
+
+    `pattern` finds the detail in a text (group 1 is the machine's value); it becomes
+    `mask`. `marker` is a plain substring every match contains: a text without it is
+    skipped cheaply, as every string of every request passes through here.
+    """
+
+    name: str  # as `atom cassette check` and a divergence report say it
+    marker: str
+    pattern: re.Pattern[str]
+    mask: str
+    example: str  # the line as the CLI writes it, unmasked (documentation and tests)
+
+    def sub(self, text: str) -> str:
+        if self.marker not in text:
+            return text
+        return self.pattern.sub(lambda m: m.group(0).replace(m.group(1), self.mask, 1), text)
+
+    def unmasked(self, text: str) -> list[str]:
+        """The machine values this detail still has in `text` (none once masked)."""
+        if self.marker not in text:
+            return []
+        return [m.group(1) for m in self.pattern.finditer(text) if m.group(1) != self.mask]
 
 
-def mask_machine_counts(body: Any) -> Any:
-    """`body` with the machine-dependent counts masked, for bodies recorded before the
-    normalizer masked them: applied to both sides, old cassettes still match exactly."""
+#: A value in the environment block ends with its line; a backslash (an escaped newline) or a
+#: quote ends it too in a body kept as JSON text.
+_VALUE = r'([^\n\\"]+)'
+
+#: Every machine detail Claude Code (2.1.197 to 2.1.331) writes into a request. Paths are not
+#: here: the run's own folders, home and temp folders become placeholders by name
+#: (`Normalizer` paths, see execution._volatile_paths), and `atom cassette check` reports a
+#: raw one. Each mask applies to live requests and, on load, to older recordings
+#: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
+MACHINE_DETAILS: tuple[MachineDetail, ...] = (
+    MachineDetail(
+        "kernel release",
+        " - OS Version: ",
+        re.compile(rf"(?<= - OS Version: ){_VALUE}"),
+        "<OS_VERSION>",
+        " - OS Version: Linux 6.18.44-fc-v782",
+    ),
+    MachineDetail(
+        "login shell",
+        " - Shell: ",
+        re.compile(rf"(?<= - Shell: ){_VALUE}"),
+        "<SHELL>",
+        " - Shell: zsh",
+    ),
+    # The sandbox cuts its list of denied paths off with a count of the rest ("... and 155
+    # more"): however many folders this machine has.
+    MachineDetail(
+        "count of the sandbox's paths",
+        "truncated for prompt size",
+        re.compile(r"\.\.\. and (\d+) more \(truncated for prompt size\)"),
+        "<N>",
+        "... and 155 more (truncated for prompt size)",
+    ),
+)
+
+
+def mask_machine_text(text: str) -> str:
+    """`text` with every known machine detail masked."""
+    for detail in MACHINE_DETAILS:
+        text = detail.sub(text)
+    return text
+
+
+def mask_machine(body: Any) -> Any:
+    """`body` (a request body, or any JSON value) with every known machine detail masked.
+
+    The normalizer masks live requests as they come; this masks bodies recorded before a
+    mask existed, on load. Applied to both sides, and idempotent, old cassettes still match
+    byte for byte on any machine.
+    """
     if isinstance(body, str):
-        return _TRUNCATED.sub(_TRUNCATED_MASK, body) if "truncated for prompt" in body else body
+        return mask_machine_text(body)
     if isinstance(body, list):
-        return [mask_machine_counts(item) for item in body]
+        return [mask_machine(item) for item in body]
     if isinstance(body, dict):
-        return {key: mask_machine_counts(value) for key, value in body.items()}
+        return {key: mask_machine(value) for key, value in body.items()}
     return body
+
+
+def unmasked_machine_details(text: str) -> list[tuple[str, str]]:
+    """(what, value) of each machine detail left unmasked in `text`, each once."""
+    found = [(d.name, v) for d in MACHINE_DETAILS for v in d.unmasked(text)]
+    return list(dict.fromkeys(found))
 
 
 def mask_durations(text: str) -> str:
@@ -93,9 +168,7 @@ class Normalizer:
             text = self._dates.sub("<DATE>", text)
         for pattern, placeholder in _BILLING:
             text = pattern.sub(placeholder, text)
-        if "truncated for prompt" in text:
-            text = _TRUNCATED.sub(_TRUNCATED_MASK, text)
-        return text
+        return mask_machine_text(text)
 
     def body(self, body: Any) -> Any:
         """A normalized copy of a JSON request body (the walk builds new containers)."""

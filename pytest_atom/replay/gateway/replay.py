@@ -51,7 +51,7 @@ from pytest_atom.replay.gateway.messages import (
     parse_sse,
     sse_stream,
 )
-from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine_counts
+from pytest_atom.replay.gateway.normalize import Normalizer, mask_machine
 from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 
@@ -128,8 +128,8 @@ class CassetteResponder:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        for interaction in self.cassette.interactions:  # recorded before that mask existed
-            interaction.body = mask_machine_counts(interaction.body)
+        for interaction in self.cassette.interactions:  # recorded before a mask existed
+            interaction.body = mask_machine(interaction.body)
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
