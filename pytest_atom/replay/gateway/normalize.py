@@ -28,61 +28,77 @@ _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 class MachineDetail:
     """Something Claude Code writes into its requests that names the machine, not the task.
 
-    `pattern` finds the detail in a text (group 1 is the machine's value); it becomes
-    `mask`. `marker` is a plain substring every match contains: a text without it is
-    skipped cheaply, as every string of every request passes through here.
+    `pattern` matches the detail only while it holds the machine's value (never its mask),
+    and `mask` replaces the match (a template: ``\\1`` keeps a group). `marker` is a plain
+    substring of every match: a text without it is skipped cheaply, as every string of every
+    request passes through here.
     """
 
     name: str  # as `atom cassette check` and a divergence report say it
     marker: str
     pattern: re.Pattern[str]
     mask: str
-    example: str  # the line as the CLI writes it, unmasked (documentation and tests)
+    example: str  # a line as the CLI writes it, unmasked (documentation and tests)
 
     def sub(self, text: str) -> str:
-        if self.marker not in text:
-            return text
-        return self.pattern.sub(lambda m: m.group(0).replace(m.group(1), self.mask, 1), text)
+        return self.pattern.sub(self.mask, text) if self.marker in text else text
 
     def unmasked(self, text: str) -> list[str]:
         """The machine values this detail still has in `text` (none once masked)."""
-        if self.marker not in text:
-            return []
-        return [m.group(1) for m in self.pattern.finditer(text) if m.group(1) != self.mask]
+        return [m.group(0) for m in self.pattern.finditer(text)] if self.marker in text else []
 
 
-#: A value in the environment block ends with its line; a backslash (an escaped newline) or a
-#: quote ends it too in a body kept as JSON text.
-_VALUE = r'([^\n\\"]+)'
+def _environment_line(label: str, mask: str) -> re.Pattern[str]:
+    """The value of one line of the environment block (`` - OS Version: Linux 6.1``): it
+    ends with its line, and in a body kept as JSON text at a backslash or a quote too."""
+    return re.compile(rf'(?<= - {label}: )(?!{re.escape(mask)})[^\n\\"]+')
 
-#: Every machine detail Claude Code (2.1.197 to 2.1.331) writes into a request. Paths are not
-#: here: the run's own folders, home and temp folders become placeholders by name
-#: (`Normalizer` paths, see execution._volatile_paths), and `atom cassette check` reports a
-#: raw one. Each mask applies to live requests and, on load, to older recordings
+
+#: Every machine detail Claude Code (2.1.330, 2.1.331) writes into a request. The run's
+#: own folders, home and temp folders are not here: they become placeholders by name
+#: (`Normalizer` paths, execution._volatile_paths), and `atom cassette check` reports one
+#: left raw. Each mask applies to live requests and, on load, to older recordings
 #: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "kernel release",
         " - OS Version: ",
-        re.compile(rf"(?<= - OS Version: ){_VALUE}"),
+        _environment_line("OS Version", "<OS_VERSION>"),
         "<OS_VERSION>",
         " - OS Version: Linux 6.18.44-fc-v782",
     ),
     MachineDetail(
+        "operating system",
+        " - Platform: ",
+        _environment_line("Platform", "<PLATFORM>"),
+        "<PLATFORM>",
+        " - Platform: linux",
+    ),
+    # `$SHELL`'s name, after the shell the CLI runs commands in.
+    MachineDetail(
         "login shell",
         " - Shell: ",
-        re.compile(rf"(?<= - Shell: ){_VALUE}"),
+        _environment_line("Shell", "<SHELL>"),
         "<SHELL>",
-        " - Shell: zsh",
+        " - Shell: bash (login shell: zsh)",
     ),
-    # The sandbox cuts its list of denied paths off with a count of the rest ("... and 155
-    # more"): however many folders this machine has.
+    # The sandbox cuts its list of denied paths off with a count of the rest: however many
+    # folders this machine has.
     MachineDetail(
         "count of the sandbox's paths",
         "truncated for prompt size",
-        re.compile(r"\.\.\. and (\d+) more \(truncated for prompt size\)"),
-        "<N>",
+        re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)"),
+        "... and <N> more (truncated for prompt size)",
         "... and 155 more (truncated for prompt size)",
+    ),
+    # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
+    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it.
+    MachineDetail(
+        "user id",
+        "/tmp/",
+        re.compile(r"(?<![\w.-])/tmp/(claude|cc-daemon|claude-host)-\d+(?![\w.-])"),
+        r"<TMP>/\1-<UID>",
+        "/tmp/cc-daemon-1000",
     ),
 )
 
