@@ -120,13 +120,66 @@ def test_drift_line_names_versions_model_tools_and_counts() -> None:
     drift.served(live, live, exact=True, results_differ=False)
     assert drift.line() == (
         "recorded with Claude Code 2.1.197, replayed with 2.1.330: model claude-older → "
-        "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed; "  # noqa: RUF001
-        "1/2 requests matched on the conversation"
+        "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed, "  # noqa: RUF001
+        "role-system messages changed, max_tokens 64000 → 1000, "
+        'thinking {"type": "adaptive"} → (absent), '
+        "Claude Code's own text in the messages changed; "
+        "2 requests: 1 identical, 1 matched on the conversation"
     )
+
+
+def test_a_changed_role_system_message_is_named_and_the_system_prompt_is_not() -> None:
+    """The sandbox's path list lives in a `role: system` message, not in `system`."""
+    recorded = {**turn_body(), "messages": [*turn_body()["messages"], role_system("a")]}
+    live = {**turn_body(), "messages": [*turn_body()["messages"], role_system("b")]}
+    drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == ["role-system messages changed"]
+    assert drift.line() == (
+        "recorded and replayed with Claude Code 2.1.330: role-system messages changed; "
+        "1 request: 0 identical, 1 matched on the conversation"
+    )
+
+
+def role_system(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": [{"type": "text", "text": text}]}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("temperature", 0.5, "temperature (absent) → 0.5"),
+        ("output_config", {"effort": "high"}, 'output_config {"effort": "high"} → (absent)'),
+        ("max_tokens", 2000, "max_tokens 2000 → 1000"),
+    ],
+)
+def test_each_sampling_field_is_named(field: str, value: Any, said: str) -> None:
+    live = turn_body()
+    recorded = {**live, field: value}
+    if field == "temperature":
+        live, recorded = {**live, field: value}, turn_body()
+    drift = Drift()
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == [said]
+
+
+def test_reworded_tools_are_named_by_tool() -> None:
+    live = turn_body()
+    recorded = {**live, "tools": [{**TOOLS[0], "description": "an older wording"}]}
+    drift = Drift()
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == ["tools reworded Bash"]
 
 
 def test_no_drift_line_for_a_byte_exact_replay() -> None:
     drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
+    drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
+    assert drift.line() is None
+
+
+def test_no_drift_line_when_nothing_claude_code_owns_changed_under_another_version() -> None:
+    """A newer CLI that sent the very same requests changed nothing worth a line."""
+    drift = Drift(recorded_version="2.1.330", live_version="2.1.331")
     drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
     assert drift.line() is None
 

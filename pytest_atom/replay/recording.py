@@ -25,7 +25,7 @@ from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway import Gateway, Responder, Script, ScriptedResponder
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
-from pytest_atom.replay.gateway.replay import CassetteResponder
+from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
@@ -368,11 +368,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):
         causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
-    recorded = metadata.get("claude_code_version")
-    if recorded and cli_version and recorded != cli_version:
-        causes.append(
-            f"recorded with another Claude Code version ({recorded}; this run {cli_version})"
-        )
+    causes += _where_causes(spec, first, metadata.get("claude_code_version"), cli_version, causes)
     lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
     # Claude Code retries and falls back on a failed request: one divergence, sent again.
     first_text = first.describe(limit=None)
@@ -384,3 +380,50 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             seen.add(text)
             report.append(text)
     return report
+
+
+def _where_causes(
+    spec: Spec,
+    first: Divergence,
+    recorded: str | None,
+    live: str | None,
+    known: list[str],
+) -> list[str]:
+    """The cause that where the first divergence lies points to. Another Claude Code
+    version is blamed only when nothing but Claude Code's own parts of the request differ:
+    when the conversation itself differs, that is the cause, whatever the version."""
+    where = first.where()
+    other_version = bool(recorded and live and recorded != live)
+    if where is None or where[0] == "played":
+        return []
+    kind, labels = where
+    if kind == "machine":
+        return [
+            f"a machine detail differs ({', '.join(labels)}): the cassette was recorded on "
+            "another machine, and pytest-atom does not mask this detail yet; the default "
+            "--atom-match=conversation ignores it"
+        ]
+    if kind == "cli":
+        if other_version:
+            return [
+                f"recorded with another Claude Code version ({recorded}; this run {live}), and "
+                "strict matching compares Claude Code's own parts of the request too; refresh "
+                f"the cassette for this CLI with: {record_command(spec, 'refresh')}"
+            ]
+        return [
+            "Claude Code's own parts of the request differ (its settings or environment), the "
+            "conversation does not; the default --atom-match=conversation ignores them"
+        ]
+    if known:  # the prompt or the reflector's input changed: the conversation says so
+        return []
+    if kind == "tool_result":
+        also = (
+            f", or Claude Code {live} words its own part of it unlike {recorded}"
+            if other_version
+            else ""
+        )
+        return [
+            "a tool result differs from the recording: the workspace or a command's output "
+            f"changed since recording{also} (--atom-match=structural ignores tool results)"
+        ]
+    return ["the conversation differs from the recording (below)"]
