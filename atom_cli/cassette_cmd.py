@@ -364,7 +364,7 @@ def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
     for path in paths:
         if path.is_file() and path.name.endswith(SPEC_SUFFIX):
             try:
-                out += [cassette_path(spec) for spec in _load_specs(path)]
+                out += [Path(display_path(cassette_path(spec))) for spec in _load_specs(path)]
             except SpecError as exc:
                 raise click.ClickException(str(exc)) from None
         else:
