@@ -505,3 +505,24 @@ def test_group_help_lists_both_commands() -> None:
     assert result.exit_code == 0
     assert re.search(r"^\s+check\s+Scan cassettes for secrets", result.stdout, re.M)
     assert re.search(r"^\s+show\s+Print a cassette as a readable transcript", result.stdout, re.M)
+
+
+def test_show_finds_a_specs_cassette() -> None:
+    cassette_file = SPECS / "cassettes" / "create_file" / "create-file.yaml"
+    expected = run("show", cassette_file)
+    assert expected.exit_code == 0, expected.output
+    for target in (SPECS / "create_file.atom.yaml", f"{SPECS}/create_file.atom.yaml::create-file"):
+        shown = run("show", target)
+        assert shown.exit_code == 0, shown.output
+        assert shown.stdout == expected.stdout
+
+
+def test_show_of_a_spec_names_what_is_missing(tmp_path: Path) -> None:
+    unknown = run("show", f"{SPECS}/create_file.atom.yaml::create-files")
+    assert unknown.exit_code == 1
+    assert "has no spec named 'create-files' (it has: create-file)" in unknown.output
+    (tmp_path / "new.atom.yaml").write_text("name: new\nprompt: Say hi.\n")
+    missing = run("show", tmp_path / "new.atom.yaml")
+    assert missing.exit_code == 1
+    assert "spec 'new' has no cassette (expected " in missing.output
+    assert "cassettes/new/new.yaml); record it with: pytest --atom " in missing.output

@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
+from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import validate
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import (
@@ -264,3 +265,72 @@ def test_editing_any_shipped_prompt_diverges_naming_the_command_that_re_records(
             f"likely cause: {PROMPT_CHANGED}: re-record it with: pytest --atom "
             f"'specs/{spec_file.name}::{spec.name}' --atom-record-mode=all"
         ) in out, spec.name
+
+
+# --- atom cassette stamp ----------------------------------------------------------------------
+
+
+def stamp(*args: str) -> Result:
+    return CliRunner().invoke(cassette, ["stamp", *args], catch_exceptions=False)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_stamp_writes_the_hashes_of_a_cassette_that_fits_and_nothing_else(
+    pytester: pytest.Pytester,
+) -> None:
+    spec_file = copy_create_file(pytester.path, cassette=True)
+    path = pytester.path / CASSETTE
+    shipped = path.read_text(encoding="utf-8")
+    unstamp(path)
+    before = path.read_text(encoding="utf-8")
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 0, result.output
+    spec = load_specs(spec_file)[0]
+    assert result.output == (
+        f"create-file: stamped {CASSETTE} (prompt_hash {prompt_hash(spec)}, "
+        f"script_hash {script_hash(spec)})\n"
+    )
+    after = path.read_text(encoding="utf-8")
+    assert after == shipped  # the shipped cassette was stamped by this very command
+    removed = set(before.splitlines()) - set(after.splitlines())
+    added = set(after.splitlines()) - set(before.splitlines())
+    assert removed == set()
+    assert added == {f"  prompt_hash: {prompt_hash(spec)}", f"  script_hash: {script_hash(spec)}"}
+    assert stamp("create_file.atom.yaml").output == f"create-file: already stamped {CASSETTE}\n"
+    # Now an edited script is refused, where the unstamped cassette replayed it green.
+    edit_script(pytester.path)
+    pytester.runpytest("--atom").assert_outcomes(failed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
+    pytester: pytest.Pytester,
+) -> None:
+    spec_file = copy_create_file(pytester.path, cassette=True)
+    path = pytester.path / CASSETTE
+    unstamp(path)
+    before = path.read_bytes()
+    rerecord = f"  re-record it with: {COMMAND}"
+
+    edit_script(pytester.path)  # a replay would pass: only the script comparison tells
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "create-file: not stamped, the cassette does not fit the spec: interaction 2 (agent "
+        "answer 2) is not what scripts/create_file.yaml line 7 answers now",
+        rerecord,
+    ]
+    assert path.read_bytes() == before
+
+    shutil.copy(FIXTURES / "scripts" / "create_file.yaml", pytester.path / "scripts")
+    spec_file.write_text(spec_file.read_text().replace("hello, world\n", "hello, moon\n", 1))
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        "create-file: not stamped, the cassette does not fit the spec: the replay diverged"
+    )
+    assert "likely cause: spec changed since recording" in result.output
+    assert result.output.endswith(rerecord + "\n")
+    assert path.read_bytes() == before
