@@ -19,7 +19,9 @@ from pytest_atom.replay.gateway.matching import (
 )
 from pytest_atom.replay.gateway.messages import message, sse_stream
 from pytest_atom.replay.gateway.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource, divergence_report
 from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
+from tests.test_staleness import scripted_spec
 
 REMINDER = "<system-reminder>\nToday's date is <DATE>.\n</system-reminder>\n\n"
 
@@ -208,3 +210,78 @@ def test_conversation_match_serves_another_releases_recording(tmp_path: Any) -> 
     (served,) = responder.served  # what a refresh writes back: the live request
     assert served.body == Normalizer({}).body(turn_body())
     assert served.response == json.dumps(reply_msg("ok"))
+
+
+# --- where a divergence lies, and the cause the report gives --------------------------------
+
+
+def diverge(tmp_path: Any, live: dict[str, Any], recorded_body: dict[str, Any], **kw: Any) -> Any:
+    """The first divergence of a live request against one recorded request."""
+    responder = replayer([recorded(recorded_body, reply_msg("ok"))], tmp_path, **kw)
+    with serve(responder) as gateway:
+        assert post(gateway, live).status_code == 409
+    responder.cassette.metadata["claude_code_version"] = "2.1.330"
+    return responder
+
+
+def causes(tmp_path: Any, responder: Any, cli_version: str) -> str:
+    spec = scripted_spec(tmp_path)
+    (report, *_) = divergence_report(spec, ModelSource("replay", responder), cli_version)
+    return report.splitlines()[0]
+
+
+def test_a_changed_tool_result_under_a_newer_cli_is_not_blamed_on_the_version(
+    tmp_path: Any,
+) -> None:
+    responder = diverge(tmp_path, turn_body(result="1 failed"), turn_body(result="2 passed"))
+    assert responder.divergences[0].where() == ("tool_result", [])
+    lead = causes(tmp_path, responder, "2.1.331")
+    assert lead.startswith("likely cause: a tool result differs from the recording: the workspace")
+    assert "or Claude Code 2.1.331 words its own part of it unlike 2.1.330" in lead
+    assert "recorded with another Claude Code version" not in lead
+
+
+def test_a_changed_user_text_is_the_conversation_whatever_the_version(tmp_path: Any) -> None:
+    responder = diverge(tmp_path, turn_body(prompt="Fix it all."), turn_body())
+    assert responder.divergences[0].where() == ("conversation", [])
+    assert causes(tmp_path, responder, "2.1.331") == (
+        "likely cause: the conversation differs from the recording (below)"
+    )
+
+
+def test_strict_blames_the_version_only_when_the_conversation_is_the_same(tmp_path: Any) -> None:
+    live = {**turn_body(), "max_tokens": 64000}
+    responder = diverge(tmp_path, live, turn_body(), match="strict")
+    assert responder.divergences[0].where() == ("cli", [])
+    assert causes(tmp_path, responder, "2.1.331").startswith(
+        "likely cause: recorded with another Claude Code version (2.1.330; this run 2.1.331), "
+        "and strict matching compares Claude Code's own parts of the request too; refresh"
+    )
+    assert causes(tmp_path, responder, "2.1.330").startswith(
+        "likely cause: Claude Code's own parts of the request differ"
+    )
+
+
+@pytest.mark.parametrize(
+    ("recorded_line", "live_line", "label"),
+    [
+        (" - Hostname: build-7", " - Hostname: laptop", "'Hostname'"),
+        ('Filesystem: {"read": ["/opt/a"]}', 'Filesystem: {"read": ["/opt/b"]}', "filesystem"),
+    ],
+)
+def test_a_machine_line_as_the_only_difference_is_named(
+    tmp_path: Any, recorded_line: str, live_line: str, label: str
+) -> None:
+    """A detail not masked yet (a future CLI's): the environment block or the sandbox."""
+
+    def body(line: str) -> dict[str, Any]:
+        text = f"# Environment\n - Platform: linux\n{line}\n - Shell: bash"
+        entry = {"role": "system", "content": [{"type": "text", "text": text}]}
+        return {**turn_body(), "messages": [*turn_body()["messages"], entry]}
+
+    responder = diverge(tmp_path, body(live_line), body(recorded_line), match="strict")
+    where, labels = responder.divergences[0].where()
+    assert where == "machine" and len(labels) == 1 and label in labels[0]
+    lead = causes(tmp_path, responder, "2.1.331")
+    assert lead.startswith(f"likely cause: a machine detail differs ({labels[0]}): the cassette")
+    assert "another Claude Code version" not in lead
