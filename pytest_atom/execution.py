@@ -464,12 +464,12 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     # (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
         for name in ("claude", "cc-daemon", "claude-host"):
-            for tmp in {cli_tmpdir(), str(Path(cli_tmpdir()).resolve())}:
+            for tmp in {_cli_tmpdir(), str(Path(_cli_tmpdir()).resolve())}:
                 paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
 
 
-def cli_tmpdir() -> str:
+def _cli_tmpdir() -> str:
     """The CLI's temp folder as Node's `os.tmpdir()` finds it, read now: Python's
     `tempfile.gettempdir()` keeps the first answer, though `$TMPDIR` may have changed since."""
     for name in ("TMPDIR", "TMP", "TEMP"):

@@ -74,7 +74,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<PLATFORM>",
         " - Platform: linux",
     ),
-    # `$SHELL`'s name, after the shell the CLI runs commands in.
+    # The shell the CLI runs commands in, and `$SHELL` where that differs.
     MachineDetail(
         "login shell",
         " - Shell: ",
