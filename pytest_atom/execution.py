@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -469,8 +468,21 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
         for number in range(1, 2 * attempts + 3):
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
-    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt).
+    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
+    # in the CLI's temp folder; those in /tmp whatever $TMPDIR says are machine details
+    # (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
         for name in ("claude", "cc-daemon", "claude-host"):
-            paths[f"{tempfile.gettempdir()}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+            for tmp in {_cli_tmpdir(), str(Path(_cli_tmpdir()).resolve())}:
+                paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
+
+
+def _cli_tmpdir() -> str:
+    """The CLI's temp folder as Node's `os.tmpdir()` finds it, read now: Python's
+    `tempfile.gettempdir()` keeps the first answer, though `$TMPDIR` may have changed since."""
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        value = os.environ.get(name)
+        if value:
+            return value.rstrip("/") or "/"
+    return "/tmp"
