@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from tests.conftest import REPO, bash
 
@@ -138,7 +140,7 @@ def test_classic_loop_writes_the_prompt_and_iterates(
         "ANTHROPIC_API_KEY": "placeholder-for-tests",
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
     }
-    result = cli.invoke(main, ["Create", "hi.txt"], env=env)
+    result = cli.invoke(main, ["Create hi.txt"], env=env)
     assert result.exit_code == 0, result.output
     assert Path("USER_PROMPT.md").read_text() == "Create hi.txt"
     assert Path("hi.txt").read_text() == "hi\n"
@@ -146,6 +148,45 @@ def test_classic_loop_writes_the_prompt_and_iterates(
     assert f"🔬 Atom: {tmp_path.name}" in result.output
     assert f"{'=' * 60}\nIteration 2/25\n{'=' * 60}" in result.output
     assert "✅ Complete after 2 iterations" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["valdiate"], "Did you mean 'validate'?"),
+        (["casette", "show"], "Did you mean 'cassette'?"),
+        (["trials", "0.9", "0.5"], "quote it: atom 'trials 0.9 0.5'"),
+        (["refactor"], "one-word task: atom loop refactor"),
+    ],
+)
+def test_bare_words_are_refused_and_never_start_an_agent(
+    cli: CliRunner, tmp_path: Path, args: list[str], hint: str
+) -> None:
+    """Only quoted text reaches the classic loop: a typo must not write USER_PROMPT.md and
+    start a paid session (no gateway here: an agent that started would fail differently)."""
+    result = cli.invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"No such command '{args[0]}'." in result.output
+    assert hint in result.output
+    assert "Commands: baseline, cassette, doctor" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_classic_loop_without_credentials_says_so_at_once(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    """The CLI answers "Not logged in" at once; the loop must not retry that for minutes."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env: dict[str, str | None] = {"HOME": str(home), "CLAUDE_CONFIG_DIR": None}
+    env.update({name: None for name in (*AUTH_VARIABLES, "ANTHROPIC_BASE_URL")})
+    started = time.monotonic()
+    result = cli.invoke(main, ["Create hi.txt"], env=env)
+    assert result.exit_code == 1, result.output
+    assert "Claude Code could not authenticate (Not logged in" in result.output
+    assert "typing /login, or set one of ANTHROPIC_API_KEY" in result.output
+    assert "Error (code 1)" not in result.output  # no retry
+    assert time.monotonic() - started < 30
 
 
 def test_bare_atom_needs_a_user_prompt(cli: CliRunner) -> None:

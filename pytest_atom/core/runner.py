@@ -120,6 +120,13 @@ class IterationRecord:
     api_error_status: int | None = None
     #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
     limit_exceeded: str | None = None
+    #: The kind of API error the CLI answered with instead of a model's reply
+    #: ("authentication_failed" when it has no credentials: no retry can fix that).
+    api_error: str | None = None
+
+    @property
+    def needs_login(self) -> bool:
+        return self.api_error == "authentication_failed"
 
     @property
     def tokens(self) -> int:
@@ -153,6 +160,8 @@ class IterationRecord:
             self.session_id = event.get("session_id")
             self.cli_version = event.get("claude_code_version")
         elif kind == "assistant":
+            if isinstance(event.get("error"), str):
+                self.api_error = event["error"]
             for block in (event.get("message") or {}).get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
                     self.texts.append(block["text"])
