@@ -370,19 +370,26 @@ def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
 
 
 def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
-    """Which roles' sessions were paid for, and which replayed (SpecResult.paid/replayed).
+    """Which roles' sessions were paid for, and which replayed a paid recording
+    (SpecResult.paid/replayed).
 
-    Recording from the spec's own script (`upstream_gateway`) pays nothing; re-judging
-    replays the agent and pays for the reflector.
+    Recording from the spec's own script (`upstream_gateway`) pays nothing, and so a
+    cassette recorded that way cost nothing either when it replays; re-judging replays the
+    agent and pays for the reflector.
     """
     both, none = frozenset({"executor", "reflector"}), frozenset[str]()
     paid = source.upstream_gateway is None
+    tape = source.tape
+    # The label recording gives a scripted upstream (recording.py): no API answered.
+    upstream = str(tape.cassette.metadata.get("upstream") or "") if tape else ""
+    was_paid = not upstream.startswith("scripted://")
     if source.kind == "record":
         return (both if paid else none), none
     if source.kind == "rejudge":
-        return (frozenset({"reflector"}) if paid else none), frozenset({"executor"})
+        reflector, executor = frozenset({"reflector"}), frozenset({"executor"})
+        return (reflector if paid else none), (executor if was_paid else none)
     if source.kind in ("replay", "refresh"):
-        return none, both
+        return none, (both if was_paid else none)
     return none, none  # scripted
 
 

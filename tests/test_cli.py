@@ -81,8 +81,18 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
         rows["create_file.atom.yaml::create-file"],
         rows["plain.atom.yaml::plain"],
     )
-    assert replay_row[-3] == "0.0000" and float(replay_row[-2]) > 0  # spent nothing; recorded
+    # The shipped cassette was recorded from its script: nobody ever paid for its answers.
+    assert replay_row[-3:-1] == ["0.0000", "-"]
     assert plain_row[-3:-1] == ["0.0000", "-"]  # scripted: no API called, nothing recorded
+
+    cassette = specs / "cassettes" / "create_file" / "create-file.yaml"
+    text = cassette.read_text().replace(
+        "upstream: scripted://create_file.yaml", "upstream: https://api.anthropic.com"
+    )
+    cassette.write_text(text)  # as if recorded from the API: its cost was spent once
+    again = cli.invoke(main, ["run", "create_file.atom.yaml"])
+    [row] = [line.split() for line in again.output.splitlines() if line.startswith("create_")]
+    assert row[-3] == "0.0000" and float(row[-2]) > 0  # spent nothing now; recorded
 
 
 def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
