@@ -446,7 +446,8 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 f"{score:.2f}" if isinstance(score, (int, float)) else "-",
                 str(p.get("atom_attempts", "")),
                 str(p.get("atom_iterations", "")),
-                str(p.get("atom_tokens", "")),
+                # The agent's own, as limits and baselines count them (the reflector aside).
+                str(p.get("atom_agent_tokens", p.get("atom_tokens", ""))),
                 f"{p.get('atom_cost_usd', 0):.4f}",
                 # What replayed answers cost when recorded: not spent by this run.
                 f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
