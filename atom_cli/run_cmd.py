@@ -16,7 +16,8 @@ from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, node_id
+from pytest_atom.pytest_ini import pytest_rootdir
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.text import (
     result_properties,
@@ -305,12 +306,13 @@ def _harness(
 def _summary_rows(
     results: list[tuple[SpecResult, int | None]],
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(node id, outcome, properties) per result, the rows pytest's summary would show;
-    a repeated run is told apart by its `[rN]` suffix.
+    """(node id, outcome, properties) per result, the rows pytest's summary would show,
+    with pytest's node ids (from its rootdir); a repeated run is told apart by `[rN]`.
     """
+    rootdir = pytest_rootdir()
     return [
         (
-            f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
+            node_id(r.spec.path, r.spec.name, rootdir) + (f"[r{n}]" if n else ""),
             "passed" if r.passed else "failed",
             result_properties(r),
         )

@@ -140,6 +140,15 @@ class AtomSession:
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.baseline = BaselineGate.from_config(config)
+        self.order: dict[str, int] = {}  # node ids in collection order, for the summary
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.order = {item.nodeid: n for n, item in enumerate(session.items)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller collects nothing itself: a worker's list is the order."""
+        self.order = self.order or {nodeid: n for n, nodeid in enumerate(ids)}
 
     @property
     def repeat(self) -> int:
@@ -191,6 +200,8 @@ class AtomSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results:
             return
+        # Collection order, as without -n: xdist reports runs in the order they finish.
+        self.results.sort(key=lambda row: self.order.get(row[0], len(self.order)))
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)

@@ -48,7 +48,7 @@ def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> No
     assert (
         "PASS file_contains hello.txt" in ok.output and "decision: proceed, score 0.95" in ok.output
     )
-    assert "create_file.atom.yaml::create-file  passed" in ok.output
+    assert "specs/create_file.atom.yaml::create-file  passed" in ok.output  # a node id
 
     failed = cli.invoke(main, ["run", str(specs / "misses_goal.atom.yaml")])
     assert failed.exit_code == 1
@@ -73,13 +73,13 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     table = [
         line.split()
         for line in result.output.splitlines()
-        if line.startswith(("spec ", "plain.", "create_file."))
+        if line.startswith(("spec ", "specs/"))
     ]
     assert table[0][-6:] == ["cost", "$", "rec", "$", "time", "s"]
     rows = {row[0]: row for row in table[1:]}
     replay_row, plain_row = (
-        rows["create_file.atom.yaml::create-file"],
-        rows["plain.atom.yaml::plain"],
+        rows["specs/create_file.atom.yaml::create-file"],
+        rows["specs/plain.atom.yaml::plain"],
     )
     # The shipped cassette was recorded from its script: nobody ever paid for its answers.
     assert replay_row[-3:-1] == ["0.0000", "-"]
@@ -91,7 +91,7 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     )
     cassette.write_text(text)  # as if recorded from the API: its cost was spent once
     again = cli.invoke(main, ["run", "create_file.atom.yaml"])
-    [row] = [line.split() for line in again.output.splitlines() if line.startswith("create_")]
+    [row] = [line.split() for line in again.output.splitlines() if line.startswith("specs/")]
     assert row[-3] == "0.0000" and float(row[-2]) > 0  # spent nothing now; recorded
 
 
