@@ -162,9 +162,7 @@ def test_summary_cell_lists_what_moved() -> None:
         ({"atom_baseline_tokens": 12.5}, "regression tokens +12.5"),  # a mean over repeats
     ],
 )
-def test_the_baseline_column_formats_numbers_for_people(
-    props: dict[str, Any], cell: str
-) -> None:
+def test_the_baseline_column_formats_numbers_for_people(props: dict[str, Any], cell: str) -> None:
     assert summary_cell({"atom_baseline": "regression", **props}) == cell
 
 
@@ -176,7 +174,8 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
     monkeypatch.chdir(tmp_path)
     other = "specs/y.atom.yaml::y"
     write_results(
-        [(SPEC, "passed", props()), (other, "passed", props())], tmp_path / ".atom" / "last-run.json"
+        [(SPEC, "passed", props()), (other, "passed", props())],
+        tmp_path / ".atom" / "last-run.json",
     )
     assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
     write_results([(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "last-run.json")

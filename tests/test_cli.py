@@ -71,9 +71,7 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     replayed, plain = result.output.split("plain (plain.atom.yaml)")
     assert "attempt 1/3" in replayed and "attempt 1/" not in plain
     table = [
-        line.split()
-        for line in result.output.splitlines()
-        if line.startswith(("spec ", "specs/"))
+        line.split() for line in result.output.splitlines() if line.startswith(("spec ", "specs/"))
     ]
     assert table[0][-6:] == ["cost", "$", "rec", "$", "time", "s"]
     rows = {row[0]: row for row in table[1:]}
@@ -182,9 +180,7 @@ def test_bare_words_are_refused_and_never_start_an_agent(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_classic_loop_without_credentials_says_so_at_once(
-    cli: CliRunner, tmp_path: Path
-) -> None:
+def test_classic_loop_without_credentials_says_so_at_once(cli: CliRunner, tmp_path: Path) -> None:
     """The CLI answers "Not logged in" at once; the loop must not retry that for minutes."""
     home = tmp_path / "home"
     home.mkdir()

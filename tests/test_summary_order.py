@@ -37,7 +37,9 @@ def _project(root: Path) -> None:
 
 
 def _table(output: str) -> list[str]:
-    return [row.split()[0] for row in output.splitlines() if row.startswith("specs/") and "::" in row]
+    return [
+        row.split()[0] for row in output.splitlines() if row.startswith("specs/") and "::" in row
+    ]
 
 
 @pytest.mark.slow
