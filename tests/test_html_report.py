@@ -287,7 +287,8 @@ def test_a_spec_the_harness_could_not_run_is_on_the_page(
         ),
         (
             "recorded with Claude Code 2.1.197, replayed with 2.1.330: model a → b, "
-            "tools +Write −Task.x, system prompt changed; 3/5 requests matched on the conversation",
+            "tools +Write −Task.x, system prompt changed; "  # noqa: RUF001 - Drift's minus sign
+            "3/5 requests matched on the conversation",
             "2.1.197 → 2.1.330; model a → b; tools changed (2); system prompt changed",
         ),
     ],
