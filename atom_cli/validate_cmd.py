@@ -41,7 +41,7 @@ from pytest_atom.replay.recording import (
     record_command,
     staleness,
 )
-from pytest_atom.reports.text import agent_line, verdict_line
+from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.settings import SettingsError
 from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
 
@@ -273,6 +273,7 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     run = Run("script", result.passed, list(checks))
     run.notes += _cassette_notes(spec)
     run.notes.append(f"agent: {agent_line(result)}")
+    run.notes += [line.removeprefix("  ") for line in tool_problem_lines(result)]
     if spec.criteria:
         run.notes.append(f"verdict: {verdict_line(result)}")
     if result.harness_error is not None:
