@@ -160,14 +160,13 @@ def tool_label(name: str, tool_input: Any) -> str:
 _DRIFT = re.compile(
     r"^(?:recorded with Claude Code (?P<was>\S+), replayed with (?P<now>[^:]+)"
     r"|recorded and replayed with Claude Code [^:]+): (?P<parts>.*); "
-    r"(?P<loose>\d+)/(?P<all>\d+) requests matched on the conversation$"
+    r"(?P<all>\d+) requests?: \d+ identical, (?P<loose>\d+) matched on the conversation$"
 )
 
 
 def drift_summary(line: str) -> str:
     """A replay's drift line (`Drift.line`) in a few words, for a table cell; the whole
-    sentence stays one click away. ``2.1.197 → 2.1.330; system prompt changed``, or, when
-    only what Claude Code wraps the conversation in moved, ``4/4 matched on the conversation``.
+    sentence stays one click away: ``2.1.197 → 2.1.330; system prompt changed``.
     """
     found = _DRIFT.match(line)
     if found is None:
@@ -176,8 +175,7 @@ def drift_summary(line: str) -> str:
     for part in found["parts"].split(", "):
         if part.startswith("tools "):
             part = f"tools changed ({len(part.split()) - 1})"
-        if part != "system prompt unchanged":
-            parts.append(part)
+        parts.append(part)
     return "; ".join(parts) or f"{found['loose']}/{found['all']} matched on the conversation"
 
 
