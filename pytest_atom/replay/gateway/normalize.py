@@ -156,8 +156,8 @@ _TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_
 #: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
 #: before it was backgrounded (``after running for 12s``).
 _WALL_CLOCK = [
-    (re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
-    (re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
+    ("duration_ms", re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
+    ("after running for ", re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
 ]
 
 
@@ -237,8 +237,8 @@ class Normalizer:
         def walk(node: Any, in_result: bool = False) -> Any:
             if isinstance(node, str):
                 text = self._task_ids(self.text(node))
-                for pattern, mask in _WALL_CLOCK:
-                    text = pattern.sub(mask, text)
+                for marker, pattern, mask in _WALL_CLOCK:
+                    text = pattern.sub(mask, text) if marker in text else text
                 return mask_durations(text) if in_result else text
             if isinstance(node, list):
                 return [walk(n, in_result) for n in node]
