@@ -123,7 +123,9 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
             "'specs/create_file.atom.yaml::create-file' --atom-rejudge*",
             "*POST /v1/messages (reflector): no recorded interaction matches; the closest "
             "recorded conversation differs at:",
-            "*+- FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found in hello.txt",
+            "*text changed in 1 place:",
+            "*recorded *- [[]PASS file_contains hello.txt /^hello, world$/*",
+            "*live *- [[]FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found*",
             "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
             "*checks: 1/2 passed",
             "*PASS file_exists hello.txt (line 13): hello.txt exists",
