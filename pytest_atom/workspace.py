@@ -209,7 +209,16 @@ def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     full.update(env or {})
     try:
         done = subprocess.run(
-            ["git", "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false", *args],
+            [
+                "git",
+                "-c",
+                "core.autocrlf=false",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "gc.auto=0",
+                *args,
+            ],
             cwd=cwd,
             env=full,
             capture_output=True,
