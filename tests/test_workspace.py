@@ -271,3 +271,20 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
     assert " M src/app.py" in transcript and "+print('v3')" in transcript
     for noise in ("USER_PROMPT", "greeting.txt", "?? .bashrc", ".env"):
         assert f"?? {noise}" not in transcript
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_a_failing_setup_is_a_harness_error_and_the_agent_never_starts(
+    pytester: pytest.Pytester,
+) -> None:
+    spec = "prompt: p\nsetup: [echo preparing, 'echo broken >&2; exit 3']\nscript: s.yaml\n"
+    pytester.makefile(".atom.yaml", broken=spec)
+    (pytester.path / "s.yaml").write_text(yaml.safe_dump({"turns": [{"text": "EXIT_LOOP_NOW"}]}))
+    result = pytester.runpytest("--atom", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*harness error*set-up command `echo broken >&2; exit 3` exited 3*", "*broken*"]
+    )
+    (run,) = (pytester.path / ".atom" / "runs").glob("broken-*")
+    assert not (run / "claude-config").exists()  # no agent session was started
