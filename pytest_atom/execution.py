@@ -190,6 +190,7 @@ def _result(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused,
+        setup_output=run.setup_output,
         limits=run.spec.limits,
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,

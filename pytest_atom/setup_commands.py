@@ -25,6 +25,7 @@ from pytest_atom.core.runner import ClaudeRunner, claude_env
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.replay.gateway import Gateway
 from pytest_atom.replay.gateway.scripted import scripted
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec import ClaudeOptions
 
 #: The longest a Bash tool call may run (Claude Code's own ceiling), in milliseconds.
@@ -96,6 +97,13 @@ def run_setup(
             confinement=confinement,
         )
         record = runner.run("Run the set-up.", cwd, session_id=_SESSION, timeout=timeout)
+    # Set-up output may print a secret (a token in `env:`): scrubbed where it is kept, the
+    # session's own files in setup/ included, before any report quotes it.
+    scrubber = Scrubber()
+    scrubber.scrub_tree(run_dir / "setup")
+    for each in record.tool_calls:
+        each.result = scrubber.scrub(each.result) if each.result is not None else None
+    record.stderr, record.output = scrubber.scrub(record.stderr), scrubber.scrub(record.output)
     call = next((c for c in record.tool_calls if c.name == "Bash"), None)
     if call is None or call.result is None:
         why = "timed out" if record.timed_out else f"exited {record.returncode}"

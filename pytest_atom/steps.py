@@ -127,6 +127,7 @@ class StepsRun(_Run):
                 self._check_confined(step, before, run)
             result.attempts += run.attempts
             self.attempts = run.attempts  # the report's "attempts": the last step run's
+            self.setup_output = run.setup_output or self.setup_output  # the first step's
             self._add_usage(run)
             if run.harness_error is not None:
                 self.harness_error = run.harness_error

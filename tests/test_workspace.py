@@ -6,6 +6,7 @@ CLI with a scripted agent in a git project whose spec names the project itself.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -220,8 +221,10 @@ workspace: ..
 setup:
   - printf 'built by set-up\\n' > build.txt
   - echo "$GREETING" > greeting.txt
+  - echo "set-up reaches $DB_URL"
 env:
   GREETING: "${ATOM_TEST_GREETING:-hello}"
+  DB_URL: "postgres://app:${ATOM_TEST_DB_PASSWORD}@db/app"
 script: own_repo.script.yaml
 attempts: 1
 accept:
@@ -245,12 +248,17 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
     script = {
         "turns": [
             bash("sed -i s/v2/v3/ src/app.py && git status --porcelain && git diff", "Edit."),
+            bash('echo "connecting to $DB_URL"', "Check the database setting."),
             {"text": "Done.\n\nEXIT_LOOP_NOW"},
         ]
     }
     (specs / "own_repo.script.yaml").write_text(yaml.safe_dump(script))
     monkeypatch.setenv("ATOM_TEST_GREETING", "hi there")
-    result = pytester.runpytest("--atom", "specs", "-p", "no:cacheprovider")
+    monkeypatch.setenv("ATOM_TEST_DB_PASSWORD", "s3cr3t-Pa55word-xyz")
+    reports = project / "reports"
+    result = pytester.runpytest(
+        "--atom", "specs", "-p", "no:cacheprovider", f"--atom-report={reports}"
+    )
     result.assert_outcomes(passed=1)
     (run,) = (project / ".atom" / "runs").glob("own_repo-*")
     attempt = run / "attempts" / "a01"
@@ -265,8 +273,18 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
         "src/app.py",
     ]
     assert not (attempt / ".atom").exists()  # no recursion into the runs
-    assert "built by set-up" in (run / "setup" / "output.log").read_text()
+    setup_log = (run / "setup" / "output.log").read_text()
+    assert (attempt / "build.txt").read_text() == "built by set-up\n"
+    assert "set-up reaches postgres://app:<SECRET:ATOM_TEST_DB_PASSWORD>@db/app" in setup_log
+    (trace,) = reports.rglob("*.json")
+    assert "$ printf 'built by set-up" in json.loads(trace.read_text())["atom"]["setup_output"]
     transcript = "\n".join(p.read_text() for p in (run / "claude-config").rglob("*.jsonl"))
+    # The agent saw the value; a value drawn from a secret-looking variable is scrubbed
+    # from the run's transcripts and the reports, as any secret.
+    assert "connecting to postgres://app:<SECRET:ATOM_TEST_DB_PASSWORD>@db/app" in transcript
+    for written in (run, reports):
+        for path in (p for p in written.rglob("*") if p.is_file()):
+            assert b"s3cr3t-Pa55word" not in path.read_bytes(), path
     # The tool result: git sees the agent's one change, nothing of the harness or set-up.
     assert " M src/app.py" in transcript and "+print('v3')" in transcript
     for noise in ("USER_PROMPT", "greeting.txt", "?? .bashrc", ".env"):

@@ -364,6 +364,7 @@ def _atom_section(
         "iterations": result.iterations,
         "warnings": list(result.warnings),
         "drift": result.drift,
+        "setup_output": result.setup_output,
         "repeat": repeat,
         "steps": result.steps_summary,
         "plan": _plan(result.plan),
