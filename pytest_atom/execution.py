@@ -54,7 +54,7 @@ from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.setup_commands import run_setup
 from pytest_atom.spec import EnvError, Spec, expand_env
-from pytest_atom.workspace import copy_workspace, fixture_source, snapshot_repo
+from pytest_atom.workspace import WorkspaceError, copy_workspace, fixture_source, snapshot_repo
 
 
 class HarnessError(Exception):
@@ -140,7 +140,12 @@ def run_spec(
     source = open_model_source(
         spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
     )
-    exchanges, written = _drive(run, source)
+    try:
+        exchanges, written = _drive(run, source)
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     run.complete(result)
     if result.passed:

@@ -306,3 +306,17 @@ def test_a_failing_setup_is_a_harness_error_and_the_agent_never_starts(
     )
     (run,) = (pytester.path / ".atom" / "runs").glob("broken-*")
     assert not (run / "claude-config").exists()  # no agent session was started
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_a_workspace_that_cannot_be_copied_leaves_no_run_folder(
+    pytester: pytest.Pytester,
+) -> None:
+    project = git_project(pytester.path)
+    spec = "prompt: p\nworkspace: {path: ., ref: no-such-tag}\nscript: s.yaml\n"
+    (project / "s.atom.yaml").write_text(spec)
+    (project / "s.yaml").write_text(yaml.safe_dump({"turns": [{"text": "EXIT_LOOP_NOW"}]}))
+    result = pytester.runpytest("--atom", "s.atom.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*could not run spec*'no-such-tag' is not a commit*"])
+    assert [p.name for p in (project / ".atom" / "runs").iterdir()] == ["old"]
