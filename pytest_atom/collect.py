@@ -70,15 +70,23 @@ def _workspace_path(entry: Any) -> str | None:
 
 
 def is_spec_workspace(directory: Path, root: Path) -> bool:
-    """Whether `directory` (absolute, resolved) is a spec's fixture workspace, as declared
-    by the specs of its parent folders up to `root` (pytest's rootdir)."""
+    """Whether `directory` (absolute) is a spec's fixture workspace, as declared by the
+    specs of its parent folders up to `root` (pytest's rootdir).
+
+    The common case, no spec file above, costs one cached scandir per parent folder and
+    no path resolution.
+    """
     parent = directory.parent
-    if directory.name == WORKSPACES_DIR and _spec_files(parent):
-        return True
-    if parent != root and root not in parent.parents:
+    folders = [parent]
+    if root in parent.parents:
+        folders += [p for p in parent.parents if p == root or root in p.parents]
+    with_specs = [folder for folder in folders if _spec_files(folder)]
+    if not with_specs:
         return False
-    folders = [parent, *(p for p in parent.parents if p == root or root in p.parents)]
-    return any(directory in declared_workspaces(folder) for folder in folders)
+    if directory.name == WORKSPACES_DIR and with_specs[0] == parent:
+        return True
+    resolved = directory.resolve()
+    return any(resolved in declared_workspaces(folder.resolve()) for folder in with_specs)
 
 
 def forget() -> None:

@@ -5,11 +5,12 @@ API, so a spec means the same thing wherever it runs. A run follows seed 002's
 staging-commit lifecycle::
 
     .atom/runs/<spec>-<time>-<id>/
-        attempts/a01/    the executor works here (a copy of the fixture)
+        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
         attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
         committed/       the passing attempt, promoted
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
         home/            the CLI's HOME (its logs and caches), scrubbed too
+        setup/           the `setup:` session's own state, and its output.log
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 """
@@ -105,7 +106,7 @@ def run_spec(
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
     the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}`` (multi-step specs
+    ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
     add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name.

@@ -261,7 +261,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     parent up to the rootdir; YAML is read only where spec files are."""
     if collection_path.name.endswith((".py", SPEC_SUFFIX)) or not collection_path.is_dir():
         return None
-    if collect.is_spec_workspace(collection_path.resolve(), config.rootpath.resolve()):
+    if collect.is_spec_workspace(collection_path, config.rootpath):
         return True
     return None
 
