@@ -166,6 +166,9 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
         exclude = folder / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(SNAPSHOT_EXCLUDES) + "\n", encoding="utf-8")
+        # The agent's HOME has no git identity: without one its `git commit` would fail.
+        _git(folder, "config", "user.name", "pytest-atom agent")
+        _git(folder, "config", "user.email", "agent@pytest-atom.localhost")
     # The first commit takes every file copied (git chose them already, a tracked file may
     # match an ignore rule); after set-up, the project's ignore rules keep its output out.
     _git(folder, "add", "--all", *([] if amend else ["--force"]))

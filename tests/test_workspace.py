@@ -7,6 +7,7 @@ CLI with a scripted agent in a git project whose spec names the project itself.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -60,12 +61,17 @@ def test_a_git_project_copies_what_git_holds_into_a_fresh_repository(tmp_path: P
     assert len(log) == 1 and "pytest-atom" in log[0] and "2000" in log[0]
     status = subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True)
     assert status.stdout == b""
+    # The agent may commit (its HOME has no git identity); the diff stays against the snapshot.
+    (dest / "notes.txt").write_text("committed by the agent\n")
+    env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "commit", "-qam", "mine"], cwd=dest, env=env, check=True)
     (dest / "src" / "app.py").write_text("print('v3')\n")
     (dest / "new.txt").write_text("new\n")
     (dest / "USER_PROMPT.md").write_text("the task\n")  # the runtime's, not the agent's
     diff = changes(dest)
     assert diff is not None
     assert "+print('v3')" in diff and "b/new.txt" in diff and "USER_PROMPT" not in diff
+    assert "+committed by the agent" in diff
 
 
 def test_the_same_files_make_the_same_snapshot_commit(tmp_path: Path) -> None:
