@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,6 @@ from pytest_atom.config import ConfigError
 from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.runner import clean_env
 from pytest_atom.execution import HARNESS_ERRORS
-from pytest_atom.files import copy_ignore
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks, run_shell
 from pytest_atom.paths import display_path
@@ -44,6 +42,7 @@ from pytest_atom.replay.recording import (
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.settings import SettingsError
 from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.workspace import copy_workspace, fixture_source
 
 _EVIDENCE_LINES = 20
 
@@ -232,7 +231,7 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     workspace = work / "workspace"
     try:
         if spec.workspace is not None:
-            shutil.copytree(spec.workspace, workspace, symlinks=True, ignore=copy_ignore)
+            copy_workspace(fixture_source(spec, work), workspace)
         else:
             workspace.mkdir(parents=True)
         code, output = _run_bash(spec.oracle, workspace, spec.timeout)

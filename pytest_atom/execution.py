@@ -5,17 +5,19 @@ API, so a spec means the same thing wherever it runs. A run follows seed 002's
 staging-commit lifecycle::
 
     .atom/runs/<spec>-<time>-<id>/
-        attempts/a01/    the executor works here (a copy of the fixture)
+        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
         attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
         committed/       the passing attempt, promoted
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
         home/            the CLI's HOME (its logs and caches), scrubbed too
+        setup/           the `setup:` session's own state, and its output.log
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -52,11 +54,17 @@ from pytest_atom.replay.recording import (
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.settings import RunSettings
-from pytest_atom.spec import Spec
+from pytest_atom.setup_commands import run_setup
+from pytest_atom.spec import EnvError, Spec, expand_env
+from pytest_atom.workspace import WorkspaceError, copy_workspace, fixture_source, snapshot_repo
 
 
 class HarnessError(Exception):
     """The harness could not run the spec at all (as opposed to the agent failing it)."""
+
+
+class SetupFailed(Exception):
+    """A `setup:` command failed: the spec's run ends as a harness error, with its output."""
 
 
 #: What `run_spec` raises when it cannot run a spec at all: a missing cassette or script,
@@ -99,7 +107,7 @@ def run_spec(
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
     the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "attempt" | "checks" | "decision"}`` (multi-step specs
+    ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
     add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name.
@@ -141,6 +149,10 @@ def run_spec(
         partial = tape.cassette.partial_path if tape and source.kind == "record" else None
         kept = partial if partial is not None and partial.exists() else None
         InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
         raise
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
@@ -199,6 +211,7 @@ def _result(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused or source.failure,
+        setup_output=run.setup_output,
         limits=run.spec.limits,
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
@@ -232,6 +245,7 @@ class _Run:
     tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
+    setup_output: str | None = None  # what the spec's `setup:` commands printed
     budget: Budget = field(init=False)
     #: Where the attempt folders go (a step's `steps/<id>/`; default: the run folder), the
     #: first attempt's number (a step re-run after a rollback continues its numbering),
@@ -282,11 +296,18 @@ class _Run:
         )
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
-            attempt = self.execute(number, executor, source, message)
+            try:
+                attempt = self.execute(number, executor, source, message)
+            except SetupFailed as exc:
+                self.harness_error = str(exc)  # the harness's failure, never the agent's
+                return
             if attempt.outcome.reason == "timeout":
                 return  # the agent was stopped: its work is judged as failed, not checked
             attempt.checks = run_checks(
-                self.spec.accept, attempt.path, env=clean_env(), registry=self.registry
+                self.spec.accept,
+                attempt.path,
+                env={**clean_env(), **self.spec_env},
+                registry=self.registry,
             )
             self.emit("checks", checks=attempt.checks)
             if attempt.outcome.reason == "limit":
@@ -311,6 +332,7 @@ class _Run:
     def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
         """The CLI's environment: the gateway, its own config folder, the spec's tools."""
         env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
             env = tool_env(env)
             shims = _tool_shims(self.run_dir / "bin", self.tools)
@@ -325,10 +347,8 @@ class _Run:
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
             shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
-        elif self.spec.workspace is not None:
-            shutil.copytree(self.spec.workspace, path, symlinks=True, ignore=copy_ignore)
         else:
-            path.mkdir(parents=True)
+            self.prepare(path)
         executor.move_session(session, path)  # a no-op until the conversation exists
         runtime = AtomRuntime(
             self.prompts.load(self.spec.toolname),
@@ -347,6 +367,49 @@ class _Run:
         self.emit("attempt", attempt=number, attempts=self.spec.attempts)
         attempt.outcome = runtime.execute(self.spec.prompt, message=message)
         return attempt
+
+    @functools.cached_property
+    def spec_env(self) -> dict[str, str]:
+        """The spec's `env:`, expanded from the caller's environment."""
+        try:
+            return expand_env(self.spec)
+        except EnvError as exc:
+            raise HarnessError(str(exc)) from None
+
+    def prepare(self, path: Path) -> None:
+        """The first attempt's folder: the workspace copied, then the spec's set-up run in it.
+
+        A step that starts from an earlier step's committed work (inside the run folder)
+        copies that as it is; only the spec's own workspace is copied afresh, with set-up.
+        """
+        workspace = self.spec.workspace
+        if workspace is not None and workspace.is_relative_to(self.run_dir):
+            shutil.copytree(workspace, path, symlinks=True, ignore=copy_ignore)
+            return
+        from_git = False
+        if workspace is None:
+            path.mkdir(parents=True)
+        else:
+            from_git = copy_workspace(fixture_source(self.spec, self.run_dir.parent), path)
+        if not self.spec.setup:
+            return
+        self.emit("setup", commands=list(self.spec.setup))
+        outcome = run_setup(
+            self.spec.setup,
+            path,
+            run_dir=self.run_dir,
+            confinement=Confinement(self.run_dir, self.spec.sandbox),
+            env=self.spec_env,
+            claude_bin=self.claude_bin,
+            timeout=self.spec.timeout,
+        )
+        (self.run_dir / "setup").mkdir(exist_ok=True)
+        (self.run_dir / "setup" / "output.log").write_text(outcome.output, encoding="utf-8")
+        self.setup_output = outcome.output
+        if not outcome.ok:
+            raise SetupFailed(outcome.problem())
+        if from_git:  # the set-up's work is part of the state the agent starts from
+            snapshot_repo(path, amend=True)
 
     def reflect(self, attempt: Attempt, env: dict[str, str], source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.

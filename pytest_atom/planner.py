@@ -37,6 +37,7 @@ from pytest_atom.spec import (
     Step,
     planned_steps,
 )
+from pytest_atom.workspace import copy_workspace, fixture_source
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it
 #: and would argue with the model over a bad id; `planned_steps` checks it instead, with
@@ -177,7 +178,9 @@ def run_planner(
     but not change, with only the run's own empty Claude config (as the reflector).
     """
     folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
-    if start is not None:
+    if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
+        copy_workspace(fixture_source(spec, run_dir.parent), folder)  # the spec's own, afresh
+    elif start is not None:
         shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
     else:
         folder.mkdir(parents=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_atom import collect
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.settings import PARSERS
@@ -210,6 +211,7 @@ _INI_SETTINGS = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    collect.forget()
     config.addinivalue_line(
         "markers",
         "atom(**settings): pytest-atom settings for this test (record_mode, match, "
@@ -250,6 +252,18 @@ def atom(request: pytest.FixtureRequest, atom_settings: dict[str, Any]) -> AtomF
     from pytest_atom.fixture import AtomFixture
 
     return AtomFixture(request, atom_settings)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Never collect a spec's workspace, with or without ``--atom``: its tests are fixture
+    data, often failing on purpose, and a copy of the project's tests would abort plain
+    pytest with "import file mismatch". A folder costs one cached `os.scandir` of each
+    parent up to the rootdir; YAML is read only where spec files are."""
+    if collection_path.name.endswith((".py", SPEC_SUFFIX)) or not collection_path.is_dir():
+        return None
+    if collect.is_spec_workspace(collection_path, config.rootpath):
+        return True
+    return None
 
 
 class AtomHint(pytest.PytestWarning):

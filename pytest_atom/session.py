@@ -8,7 +8,6 @@ working on spec items. Every item runs through the session's one `Harness`.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import re
 from collections.abc import Iterator
@@ -42,7 +41,7 @@ from pytest_atom.settings import (
     SettingsError,
     resolve,
 )
-from pytest_atom.spec import Spec, SpecError, declared_workspaces, load_specs
+from pytest_atom.spec import Mark, Spec, SpecError, load_specs
 
 #: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.
@@ -238,27 +237,12 @@ class AtomSession:
         command += f" --atom-record-mode={mode}" if mode != "none" else ""
         return stop.lines(command, f"{command} --atom-resume {display_path(stop.run_dir)}")
 
-    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
-        """Never collect a spec's workspace: its tests are fixture data, often failing on purpose."""
-        if collection_path.is_dir() and _is_workspace(collection_path.resolve()):
-            return True
-        return None
-
     def pytest_collect_file(
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path)
         return None
-
-
-#: Spec files are read again for every folder collected below them; once is enough.
-_workspaces_declared_in = functools.lru_cache(maxsize=256)(declared_workspaces)
-
-
-def _is_workspace(directory: Path) -> bool:
-    # Spec paths cannot escape the spec's folder, so a workspace lies below its spec.
-    return any(directory in _workspaces_declared_in(parent) for parent in directory.parents)
 
 
 def _session(config: pytest.Config) -> AtomSession:
@@ -293,10 +277,24 @@ class SpecFile(pytest.File):
                 repeat=run if repeat > 1 else None,
             )
             item.add_marker(pytest.mark.atom)
-            if spec.xfail:
+            if spec.xfail:  # `xfail:`, or an xfail in `marks:`
                 # Only a failed spec counts as the expected failure, never a harness error.
                 item.add_marker(pytest.mark.xfail(reason=spec.xfail, raises=SpecFailed))
+            for mark in spec.marks:
+                item.add_marker(pytest_mark(mark))
             yield item
+
+
+def pytest_mark(mark: Mark) -> pytest.MarkDecorator:
+    """A `marks:` entry as pytest's own mark: skip and skipif as pytest evaluates them
+    (a skipif condition is a string, evaluated with `os`, `sys`, `platform` and `config`),
+    a custom mark by name (so ``-m NAME`` selects the spec)."""
+    if mark.name == "skip":
+        return pytest.mark.skip(reason=mark.reason or "")
+    if mark.name == "skipif":
+        return pytest.mark.skipif(mark.condition or "False", reason=mark.reason or "")
+    custom: pytest.MarkDecorator = getattr(pytest.mark, mark.name)
+    return custom
 
 
 def _missing_syrupy(specs: list[Spec]) -> SpecError | None:

@@ -27,6 +27,7 @@ from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 from pytest_atom import yamldoc
+from pytest_atom.collect import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.errors import FileError
 from pytest_atom.limits import Limits, parse_limits
 from pytest_atom.paths import SPEC_SUFFIX
@@ -123,6 +124,71 @@ class ReflectorOptions:
     threshold_set: bool = False
 
 
+@dataclass(frozen=True)
+class Mark:
+    """One `marks:` entry: a pytest mark's name and its arguments (skip, skipif, xfail or a
+    custom mark's bare name)."""
+
+    name: str
+    reason: str | None = None
+    condition: str | None = None  # skipif's, evaluated by pytest as for its own marks
+
+
+#: Environment variables the harness sets for every session, which a spec's `env:` may not
+#: change: the gateway, the CLI's own config and HOME, git's ceiling, the quiet switches,
+#: and credentials (pytest_atom.core.runner.claude_env sets them; a test keeps the lists
+#: in step). Matched as names or, ending in `_`, as prefixes.
+RESERVED_ENV: tuple[str, ...] = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "CLAUDECODE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "HOME",
+    "GIT_CEILING_DIRECTORIES",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+)
+_ENV_REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\})")
+
+
+def reserved_env(name: str) -> bool:
+    return any(name.startswith(r) if r.endswith("_") else name == r for r in RESERVED_ENV)
+
+
+class EnvError(ValueError):
+    """An `env:` value names a variable the caller's environment does not have."""
+
+
+def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The spec's `env:` with ``${VAR}`` (``${VAR:-default}``) taken from `environ`
+    (default: the process's) and ``$$`` as ``$``; raises EnvError for an unset ``${VAR}``.
+
+    A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
+    variable is in the caller's environment under its own name, which every `Scrubber`
+    reads, so the value is scrubbed wherever it lands.
+    """
+    source = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for key, value in spec.env.items():
+
+        def sub(match: re.Match[str], key: str = key) -> str:
+            name, default = match.group(1), match.group(2)
+            if name is None:
+                return "$"
+            if name in source:
+                return source[name]
+            if default is not None:
+                return default
+            raise EnvError(
+                f"spec '{spec.name}' ({spec.path.name}) sets env {key} from ${{{name}}}, which "
+                f"is not set: export {name}, or give a default: ${{{name}:-value}}"
+            )
+
+        out[key] = _ENV_REF.sub(sub, value)
+    return out
+
+
 #: Seed 002's step id: what a planner may name a step, and what the executor must keep.
 STEP_ID = r"^[a-z][a-z0-9_]{0,47}$"
 
@@ -160,6 +226,13 @@ class Spec:
     prompt: str
     description: str = ""
     workspace: Path | None = None
+    #: `workspace: {ref: …}`: the git commit whose tree is copied, not the working files.
+    workspace_ref: str | None = None
+    workspace_exclude: tuple[str, ...] = ()  # `workspace: {exclude: […]}` globs
+    setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
+    #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    marks: tuple[Mark, ...] = ()  # `marks:`, as pytest marks of the spec's item
     script: Path | None = None
     oracle: Path | None = None  # a known-good solution, run by `atom validate`
     toolname: str | None = None
@@ -457,6 +530,12 @@ def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> Spe
         missing = next(k for k in required if k not in instance)
         where = f" in {label!r}" if label else ""
         return doc.error(f"missing required key {missing!r}{where}", loc)
+    if err.validator in ("minProperties", "maxProperties") and "skipif" in schema.get(
+        "properties", {}
+    ):
+        return doc.error(
+            f"{label!r} must be {_expected(_DEFS['mark'])}, got {_show(instance)}", loc
+        )
     if err.validator in ("minProperties", "maxProperties"):
         found = ", ".join(instance) or "none"
         return doc.error(
@@ -526,13 +605,26 @@ def _position(mark: yaml.Mark | None) -> tuple[int | None, int | None]:
 
 def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
+    kw.update(_workspace(doc, loc, m))
+    kw["setup"] = tuple(m.get("setup", []))
+    kw["env"] = _env(doc, loc + ("env",), m.get("env") or {})
+    marks = _marks(doc, loc + ("marks",), m.get("marks", []))
+    xfails = [mark for mark in marks if mark.name == "xfail"]
+    if xfails and m.get("xfail") is not None:
+        raise doc.error(
+            "the spec sets both 'xfail' and an xfail in 'marks': keep one (they mean the same)",
+            loc + ("marks",),
+            key=True,
+        )
+    if xfails:  # one place for the expected failure: Spec.xfail, whichever key set it
+        kw["xfail"] = xfails[0].reason
+    kw["marks"] = tuple(mark for mark in marks if mark.name != "xfail")
     if "max_iterations" in m:
         kw["max_iterations"] = int(m["max_iterations"])
     if "attempts" in m:
         kw["attempts"] = int(m["attempts"])
     kw.update(_limits(doc, loc, m))
     spec_side = (
-        ("workspace", "folder"),
         ("script", "file"),
         ("oracle", "file"),
         ("cassette", None),
@@ -573,6 +665,106 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["prompt"] = m["prompt"]
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _workspace(doc: _Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`workspace:`, a folder or ``{path, ref, exclude}``: any folder inside the project."""
+    value = m.get("workspace")
+    if value is None:
+        return {}
+    at = loc + ("workspace",)
+    kw: dict[str, Any] = {}
+    if isinstance(value, dict):
+        kw["workspace_ref"] = value.get("ref")
+        kw["workspace_exclude"] = tuple(value.get("exclude", []))
+        value, at = value["path"], at + ("path",)
+    if os.path.isabs(value):
+        raise doc.error(
+            f"{_label(at)!r} must be a path relative to the spec file's folder, got {value!r}",
+            at,
+        )
+    path = (doc.path.parent / value).resolve()
+    root = project_root(doc.path.parent)
+    if path != root and root not in path.parents:
+        raise doc.error(
+            f"{_label(at)!r} {value!r} leads outside the project ({root}, the folder of its "
+            f"{_root_marker(root)}): name a folder inside it, such as '.' for the spec's "
+            "own folder",
+            at,
+        )
+    if not path.is_dir():
+        state = "is not a folder" if path.exists() else "does not exist"
+        raise doc.error(f"{_label(at)!r} folder {value!r} {state} (looked for {path})", at)
+    kw["workspace"] = path
+    return kw
+
+
+#: What marks a project's root, nearest first: pytest's ini files, then a repository.
+_ROOT_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def project_root(folder: Path) -> Path:
+    """The project a spec in `folder` belongs to, which its workspace must stay inside:
+    the top of its git work tree, else the nearest folder with a pytest ini file
+    (pytest's rootdir), else `folder` itself."""
+    folder = folder.resolve()
+    chain = (folder, *folder.parents)
+    top = next((p for p in chain if (p / ".git").exists()), None)
+    if top is not None:
+        return top
+    return next((p for p in chain if any((p / f).is_file() for f in _ROOT_FILES)), folder)
+
+
+def _root_marker(root: Path) -> str:
+    if (root / ".git").exists():
+        return "git repository"
+    found = next((f for f in _ROOT_FILES if (root / f).is_file()), None)
+    return found or "spec file"
+
+
+def _env(doc: _Document, loc: Loc, mapping: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in mapping.items():
+        if reserved_env(name):
+            raise doc.error(
+                f"env {name} is set by pytest-atom for every session (the gateway, the CLI's "
+                "own config and home, credentials), and the harness's value always wins: "
+                f"remove {name} from 'env'",
+                loc + (name,),
+                key=True,
+            )
+        text = value if isinstance(value, str) else json.dumps(value)
+        bad = re.search(r"\$\{(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})", text)
+        if bad:
+            raise doc.error(
+                f"env {name}: {text!r} has a '${{' that is not ${{NAME}} or ${{NAME:-default}} "
+                "(write $$ for a literal $)",
+                loc + (name,),
+            )
+        out[name] = text
+    return out
+
+
+def _marks(doc: _Document, loc: Loc, entries: list[Any]) -> list[Mark]:
+    marks: list[Mark] = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            if entry in ("skip", "skipif", "xfail"):
+                raise doc.error(
+                    f"mark {entry!r} needs a reason: write {{{entry}: REASON}}"
+                    if entry != "skipif"
+                    else "mark 'skipif' needs a condition and a reason: "
+                    "{skipif: {condition: \"sys.platform == 'win32'\", reason: REASON}}",
+                    loc + (i,),
+                )
+            marks.append(Mark(entry))
+            continue
+        ((name, value),) = entry.items()
+        if name == "skipif":
+            marks.append(Mark(name, value["reason"], value["condition"]))
+        else:
+            marks.append(Mark(name, value))
+    return marks
 
 
 def _steps(doc: _Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Step, ...]:
@@ -781,25 +973,6 @@ def _regex(doc: _Document, loc: Loc, pattern: str) -> str:
     return pattern
 
 
-def declared_workspaces(directory: Path) -> frozenset[Path]:
-    """The `workspace:` folders named by the specs in `directory`.
-
-    Read from the YAML without validating it: a spec with an error (reported when its
-    file is collected) or a plugin's check kind still declares its workspace.
-    """
-    found: set[Path] = set()
-    for spec_file in directory.glob(f"*{SPEC_SUFFIX}"):
-        try:
-            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("workspace"), str):
-                found.add((directory / entry["workspace"]).resolve())
-    return frozenset(found)
-
-
 #: Folders never searched for specs, as pytest's default `norecursedirs` would skip them.
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
 
@@ -821,9 +994,13 @@ def _walk(folder: Path) -> Iterator[Path]:
     for dirpath, dirnames, filenames in os.walk(folder):
         here = Path(dirpath)
         workspaces = declared_workspaces(here)
+        specs_here = any(f.endswith(SPEC_SUFFIX) for f in filenames)
         dirnames[:] = sorted(
             d
             for d in dirnames
-            if not d.startswith(".") and d not in _SKIP_DIRS and (here / d) not in workspaces
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and (here / d) not in workspaces
+            and not (specs_here and d == WORKSPACES_DIR)
         )
         yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))

@@ -127,6 +127,7 @@ class StepsRun(_Run):
                 self._check_confined(step, before, run)
             result.attempts += run.attempts
             self.attempts = run.attempts  # the report's "attempts": the last step run's
+            self.setup_output = run.setup_output or self.setup_output  # the first step's
             self._add_usage(run)
             if run.harness_error is not None:
                 self.harness_error = run.harness_error
@@ -313,8 +314,11 @@ class StepsRun(_Run):
         own = step_root(self.run_dir, step.id) / "attempts"
         folders = [self.run_dir / "steps", *([self.spec.workspace] if self.spec.workspace else [])]
         prints: dict[str, tuple[int, int]] = {}
+        runs = self.run_dir.parent  # inside a project workspace: the runs, never the work
         for folder in folders:
             for path in folder.rglob("*") if folder.is_dir() else ():
+                if runs in path.parents:
+                    continue
                 if path != own and own not in path.parents and not path.is_dir():
                     stat = path.lstat()
                     prints[str(path)] = (stat.st_size, stat.st_mtime_ns)

@@ -311,12 +311,22 @@ def test_missing_file_shows_absolute_path_outside_cwd(
     assert str(error_of(missing)) == f"spec file not found at {missing.resolve()}"
 
 
-@pytest.mark.parametrize("value", ["/abs/fixture", "../outside", "ws/../../outside"])
-def test_workspace_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
-    err = error_of(write(tmp_path, "w.atom.yaml", f"prompt: p\nworkspace: {value}\n"))
+def test_workspace_must_be_relative(tmp_path: Path) -> None:
+    err = error_of(write(tmp_path, "w.atom.yaml", "prompt: p\nworkspace: /abs/fixture\n"))
     assert err.message == (
-        "'workspace' must be a path relative to the spec file's folder that "
-        f"stays inside it (not absolute, no '..' leading out), got {value!r}"
+        "'workspace' must be a path relative to the spec file's folder, got '/abs/fixture'"
+    )
+    assert (err.line, err.column) == (2, 12)
+
+
+@pytest.mark.parametrize("value", ["../outside", "ws/../../outside"])
+def test_workspace_must_stay_in_the_project(tmp_path: Path, value: str) -> None:
+    """Outside git and without an ini file, the project is the spec's own folder."""
+    (tmp_path / "p").mkdir()
+    err = error_of(write(tmp_path / "p", "w.atom.yaml", f"prompt: p\nworkspace: {value}\n"))
+    assert err.message == (
+        f"'workspace' {value!r} leads outside the project ({tmp_path / 'p'}, the folder of "
+        "its spec file): name a folder inside it, such as '.' for the spec's own folder"
     )
     assert (err.line, err.column) == (2, 12)
 

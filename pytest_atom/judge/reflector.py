@@ -21,10 +21,10 @@ import jsonschema
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 from pytest_atom.core.sandbox import Confinement
-from pytest_atom.files import CACHE_DIRS
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.replay.gateway.normalize import mask_durations
 from pytest_atom.spec import ClaudeOptions, Spec
+from pytest_atom.workspace import SKIPPED_DIRS, changes
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -80,7 +80,7 @@ def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
     )
 
 
-_IGNORED = {"USER_PROMPT.md", *CACHE_DIRS}
+_IGNORED = {"USER_PROMPT.md", ".atom", *SKIPPED_DIRS}
 _DIFF_LIMIT = 12_000
 
 
@@ -154,7 +154,20 @@ def judge(
 
 
 def workspace_diff(before: Path | None, after: Path, limit: int = _DIFF_LIMIT) -> str:
-    """What the agent changed, as unified diffs of text files: evidence, not narrative."""
+    """What the agent changed, as unified diffs of text files: evidence, not narrative.
+
+    An attempt copied from git holds a snapshot repository: git's own diff against its
+    snapshot commit is exact (the project's ignore rules apply, set-up output is not the
+    agent's); otherwise the folders are compared file by file.
+    """
+    from_git = changes(after)
+    if from_git is not None:
+        text = from_git.rstrip("\n") or "(no changes)"
+        return (
+            text
+            if len(text) <= limit
+            else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+        )
 
     def files(root: Path | None) -> dict[str, Path]:
         if root is None or not root.is_dir():

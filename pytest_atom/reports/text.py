@@ -151,6 +151,9 @@ def failure_report(result: SpecResult) -> str:
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
+    if result.setup_output and not result.harness_error:  # a failed set-up's error quotes it
+        lines.append("  set-up output (last lines; all in setup/output.log of the run):")
+        lines += _indent("\n".join(result.setup_output.strip().splitlines()[-10:]))
     lines += _verdict_lines(result)
     lines += _check_lines(result)
     if result.cassette is not None and result.cassette.name.endswith(".partial.yaml"):

@@ -29,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.core.runner import IterationRecord
-from pytest_atom.files import CACHE_DIRS, write_atomic
+from pytest_atom.files import write_atomic
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.usage import RoleUsage
+from pytest_atom.workspace import SKIPPED_DIRS, changes
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -46,7 +47,7 @@ IMPLEMENTATION_KIND = "claude_code"
 #: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
 _WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 #: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
-_NOT_WORK = frozenset({"USER_PROMPT.md", *CACHE_DIRS})
+_NOT_WORK = frozenset({"USER_PROMPT.md", ".atom", *SKIPPED_DIRS})
 _CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
 _DENIAL_INPUT_LIMIT = 200
 
@@ -273,6 +274,9 @@ def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
     """
     if not result.attempts or not result.final.path.is_dir():
         return any(executor_calls[name] for name in _WRITING_TOOLS)
+    diff = changes(result.final.path)  # a workspace copied from git: its snapshot's diff
+    if diff is not None:
+        return bool(diff.strip())
     before, after = _files(result.spec.workspace), _files(result.final.path)
     if before.keys() != after.keys():
         return True
@@ -377,6 +381,7 @@ def _atom_section(
         "iterations": result.iterations,
         "warnings": list(result.warnings),
         "drift": result.drift,
+        "setup_output": result.setup_output,
         "repeat": repeat,
         "steps": result.steps_summary,
         "plan": _plan(result.plan),
