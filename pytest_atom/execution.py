@@ -275,7 +275,11 @@ class _Run:
             if attempt.outcome.reason == "timeout":
                 return  # the agent was stopped: its work is judged as failed, not checked
             attempt.checks = run_checks(
-                self.spec.accept, attempt.path, env=clean_env(), registry=self.registry
+                self.spec.accept,
+                attempt.path,
+                env=clean_env(),
+                registry=self.registry,
+                records=attempt.records,
             )
             self.emit("checks", checks=attempt.checks)
             if attempt.outcome.reason == "limit":
