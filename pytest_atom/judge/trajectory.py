@@ -25,7 +25,15 @@ from typing import Any
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
 from pytest_atom.spec import Check, count_phrase
-from pytest_atom.transcript import AGENT_TOOL, Text, Turn, main_field, stream_turns, tool_label
+from pytest_atom.transcript import (
+    AGENT_TOOL,
+    Text,
+    ToolUse,
+    Turn,
+    main_field,
+    stream_turns,
+    tool_label,
+)
 
 __all__ = ["TRAJECTORY_CHECKS", "Call", "Trajectory"]
 
@@ -130,7 +138,7 @@ def _texts(turn: Turn) -> str:
     return "\n".join(b.text for b in turn.blocks if isinstance(b, Text) and not b.thinking)
 
 
-def _about(use: Any) -> str:
+def _about(use: ToolUse) -> str:
     about = use.input.get("description") if isinstance(use.input, dict) else None
     return str(about or use.id)
 
