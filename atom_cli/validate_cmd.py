@@ -28,7 +28,13 @@ from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.runner import clean_env
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
-from pytest_atom.judge.checks import CheckRegistry, CheckResult, run_checks, run_shell
+from pytest_atom.judge.checks import (
+    CheckRegistry,
+    CheckResult,
+    default_registry,
+    run_checks,
+    run_shell,
+)
 from pytest_atom.paths import display_path
 from pytest_atom.pytest_ini import find_ini
 from pytest_atom.replay.cassette import Cassette, CassetteError
@@ -240,13 +246,23 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     if code is None:
         problem = f"the oracle timed out after {spec.timeout:g}s"
         return Run("oracle", False, problem=problem, output=output)
-    checks = run_checks(spec.accept, workspace, env=clean_env(), registry=registry)
+    registry = registry or default_registry()
+    # An oracle is a script, not an agent: checks of the agent's tool calls have nothing to
+    # read here, so they wait for the script's run (or pytest --atom's).
+    own = [c for c in spec.accept if not registry.reads_run(c.kind)]
+    checks = run_checks(own, workspace, env=clean_env(), registry=registry)
     run = Run("oracle", all(c.passed for c in checks), checks)
     if code != 0:
         run.notes.append(f"the oracle exited {code}")
         run.output = output
-    if not checks:
+    if not spec.accept:
         run.notes.append("the spec has no accept checks")
+    if len(own) < len(spec.accept):
+        skipped = len(spec.accept) - len(own)
+        run.notes.append(
+            f"{skipped} trajectory check{'s' * (skipped != 1)} not run: an oracle makes no "
+            "tool calls"
+        )
     return run
 
 

@@ -308,6 +308,7 @@ class _Run:
                 attempt.path,
                 env={**clean_env(), **self.spec_env},
                 registry=self.registry,
+                records=attempt.records,
             )
             self.emit("checks", checks=attempt.checks)
             if attempt.outcome.reason == "limit":

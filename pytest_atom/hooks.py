@@ -27,7 +27,8 @@ def pytest_atom_register_checks(registry: CheckRegistry) -> None:
     """Add check kinds that specs can use under ``accept:``.
 
     Called once per spec file, with the conftests that apply to it. A check function
-    takes ``(check, workspace, env)`` and returns a ``CheckResult``.
+    takes ``(check, workspace, env)`` and returns a ``CheckResult``; one registered with
+    ``registry.register_trajectory`` takes ``(check, trajectory)``, the attempt's calls.
     """
 
 

@@ -41,6 +41,16 @@ _COMMAND_DEFAULTS = {
     k: v["default"] for k, v in _DEFS["commandCheck"]["properties"].items() if "default" in v
 }
 _DESCRIBE_LIMIT = 100  # characters of a custom check's params shown by Check.describe()
+#: The built-in kinds that read the agent's run (its tool calls and messages), not its files.
+TRAJECTORY_CHECK_KINDS: tuple[str, ...] = (
+    "tool_used",
+    "tool_order",
+    "skill_invoked",
+    "subagent_used",
+    "mcp_called",
+    "final_message",
+    "permission_denied",
+)
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
 
@@ -74,11 +84,41 @@ class Check:
             return f"json_schema {p['path']} matches {source}"
         if self.kind in ("file_exists", "file_absent"):
             return f"{self.kind} {p['path']}"
+        if self.kind in TRAJECTORY_CHECK_KINDS:
+            return f"{self.kind} {_describe_trajectory(self.kind, p)}"
         # A kind registered by a plugin: its params, compact and capped so a label stays short.
         text = json.dumps(dict(p), ensure_ascii=False, separators=(",", ":"), default=str)
         if len(text) > _DESCRIBE_LIMIT:
             text = text[: _DESCRIBE_LIMIT - 1] + "…"
         return f"{self.kind} {text}"
+
+
+def _describe_trajectory(kind: str, p: Mapping[str, Any]) -> str:
+    """``Bash /rm -rf/ never``, ``Read → Edit``: a trajectory check's label."""
+    if kind == "tool_order":
+        return " → ".join(p["names"])
+    if kind == "mcp_called":
+        return str(p["server"]) + (f"/{p['tool']}" if p.get("tool") else "")
+    if kind == "final_message":
+        return f"/{p['pattern']}/"
+    if kind in ("skill_invoked", "subagent_used"):
+        return str(p["name"])
+    text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
+    if kind == "tool_used":
+        text += " " + count_phrase(p["min"], p["max"])
+        text += {"main": " by the main agent", "subagents": " by subagents"}.get(p["in"], "")
+    return text
+
+
+def count_phrase(low: int, high: int | None) -> str:
+    """How often a `tool_used` check wants its calls: ``never``, ``at least once``…"""
+    if high == 0:
+        return "never"
+    if high is None:
+        return "at least once" if low == 1 else f"at least {low} times"
+    if low == high:
+        return "exactly once" if low == 1 else f"exactly {low} times"
+    return f"at most {high} times" if low == 0 else f"{low} to {high} times"
 
 
 #: The only tools Claude Code's ``--bare`` mode offers, whatever ``--allowedTools`` says.
@@ -907,6 +947,8 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
         }
         if value.get("stdout") is not None:
             params["stdout"] = value["stdout"]
+    elif kind in TRAJECTORY_CHECK_KINDS:
+        params = _trajectory(doc, at, kind, value)
     elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
         params = dict(value) if isinstance(value, dict) else {"value": value}
     else:  # json_schema
@@ -927,6 +969,45 @@ def _check(doc: _Document, loc: Loc, entry: dict[str, Any]) -> Check:
             "schema_file": schema_file,
         }
     return Check(kind=kind, params=params, line=doc.line(loc))
+
+
+def _trajectory(doc: _Document, at: Loc, kind: str, value: Any) -> dict[str, Any]:
+    """A trajectory check's params, every key filled in; regexes compiled, counts sane."""
+    if kind == "tool_order":
+        seen: dict[str, int] = {}
+        for i, name in enumerate(value):
+            if name in seen:
+                raise doc.error(
+                    f"{_label(at + (i,))!r} names {name} again (first at position "
+                    f"{seen[name] + 1}): tool_order compares each tool's first call, so "
+                    "name each tool once",
+                    at + (i,),
+                )
+            seen[name] = i
+        return {"names": list(value)}
+    if kind in ("skill_invoked", "subagent_used"):
+        return {"name": value}
+    if kind == "mcp_called":
+        return {"server": value["server"], "tool": value.get("tool")}
+    if kind == "final_message":
+        return {"pattern": _regex(doc, at, value)}
+    value = {"name": value} if isinstance(value, str) else value
+    pattern = value.get("input")
+    params = {
+        "name": value.get("name"),
+        "input": None if pattern is None else _regex(doc, at + ("input",), pattern),
+    }
+    if kind == "permission_denied":
+        return params
+    high = value.get("max")
+    low = value.get("min", 0 if high == 0 else 1)
+    if high is not None and low > high:
+        raise doc.error(
+            f"{_label(at)!r} asks for min {low} > max {high} calls, which no run can "
+            f"satisfy: lower min or raise max{' (max 0 means never)' if high == 0 else ''}",
+            at + ("min",),
+        )
+    return {**params, "min": low, "max": high, "in": value.get("in", "any")}
 
 
 def _relative(doc: _Document, loc: Loc, value: str, base: str) -> str:

@@ -12,6 +12,22 @@ A cassette holds the API side of the same conversations: every request repeats t
 conversation so far, and every answer is an SSE stream. `cassette_lines` groups those
 requests into sessions, shows each turn's new user content and the answer (folded with the
 gateway's own `fold_sse`), and sums the usage; `atom cassette show` only prints its lines.
+
+Refused tool calls are read here too (`permission_denials`), from what Claude Code 2.1.330
+prints for each kind of refusal, so checks, traces and reports name them alike:
+
+- a permission rule (``permissions.deny`` in settings): a ``system`` event, subtype
+  ``permission_denied``, ``decision_reason_type: rule``; the call's error result is
+  "Permission to use Bash with command rm -f x.txt has been denied.";
+- a file tool writing outside the attempt folder (the sandbox's boundary for file tools):
+  the same event with ``decision_reason_type: workingDir`` and "Claude requested
+  permissions to write to /x, but you haven't granted it yet.";
+- a PreToolUse hook (exit code 2, or a JSON ``permissionDecision: deny``): no such event;
+  the error result is "PreToolUse:Bash hook error: …" with the hook's stderr or reason.
+
+Each, a subagent's included, is listed in the ``result`` event's ``permission_denials``
+by its ``tool_use_id``. A Bash command the sandbox confines is not refused: it runs and
+fails ("Read-only file system").
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ AGENT_TOOL = "Agent"
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 __all__ = [
+    "Denial",
     "Line",
     "Reply",
     "Text",
@@ -39,11 +56,18 @@ __all__ = [
     "Turn",
     "cassette_lines",
     "is_messages",
+    "main_field",
+    "permission_denials",
     "plural",
     "read_reply",
     "stream_turns",
+    "tool_label",
     "tool_result_text",
 ]
+
+#: The input keys that say what a call did, first found wins: a command, a file, a search,
+#: a subagent's task, a skill.
+MAIN_FIELDS = ("command", "file_path", "path", "pattern", "url", "description", "skill")
 
 
 @dataclass
@@ -58,7 +82,12 @@ class Text:
 @dataclass
 class ToolUse:
     """One tool call and what the CLI answered (``result`` None: no answer came); an
-    ``Agent`` call holds the turns of the subagent it started."""
+    ``Agent`` call holds the turns of the subagent it started.
+
+    ``event`` is the index of the stream-json line that carried the call: concurrent
+    subagents' calls interleave, and only that index tells which came first. ``denied``
+    says who refused the call (see `Denial.reason`), None for a call that ran.
+    """
 
     id: str
     name: str
@@ -67,6 +96,20 @@ class ToolUse:
     is_error: bool = False
     kind: str = "tool_use"
     subagent: list[Turn] = field(default_factory=list)
+    event: int = 0
+    denied: str | None = None
+
+
+@dataclass(frozen=True)
+class Denial:
+    """A tool call the CLI refused; `reason` is the ``decision_reason_type`` of its
+    ``permission_denied`` event ("rule", "workingDir"), "hook" for a PreToolUse hook's
+    refusal, else "refused"."""
+
+    tool_use_id: str
+    tool_name: str
+    tool_input: Any
+    reason: str
 
 
 @dataclass
@@ -90,6 +133,26 @@ def tool_result_text(content: Any) -> str:
             if isinstance(b, dict)
         )
     return "" if content is None else str(content)
+
+
+def main_field(tool_input: Any) -> str | None:
+    """What a call did in one value (a Bash command, a file path; see MAIN_FIELDS), or None."""
+    if isinstance(tool_input, dict):
+        for key in MAIN_FIELDS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+    return None
+
+
+def tool_label(name: str, tool_input: Any) -> str:
+    """The one line that says what a tool call did: a command, a file, else its input."""
+    value = main_field(tool_input)
+    if value is not None:
+        first = value.strip().split("\n")[0]
+        return first if len(first) <= 160 else first[:159] + "…"
+    text = json.dumps(tool_input, ensure_ascii=False)
+    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def _events(stdout: str) -> list[dict[str, Any]]:
@@ -117,14 +180,51 @@ def _block(raw: dict[str, Any]) -> Text | ToolUse | None:
 
 def stream_turns(stdout: str) -> list[Turn]:
     """The turns of one session's stream-json output, each subagent's turns under the
-    call that started it (the CLI tags a subagent's events with that call's id)."""
-    return _turns(_events(stdout), None)
+    call that started it (the CLI tags a subagent's events with that call's id), each
+    refused call marked with who refused it."""
+    events = _events(stdout)
+    denied = {d.tool_use_id: d.reason for d in _denials(events)}
+    return _turns(events, None, denied)
 
 
-def _turns(events: list[dict[str, Any]], parent: str | None) -> list[Turn]:
+def permission_denials(stdout: str) -> list[Denial]:
+    """The calls one ``claude -p`` call refused, subagents' included (see the module doc)."""
+    return _denials(_events(stdout))
+
+
+_HOOK_REFUSAL = re.compile(r"^PreToolUse:\S+ hook ")
+
+
+def _denials(events: list[dict[str, Any]]) -> list[Denial]:
+    reasons: dict[str, str] = {}  # tool_use_id -> why, from the permission_denied events
+    results: dict[str, str] = {}  # tool_use_id -> the error result the model was given
+    listed: list[dict[str, Any]] = []
+    for event in events:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "permission_denied":
+            reasons[str(event.get("tool_use_id"))] = str(event.get("decision_reason_type") or "")
+        elif kind == "user" and isinstance(event.get("message"), dict):
+            content = event["message"].get("content")
+            for raw in content if isinstance(content, list) else []:
+                if isinstance(raw, dict) and raw.get("type") == "tool_result":
+                    results[str(raw.get("tool_use_id"))] = tool_result_text(raw.get("content"))
+        elif kind == "result":
+            listed += [d for d in event.get("permission_denials") or [] if isinstance(d, dict)]
+    found = []
+    for denial in listed:
+        call = str(denial.get("tool_use_id", ""))
+        reason = reasons.get(call) or (
+            "hook" if _HOOK_REFUSAL.match(results.get(call, "")) else "refused"
+        )
+        tool = str(denial.get("tool_name", "?"))
+        found.append(Denial(call, tool, denial.get("tool_input"), reason))
+    return found
+
+
+def _turns(events: list[dict[str, Any]], parent: str | None, denied: dict[str, str]) -> list[Turn]:
     turns: list[Turn] = []
     calls: dict[str, ToolUse] = {}
-    for event in events:
+    for index, event in enumerate(events):
         if (event.get("parent_tool_use_id") or None) != parent:
             continue  # another conversation's: the main agent's, or another subagent's
         message = event.get("message")
@@ -140,6 +240,7 @@ def _turns(events: list[dict[str, Any]], parent: str | None) -> list[Turn]:
                 if block is not None:
                     turns[-1].blocks.append(block)
                     if isinstance(block, ToolUse):
+                        block.event, block.denied = index, denied.get(block.id)
                         calls[block.id] = block
         elif event.get("type") == "user" and isinstance(content, list):
             for raw in content:
@@ -150,7 +251,7 @@ def _turns(events: list[dict[str, Any]], parent: str | None) -> list[Turn]:
                         call.is_error = bool(raw.get("is_error"))
     started = {str(e.get("parent_tool_use_id")) for e in events if e.get("parent_tool_use_id")}
     for call_id in started & set(calls):
-        calls[call_id].subagent = _turns(events, call_id)
+        calls[call_id].subagent = _turns(events, call_id, denied)
     return turns
 
 

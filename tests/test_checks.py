@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
-from pytest_atom.spec import Check, load_spec
+from pytest_atom.spec import TRAJECTORY_CHECK_KINDS, Check, load_spec
 
 
 def check(kind: str, **params: Any) -> Check:
@@ -246,7 +246,11 @@ def test_custom_kind_in_a_registry(ws: Path) -> None:
     registry.register("word_count", word_count)
     assert "word_count" in registry and "word_count" not in default_registry()
     assert registry.kinds() == sorted(
-        ["command", "file_absent", "file_contains", "file_exists", "json_schema", "word_count"]
+        [
+            *("command", "file_absent", "file_contains", "file_exists", "json_schema"),
+            *TRAJECTORY_CHECK_KINDS,
+            "word_count",
+        ]
     )
     (ws / "notes.txt").write_text("one two three")
     results = run_checks(

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from pytest_atom.spec import (
     BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
+    TRAJECTORY_CHECK_KINDS,
     Check,
     ClaudeOptions,
     ReflectorOptions,
@@ -244,7 +245,8 @@ def test_wrong_type_message_points_at_value(
             "prompt: p\naccept:\n  - {file_exists: a, file_absent: b}\n",
             (
                 "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
-                "command, json_schema), got file_exists, file_absent"
+                "command, json_schema, tool_used, tool_order, "
+                "skill_invoked, subagent_used, mcp_called, final_message, permission_denied), got file_exists, file_absent"
             ),
             (3, 5),
         ),
@@ -586,13 +588,15 @@ def test_custom_check_kind_is_unknown_unless_registered(
     path = write(tmp_path, "c.atom.yaml", CUSTOM)
     assert str(error_of(path)) == (
         "unknown check 'word_count' (known checks: file_exists, file_absent, file_contains, "
-        "command, json_schema) at c.atom.yaml:3:5"
+        "command, json_schema, tool_used, tool_order, skill_invoked, "
+        "subagent_used, mcp_called, final_message, permission_denied) at c.atom.yaml:3:5"
     )
     # Registering some kinds is not registering all: the first unknown one is still blamed.
     err = error_of(path, ("word_count", "spell_ok", "fast"))
     assert (err.message, err.line, err.column) == (
         "unknown check 'max_lines' (known checks: file_exists, file_absent, file_contains, "
-        "command, json_schema, fast, spell_ok, word_count)",
+        "command, json_schema, tool_used, tool_order, skill_invoked, "
+        "subagent_used, mcp_called, final_message, permission_denied, fast, spell_ok, word_count)",
         5,
         5,
     )
@@ -622,7 +626,8 @@ def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
     path = write(tmp_path, "two.atom.yaml", "prompt: p\naccept:\n  - {word_count: 1, fast: 2}\n")
     assert error_of(path, ("word_count", "fast")).message == (
         "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
-        "command, json_schema, fast, word_count), got word_count, fast"
+        "command, json_schema, tool_used, tool_order, skill_invoked, "
+        "subagent_used, mcp_called, final_message, permission_denied, fast, word_count), got word_count, fast"
     )
 
 
@@ -669,6 +674,7 @@ def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -
         "file_contains",
         "command",
         "json_schema",
+        *TRAJECTORY_CHECK_KINDS,
     )
     validator = Draft202012Validator(SPEC_SCHEMA)
     assert not validator.is_valid({"prompt": "p", "accept": [{"word_count": 3}]})

@@ -4,6 +4,10 @@ A check answers "did the agent reach the goal?", so its result must convince a p
 besides pass/fail it carries a one-line summary and the raw evidence (file excerpt, command
 output, schema errors). A check that cannot be evaluated fails with the reason as evidence
 instead of raising, so one broken check never hides the results of the others.
+
+Most kinds look at the workspace; trajectory kinds (`pytest_atom.judge.trajectory`) read
+what the agent did, from the attempt's records. Both sit in one registry and run together,
+so a spec's `accept:` list means one thing wherever it runs.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ import signal
 import subprocess
 import tempfile
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.spec import Check
+
+if TYPE_CHECKING:
+    from pytest_atom.core.runner import IterationRecord
+    from pytest_atom.judge.trajectory import Trajectory
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
 #: Lines of an expected-vs-actual stdout diff kept in evidence: reports show 20 lines of it.
@@ -46,6 +54,8 @@ class CheckResult:
 
 
 CheckFn = Callable[[Check, Path, Mapping[str, str] | None], CheckResult]
+#: A kind that reads the agent's run: its tool calls, refusals and last message.
+TrajectoryCheckFn = Callable[[Check, "Trajectory"], CheckResult]
 
 
 class CheckError(Exception):
@@ -57,24 +67,39 @@ class CheckRegistry:
 
     def __init__(self) -> None:
         self._fns: dict[str, CheckFn] = {}
+        self._run_fns: dict[str, TrajectoryCheckFn] = {}
 
     def register(self, kind: str, fn: CheckFn) -> None:
         """Add a kind; replacing one is refused so a plugin cannot silently shadow another."""
-        if kind in self._fns:
+        if kind in self:
             raise ValueError(f"check kind {kind!r} is already registered")
         self._fns[kind] = fn
 
+    def register_trajectory(self, kind: str, fn: TrajectoryCheckFn) -> None:
+        """Add a kind that reads the agent's run (see `pytest_atom.judge.trajectory`)."""
+        if kind in self:
+            raise ValueError(f"check kind {kind!r} is already registered")
+        self._run_fns[kind] = fn
+
     def __contains__(self, kind: str) -> bool:
-        return kind in self._fns
+        return kind in self._fns or kind in self._run_fns
+
+    def reads_run(self, kind: str) -> bool:
+        """Whether the kind judges the agent's run rather than the workspace."""
+        return kind in self._run_fns
 
     def kinds(self) -> list[str]:
-        return sorted(self._fns)
+        return sorted([*self._fns, *self._run_fns])
 
     def run(
-        self, check: Check, workspace: Path, env: Mapping[str, str] | None = None
+        self,
+        check: Check,
+        workspace: Path,
+        env: Mapping[str, str] | None = None,
+        trajectory: Trajectory | None = None,
     ) -> CheckResult:
-        fn = self._fns.get(check.kind)
-        if fn is None:
+        fn, run_fn = self._fns.get(check.kind), self._run_fns.get(check.kind)
+        if fn is None and run_fn is None:
             return CheckResult(
                 check,
                 False,
@@ -82,7 +107,15 @@ class CheckRegistry:
                 f"registered kinds: {', '.join(self.kinds())}",
             )
         try:
-            return fn(check, workspace, env)
+            if run_fn is None:
+                assert fn is not None
+                return fn(check, workspace, env)
+            if trajectory is None:
+                raise CheckError(
+                    "it reads the agent's tool calls, and no agent ran here (an oracle's "
+                    "run, or checks run on a folder alone)"
+                )
+            return run_fn(check, trajectory)
         except CheckError as exc:
             return CheckResult(
                 check, False, f"{check.describe()}: could not be evaluated", str(exc)
@@ -98,9 +131,13 @@ class CheckRegistry:
 
 def default_registry() -> CheckRegistry:
     """A new registry with the built-in kinds; new each time so callers may extend it."""
+    from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS  # it builds on this module
+
     registry = CheckRegistry()
     for kind, fn in _BUILTINS.items():
         registry.register(kind, fn)
+    for kind, run_fn in TRAJECTORY_CHECKS.items():
+        registry.register_trajectory(kind, run_fn)
     return registry
 
 
@@ -109,9 +146,18 @@ def run_checks(
     workspace: Path,
     env: Mapping[str, str] | None = None,
     registry: CheckRegistry | None = None,
+    records: Sequence[IterationRecord] | None = None,
 ) -> list[CheckResult]:
+    """Every check's result, in order; `records` (the attempt's iterations) are what
+    trajectory checks read, folded once for all of them."""
     registry = registry or default_registry()
-    return [registry.run(check, workspace, env) for check in checks]
+    checks = list(checks)
+    trajectory = None
+    if records is not None and any(registry.reads_run(c.kind) for c in checks):
+        from pytest_atom.judge.trajectory import Trajectory
+
+        trajectory = Trajectory.from_records(records)
+    return [registry.run(check, workspace, env, trajectory) for check in checks]
 
 
 # --- built-in checks ------------------------------------------------------------------------

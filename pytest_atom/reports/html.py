@@ -37,7 +37,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
-from pytest_atom.transcript import stream_turns
+from pytest_atom.transcript import stream_turns, tool_label
 
 __all__ = [
     "LAST_REPORT",
@@ -143,18 +143,6 @@ def fold(text: str, lines: int = FOLD_LINES, chars: int = FOLD_CHARS) -> dict[st
         head = head[:chars]
     rest = text[len(head) :].removeprefix("\n")
     return {"head": head, "rest": rest, "hidden": rest.count("\n") + 1 if rest else 0}
-
-
-def tool_label(name: str, tool_input: Any) -> str:
-    """The one line that says what a tool call did: a command, a file, else its input."""
-    if isinstance(tool_input, dict):
-        for key in ("command", "file_path", "path", "pattern", "url", "description"):
-            value = tool_input.get(key)
-            if isinstance(value, str) and value.strip():
-                first = value.strip().split("\n")[0]
-                return first if len(first) <= 160 else first[:159] + "…"
-    text = json.dumps(tool_input, ensure_ascii=False)
-    return text if len(text) <= 160 else text[:159] + "…"
 
 
 _DRIFT = re.compile(

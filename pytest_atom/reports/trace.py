@@ -34,6 +34,7 @@ from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, Plan, SpecResult, StepResult
+from pytest_atom.transcript import permission_denials
 from pytest_atom.usage import RoleUsage
 from pytest_atom.workspace import SKIPPED_DIRS, changes
 
@@ -235,24 +236,14 @@ def _child(
 def _permission_denials(session: _Session) -> list[str]:
     """Tool calls the CLI refused, from the ``permission_denials`` of its result event."""
     found = []
-    for line in session.record.stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(event, dict) or event.get("type") != "result":
-            continue
-        for denial in event.get("permission_denials") or []:
-            if not isinstance(denial, dict):
-                continue
-            tool_input = json.dumps(denial.get("tool_input"), ensure_ascii=False)
-            if len(tool_input) > _DENIAL_INPUT_LIMIT:
-                tool_input = tool_input[: _DENIAL_INPUT_LIMIT - 1] + "…"
-            found.append(
-                f"attempt {session.attempt.number} {session.role} iteration "
-                f"{session.iteration}: permission denied for {denial.get('tool_name')} "
-                f"{tool_input}"
-            )
+    for denial in permission_denials(session.record.stdout):
+        tool_input = json.dumps(denial.tool_input, ensure_ascii=False)
+        if len(tool_input) > _DENIAL_INPUT_LIMIT:
+            tool_input = tool_input[: _DENIAL_INPUT_LIMIT - 1] + "…"
+        found.append(
+            f"attempt {session.attempt.number} {session.role} iteration "
+            f"{session.iteration}: permission denied for {denial.tool_name} {tool_input}"
+        )
     return found
 
 
