@@ -316,8 +316,9 @@ class StepsRun(_Run):
         prints: dict[str, tuple[int, int]] = {}
         runs = self.run_dir.parent  # inside a project workspace: the runs, never the work
         for folder in folders:
+            skipped = runs if folder != folders[0] else None  # the steps are in this run
             for path in folder.rglob("*") if folder.is_dir() else ():
-                if runs in path.parents:
+                if skipped is not None and skipped in path.parents:
                     continue
                 if path != own and own not in path.parents and not path.is_dir():
                     stat = path.lstat()

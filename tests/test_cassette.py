@@ -21,7 +21,6 @@ from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
 from pytest_atom.replay import fastyaml
 from pytest_atom.replay.cassette import FORMAT, Cassette, CassetteError, Interaction
 from pytest_atom.replay.gateway import Gateway, scripted
@@ -233,7 +232,7 @@ def test_vcrpy_persister_and_cassette_load_a_format_2_file(tmp_path: Path) -> No
         record_mode=RecordMode.NONE,
     )
     assert len(played) == 4 and played.get_metadata("format", None) == FORMAT
-    assert played.get_metadata("claude_code_version", None) == CLAUDE_CODE_VERSION
+    assert played.get_metadata("claude_code_version", None) == "2.1.330"  # conversation()'s
     assert played.requests[2].method == "POST"
     assert [r["body"]["string"] for r in played.responses] == [
         i.response.encode() for i in cassette.interactions

@@ -24,7 +24,6 @@ OTHER_MACHINE = (
     (r"OS Version: [^\\]+", "OS Version: Linux 5.15.0-1071-azure"),
     (r" - Shell: [^\\]+", " - Shell: bash (login shell: zsh)"),
     (r"(?:<TMP>|/tmp)/cc-daemon-(?:<UID>|\d+)", "/tmp/cc-daemon-1001"),
-    (r"(?:<TMP>|/tmp)/claude-host-(?:<UID>|\d+)", "/tmp/claude-host-1001"),
     (r"\.\.\. and (?:<N>|\d+) more \(truncated", "... and 212 more (truncated"),
 )
 SPECS = ("create_file", "two_steps")
