@@ -14,7 +14,9 @@ from pytest_atom.reports.baseline import (
     BaselineError,
     build_baseline,
     dump_baseline,
+    load_baseline,
     read_results,
+    spec_key,
 )
 
 
@@ -33,23 +35,38 @@ def baseline() -> None:
     help="results file of a run (default: the last `pytest --atom` session's, "
     ".atom/last-run.json).",
 )
-def save(path: Path | None, results: Path | None) -> None:
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="write only this run's specs, dropping every other entry of the baseline "
+    "(default: update the specs that ran and keep the rest).",
+)
+def save(path: Path | None, results: Path | None, replace: bool) -> None:
     """Write the baseline (default .atom/baseline.json) from a run's results.
 
-    Commit it: it holds no dates and its keys are sorted, so it changes only when a
-    spec's figures do.
+    A run of some specs only (`--lf`, `-k`) updates their entries and keeps the others';
+    `--replace` writes this run's alone (after removing or renaming specs). Commit it: it
+    holds no dates and its keys are sorted, so it changes only when a spec's figures do.
     """
     # The last session's results lie beside its runs folder (so that folder holds only
     # runs), wherever the project's settings put it.
     harness = host_harness({})
     root, source = harness.root, results or harness.runs_dir.parent / RESULTS_NAME
+    target = path or root / DEFAULT_BASELINE
     try:
         rows = read_results(source)
     except BaselineError as exc:
         raise click.ClickException(str(exc)) from None
-    document = build_baseline(rows)
-    target = dump_baseline(document, path or root / DEFAULT_BASELINE)
+    try:
+        earlier = load_baseline(target) if target.exists() and not replace else {}
+    except BaselineError as exc:
+        raise click.ClickException(f"{exc}; or overwrite it with --replace") from None
+    document = build_baseline(rows, keep=earlier)
+    ran = len(document["specs"]) - len(set(earlier) - {spec_key(r[0]) for r in rows})
+    kept = len(document["specs"]) - ran
+    dump_baseline(document, target)
+    also = f", kept {kept} that did not run (--replace drops them)" if kept else ""
     click.echo(
-        f"baseline of {len(document['specs'])} spec(s) from {display_path(source)} "
-        f"written to {display_path(target)}"
+        f"baseline of {ran} spec(s) from {display_path(source)} written to "
+        f"{display_path(target)}{also}"
     )

@@ -3,7 +3,9 @@
 `show` turns a cassette's JSON requests and SSE responses back into the conversation they
 carried. `check` is meant for a pre-commit hook: it fails on anything that should never be
 committed (a secret, an unnormalized path) or that replay will not match on another machine
-(a request recorded without pytest-atom's placeholders).
+(a request recorded without pytest-atom's placeholders), and notes what a replay copes with
+but a rewrite would fix (a machine detail masked only on load, hashes it lacks). `stamp`
+writes those hashes into cassettes a replay proves still fit.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.replay.gateway.normalize import unmasked_machine_details
+from pytest_atom.replay.recording import cassette_path, missing_hashes, record_command
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.spec import Spec, SpecError, load_specs
 from pytest_atom.transcript import Line, cassette_lines, is_messages, plural
 
 __all__ = ["cassette"]
@@ -78,7 +84,7 @@ def _styled(line: Line) -> str:
 
 
 @cassette.command(short_help="Print a cassette as a readable transcript.")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("target", metavar="CASSETTE|SPEC")
 @click.option(
     "--max-lines",
     type=click.IntRange(min=0),
@@ -86,18 +92,60 @@ def _styled(line: Line) -> str:
     show_default=True,
     help="Lines shown of each text and tool result (0: everything, and no shortening).",
 )
-def show(file: Path, max_lines: int) -> None:
-    """Print cassette FILE as a readable transcript: its metadata, then every session's turns
+def show(target: str, max_lines: int) -> None:
+    """Print a cassette as a readable transcript: its metadata, then every session's turns
     (the new user content, the assistant's text and tool calls, token usage), then totals.
 
-    Interactions are numbered from 1 in file order, as `atom cassette check` reports them.
+    TARGET is a cassette file, or a spec file (`*.atom.yaml`, or `file::name` for one of its
+    specs), whose cassettes are shown. Interactions are numbered from 1 in file order, as
+    `atom cassette check` reports them.
     """
+    files = _spec_cassettes(target) if _is_spec(target) else [Path(target)]
+    for number, file in enumerate(files):
+        try:
+            _, data = _load(file)
+        except CassetteError as exc:
+            raise click.ClickException(str(exc)) from None
+        if number:
+            click.echo()
+        for line in cassette_lines(file, data, max_lines):
+            click.echo(_styled(line))
+
+
+def _is_spec(target: str) -> bool:
+    return target.partition("::")[0].endswith(SPEC_SUFFIX)
+
+
+def _load_specs(file: Path) -> list[Spec]:
+    """The specs of one file, with the project's check kinds when plain loading refuses one."""
     try:
-        _, data = _load(file)
-    except CassetteError as exc:
-        raise click.ClickException(str(exc)) from None
-    for line in cassette_lines(file, data, max_lines):
-        click.echo(_styled(line))
+        return load_specs(file)
+    except SpecError:
+        from atom_cli.run_cmd import collect_specs
+        from pytest_atom.harness import host_harness
+
+        harness = host_harness({}, spec_dirs={file.parent})
+        return collect_specs([file], harness.registry())
+
+
+def _spec_cassettes(target: str) -> list[Path]:
+    """The cassettes of the specs in `file` (or of the one `file::name` names)."""
+    text, _, name = target.partition("::")
+    file = Path(text)
+    if not file.is_file():
+        raise click.ClickException(f"no spec file {file}")
+    specs = _load_specs(file)
+    chosen = [spec for spec in specs if not name or spec.name == name]
+    if not chosen:
+        names = ", ".join(spec.name for spec in specs)
+        raise click.ClickException(f"{file} has no spec named {name!r} (it has: {names})")
+    for spec in chosen:
+        if not cassette_path(spec).exists():
+            raise click.ClickException(
+                f"spec '{spec.name}' has no cassette (expected "
+                f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
+            )
+    return [cassette_path(spec) for spec in chosen]
 
 
 # ---------------------------------------------------------------------------------- check
@@ -172,6 +220,46 @@ def _file_findings(scrubber: Scrubber, text: str, data: Cassette) -> Iterator[st
             yield f"secret ({_secret_kind(name)}) in the file text, outside the interactions"
 
 
+def _file_notes(path: Path, data: Cassette) -> Iterator[str]:
+    """What a replay copes with but the cassette should not keep: machine details recorded
+    before pytest-atom masked them (masked again on every load), and missing hashes."""
+    details: dict[str, str] = {}
+    where = 0
+    for interaction in data.interactions:
+        body = interaction.body
+        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        found = unmasked_machine_details(text)
+        where += bool(found)
+        for name, value in found:
+            details.setdefault(name, value)
+    spec = _recorded_spec(path, data)
+    if details:
+        listed = "; ".join(f"{name}: {value}" for name, value in details.items())
+        yield (
+            f"note: machine details left unmasked in {plural(where, 'interaction')} ({listed}); "
+            "a replay masks them on load, and `atom cassette refresh "
+            f"{spec}` rewrites the cassette with them masked"
+        )
+    missing = missing_hashes(data)
+    if missing:
+        yield (
+            f"note: its staleness cannot be detected: no {' or '.join(missing)} in its metadata "
+            "(recorded before pytest-atom stored them), so an edited prompt or script replays "
+            f"the old answers unnoticed; stamp it with: atom cassette stamp {spec}"
+        )
+
+
+def _recorded_spec(path: Path, data: Cassette) -> str:
+    """The spec file a cassette was recorded for, as a command names it (its metadata names
+    the file, and the default layout puts it three folders up), else `SPEC`."""
+    recorded = str(data.metadata.get("spec") or "").partition("::")[0]
+    if recorded and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
+        candidate = path.parent.parent.parent / recorded
+        if candidate.is_file():
+            return display_path(candidate)
+    return "SPEC"
+
+
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
     """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
     it that lies in a folder named `cassettes` or under one (the directory itself may be
@@ -195,15 +283,17 @@ def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
 
 
 @cassette.command(short_help="Scan cassettes for secrets and unnormalized requests.")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.pass_context
 def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     """Check cassettes before a commit (for a pre-commit hook); FILES may be directories.
 
     A directory is searched recursively for `*.yaml` files under a folder named
-    `cassettes` (the directory itself may be one), so spec files beside them are skipped.
-    Each finding is one line, `<file>: interaction <n>: <what>` (interactions numbered from
-    1, as `atom cassette show` numbers them); secret values are never printed.
+    `cassettes` (the directory itself may be one), so spec files beside them are skipped;
+    a spec file (`*.atom.yaml`) stands for its specs' cassettes. Without FILES, the ini
+    option `atom_paths` that `pytest --atom` collects. Each finding is one line,
+    `<file>: interaction <n>: <what>` (interactions numbered from 1, as `atom cassette
+    show` numbers them); secret values are never printed.
 
     \b
     Findings:
@@ -214,15 +304,26 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
       - a /v1/messages request with none of <DATE>, <RUN_DIR>, <METADATA>: not
         recorded through pytest-atom, so it will not replay elsewhere
 
+    \b
+    Notes (a replay copes; they do not change the exit status):
+      - a machine detail recorded before pytest-atom masked it (a kernel release, a
+        login shell, ...): masked again on every load; `atom cassette refresh` rewrites it
+      - no prompt or script hash: an edited prompt or script would replay unnoticed;
+        `atom cassette stamp SPEC` writes them
+
     A `*.partial.yaml` is no cassette but what a failed recording kept (it never replays):
     it is reported as a stale leftover, to delete or to replace by recording again.
 
     Exit status: 0 clean, 1 findings or stale partials, 2 a path could not be read as a
     cassette.
     """
+    if not files:
+        from atom_cli.validate_cmd import atom_paths
+
+        files = atom_paths(quiet=False, argument="FILES")
     scrubber = Scrubber()
-    checked = findings = unreadable = partials = 0
-    for path, is_candidate in _expand(files):
+    checked = findings = unreadable = partials = notes = 0
+    for path, is_candidate in _expand(_with_spec_cassettes(files)):
         if not is_candidate:
             click.echo(f"{path}: no cassettes found (no *.yaml under a cassettes/ folder)")
             continue
@@ -243,13 +344,32 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         for what in _file_findings(scrubber, text, data):
             findings += 1
             click.echo(f"{path}: {what}")
+        for what in _file_notes(path, data):
+            notes += 1
+            click.echo(f"{path}: {what}")
     summary = f"{plural(checked, 'cassette')} checked, {plural(findings, 'finding')}"
+    if notes:
+        summary += f", {plural(notes, 'note')}"
     if partials:
         summary += f", {plural(partials, 'stale partial')}"
     if unreadable:
         summary += f", {unreadable} unreadable"
     click.echo(summary)
     ctx.exit(2 if unreadable else 1 if findings or partials else 0)
+
+
+def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
+    """`paths` with each spec file replaced by its specs' cassettes."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.name.endswith(SPEC_SUFFIX):
+            try:
+                out += [Path(display_path(cassette_path(spec))) for spec in _load_specs(path)]
+            except SpecError as exc:
+                raise click.ClickException(str(exc)) from None
+        else:
+            out.append(path)
+    return out
 
 
 @cassette.command(short_help="Rewrite cassettes for this Claude Code without spending a token.")
@@ -290,4 +410,73 @@ def refresh(specs: tuple[Path, ...]) -> None:
             click.echo(f"  {result.drift}")
         if not result.passed and not spec.xfail:
             click.echo(f"  note: the spec fails with this Claude Code:\n{result.report()}")
+    sys.exit(1 if refused else 0)
+
+
+@cassette.command(short_help="Store the prompt and script hashes in cassettes that still fit.")
+@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+def stamp(specs: tuple[Path, ...]) -> None:
+    """Store the prompt and script hashes in the cassettes of SPECS (files or folders), so
+    that an edited prompt or script is refused with the command that re-records it.
+
+    Cassettes recorded before pytest-atom stored these hashes cannot tell when they are
+    stale. A hash is stamped only where the cassette is proven to fit the spec as it is:
+    a replay (offline, matched on the conversation) must serve every recorded turn with
+    no divergence, which proves the prompt and all else the user owns; and a cassette
+    recorded from a script must hold, turn for turn, what the script answers now, which
+    no replay can tell (it serves the recorded answers). Whether the spec's checks pass
+    is its verdict, not the cassette's fit: an xfail spec's cassette is stamped too.
+    Only the metadata changes, written atomically.
+
+    Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
+    """
+    import dataclasses
+    import tempfile
+
+    from atom_cli.run_cmd import collect_specs
+    from pytest_atom.execution import HARNESS_ERRORS
+    from pytest_atom.harness import host_harness
+    from pytest_atom.replay.recording import script_misfit, staleness, stamp_hashes
+    from pytest_atom.spec import spec_files
+
+    files = spec_files(specs)
+    harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
+    refused = 0
+    for spec in collect_specs(files, harness.registry()):
+        path = cassette_path(spec)
+        if not path.exists():
+            refused += 1
+            click.echo(
+                f"{spec.name}: no cassette (expected {display_path(path)}); record it with: "
+                f"{record_command(spec)}"
+            )
+            continue
+        data = Cassette.load(path)
+        hashes = stamp_hashes(spec, data)
+        if all(data.metadata.get(k) == v for k, v in hashes.items()):
+            click.echo(f"{spec.name}: already stamped {display_path(path)}")
+            continue
+        why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
+        if why is None:
+            # The refresh machinery proves a whole replay, on a copy it may rewrite freely.
+            with tempfile.TemporaryDirectory(prefix="atom-stamp-") as tmp:
+                copy = Path(tmp) / path.name
+                copy.write_bytes(path.read_bytes())
+                try:
+                    result = harness.run(dataclasses.replace(spec, cassette=copy))
+                except HARNESS_ERRORS as exc:
+                    raise click.ClickException(f"{spec.name}: {exc}") from None
+            if result.cassette is None:
+                why = f"{result.harness_error or 'the replay failed'}\n{result.report()}"
+        if why is not None:
+            refused += 1
+            click.echo(
+                f"{spec.name}: not stamped, the cassette does not fit the spec: {why}\n"
+                f"  re-record it with: {record_command(spec, 'all')}"
+            )
+            continue
+        data.metadata.update(hashes)
+        data.save()
+        stamped = ", ".join(f"{k} {v}" for k, v in hashes.items())
+        click.echo(f"{spec.name}: stamped {display_path(path)} ({stamped})")
     sys.exit(1 if refused else 0)

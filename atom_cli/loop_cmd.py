@@ -12,6 +12,7 @@ from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
 from pytest_atom.core.runner import ClaudeRunner
 from pytest_atom.core.runtime import AtomRuntime
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.spec import ClaudeOptions
 
 
@@ -53,6 +54,12 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:loop:{cwd.resolve()}")),
     )
     result = runtime.run(prompt_file.read_text(encoding="utf-8"))
+    if runtime.records and runtime.records[-1].needs_login:
+        raise click.ClickException(
+            f"Claude Code could not authenticate ({runtime.records[-1].output.strip()}): "
+            "log in once by running `claude` and typing /login, or set one of "
+            f"{', '.join(AUTH_VARIABLES)}; then run atom again"
+        )
     if result["success"]:
         click.echo(f"\n✅ Complete after {result['iterations']} iterations")
         return

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -53,8 +55,11 @@ LAZY_COMMANDS = {
 class AtomGroup(click.Group):
     """Subcommands, plus the seed's classic forms: `atom "task"`, bare `atom`, `atom x.atom.yaml`.
 
-    A subcommand name or a spec path is never taken as task text: only arguments that are
-    neither go to the classic loop.
+    The classic loop starts an agent that writes USER_PROMPT.md into this folder, so it runs
+    only for what is clearly a prompt: quoted text (one argument holding a space), or loop
+    options first (`atom --max-iterations 3 "task"`). A subcommand name or a spec path is
+    never task text, and bare words (`atom valdiate`, `atom trials 0.9 0.5`) are refused
+    with the commands and a "did you mean": a typo must never start a paid session.
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -85,9 +90,32 @@ class AtomGroup(click.Group):
             pass
         elif args[0].endswith(SPEC_SUFFIX) or Path(args[0]).is_dir():
             args = ["run", *args]
-        else:
+        elif is_prompt(args[0]):
             args = ["loop", *args]
+        else:
+            raise click.UsageError(not_a_command(args, self.list_commands(ctx)), ctx)
         return super().parse_args(ctx, args)
+
+
+def is_prompt(first: str) -> bool:
+    """Task text for the classic loop: quoted words (a space inside one argument) or loop
+    options first; a bare word is taken for a mistyped command, never for a task."""
+    return first.startswith("-") or len(first.split()) > 1
+
+
+def not_a_command(args: list[str], commands: list[str]) -> str:
+    """Why bare words were refused, the command they were likely meant to be, and how to
+    give the classic loop a task after all."""
+    close = difflib.get_close_matches(args[0], commands, n=1)
+    lines = [f"No such command {args[0]!r}." + (f" Did you mean {close[0]!r}?" if close else "")]
+    lines.append(f"Commands: {', '.join(commands)}.")
+    task = " ".join(args)
+    lines.append(
+        f"To give the classic loop this task, quote it: atom {shlex.quote(task)}"
+        if len(args) > 1
+        else f"To give the classic loop this one-word task: atom loop {shlex.quote(task)}"
+    )
+    return "\n".join(lines)
 
 
 @click.group(cls=AtomGroup, context_settings={"help_option_names": ["-h", "--help"]})

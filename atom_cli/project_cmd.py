@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import configparser
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ from tomlkit.items import Item
 
 from pytest_atom.core.claude_code import (
     CLAUDE_CODE_VERSION,
+    NODE_MAJOR_NEEDED,
     ClaudeNotFoundError,
     claude_version,
     find_claude,
@@ -433,7 +435,16 @@ def _check_node(report: Report) -> None:
         except (OSError, subprocess.SubprocessError):
             continue
         found.append(f"{tool} {out.stdout.strip() or 'unknown version'}")
-    if len(found) == 2:
+    major = re.match(r"node v?(\d+)\.", found[0]) if found else None
+    if len(found) == 2 and major and int(major.group(1)) < NODE_MAJOR_NEEDED:
+        report(
+            "warn",
+            "node.js",
+            f"{', '.join(found)}: Claude Code {CLAUDE_CODE_VERSION} asks for Node.js >= "
+            f"{NODE_MAJOR_NEEDED} (npm warns EBADENGINE when installing it); it runs on older "
+            f"ones, but install Node.js {NODE_MAJOR_NEEDED} or newer when you can",
+        )
+    elif len(found) == 2:
         report("ok", "node.js", ", ".join(found))
     else:
         missing = "Node.js with npm" if not found else f"npm (found {found[0]})"

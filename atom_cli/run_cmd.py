@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from rich.markup import escape
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
+from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
+from pytest_atom.pytest_ini import pytest_rootdir
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.text import (
     result_properties,
@@ -245,7 +248,7 @@ def run(
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
     Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors
-    and for recordings that failed on their upstream.
+    and for recordings that failed on their upstream, 130 when interrupted (Ctrl-C).
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     files = spec_files(specs)
@@ -263,7 +266,11 @@ def run(
     }
     harness = _harness(options, config_path, files, report_dir)
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
-    results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
+    try:
+        results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
+    except KeyboardInterrupt as stop:
+        _interrupted(console, stop, harness)
+        sys.exit(130)  # as a shell reports SIGINT: never 1, which means a spec failed
     harness.finish()
     rows = _summary_rows(results)
     for line in summary_table(rows):
@@ -283,6 +290,20 @@ def run(
         )
     _print_notes(console, results)
     sys.exit(_exit_status(results))
+
+
+def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) -> None:
+    """Ctrl-C: where the interrupted spec's work is, and the command that goes on."""
+    run = InterruptedRun.of(stop)
+    if run is None:
+        console.print("[yellow]interrupted[/] (between specs: nothing was left half done)")
+        return
+    command = f"atom run {shlex.quote(display_path(run.spec.path))}"
+    mode = harness.settings.record_mode
+    command += f" --record-mode={mode}" if mode != "none" else ""
+    resume = f"{command} --resume {shlex.quote(display_path(run.run_dir))}"
+    for line in run.lines(command, resume):
+        console.print(f"[yellow]{escape(line)}[/]")
 
 
 def _harness(
@@ -305,12 +326,13 @@ def _harness(
 def _summary_rows(
     results: list[tuple[SpecResult, int | None]],
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(node id, outcome, properties) per result, the rows pytest's summary would show;
-    a repeated run is told apart by its `[rN]` suffix.
+    """(node id, outcome, properties) per result, the rows pytest's summary would show,
+    with pytest's node ids (from its rootdir); a repeated run is told apart by `[rN]`.
     """
+    rootdir = pytest_rootdir()
     return [
         (
-            f"{r.spec.path.name}::{r.spec.name}" + (f"[r{n}]" if n else ""),
+            node_id(r.spec.path, r.spec.name, rootdir) + (f"[r{n}]" if n else ""),
             "passed" if r.passed else "failed",
             result_properties(r),
         )

@@ -47,7 +47,7 @@ from pytest_atom.replay.recording import (
     record_command,
     staleness,
 )
-from pytest_atom.reports.text import agent_line, verdict_line
+from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.settings import SettingsError
 from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
 
@@ -148,7 +148,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
     Claude Code CLI, even when a cassette exists. Exit 0 when every spec is ok, 1 when
     any failed, 2 when the harness could not run.
     """
-    paths = paths or _atom_paths(quiet=as_json)
+    paths = paths or atom_paths(quiet=as_json)
     files = spec_files(paths)
     with tempfile.TemporaryDirectory(prefix="atom-validate-", ignore_cleanup_errors=True) as tmp:
         try:
@@ -194,7 +194,7 @@ def _validate_files(
     return outcomes
 
 
-def _atom_paths(*, quiet: bool) -> tuple[Path, ...]:
+def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
     """The `atom_paths` of the project's pytest settings, as `pytest --atom` uses them."""
     ini = find_ini()
     paths = tuple(ini.paths("atom_paths")) if ini else ()
@@ -203,7 +203,7 @@ def _atom_paths(*, quiet: bool) -> tuple[Path, ...]:
             f"{display_path(ini.path)} sets no atom_paths" if ini else "no pytest settings found"
         )
         raise click.UsageError(
-            f"no PATHS given, and {where}: name spec files or folders, or set atom_paths "
+            f"no {argument} given, and {where}: name spec files or folders, or set atom_paths "
             '(e.g. in pyproject.toml: [tool.pytest.ini_options] atom_paths = ["specs"])'
         )
     missing = [p for p in paths if not p.exists()]
@@ -289,6 +289,7 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     run = Run("script", result.passed, list(checks))
     run.notes += _cassette_notes(spec)
     run.notes.append(f"agent: {agent_line(result)}")
+    run.notes += [line.removeprefix("  ") for line in tool_problem_lines(result)]
     if spec.criteria:
         run.notes.append(f"verdict: {verdict_line(result)}")
     if result.harness_error is not None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -36,15 +35,17 @@ from pytest_atom.core.runtime import AtomRuntime, RunOutcome
 from pytest_atom.core.sandbox import Confinement, require_tools
 from pytest_atom.core.tools import discover_tools, tool_env
 from pytest_atom.files import copy_ignore
+from pytest_atom.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
-from pytest_atom.replay.cassette import CassetteError
+from pytest_atom.replay.cassette import Cassette, CassetteError
 from pytest_atom.replay.gateway import Exchange, Gateway, ScriptError
 from pytest_atom.replay.recording import (
     ModelSource,
     RecordingError,
+    cassette_path,
     divergence_report,
     open_model_source,
 )
@@ -103,7 +104,7 @@ def run_spec(
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name.
     """
-    started = time.perf_counter()
+    started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
     spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
@@ -133,8 +134,18 @@ def run_spec(
     source = open_model_source(
         spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
     )
-    exchanges, written = _drive(run, source)
+    try:
+        exchanges, written = _drive(run, source)
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
+    if stale:
+        result.warnings.append(stale)
     run.complete(result)
     if result.passed:
         shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
@@ -383,19 +394,26 @@ def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
 
 
 def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
-    """Which roles' sessions were paid for, and which replayed (SpecResult.paid/replayed).
+    """Which roles' sessions were paid for, and which replayed a paid recording
+    (SpecResult.paid/replayed).
 
-    Recording from the spec's own script (`upstream_gateway`) pays nothing; re-judging
-    replays the agent and pays for the reflector.
+    Recording from the spec's own script (`upstream_gateway`) pays nothing, and so a
+    cassette recorded that way cost nothing either when it replays; re-judging replays the
+    agent and pays for the reflector.
     """
     both, none = frozenset({"executor", "reflector"}), frozenset[str]()
     paid = source.upstream_gateway is None
+    tape = source.tape
+    # The label recording gives a scripted upstream (recording.py): no API answered.
+    upstream = str(tape.cassette.metadata.get("upstream") or "") if tape else ""
+    was_paid = not upstream.startswith("scripted://")
     if source.kind == "record":
         return (both if paid else none), none
     if source.kind == "rejudge":
-        return (frozenset({"reflector"}) if paid else none), frozenset({"executor"})
+        reflector, executor = frozenset({"reflector"}), frozenset({"executor"})
+        return (reflector if paid else none), (executor if was_paid else none)
     if source.kind in ("replay", "refresh"):
-        return none, both
+        return none, (both if was_paid else none)
     return none, none  # scripted
 
 
@@ -473,8 +491,21 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
         for number in range(1, 2 * attempts + 3):
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
-    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt).
+    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
+    # in the CLI's temp folder; those in /tmp whatever $TMPDIR says are machine details
+    # (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
         for name in ("claude", "cc-daemon", "claude-host"):
-            paths[f"{tempfile.gettempdir()}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+            for tmp in {_cli_tmpdir(), str(Path(_cli_tmpdir()).resolve())}:
+                paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
+
+
+def _cli_tmpdir() -> str:
+    """The CLI's temp folder as Node's `os.tmpdir()` finds it, read now: Python's
+    `tempfile.gettempdir()` keeps the first answer, though `$TMPDIR` may have changed since."""
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        value = os.environ.get(name)
+        if value:
+            return value.rstrip("/") or "/"
+    return "/tmp"

@@ -30,7 +30,7 @@ from pytest_atom.harness import Harness
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.result import SpecResult
 from pytest_atom.session import AtomSession, pytest_harness, record_result, settings_for
-from pytest_atom.spec import Spec, load_spec
+from pytest_atom.spec import Spec, SpecError, load_spec
 
 
 class AtomFixture:
@@ -51,6 +51,9 @@ class AtomFixture:
     ) -> SpecResult:
         """Run a spec file (`spec`, optionally one `name` in it), or an inline spec (`inline`).
 
+        A relative `spec` path is read from the rootdir, as pytest's node ids are; a spec
+        that is missing or malformed fails the test with its one-line SpecError.
+
         Inline keys are the spec format's (`prompt`, `workspace`, `script`, `accept`,
         `criteria`, ...); `workspace` and `script` may be paths (relative to the test file)
         and `script` also a mapping of turns. An inline spec's cassette lives at
@@ -58,12 +61,23 @@ class AtomFixture:
         """
         harness, node = self._harness(), self._request.node
         registry = harness.registry(node.ihook)
-        here = self._request.path.parent
-        if spec is not None:
-            path = here / spec if not Path(spec).is_absolute() else Path(spec)
-            loaded = load_spec(path, name, check_kinds=registry.kinds())
+        try:
+            if spec is not None:
+                # From the rootdir, as node ids and `pytest --atom specs/x.atom.yaml` name it,
+                # wherever the test file sits.
+                path = self._request.config.rootpath / spec  # an absolute `spec` stays
+                loaded = load_spec(path, name, check_kinds=registry.kinds())
+            else:
+                loaded = self._inline(name or self._request.node.name, inline, registry.kinds())
+        except SpecError as err:
+            problem = str(err)  # failed outside the except block: no chained traceback
         else:
-            loaded = self._inline(name or self._request.node.name, inline, registry.kinds())
+            problem = ""
+        root = self._request.config.rootpath
+        if problem and spec is not None and not (root / spec).exists():
+            problem += f" (atom.run reads a relative path from the rootdir, {root})"
+        if problem:
+            pytest.fail(f"atom.run: {problem}", pytrace=False)
         result = harness.run(
             loaded, registry=registry, settings=settings_for(harness, node, self._overrides)
         )

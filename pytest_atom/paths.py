@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -21,3 +22,8 @@ def cli_slug(path: Path | str) -> str:
     """A path as Claude Code names the state it keeps for it (its ``projects/`` folder,
     the sandbox's task folder): every character but a letter or a digit becomes ``-``."""
     return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+def node_id(path: Path, name: str, rootdir: Path) -> str:
+    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike."""
+    return f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}"

@@ -71,6 +71,14 @@ def project_root(start: Path | None = None) -> Path:
     config = find_config(folder)
     if config is not None:
         return config.parent.parent
+    return pytest_rootdir(folder)
+
+
+def pytest_rootdir(start: Path | None = None) -> Path:
+    """pytest's rootdir for a run from `start`, which its node ids are relative to: the
+    folder of its ini file, else the nearest folder with one of the files pytest looks for,
+    else `start`."""
+    folder = (start or Path.cwd()).resolve()
     ini = find_ini(folder)
     if ini is not None:
         return ini.path.parent

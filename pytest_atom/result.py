@@ -129,8 +129,9 @@ class SpecResult:
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
     #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
-    #: cassette: the CLI prices every session from the usage in its answers, even
-    #: scripted or replayed ones, so its figure is spent only for the paid ones.
+    #: cassette recorded from a paid upstream: the CLI prices every session from the usage
+    #: in its answers, even scripted or replayed ones, so its figure is spent only for the
+    #: paid ones, and was spent once only for a cassette a script did not answer.
     paid: frozenset[str] = frozenset()
     replayed: frozenset[str] = frozenset()
     #: The limits the agent ran under (the spec's over the project's), what it used of

@@ -20,7 +20,8 @@ import pytest
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, build_harness, file_layers
-from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.interrupted import InterruptedRun
+from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
 from pytest_atom.reports.text import (
@@ -140,6 +141,16 @@ class AtomSession:
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.baseline = BaselineGate.from_config(config)
+        self.order: dict[str, int] = {}  # node ids in collection order, for the summary
+        self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.order = {item.nodeid: n for n, item in enumerate(session.items)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller collects nothing itself: a worker's list is the order."""
+        self.order = self.order or {nodeid: n for n, nodeid in enumerate(ids)}
 
     @property
     def repeat(self) -> int:
@@ -188,9 +199,18 @@ class AtomSession:
         elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
             session.exitstatus = pytest.ExitCode.OK
 
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.interrupted = InterruptedRun.of(excinfo.value)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.interrupted is not None:
+            terminalreporter.write_sep("=", "pytest-atom: interrupted")
+            for line in self._interrupted_lines(self.interrupted):
+                terminalreporter.write_line(line, yellow=True)
         if not self.results:
             return
+        # Collection order, as without -n: xdist reports runs in the order they finish.
+        self.results.sort(key=lambda row: self.order.get(row[0], len(self.order)))
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
@@ -211,6 +231,12 @@ class AtomSession:
             terminalreporter.write_line("")
             for line in pass_rate_lines(pass_rates(self.results), gate):
                 terminalreporter.write_line(line)
+
+    def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:
+        command = f"pytest --atom '{node_id(stop.spec.path, stop.spec.name, self.config.rootpath)}'"
+        mode = self.harness.settings.record_mode
+        command += f" --atom-record-mode={mode}" if mode != "none" else ""
+        return stop.lines(command, f"{command} --atom-resume {display_path(stop.run_dir)}")
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         """Never collect a spec's workspace: its tests are fixture data, often failing on purpose."""

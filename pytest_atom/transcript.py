@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway.messages import fold_sse
-from pytest_atom.replay.gateway.replay import FAULT_HEADER
 from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).

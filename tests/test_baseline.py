@@ -24,6 +24,7 @@ from pytest_atom.reports.baseline import (
     summary_lines,
     write_results,
 )
+from pytest_atom.reports.text import summary_table
 from tests.conftest import REPO, drop_step_fixtures
 
 
@@ -149,6 +150,56 @@ def test_bad_tolerances_and_files_say_what_to_do(tmp_path: Path) -> None:
 def test_summary_cell_lists_what_moved() -> None:
     cell = summary_cell({"atom_baseline": "regression", "atom_baseline_turns": 2.0})
     assert cell == "regression turns +2"
+
+
+@pytest.mark.parametrize(
+    ("props", "cell"),
+    [
+        ({"atom_baseline_tokens": 16522.0}, "regression tokens +16,522"),
+        ({"atom_baseline_tokens": -1200}, "regression tokens -1,200"),
+        ({"atom_baseline_cost_usd": 0.01234}, "regression cost_usd +$0.0123"),
+        ({"atom_baseline_score": -0.1}, "regression score -0.1"),
+        ({"atom_baseline_tokens": 12.5}, "regression tokens +12.5"),  # a mean over repeats
+    ],
+)
+def test_the_baseline_column_formats_numbers_for_people(props: dict[str, Any], cell: str) -> None:
+    assert summary_cell({"atom_baseline": "regression", **props}) == cell
+
+
+def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--lf` or `-k` runs some specs: their entries change, the others' stay; --replace
+    writes the run's alone."""
+    monkeypatch.chdir(tmp_path)
+    other = "specs/y.atom.yaml::y"
+    write_results(
+        [(SPEC, "passed", props()), (other, "passed", props())],
+        tmp_path / ".atom" / "last-run.json",
+    )
+    assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
+    write_results([(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "last-run.json")
+    partial = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
+    assert partial.exit_code == 0, partial.output
+    assert "baseline of 1 spec(s)" in partial.output
+    assert "kept 1 that did not run (--replace drops them)" in partial.output
+    specs = load_baseline(tmp_path / ".atom" / "baseline.json")
+    assert list(specs) == [SPEC, other]
+    assert specs[SPEC]["turns"] == 9 and specs[SPEC]["outcome"] == "failed"
+    assert specs[other]["turns"] == 4
+    replaced = CliRunner().invoke(baseline, ["save", "--replace"], catch_exceptions=False)
+    assert replaced.exit_code == 0 and "kept" not in replaced.output
+    assert list(load_baseline(tmp_path / ".atom" / "baseline.json")) == [SPEC]
+
+
+def test_the_summary_table_shows_the_tokens_the_baseline_saves() -> None:
+    """The agent's own tokens in both (the reflector's aside), so the two never disagree."""
+    figures = props(atom_tokens=1800, atom_agent_tokens=1000, atom_attempts=1, atom_iterations=2)
+    row = (SPEC, "passed", figures)
+    [header, line] = summary_table([row])
+    tokens = header.split().index("tokens")
+    assert line.split()[tokens] == "1000"
+    assert build_baseline([row])["specs"][SPEC]["tokens"] == 1000
 
 
 def test_save_writes_a_stable_baseline_from_the_last_run(

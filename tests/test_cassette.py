@@ -707,8 +707,7 @@ def test_divergence_names_the_message_and_diffs_the_text(tmp_path: Path) -> None
     (divergence,) = responder.divergences
     text = divergence.describe()
     assert "messages[2] (user)" in text and "tool_result" in text
-    lines = [line.strip() for line in text.splitlines()]
-    assert "-3 passed" in lines and "+1 failed, 2 passed" in lines
+    assert '(tool_result).content: recorded "3 passed", live "1 failed, 2 passed"' in text
     assert "POST /v1/messages" in text
 
 
@@ -720,8 +719,29 @@ def test_describe_difference_reports_added_keys_and_lengths() -> None:
     rec = {"messages": [{"role": "user", "content": "a"}], "y": 2}
     text = describe_difference(live, rec)
     assert "- y: only in the recording" in text and "- x: only in the live request" in text
-    assert "- messages: 1 items recorded, 2 live" in text
+    assert "- messages: 1 item recorded, 2 live" in text
     assert describe_difference(rec, rec) == "- (no difference after normalization)"
+
+
+def test_a_long_text_shows_each_changed_part_with_context_not_the_whole_text() -> None:
+    """The sandbox's path list is one line of ~2,600 characters: both values of what
+    changed, with context, each on a line of its own."""
+    paths = ",".join(f'"<RUN_DIR>/claude-config/{n}"' for n in range(80))
+    recorded_text = f'Filesystem: {{"denyOnly":["<TMP>/cc-daemon-<UID>",{paths}]}}\nmore'
+    live_text = recorded_text.replace("<TMP>/cc-daemon-<UID>", "/tmp/cc-daemon-0")
+    live_text = live_text.replace("config/79", "config/seventy-nine")
+    assert len(recorded_text) > 2000
+    text = describe_difference(
+        {"messages": [{"role": "system", "content": live_text}]},
+        {"messages": [{"role": "system", "content": recorded_text}]},
+    )
+    lines = text.splitlines()
+    assert lines[0] == "- messages[0] (system).content: text changed in 2 places:"
+    assert lines[1] == "    at line 1, character 27:"
+    assert lines[2].startswith('      recorded Filesystem: {"denyOnly":["[<TMP>/cc-daemon-<UID>]"')
+    assert lines[3].startswith('      live     Filesystem: {"denyOnly":["[/tmp/cc-daemon-0]"')
+    assert lines[5].endswith('config/[79]"]}\\nmore') and "[seventy-nine]" in lines[6]
+    assert len(lines) == 7 and max(map(len, lines)) < 200
 
 
 def test_divergence_without_anything_recorded_of_its_kind(tmp_path: Path) -> None:
@@ -754,7 +774,7 @@ def test_structural_match_serves_with_drift_others_diverge(tmp_path: Path) -> No
         served = post(gateway, live)
     assert served.status_code == 200 and served.json() == reply_msg("recorded answer")
     assert structural.drift.results_differ == 1 and structural.divergences == []
-    assert "tool results differ in 1 (structural match)" in (structural.drift.line() or "")
+    assert "tool results differ in 1 request (structural match)" in (structural.drift.line() or "")
     with serve(structural) as gateway:  # played once: a structural match does not repeat it
         assert post(gateway, live).status_code == 409
     for mode in ("conversation", "strict"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from tests.conftest import REPO, bash
 
@@ -46,7 +48,7 @@ def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> No
     assert (
         "PASS file_contains hello.txt" in ok.output and "decision: proceed, score 0.95" in ok.output
     )
-    assert "create_file.atom.yaml::create-file  passed" in ok.output
+    assert "specs/create_file.atom.yaml::create-file  passed" in ok.output  # a node id
 
     failed = cli.invoke(main, ["run", str(specs / "misses_goal.atom.yaml")])
     assert failed.exit_code == 1
@@ -69,18 +71,26 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     replayed, plain = result.output.split("plain (plain.atom.yaml)")
     assert "attempt 1/3" in replayed and "attempt 1/" not in plain
     table = [
-        line.split()
-        for line in result.output.splitlines()
-        if line.startswith(("spec ", "plain.", "create_file."))
+        line.split() for line in result.output.splitlines() if line.startswith(("spec ", "specs/"))
     ]
     assert table[0][-6:] == ["cost", "$", "rec", "$", "time", "s"]
     rows = {row[0]: row for row in table[1:]}
     replay_row, plain_row = (
-        rows["create_file.atom.yaml::create-file"],
-        rows["plain.atom.yaml::plain"],
+        rows["specs/create_file.atom.yaml::create-file"],
+        rows["specs/plain.atom.yaml::plain"],
     )
-    assert replay_row[-3] == "0.0000" and float(replay_row[-2]) > 0  # spent nothing; recorded
+    # The shipped cassette was recorded from its script: nobody ever paid for its answers.
+    assert replay_row[-3:-1] == ["0.0000", "-"]
     assert plain_row[-3:-1] == ["0.0000", "-"]  # scripted: no API called, nothing recorded
+
+    cassette = specs / "cassettes" / "create_file" / "create-file.yaml"
+    text = cassette.read_text().replace(
+        "upstream: scripted://create_file.yaml", "upstream: https://api.anthropic.com"
+    )
+    cassette.write_text(text)  # as if recorded from the API: its cost was spent once
+    again = cli.invoke(main, ["run", "create_file.atom.yaml"])
+    [row] = [line.split() for line in again.output.splitlines() if line.startswith("specs/")]
+    assert row[-3] == "0.0000" and float(row[-2]) > 0  # spent nothing now; recorded
 
 
 def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
@@ -138,7 +148,7 @@ def test_classic_loop_writes_the_prompt_and_iterates(
         "ANTHROPIC_API_KEY": "placeholder-for-tests",
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
     }
-    result = cli.invoke(main, ["Create", "hi.txt"], env=env)
+    result = cli.invoke(main, ["Create hi.txt"], env=env)
     assert result.exit_code == 0, result.output
     assert Path("USER_PROMPT.md").read_text() == "Create hi.txt"
     assert Path("hi.txt").read_text() == "hi\n"
@@ -146,6 +156,43 @@ def test_classic_loop_writes_the_prompt_and_iterates(
     assert f"🔬 Atom: {tmp_path.name}" in result.output
     assert f"{'=' * 60}\nIteration 2/25\n{'=' * 60}" in result.output
     assert "✅ Complete after 2 iterations" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["valdiate"], "Did you mean 'validate'?"),
+        (["casette", "show"], "Did you mean 'cassette'?"),
+        (["trials", "0.9", "0.5"], "quote it: atom 'trials 0.9 0.5'"),
+        (["refactor"], "one-word task: atom loop refactor"),
+    ],
+)
+def test_bare_words_are_refused_and_never_start_an_agent(
+    cli: CliRunner, tmp_path: Path, args: list[str], hint: str
+) -> None:
+    """Only quoted text reaches the classic loop: a typo must not write USER_PROMPT.md and
+    start a paid session (no gateway here: an agent that started would fail differently)."""
+    result = cli.invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"No such command '{args[0]}'." in result.output
+    assert hint in result.output
+    assert "Commands: baseline, cassette, doctor" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_classic_loop_without_credentials_says_so_at_once(cli: CliRunner, tmp_path: Path) -> None:
+    """The CLI answers "Not logged in" at once; the loop must not retry that for minutes."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env: dict[str, str | None] = {"HOME": str(home), "CLAUDE_CONFIG_DIR": None}
+    env.update({name: None for name in (*AUTH_VARIABLES, "ANTHROPIC_BASE_URL")})
+    started = time.monotonic()
+    result = cli.invoke(main, ["Create hi.txt"], env=env)
+    assert result.exit_code == 1, result.output
+    assert "Claude Code could not authenticate (Not logged in" in result.output
+    assert "typing /login, or set one of ANTHROPIC_API_KEY" in result.output
+    assert "Error (code 1)" not in result.output  # no retry
+    assert time.monotonic() - started < 30
 
 
 def test_bare_atom_needs_a_user_prompt(cli: CliRunner) -> None:

@@ -113,11 +113,18 @@ def canary() -> str:
     return "sk-ant-canary-" + secrets.token_hex(12)
 
 
-def copy_of(tmp_path: Path, source: Path = CREATE_FILE) -> Path:
-    target = tmp_path / "cassettes" / source.parent.name / source.name
+def old_cassette() -> Cassette:
+    """Release 0.1's cassette with the hashes `atom cassette stamp` adds: the findings tests
+    see no note about hashes it lacks (which `test_check_notes_...` cover)."""
+    data = Cassette.load(CREATE_FILE)
+    data.metadata.update(prompt_hash="sha256:0123456789abcdef", script_hash="sha256:0123")
+    return data
+
+
+def copy_of(tmp_path: Path) -> Path:
+    target = tmp_path / "cassettes" / CREATE_FILE.parent.name / CREATE_FILE.name
     target.parent.mkdir(parents=True)
-    shutil.copyfile(source, target)
-    return target
+    return old_cassette().save(target)
 
 
 def findings(result: Result) -> list[str]:
@@ -242,24 +249,29 @@ def test_show_on_a_file_that_is_not_a_cassette_exits_1_naming_it(
     assert result.stdout == ""
 
 
-def test_check_passes_the_shipped_cassettes() -> None:
-    result = run("check", *CASSETTES)
+def shipped_check_is_clean(result: Result) -> None:
+    """No finding, every cassette carries its hashes; the only notes allowed are machine
+    details recorded before they were masked (gone once the cassettes are refreshed)."""
     assert result.exit_code == 0, result.output
-    assert result.stdout == f"{len(CASSETTES)} cassettes checked, 0 findings\n"
+    *notes, summary = result.stdout.splitlines()
+    assert re.fullmatch(rf"{len(CASSETTES)} cassettes checked, 0 findings(, \d+ notes?)?", summary)
+    assert all(": note: machine details left unmasked" in note for note in notes), notes
+
+
+def test_check_passes_the_shipped_cassettes() -> None:
+    shipped_check_is_clean(run("check", *CASSETTES))
 
 
 def test_check_of_a_directory_takes_only_the_yaml_under_cassettes_folders() -> None:
     # fixtures/specs also holds *.atom.yaml specs and scripts: reading them would exit 2.
-    result = run("check", SPECS)
-    assert result.exit_code == 0, result.output
-    assert result.stdout == f"{len(CASSETTES)} cassettes checked, 0 findings\n"
+    shipped_check_is_clean(run("check", SPECS))
 
 
 def test_check_reports_a_token_planted_in_a_request_body_without_printing_it(
     tmp_path: Path,
 ) -> None:
     planted = canary()
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     data.interactions[2].body["messages"][-1]["content"].append(
         {"type": "text", "text": f"use {planted} for the API"}
     )
@@ -277,7 +289,7 @@ def test_check_reports_a_token_planted_in_a_request_body_without_printing_it(
 
 def test_check_reports_a_secret_header_without_printing_its_value(tmp_path: Path) -> None:
     value = secrets.token_hex(20)  # no known token shape: only the header name gives it away
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     data.interactions[1].request_headers["X-Api-Key"] = value
     path = data.save(tmp_path / "header.yaml")
     assert "X-Api-Key:\n      - " + value in path.read_text()
@@ -295,7 +307,7 @@ def test_check_reports_the_value_of_a_secret_environment_variable(
 ) -> None:
     value = "corp-" + secrets.token_hex(10)
     monkeypatch.setenv("ACME_DEPLOY_TOKEN", value)
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     data.interactions[3].response = data.interactions[3].response.replace(
         "EXIT_LOOP_NOW", f"deployed with {value}. EXIT_LOOP_NOW"
     )
@@ -343,7 +355,7 @@ def test_check_reports_requests_recorded_without_normalization(tmp_path: Path) -
 def test_check_reports_a_raw_home_path_in_an_otherwise_normalized_cassette(
     tmp_path: Path,
 ) -> None:
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     result_block = data.interactions[3].body["messages"][-1]["content"][0]
     assert result_block["type"] == "tool_result"
     # <HOME>/..., a relative tmp/ and the CLI's own /tmp/claude are fine; /home/alice is not.
@@ -362,7 +374,7 @@ def test_check_reports_a_raw_home_path_in_an_otherwise_normalized_cassette(
 
 def test_check_reports_a_run_folder_named_in_the_clis_folder_slug(tmp_path: Path) -> None:
     """The CLI names folders after the run folder with `/` as `-`: that names this machine."""
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     result_block = data.interactions[3].body["messages"][-1]["content"][0]
     slug = "-home-alice-proj--atom-runs-two-steps-20261124-040517-156e5f"
     result_block["content"] = f"<TMP>/claude-<UID>/{slug}-steps-a-attempts-a01/task.json"
@@ -379,16 +391,16 @@ def test_check_exits_2_for_paths_that_are_not_cassettes_and_still_checks_the_res
     tmp_path: Path,
 ) -> None:
     missing = tmp_path / "gone.yaml"
-    spec = SPECS / "create_file.atom.yaml"
-    result = run("check", missing, spec, CREATE_FILE)
+    script = SPECS / "scripts" / "create_file.yaml"
+    result = run("check", missing, script, copy_of(tmp_path))
     assert result.exit_code == 2
     assert str(missing) in result.stderr
-    assert f"{spec} is not a cassette" in result.stderr
+    assert f"{script} is not a cassette" in result.stderr
     assert result.stdout == "1 cassette checked, 0 findings, 2 unreadable\n"
 
 
 def test_check_exit_2_wins_over_findings(tmp_path: Path) -> None:
-    data = Cassette.load(CREATE_FILE)
+    data = old_cassette()
     data.interactions[1].request_headers["authorization"] = "Basic " + secrets.token_hex(8)
     bad = data.save(tmp_path / "bad.yaml")
     broken = tmp_path / "broken.yaml"
@@ -414,10 +426,78 @@ def test_check_reports_a_partial_as_a_stale_leftover_not_a_cassette(tmp_path: Pa
     assert run("check", tmp_path / "cassettes").exit_code == 0
 
 
-def test_check_requires_a_path() -> None:
+def test_check_without_files_and_without_atom_paths_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    monkeypatch.chdir(tmp_path)
     result = run("check")
     assert result.exit_code == 2
-    assert "Missing argument" in result.output
+    assert "no FILES given, and pytest.ini sets no atom_paths" in result.output
+
+
+def test_check_without_files_checks_the_ini_atom_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`atom_paths` names spec folders and files, as `pytest --atom` collects them."""
+    shutil.copytree(SPECS, tmp_path / "specs")
+    (tmp_path / "other").mkdir()
+    shutil.copy(SPECS / "create_file.atom.yaml", tmp_path / "other")
+    shutil.copytree(SPECS / "scripts", tmp_path / "other" / "scripts")
+    (tmp_path / "other" / "cassettes" / "create_file").mkdir(parents=True)
+    copy = tmp_path / "other" / "cassettes" / "create_file" / "create-file.yaml"
+    planted = canary()
+    copy.write_text(CASSETTES[0].read_text() + f"# {planted}\n")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\natom_paths = specs other/create_file.atom.yaml\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run("check")
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "atom_paths from pytest.ini: specs other/create_file.atom.yaml"
+    assert (
+        "other/cassettes/create_file/create-file.yaml: secret (REDACTED shape) in the file "
+        "text, outside the interactions"
+    ) in lines
+    assert re.fullmatch(rf"{len(CASSETTES) + 1} cassettes checked, 1 finding.*", lines[-1])
+
+
+def test_check_notes_a_cassette_without_hashes_with_the_command_that_stamps_it(
+    tmp_path: Path,
+) -> None:
+    """Release 0.1 stored no hashes: its cassette cannot tell when it is stale."""
+    shutil.copytree(CREATE_FILE.parents[2], tmp_path / "old")
+    path = tmp_path / "old" / "cassettes" / "create_file" / "create-file.yaml"
+    result = run("check", path)
+    assert result.exit_code == 0  # a note, not a finding
+    assert result.stdout.splitlines() == [
+        f"{path}: note: its staleness cannot be detected: no prompt_hash or script_hash in its "
+        "metadata (recorded before pytest-atom stored them), so an edited prompt or script "
+        "replays the old answers unnoticed; stamp it with: atom cassette stamp "
+        f"{tmp_path / 'old' / 'create_file.atom.yaml'}",
+        "1 cassette checked, 0 findings, 1 note",
+    ]
+
+
+def test_check_notes_each_machine_detail_left_unmasked_once_per_cassette(
+    tmp_path: Path,
+) -> None:
+    data = old_cassette()
+    block = data.interactions[3].body["messages"][0]["content"][0]
+    block["text"] += '\n - Shell: zsh\n - OS Version: Darwin 24.1.0\n["/tmp/cc-daemon-501"]'
+    data.interactions[2].body["messages"][0]["content"][0]["text"] += "\n - Platform: darwin"
+    path = data.save(tmp_path / "machine.yaml")
+    result = run("check", path)
+    assert result.stdout.splitlines() == [
+        f"{path}: interaction 4: raw path in request body, normalization did not happen: "
+        "/tmp/cc-daemon-501",
+        f"{path}: note: machine details left unmasked in 2 interactions (operating system: "
+        "darwin; kernel release: Darwin 24.1.0; login shell: zsh; user id: /tmp/cc-daemon-501)"
+        "; a replay masks them on load, and `atom cassette refresh SPEC` rewrites the "
+        "cassette with them masked",
+        "1 cassette checked, 1 finding, 1 note",
+    ]
 
 
 def test_group_help_lists_both_commands() -> None:
@@ -425,3 +505,24 @@ def test_group_help_lists_both_commands() -> None:
     assert result.exit_code == 0
     assert re.search(r"^\s+check\s+Scan cassettes for secrets", result.stdout, re.M)
     assert re.search(r"^\s+show\s+Print a cassette as a readable transcript", result.stdout, re.M)
+
+
+def test_show_finds_a_specs_cassette() -> None:
+    cassette_file = SPECS / "cassettes" / "create_file" / "create-file.yaml"
+    expected = run("show", cassette_file)
+    assert expected.exit_code == 0, expected.output
+    for target in (SPECS / "create_file.atom.yaml", f"{SPECS}/create_file.atom.yaml::create-file"):
+        shown = run("show", target)
+        assert shown.exit_code == 0, shown.output
+        assert shown.stdout == expected.stdout
+
+
+def test_show_of_a_spec_names_what_is_missing(tmp_path: Path) -> None:
+    unknown = run("show", f"{SPECS}/create_file.atom.yaml::create-files")
+    assert unknown.exit_code == 1
+    assert "has no spec named 'create-files' (it has: create-file)" in unknown.output
+    (tmp_path / "new.atom.yaml").write_text("name: new\nprompt: Say hi.\n")
+    missing = run("show", tmp_path / "new.atom.yaml")
+    assert missing.exit_code == 1
+    assert "spec 'new' has no cassette (expected " in missing.output
+    assert "cassettes/new/new.yaml); record it with: pytest --atom " in missing.output

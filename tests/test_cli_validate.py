@@ -77,6 +77,34 @@ def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
     assert result.output.endswith("1 specs: 0 ok, 1 failed\n")
 
 
+def test_failed_tool_calls_are_shown_as_pytest_shows_them(tmp_path: Path) -> None:
+    """A script whose edit misses and whose tool name is mistyped: the same lines as the
+    failure report, so the cause is not hidden behind a mere failed check."""
+    write(tmp_path / "workspaces" / "notes" / "notes.txt", "old line\n")
+    write(
+        tmp_path / "scripts" / "edit.yaml",
+        "turns:\n"
+        "  - tool_use:\n"
+        "      - {name: Read, input: {file_path: notes.txt}}\n"
+        "  - tool_use:\n"
+        "      - {name: Edit, input: {file_path: notes.txt, old_string: no such text,"
+        " new_string: new}}\n"
+        "  - tool_use:\n"
+        "      - {name: Bsh, input: {command: ls}}\n"
+        "  - text: EXIT_LOOP_NOW\n",
+    )
+    write(
+        tmp_path / "edit.atom.yaml",
+        "name: edit\nprompt: Edit notes.txt.\nworkspace: workspaces/notes\nscript: scripts/edit.yaml\n"
+        "max_iterations: 1\naccept:\n  - file_contains: {path: notes.txt, pattern: new}\n",
+    )
+    result = invoke("edit.atom.yaml")
+    assert result.exit_code == 1, result.output
+    assert "    tool calls that failed or were refused: 2" in result.output
+    assert "      Edit notes.txt: String to replace not found in file." in result.output
+    assert "      Bsh `ls`: Error: No such tool available: Bsh" in result.output
+
+
 def test_misses_goal_fails_and_passes_with_expect_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     spec = "fixtures/specs/misses_goal.atom.yaml"

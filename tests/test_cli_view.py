@@ -87,7 +87,8 @@ def test_atom_run_html_writes_the_report_that_view_finds(
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     page = report.read_text(encoding="utf-8")
-    assert 'data-nodeid="create_file.atom.yaml::create-file"' in page
+    # atom run names a spec by its pytest node id, from the rootdir (this repository)
+    assert 'data-nodeid="fixtures/specs/create_file.atom.yaml::create-file"' in page
     assert "printf &#39;hello, world\\n&#39; &gt; hello.txt" in page  # the agent's tool call
     assert (runs / LAST_REPORT).read_text(encoding="utf-8") == page
     shown = CliRunner().invoke(main, ["view", "--print", str(runs)])

@@ -47,7 +47,7 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
         [
             f"drift: create_file.atom.yaml::create-file: recorded with Claude Code {OLD_CLI}, "
             f"replayed with {CLAUDE_CODE_VERSION}: model claude-opus-4-8 → *, tools *"
-            "; 4/4 requests matched on the conversation"
+            "; 4 requests: 0 identical, 4 matched on the conversation"
         ]
     )
     assert result.stdout.str().count("drift: ") == 1
@@ -78,13 +78,15 @@ def test_changed_prompt_still_diverges_and_says_why(
     result.stdout.fnmatch_lines(
         [
             "*replay diverged from the cassette (* matched nothing recorded); likely "
-            "cause: spec changed since recording*recorded with another Claude Code version "
-            f"({OLD_CLI}; this run {CLAUDE_CODE_VERSION})",
+            "cause: spec changed since recording: re-record it with: pytest --atom "
+            "'create_file.atom.yaml::create-file' --atom-record-mode=all",
             "*the closest recorded conversation differs at:",
-            "*-hello, world",
-            "*+hello, moon",
+            "*      recorded *\\nhello, [[]world[]]",
+            "*      live     *\\nhello, [[]moon[]]",
         ]
     )
+    # The conversation itself differs: the other Claude Code version is not to blame.
+    assert "another Claude Code version" not in result.stdout.str()
 
 
 def test_changed_atom_prompt_diverges(pytester: pytest.Pytester, old_project: Path) -> None:
@@ -95,12 +97,28 @@ def test_changed_atom_prompt_diverges(pytester: pytest.Pytester, old_project: Pa
     (prompts / "ATOM.md").write_text(shipped.replace("You are an autonomous", "You are a careful"))
     result = pytester.runpytest("--atom")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*-You are an autonomous*", "*+You are a careful*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*likely cause: the conversation differs from the recording (below)",
+            "*      recorded *You are [[]an autonomous[]] software*",
+            "*      live     *You are [[]a careful[]] software*",
+        ]
+    )
+    assert "another Claude Code version" not in result.stdout.str()
 
 
 def test_refresh_then_strict_replay(pytester: pytest.Pytester, old_project: Path) -> None:
     before = (old_project / CASSETTE).read_bytes()
-    assert pytester.runpytest("--atom", "--atom-match=strict").ret == 1
+    diverged = pytester.runpytest("--atom", "--atom-match=strict")
+    assert diverged.ret == 1
+    diverged.stdout.fnmatch_lines(
+        [
+            f"*likely cause: recorded with another Claude Code version ({OLD_CLI}; this run "
+            f"{CLAUDE_CODE_VERSION}), and strict matching compares Claude Code's own parts of "
+            "the request too; refresh the cassette for this CLI with: pytest --atom "
+            "'create_file.atom.yaml::create-file' --atom-record-mode=refresh"
+        ]
+    )
     refreshed = CliRunner().invoke(main, ["cassette", "refresh", "create_file.atom.yaml"])
     assert refreshed.exit_code == 0, refreshed.output
     assert "create-file: refreshed cassettes/create_file/create-file.yaml" in refreshed.output

@@ -18,11 +18,11 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.execution import run_spec
-from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
 from pytest_atom.replay.gateway import Gateway, scripted
 from pytest_atom.replay.gateway.messages import parse_sse
 from pytest_atom.replay.gateway.normalize import Normalizer
-from pytest_atom.replay.gateway.replay import FAULT_HEADER, CassetteResponder
+from pytest_atom.replay.gateway.replay import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import load_specs

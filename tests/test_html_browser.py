@@ -127,7 +127,19 @@ def test_a_failing_spec_shows_its_failing_check(page: WebDriver) -> None:
     assert "word_count key is missing" in unmet.text
 
 
+def test_a_passing_spec_starts_folded_and_its_link_unfolds_it(page: WebDriver) -> None:
+    section = _section(page, "create-file")
+    body = section.find_element(By.CSS_SELECTOR, "details.spec-body")
+    assert body.get_attribute("open") is None
+    assert not section.find_element(By.CSS_SELECTOR, "h3").is_displayed()
+    assert _section(page, "misses-goal").find_element(By.CSS_SELECTOR, "h3").is_displayed()
+    page.find_element(By.LINK_TEXT, "create-file").click()
+    assert body.get_attribute("open") is not None
+    assert section.find_element(By.CSS_SELECTOR, "h3").is_displayed()
+
+
 def test_expanding_a_tool_result_reveals_its_output(page: WebDriver) -> None:
+    page.find_element(By.LINK_TEXT, "create-file").click()  # a passing spec starts folded
     section = _section(page, "create-file")
     results = section.find_elements(By.CSS_SELECTOR, ".role-executor details.tool-result")
     cat = next(r for r in results if "cat hello.txt" in r.find_element(By.XPATH, "..").text)

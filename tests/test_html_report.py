@@ -7,6 +7,7 @@ report of real replayed runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -18,8 +19,10 @@ from pytest_atom.core.runner import IterationRecord
 from pytest_atom.core.runtime import RunOutcome
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Verdict
+from pytest_atom.replay.gateway.matching import Drift
 from pytest_atom.reports.html import (
     LAST_REPORT,
+    drift_summary,
     fold,
     render_html,
     report_row,
@@ -270,3 +273,82 @@ def test_a_spec_the_harness_could_not_run_is_on_the_page(
     assert "no cassette for spec &#39;gone&#39;" in page
     last = pytester.path / ".atom" / "runs" / LAST_REPORT
     assert last.read_text(encoding="utf-8") == page
+
+
+# ------------------------------------------------------------------------------ papercuts
+
+
+def test_the_drift_cell_is_short_with_the_sentence_on_demand() -> None:
+    drift = Drift(recorded_version="2.1.197", live_version="2.1.330", replayed=5, loose=3)
+    drift.models = {"a": "b"}
+    drift.tools_added, drift.tools_removed = {"Write"}, {"Task.x"}
+    drift.system_changed = True
+    line = drift.line()
+    assert line is not None
+    assert drift_summary(line) == (
+        "2.1.197 → 2.1.330; model a → b; tools changed (2); system prompt changed"
+    )
+    same = Drift(recorded_version="2.1.330", live_version="2.1.330", replayed=4, loose=4)
+    same.role_system_changed = True
+    assert drift_summary(same.line() or "") == "role-system messages changed"
+
+
+def _page(tmp_path: Path, outcome: str, *lines: str, **kwargs: Any) -> str:
+    result = result_for(tmp_path, *lines, **kwargs)
+    return render_html([report_row("specs/sub/demo.atom.yaml::demo", outcome, spec_view(result))])
+
+
+def test_a_passing_spec_starts_folded_and_a_failing_one_open(tmp_path: Path) -> None:
+    passed = _page(tmp_path / "p", "passed", *CONVERSATION)
+    assert '<details class="spec-body">' in passed
+    failed = _page(tmp_path / "f", "failed", *CONVERSATION, check_passed=False)
+    assert '<details class="spec-body" open>' in failed
+
+
+def test_paths_wrap_at_slashes_and_the_run_folder_is_a_link(tmp_path: Path) -> None:
+    page = _page(tmp_path, "passed", *CONVERSATION)
+    assert "specs/<wbr>sub/<wbr>demo.atom.yaml::<wbr>demo" in page
+    assert f'<a href="{(tmp_path / "run").resolve().as_uri()}">' in page
+    assert "break-all" not in page and "overflow-wrap: anywhere" not in page
+
+
+def test_a_failed_tool_calls_error_shows_without_unfolding(tmp_path: Path) -> None:
+    edit = {
+        "type": "tool_use",
+        "id": "t9",
+        "name": "Edit",
+        "input": {"file_path": "a.txt", "old_string": "x", "new_string": "y"},
+    }
+    error = "<tool_use_error>String to replace not found in file.</tool_use_error>"
+    page = _page(tmp_path, "failed", assistant("m1", edit), tool_result("t9", error, True))
+    shown = re.search(r'<div class="tool-error">\s*<pre class="out error">(.*?)</pre>', page)
+    assert shown is not None and shown.group(1) == "String to replace not found in file."
+
+
+@pytest.mark.parametrize(
+    ("criteria", "completed", "why"),
+    [
+        (False, True, "No verdict: the spec has no criteria, so its checks alone decide."),
+        (True, False, "No verdict: the agent did not finish (max iterations), so the reflector"),
+        (True, True, "No verdict: the reflector's session failed or did not replay"),
+    ],
+)
+def test_no_verdict_says_which_reason_applies(
+    tmp_path: Path, criteria: bool, completed: bool, why: str
+) -> None:
+    result = result_for(tmp_path, *CONVERSATION)
+    attempt = result.attempts[0]
+    attempt.verdict = None
+    if not completed:
+        attempt.outcome = RunOutcome(False, 1, reason="max_iterations")
+    if not criteria:
+        result.spec = dataclasses.replace(result.spec, criteria=())
+    page = render_html([report_row("demo.atom.yaml::demo", "failed", spec_view(result))])
+    assert why in page
+
+
+def test_step_ids_are_shown_as_written(tmp_path: Path) -> None:
+    view = spec_view(result_for(tmp_path, *CONVERSATION))
+    view["attempts"][0]["label"] = "make_IT_pass a01"
+    page = render_html([report_row("demo.atom.yaml::demo", "failed", view)])
+    assert "<summary>make_IT_pass a01 <span" in page

@@ -19,7 +19,9 @@ from pytest_atom.replay.gateway.matching import (
 )
 from pytest_atom.replay.gateway.messages import message, sse_stream
 from pytest_atom.replay.gateway.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource, divergence_report
 from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
+from tests.test_staleness import scripted_spec
 
 REMINDER = "<system-reminder>\nToday's date is <DATE>.\n</system-reminder>\n\n"
 
@@ -120,13 +122,66 @@ def test_drift_line_names_versions_model_tools_and_counts() -> None:
     drift.served(live, live, exact=True, results_differ=False)
     assert drift.line() == (
         "recorded with Claude Code 2.1.197, replayed with 2.1.330: model claude-older → "
-        "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed; "  # noqa: RUF001
-        "1/2 requests matched on the conversation"
+        "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed, "  # noqa: RUF001
+        "role-system messages changed, max_tokens 64000 → 1000, "
+        'thinking {"type": "adaptive"} → (absent), '
+        "Claude Code's own text in the messages changed; "
+        "2 requests: 1 identical, 1 matched on the conversation"
     )
+
+
+def test_a_changed_role_system_message_is_named_and_the_system_prompt_is_not() -> None:
+    """The sandbox's path list lives in a `role: system` message, not in `system`."""
+    recorded = {**turn_body(), "messages": [*turn_body()["messages"], role_system("a")]}
+    live = {**turn_body(), "messages": [*turn_body()["messages"], role_system("b")]}
+    drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == ["role-system messages changed"]
+    assert drift.line() == (
+        "recorded and replayed with Claude Code 2.1.330: role-system messages changed; "
+        "1 request: 0 identical, 1 matched on the conversation"
+    )
+
+
+def role_system(text: str) -> dict[str, Any]:
+    return {"role": "system", "content": [{"type": "text", "text": text}]}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("temperature", 0.5, "temperature (absent) → 0.5"),
+        ("output_config", {"effort": "high"}, 'output_config {"effort": "high"} → (absent)'),
+        ("max_tokens", 2000, "max_tokens 2000 → 1000"),
+    ],
+)
+def test_each_sampling_field_is_named(field: str, value: Any, said: str) -> None:
+    live = turn_body()
+    recorded = {**live, field: value}
+    if field == "temperature":
+        live, recorded = {**live, field: value}, turn_body()
+    drift = Drift()
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == [said]
+
+
+def test_reworded_tools_are_named_by_tool() -> None:
+    live = turn_body()
+    recorded = {**live, "tools": [{**TOOLS[0], "description": "an older wording"}]}
+    drift = Drift()
+    drift.served(live, recorded, exact=False, results_differ=False)
+    assert drift.changes() == ["tools reworded Bash"]
 
 
 def test_no_drift_line_for_a_byte_exact_replay() -> None:
     drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
+    drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
+    assert drift.line() is None
+
+
+def test_no_drift_line_when_nothing_claude_code_owns_changed_under_another_version() -> None:
+    """A newer CLI that sent the very same requests changed nothing worth a line."""
+    drift = Drift(recorded_version="2.1.330", live_version="2.1.331")
     drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
     assert drift.line() is None
 
@@ -155,3 +210,78 @@ def test_conversation_match_serves_another_releases_recording(tmp_path: Any) -> 
     (served,) = responder.served  # what a refresh writes back: the live request
     assert served.body == Normalizer({}).body(turn_body())
     assert served.response == json.dumps(reply_msg("ok"))
+
+
+# --- where a divergence lies, and the cause the report gives --------------------------------
+
+
+def diverge(tmp_path: Any, live: dict[str, Any], recorded_body: dict[str, Any], **kw: Any) -> Any:
+    """The first divergence of a live request against one recorded request."""
+    responder = replayer([recorded(recorded_body, reply_msg("ok"))], tmp_path, **kw)
+    with serve(responder) as gateway:
+        assert post(gateway, live).status_code == 409
+    responder.cassette.metadata["claude_code_version"] = "2.1.330"
+    return responder
+
+
+def causes(tmp_path: Any, responder: Any, cli_version: str) -> str:
+    spec = scripted_spec(tmp_path)
+    (report, *_) = divergence_report(spec, ModelSource("replay", responder), cli_version)
+    return report.splitlines()[0]
+
+
+def test_a_changed_tool_result_under_a_newer_cli_is_not_blamed_on_the_version(
+    tmp_path: Any,
+) -> None:
+    responder = diverge(tmp_path, turn_body(result="1 failed"), turn_body(result="2 passed"))
+    assert responder.divergences[0].where() == ("tool_result", [])
+    lead = causes(tmp_path, responder, "2.1.331")
+    assert lead.startswith("likely cause: a tool result differs from the recording: the workspace")
+    assert "or Claude Code 2.1.331 words its own part of it unlike 2.1.330" in lead
+    assert "recorded with another Claude Code version" not in lead
+
+
+def test_a_changed_user_text_is_the_conversation_whatever_the_version(tmp_path: Any) -> None:
+    responder = diverge(tmp_path, turn_body(prompt="Fix it all."), turn_body())
+    assert responder.divergences[0].where() == ("conversation", [])
+    assert causes(tmp_path, responder, "2.1.331") == (
+        "likely cause: the conversation differs from the recording (below)"
+    )
+
+
+def test_strict_blames_the_version_only_when_the_conversation_is_the_same(tmp_path: Any) -> None:
+    live = {**turn_body(), "max_tokens": 64000}
+    responder = diverge(tmp_path, live, turn_body(), match="strict")
+    assert responder.divergences[0].where() == ("cli", [])
+    assert causes(tmp_path, responder, "2.1.331").startswith(
+        "likely cause: recorded with another Claude Code version (2.1.330; this run 2.1.331), "
+        "and strict matching compares Claude Code's own parts of the request too; refresh"
+    )
+    assert causes(tmp_path, responder, "2.1.330").startswith(
+        "likely cause: Claude Code's own parts of the request differ"
+    )
+
+
+@pytest.mark.parametrize(
+    ("recorded_line", "live_line", "label"),
+    [
+        (" - Hostname: build-7", " - Hostname: laptop", "'Hostname'"),
+        ('Filesystem: {"read": ["/opt/a"]}', 'Filesystem: {"read": ["/opt/b"]}', "filesystem"),
+    ],
+)
+def test_a_machine_line_as_the_only_difference_is_named(
+    tmp_path: Any, recorded_line: str, live_line: str, label: str
+) -> None:
+    """A detail not masked yet (a future CLI's): the environment block or the sandbox."""
+
+    def body(line: str) -> dict[str, Any]:
+        text = f"# Environment\n - Platform: linux\n{line}\n - Shell: bash"
+        entry = {"role": "system", "content": [{"type": "text", "text": text}]}
+        return {**turn_body(), "messages": [*turn_body()["messages"], entry]}
+
+    responder = diverge(tmp_path, body(live_line), body(recorded_line), match="strict")
+    where, labels = responder.divergences[0].where()
+    assert where == "machine" and len(labels) == 1 and label in labels[0]
+    lead = causes(tmp_path, responder, "2.1.331")
+    assert lead.startswith(f"likely cause: a machine detail differs ({labels[0]}): the cassette")
+    assert "another Claude Code version" not in lead

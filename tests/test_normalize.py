@@ -8,11 +8,16 @@ import json
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+import pytest
+
 from pytest_atom.replay.gateway.normalize import (
+    MACHINE_DETAILS,
     Normalizer,
-    mask_machine_counts,
+    mask_machine,
+    mask_machine_text,
     results_in_call_order,
     run_dates,
+    unmasked_machine_details,
 )
 
 WS = "/tmp/x/run/workspace"
@@ -238,8 +243,8 @@ def test_the_sandboxs_count_of_denied_paths_is_masked_on_both_sides() -> None:
     assert normalized["messages"][0]["content"].endswith(
         '"... and <N> more (truncated for prompt size)"]'
     )
-    assert mask_machine_counts(recorded) == normalized
-    assert mask_machine_counts(normalized) == normalized  # idempotent: safe on new cassettes
+    assert mask_machine(recorded) == normalized
+    assert mask_machine(normalized) == normalized  # idempotent: safe on new cassettes
 
 
 def _parallel_turn(results_order: list[str]) -> dict[str, Any]:
@@ -349,7 +354,7 @@ def test_a_backgrounded_commands_id_and_running_time_are_placeholders() -> None:
     [text] = _texts(Normalizer({}).body(_user(BACKGROUNDED)))
     assert text == (
         "Command was moved to the background (ID: <TASK_ID:1>) after running for <N>s. "
-        "Output is being written to: /tmp/claude-0/tasks/<TASK_ID:1>.output"
+        "Output is being written to: <TMP>/claude-<UID>/tasks/<TASK_ID:1>.output"
     )
 
 
@@ -363,3 +368,82 @@ def test_task_ids_are_numbered_per_run_and_replayed_answers_get_the_live_ids() -
     answer = recording.paths_out('{"to": "a6882563bb062b50a", "message": "go on"}')
     assert answer == '{"to": "<TASK_ID:1>", "message": "go on"}'
     assert replay.paths_in(answer) == '{"to": "adab0ec73237051f8", "message": "go on"}'
+
+
+# --- machine details -------------------------------------------------------------------------
+
+ENVIRONMENT = (
+    "# Environment\n - Primary working directory: {ws}\n - Is a git repository: true\n"
+    " - Platform: {platform}\n - Shell: {shell}\n - OS Version: {os}\n - Downloaded files ..."
+)
+
+
+def environment(
+    os: str = "Linux 6.18.44-fc-v782", shell: str = "bash", platform: str = "linux"
+) -> dict[str, Any]:
+    """A request whose role-system entry carries the environment block, as 2.1.330 sends it."""
+    text = ENVIRONMENT.format(ws=WS, platform=platform, shell=shell, os=os)
+    return {"messages": [{"role": "system", "content": [{"type": "text", "text": text}]}]}
+
+
+@pytest.mark.parametrize(
+    ("field", "one", "other"),
+    [
+        ("os", "Linux 6.18.44-fc-v782", "Linux 6.18.44-fc-v657"),
+        ("os", "Linux 6.18.44-fc-v782", "Darwin 24.1.0"),
+        ("shell", "bash", "bash (login shell: zsh)"),
+        ("platform", "linux", "darwin"),
+    ],
+)
+def test_each_environment_line_is_masked_on_both_sides(field: str, one: str, other: str) -> None:
+    """Two machines' requests normalize equal, and a recording made before the mask existed
+    matches the live request once loaded (mask_machine), and stays so (idempotent)."""
+    live = Normalizer({WS: "<WORKSPACE>"}).body(environment(**{field: other}))
+    recorded = environment(**{field: one})
+    recorded["messages"][0]["content"][0]["text"] = recorded["messages"][0]["content"][0][
+        "text"
+    ].replace(WS, "<WORKSPACE>")
+    assert mask_machine(recorded) == live
+    assert mask_machine(live) == live
+    text = live["messages"][0]["content"][0]["text"]
+    assert other not in text and one not in text
+    assert unmasked_machine_details(text) == []
+
+
+def test_each_machine_detail_masks_its_example_and_only_it() -> None:
+    for detail in MACHINE_DETAILS:
+        line = f"before\n{detail.example}\nafter"
+        masked = mask_machine_text(line)
+        assert masked.startswith("before\n") and masked.endswith("\nafter"), detail.name
+        assert masked != line and mask_machine_text(masked) == masked, detail.name
+        assert unmasked_machine_details(line)[0][0] == detail.name
+        assert unmasked_machine_details(masked) == [], detail.name
+
+
+def test_environment_values_end_at_an_escaped_newline_in_a_json_text_body() -> None:
+    """A body the gateway could not parse is normalized as text: JSON escapes stay intact."""
+    text = json.dumps(environment(os="Linux 6.18.44-fc-v657", shell="zsh"))
+    masked = Normalizer({}).text(text)
+    assert json.loads(masked) == mask_machine(environment(os="x", shell="y"))
+    assert "- OS Version: <OS_VERSION>\\n - Downloaded" in masked
+
+
+def test_the_sandboxs_folders_named_after_the_user_id_are_masked() -> None:
+    """`cc-daemon` stays in /tmp when $TMPDIR points elsewhere, under any user id."""
+    recorded = '["<TMP>/cc-daemon-<UID>","<TMP>/claude-<UID>/bash-edit-diff","/tmp/claude"]'
+    other_user = '["/tmp/cc-daemon-1000","/tmp/claude-1000/bash-edit-diff","/tmp/claude"]'
+    assert Normalizer({}).text(other_user) == recorded
+    assert mask_machine(recorded) == recorded
+    assert mask_machine_text("/tmp/cc-daemon-1000x /tmp/claude-12/") == (
+        "/tmp/cc-daemon-1000x <TMP>/claude-<UID>/"
+    )
+    assert unmasked_machine_details(other_user) == [
+        ("user id", "/tmp/cc-daemon-1000"),
+        ("user id", "/tmp/claude-1000"),
+    ]
+
+
+def test_a_command_output_naming_the_kernel_elsewhere_is_left_alone() -> None:
+    """Only the environment block's own lines are masked, not every mention of a kernel."""
+    text = "uname -r says 6.18.44-fc-v782; OS Version: 6.18"
+    assert mask_machine_text(text) == text

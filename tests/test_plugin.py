@@ -93,6 +93,19 @@ def test_a_spec_named_without_the_flag_gets_a_hint(pytester: pytest.Pytester) ->
     strict.stderr.fnmatch_lines(["ERROR: 1 pytest-atom spec file(s) were found, but specs*"])
 
 
+def test_a_named_spec_gets_a_hint_about_that_file_only(pytester: pytest.Pytester) -> None:
+    """pytest walks the named file's folder on its way: its other specs were not asked for."""
+    warnings.simplefilter("default", AtomHint)
+    pytester.makefile(".atom.yaml", x="prompt: p\n", y="prompt: p\n")
+    named = pytester.runpytest("x.atom.yaml")
+    named.stdout.fnmatch_lines(["*AtomHint: x.atom.yaml is a pytest-atom spec, but specs*"])
+    assert "y.atom.yaml" not in named.stdout.str()
+    assert "spec file(s) were found" not in named.stdout.str()
+    pytester.makepyfile(test_broken="import no_such_module_here")  # nothing collected
+    broken = pytester.runpytest("test_broken.py")
+    assert "AtomHint" not in broken.stdout.str()
+
+
 def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     spec = specs / "create_file.atom.yaml"
@@ -110,7 +123,9 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
             "'specs/create_file.atom.yaml::create-file' --atom-rejudge*",
             "*POST /v1/messages (reflector): no recorded interaction matches; the closest "
             "recorded conversation differs at:",
-            "*+- FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found in hello.txt",
+            "*text changed in 1 place:",
+            "*recorded *- [[]PASS file_contains hello.txt /^hello, world$/*",
+            "*live *- [[]FAIL file_contains hello.txt /^goodbye$/: /^goodbye$/ not found*",
             "*agent: signalled EXIT_LOOP_NOW after 1 iteration",
             "*checks: 1/2 passed",
             "*PASS file_exists hello.txt (line 13): hello.txt exists",

@@ -134,3 +134,28 @@ def test_the_atom_fixture_runs_a_spec_file_and_an_inline_spec(
     result = pytester.runpytest("test_agent.py", "--snapshot-update")  # no --atom needed
     result.assert_outcomes(passed=3)
     assert list((pytester.path / "__snapshots__").glob("test_agent.ambr"))
+
+
+def test_the_atom_fixture_reads_spec_paths_from_the_rootdir(
+    pytester: pytest.Pytester, create_file: Path
+) -> None:
+    """A test file in a subfolder names the spec as a node id would; a missing one is a
+    one-line failure that says where it looked, not a SpecError traceback."""
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("agent_tests")
+    (tests / "test_agent.py").write_text(
+        "def test_spec_file(atom):\n"
+        "    assert atom.run('create_file.atom.yaml').passed\n\n"
+        "def test_missing(atom):\n"
+        "    atom.run('specs/nope.atom.yaml')\n"
+    )
+    result = pytester.runpytest("agent_tests/test_agent.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*atom.run: spec file not found at specs/nope.atom.yaml (atom.run reads a relative "
+            f"path from the rootdir, {pytester.path})"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*SpecError*")
+    result.stdout.no_fnmatch_line("*Traceback*")

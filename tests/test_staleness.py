@@ -3,12 +3,14 @@ a changed prompt is a reason the divergence report can give, old cassettes are n
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
+from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import validate
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import (
@@ -43,6 +45,13 @@ def copy_create_file(folder: Path, *, criteria: bool = True, cassette: bool = Fa
     if cassette:
         shutil.copytree(FIXTURES / "cassettes" / "create_file", folder / CASSETTE.parent)
     return folder / "create_file.atom.yaml"
+
+
+def unstamp(path: Path) -> None:
+    """The cassette as a release before the hashes wrote it."""
+    data = Cassette.load(path)
+    assert data.metadata.pop("prompt_hash") and data.metadata.pop("script_hash")
+    data.save()
 
 
 def edit_script(folder: Path) -> None:
@@ -98,10 +107,10 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
 def test_old_cassette_without_hashes_replays_after_a_script_edit(
     pytester: pytest.Pytester,
 ) -> None:
-    """The previous release stored no hashes (nor format 2): nothing to compare, no error."""
+    """The previous release stored no hashes: nothing to compare, no error (and `atom
+    cassette check` notes that such a cassette cannot tell when it is stale)."""
     copy_create_file(pytester.path, cassette=True)
-    metadata = Cassette.load(pytester.path / CASSETTE).metadata
-    assert "script_hash" not in metadata and "prompt_hash" not in metadata
+    unstamp(pytester.path / CASSETTE)
     edit_script(pytester.path)
     pytester.runpytest("--atom").assert_outcomes(passed=1)
 
@@ -184,3 +193,144 @@ def test_every_shipped_cassette_fits_its_spec(path: Path) -> None:
     """An edited fixture spec or script needs its cassette recorded again: this says which."""
     for spec in load_specs(path):
         assert staleness(spec, Cassette.load(cassette_path(spec))) == [], spec.name
+
+
+# --- every shipped spec ---------------------------------------------------------------------
+
+SHIPPED = sorted(FIXTURES.glob("*.atom.yaml"))
+
+
+def shipped_copy(folder: Path) -> Path:
+    shutil.copytree(FIXTURES, folder / "specs")
+    return folder / "specs"
+
+
+def edit_prompt(spec_file: Path) -> None:
+    """One more sentence in the prompt the user wrote (`prompt:`, a step's, or `request:`)."""
+    text = spec_file.read_text(encoding="utf-8")
+    edited, count = re.subn(
+        r"^(\s*(?:- id: \w+\n\s*)?(?:prompt|request): )(\|\n(\s+))?",
+        lambda m: m.group(0) + ("Be brief.\n" + m.group(3) if m.group(2) else "Be brief. "),
+        text,
+        count=1,
+        flags=re.MULTILINE,
+    )
+    assert count == 1, spec_file
+    spec_file.write_text(edited, encoding="utf-8")
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_editing_any_shipped_script_is_refused_with_the_command_that_re_records(
+    pytester: pytest.Pytester,
+) -> None:
+    specs = shipped_copy(pytester.path)
+    for spec_file in SHIPPED:
+        (spec,) = load_specs(specs / spec_file.name)
+        assert spec.script is not None
+        assert Cassette.load(cassette_path(spec)).metadata["script_hash"] == script_hash(spec)
+        script = spec.script.read_text(encoding="utf-8")
+        spec.script.write_text(script.replace("text: ", "text: Edited. ", 1), encoding="utf-8")
+        assert script_hash(spec) != Cassette.load(cassette_path(spec)).metadata["script_hash"]
+    result = pytester.runpytest("--atom", "specs", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=len(SHIPPED))
+    out = result.stdout.str()
+    for spec_file in SHIPPED:
+        (spec,) = load_specs(spec_file)
+        command = f"pytest --atom 'specs/{spec_file.name}::{spec.name}' --atom-record-mode=all"
+        assert (
+            f"cassette specs/cassettes/{spec_file.name.removesuffix('.atom.yaml')}/{spec.name}"
+            f".yaml is stale: {SCRIPT_CHANGED} (specs/scripts/"
+        ) in out, spec.name
+        assert f"Re-record it with: {command}" in out, spec.name
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_editing_any_shipped_prompt_diverges_naming_the_command_that_re_records(
+    pytester: pytest.Pytester,
+) -> None:
+    specs = shipped_copy(pytester.path)
+    for spec_file in SHIPPED:
+        edit_prompt(specs / spec_file.name)
+        (spec,) = load_specs(specs / spec_file.name)
+        assert staleness(spec, Cassette.load(cassette_path(spec))) == [
+            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+        ], spec.name
+    result = pytester.runpytest("--atom", "specs", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=len(SHIPPED))
+    out = result.stdout.str()
+    for spec_file in SHIPPED:
+        (spec,) = load_specs(spec_file)
+        assert (
+            f"likely cause: {PROMPT_CHANGED}: re-record it with: pytest --atom "
+            f"'specs/{spec_file.name}::{spec.name}' --atom-record-mode=all"
+        ) in out, spec.name
+
+
+# --- atom cassette stamp ----------------------------------------------------------------------
+
+
+def stamp(*args: str) -> Result:
+    return CliRunner().invoke(cassette, ["stamp", *args], catch_exceptions=False)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_stamp_writes_the_hashes_of_a_cassette_that_fits_and_nothing_else(
+    pytester: pytest.Pytester,
+) -> None:
+    spec_file = copy_create_file(pytester.path, cassette=True)
+    path = pytester.path / CASSETTE
+    shipped = path.read_text(encoding="utf-8")
+    unstamp(path)
+    before = path.read_text(encoding="utf-8")
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 0, result.output
+    spec = load_specs(spec_file)[0]
+    assert result.output == (
+        f"create-file: stamped {CASSETTE} (prompt_hash {prompt_hash(spec)}, "
+        f"script_hash {script_hash(spec)})\n"
+    )
+    after = path.read_text(encoding="utf-8")
+    assert after == shipped  # the shipped cassette was stamped by this very command
+    removed = set(before.splitlines()) - set(after.splitlines())
+    added = set(after.splitlines()) - set(before.splitlines())
+    assert removed == set()
+    assert added == {f"  prompt_hash: {prompt_hash(spec)}", f"  script_hash: {script_hash(spec)}"}
+    assert stamp("create_file.atom.yaml").output == f"create-file: already stamped {CASSETTE}\n"
+    # Now an edited script is refused, where the unstamped cassette replayed it green.
+    edit_script(pytester.path)
+    pytester.runpytest("--atom").assert_outcomes(failed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
+    pytester: pytest.Pytester,
+) -> None:
+    spec_file = copy_create_file(pytester.path, cassette=True)
+    path = pytester.path / CASSETTE
+    unstamp(path)
+    before = path.read_bytes()
+    rerecord = f"  re-record it with: {COMMAND}"
+
+    edit_script(pytester.path)  # a replay would pass: only the script comparison tells
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "create-file: not stamped, the cassette does not fit the spec: interaction 2 (agent "
+        "answer 2) is not what scripts/create_file.yaml line 7 answers now",
+        rerecord,
+    ]
+    assert path.read_bytes() == before
+
+    shutil.copy(FIXTURES / "scripts" / "create_file.yaml", pytester.path / "scripts")
+    spec_file.write_text(spec_file.read_text().replace("hello, world\n", "hello, moon\n", 1))
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        "create-file: not stamped, the cassette does not fit the spec: the replay diverged"
+    )
+    assert "likely cause: spec changed since recording" in result.output
+    assert result.output.endswith(rerecord + "\n")
+    assert path.read_bytes() == before

@@ -21,8 +21,7 @@ import pytest
 
 from pytest_atom.execution import run_spec
 from pytest_atom.modes import MatchMode
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.gateway.replay import FAULT_HEADER
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
 from pytest_atom.result import SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs

@@ -133,6 +133,14 @@ class IterationRecord:
         """The call's exact figures are known (its result event, or a record made by hand)."""
         return self.meter.ended or bool(self.usage or self.model_usage)
 
+    #: The kind of API error the CLI answered with instead of a model's reply
+    #: ("authentication_failed" when it has no credentials: no retry can fix that).
+    api_error: str | None = None
+
+    @property
+    def needs_login(self) -> bool:
+        return self.api_error == "authentication_failed"
+
     @property
     def tokens(self) -> int:
         """Every session's tokens, subagents included; provisional for a stopped call."""
@@ -177,6 +185,8 @@ class IterationRecord:
             self.cli_version = event.get("claude_code_version")
             self.model = self.meter.main_model
         elif kind == "assistant":
+            if isinstance(event.get("error"), str):
+                self.api_error = event["error"]
             for block in (event.get("message") or {}).get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
                     self.texts.append(block["text"])

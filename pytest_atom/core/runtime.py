@@ -180,6 +180,7 @@ class AtomRuntime:
             if (
                 record.timed_out
                 or record.limit_exceeded
+                or record.needs_login  # waiting never brings credentials
                 or record.returncode == 0
                 or out_of_retries
             ):

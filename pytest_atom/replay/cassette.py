@@ -38,6 +38,9 @@ VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `versio
 FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared blocks
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
+#: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
+#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
+FAULT_HEADER = "x-atom-fault"
 _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
 
 

@@ -22,13 +22,20 @@ from pytest_atom.core.claude_code import claude_version
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.gateway import Gateway, Responder, Script, ScriptedResponder
+from pytest_atom.replay.gateway import (
+    Gateway,
+    Responder,
+    Script,
+    ScriptedResponder,
+    ScriptError,
+)
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
-from pytest_atom.replay.gateway.replay import CassetteResponder
+from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
+from pytest_atom.transcript import read_reply
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 #: Credentials the CLI can use when recording; passed through, never written down.
@@ -112,6 +119,71 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
             f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
         )
     return reasons
+
+
+def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
+    """The hashes a recording of `spec` stores now: what `atom cassette stamp` writes."""
+    hashes = {"prompt_hash": prompt_hash(spec)}
+    script = script_hash(spec) if recorded_from_script(cassette) else None
+    if script is not None:
+        hashes["script_hash"] = script
+    return hashes
+
+
+def recorded_from_script(cassette: Cassette) -> bool:
+    return str(cassette.metadata.get("upstream") or "").startswith("scripted://")
+
+
+def missing_hashes(cassette: Cassette) -> list[str]:
+    """The hashes a cassette lacks to tell when it is stale (recorded before they existed)."""
+    wanted = ["prompt_hash"] + (["script_hash"] if recorded_from_script(cassette) else [])
+    return [name for name in wanted if not cassette.metadata.get(name)]
+
+
+def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
+    """Why the answers a cassette recorded from a script are not what the spec's script
+    answers now; None when they are (or when it was not recorded from a script).
+
+    A replay serves the cassette's answers and never reads the script, so only this tells
+    whether the script was edited since. Each lane (the agent's turns, the reflector's, the
+    planner's) is compared in order; a script may hold turns the recording never used.
+    """
+    if not recorded_from_script(cassette) or spec.script is None:
+        return None
+    try:
+        script = Script.load(spec.script)
+    except ScriptError as exc:
+        return str(exc)
+    lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
+    used = dict.fromkeys(lanes, 0)
+    where = display_path(spec.script)
+    for number, interaction in enumerate(cassette.interactions, 1):
+        lane = interaction_kind(interaction)
+        if lane not in lanes:
+            continue
+        index, used[lane] = used[lane], used[lane] + 1
+        name = "agent" if lane == "turn" else lane
+        if index >= len(lanes[lane]):
+            return f"interaction {number} is {name} answer {index + 1}; {where} has {index}"
+        turn = lanes[lane][index]
+        expected = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
+            {"type": "tool_use", "name": use.name, "input": dict(use.input)}
+            for use in turn.tool_use
+        ]
+        answer = read_reply(interaction.response, interaction.status)
+        recorded = [
+            {"type": "text", "text": b.get("text")}
+            if b.get("type") == "text"
+            else {"type": "tool_use", "name": b.get("name"), "input": b.get("input")}
+            for b in answer.blocks
+            if b.get("type") in ("text", "tool_use")
+        ]
+        if recorded != expected:
+            return (
+                f"interaction {number} ({name} answer {index + 1}) is not what {where} "
+                f"line {turn.line} answers now"
+            )
+    return None
 
 
 def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
@@ -370,11 +442,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):
         causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
-    recorded = metadata.get("claude_code_version")
-    if recorded and cli_version and recorded != cli_version:
-        causes.append(
-            f"recorded with another Claude Code version ({recorded}; this run {cli_version})"
-        )
+    causes += _where_causes(spec, first, metadata.get("claude_code_version"), cli_version, causes)
     lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
     # Claude Code retries and falls back on a failed request: one divergence, sent again.
     first_text = first.describe(limit=None)
@@ -386,3 +454,50 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             seen.add(text)
             report.append(text)
     return report
+
+
+def _where_causes(
+    spec: Spec,
+    first: Divergence,
+    recorded: str | None,
+    live: str | None,
+    known: list[str],
+) -> list[str]:
+    """The cause that where the first divergence lies points to. Another Claude Code
+    version is blamed only when nothing but Claude Code's own parts of the request differ:
+    when the conversation itself differs, that is the cause, whatever the version."""
+    where = first.where()
+    other_version = bool(recorded and live and recorded != live)
+    if where is None or where[0] == "played":
+        return []
+    kind, labels = where
+    if kind == "machine":
+        return [
+            f"a machine detail differs ({', '.join(labels)}): the cassette was recorded on "
+            "another machine, and pytest-atom does not mask this detail yet; the default "
+            "--atom-match=conversation ignores it"
+        ]
+    if kind == "cli":
+        if other_version:
+            return [
+                f"recorded with another Claude Code version ({recorded}; this run {live}), and "
+                "strict matching compares Claude Code's own parts of the request too; refresh "
+                f"the cassette for this CLI with: {record_command(spec, 'refresh')}"
+            ]
+        return [
+            "Claude Code's own parts of the request differ (its settings or environment), the "
+            "conversation does not; the default --atom-match=conversation ignores them"
+        ]
+    if known:  # the prompt or the reflector's input changed: the conversation says so
+        return []
+    if kind == "tool_result":
+        also = (
+            f", or Claude Code {live} words its own part of it unlike {recorded}"
+            if other_version
+            else ""
+        )
+        return [
+            "a tool result differs from the recording: the workspace or a command's output "
+            f"changed since recording{also} (--atom-match=structural ignores tool results)"
+        ]
+    return ["the conversation differs from the recording (below)"]

@@ -158,9 +158,13 @@ def entries(rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
     return {key: _entry(runs) for key, runs in sorted(grouped.items())}
 
 
-def build_baseline(rows: Iterable[Row]) -> dict[str, Any]:
-    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys)."""
-    return {"format": BASELINE_FORMAT, "specs": entries(rows)}
+def build_baseline(rows: Iterable[Row], keep: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The baseline document of a run: stable and diff-friendly (no dates, sorted keys).
+
+    `keep` holds an earlier baseline's entries: those of specs this run did not run stay,
+    so saving after a partial run (``--lf``, ``-k``) updates only the specs that ran."""
+    specs = {**(keep or {}), **entries(rows)}
+    return {"format": BASELINE_FORMAT, "specs": dict(sorted(specs.items()))}
 
 
 def dump_baseline(baseline: Mapping[str, Any], path: Path) -> Path:
@@ -364,6 +368,15 @@ def delta_properties(comparison: Comparison) -> dict[str, Any]:
     return props
 
 
+def _signed(metric: str, change: float) -> str:
+    """A change as a person reads it: ``tokens +16,522``, ``cost_usd +$0.0123``."""
+    if metric == "cost_usd":
+        return f"{'+' if change > 0 else '-'}${abs(change):.4f}"
+    if metric in ("turns", "tokens") and float(change).is_integer():
+        return f"{int(change):+,}"
+    return f"{change:+,.2f}".rstrip("0").rstrip(".")
+
+
 def summary_cell(props: Mapping[str, Any]) -> str:
     """The summary table's baseline column: status, then the metrics that moved."""
     status = str(props.get("atom_baseline", ""))
@@ -371,7 +384,7 @@ def summary_cell(props: Mapping[str, Any]) -> str:
     for metric, _ in _METRICS:
         change = props.get(f"atom_baseline_{metric}")
         if isinstance(change, (int, float)) and change and metric != "duration_s":
-            moved.append(f"{metric} {change:+.4g}")
+            moved.append(f"{metric} {_signed(metric, change)}")
     return " ".join([status, *moved])
 
 

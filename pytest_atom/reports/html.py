@@ -19,6 +19,7 @@ spec's transcript is redacted where another spec repeats it.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from pytest_atom.files import write_atomic
 from pytest_atom.judge.reflector import workspace_diff
@@ -39,6 +41,7 @@ from pytest_atom.transcript import stream_turns, tool_label
 
 __all__ = [
     "LAST_REPORT",
+    "drift_summary",
     "fold",
     "render_html",
     "report_row",
@@ -76,6 +79,8 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
         "prompt": result.spec.prompt,
         "spec_path": display_path(result.spec.path),
         "run_dir": display_path(result.run_dir),
+        # A link that works from the report and from its copy in the runs folder alike.
+        "run_uri": result.run_dir.resolve().as_uri(),
         "properties": result_properties(result),
         "diff": workspace_diff(result.spec.workspace, final.path) if final else "",
         "divergences": list(result.divergences),
@@ -140,6 +145,39 @@ def fold(text: str, lines: int = FOLD_LINES, chars: int = FOLD_CHARS) -> dict[st
     return {"head": head, "rest": rest, "hidden": rest.count("\n") + 1 if rest else 0}
 
 
+_DRIFT = re.compile(
+    r"^(?:recorded with Claude Code (?P<was>\S+), replayed with (?P<now>[^:]+)"
+    r"|recorded and replayed with Claude Code [^:]+): (?P<parts>.*); "
+    r"(?P<all>\d+) requests?: \d+ identical, (?P<loose>\d+) matched on the conversation$"
+)
+
+
+def drift_summary(line: str) -> str:
+    """A replay's drift line (`Drift.line`) in a few words, for a table cell; the whole
+    sentence stays one click away: ``2.1.197 → 2.1.330; system prompt changed``.
+    """
+    found = _DRIFT.match(line)
+    if found is None:
+        return line if len(line) <= 60 else line[:59] + "…"
+    parts = [] if not found["was"] else [f"{found['was']} → {found['now']}"]
+    for part in found["parts"].split(", "):
+        if part.startswith("tools "):
+            part = f"tools changed ({len(part.split()) - 1})"
+        parts.append(part)
+    return "; ".join(parts) or f"{found['loose']}/{found['all']} matched on the conversation"
+
+
+def wrap_path(text: str) -> Markup:
+    """A path or node id that breaks only after a `/` or `::`, never inside a name."""
+    escaped = str(escape(text))
+    return Markup(escaped.replace("/", "/<wbr>").replace("::", "::<wbr>"))
+
+
+def tool_error(text: str | None) -> str:
+    """A failed call's error as the CLI worded it, without its `<tool_use_error>` tags."""
+    return re.sub(r"</?tool_use_error>", "", text or "").strip() or "(no output)"
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -171,6 +209,9 @@ def _environment() -> jinja2.Environment:
     env.filters["tool_label"] = tool_label
     env.filters["number"] = _number
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+    env.filters["drift_summary"] = drift_summary
+    env.filters["wrap_path"] = wrap_path
+    env.filters["tool_error"] = tool_error
     env.filters["slug"] = lambda text: "".join(c if c.isalnum() else "-" for c in str(text))
     return env
 

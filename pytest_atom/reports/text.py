@@ -468,7 +468,9 @@ def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
                 f"{score:.2f}" if isinstance(score, (int, float)) else "-",
                 str(p.get("atom_attempts", "")),
                 str(p.get("atom_iterations", "")),
-                str(p.get("atom_tokens", "")),
+                # The agent's own (main session and subagents), as limits and baselines
+                # count them; the role columns that follow break every session down.
+                str(p.get("atom_agent_tokens", p.get("atom_tokens", ""))),
                 *(_role_cell(p, role) for role in roles),
                 f"{p.get('atom_cost_usd', 0):.4f}",
                 # What replayed answers cost when recorded: not spent by this run.

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.replay.gateway.messages import parse_sse
 from pytest_atom.replay.gateway.scripted import structured_role
+from pytest_atom.transcript import plural
 
 __all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "request_kind"]
 
@@ -155,13 +156,15 @@ def called_tools(response: str) -> list[str]:
     return names
 
 
-def _tool_shapes(body: Any) -> dict[str, set[str]]:
-    shapes: dict[str, set[str]] = {}
-    for tool in body.get("tools") or [] if isinstance(body, dict) else []:
-        if isinstance(tool, dict):
-            schema = tool.get("input_schema") or {}
-            shapes[str(tool.get("name"))] = set(schema.get("properties") or {})
-    return shapes
+def _tools(body: Any) -> dict[str, Any]:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return {str(t.get("name")): t for t in tools or [] if isinstance(t, dict)}
+
+
+def _properties(tool: Any) -> set[str]:
+    schema = tool.get("input_schema") if isinstance(tool, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return set(props) if isinstance(props, dict) else set()
 
 
 def _system_text(body: Any) -> str:
@@ -171,16 +174,53 @@ def _system_text(body: Any) -> str:
     return str(system or "")
 
 
+def _messages(body: Any, *, system: bool) -> list[Any]:
+    """The `role: system` entries (Claude Code's own), or every other message."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [m for m in messages if isinstance(m, dict) and (m.get("role") == "system") == system]
+
+
+#: Body fields that are neither the conversation nor a part named on its own: sampling and
+#: request settings (max_tokens, thinking, temperature, output_config, context_management...).
+_NAMED_FIELDS = frozenset({"messages", "system", "tools", "model", "metadata", "stream"})
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    """`{"output_config.effort": "medium"}` for `{"output_config": {"effort": "medium"}}`."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= _leaves(item, f"{path}.{key}")
+        return out
+    return {path: value}
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class Drift:
-    """What Claude Code changed around a conversation that still matched, summed per run."""
+    """What Claude Code changed around a conversation that still matched, summed per run.
+
+    Each part the CLI owns is named when it changed: the model, the tools, the system prompt,
+    its `role: system` messages, the sampling settings, and its own text in the user's
+    messages (system reminders, cache_control). A replay where none changed says nothing.
+    """
 
     recorded_version: str | None = None
     live_version: str | None = None
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
     tools_removed: set[str] = field(default_factory=set)
+    tools_reworded: set[str] = field(default_factory=set)  # same name and fields, new text
     system_changed: bool = False
+    role_system_changed: bool = False
+    settings: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field: (recorded, live)
+    messages_changed: bool = False  # Claude Code's own text in the user's messages
     replayed: int = 0  # requests served from the cassette
     loose: int = 0  # of which matched on the conversation, not byte for byte
     results_differ: int = 0  # of which matched although tool results differ (structural)
@@ -197,16 +237,70 @@ class Drift:
                 return
             if live.get("model") != recorded.get("model"):
                 self.models[str(recorded.get("model"))] = str(live.get("model"))
-            if live.get("tools") or recorded.get("tools"):
-                self._tools(_tool_shapes(recorded), _tool_shapes(live))
-                self.system_changed |= _system_text(live) != _system_text(recorded)
+            self._tools(_tools(recorded), _tools(live))
+            self.system_changed |= _system_text(live) != _system_text(recorded)
+            self.role_system_changed |= _messages(live, system=True) != _messages(
+                recorded, system=True
+            )
+            if not results_differ:  # else the messages differ by the user's tool results
+                self.messages_changed |= _messages(live, system=False) != _messages(
+                    recorded, system=False
+                )
+            self._settings(recorded, live)
 
-    def _tools(self, recorded: Mapping[str, set[str]], live: Mapping[str, set[str]]) -> None:
+    def _tools(self, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> None:
         self.tools_added |= set(live) - set(recorded)
         self.tools_removed |= set(recorded) - set(live)
         for name in set(live) & set(recorded):
-            self.tools_added |= {f"{name}.{p}" for p in live[name] - recorded[name]}
-            self.tools_removed |= {f"{name}.{p}" for p in recorded[name] - live[name]}
+            if live[name] == recorded[name]:
+                continue
+            added = _properties(live[name]) - _properties(recorded[name])
+            removed = _properties(recorded[name]) - _properties(live[name])
+            self.tools_added |= {f"{name}.{p}" for p in added}
+            self.tools_removed |= {f"{name}.{p}" for p in removed}
+            if not (added or removed):
+                self.tools_reworded.add(name)
+
+    def _settings(self, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> None:
+        old: dict[str, Any] = {}
+        new: dict[str, Any] = {}
+        for key in (set(recorded) | set(live)) - _NAMED_FIELDS:
+            if key in recorded and key in live:
+                old |= _leaves(recorded[key], key)
+                new |= _leaves(live[key], key)
+            else:  # a whole setting added or dropped: said as one
+                old[key], new[key] = recorded.get(key, _ABSENT), live.get(key, _ABSENT)
+        for path in set(old) | set(new):
+            before, after = old.get(path, _ABSENT), new.get(path, _ABSENT)
+            if before != after:
+                self.settings.setdefault(path, (before, after))
+
+    def changes(self) -> list[str]:
+        """What Claude Code changed, one phrase a part; empty when nothing did."""
+        parts = [f"model {a} → {b}" for a, b in sorted(self.models.items())]
+        tools = [f"+{t}" for t in sorted(self.tools_added)]
+        tools += [f"−{t}" for t in sorted(self.tools_removed)]  # noqa: RUF001 - a minus sign
+        if self.tools_reworded:
+            tools.append("reworded " + " ".join(_clip(sorted(self.tools_reworded), 6)))
+        if tools:
+            parts.append("tools " + " ".join(_clip(tools)))
+        if self.system_changed:
+            parts.append("system prompt changed")
+        if self.role_system_changed:
+            parts.append("role-system messages changed")
+        settings = [
+            f"{path} {_setting(before)} → {_setting(after)}"
+            for path, (before, after) in sorted(self.settings.items())
+        ]
+        parts += _clip(settings, 8)
+        if self.messages_changed:
+            parts.append("Claude Code's own text in the messages changed")
+        if self.results_differ:
+            parts.append(
+                f"tool results differ in {plural(self.results_differ, 'request')} "
+                "(structural match)"
+            )
+        return parts
 
     def _versions(self) -> str:
         if self.recorded_version and self.recorded_version != self.live_version:
@@ -216,21 +310,27 @@ class Drift:
             )
         return f"recorded and replayed with Claude Code {self.live_version or '(unknown)'}"
 
+    def counts(self) -> str:
+        """``4 requests: 3 identical, 1 matched on the conversation``."""
+        identical = self.replayed - self.loose
+        return (
+            f"{plural(self.replayed, 'request')}: {identical} identical, "
+            f"{self.loose} matched on the conversation"
+        )
+
     def line(self) -> str | None:
-        """One line per spec, or None when the replay was byte for byte what was recorded."""
-        version_changed = bool(self.recorded_version and self.recorded_version != self.live_version)
-        if not self.loose and not version_changed:
+        """One line per spec, or None when nothing Claude Code owns changed."""
+        parts = self.changes()
+        if not parts:
             return None
-        parts = [f"model {a} → {b}" for a, b in sorted(self.models.items())]
-        tools = [f"+{t}" for t in sorted(self.tools_added)]
-        tools += [f"−{t}" for t in sorted(self.tools_removed)]  # noqa: RUF001 - a minus sign
-        if tools:
-            parts.append("tools " + " ".join(_clip(tools)))
-        parts.append(f"system prompt {'changed' if self.system_changed else 'unchanged'}")
-        if self.results_differ:
-            parts.append(f"tool results differ in {self.results_differ} (structural match)")
-        matched = f"{self.loose}/{self.replayed} requests matched on the conversation"
-        return f"{self._versions()}: {', '.join(parts)}; {matched}"
+        return f"{self._versions()}: {', '.join(parts)}; {self.counts()}"
+
+
+_ABSENT = "(absent)"
+
+
+def _setting(value: Any) -> str:
+    return str(value) if value is _ABSENT else _short(value)
 
 
 def _clip(items: list[str], limit: int = 12) -> list[str]:

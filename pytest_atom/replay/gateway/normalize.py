@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
@@ -24,22 +25,112 @@ _BILLING = [
 _DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
 
 
-#: Claude Code's sandbox section lists the paths it denies, cut off with "... and 155 more
-#: (truncated for prompt size)": the count is however many folders this machine has.
-_TRUNCATED = re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)")
-_TRUNCATED_MASK = "... and <N> more (truncated for prompt size)"
+@dataclass(frozen=True)
+class MachineDetail:
+    """Something Claude Code writes into its requests that names the machine, not the task.
+
+    `pattern` matches the detail only while it holds the machine's value (never its mask),
+    and `mask` replaces the match (a template: ``\\1`` keeps a group). `marker` is a plain
+    substring of every match: a text without it is skipped cheaply, as every string of every
+    request passes through here.
+    """
+
+    name: str  # as `atom cassette check` and a divergence report say it
+    marker: str
+    pattern: re.Pattern[str]
+    mask: str
+    example: str  # a line as the CLI writes it, unmasked (documentation and tests)
+
+    def sub(self, text: str) -> str:
+        return self.pattern.sub(self.mask, text) if self.marker in text else text
+
+    def unmasked(self, text: str) -> list[str]:
+        """The machine values this detail still has in `text` (none once masked)."""
+        return [m.group(0) for m in self.pattern.finditer(text)] if self.marker in text else []
 
 
-def mask_machine_counts(body: Any) -> Any:
-    """`body` with the machine-dependent counts masked, for bodies recorded before the
-    normalizer masked them: applied to both sides, old cassettes still match exactly."""
+def _environment_line(label: str, mask: str) -> re.Pattern[str]:
+    """The value of one line of the environment block (`` - OS Version: Linux 6.1``): it
+    ends with its line, and in a body kept as JSON text at a backslash or a quote too."""
+    return re.compile(rf'(?<= - {label}: )(?!{re.escape(mask)})[^\n\\"]+')
+
+
+#: Every machine detail Claude Code (2.1.330, 2.1.331) writes into a request. The run's
+#: own folders, home and temp folders are not here: they become placeholders by name
+#: (`Normalizer` paths, execution._volatile_paths), and `atom cassette check` reports one
+#: left raw. Each mask applies to live requests and, on load, to older recordings
+#: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
+MACHINE_DETAILS: tuple[MachineDetail, ...] = (
+    MachineDetail(
+        "kernel release",
+        " - OS Version: ",
+        _environment_line("OS Version", "<OS_VERSION>"),
+        "<OS_VERSION>",
+        " - OS Version: Linux 6.18.44-fc-v782",
+    ),
+    MachineDetail(
+        "operating system",
+        " - Platform: ",
+        _environment_line("Platform", "<PLATFORM>"),
+        "<PLATFORM>",
+        " - Platform: linux",
+    ),
+    # The shell the CLI runs commands in, and `$SHELL` where that differs.
+    MachineDetail(
+        "login shell",
+        " - Shell: ",
+        _environment_line("Shell", "<SHELL>"),
+        "<SHELL>",
+        " - Shell: bash (login shell: zsh)",
+    ),
+    # The sandbox cuts its list of denied paths off with a count of the rest: however many
+    # folders this machine has.
+    MachineDetail(
+        "count of the sandbox's paths",
+        "truncated for prompt size",
+        re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)"),
+        "... and <N> more (truncated for prompt size)",
+        "... and 155 more (truncated for prompt size)",
+    ),
+    # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
+    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it.
+    MachineDetail(
+        "user id",
+        "/tmp/",
+        re.compile(r"(?<![\w.-])/tmp/(claude|cc-daemon|claude-host)-\d+(?![\w.-])"),
+        r"<TMP>/\1-<UID>",
+        "/tmp/cc-daemon-1000",
+    ),
+)
+
+
+def mask_machine_text(text: str) -> str:
+    """`text` with every known machine detail masked."""
+    for detail in MACHINE_DETAILS:
+        text = detail.sub(text)
+    return text
+
+
+def mask_machine(body: Any) -> Any:
+    """`body` (a request body, or any JSON value) with every known machine detail masked.
+
+    The normalizer masks live requests as they come; this masks bodies recorded before a
+    mask existed, on load. Applied to both sides, and idempotent, old cassettes still match
+    byte for byte on any machine.
+    """
     if isinstance(body, str):
-        return _TRUNCATED.sub(_TRUNCATED_MASK, body) if "truncated for prompt" in body else body
+        return mask_machine_text(body)
     if isinstance(body, list):
-        return [mask_machine_counts(item) for item in body]
+        return [mask_machine(item) for item in body]
     if isinstance(body, dict):
-        return {key: mask_machine_counts(value) for key, value in body.items()}
+        return {key: mask_machine(value) for key, value in body.items()}
     return body
+
+
+def unmasked_machine_details(text: str) -> list[tuple[str, str]]:
+    """(what, value) of each machine detail left unmasked in `text`, each once."""
+    found = [(d.name, v) for d in MACHINE_DETAILS for v in d.unmasked(text)]
+    return list(dict.fromkeys(found))
 
 
 def mask_durations(text: str) -> str:
@@ -65,8 +156,8 @@ _TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_
 #: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
 #: before it was backgrounded (``after running for 12s``).
 _WALL_CLOCK = [
-    (re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
-    (re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
+    ("duration_ms", re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
+    ("after running for ", re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
 ]
 
 
@@ -137,9 +228,7 @@ class Normalizer:
             text = self._dates.sub("<DATE>", text)
         for pattern, placeholder in _BILLING:
             text = pattern.sub(placeholder, text)
-        if "truncated for prompt" in text:
-            text = _TRUNCATED.sub(_TRUNCATED_MASK, text)
-        return text
+        return mask_machine_text(text)
 
     def body(self, body: Any) -> Any:
         """A normalized copy of a JSON request body (the walk builds new containers)."""
@@ -148,8 +237,8 @@ class Normalizer:
         def walk(node: Any, in_result: bool = False) -> Any:
             if isinstance(node, str):
                 text = self._task_ids(self.text(node))
-                for pattern, mask in _WALL_CLOCK:
-                    text = pattern.sub(mask, text)
+                for marker, pattern, mask in _WALL_CLOCK:
+                    text = pattern.sub(mask, text) if marker in text else text
                 return mask_durations(text) if in_result else text
             if isinstance(node, list):
                 return [walk(n, in_result) for n in node]

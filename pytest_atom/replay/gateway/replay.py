@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
-from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway import messages
 from pytest_atom.replay.gateway.matching import (
     CONVERSATION_KINDS,
@@ -53,11 +54,12 @@ from pytest_atom.replay.gateway.messages import (
 )
 from pytest_atom.replay.gateway.normalize import (
     Normalizer,
-    mask_machine_counts,
+    mask_machine,
     results_in_call_order,
 )
 from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.transcript import plural
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for.
 _KEPT_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-app")
@@ -109,6 +111,54 @@ class Divergence:
             + describe_difference(live, recorded, limit)
         )
 
+    def where(self) -> tuple[Where, list[str]] | None:
+        """Where this divergence lies, with the machine lines that differ (``machine``);
+        None when it has no closest recording or a reason of its own."""
+        if self.closest is None or self.reason:
+            return None
+        live, recorded = self.live, self.closest.body
+        if self.kind not in CONVERSATION_KINDS:
+            return ("played" if live == recorded else "cli"), []
+        blank = self.mode == "structural"
+        live_turns = conversation(live, blank_results=blank)
+        recorded_turns = conversation(recorded, blank_results=blank)
+        if live_turns == recorded_turns:
+            if self.mode != "strict" or live == recorded:
+                return "played", []
+            labels = _machine_labels(live, recorded)
+            return ("machine", labels) if labels else ("cli", [])
+        if len(live_turns) == len(recorded_turns) and all(
+            a["role"] == b["role"]
+            and len(a["content"]) == len(b["content"])
+            and all(
+                x == y or (x["type"] == y["type"] == "tool_result")
+                for x, y in zip(a["content"], b["content"], strict=True)
+            )
+            for a, b in zip(live_turns, recorded_turns, strict=True)
+        ):
+            return "tool_result", []
+        return "conversation", []
+
+
+#: Where a divergence lies: Claude Code's own parts of the request only (``cli``), of which
+#: only a machine detail (``machine``); a tool result (``tool_result``); the rest of the
+#: conversation (``conversation``); nowhere, as its recording was already played (``played``).
+Where = Literal["cli", "machine", "tool_result", "conversation", "played"]
+
+#: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
+#: (``Filesystem: {…}``): where Claude Code writes what it finds on the machine.
+_MACHINE_LINE = re.compile(r"(?: - ([A-Z][\w ]*): |(Filesystem|Network): )")
+
+
+def machine_line(text: str, at: int) -> str | None:
+    """The label of the machine-describing line of `text` that holds position `at`."""
+    start = text.rfind("\n", 0, at) + 1
+    match = _MACHINE_LINE.match(text, start)
+    if match is None:
+        return None
+    label = match.group(1) or match.group(2)
+    return f"the sandbox's {label.lower()} list" if match.group(2) else f"'{label}'"
+
 
 @dataclass
 class CassetteResponder:
@@ -135,7 +185,7 @@ class CassetteResponder:
         self._arrival = threading.Condition(self._lock)
         self._released = 0  # recorded requests before this one are no longer waited for
         for interaction in self.cassette.interactions:  # recorded before these existed
-            interaction.body = results_in_call_order(mask_machine_counts(interaction.body))
+            interaction.body = results_in_call_order(mask_machine(interaction.body))
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
@@ -328,6 +378,12 @@ class CassetteResponder:
         ]
         if not pool:
             return None
+        if self.match == "strict" and kind in CONVERSATION_KINDS:
+            # The recording of the same conversation, when there is one: the difference
+            # then lies in Claude Code's part of the request, and the report can say so.
+            key = match_key(kind, live, DEFAULT_MATCH)
+            same = [i for i in pool if match_key(kind, i.body, DEFAULT_MATCH) == key]
+            pool = same or pool
 
         def text(body: Any) -> str:
             if self.match != "strict" and kind in CONVERSATION_KINDS:
@@ -582,9 +638,6 @@ class CassetteResponder:
 
 #: Seconds an answer is held for a request recorded before it that has not arrived yet.
 ORDER_WAIT = 5.0
-#: Marks a kept broken stream in the cassette, with what broke it ("sent an error event
-#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
-FAULT_HEADER = "x-atom-fault"
 #: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 #: Response headers passed through to the CLI: what its retry logic reads, and the
@@ -695,8 +748,9 @@ def _canonical(body: Any) -> str:
 def describe_difference(live: Any, recorded: Any, limit: int | None = 5) -> str:
     """Where two normalized bodies differ, named as a person reads a conversation.
 
-    Paths read like ``messages[2] (user) content[0] tool_result``; changed text comes as a
-    unified diff of the recorded (-) against the live (+) value.
+    Paths read like ``messages[2] (user).content[0] (tool_result)``, each with both values;
+    of a long text, only the parts that differ, with some context on each side
+    (`text_difference`), never the whole text.
     """
     found: list[str] = []
     limit = limit or 100  # every field, within reason
@@ -719,21 +773,123 @@ def describe_difference(live: Any, recorded: Any, limit: int | None = 5) -> str:
                 walk(a[i], b[i], path + [i])
             if len(a) != len(b) and len(found) < limit:
                 found.append(
-                    f"- {_describe_path(path, live)}: {len(b)} items recorded, {len(a)} live"
+                    f"- {_describe_path(path, live)}: {plural(len(b), 'item')} recorded, {len(a)} live"
                 )
             return
         where = _describe_path(path, live)
         if isinstance(a, str) and isinstance(b, str):
-            diff = difflib.unified_diff(
-                b.splitlines(), a.splitlines(), "recorded", "live", lineterm="", n=1
-            )
-            body = "\n".join("    " + line for line in list(diff)[2:22])
-            found.append(f"- {where}: text changed\n{body}")
+            found.append(f"- {where}: " + text_difference(b, a))
         else:
             found.append(f"- {where}: recorded {json.dumps(b)[:200]}, live {json.dumps(a)[:200]}")
 
     walk(live, recorded, [])
     return "\n".join(found) or "- (no difference after normalization)"
+
+
+#: Characters of unchanged text shown on each side of a change, and of a change itself.
+_CONTEXT, _CHANGE = 40, 160
+#: A string this short, on one line, is shown whole.
+_SHORT = 100
+#: Changes shown of one text; a text differing in more places is said to.
+_HUNKS = 4
+
+
+def text_difference(recorded: str, live: str) -> str:
+    """Both values of a changed text: whole when short, else each differing part with
+    `_CONTEXT` characters around it, on one line each (newlines shown as ``\\n``)."""
+    if max(len(recorded), len(live)) <= _SHORT and "\n" not in recorded + live:
+        return f"recorded {json.dumps(recorded)}, live {json.dumps(live)}"
+    hunks = _hunks(recorded, live)
+    lines = [f"text changed in {plural(len(hunks), 'place')}:"]
+    for rec_start, rec_end, live_start, live_end in hunks[:_HUNKS]:
+        line = live.count("\n", 0, live_start) + 1
+        lines.append(
+            f"    at line {line}, character {live_start - live.rfind(chr(10), 0, live_start)}:"
+        )
+        lines.append(f"      recorded {_excerpt(recorded, rec_start, rec_end)}")
+        lines.append(f"      live     {_excerpt(live, live_start, live_end)}")
+    if len(hunks) > _HUNKS:
+        lines.append(f"    (+{len(hunks) - _HUNKS} more)")
+    return "\n".join(lines)
+
+
+def _hunks(a: str, b: str) -> list[tuple[int, int, int, int]]:
+    """The differing spans of `a` and `b`, as (a_start, a_end, b_start, b_end); spans less
+    than two contexts apart are one. The common head and tail are cut off first, so only
+    what lies between is compared character by character."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
+    if max(len(a_mid), len(b_mid)) > 20_000:  # too long to compare closely: one span
+        return [(head, len(a) - tail, head, len(b) - tail)]
+    matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False)
+    spans: list[list[int]] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if spans and i1 + head - spans[-1][1] < 2 * _CONTEXT:
+            spans[-1][1], spans[-1][3] = i2 + head, j2 + head
+        else:
+            spans.append([i1 + head, i2 + head, j1 + head, j2 + head])
+    return [_whole_words(a, b, *span) for span in spans] or [(head, head, head, head)]
+
+
+def _whole_words(
+    a: str, b: str, a_start: int, a_end: int, b_start: int, b_end: int
+) -> tuple[int, int, int, int]:
+    """A span widened to whole words: ``[false]`` and ``[true]``, not ``[fals]e``."""
+    while a_start and b_start and a[a_start - 1] == b[b_start - 1] and a[a_start - 1].isalnum():
+        a_start, b_start = a_start - 1, b_start - 1
+    while a_end < len(a) and b_end < len(b) and a[a_end] == b[b_end] and a[a_end].isalnum():
+        a_end, b_end = a_end + 1, b_end + 1
+    return a_start, a_end, b_start, b_end
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    """``…before[changed]after…``: the change in brackets, its surroundings clipped."""
+    change = text[start:end]
+    if len(change) > _CHANGE:
+        change = change[: _CHANGE // 2] + "…" + change[-_CHANGE // 2 :]
+    before = text[max(0, start - _CONTEXT) : start]
+    after = text[end : end + _CONTEXT]
+    shown = (
+        ("…" if start > _CONTEXT else "")
+        + before
+        + "["
+        + change
+        + "]"
+        + after
+        + ("…" if end + _CONTEXT < len(text) else "")
+    )
+    return shown.replace("\n", "\\n")
+
+
+def _machine_labels(live: Any, recorded: Any) -> list[str]:
+    """The machine lines (`machine_line`) in which two bodies differ, when every
+    difference lies in one; else an empty list."""
+    labels: list[str] = []
+
+    def walk(a: Any, b: Any) -> bool:
+        if a == b:
+            return True
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(walk(a[k], b[k]) for k in a)
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(walk(x, y) for x, y in zip(a, b, strict=True))
+        if not (isinstance(a, str) and isinstance(b, str)):
+            return False
+        for _, _, start, _ in _hunks(b, a):
+            label = machine_line(a, start)
+            if label is None:
+                return False
+            labels.append(label)
+        return True
+
+    return list(dict.fromkeys(labels)) if walk(live, recorded) else []
 
 
 def _describe_path(path: list[Any], root: Any) -> str:

@@ -35,6 +35,18 @@
     });
   });
 
+  // A passing spec starts folded: following a link to it (or into it) unfolds it.
+  function unfold() {
+    var target = location.hash && document.getElementById(location.hash.slice(1));
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") { node.open = true; }
+    }
+    var body = target && target.querySelector("details.spec-body");
+    if (body) { body.open = true; }
+  }
+  window.addEventListener("hashchange", unfold);
+  unfold();
+
   var boxes = document.querySelectorAll("input.outcome-filter");
   function filter() {
     var shown = {};
