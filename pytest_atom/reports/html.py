@@ -37,7 +37,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
-from pytest_atom.transcript import stream_turns, tool_label
+from pytest_atom.transcript import refused_by, stream_turns, tool_label
 
 __all__ = [
     "LAST_REPORT",
@@ -207,6 +207,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["fold"] = fold
     env.filters["tool_label"] = tool_label
+    env.filters["refused_by"] = refused_by
     env.filters["number"] = _number
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
     env.filters["drift_summary"] = drift_summary
