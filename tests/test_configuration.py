@@ -16,10 +16,12 @@ import yaml
 from pytest_atom.core.configuration import (
     config_hashes,
     confined_command,
+    installed_paths,
     mcp_server_entry,
 )
 from pytest_atom.core.sandbox import SETTINGS_FILE, Confinement
 from pytest_atom.execution import run_spec
+from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import (
     RecordingError,
@@ -416,3 +418,20 @@ def test_a_configured_run_uses_its_skill_claude_md_rule_and_confined_hook(
         r"--atom-record-mode=all",
         str(caught.value),
     ), str(caught.value)
+
+
+def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Path) -> None:
+    options = load_spec(project(tmp_path, FULL)).claude
+    workspace, cwd = tmp_path / "specs" / "ws", tmp_path / "run" / "a01"
+    cwd.mkdir(parents=True)
+    Confinement(tmp_path / "run", SandboxOptions()).prepare(cwd, ("Bash",), options)
+    (cwd / "notes.txt").write_text("agent's\n")
+    installed = installed_paths(options)
+    assert installed == [
+        "CLAUDE.md",
+        ".claude/skills/release-notes",
+        ".claude/agents/reviewer.md",
+    ]
+    diff = workspace_diff(workspace, cwd, installed=installed)
+    assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
+    assert "CLAUDE.md" in workspace_diff(workspace, cwd)

@@ -52,6 +52,14 @@ def install(options: ClaudeOptions, cwd: Path) -> None:
                 shutil.copyfile(source, target)
 
 
+def installed_paths(options: ClaudeOptions) -> list[str]:
+    """What `install` writes into an attempt folder, relative to it: the harness's files,
+    which a diff of the agent's work leaves out."""
+    paths = ["CLAUDE.md"] if options.claude_md is not None else []
+    paths += [f".claude/skills/{p.name}" for p in options.skills]
+    return paths + [f".claude/agents/{p.name}" for p in options.agents]
+
+
 def settings(options: ClaudeOptions, confine: Sequence[Path] | None = None) -> dict[str, Any]:
     """The spec's settings with its hooks: what the run's ``--settings`` file adds.
 

@@ -30,6 +30,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from pytest_atom.core import configuration
 from pytest_atom.files import write_atomic
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.paths import display_path
@@ -82,7 +83,13 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
         # A link that works from the report and from its copy in the runs folder alike.
         "run_uri": result.run_dir.resolve().as_uri(),
         "properties": result_properties(result),
-        "diff": workspace_diff(result.spec.workspace, final.path) if final else "",
+        "diff": workspace_diff(
+            result.spec.workspace,
+            final.path,
+            installed=configuration.installed_paths(result.spec.claude),
+        )
+        if final
+        else "",
         "divergences": list(result.divergences),
         "harness_error": result.harness_error,
         "upstream_faults": list(result.upstream_faults),
