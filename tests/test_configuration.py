@@ -435,3 +435,27 @@ def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Pat
     diff = workspace_diff(workspace, cwd, installed=installed)
     assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
     assert "CLAUDE.md" in workspace_diff(workspace, cwd)
+
+
+@pytest.mark.slow
+def test_a_plugins_skill_is_loaded_from_the_runs_copy(tmp_path: Path, claude_bin: Path) -> None:
+    spec = project(
+        tmp_path,
+        "  allowed_tools: [Bash, Read, Skill]\n  plugins: [../my-plugin]\n",
+        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
+        "accept: [{skill_invoked: 'my-plugin:hello'}]\n",
+    )
+    skill = tmp_path / "my-plugin" / "skills" / "hello" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: hello\ndescription: Says hello.\n---\nSay hello.\n")
+    turns = [
+        {"tool_use": [{"name": "Skill", "input": {"skill": "my-plugin:hello"}}]},
+        {"text": "Done.\n\nEXIT_LOOP_NOW"},
+    ]
+    (spec.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    result = run_spec(load_spec(spec), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
+    [check] = result.final.checks
+    assert (check.passed, check.evidence) == (True, "iteration 1 turn 1: Skill my-plugin:hello")
+    [call] = result.final.records[0].tool_calls
+    assert (call.result, call.is_error) == ("Launching skill: my-plugin:hello", False)
+    assert (result.run_dir / "claude-plugins" / "my-plugin" / "skills" / "hello").is_dir()
