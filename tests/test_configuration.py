@@ -53,7 +53,7 @@ def project(tmp_path: Path, claude: str, *, extra: str = "", workspace: bool = T
     agents = tmp_path / ".claude" / "agents"
     agents.mkdir()
     (agents / "reviewer.md").write_text(
-        "---\nname: reviewer\ndescription: Reviews.\n---\nReview.\n", encoding="utf-8"
+        "---\nname: reviewer\ndescription: Reviews.\n---\nYou are REVIEWER-7.\n", encoding="utf-8"
     )
     plugin = tmp_path / "my-plugin" / ".claude-plugin"
     plugin.mkdir(parents=True)
@@ -459,3 +459,30 @@ def test_a_plugins_skill_is_loaded_from_the_runs_copy(tmp_path: Path, claude_bin
     [call] = result.final.records[0].tool_calls
     assert (call.result, call.is_error) == ("Launching skill: my-plugin:hello", False)
     assert (result.run_dir / "claude-plugins" / "my-plugin" / "skills" / "hello").is_dir()
+
+
+@pytest.mark.slow
+def test_a_subagent_from_claude_agents_is_the_one_delegated_to(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    spec_file = project(
+        tmp_path,
+        "  allowed_tools: [Bash, Read, Agent]\n  agents: [../.claude/agents/reviewer.md]\n",
+        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
+        "accept: [{subagent_used: reviewer}]\n",
+    )
+    agent = {"description": "review", "prompt": "Review the work.", "subagent_type": "reviewer"}
+    turns = [
+        {"tool_use": [{"name": "Agent", "input": {**agent, "run_in_background": False}}]},
+        {"text": "Reviewed: fine."},  # the subagent's answer
+        {"text": "Done.\n\nEXIT_LOOP_NOW"},
+    ]
+    (spec_file.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    spec = load_spec(spec_file)
+    settings = RunSettings(record_mode="all")
+    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=settings)
+    [check] = result.final.checks
+    assert (check.passed, check.evidence) == (True, 'iteration 1 turn 1: Agent reviewer "review"')
+    # The subagent's system prompt is the definition file's body.
+    bodies = json.dumps([i.body for i in Cassette.load(cassette_path(spec)).interactions])
+    assert "You are REVIEWER-7." in bodies
