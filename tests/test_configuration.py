@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -486,3 +487,46 @@ def test_a_subagent_from_claude_agents_is_the_one_delegated_to(
     # The subagent's system prompt is the definition file's body.
     bodies = json.dumps([i.body for i in Cassette.load(cassette_path(spec)).interactions])
     assert "You are REVIEWER-7." in bodies
+
+
+#: A stdio MCP server in a few lines of JSON-RPC (no SDK needed): one tool, `create`.
+TICKETS_SERVER = """\
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue  # a notification
+    method, result = msg["method"], {}
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities":
+                  {"tools": {}}, "serverInfo": {"name": "tickets", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "create", "description": "Files a ticket.",
+                             "inputSchema": {"type": "object", "properties":
+                                             {"title": {"type": "string"}}}}]}
+    elif method == "tools/call":
+        title = msg["params"]["arguments"]["title"]
+        result = {"content": [{"type": "text", "text": "filed T-1: " + title}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_an_mcp_server_from_the_spec_runs_and_answers(tmp_path: Path, claude_bin: Path) -> None:
+    server = tmp_path / "specs" / "tickets_mcp.py"
+    spec_file = project(
+        tmp_path,
+        "  allowed_tools: [Bash, Read, mcp__tickets__create]\n"
+        f"  mcp_servers: {{tickets: {{command: {sys.executable}, args: [{server}]}}}}\n",
+        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
+        "accept: [{mcp_called: {server: tickets, tool: create}}]\n",
+    )
+    server.write_text(TICKETS_SERVER, encoding="utf-8")
+    call = {"name": "mcp__tickets__create", "input": {"title": "flaky test"}}
+    turns = [{"tool_use": [call]}, {"text": "Filed.\n\nEXIT_LOOP_NOW"}]
+    (spec_file.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    result = run_spec(load_spec(spec_file), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
+    [check] = result.final.checks
+    assert check.passed, check.evidence
+    [made] = result.final.records[0].tool_calls
+    assert (made.result, made.is_error) == ("filed T-1: flaky test", False)
