@@ -148,19 +148,6 @@ class ClaudeOptions:
     mcp_servers: Mapping[str, Mapping[str, Any]] | None = field(default=None, hash=False)
     plugins: tuple[Path, ...] = ()
 
-    @property
-    def configured(self) -> bool:
-        """Whether the spec names any of Claude Code's configuration under ``claude:``."""
-        return bool(
-            self.claude_md is not None
-            or self.skills
-            or self.agents
-            or self.settings
-            or self.hooks
-            or self.mcp_servers
-            or self.plugins
-        )
-
 
 @dataclass(frozen=True)
 class SandboxOptions:

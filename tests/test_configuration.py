@@ -85,7 +85,6 @@ FULL = """\
 
 def test_every_key_is_parsed_its_paths_resolved_from_the_spec_file(tmp_path: Path) -> None:
     claude = load_spec(project(tmp_path, FULL)).claude
-    assert claude.configured
     assert claude.claude_md == "Be brief.\n"
     assert claude.claude_md_file == tmp_path / "specs" / "prompts" / "house-rules.md"
     assert claude.skills == (tmp_path / ".claude" / "skills" / "release-notes",)
@@ -104,7 +103,7 @@ def test_claude_md_is_text_unless_one_line_naming_a_md_file(tmp_path: Path) -> N
     spec.write_text("prompt: p\nclaude: {claude_md: Always answer in French.}\n")
     options = load_spec(spec).claude
     assert (options.claude_md, options.claude_md_file) == ("Always answer in French.", None)
-    assert not load_spec(spec).claude.skills and options.configured
+    assert not options.skills
 
 
 def error(spec: Path) -> str:
