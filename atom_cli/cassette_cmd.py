@@ -477,6 +477,9 @@ def stamp(specs: tuple[Path, ...]) -> None:
             continue
         data.metadata.update(hashes)
         data.save()
-        stamped = ", ".join(f"{k} {v}" for k, v in hashes.items())
+        stamped = ", ".join(
+            f"{k} {v}" if isinstance(v, str) else f"{k} for {', '.join(v)}"
+            for k, v in hashes.items()
+        )
         click.echo(f"{spec.name}: stamped {display_path(path)} ({stamped})")
     sys.exit(1 if refused else 0)

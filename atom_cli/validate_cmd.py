@@ -40,6 +40,7 @@ from pytest_atom.pytest_ini import find_ini
 from pytest_atom.replay.cassette import Cassette, CassetteError
 from pytest_atom.replay.gateway import Script, ScriptError
 from pytest_atom.replay.recording import (
+    CONFIG_CHANGED,
     SCRIPT_CHANGED,
     cassette_path,
     record_command,
@@ -310,7 +311,7 @@ def _cassette_notes(spec: Spec) -> list[str]:
     where, fix = display_path(path), f"re-record it with: {record_command(spec, 'all')}"
     notes = []
     for reason in reasons:
-        if reason.startswith(SCRIPT_CHANGED):
+        if reason.startswith(SCRIPT_CHANGED) or reason.endswith(CONFIG_CHANGED):
             notes.append(
                 f"note: pytest --atom will refuse the stale cassette {where} ({reason}); {fix}"
             )

@@ -30,7 +30,7 @@ from pytest_atom import yamldoc
 from pytest_atom.collect import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.errors import FileError
 from pytest_atom.limits import Limits, parse_limits
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
@@ -137,6 +137,17 @@ class ClaudeOptions:
     allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
     bare: bool = False
     args: tuple[str, ...] = ()
+    #: The configuration under test (see pytest_atom.core.configuration): CLAUDE.md's text
+    #: (and its file, when the spec named one), skill folders, subagent files and plugin
+    #: folders (absolute), settings and hooks (``--settings``) and MCP servers by name.
+    claude_md: str | None = None
+    claude_md_file: Path | None = None
+    skills: tuple[Path, ...] = ()
+    agents: tuple[Path, ...] = ()
+    settings: Mapping[str, Any] | None = field(default=None, hash=False)
+    hooks: Mapping[str, Any] | None = field(default=None, hash=False)
+    mcp_servers: Mapping[str, Mapping[str, Any]] | None = field(default=None, hash=False)
+    plugins: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -677,12 +688,7 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     )
     kw["criteria"] = tuple(m.get("criteria", []))
     if "claude" in m:
-        claude: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in m["claude"].items()
-        }
-        if claude.get("bare") and "allowed_tools" not in claude:
-            claude["allowed_tools"] = BARE_TOOLS
-        kw["claude"] = ClaudeOptions(**claude)
+        kw["claude"] = _claude(doc, loc + ("claude",), m["claude"], kw.get("workspace"))
         if kw["claude"].bare:
             _check_bare_tools(doc, loc + ("claude", "allowed_tools"), kw["claude"].allowed_tools)
     if "sandbox" in m:
@@ -694,6 +700,8 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         _relative(doc, loc + ("snapshot", i), rel, "the workspace")
         for i, rel in enumerate(m.get("snapshot", []))
     )
+    if kw.get("claude", ClaudeOptions()).bare:
+        _check_bare_trajectory(doc, loc, m)
     if "steps" in m:
         kw["steps"] = _steps(doc, loc + ("steps",), m["steps"])
         kw["prompt"] = steps_prompt(kw["steps"])
@@ -900,6 +908,147 @@ def _check_bare_tools(doc: _Document, loc: Loc, allowed: tuple[str, ...]) -> Non
                 "or drop `bare: true`",
                 loc + (i,),
             )
+
+
+#: The `claude:` keys that configure Claude Code, which `bare: true` cannot load: --bare
+#: skips hooks and CLAUDE.md discovery and offers only Bash, Edit and Read (no Skill, Agent
+#: or MCP tool), so a spec naming them would test a configuration the agent never sees.
+_CONFIG_KEYS = ("claude_md", "skills", "agents", "hooks", "mcp_servers", "plugins")
+#: Trajectory checks that need a tool `--bare` does not offer.
+_BARE_UNCHECKABLE = {"skill_invoked": "Skill", "subagent_used": "Agent"}
+#: Where the workspace would already hold what `claude:` installs (see core.configuration).
+_INSTALLED_AT = {"claude_md": "CLAUDE.md", "skills": ".claude/skills", "agents": ".claude/agents"}
+
+
+def _claude(doc: _Document, loc: Loc, m: dict[str, Any], workspace: Path | None) -> ClaudeOptions:
+    """`claude:`: CLI options and the configuration under test, its files found and read."""
+    kw: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in m.items()
+        if k in ("permission_mode", "allowed_tools", "bare", "args")
+    }
+    if m.get("bare"):
+        kw.setdefault("allowed_tools", BARE_TOOLS)
+        for key in _CONFIG_KEYS:
+            if key in m:
+                raise doc.error(
+                    f"{_label(loc + (key,))!r} configures what `bare: true` does not load "
+                    "(Claude Code's --bare skips hooks and CLAUDE.md and offers only "
+                    f"{', '.join(BARE_TOOLS)}): remove {key} or drop `bare: true`",
+                    loc + (key,),
+                )
+    if "claude_md" in m:
+        text = m["claude_md"]
+        if "\n" not in text.strip() and text.strip().endswith(".md"):
+            kw["claude_md_file"] = _config_path(doc, loc + ("claude_md",), text.strip(), "file")
+            kw["claude_md"] = _read_text(doc, loc + ("claude_md",), kw["claude_md_file"])
+        else:
+            kw["claude_md"] = text
+    for key, want in (("skills", "skill"), ("agents", "file"), ("plugins", "folder")):
+        paths = [_config_path(doc, loc + (key, i), v, want) for i, v in enumerate(m.get(key, []))]
+        names: dict[str, int] = {}
+        for i, path in enumerate(paths):
+            if path.name in names:
+                raise doc.error(
+                    f"{_label(loc + (key, i))!r} is a second {want} named {path.name!r} (the "
+                    f"first is {_label(loc + (key, names[path.name]))}): each is installed "
+                    "under its name, so rename one",
+                    loc + (key, i),
+                )
+            names[path.name] = i
+        kw[key] = tuple(paths)
+    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
+        raise doc.error(
+            f"{_label(loc + ('settings', 'hooks'))!r} and {_label(loc + ('hooks',))!r} both "
+            "set hooks: keep them in one place (claude.hooks)",
+            loc + ("hooks",),
+        )
+    owned = {"sandbox", "claudeMdExcludes"} & set(m.get("settings") or {})
+    if owned:
+        key = sorted(owned)[0]
+        raise doc.error(
+            f"{_label(loc + ('settings', key))!r} is set by pytest-atom for every run (the "
+            "sandbox and the isolation from folders above the run): use the spec's `sandbox:` "
+            "key instead, or `sandbox: false`",
+            loc + ("settings", key),
+        )
+    for key in ("settings", "hooks", "mcp_servers"):
+        if m.get(key):
+            kw[key] = copy.deepcopy(m[key])
+    if workspace is not None:
+        _check_not_in_workspace(doc, loc, kw, workspace)
+    return ClaudeOptions(**kw)
+
+
+def _check_not_in_workspace(doc: _Document, loc: Loc, kw: dict[str, Any], workspace: Path) -> None:
+    """What `claude:` installs must not replace what the workspace already holds."""
+    targets: list[tuple[Loc, str]] = []
+    if kw.get("claude_md") is not None:
+        targets.append((loc + ("claude_md",), _INSTALLED_AT["claude_md"]))
+    for key in ("skills", "agents"):
+        targets += [
+            (loc + (key, i), f"{_INSTALLED_AT[key]}/{p.name}") for i, p in enumerate(kw[key])
+        ]
+    for at, rel in targets:
+        if (workspace / rel).exists():
+            raise doc.error(
+                f"{_label(at)!r} would replace the workspace's own {rel}: rename one, or "
+                "remove it from the workspace and keep it in the spec",
+                at,
+            )
+
+
+def _config_path(doc: _Document, loc: Loc, value: str, want: str) -> Path:
+    """A `claude:` path: relative to the spec file, inside its project (`project_root`, as a
+    workspace), existing; a skill is a folder with a SKILL.md."""
+    root = project_root(doc.path.parent)
+    path = (doc.path.parent / value).resolve()
+    if os.path.isabs(value) or not path.is_relative_to(root):
+        raise doc.error(
+            f"{_label(loc)!r} must be a path relative to the spec file that stays inside its "
+            f"project ({display_path(root)}), got {value!r}",
+            loc,
+        )
+    kind = "folder" if want in ("skill", "folder") else "file"
+    if not (path.is_dir() if kind == "folder" else path.is_file()):
+        state = f"is not a {kind}" if path.exists() else "does not exist"
+        raise doc.error(
+            f"{_label(loc)!r} {want} {value!r} {state} (looked for {path}): create it, or fix "
+            "the path (relative to the spec file)",
+            loc,
+        )
+    if want == "skill" and not (path / "SKILL.md").is_file():
+        raise doc.error(
+            f"{_label(loc)!r} skill folder {value!r} has no SKILL.md (looked for "
+            f"{path / 'SKILL.md'}): a skill is a folder with a SKILL.md, name the folder",
+            loc,
+        )
+    return path
+
+
+def _read_text(doc: _Document, loc: Loc, file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise doc.error(f"cannot read {file.name!r}: {exc}", loc) from None
+
+
+def _check_bare_trajectory(doc: _Document, loc: Loc, m: dict[str, Any]) -> None:
+    """`skill_invoked`/`subagent_used` under `bare: true` could never pass."""
+    lists = [(loc + ("accept",), m.get("accept") or [])] + [
+        (loc + ("steps", i, "accept"), step.get("accept") or [])
+        for i, step in enumerate(m.get("steps") or [])
+    ]
+    for at, entries in lists:
+        for i, entry in enumerate(entries):
+            kind = next(iter(entry), None)
+            if kind in _BARE_UNCHECKABLE:
+                raise doc.error(
+                    f"{kind} needs the {_BARE_UNCHECKABLE[kind]} tool, which `bare: true` "
+                    f"does not offer (Claude Code's --bare has only {', '.join(BARE_TOOLS)}): "
+                    "remove the check or drop `bare: true`",
+                    at + (i, kind),
+                )
 
 
 def _sandbox(value: bool | dict[str, Any]) -> SandboxOptions | None:

@@ -178,6 +178,19 @@ def _block(raw: dict[str, Any]) -> Text | ToolUse | None:
     return None
 
 
+#: Who a `Denial.reason` names, as reports say it ("refused by a hook").
+_REFUSERS = {
+    "hook": "a hook",
+    "rule": "a permission rule",
+    "workingDir": "the attempt folder's boundary",
+}
+
+
+def refused_by(reason: str) -> str:
+    """Who refused a call, in words, from its `Denial.reason`."""
+    return _REFUSERS.get(reason, "Claude Code")
+
+
 def stream_turns(stdout: str) -> list[Turn]:
     """The turns of one session's stream-json output, each subagent's turns under the
     call that started it (the CLI tags a subagent's events with that call's id), each

@@ -177,10 +177,11 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
     _git(folder, "update-ref", SNAPSHOT_REF, "HEAD")
 
 
-def changes(folder: Path) -> str | None:
-    """The diff of `folder` against its snapshot commit (new files too, ignored files not),
-    through a throwaway index so the agent's own index is untouched; None when `folder`
-    holds no snapshot repository (a workspace copied from outside git)."""
+def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
+    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
+    nor the paths in `exclude`), through a throwaway index so the agent's own index is
+    untouched; None when `folder` holds no snapshot repository (a workspace copied from
+    outside git)."""
     if not (folder / ".git").is_dir():
         return None
     index = folder / ".git" / "atom-diff-index"
@@ -198,6 +199,9 @@ def changes(folder: Path) -> str | None:
             "--no-color",
             "--no-ext-diff",
             SNAPSHOT_REF,
+            "--",
+            ".",
+            *(f":(exclude){path}" for path in exclude),
             env=env,
         )
     except WorkspaceError:

@@ -219,8 +219,11 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
         f"Bash `touch {outside}/bash-was-here`: touch: cannot touch",
         "Read-only file system",
         f"Bash `{sys.executable} -c",
-        f"Write {outside}/written.txt: Claude requested permissions",
-        f"Edit {outside}/keep.txt: Claude requested permissions",
+        # File tools are refused at the attempt folder's edge, and the report says by whom.
+        f"Write {outside}/written.txt refused by the attempt folder's boundary: Claude "
+        "requested permissions",
+        f"Edit {outside}/keep.txt refused by the attempt folder's boundary: Claude requested "
+        "permissions",
     ):
         assert denied in report
     assert "tool calls that failed or were refused: 4" in report

@@ -268,7 +268,7 @@ class ClaudeRunner:
         allowed = list(self.options.allowed_tools)
         if self.confinement is not None and cwd is not None:
             allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
-            cmd += self.confinement.prepare(cwd.resolve(), self.options.allowed_tools)
+            cmd += self.confinement.prepare(cwd.resolve(), self.options.allowed_tools, self.options)
         if allowed:
             cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.spec import SandboxOptions
+from pytest_atom.core import configuration
+from pytest_atom.spec import ClaudeOptions, SandboxOptions
 
 #: The Linux programs Claude Code's sandbox needs (macOS has Seatbelt built in).
 LINUX_TOOLS = {"bwrap": "bubblewrap", "socat": "socat"}
@@ -86,13 +87,20 @@ class Confinement:
     boundary: Path
     sandbox: SandboxOptions | None  # None: isolation only, no sandbox
 
-    def prepare(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> list[str]:
-        """CLI arguments for a session in `cwd`; writes the settings file and the git marker.
+    def prepare(
+        self,
+        cwd: Path,
+        allowed: Sequence[str] = ("Bash",),
+        config: ClaudeOptions | None = None,
+    ) -> list[str]:
+        """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
+        and installs the spec's Claude Code configuration (`config`, see core.configuration).
 
         The settings go to a file in the run folder rather than inline: the CLI names the
         file in the sandbox section of its system prompt, and a path under the run folder
         is normalized like every other run path, where an inline JSON's name is its hash.
         """
+        config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
         (self.boundary / ".git").mkdir(exist_ok=True)
         entries = self.sandbox.write if self.sandbox else ()
@@ -100,13 +108,23 @@ class Confinement:
             if not Path(entry).expanduser().is_absolute():
                 # The sandbox can only open existing paths; a relative one is the run's own.
                 path.mkdir(parents=True, exist_ok=True)
+        configuration.install(config, cwd)
         settings = self.boundary / SETTINGS_FILE
-        data = self.settings(cwd, allowed)
+        hooks_confined = [cwd, *self.write_paths(cwd)] if self.confines_hooks else None
+        data = {**configuration.settings(config, hooks_confined), **self.settings(cwd, allowed)}
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
+        if config.mcp_servers or config.plugins:
+            return args + configuration.cli_args(config, cwd, self.boundary)
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
+
+    @property
+    def confines_hooks(self) -> bool:
+        """Whether a spec's hooks run under bubblewrap (Linux, with the sandbox on): the CLI
+        runs them outside its own sandbox. On macOS they run as the CLI starts them."""
+        return self.sandbox is not None and sys.platform.startswith("linux")
 
     def settings(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import jsonschema
 
+from pytest_atom.core import configuration
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 from pytest_atom.core.sandbox import Confinement
@@ -153,14 +154,21 @@ def judge(
     return "refine" if verdict.score >= 0.5 else "fail"
 
 
-def workspace_diff(before: Path | None, after: Path, limit: int = _DIFF_LIMIT) -> str:
+def workspace_diff(
+    before: Path | None,
+    after: Path,
+    limit: int = _DIFF_LIMIT,
+    installed: Sequence[str] = (),
+) -> str:
     """What the agent changed, as unified diffs of text files: evidence, not narrative.
 
     An attempt copied from git holds a snapshot repository: git's own diff against its
     snapshot commit is exact (the project's ignore rules apply, set-up output is not the
-    agent's); otherwise the folders are compared file by file.
+    agent's); otherwise the folders are compared file by file. `installed` names what the
+    harness put in the folder (the spec's Claude Code configuration, see
+    core.configuration.installed_paths): not the agent's doing.
     """
-    from_git = changes(after)
+    from_git = changes(after, exclude=installed)
     if from_git is not None:
         text = from_git.rstrip("\n") or "(no changes)"
         return (
@@ -173,9 +181,13 @@ def workspace_diff(before: Path | None, after: Path, limit: int = _DIFF_LIMIT) -
         if root is None or not root.is_dir():
             return {}
         return {
-            str(p.relative_to(root)): p
+            rel.as_posix(): p
             for p in sorted(root.rglob("*"))
-            if p.is_file() and not _IGNORED & set(p.relative_to(root).parts)
+            if p.is_file()
+            and not _IGNORED & set((rel := p.relative_to(root)).parts)
+            and not any(
+                rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed
+            )
         }
 
     old, new = files(before), files(after)
@@ -296,7 +308,9 @@ def run_reflector(
         claude_bin=claude_bin,
         confinement=confinement,
     )
-    diff = workspace_diff(spec.workspace, attempt_dir)
+    diff = workspace_diff(
+        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
+    )
     prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps)
     record = runner.run(
         prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 
 from pytest_atom.core.claude_code import claude_version
+from pytest_atom.core.configuration import config_hashes
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
@@ -118,15 +119,49 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
         reasons.append(
             f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
         )
+    return reasons + config_staleness(spec, cassette)
+
+
+#: How a configuration staleness reason ends (``skill release-notes changed since recording``).
+CONFIG_CHANGED = " since recording"
+
+
+def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
+    """The pieces of the spec's `claude:` configuration that differ from the recording's,
+    each named (``skill release-notes changed since recording``).
+
+    The configuration reaches the model only in part (a skill's text only once invoked, a
+    hook's decision only as a tool result), so a changed piece may replay unnoticed: like
+    a changed script, it makes the cassette stale and the replay is refused. A cassette
+    recorded before configuration hashes were stored (no ``prompt_hash`` either) has
+    nothing to compare; one recorded since without ``config_hashes`` had no configuration.
+    """
+    recorded = cassette.metadata.get("config_hashes")
+    if not isinstance(recorded, dict):
+        if not cassette.metadata.get("prompt_hash"):
+            return []
+        recorded = {}
+    now = config_hashes(spec.claude)
+    reasons = []
+    for label in sorted(recorded.keys() | now.keys()):
+        if label not in now:
+            reasons.append(f"{label} removed{CONFIG_CHANGED}")
+        elif label not in recorded:
+            reasons.append(f"{label} added{CONFIG_CHANGED}")
+        elif recorded[label] != now[label]:
+            reasons.append(f"{label} changed{CONFIG_CHANGED}")
     return reasons
 
 
 def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
     """The hashes a recording of `spec` stores now: what `atom cassette stamp` writes."""
-    hashes = {"prompt_hash": prompt_hash(spec)}
+    hashes: dict[str, Any] = {"prompt_hash": prompt_hash(spec)}
     script = script_hash(spec) if recorded_from_script(cassette) else None
     if script is not None:
         hashes["script_hash"] = script
+    config = config_hashes(spec.claude)
+    if config:
+        hashes["config_hashes"] = config
     return hashes
 
 
@@ -187,7 +222,15 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
 
 
 def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
-    """Refuse a cassette recorded from another version of the spec's script."""
+    """Refuse a cassette recorded from another version of the spec's script or of its
+    Claude Code configuration (see `config_staleness`)."""
+    changed = [r for r in reasons if r.endswith(CONFIG_CHANGED)]
+    if changed:
+        raise RecordingError(
+            f"cassette {display_path(cassette.path)} is stale: {'; '.join(changed)} "
+            f"({display_path(spec.path)}, claude:): re-record it with: "
+            f"{record_command(spec, 'all')}"
+        )
     if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
@@ -273,6 +316,9 @@ class ModelSource:
         }
         if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
             cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+        config = config_hashes(spec.claude)
+        if config:
+            cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(

@@ -30,6 +30,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from pytest_atom.core import configuration
 from pytest_atom.files import write_atomic
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.paths import display_path
@@ -37,7 +38,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
-from pytest_atom.transcript import stream_turns, tool_label
+from pytest_atom.transcript import refused_by, stream_turns, tool_label
 
 __all__ = [
     "LAST_REPORT",
@@ -82,7 +83,13 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
         # A link that works from the report and from its copy in the runs folder alike.
         "run_uri": result.run_dir.resolve().as_uri(),
         "properties": result_properties(result),
-        "diff": workspace_diff(result.spec.workspace, final.path) if final else "",
+        "diff": workspace_diff(
+            result.spec.workspace,
+            final.path,
+            installed=configuration.installed_paths(result.spec.claude),
+        )
+        if final
+        else "",
         "divergences": list(result.divergences),
         "harness_error": result.harness_error,
         "upstream_faults": list(result.upstream_faults),
@@ -207,6 +214,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["fold"] = fold
     env.filters["tool_label"] = tool_label
+    env.filters["refused_by"] = refused_by
     env.filters["number"] = _number
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
     env.filters["drift_summary"] = drift_summary

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
+from pytest_atom.transcript import permission_denials, refused_by
 from pytest_atom.usage import ROLES
 
 if TYPE_CHECKING:
@@ -297,23 +298,34 @@ def step_lines(result: SpecResult) -> list[str]:
     return lines
 
 
-def tool_problem(name: str, tool_input: Any, output: str | None, is_error: bool) -> str | None:
+#: "PreToolUse:Bash hook error: [<the hook's command>]: <its stderr>", as 2.1.330 words it.
+_HOOK_COMMAND = re.compile(r"^(\S+ hook error): \[.*?\]: ", re.DOTALL)
+
+
+def tool_problem(
+    name: str, tool_input: Any, output: str | None, is_error: bool, denied: str | None = None
+) -> str | None:
     """One line for a tool call the CLI answered with an error or a refusal, else None.
 
     Shared by the failure report and `atom run`'s progress, so both name a denied call
     the same way: ``Write /etc/x: Claude requested permissions to write to /etc/x, ...``.
+    `denied` (a `transcript.Denial.reason`) names who refused it: ``Bash `rm -rf x`
+    refused by a hook: PreToolUse:Bash hook error: ...``.
     """
     text = output or ""
-    if not is_error and not _REFUSAL.search(text):
+    if not is_error and not _REFUSAL.search(text) and denied is None:
         return None
     text = re.sub(r"</?tool_use_error>", "", text).strip()
+    if denied == "hook":  # the hook's own words, without the command the CLI quotes first
+        text = _HOOK_COMMAND.sub(r"\1: ", text, count=1)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and re.fullmatch(r"Exit code \d+", lines[0]):
         lines = lines[1:] + [lines[0].lower()]  # the message first, then the exit status
     detail = " | ".join(lines)
     if len(detail) > 240:
         detail = detail[:239] + "…"
-    return f"{name} {_call_target(tool_input)}: {detail or '(no output)'}"
+    who = f" refused by {refused_by(denied)}" if denied is not None else ""
+    return f"{name} {_call_target(tool_input)}{who}: {detail or '(no output)'}"
 
 
 def _call_target(tool_input: Any) -> str:
@@ -334,8 +346,10 @@ def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
     found = []
     for attempt in result.attempts:
         for record in attempt.records:
+            denied = {d.tool_use_id: d.reason for d in permission_denials(record.stdout)}
             for call in record.tool_calls:
-                line = tool_problem(call.name, call.input, call.result, call.is_error)
+                refused = denied.get(call.id)
+                line = tool_problem(call.name, call.input, call.result, call.is_error, refused)
                 if line:
                     found.append((attempt.number, call, line))
     return found
