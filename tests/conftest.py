@@ -212,3 +212,22 @@ def bash(command: str, text: str | None = None) -> dict[str, Any]:
     if text:
         turn["text"] = text
     return turn
+
+
+def record_through_upstream(
+    spec: Any, conversations: Mapping[str, Sequence[Mapping[str, Any]]], claude_bin: Path
+) -> tuple[Any, Any]:
+    """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
+    (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
+    from pytest_atom.execution import run_spec
+    from pytest_atom.settings import RunSettings
+    from tests.upstream import RealisticUpstream
+
+    with RealisticUpstream(conversations) as upstream:
+        result = run_spec(
+            spec,
+            runs_dir=spec.path.parent / "runs",
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
+            claude_bin=claude_bin,
+        )
+    return result, upstream

@@ -26,6 +26,7 @@ from pytest_atom.result import SpecResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec, load_specs
 from pytest_atom.transcript import cassette_lines, stream_turns
+from tests.conftest import record_through_upstream
 from tests.upstream import RealisticUpstream, Turn, Usage, first_user_text, sse_events, turn_of
 
 TASK = "Count the files in this folder."
@@ -291,13 +292,7 @@ def record_spec(
         f"name: probe\nprompt: {prompt}\ntimeout: 180\naccept:\n{accept}", encoding="utf-8"
     )
     [spec] = load_specs(folder / "probe.atom.yaml")
-    with RealisticUpstream(script) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=folder / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
+    result, upstream = record_through_upstream(spec, script, claude_bin)
     return Recorded(spec, result, upstream, folder / "cassettes" / "probe" / "probe.yaml")
 
 

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from pytest_atom.core.runner import IterationRecord
-from pytest_atom.execution import run_spec
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.result import SpecResult
-from pytest_atom.settings import RunSettings
 from pytest_atom.spec import load_specs
+from tests.conftest import record_through_upstream
 from tests.upstream import RealisticUpstream
 
 DATA = Path(__file__).parent / "data" / "stream_json"
@@ -255,13 +254,9 @@ def _record(
 ) -> tuple[SpecResult, RealisticUpstream]:
     (tmp_path / "delegate.atom.yaml").write_text(DELEGATE + limits, encoding="utf-8")
     [spec] = load_specs(tmp_path / "delegate.atom.yaml")
-    with RealisticUpstream(CONVERSATIONS) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=tmp_path / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
+    result: SpecResult
+    upstream: RealisticUpstream
+    result, upstream = record_through_upstream(spec, CONVERSATIONS, claude_bin)
     return result, upstream
 
 
