@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,24 +46,36 @@ from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
+#: The tools that start a subagent, this name and the one before 2.1.x.
+AGENT_TOOLS = (AGENT_TOOL, "Task")
+#: Claude Code's tool that runs a skill.
+SKILL_TOOL = "Skill"
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 __all__ = [
     "Denial",
     "Line",
+    "Mark",
     "Reply",
     "Text",
     "ToolUse",
     "Turn",
+    "MarkKind",
+    "call_marks",
     "cassette_lines",
     "is_messages",
     "main_field",
+    "marks_summary",
     "permission_denials",
     "plural",
     "read_reply",
+    "refusal_in_result",
+    "refused_by",
     "stream_turns",
+    "subagent_type",
     "tool_label",
     "tool_result_text",
+    "trajectory_summary",
 ]
 
 #: The input keys that say what a call did, first found wins: a command, a file, a search,
@@ -155,6 +168,93 @@ def tool_label(name: str, tool_input: Any) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
+#: What a `Mark` is about: a skill run, a subagent started, an MCP server's tool called,
+#: or a call refused (by a hook, a permission rule, the attempt folder's boundary).
+MarkKind = Literal["skill", "subagent", "mcp", "refused"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What makes a call stand out when a reviewer reads a trajectory.
+
+    `name` is the skill's name, the subagent's type, the MCP server, or who refused the
+    call (a `Denial.reason`); `tool` is an MCP call's tool. `text` is the one wording every
+    view uses (the HTML report, `atom cassette show`): ``skill greet``, ``subagent
+    reviewer``, ``mcp tickets``, ``refused by a hook``; `tag` brackets it for plain text.
+    """
+
+    kind: MarkKind
+    name: str
+    tool: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"refused by {refused_by(self.name)}" if self.kind == "refused" else (
+            f"{self.kind} {self.name}"
+        )
+
+    @property
+    def tag(self) -> str:
+        return f"[{self.text}]"
+
+
+#: Claude Code names an MCP server's tool ``mcp__<server>__<tool>`` and splits the name at
+#: the first ``__`` after the server, as this pattern does.
+_MCP_NAME = re.compile(r"^mcp__(.+?)__(.+)$")
+
+
+def subagent_type(tool_input: Any) -> str:
+    """An Agent call's subagent type; Claude Code starts ``general-purpose`` when it names none."""
+    kind = tool_input.get("subagent_type") if isinstance(tool_input, dict) else None
+    return str(kind) if kind else "general-purpose"
+
+
+def call_marks(name: str, tool_input: Any, denied: str | None = None) -> tuple[Mark, ...]:
+    """What a call is, for a reviewer: a skill, a subagent or an MCP call (at most one of
+    these), then who refused it when `denied` (a `Denial.reason`) says it was refused.
+
+    This is the one place that tells those calls apart: the trajectory checks
+    (`skill_invoked`, `subagent_used`, `mcp_called`), the HTML report and `atom cassette
+    show` all ask it, so a check and the report never disagree about a call.
+    """
+    args = tool_input if isinstance(tool_input, dict) else {}
+    marks: list[Mark] = []
+    if name == SKILL_TOOL:
+        marks.append(Mark("skill", str(args.get("skill") or "?").lstrip("/")))
+    elif name in AGENT_TOOLS:
+        marks.append(Mark("subagent", subagent_type(args)))
+    elif found := _MCP_NAME.match(name):
+        marks.append(Mark("mcp", found[1], found[2]))
+    if denied is not None:
+        marks.append(Mark("refused", denied))
+    return tuple(marks)
+
+
+def marks_summary(marks: Iterable[Mark]) -> str:
+    """Marks counted in one line: ``1 skill · 1 subagent · 2 MCP calls · 3 refused`` ("" for
+    none); each call's own mark says who refused it."""
+    counts = Counter(mark.kind for mark in marks)
+    nouns = (("skill", "skill"), ("subagent", "subagent"), ("mcp", "MCP call"))
+    parts = [plural(counts[kind], noun) for kind, noun in nouns if counts[kind]]
+    if counts["refused"]:
+        parts.append(f"{counts['refused']} refused")
+    return " · ".join(parts)
+
+
+def trajectory_summary(turns: list[Turn]) -> str:
+    """`marks_summary` of a session's calls, its subagents' included."""
+    return marks_summary(
+        mark for call in _all_calls(turns) for mark in call_marks(call.name, call.input, call.denied)
+    )
+
+
+def _all_calls(turns: list[Turn]) -> Iterator[ToolUse]:
+    for turn in turns:
+        for call in turn.tool_uses:
+            yield call
+            yield from _all_calls(call.subagent)
+
+
 def _events(stdout: str) -> list[dict[str, Any]]:
     events = []
     for line in stdout.splitlines():
@@ -205,7 +305,20 @@ def permission_denials(stdout: str) -> list[Denial]:
     return _denials(_events(stdout))
 
 
-_HOOK_REFUSAL = re.compile(r"^PreToolUse:\S+ hook ")
+#: The error results Claude Code gives the model for a refused call (see the module doc),
+#: by `Denial.reason`: all a cassette keeps of a refusal, and in stream-json the only sign
+#: of a hook's.
+_REFUSAL_TEXTS = {
+    "hook": re.compile(r"^PreToolUse:\S+ hook "),
+    "rule": re.compile(r"^Permission to use \S+ .*has been denied\.", re.DOTALL),
+    "workingDir": re.compile(r"^Claude requested permissions to .*, but you haven't granted it"),
+}
+
+
+def refusal_in_result(result: str) -> str | None:
+    """Who refused a call, as a `Denial.reason`, read from its error result; None: the
+    result is no refusal's. Only an error result can be one: a command may print anything."""
+    return next((why for why, text in _REFUSAL_TEXTS.items() if text.match(result)), None)
 
 
 def _denials(events: list[dict[str, Any]]) -> list[Denial]:
@@ -226,9 +339,7 @@ def _denials(events: list[dict[str, Any]]) -> list[Denial]:
     found = []
     for denial in listed:
         call = str(denial.get("tool_use_id", ""))
-        reason = reasons.get(call) or (
-            "hook" if _HOOK_REFUSAL.match(results.get(call, "")) else "refused"
-        )
+        reason = reasons.get(call) or refusal_in_result(results.get(call, "")) or "refused"
         tool = str(denial.get("tool_name", "?"))
         found.append(Denial(call, tool, denial.get("tool_input"), reason))
     return found
@@ -442,6 +553,7 @@ class _CassetteTranscript:
         self.totals = _Totals()
         self.sessions: list[_Session] = []
         self.pending: list[Line] = []  # HEAD, side and count_tokens lines before the next turn
+        self.marks: list[Mark] = []  # every call's, for the totals
 
     # -- text helpers
 
@@ -481,9 +593,14 @@ class _CassetteTranscript:
                 else:
                     out += self.clip(text, indent)
             elif kind == "tool_result":
-                error = " (error)" if block.get("is_error") else ""
-                out.append(Line(f"{indent}tool_result {block.get('tool_use_id', '')}{error}:"))
                 result = tool_result_text(block.get("content"))
+                error = " (error)" if block.get("is_error") else ""
+                refused = refusal_in_result(result) if error else None
+                if refused is not None:
+                    mark = Mark("refused", refused)
+                    self.marks.append(mark)
+                    error += f" {mark.tag}"
+                out.append(Line(f"{indent}tool_result {block.get('tool_use_id', '')}{error}:"))
                 out += self.clip(result, indent + "  ")
             else:
                 out.append(Line(f"{indent}[{kind}]"))
@@ -520,17 +637,22 @@ class _CassetteTranscript:
         return out
 
     def tool_use(self, block: dict[str, Any], indent: str) -> list[Line]:
-        """A tool call; a shell command is shown as typed, not JSON-escaped."""
-        name, args = block.get("name", "?"), block.get("input")
+        """A tool call, tagged when it is a skill, subagent or MCP call (`call_marks`); a
+        shell command is shown as typed, not JSON-escaped. A refusal shows on the result,
+        the only place a cassette keeps it."""
+        name, args = str(block.get("name", "?")), block.get("input")
+        marks = call_marks(name, args)
+        self.marks += marks
+        tags = "".join(f"  {mark.tag}" for mark in marks)
         command = args.get("command") if isinstance(args, dict) else None
         if isinstance(command, str):
             rest = {k: v for k, v in args.items() if k != "command"} if args else {}
             head = f"{indent}tool_use {name}" + (f" {self.short(_dumps(rest))}" if rest else "")
             first, *more = command.split("\n")
-            lines = [Line(head), Line(f"{indent}  $ {first}")]
+            lines = [Line(head + tags), Line(f"{indent}  $ {first}")]
             return lines + (self.clip("\n".join(more), indent + "    ") if more else [])
         shown = args if isinstance(args, str) else _dumps(args)
-        return [Line(f"{indent}tool_use {name} {self.short(shown)}")]
+        return [Line(f"{indent}tool_use {name} {self.short(shown)}{tags}")]
 
     # -- interactions
 
@@ -607,11 +729,12 @@ class _CassetteTranscript:
             session.lines.append(
                 Line(f"the stream broke here ({fault}), kept as the CLI saw it", "dim", "      ")
             )
-        calls = [b.get("input") for b in reply.blocks if b.get("name") == AGENT_TOOL]
+        calls = [b.get("input") for b in reply.blocks if b.get("name") in AGENT_TOOLS]
+        heads = tuple(f"      tool_use {name} " for name in AGENT_TOOLS)
         ends = [
             n + 1
             for n in range(start, len(session.lines))
-            if session.lines[n].text.startswith(f"      tool_use {AGENT_TOOL} ")
+            if session.lines[n].text.startswith(heads)
         ]
         for end, call in zip(ends, calls, strict=False):
             if isinstance(call, dict):
@@ -696,7 +819,8 @@ class _CassetteTranscript:
             *([plural(t.plans, "plan")] if t.plans else []),
             plural(t.side, "side request"),
         )
-        return f"Totals: {', '.join(counts)}; {tokens}"
+        marks = marks_summary(self.marks)
+        return f"Totals: {', '.join(counts)}; {tokens}" + (f"; {marks}" if marks else "")
 
 
 def _indented(line: Line, pad: str) -> Line:

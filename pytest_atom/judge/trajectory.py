@@ -26,20 +26,20 @@ from pytest_atom.core.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
 from pytest_atom.spec import Check, count_phrase
 from pytest_atom.transcript import (
-    AGENT_TOOL,
+    Mark,
+    MarkKind,
     Text,
     ToolUse,
     Turn,
+    call_marks,
     main_field,
     stream_turns,
+    subagent_type,
     tool_label,
 )
 
 __all__ = ["TRAJECTORY_CHECKS", "Call", "Trajectory"]
 
-#: The tools that start a subagent: ``Task`` before Claude Code 2.1.x named it ``Agent``.
-_AGENT_TOOLS = (AGENT_TOOL, "Task")
-SKILL_TOOL = "Skill"
 #: Calls listed in one result; a run with more says how many were left out.
 _LISTED = 20
 _MESSAGE_CHARS = 2000
@@ -67,13 +67,16 @@ class Call:
     def by_main(self) -> bool:
         return not self.subagents
 
+    def marked(self, kind: MarkKind) -> Mark | None:
+        """The call's mark of that kind (`transcript.call_marks`): is it a skill call, a
+        subagent's start, an MCP call; None: it is not."""
+        return next((m for m in call_marks(self.name, self.input) if m.kind == kind), None)
+
     def line(self) -> str:
         """``iteration 1 turn 2: Bash rm -f x.txt (refused: rule)``."""
-        label = (
-            f'{_subagent_type(self.input)} "{tool_label(self.name, self.input)}"'
-            if self.name in _AGENT_TOOLS
-            else tool_label(self.name, self.input)
-        )
+        subagent = self.marked("subagent")
+        label = tool_label(self.name, self.input)
+        label = f'{subagent.name} "{label}"' if subagent else label
         text = f"{self.where}: {self.name} {label}"
         if self.denied is not None:
             return f"{text} (refused: {self.denied}){_first_line(self.result)}"
@@ -129,7 +132,7 @@ def _calls(turns: Sequence[Turn], iteration: int, above: tuple[str, ...]) -> lis
                 )
             )
             if use.subagent:
-                label = f'turn {number} > subagent {_subagent_type(use.input)} "{_about(use)}"'
+                label = f'turn {number} > subagent {subagent_type(use.input)} "{_about(use)}"'
                 calls += _calls(use.subagent, iteration, (*above, label))
     return calls
 
@@ -141,12 +144,6 @@ def _texts(turn: Turn) -> str:
 def _about(use: ToolUse) -> str:
     about = use.input.get("description") if isinstance(use.input, dict) else None
     return str(about or use.id)
-
-
-def _subagent_type(tool_input: Any) -> str:
-    """An Agent call's subagent type; Claude Code starts ``general-purpose`` when it names none."""
-    kind = tool_input.get("subagent_type") if isinstance(tool_input, dict) else None
-    return str(kind) if kind else "general-purpose"
 
 
 def _first_line(text: str | None) -> str:
@@ -234,8 +231,8 @@ def tool_order(check: Check, run: Trajectory) -> CheckResult:
 
 def skill_invoked(check: Check, run: Trajectory) -> CheckResult:
     name: str = check.params["name"]
-    calls = run.named(SKILL_TOOL)
-    mine = [c for c in calls if _skill_named(c.input, name)]
+    calls = [c for c in run.calls if c.marked("skill")]
+    mine = [c for c in calls if _skill_named(c, name)]
     ran = [c for c in mine if not c.is_error]
     if ran:
         return CheckResult(check, True, f"skill {name} invoked {_times(len(ran))}", _listing(ran))
@@ -245,17 +242,17 @@ def skill_invoked(check: Check, run: Trajectory) -> CheckResult:
     return CheckResult(check, False, f"skill {name} was not invoked", evidence)
 
 
-def _skill_named(tool_input: Any, name: str) -> bool:
+def _skill_named(call: Call, name: str) -> bool:
     """`name` is the skill's full name, or, without a ``plugin:`` or ``dir:`` prefix, its end."""
-    skill = str(tool_input.get("skill", "")) if isinstance(tool_input, dict) else ""
-    skill = skill.lstrip("/")
+    mark = call.marked("skill")
+    skill = mark.name if mark else ""
     return skill == name or (":" not in name and skill.rsplit(":", 1)[-1] == name)
 
 
 def subagent_used(check: Check, run: Trajectory) -> CheckResult:
     kind: str = check.params["name"]
-    starts = [c for c in run.calls if c.name in _AGENT_TOOLS]
-    mine = [c for c in starts if _subagent_type(c.input) == kind]
+    starts = [c for c in run.calls if c.marked("subagent")]
+    mine = [c for c in starts if _subagent_of(c) == kind]
     if mine:
         return CheckResult(
             check, True, f"a {kind} subagent was started {_times(len(mine))}", _listing(mine)
@@ -264,15 +261,21 @@ def subagent_used(check: Check, run: Trajectory) -> CheckResult:
     return CheckResult(check, False, f"no {kind} subagent was started", evidence)
 
 
+def _subagent_of(call: Call) -> str | None:
+    mark = call.marked("subagent")
+    return mark.name if mark else None
+
+
 def mcp_called(check: Check, run: Trajectory) -> CheckResult:
     server, tool = _mcp_name(check.params["server"]), check.params.get("tool")
+    # By the whole name, not the mark's split: a server's own name may hold ``__``.
     prefix = f"mcp__{server}__"
-    served = [c for c in run.calls if c.name.startswith(prefix)]
+    mcp = [c for c in run.calls if c.marked("mcp")]
+    served = [c for c in mcp if c.name.startswith(prefix)]
     mine = [c for c in served if tool is None or c.name == prefix + _mcp_name(tool)]
     what = f"tool {tool} of MCP server {server}" if tool else f"MCP server {server}"
     if mine:
         return CheckResult(check, True, f"{what} was called {_times(len(mine))}", _listing(mine))
-    mcp = [c for c in run.calls if c.name.startswith("mcp__")]
     evidence = f"MCP calls:\n{_listing(mcp)}" if mcp else f"calls made: {run.tools()}"
     return CheckResult(check, False, f"{what} was never called", evidence)
 

@@ -38,7 +38,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
-from pytest_atom.transcript import refused_by, stream_turns, tool_label
+from pytest_atom.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 
 __all__ = [
     "LAST_REPORT",
@@ -71,7 +71,9 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
     attempts = _attempt_children(trace, result)
     for child, attempt in zip(attempts, result.all_attempts, strict=True):
         for session, record in zip(child["sessions"], attempt.all_records, strict=True):
-            session["turns"] = [asdict(turn) for turn in stream_turns(record.stdout)]
+            turns = stream_turns(record.stdout)
+            session["turns"] = [asdict(turn) for turn in turns]
+            session["marks"] = trajectory_summary(turns)
             session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""
     final = result.final if result.attempts else None
     view = {
@@ -214,7 +216,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["fold"] = fold
     env.filters["tool_label"] = tool_label
-    env.filters["refused_by"] = refused_by
+    env.filters["call_marks"] = call_marks
     env.filters["number"] = _number
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
     env.filters["drift_summary"] = drift_summary
