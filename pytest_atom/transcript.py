@@ -27,7 +27,12 @@ prints for each kind of refusal, so checks, traces and reports name them alike:
 
 Each, a subagent's included, is listed in the ``result`` event's ``permission_denials``
 by its ``tool_use_id``. A Bash command the sandbox confines is not refused: it runs and
-fails ("Read-only file system").
+fails ("Read-only file system"). A cassette keeps only the error result, so
+`refusal_in_result` reads who refused a call from those texts.
+
+The calls a reviewer looks for (a skill, a subagent, an MCP tool, a refused call) are told
+apart in one function, `call_marks`: the trajectory checks, the HTML report and
+`atom cassette show` all ask it.
 """
 
 from __future__ import annotations
@@ -56,11 +61,11 @@ __all__ = [
     "Denial",
     "Line",
     "Mark",
+    "MarkKind",
     "Reply",
     "Text",
     "ToolUse",
     "Turn",
-    "MarkKind",
     "call_marks",
     "cassette_lines",
     "is_messages",
@@ -189,9 +194,9 @@ class Mark:
 
     @property
     def text(self) -> str:
-        return f"refused by {refused_by(self.name)}" if self.kind == "refused" else (
-            f"{self.kind} {self.name}"
-        )
+        if self.kind == "refused":
+            return f"refused by {refused_by(self.name)}"
+        return f"{self.kind} {self.name}"
 
     @property
     def tag(self) -> str:
@@ -233,7 +238,7 @@ def call_marks(name: str, tool_input: Any, denied: str | None = None) -> tuple[M
 def marks_summary(marks: Iterable[Mark]) -> str:
     """Marks counted in one line: ``1 skill · 1 subagent · 2 MCP calls · 3 refused`` ("" for
     none); each call's own mark says who refused it."""
-    counts = Counter(mark.kind for mark in marks)
+    counts: Counter[str] = Counter(mark.kind for mark in marks)
     nouns = (("skill", "skill"), ("subagent", "subagent"), ("mcp", "MCP call"))
     parts = [plural(counts[kind], noun) for kind, noun in nouns if counts[kind]]
     if counts["refused"]:
@@ -244,7 +249,9 @@ def marks_summary(marks: Iterable[Mark]) -> str:
 def trajectory_summary(turns: list[Turn]) -> str:
     """`marks_summary` of a session's calls, its subagents' included."""
     return marks_summary(
-        mark for call in _all_calls(turns) for mark in call_marks(call.name, call.input, call.denied)
+        mark
+        for call in _all_calls(turns)
+        for mark in call_marks(call.name, call.input, call.denied)
     )
 
 
@@ -643,16 +650,16 @@ class _CassetteTranscript:
         name, args = str(block.get("name", "?")), block.get("input")
         marks = call_marks(name, args)
         self.marks += marks
-        tags = "".join(f"  {mark.tag}" for mark in marks)
+        head = f"{indent}tool_use {name}" + "".join(f" {mark.tag}" for mark in marks)
         command = args.get("command") if isinstance(args, dict) else None
         if isinstance(command, str):
             rest = {k: v for k, v in args.items() if k != "command"} if args else {}
-            head = f"{indent}tool_use {name}" + (f" {self.short(_dumps(rest))}" if rest else "")
+            head += f" {self.short(_dumps(rest))}" if rest else ""
             first, *more = command.split("\n")
-            lines = [Line(head + tags), Line(f"{indent}  $ {first}")]
+            lines = [Line(head), Line(f"{indent}  $ {first}")]
             return lines + (self.clip("\n".join(more), indent + "    ") if more else [])
         shown = args if isinstance(args, str) else _dumps(args)
-        return [Line(f"{indent}tool_use {name} {self.short(shown)}{tags}")]
+        return [Line(f"{head} {self.short(shown)}")]
 
     # -- interactions
 

@@ -7,6 +7,7 @@ import re
 import secrets
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -234,6 +235,85 @@ def test_show_renders_side_requests_token_counts_and_errors(tmp_path: Path) -> N
     assert "error: overloaded_error: Overloaded" in out
     assert "Spec          ?" in out  # missing metadata is shown as unknown, not a crash
     assert "1 tool call, 0 verdicts, 1 side request; 107 input / 23 output tokens" in out
+
+
+def _session(prompt: str, steps: list[tuple[list[Any], list[Any]]]) -> list[Interaction]:
+    """One conversation's requests: each step is an answer's blocks and the tool results
+    sent back, so every request repeats the conversation so far, as the CLI's do."""
+    uri, tools = "https://api.anthropic.com/v1/messages", [{"name": "Bash"}, {"name": "Agent"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    requests = []
+    for n, (blocks, results) in enumerate(steps, 1):
+        answer = message(f"m{n}", "opus", blocks, input_tokens=1, output_tokens=1)
+        body = {"tools": tools, "messages": list(messages)}
+        requests.append(Interaction("POST", uri, body, 200, sse_stream(answer).decode()))
+        messages += [{"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+    return requests
+
+
+def _call(tool_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+
+
+def _result(tool_id: str, text: str, is_error: bool = False) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_id, "content": text, "is_error": is_error}
+
+
+def test_show_marks_skills_subagents_mcp_calls_and_refusals(tmp_path: Path) -> None:
+    """The conversation of tests/data/stream_json/configured-2.1.330.jsonl as its cassette
+    holds it: a skill, a subagent whose two commands a rule and a hook refuse, an MCP call,
+    a write outside the attempt folder. The refusal texts are the CLI's own."""
+    task = "Remove x.txt, then fetch example.com."
+    agent = _call("t2", "Agent", description="cleanup", prompt=task)
+    main = _session(
+        "Greet, clean up, file a ticket.",
+        [
+            ([_call("t1", "Skill", skill="greet")], [_result("t1", "Launching skill: greet")]),
+            ([agent], [_result("t2", "Cleanup blocked.")]),
+            (
+                [_call("t6", "mcp__tickets__create", title="cleanup blocked")],
+                [_result("t6", "created ticket T-1: cleanup blocked")],
+            ),
+            (
+                [_call("t7", "Write", file_path="/elsewhere/outside.txt", content="x")],
+                [
+                    _result(
+                        "t7",
+                        "Claude requested permissions to write to /elsewhere/outside.txt, "
+                        "but you haven't granted it yet.",
+                        is_error=True,
+                    )
+                ],
+            ),
+            ([{"type": "text", "text": "Hello! Ticket T-1 filed."}], []),
+        ],
+    )
+    rule = "Permission to use Bash with command rm -f x.txt has been denied."
+    subagent = _session(
+        task,
+        [
+            ([_call("t3", "Bash", command="rm -f x.txt")], [_result("t3", rule, True)]),
+            (
+                [_call("t4", "Bash", command="curl -s http://example.com")],
+                [_result("t4", "PreToolUse:Bash hook error: no network tools", True)],
+            ),
+            ([{"type": "text", "text": "Cleanup blocked."}], []),
+        ],
+    )
+    interactions = main[:2] + subagent + main[2:]
+    path = Cassette(tmp_path / "configured.yaml", interactions, {}).save()
+    result = run("show", path)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert '      tool_use Skill [skill greet] {"skill": "greet"}\n' in out
+    assert '      tool_use Agent [subagent general-purpose] {"description": "cleanup", ' in out
+    assert "subagent: cleanup (3 turns)" in out  # the marks leave the nesting intact
+    assert "tool_result t3 (error) [refused by a permission rule]:" in out
+    assert "tool_result t4 (error) [refused by a hook]:" in out
+    assert '      tool_use mcp__tickets__create [mcp tickets] {"title": "cleanup blocked"}' in out
+    assert "tool_result t7 (error) [refused by the attempt folder's boundary]:" in out
+    assert "tool_result t1:\n" in out  # an ordinary result carries no tag
+    assert out.rstrip().endswith("; 1 skill · 1 subagent · 1 MCP call · 3 refused")
 
 
 @pytest.mark.parametrize("content", ["just: [a, mapping]\n", "{{{ not yaml\n"])

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from atom_cli.cassette_cmd import cassette as cassette_group
 from pytest_atom.core.configuration import (
     config_hashes,
     confined_command,
@@ -398,6 +400,15 @@ def test_a_configured_run_uses_its_skill_claude_md_rule_and_confined_hook(
     ) in report.splitlines()
     page = render_html([report_row("specs/cfg.atom.yaml::cfg", "passed", spec_view(result))])
     assert page.count("refused by a hook") == 1 and page.count("refused by a permission rule") == 1
+    assert '<span class="call-mark mark-skill">skill release-notes</span>' in page
+
+    # The recording, as `atom cassette show` prints it, marks the same calls.
+    shown = CliRunner().invoke(cassette_group, ["show", str(cassette_path(spec))])
+    assert shown.exit_code == 0, shown.output
+    assert "      tool_use Skill [skill release-notes] " in shown.stdout
+    assert re.search(r"tool_result \S+ \(error\) \[refused by a permission rule\]:", shown.stdout)
+    assert re.search(r"tool_result \S+ \(error\) \[refused by a hook\]:", shown.stdout)
+    assert shown.stdout.rstrip().endswith("; 1 skill · 2 refused")
 
     # CLAUDE.md's text reached the model, and the skill's text the recorded conversation.
     recorded = Cassette.load(cassette_path(spec))

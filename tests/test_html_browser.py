@@ -192,6 +192,60 @@ def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     assert _visible_rows(page) == by_tokens[::-1]
 
 
+@pytest.fixture
+def configured_page(driver: WebDriver, tmp_path: Path) -> WebDriver:
+    """The page of a run whose agent used a skill, a subagent and an MCP server, and had
+    calls refused (tests/data/stream_json/configured-2.1.330.jsonl), with one long command
+    added: a mark must stay readable beside a label that is cut short."""
+    from pytest_atom.reports.html import render_html, report_row, spec_view
+    from tests.test_html_report import assistant, result_for, tool_result
+
+    capture = Path(__file__).parent / "data" / "stream_json" / "configured-2.1.330.jsonl"
+    lines = capture.read_text(encoding="utf-8").splitlines()
+    call = {"type": "tool_use", "id": "t9", "name": "mcp__tickets__create"}
+    long = [assistant("m9", {**call, "input": {"title": "x" * 400}}), tool_result("t9", "T-2")]
+    view = spec_view(result_for(tmp_path, *lines[:-1], *long, lines[-1]))
+    page = tmp_path / "configured.html"
+    page.write_text(render_html([report_row("cfg.atom.yaml::cfg", "failed", view)]))
+    driver.get(page.as_uri())
+    return driver
+
+
+def _marks(scope: WebElement) -> list[str]:
+    return [m.text for m in scope.find_elements(By.CSS_SELECTOR, ".call-mark") if m.is_displayed()]
+
+
+def test_marks_show_skills_subagents_mcp_calls_and_refusals(configured_page: WebDriver) -> None:
+    executor = configured_page.find_element(By.CSS_SELECTOR, ".session.role-executor")
+    tally = executor.find_element(By.CSS_SELECTOR, "p.trajectory")
+    assert tally.is_displayed() and tally.text == "1 skill · 1 subagent · 2 MCP calls · 3 refused"
+    shown = ["skill greet", "subagent general-purpose", "mcp tickets"]
+    shown += ["refused by the attempt folder's boundary", "mcp tickets"]  # and the long call's
+    assert _marks(executor) == shown  # the subagent's own calls start folded
+    executor.find_element(By.CSS_SELECTOR, "details.subagent > summary").click()
+    inside = executor.find_element(By.CSS_SELECTOR, "details.subagent")
+    assert _marks(inside) == ["refused by a permission rule", "refused by a hook"]
+
+
+def test_a_mark_stays_whole_beside_a_label_cut_short(configured_page: WebDriver) -> None:
+    configured_page.set_window_size(900, 1800)
+    try:
+        row = next(
+            r
+            for r in configured_page.find_elements(By.CSS_SELECTOR, ".tool-call")
+            if "xxxx" in (r.get_attribute("textContent") or "")
+        )
+        label = row.find_element(By.CSS_SELECTOR, ".tool-label")
+        assert label.get_property("scrollWidth") > label.get_property("clientWidth")  # cut short
+        mark = row.find_element(By.CSS_SELECTOR, ".call-mark")
+        assert mark.is_displayed() and mark.text == "mcp tickets"
+        skill = configured_page.find_element(By.CSS_SELECTOR, ".call-mark.mark-skill")
+        assert mark.rect["height"] == skill.rect["height"]  # on one line, as a short label's
+        assert mark.rect["x"] + mark.rect["width"] <= row.rect["x"] + row.rect["width"] + 0.5
+    finally:
+        configured_page.set_window_size(1280, 1800)
+
+
 def test_screenshot_of_the_report(
     page: WebDriver, tmp_path_factory: pytest.TempPathFactory, record_property: Any
 ) -> None:

@@ -352,3 +352,23 @@ def test_step_ids_are_shown_as_written(tmp_path: Path) -> None:
     view["attempts"][0]["label"] = "make_IT_pass a01"
     page = render_html([report_row("demo.atom.yaml::demo", "failed", view)])
     assert "<summary>make_IT_pass a01 <span" in page
+
+
+def test_each_call_carries_its_mark_and_each_session_its_tally(tmp_path: Path) -> None:
+    """configured-2.1.330 (see tests/test_trajectory.py): a skill, a subagent whose two
+    commands a rule and a hook refuse, an MCP call, a write outside the attempt folder."""
+    capture = Path(__file__).parent / "data" / "stream_json" / "configured-2.1.330.jsonl"
+    page = _page(tmp_path, "passed", *capture.read_text(encoding="utf-8").splitlines())
+    marks = re.findall(r'<span class="call-mark mark-(\w+)"[^>]*>([^<]*)</span>', page)
+    assert marks == [
+        ("skill", "skill greet"),
+        ("subagent", "subagent general-purpose"),
+        ("refused", "refused by a permission rule"),
+        ("refused", "refused by a hook"),
+        ("mcp", "mcp tickets"),
+        ("refused", "refused by the attempt folder&#39;s boundary"),
+    ]
+    assert '<span class="call-mark mark-refused" title="decision: hook">' in page
+    tally = re.findall(r'<p class="trajectory"[^>]*>([^<]*)</p>', page)
+    assert tally == ["1 skill · 1 subagent · 1 MCP call · 3 refused"]
+    assert 'class="trajectory"' not in _page(tmp_path / "plain", "passed", *CONVERSATION)

@@ -6,10 +6,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
-from pytest_atom.transcript import Line, cassette_lines, read_reply, stream_turns
+from pytest_atom.transcript import (
+    Line,
+    Mark,
+    call_marks,
+    cassette_lines,
+    read_reply,
+    refusal_in_result,
+    stream_turns,
+    trajectory_summary,
+)
 
+DATA = Path(__file__).parent / "data" / "stream_json"
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
 
@@ -171,8 +183,7 @@ def test_cassette_lines_without_turns_list_the_requests_under_no_conversation() 
 def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
     """Captured from Claude Code 2.1.330: two Agent calls, each subagent runs one Bash
     command; the CLI tags a subagent's events with its Agent call's id."""
-    data = Path(__file__).parent / "data" / "stream_json" / "subagents-2.1.330.jsonl"
-    stdout = data.read_text(encoding="utf-8")
+    stdout = (DATA / "subagents-2.1.330.jsonl").read_text(encoding="utf-8")
     [launch, *rest] = stream_turns(stdout)
     agents = launch.tool_uses
     assert [a.name for a in agents] == ["Agent", "Agent"]
@@ -183,3 +194,65 @@ def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
         assert bash.input["command"] in agent.input["prompt"]  # its own command
     # no subagent's call leaks into the main agent's turns
     assert all(call.name != "Bash" for turn in rest for call in turn.tool_uses)
+
+
+# ---------------------------------------------------------------------------------- marks
+
+
+@pytest.mark.parametrize(
+    ("name", "tool_input", "denied", "marks"),
+    [
+        ("Skill", {"skill": "/greet"}, None, ["skill greet"]),
+        ("Skill", {"skill": "docs:release-notes", "args": "x"}, None, ["skill docs:release-notes"]),
+        ("Agent", {"description": "d", "prompt": "p"}, None, ["subagent general-purpose"]),
+        ("Task", {"subagent_type": "reviewer", "prompt": "p"}, None, ["subagent reviewer"]),
+        ("mcp__tickets__create", {"title": "t"}, None, ["mcp tickets"]),
+        ("mcp__tickets__create", {}, "rule", ["mcp tickets", "refused by a permission rule"]),
+        ("Bash", {"command": "curl x"}, "hook", ["refused by a hook"]),
+        ("Write", {"file_path": "/x"}, "workingDir", ["refused by the attempt folder's boundary"]),
+        ("Bash", {"command": "ls"}, None, []),
+        ("Skill", "not a mapping", None, ["skill ?"]),
+        ("mcp_tickets", {}, None, []),  # one underscore: not Claude Code's MCP naming
+    ],
+)
+def test_call_marks_say_what_a_call_is_and_who_refused_it(
+    name: str, tool_input: Any, denied: str | None, marks: list[str]
+) -> None:
+    assert [m.text for m in call_marks(name, tool_input, denied)] == marks
+
+
+def test_an_mcp_mark_names_the_server_and_the_tool_and_tags_plain_text() -> None:
+    [mark] = call_marks("mcp__tickets__create_bulk", {})
+    assert mark == Mark("mcp", "tickets", "create_bulk")
+    assert mark.tag == "[mcp tickets]"
+
+
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [  # the error results Claude Code 2.1.330 gives the model (configured-2.1.330.jsonl)
+        ("PreToolUse:Bash hook error: no network tools", "hook"),
+        ("Permission to use Bash with command rm -f x.txt has been denied.", "rule"),
+        ("Permission to use Write has been denied.", "rule"),
+        (
+            "Claude requested permissions to write to /x/outside.txt, but you haven't granted "
+            "it yet.",
+            "workingDir",
+        ),
+        ("Exit code 1\nrm: cannot remove 'x': Permission denied", None),
+        ("PostToolUse:Bash hook error: lint failed", None),  # the call ran; a later hook spoke
+    ],
+)
+def test_refusal_in_result_reads_who_refused_from_the_clis_text(
+    result: str, reason: str | None
+) -> None:
+    assert refusal_in_result(result) == reason
+
+
+def test_a_sessions_marks_count_its_subagents_calls_too() -> None:
+    """configured-2.1.330: a skill, a subagent whose two commands a rule and a hook refuse,
+    an MCP call and a write outside the attempt folder (see tests/test_trajectory.py)."""
+    turns = stream_turns((DATA / "configured-2.1.330.jsonl").read_text(encoding="utf-8"))
+    assert trajectory_summary(turns) == "1 skill · 1 subagent · 1 MCP call · 3 refused"
+    plain = (DATA / "subagents-2.1.330.jsonl").read_text(encoding="utf-8")
+    assert trajectory_summary(stream_turns(plain)) == "2 subagents"
+    assert trajectory_summary(stream_turns(json.dumps({"type": "result"}))) == ""
