@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,62 @@ def runner_for(claude_bin: Path, tmp_path: Path) -> Any:
         return ClaudeRunner(env=env, claude_bin=claude_bin, **kwargs)
 
     return make
+
+
+def write(path: Path, text: str) -> Path:
+    """Write a test's file, its folders made as needed; the path, to hand on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def alive(pid: int) -> bool:
+    """Still running: neither gone nor a zombie waiting for a parent that may never reap it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pid: int, seconds: float = 5) -> bool:
+    """Whether the process ends (or is left a zombie) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def verdict(
+    score: float,
+    met: bool = True,
+    *,
+    criterion: str = "done.txt exists and says done.",
+    evidence: str | None = None,
+    feedback: str = "",
+    decision: str | None = None,
+) -> dict[str, Any]:
+    """A scripted reflector turn: its verdict on one criterion, ``proceed`` when met and
+    ``refine`` when not, unless `decision` says otherwise."""
+    if evidence is None:
+        evidence = "done.txt reads 'done'" if met else "done.txt is empty"
+    return {
+        "verdict": {
+            "score": score,
+            "decision": decision or ("proceed" if met else "refine"),
+            "criteria": [{"criterion": criterion, "met": met, "evidence": evidence}],
+            "feedback": feedback,
+            "flaky": [],
+        }
+    }
 
 
 def bash(command: str, text: str | None = None) -> dict[str, Any]:

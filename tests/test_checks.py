@@ -12,6 +12,7 @@ import pytest
 
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
 from pytest_atom.spec import TRAJECTORY_CHECK_KINDS, Check, load_spec
+from tests.conftest import wait_gone, write
 
 
 def check(kind: str, **params: Any) -> Check:
@@ -26,15 +27,6 @@ def command(run_: str, **params: Any) -> Check:
     return check(
         "command", **{"run": run_, "exit_code": 0, "output": None, "timeout": 20.0, **params}
     )
-
-
-def alive(pid: int) -> bool:
-    """Running, i.e. neither gone nor a zombie waiting for a parent that may never reap it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture
@@ -157,10 +149,7 @@ def test_command_timeout_kills_the_process_group(ws: Path) -> None:
     assert not result.passed
     assert result.summary == "`sleep 30 & echo $! > bg.pid; sleep 30` timed out after 1s"
     background = int((ws / "bg.pid").read_text())
-    deadline = time.monotonic() + 5
-    while alive(background) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(background)
+    assert wait_gone(background)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -170,10 +159,7 @@ def test_command_does_not_wait_for_background_children(ws: Path) -> None:
     assert result.passed and time.monotonic() - start < 10
     assert "started" in result.evidence
     background = int((ws / "bg.pid").read_text())
-    deadline = time.monotonic() + 5
-    while alive(background) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(background)  # no stray process outlives the check
+    assert wait_gone(background)  # no stray process outlives the check
 
 
 SCHEMA = {
@@ -203,7 +189,7 @@ def test_json_schema(ws: Path) -> None:
 def test_checks_from_a_loaded_spec(tmp_path: Path, ws: Path) -> None:
     (tmp_path / "summary.schema.json").write_text('{"type": "object", "required": ["title"]}')
     spec = load_spec(
-        _write(
+        write(
             tmp_path / "s.atom.yaml",
             """\
 prompt: p
@@ -218,11 +204,6 @@ accept:
     results = run_checks(spec.accept, ws)
     assert [r.check for r in results] == list(spec.accept)
     assert [r.passed for r in results] == [True, True, False]
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
 
 
 @pytest.mark.parametrize("kind", ["file_exists", "file_absent", "file_contains", "json_schema"])
@@ -281,7 +262,7 @@ def test_custom_kind_from_a_spec_runs_in_the_registry_that_named_it(
     registry.register("max_words", max_words)
     registry.register("no_todo", no_todo)
     spec = load_spec(
-        _write(
+        write(
             tmp_path / "s.atom.yaml",
             """\
 prompt: p

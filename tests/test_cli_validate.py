@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from atom_cli.validate_cmd import validate
 from pytest_atom.spec import SpecError, load_specs
+from tests.conftest import wait_gone, write
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "specs"
@@ -28,12 +28,6 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, claude_bin: Path, tmp_path: Path) -
 
 def invoke(*args: str | Path) -> Result:
     return CliRunner().invoke(validate, [str(a) for a in args], catch_exceptions=False)
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def calc_spec(folder: Path, oracle: str, timeout: float = 60, name: str = "calc") -> Path:
@@ -226,19 +220,7 @@ def test_oracle_that_outlives_the_timeout_is_killed(tmp_path: Path) -> None:
     assert "  FAILED: oracle: the oracle timed out after 2s\n" in result.output
     assert "PASS" not in result.output and "FAIL command" not in result.output
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the oracle's background child outlived it"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
+    assert wait_gone(pid), "the oracle's background child outlived it"
 
 
 def test_oracle_without_workspace_runs_in_an_empty_folder(tmp_path: Path) -> None:

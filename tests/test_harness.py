@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.config import load_config
 from pytest_atom.harness import build_harness, host_hooks
-from tests.conftest import HOOKS_CONFTEST, bash
+from tests.conftest import HOOKS_CONFTEST, bash, verdict
 
 SPEC = """\
 name: words
@@ -30,18 +30,6 @@ accept:
 """
 
 
-def verdict(score: float) -> dict[str, object]:
-    return {
-        "verdict": {
-            "score": score,
-            "decision": "proceed",
-            "criteria": [{"criterion": "done.txt says one.", "met": True, "evidence": "one"}],
-            "feedback": "",
-            "flaky": [],
-        }
-    }
-
-
 def project(root: Path, score: float = 0.85) -> Path:
     """A project whose spec passes at threshold 0.8 and fails (no refine left) at 0.9."""
     (root / "conftest.py").write_text(HOOKS_CONFTEST)
@@ -50,7 +38,7 @@ def project(root: Path, score: float = 0.85) -> Path:
     spec.write_text(SPEC + "attempts: 1\n")
     script = {
         "turns": [bash("echo one > done.txt", "Writing."), {"text": "EXIT_LOOP_NOW"}],
-        "reflector": [verdict(score)],
+        "reflector": [verdict(score, criterion="done.txt says one.", evidence="one")],
     }
     (spec.parent / "script.yaml").write_text(yaml.safe_dump(script))
     return spec

@@ -34,7 +34,7 @@ from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir
-from tests.conftest import REPO, ShippedRun
+from tests.conftest import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"
 GOOD_PLAN = {
@@ -46,18 +46,12 @@ GOOD_PLAN = {
 }
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "s.atom.yaml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 # --- the spec format -------------------------------------------------------------------
 
 
 def test_a_request_spec_loads_with_its_plan_assertions(tmp_path: Path) -> None:
     body = REQUEST + "plan_accept: {has_step: test, min_steps: 2, max_steps: 5}\n"
-    spec = load_spec(write(tmp_path, body))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", body))
     assert spec.request == spec.prompt == "Build a greeter and its test."
     assert spec.steps == ()
     assert spec.plan_accept == PlanAccept(has_step="test", min_steps=2, max_steps=5)
@@ -101,7 +95,7 @@ def test_a_request_spec_loads_with_its_plan_assertions(tmp_path: Path) -> None:
 def test_request_spec_errors_name_file_line_and_fix(
     tmp_path: Path, body: str, message: str, line: int
 ) -> None:
-    path = write(tmp_path, body)
+    path = write(tmp_path / "s.atom.yaml", body)
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.message.startswith(message), caught.value.message
@@ -112,7 +106,7 @@ def test_request_spec_errors_name_file_line_and_fix(
 
 
 def planned_spec(tmp_path: Path, accept: str = "") -> Any:
-    return load_spec(write(tmp_path, REQUEST + accept))
+    return load_spec(write(tmp_path / "s.atom.yaml", REQUEST + accept))
 
 
 def test_a_good_plan_becomes_steps_like_hand_written_ones(tmp_path: Path) -> None:
@@ -320,7 +314,7 @@ def test_a_step_id_with_an_underscore_is_normalized_as_the_cli_spells_it(
 ) -> None:
     """The CLI's slug of `steps/test_first/attempts/a01` has `test-first`: a run folder
     name left in a cassette otherwise (`atom cassette check` flags it)."""
-    spec = load_spec(write(tmp_path, "steps:\n  - {id: test_first, prompt: p}\n"))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", "steps:\n  - {id: test_first, prompt: p}\n"))
     paths = _volatile_paths(tmp_path, spec)
     name = "steps-test-first-attempts-a01"
     assert paths[f"{cli_slug(tmp_path.resolve())}-{name}"] == f"<RUN_DIR_SLUG>-{name}"

@@ -7,6 +7,7 @@ import pytest
 
 from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
+from tests.conftest import write
 
 SHIPPED_ATOM = (data_dir("prompts") / "ATOM.md").read_text(encoding="utf-8")
 
@@ -19,12 +20,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_text(text, encoding="utf-8")
-    return folder
 
 
 def test_default_search_order(
@@ -43,25 +38,27 @@ def test_default_search_order(
 
 
 def test_project_overrides_package(isolated: Path) -> None:
-    write(isolated / ".atom" / "prompts", "ATOM.md", "project atom")
+    write(isolated / ".atom" / "prompts" / "ATOM.md", "project atom")
     assert PromptLoader().load() == "project atom"
 
 
 def test_explicit_project_dir_beats_cwd(isolated: Path, tmp_path: Path) -> None:
-    write(isolated / ".atom" / "prompts", "ATOM.md", "cwd atom")
-    write(tmp_path / "proj" / ".atom" / "prompts", "ATOM.md", "proj atom")
+    write(isolated / ".atom" / "prompts" / "ATOM.md", "cwd atom")
+    write(tmp_path / "proj" / ".atom" / "prompts" / "ATOM.md", "proj atom")
     assert PromptLoader(tmp_path / "proj").load() == "proj atom"
 
 
 def test_package_overrides_env_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ATOM_PROMPTS_PATH", str(write(tmp_path / "env", "ATOM.md", "env atom")))
+    monkeypatch.setenv(
+        "ATOM_PROMPTS_PATH", str(write(tmp_path / "env" / "ATOM.md", "env atom").parent)
+    )
     assert PromptLoader().load() == SHIPPED_ATOM
 
 
 def test_env_path_used_when_others_lack_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = write(tmp_path / "env", "ZZ_ENV_ONLY.md", "from env")
+    env = write(tmp_path / "env" / "ZZ_ENV_ONLY.md", "from env").parent
     monkeypatch.setenv("ATOM_PROMPTS_PATH", str(env))
     assert PromptLoader().load("zz_env_only") == "from env"
 
@@ -69,8 +66,9 @@ def test_env_path_used_when_others_lack_file(
 def test_env_path_with_two_entries_first_wins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = write(tmp_path / "a", "ZZ_BOTH.md", "from a")
-    second = write(write(tmp_path / "b", "ZZ_BOTH.md", "from b"), "ZZ_B_ONLY.md", "b only")
+    first = write(tmp_path / "a" / "ZZ_BOTH.md", "from a").parent
+    second = write(tmp_path / "b" / "ZZ_BOTH.md", "from b").parent
+    write(second / "ZZ_B_ONLY.md", "b only")
     monkeypatch.setenv("ATOM_PROMPTS_PATH", os.pathsep.join([str(first), str(second)]))
     loader = PromptLoader()
     assert loader.load("zz_both") == "from a"
@@ -81,13 +79,15 @@ def test_env_is_read_at_call_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     loader = PromptLoader()
     with pytest.raises(PromptNotFoundError):
         loader.load("zz_late")
-    monkeypatch.setenv("ATOM_PROMPTS_PATH", str(write(tmp_path / "env", "ZZ_LATE.md", "late")))
+    monkeypatch.setenv(
+        "ATOM_PROMPTS_PATH", str(write(tmp_path / "env" / "ZZ_LATE.md", "late").parent)
+    )
     assert loader.load("zz_late") == "late"
 
 
 def test_explicit_search_paths_replace_defaults(isolated: Path, tmp_path: Path) -> None:
-    write(isolated / ".atom" / "prompts", "ATOM.md", "project atom")
-    only = write(tmp_path / "only", "ATOM.md", "only atom")
+    write(isolated / ".atom" / "prompts" / "ATOM.md", "project atom")
+    only = write(tmp_path / "only" / "ATOM.md", "only atom").parent
     loader = PromptLoader(search_paths=[only])
     assert loader.search_paths == [only]
     assert loader.load() == "only atom"
@@ -105,13 +105,14 @@ def test_explicit_search_paths_replace_defaults(isolated: Path, tmp_path: Path) 
     ],
 )
 def test_composition(tmp_path: Path, toolname: str | None, expected: str) -> None:
-    folder = write(write(tmp_path / "p", "ATOM.md", "BASE"), "FOO.md", "FOO")
-    write(folder, "FOO_BAR.md", "FOO BAR")
+    folder = write(tmp_path / "p" / "ATOM.md", "BASE").parent
+    write(folder / "FOO.md", "FOO")
+    write(folder / "FOO_BAR.md", "FOO BAR")
     assert PromptLoader(search_paths=[folder]).load(toolname) == expected
 
 
 def test_composed_files_are_found_independently(isolated: Path, tmp_path: Path) -> None:
-    project = write(isolated / ".atom" / "prompts", "ZZ_TOOL.md", "project tool")
+    project = write(isolated / ".atom" / "prompts" / "ZZ_TOOL.md", "project tool").parent
     loader = PromptLoader()
     assert loader.load("atom_zz_tool") == SHIPPED_ATOM + "\n\nproject tool"
     assert loader.find("ZZ_TOOL.md") == project / "ZZ_TOOL.md"
@@ -141,7 +142,7 @@ def test_missing_prompt_names_file_and_every_folder(
 
 def test_directory_named_like_prompt_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "a" / "ATOM.md").mkdir(parents=True)
-    second = write(tmp_path / "b", "ATOM.md", "real")
+    second = write(tmp_path / "b" / "ATOM.md", "real").parent
     assert PromptLoader(search_paths=[tmp_path / "a", second]).load() == "real"
 
 
@@ -151,7 +152,7 @@ def test_render_prompt_leaves_other_braces() -> None:
 
 
 def test_load_renders_only_when_asked(tmp_path: Path) -> None:
-    folder = write(tmp_path, "ATOM.md", "at most {max_iterations} ```{x}```")
+    folder = write(tmp_path / "ATOM.md", "at most {max_iterations} ```{x}```").parent
     loader = PromptLoader(search_paths=[folder])
     assert loader.load(max_iterations=12) == "at most 12 ```{x}```"
     assert loader.load() == "at most {max_iterations} ```{x}```"

@@ -7,12 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.pytest_ini import find_ini, project_root
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+from tests.conftest import write
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pytest_atom.replay.cassette import Cassette
-from tests.conftest import HOOKS_CONFTEST, bash
+from tests.conftest import HOOKS_CONFTEST, bash, verdict
 
 SPEC = """\
 name: task
@@ -24,26 +24,6 @@ WRITE = bash("echo done > done.txt", "Writing done.txt.")
 
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-def verdict(
-    score: float, met: bool = True, feedback: str = "", decision: str = "proceed"
-) -> dict[str, Any]:
-    return {
-        "verdict": {
-            "score": score,
-            "decision": decision,
-            "criteria": [
-                {
-                    "criterion": "done.txt exists and says done.",
-                    "met": met,
-                    "evidence": "done.txt reads 'done'" if met else "done.txt is empty",
-                }
-            ],
-            "feedback": feedback,
-            "flaky": [],
-        }
-    }
 
 
 def project(

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
 from pytest_atom.core.processes import kill_process_tree
-from tests.conftest import bash
+from tests.conftest import bash, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
 
@@ -77,15 +77,7 @@ def test_timeout_kills_the_whole_process_group(
     assert record.timed_out and record.is_error
     assert "timed out after 12s" in record.stderr
     shell = int((tmp_path / "shell.pid").read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(shell, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"the agent's shell {shell} outlived the timeout")
+    assert wait_gone(shell), f"the agent's shell {shell} outlived the timeout"
 
 
 def test_user_claude_settings_do_not_leak_into_the_run(
@@ -154,15 +146,4 @@ def test_kill_process_tree_reaches_a_child_in_its_own_session(tmp_path: Path) ->
     finally:
         kill_process_tree(proc)
     assert proc.returncode is not None
-    deadline = time.monotonic() + 5
-    while _running(escaped) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(escaped)
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    assert wait_gone(escaped)

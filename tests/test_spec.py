@@ -21,13 +21,7 @@ from pytest_atom.spec import (
     load_spec,
     load_specs,
 )
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+from tests.conftest import write
 
 
 def error_of(path: Path, check_kinds: tuple[str, ...] = ()) -> SpecError:
@@ -37,7 +31,7 @@ def error_of(path: Path, check_kinds: tuple[str, ...] = ()) -> SpecError:
 
 
 def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
-    path = write(tmp_path, "hello.atom.yaml", "# a comment\nname: say-hello\nprompt: Say hello.\n")
+    path = write(tmp_path / "hello.atom.yaml", "# a comment\nname: say-hello\nprompt: Say hello.\n")
     (spec,) = load_specs(path)
     assert spec == Spec(
         name="say-hello",
@@ -60,10 +54,9 @@ def test_single_spec_loads_with_defaults(tmp_path: Path) -> None:
 
 def test_all_keys_are_normalized(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
-    write(tmp_path, "turns.yaml", "[]\n")
+    write(tmp_path / "turns.yaml", "[]\n")
     path = write(
-        tmp_path,
-        "full.atom.yaml",
+        tmp_path / "full.atom.yaml",
         """\
 name: full
 description: 2024-01-01
@@ -117,8 +110,7 @@ accept:
 
 def test_specs_list_keeps_order_names_and_lines(tmp_path: Path) -> None:
     path = write(
-        tmp_path,
-        "many.atom.yaml",
+        tmp_path / "many.atom.yaml",
         """\
 specs:
   - name: first
@@ -144,13 +136,13 @@ specs:
 
 
 def test_default_name_is_file_name_without_suffix(tmp_path: Path) -> None:
-    spec = load_spec(write(tmp_path, "make-notes.atom.yaml", "prompt: p\n"))
+    spec = load_spec(write(tmp_path / "make-notes.atom.yaml", "prompt: p\n"))
     assert spec.name == "make-notes"
 
 
 def test_name_is_required_in_a_specs_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "l.atom.yaml", "specs:\n  - name: a\n    prompt: x\n  - prompt: y\n")
+    path = write(tmp_path / "l.atom.yaml", "specs:\n  - name: a\n    prompt: x\n  - prompt: y\n")
     assert str(error_of(path)) == "missing required key 'name' in 'specs[1]' at l.atom.yaml:4:5"
 
 
@@ -158,7 +150,7 @@ def test_typo_key_names_location_and_suggestion(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "specs/x.atom.yaml", "# greeting\nname: x\npromt: Say hello.\n")
+    path = write(tmp_path / "specs/x.atom.yaml", "# greeting\nname: x\npromt: Say hello.\n")
     err = error_of(path)
     assert str(err) == "unknown key 'promt' at specs/x.atom.yaml:3:1 — did you mean 'prompt'?"
     assert (err.path, err.line, err.column) == (path.resolve(), 3, 1)
@@ -166,14 +158,14 @@ def test_typo_key_names_location_and_suggestion(
 
 
 def test_unknown_key_without_close_match_lists_known_keys(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "k.atom.yaml", "prompt: p\nzzz: 1\n"))
+    err = error_of(write(tmp_path / "k.atom.yaml", "prompt: p\nzzz: 1\n"))
     assert err.suggestion is None and (err.line, err.column) == (2, 1)
     assert err.message.startswith("unknown key 'zzz' (known keys: name, description, prompt,")
 
 
 def test_unknown_key_in_nested_mapping(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "n.atom.yaml", "prompt: p\nclaude:\n  allowed_tool: [Bash]\n")
+    path = write(tmp_path / "n.atom.yaml", "prompt: p\nclaude:\n  allowed_tool: [Bash]\n")
     assert str(error_of(path)) == (
         "unknown key 'allowed_tool' at n.atom.yaml:3:3 — did you mean 'allowed_tools'?"
     )
@@ -183,7 +175,7 @@ def test_unknown_check_kind_suggests_closest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - file_exist: hello.txt\n")
+    path = write(tmp_path / "c.atom.yaml", "prompt: p\naccept:\n  - file_exist: hello.txt\n")
     assert str(error_of(path)) == (
         "unknown check 'file_exist' at c.atom.yaml:3:5 — did you mean 'file_exists'?"
     )
@@ -193,7 +185,7 @@ def test_wrong_type_message_points_at_value(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "t.atom.yaml", "prompt: p\nmax_iterations: three\n")
+    path = write(tmp_path / "t.atom.yaml", "prompt: p\nmax_iterations: three\n")
     assert str(error_of(path)) == (
         "'max_iterations' must be an integer >= 1, got 'three' at t.atom.yaml:2:17"
     )
@@ -265,13 +257,13 @@ def test_wrong_type_message_points_at_value(
 def test_schema_errors_are_short_and_located(
     tmp_path: Path, text: str, message: str, where: tuple[int, int]
 ) -> None:
-    err = error_of(write(tmp_path, "e.atom.yaml", text))
+    err = error_of(write(tmp_path / "e.atom.yaml", text))
     assert (err.message, (err.line, err.column)) == (message, where)
 
 
 def test_yaml_syntax_error_has_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "y.atom.yaml", "prompt: p\naccept: [file_exists: a\n")
+    path = write(tmp_path / "y.atom.yaml", "prompt: p\naccept: [file_exists: a\n")
     err = error_of(path)
     assert err.message.startswith("invalid YAML: ")
     assert str(err).endswith(f" at y.atom.yaml:{err.line}:{err.column}")
@@ -284,7 +276,7 @@ def test_yaml_syntax_error_has_location(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_yaml_mapping_value_error_location(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "y.atom.yaml", "prompt: a: b\n"))
+    err = error_of(write(tmp_path / "y.atom.yaml", "prompt: a: b\n"))
     assert (err.message, err.line, err.column) == (
         "invalid YAML: mapping values are not allowed here",
         1,
@@ -294,12 +286,12 @@ def test_yaml_mapping_value_error_location(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text", ["", "# only a comment\n"])
 def test_empty_file(tmp_path: Path, text: str) -> None:
-    err = error_of(write(tmp_path, "e.atom.yaml", text))
+    err = error_of(write(tmp_path / "e.atom.yaml", text))
     assert err.message == "spec file is empty; a spec needs at least a 'prompt'"
 
 
 def test_top_level_must_be_a_mapping(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "l.atom.yaml", "- prompt: p\n"))
+    err = error_of(write(tmp_path / "l.atom.yaml", "- prompt: p\n"))
     assert "top level must be a mapping" in err.message and "got a list" in err.message
     assert (err.line, err.column) == (1, 1)
 
@@ -314,7 +306,7 @@ def test_missing_file_shows_absolute_path_outside_cwd(
 
 
 def test_workspace_must_be_relative(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "w.atom.yaml", "prompt: p\nworkspace: /abs/fixture\n"))
+    err = error_of(write(tmp_path / "w.atom.yaml", "prompt: p\nworkspace: /abs/fixture\n"))
     assert err.message == (
         "'workspace' must be a path relative to the spec file's folder, got '/abs/fixture'"
     )
@@ -325,7 +317,7 @@ def test_workspace_must_be_relative(tmp_path: Path) -> None:
 def test_workspace_must_stay_in_the_project(tmp_path: Path, value: str) -> None:
     """Outside git and without an ini file, the project is the spec's own folder."""
     (tmp_path / "p").mkdir()
-    err = error_of(write(tmp_path / "p", "w.atom.yaml", f"prompt: p\nworkspace: {value}\n"))
+    err = error_of(write(tmp_path / "p" / "w.atom.yaml", f"prompt: p\nworkspace: {value}\n"))
     assert err.message == (
         f"'workspace' {value!r} leads outside the project ({tmp_path / 'p'}, the folder of "
         "its spec file): name a folder inside it, such as '.' for the spec's own folder"
@@ -336,7 +328,7 @@ def test_workspace_must_stay_in_the_project(tmp_path: Path, value: str) -> None:
 @pytest.mark.parametrize("value", ["/etc/passwd", "../x", "a/../../x"])
 def test_check_path_must_stay_in_workspace(tmp_path: Path, value: str) -> None:
     text = f"prompt: p\naccept:\n  - file_contains: {{path: '{value}', pattern: x}}\n"
-    err = error_of(write(tmp_path, "w.atom.yaml", text))
+    err = error_of(write(tmp_path / "w.atom.yaml", text))
     assert err.message.startswith(
         "'accept[0].file_contains.path' must be a path relative to "
         "the workspace that stays inside it"
@@ -348,8 +340,7 @@ def test_dotdot_that_stays_inside_is_allowed(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     spec = load_spec(
         write(
-            tmp_path,
-            "w.atom.yaml",
+            tmp_path / "w.atom.yaml",
             "prompt: p\nworkspace: a/../b\naccept:\n  - file_exists: x/../y\n",
         )
     )
@@ -359,7 +350,7 @@ def test_dotdot_that_stays_inside_is_allowed(tmp_path: Path) -> None:
 
 def test_missing_workspace_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "w.atom.yaml", "prompt: p\nworkspace: fixtures/none\n")
+    path = write(tmp_path / "w.atom.yaml", "prompt: p\nworkspace: fixtures/none\n")
     assert str(error_of(path)) == (
         "'workspace' folder 'fixtures/none' does not exist "
         f"(looked for {(tmp_path / 'fixtures/none').resolve()}) at w.atom.yaml:2:12"
@@ -367,30 +358,29 @@ def test_missing_workspace_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_workspace_that_is_a_file_and_missing_script(tmp_path: Path) -> None:
-    write(tmp_path, "ws", "not a folder")
-    err = error_of(write(tmp_path, "w.atom.yaml", "prompt: p\nworkspace: ws\n"))
+    write(tmp_path / "ws", "not a folder")
+    err = error_of(write(tmp_path / "w.atom.yaml", "prompt: p\nworkspace: ws\n"))
     assert err.message.startswith("'workspace' folder 'ws' is not a folder")
-    err = error_of(write(tmp_path, "s.atom.yaml", "prompt: p\nscript: turns.yaml\n"))
+    err = error_of(write(tmp_path / "s.atom.yaml", "prompt: p\nscript: turns.yaml\n"))
     assert err.message.startswith("'script' file 'turns.yaml' does not exist")
 
 
 def test_oracle_is_an_absolute_resolved_file(tmp_path: Path) -> None:
-    write(tmp_path, "oracles/solve.sh", "echo solved > out.txt\n")
+    write(tmp_path / "oracles/solve.sh", "echo solved > out.txt\n")
     path = write(
-        tmp_path,
-        "o.atom.yaml",
+        tmp_path / "o.atom.yaml",
         "specs:\n  - {name: a, prompt: p, oracle: oracles/./solve.sh}\n  - {name: b, prompt: p}\n",
     )
     with_oracle, without = load_specs(path)
     assert with_oracle.oracle == (tmp_path / "oracles" / "solve.sh").resolve()
     assert with_oracle.oracle.is_absolute()
     assert without.oracle is None
-    assert load_spec(write(tmp_path, "n.atom.yaml", "prompt: p\noracle: null\n")).oracle is None
+    assert load_spec(write(tmp_path / "n.atom.yaml", "prompt: p\noracle: null\n")).oracle is None
 
 
 def test_oracle_must_exist_and_be_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "o.atom.yaml", "prompt: p\noracle: solve.sh\n")
+    path = write(tmp_path / "o.atom.yaml", "prompt: p\noracle: solve.sh\n")
     assert str(error_of(path)) == (
         "'oracle' file 'solve.sh' does not exist "
         f"(looked for {(tmp_path / 'solve.sh').resolve()}) at o.atom.yaml:2:9"
@@ -401,7 +391,7 @@ def test_oracle_must_exist_and_be_a_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("value", ["/bin/true", "../solve.sh", "a/../../solve.sh"])
 def test_oracle_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
-    err = error_of(write(tmp_path, "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
+    err = error_of(write(tmp_path / "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
     assert err.message == (
         "'oracle' must be a path relative to the spec file's folder that "
         f"stays inside it (not absolute, no '..' leading out), got {value!r}"
@@ -417,20 +407,19 @@ def test_oracle_must_stay_in_spec_folder(tmp_path: Path, value: str) -> None:
     ],
 )
 def test_oracle_value_type(tmp_path: Path, value: str, message: str) -> None:
-    err = error_of(write(tmp_path, "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
+    err = error_of(write(tmp_path / "o.atom.yaml", f"prompt: p\noracle: {value}\n"))
     assert (err.message, err.line) == (message, 2)
 
 
 def test_typo_of_oracle_suggests_it(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "o.atom.yaml", "prompt: p\noracel: solve.sh\n"))
+    err = error_of(write(tmp_path / "o.atom.yaml", "prompt: p\noracel: solve.sh\n"))
     assert (err.message, err.suggestion) == ("unknown key 'oracel'", "oracle")
 
 
 def test_duplicate_names_point_at_the_second(tmp_path: Path) -> None:
     err = error_of(
         write(
-            tmp_path,
-            "d.atom.yaml",
+            tmp_path / "d.atom.yaml",
             "specs:\n  - name: a\n    prompt: x\n  - name: a\n    prompt: y\n",
         )
     )
@@ -449,17 +438,16 @@ def test_duplicate_names_point_at_the_second(tmp_path: Path) -> None:
     ],
 )
 def test_bad_regex_is_located(tmp_path: Path, check: str, label: str, column: int) -> None:
-    err = error_of(write(tmp_path, "r.atom.yaml", f"prompt: p\naccept:\n  - {check}\n"))
+    err = error_of(write(tmp_path / "r.atom.yaml", f"prompt: p\naccept:\n  - {check}\n"))
     assert err.message.startswith(f"'{label}' is not a valid regular expression: ")
     assert (err.line, err.column) == (3, column)
 
 
 def test_json_schema_inline_and_from_file(tmp_path: Path) -> None:
-    write(tmp_path, "schemas/out.json", '{"type": "object", "required": ["a"]}')
+    write(tmp_path / "schemas/out.json", '{"type": "object", "required": ["a"]}')
     spec = load_spec(
         write(
-            tmp_path,
-            "j.atom.yaml",
+            tmp_path / "j.atom.yaml",
             """\
 prompt: p
 accept:
@@ -489,9 +477,9 @@ accept:
     ],
 )
 def test_json_schema_problems(tmp_path: Path, schema: str, message: str) -> None:
-    write(tmp_path, "broken.json", "{not json")
+    write(tmp_path / "broken.json", "{not json")
     text = f"prompt: p\naccept:\n  - json_schema: {{path: o.json, schema: {schema}}}\n"
-    err = error_of(write(tmp_path, "j.atom.yaml", text))
+    err = error_of(write(tmp_path / "j.atom.yaml", text))
     assert err.message.startswith(message) and (err.line, err.column) == (3, 41)
 
 
@@ -504,7 +492,7 @@ def test_reflector_threshold_must_be_strictly_between_0_and_1(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     text = f"prompt: p\nreflector:\n  model: m\n  threshold: {value}\n"
-    err = error_of(write(tmp_path, "r.atom.yaml", text))
+    err = error_of(write(tmp_path / "r.atom.yaml", text))
     assert str(err) == (
         f"'reflector.threshold' must be a number > 0 and < 1, got {shown} at r.atom.yaml:4:14"
     )
@@ -512,8 +500,7 @@ def test_reflector_threshold_must_be_strictly_between_0_and_1(
 
 def test_reflector_threshold_set_only_when_written(tmp_path: Path) -> None:
     path = write(
-        tmp_path,
-        "r.atom.yaml",
+        tmp_path / "r.atom.yaml",
         """\
 specs:
   - {name: unset, prompt: p}
@@ -531,7 +518,7 @@ specs:
 
 
 def test_reflector_unknown_key_suggests(tmp_path: Path) -> None:
-    err = error_of(write(tmp_path, "r.atom.yaml", "prompt: p\nreflector: {treshold: 0.9}\n"))
+    err = error_of(write(tmp_path / "r.atom.yaml", "prompt: p\nreflector: {treshold: 0.9}\n"))
     assert (err.message, err.suggestion, err.line, err.column) == (
         "unknown key 'treshold'",
         "threshold",
@@ -543,7 +530,7 @@ def test_reflector_unknown_key_suggests(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["/etc/passwd", "../x", "a/../../x"])
 def test_snapshot_paths_must_stay_in_workspace(tmp_path: Path, value: str) -> None:
     text = f"prompt: p\nsnapshot: [ok.txt, '{value}']\n"
-    err = error_of(write(tmp_path, "s.atom.yaml", text))
+    err = error_of(write(tmp_path / "s.atom.yaml", text))
     assert err.message == (
         "'snapshot[1]' must be a path relative to the workspace that stays inside it "
         f"(not absolute, no '..' leading out), got {value!r}"
@@ -552,7 +539,7 @@ def test_snapshot_paths_must_stay_in_workspace(tmp_path: Path, value: str) -> No
 
 
 def test_snapshot_dotdot_that_stays_inside_is_kept_as_written(tmp_path: Path) -> None:
-    spec = load_spec(write(tmp_path, "s.atom.yaml", "prompt: p\nsnapshot: [a/../b.txt]\n"))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\nsnapshot: [a/../b.txt]\n"))
     assert spec.snapshot == ("a/../b.txt",)
 
 
@@ -568,7 +555,7 @@ accept:
 
 
 def test_custom_check_kinds_are_accepted_when_registered(tmp_path: Path) -> None:
-    path = write(tmp_path, "c.atom.yaml", CUSTOM)
+    path = write(tmp_path / "c.atom.yaml", CUSTOM)
     kinds = ["word_count", "spell_ok", "max_lines", "fast", "file_exists"]  # built-in: ignored
     spec = load_spec(path, check_kinds=kinds)
     assert [(c.kind, dict(c.params), c.line) for c in spec.accept] == [
@@ -585,7 +572,7 @@ def test_custom_check_kind_is_unknown_unless_registered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "c.atom.yaml", CUSTOM)
+    path = write(tmp_path / "c.atom.yaml", CUSTOM)
     assert str(error_of(path)) == (
         "unknown check 'word_count' (known checks: file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
@@ -604,7 +591,7 @@ def test_custom_check_kind_is_unknown_unless_registered(
 
 def test_typo_of_a_custom_kind_suggests_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - word_cont: 3\n")
+    path = write(tmp_path / "c.atom.yaml", "prompt: p\naccept:\n  - word_cont: 3\n")
     assert str(error_of(path, ("word_count",))) == (
         "unknown check 'word_cont' at c.atom.yaml:3:5 — did you mean 'word_count'?"
     )
@@ -615,7 +602,7 @@ def test_typo_of_a_custom_kind_suggests_it(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
-    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - word_count: [1, 2]\n")
+    path = write(tmp_path / "c.atom.yaml", "prompt: p\naccept:\n  - word_count: [1, 2]\n")
     err = error_of(path, ("word_count",))
     assert (err.message, err.line, err.column) == (
         "'accept[0].word_count' must be a mapping or a single value "
@@ -623,7 +610,7 @@ def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
         3,
         17,
     )
-    path = write(tmp_path, "two.atom.yaml", "prompt: p\naccept:\n  - {word_count: 1, fast: 2}\n")
+    path = write(tmp_path / "two.atom.yaml", "prompt: p\naccept:\n  - {word_count: 1, fast: 2}\n")
     assert error_of(path, ("word_count", "fast")).message == (
         "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
@@ -632,17 +619,17 @@ def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
 
 
 def test_built_in_kinds_stay_strict_when_passed_as_custom(tmp_path: Path) -> None:
-    path = write(tmp_path, "c.atom.yaml", "prompt: p\naccept:\n  - command: {run: 5}\n")
+    path = write(tmp_path / "c.atom.yaml", "prompt: p\naccept:\n  - command: {run: 5}\n")
     err = error_of(path, BUILTIN_CHECK_KINDS)
     assert err.message == "'accept[0].command.run' must be a non-empty string, got 5"
-    path = write(tmp_path, "d.atom.yaml", "prompt: p\naccept:\n  - file_exists: ../out\n")
+    path = write(tmp_path / "d.atom.yaml", "prompt: p\naccept:\n  - file_exists: ../out\n")
     assert error_of(path, ("file_exists",)).message.startswith(
         "'accept[0].file_exists' must be a path relative to the workspace"
     )
 
 
 def test_check_kinds_must_not_be_a_single_string(tmp_path: Path) -> None:
-    path = write(tmp_path, "c.atom.yaml", "prompt: p\n")
+    path = write(tmp_path / "c.atom.yaml", "prompt: p\n")
     with pytest.raises(TypeError, match="not one string"):
         load_specs(path, check_kinds="word_count")
 
@@ -663,7 +650,7 @@ def test_custom_check_describe_shows_compact_params() -> None:
 
 def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -> None:
     load_spec(
-        write(tmp_path, "c.atom.yaml", CUSTOM),
+        write(tmp_path / "c.atom.yaml", CUSTOM),
         check_kinds=["word_count", "spell_ok", "max_lines", "fast"],
     )
     check_def = SPEC_SCHEMA["$defs"]["check"]
@@ -684,8 +671,7 @@ def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -
 
 def test_load_spec_selects_by_name(tmp_path: Path) -> None:
     path = write(
-        tmp_path,
-        "two.atom.yaml",
+        tmp_path / "two.atom.yaml",
         "specs:\n  - {name: alpha, prompt: a}\n  - {name: beta, prompt: b}\n",
     )
     assert load_spec(path, "beta").prompt == "b"
@@ -699,8 +685,7 @@ def test_load_spec_selects_by_name(tmp_path: Path) -> None:
 
 def test_yaml_anchors_and_merge_keys(tmp_path: Path) -> None:
     path = write(
-        tmp_path,
-        "m.atom.yaml",
+        tmp_path / "m.atom.yaml",
         """\
 specs:
   - name: a
@@ -747,17 +732,17 @@ def test_schema_defaults_match_the_dataclasses() -> None:
 
 
 def test_bare_defaults_to_the_tools_bare_offers(tmp_path: Path) -> None:
-    spec = load_spec(write(tmp_path, "b.atom.yaml", "prompt: p\nclaude: {bare: true}\n"))
+    spec = load_spec(write(tmp_path / "b.atom.yaml", "prompt: p\nclaude: {bare: true}\n"))
     assert spec.claude.allowed_tools == ("Bash", "Edit", "Read")
     text = "prompt: p\nclaude: {bare: true, allowed_tools: [Bash, 'Bash(git *)', mcp__db__query]}\n"
-    spec = load_spec(write(tmp_path, "c.atom.yaml", text))
+    spec = load_spec(write(tmp_path / "c.atom.yaml", text))
     assert spec.claude.allowed_tools == ("Bash", "Bash(git *)", "mcp__db__query")
 
 
 @pytest.mark.parametrize("tool", ["Write", "Grep", "Glob", "Write(src/**)"])
 def test_a_tool_bare_cannot_offer_is_a_spec_error(tmp_path: Path, tool: str) -> None:
     text = f"prompt: p\nclaude:\n  bare: true\n  allowed_tools:\n    - Bash\n    - {tool}\n"
-    err = error_of(write(tmp_path, "w.atom.yaml", text))
+    err = error_of(write(tmp_path / "w.atom.yaml", text))
     name = tool.split("(")[0]
     assert err.message == (
         f"'claude.allowed_tools[1]' allows {name}, which `bare: true` cannot offer "
@@ -767,12 +752,12 @@ def test_a_tool_bare_cannot_offer_is_a_spec_error(tmp_path: Path, tool: str) -> 
 
 
 def test_sandbox_key(tmp_path: Path) -> None:
-    off = load_spec(write(tmp_path, "a.atom.yaml", "prompt: p\nsandbox: false\n"))
+    off = load_spec(write(tmp_path / "a.atom.yaml", "prompt: p\nsandbox: false\n"))
     assert off.sandbox is None
-    on = load_spec(write(tmp_path, "b.atom.yaml", "prompt: p\nsandbox: true\n"))
+    on = load_spec(write(tmp_path / "b.atom.yaml", "prompt: p\nsandbox: true\n"))
     assert on.sandbox == SandboxOptions()
     text = "prompt: p\nsandbox: {network: [pypi.org, '*.github.com'], write: [../cache]}\n"
-    more = load_spec(write(tmp_path, "c.atom.yaml", text))
+    more = load_spec(write(tmp_path / "c.atom.yaml", text))
     assert more.sandbox == SandboxOptions(("pypi.org", "*.github.com"), ("../cache",))
 
 
@@ -800,5 +785,5 @@ def test_sandbox_errors_are_located(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert (
-        str(error_of(write(tmp_path, "s.atom.yaml", f"prompt: p\nsandbox: {value}\n"))) == message
+        str(error_of(write(tmp_path / "s.atom.yaml", f"prompt: p\nsandbox: {value}\n"))) == message
     )

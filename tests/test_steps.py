@@ -26,7 +26,7 @@ from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import SpecError, load_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
-from tests.conftest import REPO, ShippedRun, bash
+from tests.conftest import REPO, ShippedRun, bash, write
 
 THREE = """\
 name: three
@@ -44,12 +44,6 @@ steps:
     prompt: Create c.
     criteria: [c exists]
 """
-
-
-def write(tmp_path: Path, text: str, name: str = "s.atom.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # --- the spec format -------------------------------------------------------------------
@@ -88,7 +82,7 @@ def write(tmp_path: Path, text: str, name: str = "s.atom.yaml") -> Path:
 def test_spec_errors_name_file_line_and_fix(
     tmp_path: Path, body: str, message: str, line: int
 ) -> None:
-    path = write(tmp_path, body)
+    path = write(tmp_path / "s.atom.yaml", body)
     with pytest.raises(SpecError) as caught:
         load_spec(path)
     assert caught.value.message.startswith(message)
@@ -96,7 +90,7 @@ def test_spec_errors_name_file_line_and_fix(
 
 
 def test_a_step_inherits_what_it_does_not_set(tmp_path: Path) -> None:
-    spec = load_spec(write(tmp_path, THREE.format(max_rollbacks=2)))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", THREE.format(max_rollbacks=2)))
     assert [s.id for s in spec.steps] == ["scaffold", "implement", "test"]
     assert (spec.session, spec.max_rollbacks) == ("continue", 2)
     first = step_spec(spec, spec.steps[0], 0, None)
@@ -129,7 +123,7 @@ def attempt(number: int, verdict: Verdict | None, path: Path = Path("/nowhere"))
 
 
 def steps_run(tmp_path: Path, max_rollbacks: int) -> StepsRun:
-    spec = load_spec(write(tmp_path, THREE.format(max_rollbacks=max_rollbacks)))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", THREE.format(max_rollbacks=max_rollbacks)))
     return StepsRun(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
 
 
@@ -180,7 +174,9 @@ def test_roll_back_wipes_the_target_and_later_commits_and_keeps_attempts(
 
 def test_a_fresh_session_hears_the_rollback_report_in_its_task(tmp_path: Path) -> None:
     """A fresh session has no first message: the report goes into the step's task."""
-    spec = load_spec(write(tmp_path, THREE.format(max_rollbacks=1) + "session: fresh\n"))
+    spec = load_spec(
+        write(tmp_path / "s.atom.yaml", THREE.format(max_rollbacks=1) + "session: fresh\n")
+    )
     run = StepsRun(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
     assert run._first_message(1, "fix b") is None
     rerun = run._step_run(spec.steps[1], 1, run.results[1], "fix b")
@@ -210,7 +206,7 @@ def test_the_reflector_hears_of_rollback_only_in_a_later_step() -> None:
 
 def steps_result(tmp_path: Path) -> SpecResult:
     """A three-step run: test rolled back to implement, then test failed again."""
-    spec = load_spec(write(tmp_path, THREE.format(max_rollbacks=1)))
+    spec = load_spec(write(tmp_path / "s.atom.yaml", THREE.format(max_rollbacks=1)))
     failed = attempt(2, rollback_verdict("implement", 0.3), tmp_path / "a")
     failed.decision = "fail"
     ok = Verdict(0.9, "proceed", (), "")
@@ -324,7 +320,7 @@ def run_pair(tmp_path: Path, claude_bin: Path, session: str) -> SpecResult:
         bash("touch c.txt", "Creating the wrong file."),
         {"text": "Done. EXIT_LOOP_NOW"},
     ]
-    write(tmp_path, FAILING.format(session=session), "pair.atom.yaml")
+    write(tmp_path / "pair.atom.yaml", FAILING.format(session=session))
     (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
     spec = load_spec(tmp_path / "pair.atom.yaml")
     return run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=None)
@@ -501,7 +497,7 @@ def test_without_the_sandbox_a_write_outside_the_step_is_caught_after_the_fact(
         {"text": "Done. EXIT_LOOP_NOW"},
     ]
     spec_text = FAILING.format(session="continue") + "sandbox: false\n"
-    write(tmp_path, spec_text, "pair.atom.yaml")
+    write(tmp_path / "pair.atom.yaml", spec_text)
     (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
     result = run_spec(
         load_spec(tmp_path / "pair.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin

@@ -32,6 +32,7 @@ from pytest_atom.conversation import (
     suggestions,
 )
 from pytest_atom.core.tools import discover_tools, run_tool
+from tests.conftest import wait_gone
 
 
 def make_tool(tools_dir: Path, name: str, code: str, entry: str = "cli.py") -> Path:
@@ -40,30 +41,6 @@ def make_tool(tools_dir: Path, name: str, code: str, entry: str = "cli.py") -> P
     path = folder / entry
     path.write_text(textwrap.dedent(code), encoding="utf-8")
     return path
-
-
-def alive(pid: int) -> bool:
-    """Still running: neither gone nor a zombie waiting for a parent that may never reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_gone(pid: int, seconds: float = 5) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pytest_atom.replay.recording import spec_hash
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import load_spec
-from tests.conftest import bash
+from tests.conftest import bash, verdict
 
 CRITERION = "done.txt exists and says done."
 SPEC = f"""\
@@ -32,18 +32,6 @@ accept:
 """
 WRITE = bash("echo done > done.txt", "Writing done.txt.")
 VALIDATOR = Draft202012Validator(TRACE_SCHEMA)
-
-
-def verdict(score: float, met: bool = True, evidence: str = "done.txt reads 'done'") -> Any:
-    return {
-        "verdict": {
-            "score": score,
-            "decision": "proceed" if met else "refine",
-            "criteria": [{"criterion": CRITERION, "met": met, "evidence": evidence}],
-            "feedback": "" if met else "Say it twice.",
-            "flaky": [],
-        }
-    }
 
 
 def run(
@@ -198,7 +186,10 @@ def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, claude_bin: Path
             bash("echo done >> done.txt"),
             {"text": "Better. EXIT_LOOP_NOW"},
         ],
-        [verdict(0.6, met=False, evidence="done.txt says it once"), verdict(0.9)],
+        [
+            verdict(0.6, met=False, evidence="done.txt says it once", feedback="Say it twice."),
+            verdict(0.9),
+        ],
     )
     trace = json.loads(write_report(result, tmp_path / "reports").read_text())
     VALIDATOR.validate(trace)

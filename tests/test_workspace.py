@@ -16,7 +16,7 @@ import yaml
 
 from pytest_atom.spec import SpecError, load_spec
 from pytest_atom.workspace import WorkspaceError, WorkspaceSource, changes, copy_workspace
-from tests.conftest import bash
+from tests.conftest import bash, write
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -112,28 +112,21 @@ def test_outside_git_the_copy_skips_caches_and_its_own_destination(tmp_path: Pat
     assert not (dest / ".git").exists()
 
 
-def write_spec(folder: Path, text: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "s.atom.yaml"
-    path.write_text(text)
-    return path
-
-
 def test_a_workspace_may_be_the_project_but_not_beyond_it(tmp_path: Path) -> None:
     project = git_project(tmp_path / "p")
-    spec = load_spec(write_spec(project / "specs", "prompt: p\nworkspace: ..\n"))
+    spec = load_spec(write(project / "specs" / "s.atom.yaml", "prompt: p\nworkspace: ..\n"))
     assert spec.workspace == project.resolve()
     mapping = "prompt: p\nworkspace: {path: .., ref: HEAD, exclude: [docs]}\n"
-    spec = load_spec(write_spec(project / "specs", mapping))
+    spec = load_spec(write(project / "specs" / "s.atom.yaml", mapping))
     assert (spec.workspace_ref, spec.workspace_exclude) == ("HEAD", ("docs",))
     with pytest.raises(SpecError) as err:
-        load_spec(write_spec(project / "specs", "prompt: p\nworkspace: ../..\n"))
+        load_spec(write(project / "specs" / "s.atom.yaml", "prompt: p\nworkspace: ../..\n"))
     assert "leads outside the project" in err.value.message and err.value.line == 2
 
 
 def test_env_names_the_harness_sets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
-        load_spec(write_spec(tmp_path, "prompt: p\nenv: {HOME: /tmp}\n"))
+        load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\nenv: {HOME: /tmp}\n"))
     assert "the harness's value always wins: remove HOME" in err.value.message
     assert err.value.line == 2
 
@@ -150,7 +143,10 @@ def test_env_expands_from_the_callers_environment(tmp_path: Path) -> None:
     from pytest_atom.spec import EnvError, expand_env
 
     spec = load_spec(
-        write_spec(tmp_path, "prompt: p\nenv: {A: 'x-${V}', B: '${U:-dflt}', C: '$$1', D: 3}\n")
+        write(
+            tmp_path / "s.atom.yaml",
+            "prompt: p\nenv: {A: 'x-${V}', B: '${U:-dflt}', C: '$$1', D: 3}\n",
+        )
     )
     assert expand_env(spec, {"V": "v"}) == {"A": "x-v", "B": "dflt", "C": "$1", "D": "3"}
     with pytest.raises(EnvError, match=r"export V, or give a default"):
@@ -159,13 +155,13 @@ def test_env_expands_from_the_callers_environment(tmp_path: Path) -> None:
 
 def test_marks_errors_name_the_fix(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
-        load_spec(write_spec(tmp_path, "prompt: p\nmarks: [skip]\n"))
+        load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\nmarks: [skip]\n"))
     assert "write {skip: REASON}" in err.value.message
     with pytest.raises(SpecError) as err:
-        load_spec(write_spec(tmp_path, "prompt: p\nmarks: [{skipp: later}]\n"))
+        load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\nmarks: [{skipp: later}]\n"))
     assert err.value.suggestion == "skip"
     with pytest.raises(SpecError) as err:
-        load_spec(write_spec(tmp_path, "prompt: p\nxfail: a\nmarks: [{xfail: b}]\n"))
+        load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\nxfail: a\nmarks: [{xfail: b}]\n"))
     assert "keep one" in err.value.message
 
 
