@@ -207,6 +207,11 @@ def runner_for(claude_bin: Path, tmp_path: Path) -> Any:
     return make
 
 
+def capture(name: str) -> str:
+    """What the real CLI printed (stream-json), as captured in tests/data/stream_json."""
+    return (REPO / "tests" / "data" / "stream_json" / name).read_text(encoding="utf-8")
+
+
 def write(path: Path, text: str) -> Path:
     """Write a test's file, its folders made as needed; the path, to hand on."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.conftest import ShippedRun
+from tests.conftest import ShippedRun, capture
 
 pytestmark = pytest.mark.slow
 
@@ -200,8 +200,7 @@ def configured_page(driver: WebDriver, tmp_path: Path) -> WebDriver:
     from pytest_atom.reports.html import render_html, report_row, spec_view
     from tests.test_html_report import assistant, result_for, tool_result
 
-    capture = Path(__file__).parent / "data" / "stream_json" / "configured-2.1.330.jsonl"
-    lines = capture.read_text(encoding="utf-8").splitlines()
+    lines = capture("configured-2.1.330.jsonl").splitlines()
     call = {"type": "tool_use", "id": "t9", "name": "mcp__tickets__create"}
     long = [assistant("m9", {**call, "input": {"title": "x" * 400}}), tool_result("t9", "T-2")]
     view = spec_view(result_for(tmp_path, *lines[:-1], *long, lines[-1]))

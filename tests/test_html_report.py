@@ -33,6 +33,7 @@ from pytest_atom.reports.html import (
 from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.spec import load_spec
 from pytest_atom.transcript import Text, ToolUse, stream_turns
+from tests.conftest import capture
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value
 SPEC = """\
@@ -357,8 +358,7 @@ def test_step_ids_are_shown_as_written(tmp_path: Path) -> None:
 def test_each_call_carries_its_mark_and_each_session_its_tally(tmp_path: Path) -> None:
     """configured-2.1.330 (see tests/test_trajectory.py): a skill, a subagent whose two
     commands a rule and a hook refuse, an MCP call, a write outside the attempt folder."""
-    capture = Path(__file__).parent / "data" / "stream_json" / "configured-2.1.330.jsonl"
-    page = _page(tmp_path, "passed", *capture.read_text(encoding="utf-8").splitlines())
+    page = _page(tmp_path, "passed", *capture("configured-2.1.330.jsonl").splitlines())
     marks = re.findall(r'<span class="call-mark mark-(\w+)"[^>]*>([^<]*)</span>', page)
     assert marks == [
         ("skill", "skill greet"),

@@ -33,13 +33,13 @@ from pytest_atom.judge.checks import CheckResult, run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
 from pytest_atom.transcript import permission_denials, stream_turns
+from tests.conftest import capture
 
-DATA = Path(__file__).parent / "data" / "stream_json"
 SUBAGENT = 'iteration 1 turn 2 > subagent general-purpose "cleanup"'
 
 
 def record(name: str) -> IterationRecord:
-    return IterationRecord(returncode=0, stdout=(DATA / name).read_text(encoding="utf-8"))
+    return IterationRecord(returncode=0, stdout=capture(name))
 
 
 CONFIGURED = [record("configured-2.1.330.jsonl")]

@@ -20,8 +20,8 @@ from pytest_atom.transcript import (
     stream_turns,
     trajectory_summary,
 )
+from tests.conftest import capture
 
-DATA = Path(__file__).parent / "data" / "stream_json"
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
 
@@ -183,7 +183,7 @@ def test_cassette_lines_without_turns_list_the_requests_under_no_conversation() 
 def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
     """Captured from Claude Code 2.1.330: two Agent calls, each subagent runs one Bash
     command; the CLI tags a subagent's events with its Agent call's id."""
-    stdout = (DATA / "subagents-2.1.330.jsonl").read_text(encoding="utf-8")
+    stdout = capture("subagents-2.1.330.jsonl")
     [launch, *rest] = stream_turns(stdout)
     agents = launch.tool_uses
     assert [a.name for a in agents] == ["Agent", "Agent"]
@@ -251,8 +251,8 @@ def test_refusal_in_result_reads_who_refused_from_the_clis_text(
 def test_a_sessions_marks_count_its_subagents_calls_too() -> None:
     """configured-2.1.330: a skill, a subagent whose two commands a rule and a hook refuse,
     an MCP call and a write outside the attempt folder (see tests/test_trajectory.py)."""
-    turns = stream_turns((DATA / "configured-2.1.330.jsonl").read_text(encoding="utf-8"))
+    turns = stream_turns(capture("configured-2.1.330.jsonl"))
     assert trajectory_summary(turns) == "1 skill · 1 subagent · 1 MCP call · 3 refused"
-    plain = (DATA / "subagents-2.1.330.jsonl").read_text(encoding="utf-8")
+    plain = capture("subagents-2.1.330.jsonl")
     assert trajectory_summary(stream_turns(plain)) == "2 subagents"
     assert trajectory_summary(stream_turns(json.dumps({"type": "result"}))) == ""

@@ -20,10 +20,8 @@ from pytest_atom.core.runner import IterationRecord
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import load_specs
-from tests.conftest import record_through_upstream
+from tests.conftest import capture, record_through_upstream
 from tests.upstream import RealisticUpstream
-
-DATA = Path(__file__).parent / "data" / "stream_json"
 
 #: What the upstream sent for the first call: the main agent, then each subagent.
 MAIN, SUBAGENT = 5339, 3581
@@ -39,7 +37,7 @@ VERSIONS = ("2.1.330", "2.1.331")
 
 
 def events(name: str) -> list[dict[str, Any]]:
-    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    lines = capture(name).splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
