@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.events import parse
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
 from pytest_atom.transcript import Line, cassette_lines, read_reply, stream_turns
@@ -173,7 +174,7 @@ def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
     command; the CLI tags a subagent's events with its Agent call's id."""
     data = Path(__file__).parent / "data" / "stream_json" / "subagents-2.1.330.jsonl"
     stdout = data.read_text(encoding="utf-8")
-    [launch, *rest] = stream_turns(stdout)
+    [launch, *rest] = stream_turns(parse(stdout))
     agents = launch.tool_uses
     assert [a.name for a in agents] == ["Agent", "Agent"]
     for agent in agents:
