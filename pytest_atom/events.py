@@ -424,7 +424,11 @@ def _call_figures(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     this_call = raw.get("model_usage_since_last_result")
     if isinstance(this_call, Mapping):
         models = {k: v for k, v in this_call.items() if isinstance(v, Mapping)}
-        return main_usage, models, sum(float(v.get("costUSD") or 0.0) for v in models.values())
+        return (
+            main_usage,
+            models,
+            sum((float(v.get("costUSD") or 0.0) for v in models.values()), 0.0),
+        )
     per_model = raw.get("modelUsage")
     models = (
         {k: v for k, v in per_model.items() if isinstance(v, Mapping)}

@@ -6,7 +6,8 @@ The unit layer reads captures of the real CLI (tests/data/stream_json). ``events
 ``Bash(rm:*)``: the main agent says "I'll look first." and runs ``echo hi``; it starts a
 foreground general-purpose subagent "cleanup" that runs ``echo sub`` and answers "sub done";
 it runs ``rm -f x.txt`` (refused by the rule); it ends with "Done." and EXIT_LOOP_NOW.
-Paths are replaced by placeholders. `test_the_captured_session_still_parses_so_live`
+``overloaded-*`` are a CLI whose every request was answered 529. Paths are replaced by
+placeholders. `test_the_captured_session_still_parses_so_live`
 reruns that session with both CLIs, so a release that prints it otherwise shows here.
 """
 
@@ -227,8 +228,32 @@ def test_lines_that_are_no_event_yield_nothing() -> None:
     assert list(parse(["", "not json", '{"type": "stream_event"}'])) == []
 
 
-def test_errors_and_retries_are_events() -> None:
-    """Keys as Claude Code prints them for an API error it gave up on and a retry."""
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_api_error_the_cli_gave_up_on_is_a_retry_an_error_and_the_result(version: str) -> None:
+    """Captured against an upstream that answers every request 529 (overloaded), with
+    ``CLAUDE_CODE_MAX_RETRIES=1``: one retry, then the CLI answers with the error itself."""
+    events = list(parse((DATA / f"overloaded-{version}.jsonl").read_text(encoding="utf-8")))
+    [retry] = of(ApiRetry, events)
+    assert (retry.attempt, retry.max_retries, retry.error_status, retry.error) == (
+        1,
+        1,
+        529,
+        "overloaded",
+    )
+    assert retry.retry_delay_ms and retry.retry_delay_ms > 0
+    assert of(AgentError, events) == [AgentError("server_error")]
+    [result] = of(Result, events)
+    assert result.is_error and result.api_error_status == 529
+    assert result.text.startswith("API Error: 529") and result.cost_usd == 0.0
+    record = IterationRecord(returncode=0)
+    for event in events:
+        record.apply(event)
+    assert record.api_retries == [retry.to_dict()] and record.api_error == "server_error"
+    assert record.api_error_status == 529 and not record.needs_login
+
+
+def test_an_answer_without_credentials_asks_for_a_login() -> None:
+    """The kind the CLI gives an answer it had no credentials for (no retry can help)."""
     [usage, error, text] = parse_event(
         {
             "type": "assistant",
@@ -239,11 +264,8 @@ def test_errors_and_retries_are_events() -> None:
     assert isinstance(usage, Usage) and usage.message_id  # an answer of its own
     assert error == AgentError("authentication_failed")
     assert isinstance(text, AssistantText) and text.text == "Invalid API key"
-    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10}
-    [parsed] = parse_event({**retry, "retry_delay_ms": 512.5, "error_status": 529})
-    assert parsed == ApiRetry(1, 10, 512.5, 529, None)
     record = IterationRecord(returncode=0)
-    for event in parse_event({"type": "assistant", "error": "authentication_failed"}):
+    for event in (usage, error, text):
         record.apply(event)
     assert record.needs_login
 
