@@ -11,8 +11,8 @@ What Claude Code 2.1.197 and 2.1.331 print (tests/data/stream_json holds capture
 - ``system/init`` starts the call (session id, model, CLI version): `SessionStarted`;
 - ``assistant`` carries one content block of a model answer (text, thinking, tool_use; the
   blocks of one answer share its message id) and the answer's usage as it *started*:
-  `Usage`, then `AgentError` if the CLI answered with an API error, then one `AssistantText`
-  or `ToolCall` a block;
+  `MessageUsage`, then `AgentError` if the CLI answered with an API error, then one
+  `AssistantText` or `ToolCall` a block;
 - ``user`` carries tool results: one `ToolResult` each, its text flattened by
   `flatten_tool_result`;
 - a subagent's assistant and user events carry the ``parent_tool_use_id`` of the ``Agent``
@@ -39,6 +39,7 @@ __all__ = [
     "AssistantText",
     "DeniedCall",
     "Event",
+    "MessageUsage",
     "PermissionDenied",
     "Result",
     "SessionStarted",
@@ -46,7 +47,6 @@ __all__ = [
     "SubagentStarted",
     "ToolCall",
     "ToolResult",
-    "Usage",
     "decode",
     "flatten_tool_result",
     "parse",
@@ -65,7 +65,7 @@ class SessionStarted:
 
 
 @dataclass(frozen=True)
-class Usage:
+class MessageUsage:
     """A part of a model answer arrived, with the answer's usage as it started.
 
     Every part of an answer carries the same `message_id`: a budget counts a turn once, a
@@ -200,7 +200,7 @@ class Result:
 #: Everything an agent's output tells; consumers match on the types they read.
 Event = (
     SessionStarted
-    | Usage
+    | MessageUsage
     | AssistantText
     | ToolCall
     | ToolResult
@@ -296,7 +296,7 @@ def _assistant(raw: Mapping[str, Any]) -> list[Event]:
     message_id = str(message.get("id") or f"#{raw.get('uuid') or next(_anonymous)}")
     usage = message.get("usage")
     events: list[Event] = [
-        Usage(
+        MessageUsage(
             message_id,
             dict(usage) if isinstance(usage, Mapping) else {},
             _str(message.get("model")),

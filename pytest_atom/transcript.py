@@ -42,11 +42,11 @@ from typing import Any, Literal
 from pytest_atom.events import (
     AssistantText,
     Event,
+    MessageUsage,
     PermissionDenied,
     Result,
     ToolCall,
     ToolResult,
-    Usage,
     flatten_tool_result,
 )
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
@@ -206,7 +206,7 @@ def _turns(events: Sequence[Event], parent: str | None, denied: dict[str, str]) 
             started.add(subagent)
         if subagent != parent:
             continue  # another conversation's: the main agent's, or another subagent's
-        if isinstance(event, Usage):
+        if isinstance(event, MessageUsage):
             if not turns or turns[-1].message_id != event.message_id:
                 turns.append(Turn(event.message_id))
         elif isinstance(event, AssistantText) and event.text.strip() and turns:

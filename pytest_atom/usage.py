@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_atom.events import Event, Result, SessionStarted, ToolCall, Usage
+from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
 __all__ = [
     "ROLES",
@@ -110,7 +110,7 @@ class CallUsage:
         """Count one event; True when it was one that counts (usage, a tool call, the end)."""
         if isinstance(event, SessionStarted):
             self.main_model = event.model
-        elif isinstance(event, Usage):
+        elif isinstance(event, MessageUsage):
             messages = self._subagents if event.subagent else self._main
             if event.message_id not in messages:
                 self.turns += 1

@@ -7,8 +7,8 @@ The unit layer reads captures of the real CLI (tests/data/stream_json). ``events
 foreground general-purpose subagent "cleanup" that runs ``echo sub`` and answers "sub done";
 it runs ``rm -f x.txt`` (refused by the rule); it ends with "Done." and EXIT_LOOP_NOW.
 ``overloaded-*`` are a CLI whose every request was answered 529. Paths are replaced by
-placeholders. `test_the_captured_session_still_parses_so_live`
-reruns that session with both CLIs, so a release that prints it otherwise shows here.
+placeholders. `test_the_captured_session_still_parses_so_live` reruns that session with
+both CLIs, so a release that prints it otherwise shows here.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pytest_atom.events import (
     ApiRetry,
     AssistantText,
     Event,
+    MessageUsage,
     PermissionDenied,
     Result,
     SessionStarted,
@@ -36,7 +37,6 @@ from pytest_atom.events import (
     SubagentStarted,
     ToolCall,
     ToolResult,
-    Usage,
     flatten_tool_result,
     parse,
     parse_event,
@@ -91,7 +91,7 @@ def outline(events: list[Event]) -> list[str]:
             lines.append(f"call{where} {e.name} {e.input.get('command', '')}".rstrip())
         elif isinstance(e, ToolResult):
             lines.append(f"result{where} {e.tool_use_id} error={e.is_error}")
-        elif not isinstance(e, Usage):
+        elif not isinstance(e, MessageUsage):
             lines.append(type(e).__name__)
     return lines
 
@@ -159,7 +159,7 @@ def test_the_result_lists_the_refused_call_and_this_calls_figures(version: str) 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_usage_is_told_apart_per_session(version: str) -> None:
-    usage = of(Usage, captured(version))
+    usage = of(MessageUsage, captured(version))
     main = {u.message_id for u in usage if u.subagent is None}
     sub = {u.message_id for u in usage if u.subagent == AGENT_CALL}
     assert main == {"msg_atom_0001", "msg_atom_0002", "msg_atom_0005", "msg_atom_0006"}
@@ -261,7 +261,7 @@ def test_an_answer_without_credentials_asks_for_a_login() -> None:
             "message": {"content": [{"type": "text", "text": "Invalid API key"}]},
         }
     )
-    assert isinstance(usage, Usage) and usage.message_id  # an answer of its own
+    assert isinstance(usage, MessageUsage) and usage.message_id  # an answer of its own
     assert error == AgentError("authentication_failed")
     assert isinstance(text, AssistantText) and text.text == "Invalid API key"
     record = IterationRecord(returncode=0)

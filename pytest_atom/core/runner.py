@@ -19,7 +19,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pytest_atom import events
 from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.core.sandbox import Confinement
@@ -31,7 +30,11 @@ from pytest_atom.events import (
     Result,
     SessionStarted,
     ToolResult,
+    decode,
+    parse,
+    parse_event,
 )
+from pytest_atom.events import ToolCall as CallEvent
 from pytest_atom.limits import Budget
 from pytest_atom.paths import cli_slug
 from pytest_atom.spec import ClaudeOptions
@@ -203,7 +206,7 @@ class IterationRecord:
             self.api_error = event.kind
         elif isinstance(event, AssistantText) and not event.thinking:
             self.texts.append(event.text)
-        elif isinstance(event, events.ToolCall) and not event.server:
+        elif isinstance(event, CallEvent) and not event.server:
             self.tool_calls.append(ToolCall(event.id, event.name, event.input or {}))
         elif isinstance(event, ToolResult):
             for call in self.tool_calls:
@@ -225,7 +228,7 @@ class IterationRecord:
 
 @lru_cache(maxsize=32)
 def _parsed(stdout: str) -> tuple[Event, ...]:
-    return tuple(events.parse(stdout))
+    return tuple(parse(stdout))
 
 
 class ClaudeRunner:
@@ -365,8 +368,8 @@ class ClaudeRunner:
                 pass
             for line in proc.stdout:
                 lines.append(line)
-                raw = events.decode(line)
-                parsed = events.parse_event(raw) if raw is not None else []
+                raw = decode(line)
+                parsed = parse_event(raw) if raw is not None else []
                 for event in parsed:
                     record.apply(event)
                 if raw is not None and self.on_event:
