@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from pytest_atom import events
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
@@ -98,20 +99,9 @@ class Progress:
             self.iteration = 0
             if self.spec.criteria and self.spec.attempts > 1:  # else no second attempt can come
                 say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
-        elif kind == "system" and sub == "init":
-            self.iteration += 1
-            say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
-        elif kind == "assistant":
-            for block in (event.get("message") or {}).get("content") or []:
-                if block.get("type") == "tool_use":
-                    self.calls[block.get("id", "")] = (block.get("name", "?"), block.get("input"))
-                    args = json.dumps(block.get("input") or {}, ensure_ascii=False)
-                    say(f"      [cyan]→ {escape(block.get('name', '?'))}[/] {escape(args[:120])}")
-                elif block.get("type") == "text" and block.get("text", "").strip():
-                    first = block["text"].strip().splitlines()[0]
-                    say(f"      [dim]{escape(first[:120])}[/]")
-        elif kind == "user":
-            self._tool_results(event)
+        elif kind != "atom":
+            for agent_event in events.parse_event(event):
+                self._agent(agent_event)
         elif kind == "atom" and sub == "checks":
             for check in event["checks"]:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
@@ -129,19 +119,25 @@ class Progress:
             score = f", score {verdict.score:g}" if verdict else ""
             say(f"    decision: [bold]{event['decision']}[/]{score}")
 
-    def _tool_results(self, event: dict[str, Any]) -> None:
-        """A tool call the CLI answered with an error or a refusal, as it happens."""
-        content = (event.get("message") or {}).get("content")
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            output = block.get("content")
-            if isinstance(output, list):
-                output = "\n".join(str(c.get("text", "")) for c in output if isinstance(c, dict))
-            name, tool_input = self.calls.get(block.get("tool_use_id", ""), ("?", None))
-            line = tool_problem(name, tool_input, str(output or ""), bool(block.get("is_error")))
+    def _agent(self, event: events.Event) -> None:
+        """What the agent does: each iteration's start, its calls, its prose, the calls the
+        agent answered with an error or a refusal, as they happen."""
+        say = self.console.print
+        if isinstance(event, events.SessionStarted):
+            self.iteration += 1
+            say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
+        elif isinstance(event, events.ToolCall) and not event.server:
+            self.calls[event.id] = (event.name, event.input)
+            args = json.dumps(event.input or {}, ensure_ascii=False)
+            say(f"      [cyan]→ {escape(event.name)}[/] {escape(args[:120])}")
+        elif isinstance(event, events.AssistantText) and not event.thinking:
+            if event.text.strip():
+                say(f"      [dim]{escape(event.text.strip().splitlines()[0][:120])}[/]")
+        elif isinstance(event, events.ToolResult):
+            name, tool_input = self.calls.get(event.tool_use_id, ("?", None))
+            line = tool_problem(name, tool_input, event.text, event.is_error)
             if line:
-                self.console.print(f"      [red]✗ {escape(line)}[/]")
+                say(f"      [red]✗ {escape(line)}[/]")
 
 
 @click.command("run")

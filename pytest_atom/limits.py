@@ -5,7 +5,7 @@ key) bound what the *agent* may use over a whole spec run: every iteration of ev
 attempt adds up, because a budget is about what getting the task done costs, refine
 attempts included. The reflector is the harness's judge, not the agent: it never counts.
 
-`Budget.observe` folds the CLI's stream-json events in as they arrive, so the runner can
+`Budget.observe` folds the agent's events (pytest_atom.events) in as they arrive, so the runner can
 stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
 the same CLI, so the same limits hold offline, on the recorded usage.
 
@@ -26,10 +26,11 @@ the same CLI, so the same limits hold offline, on the recorded usage.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from pytest_atom.events import Event
 from pytest_atom.usage import CallUsage
 
 __all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
@@ -117,8 +118,15 @@ class Budget:
         self._settled = Usage()  # the calls that have ended
         self._call = CallUsage()  # the call under way
 
-    def observe(self, event: Mapping[str, Any]) -> str | None:
-        """Count one stream-json event; the message naming a limit it crossed, else None."""
+    def observe(self, events: Iterable[Event]) -> str | None:
+        """Count events as they arrive (a line's worth); the message naming a limit they
+        crossed, else None. Every event counts, those after a crossing too."""
+        crossed = None
+        for event in events:
+            crossed = self._observe(event) or crossed
+        return crossed
+
+    def _observe(self, event: Event) -> str | None:
         if not self._call.fold(event):
             return None
         call, settled = self._call, self._settled

@@ -1,20 +1,20 @@
-"""Conversations folded into the turns a person reads: a session's stream-json output, or
-a cassette's recorded requests and responses.
+"""Conversations folded into the turns a person reads: a session's events, or a cassette's
+recorded requests and responses.
 
-``claude -p --output-format stream-json`` prints an ``assistant`` event per content block
-(text, thinking, tool_use; the blocks of one model answer share its message id) and a
-``user`` event per tool result. This module turns those lines back into turns: one model
-answer each, its blocks in order, every tool call with the result the CLI gave it. It is
-pure (a string in, dataclasses out), so reports, divergence reports and the reflector can
-share it and it is tested without a CLI.
+A session's events (pytest_atom.events: the agent's output, parsed there) carry one part of
+a model answer each (text, thinking, a tool call; the parts of one answer share its message
+id) and the tool results. This module folds them back into turns: one model answer each,
+its blocks in order, every tool call with the result the agent gave it. It is pure (events
+in, dataclasses out), so reports, divergence reports and the reflector can share it and it
+is tested without a CLI.
 
 A cassette holds the API side of the same conversations: every request repeats the whole
 conversation so far, and every answer is an SSE stream. `cassette_lines` groups those
 requests into sessions, shows each turn's new user content and the answer (folded with the
 gateway's own `fold_sse`), and sums the usage; `atom cassette show` only prints its lines.
 
-Refused tool calls are read here too (`permission_denials`), from what Claude Code 2.1.330
-prints for each kind of refusal, so checks, traces and reports name them alike:
+Refused tool calls are read here too (`permission_denials`), from the events Claude Code
+2.1.330 prints for each kind of refusal, so checks, traces and reports name them alike:
 
 - a permission rule (``permissions.deny`` in settings): a ``system`` event, subtype
   ``permission_denied``, ``decision_reason_type: rule``; the call's error result is
@@ -40,11 +40,21 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_atom.events import (
+    AssistantText,
+    Event,
+    MessageUsage,
+    PermissionDenied,
+    Result,
+    ToolCall,
+    ToolResult,
+    flatten_tool_result,
+)
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway.messages import fold_sse
 from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
@@ -79,7 +89,6 @@ __all__ = [
     "stream_turns",
     "subagent_type",
     "tool_label",
-    "tool_result_text",
     "trajectory_summary",
 ]
 
@@ -140,17 +149,6 @@ class Turn:
     @property
     def tool_uses(self) -> list[ToolUse]:
         return [b for b in self.blocks if isinstance(b, ToolUse)]
-
-
-def tool_result_text(content: Any) -> str:
-    """A tool_result's content as text: a string as is, a block list's texts joined."""
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type')}]"
-            for b in content
-            if isinstance(b, dict)
-        )
-    return "" if content is None else str(content)
 
 
 def main_field(tool_input: Any) -> str | None:
@@ -262,29 +260,6 @@ def _all_calls(turns: list[Turn]) -> Iterator[ToolUse]:
             yield from _all_calls(call.subagent)
 
 
-def _events(stdout: str) -> list[dict[str, Any]]:
-    events = []
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a stray non-JSON line (a CLI warning) is no part of the conversation
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
-def _block(raw: dict[str, Any]) -> Text | ToolUse | None:
-    kind = raw.get("type")
-    if kind == "text" and str(raw.get("text", "")).strip():
-        return Text(str(raw["text"]))
-    if kind == "thinking" and str(raw.get("thinking", "")).strip():
-        return Text(str(raw["thinking"]), thinking=True)
-    if kind in ("tool_use", "server_tool_use"):
-        return ToolUse(str(raw.get("id", "")), str(raw.get("name", "?")), raw.get("input"))
-    return None
-
-
 #: Who a `Denial.reason` names, as reports say it ("refused by a hook").
 _REFUSERS = {
     "hook": "a hook",
@@ -298,18 +273,12 @@ def refused_by(reason: str) -> str:
     return _REFUSERS.get(reason, "Claude Code")
 
 
-def stream_turns(stdout: str) -> list[Turn]:
-    """The turns of one session's stream-json output, each subagent's turns under the
-    call that started it (the CLI tags a subagent's events with that call's id), each
-    refused call marked with who refused it."""
-    events = _events(stdout)
-    denied = {d.tool_use_id: d.reason for d in _denials(events)}
+def stream_turns(events: Iterable[Event]) -> list[Turn]:
+    """The turns of one session's events, each subagent's turns under the call that started
+    it (its events name that call), each refused call marked with who refused it."""
+    events = list(events)
+    denied = {d.tool_use_id: d.reason for d in permission_denials(events)}
     return _turns(events, None, denied)
-
-
-def permission_denials(stdout: str) -> list[Denial]:
-    """The calls one ``claude -p`` call refused, subagents' included (see the module doc)."""
-    return _denials(_events(stdout))
 
 
 #: The error results Claude Code gives the model for a refused call (see the module doc),
@@ -328,59 +297,50 @@ def refusal_in_result(result: str) -> str | None:
     return next((why for why, text in _REFUSAL_TEXTS.items() if text.match(result)), None)
 
 
-def _denials(events: list[dict[str, Any]]) -> list[Denial]:
+def permission_denials(events: Iterable[Event]) -> list[Denial]:
+    """The calls one ``claude -p`` call refused, subagents' included (see the module doc)."""
     reasons: dict[str, str] = {}  # tool_use_id -> why, from the permission_denied events
     results: dict[str, str] = {}  # tool_use_id -> the error result the model was given
-    listed: list[dict[str, Any]] = []
-    for event in events:
-        kind = event.get("type")
-        if kind == "system" and event.get("subtype") == "permission_denied":
-            reasons[str(event.get("tool_use_id"))] = str(event.get("decision_reason_type") or "")
-        elif kind == "user" and isinstance(event.get("message"), dict):
-            content = event["message"].get("content")
-            for raw in content if isinstance(content, list) else []:
-                if isinstance(raw, dict) and raw.get("type") == "tool_result":
-                    results[str(raw.get("tool_use_id"))] = tool_result_text(raw.get("content"))
-        elif kind == "result":
-            listed += [d for d in event.get("permission_denials") or [] if isinstance(d, dict)]
     found = []
-    for denial in listed:
-        call = str(denial.get("tool_use_id", ""))
-        reason = reasons.get(call) or refusal_in_result(results.get(call, "")) or "refused"
-        tool = str(denial.get("tool_name", "?"))
-        found.append(Denial(call, tool, denial.get("tool_input"), reason))
+    for event in events:
+        if isinstance(event, PermissionDenied):
+            reasons[event.tool_use_id] = event.reason
+        elif isinstance(event, ToolResult):
+            results[event.tool_use_id] = event.text
+        elif isinstance(event, Result):
+            for call in event.denied:
+                reason = (
+                    reasons.get(call.tool_use_id)
+                    or refusal_in_result(results.get(call.tool_use_id, ""))
+                    or "refused"
+                )
+                found.append(Denial(call.tool_use_id, call.tool_name, call.tool_input, reason))
     return found
 
 
-def _turns(events: list[dict[str, Any]], parent: str | None, denied: dict[str, str]) -> list[Turn]:
+def _turns(events: Sequence[Event], parent: str | None, denied: dict[str, str]) -> list[Turn]:
     turns: list[Turn] = []
     calls: dict[str, ToolUse] = {}
+    started: set[str] = set()
     for index, event in enumerate(events):
-        if (event.get("parent_tool_use_id") or None) != parent:
+        subagent = getattr(event, "subagent", None)
+        if subagent is not None:
+            started.add(subagent)
+        if subagent != parent:
             continue  # another conversation's: the main agent's, or another subagent's
-        message = event.get("message")
-        if not isinstance(message, dict):
-            message = {}
-        content = message.get("content")
-        if event.get("type") == "assistant":
-            message_id = str(message.get("id") or f"turn-{len(turns) + 1}")
-            if not turns or turns[-1].message_id != message_id:
-                turns.append(Turn(message_id))
-            for raw in content if isinstance(content, list) else []:
-                block = _block(raw) if isinstance(raw, dict) else None
-                if block is not None:
-                    turns[-1].blocks.append(block)
-                    if isinstance(block, ToolUse):
-                        block.event, block.denied = index, denied.get(block.id)
-                        calls[block.id] = block
-        elif event.get("type") == "user" and isinstance(content, list):
-            for raw in content:
-                if isinstance(raw, dict) and raw.get("type") == "tool_result":
-                    call = calls.get(str(raw.get("tool_use_id", "")))
-                    if call is not None:
-                        call.result = tool_result_text(raw.get("content"))
-                        call.is_error = bool(raw.get("is_error"))
-    started = {str(e.get("parent_tool_use_id")) for e in events if e.get("parent_tool_use_id")}
+        if isinstance(event, MessageUsage):
+            if not turns or turns[-1].message_id != event.message_id:
+                turns.append(Turn(event.message_id))
+        elif isinstance(event, AssistantText) and event.text.strip() and turns:
+            turns[-1].blocks.append(Text(event.text, thinking=event.thinking))
+        elif isinstance(event, ToolCall) and turns:
+            use = ToolUse(event.id, event.name, event.input, event=index)
+            use.denied = denied.get(event.id)
+            turns[-1].blocks.append(use)
+            calls[event.id] = use
+        elif isinstance(event, ToolResult) and event.tool_use_id in calls:
+            calls[event.tool_use_id].result = event.text
+            calls[event.tool_use_id].is_error = event.is_error
     for call_id in started & set(calls):
         calls[call_id].subagent = _turns(events, call_id, denied)
     return turns
@@ -600,7 +560,7 @@ class _CassetteTranscript:
                 else:
                     out += self.clip(text, indent)
             elif kind == "tool_result":
-                result = tool_result_text(block.get("content"))
+                result = flatten_tool_result(block.get("content"))
                 error = " (error)" if block.get("is_error") else ""
                 refused = refusal_in_result(result) if error else None
                 if refused is not None:

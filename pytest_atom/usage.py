@@ -12,8 +12,8 @@ requests). Its stream-json tells them apart only so far (Claude Code 2.1.330 and
   totals, earlier calls included; ``model_usage_since_last_result`` is this call's share.
   Claude Code 2.1.197 has no such key, and its figures are per call.
 
-`CallUsage` folds these events, so a record of the call (`IterationRecord`) and a run's
-budget (`Budget`) count one way: provisional while the call runs, exact once it ends.
+The event parser (pytest_atom.events) reads these figures and `CallUsage` folds its events,
+so a record of the call (`IterationRecord`) and a run's budget (`Budget`) count one way: provisional while the call runs, exact once it ends.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
 __all__ = [
     "ROLES",
@@ -104,48 +106,29 @@ class CallUsage:
     _main: dict[str, int] = field(default_factory=dict, repr=False)
     _subagents: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def fold(self, event: Mapping[str, Any]) -> bool:
-        """Count one stream-json event; True when it was one that counts (usage or turns)."""
-        kind = event.get("type")
-        if kind == "system" and event.get("subtype") == "init":
-            model = event.get("model")
-            self.main_model = model if isinstance(model, str) else None
-        elif kind == "assistant":
-            self._assistant(event)
+    def fold(self, event: Event) -> bool:
+        """Count one event; True when it was one that counts (usage, a tool call, the end)."""
+        if isinstance(event, SessionStarted):
+            self.main_model = event.model
+        elif isinstance(event, MessageUsage):
+            messages = self._subagents if event.subagent else self._main
+            if event.message_id not in messages:
+                self.turns += 1
+            messages[event.message_id] = max(
+                messages.get(event.message_id, 0), usage_tokens(event.usage)
+            )
             return True
-        elif kind == "result":
-            self._result(event)
+        elif isinstance(event, ToolCall):
+            if not event.server:
+                self.tool_calls += 1
+            return True
+        elif isinstance(event, Result):
+            self.ended = True
+            self.main_usage = dict(event.usage)
+            self.model_usage = dict(event.model_usage)
+            self.cost_usd = event.cost_usd
             return True
         return False
-
-    def _assistant(self, event: Mapping[str, Any]) -> None:
-        message = event.get("message")
-        message = message if isinstance(message, Mapping) else {}
-        messages = self._subagents if event.get("parent_tool_use_id") else self._main
-        # Events without an id (never seen from the CLI) count as messages of their own.
-        key = str(message.get("id") or f"#{len(self._main) + len(self._subagents)}")
-        if key not in messages:
-            self.turns += 1
-        messages[key] = max(messages.get(key, 0), usage_tokens(message.get("usage")))
-        blocks = message.get("content")
-        for block in blocks if isinstance(blocks, list) else []:
-            if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                self.tool_calls += 1
-
-    def _result(self, event: Mapping[str, Any]) -> None:
-        self.ended = True
-        usage = event.get("usage")
-        self.main_usage = dict(usage) if isinstance(usage, Mapping) else {}
-        this_call = event.get("model_usage_since_last_result")
-        if isinstance(this_call, Mapping):  # 2.1.330 on: the totals are the session's
-            self.model_usage = {k: v for k, v in this_call.items() if isinstance(v, Mapping)}
-            self.cost_usd = sum(float(v.get("costUSD") or 0.0) for v in self.model_usage.values())
-            return
-        per_model = event.get("modelUsage")
-        if isinstance(per_model, Mapping):
-            self.model_usage = {k: v for k, v in per_model.items() if isinstance(v, Mapping)}
-        cost = event.get("total_cost_usd")
-        self.cost_usd = float(cost) if isinstance(cost, (int, float)) else 0.0
 
     @property
     def main_tokens(self) -> int:

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.core.runtime import RunOutcome
+from pytest_atom.events import parse
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Verdict
 from pytest_atom.replay.gateway.matching import Drift
@@ -70,8 +71,8 @@ def text(value: str) -> dict[str, Any]:
 
 def record(*lines: str) -> IterationRecord:
     rec = IterationRecord(returncode=0, stdout="\n".join(lines) + "\n")
-    for line in lines:
-        rec.apply_event(json.loads(line))
+    for event in parse(lines):
+        rec.apply(event)
     return rec
 
 
@@ -116,7 +117,7 @@ CONVERSATION = (
 
 
 def test_stream_turns_groups_blocks_by_answer_and_attaches_results() -> None:
-    turns = stream_turns("\n".join(CONVERSATION))
+    turns = stream_turns(parse("\n".join(CONVERSATION)))
     assert [t.message_id for t in turns] == ["m1", "m2", "m3"]
     first = turns[0].blocks
     assert isinstance(first[0], Text) and first[0].text.startswith("I'll look around")
@@ -134,7 +135,7 @@ def test_stream_turns_skips_noise_subagents_and_keeps_errors() -> None:
         tool_result("t1", [{"type": "text", "text": "Exit code 1"}, {"type": "image"}], True),
         assistant("m2", bash("t2", "sleep 100")),  # the session ended before its result
     ]
-    turns = stream_turns("\n".join(lines))
+    turns = stream_turns(parse("\n".join(lines)))
     assert [t.message_id for t in turns] == ["m1", "m2"]
     call, thinking = turns[0].blocks
     assert isinstance(call, ToolUse) and call.is_error and call.result == "Exit code 1\n[image]"

@@ -10,32 +10,36 @@ from xml.etree import ElementTree
 import pytest
 
 from pytest_atom.config import ConfigError, load_config
+from pytest_atom.events import Event, parse_event
 from pytest_atom.execution import with_limits
 from pytest_atom.limits import Budget, Limits, parse_limits
 from pytest_atom.spec import SpecError, load_specs
 
 
-def assistant(msg_id: str, *blocks: dict[str, Any], tokens: int = 10) -> dict[str, Any]:
-    """One stream-json assistant event, as the CLI emits one per content block."""
+def assistant(msg_id: str, *blocks: dict[str, Any], tokens: int = 10) -> list[Event]:
+    """The events of one stream-json assistant line, as the CLI emits one per content block."""
     usage = {"input_tokens": tokens, "output_tokens": 1}
-    return {"type": "assistant", "message": {"id": msg_id, "content": list(blocks), "usage": usage}}
+    message = {"id": msg_id, "content": list(blocks), "usage": usage}
+    return parse_event({"type": "assistant", "message": message})
 
 
 TEXT = {"type": "text", "text": "thinking aloud"}
 BASH = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
 
 
-def result(tokens: int, cost: float) -> dict[str, Any]:
-    return {"type": "result", "usage": {"input_tokens": tokens}, "total_cost_usd": cost}
+def result(tokens: int, cost: float) -> list[Event]:
+    return parse_event(
+        {"type": "result", "usage": {"input_tokens": tokens}, "total_cost_usd": cost}
+    )
 
 
 def test_a_message_split_into_events_is_one_turn() -> None:
     budget = Budget(Limits(max_turns=2))
     events = [
-        {"type": "system", "subtype": "init"},
+        parse_event({"type": "system", "subtype": "init"}),
         assistant("m1", TEXT),
         assistant("m1", BASH),  # the same message's second block
-        {"type": "user", "message": {"content": []}},
+        parse_event({"type": "user", "message": {"content": []}}),
         assistant("m2", TEXT),
     ]
     assert [budget.observe(e) for e in events] == [None] * 5

@@ -28,6 +28,7 @@ from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
 from pytest_atom.core.runner import IterationRecord
+from pytest_atom.events import parse
 from pytest_atom.execution import run_spec
 from pytest_atom.judge.checks import CheckResult, run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
@@ -93,12 +94,12 @@ def test_concurrent_subagents_calls_are_ordered_as_they_happened() -> None:
 
 def test_refusals_are_read_with_who_refused_them() -> None:
     stdout = CONFIGURED[0].stdout
-    assert [(d.tool_name, d.reason) for d in permission_denials(stdout)] == [
+    assert [(d.tool_name, d.reason) for d in permission_denials(parse(stdout))] == [
         ("Bash", "rule"),
         ("Bash", "hook"),
         ("Write", "workingDir"),
     ]
-    [agent] = stream_turns(stdout)[1].tool_uses
+    [agent] = stream_turns(parse(stdout))[1].tool_uses
     assert [c.denied for t in agent.subagent for c in t.tool_uses] == ["rule", "hook"]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.events import parse
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
 from pytest_atom.transcript import (
@@ -184,7 +185,7 @@ def test_a_subagents_turns_hang_under_the_agent_call_that_started_it() -> None:
     """Captured from Claude Code 2.1.330: two Agent calls, each subagent runs one Bash
     command; the CLI tags a subagent's events with its Agent call's id."""
     stdout = capture("subagents-2.1.330.jsonl")
-    [launch, *rest] = stream_turns(stdout)
+    [launch, *rest] = stream_turns(parse(stdout))
     agents = launch.tool_uses
     assert [a.name for a in agents] == ["Agent", "Agent"]
     for agent in agents:
@@ -251,8 +252,8 @@ def test_refusal_in_result_reads_who_refused_from_the_clis_text(
 def test_a_sessions_marks_count_its_subagents_calls_too() -> None:
     """configured-2.1.330: a skill, a subagent whose two commands a rule and a hook refuse,
     an MCP call and a write outside the attempt folder (see tests/test_trajectory.py)."""
-    turns = stream_turns(capture("configured-2.1.330.jsonl"))
+    turns = stream_turns(parse(capture("configured-2.1.330.jsonl")))
     assert trajectory_summary(turns) == "1 skill · 1 subagent · 1 MCP call · 3 refused"
     plain = capture("subagents-2.1.330.jsonl")
-    assert trajectory_summary(stream_turns(plain)) == "2 subagents"
-    assert trajectory_summary(stream_turns(json.dumps({"type": "result"}))) == ""
+    assert trajectory_summary(stream_turns(parse(plain))) == "2 subagents"
+    assert trajectory_summary(stream_turns(parse(json.dumps({"type": "result"})))) == ""

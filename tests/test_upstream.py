@@ -512,7 +512,7 @@ def test_a_subagent_is_shown_under_the_agent_call_that_started_it(subagents: Rec
         assert call < command and lines[command].startswith(" " * 16)  # nested, indented
     assert sum(line.startswith("Session ") for line in lines) == 1  # the main agent's only
     # the HTML report's conversation (stream_turns): the same nesting from the CLI's events
-    [first, *_] = stream_turns(subagents.result.records[0].stdout)
+    [first, *_] = stream_turns(subagents.result.records[0].events)
     for agent in first.tool_uses:
         side = agent.input["description"].split()[-1]
         commands = [c.input["command"] for t in agent.subagent for c in t.tool_uses]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.core.runner import IterationRecord
+from pytest_atom.events import parse_event
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import load_specs
@@ -44,7 +45,8 @@ def events(name: str) -> list[dict[str, Any]]:
 def record_of(evs: list[dict[str, Any]]) -> IterationRecord:
     record = IterationRecord(returncode=0)
     for event in evs:
-        record.apply_event(event)
+        for parsed in parse_event(event):
+            record.apply(parsed)
     return record
 
 
@@ -116,7 +118,7 @@ def test_the_budget_counts_what_the_record_counts(version: str) -> None:
     calls = [events(f"subagents-{version}.jsonl"), events(f"resumed-{version}.jsonl")]
     for evs in calls:
         for event in evs:
-            assert budget.observe(event) is None
+            assert budget.observe(parse_event(event)) is None
     assert budget.usage.tokens == sum(record_of(evs).tokens for evs in calls)
     assert budget.usage.tokens == MAIN + 2 * SUBAGENT + RESUMED
     # Per call, not the session's running total twice over.
@@ -127,7 +129,7 @@ def test_the_budget_counts_what_the_record_counts(version: str) -> None:
 def test_a_limit_between_the_main_agents_usage_and_the_total_stops_the_run(version: str) -> None:
     """Crossed by the exact figure of the result event: the run stops with that figure."""
     budget = Budget(Limits(max_tokens=10_000))
-    crossed = [budget.observe(e) for e in events(f"subagents-{version}.jsonl")]
+    crossed = [budget.observe(parse_event(e)) for e in events(f"subagents-{version}.jsonl")]
     assert crossed[-1] == f"exceeded max_tokens: {MAIN + 2 * SUBAGENT} > 10000"
     assert crossed[:-1] == [None] * (len(crossed) - 1)  # provisional figures stayed below
 
@@ -135,7 +137,7 @@ def test_a_limit_between_the_main_agents_usage_and_the_total_stops_the_run(versi
 def test_a_subagents_streamed_usage_crosses_a_limit_while_the_call_runs() -> None:
     budget = Budget(Limits(max_tokens=2000))
     evs = events("subagents-2.1.330.jsonl")
-    crossed = [(e, budget.observe(e)) for e in evs]
+    crossed = [(e, budget.observe(parse_event(e))) for e in evs]
     (event, message), *_ = [(e, m) for e, m in crossed if m]
     assert event["type"] == "assistant" and event["parent_tool_use_id"]  # a subagent's
     assert message == f"exceeded max_tokens: {(124 + 1215 + 1) + (83 + 804 + 1)} > 2000"
@@ -145,7 +147,7 @@ def test_a_cost_limit_counts_the_resumed_call_once() -> None:
     """The old count added the session's running total: 0.0354 + 0.0433 > 0.05."""
     budget = Budget(Limits(max_cost_usd=0.05))
     for evs in (events("subagents-2.1.331.jsonl"), events("resumed-2.1.331.jsonl")):
-        assert all(budget.observe(e) is None for e in evs)
+        assert all(budget.observe(parse_event(e)) is None for e in evs)
     assert budget.usage.cost_usd == pytest.approx(0.0432816)
 
 

@@ -8,7 +8,6 @@ final cost arrive as JSON lines that can be parsed and streamed to a progress di
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,12 +15,26 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.processes import kill_process_tree
 from pytest_atom.core.sandbox import Confinement
+from pytest_atom.events import (
+    AgentError,
+    ApiRetry,
+    AssistantText,
+    Event,
+    Result,
+    SessionStarted,
+    ToolResult,
+    decode,
+    parse,
+    parse_event,
+)
+from pytest_atom.events import ToolCall as CallEvent
 from pytest_atom.limits import Budget
 from pytest_atom.paths import cli_slug
 from pytest_atom.spec import ClaudeOptions
@@ -98,7 +111,7 @@ class ToolCall:
 
 @dataclass
 class IterationRecord:
-    """What one `claude -p` call did, parsed from its stream-json output."""
+    """What one `claude -p` call did, folded from its events (pytest_atom.events)."""
 
     returncode: int
     output: str = ""  # the final result text: where the exit signal is looked for
@@ -176,57 +189,46 @@ class IterationRecord:
         data["subagent_tokens"] = self.subagent_tokens
         return data
 
-    def apply_event(self, event: Mapping[str, Any]) -> None:
-        """Fold one stream-json event into the record; its usage into `meter`."""
-        kind = event.get("type")
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """What the call printed, as events: the trace, transcript, reports and trajectory
+        checks read these (parsed once per output, however many of them ask)."""
+        return _parsed(self.stdout)
+
+    def apply(self, event: Event) -> None:
+        """Fold one event into the record; its usage into `meter`."""
         self.meter.fold(event)
-        if kind == "system" and event.get("subtype") == "init":
-            self.session_id = event.get("session_id")
-            self.cli_version = event.get("claude_code_version")
+        if isinstance(event, SessionStarted):
+            self.session_id = event.session_id
+            self.cli_version = event.agent_version
             self.model = self.meter.main_model
-        elif kind == "assistant":
-            if isinstance(event.get("error"), str):
-                self.api_error = event["error"]
-            for block in (event.get("message") or {}).get("content") or []:
-                if block.get("type") == "text" and block.get("text"):
-                    self.texts.append(block["text"])
-                elif block.get("type") == "tool_use":
-                    self.tool_calls.append(
-                        ToolCall(
-                            block.get("id", ""), block.get("name", ""), block.get("input") or {}
-                        )
-                    )
-        elif kind == "user":
-            content = (event.get("message") or {}).get("content")
-            for block in content if isinstance(content, list) else []:
-                if block.get("type") == "tool_result":
-                    self._attach_result(block)
-        elif kind == "system" and event.get("subtype") == "api_retry":
-            self.api_retries.append(
-                {
-                    k: event.get(k)
-                    for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")
-                }
-            )
-        elif kind == "result":
-            status = event.get("api_error_status")
-            self.api_error_status = status if isinstance(status, int) else None
-            self.output = str(event.get("result") or "")
-            self.is_error = bool(event.get("is_error"))
+        elif isinstance(event, AgentError):
+            self.api_error = event.kind
+        elif isinstance(event, AssistantText) and not event.thinking:
+            self.texts.append(event.text)
+        elif isinstance(event, CallEvent) and not event.server:
+            self.tool_calls.append(ToolCall(event.id, event.name, event.input or {}))
+        elif isinstance(event, ToolResult):
+            for call in self.tool_calls:
+                if call.id == event.tool_use_id:
+                    call.result = event.text
+                    call.is_error = event.is_error
+        elif isinstance(event, ApiRetry):
+            self.api_retries.append(event.to_dict())
+        elif isinstance(event, Result):
+            self.api_error_status = event.api_error_status
+            self.output = event.text
+            self.is_error = event.is_error
             self.usage = dict(self.meter.main_usage)
             self.model_usage = dict(self.meter.model_usage)
             self.cost_usd = self.meter.cost_usd
-            self.num_turns = int(event.get("num_turns") or 0)
-            self.structured_output = event.get("structured_output")
+            self.num_turns = event.num_turns
+            self.structured_output = event.structured_output
 
-    def _attach_result(self, block: Mapping[str, Any]) -> None:
-        content = block.get("content")
-        if isinstance(content, list):
-            content = "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-        for call in self.tool_calls:
-            if call.id == block.get("tool_use_id"):
-                call.result = str(content or "")
-                call.is_error = bool(block.get("is_error"))
+
+@lru_cache(maxsize=32)
+def _parsed(stdout: str) -> tuple[Event, ...]:
+    return tuple(parse(stdout))
 
 
 class ClaudeRunner:
@@ -366,19 +368,17 @@ class ClaudeRunner:
                 pass
             for line in proc.stdout:
                 lines.append(line)
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    record.apply_event(event)
-                    if self.on_event:
-                        self.on_event(event)
-                    if self.budget is not None and (crossed := self.budget.observe(event)):
-                        record.limit_exceeded = crossed
-                        record.is_error = True
-                        kill_process_tree(proc)
-                        break
+                raw = decode(line)
+                parsed = parse_event(raw) if raw is not None else []
+                for event in parsed:
+                    record.apply(event)
+                if raw is not None and self.on_event:
+                    self.on_event(raw)
+                if self.budget is not None and (crossed := self.budget.observe(parsed)):
+                    record.limit_exceeded = crossed
+                    record.is_error = True
+                    kill_process_tree(proc)
+                    break
             proc.wait()
         except BaseException:
             kill_process_tree(proc)  # Ctrl-C or a callback error: never leave a CLI behind

@@ -1,11 +1,11 @@
-"""Trajectory checks: what the agent did on the way, read from its calls' stream-json.
+"""Trajectory checks: what the agent did on the way, read from its calls' events.
 
 A file check asks "is the work right?"; these ask "did the agent go about it as configured?":
 did it call a tool (or never), in which order, did it invoke a skill, start a subagent, call
-an MCP server, was a call refused, what did it say last. They read the attempt's records
-(one ``claude -p`` call per iteration) through `transcript.stream_turns`, which already
-nests a subagent's turns under its ``Agent`` call and marks refused calls; this module only
-flattens those turns into calls that know where they were made.
+an MCP server, was a call refused, what did it say last. They read the attempt's records'
+events (one ``claude -p`` call per iteration) through `transcript.stream_turns`, which
+already nests a subagent's turns under its ``Agent`` call and marks refused calls; this
+module only flattens those turns into calls that know where they were made.
 
 Every result lists the calls it is about, each with its place (``iteration 1 turn 2``, and
 under a subagent ``… > subagent general-purpose "helper" turn 1``), so a failure shows what
@@ -99,7 +99,7 @@ class Trajectory:
         calls: list[Call] = []
         final: str | None = None
         for iteration, record in enumerate(records, start=1):
-            turns = stream_turns(record.stdout)
+            turns = stream_turns(record.events)
             calls += _calls(turns, iteration, ())
             texts = [_texts(turn) for turn in turns]
             final = next((t for t in reversed(texts) if t), final)

@@ -4,7 +4,7 @@ Two steps, so the page can be assembled where the results meet (the xdist contro
 from data built where each spec ran (a worker):
 
 - ``spec_view(result)``: a JSON-able, scrubbed view of one spec run: its invocation trace
-  (``trace.build_trace``) with each session's conversation folded into turns
+  (``trace.build_trace``) with each session's events folded into turns
   (``transcript.stream_turns``), plus the workspace diff, the divergence report and the
   figures of the summary row (``report.result_properties``).
 - ``render_html(rows)`` / ``write_html(rows, path)``: the page, from Jinja2 templates in
@@ -71,7 +71,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
     attempts = _attempt_children(trace, result)
     for child, attempt in zip(attempts, result.all_attempts, strict=True):
         for session, record in zip(child["sessions"], attempt.all_records, strict=True):
-            turns = stream_turns(record.stdout)
+            turns = stream_turns(record.events)
             session["turns"] = [asdict(turn) for turn in turns]
             session["marks"] = trajectory_summary(turns)
             session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""

@@ -346,7 +346,7 @@ def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
     found = []
     for attempt in result.attempts:
         for record in attempt.records:
-            denied = {d.tool_use_id: d.reason for d in permission_denials(record.stdout)}
+            denied = {d.tool_use_id: d.reason for d in permission_denials(record.events)}
             for call in record.tool_calls:
                 refused = denied.get(call.id)
                 line = tool_problem(call.name, call.input, call.result, call.is_error, refused)

@@ -236,7 +236,7 @@ def _child(
 def _permission_denials(session: _Session) -> list[str]:
     """Tool calls the CLI refused, from the ``permission_denials`` of its result event."""
     found = []
-    for denial in permission_denials(session.record.stdout):
+    for denial in permission_denials(session.record.events):
         tool_input = json.dumps(denial.tool_input, ensure_ascii=False)
         if len(tool_input) > _DENIAL_INPUT_LIMIT:
             tool_input = tool_input[: _DENIAL_INPUT_LIMIT - 1] + "…"

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pytest_atom.events import flatten_tool_result
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.replay.gateway.messages import parse_sse
 from pytest_atom.replay.gateway.scripted import structured_role
@@ -72,11 +73,9 @@ def _text(text: str) -> str:
 
 
 def _result(content: Any) -> str:
-    """A tool result as one text: list or string form, Claude Code's own notes folded."""
-    if isinstance(content, list):
-        parts = [str(c.get("text", "")) for c in content if isinstance(c, dict)]
-        content = "\n".join(p for p in parts if p)
-    text = _text(str(content or ""))
+    """A tool result as one text (the form every reader flattens it to), Claude Code's own
+    notes folded."""
+    text = _text(flatten_tool_result(content))
     if _NO_OUTPUT.fullmatch(text):
         return NO_OUTPUT
     return _CLI_SUFFIX.sub("", text)
