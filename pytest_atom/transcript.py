@@ -309,10 +309,11 @@ def permission_denials(events: Iterable[Event]) -> list[Denial]:
             results[event.tool_use_id] = event.text
         elif isinstance(event, Result):
             for call in event.denied:
-                reason = (
-                    reasons.get(call.tool_use_id)
-                    or refusal_in_result(results.get(call.tool_use_id, ""))
-                    or "refused"
+                # 2.1.331 gives a rule's refusal of a Bash subcommand the reason
+                # "subcommandResults": a reason we cannot name defers to the result's text
+                given = reasons.get(call.tool_use_id, "")
+                reason = given if given in _REFUSERS else (
+                    refusal_in_result(results.get(call.tool_use_id, "")) or given or "refused"
                 )
                 found.append(Denial(call.tool_use_id, call.tool_name, call.tool_input, reason))
     return found

@@ -299,3 +299,11 @@ def test_the_captured_session_still_parses_so_live(
     want = outline(captured(version))
     # tool ids are the gateway's, so the stories compare as they are
     assert live == want
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_deny_rules_refusal_is_named_a_rule_on_both_clis(version: str) -> None:
+    """2.1.331's reason "subcommandResults" is no word a report can say; the refusal's own
+    text tells that a permission rule refused the call."""
+    [denial] = permission_denials(captured(version))
+    assert denial.reason == "rule"
