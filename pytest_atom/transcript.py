@@ -312,8 +312,12 @@ def permission_denials(events: Iterable[Event]) -> list[Denial]:
                 # 2.1.331 gives a rule's refusal of a Bash subcommand the reason
                 # "subcommandResults": a reason we cannot name defers to the result's text
                 given = reasons.get(call.tool_use_id, "")
-                reason = given if given in _REFUSERS else (
-                    refusal_in_result(results.get(call.tool_use_id, "")) or given or "refused"
+                reason = (
+                    given
+                    if given in _REFUSERS
+                    else (
+                        refusal_in_result(results.get(call.tool_use_id, "")) or given or "refused"
+                    )
                 )
                 found.append(Denial(call.tool_use_id, call.tool_name, call.tool_input, reason))
     return found
