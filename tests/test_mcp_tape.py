@@ -168,7 +168,13 @@ def _spec(tmp_path: Path) -> Path:
         "attempts": 1,
         "max_iterations": 1,
         "claude": {
-            "allowed_tools": ["Bash", "Read", "mcp__tickets__create", "mcp__tickets__get"],
+            "allowed_tools": [
+                "Bash",
+                "Read",
+                "mcp__tickets__create",
+                "mcp__tickets__get",
+                "mcp__tickets__where",
+            ],
             "mcp_servers": {
                 "tickets": {"command": sys.executable, "args": [str(specs / "tickets_mcp.py")]}
             },
@@ -178,7 +184,9 @@ def _spec(tmp_path: Path) -> Path:
     (specs / "tickets.atom.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
     create = {"name": "mcp__tickets__create", "input": {"title": "flaky test"}}
     get = {"name": "mcp__tickets__get", "input": {"ticket": "T-1"}}
-    turns = [{"tool_use": [create]}, {"tool_use": [get]}, {"text": "Filed T-1.\n\nEXIT_LOOP_NOW"}]
+    where = {"name": "mcp__tickets__where", "input": {}}
+    turns = [{"tool_use": [create]}, {"tool_use": [get]}, {"tool_use": [where]}]
+    turns.append({"text": "Filed T-1.\n\nEXIT_LOOP_NOW"})
     (specs / "script.yaml").write_text(yaml.safe_dump({"turns": turns}), encoding="utf-8")
     return specs / "tickets.atom.yaml"
 
@@ -201,9 +209,11 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
     assert recorded.passed, recorded.report()
     # The agent saw the server's own answers (its key too); the cassette holds neither.
     got = f'{{"result":"T-1: flaky test (api token {API_KEY})"}}'
+    folder = recorded.final.path
     assert _results(recorded) == [
         ("mcp__tickets__create", '{"result":"filed T-1: flaky test"}'),
         ("mcp__tickets__get", got),
+        ("mcp__tickets__where", f'{{"result":"{folder}"}}'),
     ]
     path = cassette_path(spec)
     assert API_KEY not in path.read_text(encoding="utf-8")
@@ -217,8 +227,13 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
             "params": {"name": "create", "arguments": {"title": "flaky test"}},
         },
         {"method": "tools/call", "params": {"name": "get", "arguments": {"ticket": "T-1"}}},
+        {"method": "tools/call", "params": {"name": "where", "arguments": {}}},
     ]
     assert "tools/list" in [e["request"]["method"] for e in exchanges]
+    # The run's own paths are stored as placeholders, and put back for the next run.
+    assert str(runs) not in json.dumps(exchanges)
+    [answer] = [e["response"] for e in exchanges if e["request"] == calls[-1]]
+    assert answer["result"]["content"][0]["text"] == "<RUN_DIR>/attempts/a01"
 
     # Replayed with the server's command gone: the stand-in answers, the spec passes.
     (spec_file.parent / "tickets_mcp.py").unlink()
@@ -226,7 +241,12 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
     replayed = run_spec(spec, runs_dir=runs, claude_bin=claude_bin)
     assert (replayed.source, replayed.passed) == ("replay", True), replayed.report()
     scrubbed = got.replace(API_KEY, "<SECRET:TICKETS_API_KEY>")
-    assert _results(replayed) == [_results(recorded)[0], ("mcp__tickets__get", scrubbed)]
+    assert _results(replayed) == [
+        _results(recorded)[0],
+        ("mcp__tickets__get", scrubbed),
+        ("mcp__tickets__where", f'{{"result":"{replayed.final.path}"}}'),
+    ]
+    assert replayed.final.path != folder
 
     # The agent asks for another ticket than was recorded: a divergence naming both.
     text = path.read_text(encoding="utf-8")

@@ -32,5 +32,11 @@ def get(ticket: str) -> str:
     return f"{ticket}: {title} (api token {os.environ.get('TICKETS_API_KEY', 'none')})"
 
 
+@server.tool()
+def where() -> str:
+    """The folder the server works in: a run's own path, which a recording normalizes."""
+    return os.getcwd()
+
+
 if __name__ == "__main__":
     server.run()
