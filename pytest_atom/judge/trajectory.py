@@ -30,6 +30,7 @@ from pytest_atom.transcript import (
     Text,
     ToolUse,
     Turn,
+    hook_words,
     main_field,
     stream_turns,
     tool_label,
@@ -76,7 +77,8 @@ class Call:
         )
         text = f"{self.where}: {self.name} {label}"
         if self.denied is not None:
-            return f"{text} (refused: {self.denied}){_first_line(self.result)}"
+            result = hook_words(self.result or "") if self.denied == "hook" else self.result
+            return f"{text} (refused: {self.denied}){_first_line(result)}"
         return text + (f" (error){_first_line(self.result)}" if self.is_error else "")
 
     @property
