@@ -22,6 +22,7 @@ from pytest_atom.replay.mcp_tape import MODULE, McpTape, describe_miss, request_
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import load_spec
+from tests.conftest import REPO
 
 SERVER = Path(__file__).parent / "tickets_mcp.py"
 #: What the tickets server answers `get` with, as a careless server might: never on disk.
@@ -262,3 +263,27 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
     )
     assert "--atom-record-mode=all" in first
     assert "tools/call 'get'" in diverged.report()
+
+
+@pytest.mark.slow
+def test_the_shipped_configuration_fixture_replays_without_its_server(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """fixtures/specs/configured.atom.yaml: its skill fires, its MCP tool is called from the
+    cassette with the server's file gone, and its hook refuses `rm -rf`."""
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    specs = tmp_path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", specs)
+    (specs / "workspaces" / "tickets" / "tools" / "tickets_mcp.py").unlink()
+    result = run_spec(
+        load_spec(specs / "configured.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin
+    )
+    assert (result.source, result.passed) == ("replay", True), result.report()
+    checks = {c.check.kind: c for c in result.final.checks}
+    assert checks["mcp_called"].evidence == (
+        'iteration 1 turn 2: mcp__tickets__create {"title": "test_parse_dates is flaky"}'
+    )
+    assert checks["skill_invoked"].passed and checks["permission_denied"].passed
+    assert checks["permission_denied"].evidence.endswith(
+        "(refused: hook): PreToolUse:Bash hook error: rm -rf is not allowed here"
+    )
