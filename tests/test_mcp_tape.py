@@ -155,6 +155,32 @@ def test_the_proxy_relays_a_fastmcp_server_and_its_stand_in_answers_alike(
     ]
 
 
+def test_a_stand_in_answers_a_repeated_request_in_recorded_order_across_sessions(
+    tmp_path: Path,
+) -> None:
+    """A stateful server answered the same request twice, differently: each CLI call starts
+    its own stand-in, and the second call still gets the second answer. A request the
+    server left open (2.1.331's `subscriptions/listen`) stays unanswered."""
+    listen = {"method": "subscriptions/listen", "params": {"notifications": {}}}
+    ask = {"method": "tools/call", "params": {"name": "next", "arguments": {}}}
+    tape = McpTape("replay", tmp_path)
+    answers = [{"result": {"n": n}} for n in (1, 2)]
+    exchanges = [{"request": ask, "response": answer} for answer in answers]
+    tape.write_tape({"counter": [*exchanges, {"request": listen}]}, lambda text: text)
+
+    def session(*requests: dict[str, Any]) -> list[Any]:
+        lines = "".join(json.dumps({"jsonrpc": "2.0", **r}) + "\n" for r in requests)
+        argv = tape.argv("counter", "gone", [])
+        done = subprocess.run(argv, input=lines, capture_output=True, text=True, timeout=30)
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    assert session({"id": 1, **listen}, {"id": 2, **ask}) == [
+        {"jsonrpc": "2.0", "id": 2, "result": {"n": 1}}
+    ]
+    assert [a["result"] for a in session({"id": 1, **ask}, {"id": 2, **ask})] == [{"n": 2}] * 2
+    assert tape.misses() == []
+
+
 def _spec(tmp_path: Path) -> Path:
     """A scripted spec whose agent files a ticket and reads it back through the MCP server."""
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")

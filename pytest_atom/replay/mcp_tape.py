@@ -79,8 +79,11 @@ class McpTape:
         return found
 
     def write_tape(self, servers: Any, paths_in: Callable[[str], str]) -> None:
-        """The cassette's exchanges (``metadata.mcp``) for the stand-ins, with live paths."""
+        """The cassette's exchanges (``metadata.mcp``) for the stand-ins, with live paths; what
+        an earlier run in this folder (one resumed) missed and served is forgotten."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        for old in [self.folder / MISSES_FILE, *self.folder.glob(f"*{SERVED_SUFFIX}")]:
+            old.unlink(missing_ok=True)
         text = json.dumps(servers if isinstance(servers, dict) else {}, ensure_ascii=False)
         (self.folder / TAPE_FILE).write_text(paths_in(text), encoding="utf-8")
 
