@@ -212,7 +212,8 @@ def _spec(tmp_path: Path) -> Path:
     create = {"name": "mcp__tickets__create", "input": {"title": "flaky test"}}
     get = {"name": "mcp__tickets__get", "input": {"ticket": "T-1"}}
     where = {"name": "mcp__tickets__where", "input": {}}
-    turns = [{"tool_use": [create]}, {"tool_use": [get]}, {"tool_use": [where]}]
+    turns: list[dict[str, Any]] = [{"tool_use": [create]}, {"tool_use": [get]}]
+    turns.append({"tool_use": [where]})
     turns.append({"text": "Filed T-1.\n\nEXIT_LOOP_NOW"})
     (specs / "script.yaml").write_text(yaml.safe_dump({"turns": turns}), encoding="utf-8")
     return specs / "tickets.atom.yaml"
