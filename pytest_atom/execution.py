@@ -142,6 +142,7 @@ def run_spec(
     source = open_model_source(
         spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
     )
+    source.open_mcp(spec, run.run_dir / "mcp")
     try:
         exchanges, written = _drive(run, source)
     except KeyboardInterrupt as stop:
@@ -291,7 +292,7 @@ class _Run:
             model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
-            confinement=Confinement(self.run_dir, self.spec.sandbox),
+            confinement=Confinement(self.run_dir, self.spec.sandbox, source.mcp),
             budget=self.budget,
         )
         last = self.start + self.spec.attempts - 1

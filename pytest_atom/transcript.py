@@ -78,6 +78,7 @@ __all__ = [
     "Turn",
     "call_marks",
     "cassette_lines",
+    "hook_words",
     "is_messages",
     "main_field",
     "marks_summary",
@@ -271,6 +272,17 @@ _REFUSERS = {
 def refused_by(reason: str) -> str:
     """Who refused a call, in words, from its `Denial.reason`."""
     return _REFUSERS.get(reason, "Claude Code")
+
+
+#: "PreToolUse:Bash hook error: [<the hook's command>]: <its stderr>", as 2.1.330 words it.
+_HOOK_COMMAND = re.compile(r"^(\S+ hook error): \[.*?\]: ", re.DOTALL)
+
+
+def hook_words(result: str) -> str:
+    """A hook's refusal without the command the CLI quotes first: its own words. The
+    command of a confined hook names the run's folders, which a shortened line would cut
+    mid-path, where no normalization finds them (a judge's prompt would differ by machine)."""
+    return _HOOK_COMMAND.sub(r"\1: ", result, count=1)
 
 
 def stream_turns(events: Iterable[Event]) -> list[Turn]:

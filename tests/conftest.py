@@ -24,6 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 #: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
 #: something else over a copy of fixtures/specs leave them out.
 STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
+#: The fixture of a Claude Code configuration (tests/test_mcp_tape.py replays it): as slow
+#: (the full tool set), and left out with them.
+CONFIG_FIXTURES = ("configured",)
 
 
 #: A conftest with a check kind (`word_count`) and a verdict hook that logs each verdict to
@@ -44,10 +47,11 @@ def pytest_atom_verdict(spec, verdict, result):
 
 
 def drop_step_fixtures(specs: Path) -> None:
-    """Remove the multi-step fixtures (spec, script, cassettes) from a copy of fixtures/specs."""
+    """Remove the multi-step fixtures and the configuration one (spec, script, cassettes)
+    from a copy of fixtures/specs."""
     import shutil
 
-    for name in STEP_FIXTURES:
+    for name in (*STEP_FIXTURES, *CONFIG_FIXTURES):
         (specs / f"{name}.atom.yaml").unlink()
         (specs / "scripts" / f"{name}.yaml").unlink()
         shutil.rmtree(specs / "cassettes" / name, ignore_errors=True)

@@ -91,6 +91,21 @@ EXPECTED = {
         ],
         "Totals: 4 sessions, 13 turns, 5 tool calls, 1 verdict, 2 plans, 0 side requests",
     ),
+    "configured.yaml": (
+        "configured.atom.yaml::configured",
+        [
+            'tool_use Skill [skill triage] {"skill": "triage"}',
+            "Launching skill: triage",
+            'tool_use mcp__tickets__create [mcp tickets] {"title": "test_parse_dates is flaky"}',
+            '{"result":"filed T-1: test_parse_dates is flaky"}',
+            "$ rm -rf logs",
+            "(error) [refused by a hook]:",
+            "PreToolUse:Bash hook error: [bwrap",
+            "]: rm -rf is not allowed here",
+            'verdict: {"score": 0.9, "decision": "proceed"',
+        ],
+        "Totals: 2 sessions, 6 turns, 4 tool calls, 1 verdict, 0 side requests",
+    ),
     "rollback-steps.yaml": (
         "rollback_steps.atom.yaml::rollback-steps",
         [

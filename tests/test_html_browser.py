@@ -186,7 +186,7 @@ def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
     by_tokens = ["misses-goal", "create-file", "fix-failing-test", "planned", "two-steps"]
-    by_tokens += ["rollback-steps", "replanned"]
+    by_tokens += ["configured", "rollback-steps", "replanned"]
     assert _visible_rows(page) == by_tokens
     tokens.click()
     assert _visible_rows(page) == by_tokens[::-1]

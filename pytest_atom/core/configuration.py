@@ -9,7 +9,8 @@ Everything goes where the CLI looks for a project's configuration, never the use
 - ``settings`` and ``hooks`` → the run's ``--settings`` file (beside the sandbox's settings,
   in the run folder, where the agent cannot edit them);
 - ``mcp_servers`` → the run's ``--mcp-config`` file (with the workspace's own .mcp.json
-  servers), used with ``--strict-mcp-config``;
+  servers), used with ``--strict-mcp-config``; recorded or replayed like the model traffic
+  (`mcp_server_entry`);
 - ``plugins`` → copies under the run folder's ``claude-plugins/``, each passed with
   ``--plugin-dir`` (the CLI's way to load a local plugin for one session).
 
@@ -27,10 +28,13 @@ import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_atom.files import CACHE_DIRS, copy_ignore
 from pytest_atom.spec import ClaudeOptions
+
+if TYPE_CHECKING:
+    from pytest_atom.replay.mcp_tape import McpTape
 
 MCP_CONFIG_FILE = "claude-mcp.json"
 PLUGINS_DIR = "claude-plugins"
@@ -90,27 +94,38 @@ def confined_command(command: str, writable: Sequence[Path]) -> str:
     )
 
 
-def mcp_server_entry(name: str, entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry the CLI gets for one of the spec's MCP servers.
+def mcp_server_entry(
+    name: str, entry: Mapping[str, Any], tape: McpTape | None = None
+) -> dict[str, Any]:
+    """The entry the CLI gets for one of the spec's MCP servers: the one place one is built.
 
-    Today the server runs as configured; this is the one place a recording proxy will wrap
-    its command (record: run it behind the proxy; replay: a stand-in answering from the
-    cassette), so nothing else may build a server entry.
+    Without a `tape` (a scripted run) the server runs as configured. Recording, its command
+    runs behind the recording proxy; replaying, a stand-in answering from the cassette takes
+    its place, so the server's command need not exist (see pytest_atom.replay.mcp_tape). A
+    server that is not stdio (``type: http`` or ``sse``) has no command to wrap: as configured.
     """
-    del name  # the proxy will name the server's traffic by it
-    return copy.deepcopy(dict(entry))
+    built = copy.deepcopy(dict(entry))
+    if tape is None or built.get("type", "stdio") != "stdio" or "command" not in built:
+        return built
+    args = [str(a) for a in built.get("args") or []]
+    command, *rest = tape.argv(name, str(built["command"]), args)
+    built["command"], built["args"] = command, rest
+    return built
 
 
-def mcp_config(options: ClaudeOptions, cwd: Path) -> dict[str, Any] | None:
-    """The ``--mcp-config`` servers: the workspace's .mcp.json, then the spec's (which win);
-    None when there are none. Raises ValueError for a .mcp.json that is not JSON."""
+def mcp_config(
+    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None
+) -> dict[str, Any] | None:
+    """The ``--mcp-config`` servers: the workspace's .mcp.json, then the spec's (which win,
+    recorded or replayed through `tape`); None when there are none. Raises ValueError for a
+    .mcp.json that is not JSON."""
     servers: dict[str, Any] = {}
     workspace = cwd / ".mcp.json"
     if workspace.is_file():
         data = json.loads(workspace.read_text(encoding="utf-8"))
         servers.update((data or {}).get("mcpServers") or {})
     for name, entry in (options.mcp_servers or {}).items():
-        servers[name] = mcp_server_entry(name, entry)
+        servers[name] = mcp_server_entry(name, entry, tape)
     return {"mcpServers": servers} if servers else None
 
 
@@ -126,11 +141,13 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
     return dirs
 
 
-def cli_args(options: ClaudeOptions, cwd: Path, boundary: Path) -> list[str]:
+def cli_args(
+    options: ClaudeOptions, cwd: Path, boundary: Path, tape: McpTape | None = None
+) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
     run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
     args: list[str] = []
-    servers = mcp_config(options, cwd)
+    servers = mcp_config(options, cwd, tape)
     if servers is not None:
         path = boundary / MCP_CONFIG_FILE
         path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")

@@ -35,10 +35,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_atom.core import configuration
 from pytest_atom.spec import ClaudeOptions, SandboxOptions
+
+if TYPE_CHECKING:
+    from pytest_atom.replay.mcp_tape import McpTape
 
 #: The Linux programs Claude Code's sandbox needs (macOS has Seatbelt built in).
 LINUX_TOOLS = {"bwrap": "bubblewrap", "socat": "socat"}
@@ -86,6 +89,8 @@ class Confinement:
 
     boundary: Path
     sandbox: SandboxOptions | None  # None: isolation only, no sandbox
+    #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
+    mcp: McpTape | None = None
 
     def prepare(
         self,
@@ -115,7 +120,7 @@ class Confinement:
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         if config.mcp_servers or config.plugins:
-            return args + configuration.cli_args(config, cwd, self.boundary)
+            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp)
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args

@@ -32,6 +32,7 @@ from pytest_atom.transcript import (
     ToolUse,
     Turn,
     call_marks,
+    hook_words,
     main_field,
     stream_turns,
     subagent_type,
@@ -79,7 +80,8 @@ class Call:
         label = f'{subagent.name} "{label}"' if subagent else label
         text = f"{self.where}: {self.name} {label}"
         if self.denied is not None:
-            return f"{text} (refused: {self.denied}){_first_line(self.result)}"
+            result = hook_words(self.result or "") if self.denied == "hook" else self.result
+            return f"{text} (refused: {self.denied}){_first_line(result)}"
         return text + (f" (error){_first_line(self.result)}" if self.is_error else "")
 
     @property

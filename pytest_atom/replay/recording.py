@@ -33,6 +33,7 @@ from pytest_atom.replay.gateway import (
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
@@ -261,6 +262,26 @@ class ModelSource:
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
     failure: str | None = None  # why a recording the agent got through was not saved
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
+
+    def open_mcp(self, spec: Spec, folder: Path) -> None:
+        """Record the spec's MCP servers into `folder` when the model traffic is recorded, or
+        stand in for them from the cassette when it is replayed (a refresh and a re-judge
+        replay the agent); a scripted run runs them as configured."""
+        tape = self.tape
+        if not spec.claude.mcp_servers or tape is None or self.kind == "scripted":
+            return
+        if self.kind == "record":
+            self.mcp = McpTape("record", folder)
+            return
+        self.mcp = McpTape("replay", folder)
+        self.mcp.write_tape(tape.cassette.metadata.get("mcp"), tape.normalizer.paths_in)
+
+    def mcp_misses(self) -> list[str]:
+        """The MCP requests a replay's stand-ins found nowhere in the cassette, described."""
+        if self.mcp is None or self.mcp.mode != "replay":
+            return []
+        return list(dict.fromkeys(describe_miss(m) for m in self.mcp.misses()))
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -300,8 +321,9 @@ class ModelSource:
             )
         return written
 
-    @staticmethod
-    def _save(spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None) -> Path:
+    def _save(
+        self, spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None
+    ) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
@@ -319,6 +341,11 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        if self.mcp is not None:
+            # Scrubbed again with the recording's own credentials, which the proxies lacked.
+            servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
+            if servers:
+                cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(
@@ -326,8 +353,9 @@ class ModelSource:
     ) -> Path | None:
         """Refresh and re-judge rewrite an existing cassette, atomically, and only after a
         run that diverged nowhere: a divergence is reported instead, the file untouched."""
-        if tape.divergences or failed:
-            why = "the replay diverged" if tape.divergences else "the run did not finish"
+        diverged = bool(tape.divergences or self.mcp_misses())
+        if diverged or failed:
+            why = "the replay diverged" if diverged else "the run did not finish"
             self.refused = f"{why}, so {tape.cassette.path.name} was left unchanged"
             return None
         old = tape.cassette
@@ -474,8 +502,17 @@ def _record(
 def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
     """A replay's divergences, led by their likely cause; the first one in full detail."""
     tape = source.tape
+    misses = source.mcp_misses()
+    if misses:
+        # An MCP answer the recording lacks comes first: what the agent did next (and any
+        # conversation divergence) follows from the error the stand-in gave in its place.
+        head = (
+            "likely cause: an MCP server was asked what the recording never saw; re-record it "
+            f"with: {record_command(spec, 'all')}"
+        )
+        misses[0] = f"{head}\n{misses[0]}"
     if tape is None or not tape.divergences:
-        return []
+        return misses
     first, *rest = tape.divergences
     causes = []
     metadata = tape.cassette.metadata
@@ -499,7 +536,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
         if text not in seen and divergence.describe(limit=None) != first_text:
             seen.add(text)
             report.append(text)
-    return report
+    return misses + report
 
 
 def _where_causes(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
-from pytest_atom.transcript import permission_denials, refused_by
+from pytest_atom.transcript import hook_words, permission_denials, refused_by
 from pytest_atom.usage import ROLES
 
 if TYPE_CHECKING:
@@ -298,10 +298,6 @@ def step_lines(result: SpecResult) -> list[str]:
     return lines
 
 
-#: "PreToolUse:Bash hook error: [<the hook's command>]: <its stderr>", as 2.1.330 words it.
-_HOOK_COMMAND = re.compile(r"^(\S+ hook error): \[.*?\]: ", re.DOTALL)
-
-
 def tool_problem(
     name: str, tool_input: Any, output: str | None, is_error: bool, denied: str | None = None
 ) -> str | None:
@@ -317,7 +313,7 @@ def tool_problem(
         return None
     text = re.sub(r"</?tool_use_error>", "", text).strip()
     if denied == "hook":  # the hook's own words, without the command the CLI quotes first
-        text = _HOOK_COMMAND.sub(r"\1: ", text, count=1)
+        text = hook_words(text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and re.fullmatch(r"Exit code \d+", lines[0]):
         lines = lines[1:] + [lines[0].lower()]  # the message first, then the exit status
