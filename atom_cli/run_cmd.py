@@ -193,6 +193,12 @@ class Progress:
     help="run each spec N times (default 1).",
 )
 @click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="draw stochastic scripts' choices from this seed (default: a fresh one, printed).",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=None,
@@ -238,6 +244,7 @@ def run(
     report_dir: Path | None,
     html: Path | None,
     repeat: int | None,
+    seed: int | None,
     threshold: float | None,
     runs_dir: Path | None,
     resume: Path | None,
@@ -262,9 +269,11 @@ def run(
         "runs_dir": runs_dir.resolve() if runs_dir else None,
         "keep_runs": keep_runs,
         "repeat": repeat,
+        "seed": seed,
         "resume": resume.resolve() if resume else None,
     }
     harness = _harness(options, config_path, files, report_dir)
+    console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     try:
         results = _run_all(harness, collect_specs(files, harness.registry()), console, views)

@@ -102,6 +102,7 @@ def run_spec(
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     config: AtomConfig | None = None,
+    repeat: int | None = None,
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
@@ -110,7 +111,8 @@ def run_spec(
     ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
     add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
-    `tools:` may name.
+    `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
+    draw a stochastic script's choices.
     """
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
@@ -140,7 +142,11 @@ def run_spec(
         tools=_spec_tools(spec, config),
     )
     source = open_model_source(
-        spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
+        spec,
+        settings,
+        paths=_volatile_paths(run.run_dir, spec),
+        claude_bin=claude_bin,
+        repeat=repeat,
     )
     try:
         exchanges, written = _drive(run, source)

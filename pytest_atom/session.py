@@ -136,7 +136,12 @@ class AtomSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        worker = getattr(config, "workerinput", {})
+        if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
+            config.option.atom_seed = worker["atom_seed"]
         self.harness = pytest_harness(config)
+        # A fresh seed goes on the command line, so per-test settings resolve to it too.
+        config.option.atom_seed = self.harness.settings.seed
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.baseline = BaselineGate.from_config(config)
@@ -150,6 +155,11 @@ class AtomSession:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller collects nothing itself: a worker's list is the order."""
         self.order = self.order or {nodeid: n for n, nodeid in enumerate(ids)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist's workers parse the command line anew: hand them this run's seed."""
+        node.workerinput["atom_seed"] = self.harness.settings.seed
 
     @property
     def repeat(self) -> int:
@@ -198,6 +208,9 @@ class AtomSession:
         elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
             session.exitstatus = pytest.ExitCode.OK
 
+    def pytest_report_header(self) -> str:
+        return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
+
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = InterruptedRun.of(excinfo.value)
 
@@ -213,6 +226,7 @@ class AtomSession:
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
+        terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for nodeid, _, props in self.results:
             for key in ("atom_drift", "atom_warnings", "atom_limit_exceeded"):

@@ -19,8 +19,9 @@ that state none.
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,14 @@ class RunSettings:
     repeat: int = 1
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = None
+    #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
+    #: until `with_seed` gives the run a fresh one.
+    seed: int | None = None
+
+    def with_seed(self) -> RunSettings:
+        """These settings with a seed: the one set, else a fresh one (which the front end
+        prints, so the run can be reproduced with it)."""
+        return self if self.seed is not None else replace(self, seed=secrets.randbelow(10**6))
 
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
@@ -118,10 +127,12 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
     "repeat": _whole(1, ""),
     "resume": _path,
+    "seed": _whole(0, ", such as the seed an earlier run printed"),
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
-#: one-off actions.
-FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume"))
+#: one-off actions, and a seed reproduces one run (a fixed one would make every run the same
+#: sample).
+FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume", "seed"))
 
 
 @dataclass(frozen=True)

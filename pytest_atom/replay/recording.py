@@ -33,6 +33,7 @@ from pytest_atom.replay.gateway import (
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.replay.gateway.scripted import draw_key
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
@@ -189,6 +190,15 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
         script = Script.load(spec.script)
     except ScriptError as exc:
         return str(exc)
+    if script.stochastic:
+        picks = cassette.metadata.get("script_picks")
+        played = script.replay(picks) if isinstance(picks, list) else None
+        if played is None:
+            return (
+                f"the cassette does not say which of {display_path(spec.script)}'s choices it "
+                "recorded, or they are no longer there"
+            )
+        script = played
     lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
     used = dict.fromkeys(lanes, 0)
     where = display_path(spec.script)
@@ -261,6 +271,9 @@ class ModelSource:
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
     failure: str | None = None  # why a recording the agent got through was not saved
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    #: The choices a stochastic script played while recording (`Script.picks`): stored in
+    #: the cassette, so `script_misfit` compares its answers with those choices' turns.
+    script_picks: tuple[int, ...] = ()
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -285,7 +298,9 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         written = (
-            self._save(spec, tape, failed or bool(faults), cli_version) if tape.recorded else None
+            self._save(spec, tape, failed or bool(faults), cli_version, self.script_picks)
+            if tape.recorded
+            else None
         )
         if not (failed or faults):
             cassette.partial_path.unlink(missing_ok=True)
@@ -301,7 +316,13 @@ class ModelSource:
         return written
 
     @staticmethod
-    def _save(spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None) -> Path:
+    def _save(
+        spec: Spec,
+        tape: CassetteResponder,
+        failed: bool,
+        cli_version: str | None,
+        picks: tuple[int, ...] = (),
+    ) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
@@ -316,6 +337,8 @@ class ModelSource:
         }
         if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
             cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+            if picks:
+                cassette.metadata["script_picks"] = list(picks)
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
@@ -368,9 +391,16 @@ def interaction_kind(interaction: Interaction) -> str:
 
 
 def open_model_source(
-    spec: Spec, settings: RunSettings, *, paths: dict[str, str], claude_bin: Path
+    spec: Spec,
+    settings: RunSettings,
+    *,
+    paths: dict[str, str],
+    claude_bin: Path,
+    repeat: int | None = None,
 ) -> ModelSource:
-    """Decide, per record mode, whether this run plays a script, replays or records."""
+    """Decide, per record mode, whether this run plays a script, replays or records.
+
+    A script plays the choices its key draws: the run's seed, the spec and the repeat."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -388,14 +418,20 @@ def open_model_source(
         if exists:
             return _replay(spec, settings, path, paths, claude_bin)
         if spec.script is not None:
-            return ModelSource("scripted", ScriptedResponder(Script.load(spec.script)))
+            key = script_key(spec, settings, repeat)
+            return ModelSource("scripted", ScriptedResponder(Script.load(spec.script), key=key))
         raise RecordingError(
             f"no cassette for spec '{spec.name}' (expected {display_path(path)}); record it with: "
             f"{record_command(spec)}"
         )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
     _refuse_stale_script(spec, cassette, staleness(spec, cassette))
-    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes")
+    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes", repeat=repeat)
+
+
+def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
+    """What draws this run's script choices (`draw_key`): seed, spec and repeat."""
+    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.name}", None, repeat)
 
 
 def _normalizer(paths: dict[str, str]) -> Normalizer:
@@ -439,15 +475,21 @@ def _record(
     *,
     replay: bool,
     kind: SourceKind = "record",
+    repeat: int | None = None,
 ) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None
+    picks: tuple[int, ...] = ()
     if settings.upstream:
         upstream, label = settings.upstream, settings.upstream
     elif spec.script is not None:
         # A scripted spec records from its own script: nothing leaves the machine.
-        upstream_gateway = Gateway(ScriptedResponder(Script.load(spec.script))).start()
+        scripted = ScriptedResponder(
+            Script.load(spec.script), key=script_key(spec, settings, repeat)
+        )
+        upstream_gateway = Gateway(scripted).start()
         upstream, label = upstream_gateway.url, f"scripted://{spec.script.name}"
+        picks = scripted.script.picks
         auth = {}
     else:
         upstream = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
@@ -468,7 +510,9 @@ def _record(
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
     )
-    return ModelSource(kind, responder, auth=auth or None, upstream_gateway=upstream_gateway)
+    return ModelSource(
+        kind, responder, auth=auth or None, upstream_gateway=upstream_gateway, script_picks=picks
+    )
 
 
 def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
