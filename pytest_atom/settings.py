@@ -19,6 +19,7 @@ that state none.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ class RunSettings:
     repeat: int = 1
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = None
+    #: `--atom-arms`: the arms of specs with `arms:` that run (empty: every arm).
+    arms: tuple[str, ...] = ()
 
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
@@ -102,6 +105,20 @@ def _text(value: Any) -> str:
     return value.strip()
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValueError("use arm names separated by commas, such as with-skill,without-skill")
+    names = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", n)]
+    if bad or not names:
+        raise ValueError(
+            f"{', '.join(map(repr, bad)) or 'nothing'} is no arm name: use names as in a spec's `arms:`, "
+            "separated by commas"
+        )
+    return names
+
+
 def _path(value: Any) -> Path:
     return Path(_text(str(value) if isinstance(value, Path) else value)).expanduser()
 
@@ -118,10 +135,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
     "repeat": _whole(1, ""),
     "resume": _path,
+    "arms": _names,
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
-#: one-off actions.
-FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume"))
+#: one-off actions, and arms a selection like ``-k``.
+FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume", "arms"))
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,11 @@ __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:
-    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one."""
+    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name)."""
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
-    return spec.cassette or spec.root / "cassettes" / stem / f"{spec.name}.yaml"
+    file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
+    return spec.cassette or spec.root / "cassettes" / stem / file
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:
