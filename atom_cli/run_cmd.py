@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
@@ -199,6 +200,12 @@ class Progress:
     help="draw stochastic scripts' choices from this seed (default: a fresh one, printed).",
 )
 @click.option(
+    "--arms",
+    default=None,
+    metavar="NAME,...",
+    help="run only these arms of specs with `arms:` (as --atom-arms; default: every arm).",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=None,
@@ -245,6 +252,7 @@ def run(
     html: Path | None,
     repeat: int | None,
     seed: int | None,
+    arms: str | None,
     threshold: float | None,
     runs_dir: Path | None,
     resume: Path | None,
@@ -270,13 +278,19 @@ def run(
         "keep_runs": keep_runs,
         "repeat": repeat,
         "seed": seed,
+        "arms": arms,
         "resume": resume.resolve() if resume else None,
     }
     harness = _harness(options, config_path, files, report_dir)
     console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     try:
-        results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
+        loaded = collect_specs(files, harness.registry())
+        problem = unknown_arms(harness.settings.arms, (s.arm for s in loaded), "--arms")
+        if problem:
+            raise click.UsageError(problem)
+        loaded = select_arms(loaded, harness.settings.arms)
+        results = _run_all(harness, loaded, console, views)
     except KeyboardInterrupt as stop:
         _interrupted(console, stop, harness)
         sys.exit(130)  # as a shell reports SIGINT: never 1, which means a spec failed

@@ -158,6 +158,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "printed in the header).",
     )
     add(
+        "--atom-arms",
+        dest="atom_arms",
+        type=_setting("arms"),
+        default=None,
+        metavar="NAME,...",
+        help="run only these arms of specs with `arms:` (default: every arm); specs "
+        "without arms run as usual.",
+    )
+    add(
         "--atom-min-pass-rate",
         dest="atom_min_pass_rate",
         default=None,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, build_harness, file_layers
@@ -147,9 +148,13 @@ class AtomSession:
         self.baseline = BaselineGate.from_config(config)
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+        self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: n for n, item in enumerate(session.items)}
+        problem = unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
+        if problem:
+            raise pytest.UsageError(problem)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -276,6 +281,9 @@ class SpecFile(pytest.File):
             # whole run for one, and the other specs must still run.
             yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
             return
+        session = _session(self.config)
+        session.arms_seen.update(s.arm for s in specs if s.arm is not None)
+        specs = select_arms(specs, harness.settings.arms)
         missing = _missing_syrupy(specs)
         if missing:
             yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)

@@ -52,9 +52,11 @@ __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:
-    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one."""
+    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name)."""
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
-    return spec.cassette or spec.root / "cassettes" / stem / f"{spec.name}.yaml"
+    file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
+    return spec.cassette or spec.root / "cassettes" / stem / file
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:
@@ -430,8 +432,8 @@ def open_model_source(
 
 
 def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
-    """What draws this run's script choices (`draw_key`): seed, spec and repeat."""
-    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.name}", None, repeat)
+    """What draws this run's script choices (`draw_key`): seed, spec, arm and repeat."""
+    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.base_name}", spec.arm, repeat)
 
 
 def _normalizer(paths: dict[str, str]) -> Normalizer:
