@@ -18,6 +18,7 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import sys
@@ -544,6 +545,10 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     for path, placeholder in ((run_dir, "<RUN_DIR>"), *homes):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
+    # The sandbox lists its paths as globs: an arm's run folder (`name[arm]-…`) appears with
+    # its `[` escaped (`name[[]arm]-…`).
+    for path in (run_dir, run_dir.resolve()):
+        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
     # The CLI names per-folder state after the folder with every other character as `-`,
     # in its system prompt: the auto-memory folder of the project (the run folder, see its
     # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.

@@ -261,6 +261,11 @@ class AtomSession:
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path)
+        if file_path.name in ("case.yaml", "prompt.md"):
+            from pytest_atom.evalsuite import is_case_file
+
+            if is_case_file(file_path):
+                return EvalCaseFile.from_parent(parent, path=file_path)
         return None
 
 
@@ -271,11 +276,19 @@ def _session(config: pytest.Config) -> AtomSession:
 
 
 class SpecFile(pytest.File):
+    def load(self) -> list[Spec]:
+        """The file's specs (its check kinds are in `self.registry`)."""
+        return load_specs(self.path, check_kinds=self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        """How often each spec runs: ``--atom-repeat``."""
+        return _session(self.config).harness.settings.repeat
+
     def collect(self) -> Iterator[pytest.Item]:
         harness = _session(self.config).harness
         self.registry = harness.registry(self.ihook)
         try:
-            specs = load_specs(self.path, check_kinds=self.registry.kinds())
+            specs = self.load()
         except SpecError as err:
             # An item that errors at setup, not a collection error: pytest would stop the
             # whole run for one, and the other specs must still run.
@@ -288,8 +301,8 @@ class SpecFile(pytest.File):
         if missing:
             yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
             return
-        repeat = harness.settings.repeat
-        for spec, run in ((s, r) for s in specs for r in range(1, repeat + 1)):
+        for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
+            repeat = self.repeats(spec)
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
                 self,
@@ -305,6 +318,23 @@ class SpecFile(pytest.File):
             for mark in spec.marks:
                 item.add_marker(pytest_mark(mark))
             yield item
+
+
+class EvalCaseFile(SpecFile):
+    """A `claude plugin eval` case (pytest_atom.evalsuite): its arms as specs, run `runs`
+    times unless ``--atom-repeat`` says otherwise."""
+
+    def load(self) -> list[Spec]:
+        from pytest_atom import evalsuite
+
+        self.case = evalsuite.load_case(self.path)
+        evalsuite.register_checks(self.registry)
+        return evalsuite.case_specs(self.case, self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        if self.config.option.atom_repeat is not None:
+            return super().repeats(spec)
+        return self.case.runs
 
 
 def pytest_mark(mark: Mark) -> pytest.MarkDecorator:

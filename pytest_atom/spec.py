@@ -338,9 +338,6 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
     ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
     params as is, or a scalar ``x``, which becomes ``{"value": x}``.
     """
-    if isinstance(check_kinds, str):
-        raise TypeError("check_kinds must be a collection of kind names, not one string")
-    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
@@ -352,6 +349,16 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
         ) from None
     except OSError as exc:
         raise SpecError(f"cannot read spec file ({exc.strerror})", file) from None
+    return parse_specs(file, text, check_kinds=check_kinds)
+
+
+def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> list[Spec]:
+    """Every spec of `text`, read as if it were the spec file `file` (an absolute path, the
+    base of its relative paths): `load_specs` without the reading, for specs another format
+    is translated into (`pytest_atom.evalsuite`)."""
+    if isinstance(check_kinds, str):
+        raise TypeError("check_kinds must be a collection of kind names, not one string")
+    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
     doc = _Document(file, text)
     if doc.data is None:
         raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)

@@ -34,6 +34,11 @@ from pytest_atom.spec import ClaudeOptions
 
 MCP_CONFIG_FILE = "claude-mcp.json"
 PLUGINS_DIR = "claude-plugins"
+#: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
+#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite). Neither hashed nor given to
+#: the agent, so recording a case's cassette does not make the plugin "changed".
+NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
+_plugin_ignore = shutil.ignore_patterns(*NOT_THE_PLUGINS)
 
 
 def install(options: ClaudeOptions, cwd: Path) -> None:
@@ -121,7 +126,7 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
         if not target.is_dir():
-            shutil.copytree(source, target, ignore=copy_ignore)
+            shutil.copytree(source, target, ignore=_plugin_ignore)
         dirs.append(target)
     return dirs
 
@@ -151,7 +156,7 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
         for path in paths:
             found[f"{label} {path.stem if label == 'agent' else path.name}"] = _tree_hash(path)
     for path in options.plugins:
-        found[f"plugin {path.name}"] = _tree_hash(path)
+        found[f"plugin {path.name}"] = _tree_hash(path, skip=NOT_THE_PLUGINS)
     for key in ("settings", "hooks"):
         value = getattr(options, key)
         if value:
@@ -169,14 +174,15 @@ def _hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
 
 
-def _tree_hash(path: Path) -> str:
+def _tree_hash(path: Path, skip: Sequence[str] = CACHE_DIRS) -> str:
     """A file's text, or every file of a folder with its relative path; line endings and
-    caches aside, so a checkout on another system hashes alike."""
+    caches (the folders named in `skip`) aside, so a checkout on another system hashes
+    alike."""
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         rel = file.relative_to(path).as_posix() if file != path else file.name
-        if set(rel.split("/")) & set(CACHE_DIRS):
+        if set(rel.split("/")) & set(skip):
             continue
         digest.update(rel.encode() + b"\0")
         digest.update(file.read_bytes().replace(b"\r\n", b"\n") + b"\0")
