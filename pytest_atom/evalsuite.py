@@ -429,11 +429,20 @@ def _validate(
     for index, grader in enumerate(data.get("graders") or []):
         path, line = origins[index] if index < len(origins) else (where, 1)
         kind = grader.get("type") if isinstance(grader, dict) else None
+        if isinstance(grader, dict) and "mock_calls" in (grader.get("target"), grader.get("focus")):
+            raise SpecError(
+                f"grader {grader.get('name')!r} reads mock_calls, the CLI's MCP mocks, which "
+                "pytest-atom does not run: grade the trace instead (target: trace)",
+                path,
+                line=line,
+            )
         if kind not in _GRADERS:
             raise SpecError(
                 f"grader type {kind!r} is not one of {', '.join(GRADER_KINDS)}", path, line=line
             )
-        for error in Draft202012Validator(_GRADERS[kind]).iter_errors(grader):
+        errors = Draft202012Validator(_GRADERS[kind]).iter_errors(grader)
+        # A misspelt key explains the missing one it stands for: name it first.
+        for error in sorted(errors, key=lambda e: e.validator != "additionalProperties"):
             key = ".".join(str(p) for p in error.absolute_path) or "(the grader)"
             hint = (
                 f": {', '.join(sorted(set(grader) - set(_GRADERS[kind]['properties'])))} is not "
