@@ -326,9 +326,10 @@ class EvalCaseFile(SpecFile):
 
     def load(self) -> list[Spec]:
         from pytest_atom import evalsuite
+        from pytest_atom.judge.eval_graders import register_checks
 
         self.case = evalsuite.load_case(self.path)
-        evalsuite.register_checks(self.registry)
+        register_checks(self.registry)
         return evalsuite.case_specs(self.case, self.registry.kinds())
 
     def repeats(self, spec: Spec) -> int:

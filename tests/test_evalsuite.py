@@ -13,19 +13,15 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.core.configuration import config_hashes, plugin_dirs
-from pytest_atom.evalsuite import (
-    WITH,
-    WITHOUT,
+from pytest_atom.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
+from pytest_atom.judge.checks import default_registry
+from pytest_atom.judge.eval_graders import (
     agent_files,
-    case_specs,
     eval_file_exists,
     eval_regex,
-    is_case_file,
     js_regex,
-    load_case,
     register_checks,
 )
-from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.spec import Check, SpecError
 from tests.conftest import REPO
