@@ -187,3 +187,28 @@ def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) 
     fresh.assert_outcomes(passed=played.count("passed"), failed=played.count("failed"))
     for r, outcome in enumerate(played, 1):
         fresh.stdout.fnmatch_lines([f"{outcome.upper()} *coin[[]r{r}[]]*"])
+
+
+def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Path) -> None:
+    """Recorded from a stochastic script, a cassette names the choices it played, so a
+    replay (which never reads the script) can still tell when the script changed."""
+    from pytest_atom.execution import run_spec
+    from pytest_atom.replay.cassette import Cassette
+    from pytest_atom.replay.recording import cassette_path, script_misfit
+    from pytest_atom.settings import RunSettings
+    from pytest_atom.spec import load_spec
+
+    (tmp_path / "coin.atom.yaml").write_text(COIN_SPEC)
+    (tmp_path / "coin.yaml").write_text(COIN_SCRIPT)
+    spec = load_spec(tmp_path / "coin.atom.yaml")
+    seed = next(s for s in range(100) if coin_outcomes(s, 1) == ["passed"])
+    settings = RunSettings(record_mode="once", seed=seed)
+    result = run_spec(spec, runs_dir=tmp_path / "runs", settings=settings, claude_bin=claude_bin)
+    assert result.passed, result.report()
+    cassette = Cassette.load(cassette_path(spec))
+    assert cassette.metadata["script_picks"] == [0]
+    assert script_misfit(spec, cassette) is None  # its answers are choice 0's turns
+    cassette.metadata["script_picks"] = [1]
+    assert "is not what" in (script_misfit(spec, cassette) or "")
+    del cassette.metadata["script_picks"]
+    assert "does not say which" in (script_misfit(spec, cassette) or "")
