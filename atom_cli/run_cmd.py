@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pytest_atom import events
+from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.config import ConfigError
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
@@ -189,6 +190,18 @@ class Progress:
     help="run each spec N times (default 1).",
 )
 @click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="draw stochastic scripts' choices from this seed (default: a fresh one, printed).",
+)
+@click.option(
+    "--arms",
+    default=None,
+    metavar="NAME,...",
+    help="run only these arms of specs with `arms:` (as --atom-arms; default: every arm).",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
     default=None,
@@ -234,6 +247,8 @@ def run(
     report_dir: Path | None,
     html: Path | None,
     repeat: int | None,
+    seed: int | None,
+    arms: str | None,
     threshold: float | None,
     runs_dir: Path | None,
     resume: Path | None,
@@ -258,12 +273,20 @@ def run(
         "runs_dir": runs_dir.resolve() if runs_dir else None,
         "keep_runs": keep_runs,
         "repeat": repeat,
+        "seed": seed,
+        "arms": arms,
         "resume": resume.resolve() if resume else None,
     }
     harness = _harness(options, config_path, files, report_dir)
+    console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     try:
-        results = _run_all(harness, collect_specs(files, harness.registry()), console, views)
+        loaded = collect_specs(files, harness.registry())
+        problem = unknown_arms(harness.settings.arms, (s.arm for s in loaded), "--arms")
+        if problem:
+            raise click.UsageError(problem)
+        loaded = select_arms(loaded, harness.settings.arms)
+        results = _run_all(harness, loaded, console, views)
     except KeyboardInterrupt as stop:
         _interrupted(console, stop, harness)
         sys.exit(130)  # as a shell reports SIGINT: never 1, which means a spec failed

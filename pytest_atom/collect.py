@@ -56,9 +56,11 @@ def declared_workspaces(directory: Path) -> frozenset[Path]:
             continue
         entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
         for entry in entries if isinstance(entries, list) else []:
-            path = _workspace_path(entry)
-            if path is not None:
-                found.add((directory / path).resolve())
+            arms = entry.get("arms") if isinstance(entry, dict) else None
+            overlays = list(arms.values()) if isinstance(arms, dict) else []
+            for path in map(_workspace_path, [entry, *overlays]):  # an arm may name its own
+                if path is not None:
+                    found.add((directory / path).resolve())
     return frozenset(p for p in found if p != directory and p not in directory.parents)
 
 

@@ -18,6 +18,7 @@ An interrupted run leaves its partial work isolated in its attempt folder.
 from __future__ import annotations
 
 import functools
+import glob
 import os
 import shutil
 import sys
@@ -102,6 +103,7 @@ def run_spec(
     claude_bin: Path | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     config: AtomConfig | None = None,
+    repeat: int | None = None,
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
@@ -110,7 +112,8 @@ def run_spec(
     ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
     add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
-    `tools:` may name.
+    `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
+    draw a stochastic script's choices.
     """
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
@@ -140,7 +143,11 @@ def run_spec(
         tools=_spec_tools(spec, config),
     )
     source = open_model_source(
-        spec, settings, paths=_volatile_paths(run.run_dir, spec), claude_bin=claude_bin
+        spec,
+        settings,
+        paths=_volatile_paths(run.run_dir, spec),
+        claude_bin=claude_bin,
+        repeat=repeat,
     )
     source.open_mcp(spec, run.run_dir / "mcp")
     try:
@@ -539,6 +546,10 @@ def _volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     for path, placeholder in ((run_dir, "<RUN_DIR>"), *homes):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
+    # The sandbox lists its paths as globs: an arm's run folder (`name[arm]-…`) appears with
+    # its `[` escaped (`name[[]arm]-…`).
+    for path in (run_dir, run_dir.resolve()):
+        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
     # The CLI names per-folder state after the folder with every other character as `-`,
     # in its system prompt: the auto-memory folder of the project (the run folder, see its
     # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.

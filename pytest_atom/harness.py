@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -75,15 +75,23 @@ class Harness:
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:
-        """Run one spec; its trace is written and the verdict hook called, as everywhere."""
+        """Run one spec; its trace is written and the verdict hook called, as everywhere.
+
+        `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
+        it draws a stochastic script's choices. Settings resolved for one test (without
+        the session's seed) take the harness's, so every test of a run shares one seed."""
+        settings = settings or self.settings
+        if settings.seed is None:
+            settings = replace(settings, seed=self.settings.seed)
         result = run_spec(
             spec,
             runs_dir=self.runs_dir,
             project_dir=self.root,
-            settings=settings or self.settings,
+            settings=settings,
             registry=registry or self.registry(),
             on_event=on_event,
             config=self.config,
+            repeat=repeat,
         )
         if self.report_dir is not None:
             result.trace = write_report(result, self.report_dir, repeat=repeat)
@@ -113,8 +121,9 @@ def build_harness(
     hook: HookRelay,
     report_dir: Path | None = None,
 ) -> Harness:
-    """The one factory: settings resolved from `layers` (strongest first)."""
-    return Harness(resolve(layers), root, config, hook, report_dir=report_dir)
+    """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
+    when none is set."""
+    return Harness(resolve(layers).with_seed(), root, config, hook, report_dir=report_dir)
 
 
 def host_harness(

@@ -148,6 +148,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run each spec N times and report its pass rate, pass@N and pass^N.",
     )
     add(
+        "--atom-seed",
+        dest="atom_seed",
+        type=_setting("seed"),
+        default=None,
+        metavar="N",
+        help="draw the choices of stochastic scripts (a turn's `choices:`) from N, with the "
+        "spec and the repeat: the same N plays the same choices (default: a fresh seed, "
+        "printed in the header).",
+    )
+    add(
+        "--atom-arms",
+        dest="atom_arms",
+        type=_setting("arms"),
+        default=None,
+        metavar="NAME,...",
+        help="run only these arms of specs with `arms:` (default: every arm); specs "
+        "without arms run as usual.",
+    )
+    add(
         "--atom-min-pass-rate",
         dest="atom_min_pass_rate",
         default=None,

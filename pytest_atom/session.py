@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, build_harness, file_layers
@@ -136,20 +137,34 @@ class AtomSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        worker = getattr(config, "workerinput", {})
+        if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
+            config.option.atom_seed = worker["atom_seed"]
         self.harness = pytest_harness(config)
+        # A fresh seed goes on the command line, so per-test settings resolve to it too.
+        config.option.atom_seed = self.harness.settings.seed
         self.results: list[tuple[str, str, dict[str, Any]]] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.baseline = BaselineGate.from_config(config)
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+        self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: n for n, item in enumerate(session.items)}
+        problem = unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
+        if problem:
+            raise pytest.UsageError(problem)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller collects nothing itself: a worker's list is the order."""
         self.order = self.order or {nodeid: n for n, nodeid in enumerate(ids)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist's workers parse the command line anew: hand them this run's seed."""
+        node.workerinput["atom_seed"] = self.harness.settings.seed
 
     @property
     def repeat(self) -> int:
@@ -198,6 +213,9 @@ class AtomSession:
         elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
             session.exitstatus = pytest.ExitCode.OK
 
+    def pytest_report_header(self) -> str:
+        return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
+
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = InterruptedRun.of(excinfo.value)
 
@@ -213,6 +231,7 @@ class AtomSession:
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
+        terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for nodeid, _, props in self.results:
             for key in ("atom_drift", "atom_warnings", "atom_limit_exceeded"):
@@ -242,6 +261,11 @@ class AtomSession:
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path)
+        if file_path.name in ("case.yaml", "prompt.md"):
+            from pytest_atom.evalsuite import is_case_file
+
+            if is_case_file(file_path):
+                return EvalCaseFile.from_parent(parent, path=file_path)
         return None
 
 
@@ -252,22 +276,33 @@ def _session(config: pytest.Config) -> AtomSession:
 
 
 class SpecFile(pytest.File):
+    def load(self) -> list[Spec]:
+        """The file's specs (its check kinds are in `self.registry`)."""
+        return load_specs(self.path, check_kinds=self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        """How often each spec runs: ``--atom-repeat``."""
+        return _session(self.config).harness.settings.repeat
+
     def collect(self) -> Iterator[pytest.Item]:
         harness = _session(self.config).harness
         self.registry = harness.registry(self.ihook)
         try:
-            specs = load_specs(self.path, check_kinds=self.registry.kinds())
+            specs = self.load()
         except SpecError as err:
             # An item that errors at setup, not a collection error: pytest would stop the
             # whole run for one, and the other specs must still run.
             yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
             return
+        session = _session(self.config)
+        session.arms_seen.update(s.arm for s in specs if s.arm is not None)
+        specs = select_arms(specs, harness.settings.arms)
         missing = _missing_syrupy(specs)
         if missing:
             yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
             return
-        repeat = harness.settings.repeat
-        for spec, run in ((s, r) for s in specs for r in range(1, repeat + 1)):
+        for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
+            repeat = self.repeats(spec)
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
                 self,
@@ -283,6 +318,24 @@ class SpecFile(pytest.File):
             for mark in spec.marks:
                 item.add_marker(pytest_mark(mark))
             yield item
+
+
+class EvalCaseFile(SpecFile):
+    """A `claude plugin eval` case (pytest_atom.evalsuite): its arms as specs, run `runs`
+    times unless ``--atom-repeat`` says otherwise."""
+
+    def load(self) -> list[Spec]:
+        from pytest_atom import evalsuite
+        from pytest_atom.judge.eval_graders import register_checks
+
+        self.case = evalsuite.load_case(self.path)
+        register_checks(self.registry)
+        return evalsuite.case_specs(self.case, self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        if self.config.option.atom_repeat is not None:
+            return super().repeats(spec)
+        return self.case.runs
 
 
 def pytest_mark(mark: Mark) -> pytest.MarkDecorator:

@@ -19,8 +19,10 @@ that state none.
 from __future__ import annotations
 
 import math
+import re
+import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,16 @@ class RunSettings:
     repeat: int = 1
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = None
+    #: `--atom-arms`: the arms of specs with `arms:` that run (empty: every arm).
+    arms: tuple[str, ...] = ()
+    #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
+    #: until `with_seed` gives the run a fresh one.
+    seed: int | None = None
+
+    def with_seed(self) -> RunSettings:
+        """These settings with a seed: the one set, else a fresh one (which the front end
+        prints, so the run can be reproduced with it)."""
+        return self if self.seed is not None else replace(self, seed=secrets.randbelow(10**6))
 
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
@@ -102,6 +114,20 @@ def _text(value: Any) -> str:
     return value.strip()
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValueError("use arm names separated by commas, such as with-skill,without-skill")
+    names = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", n)]
+    if bad or not names:
+        raise ValueError(
+            f"{', '.join(map(repr, bad)) or 'nothing'} is no arm name: use names as in a spec's `arms:`, "
+            "separated by commas"
+        )
+    return names
+
+
 def _path(value: Any) -> Path:
     return Path(_text(str(value) if isinstance(value, Path) else value)).expanduser()
 
@@ -118,10 +144,13 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
     "repeat": _whole(1, ""),
     "resume": _path,
+    "arms": _names,
+    "seed": _whole(0, ", such as the seed an earlier run printed"),
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
-#: one-off actions.
-FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume"))
+#: one-off actions, arms a selection like ``-k``, and a seed reproduces one run (a fixed
+#: one would make every run the same sample).
+FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume", "arms", "seed"))
 
 
 @dataclass(frozen=True)

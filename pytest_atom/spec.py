@@ -11,6 +11,7 @@ registered by plugins are passed in as ``check_kinds`` and added to a copy of th
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import functools
 import json
@@ -313,12 +314,21 @@ class Spec:
     #: `steps` is empty and `prompt` is the request.
     request: str | None = None
     plan_accept: PlanAccept | None = None
+    #: `arms:`: which arm of its spec this is (then `name` is ``<spec name>[<arm>]``), and
+    #: whether the others are compared with it.
+    arm: str | None = None
+    arm_reference: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def root(self) -> Path:
         """The spec file's folder: spec-side relative paths are resolved against it."""
         return self.path.parent
+
+    @property
+    def base_name(self) -> str:
+        """The spec's own name, without its arm: what its arms have in common."""
+        return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
 
 
 def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
@@ -328,9 +338,6 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
     ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
     params as is, or a scalar ``x``, which becomes ``{"value": x}``.
     """
-    if isinstance(check_kinds, str):
-        raise TypeError("check_kinds must be a collection of kind names, not one string")
-    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
     file = Path(path).resolve()
     try:
         text = file.read_text(encoding="utf-8")
@@ -342,6 +349,16 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
         ) from None
     except OSError as exc:
         raise SpecError(f"cannot read spec file ({exc.strerror})", file) from None
+    return parse_specs(file, text, check_kinds=check_kinds)
+
+
+def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> list[Spec]:
+    """Every spec of `text`, read as if it were the spec file `file` (an absolute path, the
+    base of its relative paths): `load_specs` without the reading, for specs another format
+    is translated into (`pytest_atom.evalsuite`)."""
+    if isinstance(check_kinds, str):
+        raise TypeError("check_kinds must be a collection of kind names, not one string")
+    schema = _schema(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
     doc = _Document(file, text)
     if doc.data is None:
         raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)
@@ -362,12 +379,84 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
     specs: list[Spec] = []
     for loc, mapping in entries:
         name = mapping.get("name", default_name)
-        first = next((s for s in specs if s.name == name), None)
+        first = next((s for s in specs if s.base_name == name), None)
         if first is not None:
             raise doc.error(
                 f"duplicate spec name {name!r} (first used on line {first.line})", loc + ("name",)
             )
-        specs.append(_build_spec(doc, loc, mapping, name))
+        if "arms" in mapping:
+            specs += _arms(doc, schema, loc, mapping, name)
+        else:
+            specs.append(_build_spec(doc, loc, mapping, name))
+    return specs
+
+
+def merge_overlay(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """`overlay` over `base` as JSON Merge Patch (RFC 7386) does it: mappings merge key by
+    key, any other value replaces, null removes the key. A list is replaced whole, so an
+    arm's ``skills: []`` means no skills, not the spec's skills plus none."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_overlay(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _arms(doc: _Document, schema: _Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
+    """One Spec per arm: the arm's overlay merged over the spec's keys, then validated and
+    built as any spec, with errors pointing at the arm's own lines where its keys set them.
+
+    An arm keeps its own cassette: ``<name>@<arm>.yaml`` beside where the spec's would be
+    (an arm's own `cassette:` wins); its script is the spec's unless it sets `script:`.
+    """
+    arms: dict[str, dict[str, Any]] = m["arms"]
+    marked = [arm for arm, overlay in arms.items() if overlay.get("reference") is True]
+    named = m.get("reference_arm")
+    if named is not None and named not in arms:
+        close = difflib.get_close_matches(named, list(arms), n=1, cutoff=0.6)
+        raise doc.error(
+            f"'reference_arm' {named!r} is not one of the arms ({', '.join(arms)})",
+            loc + ("reference_arm",),
+            suggestion=close[0] if close else None,
+        )
+    if len({*marked, *([named] if named else [])}) > 1:
+        raise doc.error(
+            f"more than one reference arm ({', '.join(dict.fromkeys([*marked, named or '']))}"
+            "): mark one, with reference: true or reference_arm",
+            loc + ("arms", marked[-1], "reference"),
+            key=True,
+        )
+    reference = named or (marked[0] if marked else next(iter(arms)))
+    base = {k: v for k, v in m.items() if k not in ("arms", "reference_arm")}
+    specs = []
+    for arm, overlay in arms.items():
+        at = loc + ("arms", arm)
+        own = {k: v for k, v in overlay.items() if k != "reference"}
+        for key in ("name", "arms", "reference_arm"):
+            if key in own:
+                raise doc.error(
+                    f"an arm cannot set {key!r}: it belongs to the spec", at + (key,), key=True
+                )
+        merged = merge_overlay(base, own)
+        view = doc.arm_view(loc, at, merged)
+        _validate(view, schema)
+        spec = _build_spec(view, loc, merged, f"{name}[{arm}]")
+        cassette = spec.cassette
+        if cassette is not None and "cassette" not in own:
+            cassette = cassette.with_name(f"{cassette.stem}@{arm}{cassette.suffix}")
+        specs.append(
+            dataclasses.replace(
+                spec,
+                arm=arm,
+                arm_reference=arm == reference,
+                line=doc.keys[at].start_mark.line + 1,  # the arm's name: its item's line
+                cassette=cassette,
+            )
+        )
     return specs
 
 
@@ -469,6 +558,23 @@ class _Document:
 
     def line(self, loc: Loc) -> int:
         return self.values[loc].start_mark.line + 1
+
+    def arm_view(self, spec: Loc, arm: Loc, merged: dict[str, Any]) -> _Document:
+        """This document with the spec at `spec` replaced by `merged` (an arm's overlay at
+        `arm` over it): a key the arm set is found at the arm's node, so an error in it
+        names the arm's line; the rest still names the spec's own."""
+        view = copy.copy(self)
+        view.values, view.keys = dict(self.values), dict(self.keys)
+        for table, own in ((view.values, self.values), (view.keys, self.keys)):
+            for at, node in own.items():
+                if at[: len(arm)] == arm and len(at) > len(arm):
+                    table[spec + at[len(arm) :]] = node
+        if spec:
+            view.data = copy.deepcopy(self.data)
+            view.data["specs"][spec[1]] = merged
+        else:
+            view.data = merged
+        return view
 
 
 # --- schema errors -> one short message at the offending node -------------------------------
@@ -581,6 +687,15 @@ def _explain(doc: _Document, err: ValidationError, check: dict[str, Any]) -> Spe
         missing = next(k for k in required if k not in instance)
         where = f" in {label!r}" if label else ""
         return doc.error(f"missing required key {missing!r}{where}", loc)
+    if err.validator == "pattern" and isinstance(instance, str) and loc and loc[-1] == "arms":
+        return doc.error(
+            f"arm name {instance!r} must start with a letter or digit and hold only letters, "
+            "digits, '-' and '_' (it becomes the item's [name] and the cassette's @name)",
+            loc + (instance,),
+            key=True,
+        )
+    if err.validator == "minProperties" and loc and loc[-1] == "arms":
+        return doc.error("'arms' names no arm: give at least one, such as `base: {}`", loc)
     if err.validator in ("minProperties", "maxProperties") and "skipif" in schema.get(
         "properties", {}
     ):

@@ -38,6 +38,35 @@ if TYPE_CHECKING:
 
 MCP_CONFIG_FILE = "claude-mcp.json"
 PLUGINS_DIR = "claude-plugins"
+#: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
+#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite).
+NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
+
+
+def eval_dir_name(plugin: Path) -> str:
+    """The folder of the plugin's `claude plugin eval` suite: its manifest's
+    ``experimental.evals``, else ``evals``."""
+    for manifest in (plugin / ".claude-plugin" / "plugin.json", plugin / "plugin.json"):
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = (data.get("experimental") or {}).get("evals") if isinstance(data, dict) else None
+        if isinstance(named, str) and named.strip("/"):
+            return named.strip("/")
+    return "evals"
+
+
+def _plugin_ignore(plugin: Path) -> Any:
+    """What a plugin's copy leaves out: caches, `.atom/`, and its eval suite (the cases and
+    their graders are not the plugin, and the agent under test must not read them)."""
+    suite = plugin / eval_dir_name(plugin)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = {n for n in names if n in NOT_THE_PLUGINS}
+        return skipped | {n for n in names if Path(folder, n) == suite}
+
+    return ignore
 
 
 def install(options: ClaudeOptions, cwd: Path) -> None:
@@ -136,7 +165,7 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
         if not target.is_dir():
-            shutil.copytree(source, target, ignore=copy_ignore)
+            shutil.copytree(source, target, ignore=_plugin_ignore(source))
         dirs.append(target)
     return dirs
 
@@ -168,7 +197,8 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
         for path in paths:
             found[f"{label} {path.stem if label == 'agent' else path.name}"] = _tree_hash(path)
     for path in options.plugins:
-        found[f"plugin {path.name}"] = _tree_hash(path)
+        # Its eval suite aside: editing a grader must not make every case's cassette stale.
+        found[f"plugin {path.name}"] = _tree_hash(path, NOT_THE_PLUGINS, eval_dir_name(path))
     for key in ("settings", "hooks"):
         value = getattr(options, key)
         if value:
@@ -186,14 +216,15 @@ def _hash(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
 
 
-def _tree_hash(path: Path) -> str:
+def _tree_hash(path: Path, skip: Sequence[str] = CACHE_DIRS, skip_top: str | None = None) -> str:
     """A file's text, or every file of a folder with its relative path; line endings and
-    caches aside, so a checkout on another system hashes alike."""
+    caches (the folders named in `skip`) aside, so a checkout on another system hashes
+    alike; `skip_top` names a top-level folder to leave out too."""
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         rel = file.relative_to(path).as_posix() if file != path else file.name
-        if set(rel.split("/")) & set(CACHE_DIRS):
+        if set(rel.split("/")) & set(skip) or (file != path and rel.split("/")[0] == skip_top):
             continue
         digest.update(rel.encode() + b"\0")
         digest.update(file.read_bytes().replace(b"\r\n", b"\n") + b"\0")

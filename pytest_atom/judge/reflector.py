@@ -81,7 +81,8 @@ def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
     )
 
 
-_IGNORED = {"USER_PROMPT.md", ".atom", *SKIPPED_DIRS}
+#: What an attempt folder holds that is not the agent's work: its prompt, the harness's folder.
+HARNESS_FILES = {"USER_PROMPT.md", ".atom", *SKIPPED_DIRS}
 _DIFF_LIMIT = 12_000
 
 
@@ -184,7 +185,7 @@ def workspace_diff(
             rel.as_posix(): p
             for p in sorted(root.rglob("*"))
             if p.is_file()
-            and not _IGNORED & set((rel := p.relative_to(root)).parts)
+            and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
             and not any(
                 rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed
             )

@@ -33,6 +33,7 @@ from pytest_atom.replay.gateway import (
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.replay.gateway.scripted import draw_key
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
@@ -52,9 +53,11 @@ __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:
-    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one."""
+    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name)."""
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
-    return spec.cassette or spec.root / "cassettes" / stem / f"{spec.name}.yaml"
+    file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
+    return spec.cassette or spec.root / "cassettes" / stem / file
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:
@@ -190,6 +193,15 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
         script = Script.load(spec.script)
     except ScriptError as exc:
         return str(exc)
+    if script.stochastic:
+        picks = cassette.metadata.get("script_picks")
+        played = script.replay(picks) if isinstance(picks, list) else None
+        if played is None:
+            return (
+                f"the cassette does not say which of {display_path(spec.script)}'s choices it "
+                "recorded, or they are no longer there"
+            )
+        script = played
     lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
     used = dict.fromkeys(lanes, 0)
     where = display_path(spec.script)
@@ -283,6 +295,10 @@ class ModelSource:
             return []
         return list(dict.fromkeys(describe_miss(m) for m in self.mcp.misses()))
 
+    #: The choices a stochastic script played while recording (`Script.picks`): stored in
+    #: the cassette, so `script_misfit` compares its answers with those choices' turns.
+    script_picks: tuple[int, ...] = ()
+
     @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
@@ -306,7 +322,9 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         written = (
-            self._save(spec, tape, failed or bool(faults), cli_version) if tape.recorded else None
+            self._save(spec, tape, failed or bool(faults), cli_version, self.script_picks)
+            if tape.recorded
+            else None
         )
         if not (failed or faults):
             cassette.partial_path.unlink(missing_ok=True)
@@ -322,7 +340,12 @@ class ModelSource:
         return written
 
     def _save(
-        self, spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None
+        self,
+        spec: Spec,
+        tape: CassetteResponder,
+        failed: bool,
+        cli_version: str | None,
+        picks: tuple[int, ...] = (),
     ) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
@@ -338,6 +361,8 @@ class ModelSource:
         }
         if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
             cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+            if picks:
+                cassette.metadata["script_picks"] = list(picks)
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
@@ -396,9 +421,16 @@ def interaction_kind(interaction: Interaction) -> str:
 
 
 def open_model_source(
-    spec: Spec, settings: RunSettings, *, paths: dict[str, str], claude_bin: Path
+    spec: Spec,
+    settings: RunSettings,
+    *,
+    paths: dict[str, str],
+    claude_bin: Path,
+    repeat: int | None = None,
 ) -> ModelSource:
-    """Decide, per record mode, whether this run plays a script, replays or records."""
+    """Decide, per record mode, whether this run plays a script, replays or records.
+
+    A script plays the choices its key draws: the run's seed, the spec and the repeat."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -416,14 +448,20 @@ def open_model_source(
         if exists:
             return _replay(spec, settings, path, paths, claude_bin)
         if spec.script is not None:
-            return ModelSource("scripted", ScriptedResponder(Script.load(spec.script)))
+            key = script_key(spec, settings, repeat)
+            return ModelSource("scripted", ScriptedResponder(Script.load(spec.script), key=key))
         raise RecordingError(
             f"no cassette for spec '{spec.name}' (expected {display_path(path)}); record it with: "
             f"{record_command(spec)}"
         )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
     _refuse_stale_script(spec, cassette, staleness(spec, cassette))
-    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes")
+    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes", repeat=repeat)
+
+
+def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
+    """What draws this run's script choices (`draw_key`): seed, spec, arm and repeat."""
+    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.base_name}", spec.arm, repeat)
 
 
 def _normalizer(paths: dict[str, str]) -> Normalizer:
@@ -467,15 +505,21 @@ def _record(
     *,
     replay: bool,
     kind: SourceKind = "record",
+    repeat: int | None = None,
 ) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None
+    picks: tuple[int, ...] = ()
     if settings.upstream:
         upstream, label = settings.upstream, settings.upstream
     elif spec.script is not None:
         # A scripted spec records from its own script: nothing leaves the machine.
-        upstream_gateway = Gateway(ScriptedResponder(Script.load(spec.script))).start()
+        scripted = ScriptedResponder(
+            Script.load(spec.script), key=script_key(spec, settings, repeat)
+        )
+        upstream_gateway = Gateway(scripted).start()
         upstream, label = upstream_gateway.url, f"scripted://{spec.script.name}"
+        picks = scripted.script.picks
         auth = {}
     else:
         upstream = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
@@ -496,7 +540,9 @@ def _record(
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
     )
-    return ModelSource(kind, responder, auth=auth or None, upstream_gateway=upstream_gateway)
+    return ModelSource(
+        kind, responder, auth=auth or None, upstream_gateway=upstream_gateway, script_picks=picks
+    )
 
 
 def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.arms import arm_properties
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.transcript import hook_words, permission_denials, refused_by
@@ -391,6 +392,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
         "atom_sandbox": "off" if result.spec.sandbox is None else "on",
         **step_properties(result),
+        **arm_properties(result.spec),
     }
 
 

@@ -14,14 +14,28 @@ Each agent turn request (one that offers tools) takes the next turn; side reques
 (session titles, token counts) are answered on the side and never consume one. The
 reflector's sessions take `reflector:` turns (``- verdict: {...}``) and a planner's
 (planner mode) `planner:` turns (``- plan: {steps: [...]}``).
+
+A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
+script can be a stochastic agent: which choice plays is drawn when the script is played
+(`Script.play`), from a key made of the run's seed (``--atom-seed``), the spec, its arm and
+the repeat's number. The same key plays the same choices; keys of other repeats draw
+independently, so the statistics of repeats can be tested offline::
+
+    turns:
+      - choices:
+          - weight: 3
+            turns: [{text: "Done.\\n\\nEXIT_LOOP_NOW", tool_use: [...]}]
+          - weight: 1
+            turns: [{text: "I give up.\\n\\nEXIT_LOOP_NOW"}]
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +85,44 @@ class Turn:
     text: str | None
     tool_use: tuple[ToolUse, ...]
     line: int
+    #: A turn that gives `choices:` has no content of its own: playing the script puts one
+    #: choice's turns in its place.
+    choices: tuple[Choice, ...] = ()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a turn's `choices:`: played with probability weight / sum of weights."""
+
+    weight: float
+    turns: tuple[Turn, ...]
+    line: int
+
+
+def draw_key(seed: int, spec: str, arm: str | None = None, repeat: int | None = None) -> str:
+    """What a script's choices are drawn from: the run's seed, the spec (``file::name``), its
+    arm and its repeat (1 when the spec runs once)."""
+    return f"{seed}:{spec}:{arm or ''}:{repeat or 1}"
+
+
+def draws(key: str) -> Iterator[float]:
+    """Uniform numbers in [0, 1) for `key`: SHA-256 of ``key:n``, so a key draws the same on
+    every machine and Python, and different keys draw independently."""
+    n = 0
+    while True:
+        digest = hashlib.sha256(f"pytest-atom:{key}:{n}".encode()).digest()
+        yield int.from_bytes(digest[:8], "big") / 2**64
+        n += 1
+
+
+def _pick(choices: Sequence[Choice], u: float) -> int:
+    total = sum(c.weight for c in choices)
+    edge = 0.0
+    for index, choice in enumerate(choices):
+        edge += choice.weight / total
+        if u < edge:
+            return index
+    return len(choices) - 1  # rounding: u just below 1
 
 
 @dataclass(frozen=True)
@@ -79,6 +131,53 @@ class Script:
     turns: tuple[Turn, ...]
     reflector: tuple[Turn, ...] = ()  # the judging session's turns, one verdict per attempt
     planner: tuple[Turn, ...] = ()  # planner mode: the planner session's turns, one plan
+    #: A played script's picks: the index of the choice each `choices:` turn played, in
+    #: order (the turns' lane first, then the reflector's, then the planner's; depth first).
+    picks: tuple[int, ...] = ()
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether some turn gives `choices:` (the script must be played before use)."""
+        return any(t.choices for t in (*self.turns, *self.reflector, *self.planner))
+
+    def play(self, key: str) -> Script:
+        """This script with every `choices:` turn replaced by the turns of the choice that
+        `key` (see `draw_key`) draws."""
+        numbers = draws(key)
+        return self._expand(lambda choices: _pick(choices, next(numbers)))
+
+    def replay(self, picks: Sequence[int]) -> Script | None:
+        """This script played with the given picks (a recording's), None when they do not fit."""
+        given = iter(picks)
+
+        def pick(choices: Sequence[Choice]) -> int:
+            index = next(given, -1)
+            if not 0 <= index < len(choices):
+                raise IndexError(index)
+            return index
+
+        try:
+            played = self._expand(pick)
+        except IndexError:
+            return None
+        return played if len(played.picks) == len(picks) else None
+
+    def _expand(self, pick: Callable[[Sequence[Choice]], int]) -> Script:
+        picked: list[int] = []
+
+        def lane(turns: Sequence[Turn]) -> tuple[Turn, ...]:
+            out: list[Turn] = []
+            for turn in turns:
+                if not turn.choices:
+                    out.append(turn)
+                    continue
+                index = pick(turn.choices)
+                picked.append(index)
+                out += lane(turn.choices[index].turns)
+            return tuple(out)
+
+        turns, reflector, planner = lane(self.turns), lane(self.reflector), lane(self.planner)
+        return Script(self.path, turns, reflector, planner, (*self.picks, *picked))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Script:
@@ -132,8 +231,10 @@ class Script:
         planner = tuple(cls._turn(n, fail) for n in planner_node.value) if planner_node else ()
         return cls(path, turns, reflector, planner)
 
-    @staticmethod
-    def _turn(node: yaml.Node, fail: Any) -> Turn:
+    @classmethod
+    def _turn(cls, node: yaml.Node, fail: Any) -> Turn:
+        if isinstance(node, yaml.MappingNode) and any(k.value == "choices" for k, _ in node.value):
+            return cls._choices(node, fail)
         data = yaml.SafeLoader(b"").construct_document(node)  # plain Python data
         if (
             not isinstance(data, dict)
@@ -165,12 +266,60 @@ class Script:
             calls.append(ToolUse(STRUCTURED_OUTPUT, data["plan"]))
         return Turn(text, tuple(calls), node.start_mark.line + 1)
 
+    @classmethod
+    def _choices(cls, node: yaml.MappingNode, fail: Any) -> Turn:
+        """A `choices:` turn, each choice checked where it is written."""
+        keys = {k.value: v for k, v in node.value}
+        if set(keys) != {"choices"}:
+            raise fail(
+                node,
+                "a turn with 'choices:' has no other keys: put 'text' and 'tool_use' in the "
+                "turns of each choice",
+            )
+        entries = keys["choices"]
+        if not isinstance(entries, yaml.SequenceNode) or not entries.value:
+            raise fail(
+                entries,
+                "'choices:' is a non-empty list of {weight: <number>, turns: [...]}, e.g. "
+                "'- {weight: 3, turns: [{text: Done.}]}'",
+            )
+        choices = []
+        for entry in entries.value:
+            fields = (
+                {k.value: v for k, v in entry.value} if isinstance(entry, yaml.MappingNode) else {}
+            )
+            if not fields or set(fields) - {"weight", "turns"}:
+                extra = sorted(set(fields) - {"weight", "turns"})
+                what = f"unknown key {extra[0]!r}: " if extra else ""
+                raise fail(entry, f"{what}a choice is {{weight: <number>, turns: [...]}}")
+            weight = (
+                yaml.SafeLoader(b"").construct_document(fields["weight"])
+                if "weight" in fields
+                else None
+            )
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+                raise fail(
+                    fields.get("weight", entry),
+                    f"a choice needs a 'weight:' above 0, such as 'weight: 3', not {weight!r}",
+                )
+            turns = fields.get("turns")
+            if not isinstance(turns, yaml.SequenceNode) or not turns.value:
+                raise fail(
+                    turns or entry, "a choice needs a non-empty 'turns:' list, the turns it plays"
+                )
+            line = entry.start_mark.line + 1
+            choices.append(
+                Choice(float(weight), tuple(cls._turn(n, fail) for n in turns.value), line)
+            )
+        return Turn(None, (), node.start_mark.line + 1, tuple(choices))
+
 
 class ScriptedResponder:
     """Answers agent turns from a script, in order, and side requests generically."""
 
-    def __init__(self, script: Script, model: str = "scripted") -> None:
-        self.script = script
+    def __init__(self, script: Script, model: str = "scripted", *, key: str = "") -> None:
+        """`key` (`draw_key`) draws the choices of a stochastic script."""
+        self.script = script.play(key) if script.stochastic else script
         self.model = model
         self._lock = threading.Lock()
         self._next = {"turns": 0, "reflector": 0, "planner": 0}

@@ -1,0 +1,208 @@
+"""Arms: a spec's variants, each its own item with its own cassette, selected and compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_atom.arms import select_arms, unknown_arms
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.settings import Layer, SettingsError, resolve
+from pytest_atom.spec import SpecError, load_specs, merge_overlay
+
+ARMED = """\
+name: greet
+prompt: p
+model: claude-opus-5-5
+max_iterations: 4
+claude:
+  allowed_tools: [Bash, Read]
+arms:
+  with-tools: {}
+  fewer-tools:
+    claude: {allowed_tools: [Read]}
+  haiku:
+    model: claude-haiku-5-5
+    reference: true
+"""
+
+
+def write(folder: Path, text: str, name: str = "x.atom.yaml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_each_arm_is_a_spec_with_its_overlay_merged(tmp_path: Path) -> None:
+    specs = load_specs(write(tmp_path, ARMED))
+    assert [s.name for s in specs] == ["greet[with-tools]", "greet[fewer-tools]", "greet[haiku]"]
+    assert [s.base_name for s in specs] == ["greet"] * 3
+    assert [s.arm_reference for s in specs] == [False, False, True]
+    assert [s.claude.allowed_tools for s in specs] == [
+        ("Bash", "Read"),
+        ("Read",),
+        ("Bash", "Read"),
+    ]
+    assert [s.model for s in specs] == ["claude-opus-5-5", "claude-opus-5-5", "claude-haiku-5-5"]
+    assert {s.max_iterations for s in specs} == {4}
+    assert [s.line for s in specs] == [8, 9, 11]  # each arm's own line, for its item
+    # The hash of what the arm runs: another arm's overlay changing stales no cassette.
+    assert all("arms" not in s.raw for s in specs)
+    assert len({str(sorted(s.raw.items())) for s in specs}) == 3
+
+
+def test_each_arm_has_its_own_cassette(tmp_path: Path) -> None:
+    specs = load_specs(write(tmp_path, ARMED))
+    assert [cassette_path(s) for s in specs] == [
+        tmp_path / "cassettes" / "x" / f"greet@{arm}.yaml"
+        for arm in ("with-tools", "fewer-tools", "haiku")
+    ]
+    (tmp_path / "rec").mkdir()
+    own = ARMED.replace("max_iterations: 4\n", "max_iterations: 4\ncassette: rec/g.yaml\n")
+    own = own.replace("reference: true\n", "reference: true\n    cassette: rec/h.yaml\n")
+    named = load_specs(write(tmp_path, own))
+    assert [cassette_path(s).relative_to(tmp_path).as_posix() for s in named] == [
+        "rec/g@with-tools.yaml",
+        "rec/g@fewer-tools.yaml",
+        "rec/h.yaml",  # the arm's own cassette: wins
+    ]
+
+
+def test_the_first_arm_is_the_reference_unless_one_is_named(tmp_path: Path) -> None:
+    first = load_specs(write(tmp_path, ARMED.replace("    reference: true\n", "")))
+    assert [s.arm_reference for s in first] == [True, False, False]
+    named = ARMED.replace("    reference: true\n", "").replace(
+        "arms:", "reference_arm: fewer-tools\narms:"
+    )
+    assert [s.arm_reference for s in load_specs(write(tmp_path, named))] == [False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # An arm's own mistake names the arm's line and column.
+        (
+            ("model: claude-haiku-5-5", "max_iterations: zero"),
+            "*'max_iterations' must be an integer >= 1, got 'zero' at *x.atom.yaml:12:21",
+        ),
+        (
+            ("model: claude-haiku-5-5", "name: other"),
+            "an arm cannot set 'name': it belongs to the spec at *x.atom.yaml:12:5",
+        ),
+        (
+            ("arms:", "reference_arm: haiku2\narms:"),
+            "'reference_arm' 'haiku2' is not one of the arms (with-tools, fewer-tools, haiku)*did you mean 'haiku'*",
+        ),
+        (
+            ("arms:", "reference_arm: with-tools\narms:"),
+            "more than one reference arm (haiku, with-tools)*at *x.atom.yaml:14:5",
+        ),
+        (
+            ("with-tools: {}", "with tools: {}"),
+            "arm name 'with tools' must start with*x.atom.yaml:8:3",
+        ),
+    ],
+)
+def test_arm_errors_name_the_arm_line(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    path = write(tmp_path, ARMED.replace(*change))
+    with pytest.raises(SpecError) as info:
+        load_specs(path)
+    import fnmatch
+
+    assert fnmatch.fnmatch(str(info.value), message), str(info.value)
+
+
+def test_arms_must_name_an_arm(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"'arms' names no arm.*x.atom.yaml:2:7"):
+        load_specs(write(tmp_path, "prompt: p\narms: {}\n"))
+
+
+def test_merge_overlay_is_json_merge_patch() -> None:
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+    assert merge_overlay(base, {"a": {"c": []}, "d": None, "e": 2}) == {
+        "a": {"b": 1, "c": []},
+        "e": 2,
+    }
+    assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}  # the spec's own keys stay
+
+
+def test_arms_are_selected_and_a_typo_is_refused(tmp_path: Path) -> None:
+    specs = load_specs(write(tmp_path, ARMED)) + load_specs(
+        write(tmp_path, "prompt: q\n", "plain.atom.yaml")
+    )
+    chosen = select_arms(specs, ("haiku",))
+    assert [s.name for s in chosen] == ["greet[haiku]", "plain"]  # specs without arms always run
+    assert select_arms(specs, ()) == specs
+    assert unknown_arms(("haiku",), [s.arm for s in specs], "--atom-arms") is None
+    assert unknown_arms(("haiku", "sonnet"), [s.arm for s in specs], "--atom-arms") == (
+        "--atom-arms names sonnet, which no spec has (arms here: fewer-tools, haiku, with-tools)"
+    )
+
+
+def test_the_arms_setting_is_parsed_in_one_place() -> None:
+    assert resolve([Layer("cli", {"arms": "a, b,a"})]).arms == ("a", "b")
+    assert resolve([]).arms == ()
+    with pytest.raises(SettingsError, match="'a b' is no arm name"):
+        resolve([Layer("the command line", {"arms": "a b"})])
+
+
+TWO_ARMS = """\
+name: greet
+prompt: p
+script: s.yaml
+accept:
+  - command: {run: "true"}
+arms:
+  with-skill: {}
+  without-skill:
+    accept: [{command: {run: "false"}}]
+"""
+
+
+@pytest.fixture
+def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
+    """A scripted spec whose second arm fails its check: the arms differ for certain."""
+    (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
+    return write(pytester.path, TWO_ARMS, "a.atom.yaml")
+
+
+def test_each_arm_runs_as_its_own_item_and_arms_select(
+    pytester: pytest.Pytester, two_arms: Path
+) -> None:
+    result = pytester.runpytest("--atom", "-v", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "a.atom.yaml::greet[[]with-skill] PASSED*",
+            "a.atom.yaml::greet[[]without-skill] FAILED*",
+            "*run dir: .atom/runs/greet[[]without-skill]-*",
+        ]
+    )
+    only = pytester.runpytest("--atom", "--atom-arms", "without-skill", "--collect-only", "-q")
+    only.stdout.fnmatch_lines(["a.atom.yaml::greet[[]without-skill]", "1 test collected*"])
+    typo = pytester.runpytest("--atom", "--atom-arms", "with_skill")
+    assert typo.ret == pytest.ExitCode.USAGE_ERROR
+    typo.stderr.fnmatch_lines(
+        [
+            "ERROR: --atom-arms names with_skill, which no spec has (arms here: with-skill, without-skill)"
+        ]
+    )
+
+
+def test_each_arm_records_and_replays_its_own_cassette(
+    pytester: pytest.Pytester, two_arms: Path
+) -> None:
+    pytester.runpytest("--atom", "--atom-record-mode=once").assert_outcomes(passed=1, failed=1)
+    folder = pytester.path / "cassettes" / "a"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "greet@with-skill.yaml",
+        "greet@without-skill.yaml",
+    ]
+    (pytester.path / "s.yaml").unlink()  # the replay needs no script: each arm's tape
+    two_arms.write_text(two_arms.read_text().replace("script: s.yaml\n", ""))
+    replay = pytester.runpytest("--atom", "--atom-arms", "with-skill")
+    replay.assert_outcomes(passed=1)
+    replay.stdout.fnmatch_lines(["a.atom.yaml::greet[[]with-skill]  passed*"])
