@@ -162,6 +162,10 @@ class IterationRecord:
         """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
         return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
 
+    def failure(self, limit: int = 2000) -> str:
+        """Why the call failed, for an error message: the end of what the CLI said."""
+        return (self.output or self.stderr).strip()[-limit:] or f"exit code {self.returncode}"
+
     @property
     def retry_text(self) -> str:
         """What retry rules scan: the CLI reports API and limit errors in either stream."""
@@ -232,6 +236,9 @@ class IterationRecord:
 class ClaudeRunner:
     """Runs `claude -p` in a conversation folder; one instance per atom run.
 
+    The harness builds it only through `pytest_atom.agents.factory`, behind the `Agent`
+    protocol (`ClaudeCodeAgent`); constructing one directly stays the seed API.
+
     Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
     refuses it as root (CI runs as root), so tools are granted with a permission mode
     and an allow-list instead.
@@ -259,6 +266,11 @@ class ClaudeRunner:
         self.on_event = on_event
         self.confinement = confinement
         self.budget = budget
+
+    @staticmethod
+    def parse(record: IterationRecord, event: Mapping[str, Any]) -> None:
+        """The one place a stream-json event is folded into a record (Agent.parse)."""
+        record.apply_event(event)
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
@@ -371,7 +383,7 @@ class ClaudeRunner:
                 except ValueError:
                     continue
                 if isinstance(event, dict):
-                    record.apply_event(event)
+                    self.parse(record, event)
                     if self.on_event:
                         self.on_event(event)
                     if self.budget is not None and (crossed := self.budget.observe(event)):

@@ -364,7 +364,9 @@ class ModelSource:
 
 
 def interaction_kind(interaction: Interaction) -> str:
-    return request_kind(interaction.method, interaction.endpoint, interaction.body)
+    return request_kind(
+        interaction.method, interaction.endpoint, interaction.body, interaction.role
+    )
 
 
 def open_model_source(

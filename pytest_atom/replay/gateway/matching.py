@@ -23,19 +23,23 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.replay.gateway.messages import parse_sse
-from pytest_atom.replay.gateway.scripted import structured_role
+from pytest_atom.replay.gateway.server import CONVERSATION_KINDS, Kind, request_kind
 from pytest_atom.transcript import plural
 
-__all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "request_kind"]
-
-#: What a request is for. Turns and reflector turns carry a conversation; the others are
-#: Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
+__all__ = [
+    "CONVERSATION_KINDS",
+    "DEFAULT_MATCH",
+    "MATCH_MODES",
+    "Drift",
+    "Kind",
+    "MatchMode",
+    "match_key",
+    "request_kind",
+]
 
 TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -51,20 +55,6 @@ def tool_names(body: Any) -> list[str]:
     """The tools a request offers, in order."""
     tools = body.get("tools") if isinstance(body, dict) else None
     return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
-
-
-def request_kind(method: str, endpoint: str, body: Any) -> Kind:
-    """``turn`` offers tools (an agent step); ``reflector`` also offers StructuredOutput,
-    and ``planner`` offers it with the plan's answer schema (planner mode)."""
-    if method == "HEAD":
-        return "head"
-    if endpoint.endswith("/count_tokens"):
-        return "count_tokens"
-    names = tool_names(body)
-    if names and endpoint.endswith("/messages"):
-        role = structured_role(body)
-        return "turn" if role is None else "planner" if role == "planner" else "reflector"
-    return "side"
 
 
 def _text(text: str) -> str:

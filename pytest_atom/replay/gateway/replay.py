@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import httpx
 
+from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway import messages
 from pytest_atom.replay.gateway.matching import (
@@ -61,8 +62,15 @@ from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.transcript import plural
 
-#: Request headers worth keeping in a cassette: they say what the CLI asked for.
-_KEPT_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-app")
+#: Request headers worth keeping in a cassette: they say what the CLI asked for, and
+#: whose session it was (the harness's role marker, see agents.roles).
+_KEPT_REQUEST_HEADERS = (
+    "anthropic-version",
+    "anthropic-beta",
+    "content-type",
+    "x-app",
+    ROLE_HEADER,
+)
 _HOP_BY_HOP = {
     "host",
     "content-length",
@@ -190,7 +198,7 @@ class CassetteResponder:
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
         self._kinds = [
-            request_kind(i.method, i.endpoint, i.body) for i in self.cassette.interactions
+            request_kind(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions
         ]
         self._waiting: list[tuple[GatewayRequest, Any, float]] = []  # sent, no answer yet
         self._client = (
@@ -205,7 +213,7 @@ class CassetteResponder:
 
     def respond(self, request: GatewayRequest) -> Reply:
         live = self._normalized_body(request, scrub=False)
-        kind = request_kind(request.method, request.endpoint, live)
+        kind = request_kind(request.method, request.endpoint, live, request.role)
         if self.replay and kind not in self.forward_kinds:
             reply = self._replay_from_tape(request, kind, live)
             if reply is None:
@@ -438,6 +446,8 @@ class CassetteResponder:
         upstream answered reports that request as a fault.
         """
         assert self._client is not None and self.upstream is not None
+        # The role marker goes on too: a scripted upstream (recording from a script) plays
+        # each role's lane by it, and the API ignores a header it does not know.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
         waiting = (request, live, time.monotonic())
