@@ -20,6 +20,7 @@ its prompt, continuing the same session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -110,6 +111,8 @@ class SdkAgent:
         record.duration = time.perf_counter() - started
         for leftover in (log, request, log.with_suffix(".sh")):
             leftover.unlink(missing_ok=True)  # the log's text is the record's stdout now
+        with contextlib.suppress(OSError):
+            work.rmdir()  # unless another call is under way
         return record
 
     def request(

@@ -112,14 +112,33 @@ def conversation(body: Any, *, blank_results: bool = False) -> list[dict[str, An
     return turns
 
 
-def match_key(kind: Kind, body: Any, mode: MatchMode) -> str:
-    """The string two requests must share to match in `mode` (compared, never parsed)."""
+def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -> str:
+    """The string two requests must share to match in `mode` (compared, never parsed).
+
+    `system`: the system prompt is the user's too (an SDK app sets its own), so it is part
+    of the match, Claude Code's billing block aside.
+    """
     if mode == "strict":
         return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
     if kind not in CONVERSATION_KINDS:
         return kind
     turns = conversation(body, blank_results=mode == "structural")
-    return kind + ":" + json.dumps(turns, sort_keys=True, ensure_ascii=False)
+    owned = {"system": owned_system(body)} if system else {}
+    return kind + ":" + json.dumps([turns, owned], sort_keys=True, ensure_ascii=False)
+
+
+#: How Claude Code's billing block starts (system[0]): its version and entry point, not the app's.
+_BILLING = "x-anthropic-billing-header:"
+
+
+def owned_system(body: Any) -> str:
+    """The system prompt as an SDK app owns it: every system block but Claude Code's
+    billing block (the app's ``system_prompt`` and the preamble the CLI puts before it)."""
+    system = body.get("system") if isinstance(body, dict) else None
+    if isinstance(system, list):
+        texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]
+        return "\n".join(t for t in texts if not t.startswith(_BILLING))
+    return str(system or "")
 
 
 def called_tools(response: str) -> list[str]:
