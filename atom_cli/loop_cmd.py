@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
 from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
-from pytest_atom.core.runner import ClaudeRunner
 from pytest_atom.core.runtime import AtomRuntime
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.spec import ClaudeOptions
@@ -41,7 +41,9 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         system_prompt = PromptLoader().load(toolname)
         # The user's own environment and auth, as the seed's `claude -p` had; tools are
         # granted by allow-list, since the CLI refuses to skip permissions as root.
-        runner = ClaudeRunner(claude_bin=find_claude(), options=ClaudeOptions(bare=False))
+        runner = claude_code_agent(
+            "executor", claude_bin=find_claude(), options=ClaudeOptions(bare=False)
+        )
     except (PromptNotFoundError, ClaudeNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
     runtime = AtomRuntime(

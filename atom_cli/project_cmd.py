@@ -25,6 +25,7 @@ import tomlkit
 import tomlkit.exceptions
 from tomlkit.items import Item
 
+from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.core.claude_code import (
     CLAUDE_CODE_VERSION,
     NODE_MAJOR_NEEDED,
@@ -32,7 +33,7 @@ from pytest_atom.core.claude_code import (
     claude_version,
     find_claude,
 )
-from pytest_atom.core.runner import ClaudeRunner, claude_env
+from pytest_atom.core.runner import claude_env
 from pytest_atom.core.sandbox import (
     LINUX_TOOLS,
     Confinement,
@@ -463,8 +464,8 @@ def _check_self_test(report: Report, binary: Path | None) -> None:
         with tempfile.TemporaryDirectory(prefix="atom-doctor-") as tmp:
             work = Path(tmp) / "work"
             work.mkdir()
-            runner = ClaudeRunner(
-                env=claude_env(gateway.url, Path(tmp) / "config"), claude_bin=binary
+            runner = claude_code_agent(
+                "executor", env=claude_env(gateway.url, Path(tmp) / "config"), claude_bin=binary
             )
             record = runner.run("self-test", work, timeout=60)
     except OSError as exc:
@@ -525,7 +526,8 @@ def _check_sandbox(report: Report, binary: Path | None) -> None:
         ]
         gateway = Gateway(scripted(turns)).start()
         try:
-            runner = ClaudeRunner(
+            runner = claude_code_agent(
+                "executor",
                 env=claude_env(gateway.url, run_dir / "config"),
                 claude_bin=binary,
                 confinement=Confinement(run_dir, SandboxOptions()),

@@ -30,17 +30,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.agents.factory import AgentFactory
+from pytest_atom.agents.protocol import Agent
 from pytest_atom.config import AtomConfig, load_config
 from pytest_atom.core.claude_code import find_claude
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runner import ClaudeRunner, IterationRecord, claude_env, clean_env
+from pytest_atom.core.runner import IterationRecord, claude_env, clean_env
 from pytest_atom.core.runtime import AtomRuntime, RunOutcome
 from pytest_atom.core.sandbox import Confinement, require_tools
 from pytest_atom.core.tools import discover_tools, tool_env
 from pytest_atom.files import copy_ignore
 from pytest_atom.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.judge.checks import CheckRegistry, run_checks
-from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
+from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector, verdict_schema
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
 from pytest_atom.replay.cassette import Cassette, CassetteError
@@ -141,6 +143,7 @@ def run_spec(
         on_event,
         model=spec.model or (config.model if config else None),
         tools=_spec_tools(spec, config),
+        project_dir=project_dir,
     )
     source = open_model_source(
         spec,
@@ -251,6 +254,7 @@ class _Run:
     on_event: Callable[[dict[str, Any]], None] | None
     model: str | None = None
     tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
+    project_dir: Path | None = None  # the project's root: an SDK app may import from it
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
     setup_output: str | None = None  # what the spec's `setup:` commands printed
@@ -292,16 +296,8 @@ class _Run:
         `message` is what the first attempt's first iteration says instead of the prompt
         and the task (a step that continues the conversation, or re-runs after a rollback).
         """
-        env = self.agent_env(gateway_url, source)
-        executor = ClaudeRunner(
-            env=env,
-            options=self.spec.claude,
-            model=self.model,
-            claude_bin=self.claude_bin,
-            on_event=self.on_event,
-            confinement=Confinement(self.run_dir, self.spec.sandbox, source.mcp),
-            budget=self.budget,
-        )
+        agents = self.agents(gateway_url, source)
+        executor = agents.executor()
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
             try:
@@ -321,7 +317,7 @@ class _Run:
             self.emit("checks", checks=attempt.checks)
             if attempt.outcome.reason == "limit":
                 return  # failed whatever the checks say; they show how far it got
-            if not self.reflect(attempt, env, source):
+            if not self.reflect(attempt, agents, source):
                 return
             attempt.decision = judge(
                 attempt.completed, attempt.checks, attempt.verdict, self.threshold
@@ -338,6 +334,21 @@ class _Run:
             verdict and verdict.decision == "rollback" and verdict.target in self.earlier_steps
         )
 
+    def agents(self, gateway_url: str, source: ModelSource) -> AgentFactory:
+        """The factory of this run's agents (executor, reflector, planner), all toward the
+        gateway at `gateway_url`."""
+        return AgentFactory(
+            self.spec,
+            self.run_dir,
+            self.agent_env(gateway_url, source),
+            self.claude_bin,
+            model=self.model,
+            on_event=self.on_event,
+            budget=self.budget,
+            project_dir=self.project_dir,
+            mcp=source.mcp,
+        )
+
     def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
         """The CLI's environment: the gateway, its own config folder, the spec's tools."""
         env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
@@ -349,7 +360,7 @@ class _Run:
         return env
 
     def execute(
-        self, number: int, executor: ClaudeRunner, source: ModelSource, message: str | None
+        self, number: int, executor: Agent, source: ModelSource, message: str | None
     ) -> Attempt:
         """One attempt's executor run, in its own folder: a02 on is a copy of the last one."""
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
@@ -358,11 +369,16 @@ class _Run:
             shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
         else:
             self.prepare(path)
-        executor.move_session(session, path)  # a no-op until the conversation exists
+        executor.continue_session(session, path)  # a no-op until the conversation exists
+        # Claude Code iterates on the atom prompt until it signals completion; an SDK app
+        # runs its own loop, once, on the task (or the reviewer's feedback): its finishing
+        # is its completion.
+        loops = executor.loops
         runtime = AtomRuntime(
-            self.prompts.load(self.spec.toolname),
+            self.prompts.load(self.spec.toolname) if loops else "",
             path,
-            max_iterations=self.spec.max_iterations,
+            max_iterations=self.spec.max_iterations if loops else 1,
+            exit_signal="EXIT_LOOP_NOW" if loops else "",
             verbose=False,
             runner=executor,
             session_id=session,
@@ -374,7 +390,8 @@ class _Run:
         attempt = Attempt(number, path, RunOutcome(False, 0), runtime.records)
         self.attempts.append(attempt)
         self.emit("attempt", attempt=number, attempts=self.spec.attempts)
-        attempt.outcome = runtime.execute(self.spec.prompt, message=message)
+        first = message if loops else message or self.spec.prompt
+        attempt.outcome = runtime.execute(self.spec.prompt, message=first)
         return attempt
 
     @functools.cached_property
@@ -420,7 +437,7 @@ class _Run:
         if from_git:  # the set-up's work is part of the state the agent starts from
             snapshot_repo(path, amend=True)
 
-    def reflect(self, attempt: Attempt, env: dict[str, str], source: ModelSource) -> bool:
+    def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
         A replay whose reflector request diverged failed on the divergence, which the
@@ -434,13 +451,11 @@ class _Run:
                 attempt.path,
                 attempt.checks,
                 attempt.outcome.output,
-                env=env,
-                claude_bin=self.claude_bin,
+                agent=agents.reflector(verdict_schema(self.earlier_steps)),
                 session_id=session_id_for(self.spec, f"reflector:{self.label}{attempt.number}"),
                 threshold=self.threshold,
                 prompts=self.prompts,
                 earlier_steps=self.earlier_steps,
-                confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
             )
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):

@@ -18,16 +18,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.agents.protocol import Agent, StructuredSessionError
+from pytest_atom.agents.roles import PLAN_TITLE
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runner import ClaudeRunner
-from pytest_atom.core.sandbox import Confinement
 from pytest_atom.files import copy_ignore
-from pytest_atom.judge.reflector import read_only_options
-from pytest_atom.replay.gateway.scripted import PLAN_TITLE
 from pytest_atom.result import Plan
 from pytest_atom.spec import (
     STEP_ID,
@@ -162,20 +160,19 @@ def run_planner(
     spec: Spec,
     run_dir: Path,
     *,
-    env: Mapping[str, str],
-    claude_bin: Path,
+    agent: Agent,
     session_id: str,
     start: Path | None,
     prompts: PromptLoader | None = None,
-    model: str | None = None,
     number: int = 1,
     feedback: str = "",
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
-    It runs in ``plan/`` (a re-plan: ``plan-2/`` on), a copy of `start` (the spec's
-    workspace, or the work committed before a rollback's target) it may read (research)
-    but not change, with only the run's own empty Claude config (as the reflector).
+    `agent` is the factory's planner (agents.factory). It runs in ``plan/`` (a re-plan:
+    ``plan-2/`` on), a copy of `start` (the spec's workspace, or the work committed before a
+    rollback's target) it may read (research) but not change, with only the run's own empty
+    Claude config (as the reflector).
     """
     folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
     if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
@@ -184,26 +181,12 @@ def run_planner(
         shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
     else:
         folder.mkdir(parents=True)
-    runner = ClaudeRunner(
-        env=env,
-        options=read_only_options(PLAN_SCHEMA),
-        model=model,
-        claude_bin=claude_bin,
-        confinement=Confinement(run_dir, sandbox=None),  # runs no commands
-    )
-    record = runner.run(
-        build_prompt(spec, prompts, feedback),
-        folder,
-        session_id=session_id,
-        use_context=False,
-        timeout=spec.timeout,
-    )
-    if record.returncode != 0 or record.timed_out:
-        detail = (record.output or record.stderr).strip()[-1000:] or f"exit {record.returncode}"
-        raise PlannerError(f"the planner session failed: {detail}")
-    if record.structured_output is None:
-        raise PlannerError(
-            "the planner gave no plan (no structured output); its last message: "
-            f"{record.output.strip()[-500:] or '(none)'}"
+    try:
+        return agent.structured(
+            build_prompt(spec, prompts, feedback),
+            folder,
+            session_id=session_id,
+            timeout=spec.timeout,
         )
-    return record.structured_output, record
+    except StructuredSessionError as exc:
+        raise PlannerError(str(exc)) from None

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.core.runner import ClaudeRunner, claude_env
+from pytest_atom.agents.factory import claude_code_agent
+from pytest_atom.core.runner import claude_env
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.replay.gateway import Gateway
 from pytest_atom.replay.gateway.scripted import scripted
@@ -90,7 +91,8 @@ def run_setup(
         session_env = claude_env(gateway.url, run_dir / "setup" / "claude-config")
         session_env["GIT_CEILING_DIRECTORIES"] = str(run_dir)
         session_env.update(env)
-        runner = ClaudeRunner(
+        runner = claude_code_agent(
+            "executor",
             env=session_env,
             options=ClaudeOptions(allowed_tools=("Bash",)),
             claude_bin=claude_bin,

@@ -152,6 +152,14 @@ class ClaudeOptions:
 
 
 @dataclass(frozen=True)
+class SdkApp:
+    """`agent: {sdk: "package.module:function"}`: the executor is a Claude Agent SDK app,
+    that function, imported from the spec's folder or the project (see agents.sdk)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
 class SandboxOptions:
     """What a spec lets its agent reach beyond its attempt folder, inside Claude Code's sandbox.
 
@@ -296,6 +304,7 @@ class Spec:
     cassette: Path | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
+    agent: SdkApp | None = None  # None: Claude Code itself is the executor
     sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()
@@ -808,6 +817,8 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
             _check_bare_tools(doc, loc + ("claude", "allowed_tools"), kw["claude"].allowed_tools)
     if "sandbox" in m:
         kw["sandbox"] = _sandbox(m["sandbox"])
+    if m.get("agent") is not None:
+        kw["agent"] = SdkApp(m["agent"]["sdk"])
     if "reflector" in m:
         kw["reflector"] = _reflector(doc, loc + ("reflector",), m["reflector"])
     kw["tools"] = tuple(m.get("tools", []))

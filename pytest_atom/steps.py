@@ -35,7 +35,13 @@ from pathlib import Path
 from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
 from pytest_atom.files import copy_ignore
 from pytest_atom.paths import cli_slug, display_path
-from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
+from pytest_atom.planner import (
+    PLAN_SCHEMA,
+    PlannerError,
+    check_plan,
+    replan_feedback,
+    run_planner,
+)
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step, steps_prompt
@@ -195,14 +201,12 @@ class StepsRun(_Run):
             answer, record = run_planner(
                 self.spec,
                 self.run_dir,
-                env=self.agent_env(gateway_url, source),
-                claude_bin=self.claude_bin,
+                agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
                 session_id=session_id_for(
                     self.spec, "planner" if number == 1 else f"planner:{number}"
                 ),
                 start=self._start_folder(target),
                 prompts=self.prompts,
-                model=self.model,
                 number=number,
                 feedback=feedback,
             )
@@ -261,6 +265,7 @@ class StepsRun(_Run):
             self.on_event,
             model=self.model,
             tools=self.tools,
+            project_dir=self.project_dir,
             root=step_root(self.run_dir, step.id),
             start=_attempt_count(step_root(self.run_dir, step.id)) + 1,
             session=session_id_for(self.spec, f"executor:{step.id}:{result.runs}")

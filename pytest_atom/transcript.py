@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.events import (
     AssistantText,
     Event,
@@ -57,7 +58,7 @@ from pytest_atom.events import (
 )
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway.messages import fold_sse
-from pytest_atom.replay.gateway.scripted import STRUCTURED_OUTPUT
+from pytest_atom.replay.gateway.server import CONVERSATION_KINDS, request_kind
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -590,9 +591,9 @@ class _CassetteTranscript:
                 out.append(Line(f"{indent}[{kind}]"))
         return out
 
-    def assistant(self, reply: Reply, indent: str) -> list[Line]:
-        """The answer's blocks; a StructuredOutput call is the reflector's verdict, or the
-        planner's plan when it holds ``steps`` and no ``score``."""
+    def assistant(self, reply: Reply, indent: str, session: str = "turn") -> list[Line]:
+        """The answer's blocks; a StructuredOutput call is the reflector's verdict, or in
+        a planner's session (`session`, the request's kind), its plan."""
         if reply.error:
             return [Line(f"{indent}error: {reply.error}")]
         out: list[Line] = []
@@ -607,7 +608,7 @@ class _CassetteTranscript:
                 out.append(Line("(redacted thinking)", "dim", indent))
             elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
                 answer = block.get("input")
-                plan = isinstance(answer, dict) and "steps" in answer and "score" not in answer
+                plan = session == "planner"
                 if plan:
                     self.totals.plans += 1
                 else:
@@ -641,20 +642,21 @@ class _CassetteTranscript:
     # -- interactions
 
     def add(self, n: int, interaction: Interaction) -> None:
-        """Sort an interaction: a turn (its request offers tools), a side request, a token
+        """Sort an interaction: a turn (of any role's session), a side request, a token
         count or anything else; all but turns wait in `pending` for the next turn.
         """
         body = interaction.body if isinstance(interaction.body, dict) else {}
         where = f"[{n}] {interaction.method} {interaction.endpoint}"
-        if interaction.endpoint.endswith("/count_tokens"):
+        kind = request_kind(interaction.method, interaction.endpoint, body, interaction.role)
+        if kind == "count_tokens":
             try:
                 count = json.loads(interaction.response).get("input_tokens", "?")
             except (ValueError, AttributeError):
                 count = "?"
             self.pending.append(Line(f"  {where}: count_tokens, {count} input tokens"))
         elif is_messages(interaction) and isinstance(body.get("messages"), list):
-            if body.get("tools"):
-                self.turn(where, body, interaction)
+            if kind in CONVERSATION_KINDS:
+                self.turn(where, body, interaction, kind)
             else:
                 self.side(where, body, interaction)
         else:
@@ -688,7 +690,7 @@ class _CassetteTranscript:
         self.sessions.append(session)
         return session
 
-    def turn(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
+    def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
         """A turn of its session: only the user content new since its previous turn."""
         messages: list[Any] = body["messages"]
         session = self.session_for(body)
@@ -707,7 +709,7 @@ class _CassetteTranscript:
             session.lines += self.user_content(message.get("content"), "      ")
         session.lines.append(Line(f"    assistant ({reply.usage_text()}):"))
         start = len(session.lines)
-        session.lines += self.assistant(reply, "      ")
+        session.lines += self.assistant(reply, "      ", kind)
         fault = interaction.response_headers.get(FAULT_HEADER)
         if fault:
             session.lines.append(

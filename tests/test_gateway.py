@@ -10,6 +10,7 @@ import anthropic
 import httpx
 import pytest
 
+from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.replay.gateway import Gateway, Script, ScriptError
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
@@ -151,19 +152,25 @@ def test_script_error_points_at_the_bad_turn(tmp_path: Path) -> None:
 
 
 def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
+    """The lane is the role the request is marked with, not the tools it offers: an
+    unmarked request offering StructuredOutput is still the agent's."""
     gateway = gateway_for([{"text": "agent"}])
     gateway.responder.script = Script.from_data(
-        {"turns": [{"text": "agent"}], "reflector": [{"verdict": {"score": 0.9}}]}
+        {
+            "turns": [{"text": "agent"}, {"text": "agent 2"}],
+            "reflector": [{"verdict": {"score": 0.9}}],
+        }
     )
     judge_tools = [*TOOLS, {"name": "StructuredOutput", "input_schema": {"type": "object"}}]
     sdk = client(gateway)
-    verdict = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
-    agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+    judge = {"extra_headers": {ROLE_HEADER: "reflector"}}
+    verdict = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS, **judge)  # type: ignore[arg-type]
+    agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
     assert verdict.content[0].type == "tool_use" and verdict.content[0].name == "StructuredOutput"
     assert verdict.content[0].input == {"score": 0.9}
     assert agent.content[0].type == "text" and agent.content[0].text == "agent"
     with pytest.raises(anthropic.ConflictError, match="has 1 reflector turns but the reflector"):
-        sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
+        sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS, **judge)  # type: ignore[arg-type]
 
 
 def test_shipped_scripts_load() -> None:

@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_atom.agents.roles import ROLE_HEADER
+from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.gateway.matching import (
     NO_OUTPUT,
     Drift,
@@ -89,12 +91,23 @@ def test_claude_codes_own_tool_result_notes_are_folded() -> None:
 
 
 def test_request_kinds() -> None:
-    reflector = {**turn_body(), "tools": [*TOOLS, {"name": "StructuredOutput"}]}
-    assert request_kind("POST", "/v1/messages", turn_body()) == "turn"
-    assert request_kind("POST", "/v1/messages", reflector) == "reflector"
-    assert request_kind("POST", "/v1/messages", {"messages": []}) == "side"
-    assert request_kind("POST", "/v1/messages/count_tokens", turn_body()) == "count_tokens"
-    assert request_kind("HEAD", "/", "") == "head"
+    """The role is the harness's marker; Claude Code's StructuredOutput tool says nothing
+    about a live request (only an old, unmarked recording is guessed from it)."""
+    structured = {**turn_body(), "tools": [*TOOLS, {"name": "StructuredOutput"}]}
+    assert request_kind("POST", "/v1/messages", turn_body(), None) == "turn"
+    assert request_kind("POST", "/v1/messages", turn_body(), "executor") == "turn"
+    assert request_kind("POST", "/v1/messages", structured, None) == "turn"
+    assert request_kind("POST", "/v1/messages", turn_body(), "reflector") == "reflector"
+    assert request_kind("POST", "/v1/messages", turn_body(), "planner") == "planner"
+    assert request_kind("POST", "/v1/messages", {"messages": []}, "reflector") == "side"
+    assert request_kind("POST", "/v1/messages/count_tokens", turn_body(), None) == "count_tokens"
+    assert request_kind("HEAD", "/", "", None) == "head"
+    old = Interaction("POST", "http://x/v1/messages", structured, 200, "")
+    assert old.role == "reflector"  # recorded before the marker: the old guess
+    marked = Interaction(
+        "POST", "http://x/v1/messages", structured, 200, "", {ROLE_HEADER: "executor"}
+    )
+    assert marked.role == "executor"  # the marker wins over any guess
     # side requests match by kind alone: their prompts are Claude Code's
     assert match_key("side", {"messages": [{"role": "user", "content": "a"}]}, "conversation") == (
         match_key("side", {"messages": [{"role": "user", "content": "b"}]}, "conversation")

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pytest_atom.agents.roles import legacy_role
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.execution import HarnessError, _volatile_paths, run_spec
 from pytest_atom.paths import cli_slug
@@ -24,9 +25,9 @@ from pytest_atom.planner import (
     plan_failures,
     replan_feedback,
 )
-from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.matching import request_kind
-from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_role
+from pytest_atom.replay.gateway.scripted import Script, ScriptError
 from pytest_atom.replay.recording import cassette_path, staleness
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
@@ -273,16 +274,20 @@ def body(schema: dict[str, Any] | None) -> dict[str, Any]:
     return {"model": "m", "messages": [], "tools": tools}
 
 
-def test_planner_requests_are_told_from_reflector_and_agent_turns() -> None:
+def test_unmarked_recordings_are_told_apart_by_their_answer_schema() -> None:
+    """Cassettes recorded before the role marker: the old guess, from the answer schema."""
     from pytest_atom.judge.reflector import STEP_VERDICT_SCHEMA, VERDICT_SCHEMA
 
     untitled = {k: v for k, v in PLAN_SCHEMA.items() if k != "title"}
-    assert structured_role(body(PLAN_SCHEMA)) == "planner"
-    assert structured_role(body(untitled)) == "planner"  # a CLI that drops the title
-    assert structured_role(body(VERDICT_SCHEMA)) == "reflector"
-    assert structured_role(body(STEP_VERDICT_SCHEMA)) == "reflector"
-    assert structured_role(body(None)) is None
-    kinds = [request_kind("POST", "/v1/messages", body(s)) for s in (PLAN_SCHEMA, None)]
+    assert legacy_role(body(PLAN_SCHEMA)) == "planner"
+    assert legacy_role(body(untitled)) == "planner"  # a CLI that drops the title
+    assert legacy_role(body(VERDICT_SCHEMA)) == "reflector"
+    assert legacy_role(body(STEP_VERDICT_SCHEMA)) == "reflector"
+    assert legacy_role(body(None)) == "executor"
+    recorded = [
+        Interaction("POST", "http://x/v1/messages", body(s), 200, "") for s in (PLAN_SCHEMA, None)
+    ]
+    kinds = [request_kind("POST", "/v1/messages", i.body, i.role) for i in recorded]
     assert kinds == ["planner", "turn"]
 
 
@@ -290,7 +295,8 @@ def test_existing_cassettes_hold_no_planner_requests() -> None:
     """The planner's kind is new: every older cassette's requests keep their kinds."""
     for path in sorted((REPO / "fixtures/specs/cassettes").glob("*/*.yaml")):
         kinds = [
-            request_kind(i.method, i.endpoint, i.body) for i in Cassette.load(path).interactions
+            request_kind(i.method, i.endpoint, i.body, i.role)
+            for i in Cassette.load(path).interactions
         ]
         expected = {"planned": 1, "replanned": 2}.get(path.parent.name, 0)
         assert kinds.count("planner") == expected, path
@@ -482,7 +488,9 @@ def test_the_replanned_fixture_changes_strategy_after_its_rollback(
     assert trace["cost"]["dispatched_runs"] == 8  # 2 plans, 5 executor runs, 1 reflector
     cassette = Cassette.load(REPO / "fixtures/specs/cassettes/replanned/replanned.yaml")
     planner = [
-        i for i in cassette.interactions if request_kind(i.method, i.endpoint, i.body) == "planner"
+        i
+        for i in cassette.interactions
+        if request_kind(i.method, i.endpoint, i.body, i.role) == "planner"
     ]
     replan = json.dumps(planner[1].body)
     assert "A rollback: plan again" in replan and "greet.py lacks the comma" in replan

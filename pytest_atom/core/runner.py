@@ -175,6 +175,10 @@ class IterationRecord:
         """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
         return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
 
+    def failure(self, limit: int = 2000) -> str:
+        """Why the call failed, for an error message: the end of what the CLI said."""
+        return (self.output or self.stderr).strip()[-limit:] or f"exit code {self.returncode}"
+
     @property
     def retry_text(self) -> str:
         """What retry rules scan: the CLI reports API and limit errors in either stream."""
@@ -234,6 +238,9 @@ def _parsed(stdout: str) -> tuple[Event, ...]:
 class ClaudeRunner:
     """Runs `claude -p` in a conversation folder; one instance per atom run.
 
+    The harness builds it only through `pytest_atom.agents.factory`, behind the `Agent`
+    protocol (`ClaudeCodeAgent`); constructing one directly stays the seed API.
+
     Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
     refuses it as root (CI runs as root), so tools are granted with a permission mode
     and an allow-list instead.
@@ -261,6 +268,12 @@ class ClaudeRunner:
         self.on_event = on_event
         self.confinement = confinement
         self.budget = budget
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any]) -> list[Event]:
+        """One decoded stream-json object as events (Agent.parse): the record, the budget
+        and the callbacks all read what this returns."""
+        return parse_event(raw)
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
@@ -369,7 +382,7 @@ class ClaudeRunner:
             for line in proc.stdout:
                 lines.append(line)
                 raw = decode(line)
-                parsed = parse_event(raw) if raw is not None else []
+                parsed = self.parse(raw) if raw is not None else []
                 for event in parsed:
                     record.apply(event)
                 if raw is not None and self.on_event:

@@ -17,12 +17,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.core.history import IterationHistory
 from pytest_atom.core.prompts import render_prompt
 from pytest_atom.core.retry import RetryManager
-from pytest_atom.core.runner import ClaudeRunner, IterationRecord
+from pytest_atom.core.runner import IterationRecord
+
+if TYPE_CHECKING:
+    from pytest_atom.agents.protocol import SessionRunner
 
 #: Why a run ended without the exit signal; None when it signalled completion.
 StopReason = Literal["timeout", "error", "max_iterations", "limit"]
@@ -57,7 +60,7 @@ class AtomRuntime:
         verbose: bool | None = None,
         cleanup: bool = False,
         *,
-        runner: ClaudeRunner | None = None,
+        runner: SessionRunner | None = None,
         session_id: str | None = None,
         retry_manager: RetryManager | None = None,
         max_retries: int | None = None,
@@ -67,7 +70,8 @@ class AtomRuntime:
     ) -> None:
         """
         Args beyond the seed's:
-            runner: the ClaudeRunner to use (its environment decides where the CLI talks to).
+            runner: the agent (or ClaudeRunner) to use: its environment decides where the
+                CLI talks to. Default: Claude Code in the caller's own environment.
             session_id: the conversation's id; a fresh one when omitted.
             max_retries: retries per iteration; None keeps the seed's "retry forever".
             timeout: seconds for the whole run; each call gets what is left.
@@ -103,9 +107,11 @@ class AtomRuntime:
         return runtime
 
     @property
-    def runner(self) -> ClaudeRunner:
+    def runner(self) -> SessionRunner:
         if self._runner is None:
-            self._runner = ClaudeRunner()
+            from pytest_atom.agents.factory import claude_code_agent  # the seed's default
+
+            self._runner = claude_code_agent("executor")
         return self._runner
 
     def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
@@ -194,9 +200,7 @@ class AtomRuntime:
     def _failed(reason: StopReason, iterations: int, record: IterationRecord | None) -> RunOutcome:
         error = None
         if record is not None and (record.returncode != 0 or record.timed_out):
-            error = (record.output or record.stderr).strip()[
-                -2000:
-            ] or f"exit code {record.returncode}"
+            error = record.failure(2000)
         return RunOutcome(False, iterations, record.output if record else "", reason, error)
 
     def _cleanup(self) -> None:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import difflib
 import filecmp
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
 
+from pytest_atom.agents.protocol import Agent, StructuredSessionError
 from pytest_atom.core import configuration
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runner import ClaudeRunner, IterationRecord
-from pytest_atom.core.sandbox import Confinement
+from pytest_atom.core.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.replay.gateway.normalize import mask_durations
 from pytest_atom.spec import ClaudeOptions, Spec
@@ -281,49 +281,38 @@ def _quote(text: str) -> str:
     return "\n".join("    " + line for line in text.rstrip().splitlines()) or "    (empty)"
 
 
+def verdict_schema(earlier_steps: Sequence[str] = ()) -> dict[str, Any]:
+    """The verdict's schema: a step's (with a rollback `target`) when there are earlier steps."""
+    return STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA
+
+
 def run_reflector(
     spec: Spec,
     attempt_dir: Path,
     checks: Sequence[CheckResult],
     final_message: str,
     *,
-    env: Mapping[str, str],
-    claude_bin: Path,
+    agent: Agent,
     session_id: str,
     threshold: float,
     prompts: PromptLoader | None = None,
-    confinement: Confinement | None = None,
     earlier_steps: Sequence[str] = (),
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
-    The judge is the real Claude Code (not ``--bare``, which would offer Read alone) with
-    only the setting source ``user``, the run's own empty config: the attempt folder's
-    CLAUDE.md and .claude/ settings were the agent's to write, so they must not instruct
-    the judge or run its hooks.
+    `agent` is the factory's reflector (agents.factory): the real Claude Code (not
+    ``--bare``, which would offer Read alone) with only the setting source ``user``, the
+    run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
+    agent's to write, so they must not instruct the judge or run its hooks.
     """
-    runner = ClaudeRunner(
-        env=env,
-        options=read_only_options(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
-        model=spec.reflector.model or spec.model,
-        claude_bin=claude_bin,
-        confinement=confinement,
-    )
     diff = workspace_diff(
         spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
     )
     prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps)
-    record = runner.run(
-        prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
-    )
-    if record.returncode != 0 or record.timed_out:
-        detail = (record.output or record.stderr).strip()[
-            -1000:
-        ] or f"exit code {record.returncode}"
-        raise ReflectorError(f"the reflector session failed: {detail}")
-    if record.structured_output is None:
-        raise ReflectorError(
-            "the reflector gave no verdict (no structured output); its last message: "
-            f"{record.output.strip()[-500:] or '(none)'}"
+    try:
+        answer, record = agent.structured(
+            prompt, attempt_dir, session_id=session_id, timeout=spec.timeout
         )
-    return Verdict.parse(record.structured_output), record
+    except StructuredSessionError as exc:
+        raise ReflectorError(str(exc)) from None
+    return Verdict.parse(answer), record

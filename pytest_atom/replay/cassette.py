@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from pytest_atom.agents.roles import Role, header_role, legacy_role
 from pytest_atom.files import write_atomic
 from pytest_atom.replay import fastyaml
 
@@ -75,6 +76,12 @@ class Interaction:
     @property
     def endpoint(self) -> str:
         return urlsplit(self.uri).path
+
+    @property
+    def role(self) -> Role:
+        """Whose session this was: the role the harness marked the request with, or for
+        a cassette recorded before the marker, the role guessed from its body."""
+        return header_role(self.request_headers) or legacy_role(self.body)
 
     def to_vcr(self, body_text: str | None = None) -> dict[str, Any]:
         """vcrpy's shape; `body_text` is the body as stored, when it is not the whole body."""

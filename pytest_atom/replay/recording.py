@@ -417,7 +417,9 @@ class ModelSource:
 
 
 def interaction_kind(interaction: Interaction) -> str:
-    return request_kind(interaction.method, interaction.endpoint, interaction.body)
+    return request_kind(
+        interaction.method, interaction.endpoint, interaction.body, interaction.role
+    )
 
 
 def open_model_source(
@@ -480,7 +482,12 @@ def _replay(
     reasons = staleness(spec, cassette)
     _refuse_stale_script(spec, cassette, reasons)
     responder = CassetteResponder(
-        cassette, _normalizer(paths), Scrubber(), replay=True, match=settings.match
+        cassette,
+        _normalizer(paths),
+        Scrubber(),
+        replay=True,
+        match=settings.match,
+        owned_system=_owned_system(spec),
     )
     # A refresh must match on the conversation: it exists to absorb what the CLI changed.
     if kind == "refresh" and settings.match == "strict":
@@ -539,10 +546,16 @@ def _record(
         match=settings.match,
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
+        owned_system=_owned_system(spec),
     )
     return ModelSource(
         kind, responder, auth=auth or None, upstream_gateway=upstream_gateway, script_picks=picks
     )
+
+
+def _owned_system(spec: Spec) -> frozenset[str]:
+    """The request kinds whose system prompt is the spec's own: an SDK app's turns."""
+    return frozenset({"turn"}) if spec.agent is not None else frozenset()
 
 
 def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
@@ -600,6 +613,11 @@ def _where_causes(
     if where is None or where[0] == "played":
         return []
     kind, labels = where
+    if kind == "system" and spec.agent is not None:
+        return [
+            f"the SDK app's system prompt changed since recording ({spec.agent.target} sets "
+            f"it; the conversation is the same): re-record it with: {record_command(spec, 'all')}"
+        ]
     if kind == "machine":
         return [
             f"a machine detail differs ({', '.join(labels)}): the cassette was recorded on "

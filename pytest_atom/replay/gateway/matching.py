@@ -23,20 +23,24 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pytest_atom.events import flatten_tool_result
 from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.replay.gateway.messages import parse_sse
-from pytest_atom.replay.gateway.scripted import structured_role
+from pytest_atom.replay.gateway.server import CONVERSATION_KINDS, Kind, request_kind
 from pytest_atom.transcript import plural
 
-__all__ = ["DEFAULT_MATCH", "MATCH_MODES", "Drift", "MatchMode", "match_key", "request_kind"]
-
-#: What a request is for. Turns and reflector turns carry a conversation; the others are
-#: Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
+__all__ = [
+    "CONVERSATION_KINDS",
+    "DEFAULT_MATCH",
+    "MATCH_MODES",
+    "Drift",
+    "Kind",
+    "MatchMode",
+    "match_key",
+    "request_kind",
+]
 
 TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -52,20 +56,6 @@ def tool_names(body: Any) -> list[str]:
     """The tools a request offers, in order."""
     tools = body.get("tools") if isinstance(body, dict) else None
     return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
-
-
-def request_kind(method: str, endpoint: str, body: Any) -> Kind:
-    """``turn`` offers tools (an agent step); ``reflector`` also offers StructuredOutput,
-    and ``planner`` offers it with the plan's answer schema (planner mode)."""
-    if method == "HEAD":
-        return "head"
-    if endpoint.endswith("/count_tokens"):
-        return "count_tokens"
-    names = tool_names(body)
-    if names and endpoint.endswith("/messages"):
-        role = structured_role(body)
-        return "turn" if role is None else "planner" if role == "planner" else "reflector"
-    return "side"
 
 
 def _text(text: str) -> str:
@@ -121,14 +111,33 @@ def conversation(body: Any, *, blank_results: bool = False) -> list[dict[str, An
     return turns
 
 
-def match_key(kind: Kind, body: Any, mode: MatchMode) -> str:
-    """The string two requests must share to match in `mode` (compared, never parsed)."""
+def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -> str:
+    """The string two requests must share to match in `mode` (compared, never parsed).
+
+    `system`: the system prompt is the user's too (an SDK app sets its own), so it is part
+    of the match, Claude Code's billing block aside.
+    """
     if mode == "strict":
         return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
     if kind not in CONVERSATION_KINDS:
         return kind
     turns = conversation(body, blank_results=mode == "structural")
-    return kind + ":" + json.dumps(turns, sort_keys=True, ensure_ascii=False)
+    owned = {"system": owned_system(body)} if system else {}
+    return kind + ":" + json.dumps([turns, owned], sort_keys=True, ensure_ascii=False)
+
+
+#: How Claude Code's billing block starts (system[0]): its version and entry point, not the app's.
+_BILLING = "x-anthropic-billing-header:"
+
+
+def owned_system(body: Any) -> str:
+    """The system prompt as an SDK app owns it: every system block but Claude Code's
+    billing block (the app's ``system_prompt`` and the preamble the CLI puts before it)."""
+    system = body.get("system") if isinstance(body, dict) else None
+    if isinstance(system, list):
+        texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]
+        return "\n".join(t for t in texts if not t.startswith(_BILLING))
+    return str(system or "")
 
 
 def called_tools(response: str) -> list[str]:

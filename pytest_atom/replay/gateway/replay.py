@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 import httpx
 
+from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway import messages
 from pytest_atom.replay.gateway.matching import (
@@ -42,6 +43,7 @@ from pytest_atom.replay.gateway.matching import (
     called_tools,
     conversation,
     match_key,
+    owned_system,
     request_kind,
     tool_names,
 )
@@ -61,8 +63,15 @@ from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.transcript import plural
 
-#: Request headers worth keeping in a cassette: they say what the CLI asked for.
-_KEPT_REQUEST_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-app")
+#: Request headers worth keeping in a cassette: they say what the CLI asked for, and
+#: whose session it was (the harness's role marker, see agents.roles).
+_KEPT_REQUEST_HEADERS = (
+    "anthropic-version",
+    "anthropic-beta",
+    "content-type",
+    "x-app",
+    ROLE_HEADER,
+)
 _HOP_BY_HOP = {
     "host",
     "content-length",
@@ -87,6 +96,7 @@ class Divergence:
     closest: Interaction | None
     mode: MatchMode = DEFAULT_MATCH
     reason: str | None = None  # set when a recording matched but cannot be replayed
+    system: bool = False  # the system prompt is the user's (an SDK app's): it must match too
 
     def describe(self, limit: int | None = 5) -> str:
         """What differs; `limit=None` lists every differing field (the first divergence)."""
@@ -98,9 +108,14 @@ class Divergence:
         live, recorded, what = self.live, self.closest.body, "request"
         if self.mode != "strict" and self.kind in CONVERSATION_KINDS:
             blank = self.mode == "structural"
+            live_body, recorded_body = live, recorded
             live = {"messages": conversation(live, blank_results=blank)}
             recorded = {"messages": conversation(recorded, blank_results=blank)}
             what = "conversation"
+            if self.system:
+                live["system"] = owned_system(live_body)
+                recorded["system"] = owned_system(recorded_body)
+                what = "conversation and system prompt"
         if live == recorded:
             return (
                 f"{head}: its recording was already played; the live run sent this {what} "
@@ -123,6 +138,12 @@ class Divergence:
         live_turns = conversation(live, blank_results=blank)
         recorded_turns = conversation(recorded, blank_results=blank)
         if live_turns == recorded_turns:
+            if (
+                self.system
+                and self.mode != "strict"
+                and owned_system(live) != owned_system(recorded)
+            ):
+                return "system", []
             if self.mode != "strict" or live == recorded:
                 return "played", []
             labels = _machine_labels(live, recorded)
@@ -142,8 +163,9 @@ class Divergence:
 
 #: Where a divergence lies: Claude Code's own parts of the request only (``cli``), of which
 #: only a machine detail (``machine``); a tool result (``tool_result``); the rest of the
-#: conversation (``conversation``); nowhere, as its recording was already played (``played``).
-Where = Literal["cli", "machine", "tool_result", "conversation", "played"]
+#: conversation (``conversation``); an SDK app's own system prompt (``system``); nowhere, as
+#: its recording was already played (``played``).
+Where = Literal["cli", "machine", "tool_result", "conversation", "system", "played"]
 
 #: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
 #: (``Filesystem: {…}``): where Claude Code writes what it finds on the machine.
@@ -171,6 +193,9 @@ class CassetteResponder:
     match: MatchMode = DEFAULT_MATCH
     #: Request kinds always forwarded, never replayed (re-judging forwards the reflector's).
     forward_kinds: frozenset[str] = frozenset()
+    #: Request kinds whose system prompt the user owns and a replay matches on: an SDK
+    #: app's turns (it sets its own), never Claude Code's reflector or planner.
+    owned_system: frozenset[str] = frozenset()
     drift: Drift = field(default_factory=Drift)
     divergences: list[Divergence] = field(default_factory=list)
     #: Every replayed answer with the live request it answered, in serving order: what a
@@ -190,7 +215,7 @@ class CassetteResponder:
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
         self._kinds = [
-            request_kind(i.method, i.endpoint, i.body) for i in self.cassette.interactions
+            request_kind(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions
         ]
         self._waiting: list[tuple[GatewayRequest, Any, float]] = []  # sent, no answer yet
         self._client = (
@@ -205,7 +230,7 @@ class CassetteResponder:
 
     def respond(self, request: GatewayRequest) -> Reply:
         live = self._normalized_body(request, scrub=False)
-        kind = request_kind(request.method, request.endpoint, live)
+        kind = request_kind(request.method, request.endpoint, live, request.role)
         if self.replay and kind not in self.forward_kinds:
             reply = self._replay_from_tape(request, kind, live)
             if reply is None:
@@ -224,7 +249,14 @@ class CassetteResponder:
             return self._stand_in(request, kind, live)
         with self._lock:
             self.divergences.append(
-                Divergence(request, kind, live, self._closest(request, kind, live), self.match)
+                Divergence(
+                    request,
+                    kind,
+                    live,
+                    self._closest(request, kind, live),
+                    self.match,
+                    system=kind in self.owned_system,
+                )
             )
         return _divergence_reply()
 
@@ -240,7 +272,10 @@ class CassetteResponder:
         key = self._keys.get(index)
         if key is None:
             recorded = self.cassette.interactions[index]
-            key = self._keys[index] = match_key(self._kinds[index], recorded.body, self.match)
+            kind = self._kinds[index]
+            key = self._keys[index] = match_key(
+                kind, recorded.body, self.match, system=kind in self.owned_system
+            )
         return key
 
     def _candidates(self, request: GatewayRequest, kind: str) -> Iterator[int]:
@@ -264,7 +299,7 @@ class CassetteResponder:
             hit = next((i for i in candidates if self.cassette.interactions[i].body == live), None)
             exact = hit is not None
             if hit is None and self.match != "strict":
-                key = match_key(kind, live, self.match)
+                key = match_key(kind, live, self.match, system=kind in self.owned_system)
                 hit = next((i for i in candidates if self._key(i) == key), None)
             if hit is None:
                 return None
@@ -272,7 +307,15 @@ class CassetteResponder:
             missing = None if exact else self._tools_not_offered(kind, recorded, live)
             if missing:
                 self.divergences.append(
-                    Divergence(request, kind, live, recorded, self.match, missing)
+                    Divergence(
+                        request,
+                        kind,
+                        live,
+                        recorded,
+                        self.match,
+                        missing,
+                        system=kind in self.owned_system,
+                    )
                 )
                 return _divergence_reply()
             self._played[hit] = True
@@ -438,6 +481,8 @@ class CassetteResponder:
         upstream answered reports that request as a fault.
         """
         assert self._client is not None and self.upstream is not None
+        # The role marker goes on too: a scripted upstream (recording from a script) plays
+        # each role's lane by it, and the API ignores a header it does not know.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
         waiting = (request, live, time.monotonic())

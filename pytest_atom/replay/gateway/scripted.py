@@ -13,7 +13,8 @@ acceptance checks without recording anything. A script lists the agent's turns::
 Each agent turn request (one that offers tools) takes the next turn; side requests
 (session titles, token counts) are answered on the side and never consume one. The
 reflector's sessions take `reflector:` turns (``- verdict: {...}``) and a planner's
-(planner mode) `planner:` turns (``- plan: {steps: [...]}``).
+(planner mode) `planner:` turns (``- plan: {steps: [...]}``): the harness marks each
+request with its role (agents.roles), and an unmarked one is the agent's.
 
 A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
 script can be a stochastic agent: which choice plays is drawn when the script is played
@@ -43,31 +44,9 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.replay.gateway import messages
-from pytest_atom.replay.gateway.server import GatewayRequest, Reply
-
-#: The tool Claude Code adds for `--json-schema`: a request offering it is the reflector's.
-STRUCTURED_OUTPUT = "StructuredOutput"
-#: The title of the planner's answer schema: a structured request with it is the planner's.
-PLAN_TITLE = "pytest-atom plan"
-
-
-def structured_role(body: Any) -> str | None:
-    """Whose session a request offering StructuredOutput is: "planner" when its answer
-    schema is the plan's (titled so, or asking for ``steps`` where a verdict has a
-    ``score``), else "reflector"; None for a request without it."""
-    tools = body.get("tools") if isinstance(body, dict) else None
-    for tool in tools or []:
-        if isinstance(tool, dict) and tool.get("name") == STRUCTURED_OUTPUT:
-            schema = tool.get("input_schema")
-            schema = schema if isinstance(schema, dict) else {}
-            props = schema.get("properties")
-            props = props if isinstance(props, dict) else {}
-            planner = schema.get("title") == PLAN_TITLE or (
-                "steps" in props and "score" not in props
-            )
-            return "planner" if planner else "reflector"
-    return None
+from pytest_atom.replay.gateway.server import CONVERSATION_KINDS, GatewayRequest, Reply
 
 
 class ScriptError(Exception):
@@ -333,8 +312,9 @@ class ScriptedResponder:
         body = request.json if isinstance(request.json, dict) else {}
         if request.kind == "count_tokens":
             return Reply.json({"input_tokens": messages.estimate_tokens(request.body)})
-        if request.kind == "turn":
-            lane = structured_role(body) or "turns"
+        kind = request.kind
+        if kind in CONVERSATION_KINDS:  # the harness marks whose session it is
+            lane = "turns" if kind == "turn" else kind
             script_turns = getattr(self.script, lane)
             with self._lock:
                 index = self._next[lane]

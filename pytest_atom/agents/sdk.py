@@ -1,0 +1,240 @@
+"""A Claude Agent SDK app as an `Agent`: ``agent: {sdk: "package.module:function"}``.
+
+The app's function builds its own agent with ``claude-agent-sdk`` (`query()` or
+`ClaudeSDKClient`, its own system prompt, tools and in-process MCP tools) and runs it on the
+prompt. It runs in a child process (``python -m pytest_atom.agents.sdk_host``), so the SDK's
+event loop and imports stay out of pytest, with the same environment a Claude Code agent
+gets: the gateway, the run's own config folder, the role marker.
+
+Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
+the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
+the session, and the settings file that carries the sandbox and the isolation
+(`core.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
+through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
+and checks, traces and reports read the same records.
+
+One call is one run of the app: it loops on its own, so `loops` is False and the harness
+runs it once per attempt; a refine attempt runs it again with the reviewer's feedback as
+its prompt, continuing the same session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.protocol import StructuredSessionError
+from pytest_atom.agents.roles import Role
+from pytest_atom.core.claude_code import claude_version
+from pytest_atom.core.processes import kill_process_tree
+from pytest_atom.core.runner import ClaudeRunner, IterationRecord
+from pytest_atom.core.sandbox import FILE_EDIT_TOOLS
+from pytest_atom.events import Event, decode
+
+#: The module the child runs (`python -m`).
+HOST_MODULE = "pytest_atom.agents.sdk_host"
+_POLL = 0.05  # seconds between looks at the growing log
+
+
+class SdkAgent:
+    """The executor of a spec whose `agent:` is an SDK app; built by `agents.factory`.
+
+    `runner` is the CLI agent the app stands in for: its environment, options, model,
+    confinement, budget and session bookkeeping are the app's too, so an SDK spec is
+    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
+    """
+
+    role: Role = "executor"
+    loops = False
+
+    def __init__(self, target: str, runner: ClaudeRunner, import_paths: Sequence[Path]) -> None:
+        self.target = target
+        self.runner = runner
+        self.import_paths = [str(p) for p in import_paths]
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.runner.env
+
+    def version(self) -> str:
+        return claude_version(self.runner.binary)
+
+    def parse(self, raw: Mapping[str, Any]) -> list[Event]:
+        return self.runner.parse(raw)
+
+    def continue_session(self, session_id: str, conversation_dir: Path) -> None:
+        self.runner.move_session(session_id, conversation_dir)
+
+    def structured(
+        self, prompt: str, conversation_dir: Path, *, session_id: str, timeout: float | None
+    ) -> tuple[Any, IterationRecord]:
+        raise StructuredSessionError(
+            "an SDK app is an executor; the reflector and planner are Claude Code sessions"
+        )
+
+    def run(
+        self,
+        prompt: str,
+        conversation_dir: Path,
+        *,
+        session_id: str | None = None,
+        use_context: bool = True,
+        timeout: float | None = None,
+    ) -> IterationRecord:
+        cwd = conversation_dir.resolve()
+        work = self._work_dir()
+        log = work / f"{uuid.uuid4().hex}.jsonl"
+        request = work / f"{log.stem}.json"
+        request.write_text(json.dumps(self.request(prompt, cwd, session_id, use_context, log)))
+        started = time.perf_counter()
+        with subprocess.Popen(
+            [sys.executable, "-m", HOST_MODULE, str(request)],
+            cwd=cwd,
+            env=self.runner.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,  # its own process group: a timeout kills the app and CLI
+        ) as proc:
+            record = self._follow(proc, log, timeout)
+        record.duration = time.perf_counter() - started
+        for leftover in (log, request, log.with_suffix(".sh")):
+            leftover.unlink(missing_ok=True)  # the log's text is the record's stdout now
+        with contextlib.suppress(OSError):
+            work.rmdir()  # unless another call is under way
+        return record
+
+    def request(
+        self, prompt: str, cwd: Path, session_id: str | None, use_context: bool, log: Path
+    ) -> dict[str, Any]:
+        """What the child needs: the app, the prompt and the harness's options."""
+        options = self.runner.options
+        session = self.runner.session_args(session_id, use_context)
+        confinement = self.runner.confinement
+        allowed = list(options.allowed_tools)
+        args: list[str] = []
+        scopes: dict[str, list[str]] = {}
+        if confinement is not None:
+            allowed = confinement.allowed_tools(allowed, cwd)
+            args = confinement.prepare(cwd, options.allowed_tools, options)
+            scopes = {t: confinement.allowed_tools([t], cwd) for t in sorted(FILE_EDIT_TOOLS)}
+        return {
+            "target": self.target,
+            "import_paths": self.import_paths,
+            "prompt": prompt,
+            "cli_path": str(self._shim(log)),
+            "options": {
+                "cwd": str(cwd),
+                "permission_mode": options.permission_mode,
+                "allowed_tools": allowed,
+                "model": self.runner.model,
+                **_session_options(session),
+            },
+            "cli_args": [*args, *options.args],
+            "file_tool_scopes": scopes,
+        }
+
+    def _shim(self, log: Path) -> Path:
+        """The CLI the app is pointed at: the pinned one, its stdout copied to `log`."""
+        shim = log.with_suffix(".sh")
+        shim.write_text(
+            f'#!/bin/bash\nset -o pipefail\n"{self.runner.binary}" "$@" | tee -a "{log}"\n',
+            encoding="utf-8",
+        )
+        shim.chmod(0o700)
+        return shim
+
+    def _work_dir(self) -> Path:
+        """Scratch files of a call, in the run's CLI config folder (scrubbed after a run)."""
+        env = self.runner.env or {}
+        base = Path(env["CLAUDE_CONFIG_DIR"]) if "CLAUDE_CONFIG_DIR" in env else None
+        folder = base / "atom-sdk" if base else Path(tempfile.mkdtemp(prefix="atom-sdk-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def _follow(
+        self, proc: subprocess.Popen[str], log: Path, timeout: float | None
+    ) -> IterationRecord:
+        """Parse the log as it grows until the app ends; stop it at the timeout or a limit."""
+        assert proc.stdout is not None
+        output: list[str] = []
+        reader = threading.Thread(target=lambda: output.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        record = IterationRecord(returncode=0)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        lines: list[str] = []
+        partial, offset = "", 0
+        try:
+            while True:
+                done = proc.poll() is not None
+                if log.exists():
+                    with log.open(encoding="utf-8", errors="replace") as handle:
+                        handle.seek(offset)
+                        chunk = handle.read()
+                        offset = handle.tell()
+                    *complete, partial = (partial + chunk).split("\n")
+                    for line in complete:
+                        lines.append(line + "\n")
+                        if self._event(record, line, proc):
+                            done = True
+                            break
+                if done:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    kill_process_tree(proc)
+                    record.timed_out = record.is_error = True
+                    break
+                time.sleep(_POLL)
+            proc.wait()
+        except BaseException:
+            kill_process_tree(proc)
+            raise
+        finally:
+            reader.join(timeout=5)
+        record.returncode = proc.returncode
+        record.stdout = "".join(lines)
+        record.stderr = "".join(output)
+        if record.timed_out:
+            record.stderr += (
+                f"\npytest-atom: the SDK app timed out after {timeout:g}s and was killed"
+            )
+        return record
+
+    def _event(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
+        """Fold one log line; True when it crossed a limit (the app is stopped)."""
+        raw = decode(line)
+        if raw is None:
+            return False
+        parsed = self.parse(raw)
+        for event in parsed:
+            record.apply(event)
+        if self.runner.on_event:
+            self.runner.on_event(raw)
+        budget = self.runner.budget
+        if budget is not None and (crossed := budget.observe(parsed)):
+            record.limit_exceeded = crossed
+            record.is_error = True
+            kill_process_tree(proc)
+            return True
+        return False
+
+
+def _session_options(args: Sequence[str]) -> dict[str, Any]:
+    """ClaudeRunner's session arguments as ClaudeAgentOptions fields."""
+    if len(args) == 2 and args[0] == "--resume":
+        return {"resume": args[1]}
+    if len(args) == 2 and args[0] == "--session-id":
+        return {"session_id": args[1]}
+    return {"continue_conversation": True} if args == ["-c"] else {}
