@@ -42,6 +42,14 @@ def pytest_atom_verdict(spec, verdict, result):
 """
 
 
+def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
+    """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
+    from pytest_atom.outcome import Outcome
+    from pytest_atom.reports.rows import SummaryRow
+
+    return SummaryRow.of(nodeid, props, Outcome.of_label(label))
+
+
 def drop_step_fixtures(specs: Path) -> None:
     """Remove the multi-step fixtures (spec, script, cassettes) from a copy of fixtures/specs."""
     import shutil

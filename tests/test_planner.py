@@ -28,6 +28,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.scripted import Script, ScriptError, structured_role
 from pytest_atom.replay.recording import cassette_path, staleness
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
@@ -354,7 +355,7 @@ def test_a_failed_plan_shows_in_the_report_trace_and_summary(tmp_path: Path) -> 
     assert "    plan_accept failed: has_step 'deploy': no step id matches" in report
     props = result_properties(result)
     assert props["atom_plan_passed"] is False
-    table = summary_table([("s.atom.yaml::s", "failed", props)])
+    table = summary_table([SummaryRow.of("s.atom.yaml::s", props)])
     assert "failed: plan" in table[1]
     assert table[-1].startswith("s.atom.yaml::s: plan: research, implement, test_greet - FAILED")
     trace = build_trace(result)
@@ -403,7 +404,7 @@ def test_a_failed_replan_fails_the_spec_and_shows_under_its_rollback(tmp_path: P
     props = result_properties(result)
     assert props["atom_plan_passed"] is False
     assert props["atom_plan"].endswith("(re-planned after 1 rollback)")
-    assert "failed: plan" in summary_table([("s.atom.yaml::s", "failed", props)])[1]
+    assert "failed: plan" in summary_table([SummaryRow.of("s.atom.yaml::s", props)])[1]
     trace = build_trace(result)
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
     assert [(c["step_id"], c["state"]) for c in trace["children"]] == [

@@ -20,6 +20,7 @@ from pytest_atom.core.runtime import RunOutcome
 from pytest_atom.execution import HarnessError, run_spec
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
@@ -246,7 +247,7 @@ def test_the_failure_report_shows_each_step_and_the_rollback(tmp_path: Path) -> 
     props = result_properties(result)
     assert props["atom_steps"] == "steps 2/3" and props["atom_rollbacks"] == 1
     assert props["atom_step_scaffold"] == "committed after a01"
-    [_, row] = summary_table([("s.atom.yaml::three", "failed", props)])
+    [_, row] = summary_table([SummaryRow.of("s.atom.yaml::three", props)])
     assert "failed: steps 2/3" in row
 
 
