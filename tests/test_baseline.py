@@ -250,8 +250,12 @@ def test_save_then_compare_over_the_shipped_fixtures(pytester: pytest.Pytester) 
     create.update(turns=turns - 1, cost_usd=cost / 2)
     lower["specs"]["specs/misses_goal.atom.yaml::misses-goal"]["score"] = 0.5
     (pytester.path / "lower.json").write_text(json.dumps(lower))
-    worse = pytester.runpytest("--atom", "specs", "--atom-baseline", "lower.json")
+    worse = pytester.runpytest(
+        "--atom", "specs", "--atom-baseline", "lower.json", "--atom-html", "report.html"
+    )
     worse.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the run fails
+    page = (pytester.path / "report.html").read_text()  # the HTML report's column fills in
+    assert '<span class="delta">baseline regression</span><span class="delta">turns +1' in page
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(
         [
