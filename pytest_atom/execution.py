@@ -25,7 +25,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from pytest_atom.replay.recording import (
 )
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.result import Attempt, SpecResult
+from pytest_atom.retention import run_name
 from pytest_atom.settings import RunSettings
 from pytest_atom.setup_commands import run_setup
 from pytest_atom.spec import EnvError, Spec, expand_env
@@ -86,8 +86,7 @@ def session_id_for(spec: Spec, role: str = "executor") -> str:
 
 
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    run_dir = runs_dir / f"{spec.name}-{stamp}-{uuid.uuid4().hex[:6]}"
+    run_dir = runs_dir / run_name(spec.name)
     run_dir.mkdir(parents=True)
     return run_dir
 

@@ -27,7 +27,6 @@ the spec before any step runs.
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,17 +37,16 @@ from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
+from pytest_atom.retention import parse_run_name
 from pytest_atom.spec import Spec, Step, steps_prompt
-
-_RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
 def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
     """`folder` when it is a run of `spec` (its name is the spec's, then time and id);
     None when it is another spec's, which then runs afresh."""
     folder = folder.resolve()
-    match = _RUN_NAME.search(folder.name)
-    if match is None or folder.name[: match.start()] != spec.name:
+    parsed = parse_run_name(folder.name)
+    if parsed is None or parsed[0] != spec.name:
         return None
     if spec.request is not None:
         raise HarnessError(
