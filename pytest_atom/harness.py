@@ -23,7 +23,6 @@ import pluggy
 
 from pytest_atom import hooks
 from pytest_atom.config import AtomConfig, load_config
-from pytest_atom.execution import run_spec
 from pytest_atom.judge.checks import CheckRegistry, default_registry
 from pytest_atom.pytest_ini import find_ini, project_root
 from pytest_atom.reports.baseline import BaselineGate
@@ -32,6 +31,7 @@ from pytest_atom.result import SpecResult
 from pytest_atom.retention import prune_runs
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import Spec
+from pytest_atom.spec_run import run_spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any

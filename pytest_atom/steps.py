@@ -1,7 +1,7 @@
 """Multi-step specs: seed 002's steps, each staged, judged and committed in turn.
 
 A spec with ``steps:`` runs them in order, behind the one gateway of its run. Each step
-is an ordinary attempt loop (execution's `_Run`) whose folders live under its own root::
+is an ordinary attempt loop (`execution.AttemptLoop`) whose folders live under its own root::
 
     .atom/runs/<spec>-<time>-<id>/
         steps/<id>/attempts/a01/   the step's attempts; step N's a01 starts from step N-1's
@@ -31,7 +31,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
+from pytest_atom.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
 from pytest_atom.files import copy_ignore
 from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
@@ -72,8 +72,8 @@ def committed_dir(run_dir: Path, step_id: str) -> Path:
 
 
 @dataclass
-class StepsRun(_Run):
-    """A multi-step spec's run: one `_Run` per step run, rollbacks between them."""
+class StepsRun(AttemptLoop):
+    """A multi-step spec's run: one `AttemptLoop` per step run, rollbacks between them."""
 
     results: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
@@ -236,9 +236,11 @@ class StepsRun(_Run):
     def _normalize_steps(self, source: ModelSource) -> None:
         """The planned steps' attempt folders, as the CLI names them, become placeholders."""
         if source.tape is not None:
-            source.tape.normalizer.add_paths(_volatile_paths(self.run_dir, self.spec))
+            source.tape.normalizer.add_paths(volatile_paths(self.run_dir, self.spec))
 
-    def _step_run(self, step: Step, index: int, result: StepResult, report: str | None) -> _Run:
+    def _step_run(
+        self, step: Step, index: int, result: StepResult, report: str | None
+    ) -> AttemptLoop:
         """The attempt loop of one run of `step`, starting from the previous step's work.
 
         A fresh session's task holds the rollback's failure report (`report`), if any; a
@@ -249,7 +251,7 @@ class StepsRun(_Run):
         fresh = self.spec.session == "fresh"
         start = self._start_folder(index)
         spec = step_spec(self.spec, step, index, start, report if fresh else None, bool(self.plan))
-        return _Run(
+        return AttemptLoop(
             spec,
             self.run_dir,
             self.prompts,
@@ -323,7 +325,9 @@ class StepsRun(_Run):
                     prints[str(path)] = (stat.st_size, stat.st_mtime_ns)
         return prints
 
-    def _check_confined(self, step: Step, before: dict[str, tuple[int, int]], run: _Run) -> None:
+    def _check_confined(
+        self, step: Step, before: dict[str, tuple[int, int]], run: AttemptLoop
+    ) -> None:
         """Seed 002's executor contract where no sandbox enforces it (`sandbox: false`):
         checked after the fact, a write outside the step's attempt folder fails the step."""
         after = self._outside(step)
@@ -389,7 +393,7 @@ class StepsRun(_Run):
         self.emit("rollback", step=steps[index].id, target=steps[target].id)
         return target
 
-    def _add_usage(self, run: _Run) -> None:
+    def _add_usage(self, run: AttemptLoop) -> None:
         """The spec's usage sums its steps' (each step has its own budget)."""
         total, used = self.budget.usage, run.budget.usage
         total.turns += used.turns

@@ -227,8 +227,8 @@ def record_through_upstream(
 ) -> tuple[Any, Any]:
     """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
     (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
-    from pytest_atom.execution import run_spec
     from pytest_atom.settings import RunSettings
+    from pytest_atom.spec_run import run_spec
     from tests.upstream import RealisticUpstream
 
     with RealisticUpstream(conversations) as upstream:

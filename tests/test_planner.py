@@ -15,7 +15,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.execution import HarnessError, _volatile_paths, run_spec
+from pytest_atom.execution import HarnessError, volatile_paths
 from pytest_atom.paths import cli_slug
 from pytest_atom.planner import (
     PLAN_SCHEMA,
@@ -34,6 +34,7 @@ from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir
 from tests.conftest import REPO, ShippedRun
 
@@ -322,7 +323,7 @@ def test_a_step_id_with_an_underscore_is_normalized_as_the_cli_spells_it(
     """The CLI's slug of `steps/test_first/attempts/a01` has `test-first`: a run folder
     name left in a cassette otherwise (`atom cassette check` flags it)."""
     spec = load_spec(write(tmp_path, "steps:\n  - {id: test_first, prompt: p}\n"))
-    paths = _volatile_paths(tmp_path, spec)
+    paths = volatile_paths(tmp_path, spec)
     name = "steps-test-first-attempts-a01"
     assert paths[f"{cli_slug(tmp_path.resolve())}-{name}"] == f"<RUN_DIR_SLUG>-{name}"
 

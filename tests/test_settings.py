@@ -123,9 +123,8 @@ def test_a_bad_gate_names_its_place_and_the_fix(name: str, value: object, fix: s
 
 def test_atom_run_offers_every_option_pytest_atom_does() -> None:
     """``pytest --atom --atom-X`` and ``atom run --X`` are the same settings."""
-    from _pytest.config.argparsing import Parser
-
     import click
+    from _pytest.config.argparsing import Parser
 
     from atom_cli.run_cmd import run
     from pytest_atom import plugin

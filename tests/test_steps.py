@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from atom_cli.main import main
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.execution import HarnessError, run_spec
+from pytest_atom.execution import HarnessError
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow
@@ -26,6 +26,7 @@ from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.conftest import REPO, ShippedRun, bash
 
