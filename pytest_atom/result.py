@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.limits import Limits, Usage
+from pytest_atom.modes import SourceKind
 from pytest_atom.outcome import Decision, Outcome, decide
 from pytest_atom.usage import ROLES, RoleUsage
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from pytest_atom.judge.checks import CheckResult
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.replay.gateway import Exchange
-    from pytest_atom.replay.recording import SourceKind
     from pytest_atom.spec import Spec, Step
 
 
@@ -120,6 +120,8 @@ class SpecResult:
 
     spec: Spec
     run_dir: Path
+    #: Every attempt, in the order they ran: a multi-step spec's of every step, and
+    #: `final` is the last one (`final_attempts`: those of its step).
     attempts: list[Attempt]
     duration: float
     threshold: float
@@ -145,8 +147,7 @@ class SpecResult:
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: str | None = None
-    #: A multi-step spec's steps, in spec order (`attempts` are then the last run step's),
-    #: and the rollbacks its reflectors asked for, in the order they happened.
+    #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
@@ -160,6 +161,16 @@ class SpecResult:
     @property
     def final(self) -> Attempt:
         return self.attempts[-1]
+
+    @property
+    def final_attempts(self) -> list[Attempt]:
+        """The attempts of the prompt the final attempt answered: a multi-step spec's last
+        step run (all its runs), else every attempt. The report's verdict counts these."""
+        if not self.steps or not self.attempts:
+            return self.attempts
+        final = self.final
+        step = next((s for s in self.all_steps if any(a is final for a in s.attempts)), None)
+        return step.attempts if step is not None else self.attempts
 
     @property
     def outcome(self) -> Outcome:

@@ -124,7 +124,7 @@ class StepsRun(AttemptLoop):
             if before is not None:
                 self._check_confined(step, before, run)
             result.attempts += run.attempts
-            self.attempts = run.attempts  # the report's "attempts": the last step run's
+            self.attempts += run.attempts  # every attempt, in the order they ran
             self.setup_output = run.setup_output or self.setup_output  # the first step's
             self._add_usage(run)
             if run.harness_error is not None:

@@ -140,3 +140,28 @@ def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
     inside = pytester.runpytest("--atom", "-p", "no:cacheprovider")
     outside = CliRunner().invoke(main, ["run", "create_file.atom.yaml", "misses_goal.atom.yaml"])
     assert outside.exit_code == inside.ret == 0, outside.output
+
+
+def test_results_are_data_that_import_no_machinery() -> None:
+    """`result` and `outcome` load nothing that runs (runner, judge, gateway, recording):
+    a report, a script or another process reads results without starting any of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_atom.result, pytest_atom.reports.rows\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_atom'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert set(loaded) == {
+        "pytest_atom",
+        "pytest_atom.limits",
+        "pytest_atom.modes",
+        "pytest_atom.outcome",
+        "pytest_atom.reports",
+        "pytest_atom.reports.rows",
+        "pytest_atom.result",
+        "pytest_atom.usage",
+    }

@@ -342,7 +342,8 @@ def test_a_failing_second_step_fails_the_spec_from_the_first_ones_work(
     assert first.passed and not second.passed and second.decision == "fail"
     assert (result.run_dir / "steps/second/attempts/a01/a.txt").exists()  # from first's commit
     assert not (result.run_dir / "committed").exists()
-    assert result.attempts == second.attempts and result.iterations == 2
+    assert result.final_attempts == second.attempts and result.iterations == 2
+    assert result.attempts == first.attempts + second.attempts  # every attempt, as they ran
     assert [c.passed for c in result.checks] == [False, True]
     # fresh sessions: one conversation per step, each told its step id
     sessions = {r.session_id for a in result.all_attempts for r in a.records}

@@ -64,7 +64,8 @@ def agent_line(result: SpecResult) -> str:
 
 def verdict_line(result: SpecResult) -> str:
     """Decision, score and why: the first thing a person reads about a failed spec."""
-    attempts = f"{len(result.attempts)} attempt{'s' * (len(result.attempts) != 1)}"
+    tried = len(result.final_attempts)
+    attempts = f"{tried} attempt{'s' * (tried != 1)}"
     verdict = result.verdict
     if verdict is None:
         why = (
@@ -323,9 +324,10 @@ def _call_target(tool_input: Any) -> str:
 
 
 def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
-    """The agent's tool calls that failed or were refused: (attempt, call, line)."""
+    """The agent's tool calls that failed or were refused, in the attempts the report is
+    about (a multi-step spec: the last step run's): (attempt, call, line)."""
     found = []
-    for attempt in result.attempts:
+    for attempt in result.final_attempts:
         for record in attempt.records:
             denied = {d.tool_use_id: d.reason for d in permission_denials(record.stdout)}
             for call in record.tool_calls:
@@ -342,7 +344,7 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
     if not problems:
         return []
     lines = [f"  tool calls that failed or were refused: {len(problems)}"]
-    several = len(result.attempts) > 1
+    several = len(result.final_attempts) > 1
     for number, _, line in problems[:_TOOL_PROBLEMS_SHOWN]:
         lines.append(f"    {f'a{number:02d} ' if several else ''}{line}")
     if len(problems) > _TOOL_PROBLEMS_SHOWN:
@@ -355,7 +357,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
     return {
         "atom_decision": result.decision,
         "atom_score": "" if result.score is None else result.score,
-        "atom_attempts": len(result.attempts),
+        "atom_attempts": len(result.attempts),  # every attempt: of every step too
         "atom_iterations": result.iterations,
         "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
