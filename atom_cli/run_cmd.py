@@ -320,7 +320,7 @@ def run(
             html,
             runs_dir=harness.runs_dir,
         )
-        console.print(f"HTML report: {escape(str(html))}")
+        console.print(f"HTML report: {escape(display_path(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:

@@ -89,6 +89,7 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     assert build_trace(passing)["invocation_id"] == trace["invocation_id"]  # stable per run
     assert trace["implementation_kind"] == "claude_code"
     assert trace["state"] == "succeeded" and trace["errors"] == []
+    assert trace["atom"]["outcome"] == {"label": "passed", "why": "score 0.9 (passes above 0.8)"}
     assert trace["output_shape"] == {"valid": True, "schema_ref": "reflector.verdict", "errors": []}
     assert trace["effective_limits"] == {
         "max_iterations": 3,
