@@ -486,7 +486,7 @@ class AtomItem(pytest.Function):
 def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
     """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on):
     which step failed shows at a glance; the failure report still tells the whole story."""
-    if not result.steps or result.divergences or result.harness_error or result.spec.xfail:
+    if not result.steps or result.outcome.error is not None or result.spec.xfail:
         # The machinery failed, not a step, and the item's own failure says so; an xfail
         # spec's expected failure is the whole spec's, not a step's.
         return
