@@ -162,7 +162,7 @@ class AtomSession:
             self.baseline = self.harness.baseline_gate()
         except BaselineError as exc:
             raise pytest.UsageError(f"--atom-baseline: {exc}") from None
-        self.compared = False  # the whole run compared with the baseline yet
+        self.compared = self.regressed = False  # the whole run against the baseline, once
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
 
