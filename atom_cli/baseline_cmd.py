@@ -62,7 +62,7 @@ def save(path: Path | None, results: Path | None, replace: bool) -> None:
     except BaselineError as exc:
         raise click.ClickException(f"{exc}; or overwrite it with --replace") from None
     document = build_baseline(rows, keep=earlier)
-    ran = len(document["specs"]) - len(set(earlier) - {spec_key(r[0]) for r in rows})
+    ran = len(document["specs"]) - len(set(earlier) - {spec_key(r.nodeid) for r in rows})
     kept = len(document["specs"]) - ran
     dump_baseline(document, target)
     also = f", kept {kept} that did not run (--replace drops them)" if kept else ""

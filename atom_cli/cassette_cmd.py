@@ -408,7 +408,7 @@ def refresh(specs: tuple[Path, ...]) -> None:
         click.echo(f"{spec.name}: refreshed {display_path(result.cassette)}")
         if result.drift:
             click.echo(f"  {result.drift}")
-        if not result.passed and not spec.xfail:
+        if not result.outcome.ok:
             click.echo(f"  note: the spec fails with this Claude Code:\n{result.report()}")
     sys.exit(1 if refused else 0)
 

@@ -22,13 +22,16 @@ from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest_ini import pytest_rootdir
+from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key, summary_lines
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
+    pass_rate_lines,
+    pass_rates,
     result_properties,
     sandbox_warning_lines,
     summary_table,
     tool_problem,
-    upstream_error,
 )
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.result import SpecResult
@@ -184,6 +187,21 @@ class Progress:
     help="write one self-contained HTML report here (`atom view` opens the last one).",
 )
 @click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="compare the run with a baseline (atom baseline save): a regression in outcome, "
+    "score, turns, tokens or cost beyond its tolerance fails the run (exit 1).",
+)
+@click.option(
+    "--min-pass-rate",
+    type=click.FloatRange(0, 1),
+    default=None,
+    metavar="R",
+    help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
+    "repeats, and succeeds otherwise even if some repeats failed.",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=None,
@@ -246,6 +264,8 @@ def run(
     upstream: str | None,
     report_dir: Path | None,
     html: Path | None,
+    baseline: Path | None,
+    min_pass_rate: float | None,
     repeat: int | None,
     seed: int | None,
     arms: str | None,
@@ -258,8 +278,10 @@ def run(
 ) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
-    Exit status: 0 when every spec passed, 1 when any failed, 2 for usage or harness errors
-    and for recordings that failed on their upstream, 130 when interrupted (Ctrl-C).
+    Exit status: 0 when every spec passed (an xfail spec's expected failure passes), 1 when
+    any failed (or regressed against --baseline, or fell below --min-pass-rate), 2 for usage
+    or harness errors and for recordings that failed on their upstream, 130 when
+    interrupted (Ctrl-C).
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     files = spec_files(specs)
@@ -276,8 +298,18 @@ def run(
         "seed": seed,
         "arms": arms,
         "resume": resume.resolve() if resume else None,
+        # From here, as pytest's --atom-report, --atom-html and --atom-baseline are.
+        "report": report_dir.resolve() if report_dir else None,
+        "html": html.resolve() if html else None,
+        "baseline": baseline.resolve() if baseline else None,
+        "min_pass_rate": min_pass_rate,
     }
-    harness = _harness(options, config_path, files, report_dir)
+    harness = _harness(options, config_path, files)
+    try:
+        gate = harness.baseline_gate()
+    except BaselineError as err:
+        raise ContentError(str(err)) from None
+    html = harness.html
     console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     try:
@@ -291,24 +323,39 @@ def run(
         _interrupted(console, stop, harness)
         sys.exit(130)  # as a shell reports SIGINT: never 1, which means a spec failed
     harness.finish()
-    rows = _summary_rows(results)
+    rows = _summary_rows(results, gate)
+    regressed = gate is not None and gate.finish(rows)
     for line in summary_table(rows):
         console.print(escape(line))
     if html and views is not None:
+        deltas = gate.deltas() if gate is not None else {}
         write_html(
-            [report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)],
+            [
+                report_row(
+                    row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid))
+                )
+                for row, view in zip(rows, views, strict=True)
+            ],
             html,
             runs_dir=harness.runs_dir,
         )
-        console.print(f"HTML report: {escape(str(html))}")
+        console.print(f"HTML report: {escape(display_path(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
+    if gate is not None:
+        for line in summary_lines(gate.comparisons):
+            style = "red" if line.startswith("baseline regression") else "default"
+            console.print(f"[{style}]{escape(line)}[/]")
+    min_rate = harness.settings.min_pass_rate
+    if harness.settings.repeat > 1 or min_rate is not None:
+        for line in pass_rate_lines(pass_rates(rows), min_rate):
+            console.print(escape(line))
     if as_json:
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
     _print_notes(console, results)
-    sys.exit(_exit_status(results))
+    sys.exit(exit_status(rows, min_pass_rate=min_rate, regressed=regressed))
 
 
 def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) -> None:
@@ -325,9 +372,7 @@ def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) ->
         console.print(f"[yellow]{escape(line)}[/]")
 
 
-def _harness(
-    options: dict[str, Any], config_path: Path | None, files: list[Path], report_dir: Path | None
-) -> Harness:
+def _harness(options: dict[str, Any], config_path: Path | None, files: list[Path]) -> Harness:
     """The harness for these options, unset ones resolved like pytest's (ini, config file);
     a config or setting that cannot be used is the file's fault, not the command line's.
     """
@@ -336,27 +381,26 @@ def _harness(
             options,
             config_path=config_path,
             spec_dirs={file.parent for file in files},
-            report_dir=report_dir,
         )
     except (ConfigError, SettingsError) as err:
         raise ContentError(str(err)) from None
 
 
 def _summary_rows(
-    results: list[tuple[SpecResult, int | None]],
-) -> list[tuple[str, str, dict[str, Any]]]:
-    """(node id, outcome, properties) per result, the rows pytest's summary would show,
-    with pytest's node ids (from its rootdir); a repeated run is told apart by `[rN]`.
-    """
+    results: list[tuple[SpecResult, int | None]], gate: BaselineGate | None
+) -> list[SummaryRow]:
+    """The rows pytest's summary would show, with pytest's node ids (from its rootdir); a
+    repeated run is told apart by `[rN]`. With a baseline, each run's deltas join its
+    figures, as they join a pytest item's properties."""
     rootdir = pytest_rootdir()
-    return [
-        (
-            node_id(r.spec.path, r.spec.name, rootdir) + (f"[r{n}]" if n else ""),
-            "passed" if r.passed else "failed",
-            result_properties(r),
-        )
-        for r, n in results
-    ]
+    rows = []
+    for r, n in results:
+        nodeid = node_id(r.spec.path, r.spec.name, rootdir) + (f"[r{n}]" if n else "")
+        props = result_properties(r)
+        if gate is not None:
+            props.update(gate.item_properties(nodeid, props, own=r.spec.baseline_tolerance))
+        rows.append(SummaryRow.of(nodeid, props, r.outcome))
+    return rows
 
 
 def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]]) -> None:
@@ -367,10 +411,19 @@ def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]])
                 console.print(escape(f"{label}: {r.spec.name}: {text}"))
 
 
-def _exit_status(results: list[tuple[SpecResult, int | None]]) -> int:
-    """2 when the machinery failed (harness, replay, or an upstream that never answered),
-    so CI tells a broken setup from a failing spec; else 1 if any spec failed, else 0.
+def exit_status(
+    rows: list[SummaryRow], *, min_pass_rate: float | None = None, regressed: bool = False
+) -> int:
+    """Each run's `Outcome.exit_status`, worst first: 2 when the machinery failed (harness,
+    replay, or an upstream that never answered), so CI tells a broken setup from a failing
+    spec; else 1 if any spec failed, else 0. A baseline regression fails the run; with a
+    minimum pass rate the rates decide over single failed runs, as in a pytest session.
     """
-    if any(r.harness_error or r.divergences or upstream_error(r) for r, _ in results):
+    status = max((row.outcome.exit_status for row in rows), default=0)
+    if status == 2:
         return 2
-    return 0 if all(r.passed for r, _ in results) else 1
+    if regressed:
+        return 1
+    if min_pass_rate is not None:
+        return 1 if any(r.rate < min_pass_rate for r in pass_rates(rows)) else 0
+    return status

@@ -49,7 +49,7 @@ _EXPORTS = {
     "load_spec": "spec",
     "load_specs": "spec",
     "run_checks": "judge.checks",
-    "run_spec": "execution",
+    "run_spec": "spec_run",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -74,7 +74,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.core.retry import RetryManager
     from pytest_atom.core.runner import ClaudeRunner, IterationRecord
     from pytest_atom.core.runtime import AtomRuntime, RunOutcome
-    from pytest_atom.execution import HarnessError, run_spec
+    from pytest_atom.execution import HarnessError
     from pytest_atom.harness import Harness
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
@@ -91,3 +91,4 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         load_spec,
         load_specs,
     )
+    from pytest_atom.spec_run import run_spec

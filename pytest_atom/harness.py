@@ -23,14 +23,15 @@ import pluggy
 
 from pytest_atom import hooks
 from pytest_atom.config import AtomConfig, load_config
-from pytest_atom.execution import run_spec
 from pytest_atom.judge.checks import CheckRegistry, default_registry
 from pytest_atom.pytest_ini import find_ini, project_root
+from pytest_atom.reports.baseline import BaselineGate
 from pytest_atom.reports.trace import write_report
 from pytest_atom.result import SpecResult
 from pytest_atom.retention import prune_runs
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import Spec
+from pytest_atom.spec_run import run_spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any
@@ -44,13 +45,30 @@ class Harness:
     root: Path  # the project's root: runs and prompts are found from here
     config: AtomConfig
     hook: HookRelay
-    report_dir: Path | None = None
     started: datetime = field(default_factory=datetime.now)
     _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
 
     @property
     def runs_dir(self) -> Path:
         return self.settings.runs_under(self.root)
+
+    @property
+    def report_dir(self) -> Path | None:
+        """Where each run's JSON trace and transcripts go (`report`), if anywhere."""
+        return self.settings.output("report", self.root)
+
+    @property
+    def html(self) -> Path | None:
+        """Where the HTML report of the whole run goes (`html`), if anywhere."""
+        return self.settings.output("html", self.root)
+
+    def baseline_gate(self) -> BaselineGate | None:
+        """The run's comparison with `baseline` (None: none asked for); BaselineError
+        names the file and the fix."""
+        path = self.settings.output("baseline", self.root)
+        if path is None:
+            return None
+        return BaselineGate(path, self.settings.baseline_tolerance)
 
     def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
         """The built-in check kinds plus those the hooks register (`hook`: a narrower
@@ -119,11 +137,10 @@ def build_harness(
     root: Path,
     config: AtomConfig,
     hook: HookRelay,
-    report_dir: Path | None = None,
 ) -> Harness:
     """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
     when none is set."""
-    return Harness(resolve(layers).with_seed(), root, config, hook, report_dir=report_dir)
+    return Harness(resolve(layers).with_seed(), root, config, hook)
 
 
 def host_harness(
@@ -131,7 +148,6 @@ def host_harness(
     *,
     config_path: Path | None = None,
     spec_dirs: Iterable[Path] = (),
-    report_dir: Path | None = None,
 ) -> Harness:
     """The harness outside pytest (`atom run`, `atom validate`): the command's options,
     pytest's ini file and `.atom/config.yaml` of the project's root, and its conftests.
@@ -148,7 +164,6 @@ def host_harness(
         root=root,
         config=config,
         hook=host_hooks(root, spec_dirs),
-        report_dir=report_dir,
     )
 
 

@@ -15,3 +15,7 @@ RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "
 MatchMode = Literal["conversation", "structural", "strict"]
 MATCH_MODES: tuple[MatchMode, ...] = ("conversation", "structural", "strict")
 DEFAULT_MATCH: MatchMode = "conversation"
+
+#: What answered the CLI in a run: a script, a cassette, the upstream while recording, a
+#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded.
+SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]

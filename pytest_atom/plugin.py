@@ -37,16 +37,6 @@ def _setting(name: str) -> Any:
     return parse
 
 
-def _pass_rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a pass rate between 0 and 1, got {text!r}")
-    return value
-
-
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     from pytest_atom import hooks
 
@@ -171,7 +161,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="atom_min_pass_rate",
         default=None,
         metavar="R",
-        type=_pass_rate,
+        type=_setting("min_pass_rate"),
         help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
         "repeats, and succeeds otherwise even if some repeats failed.",
     )
@@ -201,13 +191,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     for name, help_text in _INI_SETTINGS.items():
         parser.addini(f"atom_{name}", help_text, default="")
-    parser.addini("atom_baseline", "default for --atom-baseline (relative to rootdir).", default="")
-    parser.addini(
-        "atom_baseline_tolerance",
-        "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
-        "(a spec's own `baseline: {tolerance: …}` wins).",
-        default="",
-    )
     parser.addini(
         "atom_paths",
         "spec paths collected by `pytest --atom` when none are given.",
@@ -226,6 +209,12 @@ _INI_SETTINGS = {
     "runs_dir": "default for --atom-runs-dir.",
     "keep_runs": "default for --atom-keep-runs.",
     "repeat": "default for --atom-repeat.",
+    "min_pass_rate": "default for --atom-min-pass-rate.",
+    "report": "default for --atom-report (relative to rootdir).",
+    "html": "default for --atom-html (relative to rootdir).",
+    "baseline": "default for --atom-baseline (relative to rootdir).",
+    "baseline_tolerance": "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 "
+    "duration_s=none' (a spec's own `baseline: {tolerance: …}` wins).",
 }
 
 
@@ -244,13 +233,12 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args += [str(p) for p in config.getini("atom_paths")]
     session = AtomSession(config)
     config.pluginmanager.register(session, "atom-session")
-    if config.option.atom_html:
+    html = session.harness.html
+    if html is not None:
         from pytest_atom.reports.html_plugin import HtmlReport  # Jinja2 only when asked for
 
-        html = Path(config.option.atom_html)
-        path = html if html.is_absolute() else config.invocation_params.dir / html
         config.pluginmanager.register(
-            HtmlReport(config, path, session.harness.runs_dir), "atom-html"
+            HtmlReport(config, html, session.harness.runs_dir), "atom-html"
         )
 
 

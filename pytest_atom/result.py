@@ -1,23 +1,28 @@
-"""The typed results of a spec run: its attempts, its verdict, its cost and what broke.
+"""The typed results of a spec run: its attempts, its outcome, its cost and what broke.
 
-Reports, traces, the plugin and the `atom` command read these; nothing here runs anything.
+Reports, traces, the plugin and the `atom` command read these; nothing here runs anything,
+and nothing here imports what runs (the runner, the judge, the gateway, the recording):
+their types are named for type checkers only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_atom.core.runner import IterationRecord
-from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.judge.checks import CheckResult
-from pytest_atom.judge.reflector import Decision, Verdict
 from pytest_atom.limits import Limits, Usage
-from pytest_atom.replay.gateway import Exchange
-from pytest_atom.replay.recording import SourceKind
-from pytest_atom.spec import Spec, Step
+from pytest_atom.modes import SourceKind
+from pytest_atom.outcome import Decision, Outcome, decide
 from pytest_atom.usage import ROLES, RoleUsage
+
+if TYPE_CHECKING:
+    from pytest_atom.core.runner import IterationRecord
+    from pytest_atom.core.runtime import RunOutcome
+    from pytest_atom.judge.checks import CheckResult
+    from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.replay.gateway import Exchange
+    from pytest_atom.spec import Spec, Step
 
 
 @dataclass
@@ -115,6 +120,8 @@ class SpecResult:
 
     spec: Spec
     run_dir: Path
+    #: Every attempt, in the order they ran: a multi-step spec's of every step, and
+    #: `final` is the last one (`final_attempts`: those of its step).
     attempts: list[Attempt]
     duration: float
     threshold: float
@@ -140,8 +147,7 @@ class SpecResult:
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
     limit_exceeded: str | None = None
-    #: A multi-step spec's steps, in spec order (`attempts` are then the last run step's),
-    #: and the rollbacks its reflectors asked for, in the order they happened.
+    #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
@@ -157,15 +163,69 @@ class SpecResult:
         return self.attempts[-1]
 
     @property
-    def passed(self) -> bool:
-        return (
-            self.harness_error is None
-            and not self.divergences
-            and bool(self.attempts)
-            and self.final.decision == "proceed"
-            and all(step.passed for step in self.steps)
-            and all(plan.passed for plan in self.plans)
+    def final_attempts(self) -> list[Attempt]:
+        """The attempts of the prompt the final attempt answered: a multi-step spec's last
+        step run (all its runs), else every attempt. The report's verdict counts these."""
+        if not self.steps or not self.attempts:
+            return self.attempts
+        final = self.final
+        step = next((s for s in self.all_steps if any(a is final for a in s.attempts)), None)
+        return step.attempts if step is not None else self.attempts
+
+    @property
+    def outcome(self) -> Outcome:
+        """Passed, failed or error, and why: what every front end and report reads."""
+        checks = self.checks
+        return decide(
+            attempts=len(self.attempts),
+            decision=self.decision,
+            score=self.score,
+            threshold=self.threshold,
+            completed=self.completed,
+            reason=self.reason,
+            checks_failed=sum(not c.passed for c in checks),
+            checks=len(checks),
+            xfail=self.spec.xfail,
+            divergence=self.divergences[0].partition("\n")[0] if self.divergences else None,
+            harness_error=self.harness_error,
+            upstream=self.upstream_failure,
+            limit_exceeded=self.limit_exceeded,
+            plan_failed=not all(plan.passed for plan in self.plans),
+            steps=self.steps_summary,
+            steps_passed=all(step.passed for step in self.steps),
         )
+
+    @property
+    def passed(self) -> bool:
+        """The agent did the task (whether or not the spec expected it to fail)."""
+        return self.outcome.status == "passed"
+
+    @property
+    def upstream_failure(self) -> str | None:
+        """What broke upstream, in a few words, when that is why a *recording* failed.
+
+        Such a run says nothing about the agent: its outcome is an error, as for any other
+        failure of the machinery around the agent. The gateway's own account comes first
+        (``refused the connection``), then the CLI's (``API 500``).
+        """
+        if self.source != "record" or not self.attempts or self.divergences:
+            return None
+        if (
+            self.decision == "proceed"
+            and all(s.passed for s in self.steps)
+            and all(p.passed for p in self.plans)
+        ):
+            return None  # it got through: whatever the upstream did, it did not stop the run
+        if self.upstream_faults:
+            what = self.upstream_faults[0].split(" ", 4)[-1]  # after "POST /x: upstream <url>"
+            return what.split(" (")[0]
+        records = self.final.all_records
+        if records and records[-1].api_error_status is not None:
+            return f"API {records[-1].api_error_status}"
+        statuses = [r.get("error_status") for rec in records for r in rec.api_retries]
+        if statuses and self.reason in ("timeout", "error"):
+            return f"API {statuses[-1]}" if statuses[-1] is not None else "API unreachable"
+        return None
 
     @property
     def plans(self) -> list[Plan]:

@@ -1,7 +1,7 @@
 """Which run folders to delete, so that `.atom/runs` does not grow with every session.
 
-Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (see
-``execution.new_run_dir``). After a session, the newest ``keep`` folders of each spec
+Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`; the one
+place that spells the format, which resuming a run reads too). After a session, the newest ``keep`` folders of each spec
 stay, and so does every failed run of that session: a failure is what someone will want
 to open. A run folder says itself whether its run passed: a passing run promotes its
 attempt to ``committed/``. ``keep = 0`` keeps every folder.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,10 +22,35 @@ from pathlib import Path
 
 from pytest_atom.settings import DEFAULT_KEEP_RUNS
 
-__all__ = ["DEFAULT_KEEP_RUNS", "RunFolder", "prune_runs", "run_folders", "runs_to_delete"]
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "RunFolder",
+    "parse_run_name",
+    "prune_runs",
+    "run_folders",
+    "run_name",
+    "runs_to_delete",
+]
 
 _STAMP = "%Y%m%d-%H%M%S"
 _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")
+
+
+def run_name(spec: str, started: datetime | None = None) -> str:
+    """A new run folder's name: the spec's, when it started (local time), a random id."""
+    stamp = (started or datetime.now()).strftime(_STAMP)
+    return f"{spec}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def parse_run_name(name: str) -> tuple[str, datetime] | None:
+    """(spec, started) of a name `run_name` gives; None for any other name."""
+    match = _RUN_NAME.match(name)
+    if match is None:
+        return None
+    try:
+        return match["spec"], datetime.strptime(match["stamp"], _STAMP)
+    except ValueError:  # 20261399-…: not a name run_name gives
+        return None
 
 
 @dataclass(frozen=True)
@@ -45,14 +71,10 @@ def run_folders(runs_dir: Path) -> list[RunFolder]:
         return []
     found = []
     for path in runs_dir.iterdir():
-        match = _RUN_NAME.match(path.name)
-        if match is None or path.is_symlink() or not path.is_dir():
+        parsed = parse_run_name(path.name)
+        if parsed is None or path.is_symlink() or not path.is_dir():
             continue
-        try:
-            started = datetime.strptime(match["stamp"], _STAMP)
-        except ValueError:  # 20261399-…: not a name new_run_dir gives
-            continue
-        found.append(RunFolder(path, match["spec"], started))
+        found.append(RunFolder(path, *parsed))
     return sorted(found, key=lambda r: (r.started, r.path.name))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ from pytest_atom.config import ConfigError, load_config
 from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, build_harness, file_layers
 from pytest_atom.interrupted import InterruptedRun
+from pytest_atom.outcome import Outcome
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
+from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, summary_lines, write_results
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
     failure_report,
     pass_rate_lines,
@@ -61,14 +64,22 @@ def pytest_harness(config: pytest.Config) -> Harness:
             root=config.rootpath,
             config=atom_config,
             hook=config.hook,
-            report_dir=Path(config.option.atom_report) if config.option.atom_report else None,
         )
     except SettingsError as err:
         raise pytest.UsageError(str(err)) from None
 
 
+#: Settings naming a file or folder that the command line gives from where pytest ran
+#: (files give them from the project's root).
+_FROM_HERE = ("report", "html", "baseline")
+
+
 def command_line(config: pytest.Config) -> Layer:
     values = {name: getattr(config.option, f"atom_{name}", None) for name in PARSERS}
+    for name in _FROM_HERE:
+        given = values[name]
+        if given:
+            values[name] = config.invocation_params.dir / Path(given).expanduser()
     return Layer("the command line", values, key=lambda name: "--atom-" + name.replace("_", "-"))
 
 
@@ -103,6 +114,14 @@ class ReplayError(Exception):
 
     def __init__(self, result: SpecResult) -> None:
         super().__init__(f"atom spec '{result.spec.name}': replay diverged from its cassette")
+        self.result = result
+
+
+class UpstreamFailed(Exception):
+    """A recording failed on its upstream (the API): never the agent's failure."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}': the recording's upstream failed")
         self.result = result
 
 
@@ -143,9 +162,13 @@ class AtomSession:
         self.harness = pytest_harness(config)
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
         config.option.atom_seed = self.harness.settings.seed
-        self.results: list[tuple[str, str, dict[str, Any]]] = []
+        self.results: list[SummaryRow] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
-        self.baseline = BaselineGate.from_config(config)
+        try:
+            self.baseline = self.harness.baseline_gate()
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--atom-baseline: {exc}") from None
+        self.compared = self.regressed = False  # the whole run against the baseline, once
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
@@ -178,14 +201,9 @@ class AtomSession:
         if type(report).__name__ == "SubtestReport":
             return
         props = dict(report.user_properties)
-        if report.when == "call" and "atom_decision" in props:
-            outcome: str = report.outcome
-            if hasattr(report, "wasxfail"):
-                outcome = "xfailed" if report.skipped else "xpassed"
-            elif props.get("atom_error"):
-                # the harness, the replay or the upstream failed, not the agent
-                outcome = "upstream error" if props["atom_error"] == "upstream" else "error"
-            self.results.append((report.nodeid, outcome, props))
+        outcome = Outcome.from_properties(props) if report.when == "call" else None
+        if outcome is not None:
+            self.results.append(SummaryRow.of(report.nodeid, props, _as_reported(outcome, report)))
         elif report.failed:
             self.other_failures += 1
 
@@ -201,10 +219,10 @@ class AtomSession:
             self.harness.finish()
             if self.results:  # what `atom baseline save` reads
                 write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
-        if controller and self.baseline is not None and self.baseline.finish(self.results):
+        if controller and self.compare():
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
             return
-        gate = self.config.option.atom_min_pass_rate
+        gate = self.harness.settings.min_pass_rate
         if gate is None or not self.results:
             return
         rates = pass_rates(self.results)
@@ -215,6 +233,16 @@ class AtomSession:
 
     def pytest_report_header(self) -> str:
         return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
+
+    def compare(self) -> bool:
+        """The whole run against the baseline, once (the HTML report reads it too); True
+        when something regressed."""
+        if self.baseline is None:
+            return False
+        if not self.compared:
+            self.regressed = self.baseline.finish(self.results)
+            self.compared = True
+        return self.regressed
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = InterruptedRun.of(excinfo.value)
@@ -227,24 +255,22 @@ class AtomSession:
         if not self.results:
             return
         # Collection order, as without -n: xdist reports runs in the order they finish.
-        self.results.sort(key=lambda row: self.order.get(row[0], len(self.order)))
+        self.results.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
         terminalreporter.write_sep("=", "pytest-atom")
         for line in summary_table(self.results):
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
-        for nodeid, _, props in self.results:
-            for key in ("atom_drift", "atom_warnings", "atom_limit_exceeded"):
-                if props.get(key):
-                    label = key.removeprefix("atom_").removesuffix("s")
-                    terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
+        for row in self.results:
+            for label, text in row.notes():
+                terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
         if self.baseline is not None:
             terminalreporter.write_line("")
             for line in summary_lines(self.baseline.comparisons):
                 terminalreporter.write_line(line, red=line.startswith("baseline regression"))
-        gate = self.config.option.atom_min_pass_rate
+        gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
             for line in pass_rate_lines(pass_rates(self.results), gate):
@@ -267,6 +293,17 @@ class AtomSession:
             if is_case_file(file_path):
                 return EvalCaseFile.from_parent(parent, path=file_path)
         return None
+
+
+def _as_reported(outcome: Outcome, report: pytest.TestReport) -> Outcome:
+    """The spec's outcome as pytest reported its item: pytest has the last word where it
+    adds to the run (a syrupy snapshot, an xfail mark from outside the spec)."""
+    if report.failed and outcome.ok:
+        first = report.longreprtext.strip().splitlines()
+        return outcome.failed_by_pytest(first[0] if first else "failed in pytest")
+    if hasattr(report, "wasxfail") and outcome.xfail is None and outcome.status != "error":
+        return replace(outcome, xfail=str(report.wasxfail))
+    return outcome
 
 
 def _session(config: pytest.Config) -> AtomSession:
@@ -438,31 +475,32 @@ class AtomItem(pytest.Function):
                 f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
             )
         self.result = result
+        outcome = result.outcome
         record_result(self, result)
         baseline = _session(self.config).baseline
         if baseline is not None:
             self.user_properties += baseline.item_properties(
-                self.nodeid,
-                dict(self.user_properties),
-                passed=result.passed,
-                xfail=bool(self.spec.xfail),
-                own=self.spec.baseline_tolerance,
+                self.nodeid, dict(self.user_properties), own=self.spec.baseline_tolerance
             )
         _report_steps(request, result)
-        self._judge(result, snapshot)
+        self._conclude(outcome, result, snapshot)
 
-    def _judge(self, result: SpecResult, snapshot: Any) -> None:
-        if result.harness_error:
+    def _conclude(self, outcome: Outcome, result: SpecResult, snapshot: Any) -> None:
+        """The run's outcome as pytest's: a failure is the item's exception (pytest's xfail
+        mark, on `SpecFailed` only, turns an expected one into xfailed)."""
+        if outcome.error == "replay":
+            raise ReplayError(result)  # never the expected failure of an xfail spec
+        if outcome.error == "upstream":
+            raise UpstreamFailed(result)  # its failure report says what the API answered
+        if outcome.error is not None:
             # Never the expected failure of an xfail spec, never a pass: the harness broke.
             pytest.fail(
-                f"pytest-atom harness error in spec '{self.spec.name}': {result.harness_error}\n"
-                + "".join(f"replay diverged: {d}\n" for d in result.divergences)
-                + f"run dir: {display_path(result.run_dir)}",
+                f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
+                f"{result.harness_error or outcome.why}\n"
+                f"run dir: {display_path(result.run_dir)}",
                 pytrace=False,
             )
-        if result.divergences:
-            raise ReplayError(result)  # never the expected failure of an xfail spec
-        if not result.passed:
+        if outcome.status == "failed":
             raise SpecFailed(result)
         if snapshot is not None:
             self._check_snapshots(snapshot, result)
@@ -486,7 +524,7 @@ class AtomItem(pytest.Function):
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, (SpecFailed, ReplayError)):
+        if isinstance(excinfo.value, (SpecFailed, ReplayError, UpstreamFailed)):
             # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result
@@ -501,7 +539,7 @@ class AtomItem(pytest.Function):
 def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
     """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on):
     which step failed shows at a glance; the failure report still tells the whole story."""
-    if not result.steps or result.divergences or result.harness_error or result.spec.xfail:
+    if not result.steps or result.outcome.error is not None or result.spec.xfail:
         # The machinery failed, not a step, and the item's own failure says so; an xfail
         # spec's expected failure is the whole spec's, not a step's.
         return

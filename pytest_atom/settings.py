@@ -22,7 +22,7 @@ import math
 import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,15 @@ class RunSettings:
     repeat: int = 1
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = None
+    #: Outputs and gates of the whole run. A relative path from a file (the ini file,
+    #: `.atom/config.yaml`) is the project root's; a front end makes its command line's
+    #: absolute, from where the command ran.
+    report: Path | None = None  # JSON traces and transcripts go here
+    html: Path | None = None  # the HTML report
+    baseline: Path | None = None  # compare the run with this baseline (atom baseline save)
+    #: Per metric, how far it may move the wrong way (`reports.baseline.parse_tolerance`).
+    baseline_tolerance: dict[str, float | None] = field(default_factory=dict, hash=False)
+    min_pass_rate: float | None = None  # the pass rates, not single runs, gate the run
     #: `--atom-arms`: the arms of specs with `arms:` that run (empty: every arm).
     arms: tuple[str, ...] = ()
     #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
@@ -64,6 +73,11 @@ class RunSettings:
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
         return root / self.runs_dir if self.runs_dir else root / ".atom" / "runs"
+
+    def output(self, name: str, root: Path) -> Path | None:
+        """The path setting `name` (report, html, baseline), relative ones under `root`."""
+        path: Path | None = getattr(self, name)
+        return None if path is None else root / path
 
 
 def _choice(choices: Iterable[str]) -> Callable[[Any], str]:
@@ -108,6 +122,24 @@ def _whole(minimum: int, hint: str) -> Callable[[Any], int]:
     return parse
 
 
+def _rate(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not 0 <= number <= 1:
+        raise ValueError("use a pass rate between 0 and 1, such as 0.8")
+    return number
+
+
+def _tolerance(value: Any) -> dict[str, float | None]:
+    from pytest_atom.reports.baseline import parse_tolerance  # only when a tolerance is set
+
+    if isinstance(value, Mapping):
+        value = " ".join(f"{k}={v}" for k, v in value.items())
+    return parse_tolerance(str(value))
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("use a non-empty string")
@@ -146,6 +178,11 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "resume": _path,
     "arms": _names,
     "seed": _whole(0, ", such as the seed an earlier run printed"),
+    "report": _path,
+    "html": _path,
+    "baseline": _path,
+    "baseline_tolerance": _tolerance,
+    "min_pass_rate": _rate,
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
 #: one-off actions, arms a selection like ``-k``, and a seed reproduces one run (a fixed

@@ -1,7 +1,7 @@
 """Multi-step specs: seed 002's steps, each staged, judged and committed in turn.
 
 A spec with ``steps:`` runs them in order, behind the one gateway of its run. Each step
-is an ordinary attempt loop (execution's `_Run`) whose folders live under its own root::
+is an ordinary attempt loop (`execution.AttemptLoop`) whose folders live under its own root::
 
     .atom/runs/<spec>-<time>-<id>/
         steps/<id>/attempts/a01/   the step's attempts; step N's a01 starts from step N-1's
@@ -27,12 +27,11 @@ the spec before any step runs.
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
+from pytest_atom.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
 from pytest_atom.files import copy_ignore
 from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.planner import (
@@ -44,17 +43,16 @@ from pytest_atom.planner import (
 )
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
+from pytest_atom.retention import parse_run_name
 from pytest_atom.spec import Spec, Step, steps_prompt
-
-_RUN_NAME = re.compile(r"-\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
 def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
     """`folder` when it is a run of `spec` (its name is the spec's, then time and id);
     None when it is another spec's, which then runs afresh."""
     folder = folder.resolve()
-    match = _RUN_NAME.search(folder.name)
-    if match is None or folder.name[: match.start()] != spec.name:
+    parsed = parse_run_name(folder.name)
+    if parsed is None or parsed[0] != spec.name:
         return None
     if spec.request is not None:
         raise HarnessError(
@@ -80,8 +78,8 @@ def committed_dir(run_dir: Path, step_id: str) -> Path:
 
 
 @dataclass
-class StepsRun(_Run):
-    """A multi-step spec's run: one `_Run` per step run, rollbacks between them."""
+class StepsRun(AttemptLoop):
+    """A multi-step spec's run: one `AttemptLoop` per step run, rollbacks between them."""
 
     results: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
@@ -132,7 +130,7 @@ class StepsRun(_Run):
             if before is not None:
                 self._check_confined(step, before, run)
             result.attempts += run.attempts
-            self.attempts = run.attempts  # the report's "attempts": the last step run's
+            self.attempts += run.attempts  # every attempt, in the order they ran
             self.setup_output = run.setup_output or self.setup_output  # the first step's
             self._add_usage(run)
             if run.harness_error is not None:
@@ -242,9 +240,11 @@ class StepsRun(_Run):
     def _normalize_steps(self, source: ModelSource) -> None:
         """The planned steps' attempt folders, as the CLI names them, become placeholders."""
         if source.tape is not None:
-            source.tape.normalizer.add_paths(_volatile_paths(self.run_dir, self.spec))
+            source.tape.normalizer.add_paths(volatile_paths(self.run_dir, self.spec))
 
-    def _step_run(self, step: Step, index: int, result: StepResult, report: str | None) -> _Run:
+    def _step_run(
+        self, step: Step, index: int, result: StepResult, report: str | None
+    ) -> AttemptLoop:
         """The attempt loop of one run of `step`, starting from the previous step's work.
 
         A fresh session's task holds the rollback's failure report (`report`), if any; a
@@ -255,7 +255,7 @@ class StepsRun(_Run):
         fresh = self.spec.session == "fresh"
         start = self._start_folder(index)
         spec = step_spec(self.spec, step, index, start, report if fresh else None, bool(self.plan))
-        return _Run(
+        return AttemptLoop(
             spec,
             self.run_dir,
             self.prompts,
@@ -330,7 +330,9 @@ class StepsRun(_Run):
                     prints[str(path)] = (stat.st_size, stat.st_mtime_ns)
         return prints
 
-    def _check_confined(self, step: Step, before: dict[str, tuple[int, int]], run: _Run) -> None:
+    def _check_confined(
+        self, step: Step, before: dict[str, tuple[int, int]], run: AttemptLoop
+    ) -> None:
         """Seed 002's executor contract where no sandbox enforces it (`sandbox: false`):
         checked after the fact, a write outside the step's attempt folder fails the step."""
         after = self._outside(step)
@@ -396,7 +398,7 @@ class StepsRun(_Run):
         self.emit("rollback", step=steps[index].id, target=steps[target].id)
         return target
 
-    def _add_usage(self, run: _Run) -> None:
+    def _add_usage(self, run: AttemptLoop) -> None:
         """The spec's usage sums its steps' (each step has its own budget)."""
         total, used = self.budget.usage, run.budget.usage
         total.turns += used.turns

@@ -46,6 +46,14 @@ def pytest_atom_verdict(spec, verdict, result):
 """
 
 
+def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
+    """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
+    from pytest_atom.outcome import Outcome
+    from pytest_atom.reports.rows import SummaryRow
+
+    return SummaryRow.of(nodeid, props, Outcome.of_label(label))
+
+
 def drop_step_fixtures(specs: Path) -> None:
     """Remove the multi-step fixtures and the configuration one (spec, script, cassettes)
     from a copy of fixtures/specs."""
@@ -285,8 +293,8 @@ def record_through_upstream(
 ) -> tuple[Any, Any]:
     """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
     (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
-    from pytest_atom.execution import run_spec
     from pytest_atom.settings import RunSettings
+    from pytest_atom.spec_run import run_spec
     from tests.upstream import RealisticUpstream
 
     with RealisticUpstream(conversations) as upstream:

@@ -17,8 +17,8 @@ import yaml
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.core.runner import ClaudeRunner
-from pytest_atom.execution import run_spec
 from pytest_atom.spec import load_spec
+from pytest_atom.spec_run import run_spec
 from tests.conftest import bash
 
 SPEC = """\

@@ -26,6 +26,7 @@ from pytest_atom.reports.baseline import (
 )
 from pytest_atom.reports.text import summary_table
 from tests.conftest import REPO, drop_step_fixtures
+from tests.conftest import summary_row as row
 
 
 def props(**over: Any) -> dict[str, Any]:
@@ -44,7 +45,7 @@ SPEC = "specs/x.atom.yaml::x"
 
 
 def entry(**over: Any) -> dict[str, Any]:
-    return build_baseline([(SPEC, over.pop("outcome", "passed"), props(**over))])["specs"][SPEC]
+    return build_baseline([row(SPEC, over.pop("outcome", "passed"), props(**over))])["specs"][SPEC]
 
 
 def test_an_unchanged_run_is_the_same() -> None:
@@ -96,27 +97,29 @@ def test_improvements_are_reported_never_failed() -> None:
 
 
 def test_a_spec_missing_from_the_baseline_is_new() -> None:
-    [comparison] = compare_run({}, [(SPEC, "passed", props())])
+    [comparison] = compare_run({}, [row(SPEC, "passed", props())])
     assert comparison.status == "new"
     assert summary_lines([comparison]) == [f"baseline: {SPEC}: new (not in the baseline)"]
 
 
 def test_tolerances_spec_over_ini_over_defaults() -> None:
     before = {SPEC: entry()}
-    rows = [(SPEC, "passed", props(atom_turns=8, atom_duration_s=9.0))]
+    rows = [row(SPEC, "passed", props(atom_turns=8, atom_duration_s=9.0))]
     # The ini allows +100 % turns but gates time at +50 %: time now regresses.
     [ini] = compare_run(before, rows, parse_tolerance("turns=1, duration_s=0.5"))
     assert [d.metric for d in ini.deltas if d.status == "regression"] == ["duration_s"]
     # The spec's own tolerance (a property of its runs) wins over the ini's.
-    own = [(SPEC, "passed", {**rows[0][2], "atom_baseline_tolerance": "duration_s=none"})]
+    own = [
+        row(SPEC, "passed", {**rows[0].properties, "atom_baseline_tolerance": "duration_s=none"})
+    ]
     [spec] = compare_run(before, own, parse_tolerance("turns=1 duration_s=0.5"))
     assert spec.status == "same"
 
 
 def test_repeats_become_one_entry_with_a_pass_rate() -> None:
     rows = [
-        (f"{SPEC}[r1]", "passed", props(atom_turns=4)),
-        (f"{SPEC}[r2]", "failed", props(atom_turns=6, atom_score=0.3)),
+        row(f"{SPEC}[r1]", "passed", props(atom_turns=4)),
+        row(f"{SPEC}[r2]", "failed", props(atom_turns=6, atom_score=0.3)),
     ]
     document = build_baseline(rows)
     assert document["format"] == BASELINE_FORMAT
@@ -174,11 +177,11 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
     monkeypatch.chdir(tmp_path)
     other = "specs/y.atom.yaml::y"
     write_results(
-        [(SPEC, "passed", props()), (other, "passed", props())],
+        [row(SPEC, "passed", props()), row(other, "passed", props())],
         tmp_path / ".atom" / "last-run.json",
     )
     assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
-    write_results([(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "last-run.json")
+    write_results([row(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "last-run.json")
     partial = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert partial.exit_code == 0, partial.output
     assert "baseline of 1 spec(s)" in partial.output
@@ -195,11 +198,11 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
 def test_the_summary_table_shows_the_tokens_the_baseline_saves() -> None:
     """The agent's own tokens in both (the reflector's aside), so the two never disagree."""
     figures = props(atom_tokens=1800, atom_agent_tokens=1000, atom_attempts=1, atom_iterations=2)
-    row = (SPEC, "passed", figures)
-    [header, line] = summary_table([row])
+    passed = row(SPEC, "passed", figures)
+    [header, line] = summary_table([passed])
     tokens = header.split().index("tokens")
     assert line.split()[tokens] == "1000"
-    assert build_baseline([row])["specs"][SPEC]["tokens"] == 1000
+    assert build_baseline([passed])["specs"][SPEC]["tokens"] == 1000
 
 
 def test_save_writes_a_stable_baseline_from_the_last_run(
@@ -207,8 +210,8 @@ def test_save_writes_a_stable_baseline_from_the_last_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pytest.ini").write_text("[pytest]\natom_runs_dir = out/runs\n")
-    results = write_results([(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
-    assert read_results(results) == [(SPEC, "passed", props())]
+    results = write_results([row(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
+    assert read_results(results) == [row(SPEC, "passed", props())]
     first = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert first.exit_code == 0, first.output
     assert "written to .atom/baseline.json" in first.output
@@ -247,8 +250,12 @@ def test_save_then_compare_over_the_shipped_fixtures(pytester: pytest.Pytester) 
     create.update(turns=turns - 1, cost_usd=cost / 2)
     lower["specs"]["specs/misses_goal.atom.yaml::misses-goal"]["score"] = 0.5
     (pytester.path / "lower.json").write_text(json.dumps(lower))
-    worse = pytester.runpytest("--atom", "specs", "--atom-baseline", "lower.json")
+    worse = pytester.runpytest(
+        "--atom", "specs", "--atom-baseline", "lower.json", "--atom-html", "report.html"
+    )
     worse.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the run fails
+    page = (pytester.path / "report.html").read_text()  # the HTML report's column fills in
+    assert '<span class="delta">baseline regression</span><span class="delta">turns +1' in page
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(
         [

@@ -50,9 +50,16 @@ def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> No
     )
     assert "specs/create_file.atom.yaml::create-file  passed" in ok.output  # a node id
 
-    failed = cli.invoke(main, ["run", str(specs / "misses_goal.atom.yaml")])
+    spec = specs / "misses_goal.atom.yaml"
+    expected = cli.invoke(main, ["run", str(spec)])  # an xfail spec: its failure is expected
+    assert expected.exit_code == 0, expected.output
+    assert "verdict: fail, score 0.3" in expected.output  # the same report as pytest's
+    assert "misses_goal.atom.yaml::misses-goal  xfailed" in expected.output
+
+    spec.write_text("\n".join(ln for ln in spec.read_text().splitlines() if "xfail" not in ln))
+    failed = cli.invoke(main, ["run", str(spec)])
     assert failed.exit_code == 1
-    assert "verdict: fail, score 0.3" in failed.output  # the same report as pytest's
+    assert "misses_goal.atom.yaml::misses-goal  failed" in failed.output
 
 
 def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
@@ -221,3 +228,45 @@ def test_setup_finds_the_pinned_cli(cli: CliRunner) -> None:
     result = cli.invoke(main, ["setup"])
     assert result.exit_code == 0
     assert f"Claude Code {CLAUDE_CODE_VERSION} found" in result.output
+
+
+def test_run_compares_with_a_baseline_and_fails_on_a_regression(
+    cli: CliRunner, specs: Path, tmp_path: Path
+) -> None:
+    """``atom run --baseline``, as ``pytest --atom --atom-baseline``: the deltas in the
+    summary and the HTML report, and a regression fails the run."""
+    spec = specs / "create_file.atom.yaml"
+    key = "specs/create_file.atom.yaml::create-file"
+    entry = {"outcome": "passed", "runs": 1, "pass_rate": 1.0, "score": 0.95, "tokens": 1}
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"format": "pytest-atom/baseline@1", "specs": {key: entry}}))
+    html = tmp_path / "report.html"
+    worse = cli.invoke(main, ["run", str(spec), "--baseline", str(baseline), "--html", str(html)])
+    assert worse.exit_code == 1, worse.output  # the spec passed; its tokens regressed
+    assert f"baseline regression: {key}: tokens rose from 1 to" in worse.output
+    assert "vs baseline" in worse.output and "regression tokens +" in worse.output
+    page = html.read_text()
+    assert "vs baseline" in page and '<span class="delta">tokens +' in page
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\natom_baseline_tolerance = tokens=none\n")
+    same = cli.invoke(main, ["run", str(spec), "--baseline", str(baseline)])
+    assert same.exit_code == 0, same.output  # the ini's tolerance, through the one resolver
+
+    missing = cli.invoke(main, ["run", str(spec), "--baseline", str(tmp_path / "none.json")])
+    assert missing.exit_code == 2 and "write one with: atom baseline save" in missing.output
+
+
+def test_run_gates_on_the_minimum_pass_rate(cli: CliRunner, tmp_path: Path) -> None:
+    flag = tmp_path / "flag"  # the first repeat makes it, so the second one's check fails
+    (tmp_path / "once.atom.yaml").write_text(
+        f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}'}}\n"
+    )
+    (tmp_path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
+    args = ["run", "once.atom.yaml", "--repeat", "2", "--min-pass-rate"]
+    low = cli.invoke(main, [*args, "0.9"])
+    assert low.exit_code == 1, low.output
+    assert "1/2 passed, pass rate 0.50, pass@2 1, pass^2 0 (BELOW the minimum 0.9)" in low.output
+    flag.rmdir()
+    ok = cli.invoke(main, [*args, "0.5"])
+    assert ok.exit_code == 0, ok.output  # the gate, not the single failed repeat, decides
+    assert "(ok the minimum 0.5)" in ok.output

@@ -23,7 +23,6 @@ from pytest_atom.core.configuration import (
     mcp_server_entry,
 )
 from pytest_atom.core.sandbox import SETTINGS_FILE, Confinement
-from pytest_atom.execution import run_spec
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import (
@@ -38,6 +37,7 @@ from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import SandboxOptions, SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 
 SKILL_MD = "---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite NOTES.md.\n"
 HOOK = (

@@ -25,6 +25,7 @@ from pytest_atom.judge.reflector import (
 from pytest_atom.reports.text import result_properties, summary_table
 from pytest_atom.result import Attempt, SpecResult
 from pytest_atom.spec import Check, Spec
+from tests.conftest import summary_row as row
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")
 FAIL = CheckResult(Check("file_exists", {"path": "b"}, 4), False, "b is missing", "")
@@ -221,7 +222,7 @@ def test_workspace_diff_without_a_fixture_and_with_a_limit(tmp_path: Path) -> No
 
 def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
     rows = [
-        (
+        row(
             "specs/a.atom.yaml::a",
             "passed",
             {
@@ -234,7 +235,7 @@ def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
                 "atom_duration_s": 5.31,
             },
         ),
-        (
+        row(
             "b.atom.yaml::long-name",
             "failed",
             {

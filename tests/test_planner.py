@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.agents.roles import legacy_role
 from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.execution import HarnessError, _volatile_paths, run_spec
+from pytest_atom.execution import HarnessError, volatile_paths
 from pytest_atom.paths import cli_slug
 from pytest_atom.planner import (
     PLAN_SCHEMA,
@@ -29,11 +29,13 @@ from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.scripted import Script, ScriptError
 from pytest_atom.replay.recording import cassette_path, staleness
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import PlanAccept, SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir
 from tests.conftest import REPO, ShippedRun, write
 
@@ -321,7 +323,7 @@ def test_a_step_id_with_an_underscore_is_normalized_as_the_cli_spells_it(
     """The CLI's slug of `steps/test_first/attempts/a01` has `test-first`: a run folder
     name left in a cassette otherwise (`atom cassette check` flags it)."""
     spec = load_spec(write(tmp_path / "s.atom.yaml", "steps:\n  - {id: test_first, prompt: p}\n"))
-    paths = _volatile_paths(tmp_path, spec)
+    paths = volatile_paths(tmp_path, spec)
     name = "steps-test-first-attempts-a01"
     assert paths[f"{cli_slug(tmp_path.resolve())}-{name}"] == f"<RUN_DIR_SLUG>-{name}"
 
@@ -354,7 +356,7 @@ def test_a_failed_plan_shows_in_the_report_trace_and_summary(tmp_path: Path) -> 
     assert "    plan_accept failed: has_step 'deploy': no step id matches" in report
     props = result_properties(result)
     assert props["atom_plan_passed"] is False
-    table = summary_table([("s.atom.yaml::s", "failed", props)])
+    table = summary_table([SummaryRow.of("s.atom.yaml::s", props)])
     assert "failed: plan" in table[1]
     assert table[-1].startswith("s.atom.yaml::s: plan: research, implement, test_greet - FAILED")
     trace = build_trace(result)
@@ -403,7 +405,7 @@ def test_a_failed_replan_fails_the_spec_and_shows_under_its_rollback(tmp_path: P
     props = result_properties(result)
     assert props["atom_plan_passed"] is False
     assert props["atom_plan"].endswith("(re-planned after 1 rollback)")
-    assert "failed: plan" in summary_table([("s.atom.yaml::s", "failed", props)])[1]
+    assert "failed: plan" in summary_table([SummaryRow.of("s.atom.yaml::s", props)])[1]
     trace = build_trace(result)
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
     assert [(c["step_id"], c["state"]) for c in trace["children"]] == [

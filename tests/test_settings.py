@@ -85,3 +85,61 @@ def test_conftests_from_the_root_down_to_each_spec_folder(tmp_path: Path) -> Non
         root / "b" / "conftest.py",
         tmp_path / "outside" / "conftest.py",  # outside the root: its own conftest only
     ]
+
+
+def test_outputs_and_gates_resolve_like_every_other_setting(tmp_path: Path) -> None:
+    """report, html, baseline, its tolerance and the minimum pass rate: the command line
+    over the ini file over `.atom/config.yaml`, each value checked by its parser."""
+    (tmp_path / ".atom").mkdir()
+    (tmp_path / ".atom" / "config.yaml").write_text(
+        "baseline: ci/baseline.json\nbaseline_tolerance: {turns: 0.5, duration_s: none}\n"
+        "min_pass_rate: 0.5\nhtml: out/report.html\n"
+    )
+    ini = {"atom_min_pass_rate": "0.8", "atom_report": "traces"}
+    cli = Layer("the command line", {"html": tmp_path / "here.html", "report": None})
+    settings = resolve([cli, *file_layers(ini, load_config(cwd=tmp_path))])
+    assert settings.min_pass_rate == 0.8  # the ini file's, over the config's
+    assert settings.baseline_tolerance == {"turns": 0.5, "duration_s": None}
+    root = Path("/project")
+    assert settings.output("baseline", root) == root / "ci" / "baseline.json"
+    assert settings.output("report", root) == root / "traces"  # files: from the root
+    assert settings.output("html", root) == tmp_path / "here.html"  # made absolute by the CLI
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fix"),
+    [
+        ("min_pass_rate", "1.5", "use a pass rate between 0 and 1, such as 0.8"),
+        ("baseline_tolerance", "turns=lots", "tolerance turns='lots' must be a number >= 0"),
+        ("baseline_tolerance", "speed=1", "'speed=1': write metric=value with metric one of"),
+    ],
+)
+def test_a_bad_gate_names_its_place_and_the_fix(name: str, value: object, fix: str) -> None:
+    layer = Layer("the ini file", {name: value}, key=lambda n: f"atom_{n}")
+    with pytest.raises(SettingsError) as info:
+        resolve([layer])
+    assert str(info.value).startswith(f"atom_{name} in the ini file = {value!r}: {fix}")
+
+
+def test_atom_run_offers_every_option_pytest_atom_does() -> None:
+    """``pytest --atom --atom-X`` and ``atom run --X`` are the same settings."""
+    import click
+    from _pytest.config.argparsing import Parser
+
+    from atom_cli.run_cmd import run
+    from pytest_atom import plugin
+
+    parser = Parser(_ispytest=True)
+    plugin.pytest_addoption(parser)
+    pytest_options = {
+        name.removeprefix("--atom-")
+        for option in parser.getgroup("atom").options
+        for name in option.names()
+        if name.startswith("--atom-")
+    }
+    run_options = {
+        opt.removeprefix("--") for p in run.params if isinstance(p, click.Option) for opt in p.opts
+    }
+    assert pytest_options - run_options == set()
+    # atom run's own: its output as JSON, and a config file named outright.
+    assert run_options - pytest_options == {"json", "config"}

@@ -17,14 +17,16 @@ from jsonschema import Draft202012Validator
 from atom_cli.main import main
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.execution import HarnessError, run_spec
+from pytest_atom.execution import HarnessError
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.spec import SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.conftest import REPO, ShippedRun, bash, write
 
@@ -242,7 +244,7 @@ def test_the_failure_report_shows_each_step_and_the_rollback(tmp_path: Path) -> 
     props = result_properties(result)
     assert props["atom_steps"] == "steps 2/3" and props["atom_rollbacks"] == 1
     assert props["atom_step_scaffold"] == "committed after a01"
-    [_, row] = summary_table([("s.atom.yaml::three", "failed", props)])
+    [_, row] = summary_table([SummaryRow.of("s.atom.yaml::three", props)])
     assert "failed: steps 2/3" in row
 
 
@@ -336,7 +338,8 @@ def test_a_failing_second_step_fails_the_spec_from_the_first_ones_work(
     assert first.passed and not second.passed and second.decision == "fail"
     assert (result.run_dir / "steps/second/attempts/a01/a.txt").exists()  # from first's commit
     assert not (result.run_dir / "committed").exists()
-    assert result.attempts == second.attempts and result.iterations == 2
+    assert result.final_attempts == second.attempts and result.iterations == 2
+    assert result.attempts == first.attempts + second.attempts  # every attempt, as they ran
     assert [c.passed for c in result.checks] == [False, True]
     # fresh sessions: one conversation per step, each told its step id
     sessions = {r.session_id for a in result.all_attempts for r in a.records}

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.execution import run_spec
 from pytest_atom.replay.recording import spec_hash
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import load_spec
+from pytest_atom.spec_run import run_spec
 from tests.conftest import bash, verdict
 
 CRITERION = "done.txt exists and says done."
@@ -77,6 +77,7 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     assert build_trace(passing)["invocation_id"] == trace["invocation_id"]  # stable per run
     assert trace["implementation_kind"] == "claude_code"
     assert trace["state"] == "succeeded" and trace["errors"] == []
+    assert trace["atom"]["outcome"] == {"label": "passed", "why": "score 0.9 (passes above 0.8)"}
     assert trace["output_shape"] == {"valid": True, "schema_ref": "reflector.verdict", "errors": []}
     assert trace["effective_limits"] == {
         "max_iterations": 3,

@@ -29,10 +29,10 @@ from click.testing import CliRunner
 from atom_cli.validate_cmd import validate
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.events import parse
-from pytest_atom.execution import run_spec
 from pytest_atom.judge.checks import CheckResult, run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
+from pytest_atom.spec_run import run_spec
 from pytest_atom.transcript import permission_denials, stream_turns
 from tests.conftest import capture
 

@@ -19,6 +19,7 @@ import pytest
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.events import parse_event
 from pytest_atom.limits import Budget, Limits
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.result import SpecResult
 from pytest_atom.spec import load_specs
 from tests.conftest import capture, record_through_upstream
@@ -311,7 +312,7 @@ def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorde
     executor, judge = trace["children"][0]["sessions"]
     assert executor["subagent_tokens"] == subagents and judge["role"] == "reflector"
 
-    header, row = summary_table([("specs/delegate.atom.yaml::delegate", "passed", props)])
+    header, row = summary_table([SummaryRow.of("specs/delegate.atom.yaml::delegate", props)])
     assert header.split()[5:10] == ["tokens", "executor", "subagents", "reflector", "cost"]
     assert f"{subagents} (${props['atom_subagents_cost_usd']:.4f})" in row
 
@@ -337,5 +338,5 @@ def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_ch
     assert props["atom_tokens"] == props["atom_agent_tokens"] == used
     assert props["atom_subagents_tokens"] > 0 and props["atom_reflector_tokens"] == 0
     assert [c.passed for c in result.checks] == [True, True]
-    _, row = summary_table([("d::delegate", "failed", props)])
+    _, row = summary_table([SummaryRow.of("d::delegate", props)])
     assert f" {used} " in row and "failed: exceeded max_tokens" in row

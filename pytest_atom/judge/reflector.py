@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 
@@ -23,6 +23,7 @@ from pytest_atom.core import configuration
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.core.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult
+from pytest_atom.outcome import judge as judge  # the attempt's decision; execution reads it here
 from pytest_atom.replay.gateway.normalize import mask_durations
 from pytest_atom.spec import ClaudeOptions, Spec
 from pytest_atom.workspace import SKIPPED_DIRS, changes
@@ -134,25 +135,6 @@ class Verdict:
         if self.target is None:  # only a step's rollback names one
             del data["target"]
         return data
-
-
-#: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
-Decision = Literal["proceed", "refine", "fail"]
-
-
-def judge(
-    completed: bool, checks: Sequence[CheckResult], verdict: Verdict | None, threshold: float
-) -> Decision:
-    """``proceed``, ``refine`` or ``fail`` (seed 002's scoring model).
-
-    A failed deterministic check forces failure whatever the score; so does an agent that
-    never signalled completion. Without criteria there is no verdict and the checks decide.
-    """
-    if not completed or not all(c.passed for c in checks):
-        return "fail"
-    if verdict is None or verdict.score > threshold:
-        return "proceed"
-    return "refine" if verdict.score >= 0.5 else "fail"
 
 
 def workspace_diff(

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from pytest_atom.core.claude_code import claude_version
 from pytest_atom.core.configuration import config_hashes
-from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES
+from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.gateway import (
@@ -259,7 +259,6 @@ def _cli_version(binary: Path) -> str:
 
 #: What answers the CLI: a script, a cassette, a live upstream, or a cassette being
 #: rewritten (refresh) or re-judged (rejudge: the agent replayed, the reflector recorded).
-SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]
 
 
 @dataclass

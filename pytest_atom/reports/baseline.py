@@ -1,7 +1,7 @@
 """Baselines: a committed record of how every spec did, and a run compared with it.
 
-A run's results are the rows the plugin collects (node id, outcome, the properties of
-`result_properties`); at the end of every ``pytest --atom`` session it writes them to
+A run's results are the rows the plugin collects (`rows.SummaryRow`: node id, outcome,
+the properties of `result_properties`); at the end of every ``pytest --atom`` session it writes them to
 ``.atom/last-run.json``, beside the runs folder (`write_results`). ``atom baseline save`` turns such a file
 into a baseline (`build_baseline`): per spec, keyed by its node id without the repeat
 suffix, the outcome, pass rate over repeats, mean score, turns, tool calls, tokens, cost
@@ -23,6 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_atom.outcome import OK_LABELS, Outcome
+from pytest_atom.reports.rows import SummaryRow
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -70,10 +73,7 @@ _PROPERTY = {
     "cost_usd": "atom_agent_cost_usd",
     "duration_s": "atom_duration_s",
 }
-_PASSING = frozenset({"passed", "xfailed", "xpassed"})
 _REPEAT = re.compile(r"\[r\d+\]$")
-
-Row = tuple[str, str, Mapping[str, Any]]
 
 
 class BaselineError(Exception):
@@ -88,15 +88,15 @@ def spec_key(nodeid: str) -> str:
 # --- results of a run ----------------------------------------------------------------------
 
 
-def write_results(rows: Iterable[Row], path: Path) -> Path:
+def write_results(rows: Iterable[SummaryRow], path: Path) -> Path:
     """Write a session's rows (scrubbed) where ``atom baseline save`` finds them."""
     from pytest_atom.replay.scrub import Scrubber
 
     data = {
         "format": RESULTS_FORMAT,
         "results": [
-            {"nodeid": nodeid, "outcome": outcome, "properties": dict(props)}
-            for nodeid, outcome, props in rows
+            {"nodeid": row.nodeid, "outcome": row.outcome.label, "properties": dict(row.properties)}
+            for row in rows
         ],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,12 +104,21 @@ def write_results(rows: Iterable[Row], path: Path) -> Path:
     return path
 
 
-def read_results(path: Path) -> list[Row]:
+def read_results(path: Path) -> list[SummaryRow]:
     """The rows a session wrote with `write_results`."""
     data = _read_json(path, "results", "run pytest --atom first: it writes this file")
     if not isinstance(data, dict) or data.get("format") != RESULTS_FORMAT:
         raise BaselineError(f"{path} is not a pytest-atom results file ({RESULTS_FORMAT})")
-    return [(r["nodeid"], r["outcome"], r.get("properties") or {}) for r in data["results"]]
+    rows = []
+    for r in data["results"]:
+        props = r.get("properties") or {}
+        # The row's outcome, as the session finally saw it (pytest may fail a passed spec
+        # on a snapshot); the properties add why, when they say the same.
+        outcome = Outcome.from_properties(props)
+        if outcome is None or outcome.label != r["outcome"]:
+            outcome = Outcome.of_label(r["outcome"])
+        rows.append(SummaryRow.of(r["nodeid"], props, outcome))
+    return rows
 
 
 def _read_json(path: Path, what: str, hint: str) -> Any:
@@ -139,7 +148,7 @@ def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "outcome": outcomes[0] if len(outcomes) == 1 else "mixed",
         "runs": len(runs),
-        "pass_rate": round(sum(o in _PASSING for o, _ in runs) / len(runs), 4),
+        "pass_rate": round(sum(o in OK_LABELS for o, _ in runs) / len(runs), 4),
         "score": None if not scores else round(sum(scores) / len(scores), 4),
     }
     for metric, prop in _PROPERTY.items():
@@ -150,15 +159,17 @@ def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     return entry
 
 
-def entries(rows: Iterable[Row]) -> dict[str, dict[str, Any]]:
+def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
     """Per spec key, its figures over the rows of its runs."""
     grouped: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
-    for nodeid, outcome, props in rows:
-        grouped.setdefault(spec_key(nodeid), []).append((outcome, props))
+    for row in rows:
+        grouped.setdefault(spec_key(row.nodeid), []).append((row.outcome.label, row.properties))
     return {key: _entry(runs) for key, runs in sorted(grouped.items())}
 
 
-def build_baseline(rows: Iterable[Row], keep: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def build_baseline(
+    rows: Iterable[SummaryRow], keep: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The baseline document of a run: stable and diff-friendly (no dates, sorted keys).
 
     `keep` holds an earlier baseline's entries: those of specs this run did not run stay,
@@ -303,7 +314,7 @@ def _num(value: Any) -> float | None:
 
 
 def _message(spec: str, d: Delta, outcomes: tuple[str | None, str | None]) -> str:
-    if d.metric == "pass_rate" and outcomes[0] in _PASSING and d.after == 0:
+    if d.metric == "pass_rate" and outcomes[0] in OK_LABELS and d.after == 0:
         return f"{spec}: outcome went from {outcomes[0]} to {outcomes[1]}"
     verb = "dropped" if d.metric in ("score", "pass_rate") else "rose"
     limit = ""
@@ -342,7 +353,7 @@ def compare(
 
 def compare_run(
     baseline: Mapping[str, Mapping[str, Any]],
-    rows: Iterable[Row],
+    rows: Iterable[SummaryRow],
     tolerance: Mapping[str, float | None] | None = None,
 ) -> list[Comparison]:
     """Every spec of a run against the baseline. A spec's own tolerances (the property
@@ -350,9 +361,11 @@ def compare_run(
     defaults."""
     rows = list(rows)
     own: dict[str, dict[str, float | None]] = {}
-    for nodeid, _, props in rows:
-        if props.get("atom_baseline_tolerance"):
-            own[spec_key(nodeid)] = parse_tolerance(str(props["atom_baseline_tolerance"]))
+    for row in rows:
+        if row.properties.get("atom_baseline_tolerance"):
+            own[spec_key(row.nodeid)] = parse_tolerance(
+                str(row.properties["atom_baseline_tolerance"])
+            )
     return [
         compare(key, baseline.get(key), entry, {**(tolerance or {}), **own.get(key, {})})
         for key, entry in entries(rows).items()
@@ -405,8 +418,9 @@ def summary_lines(comparisons: list[Comparison]) -> list[str]:
 
 
 class BaselineGate:
-    """``--atom-baseline`` in a pytest session: each run's deltas as it ends (they must be
-    properties by then to reach JUnit), the whole run's verdict at the session's end."""
+    """The `baseline` setting (``--atom-baseline``, ``atom run --baseline``): each run's
+    deltas as it ends (in a pytest session they must be properties by then to reach JUnit),
+    the whole run's verdict at its end."""
 
     def __init__(self, path: Path, tolerance: Mapping[str, float | None] | None = None) -> None:
         self.path = path
@@ -414,52 +428,30 @@ class BaselineGate:
         self.tolerance = dict(tolerance or {})
         self.comparisons: list[Comparison] = []
 
-    @classmethod
-    def from_config(cls, config: Any) -> BaselineGate | None:
-        """From ``--atom-baseline`` or the ini's ``atom_baseline`` (None: no comparison)."""
-        import pytest
-
-        given = config.option.atom_baseline or config.getini("atom_baseline")
-        if not given:
-            return None
-        try:
-            tolerance = parse_tolerance(str(config.getini("atom_baseline_tolerance") or ""))
-        except ValueError as exc:
-            raise pytest.UsageError(f"atom_baseline_tolerance in the ini file: {exc}") from None
-        base = config.invocation_params.dir if config.option.atom_baseline else config.rootpath
-        try:
-            return cls(base / given, tolerance)
-        except BaselineError as exc:
-            raise pytest.UsageError(f"--atom-baseline: {exc}") from None
-
     def item_properties(
-        self,
-        nodeid: str,
-        props: Mapping[str, Any],
-        *,
-        passed: bool,
-        xfail: bool,
-        own: Mapping[str, float | None],
+        self, nodeid: str, props: Mapping[str, Any], *, own: Mapping[str, float | None]
     ) -> list[tuple[str, Any]]:
-        """One run's comparison as properties, plus the spec's own tolerances if any.
-
-        Called before pytest knows the outcome, so it is derived as pytest will report it.
-        """
+        """One run's comparison as properties (`props`: its `result_properties`, which
+        carry its outcome), plus the spec's own tolerances if any."""
         key = spec_key(nodeid)
-        outcome = (
-            ("xpassed" if passed else "xfailed") if xfail else "passed" if passed else "failed"
-        )
         extra = {"atom_baseline_tolerance": format_tolerance(own)} if own else {}
-        row: Row = (nodeid, outcome, {**props, **extra})
+        row = SummaryRow.of(nodeid, {**props, **extra})
         known = {key: self.baseline[key]} if key in self.baseline else {}
         [comparison] = compare_run(known, [row], self.tolerance)
         return list({**delta_properties(comparison), **extra}.items())
 
-    def finish(self, rows: Iterable[Row]) -> bool:
+    def finish(self, rows: Iterable[SummaryRow]) -> bool:
         """Compare the whole run; True when something regressed (the session fails)."""
         self.comparisons = compare_run(self.baseline, rows, self.tolerance)
         return any(c.status == "regression" for c in self.comparisons)
 
     def deltas(self) -> dict[str, dict[str, Any]]:
-        """Per spec key, its comparison as plain data (for the HTML report)."""
-        return {c.spec: c.to_dict() for c in self.comparisons}
+        """Per spec key, the HTML report's baseline cell: the comparison's status, then
+        each metric that moved and by how much (after `finish`)."""
+        return {
+            c.spec: {
+                "baseline": c.status,
+                **{d.metric: _signed(d.metric, d.change) for d in c.deltas if d.change},
+            }
+            for c in self.comparisons
+        }

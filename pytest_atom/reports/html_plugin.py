@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.reports.baseline import spec_key
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.result import SpecResult
 
 __all__ = ["HtmlReport"]
@@ -57,10 +59,19 @@ class HtmlReport:
         if hasattr(self.config, "workerinput"):
             return  # the controller writes the page, once, with every worker's views
         atom = self.config.pluginmanager.getplugin("atom-session")
-        results: list[tuple[str, str, dict[str, Any]]] = getattr(atom, "results", [])
+        results: list[SummaryRow] = getattr(atom, "results", [])
+        gate = getattr(atom, "baseline", None)
+        if gate is not None:
+            atom.compare()  # once, whichever session-finish hook comes first
+        deltas = gate.deltas() if gate is not None else {}
         rows = [
-            report_row(nodeid, outcome, self.views.get(nodeid))
-            for nodeid, outcome, _ in sorted(results, key=lambda r: r[0])
+            report_row(
+                row.nodeid,
+                row.outcome.label,
+                self.views.get(row.nodeid),
+                deltas=deltas.get(spec_key(row.nodeid)),
+            )
+            for row in sorted(results, key=lambda r: r.nodeid)
         ]
         # Specs the harness could not run at all have no figures: shown with their error.
         rows += [report_row(n, "error", None, longrepr=t) for n, t in sorted(self.failures.items())]

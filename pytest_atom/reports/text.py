@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.arms import arm_properties
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.transcript import hook_words, permission_denials, refused_by
 from pytest_atom.usage import ROLES
 
@@ -63,7 +65,8 @@ def agent_line(result: SpecResult) -> str:
 
 def verdict_line(result: SpecResult) -> str:
     """Decision, score and why: the first thing a person reads about a failed spec."""
-    attempts = f"{len(result.attempts)} attempt{'s' * (len(result.attempts) != 1)}"
+    tried = len(result.final_attempts)
+    attempts = f"{tried} attempt{'s' * (tried != 1)}"
     verdict = result.verdict
     if verdict is None:
         why = (
@@ -116,27 +119,6 @@ def api_line(result: SpecResult) -> str | None:
     else:
         end = "the CLI stopped"
     return f"{line}, then {end}" if line else end
-
-
-def upstream_error(result: SpecResult) -> str | None:
-    """What broke upstream, in a few words, when that is why a *recording* failed.
-
-    Such a run says nothing about the agent, so the summary marks it and `atom run` exits 2
-    for it, as for any other failure of the machinery around the agent. The gateway's own
-    account comes first (``refused the connection``), then the CLI's (``API 500``).
-    """
-    if result.passed or result.source != "record" or not result.attempts or result.divergences:
-        return None
-    if result.upstream_faults:
-        what = result.upstream_faults[0].split(" ", 4)[-1]  # after "POST /x: upstream <url>"
-        return what.split(" (")[0]
-    records = result.final.all_records
-    if records and records[-1].api_error_status is not None:
-        return f"API {records[-1].api_error_status}"
-    statuses = [r.get("error_status") for rec in records for r in rec.api_retries]
-    if statuses and result.reason in ("timeout", "error"):
-        return f"API {statuses[-1]}" if statuses[-1] is not None else "API unreachable"
-    return None
 
 
 def failure_report(result: SpecResult) -> str:
@@ -339,9 +321,10 @@ def _call_target(tool_input: Any) -> str:
 
 
 def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
-    """The agent's tool calls that failed or were refused: (attempt, call, line)."""
+    """The agent's tool calls that failed or were refused, in the attempts the report is
+    about (a multi-step spec: the last step run's): (attempt, call, line)."""
     found = []
-    for attempt in result.attempts:
+    for attempt in result.final_attempts:
         for record in attempt.records:
             denied = {d.tool_use_id: d.reason for d in permission_denials(record.events)}
             for call in record.tool_calls:
@@ -358,7 +341,7 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
     if not problems:
         return []
     lines = [f"  tool calls that failed or were refused: {len(problems)}"]
-    several = len(result.attempts) > 1
+    several = len(result.final_attempts) > 1
     for number, _, line in problems[:_TOOL_PROBLEMS_SHOWN]:
         lines.append(f"    {f'a{number:02d} ' if several else ''}{line}")
     if len(problems) > _TOOL_PROBLEMS_SHOWN:
@@ -371,7 +354,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
     return {
         "atom_decision": result.decision,
         "atom_score": "" if result.score is None else result.score,
-        "atom_attempts": len(result.attempts),
+        "atom_attempts": len(result.attempts),  # every attempt: of every step too
         "atom_iterations": result.iterations,
         "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
@@ -388,8 +371,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
-        **({"atom_error": _error_kind(result)} if _error_kind(result) else {}),
-        **({"atom_upstream_error": upstream} if (upstream := upstream_error(result)) else {}),
+        **result.outcome.properties(),
+        **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),
         "atom_sandbox": "off" if result.spec.sandbox is None else "on",
         **step_properties(result),
         **arm_properties(result.spec),
@@ -404,13 +387,6 @@ def role_properties(result: SpecResult) -> dict[str, Any]:
         props[f"atom_{role}_tokens"] = used.tokens
         props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
     return props
-
-
-def _role_cell(props: dict[str, Any], role: str) -> str:
-    tokens = props.get(f"atom_{role}_tokens")
-    if not tokens:
-        return "-"
-    return f"{tokens} (${float(props.get(f'atom_{role}_cost_usd') or 0):.4f})"
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
@@ -433,18 +409,9 @@ def step_properties(result: SpecResult) -> dict[str, Any]:
     }
 
 
-def _error_kind(result: SpecResult) -> str | None:
-    """Why a run failed without the agent being at fault, or None."""
-    if result.divergences:
-        return "replay"
-    if result.harness_error:
-        return "harness"
-    return "upstream" if upstream_error(result) else None
-
-
-def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
-    """The summary's warning for specs that ran their agent outside Claude Code's sandbox."""
-    off = list(dict.fromkeys(nodeid for nodeid, _, p in rows if p.get("atom_sandbox") == "off"))
+def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """The summary's warning for specs that ran their agents outside Claude Code's sandbox."""
+    off = list(dict.fromkeys(row.nodeid for row in rows if not row.sandboxed))
     if not off:
         return []
     many = len(off) > 1
@@ -456,46 +423,44 @@ def sandbox_warning_lines(rows: list[tuple[str, str, dict[str, Any]]]) -> list[s
     ]
 
 
-def summary_table(rows: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
-    """The terminal summary: one line per spec run, from the figures in its report."""
+def _role_cell(row: SummaryRow, role: str) -> str:
+    used = row.roles.get(role)
+    if used is None or not used.tokens:
+        return "-"
+    return f"{used.tokens} (${used.cost_usd:.4f})"
+
+
+def summary_table(rows: Sequence[SummaryRow]) -> list[str]:
+    """The terminal summary: one line per spec run, its outcome and figures."""
     header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
     # Tokens (and Claude Code's price) per role, once any spec used more than its executor.
-    used = [r for r in ROLES if any(p.get(f"atom_{r}_tokens") for _, _, p in rows)]
+    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
     roles = tuple(used) if set(used) - {"executor"} else ()
     header += roles + ("cost $", "rec $", "time s")
-    compared = any("atom_baseline" in p for _, _, p in rows)  # --atom-baseline: its deltas
+    compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
     header += ("vs baseline",) if compared else ()
     table = [header]
-    for nodeid, outcome, p in rows:
-        score = p.get("atom_score")
-        if outcome == "failed" and p.get("atom_upstream_error"):
-            outcome = "upstream error"  # what broke is in the failure report
-        elif outcome in ("failed", "xfailed") and p.get("atom_limit_exceeded"):
-            outcome = f"{outcome}: {str(p['atom_limit_exceeded']).split(':')[0]}"
-        elif outcome in ("failed", "xfailed") and p.get("atom_plan_passed") is False:
-            outcome = f"{outcome}: plan"  # the plan was invalid or failed its plan_accept
-        elif outcome in ("failed", "xfailed") and p.get("atom_steps"):
-            outcome = f"{outcome}: {p['atom_steps']}"  # which step failed: in the report
+    for row in rows:
         table.append(
             (
-                nodeid,
-                outcome,
-                f"{score:.2f}" if isinstance(score, (int, float)) else "-",
-                str(p.get("atom_attempts", "")),
-                str(p.get("atom_iterations", "")),
+                row.nodeid,
+                row.outcome.summary_label,  # what stopped a failed run; the rest: its report
+                "-" if row.score is None else f"{row.score:.2f}",
+                "" if row.attempts is None else str(row.attempts),
+                "" if row.iterations is None else str(row.iterations),
                 # The agent's own (main session and subagents), as limits and baselines
                 # count them; the role columns that follow break every session down.
-                str(p.get("atom_agent_tokens", p.get("atom_tokens", ""))),
-                *(_role_cell(p, role) for role in roles),
-                f"{p.get('atom_cost_usd', 0):.4f}",
+                "" if row.agent_tokens is None else str(row.agent_tokens),
+                *(_role_cell(row, role) for role in roles),
+                f"{row.cost_usd:.4f}",
                 # What replayed answers cost when recorded: not spent by this run.
-                f"{p['atom_recorded_cost_usd']:.4f}" if p.get("atom_recorded_cost_usd") else "-",
-                f"{p.get('atom_duration_s', 0):.1f}",
+                f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+                f"{row.duration_s:.1f}",
             )
-            + ((baseline_cell(p),) if compared else ())
+            + ((baseline_cell(row.properties),) if compared else ())
         )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    plans = [f"{nodeid}: {p['atom_plan']}" for nodeid, _, p in rows if p.get("atom_plan")]
+    plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
     return [
         "  ".join(
             cell.ljust(w) if i < 2 or (compared and i == len(header) - 1) else cell.rjust(w)
@@ -527,17 +492,18 @@ class PassRate:
         return int(self.passed == self.runs)
 
 
-def pass_rates(rows: list[tuple[str, str, dict[str, Any]]]) -> list[PassRate]:
-    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed."""
-    grouped: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for nodeid, outcome, props in rows:
-        grouped.setdefault(re.sub(r"\[r\d+\]$", "", nodeid), []).append((outcome, props))
+def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
+    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed (their outcome
+    is ok, as pytest's exit status counts it: an expected failure passes)."""
+    grouped: dict[str, list[SummaryRow]] = {}
+    for row in rows:
+        grouped.setdefault(re.sub(r"\[r\d+\]$", "", row.nodeid), []).append(row)
     return [
         PassRate(
             spec,
-            sum(outcome in ("passed", "xfailed") for outcome, _ in runs),
+            sum(row.outcome.ok for row in runs),
             len(runs),
-            all(p.get("atom_source") == "replay" for _, p in runs),
+            all(row.source == "replay" for row in runs),
         )
         for spec, runs in grouped.items()
     ]

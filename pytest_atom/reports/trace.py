@@ -282,10 +282,8 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
     spec = result.spec
     ref = atom_ref(result)
     sessions = list(_sessions(result, repeat))
-    if result.harness_error is not None:
-        state = "error"
-    else:
-        state = "succeeded" if result.passed else "failed"
+    outcome = result.outcome
+    state = {"passed": "succeeded", "failed": "failed", "error": "error"}[outcome.status]
     errors = ([result.harness_error] if result.harness_error else []) + [
         f"replay divergence: {d}" for d in result.divergences
     ]
@@ -367,6 +365,7 @@ def _atom_section(
             (s.record.cli_version for s in sessions if s.record.cli_version), None
         ),
         "passed": result.passed,
+        "outcome": {"label": result.outcome.label, "why": result.outcome.why},
         "decision": result.decision,
         "score": result.score,
         "iterations": result.iterations,

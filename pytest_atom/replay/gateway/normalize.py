@@ -57,7 +57,7 @@ def _environment_line(label: str, mask: str) -> re.Pattern[str]:
 
 #: Every machine detail Claude Code (2.1.330, 2.1.331) writes into a request. The run's
 #: own folders, home and temp folders are not here: they become placeholders by name
-#: (`Normalizer` paths, execution._volatile_paths), and `atom cassette check` reports one
+#: (`Normalizer` paths, execution.volatile_paths), and `atom cassette check` reports one
 #: left raw. Each mask applies to live requests and, on load, to older recordings
 #: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (

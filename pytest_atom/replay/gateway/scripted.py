@@ -304,10 +304,6 @@ class ScriptedResponder:
         self._next = {"turns": 0, "reflector": 0, "planner": 0}
         self._side = 0
 
-    @property
-    def turns_played(self) -> int:
-        return self._next["turns"]
-
     def respond(self, request: GatewayRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
         if request.kind == "count_tokens":

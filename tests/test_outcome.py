@@ -1,0 +1,168 @@
+"""One verdict: a spec run's outcome is decided once, and every front end reads it."""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
+from pytest_atom.outcome import Outcome, decide
+from pytest_atom.reports.rows import SummaryRow
+from tests.conftest import REPO
+
+
+def run(**over: Any) -> Outcome:
+    """The outcome of a run that, unless `over` says otherwise, passed on a 0.9."""
+    figures: dict[str, Any] = {
+        "attempts": 1,
+        "decision": "proceed",
+        "score": 0.9,
+        "threshold": 0.8,
+        "completed": True,
+        "reason": "completed",
+        "checks_failed": 0,
+        "checks": 2,
+    }
+    return decide(**{**figures, **over})
+
+
+@pytest.mark.parametrize(
+    ("over", "label", "exit_status", "why"),
+    [
+        ({}, "passed", 0, "score 0.9 (passes above 0.8)"),
+        ({"score": None}, "passed", 0, "checks passed"),
+        ({"decision": "fail", "checks_failed": 1}, "failed", 1, "1 of 2 checks failed"),
+        ({"decision": "refine", "score": 0.6}, "failed", 1, "refine, score 0.6"),
+        ({"completed": False, "decision": "fail", "reason": "max_iterations"}, "failed", 1, ""),
+        ({"xfail": "known gap", "decision": "fail"}, "xfailed", 0, ""),
+        ({"xfail": "known gap"}, "xpassed", 0, ""),
+        ({"divergence": "POST /v1/messages: no match"}, "error", 2, "replay diverged"),
+        ({"harness_error": "bad verdict\nmore"}, "error", 2, "bad verdict"),
+        ({"decision": "fail", "upstream": "API 500"}, "upstream error", 2, "API 500"),
+        # The machinery failing is never the expected failure of an xfail spec.
+        ({"xfail": "known gap", "harness_error": "broke"}, "error", 2, "broke"),
+    ],
+)
+def test_a_run_comes_to_one_outcome(
+    over: dict[str, Any], label: str, exit_status: int, why: str
+) -> None:
+    outcome = run(**over)
+    assert (outcome.label, outcome.exit_status) == (label, exit_status)
+    assert why in outcome.why
+    assert outcome.ok == (exit_status == 0)
+
+
+def test_what_stopped_a_failed_run_joins_its_label() -> None:
+    limit = run(decision="fail", limit_exceeded="exceeded max_turns: 3 > 2")
+    assert limit.summary_label == "failed: exceeded max_turns"
+    assert run(plan_failed=True, attempts=0).summary_label == "failed: plan"
+    steps = run(steps="steps 1/3", steps_passed=False, xfail="hard")
+    assert steps.summary_label == "xfailed: steps 1/3"
+    assert run().summary_label == "passed"  # only a failure says what stopped it
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        run(),
+        run(xfail="known", decision="fail", steps="steps 0/2", steps_passed=False),
+        run(harness_error="broke"),
+        run(decision="fail", upstream="API 529"),
+    ],
+)
+def test_the_outcome_crosses_xdist_in_its_properties(outcome: Outcome) -> None:
+    """A worker's item carries it as JUnit properties; the controller's summary reads them."""
+    assert Outcome.from_properties(outcome.properties()) == outcome
+    row = SummaryRow.of("s.atom.yaml::s", {**outcome.properties(), "atom_score": 0.9})
+    assert row.outcome == outcome and row.score == 0.9
+
+
+# --- every front end agrees ----------------------------------------------------------------
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    """A project with a spec that passes, one whose failure is expected (xfail) and the
+    same one without its xfail: it fails."""
+    folder = tmp_path / "project"
+    shutil.copytree(REPO / "fixtures" / "specs", folder)
+    for spec in folder.glob("*.atom.yaml"):
+        if spec.name not in ("create_file.atom.yaml", "misses_goal.atom.yaml"):
+            spec.unlink()
+    xfail = (folder / "misses_goal.atom.yaml").read_text()
+    missed = "\n".join(ln for ln in xfail.splitlines() if not ln.startswith("xfail:"))
+    (folder / "missed.atom.yaml").write_text(missed.replace("misses-goal", "missed"))
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    return folder
+
+
+def _summary(output: str, names: list[str]) -> dict[str, str]:
+    """The outcome column of the pytest-atom summary table, per spec name."""
+    found = {}
+    for line in output.splitlines():
+        for name in names:
+            if line.startswith(f"{name}.atom.yaml::"):
+                found[name] = line.split()[1]
+    return found
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
+    pytester: pytest.Pytester, specs: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["create_file", "misses_goal", "missed"]
+    for spec in specs.iterdir():
+        shutil.move(spec, pytester.path / spec.name)
+    inside = pytester.runpytest("--atom", "--junitxml=junit.xml", "-p", "no:cacheprovider")
+    inside.assert_outcomes(passed=1, xfailed=1, failed=1)
+    pytest_says = _summary(inside.stdout.str(), names)
+    assert pytest_says == {"create_file": "passed", "misses_goal": "xfailed", "missed": "failed"}
+    junit = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in ET.parse(pytester.path / "junit.xml").iter("testcase")
+    }
+    assert junit["missed"]["atom_outcome"] == "failed" and junit["missed"]["atom_why"]
+    assert junit["misses-goal"]["atom_xfail"].startswith("The scripted agent forgets")
+
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.chdir(pytester.path)
+    outside = CliRunner().invoke(main, ["run", *(f"{n}.atom.yaml" for n in names)])
+    assert _summary(outside.output, names) == pytest_says
+    assert outside.exit_code == inside.ret == 1
+
+    # Without the failing spec both pass: an expected failure fails neither.
+    (pytester.path / "missed.atom.yaml").unlink()
+    inside = pytester.runpytest("--atom", "-p", "no:cacheprovider")
+    outside = CliRunner().invoke(main, ["run", "create_file.atom.yaml", "misses_goal.atom.yaml"])
+    assert outside.exit_code == inside.ret == 0, outside.output
+
+
+def test_results_are_data_that_import_no_machinery() -> None:
+    """`result` and `outcome` load nothing that runs (runner, judge, gateway, recording):
+    a report, a script or another process reads results without starting any of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_atom.result, pytest_atom.reports.rows\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_atom'))))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert set(loaded) == {
+        "pytest_atom",
+        "pytest_atom.events",  # the agents' event types: data, importing nothing
+        "pytest_atom.limits",
+        "pytest_atom.modes",
+        "pytest_atom.outcome",
+        "pytest_atom.reports",
+        "pytest_atom.reports.rows",
+        "pytest_atom.result",
+        "pytest_atom.usage",
+    }
