@@ -24,9 +24,9 @@ from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
+from pytest_atom.reports.measure import arm_lines, repeat_lines
 from pytest_atom.reports.text import (
     failure_report,
-    pass_rate_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
@@ -233,7 +233,12 @@ class AtomSession:
         gate = self.config.option.atom_min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
-            for line in pass_rate_lines(pass_rates(self.results), gate):
+            for line in repeat_lines(self.results, gate):
+                terminalreporter.write_line(line)
+        arms = arm_lines(self.results)
+        if arms:
+            terminalreporter.write_line("")
+            for line in arms:
                 terminalreporter.write_line(line)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:

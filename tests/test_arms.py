@@ -181,6 +181,15 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
             "*run dir: .atom/runs/greet[[]without-skill]-*",
         ]
     )
+    result.stdout.fnmatch_lines(
+        [
+            "arms (change vs the reference arm, 95 % intervals: *",
+            "a.atom.yaml::greet[[]with-skill] (reference): 1/1 passed, pass rate 1.00 "
+            "[[]0.21, 1.00], score -, turns 1.0, tokens *, cost $*",
+            "a.atom.yaml::greet[[]without-skill]: 0/1 passed, pass rate 0.00 [[]0.00, 0.79], *",
+            "    vs reference: pass_rate -1.00, turns +0.0, tokens *",
+        ]
+    )
     only = pytester.runpytest("--atom", "--atom-arms", "without-skill", "--collect-only", "-q")
     only.stdout.fnmatch_lines(["a.atom.yaml::greet[[]without-skill]", "1 test collected*"])
     typo = pytester.runpytest("--atom", "--atom-arms", "with_skill")
