@@ -23,7 +23,7 @@ from pytest_atom.harness import Harness, build_harness, file_layers
 from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, summary_lines, write_results
+from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, write_results
 from pytest_atom.reports.measure import arm_lines, repeat_lines
 from pytest_atom.reports.text import (
     failure_report,
@@ -43,6 +43,7 @@ from pytest_atom.settings import (
     resolve,
 )
 from pytest_atom.spec import Mark, Spec, SpecError, load_specs
+from pytest_atom.stats import StatsUnavailable
 
 #: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.
@@ -143,6 +144,7 @@ class AtomSession:
         self.baseline = BaselineGate.from_config(config)
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+        self.stats_error = ""  # the baseline gate needed scipy, which is not installed
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -191,7 +193,15 @@ class AtomSession:
             self.harness.finish()
             if self.results:  # what `atom baseline save` reads
                 write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
-        if controller and self.baseline is not None and self.baseline.finish(self.results):
+        try:
+            regressed = (
+                controller and self.baseline is not None and self.baseline.finish(self.results)
+            )
+        except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
+            self.stats_error = str(exc)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        if regressed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
             return
         gate = self.config.option.atom_min_pass_rate
@@ -226,10 +236,13 @@ class AtomSession:
                     terminalreporter.write_line(f"{label}: {nodeid}: {props[key]}")
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
-        if self.baseline is not None:
+        if self.stats_error:
+            terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
+        elif self.baseline is not None:
             terminalreporter.write_line("")
-            for line in summary_lines(self.baseline.comparisons):
-                terminalreporter.write_line(line, red=line.startswith("baseline regression"))
+            for line in self.baseline.lines():
+                red = line.startswith("baseline regression") or "REGRESSION" in line
+                terminalreporter.write_line(line, red=red)
         gate = self.config.option.atom_min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")

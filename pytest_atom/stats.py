@@ -60,7 +60,9 @@ def require_scipy() -> Any:
     """scipy.stats, or StatsUnavailable naming the extra that installs it."""
     try:
         import scipy.stats
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "scipy":
+            raise
         raise StatsUnavailable(
             "pytest-atom's statistics (repeats, arms, the baseline gate, atom trials) need "
             "scipy: pip install 'pytest-atom[stats]'"
