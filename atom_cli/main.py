@@ -47,6 +47,11 @@ LAZY_COMMANDS = {
         "Save a run's results as the baseline --atom-baseline compares with.",
     ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
+    "trials": (
+        "atom_cli.trials_cmd",
+        "trials",
+        "How many repeats detect a drop in pass rate (p to q).",
+    ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }

@@ -22,6 +22,7 @@ from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest_ini import pytest_rootdir
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.measure import measured_lines
 from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
@@ -294,8 +295,11 @@ def run(
             [report_row(*r[:2], v) for r, v in zip(rows, views, strict=True)],
             html,
             runs_dir=harness.runs_dir,
+            measured=measured_lines(rows),
         )
         console.print(f"HTML report: {escape(str(html))}")
+    for line in measured_lines(rows):
+        console.print(escape(line))
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if as_json:

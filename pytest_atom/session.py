@@ -9,6 +9,7 @@ working on spec items. Every item runs through the session's one `Harness`.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.baseline import RESULTS_NAME, BaselineGate, write_results
-from pytest_atom.reports.measure import arm_lines, repeat_lines
+from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.text import (
     failure_report,
     pass_rates,
@@ -133,6 +134,33 @@ class SnapshotMismatch(Exception):
         return "\n".join(lines)
 
 
+class Measured:
+    """What repeats and arms measured, into JUnit XML's test-suite properties and the
+    ``--atom-report`` folder (``measured.json``): before junitxml writes its file, so
+    first among the session-finish hooks, unlike `AtomSession`'s, which runs last."""
+
+    def __init__(self, session: AtomSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        rows = self.session.results
+        if hasattr(session.config, "workerinput") or not rows:
+            return
+        from _pytest.junitxml import xml_key  # record_testsuite_property's own way in
+
+        xml = session.config.stash.get(xml_key, None)
+        if xml is not None:
+            for name, value in junit_properties(rows):
+                xml.add_global_property(name, value)
+        report_dir = self.session.harness.report_dir
+        figures = measured(rows)
+        if report_dir is not None and (figures["repeats"] or figures["arms"]):
+            report_dir.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
+            (report_dir / "measured.json").write_text(text, encoding="utf-8")
+
+
 class AtomSession:
     """Per-session state of the plugin (registered as a plugin, not module globals)."""
 
@@ -146,6 +174,7 @@ class AtomSession:
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
         self.stats_error = ""  # the baseline gate needed scipy, which is not installed
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
+        config.pluginmanager.register(Measured(self), "atom-measured")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: n for n, item in enumerate(session.items)}

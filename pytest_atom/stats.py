@@ -34,6 +34,7 @@ __all__ = [
     "StatsUnavailable",
     "bootstrap_mean",
     "cmh_drop",
+    "cmh_power",
     "fisher_drop",
     "fisher_power",
     "holm",
@@ -297,8 +298,27 @@ def suite_repeats_needed(
     p: float, q: float, specs: int, alpha: float = 0.05, power: float = 0.8
 ) -> int | None:
     """Repeats a spec when each of `specs` specs drops from `p` to `q` and the suite's
-    Cochran-Mantel-Haenszel test decides: its information adds up over specs, so the
-    normal approximation's total divides among them (at least 1 repeat each)."""
+    Cochran-Mantel-Haenszel test decides (at `alpha` / 2, as the baseline gate tests the
+    total of two specs or more): the fewest repeats whose power, by the normal
+    approximation of the continuity-corrected statistic, reaches `power`."""
     if not 0 <= q < p <= 1 or specs < 1:
         return None
-    return max(1, math.ceil(_normal_repeats(p, q, alpha, power) / specs))
+    if specs == 1:
+        return repeats_needed(p, q, alpha, power)
+    return next(n for n in range(1, 100_000) if cmh_power(n, specs, p, q, alpha / 2) >= power)
+
+
+def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:
+    """The approximate chance that the one-sided CMH test at `alpha` sees every one of
+    `specs` specs drop from `p` to `q`, with `runs` repeats a side each."""
+    if runs < 1:
+        return 0.0
+    total = 2 * runs
+    bar = (p + q) / 2
+    excess = specs * runs * (p - q) / 2 - 0.5  # the statistic's mean, corrected
+    null_variance = specs * runs * runs * bar * (1 - bar) / (total - 1) if total > 1 else 0.0
+    variance = specs * runs * (p * (1 - p) + q * (1 - q)) / 4
+    if variance <= 0:
+        return 1.0 if excess > 0 else 0.0
+    z = NormalDist().inv_cdf(1 - alpha)
+    return NormalDist().cdf((excess - z * math.sqrt(null_variance)) / math.sqrt(variance))

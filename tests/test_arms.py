@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -172,8 +173,21 @@ def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
 def test_each_arm_runs_as_its_own_item_and_arms_select(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:
-    result = pytester.runpytest("--atom", "-v", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--atom", "-v", "-p", "no:cacheprovider", "--junitxml=j.xml", "--atom-html=r.html",
+        "--atom-report=traces",
+    )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1)
+    # The same figures reach JUnit (test-suite properties), the report folder and the page.
+    junit = (pytester.path / "j.xml").read_text()
+    assert '<property name="atom_arm a.atom.yaml::greet[without-skill]" value="0/1 passed' in junit
+    assert "vs reference: pass_rate -1.00" in junit
+    figures = json.loads((pytester.path / "traces" / "measured.json").read_text())
+    [ref, other] = figures["arms"]
+    assert (ref["arm"], ref["reference"], ref["passed"]) == ("with-skill", True, 1)
+    assert (other["arm"], other["vs_reference"]["pass_rate"]) == ("without-skill", -1.0)
+    page = (pytester.path / "r.html").read_text()
+    assert "Repeats and arms" in page and "greet[without-skill]: 0/1 passed" in page
     result.stdout.fnmatch_lines(
         [
             "a.atom.yaml::greet[[]with-skill] PASSED*",

@@ -252,3 +252,58 @@ def arm_lines(rows: Iterable[Row]) -> list[str]:
             f"specs: pass rate change {_show('pass_rate', interval)} ({interval.method})"
         )
     return lines
+
+
+def repeat_figures(r: Runs) -> dict[str, Any]:
+    """One spec's repeats as plain data (the measured.json of --atom-report)."""
+    return {
+        "spec": r.key,
+        "passed": r.passed,
+        "runs": r.runs,
+        "deterministic": r.deterministic,
+        "pass_rate": r.rate().to_dict(),
+        **{f"pass@{k}": round(stats.pass_at_k(r.runs, r.passed, k), 6) for k in _ks(r.runs)},
+        **{f"pass^{k}": round(stats.pass_hat_k(r.runs, r.passed, k), 6) for k in _ks(r.runs)},
+        **{
+            metric: None
+            if (i := stats.mean_interval(r.figures.get(metric, ()))) is None
+            else i.to_dict()
+            for metric in ("score", "turns")
+        },
+    }
+
+
+def measured(rows: Sequence[Row]) -> dict[str, Any]:
+    """Everything this module measures, as plain data: repeats, arms, arms over specs."""
+    figures = arm_figures(rows)
+    several = [r for r in group_runs(rows).values() if r.runs > 1]
+    return {
+        "repeats": [repeat_figures(r) for r in several],
+        "arms": [f.to_dict() for f in figures],
+        "arms_over_specs": {
+            arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
+        },
+    }
+
+
+def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
+    props = [
+        (f"atom_repeats {r.key}", repeat_line(r).partition(": ")[2])
+        for r in group_runs(rows).values()
+        if r.runs > 1
+    ]
+    lines = arm_lines(rows)[1:]
+    for line, following in zip(lines, [*lines[1:], ""], strict=True):
+        if line.startswith("    "):
+            continue
+        name, _, figures = line.partition(": ")
+        more = f"; {following.strip()}" if following.startswith("    vs reference") else ""
+        props.append((f"atom_arm {name}", figures + more))
+    return props
+
+
+def measured_lines(rows: Sequence[Row]) -> list[str]:
+    """The repeat lines (when a spec ran more than once) and the arm lines, for a report."""
+    several = any(r.runs > 1 for r in group_runs(rows).values())
+    return (repeat_lines(rows, None) if several else []) + arm_lines(rows)
