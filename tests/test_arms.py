@@ -229,3 +229,15 @@ def test_each_arm_records_and_replays_its_own_cassette(
     replay = pytester.runpytest("--atom", "--atom-arms", "with-skill")
     replay.assert_outcomes(passed=1)
     replay.stdout.fnmatch_lines(["a.atom.yaml::greet[[]with-skill]  passed*"])
+
+
+def test_junit_properties_without_arms_hold_the_repeats_alone() -> None:
+    from pytest_atom.reports.measure import junit_properties
+
+    rows = [("a.atom.yaml::x[r1]", "passed", {}), ("a.atom.yaml::x[r2]", "failed", {})]
+    assert junit_properties(rows) == [
+        (
+            "atom_repeats a.atom.yaml::x",
+            "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00",
+        )
+    ]

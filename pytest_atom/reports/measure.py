@@ -293,8 +293,8 @@ def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
         for r in group_runs(rows).values()
         if r.runs > 1
     ]
-    lines = arm_lines(rows)[1:]
-    for line, following in zip(lines, [*lines[1:], ""], strict=True):
+    lines = arm_lines(rows)[1:]  # the header aside
+    for line, following in zip(lines, [*lines[1:], ""], strict=False):
         if line.startswith("    "):
             continue
         name, _, figures = line.partition(": ")
