@@ -305,7 +305,16 @@ def suite_repeats_needed(
         return None
     if specs == 1:
         return repeats_needed(p, q, alpha, power)
-    return next(n for n in range(1, 100_000) if cmh_power(n, specs, p, q, alpha / 2) >= power)
+    low, high = 0, 1  # cmh_power(low) < power <= cmh_power(high): it grows with the repeats
+    while cmh_power(high, specs, p, q, alpha / 2) < power:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if cmh_power(middle, specs, p, q, alpha / 2) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:

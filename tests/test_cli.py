@@ -163,7 +163,7 @@ def test_classic_loop_writes_the_prompt_and_iterates(
     [
         (["valdiate"], "Did you mean 'validate'?"),
         (["casette", "show"], "Did you mean 'cassette'?"),
-        (["trials", "0.9", "0.5"], "quote it: atom 'trials 0.9 0.5'"),
+        (["bench", "0.9", "0.5"], "quote it: atom 'bench 0.9 0.5'"),
         (["refactor"], "one-word task: atom loop refactor"),
     ],
 )

@@ -91,6 +91,7 @@ def test_exact_power_and_repeats_needed() -> None:
     assert stats.repeats_needed(0.5, 0.6) is None  # a rise is no drop
     assert stats.suite_repeats_needed(0.9, 0.5, 10) == 2
     assert stats.suite_repeats_needed(0.9, 0.5, 1) == 19  # one spec: Fisher's, exact
+    assert stats.suite_repeats_needed(0.7, 0.6999, 10) > 10**6  # tiny drops end too
 
 
 def test_exact_power_equals_brute_force_over_scipy_fisher() -> None:

@@ -11,7 +11,9 @@ changes nothing and a diff shows only what moved.
 ``pytest --atom --atom-baseline PATH`` compares the run with it (`compare`): a spec that
 passed and now fails, a score drop or a rise in turns, tokens or cost beyond its tolerance
 is a regression and fails the session; an improvement is reported, never failed; a spec
-the baseline lacks is new. Turns, tokens and cost are the agent's own (the reflector
+the baseline lacks is new. Those fixed tolerances judge specs whose runs, then and now,
+were all alike (replays); a spec whose runs differ is a sample, and the statistical gate
+of `pytest_atom.reports.gate` judges it on the per-repeat outcomes the baseline keeps. Turns, tokens and cost are the agent's own (the reflector
 aside) and priced by Claude Code whatever answered it, so a replay measures them too.
 """
 
