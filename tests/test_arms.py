@@ -241,3 +241,17 @@ def test_junit_properties_without_arms_hold_the_repeats_alone() -> None:
             "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00",
         )
     ]
+
+
+def test_atom_run_refuses_an_unknown_arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from atom_cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, ARMED)
+    result = CliRunner().invoke(main, ["run", "x.atom.yaml", "--arms", "sonnet"])
+    assert result.exit_code == 2  # before any agent runs
+    assert "--arms names sonnet, which no spec has (arms here: fewer-tools, haiku, with-tools)" in (
+        result.output
+    )
