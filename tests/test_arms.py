@@ -11,6 +11,7 @@ from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.settings import Layer, SettingsError, resolve
 from pytest_atom.spec import SpecError, load_specs, merge_overlay
+from tests.test_trace import VALIDATOR
 
 ARMED = """\
 name: greet
@@ -182,6 +183,10 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
     junit = (pytester.path / "j.xml").read_text()
     assert '<property name="atom_arm a.atom.yaml::greet[without-skill]" value="0/1 passed' in junit
     assert "vs reference: pass_rate -1.00" in junit
+    [trace] = (pytester.path / "traces" / "a").glob("greet[[]without-skill].json")
+    document = json.loads(trace.read_text())
+    VALIDATOR.validate(document)  # the trace's own schema knows the arm
+    assert document["atom"]["spec"]["arm"] == "without-skill"
     figures = json.loads((pytester.path / "traces" / "measured.json").read_text())
     [ref, other] = figures["arms"]
     assert (ref["arm"], ref["reference"], ref["passed"]) == ("with-skill", True, 1)
