@@ -39,7 +39,13 @@ from pytest_atom.core.tools import discover_tools, tool_env
 from pytest_atom.files import copy_ignore
 from pytest_atom.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.judge.checks import CheckRegistry, run_checks
-from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector
+from pytest_atom.judge.reflector import (
+    ReflectorError,
+    Verdict,
+    judge,
+    reflector_input,
+    run_reflector,
+)
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
 from pytest_atom.replay.cassette import Cassette, CassetteError
@@ -416,11 +422,28 @@ class _Run:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
         A replay whose reflector request diverged failed on the divergence, which the
-        report shows; any other reflector failure is the harness's own.
+        report shows; any other reflector failure is the harness's own. A replay whose
+        reflector would get the recorded input takes the recorded verdict (`source.recall`).
         """
         if not (self.spec.criteria and attempt.completed):
             return True
+        role = f"reflector:{self.label}{attempt.number}"
         try:
+            session = reflector_input(
+                self.spec,
+                attempt.path,
+                attempt.checks,
+                attempt.outcome.output,
+                self.threshold,
+                self.prompts,
+                self.earlier_steps,
+            )
+            recall = source.recall
+            key = recall.key(role, "reflector", session, attempt.path) if recall else None
+            recalled = recall.recall(key) if recall and key else None
+            if recalled is not None:
+                attempt.verdict, attempt.recalled = Verdict.parse(recalled.answer), recalled
+                return True
             attempt.verdict, attempt.reflector = run_reflector(
                 self.spec,
                 attempt.path,
@@ -428,12 +451,15 @@ class _Run:
                 attempt.outcome.output,
                 env=env,
                 claude_bin=self.claude_bin,
-                session_id=session_id_for(self.spec, f"reflector:{self.label}{attempt.number}"),
+                session_id=session_id_for(self.spec, role),
                 threshold=self.threshold,
                 prompts=self.prompts,
                 earlier_steps=self.earlier_steps,
                 confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
+                session=session,
             )
+            if recall and key:
+                recall.remember(key, attempt.reflector)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)

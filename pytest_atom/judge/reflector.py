@@ -24,6 +24,7 @@ from pytest_atom.core.runner import ClaudeRunner, IterationRecord
 from pytest_atom.core.sandbox import Confinement
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.replay.gateway.normalize import mask_durations
+from pytest_atom.replay.recall import SessionInput
 from pytest_atom.spec import ClaudeOptions, Spec
 from pytest_atom.workspace import SKIPPED_DIRS, changes
 
@@ -280,6 +281,27 @@ def _quote(text: str) -> str:
     return "\n".join("    " + line for line in text.rstrip().splitlines()) or "    (empty)"
 
 
+def reflector_input(
+    spec: Spec,
+    attempt_dir: Path,
+    checks: Sequence[CheckResult],
+    final_message: str,
+    threshold: float,
+    prompts: PromptLoader | None = None,
+    earlier_steps: Sequence[str] = (),
+) -> SessionInput:
+    """The reflector's whole request but its folder: what a replay compares to recall the
+    recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
+    diff = workspace_diff(
+        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
+    )
+    return SessionInput(
+        build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps),
+        read_only_options(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
+        spec.reflector.model or spec.model,
+    )
+
+
 def run_reflector(
     spec: Spec,
     attempt_dir: Path,
@@ -293,27 +315,28 @@ def run_reflector(
     prompts: PromptLoader | None = None,
     confinement: Confinement | None = None,
     earlier_steps: Sequence[str] = (),
+    session: SessionInput | None = None,
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
     The judge is the real Claude Code (not ``--bare``, which would offer Read alone) with
     only the setting source ``user``, the run's own empty config: the attempt folder's
     CLAUDE.md and .claude/ settings were the agent's to write, so they must not instruct
-    the judge or run its hooks.
+    the judge or run its hooks. `session` is `reflector_input`'s answer, when the caller
+    already has it.
     """
+    session = session or reflector_input(
+        spec, attempt_dir, checks, final_message, threshold, prompts, earlier_steps
+    )
     runner = ClaudeRunner(
         env=env,
-        options=read_only_options(STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA),
-        model=spec.reflector.model or spec.model,
+        options=session.options,
+        model=session.model,
         claude_bin=claude_bin,
         confinement=confinement,
     )
-    diff = workspace_diff(
-        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
-    )
-    prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps)
     record = runner.run(
-        prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
+        session.prompt, attempt_dir, session_id=session_id, use_context=False, timeout=spec.timeout
     )
     if record.returncode != 0 or record.timed_out:
         detail = (record.output or record.stderr).strip()[

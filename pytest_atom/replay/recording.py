@@ -33,6 +33,7 @@ from pytest_atom.replay.gateway import (
 from pytest_atom.replay.gateway.matching import request_kind
 from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
@@ -261,6 +262,9 @@ class ModelSource:
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
     failure: str | None = None  # why a recording the agent got through was not saved
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
+    #: hashes a recording stores so a later replay can; None without a cassette.
+    recall: Recall | None = None
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -285,7 +289,9 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         written = (
-            self._save(spec, tape, failed or bool(faults), cli_version) if tape.recorded else None
+            self._save(spec, tape, failed or bool(faults), cli_version, self.recall)
+            if tape.recorded
+            else None
         )
         if not (failed or faults):
             cassette.partial_path.unlink(missing_ok=True)
@@ -301,7 +307,13 @@ class ModelSource:
         return written
 
     @staticmethod
-    def _save(spec: Spec, tape: CassetteResponder, failed: bool, cli_version: str | None) -> Path:
+    def _save(
+        spec: Spec,
+        tape: CassetteResponder,
+        failed: bool,
+        cli_version: str | None,
+        recall: Recall | None,
+    ) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
@@ -319,6 +331,8 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        if recall is not None:
+            recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(
@@ -360,6 +374,8 @@ class ModelSource:
             metadata["rejudged_at"] = now
             if spec.script is not None and "script_hash" in metadata:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
+        if self.recall is not None:
+            self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
 
 
@@ -428,7 +444,12 @@ def _replay(
             f"uses {live} (--atom-strict-version); refresh it for this CLI with: "
             f"{record_command(spec, 'refresh')}"
         )
-    return ModelSource(kind, responder, stale_reasons=reasons)
+    # Strict matching compares Claude Code's own parts of a request too, which only the
+    # same CLI is known to send alike: another version starts the sessions.
+    same_requests = settings.match != "strict" or recorded == live
+    enabled = kind == "replay" and settings.judge == "recall" and same_requests
+    recall = Recall(responder, enabled=enabled)
+    return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
 
 
 def _record(
@@ -468,7 +489,13 @@ def _record(
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
     )
-    return ModelSource(kind, responder, auth=auth or None, upstream_gateway=upstream_gateway)
+    return ModelSource(
+        kind,
+        responder,
+        auth=auth or None,
+        upstream_gateway=upstream_gateway,
+        recall=Recall(responder, enabled=False),
+    )
 
 
 def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
