@@ -439,8 +439,10 @@ class _Run:
                 self.earlier_steps,
             )
             recall = source.recall
-            key = recall.key(role, "reflector", session, attempt.path) if recall else None
-            recalled = recall.recall(key) if recall and key else None
+            key = (
+                recall.key(role, "reflector", session, attempt.path) if recall is not None else None
+            )
+            recalled = recall.recall(key) if recall is not None and key is not None else None
             if recalled is not None:
                 attempt.verdict, attempt.recalled = Verdict.parse(recalled.answer), recalled
                 return True
@@ -458,7 +460,7 @@ class _Run:
                 confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
                 session=session,
             )
-            if recall and key:
+            if recall is not None and key is not None:
                 recall.remember(key, attempt.reflector)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):

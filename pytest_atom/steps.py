@@ -35,7 +35,14 @@ from pathlib import Path
 from pytest_atom.execution import HarnessError, _Run, _volatile_paths, session_id_for
 from pytest_atom.files import copy_ignore
 from pytest_atom.paths import cli_slug, display_path
-from pytest_atom.planner import PlannerError, check_plan, replan_feedback, run_planner
+from pytest_atom.planner import (
+    PlannerError,
+    check_plan,
+    planner_folder,
+    planner_input,
+    replan_feedback,
+    run_planner,
+)
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.spec import Spec, Step, steps_prompt
@@ -191,28 +198,40 @@ class StepsRun(_Run):
         unless the replay diverged, which then says why)."""
         self.emit("plan", number=number)
         kept = self.spec.steps[:target]
+        role = "planner" if number == 1 else f"planner:{number}"
+        folder = planner_folder(self.spec, self.run_dir, self._start_folder(target), number)
+        session = planner_input(self.spec, self.prompts, feedback, self.model)
+        recall = source.recall
+        key = recall.key(role, "planner", session, folder) if recall is not None else None
+        recalled = recall.recall(key) if recall is not None and key is not None else None
+        record = None
         try:
-            answer, record = run_planner(
-                self.spec,
-                self.run_dir,
-                env=self.agent_env(gateway_url, source),
-                claude_bin=self.claude_bin,
-                session_id=session_id_for(
-                    self.spec, "planner" if number == 1 else f"planner:{number}"
-                ),
-                start=self._start_folder(target),
-                prompts=self.prompts,
-                model=self.model,
-                number=number,
-                feedback=feedback,
-            )
+            if recalled is not None:  # the plan as recorded: the same request, the same folder
+                answer = recalled.answer
+            else:
+                answer, record = run_planner(
+                    self.spec,
+                    self.run_dir,
+                    env=self.agent_env(gateway_url, source),
+                    claude_bin=self.claude_bin,
+                    session_id=session_id_for(self.spec, role),
+                    start=self._start_folder(target),
+                    prompts=self.prompts,
+                    model=self.model,
+                    number=number,
+                    feedback=feedback,
+                    folder=folder,
+                    session=session,
+                )
+                if recall is not None and key is not None:
+                    recall.remember(key, record)
         except PlannerError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return None
         kinds = self.registry.kinds() if self.registry is not None else ()
         plan = check_plan(self.spec, answer, self.run_dir, kinds, number=number, kept=kept)
-        plan.record = record
+        plan.record, plan.recalled = record, recalled
         self.emit("planned", plan=plan.summary() if number == 1 else f"re-{plan.summary()}")
         return plan
 
