@@ -76,7 +76,16 @@ def verdict_line(result: SpecResult) -> str:
         line += " (forced: a deterministic check failed)"
     elif result.decision == "refine":
         line += " (attempts used up)"
+    if result.final.recalled is not None:
+        line += f"; {RECALLED_NOTE}"
     return line
+
+
+#: What a report says of a verdict a replay recalled instead of judging anew.
+RECALLED_NOTE = (
+    "verdict recalled from the cassette: the reflector's request and the attempt folder were "
+    "unchanged, so no reflector session ran (--atom-judge=rerun runs it)"
+)
 
 
 def _times(count: int) -> str:
@@ -388,6 +397,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
         **role_properties(result),
+        **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
@@ -408,11 +418,19 @@ def role_properties(result: SpecResult) -> dict[str, Any]:
     return props
 
 
+def recalled_roles(result: SpecResult) -> str:
+    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
+    return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
+
+
 def _role_cell(props: dict[str, Any], role: str) -> str:
     tokens = props.get(f"atom_{role}_tokens")
     if not tokens:
         return "-"
-    return f"{tokens} (${float(props.get(f'atom_{role}_cost_usd') or 0):.4f})"
+    recalled = role in str(props.get("atom_recalled", "")).split(", ")
+    return f"{tokens} (${float(props.get(f'atom_{role}_cost_usd') or 0):.4f})" + (
+        " recalled" if recalled else ""
+    )
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
