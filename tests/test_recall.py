@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.replay.cassette import Cassette
+from pytest_atom.judge.reflector import VERDICT_SCHEMA
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.gateway.matching import conversation
 from pytest_atom.replay.gateway.normalize import Normalizer
+from pytest_atom.replay.gateway.replay import CassetteResponder
 from pytest_atom.replay.recall import RECALL_KEY, folder_hash
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from pytest_atom.settings import Layer, SettingsError, resolve
 from tests.conftest import REPO
@@ -50,6 +54,50 @@ def test_folder_hash_is_the_content_whatever_the_run_folder(tmp_path: Path) -> N
     (two / "where.txt").chmod(0o644)
     (two / "sub" / "hello.txt").rename(two / "sub" / "hullo.txt")
     assert _hash(one) != _hash(two)
+
+
+def _reflector_request(
+    turns: list[dict[str, object]], answer: dict[str, object] | None
+) -> Interaction:
+    """A recorded reflector request (it offers StructuredOutput) and its JSON answer."""
+    tools = [{"name": "Read"}, {"name": "StructuredOutput", "input_schema": VERDICT_SCHEMA}]
+    block = (
+        {"type": "tool_use", "id": "t", "name": "StructuredOutput", "input": answer}
+        if answer is not None
+        else {"type": "tool_use", "id": "t", "name": "Read", "input": {"file_path": "x"}}
+    )
+    return Interaction(
+        "POST",
+        "scripted://x/v1/messages",
+        {"messages": turns, "tools": tools},
+        200,
+        json.dumps({"type": "message", "content": [block]}),
+    )
+
+
+def test_the_tape_gives_each_recorded_session_once(tmp_path: Path) -> None:
+    """A recalled session is the first unplayed one with that opening: its requests up to
+    the next that opens alone, its answer the last StructuredOutput; then it is played."""
+    opening = {"role": "user", "content": "Judge this."}
+    read = {"role": "assistant", "content": [{"type": "text", "text": "reading"}]}
+    result = {"role": "user", "content": [{"type": "text", "text": "x holds 1"}]}
+    cassette = Cassette(
+        tmp_path / "c.yaml",
+        [
+            _reflector_request([opening], None),  # the first session reads a file,
+            _reflector_request([opening, read, result], {"score": 1}),  # then answers
+            _reflector_request([{"role": "user", "content": "Other."}], {"score": 0.2}),
+            _reflector_request([opening], {"score": 0.5}),  # a second session, same opening
+        ],
+    )
+    tape = CassetteResponder(cassette, Normalizer({}), Scrubber())
+    [first] = conversation({"messages": [opening]})
+    assert tape.recall_session("planner", first) is None  # another kind of session
+    assert tape.recall_session("reflector", first) == {"score": 1}
+    assert tape.unplayed() == 2
+    assert tape.recall_session("reflector", first) == {"score": 0.5}
+    assert tape.recall_session("reflector", first) is None
+    assert tape.unplayed() == 1  # "Other." was never recalled
 
 
 def test_judge_setting_goes_through_the_resolver() -> None:
