@@ -11,6 +11,7 @@ import json
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -57,7 +58,7 @@ def test_folder_hash_is_the_content_whatever_the_run_folder(tmp_path: Path) -> N
 
 
 def _reflector_request(
-    turns: list[dict[str, object]], answer: dict[str, object] | None
+    turns: list[dict[str, Any]], answer: dict[str, object] | None
 ) -> Interaction:
     """A recorded reflector request (it offers StructuredOutput) and its JSON answer."""
     tools = [{"name": "Read"}, {"name": "StructuredOutput", "input_schema": VERDICT_SCHEMA}]
@@ -145,12 +146,14 @@ def _copy_spec(pytester: pytest.Pytester, stem: str) -> Path:
     return pytester.path / f"{stem}.atom.yaml"
 
 
-def _replay(pytester: pytest.Pytester, spec: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+def _replay(
+    pytester: pytest.Pytester, spec: Path, *args: str
+) -> tuple[pytest.RunResult, dict[str, str | None]]:
     junit = pytester.path / "junit.xml"
     result = pytester.runpytest_subprocess(
         "--atom", str(spec), "-p", "no:cacheprovider", "--junitxml", str(junit), *args
     )
-    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    props = {str(p.get("name")): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
     return result, props
 
 
