@@ -438,11 +438,8 @@ class _Run:
                 self.prompts,
                 self.earlier_steps,
             )
-            recall = source.recall
-            key = (
-                recall.key(role, "reflector", session, attempt.path) if recall is not None else None
-            )
-            recalled = recall.recall(key) if recall is not None and key is not None else None
+            key = source.recall.key(role, "reflector", session, attempt.path)
+            recalled = source.recall.recall(key)
             if recalled is not None:
                 attempt.verdict, attempt.recalled = Verdict.parse(recalled.answer), recalled
                 return True
@@ -460,8 +457,7 @@ class _Run:
                 confinement=Confinement(self.run_dir, sandbox=None),  # runs no commands
                 session=session,
             )
-            if recall is not None and key is not None:
-                recall.remember(key, attempt.reflector)
+            source.recall.remember(key, attempt.reflector)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)

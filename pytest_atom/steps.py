@@ -201,10 +201,8 @@ class StepsRun(_Run):
         role = "planner" if number == 1 else f"planner:{number}"
         folder = planner_folder(self.spec, self.run_dir, self._start_folder(target), number)
         session = planner_input(self.spec, self.prompts, feedback, self.model)
-        recall = source.recall
-        key = recall.key(role, "planner", session, folder) if recall is not None else None
-        recalled = recall.recall(key) if recall is not None and key is not None else None
-        record = None
+        key = source.recall.key(role, "planner", session, folder)
+        recalled, record = source.recall.recall(key), None
         try:
             if recalled is not None:  # the plan as recorded: the same request, the same folder
                 answer = recalled.answer
@@ -223,8 +221,7 @@ class StepsRun(_Run):
                     folder=folder,
                     session=session,
                 )
-                if recall is not None and key is not None:
-                    recall.remember(key, record)
+                source.recall.remember(key, record)
         except PlannerError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)

@@ -111,23 +111,26 @@ class Recall:
     what a recording (or a refresh, or a re-judge) writes down so a later replay can.
 
     `enabled` is false for every source but a plain replay (a refresh and a re-judge exist
-    to run the sessions) and under ``--atom-judge=rerun``.
+    to run the sessions) and under ``--atom-judge=rerun``. Without a `tape` (a scripted
+    run) there is nothing to recall or write down: every key is None.
     """
 
-    def __init__(self, tape: CassetteResponder, *, enabled: bool) -> None:
+    def __init__(self, tape: CassetteResponder | None = None, *, enabled: bool = False) -> None:
         self.tape = tape
         self.enabled = enabled
-        recorded = tape.cassette.metadata.get(RECALL_KEY)
+        recorded = tape.cassette.metadata.get(RECALL_KEY) if tape is not None else None
         self.recorded: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         self.remembered: dict[str, dict[str, Any]] = {}
 
-    def key(self, role: str, kind: Kind, session: SessionInput, folder: Path) -> SessionKey:
+    def key(self, role: str, kind: Kind, session: SessionInput, folder: Path) -> SessionKey | None:
         """The session's key, computed before it starts (it may leave files behind).
 
         Its prompt goes through the gateway's scrubbing and normalization as the CLI's
         first request would, and the conversation is taken as matching takes it.
         """
         tape = self.tape
+        if tape is None:
+            return None
         body = {"messages": [{"role": "user", "content": session.prompt}]}
         opening = conversation(tape.normalizer.body(tape.scrubber.scrub_obj(body)))
         inputs = {
@@ -144,14 +147,15 @@ class Recall:
             opening[:1],
         )
 
-    def recall(self, key: SessionKey) -> Recalled | None:
+    def recall(self, key: SessionKey | None) -> Recalled | None:
         """The recorded answer when the hashes of `key` equal those of a recorded session of
         its kind and the cassette holds that session unplayed; None: run the session.
 
         A replay that already diverged recalls nothing: its sessions replay (or diverge)
         as they would, so the report names the first divergence.
         """
-        if not (self.enabled and key.opening) or self.tape.divergences:
+        tape = self.tape
+        if key is None or tape is None or not (self.enabled and key.opening) or tape.divergences:
             return None
         # By content, not by role: a resumed run numbers a step's attempts on (a02 judged
         # as a01 was), and the role is not part of the request.
@@ -168,7 +172,7 @@ class Recall:
         )
         if entry is None:
             return None
-        answer = self.tape.recall_session(key.kind, key.opening[0])
+        answer = tape.recall_session(key.kind, key.opening[0])
         if answer is None:
             return None
         tokens, cost = entry.get("tokens"), entry.get("cost_usd")
@@ -179,8 +183,10 @@ class Recall:
             float(cost) if isinstance(cost, (int, float)) else 0.0,
         )
 
-    def remember(self, key: SessionKey, record: IterationRecord) -> None:
+    def remember(self, key: SessionKey | None, record: IterationRecord) -> None:
         """A session that ran and answered: its key goes into the cassette written."""
+        if key is None:
+            return
         self.remembered[key.role] = {
             "inputs": key.inputs,
             "folder": key.folder,

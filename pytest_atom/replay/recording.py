@@ -263,8 +263,8 @@ class ModelSource:
     failure: str | None = None  # why a recording the agent got through was not saved
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
     #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
-    #: hashes a recording stores so a later replay can; None without a cassette.
-    recall: Recall | None = None
+    #: hashes a recording stores so a later replay can (nothing without a cassette).
+    recall: Recall = field(default_factory=Recall)
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -312,7 +312,7 @@ class ModelSource:
         tape: CassetteResponder,
         failed: bool,
         cli_version: str | None,
-        recall: Recall | None,
+        recall: Recall,
     ) -> Path:
         cassette = tape.cassette
         cassette.interactions = tape.finished_interactions()
@@ -331,8 +331,7 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
-        if recall is not None:
-            recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
+        recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(
@@ -374,8 +373,7 @@ class ModelSource:
             metadata["rejudged_at"] = now
             if spec.script is not None and "script_hash" in metadata:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
-        if self.recall is not None:
-            self.recall.stamp(metadata)  # every structured session of this run ran
+        self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
 
 
