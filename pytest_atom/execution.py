@@ -37,7 +37,14 @@ from pytest_atom.core.sandbox import Confinement
 from pytest_atom.core.tools import tool_env
 from pytest_atom.files import copy_ignore
 from pytest_atom.judge.checks import CheckRegistry, run_checks
-from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector, verdict_schema
+from pytest_atom.judge.reflector import (
+    ReflectorError,
+    Verdict,
+    judge,
+    reflector_input,
+    run_reflector,
+    verdict_schema,
+)
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
 from pytest_atom.replay.cassette import CassetteError
@@ -286,22 +293,40 @@ class AttemptLoop:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
         A replay whose reflector request diverged failed on the divergence, which the
-        report shows; any other reflector failure is the harness's own.
+        report shows; any other reflector failure is the harness's own. A replay whose
+        reflector would get the recorded input takes the recorded verdict (`source.recall`).
         """
         if not (self.spec.criteria and attempt.completed):
             return True
+        role = f"reflector:{self.label}{attempt.number}"
         try:
+            session = reflector_input(
+                self.spec,
+                attempt.path,
+                attempt.checks,
+                attempt.outcome.output,
+                self.threshold,
+                self.prompts,
+                self.earlier_steps,
+            )
+            key = source.recall.key(role, "reflector", session, attempt.path)
+            recalled = source.recall.recall(key)
+            if recalled is not None:
+                attempt.verdict, attempt.recalled = Verdict.parse(recalled.answer), recalled
+                return True
             attempt.verdict, attempt.reflector = run_reflector(
                 self.spec,
                 attempt.path,
                 attempt.checks,
                 attempt.outcome.output,
                 agent=agents.reflector(verdict_schema(self.earlier_steps)),
-                session_id=session_id_for(self.spec, f"reflector:{self.label}{attempt.number}"),
+                session_id=session_id_for(self.spec, role),
                 threshold=self.threshold,
                 prompts=self.prompts,
                 earlier_steps=self.earlier_steps,
+                session=session,
             )
+            source.recall.remember(key, attempt.reflector)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)

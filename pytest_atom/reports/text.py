@@ -80,7 +80,16 @@ def verdict_line(result: SpecResult) -> str:
         line += " (forced: a deterministic check failed)"
     elif result.decision == "refine":
         line += " (attempts used up)"
+    if result.final.recalled is not None:
+        line += f"; {RECALLED_NOTE}"
     return line
+
+
+#: What a report says of a verdict a replay recalled instead of judging anew.
+RECALLED_NOTE = (
+    "verdict recalled from the cassette: the reflector's request and the attempt folder were "
+    "unchanged, so no reflector session ran (--atom-judge=rerun runs it)"
+)
 
 
 def _times(count: int) -> str:
@@ -368,6 +377,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
         **role_properties(result),
+        **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
@@ -387,6 +397,11 @@ def role_properties(result: SpecResult) -> dict[str, Any]:
         props[f"atom_{role}_tokens"] = used.tokens
         props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
     return props
+
+
+def recalled_roles(result: SpecResult) -> str:
+    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
+    return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
@@ -427,7 +442,8 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     used = row.roles.get(role)
     if used is None or not used.tokens:
         return "-"
-    return f"{used.tokens} (${used.cost_usd:.4f})"
+    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
+    return f"{used.tokens} (${used.cost_usd:.4f})" + (" recalled" if recalled else "")
 
 
 def summary_table(rows: Sequence[SummaryRow]) -> list[str]:
