@@ -124,7 +124,9 @@ def gated_rows(rows: Iterable[SummaryRow], gate: BaselineGate | None) -> list[Su
     for row in rows:
         props = {k: v for k, v in row.properties.items() if not _BASELINE_PROPERTY.match(k)}
         if gate is not None:
-            props.update(gate.item_properties(row.nodeid, props, own={}))
+            # The outcome as the shard finally saw it, as `finish` compares it.
+            outcome = row.outcome.properties()
+            props.update(gate.item_properties(row.nodeid, {**props, **outcome}, own={}))
         found.append(SummaryRow.of(row.nodeid, props, row.outcome))
     return found
 
