@@ -171,7 +171,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
-        "transcript of every Claude session into DIR, secrets scrubbed.",
+        "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
+        "results.json (what `atom results combine` joins across CI shards).",
     )
     add(
         "--atom-html",
