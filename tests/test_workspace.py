@@ -278,7 +278,7 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
     setup_log = (run / "setup" / "output.log").read_text()
     assert (attempt / "build.txt").read_text() == "built by set-up\n"
     assert "set-up reaches postgres://app:<SECRET:ATOM_TEST_DB_PASSWORD>@db/app" in setup_log
-    (trace,) = reports.rglob("*.json")
+    (trace,) = (p for p in reports.rglob("*.json") if p.name != "results.json")
     assert "$ printf 'built by set-up" in json.loads(trace.read_text())["atom"]["setup_output"]
     transcript = "\n".join(p.read_text() for p in (run / "claude-config").rglob("*.jsonl"))
     # The agent saw the value; a value drawn from a secret-looking variable is scrubbed
