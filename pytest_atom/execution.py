@@ -37,7 +37,14 @@ from pytest_atom.core.sandbox import Confinement
 from pytest_atom.core.tools import tool_env
 from pytest_atom.files import copy_ignore
 from pytest_atom.judge.checks import CheckRegistry, run_checks
-from pytest_atom.judge.reflector import ReflectorError, judge, run_reflector, verdict_schema
+from pytest_atom.judge.reflector import (
+    ReflectorError,
+    combine_votes,
+    judge,
+    run_reflector,
+    verdict_schema,
+    vote_role,
+)
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
 from pytest_atom.replay.cassette import CassetteError
@@ -165,7 +172,11 @@ class AttemptLoop:
             if not self.reflect(attempt, agents, source):
                 return
             attempt.decision = judge(
-                attempt.completed, attempt.checks, attempt.verdict, self.threshold
+                attempt.completed,
+                attempt.checks,
+                attempt.verdict,
+                self.threshold,
+                self.spec.reflector.gate,
             )
             self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
             if attempt.decision != "refine" or self.rolls_back(attempt):
@@ -286,26 +297,36 @@ class AttemptLoop:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
         A replay whose reflector request diverged failed on the divergence, which the
-        report shows; any other reflector failure is the harness's own.
+        report shows; any other reflector failure is the harness's own. With
+        `reflector: {votes: N}` the N sessions run one after another (a script's
+        `reflector:` turns and a cassette's sessions are taken in that order) and their
+        verdicts are combined (`combine_votes`).
         """
         if not (self.spec.criteria and attempt.completed):
             return True
+        votes = []
         try:
-            attempt.verdict, attempt.reflector = run_reflector(
-                self.spec,
-                attempt.path,
-                attempt.checks,
-                attempt.outcome.output,
-                agent=agents.reflector(verdict_schema(self.earlier_steps)),
-                session_id=session_id_for(self.spec, f"reflector:{self.label}{attempt.number}"),
-                threshold=self.threshold,
-                prompts=self.prompts,
-                earlier_steps=self.earlier_steps,
-            )
+            for vote in range(1, self.spec.reflector.votes + 1):
+                verdict, record = run_reflector(
+                    self.spec,
+                    attempt.path,
+                    attempt.checks,
+                    attempt.outcome.output,
+                    agent=agents.reflector(verdict_schema(self.earlier_steps)),
+                    session_id=session_id_for(
+                        self.spec, vote_role(f"reflector:{self.label}{attempt.number}", vote)
+                    ),
+                    threshold=self.threshold,
+                    prompts=self.prompts,
+                    earlier_steps=self.earlier_steps,
+                )
+                votes.append(verdict)
+                attempt.reflectors.append(record)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return False
+        attempt.verdict = combine_votes(votes)
         return True
 
 

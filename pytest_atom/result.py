@@ -35,7 +35,8 @@ class Attempt:
     records: list[IterationRecord]
     checks: list[CheckResult] = field(default_factory=list)
     verdict: Verdict | None = None
-    reflector: IterationRecord | None = None
+    #: The reflector's sessions on this attempt: one per vote (`reflector: {votes: N}`).
+    reflectors: list[IterationRecord] = field(default_factory=list)
     decision: Decision = "fail"
 
     @property
@@ -48,7 +49,7 @@ class Attempt:
 
     @property
     def all_records(self) -> list[IterationRecord]:
-        return self.records + ([self.reflector] if self.reflector else [])
+        return self.records + self.reflectors
 
 
 @dataclass
@@ -193,7 +194,27 @@ class SpecResult:
             plan_failed=not all(plan.passed for plan in self.plans),
             steps=self.steps_summary,
             steps_passed=all(step.passed for step in self.steps),
+            gate=self.spec.reflector.gate,
+            unmet=self.unmet,
         )
+
+    @property
+    def unmet(self) -> list[str]:
+        """The final verdict's unmet criteria, each named as the spec writes it (the verdict
+        lists them in the spec's order; its own wording when its count differs) and with
+        its votes: ``grader warm: … (1/3 votes met)``."""
+        verdict = self.verdict
+        if verdict is None:
+            return []
+        written = self.spec.criteria if len(self.spec.criteria) == len(verdict.criteria) else ()
+        named = []
+        for index, criterion in enumerate(verdict.criteria):
+            if criterion.met:
+                continue
+            text = (written[index] if written else criterion.criterion).strip()
+            text = text.splitlines()[0] if text else criterion.criterion
+            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+        return named
 
     @property
     def passed(self) -> bool:
@@ -328,8 +349,7 @@ class SpecResult:
         """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""
         spent = recorded = 0.0
         for attempt in self.all_attempts if attempts is None else attempts:
-            reflector = [attempt.reflector] if attempt.reflector else []
-            for role, records in (("executor", attempt.records), ("reflector", reflector)):
+            for role, records in (("executor", attempt.records), ("reflector", attempt.reflectors)):
                 usd = sum(r.cost_usd for r in records)
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
@@ -349,10 +369,8 @@ class SpecResult:
                 sub = r.subagent_cost_usd
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
-            if attempt.reflector is not None:
-                roles["reflector"] += RoleUsage(
-                    attempt.reflector.tokens, attempt.reflector.cost_usd
-                )
+            for vote in attempt.reflectors:
+                roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
         if attempts is None:
             for plan in self.plans:
                 if plan.record is not None:
