@@ -214,7 +214,7 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
     pytester: pytest.Pytester,
 ) -> None:
     project(pytester, False, True, False)
-    result = pytester.runpytest("--atom", "--junitxml=out.xml")
+    result = pytester.runpytest("--atom", "--junitxml=out.xml", "--atom-html", "report.html")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -227,6 +227,9 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
     assert props["atom_score"] == "0.9"
     assert props["atom_why"] == "unmet: done.txt says done, warmly. (1/3 votes met)"
     assert props["atom_criteria_votes"] == "1 met 3/3 · 2 unmet 1/3"
+    html = (pytester.path / "report.html").read_text()
+    assert "(median of 3 votes: 0.9, 0.9, 0.9)" in html
+    assert '<span class="votes"' in html and "1/3 votes</span>" in html
 
 
 @pytest.mark.usefixtures("claude_for_pytester")
