@@ -47,6 +47,11 @@ LAZY_COMMANDS = {
         "Save a run's results as the baseline --atom-baseline compares with.",
     ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
+    "trials": (
+        "atom_cli.trials_cmd",
+        "trials",
+        "How many repeats detect a drop in pass rate (p to q).",
+    ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
@@ -58,7 +63,7 @@ class AtomGroup(click.Group):
     The classic loop starts an agent that writes USER_PROMPT.md into this folder, so it runs
     only for what is clearly a prompt: quoted text (one argument holding a space), or loop
     options first (`atom --max-iterations 3 "task"`). A subcommand name or a spec path is
-    never task text, and bare words (`atom valdiate`, `atom trials 0.9 0.5`) are refused
+    never task text, and bare words (`atom valdiate`, `atom bench 0.9 0.5`) are refused
     with the commands and a "did you mean": a typo must never start a paid session.
     """
 

@@ -22,11 +22,11 @@ from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest_ini import pytest_rootdir
-from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key, summary_lines
+from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
-    pass_rate_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
@@ -338,18 +338,20 @@ def run(
             ],
             html,
             runs_dir=harness.runs_dir,
+            measured=measured_lines(rows),
         )
         console.print(f"HTML report: {escape(display_path(html))}")
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:
-        for line in summary_lines(gate.comparisons):
-            style = "red" if line.startswith("baseline regression") else "default"
+        for line in gate.lines():
+            red = line.startswith("baseline regression") or "REGRESSION" in line
+            style = "red" if red else "default"
             console.print(f"[{style}]{escape(line)}[/]")
     min_rate = harness.settings.min_pass_rate
-    if harness.settings.repeat > 1 or min_rate is not None:
-        for line in pass_rate_lines(pass_rates(rows), min_rate):
-            console.print(escape(line))
+    repeats = harness.settings.repeat > 1 or min_rate is not None
+    for line in (repeat_lines(rows, min_rate) if repeats else []) + arm_lines(rows):
+        console.print(escape(line))
     if as_json:
         click.echo(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)

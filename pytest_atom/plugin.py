@@ -135,7 +135,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_setting("repeat"),
         default=None,
         metavar="N",
-        help="run each spec N times and report its pass rate, pass@N and pass^N.",
+        help="run each spec N times and report its pass rate (Wilson 95 %% interval), "
+        "pass@k and pass^k, and its mean score and turns with their intervals.",
     )
     add(
         "--atom-seed",

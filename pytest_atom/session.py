@@ -9,6 +9,7 @@ working on spec items. Every item runs through the session's one `Harness`.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -25,11 +26,11 @@ from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.outcome import Outcome
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, summary_lines, write_results
+from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_results
+from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
     failure_report,
-    pass_rate_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
@@ -46,6 +47,7 @@ from pytest_atom.settings import (
     resolve,
 )
 from pytest_atom.spec import Mark, Spec, SpecError, load_specs
+from pytest_atom.stats import StatsUnavailable
 
 #: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.
@@ -151,6 +153,33 @@ class SnapshotMismatch(Exception):
         return "\n".join(lines)
 
 
+class Measured:
+    """What repeats and arms measured, into JUnit XML's test-suite properties and the
+    ``--atom-report`` folder (``measured.json``): before junitxml writes its file, so
+    first among the session-finish hooks, unlike `AtomSession`'s, which runs last."""
+
+    def __init__(self, session: AtomSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        rows = self.session.results
+        if hasattr(session.config, "workerinput") or not rows:
+            return
+        from _pytest.junitxml import xml_key  # record_testsuite_property's own way in
+
+        xml = session.config.stash.get(xml_key, None)
+        if xml is not None:
+            for name, value in junit_properties(rows):
+                xml.add_global_property(name, value)
+        report_dir = self.session.harness.report_dir
+        figures = measured(rows)
+        if report_dir is not None and (figures["repeats"] or figures["arms"]):
+            report_dir.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
+            (report_dir / "measured.json").write_text(text, encoding="utf-8")
+
+
 class AtomSession:
     """Per-session state of the plugin (registered as a plugin, not module globals)."""
 
@@ -171,7 +200,9 @@ class AtomSession:
         self.compared = self.regressed = False  # the whole run against the baseline, once
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+        self.stats_error = ""  # the baseline gate needed scipy, which is not installed
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
+        config.pluginmanager.register(Measured(self), "atom-measured")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.order = {item.nodeid: n for n, item in enumerate(session.items)}
@@ -219,7 +250,13 @@ class AtomSession:
             self.harness.finish()
             if self.results:  # what `atom baseline save` reads
                 write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
-        if controller and self.compare():
+        try:
+            regressed = controller and self.compare()
+        except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
+            self.stats_error = str(exc)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        if regressed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
             return
         gate = self.harness.settings.min_pass_rate
@@ -266,14 +303,22 @@ class AtomSession:
                 terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
-        if self.baseline is not None:
+        if self.stats_error:
+            terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
+        elif self.baseline is not None:
             terminalreporter.write_line("")
-            for line in summary_lines(self.baseline.comparisons):
-                terminalreporter.write_line(line, red=line.startswith("baseline regression"))
+            for line in self.baseline.lines():
+                red = line.startswith("baseline regression") or "REGRESSION" in line
+                terminalreporter.write_line(line, red=red)
         gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
-            for line in pass_rate_lines(pass_rates(self.results), gate):
+            for line in repeat_lines(self.results, gate):
+                terminalreporter.write_line(line)
+        arms = arm_lines(self.results)
+        if arms:
+            terminalreporter.write_line("")
+            for line in arms:
                 terminalreporter.write_line(line)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from pytest_atom.arms import select_arms, unknown_arms
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.settings import Layer, SettingsError, resolve
 from pytest_atom.spec import SpecError, load_specs, merge_overlay
+from tests.conftest import summary_row, write
+from tests.test_trace import VALIDATOR
 
 ARMED = """\
 name: greet
@@ -28,14 +31,8 @@ arms:
 """
 
 
-def write(folder: Path, text: str, name: str = "x.atom.yaml") -> Path:
-    path = folder / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def test_each_arm_is_a_spec_with_its_overlay_merged(tmp_path: Path) -> None:
-    specs = load_specs(write(tmp_path, ARMED))
+    specs = load_specs(write(tmp_path / "x.atom.yaml", ARMED))
     assert [s.name for s in specs] == ["greet[with-tools]", "greet[fewer-tools]", "greet[haiku]"]
     assert [s.base_name for s in specs] == ["greet"] * 3
     assert [s.arm_reference for s in specs] == [False, False, True]
@@ -53,7 +50,7 @@ def test_each_arm_is_a_spec_with_its_overlay_merged(tmp_path: Path) -> None:
 
 
 def test_each_arm_has_its_own_cassette(tmp_path: Path) -> None:
-    specs = load_specs(write(tmp_path, ARMED))
+    specs = load_specs(write(tmp_path / "x.atom.yaml", ARMED))
     assert [cassette_path(s) for s in specs] == [
         tmp_path / "cassettes" / "x" / f"greet@{arm}.yaml"
         for arm in ("with-tools", "fewer-tools", "haiku")
@@ -61,7 +58,7 @@ def test_each_arm_has_its_own_cassette(tmp_path: Path) -> None:
     (tmp_path / "rec").mkdir()
     own = ARMED.replace("max_iterations: 4\n", "max_iterations: 4\ncassette: rec/g.yaml\n")
     own = own.replace("reference: true\n", "reference: true\n    cassette: rec/h.yaml\n")
-    named = load_specs(write(tmp_path, own))
+    named = load_specs(write(tmp_path / "x.atom.yaml", own))
     assert [cassette_path(s).relative_to(tmp_path).as_posix() for s in named] == [
         "rec/g@with-tools.yaml",
         "rec/g@fewer-tools.yaml",
@@ -70,12 +67,16 @@ def test_each_arm_has_its_own_cassette(tmp_path: Path) -> None:
 
 
 def test_the_first_arm_is_the_reference_unless_one_is_named(tmp_path: Path) -> None:
-    first = load_specs(write(tmp_path, ARMED.replace("    reference: true\n", "")))
+    first = load_specs(write(tmp_path / "x.atom.yaml", ARMED.replace("    reference: true\n", "")))
     assert [s.arm_reference for s in first] == [True, False, False]
     named = ARMED.replace("    reference: true\n", "").replace(
         "arms:", "reference_arm: fewer-tools\narms:"
     )
-    assert [s.arm_reference for s in load_specs(write(tmp_path, named))] == [False, True, False]
+    assert [s.arm_reference for s in load_specs(write(tmp_path / "x.atom.yaml", named))] == [
+        False,
+        True,
+        False,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -107,7 +108,7 @@ def test_the_first_arm_is_the_reference_unless_one_is_named(tmp_path: Path) -> N
 def test_arm_errors_name_the_arm_line(
     tmp_path: Path, change: tuple[str, str], message: str
 ) -> None:
-    path = write(tmp_path, ARMED.replace(*change))
+    path = write(tmp_path / "x.atom.yaml", ARMED.replace(*change))
     with pytest.raises(SpecError) as info:
         load_specs(path)
     import fnmatch
@@ -117,7 +118,7 @@ def test_arm_errors_name_the_arm_line(
 
 def test_arms_must_name_an_arm(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"'arms' names no arm.*x.atom.yaml:2:7"):
-        load_specs(write(tmp_path, "prompt: p\narms: {}\n"))
+        load_specs(write(tmp_path / "x.atom.yaml", "prompt: p\narms: {}\n"))
 
 
 def test_merge_overlay_is_json_merge_patch() -> None:
@@ -130,8 +131,8 @@ def test_merge_overlay_is_json_merge_patch() -> None:
 
 
 def test_arms_are_selected_and_a_typo_is_refused(tmp_path: Path) -> None:
-    specs = load_specs(write(tmp_path, ARMED)) + load_specs(
-        write(tmp_path, "prompt: q\n", "plain.atom.yaml")
+    specs = load_specs(write(tmp_path / "x.atom.yaml", ARMED)) + load_specs(
+        write(tmp_path / "plain.atom.yaml", "prompt: q\n")
     )
     chosen = select_arms(specs, ("haiku",))
     assert [s.name for s in chosen] == ["greet[haiku]", "plain"]  # specs without arms always run
@@ -166,19 +167,45 @@ arms:
 def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
     """A scripted spec whose second arm fails its check: the arms differ for certain."""
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-    return write(pytester.path, TWO_ARMS, "a.atom.yaml")
+    return write(pytester.path / "a.atom.yaml", TWO_ARMS)
 
 
 def test_each_arm_runs_as_its_own_item_and_arms_select(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:
-    result = pytester.runpytest("--atom", "-v", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        "--atom", "-v", "-p", "no:cacheprovider", "--junitxml=j.xml", "--atom-html=r.html",
+        "--atom-report=traces",
+    )  # fmt: skip
     result.assert_outcomes(passed=1, failed=1)
+    # The same figures reach JUnit (test-suite properties), the report folder and the page.
+    junit = (pytester.path / "j.xml").read_text()
+    assert '<property name="atom_arm a.atom.yaml::greet[without-skill]" value="0/1 passed' in junit
+    assert "vs reference: pass_rate -1.00" in junit
+    [trace] = (pytester.path / "traces" / "a").glob("greet[[]without-skill].json")
+    document = json.loads(trace.read_text())
+    VALIDATOR.validate(document)  # the trace's own schema knows the arm
+    assert document["atom"]["spec"]["arm"] == "without-skill"
+    figures = json.loads((pytester.path / "traces" / "measured.json").read_text())
+    [ref, other] = figures["arms"]
+    assert (ref["arm"], ref["reference"], ref["passed"]) == ("with-skill", True, 1)
+    assert (other["arm"], other["vs_reference"]["pass_rate"]) == ("without-skill", -1.0)
+    page = (pytester.path / "r.html").read_text()
+    assert "Repeats and arms" in page and "greet[without-skill]: 0/1 passed" in page
     result.stdout.fnmatch_lines(
         [
             "a.atom.yaml::greet[[]with-skill] PASSED*",
             "a.atom.yaml::greet[[]without-skill] FAILED*",
             "*run dir: .atom/runs/greet[[]without-skill]-*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "arms (change vs the reference arm, 95 % intervals: *",
+            "a.atom.yaml::greet[[]with-skill] (reference): 1/1 passed, pass rate 1.00 "
+            "[[]0.21, 1.00], score -, turns 1.0, tokens *, cost $*",
+            "a.atom.yaml::greet[[]without-skill]: 0/1 passed, pass rate 0.00 [[]0.00, 0.79], *",
+            "    vs reference: pass_rate -1.00, turns +0.0, tokens *",
         ]
     )
     only = pytester.runpytest("--atom", "--atom-arms", "without-skill", "--collect-only", "-q")
@@ -206,3 +233,32 @@ def test_each_arm_records_and_replays_its_own_cassette(
     replay = pytester.runpytest("--atom", "--atom-arms", "with-skill")
     replay.assert_outcomes(passed=1)
     replay.stdout.fnmatch_lines(["a.atom.yaml::greet[[]with-skill]  passed*"])
+
+
+def test_junit_properties_without_arms_hold_the_repeats_alone() -> None:
+    from pytest_atom.reports.measure import junit_properties
+
+    rows = [
+        summary_row("a.atom.yaml::x[r1]", "passed", {}),
+        summary_row("a.atom.yaml::x[r2]", "failed", {}),
+    ]
+    assert junit_properties(rows) == [
+        (
+            "atom_repeats a.atom.yaml::x",
+            "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00",
+        )
+    ]
+
+
+def test_atom_run_refuses_an_unknown_arm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from atom_cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "x.atom.yaml", ARMED)
+    result = CliRunner().invoke(main, ["run", "x.atom.yaml", "--arms", "sonnet"])
+    assert result.exit_code == 2  # before any agent runs
+    assert "--arms names sonnet, which no spec has (arms here: fewer-tools, haiku, with-tools)" in (
+        result.output
+    )

@@ -170,7 +170,7 @@ def test_classic_loop_writes_the_prompt_and_iterates(
     [
         (["valdiate"], "Did you mean 'validate'?"),
         (["casette", "show"], "Did you mean 'cassette'?"),
-        (["trials", "0.9", "0.5"], "quote it: atom 'trials 0.9 0.5'"),
+        (["bench", "0.9", "0.5"], "quote it: atom 'bench 0.9 0.5'"),
         (["refactor"], "one-word task: atom loop refactor"),
     ],
 )
@@ -265,7 +265,8 @@ def test_run_gates_on_the_minimum_pass_rate(cli: CliRunner, tmp_path: Path) -> N
     args = ["run", "once.atom.yaml", "--repeat", "2", "--min-pass-rate"]
     low = cli.invoke(main, [*args, "0.9"])
     assert low.exit_code == 1, low.output
-    assert "1/2 passed, pass rate 0.50, pass@2 1, pass^2 0 (BELOW the minimum 0.9)" in low.output
+    assert "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00" in low.output
+    assert "(BELOW the minimum 0.9)" in low.output
     flag.rmdir()
     ok = cli.invoke(main, [*args, "0.5"])
     assert ok.exit_code == 0, ok.output  # the gate, not the single failed repeat, decides

@@ -67,8 +67,10 @@ def test_repeats_report_pass_rates_and_say_replays_are_not_measurements(
         [
             "*create_file.atom.yaml::create-file[[]r1] PASSED*",
             "*create_file.atom.yaml::create-file[[]r2] PASSED*",
-            "create_file.atom.yaml::create-file: 2/2 passed, pass rate 1.00, pass@2 1, pass^2 1 "
-            "[[]replayed from one cassette: repeats are identical by design, not a measurement]",
+            "create_file.atom.yaml::create-file: 2/2 passed, pass rate 1.00 [[]0.34, 1.00], "
+            "pass@2 1.00, pass^2 1.00; score 0.95 [[]0.95, 0.95]; turns 3.0 [[]3.0, 3.0] "
+            "[[]every repeat alike from one script or cassette: identical by design, "
+            "not a measurement]",
         ]
     )
 
@@ -87,15 +89,15 @@ def test_min_pass_rate_gates_the_exit_status(pytester: pytest.Pytester) -> None:
     assert low.ret == pytest.ExitCode.TESTS_FAILED
     low.stdout.fnmatch_lines(
         [
-            "once.atom.yaml::once: 1/2 passed, pass rate 0.50, pass@2 1, pass^2 0 "
-            "(BELOW the minimum 0.9)"
+            "once.atom.yaml::once: 1/2 passed, pass rate 0.50 [[]0.09, 0.91], pass@2 1.00, "
+            "pass^2 0.00; turns 1.0 [[]1.0, 1.0] (BELOW the minimum 0.9)"
         ]
     )
     flag.rmdir()
     ok = pytester.runpytest("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5")
     ok.assert_outcomes(passed=1, failed=1)
     assert ok.ret == pytest.ExitCode.OK  # the gate, not the single failed repeat, decides
-    ok.stdout.fnmatch_lines(["*1/2 passed, pass rate 0.50*(ok the minimum 0.5)"])
+    ok.stdout.fnmatch_lines(["*1/2 passed, pass rate 0.50 [[]0.09, 0.91]*(ok the minimum 0.5)"])
 
 
 def test_the_atom_fixture_runs_a_spec_file_and_an_inline_spec(

@@ -11,18 +11,24 @@ changes nothing and a diff shows only what moved.
 ``pytest --atom --atom-baseline PATH`` compares the run with it (`compare`): a spec that
 passed and now fails, a score drop or a rise in turns, tokens or cost beyond its tolerance
 is a regression and fails the session; an improvement is reported, never failed; a spec
-the baseline lacks is new. Turns, tokens and cost are the agent's own (the reflector
+the baseline lacks is new. Those fixed tolerances judge specs whose runs, then and now,
+were all alike (replays); a spec whose runs differ is a sample, and the statistical gate
+of `pytest_atom.reports.gate` judges it on the per-repeat outcomes the baseline keeps. Turns, tokens and cost are the agent's own (the reflector
 aside) and priced by Claude Code whatever answered it, so a replay measures them too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_atom.reports.gate import GateResult
 
 from pytest_atom.outcome import OK_LABELS, Outcome
 from pytest_atom.reports.rows import SummaryRow
@@ -35,6 +41,7 @@ __all__ = [
     "build_baseline",
     "compare",
     "compare_run",
+    "gate_run",
     "load_baseline",
     "parse_tolerance",
     "read_results",
@@ -141,8 +148,22 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _repeats(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Each run's outcome and figures, so a later run's gate can test against them, and
+    whether they were all alike (a replay: then a difference is a fact, not noise)."""
+    from pytest_atom.reports.measure import METRICS, runs_of
+
+    kept = [
+        {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
+        for o, p in runs
+    ]
+    measured = runs_of("spec", [(o in OK_LABELS, p) for o, p in runs])
+    return {"repeats": kept, "deterministic": measured.deterministic}
+
+
 def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One spec's figures over its runs (several with --atom-repeat): outcomes and means."""
+    """One spec's figures over its runs (several with --atom-repeat): outcomes and means,
+    and every run's own (`_repeats`)."""
     outcomes = sorted({outcome for outcome, _ in runs})
     scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
     entry: dict[str, Any] = {
@@ -156,7 +177,7 @@ def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         digits = 6 if metric == "cost_usd" else 1 if metric == "duration_s" else 2
         value = None if mean is None else round(mean, digits)
         entry[metric] = int(value) if value is not None and value.is_integer() else value
-    return entry
+    return {**entry, **_repeats(runs)}
 
 
 def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
@@ -359,6 +380,35 @@ def compare_run(
     """Every spec of a run against the baseline. A spec's own tolerances (the property
     ``atom_baseline_tolerance``) win over `tolerance` (the ini's), which wins over the
     defaults."""
+    return gate_run(baseline, rows, tolerance)[0]
+
+
+def deterministic(entry: Mapping[str, Any]) -> bool:
+    """Whether an entry's runs were all alike; an old baseline's without per-repeat data
+    was, unless its outcomes were mixed."""
+    return bool(entry.get("deterministic", entry.get("outcome") != "mixed"))
+
+
+def counts(entry: Mapping[str, Any]) -> tuple[int, int]:
+    """(passed, runs) of an entry, from its repeats or, in an old baseline, its rate."""
+    repeats = entry.get("repeats")
+    if isinstance(repeats, list) and repeats:
+        return sum(r.get("outcome") in OK_LABELS for r in repeats), len(repeats)
+    runs = int(entry.get("runs") or 1)
+    return round(float(entry.get("pass_rate") or 0) * runs), runs
+
+
+def gate_run(
+    baseline: Mapping[str, Mapping[str, Any]],
+    rows: Iterable[SummaryRow],
+    tolerance: Mapping[str, float | None] | None = None,
+    *,
+    statistical: bool = True,
+) -> tuple[list[Comparison], GateResult | None]:
+    """`compare_run`, and the statistical gate (`pytest_atom.reports.gate`) of the specs
+    that are samples: their runs, now or in the baseline, were not all alike. Those are
+    judged by the gate's test, not the fixed tolerances; without `statistical` (one run
+    as it ends) their changes are shown, marked "sampled", and judged at the end."""
     rows = list(rows)
     own: dict[str, dict[str, float | None]] = {}
     for row in rows:
@@ -366,10 +416,32 @@ def compare_run(
             own[spec_key(row.nodeid)] = parse_tolerance(
                 str(row.properties["atom_baseline_tolerance"])
             )
-    return [
-        compare(key, baseline.get(key), entry, {**(tolerance or {}), **own.get(key, {})})
-        for key, entry in entries(rows).items()
-    ]
+    now = entries(rows)
+    sampled = {
+        key: (counts(baseline[key]), counts(entry))
+        for key, entry in now.items()
+        if key in baseline and not (deterministic(entry) and deterministic(baseline[key]))
+    }
+    result = None
+    if sampled and statistical:
+        from pytest_atom.reports.gate import gate  # scipy: only when runs are samples
+
+        result = gate(sampled)
+    answers = {s.spec: s for s in result.specs} if result else {}
+    comparisons = []
+    for key, entry in now.items():
+        if key not in sampled:
+            tol = {**(tolerance or {}), **own.get(key, {})}
+            comparisons.append(compare(key, baseline.get(key), entry, tol))
+            continue
+        shown = compare(key, baseline[key], entry, dict.fromkeys(DEFAULT_TOLERANCE))
+        answer = answers.get(key)
+        status = {"REGRESSION": "regression", "INCONCLUSIVE": "inconclusive"}.get(
+            answer.answer if answer else "", "sampled" if answer is None else shown.status
+        )
+        messages = (answer.line(),) if answer and answer.answer == "REGRESSION" else ()
+        comparisons.append(dataclasses.replace(shown, status=status, messages=messages))
+    return comparisons, result
 
 
 def delta_properties(comparison: Comparison) -> dict[str, Any]:
@@ -427,6 +499,7 @@ class BaselineGate:
         self.baseline = load_baseline(path)
         self.tolerance = dict(tolerance or {})
         self.comparisons: list[Comparison] = []
+        self.gate: GateResult | None = None
 
     def item_properties(
         self, nodeid: str, props: Mapping[str, Any], *, own: Mapping[str, float | None]
@@ -437,13 +510,22 @@ class BaselineGate:
         extra = {"atom_baseline_tolerance": format_tolerance(own)} if own else {}
         row = SummaryRow.of(nodeid, {**props, **extra})
         known = {key: self.baseline[key]} if key in self.baseline else {}
-        [comparison] = compare_run(known, [row], self.tolerance)
+        [comparison] = gate_run(known, [row], self.tolerance, statistical=False)[0]
         return list({**delta_properties(comparison), **extra}.items())
 
     def finish(self, rows: Iterable[SummaryRow]) -> bool:
-        """Compare the whole run; True when something regressed (the session fails)."""
-        self.comparisons = compare_run(self.baseline, rows, self.tolerance)
-        return any(c.status == "regression" for c in self.comparisons)
+        """Compare the whole run; True when something regressed (the session fails):
+        never for INCONCLUSIVE."""
+        self.comparisons, self.gate = gate_run(self.baseline, rows, self.tolerance)
+        total = self.gate is not None and self.gate.answer == "REGRESSION"
+        return total or any(c.status == "regression" for c in self.comparisons)
+
+    def lines(self) -> list[str]:
+        """The summary: the fixed tolerances' findings, then the gate's answers."""
+        fixed = [c for c in self.comparisons if c.status not in ("inconclusive", "sampled")]
+        gated = {s.spec for s in self.gate.specs} if self.gate else set()
+        lines = summary_lines([c for c in fixed if c.spec not in gated])
+        return lines + (self.gate.lines() if self.gate else [])
 
     def deltas(self) -> dict[str, dict[str, Any]]:
         """Per spec key, the HTML report's baseline cell: the comparison's status, then

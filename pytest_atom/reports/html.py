@@ -231,25 +231,32 @@ def render_html(
     *,
     title: str = "pytest-atom report",
     generated: datetime | None = None,
+    measured: Sequence[str] = (),
 ) -> str:
-    """The whole page, as one string; `rows` come from `report_row`."""
+    """The whole page, as one string; `rows` come from `report_row`, `measured` are the
+    lines of `pytest_atom.reports.measure` (repeats and arms), shown above the table."""
     data = Scrubber().scrub_obj([dict(r) for r in rows])
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
         rows=data,
+        measured=list(measured),
         summary=_summary(data),
         generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M:%S"),
     )
 
 
 def write_html(
-    rows: Sequence[Mapping[str, Any]], path: Path, *, runs_dir: Path | None = None
+    rows: Sequence[Mapping[str, Any]],
+    path: Path,
+    *,
+    runs_dir: Path | None = None,
+    measured: Sequence[str] = (),
 ) -> Path:
     """Write the page to `path` atomically; with `runs_dir`, keep a copy there for `atom view`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(rows)
+    page = render_html(rows, measured=measured)
     write_atomic(path, page)
     if runs_dir is not None and (runs_dir / LAST_REPORT).resolve() != path.resolve():
         runs_dir.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_atom.reports.baseline import spec_key
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.measure import measured_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.result import SpecResult
 
@@ -75,7 +76,7 @@ class HtmlReport:
         ]
         # Specs the harness could not run at all have no figures: shown with their error.
         rows += [report_row(n, "error", None, longrepr=t) for n, t in sorted(self.failures.items())]
-        write_html(rows, self.path, runs_dir=self.runs_dir)
+        write_html(rows, self.path, runs_dir=self.runs_dir, measured=measured_lines(results))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.write_line(f"pytest-atom: HTML report written to {self.path}")

@@ -539,20 +539,3 @@ def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
         )
         for spec, runs in grouped.items()
     ]
-
-
-def pass_rate_lines(rates: list[PassRate], gate: float | None) -> list[str]:
-    lines = []
-    for r in rates:
-        line = (
-            f"{r.spec}: {r.passed}/{r.runs} passed, pass rate {r.rate:.2f}, "
-            f"pass@{r.runs} {r.pass_at_k}, pass^{r.runs} {r.pass_hat_k}"
-        )
-        if gate is not None:
-            line += f" ({'ok' if r.rate >= gate else 'BELOW'} the minimum {gate:g})"
-        if r.replayed and r.runs > 1:
-            line += (
-                " [replayed from one cassette: repeats are identical by design, not a measurement]"
-            )
-        lines.append(line)
-    return lines

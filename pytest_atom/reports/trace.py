@@ -355,6 +355,7 @@ def _atom_section(
             "description": spec.description,
             "model": spec.model,
             "criteria": list(spec.criteria),
+            **({"arm": spec.arm, "arm_reference": spec.arm_reference} if spec.arm else {}),
         },
         "source": result.source,
         "run_dir": str(result.run_dir),

@@ -1,0 +1,333 @@
+"""Statistics of repeated agent runs: intervals, pass@k and pass^k, tests, and power.
+
+A live agent run is a sample, not a fact: these are the tools that tell noise from a
+change. The choices follow the published guidance on agent evals (Anthropic's "Adding
+error bars to evals"; Chen et al. 2021 for pass@k):
+
+- a pass rate's interval is Wilson's score interval, right at 0/n and n/n where the
+  textbook (Wald) interval collapses to a point;
+- pass@k and pass^k use the unbiased estimators over n runs with c passes;
+- a difference in pass rate between two groups of runs is Newcombe's hybrid score
+  interval (built from the two Wilson intervals), a drop is tested with Fisher's exact
+  test (one-sided), and a drop over several specs with the Cochran-Mantel-Haenszel test
+  (stratified by spec); several tests at once are Holm-adjusted;
+- means (score, turns, tokens) get Student's t interval, differences Welch's;
+- a suite-wide change gets a paired bootstrap over specs with a fixed seed, so the same
+  results give the same interval.
+
+Only the t quantiles, Fisher's test and the exact power need scipy, imported when first
+used (`require_scipy` says how to install it); the rest is the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+__all__ = [
+    "Interval",
+    "StatsUnavailable",
+    "bootstrap_mean",
+    "cmh_drop",
+    "cmh_power",
+    "fisher_drop",
+    "fisher_power",
+    "holm",
+    "mean_interval",
+    "newcombe",
+    "pass_at_k",
+    "pass_hat_k",
+    "repeats_needed",
+    "suite_repeats_needed",
+    "welch",
+    "wilson",
+]
+
+CONFIDENCE = 0.95
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_RESAMPLES = 10_000
+
+
+class StatsUnavailable(RuntimeError):
+    """scipy is missing: the message says how to install it."""
+
+
+def require_scipy() -> Any:
+    """scipy.stats, or StatsUnavailable naming the extra that installs it."""
+    try:
+        import scipy.stats
+    except ModuleNotFoundError as exc:
+        if exc.name != "scipy":
+            raise
+        raise StatsUnavailable(
+            "pytest-atom's statistics (repeats, arms, the baseline gate, atom trials) need "
+            "scipy: pip install 'pytest-atom[stats]'"
+        ) from None
+    return scipy.stats
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its interval (`confidence`, 0.95 by default) and how it was made."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str
+    confidence: float = CONFIDENCE
+
+    def show(self, digits: int = 2) -> str:
+        """``0.80 [0.49, 0.94]``: the estimate, then the interval."""
+        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "estimate": round(self.estimate, 6),
+            "low": round(self.low, 6),
+            "high": round(self.high, 6),
+            "method": self.method,
+            "confidence": self.confidence,
+        }
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def wilson(passed: int, runs: int, confidence: float = CONFIDENCE) -> Interval:
+    """Wilson's score interval of a pass rate (Wilson 1927)."""
+    if runs <= 0 or not 0 <= passed <= runs:
+        raise ValueError(f"need 0 <= passed <= runs and runs > 0, got {passed}/{runs}")
+    z, p = _z(confidence), passed / runs
+    centre = (p + z * z / (2 * runs)) / (1 + z * z / runs)
+    half = z / (1 + z * z / runs) * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs))
+    low = 0.0 if passed == 0 else max(0.0, centre - half)
+    high = 1.0 if passed == runs else min(1.0, centre + half)
+    return Interval(p, low, high, "Wilson", confidence)
+
+
+def pass_at_k(runs: int, passed: int, k: int) -> float:
+    """The chance that at least one of k runs passes, estimated without bias from n runs
+    with c passes (Chen et al. 2021): 1 - C(n-c, k) / C(n, k)."""
+    if not 0 < k <= runs:
+        raise ValueError(f"k must be between 1 and the number of runs ({runs}), got {k}")
+    return 1.0 - math.comb(runs - passed, k) / math.comb(runs, k)
+
+
+def pass_hat_k(runs: int, passed: int, k: int) -> float:
+    """The chance that all of k runs pass, estimated without bias: C(c, k) / C(n, k)."""
+    if not 0 < k <= runs:
+        raise ValueError(f"k must be between 1 and the number of runs ({runs}), got {k}")
+    return math.comb(passed, k) / math.comb(runs, k)
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval | None:
+    """Student's t interval of a mean; None below two values (no spread to measure)."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    spread = statistics.stdev(values)
+    if spread == 0:
+        return Interval(mean, mean, mean, "t", confidence)
+    t = float(require_scipy().t.ppf(0.5 + confidence / 2, len(values) - 1))
+    half = t * spread / math.sqrt(len(values))
+    return Interval(mean, mean - half, mean + half, "t", confidence)
+
+
+def welch(
+    before: Sequence[float], after: Sequence[float], confidence: float = CONFIDENCE
+) -> Interval | None:
+    """Welch's interval of ``mean(after) - mean(before)``; None below two values a side."""
+    if len(before) < 2 or len(after) < 2:
+        return None
+    diff = statistics.fmean(after) - statistics.fmean(before)
+    va, vb = statistics.variance(after) / len(after), statistics.variance(before) / len(before)
+    if va + vb == 0:
+        return Interval(diff, diff, diff, "Welch", confidence)
+    df = (va + vb) ** 2 / (va**2 / (len(after) - 1) + vb**2 / (len(before) - 1))
+    t = float(require_scipy().t.ppf(0.5 + confidence / 2, df))
+    half = t * math.sqrt(va + vb)
+    return Interval(diff, diff - half, diff + half, "Welch", confidence)
+
+
+def newcombe(
+    before: tuple[int, int], after: tuple[int, int], confidence: float = CONFIDENCE
+) -> Interval:
+    """Newcombe's hybrid score interval (his method 10) of the change in pass rate,
+    ``after - before``, each given as (passed, runs)."""
+    (c1, n1), (c2, n2) = before, after
+    w1, w2 = wilson(c1, n1, confidence), wilson(c2, n2, confidence)
+    p1, p2 = c1 / n1, c2 / n2
+    d = p2 - p1
+    low = d - math.sqrt((p2 - w2.low) ** 2 + (w1.high - p1) ** 2)
+    high = d + math.sqrt((w2.high - p2) ** 2 + (p1 - w1.low) ** 2)
+    return Interval(d, low, high, "Newcombe", confidence)
+
+
+def fisher_drop(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """One-sided p-value of Fisher's exact test that the pass rate dropped from `before`
+    to `after` (each (passed, runs))."""
+    (c1, n1), (c2, n2) = before, after
+    table = [[c1, n1 - c1], [c2, n2 - c2]]
+    return float(require_scipy().fisher_exact(table, alternative="greater").pvalue)
+
+
+def cmh_drop(strata: Sequence[tuple[tuple[int, int], tuple[int, int]]]) -> float:
+    """One-sided p-value of the Cochran-Mantel-Haenszel test (continuity-corrected) that
+    the pass rate dropped, over strata (one a spec) of (before, after) (passed, runs)."""
+    excess = variance = 0.0
+    for (c1, n1), (c2, n2) in strata:
+        total, passes = n1 + n2, c1 + c2
+        if total < 2:
+            continue
+        excess += c1 - n1 * passes / total
+        variance += n1 * n2 * passes * (total - passes) / (total * total * (total - 1))
+    if variance == 0:
+        return 1.0 if excess <= 0 else 0.0
+    return 1.0 - NormalDist().cdf((excess - 0.5) / math.sqrt(variance))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment: each p-value as it compares with the family's alpha,
+    so that any adjusted p below alpha keeps the chance of a false alarm below alpha."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def bootstrap_mean(
+    values: Sequence[float],
+    confidence: float = CONFIDENCE,
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> Interval | None:
+    """Percentile bootstrap interval of a mean (per-spec changes: a paired bootstrap over
+    specs); the seed is fixed, so the same values always give the same interval."""
+    if len(values) < 2:
+        return None
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    low = means[int(tail * (resamples - 1))]
+    high = means[int((1 - tail) * (resamples - 1))]
+    return Interval(statistics.fmean(values), low, high, f"paired bootstrap (seed {seed})")
+
+
+def fisher_power(runs: int, p: float, q: float, alpha: float = 0.05) -> float:
+    """The exact chance that `runs` repeats on each side let Fisher's one-sided test
+    (at `alpha`) see a drop from pass rate `p` to `q`."""
+    require_scipy()
+    import numpy as np
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    def log_choose(n: Any, k: Any) -> Any:
+        return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+    c1 = np.arange(runs + 1)[:, None]  # passes before
+    total = np.arange(2 * runs + 1)[None, :]  # passes in all
+    possible = (total - c1 >= 0) & (total - c1 <= runs)
+    c2 = np.clip(total - c1, 0, runs)
+    # Given `total` passes in all, c1 is hypergeometric; Fisher's one-sided p-value for
+    # c1 is its upper tail P(X >= c1), and the test rejects where that is <= alpha.
+    log_hyper = log_choose(runs, c1) + log_choose(runs, c2) - log_choose(2 * runs, total)
+    hyper = np.exp(np.where(possible, log_hyper, -np.inf))
+    tails = np.flip(np.cumsum(np.flip(hyper, axis=0), axis=0), axis=0)
+    log_chance = (
+        log_choose(runs, c1)
+        + log_choose(runs, c2)
+        + xlogy(c1, p)
+        + xlog1py(runs - c1, -p)
+        + xlogy(c2, q)
+        + xlog1py(runs - c2, -q)
+    )
+    chance = np.exp(np.where(possible, log_chance, -np.inf))
+    return float(np.sum(np.where(tails <= alpha * (1 + 1e-9), chance, 0.0)))
+
+
+#: Above this many repeats the normal approximation answers: it is close there, and the
+#: exact power's tables grow with the square of the repeats.
+EXACT_LIMIT = 300
+
+
+def repeats_needed(
+    p: float, q: float, alpha: float = 0.05, power: float = 0.8, *, limit: int = EXACT_LIMIT
+) -> int | None:
+    """The repeats a side at which Fisher's one-sided test (at `alpha`) sees a drop from
+    pass rate `p` to `q` with at least `power`, by its exact power (a bisection: the
+    exact power saw-tooths a little as repeats grow); past `limit` repeats, the normal
+    approximation's answer. None when `q` is no drop."""
+    if not 0 <= q < p <= 1:
+        return None
+    approximate = _normal_repeats(p, q, alpha, power)
+    if approximate > limit:
+        return math.ceil(approximate)
+    low, high = 1, min(limit, max(4, math.ceil(1.5 * _normal_repeats(p, q, alpha, power))))
+    while fisher_power(high, p, q, alpha) < power:  # power(low) < power <= power(high)
+        if high >= limit:
+            return math.ceil(approximate)
+        low, high = high, min(limit, 2 * high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fisher_power(middle, p, q, alpha) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def _normal_repeats(p: float, q: float, alpha: float, power: float) -> float:
+    """The textbook two-proportion answer (one-sided), a starting point for the search."""
+    za, zb = NormalDist().inv_cdf(1 - alpha), NormalDist().inv_cdf(power)
+    bar = (p + q) / 2
+    top = za * math.sqrt(2 * bar * (1 - bar)) + zb * math.sqrt(p * (1 - p) + q * (1 - q))
+    return (top / (p - q)) ** 2
+
+
+def suite_repeats_needed(
+    p: float, q: float, specs: int, alpha: float = 0.05, power: float = 0.8
+) -> int | None:
+    """Repeats a spec when each of `specs` specs drops from `p` to `q` and the suite's
+    Cochran-Mantel-Haenszel test decides (at `alpha` / 2, as the baseline gate tests the
+    total of two specs or more): the fewest repeats whose power, by the normal
+    approximation of the continuity-corrected statistic, reaches `power`."""
+    if not 0 <= q < p <= 1 or specs < 1:
+        return None
+    if specs == 1:
+        return repeats_needed(p, q, alpha, power)
+    low, high = 0, 1  # cmh_power(low) < power <= cmh_power(high): it grows with the repeats
+    while cmh_power(high, specs, p, q, alpha / 2) < power:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if cmh_power(middle, specs, p, q, alpha / 2) >= power:
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:
+    """The approximate chance that the one-sided CMH test at `alpha` sees every one of
+    `specs` specs drop from `p` to `q`, with `runs` repeats a side each."""
+    if runs < 1:
+        return 0.0
+    total = 2 * runs
+    bar = (p + q) / 2
+    excess = specs * runs * (p - q) / 2 - 0.5  # the statistic's mean, corrected
+    null_variance = specs * runs * runs * bar * (1 - bar) / (total - 1) if total > 1 else 0.0
+    variance = specs * runs * (p * (1 - p) + q * (1 - q)) / 4
+    if variance <= 0:
+        return 1.0 if excess > 0 else 0.0
+    z = NormalDist().inv_cdf(1 - alpha)
+    return NormalDist().cdf((excess - z * math.sqrt(null_variance)) / math.sqrt(variance))

@@ -1,0 +1,141 @@
+"""The baseline gate's three answers, on constructed baselines and runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_atom.reports.baseline import build_baseline, counts, gate_run
+from pytest_atom.reports.gate import gate
+from tests.conftest import summary_row
+
+# Imported before pytester's inner runs, which cannot load its C extensions anew.
+pytest.importorskip("scipy.stats")
+
+
+def rows(spec: str, passed: int, runs: int, source: str = "record") -> list[Any]:
+    return [
+        summary_row(
+            f"{spec}[r{n + 1}]", "passed" if n < passed else "failed", {"atom_source": source}
+        )
+        for n in range(runs)
+    ]
+
+
+def baseline(*specs: tuple[str, int, int]) -> dict[str, Any]:
+    every = [row for spec, passed, runs in specs for row in rows(spec, passed, runs)]
+    return build_baseline(every)["specs"]
+
+
+def test_a_clear_drop_is_a_regression_named_with_its_test_and_interval() -> None:
+    comparisons, result = gate_run(baseline(("a", 18, 20)), rows("a", 10, 20))
+    assert result is not None and result.answer == "REGRESSION"
+    [spec] = result.specs
+    assert spec.p_value == pytest.approx(0.0069, abs=1e-4)
+    assert spec.line() == (
+        "a: REGRESSION: pass rate 18/20 -> 10/20, change -0.40 [-0.61, -0.12] (Newcombe 95 %); "
+        "Fisher's exact test, one-sided: p = 0.00691 (adjusted 0.00691)"
+    )
+    assert comparisons[0].status == "regression" and comparisons[0].messages == (spec.line(),)
+
+
+def test_a_small_drop_is_inconclusive_and_says_how_many_repeats_settle_it() -> None:
+    comparisons, result = gate_run(baseline(("a", 9, 10)), rows("a", 8, 10))
+    assert result is not None and result.answer == "INCONCLUSIVE"
+    assert comparisons[0].status == "inconclusive"  # never fails the run
+    assert result.specs[0].repeats == 173
+    assert (
+        result.specs[0]
+        .line()
+        .endswith(
+            "about 173 repeats on each side would tell a drop from 0.90 to 0.80 from noise "
+            "(alpha 0.05, power 0.8): atom trials --p 0.90 --q 0.80"
+        )
+    )
+
+
+def test_no_drop_passes() -> None:
+    comparisons, result = gate_run(baseline(("a", 7, 10)), rows("a", 8, 10))
+    assert result is not None and result.answer == "PASS"
+    assert comparisons[0].status in ("same", "improved")
+
+
+def test_the_total_is_stratified_and_holm_adjusted() -> None:
+    # Three specs each a little worse: no single one is evidence, together they are.
+    specs = [("a", 10, 10), ("b", 10, 10), ("c", 9, 10)]
+    run = rows("a", 7, 10) + rows("b", 7, 10) + rows("c", 6, 10)
+    comparisons, result = gate_run(baseline(*specs), run)
+    assert result is not None and result.total is not None
+    assert [s.answer for s in result.specs] == ["INCONCLUSIVE"] * 3
+    assert result.total.answer == "REGRESSION"
+    assert [c.status for c in comparisons] == ["inconclusive"] * 3
+    lines = result.lines()
+    assert lines[0] == (
+        "baseline gate: REGRESSION for 3 sampled specs (Fisher's exact test per spec, "
+        "Holm-adjusted over 3 specs, at alpha 0.025; Cochran-Mantel-Haenszel in total, at "
+        "alpha 0.025)"
+    )
+    assert lines[-1].startswith(
+        "  total over 3 specs: REGRESSION: mean pass rate 0.97 -> 0.67, change -0.30 ["
+    )
+    assert "(paired bootstrap (seed 0)); Cochran-Mantel-Haenszel test stratified" in lines[-1]
+
+
+def test_replays_keep_the_fixed_tolerances() -> None:
+    """Every run alike, then and now: a difference is a fact, judged without a test."""
+    before = build_baseline(rows("a", 1, 1, source="replay"))["specs"]
+    comparisons, result = gate_run(before, rows("a", 0, 1, source="replay"))
+    assert result is None
+    assert comparisons[0].status == "regression"
+    assert comparisons[0].messages == ("a: outcome went from passed to failed",)
+
+
+def test_old_baselines_without_repeats_still_count() -> None:
+    old = {"outcome": "mixed", "runs": 10, "pass_rate": 0.9}
+    assert counts(old) == (9, 10)
+    assert gate({"a": (counts(old), (2, 10))}).answer == "REGRESSION"
+
+
+def test_the_session_says_the_gates_answer_and_fails_only_on_regression(
+    pytester: pytest.Pytester, claude_for_pytester: None
+) -> None:
+    import json
+
+    # A check that passes once: the first repeat makes the folder, the second finds it, so
+    # the runs differ (a sample, as a live agent's would).
+    flag = pytester.path / "flag"
+    pytester.makefile(
+        ".atom.yaml",
+        once=f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}'}}\n",
+    )
+    (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
+
+    def against(passed: int, runs: int) -> pytest.RunResult:
+        document = build_baseline(rows("once.atom.yaml::once", passed, runs))
+        (pytester.path / "baseline.json").write_text(json.dumps(document))
+        if flag.exists():
+            flag.rmdir()
+        return pytester.runpytest(
+            "--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5",
+            "--atom-baseline", "baseline.json",
+        )  # fmt: skip
+
+    same = against(5, 10)
+    assert same.ret == pytest.ExitCode.OK
+    same.stdout.fnmatch_lines(
+        [
+            "baseline gate: PASS for 1 sampled spec (Fisher's exact test, alpha 0.05)",
+            "  once.atom.yaml::once: PASS: pass rate 5/10 -> 1/2, change +0.00 *",
+        ]
+    )
+    unsure = against(20, 20)
+    assert unsure.ret == pytest.ExitCode.OK  # INCONCLUSIVE never fails the run
+    unsure.stdout.fnmatch_lines(
+        ["  once.atom.yaml::once: INCONCLUSIVE: pass rate 20/20 -> 1/2, *about * repeats*"]
+    )
+    drop = against(40, 40)
+    assert drop.ret == pytest.ExitCode.TESTS_FAILED
+    drop.stdout.fnmatch_lines(
+        ["  once.atom.yaml::once: REGRESSION: pass rate 40/40 -> 1/2, *p = 0.0476 *"]
+    )
