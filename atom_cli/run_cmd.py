@@ -19,7 +19,14 @@ from pytest_atom.execution import HARNESS_ERRORS
 from pytest_atom.harness import Harness, host_harness
 from pytest_atom.interrupted import InterruptedRun
 from pytest_atom.judge.checks import CheckRegistry
-from pytest_atom.modes import MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
+from pytest_atom.modes import (
+    JUDGE_MODES,
+    MATCH_MODES,
+    RECORD_MODES,
+    JudgeMode,
+    MatchMode,
+    RecordMode,
+)
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest_ini import pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key
@@ -169,6 +176,13 @@ class Progress:
     help="replay the agent's sessions and record the reflector's verdicts anew.",
 )
 @click.option(
+    "--judge",
+    type=click.Choice(JUDGE_MODES),
+    default=None,
+    help="recall (the default) takes a replay's recorded verdict and plan without starting "
+    "the reflector or planner when its whole input is unchanged; rerun starts it anyway.",
+)
+@click.option(
     "--strict-version",
     is_flag=True,
     help="fail a replay whose cassette was recorded with another Claude Code version.",
@@ -260,6 +274,7 @@ def run(
     record_mode: RecordMode | None,
     match: MatchMode | None,
     rejudge: bool,
+    judge: JudgeMode | None,
     strict_version: bool,
     upstream: str | None,
     report_dir: Path | None,
@@ -289,6 +304,7 @@ def run(
         "record_mode": record_mode,
         "match": match,
         "rejudge": rejudge or None,
+        "judge": judge,
         "strict_version": strict_version or None,
         "upstream": upstream,
         "threshold": threshold,

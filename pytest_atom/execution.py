@@ -39,8 +39,10 @@ from pytest_atom.files import copy_ignore
 from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import (
     ReflectorError,
+    Verdict,
     combine_votes,
     judge,
+    reflector_input,
     run_reflector,
     verdict_schema,
     vote_role,
@@ -300,26 +302,43 @@ class AttemptLoop:
         report shows; any other reflector failure is the harness's own. With
         `reflector: {votes: N}` the N sessions run one after another (a script's
         `reflector:` turns and a cassette's sessions are taken in that order) and their
-        verdicts are combined (`combine_votes`).
+        verdicts are combined (`combine_votes`). A replay whose reflector would get the
+        recorded input takes each vote's recorded verdict (`source.recall`), vote by vote.
         """
         if not (self.spec.criteria and attempt.completed):
             return True
         votes = []
         try:
+            session = reflector_input(
+                self.spec,
+                attempt.path,
+                attempt.checks,
+                attempt.outcome.output,
+                self.threshold,
+                self.prompts,
+                self.earlier_steps,
+            )
             for vote in range(1, self.spec.reflector.votes + 1):
+                role = vote_role(f"reflector:{self.label}{attempt.number}", vote)
+                key = source.recall.key(role, "reflector", session, attempt.path)
+                recalled = source.recall.recall(key)
+                if recalled is not None:
+                    votes.append(Verdict.parse(recalled.answer))
+                    attempt.recalled.append(recalled)
+                    continue
                 verdict, record = run_reflector(
                     self.spec,
                     attempt.path,
                     attempt.checks,
                     attempt.outcome.output,
                     agent=agents.reflector(verdict_schema(self.earlier_steps)),
-                    session_id=session_id_for(
-                        self.spec, vote_role(f"reflector:{self.label}{attempt.number}", vote)
-                    ),
+                    session_id=session_id_for(self.spec, role),
                     threshold=self.threshold,
                     prompts=self.prompts,
                     earlier_steps=self.earlier_steps,
+                    session=session,
                 )
+                source.recall.remember(key, record)
                 votes.append(verdict)
                 attempt.reflectors.append(record)
         except ReflectorError as exc:

@@ -26,6 +26,8 @@ from pytest_atom.agents.protocol import Agent, StructuredSessionError
 from pytest_atom.agents.roles import PLAN_TITLE
 from pytest_atom.core.prompts import PromptLoader
 from pytest_atom.files import copy_ignore
+from pytest_atom.judge.reflector import read_only_options
+from pytest_atom.replay.recall import SessionInput
 from pytest_atom.result import Plan
 from pytest_atom.spec import (
     STEP_ID,
@@ -156,6 +158,29 @@ def build_prompt(spec: Spec, prompts: PromptLoader | None = None, feedback: str 
     return re.sub(r"\{(request|feedback)\}", lambda m: values[m[1]], text)
 
 
+def planner_folder(spec: Spec, run_dir: Path, start: Path | None, number: int = 1) -> Path:
+    """Where the planner runs, made: ``plan/`` (a re-plan: ``plan-2/`` on), a copy of
+    `start` (the spec's workspace, or the work committed before a rollback's target)."""
+    folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
+    if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
+        copy_workspace(fixture_source(spec, run_dir.parent), folder)  # the spec's own, afresh
+    elif start is not None:
+        shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
+    else:
+        folder.mkdir(parents=True)
+    return folder
+
+
+def planner_input(
+    spec: Spec, prompts: PromptLoader | None = None, feedback: str = "", model: str | None = None
+) -> SessionInput:
+    """The planner's whole request but its folder: what a replay compares to recall the
+    recorded plan instead of starting the session (pytest_atom.replay.recall)."""
+    return SessionInput(
+        build_prompt(spec, prompts, feedback), read_only_options(PLAN_SCHEMA), model
+    )
+
+
 def run_planner(
     spec: Spec,
     run_dir: Path,
@@ -166,24 +191,22 @@ def run_planner(
     prompts: PromptLoader | None = None,
     number: int = 1,
     feedback: str = "",
+    folder: Path | None = None,
+    session: SessionInput | None = None,
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
-    `agent` is the factory's planner (agents.factory). It runs in ``plan/`` (a re-plan:
-    ``plan-2/`` on), a copy of `start` (the spec's workspace, or the work committed before a
-    rollback's target) it may read (research) but not change, with only the run's own empty
-    Claude config (as the reflector).
+    `agent` is the factory's planner (agents.factory). It runs in `planner_folder`
+    (`folder`, when the caller made it already): ``plan/`` (a re-plan: ``plan-2/`` on), a
+    copy of `start` it may read (research) but not change, with only the run's own empty
+    Claude config (as the reflector). `session` is `planner_input`'s answer, when the caller
+    has it.
     """
-    folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
-    if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
-        copy_workspace(fixture_source(spec, run_dir.parent), folder)  # the spec's own, afresh
-    elif start is not None:
-        shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
-    else:
-        folder.mkdir(parents=True)
+    folder = folder or planner_folder(spec, run_dir, start, number)
+    session = session or planner_input(spec, prompts, feedback)
     try:
         return agent.structured(
-            build_prompt(spec, prompts, feedback),
+            session.prompt,
             folder,
             session_id=session_id,
             timeout=spec.timeout,

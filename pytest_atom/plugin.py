@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom import collect
-from pytest_atom.modes import MATCH_MODES, RECORD_MODES
+from pytest_atom.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.settings import PARSERS
 
@@ -95,6 +95,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="replay the agent's sessions and record the reflector's anew (after changing "
         "accept: or criteria:), replacing only the reflector's part of each cassette.",
+    )
+    add(
+        "--atom-judge",
+        dest="atom_judge",
+        default=None,
+        choices=JUDGE_MODES,
+        help="recall (default): a replay takes the recorded verdict (and plan) without "
+        "starting the reflector (planner) when its whole input is unchanged: its request and "
+        "the folder it reads; rerun: start it anyway.",
     )
     add(
         "--atom-threshold",
@@ -206,6 +215,7 @@ _INI_SETTINGS = {
     "match": "default for --atom-match.",
     "upstream": "default for --atom-upstream.",
     "strict_version": "default for --atom-strict-version (true or false).",
+    "judge": "default for --atom-judge (recall or rerun).",
     "threshold": "default for --atom-threshold (a spec's own `reflector: {threshold}` wins).",
     "runs_dir": "default for --atom-runs-dir.",
     "keep_runs": "default for --atom-keep-runs.",
@@ -224,7 +234,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "atom(**settings): pytest-atom settings for this test (record_mode, match, "
-        "upstream, strict_version, rejudge, threshold); a spec item carries it bare.",
+        "upstream, strict_version, rejudge, judge, threshold); a spec item carries it bare.",
     )
     if not config.option.atom:
         return

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_atom.judge.checks import CheckResult
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.replay.gateway import Exchange
+    from pytest_atom.replay.recall import Recalled
     from pytest_atom.spec import Spec, Step
 
 
@@ -37,6 +38,8 @@ class Attempt:
     verdict: Verdict | None = None
     #: The reflector's sessions on this attempt: one per vote (`reflector: {votes: N}`).
     reflectors: list[IterationRecord] = field(default_factory=list)
+    #: Votes a replay took from the cassette, no session run: their input was unchanged.
+    recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
 
     @property
@@ -101,6 +104,7 @@ class Plan:
     error: str | None = None  # not valid steps: the agent's failure, never a crash
     failed: list[str] = field(default_factory=list)  # `plan_accept:` assertions failed
     record: IterationRecord | None = None  # the planner's session
+    recalled: Recalled | None = None  # the plan came from the cassette: no session ran
 
     @property
     def passed(self) -> bool:
@@ -332,8 +336,15 @@ class SpecResult:
     @property
     def tokens(self) -> int:
         """Every session's tokens: the planner's, the executor's and its subagents', the
-        reflector's (`usage_by_role` splits them)."""
-        return sum(r.tokens for r in self.records)
+        reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
+        return sum(r.tokens for r in self.records) + sum(r.tokens for r in self.recalled)
+
+    @property
+    def recalled(self) -> list[Recalled]:
+        """The sessions a replay took from the cassette instead of running them: the
+        planner's, then each attempt's reflector (pytest_atom.replay.recall)."""
+        plans = [p.recalled for p in self.plans if p.recalled is not None]
+        return plans + [r for a in self.all_attempts for r in a.recalled]
 
     @property
     def cost_usd(self) -> float:
@@ -349,12 +360,17 @@ class SpecResult:
         """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""
         spent = recorded = 0.0
         for attempt in self.all_attempts if attempts is None else attempts:
-            for role, records in (("executor", attempt.records), ("reflector", attempt.reflectors)):
-                usd = sum(r.cost_usd for r in records)
+            recalled = sum(r.cost_usd for r in attempt.recalled)
+            for role, records, usd in (
+                ("executor", attempt.records, 0.0),
+                ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
+            ):
+                usd += sum(r.cost_usd for r in records)
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
         if attempts is None:  # the planner's sessions are billed as the executor's are
             usd = sum(p.record.cost_usd for p in self.plans if p.record is not None)
+            usd += sum(p.recalled.cost_usd for p in self.plans if p.recalled is not None)
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
         return spent, recorded
@@ -371,10 +387,14 @@ class SpecResult:
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
             for vote in attempt.reflectors:
                 roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
+            for again in attempt.recalled:  # as recorded: the figures a rerun gives
+                roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
         if attempts is None:
             for plan in self.plans:
                 if plan.record is not None:
                     roles["planner"] += RoleUsage(plan.record.tokens, plan.record.cost_usd)
+                if plan.recalled is not None:
+                    roles["planner"] += RoleUsage(plan.recalled.tokens, plan.recalled.cost_usd)
         return roles
 
     @property

@@ -51,7 +51,15 @@ from pytest_atom.stats import StatsUnavailable
 
 #: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.
-PER_TEST = ("record_mode", "match", "upstream", "strict_version", "rejudge", "threshold")
+PER_TEST = (
+    "record_mode",
+    "match",
+    "upstream",
+    "strict_version",
+    "rejudge",
+    "judge",
+    "threshold",
+)
 
 
 def pytest_harness(config: pytest.Config) -> Harness:

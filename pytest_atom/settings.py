@@ -26,7 +26,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, MatchMode, RecordMode
+from pytest_atom.modes import (
+    DEFAULT_MATCH,
+    JUDGE_MODES,
+    MATCH_MODES,
+    RECORD_MODES,
+    JudgeMode,
+    MatchMode,
+    RecordMode,
+)
 
 DEFAULT_KEEP_RUNS = 10
 
@@ -43,6 +51,9 @@ class RunSettings:
     match: MatchMode = DEFAULT_MATCH
     strict_version: bool = False
     rejudge: bool = False
+    #: A replay's reflector and planner whose whole input is unchanged: their recorded
+    #: answer (``recall``), or a session started anyway (``rerun``).
+    judge: JudgeMode = "recall"
     upstream: str | None = None
     threshold: float = 0.8
     runs_dir: Path | None = None  # None: .atom/runs under the project's root
@@ -170,6 +181,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "match": _choice(MATCH_MODES),
     "strict_version": _flag,
     "rejudge": _flag,
+    "judge": _choice(JUDGE_MODES),
     "upstream": _text,
     "threshold": _threshold,
     "runs_dir": _path,

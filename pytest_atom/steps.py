@@ -38,6 +38,8 @@ from pytest_atom.planner import (
     PLAN_SCHEMA,
     PlannerError,
     check_plan,
+    planner_folder,
+    planner_input,
     replan_feedback,
     run_planner,
 )
@@ -195,26 +197,35 @@ class StepsRun(AttemptLoop):
         unless the replay diverged, which then says why)."""
         self.emit("plan", number=number)
         kept = self.spec.steps[:target]
+        role = "planner" if number == 1 else f"planner:{number}"
+        folder = planner_folder(self.spec, self.run_dir, self._start_folder(target), number)
+        session = planner_input(self.spec, self.prompts, feedback, self.model)
+        key = source.recall.key(role, "planner", session, folder)
+        recalled, record = source.recall.recall(key), None
         try:
-            answer, record = run_planner(
-                self.spec,
-                self.run_dir,
-                agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
-                session_id=session_id_for(
-                    self.spec, "planner" if number == 1 else f"planner:{number}"
-                ),
-                start=self._start_folder(target),
-                prompts=self.prompts,
-                number=number,
-                feedback=feedback,
-            )
+            if recalled is not None:  # the plan as recorded: the same request, the same folder
+                answer = recalled.answer
+            else:
+                answer, record = run_planner(
+                    self.spec,
+                    self.run_dir,
+                    agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
+                    session_id=session_id_for(self.spec, role),
+                    start=self._start_folder(target),
+                    prompts=self.prompts,
+                    number=number,
+                    feedback=feedback,
+                    folder=folder,
+                    session=session,
+                )
+                source.recall.remember(key, record)
         except PlannerError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return None
         kinds = self.registry.kinds() if self.registry is not None else ()
         plan = check_plan(self.spec, answer, self.run_dir, kinds, number=number, kept=kept)
-        plan.record = record
+        plan.record, plan.recalled = record, recalled
         self.emit("planned", plan=plan.summary() if number == 1 else f"re-{plan.summary()}")
         return plan
 

@@ -394,8 +394,10 @@ def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
     assert (run_dir / "committed/test_greet.py").is_file()
     set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
     assert len(set_aside) == (1 if attempts == ["a02"] else 0)  # the interrupted conversation
-    # only step 2 ran: its one executor call and its reflector
-    assert [r.session_id is not None for r in resumed.records] == [True, True]
+    # only step 2 ran: its one executor call; its reflector's verdict was recalled from the
+    # cassette (the same request over the same folder: pytest_atom.replay.recall)
+    assert [r.session_id is not None for r in resumed.records] == [True]
+    assert test.attempts[-1].recalled is not None
 
 
 def copy_two_steps(folder: Path) -> Path:

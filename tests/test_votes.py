@@ -20,6 +20,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.spec import SpecError, load_spec
 from tests.conftest import bash
 from tests.test_evalsuite import kinds
+from tests.test_recall import counted  # noqa: F401  (a fixture: the CLI processes started)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -232,16 +233,37 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
     assert '<span class="votes"' in html and "1/3 votes</span>" in html
 
 
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_votes_are_recorded_and_replayed(pytester: pytest.Pytester) -> None:
+def test_votes_are_recorded_replayed_and_recalled_vote_by_vote(
+    pytester: pytest.Pytester,
+    counted: Path,  # noqa: F811  (the fixture imported above)
+) -> None:
+    """Each vote is its own recorded session; a replay with unchanged inputs recalls all
+    three without starting the reflector, and ``--atom-judge=rerun`` replays all three."""
     project(pytester, True, False, True)
     pytester.runpytest("--atom", "--atom-record-mode=all").assert_outcomes(passed=1)
+    assert sessions(counted) == 4  # the executor, then one reflector session per vote
     cassette = Cassette.load(pytester.path / "cassettes" / "task" / "task.yaml")
     answers = [i.response for i in cassette.interactions if "msg_atom_reflector" in str(i.response)]
     assert len(answers) == 3  # one recorded session per vote
-    # offline, from the cassette (a changed script would make it stale): vote for vote
-    result = pytester.runpytest("--atom", "--junitxml=out.xml")
-    result.assert_outcomes(passed=1)
-    props = properties(pytester)
-    assert props["atom_source"] == "replay"
-    assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"
+    assert sorted(cassette.metadata["recall"]) == [
+        "reflector:1",
+        "reflector:1:v2",
+        "reflector:1:v3",
+    ]
+
+    for args, started, recalled in (((), 1, "reflector"), (("--atom-judge=rerun",), 4, None)):
+        result = pytester.runpytest("--atom", "--junitxml=out.xml", *args)
+        result.assert_outcomes(passed=1)
+        props = properties(pytester)
+        assert sessions(counted) == started
+        assert props["atom_source"] == "replay"
+        assert props.get("atom_recalled") == recalled
+        assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"  # vote for vote
+        assert int(props["atom_reflector_tokens"]) > 0  # recalled: as recorded
+
+
+def sessions(log: Path) -> int:
+    """The `claude -p` processes the `counted` wrapper saw since the last call."""
+    count = len(log.read_text().splitlines()) if log.exists() else 0
+    log.unlink(missing_ok=True)
+    return count

@@ -25,6 +25,7 @@ from pytest_atom.core.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.outcome import judge as judge  # the attempt's decision; execution reads it here
 from pytest_atom.replay.gateway.normalize import mask_durations
+from pytest_atom.replay.recall import SessionInput
 from pytest_atom.spec import ClaudeOptions, Spec
 from pytest_atom.workspace import SKIPPED_DIRS, changes
 
@@ -331,6 +332,27 @@ def verdict_schema(earlier_steps: Sequence[str] = ()) -> dict[str, Any]:
     return STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA
 
 
+def reflector_input(
+    spec: Spec,
+    attempt_dir: Path,
+    checks: Sequence[CheckResult],
+    final_message: str,
+    threshold: float,
+    prompts: PromptLoader | None = None,
+    earlier_steps: Sequence[str] = (),
+) -> SessionInput:
+    """The reflector's whole request but its folder: what a replay compares to recall the
+    recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
+    diff = workspace_diff(
+        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
+    )
+    return SessionInput(
+        build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps),
+        read_only_options(verdict_schema(earlier_steps)),
+        spec.reflector.model or spec.model,
+    )
+
+
 def run_reflector(
     spec: Spec,
     attempt_dir: Path,
@@ -342,21 +364,22 @@ def run_reflector(
     threshold: float,
     prompts: PromptLoader | None = None,
     earlier_steps: Sequence[str] = (),
+    session: SessionInput | None = None,
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
     `agent` is the factory's reflector (agents.factory): the real Claude Code (not
     ``--bare``, which would offer Read alone) with only the setting source ``user``, the
     run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
-    agent's to write, so they must not instruct the judge or run its hooks.
+    agent's to write, so they must not instruct the judge or run its hooks. `session` is
+    `reflector_input`'s answer, when the caller already has it.
     """
-    diff = workspace_diff(
-        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
+    session = session or reflector_input(
+        spec, attempt_dir, checks, final_message, threshold, prompts, earlier_steps
     )
-    prompt = build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps)
     try:
         answer, record = agent.structured(
-            prompt, attempt_dir, session_id=session_id, timeout=spec.timeout
+            session.prompt, attempt_dir, session_id=session_id, timeout=spec.timeout
         )
     except StructuredSessionError as exc:
         raise ReflectorError(str(exc)) from None

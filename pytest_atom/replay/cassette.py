@@ -39,6 +39,10 @@ VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `versio
 FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared blocks
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
+#: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
+#: (pytest_atom.replay.recall). Written last, before the shared blocks: machine data, like
+#: them, so whatever adds a key later (`atom cassette stamp`) keeps the file's order.
+RECALL = "recall"
 #: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
 #: mid-stream"): a response header, so vcrpy and its tools read the file as before.
 FAULT_HEADER = "x-atom-fault"
@@ -307,7 +311,13 @@ class Cassette:
                 for i in self.interactions
             ]
             shared = {name: _json_text(value) for name, value in packer.used.items()}
-            metadata = {"format": FORMAT, **metadata, **({"shared": shared} if shared else {})}
+            recall = {RECALL: metadata.pop(RECALL)} if RECALL in metadata else {}
+            metadata = {
+                "format": FORMAT,
+                **metadata,
+                **recall,
+                **({"shared": shared} if shared else {}),
+            }
         data = {"metadata": metadata, "interactions": interactions, "version": VCR_VERSION}
         header = (
             "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"

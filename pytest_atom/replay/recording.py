@@ -35,6 +35,7 @@ from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
 from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence
 from pytest_atom.replay.gateway.scripted import draw_key
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
+from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings import RunSettings
 from pytest_atom.spec import Spec
@@ -298,6 +299,10 @@ class ModelSource:
     #: the cassette, so `script_misfit` compares its answers with those choices' turns.
     script_picks: tuple[int, ...] = ()
 
+    #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
+    #: hashes a recording stores so a later replay can (nothing without a cassette).
+    recall: Recall = field(default_factory=Recall)
+
     @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
@@ -370,6 +375,7 @@ class ModelSource:
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
             if servers:
                 cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
+        self.recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(
@@ -412,6 +418,7 @@ class ModelSource:
             metadata["rejudged_at"] = now
             if spec.script is not None and "script_hash" in metadata:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
+        self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
 
 
@@ -500,7 +507,12 @@ def _replay(
             f"uses {live} (--atom-strict-version); refresh it for this CLI with: "
             f"{record_command(spec, 'refresh')}"
         )
-    return ModelSource(kind, responder, stale_reasons=reasons)
+    # Strict matching compares Claude Code's own parts of a request too, which only the
+    # same CLI is known to send alike: another version starts the sessions.
+    same_requests = settings.match != "strict" or recorded == live
+    enabled = kind == "replay" and settings.judge == "recall" and same_requests
+    recall = Recall(responder, enabled=enabled)
+    return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
 
 
 def _record(
@@ -548,7 +560,12 @@ def _record(
         owned_system=_owned_system(spec),
     )
     return ModelSource(
-        kind, responder, auth=auth or None, upstream_gateway=upstream_gateway, script_picks=picks
+        kind,
+        responder,
+        auth=auth or None,
+        upstream_gateway=upstream_gateway,
+        script_picks=picks,
+        recall=Recall(responder, enabled=False),
     )
 
 

@@ -80,12 +80,15 @@ def verdict_line(result: SpecResult) -> str:
         met = sum(c.met for c in verdict.criteria)
         gate = f"{met}/{len(verdict.criteria)} criteria met, each must be"
         line = f"{result.decision}, {scored}; {gate} after {attempts}"
-        return line + (" (attempts used up)" if result.decision == "refine" else "")
-    line = f"{result.decision}, {scored} (passes above {result.threshold:g}) after {attempts}"
-    if result.decision == "fail" and verdict.score > result.threshold:
-        line += " (forced: a deterministic check failed)"
-    elif result.decision == "refine":
-        line += " (attempts used up)"
+        line += " (attempts used up)" if result.decision == "refine" else ""
+    else:
+        line = f"{result.decision}, {scored} (passes above {result.threshold:g}) after {attempts}"
+        if result.decision == "fail" and verdict.score > result.threshold:
+            line += " (forced: a deterministic check failed)"
+        elif result.decision == "refine":
+            line += " (attempts used up)"
+    if result.final.recalled and not result.final.reflectors:
+        line += f"; {RECALLED_NOTE}"
     return line
 
 
@@ -94,6 +97,13 @@ def _scored(score: float, votes: Sequence[float]) -> str:
     if not votes:
         return f"score {score:g}"
     return f"score {score:g} (median of {', '.join(f'{v:g}' for v in votes)})"
+
+
+#: What a report says of a verdict a replay recalled instead of judging anew.
+RECALLED_NOTE = (
+    "verdict recalled from the cassette: the reflector's request and the attempt folder were "
+    "unchanged, so no reflector session ran (--atom-judge=rerun runs it)"
+)
 
 
 def _times(count: int) -> str:
@@ -400,6 +410,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
         **({"atom_criteria_votes": votes} if (votes := criteria_votes(result)) else {}),
         **role_properties(result),
+        **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
         **({"atom_drift": result.drift} if result.drift else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
@@ -419,6 +430,11 @@ def role_properties(result: SpecResult) -> dict[str, Any]:
         props[f"atom_{role}_tokens"] = used.tokens
         props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
     return props
+
+
+def recalled_roles(result: SpecResult) -> str:
+    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
+    return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
@@ -459,7 +475,8 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     used = row.roles.get(role)
     if used is None or not used.tokens:
         return "-"
-    return f"{used.tokens} (${used.cost_usd:.4f})"
+    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
+    return f"{used.tokens} (${used.cost_usd:.4f})" + (" recalled" if recalled else "")
 
 
 def summary_table(rows: Sequence[SummaryRow]) -> list[str]:

@@ -220,6 +220,7 @@ def _child(
             for c in attempt.checks
         ],
         "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
+        "verdict_source": _verdict_source(attempt),
         "cost": _cost(
             records,
             executor_seconds + reflector_seconds,
@@ -230,6 +231,14 @@ def _child(
         "children": [],
         "errors": errors,
     }
+
+
+def _verdict_source(attempt: Attempt) -> str | None:
+    """``reflector``: a session judged the attempt; ``recalled``: the replay took the
+    recorded verdict, its input unchanged (pytest_atom.replay.recall); None: no verdict."""
+    if attempt.verdict is None:
+        return None
+    return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
 
 
 def _permission_denials(session: _Session) -> list[str]:
@@ -389,6 +398,8 @@ def _plan(plan: Plan | None) -> dict[str, Any] | None:
         "error": plan.error,
         "plan_accept_failed": list(plan.failed),
         "file": str(plan.path) if plan.path else None,
+        # The replay took the recorded plan: no planner session ran (pytest_atom.replay.recall).
+        "recalled": plan.recalled is not None,
     }
 
 

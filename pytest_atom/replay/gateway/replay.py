@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import httpx
 
-from pytest_atom.agents.roles import ROLE_HEADER
+from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.gateway import messages
 from pytest_atom.replay.gateway.matching import (
@@ -61,7 +61,7 @@ from pytest_atom.replay.gateway.normalize import (
 )
 from pytest_atom.replay.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.transcript import plural
+from pytest_atom.transcript import plural, read_reply
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for, and
 #: whose session it was (the harness's role marker, see agents.roles).
@@ -449,6 +449,43 @@ class CassetteResponder:
                 for n, played in enumerate(self._played)
                 if not played and n < len(self._kinds) and self._kinds[n] in kinds
             )
+
+    def recall_session(self, kind: Kind, opening: dict[str, Any]) -> Any | None:
+        """The answer of the first unplayed recorded session of `kind` (a reflector's, a
+        planner's) that opens with `opening` (its first turn, as `conversation` gives it),
+        its requests marked played; None when the cassette holds no such answer.
+
+        A session is its requests from one that carries the opening turn alone up to the
+        next such request; its answer is the last StructuredOutput call it received (the CLI
+        asks again when one fails the schema). Marked played, nothing waits for its
+        requests (`_await_predecessors`) and no later session can take them.
+        """
+        with self._lock:
+            session: list[int] = []
+            for index, recorded in enumerate(self.cassette.interactions):
+                if self._played[index] or self._kinds[index] != kind:
+                    continue
+                turns = conversation(recorded.body)
+                if not turns or turns[0] != opening:
+                    continue
+                if len(turns) == 1 and session:
+                    break  # the next session with the same opening
+                session.append(index)
+            answers = [
+                block.get("input")
+                for index in session
+                for block in read_reply(
+                    self.cassette.interactions[index].response,
+                    self.cassette.interactions[index].status,
+                ).blocks
+                if block.get("type") == "tool_use" and block.get("name") == STRUCTURED_OUTPUT
+            ]
+            if not answers:
+                return None
+            for index in session:
+                self._played[index] = True
+            self._arrival.notify_all()
+            return answers[-1]
 
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
         """Send upstream and stream the answer back; keep it only if it is a whole exchange.
