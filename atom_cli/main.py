@@ -46,6 +46,11 @@ LAZY_COMMANDS = {
         "baseline",
         "Save a run's results as the baseline --atom-baseline compares with.",
     ),
+    "results": (
+        "atom_cli.results_cmd",
+        "results",
+        "Combine the results of a CI matrix's shards into one report and gate.",
+    ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
     "trials": (
         "atom_cli.trials_cmd",

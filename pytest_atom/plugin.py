@@ -181,7 +181,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="DIR",
         help="write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
-        "transcript of every Claude session into DIR, secrets scrubbed.",
+        "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
+        "results.json (what `atom results combine` joins across CI shards).",
     )
     add(
         "--atom-html",
@@ -244,12 +245,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args += [str(p) for p in config.getini("atom_paths")]
     session = AtomSession(config)
     config.pluginmanager.register(session, "atom-session")
-    html = session.harness.html
-    if html is not None:
+    html, report_dir = session.harness.html, session.harness.report_dir
+    if html is not None or report_dir is not None:
         from pytest_atom.reports.html_plugin import HtmlReport  # Jinja2 only when asked for
+        from pytest_atom.reports.shards import SHARD_RESULTS
 
+        results = None if report_dir is None else report_dir / SHARD_RESULTS
         config.pluginmanager.register(
-            HtmlReport(config, html, session.harness.runs_dir), "atom-html"
+            HtmlReport(config, html, session.harness.runs_dir, results), "atom-html"
         )
 
 

@@ -95,16 +95,25 @@ def spec_key(nodeid: str) -> str:
 # --- results of a run ----------------------------------------------------------------------
 
 
-def write_results(rows: Iterable[SummaryRow], path: Path) -> Path:
-    """Write a session's rows (scrubbed) where ``atom baseline save`` finds them."""
+def write_results(
+    rows: Iterable[SummaryRow],
+    path: Path,
+    *,
+    views: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a session's rows (scrubbed) where ``atom baseline save`` finds them; a
+    shard's file (`reports.shards`) adds each run's HTML view and `extra` keys."""
     from pytest_atom.replay.scrub import Scrubber
 
     data = {
         "format": RESULTS_FORMAT,
         "results": [
             {"nodeid": row.nodeid, "outcome": row.outcome.label, "properties": dict(row.properties)}
+            | ({"view": views.get(row.nodeid)} if views is not None else {})
             for row in rows
         ],
+        **(extra or {}),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(Scrubber().scrub_obj(data), indent=2) + "\n", encoding="utf-8")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.arms import arm_properties
 from pytest_atom.paths import display_path
+from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.transcript import hook_words, permission_denials, refused_by
@@ -417,6 +418,12 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **result.outcome.properties(),
         **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),
         "atom_sandbox": "off" if result.spec.sandbox is None else "on",
+        # The spec's own tolerances: a later gate (`atom results combine`) reads them here.
+        **(
+            {"atom_baseline_tolerance": format_tolerance(own)}
+            if (own := result.spec.baseline_tolerance)
+            else {}
+        ),
         **step_properties(result),
         **arm_properties(result.spec),
     }

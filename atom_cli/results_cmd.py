@@ -1,0 +1,110 @@
+"""`atom results`: the results files runs write; `combine` joins a CI matrix's shards."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import click
+
+from atom_cli.run_cmd import ContentError, exit_status
+from pytest_atom.config import ConfigError
+from pytest_atom.harness import host_harness
+from pytest_atom.paths import display_path
+from pytest_atom.reports.baseline import BaselineError
+from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
+from pytest_atom.reports.text import (
+    sandbox_warning_lines,
+    summary_table,
+)
+from pytest_atom.settings import SettingsError
+
+
+@click.group()
+def results() -> None:
+    """Results files: what each `pytest --atom --atom-report DIR` session wrote to
+    DIR/results.json."""
+
+
+@results.command("combine")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="write one HTML report of every shard's specs here.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="compare the whole run with a baseline (atom baseline save), as "
+    "--atom-baseline compares an unsharded run: a regression fails it (exit 1).",
+)
+@click.option(
+    "--min-pass-rate",
+    type=click.FloatRange(0, 1),
+    default=None,
+    metavar="R",
+    help="gate on pass rates over every shard's repeats, as --atom-min-pass-rate does.",
+)
+def combine_command(
+    shards: tuple[Path, ...], html: Path | None, baseline: Path | None, min_pass_rate: float | None
+) -> None:
+    """Combine the shards of a CI matrix (pytest-split) into one run: one summary, one
+    baseline comparison, one HTML report and one exit status.
+
+    Each SHARD is a folder a job wrote with `pytest --atom --atom-report DIR` (its
+    results.json), or such a file. A spec that ran in two shards is an error naming both.
+    Settings not given here come from the ini file and .atom/config.yaml, as for the
+    unsharded run. Exit status: 0 when every spec passed, 1 when any failed (or regressed
+    against the baseline, or fell below --min-pass-rate), 2 when the machinery failed in
+    a shard or a file cannot be used.
+    """
+    try:
+        harness = host_harness(
+            {
+                "html": html.resolve() if html else None,
+                "baseline": baseline.resolve() if baseline else None,
+                "min_pass_rate": min_pass_rate,
+            }
+        )
+        gate = harness.baseline_gate()
+        run = combine([read_shard(path) for path in shards])
+    except (BaselineError, ConfigError, SettingsError) as err:
+        raise ContentError(str(err)) from None
+    rows = gated_rows(run.rows, gate)
+    regressed = gate is not None and gate.finish(rows)
+    runs = len(rows) + len(run.failures)
+    click.echo(f"combined {len(run.sources)} shard(s): {runs} spec run(s)")
+    for line in summary_table(rows):
+        click.echo(line)
+    for row in rows:
+        for label, text in row.notes():
+            click.echo(f"{label}: {row.nodeid}: {text}")
+    for nodeid in run.failures:
+        click.echo(f"error: {nodeid}: pytest-atom could not run it (see the shard's log)")
+    for line in sandbox_warning_lines(rows):
+        click.echo(line)
+    if gate is not None:
+        for line in gate.lines():
+            click.echo(line)
+    rate = harness.settings.min_pass_rate
+    repeats = rate is not None or any(re.search(r"\[r\d+\]$", row.nodeid) for row in rows)
+    for line in (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows):
+        click.echo(line)
+    page = harness.html
+    if page is not None:
+        from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
+
+        deltas = gate.deltas() if gate is not None else {}
+        write_html(
+            page_rows(rows, run.views, run.failures, deltas), page, measured=measured_lines(rows)
+        )
+        click.echo(f"HTML report: {display_path(page)}")
+    status = exit_status(rows, min_pass_rate=rate, regressed=regressed)
+    if run.failures:
+        status = 2  # a spec the harness could not run: the machinery failed, as in atom run
+    elif run.other_failures:
+        status = max(status, 1)  # a failed test beside the specs fails the run, as in pytest
+    sys.exit(status)

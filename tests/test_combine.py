@@ -1,0 +1,207 @@
+"""`atom results combine`: the shards of a pytest-split CI matrix gated, summarised and
+rendered as the one unsharded run they split.
+
+Each job of a matrix sees only its share; the combined run must not differ from the
+unsharded one in what CI reads: the gate's answer, the exit status, the summary and the
+HTML report. A spec counted twice (two shards of different splits) would bias every pass
+rate, so it is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from atom_cli.main import main
+from pytest_atom.reports.baseline import build_baseline, dump_baseline
+from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.shards import SHARD_RESULTS, combine, gated_rows, read_shard, write_shard
+from tests.conftest import REPO, drop_step_fixtures
+from tests.conftest import summary_row as row
+
+CREATE = "specs/create_file.atom.yaml::create-file"
+MISSES = "specs/misses_goal.atom.yaml::misses-goal"
+
+
+def props(**over: Any) -> dict[str, Any]:
+    base = {"atom_score": 0.9, "atom_turns": 4, "atom_agent_tokens": 1000, "atom_duration_s": 2.0}
+    return {**base, **over}
+
+
+def shard(folder: Path, *rows: SummaryRow, failures: dict[str, str] | None = None) -> Path:
+    write_shard(
+        folder / SHARD_RESULTS,
+        rows,
+        {},  # no views: the page shows such runs without their transcripts
+        failures=failures or {},
+        other_failures=0,
+    )
+    return folder
+
+
+def combined(cwd: Path, *args: str | Path) -> Result:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(cwd)
+        return CliRunner().invoke(main, ["results", "combine", *map(str, args)])
+
+
+def test_a_spec_in_two_shards_is_an_error_naming_both_files(tmp_path: Path) -> None:
+    shard(tmp_path / "a", row(CREATE, "passed", props()))
+    shard(tmp_path / "b", row(CREATE, "passed", props()), row(MISSES, "passed", props()))
+    result = combined(tmp_path, "a", "b")
+    assert result.exit_code == 2, result.output
+    assert f"{CREATE} ran in a/results.json and in b/results.json" in result.output
+    assert "same --splits" in result.output
+    twice = combined(tmp_path, "a", "a")
+    assert twice.exit_code == 2 and "ran twice in" in twice.output, twice.output
+
+
+def test_a_folder_without_results_says_how_to_write_them(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = combined(tmp_path, "empty")
+    assert result.exit_code == 2
+    assert "holds no results.json" in result.output
+    assert "pytest --atom --atom-report" in result.output
+
+
+def test_rows_come_in_spec_then_repeat_order(tmp_path: Path) -> None:
+    runs = [row(f"{CREATE}[r{n}]", "passed", props()) for n in (1, 2, 10)]
+    a = read_shard(shard(tmp_path / "a", runs[2], row(MISSES, "passed", props())))
+    b = read_shard(shard(tmp_path / "b", runs[1], runs[0]))
+    both = combine([b, a])
+    assert [r.nodeid for r in both.rows] == [*(r.nodeid for r in runs), MISSES]
+    assert set(both.views) == {r.nodeid for r in both.rows}
+
+
+@pytest.mark.parametrize(
+    ("labels", "extra", "status"),
+    [
+        (("passed", "xfailed"), [], 0),
+        (("passed", "failed"), [], 1),
+        (("passed", "error"), [], 2),  # the machinery failed in a shard, as atom run says
+        (("failed", "passed"), ["--min-pass-rate", "0.5"], 0),  # rates decide over runs
+        (("failed", "failed"), ["--min-pass-rate", "0.5"], 1),
+    ],
+)
+def test_exit_status_is_an_unsharded_runs(
+    tmp_path: Path, labels: tuple[str, str], extra: list[str], status: int
+) -> None:
+    shard(tmp_path / "a", row(f"{CREATE}[r1]", labels[0], props()))
+    shard(tmp_path / "b", row(f"{CREATE}[r2]", labels[1], props()))
+    result = combined(tmp_path, "a", "b", *extra)
+    assert result.exit_code == status, result.output
+    assert f"{CREATE}: " in result.output  # the pass rate over both shards' repeats
+
+
+def test_a_spec_that_could_not_run_fails_the_combined_run_and_shows(tmp_path: Path) -> None:
+    shard(tmp_path / "a", row(CREATE, "passed", props()))
+    shard(tmp_path / "b", failures={MISSES: "pytest-atom could not run spec 'misses-goal'"})
+    result = combined(tmp_path, "a", "b", "--html", "r.html")
+    assert result.exit_code == 2, result.output
+    assert f"error: {MISSES}" in result.output
+    assert "could not run spec &#39;misses-goal&#39;" in (tmp_path / "r.html").read_text()
+
+
+def test_the_combined_gate_replaces_the_shards_own(tmp_path: Path) -> None:
+    """A shard run with --atom-baseline carries its own deltas: the combined run's gate,
+    with the spec's own tolerances (carried in its properties), is the one that counts."""
+    stale = props(atom_baseline="regression", atom_baseline_turns=3)
+    own = props(atom_turns=6, atom_baseline_tolerance="turns=1")
+    rows = [row(CREATE, "passed", stale), row(MISSES, "passed", own)]
+    before = [row(CREATE, "passed", props()), row(MISSES, "passed", props())]
+    dump_baseline(build_baseline(before), tmp_path / "b.json")
+    assert [r.baseline for r in gated_rows(rows, None)] == [None, None]
+    shard(tmp_path / "a", *rows)
+    result = combined(tmp_path, "a", "--baseline", "b.json")
+    # turns 4 -> 6 is within the spec's own tolerance (100 %), not the default 25 %
+    assert result.exit_code == 0, result.output
+    assert [cells[-1] for cells in table(result.output)] == ["vs baseline", "same", "same turns +2"]
+
+
+# --- real shards of the shipped fixtures --------------------------------------------------
+
+
+def table(output: str) -> list[list[str]]:
+    """The summary table's cells, the wall-time column dropped (it differs run to run)."""
+    lines = output.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("spec  "))
+    header = re.split(r"\s{2,}", lines[start])
+    time = header.index("time s")
+    cells = []
+    for line in lines[start:]:
+        if not (line.startswith("spec  ") or "::" in line.split(" ")[0]):
+            break
+        cells.append([c for i, c in enumerate(re.split(r"\s{2,}", line)) if i != time])
+    return cells
+
+
+def baseline_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("baseline")]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_two_pytest_split_shards_combine_to_the_unsharded_run(pytester: pytest.Pytester) -> None:
+    specs = pytester.path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", specs)
+    (specs / "fix_failing_test.atom.yaml").unlink()  # the slowest; two specs are enough
+    drop_step_fixtures(specs)
+    # misses-goal's own tolerance: its score never regresses. The shards carry it to the
+    # combined gate, or that gate would find a regression the unsharded run does not.
+    misses = specs / "misses_goal.atom.yaml"
+    misses.write_text(misses.read_text() + "baseline: {tolerance: {score: null}}\n")
+    durations = pytester.path / "durations.json"
+    durations.write_text(json.dumps({CREATE: 1.0, MISSES: 1.0}))
+    split = ("--durations-path", str(durations), "--splitting-algorithm", "least_duration")
+
+    def run_shard(group: int, folder: str) -> pytest.RunResult:
+        return pytester.runpytest(
+            "--atom", "specs", "--splits", "2", "--group", str(group), *split,
+            "--atom-report", folder,
+        )  # fmt: skip
+
+    one, two = run_shard(1, "s1"), run_shard(2, "s2")
+    assert one.ret == two.ret == 0, one.stdout.str() + two.stdout.str()
+    ran = [{r.nodeid for r in read_shard(pytester.path / s).rows} for s in ("s1", "s2")]
+    assert sorted(ran, key=sorted) == [{CREATE}, {MISSES}]  # pytest-split's two groups
+    create_shard, misses_group = ("s1", 2) if ran[0] == {CREATE} else ("s2", 1)
+
+    # A baseline with fewer turns for create-file: the unsharded run regresses against it;
+    # and a higher score for misses-goal, within that spec's own tolerance.
+    rows = [*read_shard(pytester.path / "s1").rows, *read_shard(pytester.path / "s2").rows]
+    document = build_baseline(rows)
+    document["specs"][CREATE]["turns"] -= 1
+    document["specs"][MISSES]["score"] = 0.9
+    dump_baseline(document, pytester.path / "lower.json")
+
+    whole = pytester.runpytest(
+        "--atom", "specs", "--atom-baseline", "lower.json", "--atom-report", "whole",
+        "--atom-html", "whole.html",
+    )  # fmt: skip
+    whole.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the gate fails it
+    shards = combined(pytester.path, "s1", "s2", "--baseline", "lower.json", "--html", "c.html")
+    assert whole.ret == shards.exit_code == 1, shards.output
+    assert baseline_lines(shards.output) == baseline_lines(whole.stdout.str())
+    assert "baseline regression: " + CREATE + ": turns rose" in shards.output
+    assert f"baseline regression: {MISSES}" not in shards.output
+    assert table(shards.output) == table(whole.stdout.str())
+    assert [cells[0] for cells in table(shards.output)[1:]] == [CREATE, MISSES]
+
+    # The page holds every spec with what its shard saw: prompt, transcript, checks.
+    page = (pytester.path / "c.html").read_text()
+    for nodeid, seen in ((CREATE, "hello, world"), (MISSES, "word_count")):
+        assert nodeid in page and seen in page
+    assert page.count('class="delta">baseline regression') == 1  # create-file's row
+
+    # A spec failing in one shard fails the combined run; its outcome shows.
+    misses.write_text(re.sub(r"(?m)^xfail:.*\n", "", misses.read_text()))
+    assert run_shard(misses_group, "failing").ret == 1
+    failing = combined(pytester.path, create_shard, "failing")
+    assert failing.exit_code == 1, failing.output
+    assert [MISSES, "failed"] == table(failing.output)[2][:2]
