@@ -16,7 +16,8 @@ The contract is Claude Code's own (2.1.331, case schema 1.x; `claude plugin eval
 A case maps onto a spec: its prompt, one iteration, one attempt, ``limits: {max_turns}``,
 ``timeout: timeout_seconds``, ``claude: {allowed_tools, plugins}``; deterministic graders are
 `accept:` checks (the trajectory checks for ``tool_used``/``tool_order``, the kinds registered
-here for the rest), ``llm`` and ``baseline`` graders are the reflector's criteria; its arms are
+here for the rest), ``llm`` and ``baseline`` graders are the reflector's criteria, judged by 3
+votes each and gating one by one (``reflector: {votes: 3, gate: criteria}``); its arms are
 `arms:` and its runs are repeats. What pytest-atom keeps for a case lives beside the cases,
 never in them: ``<eval dir>/.atom/<case folder>/`` holds ``script.yaml`` (or
 ``script@<arm>.yaml``) and the cassettes ``cassette@<arm>.yaml``.
@@ -61,6 +62,8 @@ _EXECUTION_KEYS = (
 )
 #: What a grader .md's body is, by its type.
 _BODY_KEY = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
+#: Judge votes per llm and baseline grader, as the CLI gives them (a 2-of-3 majority passes).
+JUDGE_VOTES = 3
 #: The baseline trajectory shown to the judge: its first and last lines, as the CLI elides it.
 _BASELINE_LINES = 12
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -530,6 +533,9 @@ def case_specs(case: EvalCase, check_kinds: Sequence[str]) -> list[Spec]:
         "limits": {"max_turns": int(execution.get("max_turns", 10))},
         "accept": [_check(g) for g in case.graders if _check(g) is not None],
         "criteria": [_criterion(g) for g in case.graders if g.kind in ("llm", "baseline")],
+        # The CLI's judge: 3 votes per llm grader, passed on a majority; each grader passes
+        # or fails on its own (its default --threshold 1.0), never a score over them all.
+        "reflector": {"votes": JUDGE_VOTES, "gate": "criteria"},
     }
     if claude:
         data["claude"] = claude
@@ -604,7 +610,8 @@ def _tool(value: Any) -> dict[str, Any]:
 
 
 def _criterion(grader: Grader) -> str:
-    """An llm or baseline grader as a criterion of the reflector."""
+    """An llm or baseline grader as a criterion of the reflector, named as the checks name
+    theirs (``grader NAME: …``), so an unmet one says which grader failed."""
     p = grader.params
     if grader.kind == "llm":
         focus = p["focus"]
@@ -612,7 +619,7 @@ def _criterion(grader: Grader) -> str:
             focus if isinstance(focus, str) else "",
             f"the file {focus['path']}" if isinstance(focus, dict) else "the files it wrote",
         )
-        return f"{str(p['criteria']).strip()} (judged on {on})"
+        return f"grader {grader.name}: {str(p['criteria']).strip()} (judged on {on})"
     rows = Path(p["baseline_path"]).read_text(encoding="utf-8").splitlines()
     rows = [r for r in rows if r.strip()]
     if len(rows) > 2 * _BASELINE_LINES:
@@ -620,6 +627,7 @@ def _criterion(grader: Grader) -> str:
         rows = [*rows[:_BASELINE_LINES], f"[… {hidden} lines elided …]", *rows[-_BASELINE_LINES:]]
     shown = "\n".join(f"    {r}" for r in rows)
     return (
-        f"At least as well as the baseline trajectory below: {str(p['criteria']).strip()}\n"
+        f"grader {grader.name}: at least as well as the baseline trajectory below: "
+        f"{str(p['criteria']).strip()}\n"
         f"  Baseline ({p['baseline_file']}):\n{shown}"
     )

@@ -40,10 +40,12 @@ from pytest_atom.judge.checks import CheckRegistry, run_checks
 from pytest_atom.judge.reflector import (
     ReflectorError,
     Verdict,
+    combine_votes,
     judge,
     reflector_input,
     run_reflector,
     verdict_schema,
+    vote_role,
 )
 from pytest_atom.limits import Budget, Limits
 from pytest_atom.paths import cli_slug
@@ -172,7 +174,11 @@ class AttemptLoop:
             if not self.reflect(attempt, agents, source):
                 return
             attempt.decision = judge(
-                attempt.completed, attempt.checks, attempt.verdict, self.threshold
+                attempt.completed,
+                attempt.checks,
+                attempt.verdict,
+                self.threshold,
+                self.spec.reflector.gate,
             )
             self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
             if attempt.decision != "refine" or self.rolls_back(attempt):
@@ -293,12 +299,15 @@ class AttemptLoop:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
         A replay whose reflector request diverged failed on the divergence, which the
-        report shows; any other reflector failure is the harness's own. A replay whose
-        reflector would get the recorded input takes the recorded verdict (`source.recall`).
+        report shows; any other reflector failure is the harness's own. With
+        `reflector: {votes: N}` the N sessions run one after another (a script's
+        `reflector:` turns and a cassette's sessions are taken in that order) and their
+        verdicts are combined (`combine_votes`). A replay whose reflector would get the
+        recorded input takes each vote's recorded verdict (`source.recall`), vote by vote.
         """
         if not (self.spec.criteria and attempt.completed):
             return True
-        role = f"reflector:{self.label}{attempt.number}"
+        votes = []
         try:
             session = reflector_input(
                 self.spec,
@@ -309,28 +318,34 @@ class AttemptLoop:
                 self.prompts,
                 self.earlier_steps,
             )
-            key = source.recall.key(role, "reflector", session, attempt.path)
-            recalled = source.recall.recall(key)
-            if recalled is not None:
-                attempt.verdict, attempt.recalled = Verdict.parse(recalled.answer), recalled
-                return True
-            attempt.verdict, attempt.reflector = run_reflector(
-                self.spec,
-                attempt.path,
-                attempt.checks,
-                attempt.outcome.output,
-                agent=agents.reflector(verdict_schema(self.earlier_steps)),
-                session_id=session_id_for(self.spec, role),
-                threshold=self.threshold,
-                prompts=self.prompts,
-                earlier_steps=self.earlier_steps,
-                session=session,
-            )
-            source.recall.remember(key, attempt.reflector)
+            for vote in range(1, self.spec.reflector.votes + 1):
+                role = vote_role(f"reflector:{self.label}{attempt.number}", vote)
+                key = source.recall.key(role, "reflector", session, attempt.path)
+                recalled = source.recall.recall(key)
+                if recalled is not None:
+                    votes.append(Verdict.parse(recalled.answer))
+                    attempt.recalled.append(recalled)
+                    continue
+                verdict, record = run_reflector(
+                    self.spec,
+                    attempt.path,
+                    attempt.checks,
+                    attempt.outcome.output,
+                    agent=agents.reflector(verdict_schema(self.earlier_steps)),
+                    session_id=session_id_for(self.spec, role),
+                    threshold=self.threshold,
+                    prompts=self.prompts,
+                    earlier_steps=self.earlier_steps,
+                    session=session,
+                )
+                source.recall.remember(key, record)
+                votes.append(verdict)
+                attempt.reflectors.append(record)
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return False
+        attempt.verdict = combine_votes(votes)
         return True
 
 

@@ -13,7 +13,7 @@ and nothing here imports them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -32,22 +32,45 @@ class _Check(Protocol):
     def passed(self) -> bool: ...
 
 
+#: What passes a judged attempt: its score above the threshold (seed 002), or each
+#: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
+Gate = Literal["score", "criteria"]
+
+
+class _Criterion(Protocol):
+    @property
+    def met(self) -> bool: ...
+
+
 class _Scored(Protocol):
     @property
     def score(self) -> float: ...
 
+    @property
+    def criteria(self) -> Sequence[_Criterion]: ...
+
 
 def judge(
-    completed: bool, checks: Iterable[_Check], verdict: _Scored | None, threshold: float
+    completed: bool,
+    checks: Iterable[_Check],
+    verdict: _Scored | None,
+    threshold: float,
+    gate: Gate = "score",
 ) -> Decision:
     """``proceed``, ``refine`` or ``fail`` for one attempt (seed 002's scoring model).
 
     A failed deterministic check forces failure whatever the score; so does an agent that
     never signalled completion. Without criteria there is no verdict and the checks decide.
+    Gated by ``criteria``, every criterion must be met (each by its vote majority) and the
+    score is not read: an unmet one asks for another attempt, with the reflector's feedback.
     """
     if not completed or not all(c.passed for c in checks):
         return "fail"
-    if verdict is None or verdict.score > threshold:
+    if verdict is None:
+        return "proceed"
+    if gate == "criteria":
+        return "proceed" if all(c.met for c in verdict.criteria) else "refine"
+    if verdict.score > threshold:
         return "proceed"
     return "refine" if verdict.score >= 0.5 else "fail"
 
@@ -157,12 +180,16 @@ def decide(
     plan_failed: bool = False,
     steps: str | None = None,
     steps_passed: bool = True,
+    gate: Gate = "score",
+    unmet: Sequence[str] = (),
 ) -> Outcome:
     """The one place a run's figures become its outcome (`SpecResult.outcome` calls it).
 
     The replay first, then the harness, decide an error: nothing the agent did counts
     then. A pass needs the last attempt's ``proceed``, every step committed and every
     plan valid. A recording that failed on its upstream is an error, not a failure.
+    Gated by ``criteria``, the verdict is its `unmet` criteria (with their votes), named
+    one by one, not the score.
     """
     expected = xfail or None
     if divergence is not None:
@@ -170,7 +197,12 @@ def decide(
     if harness_error is not None:
         return Outcome("error", harness_error.strip().splitlines()[0], "harness")
     passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
-    verdict = "" if score is None else f"score {score:g} (passes above {threshold:g})"
+    if score is None:
+        verdict = ""
+    elif gate == "criteria":
+        verdict = "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
+    else:
+        verdict = f"score {score:g} (passes above {threshold:g})"
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     if upstream is not None:
@@ -186,6 +218,8 @@ def decide(
         why = f"the agent did not finish ({reason})"
     elif checks_failed:
         why = f"{checks_failed} of {checks} checks failed"
+    elif gate == "criteria" and unmet:
+        why = verdict
     else:
         why = f"{decision}, {verdict}" if verdict else decision
     if detail is None and steps is not None:

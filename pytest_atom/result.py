@@ -36,9 +36,10 @@ class Attempt:
     records: list[IterationRecord]
     checks: list[CheckResult] = field(default_factory=list)
     verdict: Verdict | None = None
-    reflector: IterationRecord | None = None
-    #: The verdict came from the cassette, no reflector session ran: its input was unchanged.
-    recalled: Recalled | None = None
+    #: The reflector's sessions on this attempt: one per vote (`reflector: {votes: N}`).
+    reflectors: list[IterationRecord] = field(default_factory=list)
+    #: Votes a replay took from the cassette, no session run: their input was unchanged.
+    recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
 
     @property
@@ -51,7 +52,7 @@ class Attempt:
 
     @property
     def all_records(self) -> list[IterationRecord]:
-        return self.records + ([self.reflector] if self.reflector else [])
+        return self.records + self.reflectors
 
 
 @dataclass
@@ -197,7 +198,27 @@ class SpecResult:
             plan_failed=not all(plan.passed for plan in self.plans),
             steps=self.steps_summary,
             steps_passed=all(step.passed for step in self.steps),
+            gate=self.spec.reflector.gate,
+            unmet=self.unmet,
         )
+
+    @property
+    def unmet(self) -> list[str]:
+        """The final verdict's unmet criteria, each named as the spec writes it (the verdict
+        lists them in the spec's order; its own wording when its count differs) and with
+        its votes: ``grader warm: … (1/3 votes met)``."""
+        verdict = self.verdict
+        if verdict is None:
+            return []
+        written = self.spec.criteria if len(self.spec.criteria) == len(verdict.criteria) else ()
+        named = []
+        for index, criterion in enumerate(verdict.criteria):
+            if criterion.met:
+                continue
+            text = (written[index] if written else criterion.criterion).strip()
+            text = text.splitlines()[0] if text else criterion.criterion
+            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+        return named
 
     @property
     def passed(self) -> bool:
@@ -323,7 +344,7 @@ class SpecResult:
         """The sessions a replay took from the cassette instead of running them: the
         planner's, then each attempt's reflector (pytest_atom.replay.recall)."""
         plans = [p.recalled for p in self.plans if p.recalled is not None]
-        return plans + [a.recalled for a in self.all_attempts if a.recalled is not None]
+        return plans + [r for a in self.all_attempts for r in a.recalled]
 
     @property
     def cost_usd(self) -> float:
@@ -339,11 +360,10 @@ class SpecResult:
         """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""
         spent = recorded = 0.0
         for attempt in self.all_attempts if attempts is None else attempts:
-            reflector = [attempt.reflector] if attempt.reflector else []
-            recalled = attempt.recalled.cost_usd if attempt.recalled else 0.0
+            recalled = sum(r.cost_usd for r in attempt.recalled)
             for role, records, usd in (
                 ("executor", attempt.records, 0.0),
-                ("reflector", reflector, recalled),  # a recalled verdict: never spent again
+                ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
             ):
                 usd += sum(r.cost_usd for r in records)
                 spent += usd if role in self.paid else 0.0
@@ -365,12 +385,10 @@ class SpecResult:
                 sub = r.subagent_cost_usd
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
-            if attempt.reflector is not None:
-                roles["reflector"] += RoleUsage(
-                    attempt.reflector.tokens, attempt.reflector.cost_usd
-                )
-            if attempt.recalled is not None:  # as recorded: the figures a rerun gives
-                roles["reflector"] += RoleUsage(attempt.recalled.tokens, attempt.recalled.cost_usd)
+            for vote in attempt.reflectors:
+                roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
+            for again in attempt.recalled:  # as recorded: the figures a rerun gives
+                roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
         if attempts is None:
             for plan in self.plans:
                 if plan.record is not None:

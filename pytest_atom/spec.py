@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from jsonschema import Draft202012Validator, SchemaError, ValidationError
@@ -182,6 +182,11 @@ class ReflectorOptions:
     threshold: float = 0.8
     model: str | None = None
     threshold_set: bool = False
+    #: Reflector sessions per judgement, combined by majority per criterion (odd: no ties).
+    votes: int = 1
+    #: ``score``: the score passes above the threshold; ``criteria``: every criterion by its
+    #: own vote majority, as `claude plugin eval` passes each grader on its own.
+    gate: Literal["score", "criteria"] = "score"
 
 
 @dataclass(frozen=True)
@@ -1188,7 +1193,16 @@ def _sandbox(value: bool | dict[str, Any]) -> SandboxOptions | None:
 
 
 def _reflector(doc: _Document, loc: Loc, m: dict[str, Any]) -> ReflectorOptions:
-    kw: dict[str, Any] = {"model": m["model"]} if "model" in m else {}
+    kw: dict[str, Any] = {k: m[k] for k in ("model", "gate") if k in m}
+    if "votes" in m:
+        if m["votes"] % 2 == 0:  # an even count can tie, and a tie is no majority
+            at = loc + ("votes",)
+            raise doc.error(
+                f"{_label(at)!r} must be odd so a majority always exists (1, 3, 5, 7 or 9), "
+                f"got {m['votes']}",
+                at,
+            )
+        kw["votes"] = m["votes"]
     if "threshold" in m:
         threshold = float(m["threshold"])
         if math.isnan(threshold):  # passes the schema's range test, as NaN compares false

@@ -79,10 +79,10 @@ def test_a_prompt_md_case_reads_its_frontmatter_and_grader_files() -> None:
     assert graders["shell-wrote"].params["target"] == "trace"
     spec = case_specs(case, kinds())[0]
     assert (
-        "The card greets Grace by name, warmly, in one or two sentences. "
+        "grader warm: The card greets Grace by name, warmly, in one or two sentences. "
         "(judged on the agent's last message)"
     ) in spec.criteria
-    baseline = next(c for c in spec.criteria if c.startswith("At least as well"))
+    baseline = next(c for c in spec.criteria if c.startswith("grader as-good: at least as well"))
     assert "Dear Grace, warm wishes!" in baseline  # the baseline trajectory, shown to the judge
     assert [c.kind for c in spec.accept] == ["tool_used", "eval_regex"]
     assert spec.accept[0].params["max"] == 0
@@ -252,7 +252,10 @@ def test_the_fixture_suite_replays_offline_both_arms_every_grader(
     assert {p["atom_source"] for p in props.values()} == {"replay"}  # cassettes, no network
     assert {p["atom_arm"] for p in props.values()} == {WITH, WITHOUT}
     card = props[f"greet-card[{WITH}][r1]"]
-    assert card["atom_score"] == "0.95"  # the reflector judged the llm and baseline graders
+    # the reflector judged the baseline and llm graders, 3 votes each (the median score);
+    # one vote finds the card curt, and the llm grader still passes on 2 of 3
+    assert card["atom_score"] == "0.9"
+    assert card["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"
     # the case's own files are as they were: nothing was written beside them
     assert not (tmp_path / "greeter" / "evals" / "greet-file" / ".atom").exists()
     # a grader that fails, fails its items, and says which grader

@@ -263,9 +263,9 @@ def records(*costs: float) -> list[IterationRecord]:
 def spec_result(tmp_path: Path, **billing: frozenset[str]) -> SpecResult:
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
     first = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), records(0.01, 0.02))
-    first.reflector = records(0.005)[0]
+    first.reflectors = records(0.005)
     second = Attempt(2, tmp_path / "a02", RunOutcome(True, 1), records(0.03))
-    second.reflector = records(0.004)[0]
+    second.reflectors = records(0.004)
     return SpecResult(spec, tmp_path, [first, second], 1.0, 0.8, **billing)
 
 

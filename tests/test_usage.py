@@ -163,7 +163,7 @@ def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
     calls = [record_of(events(f"{name}-2.1.330.jsonl")) for name in ("subagents", "resumed")]
     judge = IterationRecord(returncode=0, usage={"input_tokens": 700}, cost_usd=0.002)
     planner = IterationRecord(returncode=0, usage={"output_tokens": 300}, cost_usd=0.001)
-    attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), calls, reflector=judge)
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), calls, reflectors=[judge])
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
     everyone = frozenset({"executor", "reflector"})
     result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, paid=everyone)

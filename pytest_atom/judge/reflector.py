@@ -97,6 +97,14 @@ class CriterionVerdict:
     criterion: str
     met: bool
     evidence: str
+    #: Each vote's answer, in session order, when several reflector sessions judged
+    #: (`reflector: {votes: N}`); empty for a single session.
+    votes: tuple[bool, ...] = ()
+
+    @property
+    def tally(self) -> str:
+        """``2/3 votes met``; empty for a single session."""
+        return f"{sum(self.votes)}/{len(self.votes)} votes met" if self.votes else ""
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,7 @@ class Verdict:
     feedback: str
     flaky: tuple[str, ...] = ()
     target: str | None = None  # the step a `rollback` goes back to
+    scores: tuple[float, ...] = ()  # each vote's score, when several sessions judged
 
     @classmethod
     def parse(cls, data: Any) -> Verdict:
@@ -135,7 +144,61 @@ class Verdict:
         data = asdict(self)
         if self.target is None:  # only a step's rollback names one
             del data["target"]
+        if not self.scores:  # a single session: the shape it always had
+            del data["scores"]
+            for criterion in data["criteria"]:
+                del criterion["votes"]
         return data
+
+
+def vote_role(role: str, vote: int) -> str:
+    """The role of one vote's session (its pinned session id derives from it): the first
+    vote keeps the single session's role, so a spec that adds votes keeps its first."""
+    return role if vote == 1 else f"{role}:v{vote}"
+
+
+def combine_votes(votes: Sequence[Verdict]) -> Verdict:
+    """One verdict from the verdicts of independent reflector sessions on one attempt.
+
+    A criterion is met when more than half of the votes say so (``claude plugin eval``
+    passes an llm grader on 2 of 3 judge votes); votes are aligned by position, the order
+    the prompt numbers the criteria in, and a vote that left a criterion out counts as
+    not met. The score is the median, not the mean: with an odd number of votes it is a
+    score one session gave, one wild session cannot move it, and it lies above the
+    threshold exactly when most votes do, the same majority the criteria follow. The
+    decision, feedback and rollback target are the median vote's, so they explain its
+    score; a flaky note from any vote is kept.
+    """
+    if not votes:
+        raise ValueError("combine_votes needs at least one verdict")
+    if len(votes) == 1:
+        return votes[0]
+    ranked = sorted(range(len(votes)), key=lambda n: votes[n].score)
+    middle = votes[ranked[(len(votes) - 1) // 2]]
+    median = (
+        middle.score
+        if len(votes) % 2
+        else (middle.score + votes[ranked[len(votes) // 2]].score) / 2
+    )
+    criteria = []
+    for index in range(max(len(v.criteria) for v in votes)):
+        said = [v.criteria[index] if index < len(v.criteria) else None for v in votes]
+        ballots = tuple(c is not None and c.met for c in said)
+        met = sum(ballots) * 2 > len(ballots)
+        named = next(c for c in said if c is not None)
+        # the evidence of a vote on the winning side, so it explains the outcome shown
+        evidence = next((c.evidence for c in said if c is not None and c.met == met), "")
+        criteria.append(CriterionVerdict(named.criterion, met, evidence, ballots))
+    flaky = tuple(dict.fromkeys(note for v in votes for note in v.flaky))
+    return Verdict(
+        score=median,
+        decision=middle.decision,
+        criteria=tuple(criteria),
+        feedback=middle.feedback,
+        flaky=flaky,
+        target=middle.target,
+        scores=tuple(v.score for v in votes),
+    )
 
 
 def workspace_diff(

@@ -158,11 +158,12 @@ class Recall:
         if key is None or tape is None or not (self.enabled and key.opening) or tape.divergences:
             return None
         # By content, not by role: a resumed run numbers a step's attempts on (a02 judged
-        # as a01 was), and the role is not part of the request.
+        # as a01 was), and the role is not part of the request. The same role first: the
+        # votes of one judgement share their content, and each recorded its own cost.
         entry = next(
             (
                 e
-                for role, e in self.recorded.items()
+                for role, e in sorted(self.recorded.items(), key=lambda r: r[0] != key.role)
                 if isinstance(e, dict)
                 and str(role).split(":")[0] == key.kind
                 and e.get("inputs") == key.inputs

@@ -76,14 +76,28 @@ def verdict_line(result: SpecResult) -> str:
             else "judged by checks; no criteria"
         )
         return f"{result.decision} after {attempts} ({why})"
-    line = f"{result.decision}, score {verdict.score:g} (passes above {result.threshold:g}) after {attempts}"
-    if result.decision == "fail" and verdict.score > result.threshold:
-        line += " (forced: a deterministic check failed)"
-    elif result.decision == "refine":
-        line += " (attempts used up)"
-    if result.final.recalled is not None:
+    scored = _scored(verdict.score, verdict.scores)
+    if result.spec.reflector.gate == "criteria":
+        met = sum(c.met for c in verdict.criteria)
+        gate = f"{met}/{len(verdict.criteria)} criteria met, each must be"
+        line = f"{result.decision}, {scored}; {gate} after {attempts}"
+        line += " (attempts used up)" if result.decision == "refine" else ""
+    else:
+        line = f"{result.decision}, {scored} (passes above {result.threshold:g}) after {attempts}"
+        if result.decision == "fail" and verdict.score > result.threshold:
+            line += " (forced: a deterministic check failed)"
+        elif result.decision == "refine":
+            line += " (attempts used up)"
+    if result.final.recalled and not result.final.reflectors:
         line += f"; {RECALLED_NOTE}"
     return line
+
+
+def _scored(score: float, votes: Sequence[float]) -> str:
+    """``score 0.9`` or, of several votes, ``score 0.9 (median of 0.2, 0.9, 0.95)``."""
+    if not votes:
+        return f"score {score:g}"
+    return f"score {score:g} (median of {', '.join(f'{v:g}' for v in votes)})"
 
 
 #: What a report says of a verdict a replay recalled instead of judging anew.
@@ -203,13 +217,31 @@ def _verdict_lines(result: SpecResult) -> list[str]:
     if verdict is None:
         return lines
     for criterion in verdict.unmet:
-        lines.append(f"  unmet: {criterion.criterion}")
+        tally = f" ({criterion.tally}: {_ballots(criterion.votes)})" if criterion.votes else ""
+        lines.append(f"  unmet: {criterion.criterion}{tally}")
         lines += _indent(criterion.evidence)
     if verdict.feedback:
         lines.append("  feedback:")
         lines += _indent(verdict.feedback)
     lines += [f"  flaky: {note}" for note in verdict.flaky]
     return lines
+
+
+def _ballots(votes: Sequence[bool]) -> str:
+    """``met, unmet, unmet``: each vote, in session order."""
+    return ", ".join("met" if v else "unmet" for v in votes)
+
+
+def criteria_votes(result: SpecResult) -> str | None:
+    """``1 met 3/3 · 2 unmet 1/3``: each criterion (numbered as the spec lists them) and its
+    votes (JUnit ``atom_criteria_votes``); None when a single reflector session judged."""
+    verdict = result.verdict
+    if verdict is None or not verdict.scores:
+        return None
+    return " · ".join(
+        f"{n} {'met' if c.met else 'unmet'} {sum(c.votes)}/{len(c.votes)}"
+        for n, c in enumerate(verdict.criteria, 1)
+    )
 
 
 def _check_lines(result: SpecResult) -> list[str]:
@@ -377,6 +409,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_agent_tokens": result.usage.tokens,
         "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
+        **({"atom_criteria_votes": votes} if (votes := criteria_votes(result)) else {}),
         **role_properties(result),
         **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,

@@ -85,8 +85,7 @@ def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
     ] or [(None, a) for a in result.attempts]
     for step, attempt in attempts:
         roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
-        if attempt.reflector is not None:
-            roles.append(("reflector", 1, attempt.reflector))
+        roles += [("reflector", vote, r) for vote, r in enumerate(attempt.reflectors, 1)]
         for role, iteration, record in roles:
             name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None
@@ -198,7 +197,7 @@ def _child(
     executor_seconds = attempt.outcome.duration
     if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
         executor_seconds = sum(r.duration for r in attempt.records)
-    reflector_seconds = attempt.reflector.duration if attempt.reflector else 0.0
+    reflector_seconds = sum(r.duration for r in attempt.reflectors)
     step = parent_ref.rpartition("#step-")[2] if "#step-" in parent_ref else ""
     return {
         "invocation_id": _invocation_id(result, f"{step}#attempt-{attempt.number}"),
@@ -239,7 +238,7 @@ def _verdict_source(attempt: Attempt) -> str | None:
     recorded verdict, its input unchanged (pytest_atom.replay.recall); None: no verdict."""
     if attempt.verdict is None:
         return None
-    return "recalled" if attempt.recalled is not None else "reflector"
+    return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
 
 
 def _permission_denials(session: _Session) -> list[str]:

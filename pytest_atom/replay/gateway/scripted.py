@@ -12,7 +12,8 @@ acceptance checks without recording anything. A script lists the agent's turns::
 
 Each agent turn request (one that offers tools) takes the next turn; side requests
 (session titles, token counts) are answered on the side and never consume one. The
-reflector's sessions take `reflector:` turns (``- verdict: {...}``) and a planner's
+reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
+``reflector: {votes: N}``, as the votes run one after another) and a planner's
 (planner mode) `planner:` turns (``- plan: {steps: [...]}``): the harness marks each
 request with its role (agents.roles), and an unmarked one is the agent's.
 
@@ -108,7 +109,9 @@ def _pick(choices: Sequence[Choice], u: float) -> int:
 class Script:
     path: Path | None
     turns: tuple[Turn, ...]
-    reflector: tuple[Turn, ...] = ()  # the judging session's turns, one verdict per attempt
+    reflector: tuple[
+        Turn, ...
+    ] = ()  # the judging sessions' turns: one verdict per attempt and vote
     planner: tuple[Turn, ...] = ()  # planner mode: the planner session's turns, one plan
     #: A played script's picks: the index of the choice each `choices:` turn played, in
     #: order (the turns' lane first, then the reflector's, then the planner's; depth first).
@@ -373,7 +376,8 @@ class ScriptedResponder:
             text = (
                 f"pytest-atom scripted gateway: {where} has {len(self.script.reflector)} "
                 f"reflector turns but the reflector asked for turn {index + 1}. Add a "
-                "`reflector:` turn with a `verdict:` for each attempt."
+                "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
+                "`reflector: {votes: N}`)."
             )
         else:
             text = (

@@ -1,0 +1,269 @@
+"""Reflector votes (`reflector: {votes: N}`) and the criteria gate (`gate: criteria`).
+
+The unit layer combines verdicts and decides; the pytester layer drives the real CLI
+through the scripted gateway, then records and replays the votes.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_atom.evalsuite import case_specs, load_case
+from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
+from pytest_atom.outcome import decide, judge
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.spec import SpecError, load_spec
+from tests.conftest import bash
+from tests.test_evalsuite import kinds
+from tests.test_recall import counted  # noqa: F401  (a fixture: the CLI processes started)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def vote(score: float, *met: bool, decision: str = "proceed", note: str = "") -> Verdict:
+    return Verdict(
+        score,
+        decision,
+        tuple(
+            CriterionVerdict(f"criterion {n}", m, f"vote {score} says {m}")
+            for n, m in enumerate(met, 1)
+        ),
+        feedback=f"feedback of {score}",
+        flaky=(note,) if note else (),
+    )
+
+
+def test_a_criterion_is_met_on_a_majority_and_the_score_is_the_median() -> None:
+    combined = combine_votes(
+        [
+            vote(0.9, True, False, note="slow disk"),
+            vote(0.2, True, False, decision="refine"),
+            vote(0.85, False, True, note="slow disk"),
+        ]
+    )
+    assert combined.score == 0.85  # the median: 0.2 is one judge's outlier
+    assert combined.scores == (0.9, 0.2, 0.85)
+    assert combined.decision == "proceed" and combined.feedback == "feedback of 0.85"
+    first, second = combined.criteria
+    assert (first.met, first.votes, first.tally) == (True, (True, True, False), "2/3 votes met")
+    assert (second.met, second.votes) == (False, (False, False, True))
+    # the evidence shown is a vote on the winning side
+    assert first.evidence == "vote 0.9 says True" and second.evidence == "vote 0.9 says False"
+    assert combined.flaky == ("slow disk",)
+    assert combined.unmet == [second]
+
+
+def test_a_vote_that_leaves_a_criterion_out_counts_as_unmet() -> None:
+    combined = combine_votes([vote(0.9, True, True), vote(0.9, True), vote(0.9, True)])
+    assert [c.votes for c in combined.criteria] == [(True, True, True), (True, False, False)]
+    assert [c.met for c in combined.criteria] == [True, False]
+
+
+def test_an_even_count_ties_to_unmet_and_averages_the_middle_scores() -> None:
+    combined = combine_votes([vote(0.6, True), vote(1.0, False)])
+    assert combined.score == 0.8 and not combined.criteria[0].met
+
+
+def test_one_vote_is_the_verdict_as_it_always_was() -> None:
+    single = vote(0.9, True)
+    assert combine_votes([single]) is single
+    assert "scores" not in single.to_dict()
+    assert "votes" not in single.to_dict()["criteria"][0]
+    voted = combine_votes([single, single, single]).to_dict()
+    assert voted["criteria"][0]["votes"] == (True, True, True)
+    assert voted["scores"] == (0.9, 0.9, 0.9)
+
+
+class _Check:
+    passed = True
+
+
+def test_the_criteria_gate_reads_each_criterion_not_the_score() -> None:
+    high_but_unmet = combine_votes([vote(0.95, True, False)] * 3)
+    low_but_met = vote(0.3, True, True)
+    assert judge(True, [_Check()], high_but_unmet, 0.8) == "proceed"  # the score gate
+    assert judge(True, [_Check()], high_but_unmet, 0.8, "criteria") == "refine"
+    assert judge(True, [_Check()], low_but_met, 0.8, "criteria") == "proceed"
+    assert judge(True, [_Check()], None, 0.8, "criteria") == "proceed"  # no criteria
+
+
+def test_the_outcome_names_each_unmet_criterion_with_its_votes() -> None:
+    figures: dict[str, Any] = dict(
+        attempts=1, score=0.9, threshold=0.8, completed=True, reason=None, checks=2
+    )
+    failed = decide(
+        decision="refine",
+        checks_failed=0,
+        gate="criteria",
+        unmet=["grader warm: … (1/3 votes met)"],
+        **figures,
+    )
+    assert failed.status == "failed"
+    assert failed.why == "unmet: grader warm: … (1/3 votes met)"
+    passed = decide(decision="proceed", checks_failed=0, gate="criteria", **figures)
+    assert passed.why == "every criterion met"
+    # a failed check still says so first
+    broken = decide(decision="fail", checks_failed=1, gate="criteria", unmet=["x"], **figures)
+    assert broken.why == "1 of 2 checks failed"
+
+
+SPEC_HEAD = "name: t\ndescription: d\nprompt: do it\ncriteria: [ok]\nreflector:\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2", "'reflector.votes' must be odd so a majority always exists"),
+        ("0", "'reflector.votes' must be an integer >= 1 and <= 9, got 0"),
+        ("three", "'reflector.votes' must be an integer"),
+    ],
+)
+def test_a_bad_vote_count_names_the_file_and_line(tmp_path: Path, value: str, message: str) -> None:
+    path = tmp_path / "t.atom.yaml"
+    path.write_text(SPEC_HEAD + f"  votes: {value}\n")
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert message in str(err.value) and "t.atom.yaml:6" in str(err.value)
+
+
+def test_votes_and_gate_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "t.atom.yaml"
+    path.write_text(SPEC_HEAD + "  votes: 3\n  gate: criteria\n")
+    options = load_spec(path).reflector
+    assert (options.votes, options.gate) == (3, "criteria")
+    path.write_text(SPEC_HEAD + "  gate: majority\n")
+    with pytest.raises(SpecError, match=r"reflector\.gate"):
+        load_spec(path)
+
+
+def test_an_eval_case_judges_llm_graders_with_three_votes_one_by_one() -> None:
+    case = load_case(REPO / "fixtures/plugins/greeter/evals/greet-card/prompt.md")
+    for spec in case_specs(case, kinds()):
+        assert (spec.reflector.votes, spec.reflector.gate) == (3, "criteria")
+        assert [c.split(":")[0] for c in spec.criteria] == ["grader as-good", "grader warm"]
+
+
+# --- the real CLI, through the scripted gateway ------------------------------------------
+
+SPEC = """\
+name: task
+prompt: Create done.txt saying done.
+script: script.yaml
+attempts: 1
+criteria:
+  - done.txt exists.
+  - done.txt says done, warmly.
+reflector:
+  votes: 3
+  gate: criteria
+"""
+WRITE = bash("echo done > done.txt", "Writing done.txt.")
+
+
+def ballot(score: float, warm: bool) -> dict[str, Any]:
+    """One vote: the first criterion met, the second as `warm` says."""
+    return {
+        "verdict": {
+            "score": score,
+            "decision": "proceed" if warm else "refine",
+            "criteria": [
+                {"criterion": "done.txt exists.", "met": True, "evidence": "it does"},
+                {
+                    "criterion": "done.txt says done, warmly.",
+                    "met": warm,
+                    "evidence": "warm enough" if warm else "curt",
+                },
+            ],
+            "feedback": "" if warm else "Say it warmly.",
+            "flaky": [],
+        }
+    }
+
+
+def project(pytester: pytest.Pytester, *warm: bool) -> None:
+    pytester.makefile(".atom.yaml", task=SPEC)
+    script = {
+        "turns": [WRITE, {"text": "Done. EXIT_LOOP_NOW"}],
+        "reflector": [ballot(0.9, w) for w in warm],
+    }
+    (pytester.path / "script.yaml").write_text(yaml.safe_dump(script))
+
+
+def properties(pytester: pytest.Pytester) -> dict[str, str]:
+    root = ET.fromstring((pytester.path / "out.xml").read_text())
+    return {p.get("name", ""): p.get("value", "") for p in root.iter("property")}
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_two_of_three_votes_pass_a_criterion(pytester: pytest.Pytester) -> None:
+    project(pytester, True, False, True)
+    result = pytester.runpytest("--atom", "--junitxml=out.xml")
+    result.assert_outcomes(passed=1)
+    props = properties(pytester)
+    assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"
+    assert props["atom_why"] == "every criterion met"
+    assert int(props["atom_reflector_tokens"]) > 0
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester, False, True, False)
+    result = pytester.runpytest("--atom", "--junitxml=out.xml", "--atom-html", "report.html")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*unmet: done.txt says done, warmly. (1/3 votes met: unmet, met, unmet)*",
+            "*curt*",
+        ]
+    )
+    props = properties(pytester)
+    # the score (0.9, above the threshold) does not pass it: the criterion decides
+    assert props["atom_score"] == "0.9"
+    assert props["atom_why"] == "unmet: done.txt says done, warmly. (1/3 votes met)"
+    assert props["atom_criteria_votes"] == "1 met 3/3 · 2 unmet 1/3"
+    html = (pytester.path / "report.html").read_text()
+    assert "(median of 3 votes: 0.9, 0.9, 0.9)" in html
+    assert '<span class="votes"' in html and "1/3 votes</span>" in html
+
+
+def test_votes_are_recorded_replayed_and_recalled_vote_by_vote(
+    pytester: pytest.Pytester,
+    counted: Path,  # noqa: F811  (the fixture imported above)
+) -> None:
+    """Each vote is its own recorded session; a replay with unchanged inputs recalls all
+    three without starting the reflector, and ``--atom-judge=rerun`` replays all three."""
+    project(pytester, True, False, True)
+    pytester.runpytest("--atom", "--atom-record-mode=all").assert_outcomes(passed=1)
+    assert sessions(counted) == 4  # the executor, then one reflector session per vote
+    cassette = Cassette.load(pytester.path / "cassettes" / "task" / "task.yaml")
+    answers = [i.response for i in cassette.interactions if "msg_atom_reflector" in str(i.response)]
+    assert len(answers) == 3  # one recorded session per vote
+    assert sorted(cassette.metadata["recall"]) == [
+        "reflector:1",
+        "reflector:1:v2",
+        "reflector:1:v3",
+    ]
+
+    for args, started, recalled in (((), 1, "reflector"), (("--atom-judge=rerun",), 4, None)):
+        result = pytester.runpytest("--atom", "--junitxml=out.xml", *args)
+        result.assert_outcomes(passed=1)
+        props = properties(pytester)
+        assert sessions(counted) == started
+        assert props["atom_source"] == "replay"
+        assert props.get("atom_recalled") == recalled
+        assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"  # vote for vote
+        assert int(props["atom_reflector_tokens"]) > 0  # recalled: as recorded
+
+
+def sessions(log: Path) -> int:
+    """The `claude -p` processes the `counted` wrapper saw since the last call."""
+    count = len(log.read_text().splitlines()) if log.exists() else 0
+    log.unlink(missing_ok=True)
+    return count
