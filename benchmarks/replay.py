@@ -63,9 +63,9 @@ from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.execution import session_id_for
-from pytest_atom.run.prompts import PromptLoader
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = Path("fixtures/specs/create_file.atom.yaml")  # relative: the node id a user sees

@@ -30,8 +30,8 @@ _EXPORTS = {
     "HarnessError": "run.execution",
     "IterationHistory": "run.history",
     "IterationRecord": "agents.claude_code.runner",
-    "PromptLoader": "run.prompts",
-    "PromptNotFoundError": "run.prompts",
+    "PromptLoader": "model.prompts",
+    "PromptNotFoundError": "model.prompts",
     "ReflectorOptions": "model.spec",
     "RetryManager": "run.retry",
     "RunOutcome": "run.runtime",
@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
     from pytest_atom.model.result import Attempt, SpecResult
     from pytest_atom.model.settings import RunSettings, SettingsError
     from pytest_atom.model.spec import (
@@ -92,7 +93,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.run.execution import HarnessError
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory
-    from pytest_atom.run.prompts import PromptLoader, PromptNotFoundError
     from pytest_atom.run.retry import RetryManager
     from pytest_atom.run.runtime import AtomRuntime, RunOutcome
     from pytest_atom.run.spec_run import run_spec

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_atom.model import workspaces
 from pytest_atom.model.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
 from pytest_atom.model.settings import PARSERS
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.pytest import collect
 
 if TYPE_CHECKING:
     from pytest_atom.pytest.fixture import AtomFixture
@@ -231,7 +231,7 @@ _INI_SETTINGS = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    collect.forget()
+    workspaces.forget()
     config.addinivalue_line(
         "markers",
         "atom(**settings): pytest-atom settings for this test (record_mode, match, "
@@ -282,7 +282,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     parent up to the rootdir; YAML is read only where spec files are."""
     if collection_path.name.endswith((".py", SPEC_SUFFIX)) or not collection_path.is_dir():
         return None
-    if collect.is_spec_workspace(collection_path, config.rootpath):
+    if workspaces.is_spec_workspace(collection_path, config.rootpath):
         return True
     return None
 

@@ -19,6 +19,7 @@ from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.recording import cassette_path, staleness
 from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import PlanAccept, SpecError, load_spec
@@ -34,7 +35,6 @@ from pytest_atom.run.planner import (
     plan_failures,
     replan_feedback,
 )
-from pytest_atom.run.prompts import PromptLoader
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from tests.conftest import REPO, ShippedRun, write

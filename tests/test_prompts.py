@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
-from pytest_atom.run.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from tests.conftest import write
 
 SHIPPED_ATOM = (data_dir("prompts") / "ATOM.md").read_text(encoding="utf-8")

@@ -27,8 +27,8 @@ from pytest_atom.judge.checks import CheckResult
 from pytest_atom.model.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.spec import ClaudeOptions, Spec
-from pytest_atom.run.prompts import PromptLoader
 from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 VERDICT_SCHEMA: dict[str, Any] = {

@@ -46,8 +46,8 @@ from pytest_atom.model import yamldoc
 from pytest_atom.model.errors import FileError
 from pytest_atom.model.limits import Limits, parse_limits
 from pytest_atom.model.modes import MATCH_MODES, RECORD_MODES
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.settings import FILE_SETTINGS, SettingsError, parse_setting
-from pytest_atom.run.prompts import PromptLoader
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"

@@ -30,8 +30,8 @@ from jsonschema.validators import validator_for
 from pytest_atom.model import yamldoc
 from pytest_atom.model.errors import FileError
 from pytest_atom.model.limits import Limits, parse_limits
+from pytest_atom.model.workspaces import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.pytest.collect import WORKSPACES_DIR, declared_workspaces
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")

@@ -49,10 +49,10 @@ from pytest_atom.judge.reflector import (
 )
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import EnvError, Spec, expand_env
 from pytest_atom.paths import cli_slug
-from pytest_atom.run.prompts import PromptLoader
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime, RunOutcome
 from pytest_atom.run.setup_commands import run_setup

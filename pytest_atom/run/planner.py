@@ -27,6 +27,7 @@ from pytest_atom.agents.roles import PLAN_TITLE
 from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.files import copy_ignore
 from pytest_atom.judge.reflector import read_only_options
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan
 from pytest_atom.model.spec import (
     STEP_ID,
@@ -36,7 +37,6 @@ from pytest_atom.model.spec import (
     Step,
     planned_steps,
 )
-from pytest_atom.run.prompts import PromptLoader
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it

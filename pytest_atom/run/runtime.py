@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.model.prompts import render_prompt
 from pytest_atom.run.history import IterationHistory
-from pytest_atom.run.prompts import render_prompt
 from pytest_atom.run.retry import RetryManager
 
 if TYPE_CHECKING:

@@ -27,6 +27,7 @@ from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import Spec
@@ -39,7 +40,6 @@ from pytest_atom.run.execution import (
     with_limits,
 )
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
-from pytest_atom.run.prompts import PromptLoader
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.workspace import WorkspaceError
 from pytest_atom.tools.discovery import discover_tools
