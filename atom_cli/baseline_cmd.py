@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.harness import host_harness
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import (
     DEFAULT_BASELINE,
@@ -18,6 +17,7 @@ from pytest_atom.reports.baseline import (
     read_results,
     spec_key,
 )
+from pytest_atom.run.harness import host_harness
 
 
 @click.group()

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.cassettes.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
+from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.gateway.normalize import unmasked_machine_details
+from pytest_atom.model.spec import Spec, SpecError, load_specs
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.replay.cassette import Cassette, CassetteError, Interaction
-from pytest_atom.replay.gateway.normalize import unmasked_machine_details
-from pytest_atom.replay.recording import cassette_path, missing_hashes, record_command
-from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.spec import Spec, SpecError, load_specs
-from pytest_atom.transcript import Line, cassette_lines, is_messages, plural
+from pytest_atom.reports.transcript import Line, cassette_lines, is_messages, plural
 
 __all__ = ["cassette"]
 
@@ -122,7 +122,7 @@ def _load_specs(file: Path) -> list[Spec]:
         return load_specs(file)
     except SpecError:
         from atom_cli.run_cmd import collect_specs
-        from pytest_atom.harness import host_harness
+        from pytest_atom.run.harness import host_harness
 
         harness = host_harness({}, spec_dirs={file.parent})
         return collect_specs([file], harness.registry())
@@ -386,10 +386,10 @@ def refresh(specs: tuple[Path, ...]) -> None:
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.execution import HARNESS_ERRORS
-    from pytest_atom.harness import host_harness
+    from pytest_atom.model.spec import spec_files
     from pytest_atom.paths import display_path
-    from pytest_atom.spec import spec_files
+    from pytest_atom.run.execution import HARNESS_ERRORS
+    from pytest_atom.run.harness import host_harness
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
@@ -434,10 +434,10 @@ def stamp(specs: tuple[Path, ...]) -> None:
     import tempfile
 
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.execution import HARNESS_ERRORS
-    from pytest_atom.harness import host_harness
-    from pytest_atom.replay.recording import script_misfit, staleness, stamp_hashes
-    from pytest_atom.spec import spec_files
+    from pytest_atom.cassettes.recording import script_misfit, staleness, stamp_hashes
+    from pytest_atom.model.spec import spec_files
+    from pytest_atom.run.execution import HARNESS_ERRORS
+    from pytest_atom.run.harness import host_harness
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})

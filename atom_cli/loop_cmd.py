@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.factory import claude_code_agent
-from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
-from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
-from pytest_atom.core.runtime import AtomRuntime
-from pytest_atom.replay.recording import AUTH_VARIABLES
-from pytest_atom.spec import ClaudeOptions
+from pytest_atom.cassettes.recording import AUTH_VARIABLES
+from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
+from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.run.runtime import AtomRuntime
 
 
 @click.command("loop")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.core.claude_code import (
+from pytest_atom.agents.claude_code.cli import (
     CLAUDE_CODE_VERSION,
     ClaudeNotFoundError,
     cache_dir,
@@ -189,7 +189,7 @@ def _npm_install(version: str) -> None:
 
 def _sandbox_note() -> None:
     """Say what Claude Code's sandbox (on by default for specs) still needs; never fail setup."""
-    from pytest_atom.core.sandbox import SandboxUnavailableError, require_tools
+    from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError, require_tools
 
     try:
         require_tools()

@@ -25,24 +25,24 @@ import tomlkit
 import tomlkit.exceptions
 from tomlkit.items import Item
 
-from pytest_atom.agents.factory import claude_code_agent
-from pytest_atom.core.claude_code import (
+from pytest_atom.agents.claude_code.cli import (
     CLAUDE_CODE_VERSION,
     NODE_MAJOR_NEEDED,
     ClaudeNotFoundError,
     claude_version,
     find_claude,
 )
-from pytest_atom.core.runner import claude_env
-from pytest_atom.core.sandbox import (
+from pytest_atom.agents.claude_code.runner import claude_env
+from pytest_atom.agents.claude_code.sandbox import (
     LINUX_TOOLS,
     Confinement,
     SandboxUnavailableError,
     require_tools,
 )
-from pytest_atom.replay.gateway import Gateway, scripted
-from pytest_atom.replay.recording import AUTH_VARIABLES
-from pytest_atom.spec import SandboxOptions
+from pytest_atom.agents.factory import claude_code_agent
+from pytest_atom.cassettes.recording import AUTH_VARIABLES
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.model.spec import SandboxOptions
 
 # --------------------------------------------------------------------------- atom init
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from atom_cli.run_cmd import ContentError, exit_status
-from pytest_atom.config import ConfigError
-from pytest_atom.harness import host_harness
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import BaselineError
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
@@ -19,7 +19,7 @@ from pytest_atom.reports.text import (
     sandbox_warning_lines,
     summary_table,
 )
-from pytest_atom.settings import SettingsError
+from pytest_atom.run.harness import host_harness
 
 
 @click.group()

@@ -12,14 +12,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from pytest_atom import events
-from pytest_atom.arms import select_arms, unknown_arms
-from pytest_atom.config import ConfigError
-from pytest_atom.execution import HARNESS_ERRORS
-from pytest_atom.harness import Harness, host_harness
-from pytest_atom.interrupted import InterruptedRun
+from pytest_atom.agents import events
 from pytest_atom.judge.checks import CheckRegistry
-from pytest_atom.modes import (
+from pytest_atom.model.arms import select_arms, unknown_arms
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.modes import (
     JUDGE_MODES,
     MATCH_MODES,
     RECORD_MODES,
@@ -27,8 +24,11 @@ from pytest_atom.modes import (
     MatchMode,
     RecordMode,
 )
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError
+from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest_ini import pytest_rootdir
+from pytest_atom.pytest.pytest_ini import pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
@@ -41,9 +41,9 @@ from pytest_atom.reports.text import (
     tool_problem,
 )
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.result import SpecResult
-from pytest_atom.settings import DEFAULT_KEEP_RUNS, SettingsError
-from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.run.execution import HARNESS_ERRORS
+from pytest_atom.run.harness import Harness, host_harness
+from pytest_atom.run.interrupted import InterruptedRun
 
 
 class ContentError(click.ClickException):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.config import AtomConfig, ConfigError, load_config
-from pytest_atom.core.tools import discover_tools, run_tool
+from pytest_atom.model.config import AtomConfig, ConfigError, load_config
+from pytest_atom.tools.discovery import discover_tools, run_tool
 
 _CONFIG_OPTION = click.option(
     "--config",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pytest_atom import stats
+from pytest_atom.model import stats
 from pytest_atom.reports.gate import ALPHA, POWER
 
 _RATE = click.FloatRange(0, 1)

@@ -23,11 +23,17 @@ from typing import Any
 
 import click
 
-from pytest_atom.config import ConfigError
-from pytest_atom.core.claude_code import ClaudeNotFoundError, find_claude
-from pytest_atom.core.runner import clean_env
-from pytest_atom.execution import HARNESS_ERRORS
-from pytest_atom.harness import Harness, host_harness
+from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+from pytest_atom.agents.claude_code.runner import clean_env
+from pytest_atom.cassettes.cassette import Cassette, CassetteError
+from pytest_atom.cassettes.recording import (
+    CONFIG_CHANGED,
+    SCRIPT_CHANGED,
+    cassette_path,
+    record_command,
+    staleness,
+)
+from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import (
     CheckRegistry,
     CheckResult,
@@ -35,21 +41,15 @@ from pytest_atom.judge.checks import (
     run_checks,
     run_shell,
 )
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.settings import SettingsError
+from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import display_path
-from pytest_atom.pytest_ini import find_ini
-from pytest_atom.replay.cassette import Cassette, CassetteError
-from pytest_atom.replay.gateway import Script, ScriptError
-from pytest_atom.replay.recording import (
-    CONFIG_CHANGED,
-    SCRIPT_CHANGED,
-    cassette_path,
-    record_command,
-    staleness,
-)
+from pytest_atom.pytest.pytest_ini import find_ini
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
-from pytest_atom.settings import SettingsError
-from pytest_atom.spec import Spec, SpecError, load_specs, spec_files
-from pytest_atom.workspace import copy_workspace, fixture_source
+from pytest_atom.run.execution import HARNESS_ERRORS
+from pytest_atom.run.harness import Harness, host_harness
+from pytest_atom.run.workspace import copy_workspace, fixture_source
 
 _EVIDENCE_LINES = 20
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.config import ConfigError
-from pytest_atom.harness import host_harness
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.html import LAST_REPORT
-from pytest_atom.settings import SettingsError
+from pytest_atom.run.harness import host_harness
 
 __all__ = ["find_report", "view"]
 

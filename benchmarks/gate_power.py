@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from pytest_atom.replay.gateway.scripted import Script, draw_key
+from pytest_atom.gateway.scripted import Script, draw_key
 from pytest_atom.reports.gate import gate
 
 #: (label, baseline pass rate, run pass rate, specs, repeats a side)

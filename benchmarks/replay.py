@@ -53,19 +53,19 @@ from urllib.parse import urlsplit
 import httpx
 import yaml
 
-from pytest_atom.core.claude_code import claude_version, find_claude
-from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runner import ClaudeRunner, claude_env, clean_env
-from pytest_atom.core.sandbox import Confinement
-from pytest_atom.execution import session_id_for
+from pytest_atom.agents.claude_code.cli import claude_version, find_claude
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env, clean_env
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway import Gateway, GatewayRequest
+from pytest_atom.gateway.normalize import Normalizer, run_dates
+from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.gateway import Gateway, GatewayRequest
-from pytest_atom.replay.gateway.normalize import Normalizer, run_dates
-from pytest_atom.replay.gateway.replay import CassetteResponder
-from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.spec import load_specs
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.spec import load_specs
+from pytest_atom.run.execution import session_id_for
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = Path("fixtures/specs/create_file.atom.yaml")  # relative: the node id a user sees

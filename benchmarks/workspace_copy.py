@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_atom.workspace import WorkspaceSource, copy_workspace
+from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 
 
 def build(root: Path, files: int) -> tuple[Path, Path]:

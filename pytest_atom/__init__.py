@@ -2,7 +2,7 @@
 
 The public API is exactly what `__all__` lists, declared once in `_EXPORTS`; every other
 module is private. Names are imported on first use (PEP 562), so `import
-pytest_atom.conversation` in a project tool, `atom --help` or a pytest run without
+pytest_atom.tools.conversation` in a project tool, `atom --help` or a pytest run without
 ``--atom`` does not pay for the gateway, jsonschema and httpx.
 """
 
@@ -16,40 +16,40 @@ __version__ = "0.1.0"
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "AtomHint": "plugin",
-    "AtomRuntime": "core.runtime",
-    "Attempt": "result",
-    "Check": "spec",
+    "AtomRuntime": "run.runtime",
+    "Attempt": "model.result",
+    "Check": "model.spec",
     "CheckRegistry": "judge.checks",
     "CheckResult": "judge.checks",
-    "CLAUDE_CODE_VERSION": "core.claude_code",
-    "ClaudeNotFoundError": "core.claude_code",
-    "ClaudeOptions": "spec",
-    "ClaudeRunner": "core.runner",
-    "Gateway": "replay.gateway",
-    "Harness": "harness",
-    "HarnessError": "execution",
-    "IterationHistory": "core.history",
-    "IterationRecord": "core.runner",
-    "PromptLoader": "core.prompts",
-    "PromptNotFoundError": "core.prompts",
-    "ReflectorOptions": "spec",
-    "RetryManager": "core.retry",
-    "RunOutcome": "core.runtime",
-    "RunSettings": "settings",
-    "Script": "replay.gateway",
-    "ScriptError": "replay.gateway",
-    "ScriptedResponder": "replay.gateway",
-    "SettingsError": "settings",
-    "Spec": "spec",
-    "SpecError": "spec",
-    "SpecResult": "result",
+    "CLAUDE_CODE_VERSION": "agents.claude_code.cli",
+    "ClaudeNotFoundError": "agents.claude_code.cli",
+    "ClaudeOptions": "model.spec",
+    "ClaudeRunner": "agents.claude_code.runner",
+    "Gateway": "gateway",
+    "Harness": "run.harness",
+    "HarnessError": "run.execution",
+    "IterationHistory": "run.history",
+    "IterationRecord": "agents.claude_code.runner",
+    "PromptLoader": "model.prompts",
+    "PromptNotFoundError": "model.prompts",
+    "ReflectorOptions": "model.spec",
+    "RetryManager": "run.retry",
+    "RunOutcome": "run.runtime",
+    "RunSettings": "model.settings",
+    "Script": "gateway",
+    "ScriptError": "gateway",
+    "ScriptedResponder": "gateway",
+    "SettingsError": "model.settings",
+    "Spec": "model.spec",
+    "SpecError": "model.spec",
+    "SpecResult": "model.result",
     "Verdict": "judge.reflector",
     "default_registry": "judge.checks",
-    "find_claude": "core.claude_code",
-    "load_spec": "spec",
-    "load_specs": "spec",
+    "find_claude": "agents.claude_code.cli",
+    "load_spec": "model.spec",
+    "load_specs": "model.spec",
     "run_checks": "judge.checks",
-    "run_spec": "spec_run",
+    "run_spec": "run.spec_run",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -68,21 +68,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
-    from pytest_atom.core.history import IterationHistory
-    from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError
-    from pytest_atom.core.retry import RetryManager
-    from pytest_atom.core.runner import ClaudeRunner, IterationRecord
-    from pytest_atom.core.runtime import AtomRuntime, RunOutcome
-    from pytest_atom.execution import HarnessError
-    from pytest_atom.harness import Harness
+    from pytest_atom.agents.claude_code.cli import (
+        CLAUDE_CODE_VERSION,
+        ClaudeNotFoundError,
+        find_claude,
+    )
+    from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+    from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.plugin import AtomHint
-    from pytest_atom.replay.gateway import Gateway, Script, ScriptedResponder, ScriptError
-    from pytest_atom.result import Attempt, SpecResult
-    from pytest_atom.settings import RunSettings, SettingsError
-    from pytest_atom.spec import (
+    from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
+    from pytest_atom.model.result import Attempt, SpecResult
+    from pytest_atom.model.settings import RunSettings, SettingsError
+    from pytest_atom.model.spec import (
         Check,
         ClaudeOptions,
         ReflectorOptions,
@@ -91,4 +89,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         load_spec,
         load_specs,
     )
-    from pytest_atom.spec_run import run_spec
+    from pytest_atom.plugin import AtomHint
+    from pytest_atom.run.execution import HarnessError
+    from pytest_atom.run.harness import Harness
+    from pytest_atom.run.history import IterationHistory
+    from pytest_atom.run.retry import RetryManager
+    from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+    from pytest_atom.run.spec_run import run_spec

@@ -18,8 +18,8 @@ import pytest
 if TYPE_CHECKING:
     from pytest_atom.judge.checks import CheckRegistry
     from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.result import SpecResult
-    from pytest_atom.spec import Spec
+    from pytest_atom.model.result import SpecResult
+    from pytest_atom.model.spec import Spec
 
 
 @pytest.hookspec

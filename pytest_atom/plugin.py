@@ -2,7 +2,7 @@
 
 It is loaded into every pytest run of every project that installs pytest-atom, so it
 imports no part of the harness: without ``--atom`` a run pays for this module alone.
-With ``--atom``, `pytest_configure` registers `pytest_atom.session.AtomSession`, which
+With ``--atom``, `pytest_configure` registers `pytest_atom.pytest.session.AtomSession`, which
 collects specs and runs them; the fixtures import what they need when a test asks.
 """
 
@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_atom import collect
-from pytest_atom.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
+from pytest_atom.model import workspaces
+from pytest_atom.model.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
+from pytest_atom.model.settings import PARSERS
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.settings import PARSERS
 
 if TYPE_CHECKING:
-    from pytest_atom.fixture import AtomFixture
+    from pytest_atom.pytest.fixture import AtomFixture
 
 
 def _setting(name: str) -> Any:
-    """An option's type: the setting's own parser (`pytest_atom.settings`), so a value means
+    """An option's type: the setting's own parser (`pytest_atom.model.settings`), so a value means
     and is checked the same on the command line, in the ini file and in the config."""
 
     def parse(text: str) -> Any:
@@ -44,7 +44,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Every option defaults to None ("unset"): `pytest_atom.settings` decides what wins."""
+    """Every option defaults to None ("unset"): `pytest_atom.model.settings` decides what wins."""
     group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
     add = group.addoption
     add(
@@ -231,7 +231,7 @@ _INI_SETTINGS = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    collect.forget()
+    workspaces.forget()
     config.addinivalue_line(
         "markers",
         "atom(**settings): pytest-atom settings for this test (record_mode, match, "
@@ -239,7 +239,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.option.atom:
         return
-    from pytest_atom.session import AtomSession
+    from pytest_atom.pytest.session import AtomSession
 
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args += [str(p) for p in config.getini("atom_paths")]
@@ -247,7 +247,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "atom-session")
     html, report_dir = session.harness.html, session.harness.report_dir
     if html is not None or report_dir is not None:
-        from pytest_atom.reports.html_plugin import HtmlReport  # Jinja2 only when asked for
+        from pytest_atom.pytest.html_plugin import HtmlReport  # Jinja2 only when asked for
         from pytest_atom.reports.shards import SHARD_RESULTS
 
         results = None if report_dir is None else report_dir / SHARD_RESULTS
@@ -270,7 +270,7 @@ def atom_settings() -> dict[str, Any]:
 @pytest.fixture
 def atom(request: pytest.FixtureRequest, atom_settings: dict[str, Any]) -> AtomFixture:
     """Run atom specs from a Python test: `atom.run("x.atom.yaml")` or `atom.run(prompt=...)`."""
-    from pytest_atom.fixture import AtomFixture
+    from pytest_atom.pytest.fixture import AtomFixture
 
     return AtomFixture(request, atom_settings)
 
@@ -282,7 +282,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     parent up to the rootdir; YAML is read only where spec files are."""
     if collection_path.name.endswith((".py", SPEC_SUFFIX)) or not collection_path.is_dir():
         return None
-    if collect.is_spec_workspace(collection_path, config.rootpath):
+    if workspaces.is_spec_workspace(collection_path, config.rootpath):
         return True
     return None
 

@@ -24,9 +24,9 @@ try:
 except ImportError:  # the `stats` extra is not installed: tests that need it skip
     pass
 
-from pytest_atom.core.claude_code import cached_claude, find_claude
-from pytest_atom.core.runner import ClaudeRunner, claude_env
-from pytest_atom.replay.gateway import Gateway, scripted
+from pytest_atom.agents.claude_code.cli import cached_claude, find_claude
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
+from pytest_atom.gateway import Gateway, scripted
 
 REPO = Path(__file__).resolve().parent.parent
 #: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
@@ -56,7 +56,7 @@ def pytest_atom_verdict(spec, verdict, result):
 
 def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
     """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
-    from pytest_atom.outcome import Outcome
+    from pytest_atom.model.outcome import Outcome
     from pytest_atom.reports.rows import SummaryRow
 
     return SummaryRow.of(nodeid, props, Outcome.of_label(label))
@@ -301,8 +301,8 @@ def record_through_upstream(
 ) -> tuple[Any, Any]:
     """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
     (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
-    from pytest_atom.settings import RunSettings
-    from pytest_atom.spec_run import run_spec
+    from pytest_atom.model.settings import RunSettings
+    from pytest_atom.run.spec_run import run_spec
     from tests.upstream import RealisticUpstream
 
     with RealisticUpstream(conversations) as upstream:

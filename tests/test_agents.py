@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
-from pytest_atom.core.runner import ClaudeRunner
-from pytest_atom.spec import load_spec
-from pytest_atom.spec_run import run_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import bash
 
 SPEC = """\
@@ -107,8 +107,8 @@ def test_the_role_is_the_harness_marker_not_the_tools_offered(
 
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:
+    from pytest_atom.agents.claude_code.cli import claude_version
     from pytest_atom.agents.factory import claude_code_agent
-    from pytest_atom.core.claude_code import claude_version
 
     agent: Agent = claude_code_agent("planner", env={"PATH": "/usr/bin"}, claude_bin=claude_bin)
     assert agent.role == "planner" and agent.loops

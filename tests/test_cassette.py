@@ -21,13 +21,13 @@ from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.replay import fastyaml
-from pytest_atom.replay.cassette import FORMAT, Cassette, CassetteError, Interaction
-from pytest_atom.replay.gateway import Gateway, scripted
-from pytest_atom.replay.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
-from pytest_atom.replay.gateway.normalize import Normalizer
-from pytest_atom.replay.gateway.replay import CassetteResponder, Divergence, describe_difference
-from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.cassettes import fastyaml
+from pytest_atom.cassettes.cassette import FORMAT, Cassette, CassetteError, Interaction
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
+from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.gateway.replay import CassetteResponder, Divergence, describe_difference
 
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "description": "run a command", "input_schema": {"type": "object"}}]

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
-from pytest_atom.replay.recording import AUTH_VARIABLES
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
+from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from tests.conftest import REPO, bash
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.spec import SpecError, load_specs
+from pytest_atom.model.spec import SpecError, load_specs
 from tests.conftest import wait_gone, write
 
 REPO = Path(__file__).resolve().parent.parent

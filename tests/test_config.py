@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.config import AtomConfig, ConfigError, load_config
+from pytest_atom.model.config import AtomConfig, ConfigError, load_config
 from pytest_atom.resources import data_dir
 
 

@@ -16,16 +16,15 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
-from pytest_atom.core.configuration import (
+from pytest_atom.agents.claude_code.configuration import (
     config_hashes,
     confined_command,
     installed_paths,
     mcp_server_entry,
 )
-from pytest_atom.core.sandbox import SETTINGS_FILE, Confinement
-from pytest_atom.judge.reflector import workspace_diff
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.recording import (
+from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.recording import (
     RecordingError,
     cassette_path,
     config_staleness,
@@ -33,11 +32,12 @@ from pytest_atom.replay.recording import (
     staleness,
     stamp_hashes,
 )
+from pytest_atom.judge.reflector import workspace_diff
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import SandboxOptions, SpecError, load_spec
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import SandboxOptions, SpecError, load_spec
-from pytest_atom.spec_run import run_spec
+from pytest_atom.run.spec_run import run_spec
 
 SKILL_MD = "---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite NOTES.md.\n"
 HOOK = (

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from tests.conftest import OLD_CLI, REPO
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]

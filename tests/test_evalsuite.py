@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.core.configuration import config_hashes, plugin_dirs
-from pytest_atom.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
+from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
 from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.eval_graders import (
     agent_files,
@@ -23,7 +22,8 @@ from pytest_atom.judge.eval_graders import (
     register_checks,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
-from pytest_atom.spec import Check, SpecError
+from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
+from pytest_atom.model.spec import Check, SpecError
 from tests.conftest import REPO
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"

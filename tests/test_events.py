@@ -1,4 +1,4 @@
-"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.events.
+"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.agents.events.
 
 The unit layer reads captures of the real CLI (tests/data/stream_json). ``events-2.1.331``
 (the pinned release) and ``events-2.1.197`` are one scripted session each, run through
@@ -23,8 +23,8 @@ import pytest
 from rich.console import Console
 
 from atom_cli.run_cmd import Progress
-from pytest_atom.core.runner import ClaudeRunner, IterationRecord, claude_env
-from pytest_atom.events import (
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord, claude_env
+from pytest_atom.agents.events import (
     AgentError,
     ApiRetry,
     AssistantText,
@@ -42,9 +42,9 @@ from pytest_atom.events import (
     parse_event,
     parse_line,
 )
-from pytest_atom.limits import Budget, Limits
-from pytest_atom.spec import ClaudeOptions, load_spec
-from pytest_atom.transcript import permission_denials, stream_turns
+from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.spec import ClaudeOptions, load_spec
+from pytest_atom.reports.transcript import permission_denials, stream_turns
 
 DATA = Path(__file__).parent / "data" / "stream_json"
 VERSIONS = ("2.1.331", "2.1.197")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.core.runner import ClaudeRunner, claude_env
-from pytest_atom.replay.gateway import Gateway, Script, ScriptedResponder
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
+from pytest_atom.gateway import Gateway, Script, ScriptedResponder
 from tests.conftest import REPO
 
 EXAMPLE = REPO / "examples" / "code_reviewer"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from pytest_atom.agents.roles import ROLE_HEADER
-from pytest_atom.replay.gateway import Gateway, Script, ScriptError
+from pytest_atom.gateway import Gateway, Script, ScriptError
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 USER = [{"role": "user", "content": "hi"}]

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from pytest_atom.core.history import IterationHistory
+from pytest_atom.run.history import IterationHistory
 
 T0 = datetime(2025, 1, 15, 10, 0, 0, tzinfo=timezone.utc)
 

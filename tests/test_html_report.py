@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.core.runner import IterationRecord
-from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.events import parse
+from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.agents.events import parse
+from pytest_atom.gateway.matching import Drift
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Verdict
-from pytest_atom.replay.gateway.matching import Drift
+from pytest_atom.model.result import Attempt, SpecResult
+from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.html import (
     LAST_REPORT,
     drift_summary,
@@ -31,9 +32,8 @@ from pytest_atom.reports.html import (
     tool_label,
     write_html,
 )
-from pytest_atom.result import Attempt, SpecResult
-from pytest_atom.spec import load_spec
-from pytest_atom.transcript import Text, ToolUse, stream_turns
+from pytest_atom.reports.transcript import Text, ToolUse, stream_turns
+from pytest_atom.run.runtime import RunOutcome
 from tests.conftest import capture
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value

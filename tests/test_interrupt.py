@@ -104,8 +104,8 @@ def test_ctrl_c_in_atom_run_exits_130_and_says_how_to_go_on(
 
 def test_a_multi_step_spec_is_resumed_and_a_plain_one_run_again(tmp_path: Path) -> None:
     """Only a multi-step spec goes on from its run folder (--atom-resume); others restart."""
-    from pytest_atom.interrupted import InterruptedRun
-    from pytest_atom.spec import load_spec
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.run.interrupted import InterruptedRun
     from tests.conftest import REPO
 
     steps = load_spec(REPO / "fixtures" / "specs" / "two_steps.atom.yaml")

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.core.runner import IterationRecord
-from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.execution import refine_message
+from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import (
     CriterionVerdict,
@@ -22,9 +20,11 @@ from pytest_atom.judge.reflector import (
     judge,
     workspace_diff,
 )
+from pytest_atom.model.result import Attempt, SpecResult
+from pytest_atom.model.spec import Check, Spec
 from pytest_atom.reports.text import result_properties, summary_table
-from pytest_atom.result import Attempt, SpecResult
-from pytest_atom.spec import Check, Spec
+from pytest_atom.run.execution import refine_message
+from pytest_atom.run.runtime import RunOutcome
 from tests.conftest import summary_row as row
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")

@@ -9,11 +9,11 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pytest_atom.config import ConfigError, load_config
-from pytest_atom.events import Event, parse_event
-from pytest_atom.execution import with_limits
-from pytest_atom.limits import Budget, Limits, parse_limits
-from pytest_atom.spec import SpecError, load_specs
+from pytest_atom.agents.events import Event, parse_event
+from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.limits import Budget, Limits, parse_limits
+from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.run.execution import with_limits
 
 
 def assistant(msg_id: str, *blocks: dict[str, Any], tokens: int = 10) -> list[Event]:
@@ -142,7 +142,7 @@ def test_config_limits_are_the_defaults_and_the_spec_wins(tmp_path: Path) -> Non
 
 def test_the_spec_schema_documents_every_limit() -> None:
     schema = json.loads(
-        (Path(__file__).parent.parent / "pytest_atom" / "spec_schema.json").read_text()
+        (Path(__file__).parent.parent / "pytest_atom" / "model" / "spec_schema.json").read_text()
     )
     assert set(schema["$defs"]["limits"]["properties"]) == set(Limits().to_dict())
 

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from pytest_atom.agents.roles import ROLE_HEADER
-from pytest_atom.replay.cassette import Interaction
-from pytest_atom.replay.gateway.matching import (
+from pytest_atom.cassettes.cassette import Interaction
+from pytest_atom.cassettes.recording import ModelSource, divergence_report
+from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
@@ -19,9 +20,8 @@ from pytest_atom.replay.gateway.matching import (
     match_key,
     request_kind,
 )
-from pytest_atom.replay.gateway.messages import message, sse_stream
-from pytest_atom.replay.gateway.normalize import Normalizer
-from pytest_atom.replay.recording import ModelSource, divergence_report
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.gateway.normalize import Normalizer
 from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.test_staleness import scripted_spec
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.core.configuration import mcp_server_entry
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.mcp_tape import MODULE, McpTape, describe_miss, request_key
-from pytest_atom.replay.recording import cassette_path
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import load_spec
-from pytest_atom.spec_run import run_spec
+from pytest_atom.agents.claude_code.configuration import mcp_server_entry
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.mcp_tape import MODULE, McpTape, describe_miss, request_key
+from pytest_atom.cassettes.recording import cassette_path
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_spec
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import REPO
 
 SERVER = Path(__file__).parent / "tickets_mcp.py"

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.outcome import Outcome, decide
+from pytest_atom.model.outcome import Outcome, decide
 from pytest_atom.reports.rows import SummaryRow
 from tests.conftest import REPO
 
@@ -149,7 +149,7 @@ def test_results_are_data_that_import_no_machinery() -> None:
     import sys
 
     code = (
-        "import sys, pytest_atom.result, pytest_atom.reports.rows\n"
+        "import sys, pytest_atom.model.result, pytest_atom.reports.rows\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_atom'))))"
     )
     loaded = subprocess.run(
@@ -157,12 +157,14 @@ def test_results_are_data_that_import_no_machinery() -> None:
     ).stdout.split()
     assert set(loaded) == {
         "pytest_atom",
-        "pytest_atom.events",  # the agents' event types: data, importing nothing
-        "pytest_atom.limits",
-        "pytest_atom.modes",
-        "pytest_atom.outcome",
+        "pytest_atom.agents",  # a package that imports nothing on its own
+        "pytest_atom.agents.events",  # the agents' event types: data, importing nothing
+        "pytest_atom.model",
+        "pytest_atom.model.limits",
+        "pytest_atom.model.modes",
+        "pytest_atom.model.outcome",
         "pytest_atom.reports",
         "pytest_atom.reports.rows",
-        "pytest_atom.result",
-        "pytest_atom.usage",
+        "pytest_atom.model.result",
+        "pytest_atom.model.usage",
     }

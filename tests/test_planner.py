@@ -15,28 +15,28 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom.agents.roles import legacy_role
-from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.execution import HarnessError, volatile_paths
+from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.recording import cassette_path, staleness
+from pytest_atom.gateway.matching import request_kind
+from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import PlanAccept, SpecError, load_spec
 from pytest_atom.paths import cli_slug
-from pytest_atom.planner import (
+from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.run.execution import HarnessError, volatile_paths
+from pytest_atom.run.planner import (
     PLAN_SCHEMA,
     build_prompt,
     check_plan,
     plan_failures,
     replan_feedback,
 )
-from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.gateway.matching import request_kind
-from pytest_atom.replay.gateway.scripted import Script, ScriptError
-from pytest_atom.replay.recording import cassette_path, staleness
-from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import failure_report, result_properties, summary_table
-from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import PlanAccept, SpecError, load_spec
-from pytest_atom.spec_run import run_spec
-from pytest_atom.steps import StepsRun, resumed_run_dir
+from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from tests.conftest import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"
@@ -306,7 +306,7 @@ def test_existing_cassettes_hold_no_planner_requests() -> None:
 
 def test_the_planned_steps_folders_are_normalized_once_known() -> None:
     """The CLI names each attempt folder's slug in its prompt: a planned step's too."""
-    from pytest_atom.replay.gateway.normalize import Normalizer
+    from pytest_atom.gateway.normalize import Normalizer
 
     slug = "-tmp-r--atom-runs-planned-1"
     normalizer = Normalizer({slug: "<RUN_DIR_SLUG>"})

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.core.prompts import PromptLoader, PromptNotFoundError, render_prompt
+from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
 from tests.conftest import write
 

@@ -17,8 +17,8 @@ import yaml
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION
-from pytest_atom.replay.cassette import Cassette
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
+from pytest_atom.cassettes.cassette import Cassette
 from tests.conftest import REPO, bash, drop_step_fixtures
 
 GREET = """\

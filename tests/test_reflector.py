@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.replay.cassette import Cassette
+from pytest_atom.cassettes.cassette import Cassette
 from tests.conftest import HOOKS_CONFTEST, bash, verdict
 
 SPEC = """\

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
-from pytest_atom.core.processes import kill_process_tree
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+from pytest_atom.run.processes import kill_process_tree
 from tests.conftest import bash, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
@@ -115,7 +115,7 @@ def test_explicit_binary_that_does_not_exist(
 def test_cli_version_from_the_npm_package_and_from_the_binary(
     claude_bin: Path, tmp_path: Path
 ) -> None:
-    from pytest_atom.core.claude_code import claude_version
+    from pytest_atom.agents.claude_code.cli import claude_version
 
     assert claude_version(claude_bin) == CLAUDE_CODE_VERSION  # read from its package.json
     other = tmp_path / "bin" / "claude"

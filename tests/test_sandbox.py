@@ -23,12 +23,12 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
-from pytest_atom.core.claude_code import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.text import tool_problems
-from pytest_atom.result import SpecResult
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import load_spec
-from pytest_atom.spec_run import run_spec
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import bash
 
 CANARY = "CANARY-7f3a-above-the-run-folder"

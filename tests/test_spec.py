@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.spec import (
+from pytest_atom.model.spec import (
     BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
     TRAJECTORY_CHECK_KINDS,

@@ -12,8 +12,8 @@ from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import validate
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.recording import (
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.recording import (
     PROMPT_CHANGED,
     SCRIPT_CHANGED,
     ModelSource,
@@ -24,8 +24,8 @@ from pytest_atom.replay.recording import (
     script_hash,
     staleness,
 )
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import Spec, load_specs
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import Spec, load_specs
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
 CASSETTE = Path("cassettes/create_file/create-file.yaml")

@@ -15,19 +15,19 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from atom_cli.main import main
-from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runtime import RunOutcome
-from pytest_atom.execution import HarnessError
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
+from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.model.spec import SpecError, load_spec
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from pytest_atom.result import Attempt, Rollback, SpecResult, StepResult
-from pytest_atom.settings import FILE_SETTINGS, Layer, RunSettings, resolve
-from pytest_atom.spec import SpecError, load_spec
-from pytest_atom.spec_run import run_spec
-from pytest_atom.steps import StepsRun, resumed_run_dir, step_spec, step_task
+from pytest_atom.run.execution import HarnessError
+from pytest_atom.run.runtime import RunOutcome
+from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.conftest import REPO, ShippedRun, bash, write
 
 THREE = """\
@@ -395,7 +395,7 @@ def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
     set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
     assert len(set_aside) == (1 if attempts == ["a02"] else 0)  # the interrupted conversation
     # only step 2 ran: its one executor call; its reflector's verdict was recalled from the
-    # cassette (the same request over the same folder: pytest_atom.replay.recall)
+    # cassette (the same request over the same folder: pytest_atom.cassettes.recall)
     assert [r.session_id is not None for r in resumed.records] == [True]
     assert test.attempts[-1].recalled is not None
 

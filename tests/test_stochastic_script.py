@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.replay.gateway import Script, ScriptError
-from pytest_atom.replay.gateway.scripted import draw_key
-from pytest_atom.settings import Layer, SettingsError, resolve
+from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.gateway.scripted import draw_key
+from pytest_atom.model.settings import Layer, SettingsError, resolve
 
 #: Three to one: the first choice plays with probability 0.75.
 WEIGHTED = {
@@ -192,11 +192,11 @@ def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) 
 def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Path) -> None:
     """Recorded from a stochastic script, a cassette names the choices it played, so a
     replay (which never reads the script) can still tell when the script changed."""
-    from pytest_atom.replay.cassette import Cassette
-    from pytest_atom.replay.recording import cassette_path, script_misfit
-    from pytest_atom.settings import RunSettings
-    from pytest_atom.spec import load_spec
-    from pytest_atom.spec_run import run_spec
+    from pytest_atom.cassettes.cassette import Cassette
+    from pytest_atom.cassettes.recording import cassette_path, script_misfit
+    from pytest_atom.model.settings import RunSettings
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.run.spec_run import run_spec
 
     (tmp_path / "coin.atom.yaml").write_text(COIN_SPEC)
     (tmp_path / "coin.yaml").write_text(COIN_SCRIPT)

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.replay.recording import spec_hash
+from pytest_atom.cassettes.recording import spec_hash
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
-from pytest_atom.result import SpecResult
-from pytest_atom.spec import load_spec
-from pytest_atom.spec_run import run_spec
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import bash, verdict
 
 CRITERION = "done.txt exists and says done."

@@ -27,13 +27,13 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.core.runner import IterationRecord
-from pytest_atom.events import parse
+from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.agents.events import parse
 from pytest_atom.judge.checks import CheckResult, run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
-from pytest_atom.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
-from pytest_atom.spec_run import run_spec
-from pytest_atom.transcript import permission_denials, stream_turns
+from pytest_atom.model.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
+from pytest_atom.reports.transcript import permission_denials, stream_turns
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import capture
 
 SUBAGENT = 'iteration 1 turn 2 > subagent general-purpose "cleanup"'

@@ -1,4 +1,4 @@
-"""The cassette transcript (pytest_atom.transcript) as pure functions: no CLI, no files."""
+"""The cassette transcript (pytest_atom.reports.transcript) as pure functions: no CLI, no files."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.events import parse
-from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
-from pytest_atom.transcript import (
+from pytest_atom.agents.events import parse
+from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
+from pytest_atom.reports.transcript import (
     Line,
     Mark,
     call_marks,

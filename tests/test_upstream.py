@@ -19,13 +19,13 @@ import anthropic
 import httpx
 import pytest
 
-from pytest_atom.modes import MatchMode
-from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
-from pytest_atom.result import SpecResult
-from pytest_atom.settings import RunSettings
-from pytest_atom.spec import Spec, load_specs
-from pytest_atom.spec_run import run_spec
-from pytest_atom.transcript import cassette_lines, stream_turns
+from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
+from pytest_atom.model.modes import MatchMode
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.reports.transcript import cassette_lines, stream_turns
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import record_through_upstream
 from tests.upstream import RealisticUpstream, Turn, Usage, first_user_text, sse_events, turn_of
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom import yamldoc
-from pytest_atom.config import ConfigError, load_config
-from pytest_atom.replay.gateway import Script, ScriptError
-from pytest_atom.spec import SpecError, load_specs
+from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.model import yamldoc
+from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.spec import SpecError, load_specs
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:

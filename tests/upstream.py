@@ -1,6 +1,6 @@
 """A Messages API upstream for the test suite that streams the way the real API does.
 
-The project's scripted gateway (pytest_atom.replay.gateway.scripted and .messages) is our
+The project's scripted gateway (pytest_atom.gateway.scripted and .messages) is our
 own encoder: a recording test that uses it can only find what we got right. This server is
 written apart from it, from the public shapes: the Messages API streaming docs
 (platform.claude.com/docs/build-with-claude/streaming: event flow, ``ping``, ``error``

@@ -32,13 +32,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.agents.claude_code.cli import claude_version
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
+from pytest_atom.agents.events import Event, decode
 from pytest_atom.agents.protocol import StructuredSessionError
 from pytest_atom.agents.roles import Role
-from pytest_atom.core.claude_code import claude_version
-from pytest_atom.core.processes import kill_process_tree
-from pytest_atom.core.runner import ClaudeRunner, IterationRecord
-from pytest_atom.core.sandbox import FILE_EDIT_TOOLS
-from pytest_atom.events import Event, decode
+from pytest_atom.run.processes import kill_process_tree
 
 #: The module the child runs (`python -m`).
 HOST_MODULE = "pytest_atom.agents.sdk_host"

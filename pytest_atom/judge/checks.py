@@ -29,11 +29,11 @@ from typing import IO, TYPE_CHECKING
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from pytest_atom.core.processes import kill_process_tree
-from pytest_atom.spec import Check
+from pytest_atom.model.spec import Check
+from pytest_atom.run.processes import kill_process_tree
 
 if TYPE_CHECKING:
-    from pytest_atom.core.runner import IterationRecord
+    from pytest_atom.agents.claude_code.runner import IterationRecord
     from pytest_atom.judge.trajectory import Trajectory
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096

@@ -1,6 +1,6 @@
 """The grader kinds of `claude plugin eval` that the spec format has no check for.
 
-`pytest_atom.evalsuite` maps a case's graders onto checks: ``tool_used`` and plain
+`pytest_atom.model.evalsuite` maps a case's graders onto checks: ``tool_used`` and plain
 ``tool_order`` onto the trajectory checks; a regex (over the last message, the trace, the
 files the agent wrote or one file), a ``file_exists`` glob and a ``tool_order`` whose ends
 match a call's input onto the kinds below, which it registers for its specs. Each reads
@@ -18,7 +18,7 @@ from typing import Any
 from pytest_atom.judge.checks import CheckRegistry, CheckResult
 from pytest_atom.judge.reflector import HARNESS_FILES
 from pytest_atom.judge.trajectory import Trajectory
-from pytest_atom.spec import Check
+from pytest_atom.model.spec import Check
 
 
 def js_regex(pattern: str, flags: str) -> re.Pattern[str]:

@@ -18,16 +18,18 @@ from typing import Any
 
 import jsonschema
 
+from pytest_atom.agents.claude_code import configuration
+from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
-from pytest_atom.core import configuration
-from pytest_atom.core.prompts import PromptLoader
-from pytest_atom.core.runner import IterationRecord
+from pytest_atom.cassettes.recall import SessionInput
+from pytest_atom.gateway.normalize import mask_durations
 from pytest_atom.judge.checks import CheckResult
-from pytest_atom.outcome import judge as judge  # the attempt's decision; execution reads it here
-from pytest_atom.replay.gateway.normalize import mask_durations
-from pytest_atom.replay.recall import SessionInput
-from pytest_atom.spec import ClaudeOptions, Spec
-from pytest_atom.workspace import SKIPPED_DIRS, changes
+from pytest_atom.model.outcome import (
+    judge as judge,  # the attempt's decision; execution reads it here
+)
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.spec import ClaudeOptions, Spec
+from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -342,7 +344,7 @@ def reflector_input(
     earlier_steps: Sequence[str] = (),
 ) -> SessionInput:
     """The reflector's whole request but its folder: what a replay compares to recall the
-    recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
+    recorded verdict instead of starting the session (pytest_atom.cassettes.recall)."""
     diff = workspace_diff(
         spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
     )

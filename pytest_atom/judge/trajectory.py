@@ -22,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom.core.runner import IterationRecord
+from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
-from pytest_atom.spec import Check, count_phrase
-from pytest_atom.transcript import (
+from pytest_atom.model.spec import Check, count_phrase
+from pytest_atom.reports.transcript import (
     Mark,
     MarkKind,
     Text,

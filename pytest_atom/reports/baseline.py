@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pytest_atom.reports.gate import GateResult
 
-from pytest_atom.outcome import OK_LABELS, Outcome
+from pytest_atom.model.outcome import OK_LABELS, Outcome
 from pytest_atom.reports.rows import SummaryRow
 
 __all__ = [
@@ -104,7 +104,7 @@ def write_results(
 ) -> Path:
     """Write a session's rows (scrubbed) where ``atom baseline save`` finds them; a
     shard's file (`reports.shards`) adds each run's HTML view and `extra` keys."""
-    from pytest_atom.replay.scrub import Scrubber
+    from pytest_atom.cassettes.scrub import Scrubber
 
     data = {
         "format": RESULTS_FORMAT,

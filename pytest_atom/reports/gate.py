@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom import stats
+from pytest_atom.model import stats
 
 ALPHA = 0.05
 POWER = 0.8

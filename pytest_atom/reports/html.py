@@ -30,15 +30,15 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from pytest_atom.core import configuration
+from pytest_atom.agents.claude_code import configuration
+from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.files import write_atomic
 from pytest_atom.judge.reflector import workspace_diff
+from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
-from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.result import SpecResult
-from pytest_atom.transcript import call_marks, stream_turns, tool_label, trajectory_summary
+from pytest_atom.reports.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 
 __all__ = [
     "LAST_REPORT",

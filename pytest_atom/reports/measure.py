@@ -2,7 +2,7 @@
 pass^k, mean score and turns; per arm the same, and its difference from the reference.
 
 Read from the session's rows (node id, outcome, properties), so pytest's summary, `atom
-run` and the HTML report say the same. The statistics are `pytest_atom.stats`'.
+run` and the HTML report say the same. The statistics are `pytest_atom.model.stats`'.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom import stats
+from pytest_atom.model import stats
 from pytest_atom.reports.rows import SummaryRow
 
 Row = SummaryRow

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_atom.outcome import Outcome
-from pytest_atom.usage import ROLES
+from pytest_atom.model.outcome import Outcome
+from pytest_atom.model.usage import ROLES
 
 
 def _number(value: Any) -> float | None:

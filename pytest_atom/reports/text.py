@@ -12,17 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.arms import arm_properties
+from pytest_atom.model.arms import arm_properties
+from pytest_atom.model.usage import ROLES
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.transcript import hook_words, permission_denials, refused_by
-from pytest_atom.usage import ROLES
+from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
 
 if TYPE_CHECKING:
-    from pytest_atom.core.runner import ToolCall
-    from pytest_atom.result import Plan, Rollback, SpecResult, StepResult
+    from pytest_atom.agents.claude_code.runner import ToolCall
+    from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10

@@ -28,15 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.core.runner import IterationRecord
+from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.cassettes.recording import spec_hash
+from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.files import write_atomic
+from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
+from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
-from pytest_atom.replay.recording import spec_hash
-from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.result import Attempt, Plan, SpecResult, StepResult
-from pytest_atom.transcript import permission_denials
-from pytest_atom.usage import RoleUsage
-from pytest_atom.workspace import SKIPPED_DIRS, changes
+from pytest_atom.reports.transcript import permission_denials
+from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -235,7 +235,7 @@ def _child(
 
 def _verdict_source(attempt: Attempt) -> str | None:
     """``reflector``: a session judged the attempt; ``recalled``: the replay took the
-    recorded verdict, its input unchanged (pytest_atom.replay.recall); None: no verdict."""
+    recorded verdict, its input unchanged (pytest_atom.cassettes.recall); None: no verdict."""
     if attempt.verdict is None:
         return None
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
@@ -398,7 +398,7 @@ def _plan(plan: Plan | None) -> dict[str, Any] | None:
         "error": plan.error,
         "plan_accept_failed": list(plan.failed),
         "file": str(plan.path) if plan.path else None,
-        # The replay took the recorded plan: no planner session ran (pytest_atom.replay.recall).
+        # The replay took the recorded plan: no planner session ran (pytest_atom.cassettes.recall).
         "recalled": plan.recalled is not None,
     }
 

@@ -1,0 +1,1 @@
+"""Claude Code as an agent: the pinned CLI, its runner, configuration and sandbox."""

@@ -1,0 +1,79 @@
+"""The Claude Code CLI as an `Agent`: `claude -p` through the existing `ClaudeRunner`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.claude_code.cli import claude_version
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+from pytest_atom.agents.events import Event
+from pytest_atom.agents.protocol import StructuredSessionError
+from pytest_atom.agents.roles import Role
+
+#: What each structured session answers with, for its error messages.
+_ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
+
+
+class ClaudeCodeAgent:
+    """One role's Claude Code sessions; built by `agents.factory`, never directly."""
+
+    loops = True
+
+    def __init__(self, role: Role, runner: ClaudeRunner) -> None:
+        self.role = role
+        self.runner = runner
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.runner.env
+
+    def run(
+        self,
+        prompt: str,
+        conversation_dir: Path,
+        *,
+        session_id: str | None = None,
+        use_context: bool = True,
+        timeout: float | None = None,
+    ) -> IterationRecord:
+        return self.runner.run(
+            prompt,
+            conversation_dir,
+            session_id=session_id,
+            use_context=use_context,
+            timeout=timeout,
+        )
+
+    def continue_session(self, session_id: str, conversation_dir: Path) -> None:
+        self.runner.move_session(session_id, conversation_dir)
+
+    def structured(
+        self, prompt: str, conversation_dir: Path, *, session_id: str, timeout: float | None
+    ) -> tuple[Any, IterationRecord]:
+        """The one check of a structured session's answer (the reflector's, the planner's):
+        a failed session and a missing answer are both the harness's error."""
+        record = self.run(
+            prompt, conversation_dir, session_id=session_id, use_context=False, timeout=timeout
+        )
+        if record.returncode != 0 or record.timed_out:
+            raise StructuredSessionError(f"the {self.role} session failed: {record.failure(1000)}")
+        if record.structured_output is None:
+            raise StructuredSessionError(
+                f"the {self.role} gave no {_ANSWER[self.role]} (no structured output); its "
+                f"last message: {record.output.strip()[-500:] or '(none)'}"
+            )
+        return record.structured_output, record
+
+    def version(self) -> str:
+        return _version(self.runner.binary)
+
+    def parse(self, raw: Mapping[str, Any]) -> list[Event]:
+        return self.runner.parse(raw)
+
+
+@functools.cache
+def _version(binary: Path) -> str:
+    return claude_version(binary)

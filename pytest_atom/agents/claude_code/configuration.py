@@ -1,0 +1,231 @@
+"""The Claude Code configuration a spec tests (`claude:`), installed into one run's own files.
+
+Everything goes where the CLI looks for a project's configuration, never the user's
+(``~/.claude`` is the run's own ``CLAUDE_CONFIG_DIR``, see pytest_atom.agents.claude_code.sandbox):
+
+- ``claude_md`` → the attempt folder's ``CLAUDE.md``;
+- ``skills`` → ``.claude/skills/<folder name>/`` and ``agents`` → ``.claude/agents/<file>``
+  in the attempt folder;
+- ``settings`` and ``hooks`` → the run's ``--settings`` file (beside the sandbox's settings,
+  in the run folder, where the agent cannot edit them);
+- ``mcp_servers`` → the run's ``--mcp-config`` file (with the workspace's own .mcp.json
+  servers), used with ``--strict-mcp-config``; recorded or replayed like the model traffic
+  (`mcp_server_entry`);
+- ``plugins`` → copies under the run folder's ``claude-plugins/``, each passed with
+  ``--plugin-dir`` (the CLI's way to load a local plugin for one session).
+
+The files are installed again before every CLI call, so an agent that edits its own skill
+or CLAUDE.md is tested against the spec's configuration on its next call, as a user's is.
+`config_hashes` fingerprints each piece, so a recording knows which one changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shlex
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.files import CACHE_DIRS, copy_ignore
+from pytest_atom.model.spec import ClaudeOptions
+
+if TYPE_CHECKING:
+    from pytest_atom.cassettes.mcp_tape import McpTape
+
+MCP_CONFIG_FILE = "claude-mcp.json"
+PLUGINS_DIR = "claude-plugins"
+#: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
+#: `.atom/` (scripts and cassettes, see pytest_atom.model.evalsuite).
+NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
+
+
+def eval_dir_name(plugin: Path) -> str:
+    """The folder of the plugin's `claude plugin eval` suite: its manifest's
+    ``experimental.evals``, else ``evals``."""
+    for manifest in (plugin / ".claude-plugin" / "plugin.json", plugin / "plugin.json"):
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = (data.get("experimental") or {}).get("evals") if isinstance(data, dict) else None
+        if isinstance(named, str) and named.strip("/"):
+            return named.strip("/")
+    return "evals"
+
+
+def _plugin_ignore(plugin: Path) -> Any:
+    """What a plugin's copy leaves out: caches, `.atom/`, and its eval suite (the cases and
+    their graders are not the plugin, and the agent under test must not read them)."""
+    suite = plugin / eval_dir_name(plugin)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = {n for n in names if n in NOT_THE_PLUGINS}
+        return skipped | {n for n in names if Path(folder, n) == suite}
+
+    return ignore
+
+
+def install(options: ClaudeOptions, cwd: Path) -> None:
+    """Write the spec's CLAUDE.md, skills and subagents into the attempt folder `cwd`."""
+    if options.claude_md is not None:
+        (cwd / "CLAUDE.md").write_text(options.claude_md, encoding="utf-8")
+    for key, folder in (("skills", "skills"), ("agents", "agents")):
+        for source in getattr(options, key):
+            target = cwd / ".claude" / folder / source.name
+            if target.is_dir():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=copy_ignore)
+            else:
+                shutil.copyfile(source, target)
+
+
+def installed_paths(options: ClaudeOptions) -> list[str]:
+    """What `install` writes into an attempt folder, relative to it: the harness's files,
+    which a diff of the agent's work leaves out."""
+    paths = ["CLAUDE.md"] if options.claude_md is not None else []
+    paths += [f".claude/skills/{p.name}" for p in options.skills]
+    return paths + [f".claude/agents/{p.name}" for p in options.agents]
+
+
+def settings(options: ClaudeOptions, confine: Sequence[Path] | None = None) -> dict[str, Any]:
+    """The spec's settings with its hooks: what the run's ``--settings`` file adds.
+
+    Claude Code runs a hook as its own child process, outside its Bash sandbox (measured
+    on 2.1.330: a hook wrote to /tmp, which a sandboxed command cannot). With `confine`
+    (the paths a sandboxed command may write) each command hook runs under bubblewrap as
+    Bash does: the file system read-only but for those paths, and no network.
+    """
+    data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
+    if options.hooks:
+        hooks = copy.deepcopy(dict(options.hooks))
+        if confine is not None:
+            for groups in hooks.values():
+                for group in groups if isinstance(groups, list) else []:
+                    for hook in group.get("hooks") or [] if isinstance(group, dict) else []:
+                        if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+                            hook["command"] = confined_command(hook["command"], confine)
+        data["hooks"] = hooks
+    return data
+
+
+def confined_command(command: str, writable: Sequence[Path]) -> str:
+    """`command` under bubblewrap: every path read-only but `writable`, no network."""
+    binds = " ".join(f"--bind {shlex.quote(str(p))} {shlex.quote(str(p))}" for p in writable)
+    return (
+        "bwrap --die-with-parent --unshare-net --ro-bind / / --dev /dev --proc /proc "
+        f"{binds} -- /bin/sh -c {shlex.quote(command)}"
+    )
+
+
+def mcp_server_entry(
+    name: str, entry: Mapping[str, Any], tape: McpTape | None = None
+) -> dict[str, Any]:
+    """The entry the CLI gets for one of the spec's MCP servers: the one place one is built.
+
+    Without a `tape` (a scripted run) the server runs as configured. Recording, its command
+    runs behind the recording proxy; replaying, a stand-in answering from the cassette takes
+    its place, so the server's command need not exist (see pytest_atom.cassettes.mcp_tape). A
+    server that is not stdio (``type: http`` or ``sse``) has no command to wrap: as configured.
+    """
+    built = copy.deepcopy(dict(entry))
+    if tape is None or built.get("type", "stdio") != "stdio" or "command" not in built:
+        return built
+    args = [str(a) for a in built.get("args") or []]
+    command, *rest = tape.argv(name, str(built["command"]), args)
+    built["command"], built["args"] = command, rest
+    return built
+
+
+def mcp_config(
+    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None
+) -> dict[str, Any] | None:
+    """The ``--mcp-config`` servers: the workspace's .mcp.json, then the spec's (which win,
+    recorded or replayed through `tape`); None when there are none. Raises ValueError for a
+    .mcp.json that is not JSON."""
+    servers: dict[str, Any] = {}
+    workspace = cwd / ".mcp.json"
+    if workspace.is_file():
+        data = json.loads(workspace.read_text(encoding="utf-8"))
+        servers.update((data or {}).get("mcpServers") or {})
+    for name, entry in (options.mcp_servers or {}).items():
+        servers[name] = mcp_server_entry(name, entry, tape)
+    return {"mcpServers": servers} if servers else None
+
+
+def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
+    """The spec's plugins, copied under the run folder (`boundary`): the session loads the
+    copy, so nothing it does reaches the user's plugin folder."""
+    dirs = []
+    for source in options.plugins:
+        target = boundary / PLUGINS_DIR / source.name
+        if not target.is_dir():
+            shutil.copytree(source, target, ignore=_plugin_ignore(source))
+        dirs.append(target)
+    return dirs
+
+
+def cli_args(
+    options: ClaudeOptions, cwd: Path, boundary: Path, tape: McpTape | None = None
+) -> list[str]:
+    """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
+    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
+    args: list[str] = []
+    servers = mcp_config(options, cwd, tape)
+    if servers is not None:
+        path = boundary / MCP_CONFIG_FILE
+        path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")
+        args += ["--mcp-config", str(path)]
+    for folder in plugin_dirs(options, boundary):
+        args += ["--plugin-dir", str(folder)]
+    return args
+
+
+def config_hashes(options: ClaudeOptions) -> dict[str, str]:
+    """One hash per piece of the configuration, named as a staleness reason names it:
+    ``claude_md``, ``skill release-notes``, ``agent reviewer``, ``settings``, ``hooks``,
+    ``mcp server tickets``, ``plugin my-plugin``. Empty when the spec configures nothing."""
+    found: dict[str, str] = {}
+    if options.claude_md is not None:
+        found["claude_md"] = _hash(options.claude_md.encode())
+    for label, paths in (("skill", options.skills), ("agent", options.agents)):
+        for path in paths:
+            found[f"{label} {path.stem if label == 'agent' else path.name}"] = _tree_hash(path)
+    for path in options.plugins:
+        # Its eval suite aside: editing a grader must not make every case's cassette stale.
+        found[f"plugin {path.name}"] = _tree_hash(path, NOT_THE_PLUGINS, eval_dir_name(path))
+    for key in ("settings", "hooks"):
+        value = getattr(options, key)
+        if value:
+            found[key] = _hash(_canonical(value))
+    for name, entry in (options.mcp_servers or {}).items():
+        found[f"mcp server {name}"] = _hash(_canonical(entry))
+    return found
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def _hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+
+
+def _tree_hash(path: Path, skip: Sequence[str] = CACHE_DIRS, skip_top: str | None = None) -> str:
+    """A file's text, or every file of a folder with its relative path; line endings and
+    caches (the folders named in `skip`) aside, so a checkout on another system hashes
+    alike; `skip_top` names a top-level folder to leave out too."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        rel = file.relative_to(path).as_posix() if file != path else file.name
+        if set(rel.split("/")) & set(skip) or (file != path and rel.split("/")[0] == skip_top):
+            continue
+        digest.update(rel.encode() + b"\0")
+        digest.update(file.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return "sha256:" + digest.hexdigest()[:16]

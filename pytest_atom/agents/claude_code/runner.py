@@ -1,0 +1,406 @@
+"""Run the real Claude Code CLI once and turn its stream-json output into a record.
+
+One `run()` is one iteration of an atom: ``claude -p`` with the prompt on stdin, a pinned
+session id so later iterations continue the same conversation, and
+``--output-format stream-json --verbose`` so every assistant message, tool call and the
+final cost arrive as JSON lines that can be parsed and streamed to a progress display.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.events import (
+    AgentError,
+    ApiRetry,
+    AssistantText,
+    Event,
+    Result,
+    SessionStarted,
+    ToolResult,
+    decode,
+    parse,
+    parse_event,
+)
+from pytest_atom.agents.events import ToolCall as CallEvent
+from pytest_atom.model.limits import Budget
+from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
+from pytest_atom.paths import cli_slug
+from pytest_atom.run.processes import kill_process_tree
+
+#: Environment names a test run must not inherit: they would point the CLI elsewhere
+#: (another endpoint, Bedrock/Vertex, a user's config dir) or leak the user's auth.
+_INHERIT_BLOCKLIST_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE", "AWS_BEARER_TOKEN_BEDROCK")
+#: Set by an outer pytest run; they would change how a workspace's own test suite runs.
+_PYTEST_PREFIX = "PYTEST_"
+
+#: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
+_QUIET_ENV = {
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    # No git status of an enclosing repository in the system prompt: it differs on every
+    # machine and commit, so recorded requests would never match again.
+    "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS": "1",
+    # A stream cut off mid-way is retried as the same streaming request (by the CLI or the
+    # runtime), never as a non-streaming one, which a replay would never send.
+    "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK": "1",
+}
+
+
+def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for anything run in a workspace, minus an outer pytest's settings."""
+    return {
+        k: v
+        for k, v in (os.environ if base is None else base).items()
+        if not k.startswith(_PYTEST_PREFIX)
+    }
+
+
+def claude_env(
+    base_url: str,
+    config_dir: Path,
+    auth: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
+
+    `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
+    it a placeholder key is set, which is all the CLI needs to skip its login flow.
+
+    HOME is an empty ``home/`` beside `config_dir`: the CLI writes its logs and caches
+    there, not into the user's home, and its Bash tool's shell starts from no startup file
+    of the user's (a ``~/.bashrc`` that prints, or rewrites pyenv's shims, made tool output
+    differ from machine to machine and run to run). Toolchains still come from PATH.
+    """
+    env = {
+        k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)
+    }
+    env.update(_QUIET_ENV)
+    env["ANTHROPIC_BASE_URL"] = base_url
+    env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+    env["HOME"] = str(config_dir.parent / "home")
+    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
+    # The agent's git must not find the user's repository above the run folder.
+    env["GIT_CEILING_DIRECTORIES"] = str(config_dir.parent)
+    env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
+    return env
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class IterationRecord:
+    """What one `claude -p` call did, folded from its events (pytest_atom.agents.events)."""
+
+    returncode: int
+    output: str = ""  # the final result text: where the exit signal is looked for
+    stdout: str = ""  # raw stream-json lines, kept for traces
+    stderr: str = ""
+    texts: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    #: The result event's figures (see pytest_atom.model.usage): the main session's usage, this
+    #: call's per-model usage of every session (subagents included) and its cost.
+    usage: dict[str, Any] = field(default_factory=dict)
+    model_usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    model: str | None = None  # the main session's, from the init event
+    num_turns: int = 0
+    duration: float = 0.0  # wall seconds of the claude process
+    session_id: str | None = None
+    cli_version: str | None = None
+    is_error: bool = False
+    timed_out: bool = False
+    structured_output: Any = None  # what `--json-schema` made the model return
+    # What the CLI saw from the API: its `api_retry` events (error_status, error, attempt,
+    # retry_delay_ms) and the status of the API error it gave up on, if any.
+    api_retries: list[dict[str, Any]] = field(default_factory=list)
+    api_error_status: int | None = None
+    #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
+    limit_exceeded: str | None = None
+    #: The usage as events arrive: what a call stopped before its result event used.
+    meter: CallUsage = field(default_factory=CallUsage, repr=False)
+
+    @property
+    def ended(self) -> bool:
+        """The call's exact figures are known (its result event, or a record made by hand)."""
+        return self.meter.ended or bool(self.usage or self.model_usage)
+
+    #: The kind of API error the CLI answered with instead of a model's reply
+    #: ("authentication_failed" when it has no credentials: no retry can fix that).
+    api_error: str | None = None
+
+    @property
+    def needs_login(self) -> bool:
+        return self.api_error == "authentication_failed"
+
+    @property
+    def tokens(self) -> int:
+        """Every session's tokens, subagents included; provisional for a stopped call."""
+        if self.ended:
+            return every_session_tokens(self.usage, self.model_usage)
+        return self.meter.tokens
+
+    @property
+    def main_tokens(self) -> int:
+        """The main session's tokens (the executor's own, or the reflector's)."""
+        return usage_tokens(self.usage) if self.ended else self.meter.main_tokens
+
+    @property
+    def subagent_tokens(self) -> int:
+        return self.tokens - self.main_tokens
+
+    @property
+    def subagent_cost_usd(self) -> float:
+        """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
+        return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
+
+    def failure(self, limit: int = 2000) -> str:
+        """Why the call failed, for an error message: the end of what the CLI said."""
+        return (self.output or self.stderr).strip()[-limit:] or f"exit code {self.returncode}"
+
+    @property
+    def retry_text(self) -> str:
+        """What retry rules scan: the CLI reports API and limit errors in either stream."""
+        return f"{self.output}\n{self.stderr}"
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able digest for iteration history and traces (no raw stdout)."""
+        data = asdict(self)
+        for bulky in ("stdout", "meter"):
+            data.pop(bulky)
+        data["tokens"] = self.tokens
+        data["subagent_tokens"] = self.subagent_tokens
+        return data
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """What the call printed, as events: the trace, transcript, reports and trajectory
+        checks read these (parsed once per output, however many of them ask)."""
+        return _parsed(self.stdout)
+
+    def apply(self, event: Event) -> None:
+        """Fold one event into the record; its usage into `meter`."""
+        self.meter.fold(event)
+        if isinstance(event, SessionStarted):
+            self.session_id = event.session_id
+            self.cli_version = event.agent_version
+            self.model = self.meter.main_model
+        elif isinstance(event, AgentError):
+            self.api_error = event.kind
+        elif isinstance(event, AssistantText) and not event.thinking:
+            self.texts.append(event.text)
+        elif isinstance(event, CallEvent) and not event.server:
+            self.tool_calls.append(ToolCall(event.id, event.name, event.input or {}))
+        elif isinstance(event, ToolResult):
+            for call in self.tool_calls:
+                if call.id == event.tool_use_id:
+                    call.result = event.text
+                    call.is_error = event.is_error
+        elif isinstance(event, ApiRetry):
+            self.api_retries.append(event.to_dict())
+        elif isinstance(event, Result):
+            self.api_error_status = event.api_error_status
+            self.output = event.text
+            self.is_error = event.is_error
+            self.usage = dict(self.meter.main_usage)
+            self.model_usage = dict(self.meter.model_usage)
+            self.cost_usd = self.meter.cost_usd
+            self.num_turns = event.num_turns
+            self.structured_output = event.structured_output
+
+
+@lru_cache(maxsize=32)
+def _parsed(stdout: str) -> tuple[Event, ...]:
+    return tuple(parse(stdout))
+
+
+class ClaudeRunner:
+    """Runs `claude -p` in a conversation folder; one instance per atom run.
+
+    The harness builds it only through `pytest_atom.agents.factory`, behind the `Agent`
+    protocol (`ClaudeCodeAgent`); constructing one directly stays the seed API.
+
+    Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
+    refuses it as root (CI runs as root), so tools are granted with a permission mode
+    and an allow-list instead.
+    """
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        options: ClaudeOptions | None = None,
+        model: str | None = None,
+        claude_bin: Path | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        confinement: Confinement | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        """`confinement`: isolation from the folders above a run folder and the sandbox
+        (a spec run's); None runs the CLI as it comes, with whatever settings it finds.
+        `budget`: the agent's limits, shared by every call of a run; the CLI is stopped
+        the moment an event crosses one."""
+        self.binary = claude_bin or find_claude()
+        self.env = dict(env) if env is not None else None
+        self.options = options or ClaudeOptions()
+        self.model = model
+        self.on_event = on_event
+        self.confinement = confinement
+        self.budget = budget
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any]) -> list[Event]:
+        """One decoded stream-json object as events (Agent.parse): the record, the budget
+        and the callbacks all read what this returns."""
+        return parse_event(raw)
+
+    def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
+        cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
+        if self.options.bare:
+            cmd.append("--bare")
+        cmd += ["--permission-mode", self.options.permission_mode]
+        allowed = list(self.options.allowed_tools)
+        if self.confinement is not None and cwd is not None:
+            allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
+            cmd += self.confinement.prepare(cwd.resolve(), self.options.allowed_tools, self.options)
+        if allowed:
+            cmd += ["--allowedTools", ",".join(allowed)]
+        if self.model:
+            cmd += ["--model", self.model]
+        return cmd + session_args + list(self.options.args)
+
+    def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
+        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
+
+        The transcript file is the truth about whether the session exists, so a first
+        call that failed before the CLI wrote anything is simply started again.
+        """
+        if session_id is None:
+            return ["-c"] if use_context else []
+        config = self._config_dir()
+        exists = any(config.glob(f"projects/*/{session_id}.jsonl"))
+        return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+
+    def move_session(self, session_id: str, conversation_dir: Path) -> None:
+        """Make a session resumable from another folder (a new attempt's copy of the work).
+
+        The CLI files transcripts under ``projects/<cwd with every other character as ->``
+        and resumes only from the folder a session was started in; a copy of the
+        transcript under the new folder's name continues the same conversation there.
+        """
+        config = self._config_dir()
+        target = config / "projects" / cli_slug(conversation_dir.resolve())
+        # Every folder the session went through holds a copy; the newest is the conversation.
+        copies = sorted(
+            config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns
+        )
+        if copies and copies[-1].parent != target:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(copies[-1], target / copies[-1].name)
+
+    def _config_dir(self) -> Path:
+        return Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+    def run(
+        self,
+        prompt: str,
+        conversation_dir: Path,
+        *,
+        session_id: str | None = None,
+        use_context: bool = True,
+        timeout: float | None = None,
+    ) -> IterationRecord:
+        cmd = self.command(self.session_args(session_id, use_context), conversation_dir)
+        started = time.perf_counter()
+        with subprocess.Popen(
+            cmd,
+            cwd=conversation_dir,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,  # its own process group, so a timeout kills every child
+        ) as proc:
+            record, timed_out = self._communicate(proc, prompt, timeout)
+        record.duration = time.perf_counter() - started
+        record.timed_out = timed_out
+        if record.timed_out:
+            record.is_error = True
+            record.stderr += f"\npytest-atom: claude timed out after {timeout:g}s and was killed"
+        return record
+
+    def _communicate(
+        self, proc: subprocess.Popen[str], prompt: str, timeout: float | None
+    ) -> tuple[IterationRecord, bool]:
+        """Feed the prompt, parse events as they stream, enforce the timeout."""
+        assert proc.stdin and proc.stdout and proc.stderr
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            kill_process_tree(proc)
+
+        timer = threading.Timer(timeout, kill) if timeout else None
+        if timer:
+            timer.daemon = True
+            timer.start()
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        record = IterationRecord(returncode=0)
+        lines: list[str] = []
+        try:
+            try:
+                proc.stdin.write(prompt)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            for line in proc.stdout:
+                lines.append(line)
+                raw = decode(line)
+                parsed = self.parse(raw) if raw is not None else []
+                for event in parsed:
+                    record.apply(event)
+                if raw is not None and self.on_event:
+                    self.on_event(raw)
+                if self.budget is not None and (crossed := self.budget.observe(parsed)):
+                    record.limit_exceeded = crossed
+                    record.is_error = True
+                    kill_process_tree(proc)
+                    break
+            proc.wait()
+        except BaseException:
+            kill_process_tree(proc)  # Ctrl-C or a callback error: never leave a CLI behind
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+            reader.join(timeout=5)
+        record.returncode = proc.returncode
+        record.stdout = "".join(lines)
+        record.stderr = "".join(stderr)
+        return record, timed_out.is_set()

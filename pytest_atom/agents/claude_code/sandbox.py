@@ -1,0 +1,195 @@
+"""What a spec's agent session sees and what it may touch.
+
+**Isolation.** A non-bare Claude Code gathers context by walking up from its working folder:
+CLAUDE.md, CLAUDE.local.md, .claude/CLAUDE.md and .claude/rules in every folder up to ``/``;
+.mcp.json servers likewise; skills, agents and commands up to the git root it finds (by
+looking for ``.git`` itself, whatever ``GIT_CEILING_DIRECTORIES`` says); and, since 2.1.330,
+.claude/settings.local.json at that git root. Run folders live in the user's repository
+(``.atom/runs``), so all of it would leak into the session. Three settings stop the walk at
+the run folder, measured on 2.1.197 and 2.1.330:
+
+- ``claudeMdExcludes`` names the memory files of every folder above the working folder;
+- an empty ``.git`` folder in the run folder makes it the git root the CLI stops at (git
+  itself never looks there: the run folder is its ceiling);
+- ``--strict-mcp-config``, with the workspace's own .mcp.json passed as ``--mcp-config``.
+
+The workspace's own CLAUDE.md, .claude/settings.json, skills and .mcp.json apply, as they
+would for a user; the user's ``~/.claude`` is replaced by the run's ``CLAUDE_CONFIG_DIR``.
+
+**Confinement.** Claude Code's own sandbox (``sandbox.enabled``, bubblewrap on Linux,
+Seatbelt on macOS) runs every Bash command so that it writes only in the working folder
+(and the sandbox's own ``$TMPDIR``) and reaches no network but the spec's domains, through
+the sandbox's proxy. ``allowUnsandboxedCommands: false`` takes away the model's way out,
+and ``failIfUnavailable`` makes a broken sandbox an error instead of a silent fallback. The
+file tools are not sandboxed; they follow the permission rules, so blanket Edit and Write
+grants are narrowed to the attempt folder: a write elsewhere would need a permission that
+``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.agents.claude_code import configuration
+from pytest_atom.model.spec import ClaudeOptions, SandboxOptions
+
+if TYPE_CHECKING:
+    from pytest_atom.cassettes.mcp_tape import McpTape
+
+#: The Linux programs Claude Code's sandbox needs (macOS has Seatbelt built in).
+LINUX_TOOLS = {"bwrap": "bubblewrap", "socat": "socat"}
+INSTALL_HINT = "apt-get install bubblewrap socat"
+#: Tools whose permission rules take paths: their blanket grants are narrowed to the workspace.
+FILE_EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+#: Memory files the CLI loads from every folder above its working folder.
+_MEMORY_FILES = ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/**")
+SETTINGS_FILE = "claude-settings.json"
+_GLOB_CHARS = set("*?[]{}()!+@")
+
+
+class SandboxUnavailableError(FileNotFoundError):
+    """The sandbox cannot run here; the message says how to install it or how to opt out."""
+
+
+def missing_tools(path: str | None = None) -> list[str]:
+    """The sandbox programs not found on `path` (default ``$PATH``); none outside Linux."""
+    if not sys.platform.startswith("linux"):
+        return []
+    return [tool for tool in LINUX_TOOLS if shutil.which(tool, path=path) is None]
+
+
+def require_tools(path: str | None = None) -> None:
+    """Raise SandboxUnavailableError unless Claude Code's sandbox can start on this machine."""
+    if sys.platform != "darwin" and not sys.platform.startswith("linux"):
+        raise SandboxUnavailableError(
+            f"Claude Code's sandbox runs on Linux and macOS, not on {sys.platform}: "
+            "set `sandbox: false` in the spec to run its agent unsandboxed"
+        )
+    missing = missing_tools(path)
+    if missing:
+        names = " and ".join(f"{LINUX_TOOLS[t]} ({t})" for t in missing)
+        raise SandboxUnavailableError(
+            f"Claude Code's sandbox needs bubblewrap and socat on Linux, and {names} "
+            f"{'is' if len(missing) == 1 else 'are'} not on PATH: install them "
+            f"(`{INSTALL_HINT}` on Debian and Ubuntu), or set `sandbox: false` in the spec "
+            "to run its agent unsandboxed"
+        )
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Isolation at `boundary` (the run folder) and, unless `sandbox` is None, the sandbox."""
+
+    boundary: Path
+    sandbox: SandboxOptions | None  # None: isolation only, no sandbox
+    #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
+    mcp: McpTape | None = None
+
+    def prepare(
+        self,
+        cwd: Path,
+        allowed: Sequence[str] = ("Bash",),
+        config: ClaudeOptions | None = None,
+    ) -> list[str]:
+        """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
+        and installs the spec's Claude Code configuration (`config`, see core.configuration).
+
+        The settings go to a file in the run folder rather than inline: the CLI names the
+        file in the sandbox section of its system prompt, and a path under the run folder
+        is normalized like every other run path, where an inline JSON's name is its hash.
+        """
+        config = config or ClaudeOptions()
+        self.boundary.mkdir(parents=True, exist_ok=True)
+        (self.boundary / ".git").mkdir(exist_ok=True)
+        entries = self.sandbox.write if self.sandbox else ()
+        for entry, path in zip(entries, self.write_paths(cwd), strict=True):
+            if not Path(entry).expanduser().is_absolute():
+                # The sandbox can only open existing paths; a relative one is the run's own.
+                path.mkdir(parents=True, exist_ok=True)
+        configuration.install(config, cwd)
+        settings = self.boundary / SETTINGS_FILE
+        hooks_confined = [cwd, *self.write_paths(cwd)] if self.confines_hooks else None
+        data = {**configuration.settings(config, hooks_confined), **self.settings(cwd, allowed)}
+        settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        args = ["--settings", str(settings), "--strict-mcp-config"]
+        if config.mcp_servers or config.plugins:
+            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp)
+        if (cwd / ".mcp.json").is_file():
+            args += ["--mcp-config", str(cwd / ".mcp.json")]
+        return args
+
+    @property
+    def confines_hooks(self) -> bool:
+        """Whether a spec's hooks run under bubblewrap (Linux, with the sandbox on): the CLI
+        runs them outside its own sandbox. On macOS they run as the CLI starts them."""
+        return self.sandbox is not None and sys.platform.startswith("linux")
+
+    def settings(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> dict[str, Any]:
+        """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
+
+        Sandboxed commands run without asking only when the spec allows Bash: a spec that
+        leaves Bash out (or allows only ``Bash(git *)``) keeps its other commands refused.
+        """
+        data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
+        if self.sandbox is not None:
+            data["sandbox"] = {
+                "enabled": True,
+                "failIfUnavailable": True,
+                "autoAllowBashIfSandboxed": "Bash" in allowed,
+                "allowUnsandboxedCommands": False,
+                "network": {"allowedDomains": list(self.sandbox.network)},
+                "filesystem": {"allowWrite": [str(p) for p in self.write_paths(cwd)]},
+            }
+        return data
+
+    def write_paths(self, cwd: Path) -> list[Path]:
+        """The spec's extra writable paths, absolute (relative ones are under `cwd`).
+
+        A relative one that does not exist yet is made a folder by `prepare`; ``~/`` and
+        absolute ones must exist, as the sandbox cannot open a missing path.
+        """
+        if self.sandbox is None:
+            return []
+        return [
+            Path(os.path.normpath(cwd / Path(entry).expanduser())) for entry in self.sandbox.write
+        ]
+
+    def allowed_tools(self, allowed: Sequence[str], cwd: Path) -> list[str]:
+        """`allowed` with blanket file-edit grants narrowed to `cwd` and the extra paths.
+
+        ``--allowedTools Write`` grants writes anywhere, so a cassette's Write call could
+        reach the user's files; ``Write(//<cwd>/**)`` grants only the attempt folder.
+        """
+        if self.sandbox is None:
+            return list(allowed)
+        scopes = [f"/{cwd}/**"] + [
+            form for p in self.write_paths(cwd) for form in (f"/{p}", f"/{p}/**")
+        ]
+        narrowed: list[str] = []
+        for rule in allowed:
+            narrowed += [f"{rule}({s})" for s in scopes] if rule in FILE_EDIT_TOOLS else [rule]
+        return narrowed
+
+
+def _memory_excludes(cwd: Path) -> list[str]:
+    """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
+
+    The CLI matches them with picomatch on absolute paths and turns backslashes into
+    slashes, so a glob character in a folder name cannot be escaped; it becomes ``?``,
+    which matches that one character (and, harmlessly, any other).
+    """
+    folders: list[Path] = []
+    for start in dict.fromkeys((cwd, cwd.resolve())):
+        folders += [p for p in start.parents if p != Path(p.anchor)]
+    patterns = []
+    for folder in dict.fromkeys(folders):
+        base = "".join("?" if c in _GLOB_CHARS else c for c in folder.as_posix())
+        patterns += [f"{base}/{name}" for name in _MEMORY_FILES]
+    return patterns

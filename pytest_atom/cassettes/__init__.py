@@ -1,0 +1,1 @@
+"""Cassettes: the file format, recording, scrubbing, staleness and MCP tapes."""

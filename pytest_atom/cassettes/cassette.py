@@ -1,0 +1,336 @@
+"""Cassettes: one spec's recorded model traffic, in vcrpy's YAML format.
+
+vcrpy (9.x) loads these files, and so do its tools, but the gateway reads and writes them
+itself: vcrpy's httpx stub holds a streamed body back until it is complete, and its
+Cassette has no locking. Request bodies are stored as indented JSON and responses as SSE
+text, both as YAML block strings, so a cassette diff in a pull request can be read.
+
+Format 2 (``metadata.format``) stores what every request repeats once: each distinct
+``system`` prompt and ``tools`` list, and each message that more than one request carries
+(a conversation resends all its earlier turns), sits under ``metadata.shared`` by a short
+content hash, and request bodies refer to it as ``{"$shared": "tools-9b1c..."}``. A
+non-bare Claude Code request carries ~50 kB of tool schemas and system prompt, so this
+makes cassettes several times smaller and faster to load. Loading resolves the references,
+so ``Interaction.body`` is the whole request as it was sent; bodies that used the same block
+share one object, which nothing may change in place. Format 1 (the first release: every
+body whole) still loads; vcrpy loads both, as ``shared`` lives inside its ``metadata``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from pytest_atom.agents.roles import Role, header_role, legacy_role
+from pytest_atom.cassettes import fastyaml
+from pytest_atom.files import write_atomic
+
+_BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `version:`
+FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared blocks
+SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
+_SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
+#: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
+#: (pytest_atom.cassettes.recall). Written last, before the shared blocks: machine data, like
+#: them, so whatever adds a key later (`atom cassette stamp`) keeps the file's order.
+RECALL = "recall"
+#: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
+#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
+FAULT_HEADER = "x-atom-fault"
+_REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc]
+    """Multi-line strings as `|` blocks: readable bodies instead of one escaped line."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+class CassetteError(Exception):
+    """A cassette that cannot be read; the message names the file and what to do."""
+
+
+@dataclass
+class Interaction:
+    """One request and its response; the request body is kept normalized and scrubbed."""
+
+    method: str
+    uri: str
+    body: Any  # parsed JSON, or the raw text when the body was not JSON
+    status: int
+    response: str
+    request_headers: dict[str, str] = field(default_factory=dict)
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return urlsplit(self.uri).path
+
+    @property
+    def role(self) -> Role:
+        """Whose session this was: the role the harness marked the request with, or for
+        a cassette recorded before the marker, the role guessed from its body."""
+        return header_role(self.request_headers) or legacy_role(self.body)
+
+    def to_vcr(self, body_text: str | None = None) -> dict[str, Any]:
+        """vcrpy's shape; `body_text` is the body as stored, when it is not the whole body."""
+        body = (
+            body_text
+            if body_text is not None
+            else self.body
+            if isinstance(self.body, str)
+            else _json_text(self.body)
+        )
+        try:
+            reason = HTTPStatus(self.status).phrase
+        except ValueError:
+            reason = ""
+        return {
+            "request": {
+                "method": self.method,
+                "uri": self.uri,
+                "body": body,
+                "headers": {k: [v] for k, v in self.request_headers.items()},
+            },
+            "response": {
+                "status": {"code": self.status, "message": reason},
+                "headers": {k: [v] for k, v in self.response_headers.items()},
+                "body": {"string": self.response},
+            },
+        }
+
+    @classmethod
+    def from_vcr(cls, data: Mapping[str, Any]) -> Interaction:
+        request, response = data["request"], data["response"]
+        raw = request.get("body") or ""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw
+        return cls(
+            method=request["method"],
+            uri=request["uri"],
+            body=body,
+            status=int(response["status"]["code"]),
+            response=str((response.get("body") or {}).get("string") or ""),
+            request_headers={k: v[0] for k, v in (request.get("headers") or {}).items() if v},
+            response_headers={k: v[0] for k, v in (response.get("headers") or {}).items() if v},
+        )
+
+
+def _json_text(value: Any) -> str:
+    """Indented JSON, one line per reference to a shared block, so a diff reads well."""
+    return _REF_LINES.sub(r'{"$shared": \1}', json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _ref(value: Any) -> str | None:
+    """The block name when `value` is a reference ({"$shared": name}), else None.
+
+    Only the places refs are written are looked at (system, tools, each message), where
+    the Messages API never has a one-key object, so no real body is mistaken for one.
+    """
+    if isinstance(value, dict) and len(value) == 1:
+        name = value.get(SHARED)
+        return name if isinstance(name, str) else None
+    return None
+
+
+class _Packer:
+    """Builds the shared blocks and the bodies that refer to them, for one save."""
+
+    def __init__(self, bodies: list[Any]) -> None:
+        self.used: dict[str, Any] = {}  # name -> value, in first-use order: the blocks written
+        self._texts: dict[str, str] = {}  # name -> compact JSON, to tell a clash of names
+        self._names: dict[tuple[str, int], str] = {}  # loaded bodies share objects: hash once
+        counts: dict[str, int] = {}
+        for body in bodies:
+            for name in {self._name("message", m) for m in _messages(body)}:
+                counts[name] = counts.get(name, 0) + 1
+        self._repeated = {name for name, count in counts.items() if count > 1}
+
+    def _name(self, kind: str, value: Any) -> str:
+        known = self._names.get((kind, id(value)))
+        if known is not None:
+            return known
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        name = f"{kind}-{digest[:12]}"
+        if self._texts.setdefault(name, text) != text:  # a clash of short names: never seen
+            name = f"{kind}-{digest}"
+        self._names[(kind, id(value))] = name
+        return name
+
+    def _share(self, kind: str, value: Any) -> dict[str, str]:
+        name = self._name(kind, value)
+        self.used.setdefault(name, value)
+        return {SHARED: name}
+
+    def pack(self, body: Any) -> Any:
+        """`body` with its system, tools and repeated messages replaced by references."""
+        if not isinstance(body, dict):
+            return body
+        packed = dict(body)
+        for key in _SHARED_FIELDS:
+            if packed.get(key):
+                packed[key] = self._share(key, packed[key])
+        if _messages(body):
+            packed["messages"] = [
+                self._share("message", m) if self._name("message", m) in self._repeated else m
+                for m in body["messages"]
+            ]
+        return packed
+
+
+def _messages(body: Any) -> list[Any]:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return messages if isinstance(messages, list) else []
+
+
+class _Resolver:
+    """Turns references back into the shared objects, each block parsed once."""
+
+    def __init__(self, path: Path, blocks: Any) -> None:
+        if not isinstance(blocks, dict) or not all(isinstance(v, str) for v in blocks.values()):
+            raise CassetteError(
+                f"cassette {path} has malformed 'metadata.shared:' (expected name: JSON text "
+                "pairs); record it again"
+            )
+        self.path, self.blocks = path, blocks
+        self.parsed: dict[str, Any] = {}
+
+    def _get(self, name: str) -> Any:
+        if name not in self.parsed:
+            text = self.blocks.get(name)
+            if text is None:
+                raise CassetteError(
+                    f"cassette {self.path} refers to shared block '{name}', which its "
+                    "'metadata.shared:' does not hold; record it again"
+                )
+            try:
+                self.parsed[name] = json.loads(text)
+            except ValueError:
+                raise CassetteError(
+                    f"cassette {self.path}: shared block '{name}' is not JSON; record it again"
+                ) from None
+        return self.parsed[name]
+
+    def resolve(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            return
+        for key in _SHARED_FIELDS:
+            name = _ref(body.get(key))
+            if name is not None:
+                body[key] = self._get(name)
+        parsed = self.parsed
+        messages = _messages(body)
+        for index, message in enumerate(messages):  # inlined _ref: ~20 per request
+            if message.__class__ is dict and len(message) == 1:
+                name = message.get(SHARED)
+                if name.__class__ is str:
+                    messages[index] = parsed[name] if name in parsed else self._get(name)
+
+
+def _format(path: Path, metadata: dict[str, Any]) -> int:
+    version = metadata.pop("format", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CassetteError(
+            f"cassette {path} has malformed 'metadata.format: {version!r}'; record it again"
+        )
+    if version > FORMAT:
+        raise CassetteError(
+            f"cassette {path} is in cassette format {version}, written by a newer pytest-atom; "
+            f"this one reads formats 1 to {FORMAT}. Upgrade pytest-atom "
+            "(pip install -U pytest-atom) to replay it."
+        )
+    return version
+
+
+@dataclass
+class Cassette:
+    path: Path
+    interactions: list[Interaction] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)  # without `format` and `shared`
+    format: int = FORMAT  # the format the file was read in; saving always writes FORMAT
+
+    @classmethod
+    def load(cls, path: Path) -> Cassette:
+        try:
+            data = fastyaml.load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise CassetteError(
+                f"cassette {path} is not valid YAML ({exc}); record it again"
+            ) from None
+        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+            raise CassetteError(
+                f"{path} is not a cassette (no 'interactions:' list); record it again"
+            )
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise CassetteError(f"cassette {path} has malformed 'metadata:'; record it again")
+        version = _format(path, metadata)
+        resolver = _Resolver(path, metadata.pop("shared", None) or {}) if version >= 2 else None
+        try:
+            interactions = [Interaction.from_vcr(i) for i in data["interactions"]]
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise CassetteError(
+                f"cassette {path} has a malformed interaction ({exc!r}); record it again"
+            ) from None
+        if resolver is not None:
+            for interaction in interactions:
+                resolver.resolve(interaction.body)
+        return cls(path, interactions, metadata, version)
+
+    def dumps(self, format: int = FORMAT) -> str:
+        """The file's text; `format=1` writes the first release's layout (for benchmarks)."""
+        if format not in (1, FORMAT):
+            raise ValueError(f"cannot write cassette format {format}")
+        metadata = dict(self.metadata)
+        if format == 1:
+            interactions = [i.to_vcr() for i in self.interactions]
+        else:
+            packer = _Packer([i.body for i in self.interactions])
+            interactions = [
+                i.to_vcr(None if isinstance(i.body, str) else _json_text(packer.pack(i.body)))
+                for i in self.interactions
+            ]
+            shared = {name: _json_text(value) for name, value in packer.used.items()}
+            recall = {RECALL: metadata.pop(RECALL)} if RECALL in metadata else {}
+            metadata = {
+                "format": FORMAT,
+                **metadata,
+                **recall,
+                **({"shared": shared} if shared else {}),
+            }
+        data = {"metadata": metadata, "interactions": interactions, "version": VCR_VERSION}
+        header = (
+            "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"
+        )
+        return header + yaml.dump(
+            data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
+        )
+
+    def save(self, path: Path | None = None) -> Path:
+        """Write atomically: a crash mid-write leaves the previous file byte-identical."""
+        return write_atomic(path or self.path, self.dumps())
+
+    @property
+    def partial_path(self) -> Path:
+        """Where an interrupted recording is kept, beside the cassette it did not replace."""
+        return self.path.with_name(self.path.name.removesuffix(".yaml") + ".partial.yaml")

@@ -1,0 +1,666 @@
+"""Which model answers a spec run: its script, its cassette, or a recorded upstream.
+
+Record modes mean what they mean in vcrpy and pytest-recording. The default, ``none``,
+never lets a request leave the machine: a spec replays its cassette, or plays its
+script, or fails with the command that records it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_atom.agents.claude_code.cli import claude_version
+from pytest_atom.agents.claude_code.configuration import config_hashes
+from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
+from pytest_atom.cassettes.recall import Recall
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway import (
+    Gateway,
+    Responder,
+    Script,
+    ScriptedResponder,
+    ScriptError,
+)
+from pytest_atom.gateway.matching import request_kind
+from pytest_atom.gateway.normalize import Normalizer, run_dates
+from pytest_atom.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.gateway.scripted import draw_key
+from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import Spec
+from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.reports.transcript import read_reply
+
+DEFAULT_UPSTREAM = "https://api.anthropic.com"
+#: Credentials the CLI can use when recording; passed through, never written down.
+AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+
+
+class RecordingError(Exception):
+    """A spec cannot run in the requested record mode; the message says what to run."""
+
+
+__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
+
+
+def cassette_path(spec: Spec) -> Path:
+    """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name)."""
+    stem = spec.path.name.removesuffix(SPEC_SUFFIX)
+    file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
+    return spec.cassette or spec.root / "cassettes" / stem / file
+
+
+def record_command(spec: Spec, mode: str = "once") -> str:
+    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode={mode}"
+
+
+def rejudge_command(spec: Spec) -> str:
+    return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-rejudge"
+
+
+def spec_hash(spec: Spec) -> str:
+    canonical = json.dumps(spec.raw, sort_keys=True, default=str).encode()
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()[:16]
+
+
+def prompt_hash(spec: Spec) -> str:
+    """The hash of the prompt the user wrote: in planner mode the request (a planned run's
+    `prompt` lists the plan's steps, which the planner wrote)."""
+    text = spec.request if spec.request is not None else spec.prompt
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def script_hash(spec: Spec) -> str | None:
+    """The hash of what the script says, None without one (or one that cannot be read).
+
+    The parsed YAML is hashed, not the bytes: a comment, a reformatting or a checkout's line
+    endings do not change the turns, so they do not make its cassette stale.
+    """
+    try:
+        text = spec.script.read_text(encoding="utf-8") if spec.script is not None else None
+    except (OSError, UnicodeDecodeError):
+        return None  # Script.load reports the unreadable file when the script is played
+    if text is None:
+        return None
+    try:
+        content = json.dumps(yaml.safe_load(text), sort_keys=True, default=str)
+    except yaml.YAMLError:
+        content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
+    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+#: The first words of a staleness reason, which a divergence report can lead with.
+SCRIPT_CHANGED = "script changed since recording"
+PROMPT_CHANGED = "spec changed since recording"
+
+
+def staleness(spec: Spec, cassette: Cassette) -> list[str]:
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
+
+    A cassette recorded before these hashes were stored has nothing to compare: no reasons.
+    A changed script makes the cassette stale: its responses are the old script's. A changed
+    prompt only makes a replay diverge, which the divergence report explains with this.
+    """
+    reasons = []
+    recorded = cassette.metadata.get("script_hash")
+    if recorded and spec.script is not None and script_hash(spec) != recorded:
+        reasons.append(
+            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
+            "was recorded from"
+        )
+    recorded = cassette.metadata.get("prompt_hash")
+    if recorded and prompt_hash(spec) != recorded:
+        reasons.append(
+            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+        )
+    return reasons + config_staleness(spec, cassette)
+
+
+#: How a configuration staleness reason ends (``skill release-notes changed since recording``).
+CONFIG_CHANGED = " since recording"
+
+
+def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
+    """The pieces of the spec's `claude:` configuration that differ from the recording's,
+    each named (``skill release-notes changed since recording``).
+
+    The configuration reaches the model only in part (a skill's text only once invoked, a
+    hook's decision only as a tool result), so a changed piece may replay unnoticed: like
+    a changed script, it makes the cassette stale and the replay is refused. A cassette
+    recorded before configuration hashes were stored (no ``prompt_hash`` either) has
+    nothing to compare; one recorded since without ``config_hashes`` had no configuration.
+    """
+    recorded = cassette.metadata.get("config_hashes")
+    if not isinstance(recorded, dict):
+        if not cassette.metadata.get("prompt_hash"):
+            return []
+        recorded = {}
+    now = config_hashes(spec.claude)
+    reasons = []
+    for label in sorted(recorded.keys() | now.keys()):
+        if label not in now:
+            reasons.append(f"{label} removed{CONFIG_CHANGED}")
+        elif label not in recorded:
+            reasons.append(f"{label} added{CONFIG_CHANGED}")
+        elif recorded[label] != now[label]:
+            reasons.append(f"{label} changed{CONFIG_CHANGED}")
+    return reasons
+
+
+def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
+    """The hashes a recording of `spec` stores now: what `atom cassette stamp` writes."""
+    hashes: dict[str, Any] = {"prompt_hash": prompt_hash(spec)}
+    script = script_hash(spec) if recorded_from_script(cassette) else None
+    if script is not None:
+        hashes["script_hash"] = script
+    config = config_hashes(spec.claude)
+    if config:
+        hashes["config_hashes"] = config
+    return hashes
+
+
+def recorded_from_script(cassette: Cassette) -> bool:
+    return str(cassette.metadata.get("upstream") or "").startswith("scripted://")
+
+
+def missing_hashes(cassette: Cassette) -> list[str]:
+    """The hashes a cassette lacks to tell when it is stale (recorded before they existed)."""
+    wanted = ["prompt_hash"] + (["script_hash"] if recorded_from_script(cassette) else [])
+    return [name for name in wanted if not cassette.metadata.get(name)]
+
+
+def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
+    """Why the answers a cassette recorded from a script are not what the spec's script
+    answers now; None when they are (or when it was not recorded from a script).
+
+    A replay serves the cassette's answers and never reads the script, so only this tells
+    whether the script was edited since. Each lane (the agent's turns, the reflector's, the
+    planner's) is compared in order; a script may hold turns the recording never used.
+    """
+    if not recorded_from_script(cassette) or spec.script is None:
+        return None
+    try:
+        script = Script.load(spec.script)
+    except ScriptError as exc:
+        return str(exc)
+    if script.stochastic:
+        picks = cassette.metadata.get("script_picks")
+        played = script.replay(picks) if isinstance(picks, list) else None
+        if played is None:
+            return (
+                f"the cassette does not say which of {display_path(spec.script)}'s choices it "
+                "recorded, or they are no longer there"
+            )
+        script = played
+    lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
+    used = dict.fromkeys(lanes, 0)
+    where = display_path(spec.script)
+    for number, interaction in enumerate(cassette.interactions, 1):
+        lane = interaction_kind(interaction)
+        if lane not in lanes:
+            continue
+        index, used[lane] = used[lane], used[lane] + 1
+        name = "agent" if lane == "turn" else lane
+        if index >= len(lanes[lane]):
+            return f"interaction {number} is {name} answer {index + 1}; {where} has {index}"
+        turn = lanes[lane][index]
+        expected = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
+            {"type": "tool_use", "name": use.name, "input": dict(use.input)}
+            for use in turn.tool_use
+        ]
+        answer = read_reply(interaction.response, interaction.status)
+        recorded = [
+            {"type": "text", "text": b.get("text")}
+            if b.get("type") == "text"
+            else {"type": "tool_use", "name": b.get("name"), "input": b.get("input")}
+            for b in answer.blocks
+            if b.get("type") in ("text", "tool_use")
+        ]
+        if recorded != expected:
+            return (
+                f"interaction {number} ({name} answer {index + 1}) is not what {where} "
+                f"line {turn.line} answers now"
+            )
+    return None
+
+
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+    """Refuse a cassette recorded from another version of the spec's script or of its
+    Claude Code configuration (see `config_staleness`)."""
+    changed = [r for r in reasons if r.endswith(CONFIG_CHANGED)]
+    if changed:
+        raise RecordingError(
+            f"cassette {display_path(cassette.path)} is stale: {'; '.join(changed)} "
+            f"({display_path(spec.path)}, claude:): re-record it with: "
+            f"{record_command(spec, 'all')}"
+        )
+    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+        raise RecordingError(
+            f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
+            f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
+            f"script's. Re-record it with: {record_command(spec, 'all')}"
+        )
+
+
+@lru_cache(maxsize=8)
+def _cli_version(binary: Path) -> str:
+    return claude_version(binary)
+
+
+#: What answers the CLI: a script, a cassette, a live upstream, or a cassette being
+#: rewritten (refresh) or re-judged (rejudge: the agent replayed, the reflector recorded).
+
+
+@dataclass
+class ModelSource:
+    """What answers the CLI during one run, and what to do with the cassette afterwards."""
+
+    kind: SourceKind
+    responder: Responder
+    auth: dict[str, str] | None = None
+    warnings: list[str] = field(default_factory=list)
+    upstream_gateway: Gateway | None = None
+    refused: str | None = None  # why a refresh or re-judge left the cassette as it was
+    failure: str | None = None  # why a recording the agent got through was not saved
+    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
+
+    def open_mcp(self, spec: Spec, folder: Path) -> None:
+        """Record the spec's MCP servers into `folder` when the model traffic is recorded, or
+        stand in for them from the cassette when it is replayed (a refresh and a re-judge
+        replay the agent); a scripted run runs them as configured."""
+        tape = self.tape
+        if not spec.claude.mcp_servers or tape is None or self.kind == "scripted":
+            return
+        if self.kind == "record":
+            self.mcp = McpTape("record", folder)
+            return
+        self.mcp = McpTape("replay", folder)
+        self.mcp.write_tape(tape.cassette.metadata.get("mcp"), tape.normalizer.paths_in)
+
+    def mcp_misses(self) -> list[str]:
+        """The MCP requests a replay's stand-ins found nowhere in the cassette, described."""
+        if self.mcp is None or self.mcp.mode != "replay":
+            return []
+        return list(dict.fromkeys(describe_miss(m) for m in self.mcp.misses()))
+
+    #: The choices a stochastic script played while recording (`Script.picks`): stored in
+    #: the cassette, so `script_misfit` compares its answers with those choices' turns.
+    script_picks: tuple[int, ...] = ()
+
+    #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
+    #: hashes a recording stores so a later replay can (nothing without a cassette).
+    recall: Recall = field(default_factory=Recall)
+
+    @property
+    def tape(self) -> CassetteResponder | None:
+        """The cassette-backed responder (replay or record), for divergences and drift."""
+        return self.responder if isinstance(self.responder, CassetteResponder) else None
+
+    def finish(self, spec: Spec, *, failed: bool, cli_version: str | None) -> Path | None:
+        """Save what was recorded: a failed recording never replaces a cassette.
+
+        `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
+        an upstream fault no retry made good fails it too, since the cassette would have a
+        hole there. A failed recording goes to `<name>.partial.yaml` beside the cassette;
+        a successful one replaces the cassette and removes a stale partial.
+        """
+        if self.upstream_gateway is not None:
+            self.upstream_gateway.stop()
+        tape = self.tape
+        if self.kind in ("refresh", "rejudge") and tape is not None:
+            return self._rewrite(spec, tape, cli_version, failed=failed)
+        if self.kind != "record" or tape is None:
+            return None
+        cassette = tape.cassette
+        faults = tape.unrecovered_faults()
+        written = (
+            self._save(spec, tape, failed or bool(faults), cli_version, self.script_picks)
+            if tape.recorded
+            else None
+        )
+        if not (failed or faults):
+            cassette.partial_path.unlink(missing_ok=True)
+        elif faults and not failed:
+            # The agent got through (the runtime retried it), but the cassette would have a
+            # hole where the fault was: the run is an error, never a pass on nothing recorded.
+            kept = f"; what was recorded is in {display_path(written)}" if written else ""
+            self.failure = (
+                f"recording failed: {faults[0].description}, and no retry got past it, so "
+                f"{display_path(cassette.path)} was left as it was{kept}. Record it again with: "
+                f"{record_command(spec, 'all')}"
+            )
+        return written
+
+    def _save(
+        self,
+        spec: Spec,
+        tape: CassetteResponder,
+        failed: bool,
+        cli_version: str | None,
+        picks: tuple[int, ...] = (),
+    ) -> Path:
+        cassette = tape.cassette
+        cassette.interactions = tape.finished_interactions()
+        models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
+        cassette.metadata = {
+            "claude_code_version": cli_version,
+            "model": next((m for m in models if m), None),
+            "spec": f"{spec.path.name}::{spec.name}",
+            "spec_hash": spec_hash(spec),
+            "prompt_hash": prompt_hash(spec),
+            "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "upstream": tape.upstream_label,
+        }
+        if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
+            cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+            if picks:
+                cassette.metadata["script_picks"] = list(picks)
+        config = config_hashes(spec.claude)
+        if config:
+            cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        if self.mcp is not None:
+            # Scrubbed again with the recording's own credentials, which the proxies lacked.
+            servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
+            if servers:
+                cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
+        self.recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
+        return cassette.save(cassette.partial_path if failed else None)
+
+    def _rewrite(
+        self, spec: Spec, tape: CassetteResponder, cli_version: str | None, *, failed: bool
+    ) -> Path | None:
+        """Refresh and re-judge rewrite an existing cassette, atomically, and only after a
+        run that diverged nowhere: a divergence is reported instead, the file untouched."""
+        diverged = bool(tape.divergences or self.mcp_misses())
+        if diverged or failed:
+            why = "the replay diverged" if diverged else "the run did not finish"
+            self.refused = f"{why}, so {tape.cassette.path.name} was left unchanged"
+            return None
+        old = tape.cassette
+        recorded = old.interactions[: tape.original_count]
+        metadata = dict(old.metadata)
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        if self.kind == "refresh":
+            unplayed = tape.unplayed()
+            if unplayed:
+                self.refused = (
+                    f"the live run never sent {unplayed} recorded turn(s), so the conversation "
+                    f"did not replay whole; {old.path.name} was left unchanged"
+                )
+                return None
+            interactions = list(tape.served)
+            models = [i.body.get("model") for i in interactions if isinstance(i.body, dict)]
+            metadata.update(
+                claude_code_version=cli_version,
+                model=next((m for m in models if m), metadata.get("model")),
+                refreshed_from=old.metadata.get("claude_code_version"),
+                refreshed_at=now,
+            )
+        else:
+            judged = tape.finished_interactions()[len(recorded) :]
+            if not judged:
+                self.refused = "no reflector session ran, so there was nothing to re-judge"
+                return None
+            agent = [i for i in recorded if interaction_kind(i) != "reflector"]
+            interactions = agent + judged
+            metadata["rejudged_at"] = now
+            if spec.script is not None and "script_hash" in metadata:
+                metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
+        self.recall.stamp(metadata)  # every structured session of this run ran
+        return Cassette(old.path, interactions, metadata).save()
+
+
+def interaction_kind(interaction: Interaction) -> str:
+    return request_kind(
+        interaction.method, interaction.endpoint, interaction.body, interaction.role
+    )
+
+
+def open_model_source(
+    spec: Spec,
+    settings: RunSettings,
+    *,
+    paths: dict[str, str],
+    claude_bin: Path,
+    repeat: int | None = None,
+) -> ModelSource:
+    """Decide, per record mode, whether this run plays a script, replays or records.
+
+    A script plays the choices its key draws: the run's seed, the spec and the repeat."""
+    path = cassette_path(spec)
+    exists = path.exists()
+    mode = settings.record_mode
+    if settings.rejudge or mode == "refresh":
+        what = "re-judge" if settings.rejudge else "refresh"
+        if not exists:
+            raise RecordingError(
+                f"no cassette to {what} for spec '{spec.name}' (expected {display_path(path)}); "
+                f"record it with: {record_command(spec)}"
+            )
+        if settings.rejudge:
+            return _record(spec, settings, Cassette.load(path), paths, replay=True, kind="rejudge")
+        return _replay(spec, settings, path, paths, claude_bin, kind="refresh")
+    if mode == "none" or (mode == "once" and exists):
+        if exists:
+            return _replay(spec, settings, path, paths, claude_bin)
+        if spec.script is not None:
+            key = script_key(spec, settings, repeat)
+            return ModelSource("scripted", ScriptedResponder(Script.load(spec.script), key=key))
+        raise RecordingError(
+            f"no cassette for spec '{spec.name}' (expected {display_path(path)}); record it with: "
+            f"{record_command(spec)}"
+        )
+    cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
+    _refuse_stale_script(spec, cassette, staleness(spec, cassette))
+    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes", repeat=repeat)
+
+
+def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
+    """What draws this run's script choices (`draw_key`): seed, spec, arm and repeat."""
+    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.base_name}", spec.arm, repeat)
+
+
+def _normalizer(paths: dict[str, str]) -> Normalizer:
+    return Normalizer(paths, run_dates())
+
+
+def _replay(
+    spec: Spec,
+    settings: RunSettings,
+    path: Path,
+    paths: dict[str, str],
+    claude_bin: Path,
+    kind: SourceKind = "replay",
+) -> ModelSource:
+    cassette = Cassette.load(path)
+    reasons = staleness(spec, cassette)
+    _refuse_stale_script(spec, cassette, reasons)
+    responder = CassetteResponder(
+        cassette,
+        _normalizer(paths),
+        Scrubber(),
+        replay=True,
+        match=settings.match,
+        owned_system=_owned_system(spec),
+    )
+    # A refresh must match on the conversation: it exists to absorb what the CLI changed.
+    if kind == "refresh" and settings.match == "strict":
+        responder.match = DEFAULT_MATCH
+    recorded = cassette.metadata.get("claude_code_version")
+    live = _cli_version(claude_bin)
+    responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    if recorded and recorded != live and settings.strict_version and kind == "replay":
+        raise RecordingError(
+            f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "
+            f"uses {live} (--atom-strict-version); refresh it for this CLI with: "
+            f"{record_command(spec, 'refresh')}"
+        )
+    # Strict matching compares Claude Code's own parts of a request too, which only the
+    # same CLI is known to send alike: another version starts the sessions.
+    same_requests = settings.match != "strict" or recorded == live
+    enabled = kind == "replay" and settings.judge == "recall" and same_requests
+    recall = Recall(responder, enabled=enabled)
+    return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
+
+
+def _record(
+    spec: Spec,
+    settings: RunSettings,
+    cassette: Cassette,
+    paths: dict[str, str],
+    *,
+    replay: bool,
+    kind: SourceKind = "record",
+    repeat: int | None = None,
+) -> ModelSource:
+    auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
+    upstream_gateway = None
+    picks: tuple[int, ...] = ()
+    if settings.upstream:
+        upstream, label = settings.upstream, settings.upstream
+    elif spec.script is not None:
+        # A scripted spec records from its own script: nothing leaves the machine.
+        scripted = ScriptedResponder(
+            Script.load(spec.script), key=script_key(spec, settings, repeat)
+        )
+        upstream_gateway = Gateway(scripted).start()
+        upstream, label = upstream_gateway.url, f"scripted://{spec.script.name}"
+        picks = scripted.script.picks
+        auth = {}
+    else:
+        upstream = os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_UPSTREAM
+        label = upstream
+        if not auth:
+            raise RecordingError(
+                f"recording spec '{spec.name}' from {upstream} needs credentials: set one of "
+                f"{', '.join(AUTH_VARIABLES)} (they are passed to Claude Code, never stored)"
+            )
+    responder = CassetteResponder(
+        cassette,
+        _normalizer(paths),
+        Scrubber(extra=auth),
+        replay=replay,
+        upstream=upstream,
+        upstream_label=label,
+        match=settings.match,
+        # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
+        forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
+        owned_system=_owned_system(spec),
+    )
+    return ModelSource(
+        kind,
+        responder,
+        auth=auth or None,
+        upstream_gateway=upstream_gateway,
+        script_picks=picks,
+        recall=Recall(responder, enabled=False),
+    )
+
+
+def _owned_system(spec: Spec) -> frozenset[str]:
+    """The request kinds whose system prompt is the spec's own: an SDK app's turns."""
+    return frozenset({"turn"}) if spec.agent is not None else frozenset()
+
+
+def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
+    """A replay's divergences, led by their likely cause; the first one in full detail."""
+    tape = source.tape
+    misses = source.mcp_misses()
+    if misses:
+        # An MCP answer the recording lacks comes first: what the agent did next (and any
+        # conversation divergence) follows from the error the stand-in gave in its place.
+        head = (
+            "likely cause: an MCP server was asked what the recording never saw; re-record it "
+            f"with: {record_command(spec, 'all')}"
+        )
+        misses[0] = f"{head}\n{misses[0]}"
+    if tape is None or not tape.divergences:
+        return misses
+    first, *rest = tape.divergences
+    causes = []
+    metadata = tape.cassette.metadata
+    if first.kind == "reflector" and not any(d.kind == "turn" for d in rest):
+        causes.append(
+            "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
+            f"re-judge them with: {rejudge_command(spec)}"
+        )
+    elif any(r.startswith(PROMPT_CHANGED) for r in source.stale_reasons) or (
+        "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
+    ):
+        causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
+    causes += _where_causes(spec, first, metadata.get("claude_code_version"), cli_version, causes)
+    lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
+    # Claude Code retries and falls back on a failed request: one divergence, sent again.
+    first_text = first.describe(limit=None)
+    seen = {first_text}
+    report = [f"{lead}\n{first_text}"]
+    for divergence in rest:
+        text = divergence.describe()
+        if text not in seen and divergence.describe(limit=None) != first_text:
+            seen.add(text)
+            report.append(text)
+    return misses + report
+
+
+def _where_causes(
+    spec: Spec,
+    first: Divergence,
+    recorded: str | None,
+    live: str | None,
+    known: list[str],
+) -> list[str]:
+    """The cause that where the first divergence lies points to. Another Claude Code
+    version is blamed only when nothing but Claude Code's own parts of the request differ:
+    when the conversation itself differs, that is the cause, whatever the version."""
+    where = first.where()
+    other_version = bool(recorded and live and recorded != live)
+    if where is None or where[0] == "played":
+        return []
+    kind, labels = where
+    if kind == "system" and spec.agent is not None:
+        return [
+            f"the SDK app's system prompt changed since recording ({spec.agent.target} sets "
+            f"it; the conversation is the same): re-record it with: {record_command(spec, 'all')}"
+        ]
+    if kind == "machine":
+        return [
+            f"a machine detail differs ({', '.join(labels)}): the cassette was recorded on "
+            "another machine, and pytest-atom does not mask this detail yet; the default "
+            "--atom-match=conversation ignores it"
+        ]
+    if kind == "cli":
+        if other_version:
+            return [
+                f"recorded with another Claude Code version ({recorded}; this run {live}), and "
+                "strict matching compares Claude Code's own parts of the request too; refresh "
+                f"the cassette for this CLI with: {record_command(spec, 'refresh')}"
+            ]
+        return [
+            "Claude Code's own parts of the request differ (its settings or environment), the "
+            "conversation does not; the default --atom-match=conversation ignores them"
+        ]
+    if known:  # the prompt or the reflector's input changed: the conversation says so
+        return []
+    if kind == "tool_result":
+        also = (
+            f", or Claude Code {live} words its own part of it unlike {recorded}"
+            if other_version
+            else ""
+        )
+        return [
+            "a tool result differs from the recording: the workspace or a command's output "
+            f"changed since recording{also} (--atom-match=structural ignores tool results)"
+        ]
+    return ["the conversation differs from the recording (below)"]

@@ -1,0 +1,345 @@
+"""How a live request finds its recorded counterpart: the match modes, and the drift between.
+
+Matching follows ownership. What the user owns (the task, the atom and reflector prompts,
+refine feedback, the workspace as seen through tool results: the *conversation*) decides
+a match. What Claude Code owns (system prompt, tool schemas, model and sampling settings,
+``cache_control``, its own ``<system-reminder>`` blocks and ``role: system`` entries,
+string vs ``[text]`` content, preflights and side requests) changes with every CLI
+release, so it is recorded and reported as drift, never a reason to fail.
+
+=============  ==========================================================
+mode           a recorded request matches a live one when
+=============  ==========================================================
+conversation   (default) their kinds and conversations are equal
+structural     their kinds and conversations are equal, tool results aside
+strict         their normalized bodies are equal, byte for byte
+=============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_atom.agents.events import flatten_tool_result
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.gateway.server import CONVERSATION_KINDS, Kind, request_kind
+from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
+from pytest_atom.reports.transcript import plural
+
+__all__ = [
+    "CONVERSATION_KINDS",
+    "DEFAULT_MATCH",
+    "MATCH_MODES",
+    "Drift",
+    "Kind",
+    "MatchMode",
+    "match_key",
+    "request_kind",
+]
+
+TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+#: Texts Claude Code writes into a tool result itself, which differ between releases for
+#: the same command ("(Bash completed with no output)" became a note about read files).
+_CLI_NOTE = r"\[This command modified \d+ files? you've previously read: [^\]]*\]"
+_NO_OUTPUT = re.compile(rf"\(Bash completed with no output\)|{_CLI_NOTE}")
+_CLI_SUFFIX = re.compile(rf"\s*{_CLI_NOTE}\s*$")
+NO_OUTPUT = "<NO_OUTPUT>"
+
+
+def tool_names(body: Any) -> list[str]:
+    """The tools a request offers, in order."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
+
+
+def _text(text: str) -> str:
+    return _REMINDER.sub("", text).strip()
+
+
+def _result(content: Any) -> str:
+    """A tool result as one text (the form every reader flattens it to), Claude Code's own
+    notes folded."""
+    text = _text(flatten_tool_result(content))
+    if _NO_OUTPUT.fullmatch(text):
+        return NO_OUTPUT
+    return _CLI_SUFFIX.sub("", text)
+
+
+def _blocks(content: Any, blank_results: bool) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    out: list[dict[str, Any]] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = _text(str(block.get("text", "")))
+            if text and out and out[-1]["type"] == "text":
+                out[-1]["text"] += "\n\n" + text  # one text, however the CLI splits it
+            elif text:
+                out.append({"type": "text", "text": text})
+        elif kind == "tool_use":
+            out.append({"type": "tool_use", "name": block.get("name"), "input": block.get("input")})
+        elif kind == "tool_result":
+            result = TOOL_RESULT if blank_results else _result(block.get("content"))
+            out.append(
+                {"type": "tool_result", "content": result, "is_error": bool(block.get("is_error"))}
+            )
+        elif kind in ("image", "document"):
+            out.append({"type": kind, "source": block.get("source")})
+        # thinking blocks and the like echo the model's own output: not the user's input
+    return out
+
+
+def conversation(body: Any, *, blank_results: bool = False) -> list[dict[str, Any]]:
+    """The user and assistant turns of a request, without what Claude Code wraps them in."""
+    turns: list[dict[str, Any]] = []
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            continue
+        blocks = _blocks(message.get("content"), blank_results)
+        if blocks:
+            turns.append({"role": message["role"], "content": blocks})
+    return turns
+
+
+def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -> str:
+    """The string two requests must share to match in `mode` (compared, never parsed).
+
+    `system`: the system prompt is the user's too (an SDK app sets its own), so it is part
+    of the match, Claude Code's billing block aside.
+    """
+    if mode == "strict":
+        return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
+    if kind not in CONVERSATION_KINDS:
+        return kind
+    turns = conversation(body, blank_results=mode == "structural")
+    owned = {"system": owned_system(body)} if system else {}
+    return kind + ":" + json.dumps([turns, owned], sort_keys=True, ensure_ascii=False)
+
+
+#: How Claude Code's billing block starts (system[0]): its version and entry point, not the app's.
+_BILLING = "x-anthropic-billing-header:"
+
+
+def owned_system(body: Any) -> str:
+    """The system prompt as an SDK app owns it: every system block but Claude Code's
+    billing block (the app's ``system_prompt`` and the preamble the CLI puts before it)."""
+    system = body.get("system") if isinstance(body, dict) else None
+    if isinstance(system, list):
+        texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]
+        return "\n".join(t for t in texts if not t.startswith(_BILLING))
+    return str(system or "")
+
+
+def called_tools(response: str) -> list[str]:
+    """The tools a recorded answer calls (SSE or a JSON message)."""
+    names: list[str] = []
+    try:
+        data = json.loads(response)
+    except ValueError:
+        for _, raw in parse_sse(response):
+            if '"tool_use"' not in raw:
+                continue
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            block = event.get("content_block") if isinstance(event, dict) else None
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                names.append(str(block.get("name")))
+        return names
+    content = data.get("content") if isinstance(data, dict) else None
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            names.append(str(block.get("name")))
+    return names
+
+
+def _tools(body: Any) -> dict[str, Any]:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return {str(t.get("name")): t for t in tools or [] if isinstance(t, dict)}
+
+
+def _properties(tool: Any) -> set[str]:
+    schema = tool.get("input_schema") if isinstance(tool, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return set(props) if isinstance(props, dict) else set()
+
+
+def _system_text(body: Any) -> str:
+    system = body.get("system") if isinstance(body, dict) else None
+    if isinstance(system, list):
+        system = "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return str(system or "")
+
+
+def _messages(body: Any, *, system: bool) -> list[Any]:
+    """The `role: system` entries (Claude Code's own), or every other message."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return []
+    return [m for m in messages if isinstance(m, dict) and (m.get("role") == "system") == system]
+
+
+#: Body fields that are neither the conversation nor a part named on its own: sampling and
+#: request settings (max_tokens, thinking, temperature, output_config, context_management...).
+_NAMED_FIELDS = frozenset({"messages", "system", "tools", "model", "metadata", "stream"})
+
+
+def _leaves(value: Any, path: str) -> dict[str, Any]:
+    """`{"output_config.effort": "medium"}` for `{"output_config": {"effort": "medium"}}`."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= _leaves(item, f"{path}.{key}")
+        return out
+    return {path: value}
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class Drift:
+    """What Claude Code changed around a conversation that still matched, summed per run.
+
+    Each part the CLI owns is named when it changed: the model, the tools, the system prompt,
+    its `role: system` messages, the sampling settings, and its own text in the user's
+    messages (system reminders, cache_control). A replay where none changed says nothing.
+    """
+
+    recorded_version: str | None = None
+    live_version: str | None = None
+    models: dict[str, str] = field(default_factory=dict)  # recorded -> live
+    tools_added: set[str] = field(default_factory=set)
+    tools_removed: set[str] = field(default_factory=set)
+    tools_reworded: set[str] = field(default_factory=set)  # same name and fields, new text
+    system_changed: bool = False
+    role_system_changed: bool = False
+    settings: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field: (recorded, live)
+    messages_changed: bool = False  # Claude Code's own text in the user's messages
+    replayed: int = 0  # requests served from the cassette
+    loose: int = 0  # of which matched on the conversation, not byte for byte
+    results_differ: int = 0  # of which matched although tool results differ (structural)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def served(self, live: Any, recorded: Any, *, exact: bool, results_differ: bool) -> None:
+        with self._lock:
+            self.replayed += 1
+            if exact:
+                return
+            self.loose += 1
+            self.results_differ += results_differ
+            if not (isinstance(live, dict) and isinstance(recorded, dict)):
+                return
+            if live.get("model") != recorded.get("model"):
+                self.models[str(recorded.get("model"))] = str(live.get("model"))
+            self._tools(_tools(recorded), _tools(live))
+            self.system_changed |= _system_text(live) != _system_text(recorded)
+            self.role_system_changed |= _messages(live, system=True) != _messages(
+                recorded, system=True
+            )
+            if not results_differ:  # else the messages differ by the user's tool results
+                self.messages_changed |= _messages(live, system=False) != _messages(
+                    recorded, system=False
+                )
+            self._settings(recorded, live)
+
+    def _tools(self, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> None:
+        self.tools_added |= set(live) - set(recorded)
+        self.tools_removed |= set(recorded) - set(live)
+        for name in set(live) & set(recorded):
+            if live[name] == recorded[name]:
+                continue
+            added = _properties(live[name]) - _properties(recorded[name])
+            removed = _properties(recorded[name]) - _properties(live[name])
+            self.tools_added |= {f"{name}.{p}" for p in added}
+            self.tools_removed |= {f"{name}.{p}" for p in removed}
+            if not (added or removed):
+                self.tools_reworded.add(name)
+
+    def _settings(self, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> None:
+        old: dict[str, Any] = {}
+        new: dict[str, Any] = {}
+        for key in (set(recorded) | set(live)) - _NAMED_FIELDS:
+            if key in recorded and key in live:
+                old |= _leaves(recorded[key], key)
+                new |= _leaves(live[key], key)
+            else:  # a whole setting added or dropped: said as one
+                old[key], new[key] = recorded.get(key, _ABSENT), live.get(key, _ABSENT)
+        for path in set(old) | set(new):
+            before, after = old.get(path, _ABSENT), new.get(path, _ABSENT)
+            if before != after:
+                self.settings.setdefault(path, (before, after))
+
+    def changes(self) -> list[str]:
+        """What Claude Code changed, one phrase a part; empty when nothing did."""
+        parts = [f"model {a} → {b}" for a, b in sorted(self.models.items())]
+        tools = [f"+{t}" for t in sorted(self.tools_added)]
+        tools += [f"−{t}" for t in sorted(self.tools_removed)]  # noqa: RUF001 - a minus sign
+        if self.tools_reworded:
+            tools.append("reworded " + " ".join(_clip(sorted(self.tools_reworded), 6)))
+        if tools:
+            parts.append("tools " + " ".join(_clip(tools)))
+        if self.system_changed:
+            parts.append("system prompt changed")
+        if self.role_system_changed:
+            parts.append("role-system messages changed")
+        settings = [
+            f"{path} {_setting(before)} → {_setting(after)}"
+            for path, (before, after) in sorted(self.settings.items())
+        ]
+        parts += _clip(settings, 8)
+        if self.messages_changed:
+            parts.append("Claude Code's own text in the messages changed")
+        if self.results_differ:
+            parts.append(
+                f"tool results differ in {plural(self.results_differ, 'request')} "
+                "(structural match)"
+            )
+        return parts
+
+    def _versions(self) -> str:
+        if self.recorded_version and self.recorded_version != self.live_version:
+            return (
+                f"recorded with Claude Code {self.recorded_version}, "
+                f"replayed with {self.live_version or 'an unknown version'}"
+            )
+        return f"recorded and replayed with Claude Code {self.live_version or '(unknown)'}"
+
+    def counts(self) -> str:
+        """``4 requests: 3 identical, 1 matched on the conversation``."""
+        identical = self.replayed - self.loose
+        return (
+            f"{plural(self.replayed, 'request')}: {identical} identical, "
+            f"{self.loose} matched on the conversation"
+        )
+
+    def line(self) -> str | None:
+        """One line per spec, or None when nothing Claude Code owns changed."""
+        parts = self.changes()
+        if not parts:
+            return None
+        return f"{self._versions()}: {', '.join(parts)}; {self.counts()}"
+
+
+_ABSENT = "(absent)"
+
+
+def _setting(value: Any) -> str:
+    return str(value) if value is _ABSENT else _short(value)
+
+
+def _clip(items: list[str], limit: int = 12) -> list[str]:
+    return items if len(items) <= limit else [*items[:limit], f"(+{len(items) - limit} more)"]

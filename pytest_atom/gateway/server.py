@@ -1,0 +1,278 @@
+"""The model gateway: a local HTTP server the Claude Code CLI talks to.
+
+The CLI is pointed at it with ``ANTHROPIC_BASE_URL``. The server only parses HTTP and
+hands each request to a *responder*, which decides the answer: scripted turns, a live
+upstream being recorded, or a cassette being replayed. Keeping the HTTP plumbing
+apart means every mode gets the same streaming, concurrency and logging behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+from pytest_atom.agents.roles import Role, header_role
+from pytest_atom.gateway import messages
+
+#: What a request is for. Turns (the executor's), reflector and planner turns carry a
+#: conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
+
+
+def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
+    """The one classification of a request, live or recorded.
+
+    A request that offers tools is a session's turn: the executor's (``turn``), or the
+    reflector's or planner's, as its `role` says (no marker: the executor's). Side
+    requests (session titles, small helper calls) carry no tools; telling them apart is
+    what keeps them from consuming scripted turns.
+    """
+    if method == "HEAD":
+        return "head"
+    if endpoint.endswith("/count_tokens"):
+        return "count_tokens"
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if tools and endpoint.endswith("/messages"):
+        if role is None or role == "executor":
+            return "turn"
+        return role
+    return "side"
+
+
+@dataclass(frozen=True)
+class GatewayRequest:
+    """One HTTP request as the CLI sent it; header names are lower-case."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+
+    @property
+    def endpoint(self) -> str:
+        """The path without its query (``/v1/messages``), what routing keys on."""
+        return urlsplit(self.path).path
+
+    @cached_property
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body) if self.body else None
+        except ValueError:
+            return None
+
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get("x-claude-code-session-id")
+
+    @property
+    def role(self) -> Role | None:
+        """The role the harness marked the request with (see agents.roles)."""
+        return header_role(self.headers)
+
+    @property
+    def kind(self) -> Kind:
+        return request_kind(self.method, self.endpoint, self.json, self.role)
+
+
+@dataclass
+class Reply:
+    """A response; `body` may be an iterator so recorded streams pass through live."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes | Iterable[bytes]
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200) -> Reply:
+        return cls(status, {"content-type": "application/json"}, json.dumps(data).encode())
+
+    @classmethod
+    def error(cls, status: int, error_type: str, text: str) -> Reply:
+        return cls(
+            status, {"content-type": "application/json"}, messages.error_body(error_type, text)
+        )
+
+    @classmethod
+    def refusal(cls, text: str) -> Reply:
+        """An API error Claude Code gives up on at once: the gateway's own "cannot answer".
+
+        Claude Code 2.1.330 sends a request again, altered, after a 400; a 409 with
+        ``x-should-retry: false`` is taken as final by both 2.1.197 and 2.1.330 (measured).
+        """
+        reply = cls.error(409, "invalid_request_error", text)
+        reply.headers["x-should-retry"] = "false"
+        return reply
+
+
+class AbortReply(Exception):
+    """Raised by a streaming reply's body to cut the connection without ending the body.
+
+    The client then sees the broken stream it would see from the API itself (and retries
+    as it would there); whoever raises it has already recorded why.
+    """
+
+
+class Responder(Protocol):
+    """What a gateway mode implements; called from several threads at once."""
+
+    def respond(self, request: GatewayRequest) -> Reply: ...
+
+
+@dataclass
+class Exchange:
+    """What the gateway saw, for failure reports and timing."""
+
+    request: GatewayRequest
+    status: int
+    seconds: float
+
+
+@dataclass
+class _State:
+    responder: Responder
+    exchanges: list[Exchange] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out as separate writes; with Nagle's algorithm on, the body
+    # waits for the client's delayed ACK (about 40 ms a request on a keep-alive socket).
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the stdlib's per-request stderr lines; exchanges are kept instead."""
+
+    def _handle(self) -> None:
+        started = time.perf_counter()
+        length = int(self.headers.get("content-length") or 0)
+        request = GatewayRequest(
+            method=self.command,
+            path=self.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=self.rfile.read(length) if length else b"",
+        )
+        state = self.server.state
+        try:
+            reply = state.responder.respond(request)
+        except Exception as exc:  # noqa: BLE001 - a responder bug must reach the CLI as an API error
+            reply = Reply.refusal(f"pytest-atom gateway: {exc!r}")
+        try:
+            self._send(reply)
+        finally:
+            with state.lock:
+                state.exchanges.append(
+                    Exchange(request, reply.status, time.perf_counter() - started)
+                )
+
+    def _send(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                self.send_header(name, value)
+        if self.command == "HEAD":  # headers only: a body would corrupt the keep-alive stream
+            self.send_header("content-length", "0")
+            self.end_headers()
+            if not isinstance(reply.body, bytes):
+                for _ in reply.body:  # let a recording responder finish its bookkeeping
+                    pass
+            return
+        if isinstance(reply.body, bytes):
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        # Unknown length: chunked, flushed per chunk so a live stream is never held back.
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        body = iter(reply.body)
+        try:
+            for chunk in body:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+        except AbortReply:
+            self.close_connection = True  # no terminating chunk: the client sees a broken body
+            return
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()  # the client hung up: let a recording body release its upstream
+        self.wfile.write(b"0\r\n\r\n")
+
+    do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: _State
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client dropping a connection is normal; anything else is one line, no traceback.
+
+        Upstream faults never get here (the recording responder turns them into API errors
+        the CLI understands); what does is a bug, reported without burying the test output.
+        """
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            print(f"pytest-atom gateway: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+class Gateway:
+    """A model gateway on 127.0.0.1 with an ephemeral port.
+
+    Use as a context manager; `url` is what ``ANTHROPIC_BASE_URL`` is set to.
+    """
+
+    def __init__(self, responder: Responder) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.state = _State(responder)
+        # A short poll interval: stop() waits for the loop, and runs start and stop a lot.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def responder(self) -> Responder:
+        return self._server.state.responder
+
+    @responder.setter
+    def responder(self, responder: Responder) -> None:
+        self._server.state.responder = responder
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        with self._server.state.lock:
+            return list(self._server.state.exchanges)
+
+    def start(self) -> Gateway:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        close = getattr(self.responder, "close", None)
+        if close is not None:
+            close()  # a recording responder holds an upstream connection pool
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

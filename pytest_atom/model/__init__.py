@@ -1,0 +1,1 @@
+"""What a spec, its settings and its result are: data and its validation, no machinery."""

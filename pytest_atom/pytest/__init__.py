@@ -1,0 +1,1 @@
+"""The pytest front end: collection, the session plugin, the `atom` fixture, HTML."""

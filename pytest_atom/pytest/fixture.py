@@ -1,0 +1,104 @@
+"""The `atom` fixture: run specs from tests written in Python.
+
+    def test_greeting(atom, snapshot):
+        result = atom.run("specs/create_file.atom.yaml")
+        assert result.passed, result.report()
+        assert snapshot == (result.workspace / "hello.txt").read_text()
+
+    def test_inline(atom):
+        result = atom.run(prompt="Create hello.txt", script={"turns": [...]},
+                          accept=[{"file_exists": "hello.txt"}])
+
+It works without `--atom`, through the same harness as spec items: the same settings
+(with ``@pytest.mark.atom(...)`` and the ``atom_settings`` fixture), conftest check kinds,
+verdict hook, JSON traces and JUnit properties.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.spec import Spec, SpecError, load_spec
+from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.pytest.session import AtomSession, pytest_harness, record_result, settings_for
+from pytest_atom.run.harness import Harness
+
+
+class AtomFixture:
+    """Runs one spec per call and returns its SpecResult (see `SpecResult.passed`)."""
+
+    def __init__(self, request: pytest.FixtureRequest, overrides: dict[str, Any]) -> None:
+        self._request = request
+        self._overrides = overrides
+
+    def _harness(self) -> Harness:
+        session = self._request.config.pluginmanager.getplugin("atom-session")
+        if isinstance(session, AtomSession):
+            return session.harness
+        return pytest_harness(self._request.config)
+
+    def run(
+        self, spec: str | Path | None = None, *, name: str | None = None, **inline: Any
+    ) -> SpecResult:
+        """Run a spec file (`spec`, optionally one `name` in it), or an inline spec (`inline`).
+
+        A relative `spec` path is read from the rootdir, as pytest's node ids are; a spec
+        that is missing or malformed fails the test with its one-line SpecError.
+
+        Inline keys are the spec format's (`prompt`, `workspace`, `script`, `accept`,
+        `criteria`, ...); `workspace` and `script` may be paths (relative to the test file)
+        and `script` also a mapping of turns. An inline spec's cassette lives at
+        ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
+        """
+        harness, node = self._harness(), self._request.node
+        registry = harness.registry(node.ihook)
+        try:
+            if spec is not None:
+                # From the rootdir, as node ids and `pytest --atom specs/x.atom.yaml` name it,
+                # wherever the test file sits.
+                path = self._request.config.rootpath / spec  # an absolute `spec` stays
+                loaded = load_spec(path, name, check_kinds=registry.kinds())
+            else:
+                loaded = self._inline(name or self._request.node.name, inline, registry.kinds())
+        except SpecError as err:
+            problem = str(err)  # failed outside the except block: no chained traceback
+        else:
+            problem = ""
+        root = self._request.config.rootpath
+        if problem and spec is not None and not (root / spec).exists():
+            problem += f" (atom.run reads a relative path from the rootdir, {root})"
+        if problem:
+            pytest.fail(f"atom.run: {problem}", pytrace=False)
+        result = harness.run(
+            loaded, registry=registry, settings=settings_for(harness, node, self._overrides)
+        )
+        record_result(node, result)
+        return result
+
+    def _inline(self, name: str, keys: dict[str, Any], check_kinds: Collection[str]) -> Spec:
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "-", name).strip("-") or "inline"
+        folder = self._request.getfixturevalue("tmp_path_factory").mktemp("atom-inline")
+        data = {"name": safe, **keys}
+        here = self._request.path.parent
+        if "workspace" in data:
+            shutil.copytree(here / data["workspace"], folder / "workspace", symlinks=True)
+            data["workspace"] = "workspace"
+        if isinstance(data.get("script"), dict):
+            (folder / "script.yaml").write_text(yaml.safe_dump(data["script"]), encoding="utf-8")
+            data["script"] = "script.yaml"
+        elif "script" in data:
+            shutil.copy2(here / data["script"], folder / "script.yaml")
+            data["script"] = "script.yaml"
+        path = folder / f"{safe}{SPEC_SUFFIX}"
+        path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        cassette = here / "cassettes" / self._request.path.stem / f"{safe}.yaml"
+        return dataclasses.replace(load_spec(path, check_kinds=check_kinds), cassette=cassette)

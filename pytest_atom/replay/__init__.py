@@ -1,1 +1,0 @@
-"""Record and replay: the model gateway, cassettes, recording and the scrubbing of secrets."""

@@ -1,0 +1,443 @@
+"""The attempt loop: attempts in isolated folders, runtime, checks, reflector, decision.
+
+`spec_run.run_spec` drives it (or, for a multi-step spec, `steps.StepsRun`, one loop per
+step) behind the run's gateway. A run follows seed 002's staging-commit lifecycle::
+
+    .atom/runs/<spec>-<time>-<id>/
+        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
+        attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
+        committed/       the passing attempt, promoted
+        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
+        home/            the CLI's HOME (its logs and caches), scrubbed too
+        setup/           the `setup:` session's own state, and its output.log
+
+An interrupted run leaves its partial work isolated in its attempt folder.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.claude_code.runner import IterationRecord, claude_env, clean_env
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.factory import AgentFactory
+from pytest_atom.agents.protocol import Agent
+from pytest_atom.cassettes.cassette import CassetteError
+from pytest_atom.cassettes.recording import (
+    ModelSource,
+    RecordingError,
+)
+from pytest_atom.files import copy_ignore
+from pytest_atom.gateway import ScriptError
+from pytest_atom.judge.checks import CheckRegistry, run_checks
+from pytest_atom.judge.reflector import (
+    ReflectorError,
+    Verdict,
+    combine_votes,
+    judge,
+    reflector_input,
+    run_reflector,
+    verdict_schema,
+    vote_role,
+)
+from pytest_atom.model.config import AtomConfig
+from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.result import Attempt, SpecResult
+from pytest_atom.model.spec import EnvError, Spec, expand_env
+from pytest_atom.paths import cli_slug
+from pytest_atom.run.retention import run_name
+from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+from pytest_atom.run.setup_commands import run_setup
+from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
+from pytest_atom.tools.discovery import tool_env
+
+
+class HarnessError(Exception):
+    """The harness could not run the spec at all (as opposed to the agent failing it)."""
+
+
+class SetupFailed(Exception):
+    """A `setup:` command failed: the spec's run ends as a harness error, with its output."""
+
+
+#: What `run_spec` raises when it cannot run a spec at all: a missing cassette or script,
+#: a broken cassette, a missing `claude` or prompt (both OSErrors). Callers report these
+#: as the harness's failure, never as the agent's.
+HARNESS_ERRORS: tuple[type[Exception], ...] = (
+    HarnessError,
+    RecordingError,
+    CassetteError,
+    ScriptError,
+    OSError,
+)
+
+
+def session_id_for(spec: Spec, role: str = "executor") -> str:
+    """A session id derived from the spec, so reruns send the same conversation id."""
+    suffix = "" if role == "executor" else f":{role}"
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}{suffix}"))
+
+
+def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
+    run_dir = runs_dir / run_name(spec.name)
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+@dataclass
+class AttemptLoop:
+    """The attempts of one prompt until a verdict is final, in one run folder (a step's
+    run is one too)."""
+
+    spec: Spec
+    run_dir: Path
+    prompts: PromptLoader
+    threshold: float
+    registry: CheckRegistry | None
+    claude_bin: Path
+    on_event: Callable[[dict[str, Any]], None] | None
+    model: str | None = None
+    tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
+    project_dir: Path | None = None  # the project's root: an SDK app may import from it
+    attempts: list[Attempt] = field(default_factory=list)
+    harness_error: str | None = None
+    setup_output: str | None = None  # what the spec's `setup:` commands printed
+    budget: Budget = field(init=False)
+    #: Where the attempt folders go (a step's `steps/<id>/`; default: the run folder), the
+    #: first attempt's number (a step re-run after a rollback continues its numbering),
+    #: the executor's session (default: the spec's own) and what tells reflector sessions
+    #: of different steps apart.
+    root: Path | None = None
+    start: int = 1
+    session: str | None = None
+    label: str = ""
+    #: The earlier steps a verdict may name as a rollback `target`; with any, a verdict
+    #: asking for a rollback ends the attempts (the steps runner acts on it).
+    earlier_steps: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
+
+    def records(self) -> list[IterationRecord]:
+        return [r for a in self.attempts for r in a.all_records]
+
+    def cli_version(self) -> str | None:
+        return next((r.cli_version for r in self.records() if r.cli_version), None)
+
+    def emit(self, subtype: str, **data: Any) -> None:
+        """Harness progress through the same callback as the CLI's stream-json events."""
+        if self.on_event:
+            self.on_event({"type": "atom", "subtype": subtype, **data})
+
+    def complete(self, result: SpecResult) -> None:
+        """Add what only this kind of run knows to its result (a steps run: its steps)."""
+
+    def attempt_all(
+        self, source: ModelSource, gateway_url: str, message: str | None = None
+    ) -> None:
+        """Attempts until one is final: proceed or fail; refine goes round again.
+
+        `message` is what the first attempt's first iteration says instead of the prompt
+        and the task (a step that continues the conversation, or re-runs after a rollback).
+        """
+        agents = self.agents(gateway_url, source)
+        executor = agents.executor()
+        last = self.start + self.spec.attempts - 1
+        for number in range(self.start, last + 1):
+            try:
+                attempt = self.execute(number, executor, source, message)
+            except SetupFailed as exc:
+                self.harness_error = str(exc)  # the harness's failure, never the agent's
+                return
+            if attempt.outcome.reason == "timeout":
+                return  # the agent was stopped: its work is judged as failed, not checked
+            attempt.checks = run_checks(
+                self.spec.accept,
+                attempt.path,
+                env={**clean_env(), **self.spec_env},
+                registry=self.registry,
+                records=attempt.records,
+            )
+            self.emit("checks", checks=attempt.checks)
+            if attempt.outcome.reason == "limit":
+                return  # failed whatever the checks say; they show how far it got
+            if not self.reflect(attempt, agents, source):
+                return
+            attempt.decision = judge(
+                attempt.completed,
+                attempt.checks,
+                attempt.verdict,
+                self.threshold,
+                self.spec.reflector.gate,
+            )
+            self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
+            if attempt.decision != "refine" or self.rolls_back(attempt):
+                return
+            message = refine_message(attempt, last, self.threshold)
+
+    def rolls_back(self, attempt: Attempt) -> bool:
+        """The verdict names an earlier step to roll back to: no refine of this one."""
+        verdict = attempt.verdict
+        return bool(
+            verdict and verdict.decision == "rollback" and verdict.target in self.earlier_steps
+        )
+
+    def agents(self, gateway_url: str, source: ModelSource) -> AgentFactory:
+        """The factory of this run's agents (executor, reflector, planner), all toward the
+        gateway at `gateway_url`."""
+        return AgentFactory(
+            self.spec,
+            self.run_dir,
+            self.agent_env(gateway_url, source),
+            self.claude_bin,
+            model=self.model,
+            on_event=self.on_event,
+            budget=self.budget,
+            project_dir=self.project_dir,
+            mcp=source.mcp,
+        )
+
+    def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
+        """The CLI's environment: the gateway, its own config folder, the spec's tools."""
+        env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
+        if self.tools:
+            env = tool_env(env)
+            shims = _tool_shims(self.run_dir / "bin", self.tools)
+            env["PATH"] = f"{shims}{os.pathsep}{env['PATH']}"
+        return env
+
+    def execute(
+        self, number: int, executor: Agent, source: ModelSource, message: str | None
+    ) -> Attempt:
+        """One attempt's executor run, in its own folder: a02 on is a copy of the last one."""
+        path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
+        session = self.session or session_id_for(self.spec)
+        if self.attempts:  # refine: a copy of the last attempt, the same conversation
+            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
+        else:
+            self.prepare(path)
+        executor.continue_session(session, path)  # a no-op until the conversation exists
+        # Claude Code iterates on the atom prompt until it signals completion; an SDK app
+        # runs its own loop, once, on the task (or the reviewer's feedback): its finishing
+        # is its completion.
+        loops = executor.loops
+        runtime = AtomRuntime(
+            self.prompts.load(self.spec.toolname) if loops else "",
+            path,
+            max_iterations=self.spec.max_iterations if loops else 1,
+            exit_signal="EXIT_LOOP_NOW" if loops else "",
+            verbose=False,
+            runner=executor,
+            session_id=session,
+            # A scripted or replayed answer is the same on every retry: retrying only waits.
+            max_retries=2 if source.kind == "record" else 0,
+            timeout=self.spec.timeout,
+        )
+        # runtime.records fills as iterations end, so an interrupted attempt keeps them.
+        attempt = Attempt(number, path, RunOutcome(False, 0), runtime.records)
+        self.attempts.append(attempt)
+        self.emit("attempt", attempt=number, attempts=self.spec.attempts)
+        first = message if loops else message or self.spec.prompt
+        attempt.outcome = runtime.execute(self.spec.prompt, message=first)
+        return attempt
+
+    @functools.cached_property
+    def spec_env(self) -> dict[str, str]:
+        """The spec's `env:`, expanded from the caller's environment."""
+        try:
+            return expand_env(self.spec)
+        except EnvError as exc:
+            raise HarnessError(str(exc)) from None
+
+    def prepare(self, path: Path) -> None:
+        """The first attempt's folder: the workspace copied, then the spec's set-up run in it.
+
+        A step that starts from an earlier step's committed work (inside the run folder)
+        copies that as it is; only the spec's own workspace is copied afresh, with set-up.
+        """
+        workspace = self.spec.workspace
+        if workspace is not None and workspace.is_relative_to(self.run_dir):
+            shutil.copytree(workspace, path, symlinks=True, ignore=copy_ignore)
+            return
+        from_git = False
+        if workspace is None:
+            path.mkdir(parents=True)
+        else:
+            from_git = copy_workspace(fixture_source(self.spec, self.run_dir.parent), path)
+        if not self.spec.setup:
+            return
+        self.emit("setup", commands=list(self.spec.setup))
+        outcome = run_setup(
+            self.spec.setup,
+            path,
+            run_dir=self.run_dir,
+            confinement=Confinement(self.run_dir, self.spec.sandbox),
+            env=self.spec_env,
+            claude_bin=self.claude_bin,
+            timeout=self.spec.timeout,
+        )
+        (self.run_dir / "setup").mkdir(exist_ok=True)
+        (self.run_dir / "setup" / "output.log").write_text(outcome.output, encoding="utf-8")
+        self.setup_output = outcome.output
+        if not outcome.ok:
+            raise SetupFailed(outcome.problem())
+        if from_git:  # the set-up's work is part of the state the agent starts from
+            snapshot_repo(path, amend=True)
+
+    def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
+        """The reflector's verdict on a finished attempt with criteria; False: stop here.
+
+        A replay whose reflector request diverged failed on the divergence, which the
+        report shows; any other reflector failure is the harness's own. With
+        `reflector: {votes: N}` the N sessions run one after another (a script's
+        `reflector:` turns and a cassette's sessions are taken in that order) and their
+        verdicts are combined (`combine_votes`). A replay whose reflector would get the
+        recorded input takes each vote's recorded verdict (`source.recall`), vote by vote.
+        """
+        if not (self.spec.criteria and attempt.completed):
+            return True
+        votes = []
+        try:
+            session = reflector_input(
+                self.spec,
+                attempt.path,
+                attempt.checks,
+                attempt.outcome.output,
+                self.threshold,
+                self.prompts,
+                self.earlier_steps,
+            )
+            for vote in range(1, self.spec.reflector.votes + 1):
+                role = vote_role(f"reflector:{self.label}{attempt.number}", vote)
+                key = source.recall.key(role, "reflector", session, attempt.path)
+                recalled = source.recall.recall(key)
+                if recalled is not None:
+                    votes.append(Verdict.parse(recalled.answer))
+                    attempt.recalled.append(recalled)
+                    continue
+                verdict, record = run_reflector(
+                    self.spec,
+                    attempt.path,
+                    attempt.checks,
+                    attempt.outcome.output,
+                    agent=agents.reflector(verdict_schema(self.earlier_steps)),
+                    session_id=session_id_for(self.spec, role),
+                    threshold=self.threshold,
+                    prompts=self.prompts,
+                    earlier_steps=self.earlier_steps,
+                    session=session,
+                )
+                source.recall.remember(key, record)
+                votes.append(verdict)
+                attempt.reflectors.append(record)
+        except ReflectorError as exc:
+            if not (source.tape and source.tape.divergences):
+                self.harness_error = str(exc)
+            return False
+        attempt.verdict = combine_votes(votes)
+        return True
+
+
+def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
+    """`spec` with its effective limits: its own over the project's defaults, per key.
+
+    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
+    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
+    every report names the timeout that applied.
+    """
+    limits = spec.limits.over(config.limits if config is not None else Limits())
+    timeout = limits.timeout if limits.timeout is not None else spec.timeout
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout)
+
+
+def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
+    """One executable per tool, so the agent runs `greeter ARGS` like any command."""
+    folder.mkdir(exist_ok=True)
+    for name, entry in tools.items():
+        shim = folder / name
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{entry}" "$@"\n', encoding="utf-8")
+        shim.chmod(0o755)
+    return folder
+
+
+def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
+    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
+
+    Specs that ship their own prompts (an example folder, a sub-project) find them
+    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
+    """
+    for folder in (spec.root, *spec.root.parents):
+        if (folder / ".atom" / "prompts").is_dir():
+            return folder
+        if project_dir is not None and folder == project_dir:
+            break
+    return project_dir
+
+
+def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
+    """What the executor hears at the start of the next attempt: the reviewer's feedback."""
+    verdict = attempt.verdict
+    assert verdict is not None
+    unmet = "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.unmet) or "- (none listed)"
+    return (
+        f"A reviewer checked your work and asks for another attempt "
+        f"({attempt.number + 1} of {attempts}). Score {verdict.score:g}; passing needs more "
+        f"than {threshold:g}.\n\nUnmet criteria:\n{unmet}\n\nFeedback: {verdict.feedback}\n\n"
+        "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
+        "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
+    )
+
+
+def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
+    """Paths that differ on every run and machine, with the placeholders that stand for them."""
+    paths = {}
+    homes = ((Path.home(), "<HOME>"), (run_dir / "home", "<HOME>"))
+    for path, placeholder in ((run_dir, "<RUN_DIR>"), *homes):
+        paths[str(path)] = placeholder
+        paths[str(path.resolve())] = placeholder
+    # The sandbox lists its paths as globs: an arm's run folder (`name[arm]-…`) appears with
+    # its `[` escaped (`name[[]arm]-…`).
+    for path in (run_dir, run_dir.resolve()):
+        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
+    # The CLI names per-folder state after the folder with every other character as `-`,
+    # in its system prompt: the auto-memory folder of the project (the run folder, see its
+    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
+    # A slug is one path component, so each attempt folder's is named in full: a step's
+    # attempts are numbered on after a rollback or a resume, hence the generous bound.
+    slug = cli_slug(run_dir.resolve())
+    paths[slug] = "<RUN_DIR_SLUG>"
+    folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
+    attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
+    for folder in folders:
+        for number in range(1, 2 * attempts + 3):
+            name = f"{folder}-a{number:02d}"
+            paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
+    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
+    # in the CLI's temp folder; those in /tmp whatever $TMPDIR says are machine details
+    # (normalize.MACHINE_DETAILS).
+    if hasattr(os, "getuid"):
+        for name in ("claude", "cc-daemon", "claude-host"):
+            for tmp in {_cli_tmpdir(), str(Path(_cli_tmpdir()).resolve())}:
+                paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+    return paths
+
+
+def _cli_tmpdir() -> str:
+    """The CLI's temp folder as Node's `os.tmpdir()` finds it, read now: Python's
+    `tempfile.gettempdir()` keeps the first answer, though `$TMPDIR` may have changed since."""
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        value = os.environ.get(name)
+        if value:
+            return value.rstrip("/") or "/"
+    return "/tmp"

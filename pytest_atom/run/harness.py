@@ -1,0 +1,220 @@
+"""One harness behind every front end: `pytest --atom`, the `atom` fixture, `atom run`
+and `atom validate` all run a spec through `Harness.run`.
+
+A front end's only job is to gather its layers of settings and its hooks; from there the
+check registry (built-in kinds plus those a conftest or plugin registers), the resolved
+`RunSettings`, the verdict hook, the JSON traces and run-folder retention are the same
+everywhere. Inside pytest the hooks are pytest's own (a spec file's `ihook`, which knows
+the conftests that apply to it); outside, `host_hooks` loads the project's conftests the
+way pytest would, into a plugin manager of its own (pluggy's host-application pattern).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from pytest_atom import hooks
+from pytest_atom.judge.checks import CheckRegistry, default_registry
+from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.model.spec import Spec
+from pytest_atom.pytest.pytest_ini import find_ini, project_root
+from pytest_atom.reports.baseline import BaselineGate
+from pytest_atom.reports.trace import write_report
+from pytest_atom.run.retention import prune_runs
+from pytest_atom.run.spec_run import run_spec
+
+#: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
+HookRelay = Any
+
+
+@dataclass
+class Harness:
+    """What a spec run needs, assembled once by a front end."""
+
+    settings: RunSettings
+    root: Path  # the project's root: runs and prompts are found from here
+    config: AtomConfig
+    hook: HookRelay
+    started: datetime = field(default_factory=datetime.now)
+    _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.settings.runs_under(self.root)
+
+    @property
+    def report_dir(self) -> Path | None:
+        """Where each run's JSON trace and transcripts go (`report`), if anywhere."""
+        return self.settings.output("report", self.root)
+
+    @property
+    def html(self) -> Path | None:
+        """Where the HTML report of the whole run goes (`html`), if anywhere."""
+        return self.settings.output("html", self.root)
+
+    def baseline_gate(self) -> BaselineGate | None:
+        """The run's comparison with `baseline` (None: none asked for); BaselineError
+        names the file and the fix."""
+        path = self.settings.output("baseline", self.root)
+        if path is None:
+            return None
+        return BaselineGate(path, self.settings.baseline_tolerance)
+
+    def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
+        """The built-in check kinds plus those the hooks register (`hook`: a narrower
+        relay, such as a spec file's, which sees only the conftests that apply to it).
+
+        The harness's own is built once: the hooks run once, not for every spec a front
+        end loads, checks or runs."""
+        if hook is None and self._registry is not None:
+            return self._registry
+        registry = default_registry()
+        (hook or self.hook).pytest_atom_register_checks(registry=registry)
+        if hook is None:
+            self._registry = registry
+        return registry
+
+    def run(
+        self,
+        spec: Spec,
+        *,
+        registry: CheckRegistry | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        repeat: int | None = None,
+        settings: RunSettings | None = None,
+    ) -> SpecResult:
+        """Run one spec; its trace is written and the verdict hook called, as everywhere.
+
+        `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
+        it draws a stochastic script's choices. Settings resolved for one test (without
+        the session's seed) take the harness's, so every test of a run shares one seed."""
+        settings = settings or self.settings
+        if settings.seed is None:
+            settings = replace(settings, seed=self.settings.seed)
+        result = run_spec(
+            spec,
+            runs_dir=self.runs_dir,
+            project_dir=self.root,
+            settings=settings,
+            registry=registry or self.registry(),
+            on_event=on_event,
+            config=self.config,
+            repeat=repeat,
+        )
+        if self.report_dir is not None:
+            result.trace = write_report(result, self.report_dir, repeat=repeat)
+        self.hook.pytest_atom_verdict(spec=spec, verdict=result.verdict, result=result)
+        return result
+
+    def finish(self) -> None:
+        """After the session: old run folders go (this session's failed ones stay)."""
+        prune_runs(self.runs_dir.resolve(), self.settings.keep_runs, session_start=self.started)
+
+
+def file_layers(ini: dict[str, Any], config: AtomConfig) -> list[Layer]:
+    """The ini file's and `.atom/config.yaml`'s settings, as layers (weakest last)."""
+    ini_values = {name: ini.get(f"atom_{name}") for name in FILE_SETTINGS}
+    config_source = str(config.path) if config.path else ".atom/config.yaml"
+    return [
+        Layer("the ini file", ini_values, key=lambda name: f"atom_{name}"),
+        Layer(config_source, dict(config.settings)),
+    ]
+
+
+def build_harness(
+    layers: Iterable[Layer],
+    *,
+    root: Path,
+    config: AtomConfig,
+    hook: HookRelay,
+) -> Harness:
+    """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
+    when none is set."""
+    return Harness(resolve(layers).with_seed(), root, config, hook)
+
+
+def host_harness(
+    command_line: Mapping[str, Any],
+    *,
+    config_path: Path | None = None,
+    spec_dirs: Iterable[Path] = (),
+) -> Harness:
+    """The harness outside pytest (`atom run`, `atom validate`): the command's options,
+    pytest's ini file and `.atom/config.yaml` of the project's root, and its conftests.
+
+    The root is the folder holding `.atom/config.yaml`, else pytest's rootdir, never the
+    current folder's subfolder: runs land where `pytest --atom` puts them.
+    """
+    config = load_config(config_path)
+    root = config.root if config.path else project_root()
+    ini = find_ini(root)
+    cli = Layer("the command line", command_line, key=lambda name: "--" + name.replace("_", "-"))
+    return build_harness(
+        [cli, *file_layers(ini.values if ini else {}, config)],
+        root=root,
+        config=config,
+        hook=host_hooks(root, spec_dirs),
+    )
+
+
+class _HostPluginManager(pluggy.PluginManager):
+    """Takes ``pytest_atom_*`` functions as hooks unmarked, as pytest does in a conftest."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        if not name.startswith("pytest_atom_"):
+            return None
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and callable(getattr(plugin, name, None)):
+            return {}
+        return opts
+
+
+def host_hooks(root: Path, spec_dirs: Iterable[Path] = ()) -> HookRelay:
+    """Hooks outside pytest: the project's conftests (`root`'s and those on the way down
+    to each spec's folder, as pytest collects them) and ``pytest_atom`` entry points."""
+    manager = _HostPluginManager("pytest")
+    manager.add_hookspecs(hooks)
+    manager.load_setuptools_entrypoints("pytest_atom")
+    for conftest in conftest_files(root, spec_dirs):
+        manager.register(_import_conftest(conftest), name=str(conftest))
+    return manager.hook
+
+
+def conftest_files(root: Path, spec_dirs: Iterable[Path]) -> list[Path]:
+    """`root`/conftest.py and every conftest.py on the way down to each of `spec_dirs`,
+    outermost first (a spec folder outside `root` contributes only its own)."""
+    root = root.resolve()
+    found: dict[Path, None] = {}
+    for folder in sorted({d.resolve() for d in spec_dirs} | {root}):
+        chain = [folder, *folder.parents]
+        chain = chain[: chain.index(root) + 1] if root in chain else [folder]
+        for step in reversed(chain):
+            if (step / "conftest.py").is_file():
+                found[step / "conftest.py"] = None
+    return list(found)
+
+
+def _import_conftest(path: Path) -> Any:
+    """Import a conftest as pytest's default ``prepend`` import mode does: its folder
+    goes first on sys.path, so its own imports of neighbouring modules work."""
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = f"_atom_conftest_{abs(hash(str(path))):x}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

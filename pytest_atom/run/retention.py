@@ -1,0 +1,120 @@
+"""Which run folders to delete, so that `.atom/runs` does not grow with every session.
+
+Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`; the one
+place that spells the format, which resuming a run reads too). After a session, the newest ``keep`` folders of each spec
+stay, and so does every failed run of that session: a failure is what someone will want
+to open. A run folder says itself whether its run passed: a passing run promotes its
+attempt to ``committed/``. ``keep = 0`` keeps every folder.
+
+Only direct children of the runs folder whose names have that shape are ever touched; a
+symlink is never followed nor deleted, nor is anything else the folder holds.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pytest_atom.model.settings import DEFAULT_KEEP_RUNS
+
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "RunFolder",
+    "parse_run_name",
+    "prune_runs",
+    "run_folders",
+    "run_name",
+    "runs_to_delete",
+]
+
+_STAMP = "%Y%m%d-%H%M%S"
+_RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")
+
+
+def run_name(spec: str, started: datetime | None = None) -> str:
+    """A new run folder's name: the spec's, when it started (local time), a random id."""
+    stamp = (started or datetime.now()).strftime(_STAMP)
+    return f"{spec}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def parse_run_name(name: str) -> tuple[str, datetime] | None:
+    """(spec, started) of a name `run_name` gives; None for any other name."""
+    match = _RUN_NAME.match(name)
+    if match is None:
+        return None
+    try:
+        return match["spec"], datetime.strptime(match["stamp"], _STAMP)
+    except ValueError:  # 20261399-…: not a name run_name gives
+        return None
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    path: Path
+    spec: str
+    started: datetime  # to the second, local time: what the name says
+
+    @property
+    def failed(self) -> bool:
+        """No ``committed/``: the run failed, was interrupted, or the harness broke."""
+        return not (self.path / "committed").is_dir()
+
+
+def run_folders(runs_dir: Path) -> list[RunFolder]:
+    """The run folders directly in ``runs_dir``, oldest first (a missing folder has none)."""
+    if not runs_dir.is_dir():
+        return []
+    found = []
+    for path in runs_dir.iterdir():
+        parsed = parse_run_name(path.name)
+        if parsed is None or path.is_symlink() or not path.is_dir():
+            continue
+        found.append(RunFolder(path, *parsed))
+    return sorted(found, key=lambda r: (r.started, r.path.name))
+
+
+def runs_to_delete(
+    runs_dir: Path, keep: int, *, session_start: datetime | None = None
+) -> list[RunFolder]:
+    """The folders beyond the newest ``keep`` of their spec, except failed runs that started
+    at or after ``session_start`` (the session that just ended). ``keep = 0``: none."""
+    if keep < 0:
+        raise ValueError(f"keep must be 0 (keep every run) or more, got {keep}")
+    if keep == 0:
+        return []
+    since = session_start.replace(microsecond=0) if session_start else None
+    by_spec: dict[str, list[RunFolder]] = defaultdict(list)
+    for run in run_folders(runs_dir):
+        by_spec[run.spec].append(run)
+    doomed = []
+    for runs in by_spec.values():
+        for run in runs[:-keep]:
+            if since is not None and run.started >= since and run.failed:
+                continue
+            doomed.append(run)
+    return sorted(doomed, key=lambda r: (r.started, r.path.name))
+
+
+def prune_runs(runs_dir: Path, keep: int, *, session_start: datetime | None = None) -> list[Path]:
+    """Delete what ``runs_to_delete`` names; returns the deleted folders.
+
+    A folder that vanished meanwhile (another session pruned it) or that cannot be removed is
+    left for a later session; anything that would resolve outside ``runs_dir`` is never
+    deleted.
+    """
+    root = runs_dir.resolve()
+    deleted = []
+    for run in runs_to_delete(runs_dir, keep, session_start=session_start):
+        if run.path.is_symlink() or run.path.resolve().parent != root:
+            continue
+        try:
+            shutil.rmtree(run.path)
+        except OSError:
+            continue
+        deleted.append(run.path)
+    return deleted

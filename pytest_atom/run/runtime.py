@@ -1,0 +1,212 @@
+"""AtomRuntime: iterate a Claude Code session until it signals completion (seeds 000/001).
+
+The loop is the seed's: write USER_PROMPT.md, call Claude with the system prompt, retry
+transient failures, stop when the final message carries the exit signal or the
+iteration budget runs out. What differs is how the conversation is continued: the seed
+relied on ``claude -c`` (the latest conversation of a folder); here a pinned session id
+makes "the same conversation" explicit, so parallel atoms in one folder cannot cross.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.model.prompts import render_prompt
+from pytest_atom.run.history import IterationHistory
+from pytest_atom.run.retry import RetryManager
+
+if TYPE_CHECKING:
+    from pytest_atom.agents.protocol import SessionRunner
+
+#: Why a run ended without the exit signal; None when it signalled completion.
+StopReason = Literal["timeout", "error", "max_iterations", "limit"]
+
+
+@dataclass
+class RunOutcome:
+    """What one run of the loop came to: the typed form of the seed's result dict."""
+
+    success: bool
+    iterations: int
+    output: str = ""
+    reason: StopReason | None = None
+    error: str | None = None
+    duration: float = 0.0
+    context: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The seed's result dict (success, iterations, output, reason, error, ...)."""
+        return asdict(self)
+
+
+class AtomRuntime:
+    """Embeddable atom orchestration: iterations, retries, a structured result."""
+
+    def __init__(
+        self,
+        system_prompt: str,
+        conversation_dir: Path,
+        max_iterations: int = 25,
+        exit_signal: str = "EXIT_LOOP_NOW",
+        verbose: bool | None = None,
+        cleanup: bool = False,
+        *,
+        runner: SessionRunner | None = None,
+        session_id: str | None = None,
+        retry_manager: RetryManager | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        on_iteration: Callable[[int, IterationRecord], None] | None = None,
+    ) -> None:
+        """
+        Args beyond the seed's:
+            runner: the agent (or ClaudeRunner) to use: its environment decides where the
+                CLI talks to. Default: Claude Code in the caller's own environment.
+            session_id: the conversation's id; a fresh one when omitted.
+            max_retries: retries per iteration; None keeps the seed's "retry forever".
+            timeout: seconds for the whole run; each call gets what is left.
+            sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
+        """
+        self.system_prompt = system_prompt
+        self.conversation_dir = Path(conversation_dir)
+        self.max_iterations = max_iterations
+        self.exit_signal = exit_signal
+        self.verbose = sys.stdout.isatty() if verbose is None else verbose
+        self.cleanup = cleanup
+        self._runner = runner
+        self.session_id = session_id or str(uuid.uuid4())
+        self.retry_manager = retry_manager or RetryManager(
+            on_retry_message=(lambda msg, sec: print(msg))
+            if self.verbose
+            else (lambda msg, sec: None)
+        )
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.sleep = sleep
+        self.on_iteration = on_iteration
+        self.history = IterationHistory()
+        self.records: list[IterationRecord] = []
+        self._ephemeral = False
+
+    @classmethod
+    def create_ephemeral(cls, system_prompt: str, **kwargs: Any) -> AtomRuntime:
+        """A runtime in a fresh temporary folder, removed after `run()` unless cleanup=False."""
+        kwargs.setdefault("cleanup", True)
+        runtime = cls(system_prompt, Path(tempfile.mkdtemp(prefix="atom-")), **kwargs)
+        runtime._ephemeral = True
+        return runtime
+
+    @property
+    def runner(self) -> SessionRunner:
+        if self._runner is None:
+            from pytest_atom.agents.factory import claude_code_agent  # the seed's default
+
+            self._runner = claude_code_agent("executor")
+        return self._runner
+
+    def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
+        """Iterate until done; the seed's result dict (see `execute` for the typed one)."""
+        return self.execute(user_prompt, message=message).as_dict()
+
+    def execute(self, user_prompt: str, *, message: str | None = None) -> RunOutcome:
+        """Iterate until done; never raises for the CLI's failures, reports them instead.
+
+        `message` replaces what the first iteration says (the system prompt and the task),
+        for a run that continues an earlier conversation, such as a refine attempt.
+        """
+        started = time.monotonic()
+        deadline = started + self.timeout if self.timeout else None
+        try:
+            self.conversation_dir.mkdir(parents=True, exist_ok=True)
+            (self.conversation_dir / "USER_PROMPT.md").write_text(user_prompt, encoding="utf-8")
+            outcome = self._iterate(user_prompt, deadline, message)
+        except (OSError, RuntimeError) as exc:
+            outcome = RunOutcome(
+                False, len(self.records), reason="error", error=f"{type(exc).__name__}: {exc}"
+            )
+        finally:
+            self._cleanup()
+        outcome.duration = time.monotonic() - started
+        outcome.context = self.history.get_all_iterations()
+        return outcome
+
+    def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
+        prompt = render_prompt(self.system_prompt, self.max_iterations)
+        # Unlike the seed, the first message also carries the task: the agent needs no tool
+        # call to read it, and a changed task changes the request, so a replay notices.
+        first = message or f"{prompt}\n\n# USER_PROMPT.md\n\n{user_prompt}"
+        record: IterationRecord | None = None
+        for iteration in range(1, self.max_iterations + 1):
+            if self.verbose:
+                print(f"{'=' * 60}\nIteration {iteration}/{self.max_iterations}\n{'=' * 60}\n")
+            record = self._run_with_retry(first if iteration == 1 else prompt, iteration, deadline)
+            self.records.append(record)
+            self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
+            if self.on_iteration:
+                self.on_iteration(iteration, record)
+            if record.limit_exceeded:  # the agent's failure, whatever the CLI's exit status
+                outcome = self._failed("limit", iteration, record)
+                outcome.error = record.limit_exceeded
+                return outcome
+            if record.timed_out:
+                return self._failed("timeout", iteration, record)
+            if record.returncode != 0:
+                return self._failed("error", iteration, record)
+            if self.exit_signal in record.output or any(
+                self.exit_signal in t for t in record.texts
+            ):
+                return RunOutcome(True, iteration, record.output)
+        return self._failed("max_iterations", self.max_iterations, record)
+
+    def _run_with_retry(
+        self, prompt: str, iteration: int, deadline: float | None
+    ) -> IterationRecord:
+        attempt = 0
+        while True:
+            attempt += 1
+            left = None if deadline is None else max(0.1, deadline - time.monotonic())
+            record = self.runner.run(
+                prompt,
+                self.conversation_dir,
+                session_id=self.session_id,
+                use_context=True,
+                timeout=left,
+            )
+            out_of_retries = self.max_retries is not None and attempt > self.max_retries
+            if (
+                record.timed_out
+                or record.limit_exceeded
+                or record.needs_login  # waiting never brings credentials
+                or record.returncode == 0
+                or out_of_retries
+            ):
+                return record
+            retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
+            if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
+                return record
+            self.sleep(wait)
+
+    @staticmethod
+    def _failed(reason: StopReason, iterations: int, record: IterationRecord | None) -> RunOutcome:
+        error = None
+        if record is not None and (record.returncode != 0 or record.timed_out):
+            error = record.failure(2000)
+        return RunOutcome(False, iterations, record.output if record else "", reason, error)
+
+    def _cleanup(self) -> None:
+        if not self.cleanup:
+            return
+        if self._ephemeral:
+            shutil.rmtree(self.conversation_dir, ignore_errors=True)
+        else:
+            (self.conversation_dir / "USER_PROMPT.md").unlink(missing_ok=True)

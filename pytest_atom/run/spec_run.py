@@ -1,0 +1,231 @@
+"""Run one spec end to end: its run folder, its model source behind one gateway, its
+attempts (or steps), its cassette and its result.
+
+This is the single code path behind `pytest --atom`, the `atom` command and the Python
+API, so a spec means the same thing wherever it runs. It sits above the attempt loop
+(`execution`) and the steps built on it (`steps`), so neither imports the other's user.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.agents.claude_code.sandbox import require_tools
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.recording import (
+    ModelSource,
+    cassette_path,
+    divergence_report,
+    open_model_source,
+)
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway import Exchange, Gateway
+from pytest_atom.judge.checks import CheckRegistry
+from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import Spec
+from pytest_atom.run.execution import (
+    AttemptLoop,
+    HarnessError,
+    new_run_dir,
+    prompt_project,
+    volatile_paths,
+    with_limits,
+)
+from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
+from pytest_atom.run.steps import StepsRun, resumed_run_dir
+from pytest_atom.run.workspace import WorkspaceError
+from pytest_atom.tools.discovery import discover_tools
+
+
+def run_spec(
+    spec: Spec,
+    *,
+    runs_dir: Path,
+    project_dir: Path | None = None,
+    settings: RunSettings | None = None,
+    registry: CheckRegistry | None = None,
+    claude_bin: Path | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    config: AtomConfig | None = None,
+    repeat: int | None = None,
+) -> SpecResult:
+    """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
+
+    `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
+    the executor's stream-json events as they arrive, and the harness's own as
+    ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
+    add "step", "commit" and "rollback"). `config`
+    (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
+    `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
+    draw a stochastic script's choices.
+    """
+    started, wall = time.perf_counter(), time.time()
+    settings = settings or RunSettings()
+    spec = with_limits(spec, config)
+    claude_bin = claude_bin or find_claude()
+    if spec.sandbox is not None:
+        require_tools()  # before anything starts: a missing bwrap says how to install it
+    run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
+    run_dir = None
+    if settings.resume is not None:
+        run_dir = resumed_run_dir(settings.resume, spec)
+    run = run_type(
+        spec,
+        run_dir or new_run_dir(runs_dir, spec),
+        _prompt_loader(spec, project_dir, config),
+        spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
+        registry,
+        claude_bin,
+        on_event,
+        model=spec.model or (config.model if config else None),
+        tools=_spec_tools(spec, config),
+        project_dir=project_dir,
+    )
+    source = open_model_source(
+        spec,
+        settings,
+        paths=volatile_paths(run.run_dir, spec),
+        claude_bin=claude_bin,
+        repeat=repeat,
+    )
+    source.open_mcp(spec, run.run_dir / "mcp")
+    try:
+        exchanges, written = _drive(run, source)
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
+    result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
+    if stale:
+        result.warnings.append(stale)
+    run.complete(result)
+    if result.passed:
+        shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
+    return result
+
+
+def _drive(run: AttemptLoop, source: ModelSource) -> tuple[list[Exchange], Path | None]:
+    """Every attempt behind one gateway; then the cassette is written, or kept as it was.
+
+    Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
+    cassette. A timeout, or a CLI that gave up (an upstream error, say), is a failed
+    recording; an agent that finished and failed its checks is a faithful one.
+    """
+    failed = True
+    exchanges: list[Exchange] = []
+    try:
+        with Gateway(source.responder) as gateway:
+            run.attempt_all(source, gateway.url)
+            exchanges = gateway.exchanges
+        failed = _unfinished(run)
+    finally:
+        written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
+        # The CLI's own transcripts hold every prompt and tool output, and its HOME its
+        # logs: scrubbed in place.
+        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
+    return exchanges, written
+
+
+def _unfinished(run: AttemptLoop) -> bool:
+    """A run the harness or the CLI gave up on: a timeout, an error, a crash."""
+    return run.harness_error is not None or (
+        bool(run.attempts) and run.attempts[-1].outcome.reason in ("timeout", "error")
+    )
+
+
+def _result(
+    run: AttemptLoop,
+    source: ModelSource,
+    exchanges: list[Exchange],
+    written: Path | None,
+    took: float,
+) -> SpecResult:
+    tape = source.tape
+    paid, replayed = _billing(source)
+    return SpecResult(
+        spec=run.spec,
+        run_dir=run.run_dir,
+        attempts=run.attempts,
+        duration=took,
+        threshold=run.threshold,
+        exchanges=exchanges,
+        source=source.kind,
+        divergences=divergence_report(run.spec, source, run.cli_version()),
+        warnings=source.warnings,
+        drift=tape.drift.line() if tape and source.kind != "record" else None,
+        cassette=written,
+        harness_error=run.harness_error or source.refused or source.failure,
+        setup_output=run.setup_output,
+        limits=run.spec.limits,
+        usage=run.budget.usage,
+        limit_exceeded=run.budget.exceeded,
+        upstream_faults=[f.description for f in tape.faults_to_report(_unfinished(run))]
+        if tape
+        else [],
+        paid=paid,
+        replayed=replayed,
+    )
+
+
+def _prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> PromptLoader:
+    """The spec's project prompts first, then the config's prompt folders, then the rest."""
+    prompts = PromptLoader(prompt_project(spec, project_dir))
+    if config is not None and config.prompt_dirs:
+        first, *rest = prompts.search_paths
+        prompts = PromptLoader(search_paths=[first, *config.prompt_dirs, *rest])
+    return prompts
+
+
+def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
+    """Which roles' sessions were paid for, and which replayed a paid recording
+    (SpecResult.paid/replayed).
+
+    Recording from the spec's own script (`upstream_gateway`) pays nothing, and so a
+    cassette recorded that way cost nothing either when it replays; re-judging replays the
+    agent and pays for the reflector.
+    """
+    both, none = frozenset({"executor", "reflector"}), frozenset[str]()
+    paid = source.upstream_gateway is None
+    tape = source.tape
+    # The label recording gives a scripted upstream (recording.py): no API answered.
+    upstream = str(tape.cassette.metadata.get("upstream") or "") if tape else ""
+    was_paid = not upstream.startswith("scripted://")
+    if source.kind == "record":
+        return (both if paid else none), none
+    if source.kind == "rejudge":
+        reflector, executor = frozenset({"reflector"}), frozenset({"executor"})
+        return (reflector if paid else none), (executor if was_paid else none)
+    if source.kind in ("replay", "refresh"):
+        return none, (both if was_paid else none)
+    return none, none  # scripted
+
+
+def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:
+    """The entry points of the project tools a spec names; an unknown name is a harness error."""
+    if not spec.tools:
+        return {}
+    config = config or load_config(cwd=spec.root)
+    found = discover_tools(config)
+    missing = [name for name in spec.tools if name not in found]
+    if missing:
+        dirs = ", ".join(str(d) for d in config.tools_paths)
+        raise HarnessError(
+            f"spec '{spec.name}' lists tools {missing} that are not in the project's tools "
+            f"folders ({dirs}); a tool is a folder with cli.py, main.py or tool.py"
+        )
+    return {name: found[name] for name in spec.tools}

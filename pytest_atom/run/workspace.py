@@ -1,0 +1,327 @@
+"""A spec's workspace, copied into an attempt folder: what git holds, or the folder minus caches.
+
+A workspace may be the user's own project (`workspace: .` or `..`), with the run folder
+inside it, its `.env`, `node_modules/` and virtualenvs. So the copy never takes what the
+project does not own as source:
+
+- inside a git work tree it holds what git holds: tracked files plus untracked files that
+  are not ignored (``git ls-files --cached --others --exclude-standard``), or the tree of
+  a commit (``ref:``, through ``git archive``); never ignored files, never the project's
+  ``.git``;
+- outside git it is the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
+- either way never the runs folder nor the copy's own destination, so it cannot recurse,
+  and never the spec's `exclude:` globs.
+
+The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
+from git gets a fresh repository holding one commit of that state (the agent's `git diff`
+and `git status` show its own work only). A fixture folder beside the specs gets none: the
+repository would make its attempt folder Claude Code's project root instead of the run
+folder, and so change the sessions its cassettes recorded. The commit has a fixed author,
+committer and date, so its hash depends on the files alone and a replay sees the same one.
+A copy that fails leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_atom.files import CACHE_DIRS
+
+if TYPE_CHECKING:
+    from pytest_atom.model.spec import Spec
+
+#: Folders a copy from outside git leaves out: caches, virtualenvs, other tools' state.
+SKIPPED_DIRS = frozenset(
+    {*CACHE_DIRS, ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".tox", ".nox"}
+    | {".ruff_cache"}
+)
+#: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
+SNAPSHOT_REF = "refs/atom/snapshot"
+#: What the snapshot commit is made with: nothing of the machine or the moment.
+SNAPSHOT_ENV = {
+    "GIT_AUTHOR_NAME": "pytest-atom",
+    "GIT_AUTHOR_EMAIL": "pytest-atom@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "pytest-atom",
+    "GIT_COMMITTER_EMAIL": "pytest-atom@localhost",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
+#: Files in an attempt folder that are not the agent's work, kept out of `git status`:
+#: the task file the runtime writes, the CLI's own folder, and the files Claude Code's
+#: sandbox mounts over in the working folder while a command runs (they show up as
+#: untracked there).
+SNAPSHOT_EXCLUDES = (
+    "/USER_PROMPT.md",
+    "/.claude/.cc-writes/",
+    *(
+        f"/{name}"
+        for name in (
+            ".bash_profile",
+            ".bashrc",
+            ".profile",
+            ".zprofile",
+            ".zshrc",
+            ".gitconfig",
+            ".gitmodules",
+            ".ripgreprc",
+            ".mcp.json",
+            ".idea",
+            ".vscode",
+        )
+    ),
+)
+
+
+class WorkspaceError(OSError):
+    """The workspace could not be copied (git failed, a ref is unknown): the harness's
+    failure, never the agent's; an OSError, so callers report it as one."""
+
+
+@dataclass(frozen=True)
+class WorkspaceSource:
+    """What to copy: `path`, at commit `ref` (git only), minus `exclude` globs and `skip`
+    folders (the runs folder)."""
+
+    path: Path
+    ref: str | None = None
+    exclude: tuple[str, ...] = ()
+    skip: tuple[Path, ...] = ()
+    #: Whether a copy from git gets its fresh repository: for the project itself (a
+    #: workspace that holds its spec) and a commit (`ref:`), not for a fixture folder
+    #: beside the specs, whose sessions and cassettes stay as they were.
+    repository: bool = True
+
+
+def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
+    """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
+    assert spec.workspace is not None
+    project = spec.workspace == spec.root or spec.workspace in spec.root.parents
+    return WorkspaceSource(
+        spec.workspace,
+        spec.workspace_ref,
+        spec.workspace_exclude,
+        skip=(runs_dir,),
+        repository=project or spec.workspace_ref is not None,
+    )
+
+
+def copy_workspace(source: WorkspaceSource, dest: Path) -> bool:
+    """Copy `source` into the new folder `dest`; True when `dest` then holds a fresh
+    repository with one commit (a copy from git, `source.repository`). On any failure
+    `dest` is removed."""
+    top = git_toplevel(source.path)
+    if source.ref is not None and top is None:
+        raise WorkspaceError(
+            f"workspace {source.path} has `ref: {source.ref}` but is not in a git work tree: "
+            "drop `ref`, or name a folder of a git repository"
+        )
+    skip = tuple(p.resolve() for p in (*source.skip, dest))
+    try:
+        dest.mkdir(parents=True)
+        if top is None:
+            _copy_tree(source.path, dest, source.exclude, skip)
+            return False
+        if source.ref is not None:
+            _extract_ref(top, source.path, source.ref, dest, source.exclude)
+        else:
+            _copy_files(source.path, dest, _git_files(source.path, source.exclude, skip))
+        if source.repository:
+            snapshot_repo(dest)
+        return source.repository
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+def git_toplevel(folder: Path) -> Path | None:
+    """The top of the git work tree holding `folder`, or None (not in git, or no git)."""
+    for parent in (folder, *folder.parents):
+        if (parent / ".git").exists():
+            break
+    else:
+        return None  # no .git above: no need to start git
+    try:
+        out = _git(folder, "rev-parse", "--show-toplevel")
+    except WorkspaceError:
+        return None
+    return Path(out.strip()).resolve()
+
+
+def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
+    """A fresh repository in `folder` with one commit of all it holds (`amend`: that
+    commit redone, after set-up commands changed the folder)."""
+    if not amend:
+        _git(folder, "init", "--quiet", "--initial-branch=main")
+        exclude = folder / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        exclude.write_text("\n".join(SNAPSHOT_EXCLUDES) + "\n", encoding="utf-8")
+        # The agent's HOME has no git identity: without one its `git commit` would fail.
+        _git(folder, "config", "user.name", "pytest-atom agent")
+        _git(folder, "config", "user.email", "agent@pytest-atom.localhost")
+    # The first commit takes every file copied (git chose them already, a tracked file may
+    # match an ignore rule); after set-up, the project's ignore rules keep its output out.
+    _git(folder, "add", "--all", *([] if amend else ["--force"]))
+    commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", SNAPSHOT_MESSAGE]
+    _git(folder, *commit, *(["--amend"] if amend else []))
+    _git(folder, "update-ref", SNAPSHOT_REF, "HEAD")
+
+
+def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
+    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
+    nor the paths in `exclude`), through a throwaway index so the agent's own index is
+    untouched; None when `folder` holds no snapshot repository (a workspace copied from
+    outside git)."""
+    if not (folder / ".git").is_dir():
+        return None
+    index = folder / ".git" / "atom-diff-index"
+    try:
+        _git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
+        env = {"GIT_INDEX_FILE": str(index)}
+        _git(folder, "read-tree", SNAPSHOT_REF, env=env)
+        _git(folder, "add", "--all", env=env)
+        return _git(
+            folder,
+            "-c",
+            "core.quotepath=off",
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            SNAPSHOT_REF,
+            "--",
+            ".",
+            *(f":(exclude){path}" for path in exclude),
+            env=env,
+        )
+    except WorkspaceError:
+        return None
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    full.update(SNAPSHOT_ENV)
+    full.update(env or {})
+    try:
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.autocrlf=false",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "gc.auto=0",
+                *args,
+            ],
+            cwd=cwd,
+            env=full,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise WorkspaceError(
+            "git is not installed, and the workspace is in a git work tree"
+        ) from None
+    if done.returncode != 0:
+        problem = done.stderr.decode("utf-8", "replace").strip()
+        raise WorkspaceError(f"`git {' '.join(args)}` failed in {cwd}: {problem}")
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def excluded(rel: str, globs: Sequence[str]) -> bool:
+    """Whether `rel` (a posix path) or one of the folders it is in matches a glob."""
+    if not globs:
+        return False
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in globs)
+
+
+def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Iterator[str]:
+    listing = _git(folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    base = folder.resolve()
+    for rel in dict.fromkeys(listing.split("\0")):  # a conflicted file is listed per stage
+        if not rel or excluded(rel, exclude):
+            continue
+        path = base / rel
+        if any(path == s or s in path.parents for s in skip):
+            continue
+        yield rel
+
+
+def _copy_files(source: Path, dest: Path, files: Iterable[str]) -> None:
+    """Copy the listed files (posix paths under `source`), symlinks as links, folders made
+    once each; a file git lists but the disk lacks (deleted, not staged) is left out."""
+    made: set[Path] = {dest}
+    for rel in files:
+        src, target = source / rel, dest / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), target)
+        elif src.is_dir():  # a submodule: its files, not its .git
+            shutil.copytree(src, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        elif src.exists():
+            shutil.copy2(src, target)
+
+
+def _copy_tree(source: Path, dest: Path, exclude: Sequence[str], skip: Sequence[Path]) -> None:
+    base = source.resolve()
+
+    def files() -> Iterator[str]:
+        for dirpath, dirnames, filenames in os.walk(base):
+            here = Path(dirpath)
+            rel_dir = here.relative_to(base).as_posix()
+            prefix = "" if rel_dir == "." else rel_dir + "/"
+            dirnames[:] = [
+                d
+                for d in dirnames
+                if d not in SKIPPED_DIRS
+                and (here / d) not in skip
+                and not excluded(prefix + d, exclude)
+                and not (here / d).is_symlink()
+            ]
+            links = [d for d in os.listdir(here) if (here / d).is_symlink() and (here / d).is_dir()]
+            for name in (*filenames, *links):
+                if not excluded(prefix + name, exclude):
+                    yield prefix + name
+
+    _copy_files(base, dest, files())
+
+
+def _extract_ref(top: Path, folder: Path, ref: str, dest: Path, exclude: Sequence[str]) -> None:
+    """The tree of `folder` at commit `ref`, through `git archive` (no worktree, no checkout)."""
+    rel = folder.resolve().relative_to(top).as_posix()
+    tree = ref if rel == "." else f"{ref}:{rel}"
+    try:
+        _git(top, "rev-parse", "--verify", "--quiet", f"{tree}^{{tree}}")
+    except WorkspaceError:
+        raise WorkspaceError(
+            f"workspace ref {ref!r} is not a commit of {top} that holds {rel}: "
+            f"name a commit, tag or branch (`git -C {top} log --oneline` lists them)"
+        ) from None
+    archive = dest / ".atom-archive.tar"
+    with archive.open("wb") as out:
+        done = subprocess.run(
+            ["git", "archive", "--format=tar", tree], cwd=top, stdout=out, stderr=subprocess.PIPE
+        )
+    if done.returncode != 0:
+        raise WorkspaceError(f"`git archive {tree}` failed: {done.stderr.decode(errors='replace')}")
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if not excluded(m.name, exclude)]
+        tar.extractall(dest, members=members, filter="tar")
+    archive.unlink()

@@ -1,0 +1,1 @@
+"""A project's own tools (seed 004): discovery and the conversational output protocol."""

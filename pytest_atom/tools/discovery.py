@@ -1,0 +1,194 @@
+"""Find a project's tools and run one, streaming its conversational output.
+
+A tool is a folder under one of the config's `tools_dirs` holding an entry point:
+``cli.py``, else ``main.py``, else ``tool.py``. Its name is the folder's name; when two
+tools dirs hold the same name, the one listed first wins. A tool runs as
+``python <entry> args...`` with the caller's working directory, prints Markdown
+messages (`pytest_atom.tools.conversation`) and is stateless: every call stands alone.
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, TextIO
+
+from pytest_atom.model.config import AtomConfig
+from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.tools.conversation import error
+
+ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
+#: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
+TIMEOUT_EXIT_CODE = 124
+#: How long output may still arrive after the tool exited (from a pipe a child holds).
+_DRAIN_SECONDS = 2.0
+#: The folder `pytest_atom` is imported from, so a tool imports this same copy.
+_IMPORT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def entry_point(folder: Path) -> Path | None:
+    """The entry file of a tool folder, by priority, or None when it is no tool."""
+    for name in ENTRY_POINTS:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def discover_tools(config: AtomConfig) -> dict[str, Path]:
+    """Every tool in the config's tools dirs: name -> entry file, sorted by name.
+
+    Missing tools dirs are skipped, as are hidden folders and folders without an entry
+    point; on a name clash the earlier tools dir wins.
+    """
+    found: dict[str, Path] = {}
+    for tools_dir in config.tools_paths:
+        if not tools_dir.is_dir():
+            continue
+        for folder in sorted(tools_dir.iterdir()):
+            if folder.name.startswith((".", "_")) or not folder.is_dir():
+                continue
+            entry = entry_point(folder)
+            if entry is not None and folder.name not in found:
+                found[folder.name] = entry
+    return dict(sorted(found.items()))
+
+
+def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
+    import `pytest_atom.tools.conversation`.
+
+    An installed package is importable by `sys.executable` anyway; a source checkout
+    used without installing is not, once the tool runs from another folder, so its
+    folder is added to ``PYTHONPATH`` (site-packages never is: it would move installed
+    packages ahead of the standard library).
+    """
+    env = dict(os.environ if base is None else base)
+    env.setdefault("PYTHONUNBUFFERED", "1")  # plain print()s stream too, not just messages
+    site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    if _IMPORT_ROOT not in site_dirs:
+        entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if str(_IMPORT_ROOT) not in entries:
+            env["PYTHONPATH"] = os.pathsep.join([*entries, str(_IMPORT_ROOT)])
+    return env
+
+
+def run_tool(
+    entry: Path,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+) -> int:
+    """Run a tool's entry file and return its exit code.
+
+    Its stdout and stderr are merged and copied line by line to `stdout` (default:
+    `sys.stdout`) as they arrive. The tool gets no stdin (it must not wait for a
+    person; it asks with ``## Input Needed`` instead) and runs in its own process
+    group. After `timeout` seconds it is killed with every process it started, an
+    ``## Error`` message says so, and the result is 124. `env` replaces the whole
+    environment (default: ours); see `tool_env` for what is added.
+    """
+    out = sys.stdout if stdout is None else stdout
+    proc = _start_tool(entry, args, env)
+    assert proc.stdout is not None
+    copier = _LineCopier(proc.stdout, out)
+    copier.start()
+    if _wait_for_tool(proc, copier, timeout):
+        _report_timeout(entry, timeout, out)
+        return TIMEOUT_EXIT_CODE
+    return proc.returncode
+
+
+def _start_tool(
+    entry: Path, args: Sequence[str], env: Mapping[str, str] | None
+) -> subprocess.Popen[str]:
+    """Start the tool with no stdin (it must never wait for a person) and merged output,
+    in its own process group so a timeout can reach every child it starts.
+    """
+    return subprocess.Popen(
+        [sys.executable, str(entry), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=tool_env(env),
+        start_new_session=True,
+    )
+
+
+class _LineCopier:
+    """Copies a tool's output line by line on a daemon thread, until told to stop.
+
+    A child the tool left running may hold the pipe open long after the tool exited;
+    `stop` makes the thread drop whatever still arrives, so nothing is written to the
+    caller's stream once `run_tool` has returned.
+    """
+
+    def __init__(self, pipe: IO[str], out: TextIO) -> None:
+        self._pipe, self._out = pipe, out
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._copy, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+    def _copy(self) -> None:
+        with self._pipe:  # closed here: a reader given up on may outlive run_tool
+            for line in self._pipe:
+                with self._lock:
+                    if self._stopped:  # given up on: the caller has moved on
+                        return
+                    self._out.write(line)
+                    self._out.flush()
+
+
+def _wait_for_tool(proc: subprocess.Popen[str], copier: _LineCopier, timeout: float) -> bool:
+    """Wait for the tool and drain its output; True when it ran out of time and was killed.
+
+    Any interruption (Ctrl-C) kills the whole process tree too: a tool is never left behind.
+    """
+    timed_out = False
+    try:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_process_tree(proc)
+        # A child left running may hold the pipe open: wait a little, then stop copying.
+        copier.join(timeout=_DRAIN_SECONDS)
+    except BaseException:
+        kill_process_tree(proc)
+        raise
+    finally:
+        copier.stop()
+    return timed_out
+
+
+def _report_timeout(entry: Path, timeout: float, out: TextIO) -> None:
+    """Tell the caller (an agent, usually) in the tool's own message format what happened
+    and how to avoid it, since the tool itself was killed before it could say anything.
+    """
+    error(
+        "Timeout",
+        f"Tool {entry.parent.name} timed out after {timeout:g} s and was killed, "
+        "together with every process it started.",
+        recovery="Run it again with a longer timeout (`--timeout SECONDS`, or "
+        "`timeout:` in .atom/config.yaml), or give it less work per call.",
+        file=out,
+    )
