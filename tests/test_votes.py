@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.evalsuite import case_specs, load_case
+from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
-from pytest_atom.outcome import decide, judge
-from pytest_atom.replay.cassette import Cassette
-from pytest_atom.spec import SpecError, load_spec
+from pytest_atom.model.evalsuite import case_specs, load_case
+from pytest_atom.model.outcome import decide, judge
+from pytest_atom.model.spec import SpecError, load_spec
 from tests.conftest import bash
 from tests.test_evalsuite import kinds
 from tests.test_recall import counted  # noqa: F401  (a fixture: the CLI processes started)
