@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from pytest_atom.model.config import AtomConfig, ConfigError, load_config
-from pytest_atom.tools.discovery import discover_tools, run_tool
+from pytest_atom.run.tools import discover_tools, run_tool
 
 _CONFIG_OPTION = click.option(
     "--config",

@@ -2,7 +2,7 @@
 
 The public API is exactly what `__all__` lists, declared once in `_EXPORTS`; every other
 module is private. Names are imported on first use (PEP 562), so `import
-pytest_atom.tools.conversation` in a project tool, `atom --help` or a pytest run without
+pytest_atom.conversation` in a project tool, `atom --help` or a pytest run without
 ``--atom`` does not pay for the gateway, jsonschema and httpx.
 """
 

@@ -20,6 +20,6 @@ def test_seed_names_are_public() -> None:
 
 
 def test_importing_a_tool_helper_does_not_load_the_harness() -> None:
-    code = "import sys, pytest_atom.tools.conversation; print(sorted(m for m in sys.modules if m in ('httpx', 'jsonschema', 'pytest_atom.run.execution')))"
+    code = "import sys, pytest_atom.conversation; print(sorted(m for m in sys.modules if m in ('httpx', 'jsonschema', 'pytest_atom.run.execution')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

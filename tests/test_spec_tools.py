@@ -6,7 +6,7 @@ import pytest
 
 GREETER = """\
 import sys
-from pytest_atom.tools.conversation import status
+from pytest_atom.conversation import status
 status("Complete", f"greeted {sys.argv[1]}")
 """
 

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import pytest_atom.tools.conversation
+import pytest_atom.conversation
 from atom_cli.tools_cmd import tool, tools
-from pytest_atom.model.config import AtomConfig, load_config
-from pytest_atom.tools.conversation import (
+from pytest_atom.conversation import (
     ai_directive,
     error,
     input_needed,
@@ -31,7 +30,8 @@ from pytest_atom.tools.conversation import (
     status,
     suggestions,
 )
-from pytest_atom.tools.discovery import discover_tools, run_tool
+from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.run.tools import discover_tools, run_tool
 from tests.conftest import wait_gone
 
 
@@ -229,11 +229,11 @@ def test_a_tool_emits_conversation_messages(
         tmp_path / "tools",
         "talks",
         """
-        import pytest_atom.tools.conversation
-        from pytest_atom.tools.conversation import status, progress
+        import pytest_atom.conversation
+        from pytest_atom.conversation import status, progress
         status("Working", "Counting files")
         progress(50, "Half way")
-        print(pytest_atom.tools.conversation.__file__)
+        print(pytest_atom.conversation.__file__)
         """,
     )
     out = io.StringIO()
@@ -249,7 +249,7 @@ def test_a_tool_emits_conversation_messages(
         "",
     ]
     # the tool imported the very module the runner uses, not some other copy
-    assert Path(lines[6]) == Path(pytest_atom.tools.conversation.__file__)
+    assert Path(lines[6]) == Path(pytest_atom.conversation.__file__)
 
 
 # --- the conversation protocol ----------------------------------------------------------

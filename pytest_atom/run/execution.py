@@ -58,8 +58,8 @@ from pytest_atom.paths import cli_slug
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime, RunOutcome
 from pytest_atom.run.setup_commands import run_setup
+from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
-from pytest_atom.tools.discovery import tool_env
 
 
 class HarnessError(Exception):

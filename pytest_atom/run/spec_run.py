@@ -41,8 +41,8 @@ from pytest_atom.run.execution import (
 )
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
+from pytest_atom.run.tools import discover_tools
 from pytest_atom.run.workspace import WorkspaceError
-from pytest_atom.tools.discovery import discover_tools
 
 
 def run_spec(

@@ -4,7 +4,7 @@ A tool is a folder under one of the config's `tools_dirs` holding an entry point
 ``cli.py``, else ``main.py``, else ``tool.py``. Its name is the folder's name; when two
 tools dirs hold the same name, the one listed first wins. A tool runs as
 ``python <entry> args...`` with the caller's working directory, prints Markdown
-messages (`pytest_atom.tools.conversation`) and is stateless: every call stands alone.
+messages (`pytest_atom.conversation`) and is stateless: every call stands alone.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TextIO
 
+from pytest_atom.conversation import error
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.run.processes import kill_process_tree
-from pytest_atom.tools.conversation import error
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
@@ -60,7 +60,7 @@ def discover_tools(config: AtomConfig) -> dict[str, Path]:
 
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
-    import `pytest_atom.tools.conversation`.
+    import `pytest_atom.conversation`.
 
     An installed package is importable by `sys.executable` anyway; a source checkout
     used without installing is not, once the tool runs from another folder, so its
