@@ -221,7 +221,7 @@ def test_vcrpy_loads_the_saved_file(tmp_path: Path) -> None:
 
 
 def test_vcrpy_persister_and_cassette_load_a_format_2_file(tmp_path: Path) -> None:
-    cassette = conversation(tmp_path)
+    cassette = compared_turns(tmp_path)
     path = cassette.save()
     requests, responses, metadata = FilesystemPersister.load_cassette(path, yamlserializer)
     assert len(requests) == len(responses) == 4 and metadata["format"] == FORMAT
@@ -232,7 +232,7 @@ def test_vcrpy_persister_and_cassette_load_a_format_2_file(tmp_path: Path) -> No
         record_mode=RecordMode.NONE,
     )
     assert len(played) == 4 and played.get_metadata("format", None) == FORMAT
-    assert played.get_metadata("claude_code_version", None) == "2.1.330"  # conversation()'s
+    assert played.get_metadata("claude_code_version", None) == "2.1.330"  # compared_turns()'s
     assert played.requests[2].method == "POST"
     assert [r["body"]["string"] for r in played.responses] == [
         i.response.encode() for i in cassette.interactions
@@ -342,7 +342,7 @@ AGENT_TOOLS = [
 ]
 
 
-def conversation(tmp_path: Path) -> Cassette:
+def compared_turns(tmp_path: Path) -> Cassette:
     """Three turns of one session, as the CLI sends them, and a title request beside them."""
     prompt = {"role": "user", "content": [{"type": "text", "text": "Create hello.txt"}]}
     turns: list[dict[str, Any]] = []
@@ -370,7 +370,7 @@ def conversation(tmp_path: Path) -> Cassette:
 
 
 def test_system_tools_and_repeated_messages_are_stored_once(tmp_path: Path) -> None:
-    cassette = conversation(tmp_path)
+    cassette = compared_turns(tmp_path)
     text = cassette.save().read_text(encoding="utf-8")
     assert len(text) < len(cassette.dumps(format=1)) / 2
     assert text.count("You are Claude Code.") == 1 and text.count('"name": "Grep"') == 1
@@ -393,7 +393,7 @@ def test_system_tools_and_repeated_messages_are_stored_once(tmp_path: Path) -> N
 
 
 def test_format_2_loads_whole_bodies_that_share_their_blocks(tmp_path: Path) -> None:
-    cassette = conversation(tmp_path)
+    cassette = compared_turns(tmp_path)
     loaded = Cassette.load(cassette.save())
     assert loaded.format == FORMAT and loaded.metadata == cassette.metadata
     assert [i.body for i in loaded.interactions] == [i.body for i in cassette.interactions]
@@ -430,7 +430,7 @@ def test_format_1_bodies_are_never_resolved(tmp_path: Path) -> None:
 
 
 def test_a_newer_format_asks_for_a_newer_pytest_atom(tmp_path: Path) -> None:
-    text = conversation(tmp_path).dumps().replace(f"format: {FORMAT}\n", "format: 7\n", 1)
+    text = compared_turns(tmp_path).dumps().replace(f"format: {FORMAT}\n", "format: 7\n", 1)
     path = tmp_path / "future.yaml"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(CassetteError) as info:
@@ -453,7 +453,7 @@ def test_broken_shared_blocks_are_cassette_errors(
     tmp_path: Path, edit: Callable[[str], str], fragment: str
 ) -> None:
     path = tmp_path / "broken.yaml"
-    text = conversation(tmp_path).dumps()
+    text = compared_turns(tmp_path).dumps()
     assert edit(text) != text
     path.write_text(edit(text), encoding="utf-8")
     with pytest.raises(CassetteError) as info:
@@ -498,7 +498,7 @@ def test_fastyaml_gives_what_yaml_load_gives(text: str) -> None:
 
 def test_fastyaml_reads_cassettes_as_yaml_load_does(tmp_path: Path) -> None:
     texts = [p.read_text(encoding="utf-8") for p in SHIPPED]
-    texts.append(conversation(tmp_path).dumps())
+    texts.append(compared_turns(tmp_path).dumps())
     texts.append(sample(tmp_path).dumps())
     for text in texts:
         assert fastyaml.load(text) == yaml.load(text, Loader=yaml.CSafeLoader)

@@ -16,7 +16,7 @@ from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
-    conversation,
+    compared_turns,
     match_key,
     request_kind,
 )
@@ -46,7 +46,7 @@ def cli_2_1_197(body: dict[str, Any]) -> dict[str, Any]:
 def test_conversation_ignores_what_claude_code_owns() -> None:
     live, old = turn_body(), cli_2_1_197(turn_body())
     assert live != old
-    assert conversation(live) == conversation(old)
+    assert compared_turns(live) == compared_turns(old)
     assert match_key("turn", live, "conversation") == match_key("turn", old, "conversation")
     assert match_key("turn", live, "strict") != match_key("turn", old, "strict")
 
@@ -86,7 +86,7 @@ def test_claude_codes_own_tool_result_notes_are_folded() -> None:
         result="[This command modified 1 file you've previously read: calc/x.py. "
         "Call Read before editing.]"
     )
-    assert conversation(old)[2]["content"][0]["content"] == NO_OUTPUT
+    assert compared_turns(old)[2]["content"][0]["content"] == NO_OUTPUT
     assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
 
 

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.recall import RECALL_KEY, folder_hash
 from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.matching import conversation
+from pytest_atom.gateway.matching import compared_turns
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.judge.reflector import VERDICT_SCHEMA
@@ -92,7 +92,7 @@ def test_the_tape_gives_each_recorded_session_once(tmp_path: Path) -> None:
         ],
     )
     tape = CassetteResponder(cassette, Normalizer({}), Scrubber())
-    [first] = conversation({"messages": [opening]})
+    [first] = compared_turns({"messages": [opening]})
     assert tape.recall_session("planner", first) is None  # another kind of session
     assert tape.recall_session("reflector", first) == {"score": 1}
     assert tape.unplayed() == 2

@@ -27,7 +27,7 @@ from typing import Any
 
 from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.cassettes.cassette import RECALL
-from pytest_atom.gateway.matching import Kind, conversation
+from pytest_atom.gateway.matching import Kind, compared_turns
 from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.model.spec import ClaudeOptions
 from pytest_atom.run.workspace import SKIPPED_DIRS
@@ -132,7 +132,7 @@ class Recall:
         if tape is None:
             return None
         body = {"messages": [{"role": "user", "content": session.prompt}]}
-        opening = conversation(tape.normalizer.body(tape.scrubber.scrub_obj(body)))
+        opening = compared_turns(tape.normalizer.body(tape.scrubber.scrub_obj(body)))
         inputs = {
             "opening": opening,
             "model": session.model,

@@ -98,7 +98,7 @@ def _blocks(content: Any, blank_results: bool) -> list[dict[str, Any]]:
     return out
 
 
-def conversation(body: Any, *, blank_results: bool = False) -> list[dict[str, Any]]:
+def compared_turns(body: Any, *, blank_results: bool = False) -> list[dict[str, Any]]:
     """The user and assistant turns of a request, without what Claude Code wraps them in."""
     turns: list[dict[str, Any]] = []
     messages = body.get("messages") if isinstance(body, dict) else None
@@ -121,7 +121,7 @@ def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -
         return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
     if kind not in CONVERSATION_KINDS:
         return kind
-    turns = conversation(body, blank_results=mode == "structural")
+    turns = compared_turns(body, blank_results=mode == "structural")
     owned = {"system": owned_system(body)} if system else {}
     return kind + ":" + json.dumps([turns, owned], sort_keys=True, ensure_ascii=False)
 

@@ -42,7 +42,7 @@ from pytest_atom.gateway.matching import (
     Kind,
     MatchMode,
     called_tools,
-    conversation,
+    compared_turns,
     match_key,
     owned_system,
     request_kind,
@@ -109,8 +109,8 @@ class Divergence:
         if self.mode != "strict" and self.kind in CONVERSATION_KINDS:
             blank = self.mode == "structural"
             live_body, recorded_body = live, recorded
-            live = {"messages": conversation(live, blank_results=blank)}
-            recorded = {"messages": conversation(recorded, blank_results=blank)}
+            live = {"messages": compared_turns(live, blank_results=blank)}
+            recorded = {"messages": compared_turns(recorded, blank_results=blank)}
             what = "conversation"
             if self.system:
                 live["system"] = owned_system(live_body)
@@ -135,8 +135,8 @@ class Divergence:
         if self.kind not in CONVERSATION_KINDS:
             return ("played" if live == recorded else "cli"), []
         blank = self.mode == "structural"
-        live_turns = conversation(live, blank_results=blank)
-        recorded_turns = conversation(recorded, blank_results=blank)
+        live_turns = compared_turns(live, blank_results=blank)
+        recorded_turns = compared_turns(recorded, blank_results=blank)
         if live_turns == recorded_turns:
             if (
                 self.system
@@ -430,7 +430,7 @@ class CassetteResponder:
 
         def text(body: Any) -> str:
             if self.match != "strict" and kind in CONVERSATION_KINDS:
-                return json.dumps(conversation(body), indent=1, sort_keys=True)
+                return json.dumps(compared_turns(body), indent=1, sort_keys=True)
             return _canonical(body)
 
         live_text = text(live)
@@ -465,7 +465,7 @@ class CassetteResponder:
             for index, recorded in enumerate(self.cassette.interactions):
                 if self._played[index] or self._kinds[index] != kind:
                     continue
-                turns = conversation(recorded.body)
+                turns = compared_turns(recorded.body)
                 if not turns or turns[0] != opening:
                     continue
                 if len(turns) == 1 and session:
