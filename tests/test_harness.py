@@ -129,8 +129,9 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.splitlines()[-1]
-    # collect: the never-collect-a-workspace hook, which runs with or without --atom
-    light = ["collect", "hooks", "modes", "paths", "plugin", "settings"]
+    # model.workspaces: the never-collect-a-workspace hook, which runs with or without --atom
+    light = ["hooks", "model", "model.modes", "model.settings", "model.workspaces"]
+    light += ["paths", "plugin"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 
 
