@@ -373,3 +373,19 @@ def test_each_call_carries_its_mark_and_each_session_its_tally(tmp_path: Path) -
     tally = re.findall(r'<p class="trajectory"[^>]*>([^<]*)</p>', page)
     assert tally == ["1 skill · 1 subagent · 1 MCP call · 3 refused"]
     assert 'class="trajectory"' not in _page(tmp_path / "plain", "passed", *CONVERSATION)
+
+
+def test_the_agent_line_speaks_of_an_sdk_app_as_one(tmp_path: Path) -> None:
+    """An SDK app runs its own loop once: it finishes, it signals nothing, and a crash is
+    the app's, not the Claude Code CLI's."""
+    import dataclasses
+
+    from pytest_atom.model.spec import SdkApp
+    from pytest_atom.reports.text import agent_line
+
+    result = result_for(tmp_path, assistant("m1", text("Done.\n\nEXIT_LOOP_NOW")))
+    assert agent_line(result) == "signalled EXIT_LOOP_NOW after 1 iteration"
+    result.spec = dataclasses.replace(result.spec, agent=SdkApp("app:main"))
+    assert agent_line(result) == "the SDK app finished its task"
+    result.attempts[0].outcome = RunOutcome(False, 1, reason="error")
+    assert agent_line(result) == "the SDK app failed"

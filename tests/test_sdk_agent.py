@@ -69,6 +69,17 @@ def test_a_bad_app_name_is_a_spec_error_at_its_line(tmp_path: Path) -> None:
         load_spec(path)
 
 
+@pytest.mark.parametrize(
+    "body", ["steps:\n  - {id: one, prompt: p}\n", "request: build a greeter\n"]
+)
+def test_an_app_with_steps_or_a_request_is_a_spec_error(tmp_path: Path, body: str) -> None:
+    """An SDK app runs its own loop once; steps and plans continue a CLI session."""
+    path = tmp_path / "x.atom.yaml"
+    path.write_text(f"name: x\n{body}agent: {{sdk: 'app:main'}}\n")
+    with pytest.raises(SpecError, match=r"runs one task with 'prompt:'.*x\.atom\.yaml:\d"):
+        load_spec(path)
+
+
 def test_an_app_that_cannot_be_imported_says_where_it_was_looked_for(
     claude_bin: Path, tmp_path: Path
 ) -> None:

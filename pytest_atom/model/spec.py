@@ -823,6 +823,15 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     if "sandbox" in m:
         kw["sandbox"] = _sandbox(m["sandbox"])
     if m.get("agent") is not None:
+        other = next((key for key in ("steps", "request") if key in m), None)
+        if other is not None:  # an SDK app runs its own loop once; steps resume a CLI session
+            raise doc.error(
+                f"an SDK app ('agent: {{sdk: ...}}') runs one task with 'prompt:', not "
+                f"'{other}:'; write one spec per step, or drop 'agent:' to let Claude Code "
+                "run the steps",
+                loc + ("agent",),
+                key=True,
+            )
         kw["agent"] = SdkApp(m["agent"]["sdk"])
     if "reflector" in m:
         kw["reflector"] = _reflector(doc, loc + ("reflector",), m["reflector"])

@@ -53,13 +53,15 @@ def agent_line(result: SpecResult) -> str:
     if not result.attempts:
         return "did not run"
     n = result.final.iterations
+    if result.completed and result.spec.agent is not None:
+        return "the SDK app finished its task"  # it runs its own loop, once: no signal
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
         "max_iterations": f"did not signal {signal} within {result.spec.max_iterations} iterations",
         "timeout": f"timed out after {result.spec.timeout:g}s",
         "limit": f"stopped: {result.limit_exceeded}",
-        "error": "the Claude Code CLI failed",
+        "error": "the SDK app failed" if result.spec.agent else "the Claude Code CLI failed",
     }
     return reasons.get(result.reason or "", f"did not finish ({result.reason})")
 
