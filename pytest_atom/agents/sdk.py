@@ -35,7 +35,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
 from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
-from pytest_atom.agents.events import Event, decode
+from pytest_atom.agents.events import Event
 from pytest_atom.agents.protocol import StructuredSessionError
 from pytest_atom.agents.roles import Role
 from pytest_atom.run.processes import kill_process_tree
@@ -187,7 +187,7 @@ class SdkAgent:
                     *complete, partial = (partial + chunk).split("\n")
                     for line in complete:
                         lines.append(line + "\n")
-                        if self._event(record, line, proc):
+                        if self.runner.fold_line(record, line, proc):
                             done = True
                             break
                 if done:
@@ -211,24 +211,6 @@ class SdkAgent:
                 f"\npytest-atom: the SDK app timed out after {timeout:g}s and was killed"
             )
         return record
-
-    def _event(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
-        """Fold one log line; True when it crossed a limit (the app is stopped)."""
-        raw = decode(line)
-        if raw is None:
-            return False
-        parsed = self.parse(raw)
-        for event in parsed:
-            record.apply(event)
-        if self.runner.on_event:
-            self.runner.on_event(raw)
-        budget = self.runner.budget
-        if budget is not None and (crossed := budget.observe(parsed)):
-            record.limit_exceeded = crossed
-            record.is_error = True
-            kill_process_tree(proc)
-            return True
-        return False
 
 
 def _session_options(args: Sequence[str]) -> dict[str, Any]:

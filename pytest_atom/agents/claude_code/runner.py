@@ -275,6 +275,23 @@ class ClaudeRunner:
         and the callbacks all read what this returns."""
         return parse_event(raw)
 
+    def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
+        """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
+        budget to it; True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
+        stdout and an SDK app's log of it are read through this one place."""
+        raw = decode(line)
+        parsed = self.parse(raw) if raw is not None else []
+        for event in parsed:
+            record.apply(event)
+        if raw is not None and self.on_event:
+            self.on_event(raw)
+        if self.budget is not None and (crossed := self.budget.observe(parsed)):
+            record.limit_exceeded = crossed
+            record.is_error = True
+            kill_process_tree(proc)
+            return True
+        return False
+
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
         if self.options.bare:
@@ -381,16 +398,7 @@ class ClaudeRunner:
                 pass
             for line in proc.stdout:
                 lines.append(line)
-                raw = decode(line)
-                parsed = self.parse(raw) if raw is not None else []
-                for event in parsed:
-                    record.apply(event)
-                if raw is not None and self.on_event:
-                    self.on_event(raw)
-                if self.budget is not None and (crossed := self.budget.observe(parsed)):
-                    record.limit_exceeded = crossed
-                    record.is_error = True
-                    kill_process_tree(proc)
+                if self.fold_line(record, line, proc):
                     break
             proc.wait()
         except BaseException:
