@@ -15,8 +15,8 @@ from pytest_atom.reports.baseline import (
     dump_baseline,
     load_baseline,
     read_results,
-    spec_key,
 )
+from pytest_atom.reports.rows import spec_key
 from pytest_atom.run.harness import host_harness
 
 

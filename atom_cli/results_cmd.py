@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import BaselineError
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.reports.rows import spec_key
 from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
 from pytest_atom.reports.text import (
     sandbox_warning_lines,
@@ -90,7 +90,7 @@ def combine_command(
         for line in gate.lines():
             click.echo(line)
     rate = harness.settings.min_pass_rate
-    repeats = rate is not None or any(re.search(r"\[r\d+\]$", row.nodeid) for row in rows)
+    repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
     for line in (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows):
         click.echo(line)
     page = harness.html

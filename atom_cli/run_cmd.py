@@ -29,10 +29,10 @@ from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError
 from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.pytest_ini import pytest_rootdir
-from pytest_atom.reports.baseline import BaselineError, BaselineGate, spec_key
+from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.text import (
     pass_rates,
     result_properties,

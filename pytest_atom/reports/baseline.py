@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pytest_atom.reports.gate import GateResult
 
 from pytest_atom.model.outcome import OK_LABELS, Outcome
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.rows import SummaryRow, spec_key
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -80,16 +80,10 @@ _PROPERTY = {
     "cost_usd": "atom_agent_cost_usd",
     "duration_s": "atom_duration_s",
 }
-_REPEAT = re.compile(r"\[r\d+\]$")
 
 
 class BaselineError(Exception):
     """A baseline or results file that cannot be used; the message says what to do."""
-
-
-def spec_key(nodeid: str) -> str:
-    """A spec's key in a baseline: its node id without the ``[rN]`` of a repeat."""
-    return _REPEAT.sub("", nodeid)
 
 
 # --- results of a run ----------------------------------------------------------------------

@@ -7,17 +7,15 @@ run` and the HTML report say the same. The statistics are `pytest_atom.model.sta
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_atom.model import stats
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.rows import SummaryRow, spec_key
 
 Row = SummaryRow
-_REPEAT = re.compile(r"\[r\d+\]$")
 #: Figures measured per run: (name, property); the agent's own usage, as baselines read it.
 METRICS = (
     ("score", "atom_score"),
@@ -61,7 +59,7 @@ def groupruns_of(rows: Iterable[Row], key: Any = None) -> dict[str, Runs]:
     grouped: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
     for row in rows:
         props = row.properties
-        name = key(row.nodeid, props) if key else _REPEAT.sub("", row.nodeid)
+        name = key(row.nodeid, props) if key else spec_key(row.nodeid)
         grouped.setdefault(name, []).append((row.outcome.ok, props))
     return {name: runs_of(name, runs) for name, runs in grouped.items()}
 
@@ -154,7 +152,7 @@ class ArmFigures:
 
 
 def _arm_key(nodeid: str, props: Mapping[str, Any]) -> str:
-    return _REPEAT.sub("", nodeid)
+    return spec_key(nodeid)
 
 
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
@@ -163,7 +161,7 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
     groups = groupruns_of(armed, _arm_key)
-    meta = {_REPEAT.sub("", row.nodeid): row.properties for row in armed}
+    meta = {spec_key(row.nodeid): row.properties for row in armed}
     found: list[ArmFigures] = []
     by_spec: dict[str, list[str]] = {}
     for key in groups:

@@ -9,12 +9,21 @@ measure from them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.usage import ROLES
+
+_REPEAT = re.compile(r"\[r\d+\]$")
+
+
+def spec_key(nodeid: str) -> str:
+    """A spec's key across its repeats (and in a baseline): its node id without the
+    ``[rN]`` a repeat adds."""
+    return _REPEAT.sub("", nodeid)
 
 
 def _number(value: Any) -> float | None:

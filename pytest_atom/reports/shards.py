@@ -23,11 +23,10 @@ from pytest_atom.reports.baseline import (
     BaselineError,
     BaselineGate,
     read_results,
-    spec_key,
     write_results,
 )
 from pytest_atom.reports.html import report_row
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.rows import SummaryRow, spec_key
 
 __all__ = ["SHARD_RESULTS", "ShardResults", "combine", "page_rows", "read_shard", "write_shard"]
 

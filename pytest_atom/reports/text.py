@@ -17,7 +17,7 @@ from pytest_atom.model.usage import ROLES
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
 
 if TYPE_CHECKING:
@@ -555,7 +555,7 @@ def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
     is ok, as pytest's exit status counts it: an expected failure passes)."""
     grouped: dict[str, list[SummaryRow]] = {}
     for row in rows:
-        grouped.setdefault(re.sub(r"\[r\d+\]$", "", row.nodeid), []).append(row)
+        grouped.setdefault(spec_key(row.nodeid), []).append(row)
     return [
         PassRate(
             spec,
