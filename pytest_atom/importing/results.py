@@ -84,7 +84,7 @@ def load_expected(path: Path) -> list[dict[str, Any]]:
 
 def _first_difference(expected: str, actual: str) -> tuple[str, str]:
     want, got = expected.splitlines() or [""], actual.splitlines() or [""]
-    for a, b in zip(want, got):
+    for a, b in zip(want, got, strict=False):
         if a != b:
             return a, b
     if len(want) != len(got):

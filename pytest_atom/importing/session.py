@@ -226,6 +226,6 @@ def _fold(
             add_call(path, turn, call)
             calls[call.id] = call
     elif isinstance(event, events.ToolResult):
-        call = calls.get(event.tool_use_id)
-        if call is not None:
-            call.result, call.is_error = event.text, event.is_error
+        answered = calls.get(event.tool_use_id)
+        if answered is not None:
+            answered.result, answered.is_error = event.text, event.is_error

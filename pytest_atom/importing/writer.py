@@ -34,7 +34,7 @@ from pytest_atom.model.spec import project_root
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.transcript import tool_label
 
-__all__ = ["EXIT_SIGNAL", "Imported", "TEST_COMMAND", "write_spec"]
+__all__ = ["EXIT_SIGNAL", "TEST_COMMAND", "Imported", "write_spec"]
 
 EXIT_SIGNAL = "EXIT_LOOP_NOW"
 #: A Bash command that runs a test suite: its last run becomes a starter `command:` check.
@@ -157,11 +157,12 @@ def default_name(session: Session) -> str:
 
 
 def relative(value: Any, cwd: str | None) -> Any:
-    """`value` with the session's folder `cwd` as relative paths, through lists and mappings."""
+    """`value` with the session's folder `cwd` as relative paths (``./x``, so a command that
+    ran a script by its path still does), through lists and mappings."""
     if cwd is None:
         return value
     if isinstance(value, str):
-        return "." if value == cwd else value.replace(cwd + "/", "").replace(cwd, ".")
+        return "." if value == cwd else value.replace(cwd + "/", "./").replace(cwd, ".")
     if isinstance(value, list):
         return [relative(v, cwd) for v in value]
     if isinstance(value, dict):
@@ -213,7 +214,7 @@ def _checks(session: Session, cwd: str | None, results: str) -> list[dict[str, A
         path = call.input.get("file_path") or call.input.get("notebook_path")
         if call.name not in WRITE_TOOLS or call.is_error or not isinstance(path, str):
             continue
-        rel = relative(path, cwd)
+        rel = os.path.normpath(relative(path, cwd))
         inside = not os.path.isabs(rel) and not rel.startswith("..") and rel != "."
         if inside and rel not in written:
             written.append(rel)
