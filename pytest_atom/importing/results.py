@@ -49,9 +49,14 @@ _LISTED = 10
 def normal_result(text: str, folders: Iterable[str | Path] = ()) -> str:
     """`text` with `folders` (the session's or the run's) as relative paths, wall times and
     system reminders masked, and trailing blanks gone."""
-    for folder in sorted({str(f).rstrip("/") for f in folders if str(f).strip("/")}, key=len)[::-1]:
-        text = text.replace(folder + "/", "").replace(folder, ".")
-    text = mask_durations(_REMINDER.sub("\n", text))
+    text = _REMINDER.sub("\n", text)
+    for folder in sorted({str(f).rstrip("/") for f in folders if str(f).strip("/")}, key=len)[
+        ::-1
+    ]:
+        edge = r"(?<![\w.-])" + re.escape(folder)
+        text = re.sub(edge + "/", "", text)
+        text = re.sub(edge + r"(?![\w.-])", ".", text)
+    text = mask_durations(text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
