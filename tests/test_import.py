@@ -76,6 +76,32 @@ def test_a_sidechain_line_is_refused(tmp_path: Path) -> None:
         read_session(path)
 
 
+def test_an_abandoned_branch_is_left_out(tmp_path: Path) -> None:
+    lines = HELLO.read_text(encoding="utf-8").splitlines()
+    prompt = json.loads(lines[1])
+    dead = json.loads(lines[2])  # an answer to the prompt that the user rewound past
+    dead["uuid"], dead["message"]["id"] = "dead-branch", "msg_dead"
+    dead["message"]["content"] = [{"type": "text", "text": "An abandoned answer."}]
+    assert dead["parentUuid"] == prompt["uuid"]
+    path = tmp_path / "branched.jsonl"
+    path.write_text("\n".join([*lines[:2], json.dumps(dead), *lines[2:]]) + "\n", "utf-8")
+    session = read_session(path)
+    assert [t.text for t in session.turns][:1] == [""]  # the Write turn, not the dead answer
+    assert len(session.turns) == 4
+    assert session.notes == [
+        "1 lines of an abandoned branch (a prompt edited or rewound to) left out"
+    ]
+
+
+def test_parallel_tool_results_beside_the_chain_are_kept() -> None:
+    """Each result of parallel calls hangs off its own call's line, off the chain."""
+    session = read_session(TRANSCRIPTS / "coverage-test-fix.jsonl")
+    assert session.git_branch == "master" and session.notes == []
+    assert [c.name for c in session.calls[:5]] == ["Glob", "Read", "Read", "Edit", "Edit"]
+    assert all(c.result is not None for c in session.calls)
+    assert session.calls[1].result is not None and "def add_numbers" in session.calls[1].result
+
+
 def test_a_file_of_neither_format_names_file_and_line(tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('\n{"kind": "log", "text": "hi"}\n', encoding="utf-8")
@@ -134,7 +160,7 @@ def test_divergence_names_the_call() -> None:
     same = Trajectory(
         (
             Call("Bash", {"command": "ls"}, 1, 1, result="a.txt"),
-            Call("Read", {"file_path": "./a.txt"}, 1, 2, result="1\thello"),  # new gutter
+            Call("Read", {"file_path": "./a.txt"}, 1, 2, result="1\thello\n2\t"),  # new gutter
             Call("Write", {"file_path": "./b.txt"}, 1, 3, result="Wrote /run/ws/b.txt (ok)"),
         ),
         None,
@@ -251,18 +277,19 @@ def _pytest_atom(folder: Path, claude_bin: Path, *args: str) -> subprocess.Compl
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_pinned_cli_session_imports_and_replays(tmp_path: Path, claude_bin: Path) -> None:
+def test_pinned_cli_session_imports_and_replays(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project, transcript, log = _make_session(tmp_path, claude_bin)
     runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        os.chdir(project)
-        made = runner.invoke(main, ["import", str(transcript), "--name", "from-transcript"])
-        assert made.exit_code == 0, made.output
-        assert "the session's starting commit" in made.output
-        made = runner.invoke(
-            main, ["import", str(log), "--name", "from-log", "--prompt", "Fix the failing test."]
-        )
-        assert made.exit_code == 0, made.output
+    monkeypatch.chdir(project)
+    made = runner.invoke(main, ["import", str(transcript), "--name", "from-transcript"])
+    assert made.exit_code == 0, made.output
+    assert "the session's starting commit" in made.output
+    made = runner.invoke(
+        main, ["import", str(log), "--name", "from-log", "--prompt", "Fix the failing test."]
+    )
+    assert made.exit_code == 0, made.output
     for name in ("from-transcript", "from-log"):
         spec = yaml.safe_load((project / "specs" / f"{name}.atom.yaml").read_text())
         assert spec["workspace"]["path"] == ".." and len(spec["workspace"]["ref"]) == 40

@@ -41,7 +41,8 @@ __all__ = ["WRITE_TOOLS", "comparable", "load_expected", "normal_result", "tool_
 #: Tools whose result is the CLI's own wording of a success: compared as success or error.
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
-_GUTTER = re.compile(r"^ *\d+(?:→|\t)", re.MULTILINE)
+#: A Read result's line numbers; a blank line's number ends its line once blanks are stripped.
+_GUTTER = re.compile(r"^ *\d+(?:→|\t|$)", re.MULTILINE)
 #: Divergent calls an evidence lists in full; more are counted.
 _LISTED = 10
 
@@ -50,9 +51,7 @@ def normal_result(text: str, folders: Iterable[str | Path] = ()) -> str:
     """`text` with `folders` (the session's or the run's) as relative paths, wall times and
     system reminders masked, and trailing blanks gone."""
     text = _REMINDER.sub("\n", text)
-    for folder in sorted({str(f).rstrip("/") for f in folders if str(f).strip("/")}, key=len)[
-        ::-1
-    ]:
+    for folder in sorted({str(f).rstrip("/") for f in folders if str(f).strip("/")}, key=len)[::-1]:
         edge = r"(?<![\w.-])" + re.escape(folder)
         text = re.sub(edge + "/", "", text)
         text = re.sub(edge + r"(?![\w.-])", ".", text)
@@ -66,7 +65,7 @@ def comparable(tool: str, text: str, is_error: bool) -> str:
     if tool in WRITE_TOOLS and not is_error:
         return "(succeeded)"
     if tool == "Read":
-        text = _GUTTER.sub("", text)
+        text = "\n".join(line.rstrip() for line in _GUTTER.sub("", text).splitlines()).strip()
     return text
 
 

@@ -85,6 +85,7 @@ class Session:
     #: The user's messages after the first (line, text): later prompts, hook feedback.
     later_messages: list[tuple[int, str]] = field(default_factory=list)
     calls_started: int = 0  # `claude -p` calls in a stream-json log (its system/init events)
+    notes: list[str] = field(default_factory=list)  # what the reader left out, and why
 
     @property
     def calls(self) -> list[SessionCall]:
@@ -203,8 +204,8 @@ def _fold(
         cwd = raw.get("cwd")
         session.cwd = session.cwd or (cwd if isinstance(cwd, str) else None)
         return
-    if isinstance(event, events.SubagentStarted):
-        raise refuse_subagent(path, number, f"a subagent starts ({event.tool_use_id})")
+    # A `system/task_started` event is no proof of a subagent: Claude Code also starts a task
+    # for a Bash command that runs long. The Agent call itself, and its events, are refused.
     subagent = getattr(event, "subagent", None)
     if subagent:
         raise refuse_subagent(path, number, f"this event is a subagent's (of call {subagent})")

@@ -13,9 +13,15 @@ The CLI appends one JSON object a line as the session goes. The lines `atom impo
   the session's file).
 
 Other lines (``summary``, ``queue-operation``, ``file-history-snapshot``, ``attachment``,
-``api-request``, ``system``, ...) say nothing a script needs and are passed over. Lines are read
-in file order; an answer's blocks are the same as in stream-json, so each message is parsed by
-`pytest_atom.agents.events` like a stream-json event.
+``api-request``, ``system``, ...) say nothing a script needs and are passed over. An answer's
+blocks are the same as in stream-json, so each message is parsed by `pytest_atom.agents.events`
+like a stream-json event.
+
+Lines form a tree by ``parentUuid``: a prompt the user edited or rewound to starts a branch,
+and the abandoned one stays in the file. The conversation is the chain from the last line back
+to the first, plus the results of parallel tool calls (each result hangs off its own call's
+line, beside the chain); lines off it are left out. When the chain does not lead back to the
+first line (a compaction or a resume broke it), every line is read in file order.
 """
 
 from __future__ import annotations
@@ -46,9 +52,14 @@ def read_transcript(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Sess
     turns: dict[str, SessionTurn] = {}
     calls: dict[str, SessionCall] = {}
     seen: set[str] = set()
+    kept = _conversation(lines)
+    left_out = 0
     for number, raw in lines:
         kind = raw.get("type")
         if kind not in ("user", "assistant"):
+            continue
+        if kept is not None and raw.get("uuid") not in kept:
+            left_out += 1
             continue
         uuid = raw.get("uuid")
         if isinstance(uuid, str):
@@ -62,7 +73,50 @@ def read_transcript(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Sess
             _assistant(path, session, turns, calls, number, raw)
         else:
             _user(session, calls, number, raw)
+    if left_out:
+        session.notes.append(
+            f"{left_out} lines of an abandoned branch (a prompt edited or rewound to) left out"
+        )
     return session
+
+
+def _conversation(lines: list[tuple[int, dict[str, Any]]]) -> set[str] | None:
+    """The uuids of the conversation's lines: the chain from the last user or assistant line
+    back to the first, and the tool results beside it. None when the chain does not reach the
+    first line (read everything in file order then)."""
+    parent: dict[str, str | None] = {}
+    messages: list[dict[str, Any]] = []
+    for _, raw in lines:
+        uuid = raw.get("uuid")
+        if not isinstance(uuid, str):
+            continue
+        up = raw.get("parentUuid") or raw.get("logicalParentUuid")
+        parent.setdefault(uuid, up if isinstance(up, str) else None)
+        if raw.get("type") in ("user", "assistant") and raw.get("isSidechain") is not True:
+            messages.append(raw)
+    if not messages:
+        return None
+    chain: set[str] = set()
+    at: str | None = messages[-1]["uuid"]
+    while at is not None and at not in chain:
+        chain.add(at)
+        at = parent.get(at)
+    if messages[0]["uuid"] not in chain:
+        return None
+    beside = {
+        str(m["uuid"])
+        for m in messages
+        if m.get("type") == "user" and parent.get(m["uuid"]) in chain and _is_results(m)
+    }
+    return chain | beside
+
+
+def _is_results(raw: Mapping[str, Any]) -> bool:
+    message = raw.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _where(session: Session, raw: Mapping[str, Any]) -> None:

@@ -82,7 +82,7 @@ def write_spec(
     for path in (spec_path, script_path, results_path):
         if path.exists():
             raise SessionError(f"{path} already exists: pass another --name, or remove it first")
-    notes: list[str] = []
+    notes: list[str] = list(session.notes)
     cwd = session.cwd.rstrip("/") if session.cwd else None
     turns = _script_turns(session, cwd, notes)
     workspace = _workspace(session, cwd, out, ref, notes)
