@@ -140,6 +140,85 @@ def test_written_spec_loads_and_its_script_plays_the_session(tmp_path: Path) -> 
         write_spec(read_session(HELLO), tmp_path / "specs", name="hello")
 
 
+def _relocated(tmp_path: Path, folder: Path) -> Path:
+    """The public hello-world transcript, as if it had run in `folder`."""
+    text = HELLO.read_text(encoding="utf-8").replace("/tmp/tmp74wiyiny", str(folder))
+    path = tmp_path / "relocated.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _git(folder: Path, *args: str) -> None:
+    dated = {
+        "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z",
+        "GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z",
+    }
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=folder,
+        env={**os.environ, **dated},
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_workspace_is_the_project_at_the_ref_or_its_starting_commit(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "README").write_text("x\n")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-qm", "start")
+    _git(project, "tag", "v1")
+    session = read_session(_relocated(tmp_path, project))
+    at_ref = write_spec(session, project / "specs", name="at-ref", ref="v1")
+    assert load_specs(at_ref.spec)[0].workspace_ref == "v1"
+    assert yaml.safe_load(at_ref.spec.read_text())["workspace"] == {"path": "..", "ref": "v1"}
+    found = write_spec(session, project / "specs", name="found")  # the last commit before 2026
+    ref = yaml.safe_load(found.spec.read_text())["workspace"]["ref"]
+    assert len(ref) == 40 and any("starting commit" in n for n in found.notes)
+    with pytest.raises(SessionError, match=r"--ref nope is not a commit of .*proj"):
+        write_spec(session, project / "specs", name="bad", ref="nope")
+    with pytest.raises(SessionError, match="outside the project of --out"):
+        write_spec(session, tmp_path / "elsewhere", name="outside")
+
+
+def test_a_ref_needs_the_sessions_folder(tmp_path: Path) -> None:
+    with pytest.raises(SessionError, match=r"--ref main names a commit of .*not on this machine"):
+        write_spec(read_session(HELLO), tmp_path, name="x", ref="main")
+
+
+def _with_block(tmp_path: Path, block: dict[str, object]) -> Path:
+    lines = HELLO.read_text(encoding="utf-8").splitlines()
+    answer = json.loads(lines[2])
+    answer["message"]["content"].insert(0, block)
+    lines[2] = json.dumps(answer)
+    path = tmp_path / "with-block.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_thinking_is_left_out_and_said(tmp_path: Path) -> None:
+    path = _with_block(tmp_path, {"type": "thinking", "thinking": "Plan it.", "signature": "s"})
+    session = read_session(path)
+    assert session.thinking == 1 and "Plan it." not in json.dumps([t.text for t in session.turns])
+    done = write_spec(session, tmp_path / "specs", name="t")
+    assert "1 thinking blocks left out: a script has no thinking" in done.notes
+
+
+def test_server_tools_are_refused(tmp_path: Path) -> None:
+    block = {
+        "type": "server_tool_use",
+        "id": "srv_1",
+        "name": "web_search",
+        "input": {"query": "x"},
+    }
+    with pytest.raises(
+        SessionError, match=r"with-block\.jsonl:3: the model called the server tool"
+    ):
+        read_session(_with_block(tmp_path, block))
+
+
 def test_last_test_command_becomes_a_check(tmp_path: Path) -> None:
     session = read_session(HELLO)
     session.calls[1].input["command"] = "python3 -m pytest -q"
