@@ -30,6 +30,11 @@ LAZY_COMMANDS = {
         "validate",
         "Check specs; run their scripts and oracles offline.",
     ),
+    "import": (
+        "atom_cli.import_cmd",
+        "import_",
+        "Turn a Claude Code session (transcript or stream-json log) into a spec.",
+    ),
     "init": ("atom_cli.project_cmd", "init", "Scaffold a project with a scripted example spec."),
     "doctor": (
         "atom_cli.project_cmd",

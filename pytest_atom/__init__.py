@@ -39,6 +39,8 @@ _EXPORTS = {
     "Script": "gateway",
     "ScriptError": "gateway",
     "ScriptedResponder": "gateway",
+    "Session": "importing",
+    "SessionError": "importing",
     "SettingsError": "model.settings",
     "Spec": "model.spec",
     "SpecError": "model.spec",
@@ -48,8 +50,10 @@ _EXPORTS = {
     "find_claude": "agents.claude_code.cli",
     "load_spec": "model.spec",
     "load_specs": "model.spec",
+    "read_session": "importing",
     "run_checks": "judge.checks",
     "run_spec": "run.spec_run",
+    "write_spec": "importing",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -75,6 +79,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     )
     from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
+    from pytest_atom.importing import Session, SessionError, read_session, write_spec
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError

@@ -238,7 +238,7 @@ def test_wrong_type_message_points_at_value(
             (
                 "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
                 "command, json_schema, tool_used, tool_order, "
-                "skill_invoked, subagent_used, mcp_called, final_message, permission_denied), got file_exists, file_absent"
+                "skill_invoked, subagent_used, mcp_called, final_message, permission_denied, tool_results), got file_exists, file_absent"
             ),
             (3, 5),
         ),
@@ -576,14 +576,14 @@ def test_custom_check_kind_is_unknown_unless_registered(
     assert str(error_of(path)) == (
         "unknown check 'word_count' (known checks: file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied) at c.atom.yaml:3:5"
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results) at c.atom.yaml:3:5"
     )
     # Registering some kinds is not registering all: the first unknown one is still blamed.
     err = error_of(path, ("word_count", "spell_ok", "fast"))
     assert (err.message, err.line, err.column) == (
         "unknown check 'max_lines' (known checks: file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied, fast, spell_ok, word_count)",
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results, fast, spell_ok, word_count)",
         5,
         5,
     )
@@ -614,7 +614,7 @@ def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
     assert error_of(path, ("word_count", "fast")).message == (
         "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied, fast, word_count), got word_count, fast"
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results, fast, word_count), got word_count, fast"
     )
 
 

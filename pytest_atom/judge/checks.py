@@ -156,7 +156,7 @@ def run_checks(
     if records is not None and any(registry.reads_run(c.kind) for c in checks):
         from pytest_atom.judge.trajectory import Trajectory
 
-        trajectory = Trajectory.from_records(records)
+        trajectory = Trajectory.from_records(records, workspace)
     return [registry.run(check, workspace, env, trajectory) for check in checks]
 
 

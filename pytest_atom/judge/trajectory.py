@@ -20,9 +20,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.importing.results import tool_results
 from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
 from pytest_atom.model.spec import Check, count_phrase
 from pytest_atom.reports.transcript import (
@@ -95,9 +97,13 @@ class Trajectory:
 
     calls: tuple[Call, ...]
     final_message: str | None
+    #: The folder the agent worked in, where known: a result that names it reads as relative.
+    workspace: Path | None = None
 
     @classmethod
-    def from_records(cls, records: Iterable[IterationRecord]) -> Trajectory:
+    def from_records(
+        cls, records: Iterable[IterationRecord], workspace: Path | None = None
+    ) -> Trajectory:
         calls: list[Call] = []
         final: str | None = None
         for iteration, record in enumerate(records, start=1):
@@ -105,7 +111,7 @@ class Trajectory:
             calls += _calls(turns, iteration, ())
             texts = [_texts(turn) for turn in turns]
             final = next((t for t in reversed(texts) if t), final)
-        return cls(tuple(sorted(calls, key=lambda c: c.order)), final)
+        return cls(tuple(sorted(calls, key=lambda c: c.order)), final, workspace)
 
     def named(self, name: str) -> list[Call]:
         return [c for c in self.calls if c.name == name]
@@ -321,4 +327,5 @@ TRAJECTORY_CHECKS: dict[str, TrajectoryCheckFn] = {
     "mcp_called": mcp_called,
     "final_message": final_message,
     "permission_denied": permission_denied,
+    "tool_results": tool_results,
 }

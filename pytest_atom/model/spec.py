@@ -51,6 +51,7 @@ TRAJECTORY_CHECK_KINDS: tuple[str, ...] = (
     "mcp_called",
     "final_message",
     "permission_denied",
+    "tool_results",
 )
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
@@ -104,6 +105,8 @@ def _describe_trajectory(kind: str, p: Mapping[str, Any]) -> str:
         return f"/{p['pattern']}/"
     if kind in ("skill_invoked", "subagent_used"):
         return str(p["name"])
+    if kind == "tool_results":
+        return str(p["file"].name)
     text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
     if kind == "tool_used":
         text += " " + count_phrase(p["min"], p["max"])
@@ -1289,6 +1292,8 @@ def _trajectory(doc: _Document, at: Loc, kind: str, value: Any) -> dict[str, Any
         return {"server": value["server"], "tool": value.get("tool")}
     if kind == "final_message":
         return {"pattern": _regex(doc, at, value)}
+    if kind == "tool_results":
+        return {"file": _spec_side(doc, at, value, "file")}
     value = {"name": value} if isinstance(value, str) else value
     pattern = value.get("input")
     params = {
