@@ -270,10 +270,8 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
         "build.txt",
         "greeting.txt",
         "notes.txt",
-        "specs/own_repo.atom.yaml",
-        "specs/own_repo.script.yaml",
         "src/app.py",
-    ]
+    ]  # the spec and its script are pytest-atom's own: never the agent's
     assert not (attempt / ".atom").exists()  # no recursion into the runs
     setup_log = (run / "setup" / "output.log").read_text()
     assert (attempt / "build.txt").read_text() == "built by set-up\n"
