@@ -16,7 +16,9 @@ What is left out is found by what pytest-atom knows, not by names alone:
   being run adds its own, wherever its file is;
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
-Specs are read as plain YAML, not validated: a spec with an error still names its files.
+MCP tapes need no rule of their own: a run's tape folder is in its run folder (never
+copied) and what it recorded is in the cassette. Specs are read as plain YAML, not
+validated: a spec with an error still names its files.
 A spec's `include:` globs (relative to the workspace, like `exclude:`) bring matching
 paths back. A ``cassettes/`` folder of another tool (pytest-recording's, beside test
 modules) is left alone: only the folders of the spec files found are pytest-atom's.

@@ -182,7 +182,8 @@ def git_toplevel(folder: Path) -> Path | None:
 
 def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
     """A fresh repository in `folder` with one commit of all it holds (`amend`: that
-    commit redone, after set-up commands changed the folder)."""
+    commit redone with the changes set-up commands made to its files; what they created
+    is ignored instead, `ignore_new_files`)."""
     if not amend:
         _git(folder, "init", "--quiet", "--initial-branch=main")
         exclude = folder / ".git" / "info" / "exclude"
