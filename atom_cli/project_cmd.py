@@ -1,13 +1,14 @@
 """`atom init` scaffolds a project that `pytest --atom` runs at once; `atom doctor` checks a machine.
 
 `init` never overwrites a file that exists (unless `--force`, and then only its own
-scaffold files) and merges its pytest settings into `pyproject.toml` with tomlkit, so
-every key, comment and blank line a user wrote stays as it was.
+scaffold files). Its settings (`paths: [specs]`) go into `.atom/config.yaml`, which only
+pytest-atom reads, never into pytest's own ini: a key there makes every pytest without
+pytest-atom (a contributor's, tox's, a CI job's) warn "Unknown config option", which
+``filterwarnings = error`` turns into an abort.
 """
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import shlex
@@ -21,9 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import tomlkit
-import tomlkit.exceptions
-from tomlkit.items import Item
 
 from pytest_atom.agents.claude_code.cli import (
     CLAUDE_CODE_VERSION,
@@ -42,7 +40,10 @@ from pytest_atom.agents.claude_code.sandbox import (
 from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.model.settings import ini_note
 from pytest_atom.model.spec import SandboxOptions
+from pytest_atom.paths import display_path
+from pytest_atom.pytest.pytest_ini import find_ini
 
 # --------------------------------------------------------------------------- atom init
 
@@ -113,6 +114,9 @@ timeout: 120
 # model: ${ATOM_MODEL:-}
 # none (replay only: nothing leaves the machine), once, new_episodes or all.
 record_mode: none
+# The specs `pytest --atom` and `atom validate` take when no path is named. pytest-atom's
+# settings live here, not in pytest's ini, which a pytest without pytest-atom rejects.
+paths: [specs]
 """
 
 #: Scaffold files, relative to the project folder; the ones `--force` may overwrite.
@@ -122,9 +126,6 @@ SCAFFOLD: dict[str, str] = {
     f"{SPEC_DIR}/workspaces/hello/README.md": HELLO_README,
     ".atom/config.yaml": ATOM_CONFIG,
 }
-
-#: What `init` adds to pytest's settings when missing.
-PYTEST_SETTINGS: dict[str, list[str]] = {"atom_paths": [SPEC_DIR]}
 
 RUNS_IGNORE = ".atom/runs/"
 #: .gitignore lines that already keep the run folders out of git.
@@ -144,9 +145,6 @@ _IGNORES_RESULTS = {
     prefix + path for prefix in ("", "/") for path in (".atom", ".atom/", RESULTS_IGNORE)
 }
 
-#: pytest config files that take precedence over pyproject.toml, whatever they hold.
-_PYTEST_FILES_FIRST = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
-
 
 @click.command()
 @click.argument(
@@ -159,17 +157,20 @@ def init(directory: Path, force: bool) -> None:
     """Scaffold a pytest-atom project in DIRECTORY (default: the current folder).
 
     Creates an example spec that `pytest --atom` runs offline from a script, a project
-    config, the pytest settings in pyproject.toml and a .gitignore entry for run folders.
-    Existing files are kept; `--force` overwrites the example spec and config only.
+    config (.atom/config.yaml, which names specs/ as the spec folder) and .gitignore
+    entries for run folders. pytest's own settings are left alone. Existing files are
+    kept; `--force` overwrites the example spec and config only.
     """
     directory.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
     for relative, content in SCAFFOLD.items():
         click.echo(_write_scaffold(directory, relative, content, force))
-    merged = _merge_pytest_settings(directory, notes)
-    click.echo(merged)
-    # Unless atom_paths now names specs/, a bare `pytest --atom` would not find the example.
-    run = "pytest --atom" if not (notes or merged.startswith("left ")) else "pytest --atom specs"
+    ini = find_ini(directory)
+    note = ini and ini_note(ini.values, display_path(ini.path))
+    if note:
+        notes.append(note.removeprefix("pytest-atom: "))
+    # The specs only: a bare `pytest --atom` would run the project's whole suite too.
+    run = f"pytest --atom {SPEC_DIR}"
     click.echo(_ignore_runs(directory))
     for note in notes:
         click.echo(f"note: {note}")
@@ -198,120 +199,6 @@ def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content, encoding="utf-8")
     return f"{'overwrote' if existed else 'created'} {relative}"
-
-
-def _merge_pytest_settings(directory: Path, notes: list[str]) -> str:
-    """Add `PYTEST_SETTINGS` to the pytest config pytest will read, keeping everything else."""
-    for name in _PYTEST_FILES_FIRST:
-        if (directory / name).is_file():
-            return _add_by_hand(name, "it takes precedence over pyproject.toml")
-    path = directory / "pyproject.toml"
-    existed = path.is_file()
-    try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8") if existed else "")
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
-        return _add_by_hand("pyproject.toml", f"it cannot be read: {exc}")
-    table, where = _pytest_table(document)
-    if table is None:
-        other = _ini_style_pytest_config(directory)
-        if other:
-            # A pytest table in pyproject.toml would win over that file and drop its settings.
-            return _add_by_hand(other, "pytest reads its settings from there")
-        table, where = _add_ini_options(document), "[tool.pytest.ini_options]"
-        if table is None:
-            return _add_by_hand("pyproject.toml", "its `tool` or `tool.pytest` is not a table")
-    added: list[str] = []
-    for key, value in PYTEST_SETTINGS.items():
-        if key not in table:
-            table[key] = value
-            added.append(key)
-        elif not _same_paths(table[key], value):
-            notes.append(
-                f"{key} is already set in pyproject.toml {where} to {_toml(_plain(table[key]))}: "
-                f"left as it is, so `pytest --atom` collects {SPEC_DIR}/ only if you add it "
-                f"there or run `pytest --atom {SPEC_DIR}`"
-            )
-    if not added:
-        return f"kept existing pytest settings: pyproject.toml {where} already has {', '.join(PYTEST_SETTINGS)}"
-    text = tomlkit.dumps(document)
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    verb = "updated" if existed else "created"
-    return f"{verb} pyproject.toml: {', '.join(added)} in {where}"
-
-
-def _add_by_hand(name: str, why: str) -> str:
-    """The message for a pytest config `init` does not edit, with the lines to add."""
-    if name.endswith(".toml"):
-        lines = [f"{k} = {_toml(v)}" for k, v in PYTEST_SETTINGS.items()]
-    else:  # ini style: paths separated by spaces
-        lines = [f"{k} = {' '.join(v)}" for k, v in PYTEST_SETTINGS.items()]
-    return f"left {name} alone ({why}): add {'; '.join(lines)} to its pytest settings yourself"
-
-
-def _pytest_table(document: tomlkit.TOMLDocument) -> tuple[Any, str]:
-    """The table pytest reads in pyproject.toml, or None: `[tool.pytest]` when it holds
-    native TOML settings (pytest 9), else `[tool.pytest.ini_options]`."""
-    tool = document.get("tool")
-    pytest_table = tool.get("pytest") if isinstance(tool, dict) else None
-    if not isinstance(pytest_table, dict):
-        return None, ""
-    if any(key != "ini_options" for key in pytest_table):
-        return pytest_table, "[tool.pytest]"
-    ini = pytest_table.get("ini_options")
-    if isinstance(ini, dict):
-        return ini, "[tool.pytest.ini_options]"
-    return None, ""
-
-
-def _add_ini_options(document: tomlkit.TOMLDocument) -> Any:
-    """Create `[tool.pytest.ini_options]` and any missing parent; None rather than replace
-    a value of another type a user wrote there."""
-    if "tool" not in document:
-        document["tool"] = tomlkit.table(is_super_table=True)
-    tool = document["tool"]
-    if not isinstance(tool, dict):
-        return None
-    if "pytest" not in tool:
-        tool["pytest"] = tomlkit.table(is_super_table=True)
-    pytest_table = tool["pytest"]
-    if not isinstance(pytest_table, dict) or "ini_options" in pytest_table:
-        return None
-    pytest_table["ini_options"] = tomlkit.table()
-    return pytest_table["ini_options"]
-
-
-def _ini_style_pytest_config(directory: Path) -> str | None:
-    """tox.ini or setup.cfg when it holds pytest settings (pyproject.toml would win over it)."""
-    for name, section in (("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        path = directory / name
-        if not path.is_file():
-            continue
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            continue
-        if parser.has_section(section):
-            return name
-    return None
-
-
-def _plain(value: Any) -> Any:
-    return value.unwrap() if isinstance(value, Item) else value
-
-
-def _same_paths(existing: Any, wanted: list[str]) -> bool:
-    """Whether an existing `atom_paths` (a list, or a string in ini style) covers `wanted`."""
-    value = _plain(existing)
-    items = value.split() if isinstance(value, str) else value
-    if not isinstance(items, list):
-        return False
-    have = {str(item).strip().rstrip("/").removeprefix("./") for item in items}
-    return all(w in have for w in wanted)
-
-
-def _toml(value: Any) -> str:
-    return str(tomlkit.item(value).as_string())
 
 
 def _ignore_runs(directory: Path) -> str:

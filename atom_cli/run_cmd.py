@@ -25,10 +25,10 @@ from pytest_atom.model.modes import (
     RecordMode,
 )
 from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError
+from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError, ini_note
 from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest.pytest_ini import pytest_rootdir
+from pytest_atom.pytest.pytest_ini import find_ini, pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
@@ -261,6 +261,13 @@ class Progress:
     "ones; 0 keeps all.",
 )
 @click.option(
+    "--keep-runs-size",
+    metavar="SIZE",
+    default=None,
+    help="afterwards, also delete the oldest run folders until all fit in SIZE (such as "
+    "500MB); the newest of each spec and this run's failed ones stay.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
 @click.option(
@@ -288,6 +295,7 @@ def run(
     runs_dir: Path | None,
     resume: Path | None,
     keep_runs: int | None,
+    keep_runs_size: str | None,
     as_json: bool,
     config_path: Path | None,
 ) -> None:
@@ -310,6 +318,7 @@ def run(
         "threshold": threshold,
         "runs_dir": runs_dir.resolve() if runs_dir else None,
         "keep_runs": keep_runs,
+        "keep_runs_size": keep_runs_size,
         "repeat": repeat,
         "seed": seed,
         "arms": arms,
@@ -327,6 +336,10 @@ def run(
         raise ContentError(str(err)) from None
     html = harness.html
     console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
+    ini = find_ini(harness.root)
+    note = ini and ini_note(ini.values, display_path(ini.path))
+    if note:
+        console.print(f"[dim]{escape(note)}[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     try:
         loaded = collect_specs(files, harness.registry())

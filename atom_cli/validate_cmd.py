@@ -41,14 +41,14 @@ from pytest_atom.judge.checks import (
     run_checks,
     run_shell,
 )
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.settings import SettingsError
+from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.pytest_ini import find_ini
+from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.run.execution import HARNESS_ERRORS
-from pytest_atom.run.harness import Harness, host_harness
+from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 
 _EVIDENCE_LINES = 20
@@ -142,8 +142,9 @@ class Outcome:
 def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
     """Schema-check specs, then run their oracles and scripts against their checks.
 
-    PATHS are spec files or folders (searched for *.atom.yaml); without them, the ini
-    option `atom_paths` that `pytest --atom` collects. A spec's `oracle:` runs
+    PATHS are spec files or folders (searched for *.atom.yaml); without them, the
+    `paths:` of .atom/config.yaml (or the ini option `atom_paths`) that `pytest --atom`
+    collects. A spec's `oracle:` runs
     with bash in a copy of its workspace; its `script:` plays offline through the real
     Claude Code CLI, even when a cassette exists. Exit 0 when every spec is ok, 1 when
     any failed, 2 when the harness could not run.
@@ -195,26 +196,40 @@ def _validate_files(
 
 
 def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
-    """The `atom_paths` of the project's pytest settings, as `pytest --atom` uses them."""
-    ini = find_ini()
-    paths = tuple(ini.paths("atom_paths")) if ini else ()
+    """The spec paths `pytest --atom` takes when none are named: `paths:` in
+    `.atom/config.yaml` (or `atom_paths` in pytest's ini), through the one resolver."""
+    try:
+        config = load_config()
+        root = config.root if config.path else project_root()
+        ini = find_ini(root)
+        settings = resolve(file_layers(ini.values if ini else {}, config))
+    except (ConfigError, SettingsError) as err:
+        raise click.UsageError(str(err)) from None
+    paths = tuple(settings.spec_paths(root))
+    from_ini = ini is not None and bool(ini.values.get("atom_paths"))
+    key, where = ("atom_paths", display_path(ini.path)) if ini and from_ini else ("paths", "")
+    if not from_ini:
+        where = display_path(config.path) if config.path else ".atom/config.yaml"
     if not paths:
-        where = (
-            f"{display_path(ini.path)} sets no atom_paths" if ini else "no pytest settings found"
+        unset = (
+            f"{display_path(config.path)} sets no paths"
+            if config.path
+            else f"{display_path(ini.path)} sets no atom_paths"
+            if ini
+            else "no pytest settings found"
         )
         raise click.UsageError(
-            f"no {argument} given, and {where}: name spec files or folders, or set atom_paths "
-            '(e.g. in pyproject.toml: [tool.pytest.ini_options] atom_paths = ["specs"])'
+            f"no {argument} given, and {unset}: name spec files or folders, or set "
+            "paths: [specs] in .atom/config.yaml"
         )
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise click.UsageError(
-            f"atom_paths in {display_path(ini.path) if ini else '?'} names "
-            f"{', '.join(map(display_path, missing))}, which does not exist"
+            f"{key} in {where} names {', '.join(map(display_path, missing))}, which does not exist"
         )
     if not quiet:
         shown = " ".join(display_path(p) for p in paths)
-        click.echo(f"atom_paths from {display_path(ini.path) if ini else '?'}: {shown}")
+        click.echo(f"{key} from {where}: {shown}")
     return paths
 
 

@@ -15,7 +15,6 @@ __version__ = "0.1.0"
 
 #: Each public name and the module that defines it.
 _EXPORTS = {
-    "AtomHint": "plugin",
     "AtomRuntime": "run.runtime",
     "Attempt": "model.result",
     "Check": "model.spec",
@@ -94,7 +93,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         load_spec,
         load_specs,
     )
-    from pytest_atom.plugin import AtomHint
     from pytest_atom.run.execution import HarnessError
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory

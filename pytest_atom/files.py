@@ -1,4 +1,5 @@
-"""Writing files so that nothing is ever half-written, and the caches a copy leaves out.
+"""Writing files so that nothing is ever half-written, the caches a copy leaves out, and
+records of finished folders that cost no second copy (`link_tree`).
 
 Cassettes, traces, reports and scrubbed transcripts are all replaced the same way: a
 temporary file beside the target, flushed to disk, then renamed over it, so a crash or
@@ -12,6 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 #: Caches that running a fixture's own tests leaves behind: never copied into a run,
 #: never part of an agent's work.
@@ -48,3 +50,18 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def link_tree(source: Path, dest: Path, ignore: Any = None) -> Path:
+    """`dest` as a record of the finished folder `source` that costs no second copy: its
+    files hard-linked (copied where the file system cannot link), folders made anew,
+    symlinks kept as links. Meant for a folder nothing writes to any more (a passing
+    attempt promoted to ``committed/``): a file written in place would change in both."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    return Path(shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=link))

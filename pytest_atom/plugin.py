@@ -9,7 +9,7 @@ collects specs and runs them; the fixtures import what they need when a test ask
 from __future__ import annotations
 
 import argparse
-import warnings
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,6 +139,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "failed run of this session (default 10; 0 keeps all).",
     )
     add(
+        "--atom-keep-runs-size",
+        dest="atom_keep_runs_size",
+        type=_setting("keep_runs_size"),
+        default=None,
+        metavar="SIZE",
+        help="after the session, also delete the oldest run folders until all fit in SIZE "
+        "(such as 500MB); the newest of each spec and this session's failures stay.",
+    )
+    add(
         "--atom-repeat",
         dest="atom_repeat",
         type=_setting("repeat"),
@@ -204,7 +213,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(f"atom_{name}", help_text, default="")
     parser.addini(
         "atom_paths",
-        "spec paths collected by `pytest --atom` when none are given.",
+        "spec paths collected by `pytest --atom` when none are given (better: `paths:` in "
+        ".atom/config.yaml, which a pytest without pytest-atom never reads).",
         type="paths",
         default=[],
     )
@@ -220,6 +230,7 @@ _INI_SETTINGS = {
     "threshold": "default for --atom-threshold (a spec's own `reflector: {threshold}` wins).",
     "runs_dir": "default for --atom-runs-dir.",
     "keep_runs": "default for --atom-keep-runs.",
+    "keep_runs_size": "default for --atom-keep-runs-size.",
     "repeat": "default for --atom-repeat.",
     "min_pass_rate": "default for --atom-min-pass-rate.",
     "report": "default for --atom-report (relative to rootdir).",
@@ -241,9 +252,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from pytest_atom.pytest.session import AtomSession
 
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        config.args += [str(p) for p in config.getini("atom_paths")]
     session = AtomSession(config)
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        harness = session.harness
+        config.args += [str(p) for p in harness.settings.spec_paths(harness.root)]
     config.pluginmanager.register(session, "atom-session")
     html, report_dir = session.harness.html, session.harness.report_dir
     if html is not None or report_dir is not None:
@@ -287,11 +299,19 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
-class AtomHint(pytest.PytestWarning):
-    """Spec files were named or found while ``--atom`` is off: say how to run them."""
-
-
 _SPECS_SEEN = pytest.StashKey[list[Path]]()
+_HINTED = pytest.StashKey[bool]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Once a session, how to move pytest-atom keys out of pytest's own ini file: a line,
+    not a warning, which ``filterwarnings = error`` would turn into an abort."""
+    from pytest_atom.model.settings import FILE_SETTINGS, ini_note
+
+    if config.inipath is None:
+        return None
+    keys = [f"atom_{name}" for name in FILE_SETTINGS]
+    return ini_note([k for k in keys if config.getini(k)], display_path(config.inipath))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
@@ -299,7 +319,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
 
     Only for a spec named on the command line (or, in `pytest_collection_finish`, for
     specs met while nothing else was collected): a project whose plain `pytest` run passes
-    specs by on purpose gets no warning.
+    specs by on purpose gets no hint. The hint is one line on the terminal, never a
+    warning: ``filterwarnings = error`` would make a warning a traceback.
     """
     config = parent.config
     if config.option.atom or not file_path.name.endswith(SPEC_SUFFIX):
@@ -307,7 +328,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
     file_path = file_path.resolve()
     config.stash.setdefault(_SPECS_SEEN, []).append(file_path)
     if config.args_source == pytest.Config.ArgsSource.ARGS and file_path in _named_files(config):
-        _hint(file_path, f"{file_path.name} is a pytest-atom spec")
+        _hint(config, file_path, f"{file_path.name} is a pytest-atom spec")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -318,10 +339,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         # way to a named file, and their specs were never asked for.
         unnamed = [p for p in seen if p not in named and any(n in p.parents for n in named)]
         if unnamed:
-            try:
-                _hint(unnamed[0], f"{len(unnamed)} pytest-atom spec file(s) were found")
-            except AtomHint as exc:  # filterwarnings=error; past collection: no INTERNALERROR
-                raise pytest.UsageError(str(exc)) from None
+            _hint(session.config, unnamed[0], f"{len(unnamed)} pytest-atom spec file(s) were found")
 
 
 def _named_files(config: pytest.Config) -> set[Path]:
@@ -329,10 +347,15 @@ def _named_files(config: pytest.Config) -> set[Path]:
     return {(base / arg.split("::")[0]).resolve() for arg in config.args}
 
 
-def _hint(location: Path, what: str) -> None:
-    warnings.warn_explicit(
-        AtomHint(f"{what}, but specs run only with --atom: pytest --atom {display_path(location)}"),
-        AtomHint,
-        str(location),
-        1,
-    )
+def _hint(config: pytest.Config, location: Path, what: str) -> None:
+    """One line, once a session, on the terminal (stderr without pytest's terminal)."""
+    if config.stash.get(_HINTED, False):
+        return
+    config.stash[_HINTED] = True
+    line = f"hint: {what}, but specs run only with --atom: pytest --atom {display_path(location)}"
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line, yellow=True, bold=True)
+    else:
+        sys.stderr.write(line + "\n")

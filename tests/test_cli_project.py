@@ -52,11 +52,9 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     for relative in SCAFFOLD:
         assert (root / relative).is_file(), relative
         assert f"created {relative}" in result.output
-    assert "\n  pytest --atom  " in result.output  # atom_paths makes a bare run find specs/
-    assert "  pytest --atom --atom-record-mode=once " in result.output
-    assert _toml((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"] == {
-        "atom_paths": ["specs"]
-    }
+    assert "\n  pytest --atom specs  " in result.output  # the specs, not the whole suite
+    assert "  pytest --atom specs --atom-record-mode=once " in result.output
+    assert not (root / "pyproject.toml").exists()  # pytest's settings are left alone
     assert (root / ".gitignore").read_text().splitlines()[1::2] == [
         ".atom/runs/",
         "*.partial.yaml",
@@ -74,8 +72,9 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
         "1",
         "none",
     )
+    assert config.settings["paths"] == (Path("specs"),)
 
-    outcome = pytester.runpytest("--atom")  # no path: atom_paths from pyproject.toml
+    outcome = pytester.runpytest("--atom")  # no path: `paths:` from .atom/config.yaml
     outcome.assert_outcomes(passed=1)
     outcome.stdout.fnmatch_lines(["*specs/hello.atom.yaml::hello*passed*0.90*"])
     assert not (root / "specs/workspaces/hello/greeting.txt").exists()  # fixture untouched
@@ -88,7 +87,6 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     run_init(str(tmp_path))
     spec = tmp_path / "specs/hello.atom.yaml"
     spec.write_text("name: mine\nprompt: my own task\n")
-    pyproject_before = (tmp_path / "pyproject.toml").read_text()
 
     again = run_init(str(tmp_path))
 
@@ -96,7 +94,7 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
         assert f"kept existing {relative}" in again.output
     assert "created" not in again.output
     assert spec.read_text() == "name: mine\nprompt: my own task\n"
-    assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
+    assert not (tmp_path / "pyproject.toml").exists()
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
     assert (tmp_path / ".gitignore").read_text().count("*.partial.yaml") == 1
     assert (tmp_path / ".gitignore").read_text().count(".atom/last-run.json") == 1
@@ -108,11 +106,11 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     forced = run_init(str(tmp_path), "--force")
     assert "overwrote specs/hello.atom.yaml" in forced.output
     assert yaml.safe_load(spec.read_text())["name"] == "hello"
-    assert (tmp_path / "pyproject.toml").read_text() == pyproject_before
+    assert not (tmp_path / "pyproject.toml").exists()
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
 
 
-def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Path) -> None:
+def test_init_leaves_an_existing_pyproject_as_it_was(tmp_path: Path) -> None:
     original = (
         "[project]\n"
         'name = "x"  # the distribution name\n'
@@ -126,9 +124,8 @@ def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Pat
 
     result = run_init(str(tmp_path))
 
-    merged = (tmp_path / "pyproject.toml").read_text()
-    assert merged == original + 'atom_paths = ["specs"]\n'
-    assert "updated pyproject.toml: atom_paths in [tool.pytest.ini_options]" in result.output
+    assert (tmp_path / "pyproject.toml").read_text() == original
+    assert "pyproject.toml" not in result.output
     assert (tmp_path / ".gitignore").read_text() == (
         "node_modules\n# pytest-atom run folders\n.atom/runs/\n"
         "# pytest-atom: what failed recordings kept\n*.partial.yaml\n"
@@ -136,7 +133,7 @@ def test_init_merges_into_an_existing_pyproject_keeping_every_line(tmp_path: Pat
     )
 
 
-def test_init_leaves_a_users_atom_paths_alone_and_says_so(tmp_path: Path) -> None:
+def test_init_says_how_to_move_a_users_atom_paths(tmp_path: Path) -> None:
     original = '[tool.pytest.ini_options]\naddopts = "-q"\natom_paths = ["agents"]\n'
     (tmp_path / "pyproject.toml").write_text(original)
     (tmp_path / ".gitignore").write_text("/.atom/\n**/*.partial.yaml\n")
@@ -144,34 +141,20 @@ def test_init_leaves_a_users_atom_paths_alone_and_says_so(tmp_path: Path) -> Non
     result = run_init(str(tmp_path))
 
     assert (tmp_path / "pyproject.toml").read_text() == original
-    assert (
-        'atom_paths is already set in pyproject.toml [tool.pytest.ini_options] to ["agents"]'
-        in (result.output)
-    )
+    assert "note: atom_paths in " in result.output
+    assert "move it to .atom/config.yaml as paths:" in result.output
     assert "  pytest --atom specs " in result.output  # the next step names the folder
     assert (tmp_path / ".gitignore").read_text() == "/.atom/\n**/*.partial.yaml\n"  # ignored
-
-
-def test_init_adds_to_native_tool_pytest_table(tmp_path: Path) -> None:
-    # pytest 9 rejects [tool.pytest] settings next to [tool.pytest.ini_options].
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest]\naddopts = ["-q"]\n')
-    run_init(str(tmp_path))
-    settings = _toml((tmp_path / "pyproject.toml").read_text())["tool"]["pytest"]
-    assert settings == {"addopts": ["-q"], "atom_paths": ["specs"]}
 
 
 @pytest.mark.parametrize(
     ("name", "content"),
     [("pytest.ini", "[pytest]\naddopts = -q\n"), ("setup.cfg", "[tool:pytest]\naddopts = -q\n")],
 )
-def test_init_does_not_shadow_another_pytest_config(
-    tmp_path: Path, name: str, content: str
-) -> None:
+def test_init_leaves_another_pytest_config_alone(tmp_path: Path, name: str, content: str) -> None:
     (tmp_path / name).write_text(content)
-    result = run_init(str(tmp_path))
+    run_init(str(tmp_path))
     assert not (tmp_path / "pyproject.toml").exists()  # it would override (or be ignored)
-    assert f"left {name} alone" in result.output
-    assert "atom_paths = specs" in result.output
     assert (tmp_path / name).read_text() == content
 
 

@@ -52,7 +52,7 @@ def test_a_git_project_copies_what_git_holds_into_a_fresh_repository(tmp_path: P
     project = git_project(tmp_path / "p")
     runs = project / ".atom" / "runs"
     dest = runs / "r1" / "attempts" / "a01"
-    assert copy_workspace(WorkspaceSource(project, skip=(runs,)), dest) is True
+    assert copy_workspace(WorkspaceSource(project, skip=(runs,)), dest).repository is True
     assert listing(dest) == [".gitignore", "notes.txt", "src/app.py"]
     assert (dest / "src" / "app.py").read_text() == "print('v2')\n"  # the working file
     log = subprocess.run(
@@ -107,7 +107,7 @@ def test_outside_git_the_copy_skips_caches_and_its_own_destination(tmp_path: Pat
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
         (project / rel).write_text("x\n")
     dest = project / ".atom" / "runs" / "r" / "attempts" / "a01"
-    assert copy_workspace(WorkspaceSource(project, exclude=("pkg/b.py",)), dest) is False
+    assert copy_workspace(WorkspaceSource(project, exclude=("pkg/b.py",)), dest).repository is False
     assert listing(dest) == ["a.py"]
     assert not (dest / ".git").exists()
 
@@ -270,10 +270,8 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
         "build.txt",
         "greeting.txt",
         "notes.txt",
-        "specs/own_repo.atom.yaml",
-        "specs/own_repo.script.yaml",
         "src/app.py",
-    ]
+    ]  # the spec and its script are pytest-atom's own: never the agent's
     assert not (attempt / ".atom").exists()  # no recursion into the runs
     setup_log = (run / "setup" / "output.log").read_text()
     assert (attempt / "build.txt").read_text() == "built by set-up\n"

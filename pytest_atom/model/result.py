@@ -140,6 +140,9 @@ class SpecResult:
     trace: Path | None = None  # the JSON trace written for this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
+    #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
+    #: left out, workspace-relative: the agent never saw them.
+    left_out: tuple[str, ...] = ()
     upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
     #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
     #: cassette recorded from a paid upstream: the CLI prices every session from the usage

@@ -5,8 +5,11 @@ A setting can come from several places; the first that sets it wins:
 1. the command line (``--atom-record-mode``, or ``atom run --record-mode``);
 2. ``@pytest.mark.atom(record_mode=...)`` on a test;
 3. the ``atom_settings`` fixture (override it in a conftest);
-4. the ini file (``atom_record_mode = ...`` in pytest's settings);
-5. ``.atom/config.yaml`` (``record_mode: ...``);
+4. the ini file (``atom_record_mode = ...`` in pytest's settings): still read, but a
+   pytest without pytest-atom warns "Unknown config option" about such a key (an error
+   under ``filterwarnings = error``), so `ini_note` says how to move it;
+5. ``.atom/config.yaml`` (``record_mode: ...``, ``paths: [specs]``), where `atom init`
+   writes them: a file only pytest-atom reads, so a pytest without it never meets them;
 6. the default below.
 
 Every layer gives raw values (text from an ini file, YAML scalars, click's parsed values);
@@ -21,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -58,6 +62,12 @@ class RunSettings:
     threshold: float = 0.8
     runs_dir: Path | None = None  # None: .atom/runs under the project's root
     keep_runs: int = DEFAULT_KEEP_RUNS
+    #: After a session, the oldest run folders go until all of them fit in this many bytes
+    #: (None: no bound); the newest of each spec and this session's failures stay.
+    keep_runs_size: int | None = None
+    #: The spec files and folders `pytest --atom` (and `atom validate`) take when none are
+    #: named; relative ones are the project root's.
+    paths: tuple[Path, ...] = ()
     repeat: int = 1
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = None
@@ -84,6 +94,10 @@ class RunSettings:
     def runs_under(self, root: Path) -> Path:
         """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
         return root / self.runs_dir if self.runs_dir else root / ".atom" / "runs"
+
+    def spec_paths(self, root: Path) -> list[Path]:
+        """`paths`, relative ones under `root`."""
+        return [(root / p).resolve() for p in self.paths]
 
     def output(self, name: str, root: Path) -> Path | None:
         """The path setting `name` (report, html, baseline), relative ones under `root`."""
@@ -171,6 +185,30 @@ def _names(value: Any) -> tuple[str, ...]:
     return names
 
 
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9}
+_UNITS |= {"kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def _size(value: Any) -> int:
+    """A size in bytes: ``500MB``, ``2GiB``, ``1_000_000``; 0 means no bound."""
+    text = str(value).strip().lower().replace("_", "").replace(" ", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z]*)", text)
+    if isinstance(value, bool) or match is None or match[2] not in _UNITS:
+        raise ValueError("use a size such as 500MB, 2GB or 800MiB (0: no bound)")
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
+def _spec_paths(value: Any) -> tuple[Path, ...]:
+    """Spec files or folders: a list, or one string of paths separated by spaces (the ini
+    style of pytest's `paths` options)."""
+    items = shlex.split(value) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(
+        isinstance(i, (str, Path)) and str(i).strip() for i in items
+    ):
+        raise ValueError("use a list of spec files or folders, such as [specs]")
+    return tuple(Path(str(i).strip()).expanduser() for i in items)
+
+
 def _path(value: Any) -> Path:
     return Path(_text(str(value) if isinstance(value, Path) else value)).expanduser()
 
@@ -186,6 +224,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "threshold": _threshold,
     "runs_dir": _path,
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
+    "keep_runs_size": _size,
+    "paths": _spec_paths,
     "repeat": _whole(1, ""),
     "resume": _path,
     "arms": _names,
@@ -224,12 +264,26 @@ def parse_setting(name: str, value: Any, where: str) -> Any:
         raise SettingsError(f"{where} = {value!r}: {exc}") from None
 
 
+def ini_note(keys: Iterable[str], where: str) -> str | None:
+    """The note for pytest-atom keys found in pytest's own ini file (`where`): a pytest
+    without pytest-atom installed warns "Unknown config option" about each. None: none."""
+    found = sorted(k for k in keys if k.startswith("atom_") and k[5:] in FILE_SETTINGS)
+    if not found:
+        return None
+    moved = ", ".join(f"{k[5:]}:" for k in found)
+    return (
+        f"pytest-atom: {', '.join(found)} in {where} would make a pytest without pytest-atom "
+        f"warn 'Unknown config option' (an error under filterwarnings = error): move "
+        f"{'it' if len(found) == 1 else 'them'} to .atom/config.yaml as {moved}"
+    )
+
+
 def resolve(layers: Iterable[Layer]) -> RunSettings:
     """RunSettings from `layers`, strongest first; unset (None or "") values are skipped."""
     chosen: dict[str, Any] = {}
     for layer in layers:
         for name, value in layer.values.items():
-            if name in chosen or value is None or value == "":
+            if name in chosen or value is None or value == "" or value == []:
                 continue
             chosen[name] = parse_setting(name, value, layer.describe(name))
     return RunSettings(**chosen)

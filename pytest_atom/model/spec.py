@@ -297,6 +297,9 @@ class Spec:
     #: `workspace: {ref: …}`: the git commit whose tree is copied, not the working files.
     workspace_ref: str | None = None
     workspace_exclude: tuple[str, ...] = ()  # `workspace: {exclude: […]}` globs
+    #: `include:` globs: pytest-atom's own files the workspace copy keeps (it leaves out
+    #: spec files, their scripts and cassettes and `.atom/` otherwise).
+    include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
     #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -790,6 +793,10 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
     kw.update(_workspace(doc, loc, m))
     kw["setup"] = tuple(m.get("setup", []))
+    kw["include"] = tuple(
+        _relative(doc, loc + ("include", i), glob, "the workspace")
+        for i, glob in enumerate(m.get("include", []))
+    )
     kw["env"] = _env(doc, loc + ("env",), m.get("env") or {})
     marks = _marks(doc, loc + ("marks",), m.get("marks", []))
     xfails = [mark for mark in marks if mark.name == "xfail"]

@@ -19,6 +19,7 @@ from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.run.own_files import left_out_line
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.runner import ToolCall
@@ -161,6 +162,9 @@ def failure_report(result: SpecResult) -> str:
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
+    left_out = left_out_line(result.left_out)
+    if left_out:  # a check or criterion that expected one of them fails for this reason
+        lines.append(f"  workspace: {left_out}")
     if result.setup_output and not result.harness_error:  # a failed set-up's error quotes it
         lines.append("  set-up output (last lines; all in setup/output.log of the run):")
         lines += _indent("\n".join(result.setup_output.strip().splitlines()[-10:]))

@@ -381,6 +381,7 @@ def _atom_section(
         "warnings": list(result.warnings),
         "drift": result.drift,
         "setup_output": result.setup_output,
+        "left_out": list(result.left_out),
         "repeat": repeat,
         "steps": result.steps_summary,
         "plan": _plan(result.plan),

@@ -6,7 +6,7 @@ step) behind the run's gateway. A run follows seed 002's staging-commit lifecycl
     .atom/runs/<spec>-<time>-<id>/
         attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
         attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
-        committed/       the passing attempt, promoted
+        committed/       the passing attempt, promoted: hard links, not a second copy
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
         home/            the CLI's HOME (its logs and caches), scrubbed too
         setup/           the `setup:` session's own state, and its output.log
@@ -112,6 +112,8 @@ class AttemptLoop:
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
     setup_output: str | None = None  # what the spec's `setup:` commands printed
+    #: pytest-atom's own files the workspace copy left out (workspace-relative).
+    left_out: tuple[str, ...] = ()
     budget: Budget = field(init=False)
     #: Where the attempt folders go (a step's `steps/<id>/`; default: the run folder), the
     #: first attempt's number (a step re-run after a rollback continues its numbering),
@@ -274,7 +276,8 @@ class AttemptLoop:
         if workspace is None:
             path.mkdir(parents=True)
         else:
-            from_git = copy_workspace(fixture_source(self.spec, self.run_dir.parent), path)
+            copied = copy_workspace(fixture_source(self.spec, self.run_dir.parent), path)
+            from_git, self.left_out = copied.repository, copied.left_out
         if not self.spec.setup:
             return
         self.emit("setup", commands=list(self.spec.setup))

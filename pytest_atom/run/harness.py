@@ -118,7 +118,12 @@ class Harness:
 
     def finish(self) -> None:
         """After the session: old run folders go (this session's failed ones stay)."""
-        prune_runs(self.runs_dir.resolve(), self.settings.keep_runs, session_start=self.started)
+        prune_runs(
+            self.runs_dir.resolve(),
+            self.settings.keep_runs,
+            session_start=self.started,
+            max_bytes=self.settings.keep_runs_size,
+        )
 
 
 def file_layers(ini: dict[str, Any], config: AtomConfig) -> list[Layer]:

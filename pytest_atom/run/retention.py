@@ -6,12 +6,18 @@ stay, and so does every failed run of that session: a failure is what someone wi
 to open. A run folder says itself whether its run passed: a passing run promotes its
 attempt to ``committed/``. ``keep = 0`` keeps every folder.
 
+A size bound (``keep_runs_size``) then deletes the oldest of the folders left, across
+specs, until all of them fit in it: it never deletes the newest folder of a spec nor a
+failed run of the session, so a bound smaller than those is exceeded rather than losing
+what someone will open. A file hard-linked in several places (``committed/``) counts once.
+
 Only direct children of the runs folder whose names have that shape are ever touched; a
 symlink is never followed nor deleted, nor is anything else the folder holds.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import uuid
@@ -25,10 +31,12 @@ from pytest_atom.model.settings import DEFAULT_KEEP_RUNS
 __all__ = [
     "DEFAULT_KEEP_RUNS",
     "RunFolder",
+    "folder_size",
     "parse_run_name",
     "prune_runs",
     "run_folders",
     "run_name",
+    "runs_over_size",
     "runs_to_delete",
 ]
 
@@ -100,16 +108,73 @@ def runs_to_delete(
     return sorted(doomed, key=lambda r: (r.started, r.path.name))
 
 
-def prune_runs(runs_dir: Path, keep: int, *, session_start: datetime | None = None) -> list[Path]:
-    """Delete what ``runs_to_delete`` names; returns the deleted folders.
+def folder_size(folder: Path, seen: set[tuple[int, int]] | None = None) -> int:
+    """The bytes `folder` holds on disk (as ``du`` counts them: allocated blocks, each
+    hard-linked file once, symlinks not followed); `seen` carries the inodes already
+    counted across folders."""
+    seen = set() if seen is None else seen
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total
+
+
+def runs_over_size(
+    runs_dir: Path, max_bytes: int, *, session_start: datetime | None = None
+) -> list[RunFolder]:
+    """The oldest folders to delete so the rest fit in `max_bytes` (0: no bound), never
+    the newest folder of a spec nor a failed run that started at or after
+    `session_start`."""
+    if max_bytes <= 0:
+        return []
+    since = session_start.replace(microsecond=0) if session_start else None
+    runs = run_folders(runs_dir)
+    newest = {run.spec: run for run in runs}  # oldest first: the last one of a spec stays
+    sizes = {run.path: folder_size(run.path) for run in runs}
+    total = sum(sizes.values())
+    doomed = []
+    for run in runs:
+        if total <= max_bytes:
+            break
+        if newest[run.spec] is run or (since and run.started >= since and run.failed):
+            continue
+        doomed.append(run)
+        total -= sizes[run.path]
+    return doomed
+
+
+def prune_runs(
+    runs_dir: Path,
+    keep: int,
+    *,
+    session_start: datetime | None = None,
+    max_bytes: int | None = None,
+) -> list[Path]:
+    """Delete what ``runs_to_delete`` names, then what ``runs_over_size`` names for
+    `max_bytes`; returns the deleted folders.
 
     A folder that vanished meanwhile (another session pruned it) or that cannot be removed is
     left for a later session; anything that would resolve outside ``runs_dir`` is never
     deleted.
     """
     root = runs_dir.resolve()
+    deleted = _delete(root, runs_to_delete(runs_dir, keep, session_start=session_start))
+    if max_bytes:
+        deleted += _delete(root, runs_over_size(runs_dir, max_bytes, session_start=session_start))
+    return deleted
+
+
+def _delete(root: Path, runs: list[RunFolder]) -> list[Path]:
     deleted = []
-    for run in runs_to_delete(runs_dir, keep, session_start=session_start):
+    for run in runs:
         if run.path.is_symlink() or run.path.resolve().parent != root:
             continue
         try:

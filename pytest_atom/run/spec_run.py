@@ -24,6 +24,7 @@ from pytest_atom.cassettes.recording import (
     open_model_source,
 )
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
@@ -115,7 +116,8 @@ def run_spec(
         result.warnings.append(stale)
     run.complete(result)
     if result.passed:
-        shutil.copytree(result.final.path, run.run_dir / "committed", symlinks=True)
+        # A record of the passing attempt, hard-linked: not a second copy of its files.
+        link_tree(result.final.path, run.run_dir / "committed")
     return result
 
 
@@ -171,6 +173,7 @@ def _result(
         cassette=written,
         harness_error=run.harness_error or source.refused or source.failure,
         setup_output=run.setup_output,
+        left_out=run.left_out,
         limits=run.spec.limits,
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_atom.cassettes.recording import ModelSource
-from pytest_atom.files import copy_ignore
+from pytest_atom.files import copy_ignore, link_tree
 from pytest_atom.model.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.model.spec import Spec, Step, steps_prompt
 from pytest_atom.paths import cli_slug, display_path
@@ -134,6 +134,7 @@ class StepsRun(AttemptLoop):
             result.attempts += run.attempts
             self.attempts += run.attempts  # every attempt, in the order they ran
             self.setup_output = run.setup_output or self.setup_output  # the first step's
+            self.left_out = run.left_out or self.left_out
             self._add_usage(run)
             if run.harness_error is not None:
                 self.harness_error = run.harness_error
@@ -363,7 +364,7 @@ class StepsRun(AttemptLoop):
         """Seed 002's commit: the passing attempt, promoted to the step's committed/."""
         target = committed_dir(self.run_dir, result.id)
         shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(attempt.path, target, symlinks=True, ignore=copy_ignore)
+        link_tree(attempt.path, target, ignore=copy_ignore)  # hard links: no second copy
         result.committed = target
         self.emit("commit", step=result.id, attempt=attempt.number)
 

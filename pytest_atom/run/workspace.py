@@ -10,7 +10,9 @@ project does not own as source:
   ``.git``;
 - outside git it is the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
 - either way never the runs folder nor the copy's own destination, so it cannot recurse,
-  and never the spec's `exclude:` globs.
+  never the spec's `exclude:` globs, and never pytest-atom's own files (specs, their
+  scripts and cassettes, `.atom/`: `pytest_atom.run.own_files`) unless the spec's
+  `include:` names them. What was left out of those is reported (`Copied.left_out`).
 
 The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
 from git gets a fresh repository holding one commit of that state (the agent's `git diff`
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.files import CACHE_DIRS
+from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
     from pytest_atom.model.spec import Spec
@@ -101,25 +104,41 @@ class WorkspaceSource:
     #: workspace that holds its spec) and a commit (`ref:`), not for a fixture folder
     #: beside the specs, whose sessions and cassettes stay as they were.
     repository: bool = True
+    #: The spec's `include:` globs: pytest-atom's own files that the copy keeps.
+    include: tuple[str, ...] = ()
+    #: The running spec's own files (its spec file, script, oracle, cassette), absolute.
+    own: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What `copy_workspace` made: whether `dest` holds a fresh repository, and which of
+    pytest-atom's own files (workspace-relative, sorted) it left out."""
+
+    repository: bool
+    left_out: tuple[str, ...] = ()
 
 
 def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
     """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
     assert spec.workspace is not None
     project = spec.workspace == spec.root or spec.workspace in spec.root.parents
+    own = (spec.path, spec.script, spec.oracle, spec.cassette)
     return WorkspaceSource(
         spec.workspace,
         spec.workspace_ref,
         spec.workspace_exclude,
         skip=(runs_dir,),
         repository=project or spec.workspace_ref is not None,
+        include=spec.include,
+        own=tuple(p for p in own if p is not None),
     )
 
 
-def copy_workspace(source: WorkspaceSource, dest: Path) -> bool:
-    """Copy `source` into the new folder `dest`; True when `dest` then holds a fresh
-    repository with one commit (a copy from git, `source.repository`). On any failure
-    `dest` is removed."""
+def copy_workspace(source: WorkspaceSource, dest: Path) -> Copied:
+    """Copy `source` into the new folder `dest`, without pytest-atom's own files; says
+    whether `dest` then holds a fresh repository with one commit (a copy from git,
+    `source.repository`). On any failure `dest` is removed."""
     top = git_toplevel(source.path)
     if source.ref is not None and top is None:
         raise WorkspaceError(
@@ -127,18 +146,21 @@ def copy_workspace(source: WorkspaceSource, dest: Path) -> bool:
             "drop `ref`, or name a folder of a git repository"
         )
     skip = tuple(p.resolve() for p in (*source.skip, dest))
+    base = source.path.resolve()
     try:
         dest.mkdir(parents=True)
         if top is None:
-            _copy_tree(source.path, dest, source.exclude, skip)
-            return False
+            left_out = _copy_some(source, base, dest, _tree_files(base, source.exclude, skip))
+            return Copied(False, left_out)
         if source.ref is not None:
             _extract_ref(top, source.path, source.ref, dest, source.exclude)
+            left_out = _drop_own(source, dest)
         else:
-            _copy_files(source.path, dest, _git_files(source.path, source.exclude, skip))
+            files = _git_files(source.path, source.exclude, skip)
+            left_out = _copy_some(source, base, dest, files)
         if source.repository:
             snapshot_repo(dest)
-        return source.repository
+        return Copied(source.repository, left_out)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
@@ -160,7 +182,8 @@ def git_toplevel(folder: Path) -> Path | None:
 
 def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
     """A fresh repository in `folder` with one commit of all it holds (`amend`: that
-    commit redone, after set-up commands changed the folder)."""
+    commit redone with the changes set-up commands made to its files; what they created
+    is ignored instead, `ignore_new_files`)."""
     if not amend:
         _git(folder, "init", "--quiet", "--initial-branch=main")
         exclude = folder / ".git" / "info" / "exclude"
@@ -169,12 +192,40 @@ def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
         # The agent's HOME has no git identity: without one its `git commit` would fail.
         _git(folder, "config", "user.name", "pytest-atom agent")
         _git(folder, "config", "user.email", "agent@pytest-atom.localhost")
+    if amend:
+        ignore_new_files(folder)
     # The first commit takes every file copied (git chose them already, a tracked file may
-    # match an ignore rule); after set-up, the project's ignore rules keep its output out.
+    # match an ignore rule); after set-up, only the changes it made to those files.
     _git(folder, "add", "--all", *([] if amend else ["--force"]))
     commit = ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", SNAPSHOT_MESSAGE]
     _git(folder, *commit, *(["--amend"] if amend else []))
     _git(folder, "update-ref", SNAPSHOT_REF, "HEAD")
+
+
+#: The heading of the lines `ignore_new_files` adds to the snapshot's ``info/exclude``.
+SETUP_EXCLUDES = "# made by the spec's setup: (never committed, like ignored build output)"
+
+
+def ignore_new_files(folder: Path) -> list[str]:
+    """Keep what `setup:` made out of the attempt's git: every file and folder git does not
+    track nor ignore is added to ``.git/info/exclude``, by its own path (a new folder once,
+    a virtualenv's thousands of files with it). Committing them would store a second copy
+    of each in ``.git`` (a 20 MB download: 20 MB more) and list a virtualenv in the agent's
+    `git status`. Changes to files the snapshot holds are still committed. Returns the
+    paths added."""
+    listing = _git(folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
+    new = sorted(p for p in listing.split("\0") if p)
+    if new:
+        exclude = folder / ".git" / "info" / "exclude"
+        lines = [SETUP_EXCLUDES, *("/" + _escape_glob(p) for p in new)]
+        with exclude.open("a", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+    return new
+
+
+def _escape_glob(path: str) -> str:
+    """A path as a gitignore line that matches it alone."""
+    return "".join("\\" + c if c in "*?[\\!# " else c for c in path)
 
 
 def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
@@ -279,28 +330,47 @@ def _copy_files(source: Path, dest: Path, files: Iterable[str]) -> None:
             shutil.copy2(src, target)
 
 
-def _copy_tree(source: Path, dest: Path, exclude: Sequence[str], skip: Sequence[Path]) -> None:
-    base = source.resolve()
+def _tree_files(base: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Iterator[str]:
+    """The files of a folder outside git, minus `SKIPPED_DIRS`, `skip` and `exclude`."""
+    for dirpath, dirnames, filenames in os.walk(base):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(base).as_posix()
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = [
+            d
+            for d in dirnames
+            if d not in SKIPPED_DIRS
+            and (here / d) not in skip
+            and not excluded(prefix + d, exclude)
+            and not (here / d).is_symlink()
+        ]
+        links = [d for d in os.listdir(here) if (here / d).is_symlink() and (here / d).is_dir()]
+        for name in (*filenames, *links):
+            if not excluded(prefix + name, exclude):
+                yield prefix + name
 
-    def files() -> Iterator[str]:
-        for dirpath, dirnames, filenames in os.walk(base):
-            here = Path(dirpath)
-            rel_dir = here.relative_to(base).as_posix()
-            prefix = "" if rel_dir == "." else rel_dir + "/"
-            dirnames[:] = [
-                d
-                for d in dirnames
-                if d not in SKIPPED_DIRS
-                and (here / d) not in skip
-                and not excluded(prefix + d, exclude)
-                and not (here / d).is_symlink()
-            ]
-            links = [d for d in os.listdir(here) if (here / d).is_symlink() and (here / d).is_dir()]
-            for name in (*filenames, *links):
-                if not excluded(prefix + name, exclude):
-                    yield prefix + name
 
-    _copy_files(base, dest, files())
+def _copy_some(
+    source: WorkspaceSource, base: Path, dest: Path, files: Iterable[str]
+) -> tuple[str, ...]:
+    """Copy `files` but pytest-atom's own; returns those left out."""
+    listed = list(files)
+    own = [r for r in own_files(base, listed, source.own) if not kept(r, source.include)]
+    dropped = set(own)
+    _copy_files(base, dest, (r for r in listed if r not in dropped))
+    return tuple(own)
+
+
+def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
+    """Remove pytest-atom's own files from an extracted commit; returns them. The running
+    spec's own files are named as they are in the working tree, which `dest` mirrors."""
+    listed = sorted(_tree_files(dest, (), ()))
+    base = source.path.resolve()
+    own_here = tuple(dest / p.relative_to(base) for p in source.own if p.is_relative_to(base))
+    own = [r for r in own_files(dest, listed, own_here) if not kept(r, source.include)]
+    for rel in own:
+        (dest / rel).unlink(missing_ok=True)
+    return tuple(own)
 
 
 def _extract_ref(top: Path, folder: Path, ref: str, dest: Path, exclude: Sequence[str]) -> None:
