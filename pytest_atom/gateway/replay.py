@@ -683,6 +683,13 @@ class CassetteResponder:
             for kept in self.cassette.interactions[fault.position :]
         )
 
+    def disturbances(self) -> list[UpstreamFault]:
+        """Every upstream fault met while recording, made good or not: a retried status, a
+        reset, a stream cut off that the CLI continued. A recording they touched is not
+        trusted to replace a good cassette unless its spec passes (`ModelSource.finish`)."""
+        with self._lock:
+            return list(self.faults)
+
     def faults_to_report(self, unfinished: bool) -> list[UpstreamFault]:
         """The faults a report names: those that left a hole, and, when the run did not
         finish, also the broken streams kept as the CLI saw them, which explain why."""
