@@ -592,6 +592,17 @@ class CassetteResponder:
             failure = _incomplete(b"".join(chunks)) if sse else None
         except httpx.HTTPError as exc:
             failure = _failure(exc, timeout, mid_stream=True)
+        except GeneratorExit:
+            # The CLI hung up mid-stream: it rejected what it read ("The response stream
+            # was malformed"), or it was stopped. What it was sent is the evidence, kept
+            # as it was sent, so a replay sends it the same and the CLI rejects it again.
+            if sse:
+                received = b"".join(chunks)
+                relayed = received[: len(received) - len(pending)]
+                what = "sent a stream the CLI stopped reading mid-way (it rejected it)"
+                self._fault(request, live, what, slot=slot)
+                self._keep(slot, request, live, upstream, relayed, fault=what)
+            raise
         finally:
             upstream.close()
         if failure is None:
