@@ -48,46 +48,60 @@ class RecordedStream:
         )
 
     def events(self) -> list[tuple[str, Any]]:
-        """(event name, data) of each SSE event, data parsed as JSON where it is JSON."""
-        out = []
-        for block in self.body.split("\n\n"):
-            name, data = "", []
-            for line in block.splitlines():
-                if line.startswith("event:"):
-                    name = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].strip())
-            if name or data:
-                text = "\n".join(data)
-                try:
-                    out.append((name, json.loads(text)))
-                except ValueError:
-                    out.append((name, text))
-        return out
+        return sse_events(self.body)
 
     def billed_tokens(self) -> int:
-        """The tokens the API billed for this stream, folded as its usage docs say: the
-        `message_delta` usage (cumulative) over `message_start`'s, a field at a time where
-        it is given; with `usage.iterations` (compaction, advisor), the sum of every
-        iteration instead, since the top-level figures cover the last one only."""
-        usage: dict[str, Any] = {}
-        for _, data in self.events():
-            if not isinstance(data, dict):
-                continue
-            if data.get("type") == "message_start":
-                usage.update(data["message"].get("usage") or {})
-            elif data.get("type") == "message_delta":
-                usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
-        fields = (
-            "input_tokens",
-            "output_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-        )
-        iterations = usage.get("iterations")
-        if isinstance(iterations, list) and iterations:
-            return sum(int(it.get(f) or 0) for it in iterations for f in fields)
-        return sum(int(usage.get(f) or 0) for f in fields)
+        return billed_tokens(self.body)
+
+
+def sse_events(body: str) -> list[tuple[str, Any]]:
+    """(event name, data) of each SSE event, data parsed as JSON where it is JSON."""
+    out: list[tuple[str, Any]] = []
+    for block in body.split("\n\n"):
+        name, data = "", []
+        for line in block.splitlines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].strip())
+        if name or data:
+            text = "\n".join(data)
+            try:
+                out.append((name, json.loads(text)))
+            except ValueError:
+                out.append((name, text))
+    return out
+
+
+#: A usage object's billed token counts.
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+def billed_tokens(body: str) -> int:
+    """The tokens the API billed for one answer (an SSE stream or a JSON message), folded as
+    its usage docs say: `message_delta`'s usage (cumulative) over `message_start`'s, a field
+    at a time where it is given; with `usage.iterations` (compaction, advisor), the sum of
+    every iteration instead, since the top-level figures cover the last one only."""
+    usage: dict[str, Any] = {}
+    if body.lstrip().startswith("{"):
+        data = json.loads(body)
+        usage = dict(data.get("usage") or {}) if isinstance(data, dict) else {}
+    for _, data in sse_events(body) if not usage else []:
+        if not isinstance(data, dict):
+            continue
+        if data.get("type") == "message_start":
+            usage.update(data["message"].get("usage") or {})
+        elif data.get("type") == "message_delta":
+            usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+    iterations = usage.get("iterations")
+    if isinstance(iterations, list) and iterations:
+        return sum(int(it.get(f) or 0) for it in iterations for f in USAGE_FIELDS)
+    return sum(int(usage.get(f) or 0) for f in USAGE_FIELDS)
 
 
 class RecordedUpstream:
