@@ -599,7 +599,7 @@ class CassetteResponder:
             if sse:
                 received = b"".join(chunks)
                 relayed = received[: len(received) - len(pending)]
-                what = "sent a stream the CLI stopped reading mid-way (it rejected it)"
+                what = "sent a stream the CLI stopped reading mid-way"
                 self._fault(request, live, what, slot=slot)
                 self._keep(slot, request, live, upstream, relayed, fault=what)
             raise
