@@ -11,7 +11,6 @@ read from the stream itself: the reference every report's token figure is held t
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ import yaml
 
 from pytest_atom.gateway import Gateway, GatewayRequest, Reply, scripted
 
-REAL_API = Path(os.environ.get("REAL_API_DIR") or Path(__file__).parent / "data" / "real_api")
+REAL_API = Path(__file__).parent / "data" / "real_api"
 
 
 @dataclass(frozen=True)
