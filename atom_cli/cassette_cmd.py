@@ -11,7 +11,6 @@ writes those hashes into cassettes a replay proves still fit.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +18,12 @@ from pathlib import Path
 import click
 
 from pytest_atom.cassettes.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.cassettes.raw_paths import (
+    MachinePaths,
+    assistant_texts,
+    model_written,
+    non_assistant_text,
+)
 from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import unmasked_machine_details
@@ -30,19 +35,6 @@ __all__ = ["cassette"]
 
 #: At least one of these is in every request body pytest-atom recorded from the CLI.
 NORMALIZATION_PLACEHOLDERS = ("<DATE>", "<RUN_DIR>", "<METADATA>")
-
-#: Absolute home and temp paths: normalization turns them into <HOME>, <RUN_DIR> and
-#: <WORKSPACE>, so one left in a cassette names this machine and will not replay elsewhere.
-#: `/tmp/claude` is the CLI's own sandbox TMPDIR, which its prompts may mention.
-_RAW_PATH = re.compile(
-    r"(?<![\w.>/-])"
-    r"(?:/home/[\w.-]+/|/Users/[\w.-]+/|/root/|(?:/private)?/var/folders/|(?:/private)?/tmp/"
-    r"(?!claude(?![\w.-]))(?=[\w.-]))[\w.-]*"
-)
-
-#: A run folder's path as the CLI spells it in folder names (every other character a `-`):
-#: `-home-me-proj--atom-runs-<spec>-<date>-<time>-<id>`, which names this machine too.
-_RUN_SLUG = re.compile(r"[\w-]*-atom-runs-[\w.-]*?-\d{8}-\d{6}-[0-9a-f]{6}")
 
 #: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
 PARTIAL_SUFFIX = ".partial.yaml"
@@ -162,9 +154,10 @@ def _secret_kind(name: str) -> str:
     return "REDACTED shape" if name == "REDACTED" else f"value of ${name}"
 
 
-def _path_findings(text: str, where: str) -> list[str]:
-    matches = [*_RAW_PATH.finditer(text), *_RUN_SLUG.finditer(text)]
-    found = list(dict.fromkeys(m.group(0) for m in matches))
+def _path_findings(
+    paths: MachinePaths, text: str, where: str, *, by_model: bool = False
+) -> list[str]:
+    found = paths.in_text(text, by_model=by_model)
     if not found:
         return []
     listed = ", ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
@@ -172,7 +165,7 @@ def _path_findings(text: str, where: str) -> list[str]:
 
 
 def _interaction_findings(
-    scrubber: Scrubber, interaction: Interaction, seen: set[str]
+    scrubber: Scrubber, interaction: Interaction, seen: set[str], paths: MachinePaths
 ) -> list[str]:
     body = interaction.body
     body_text = body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False)
@@ -192,7 +185,13 @@ def _interaction_findings(
         ("response headers", "\n".join(interaction.response_headers.values())),
     ):
         out += _secret_findings(scrubber, text, where, seen)
-        out += _path_findings(text, where)
+        if where == "request body":
+            # What the model wrote earlier is resent in the assistant messages: its paths
+            # are the conversation, unless they name this machine's run folder.
+            out += _path_findings(paths, non_assistant_text(body), where)
+            out += _path_findings(paths, "\n".join(assistant_texts(body)), where, by_model=True)
+        else:
+            out += _path_findings(paths, text, where, by_model=where == "response body")
     if (
         is_messages(interaction)
         and isinstance(body, dict)
@@ -209,15 +208,25 @@ def _interaction_findings(
 def _file_findings(scrubber: Scrubber, text: str, data: Cassette) -> Iterator[str]:
     """Findings as `interaction <n>: <what>`, or a bare `<what>` outside the interactions."""
     seen: set[str] = set()
+    paths = MachinePaths(_model_written(data))
     meta_text = json.dumps(data.metadata, ensure_ascii=False, default=str)
     yield from _secret_findings(scrubber, meta_text, "metadata", seen)
     for n, interaction in enumerate(data.interactions, 1):
-        for what in _interaction_findings(scrubber, interaction, seen):
+        for what in _interaction_findings(scrubber, interaction, seen, paths):
             yield f"interaction {n}: {what}"
     # The whole text, for what the parsed view does not show (a YAML comment, say).
     for name in scrubber.contains_secret(text):
         if name not in seen:
             yield f"secret ({_secret_kind(name)}) in the file text, outside the interactions"
+
+
+def _model_written(data: Cassette) -> frozenset[str]:
+    """Every path the model wrote in the cassette: its answers, and its earlier turns that
+    the requests resend (a path the machine wrote first is found in the system prompt or a
+    tool result, never only there)."""
+    texts = [i.response for i in data.interactions]
+    texts += [t for i in data.interactions for t in assistant_texts(i.body)]
+    return model_written(texts)
 
 
 def _file_notes(path: Path, data: Cassette) -> Iterator[str]:
@@ -299,8 +308,10 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     Findings:
       - a secret: a known token shape or the value of a secret environment variable,
         anywhere in the file, or a credential header (x-api-key, authorization, ...)
-      - a raw home or temp path (/home/<user>/, /Users/<user>/, /root/, /tmp/...):
-        path normalization did not happen
+      - a raw path of the recording machine: its run folder, or a home or temp path
+        (/home/<user>/, /Users/<user>/, /root/, /tmp/...) the machine wrote: path
+        normalization did not happen. A path the model wrote itself (/tmp/x.py in a
+        tool input, a code-execution container's path) is the conversation: no finding
       - a /v1/messages request with none of <DATE>, <RUN_DIR>, <METADATA>: not
         recorded through pytest-atom, so it will not replay elsewhere
 

@@ -195,6 +195,7 @@ class Result:
     api_error_status: int | None = None
     denied: tuple[DeniedCall, ...] = ()
     session_id: str | None = None
+    stop_reason: str | None = None  # the API's last stop reason (``pause_turn``, …)
 
 
 #: Everything an agent's output tells; consumers match on the types they read.
@@ -409,6 +410,7 @@ def _result(raw: Mapping[str, Any]) -> Result:
             if isinstance(d, Mapping)
         ),
         session_id=_str(raw.get("session_id")),
+        stop_reason=_str(raw.get("stop_reason")),
     )
 
 

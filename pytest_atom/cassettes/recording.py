@@ -273,6 +273,9 @@ class ModelSource:
     upstream_gateway: Gateway | None = None
     refused: str | None = None  # why a refresh or re-judge left the cassette as it was
     failure: str | None = None  # why a recording the agent got through was not saved
+    #: The faults that disturbed a recording whose spec failed: it was kept apart, the
+    #: cassette left as it was (`finish`).
+    disturbed: list[str] = field(default_factory=list)
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
 
@@ -308,13 +311,20 @@ class ModelSource:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None
 
-    def finish(self, spec: Spec, *, failed: bool, cli_version: str | None) -> Path | None:
+    def finish(
+        self, spec: Spec, *, failed: bool, cli_version: str | None, passed: bool = True
+    ) -> Path | None:
         """Save what was recorded: a failed recording never replaces a cassette.
 
         `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
         an upstream fault no retry made good fails it too, since the cassette would have a
         hole there. A failed recording goes to `<name>.partial.yaml` beside the cassette;
         a successful one replaces the cassette and removes a stale partial.
+
+        `passed` is the spec's verdict. A recording an upstream fault disturbed (a retried
+        status, a reset, a stream cut off that the CLI continued) whose spec then failed is
+        kept as a partial too: the fault may be why it failed, so it never costs a good
+        cassette (`disturbed` names the faults for the report).
         """
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
@@ -325,12 +335,15 @@ class ModelSource:
             return None
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
+        if not passed and not failed and not faults:
+            self.disturbed = [f.description for f in tape.disturbances()]
+        kept_apart = failed or bool(faults) or bool(self.disturbed)
         written = (
-            self._save(spec, tape, failed or bool(faults), cli_version, self.script_picks)
+            self._save(spec, tape, kept_apart, cli_version, self.script_picks)
             if tape.recorded
             else None
         )
-        if not (failed or faults):
+        if not kept_apart:
             cassette.partial_path.unlink(missing_ok=True)
         elif faults and not failed:
             # The agent got through (the runtime retried it), but the cassette would have a

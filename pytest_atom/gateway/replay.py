@@ -592,6 +592,17 @@ class CassetteResponder:
             failure = _incomplete(b"".join(chunks)) if sse else None
         except httpx.HTTPError as exc:
             failure = _failure(exc, timeout, mid_stream=True)
+        except GeneratorExit:
+            # The CLI hung up mid-stream: it rejected what it read ("The response stream
+            # was malformed"), or it was stopped. What it was sent is the evidence, kept
+            # as it was sent, so a replay sends it the same and the CLI rejects it again.
+            if sse:
+                received = b"".join(chunks)
+                relayed = received[: len(received) - len(pending)]
+                what = "sent a stream the CLI stopped reading mid-way"
+                self._fault(request, live, what, slot=slot)
+                self._keep(slot, request, live, upstream, relayed, fault=what)
+            raise
         finally:
             upstream.close()
         if failure is None:
@@ -682,6 +693,13 @@ class CassetteResponder:
             and kept.body == fault.body
             for kept in self.cassette.interactions[fault.position :]
         )
+
+    def disturbances(self) -> list[UpstreamFault]:
+        """Every upstream fault met while recording, made good or not: a retried status, a
+        reset, a stream cut off that the CLI continued. A recording they touched is not
+        trusted to replace a good cassette unless its spec passes (`ModelSource.finish`)."""
+        with self._lock:
+            return list(self.faults)
 
     def faults_to_report(self, unfinished: bool) -> list[UpstreamFault]:
         """The faults a report names: those that left a hole, and, when the run did not

@@ -196,7 +196,7 @@ class SpecResult:
             xfail=self.spec.xfail,
             divergence=self.divergences[0].partition("\n")[0] if self.divergences else None,
             harness_error=self.harness_error,
-            upstream=self.upstream_failure,
+            upstream=self.upstream_failure or self.rejected_stream,
             limit_exceeded=self.limit_exceeded,
             plan_failed=not all(plan.passed for plan in self.plans),
             steps=self.steps_summary,
@@ -244,6 +244,8 @@ class SpecResult:
             and all(p.passed for p in self.plans)
         ):
             return None  # it got through: whatever the upstream did, it did not stop the run
+        if self.rejected_stream:
+            return self.rejected_stream
         if self.upstream_faults:
             what = self.upstream_faults[0].split(" ", 4)[-1]  # after "POST /x: upstream <url>"
             return what.split(" (")[0]
@@ -253,6 +255,19 @@ class SpecResult:
         statuses = [r.get("error_status") for rec in records for r in rec.api_retries]
         if statuses and self.reason in ("timeout", "error"):
             return f"API {statuses[-1]}" if statuses[-1] is not None else "API unreachable"
+        return None
+
+    @property
+    def rejected_stream(self) -> str | None:
+        """``Claude Code rejected the API's stream: The response stream was malformed…``
+        when the CLI gave up on a stream it could not read, recording or replaying: an
+        error of the stream (the upstream's, or the recording's), never the agent's failure.
+        """
+        if not self.attempts or self.divergences:
+            return None
+        for record in reversed(self.final.records):
+            if record.rejected_stream:
+                return f"Claude Code rejected the API's stream: {record.rejected_stream}"
         return None
 
     @property

@@ -212,7 +212,7 @@ def _upstream_lines(result: SpecResult) -> list[str]:
     api = api_line(result)
     if not (api or result.upstream_faults):
         return []
-    lines = [f"  upstream: {api or 'the recording never got past these faults'}"]
+    lines = [f"  upstream: {api or 'faults while recording'}"]
     for fault, count in Counter(result.upstream_faults).items():
         lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
     return lines

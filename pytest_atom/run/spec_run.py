@@ -136,11 +136,23 @@ def _drive(run: AttemptLoop, source: ModelSource) -> tuple[list[Exchange], Path 
             exchanges = gateway.exchanges
         failed = _unfinished(run)
     finally:
-        written = source.finish(run.spec, failed=failed, cli_version=run.cli_version())
+        written = source.finish(
+            run.spec, failed=failed, cli_version=run.cli_version(), passed=_passed(run)
+        )
         # The CLI's own transcripts hold every prompt and tool output, and its HOME its
         # logs: scrubbed in place.
         Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
     return exchanges, written
+
+
+def _passed(run: AttemptLoop) -> bool:
+    """Whether the agent passed: its last attempt proceeds and every step was committed."""
+    steps = getattr(run, "results", None) or []
+    return (
+        bool(run.attempts)
+        and run.attempts[-1].decision == "proceed"
+        and all(step.passed for step in steps)
+    )
 
 
 def _unfinished(run: AttemptLoop) -> bool:
@@ -177,7 +189,9 @@ def _result(
         limits=run.spec.limits,
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
+        # A recording a fault disturbed and whose spec then failed names that fault too.
         upstream_faults=[f.description for f in tape.faults_to_report(_unfinished(run))]
+        + source.disturbed
         if tape
         else [],
         paid=paid,

@@ -9,6 +9,7 @@ final cost arrive as JSON lines that can be parsed and streamed to a progress di
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -136,6 +137,7 @@ class IterationRecord:
     # retry_delay_ms) and the status of the API error it gave up on, if any.
     api_retries: list[dict[str, Any]] = field(default_factory=list)
     api_error_status: int | None = None
+    stop_reason: str | None = None  # the result event's: the API's last stop reason
     #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
     limit_exceeded: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
@@ -153,6 +155,20 @@ class IterationRecord:
     @property
     def needs_login(self) -> bool:
         return self.api_error == "authentication_failed"
+
+    @property
+    def rejected_stream(self) -> str | None:
+        """The CLI's words when it gave up on a stream it could not read ("The response
+        stream was malformed."): the API's answer was broken, not the agent's work."""
+        for text in (self.output, *reversed(self.texts)):
+            match = _STREAM_REJECTED.search(text or "")
+            if match:
+                return match.group(1)
+        if self.is_error and self.stop_reason == "pause_turn":
+            # A server tool's long turn, paused for the client to resend: `claude -p` stops
+            # there with an error instead.
+            return "the API paused the turn (stop_reason pause_turn), which it does not resume"
+        return None
 
     @property
     def tokens(self) -> int:
@@ -221,6 +237,7 @@ class IterationRecord:
             self.api_retries.append(event.to_dict())
         elif isinstance(event, Result):
             self.api_error_status = event.api_error_status
+            self.stop_reason = event.stop_reason
             self.output = event.text
             self.is_error = event.is_error
             self.usage = dict(self.meter.main_usage)
@@ -228,6 +245,14 @@ class IterationRecord:
             self.cost_usd = self.meter.cost_usd
             self.num_turns = event.num_turns
             self.structured_output = event.structured_output
+
+
+#: How Claude Code (2.1.331) says it gave up on a stream it could not read: an event that
+#: was not JSON, a delta for a block never started or already closed.
+_STREAM_REJECTED = re.compile(
+    r"API Error: ((?:The response stream was malformed|Part of the response never arrived)"
+    r"[^\n]*)"
+)
 
 
 @lru_cache(maxsize=32)

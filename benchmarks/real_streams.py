@@ -1,0 +1,82 @@
+"""Real Messages API streams through pytest-atom: record once, replay three times and strictly.
+
+Run by hand from the repository root (needs a `claude`, see `atom setup`; ATOM_CLAUDE_BIN
+picks another one); everything is written to a temporary folder:
+
+    python benchmarks/real_streams.py [--replays 3] [NAME ...]
+
+Each stream of `tests/data/real_api/` (public recordings of the real API, see its README) is
+the answer to the agent's first turn (tests/real_streams.py's loopback upstream), recorded
+through pytest-atom with the real CLI, then replayed `--replays` times with the default
+matching and once with `--atom-match=strict`. One line a stream: whether every run passed
+without a divergence, the tokens pytest-atom reported (JUnit's `atom_tokens`) when recording
+and on each replay, and what the API billed for the recorded answers (their streams' usage,
+`usage.iterations` included), with the difference. The stream the CLI rejects (a paused
+turn) is recorded only: its outcome and where its evidence was kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # tests/real_streams.py: the loopback upstream and the data
+
+from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
+from pytest_atom.reports.text import result_properties  # noqa: E402
+from tests.real_streams import RecordedStream  # noqa: E402
+from tests.test_real_streams import (  # noqa: E402
+    STREAMS,
+    record,
+    recording_billed,
+    replay,
+)
+
+REJECTED = "test_pause_turn_web_search_streaming_vcr"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replays", type=int, default=3)
+    parser.add_argument(
+        "names", nargs="*", help=f"streams to run (default: all of {list(STREAMS)})"
+    )
+    args = parser.parse_args()
+    claude = find_claude()
+    names = args.names or list(STREAMS)
+    print(f"{'stream':28} {'ok':>3} {'record':>8} {'replays':>26} {'billed':>8} {'diff':>7}  s")
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            folder = Path(tmp) / name
+            folder.mkdir()
+            started = time.perf_counter()
+            stream = RecordedStream.load(STREAMS[name])
+            recorded = record(folder, stream, claude)
+            runs = [recorded]
+            if recorded.cassette is not None and recorded.passed:
+                runs += [replay(folder, claude, "conversation") for _ in range(args.replays)]
+                runs.append(replay(folder, claude, "strict"))
+            ok = all(r.passed and not r.divergences for r in runs) and len(runs) > 1
+            failures += not ok
+            tokens = [int(result_properties(r)["atom_tokens"]) for r in runs]
+            billed = recording_billed(recorded.cassette) if recorded.cassette else 0
+            replays = ",".join(str(t) for t in tokens[1:])
+            print(
+                f"{name:28} {'yes' if ok else 'NO':>3} {tokens[0]:>8} {replays:>26} "
+                f"{billed:>8} {tokens[0] - billed:>+7}  {time.perf_counter() - started:.0f}"
+            )
+        folder = Path(tmp) / "rejected"
+        folder.mkdir()
+        result = record(folder, RecordedStream.load(REJECTED), claude, turns=99)
+        print(f"rejected ({REJECTED}): {result.outcome.label}: {result.outcome.why}")
+        print(f"  evidence kept in {result.cassette.name if result.cassette else None}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
