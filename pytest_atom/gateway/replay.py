@@ -44,9 +44,9 @@ from pytest_atom.gateway.matching import (
     called_tools,
     compared_turns,
     match_key,
+    offered_tools,
     owned_system,
     request_kind,
-    tool_names,
 )
 from pytest_atom.gateway.messages import (
     coalesce_sse,
@@ -347,11 +347,15 @@ class CassetteResponder:
             self._released = max(self._released, index)  # given up on: waited for no more
 
     def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
-        """A recorded turn may call only tools the live CLI still offers."""
+        """A recorded turn may call only tools the live CLI still offers, where the recording
+        CLI offered them: a call to a tool neither offers (a model's invention, which the CLI
+        answers "No such tool available") is part of the conversation and replays as it is.
+        Deferred tools (MCP tools behind ToolSearch) count as offered."""
         if kind not in CONVERSATION_KINDS:
             return None
-        offered = set(tool_names(live))
-        missing = [t for t in called_tools(recorded.response) if t not in offered]
+        offered = offered_tools(live)
+        was_offered = offered_tools(recorded.body)
+        missing = [t for t in called_tools(recorded.response) if t in was_offered - offered]
         if not missing:
             return None
         return (
