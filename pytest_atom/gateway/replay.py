@@ -58,6 +58,7 @@ from pytest_atom.gateway.messages import (
 from pytest_atom.gateway.normalize import (
     Normalizer,
     mask_machine,
+    renumber_task_ids,
     results_in_call_order,
 )
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
@@ -209,8 +210,15 @@ class CassetteResponder:
         self._lock = threading.Lock()
         self._arrival = threading.Condition(self._lock)
         self._released = 0  # recorded requests before this one are no longer waited for
-        for interaction in self.cassette.interactions:  # recorded before these existed
+        interactions = self.cassette.interactions
+        for interaction in interactions:  # recorded before these existed
             interaction.body = results_in_call_order(mask_machine(interaction.body))
+        # Task ids numbered by arrival (before they were numbered by the calls they answer).
+        bodies, responses = renumber_task_ids(
+            [i.body for i in interactions], [i.response for i in interactions]
+        )
+        for interaction, body, response in zip(interactions, bodies, responses, strict=True):
+            interaction.body, interaction.response = body, response
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
