@@ -4,8 +4,8 @@ Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to
 
     python benchmarks/subagents.py [--times 20] [--burners 6] [--shape foreground]
 
-A spec whose main agent launches two `Agent` subagents in one turn (north sleeps a second
-before it writes, south does not) is recorded once through the tests' realistic upstream
+A spec whose main agent launches two `Agent` subagents in one turn (each waits a random
+fraction of a second before it writes, so either may finish first) is recorded once through the tests' realistic upstream
 (tests/upstream.py, streams shaped like the API's). Then `--burners` processes spin the CPU
 (default: two per core) and the spec is replayed `--times` times, in the default match
 mode, while they run. Claude Code returns concurrent results in the order they finished
@@ -68,8 +68,9 @@ def script(background: bool) -> dict[str, list[Turn]]:
     main = [launch, {"text": "Waiting."}, final, final, final] if background else [launch, final]
     turns: dict[str, list[Turn]] = {SURVEY: main}
     for side in SIDES:
-        sleep = "sleep 1; " if side == "north" else ""
-        command = f"{sleep}echo {side} > {side}.txt"
+        # A random wait (bash's $RANDOM): the same command, recorded and replayed, but which
+        # subagent finishes first is up to chance and the machine's load.
+        command = f"sleep 0.$((RANDOM % 10)); echo {side} > {side}.txt"
         turns[f"Write the word {side}"] = [
             {
                 "thinking": f"Just write {side}.",
