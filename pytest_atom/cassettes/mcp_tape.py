@@ -299,6 +299,20 @@ _SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 _METHOD_NOT_FOUND = -32601
 
 
+def _without_notifications(capabilities: Any) -> dict[str, Any]:
+    """A modern server's capabilities as its handshake states them: no list-changed or
+    subscription flags, which the modern protocol serves through ``subscriptions/listen``
+    and the stand-in never sends on a handshake-era connection (FastMCP says the same)."""
+    if not isinstance(capabilities, dict):
+        return {}
+    return {
+        name: {k: False if isinstance(v, bool) else v for k, v in flags.items()}
+        if isinstance(flags, dict)
+        else flags
+        for name, flags in capabilities.items()
+    }
+
+
 class Era:
     """The stand-in's connection answers in the era of the CLI that talks to it, whichever
     era the tape was recorded in: the tape is the server's behaviour, the era its wire form.
@@ -308,8 +322,9 @@ class Era:
     ``initialize``. So, as the recorded server would on a fresh connection:
 
     - an older client's ``initialize`` on a modern tape gets the handshake built from the
-      recorded ``server/discover`` (its capabilities and server info, the client's protocol
-      version), and later results lose the modern-only fields;
+      recorded ``server/discover`` (its capabilities, less the notification flags, its server
+      info, the client's protocol version), and later results lose the modern-only fields:
+      what the real server (the `mcp` SDK's) says on a fresh connection;
     - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
       the answer of a server that predates it, upon which the client falls back to
       ``initialize``.
@@ -343,7 +358,7 @@ class Era:
             info = meta.get(_SERVER_INFO) if isinstance(meta, dict) else None
             result = {
                 "protocolVersion": requested,
-                "capabilities": self.discover.get("capabilities") or {},
+                "capabilities": _without_notifications(self.discover.get("capabilities")),
                 "serverInfo": info or {"name": "", "version": ""},
             }
             return {"result": result}
