@@ -1,4 +1,5 @@
-"""Cassettes across Claude Code releases: the real CLIs (pinned and 2.1.197), pytester runs.
+"""Cassettes across Claude Code releases: the real CLIs (the pin, the release before it and
+2.1.197), pytester runs.
 
 Matching follows ownership: the conversation decides, what Claude Code wraps it in is
 drift. These tests replay in both directions, refresh, and prove that what the user owns
@@ -8,6 +9,7 @@ drift. These tests replay in both directions, refresh, and prove that what the u
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -16,8 +18,8 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
-from tests.conftest import OLD_CLI, REPO
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
+from tests.conftest import OLD_CLI, REPO, ShippedRun
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
 
@@ -58,14 +60,68 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(
     assert drift.startswith(f"recorded with Claude Code {OLD_CLI}, replayed with ")
 
 
-def test_shipped_fixture_replays_on_the_old_cli(
-    pytester: pytest.Pytester, old_claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+#: The release before the pin: the other end of an ordinary upgrade.
+PREVIOUS_CLI = "2.1.331"
+#: Every shipped spec and how its replay ends, whichever Claude Code replays it.
+SHIPPED = {
+    "specs/configured.atom.yaml::configured": "passed",
+    "specs/create_file.atom.yaml::create-file": "passed",
+    "specs/fix_failing_test.atom.yaml::fix-failing-test": "passed",
+    "specs/misses_goal.atom.yaml::misses-goal": "xfailed",
+    "specs/planned.atom.yaml::planned": "passed",
+    "specs/replanned.atom.yaml::replanned": "passed",
+    "specs/rollback_steps.atom.yaml::rollback-steps": "passed",
+    "specs/two_steps.atom.yaml::two-steps": "passed",
+    "examples/code_reviewer/specs/review.atom.yaml::review-finds-sql-injection": "passed",
+    "examples/sdk_agent/count_words.atom.yaml::counts-words-with-its-tool": "passed",
+}
+
+
+@pytest.fixture(scope="session")
+def other_clis(old_claude_bin: Path) -> dict[str, Path]:
+    """The release before the pin and 2.1.197, found before pytester moves HOME."""
+    previous = cached_claude(PREVIOUS_CLI)
+    if not previous.exists():
+        pytest.fail(
+            f"Claude Code {PREVIOUS_CLI} is not installed; run: atom setup --version {PREVIOUS_CLI}"
+        )
+    return {PREVIOUS_CLI: previous, OLD_CLI: old_claude_bin}
+
+
+def test_the_shipped_cassettes_are_the_pinned_clis(shipped_run: ShippedRun) -> None:
+    """The shipped fixtures replay with the pin as they were refreshed: no drift line."""
+    for spec, outcome in SHIPPED.items():
+        if spec.startswith("specs/"):
+            assert re.search(rf"^{re.escape(spec)} +{outcome} ", shipped_run.output, re.M), spec
+    assert "drift:" not in shipped_run.output
+
+
+@pytest.mark.parametrize("version", [PREVIOUS_CLI, OLD_CLI])
+def test_every_shipped_spec_replays_with_another_release(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    other_clis: dict[str, Path],
+    version: str,
 ) -> None:
+    """Every shipped spec (the fixtures and the examples; `configured` with its skill, hook
+    and MCP server among them), in one run with the release before the pin and with 2.1.197,
+    in the default match mode: the same outcomes, and one honest drift line each at most."""
     shutil.copytree(REPO / "fixtures" / "specs", pytester.path / "specs")
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(old_claude_bin))
-    result = pytester.runpytest("--atom", "specs/create_file.atom.yaml")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"drift: *replayed with {OLD_CLI}*"])
+    shutil.copytree(REPO / "examples", pytester.path / "examples")
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(other_clis[version]))
+    result = pytester.runpytest("--atom", "specs", "examples", "-n", "2", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    outcomes = list(SHIPPED.values())
+    result.assert_outcomes(passed=outcomes.count("passed"), xfailed=outcomes.count("xfailed"))
+    for spec, outcome in SHIPPED.items():
+        assert re.search(rf"^{re.escape(spec)} +{outcome} ", out, re.M), spec
+        drift = re.findall(rf"^drift: {re.escape(spec)}: (.*)$", out, re.M)
+        assert len(drift) <= 1, drift
+        for line in drift:  # what changed is Claude Code's: said once, with both versions
+            assert line.startswith(
+                f"recorded with Claude Code {CLAUDE_CODE_VERSION}, replayed with {version}: "
+            ), line
+    assert "diverged" not in out and "does not offer" not in out
 
 
 def test_changed_prompt_still_diverges_and_says_why(

@@ -521,10 +521,11 @@ def test_a_subagent_is_shown_under_the_agent_call_that_started_it(subagents: Rec
 
 @pytest.mark.slow
 def test_two_subagents_replay_offline(subagents: Recorded, claude_bin: Path) -> None:
-    for match in ("conversation", "strict"):
-        for attempt in range(5):
-            replayed = subagents.replay(claude_bin, match)
-            assert replayed.passed, f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+    """One replay (strict: test_the_three_shapes_replay_strict_under_xdist). That the
+    subagents' finishing order does not matter is tests/test_task_ids.py's, and 20 replays
+    on a busy machine are benchmarks/subagents.py's."""
+    replayed = subagents.replay(claude_bin)
+    assert replayed.passed, replayed.report()
 
 
 JUDGED = "Write the word judged into verdict.txt."

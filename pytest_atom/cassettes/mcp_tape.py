@@ -255,10 +255,15 @@ def replay(folder: Path, server: str) -> int:
     for line in _lines(served_file) if served_file.is_file() else []:
         served[line] = served.get(line, 0) + 1
     scrubber: Scrubber | None = None
+    era = Era(tape.get(server) or [])
     for line in sys.stdin:
         message = _parse(line)
         if message is None or "method" not in message or "id" not in message:
             continue  # a notification or an answer: a stand-in has nothing to say back
+        translated = era.answer(message)
+        if translated is not None:
+            _answer({"jsonrpc": "2.0", "id": message["id"], **translated})
+            continue
         key = request_key(message)
         if key not in by_key:  # a recorded request was scrubbed: match it scrubbed
             scrubber = scrubber or _scrubber()
@@ -281,8 +286,98 @@ def replay(folder: Path, server: str) -> int:
         for note in exchange.get("notifications") or []:
             _answer({"jsonrpc": "2.0", **note})
         if "response" in exchange:  # else the server never answered it while recorded
-            _answer({"jsonrpc": "2.0", "id": message["id"], **exchange["response"]})
+            _answer({"jsonrpc": "2.0", "id": message["id"], **era.response(exchange["response"])})
     return 0
+
+
+#: The first request a 2026-07-28 ("modern") MCP client sends; an older client opens with
+#: ``initialize``. An MCP server serves each connection in the era its first request chose.
+DISCOVER = "server/discover"
+#: What a modern server adds to every result, which a handshake-era server never sends.
+_MODERN_RESULT_KEYS = ("cacheScope", "resultType", "ttlMs")
+_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+_METHOD_NOT_FOUND = -32601
+
+
+def _without_notifications(capabilities: Any) -> dict[str, Any]:
+    """A modern server's capabilities as its handshake states them: no list-changed or
+    subscription flags, which the modern protocol serves through ``subscriptions/listen``
+    and the stand-in never sends on a handshake-era connection (FastMCP says the same)."""
+    if not isinstance(capabilities, dict):
+        return {}
+    return {
+        name: {k: False if isinstance(v, bool) else v for k, v in flags.items()}
+        if isinstance(flags, dict)
+        else flags
+        for name, flags in capabilities.items()
+    }
+
+
+class Era:
+    """The stand-in's connection answers in the era of the CLI that talks to it, whichever
+    era the tape was recorded in: the tape is the server's behaviour, the era its wire form.
+
+    Claude Code moved to the 2026-07-28 protocol (2.1.331 opens with ``server/discover``; an
+    ``initialize`` on that connection is refused with -32022), while 2.1.197 opens with
+    ``initialize``. So, as the recorded server would on a fresh connection:
+
+    - an older client's ``initialize`` on a modern tape gets the handshake built from the
+      recorded ``server/discover`` (its capabilities, less the notification flags, its server
+      info, the client's protocol version), and later results lose the modern-only fields:
+      what the real server (the `mcp` SDK's) says on a fresh connection;
+    - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
+      the answer of a server that predates it, upon which the client falls back to
+      ``initialize``.
+    """
+
+    def __init__(self, exchanges: list[dict[str, Any]]) -> None:
+        methods = [str(e.get("request", {}).get("method")) for e in exchanges]
+        discovered = [
+            e.get("response", {}).get("result")
+            for e in exchanges
+            if e.get("request", {}).get("method") == DISCOVER
+        ]
+        self.discover: dict[str, Any] | None = next(
+            (r for r in discovered if isinstance(r, dict)), None
+        )
+        self.recorded_modern = self.discover is not None
+        self.recorded_any = bool(methods)
+        self.modern: bool | None = None  # this connection's era, set by its first request
+
+    def answer(self, message: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The answer that bridges the eras, or None when the tape answers as recorded."""
+        method = message.get("method")
+        if self.modern is None and method in (DISCOVER, "initialize"):
+            self.modern = method == DISCOVER
+        if method == DISCOVER and not self.recorded_modern and self.recorded_any:
+            return {"error": {"code": _METHOD_NOT_FOUND, "message": "Method not found"}}
+        if method == "initialize" and self.modern is False and self.discover is not None:
+            params = message.get("params")
+            requested = params.get("protocolVersion") if isinstance(params, dict) else None
+            meta = self.discover.get("_meta")
+            info = meta.get(_SERVER_INFO) if isinstance(meta, dict) else None
+            result = {
+                "protocolVersion": requested,
+                "capabilities": _without_notifications(self.discover.get("capabilities")),
+                "serverInfo": info or {"name": "", "version": ""},
+            }
+            return {"result": result}
+        return None
+
+    def response(self, response: Mapping[str, Any]) -> dict[str, Any]:
+        """A recorded response in this connection's era."""
+        result = response.get("result")
+        if not (self.recorded_modern and self.modern is False and isinstance(result, dict)):
+            return dict(response)
+        legacy = {k: v for k, v in result.items() if k not in _MODERN_RESULT_KEYS}
+        meta = legacy.get("_meta")
+        if isinstance(meta, dict):
+            meta = {k: v for k, v in meta.items() if k != _SERVER_INFO}
+            if meta:
+                legacy["_meta"] = meta
+            else:
+                del legacy["_meta"]
+        return {**response, "result": legacy}
 
 
 def _answer(message: Mapping[str, Any]) -> None:

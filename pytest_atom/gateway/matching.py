@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,45 @@ def tool_names(body: Any) -> list[str]:
     """The tools a request offers, in order."""
     tools = body.get("tools") if isinstance(body, dict) else None
     return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
+
+
+#: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): not in the
+#: request's `tools` array but listed by name in a system message, one a line, and loaded
+#: through ToolSearch when called. 2.1.331 writes the first form; the tag is the older one.
+_DEFERRED = re.compile(
+    r"The following deferred tools are now available via ToolSearch\b[^\n]*\n"
+    r"((?:[\w.:-]+\n?)+)"
+)
+_DEFERRED_TAG = re.compile(r"<available-deferred-tools>(.*?)</available-deferred-tools>", re.DOTALL)
+_TOOL_NAME = re.compile(r"^[\w.:-]+$")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def offered_tools(body: Any) -> set[str]:
+    """Every tool a request lets the model call: those in its `tools` array and those it
+    defers (listed by name in a system message, loaded through ToolSearch). A tool missing
+    from `tools` is not thereby "not offered"."""
+    offered = set(tool_names(body))
+    if not isinstance(body, dict):
+        return offered
+    for text in _strings([body.get("system"), body.get("messages")]):
+        if "deferred" not in text:
+            continue
+        for listed in [*_DEFERRED.findall(text), *_DEFERRED_TAG.findall(text)]:
+            offered.update(
+                line.strip() for line in listed.splitlines() if _TOOL_NAME.match(line.strip())
+            )
+    return offered
 
 
 def _text(text: str) -> str:

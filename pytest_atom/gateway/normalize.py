@@ -9,6 +9,7 @@ Responses get the same path placeholders, so a replayed tool call (an Edit of
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -164,10 +165,13 @@ _WALL_CLOCK = [
 class Normalizer:
     """Turns request bodies and response texts into their run-independent form.
 
-    Background task ids are numbered for the whole run, in the order requests reveal them,
-    not per body: a replayed answer that names one (``SendMessage to: '<TASK_ID:1>'``) must
-    reach the task the live run started under that number. One normalizer serves every request
-    of a run, from several threads.
+    Background task ids are numbered for the whole run, not per body: a replayed answer that
+    names one (``SendMessage to: '<TASK_ID:1>'``) must reach the task the live run started
+    under that number. They are numbered by the conversation, never by arrival: the ids a
+    request's tool results reveal are taken in the order of the calls they answer (the
+    ``tool_use_id``'s place in the assistant turn), as two subagents that finish in either
+    order must get the same numbers (`task_ids_in_call_order`). One normalizer serves every
+    request of a run, from several threads.
     """
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
@@ -179,17 +183,21 @@ class Normalizer:
 
     def _task_ids(self, text: str) -> str:
         """Background task ids -> ``<TASK_ID:n>``, learning the ids `text` reveals."""
-        if "ID: " in text or "agentId" in text or "<task-id>" in text:
-            with self._tasks_lock:
-                new = [i for i in _TASK_ID.findall(text) if i not in self._tasks]
-                for task in dict.fromkeys(new):
-                    self._tasks[task] = f"<TASK_ID:{len(self._tasks) + 1}>"
-                if new:
-                    ids = "|".join(re.escape(i) for i in self._tasks)
-                    self._task_re = re.compile(f"\\b(?:{ids})\\b")
+        if _names_task(text):
+            self._learn(_TASK_ID.findall(text))
         if self._task_re is None:
             return text
         return self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
+
+    def _learn(self, found: Iterable[str]) -> None:
+        """Number the ids in `found` not known yet, in their order."""
+        with self._tasks_lock:
+            new = [i for i in dict.fromkeys(found) if i not in self._tasks]
+            for task in new:
+                self._tasks[task] = f"<TASK_ID:{len(self._tasks) + 1}>"
+            if new:
+                ids = "|".join(re.escape(i) for i in self._tasks)
+                self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
     def _set_paths(self, paths: Mapping[str, str]) -> None:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
@@ -232,6 +240,7 @@ class Normalizer:
 
     def body(self, body: Any) -> Any:
         """A normalized copy of a JSON request body (the walk builds new containers)."""
+        self._learn(task_ids_in_call_order(body, _TASK_ID))
         ids: dict[str, str] = {}
 
         def walk(node: Any, in_result: bool = False) -> Any:
@@ -259,6 +268,91 @@ class Normalizer:
         if isinstance(out, dict) and "metadata" in out:
             out["metadata"] = "<METADATA>"  # device id, account, session id
         return results_in_call_order(out)
+
+
+def _names_task(text: str) -> bool:
+    return "ID: " in text or "agentId" in text or "<task-id>" in text
+
+
+def task_ids_in_call_order(body: Any, pattern: re.Pattern[str]) -> list[str]:
+    """The task ids (`pattern`'s first group) that `body`'s tool results name, in the order
+    of the calls they answer, then of the results: a conversation's order, never arrival.
+
+    Claude Code sends concurrent results in the order they completed, so two subagents
+    that finish the other way round would otherwise swap numbers (and a replay diverge on
+    ``<TASK_ID:1>`` against ``<TASK_ID:2>``). A result whose call the body does not hold
+    (none does, in a well-formed conversation) follows those that have one.
+    """
+    messages = body.get("messages") if isinstance(body, dict) else None
+    calls: dict[str, int] = {}  # tool_use id -> its place among the body's calls
+    results: list[tuple[str, str]] = []  # (tool_use_id, result text naming a task)
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls.setdefault(str(block.get("id")), len(calls))
+            elif block.get("type") == "tool_result":
+                text = _joined(block.get("content"))
+                if _names_task(text) or "<TASK_ID:" in text:
+                    results.append((str(block.get("tool_use_id")), text))
+    unknown = len(calls)
+    ordered = sorted(enumerate(results), key=lambda item: (calls.get(item[1][0], unknown), item[0]))
+    return [task for _, (_, text) in ordered for task in pattern.findall(text)]
+
+
+def _joined(content: Any) -> str:
+    """Every string in a tool result's content, joined (its texts, wherever they sit)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_joined(item) for item in content)
+    if isinstance(content, dict):
+        return "\n".join(_joined(value) for value in content.values())
+    return ""
+
+
+_TASK_PLACEHOLDER = re.compile(r"<TASK_ID:(\d+)>")
+
+
+def renumber_task_ids(bodies: list[Any], responses: list[str]) -> tuple[list[Any], list[str]]:
+    """Recorded bodies and responses with their ``<TASK_ID:n>`` numbered as `Normalizer`
+    numbers them now (by the calls the tasks answer), for cassettes numbered by arrival.
+
+    The bodies are taken in recorded order, as a live run's normalizer met them: each one's
+    tool results first, in call order, then the rest of its text. A cassette numbered this
+    way already comes back unchanged.
+    """
+    mapping: dict[str, str] = {}
+
+    def learn(found: Iterable[str]) -> None:
+        for old in found:
+            mapping.setdefault(old, str(len(mapping) + 1))
+
+    for body in bodies:
+        if "<TASK_ID:" not in (text := json.dumps(body, ensure_ascii=False)):
+            continue
+        learn(task_ids_in_call_order(body, _TASK_PLACEHOLDER))
+        learn(_TASK_PLACEHOLDER.findall(text))
+    for response in responses:
+        learn(_TASK_PLACEHOLDER.findall(response) if "<TASK_ID:" in response else [])
+    if all(old == new for old, new in mapping.items()):
+        return bodies, responses
+
+    def renumber(text: str) -> str:
+        return _TASK_PLACEHOLDER.sub(lambda m: f"<TASK_ID:{mapping[m.group(1)]}>", text)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return renumber(node) if "<TASK_ID:" in node else node
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, dict):
+            return {key: walk(value) for key, value in node.items()}
+        return node
+
+    return [walk(body) for body in bodies], [renumber(r) for r in responses]
 
 
 _TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")

@@ -44,9 +44,9 @@ from pytest_atom.gateway.matching import (
     called_tools,
     compared_turns,
     match_key,
+    offered_tools,
     owned_system,
     request_kind,
-    tool_names,
 )
 from pytest_atom.gateway.messages import (
     coalesce_sse,
@@ -58,6 +58,7 @@ from pytest_atom.gateway.messages import (
 from pytest_atom.gateway.normalize import (
     Normalizer,
     mask_machine,
+    renumber_task_ids,
     results_in_call_order,
 )
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
@@ -209,8 +210,15 @@ class CassetteResponder:
         self._lock = threading.Lock()
         self._arrival = threading.Condition(self._lock)
         self._released = 0  # recorded requests before this one are no longer waited for
-        for interaction in self.cassette.interactions:  # recorded before these existed
+        interactions = self.cassette.interactions
+        for interaction in interactions:  # recorded before these existed
             interaction.body = results_in_call_order(mask_machine(interaction.body))
+        # Task ids numbered by arrival (before they were numbered by the calls they answer).
+        bodies, responses = renumber_task_ids(
+            [i.body for i in interactions], [i.response for i in interactions]
+        )
+        for interaction, body, response in zip(interactions, bodies, responses, strict=True):
+            interaction.body, interaction.response = body, response
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
@@ -347,11 +355,15 @@ class CassetteResponder:
             self._released = max(self._released, index)  # given up on: waited for no more
 
     def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
-        """A recorded turn may call only tools the live CLI still offers."""
+        """A recorded turn may call only tools the live CLI still offers, where the recording
+        CLI offered them: a call to a tool neither offers (a model's invention, which the CLI
+        answers "No such tool available") is part of the conversation and replays as it is.
+        Deferred tools (MCP tools behind ToolSearch) count as offered."""
         if kind not in CONVERSATION_KINDS:
             return None
-        offered = set(tool_names(live))
-        missing = [t for t in called_tools(recorded.response) if t not in offered]
+        offered = offered_tools(live)
+        was_offered = offered_tools(recorded.body)
+        missing = [t for t in called_tools(recorded.response) if t in was_offered - offered]
         if not missing:
             return None
         return (

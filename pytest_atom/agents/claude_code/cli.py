@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-CLAUDE_CODE_VERSION = "2.1.331"
+CLAUDE_CODE_VERSION = "2.1.332"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 #: The Node.js major version the pinned CLI's package asks for (`npm view
 #: @anthropic-ai/claude-code@2.1.330 engines`: node >=22.0.0). npm only warns (EBADENGINE)
