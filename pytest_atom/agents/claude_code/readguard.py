@@ -104,33 +104,61 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     Each PATH entry counts with its toolchain's root: the folder above a ``bin`` or
     ``shims`` (a virtualenv, ``/opt/node``), and for one inside the caller's `home` the
     folder just below it (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run the
-    interpreters under ``~/.pyenv/versions``). The values of `TOOLCHAIN_ROOTS` count as they
-    are. A candidate that would re-open the home itself, or a folder holding one of
+    interpreters under ``~/.pyenv/versions``). The values of `TOOLCHAIN_ROOTS` and the
+    entries of PYTHONPATH count as they are, and so do the folders a Python environment
+    among them imports from (`_installed_elsewhere`). A candidate that would re-open the home itself, or a folder holding one of
     `protected` (the project, the run folder), falls back to the entry alone, or is left
     out when even that would.
     """
-    system = [Path(f) for f in SYSTEM_FOLDERS]
     home = Path(os.path.normpath(home))
     closed = [home, *(Path(os.path.normpath(p)) for p in protected)]
-    entries = [e for e in env.get("PATH", "").split(os.pathsep) if e]
-    entries += [env[name] for name in TOOLCHAIN_ROOTS if env.get(name)]
     found: dict[Path, None] = {}
-    for entry in entries:
+
+    def add(entry: str, rooted: bool) -> Path | None:
         path = Path(os.path.normpath(entry))
-        if not path.is_absolute() or any(_within(path, s) for s in system):
-            continue
+        if not path.is_absolute() or any(_within(path, Path(s)) for s in SYSTEM_FOLDERS):
+            return None
         if any(_within(path, p) for p in protected):
-            continue  # the run's own folders (its tool shims) are readable anyway
+            return None  # the run's own folders (its tool shims) are readable anyway
         candidates = [path]
-        if path.name in _PROGRAM_FOLDERS:
+        if rooted and path.name in _PROGRAM_FOLDERS:
             candidates.insert(0, path.parent)
-        if _within(path, home) and path != home:
+        if rooted and _within(path, home) and path != home:
             candidates.insert(0, home / path.relative_to(home).parts[0])
         for candidate in candidates:
             if not any(_within(c, candidate) for c in closed):
                 found.setdefault(candidate, None)
-                break
+                return candidate
+        return None
+
+    roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]
+    roots += [add(env[name], False) for name in TOOLCHAIN_ROOTS if env.get(name)]
+    for entry in env.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            add(entry, False)
+    for root in roots:
+        for folder in _installed_elsewhere(root) if root is not None else ():
+            add(str(folder), False)
     return list(found)
+
+
+def _installed_elsewhere(root: Path) -> list[Path]:
+    """The folders a Python environment under `root` imports from outside it: the paths its
+    site-packages' ``.pth`` files list (an editable install's source), so the interpreter
+    the agent runs loads the same packages as the caller's."""
+    folders: list[Path] = []
+    patterns = ("lib/python*/site-packages/*.pth", "versions/*/lib/python*/site-packages/*.pth")
+    for pattern in patterns:
+        for pth in sorted(root.glob(pattern)):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                line = line.strip()
+                if line.startswith("/") and Path(line).is_dir():
+                    folders.append(Path(line))
+    return folders
 
 
 def read_settings(
