@@ -171,6 +171,12 @@ class Confinement:
                 # The run folder last: the normalizer drops the toolchains after it.
                 run = self.boundary.resolve()
                 readable = [p for p in writable if not _within(p, run)]
+                if self.sandbox.network:
+                    # The sandbox's proxy is reached through sockets in the CLI's temp
+                    # folder, named afresh each session: a spec that allows a domain keeps
+                    # that folder readable (the read guard is narrower without network).
+                    tmp = (env if env is not None else os.environ).get("TMPDIR") or "/tmp"
+                    readable += list(dict.fromkeys([Path(tmp), Path(tmp).resolve()]))
                 guard = readguard.read_settings(
                     [*readable, run], env, home=Path.home(), protected=[run]
                 )
