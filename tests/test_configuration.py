@@ -218,7 +218,11 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
     assert (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").read_text() == SKILL_MD
     assert (cwd / ".claude" / "agents" / "reviewer.md").is_file()
     settings = json.loads((run / SETTINGS_FILE).read_text())
-    assert settings["permissions"] == {"deny": ["Bash(rm -rf:*)"]}
+    # The spec's rules, beside the read guard's (tests/test_read_guard.py).
+    assert settings["permissions"] == {
+        "deny": ["Bash(rm -rf:*)"],
+        "blockReadsOutsideWorkingDirectories": True,
+    }
     assert settings["sandbox"]["enabled"] and settings["claudeMdExcludes"]
     [group] = settings["hooks"]["PreToolUse"]
     assert group["hooks"][0]["command"] == confined_command("./deny.sh", [cwd])

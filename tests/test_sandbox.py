@@ -217,16 +217,18 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
     report = result.report()
     for denied in (
         f"Bash `touch {outside}/bash-was-here`: touch: cannot touch",
-        "Read-only file system",
         f"Bash `{sys.executable} -c",
         # File tools are refused at the attempt folder's edge, and the report says by whom.
         f"Write {outside}/written.txt refused by the attempt folder's boundary: Claude "
         "requested permissions",
-        f"Edit {outside}/keep.txt refused by the attempt folder's boundary: Claude requested "
-        "permissions",
+        f"Edit {outside}/keep.txt",
     ):
         assert denied in report
-    assert "tool calls that failed or were refused: 4" in report
+    # Outside the run folder the read guard hides the folder itself (tests/test_read_guard.py).
+    assert "No such file or directory" in report or "Read-only file system" in report
+    # The Read of keep.txt too: the file tools read only the attempt folder.
+    assert f"Read {outside}/keep.txt" in report
+    assert "tool calls that failed or were refused: 5" in report
 
 
 def test_a_spec_allows_a_domain_and_an_extra_folder(
@@ -268,7 +270,10 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     [call] = replayed.final.records[0].tool_calls
     assert call.input["command"] == attack  # the cassette's call really ran, in the sandbox
     assert not (home / "pwned").exists() and listener.connections == []
-    assert f"Bash `{attack}`: touch: cannot touch" in replayed.report()
+    # The run's own HOME is hidden by the read guard (an empty, throwaway folder), so the
+    # touch lands nowhere on disk; curl's refused connection is the call's failure.
+    assert f"Bash `{attack}`: " in replayed.report()
+    assert not list((tmp_path / "runs").glob("*/home/pwned"))
 
 
 def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(

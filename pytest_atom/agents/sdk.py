@@ -128,7 +128,13 @@ class SdkAgent:
         scopes: dict[str, list[str]] = {}
         if confinement is not None:
             allowed = confinement.allowed_tools(allowed, cwd)
-            args = confinement.prepare(cwd, options.allowed_tools, options)
+            args = confinement.prepare(
+                cwd,
+                options.allowed_tools,
+                options,
+                env=self.runner.env,
+                cli_version=self.runner.cli_version,
+            )
             scopes = {t: confinement.allowed_tools([t], cwd) for t in sorted(FILE_EDIT_TOOLS)}
         return {
             "target": self.target,

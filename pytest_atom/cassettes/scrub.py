@@ -22,12 +22,15 @@ from typing import Any
 from pytest_atom.cassettes.detector import find_secrets, is_secret_name, json_forms
 from pytest_atom.files import write_atomic
 
-__all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber"]
+__all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber", "env_file_secrets", "remember_env_files"]
 
 #: Env var names whose values are secrets: a case-insensitive *substring* match. It
 #: over-matches (KEYBOARD_LAYOUT) on purpose: a needless placeholder is cheap, a missed key
 #: is a leak, and harmless values (booleans, existing paths) are spared by value instead.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASS|CRED|AUTH|PRIVATE|COOKIE|SESSION|SIGNATURE|DSN|SALT",
+    re.IGNORECASE,
+)
 
 #: Header names (lower-case) never stored: their whole value is a credential or an account id.
 SECRET_HEADERS = frozenset(
@@ -70,6 +73,67 @@ _PRIVATE_KEYS = (
 )
 #: Basic auth in a URL (detect-secrets' BasicAuthDetector pattern): the password goes.
 _BASIC_AUTH = re.compile(r"(://[^:/?#\[\]@!$&'()*+,;=\s]+:)[^:/?#\[\]@!$&'()*+,;=\s<>]+(?=@)")
+
+
+#: The values of the project's env files (`remember_env_files`): every default Scrubber
+#: made afterwards treats them as secrets, as it does the caller's secret-looking variables.
+_ENV_FILES: dict[str, str] = {}
+_ENV_FILES_LOCK = threading.Lock()
+#: `.env*` files that hold examples for a reader, not this machine's values.
+_ENV_TEMPLATES = re.compile(r"\.(example|sample|template|dist|defaults?)$", re.IGNORECASE)
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.*?)\s*$")
+#: A value shaped like a token: no spaces, letters and digits, long, neither a URL nor a path.
+_TOKEN_SHAPE = re.compile(r"^(?=.*[A-Za-z])(?=.*[0-9])(?!.*://)[^/\s][^\s]{15,}$")
+
+
+def env_file_secrets(folder: Path) -> dict[str, str]:
+    """NAME -> value of the secrets in `folder`'s own ``.env*`` files (``.env``,
+    ``.env.local``, ``.envrc``; not ``.env.example`` and the like), from ``NAME=value`` and
+    ``export NAME=value`` lines, quotes removed.
+
+    A value counts when its name looks secret (`SECRET_NAME`) or the value looks like a token
+    (`_TOKEN_SHAPE`). Words such as ``development`` or ``localhost`` do not: they occur in
+    ordinary text, and replacing them there would make every recording depend on this
+    machine's env file.
+    """
+    found: dict[str, str] = {}
+    try:
+        files = sorted(p for p in Path(folder).glob(".env*") if p.is_file())
+    except OSError:
+        return found
+    for path in files:
+        if _ENV_TEMPLATES.search(path.name):
+            continue
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            match = _ENV_LINE.match(line)
+            if match is None or line.lstrip().startswith("#"):
+                continue
+            name, value = match.group(1), match.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            elif " #" in value:
+                value = value.split(" #", 1)[0].rstrip()
+            if value and (SECRET_NAME.search(name) or _TOKEN_SHAPE.match(value)):
+                found.setdefault(name, value)
+    return found
+
+
+def remember_env_files(*folders: Path | None) -> None:
+    """Treat the secrets of `folders`' env files (`env_file_secrets`) as known secrets in
+    every default Scrubber made from now on in this process: the project's root and a
+    spec's workspace, whose ignored ``.env`` the agent must never see (the read guard keeps
+    it out; this scrubs what might still get through)."""
+    for folder in folders:
+        if folder is None:
+            continue
+        values = env_file_secrets(folder)
+        with _ENV_FILES_LOCK:
+            for name, value in values.items():
+                _ENV_FILES.setdefault(value, name)
 
 
 def _b(shape: str) -> str:
@@ -142,8 +206,8 @@ def _is_secret_value(value: str, min_length: int) -> bool:
 class Scrubber:
     """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``.
 
-    ``env`` (default: ``os.environ``, read once here) contributes the values of variables whose
-    names match SECRET_NAME; ``extra`` adds explicit ``{placeholder_name: value}`` pairs and
+    ``env`` (default: ``os.environ``, read once here, and the env files' secrets of
+    `remember_env_files`) contributes the values of variables whose names match SECRET_NAME; ``extra`` adds explicit ``{placeholder_name: value}`` pairs and
     wins when both name the same value. Both obey the same length and triviality rules.
     """
 
@@ -156,6 +220,9 @@ class Scrubber:
         source = os.environ if env is None else env
         pairs = list((extra or {}).items())
         pairs += sorted((n, v) for n, v in source.items() if SECRET_NAME.search(n))
+        if env is None:  # the default: this machine's secrets, its env files' too
+            with _ENV_FILES_LOCK:
+                pairs += sorted((n, v) for v, n in _ENV_FILES.items())
         self._names: dict[str, str] = {}  # every form of every value -> placeholder name
         count = 0
         for name, value in pairs:

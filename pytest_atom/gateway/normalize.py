@@ -93,6 +93,19 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "... and <N> more (truncated for prompt size)",
         "... and 155 more (truncated for prompt size)",
     ),
+    # The toolchains the read guard re-opens (agents.claude_code.readguard): this machine's
+    # PATH. The guard lists them last, after the run folder, and they are dropped whole, so
+    # a machine with other toolchains, or none, sends the same list.
+    MachineDetail(
+        "toolchain folders",
+        "allowWithinDeny",
+        re.compile(
+            r'(allowWithinDeny\\?":\[(?:\\?"[^"\\\]]*\\?",)*\\?"<RUN_DIR>\\?")'
+            r'(?:,\\?"[^"\\\]]*\\?")+(?=\])'
+        ),
+        r"\1",
+        '"allowWithinDeny":["/usr","<RUN_DIR>","/home/me/.pyenv"]',
+    ),
     # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
     # `$TMPDIR` says, so the normalizer's temp folder path does not cover it.
     MachineDetail(

@@ -12,6 +12,12 @@ step) behind the run's gateway. A run follows seed 002's staging-commit lifecycl
         setup/           the `setup:` session's own state, and its output.log
 
 An interrupted run leaves its partial work isolated in its attempt folder.
+
+Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default, where
+a user finds them beside the specs. That is safe because the agent cannot read upwards from
+its run folder: the read guard (agents.claude_code.readguard) denies every read but the run
+folder, the system's folders and the toolchains, so the project above the workspace (its
+ignored ``.env``, the specs, their scripts and cassettes, other runs) stays out of reach.
 """
 
 from __future__ import annotations
@@ -89,6 +95,8 @@ def session_id_for(spec: Spec, role: str = "executor") -> str:
 
 
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
+    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
+    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
     run_dir = runs_dir / run_name(spec.name)
     run_dir.mkdir(parents=True)
     return run_dir

@@ -22,6 +22,7 @@ from typing import Any
 import pluggy
 
 from pytest_atom import hooks
+from pytest_atom.cassettes.scrub import remember_env_files
 from pytest_atom.judge.checks import CheckRegistry, default_registry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.result import SpecResult
@@ -145,6 +146,7 @@ def build_harness(
 ) -> Harness:
     """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
     when none is set."""
+    remember_env_files(root)  # reports written here scrub the project's env file secrets
     return Harness(resolve(layers).with_seed(), root, config, hook)
 
 

@@ -23,7 +23,7 @@ from pytest_atom.cassettes.recording import (
     divergence_report,
     open_model_source,
 )
-from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cassettes.scrub import Scrubber, remember_env_files
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.judge.checks import CheckRegistry
@@ -70,6 +70,9 @@ def run_spec(
     """
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
+    # The project's and the workspace's env files: their secrets are scrubbed from all
+    # that is written, should the agent reach them in spite of the read guard.
+    remember_env_files(project_dir, spec.workspace, spec.root)
     spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:

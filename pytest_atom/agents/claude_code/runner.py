@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.events import (
     AgentError,
@@ -255,6 +255,11 @@ _STREAM_REJECTED = re.compile(
 )
 
 
+@lru_cache(maxsize=8)
+def _version_of(binary: Path) -> str:
+    return claude_version(binary)
+
+
 @lru_cache(maxsize=32)
 def _parsed(stdout: str) -> tuple[Event, ...]:
     return tuple(parse(stdout))
@@ -294,6 +299,11 @@ class ClaudeRunner:
         self.confinement = confinement
         self.budget = budget
 
+    @property
+    def cli_version(self) -> str:
+        """The version of the CLI this runner starts (what settings it takes depends on it)."""
+        return _version_of(self.binary)
+
     @staticmethod
     def parse(raw: Mapping[str, Any]) -> list[Event]:
         """One decoded stream-json object as events (Agent.parse): the record, the budget
@@ -325,7 +335,13 @@ class ClaudeRunner:
         allowed = list(self.options.allowed_tools)
         if self.confinement is not None and cwd is not None:
             allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
-            cmd += self.confinement.prepare(cwd.resolve(), self.options.allowed_tools, self.options)
+            cmd += self.confinement.prepare(
+                cwd.resolve(),
+                self.options.allowed_tools,
+                self.options,
+                env=self.env,
+                cli_version=self.cli_version,
+            )
         if allowed:
             cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:

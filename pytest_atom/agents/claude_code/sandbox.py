@@ -32,12 +32,12 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.agents.claude_code import configuration
+from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.model.spec import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
@@ -97,9 +97,14 @@ class Confinement:
         cwd: Path,
         allowed: Sequence[str] = ("Bash",),
         config: ClaudeOptions | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
         and installs the spec's Claude Code configuration (`config`, see core.configuration).
+        `env` (the CLI's environment) names the toolchains the agent may read, and
+        `cli_version` says whether the CLI takes the read guard (see `settings`).
 
         The settings go to a file in the run folder rather than inline: the CLI names the
         file in the sandbox section of its system prompt, and a path under the run folder
@@ -116,7 +121,11 @@ class Confinement:
         configuration.install(config, cwd)
         settings = self.boundary / SETTINGS_FILE
         hooks_confined = [cwd, *self.write_paths(cwd)] if self.confines_hooks else None
-        data = {**configuration.settings(config, hooks_confined), **self.settings(cwd, allowed)}
+        spec_settings = configuration.settings(config, hooks_confined)
+        own = self.settings(cwd, allowed, env=env, cli_version=cli_version)
+        data = {**spec_settings, **own}
+        if "permissions" in spec_settings and "permissions" in own:  # the spec's rules stay
+            data["permissions"] = {**spec_settings["permissions"], **own["permissions"]}
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         if config.mcp_servers or config.plugins:
@@ -131,22 +140,48 @@ class Confinement:
         runs them outside its own sandbox. On macOS they run as the CLI starts them."""
         return self.sandbox is not None and sys.platform.startswith("linux")
 
-    def settings(self, cwd: Path, allowed: Sequence[str] = ("Bash",)) -> dict[str, Any]:
+    def settings(
+        self,
+        cwd: Path,
+        allowed: Sequence[str] = ("Bash",),
+        *,
+        env: Mapping[str, str] | None = None,
+        cli_version: str | None = None,
+    ) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
 
         Sandboxed commands run without asking only when the spec allows Bash: a spec that
         leaves Bash out (or allows only ``Bash(git *)``) keeps its other commands refused.
+        With the sandbox, and a CLI that takes it (`readguard.guards_reads`), the agent
+        reads only the run folder, the system's folders and its toolchains (`readguard`);
+        `env` is the CLI's environment, whose PATH and toolchain roots stay readable.
         """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.sandbox is not None:
+            writable = self.write_paths(cwd)
             data["sandbox"] = {
                 "enabled": True,
                 "failIfUnavailable": True,
                 "autoAllowBashIfSandboxed": "Bash" in allowed,
                 "allowUnsandboxedCommands": False,
                 "network": {"allowedDomains": list(self.sandbox.network)},
-                "filesystem": {"allowWrite": [str(p) for p in self.write_paths(cwd)]},
+                "filesystem": {"allowWrite": [str(p) for p in writable]},
             }
+            if readguard.guards_reads(cli_version):
+                # The run folder last: the normalizer drops the toolchains after it.
+                run = self.boundary.resolve()
+                readable = [p for p in writable if not _within(p, run)]
+                if self.sandbox.network:
+                    # The sandbox's proxy is reached through sockets in the CLI's temp
+                    # folder, named afresh each session: a spec that allows a domain keeps
+                    # that folder readable (the read guard is narrower without network).
+                    tmp = (env if env is not None else os.environ).get("TMPDIR") or "/tmp"
+                    readable += list(dict.fromkeys([Path(tmp), Path(tmp).resolve()]))
+                guard = readguard.read_settings(
+                    [*readable, run], env, home=Path.home(), protected=[run]
+                )
+                data["permissions"] = guard["permissions"]
+                data["sandbox"]["filesystem"].update(guard["sandbox"]["filesystem"])
         return data
 
     def write_paths(self, cwd: Path) -> list[Path]:
@@ -176,6 +211,10 @@ class Confinement:
         for rule in allowed:
             narrowed += [f"{rule}({s})" for s in scopes] if rule in FILE_EDIT_TOOLS else [rule]
         return narrowed
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def _memory_excludes(cwd: Path) -> list[str]:

@@ -1,0 +1,183 @@
+"""What the agent may read: its run folder, the system's folders and the toolchains it is given.
+
+Claude Code's sandbox lets a command read the whole file system by default, and its file
+tools read any path. A run folder sits inside the user's project (``.atom/runs``), often
+inside their home, so the agent could read the project's ignored ``.env``, the home's
+credentials, or the spec's own answer key, by absolute or relative path. Two of Claude
+Code's own controls close that, measured on 2.1.331 and 2.1.332 (tests/test_read_guard.py):
+
+- ``sandbox.filesystem.denyRead: ["/"]`` with ``allowRead`` re-opening the system's folders
+  (`SYSTEM_FOLDERS`), the run folder, the spec's extra writable paths and the toolchains the
+  agent's environment names (`toolchains`): every sandboxed command (Bash) reads nothing
+  else, whatever lies beside the project or the home. Denying everything rather than
+  listing the project and the home keeps the request free of this machine's paths; only the
+  toolchains vary, and the normalizer drops them (normalize.MACHINE_DETAILS);
+- ``permissions.blockReadsOutsideWorkingDirectories``: the file tools (Read, Glob, Grep, by
+  absolute or relative path) read only the attempt folder. They then cannot read the
+  system's folders either; the agent's shell can.
+
+``Read(...)`` deny rules are not used: a rule has no "allow within", so one that covers
+the project or the home would also cover the run folder inside them, and the setting above
+already confines the file tools.
+
+Claude Code 2.1.197 cannot take this: its bubblewrap mounts the denied folders over the
+attempt folder's own mounts, and every command fails ("bwrap: Can't mkdir …/.claude:
+Read-only file system"). A CLI older than `GUARDED_SINCE` gets neither setting, so its
+replays run as they always did (unguarded).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
+GUARDED_SINCE = (2, 1, 331)
+#: Folders of the system, readable by every sandboxed command: programs, libraries,
+#: configuration, devices. A fixed list (missing ones are harmless) so the request reads
+#: the same on every machine; /tmp, /home, /root, /srv, /mnt and the rest stay closed.
+SYSTEM_FOLDERS: tuple[str, ...] = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/var",
+    "/run",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/nix",
+    "/snap",
+    # macOS
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private/etc",
+    "/private/var/db",
+)
+#: Variables naming a toolchain's root, where PATH's shims find their interpreters.
+TOOLCHAIN_ROOTS: tuple[str, ...] = (
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "JAVA_HOME",
+    "DOTNET_ROOT",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "SDKMAN_DIR",
+    "ASDF_DIR",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+)
+#: PATH entries that are a toolchain's program folder: its root is the folder above.
+_PROGRAM_FOLDERS = frozenset({"bin", "sbin", "shims"})
+
+
+def guards_reads(cli_version: str | None) -> bool:
+    """Whether the CLI of `cli_version` takes the read guard; an unknown version does."""
+    parts = re.findall(r"\d+", cli_version or "")[:3]
+    if len(parts) < 3:
+        return True
+    return tuple(int(p) for p in parts) >= GUARDED_SINCE
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] = ()) -> list[Path]:
+    """The toolchain folders `env` names outside the system's folders, made readable.
+
+    Each PATH entry counts with its toolchain's root: the folder above a ``bin`` or
+    ``shims`` (a virtualenv, ``/opt/node``), and for one inside the caller's `home` the
+    folder just below it (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run the
+    interpreters under ``~/.pyenv/versions``). The values of `TOOLCHAIN_ROOTS` and the
+    entries of PYTHONPATH count as they are, and so do the folders a Python environment
+    among them imports from (`_installed_elsewhere`). A candidate that would re-open the home itself, or a folder holding one of
+    `protected` (the project, the run folder), falls back to the entry alone, or is left
+    out when even that would.
+    """
+    home = Path(os.path.normpath(home))
+    closed = [home, *(Path(os.path.normpath(p)) for p in protected)]
+    found: dict[Path, None] = {}
+
+    def add(entry: str, rooted: bool) -> Path | None:
+        path = Path(os.path.normpath(entry))
+        if not path.is_absolute() or any(_within(path, Path(s)) for s in SYSTEM_FOLDERS):
+            return None
+        if any(_within(path, p) for p in protected):
+            return None  # the run's own folders (its tool shims) are readable anyway
+        candidates = [path]
+        if rooted and path.name in _PROGRAM_FOLDERS:
+            candidates.insert(0, path.parent)
+        if rooted and _within(path, home) and path != home:
+            candidates.insert(0, home / path.relative_to(home).parts[0])
+        for candidate in candidates:
+            if not any(_within(c, candidate) for c in closed):
+                found.setdefault(candidate, None)
+                return candidate
+        return None
+
+    roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]
+    roots += [add(env[name], False) for name in TOOLCHAIN_ROOTS if env.get(name)]
+    for entry in env.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            add(entry, False)
+    for root in roots:
+        for folder in _installed_elsewhere(root) if root is not None else ():
+            add(str(folder), False)
+    return list(found)
+
+
+def _installed_elsewhere(root: Path) -> list[Path]:
+    """The folders a Python environment under `root` imports from outside it: the paths its
+    site-packages' ``.pth`` files list (an editable install's source), so the interpreter
+    the agent runs loads the same packages as the caller's."""
+    folders: list[Path] = []
+    patterns = ("lib/python*/site-packages/*.pth", "versions/*/lib/python*/site-packages/*.pth")
+    for pattern in patterns:
+        for pth in sorted(root.glob(pattern)):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                line = line.strip()
+                if line.startswith("/") and Path(line).is_dir():
+                    folders.append(Path(line))
+    return folders
+
+
+def read_settings(
+    readable: Iterable[Path],
+    env: Mapping[str, str] | None,
+    *,
+    home: Path,
+    protected: Sequence[Path],
+) -> dict[str, Any]:
+    """The settings that confine the agent's reads (see the module's docstring).
+
+    `readable`: the run folder and the spec's extra writable paths; then the toolchains of
+    `env` (the CLI's environment; None: this process's). The toolchains come last, after
+    the run folder: the normalizer drops what follows the run folder in the request's list.
+    """
+    allowed = [*SYSTEM_FOLDERS, *(str(p) for p in readable)]
+    tools = toolchains(os.environ if env is None else env, home=home, protected=protected)
+    allowed += [str(p) for p in tools if str(p) not in allowed]
+    return {
+        "permissions": {"blockReadsOutsideWorkingDirectories": True},
+        "sandbox": {"filesystem": {"denyRead": ["/"], "allowRead": allowed}},
+    }
