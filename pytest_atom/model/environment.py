@@ -26,7 +26,9 @@ This module is a leaf: it imports nothing of pytest-atom, so the spec model (whi
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import hashlib
 import os
 import re
 import site
@@ -137,11 +139,12 @@ def passed(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
 
 def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None) -> list[str]:
     """The names of the caller's variables a run does not get (never their values), sorted,
-    without those pytest-atom replaces with its own (HOME, TMPDIR, ...)."""
+    without those no `pass_env:` can pass (HOME, TMPDIR, ANTHROPIC_*, ...) and TZ."""
     source = os.environ if caller is None else caller
     wanted = tuple(pass_env)
-    own = {*RUN_FOLDERS, *FIXED}
-    return sorted(k for k in source if k not in own and not passes(k, wanted))
+    return sorted(
+        k for k in source if k not in FIXED and not never_passed(k) and not passes(k, wanted)
+    )
 
 
 def run_folders(home: Path) -> dict[str, str]:
@@ -163,8 +166,51 @@ def run_folders(home: Path) -> dict[str, str]:
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     out = {k: str(v) for k, v in folders.items()}
+    out["TMPDIR"] = str(_linked(folders["TMPDIR"]))
     out["TMP"] = out["TEMP"] = out["TMPDIR"]
     return out
+
+
+#: Claude Code's sandbox binds unix sockets in $TMPDIR (``claude-socks-<16 hex>.sock``);
+#: a socket's path holds at most 107 bytes on Linux (103 on macOS).
+_SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
+_SOCKET_PATH_MAX = 103
+#: The short links made for this process's runs (`release_tmpdirs` removes them).
+_LINKS: set[Path] = set()
+
+
+def tmpdir_for(folder: Path) -> Path:
+    """The path a run's temp folder `folder` is named by: itself, or where a socket path
+    in it would be too long (a run folder deep in a project), a short link to it in /tmp
+    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too."""
+    if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
+        return folder
+    digest = hashlib.sha256(os.fsencode(str(folder))).hexdigest()[:16]
+    return Path("/tmp") / f"atom-{digest}"
+
+
+def _linked(folder: Path) -> Path:
+    """`tmpdir_for(folder)`, its link made: everything written through it is in `folder`."""
+    link = tmpdir_for(folder)
+    if link == folder:
+        return folder
+    with contextlib.suppress(FileNotFoundError):
+        if link.is_symlink() and Path(os.readlink(link)) == folder:
+            _LINKS.add(link)
+            return link
+        link.unlink()
+    link.symlink_to(folder, target_is_directory=True)
+    _LINKS.add(link)
+    return link
+
+
+def release_tmpdirs(run_dir: Path) -> None:
+    """Remove the short temp folder links (`tmpdir_for`) of the run in `run_dir`."""
+    for link in list(_LINKS):
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(link)).is_relative_to(run_dir):
+                link.unlink()
+                _LINKS.discard(link)
 
 
 def build_env(

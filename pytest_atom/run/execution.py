@@ -50,7 +50,7 @@ from pytest_atom.judge.reflector import (
     vote_role,
 )
 from pytest_atom.model.config import AtomConfig
-from pytest_atom.model.environment import passed, path_values
+from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
@@ -439,10 +439,12 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
     # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
-    # in the CLI's temp folder, which is the run's (model/environment.py); those in /tmp
+    # in the CLI's temp folder, which is the run's (model/environment.py: through a short
+    # link when the run folder is deep, for the sandbox's sockets); those in /tmp
     # whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
-        for tmp in {run_dir / "tmp", run_dir.resolve() / "tmp"}:
+        tmps = {run_dir / "tmp", run_dir.resolve() / "tmp", tmpdir_for(run_dir / "tmp")}
+        for tmp in tmps:
             for name in ("claude", "cc-daemon", "claude-host"):
                 paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     # --- issue 25 (env): the values of the caller variables a run passes, where they
