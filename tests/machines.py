@@ -2,8 +2,8 @@
 user, working folder and kernel, for replaying the shipped fixtures as a stranger would.
 
 A `Machine` is a caller environment plus the cassettes as that machine would have recorded
-them before pytest-atom masked its details (another kernel release, login shell, user id
-and count of the sandbox's paths: what pytest-atom masks on load). `replay` runs
+them before pytest-atom masked its details (another kernel release, login shell, user id,
+count of the sandbox's paths and XDG cache folder: what pytest-atom masks on load). `replay` runs
 ``pytest --atom --atom-match=strict`` in a subprocess from a copy of fixtures/specs at the
 machine's depth, with nothing of this process's environment but PATH, the CLI to use and
 the import path of this checkout. `tree` snapshots a folder (names, sizes, mtimes), so a
@@ -106,6 +106,11 @@ class Machine:
             (r" - Shell: [^\\\n\"]+", " - Shell: bash (login shell: zsh)"),
             (r"<TMP>/(claude|cc-daemon|claude-host)-<UID>", rf"/tmp/\1-{self.uid}"),
             (r"\.\.\. and (?:<N>|\d+) more \(truncated", "... and 173 more (truncated"),
+            # A caller whose XDG_CACHE_HOME reached the CLI, as it did before runs had their own.
+            (
+                r"<HOME>/\.cache/claude-cli-nodejs",
+                f"/home/{self.user}/.xdg-cache/claude-cli-nodejs",
+            ),
         ):
             text = re.sub(pattern, value, text)
         return text

@@ -251,3 +251,26 @@ def test_a_variable_the_spec_does_not_pass_never_reaches_the_agent(
     assert "pass_env: [NAME]" in report
     assert not caller_cache.exists()
     assert os.environ["ATOM_SECRET_LEFT_OUT"]  # the caller's own stays as it was
+
+
+def test_a_passed_path_is_a_volatile_path_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request naming a passed folder (``ls $MYAPP_DIR``) reads the same on every machine."""
+    from pytest_atom.run.execution import volatile_paths
+
+    monkeypatch.setenv("MYAPP_DIR", "/srv/myapp/data")
+    monkeypatch.setenv("OTHER_DIR", "/srv/other")
+    spec = load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\npass_env: ['MYAPP_*']\n"))
+    paths = volatile_paths(tmp_path / "run", spec)
+    assert paths["/srv/myapp/data"] == "<ENV:MYAPP_DIR>"
+    assert "/srv/other" not in paths  # not passed: the run never sees it
+    assert paths[f"{tmp_path}/run/tmp/claude-{os.getuid()}"] == "<TMP>/claude-<UID>"
+
+
+def test_a_caller_xdg_cache_in_an_older_recording_is_masked_on_load() -> None:
+    from pytest_atom.gateway.normalize import mask_machine
+
+    body = {"system": [{"text": '["<HOME>/.claude/debug","/home/ci/.xdg/claude-cli-nodejs"]'}]}
+    masked = mask_machine(body)["system"][0]["text"]
+    assert masked == '["<HOME>/.claude/debug","<HOME>/.cache/claude-cli-nodejs"]'
