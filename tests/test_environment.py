@@ -73,8 +73,10 @@ def test_home_the_xdg_folders_and_tmpdir_are_the_runs(tmp_path: Path) -> None:
     assert env["XDG_CACHE_HOME"] == str(home / ".cache")
     assert env["XDG_DATA_HOME"] == str(home / ".local" / "share")
     assert env["XDG_STATE_HOME"] == str(home / ".local" / "state")
-    assert env["TMPDIR"] == env["TMP"] == env["TEMP"] == str(tmp_path / "tmp")
+    assert env["TMPDIR"] == env["TMP"] == env["TEMP"]
+    assert Path(env["TMPDIR"]).resolve() == (tmp_path / "tmp").resolve()  # maybe via a link
     assert all(Path(env[k]).is_dir() for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "TMPDIR"))
+    release_tmpdirs(tmp_path)
 
 
 def test_pass_env_adds_names_and_globs_but_never_the_harnesss_own(tmp_path: Path) -> None:

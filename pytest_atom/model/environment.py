@@ -26,6 +26,7 @@ This module is a leaf: it imports nothing of pytest-atom, so the spec model (whi
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fnmatch
 import hashlib
@@ -185,7 +186,9 @@ def run_folders(home: Path) -> dict[str, str]:
 #: a socket's path holds at most 107 bytes on Linux (103 on macOS).
 _SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
 _SOCKET_PATH_MAX = 103
-#: The short links made for this process's runs (`release_tmpdirs` removes them).
+#: The short links made for this process's runs: `release_tmpdirs` removes a run's when it
+#: ends, and the rest (an environment built outside a run: a test, `atom doctor`) go when
+#: the process exits.
 _LINKS: set[Path] = set()
 
 
@@ -212,6 +215,11 @@ def _linked(folder: Path) -> Path:
     link.symlink_to(folder, target_is_directory=True)
     _LINKS.add(link)
     return link
+
+
+@atexit.register
+def _release_all() -> None:
+    release_tmpdirs(Path("/"))
 
 
 def release_tmpdirs(run_dir: Path) -> None:
