@@ -276,3 +276,23 @@ def test_a_caller_xdg_cache_in_an_older_recording_is_masked_on_load() -> None:
     body = {"system": [{"text": '["<HOME>/.claude/debug","/home/ci/.xdg/claude-cli-nodejs"]'}]}
     masked = mask_machine(body)["system"][0]["text"]
     assert masked == '["<HOME>/.claude/debug","<HOME>/.cache/claude-cli-nodejs"]'
+
+
+def test_doctor_names_the_left_out_variables_never_their_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from atom_cli.project_cmd import _check_environment
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATOM_DOCTOR_SECRET", "doctor-s3cr3t")
+    lines: list[tuple[str, str, str]] = []
+    _check_environment(lambda *line: lines.append(line))
+    ((status, name, detail),) = lines
+    assert (status, name) == ("info", "environment")
+    assert "ATOM_DOCTOR_SECRET" in detail and "doctor-s3cr3t" not in detail
+    assert "pass_env" in detail
+    (tmp_path / ".atom").mkdir()
+    (tmp_path / ".atom" / "config.yaml").write_text("pass_env: ['*']\n")
+    lines.clear()
+    _check_environment(lambda *line: lines.append(line))
+    assert lines[0][0] == "ok" and "none is left out" in lines[0][2]
