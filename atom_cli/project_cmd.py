@@ -40,6 +40,8 @@ from pytest_atom.agents.claude_code.sandbox import (
 from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.environment import left_out_variables_line, passed
 from pytest_atom.model.settings import ini_note
 from pytest_atom.model.spec import SandboxOptions
 from pytest_atom.paths import display_path
@@ -252,6 +254,7 @@ def doctor() -> None:
 
     binary = _check_claude(report)
     _check_credentials(report)
+    _check_environment(report)
     _check_node(report)
     _check_self_test(report, binary)
     _check_sandbox(report, binary)
@@ -308,6 +311,22 @@ def _check_credentials(report: Report) -> None:
             f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
             "replaying cassettes and running scripts need none",
         )
+
+
+def _check_environment(report: Report) -> None:
+    """Which of the caller's variables a run leaves out (names only, never values): a run's
+    processes get an environment built from parts (pytest_atom.model.environment)."""
+    try:
+        pass_env = load_config().pass_env
+    except ConfigError as exc:
+        report("fail", "environment", str(exc))
+        return
+    line = left_out_variables_line(pass_env)
+    kept = len(passed(pass_env))
+    if line is None:
+        report("ok", "environment", f"runs get {kept} of your variables; none is left out")
+    else:
+        report("info", "environment", f"runs get {kept} of your variables; {line}")
 
 
 def _check_node(report: Report) -> None:

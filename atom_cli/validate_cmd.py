@@ -17,6 +17,7 @@ import dataclasses
 import json
 import shlex
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,8 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
             copy_workspace(fixture_source(spec, work), workspace)
         else:
             workspace.mkdir(parents=True)
-        code, output = _run_bash(spec.oracle, workspace, spec.timeout)
+        env = clean_env(work / "home", spec.pass_env)  # built from parts, as a run's
+        code, output = _run_bash(spec.oracle, workspace, env, spec.timeout)
     except OSError as exc:
         return Run("oracle", False, broken=f"harness error: {exc}", harness=True)
     if code is None:
@@ -266,7 +268,7 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     # An oracle is a script, not an agent: checks of the agent's tool calls have nothing to
     # read here, so they wait for the script's run (or pytest --atom's).
     own = [c for c in spec.accept if not registry.reads_run(c.kind)]
-    checks = run_checks(own, workspace, env=clean_env(), registry=registry)
+    checks = run_checks(own, workspace, env=env, registry=registry)
     run = Run("oracle", all(c.passed for c in checks), checks)
     if code != 0:
         run.notes.append(f"the oracle exited {code}")
@@ -282,9 +284,11 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     return run
 
 
-def _run_bash(script: Path, cwd: Path, timeout: float) -> tuple[int | None, str]:
+def _run_bash(
+    script: Path, cwd: Path, env: Mapping[str, str], timeout: float
+) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output of `bash script`, run like a check."""
-    return run_shell(f"bash {shlex.quote(str(script))}", cwd, clean_env(), timeout)
+    return run_shell(f"bash {shlex.quote(str(script))}", cwd, env, timeout)
 
 
 def run_script(spec: Spec, harness: Harness) -> Run:

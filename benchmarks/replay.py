@@ -372,7 +372,9 @@ def harness_parts(cassette: Cassette, claude_bin: Path) -> dict[str, float]:
             "cassette load (fixture)": timed(lambda: Cassette.load(CASSETTE)),
             "system prompt load": timed(lambda: PromptLoader(REPO).load(spec.toolname)),
             "gateway start + stop": timed(lambda: Gateway(next(pool)).start().stop()),
-            "accept checks": timed(lambda: run_checks(spec.accept, workspace, env=clean_env())),
+            "accept checks": timed(
+                lambda: run_checks(spec.accept, workspace, env=clean_env(Path(tmp) / "home"))
+            ),
             "respond() to a turn, no HTTP": timed(lambda: next(pool).respond(request), 50),
         }
 

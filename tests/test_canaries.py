@@ -27,6 +27,7 @@ name: leak
 prompt: Show me the deployment settings.
 workspace: ws
 timeout: 120
+pass_env: [MY_SERVICE_TOKEN]
 accept:
   - file_exists: deployed.txt
 """

@@ -194,6 +194,7 @@ def _spec(tmp_path: Path) -> Path:
         "timeout": 120,
         "attempts": 1,
         "max_iterations": 1,
+        "pass_env": ["TICKETS_API_KEY"],  # the server's key, from the caller (never by default)
         "claude": {
             "allowed_tools": [
                 "Bash",

@@ -16,7 +16,7 @@ import yaml
 from pytest_atom.model.spec import SpecError, load_spec
 from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.run.own_files import left_out_line, own_files
+from pytest_atom.run.own_files import left_out_files_line, own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
 from tests.conftest import bash
@@ -172,8 +172,8 @@ def test_a_bad_include_is_a_spec_error_with_its_line(
 
 
 def test_the_report_line_counts_and_names_the_first_few() -> None:
-    assert left_out_line(()) is None
-    line = left_out_line([f"specs/s{i}.atom.yaml" for i in range(7)])
+    assert left_out_files_line(()) is None
+    line = left_out_files_line([f"specs/s{i}.atom.yaml" for i in range(7)])
     assert line is not None
     assert "left out 7 of pytest-atom's own file(s)" in line
     assert "specs/s4.atom.yaml, …" in line and "specs/s5" not in line

@@ -256,6 +256,7 @@ def test_secrets_never_reach_the_disk(
         ],
         # The reflector quotes the secret, so it reaches the trace as well as the transcripts.
         [verdict(0.9, evidence=f"the agent printed {canary}")],
+        SPEC + "pass_env: [ATOM_CANARY_TOKEN]\n",  # a variable the agent gets only if passed
     )
     assert result.passed, result.harness_error
     # Both routes really carry the canary before scrubbing.

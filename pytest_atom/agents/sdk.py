@@ -38,6 +38,7 @@ from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
 from pytest_atom.agents.events import Event
 from pytest_atom.agents.protocol import StructuredSessionError
 from pytest_atom.agents.roles import Role
+from pytest_atom.model.environment import importable
 from pytest_atom.run.processes import kill_process_tree
 
 #: The module the child runs (`python -m`).
@@ -99,7 +100,8 @@ class SdkAgent:
         with subprocess.Popen(
             [sys.executable, "-m", HOST_MODULE, str(request)],
             cwd=cwd,
-            env=self.runner.env,
+            # The run's environment (built from parts), able to import this pytest-atom.
+            env=None if self.runner.env is None else importable(self.runner.env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -115,6 +115,19 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         r"<TMP>/\1-<UID>",
         "/tmp/cc-daemon-1000",
     ),
+    # --- issue 25 (env): the CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in
+    # the sandbox's path list. A run's XDG_CACHE_HOME is `<HOME>/.cache` now
+    # (model/environment.py); a recording made where the caller's own XDG_CACHE_HOME
+    # reached the CLI names that folder, which is the machine's, not the task's.
+    MachineDetail(
+        "XDG cache folder",
+        "/claude-cli-nodejs",
+        re.compile(
+            r'(?<=")(?!<HOME>/\.cache/claude-cli-nodejs)[^"\\\s]+/claude-cli-nodejs(?=\\?")'
+        ),
+        "<HOME>/.cache/claude-cli-nodejs",
+        '"/home/ci/.xdg-cache/claude-cli-nodejs"',
+    ),
 )
 
 

@@ -312,7 +312,10 @@ def run_shell_split(
 def _run_shell(
     run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float, *, merge: bool
 ) -> tuple[int | None, str, str]:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    # In the run's temp folder (its env's TMPDIR), never the caller's: even Python's probe
+    # of a default temp folder leaves that folder changed.
+    tmp = (env or {}).get("TMPDIR") or None
+    with tempfile.TemporaryFile(dir=tmp) as out, tempfile.TemporaryFile(dir=tmp) as err:
         proc = subprocess.Popen(
             run,
             shell=True,

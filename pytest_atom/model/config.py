@@ -10,6 +10,7 @@ record_mode: none                    # none, once, new_episodes, all or refresh
 match: conversation                  # conversation, structural or strict
 threshold: 0.8                       # and the other run settings (pytest_atom.model.settings)
 limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a spec's own win)
+pass_env: [JAVA_OPTS, "MYAPP_*"]     # caller variables every spec's processes get (a spec's add)
 ```
 
 The file is looked for in the working directory and then in each parent folder up to
@@ -43,6 +44,7 @@ from typing import Any
 import yaml
 
 from pytest_atom.model import yamldoc
+from pytest_atom.model.environment import pass_env_problem
 from pytest_atom.model.errors import FileError
 from pytest_atom.model.limits import Limits, parse_limits
 from pytest_atom.model.modes import MATCH_MODES, RECORD_MODES
@@ -84,6 +86,9 @@ class AtomConfig:
     #: Run settings (`pytest_atom.model.settings`) the file sets, checked and typed.
     settings: Mapping[str, Any] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)  # default budgets; a spec's own win per key
+    #: Caller variables (names or globs) every run's processes get beside the default set
+    #: (pytest_atom.model.environment); a spec's `pass_env:` adds to these.
+    pass_env: tuple[str, ...] = ()
     path: Path | None = None  # the file the settings came from
     root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
 
@@ -116,6 +121,7 @@ _KNOWN_KEYS = (
     "timeout",
     "model",
     "limits",
+    "pass_env",
     *FILE_SETTINGS,
 )
 
@@ -274,6 +280,14 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
     if key in ("tools_dirs", "prompt_paths"):
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise wrong("a list of folder names")
+        return tuple(value)
+    if key == "pass_env":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise wrong("a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']")
+        for entry in value:
+            problem = pass_env_problem(entry)
+            if problem:
+                raise ConfigError(f"'pass_env': {problem}", path, key=key, line=line)
         return tuple(value)
     if key == "timeout":
         number = _number(value)

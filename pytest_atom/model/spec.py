@@ -28,6 +28,7 @@ from jsonschema import Draft202012Validator, SchemaError, ValidationError
 from jsonschema.validators import validator_for
 
 from pytest_atom.model import yamldoc
+from pytest_atom.model.environment import RUN_FOLDERS, pass_env_problem
 from pytest_atom.model.errors import FileError
 from pytest_atom.model.limits import Limits, parse_limits
 from pytest_atom.model.workspaces import WORKSPACES_DIR, declared_workspaces
@@ -212,6 +213,7 @@ RESERVED_ENV: tuple[str, ...] = (
     "CLAUDECODE",
     "AWS_BEARER_TOKEN_BEDROCK",
     "HOME",
+    *RUN_FOLDERS,  # XDG_*, TMPDIR: the run's own folders (model/environment.py)
     "GIT_CEILING_DIRECTORIES",
     "DISABLE_AUTOUPDATER",
     "DISABLE_TELEMETRY",
@@ -303,6 +305,9 @@ class Spec:
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
     #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: `pass_env:`: caller variables (names or globs) its processes get (model/environment.py);
+    #: `with_limits` puts `.atom/config.yaml`'s in front.
+    pass_env: tuple[str, ...] = ()
     marks: tuple[Mark, ...] = ()  # `marks:`, as pytest marks of the spec's item
     script: Path | None = None
     oracle: Path | None = None  # a known-good solution, run by `atom validate`
@@ -798,6 +803,7 @@ def _build_spec(doc: _Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         for i, glob in enumerate(m.get("include", []))
     )
     kw["env"] = _env(doc, loc + ("env",), m.get("env") or {})
+    kw["pass_env"] = _pass_env(doc, loc + ("pass_env",), m.get("pass_env") or [])
     marks = _marks(doc, loc + ("marks",), m.get("marks", []))
     xfails = [mark for mark in marks if mark.name == "xfail"]
     if xfails and m.get("xfail") is not None:
@@ -941,6 +947,14 @@ def _env(doc: _Document, loc: Loc, mapping: dict[str, Any]) -> dict[str, str]:
             )
         out[name] = text
     return out
+
+
+def _pass_env(doc: _Document, loc: Loc, entries: list[str]) -> tuple[str, ...]:
+    for i, entry in enumerate(entries):
+        problem = pass_env_problem(entry)
+        if problem:
+            raise doc.error(f"pass_env: {problem}", loc + (i,))
+    return tuple(entries)
 
 
 def _marks(doc: _Document, loc: Loc, entries: list[Any]) -> list[Mark]:

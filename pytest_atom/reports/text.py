@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.model.arms import arm_properties
+from pytest_atom.model.environment import left_out_variables_line
 from pytest_atom.model.usage import ROLES
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
-from pytest_atom.run.own_files import left_out_line
+from pytest_atom.run.own_files import left_out_files_line
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.runner import ToolCall
@@ -162,7 +163,7 @@ def failure_report(result: SpecResult) -> str:
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
-    left_out = left_out_line(result.left_out)
+    left_out = left_out_files_line(result.left_out)
     if left_out:  # a check or criterion that expected one of them fails for this reason
         lines.append(f"  workspace: {left_out}")
     if result.setup_output and not result.harness_error:  # a failed set-up's error quotes it
@@ -170,6 +171,7 @@ def failure_report(result: SpecResult) -> str:
         lines += _indent("\n".join(result.setup_output.strip().splitlines()[-10:]))
     lines += _verdict_lines(result)
     lines += _check_lines(result)
+    lines += _left_out_lines(result)
     if result.cassette is not None and result.cassette.name.endswith(".partial.yaml"):
         kept = result.cassette.with_name(result.cassette.name.replace(".partial.yaml", ".yaml"))
         lines.append(
@@ -182,6 +184,16 @@ def failure_report(result: SpecResult) -> str:
         f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
     )
     return "\n".join(lines)
+
+
+def _left_out_lines(result: SpecResult) -> list[str]:
+    """When a check or the set-up failed: the caller's variables the run did not get (a
+    check may have needed one), by name, and how to pass them."""
+    setup_failed = bool(result.harness_error and result.harness_error.startswith("set-up"))
+    if not (setup_failed or any(not c.passed for c in result.checks)):
+        return []
+    line = left_out_variables_line(result.spec.pass_env)
+    return [f"  environment: {line}"] if line else []
 
 
 def _cause_lines(result: SpecResult) -> list[str]:

@@ -56,6 +56,7 @@ from pytest_atom.judge.reflector import (
     vote_role,
 )
 from pytest_atom.model.config import AtomConfig
+from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
@@ -174,7 +175,7 @@ class AttemptLoop:
             attempt.checks = run_checks(
                 self.spec.accept,
                 attempt.path,
-                env={**clean_env(), **self.spec_env},
+                env=self.check_env,
                 registry=self.registry,
                 records=attempt.records,
             )
@@ -219,7 +220,12 @@ class AttemptLoop:
 
     def agent_env(self, gateway_url: str, source: ModelSource) -> dict[str, str]:
         """The CLI's environment: the gateway, its own config folder, the spec's tools."""
-        env = claude_env(gateway_url, self.run_dir / "claude-config", source.auth)
+        env = claude_env(
+            gateway_url,
+            self.run_dir / "claude-config",
+            source.auth,
+            pass_env=self.spec.pass_env,
+        )
         env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
             env = tool_env(env)
@@ -263,6 +269,12 @@ class AttemptLoop:
         return attempt
 
     @functools.cached_property
+    def check_env(self) -> dict[str, str]:
+        """The checks' environment: built from parts as the agent's (the run's HOME,
+        XDG folders and TMPDIR, the passed caller variables), with the spec's `env:`."""
+        return {**clean_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
+
+    @functools.cached_property
     def spec_env(self) -> dict[str, str]:
         """The spec's `env:`, expanded from the caller's environment."""
         try:
@@ -295,6 +307,7 @@ class AttemptLoop:
             run_dir=self.run_dir,
             confinement=Confinement(self.run_dir, self.spec.sandbox),
             env=self.spec_env,
+            pass_env=self.spec.pass_env,
             claude_bin=self.claude_bin,
             timeout=self.spec.timeout,
         )
@@ -369,7 +382,9 @@ def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
     """
     limits = spec.limits.over(config.limits if config is not None else Limits())
     timeout = limits.timeout if limits.timeout is not None else spec.timeout
-    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout)
+    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
+    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
@@ -435,20 +450,16 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
     # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
-    # in the CLI's temp folder; those in /tmp whatever $TMPDIR says are machine details
-    # (normalize.MACHINE_DETAILS).
+    # in the CLI's temp folder, which is the run's (model/environment.py: through a short
+    # link when the run folder is deep, for the sandbox's sockets); those in /tmp
+    # whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
-        for name in ("claude", "cc-daemon", "claude-host"):
-            for tmp in {_cli_tmpdir(), str(Path(_cli_tmpdir()).resolve())}:
+        tmps = {run_dir / "tmp", run_dir.resolve() / "tmp", tmpdir_for(run_dir / "tmp")}
+        for tmp in tmps:
+            for name in ("claude", "cc-daemon", "claude-host"):
                 paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+    # --- issue 25 (env): the values of the caller variables a run passes, where they
+    # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
+    for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
+        paths.setdefault(value, placeholder)
     return paths
-
-
-def _cli_tmpdir() -> str:
-    """The CLI's temp folder as Node's `os.tmpdir()` finds it, read now: Python's
-    `tempfile.gettempdir()` keeps the first answer, though `$TMPDIR` may have changed since."""
-    for name in ("TMPDIR", "TMP", "TEMP"):
-        value = os.environ.get(name)
-        if value:
-            return value.rstrip("/") or "/"
-    return "/tmp"

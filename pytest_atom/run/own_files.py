@@ -70,7 +70,7 @@ def kept(rel: str, include: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in include)
 
 
-def left_out_line(left_out: Sequence[str]) -> str | None:
+def left_out_files_line(left_out: Sequence[str]) -> str | None:
     """One line for a report: how many of pytest-atom's own files were left out, and
     the first few; None when none were."""
     if not left_out:

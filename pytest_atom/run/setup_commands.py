@@ -68,10 +68,13 @@ def run_setup(
     run_dir: Path,
     confinement: Confinement,
     env: Mapping[str, str],
+    pass_env: Sequence[str] = (),
     claude_bin: Path,
     timeout: float,
 ) -> SetupOutcome:
-    """Run `commands` in `cwd` inside the agent's sandbox; `env` is the spec's `env:`."""
+    """Run `commands` in `cwd` inside the agent's sandbox; `env` is the spec's `env:`, and
+    `pass_env` the caller variables it passes (the session's environment is built as the
+    agent's: pytest_atom.model.environment)."""
     turns: list[dict[str, Any]] = [
         {
             "tool_use": [
@@ -88,7 +91,9 @@ def run_setup(
         {"text": "Set-up done."},
     ]
     with Gateway(scripted(turns)) as gateway:
-        session_env = claude_env(gateway.url, run_dir / "setup" / "claude-config")
+        session_env = claude_env(
+            gateway.url, run_dir / "setup" / "claude-config", pass_env=pass_env
+        )
         session_env["GIT_CEILING_DIRECTORIES"] = str(run_dir)
         session_env.update(env)
         runner = claude_code_agent(

@@ -28,6 +28,7 @@ from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.environment import release_tmpdirs
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
@@ -145,6 +146,7 @@ def _drive(run: AttemptLoop, source: ModelSource) -> tuple[list[Exchange], Path 
         # The CLI's own transcripts hold every prompt and tool output, and its HOME its
         # logs: scrubbed in place.
         Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
+        release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
     return exchanges, written
 
 

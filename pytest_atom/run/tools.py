@@ -10,7 +10,6 @@ messages (`pytest_atom.conversation`) and is stateless: every call stands alone.
 from __future__ import annotations
 
 import os
-import site
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from typing import IO, TextIO
 
 from pytest_atom.conversation import error
 from pytest_atom.model.config import AtomConfig
+from pytest_atom.model.environment import importable
 from pytest_atom.run.processes import kill_process_tree
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
@@ -27,8 +27,6 @@ ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 TIMEOUT_EXIT_CODE = 124
 #: How long output may still arrive after the tool exited (from a pipe a child holds).
 _DRAIN_SECONDS = 2.0
-#: The folder `pytest_atom` is imported from, so a tool imports this same copy.
-_IMPORT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def entry_point(folder: Path) -> Path | None:
@@ -62,18 +60,11 @@ def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
     import `pytest_atom.conversation`.
 
-    An installed package is importable by `sys.executable` anyway; a source checkout
-    used without installing is not, once the tool runs from another folder, so its
-    folder is added to ``PYTHONPATH`` (site-packages never is: it would move installed
-    packages ahead of the standard library).
+    Within a run `base` is the run's environment, built from parts (model/environment.py);
+    `atom tools` on its own passes the caller's. See `importable` for ``PYTHONPATH``.
     """
-    env = dict(os.environ if base is None else base)
+    env = importable(os.environ if base is None else base)
     env.setdefault("PYTHONUNBUFFERED", "1")  # plain print()s stream too, not just messages
-    site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
-    if _IMPORT_ROOT not in site_dirs:
-        entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if str(_IMPORT_ROOT) not in entries:
-            env["PYTHONPATH"] = os.pathsep.join([*entries, str(_IMPORT_ROOT)])
     return env
 
 

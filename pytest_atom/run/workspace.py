@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.files import CACHE_DIRS
+from pytest_atom.model.environment import passed
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
@@ -262,7 +263,9 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
 
 
 def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    # Built from parts, as every process of a run (model/environment.py): the caller's git
+    # settings (GIT_DIR, GIT_INDEX_FILE, ...) and config files never change a snapshot.
+    full = passed()
     full.update(SNAPSHOT_ENV)
     full.update(env or {})
     try:

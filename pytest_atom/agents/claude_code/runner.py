@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -35,17 +35,12 @@ from pytest_atom.agents.events import (
     parse_event,
 )
 from pytest_atom.agents.events import ToolCall as CallEvent
+from pytest_atom.model.environment import build_env
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.spec import ClaudeOptions
 from pytest_atom.model.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.processes import kill_process_tree
-
-#: Environment names a test run must not inherit: they would point the CLI elsewhere
-#: (another endpoint, Bedrock/Vertex, a user's config dir) or leak the user's auth.
-_INHERIT_BLOCKLIST_PREFIXES = ("ANTHROPIC_", "CLAUDE_", "CLAUDECODE", "AWS_BEARER_TOKEN_BEDROCK")
-#: Set by an outer pytest run; they would change how a workspace's own test suite runs.
-_PYTEST_PREFIX = "PYTEST_"
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
 _QUIET_ENV = {
@@ -62,13 +57,15 @@ _QUIET_ENV = {
 }
 
 
-def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for anything run in a workspace, minus an outer pytest's settings."""
-    return {
-        k: v
-        for k, v in (os.environ if base is None else base).items()
-        if not k.startswith(_PYTEST_PREFIX)
-    }
+def clean_env(
+    home: Path,
+    pass_env: Iterable[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment for anything run in a workspace (checks, an oracle): built from
+    parts (pytest_atom.model.environment), with HOME, the XDG folders and TMPDIR under
+    `home`'s folder, never the caller's whole environment (`base`, default: ours)."""
+    return build_env(home, pass_env, caller=base)
 
 
 def claude_env(
@@ -76,25 +73,25 @@ def claude_env(
     config_dir: Path,
     auth: Mapping[str, str] | None = None,
     base: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
 ) -> dict[str, str]:
     """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
 
     `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
     it a placeholder key is set, which is all the CLI needs to skip its login flow.
 
-    HOME is an empty ``home/`` beside `config_dir`: the CLI writes its logs and caches
-    there, not into the user's home, and its Bash tool's shell starts from no startup file
-    of the user's (a ``~/.bashrc`` that prints, or rewrites pyenv's shims, made tool output
-    differ from machine to machine and run to run). Toolchains still come from PATH.
+    The rest is built from parts (pytest_atom.model.environment): the caller's (`base`,
+    default: ours) PATH, locale, proxies and toolchain roots, the names `pass_env` passes,
+    and HOME (an empty ``home/`` beside `config_dir`), the XDG folders under it and TMPDIR
+    (``tmp/`` beside it). The CLI writes its logs and caches there, not into the user's
+    folders, and names the same paths in its requests on every machine; its Bash tool's
+    shell starts from no startup file of the user's. Hooks and MCP servers the CLI starts
+    inherit this environment.
     """
-    env = {
-        k: v for k, v in clean_env(base).items() if not k.startswith(_INHERIT_BLOCKLIST_PREFIXES)
-    }
+    env = build_env(config_dir.parent / "home", pass_env, caller=base)
     env.update(_QUIET_ENV)
     env["ANTHROPIC_BASE_URL"] = base_url
     env["CLAUDE_CONFIG_DIR"] = str(config_dir)
-    env["HOME"] = str(config_dir.parent / "home")
-    Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
     # The agent's git must not find the user's repository above the run folder.
     env["GIT_CEILING_DIRECTORIES"] = str(config_dir.parent)
     env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
