@@ -74,7 +74,7 @@ def test_home_the_xdg_folders_and_tmpdir_are_the_runs(tmp_path: Path) -> None:
     assert env["XDG_DATA_HOME"] == str(home / ".local" / "share")
     assert env["XDG_STATE_HOME"] == str(home / ".local" / "state")
     assert env["TMPDIR"] == env["TMP"] == env["TEMP"]
-    assert Path(env["TMPDIR"]).resolve() == (tmp_path / "tmp").resolve()  # maybe via a link
+    assert Path(env["TMPDIR"]) == tmpdir_for(tmp_path / "tmp")  # a short one when deep
     assert all(Path(env[k]).is_dir() for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME", "TMPDIR"))
     release_tmpdirs(tmp_path)
 
@@ -133,16 +133,18 @@ def test_passed_path_values_become_placeholders() -> None:
     assert path_values({"VIRTUAL_ENV": "/usr", "PATH": "/a/b:/c/d"}) == {}
 
 
-def test_a_deep_run_folders_tmpdir_is_reached_through_a_short_link(tmp_path: Path) -> None:
+def test_a_deep_run_folders_tmpdir_is_a_short_folder_gone_when_the_run_ends(
+    tmp_path: Path,
+) -> None:
     """The sandbox binds unix sockets in $TMPDIR, and a socket's path is short."""
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 6) / "run"
     env = build_env(deep / "home", caller=CALLER)
-    link = Path(env["TMPDIR"])
-    assert link == tmpdir_for(deep / "tmp")
-    assert len(str(link)) < 40 and link.is_symlink()
-    assert link.resolve() == (deep / "tmp").resolve()
+    short = Path(env["TMPDIR"])
+    assert short == tmpdir_for(deep / "tmp")
+    assert len(str(short)) < 40 and short.is_dir() and not short.is_symlink()
+    (short / "claude-0").mkdir()
     release_tmpdirs(deep)
-    assert not link.exists() and not link.is_symlink()
+    assert not short.exists()
     short = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
     try:
         assert build_env(short / "home", caller=CALLER)["TMPDIR"] == str(short / "tmp")

@@ -229,9 +229,12 @@ class Normalizer:
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
         pairs = sorted(((p, ph) for p, ph in paths.items() if p), key=lambda kv: -len(kv[0]))
         self._paths = pairs
-        # A path ends where a path component ends: /tmp/run must not eat /tmp/run2.
-        alternatives = "|".join(re.escape(p) for p, _ in pairs)
-        self._path_re = re.compile(f"(?:{alternatives})(?![\\w.-])") if pairs else None
+        # A path ends where a path component ends: /tmp/run must not eat /tmp/run2. A path
+        # given with a trailing `/` stands only for what lies below it (`volatile_paths`).
+        alternatives = "|".join(
+            re.escape(p) if p.endswith("/") else f"{re.escape(p)}(?![\\w.-])" for p, _ in pairs
+        )
+        self._path_re = re.compile(alternatives) if pairs else None
         self._lookup = dict(pairs)
 
     def add_paths(self, paths: Mapping[str, str]) -> None:

@@ -27,11 +27,11 @@ This module is a leaf: it imports nothing of pytest-atom, so the spec model (whi
 from __future__ import annotations
 
 import atexit
-import contextlib
 import fnmatch
 import hashlib
 import os
 import re
+import shutil
 import site
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -174,10 +174,10 @@ def run_folders(home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": home / ".local" / "state",
         "TMPDIR": home.parent / "tmp",
     }
+    folders["TMPDIR"] = _temp_folder(folders["TMPDIR"])
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     out = {k: str(v) for k, v in folders.items()}
-    out["TMPDIR"] = str(_linked(folders["TMPDIR"]))
     out["TMP"] = out["TEMP"] = out["TMPDIR"]
     return out
 
@@ -186,35 +186,32 @@ def run_folders(home: Path) -> dict[str, str]:
 #: a socket's path holds at most 107 bytes on Linux (103 on macOS).
 _SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
 _SOCKET_PATH_MAX = 103
-#: The short links made for this process's runs: `release_tmpdirs` removes a run's when it
-#: ends, and the rest (an environment built outside a run: a test, `atom doctor`) go when
-#: the process exits.
-_LINKS: set[Path] = set()
+#: The short temp folders made for this process's runs, with the run temp folder each
+#: stands for: `release_tmpdirs` removes a run's when it ends, and the rest (an environment
+#: built outside a run: a test, `atom doctor`) go when the process exits.
+_SHORT: dict[Path, Path] = {}
 
 
 def tmpdir_for(folder: Path) -> Path:
     """The path a run's temp folder `folder` is named by: itself, or where a socket path
-    in it would be too long (a run folder deep in a project), a short link to it in /tmp
-    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too."""
+    in it would be too long (a run folder deep in a project), a short folder in /tmp
+    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too.
+
+    A folder, not a link to `folder`: the sandbox's read guard opens the paths it allows
+    resolved, so a link in /tmp would not exist inside the sandbox. The short folder holds
+    only the CLI's scratch files and goes when the run ends (`release_tmpdirs`)."""
     if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
         return folder
     digest = hashlib.sha256(os.fsencode(str(folder))).hexdigest()[:16]
     return Path("/tmp") / f"atom-{digest}"
 
 
-def _linked(folder: Path) -> Path:
-    """`tmpdir_for(folder)`, its link made: everything written through it is in `folder`."""
-    link = tmpdir_for(folder)
-    if link == folder:
-        return folder
-    with contextlib.suppress(FileNotFoundError):
-        if link.is_symlink() and Path(os.readlink(link)) == folder:
-            _LINKS.add(link)
-            return link
-        link.unlink()
-    link.symlink_to(folder, target_is_directory=True)
-    _LINKS.add(link)
-    return link
+def _temp_folder(folder: Path) -> Path:
+    """`tmpdir_for(folder)`, remembered for `release_tmpdirs` when it is a short one."""
+    short = tmpdir_for(folder)
+    if short != folder:
+        _SHORT[short] = folder
+    return short
 
 
 @atexit.register
@@ -223,12 +220,11 @@ def _release_all() -> None:
 
 
 def release_tmpdirs(run_dir: Path) -> None:
-    """Remove the short temp folder links (`tmpdir_for`) of the run in `run_dir`."""
-    for link in list(_LINKS):
-        with contextlib.suppress(OSError):
-            if Path(os.readlink(link)).is_relative_to(run_dir):
-                link.unlink()
-                _LINKS.discard(link)
+    """Remove the short temp folders (`tmpdir_for`) of the run in `run_dir`."""
+    for short, folder in list(_SHORT.items()):
+        if folder.is_relative_to(run_dir):
+            shutil.rmtree(short, ignore_errors=True)
+            del _SHORT[short]
 
 
 def build_env(

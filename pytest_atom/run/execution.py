@@ -428,10 +428,13 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
 def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     """Paths that differ on every run and machine, with the placeholders that stand for them."""
     paths = {}
-    homes = ((Path.home(), "<HOME>"), (run_dir / "home", "<HOME>"))
-    for path, placeholder in ((run_dir, "<RUN_DIR>"), *homes):
+    for path, placeholder in ((run_dir, "<RUN_DIR>"), (run_dir / "home", "<HOME>")):
         paths[str(path)] = placeholder
         paths[str(path.resolve())] = placeholder
+    # The caller's home only below it (a toolchain's `~/.pyenv/shims/python3`): alone it
+    # is also one of the folders Claude Code's sandbox denies on every machine (`/root`).
+    for home in {str(Path.home()), str(Path.home().resolve())}:
+        paths.setdefault(home.rstrip("/") + "/", "<HOME>/")
     # The sandbox lists its paths as globs: an arm's run folder (`name[arm]-…`) appears with
     # its `[` escaped (`name[[]arm]-…`).
     for path in (run_dir, run_dir.resolve()):

@@ -106,9 +106,10 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     folder just below it (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run the
     interpreters under ``~/.pyenv/versions``). The values of `TOOLCHAIN_ROOTS` and the
     entries of PYTHONPATH count as they are, and so do the folders a Python environment
-    among them imports from (`_installed_elsewhere`). A candidate that would re-open the home itself, or a folder holding one of
-    `protected` (the project, the run folder), falls back to the entry alone, or is left
-    out when even that would.
+    among them imports from (`_installed_elsewhere`; of one that holds the run folder,
+    only its packages). A candidate that would re-open the home itself, or a folder holding
+    one of `protected` (the project, the run folder), falls back to the entry alone, or is
+    left out when even that would.
     """
     home = Path(os.path.normpath(home))
     closed = [home, *(Path(os.path.normpath(p)) for p in protected)]
@@ -138,8 +139,29 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
             add(entry, False)
     for root in roots:
         for folder in _installed_elsewhere(root) if root is not None else ():
-            add(str(folder), False)
+            if any(_within(c, folder) for c in closed):
+                # A flat-layout editable install of the project that holds the run folder
+                # (pytest-atom's own checkout, `pip install -e .`): its packages, not the
+                # project, as a src layout's `src/` would be.
+                for package in _packages(folder):
+                    add(str(package), False)
+            else:
+                add(str(folder), False)
     return list(found)
+
+
+def _packages(folder: Path) -> list[Path]:
+    """The top-level packages and modules an import path entry `folder` provides."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    return [
+        entry
+        for entry in entries
+        if not entry.name.startswith(".")
+        and ((entry / "__init__.py").is_file() or (entry.suffix == ".py" and entry.is_file()))
+    ]
 
 
 def _installed_elsewhere(root: Path) -> list[Path]:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.agents.claude_code import configuration, readguard
+from pytest_atom.model.environment import tmpdir_for
 from pytest_atom.model.spec import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
@@ -171,14 +172,18 @@ class Confinement:
                 # The run folder last: the normalizer drops the toolchains after it.
                 run = self.boundary.resolve()
                 readable = [p for p in writable if not _within(p, run)]
+                tmp = Path((env if env is not None else os.environ).get("TMPDIR") or "/tmp")
                 if self.sandbox.network:
                     # The sandbox's proxy is reached through sockets in the CLI's temp
                     # folder, named afresh each session: a spec that allows a domain keeps
                     # that folder readable (the read guard is narrower without network).
-                    tmp = (env if env is not None else os.environ).get("TMPDIR") or "/tmp"
-                    readable += list(dict.fromkeys([Path(tmp), Path(tmp).resolve()]))
+                    readable += list(dict.fromkeys([tmp, tmp.resolve()]))
+                # A deep run's temp folder is a short one in /tmp, the run's own; after the
+                # run folder, as whether a run is deep is a detail of the machine.
+                short = tmpdir_for(self.boundary / "tmp")
+                own = [short] if tmp == short != self.boundary / "tmp" else []
                 guard = readguard.read_settings(
-                    [*readable, run], env, home=Path.home(), protected=[run]
+                    [*readable, run, *own], env, home=Path.home(), protected=[run]
                 )
                 data["permissions"] = guard["permissions"]
                 data["sandbox"]["filesystem"].update(guard["sandbox"]["filesystem"])
