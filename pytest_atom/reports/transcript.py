@@ -423,7 +423,7 @@ class Reply:
             who = f" {step.model}" if step.model else ""
             text += f"; + {step.kind}{who}: {step.tokens.text()}"
         for key, count in self.billed.server_tool_use.items():
-            text += f"; {count} {key.replace('_', ' ')}"
+            text += f"; {_requests(key, count)}"
         return text
 
 
@@ -737,7 +737,7 @@ class _CassetteTranscript:
             for session in reversed(self.sessions):
                 if session.key == key and session.last_length < len(messages):
                     return session
-            answers = set(_answers(messages))
+            answers = set(_answers(messages).values())
             for session in reversed(self.sessions):
                 if answers & session.answers:
                     session.key = key
@@ -749,15 +749,14 @@ class _CassetteTranscript:
         return session
 
     def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
-        """A turn of its session: only the user content new since its previous turn (after
-        the last answer the session has seen, when the request carries one back)."""
+        """A turn of its session: only the user content new since its previous turn (what
+        follows the last answer the request carries back)."""
         messages: list[Any] = body["messages"]
         session = self.session_for(body)
         session.lines += self.pending
         self.pending = []
         answers = _answers(messages)
-        known = [n for n, answer in answers.items() if answer in session.answers]
-        after = known[-1] + 1 if known else session.last_length
+        after = max(answers) + 1 if answers else session.last_length
         new = messages[after:] if after < len(messages) else []
         new = [m for m in new if isinstance(m, dict) and m.get("role") == "user"] or messages[-1:]
         session.answers.update(answers.values())
@@ -874,10 +873,15 @@ class _CassetteTranscript:
         if len(kinds) > 1:
             spent += " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
         for key, count in t.billed.server_tool_use.items():
-            spent += f", {count} {key.replace('_', ' ')}"
+            spent += f", {_requests(key, count)}"
         spent += f", ${t.cost_usd:.4f} at today's prices"
         marks = marks_summary(self.marks)
         return f"Totals: {', '.join(counts)}; {tokens}; {spent}" + (f"; {marks}" if marks else "")
+
+
+def _requests(key: str, count: int) -> str:
+    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
+    return plural(count, key.replace("_", " ").removesuffix("s"))
 
 
 def _result_error(content: Any) -> bool:
@@ -903,7 +907,9 @@ def _result_text(content: Any) -> list[str]:
     lines: list[str] = []
     if content.get("url") or content.get("title"):
         title, url = content.get("title"), content.get("url")
-        lines.append(" ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x))
+        lines.append(
+            " ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x)
+        )
         if content.get("page_age"):
             lines[-1] += f" ({content['page_age']})"
     for key in _RESULT_FIELDS:
@@ -913,7 +919,9 @@ def _result_text(content: Any) -> list[str]:
     source = content.get("source")
     if isinstance(source, dict) and isinstance(source.get("data"), str):
         if source.get("type") == "base64":
-            lines.append(f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)")
+            lines.append(
+                f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)"
+            )
         else:
             lines.append(source["data"])
     for key in ("content", "document"):
@@ -931,7 +939,7 @@ def _citation(citation: dict[str, Any]) -> str:
         where = f"{where} <{citation['url']}>"
     quoted = " ".join(str(citation.get("cited_text") or "").split())
     quoted = quoted[:160] + "…" if len(quoted) > 160 else quoted
-    return f"{where}: \"{quoted}\"" if quoted else str(where or citation.get("type", "citation"))
+    return f'{where}: "{quoted}"' if quoted else str(where or citation.get("type", "citation"))
 
 
 def _indented(line: Line, pad: str) -> Line:
