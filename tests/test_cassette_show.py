@@ -126,5 +126,5 @@ def test_one_session_when_a_later_call_merges_the_system_entries_into_the_first_
     assert "Totals: 1 session, 3 turns" in text
     turn3 = text[text.index("  Turn 3") :]
     assert (
-        "        Continue." in turn3 and "Do the task." not in turn3 and "tool_result" not in turn3
+        "      Continue." in turn3 and "Do the task." not in turn3 and "tool_result" not in turn3
     )
