@@ -34,6 +34,7 @@ from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.text import (
+    failed_tries_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
@@ -357,6 +358,8 @@ def run(
             measured=measured_lines(rows),
         )
         console.print(f"HTML report: {escape(display_path(html))}")
+    for line in failed_tries_lines(rows):
+        console.print(escape(line))
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:

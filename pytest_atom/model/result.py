@@ -337,7 +337,8 @@ class SpecResult:
     def tokens(self) -> int:
         """Every session's tokens: the planner's, the executor's and its subagents', the
         reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
-        return sum(r.tokens for r in self.records) + sum(r.tokens for r in self.recalled)
+        paid = sum(r.paid_tokens for r in self.records)  # failed tries included
+        return paid + sum(r.tokens for r in self.recalled)
 
     @property
     def recalled(self) -> list[Recalled]:
@@ -365,7 +366,7 @@ class SpecResult:
                 ("executor", attempt.records, 0.0),
                 ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
             ):
-                usd += sum(r.cost_usd for r in records)
+                usd += sum(r.paid_cost_usd for r in records)  # failed tries included
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
         if attempts is None:  # the planner's sessions are billed as the executor's are
@@ -375,14 +376,26 @@ class SpecResult:
             recorded += usd if "executor" in self.replayed else 0.0
         return spent, recorded
 
+    def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
+        """How many CLI calls failed and were retried, and what they cost (tokens, dollars
+        as Claude Code priced them), over `attempts` (default: every attempt). Every other
+        figure already includes them; this shows them apart."""
+        tries = [
+            t
+            for attempt in (self.all_attempts if attempts is None else attempts)
+            for record in attempt.all_records
+            for t in record.failed_tries
+        ]
+        return len(tries), RoleUsage(sum(t.tokens for t in tries), sum(t.cost_usd for t in tries))
+
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
         (default: every attempt, and the planner). The executor's calls run its subagents:
         their share is split off (see `IterationRecord.subagent_cost_usd`)."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
-            for r in attempt.records:
-                sub = r.subagent_cost_usd
+            for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
+                sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
             for vote in attempt.reflectors:

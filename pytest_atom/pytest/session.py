@@ -38,6 +38,7 @@ from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_resu
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
+    failed_tries_lines,
     failure_report,
     pass_rates,
     result_properties,
@@ -309,6 +310,8 @@ class AtomSession:
         for row in self.results:
             for label, text in row.notes():
                 terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
+        for line in failed_tries_lines(self.results):
+            terminalreporter.write_line(line)
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
         if self.stats_error:

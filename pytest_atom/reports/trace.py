@@ -116,7 +116,12 @@ def _cost(
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
-        "tokens": sum(r.tokens for r in records),
+        "tokens": sum(r.paid_tokens for r in records),  # failed tries included
+        "failed_tries": {
+            "count": sum(len(r.failed_tries) for r in records),
+            "tokens": sum(r.tries_tokens for r in records),
+            "usd": round(sum(r.tries_cost_usd for r in records), 6),
+        },
         "by_role": {role: used.to_dict() for role, used in by_role.items()},
         "wall_time_ms": _ms(wall_seconds),
         "claude_time_ms": _ms(sum(r.duration for r in records)),
