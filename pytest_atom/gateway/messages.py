@@ -241,6 +241,26 @@ def stream_billed(text: str) -> Billed:
     return billed(fold_sse(text)["usage"])
 
 
+def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None] | None:
+    """What one Messages-API answer (a JSON message or an SSE stream) billed, and the
+    model it is priced as: the one the request `asked` for, else the answer's. None for an
+    API error, which bills nothing. The gateway's meter and the cost estimate both read
+    answers through here."""
+    try:
+        data = json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        if data.get("type") == "error":
+            return None
+        used, answered = billed(data.get("usage")), data.get("model")
+    else:
+        folded = fold_sse(response)
+        used, answered = billed(folded["usage"]), folded["model"]
+    model = asked if isinstance(asked, str) else answered if isinstance(answered, str) else None
+    return used, model
+
+
 def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
     """A tool call's streamed JSON input as its value (an empty stream: ``{}``)."""
     raw = block.pop("partial_json", None)

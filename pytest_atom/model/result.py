@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.model.billing import Billed
 from pytest_atom.model.limits import Limits, Usage
 from pytest_atom.model.modes import SourceKind
 from pytest_atom.model.outcome import Decision, Outcome, decide
@@ -156,6 +157,42 @@ class SpecResult:
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
+    #: What the answers that passed through the gateway billed, by the request's role, and
+    #: their price (`pytest_atom.model.billing` and `.prices`): the streams' own figure, a
+    #: cross-check of Claude Code's (`billing_note`).
+    billed: dict[str, Billed] = field(default_factory=dict)
+    billed_usd: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def billed_tokens(self) -> int:
+        return sum(used.tokens for used in self.billed.values())
+
+    def billed_steps(self) -> dict[str, int]:
+        """Tokens of the steps billed on top of the answers (advisor, compaction), by kind."""
+        steps: dict[str, int] = {}
+        for used in self.billed.values():
+            for step in used.iterations:
+                steps[step.kind] = steps.get(step.kind, 0) + step.tokens.total
+        return steps
+
+    def billing_note(self) -> str | None:
+        """Where the streams billed another figure than Claude Code counted: by how much,
+        and why when the streams say (steps Claude Code leaves out of its totals); None
+        when they agree or nothing passed through the gateway."""
+        if not self.billed:
+            return None
+        streams, cli = self.billed_tokens, self.tokens
+        if streams == cli:
+            return None
+        why = [f"{kind} {tokens}" for kind, tokens in self.billed_steps().items()]
+        reason = (
+            f": Claude Code leaves {' and '.join(why)} tokens out of its totals"
+            if why
+            else " (answers Claude Code did not count: cut-off streams, side requests)"
+            if streams > cli
+            else " (Claude Code counted answers the gateway did not pass: a recalled verdict)"
+        )
+        return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""

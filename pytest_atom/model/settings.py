@@ -70,6 +70,8 @@ class RunSettings:
     #: Per metric, how far it may move the wrong way (`reports.baseline.parse_tolerance`).
     baseline_tolerance: dict[str, float | None] = field(default_factory=dict, hash=False)
     min_pass_rate: float | None = None  # the pass rates, not single runs, gate the run
+    #: What a recording session may spend in all, in dollars (pytest_atom.model.spend).
+    max_cost_usd: float | None = None
     #: `--atom-arms`: the arms of specs with `arms:` that run (empty: every arm).
     arms: tuple[str, ...] = ()
     #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
@@ -143,6 +145,16 @@ def _rate(value: Any) -> float:
     return number
 
 
+def _dollars(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (math.isfinite(number) and number > 0):
+        raise ValueError("use an amount of US dollars > 0, such as 2.50")
+    return number
+
+
 def _tolerance(value: Any) -> dict[str, float | None]:
     from pytest_atom.reports.baseline import parse_tolerance  # only when a tolerance is set
 
@@ -195,6 +207,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "baseline": _path,
     "baseline_tolerance": _tolerance,
     "min_pass_rate": _rate,
+    "max_cost_usd": _dollars,
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
 #: one-off actions, arms a selection like ``-k``, and a seed reproduces one run (a fixed

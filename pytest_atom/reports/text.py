@@ -403,6 +403,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
         **failed_try_properties(result),
+        **billed_properties(result),
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
@@ -430,6 +431,20 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **step_properties(result),
         **arm_properties(result.spec),
     }
+
+
+def billed_properties(result: SpecResult) -> dict[str, Any]:
+    """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
+    steps as ``atom_billed_<kind>_tokens``), and where it differs from Claude Code's
+    figure, by how much and why (``atom_billing_note``)."""
+    if not result.billed:
+        return {}
+    props: dict[str, Any] = {"atom_billed_tokens": result.billed_tokens}
+    for kind, tokens in result.billed_steps().items():
+        props[f"atom_billed_{kind}_tokens"] = tokens
+    if note := result.billing_note():
+        props["atom_billing_note"] = note
+    return props
 
 
 def failed_try_properties(result: SpecResult) -> dict[str, Any]:

@@ -54,6 +54,7 @@ from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import EnvError, Spec, expand_env
+from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime, RunOutcome
@@ -124,9 +125,12 @@ class AttemptLoop:
     #: The earlier steps a verdict may name as a rollback `target`; with any, a verdict
     #: asking for a rollback ends the attempts (the steps runner acts on it).
     earlier_steps: tuple[str, ...] = ()
+    #: The session's spending limit (`--atom-max-cost-usd`): the budget stops the agent at it.
+    spend: SpendLimit | None = None
 
     def __post_init__(self) -> None:
-        self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
+        # one for every attempt: limits sum over them
+        self.budget = Budget(self.spec.limits, self.spend)
 
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
