@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.gateway.messages import fold_sse, stream_billed
+from pytest_atom.gateway.server import Meter
 from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_usage
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
+from pytest_atom.model.result import Attempt, SpecResult
+from pytest_atom.model.spec import Spec
+from pytest_atom.reports.text import result_properties
+from pytest_atom.reports.trace import build_trace
+from pytest_atom.run.runtime import RunOutcome
 from tests import streams
 from tests.upstream import RealisticUpstream, sse_events
 
@@ -178,3 +187,90 @@ def test_one_hour_cache_writes_are_priced_at_their_own_rate() -> None:
     assert price.of(Tokens(cache_write=3_000_000, cache_write_1h=1_000_000)) == pytest.approx(
         2 * price.cache_write_5m + price.cache_write_1h
     )
+
+
+# ------------------------------------------------------------------ roles in a spec's result
+
+
+def _result(
+    tmp_path: Path, usage: dict[str, int], model_usage: dict[str, Any], used: Billed
+) -> SpecResult:
+    """A recorded spec run: one executor call with Claude Code's figures, and what the
+    gateway's meter folded from the same answer's stream."""
+    call = IterationRecord(
+        0, usage=usage, model_usage=model_usage, cost_usd=0.5, model=streams.MODEL
+    )
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 1), [call])
+    spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
+    result = SpecResult(
+        spec, tmp_path, [attempt], 1.0, 0.8, paid=frozenset({"executor", "reflector"})
+    )
+    meter = Meter(frozenset({"executor"}))
+    meter.add("executor", used, cost_usd(used, streams.MODEL), streams.MODEL)
+    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
+    return result
+
+
+def _model_usage(tokens: Tokens) -> dict[str, int]:
+    return {
+        "inputTokens": tokens.input,
+        "outputTokens": tokens.output,
+        "cacheReadInputTokens": tokens.cache_read,
+        "cacheCreationInputTokens": tokens.cache_write,
+    }
+
+
+def test_compaction_gets_a_role_and_counts_in_the_totals(tmp_path: Path) -> None:
+    """Claude Code counts the answer's top-level usage (72,213); the API billed 72,396."""
+    used = stream_billed(streams.COMPACTION)
+    top = {
+        "input_tokens": 3,
+        "output_tokens": 200,
+        "cache_read_input_tokens": 55096,
+        "cache_creation_input_tokens": 16914,
+    }
+    result = _result(tmp_path, top, {streams.MODEL: _model_usage(used.message)}, used)
+    assert result.cli_tokens == streams.COMPACTION_CLI_TOKENS
+    assert result.tokens == result.billed_tokens == streams.COMPACTION_BILLED
+    roles = result.usage_by_role()
+    assert roles["compaction"].tokens == 183 and roles["subagents"].tokens == 0
+    assert sum(u.tokens for u in roles.values()) == result.tokens
+    compaction_usd = price_of(streams.MODEL).of(Tokens(150, 33))
+    assert roles["compaction"].cost_usd == pytest.approx(compaction_usd)
+    assert result.cost_usd == pytest.approx(0.5 + compaction_usd)
+    props = result_properties(result)
+    assert props["atom_tokens"] == props["atom_billed_tokens"] == 72396
+    assert props["atom_cli_tokens"] == 72213 and props["atom_compaction_tokens"] == 183
+    assert props["atom_billing_note"] == (
+        "the API billed 72396 tokens, Claude Code counted 72213 (+183): "
+        "Claude Code leaves compaction's 183 tokens out of its totals"
+    )
+    cost = build_trace(result)["cost"]
+    assert (cost["tokens"], cost["billed_tokens"], cost["cli_tokens"]) == (72396, 72396, 72213)
+    assert cost["billing_note"] == props["atom_billing_note"]
+    assert sum(r["tokens"] for r in cost["by_role"].values()) == cost["tokens"]
+
+
+def test_the_advisor_gets_a_role_and_is_no_subagent(tmp_path: Path) -> None:
+    """Claude Code files the advisor's tokens under its model in modelUsage."""
+    used = stream_billed(streams.ADVISOR_STREAM)
+    top = {
+        "input_tokens": 5,
+        "output_tokens": 291,
+        "cache_read_input_tokens": 18000,
+        "cache_creation_input_tokens": 1200,
+    }
+    advisor = _model_usage(Tokens(2100, 461))
+    result = _result(
+        tmp_path, top, {streams.MODEL: _model_usage(used.message), streams.ADVISOR: advisor}, used
+    )
+    assert result.tokens == result.cli_tokens == streams.ADVISOR_BILLED
+    roles = result.usage_by_role()
+    assert (roles["executor"].tokens, roles["subagents"].tokens, roles["advisor"].tokens) == (
+        19496,
+        0,
+        2561,
+    )
+    assert sum(u.tokens for u in roles.values()) == result.tokens
+    assert "atom_billing_note" not in result_properties(result)  # the streams agree

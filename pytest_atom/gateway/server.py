@@ -150,12 +150,22 @@ class Meter:
     spend: SpendLimit | None = None
     by_role: dict[str, Billed] = field(default_factory=dict)
     usd_by_role: dict[str, float] = field(default_factory=dict)
+    #: role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed on
+    #: top of the answers.
+    steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, role: str, used: Billed, usd: float) -> None:
+    def add(self, role: str, used: Billed, usd: float, model: str | None = None) -> None:
         with self.lock:
             self.by_role[role] = self.by_role.get(role, Billed()) + used
             self.usd_by_role[role] = self.usd_by_role.get(role, 0.0) + usd
+            kinds = self.steps.setdefault(role, {})
+            for step in used.iterations:
+                tokens, dollars = kinds.get(step.kind, (0, 0.0))
+                price = cost_usd(
+                    Billed(iterations=(step,), inference_geo=used.inference_geo), model
+                )
+                kinds[step.kind] = (tokens + step.tokens.total, dollars + price)
         if self.spend is not None and role in self.paid:
             self.spend.add(usd)
 
@@ -179,7 +189,7 @@ def _metered(reply: Reply, request: GatewayRequest, meter: Meter) -> Reply:
     def count(body: bytes) -> None:
         answer = messages.answer_billed(body.decode("utf-8", "replace"), model)
         if answer is not None:
-            meter.add(role, answer[0], cost_usd(*answer))
+            meter.add(role, answer[0], cost_usd(*answer), answer[1])
 
     if reply.status >= 400:
         return reply  # an API error bills nothing

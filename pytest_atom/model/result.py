@@ -162,18 +162,26 @@ class SpecResult:
     #: cross-check of Claude Code's (`billing_note`).
     billed: dict[str, Billed] = field(default_factory=dict)
     billed_usd: dict[str, float] = field(default_factory=dict)
+    #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
+    billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
 
     @property
     def billed_tokens(self) -> int:
         return sum(used.tokens for used in self.billed.values())
 
-    def billed_steps(self) -> dict[str, int]:
-        """Tokens of the steps billed on top of the answers (advisor, compaction), by kind."""
-        steps: dict[str, int] = {}
-        for used in self.billed.values():
-            for step in used.iterations:
-                steps[step.kind] = steps.get(step.kind, 0) + step.tokens.total
-        return steps
+    def step_usage(self) -> dict[str, RoleUsage]:
+        """The steps billed on top of the answers (advisor, compaction), by kind, every
+        role's: tokens and their price."""
+        kinds: dict[str, RoleUsage] = {}
+        for steps in self.billed_steps.values():
+            for kind, (tokens, usd) in steps.items():
+                kinds[kind] = kinds.get(kind, RoleUsage()) + RoleUsage(tokens, usd)
+        return kinds
+
+    @property
+    def uncounted(self) -> RoleUsage:
+        """What the API billed that Claude Code's totals leave out: compaction steps."""
+        return self.step_usage().get("compaction", RoleUsage())
 
     def billing_note(self) -> str | None:
         """Where the streams billed another figure than Claude Code counted: by how much,
@@ -181,17 +189,16 @@ class SpecResult:
         when they agree or nothing passed through the gateway."""
         if not self.billed:
             return None
-        streams, cli = self.billed_tokens, self.tokens
+        streams, cli = self.billed_tokens, self.cli_tokens
         if streams == cli:
             return None
-        why = [f"{kind} {tokens}" for kind, tokens in self.billed_steps().items()]
-        reason = (
-            f": Claude Code leaves {' and '.join(why)} tokens out of its totals"
-            if why
-            else " (answers Claude Code did not count: cut-off streams, side requests)"
-            if streams > cli
-            else " (Claude Code counted answers the gateway did not pass: a recalled verdict)"
-        )
+        left_out = self.uncounted.tokens
+        if left_out and streams - cli == left_out:
+            reason = f": Claude Code leaves compaction's {left_out} tokens out of its totals"
+        elif streams > cli:
+            reason = " (answers Claude Code did not count: cut-off streams, side requests)"
+        else:
+            reason = " (Claude Code counted answers the gateway did not pass: a recalled verdict)"
         return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
@@ -374,6 +381,12 @@ class SpecResult:
     def tokens(self) -> int:
         """Every session's tokens: the planner's, the executor's and its subagents', the
         reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
+        return self.cli_tokens + self.uncounted.tokens
+
+    @property
+    def cli_tokens(self) -> int:
+        """Every session's tokens as Claude Code counted them (failed tries included); what
+        `tokens` adds is what the streams billed on top (`uncounted`)."""
         paid = sum(r.paid_tokens for r in self.records)  # failed tries included
         return paid + sum(r.tokens for r in self.recalled)
 
@@ -411,6 +424,11 @@ class SpecResult:
             usd += sum(p.recalled.cost_usd for p in self.plans if p.recalled is not None)
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
+            for role, steps in self.billed_steps.items():  # what Claude Code leaves out
+                usd = steps.get("compaction", (0, 0.0))[1]
+                payer = "reflector" if role == "reflector" else "executor"
+                spent += usd if payer in self.paid else 0.0
+                recorded += usd if payer in self.replayed else 0.0
         return spent, recorded
 
     def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
@@ -445,7 +463,24 @@ class SpecResult:
                     roles["planner"] += RoleUsage(plan.record.tokens, plan.record.cost_usd)
                 if plan.recalled is not None:
                     roles["planner"] += RoleUsage(plan.recalled.tokens, plan.recalled.cost_usd)
+            self._split_steps(roles)
         return roles
+
+    def _split_steps(self, roles: dict[str, RoleUsage]) -> None:
+        """The advisor's and compaction's steps, from the streams, as roles of their own:
+        the advisor's taken out of where Claude Code filed it (under the advisor's model:
+        the executor's "subagents", or the reflector's or planner's session), compaction's
+        added (Claude Code counts it nowhere)."""
+        for role, steps in self.billed_steps.items():
+            session = "subagents" if role == "executor" else role
+            for kind, (tokens, usd) in steps.items():
+                used = RoleUsage(tokens, usd)
+                if kind == "advisor" and session in roles:
+                    filed = roles[session]
+                    roles[session] = RoleUsage(
+                        max(0, filed.tokens - tokens), max(0.0, filed.cost_usd - usd)
+                    )
+                roles[kind] = roles.get(kind, RoleUsage()) + used
 
     @property
     def last_message(self) -> str:

@@ -26,6 +26,7 @@ from pytest_atom.agents.events import Event, MessageUsage, Result, SessionStarte
 
 __all__ = [
     "ROLES",
+    "STEP_ROLES",
     "CallUsage",
     "RoleUsage",
     "every_session_tokens",
@@ -34,8 +35,14 @@ __all__ = [
 ]
 
 #: The kinds of session a spec run reports usage for, in report order: the agent's main
-#: session, its subagents, the judge and (planner mode) the planner.
-ROLES = ("executor", "subagents", "reflector", "planner")
+#: session, its subagents, the judge and (planner mode) the planner; then the sampling
+#: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
+#: model's and compaction's. Claude Code files the advisor's under its model in
+#: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
+#: compaction out; both are read from the streams (pytest_atom.model.billing).
+ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction")
+#: The roles that are steps billed on top of answers, not sessions.
+STEP_ROLES = ("advisor", "compaction")
 
 #: A Messages-API usage object's token counts; every one is billed.
 _USAGE_KEYS = (

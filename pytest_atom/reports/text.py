@@ -435,13 +435,15 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
 
 def billed_properties(result: SpecResult) -> dict[str, Any]:
     """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
-    steps as ``atom_billed_<kind>_tokens``), and where it differs from Claude Code's
-    figure, by how much and why (``atom_billing_note``)."""
+    steps are roles: ``atom_advisor_tokens``, ``atom_compaction_tokens``), Claude Code's own
+    figure (``atom_cli_tokens``, kept as a cross-check), and where they differ, by how much
+    and why (``atom_billing_note``)."""
     if not result.billed:
         return {}
-    props: dict[str, Any] = {"atom_billed_tokens": result.billed_tokens}
-    for kind, tokens in result.billed_steps().items():
-        props[f"atom_billed_{kind}_tokens"] = tokens
+    props: dict[str, Any] = {
+        "atom_billed_tokens": result.billed_tokens,
+        "atom_cli_tokens": result.cli_tokens,
+    }
     if note := result.billing_note():
         props["atom_billing_note"] = note
     return props

@@ -119,6 +119,7 @@ def run_spec(
         raise
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
     stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
     if stale:
         result.warnings.append(stale)
