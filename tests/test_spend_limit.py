@@ -22,6 +22,7 @@ from pytest_atom.model.prices import price_of
 from pytest_atom.model.settings import RunSettings, SettingsError, parse_setting
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spend import SpendLimit
+from pytest_atom.reports.text import result_properties
 from tests.conftest import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream
 
@@ -163,6 +164,12 @@ def test_the_estimate_is_within_5_percent_of_what_recording_spent(
     assert shown.exit_code == 0, shown.output
     assert f"{guess.tokens} tokens, ${guess.usd:.4f}" in shown.output
     assert shown.output.rstrip().endswith(f"${guess.usd:.4f} at today's prices")
+    # the transcript's totals, JUnit's tokens and cost: the same figures
+    props = result_properties(result)
+    assert props["atom_tokens"] == props["atom_billed_tokens"] == guess.tokens
+    assert props["atom_cost_usd"] == pytest.approx(guess.usd, abs=1e-6)
+    transcript = CliRunner().invoke(main, ["cassette", "show", "alpha.atom.yaml"])
+    assert f"billed {guess.tokens} tokens, ${guess.usd:.4f} at today's prices" in transcript.output
 
 
 @pytest.mark.slow
@@ -195,3 +202,36 @@ def test_the_spending_limit_stops_a_recording_session(
     asked = [turn for turn in upstream.turns() if turn[0] is not None]
     assert all(key == KEY_A for key, _, _ in asked), asked  # nothing of the second spec
     assert [n for _, n, _ in asked] == [0], asked  # no turn after the one that crossed it
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_pytest_stops_at_the_limit_skips_the_rest_and_exits_2(pytester: pytest.Pytester) -> None:
+    """The same limit through pytest's front end: the first spec fails on it, the second
+    is skipped without starting, and the session exits 2."""
+    _spec(pytester.path, KEY_A, "alpha")
+    _spec(pytester.path, KEY_B, "beta")
+    with RealisticUpstream(CONVERSATIONS) as upstream:
+        result = pytester.runpytest(
+            "--atom",
+            "alpha.atom.yaml",
+            "beta.atom.yaml",
+            "--atom-record-mode=all",
+            f"--atom-upstream={upstream.url}",
+            "--atom-max-cost-usd=0.01",
+            "-rs",
+        )
+    assert result.ret == 2, result.stdout.str()
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "alpha.atom.yaml::alpha  failed: reached the session's spending limit *",
+            "spending limit reached: $* spent of the $0.0100 limit (--atom-max-cost-usd); "
+            "1 spec not run; exit status 2",
+            "*SKIPPED*not run: the session's spending limit is reached*",
+        ]
+    )
+    # the stopped call never printed Claude Code's price: the spend is the streams'
+    [row] = [line for line in result.stdout.lines if line.startswith("alpha.atom.yaml::alpha ")]
+    assert " 0.0000 " not in row, row
+    assert {key for key, _, _ in upstream.turns()} <= {KEY_A, None}

@@ -429,7 +429,20 @@ class SpecResult:
                 payer = "reflector" if role == "reflector" else "executor"
                 spent += usd if payer in self.paid else 0.0
                 recorded += usd if payer in self.replayed else 0.0
+            # A call stopped before Claude Code priced it (a limit, a timeout) was paid for
+            # all the same: the streams' price is the floor of what was spent.
+            spent = max(spent, self.billed_paid_usd)
         return spent, recorded
+
+    @property
+    def billed_paid_usd(self) -> float:
+        """The streams' price of the answers paid for (`paid` roles; the planner's are
+        the executor's), at Claude Code's prices."""
+        return sum(
+            usd
+            for role, usd in self.billed_usd.items()
+            if ("reflector" if role == "reflector" else "executor") in self.paid
+        )
 
     def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
         """How many CLI calls failed and were retried, and what they cost (tokens, dollars
