@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.gateway.messages import fold_sse, stream_billed
@@ -16,7 +17,7 @@ from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import Spec
 from pytest_atom.reports.text import result_properties
-from pytest_atom.reports.trace import build_trace
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.runtime import RunOutcome
 from tests import streams
 from tests.upstream import RealisticUpstream, sse_events
@@ -246,7 +247,9 @@ def test_compaction_gets_a_role_and_counts_in_the_totals(tmp_path: Path) -> None
         "the API billed 72396 tokens, Claude Code counted 72213 (+183): "
         "Claude Code leaves compaction's 183 tokens out of its totals"
     )
-    cost = build_trace(result)["cost"]
+    trace = build_trace(result)
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    cost = trace["cost"]
     assert (cost["tokens"], cost["billed_tokens"], cost["cli_tokens"]) == (72396, 72396, 72213)
     assert cost["billing_note"] == props["atom_billing_note"]
     assert sum(r["tokens"] for r in cost["by_role"].values()) == cost["tokens"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from pytest_atom import AtomRuntime
 from pytest_atom.agents.claude_code.runner import IterationRecord
@@ -14,7 +15,7 @@ from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failed_tries_lines, result_properties, summary_table
-from pytest_atom.reports.trace import build_trace
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from tests.conftest import record_through_upstream
 
 KEY = "TRIES-TASK"
@@ -146,6 +147,7 @@ def test_a_recording_reports_the_cost_of_its_failed_tries(tmp_path: Path, claude
 
     # the trace: the attempt's cost, and each iteration's failed tries
     trace = build_trace(result)
+    Draft202012Validator(TRACE_SCHEMA).validate(trace)
     [attempt] = trace["children"]
     assert attempt["cost"]["tokens"] == props["atom_tokens"]
     assert attempt["cost"]["failed_tries"]["count"] == 2
