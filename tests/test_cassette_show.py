@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.estimate import estimate
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.reports.transcript import cassette_lines
 from tests import streams
@@ -125,6 +128,17 @@ def test_one_session_when_a_later_call_merges_the_system_entries_into_the_first_
     assert text.count("Session ") == 1 and "Session 1: 3 turns" in text
     assert "Totals: 1 session, 3 turns" in text
     turn3 = text[text.index("  Turn 3") :]
-    assert (
-        "      Continue." in turn3 and "Do the task." not in turn3 and "tool_result" not in turn3
+    assert "      Continue." in turn3 and "Do the task." not in turn3 and "tool_result" not in turn3
+
+
+def test_show_and_the_estimate_price_an_answer_as_its_request_asked() -> None:
+    """Claude Code prices usage by the model it asked for; an upstream may name another."""
+    answer = message(
+        "m", streams.MODEL, [{"type": "text", "text": "t"}], input_tokens=1000, output_tokens=100
     )
+    turn = _turn(
+        [{"role": "user", "content": "Title?"}], sse_stream(answer).decode(), "claude-haiku-4-5"
+    )
+    guess = estimate(Cassette(Path("c.yaml"), [turn]))
+    assert guess.usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)  # Haiku 4.5: $1 / $5
+    assert f"billed 1100 tokens, ${guess.usd:.4f} at today's prices" in _show(turn)

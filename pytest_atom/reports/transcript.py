@@ -509,9 +509,12 @@ class _Totals:
     billed: Billed = field(default_factory=Billed)
     cost_usd: float = 0.0  # at today's prices (pytest_atom.model.prices)
 
-    def add(self, reply: Reply) -> None:
+    def add(self, reply: Reply, body: dict[str, Any]) -> None:
+        """Count an answer, priced as the model its request asked for (as Claude Code and
+        `atom cassette cost` price it), else the answer's."""
+        asked = body.get("model")
         self.billed += reply.billed
-        self.cost_usd += cost_usd(reply.billed, reply.model)
+        self.cost_usd += cost_usd(reply.billed, asked if isinstance(asked, str) else reply.model)
 
     @property
     def input_tokens(self) -> int:
@@ -716,7 +719,7 @@ class _CassetteTranscript:
         """A request without tools (a title, a summary): one line, what was asked and said."""
         reply = read_reply(interaction.response, interaction.status)
         self.totals.side += 1
-        self.totals.add(reply)
+        self.totals.add(reply, body)
         answer = reply.error or " ".join(
             str(b.get("text", "")) for b in reply.blocks if b.get("type") == "text"
         )
@@ -764,7 +767,7 @@ class _CassetteTranscript:
         session.turns += 1
         self.totals.turns += 1
         reply = read_reply(interaction.response, interaction.status)
-        self.totals.add(reply)
+        self.totals.add(reply, body)
         session.lines.append(Line(f"  Turn {session.turns}", "bold", suffix=f"  {where}"))
         session.lines.append(Line("    user:"))
         for message in new:
