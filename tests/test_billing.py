@@ -16,6 +16,7 @@ from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_u
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import Spec
+from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.runtime import RunOutcome
@@ -249,6 +250,8 @@ def test_compaction_gets_a_role_and_counts_in_the_totals(tmp_path: Path) -> None
     )
     trace = build_trace(result)
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
+    row = SummaryRow.of("s.atom.yaml::s", props)
+    assert ("billing", props["atom_billing_note"]) in row.notes()  # under the summary table
     cost = trace["cost"]
     assert (cost["tokens"], cost["billed_tokens"], cost["cli_tokens"]) == (72396, 72396, 72213)
     assert cost["billing_note"] == props["atom_billing_note"]
