@@ -158,6 +158,8 @@ def test_a_recording_reports_the_cost_of_its_failed_tries(tmp_path: Path, claude
     page = render_html([report_row("tries.atom.yaml::tries", "error", spec_view(result))])
     assert f"{props['atom_tokens']:,} tokens" in page
     assert "on 2 failed tries" in page
+    tokens = f"{props['atom_failed_tries_tokens']:,}"
+    assert f"2 CLI calls failed and were retried: {tokens} tokens" in page
 
 
 def _debug(result: Any) -> str:
