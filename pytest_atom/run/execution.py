@@ -158,6 +158,8 @@ class AttemptLoop:
         executor = agents.executor()
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
+            if self.attempts and self._spent(self.attempts[-1]):
+                return  # no new Claude Code call past the session's spending limit
             try:
                 attempt = self.execute(number, executor, source, message)
             except SetupFailed as exc:
@@ -173,7 +175,7 @@ class AttemptLoop:
                 records=attempt.records,
             )
             self.emit("checks", checks=attempt.checks)
-            if attempt.outcome.reason == "limit":
+            if attempt.outcome.reason == "limit" or self._spent(attempt):
                 return  # failed whatever the checks say; they show how far it got
             if not self.reflect(attempt, agents, source):
                 return
@@ -188,6 +190,18 @@ class AttemptLoop:
             if attempt.decision != "refine" or self.rolls_back(attempt):
                 return
             message = refine_message(attempt, last, self.threshold)
+
+    def _spent(self, attempt: Attempt) -> bool:
+        """The session's spending limit is reached: `attempt` ends on it, as on a limit of
+        its own, and no Claude Code call (a reflector, a refine attempt) starts after it."""
+        crossing = self.spend.crossing() if self.spend is not None else None
+        if crossing is None:
+            return False
+        self.budget.exceeded = self.budget.exceeded or crossing
+        if attempt.outcome.reason != "limit":
+            attempt.outcome.success, attempt.outcome.reason = False, "limit"
+            attempt.outcome.error = crossing
+        return True
 
     def rolls_back(self, attempt: Attempt) -> bool:
         """The verdict names an earlier step to roll back to: no refine of this one."""
