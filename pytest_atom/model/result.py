@@ -189,7 +189,8 @@ class SpecResult:
         when they agree or nothing passed through the gateway."""
         if not self.billed:
             return None
-        streams, cli = self.billed_tokens, self.cli_tokens
+        streams = self.billed_tokens
+        cli = sum(r.paid_tokens for r in self.records)  # a recalled session passes no gateway
         if streams == cli:
             return None
         left_out = self.uncounted.tokens
@@ -198,7 +199,7 @@ class SpecResult:
         elif streams > cli:
             reason = " (answers Claude Code did not count: cut-off streams, side requests)"
         else:
-            reason = " (Claude Code counted answers the gateway did not pass: a recalled verdict)"
+            reason = " (Claude Code counted answers the gateway did not pass)"
         return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
