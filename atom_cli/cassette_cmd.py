@@ -23,7 +23,7 @@ from pytest_atom.cassettes.estimate import Estimate, estimate
 from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.model.spec import Spec, SpecError, load_specs
+from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.transcript import Line, cassette_lines, is_messages, plural
 
@@ -154,16 +154,16 @@ def _spec_cassettes(target: str) -> list[Path]:
 
 
 @cassette.command(short_help="Estimate what re-recording specs would cost.")
-@click.argument("targets", nargs=-1, required=True, metavar="SPEC|CASSETTE...")
+@click.argument("targets", nargs=-1, required=True, metavar="SPEC|FOLDER|CASSETTE...")
 def cost(targets: tuple[str, ...]) -> None:
     """Estimate what re-recording would cost, before anything is spent: each cassette's
     answers, their usage folded as the API bills it (advisor and compaction steps, web
     searches) and priced at today's prices (Claude Code's own), by the model each request
     asked for. Spend no more than that with `--atom-max-cost-usd` (`atom run --max-cost-usd`).
 
-    A TARGET is a spec file (`*.atom.yaml`, or `file::name` for one of its specs), whose
-    cassettes are estimated, or a cassette file. A spec without a cassette has no estimate:
-    it is named, with the command that records it.
+    A TARGET is a spec file (`*.atom.yaml`, or `file::name` for one of its specs) or a
+    folder of them, whose cassettes are estimated, or a cassette file. A spec without a
+    cassette has no estimate: it is named, with the command that records it.
     """
     total = Estimate()
     missing: list[str] = []
@@ -198,6 +198,9 @@ def cost(targets: tuple[str, ...]) -> None:
 
 def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
     """(label, cassette) of a target; a spec without a cassette goes to `missing`."""
+    if Path(target).is_dir():
+        files = spec_files([Path(target)])
+        return [found for file in files for found in _cost_targets(str(file), missing)]
     if not _is_spec(target):
         return [(display_path(Path(target)), Path(target))]
     text, _, name = target.partition("::")

@@ -142,3 +142,33 @@ def test_show_and_the_estimate_price_an_answer_as_its_request_asked() -> None:
     guess = estimate(Cassette(Path("c.yaml"), [turn]))
     assert guess.usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)  # Haiku 4.5: $1 / $5
     assert f"billed 1100 tokens, ${guess.usd:.4f} at today's prices" in _show(turn)
+
+
+def test_cassette_cost_estimates_a_folder_and_names_specs_without_a_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from atom_cli.main import main
+
+    answer = message(
+        "m", streams.MODEL, [{"type": "text", "text": "t"}], input_tokens=1000, output_tokens=100
+    )
+    (tmp_path / "specs" / "cassettes" / "a").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / "specs" / f"{name}.atom.yaml").write_text(
+            f"name: {name}\nprompt: go\n", encoding="utf-8"
+        )
+    Cassette(
+        tmp_path / "specs" / "cassettes" / "a" / "a.yaml",
+        [_turn([{"role": "user", "content": "go"}], sse_stream(answer).decode())],
+    ).save()
+    monkeypatch.chdir(tmp_path)
+    shown = CliRunner().invoke(main, ["cassette", "cost", "specs"])
+    assert shown.exit_code == 0, shown.output
+    price = (1000 * 4 + 100 * 20) / 1e6  # Opus 5.5: $4 / $20
+    assert f"specs/a.atom.yaml::a  1 answer, 1100 tokens, ${price:.4f}" in shown.output
+    assert "specs/b.atom.yaml::b: no cassette, no estimate (record it: " in shown.output
+    assert shown.output.rstrip().endswith(
+        f"Estimate: 1 cassette, 1100 tokens, ${price:.4f} at today's prices"
+    )
