@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from pytest_atom.cassettes.cassette import Cassette, CassetteError, Interaction
+from pytest_atom.cassettes.estimate import Estimate, estimate
 from pytest_atom.cassettes.raw_paths import (
     MachinePaths,
     assistant_texts,
@@ -27,7 +28,7 @@ from pytest_atom.cassettes.raw_paths import (
 from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.model.spec import Spec, SpecError, load_specs
+from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.transcript import Line, cassette_lines, is_messages, plural
 
@@ -47,7 +48,8 @@ def cassette() -> None:
     A cassette holds every model request and response of one spec, recorded once and
     replayed after. `show` prints one as a readable transcript; `check` scans cassettes for
     secrets, raw machine paths and unnormalized requests before they are committed;
-    `refresh` rewrites them for a new Claude Code without spending a token.
+    `refresh` rewrites them for a new Claude Code without spending a token; `cost` estimates
+    what recording them again would spend.
     """
 
 
@@ -138,6 +140,76 @@ def _spec_cassettes(target: str) -> list[Path]:
                 f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
             )
     return [cassette_path(spec) for spec in chosen]
+
+
+# ----------------------------------------------------------------------------------- cost
+
+
+@cassette.command(short_help="Estimate what re-recording specs would cost.")
+@click.argument("targets", nargs=-1, required=True, metavar="SPEC|FOLDER|CASSETTE...")
+def cost(targets: tuple[str, ...]) -> None:
+    """Estimate what re-recording would cost, before anything is spent: each cassette's
+    answers, their usage folded as the API bills it (advisor and compaction steps, web
+    searches) and priced at today's prices (Claude Code's own), by the model each request
+    asked for. Spend no more than that with `--atom-max-cost-usd` (`atom run --max-cost-usd`).
+
+    A TARGET is a spec file (`*.atom.yaml`, or `file::name` for one of its specs) or a
+    folder of them, whose cassettes are estimated, or a cassette file. A spec without a
+    cassette has no estimate: it is named, with the command that records it.
+    """
+    total = Estimate()
+    missing: list[str] = []
+    width = 0
+    rows: list[tuple[str, Estimate]] = []
+    for target in targets:
+        for label, path in _cost_targets(target, missing):
+            try:
+                _, data = _load(path)
+            except CassetteError as exc:
+                raise click.ClickException(str(exc)) from None
+            found = estimate(data)
+            rows.append((label, found))
+            width = max(width, len(label))
+            total.answers += found.answers
+            total.used += found.used
+            total.usd += found.usd
+    for label, found in rows:
+        click.echo(
+            f"{label:<{width}}  {plural(found.answers, 'answer')}, "
+            f"{found.tokens} tokens, ${found.usd:.4f}"
+        )
+    for line in missing:
+        click.echo(line)
+    steps = total.used.by_kind()
+    extra = "".join(f", {kind} {n}" for kind, n in steps.items() if kind != "message")
+    click.echo(
+        f"Estimate: {plural(len(rows), 'cassette')}, {total.tokens} tokens{extra}, "
+        f"${total.usd:.4f} at today's prices"
+    )
+
+
+def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
+    """(label, cassette) of a target; a spec without a cassette goes to `missing`."""
+    if Path(target).is_dir():
+        files = spec_files([Path(target)])
+        return [found for file in files for found in _cost_targets(str(file), missing)]
+    if not _is_spec(target):
+        return [(display_path(Path(target)), Path(target))]
+    text, _, name = target.partition("::")
+    file = Path(text)
+    if not file.is_file():
+        raise click.ClickException(f"no spec file {file}")
+    specs = [spec for spec in _load_specs(file) if not name or spec.name == name]
+    if not specs:
+        raise click.ClickException(f"{file} has no spec named {name!r}")
+    found = []
+    for spec in specs:
+        label = f"{display_path(file)}::{spec.name}"
+        if cassette_path(spec).exists():
+            found.append((label, cassette_path(spec)))
+        else:
+            missing.append(f"{label}: no cassette, no estimate (record it: {record_command(spec)})")
+    return found
 
 
 # ---------------------------------------------------------------------------------- check

@@ -16,6 +16,7 @@ from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import spec_key
 from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
 from pytest_atom.reports.text import (
+    failed_tries_lines,
     sandbox_warning_lines,
     summary_table,
 )
@@ -84,6 +85,8 @@ def combine_command(
             click.echo(f"{label}: {row.nodeid}: {text}")
     for nodeid in run.failures:
         click.echo(f"error: {nodeid}: pytest-atom could not run it (see the shard's log)")
+    for line in failed_tries_lines(rows):
+        click.echo(line)
     for line in sandbox_warning_lines(rows):
         click.echo(line)
     if gate is not None:

@@ -27,6 +27,7 @@ from pytest_atom.model.modes import (
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError, ini_note
 from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.pytest_ini import find_ini, pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate
@@ -34,6 +35,7 @@ from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.text import (
+    failed_tries_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
@@ -83,6 +85,9 @@ def _run_all(
                 result = harness.run(
                     spec, on_event=Progress(console, spec), repeat=number if repeat > 1 else None
                 )
+            except SpendingLimitReached as exc:
+                console.print(f"  [yellow]{escape(str(exc))}[/]")
+                continue
             except HARNESS_ERRORS as exc:
                 console.print(f"[red]Error:[/] {escape(str(exc))}")
                 sys.exit(2)
@@ -241,6 +246,16 @@ class Progress:
     "atom_threshold, or .atom/config.yaml's threshold).",
 )
 @click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    metavar="USD",
+    help="what a recording may spend in all (at Claude Code's prices, as the answers "
+    "arrive): once reached, no new Claude Code call starts, the running one is stopped, the "
+    "rest of the specs are not run, and the command exits 2. Estimate first with "
+    "`atom cassette cost`.",
+)
+@click.option(
     "--runs-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -292,6 +307,7 @@ def run(
     seed: int | None,
     arms: str | None,
     threshold: float | None,
+    max_cost_usd: float | None,
     runs_dir: Path | None,
     resume: Path | None,
     keep_runs: int | None,
@@ -303,8 +319,8 @@ def run(
 
     Exit status: 0 when every spec passed (an xfail spec's expected failure passes), 1 when
     any failed (or regressed against --baseline, or fell below --min-pass-rate), 2 for usage
-    or harness errors and for recordings that failed on their upstream, 130 when
-    interrupted (Ctrl-C).
+    or harness errors, for recordings that failed on their upstream and when --max-cost-usd
+    stopped the run (as `claude plugin eval --max-cost-usd`), 130 when interrupted (Ctrl-C).
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     files = spec_files(specs)
@@ -328,6 +344,7 @@ def run(
         "html": html.resolve() if html else None,
         "baseline": baseline.resolve() if baseline else None,
         "min_pass_rate": min_pass_rate,
+        "max_cost_usd": max_cost_usd,
     }
     harness = _harness(options, config_path, files)
     try:
@@ -370,6 +387,8 @@ def run(
             measured=measured_lines(rows),
         )
         console.print(f"HTML report: {escape(display_path(html))}")
+    for line in failed_tries_lines(rows):
+        console.print(escape(line))
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:
@@ -386,6 +405,10 @@ def run(
             json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
         )
     _print_notes(console, results)
+    spend = harness.spend
+    if spend is not None and spend.reached:  # whatever the specs did: the run was cut short
+        console.print(f"[red]{escape(spend.summary() or '')}[/]")
+        sys.exit(EXIT_SPENDING_LIMIT)
     sys.exit(exit_status(rows, min_pass_rate=min_rate, regressed=regressed))
 
 

@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "AtomRuntime": "run.runtime",
     "Attempt": "model.result",
+    "Billed": "model.billing",
     "Check": "model.spec",
     "CheckRegistry": "judge.checks",
     "CheckResult": "judge.checks",
@@ -44,8 +45,12 @@ _EXPORTS = {
     "Spec": "model.spec",
     "SpecError": "model.spec",
     "SpecResult": "model.result",
+    "SpendLimit": "model.spend",
+    "SpendingLimitReached": "model.spend",
     "Verdict": "judge.reflector",
+    "billed": "model.billing",
     "default_registry": "judge.checks",
+    "estimate": "cassettes.estimate",
     "find_claude": "agents.claude_code.cli",
     "load_spec": "model.spec",
     "load_specs": "model.spec",
@@ -77,10 +82,12 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         find_claude,
     )
     from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+    from pytest_atom.cassettes.estimate import estimate
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.importing import Session, SessionError, read_session, write_spec
     from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.model.billing import Billed, billed
     from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
     from pytest_atom.model.result import Attempt, SpecResult
     from pytest_atom.model.settings import RunSettings, SettingsError
@@ -93,6 +100,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         load_spec,
         load_specs,
     )
+    from pytest_atom.model.spend import SpendingLimitReached, SpendLimit
     from pytest_atom.run.execution import HarnessError
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory

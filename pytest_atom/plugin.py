@@ -115,6 +115,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(default 0.8).",
     )
     add(
+        "--atom-max-cost-usd",
+        dest="atom_max_cost_usd",
+        default=None,
+        metavar="USD",
+        type=_setting("max_cost_usd"),
+        help="what a recording session may spend in all (at Claude Code's prices, as the "
+        "answers arrive): once reached, no new Claude Code call starts, the running ones are "
+        "stopped, the rest of the specs are skipped and pytest exits 2. Estimate first with "
+        "`atom cassette cost`.",
+    )
+    add(
         "--atom-runs-dir",
         dest="atom_runs_dir",
         default=None,
@@ -233,6 +244,7 @@ _INI_SETTINGS = {
     "keep_runs_size": "default for --atom-keep-runs-size.",
     "repeat": "default for --atom-repeat.",
     "min_pass_rate": "default for --atom-min-pass-rate.",
+    "max_cost_usd": "default for --atom-max-cost-usd (US dollars).",
     "report": "default for --atom-report (relative to rootdir).",
     "html": "default for --atom-html (relative to rootdir).",
     "baseline": "default for --atom-baseline (relative to rootdir).",

@@ -160,7 +160,9 @@ def test_results_are_data_that_import_no_machinery() -> None:
         "pytest_atom.agents",  # a package that imports nothing on its own
         "pytest_atom.agents.events",  # the agents' event types: data, importing nothing
         "pytest_atom.model",
+        "pytest_atom.model.billing",  # what an answer billed: data
         "pytest_atom.model.limits",
+        "pytest_atom.model.spend",  # the session's spending limit: a counter
         "pytest_atom.model.modes",
         "pytest_atom.model.outcome",
         "pytest_atom.reports",

@@ -38,7 +38,12 @@ from urllib.parse import urlsplit
 Turn = Mapping[str, Any]
 
 MODEL = "claude-opus-5-5"
-FAULTS = ("overloaded_at_start", "overloaded_mid_stream")
+FAULTS = ("overloaded_at_start", "overloaded_mid_stream", "rejected")
+#: What a ``rejected`` fault answers: a 409 with ``x-should-retry: false``, which the CLI
+#: takes as final (a 400 it sends again, altered), so the ``claude -p`` call fails and
+#: pytest-atom, recording, retries the call. Its words name a "temporary" error, so the
+#: harness waits its short network backoff before the retry.
+REJECTED_TEXT = "temporary rejection by the realistic upstream (a scripted fault)"
 #: The user text Claude Code 2.1.330 sends after a stream that broke once content arrived.
 CONTINUATION = "Your response above was cut off mid-stream"
 #: The answer to requests that offer no tools (session titles, summaries).
@@ -527,21 +532,25 @@ def _handler(upstream: RealisticUpstream) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the test reads `.requests`, not stderr."""
 
-        def _send_json(self, status: int, payload: Any, number: int) -> None:
+        def _send_json(self, status: int, payload: Any, number: int, final: bool = False) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
             for name, value in upstream.headers(number).items():
                 self.send_header(name, value)
+            if final:
+                self.send_header("x-should-retry", "false")
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)
 
-        def _error(self, status: int, kind: str, message: str, number: int) -> None:
+        def _error(
+            self, status: int, kind: str, message: str, number: int, final: bool = False
+        ) -> None:
             body = {"type": "error", "error": {"type": kind, "message": message}}
             body["request_id"] = upstream.headers(number)["request-id"]
-            self._send_json(status, body, number)
+            self._send_json(status, body, number, final)
 
         def do_HEAD(self) -> None:
             upstream._log(Received("other", None, None, None, False, f"HEAD {self.path}"))
@@ -593,6 +602,9 @@ def _handler(upstream: RealisticUpstream) -> type[BaseHTTPRequestHandler]:
                     answer.continuation,
                 )
             )
+            if answer.fault == "rejected":
+                self._error(409, "invalid_request_error", REJECTED_TEXT, number, final=True)
+                return
             if not answer.fault:  # counted before it is sent: a client may ask at once
                 with upstream._lock:
                     upstream.usage_sent.append(Sent(answer.conversation, answer.turn, answer.usage))

@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_atom.model.billing import Billed, billed, merge_usage
+
 
 def message(
     message_id: str,
@@ -186,17 +188,31 @@ def _append_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
         target[field] = str(target.get(field, "")) + str(delta.get(field, ""))
 
 
+def _fold_delta(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """A delta into its block: text-like pieces joined (`_append_delta`), a citation added
+    to the block's ``citations``, a compaction summary's piece to its ``content``."""
+    kind = delta.get("type")
+    if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+        block.setdefault("citations", []).append(delta["citation"])
+    elif kind == "compaction_delta" and isinstance(delta.get("content"), str):
+        block["content"] = str(block.get("content") or "") + delta["content"]
+    else:
+        _append_delta(block, delta)
+
+
 def fold_sse(text: str) -> dict[str, Any]:
     """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording.
 
-    Returns ``{"content": blocks, "usage": usage, "error": event or None}``: each block
-    with its deltas folded in (a tool call's JSON input parsed; kept as text if it does not
-    parse), the usage of ``message_start`` updated by ``message_delta``, and the last
-    ``error`` event. Events that are not JSON objects are skipped: a cut-off recording
-    still shows what it holds.
+    Returns ``{"content": blocks, "usage": usage, "model": model, "error": event or
+    None}``: each block with its deltas folded in (a tool call's JSON input parsed; kept as
+    text if it does not parse), the usage of ``message_start`` updated by ``message_delta``
+    (by `pytest_atom.model.billing.merge_usage`, the one rule: `billed` reads what it
+    billed), the model that answered, and the last ``error`` event. Events that are not
+    JSON objects are skipped: a cut-off recording still shows what it holds.
     """
     blocks: dict[int, dict[str, Any]] = {}
-    usage: dict[str, Any] = {}
+    usages: list[Any] = []
+    model: str | None = None
     error: dict[str, Any] | None = None
     for name, raw in parse_sse(text):
         try:
@@ -207,22 +223,42 @@ def fold_sse(text: str) -> dict[str, Any]:
             continue
         if name in ("message_start", "message_delta"):
             found = (event.get("message") or {}) if name == "message_start" else event
-            _merge_usage(usage, found.get("usage"))
+            usages.append(found.get("usage"))
+            model = found.get("model") if isinstance(found.get("model"), str) else model
         elif name == "error":
             error = event
         elif name == "content_block_start" and isinstance(event.get("content_block"), dict):
             blocks[int(event.get("index", len(blocks)))] = dict(event["content_block"])
         elif name == "content_block_delta" and isinstance(event.get("delta"), dict):
             block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": ""})
-            _append_delta(block, event["delta"])
+            _fold_delta(block, event["delta"])
     content = [_parsed_input(blocks[i]) for i in sorted(blocks)]
-    return {"content": content, "usage": usage, "error": error}
+    return {"content": content, "usage": merge_usage(usages), "model": model, "error": error}
 
 
-def _merge_usage(usage: dict[str, Any], found: Any) -> None:
-    """Counts only: a later event's count replaces an earlier one's."""
-    if isinstance(found, dict):
-        usage.update({k: v for k, v in found.items() if isinstance(v, int)})
+def stream_billed(text: str) -> Billed:
+    """What an SSE answer billed (`pytest_atom.model.billing`)."""
+    return billed(fold_sse(text)["usage"])
+
+
+def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None] | None:
+    """What one Messages-API answer (a JSON message or an SSE stream) billed, and the
+    model it is priced as: the one the request `asked` for, else the answer's. None for an
+    API error, which bills nothing. The gateway's meter and the cost estimate both read
+    answers through here."""
+    try:
+        data = json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        if data.get("type") == "error":
+            return None
+        used, answered = billed(data.get("usage")), data.get("model")
+    else:
+        folded = fold_sse(response)
+        used, answered = billed(folded["usage"]), folded["model"]
+    model = asked if isinstance(asked, str) else answered if isinstance(answered, str) else None
+    return used, model
 
 
 def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:

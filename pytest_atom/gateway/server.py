@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +21,9 @@ from urllib.parse import urlsplit
 
 from pytest_atom.agents.roles import Role, header_role
 from pytest_atom.gateway import messages
+from pytest_atom.model.billing import Billed
+from pytest_atom.model.prices import cost_usd
+from pytest_atom.model.spend import SpendLimit
 
 #: What a request is for. Turns (the executor's), reflector and planner turns carry a
 #: conversation; the others are Claude Code's own business and match by kind alone.
@@ -137,10 +140,86 @@ class Exchange:
 
 
 @dataclass
+class Meter:
+    """What the answers that passed through the gateway billed, by the request's role
+    (`pytest_atom.model.billing`: the one fold), and the session's spending limit they count
+    against. Only `paid` roles count toward the limit: a replayed answer costs nothing.
+    """
+
+    paid: frozenset[str] = frozenset()
+    spend: SpendLimit | None = None
+    by_role: dict[str, Billed] = field(default_factory=dict)
+    usd_by_role: dict[str, float] = field(default_factory=dict)
+    #: role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed on
+    #: top of the answers.
+    steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, role: str, used: Billed, usd: float, model: str | None = None) -> None:
+        with self.lock:
+            self.by_role[role] = self.by_role.get(role, Billed()) + used
+            self.usd_by_role[role] = self.usd_by_role.get(role, 0.0) + usd
+            kinds = self.steps.setdefault(role, {})
+            for step in used.iterations:
+                tokens, dollars = kinds.get(step.kind, (0, 0.0))
+                price = cost_usd(
+                    Billed(iterations=(step,), inference_geo=used.inference_geo), model
+                )
+                kinds[step.kind] = (tokens + step.tokens.total, dollars + price)
+        if self.spend is not None and role in self.paid:
+            self.spend.add(usd)
+
+    def refusal(self, request: GatewayRequest) -> Reply | None:
+        """The gateway's answer instead of forwarding a paid request past the limit."""
+        role = request.role or "executor"
+        if self.spend is None or role not in self.paid or not self.spend.reached:
+            return None
+        return Reply.refusal(f"pytest-atom: {self.spend.crossing()}; nothing more is sent upstream")
+
+
+def _messages_call(request: GatewayRequest) -> bool:
+    return request.method == "POST" and request.endpoint == "/v1/messages"
+
+
+def _metered(reply: Reply, request: GatewayRequest, meter: Meter) -> Reply:
+    """`reply` whose body is folded, once it has passed through, into what it billed."""
+    model = request.json.get("model") if isinstance(request.json, dict) else None
+    role = request.role or "executor"
+
+    def count(body: bytes) -> None:
+        answer = messages.answer_billed(body.decode("utf-8", "replace"), model)
+        if answer is not None:
+            meter.add(role, answer[0], cost_usd(*answer), answer[1])
+
+    if reply.status >= 400:
+        return reply  # an API error bills nothing
+    if isinstance(reply.body, bytes):
+        count(reply.body)
+        return reply
+    return Reply(reply.status, reply.headers, _tee(reply.body, count))
+
+
+def _tee(body: Iterable[bytes], done: Any) -> Iterator[bytes]:
+    """`body`'s chunks as they come; `done` gets all of them once it ends, is cut or closed."""
+    chunks: list[bytes] = []
+    inner = iter(body)
+    try:
+        for chunk in inner:
+            chunks.append(chunk)
+            yield chunk
+    finally:
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
+        done(b"".join(chunks))
+
+
+@dataclass
 class _State:
     responder: Responder
     exchanges: list[Exchange] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    meter: Meter = field(default_factory=Meter)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -163,10 +242,14 @@ class _Handler(BaseHTTPRequestHandler):
             body=self.rfile.read(length) if length else b"",
         )
         state = self.server.state
+        messages_call = _messages_call(request)
+        refused = state.meter.refusal(request) if messages_call else None
         try:
-            reply = state.responder.respond(request)
+            reply = refused or state.responder.respond(request)
         except Exception as exc:  # noqa: BLE001 - a responder bug must reach the CLI as an API error
             reply = Reply.refusal(f"pytest-atom gateway: {exc!r}")
+        if messages_call and refused is None:
+            reply = _metered(reply, request, state.meter)
         try:
             self._send(reply)
         finally:
@@ -234,9 +317,10 @@ class Gateway:
     Use as a context manager; `url` is what ``ANTHROPIC_BASE_URL`` is set to.
     """
 
-    def __init__(self, responder: Responder) -> None:
+    def __init__(self, responder: Responder, meter: Meter | None = None) -> None:
+        """`meter` folds what each answer billed (and holds the spending limit)."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.state = _State(responder)
+        self._server.state = _State(responder, meter=meter or Meter())
         # A short poll interval: stop() waits for the loop, and runs start and stop a lot.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -254,6 +338,10 @@ class Gateway:
     @responder.setter
     def responder(self, responder: Responder) -> None:
         self._server.state.responder = responder
+
+    @property
+    def meter(self) -> Meter:
+        return self._server.state.meter
 
     @property
     def exchanges(self) -> list[Exchange]:

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from pytest_atom.agents.events import Event
+from pytest_atom.model.spend import SpendLimit
 from pytest_atom.model.usage import CallUsage
 
 __all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
@@ -111,8 +112,11 @@ class Budget:
     as `CallUsage` counts them for the call's record: the totals the reports show.
     """
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, spend: SpendLimit | None = None) -> None:
+        """`spend`: the session's spending limit (`pytest_atom.model.spend`), which stops
+        the agent as its own limits do."""
         self.limits = limits
+        self.spend = spend
         self.usage = Usage()
         self.exceeded: str | None = None
         self._settled = Usage()  # the calls that have ended
@@ -157,7 +161,7 @@ class Budget:
         for key, limit, used in checks:
             if limit is not None and used > limit:
                 return f"exceeded {key}: {_show(used)} > {_show(limit)}"
-        return None
+        return self.spend.crossing() if self.spend is not None else None
 
 
 def _show(value: float) -> str:

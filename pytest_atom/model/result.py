@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.model.billing import Billed
 from pytest_atom.model.limits import Limits, Usage
 from pytest_atom.model.modes import SourceKind
 from pytest_atom.model.outcome import Decision, Outcome, decide
@@ -159,6 +160,50 @@ class SpecResult:
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
     plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
+    #: What the answers that passed through the gateway billed, by the request's role, and
+    #: their price (`pytest_atom.model.billing` and `.prices`): the streams' own figure, a
+    #: cross-check of Claude Code's (`billing_note`).
+    billed: dict[str, Billed] = field(default_factory=dict)
+    billed_usd: dict[str, float] = field(default_factory=dict)
+    #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
+    billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+
+    @property
+    def billed_tokens(self) -> int:
+        return sum(used.tokens for used in self.billed.values())
+
+    def step_usage(self) -> dict[str, RoleUsage]:
+        """The steps billed on top of the answers (advisor, compaction), by kind, every
+        role's: tokens and their price."""
+        kinds: dict[str, RoleUsage] = {}
+        for steps in self.billed_steps.values():
+            for kind, (tokens, usd) in steps.items():
+                kinds[kind] = kinds.get(kind, RoleUsage()) + RoleUsage(tokens, usd)
+        return kinds
+
+    @property
+    def uncounted(self) -> RoleUsage:
+        """What the API billed that Claude Code's totals leave out: compaction steps."""
+        return self.step_usage().get("compaction", RoleUsage())
+
+    def billing_note(self) -> str | None:
+        """Where the streams billed another figure than Claude Code counted: by how much,
+        and why when the streams say (steps Claude Code leaves out of its totals); None
+        when they agree or nothing passed through the gateway."""
+        if not self.billed:
+            return None
+        streams = self.billed_tokens
+        cli = sum(r.paid_tokens for r in self.records)  # a recalled session passes no gateway
+        if streams == cli:
+            return None
+        left_out = self.uncounted.tokens
+        if left_out and streams - cli == left_out:
+            reason = f": Claude Code leaves compaction's {left_out} tokens out of its totals"
+        elif streams > cli:
+            reason = " (answers Claude Code did not count: cut-off streams, side requests)"
+        else:
+            reason = " (Claude Code counted answers the gateway did not pass)"
+        return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
@@ -355,7 +400,14 @@ class SpecResult:
     def tokens(self) -> int:
         """Every session's tokens: the planner's, the executor's and its subagents', the
         reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
-        return sum(r.tokens for r in self.records) + sum(r.tokens for r in self.recalled)
+        return self.cli_tokens + self.uncounted.tokens
+
+    @property
+    def cli_tokens(self) -> int:
+        """Every session's tokens as Claude Code counted them (failed tries included); what
+        `tokens` adds is what the streams billed on top (`uncounted`)."""
+        paid = sum(r.paid_tokens for r in self.records)  # failed tries included
+        return paid + sum(r.tokens for r in self.recalled)
 
     @property
     def recalled(self) -> list[Recalled]:
@@ -383,7 +435,7 @@ class SpecResult:
                 ("executor", attempt.records, 0.0),
                 ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
             ):
-                usd += sum(r.cost_usd for r in records)
+                usd += sum(r.paid_cost_usd for r in records)  # failed tries included
                 spent += usd if role in self.paid else 0.0
                 recorded += usd if role in self.replayed else 0.0
         if attempts is None:  # the planner's sessions are billed as the executor's are
@@ -391,7 +443,37 @@ class SpecResult:
             usd += sum(p.recalled.cost_usd for p in self.plans if p.recalled is not None)
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
+            for role, steps in self.billed_steps.items():  # what Claude Code leaves out
+                usd = steps.get("compaction", (0, 0.0))[1]
+                payer = "reflector" if role == "reflector" else "executor"
+                spent += usd if payer in self.paid else 0.0
+                recorded += usd if payer in self.replayed else 0.0
+            # A call stopped before Claude Code priced it (a limit, a timeout) was paid for
+            # all the same: the streams' price is the floor of what was spent.
+            spent = max(spent, self.billed_paid_usd)
         return spent, recorded
+
+    @property
+    def billed_paid_usd(self) -> float:
+        """The streams' price of the answers paid for (`paid` roles; the planner's are
+        the executor's), at Claude Code's prices."""
+        return sum(
+            usd
+            for role, usd in self.billed_usd.items()
+            if ("reflector" if role == "reflector" else "executor") in self.paid
+        )
+
+    def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
+        """How many CLI calls failed and were retried, and what they cost (tokens, dollars
+        as Claude Code priced them), over `attempts` (default: every attempt). Every other
+        figure already includes them; this shows them apart."""
+        tries = [
+            t
+            for attempt in (self.all_attempts if attempts is None else attempts)
+            for record in attempt.all_records
+            for t in record.failed_tries
+        ]
+        return len(tries), RoleUsage(sum(t.tokens for t in tries), sum(t.cost_usd for t in tries))
 
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
@@ -399,8 +481,8 @@ class SpecResult:
         their share is split off (see `IterationRecord.subagent_cost_usd`)."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
-            for r in attempt.records:
-                sub = r.subagent_cost_usd
+            for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
+                sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
             for vote in attempt.reflectors:
@@ -413,7 +495,24 @@ class SpecResult:
                     roles["planner"] += RoleUsage(plan.record.tokens, plan.record.cost_usd)
                 if plan.recalled is not None:
                     roles["planner"] += RoleUsage(plan.recalled.tokens, plan.recalled.cost_usd)
+            self._split_steps(roles)
         return roles
+
+    def _split_steps(self, roles: dict[str, RoleUsage]) -> None:
+        """The advisor's and compaction's steps, from the streams, as roles of their own:
+        the advisor's taken out of where Claude Code filed it (under the advisor's model:
+        the executor's "subagents", or the reflector's or planner's session), compaction's
+        added (Claude Code counts it nowhere)."""
+        for role, steps in self.billed_steps.items():
+            session = "subagents" if role == "executor" else role
+            for kind, (tokens, usd) in steps.items():
+                used = RoleUsage(tokens, usd)
+                if kind == "advisor" and session in roles:
+                    filed = roles[session]
+                    roles[session] = RoleUsage(
+                        max(0, filed.tokens - tokens), max(0.0, filed.cost_usd - usd)
+                    )
+                roles[kind] = roles.get(kind, RoleUsage()) + used
 
     @property
     def last_message(self) -> str:

@@ -80,6 +80,8 @@ class RunSettings:
     #: Per metric, how far it may move the wrong way (`reports.baseline.parse_tolerance`).
     baseline_tolerance: dict[str, float | None] = field(default_factory=dict, hash=False)
     min_pass_rate: float | None = None  # the pass rates, not single runs, gate the run
+    #: What a recording session may spend in all, in dollars (pytest_atom.model.spend).
+    max_cost_usd: float | None = None
     #: `--atom-arms`: the arms of specs with `arms:` that run (empty: every arm).
     arms: tuple[str, ...] = ()
     #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
@@ -154,6 +156,16 @@ def _rate(value: Any) -> float:
         number = math.nan
     if isinstance(value, bool) or not 0 <= number <= 1:
         raise ValueError("use a pass rate between 0 and 1, such as 0.8")
+    return number
+
+
+def _dollars(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (math.isfinite(number) and number > 0):
+        raise ValueError("use an amount of US dollars > 0, such as 2.50")
     return number
 
 
@@ -235,6 +247,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "baseline": _path,
     "baseline_tolerance": _tolerance,
     "min_pass_rate": _rate,
+    "max_cost_usd": _dollars,
 }
 #: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
 #: one-off actions, arms a selection like ``-k``, and a seed reproduces one run (a fixed

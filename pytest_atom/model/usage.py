@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_atom.agents.events import Event, MessageUsage, Result, SessionStarted, ToolCall
+from pytest_atom.model.billing import Tokens
 
 __all__ = [
     "ROLES",
@@ -34,17 +35,14 @@ __all__ = [
 ]
 
 #: The kinds of session a spec run reports usage for, in report order: the agent's main
-#: session, its subagents, the judge and (planner mode) the planner.
-ROLES = ("executor", "subagents", "reflector", "planner")
+#: session, its subagents, the judge and (planner mode) the planner; then the sampling
+#: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
+#: model's and compaction's. Claude Code files the advisor's under its model in
+#: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
+#: compaction out; both are read from the streams (pytest_atom.model.billing).
+ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction")
 
-#: A Messages-API usage object's token counts; every one is billed.
-_USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
-#: The same counts in the CLI's per-model ``modelUsage``, with the price weight used to split
+#: A Messages-API usage object's counts in the CLI's per-model ``modelUsage``, with the price weight used to split
 #: a model's cost between sessions (input = 1: the published ratios of Anthropic's prices).
 _MODEL_USAGE_WEIGHTS = {
     "inputTokens": 1.0,
@@ -61,10 +59,12 @@ _AS_MODEL_USAGE = {
 
 
 def usage_tokens(usage: Any) -> int:
-    """Input, output and cache tokens of a Messages-API usage object (0 for anything else)."""
-    if not isinstance(usage, Mapping):
-        return 0
-    return sum(_count(usage.get(k)) for k in _USAGE_KEYS)
+    """Input, output and cache tokens of a Messages-API usage object (0 for anything else),
+    read by the one fold of usage (pytest_atom.model.billing). The steps billed on top of
+    an answer (``usage.iterations``) are not in it: Claude Code's events and totals leave
+    compaction out and file the advisor's under its own model; the gateway reads both
+    from the streams."""
+    return Tokens.of(usage).total
 
 
 def _count(value: Any) -> int:

@@ -32,12 +32,14 @@ from pytest_atom.model.settings import (
     resolve,
 )
 from pytest_atom.model.spec import Mark, Spec, SpecError, load_specs
+from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS, SpendingLimitReached
 from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_results
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import (
+    failed_tries_lines,
     failure_report,
     pass_rates,
     result_properties,
@@ -69,12 +71,15 @@ def pytest_harness(config: pytest.Config) -> Harness:
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     try:
-        return build_harness(
+        harness = build_harness(
             [command_line(config), *file_layers(_ini(config), atom_config)],
             root=config.rootpath,
             config=atom_config,
             hook=config.hook,
+            # each xdist worker holds its share of the session's spending limit
+            workers=int(getattr(config, "workerinput", {}).get("workercount") or 1),
         )
+        return harness
     except SettingsError as err:
         raise pytest.UsageError(str(err)) from None
 
@@ -201,6 +206,7 @@ class AtomSession:
         config.option.atom_seed = self.harness.settings.seed
         self.results: list[SummaryRow] = []
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
+        self.spending_limit = False  # a spec was stopped, or not run, at --atom-max-cost-usd
         try:
             self.baseline = self.harness.baseline_gate()
         except BaselineError as exc:
@@ -240,6 +246,10 @@ class AtomSession:
         if type(report).__name__ == "SubtestReport":
             return
         props = dict(report.user_properties)
+        if SPEND_WORDS in str(report.longrepr or "") or SPEND_WORDS in str(
+            props.get("atom_limit_exceeded", "")
+        ):
+            self.spending_limit = True  # a spec stopped, or not started, at the limit
         outcome = Outcome.from_properties(props) if report.when == "call" else None
         if outcome is not None:
             self.results.append(SummaryRow.of(report.nodeid, props, _as_reported(outcome, report)))
@@ -263,6 +273,9 @@ class AtomSession:
         except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
             self.stats_error = str(exc)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
+        if self.spending_limit:  # as `claude plugin eval --max-cost-usd`: 2, whatever else
+            session.exitstatus = pytest.ExitCode(EXIT_SPENDING_LIMIT)
             return
         if regressed:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
@@ -309,6 +322,15 @@ class AtomSession:
         for row in self.results:
             for label, text in row.notes():
                 terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
+        for line in failed_tries_lines(self.results):
+            terminalreporter.write_line(line)
+        if self.spending_limit:
+            spend = self.harness.spend
+            said = spend.summary() if spend is not None else None
+            terminalreporter.write_line(
+                said or f"spending limit reached ({self.harness.spend_option}); exit status 2",
+                red=True,
+            )
         for line in sandbox_warning_lines(self.results):
             terminalreporter.write_line(line, yellow=True)
         if self.stats_error:
@@ -519,6 +541,8 @@ class AtomItem(pytest.Function):
             result = harness.run(
                 self.spec, registry=spec_file.registry, repeat=self.repeat, settings=settings
             )
+        except SpendingLimitReached as exc:
+            pytest.skip(str(exc))
         except _RUN_ERRORS as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
         else:

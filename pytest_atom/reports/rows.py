@@ -114,4 +114,6 @@ class SummaryRow:
         """(label, text) of what the summary says under the table about this run."""
         found = [("drift", self.drift), ("warning", self.warnings)]
         found.append(("limit_exceeded", self.limit_exceeded))
+        # where the streams billed another figure than Claude Code counted, and why
+        found.append(("billing", self.properties.get("atom_billing_note")))
         return [(label, text) for label, text in found if text]

@@ -418,6 +418,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_iterations": result.iterations,
         "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
+        **failed_try_properties(result),
+        **billed_properties(result),
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
@@ -444,6 +446,35 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         ),
         **step_properties(result),
         **arm_properties(result.spec),
+    }
+
+
+def billed_properties(result: SpecResult) -> dict[str, Any]:
+    """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
+    steps are roles: ``atom_advisor_tokens``, ``atom_compaction_tokens``), Claude Code's own
+    figure (``atom_cli_tokens``, kept as a cross-check), and where they differ, by how much
+    and why (``atom_billing_note``)."""
+    if not result.billed:
+        return {}
+    props: dict[str, Any] = {
+        "atom_billed_tokens": result.billed_tokens,
+        "atom_cli_tokens": result.cli_tokens,
+    }
+    if note := result.billing_note():
+        props["atom_billing_note"] = note
+    return props
+
+
+def failed_try_properties(result: SpecResult) -> dict[str, Any]:
+    """``atom_failed_tries`` (CLI calls that failed and were retried) and their tokens and
+    cost, only when there were any: `atom_tokens` and `atom_cost_usd` already include them."""
+    count, used = result.failed_tries()
+    if not count:
+        return {}
+    return {
+        "atom_failed_tries": count,
+        "atom_failed_tries_tokens": used.tokens,
+        "atom_failed_tries_cost_usd": round(used.cost_usd, 6),
     }
 
 
@@ -493,6 +524,22 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
         f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
         "could write outside "
         f"the attempt folder and reach the network: {', '.join(off)}"
+    ]
+
+
+def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """The summary's note of CLI calls that failed and were retried: their tokens and cost
+    are in the table's figures already; this says how much of them the failed tries took."""
+    tried = [row for row in rows if row.properties.get("atom_failed_tries")]
+    if not tried:
+        return []
+    count = sum(int(row.properties["atom_failed_tries"]) for row in tried)
+    tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
+    usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
+    return [
+        f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
+        f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
+        "included in the figures above"
     ]
 
 

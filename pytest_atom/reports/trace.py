@@ -116,11 +116,30 @@ def _cost(
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
-        "tokens": sum(r.tokens for r in records),
+        "tokens": sum(r.paid_tokens for r in records),  # failed tries included
+        "failed_tries": {
+            "count": sum(len(r.failed_tries) for r in records),
+            "tokens": sum(r.tries_tokens for r in records),
+            "usd": round(sum(r.tries_cost_usd for r in records), 6),
+        },
         "by_role": {role: used.to_dict() for role, used in by_role.items()},
         "wall_time_ms": _ms(wall_seconds),
         "claude_time_ms": _ms(sum(r.duration for r in records)),
         "dispatched_runs": len(records),
+    }
+
+
+def _billed(result: SpecResult) -> dict[str, Any]:
+    """The spec's tokens with what Claude Code leaves out (compaction), and the streams'
+    own figure beside Claude Code's, with why they differ (`SpecResult.billing_note`)."""
+    if not result.billed:
+        return {}
+    paid = sum(r.paid_tokens for r in result.records)
+    return {
+        "tokens": paid + result.uncounted.tokens,
+        "billed_tokens": result.billed_tokens,
+        "cli_tokens": result.cli_tokens,
+        "billing_note": result.billing_note(),
     }
 
 
@@ -307,7 +326,10 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         },
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
-        "cost": _cost(result.records, result.duration, result.costs(), result.usage_by_role()),
+        "cost": {
+            **_cost(result.records, result.duration, result.costs(), result.usage_by_role()),
+            **_billed(result),
+        },
         "children": [_step_child(result, s, sessions, ref) for s in result.all_steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
         "errors": errors,

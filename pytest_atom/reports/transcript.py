@@ -59,6 +59,8 @@ from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.gateway.messages import fold_sse
 from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
+from pytest_atom.model.billing import Billed, billed
+from pytest_atom.model.prices import cost_usd
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -389,36 +391,40 @@ class Line:
 
 @dataclass
 class Reply:
-    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body)."""
+    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
+    its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_creation: int = 0
+    billed: Billed = field(default_factory=Billed)
+    model: str | None = None
     error: str | None = None
 
-    def set_usage(self, usage: Any) -> None:
-        """Take the counts a usage object has; the others keep their values."""
-        if not isinstance(usage, dict):
-            return
-        for attr, key in (
-            ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
-            ("cache_read", "cache_read_input_tokens"),
-            ("cache_creation", "cache_creation_input_tokens"),
-        ):
-            if isinstance(usage.get(key), int):
-                setattr(self, attr, usage[key])
+    @property
+    def input_tokens(self) -> int:
+        return self.billed.message.input
+
+    @property
+    def output_tokens(self) -> int:
+        return self.billed.message.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.billed.message.cache_read
+
+    @property
+    def cache_creation(self) -> int:
+        return self.billed.message.cache_write
 
     def usage_text(self) -> str:
-        """``12 in, 3 out, 5 cache read tokens``: cache counts only when there are any."""
-        parts = [f"{self.input_tokens} in", f"{self.output_tokens} out"]
-        if self.cache_read:
-            parts.append(f"{self.cache_read} cache read")
-        if self.cache_creation:
-            parts.append(f"{self.cache_creation} cache write")
-        return ", ".join(parts) + " tokens"
+        """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
+        (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
+        text = self.billed.message.text()
+        for step in self.billed.iterations:
+            who = f" {step.model}" if step.model else ""
+            text += f"; + {step.kind}{who}: {step.tokens.text()}"
+        for key, count in self.billed.server_tool_use.items():
+            text += f"; {_requests(key, count)}"
+        return text
 
 
 def _error_text(data: Any, status: int) -> str:
@@ -444,11 +450,14 @@ def read_reply(response: str, status: int) -> Reply:
             reply.error = _error_text(data, status)
         elif isinstance(data, dict):
             reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
-            reply.set_usage(data.get("usage"))
+            reply.billed = billed(data.get("usage"))
+            model = data.get("model")
+            reply.model = model if isinstance(model, str) else None
         return reply
     folded = fold_sse(response)
     reply.blocks = folded["content"]
-    reply.set_usage(folded["usage"])
+    reply.billed = billed(folded["usage"])
+    reply.model = folded["model"]
     if folded["error"] is not None:
         reply.error = _error_text(folded["error"], status)
     elif status >= 400:
@@ -493,19 +502,35 @@ def _without_cache_control(node: Any) -> Any:
 class _Totals:
     turns: int = 0
     tool_calls: int = 0
+    server_calls: int = 0
     verdicts: int = 0
     plans: int = 0  # planner mode: the planner's structured answers
     side: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read: int = 0
-    cache_creation: int = 0
+    billed: Billed = field(default_factory=Billed)
+    cost_usd: float = 0.0  # at today's prices (pytest_atom.model.prices)
 
-    def add(self, reply: Reply) -> None:
-        self.input_tokens += reply.input_tokens
-        self.output_tokens += reply.output_tokens
-        self.cache_read += reply.cache_read
-        self.cache_creation += reply.cache_creation
+    def add(self, reply: Reply, body: dict[str, Any]) -> None:
+        """Count an answer, priced as the model its request asked for (as Claude Code and
+        `atom cassette cost` price it), else the answer's."""
+        asked = body.get("model")
+        self.billed += reply.billed
+        self.cost_usd += cost_usd(reply.billed, asked if isinstance(asked, str) else reply.model)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.billed.message.input
+
+    @property
+    def output_tokens(self) -> int:
+        return self.billed.message.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.billed.message.cache_read
+
+    @property
+    def cache_creation(self) -> int:
+        return self.billed.message.cache_write
 
 
 @dataclass
@@ -518,6 +543,18 @@ class _Session:
     last_length: int = 0
     #: Agent calls: (index in `lines` just past the call, its prompt, its description).
     agent_calls: list[tuple[int, str, str]] = field(default_factory=list)
+    #: The assistant messages its requests carried back, as `_answers` writes them.
+    answers: set[str] = field(default_factory=set)
+
+
+def _answers(messages: list[Any]) -> dict[int, str]:
+    """The assistant messages of a request by index, cache breakpoints aside: what ties a
+    later request to the conversation that gave those answers."""
+    return {
+        n: _dumps(_without_cache_control(m.get("content")))
+        for n, m in enumerate(messages)
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    }
 
 
 def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
@@ -614,21 +651,37 @@ class _CassetteTranscript:
                 else:
                     self.totals.verdicts += 1
                 out.append(Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(answer)}"))
-            elif kind in ("tool_use", "server_tool_use"):
+            elif kind == "tool_use":
                 self.totals.tool_calls += 1
                 out += self.tool_use(block, indent)
+            elif kind == "server_tool_use":
+                self.totals.server_calls += 1
+                out += self.tool_use(block, indent, "server_tool_use")
+            elif kind == "compaction":
+                out.append(Line("(compaction summary)", "dim", indent))
+                out += self.clip(str(block.get("content") or ""), indent + "  ")
+            elif isinstance(kind, str) and kind.endswith("_tool_result"):
+                error = " (error)" if _result_error(block.get("content")) else ""
+                out.append(Line(f"{indent}{kind} {block.get('tool_use_id', '')}{error}:"))
+                out += self.clip("\n".join(_result_text(block.get("content"))), indent + "  ")
             else:
                 out.append(Line(f"{indent}[{kind}]"))
+            if kind == "text" and isinstance(block.get("citations"), list):
+                out += [
+                    Line(f"{indent}  [cites] {_citation(c)}")
+                    for c in block["citations"]
+                    if isinstance(c, dict)
+                ]
         return out
 
-    def tool_use(self, block: dict[str, Any], indent: str) -> list[Line]:
+    def tool_use(self, block: dict[str, Any], indent: str, word: str = "tool_use") -> list[Line]:
         """A tool call, tagged when it is a skill, subagent or MCP call (`call_marks`); a
         shell command is shown as typed, not JSON-escaped. A refusal shows on the result,
         the only place a cassette keeps it."""
         name, args = str(block.get("name", "?")), block.get("input")
         marks = call_marks(name, args)
         self.marks += marks
-        head = f"{indent}tool_use {name}" + "".join(f" {mark.tag}" for mark in marks)
+        head = f"{indent}{word} {name}" + "".join(f" {mark.tag}" for mark in marks)
         command = args.get("command") if isinstance(args, dict) else None
         if isinstance(command, str):
             rest = {k: v for k, v in args.items() if k != "command"} if args else {}
@@ -666,7 +719,7 @@ class _CassetteTranscript:
         """A request without tools (a title, a summary): one line, what was asked and said."""
         reply = read_reply(interaction.response, interaction.status)
         self.totals.side += 1
-        self.totals.add(reply)
+        self.totals.add(reply, body)
         answer = reply.error or " ".join(
             str(b.get("text", "")) for b in reply.blocks if b.get("type") == "text"
         )
@@ -676,13 +729,21 @@ class _CassetteTranscript:
 
     def session_for(self, body: dict[str, Any]) -> _Session:
         """The conversation a turn continues: the latest one with the same first message and
-        system prompt (cache breakpoints aside) and fewer messages; else a new one.
+        system prompt (cache breakpoints aside) and fewer messages; else the latest one whose
+        answers the request carries back (a later ``claude -p`` call of the same session:
+        Claude Code then merges its ``role: system`` entries into the first user message,
+        so that message differs); else a new one.
         """
         messages = body["messages"]
         key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
         if len(messages) > 1:
             for session in reversed(self.sessions):
                 if session.key == key and session.last_length < len(messages):
+                    return session
+            answers = set(_answers(messages).values())
+            for session in reversed(self.sessions):
+                if answers & session.answers:
+                    session.key = key
                     return session
         tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
         first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
@@ -691,18 +752,22 @@ class _CassetteTranscript:
         return session
 
     def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
-        """A turn of its session: only the user content new since its previous turn."""
+        """A turn of its session: only the user content new since its previous turn (what
+        follows the last answer the request carries back)."""
         messages: list[Any] = body["messages"]
         session = self.session_for(body)
         session.lines += self.pending
         self.pending = []
-        new = messages[session.last_length :] if session.last_length < len(messages) else []
+        answers = _answers(messages)
+        after = max(answers) + 1 if answers else session.last_length
+        new = messages[after:] if after < len(messages) else []
         new = [m for m in new if isinstance(m, dict) and m.get("role") == "user"] or messages[-1:]
+        session.answers.update(answers.values())
         session.last_length = len(messages)
         session.turns += 1
         self.totals.turns += 1
         reply = read_reply(interaction.response, interaction.status)
-        self.totals.add(reply)
+        self.totals.add(reply, body)
         session.lines.append(Line(f"  Turn {session.turns}", "bold", suffix=f"  {where}"))
         session.lines.append(Line("    user:"))
         for message in new:
@@ -803,10 +868,81 @@ class _CassetteTranscript:
             plural(t.tool_calls, "tool call"),
             plural(t.verdicts, "verdict"),
             *([plural(t.plans, "plan")] if t.plans else []),
+            *([plural(t.server_calls, "server tool call")] if t.server_calls else []),
             plural(t.side, "side request"),
         )
+        kinds = t.billed.by_kind()
+        spent = f"billed {t.billed.tokens} tokens"
+        if len(kinds) > 1:
+            spent += " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
+        for key, count in t.billed.server_tool_use.items():
+            spent += f", {_requests(key, count)}"
+        spent += f", ${t.cost_usd:.4f} at today's prices"
         marks = marks_summary(self.marks)
-        return f"Totals: {', '.join(counts)}; {tokens}" + (f"; {marks}" if marks else "")
+        return f"Totals: {', '.join(counts)}; {tokens}; {spent}" + (f"; {marks}" if marks else "")
+
+
+def _requests(key: str, count: int) -> str:
+    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
+    return plural(count, key.replace("_", " ").removesuffix("s"))
+
+
+def _result_error(content: Any) -> bool:
+    """Whether a server tool's result is its error (``web_search_tool_result_error``, …)."""
+    return isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+
+
+#: The fields of a server tool's result shown as they are, in this order.
+_RESULT_FIELDS = ("error_code", "return_code", "stdout", "stderr", "text", "file_type")
+
+
+def _result_text(content: Any) -> list[str]:
+    """A server tool's result as lines: each search hit's title and address, a fetched
+    page's address, title and text, code's exit status and output, an advisor's advice;
+    encrypted parts are named, not shown."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [line for item in content for line in _result_text(item)]
+    if not isinstance(content, dict):
+        return []
+    kind = str(content.get("type", ""))
+    lines: list[str] = []
+    if content.get("url") or content.get("title"):
+        title, url = content.get("title"), content.get("url")
+        lines.append(
+            " ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x)
+        )
+        if content.get("page_age"):
+            lines[-1] += f" ({content['page_age']})"
+    for key in _RESULT_FIELDS:
+        value = content.get(key)
+        if value not in (None, ""):
+            lines.append(str(value) if key == "text" else f"{key}: {value}")
+    source = content.get("source")
+    if isinstance(source, dict) and isinstance(source.get("data"), str):
+        if source.get("type") == "base64":
+            lines.append(
+                f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)"
+            )
+        else:
+            lines.append(source["data"])
+    for key in ("content", "document"):
+        if content.get(key) is not None:
+            lines += _result_text(content[key])
+    if content.get("encrypted_content") or content.get("encrypted_index"):
+        lines.append(f"({kind or 'result'}: encrypted)")
+    return lines
+
+
+def _citation(citation: dict[str, Any]) -> str:
+    """A citation in one line: what it cites (page, document) and the words it quotes."""
+    where = citation.get("title") or citation.get("document_title") or citation.get("url") or ""
+    if citation.get("url") and citation.get("url") != where:
+        where = f"{where} <{citation['url']}>"
+    quoted = " ".join(str(citation.get("cited_text") or "").split())
+    quoted = quoted[:160] + "…" if len(quoted) > 160 else quoted
+    return f'{where}: "{quoted}"' if quoted else str(where or citation.get("type", "citation"))
 
 
 def _indented(line: Line, pad: str) -> Line:

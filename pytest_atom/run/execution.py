@@ -61,6 +61,7 @@ from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import EnvError, Spec, expand_env
+from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime, RunOutcome
@@ -135,9 +136,12 @@ class AttemptLoop:
     #: The earlier steps a verdict may name as a rollback `target`; with any, a verdict
     #: asking for a rollback ends the attempts (the steps runner acts on it).
     earlier_steps: tuple[str, ...] = ()
+    #: The session's spending limit (`--atom-max-cost-usd`): the budget stops the agent at it.
+    spend: SpendLimit | None = None
 
     def __post_init__(self) -> None:
-        self.budget = Budget(self.spec.limits)  # one for every attempt: limits sum over them
+        # one for every attempt: limits sum over them
+        self.budget = Budget(self.spec.limits, self.spend)
 
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
@@ -165,6 +169,8 @@ class AttemptLoop:
         executor = agents.executor()
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
+            if self.attempts and self._spent(self.attempts[-1]):
+                return  # no new Claude Code call past the session's spending limit
             try:
                 attempt = self.execute(number, executor, source, message)
             except SetupFailed as exc:
@@ -180,7 +186,7 @@ class AttemptLoop:
                 records=attempt.records,
             )
             self.emit("checks", checks=attempt.checks)
-            if attempt.outcome.reason == "limit":
+            if attempt.outcome.reason == "limit" or self._spent(attempt):
                 return  # failed whatever the checks say; they show how far it got
             if not self.reflect(attempt, agents, source):
                 return
@@ -195,6 +201,18 @@ class AttemptLoop:
             if attempt.decision != "refine" or self.rolls_back(attempt):
                 return
             message = refine_message(attempt, last, self.threshold)
+
+    def _spent(self, attempt: Attempt) -> bool:
+        """The session's spending limit is reached: `attempt` ends on it, as on a limit of
+        its own, and no Claude Code call (a reflector, a refine attempt) starts after it."""
+        crossing = self.spend.crossing() if self.spend is not None else None
+        if crossing is None:
+            return False
+        self.budget.exceeded = self.budget.exceeded or crossing
+        if attempt.outcome.reason != "limit":
+            attempt.outcome.success, attempt.outcome.reason = False, "limit"
+            attempt.outcome.error = crossing
+        return True
 
     def rolls_back(self, attempt: Attempt) -> bool:
         """The verdict names an earlier step to roll back to: no refine of this one."""

@@ -28,6 +28,7 @@ from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec import Spec
+from pytest_atom.model.spend import SpendLimit
 from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.baseline import BaselineGate
 from pytest_atom.reports.trace import write_report
@@ -48,6 +49,17 @@ class Harness:
     hook: HookRelay
     started: datetime = field(default_factory=datetime.now)
     _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
+    #: How many processes share the spending limit (pytest-xdist's workers: each holds its
+    #: share) and how the front end names the option (reports quote it).
+    workers: int = 1
+    spend_option: str = "--atom-max-cost-usd"
+    #: The session's spending limit (`settings.max_cost_usd`, this process's share of it).
+    spend: SpendLimit | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        limit = self.settings.max_cost_usd
+        if limit is not None:
+            self.spend = SpendLimit(limit / max(1, self.workers), self.spend_option)
 
     @property
     def runs_dir(self) -> Path:
@@ -111,6 +123,7 @@ class Harness:
             on_event=on_event,
             config=self.config,
             repeat=repeat,
+            spend=self.spend,
         )
         if self.report_dir is not None:
             result.trace = write_report(result, self.report_dir, repeat=repeat)
@@ -143,11 +156,20 @@ def build_harness(
     root: Path,
     config: AtomConfig,
     hook: HookRelay,
+    workers: int = 1,
+    spend_option: str = "--atom-max-cost-usd",
 ) -> Harness:
     """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
-    when none is set."""
+    when none is set; `workers` share the spending limit, which `spend_option` names."""
     remember_env_files(root)  # reports written here scrub the project's env file secrets
-    return Harness(resolve(layers).with_seed(), root, config, hook)
+    return Harness(
+        resolve(layers).with_seed(),
+        root,
+        config,
+        hook,
+        workers=workers,
+        spend_option=spend_option,
+    )
 
 
 def host_harness(
@@ -155,6 +177,7 @@ def host_harness(
     *,
     config_path: Path | None = None,
     spec_dirs: Iterable[Path] = (),
+    spend_option: str = "--max-cost-usd",
 ) -> Harness:
     """The harness outside pytest (`atom run`, `atom validate`): the command's options,
     pytest's ini file and `.atom/config.yaml` of the project's root, and its conftests.
@@ -171,6 +194,7 @@ def host_harness(
         root=root,
         config=config,
         hook=host_hooks(root, spec_dirs),
+        spend_option=spend_option,
     )
 
 

@@ -172,6 +172,7 @@ class AtomRuntime:
         self, prompt: str, iteration: int, deadline: float | None
     ) -> IterationRecord:
         attempt = 0
+        failed: list[IterationRecord] = []  # tries retried: paid for, kept on the last one
         while True:
             attempt += 1
             left = None if deadline is None else max(0.1, deadline - time.monotonic())
@@ -182,6 +183,8 @@ class AtomRuntime:
                 use_context=True,
                 timeout=left,
             )
+            record.failed_tries = failed
+            failed = [*failed, record]
             out_of_retries = self.max_retries is not None and attempt > self.max_retries
             if (
                 record.timed_out

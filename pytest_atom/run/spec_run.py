@@ -26,6 +26,7 @@ from pytest_atom.cassettes.recording import (
 from pytest_atom.cassettes.scrub import Scrubber, remember_env_files
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
+from pytest_atom.gateway.server import Meter
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
@@ -33,6 +34,7 @@ from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import Spec
+from pytest_atom.model.spend import SpendLimit
 from pytest_atom.run.execution import (
     AttemptLoop,
     HarnessError,
@@ -58,6 +60,7 @@ def run_spec(
     on_event: Callable[[dict[str, Any]], None] | None = None,
     config: AtomConfig | None = None,
     repeat: int | None = None,
+    spend: SpendLimit | None = None,
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
@@ -67,8 +70,11 @@ def run_spec(
     add "step", "commit" and "rollback"). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
-    draw a stochastic script's choices.
+    draw a stochastic script's choices. `spend` is the session's spending limit: once it is
+    reached the spec does not start (SpendingLimitReached), and a run under way is stopped.
     """
+    if spend is not None and spend.reached:
+        raise spend.refuse(spec.name)
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
     # The project's and the workspace's env files: their secrets are scrubbed from all
@@ -93,6 +99,7 @@ def run_spec(
         model=spec.model or (config.model if config else None),
         tools=_spec_tools(spec, config),
         project_dir=project_dir,
+        spend=spend,
     )
     source = open_model_source(
         spec,
@@ -102,8 +109,9 @@ def run_spec(
         repeat=repeat,
     )
     source.open_mcp(spec, run.run_dir / "mcp")
+    meter = Meter(_billing(source)[0], spend)
     try:
-        exchanges, written = _drive(run, source)
+        exchanges, written = _drive(run, source, meter)
     except KeyboardInterrupt as stop:
         tape = source.tape
         partial = tape.cassette.partial_path if tape and source.kind == "record" else None
@@ -115,6 +123,8 @@ def run_spec(
             shutil.rmtree(run.run_dir, ignore_errors=True)
         raise
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
     stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
     if stale:
         result.warnings.append(stale)
@@ -125,7 +135,9 @@ def run_spec(
     return result
 
 
-def _drive(run: AttemptLoop, source: ModelSource) -> tuple[list[Exchange], Path | None]:
+def _drive(
+    run: AttemptLoop, source: ModelSource, meter: Meter
+) -> tuple[list[Exchange], Path | None]:
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
 
     Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
@@ -135,7 +147,7 @@ def _drive(run: AttemptLoop, source: ModelSource) -> tuple[list[Exchange], Path 
     failed = True
     exchanges: list[Exchange] = []
     try:
-        with Gateway(source.responder) as gateway:
+        with Gateway(source.responder, meter) as gateway:
             run.attempt_all(source, gateway.url)
             exchanges = gateway.exchanges
         failed = _unfinished(run)

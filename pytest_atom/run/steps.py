@@ -285,6 +285,7 @@ class StepsRun(AttemptLoop):
             else session_id_for(self.spec),
             label=f"{step.id}:",
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
+            spend=self.spend,
         )
 
     def _set_aside_interrupted(self) -> None:

@@ -139,6 +139,9 @@ class IterationRecord:
     limit_exceeded: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
     meter: CallUsage = field(default_factory=CallUsage, repr=False)
+    #: The earlier tries of this call that failed and were retried (run.runtime): paid
+    #: for, so every report counts them (`paid_tokens`, `paid_cost_usd`) and shows them apart.
+    failed_tries: list[IterationRecord] = field(default_factory=list, repr=False)
 
     @property
     def ended(self) -> bool:
@@ -184,6 +187,24 @@ class IterationRecord:
         return self.tokens - self.main_tokens
 
     @property
+    def tries_tokens(self) -> int:
+        """The tokens of the tries that failed before this one (`failed_tries`)."""
+        return sum(t.tokens for t in self.failed_tries)
+
+    @property
+    def tries_cost_usd(self) -> float:
+        return sum(t.cost_usd for t in self.failed_tries)
+
+    @property
+    def paid_tokens(self) -> int:
+        """This call's tokens and its failed tries': what the call cost to get."""
+        return self.tokens + self.tries_tokens
+
+    @property
+    def paid_cost_usd(self) -> float:
+        return self.cost_usd + self.tries_cost_usd
+
+    @property
     def subagent_cost_usd(self) -> float:
         """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
         return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
@@ -199,11 +220,24 @@ class IterationRecord:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-able digest for iteration history and traces (no raw stdout)."""
-        data = asdict(self)
+        tries, self.failed_tries = self.failed_tries, []  # digested below, not copied whole
+        try:
+            data = asdict(self)
+        finally:
+            self.failed_tries = tries
         for bulky in ("stdout", "meter"):
             data.pop(bulky)
         data["tokens"] = self.tokens
         data["subagent_tokens"] = self.subagent_tokens
+        data["failed_tries"] = [
+            {
+                "returncode": t.returncode,
+                "tokens": t.tokens,
+                "cost_usd": t.cost_usd,
+                "error": t.failure(300),
+            }
+            for t in self.failed_tries
+        ]
         return data
 
     @property

@@ -1,0 +1,188 @@
+"""What one Messages-API answer billed: the one fold of a stream's usage.
+
+Every reader of a recorded or live answer (the gateway, ``atom cassette show``, the cost
+estimate, the spending limit) counts tokens here, so no two of them can disagree.
+
+The rules, from the Messages API and from real streams:
+
+- ``message_start`` carries the usage as the answer starts; ``message_delta`` carries it
+  again, cumulatively, at the end. A ``message_delta`` count replaces the start's only
+  where it is *given*: a key it leaves out, or a ``0`` where ``message_start`` had a count
+  (real streams send ``cache_read_input_tokens: 0`` at the end of an answer whose start
+  read 55,096 from the cache), keeps the start's count.
+- ``usage.iterations`` lists the sampling steps of one request. Steps of type ``message``
+  are the answer itself and add up to the top-level counts; the others are billed on top
+  of them: a ``compaction`` step (the summary the API wrote of the conversation) and an
+  ``advisor_message`` (the advisor model's own reading and advice, at its model's price).
+  Claude Code 2.1.331 prices the top-level counts only, so its totals leave both out.
+- ``usage.server_tool_use`` counts server tool requests (``web_search_requests``,
+  ``web_fetch_requests``, …); web searches are billed per request.
+- ``inference_geo: "us"`` is billed at 1.1 times the price (Claude Code's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Billed", "Iteration", "Tokens", "billed", "merge_usage"]
+
+#: What the fold names a usage iteration's kind; a kind not listed is named as given,
+#: without its ``_message`` suffix.
+_KINDS = {"advisor_message": "advisor", "compaction": "compaction", "message": "message"}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The four token counts the API bills (cache writes: ``cache_write_1h`` of them at
+    the one-hour price, the rest at the five-minute price)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_1h: int = 0
+
+    @classmethod
+    def of(cls, usage: Any) -> Tokens:
+        """The counts of a Messages-API usage object (zeros for anything else)."""
+        if not isinstance(usage, Mapping):
+            return cls()
+        written = _count(usage.get("cache_creation_input_tokens"))
+        detail = usage.get("cache_creation")
+        hour = _count(detail.get("ephemeral_1h_input_tokens")) if isinstance(detail, Mapping) else 0
+        return cls(
+            _count(usage.get("input_tokens")),
+            _count(usage.get("output_tokens")),
+            _count(usage.get("cache_read_input_tokens")),
+            written,
+            min(hour, written),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def __add__(self, other: Tokens) -> Tokens:
+        return Tokens(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.cache_write_1h + other.cache_write_1h,
+        )
+
+    def text(self) -> str:
+        """``12 in, 3 out, 5 cache read tokens``: cache counts only when there are any."""
+        parts = [f"{self.input} in", f"{self.output} out"]
+        if self.cache_read:
+            parts.append(f"{self.cache_read} cache read")
+        if self.cache_write:
+            parts.append(f"{self.cache_write} cache write")
+        return ", ".join(parts) + " tokens"
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """A sampling step billed on top of the answer: its kind (``advisor``, ``compaction``),
+    the model that ran it (None: the request's own) and its tokens."""
+
+    kind: str
+    model: str | None
+    tokens: Tokens
+
+
+@dataclass(frozen=True)
+class Billed:
+    """What one answer billed: the answer's own tokens, the steps billed on top of them,
+    and the server tool requests."""
+
+    message: Tokens = field(default_factory=Tokens)
+    iterations: tuple[Iteration, ...] = ()
+    server_tool_use: Mapping[str, int] = field(default_factory=dict)
+    inference_geo: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Every billed token: the answer's and its extra steps'."""
+        return self.message.total + sum(i.tokens.total for i in self.iterations)
+
+    def by_kind(self) -> dict[str, int]:
+        """Tokens per kind of step: ``message`` (the answer), ``advisor``, ``compaction``."""
+        kinds = {"message": self.message.total}
+        for step in self.iterations:
+            kinds[step.kind] = kinds.get(step.kind, 0) + step.tokens.total
+        return kinds
+
+    @property
+    def web_search_requests(self) -> int:
+        return _count(self.server_tool_use.get("web_search_requests"))
+
+    def __add__(self, other: Billed) -> Billed:
+        tools = dict(self.server_tool_use)
+        for key, value in other.server_tool_use.items():
+            tools[key] = tools.get(key, 0) + value
+        return Billed(
+            self.message + other.message,
+            self.iterations + other.iterations,
+            tools,
+            self.inference_geo or other.inference_geo,
+        )
+
+
+def merge_usage(usages: Iterable[Any]) -> dict[str, Any]:
+    """The usage of ``message_start`` followed by each ``message_delta``'s, in order, by the
+    rule above: a later count replaces an earlier one where it is given (not absent, not a
+    0 over a count); ``iterations`` and text fields are taken whole from the latest event
+    that has them; nested counts (``server_tool_use``, ``cache_creation``) by the same rule.
+    """
+    merged: dict[str, Any] = {}
+    for usage in usages:
+        if isinstance(usage, Mapping):
+            _merge_into(merged, usage)
+    return merged
+
+
+def _merge_into(target: dict[str, Any], found: Mapping[str, Any]) -> None:
+    for key, value in found.items():
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            if value or not _count(target.get(key)):
+                target[key] = value
+        elif isinstance(value, Mapping):
+            inner = target.get(key)
+            inner = dict(inner) if isinstance(inner, Mapping) else {}
+            _merge_into(inner, value)
+            target[key] = inner
+        else:  # iterations (a list), service_tier, inference_geo: the latest whole
+            target[key] = value
+
+
+def billed(usage: Any) -> Billed:
+    """What a (merged) usage object billed."""
+    if not isinstance(usage, Mapping):
+        return Billed()
+    steps = []
+    for step in usage.get("iterations") or ():
+        if not isinstance(step, Mapping):
+            continue
+        raw = str(step.get("type") or "message")
+        if raw == "message":
+            continue  # the answer itself: the top-level counts
+        kind = _KINDS.get(raw, raw.removesuffix("_message"))
+        model = step.get("model")
+        steps.append(Iteration(kind, model if isinstance(model, str) else None, Tokens.of(step)))
+    tools = usage.get("server_tool_use")
+    geo = usage.get("inference_geo")
+    return Billed(
+        Tokens.of(usage),
+        tuple(steps),
+        {k: _count(v) for k, v in tools.items() if _count(v)} if isinstance(tools, Mapping) else {},
+        geo if isinstance(geo, str) else None,
+    )
