@@ -76,6 +76,18 @@ def test_compaction_stream_bills_the_cached_tokens_and_the_compaction_step() -> 
     assert Tokens.of(old).total == streams.COMPACTION_OLD_FOLD
 
 
+def test_a_real_compaction_stream_bills_the_sum_of_its_iterations() -> None:
+    """The real API's compaction stream (tests/data/real_api): `message_start` reports the
+    compaction step's cache read, the end's top-level counts are the answer step's alone.
+    The fold counts every iteration once: 100 + 83 + 55,096 (compaction), 181 + 8 (answer)."""
+    from tests.real_streams import RecordedStream
+
+    body = RecordedStream.load("test_anthropic_compaction_usage_with_cache_streaming").body
+    used = stream_billed(body)
+    assert used.tokens == 100 + 83 + 55096 + 181 + 8
+    assert used.by_kind()["compaction"] == 100 + 83  # its cache read is in the top level
+
+
 def test_advisor_stream_bills_the_advisor_model_apart() -> None:
     used = stream_billed(streams.ADVISOR_STREAM)
     assert used.message.total == streams.ADVISOR_MESSAGE_TOKENS

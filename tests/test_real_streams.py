@@ -50,7 +50,7 @@ STREAMS = {
 #: Streams whose `usage.iterations` bill tokens that Claude Code 2.1.331's own totals (and so
 #: pytest-atom's, until the one usage fold lands) leave out: a compaction step's own input
 #: and output. (It does count the advisor's iterations.)
-ITERATIONS = {"compaction"}
+ITERATIONS: set[str] = set()
 
 
 def spec_in(folder: Path) -> Spec:

@@ -11,8 +11,9 @@ The rules, from the Messages API and from real streams:
   (real streams send ``cache_read_input_tokens: 0`` at the end of an answer whose start
   read 55,096 from the cache), keeps the start's count.
 - ``usage.iterations`` lists the sampling steps of one request. Steps of type ``message``
-  are the answer itself and add up to the top-level counts; the others are billed on top
-  of them: a ``compaction`` step (the summary the API wrote of the conversation) and an
+  are the answer itself; the others are billed on top of the top-level counts, less what
+  of theirs those already hold (a real compaction stream's ``message_start`` reports the
+  compaction step's cache read, which the merge keeps): a ``compaction`` step (the summary the API wrote of the conversation) and an
   ``advisor_message`` (the advisor model's own reading and advice, at its model's price).
   Claude Code 2.1.331 prices the top-level counts only, so its totals leave both out.
 - ``usage.server_tool_use`` counts server tool requests (``web_search_requests``,
@@ -169,15 +170,25 @@ def billed(usage: Any) -> Billed:
     if not isinstance(usage, Mapping):
         return Billed()
     steps = []
+    answer = Tokens()
     for step in usage.get("iterations") or ():
         if not isinstance(step, Mapping):
             continue
         raw = str(step.get("type") or "message")
         if raw == "message":
-            continue  # the answer itself: the top-level counts
+            answer += Tokens.of(step)
+            continue
         kind = _KINDS.get(raw, raw.removesuffix("_message"))
         model = step.get("model")
         steps.append(Iteration(kind, model if isinstance(model, str) else None, Tokens.of(step)))
+    # What the top-level counts hold beyond the answer's own steps came from the other steps
+    # (a real compaction stream's `message_start` carries the compaction's cache read, kept
+    # by the merge): those tokens are counted once, in the top-level counts.
+    overlap = _minus(Tokens.of(usage), answer)
+    for i, step in enumerate(steps):
+        spent = _minus(step.tokens, _minus(step.tokens, overlap))  # min(step, overlap)
+        steps[i] = Iteration(step.kind, step.model, _minus(step.tokens, spent))
+        overlap = _minus(overlap, spent)
     tools = usage.get("server_tool_use")
     geo = usage.get("inference_geo")
     return Billed(
@@ -185,4 +196,15 @@ def billed(usage: Any) -> Billed:
         tuple(steps),
         {k: _count(v) for k, v in tools.items() if _count(v)} if isinstance(tools, Mapping) else {},
         geo if isinstance(geo, str) else None,
+    )
+
+
+def _minus(a: Tokens, b: Tokens) -> Tokens:
+    """`a` less `b`, count by count, never below 0."""
+    return Tokens(
+        max(0, a.input - b.input),
+        max(0, a.output - b.output),
+        max(0, a.cache_read - b.cache_read),
+        max(0, a.cache_write - b.cache_write),
+        max(0, a.cache_write_1h - b.cache_write_1h),
     )
