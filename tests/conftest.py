@@ -24,9 +24,20 @@ try:
 except ImportError:  # the `stats` extra is not installed: tests that need it skip
     pass
 
-from pytest_atom.agents.claude_code.cli import cached_claude, find_claude
+from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, scripted
+from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, checked)
+    pytest_addoption,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_terminal_summary,
+    pytest_unconfigure,
+    counted_claude,
+    wrapped,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 #: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
@@ -171,8 +182,9 @@ def _replay_shipped(folder: Path, claude_bin: Path) -> None:
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    """The real CLI; a missing one errors with the install command (never a silent skip)."""
-    return find_claude()
+    """The real CLI (behind tests/cli_starts.py's counting wrapper); a missing one errors with
+    the install command (never a silent skip)."""
+    return counted_claude()
 
 
 #: The Claude Code that release 0.1 pinned and recorded its cassettes with.
@@ -185,7 +197,7 @@ def old_claude_bin() -> Path:
     binary = cached_claude(OLD_CLI)
     if not binary.exists():
         pytest.fail(f"Claude Code {OLD_CLI} is not installed; run: atom setup --version {OLD_CLI}")
-    return binary
+    return wrapped(binary)
 
 
 @pytest.fixture
