@@ -84,7 +84,15 @@ def replay_once(snapshot: Path, specs: str = "*.atom.yaml") -> Run:
         chosen = sorted(p.relative_to(root) for p in (root / "fixtures/specs").glob(specs))
         if not chosen:
             sys.exit(f"no spec file in fixtures/specs matches {specs!r}")
-        cmd = [sys.executable, "-m", "pytest", "--atom", *map(str, chosen), "-p", "no:cacheprovider"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--atom",
+            *map(str, chosen),
+            "-p",
+            "no:cacheprovider",
+        ]
         cmd += ["-q", "--junitxml", str(xml), "--atom-runs-dir", str(runs)]
         path = os.pathsep.join(filter(None, [str(snapshot), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path}

@@ -98,7 +98,7 @@ def counted_claude() -> Path:
     return wrapped(_REAL_BIN[0]) if _REAL_BIN else find_claude()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def add_cli_starts_option(parser: pytest.Parser) -> None:
     parser.addoption(
         "--cli-starts-json",
         metavar="PATH",
@@ -158,7 +158,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _cpu() -> float:
-    own, children = (resource.getrusage(r) for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    own, children = (
+        resource.getrusage(r) for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 

@@ -28,14 +28,14 @@ from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, scripted
 from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, checked)
-    pytest_addoption,
+    add_cli_starts_option,
+    counted_claude,
     pytest_configure,
     pytest_runtest_logreport,
     pytest_runtest_makereport,
     pytest_runtest_protocol,
     pytest_terminal_summary,
     pytest_unconfigure,
-    counted_claude,
     wrapped,
 )
 
@@ -90,12 +90,22 @@ def drop_step_fixtures(specs: Path) -> None:
 httpx.Client().close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that drives the real CLI is `slow` (seconds each): `-m "not slow"` is the
-    fast unit layer. The rule is the fixture, so no test can forget its mark."""
-    for item in items:
-        if "claude_bin" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_cli_starts_option(parser)
+    parser.addoption(
+        "--replays",
+        type=int,
+        default=1,
+        help="replays per match mode of each recorded shape in tests/test_upstream.py "
+        "(default 1; a determinism sweep by hand: --replays 5)",
+    )
+
+
+@pytest.fixture(scope="session")
+def replays(pytestconfig: pytest.Config) -> int:
+    """How many times a determinism test replays each recording per match mode: once in
+    the suite (one replay shows the behaviour), more by hand (`--replays 5`)."""
+    return int(pytestconfig.getoption("--replays"))
 
 
 @dataclass(frozen=True)

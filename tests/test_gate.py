@@ -97,6 +97,7 @@ def test_old_baselines_without_repeats_still_count() -> None:
     assert gate({"a": (counts(old), (2, 10))}).answer == "REGRESSION"
 
 
+@pytest.mark.slow
 def test_the_session_says_the_gates_answer_and_fails_only_on_regression(
     pytester: pytest.Pytester, claude_for_pytester: None
 ) -> None:

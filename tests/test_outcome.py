@@ -111,6 +111,7 @@ def _summary(output: str, names: list[str]) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
     pytester: pytest.Pytester, specs: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch

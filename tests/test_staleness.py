@@ -61,6 +61,7 @@ def edit_script(folder: Path) -> None:
     script.write_text(text.replace(SECOND_TURN, "Let me look at it."), encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     pytester: pytest.Pytester,
@@ -103,6 +104,7 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     assert staleness(spec, Cassette.load(cassette)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_old_cassette_without_hashes_replays_after_a_script_edit(
     pytester: pytest.Pytester,

@@ -158,6 +158,7 @@ def coin_outcomes(seed: int, repeats: int) -> list[str]:
     return ["passed" if script.play(key[r]).picks == (0,) else "failed" for r in key]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) -> None:
     pytester.makefile(".atom.yaml", coin=COIN_SPEC)
@@ -189,6 +190,7 @@ def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) 
         fresh.stdout.fnmatch_lines([f"{outcome.upper()} *coin[[]r{r}[]]*"])
 
 
+@pytest.mark.slow
 def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Path) -> None:
     """Recorded from a stochastic script, a cassette names the choices it played, so a
     replay (which never reads the script) can still tell when the script changed."""

@@ -199,6 +199,7 @@ def properties(pytester: pytest.Pytester) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in root.iter("property")}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_two_of_three_votes_pass_a_criterion(pytester: pytest.Pytester) -> None:
     project(pytester, True, False, True)
@@ -210,6 +211,7 @@ def test_two_of_three_votes_pass_a_criterion(pytester: pytest.Pytester) -> None:
     assert int(props["atom_reflector_tokens"]) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
     pytester: pytest.Pytester,
@@ -233,6 +235,7 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
     assert '<span class="votes"' in html and "1/3 votes</span>" in html
 
 
+@pytest.mark.slow
 def test_votes_are_recorded_replayed_and_recalled_vote_by_vote(
     pytester: pytest.Pytester,
     counted: Path,  # noqa: F811  (the fixture imported above)
