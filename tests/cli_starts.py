@@ -200,3 +200,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
         for nodeid in idle:
             terminalreporter.write_line(f"  {nodeid}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """As a plugin of its own (`-p tests.cli_starts`); the suite's conftest adds the option
+    itself, beside its own."""
+    add_cli_starts_option(parser)

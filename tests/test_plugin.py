@@ -40,6 +40,13 @@ def test_shipped_fixtures_pass_with_the_xfail_reported(shipped_run: ShippedRun) 
     assert not (specs / "hello.txt").exists()
     assert not (specs / "workspaces" / "calc" / "calc" / "__pycache__").exists()
     assert "return a - b" in (specs / "workspaces" / "calc" / "calc" / "__init__.py").read_text()
+    # A replay under xdist (record mode none, the default) leaves every cassette as it was
+    # and writes no partial one (test_recording's xdist test covers the recording modes).
+    shipped = REPO / "fixtures" / "specs" / "cassettes"
+    for cassette in shipped.glob("*/*.yaml"):
+        copy = specs / "cassettes" / cassette.relative_to(shipped)
+        assert copy.read_bytes() == cassette.read_bytes(), cassette.name
+    assert not list(specs.glob("cassettes/*/*.partial.yaml"))
 
 
 def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, specs: Path) -> None:
