@@ -170,6 +170,7 @@ def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
     return write(pytester.path / "a.atom.yaml", TWO_ARMS)
 
 
+@pytest.mark.slow
 def test_each_arm_runs_as_its_own_item_and_arms_select(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:
@@ -219,6 +220,7 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
     )
 
 
+@pytest.mark.slow
 def test_each_arm_records_and_replays_its_own_cassette(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:

@@ -232,6 +232,7 @@ def run_evals(folder: Path, target: str, *args: str) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow
 def test_the_fixture_suite_replays_offline_both_arms_every_grader(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

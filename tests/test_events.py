@@ -276,6 +276,7 @@ def test_events_are_frozen_values() -> None:
         call.name = "Read"  # type: ignore[misc]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old", [False, True], ids=["pinned", "2.1.197"])
 def test_the_captured_session_still_parses_so_live(
     old: bool, claude_bin: Path, old_claude_bin: Path, gateway_for: Any, tmp_path: Path

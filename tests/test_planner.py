@@ -422,6 +422,7 @@ def test_a_failed_replan_fails_the_spec_and_shows_under_its_rollback(tmp_path: P
 # --- real runs --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> None:
     """The session's one replay of the shipped fixtures (planner, then two steps)."""
     assert "specs/planned.atom.yaml::planned: plan: implement, test" in shipped_run.output
@@ -444,6 +445,7 @@ def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> N
     assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
 
 
+@pytest.mark.slow
 def test_the_replanned_fixture_changes_strategy_after_its_rollback(
     shipped_run: ShippedRun,
 ) -> None:

@@ -95,6 +95,7 @@ def test_an_app_that_cannot_be_imported_says_where_it_was_looked_for(
     assert str(tmp_path) in (outcome.error or "")  # where it was looked for
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_the_example_replays_offline_and_diverges_on_a_new_system_prompt(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

@@ -268,6 +268,7 @@ def test_the_trace_nests_steps_with_their_attempts_and_rollbacks(tmp_path: Path)
 # --- real runs ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
     shipped_run: ShippedRun,
 ) -> None:
