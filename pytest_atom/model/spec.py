@@ -527,19 +527,16 @@ class _Document:
         self.path = path
         self.values: dict[Loc, yaml.Node] = {}
         self.keys: dict[Loc, yaml.Node] = {}
-        loader = _Loader(text)
-        try:
-            node = yamldoc.compose(loader)  # refuses alias bombs before anything walks them
-            self.data: Any = None if node is None else self._build(loader, node, (), ())
-        except yaml.YAMLError as exc:
-            error = yamldoc.from_yaml_error(exc)
-            raise SpecError(error.message, path, error.line, error.column) from None
+        try:  # compose refuses alias bombs before `_build` walks them
+            _, self.data = yamldoc.load(
+                text, _Loader, lambda loader, node: self._build(loader, node, (), ())
+            )
         except yamldoc.YamlDocError as exc:
             raise SpecError(exc.message, path, exc.line, exc.column) from None
-        finally:
-            loader.dispose()
 
-    def _build(self, loader: _Loader, node: yaml.Node, loc: Loc, stack: tuple[int, ...]) -> Any:
+    def _build(
+        self, loader: yaml.SafeLoader, node: yaml.Node, loc: Loc, stack: tuple[int, ...]
+    ) -> Any:
         if id(node) in stack:
             raise self.error("recursive YAML alias", node)
         self.values[loc] = node
