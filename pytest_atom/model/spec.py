@@ -59,7 +59,17 @@ Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs"
 
 
 class SpecError(FileError):
-    """A spec file that cannot be used; str() is the full user-facing message."""
+    """A spec file that cannot be used; str() is the full user-facing message.
+
+    A file with several schema errors raises one SpecError for the first (by line), whose
+    `more` holds the others: str() names each on its own line, with its place and fix, so
+    one run shows them all instead of one per run.
+    """
+
+    more: tuple[SpecError, ...] = ()
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(FileError.__str__(e) for e in self.more)])
 
 
 @dataclass(frozen=True)
@@ -637,14 +647,32 @@ def _schema(extra_kinds: tuple[str, ...]) -> _Schema:
 
 
 def _validate(doc: _Document, schema: _Schema) -> None:
+    """Raise every schema error of `doc` at once: one per place, the likeliest cause there.
+
+    Leaves are grouped by the value they are about. Within a group, and across a mapping
+    and its missing keys, the rank decides: an unknown key is reported, not the required
+    key it was probably meant to be (a typo explains both).
+    """
     errors = schema.validator.iter_errors(doc.data)
     leaves = [leaf for error in errors for leaf in _leaves(error)]
-    if leaves:
-        ranked = [
-            (_RANK.get(str(leaf.validator), 1), _explain(doc, leaf, schema.check))
-            for leaf in leaves
-        ]
-        raise min(ranked, key=lambda r: (r[0], r[1].line or 0, r[1].column or 0))[1]
+    if not leaves:
+        return
+    best: dict[Loc, tuple[int, SpecError]] = {}
+    for leaf in leaves:
+        rank, at = _RANK.get(str(leaf.validator), 1), tuple(leaf.absolute_path)
+        if at not in best or rank < best[at][0]:
+            best[at] = (rank, _explain(doc, leaf, schema.check))
+    typo_in = {at for at, (rank, _) in best.items() if rank == _RANK["additionalProperties"]}
+    found = [
+        error
+        for at, (rank, error) in best.items()
+        if not (rank == _RANK["required"] and at in typo_in)
+    ]
+    found.sort(key=lambda e: (e.line or 0, e.column or 0))
+    unique = list({str(e): e for e in found}.values())
+    first = min(best.values(), key=lambda r: (r[0], r[1].line or 0, r[1].column or 0))[1]
+    first.more = tuple(e for e in unique if str(e) != str(first))
+    raise first
 
 
 def _leaves(error: ValidationError) -> Iterator[ValidationError]:
