@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.model.spec import (
+from pytest_atom.model.spec import load_spec, load_specs
+from pytest_atom.model.spec_types import (
     BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
     TRAJECTORY_CHECK_KINDS,
@@ -18,8 +19,6 @@ from pytest_atom.model.spec import (
     SandboxOptions,
     Spec,
     SpecError,
-    load_spec,
-    load_specs,
 )
 from tests.conftest import write
 

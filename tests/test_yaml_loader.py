@@ -12,7 +12,8 @@ from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model import yamldoc
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.evalsuite import load_case
-from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import SpecError
 from pytest_atom.model.workspaces import declared_workspaces
 from pytest_atom.run.own_files import _spec_values
 

@@ -11,7 +11,8 @@ import yaml
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.model import yamldoc
 from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import SpecError
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:

@@ -36,7 +36,7 @@ from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model import yamldoc
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.transcript import read_reply
 

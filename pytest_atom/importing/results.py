@@ -34,7 +34,7 @@ from pytest_atom.reports.transcript import tool_label
 
 if TYPE_CHECKING:
     from pytest_atom.judge.trajectory import Trajectory
-    from pytest_atom.model.spec import Check
+    from pytest_atom.model.spec_types import Check
 
 __all__ = ["WRITE_TOOLS", "comparable", "load_expected", "normal_result", "tool_results"]
 

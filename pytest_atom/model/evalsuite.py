@@ -37,7 +37,8 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.judge.eval_graders import js_regex
 from pytest_atom.model import yamldoc
-from pytest_atom.model.spec import Spec, SpecError, parse_specs
+from pytest_atom.model.spec import parse_specs
+from pytest_atom.model.spec_types import Spec, SpecError
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS, copy_ignore
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 
 if TYPE_CHECKING:
     from pytest_atom.cassettes.mcp_tape import McpTape
