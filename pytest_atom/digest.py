@@ -36,6 +36,11 @@ def short(data: bytes) -> str:
     return PREFIX + hashlib.sha256(data).hexdigest()[:16]
 
 
+def hex_of(data: bytes) -> str:
+    """The whole SHA-256 in hex: content names (a cassette's shared values) and keys."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def of_text(text: str) -> str:
     return short(text.encode())
 
