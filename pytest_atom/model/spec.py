@@ -52,7 +52,8 @@ __all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's 
 
 
 def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
-    """Every spec of one file, in file order; raises SpecError on the first problem found.
+    """Every spec of one file, in file order; raises SpecError on the first problem found
+    (all of a document's schema errors at once: the first, with the others in its `more`).
 
     ``check_kinds`` names check kinds registered by plugins (built-in names among them are
     ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
