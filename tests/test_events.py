@@ -43,7 +43,8 @@ from pytest_atom.agents.events import (
     parse_line,
 )
 from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.spec import ClaudeOptions, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 
 DATA = Path(__file__).parent / "data" / "stream_json"

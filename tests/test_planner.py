@@ -22,7 +22,8 @@ from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import PlanAccept, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import PlanAccept, SpecError
 from pytest_atom.paths import cli_slug
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table

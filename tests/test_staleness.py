@@ -25,7 +25,8 @@ from pytest_atom.cassettes.recording import (
     staleness,
 )
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
 CASSETTE = Path("cassettes/create_file/create-file.yaml")

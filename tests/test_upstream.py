@@ -23,7 +23,8 @@ from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
 from pytest_atom.model.modes import MatchMode
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.transcript import cassette_lines, stream_turns
 from pytest_atom.run.spec_run import run_spec
 from tests.conftest import record_through_upstream

@@ -17,7 +17,8 @@ from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
 from pytest_atom.model.evalsuite import case_specs, load_case
 from pytest_atom.model.outcome import decide, judge
-from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SpecError
 from tests.conftest import bash
 from tests.test_evalsuite import kinds
 from tests.test_recall import counted  # noqa: F401  (a fixture: the CLI processes started)

@@ -60,7 +60,8 @@ from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import EnvError, Spec, expand_env
+from pytest_atom.model.spec_env import EnvError, expand_env
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.retention import run_name
