@@ -31,9 +31,11 @@ from pytest_atom.gateway import (
     ScriptedResponder,
     ScriptError,
 )
+from pytest_atom.gateway.divergence import Divergence
+from pytest_atom.gateway.matchers import matcher_for
 from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
@@ -500,17 +502,18 @@ def _replay(
     cassette = Cassette.load(path)
     reasons = staleness(spec, cassette)
     _refuse_stale_script(spec, cassette, reasons)
+    matcher = matcher_for(settings.match)
     responder = CassetteResponder(
         cassette,
         _normalizer(paths),
         Scrubber(),
         replay=True,
-        match=settings.match,
+        matcher=matcher,
         owned_system=_owned_system(spec),
     )
     # A refresh must match on the conversation: it exists to absorb what the CLI changed.
-    if kind == "refresh" and settings.match == "strict":
-        responder.match = DEFAULT_MATCH
+    if kind == "refresh" and matcher.exact:
+        responder.matcher = matcher_for(DEFAULT_MATCH)
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     responder.drift.recorded_version, responder.drift.live_version = recorded, live
@@ -522,7 +525,7 @@ def _replay(
         )
     # Strict matching compares Claude Code's own parts of a request too, which only the
     # same CLI is known to send alike: another version starts the sessions.
-    same_requests = settings.match != "strict" or recorded == live
+    same_requests = not matcher.exact or recorded == live
     enabled = kind == "replay" and settings.judge == "recall" and same_requests
     recall = Recall(responder, enabled=enabled)
     return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
@@ -567,7 +570,7 @@ def _record(
         replay=replay,
         upstream=upstream,
         upstream_label=label,
-        match=settings.match,
+        matcher=matcher_for(settings.match),
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
         owned_system=_owned_system(spec),
