@@ -357,6 +357,7 @@ def _turns(events: Sequence[Event], parent: str | None, denied: dict[str, str]) 
     return turns
 
 
+@dataclass
 class Reply:
     """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
     its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
