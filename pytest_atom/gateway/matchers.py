@@ -140,10 +140,11 @@ class StrictMatcher:
         return [i for i in pool if default.key(kind, i.body) == key] or pool
 
 
+#: Every match mode, in the order `model.modes.MATCH_MODES` offers them (typed as the
+#: protocol, so mypy checks that each class conforms).
+_MODES: tuple[Matcher, ...] = (ConversationMatcher(), StructuralMatcher(), StrictMatcher())
 #: Every match mode by the name users type.
-MATCHERS: Mapping[MatchMode, Matcher] = {
-    m.name: m for m in (ConversationMatcher(), StructuralMatcher(), StrictMatcher())
-}
+MATCHERS: Mapping[MatchMode, Matcher] = {m.name: m for m in _MODES}
 
 
 def matcher_for(name: str) -> Matcher:
