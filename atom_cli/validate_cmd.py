@@ -27,13 +27,8 @@ import click
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
-from pytest_atom.cassettes.recording import (
-    CONFIG_CHANGED,
-    SCRIPT_CHANGED,
-    cassette_path,
-    record_command,
-    staleness,
-)
+from pytest_atom.cassettes.recording import cassette_path, record_command
+from pytest_atom.cassettes.staleness import CONFIG_CHANGED, SCRIPT_CHANGED, staleness
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import (
     CheckRegistry,
