@@ -31,6 +31,7 @@ from pytest_atom.model import yamldoc
 from pytest_atom.model.environment import RUN_FOLDERS, pass_env_problem
 from pytest_atom.model.errors import FileError
 from pytest_atom.model.limits import Limits, parse_limits
+from pytest_atom.model.options import INI_NAMES
 from pytest_atom.model.workspaces import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 
@@ -903,8 +904,8 @@ def _workspace(doc: _Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
-#: What marks a project's root, nearest first: pytest's ini files, then a repository.
-_ROOT_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+#: What marks a project's root after a repository: pytest's ini files (the one list).
+_ROOT_FILES = INI_NAMES
 
 
 def project_root(folder: Path) -> Path:
