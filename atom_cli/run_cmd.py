@@ -198,7 +198,8 @@ def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
                 option.name,
                 type=click_type(option),
                 default=None,
-                metavar=option.metavar,
+                # click names a path's kind (DIRECTORY, FILE) itself, as `atom run` always did
+                metavar=None if option.path else option.metavar,
                 help=option.help,
             )
         command = decorate(command)

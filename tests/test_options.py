@@ -79,6 +79,7 @@ def test_atom_run_option_is_its_row(option: Option) -> None:
             option.path == "dir",
         )
         assert made.type.exists == option.exists
+        assert made.metavar is None  # click's own: DIRECTORY or FILE
     elif option.kind != "flag":
         assert isinstance(made.type, SettingType) and made.type.option is option
         assert made.metavar == option.metavar

@@ -24,8 +24,8 @@ from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
+    COMMAND_LINE_SETTINGS,
     FILE_SETTINGS,
-    PARSERS,
     Layer,
     RunSettings,
     SettingsError,
@@ -88,7 +88,7 @@ def pytest_harness(config: pytest.Config) -> Harness:
 def command_line(config: pytest.Config) -> Layer:
     """The ``--atom-*`` options; their paths are taken from where pytest ran
     (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
-    values = {name: getattr(config.option, f"atom_{name}", None) for name in PARSERS}
+    values = {name: getattr(config.option, f"atom_{name}", None) for name in COMMAND_LINE_SETTINGS}
     values = from_here(values, config.invocation_params.dir)
     return Layer("the command line", values, key=lambda name: "--atom-" + name.replace("_", "-"))
 
