@@ -46,6 +46,7 @@ from pytest_atom.model.settings import ini_note
 from pytest_atom.model.spec import SandboxOptions
 from pytest_atom.paths import display_path
 from pytest_atom.pytest.pytest_ini import find_ini
+from pytest_atom.reports.transcript import plural
 
 # --------------------------------------------------------------------------- atom init
 
@@ -231,8 +232,8 @@ def _ignore_runs(directory: Path) -> str:
 SELF_TEST_TEXT = "pytest-atom self-test EXIT_LOOP_NOW"
 
 _MARKS = {
-    True: {"ok": "✓", "warn": "!", "fail": "✗", "info": "·"},
-    False: {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"},
+    True: {"ok": "✓", "warn": "!", "fail": "✗", "skip": "-", "info": "·"},
+    False: {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "info": "info"},
 }
 
 
@@ -244,7 +245,7 @@ def doctor() -> None:
     """
     tty = sys.stdout.isatty()
     width = max(len(m) for m in _MARKS[tty].values())
-    counts = {"ok": 0, "warn": 0, "fail": 0, "info": 0}
+    counts = {"ok": 0, "warn": 0, "fail": 0, "skip": 0, "info": 0}
 
     def report(status: str, name: str, detail: str) -> None:
         counts[status] += 1
@@ -261,9 +262,9 @@ def doctor() -> None:
 
     failed, warned = counts["fail"], counts["warn"]
     if failed:
-        click.echo(f"\n{failed} check{'s' if failed > 1 else ''} failed.")
+        click.echo(f"\n{plural(failed, 'check')} failed.")
         click.get_current_context().exit(1)
-    extra = f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""
+    extra = f" ({plural(warned, 'warning')})" if warned else ""
     click.echo(f"\nAll checks passed{extra}.")
 
 
@@ -362,7 +363,8 @@ def _check_node(report: Report) -> None:
 
 def _check_self_test(report: Report, binary: Path | None) -> None:
     if binary is None:
-        report("fail", "self-test", "skipped: no `claude` binary to run")
+        # Not a failure of its own: the `claude` check above already failed for this.
+        report("skip", "self-test", "skipped: no `claude` binary to run")
         return
     started = time.perf_counter()
     gateway = Gateway(scripted([{"text": SELF_TEST_TEXT}])).start()
@@ -385,7 +387,7 @@ def _check_self_test(report: Report, binary: Path | None) -> None:
             "ok",
             "self-test",
             f"claude answered through a local scripted gateway in {elapsed:.1f}s "
-            f"({len(gateway.exchanges)} requests)",
+            f"({plural(len(gateway.exchanges), 'request')})",
         )
         return
     if record.timed_out:

@@ -48,6 +48,7 @@ from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import display_path
 from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
+from pytest_atom.reports.transcript import plural
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
@@ -165,7 +166,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
         click.echo(json.dumps([o.as_json(expect_fail) for o in outcomes], indent=2))
     else:
         ok = sum(o.ok(expect_fail) for o in outcomes)
-        click.echo(f"{len(outcomes)} specs: {ok} ok, {len(outcomes) - ok} failed")
+        click.echo(f"{plural(len(outcomes), 'spec')}: {ok} ok, {len(outcomes) - ok} failed")
     if any(r.harness for o in outcomes for r in o.runs):
         click.get_current_context().exit(2)
     if not all(o.ok(expect_fail) for o in outcomes):

@@ -160,7 +160,7 @@ def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, s
         [
             "*agent: the Claude Code CLI failed",
             "*error:",
-            "*| API Error: 409 *create_file.yaml has 1 turns but the agent asked for turn 2*",
+            "*| API Error: 409 *create_file.yaml has 1 turn but the agent asked for turn 2*",
         ]
     )
 

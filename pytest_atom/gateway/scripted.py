@@ -48,6 +48,7 @@ from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.server import CONVERSATION_KINDS, GatewayRequest, Reply
 from pytest_atom.model import yamldoc
+from pytest_atom.reports.transcript import plural
 
 
 class ScriptError(Exception):
@@ -368,20 +369,20 @@ class ScriptedResponder:
         where = self.script.path or "the script"
         if lane == "planner":
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.planner)} "
-                f"planner turns but the planner asked for turn {index + 1}. Add a "
+                f"pytest-atom scripted gateway: {where} has "
+                f"{plural(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
                 "`planner:` turn with a `plan: {steps: [...]}`."
             )
         elif lane == "reflector":
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.reflector)} "
-                f"reflector turns but the reflector asked for turn {index + 1}. Add a "
+                f"pytest-atom scripted gateway: {where} has "
+                f"{plural(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
                 "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
                 "`reflector: {votes: N}`)."
             )
         else:
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.turns)} turns but "
+                f"pytest-atom scripted gateway: {where} has {plural(len(self.script.turns), 'turn')} but "
                 f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
                 "EXIT_LOOP_NOW."
             )
