@@ -314,6 +314,8 @@ def run_script(spec: Spec, harness: Harness) -> Run:
         run.notes.append(f"verdict: {verdict_line(result)}")
     if result.harness_error is not None:
         run.broken, run.harness = f"harness error: {result.harness_error}", True
+    elif result.script_error is not None:  # the spec's fault: never an expected failure
+        run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
         run.problem = f"{result.decision}: {agent_line(result)}"
     return run

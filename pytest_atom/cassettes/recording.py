@@ -307,6 +307,16 @@ class ModelSource:
     recall: Recall = field(default_factory=Recall)
 
     @property
+    def script_error(self) -> str | None:
+        """Why the spec's script could not answer (`ScriptedResponder.script_error`), when a
+        script answered this run, directly or as the upstream of a recording."""
+        upstream = self.upstream_gateway.responder if self.upstream_gateway else None
+        for responder in (self.responder, upstream):
+            if isinstance(responder, ScriptedResponder) and responder.script_error:
+                return responder.script_error
+        return None
+
+    @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None

@@ -307,6 +307,10 @@ class ScriptedResponder:
         self._lock = threading.Lock()
         self._next = {"turns": 0, "reflector": 0, "planner": 0}
         self._side = 0
+        #: Why the script could not answer (it ran out of turns), the first time it could
+        #: not: the spec's own fault, which a run reports as a spec error (`decide`), never
+        #: as the agent's failure.
+        self.script_error: str | None = None
 
     def respond(self, request: GatewayRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
@@ -386,6 +390,8 @@ class ScriptedResponder:
                 f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
                 "EXIT_LOOP_NOW."
             )
+        if self.script_error is None:
+            self.script_error = text.removeprefix("pytest-atom scripted gateway: ")
         return Reply.refusal(text)
 
 

@@ -19,7 +19,7 @@ from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.reports.transcript import hook_words, permission_denials, plural, refused_by
 from pytest_atom.run.own_files import left_out_files_line
 
 if TYPE_CHECKING:
@@ -54,13 +54,16 @@ def agent_line(result: SpecResult) -> str:
     signal = "EXIT_LOOP_NOW"
     if not result.attempts:
         return "did not run"
+    if result.script_error:  # the script, not the agent, could not go on
+        return f"the spec's script is broken: {result.script_error}"
     n = result.final.iterations
     if result.completed and result.spec.agent is not None:
         return "the SDK app finished its task"  # it runs its own loop, once: no signal
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
-        "max_iterations": f"did not signal {signal} within {result.spec.max_iterations} iterations",
+        "max_iterations": f"did not signal {signal} within "
+        f"{plural(result.spec.max_iterations, 'iteration')}",
         "timeout": f"timed out after {result.spec.timeout:g}s",
         "limit": f"stopped: {result.limit_exceeded}",
         "error": "the SDK app failed" if result.spec.agent else "the Claude Code CLI failed",
