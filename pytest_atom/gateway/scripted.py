@@ -48,7 +48,6 @@ from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.server import CONVERSATION_KINDS, GatewayRequest, Reply
 from pytest_atom.model import yamldoc
-from pytest_atom.reports.transcript import plural
 
 
 class ScriptError(Exception):
@@ -374,25 +373,31 @@ class ScriptedResponder:
         if lane == "planner":
             text = (
                 f"pytest-atom scripted gateway: {where} has "
-                f"{plural(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
+                f"{_turns(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
                 "`planner:` turn with a `plan: {steps: [...]}`."
             )
         elif lane == "reflector":
             text = (
                 f"pytest-atom scripted gateway: {where} has "
-                f"{plural(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
+                f"{_turns(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
                 "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
                 "`reflector: {votes: N}`)."
             )
         else:
             text = (
-                f"pytest-atom scripted gateway: {where} has {plural(len(self.script.turns), 'turn')} but "
+                f"pytest-atom scripted gateway: {where} has {_turns(len(self.script.turns), 'turn')} but "
                 f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
                 "EXIT_LOOP_NOW."
             )
         if self.script_error is None:
             self.script_error = text.removeprefix("pytest-atom scripted gateway: ")
         return Reply.refusal(text)
+
+
+def _turns(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns`` (reports.transcript.plural, which the gateway's layer is
+    below: importing it here would be a cycle)."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:
