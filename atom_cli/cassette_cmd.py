@@ -109,8 +109,8 @@ def show(target: str, max_lines: int) -> None:
             click.echo(click.style(f"Arm {spec.arm} of {spec.base_name}{reference}", bold=True))
         for line in cassette_lines(file, data, max_lines):
             click.echo(_styled(line))
-    for number, line in enumerate(missing):
-        click.echo(("\n" if shown and not number else "") + line)
+    for number, note in enumerate(missing):
+        click.echo(("\n" if shown and not number else "") + note)
 
 
 def _is_spec(target: str) -> bool:
