@@ -266,9 +266,14 @@ def criteria_votes(result: SpecResult) -> str | None:
 
 
 def _check_lines(result: SpecResult) -> list[str]:
-    """Each check with its line in the spec; a failed one with its evidence."""
+    """Each check with its line in the spec; a failed one with its evidence. After a
+    divergence the agent met answers nobody recorded: its files judge nothing."""
     if not result.checks:
         return []
+    if result.divergences:
+        return [
+            f"  checks: not judged: the replay diverged ({plural(len(result.checks), 'check')})"
+        ]
     passed = sum(c.passed for c in result.checks)
     lines = [f"  checks: {passed}/{len(result.checks)} passed"]
     for check in result.checks:
