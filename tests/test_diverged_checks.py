@@ -23,14 +23,21 @@ def _result(tmp_path: Path, divergences: list[str]) -> SpecResult:
     return SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, divergences=divergences)
 
 
-def test_checks_after_a_divergence_are_not_judged(tmp_path: Path) -> None:
-    report = failure_report(_result(tmp_path, ["request 3 matched nothing recorded\ndetail"]))
-    assert "  checks: not judged: the replay diverged (1 check)" in report
-    assert "line 0 of an unchanged file" not in report
-    assert "FAIL file_contains" not in report
+AGENT = "cause unknown\nPOST /v1/messages (turn): no recorded interaction matches"
+REFLECTOR = "likely cause: …\nPOST /v1/messages (reflector): no recorded interaction matches"
 
 
-def test_checks_without_a_divergence_show_their_evidence(tmp_path: Path) -> None:
-    report = failure_report(_result(tmp_path, []))
-    assert "    FAIL file_contains a.txt /x/ (line 7): a.txt does not match /x/" in report
-    assert "line 19 of an unchanged file" in report
+def test_checks_after_the_agents_session_diverged_are_not_judged(tmp_path: Path) -> None:
+    for divergences in ([AGENT], [REFLECTOR, AGENT.partition("\n")[2]], ["an MCP miss"]):
+        report = failure_report(_result(tmp_path, divergences))
+        assert "  checks: not judged: the replay diverged (1 check)" in report
+        assert "line 0 of an unchanged file" not in report
+        assert "FAIL file_contains" not in report
+
+
+def test_checks_show_their_evidence_when_only_the_reflector_diverged(tmp_path: Path) -> None:
+    """The agent's sessions replayed whole: its files are what the checks judge."""
+    for divergences in ([], [REFLECTOR]):
+        report = failure_report(_result(tmp_path, divergences))
+        assert "    FAIL file_contains a.txt /x/ (line 7): a.txt does not match /x/" in report
+        assert "line 19 of an unchanged file" in report

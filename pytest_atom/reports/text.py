@@ -266,11 +266,12 @@ def criteria_votes(result: SpecResult) -> str | None:
 
 
 def _check_lines(result: SpecResult) -> list[str]:
-    """Each check with its line in the spec; a failed one with its evidence. After a
-    divergence the agent met answers nobody recorded: its files judge nothing."""
+    """Each check with its line in the spec; a failed one with its evidence. After the
+    agent's own session diverged it met answers nobody recorded: its files judge nothing
+    (a reflector's divergence comes after the agent's work, which replayed whole)."""
     if not result.checks:
         return []
-    if result.divergences:
+    if _agent_diverged(result.divergences):
         return [
             f"  checks: not judged: the replay diverged ({plural(len(result.checks), 'check')})"
         ]
@@ -284,6 +285,20 @@ def _check_lines(result: SpecResult) -> list[str]:
         if not check.passed and check.evidence:
             lines += _indent(check.evidence)
     return lines
+
+
+#: A divergence's request line: ``POST /v1/messages (reflector): …`` (gateway/replay.py).
+_DIVERGED_REQUEST = re.compile(r"^[A-Z]+ /\S* \((?P<kind>[a-z_]+)\)", re.M)
+
+
+def _agent_diverged(divergences: Sequence[str]) -> bool:
+    """Whether a replay diverged anywhere but in the reflector's sessions (an MCP request
+    the recording never saw counts: the agent's session went on from a stand-in's error)."""
+    for text in divergences:
+        found = _DIVERGED_REQUEST.search(text)
+        if found is None or found["kind"] != "reflector":
+            return True
+    return False
 
 
 def step_line(step: StepResult) -> str:
