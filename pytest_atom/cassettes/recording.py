@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.agents.claude_code.configuration import config_hashes
+from pytest_atom.agents.claude_code.configuration import config_hashes, workspace_config_hashes
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
 from pytest_atom.cassettes.recall import Recall
@@ -156,6 +156,25 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
         elif recorded[label] != now[label]:
             reasons.append(f"{label} changed{CONFIG_CHANGED}")
     return reasons
+
+
+def workspace_config(spec: Spec) -> dict[str, str] | None:
+    """The hashes of the workspace's own Claude Code configuration (its `.claude/`,
+    CLAUDE.md, .mcp.json), None when the spec has no workspace folder to read (none, or a
+    git ref's tree)."""
+    if spec.workspace is None or spec.workspace_ref is not None or not spec.workspace.is_dir():
+        return None
+    return workspace_config_hashes(spec.workspace)
+
+
+def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
+    """The files of the workspace's own configuration that changed since `cassette` was
+    recorded (its `workspace_config` hashes); empty when it stored none."""
+    recorded = cassette.metadata.get("workspace_config")
+    now = workspace_config(spec)
+    if not isinstance(recorded, dict) or now is None:
+        return []
+    return sorted(k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k))
 
 
 def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
@@ -393,6 +412,9 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        own = workspace_config(spec)
+        if own is not None:  # what tells a drift the workspace caused (`workspace_drift`)
+            cassette.metadata["workspace_config"] = own
         if self.mcp is not None:
             # Scrubbed again with the recording's own credentials, which the proxies lacked.
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
@@ -431,6 +453,9 @@ class ModelSource:
                 refreshed_from=old.metadata.get("claude_code_version"),
                 refreshed_at=now,
             )
+            own = workspace_config(spec)
+            if own is not None:  # the refresh absorbed the workspace's changes too
+                metadata["workspace_config"] = own
         else:
             judged = tape.finished_interactions()[len(recorded) :]
             if not judged:
@@ -524,6 +549,7 @@ def _replay(
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    responder.drift.workspace_changed = tuple(workspace_config_changes(spec, cassette))
     if recorded and recorded != live and settings.strict_version and kind == "replay":
         raise RecordingError(
             f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "

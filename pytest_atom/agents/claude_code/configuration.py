@@ -208,6 +208,26 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
     return found
 
 
+#: The workspace's own Claude Code configuration: what the CLI reads from the attempt folder
+#: besides what the spec's `claude:` installs.
+WORKSPACE_CONFIG = (".claude", "CLAUDE.md", ".mcp.json")
+
+
+def workspace_config_hashes(workspace: Path) -> dict[str, str]:
+    """One hash per file of the workspace's own configuration (`WORKSPACE_CONFIG`), by its
+    workspace-relative path: stored in a cassette when it is recorded, so a replay can name
+    a drift the workspace caused (its `.claude/` changed) instead of blaming Claude Code."""
+    found: dict[str, str] = {}
+    for name in WORKSPACE_CONFIG:
+        top = workspace / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for file in files:
+            rel = file.relative_to(workspace).as_posix()
+            if not set(rel.split("/")) & set(CACHE_DIRS):
+                found[rel] = _hash(file.read_bytes().replace(b"\r\n", b"\n"))
+    return found
+
+
 def _canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
 
