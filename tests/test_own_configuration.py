@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import workspace_config, workspace_config_changes
+from pytest_atom.cassettes.recording import (
+    cassette_path,
+    workspace_config,
+    workspace_config_changes,
+)
 from pytest_atom.gateway.matching import Drift
+from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.run.spec_run import run_spec
 from tests.conftest import write
 
 SKILL_MD = "---\nname: notes\ndescription: Writes notes.\n---\nWrite NOTES.md.\n"
@@ -70,3 +76,35 @@ def test_a_drift_the_workspace_caused_is_named_as_the_workspaces() -> None:
     )
     drift.live_version = "2.1.332"
     assert "(.claude/settings.json), and Claude Code 2.1.331 → 2.1.332:" in (drift.line() or "")
+
+
+@pytest.mark.slow
+def test_a_replay_names_the_workspaces_change_through_the_real_cli(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """Recorded with the workspace's own skill under test; then a subagent is added to the
+    workspace's `.claude/`, which rewords Claude Code's Agent tool: the drift is named as
+    the workspace's."""
+    spec_file = repository(tmp_path)
+    write(tmp_path / "specs" / "script.yaml", "turns:\n  - text: done EXIT_LOOP_NOW\n")
+    spec_file.write_text(spec_file.read_text() + "script: script.yaml\n")
+    runs = tmp_path / "runs"
+    recorded = run_spec(
+        load_spec(spec_file),
+        runs_dir=runs,
+        claude_bin=claude_bin,
+        settings=RunSettings(record_mode="all"),
+    )
+    assert recorded.passed, recorded.report()
+    metadata = Cassette.load(cassette_path(recorded.spec)).metadata
+    assert ".claude/skills/notes/SKILL.md" in metadata["workspace_config"]
+
+    write(
+        tmp_path / ".claude" / "agents" / "reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews the notes.\n---\nYou review.\n",
+    )
+    replayed = run_spec(load_spec(spec_file), runs_dir=runs, claude_bin=claude_bin)
+    assert not replayed.divergences, replayed.report()
+    assert (replayed.drift or "").startswith(
+        "the workspace's own configuration changed since recording (.claude/agents/reviewer.md)"
+    ), replayed.drift
