@@ -162,7 +162,12 @@ def failure_report(result: SpecResult) -> str:
     lines += _upstream_lines(result)
     if result.drift:
         lines.append(f"  drift: {result.drift}")
-    if result.error and not result.divergences and result.reason != "limit":
+    # A broken script's error is the agent line already (`agent_line`): said once.
+    if (
+        result.error
+        and not (result.divergences or result.script_error)
+        and result.reason != "limit"
+    ):
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
