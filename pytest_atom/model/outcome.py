@@ -212,21 +212,47 @@ def decide(
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     if upstream is not None:
         return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
-    detail = None
-    if limit_exceeded:
-        detail, why = limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
-    elif plan_failed:
-        detail, why = "plan", "the planner's plan did not pass"
-    elif not attempts:
-        why = "did not run"
-    elif not completed:
-        why = f"the agent did not finish ({reason})"
-    elif checks_failed:
-        why = f"{checks_failed} of {checks} checks failed"
-    elif gate == "criteria" and unmet:
-        why = verdict
-    else:
-        why = f"{decision}, {verdict}" if verdict else decision
+    detail, why = _why_failed(
+        attempts=attempts,
+        decision=decision,
+        verdict=verdict,
+        completed=completed,
+        reason=reason,
+        checks_failed=checks_failed,
+        checks=checks,
+        limit_exceeded=limit_exceeded,
+        plan_failed=plan_failed,
+        unmet=bool(unmet) and gate == "criteria",
+    )
     if detail is None and steps is not None:
         detail, why = steps, f"{steps} committed; {why}"
     return Outcome("failed", why, xfail=expected, detail=detail)
+
+
+def _why_failed(
+    *,
+    attempts: int,
+    decision: Decision,
+    verdict: str,
+    completed: bool,
+    reason: str | None,
+    checks_failed: int,
+    checks: int,
+    limit_exceeded: str | None,
+    plan_failed: bool,
+    unmet: bool,
+) -> tuple[str | None, str]:
+    """(detail, why) of a failed run: what stopped it first, in one line."""
+    if limit_exceeded:
+        return limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
+    if plan_failed:
+        return "plan", "the planner's plan did not pass"
+    if not attempts:
+        return None, "did not run"
+    if not completed:
+        return None, f"the agent did not finish ({reason})"
+    if checks_failed:
+        return None, f"{checks_failed} of {checks} checks failed"
+    if unmet:
+        return None, verdict
+    return None, f"{decision}, {verdict}" if verdict else decision
