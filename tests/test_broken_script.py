@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -34,6 +35,14 @@ def test_a_broken_script_is_a_spec_error_even_for_an_xfail_spec() -> None:
     assert not outcome.ok and outcome.exit_status == 2
     assert outcome.why == f"the spec's script is broken: {CAUSE}. Add a turn"
     assert Outcome.from_properties(outcome.properties()) == outcome  # across xdist too
+
+
+def test_one_failed_check_of_one_is_said_in_the_singular() -> None:
+    common: dict[str, Any] = {"attempts": 1, "decision": "fail", "score": None}
+    common |= {"threshold": 0.8, "completed": True, "reason": None}
+    one = decide(**common, checks_failed=1, checks=1)
+    assert one.why == "1 of 1 check failed"
+    assert decide(**common, checks_failed=1, checks=2).why == "1 of 2 checks failed"
 
 
 @pytest.mark.slow

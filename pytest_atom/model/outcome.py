@@ -252,7 +252,7 @@ def _why_failed(
     if not completed:
         return None, f"the agent did not finish ({reason})"
     if checks_failed:
-        return None, f"{checks_failed} of {checks} checks failed"
+        return None, f"{checks_failed} of {checks} check{'s' * (checks != 1)} failed"
     if unmet:
         return None, verdict
     return None, f"{decision}, {verdict}" if verdict else decision
