@@ -28,6 +28,8 @@ from pytest_atom.cassettes.staleness import (
     script_hash,
     spec_hash,
     staleness,
+    workspace_config,
+    workspace_config_changes,
 )
 from pytest_atom.gateway import (
     Gateway,
@@ -145,6 +147,16 @@ class ModelSource:
     recall: Recall = field(default_factory=Recall)
 
     @property
+    def script_error(self) -> str | None:
+        """Why the spec's script could not answer (`ScriptedResponder.script_error`), when a
+        script answered this run, directly or as the upstream of a recording."""
+        upstream = self.upstream_gateway.responder if self.upstream_gateway else None
+        for responder in (self.responder, upstream):
+            if isinstance(responder, ScriptedResponder) and responder.script_error:
+                return responder.script_error
+        return None
+
+    @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None
@@ -221,6 +233,9 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        own = workspace_config(spec)
+        if own is not None:  # what tells a drift the workspace caused (`workspace_drift`)
+            cassette.metadata["workspace_config"] = own
         if self.mcp is not None:
             # Scrubbed again with the recording's own credentials, which the proxies lacked.
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
@@ -259,6 +274,9 @@ class ModelSource:
                 refreshed_from=old.metadata.get("claude_code_version"),
                 refreshed_at=now,
             )
+            own = workspace_config(spec)
+            if own is not None:  # the refresh absorbed the workspace's changes too
+                metadata["workspace_config"] = own
         else:
             judged = tape.finished_interactions()[len(recorded) :]
             if not judged:
@@ -347,6 +365,7 @@ def _replay(
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    responder.drift.workspace_changed = tuple(workspace_config_changes(spec, cassette))
     if recorded and recorded != live and settings.strict_version and kind == "replay":
         raise RecordingError(
             f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "

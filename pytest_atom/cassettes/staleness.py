@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from pytest_atom import digest
-from pytest_atom.agents.claude_code.configuration import config_hashes
+from pytest_atom.agents.claude_code.configuration import config_hashes, workspace_config_hashes
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.gateway.matching import request_kind
@@ -109,6 +109,25 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
         elif recorded[label] != now[label]:
             reasons.append(f"{label} changed{CONFIG_CHANGED}")
     return reasons
+
+
+def workspace_config(spec: Spec) -> dict[str, str] | None:
+    """The hashes of the workspace's own Claude Code configuration (its `.claude/`,
+    CLAUDE.md, .mcp.json), None when the spec has no workspace folder to read (none, or a
+    git ref's tree)."""
+    if spec.workspace is None or spec.workspace_ref is not None or not spec.workspace.is_dir():
+        return None
+    return workspace_config_hashes(spec.workspace)
+
+
+def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
+    """The files of the workspace's own configuration that changed since `cassette` was
+    recorded (its `workspace_config` hashes); empty when it stored none."""
+    recorded = cassette.metadata.get("workspace_config")
+    now = workspace_config(spec)
+    if not isinstance(recorded, dict) or now is None:
+        return []
+    return sorted(k for k in recorded.keys() | now.keys() if recorded.get(k) != now.get(k))
 
 
 def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:

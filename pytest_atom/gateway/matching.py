@@ -239,6 +239,9 @@ class Drift:
 
     recorded_version: str | None = None
     live_version: str | None = None
+    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) that changed since
+    #: recording: then they, not Claude Code, may be what changed its requests.
+    workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
     tools_removed: set[str] = field(default_factory=set)
@@ -329,6 +332,15 @@ class Drift:
         return parts
 
     def _versions(self) -> str:
+        if self.workspace_changed:
+            changed = ", ".join(_clip(list(self.workspace_changed), 3))
+            same = self.recorded_version in (None, self.live_version)
+            cli = (
+                f"Claude Code {self.live_version or '(unknown)'} unchanged"
+                if same
+                else f"and Claude Code {self.recorded_version} → {self.live_version}"
+            )
+            return f"the workspace's own configuration changed since recording ({changed}), {cli}"
         if self.recorded_version and self.recorded_version != self.live_version:
             return (
                 f"recorded with Claude Code {self.recorded_version}, "
