@@ -61,6 +61,7 @@ def test_atom_validate_prints_the_scripts_own_error(
         assert "ok: failed as expected" not in result.output  # a broken spec never is
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_pytest_fails_an_xfail_spec_whose_script_is_broken(pytester: pytest.Pytester) -> None:
     specs = pytester.path / "specs"
