@@ -35,6 +35,7 @@ from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.text import (
+    drift_line,
     failed_tries_lines,
     pass_rates,
     result_properties,
@@ -460,7 +461,8 @@ def _summary_rows(
 def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]]) -> None:
     """Drift and warnings last, after the summary, where they are not scrolled away."""
     for r, _ in results:
-        for label, text in (("drift", r.drift), *(("warning", w) for w in r.warnings)):
+        drift = drift_line(r.drift)
+        for label, text in (("drift", drift), *(("warning", w) for w in r.warnings)):
             if text:
                 console.print(escape(f"{label}: {r.spec.name}: {text}"))
 

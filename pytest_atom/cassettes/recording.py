@@ -33,7 +33,7 @@ from pytest_atom.gateway import (
 )
 from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.gateway.replay import CassetteResponder, Divergence, UpstreamFault
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
@@ -275,7 +275,7 @@ class ModelSource:
     failure: str | None = None  # why a recording the agent got through was not saved
     #: The faults that disturbed a recording whose spec failed: it was kept apart, the
     #: cassette left as it was (`finish`).
-    disturbed: list[str] = field(default_factory=list)
+    disturbed: list[UpstreamFault] = field(default_factory=list)
     stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
 
@@ -336,7 +336,7 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         if not passed and not failed and not faults:
-            self.disturbed = [f.description for f in tape.disturbances()]
+            self.disturbed = list(tape.disturbances())
         kept_apart = failed or bool(faults) or bool(self.disturbed)
         written = (
             self._save(spec, tape, kept_apart, cli_version, self.script_picks)

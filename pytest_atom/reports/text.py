@@ -24,6 +24,7 @@ from pytest_atom.run.own_files import left_out_files_line
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.runner import ToolCall
+    from pytest_atom.gateway.matching import Drift
     from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
@@ -157,8 +158,8 @@ def failure_report(result: SpecResult) -> str:
     lines += plan_lines(result)
     lines += step_lines(result)
     lines += _upstream_lines(result)
-    if result.drift:
-        lines.append(f"  drift: {result.drift}")
+    if drift := drift_line(result.drift):
+        lines.append(f"  drift: {drift}")
     if result.error and not result.divergences and result.reason != "limit":
         lines.append("  error:")
         lines += _indent(result.error)
@@ -225,7 +226,7 @@ def _upstream_lines(result: SpecResult) -> list[str]:
     if not (api or result.upstream_faults):
         return []
     lines = [f"  upstream: {api or 'faults while recording'}"]
-    for fault, count in Counter(result.upstream_faults).items():
+    for fault, count in Counter(f.description for f in result.upstream_faults).items():
         lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
     return lines
 
@@ -409,6 +410,19 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
     return lines
 
 
+def drift_line(drift: Drift | None) -> str | None:
+    """A replay's drift as the one line the terminal, JUnit and the trace show."""
+    return drift.line() if drift is not None else None
+
+
+def drift_summary(drift: Drift) -> str:
+    """A replay's drift in a few words, for a table cell; the whole sentence stays one
+    click away: ``2.1.197 → 2.1.330; system prompt changed``."""
+    versions = [f"{drift.recorded_version} → {drift.live_version}"] if drift.versions_differ else []
+    parts = versions + drift.changes(brief=True)
+    return "; ".join(parts) or f"{drift.loose}/{drift.replayed} matched on the conversation"
+
+
 def result_properties(result: SpecResult) -> dict[str, Any]:
     """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
     return {
@@ -433,7 +447,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **role_properties(result),
         **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
-        **({"atom_drift": result.drift} if result.drift else {}),
+        **({"atom_drift": drift} if (drift := drift_line(result.drift)) else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
         **result.outcome.properties(),
         **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),

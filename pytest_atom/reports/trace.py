@@ -35,6 +35,7 @@ from pytest_atom.files import write_atomic
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import permission_denials
 from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
@@ -401,7 +402,7 @@ def _atom_section(
         "score": result.score,
         "iterations": result.iterations,
         "warnings": list(result.warnings),
-        "drift": result.drift,
+        "drift": drift_line(result.drift),
         "setup_output": result.setup_output,
         "left_out": list(result.left_out),
         "repeat": repeat,

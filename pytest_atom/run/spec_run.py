@@ -198,7 +198,7 @@ def _result(
         source=source.kind,
         divergences=divergence_report(run.spec, source, run.cli_version()),
         warnings=source.warnings,
-        drift=tape.drift.line() if tape and source.kind != "record" else None,
+        drift=tape.drift if tape and source.kind != "record" and tape.drift.changes() else None,
         cassette=written,
         harness_error=run.harness_error or source.refused or source.failure,
         setup_output=run.setup_output,
@@ -207,7 +207,7 @@ def _result(
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
         # A recording a fault disturbed and whose spec then failed names that fault too.
-        upstream_faults=[f.description for f in tape.faults_to_report(_unfinished(run))]
+        upstream_faults=tape.faults_to_report(_unfinished(run))
         + source.disturbed
         if tape
         else [],
