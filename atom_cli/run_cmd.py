@@ -393,8 +393,7 @@ def run(
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:
-        for line in gate.lines():
-            red = line.startswith("baseline regression") or "REGRESSION" in line
+        for line, red in gate.flagged_lines():
             style = "red" if red else "default"
             console.print(f"[{style}]{escape(line)}[/]")
     min_rate = harness.settings.min_pass_rate

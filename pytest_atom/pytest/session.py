@@ -337,8 +337,7 @@ class AtomSession:
             terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
         elif self.baseline is not None:
             terminalreporter.write_line("")
-            for line in self.baseline.lines():
-                red = line.startswith("baseline regression") or "REGRESSION" in line
+            for line, red in self.baseline.flagged_lines():
                 terminalreporter.write_line(line, red=red)
         gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:

@@ -207,10 +207,7 @@ def _result(
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
         # A recording a fault disturbed and whose spec then failed names that fault too.
-        upstream_faults=tape.faults_to_report(_unfinished(run))
-        + source.disturbed
-        if tape
-        else [],
+        upstream_faults=tape.faults_to_report(_unfinished(run)) + source.disturbed if tape else [],
         paid=paid,
         replayed=replayed,
     )
