@@ -86,7 +86,12 @@ def _ks(runs: int) -> list[int]:
 
 def repeat_line(r: Runs) -> str:
     """``x: 7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
-    parts = [f"{r.key}: {r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
+    return f"{r.key}: {_repeat_figures_text(r)}"
+
+
+def _repeat_figures_text(r: Runs) -> str:
+    """`repeat_line` without the spec's name: a JUnit property's value."""
+    parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
     for k in _ks(r.runs):
         parts.append(
             f"pass@{k} {stats.pass_at_k(r.runs, r.passed, k):.2f}, "
@@ -231,26 +236,46 @@ def arm_lines(rows: Iterable[Row]) -> list[str]:
         "for means; no interval where both arms replayed alike):"
     ]
     for f in figures:
-        r = f.runs
-        shown = {
-            m: "-" if r.mean(m) is None else f"{r.mean(m):.{digits}f}"
-            for m, digits in (("score", 2), ("turns", 1), ("tokens", 0), ("cost_usd", 4))
-        }
-        line = (
-            f"{f.spec}[{f.arm}]{' (reference)' if f.reference else ''}: "
-            f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}, score {shown['score']}, "
-            f"turns {shown['turns']}, tokens {shown['tokens']}, cost ${shown['cost_usd']}"
-        )
-        lines.append(line)
-        if f.differences is not None:
-            moved = ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
+        lines.append(f"{_arm_name(f)}: {_arm_figures_text(f)}")
+        if (moved := _vs_reference(f)) is not None:
             lines.append(f"    vs reference: {moved}")
-    for arm, interval in suite_arm_differences(figures).items():
-        lines.append(
-            f"arm {arm} over {len([f for f in figures if f.arm == arm and f.differences])} "
-            f"specs: pass rate change {_show('pass_rate', interval)} ({interval.method})"
-        )
+    lines += [f"{name}: {text}" for name, text in _suite_arms(figures)]
     return lines
+
+
+def _suite_arms(figures: Sequence[ArmFigures]) -> list[tuple[str, str]]:
+    """Each arm's pass-rate change over every spec: (``arm x over 3 specs``, the change)."""
+    return [
+        (
+            f"arm {arm} over {len([f for f in figures if f.arm == arm and f.differences])} specs",
+            f"pass rate change {_show('pass_rate', interval)} ({interval.method})",
+        )
+        for arm, interval in suite_arm_differences(figures).items()
+    ]
+
+
+def _arm_name(f: ArmFigures) -> str:
+    return f"{f.spec}[{f.arm}]{' (reference)' if f.reference else ''}"
+
+
+def _arm_figures_text(f: ArmFigures) -> str:
+    """``3/4 passed, pass rate 0.75 [...], score 0.80, turns 4.0, tokens 9000, cost $0.0100``."""
+    r = f.runs
+    shown = {
+        m: "-" if r.mean(m) is None else f"{r.mean(m):.{digits}f}"
+        for m, digits in (("score", 2), ("turns", 1), ("tokens", 0), ("cost_usd", 4))
+    }
+    return (
+        f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}, score {shown['score']}, "
+        f"turns {shown['turns']}, tokens {shown['tokens']}, cost ${shown['cost_usd']}"
+    )
+
+
+def _vs_reference(f: ArmFigures) -> str | None:
+    """An arm's change from the reference arm (None: it is the reference)."""
+    if f.differences is None:
+        return None
+    return ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
 
 
 def repeat_figures(r: Runs) -> dict[str, Any]:
@@ -288,17 +313,16 @@ def measured(rows: Sequence[Row]) -> dict[str, Any]:
 def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
     props = [
-        (f"atom_repeats {r.key}", repeat_line(r).partition(": ")[2])
+        (f"atom_repeats {r.key}", _repeat_figures_text(r))
         for r in groupruns_of(rows).values()
         if r.runs > 1
     ]
-    lines = arm_lines(rows)[1:]  # the header aside
-    for line, following in zip(lines, [*lines[1:], ""], strict=False):
-        if line.startswith("    "):
-            continue
-        name, _, figures = line.partition(": ")
-        more = f"; {following.strip()}" if following.startswith("    vs reference") else ""
-        props.append((f"atom_arm {name}", figures + more))
+    figures = arm_figures(rows)
+    for f in figures:
+        moved = _vs_reference(f)
+        more = f"; vs reference: {moved}" if moved is not None else ""
+        props.append((f"atom_arm {_arm_name(f)}", _arm_figures_text(f) + more))
+    props += [(f"atom_arm {name}", text) for name, text in _suite_arms(figures)]
     return props
 
 
