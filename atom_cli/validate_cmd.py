@@ -28,8 +28,6 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.recording import (
-    CONFIG_CHANGED,
-    SCRIPT_CHANGED,
     cassette_path,
     record_command,
     staleness,
@@ -330,7 +328,7 @@ def _cassette_notes(spec: Spec) -> list[str]:
     where, fix = display_path(path), f"re-record it with: {record_command(spec, 'all')}"
     notes = []
     for reason in reasons:
-        if reason.startswith(SCRIPT_CHANGED) or reason.endswith(CONFIG_CHANGED):
+        if reason.refused:
             notes.append(
                 f"note: pytest --atom will refuse the stale cassette {where} ({reason}); {fix}"
             )

@@ -55,3 +55,12 @@ def test_the_drift_cell_and_line_come_from_one_value() -> None:
     )
     assert drift_summary(drift) == "2.1.1 → 2.1.2; tools changed (2)"
     assert drift_line(None) is None
+
+
+def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
+    from pytest_atom.cassettes.recording import StaleReason
+
+    # worded like a changed script, but a configuration's: the kind decides
+    reason = StaleReason("script changed since recording", "config")
+    assert reason == "script changed since recording" and reason.refused
+    assert not StaleReason("skill x changed since recording", "prompt").refused

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -105,7 +105,29 @@ SCRIPT_CHANGED = "script changed since recording"
 PROMPT_CHANGED = "spec changed since recording"
 
 
-def staleness(spec: Spec, cassette: Cassette) -> list[str]:
+StaleKind = Literal["script", "prompt", "config"]
+
+
+class StaleReason(str):
+    """One reason a cassette no longer fits its spec: the sentence a person reads, and
+    its `kind`, which decides what a replay does (a changed script or configuration is
+    refused, a changed prompt only diverges) without reading the sentence."""
+
+    kind: StaleKind
+
+    def __new__(cls, text: str, kind: StaleKind) -> StaleReason:
+        reason = super().__new__(cls, text)
+        reason.kind = kind
+        return reason
+
+    @property
+    def refused(self) -> bool:
+        """A replay refuses the cassette for this reason: its answers are another script's
+        or configuration's."""
+        return self.kind in ("script", "config")
+
+
+def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
 
     A cassette recorded before these hashes were stored has nothing to compare: no reasons.
@@ -116,13 +138,19 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
     recorded = cassette.metadata.get("script_hash")
     if recorded and spec.script is not None and script_hash(spec) != recorded:
         reasons.append(
-            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
-            "was recorded from"
+            StaleReason(
+                f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the "
+                "cassette was recorded from",
+                "script",
+            )
         )
     recorded = cassette.metadata.get("prompt_hash")
     if recorded and prompt_hash(spec) != recorded:
         reasons.append(
-            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+            StaleReason(
+                f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with",
+                "prompt",
+            )
         )
     return reasons + config_staleness(spec, cassette)
 
@@ -131,7 +159,7 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
 CONFIG_CHANGED = " since recording"
 
 
-def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
+def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """The pieces of the spec's `claude:` configuration that differ from the recording's,
     each named (``skill release-notes changed since recording``).
 
@@ -150,11 +178,11 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
     reasons = []
     for label in sorted(recorded.keys() | now.keys()):
         if label not in now:
-            reasons.append(f"{label} removed{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} removed{CONFIG_CHANGED}", "config"))
         elif label not in recorded:
-            reasons.append(f"{label} added{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} added{CONFIG_CHANGED}", "config"))
         elif recorded[label] != now[label]:
-            reasons.append(f"{label} changed{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} changed{CONFIG_CHANGED}", "config"))
     return reasons
 
 
@@ -235,17 +263,17 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
     return None
 
 
-def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReason]) -> None:
     """Refuse a cassette recorded from another version of the spec's script or of its
     Claude Code configuration (see `config_staleness`)."""
-    changed = [r for r in reasons if r.endswith(CONFIG_CHANGED)]
+    changed = [r for r in reasons if r.kind == "config"]
     if changed:
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {'; '.join(changed)} "
             f"({display_path(spec.path)}, claude:): re-record it with: "
             f"{record_command(spec, 'all')}"
         )
-    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+    if any(r.kind == "script" for r in reasons):
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
             f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
@@ -276,7 +304,7 @@ class ModelSource:
     #: The faults that disturbed a recording whose spec failed: it was kept apart, the
     #: cassette left as it was (`finish`).
     disturbed: list[UpstreamFault] = field(default_factory=list)
-    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
@@ -609,7 +637,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
             f"re-judge them with: {rejudge_command(spec)}"
         )
-    elif any(r.startswith(PROMPT_CHANGED) for r in source.stale_reasons) or (
+    elif any(r.kind == "prompt" for r in source.stale_reasons) or (
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):
         causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
