@@ -565,44 +565,116 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     return f"{used.tokens} (${used.cost_usd:.4f})" + (" recalled" if recalled else "")
 
 
-def summary_table(rows: Sequence[SummaryRow]) -> list[str]:
-    """The terminal summary: one line per spec run, its outcome and figures."""
-    header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
-    # Tokens (and Claude Code's price) per role, once any spec used more than its executor.
-    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
-    roles = tuple(used) if set(used) - {"executor"} else ()
-    header += roles + ("cost $", "rec $", "time s")
+#: The terminal's width the summary fits (issue 29): wider, each spec takes two lines or
+#: three, and the whole table is in the HTML report.
+SUMMARY_WIDTH = 100
+
+
+def summary_table(rows: Sequence[SummaryRow], width: int = SUMMARY_WIDTH) -> list[str]:
+    """The terminal summary: one line per spec run, its outcome and figures; when that is
+    wider than `width`, the spec's name on a line of its own and its figures under it (and
+    the tokens per role on a third line, if they still do not fit)."""
+    roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
-    header += ("vs baseline",) if compared else ()
-    table = [header]
-    for row in rows:
-        table.append(
-            (
-                row.nodeid,
-                row.outcome.summary_label,  # what stopped a failed run; the rest: its report
-                "-" if row.score is None else f"{row.score:.2f}",
-                "" if row.attempts is None else str(row.attempts),
-                "" if row.iterations is None else str(row.iterations),
-                # The agent's own (main session and subagents), as limits and baselines
-                # count them; the role columns that follow break every session down.
-                "" if row.agent_tokens is None else str(row.agent_tokens),
-                *(_role_cell(row, role) for role in roles),
-                f"{row.cost_usd:.4f}",
-                # What replayed answers cost when recorded: not spent by this run.
-                f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
-                f"{row.duration_s:.1f}",
-            )
-            + ((baseline_cell(row.properties),) if compared else ())
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
+    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
+    lines = _aligned(table, compared, left=2)
+    if max(map(len, lines)) <= width:
+        return lines + plans
+    return _stacked(rows, roles, compared, width) + plans
+
+
+def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """Tokens (and Claude Code's price) per role, once any spec used more than its executor."""
+    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
+    return tuple(used) if set(used) - {"executor"} else ()
+
+
+def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
+    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
+
+
+def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    return (
+        row.nodeid,
+        row.outcome.summary_label,  # what stopped a failed run; the rest: its report
+        "-" if row.score is None else f"{row.score:.2f}",
+        "" if row.attempts is None else str(row.attempts),
+        "" if row.iterations is None else str(row.iterations),
+        # The agent's own (main session and subagents), as limits and baselines count
+        # them; the role columns that follow break every session down.
+        "" if row.agent_tokens is None else str(row.agent_tokens),
+        *(_role_cell(row, role) for role in roles),
+        f"{row.cost_usd:.4f}",
+        # What replayed answers cost when recorded: not spent by this run.
+        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+        f"{row.duration_s:.1f}",
+    ) + ((baseline_cell(row.properties),) if compared else ())
+
+
+def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> list[str]:
+    """Columns padded to their widest cell: the first `left` (and a baseline column, the
+    last) to the left, figures to the right."""
+    count = len(table[0])
+    widths = [max(len(row[i]) for row in table) for i in range(count)]
     return [
         "  ".join(
-            cell.ljust(w) if i < 2 or (compared and i == len(header) - 1) else cell.rjust(w)
+            cell.ljust(w) if i < left or (compared and i == count - 1) else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in table
-    ] + plans
+    ]
+
+
+def _stacked(
+    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
+) -> list[str]:
+    """The summary for a narrow terminal: per spec its name, then its figures indented
+    under the header's, then its tokens per role when the figures would not fit with them."""
+    indent = "    "
+    header, *cells = [_summary_header(roles, compared)[1:]] + [
+        _summary_cells(r, roles, compared)[1:] for r in rows
+    ]
+    figures = _aligned([header, *cells], compared, left=1)
+    more: list[list[str]] = [[] for _ in rows]
+    if max(len(indent) + len(line) for line in figures) > width:
+        keep = [i for i, name in enumerate(header) if name not in roles]
+        figures = _aligned(
+            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=1
+        )
+        if compared and max(len(indent) + len(line) for line in figures) > width:
+            figures = _aligned(
+                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=1
+            )
+            more = [[_clip_right(f"{indent * 2}vs baseline: {c[-1]}", width)] for c in cells]
+        for extra, row in zip(more, rows, strict=True):
+            extra += _role_lines(row, roles, indent * 2, width)
+    lines = ["spec", indent + figures[0]]
+    for row, line, extra in zip(rows, figures[1:], more, strict=True):
+        lines += [_clip_left(row.nodeid, width), _clip_right(indent + line, width), *extra]
+    return lines
+
+
+def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int) -> list[str]:
+    """``executor 31911 ($0.1290), reflector 4563 ($0.0100)``, wrapped at `width`."""
+    parts = [f"{role} {cell}" for role in roles if (cell := _role_cell(row, role)) != "-"]
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(_clip_right(indent + part, width))
+    return lines
+
+
+def _clip_left(text: str, width: int) -> str:
+    """A node id too long for the terminal, its start cut: its spec's name stays."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
+def _clip_right(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass(frozen=True)
