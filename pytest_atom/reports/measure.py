@@ -23,6 +23,15 @@ METRICS = (
     ("tokens", "atom_agent_tokens"),
     ("cost_usd", "atom_agent_cost_usd"),
 )
+#: What the arm lines compare: the spec's one figure, as the summary table, JUnit, the
+#: trace and HTML show it (every session's tokens, the dollars spent: 0 for a scripted or
+#: replayed run); baselines keep the agent's own (`METRICS`), which limits count.
+ARM_METRICS = (
+    ("score", "atom_score"),
+    ("turns", "atom_turns"),
+    ("tokens", "atom_tokens"),
+    ("cost_usd", "atom_cost_usd"),
+)
 
 
 def _number(value: Any) -> bool:
@@ -54,22 +63,28 @@ class Runs:
         return statistics.fmean(values) if values else None
 
 
-def groupruns_of(rows: Iterable[Row], key: Any = None) -> dict[str, Runs]:
+def groupruns_of(
+    rows: Iterable[Row], key: Any = None, metrics: Sequence[tuple[str, str]] = METRICS
+) -> dict[str, Runs]:
     """Rows by spec (repeat suffix ``[rN]`` removed), or by `key(nodeid, props)`."""
     grouped: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
     for row in rows:
         props = row.properties
         name = key(row.nodeid, props) if key else spec_key(row.nodeid)
         grouped.setdefault(name, []).append((row.outcome.ok, props))
-    return {name: runs_of(name, runs) for name, runs in grouped.items()}
+    return {name: runs_of(name, runs, metrics) for name, runs in grouped.items()}
 
 
-def runs_of(name: str, runs: list[tuple[bool, Mapping[str, Any]]]) -> Runs:
+def runs_of(
+    name: str,
+    runs: list[tuple[bool, Mapping[str, Any]]],
+    metrics: Sequence[tuple[str, str]] = METRICS,
+) -> Runs:
     figures = {
         metric: tuple(float(p[prop]) for _, p in runs if _number(p.get(prop)))
-        for metric, prop in METRICS
+        for metric, prop in metrics
     }
-    alike = len({(ok, *(p.get(prop) for _, prop in METRICS)) for ok, p in runs}) == 1
+    alike = len({(ok, *(p.get(prop) for _, prop in metrics)) for ok, p in runs}) == 1
     sources = {p.get("atom_source") for _, p in runs}
     return Runs(
         name,
@@ -165,7 +180,7 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     the pass rate's by Newcombe's interval, the means' by Welch's (a difference alone when
     a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
-    groups = groupruns_of(armed, _arm_key)
+    groups = groupruns_of(armed, _arm_key, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
     found: list[ArmFigures] = []
     by_spec: dict[str, list[str]] = {}
@@ -187,7 +202,7 @@ def _differences(ref: Runs, arm: Runs) -> dict[str, stats.Interval | float]:
         out["pass_rate"] = arm.passed / arm.runs - ref.passed / ref.runs
     else:
         out["pass_rate"] = stats.newcombe((ref.passed, ref.runs), (arm.passed, arm.runs))
-    for metric, _ in METRICS:
+    for metric, _ in ARM_METRICS:
         before, after = ref.figures.get(metric, ()), arm.figures.get(metric, ())
         if not before or not after:
             continue

@@ -562,7 +562,9 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     if used is None or not used.tokens:
         return "-"
     recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
-    return f"{used.tokens} (${used.cost_usd:.4f})" + (" recalled" if recalled else "")
+    # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
+    # the cost columns say what was (JUnit and the trace keep each role's price).
+    return str(used.tokens) + (" recalled" if recalled else "")
 
 
 #: The terminal's width the summary fits (issue 29): wider, each spec takes two lines or
@@ -585,7 +587,7 @@ def summary_table(rows: Sequence[SummaryRow], width: int = SUMMARY_WIDTH) -> lis
 
 
 def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
-    """Tokens (and Claude Code's price) per role, once any spec used more than its executor."""
+    """Tokens per role, once any spec used more than its executor."""
     used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
     return tuple(used) if set(used) - {"executor"} else ()
 
@@ -602,9 +604,10 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
         "-" if row.score is None else f"{row.score:.2f}",
         "" if row.attempts is None else str(row.attempts),
         "" if row.iterations is None else str(row.iterations),
-        # The agent's own (main session and subagents), as limits and baselines count
-        # them; the role columns that follow break every session down.
-        "" if row.agent_tokens is None else str(row.agent_tokens),
+        # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
+        # columns that follow break it down (the agent's own, which limits and baselines
+        # count: executor and subagents).
+        "" if row.tokens is None else str(row.tokens),
         *(_role_cell(row, role) for role in roles),
         f"{row.cost_usd:.4f}",
         # What replayed answers cost when recorded: not spent by this run.
@@ -630,34 +633,38 @@ def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> 
 def _stacked(
     rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
 ) -> list[str]:
-    """The summary for a narrow terminal: per spec its name, then its figures indented
-    under the header's, then its tokens per role when the figures would not fit with them."""
+    """The summary for a narrow terminal: per spec its name and outcome, then its figures
+    indented under the header's, then its baseline deltas and tokens per role when the
+    figures would not fit with them."""
     indent = "    "
-    header, *cells = [_summary_header(roles, compared)[1:]] + [
-        _summary_cells(r, roles, compared)[1:] for r in rows
+    header, *cells = [_summary_header(roles, compared)[2:]] + [
+        _summary_cells(r, roles, compared)[2:] for r in rows
     ]
-    figures = _aligned([header, *cells], compared, left=1)
+    figures = _aligned([header, *cells], compared, left=0)
     more: list[list[str]] = [[] for _ in rows]
     if max(len(indent) + len(line) for line in figures) > width:
         keep = [i for i, name in enumerate(header) if name not in roles]
         figures = _aligned(
-            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=1
+            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
         )
         if compared and max(len(indent) + len(line) for line in figures) > width:
             figures = _aligned(
-                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=1
+                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=0
             )
             more = [[_clip_right(f"{indent * 2}vs baseline: {c[-1]}", width)] for c in cells]
         for extra, row in zip(more, rows, strict=True):
             extra += _role_lines(row, roles, indent * 2, width)
-    lines = ["spec", indent + figures[0]]
+    lines = ["spec  outcome", indent + figures[0]]
     for row, line, extra in zip(rows, figures[1:], more, strict=True):
-        lines += [_clip_left(row.nodeid, width), _clip_right(indent + line, width), *extra]
+        label = row.outcome.summary_label
+        name = _clip_left(row.nodeid, max(width - 2 - len(label), 20))
+        lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
+        lines += extra
     return lines
 
 
 def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int) -> list[str]:
-    """``executor 31911 ($0.1290), reflector 4563 ($0.0100)``, wrapped at `width`."""
+    """``executor 31911, reflector 4563 recalled``, wrapped at `width`."""
     parts = [f"{role} {cell}" for role in roles if (cell := _role_cell(row, role)) != "-"]
     lines: list[str] = []
     for part in parts:

@@ -131,13 +131,11 @@ def _cost(
 
 
 def _billed(result: SpecResult) -> dict[str, Any]:
-    """The spec's tokens with what Claude Code leaves out (compaction), and the streams'
-    own figure beside Claude Code's, with why they differ (`SpecResult.billing_note`)."""
+    """The streams' own figure beside Claude Code's, with why they differ
+    (`SpecResult.billing_note`)."""
     if not result.billed:
         return {}
-    paid = sum(r.paid_tokens for r in result.records)
     return {
-        "tokens": paid + result.uncounted.tokens,
         "billed_tokens": result.billed_tokens,
         "cli_tokens": result.cli_tokens,
         "billing_note": result.billing_note(),
@@ -330,6 +328,8 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "cost": {
             **_cost(result.records, result.duration, result.costs(), result.usage_by_role()),
             **_billed(result),
+            # The spec's one figure, as every report shows it: recalled sessions included.
+            "tokens": result.tokens,
         },
         "children": [_step_child(result, s, sessions, ref) for s in result.all_steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
