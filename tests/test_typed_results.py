@@ -64,3 +64,23 @@ def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
     reason = StaleReason("script changed since recording", "config")
     assert reason == "script changed since recording" and reason.refused
     assert not StaleReason("skill x changed since recording", "prompt").refused
+
+
+def test_a_crossed_limit_names_its_limit_without_being_taken_apart() -> None:
+    import pickle
+
+    from pytest_atom.model.limits import Budget, Limits
+    from pytest_atom.model.outcome import decide
+
+    budget = Budget(Limits(max_turns=2))
+    budget.usage.turns = 3
+    crossed = budget.crossed()
+    assert crossed == "exceeded max_turns: 3 > 2" and crossed.limit == "exceeded max_turns"
+    in_step = crossed.within("test: the: tests")  # a colon in the step's name is no cut
+    assert in_step == "step test: the: tests: exceeded max_turns: 3 > 2"
+    outcome = decide(
+        attempts=1, decision="fail", score=None, threshold=0.8, completed=False,
+        reason="limit", checks_failed=0, checks=0, limit_exceeded=in_step,
+    )  # fmt: skip
+    assert outcome.summary_label == "failed: step test: the: tests"
+    assert pickle.loads(pickle.dumps(in_step)).limit == "step test: the: tests"

@@ -75,6 +75,27 @@ def judge(
     return "refine" if verdict.score >= 0.5 else "fail"
 
 
+
+class Crossing(str):
+    """A limit the agent crossed, as the reports word it (``exceeded max_turns: 3 > 2``),
+    with the limit named apart (`limit`: ``exceeded max_turns``) for the outcome's detail,
+    so nothing takes the sentence apart to find it."""
+
+    limit: str
+
+    def __new__(cls, text: str, limit: str) -> Crossing:
+        crossing = super().__new__(cls, text)
+        crossing.limit = limit
+        return crossing
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        return str(self), self.limit
+
+    def within(self, step: str) -> Crossing:
+        """The crossing of a multi-step spec's step: the step names it (``step test``)."""
+        return Crossing(f"step {step}: {self}", f"step {step}")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A spec run's outcome. `label` is the word every report shows; `ok` and
@@ -176,7 +197,7 @@ def decide(
     divergence: str | None = None,
     harness_error: str | None = None,
     upstream: str | None = None,
-    limit_exceeded: str | None = None,
+    limit_exceeded: Crossing | None = None,
     plan_failed: bool = False,
     steps: str | None = None,
     steps_passed: bool = True,
@@ -209,7 +230,7 @@ def decide(
         return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
     detail = None
     if limit_exceeded:
-        detail, why = limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
+        detail, why = limit_exceeded.limit, f"stopped: {limit_exceeded}"
     elif plan_failed:
         detail, why = "plan", "the planner's plan did not pass"
     elif not attempts:

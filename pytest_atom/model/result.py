@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.model.billing import Billed
 from pytest_atom.model.limits import Limits, Usage
 from pytest_atom.model.modes import SourceKind
-from pytest_atom.model.outcome import Decision, Outcome, decide
+from pytest_atom.model.outcome import Crossing, Decision, Outcome, decide
 from pytest_atom.model.usage import ROLES, RoleUsage
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class SpecResult:
     #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
-    limit_exceeded: str | None = None
+    limit_exceeded: Crossing | None = None
     #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
