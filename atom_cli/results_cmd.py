@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pytest_atom.reports.text import (
     failed_tries_lines,
     sandbox_warning_lines,
     summary_table,
+    summary_width,
 )
 from pytest_atom.run.harness import host_harness
 
@@ -78,7 +80,8 @@ def combine_command(
     regressed = gate is not None and gate.finish(rows)
     runs = len(rows) + len(run.failures)
     click.echo(f"combined {len(run.sources)} shard(s): {runs} spec run(s)")
-    for line in summary_table(rows):
+    columns = shutil.get_terminal_size().columns
+    for line in summary_table(rows, summary_width(sys.stdout.isatty(), columns)):
         click.echo(line)
     for row in rows:
         for label, text in row.notes():

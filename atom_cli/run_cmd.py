@@ -41,6 +41,7 @@ from pytest_atom.reports.text import (
     result_properties,
     sandbox_warning_lines,
     summary_table,
+    summary_width,
     tool_problem,
 )
 from pytest_atom.reports.trace import build_trace
@@ -372,7 +373,7 @@ def run(
     harness.finish()
     rows = _summary_rows(results, gate)
     regressed = gate is not None and gate.finish(rows)
-    for line in summary_table(rows):
+    for line in summary_table(rows, summary_width(console.is_terminal, console.width)):
         console.print(escape(line))
     if html and views is not None:
         deltas = gate.deltas() if gate is not None else {}

@@ -137,7 +137,7 @@ def test_a_recording_reports_the_cost_of_its_failed_tries(tmp_path: Path, claude
 
     # the summary's tokens column: the agent's own, every try's
     row = SummaryRow.of("tries.atom.yaml::tries", props)
-    _, line = summary_table([row], width=1000)
+    _, line = summary_table([row])
     assert f" {executor_tokens} " in line
     [note] = failed_tries_lines([row])
     assert (

@@ -39,7 +39,7 @@ def test_a_summary_of_long_names_and_every_role_fits_100_columns() -> None:
         )
         for n, label in enumerate(("passed", "failed", "xfailed", "upstream error"), 1)
     ]
-    lines = summary_table(rows)
+    lines = summary_table(rows, SUMMARY_WIDTH)
     assert max(len(line) for line in lines) <= SUMMARY_WIDTH
     # nothing is lost: each spec's name (its end, where it is cut), figures and roles
     for n, label in enumerate(("passed", "failed", "xfailed", "upstream error"), 1):
@@ -57,12 +57,12 @@ def test_a_summary_of_long_names_and_every_role_fits_100_columns() -> None:
 
 def test_a_summary_that_fits_stays_one_line_a_spec() -> None:
     rows = [summary_row("a.atom.yaml::a", "passed", {"atom_agent_tokens": 10})]
-    assert len(summary_table(rows)) == 2
+    assert len(summary_table(rows, SUMMARY_WIDTH)) == 2
 
 
 def test_without_roles_the_figures_share_the_second_line() -> None:
     rows = [summary_row(f"{LONG}::x", "passed", {"atom_agent_tokens": 10, "atom_duration_s": 1})]
-    [spec, header, name, figures] = summary_table(rows)
+    [spec, header, name, figures] = summary_table(rows, SUMMARY_WIDTH)
     assert (spec, name) == ("spec  outcome", f"{LONG}::x  passed")
     assert header.split() == [
         "score",
@@ -77,3 +77,14 @@ def test_without_roles_the_figures_share_the_second_line() -> None:
         "s",
     ]
     assert figures.split() == ["-", "10", "0.0000", "-", "1.0"]
+
+
+def test_a_terminal_gets_its_own_width_at_most_100_and_a_log_one_line_a_spec() -> None:
+    from pytest_atom.reports.text import summary_width
+
+    assert summary_width(True, 80) == 80
+    assert summary_width(True, 240) == SUMMARY_WIDTH
+    assert summary_width(False, 80) is None  # a CI log or a file: one line a spec
+    rows = [summary_row(f"{LONG}::x", "passed", {"atom_agent_tokens": 10})]
+    assert len(summary_table(rows, None)) == 2 and len(summary_table(rows, 80)) == 4
+    assert max(len(line) for line in summary_table(rows, 80)) <= 80

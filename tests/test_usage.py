@@ -314,9 +314,7 @@ def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorde
     executor, judge = trace["children"][0]["sessions"]
     assert executor["subagent_tokens"] == subagents and judge["role"] == "reflector"
 
-    header, row = summary_table(
-        [SummaryRow.of("specs/delegate.atom.yaml::delegate", props)], width=1000
-    )
+    header, row = summary_table([SummaryRow.of("specs/delegate.atom.yaml::delegate", props)])
     assert header.split()[5:10] == ["tokens", "executor", "subagents", "reflector", "cost"]
     assert f" {subagents} " in row  # tokens: a price the table would show was not spent
 
@@ -342,5 +340,5 @@ def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_ch
     assert props["atom_tokens"] == props["atom_agent_tokens"] == used
     assert props["atom_subagents_tokens"] > 0 and props["atom_reflector_tokens"] == 0
     assert [c.passed for c in result.checks] == [True, True]
-    _, row = summary_table([SummaryRow.of("d::delegate", props)], width=1000)
+    _, row = summary_table([SummaryRow.of("d::delegate", props)])
     assert f" {used} " in row and "failed: exceeded max_tokens" in row

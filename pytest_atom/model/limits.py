@@ -161,7 +161,9 @@ class Budget:
         )
         for key, limit, used in checks:
             if limit is not None and used > limit:
-                return Crossing(f"exceeded {key}: {_show(used)} > {_show(limit)}", f"exceeded {key}")
+                return Crossing(
+                    f"exceeded {key}: {_show(used)} > {_show(limit)}", f"exceeded {key}"
+                )
         return self.spend.crossing() if self.spend is not None else None
 
 

@@ -75,7 +75,6 @@ def judge(
     return "refine" if verdict.score >= 0.5 else "fail"
 
 
-
 class Crossing(str):
     """A limit the agent crossed, as the reports word it (``exceeded max_turns: 3 > 2``),
     with the limit named apart (`limit`: ``exceeded max_turns``) for the outcome's detail,

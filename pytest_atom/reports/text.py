@@ -567,21 +567,28 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     return str(used.tokens) + (" recalled" if recalled else "")
 
 
-#: The terminal's width the summary fits (issue 29): wider, each spec takes two lines or
-#: three, and the whole table is in the HTML report.
+#: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
+#: wider rows take two lines a spec or three, and the whole table is in the HTML report.
 SUMMARY_WIDTH = 100
 
 
-def summary_table(rows: Sequence[SummaryRow], width: int = SUMMARY_WIDTH) -> list[str]:
+def summary_width(is_terminal: bool, columns: int) -> int | None:
+    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
+    line a spec however wide, where the output is no terminal (a CI log, a file)."""
+    return min(columns, SUMMARY_WIDTH) if is_terminal else None
+
+
+def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
     """The terminal summary: one line per spec run, its outcome and figures; when that is
-    wider than `width`, the spec's name on a line of its own and its figures under it (and
-    the tokens per role on a third line, if they still do not fit)."""
+    wider than `width`, the spec's name and outcome on a line, its figures under it (and
+    its baseline deltas and tokens per role on more lines, if they still do not fit).
+    `width` None: one line a spec, however wide."""
     roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
     plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
     table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
     lines = _aligned(table, compared, left=2)
-    if max(map(len, lines)) <= width:
+    if width is None or max(map(len, lines)) <= width:
         return lines + plans
     return _stacked(rows, roles, compared, width) + plans
 
