@@ -217,12 +217,7 @@ def decide(
     if harness_error is not None:
         return Outcome("error", harness_error.strip().splitlines()[0], "harness")
     passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
-    if score is None:
-        verdict = ""
-    elif gate == "criteria":
-        verdict = "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
-    else:
-        verdict = f"score {score:g} (passes above {threshold:g})"
+    verdict = _verdict(score, threshold, gate, unmet)
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     if upstream is not None:
@@ -245,3 +240,12 @@ def decide(
     if detail is None and steps is not None:
         detail, why = steps, f"{steps} committed; {why}"
     return Outcome("failed", why, xfail=expected, detail=detail)
+
+
+def _verdict(score: float | None, threshold: float, gate: Gate, unmet: Sequence[str]) -> str:
+    """The reflector's verdict in a few words: its score, or its unmet criteria."""
+    if score is None:
+        return ""
+    if gate == "criteria":
+        return "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
+    return f"score {score:g} (passes above {threshold:g})"
