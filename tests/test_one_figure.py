@@ -22,7 +22,7 @@ def _summary(output: str) -> dict[str, dict[str, str]]:
     if lines[start] != "spec  outcome":
         header = re.split(r"\s{2,}", lines[start])
         for line in lines[start + 1 :]:
-            if "::" not in line.split(" ")[0]:
+            if "::" not in line.split(" ")[0] or "  " not in line:  # past the table (plans)
                 break
             cells = re.split(r"\s{2,}", line)
             found[cells[0]] = dict(zip(header, cells, strict=True))
