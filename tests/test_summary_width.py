@@ -24,6 +24,7 @@ def _figures(**more: object) -> dict[str, object]:
         "atom_baseline_tokens": 123456,
         "atom_baseline_turns": 12,
         "atom_limit_exceeded": "exceeded max_turns: 3 > 2",
+        "atom_plan": "plan: " + ", ".join(f"a-rather-long-step-name-{n}" for n in range(9)),
     }
     for role in ROLES:
         props[f"atom_{role}_tokens"], props[f"atom_{role}_cost_usd"] = 987_654, 1.2345

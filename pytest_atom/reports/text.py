@@ -588,7 +588,10 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
     plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
     table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
     lines = _aligned(table, compared, left=2)
-    if width is None or max(map(len, lines)) <= width:
+    if width is None:
+        return lines + plans
+    plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
+    if max(map(len, lines)) <= width:
         return lines + plans
     return _stacked(rows, roles, compared, width) + plans
 
