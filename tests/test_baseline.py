@@ -25,8 +25,8 @@ from pytest_atom.reports.baseline import (
     write_results,
 )
 from pytest_atom.reports.text import summary_table
-from tests.conftest import REPO, drop_step_fixtures
-from tests.conftest import summary_row as row
+from tests.helpers import REPO, drop_step_fixtures
+from tests.helpers import summary_row as row
 
 
 def props(**over: Any) -> dict[str, Any]:

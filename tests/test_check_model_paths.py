@@ -17,7 +17,7 @@ from atom_cli.cassette_cmd import cassette
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.raw_paths import MachinePaths, model_written
 from pytest_atom.gateway.messages import message, sse_stream
-from tests.test_cli_cassette import old_cassette
+from tests.helpers import old_cassette
 
 
 def run(*args: str | Path) -> Result:

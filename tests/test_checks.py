@@ -13,7 +13,7 @@ import pytest
 from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check
-from tests.conftest import wait_gone, write
+from tests.helpers import wait_gone, write
 
 
 def check(kind: str, **params: Any) -> Check:

@@ -13,25 +13,19 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
-from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.eval_graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
     js_regex,
-    register_checks,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
 from pytest_atom.model.spec_types import Check, SpecError
-from tests.conftest import REPO
+from tests.helpers import REPO, kinds
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"
 EVALS = PLUGIN / "evals"
-
-
-def kinds() -> list[str]:
-    return register_checks(default_registry()).kinds()
 
 
 def test_a_case_yaml_case_maps_onto_two_arms_with_its_graders() -> None:

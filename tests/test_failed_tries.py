@@ -16,7 +16,7 @@ from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failed_tries_lines, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from tests.conftest import record_through_upstream
+from tests.helpers import record_through_upstream
 
 KEY = "TRIES-TASK"
 JUDGE_KEY = "You are a clinical auditor"  # the reflector's prompt (prompts/REFLECTOR.md)

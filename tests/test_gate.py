@@ -8,7 +8,7 @@ import pytest
 
 from pytest_atom.reports.baseline import build_baseline, counts, gate_run
 from pytest_atom.reports.gate import gate
-from tests.conftest import summary_row
+from tests.helpers import summary_row
 
 # Imported before pytester's inner runs, which cannot load its C extensions anew.
 pytest.importorskip("scipy.stats")

@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.conftest import ShippedRun, capture
+from tests.helpers import ShippedRun, capture
 
 CHROMIUM_ARGS = (
     "--headless=new",
@@ -205,7 +205,7 @@ def configured_page(driver: WebDriver, tmp_path: Path) -> WebDriver:
     calls refused (tests/data/stream_json/configured-2.1.330.jsonl), with one long command
     added: a mark must stay readable beside a label that is cut short."""
     from pytest_atom.reports.html import render_html, report_row, spec_view
-    from tests.test_html_report import assistant, result_for, tool_result
+    from tests.html_helpers import assistant, result_for, tool_result
 
     lines = capture("configured-2.1.330.jsonl").splitlines()
     call = {"type": "tool_use", "id": "t9", "name": "mcp__tickets__create"}

@@ -25,7 +25,7 @@ from pytest_atom.model.spec_types import Check, Spec
 from pytest_atom.reports.text import result_properties, summary_table
 from pytest_atom.run.execution import refine_message
 from pytest_atom.run.runtime import RunOutcome
-from tests.conftest import summary_row as row
+from tests.helpers import summary_row as row
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")
 FAIL = CheckResult(Check("file_exists", {"path": "b"}, 4), False, "b is missing", "")

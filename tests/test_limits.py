@@ -171,7 +171,7 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     fixture under max_turns 2 crosses it offline too, and its `xfail:` expects exactly that."""
     import shutil
 
-    from tests.conftest import REPO, drop_step_fixtures
+    from tests.helpers import REPO, drop_step_fixtures
 
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)

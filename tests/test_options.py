@@ -21,7 +21,7 @@ from pytest_atom import plugin
 from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
 from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
 from pytest_atom.pytest.session import pytest_harness
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.model.outcome import Crossing, Outcome, decide
 from pytest_atom.reports.rows import SummaryRow
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def run(**over: Any) -> Outcome:

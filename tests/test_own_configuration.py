@@ -18,7 +18,7 @@ from pytest_atom.gateway.matching import Drift
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import SpecError, load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import write
+from tests.helpers import write
 
 SKILL_MD = "---\nname: notes\ndescription: Writes notes.\n---\nWrite NOTES.md.\n"
 

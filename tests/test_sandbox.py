@@ -29,7 +29,7 @@ from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.text import tool_problems
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash
+from tests.helpers import bash
 
 CANARY = "CANARY-7f3a-above-the-run-folder"
 

@@ -29,6 +29,7 @@ from pytest_atom.cassettes.staleness import (
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import Spec
+from tests.helpers import scripted_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
 CASSETTE = Path("cassettes/create_file/create-file.yaml")
@@ -121,13 +122,6 @@ def test_old_cassette_without_hashes_replays_after_a_script_edit(
 
 
 # --- without a Claude Code session --------------------------------------------------------
-
-
-def scripted_spec(folder: Path, prompt: str = "Create hello.txt.") -> Spec:
-    (folder / "turns.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n", encoding="utf-8")
-    path = folder / "s.atom.yaml"
-    path.write_text(f"name: s\nprompt: {prompt}\nscript: turns.yaml\n", encoding="utf-8")
-    return load_specs(path)[0]
 
 
 def recorded_for(spec: Spec, **metadata: str | None) -> Path:

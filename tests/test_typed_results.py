@@ -7,7 +7,7 @@ from pytest_atom.gateway.matching import Drift
 from pytest_atom.reports.gate import gate
 from pytest_atom.reports.measure import arm_lines, junit_properties
 from pytest_atom.reports.text import drift_line, drift_summary
-from tests.conftest import summary_row
+from tests.helpers import summary_row
 
 
 def test_the_gate_flags_its_regressions_without_reading_its_text() -> None:
