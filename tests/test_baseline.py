@@ -45,7 +45,10 @@ SPEC = "specs/x.atom.yaml::x"
 
 
 def entry(**over: Any) -> dict[str, Any]:
-    return build_baseline([row(SPEC, over.pop("outcome", "passed"), props(**over))])["specs"][SPEC]
+    built: dict[str, Any] = build_baseline(
+        [row(SPEC, over.pop("outcome", "passed"), props(**over))]
+    )
+    return dict(built["specs"][SPEC])
 
 
 def test_an_unchanged_run_is_the_same() -> None:

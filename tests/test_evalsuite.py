@@ -254,8 +254,8 @@ def test_the_fixture_suite_replays_offline_both_arms_every_grader(
     # the case's own files are as they were: nothing was written beside them
     assert not (tmp_path / "greeter" / "evals" / "greet-file" / ".atom").exists()
     # a grader that fails, fails its items, and says which grader
-    case = tmp_path / "greeter" / "evals" / "greet-file" / "case.yaml"
-    case.write_text(case.read_text().replace('"^Hello, Ada!$"', '"^Goodbye"'))
+    case_file = tmp_path / "greeter" / "evals" / "greet-file" / "case.yaml"
+    case_file.write_text(case_file.read_text().replace('"^Hello, Ada!$"', '"^Goodbye"'))
     failed = run_evals(tmp_path, f"greeter/evals/greet-file/case.yaml::greet-file[{WITH}][r1]")
     assert failed.returncode == 1
     failed_output = failed.stdout + failed.stderr

@@ -88,7 +88,7 @@ def test_the_record_of_a_retried_call_carries_its_failed_tries(tmp_path: Path) -
     runtime = AtomRuntime(
         "{max_iterations}",
         tmp_path,
-        runner=_Tries(first, second, last),  # type: ignore[arg-type]
+        runner=_Tries(first, second, last),
         max_retries=2,
         sleep=lambda seconds: None,
         verbose=False,

@@ -202,7 +202,7 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     [case] = ElementTree.fromstring(xml).iterfind(".//testcase[@name='over-budget']")
     props = {p.get("name"): p.get("value") for p in case.iterfind(".//property")}
     tokens = props["atom_tokens"]
-    assert int(tokens) > 0 and props["atom_agent_tokens"] == tokens
+    assert tokens is not None and int(tokens) > 0 and props["atom_agent_tokens"] == tokens
     result.stdout.fnmatch_lines(
         [
             "*atom spec 'over-budget' failed*",

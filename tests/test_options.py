@@ -161,7 +161,7 @@ def test_the_ini_file_names_are_pytests_own() -> None:
         ".pytest.ini",
         "pyproject.toml",
     )
-    assert pytest_ini.INI_NAMES is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
+    assert vars(pytest_ini)["INI_NAMES"] is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
 
 
 def test_a_subfolder_with_a_pytest_toml_is_a_project_root(tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ def test_the_drift_cell_and_line_come_from_one_value() -> None:
 
 
 def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
-    from pytest_atom.cassettes.recording import StaleReason
+    from pytest_atom.cassettes.staleness import StaleReason
 
     # worded like a changed script, but a configuration's: the kind decides
     reason = StaleReason("script changed since recording", "config")
