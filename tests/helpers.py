@@ -213,14 +213,17 @@ def old_cassette() -> Cassette:
     return data
 
 
+#: The invocation trace's JSON Schema, ready to validate a trace a run wrote.
 VALIDATOR = Draft202012Validator(TRACE_SCHEMA)
 
 
 def kinds() -> list[str]:
+    """The check kinds a plugin's eval suite may use: the built-in ones and its graders."""
     return register_checks(default_registry()).kinds()
 
 
 def scripted_spec(folder: Path, prompt: str = "Create hello.txt.") -> Spec:
+    """A one-turn scripted spec `s` in `folder`: enough to hash, record for and replay."""
     (folder / "turns.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n", encoding="utf-8")
     path = folder / "s.atom.yaml"
     path.write_text(f"name: s\nprompt: {prompt}\nscript: turns.yaml\n", encoding="utf-8")
