@@ -35,18 +35,13 @@ from pytest_atom.cassettes.recording import (
     staleness,
 )
 from pytest_atom.gateway import Script, ScriptError
-from pytest_atom.judge.checks import (
-    CheckRegistry,
-    CheckResult,
-    default_registry,
-    run_checks,
-    run_shell,
-)
+from pytest_atom.judge.checks import default_registry, run_checks, run_shell
+from pytest_atom.judge.registry import CheckRegistry, CheckResult
 from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness

@@ -57,10 +57,10 @@ from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway, GatewayRequest
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
 from pytest_atom.model.prompts import PromptLoader

@@ -32,7 +32,7 @@ from pytest_atom.cassettes.recording import (
     staleness,
     stamp_hashes,
 )
-from pytest_atom.judge.reflector import workspace_diff
+from pytest_atom.diffs import workspace_diff
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import SandboxOptions, SpecError, load_spec
 from pytest_atom.reports.html import render_html, report_row, spec_view

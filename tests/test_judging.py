@@ -11,15 +11,10 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.judge.checks import CheckResult
-from pytest_atom.judge.reflector import (
-    CriterionVerdict,
-    ReflectorError,
-    Verdict,
-    judge,
-    workspace_diff,
-)
+from pytest_atom.diffs import workspace_diff
+from pytest_atom.judge.reflector import CriterionVerdict, ReflectorError, Verdict, judge
+from pytest_atom.judge.registry import CheckResult
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import Check, Spec
 from pytest_atom.reports.text import result_properties, summary_table

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.agents.events import parse_event
+from pytest_atom.model.events import parse_event
 from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.rows import SummaryRow

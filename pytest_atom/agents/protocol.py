@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.claude_code.runner import IterationRecord
-    from pytest_atom.agents.events import Event
     from pytest_atom.agents.roles import Role
+    from pytest_atom.model.events import Event
+    from pytest_atom.model.record import IterationRecord
 
 
 class SessionRunner(Protocol):
@@ -72,7 +72,7 @@ class Agent(SessionRunner, Protocol):
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         """One decoded object of the agent's output as agent-neutral events
-        (`pytest_atom.agents.events`): the agent's one event parser."""
+        (`pytest_atom.model.events`): the agent's one event parser."""
         ...
 
 

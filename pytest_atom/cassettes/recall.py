@@ -25,12 +25,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.cassettes.cassette import RECALL
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.gateway.matching import Kind, compared_turns
-from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec import ClaudeOptions
-from pytest_atom.run.workspace import SKIPPED_DIRS
 
 #: The cassette's metadata key: ``{role: {inputs, folder, tokens, cost_usd}}``.
 RECALL_KEY = RECALL

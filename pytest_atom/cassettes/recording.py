@@ -23,6 +23,7 @@ from pytest_atom.agents.claude_code.configuration import config_hashes
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
 from pytest_atom.cassettes.recall import Recall
+from pytest_atom.cassettes.replay import CassetteResponder, Divergence
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import (
     Gateway,
@@ -32,14 +33,13 @@ from pytest_atom.gateway import (
     ScriptError,
 )
 from pytest_atom.gateway.matching import request_kind
+from pytest_atom.gateway.messages import read_reply
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder, Divergence
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.reports.transcript import read_reply
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 #: Credentials the CLI can use when recording; passed through, never written down.

@@ -10,9 +10,11 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_atom.model.billing import Billed, billed, merge_usage
+from pytest_atom.words import plural
 
 
 def message(
@@ -270,3 +272,84 @@ def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             block["input"] = raw
     return block
+
+
+@dataclass
+class Reply:
+    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
+    its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
+
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    billed: Billed = field(default_factory=Billed)
+    model: str | None = None
+    error: str | None = None
+
+    @property
+    def input_tokens(self) -> int:
+        return self.billed.message.input
+
+    @property
+    def output_tokens(self) -> int:
+        return self.billed.message.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.billed.message.cache_read
+
+    @property
+    def cache_creation(self) -> int:
+        return self.billed.message.cache_write
+
+    def usage_text(self) -> str:
+        """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
+        (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
+        text = self.billed.message.text()
+        for step in self.billed.iterations:
+            who = f" {step.model}" if step.model else ""
+            text += f"; + {step.kind}{who}: {step.tokens.text()}"
+        for key, count in self.billed.server_tool_use.items():
+            text += f"; {_requests(key, count)}"
+        return text
+
+
+def _error_text(data: Any, status: int) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
+    return f"HTTP {status}"
+
+
+def read_reply(response: str, status: int) -> Reply:
+    """The answer a recorded response carries: a JSON message, an API error, or a stream.
+
+    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
+    is recorded; a stream that ends without an answer but with an error status says so.
+    """
+    reply = Reply()
+    try:
+        data = json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        data = None
+    if data is not None:  # a non-streamed message or an API error
+        if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
+            reply.error = _error_text(data, status)
+        elif isinstance(data, dict):
+            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
+            reply.billed = billed(data.get("usage"))
+            model = data.get("model")
+            reply.model = model if isinstance(model, str) else None
+        return reply
+    folded = fold_sse(response)
+    reply.blocks = folded["content"]
+    reply.billed = billed(folded["usage"])
+    reply.model = folded["model"]
+    if folded["error"] is not None:
+        reply.error = _error_text(folded["error"], status)
+    elif status >= 400:
+        reply.error = f"HTTP {status}"
+    return reply
+
+
+def _requests(key: str, count: int) -> str:
+    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
+    return plural(count, key.replace("_", " ").removesuffix("s"))

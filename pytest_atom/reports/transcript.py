@@ -1,7 +1,7 @@
 """Conversations folded into the turns a person reads: a session's events, or a cassette's
 recorded requests and responses.
 
-A session's events (pytest_atom.agents.events: the agent's output, parsed there) carry one part of
+A session's events (pytest_atom.model.events: the agent's output, parsed there) carry one part of
 a model answer each (text, thinking, a tool call; the parts of one answer share its message
 id) and the tool results. This module folds them back into turns: one model answer each,
 its blocks in order, every tool call with the result the agent gave it. It is pure (events
@@ -45,7 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.agents.events import (
+from pytest_atom.agents.roles import STRUCTURED_OUTPUT
+from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.gateway.messages import Reply, _requests, read_reply
+from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
+from pytest_atom.model.billing import Billed
+from pytest_atom.model.events import (
     AssistantText,
     Event,
     MessageUsage,
@@ -55,12 +60,8 @@ from pytest_atom.agents.events import (
     ToolResult,
     flatten_tool_result,
 )
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
-from pytest_atom.gateway.messages import fold_sse
-from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
-from pytest_atom.model.billing import Billed, billed
 from pytest_atom.model.prices import cost_usd
+from pytest_atom.words import plural
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -389,82 +390,6 @@ class Line:
         return self.prefix + self.text + self.suffix
 
 
-@dataclass
-class Reply:
-    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
-    its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
-
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-    billed: Billed = field(default_factory=Billed)
-    model: str | None = None
-    error: str | None = None
-
-    @property
-    def input_tokens(self) -> int:
-        return self.billed.message.input
-
-    @property
-    def output_tokens(self) -> int:
-        return self.billed.message.output
-
-    @property
-    def cache_read(self) -> int:
-        return self.billed.message.cache_read
-
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
-
-    def usage_text(self) -> str:
-        """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
-        (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
-        text = self.billed.message.text()
-        for step in self.billed.iterations:
-            who = f" {step.model}" if step.model else ""
-            text += f"; + {step.kind}{who}: {step.tokens.text()}"
-        for key, count in self.billed.server_tool_use.items():
-            text += f"; {_requests(key, count)}"
-        return text
-
-
-def _error_text(data: Any, status: int) -> str:
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
-    return f"HTTP {status}"
-
-
-def read_reply(response: str, status: int) -> Reply:
-    """The answer a recorded response carries: a JSON message, an API error, or a stream.
-
-    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
-    is recorded; a stream that ends without an answer but with an error status says so.
-    """
-    reply = Reply()
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
-    if data is not None:  # a non-streamed message or an API error
-        if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
-            reply.error = _error_text(data, status)
-        elif isinstance(data, dict):
-            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
-            reply.billed = billed(data.get("usage"))
-            model = data.get("model")
-            reply.model = model if isinstance(model, str) else None
-        return reply
-    folded = fold_sse(response)
-    reply.blocks = folded["content"]
-    reply.billed = billed(folded["usage"])
-    reply.model = folded["model"]
-    if folded["error"] is not None:
-        reply.error = _error_text(folded["error"], status)
-    elif status >= 400:
-        reply.error = f"HTTP {status}"
-    return reply
-
-
 def is_messages(interaction: Interaction) -> bool:
     """Whether the interaction is a Messages API call (a turn or a side request)."""
     return interaction.method == "POST" and interaction.endpoint.endswith("/v1/messages")
@@ -482,11 +407,6 @@ _METADATA_FIELDS = (
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``: English for counts in the transcript and its summaries."""
-    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _without_cache_control(node: Any) -> Any:
@@ -880,11 +800,6 @@ class _CassetteTranscript:
         spent += f", ${t.cost_usd:.4f} at today's prices"
         marks = marks_summary(self.marks)
         return f"Totals: {', '.join(counts)}; {tokens}; {spent}" + (f"; {marks}" if marks else "")
-
-
-def _requests(key: str, count: int) -> str:
-    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
-    return plural(count, key.replace("_", " ").removesuffix("s"))
 
 
 def _result_error(content: Any) -> bool:

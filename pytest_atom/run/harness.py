@@ -23,13 +23,14 @@ import pluggy
 
 from pytest_atom import hooks
 from pytest_atom.cassettes.scrub import remember_env_files
-from pytest_atom.judge.checks import CheckRegistry, default_registry
+from pytest_atom.judge.checks import default_registry
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec import Spec
 from pytest_atom.model.spend import SpendLimit
-from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.baseline import BaselineGate
 from pytest_atom.reports.trace import write_report
 from pytest_atom.run.retention import prune_runs

@@ -19,8 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.model.prompts import render_prompt
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.run.history import IterationHistory
 from pytest_atom.run.retry import RetryManager
 
@@ -109,7 +109,7 @@ class AtomRuntime:
     @property
     def runner(self) -> SessionRunner:
         if self._runner is None:
-            from pytest_atom.agents.factory import claude_code_agent  # the seed's default
+            from pytest_atom.run.factory import claude_code_agent  # the seed's default
 
             self._runner = claude_code_agent("executor")
         return self._runner

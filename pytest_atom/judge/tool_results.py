@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from pytest_atom.gateway.normalize import mask_durations
-from pytest_atom.judge.checks import CheckError, CheckResult
+from pytest_atom.judge.registry import CheckError, CheckResult
 from pytest_atom.reports.transcript import tool_label
 
 if TYPE_CHECKING:

@@ -53,6 +53,7 @@ from pytest_atom.gateway.messages import (
     estimate_tokens,
     message,
     parse_sse,
+    read_reply,
     sse_stream,
 )
 from pytest_atom.gateway.normalize import (
@@ -62,7 +63,7 @@ from pytest_atom.gateway.normalize import (
     results_in_call_order,
 )
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
-from pytest_atom.reports.transcript import plural, read_reply
+from pytest_atom.words import plural
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for, and
 #: whose session it was (the harness's role marker, see agents.roles).
