@@ -16,7 +16,7 @@ import yaml
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
+from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
 from tests.conftest import bash

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.gateway.messages import fold_sse, stream_billed
 from pytest_atom.gateway.server import Meter
 from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_usage
+from pytest_atom.model.messages import fold_sse, stream_billed
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import Attempt, SpecResult

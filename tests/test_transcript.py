@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
 from pytest_atom.model.events import parse
+from pytest_atom.model.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
 from pytest_atom.reports.transcript import (
     Line,
     Mark,

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.roles import Role
     from pytest_atom.model.events import Event
     from pytest_atom.model.record import IterationRecord
+    from pytest_atom.model.roles import Role
 
 
 class SessionRunner(Protocol):

@@ -36,10 +36,10 @@ from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.agents.roles import Role
 from pytest_atom.model.environment import importable
 from pytest_atom.model.events import Event
 from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.roles import Role
 from pytest_atom.processes import kill_process_tree
 
 #: The module the child runs (`python -m`).

@@ -33,9 +33,9 @@ from pytest_atom.gateway import (
     ScriptError,
 )
 from pytest_atom.gateway.matching import request_kind
-from pytest_atom.gateway.messages import read_reply
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.scripted import draw_key
+from pytest_atom.model.messages import read_reply
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import Spec

@@ -31,10 +31,8 @@ from typing import Any, Literal
 
 import httpx
 
-from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.gateway import messages
 from pytest_atom.gateway.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
@@ -48,14 +46,6 @@ from pytest_atom.gateway.matching import (
     owned_system,
     request_kind,
 )
-from pytest_atom.gateway.messages import (
-    coalesce_sse,
-    estimate_tokens,
-    message,
-    parse_sse,
-    read_reply,
-    sse_stream,
-)
 from pytest_atom.gateway.normalize import (
     Normalizer,
     mask_machine,
@@ -63,6 +53,16 @@ from pytest_atom.gateway.normalize import (
     results_in_call_order,
 )
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
+from pytest_atom.model import messages
+from pytest_atom.model.messages import (
+    coalesce_sse,
+    estimate_tokens,
+    message,
+    parse_sse,
+    read_reply,
+    sse_stream,
+)
+from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.words import plural
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for, and

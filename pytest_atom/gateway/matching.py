@@ -25,9 +25,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.server import CONVERSATION_KINDS, Kind, request_kind
 from pytest_atom.model.events import flatten_tool_result
+from pytest_atom.model.messages import CONVERSATION_KINDS, Kind, parse_sse, request_kind
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
 from pytest_atom.words import plural
 

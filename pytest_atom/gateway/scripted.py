@@ -44,10 +44,10 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
-from pytest_atom.gateway import messages
-from pytest_atom.gateway.server import CONVERSATION_KINDS, GatewayRequest, Reply
-from pytest_atom.model import yamldoc
+from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.model import messages, yamldoc
+from pytest_atom.model.messages import CONVERSATION_KINDS
+from pytest_atom.model.roles import STRUCTURED_OUTPUT
 
 
 class ScriptError(Exception):

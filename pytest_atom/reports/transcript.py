@@ -45,10 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
-from pytest_atom.gateway.messages import Reply, _requests, read_reply
-from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
 from pytest_atom.model.billing import Billed
 from pytest_atom.model.events import (
     AssistantText,
@@ -60,7 +57,15 @@ from pytest_atom.model.events import (
     ToolResult,
     flatten_tool_result,
 )
+from pytest_atom.model.messages import (
+    CONVERSATION_KINDS,
+    Reply,
+    _requests,
+    read_reply,
+    request_kind,
+)
 from pytest_atom.model.prices import cost_usd
+from pytest_atom.model.roles import STRUCTURED_OUTPUT
 from pytest_atom.words import plural
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).

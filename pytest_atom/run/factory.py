@@ -18,11 +18,11 @@ from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.agents.roles import Role, role_env
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.cassettes.mcp_tape import McpTape
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.limits import Budget
+from pytest_atom.model.roles import Role, role_env
 from pytest_atom.model.spec import ClaudeOptions, Spec
 
 

@@ -32,9 +32,7 @@ from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolv
 from pytest_atom.model.spec import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.reports.baseline import BaselineGate
-from pytest_atom.reports.trace import write_report
 from pytest_atom.run.retention import prune_runs
-from pytest_atom.run.spec_run import run_spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any
@@ -112,6 +110,11 @@ class Harness:
         `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
         it draws a stochastic script's choices. Settings resolved for one test (without
         the session's seed) take the harness's, so every test of a run shares one seed."""
+        # Loaded here, not with the module: collecting specs builds a harness, and needs
+        # neither the gateway nor the agents that running one starts.
+        from pytest_atom.reports.trace import write_report
+        from pytest_atom.run.spec_run import run_spec
+
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
-from pytest_atom.agents.roles import PLAN_TITLE
 from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.files import copy_ignore
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan
+from pytest_atom.model.roles import PLAN_TITLE
 from pytest_atom.model.spec import (
     STEP_ID,
     PlanAccept,

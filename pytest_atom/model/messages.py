@@ -3,6 +3,10 @@
 Every mode of the gateway that makes up an answer (scripted turns, side requests,
 divergence errors) goes through here, so there is one place that has to agree with
 what the official SDK and the Claude Code CLI parse.
+
+The Messages API's wire format is data every layer reads (the gateway serves it, cassettes
+replay it, transcripts and reports fold it), so it lives in `model/`, below all of them,
+with the one classification of a request (`request_kind`).
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pytest_atom.model.billing import Billed, billed, merge_usage
+from pytest_atom.model.roles import Role
 from pytest_atom.words import plural
 
 
@@ -353,3 +358,31 @@ def read_reply(response: str, status: int) -> Reply:
 def _requests(key: str, count: int) -> str:
     """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
     return plural(count, key.replace("_", " ").removesuffix("s"))
+
+
+#: What a request is for. Turns (the executor's), reflector and planner turns carry a
+#: conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+
+
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
+
+
+def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
+    """The one classification of a request, live or recorded.
+
+    A request that offers tools is a session's turn: the executor's (``turn``), or the
+    reflector's or planner's, as its `role` says (no marker: the executor's). Side
+    requests (session titles, small helper calls) carry no tools; telling them apart is
+    what keeps them from consuming scripted turns.
+    """
+    if method == "HEAD":
+        return "head"
+    if endpoint.endswith("/count_tokens"):
+        return "count_tokens"
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if tools and endpoint.endswith("/messages"):
+        if role is None or role == "executor":
+            return "turn"
+        return role
+    return "side"
