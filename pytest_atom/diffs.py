@@ -106,7 +106,7 @@ def workspace_diff(
     snapshot commit is exact (the project's ignore rules apply, set-up output is not the
     agent's); otherwise the folders are compared file by file. `installed` names what the
     harness put in the folder (the spec's Claude Code configuration, see
-    core.configuration.installed_paths): not the agent's doing.
+    agents.claude_code.configuration.installed_paths): not the agent's doing.
     """
     from_git = changes(after, exclude=installed)
     if from_git is not None:

@@ -9,7 +9,7 @@ gets: the gateway, the run's own config folder, the role marker.
 Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
 the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
 the session, and the settings file that carries the sandbox and the isolation
-(`core.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
+(`agents.claude_code.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
 through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
 and checks, traces and reports read the same records.
 
