@@ -36,7 +36,8 @@ from pytest_atom.cassettes.recording import (
 )
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import default_registry, run_checks, run_shell
-from pytest_atom.judge.registry import CheckRegistry, CheckResult
+from pytest_atom.judge.registry import CheckRegistry
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve

@@ -20,7 +20,7 @@ _EXPORTS = {
     "Billed": "model.billing",
     "Check": "model.spec",
     "CheckRegistry": "judge.registry",
-    "CheckResult": "judge.registry",
+    "CheckResult": "model.check_result",
     "CLAUDE_CODE_VERSION": "agents.claude_code.cli",
     "ClaudeNotFoundError": "agents.claude_code.cli",
     "ClaudeOptions": "model.spec",
@@ -34,7 +34,7 @@ _EXPORTS = {
     "PromptNotFoundError": "model.prompts",
     "ReflectorOptions": "model.spec",
     "RetryManager": "run.retry",
-    "RunOutcome": "run.runtime",
+    "RunOutcome": "model.record",
     "RunSettings": "model.settings",
     "Script": "gateway",
     "ScriptError": "gateway",
@@ -87,10 +87,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.importing import Session, SessionError, read_session, write_spec
     from pytest_atom.judge.checks import default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.judge.registry import CheckRegistry, CheckResult
+    from pytest_atom.judge.registry import CheckRegistry
     from pytest_atom.model.billing import Billed, billed
+    from pytest_atom.model.check_result import CheckResult
     from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
-    from pytest_atom.model.record import IterationRecord
+    from pytest_atom.model.record import IterationRecord, RunOutcome
     from pytest_atom.model.result import Attempt, SpecResult
     from pytest_atom.model.settings import RunSettings, SettingsError
     from pytest_atom.model.spec import (
@@ -107,5 +108,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory
     from pytest_atom.run.retry import RetryManager
-    from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+    from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec

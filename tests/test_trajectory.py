@@ -28,8 +28,8 @@ from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
 from pytest_atom.judge.checks import run_checks
-from pytest_atom.judge.registry import CheckResult
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.events import parse
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec

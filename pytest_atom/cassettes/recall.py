@@ -29,7 +29,7 @@ from pytest_atom.cassettes.cassette import RECALL
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.gateway.matching import Kind, compared_turns
-from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.record import IterationRecord, Recalled
 from pytest_atom.model.spec import ClaudeOptions
 
 #: The cassette's metadata key: ``{role: {inputs, folder, tokens, cost_usd}}``.
@@ -56,16 +56,6 @@ class SessionKey:
     inputs: str
     folder: str
     opening: list[dict[str, Any]] = field(compare=False, hash=False)  # its first turn
-
-
-@dataclass(frozen=True)
-class Recalled:
-    """A session answered from the cassette: its recorded answer and what it cost then."""
-
-    role: str
-    answer: Any
-    tokens: int = 0
-    cost_usd: float = 0.0
 
 
 def _short(data: bytes) -> str:

@@ -27,7 +27,8 @@ from typing import IO, TYPE_CHECKING
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry, CheckResult
+from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import Check
 from pytest_atom.processes import kill_process_tree
 

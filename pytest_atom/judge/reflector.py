@@ -21,7 +21,7 @@ from pytest_atom.agents.protocol import Agent, StructuredSessionError
 from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.gateway.normalize import mask_durations
-from pytest_atom.judge.registry import CheckResult
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )

@@ -8,24 +8,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import Check
 
 if TYPE_CHECKING:
     from pytest_atom.judge.trajectory import Trajectory
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The verdict of one check, with what a person needs to believe it."""
-
-    check: Check
-    passed: bool
-    summary: str
-    evidence: str
 
 
 CheckFn = Callable[[Check, Path, Mapping[str, str] | None], CheckResult]

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pytest_atom.judge.registry import CheckError, CheckResult
+from pytest_atom.judge.registry import CheckError
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.reports.transcript import tool_label
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""What one agent call did: the record every agent returns, folded from its typed events.
+"""What sessions did: the record every agent returns for one call (folded from its typed
+events), a session answered from its cassette, and what the atom loop came to.
 
 It lives in `model/` because everything above the agents reads it (judging, recall,
 traces, the runtime's loop) and none of them should have to import an agent to do so.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pytest_atom.model.events import (
     AgentError,
@@ -218,3 +219,34 @@ _STREAM_REJECTED = re.compile(
 @lru_cache(maxsize=32)
 def _parsed(stdout: str) -> tuple[Event, ...]:
     return tuple(parse(stdout))
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A session answered from the cassette: its recorded answer and what it cost then."""
+
+    role: str
+    answer: Any
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+#: Why a run ended without the exit signal; None when it signalled completion.
+StopReason = Literal["timeout", "error", "max_iterations", "limit"]
+
+
+@dataclass
+class RunOutcome:
+    """What one run of the loop came to: the typed form of the seed's result dict."""
+
+    success: bool
+    iterations: int
+    output: str = ""
+    reason: StopReason | None = None
+    error: str | None = None
+    duration: float = 0.0
+    context: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The seed's result dict (success, iterations, output, reason, error, ...)."""
+        return asdict(self)

@@ -19,13 +19,11 @@ from pytest_atom.model.outcome import Decision, Outcome, decide
 from pytest_atom.model.usage import ROLES, RoleUsage
 
 if TYPE_CHECKING:
-    from pytest_atom.cassettes.recall import Recalled
     from pytest_atom.gateway import Exchange
     from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.judge.registry import CheckResult
-    from pytest_atom.model.record import IterationRecord
+    from pytest_atom.model.check_result import CheckResult
+    from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome
     from pytest_atom.model.spec import Spec, Step
-    from pytest_atom.run.runtime import RunOutcome
 
 
 @dataclass

@@ -59,14 +59,14 @@ from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import EnvError, Spec, expand_env
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
-from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
