@@ -151,8 +151,8 @@ def _every_import(tree: ast.Module, module: str, is_package: bool) -> Iterator[s
             yield from (f"{target}.{alias.name}" for alias in node.names)
 
 
-def package_graph() -> dict[str, set[str]]:
-    """Modules collapsed into their layer nodes; an edge for each import between two."""
+def every_import_graph() -> dict[str, set[str]]:
+    """Each module and the modules it imports, in functions too (not under TYPE_CHECKING)."""
     modules: dict[str, Path] = {}
     for root in ROOTS:
         for path in root.rglob("*.py"):
@@ -160,16 +160,25 @@ def package_graph() -> dict[str, set[str]]:
             modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
-        source = _node(module)
-        assert source is not None
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        targets = graph.setdefault(source, set())
+        targets = graph.setdefault(module, set())
         for name in _every_import(tree, module, path.name == "__init__.py"):
             while name and name not in modules:  # `from pkg.mod import name`: pkg.mod
                 name = name.rpartition(".")[0]
-            target = _node(name) if name else None
-            if target is not None and target != source:
-                targets.add(target)
+            if name and name != module and not module.startswith(f"{name}."):
+                targets.add(name)
+    return graph
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Modules collapsed into their layer nodes; an edge for each import between two."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in every_import_graph().items():
+        source = _node(module)
+        assert source is not None
+        graph.setdefault(source, set()).update(
+            node for node in map(_node, targets) if node is not None and node != source
+        )
     return graph
 
 
@@ -184,6 +193,11 @@ def declared_layers() -> list[set[str]]:
 def test_the_packages_import_each_other_in_no_cycle() -> None:
     """Lazy imports count: a cycle closed in a function is still a cycle of concerns."""
     assert cycles(package_graph()) == []
+
+
+def test_no_module_imports_itself_back_even_in_a_function() -> None:
+    """`judge.checks` and `judge.trajectory` once did, through a lazy import."""
+    assert cycles(every_import_graph()) == []
 
 
 def test_every_package_and_top_level_module_has_a_layer() -> None:

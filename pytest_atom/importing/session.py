@@ -32,7 +32,6 @@ __all__ = [
     "SessionCall",
     "SessionError",
     "SessionTurn",
-    "read_session",
     "read_stream_json",
 ]
 
@@ -137,17 +136,6 @@ def sniff(path: Path, lines: Iterable[tuple[int, Mapping[str, Any]]]) -> Format:
         "events with session_id): give the session's .jsonl from ~/.claude/projects/ or the "
         "stdout of claude -p --output-format stream-json --verbose"
     )
-
-
-def read_session(path: str | Path) -> Session:
-    """The session in `path`, a transcript or a stream-json log (told apart by their keys)."""
-    path = Path(path)
-    lines = decode_lines(path)
-    if sniff(path, lines) == "transcript":
-        from pytest_atom.importing.transcript import read_transcript
-
-        return read_transcript(path, lines)
-    return read_stream_json(path, lines)
 
 
 def refuse_subagent(path: Path, line: int, what: str) -> SessionError:

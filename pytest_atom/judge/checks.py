@@ -28,6 +28,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
+from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import Check
 from pytest_atom.processes import kill_process_tree
@@ -44,8 +45,6 @@ _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".pytest_cache"}
 
 def default_registry() -> CheckRegistry:
     """A new registry with the built-in kinds; new each time so callers may extend it."""
-    from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS  # it builds on this module
-
     registry = CheckRegistry()
     for kind, fn in _BUILTINS.items():
         registry.register(kind, fn)
@@ -67,8 +66,6 @@ def run_checks(
     checks = list(checks)
     trajectory = None
     if records is not None and any(registry.reads_run(c.kind) for c in checks):
-        from pytest_atom.judge.trajectory import Trajectory
-
         trajectory = Trajectory.from_records(records, workspace)
     return [registry.run(check, workspace, env, trajectory) for check in checks]
 
