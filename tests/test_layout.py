@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import tomlkit
 
@@ -184,9 +185,11 @@ def package_graph() -> dict[str, set[str]]:
 
 def declared_layers() -> list[set[str]]:
     """The layers pyproject.toml's import-linter contract declares, top first."""
-    pyproject = tomlkit.parse((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    contracts = pyproject["tool"]["importlinter"]["contracts"]  # type: ignore[index]
-    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers")  # type: ignore[index]
+    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    contracts: list[dict[str, Any]] = tomlkit.parse(text).unwrap()["tool"]["importlinter"][
+        "contracts"
+    ]
+    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers")
     return [{name.strip() for name in str(layer).split("|")} for layer in layers]
 
 
