@@ -26,17 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.model.outcome import OK_LABELS, Outcome
 from pytest_atom.model.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
+from pytest_atom.reports.rows import SummaryRow, spec_key
 
 if TYPE_CHECKING:
     from pytest_atom.reports.gate import GateResult
 
-from pytest_atom.model.outcome import OK_LABELS, Outcome
-from pytest_atom.reports.rows import SummaryRow, spec_key
-
 __all__ = [
     "BASELINE_FORMAT",
-    "DEFAULT_TOLERANCE",
     "Comparison",
     "Delta",
     "build_baseline",
@@ -44,7 +42,6 @@ __all__ = [
     "compare_run",
     "gate_run",
     "load_baseline",
-    "parse_tolerance",
     "read_results",
     "write_results",
 ]
