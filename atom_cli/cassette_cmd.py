@@ -25,12 +25,15 @@ from pytest_atom.cassettes.raw_paths import (
     model_written,
     non_assistant_text,
 )
-from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
+from pytest_atom.cassettes.recording import cassette_path, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.cassettes.staleness import missing_hashes
 from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spec import load_specs, spec_files
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.reports.transcript import Line, cassette_lines, is_messages
+from pytest_atom.reports.cassette_transcript import Line, cassette_lines
+from pytest_atom.reports.transcript import is_messages
 from pytest_atom.words import plural
 
 __all__ = ["cassette"]
@@ -518,7 +521,7 @@ def stamp(specs: tuple[Path, ...]) -> None:
     import tempfile
 
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.cassettes.recording import script_misfit, staleness, stamp_hashes
+    from pytest_atom.cassettes.staleness import script_misfit, staleness, stamp_hashes
     from pytest_atom.model.spec import spec_files
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness

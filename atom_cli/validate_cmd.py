@@ -27,13 +27,8 @@ import click
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
-from pytest_atom.cassettes.recording import (
-    CONFIG_CHANGED,
-    SCRIPT_CHANGED,
-    cassette_path,
-    record_command,
-    staleness,
-)
+from pytest_atom.cassettes.recording import cassette_path, record_command
+from pytest_atom.cassettes.staleness import CONFIG_CHANGED, SCRIPT_CHANGED, staleness
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import default_registry, run_checks, run_shell
 from pytest_atom.judge.registry import CheckRegistry
@@ -41,7 +36,8 @@ from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve
-from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spec import load_specs, spec_files
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.run.execution import HARNESS_ERRORS

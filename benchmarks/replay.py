@@ -64,6 +64,7 @@ from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.roles import ROLE_HEADER
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.execution import session_id_for
 
@@ -296,11 +297,14 @@ def responder(tmp: Path, cassette: Cassette) -> CassetteResponder:
 
 
 def recorded_requests(cassette: Cassette) -> list[tuple[str, str, dict[str, str], bytes]]:
+    """The cassette's requests as the CLI sent them, each with the role marker its session's
+    CLI adds (model.roles): the gateway matches a reflector's request only as the reflector's."""
     requests = []
     for i in cassette.interactions:
         path = urlsplit(i.uri)._replace(scheme="", netloc="").geturl()
         body = b"" if i.method == "HEAD" else json.dumps(i.body).encode()
-        requests.append((i.method, path, i.request_headers, body))
+        headers = {**i.request_headers, **({ROLE_HEADER: i.role} if i.role else {})}
+        requests.append((i.method, path, headers, body))
     return requests
 
 

@@ -49,11 +49,12 @@ def write_spec(folder: Path, turns: list[Any], spec: str = SPEC) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_every_runner_of_a_run_comes_from_the_factory(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A judged spec with a `setup:` builds three runners (set-up, executor, reflector),
-    each through agents.factory: no module constructs one of its own."""
+    each through run.factory: no module constructs one of its own."""
     built: list[tuple[str, str | None]] = []
     original = ClaudeRunner.__init__
 
@@ -74,6 +75,7 @@ def test_every_runner_of_a_run_comes_from_the_factory(
     assert headers == [f"{ROLE_HEADER}: executor"] * 2 + [f"{ROLE_HEADER}: reflector"]
 
 
+@pytest.mark.slow
 def test_the_role_is_the_harness_marker_not_the_tools_offered(
     claude_bin: Path, tmp_path: Path
 ) -> None:

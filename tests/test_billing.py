@@ -15,7 +15,7 @@ from pytest_atom.model.messages import fold_sse, stream_billed
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace

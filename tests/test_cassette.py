@@ -23,7 +23,8 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.cassettes import fastyaml
 from pytest_atom.cassettes.cassette import FORMAT, Cassette, CassetteError, Interaction
-from pytest_atom.cassettes.replay import CassetteResponder, Divergence, describe_difference
+from pytest_atom.cassettes.divergence import Divergence, describe_difference
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.gateway.normalize import Normalizer

@@ -13,7 +13,8 @@ import pytest
 from pytest_atom.judge.checks import default_registry, run_checks
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec import TRAJECTORY_CHECK_KINDS, Check, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check
 from tests.conftest import wait_gone, write
 
 

@@ -44,7 +44,8 @@ from pytest_atom.model.events import (
 )
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import ClaudeOptions, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 
 DATA = Path(__file__).parent / "data" / "stream_json"
@@ -277,6 +278,7 @@ def test_events_are_frozen_values() -> None:
         call.name = "Read"  # type: ignore[misc]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old", [False, True], ids=["pinned", "2.1.197"])
 def test_the_captured_session_still_parses_so_live(
     old: bool, claude_bin: Path, old_claude_bin: Path, gateway_for: Any, tmp_path: Path
@@ -308,3 +310,21 @@ def test_a_deny_rules_refusal_is_named_a_rule_on_both_clis(version: str) -> None
     text tells that a permission rule refused the call."""
     [denial] = permission_denials(captured(version))
     assert denial.reason == "rule"
+
+
+def test_a_long_bash_command_is_a_task_but_no_subagent() -> None:
+    """Claude Code 2.1.331 reports a Bash command that runs a few seconds (`sleep 4; echo
+    done`) as a `task_started` of type `local_bash`, with the Bash call's tool_use_id."""
+    bash = {
+        "type": "system",
+        "subtype": "task_started",
+        "task_id": "b1",
+        "tool_use_id": "toolu_1",
+        "description": "sleep 4; echo done",
+        "task_type": "local_bash",
+    }
+    assert parse_event(bash) == []
+    agent = {**bash, "task_type": "local_agent", "subagent_type": "general-purpose"}
+    assert [type(e) for e in parse_event(agent)] == [SubagentStarted]
+    older = {k: v for k, v in agent.items() if k != "task_type"}  # 2.1.197 and before
+    assert [type(e) for e in parse_event(older)] == [SubagentStarted]

@@ -10,13 +10,13 @@ import httpx
 import pytest
 
 from pytest_atom.cassettes.cassette import Interaction
+from pytest_atom.cassettes.matchers import match_key
 from pytest_atom.cassettes.recording import ModelSource, divergence_report
 from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
     compared_turns,
-    match_key,
     request_kind,
 )
 from pytest_atom.gateway.normalize import Normalizer

@@ -32,7 +32,8 @@ from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.events import parse
 from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check, SpecError
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 from pytest_atom.run.spec_run import run_spec
 from tests.conftest import capture

@@ -157,7 +157,7 @@ def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
     planner's sessions are their own roles; together they are atom_tokens and its price."""
     from pytest_atom.model.record import RunOutcome
     from pytest_atom.model.result import Attempt, Plan
-    from pytest_atom.model.spec import Spec
+    from pytest_atom.model.spec_types import Spec
     from pytest_atom.reports.text import result_properties
 
     calls = [record_of(events(f"{name}-2.1.330.jsonl")) for name in ("subagents", "resumed")]

@@ -44,7 +44,7 @@ class Agent(SessionRunner, Protocol):
     or continues it once it exists (with `use_context`).
     """
 
-    #: Whose session this is; every model request it sends is marked so (agents.roles).
+    #: Whose session this is; every model request it sends is marked so (model.roles).
     role: Role
     #: Does the harness's atom loop iterate it until the exit signal? Claude Code does; an
     #: SDK app runs its own loop, once per attempt, and finishing is its answer.

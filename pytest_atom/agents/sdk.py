@@ -48,7 +48,7 @@ _POLL = 0.05  # seconds between looks at the growing log
 
 
 class SdkAgent:
-    """The executor of a spec whose `agent:` is an SDK app; built by `agents.factory`.
+    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
     `runner` is the CLI agent the app stands in for: its environment, options, model,
     confinement, budget and session bookkeeping are the app's too, so an SDK spec is

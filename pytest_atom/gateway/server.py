@@ -54,7 +54,7 @@ class GatewayRequest:
 
     @property
     def role(self) -> Role | None:
-        """The role the harness marked the request with (see agents.roles)."""
+        """The role the harness marked the request with (see model.roles)."""
         return header_role(self.headers)
 
     @property

@@ -30,7 +30,7 @@ from jsonschema.validators import validator_for
 from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec import Check
+from pytest_atom.model.spec_types import Check
 from pytest_atom.processes import kill_process_tree
 
 if TYPE_CHECKING:

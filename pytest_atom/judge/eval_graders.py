@@ -20,7 +20,7 @@ from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.judge.trajectory import Trajectory
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.evalsuite import js_regex
-from pytest_atom.model.spec import Check
+from pytest_atom.model.spec_types import Check
 
 
 def _regex_result(check: Check, text: str, where: str) -> CheckResult:

@@ -27,7 +27,7 @@ from pytest_atom.model.outcome import (
 )
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import ClaudeOptions, Spec
+from pytest_atom.model.spec_types import ClaudeOptions, Spec
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -289,7 +289,7 @@ def run_reflector(
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
-    `agent` is the factory's reflector (agents.factory): the real Claude Code (not
+    `agent` is the factory's reflector (run.factory): the real Claude Code (not
     ``--bare``, which would offer Read alone) with only the setting source ``user``, the
     run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
     agent's to write, so they must not instruct the judge or run its hooks. `session` is

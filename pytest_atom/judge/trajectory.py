@@ -27,7 +27,7 @@ from pytest_atom.judge.registry import TrajectoryCheckFn
 from pytest_atom.judge.tool_results import tool_results
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import Check, count_phrase
+from pytest_atom.model.spec_types import Check, count_phrase
 from pytest_atom.reports.transcript import (
     Mark,
     MarkKind,

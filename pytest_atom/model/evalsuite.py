@@ -36,7 +36,8 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom.model import yamldoc
-from pytest_atom.model.spec import Spec, SpecError, parse_specs
+from pytest_atom.model.spec import parse_specs
+from pytest_atom.model.spec_types import Spec, SpecError
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -346,7 +347,7 @@ def load_case(file: Path) -> EvalCase:
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
     """A case.yaml's data, and the line of each value (by its path of keys and indexes)."""
     try:
-        node = yamldoc.compose(yaml.SafeLoader(path.read_text(encoding="utf-8")))
+        node, data = yamldoc.load(path.read_text(encoding="utf-8"))
     except yamldoc.YamlDocError as exc:
         raise SpecError(exc.message, path, line=exc.line, column=exc.column) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -366,7 +367,6 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
                 walk(v, (*at, i))
 
     walk(node, ())
-    data = yaml.SafeLoader(b"").construct_document(node)
     return data, lines
 
 
@@ -384,11 +384,12 @@ def _frontmatter(path: Path) -> tuple[dict[str, Any] | None, str, dict[str, int]
             )
         return None, text, {}
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        raise SpecError(f"invalid YAML frontmatter: {exc}", path, line=line) from None
+        data = yamldoc.safe_load(match.group(1))
+    except yamldoc.YamlDocError as exc:  # its lines count from the line after the "---"
+        line = exc.line + 1 if exc.line is not None else 1
+        message = exc.message.removeprefix("invalid YAML: ")
+        message = f"invalid YAML frontmatter: {message}"
+        raise SpecError(message, path, line=line, column=exc.column) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -279,6 +279,34 @@ def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
+#: What a request is for. Turns (the executor's), reflector and planner turns carry a
+#: conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+
+
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
+
+
+def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
+    """The one classification of a request, live or recorded.
+
+    A request that offers tools is a session's turn: the executor's (``turn``), or the
+    reflector's or planner's, as its `role` says (no marker: the executor's). Side
+    requests (session titles, small helper calls) carry no tools; telling them apart is
+    what keeps them from consuming scripted turns.
+    """
+    if method == "HEAD":
+        return "head"
+    if endpoint.endswith("/count_tokens"):
+        return "count_tokens"
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if tools and endpoint.endswith("/messages"):
+        if role is None or role == "executor":
+            return "turn"
+        return role
+    return "side"
+
+
 @dataclass
 class Reply:
     """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
@@ -313,7 +341,7 @@ class Reply:
             who = f" {step.model}" if step.model else ""
             text += f"; + {step.kind}{who}: {step.tokens.text()}"
         for key, count in self.billed.server_tool_use.items():
-            text += f"; {_requests(key, count)}"
+            text += f"; {requests_text(key, count)}"
         return text
 
 
@@ -355,34 +383,6 @@ def read_reply(response: str, status: int) -> Reply:
     return reply
 
 
-def _requests(key: str, count: int) -> str:
+def requests_text(key: str, count: int) -> str:
     """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
     return plural(count, key.replace("_", " ").removesuffix("s"))
-
-
-#: What a request is for. Turns (the executor's), reflector and planner turns carry a
-#: conversation; the others are Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
-
-
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
-
-
-def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
-    """The one classification of a request, live or recorded.
-
-    A request that offers tools is a session's turn: the executor's (``turn``), or the
-    reflector's or planner's, as its `role` says (no marker: the executor's). Side
-    requests (session titles, small helper calls) carry no tools; telling them apart is
-    what keeps them from consuming scripted turns.
-    """
-    if method == "HEAD":
-        return "head"
-    if endpoint.endswith("/count_tokens"):
-        return "count_tokens"
-    tools = body.get("tools") if isinstance(body, dict) else None
-    if tools and endpoint.endswith("/messages"):
-        if role is None or role == "executor":
-            return "turn"
-        return role
-    return "side"

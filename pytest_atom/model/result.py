@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.check_result import CheckResult
     from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome
-    from pytest_atom.model.spec import Spec, Step
+    from pytest_atom.model.spec_types import Spec, Step
 
 
 @dataclass

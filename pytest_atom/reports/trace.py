@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cassettes.recording import spec_hash
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cassettes.staleness import spec_hash
 from pytest_atom.diffs import changes
 from pytest_atom.files import SKIPPED_DIRS, write_atomic
 from pytest_atom.model.record import IterationRecord

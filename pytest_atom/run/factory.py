@@ -2,7 +2,7 @@
 and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
 
 Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
-harness mark each one's requests with its role (agents.roles) and swap the executor for an
+harness mark each one's requests with its role (model.roles) and swap the executor for an
 SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
 knowing.
 """
@@ -23,7 +23,7 @@ from pytest_atom.cassettes.mcp_tape import McpTape
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.roles import Role, role_env
-from pytest_atom.model.spec import ClaudeOptions, Spec
+from pytest_atom.model.spec_types import ClaudeOptions, Spec
 
 
 def claude_code_agent(

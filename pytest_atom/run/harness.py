@@ -29,7 +29,7 @@ from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.reports.baseline import BaselineGate
 from pytest_atom.run.retention import prune_runs

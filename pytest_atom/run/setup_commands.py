@@ -26,7 +26,7 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.scripted import scripted
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.run.factory import claude_code_agent
 
 #: The longest a Bash tool call may run (Claude Code's own ceiling), in milliseconds.

@@ -40,7 +40,7 @@ from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
-    from pytest_atom.model.spec import Spec
+    from pytest_atom.model.spec_types import Spec
 
 SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
 #: Files in an attempt folder that are not the agent's work, kept out of `git status`:

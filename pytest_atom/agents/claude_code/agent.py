@@ -19,7 +19,7 @@ _ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
 
 
 class ClaudeCodeAgent:
-    """One role's Claude Code sessions; built by `agents.factory`, never directly."""
+    """One role's Claude Code sessions; built by `run.factory`, never directly."""
 
     loops = True
 

@@ -28,7 +28,7 @@ from pytest_atom.model.events import (
 )
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
 
