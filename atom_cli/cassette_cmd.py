@@ -33,6 +33,7 @@ from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
+from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import is_messages
 from pytest_atom.words import plural
 
@@ -95,19 +96,26 @@ def show(target: str, max_lines: int) -> None:
     (the new user content, the assistant's text and tool calls, token usage), then totals.
 
     TARGET is a cassette file, or a spec file (`*.atom.yaml`, or `file::name` for one of its
-    specs), whose cassettes are shown. Interactions are numbered from 1 in file order, as
+    specs), whose cassettes are shown: a spec with arms shows every arm's (`file::name`
+    names all of them, `file::name[arm]` one), and names the arms not recorded yet. Interactions are numbered from 1 in file order, as
     `atom cassette check` reports them.
     """
-    files = _spec_cassettes(target) if _is_spec(target) else [Path(target)]
-    for number, file in enumerate(files):
+    missing: list[str] = []
+    shown = _spec_cassettes(target, missing) if _is_spec(target) else [(None, Path(target))]
+    for number, (spec, file) in enumerate(shown):
         try:
             _, data = _load(file)
         except CassetteError as exc:
             raise click.ClickException(str(exc)) from None
         if number:
             click.echo()
+        if spec is not None and spec.arm is not None:  # every arm, each headed by its name
+            reference = " (the reference arm)" if spec.arm_reference else ""
+            click.echo(click.style(f"Arm {spec.arm} of {spec.base_name}{reference}", bold=True))
         for line in cassette_lines(file, data, max_lines):
             click.echo(_styled(line))
+    for number, note in enumerate(missing):
+        click.echo(("\n" if shown and not number else "") + note)
 
 
 def _is_spec(target: str) -> bool:
@@ -126,24 +134,29 @@ def _load_specs(file: Path) -> list[Spec]:
         return collect_specs([file], harness.registry())
 
 
-def _spec_cassettes(target: str) -> list[Path]:
-    """The cassettes of the specs in `file` (or of the one `file::name` names)."""
+def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
+    """The cassettes of the specs in `file` (or of those `file::name` names: a spec with
+    arms by its own name is every arm); a spec without one goes to `missing`, and none
+    found at all is an error."""
     text, _, name = target.partition("::")
     file = Path(text)
     if not file.is_file():
         raise click.ClickException(f"no spec file {file}")
     specs = _load_specs(file)
-    chosen = [spec for spec in specs if not name or spec.name == name]
+    chosen = [spec for spec in specs if not name or name in (spec.name, spec.base_name)]
     if not chosen:
         names = ", ".join(spec.name for spec in specs)
         raise click.ClickException(f"{file} has no spec named {name!r} (it has: {names})")
+    found = [(spec, cassette_path(spec)) for spec in chosen if cassette_path(spec).exists()]
     for spec in chosen:
         if not cassette_path(spec).exists():
-            raise click.ClickException(
+            missing.append(
                 f"spec '{spec.name}' has no cassette (expected "
                 f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
             )
-    return [cassette_path(spec) for spec in chosen]
+    if not found:
+        raise click.ClickException("\n".join(missing))
+    return found
 
 
 # ----------------------------------------------------------------------------------- cost
@@ -493,8 +506,8 @@ def refresh(specs: tuple[Path, ...]) -> None:
             click.echo(result.report())
             continue
         click.echo(f"{spec.name}: refreshed {display_path(result.cassette)}")
-        if result.drift:
-            click.echo(f"  {result.drift}")
+        if drift := drift_line(result.drift):
+            click.echo(f"  {drift}")
         if not result.outcome.ok:
             click.echo(f"  note: the spec fails with this Claude Code:\n{result.report()}")
     sys.exit(1 if refused else 0)

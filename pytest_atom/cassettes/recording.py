@@ -23,15 +23,18 @@ from pytest_atom.cassettes.recall import Recall
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import (
-    CONFIG_CHANGED,
     PROMPT_CHANGED,
     SCRIPT_CHANGED,
+    StaleReason,
     interaction_kind,
     prompt_hash,
     script_hash,
     spec_hash,
     staleness,
+    workspace_config,
+    workspace_config_changes,
 )
+from pytest_atom.cassettes.upstream import UpstreamFault
 from pytest_atom.gateway import (
     Gateway,
     Responder,
@@ -73,17 +76,17 @@ def rejudge_command(spec: Spec) -> str:
     return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-rejudge"
 
 
-def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReason]) -> None:
     """Refuse a cassette recorded from another version of the spec's script or of its
     Claude Code configuration (see `config_staleness`)."""
-    changed = [r for r in reasons if r.endswith(CONFIG_CHANGED)]
+    changed = [r for r in reasons if r.kind == "config"]
     if changed:
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {'; '.join(changed)} "
             f"({display_path(spec.path)}, claude:): re-record it with: "
             f"{record_command(spec, 'all')}"
         )
-    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+    if any(r.kind == "script" for r in reasons):
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
             f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
@@ -113,8 +116,8 @@ class ModelSource:
     failure: str | None = None  # why a recording the agent got through was not saved
     #: The faults that disturbed a recording whose spec failed: it was kept apart, the
     #: cassette left as it was (`finish`).
-    disturbed: list[str] = field(default_factory=list)
-    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    disturbed: list[UpstreamFault] = field(default_factory=list)
+    stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
@@ -143,6 +146,16 @@ class ModelSource:
     #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
     #: hashes a recording stores so a later replay can (nothing without a cassette).
     recall: Recall = field(default_factory=Recall)
+
+    @property
+    def script_error(self) -> str | None:
+        """Why the spec's script could not answer (`ScriptedResponder.script_error`), when a
+        script answered this run, directly or as the upstream of a recording."""
+        upstream = self.upstream_gateway.responder if self.upstream_gateway else None
+        for responder in (self.responder, upstream):
+            if isinstance(responder, ScriptedResponder) and responder.script_error:
+                return responder.script_error
+        return None
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -174,7 +187,7 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         if not passed and not failed and not faults:
-            self.disturbed = [f.description for f in tape.disturbances()]
+            self.disturbed = list(tape.disturbances())
         kept_apart = failed or bool(faults) or bool(self.disturbed)
         written = (
             self._save(spec, tape, kept_apart, cli_version, self.script_picks)
@@ -221,6 +234,9 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        own = workspace_config(spec)
+        if own is not None:  # what tells a drift the workspace caused (`workspace_drift`)
+            cassette.metadata["workspace_config"] = own
         if self.mcp is not None:
             # Scrubbed again with the recording's own credentials, which the proxies lacked.
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
@@ -259,6 +275,9 @@ class ModelSource:
                 refreshed_from=old.metadata.get("claude_code_version"),
                 refreshed_at=now,
             )
+            own = workspace_config(spec)
+            if own is not None:  # the refresh absorbed the workspace's changes too
+                metadata["workspace_config"] = own
         else:
             judged = tape.finished_interactions()[len(recorded) :]
             if not judged:
@@ -347,6 +366,7 @@ def _replay(
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    responder.drift.workspace_changed = tuple(workspace_config_changes(spec, cassette))
     if recorded and recorded != live and settings.strict_version and kind == "replay":
         raise RecordingError(
             f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "
@@ -442,7 +462,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
             f"re-judge them with: {rejudge_command(spec)}"
         )
-    elif any(r.startswith(PROMPT_CHANGED) for r in source.stale_reasons) or (
+    elif any(r.kind == "prompt" for r in source.stale_reasons) or (
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):
         causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
