@@ -34,7 +34,6 @@ from pytest_atom.cassettes.staleness import (
     workspace_config,
     workspace_config_changes,
 )
-from pytest_atom.cassettes.upstream import UpstreamFault
 from pytest_atom.gateway import (
     Gateway,
     Responder,
@@ -44,6 +43,7 @@ from pytest_atom.gateway import (
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
+from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path

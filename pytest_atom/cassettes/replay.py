@@ -33,7 +33,7 @@ from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.cassettes.divergence import Divergence, divergence_reply
 from pytest_atom.cassettes.matchers import MATCHERS, Matcher, matcher_for
 from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.cassettes.upstream import Forwarding, UpstreamFault, kept_headers
+from pytest_atom.cassettes.upstream import Forwarding, kept_headers
 from pytest_atom.gateway.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
@@ -53,6 +53,7 @@ from pytest_atom.gateway.normalize import (
 )
 from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.model.messages import estimate_tokens, message, read_reply, sse_stream
+from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.roles import STRUCTURED_OUTPUT
 
 

@@ -1,5 +1,6 @@
 """What sessions did: the record every agent returns for one call (folded from its typed
-events), a session answered from its cassette, and what the atom loop came to.
+events), a session answered from its cassette, what the atom loop came to, and a fault
+upstream while recording.
 
 It lives in `model/` because everything above the agents reads it (judging, recall,
 traces, the runtime's loop) and none of them should have to import an agent to do so.
@@ -250,3 +251,18 @@ class RunOutcome:
     def as_dict(self) -> dict[str, Any]:
         """The seed's result dict (success, iterations, output, reason, error, ...)."""
         return asdict(self)
+
+
+@dataclass
+class UpstreamFault:
+    """Something that went wrong upstream while recording; `description` names it."""
+
+    method: str
+    endpoint: str
+    body: Any  # the normalized request, to recognise the retry that made it good
+    description: str
+    position: int  # how many interactions (slots) the cassette had when it happened
+    slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
+    #: What broke, in a few words (``refused the connection``): the description's cause,
+    #: without the request and the upstream it names.
+    what: str = ""

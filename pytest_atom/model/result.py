@@ -19,12 +19,11 @@ from pytest_atom.model.outcome import Crossing, Decision, Outcome, decide
 from pytest_atom.model.usage import ROLES, RoleUsage
 
 if TYPE_CHECKING:
-    from pytest_atom.cassettes.upstream import UpstreamFault
     from pytest_atom.gateway import Exchange
     from pytest_atom.gateway.matching import Drift
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.check_result import CheckResult
-    from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome
+    from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
     from pytest_atom.model.spec_types import Spec, Step
 
 
