@@ -99,7 +99,7 @@ def test_results_and_specs_import_no_machinery() -> None:
     reached = {
         (module, target)
         for module in graph
-        if module.startswith("pytest_atom.model.") and module != "pytest_atom.model.evalsuite"
+        if module.startswith("pytest_atom.model.")
         for target in graph[module]
         if target.removeprefix("pytest_atom.").startswith(machinery)
     }
