@@ -126,3 +126,12 @@ def test_every_page_is_in_the_navigation(site_text: str) -> None:
         "The statistics",
     ):
         assert title in site_text, title
+
+
+def test_the_readme_links_only_to_pages_that_exist() -> None:
+    """The README links into docs/ by file; a moved or renamed page must not leave it dangling."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?:docs/|CHANGELOG)[^)#]*)", readme)
+    assert len(links) > 10
+    missing = sorted({link for link in links if not (REPO / link).is_file()})
+    assert not missing, f"README links to files that do not exist: {missing}"
