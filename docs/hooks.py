@@ -195,7 +195,9 @@ def exit_statuses_page() -> str:
         "(`--atom-baseline`), or a pass rate fell below `--atom-min-pass-rate`",
         pytest.ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
         pytest.ExitCode.INTERNAL_ERROR: "an internal error",
-        pytest.ExitCode.USAGE_ERROR: "a usage error: a bad option or setting",
+        pytest.ExitCode.USAGE_ERROR: "a usage error: a bad option or setting; also sampled "
+        "runs to gate (a baseline, a minimum pass rate) without scipy to gate them "
+        "(`pip install 'pytest-atom[stats]'`)",
         pytest.ExitCode.NO_TESTS_COLLECTED: "no specs or tests were collected",
     }
     lines = [
@@ -213,7 +215,10 @@ def exit_statuses_page() -> str:
     lines += [
         "",
         f"When `--atom-max-cost-usd` stops a session, it ends with status {EXIT_SPENDING_LIMIT} "
-        "(`pytest_atom.model.spend.EXIT_SPENDING_LIMIT`), as an interrupted session does.",
+        "(`pytest_atom.model.spend.EXIT_SPENDING_LIMIT`, as `claude plugin eval --max-cost-usd` "
+        "does), whatever else happened. A baseline regression ends it with 1 even when every "
+        "spec passed; with `--atom-min-pass-rate`, the pass rates decide over single failed "
+        "runs (a session whose only failures are repeats above the gate ends with 0).",
         "",
         "## `atom run`",
         "",
