@@ -307,3 +307,21 @@ def test_a_deny_rules_refusal_is_named_a_rule_on_both_clis(version: str) -> None
     text tells that a permission rule refused the call."""
     [denial] = permission_denials(captured(version))
     assert denial.reason == "rule"
+
+
+def test_a_long_bash_command_is_a_task_but_no_subagent() -> None:
+    """Claude Code 2.1.331 reports a Bash command that runs a few seconds (`sleep 4; echo
+    done`) as a `task_started` of type `local_bash`, with the Bash call's tool_use_id."""
+    bash = {
+        "type": "system",
+        "subtype": "task_started",
+        "task_id": "b1",
+        "tool_use_id": "toolu_1",
+        "description": "sleep 4; echo done",
+        "task_type": "local_bash",
+    }
+    assert parse_event(bash) == []
+    agent = {**bash, "task_type": "local_agent", "subagent_type": "general-purpose"}
+    assert [type(e) for e in parse_event(agent)] == [SubagentStarted]
+    older = {k: v for k, v in agent.items() if k != "task_type"}  # 2.1.197 and before
+    assert [type(e) for e in parse_event(older)] == [SubagentStarted]

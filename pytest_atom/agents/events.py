@@ -369,7 +369,10 @@ def _system(raw: Mapping[str, Any]) -> list[Event]:
                 str(raw.get("decision_reason_type") or ""),
             )
         ]
-    if subtype == "task_started" and raw.get("tool_use_id"):
+    # A Bash command that runs a few seconds is a task too (`task_type: local_bash`): only
+    # an agent's task (`local_agent`, or no type: older CLIs) starts a subagent.
+    agent_task = str(raw.get("task_type") or "local_agent").endswith("agent")
+    if subtype == "task_started" and raw.get("tool_use_id") and agent_task:
         return [
             SubagentStarted(
                 str(raw["tool_use_id"]),
