@@ -28,7 +28,8 @@ from pytest_atom.cassettes.raw_paths import (
 from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spec import load_specs, spec_files
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.transcript import Line, cassette_lines, is_messages, plural
 

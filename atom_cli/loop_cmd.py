@@ -12,7 +12,7 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.run.runtime import AtomRuntime
 
 

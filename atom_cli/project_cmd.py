@@ -43,7 +43,7 @@ from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.environment import left_out_variables_line, passed
 from pytest_atom.model.settings import ini_note
-from pytest_atom.model.spec import SandboxOptions
+from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.paths import display_path
 from pytest_atom.pytest.pytest_ini import find_ini
 

@@ -26,7 +26,8 @@ from pytest_atom.model.modes import (
 )
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError, ini_note
-from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spec import load_specs, spec_files
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.pytest_ini import find_ini, pytest_rootdir

@@ -44,7 +44,8 @@ from pytest_atom.judge.checks import (
 )
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.settings import SettingsError, resolve
-from pytest_atom.model.spec import Spec, SpecError, load_specs, spec_files
+from pytest_atom.model.spec import load_specs, spec_files
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import display_path
 from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line

@@ -2,13 +2,13 @@
 
 Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to the repo:
 
-    /tmp/venv/bin/python benchmarks/determinism.py [--times 20]
+    /tmp/venv/bin/python benchmarks/determinism.py [--times 20] [--specs GLOB]
 
 First `pytest_atom/`, `prompts/` and `fixtures/` are snapshotted into a temp folder that
 goes first on PYTHONPATH, so all runs replay the same code and data even while the
 working tree is being edited. Each time, the snapshot's `fixtures/` is copied to a new
 temp folder and `pytest --atom fixtures/specs` (default record mode: the cassettes are
-replayed) runs there, with its run folders and JUnit XML inside that temp folder.
+replayed; --specs keeps the spec files that match a glob, all by default) runs there, with its run folders and JUnit XML inside that temp folder.
 Per spec it collects the outcome (from the JUnit XML) and a sha256 of every file in the
 run's workspace folders (`workspace/`, or `attempts/*/` and `committed/`), all files but
 __pycache__/ and .pytest_cache/ (claude-config/, the CLI's own state, is no workspace).
@@ -74,13 +74,25 @@ def run_files(run: Path) -> dict[str, str]:
     return digests
 
 
-def replay_once(snapshot: Path) -> Run:
-    """One replay of every shipped spec, from a fresh copy of the snapshot's fixtures."""
+def replay_once(snapshot: Path, specs: str = "*.atom.yaml") -> Run:
+    """One replay of the shipped specs that match `specs`, from a fresh copy of the
+    snapshot's fixtures."""
     root = Path(tempfile.mkdtemp(prefix="atom-determinism-"))
     try:
         shutil.copytree(snapshot / "fixtures", root / "fixtures")
         xml, runs = root / "junit.xml", root / "runs"
-        cmd = [sys.executable, "-m", "pytest", "--atom", "fixtures/specs", "-p", "no:cacheprovider"]
+        chosen = sorted(p.relative_to(root) for p in (root / "fixtures/specs").glob(specs))
+        if not chosen:
+            sys.exit(f"no spec file in fixtures/specs matches {specs!r}")
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--atom",
+            *map(str, chosen),
+            "-p",
+            "no:cacheprovider",
+        ]
         cmd += ["-q", "--junitxml", str(xml), "--atom-runs-dir", str(runs)]
         path = os.pathsep.join(filter(None, [str(snapshot), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path}
@@ -121,6 +133,9 @@ def differences(runs: list[Run]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--times", type=int, default=20, help="how many replays (default 20)")
+    parser.add_argument(
+        "--specs", default="*.atom.yaml", help="spec files of fixtures/specs to replay (a glob)"
+    )
     args = parser.parse_args()
     if args.times < 1:
         parser.error("--times must be at least 1")
@@ -133,7 +148,7 @@ def main() -> None:
             shutil.copytree(REPO / folder, snapshot / folder, ignore=shutil.ignore_patterns(*SKIP))
         for n in range(args.times):
             began = time.perf_counter()
-            runs.append(replay_once(snapshot))
+            runs.append(replay_once(snapshot, args.specs))
             seconds.append(time.perf_counter() - began)
             results = sorted(runs[-1].items())
             summary = ", ".join(f"{spec} {result}" for spec, (result, *_) in results)

@@ -124,7 +124,8 @@ def main() -> None:
             "(a) one-test project, --collect-only": paired(["--co", "-q"], project, args.runs, {0}),
             "(b) calc workspace's inner pytest": paired(["-q"], calc, args.runs, {0, 1}),
         }
-        modules, plugin_ms = imported(project), plugin_import_ms(project, 5)
+        imports = min(5, args.runs)
+        modules, plugin_ms = imported(project), plugin_import_ms(project, imports)
     spread = lambda xs: f"{median(xs):.3f} s ({min(xs):.3f}-{max(xs):.3f})"  # noqa: E731
     table = [("measurement", "with plugin", "-p no:atom (baseline)", "ratio", "target", "ok")]
     for name, (plugin, baseline) in figures.items():
@@ -136,7 +137,7 @@ def main() -> None:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     print("(median of the runs; min-max in parentheses)")
     print(f"\nimported without --atom: {modules or '(none)'}")
-    print(f"importing pytest_atom.plugin after pytest: {plugin_ms:.1f} ms (median of 5)")
+    print(f"importing pytest_atom.plugin after pytest: {plugin_ms:.1f} ms (median of {imports})")
 
 
 if __name__ == "__main__":

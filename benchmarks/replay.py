@@ -56,6 +56,7 @@ import yaml
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway, GatewayRequest
@@ -296,11 +297,14 @@ def responder(tmp: Path, cassette: Cassette) -> CassetteResponder:
 
 
 def recorded_requests(cassette: Cassette) -> list[tuple[str, str, dict[str, str], bytes]]:
+    """The cassette's requests as the CLI sent them, each with the role marker its session's
+    CLI adds (agents.roles): the gateway matches a reflector's request only as the reflector's."""
     requests = []
     for i in cassette.interactions:
         path = urlsplit(i.uri)._replace(scheme="", netloc="").geturl()
         body = b"" if i.method == "HEAD" else json.dumps(i.body).encode()
-        requests.append((i.method, path, i.request_headers, body))
+        headers = {**i.request_headers, **({ROLE_HEADER: i.role} if i.role else {})}
+        requests.append((i.method, path, headers, body))
     return requests
 
 

@@ -18,12 +18,12 @@ _EXPORTS = {
     "AtomRuntime": "run.runtime",
     "Attempt": "model.result",
     "Billed": "model.billing",
-    "Check": "model.spec",
+    "Check": "model.spec_types",
     "CheckRegistry": "judge.checks",
     "CheckResult": "judge.checks",
     "CLAUDE_CODE_VERSION": "agents.claude_code.cli",
     "ClaudeNotFoundError": "agents.claude_code.cli",
-    "ClaudeOptions": "model.spec",
+    "ClaudeOptions": "model.spec_types",
     "ClaudeRunner": "agents.claude_code.runner",
     "Gateway": "gateway",
     "Harness": "run.harness",
@@ -32,7 +32,7 @@ _EXPORTS = {
     "IterationRecord": "agents.claude_code.runner",
     "PromptLoader": "model.prompts",
     "PromptNotFoundError": "model.prompts",
-    "ReflectorOptions": "model.spec",
+    "ReflectorOptions": "model.spec_types",
     "RetryManager": "run.retry",
     "RunOutcome": "run.runtime",
     "RunSettings": "model.settings",
@@ -42,8 +42,8 @@ _EXPORTS = {
     "Session": "importing",
     "SessionError": "importing",
     "SettingsError": "model.settings",
-    "Spec": "model.spec",
-    "SpecError": "model.spec",
+    "Spec": "model.spec_types",
+    "SpecError": "model.spec_types",
     "SpecResult": "model.result",
     "SpendLimit": "model.spend",
     "SpendingLimitReached": "model.spend",
@@ -91,15 +91,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
     from pytest_atom.model.result import Attempt, SpecResult
     from pytest_atom.model.settings import RunSettings, SettingsError
-    from pytest_atom.model.spec import (
-        Check,
-        ClaudeOptions,
-        ReflectorOptions,
-        Spec,
-        SpecError,
-        load_spec,
-        load_specs,
-    )
+    from pytest_atom.model.spec import load_spec, load_specs
+    from pytest_atom.model.spec_types import Check, ClaudeOptions, ReflectorOptions, Spec, SpecError
     from pytest_atom.model.spend import SpendingLimitReached, SpendLimit
     from pytest_atom.run.execution import HarnessError
     from pytest_atom.run.harness import Harness

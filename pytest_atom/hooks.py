@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pytest_atom.judge.checks import CheckRegistry
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.result import SpecResult
-    from pytest_atom.model.spec import Spec
+    from pytest_atom.model.spec_types import Spec
 
 
 @pytest.hookspec

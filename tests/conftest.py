@@ -24,9 +24,20 @@ try:
 except ImportError:  # the `stats` extra is not installed: tests that need it skip
     pass
 
-from pytest_atom.agents.claude_code.cli import cached_claude, find_claude
+from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, scripted
+from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, checked)
+    add_cli_starts_option,
+    counted_claude,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_terminal_summary,
+    pytest_unconfigure,
+    wrapped,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 #: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
@@ -79,12 +90,22 @@ def drop_step_fixtures(specs: Path) -> None:
 httpx.Client().close()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that drives the real CLI is `slow` (seconds each): `-m "not slow"` is the
-    fast unit layer. The rule is the fixture, so no test can forget its mark."""
-    for item in items:
-        if "claude_bin" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_cli_starts_option(parser)
+    parser.addoption(
+        "--replays",
+        type=int,
+        default=1,
+        help="replays per match mode of each recorded shape in tests/test_upstream.py "
+        "(default 1; a determinism sweep by hand: --replays 5)",
+    )
+
+
+@pytest.fixture(scope="session")
+def replays(pytestconfig: pytest.Config) -> int:
+    """How many times a determinism test replays each recording per match mode: once in
+    the suite (one replay shows the behaviour), more by hand (`--replays 5`)."""
+    return int(pytestconfig.getoption("--replays"))
 
 
 @dataclass(frozen=True)
@@ -171,8 +192,9 @@ def _replay_shipped(folder: Path, claude_bin: Path) -> None:
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    """The real CLI; a missing one errors with the install command (never a silent skip)."""
-    return find_claude()
+    """The real CLI (behind tests/cli_starts.py's counting wrapper); a missing one errors with
+    the install command (never a silent skip)."""
+    return counted_claude()
 
 
 #: The Claude Code that release 0.1 pinned and recorded its cassettes with.
@@ -185,7 +207,7 @@ def old_claude_bin() -> Path:
     binary = cached_claude(OLD_CLI)
     if not binary.exists():
         pytest.fail(f"Claude Code {OLD_CLI} is not installed; run: atom setup --version {OLD_CLI}")
-    return binary
+    return wrapped(binary)
 
 
 @pytest.fixture

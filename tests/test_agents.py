@@ -49,6 +49,7 @@ def write_spec(folder: Path, turns: list[Any], spec: str = SPEC) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_every_runner_of_a_run_comes_from_the_factory(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -74,6 +75,7 @@ def test_every_runner_of_a_run_comes_from_the_factory(
     assert headers == [f"{ROLE_HEADER}: executor"] * 2 + [f"{ROLE_HEADER}: reflector"]
 
 
+@pytest.mark.slow
 def test_the_role_is_the_harness_marker_not_the_tools_offered(
     claude_bin: Path, tmp_path: Path
 ) -> None:

@@ -10,7 +10,8 @@ import pytest
 from pytest_atom.cassettes.recording import cassette_path
 from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.settings import Layer, SettingsError, resolve
-from pytest_atom.model.spec import SpecError, load_specs, merge_overlay
+from pytest_atom.model.spec import load_specs, merge_overlay
+from pytest_atom.model.spec_types import SpecError
 from tests.conftest import summary_row, write
 from tests.test_trace import VALIDATOR
 
@@ -170,6 +171,7 @@ def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
     return write(pytester.path / "a.atom.yaml", TWO_ARMS)
 
 
+@pytest.mark.slow
 def test_each_arm_runs_as_its_own_item_and_arms_select(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:
@@ -219,6 +221,7 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
     )
 
 
+@pytest.mark.slow
 def test_each_arm_records_and_replays_its_own_cassette(
     pytester: pytest.Pytester, two_arms: Path
 ) -> None:

@@ -15,7 +15,7 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_usage
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace

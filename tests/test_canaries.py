@@ -42,6 +42,7 @@ def _forms(value: str) -> set[bytes]:
     return {value.encode(), once.encode(), json.dumps(once)[1:-1].encode()}
 
 
+@pytest.mark.slow
 def test_planted_canaries_appear_in_no_file_the_run_leaves(
     pytester: pytest.Pytester, gateway_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,7 @@ def test_help_lists_the_commands(cli: CliRunner) -> None:
     assert 'atom "task text"' in result.output
 
 
+@pytest.mark.slow
 def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> None:
     ok = cli.invoke(main, ["run", str(specs / "create_file.atom.yaml")])
     assert ok.exit_code == 0, ok.output
@@ -62,6 +63,7 @@ def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> No
     assert "misses_goal.atom.yaml::misses-goal  failed" in failed.output
 
 
+@pytest.mark.slow
 def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     cli: CliRunner, specs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,12 +102,14 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
     assert row[-3] == "0.0000" and float(row[-2]) > 0  # spent nothing now; recorded
 
 
+@pytest.mark.slow
 def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
     result = cli.invoke(main, [str(specs / "create_file.atom.yaml")])
     assert result.exit_code == 0, result.output
     assert not Path("USER_PROMPT.md").exists()  # never mistaken for task text
 
 
+@pytest.mark.slow
 def test_run_json_and_report(cli: CliRunner, specs: Path, tmp_path: Path) -> None:
     import jsonschema
 
@@ -144,6 +148,7 @@ def test_missing_cassette_is_a_harness_error(cli: CliRunner, tmp_path: Path) -> 
     assert "record it with: pytest --atom 'x.atom.yaml::x' --atom-record-mode=once" in result.output
 
 
+@pytest.mark.slow
 def test_classic_loop_writes_the_prompt_and_iterates(
     cli: CliRunner, gateway_for: Any, tmp_path: Path
 ) -> None:
@@ -187,6 +192,7 @@ def test_bare_words_are_refused_and_never_start_an_agent(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_classic_loop_without_credentials_says_so_at_once(cli: CliRunner, tmp_path: Path) -> None:
     """The CLI answers "Not logged in" at once; the loop must not retry that for minutes."""
     home = tmp_path / "home"
@@ -209,6 +215,7 @@ def test_bare_atom_needs_a_user_prompt(cli: CliRunner) -> None:
     assert "Usage: atom [prompt text]" in result.output
 
 
+@pytest.mark.slow
 def test_classic_loop_that_runs_out_of_iterations(
     cli: CliRunner, gateway_for: Any, tmp_path: Path
 ) -> None:
@@ -230,6 +237,7 @@ def test_setup_finds_the_pinned_cli(cli: CliRunner) -> None:
     assert f"Claude Code {CLAUDE_CODE_VERSION} found" in result.output
 
 
+@pytest.mark.slow
 def test_run_compares_with_a_baseline_and_fails_on_a_regression(
     cli: CliRunner, specs: Path, tmp_path: Path
 ) -> None:
@@ -256,6 +264,7 @@ def test_run_compares_with_a_baseline_and_fails_on_a_regression(
     assert missing.exit_code == 2 and "write one with: atom baseline save" in missing.output
 
 
+@pytest.mark.slow
 def test_run_gates_on_the_minimum_pass_rate(cli: CliRunner, tmp_path: Path) -> None:
     flag = tmp_path / "flag"  # the first repeat makes it, so the second one's check fails
     (tmp_path / "once.atom.yaml").write_text(

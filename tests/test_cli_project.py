@@ -39,6 +39,7 @@ def run_init(*args: str) -> Result:
     return result
 
 
+@pytest.mark.slow
 def test_init_creates_a_project_that_pytest_atom_runs_offline(
     pytester: pytest.Pytester, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,7 @@ def _doctor(monkeypatch: pytest.MonkeyPatch, binary: Path) -> Result:
     return CliRunner().invoke(doctor, [], catch_exceptions=False)
 
 
+@pytest.mark.slow
 def test_doctor_passes_with_the_real_cli_and_never_prints_a_secret(
     claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,6 +189,7 @@ def test_doctor_passes_with_the_real_cli_and_never_prints_a_secret(
     assert "All checks passed" in result.output  # a Node.js older than 22 only warns
 
 
+@pytest.mark.slow
 def test_doctor_warns_on_another_cli_version_without_failing(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,6 +234,7 @@ def _node_major() -> int:
     return int(out.stdout.strip().lstrip("v").split(".")[0])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js on PATH")
 def test_doctor_warns_below_the_node_version_claude_code_asks_for(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import SpecError
 from tests.conftest import wait_gone, write
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,6 +46,7 @@ def calc_spec(folder: Path, oracle: str, timeout: float = 60, name: str = "calc"
 # --- scripts, through the real harness ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shipped_create_file_spec_validates(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     result = invoke("fixtures/specs/create_file.atom.yaml")
@@ -57,6 +59,7 @@ def test_shipped_create_file_spec_validates(monkeypatch: pytest.MonkeyPatch) -> 
     assert lines[-2:] == ["  ok", "1 specs: 1 ok, 0 failed"]
 
 
+@pytest.mark.slow
 def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
     """A cassette that replays a different session must not be used: the script is."""
     shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path)
@@ -71,6 +74,7 @@ def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
     assert result.output.endswith("1 specs: 0 ok, 1 failed\n")
 
 
+@pytest.mark.slow
 def test_failed_tool_calls_are_shown_as_pytest_shows_them(tmp_path: Path) -> None:
     """A script whose edit misses and whose tool name is mistyped: the same lines as the
     failure report, so the cause is not hidden behind a mere failed check."""
@@ -99,6 +103,7 @@ def test_failed_tool_calls_are_shown_as_pytest_shows_them(tmp_path: Path) -> Non
     assert "      Bsh `ls`: Error: No such tool available: Bsh" in result.output
 
 
+@pytest.mark.slow
 def test_misses_goal_fails_and_passes_with_expect_fail(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     spec = "fixtures/specs/misses_goal.atom.yaml"

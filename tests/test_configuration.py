@@ -34,7 +34,8 @@ from pytest_atom.cassettes.recording import (
 )
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import SandboxOptions, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SandboxOptions, SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec

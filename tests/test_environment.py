@@ -25,7 +25,8 @@ from pytest_atom.model.environment import (
     release_tmpdirs,
     tmpdir_for,
 )
-from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SpecError
 from tests.conftest import bash
 
 CALLER = {

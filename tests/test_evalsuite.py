@@ -23,7 +23,7 @@ from pytest_atom.judge.eval_graders import (
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
-from pytest_atom.model.spec import Check, SpecError
+from pytest_atom.model.spec_types import Check, SpecError
 from tests.conftest import REPO
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"
@@ -232,6 +232,7 @@ def run_evals(folder: Path, target: str, *args: str) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow
 def test_the_fixture_suite_replays_offline_both_arms_every_grader(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,7 +43,8 @@ from pytest_atom.agents.events import (
     parse_line,
 )
 from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.spec import ClaudeOptions, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 
 DATA = Path(__file__).parent / "data" / "stream_json"
@@ -276,6 +277,7 @@ def test_events_are_frozen_values() -> None:
         call.name = "Read"  # type: ignore[misc]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("old", [False, True], ids=["pinned", "2.1.197"])
 def test_the_captured_session_still_parses_so_live(
     old: bool, claude_bin: Path, old_claude_bin: Path, gateway_for: Any, tmp_path: Path

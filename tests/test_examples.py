@@ -25,6 +25,7 @@ def load_reviewer() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_the_tool_embeds_an_ephemeral_atom(claude_bin: Path, tmp_path: Path) -> None:
     script = Script.load(EXAMPLE / "specs" / "scripts" / "review.yaml")
     with Gateway(ScriptedResponder(script)) as gateway:
@@ -42,6 +43,7 @@ def test_the_tool_embeds_an_ephemeral_atom(claude_bin: Path, tmp_path: Path) -> 
     assert 'f"SELECT 1 FROM users' in source.read_text()  # the reviewed file is never changed
 
 
+@pytest.mark.slow
 def test_the_example_spec_replays_its_cassette(
     pytester: pytest.Pytester, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

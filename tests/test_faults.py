@@ -29,7 +29,7 @@ from pytest_atom.run.spec_run import run_spec
 from tests.conftest import bash
 from tests.faults import FaultyUpstream, refused_url
 
-pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 GREET = """\
 name: greet
@@ -127,6 +127,7 @@ def assert_whole_exchanges(cassette: Path) -> None:
                 assert names[-1] == "message_stop" and "error" not in names, names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(FAILING))
 def test_a_failed_recording_changes_nothing_and_says_why(
     pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream], fault: str
@@ -156,6 +157,7 @@ def test_a_failed_recording_changes_nothing_and_says_why(
         )
 
 
+@pytest.mark.slow
 def test_an_agent_that_got_past_a_fault_the_recording_did_not_is_an_error_not_a_pass(
     pytester: pytest.Pytester,
     recorded: bytes,
@@ -183,6 +185,7 @@ def test_an_agent_that_got_past_a_fault_the_recording_did_not_is_an_error_not_a_
     )
 
 
+@pytest.mark.slow
 def test_a_failed_first_recording_writes_no_cassette(
     pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
 ) -> None:
@@ -194,6 +197,7 @@ def test_a_failed_first_recording_writes_no_cassette(
     assert Cassette.load(pytester.path / PARTIAL).interactions
 
 
+@pytest.mark.slow
 def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
     pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
 ) -> None:
@@ -224,6 +228,7 @@ def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
     pytester.runpytest("--atom").assert_outcomes(passed=1)  # mode none: offline replay
 
 
+@pytest.mark.slow
 def test_atom_run_exits_2_for_an_upstream_error(
     pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream]
 ) -> None:

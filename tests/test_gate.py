@@ -97,6 +97,7 @@ def test_old_baselines_without_repeats_still_count() -> None:
     assert gate({"a": (counts(old), (2, 10))}).answer == "REGRESSION"
 
 
+@pytest.mark.slow
 def test_the_session_says_the_gates_answer_and_fails_only_on_regression(
     pytester: pytest.Pytester, claude_for_pytester: None
 ) -> None:
@@ -121,18 +122,14 @@ def test_the_session_says_the_gates_answer_and_fails_only_on_regression(
             "--atom-baseline", "baseline.json",
         )  # fmt: skip
 
-    same = against(5, 10)
-    assert same.ret == pytest.ExitCode.OK
-    same.stdout.fnmatch_lines(
-        [
-            "baseline gate: PASS for 1 sampled spec (Fisher's exact test, alpha 0.05)",
-            "  once.atom.yaml::once: PASS: pass rate 5/10 -> 1/2, change +0.00 *",
-        ]
-    )
+    # A PASS is test_no_drop_passes's, at the gate itself: the session only prints it.
     unsure = against(20, 20)
     assert unsure.ret == pytest.ExitCode.OK  # INCONCLUSIVE never fails the run
     unsure.stdout.fnmatch_lines(
-        ["  once.atom.yaml::once: INCONCLUSIVE: pass rate 20/20 -> 1/2, *about * repeats*"]
+        [
+            "baseline gate: INCONCLUSIVE for 1 sampled spec (Fisher's exact test, alpha 0.05)",
+            "  once.atom.yaml::once: INCONCLUSIVE: pass rate 20/20 -> 1/2, *about * repeats*",
+        ]
     )
     drop = against(40, 40)
     assert drop.ret == pytest.ExitCode.TESTS_FAILED

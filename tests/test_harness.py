@@ -44,9 +44,10 @@ def project(root: Path, score: float = 0.85) -> Path:
     return spec
 
 
-pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
+@pytest.mark.slow
 def test_conftest_checks_and_hooks_in_atom_run_and_atom_validate(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,6 +65,7 @@ def test_conftest_checks_and_hooks_in_atom_run_and_atom_validate(
     assert (tmp_path / "verdicts.log").read_text().splitlines() == ["words proceed 0.85"] * 2
 
 
+@pytest.mark.slow
 def test_conftest_checks_in_the_atom_fixture(pytester: pytest.Pytester) -> None:
     project(pytester.path)
     pytester.makepyfile(
@@ -80,6 +82,7 @@ def test_conftest_checks_in_the_atom_fixture(pytester: pytest.Pytester) -> None:
     assert 'name="atom_decision" value="proceed"' in (pytester.path / "out.xml").read_text()
 
 
+@pytest.mark.slow
 def test_settings_precedence_through_pytest(pytester: pytest.Pytester) -> None:
     """ini 0.9 fails the spec at 0.85; a conftest's atom_settings (0.8) wins over the ini;
     the command line (0.9) wins over the fixture; .atom/config.yaml loses to the ini."""

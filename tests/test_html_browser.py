@@ -23,8 +23,6 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from tests.conftest import ShippedRun, capture
 
-pytestmark = pytest.mark.slow
-
 CHROMIUM_ARGS = (
     "--headless=new",
     "--no-sandbox",
@@ -106,6 +104,7 @@ def _visible_rows(page: WebDriver) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_every_spec_appears_with_its_outcome(page: WebDriver) -> None:
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
     outcomes = {
@@ -117,6 +116,7 @@ def test_every_spec_appears_with_its_outcome(page: WebDriver) -> None:
         assert _section(page, spec).is_displayed()
 
 
+@pytest.mark.slow
 def test_a_failing_spec_shows_its_failing_check(page: WebDriver) -> None:
     section = _section(page, "misses-goal")
     failing = section.find_elements(By.CSS_SELECTOR, "li.check.fail")
@@ -128,6 +128,7 @@ def test_a_failing_spec_shows_its_failing_check(page: WebDriver) -> None:
     assert "word_count key is missing" in unmet.text
 
 
+@pytest.mark.slow
 def test_a_passing_spec_starts_folded_and_its_link_unfolds_it(page: WebDriver) -> None:
     section = _section(page, "create-file")
     body = section.find_element(By.CSS_SELECTOR, "details.spec-body")
@@ -139,6 +140,7 @@ def test_a_passing_spec_starts_folded_and_its_link_unfolds_it(page: WebDriver) -
     assert section.find_element(By.CSS_SELECTOR, "h3").is_displayed()
 
 
+@pytest.mark.slow
 def test_expanding_a_tool_result_reveals_its_output(page: WebDriver) -> None:
     page.find_element(By.LINK_TEXT, "create-file").click()  # a passing spec starts folded
     section = _section(page, "create-file")
@@ -150,6 +152,7 @@ def test_expanding_a_tool_result_reveals_its_output(page: WebDriver) -> None:
     assert output.is_displayed() and output.text == "hello, world"
 
 
+@pytest.mark.slow
 def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
     passed = page.find_element(By.CSS_SELECTOR, 'input.outcome-filter[value="passed"]')
     passed.click()
@@ -161,6 +164,7 @@ def test_the_filter_hides_passing_rows_and_sections(page: WebDriver) -> None:
     assert sorted(_visible_rows(page)) == sorted(FIXTURE_SPECS)
 
 
+@pytest.mark.slow
 def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
     section = _section(page, "rollback-steps")
     assert _timeline(section) == [
@@ -173,6 +177,7 @@ def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
     assert "steps 3/3 committed" in section.get_attribute("textContent")
 
 
+@pytest.mark.slow
 def test_a_replanned_spec_lists_the_dropped_steps_attempts_too(page: WebDriver) -> None:
     assert _timeline(_section(page, "replanned")) == [
         "scaffold a01",
@@ -183,6 +188,7 @@ def test_a_replanned_spec_lists_the_dropped_steps_attempts_too(page: WebDriver) 
     ]
 
 
+@pytest.mark.slow
 def test_clicking_a_header_sorts_the_rows(page: WebDriver) -> None:
     tokens = page.find_element(By.XPATH, '//th[normalize-space(text())="tokens"]')
     tokens.click()
@@ -246,6 +252,7 @@ def test_a_mark_stays_whole_beside_a_label_cut_short(configured_page: WebDriver)
         configured_page.set_window_size(1280, 1800)
 
 
+@pytest.mark.slow
 def test_screenshot_of_the_report(
     page: WebDriver, tmp_path_factory: pytest.TempPathFactory, record_property: Any
 ) -> None:

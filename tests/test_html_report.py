@@ -380,7 +380,7 @@ def test_the_agent_line_speaks_of_an_sdk_app_as_one(tmp_path: Path) -> None:
     the app's, not the Claude Code CLI's."""
     import dataclasses
 
-    from pytest_atom.model.spec import SdkApp
+    from pytest_atom.model.spec_types import SdkApp
     from pytest_atom.reports.text import agent_line
 
     result = result_for(tmp_path, assistant("m1", text("Done.\n\nEXIT_LOOP_NOW")))

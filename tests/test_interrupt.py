@@ -16,7 +16,7 @@ import pytest
 
 from tests.test_recording import CASSETTE, TURNS, bash, greet_spec, record
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("claude_for_pytester")]
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 PARTIAL = CASSETTE.with_name("greet.partial.yaml")
 
@@ -40,6 +40,7 @@ def _run_folder(cwd: Path) -> str:
     return str(run.relative_to(cwd))
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_pytest_names_the_run_the_partial_and_the_command(
     pytester: pytest.Pytester, gateway_for: Any
 ) -> None:
@@ -83,6 +84,7 @@ def test_ctrl_c_in_pytest_names_the_run_the_partial_and_the_command(
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_atom_run_exits_130_and_says_how_to_go_on(
     pytester: pytest.Pytester, gateway_for: Any
 ) -> None:

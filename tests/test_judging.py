@@ -21,7 +21,7 @@ from pytest_atom.judge.reflector import (
     workspace_diff,
 )
 from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Check, Spec
+from pytest_atom.model.spec_types import Check, Spec
 from pytest_atom.reports.text import result_properties, summary_table
 from pytest_atom.run.execution import refine_message
 from pytest_atom.run.runtime import RunOutcome

@@ -12,7 +12,8 @@ import pytest
 from pytest_atom.agents.events import Event, parse_event
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.limits import Budget, Limits, parse_limits
-from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import SpecError
 from pytest_atom.run.execution import with_limits
 
 

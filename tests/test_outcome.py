@@ -111,6 +111,7 @@ def _summary(output: str, names: list[str]) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
     pytester: pytest.Pytester, specs: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
@@ -135,11 +136,11 @@ def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
     assert _summary(outside.output, names) == pytest_says
     assert outside.exit_code == inside.ret == 1
 
-    # Without the failing spec both pass: an expected failure fails neither.
-    (pytester.path / "missed.atom.yaml").unlink()
-    inside = pytester.runpytest("--atom", "-p", "no:cacheprovider")
+    # Without the failing spec both pass: an expected failure fails neither (pytest's side
+    # is the shared replay of the shipped fixtures, which exits 0 with misses_goal xfailed:
+    # tests/test_plugin.py::test_shipped_fixtures_pass_with_the_xfail_reported).
     outside = CliRunner().invoke(main, ["run", "create_file.atom.yaml", "misses_goal.atom.yaml"])
-    assert outside.exit_code == inside.ret == 0, outside.output
+    assert outside.exit_code == 0, outside.output
 
 
 def test_results_are_data_that_import_no_machinery() -> None:

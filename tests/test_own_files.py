@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.run.own_files import left_out_files_line, own_files

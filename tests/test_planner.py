@@ -22,7 +22,8 @@ from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import PlanAccept, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import PlanAccept, SpecError
 from pytest_atom.paths import cli_slug
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
@@ -422,6 +423,7 @@ def test_a_failed_replan_fails_the_spec_and_shows_under_its_rollback(tmp_path: P
 # --- real runs --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> None:
     """The session's one replay of the shipped fixtures (planner, then two steps)."""
     assert "specs/planned.atom.yaml::planned: plan: implement, test" in shipped_run.output
@@ -444,6 +446,7 @@ def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> N
     assert props["atom_plan"] == "plan: implement, test" and props["atom_steps"] == "steps 2/2"
 
 
+@pytest.mark.slow
 def test_the_replanned_fixture_changes_strategy_after_its_rollback(
     shipped_run: ShippedRun,
 ) -> None:

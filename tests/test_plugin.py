@@ -29,6 +29,7 @@ def only(specs: Path, *keep: str) -> None:
         shutil.rmtree(specs / "workspaces" / "calc")
 
 
+@pytest.mark.slow
 def test_shipped_fixtures_pass_with_the_xfail_reported(shipped_run: ShippedRun) -> None:
     assert "7 passed, 1 xfailed" in shipped_run.output
     assert "XFAIL specs/misses_goal.atom.yaml::misses-goal" in shipped_run.output
@@ -37,6 +38,13 @@ def test_shipped_fixtures_pass_with_the_xfail_reported(shipped_run: ShippedRun) 
     assert not (specs / "hello.txt").exists()
     assert not (specs / "workspaces" / "calc" / "calc" / "__pycache__").exists()
     assert "return a - b" in (specs / "workspaces" / "calc" / "calc" / "__init__.py").read_text()
+    # A replay under xdist (record mode none, the default) leaves every cassette as it was
+    # and writes no partial one (test_recording's xdist test covers the recording modes).
+    shipped = REPO / "fixtures" / "specs" / "cassettes"
+    for cassette in shipped.glob("*/*.yaml"):
+        copy = specs / "cassettes" / cassette.relative_to(shipped)
+        assert copy.read_bytes() == cassette.read_bytes(), cassette.name
+    assert not list(specs.glob("cassettes/*/*.partial.yaml"))
 
 
 def test_node_ids_and_workspace_tests_not_collected(pytester: pytest.Pytester, specs: Path) -> None:
@@ -96,6 +104,7 @@ def test_a_named_spec_gets_a_hint_about_that_file_only(pytester: pytest.Pytester
     assert "hint:" not in broken.stdout.str()
 
 
+@pytest.mark.slow
 def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     spec = specs / "create_file.atom.yaml"
@@ -132,6 +141,7 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
     assert not (run_dir / "committed").exists()  # only a passing attempt is promoted
 
 
+@pytest.mark.slow
 def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     shutil.rmtree(specs / "cassettes")  # without a cassette, the edited script is what runs
@@ -149,6 +159,7 @@ def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs:
     )
 
 
+@pytest.mark.slow
 def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     shutil.rmtree(specs / "cassettes")
@@ -165,6 +176,7 @@ def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, s
     )
 
 
+@pytest.mark.slow
 def test_typo_is_a_setup_error_and_other_specs_still_run(
     pytester: pytest.Pytester, specs: Path
 ) -> None:
@@ -183,6 +195,7 @@ def test_typo_is_a_setup_error_and_other_specs_still_run(
     assert "Interrupted" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_typo_does_not_stop_other_specs_under_xdist(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     (specs / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
@@ -216,6 +229,7 @@ def test_missing_cassette_names_the_record_command_even_when_xfail(
     assert not (pytester.path / "cassettes").exists()
 
 
+@pytest.mark.slow
 def test_xfail_spec_that_passes_is_xpassed(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     spec = specs / "create_file.atom.yaml"
@@ -223,6 +237,7 @@ def test_xfail_spec_that_passes_is_xpassed(pytester: pytest.Pytester, specs: Pat
     pytester.runpytest("--atom", "specs").assert_outcomes(xpassed=1)
 
 
+@pytest.mark.slow
 def test_atom_paths_ini_and_several_specs_per_file(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs)
     pytester.makeini("[pytest]\natom_paths = specs\n")
@@ -240,6 +255,7 @@ def test_atom_paths_ini_and_several_specs_per_file(pytester: pytest.Pytester, sp
     result.stdout.fnmatch_lines(["*FAIL file_absent hello.txt*"])
 
 
+@pytest.mark.slow
 def test_junit_xml_carries_timings(pytester: pytest.Pytester, specs: Path) -> None:
     only(specs, "create_file.atom.yaml")
     pytester.runpytest("--atom", "specs", "--junitxml=out.xml").assert_outcomes(passed=1)

@@ -9,7 +9,8 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.usefixtures("claude_for_pytester")
+# Every test here starts Claude Code.
+pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
 
 
 @pytest.fixture

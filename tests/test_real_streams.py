@@ -23,7 +23,8 @@ from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.gateway.messages import fold_sse
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.transcript import is_messages
 from pytest_atom.run.spec_run import run_spec

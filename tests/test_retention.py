@@ -150,6 +150,7 @@ def test_the_ini_option_is_read_and_checked(pytester: pytest.Pytester) -> None:
     assert runs[2].exists()  # a usage error prunes nothing
 
 
+@pytest.mark.slow
 def test_atom_run_prunes_and_keeps_its_own_failed_run(
     claude_bin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -18,6 +18,7 @@ from tests.conftest import bash, wait_gone
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
 
 
+@pytest.mark.slow
 def test_stream_json_becomes_an_iteration_record(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
@@ -42,6 +43,7 @@ def test_stream_json_becomes_an_iteration_record(
     assert events[0]["type"] == "system" and events[-1]["type"] == "result"
 
 
+@pytest.mark.slow
 def test_second_run_continues_the_same_conversation(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
@@ -57,6 +59,7 @@ def test_second_run_continues_the_same_conversation(
     assert "first answer" in history and "two" in history
 
 
+@pytest.mark.slow
 def test_prompt_goes_on_stdin_even_when_it_looks_like_an_option(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
@@ -66,6 +69,7 @@ def test_prompt_goes_on_stdin_even_when_it_looks_like_an_option(
     assert "--version is not a flag here" in json.dumps(turn["messages"])
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(
     gateway_for: Any, runner_for: Any, tmp_path: Path
 ) -> None:
@@ -80,6 +84,7 @@ def test_timeout_kills_the_whole_process_group(
     assert wait_gone(shell), f"the agent's shell {shell} outlived the timeout"
 
 
+@pytest.mark.slow
 def test_user_claude_settings_do_not_leak_into_the_run(
     gateway_for: Any, runner_for: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

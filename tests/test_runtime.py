@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_atom import AtomRuntime, RetryManager
+
+pytestmark = pytest.mark.slow  # every test here starts Claude Code
 
 SYSTEM = "Work on USER_PROMPT.md; at most {max_iterations} iterations. Say EXIT_LOOP_NOW when done."
 

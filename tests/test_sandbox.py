@@ -77,6 +77,7 @@ def run(spec_file: Path, runs: Path, claude_bin: Path, **kwargs: Any) -> SpecRes
     return run_spec(load_spec(spec_file), runs_dir=runs, claude_bin=claude_bin, **kwargs)
 
 
+@pytest.mark.slow
 def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
     tmp_path: Path, claude_bin: Path
 ) -> None:
@@ -129,6 +130,7 @@ def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
     assert not started.exists()  # the repository's MCP server never started
 
 
+@pytest.mark.slow
 def test_the_users_home_is_neither_read_nor_written(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +154,7 @@ def test_the_users_home_is_neither_read_nor_written(
     assert list((result.run_dir / "home" / ".npm" / "_logs").glob("*.log"))  # the CLI's logs
 
 
+@pytest.mark.slow
 def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -> None:
     turns = [
         {
@@ -173,6 +176,7 @@ def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -
     assert "notes/todo.txt" in (grep.result or "") and "notes/todo.txt" in (glob.result or "")
 
 
+@pytest.mark.slow
 def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
     tmp_path: Path, claude_bin: Path, listener: Listener
 ) -> None:
@@ -231,6 +235,7 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
     assert "tool calls that failed or were refused: 5" in report
 
 
+@pytest.mark.slow
 def test_a_spec_allows_a_domain_and_an_extra_folder(
     tmp_path: Path, claude_bin: Path, listener: Listener
 ) -> None:
@@ -250,6 +255,7 @@ def test_a_spec_allows_a_domain_and_an_extra_folder(
     assert "Bash `echo kept" not in result.report()
 
 
+@pytest.mark.slow
 def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     tmp_path: Path, claude_bin: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,6 +282,7 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
     assert not list((tmp_path / "runs").glob("*/home/pwned"))
 
 
+@pytest.mark.slow
 def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -301,6 +308,7 @@ def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(
     )
 
 
+@pytest.mark.slow
 def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
     pytester: pytest.Pytester, claude_for_pytester: None
 ) -> None:

@@ -10,7 +10,8 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from pytest_atom.agents.sdk_host import HarnessOptions
-from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SpecError
 from pytest_atom.run.spec_run import run_spec
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "sdk_agent"
@@ -95,6 +96,7 @@ def test_an_app_that_cannot_be_imported_says_where_it_was_looked_for(
     assert str(tmp_path) in (outcome.error or "")  # where it was looked for
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_the_example_replays_offline_and_diverges_on_a_new_system_prompt(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

@@ -28,6 +28,7 @@ def project(pytester: pytest.Pytester, tools: str = "[greeter]") -> None:
     )
 
 
+@pytest.mark.slow
 def test_spec_tools_are_commands_for_the_agent(pytester: pytest.Pytester) -> None:
     project(pytester)
     pytester.runpytest("--atom").assert_outcomes(passed=1)
@@ -44,6 +45,7 @@ def test_unknown_tool_names_the_tools_folders(pytester: pytest.Pytester) -> None
     )
 
 
+@pytest.mark.slow
 def test_config_record_mode_is_the_default_and_errors_are_usage_errors(
     pytester: pytest.Pytester,
 ) -> None:

@@ -77,6 +77,7 @@ def test_split_of_repeats_keeps_every_run(pytester: pytest.Pytester, specs: Path
     assert sorted(n for group in groups for n in group) == sorted(repeated), groups
 
 
+@pytest.mark.slow
 def test_store_durations_records_each_spec(
     pytester: pytest.Pytester, shipped_run: ShippedRun
 ) -> None:

@@ -25,7 +25,8 @@ from pytest_atom.cassettes.recording import (
     staleness,
 )
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
 CASSETTE = Path("cassettes/create_file/create-file.yaml")
@@ -61,6 +62,7 @@ def edit_script(folder: Path) -> None:
     script.write_text(text.replace(SECOND_TURN, "Let me look at it."), encoding="utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     pytester: pytest.Pytester,
@@ -103,6 +105,7 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     assert staleness(spec, Cassette.load(cassette)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_old_cassette_without_hashes_replays_after_a_script_edit(
     pytester: pytest.Pytester,
@@ -198,6 +201,8 @@ def test_every_shipped_cassette_fits_its_spec(path: Path) -> None:
 # --- every shipped spec ---------------------------------------------------------------------
 
 SHIPPED = sorted(FIXTURES.glob("*.atom.yaml"))
+#: A spec with a `prompt:`, one with steps, one with a planner `request:`.
+E2E_PROMPTS = ("create_file.atom.yaml", "two_steps.atom.yaml", "planned.atom.yaml")
 
 
 def shipped_copy(folder: Path) -> Path:
@@ -231,10 +236,13 @@ def test_editing_any_shipped_script_is_refused_with_the_command_that_re_records(
         script = spec.script.read_text(encoding="utf-8")
         spec.script.write_text(script.replace("text: ", "text: Edited. ", 1), encoding="utf-8")
         assert script_hash(spec) != Cassette.load(cassette_path(spec)).metadata["script_hash"]
-    result = pytester.runpytest("--atom", "specs", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=len(SHIPPED))
+    # Through the CLI, one spec of each kind of prompt (`prompt:`, a step's, the planner's
+    # `request:`); staleness() above answered for every one, and the report is the same code.
+    run = [f"specs/{name}" for name in E2E_PROMPTS]
+    result = pytester.runpytest("--atom", *run, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=len(run))
     out = result.stdout.str()
-    for spec_file in SHIPPED:
+    for spec_file in (FIXTURES / f for f in E2E_PROMPTS):
         (spec,) = load_specs(spec_file)
         command = f"pytest --atom 'specs/{spec_file.name}::{spec.name}' --atom-record-mode=all"
         assert (
@@ -256,10 +264,13 @@ def test_editing_any_shipped_prompt_diverges_naming_the_command_that_re_records(
         assert staleness(spec, Cassette.load(cassette_path(spec))) == [
             f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
         ], spec.name
-    result = pytester.runpytest("--atom", "specs", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=len(SHIPPED))
+    # Through the CLI, one spec of each kind of prompt (`prompt:`, a step's, the planner's
+    # `request:`); staleness() above answered for every one, and the report is the same code.
+    run = [f"specs/{name}" for name in E2E_PROMPTS]
+    result = pytester.runpytest("--atom", *run, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=len(run))
     out = result.stdout.str()
-    for spec_file in SHIPPED:
+    for spec_file in (FIXTURES / f for f in E2E_PROMPTS):
         (spec,) = load_specs(spec_file)
         assert (
             f"likely cause: {PROMPT_CHANGED}: re-record it with: pytest --atom "

@@ -19,7 +19,8 @@ from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
-from pytest_atom.model.spec import SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
@@ -268,6 +269,7 @@ def test_the_trace_nests_steps_with_their_attempts_and_rollbacks(tmp_path: Path)
 # --- real runs ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
     shipped_run: ShippedRun,
 ) -> None:

@@ -68,6 +68,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
     assert TRACE_SCHEMA["additionalProperties"] is False
 
 
+@pytest.mark.slow
 def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     trace = build_trace(passing)
     VALIDATOR.validate(trace)
@@ -138,6 +139,7 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     assert atom["repeat"] is None and atom["claude_code_version"]
 
 
+@pytest.mark.slow
 def test_write_report_writes_the_trace_and_every_transcript(
     passing: SpecResult, tmp_path: Path
 ) -> None:
@@ -158,6 +160,7 @@ def test_write_report_writes_the_trace_and_every_transcript(
     assert not list(path.parent.rglob("*.tmp"))  # atomic writes leave no temporary files
 
 
+@pytest.mark.slow
 def test_a_repeat_gets_its_own_files_and_stale_transcripts_go(
     passing: SpecResult, tmp_path: Path
 ) -> None:
@@ -177,6 +180,7 @@ def test_a_repeat_gets_its_own_files_and_stale_transcripts_go(
     assert not (tmp_path / "task" / "task.json").exists()
 
 
+@pytest.mark.slow
 def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, claude_bin: Path) -> None:
     result = run(
         tmp_path,
@@ -216,6 +220,7 @@ def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, claude_bin: Path
     assert trace["cost"]["tokens"] == first["cost"]["tokens"] + second["cost"]["tokens"]
 
 
+@pytest.mark.slow
 def test_a_failing_run_without_criteria(tmp_path: Path, claude_bin: Path) -> None:
     # Bash is not allowed, so the CLI refuses the write: a violation, no file, a failed check.
     spec = (
@@ -241,6 +246,7 @@ def test_a_failing_run_without_criteria(tmp_path: Path, claude_bin: Path) -> Non
     assert trace["atom"]["passed"] is False and trace["atom"]["score"] is None
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_the_disk(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,7 +31,8 @@ from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.agents.events import parse
 from pytest_atom.judge.checks import CheckResult, run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
-from pytest_atom.model.spec import TRAJECTORY_CHECK_KINDS, Check, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check, SpecError
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 from pytest_atom.run.spec_run import run_spec
 from tests.conftest import capture

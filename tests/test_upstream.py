@@ -23,7 +23,8 @@ from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
 from pytest_atom.model.modes import MatchMode
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.transcript import cassette_lines, stream_turns
 from pytest_atom.run.spec_run import run_spec
 from tests.conftest import record_through_upstream
@@ -296,6 +297,13 @@ def record_spec(
     return Recorded(spec, result, upstream, folder / "cassettes" / "probe" / "probe.yaml")
 
 
+def own_modes(replays: int) -> tuple[MatchMode, ...]:
+    """The match modes a shape's own test replays it in. In the suite (one replay) the
+    default one: its strict replay is test_the_three_shapes_replay_strict_under_xdist's, so
+    each shape replays once per mode. A sweep (`--replays 5`) replays both here."""
+    return ("conversation",) if replays == 1 else ("conversation", "strict")
+
+
 def bash_call(command: str, description: str) -> dict[str, Any]:
     return {"name": "Bash", "input": {"command": command, "description": description}}
 
@@ -329,7 +337,7 @@ def parallel(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Reco
 
 @pytest.mark.slow
 def test_parallel_tool_calls_with_thinking_record_and_replay_offline(
-    parallel: Recorded, claude_bin: Path
+    parallel: Recorded, claude_bin: Path, replays: int
 ) -> None:
     assert parallel.result.passed, parallel.result.report()
     assert parallel.upstream.turns() == [(PARALLEL, 0, "ok"), (PARALLEL, 1, "ok")]
@@ -352,16 +360,16 @@ def test_parallel_tool_calls_with_thinking_record_and_replay_offline(
     assert {"type": "signature_delta", "signature": thinking["signature"]} in deltas
     started = [data["content_block"] for name, data in events if name == "content_block_start"]
     assert [b["id"] for b in started if b["type"] == "tool_use"] == [c["id"] for c in calls]
-    for match in ("conversation", "strict"):
-        for attempt in range(5):
+    for match in own_modes(replays):
+        for attempt in range(replays):
             replayed = parallel.replay(claude_bin, match)
-            assert replayed.passed, f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+            assert replayed.passed, f"{match} replay {attempt + 1}/{replays}:\n{replayed.report()}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["overloaded_at_start", "overloaded_mid_stream"])
 def test_claude_code_gets_past_an_overload_from_the_upstream(
-    tmp_path: Path, claude_bin: Path, fault: str
+    tmp_path: Path, claude_bin: Path, fault: str, replays: int
 ) -> None:
     """The upstream serves a fault once, and tells the CLI's way past it from a new turn: a
     resend of the same request (at start), or its own "cut off mid-stream" continuation."""
@@ -393,9 +401,9 @@ def test_claude_code_gets_past_an_overload_from_the_upstream(
         # replay breaks the same way and the continuation matches what was recorded.
         assert [k for k in kept if k] == ["sent an error event mid-stream"]
     for match in ("conversation", "strict"):
-        for attempt in range(5):
+        for attempt in range(replays):
             replayed = recorded.replay(claude_bin, match)
-            assert replayed.passed, f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+            assert replayed.passed, f"{match} replay {attempt + 1}/{replays}:\n{replayed.report()}"
 
 
 SURVEY = "Survey the project with two helper agents."
@@ -520,12 +528,14 @@ def test_a_subagent_is_shown_under_the_agent_call_that_started_it(subagents: Rec
 
 
 @pytest.mark.slow
-def test_two_subagents_replay_offline(subagents: Recorded, claude_bin: Path) -> None:
-    """One replay (strict: test_the_three_shapes_replay_strict_under_xdist). That the
-    subagents' finishing order does not matter is tests/test_task_ids.py's, and 20 replays
-    on a busy machine are benchmarks/subagents.py's."""
-    replayed = subagents.replay(claude_bin)
-    assert replayed.passed, replayed.report()
+def test_two_subagents_replay_offline(subagents: Recorded, claude_bin: Path, replays: int) -> None:
+    """One replay per own mode (strict: test_the_three_shapes_replay_strict_under_xdist).
+    That the subagents' finishing order does not matter is tests/test_task_ids.py's, and
+    20 replays on a busy machine are benchmarks/subagents.py's."""
+    for match in own_modes(replays):
+        for attempt in range(replays):
+            replayed = subagents.replay(claude_bin, match)
+            assert replayed.passed, f"{match} replay {attempt + 1}/{replays}:\n{replayed.report()}"
 
 
 JUDGED = "Write the word judged into verdict.txt."
@@ -567,15 +577,17 @@ def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Record
 
 
 @pytest.mark.slow
-def test_a_judged_spec_records_and_replays_offline(judged: Recorded, claude_bin: Path) -> None:
+def test_a_judged_spec_records_and_replays_offline(
+    judged: Recorded, claude_bin: Path, replays: int
+) -> None:
     assert judged.result.passed, judged.result.report()
     assert judged.result.score == 0.93
     assert {c for c, _, _ in judged.upstream.turns()} == {JUDGED, AUDITOR}
-    for match in ("conversation", "strict"):
-        for attempt in range(5):
+    for match in own_modes(replays):
+        for attempt in range(replays):
             replayed = judged.replay(claude_bin, match)
             assert replayed.passed and replayed.score == 0.93, (
-                f"{match} replay {attempt + 1}/5:\n{replayed.report()}"
+                f"{match} replay {attempt + 1}/{replays}:\n{replayed.report()}"
             )
 
 

@@ -156,7 +156,7 @@ def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
     """Executor calls split into the main session and its subagents; a reflector's and a
     planner's sessions are their own roles; together they are atom_tokens and its price."""
     from pytest_atom.model.result import Attempt, Plan
-    from pytest_atom.model.spec import Spec
+    from pytest_atom.model.spec_types import Spec
     from pytest_atom.reports.text import result_properties
     from pytest_atom.run.runtime import RunOutcome
 

@@ -11,7 +11,8 @@ import yaml
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.model import yamldoc
 from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.spec import SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import SpecError
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:
@@ -49,7 +50,7 @@ def test_a_billion_laughs_config_is_refused(tmp_path: Path) -> None:
     )
     error, seconds = timed(lambda: load_config(cwd=tmp_path))
     assert isinstance(error, ConfigError) and seconds < 1.0
-    assert "YAML aliases would expand" in str(error) and str(error).endswith("config.yaml:9")
+    assert "YAML aliases would expand" in str(error) and str(error).endswith("config.yaml:9:4")
 
 
 def test_a_billion_laughs_script_is_refused(tmp_path: Path) -> None:
@@ -122,7 +123,7 @@ def test_unclosed_quote_in_config_and_script_name_the_opening_line(tmp_path: Pat
     with pytest.raises(ConfigError) as config_error:
         load_config(cwd=tmp_path)
     assert "while scanning a quoted scalar (line 2, column 8)" in str(config_error.value)
-    assert str(config_error.value).endswith("config.yaml:2")
+    assert str(config_error.value).endswith("config.yaml:2:8")
     script = tmp_path / "s.yaml"
     script.write_text("turns:\n  - text: 'hi\n\n")
     with pytest.raises(ScriptError) as script_error:

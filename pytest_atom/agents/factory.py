@@ -23,7 +23,7 @@ from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.cassettes.mcp_tape import McpTape
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.limits import Budget
-from pytest_atom.model.spec import ClaudeOptions, Spec
+from pytest_atom.model.spec_types import ClaudeOptions, Spec
 
 
 def claude_code_agent(

@@ -18,7 +18,6 @@ body whole) still loads; vcrpy loads both, as ``shared`` lives inside its ``meta
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from pytest_atom import digest as digest_module
 from pytest_atom.agents.roles import Role, header_role, legacy_role
 from pytest_atom.cassettes import fastyaml
 from pytest_atom.files import write_atomic
@@ -168,7 +168,7 @@ class _Packer:
         if known is not None:
             return known
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        digest = digest_module.hex_of(text.encode())
         name = f"{kind}-{digest[:12]}"
         if self._texts.setdefault(name, text) != text:  # a clash of short names: never seen
             name = f"{kind}-{digest}"

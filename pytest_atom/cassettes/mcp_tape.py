@@ -27,7 +27,6 @@ dependencies (the ``mcp`` SDK, say) nor its credentials.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import signal
 import subprocess
@@ -38,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Literal
+
+from pytest_atom import digest as digest_module
 
 if TYPE_CHECKING:
     from pytest_atom.cassettes.scrub import Scrubber
@@ -277,7 +278,7 @@ def replay(folder: Path, server: str) -> int:
             error = {"code": NOT_RECORDED, "message": f"{describe_miss(miss)} (pytest-atom replay)"}
             _answer({"jsonrpc": "2.0", "id": message["id"], "error": error})
             continue
-        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        digest = digest_module.hex_of(key.encode())[:16]
         index = min(served.get(digest, 0), len(candidates) - 1)
         served[digest] = index + 1
         with served_file.open("a", encoding="utf-8") as log:

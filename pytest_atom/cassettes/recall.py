@@ -18,18 +18,18 @@ A cassette recorded without these hashes replays as before, starting the session
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_atom import digest
 from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.cassettes.cassette import RECALL
 from pytest_atom.gateway.matching import Kind, compared_turns
 from pytest_atom.gateway.replay import CassetteResponder
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.run.workspace import SKIPPED_DIRS
 
 #: The cassette's metadata key: ``{role: {inputs, folder, tokens, cost_usd}}``.
@@ -68,42 +68,12 @@ class Recalled:
     cost_usd: float = 0.0
 
 
-def _short(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
-
-
-def folder_hash(folder: Path, paths_out: Any) -> str:
-    """The content of `folder` as the session sees it: every file's relative path, kind
-    (file, executable, link, folder) and bytes, with run paths as placeholders
-    (`paths_out`, the gateway's normalizer). Version-control state and caches
-    (`SKIPPED_DIRS`) are left out: they differ on every run (an index's timestamps) and
-    the diff in the prompt already says what changed."""
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        base = Path(root)
-        for name in [*(d + "/" for d in dirs), *sorted(files)]:
-            path = base / name.rstrip("/")
-            rel = path.relative_to(folder).as_posix()
-            if path.is_symlink():
-                kind, data = "link", os.readlink(path).encode()
-            elif name.endswith("/"):
-                kind, data = "dir", b""
-            elif path.is_file():
-                kind = "exec" if os.access(path, os.X_OK) else "file"
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:  # unreadable: named, so it cannot pass for readable
-                    kind, data = "unreadable", str(exc.strerror).encode()
-            else:
-                kind, data = "other", b""  # a socket or fifo: named, never read
-            try:
-                data = paths_out(data.decode("utf-8")).encode("utf-8")
-            except UnicodeDecodeError:
-                pass  # binary: its bytes as they are
-            digest.update(f"{kind} {rel} {len(data)}\n".encode())
-            digest.update(data)
-    return "sha256:" + digest.hexdigest()[:16]
+def folder_hash(folder: Path, paths_out: Callable[[str], str]) -> str:
+    """The content of `folder` as the session sees it (`digest.session_hash`), run paths
+    as placeholders (`paths_out`, the gateway's normalizer). Version-control state and
+    caches (`SKIPPED_DIRS`) are left out: they differ on every run (an index's
+    timestamps) and the diff in the prompt already says what changed."""
+    return digest.session_hash(folder, SKIPPED_DIRS, paths_out)
 
 
 class Recall:
@@ -142,7 +112,7 @@ class Recall:
         return SessionKey(
             role,
             kind,
-            _short(text.encode()),
+            digest.of_text(text),
             folder_hash(folder, tape.normalizer.paths_out),
             opening[:1],
         )

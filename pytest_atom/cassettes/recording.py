@@ -7,7 +7,6 @@ script, or fails with the command that records it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,8 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pytest_atom import digest
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.configuration import config_hashes
 from pytest_atom.cassettes.cassette import Cassette, Interaction
@@ -35,9 +33,10 @@ from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.replay import CassetteResponder, Divergence
 from pytest_atom.gateway.scripted import draw_key
+from pytest_atom.model import yamldoc
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.transcript import read_reply
 
@@ -70,15 +69,14 @@ def rejudge_command(spec: Spec) -> str:
 
 
 def spec_hash(spec: Spec) -> str:
-    canonical = json.dumps(spec.raw, sort_keys=True, default=str).encode()
-    return "sha256:" + hashlib.sha256(canonical).hexdigest()[:16]
+    return digest.of_value(spec.raw)
 
 
 def prompt_hash(spec: Spec) -> str:
     """The hash of the prompt the user wrote: in planner mode the request (a planned run's
     `prompt` lists the plan's steps, which the planner wrote)."""
     text = spec.request if spec.request is not None else spec.prompt
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return digest.of_text(text)
 
 
 def script_hash(spec: Spec) -> str | None:
@@ -94,10 +92,10 @@ def script_hash(spec: Spec) -> str | None:
     if text is None:
         return None
     try:
-        content = json.dumps(yaml.safe_load(text), sort_keys=True, default=str)
-    except yaml.YAMLError:
+        content = json.dumps(yamldoc.safe_load(text), sort_keys=True, default=str)
+    except yamldoc.YamlDocError:
         content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
-    return "sha256:" + hashlib.sha256(content.encode()).hexdigest()[:16]
+    return digest.of_text(content)
 
 
 #: The first words of a staleness reason, which a divergence report can lead with.

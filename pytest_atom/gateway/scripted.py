@@ -169,7 +169,7 @@ class Script:
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror}") from None
         try:
-            root = yamldoc.compose(yaml.SafeLoader(text))  # no alias bombs
+            root, _ = yamldoc.load(text)  # no alias bombs; every tag known
         except yamldoc.YamlDocError as exc:
             where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
             raise ScriptError(f"{exc.message} at {where}") from None
@@ -217,7 +217,7 @@ class Script:
     def _turn(cls, node: yaml.Node, fail: Any) -> Turn:
         if isinstance(node, yaml.MappingNode) and any(k.value == "choices" for k, _ in node.value):
             return cls._choices(node, fail)
-        data = yaml.SafeLoader(b"").construct_document(node)  # plain Python data
+        data = yamldoc.construct(node)  # plain Python data
         if (
             not isinstance(data, dict)
             or not data
@@ -274,11 +274,7 @@ class Script:
                 extra = sorted(set(fields) - {"weight", "turns"})
                 what = f"unknown key {extra[0]!r}: " if extra else ""
                 raise fail(entry, f"{what}a choice is {{weight: <number>, turns: [...]}}")
-            weight = (
-                yaml.SafeLoader(b"").construct_document(fields["weight"])
-                if "weight" in fields
-                else None
-            )
+            weight = yamldoc.construct(fields["weight"]) if "weight" in fields else None
             if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
                 raise fail(
                     fields.get("weight", entry),

@@ -26,15 +26,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from pytest_atom.gateway.normalize import mask_durations
 from pytest_atom.judge.checks import CheckError, CheckResult
 from pytest_atom.reports.transcript import tool_label
 
 if TYPE_CHECKING:
     from pytest_atom.judge.trajectory import Trajectory
-    from pytest_atom.model.spec import Check
+    from pytest_atom.model import yamldoc
+from pytest_atom.model.spec_types import Check
 
 __all__ = ["WRITE_TOOLS", "comparable", "load_expected", "normal_result", "tool_results"]
 
@@ -72,9 +71,12 @@ def comparable(tool: str, text: str, is_error: bool) -> str:
 def load_expected(path: Path) -> list[dict[str, Any]]:
     """The calls of an expected-results file (``calls:`` entries with tool, result, is_error)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = yamldoc.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         raise CheckError(f"cannot read the session's results {path}: {exc}") from None
+    except yamldoc.YamlDocError as exc:
+        where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
+        raise CheckError(f"cannot read the session's results {where}: {exc.message}") from None
     calls = data.get("calls") if isinstance(data, dict) else None
     if not isinstance(calls, list) or not all(
         isinstance(c, dict) and isinstance(c.get("tool"), str) for c in calls

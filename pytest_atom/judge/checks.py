@@ -29,7 +29,7 @@ from typing import IO, TYPE_CHECKING
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from pytest_atom.model.spec import Check
+from pytest_atom.model.spec_types import Check
 from pytest_atom.run.processes import kill_process_tree
 
 if TYPE_CHECKING:

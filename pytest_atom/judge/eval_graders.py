@@ -18,7 +18,7 @@ from typing import Any
 from pytest_atom.judge.checks import CheckRegistry, CheckResult
 from pytest_atom.judge.reflector import HARNESS_FILES
 from pytest_atom.judge.trajectory import Trajectory
-from pytest_atom.model.spec import Check
+from pytest_atom.model.spec_types import Check
 
 
 def js_regex(pattern: str, flags: str) -> re.Pattern[str]:

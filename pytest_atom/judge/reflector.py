@@ -28,7 +28,7 @@ from pytest_atom.model.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )
 from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.spec import ClaudeOptions, Spec
+from pytest_atom.model.spec_types import ClaudeOptions, Spec
 from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 VERDICT_SCHEMA: dict[str, Any] = {

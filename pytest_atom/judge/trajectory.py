@@ -26,7 +26,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.importing.results import tool_results
 from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
-from pytest_atom.model.spec import Check, count_phrase
+from pytest_atom.model.spec_types import Check, count_phrase
 from pytest_atom.reports.transcript import (
     Mark,
     MarkKind,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 
 
 def select_arms(specs: Iterable[Spec], names: Sequence[str]) -> list[Spec]:

@@ -69,8 +69,9 @@ class ConfigError(FileError):
         key: str | None = None,
         line: int | None = None,
         suggestion: str | None = None,
+        column: int | None = None,
     ) -> None:
-        super().__init__(message, path, line=line, suggestion=suggestion)
+        super().__init__(message, path, line=line, column=column, suggestion=suggestion)
         self.key = key
 
 
@@ -164,17 +165,10 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomCon
 
 
 def _parse(text: str, path: Path, root: Path) -> AtomConfig:
-    loader = yaml.SafeLoader(text)
     try:
-        node = yamldoc.compose(loader)  # refuses alias bombs before `_expand` walks them
-        data = None if node is None else loader.construct_document(node)
-    except yaml.YAMLError as exc:
-        error = yamldoc.from_yaml_error(exc)
-        raise ConfigError(error.message, path, line=error.line) from None
+        node, data = yamldoc.load(text)  # refuses alias bombs before `_expand` walks them
     except yamldoc.YamlDocError as exc:
-        raise ConfigError(exc.message, path, line=exc.line) from None
-    finally:
-        loader.dispose()
+        raise ConfigError(exc.message, path, line=exc.line, column=exc.column) from None
     if data is None:
         return AtomConfig(path=path, root=root)
     if not isinstance(data, dict):

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import atexit
 import fnmatch
-import hashlib
 import os
 import re
 import shutil
 import site
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from pytest_atom import digest as digest_module
 
 #: What toolchains need from the caller, passed by default (globs as in `pass_env:`).
 DEFAULT_PASS: tuple[str, ...] = (
@@ -202,7 +203,7 @@ def tmpdir_for(folder: Path) -> Path:
     only the CLI's scratch files and goes when the run ends (`release_tmpdirs`)."""
     if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
         return folder
-    digest = hashlib.sha256(os.fsencode(str(folder))).hexdigest()[:16]
+    digest = digest_module.hex_of(os.fsencode(str(folder)))[:16]
     return Path("/tmp") / f"atom-{digest}"
 
 

@@ -37,7 +37,8 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.judge.eval_graders import js_regex
 from pytest_atom.model import yamldoc
-from pytest_atom.model.spec import Spec, SpecError, parse_specs
+from pytest_atom.model.spec import parse_specs
+from pytest_atom.model.spec_types import Spec, SpecError
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -347,7 +348,7 @@ def load_case(file: Path) -> EvalCase:
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
     """A case.yaml's data, and the line of each value (by its path of keys and indexes)."""
     try:
-        node = yamldoc.compose(yaml.SafeLoader(path.read_text(encoding="utf-8")))
+        node, data = yamldoc.load(path.read_text(encoding="utf-8"))
     except yamldoc.YamlDocError as exc:
         raise SpecError(exc.message, path, line=exc.line, column=exc.column) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -367,7 +368,6 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
                 walk(v, (*at, i))
 
     walk(node, ())
-    data = yaml.SafeLoader(b"").construct_document(node)
     return data, lines
 
 
@@ -385,11 +385,12 @@ def _frontmatter(path: Path) -> tuple[dict[str, Any] | None, str, dict[str, int]
             )
         return None, text, {}
     try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        raise SpecError(f"invalid YAML frontmatter: {exc}", path, line=line) from None
+        data = yamldoc.safe_load(match.group(1))
+    except yamldoc.YamlDocError as exc:  # its lines count from the line after the "---"
+        line = exc.line + 1 if exc.line is not None else 1
+        message = exc.message.removeprefix("invalid YAML: ")
+        message = f"invalid YAML frontmatter: {message}"
+        raise SpecError(message, path, line=line, column=exc.column) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

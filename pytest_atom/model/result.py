@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_atom.gateway import Exchange
     from pytest_atom.judge.checks import CheckResult
     from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.model.spec import Spec, Step
+    from pytest_atom.model.spec_types import Spec, Step
     from pytest_atom.run.runtime import RunOutcome
 
 

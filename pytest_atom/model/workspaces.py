@@ -47,12 +47,12 @@ def declared_workspaces(directory: Path) -> frozenset[Path]:
     files = _spec_files(directory)
     if not files:
         return frozenset()
-    import yaml  # only where specs are
+    from pytest_atom.model import yamldoc  # only where specs are
 
     for spec_file in files:
         try:
-            data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yamldoc.YamlDocError):
             continue
         entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
         for entry in entries if isinstance(entries, list) else []:

@@ -1,9 +1,13 @@
-"""Compose a hand-written YAML file safely, with errors that point at the real cause.
+"""The one YAML loader for hand-written files, with errors that point at the real cause.
 
-Specs, the project config and scripts are written by hand and read by the same three
-steps: compose nodes (which know their line and column), refuse what would blow up,
-then build data. This module is those first steps, shared, so each loader only wraps
-`YamlDocError` in its own error type:
+Specs, the project config, scripts, plugin eval cases (``case.yaml`` and Markdown
+frontmatter) and the spec files read for their workspaces are written by hand and read by
+the same three steps: compose nodes (which know their line and column), refuse what would
+blow up, then build data. `load` does all three inside one ``try``, so every PyYAML
+failure, a constructor's included (an unknown ``!tag``), becomes a `YamlDocError` with its
+line and column, and each file kind only wraps that in its own error type (SpecError,
+ConfigError, ScriptError, ...). Cassettes are written by the program, not by hand, and
+keep their own fast reader (`pytest_atom.cassettes.fastyaml`).
 
 * **Alias bombs.** A YAML alias stands for a whole node, so ten nested anchors of ten
   aliases each (the "billion laughs") stand for 10**10 nodes in a file of a dozen
@@ -20,6 +24,10 @@ then build data. This module is those first steps, shared, so each loader only w
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
@@ -56,6 +64,14 @@ def from_yaml_error(exc: yaml.YAMLError) -> YamlDocError:
         return YamlDocError(f"invalid YAML: {exc}")
     problem, context = exc.problem, exc.context
     problem_mark, context_mark = exc.problem_mark, exc.context_mark
+    tag = re.match(r"could not determine a constructor for the tag '([^']*)'", problem or "")
+    if tag and problem_mark is not None:
+        return YamlDocError(
+            f"unknown YAML tag {tag.group(1)!r}: this file is plain YAML; remove the tag, or "
+            "quote the value if the text starts with '!'",
+            problem_mark.line + 1,
+            problem_mark.column + 1,
+        )
     if context:  # two places: say which is which
         parts = [problem and problem + _at(problem_mark), context + _at(context_mark)]
         message = "invalid YAML: " + " ".join(p for p in parts if p)
@@ -127,13 +143,45 @@ def _position(node: yaml.Node) -> tuple[int, int]:
     return node.start_mark.line + 1, node.start_mark.column + 1
 
 
-def safe_load(text: str) -> object:
-    """`yaml.safe_load`, with the same refusals and error marks as `compose`."""
-    loader = yaml.SafeLoader(text)
+def load(
+    text: str,
+    loader_class: type[yaml.SafeLoader] = yaml.SafeLoader,
+    build: Callable[[yaml.SafeLoader, yaml.Node], Any] | None = None,
+) -> tuple[yaml.Node | None, Any]:
+    """The node graph of `text`'s single document and its data (None, None when empty).
+
+    `build` turns the node into data with the loader (a file kind that records where each
+    value sits passes its own); by default the loader constructs the document. Composing
+    and building share one ``try``: any YAML error, an unknown tag's included, is raised as
+    a YamlDocError with its line and column, never as PyYAML's own exception.
+    """
+    loader = loader_class(text)
     try:
         node = compose(loader)
-        return None if node is None else loader.construct_document(node)
-    except yaml.YAMLError as exc:  # a constructor's error, e.g. an unknown tag
+        if node is None:
+            return None, None
+        return node, (build or _construct)(loader, node)
+    except yaml.YAMLError as exc:
         raise from_yaml_error(exc) from None
     finally:
         loader.dispose()
+
+
+def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    return loader.construct_document(node)
+
+
+def construct(node: yaml.Node) -> Any:
+    """Plain data of one node of a document `load` has composed (a part of a script)."""
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise from_yaml_error(exc) from None
+    finally:
+        loader.dispose()
+
+
+def safe_load(text: str) -> object:
+    """`yaml.safe_load`, with the same refusals and error marks as `compose`."""
+    return load(text)[1]

@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from pytest_atom.model.result import SpecResult
-from pytest_atom.model.spec import Spec, SpecError, load_spec
+from pytest_atom.model.spec import load_spec
+from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.pytest.session import AtomSession, pytest_harness, record_result, settings_for
 from pytest_atom.run.harness import Harness

@@ -31,7 +31,8 @@ from pytest_atom.model.settings import (
     SettingsError,
     resolve,
 )
-from pytest_atom.model.spec import Mark, Spec, SpecError, load_specs
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Mark, Spec, SpecError
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS, SpendingLimitReached
 from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id

@@ -60,7 +60,8 @@ from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import EnvError, Spec, expand_env
+from pytest_atom.model.spec_env import EnvError, expand_env
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.retention import run_name
@@ -406,11 +407,19 @@ def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
-    """One executable per tool, so the agent runs `greeter ARGS` like any command."""
+    """One executable per tool, so the agent runs `greeter ARGS` like any command.
+
+    Each tool's folder is copied into the run (``tools/<name>/``): the agent reads only its
+    run folder (the read guard), and a tool is something it is given, not the project."""
     folder.mkdir(exist_ok=True)
     for name, entry in tools.items():
+        copy = folder.parent / "tools" / name
+        if not copy.exists():
+            shutil.copytree(entry.parent, copy, ignore=copy_ignore)
         shim = folder / name
-        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{entry}" "$@"\n', encoding="utf-8")
+        shim.write_text(
+            f'#!/bin/sh\nexec "{sys.executable}" "{copy / entry.name}" "$@"\n', encoding="utf-8"
+        )
         shim.chmod(0o755)
     return folder
 

@@ -27,7 +27,7 @@ from pytest_atom.judge.checks import CheckRegistry, default_registry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.baseline import BaselineGate

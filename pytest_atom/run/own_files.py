@@ -116,11 +116,11 @@ def _named_by(base: Path, spec_rel: str) -> set[str]:
 
 def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
     """The spec-side paths a spec file names, read without validating it."""
-    import yaml  # only where specs are
+    from pytest_atom.model import yamldoc  # only where specs are
 
     try:
-        data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yamldoc.YamlDocError):
         return []
     entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
     found: list[tuple[str, str]] = []

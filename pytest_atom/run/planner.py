@@ -29,14 +29,8 @@ from pytest_atom.files import copy_ignore
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan
-from pytest_atom.model.spec import (
-    STEP_ID,
-    PlanAccept,
-    Spec,
-    SpecError,
-    Step,
-    planned_steps,
-)
+from pytest_atom.model.spec_build import planned_steps
+from pytest_atom.model.spec_types import STEP_ID, PlanAccept, Spec, SpecError, Step
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it

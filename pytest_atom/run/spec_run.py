@@ -33,7 +33,7 @@ from pytest_atom.model.environment import release_tmpdirs
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.run.execution import (
     AttemptLoop,

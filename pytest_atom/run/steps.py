@@ -34,7 +34,7 @@ from pathlib import Path
 from pytest_atom.cassettes.recording import ModelSource
 from pytest_atom.files import copy_ignore, link_tree
 from pytest_atom.model.result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.model.spec import Spec, Step, steps_prompt
+from pytest_atom.model.spec_types import Spec, Step, steps_prompt
 from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.run.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
 from pytest_atom.run.planner import (

@@ -40,7 +40,7 @@ from pytest_atom.model.environment import passed
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
-    from pytest_atom.model.spec import Spec
+    from pytest_atom.model.spec_types import Spec
 
 #: Folders a copy from outside git leaves out: caches, virtualenvs, other tools' state.
 SKIPPED_DIRS = frozenset(

@@ -22,7 +22,6 @@ or CLAUDE.md is tested against the spec's configuration on its next call, as a u
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import shlex
 import shutil
@@ -30,8 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS, copy_ignore
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 
 if TYPE_CHECKING:
     from pytest_atom.cassettes.mcp_tape import McpTape
@@ -192,40 +192,18 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
     ``mcp server tickets``, ``plugin my-plugin``. Empty when the spec configures nothing."""
     found: dict[str, str] = {}
     if options.claude_md is not None:
-        found["claude_md"] = _hash(options.claude_md.encode())
+        found["claude_md"] = digest.of_text(options.claude_md)
     for label, paths in (("skill", options.skills), ("agent", options.agents)):
         for path in paths:
-            found[f"{label} {path.stem if label == 'agent' else path.name}"] = _tree_hash(path)
+            name = path.stem if label == "agent" else path.name
+            found[f"{label} {name}"] = digest.files_hash(path, CACHE_DIRS)
     for path in options.plugins:
         # Its eval suite aside: editing a grader must not make every case's cassette stale.
-        found[f"plugin {path.name}"] = _tree_hash(path, NOT_THE_PLUGINS, eval_dir_name(path))
+        found[f"plugin {path.name}"] = digest.files_hash(path, NOT_THE_PLUGINS, eval_dir_name(path))
     for key in ("settings", "hooks"):
         value = getattr(options, key)
         if value:
-            found[key] = _hash(_canonical(value))
+            found[key] = digest.of_value(value, compact=True)
     for name, entry in (options.mcp_servers or {}).items():
-        found[f"mcp server {name}"] = _hash(_canonical(entry))
+        found[f"mcp server {name}"] = digest.of_value(entry, compact=True)
     return found
-
-
-def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
-
-
-def _hash(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
-
-
-def _tree_hash(path: Path, skip: Sequence[str] = CACHE_DIRS, skip_top: str | None = None) -> str:
-    """A file's text, or every file of a folder with its relative path; line endings and
-    caches (the folders named in `skip`) aside, so a checkout on another system hashes
-    alike; `skip_top` names a top-level folder to leave out too."""
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        rel = file.relative_to(path).as_posix() if file != path else file.name
-        if set(rel.split("/")) & set(skip) or (file != path and rel.split("/")[0] == skip_top):
-            continue
-        digest.update(rel.encode() + b"\0")
-        digest.update(file.read_bytes().replace(b"\r\n", b"\n") + b"\0")
-    return "sha256:" + digest.hexdigest()[:16]

@@ -37,7 +37,7 @@ from pytest_atom.agents.events import (
 from pytest_atom.agents.events import ToolCall as CallEvent
 from pytest_atom.model.environment import build_env
 from pytest_atom.model.limits import Budget
-from pytest_atom.model.spec import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.model.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.processes import kill_process_tree

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.model.environment import tmpdir_for
-from pytest_atom.model.spec import ClaudeOptions, SandboxOptions
+from pytest_atom.model.spec_types import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
     from pytest_atom.cassettes.mcp_tape import McpTape

@@ -1,0 +1,208 @@
+"""Which test starts a Claude Code process: the `slow` mark checked against what a test does.
+
+Each pytest process (the controller, each xdist worker) points ``ATOM_CLAUDE_BIN`` at a
+counting wrapper of its own: a shell script that appends one line to a log file, whose path
+is written into the script, and then execs the real CLI. A log path baked into the script
+reaches every CLI, however the harness builds the CLI's environment (it passes only the
+variables it lists), whether the CLI starts from this process, an inner pytest run in a
+subprocess, pytester or an SDK app. Tests run one at a time in a process, so the lines a
+test's setup, call and teardown add to the log are that test's.
+
+- A test without the `slow` mark that starts a CLI fails at teardown, naming the fix.
+- The terminal summary counts the CLI processes and lists the `slow` tests that started
+  none: a test that only reads a shared, already-run scenario (such as `shipped_run`) is
+  among them by design, so that list informs and does not fail.
+- ``--cli-starts-json PATH`` writes, per test, the CLI processes it started (all, and
+  ``claude -p`` sessions), its wall seconds and its CPU seconds (this process and the
+  children it waited for); ``benchmarks/suite.py`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shlex
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+
+#: The real CLI the wrappers exec, for processes below one that already made its wrapper
+#: (xdist workers inherit the controller's ATOM_CLAUDE_BIN, which is its wrapper).
+_REAL = "ATOM_SUITE_REAL_CLAUDE_BIN"
+
+_starts_key = pytest.StashKey[tuple[int, float, float]]()
+
+
+class CliStarts:
+    """The counting wrappers of this process and the log they append to."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.log = folder / "starts.log"
+        self.log.touch()
+        self.rows: list[dict[str, Any]] = []
+
+    def wrap(self, real: Path) -> Path:
+        """A counting wrapper of `real`, laid out as an npm install (`<pkg>/bin/claude`, the
+        package.json beside `bin/`) so that `claude_version` still reads the version from the
+        file and does not start a `claude --version` of its own."""
+        package = self.folder / f"pkg-{abs(hash(str(real))):x}"
+        script = package / "bin" / "claude"
+        if script.is_file():
+            return script
+        script.parent.mkdir(parents=True)
+        manifest = real.resolve().parent.parent / "package.json"
+        if manifest.is_file():
+            shutil.copyfile(manifest, package / "package.json")
+        log, target = shlex.quote(str(self.log)), shlex.quote(str(real))
+        script.write_text(
+            "#!/bin/sh\n"
+            "# Counts Claude Code processes for the suite (tests/cli_starts.py).\n"
+            "kind=other\n"
+            'for arg in "$@"; do case "$arg" in -p|--print) kind=print; break;; esac; done\n'
+            f'echo "$kind" >> {log}\n'
+            f'exec {target} "$@"\n',
+            encoding="utf-8",
+        )
+        script.chmod(0o755)
+        return script
+
+    def offset(self) -> int:
+        return self.log.stat().st_size
+
+    def since(self, offset: int) -> list[str]:
+        with open(self.log, "rb") as log:
+            log.seek(offset)
+            return log.read().decode().split()
+
+
+_STATE: dict[str, CliStarts] = {}
+_REAL_BIN: list[Path] = []
+
+
+def wrapped(binary: Path) -> Path:
+    """`binary` behind this process's counting wrapper (as is, when nothing counts)."""
+    counter = _STATE.get("starts")
+    return counter.wrap(binary) if counter else binary
+
+
+def counted_claude() -> Path:
+    """The pinned CLI, behind the counting wrapper when counting (`find_claude` otherwise)."""
+    return wrapped(_REAL_BIN[0]) if _REAL_BIN else find_claude()
+
+
+def add_cli_starts_option(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cli-starts-json",
+        metavar="PATH",
+        help="write each test's Claude Code processes, wall and CPU seconds (benchmarks/suite.py)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        real = Path(os.environ.get(_REAL) or find_claude())
+    except ClaudeNotFoundError:
+        return  # tests that need the CLI fail on their own, with the install command
+    counter = CliStarts(Path(tempfile.mkdtemp(prefix="atom-cli-starts-")))
+    _STATE["starts"] = counter
+    _REAL_BIN[:] = [real]
+    os.environ[_REAL] = str(real)
+    os.environ["ATOM_CLAUDE_BIN"] = str(counter.wrap(real))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    counter = _STATE.pop("starts", None)
+    if counter is not None:
+        shutil.rmtree(counter.folder, ignore_errors=True)
+    path = config.getoption("--cli-starts-json", None)
+    if path and _ROWS:
+        Path(path).write_text(json.dumps(_ROWS, indent=1), encoding="utf-8")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    counter = _STATE.get("starts")
+    if counter is not None:
+        item.stash[_starts_key] = (counter.offset(), _cpu(), time.monotonic())
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report: pytest.TestReport = yield
+    counter = _STATE.get("starts")
+    if report.when != "teardown" or counter is None or _starts_key not in item.stash:
+        return report
+    offset, cpu, wall = item.stash[_starts_key]
+    kinds = counter.since(offset)
+    report.cli_starts = len(kinds)  # type: ignore[attr-defined]
+    report.cli_sessions = kinds.count("print")  # type: ignore[attr-defined]
+    report.cpu_seconds = _cpu() - cpu  # type: ignore[attr-defined]
+    report.wall_seconds = time.monotonic() - wall  # type: ignore[attr-defined]
+    if kinds and item.get_closest_marker("slow") is None and report.outcome == "passed":
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started {len(kinds)} Claude Code process(es) but is not marked "
+            "slow: add @pytest.mark.slow (a test that starts a CLI is slow, and "
+            '`pytest -m "not slow"` must start none), or test this at a lower layer.'
+        )
+    return report
+
+
+def _cpu() -> float:
+    own, children = (
+        resource.getrusage(r) for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_ROWS: list[dict[str, Any]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the counts (under xdist the controller receives them from the workers)."""
+    if report.when != "teardown" or not hasattr(report, "cli_starts"):
+        return
+    _ROWS.append(
+        {
+            "nodeid": report.nodeid,
+            "slow": "slow" in report.keywords,
+            "cli_starts": report.cli_starts,
+            "cli_sessions": report.cli_sessions,
+            "cpu_seconds": round(report.cpu_seconds, 3),
+            "wall_seconds": round(report.wall_seconds, 3),
+        }
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _ROWS:
+        return
+    starts = sum(row["cli_starts"] for row in _ROWS)
+    sessions = sum(row["cli_sessions"] for row in _ROWS)
+    starting = sum(1 for row in _ROWS if row["cli_starts"])
+    idle = sorted(row["nodeid"] for row in _ROWS if row["slow"] and not row["cli_starts"])
+    terminalreporter.write_sep("-", "Claude Code processes (tests/cli_starts.py)")
+    terminalreporter.write_line(
+        f"{starts} CLI processes ({sessions} `claude -p` sessions) from {starting} tests"
+    )
+    if idle:
+        terminalreporter.write_line(
+            f"{len(idle)} slow tests started none (fine when they read a shared run):"
+        )
+        for nodeid in idle:
+            terminalreporter.write_line(f"  {nodeid}")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """As a plugin of its own (`-p tests.cli_starts`); the suite's conftest adds the option
+    itself, beside its own."""
+    add_cli_starts_option(parser)

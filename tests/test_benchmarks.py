@@ -1,0 +1,75 @@
+"""Every benchmark runs: each script under benchmarks/ with its smallest arguments.
+
+A benchmark is run by hand, so nothing else notices when a change breaks one (replay.py's
+latency section once answered 409 to every request for weeks). Here each runs end to end
+as a user runs it, in a process of its own; the figures are not judged, only that the
+script completes and prints its table. The ones that replay a spec start Claude Code and
+are `slow`; `tests/cli_starts.py` keeps that true.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+#: benchmark -> (its smallest arguments, a line its report prints when it ran through).
+FAST = {
+    "gate_power.py": (["--comparisons", "2"], "REGRESSION in"),
+    "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
+    "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
+    "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
+    "suite.py": (["--workers", "0", "tests/test_yamldoc.py"], "tests/test_yamldoc.py"),
+}
+#: The ones that replay a spec through the real CLI.
+SLOW = {
+    "replay.py": (
+        ["--runs", "1", "--rounds", "5", "--recall-specs"],
+        "(b) p50 replay vs static (one send)",
+    ),
+    "cassette.py": (["--interactions", "2", "--turns", "1", "--repeat", "1"], "Cassette.load"),
+    "determinism.py": (["--times", "1", "--specs", "create_file.atom.yaml"], "deterministic"),
+    "house.py": ([], "modules"),
+    "parallel.py": (["--runs", "1", "--copies", "1"], "speed-up"),
+}
+
+
+def test_every_benchmark_is_run_here() -> None:
+    assert sorted(FAST.keys() | SLOW.keys()) == sorted(
+        p.name for p in (REPO / "benchmarks").glob("*.py")
+    )
+
+
+def run_benchmark(name: str, args: list[str], tmp_path: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / name), *args],
+        cwd=tmp_path,  # nothing is written to the repo
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    return output
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_a_benchmark_without_the_cli_runs(name: str, tmp_path: Path) -> None:
+    args, printed = FAST[name]
+    assert printed in run_benchmark(name, args, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW))
+def test_a_benchmark_that_replays_runs(name: str, tmp_path: Path) -> None:
+    args, printed = SLOW[name]
+    assert printed in run_benchmark(name, args, tmp_path)
