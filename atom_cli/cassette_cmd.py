@@ -25,13 +25,15 @@ from pytest_atom.cassettes.raw_paths import (
     model_written,
     non_assistant_text,
 )
-from pytest_atom.cassettes.recording import cassette_path, missing_hashes, record_command
+from pytest_atom.cassettes.recording import cassette_path, record_command
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.cassettes.staleness import missing_hashes
 from pytest_atom.gateway.normalize import unmasked_machine_details
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.reports.transcript import Line, cassette_lines, is_messages, plural
+from pytest_atom.reports.cassette_transcript import Line, cassette_lines
+from pytest_atom.reports.transcript import is_messages, plural
 
 __all__ = ["cassette"]
 
@@ -92,19 +94,26 @@ def show(target: str, max_lines: int) -> None:
     (the new user content, the assistant's text and tool calls, token usage), then totals.
 
     TARGET is a cassette file, or a spec file (`*.atom.yaml`, or `file::name` for one of its
-    specs), whose cassettes are shown. Interactions are numbered from 1 in file order, as
+    specs), whose cassettes are shown: a spec with arms shows every arm's (`file::name`
+    names all of them, `file::name[arm]` one), and names the arms not recorded yet. Interactions are numbered from 1 in file order, as
     `atom cassette check` reports them.
     """
-    files = _spec_cassettes(target) if _is_spec(target) else [Path(target)]
-    for number, file in enumerate(files):
+    missing: list[str] = []
+    shown = _spec_cassettes(target, missing) if _is_spec(target) else [(None, Path(target))]
+    for number, (spec, file) in enumerate(shown):
         try:
             _, data = _load(file)
         except CassetteError as exc:
             raise click.ClickException(str(exc)) from None
         if number:
             click.echo()
+        if spec is not None and spec.arm is not None:  # every arm, each headed by its name
+            reference = " (the reference arm)" if spec.arm_reference else ""
+            click.echo(click.style(f"Arm {spec.arm} of {spec.base_name}{reference}", bold=True))
         for line in cassette_lines(file, data, max_lines):
             click.echo(_styled(line))
+    for number, note in enumerate(missing):
+        click.echo(("\n" if shown and not number else "") + note)
 
 
 def _is_spec(target: str) -> bool:
@@ -123,24 +132,29 @@ def _load_specs(file: Path) -> list[Spec]:
         return collect_specs([file], harness.registry())
 
 
-def _spec_cassettes(target: str) -> list[Path]:
-    """The cassettes of the specs in `file` (or of the one `file::name` names)."""
+def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
+    """The cassettes of the specs in `file` (or of those `file::name` names: a spec with
+    arms by its own name is every arm); a spec without one goes to `missing`, and none
+    found at all is an error."""
     text, _, name = target.partition("::")
     file = Path(text)
     if not file.is_file():
         raise click.ClickException(f"no spec file {file}")
     specs = _load_specs(file)
-    chosen = [spec for spec in specs if not name or spec.name == name]
+    chosen = [spec for spec in specs if not name or name in (spec.name, spec.base_name)]
     if not chosen:
         names = ", ".join(spec.name for spec in specs)
         raise click.ClickException(f"{file} has no spec named {name!r} (it has: {names})")
+    found = [(spec, cassette_path(spec)) for spec in chosen if cassette_path(spec).exists()]
     for spec in chosen:
         if not cassette_path(spec).exists():
-            raise click.ClickException(
+            missing.append(
                 f"spec '{spec.name}' has no cassette (expected "
                 f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
             )
-    return [cassette_path(spec) for spec in chosen]
+    if not found:
+        raise click.ClickException("\n".join(missing))
+    return found
 
 
 # ----------------------------------------------------------------------------------- cost
@@ -518,7 +532,7 @@ def stamp(specs: tuple[Path, ...]) -> None:
     import tempfile
 
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.cassettes.recording import script_misfit, staleness, stamp_hashes
+    from pytest_atom.cassettes.staleness import script_misfit, staleness, stamp_hashes
     from pytest_atom.model.spec import spec_files
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness

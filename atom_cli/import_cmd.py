@@ -44,6 +44,7 @@ def import_(
     call). Subagents and server tools are refused.
     """
     from pytest_atom.importing import SessionError, read_session, write_spec
+    from pytest_atom.reports.transcript import plural
 
     try:
         read = read_session(session)
@@ -52,7 +53,8 @@ def import_(
     except SessionError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(
-        f"Imported {session.name} ({read.format}): {done.turns} turns, {done.calls} tool calls"
+        f"Imported {session.name} ({read.format}): {plural(done.turns, 'turn')}, "
+        f"{plural(done.calls, 'tool call')}"
     )
     for path in (done.spec, done.script, done.results):
         click.echo(f"  wrote {_shown(path)}")

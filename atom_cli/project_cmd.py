@@ -9,6 +9,8 @@ pytest-atom (a contributor's, tox's, a CI job's) warn "Unknown config option", w
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
 import re
 import shlex
@@ -17,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,7 +49,8 @@ from pytest_atom.model.environment import left_out_variables_line, passed
 from pytest_atom.model.settings import ini_note
 from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.pytest_ini import find_ini
+from pytest_atom.pytest.pytest_ini import find_ini, project_root
+from pytest_atom.reports.transcript import plural
 
 # --------------------------------------------------------------------------- atom init
 
@@ -232,8 +237,8 @@ def _ignore_runs(directory: Path) -> str:
 SELF_TEST_TEXT = "pytest-atom self-test EXIT_LOOP_NOW"
 
 _MARKS = {
-    True: {"ok": "✓", "warn": "!", "fail": "✗", "info": "·"},
-    False: {"ok": "ok", "warn": "WARN", "fail": "FAIL", "info": "info"},
+    True: {"ok": "✓", "warn": "!", "fail": "✗", "skip": "-", "info": "·"},
+    False: {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skip": "SKIP", "info": "info"},
 }
 
 
@@ -245,7 +250,7 @@ def doctor() -> None:
     """
     tty = sys.stdout.isatty()
     width = max(len(m) for m in _MARKS[tty].values())
-    counts = {"ok": 0, "warn": 0, "fail": 0, "info": 0}
+    counts = {"ok": 0, "warn": 0, "fail": 0, "skip": 0, "info": 0}
 
     def report(status: str, name: str, detail: str) -> None:
         counts[status] += 1
@@ -257,14 +262,15 @@ def doctor() -> None:
     _check_credentials(report)
     _check_environment(report)
     _check_node(report)
+    _check_editable_installs(report, project_root())
     _check_self_test(report, binary)
     _check_sandbox(report, binary)
 
     failed, warned = counts["fail"], counts["warn"]
     if failed:
-        click.echo(f"\n{failed} check{'s' if failed > 1 else ''} failed.")
+        click.echo(f"\n{plural(failed, 'check')} failed.")
         click.get_current_context().exit(1)
-    extra = f" ({warned} warning{'s' if warned > 1 else ''})" if warned else ""
+    extra = f" ({plural(warned, 'warning')})" if warned else ""
     click.echo(f"\nAll checks passed{extra}.")
 
 
@@ -361,9 +367,50 @@ def _check_node(report: Report) -> None:
         )
 
 
+def editable_sources(root: Path) -> list[tuple[str, Path]]:
+    """(distribution, source folder) of each installed distribution that is an editable
+    install (`pip install -e`: PEP 610's ``direct_url.json`` with ``dir_info.editable``)
+    from `root` or a folder inside it."""
+    found: dict[str, Path] = {}
+    for dist in importlib.metadata.distributions():
+        try:
+            direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        except (OSError, ValueError):
+            continue
+        url = direct.get("url") if isinstance(direct, dict) else None
+        info = direct.get("dir_info") if isinstance(direct, dict) else None
+        if not (isinstance(info, dict) and info.get("editable") and isinstance(url, str)):
+            continue
+        if not url.startswith("file://"):
+            continue
+        source = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path)).resolve()
+        if source == root or root in source.parents:
+            found.setdefault(str(dist.metadata["Name"] or source.name), source)
+    return sorted(found.items())
+
+
+def _check_editable_installs(report: Report, root: Path) -> None:
+    """The editable-install trap: a package of the project installed with `pip install -e`
+    from the project itself imports the project's checkout, not the attempt folder the
+    agent edits, so the agent's tests pass or fail on code it never changed."""
+    found = editable_sources(root.resolve())
+    if not found:
+        return
+    names = ", ".join(f"{name} (from {display_path(source)})" for name, source in found)
+    report(
+        "warn",
+        "editable install",
+        f"{names} is installed in editable mode from this project: the agent's tests "
+        "would import this checkout, not the attempt folder it edits. Give the agent its "
+        "own environment through `setup:` (a virtualenv per attempt, installing the "
+        "attempt folder); see the how-to 'A Python project's environment'",
+    )
+
+
 def _check_self_test(report: Report, binary: Path | None) -> None:
     if binary is None:
-        report("fail", "self-test", "skipped: no `claude` binary to run")
+        # Not a failure of its own: the `claude` check above already failed for this.
+        report("skip", "self-test", "skipped: no `claude` binary to run")
         return
     started = time.perf_counter()
     gateway = Gateway(scripted([{"text": SELF_TEST_TEXT}])).start()
@@ -386,7 +433,7 @@ def _check_self_test(report: Report, binary: Path | None) -> None:
             "ok",
             "self-test",
             f"claude answered through a local scripted gateway in {elapsed:.1f}s "
-            f"({len(gateway.exchanges)} requests)",
+            f"({plural(len(gateway.exchanges), 'request')})",
         )
         return
     if record.timed_out:

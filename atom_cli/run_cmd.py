@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -16,16 +17,14 @@ from pytest_atom.agents import events
 from pytest_atom.judge.checks import CheckRegistry
 from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.config import ConfigError
-from pytest_atom.model.modes import (
-    JUDGE_MODES,
-    MATCH_MODES,
-    RECORD_MODES,
-    JudgeMode,
-    MatchMode,
-    RecordMode,
-)
+from pytest_atom.model.options import OPTIONS, Option
 from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import DEFAULT_KEEP_RUNS, SettingsError, ini_note
+from pytest_atom.model.settings import (
+    PARSERS,
+    SettingsError,
+    from_here,
+    ini_note,
+)
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
@@ -157,132 +156,65 @@ class Progress:
                 say(f"      [red]✗ {escape(line)}[/]")
 
 
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[Any]
+else:  # generic only from click 8.2; pyproject allows 8.1
+    _ParamType = click.ParamType
+
+
+class SettingType(_ParamType):
+    """A setting's own parser (`pytest_atom.model.settings.PARSERS`) as a click type, as
+    pytest's ``--atom-*`` options use it: a value is checked the same on both command
+    lines, in the ini file and in `.atom/config.yaml`."""
+
+    def __init__(self, option: Option) -> None:
+        self.option = option
+        self.name = option.kind
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return PARSERS[self.option.name](value)
+        except ValueError as exc:
+            self.fail(f"{exc}, not {value!r}", param, ctx)
+
+
+def click_type(option: Option) -> _ParamType:
+    """The click type of an option of the table: its choices, a path, or its parser."""
+    if option.choices:
+        return click.Choice(option.choices)
+    if option.path:
+        return click.Path(
+            exists=option.exists,
+            file_okay=option.path == "file",
+            dir_okay=option.path == "dir",
+            path_type=Path,
+        )
+    return SettingType(option)
+
+
+def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`atom run`'s options for every setting of the option table (`--NAME`, as pytest's
+    `--atom-NAME`), with the same help."""
+    for option in reversed([o for o in OPTIONS if o.command_line]):
+        if option.kind == "flag":
+            decorate = click.option(option.run_flag, option.name, is_flag=True, help=option.help)
+        else:
+            decorate = click.option(
+                option.run_flag,
+                option.name,
+                type=click_type(option),
+                default=None,
+                # click names a path's kind (DIRECTORY, FILE) itself, as `atom run` always did
+                metavar=None if option.path else option.metavar,
+                help=option.help,
+            )
+        command = decorate(command)
+    return command
+
+
 @click.command("run")
 @click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--record-mode",
-    type=click.Choice(RECORD_MODES),
-    default=None,
-    help="none (the default, unless .atom/config.yaml says otherwise) replays cassettes and "
-    "never reaches the network; once, new_episodes and all record; refresh rewrites a "
-    "cassette's requests for this Claude Code (see the README).",
-)
-@click.option(
-    "--match",
-    "match",
-    type=click.Choice(MATCH_MODES),
-    default=None,
-    help="conversation (the default, unless .atom/config.yaml says otherwise) matches the "
-    "conversation whatever Claude Code wraps it in; structural also tolerates changed tool "
-    "results; strict needs the whole request body.",
-)
-@click.option(
-    "--rejudge",
-    is_flag=True,
-    help="replay the agent's sessions and record the reflector's verdicts anew.",
-)
-@click.option(
-    "--judge",
-    type=click.Choice(JUDGE_MODES),
-    default=None,
-    help="recall (the default) takes a replay's recorded verdict and plan without starting "
-    "the reflector or planner when its whole input is unchanged; rerun starts it anyway.",
-)
-@click.option(
-    "--strict-version",
-    is_flag=True,
-    help="fail a replay whose cassette was recorded with another Claude Code version.",
-)
-@click.option("--upstream", metavar="URL", help="where recording forwards to.")
-@click.option(
-    "--report",
-    "report_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="write JSON traces and transcripts here.",
-)
-@click.option(
-    "--html",
-    "html",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="write one self-contained HTML report here (`atom view` opens the last one).",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="compare the run with a baseline (atom baseline save): a regression in outcome, "
-    "score, turns, tokens or cost beyond its tolerance fails the run (exit 1).",
-)
-@click.option(
-    "--min-pass-rate",
-    type=click.FloatRange(0, 1),
-    default=None,
-    metavar="R",
-    help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
-    "repeats, and succeeds otherwise even if some repeats failed.",
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=1),
-    default=None,
-    help="run each spec N times (default 1).",
-)
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="draw stochastic scripts' choices from this seed (default: a fresh one, printed).",
-)
-@click.option(
-    "--arms",
-    default=None,
-    metavar="NAME,...",
-    help="run only these arms of specs with `arms:` (as --atom-arms; default: every arm).",
-)
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=None,
-    help="reflector score to pass, unless a spec sets its own (default 0.8, or the ini's "
-    "atom_threshold, or .atom/config.yaml's threshold).",
-)
-@click.option(
-    "--max-cost-usd",
-    type=click.FloatRange(0, min_open=True),
-    default=None,
-    metavar="USD",
-    help="what a recording may spend in all (at Claude Code's prices, as the answers "
-    "arrive): once reached, no new Claude Code call starts, the running one is stopped, the "
-    "rest of the specs are not run, and the command exits 2. Estimate first with "
-    "`atom cassette cost`.",
-)
-@click.option(
-    "--runs-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="where run folders go (default: .atom/runs in the project's root: the folder "
-    "holding .atom/config.yaml, else pytest's rootdir, as pytest --atom uses).",
-)
-@click.option(
-    "--resume",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="continue a multi-step spec's interrupted run folder from its latest committed step.",
-)
-@click.option(
-    "--keep-runs",
-    type=click.IntRange(min=0),
-    default=None,
-    help=f"(default {DEFAULT_KEEP_RUNS}) afterwards, keep the newest N run folders of each spec and this run's failed "
-    "ones; 0 keeps all.",
-)
-@click.option(
-    "--keep-runs-size",
-    metavar="SIZE",
-    default=None,
-    help="afterwards, also delete the oldest run folders until all fit in SIZE (such as "
-    "500MB); the newest of each spec and this run's failed ones stay.",
-)
+@setting_options
 @click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
@@ -292,30 +224,7 @@ class Progress:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="project config (default: .atom/config.yaml here or above).",
 )
-def run(
-    specs: tuple[Path, ...],
-    record_mode: RecordMode | None,
-    match: MatchMode | None,
-    rejudge: bool,
-    judge: JudgeMode | None,
-    strict_version: bool,
-    upstream: str | None,
-    report_dir: Path | None,
-    html: Path | None,
-    baseline: Path | None,
-    min_pass_rate: float | None,
-    repeat: int | None,
-    seed: int | None,
-    arms: str | None,
-    threshold: float | None,
-    max_cost_usd: float | None,
-    runs_dir: Path | None,
-    resume: Path | None,
-    keep_runs: int | None,
-    keep_runs_size: str | None,
-    as_json: bool,
-    config_path: Path | None,
-) -> None:
+def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **given: Any) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
     Exit status: 0 when every spec passed (an xfail spec's expected failure passes), 1 when
@@ -325,28 +234,9 @@ def run(
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     files = spec_files(specs)
-    options: dict[str, Any] = {
-        "record_mode": record_mode,
-        "match": match,
-        "rejudge": rejudge or None,
-        "judge": judge,
-        "strict_version": strict_version or None,
-        "upstream": upstream,
-        "threshold": threshold,
-        "runs_dir": runs_dir.resolve() if runs_dir else None,
-        "keep_runs": keep_runs,
-        "keep_runs_size": keep_runs_size,
-        "repeat": repeat,
-        "seed": seed,
-        "arms": arms,
-        "resume": resume.resolve() if resume else None,
-        # From here, as pytest's --atom-report, --atom-html and --atom-baseline are.
-        "report": report_dir.resolve() if report_dir else None,
-        "html": html.resolve() if html else None,
-        "baseline": baseline.resolve() if baseline else None,
-        "min_pass_rate": min_pass_rate,
-        "max_cost_usd": max_cost_usd,
-    }
+    # An unset flag is unset (None), not false: a file may set it. Paths are taken from
+    # here, as pytest takes its --atom-* paths from where it ran.
+    options = from_here({k: None if v is False else v for k, v in given.items()}, Path.cwd())
     harness = _harness(options, config_path, files)
     try:
         gate = harness.baseline_gate()
@@ -359,21 +249,52 @@ def run(
     if note:
         console.print(f"[dim]{escape(note)}[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
+    results = _run_selected(harness, files, console, views)
+    harness.finish()
+    rows = _summary_rows(results, gate)
+    regressed = gate is not None and gate.finish(rows)
+    _print_summary(console, harness, rows, gate, views)
+    if as_json:
+        click.echo(
+            json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
+        )
+    _print_notes(console, results)
+    spend = harness.spend
+    if spend is not None and spend.reached:  # whatever the specs did: the run was cut short
+        console.print(f"[red]{escape(spend.summary() or '')}[/]")
+        sys.exit(EXIT_SPENDING_LIMIT)
+    min_rate = harness.settings.min_pass_rate
+    sys.exit(exit_status(rows, min_pass_rate=min_rate, regressed=regressed))
+
+
+def _run_selected(
+    harness: Harness, files: list[Path], console: Console, views: list[dict[str, Any]] | None
+) -> list[tuple[SpecResult, int | None]]:
+    """The specs of `files` in the selected arms, run; Ctrl-C ends the command with 130."""
     try:
         loaded = collect_specs(files, harness.registry())
         problem = unknown_arms(harness.settings.arms, (s.arm for s in loaded), "--arms")
         if problem:
             raise click.UsageError(problem)
         loaded = select_arms(loaded, harness.settings.arms)
-        results = _run_all(harness, loaded, console, views)
+        return _run_all(harness, loaded, console, views)
     except KeyboardInterrupt as stop:
         _interrupted(console, stop, harness)
         sys.exit(130)  # as a shell reports SIGINT: never 1, which means a spec failed
-    harness.finish()
-    rows = _summary_rows(results, gate)
-    regressed = gate is not None and gate.finish(rows)
+
+
+def _print_summary(
+    console: Console,
+    harness: Harness,
+    rows: list[SummaryRow],
+    gate: BaselineGate | None,
+    views: list[dict[str, Any]] | None,
+) -> None:
+    """The summary table, the HTML report, failed tries, sandbox warnings, the baseline's
+    comparison and the pass rates, in pytest's order."""
     for line in summary_table(rows):
         console.print(escape(line))
+    html = harness.html
     if html and views is not None:
         deltas = gate.deltas() if gate is not None else {}
         write_html(
@@ -401,16 +322,6 @@ def run(
     repeats = harness.settings.repeat > 1 or min_rate is not None
     for line in (repeat_lines(rows, min_rate) if repeats else []) + arm_lines(rows):
         console.print(escape(line))
-    if as_json:
-        click.echo(
-            json.dumps([build_trace(r, repeat=n) for r, n in results], indent=2, default=str)
-        )
-    _print_notes(console, results)
-    spend = harness.spend
-    if spend is not None and spend.reached:  # whatever the specs did: the run was cut short
-        console.print(f"[red]{escape(spend.summary() or '')}[/]")
-        sys.exit(EXIT_SPENDING_LIMIT)
-    sys.exit(exit_status(rows, min_pass_rate=min_rate, regressed=regressed))
 
 
 def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) -> None:

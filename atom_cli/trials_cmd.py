@@ -6,6 +6,7 @@ import click
 
 from pytest_atom.model import stats
 from pytest_atom.reports.gate import ALPHA, POWER
+from pytest_atom.reports.transcript import plural
 
 _RATE = click.FloatRange(0, 1)
 
@@ -60,7 +61,7 @@ def trials(p: float, q: float, alpha: float, power: float, specs: int | None) ->
     click.echo(f"one spec: {one} repeats (Fisher's exact test, one-sided; {exact})")
     if specs and suite is not None:
         click.echo(
-            f"a suite of {specs} specs: {suite} repeats per spec (Cochran-Mantel-Haenszel "
+            f"a suite of {plural(specs, 'spec')}: {suite} repeats per spec (Cochran-Mantel-Haenszel "
             "test stratified by spec, one-sided, at alpha / 2 as the gate tests a suite's "
             "total; normal approximation)"
         )

@@ -27,13 +27,8 @@ import click
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
-from pytest_atom.cassettes.recording import (
-    CONFIG_CHANGED,
-    SCRIPT_CHANGED,
-    cassette_path,
-    record_command,
-    staleness,
-)
+from pytest_atom.cassettes.recording import cassette_path, record_command
+from pytest_atom.cassettes.staleness import CONFIG_CHANGED, SCRIPT_CHANGED, staleness
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import (
     CheckRegistry,
@@ -49,6 +44,7 @@ from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import display_path
 from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
+from pytest_atom.reports.transcript import plural
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
@@ -166,7 +162,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
         click.echo(json.dumps([o.as_json(expect_fail) for o in outcomes], indent=2))
     else:
         ok = sum(o.ok(expect_fail) for o in outcomes)
-        click.echo(f"{len(outcomes)} specs: {ok} ok, {len(outcomes) - ok} failed")
+        click.echo(f"{plural(len(outcomes), 'spec')}: {ok} ok, {len(outcomes) - ok} failed")
     if any(r.harness for o in outcomes for r in o.runs):
         click.get_current_context().exit(2)
     if not all(o.ok(expect_fail) for o in outcomes):
@@ -314,6 +310,8 @@ def run_script(spec: Spec, harness: Harness) -> Run:
         run.notes.append(f"verdict: {verdict_line(result)}")
     if result.harness_error is not None:
         run.broken, run.harness = f"harness error: {result.harness_error}", True
+    elif result.script_error is not None:  # the spec's fault: never an expected failure
+        run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
         run.problem = f"{result.decision}: {agent_line(result)}"
     return run

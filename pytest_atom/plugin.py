@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.model import workspaces
-from pytest_atom.model.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
+from pytest_atom.model.options import OPTIONS, Option
 from pytest_atom.model.settings import PARSERS
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 
@@ -44,213 +44,49 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Every option defaults to None ("unset"): `pytest_atom.model.settings` decides what wins."""
+    """``--atom`` and, from the option table (`pytest_atom.model.options`), every setting's
+    ``--atom-*`` option and ``atom_*`` ini key. Every setting's option defaults to None
+    ("unset"): `pytest_atom.model.settings` decides what wins."""
     group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
-    add = group.addoption
-    add(
+    group.addoption(
         "--atom",
         action="store_true",
         dest="atom",
         default=False,
         help="collect *.atom.yaml specs and run each through the real Claude Code CLI.",
     )
-    add(
-        "--atom-record-mode",
-        dest="atom_record_mode",
-        default=None,
-        choices=RECORD_MODES,
-        help="none (default): replay cassettes, never reach the network; once: record specs "
-        "with no cassette; new_episodes: record what does not match; all: record everything "
-        "anew; refresh: replay with this Claude Code and rewrite the cassette's requests "
-        "(no tokens).",
-    )
-    add(
-        "--atom-match",
-        dest="atom_match",
-        default=None,
-        choices=MATCH_MODES,
-        help="conversation (default): a recorded request matches when the conversation is "
-        "the same, whatever Claude Code wraps it in; structural: tool-result text aside too; "
-        "strict: the whole request body.",
-    )
-    add(
-        "--atom-upstream",
-        dest="atom_upstream",
-        default=None,
-        metavar="URL",
-        help="where recording forwards to (default: a scripted spec's own script, else "
-        "$ANTHROPIC_BASE_URL, else the Anthropic API).",
-    )
-    add(
-        "--atom-strict-version",
-        dest="atom_strict_version",
-        action="store_true",
-        default=None,
-        help="fail a replay whose cassette was recorded with another Claude Code version.",
-    )
-    add(
-        "--atom-rejudge",
-        dest="atom_rejudge",
-        action="store_true",
-        default=None,
-        help="replay the agent's sessions and record the reflector's anew (after changing "
-        "accept: or criteria:), replacing only the reflector's part of each cassette.",
-    )
-    add(
-        "--atom-judge",
-        dest="atom_judge",
-        default=None,
-        choices=JUDGE_MODES,
-        help="recall (default): a replay takes the recorded verdict (and plan) without "
-        "starting the reflector (planner) when its whole input is unchanged: its request and "
-        "the folder it reads; rerun: start it anyway.",
-    )
-    add(
-        "--atom-threshold",
-        dest="atom_threshold",
-        default=None,
-        metavar="SCORE",
-        type=_setting("threshold"),
-        help="reflector score a spec must exceed to pass, unless the spec sets its own "
-        "(default 0.8).",
-    )
-    add(
-        "--atom-max-cost-usd",
-        dest="atom_max_cost_usd",
-        default=None,
-        metavar="USD",
-        type=_setting("max_cost_usd"),
-        help="what a recording session may spend in all (at Claude Code's prices, as the "
-        "answers arrive): once reached, no new Claude Code call starts, the running ones are "
-        "stopped, the rest of the specs are skipped and pytest exits 2. Estimate first with "
-        "`atom cassette cost`.",
-    )
-    add(
-        "--atom-runs-dir",
-        dest="atom_runs_dir",
-        default=None,
-        metavar="DIR",
-        help="where each spec run gets its isolated folder (default: .atom/runs under rootdir).",
-    )
-    add(
-        "--atom-resume",
-        dest="atom_resume",
-        default=None,
-        metavar="RUN_DIR",
-        help="continue a multi-step spec's interrupted run in RUN_DIR from its latest "
-        "committed step (specs whose runs RUN_DIR is not run afresh).",
-    )
-    add(
-        "--atom-keep-runs",
-        dest="atom_keep_runs",
-        type=_setting("keep_runs"),
-        default=None,
-        metavar="N",
-        help="after the session, keep the newest N run folders of each spec, and every "
-        "failed run of this session (default 10; 0 keeps all).",
-    )
-    add(
-        "--atom-keep-runs-size",
-        dest="atom_keep_runs_size",
-        type=_setting("keep_runs_size"),
-        default=None,
-        metavar="SIZE",
-        help="after the session, also delete the oldest run folders until all fit in SIZE "
-        "(such as 500MB); the newest of each spec and this session's failures stay.",
-    )
-    add(
-        "--atom-repeat",
-        dest="atom_repeat",
-        type=_setting("repeat"),
-        default=None,
-        metavar="N",
-        help="run each spec N times and report its pass rate (Wilson 95 %% interval), "
-        "pass@k and pass^k, and its mean score and turns with their intervals.",
-    )
-    add(
-        "--atom-seed",
-        dest="atom_seed",
-        type=_setting("seed"),
-        default=None,
-        metavar="N",
-        help="draw the choices of stochastic scripts (a turn's `choices:`) from N, with the "
-        "spec and the repeat: the same N plays the same choices (default: a fresh seed, "
-        "printed in the header).",
-    )
-    add(
-        "--atom-arms",
-        dest="atom_arms",
-        type=_setting("arms"),
-        default=None,
-        metavar="NAME,...",
-        help="run only these arms of specs with `arms:` (default: every arm); specs "
-        "without arms run as usual.",
-    )
-    add(
-        "--atom-min-pass-rate",
-        dest="atom_min_pass_rate",
-        default=None,
-        metavar="R",
-        type=_setting("min_pass_rate"),
-        help="gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
-        "repeats, and succeeds otherwise even if some repeats failed.",
-    )
-    add(
-        "--atom-report",
-        dest="atom_report",
-        default=None,
-        metavar="DIR",
-        help="write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
-        "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
-        "results.json (what `atom results combine` joins across CI shards).",
-    )
-    add(
-        "--atom-html",
-        dest="atom_html",
-        default=None,
-        metavar="PATH",
-        help="write one self-contained HTML report of the run to PATH (transcripts, checks, "
-        "verdicts, diffs; secrets scrubbed); `atom view` opens the last one.",
-    )
-    add(
-        "--atom-baseline",
-        dest="atom_baseline",
-        default=None,
-        metavar="PATH",
-        help="compare the run with a baseline (atom baseline save): a regression in outcome, "
-        "score, turns, tokens or cost beyond its tolerance fails the run.",
-    )
-    for name, help_text in _INI_SETTINGS.items():
-        parser.addini(f"atom_{name}", help_text, default="")
-    parser.addini(
-        "atom_paths",
-        "spec paths collected by `pytest --atom` when none are given (better: `paths:` in "
-        ".atom/config.yaml, which a pytest without pytest-atom never reads).",
-        type="paths",
-        default=[],
-    )
+    for option in OPTIONS:
+        if option.command_line:
+            group.addoption(option.pytest_flag, **_argparse_options(option))
+        if option.in_files:
+            _addini(parser, option)
 
 
-#: Run settings an ini file may set; each is the default for its command-line option.
-_INI_SETTINGS = {
-    "record_mode": "default for --atom-record-mode.",
-    "match": "default for --atom-match.",
-    "upstream": "default for --atom-upstream.",
-    "strict_version": "default for --atom-strict-version (true or false).",
-    "judge": "default for --atom-judge (recall or rerun).",
-    "threshold": "default for --atom-threshold (a spec's own `reflector: {threshold}` wins).",
-    "runs_dir": "default for --atom-runs-dir.",
-    "keep_runs": "default for --atom-keep-runs.",
-    "keep_runs_size": "default for --atom-keep-runs-size.",
-    "repeat": "default for --atom-repeat.",
-    "min_pass_rate": "default for --atom-min-pass-rate.",
-    "max_cost_usd": "default for --atom-max-cost-usd (US dollars).",
-    "report": "default for --atom-report (relative to rootdir).",
-    "html": "default for --atom-html (relative to rootdir).",
-    "baseline": "default for --atom-baseline (relative to rootdir).",
-    "baseline_tolerance": "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 "
-    "duration_s=none' (a spec's own `baseline: {tolerance: …}` wins).",
-}
+def _argparse_options(option: Option) -> dict[str, Any]:
+    """An option's argparse keywords: its choices, a flag, or its setting's own parser as
+    the type; a path stays text until `settings.from_here` takes it from the invocation
+    folder."""
+    kw: dict[str, Any] = {
+        "dest": option.ini_name,
+        "default": None,
+        "help": option.help.replace("%", "%%"),  # argparse formats help with %
+    }
+    if option.kind == "flag":
+        kw["action"] = "store_true"
+    elif option.choices:
+        kw["choices"] = option.choices
+    elif option.kind != "path":
+        kw["type"] = _setting(option.name)
+    if option.metavar:
+        kw["metavar"] = option.metavar
+    return kw
+
+
+def _addini(parser: pytest.Parser, option: Option) -> None:
+    if option.kind == "paths":
+        parser.addini(option.ini_name, option.ini_help, type="paths", default=[])
+    else:
+        parser.addini(option.ini_name, option.ini_help, default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:

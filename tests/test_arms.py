@@ -198,7 +198,7 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
         [
             "a.atom.yaml::greet[[]with-skill] PASSED*",
             "a.atom.yaml::greet[[]without-skill] FAILED*",
-            "*run dir: .atom/runs/greet[[]without-skill]-*",
+            "*run dir: .atom/runs/greet-without-skill-*",
         ]
     )
     result.stdout.fnmatch_lines(

@@ -36,6 +36,11 @@ SLOW = {
     "determinism.py": (["--times", "1", "--specs", "create_file.atom.yaml"], "deterministic"),
     "house.py": ([], "modules"),
     "parallel.py": (["--runs", "1", "--copies", "1"], "speed-up"),
+    "env_count.py": (["--extra", "5"], "caller names reaching the agent"),
+    "machines.py": (["--machines", "1", "--specs", "create_file"], "caller folders unchanged"),
+    "real_streams.py": (["--replays", "1", "compaction"], "billed"),
+    "run_folder.py": (["--mb", "10"], "run folder / attempt"),
+    "subagents.py": (["--times", "1", "--burners", "0"], "recorded in"),
 }
 
 

@@ -56,7 +56,7 @@ def test_shipped_create_file_spec_validates(monkeypatch: pytest.MonkeyPatch) -> 
     assert lines[1] == "  script: passed"
     assert "    PASS file_exists hello.txt (line 13): hello.txt exists" in lines
     assert "    verdict: proceed, score 0.95 (passes above 0.8) after 1 attempt" in lines
-    assert lines[-2:] == ["  ok", "1 specs: 1 ok, 0 failed"]
+    assert lines[-2:] == ["  ok", "1 spec: 1 ok, 0 failed"]
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "    FAIL file_contains hello.txt /^hello, world$/ (line 14): " in result.output
     assert "      | goodbye" in result.output
-    assert result.output.endswith("1 specs: 0 ok, 1 failed\n")
+    assert result.output.endswith("1 spec: 0 ok, 1 failed\n")
 
 
 @pytest.mark.slow
@@ -114,11 +114,11 @@ def test_misses_goal_fails_and_passes_with_expect_fail(monkeypatch: pytest.Monke
     assert f"    {failing} (line 16): summary.json does not match the schema" in result.output
     assert "      | $: 'word_count' is a required property" in result.output
     assert "    verdict: fail, score 0.3 (passes above 0.8) after 1 attempt" in result.output
-    assert f"  FAILED: script: {failing}\n1 specs: 0 ok, 1 failed\n" in result.output
+    assert f"  FAILED: script: {failing}\n1 spec: 0 ok, 1 failed\n" in result.output
 
     result = invoke("--expect-fail", spec)
     assert result.exit_code == 0, result.output
-    assert f"  ok: failed as expected ({failing})\n1 specs: 1 ok, 0 failed\n" in result.output
+    assert f"  ok: failed as expected ({failing})\n1 spec: 1 ok, 0 failed\n" in result.output
 
 
 def test_missing_claude_is_a_harness_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +141,7 @@ def test_malformed_script_fails_the_spec_even_with_expect_fail(tmp_path: Path) -
         assert result.exit_code == 1, result.output
         assert f"  script: error\n    {problem}" in result.output
         assert verdict in result.output
-        assert result.output.endswith("1 specs: 0 ok, 1 failed\n")
+        assert result.output.endswith("1 spec: 0 ok, 1 failed\n")
 
 
 # --- schema ---------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_good_oracle_passes_in_a_copy_of_the_workspace(tmp_path: Path) -> None:
         "  oracle: passed",
         f"    PASS command `{PYTEST_RUN}` exits 0 (line 6): `{PYTEST_RUN}` exited 0",
         "  ok",
-        "1 specs: 1 ok, 0 failed",
+        "1 spec: 1 ok, 0 failed",
     ]
     fixture = (tmp_path / "workspaces" / "calc" / "calc" / "__init__.py").read_text()
     assert "return a - b" in fixture  # the oracle ran in a copy
@@ -197,7 +197,7 @@ def test_do_nothing_oracle_fails_showing_the_command_output(tmp_path: Path) -> N
     assert f"`{PYTEST_RUN}` exited 1, expected 0" in result.output
     assert "      | FAILED tests/test_calc.py::test_add - assert -1 == 5" in result.output
     assert f"  FAILED: oracle: FAIL command `{PYTEST_RUN}` exits 0\n" in result.output
-    assert result.output.endswith("1 specs: 0 ok, 1 failed\n")
+    assert result.output.endswith("1 spec: 0 ok, 1 failed\n")
 
 
 def test_expect_fail_turns_the_verdicts_around(tmp_path: Path) -> None:

@@ -24,14 +24,8 @@ from pytest_atom.agents.claude_code.configuration import (
 )
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import (
-    RecordingError,
-    cassette_path,
-    config_staleness,
-    open_model_source,
-    staleness,
-    stamp_hashes,
-)
+from pytest_atom.cassettes.recording import RecordingError, cassette_path, open_model_source
+from pytest_atom.cassettes.staleness import config_staleness, staleness, stamp_hashes
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec

@@ -110,7 +110,7 @@ def test_exhausted_script_is_a_non_retryable_api_error(gateway_for: Any) -> None
     gateway = gateway_for([{"text": "only turn"}])
     sdk = client(gateway)
     sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
-    with pytest.raises(anthropic.ConflictError, match="has 1 turns but the agent asked for turn 2"):
+    with pytest.raises(anthropic.ConflictError, match="has 1 turn but the agent asked for turn 2"):
         sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
     assert len(gateway.exchanges) == 2  # x-should-retry: false, so the SDK did not retry
 
@@ -169,7 +169,7 @@ def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
     assert verdict.content[0].type == "tool_use" and verdict.content[0].name == "StructuredOutput"
     assert verdict.content[0].input == {"score": 0.9}
     assert agent.content[0].type == "text" and agent.content[0].text == "agent"
-    with pytest.raises(anthropic.ConflictError, match="has 1 reflector turns but the reflector"):
+    with pytest.raises(anthropic.ConflictError, match="has 1 reflector turn but the reflector"):
         sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS, **judge)  # type: ignore[arg-type]
 
 

@@ -356,6 +356,7 @@ def _pytest_atom(folder: Path, claude_bin: Path, *args: str) -> subprocess.Compl
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_pinned_cli_session_imports_and_replays(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -384,6 +385,7 @@ def test_pinned_cli_session_imports_and_replays(
     assert "2 passed" in done.stdout
 
 
+@pytest.mark.slow
 def test_public_transcripts_replay_offline(tmp_path: Path, claude_bin: Path) -> None:
     specs = tmp_path / "specs"
     for source, name in ((HELLO, "hello"), (STOP_HOOK, "stop-hook"), (STOP_HOOK, "stop-hook-ws")):

@@ -12,12 +12,12 @@ import pytest
 from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.cassettes.cassette import Interaction
 from pytest_atom.cassettes.recording import ModelSource, divergence_report
+from pytest_atom.gateway.matchers import match_key
 from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
     compared_turns,
-    match_key,
     request_kind,
 )
 from pytest_atom.gateway.messages import message, sse_stream

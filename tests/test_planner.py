@@ -16,7 +16,8 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.agents.roles import legacy_role
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.recording import cassette_path, staleness
+from pytest_atom.cassettes.recording import cassette_path
+from pytest_atom.cassettes.staleness import staleness
 from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model.prompts import PromptLoader

@@ -167,11 +167,11 @@ def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, s
     script.write_text("turns:\n  - text: no exit signal yet\n")
     result = pytester.runpytest("--atom", "specs")
     result.assert_outcomes(failed=1)
+    # The script's own error, as a spec error (issue 29 papercut 1): not the agent's failure.
     result.stdout.fnmatch_lines(
         [
-            "*agent: the Claude Code CLI failed",
-            "*error:",
-            "*| API Error: 409 *create_file.yaml has 1 turns but the agent asked for turn 2*",
+            "*pytest-atom spec error in spec 'create-file': the spec's script is broken: "
+            "*create_file.yaml has 1 turn but the agent asked for turn 2*",
         ]
     )
 

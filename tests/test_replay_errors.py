@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import interaction_kind
+from pytest_atom.cassettes.staleness import interaction_kind
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]

@@ -66,7 +66,7 @@ def test_cli_errors_are_retried_with_the_seed_backoff(
     assert waits == [10, 20]  # other errors: 10 s doubling; nothing really slept
     assert [s for _, s in messages] == [10, 20]
     assert result["success"] is False and result["reason"] == "error"
-    assert "has 1 turns but the agent asked for turn 4" in result["error"]  # 1 + 3 tries
+    assert "has 1 turn but the agent asked for turn 4" in result["error"]  # 1 + 3 tries
 
 
 def test_ephemeral_runtime_cleans_up_its_folder(gateway_for: Any, runner_for: Any) -> None:

@@ -14,12 +14,14 @@ from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import validate
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import (
-    PROMPT_CHANGED,
-    SCRIPT_CHANGED,
     ModelSource,
     RecordingError,
     cassette_path,
     open_model_source,
+)
+from pytest_atom.cassettes.staleness import (
+    PROMPT_CHANGED,
+    SCRIPT_CHANGED,
     prompt_hash,
     script_hash,
     staleness,

@@ -193,7 +193,8 @@ def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Pat
     """Recorded from a stochastic script, a cassette names the choices it played, so a
     replay (which never reads the script) can still tell when the script changed."""
     from pytest_atom.cassettes.cassette import Cassette
-    from pytest_atom.cassettes.recording import cassette_path, script_misfit
+    from pytest_atom.cassettes.recording import cassette_path
+    from pytest_atom.cassettes.staleness import script_misfit
     from pytest_atom.model.settings import RunSettings
     from pytest_atom.model.spec import load_spec
     from pytest_atom.run.spec_run import run_spec

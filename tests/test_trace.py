@@ -11,7 +11,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.cassettes.recording import spec_hash
+from pytest_atom.cassettes.staleness import spec_hash
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report

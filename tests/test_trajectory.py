@@ -395,7 +395,7 @@ def test_atom_validate_runs_trajectory_checks_on_the_script_not_the_oracle(
         "    1 trajectory check not run: an oracle makes no tool calls",
     ]
     assert "    PASS skill_invoked greet (line 10): skill greet invoked once" in lines
-    assert lines[-1] == "1 specs: 1 ok, 0 failed"
+    assert lines[-1] == "1 spec: 1 ok, 0 failed"
 
 
 @pytest.mark.slow

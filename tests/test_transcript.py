@@ -1,4 +1,4 @@
-"""The cassette transcript (pytest_atom.reports.transcript) as pure functions: no CLI, no files."""
+"""The transcripts (reports.transcript, reports.cassette_transcript) as pure functions: no CLI."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import pytest
 from pytest_atom.agents.events import parse
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
+from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.transcript import (
-    Line,
     Mark,
     call_marks,
-    cassette_lines,
     read_reply,
     refusal_in_result,
     stream_turns,

@@ -7,38 +7,45 @@ script, or fails with the command that records it.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from pytest_atom import digest
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.configuration import config_hashes
-from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
 from pytest_atom.cassettes.recall import Recall
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cassettes.staleness import (
+    CONFIG_CHANGED,
+    PROMPT_CHANGED,
+    SCRIPT_CHANGED,
+    interaction_kind,
+    prompt_hash,
+    script_hash,
+    spec_hash,
+    staleness,
+    workspace_config,
+    workspace_config_changes,
+)
 from pytest_atom.gateway import (
     Gateway,
     Responder,
     Script,
     ScriptedResponder,
-    ScriptError,
 )
-from pytest_atom.gateway.matching import request_kind
+from pytest_atom.gateway.divergence import Divergence
+from pytest_atom.gateway.matchers import matcher_for
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder, Divergence
+from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.gateway.scripted import draw_key
-from pytest_atom.model import yamldoc
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.reports.transcript import read_reply
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"
 #: Credentials the CLI can use when recording; passed through, never written down.
@@ -66,171 +73,6 @@ def record_command(spec: Spec, mode: str = "once") -> str:
 
 def rejudge_command(spec: Spec) -> str:
     return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-rejudge"
-
-
-def spec_hash(spec: Spec) -> str:
-    return digest.of_value(spec.raw)
-
-
-def prompt_hash(spec: Spec) -> str:
-    """The hash of the prompt the user wrote: in planner mode the request (a planned run's
-    `prompt` lists the plan's steps, which the planner wrote)."""
-    text = spec.request if spec.request is not None else spec.prompt
-    return digest.of_text(text)
-
-
-def script_hash(spec: Spec) -> str | None:
-    """The hash of what the script says, None without one (or one that cannot be read).
-
-    The parsed YAML is hashed, not the bytes: a comment, a reformatting or a checkout's line
-    endings do not change the turns, so they do not make its cassette stale.
-    """
-    try:
-        text = spec.script.read_text(encoding="utf-8") if spec.script is not None else None
-    except (OSError, UnicodeDecodeError):
-        return None  # Script.load reports the unreadable file when the script is played
-    if text is None:
-        return None
-    try:
-        content = json.dumps(yamldoc.safe_load(text), sort_keys=True, default=str)
-    except yamldoc.YamlDocError:
-        content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
-    return digest.of_text(content)
-
-
-#: The first words of a staleness reason, which a divergence report can lead with.
-SCRIPT_CHANGED = "script changed since recording"
-PROMPT_CHANGED = "spec changed since recording"
-
-
-def staleness(spec: Spec, cassette: Cassette) -> list[str]:
-    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
-
-    A cassette recorded before these hashes were stored has nothing to compare: no reasons.
-    A changed script makes the cassette stale: its responses are the old script's. A changed
-    prompt only makes a replay diverge, which the divergence report explains with this.
-    """
-    reasons = []
-    recorded = cassette.metadata.get("script_hash")
-    if recorded and spec.script is not None and script_hash(spec) != recorded:
-        reasons.append(
-            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
-            "was recorded from"
-        )
-    recorded = cassette.metadata.get("prompt_hash")
-    if recorded and prompt_hash(spec) != recorded:
-        reasons.append(
-            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
-        )
-    return reasons + config_staleness(spec, cassette)
-
-
-#: How a configuration staleness reason ends (``skill release-notes changed since recording``).
-CONFIG_CHANGED = " since recording"
-
-
-def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
-    """The pieces of the spec's `claude:` configuration that differ from the recording's,
-    each named (``skill release-notes changed since recording``).
-
-    The configuration reaches the model only in part (a skill's text only once invoked, a
-    hook's decision only as a tool result), so a changed piece may replay unnoticed: like
-    a changed script, it makes the cassette stale and the replay is refused. A cassette
-    recorded before configuration hashes were stored (no ``prompt_hash`` either) has
-    nothing to compare; one recorded since without ``config_hashes`` had no configuration.
-    """
-    recorded = cassette.metadata.get("config_hashes")
-    if not isinstance(recorded, dict):
-        if not cassette.metadata.get("prompt_hash"):
-            return []
-        recorded = {}
-    now = config_hashes(spec.claude)
-    reasons = []
-    for label in sorted(recorded.keys() | now.keys()):
-        if label not in now:
-            reasons.append(f"{label} removed{CONFIG_CHANGED}")
-        elif label not in recorded:
-            reasons.append(f"{label} added{CONFIG_CHANGED}")
-        elif recorded[label] != now[label]:
-            reasons.append(f"{label} changed{CONFIG_CHANGED}")
-    return reasons
-
-
-def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
-    """The hashes a recording of `spec` stores now: what `atom cassette stamp` writes."""
-    hashes: dict[str, Any] = {"prompt_hash": prompt_hash(spec)}
-    script = script_hash(spec) if recorded_from_script(cassette) else None
-    if script is not None:
-        hashes["script_hash"] = script
-    config = config_hashes(spec.claude)
-    if config:
-        hashes["config_hashes"] = config
-    return hashes
-
-
-def recorded_from_script(cassette: Cassette) -> bool:
-    return str(cassette.metadata.get("upstream") or "").startswith("scripted://")
-
-
-def missing_hashes(cassette: Cassette) -> list[str]:
-    """The hashes a cassette lacks to tell when it is stale (recorded before they existed)."""
-    wanted = ["prompt_hash"] + (["script_hash"] if recorded_from_script(cassette) else [])
-    return [name for name in wanted if not cassette.metadata.get(name)]
-
-
-def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
-    """Why the answers a cassette recorded from a script are not what the spec's script
-    answers now; None when they are (or when it was not recorded from a script).
-
-    A replay serves the cassette's answers and never reads the script, so only this tells
-    whether the script was edited since. Each lane (the agent's turns, the reflector's, the
-    planner's) is compared in order; a script may hold turns the recording never used.
-    """
-    if not recorded_from_script(cassette) or spec.script is None:
-        return None
-    try:
-        script = Script.load(spec.script)
-    except ScriptError as exc:
-        return str(exc)
-    if script.stochastic:
-        picks = cassette.metadata.get("script_picks")
-        played = script.replay(picks) if isinstance(picks, list) else None
-        if played is None:
-            return (
-                f"the cassette does not say which of {display_path(spec.script)}'s choices it "
-                "recorded, or they are no longer there"
-            )
-        script = played
-    lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
-    used = dict.fromkeys(lanes, 0)
-    where = display_path(spec.script)
-    for number, interaction in enumerate(cassette.interactions, 1):
-        lane = interaction_kind(interaction)
-        if lane not in lanes:
-            continue
-        index, used[lane] = used[lane], used[lane] + 1
-        name = "agent" if lane == "turn" else lane
-        if index >= len(lanes[lane]):
-            return f"interaction {number} is {name} answer {index + 1}; {where} has {index}"
-        turn = lanes[lane][index]
-        expected = ([{"type": "text", "text": turn.text}] if turn.text else []) + [
-            {"type": "tool_use", "name": use.name, "input": dict(use.input)}
-            for use in turn.tool_use
-        ]
-        answer = read_reply(interaction.response, interaction.status)
-        recorded = [
-            {"type": "text", "text": b.get("text")}
-            if b.get("type") == "text"
-            else {"type": "tool_use", "name": b.get("name"), "input": b.get("input")}
-            for b in answer.blocks
-            if b.get("type") in ("text", "tool_use")
-        ]
-        if recorded != expected:
-            return (
-                f"interaction {number} ({name} answer {index + 1}) is not what {where} "
-                f"line {turn.line} answers now"
-            )
-    return None
 
 
 def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
@@ -303,6 +145,16 @@ class ModelSource:
     #: Structured sessions (reflector, planner) a replay takes from the cassette, and the
     #: hashes a recording stores so a later replay can (nothing without a cassette).
     recall: Recall = field(default_factory=Recall)
+
+    @property
+    def script_error(self) -> str | None:
+        """Why the spec's script could not answer (`ScriptedResponder.script_error`), when a
+        script answered this run, directly or as the upstream of a recording."""
+        upstream = self.upstream_gateway.responder if self.upstream_gateway else None
+        for responder in (self.responder, upstream):
+            if isinstance(responder, ScriptedResponder) and responder.script_error:
+                return responder.script_error
+        return None
 
     @property
     def tape(self) -> CassetteResponder | None:
@@ -381,6 +233,9 @@ class ModelSource:
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
+        own = workspace_config(spec)
+        if own is not None:  # what tells a drift the workspace caused (`workspace_drift`)
+            cassette.metadata["workspace_config"] = own
         if self.mcp is not None:
             # Scrubbed again with the recording's own credentials, which the proxies lacked.
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
@@ -419,6 +274,9 @@ class ModelSource:
                 refreshed_from=old.metadata.get("claude_code_version"),
                 refreshed_at=now,
             )
+            own = workspace_config(spec)
+            if own is not None:  # the refresh absorbed the workspace's changes too
+                metadata["workspace_config"] = own
         else:
             judged = tape.finished_interactions()[len(recorded) :]
             if not judged:
@@ -431,12 +289,6 @@ class ModelSource:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
         self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
-
-
-def interaction_kind(interaction: Interaction) -> str:
-    return request_kind(
-        interaction.method, interaction.endpoint, interaction.body, interaction.role
-    )
 
 
 def open_model_source(
@@ -498,20 +350,22 @@ def _replay(
     cassette = Cassette.load(path)
     reasons = staleness(spec, cassette)
     _refuse_stale_script(spec, cassette, reasons)
+    matcher = matcher_for(settings.match)
     responder = CassetteResponder(
         cassette,
         _normalizer(paths),
         Scrubber(),
         replay=True,
-        match=settings.match,
+        matcher=matcher,
         owned_system=_owned_system(spec),
     )
     # A refresh must match on the conversation: it exists to absorb what the CLI changed.
-    if kind == "refresh" and settings.match == "strict":
-        responder.match = DEFAULT_MATCH
+    if kind == "refresh" and matcher.exact:
+        responder.matcher = matcher_for(DEFAULT_MATCH)
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    responder.drift.workspace_changed = tuple(workspace_config_changes(spec, cassette))
     if recorded and recorded != live and settings.strict_version and kind == "replay":
         raise RecordingError(
             f"cassette {display_path(path)} was recorded with Claude Code {recorded}, this run "
@@ -520,7 +374,7 @@ def _replay(
         )
     # Strict matching compares Claude Code's own parts of a request too, which only the
     # same CLI is known to send alike: another version starts the sessions.
-    same_requests = settings.match != "strict" or recorded == live
+    same_requests = not matcher.exact or recorded == live
     enabled = kind == "replay" and settings.judge == "recall" and same_requests
     recall = Recall(responder, enabled=enabled)
     return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
@@ -565,7 +419,7 @@ def _record(
         replay=replay,
         upstream=upstream,
         upstream_label=label,
-        match=settings.match,
+        matcher=matcher_for(settings.match),
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),
         owned_system=_owned_system(spec),

@@ -7,13 +7,8 @@ a match. What Claude Code owns (system prompt, tool schemas, model and sampling 
 string vs ``[text]`` content, preflights and side requests) changes with every CLI
 release, so it is recorded and reported as drift, never a reason to fail.
 
-=============  ==========================================================
-mode           a recorded request matches a live one when
-=============  ==========================================================
-conversation   (default) their kinds and conversations are equal
-structural     their kinds and conversations are equal, tool results aside
-strict         their normalized bodies are equal, byte for byte
-=============  ==========================================================
+The match modes themselves (conversation, structural, strict) are the classes of
+`gateway.matchers`; this module holds what they compare and the `Drift` they report.
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ __all__ = [
     "Drift",
     "Kind",
     "MatchMode",
-    "match_key",
     "request_kind",
 ]
 
@@ -150,21 +144,6 @@ def compared_turns(body: Any, *, blank_results: bool = False) -> list[dict[str, 
     return turns
 
 
-def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -> str:
-    """The string two requests must share to match in `mode` (compared, never parsed).
-
-    `system`: the system prompt is the user's too (an SDK app sets its own), so it is part
-    of the match, Claude Code's billing block aside.
-    """
-    if mode == "strict":
-        return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
-    if kind not in CONVERSATION_KINDS:
-        return kind
-    turns = compared_turns(body, blank_results=mode == "structural")
-    owned = {"system": owned_system(body)} if system else {}
-    return kind + ":" + json.dumps([turns, owned], sort_keys=True, ensure_ascii=False)
-
-
 #: How Claude Code's billing block starts (system[0]): its version and entry point, not the app's.
 _BILLING = "x-anthropic-billing-header:"
 
@@ -260,6 +239,9 @@ class Drift:
 
     recorded_version: str | None = None
     live_version: str | None = None
+    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) that changed since
+    #: recording: then they, not Claude Code, may be what changed its requests.
+    workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
     tools_removed: set[str] = field(default_factory=set)
@@ -350,6 +332,15 @@ class Drift:
         return parts
 
     def _versions(self) -> str:
+        if self.workspace_changed:
+            changed = ", ".join(_clip(list(self.workspace_changed), 3))
+            same = self.recorded_version in (None, self.live_version)
+            cli = (
+                f"Claude Code {self.live_version or '(unknown)'} unchanged"
+                if same
+                else f"and Claude Code {self.recorded_version} → {self.live_version}"
+            )
+            return f"the workspace's own configuration changed since recording ({changed}), {cli}"
         if self.recorded_version and self.recorded_version != self.live_version:
             return (
                 f"recorded with Claude Code {self.recorded_version}, "

@@ -302,6 +302,10 @@ class ScriptedResponder:
         self._lock = threading.Lock()
         self._next = {"turns": 0, "reflector": 0, "planner": 0}
         self._side = 0
+        #: Why the script could not answer (it ran out of turns), the first time it could
+        #: not: the spec's own fault, which a run reports as a spec error (`decide`), never
+        #: as the agent's failure.
+        self.script_error: str | None = None
 
     def respond(self, request: GatewayRequest) -> Reply:
         body = request.json if isinstance(request.json, dict) else {}
@@ -364,24 +368,32 @@ class ScriptedResponder:
         where = self.script.path or "the script"
         if lane == "planner":
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.planner)} "
-                f"planner turns but the planner asked for turn {index + 1}. Add a "
+                f"pytest-atom scripted gateway: {where} has "
+                f"{_turns(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
                 "`planner:` turn with a `plan: {steps: [...]}`."
             )
         elif lane == "reflector":
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.reflector)} "
-                f"reflector turns but the reflector asked for turn {index + 1}. Add a "
+                f"pytest-atom scripted gateway: {where} has "
+                f"{_turns(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
                 "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
                 "`reflector: {votes: N}`)."
             )
         else:
             text = (
-                f"pytest-atom scripted gateway: {where} has {len(self.script.turns)} turns but "
+                f"pytest-atom scripted gateway: {where} has {_turns(len(self.script.turns), 'turn')} but "
                 f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
                 "EXIT_LOOP_NOW."
             )
+        if self.script_error is None:
+            self.script_error = text.removeprefix("pytest-atom scripted gateway: ")
         return Reply.refusal(text)
+
+
+def _turns(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns`` (reports.transcript.plural, which the gateway's layer is
+    below: importing it here would be a cycle)."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:

@@ -21,8 +21,9 @@ from typing import Any, Literal, Protocol
 Decision = Literal["proceed", "refine", "fail"]
 #: What a run came to: the agent did the task, did not, or the machinery failed.
 Status = Literal["passed", "failed", "error"]
-#: Which part of the machinery failed: never the agent's fault.
-ErrorKind = Literal["harness", "replay", "upstream"]
+#: Which part failed: the machinery, or the spec itself (its script could not answer);
+#: never the agent's fault.
+ErrorKind = Literal["harness", "replay", "upstream", "spec"]
 #: Outcomes that do not fail a run: what pytest's exit status counts as success too.
 OK_LABELS = frozenset({"passed", "xfailed", "xpassed"})
 
@@ -144,7 +145,7 @@ class Outcome:
         return cls(
             status,
             str(props.get("atom_why") or ""),
-            error=error if error in ("harness", "replay", "upstream") else None,
+            error=error if error in ("harness", "replay", "upstream", "spec") else None,
             xfail=None if xfail is None else str(xfail),
             detail=props.get("atom_outcome_detail") or None,
         )
@@ -175,6 +176,7 @@ def decide(
     xfail: str | None = None,
     divergence: str | None = None,
     harness_error: str | None = None,
+    script_error: str | None = None,
     upstream: str | None = None,
     limit_exceeded: str | None = None,
     plan_failed: bool = False,
@@ -185,8 +187,9 @@ def decide(
 ) -> Outcome:
     """The one place a run's figures become its outcome (`SpecResult.outcome` calls it).
 
-    The replay first, then the harness, decide an error: nothing the agent did counts
-    then. A pass needs the last attempt's ``proceed``, every step committed and every
+    The replay first, then the harness, then the spec's own script (it ran out of turns)
+    decide an error: nothing the agent did counts then, and an xfail spec with a broken
+    script is an error, never an expected failure. A pass needs the last attempt's ``proceed``, every step committed and every
     plan valid. A recording that failed on its upstream is an error, not a failure.
     Gated by ``criteria``, the verdict is its `unmet` criteria (with their votes), named
     one by one, not the score.
@@ -196,6 +199,8 @@ def decide(
         return Outcome("error", f"replay diverged from its cassette: {divergence}", "replay")
     if harness_error is not None:
         return Outcome("error", harness_error.strip().splitlines()[0], "harness")
+    if script_error is not None:
+        return Outcome("error", f"the spec's script is broken: {script_error}", "spec")
     passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
     if score is None:
         verdict = ""
@@ -207,21 +212,47 @@ def decide(
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     if upstream is not None:
         return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
-    detail = None
-    if limit_exceeded:
-        detail, why = limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
-    elif plan_failed:
-        detail, why = "plan", "the planner's plan did not pass"
-    elif not attempts:
-        why = "did not run"
-    elif not completed:
-        why = f"the agent did not finish ({reason})"
-    elif checks_failed:
-        why = f"{checks_failed} of {checks} checks failed"
-    elif gate == "criteria" and unmet:
-        why = verdict
-    else:
-        why = f"{decision}, {verdict}" if verdict else decision
+    detail, why = _why_failed(
+        attempts=attempts,
+        decision=decision,
+        verdict=verdict,
+        completed=completed,
+        reason=reason,
+        checks_failed=checks_failed,
+        checks=checks,
+        limit_exceeded=limit_exceeded,
+        plan_failed=plan_failed,
+        unmet=bool(unmet) and gate == "criteria",
+    )
     if detail is None and steps is not None:
         detail, why = steps, f"{steps} committed; {why}"
     return Outcome("failed", why, xfail=expected, detail=detail)
+
+
+def _why_failed(
+    *,
+    attempts: int,
+    decision: Decision,
+    verdict: str,
+    completed: bool,
+    reason: str | None,
+    checks_failed: int,
+    checks: int,
+    limit_exceeded: str | None,
+    plan_failed: bool,
+    unmet: bool,
+) -> tuple[str | None, str]:
+    """(detail, why) of a failed run: what stopped it first, in one line."""
+    if limit_exceeded:
+        return limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
+    if plan_failed:
+        return "plan", "the planner's plan did not pass"
+    if not attempts:
+        return None, "did not run"
+    if not completed:
+        return None, f"the agent did not finish ({reason})"
+    if checks_failed:
+        return None, f"{checks_failed} of {checks} check{'s' * (checks != 1)} failed"
+    if unmet:
+        return None, verdict
+    return None, f"{decision}, {verdict}" if verdict else decision

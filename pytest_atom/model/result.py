@@ -140,6 +140,7 @@ class SpecResult:
     cassette: Path | None = None  # the cassette written by this run, if any
     trace: Path | None = None  # the JSON trace written for this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
+    script_error: str | None = None  # the spec's script could not answer: a spec error
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
     #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
     #: left out, workspace-relative: the agent never saw them.
@@ -241,6 +242,7 @@ class SpecResult:
             xfail=self.spec.xfail,
             divergence=self.divergences[0].partition("\n")[0] if self.divergences else None,
             harness_error=self.harness_error,
+            script_error=self.script_error,
             upstream=self.upstream_failure or self.rejected_stream,
             limit_exceeded=self.limit_exceeded,
             plan_failed=not all(plan.passed for plan in self.plans),

@@ -39,6 +39,7 @@ from pytest_atom.model.modes import (
     MatchMode,
     RecordMode,
 )
+from pytest_atom.model.options import OPTIONS
 
 DEFAULT_KEEP_RUNS = 10
 
@@ -249,10 +250,25 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "min_pass_rate": _rate,
     "max_cost_usd": _dollars,
 }
-#: The settings a file (ini or `.atom/config.yaml`) may set; rejudge and resume are
-#: one-off actions, arms a selection like ``-k``, and a seed reproduces one run (a fixed
-#: one would make every run the same sample).
-FILE_SETTINGS = tuple(name for name in PARSERS if name not in ("rejudge", "resume", "arms", "seed"))
+#: The settings a file (ini or `.atom/config.yaml`) may set, from the option table
+#: (`pytest_atom.model.options`); rejudge and resume are one-off actions, arms a selection
+#: like ``-k``, and a seed reproduces one run (a fixed one would make every run the same
+#: sample).
+FILE_SETTINGS = tuple(option.name for option in OPTIONS if option.in_files)
+#: The settings a command line sets (``--atom-NAME``, ``atom run --NAME``).
+COMMAND_LINE_SETTINGS = tuple(option.name for option in OPTIONS if option.command_line)
+
+
+def from_here(values: Mapping[str, Any], here: Path) -> dict[str, Any]:
+    """A command line's `values`, its paths made absolute from `here`, the folder the
+    command ran in: ``--atom-runs-dir out`` from a subfolder means that subfolder's ``out``
+    under pytest and under ``atom run`` alike (a file's paths are the project root's)."""
+    out = dict(values)
+    for option in OPTIONS:
+        given = out.get(option.name)
+        if option.path and option.command_line and given:
+            out[option.name] = (here / Path(str(given)).expanduser()).resolve()
+    return out
 
 
 @dataclass(frozen=True)

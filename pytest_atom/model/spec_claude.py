@@ -92,13 +92,17 @@ def claude_options(
 
 
 def _check_not_in_workspace(doc: Document, loc: Loc, kw: dict[str, Any], workspace: Path) -> None:
-    """What `claude:` installs must not replace what the workspace already holds."""
+    """What `claude:` installs must not replace what the workspace already holds, unless it
+    is that very file or folder: naming the workspace's own `.claude/skills/x` puts it under
+    test (its changes make the cassette stale, `config_hashes`) and installs it as it is."""
     targets: list[tuple[Loc, str]] = []
     if kw.get("claude_md") is not None:
         targets.append((loc + ("claude_md",), _INSTALLED_AT["claude_md"]))
     for key in ("skills", "agents"):
         targets += [
-            (loc + (key, i), f"{_INSTALLED_AT[key]}/{p.name}") for i, p in enumerate(kw[key])
+            (loc + (key, i), f"{_INSTALLED_AT[key]}/{p.name}")
+            for i, p in enumerate(kw[key])
+            if (workspace / _INSTALLED_AT[key] / p.name).resolve() != p.resolve()
         ]
     for at, rel in targets:
         if (workspace / rel).exists():

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_atom.model.options import INI_NAMES
 from pytest_atom.model.spec_document import Document
 from pytest_atom.model.spec_types import Loc
 from pytest_atom.model.spec_validation import label
 
-_ROOT_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+#: What marks a project's root after a repository: pytest's ini files (the one list).
+_ROOT_FILES = INI_NAMES
 
 
 def project_root(folder: Path) -> Path:

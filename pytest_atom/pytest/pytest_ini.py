@@ -21,17 +21,7 @@ from typing import Any
 import tomlkit
 
 from pytest_atom.model.config import find_config
-
-#: pytest's configuration files, in the order pytest prefers them within one folder.
-INI_NAMES = (
-    "pytest.toml",
-    ".pytest.toml",
-    "pytest.ini",
-    ".pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
-)
+from pytest_atom.model.options import INI_NAMES  # the one list of pytest's ini files
 
 
 @dataclass(frozen=True)

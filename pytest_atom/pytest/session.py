@@ -24,11 +24,12 @@ from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
+    COMMAND_LINE_SETTINGS,
     FILE_SETTINGS,
-    PARSERS,
     Layer,
     RunSettings,
     SettingsError,
+    from_here,
     resolve,
 )
 from pytest_atom.model.spec import load_specs
@@ -85,17 +86,11 @@ def pytest_harness(config: pytest.Config) -> Harness:
         raise pytest.UsageError(str(err)) from None
 
 
-#: Settings naming a file or folder that the command line gives from where pytest ran
-#: (files give them from the project's root).
-_FROM_HERE = ("report", "html", "baseline")
-
-
 def command_line(config: pytest.Config) -> Layer:
-    values = {name: getattr(config.option, f"atom_{name}", None) for name in PARSERS}
-    for name in _FROM_HERE:
-        given = values[name]
-        if given:
-            values[name] = config.invocation_params.dir / Path(given).expanduser()
+    """The ``--atom-*`` options; their paths are taken from where pytest ran
+    (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
+    values = {name: getattr(config.option, f"atom_{name}", None) for name in COMMAND_LINE_SETTINGS}
+    values = from_here(values, config.invocation_params.dir)
     return Layer("the command line", values, key=lambda name: "--atom-" + name.replace("_", "-"))
 
 

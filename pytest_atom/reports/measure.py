@@ -156,9 +156,9 @@ def _arm_key(nodeid: str, props: Mapping[str, Any]) -> str:
 
 
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
-    """Each arm of each spec with arms, with its difference from its spec's reference arm:
-    the pass rate's by Newcombe's interval, the means' by Welch's (a difference alone when
-    a side ran once or every run was alike)."""
+    """Each arm of each spec with arms (its reference arm first), with its difference from
+    its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
+    (a difference alone when a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
     groups = groupruns_of(armed, _arm_key)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
@@ -169,7 +169,9 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
         by_spec.setdefault(key.removesuffix(f"[{arm}]"), []).append(key)
     for spec, keys in by_spec.items():
         ref = next((k for k in keys if meta[k].get("atom_arm_reference")), None)
-        for key in keys:
+        # The reference first, whatever order the rows came in (a shard's JUnit file, say):
+        # the same order in pytest's summary and in `atom results combine`.
+        for key in sorted(keys, key=lambda k: k != ref):
             runs, is_ref = groups[key], key == ref
             diffs = None if ref is None or is_ref else _differences(groups[ref], runs)
             found.append(ArmFigures(spec, str(meta[key]["atom_arm"]), is_ref, runs, diffs))

@@ -19,7 +19,7 @@ from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.reports.transcript import hook_words, permission_denials, plural, refused_by
 from pytest_atom.run.own_files import left_out_files_line
 
 if TYPE_CHECKING:
@@ -54,13 +54,16 @@ def agent_line(result: SpecResult) -> str:
     signal = "EXIT_LOOP_NOW"
     if not result.attempts:
         return "did not run"
+    if result.script_error:  # the script, not the agent, could not go on
+        return f"the spec's script is broken: {result.script_error}"
     n = result.final.iterations
     if result.completed and result.spec.agent is not None:
         return "the SDK app finished its task"  # it runs its own loop, once: no signal
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
-        "max_iterations": f"did not signal {signal} within {result.spec.max_iterations} iterations",
+        "max_iterations": f"did not signal {signal} within "
+        f"{plural(result.spec.max_iterations, 'iteration')}",
         "timeout": f"timed out after {result.spec.timeout:g}s",
         "limit": f"stopped: {result.limit_exceeded}",
         "error": "the SDK app failed" if result.spec.agent else "the Claude Code CLI failed",
@@ -159,7 +162,12 @@ def failure_report(result: SpecResult) -> str:
     lines += _upstream_lines(result)
     if result.drift:
         lines.append(f"  drift: {result.drift}")
-    if result.error and not result.divergences and result.reason != "limit":
+    # A broken script's error is the agent line already (`agent_line`): said once.
+    if (
+        result.error
+        and not (result.divergences or result.script_error)
+        and result.reason != "limit"
+    ):
         lines.append("  error:")
         lines += _indent(result.error)
     lines += tool_problem_lines(result)
@@ -263,9 +271,15 @@ def criteria_votes(result: SpecResult) -> str | None:
 
 
 def _check_lines(result: SpecResult) -> list[str]:
-    """Each check with its line in the spec; a failed one with its evidence."""
+    """Each check with its line in the spec; a failed one with its evidence. After the
+    agent's own session diverged it met answers nobody recorded: its files judge nothing
+    (a reflector's divergence comes after the agent's work, which replayed whole)."""
     if not result.checks:
         return []
+    if _agent_diverged(result.divergences):
+        return [
+            f"  checks: not judged: the replay diverged ({plural(len(result.checks), 'check')})"
+        ]
     passed = sum(c.passed for c in result.checks)
     lines = [f"  checks: {passed}/{len(result.checks)} passed"]
     for check in result.checks:
@@ -276,6 +290,20 @@ def _check_lines(result: SpecResult) -> list[str]:
         if not check.passed and check.evidence:
             lines += _indent(check.evidence)
     return lines
+
+
+#: A divergence's request line: ``POST /v1/messages (reflector): …`` (gateway/replay.py).
+_DIVERGED_REQUEST = re.compile(r"^[A-Z]+ /\S* \((?P<kind>[a-z_]+)\)", re.M)
+
+
+def _agent_diverged(divergences: Sequence[str]) -> bool:
+    """Whether a replay diverged anywhere but in the reflector's sessions (an MCP request
+    the recording never saw counts: the agent's session went on from a stand-in's error)."""
+    for text in divergences:
+        found = _DIVERGED_REQUEST.search(text)
+        if found is None or found["kind"] != "reflector":
+            return True
+    return False
 
 
 def step_line(step: StepResult) -> str:

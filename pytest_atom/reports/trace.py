@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.cassettes.recording import spec_hash
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cassettes.staleness import spec_hash
 from pytest_atom.files import write_atomic
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage

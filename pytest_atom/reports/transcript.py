@@ -8,10 +8,9 @@ its blocks in order, every tool call with the result the agent gave it. It is pu
 in, dataclasses out), so reports, divergence reports and the reflector can share it and it
 is tested without a CLI.
 
-A cassette holds the API side of the same conversations: every request repeats the whole
-conversation so far, and every answer is an SSE stream. `cassette_lines` groups those
-requests into sessions, shows each turn's new user content and the answer (folded with the
-gateway's own `fold_sse`), and sums the usage; `atom cassette show` only prints its lines.
+A cassette holds the API side of the same conversations. Its answers are read here
+(`read_reply`, folded with the gateway's own `fold_sse`); `reports.cassette_transcript`
+renders a whole cassette as the lines `atom cassette show` prints.
 
 Refused tool calls are read here too (`permission_denials`), from the events Claude Code
 2.1.330 prints for each kind of refusal, so checks, traces and reports name them alike:
@@ -42,7 +41,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pytest_atom.agents.events import (
@@ -53,14 +51,10 @@ from pytest_atom.agents.events import (
     Result,
     ToolCall,
     ToolResult,
-    flatten_tool_result,
 )
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.cassettes.cassette import Interaction
 from pytest_atom.gateway.messages import fold_sse
-from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
 from pytest_atom.model.billing import Billed, billed
-from pytest_atom.model.prices import cost_usd
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -68,11 +62,9 @@ AGENT_TOOL = "Agent"
 AGENT_TOOLS = (AGENT_TOOL, "Task")
 #: Claude Code's tool that runs a skill.
 SKILL_TOOL = "Skill"
-_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 __all__ = [
     "Denial",
-    "Line",
     "Mark",
     "MarkKind",
     "Reply",
@@ -80,7 +72,6 @@ __all__ = [
     "ToolUse",
     "Turn",
     "call_marks",
-    "cassette_lines",
     "hook_words",
     "is_messages",
     "main_field",
@@ -366,29 +357,6 @@ def _turns(events: Sequence[Event], parent: str | None, denied: dict[str, str]) 
     return turns
 
 
-# ------------------------------------------------------------------------------ cassettes
-
-#: How a line (or its emphasized part) is shown on a terminal; the text never depends on it.
-Style = Literal["", "bold", "dim"]
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of a cassette transcript: ``prefix + text + suffix``, `text` in `style`.
-
-    The style is data, not escape codes, so this module stays free of any terminal library
-    and ``str(line)`` is the plain text.
-    """
-
-    text: str
-    style: Style = ""
-    prefix: str = ""
-    suffix: str = ""
-
-    def __str__(self) -> str:
-        return self.prefix + self.text + self.suffix
-
-
 @dataclass
 class Reply:
     """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
@@ -423,7 +391,7 @@ class Reply:
             who = f" {step.model}" if step.model else ""
             text += f"; + {step.kind}{who}: {step.tokens.text()}"
         for key, count in self.billed.server_tool_use.items():
-            text += f"; {_requests(key, count)}"
+            text += f"; {requests_text(key, count)}"
         return text
 
 
@@ -470,505 +438,11 @@ def is_messages(interaction: Interaction) -> bool:
     return interaction.method == "POST" and interaction.endpoint.endswith("/v1/messages")
 
 
-_METADATA_FIELDS = (
-    ("Claude Code", "claude_code_version"),
-    ("Model", "model"),
-    ("Spec", "spec"),
-    ("Spec hash", "spec_hash"),
-    ("Recorded at", "recorded_at"),
-    ("Upstream", "upstream"),
-)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def plural(count: int, noun: str) -> str:
     """``1 turn``, ``2 turns``: English for counts in the transcript and its summaries."""
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
-def _without_cache_control(node: Any) -> Any:
-    """The CLI moves its cache breakpoints from turn to turn; they are no conversation content."""
-    if isinstance(node, list):
-        return [_without_cache_control(n) for n in node]
-    if isinstance(node, dict):
-        return {k: _without_cache_control(v) for k, v in node.items() if k != "cache_control"}
-    return node
-
-
-@dataclass
-class _Totals:
-    turns: int = 0
-    tool_calls: int = 0
-    server_calls: int = 0
-    verdicts: int = 0
-    plans: int = 0  # planner mode: the planner's structured answers
-    side: int = 0
-    billed: Billed = field(default_factory=Billed)
-    cost_usd: float = 0.0  # at today's prices (pytest_atom.model.prices)
-
-    def add(self, reply: Reply, body: dict[str, Any]) -> None:
-        """Count an answer, priced as the model its request asked for (as Claude Code and
-        `atom cassette cost` price it), else the answer's."""
-        asked = body.get("model")
-        self.billed += reply.billed
-        self.cost_usd += cost_usd(reply.billed, asked if isinstance(asked, str) else reply.model)
-
-    @property
-    def input_tokens(self) -> int:
-        return self.billed.message.input
-
-    @property
-    def output_tokens(self) -> int:
-        return self.billed.message.output
-
-    @property
-    def cache_read(self) -> int:
-        return self.billed.message.cache_read
-
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
-
-
-@dataclass
-class _Session:
-    key: str
-    tools: list[str]
-    first: str = ""  # the first user message's own text: a subagent's is its Agent prompt
-    lines: list[Line] = field(default_factory=list)
-    turns: int = 0
-    last_length: int = 0
-    #: Agent calls: (index in `lines` just past the call, its prompt, its description).
-    agent_calls: list[tuple[int, str, str]] = field(default_factory=list)
-    #: The assistant messages its requests carried back, as `_answers` writes them.
-    answers: set[str] = field(default_factory=set)
-
-
-def _answers(messages: list[Any]) -> dict[int, str]:
-    """The assistant messages of a request by index, cache breakpoints aside: what ties a
-    later request to the conversation that gave those answers."""
-    return {
-        n: _dumps(_without_cache_control(m.get("content")))
-        for n, m in enumerate(messages)
-        if isinstance(m, dict) and m.get("role") == "assistant"
-    }
-
-
-def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[Line]:
-    """A cassette as a transcript: its metadata, every session's turns (the new user
-    content, the answer's text and tool calls, token usage), then totals.
-
-    `max_lines` bounds each text and tool result (0: everything, and no shortening).
-    Interactions are numbered from 1 in file order, as `atom cassette check` numbers them.
-    """
-    return _CassetteTranscript(max_lines).lines(path, data)
-
-
-class _CassetteTranscript:
-    """Builds the transcript's lines; sessions are printed one after the other."""
-
-    def __init__(self, max_lines: int) -> None:
-        self.max_lines = max_lines
-        self.totals = _Totals()
-        self.sessions: list[_Session] = []
-        self.pending: list[Line] = []  # HEAD, side and count_tokens lines before the next turn
-        self.marks: list[Mark] = []  # every call's, for the totals
-
-    # -- text helpers
-
-    def clip(self, text: str, indent: str) -> list[Line]:
-        """The text's lines, indented, at most `max_lines` of them and a note of the rest."""
-        lines = text.rstrip("\n").split("\n") if text.strip() else ["(empty)"]
-        hidden = 0
-        if self.max_lines and len(lines) > self.max_lines:
-            hidden = len(lines) - self.max_lines
-            lines = lines[: self.max_lines]
-        out = [Line(indent + line) for line in lines]
-        if hidden:
-            out.append(Line(f"... ({plural(hidden, 'more line')})", "dim", prefix=indent))
-        return out
-
-    def short(self, text: str, limit: int = 400) -> str:
-        if self.max_lines and len(text) > limit:
-            return text[:limit] + f"... ({plural(len(text) - limit, 'more character')})"
-        return text
-
-    # -- requests
-
-    def user_content(self, content: Any, indent: str) -> list[Line]:
-        """What the user side sent: text (system reminders only counted) and tool results."""
-        if isinstance(content, str):
-            return self.clip(content, indent)
-        out: list[Line] = []
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                text = str(block.get("text", ""))
-                if text.lstrip().startswith("<system-reminder>"):
-                    n = len(text.strip().split("\n"))
-                    out.append(Line(f"[system reminder, {plural(n, 'line')}]", "dim", indent))
-                else:
-                    out += self.clip(text, indent)
-            elif kind == "tool_result":
-                result = flatten_tool_result(block.get("content"))
-                error = " (error)" if block.get("is_error") else ""
-                refused = refusal_in_result(result) if error else None
-                if refused is not None:
-                    mark = Mark("refused", refused)
-                    self.marks.append(mark)
-                    error += f" {mark.tag}"
-                out.append(Line(f"{indent}tool_result {block.get('tool_use_id', '')}{error}:"))
-                out += self.clip(result, indent + "  ")
-            else:
-                out.append(Line(f"{indent}[{kind}]"))
-        return out
-
-    def assistant(self, reply: Reply, indent: str, session: str = "turn") -> list[Line]:
-        """The answer's blocks; a StructuredOutput call is the reflector's verdict, or in
-        a planner's session (`session`, the request's kind), its plan."""
-        if reply.error:
-            return [Line(f"{indent}error: {reply.error}")]
-        out: list[Line] = []
-        for block in reply.blocks:
-            kind = block.get("type")
-            if kind == "text":
-                out += self.clip(str(block.get("text", "")), indent)
-            elif kind == "thinking":
-                first = str(block.get("thinking", "")).strip().split("\n")[0]
-                out.append(Line(f"(thinking) {self.short(first, 120)}", "dim", indent))
-            elif kind == "redacted_thinking":
-                out.append(Line("(redacted thinking)", "dim", indent))
-            elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
-                answer = block.get("input")
-                plan = session == "planner"
-                if plan:
-                    self.totals.plans += 1
-                else:
-                    self.totals.verdicts += 1
-                out.append(Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(answer)}"))
-            elif kind == "tool_use":
-                self.totals.tool_calls += 1
-                out += self.tool_use(block, indent)
-            elif kind == "server_tool_use":
-                self.totals.server_calls += 1
-                out += self.tool_use(block, indent, "server_tool_use")
-            elif kind == "compaction":
-                out.append(Line("(compaction summary)", "dim", indent))
-                out += self.clip(str(block.get("content") or ""), indent + "  ")
-            elif isinstance(kind, str) and kind.endswith("_tool_result"):
-                error = " (error)" if _result_error(block.get("content")) else ""
-                out.append(Line(f"{indent}{kind} {block.get('tool_use_id', '')}{error}:"))
-                out += self.clip("\n".join(_result_text(block.get("content"))), indent + "  ")
-            else:
-                out.append(Line(f"{indent}[{kind}]"))
-            if kind == "text" and isinstance(block.get("citations"), list):
-                out += [
-                    Line(f"{indent}  [cites] {_citation(c)}")
-                    for c in block["citations"]
-                    if isinstance(c, dict)
-                ]
-        return out
-
-    def tool_use(self, block: dict[str, Any], indent: str, word: str = "tool_use") -> list[Line]:
-        """A tool call, tagged when it is a skill, subagent or MCP call (`call_marks`); a
-        shell command is shown as typed, not JSON-escaped. A refusal shows on the result,
-        the only place a cassette keeps it."""
-        name, args = str(block.get("name", "?")), block.get("input")
-        marks = call_marks(name, args)
-        self.marks += marks
-        head = f"{indent}{word} {name}" + "".join(f" {mark.tag}" for mark in marks)
-        command = args.get("command") if isinstance(args, dict) else None
-        if isinstance(command, str):
-            rest = {k: v for k, v in args.items() if k != "command"} if args else {}
-            head += f" {self.short(_dumps(rest))}" if rest else ""
-            first, *more = command.split("\n")
-            lines = [Line(head), Line(f"{indent}  $ {first}")]
-            return lines + (self.clip("\n".join(more), indent + "    ") if more else [])
-        shown = args if isinstance(args, str) else _dumps(args)
-        return [Line(f"{head} {self.short(shown)}")]
-
-    # -- interactions
-
-    def add(self, n: int, interaction: Interaction) -> None:
-        """Sort an interaction: a turn (of any role's session), a side request, a token
-        count or anything else; all but turns wait in `pending` for the next turn.
-        """
-        body = interaction.body if isinstance(interaction.body, dict) else {}
-        where = f"[{n}] {interaction.method} {interaction.endpoint}"
-        kind = request_kind(interaction.method, interaction.endpoint, body, interaction.role)
-        if kind == "count_tokens":
-            try:
-                count = json.loads(interaction.response).get("input_tokens", "?")
-            except (ValueError, AttributeError):
-                count = "?"
-            self.pending.append(Line(f"  {where}: count_tokens, {count} input tokens"))
-        elif is_messages(interaction) and isinstance(body.get("messages"), list):
-            if kind in CONVERSATION_KINDS:
-                self.turn(where, body, interaction, kind)
-            else:
-                self.side(where, body, interaction)
-        else:
-            self.pending.append(Line(f"  {where} -> {interaction.status}"))
-
-    def side(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
-        """A request without tools (a title, a summary): one line, what was asked and said."""
-        reply = read_reply(interaction.response, interaction.status)
-        self.totals.side += 1
-        self.totals.add(reply, body)
-        answer = reply.error or " ".join(
-            str(b.get("text", "")) for b in reply.blocks if b.get("type") == "text"
-        )
-        answer = " ".join(answer.split())
-        answer = answer[:80] + "..." if len(answer) > 80 else answer
-        self.pending.append(Line(f"  {where}: side request: {_side_topic(body)} -> {answer}"))
-
-    def session_for(self, body: dict[str, Any]) -> _Session:
-        """The conversation a turn continues: the latest one with the same first message and
-        system prompt (cache breakpoints aside) and fewer messages; else the latest one whose
-        answers the request carries back (a later ``claude -p`` call of the same session:
-        Claude Code then merges its ``role: system`` entries into the first user message,
-        so that message differs); else a new one.
-        """
-        messages = body["messages"]
-        key = _dumps(_without_cache_control([messages[:1], body.get("system")]))
-        if len(messages) > 1:
-            for session in reversed(self.sessions):
-                if session.key == key and session.last_length < len(messages):
-                    return session
-            answers = set(_answers(messages).values())
-            for session in reversed(self.sessions):
-                if answers & session.answers:
-                    session.key = key
-                    return session
-        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
-        session = _Session(key, tools, _own_text(first))
-        self.sessions.append(session)
-        return session
-
-    def turn(self, where: str, body: dict[str, Any], interaction: Interaction, kind: str) -> None:
-        """A turn of its session: only the user content new since its previous turn (what
-        follows the last answer the request carries back)."""
-        messages: list[Any] = body["messages"]
-        session = self.session_for(body)
-        session.lines += self.pending
-        self.pending = []
-        answers = _answers(messages)
-        after = max(answers) + 1 if answers else session.last_length
-        new = messages[after:] if after < len(messages) else []
-        new = [m for m in new if isinstance(m, dict) and m.get("role") == "user"] or messages[-1:]
-        session.answers.update(answers.values())
-        session.last_length = len(messages)
-        session.turns += 1
-        self.totals.turns += 1
-        reply = read_reply(interaction.response, interaction.status)
-        self.totals.add(reply, body)
-        session.lines.append(Line(f"  Turn {session.turns}", "bold", suffix=f"  {where}"))
-        session.lines.append(Line("    user:"))
-        for message in new:
-            session.lines += self.user_content(message.get("content"), "      ")
-        session.lines.append(Line(f"    assistant ({reply.usage_text()}):"))
-        start = len(session.lines)
-        session.lines += self.assistant(reply, "      ", kind)
-        fault = interaction.response_headers.get(FAULT_HEADER)
-        if fault:
-            session.lines.append(
-                Line(f"the stream broke here ({fault}), kept as the CLI saw it", "dim", "      ")
-            )
-        calls = [b.get("input") for b in reply.blocks if b.get("name") in AGENT_TOOLS]
-        heads = tuple(f"      tool_use {name} " for name in AGENT_TOOLS)
-        ends = [
-            n + 1
-            for n in range(start, len(session.lines))
-            if session.lines[n].text.startswith(heads)
-        ]
-        for end, call in zip(ends, calls, strict=False):
-            if isinstance(call, dict):
-                prompt, about = str(call.get("prompt", "")), str(call.get("description", ""))
-                session.agent_calls.append((end, prompt.strip(), about))
-
-    def lines(self, path: Path, data: Cassette) -> Iterator[Line]:
-        """Metadata, then the sessions (or the lone requests, if no turn came), then totals."""
-        width = 14
-        yield Line(f"{'Cassette':<{width}}{path}")
-        for label, key in _METADATA_FIELDS:
-            yield Line(f"{label:<{width}}{data.metadata.get(key, '?')}")
-        yield Line(f"{'Interactions':<{width}}{len(data.interactions)}")
-        for n, interaction in enumerate(data.interactions, 1):
-            self.add(n, interaction)
-        if self.pending and self.sessions:
-            self.sessions[-1].lines += self.pending
-        elif self.pending:
-            yield Line("")
-            yield Line("No conversation", "bold")
-            yield from self.pending
-        nested = self.nest()
-        children = {id(child) for kids in nested.values() for _, _, child in kids}
-        top = [s for s in self.sessions if id(s) not in children]
-        for number, session in enumerate(top, 1):
-            yield Line("")
-            title = f"Session {number}: {plural(session.turns, 'turn')}"
-            yield Line(title, "bold", suffix=f" (tools: {', '.join(session.tools)})")
-            yield from self.session_lines(session, nested, "")
-        yield Line("")
-        yield Line(self.totals_line())
-
-    def nest(self) -> dict[int, list[tuple[int, str, _Session]]]:
-        """Which sessions are subagents, and under which Agent call: id(parent) ->
-        [(line index past the call, its description, the subagent's session)].
-
-        A subagent's conversation starts from the prompt its Agent call gave it; each call
-        takes the first session so started that no other call took.
-        """
-        nested: dict[int, list[tuple[int, str, _Session]]] = {}
-        taken: set[int] = set()
-        for parent in self.sessions:
-            for end, prompt, about in parent.agent_calls:
-                child = next(
-                    (
-                        s
-                        for s in self.sessions
-                        if s is not parent and id(s) not in taken and prompt and prompt in s.first
-                    ),
-                    None,
-                )
-                if child is not None:
-                    taken.add(id(child))
-                    nested.setdefault(id(parent), []).append((end, about, child))
-        return nested
-
-    def session_lines(
-        self, session: _Session, nested: dict[int, list[tuple[int, str, _Session]]], pad: str
-    ) -> Iterator[Line]:
-        """A session's lines, each subagent's session under the Agent call that started it."""
-        kids = sorted(nested.get(id(session), []), key=lambda kid: kid[0])
-        done = 0
-        for end, about, child in kids:
-            yield from (_indented(line, pad) for line in session.lines[done:end])
-            done = end
-            inner = pad + "        "
-            title = f"subagent: {about or 'Agent'} ({plural(child.turns, 'turn')})"
-            yield Line(title, "bold", prefix=inner)
-            yield from self.session_lines(child, nested, inner)
-        yield from (_indented(line, pad) for line in session.lines[done:])
-
-    def totals_line(self) -> str:
-        t = self.totals
-        tokens = f"{t.input_tokens} input / {t.output_tokens} output tokens"
-        if t.cache_read or t.cache_creation:
-            tokens += f" ({t.cache_read} cache read, {t.cache_creation} cache write)"
-        counts = (
-            plural(len(self.sessions), "session"),
-            plural(t.turns, "turn"),
-            plural(t.tool_calls, "tool call"),
-            plural(t.verdicts, "verdict"),
-            *([plural(t.plans, "plan")] if t.plans else []),
-            *([plural(t.server_calls, "server tool call")] if t.server_calls else []),
-            plural(t.side, "side request"),
-        )
-        kinds = t.billed.by_kind()
-        spent = f"billed {t.billed.tokens} tokens"
-        if len(kinds) > 1:
-            spent += " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
-        for key, count in t.billed.server_tool_use.items():
-            spent += f", {_requests(key, count)}"
-        spent += f", ${t.cost_usd:.4f} at today's prices"
-        marks = marks_summary(self.marks)
-        return f"Totals: {', '.join(counts)}; {tokens}; {spent}" + (f"; {marks}" if marks else "")
-
-
-def _requests(key: str, count: int) -> str:
+def requests_text(key: str, count: int) -> str:
     """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
     return plural(count, key.replace("_", " ").removesuffix("s"))
-
-
-def _result_error(content: Any) -> bool:
-    """Whether a server tool's result is its error (``web_search_tool_result_error``, …)."""
-    return isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
-
-
-#: The fields of a server tool's result shown as they are, in this order.
-_RESULT_FIELDS = ("error_code", "return_code", "stdout", "stderr", "text", "file_type")
-
-
-def _result_text(content: Any) -> list[str]:
-    """A server tool's result as lines: each search hit's title and address, a fetched
-    page's address, title and text, code's exit status and output, an advisor's advice;
-    encrypted parts are named, not shown."""
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [line for item in content for line in _result_text(item)]
-    if not isinstance(content, dict):
-        return []
-    kind = str(content.get("type", ""))
-    lines: list[str] = []
-    if content.get("url") or content.get("title"):
-        title, url = content.get("title"), content.get("url")
-        lines.append(
-            " ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x)
-        )
-        if content.get("page_age"):
-            lines[-1] += f" ({content['page_age']})"
-    for key in _RESULT_FIELDS:
-        value = content.get(key)
-        if value not in (None, ""):
-            lines.append(str(value) if key == "text" else f"{key}: {value}")
-    source = content.get("source")
-    if isinstance(source, dict) and isinstance(source.get("data"), str):
-        if source.get("type") == "base64":
-            lines.append(
-                f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)"
-            )
-        else:
-            lines.append(source["data"])
-    for key in ("content", "document"):
-        if content.get(key) is not None:
-            lines += _result_text(content[key])
-    if content.get("encrypted_content") or content.get("encrypted_index"):
-        lines.append(f"({kind or 'result'}: encrypted)")
-    return lines
-
-
-def _citation(citation: dict[str, Any]) -> str:
-    """A citation in one line: what it cites (page, document) and the words it quotes."""
-    where = citation.get("title") or citation.get("document_title") or citation.get("url") or ""
-    if citation.get("url") and citation.get("url") != where:
-        where = f"{where} <{citation['url']}>"
-    quoted = " ".join(str(citation.get("cited_text") or "").split())
-    quoted = quoted[:160] + "…" if len(quoted) > 160 else quoted
-    return f'{where}: "{quoted}"' if quoted else str(where or citation.get("type", "citation"))
-
-
-def _indented(line: Line, pad: str) -> Line:
-    return Line(line.text, line.style, pad + line.prefix, line.suffix) if pad else line
-
-
-def _own_text(content: Any) -> str:
-    """A user message's text without Claude Code's system reminders."""
-    if isinstance(content, list):
-        content = "\n".join(
-            str(b.get("text", ""))
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return _REMINDER.sub("", str(content or "")).strip()
-
-
-def _side_topic(body: dict[str, Any]) -> str:
-    """What a side request is for: title generation, else the start of its last message."""
-    if "title" in _dumps(body.get("system")).lower():
-        return "title generation"
-    schema = _dumps((body.get("output_config") or {}).get("format"))
-    if '"title"' in schema:
-        return "title generation"
-    last = body["messages"][-1] if body["messages"] else {}
-    content = last.get("content") if isinstance(last, dict) else ""
-    if isinstance(content, list):
-        content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return " ".join(str(content).split())[:60] or "(no text)"

@@ -462,8 +462,9 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
     # is also one of the folders Claude Code's sandbox denies on every machine (`/root`).
     for home in {str(Path.home()), str(Path.home().resolve())}:
         paths.setdefault(home.rstrip("/") + "/", "<HOME>/")
-    # The sandbox lists its paths as globs: an arm's run folder (`name[arm]-…`) appears with
-    # its `[` escaped (`name[[]arm]-…`).
+    # The sandbox lists its paths as globs: a run folder below a folder with `[` in its
+    # name (pytest's `test_x[param]`) appears with it escaped (`test_x[[]param]`). Run
+    # folders' own names have none (`folder_spec_name`).
     for path in (run_dir, run_dir.resolve()):
         paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
     # The CLI names per-folder state after the folder with every other character as `-`,

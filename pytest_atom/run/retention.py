@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_KEEP_RUNS",
     "RunFolder",
     "folder_size",
+    "folder_spec_name",
     "parse_run_name",
     "prune_runs",
     "run_folders",
@@ -44,10 +45,17 @@ _STAMP = "%Y%m%d-%H%M%S"
 _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")
 
 
+def folder_spec_name(spec: str) -> str:
+    """A spec's name as run folder names spell it: an arm's ``arms[no-hook]`` as
+    ``arms-no-hook``, since ``[`` and ``]`` are glob characters in a shell."""
+    return spec.replace("[", "-").replace("]", "")
+
+
 def run_name(spec: str, started: datetime | None = None) -> str:
-    """A new run folder's name: the spec's, when it started (local time), a random id."""
+    """A new run folder's name: the spec's (`folder_spec_name`), when it started (local
+    time), a random id."""
     stamp = (started or datetime.now()).strftime(_STAMP)
-    return f"{spec}-{stamp}-{uuid.uuid4().hex[:6]}"
+    return f"{folder_spec_name(spec)}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
 def parse_run_name(name: str) -> tuple[str, datetime] | None:

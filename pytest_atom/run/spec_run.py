@@ -201,6 +201,7 @@ def _result(
         drift=tape.drift.line() if tape and source.kind != "record" else None,
         cassette=written,
         harness_error=run.harness_error or source.refused or source.failure,
+        script_error=source.script_error,
         setup_output=run.setup_output,
         left_out=run.left_out,
         limits=run.spec.limits,

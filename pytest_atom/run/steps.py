@@ -46,7 +46,7 @@ from pytest_atom.run.planner import (
     replan_feedback,
     run_planner,
 )
-from pytest_atom.run.retention import parse_run_name
+from pytest_atom.run.retention import folder_spec_name, parse_run_name
 
 
 def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
@@ -54,7 +54,7 @@ def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
     None when it is another spec's, which then runs afresh."""
     folder = folder.resolve()
     parsed = parse_run_name(folder.name)
-    if parsed is None or parsed[0] != spec.name:
+    if parsed is None or parsed[0] != folder_spec_name(spec.name):
         return None
     if spec.request is not None:
         raise HarnessError(

@@ -207,3 +207,23 @@ def config_hashes(options: ClaudeOptions) -> dict[str, str]:
     for name, entry in (options.mcp_servers or {}).items():
         found[f"mcp server {name}"] = digest.of_value(entry, compact=True)
     return found
+
+
+#: The workspace's own Claude Code configuration: what the CLI reads from the attempt folder
+#: besides what the spec's `claude:` installs.
+WORKSPACE_CONFIG = (".claude", "CLAUDE.md", ".mcp.json")
+
+
+def workspace_config_hashes(workspace: Path) -> dict[str, str]:
+    """One hash per file of the workspace's own configuration (`WORKSPACE_CONFIG`), by its
+    workspace-relative path: stored in a cassette when it is recorded, so a replay can name
+    a drift the workspace caused (its `.claude/` changed) instead of blaming Claude Code."""
+    found: dict[str, str] = {}
+    for name in WORKSPACE_CONFIG:
+        top = workspace / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for file in files:
+            rel = file.relative_to(workspace).as_posix()
+            if not set(rel.split("/")) & set(CACHE_DIRS):
+                found[rel] = digest.short(file.read_bytes().replace(b"\r\n", b"\n"))
+    return found

@@ -1,0 +1,406 @@
+"""Forwarding: the half of the cassette responder that records.
+
+A request the cassette does not answer goes upstream; its answer streams back to the CLI
+as it arrives and is kept for the cassette once it is whole. What goes wrong upstream (a
+refused connection, a transient status, a stream cut off) never raises: it becomes the
+API error the CLI would have met, and an `UpstreamFault` that decides whether the
+recording can be trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from pytest_atom.agents.roles import ROLE_HEADER
+from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.gateway import messages
+from pytest_atom.gateway.messages import coalesce_sse, parse_sse
+from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
+
+#: Request headers worth keeping in a cassette: they say what the CLI asked for, and
+#: whose session it was (the harness's role marker, see agents.roles).
+_KEPT_REQUEST_HEADERS = (
+    "anthropic-version",
+    "anthropic-beta",
+    "content-type",
+    "x-app",
+    ROLE_HEADER,
+)
+_HOP_BY_HOP = {
+    "host",
+    "content-length",
+    "connection",
+    "transfer-encoding",
+    "accept-encoding",
+    "keep-alive",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-connection",
+}
+
+
+class Forwarding:
+    """The forwarding and fault-keeping methods of `CassetteResponder` (its state is
+    declared there; the annotations here only name what these methods use)."""
+
+    cassette: Cassette
+    normalizer: Normalizer
+    scrubber: Scrubber
+    upstream: str | None
+    upstream_label: str | None
+    recorded: int
+    faults: list[UpstreamFault]
+    _lock: threading.Lock
+    _played: list[bool]
+    _waiting: list[tuple[GatewayRequest, Any, float]]
+    _client: httpx.Client | None
+
+    def _forward(self, request: GatewayRequest, live: Any) -> Reply:
+        """Send upstream and stream the answer back; keep it only if it is a whole exchange.
+
+        What goes wrong upstream never raises: a refused, reset or silent upstream becomes
+        an API error naming it (502 or 504, which the CLI retries), a transient status
+        (429, 529, 5xx) passes through with the headers the CLI's retry logic reads but
+        stays out of the cassette, and a stream that breaks off ends in an SSE error event.
+        Each is noted in `faults`, so a recording that never got past one is not saved.
+        """
+        upstream = self._send_upstream(request, live)
+        if isinstance(upstream, Reply):
+            return upstream
+        passed = _passed_headers(upstream.headers)
+        if upstream.status_code in TRANSIENT_STATUSES or upstream.status_code >= 500:
+            return self._pass_transient(request, live, upstream, passed)
+        with self._lock:  # reserve the slot in arrival order; filled when the stream ends
+            slot = len(self.cassette.interactions)
+            self.cassette.interactions.append(None)  # type: ignore[arg-type]
+            self._played.append(True)
+        assert self._client is not None
+        body = self._relay(slot, request, live, upstream, self._client.timeout)
+        return Reply(upstream.status_code, passed, body)
+
+    def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
+        """The upstream's streamed response, or the API error that stands in for one that
+        never came (502 refused or reset, 504 silent), so the CLI retries as it would.
+
+        While it waits, the request is listed in `_waiting`, so a run that ends before the
+        upstream answered reports that request as a fault.
+        """
+        assert self._client is not None and self.upstream is not None
+        # The role marker goes on too: a scripted upstream (recording from a script) plays
+        # each role's lane by it, and the API ignores a header it does not know.
+        headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
+        headers["accept-encoding"] = "identity"  # keep the recorded body readable text
+        waiting = (request, live, time.monotonic())
+        with self._lock:
+            self._waiting.append(waiting)
+        try:
+            return self._client.send(
+                self._client.build_request(
+                    request.method,
+                    self.upstream.rstrip("/") + request.path,
+                    headers=headers,
+                    content=request.body,
+                ),
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            what = _failure(exc, self._client.timeout, mid_stream=False)
+            self._fault(request, live, what)
+            status = 504 if isinstance(exc, httpx.TimeoutException) else 502
+            return Reply.error(status, "api_error", self._upstream_message(what))
+        finally:
+            with self._lock:
+                self._waiting.remove(waiting)
+
+    def _pass_transient(
+        self,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        passed: dict[str, str],
+    ) -> Reply:
+        """Hand a transient status (429, 529, 5xx) to the CLI, whose retry logic deals with
+        it, and note it as a fault; it is never recorded, as a replay must not repeat it.
+        """
+        try:
+            body = upstream.read()
+        except httpx.HTTPError:
+            body = b""
+        finally:
+            upstream.close()
+        self._fault(request, live, _answered(upstream.status_code, body))
+        return Reply(upstream.status_code, passed, body)
+
+    def _relay(
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        timeout: httpx.Timeout,
+    ) -> Iterator[bytes]:
+        """Stream the upstream's body to the CLI as it arrives and keep it in `slot` once
+        it is whole. An SSE body is relayed in whole events only, so when the stream breaks
+        off an error event can follow cleanly; a broken JSON body is cut instead.
+        """
+        sse = "text/event-stream" in upstream.headers.get("content-type", "")
+        chunks: list[bytes] = []
+        pending = b""  # SSE: the start of an event not yet complete
+        try:
+            for chunk in upstream.iter_raw():
+                chunks.append(chunk)
+                if not sse:
+                    yield chunk
+                    continue
+                pending += chunk
+                cut = _event_end(pending)
+                if cut:
+                    yield pending[:cut]
+                    pending = pending[cut:]
+            failure = _incomplete(b"".join(chunks)) if sse else None
+        except httpx.HTTPError as exc:
+            failure = _failure(exc, timeout, mid_stream=True)
+        except GeneratorExit:
+            # The CLI hung up mid-stream: it rejected what it read ("The response stream
+            # was malformed"), or it was stopped. What it was sent is the evidence, kept
+            # as it was sent, so a replay sends it the same and the CLI rejects it again.
+            if sse:
+                received = b"".join(chunks)
+                relayed = received[: len(received) - len(pending)]
+                what = "sent a stream the CLI stopped reading mid-way"
+                self._fault(request, live, what, slot=slot)
+                self._keep(slot, request, live, upstream, relayed, fault=what)
+            raise
+        finally:
+            upstream.close()
+        if failure is None:
+            self._keep(slot, request, live, upstream, b"".join(chunks))
+            if pending:
+                yield pending
+            return
+        if not sse:
+            self._fault(request, live, failure)
+            raise AbortReply(failure)  # no valid JSON can end this body: cut it
+        error = _sse_error(self._upstream_message(failure))
+        # What the CLI saw is kept as it saw it: the whole events relayed, then the error.
+        # Claude Code resends a stream that broke before any content, but continues one
+        # that broke after ("Your response above was cut off mid-stream…"); a replay must
+        # break the same way for that continuation to follow.
+        received = b"".join(chunks)
+        relayed = received[: len(received) - len(pending)]
+        self._fault(request, live, failure, slot=slot)
+        self._keep(slot, request, live, upstream, relayed + error, fault=failure)
+        yield error
+
+    def _upstream_message(self, what: str) -> str:
+        return f"pytest-atom gateway: upstream {self.upstream} {what}"
+
+    def _fault(
+        self, request: GatewayRequest, live: Any, what: str, slot: int | None = None
+    ) -> None:
+        with self._lock:
+            self.faults.append(
+                UpstreamFault(
+                    request.method,
+                    request.endpoint,
+                    live,
+                    f"{request.method} {request.endpoint}: upstream {self.upstream} {what}",
+                    len(self.cassette.interactions),
+                    slot,
+                )
+            )
+
+    def _keep(
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        body: bytes,
+        fault: str | None = None,
+    ) -> None:
+        text = body.decode("utf-8", "replace")
+        if "text/event-stream" in upstream.headers.get("content-type", ""):
+            text = coalesce_sse(text)
+        base = self.upstream_label or self.upstream or ""
+        headers = {"content-type": upstream.headers.get("content-type", "")}
+        if fault is not None:
+            headers[FAULT_HEADER] = fault
+        interaction = Interaction(
+            method=request.method,
+            uri=base.rstrip("/") + request.path,
+            body=live,
+            status=upstream.status_code,
+            response=self.normalizer.paths_out(self.scrubber.scrub(text)),
+            request_headers=kept_headers(request),
+            response_headers=headers,
+        )
+        with self._lock:
+            self.cassette.interactions[slot] = interaction
+            self.recorded += 1
+
+    def finished_interactions(self) -> list[Interaction]:
+        """What a cassette keeps: every whole exchange, and every broken stream as the CLI
+        saw it, except one that the CLI's identical retry made good (a replay need not sit
+        through the retry's back-off to reach the same answer)."""
+        with self._lock:
+            superseded = {f.slot for f in self.faults if f.slot is not None and self._made_good(f)}
+            return [
+                interaction
+                for n, interaction in enumerate(self.cassette.interactions)
+                if interaction is not None and n not in superseded
+            ]
+
+    def _made_good(self, fault: UpstreamFault) -> bool:
+        """Whether a later whole exchange of the same request made up for `fault`."""
+        return any(
+            kept is not None
+            and FAULT_HEADER not in kept.response_headers
+            and kept.method == fault.method
+            and kept.endpoint == fault.endpoint
+            and kept.body == fault.body
+            for kept in self.cassette.interactions[fault.position :]
+        )
+
+    def disturbances(self) -> list[UpstreamFault]:
+        """Every upstream fault met while recording, made good or not: a retried status, a
+        reset, a stream cut off that the CLI continued. A recording they touched is not
+        trusted to replace a good cassette unless its spec passes (`ModelSource.finish`)."""
+        with self._lock:
+            return list(self.faults)
+
+    def faults_to_report(self, unfinished: bool) -> list[UpstreamFault]:
+        """The faults a report names: those that left a hole, and, when the run did not
+        finish, also the broken streams kept as the CLI saw them, which explain why."""
+        holes = self.unrecovered_faults()
+        if not unfinished:
+            return holes
+        with self._lock:
+            kept = [f for f in self.faults if f.slot is not None and not self._made_good(f)]
+        return holes + kept
+
+    def unrecovered_faults(self) -> list[UpstreamFault]:
+        """Faults that leave a hole in the cassette a replay would fall into: neither made
+        good by the CLI's retry nor kept as what the CLI saw (a refused or reset request, a
+        status the CLI gave up on), and requests the upstream has still not answered (the
+        run ended while the gateway waited)."""
+        now = time.monotonic()
+        with self._lock:
+            unanswered = [
+                UpstreamFault(
+                    request.method,
+                    request.endpoint,
+                    live,
+                    f"{request.method} {request.endpoint}: upstream {self.upstream} had not "
+                    f"answered after {now - started:.0f} s when the run ended",
+                    0,  # made good by any whole answer to the same request
+                )
+                for request, live, started in self._waiting
+            ]
+            return [
+                fault
+                for fault in unanswered + self.faults
+                if fault.slot is None and not self._made_good(fault)
+            ]
+
+
+#: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
+TRANSIENT_STATUSES = frozenset({408, 409, 429})
+#: Response headers passed through to the CLI: what its retry logic reads, and the
+#: request id its error messages quote. Every other upstream header stays upstream.
+_PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
+_PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
+
+
+@dataclass
+class UpstreamFault:
+    """Something that went wrong upstream while recording; `description` names it."""
+
+    method: str
+    endpoint: str
+    body: Any  # the normalized request, to recognise the retry that made it good
+    description: str
+    position: int  # how many interactions (slots) the cassette had when it happened
+    slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
+
+
+def _passed_headers(headers: httpx.Headers) -> dict[str, str]:
+    passed = {k: headers[k] for k in _PASSED_RESPONSE_HEADERS if k in headers}
+    passed.setdefault("content-type", "application/json")
+    for name, value in headers.items():
+        if name.lower().startswith(_PASSED_RESPONSE_PREFIXES):
+            passed[name.lower()] = value
+    return passed
+
+
+def _answered(status: int, body: bytes) -> str:
+    """``answered 529 (overloaded_error: Overloaded)``: the status and what the API said."""
+    try:
+        error = json.loads(body).get("error") or {}
+        detail = f"{error.get('type', 'error')}: {error.get('message', '')}".strip(": ")
+    except (ValueError, AttributeError):
+        detail = body.decode("utf-8", "replace").strip()
+    detail = " ".join(detail.split())[:200]
+    return f"answered {status}" + (f" ({detail})" if detail else "")
+
+
+def _failure(exc: httpx.HTTPError, timeout: httpx.Timeout, *, mid_stream: bool) -> str:
+    """What a transport error means, as a person says it."""
+    detail = str(exc) or type(exc).__name__
+    lowered = detail.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"did not accept the connection within {timeout.connect:g} s"
+    if isinstance(exc, httpx.TimeoutException):
+        silent = f"{timeout.read:g} s"
+        return (
+            f"went silent mid-stream for {silent}"
+            if mid_stream
+            else f"did not answer within {silent}"
+        )
+    if isinstance(exc, httpx.ConnectError):
+        if "refused" in lowered:
+            return "refused the connection"
+        return f"could not be reached ({detail})"
+    where = " mid-stream" if mid_stream else " before answering"
+    if "reset" in lowered:
+        return f"reset the connection{where} ({detail})"
+    return f"closed the connection{where} ({type(exc).__name__}: {detail})"
+
+
+def _event_end(buffer: bytes) -> int:
+    """The index just past the last complete SSE event in `buffer`; 0 when there is none."""
+    ends = [i + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if (i := buffer.rfind(sep)) >= 0]
+    return max(ends, default=0)
+
+
+def _incomplete(body: bytes) -> str | None:
+    """Why a finished SSE body is not a whole answer (None when it is)."""
+    names = [name for name, _ in parse_sse(body.decode("utf-8", "replace"))]
+    if "error" in names:
+        return "sent an error event mid-stream"
+    if "message_stop" not in names:
+        return "ended the stream without message_stop (a cut-off answer)"
+    return None
+
+
+def _sse_error(text: str) -> bytes:
+    """An SSE error event: how the API itself reports a failure inside a stream."""
+    return b"event: error\ndata: " + messages.error_body("api_error", text) + b"\n\n"
+
+
+def kept_headers(request: GatewayRequest) -> dict[str, str]:
+    return {
+        k: request.headers[k]
+        for k in _KEPT_REQUEST_HEADERS
+        if k in request.headers and k not in SECRET_HEADERS
+    }

@@ -1,0 +1,43 @@
+"""After a replay diverged, the checks judge nothing: the report says so in one line instead
+of dumping the evidence of files the agent wrote from answers nobody recorded (issue 29,
+papercut 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_atom.judge.checks import CheckResult
+from pytest_atom.model.result import Attempt, SpecResult
+from pytest_atom.model.spec import Check, Spec
+from pytest_atom.reports.text import failure_report
+from pytest_atom.run.runtime import RunOutcome
+
+DUMP = "\n".join(f"line {n} of an unchanged file" for n in range(20))
+
+
+def _result(tmp_path: Path, divergences: list[str]) -> SpecResult:
+    spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
+    check = Check("file_contains", {"path": "a.txt", "pattern": "x"}, 7)
+    failed = CheckResult(check, False, "a.txt does not match /x/", DUMP)
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(False, 1, reason="error"), [], [failed])
+    return SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, divergences=divergences)
+
+
+AGENT = "cause unknown\nPOST /v1/messages (turn): no recorded interaction matches"
+REFLECTOR = "likely cause: …\nPOST /v1/messages (reflector): no recorded interaction matches"
+
+
+def test_checks_after_the_agents_session_diverged_are_not_judged(tmp_path: Path) -> None:
+    for divergences in ([AGENT], [REFLECTOR, AGENT.partition("\n")[2]], ["an MCP miss"]):
+        report = failure_report(_result(tmp_path, divergences))
+        assert "  checks: not judged: the replay diverged (1 check)" in report
+        assert "line 0 of an unchanged file" not in report
+        assert "FAIL file_contains" not in report
+
+
+def test_checks_show_their_evidence_when_only_the_reflector_diverged(tmp_path: Path) -> None:
+    """The agent's sessions replayed whole: its files are what the checks judge."""
+    for divergences in ([], [REFLECTOR]):
+        report = failure_report(_result(tmp_path, divergences))
+        assert "    FAIL file_contains a.txt /x/ (line 7): a.txt does not match /x/" in report
+        assert "line 19 of an unchanged file" in report
