@@ -3,7 +3,8 @@
 Nothing generated is committed. `on_files` adds each generated page as a virtual file:
 
 - `reference/spec-schema.md` from `pytest_atom/model/spec_schema.json`;
-- `reference/options.md` from the pytest plugin's own options and ini settings (`option_rows`);
+- `reference/options.md` from the option table (`pytest_atom.model.options`) and the plugin's
+  `pytest_addoption`;
 - `reference/exit-statuses.md` from pytest's `ExitCode` and pytest-atom's own statuses;
 - `reference/cassette-format.md` from `pytest_atom.cassettes.cassette`'s format constants.
 
@@ -13,6 +14,7 @@ The `atom` commands page is written by mkdocs-click from the click group itself.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -130,11 +132,9 @@ class _RecordingParser:
 
 
 def option_rows() -> list[OptionRow]:
-    """The plugin's options and ini settings: the ONE place the options page reads them.
-
-    It calls `pytest_atom.plugin.pytest_addoption` with a recording parser. When the single
-    option table lands, switch this function to read that table; nothing else changes.
-    """
+    """Every option and ini key pytest registers, read by calling the plugin's own
+    `pytest_addoption` with a recording parser: what the option table does not hold
+    (`--atom` itself) is found here, so no registered name goes undocumented."""
     from pytest_atom import plugin
 
     parser = _RecordingParser()
@@ -142,42 +142,35 @@ def option_rows() -> list[OptionRow]:
     return parser.rows
 
 
-def options_page(rows: Callable[[], list[OptionRow]] = option_rows) -> str:
-    all_rows = rows()
+def options_page() -> str:
+    """The option table's own rendering (`pytest_atom.model.options.options_markdown`), plus
+    whatever pytest registers outside the table."""
+    from pytest_atom.model.options import options_markdown
+
+    table = options_markdown()
+    others = [
+        row
+        for row in option_rows()
+        if not any(re.search(rf"`{re.escape(name)}`", table) for name in row.names)
+    ]
     lines = [
         "# pytest options and ini settings",
         "",
-        "Generated from the plugin's own `pytest_addoption`: what `pytest --help` lists under "
-        "*pytest-atom*. How a value is chosen when several places set it (command line, mark, "
-        "fixture, ini, `.atom/config.yaml`) is in [Settings](settings.md).",
+        "Generated from the one option table, `pytest_atom.model.options`, which also generates "
+        "pytest's `--atom-*` options, their `atom_*` ini keys and `atom run`'s options: the "
+        "same names, help, choices and value checks everywhere. How a value is chosen when "
+        "several places set it (command line, mark, fixture, ini, `.atom/config.yaml`) is in "
+        "[Settings](settings.md).",
         "",
-        "## Command-line options",
-        "",
-        "| option | value | what it does |",
-        "| --- | --- | --- |",
     ]
-    for row in all_rows:
-        if row.ini:
-            continue
-        value = " / ".join(f"`{c}`" for c in row.choices) or (
-            f"`{row.metavar}`" if row.metavar else ""
-        )
-        names = ", ".join(f"`{n}`" for n in row.names)
-        lines.append(f"| {names} | {value} | {_cell(row.help)} |")
-    lines += [
-        "",
-        "## ini settings",
-        "",
-        "Set under `[tool.pytest.ini_options]` (or `[pytest]`); better, the same key without "
-        "`atom_` in `.atom/config.yaml`, which a pytest without pytest-atom never reads.",
-        "",
-        "| ini key | type | what it sets |",
-        "| --- | --- | --- |",
-    ]
-    for row in all_rows:
-        if row.ini:
-            lines.append(f"| `{row.names[0]}` | {row.metavar} | {_cell(row.help)} |")
-    return "\n".join(lines) + "\n"
+    if others:
+        lines += ["## Switches outside the table", "", "| option | what it does |", "| --- | --- |"]
+        lines += [
+            f"| {', '.join(f'`{n}`' for n in row.names)} | {_cell(row.help)} |" for row in others
+        ]
+        lines.append("")
+    lines += ["## Every setting", "", table]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------- exit statuses
