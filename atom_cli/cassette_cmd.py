@@ -33,6 +33,7 @@ from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
+from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import is_messages, plural
 
 __all__ = ["cassette"]
@@ -504,8 +505,8 @@ def refresh(specs: tuple[Path, ...]) -> None:
             click.echo(result.report())
             continue
         click.echo(f"{spec.name}: refreshed {display_path(result.cassette)}")
-        if result.drift:
-            click.echo(f"  {result.drift}")
+        if drift := drift_line(result.drift):
+            click.echo(f"  {drift}")
         if not result.outcome.ok:
             click.echo(f"  note: the spec fails with this Claude Code:\n{result.report()}")
     sys.exit(1 if refused else 0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -11,14 +13,15 @@ from atom_cli.run_cmd import ContentError, exit_status
 from pytest_atom.model.config import ConfigError
 from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
-from pytest_atom.reports.baseline import BaselineError
+from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
-from pytest_atom.reports.rows import spec_key
+from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
 from pytest_atom.reports.text import (
     failed_tries_lines,
     sandbox_warning_lines,
     summary_table,
+    summary_width,
 )
 from pytest_atom.run.harness import host_harness
 
@@ -78,23 +81,8 @@ def combine_command(
     regressed = gate is not None and gate.finish(rows)
     runs = len(rows) + len(run.failures)
     click.echo(f"combined {len(run.sources)} shard(s): {runs} spec run(s)")
-    for line in summary_table(rows):
-        click.echo(line)
-    for row in rows:
-        for label, text in row.notes():
-            click.echo(f"{label}: {row.nodeid}: {text}")
-    for nodeid in run.failures:
-        click.echo(f"error: {nodeid}: pytest-atom could not run it (see the shard's log)")
-    for line in failed_tries_lines(rows):
-        click.echo(line)
-    for line in sandbox_warning_lines(rows):
-        click.echo(line)
-    if gate is not None:
-        for line in gate.lines():
-            click.echo(line)
     rate = harness.settings.min_pass_rate
-    repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
-    for line in (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows):
+    for line in _summary(rows, run.failures, gate, rate):
         click.echo(line)
     page = harness.html
     if page is not None:
@@ -111,3 +99,24 @@ def combine_command(
     elif run.other_failures:
         status = max(status, 1)  # a failed test beside the specs fails the run, as in pytest
     sys.exit(status)
+
+
+def _summary(
+    rows: list[SummaryRow],
+    failures: Iterable[str],
+    gate: BaselineGate | None,
+    rate: float | None,
+) -> list[str]:
+    """The combined run's summary, as the unsharded run prints it: the table, each spec's
+    notes, what could not run, then the gate's, the repeats' and the arms' lines."""
+    columns = shutil.get_terminal_size().columns
+    lines = summary_table(rows, summary_width(sys.stdout.isatty(), columns))
+    lines += [f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()]
+    lines += [
+        f"error: {nodeid}: pytest-atom could not run it (see the shard's log)"
+        for nodeid in failures
+    ]
+    lines += failed_tries_lines(rows) + sandbox_warning_lines(rows)
+    lines += gate.lines() if gate is not None else []
+    repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
+    return lines + (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows)

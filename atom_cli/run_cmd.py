@@ -35,11 +35,13 @@ from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.text import (
+    drift_line,
     failed_tries_lines,
     pass_rates,
     result_properties,
     sandbox_warning_lines,
     summary_table,
+    summary_width,
     tool_problem,
 )
 from pytest_atom.reports.trace import build_trace
@@ -292,7 +294,7 @@ def _print_summary(
 ) -> None:
     """The summary table, the HTML report, failed tries, sandbox warnings, the baseline's
     comparison and the pass rates, in pytest's order."""
-    for line in summary_table(rows):
+    for line in summary_table(rows, summary_width(console.is_terminal, console.width)):
         console.print(escape(line))
     html = harness.html
     if html and views is not None:
@@ -314,8 +316,7 @@ def _print_summary(
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{escape(line)}[/]")
     if gate is not None:
-        for line in gate.lines():
-            red = line.startswith("baseline regression") or "REGRESSION" in line
+        for line, red in gate.flagged_lines():
             style = "red" if red else "default"
             console.print(f"[{style}]{escape(line)}[/]")
     min_rate = harness.settings.min_pass_rate
@@ -372,7 +373,8 @@ def _summary_rows(
 def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]]) -> None:
     """Drift and warnings last, after the summary, where they are not scrolled away."""
     for r, _ in results:
-        for label, text in (("drift", r.drift), *(("warning", w) for w in r.warnings)):
+        drift = drift_line(r.drift)
+        for label, text in (("drift", drift), *(("warning", w) for w in r.warnings)):
             if text:
                 console.print(escape(f"{label}: {r.spec.name}: {text}"))
 

@@ -28,7 +28,7 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.recording import cassette_path, record_command
-from pytest_atom.cassettes.staleness import CONFIG_CHANGED, SCRIPT_CHANGED, staleness
+from pytest_atom.cassettes.staleness import staleness
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import (
     CheckRegistry,
@@ -329,7 +329,7 @@ def _cassette_notes(spec: Spec) -> list[str]:
     where, fix = display_path(path), f"re-record it with: {record_command(spec, 'all')}"
     notes = []
     for reason in reasons:
-        if reason.startswith(SCRIPT_CHANGED) or reason.endswith(CONFIG_CHANGED):
+        if reason.refused:
             notes.append(
                 f"note: pytest --atom will refuse the stale cassette {where} ({reason}); {fix}"
             )

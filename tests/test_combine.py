@@ -128,17 +128,24 @@ def test_the_combined_gate_replaces_the_shards_own(tmp_path: Path) -> None:
 
 
 def table(output: str) -> list[list[str]]:
-    """The summary table's cells, the wall-time column dropped (it differs run to run)."""
+    """The summary table's cells, the wall-time column dropped (it differs run to run); a
+    summary too wide for one line a spec (name and outcome, then figures) is joined back."""
     lines = output.splitlines()
     start = next(n for n, line in enumerate(lines) if line.startswith("spec  "))
-    header = re.split(r"\s{2,}", lines[start])
-    time = header.index("time s")
-    cells = []
-    for line in lines[start:]:
-        if not (line.startswith("spec  ") or "::" in line.split(" ")[0]):
-            break
-        cells.append([c for i, c in enumerate(re.split(r"\s{2,}", line)) if i != time])
-    return cells
+    rows: list[list[str]] = []
+    if lines[start] == "spec  outcome":  # the stacked layout (reports.text._stacked)
+        rows.append(["spec", "outcome", *re.split(r"\s{2,}", lines[start + 1].strip())])
+        for n in range(start + 2, len(lines) - 1, 2):
+            if "::" not in lines[n].split(" ")[0]:
+                break
+            rows.append(re.split(r"\s{2,}", lines[n]) + re.split(r"\s{2,}", lines[n + 1].strip()))
+    else:
+        for line in lines[start:]:
+            if not (line.startswith("spec  ") or "::" in line.split(" ")[0]):
+                break
+            rows.append(re.split(r"\s{2,}", line))
+    time = rows[0].index("time s")
+    return [[c for i, c in enumerate(row) if i != time] for row in rows]
 
 
 def baseline_lines(output: str) -> list[str]:

@@ -132,8 +132,10 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.splitlines()[-1]
-    # model.workspaces: the never-collect-a-workspace hook, which runs with or without --atom
-    light = ["hooks", "model", "model.modes", "model.settings", "model.workspaces"]
+    # model.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
+    # model.options: the table the plugin's options are registered from (data only)
+    light = ["hooks", "model", "model.modes", "model.options", "model.settings"]
+    light += ["model.workspaces"]
     light += ["paths", "plugin"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 

@@ -285,14 +285,12 @@ def test_the_drift_cell_is_short_with_the_sentence_on_demand() -> None:
     drift.models = {"a": "b"}
     drift.tools_added, drift.tools_removed = {"Write"}, {"Task.x"}
     drift.system_changed = True
-    line = drift.line()
-    assert line is not None
-    assert drift_summary(line) == (
+    assert drift_summary(drift) == (
         "2.1.197 → 2.1.330; model a → b; tools changed (2); system prompt changed"
     )
     same = Drift(recorded_version="2.1.330", live_version="2.1.330", replayed=4, loose=4)
     same.role_system_changed = True
-    assert drift_summary(same.line() or "") == "role-system messages changed"
+    assert drift_summary(same) == "role-system messages changed"
 
 
 def _page(tmp_path: Path, outcome: str, *lines: str, **kwargs: Any) -> str:

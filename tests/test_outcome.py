@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.model.outcome import Outcome, decide
+from pytest_atom.model.outcome import Crossing, Outcome, decide
 from pytest_atom.reports.rows import SummaryRow
 from tests.conftest import REPO
 
@@ -58,7 +58,8 @@ def test_a_run_comes_to_one_outcome(
 
 
 def test_what_stopped_a_failed_run_joins_its_label() -> None:
-    limit = run(decision="fail", limit_exceeded="exceeded max_turns: 3 > 2")
+    crossed = Crossing("exceeded max_turns: 3 > 2", "exceeded max_turns")
+    limit = run(decision="fail", limit_exceeded=crossed)
     assert limit.summary_label == "failed: exceeded max_turns"
     assert run(plan_failed=True, attempts=0).summary_label == "failed: plan"
     steps = run(steps="steps 1/3", steps_passed=False, xfail="hard")

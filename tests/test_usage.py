@@ -316,7 +316,7 @@ def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorde
 
     header, row = summary_table([SummaryRow.of("specs/delegate.atom.yaml::delegate", props)])
     assert header.split()[5:10] == ["tokens", "executor", "subagents", "reflector", "cost"]
-    assert f"{subagents} (${props['atom_subagents_cost_usd']:.4f})" in row
+    assert f" {subagents} " in row  # tokens: a price the table would show was not spent
 
 
 @pytest.mark.slow

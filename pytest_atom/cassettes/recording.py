@@ -20,9 +20,9 @@ from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
 from pytest_atom.cassettes.recall import Recall
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import (
-    CONFIG_CHANGED,
     PROMPT_CHANGED,
     SCRIPT_CHANGED,
+    StaleReason,
     interaction_kind,
     prompt_hash,
     script_hash,
@@ -42,6 +42,7 @@ from pytest_atom.gateway.matchers import matcher_for
 from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.gateway.scripted import draw_key
+from pytest_atom.gateway.upstream import UpstreamFault
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
@@ -75,17 +76,17 @@ def rejudge_command(spec: Spec) -> str:
     return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-rejudge"
 
 
-def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[str]) -> None:
+def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReason]) -> None:
     """Refuse a cassette recorded from another version of the spec's script or of its
     Claude Code configuration (see `config_staleness`)."""
-    changed = [r for r in reasons if r.endswith(CONFIG_CHANGED)]
+    changed = [r for r in reasons if r.kind == "config"]
     if changed:
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {'; '.join(changed)} "
             f"({display_path(spec.path)}, claude:): re-record it with: "
             f"{record_command(spec, 'all')}"
         )
-    if any(r.startswith(SCRIPT_CHANGED) for r in reasons):
+    if any(r.kind == "script" for r in reasons):
         raise RecordingError(
             f"cassette {display_path(cassette.path)} is stale: {SCRIPT_CHANGED} "
             f"({display_path(spec.script or spec.path)}), so its recorded answers are the old "
@@ -115,8 +116,8 @@ class ModelSource:
     failure: str | None = None  # why a recording the agent got through was not saved
     #: The faults that disturbed a recording whose spec failed: it was kept apart, the
     #: cassette left as it was (`finish`).
-    disturbed: list[str] = field(default_factory=list)
-    stale_reasons: list[str] = field(default_factory=list)  # staleness() of a replayed cassette
+    disturbed: list[UpstreamFault] = field(default_factory=list)
+    stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
@@ -186,7 +187,7 @@ class ModelSource:
         cassette = tape.cassette
         faults = tape.unrecovered_faults()
         if not passed and not failed and not faults:
-            self.disturbed = [f.description for f in tape.disturbances()]
+            self.disturbed = list(tape.disturbances())
         kept_apart = failed or bool(faults) or bool(self.disturbed)
         written = (
             self._save(spec, tape, kept_apart, cli_version, self.script_picks)
@@ -461,7 +462,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
             f"re-judge them with: {rejudge_command(spec)}"
         )
-    elif any(r.startswith(PROMPT_CHANGED) for r in source.stale_reasons) or (
+    elif any(r.kind == "prompt" for r in source.stale_reasons) or (
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):
         causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")

@@ -10,7 +10,7 @@ compares a scripted recording's answers with what the script answers now.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code.configuration import config_hashes, workspace_config_hashes
@@ -58,7 +58,29 @@ SCRIPT_CHANGED = "script changed since recording"
 PROMPT_CHANGED = "spec changed since recording"
 
 
-def staleness(spec: Spec, cassette: Cassette) -> list[str]:
+StaleKind = Literal["script", "prompt", "config"]
+
+
+class StaleReason(str):
+    """One reason a cassette no longer fits its spec: the sentence a person reads, and
+    its `kind`, which decides what a replay does (a changed script or configuration is
+    refused, a changed prompt only diverges) without reading the sentence."""
+
+    kind: StaleKind
+
+    def __new__(cls, text: str, kind: StaleKind) -> StaleReason:
+        reason = super().__new__(cls, text)
+        reason.kind = kind
+        return reason
+
+    @property
+    def refused(self) -> bool:
+        """A replay refuses the cassette for this reason: its answers are another script's
+        or configuration's."""
+        return self.kind in ("script", "config")
+
+
+def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
 
     A cassette recorded before these hashes were stored has nothing to compare: no reasons.
@@ -69,13 +91,19 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
     recorded = cassette.metadata.get("script_hash")
     if recorded and spec.script is not None and script_hash(spec) != recorded:
         reasons.append(
-            f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the cassette "
-            "was recorded from"
+            StaleReason(
+                f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the "
+                "cassette was recorded from",
+                "script",
+            )
         )
     recorded = cassette.metadata.get("prompt_hash")
     if recorded and prompt_hash(spec) != recorded:
         reasons.append(
-            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+            StaleReason(
+                f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with",
+                "prompt",
+            )
         )
     return reasons + config_staleness(spec, cassette)
 
@@ -84,7 +112,7 @@ def staleness(spec: Spec, cassette: Cassette) -> list[str]:
 CONFIG_CHANGED = " since recording"
 
 
-def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
+def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """The pieces of the spec's `claude:` configuration that differ from the recording's,
     each named (``skill release-notes changed since recording``).
 
@@ -103,11 +131,11 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[str]:
     reasons = []
     for label in sorted(recorded.keys() | now.keys()):
         if label not in now:
-            reasons.append(f"{label} removed{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} removed{CONFIG_CHANGED}", "config"))
         elif label not in recorded:
-            reasons.append(f"{label} added{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} added{CONFIG_CHANGED}", "config"))
         elif recorded[label] != now[label]:
-            reasons.append(f"{label} changed{CONFIG_CHANGED}")
+            reasons.append(StaleReason(f"{label} changed{CONFIG_CHANGED}", "config"))
     return reasons
 
 

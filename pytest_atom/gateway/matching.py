@@ -304,14 +304,18 @@ class Drift:
             if before != after:
                 self.settings.setdefault(path, (before, after))
 
-    def changes(self) -> list[str]:
-        """What Claude Code changed, one phrase a part; empty when nothing did."""
+    def changes(self, *, brief: bool = False) -> list[str]:
+        """What Claude Code changed, one phrase a part; empty when nothing did. `brief`
+        counts the tools that changed instead of naming them (a table cell's width)."""
         parts = [f"model {a} → {b}" for a, b in sorted(self.models.items())]
         tools = [f"+{t}" for t in sorted(self.tools_added)]
         tools += [f"−{t}" for t in sorted(self.tools_removed)]  # noqa: RUF001 - a minus sign
         if self.tools_reworded:
             tools.append("reworded " + " ".join(_clip(sorted(self.tools_reworded), 6)))
-        if tools:
+        if tools and brief:
+            count = len(self.tools_added) + len(self.tools_removed) + len(self.tools_reworded)
+            parts.append(f"tools changed ({count})")
+        elif tools:
             parts.append("tools " + " ".join(_clip(tools)))
         if self.system_changed:
             parts.append("system prompt changed")
@@ -341,7 +345,7 @@ class Drift:
                 else f"and Claude Code {self.recorded_version} → {self.live_version}"
             )
             return f"the workspace's own configuration changed since recording ({changed}), {cli}"
-        if self.recorded_version and self.recorded_version != self.live_version:
+        if self.versions_differ:
             return (
                 f"recorded with Claude Code {self.recorded_version}, "
                 f"replayed with {self.live_version or 'an unknown version'}"
@@ -355,6 +359,11 @@ class Drift:
             f"{plural(self.replayed, 'request')}: {identical} identical, "
             f"{self.loose} matched on the conversation"
         )
+
+    @property
+    def versions_differ(self) -> bool:
+        """The cassette was recorded with another Claude Code than replayed it."""
+        return bool(self.recorded_version) and self.recorded_version != self.live_version
 
     def line(self) -> str | None:
         """One line per spec, or None when nothing Claude Code owns changed."""

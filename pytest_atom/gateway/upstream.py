@@ -217,6 +217,7 @@ class Forwarding:
                     f"{request.method} {request.endpoint}: upstream {self.upstream} {what}",
                     len(self.cassette.interactions),
                     slot,
+                    what.split(" (")[0],
                 )
             )
 
@@ -301,11 +302,12 @@ class Forwarding:
                     request.method,
                     request.endpoint,
                     live,
-                    f"{request.method} {request.endpoint}: upstream {self.upstream} had not "
-                    f"answered after {now - started:.0f} s when the run ended",
+                    f"{request.method} {request.endpoint}: upstream {self.upstream} {what}",
                     0,  # made good by any whole answer to the same request
+                    what=what,
                 )
                 for request, live, started in self._waiting
+                for what in [f"had not answered after {now - started:.0f} s when the run ended"]
             ]
             return [
                 fault
@@ -332,6 +334,9 @@ class UpstreamFault:
     description: str
     position: int  # how many interactions (slots) the cassette had when it happened
     slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
+    #: What broke, in a few words (``refused the connection``): the description's cause,
+    #: without the request and the upstream it names.
+    what: str = ""
 
 
 def _passed_headers(headers: httpx.Headers) -> dict[str, str]:

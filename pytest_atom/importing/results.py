@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.gateway.normalize import mask_durations
 from pytest_atom.judge.checks import CheckError, CheckResult
+from pytest_atom.model import yamldoc
 from pytest_atom.reports.transcript import tool_label
 
 if TYPE_CHECKING:
     from pytest_atom.judge.trajectory import Trajectory
-    from pytest_atom.model import yamldoc
-from pytest_atom.model.spec_types import Check
+    from pytest_atom.model.spec_types import Check
 
 __all__ = ["WRITE_TOOLS", "comparable", "load_expected", "normal_result", "tool_results"]
 

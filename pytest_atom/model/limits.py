@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from pytest_atom.agents.events import Event
+from pytest_atom.model.outcome import Crossing
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.model.usage import CallUsage
 
@@ -118,11 +119,11 @@ class Budget:
         self.limits = limits
         self.spend = spend
         self.usage = Usage()
-        self.exceeded: str | None = None
+        self.exceeded: Crossing | None = None
         self._settled = Usage()  # the calls that have ended
         self._call = CallUsage()  # the call under way
 
-    def observe(self, events: Iterable[Event]) -> str | None:
+    def observe(self, events: Iterable[Event]) -> Crossing | None:
         """Count events as they arrive (a line's worth); the message naming a limit they
         crossed, else None. Every event counts, those after a crossing too."""
         crossed = None
@@ -130,7 +131,7 @@ class Budget:
             crossed = self._observe(event) or crossed
         return crossed
 
-    def _observe(self, event: Event) -> str | None:
+    def _observe(self, event: Event) -> Crossing | None:
         if not self._call.fold(event):
             return None
         call, settled = self._call, self._settled
@@ -149,7 +150,7 @@ class Budget:
             return crossed
         return None
 
-    def crossed(self) -> str | None:
+    def crossed(self) -> Crossing | None:
         """The first limit the usage is beyond, as the report words it, or None."""
         limits, usage = self.limits, self.usage
         checks: tuple[tuple[str, float | None, float], ...] = (
@@ -160,7 +161,9 @@ class Budget:
         )
         for key, limit, used in checks:
             if limit is not None and used > limit:
-                return f"exceeded {key}: {_show(used)} > {_show(limit)}"
+                return Crossing(
+                    f"exceeded {key}: {_show(used)} > {_show(limit)}", f"exceeded {key}"
+                )
         return self.spend.crossing() if self.spend is not None else None
 
 

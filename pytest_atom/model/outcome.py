@@ -76,6 +76,26 @@ def judge(
     return "refine" if verdict.score >= 0.5 else "fail"
 
 
+class Crossing(str):
+    """A limit the agent crossed, as the reports word it (``exceeded max_turns: 3 > 2``),
+    with the limit named apart (`limit`: ``exceeded max_turns``) for the outcome's detail,
+    so nothing takes the sentence apart to find it."""
+
+    limit: str
+
+    def __new__(cls, text: str, limit: str) -> Crossing:
+        crossing = super().__new__(cls, text)
+        crossing.limit = limit
+        return crossing
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        return str(self), self.limit
+
+    def within(self, step: str) -> Crossing:
+        """The crossing of a multi-step spec's step: the step names it (``step test``)."""
+        return Crossing(f"step {step}: {self}", f"step {step}")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A spec run's outcome. `label` is the word every report shows; `ok` and
@@ -178,7 +198,7 @@ def decide(
     harness_error: str | None = None,
     script_error: str | None = None,
     upstream: str | None = None,
-    limit_exceeded: str | None = None,
+    limit_exceeded: Crossing | None = None,
     plan_failed: bool = False,
     steps: str | None = None,
     steps_passed: bool = True,
@@ -202,12 +222,7 @@ def decide(
     if script_error is not None:
         return Outcome("error", f"the spec's script is broken: {script_error}", "spec")
     passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
-    if score is None:
-        verdict = ""
-    elif gate == "criteria":
-        verdict = "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
-    else:
-        verdict = f"score {score:g} (passes above {threshold:g})"
+    verdict = _verdict(score, threshold, gate, unmet)
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     if upstream is not None:
@@ -238,13 +253,13 @@ def _why_failed(
     reason: str | None,
     checks_failed: int,
     checks: int,
-    limit_exceeded: str | None,
+    limit_exceeded: Crossing | None,
     plan_failed: bool,
     unmet: bool,
 ) -> tuple[str | None, str]:
     """(detail, why) of a failed run: what stopped it first, in one line."""
     if limit_exceeded:
-        return limit_exceeded.split(":")[0], f"stopped: {limit_exceeded}"
+        return limit_exceeded.limit, f"stopped: {limit_exceeded}"
     if plan_failed:
         return "plan", "the planner's plan did not pass"
     if not attempts:
@@ -256,3 +271,12 @@ def _why_failed(
     if unmet:
         return None, verdict
     return None, f"{decision}, {verdict}" if verdict else decision
+
+
+def _verdict(score: float | None, threshold: float, gate: Gate, unmet: Sequence[str]) -> str:
+    """The reflector's verdict in a few words: its score, or its unmet criteria."""
+    if score is None:
+        return ""
+    if gate == "criteria":
+        return "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
+    return f"score {score:g} (passes above {threshold:g})"

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.model.billing import Billed
 from pytest_atom.model.limits import Limits, Usage
 from pytest_atom.model.modes import SourceKind
-from pytest_atom.model.outcome import Decision, Outcome, decide
+from pytest_atom.model.outcome import Crossing, Decision, Outcome, decide
 from pytest_atom.model.usage import ROLES, RoleUsage
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.runner import IterationRecord
     from pytest_atom.cassettes.recall import Recalled
     from pytest_atom.gateway import Exchange
+    from pytest_atom.gateway.matching import Drift
+    from pytest_atom.gateway.upstream import UpstreamFault
     from pytest_atom.judge.checks import CheckResult
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.spec_types import Spec, Step
@@ -135,8 +137,9 @@ class SpecResult:
     source: SourceKind = "scripted"  # what answered the CLI
     divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
     warnings: list[str] = field(default_factory=list)
-    #: What Claude Code changed around a replayed conversation, one line (None: nothing).
-    drift: str | None = None
+    #: What Claude Code changed around a replayed conversation (None: nothing); reports
+    #: render it (`Drift.line`, `reports.text.drift_summary`).
+    drift: Drift | None = None
     cassette: Path | None = None  # the cassette written by this run, if any
     trace: Path | None = None  # the JSON trace written for this run, if any
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
@@ -145,7 +148,8 @@ class SpecResult:
     #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
     #: left out, workspace-relative: the agent never saw them.
     left_out: tuple[str, ...] = ()
-    upstream_faults: list[str] = field(default_factory=list)  # recording: faults not got past
+    #: Recording: the upstream's faults not got past (`UpstreamFault.description` says each).
+    upstream_faults: list[UpstreamFault] = field(default_factory=list)
     #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
     #: cassette recorded from a paid upstream: the CLI prices every session from the usage
     #: in its answers, even scripted or replayed ones, so its figure is spent only for the
@@ -156,7 +160,7 @@ class SpecResult:
     #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
     limits: Limits = field(default_factory=Limits)
     usage: Usage = field(default_factory=Usage)
-    limit_exceeded: str | None = None
+    limit_exceeded: Crossing | None = None
     #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
     steps: list[StepResult] = field(default_factory=list)
     rollbacks: list[Rollback] = field(default_factory=list)
@@ -294,8 +298,7 @@ class SpecResult:
         if self.rejected_stream:
             return self.rejected_stream
         if self.upstream_faults:
-            what = self.upstream_faults[0].split(" ", 4)[-1]  # after "POST /x: upstream <url>"
-            return what.split(" (")[0]
+            return self.upstream_faults[0].what
         records = self.final.all_records
         if records and records[-1].api_error_status is not None:
             return f"API {records[-1].api_error_status}"

@@ -24,6 +24,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from pytest_atom.model.outcome import Crossing
+
 __all__ = ["EXIT_SPENDING_LIMIT", "SPEND_WORDS", "SpendLimit", "SpendingLimitReached"]
 
 #: The exit status of a session stopped by its spending limit (``claude plugin eval``'s).
@@ -63,9 +65,11 @@ class SpendLimit:
         """``$0.0123 spent of the $0.0100 limit (--atom-max-cost-usd)``."""
         return f"${self.spent_usd:.4f} spent of the ${self.limit_usd:.4f} limit ({self.option})"
 
-    def crossing(self) -> str | None:
+    def crossing(self) -> Crossing | None:
         """How a run stopped by the limit is reported (a `Budget` crossing), or None."""
-        return f"reached {SPEND_WORDS}: {self.words()}" if self.reached else None
+        if not self.reached:
+            return None
+        return Crossing(f"reached {SPEND_WORDS}: {self.words()}", f"reached {SPEND_WORDS}")
 
     def refuse(self, what: str) -> SpendingLimitReached:
         """The error for `what` (a spec's name) that will not start; remembered for the summary."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -48,6 +49,7 @@ from pytest_atom.reports.text import (
     sandbox_warning_lines,
     step_line,
     summary_table,
+    summary_width,
 )
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, build_harness, file_layers
@@ -311,7 +313,9 @@ class AtomSession:
         # Collection order, as without -n: xdist reports runs in the order they finish.
         self.results.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
         terminalreporter.write_sep("=", "pytest-atom")
-        for line in summary_table(self.results):
+        columns = shutil.get_terminal_size().columns
+        width = summary_width(bool(terminalreporter.isatty), columns)
+        for line in summary_table(self.results, width):
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
@@ -333,8 +337,7 @@ class AtomSession:
             terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
         elif self.baseline is not None:
             terminalreporter.write_line("")
-            for line in self.baseline.lines():
-                red = line.startswith("baseline regression") or "REGRESSION" in line
+            for line, red in self.baseline.flagged_lines():
                 terminalreporter.write_line(line, red=red)
         gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:

@@ -479,6 +479,12 @@ def summary_cell(props: Mapping[str, Any]) -> str:
 def summary_lines(comparisons: list[Comparison]) -> list[str]:
     """What the terminal summary says after comparing: regressions first, then the rest."""
     lines = [f"baseline regression: {m}" for c in comparisons for m in c.messages]
+    return lines + _news(comparisons)
+
+
+def _news(comparisons: list[Comparison]) -> list[str]:
+    """The summary's lines of specs new to the baseline or better than it."""
+    lines: list[str] = []
     for c in comparisons:
         if c.status == "new":
             lines.append(f"baseline: {c.spec}: new (not in the baseline)")
@@ -525,10 +531,16 @@ class BaselineGate:
 
     def lines(self) -> list[str]:
         """The summary: the fixed tolerances' findings, then the gate's answers."""
+        return [line for line, _ in self.flagged_lines()]
+
+    def flagged_lines(self) -> list[tuple[str, bool]]:
+        """`lines`, each with whether it tells of a regression (a front end shows those red)."""
         fixed = [c for c in self.comparisons if c.status not in ("inconclusive", "sampled")]
         gated = {s.spec for s in self.gate.specs} if self.gate else set()
-        lines = summary_lines([c for c in fixed if c.spec not in gated])
-        return lines + (self.gate.lines() if self.gate else [])
+        fixed = [c for c in fixed if c.spec not in gated]
+        regressions = [(f"baseline regression: {m}", True) for c in fixed for m in c.messages]
+        rest = [(line, False) for line in _news(fixed)]
+        return regressions + rest + (self.gate.flagged_lines() if self.gate else [])
 
     def deltas(self) -> dict[str, dict[str, Any]]:
         """Per spec key, the HTML report's baseline cell: the comparison's status, then

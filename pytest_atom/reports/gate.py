@@ -124,6 +124,11 @@ class GateResult:
         return "PASS"
 
     def lines(self) -> list[str]:
+        return [line for line, _ in self.flagged_lines()]
+
+    def flagged_lines(self) -> list[tuple[str, bool]]:
+        """The summary's lines, each with whether it tells of a regression (a front end
+        shows those red): the gate's answer, then each spec's and the total's."""
         n = len(self.specs)
         how = (
             f"Fisher's exact test per spec, Holm-adjusted over {n} specs, at alpha "
@@ -132,9 +137,12 @@ class GateResult:
             else f"Fisher's exact test, alpha {ALPHA:g}"
         )
         head = f"baseline gate: {self.answer} for {n} sampled spec{'s' * (n != 1)} ({how})"
-        return [head, *("  " + s.line() for s in self.specs)] + (
-            ["  " + self.total.line()] if self.total else []
-        )
+        regression = "REGRESSION"
+        return [
+            (head, self.answer == regression),
+            *(("  " + s.line(), s.answer == regression) for s in self.specs),
+            *([("  " + self.total.line(), self.total.answer == regression)] if self.total else []),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return {

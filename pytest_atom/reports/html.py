@@ -36,7 +36,7 @@ from pytest_atom.files import write_atomic
 from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
-from pytest_atom.reports.text import result_properties
+from pytest_atom.reports.text import drift_summary, result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.reports.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 
@@ -94,7 +94,8 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
         else "",
         "divergences": list(result.divergences),
         "harness_error": result.harness_error,
-        "upstream_faults": list(result.upstream_faults),
+        "drift_summary": drift_summary(result.drift) if result.drift else None,
+        "upstream_faults": [fault.description for fault in result.upstream_faults],
         "last_message": result.last_message,
     }
     # One scrub with the raw transcripts as context, as write_report does: a secret the
@@ -154,28 +155,6 @@ def fold(text: str, lines: int = FOLD_LINES, chars: int = FOLD_CHARS) -> dict[st
     return {"head": head, "rest": rest, "hidden": rest.count("\n") + 1 if rest else 0}
 
 
-_DRIFT = re.compile(
-    r"^(?:recorded with Claude Code (?P<was>\S+), replayed with (?P<now>[^:]+)"
-    r"|recorded and replayed with Claude Code [^:]+): (?P<parts>.*); "
-    r"(?P<all>\d+) requests?: \d+ identical, (?P<loose>\d+) matched on the conversation$"
-)
-
-
-def drift_summary(line: str) -> str:
-    """A replay's drift line (`Drift.line`) in a few words, for a table cell; the whole
-    sentence stays one click away: ``2.1.197 → 2.1.330; system prompt changed``.
-    """
-    found = _DRIFT.match(line)
-    if found is None:
-        return line if len(line) <= 60 else line[:59] + "…"
-    parts = [] if not found["was"] else [f"{found['was']} → {found['now']}"]
-    for part in found["parts"].split(", "):
-        if part.startswith("tools "):
-            part = f"tools changed ({len(part.split()) - 1})"
-        parts.append(part)
-    return "; ".join(parts) or f"{found['loose']}/{found['all']} matched on the conversation"
-
-
 def wrap_path(text: str) -> Markup:
     """A path or node id that breaks only after a `/` or `::`, never inside a name."""
     escaped = str(escape(text))
@@ -223,7 +202,6 @@ def _environment() -> jinja2.Environment:
     env.filters["call_marks"] = call_marks
     env.filters["number"] = _number
     env.filters["pretty"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
-    env.filters["drift_summary"] = drift_summary
     env.filters["wrap_path"] = wrap_path
     env.filters["tool_error"] = tool_error
     env.filters["slug"] = lambda text: "".join(c if c.isalnum() else "-" for c in str(text))

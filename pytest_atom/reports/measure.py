@@ -23,6 +23,15 @@ METRICS = (
     ("tokens", "atom_agent_tokens"),
     ("cost_usd", "atom_agent_cost_usd"),
 )
+#: What the arm lines compare: the spec's one figure, as the summary table, JUnit, the
+#: trace and HTML show it (every session's tokens, the dollars spent: 0 for a scripted or
+#: replayed run); baselines keep the agent's own (`METRICS`), which limits count.
+ARM_METRICS = (
+    ("score", "atom_score"),
+    ("turns", "atom_turns"),
+    ("tokens", "atom_tokens"),
+    ("cost_usd", "atom_cost_usd"),
+)
 
 
 def _number(value: Any) -> bool:
@@ -54,22 +63,28 @@ class Runs:
         return statistics.fmean(values) if values else None
 
 
-def groupruns_of(rows: Iterable[Row], key: Any = None) -> dict[str, Runs]:
+def groupruns_of(
+    rows: Iterable[Row], key: Any = None, metrics: Sequence[tuple[str, str]] = METRICS
+) -> dict[str, Runs]:
     """Rows by spec (repeat suffix ``[rN]`` removed), or by `key(nodeid, props)`."""
     grouped: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
     for row in rows:
         props = row.properties
         name = key(row.nodeid, props) if key else spec_key(row.nodeid)
         grouped.setdefault(name, []).append((row.outcome.ok, props))
-    return {name: runs_of(name, runs) for name, runs in grouped.items()}
+    return {name: runs_of(name, runs, metrics) for name, runs in grouped.items()}
 
 
-def runs_of(name: str, runs: list[tuple[bool, Mapping[str, Any]]]) -> Runs:
+def runs_of(
+    name: str,
+    runs: list[tuple[bool, Mapping[str, Any]]],
+    metrics: Sequence[tuple[str, str]] = METRICS,
+) -> Runs:
     figures = {
         metric: tuple(float(p[prop]) for _, p in runs if _number(p.get(prop)))
-        for metric, prop in METRICS
+        for metric, prop in metrics
     }
-    alike = len({(ok, *(p.get(prop) for _, prop in METRICS)) for ok, p in runs}) == 1
+    alike = len({(ok, *(p.get(prop) for _, prop in metrics)) for ok, p in runs}) == 1
     sources = {p.get("atom_source") for _, p in runs}
     return Runs(
         name,
@@ -86,7 +101,12 @@ def _ks(runs: int) -> list[int]:
 
 def repeat_line(r: Runs) -> str:
     """``x: 7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
-    parts = [f"{r.key}: {r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
+    return f"{r.key}: {_repeat_figures_text(r)}"
+
+
+def _repeat_figures_text(r: Runs) -> str:
+    """`repeat_line` without the spec's name: a JUnit property's value."""
+    parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
     for k in _ks(r.runs):
         parts.append(
             f"pass@{k} {stats.pass_at_k(r.runs, r.passed, k):.2f}, "
@@ -160,7 +180,7 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
     (a difference alone when a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
-    groups = groupruns_of(armed, _arm_key)
+    groups = groupruns_of(armed, _arm_key, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
     found: list[ArmFigures] = []
     by_spec: dict[str, list[str]] = {}
@@ -184,7 +204,7 @@ def _differences(ref: Runs, arm: Runs) -> dict[str, stats.Interval | float]:
         out["pass_rate"] = arm.passed / arm.runs - ref.passed / ref.runs
     else:
         out["pass_rate"] = stats.newcombe((ref.passed, ref.runs), (arm.passed, arm.runs))
-    for metric, _ in METRICS:
+    for metric, _ in ARM_METRICS:
         before, after = ref.figures.get(metric, ()), arm.figures.get(metric, ())
         if not before or not after:
             continue
@@ -233,26 +253,46 @@ def arm_lines(rows: Iterable[Row]) -> list[str]:
         "for means; no interval where both arms replayed alike):"
     ]
     for f in figures:
-        r = f.runs
-        shown = {
-            m: "-" if r.mean(m) is None else f"{r.mean(m):.{digits}f}"
-            for m, digits in (("score", 2), ("turns", 1), ("tokens", 0), ("cost_usd", 4))
-        }
-        line = (
-            f"{f.spec}[{f.arm}]{' (reference)' if f.reference else ''}: "
-            f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}, score {shown['score']}, "
-            f"turns {shown['turns']}, tokens {shown['tokens']}, cost ${shown['cost_usd']}"
-        )
-        lines.append(line)
-        if f.differences is not None:
-            moved = ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
+        lines.append(f"{_arm_name(f)}: {_arm_figures_text(f)}")
+        if (moved := _vs_reference(f)) is not None:
             lines.append(f"    vs reference: {moved}")
-    for arm, interval in suite_arm_differences(figures).items():
-        lines.append(
-            f"arm {arm} over {len([f for f in figures if f.arm == arm and f.differences])} "
-            f"specs: pass rate change {_show('pass_rate', interval)} ({interval.method})"
-        )
+    lines += [f"{name}: {text}" for name, text in _suite_arms(figures)]
     return lines
+
+
+def _suite_arms(figures: Sequence[ArmFigures]) -> list[tuple[str, str]]:
+    """Each arm's pass-rate change over every spec: (``arm x over 3 specs``, the change)."""
+    return [
+        (
+            f"arm {arm} over {len([f for f in figures if f.arm == arm and f.differences])} specs",
+            f"pass rate change {_show('pass_rate', interval)} ({interval.method})",
+        )
+        for arm, interval in suite_arm_differences(figures).items()
+    ]
+
+
+def _arm_name(f: ArmFigures) -> str:
+    return f"{f.spec}[{f.arm}]{' (reference)' if f.reference else ''}"
+
+
+def _arm_figures_text(f: ArmFigures) -> str:
+    """``3/4 passed, pass rate 0.75 [...], score 0.80, turns 4.0, tokens 9000, cost $0.0100``."""
+    r = f.runs
+    shown = {
+        m: "-" if r.mean(m) is None else f"{r.mean(m):.{digits}f}"
+        for m, digits in (("score", 2), ("turns", 1), ("tokens", 0), ("cost_usd", 4))
+    }
+    return (
+        f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}, score {shown['score']}, "
+        f"turns {shown['turns']}, tokens {shown['tokens']}, cost ${shown['cost_usd']}"
+    )
+
+
+def _vs_reference(f: ArmFigures) -> str | None:
+    """An arm's change from the reference arm (None: it is the reference)."""
+    if f.differences is None:
+        return None
+    return ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
 
 
 def repeat_figures(r: Runs) -> dict[str, Any]:
@@ -290,17 +330,16 @@ def measured(rows: Sequence[Row]) -> dict[str, Any]:
 def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
     props = [
-        (f"atom_repeats {r.key}", repeat_line(r).partition(": ")[2])
+        (f"atom_repeats {r.key}", _repeat_figures_text(r))
         for r in groupruns_of(rows).values()
         if r.runs > 1
     ]
-    lines = arm_lines(rows)[1:]  # the header aside
-    for line, following in zip(lines, [*lines[1:], ""], strict=False):
-        if line.startswith("    "):
-            continue
-        name, _, figures = line.partition(": ")
-        more = f"; {following.strip()}" if following.startswith("    vs reference") else ""
-        props.append((f"atom_arm {name}", figures + more))
+    figures = arm_figures(rows)
+    for f in figures:
+        moved = _vs_reference(f)
+        more = f"; vs reference: {moved}" if moved is not None else ""
+        props.append((f"atom_arm {_arm_name(f)}", _arm_figures_text(f) + more))
+    props += [(f"atom_arm {name}", text) for name, text in _suite_arms(figures)]
     return props
 
 

@@ -24,6 +24,7 @@ from pytest_atom.run.own_files import left_out_files_line
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.runner import ToolCall
+    from pytest_atom.gateway.matching import Drift
     from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
@@ -160,8 +161,8 @@ def failure_report(result: SpecResult) -> str:
     lines += plan_lines(result)
     lines += step_lines(result)
     lines += _upstream_lines(result)
-    if result.drift:
-        lines.append(f"  drift: {result.drift}")
+    if drift := drift_line(result.drift):
+        lines.append(f"  drift: {drift}")
     # A broken script's error is the agent line already (`agent_line`): said once.
     if (
         result.error
@@ -233,7 +234,7 @@ def _upstream_lines(result: SpecResult) -> list[str]:
     if not (api or result.upstream_faults):
         return []
     lines = [f"  upstream: {api or 'faults while recording'}"]
-    for fault, count in Counter(result.upstream_faults).items():
+    for fault, count in Counter(f.description for f in result.upstream_faults).items():
         lines.append(f"    {fault}" + (f" ({_times(count)})" if count > 1 else ""))
     return lines
 
@@ -437,6 +438,19 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
     return lines
 
 
+def drift_line(drift: Drift | None) -> str | None:
+    """A replay's drift as the one line the terminal, JUnit and the trace show."""
+    return drift.line() if drift is not None else None
+
+
+def drift_summary(drift: Drift) -> str:
+    """A replay's drift in a few words, for a table cell; the whole sentence stays one
+    click away: ``2.1.197 → 2.1.330; system prompt changed``."""
+    versions = [f"{drift.recorded_version} → {drift.live_version}"] if drift.versions_differ else []
+    parts = versions + drift.changes(brief=True)
+    return "; ".join(parts) or f"{drift.loose}/{drift.replayed} matched on the conversation"
+
+
 def result_properties(result: SpecResult) -> dict[str, Any]:
     """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
     return {
@@ -461,7 +475,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **role_properties(result),
         **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
-        **({"atom_drift": result.drift} if result.drift else {}),
+        **({"atom_drift": drift} if (drift := drift_line(result.drift)) else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
         **result.outcome.properties(),
         **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),
@@ -576,47 +590,136 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     if used is None or not used.tokens:
         return "-"
     recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
-    return f"{used.tokens} (${used.cost_usd:.4f})" + (" recalled" if recalled else "")
+    # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
+    # the cost columns say what was (JUnit and the trace keep each role's price).
+    return str(used.tokens) + (" recalled" if recalled else "")
 
 
-def summary_table(rows: Sequence[SummaryRow]) -> list[str]:
-    """The terminal summary: one line per spec run, its outcome and figures."""
-    header: tuple[str, ...] = ("spec", "outcome", "score", "attempts", "iter", "tokens")
-    # Tokens (and Claude Code's price) per role, once any spec used more than its executor.
-    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
-    roles = tuple(used) if set(used) - {"executor"} else ()
-    header += roles + ("cost $", "rec $", "time s")
+#: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
+#: wider rows take two lines a spec or three, and the whole table is in the HTML report.
+SUMMARY_WIDTH = 100
+
+
+def summary_width(is_terminal: bool, columns: int) -> int | None:
+    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
+    line a spec however wide, where the output is no terminal (a CI log, a file)."""
+    return min(columns, SUMMARY_WIDTH) if is_terminal else None
+
+
+def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
+    """The terminal summary: one line per spec run, its outcome and figures; when that is
+    wider than `width`, the spec's name and outcome on a line, its figures under it (and
+    its baseline deltas and tokens per role on more lines, if they still do not fit).
+    `width` None: one line a spec, however wide."""
+    roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
-    header += ("vs baseline",) if compared else ()
-    table = [header]
-    for row in rows:
-        table.append(
-            (
-                row.nodeid,
-                row.outcome.summary_label,  # what stopped a failed run; the rest: its report
-                "-" if row.score is None else f"{row.score:.2f}",
-                "" if row.attempts is None else str(row.attempts),
-                "" if row.iterations is None else str(row.iterations),
-                # The agent's own (main session and subagents), as limits and baselines
-                # count them; the role columns that follow break every session down.
-                "" if row.agent_tokens is None else str(row.agent_tokens),
-                *(_role_cell(row, role) for role in roles),
-                f"{row.cost_usd:.4f}",
-                # What replayed answers cost when recorded: not spent by this run.
-                f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
-                f"{row.duration_s:.1f}",
-            )
-            + ((baseline_cell(row.properties),) if compared else ())
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
+    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
+    lines = _aligned(table, compared, left=2)
+    if width is None:
+        return lines + plans
+    plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
+    if max(map(len, lines)) <= width:
+        return lines + plans
+    return _stacked(rows, roles, compared, width) + plans
+
+
+def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """Tokens per role, once any spec used more than its executor."""
+    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
+    return tuple(used) if set(used) - {"executor"} else ()
+
+
+def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
+    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
+
+
+def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    return (
+        row.nodeid,
+        row.outcome.summary_label,  # what stopped a failed run; the rest: its report
+        "-" if row.score is None else f"{row.score:.2f}",
+        "" if row.attempts is None else str(row.attempts),
+        "" if row.iterations is None else str(row.iterations),
+        # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
+        # columns that follow break it down (the agent's own, which limits and baselines
+        # count: executor and subagents).
+        "" if row.tokens is None else str(row.tokens),
+        *(_role_cell(row, role) for role in roles),
+        f"{row.cost_usd:.4f}",
+        # What replayed answers cost when recorded: not spent by this run.
+        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+        f"{row.duration_s:.1f}",
+    ) + ((baseline_cell(row.properties),) if compared else ())
+
+
+def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> list[str]:
+    """Columns padded to their widest cell: the first `left` (and a baseline column, the
+    last) to the left, figures to the right."""
+    count = len(table[0])
+    widths = [max(len(row[i]) for row in table) for i in range(count)]
     return [
         "  ".join(
-            cell.ljust(w) if i < 2 or (compared and i == len(header) - 1) else cell.rjust(w)
+            cell.ljust(w) if i < left or (compared and i == count - 1) else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in table
-    ] + plans
+    ]
+
+
+def _stacked(
+    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
+) -> list[str]:
+    """The summary for a narrow terminal: per spec its name and outcome, then its figures
+    indented under the header's, then its baseline deltas and tokens per role when the
+    figures would not fit with them."""
+    indent = "    "
+    header, *cells = [_summary_header(roles, compared)[2:]] + [
+        _summary_cells(r, roles, compared)[2:] for r in rows
+    ]
+    figures = _aligned([header, *cells], compared, left=0)
+    more: list[list[str]] = [[] for _ in rows]
+    if max(len(indent) + len(line) for line in figures) > width:
+        keep = [i for i, name in enumerate(header) if name not in roles]
+        figures = _aligned(
+            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
+        )
+        if compared and max(len(indent) + len(line) for line in figures) > width:
+            figures = _aligned(
+                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=0
+            )
+            more = [[_clip_right(f"{indent * 2}vs baseline: {c[-1]}", width)] for c in cells]
+        for extra, row in zip(more, rows, strict=True):
+            extra += _role_lines(row, roles, indent * 2, width)
+    lines = ["spec  outcome", indent + figures[0]]
+    for row, line, extra in zip(rows, figures[1:], more, strict=True):
+        label = row.outcome.summary_label
+        name = _clip_left(row.nodeid, max(width - 2 - len(label), 20))
+        lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
+        lines += extra
+    return lines
+
+
+def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int) -> list[str]:
+    """``executor 31911, reflector 4563 recalled``, wrapped at `width`."""
+    parts = [f"{role} {cell}" for role in roles if (cell := _role_cell(row, role)) != "-"]
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(_clip_right(indent + part, width))
+    return lines
+
+
+def _clip_left(text: str, width: int) -> str:
+    """A node id too long for the terminal, its start cut: its spec's name stays."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
+def _clip_right(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass(frozen=True)

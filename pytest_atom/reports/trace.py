@@ -35,6 +35,7 @@ from pytest_atom.files import write_atomic
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import permission_denials
 from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
@@ -130,13 +131,11 @@ def _cost(
 
 
 def _billed(result: SpecResult) -> dict[str, Any]:
-    """The spec's tokens with what Claude Code leaves out (compaction), and the streams'
-    own figure beside Claude Code's, with why they differ (`SpecResult.billing_note`)."""
+    """The streams' own figure beside Claude Code's, with why they differ
+    (`SpecResult.billing_note`)."""
     if not result.billed:
         return {}
-    paid = sum(r.paid_tokens for r in result.records)
     return {
-        "tokens": paid + result.uncounted.tokens,
         "billed_tokens": result.billed_tokens,
         "cli_tokens": result.cli_tokens,
         "billing_note": result.billing_note(),
@@ -329,6 +328,8 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "cost": {
             **_cost(result.records, result.duration, result.costs(), result.usage_by_role()),
             **_billed(result),
+            # The spec's one figure, as every report shows it: recalled sessions included.
+            "tokens": result.tokens,
         },
         "children": [_step_child(result, s, sessions, ref) for s in result.all_steps]
         or [_child(result, a, sessions, ref) for a in result.attempts],
@@ -401,7 +402,7 @@ def _atom_section(
         "score": result.score,
         "iterations": result.iterations,
         "warnings": list(result.warnings),
-        "drift": result.drift,
+        "drift": drift_line(result.drift),
         "setup_output": result.setup_output,
         "left_out": list(result.left_out),
         "repeat": repeat,

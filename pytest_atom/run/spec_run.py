@@ -84,22 +84,8 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
-    run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
-    run_dir = None
-    if settings.resume is not None:
-        run_dir = resumed_run_dir(settings.resume, spec)
-    run = run_type(
-        spec,
-        run_dir or new_run_dir(runs_dir, spec),
-        _prompt_loader(spec, project_dir, config),
-        spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
-        registry,
-        claude_bin,
-        on_event,
-        model=spec.model or (config.model if config else None),
-        tools=_spec_tools(spec, config),
-        project_dir=project_dir,
-        spend=spend,
+    run = _new_run(
+        spec, runs_dir, settings, project_dir, config, registry, claude_bin, on_event, spend
     )
     source = open_model_source(
         spec,
@@ -133,6 +119,38 @@ def run_spec(
         # A record of the passing attempt, hard-linked: not a second copy of its files.
         link_tree(result.final.path, run.run_dir / "committed")
     return result
+
+
+def _new_run(
+    spec: Spec,
+    runs_dir: Path,
+    settings: RunSettings,
+    project_dir: Path | None,
+    config: AtomConfig | None,
+    registry: CheckRegistry | None,
+    claude_bin: Path,
+    on_event: Callable[[dict[str, Any]], None] | None,
+    spend: SpendLimit | None,
+) -> AttemptLoop:
+    """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
+    `settings.resume` names)."""
+    run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
+    run_dir = None
+    if settings.resume is not None:
+        run_dir = resumed_run_dir(settings.resume, spec)
+    return run_type(
+        spec,
+        run_dir or new_run_dir(runs_dir, spec),
+        _prompt_loader(spec, project_dir, config),
+        spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
+        registry,
+        claude_bin,
+        on_event,
+        model=spec.model or (config.model if config else None),
+        tools=_spec_tools(spec, config),
+        project_dir=project_dir,
+        spend=spend,
+    )
 
 
 def _drive(
@@ -198,7 +216,7 @@ def _result(
         source=source.kind,
         divergences=divergence_report(run.spec, source, run.cli_version()),
         warnings=source.warnings,
-        drift=tape.drift.line() if tape and source.kind != "record" else None,
+        drift=tape.drift if tape and source.kind != "record" and tape.drift.changes() else None,
         cassette=written,
         harness_error=run.harness_error or source.refused or source.failure,
         script_error=source.script_error,
@@ -208,10 +226,7 @@ def _result(
         usage=run.budget.usage,
         limit_exceeded=run.budget.exceeded,
         # A recording a fault disturbed and whose spec then failed names that fault too.
-        upstream_faults=[f.description for f in tape.faults_to_report(_unfinished(run))]
-        + source.disturbed
-        if tape
-        else [],
+        upstream_faults=tape.faults_to_report(_unfinished(run)) + source.disturbed if tape else [],
         paid=paid,
         replayed=replayed,
     )

@@ -419,7 +419,7 @@ class StepsRun(AttemptLoop):
         total.tokens += used.tokens
         total.cost_usd += used.cost_usd
         if run.budget.exceeded and not self.budget.exceeded:
-            self.budget.exceeded = f"step {run.label.rstrip(':')}: {run.budget.exceeded}"
+            self.budget.exceeded = run.budget.exceeded.within(run.label.rstrip(":"))
 
     def complete(self, result: SpecResult) -> None:
         result.steps = self.results
