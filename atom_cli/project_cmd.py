@@ -59,7 +59,8 @@ CRITERION = 'greeting.txt holds exactly the line "hello from pytest-atom".'
 
 HELLO_SPEC = f"""\
 # An example atom: the agent writes one file. `pytest --atom` runs it from its script
-# (scripts/hello.yaml): no network, no API key. See README of pytest-atom for every key.
+# (scripts/hello.yaml): no network, no API key. Every key: the spec schema page of the
+# pytest-atom documentation (docs/ in its repository; `mkdocs serve` there).
 name: hello
 description: The agent creates greeting.txt with a one-line greeting.
 prompt: |
