@@ -34,7 +34,8 @@ from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.text import drift_line
-from pytest_atom.reports.transcript import is_messages, plural
+from pytest_atom.reports.transcript import is_messages
+from pytest_atom.words import plural
 
 __all__ = ["cassette"]
 

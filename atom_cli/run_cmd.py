@@ -13,11 +13,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from pytest_atom.agents import events
-from pytest_atom.judge.checks import CheckRegistry
+from pytest_atom.judge.registry import CheckRegistry
+from pytest_atom.model import events
 from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.config import ConfigError
 from pytest_atom.model.options import OPTIONS, Option
+from pytest_atom.model.project import find_ini, pytest_rootdir
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
     PARSERS,
@@ -29,7 +30,6 @@ from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest.pytest_ini import find_ini, pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines

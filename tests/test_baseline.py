@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.baseline_cmd import baseline
+from pytest_atom.model.tolerance import parse_tolerance
 from pytest_atom.reports.baseline import (
     BASELINE_FORMAT,
     BaselineError,
@@ -18,7 +19,6 @@ from pytest_atom.reports.baseline import (
     compare,
     compare_run,
     load_baseline,
-    parse_tolerance,
     read_results,
     summary_cell,
     summary_lines,

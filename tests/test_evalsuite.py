@@ -18,11 +18,10 @@ from pytest_atom.judge.eval_graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
-    js_regex,
     register_checks,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
-from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
+from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, js_regex, load_case
 from pytest_atom.model.spec_types import Check, SpecError
 from tests.conftest import REPO
 

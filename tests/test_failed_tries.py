@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom import AtomRuntime
-from pytest_atom.agents.claude_code.runner import IterationRecord
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.rows import SummaryRow

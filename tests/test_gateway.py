@@ -10,8 +10,8 @@ import anthropic
 import httpx
 import pytest
 
-from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.gateway import Gateway, Script, ScriptError
+from pytest_atom.model.roles import ROLE_HEADER
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 USER = [{"role": "user", "content": "hi"}]

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.agents.events import parse
 from pytest_atom.gateway.matching import Drift
-from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Verdict
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.events import parse
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.html import (
@@ -33,7 +33,6 @@ from pytest_atom.reports.html import (
     write_html,
 )
 from pytest_atom.reports.transcript import Text, ToolUse, stream_turns
-from pytest_atom.run.runtime import RunOutcome
 from tests.conftest import capture
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.gateway.messages import fold_sse
+from pytest_atom.model.messages import fold_sse
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs

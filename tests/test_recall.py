@@ -18,10 +18,10 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.recall import RECALL_KEY, folder_hash
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway.matching import compared_turns
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.judge.reflector import VERDICT_SCHEMA
 from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.reports.trace import TRACE_SCHEMA

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree
 from tests.conftest import bash, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"

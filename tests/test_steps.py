@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from atom_cli.main import main
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.record import RunOutcome
 from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec import load_spec
@@ -26,7 +27,6 @@ from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.text import failure_report, result_properties, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError
-from pytest_atom.run.runtime import RunOutcome
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.conftest import REPO, ShippedRun, bash, write

@@ -9,7 +9,7 @@ gets: the gateway, the run's own config folder, the role marker.
 Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
 the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
 the session, and the settings file that carries the sandbox and the isolation
-(`core.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
+(`agents.claude_code.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
 through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
 and checks, traces and reports read the same records.
 
@@ -33,13 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
-from pytest_atom.agents.events import Event
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.agents.roles import Role
 from pytest_atom.model.environment import importable
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.model.events import Event
+from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.roles import Role
+from pytest_atom.processes import kill_process_tree
 
 #: The module the child runs (`python -m`).
 HOST_MODULE = "pytest_atom.agents.sdk_host"
@@ -47,7 +48,7 @@ _POLL = 0.05  # seconds between looks at the growing log
 
 
 class SdkAgent:
-    """The executor of a spec whose `agent:` is an SDK app; built by `agents.factory`.
+    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
     `runner` is the CLI agent the app stands in for: its environment, options, model,
     confinement, budget and session bookkeeping are the app's too, so an SDK spec is

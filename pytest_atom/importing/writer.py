@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.importing.results import WRITE_TOOLS, normal_result
 from pytest_atom.importing.session import Session, SessionCall, SessionError
+from pytest_atom.judge.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.model.spec_paths import project_root
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.transcript import tool_label

@@ -35,7 +35,6 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.judge.eval_graders import js_regex
 from pytest_atom.model import yamldoc
 from pytest_atom.model.spec import parse_specs
 from pytest_atom.model.spec_types import Spec, SpecError
@@ -632,3 +631,13 @@ def _criterion(grader: Grader) -> str:
         f"{str(p['criteria']).strip()}\n"
         f"  Baseline ({p['baseline_file']}):\n{shown}"
     )
+
+
+def js_regex(pattern: str, flags: str) -> re.Pattern[str]:
+    """A JavaScript RegExp (what the CLI's graders are) as Python's: ``i``, ``m``, ``s``
+    flags, and ``(?<name>…)`` groups spelled ``(?P<name>…)``."""
+    value = 0
+    for flag, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)):
+        if flag in flags:
+            value |= bit
+    return re.compile(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", pattern), value)

@@ -51,7 +51,6 @@ from pytest_atom.reports.text import (
     summary_table,
     summary_width,
 )
-from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, build_harness, file_layers
 from pytest_atom.run.interrupted import InterruptedRun
 
@@ -516,8 +515,14 @@ def _test_function(spec: Spec) -> Any:
     return run_atom_spec
 
 
-#: Failures of the harness itself; a ValueError (a value the harness could not use) too.
-_RUN_ERRORS: tuple[type[Exception], ...] = (*HARNESS_ERRORS, ValueError)
+def _run_errors() -> tuple[type[Exception], ...]:
+    """Failures of the harness itself; a ValueError (a value the harness could not use) too.
+
+    Read when a spec runs: collecting specs loads none of the machinery that raises them
+    (the gateway, the agents, httpx)."""
+    from pytest_atom.run.execution import HARNESS_ERRORS
+
+    return (*HARNESS_ERRORS, ValueError)
 
 
 class AtomItem(pytest.Function):
@@ -542,7 +547,7 @@ class AtomItem(pytest.Function):
             )
         except SpendingLimitReached as exc:
             pytest.skip(str(exc))
-        except _RUN_ERRORS as exc:
+        except _run_errors() as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
         else:
             problem = ""

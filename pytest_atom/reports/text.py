@@ -14,17 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.model.arms import arm_properties
 from pytest_atom.model.environment import left_out_variables_line
+from pytest_atom.model.result import install_renderer
+from pytest_atom.model.tolerance import format_tolerance
 from pytest_atom.model.usage import ROLES
 from pytest_atom.paths import display_path
-from pytest_atom.reports.baseline import format_tolerance
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.transcript import hook_words, permission_denials, plural, refused_by
-from pytest_atom.run.own_files import left_out_files_line
+from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.words import plural
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.claude_code.runner import ToolCall
     from pytest_atom.gateway.matching import Drift
+    from pytest_atom.model.record import ToolCall
     from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
@@ -759,3 +760,22 @@ def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
         )
         for spec, runs in grouped.items()
     ]
+
+
+def left_out_files_line(left_out: Sequence[str]) -> str | None:
+    """One line for a report: how many of pytest-atom's own files were left out, and
+    the first few; None when none were."""
+    if not left_out:
+        return None
+    shown = ", ".join(left_out[:SHOWN]) + (", …" if len(left_out) > SHOWN else "")
+    return (
+        f"the workspace copy left out {len(left_out)} of pytest-atom's own file(s) (specs, "
+        f"scripts, cassettes, .atom/): {shown}; a spec's `include:` brings any back"
+    )
+
+
+#: How many left-out paths a report names.
+SHOWN = 5
+
+
+install_renderer(failure_report)  # SpecResult.report renders with it

@@ -33,9 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord, claude_env, clean_env
+from pytest_atom.agents.claude_code.runner import claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.factory import AgentFactory
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.cassettes.cassette import CassetteError
 from pytest_atom.cassettes.recording import (
@@ -44,7 +43,7 @@ from pytest_atom.cassettes.recording import (
 )
 from pytest_atom.files import copy_ignore
 from pytest_atom.gateway import ScriptError
-from pytest_atom.judge.checks import CheckRegistry, run_checks
+from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import (
     ReflectorError,
     Verdict,
@@ -55,17 +54,20 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.environment import passed, path_values, tmpdir_for
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_env import EnvError, expand_env
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
+from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
-from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo

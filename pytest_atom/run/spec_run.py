@@ -24,10 +24,11 @@ from pytest_atom.cassettes.recording import (
     open_model_source,
 )
 from pytest_atom.cassettes.scrub import Scrubber, remember_env_files
+from pytest_atom.diffs import WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.gateway.server import Meter
-from pytest_atom.judge.checks import CheckRegistry
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
 from pytest_atom.model.prompts import PromptLoader
@@ -35,6 +36,7 @@ from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
+from pytest_atom.reports import text as _failure_report  # noqa: F401  (SpecResult.report renders with it)
 from pytest_atom.run.execution import (
     AttemptLoop,
     HarnessError,
@@ -46,7 +48,6 @@ from pytest_atom.run.execution import (
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
-from pytest_atom.run.workspace import WorkspaceError
 
 
 def run_spec(

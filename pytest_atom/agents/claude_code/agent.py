@@ -8,17 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
-from pytest_atom.agents.events import Event
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.agents.roles import Role
+from pytest_atom.model.events import Event
+from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.roles import Role
 
 #: What each structured session answers with, for its error messages.
 _ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
 
 
 class ClaudeCodeAgent:
-    """One role's Claude Code sessions; built by `agents.factory`, never directly."""
+    """One role's Claude Code sessions; built by `run.factory`, never directly."""
 
     loops = True
 

@@ -2,7 +2,7 @@
 and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
 
 Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
-harness mark each one's requests with its role (agents.roles) and swap the executor for an
+harness mark each one's requests with its role (model.roles) and swap the executor for an
 SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
 knowing.
 """
@@ -18,11 +18,11 @@ from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.agents.roles import Role, role_env
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.cassettes.mcp_tape import McpTape
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.limits import Budget
+from pytest_atom.model.roles import Role, role_env
 from pytest_atom.model.spec_types import ClaudeOptions, Spec
 
 
