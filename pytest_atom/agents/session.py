@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.model.events import Event, decode, parse_event
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
@@ -46,7 +47,7 @@ class AgentSession:
     env: Mapping[str, str] | None = None
     options: ClaudeOptions = field(default_factory=ClaudeOptions)
     model: str | None = None
-    on_event: Callable[[dict[str, Any]], None] | None = None
+    on_event: OnEvent | None = None
     confinement: Confinement | None = None
     budget: Budget | None = None
 
@@ -113,14 +114,15 @@ class AgentSession:
 
     def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
         """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
-        budget to it; True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
+        budget to it (`on_event` gets each of its events); True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
         stdout and an SDK app's log of it are read through this one place."""
         raw = decode(line)
         parsed = self.parse(raw) if raw is not None else []
         for event in parsed:
             record.apply(event)
-        if raw is not None and self.on_event:
-            self.on_event(raw)
+        if self.on_event:
+            for event in parsed:
+                self.on_event(event)
         if self.budget is not None and (crossed := self.budget.observe(parsed)):
             record.limit_exceeded = crossed
             record.is_error = True

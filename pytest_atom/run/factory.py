@@ -9,7 +9,7 @@ knowing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.agents.session import AgentSession
 from pytest_atom.cassettes.mcp_tape import McpTape
 from pytest_atom.judge.reflector import read_only_options
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.roles import Role, role_env
 from pytest_atom.model.spec_types import ClaudeOptions, Spec
@@ -35,7 +36,7 @@ def claude_code_agent(
     options: ClaudeOptions | None = None,
     model: str | None = None,
     claude_bin: Path | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
     confinement: Confinement | None = None,
     budget: Budget | None = None,
 ) -> ClaudeCodeAgent:
@@ -61,7 +62,7 @@ def agent_session(
     options: ClaudeOptions | None = None,
     model: str | None = None,
     claude_bin: Path | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
     confinement: Confinement | None = None,
     budget: Budget | None = None,
 ) -> AgentSession:
@@ -87,7 +88,7 @@ class AgentFactory:
     env: Mapping[str, str]
     claude_bin: Path
     model: str | None = None
-    on_event: Callable[[dict[str, Any]], None] | None = None
+    on_event: OnEvent | None = None
     budget: Budget | None = None
     project_dir: Path | None = None  # where an SDK app is imported from, after the spec's folder
     mcp: McpTape | None = None  # the spec's MCP servers' recording or stand-in (record, replay)

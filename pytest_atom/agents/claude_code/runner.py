@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.session import AgentSession
 from pytest_atom.model.environment import build_env
 from pytest_atom.model.events import Event
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
@@ -100,7 +101,7 @@ class ClaudeRunner:
         options: ClaudeOptions | None = None,
         model: str | None = None,
         claude_bin: Path | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: OnEvent | None = None,
         confinement: Confinement | None = None,
         budget: Budget | None = None,
         session: AgentSession | None = None,
