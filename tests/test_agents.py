@@ -60,7 +60,8 @@ def test_every_runner_of_a_run_comes_from_the_factory(
 
     def spy(self: ClaudeRunner, **kwargs: Any) -> None:
         caller = sys._getframe(1).f_globals["__name__"]
-        env = kwargs.get("env") or {}
+        session = kwargs.get("session")
+        env = (session.env if session is not None else kwargs.get("env")) or {}
         built.append((caller, env.get("ANTHROPIC_CUSTOM_HEADERS")))
         original(self, **kwargs)
 

@@ -202,7 +202,8 @@ def test_atom_runs_progress_shows_calls_and_refusals_as_they_stream(tmp_path: Pa
     out = io.StringIO()
     progress = Progress(Console(file=out, width=200), load_spec(spec_file))
     for line in (DATA / "events-2.1.331.jsonl").read_text(encoding="utf-8").splitlines():
-        progress(json.loads(line))
+        for event in parse_line(line):
+            progress(event)
     shown = [line.strip() for line in out.getvalue().splitlines()]
     assert shown[0].startswith("iteration 1/")
     assert "I'll look first." in shown

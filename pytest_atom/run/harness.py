@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +26,7 @@ from pytest_atom.cassettes.scrub import remember_env_files
 from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
@@ -101,7 +102,7 @@ class Harness:
         spec: Spec,
         *,
         registry: CheckRegistry | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: OnEvent | None = None,
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
@@ -31,6 +29,7 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
@@ -58,7 +57,7 @@ def run_spec(
     settings: RunSettings | None = None,
     registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
     config: AtomConfig | None = None,
     repeat: int | None = None,
     spend: SpendLimit | None = None,
@@ -66,9 +65,9 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
-    add "step", "commit" and "rollback"). `config`
+    the executor's events (`model.events`) as they arrive, and the harness's own
+    (`model.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
+    add steps, plans, commits and rollbacks). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
     draw a stochastic script's choices. `spend` is the session's spending limit: once it is
@@ -130,7 +129,7 @@ def _new_run(
     config: AtomConfig | None,
     registry: CheckRegistry | None,
     claude_bin: Path,
-    on_event: Callable[[dict[str, Any]], None] | None,
+    on_event: OnEvent | None,
     spend: SpendLimit | None,
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one

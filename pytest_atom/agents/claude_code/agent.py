@@ -29,7 +29,7 @@ class ClaudeCodeAgent:
 
     @property
     def env(self) -> Mapping[str, str] | None:
-        return self.runner.env
+        return self.runner.session.env
 
     def run(
         self,
@@ -69,7 +69,7 @@ class ClaudeCodeAgent:
         return record.structured_output, record
 
     def version(self) -> str:
-        return _version(self.runner.binary)
+        return _version(self.runner.session.binary)
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         return self.runner.parse(raw)

@@ -8,28 +8,22 @@ final cost arrive as JSON lines that can be parsed and streamed to a progress di
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.cli import claude_version, find_claude
+from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.model.environment import build_env
-from pytest_atom.model.events import (
-    Event,
-    decode,
-    parse_event,
-)
+from pytest_atom.model.events import Event
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
-from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
@@ -88,16 +82,12 @@ def claude_env(
     return env
 
 
-@lru_cache(maxsize=8)
-def _version_of(binary: Path) -> str:
-    return claude_version(binary)
-
-
 class ClaudeRunner:
     """Runs `claude -p` in a conversation folder; one instance per atom run.
 
     The harness builds it only through `pytest_atom.run.factory`, behind the `Agent`
-    protocol (`ClaudeCodeAgent`); constructing one directly stays the seed API.
+    protocol (`ClaudeCodeAgent`), from the agent's `AgentSession`; constructing one
+    directly from its parts stays the seed API.
 
     Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
     refuses it as root (CI runs as root), so tools are granted with a permission mode
@@ -111,49 +101,54 @@ class ClaudeRunner:
         options: ClaudeOptions | None = None,
         model: str | None = None,
         claude_bin: Path | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: OnEvent | None = None,
         confinement: Confinement | None = None,
         budget: Budget | None = None,
+        session: AgentSession | None = None,
     ) -> None:
-        """`confinement`: isolation from the folders above a run folder and the sandbox
-        (a spec run's); None runs the CLI as it comes, with whatever settings it finds.
-        `budget`: the agent's limits, shared by every call of a run; the CLI is stopped
-        the moment an event crosses one."""
-        self.binary = claude_bin or find_claude()
-        self.env = dict(env) if env is not None else None
-        self.options = options or ClaudeOptions()
-        self.model = model
-        self.on_event = on_event
-        self.confinement = confinement
-        self.budget = budget
+        """`session`: the agent's parts as `run.factory` built them; without it, they are
+        built from the other arguments (the seed API). `confinement`: isolation from the
+        folders above a run folder and the sandbox (a spec run's); None runs the CLI as it
+        comes, with whatever settings it finds. `budget`: the agent's limits, shared by
+        every call of a run; the CLI is stopped the moment an event crosses one."""
+        if session is not None:
+            self.session = session
+            return
+        self.session = AgentSession(
+            binary=claude_bin or find_claude(),
+            env=dict(env) if env is not None else None,
+            options=options or ClaudeOptions(),
+            model=model,
+            on_event=on_event,
+            confinement=confinement,
+            budget=budget,
+        )
+
+    @property
+    def binary(self) -> Path:
+        return self.session.binary
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.session.env
+
+    @property
+    def options(self) -> ClaudeOptions:
+        return self.session.options
+
+    @property
+    def model(self) -> str | None:
+        return self.session.model
 
     @property
     def cli_version(self) -> str:
         """The version of the CLI this runner starts (what settings it takes depends on it)."""
-        return _version_of(self.binary)
+        return self.session.cli_version
 
     @staticmethod
     def parse(raw: Mapping[str, Any]) -> list[Event]:
-        """One decoded stream-json object as events (Agent.parse): the record, the budget
-        and the callbacks all read what this returns."""
-        return parse_event(raw)
-
-    def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
-        """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
-        budget to it; True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
-        stdout and an SDK app's log of it are read through this one place."""
-        raw = decode(line)
-        parsed = self.parse(raw) if raw is not None else []
-        for event in parsed:
-            record.apply(event)
-        if raw is not None and self.on_event:
-            self.on_event(raw)
-        if self.budget is not None and (crossed := self.budget.observe(parsed)):
-            record.limit_exceeded = crossed
-            record.is_error = True
-            kill_process_tree(proc)
-            return True
-        return False
+        """One decoded stream-json object as events (Agent.parse)."""
+        return AgentSession.parse(raw)
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
@@ -161,15 +156,9 @@ class ClaudeRunner:
             cmd.append("--bare")
         cmd += ["--permission-mode", self.options.permission_mode]
         allowed = list(self.options.allowed_tools)
-        if self.confinement is not None and cwd is not None:
-            allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
-            cmd += self.confinement.prepare(
-                cwd.resolve(),
-                self.options.allowed_tools,
-                self.options,
-                env=self.env,
-                cli_version=self.cli_version,
-            )
+        if cwd is not None:
+            allowed, args = self.session.tools(cwd.resolve())
+            cmd += args
         if allowed:
             cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:
@@ -177,36 +166,12 @@ class ClaudeRunner:
         return cmd + session_args + list(self.options.args)
 
     def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
-        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
-
-        The transcript file is the truth about whether the session exists, so a first
-        call that failed before the CLI wrote anything is simply started again.
-        """
-        if session_id is None:
-            return ["-c"] if use_context else []
-        config = self._config_dir()
-        exists = any(config.glob(f"projects/*/{session_id}.jsonl"))
-        return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+        """``--session-id`` to start a pinned session, ``--resume`` once it exists."""
+        return self.session.session_args(session_id, use_context)
 
     def move_session(self, session_id: str, conversation_dir: Path) -> None:
-        """Make a session resumable from another folder (a new attempt's copy of the work).
-
-        The CLI files transcripts under ``projects/<cwd with every other character as ->``
-        and resumes only from the folder a session was started in; a copy of the
-        transcript under the new folder's name continues the same conversation there.
-        """
-        config = self._config_dir()
-        target = config / "projects" / cli_slug(conversation_dir.resolve())
-        # Every folder the session went through holds a copy; the newest is the conversation.
-        copies = sorted(
-            config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns
-        )
-        if copies and copies[-1].parent != target:
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(copies[-1], target / copies[-1].name)
-
-    def _config_dir(self) -> Path:
-        return Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        """Make a session resumable from another folder (AgentSession.move_session)."""
+        self.session.move_session(session_id, conversation_dir)
 
     def run(
         self,
@@ -267,7 +232,7 @@ class ClaudeRunner:
                 pass
             for line in proc.stdout:
                 lines.append(line)
-                if self.fold_line(record, line, proc):
+                if self.session.fold_line(record, line, proc):
                     break
             proc.wait()
         except BaseException:
