@@ -40,17 +40,16 @@ from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_results
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import (
+from pytest_atom.reports.summary import (
     failed_tries_lines,
-    failure_report,
     pass_rates,
-    result_properties,
     sandbox_warning_lines,
-    step_line,
     summary_table,
     summary_width,
 )
+from pytest_atom.reports.text import failure_report, step_line
 from pytest_atom.run.harness import Harness, build_harness, file_layers
 from pytest_atom.run.interrupted import InterruptedRun
 
