@@ -435,11 +435,12 @@ class EvalCaseFile(SpecFile):
 
     def load(self) -> list[Spec]:
         from pytest_atom.judge.eval_graders import register_checks
-        from pytest_atom.model import evalsuite
+        from pytest_atom.model.evalsuite import load_case
+        from pytest_atom.model.evalsuite_specs import case_specs
 
-        self.case = evalsuite.load_case(self.path)
+        self.case = load_case(self.path)
         register_checks(self.registry)
-        return evalsuite.case_specs(self.case, self.registry.kinds())
+        return case_specs(self.case, self.registry.kinds())
 
     def repeats(self, spec: Spec) -> int:
         if self.config.option.atom_repeat is not None:
