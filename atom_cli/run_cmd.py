@@ -35,17 +35,16 @@ from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.text import (
-    drift_line,
+from pytest_atom.reports.summary import (
     failed_tries_lines,
     pass_rates,
-    result_properties,
     sandbox_warning_lines,
     summary_table,
     summary_width,
-    tool_problem,
 )
+from pytest_atom.reports.text import drift_line, tool_problem
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness

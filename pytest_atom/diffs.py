@@ -11,7 +11,7 @@ import difflib
 import filecmp
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_atom.files import SKIPPED_DIRS
@@ -110,27 +110,34 @@ def workspace_diff(
     """
     from_git = changes(after, exclude=installed)
     if from_git is not None:
-        text = from_git.rstrip("\n") or "(no changes)"
-        return (
-            text
-            if len(text) <= limit
-            else text[:limit] + f"\n... ({len(text) - limit} more characters)"
-        )
+        return _clipped(from_git.rstrip("\n") or "(no changes)", limit)
+    old, new = _agent_files(before, installed), _agent_files(after, installed)
+    return _clipped("\n".join(_file_diffs(old, new)) or "(no changes)", limit)
 
-    def files(root: Path | None) -> dict[str, Path]:
-        if root is None or not root.is_dir():
-            return {}
-        return {
-            rel.as_posix(): p
-            for p in sorted(root.rglob("*"))
-            if p.is_file()
-            and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
-            and not any(
-                rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed
-            )
-        }
 
-    old, new = files(before), files(after)
+def _clipped(text: str, limit: int) -> str:
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    )
+
+
+def _agent_files(root: Path | None, installed: Sequence[str]) -> dict[str, Path]:
+    """The files under `root` by relative path, without the harness's own and `installed`."""
+    if root is None or not root.is_dir():
+        return {}
+    return {
+        rel.as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
+        and not any(rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed)
+    }
+
+
+def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
+    """Unified diffs of the text files that differ; a line for each binary one that does."""
     parts: list[str] = []
     for name in sorted(old.keys() | new.keys()):
         a = _read(old.get(name))
@@ -151,12 +158,7 @@ def workspace_diff(
                 lineterm="",
             )
         )
-    text = "\n".join(parts) or "(no changes)"
-    return (
-        text
-        if len(text) <= limit
-        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
-    )
+    return parts
 
 
 def _read(path: Path | None) -> str | None:

@@ -24,7 +24,7 @@ from pytest_atom.reports.baseline import (
     summary_lines,
     write_results,
 )
-from pytest_atom.reports.text import summary_table
+from pytest_atom.reports.summary import summary_table
 from tests.conftest import REPO, drop_step_fixtures
 from tests.conftest import summary_row as row
 

@@ -16,8 +16,8 @@ from pytest_atom.model.prices import PRICES, cost_usd, price_of
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_types import Spec
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from tests import streams
 from tests.upstream import RealisticUpstream, sse_events

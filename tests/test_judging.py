@@ -17,7 +17,8 @@ from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_types import Check, Spec
-from pytest_atom.reports.text import result_properties, summary_table
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.summary import summary_table
 from pytest_atom.run.execution import refine_message
 from tests.conftest import summary_row as row
 

@@ -20,7 +20,7 @@ from atom_cli.run_cmd import SettingType, run
 from pytest_atom import plugin
 from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
 from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
-from pytest_atom.pytest.session import pytest_harness
+from pytest_atom.pytest.settings import pytest_harness
 from tests.conftest import REPO
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]

@@ -26,8 +26,10 @@ from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import PlanAccept, SpecError
 from pytest_atom.paths import cli_slug
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError, volatile_paths
 from pytest_atom.run.planner import (

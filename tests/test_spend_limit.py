@@ -22,7 +22,7 @@ from pytest_atom.model.prices import price_of
 from pytest_atom.model.settings import RunSettings, SettingsError, parse_setting
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spend import SpendLimit
-from pytest_atom.reports.text import result_properties
+from pytest_atom.reports.properties import result_properties
 from tests.conftest import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream
 

@@ -24,8 +24,10 @@ from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolv
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec

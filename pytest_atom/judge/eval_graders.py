@@ -19,7 +19,7 @@ from pytest_atom.diffs import HARNESS_FILES
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.judge.trajectory import Trajectory
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.evalsuite import js_regex
+from pytest_atom.model.evalsuite_schema import js_regex
 from pytest_atom.model.spec_types import Check
 
 

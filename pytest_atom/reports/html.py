@@ -36,7 +36,8 @@ from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
 from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
-from pytest_atom.reports.text import drift_summary, result_properties
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.text import drift_summary
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.reports.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 

@@ -96,18 +96,7 @@ def run_spec(
     )
     source.open_mcp(spec, run.run_dir / "mcp")
     meter = Meter(_billing(source)[0], spend)
-    try:
-        exchanges, written = _drive(run, source, meter)
-    except KeyboardInterrupt as stop:
-        tape = source.tape
-        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
-        kept = partial if partial is not None and partial.exists() else None
-        InterruptedRun(spec, run.run_dir, kept).attach(stop)
-        raise
-    except WorkspaceError:
-        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
-            shutil.rmtree(run.run_dir, ignore_errors=True)
-        raise
+    exchanges, written = _drive_run(spec, run, source, meter, settings)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
     result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
@@ -119,6 +108,26 @@ def run_spec(
         # A record of the passing attempt, hard-linked: not a second copy of its files.
         link_tree(result.final.path, run.run_dir / "committed")
     return result
+
+
+def _drive_run(
+    spec: Spec, run: AttemptLoop, source: ModelSource, meter: Meter, settings: RunSettings
+) -> tuple[list[Exchange], Path | None]:
+    """`_drive`, with what an interrupted or unstartable run leaves: Ctrl-C attaches what
+    resumes it (the partial recording kept, if any); a workspace that could not be made
+    leaves no run folder, unless the run was resuming one."""
+    try:
+        return _drive(run, source, meter)
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
 
 
 def _new_run(
