@@ -10,36 +10,31 @@ writes those hashes into cassettes a replay proves still fit.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from pytest_atom.cassettes.cassette import Cassette, CassetteError, Interaction
+from atom_cli.cassette_findings import file_findings, file_notes
+from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.estimate import Estimate, estimate
-from pytest_atom.cassettes.raw_paths import (
-    MachinePaths,
-    assistant_texts,
-    model_written,
-    non_assistant_text,
-)
 from pytest_atom.cassettes.recording import cassette_path, record_command
-from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.cassettes.staleness import missing_hashes
-from pytest_atom.gateway.normalize import unmasked_machine_details
+from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.text import drift_line
-from pytest_atom.reports.transcript import is_messages, plural
+from pytest_atom.words import plural
+
+if TYPE_CHECKING:
+    from pytest_atom.run.harness import Harness
 
 __all__ = ["cassette"]
 
-#: At least one of these is in every request body pytest-atom recorded from the CLI.
-NORMALIZATION_PLACEHOLDERS = ("<DATE>", "<RUN_DIR>", "<METADATA>")
 
 #: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
 PARTIAL_SUFFIX = ".partial.yaml"
@@ -231,132 +226,6 @@ def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
 # ---------------------------------------------------------------------------------- check
 
 
-def _secret_findings(scrubber: Scrubber, text: str, where: str, seen: set[str]) -> list[str]:
-    """Secrets in ``text`` by name, never by value; their names are added to ``seen``."""
-    names = scrubber.contains_secret(text)
-    seen.update(names)
-    return [f"secret ({_secret_kind(name)}) in {where}" for name in names]
-
-
-def _secret_kind(name: str) -> str:
-    return "REDACTED shape" if name == "REDACTED" else f"value of ${name}"
-
-
-def _path_findings(
-    paths: MachinePaths, text: str, where: str, *, by_model: bool = False
-) -> list[str]:
-    found = paths.in_text(text, by_model=by_model)
-    if not found:
-        return []
-    listed = ", ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
-    return [f"raw path in {where}, normalization did not happen: {listed}"]
-
-
-def _interaction_findings(
-    scrubber: Scrubber, interaction: Interaction, seen: set[str], paths: MachinePaths
-) -> list[str]:
-    body = interaction.body
-    body_text = body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False)
-    out: list[str] = []
-    for side, headers in (
-        ("request", interaction.request_headers),
-        ("response", interaction.response_headers),
-    ):
-        out += [
-            f"secret header {k.lower()} in {side}" for k in headers if k.lower() in SECRET_HEADERS
-        ]
-    for where, text in (
-        ("request uri", interaction.uri),
-        ("request body", body_text),
-        ("request headers", "\n".join(interaction.request_headers.values())),
-        ("response body", interaction.response),
-        ("response headers", "\n".join(interaction.response_headers.values())),
-    ):
-        out += _secret_findings(scrubber, text, where, seen)
-        if where == "request body":
-            # What the model wrote earlier is resent in the assistant messages: its paths
-            # are the conversation, unless they name this machine's run folder.
-            out += _path_findings(paths, non_assistant_text(body), where)
-            out += _path_findings(paths, "\n".join(assistant_texts(body)), where, by_model=True)
-        else:
-            out += _path_findings(paths, text, where, by_model=where == "response body")
-    if (
-        is_messages(interaction)
-        and isinstance(body, dict)
-        and ("system" in body or "messages" in body)
-        and not any(p in body_text for p in NORMALIZATION_PLACEHOLDERS)
-    ):
-        out.append(
-            "request not normalized (recorded by something other than pytest-atom?): "
-            f"its body has none of {', '.join(NORMALIZATION_PLACEHOLDERS)}"
-        )
-    return out
-
-
-def _file_findings(scrubber: Scrubber, text: str, data: Cassette) -> Iterator[str]:
-    """Findings as `interaction <n>: <what>`, or a bare `<what>` outside the interactions."""
-    seen: set[str] = set()
-    paths = MachinePaths(_model_written(data))
-    meta_text = json.dumps(data.metadata, ensure_ascii=False, default=str)
-    yield from _secret_findings(scrubber, meta_text, "metadata", seen)
-    for n, interaction in enumerate(data.interactions, 1):
-        for what in _interaction_findings(scrubber, interaction, seen, paths):
-            yield f"interaction {n}: {what}"
-    # The whole text, for what the parsed view does not show (a YAML comment, say).
-    for name in scrubber.contains_secret(text):
-        if name not in seen:
-            yield f"secret ({_secret_kind(name)}) in the file text, outside the interactions"
-
-
-def _model_written(data: Cassette) -> frozenset[str]:
-    """Every path the model wrote in the cassette: its answers, and its earlier turns that
-    the requests resend (a path the machine wrote first is found in the system prompt or a
-    tool result, never only there)."""
-    texts = [i.response for i in data.interactions]
-    texts += [t for i in data.interactions for t in assistant_texts(i.body)]
-    return model_written(texts)
-
-
-def _file_notes(path: Path, data: Cassette) -> Iterator[str]:
-    """What a replay copes with but the cassette should not keep: machine details recorded
-    before pytest-atom masked them (masked again on every load), and missing hashes."""
-    details: dict[str, str] = {}
-    where = 0
-    for interaction in data.interactions:
-        body = interaction.body
-        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
-        found = unmasked_machine_details(text)
-        where += bool(found)
-        for name, value in found:
-            details.setdefault(name, value)
-    spec = _recorded_spec(path, data)
-    if details:
-        listed = "; ".join(f"{name}: {value}" for name, value in details.items())
-        yield (
-            f"note: machine details left unmasked in {plural(where, 'interaction')} ({listed}); "
-            "a replay masks them on load, and `atom cassette refresh "
-            f"{spec}` rewrites the cassette with them masked"
-        )
-    missing = missing_hashes(data)
-    if missing:
-        yield (
-            f"note: its staleness cannot be detected: no {' or '.join(missing)} in its metadata "
-            "(recorded before pytest-atom stored them), so an edited prompt or script replays "
-            f"the old answers unnoticed; stamp it with: atom cassette stamp {spec}"
-        )
-
-
-def _recorded_spec(path: Path, data: Cassette) -> str:
-    """The spec file a cassette was recorded for, as a command names it (its metadata names
-    the file, and the default layout puts it three folders up), else `SPEC`."""
-    recorded = str(data.metadata.get("spec") or "").partition("::")[0]
-    if recorded and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
-        candidate = path.parent.parent.parent / recorded
-        if candidate.is_file():
-            return display_path(candidate)
-    return "SPEC"
-
-
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
     """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
     it that lies in a folder named `cassettes` or under one (the directory itself may be
@@ -420,14 +289,42 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         from atom_cli.validate_cmd import atom_paths
 
         files = atom_paths(quiet=False, argument="FILES")
+    counts = _check_files(files)
+    click.echo(counts.summary())
+    ctx.exit(2 if counts.unreadable else 1 if counts.findings or counts.partials else 0)
+
+
+@dataclass
+class _CheckCounts:
+    """What `atom cassette check` found, for its summary line and exit status."""
+
+    checked: int = 0
+    findings: int = 0
+    unreadable: int = 0
+    partials: int = 0
+    notes: int = 0
+
+    def summary(self) -> str:
+        summary = f"{plural(self.checked, 'cassette')} checked, {plural(self.findings, 'finding')}"
+        if self.notes:
+            summary += f", {plural(self.notes, 'note')}"
+        if self.partials:
+            summary += f", {plural(self.partials, 'stale partial')}"
+        if self.unreadable:
+            summary += f", {self.unreadable} unreadable"
+        return summary
+
+
+def _check_files(files: Sequence[Path]) -> _CheckCounts:
+    """Check each cassette under `files`, a line per finding or note, as it goes."""
     scrubber = Scrubber()
-    checked = findings = unreadable = partials = notes = 0
+    counts = _CheckCounts()
     for path, is_candidate in _expand(_with_spec_cassettes(files)):
         if not is_candidate:
             click.echo(f"{path}: no cassettes found (no *.yaml under a cassettes/ folder)")
             continue
         if path.name.endswith(PARTIAL_SUFFIX):
-            partials += 1
+            counts.partials += 1
             click.echo(
                 f"{path}: stale partial recording, not a cassette (a failed recording kept it); "
                 "delete it, or record the spec again"
@@ -436,25 +333,17 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         try:
             text, data = _load(path)
         except CassetteError as exc:
-            unreadable += 1
+            counts.unreadable += 1
             click.echo(f"Error: {exc}", err=True)
             continue
-        checked += 1
-        for what in _file_findings(scrubber, text, data):
-            findings += 1
+        counts.checked += 1
+        for what in file_findings(scrubber, text, data):
+            counts.findings += 1
             click.echo(f"{path}: {what}")
-        for what in _file_notes(path, data):
-            notes += 1
+        for what in file_notes(path, data):
+            counts.notes += 1
             click.echo(f"{path}: {what}")
-    summary = f"{plural(checked, 'cassette')} checked, {plural(findings, 'finding')}"
-    if notes:
-        summary += f", {plural(notes, 'note')}"
-    if partials:
-        summary += f", {plural(partials, 'stale partial')}"
-    if unreadable:
-        summary += f", {unreadable} unreadable"
-    click.echo(summary)
-    ctx.exit(2 if unreadable else 1 if findings or partials else 0)
+    return counts
 
 
 def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
@@ -529,56 +418,68 @@ def stamp(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
-    import dataclasses
-    import tempfile
-
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.cassettes.staleness import script_misfit, staleness, stamp_hashes
     from pytest_atom.model.spec import spec_files
-    from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
-    refused = 0
-    for spec in collect_specs(files, harness.registry()):
-        path = cassette_path(spec)
-        if not path.exists():
-            refused += 1
-            click.echo(
-                f"{spec.name}: no cassette (expected {display_path(path)}); record it with: "
-                f"{record_command(spec)}"
-            )
-            continue
-        data = Cassette.load(path)
-        hashes = stamp_hashes(spec, data)
-        if all(data.metadata.get(k) == v for k, v in hashes.items()):
-            click.echo(f"{spec.name}: already stamped {display_path(path)}")
-            continue
-        why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
-        if why is None:
-            # The refresh machinery proves a whole replay, on a copy it may rewrite freely.
-            with tempfile.TemporaryDirectory(prefix="atom-stamp-") as tmp:
-                copy = Path(tmp) / path.name
-                copy.write_bytes(path.read_bytes())
-                try:
-                    result = harness.run(dataclasses.replace(spec, cassette=copy))
-                except HARNESS_ERRORS as exc:
-                    raise click.ClickException(f"{spec.name}: {exc}") from None
-            if result.cassette is None:
-                why = f"{result.harness_error or 'the replay failed'}\n{result.report()}"
-        if why is not None:
-            refused += 1
-            click.echo(
-                f"{spec.name}: not stamped, the cassette does not fit the spec: {why}\n"
-                f"  re-record it with: {record_command(spec, 'all')}"
-            )
-            continue
-        data.metadata.update(hashes)
-        data.save()
-        stamped = ", ".join(
-            f"{k} {v}" if isinstance(v, str) else f"{k} for {', '.join(v)}"
-            for k, v in hashes.items()
-        )
-        click.echo(f"{spec.name}: stamped {display_path(path)} ({stamped})")
+    refused = sum(not _stamp(spec, harness) for spec in collect_specs(files, harness.registry()))
     sys.exit(1 if refused else 0)
+
+
+def _stamp(spec: Spec, harness: Harness) -> bool:
+    """Stamp `spec`'s cassette where it is proven to fit, saying so; False when it is not."""
+    from pytest_atom.cassettes.staleness import stamp_hashes
+
+    path = cassette_path(spec)
+    if not path.exists():
+        click.echo(
+            f"{spec.name}: no cassette (expected {display_path(path)}); record it with: "
+            f"{record_command(spec)}"
+        )
+        return False
+    data = Cassette.load(path)
+    hashes = stamp_hashes(spec, data)
+    if all(data.metadata.get(k) == v for k, v in hashes.items()):
+        click.echo(f"{spec.name}: already stamped {display_path(path)}")
+        return True
+    why = _misfit(spec, data, path, harness)
+    if why is not None:
+        click.echo(
+            f"{spec.name}: not stamped, the cassette does not fit the spec: {why}\n"
+            f"  re-record it with: {record_command(spec, 'all')}"
+        )
+        return False
+    data.metadata.update(hashes)
+    data.save()
+    stamped = ", ".join(
+        f"{k} {v}" if isinstance(v, str) else f"{k} for {', '.join(v)}" for k, v in hashes.items()
+    )
+    click.echo(f"{spec.name}: stamped {display_path(path)} ({stamped})")
+    return True
+
+
+def _misfit(spec: Spec, data: Cassette, path: Path, harness: Harness) -> str | None:
+    """Why the cassette at `path` does not fit `spec` as it is now; None when it does: it
+    is not stale, it holds what the script answers now, and a whole replay serves it."""
+    import dataclasses
+    import tempfile
+
+    from pytest_atom.cassettes.staleness import script_misfit, staleness
+    from pytest_atom.run.execution import HARNESS_ERRORS
+
+    why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
+    if why is not None:
+        return why
+    # The refresh machinery proves a whole replay, on a copy it may rewrite freely.
+    with tempfile.TemporaryDirectory(prefix="atom-stamp-") as tmp:
+        copy = Path(tmp) / path.name
+        copy.write_bytes(path.read_bytes())
+        try:
+            result = harness.run(dataclasses.replace(spec, cassette=copy))
+        except HARNESS_ERRORS as exc:
+            raise click.ClickException(f"{spec.name}: {exc}") from None
+    if result.cassette is None:
+        return f"{result.harness_error or 'the replay failed'}\n{result.report()}"
+    return None

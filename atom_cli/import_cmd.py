@@ -44,7 +44,7 @@ def import_(
     call). Subagents and server tools are refused.
     """
     from pytest_atom.importing import SessionError, read_session, write_spec
-    from pytest_atom.reports.transcript import plural
+    from pytest_atom.words import plural
 
     try:
         read = read_session(session)

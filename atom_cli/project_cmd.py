@@ -41,16 +41,16 @@ from pytest_atom.agents.claude_code.sandbox import (
     SandboxUnavailableError,
     require_tools,
 )
-from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.environment import left_out_variables_line, passed
+from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import ini_note
 from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.pytest_ini import find_ini, project_root
-from pytest_atom.reports.transcript import plural
+from pytest_atom.run.factory import claude_code_agent
+from pytest_atom.words import plural
 
 # --------------------------------------------------------------------------- atom init
 
@@ -59,7 +59,8 @@ CRITERION = 'greeting.txt holds exactly the line "hello from pytest-atom".'
 
 HELLO_SPEC = f"""\
 # An example atom: the agent writes one file. `pytest --atom` runs it from its script
-# (scripts/hello.yaml): no network, no API key. See README of pytest-atom for every key.
+# (scripts/hello.yaml): no network, no API key. Every key: the spec schema page of the
+# pytest-atom documentation (docs/ in its repository; `mkdocs serve` there).
 name: hello
 description: The agent creates greeting.txt with a one-line greeting.
 prompt: |

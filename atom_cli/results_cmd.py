@@ -17,7 +17,7 @@ from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
-from pytest_atom.reports.text import (
+from pytest_atom.reports.summary import (
     failed_tries_lines,
     sandbox_warning_lines,
     summary_table,

@@ -13,11 +13,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from pytest_atom.agents import events
-from pytest_atom.judge.checks import CheckRegistry
+from pytest_atom.judge.registry import CheckRegistry
+from pytest_atom.model import events
+from pytest_atom.model import harness_events as hev
 from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.config import ConfigError
+from pytest_atom.model.harness_events import AnyEvent
 from pytest_atom.model.options import OPTIONS, Option
+from pytest_atom.model.project import find_ini, pytest_rootdir
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
     PARSERS,
@@ -29,21 +32,19 @@ from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest.pytest_ini import find_ini, pytest_rootdir
 from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
 from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.text import (
-    drift_line,
+from pytest_atom.reports.summary import (
     failed_tries_lines,
     pass_rates,
-    result_properties,
     sandbox_warning_lines,
     summary_table,
     summary_width,
-    tool_problem,
 )
+from pytest_atom.reports.text import drift_line, tool_problem
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness
@@ -110,32 +111,29 @@ class Progress:
         self.iteration = 0
         self.calls: dict[str, tuple[str, Any]] = {}  # tool_use id -> (name, input)
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        kind, sub = event.get("type"), event.get("subtype")
+    def __call__(self, event: AnyEvent) -> None:
         say = self.console.print
-        if kind == "atom" and sub == "attempt":
+        if isinstance(event, hev.AttemptStarted):
             self.iteration = 0
             if self.spec.criteria and self.spec.attempts > 1:  # else no second attempt can come
-                say(f"  [bold]attempt {event['attempt']}/{event['attempts']}[/]")
-        elif kind != "atom":
-            for agent_event in events.parse_event(event):
-                self._agent(agent_event)
-        elif kind == "atom" and sub == "checks":
-            for check in event["checks"]:
+                say(f"  [bold]attempt {event.attempt}/{event.attempts}[/]")
+        elif isinstance(event, hev.ChecksRan):
+            for check in event.checks:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
                 say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
-        elif kind == "atom" and sub == "step":
-            say(f"  [bold]step {escape(event['step'])}[/] ({event['number']}/{event['steps']})")
-        elif kind == "atom" and sub == "planned":
-            say(f"  [bold]{escape(event['plan'])}[/]")  # planner mode: the plan's steps
-        elif kind == "atom" and sub == "commit":
-            say(f"  [green]committed[/] step {escape(event['step'])} (a{event['attempt']:02d})")
-        elif kind == "atom" and sub == "rollback":
-            say(f"  [yellow]rollback[/] from {escape(event['step'])} to {escape(event['target'])}")
-        elif kind == "atom" and sub == "decision":
-            verdict = event.get("verdict")
-            score = f", score {verdict.score:g}" if verdict else ""
-            say(f"    decision: [bold]{event['decision']}[/]{score}")
+        elif isinstance(event, hev.StepStarted):
+            say(f"  [bold]step {escape(event.step)}[/] ({event.number}/{event.steps})")
+        elif isinstance(event, hev.Planned):
+            say(f"  [bold]{escape(event.plan)}[/]")  # planner mode: the plan's steps
+        elif isinstance(event, hev.StepCommitted):
+            say(f"  [green]committed[/] step {escape(event.step)} (a{event.attempt:02d})")
+        elif isinstance(event, hev.RolledBack):
+            say(f"  [yellow]rollback[/] from {escape(event.step)} to {escape(event.target)}")
+        elif isinstance(event, hev.Decided):
+            score = f", score {event.verdict.score:g}" if event.verdict else ""
+            say(f"    decision: [bold]{event.decision}[/]{score}")
+        elif not isinstance(event, (hev.SetupStarted, hev.PlanStarted)):
+            self._agent(event)
 
     def _agent(self, event: events.Event) -> None:
         """What the agent does: each iteration's start, its calls, its prose, the calls the

@@ -6,7 +6,7 @@ import click
 
 from pytest_atom.model import stats
 from pytest_atom.reports.gate import ALPHA, POWER
-from pytest_atom.reports.transcript import plural
+from pytest_atom.words import plural
 
 _RATE = click.FloatRange(0, 1)
 

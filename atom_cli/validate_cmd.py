@@ -30,24 +30,20 @@ from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.recording import cassette_path, record_command
 from pytest_atom.cassettes.staleness import staleness
 from pytest_atom.gateway import Script, ScriptError
-from pytest_atom.judge.checks import (
-    CheckRegistry,
-    CheckResult,
-    default_registry,
-    run_checks,
-    run_shell,
-)
+from pytest_atom.judge.checks import default_registry, run_checks, run_shell
+from pytest_atom.judge.registry import CheckRegistry
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
-from pytest_atom.reports.transcript import plural
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
+from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20
 

@@ -40,8 +40,8 @@ from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.gateway.normalize import Normalizer, run_dates
+from pytest_atom.model.messages import message, sse_stream
 
 REPO = Path(__file__).resolve().parent.parent
 URI = "scripted://benchmark/v1/messages?beta=true"

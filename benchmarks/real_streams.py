@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests/real_streams.py: the loopback upstream and the data
 
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
-from pytest_atom.reports.text import result_properties  # noqa: E402
+from pytest_atom.reports.properties import result_properties  # noqa: E402
 from tests.real_streams import RecordedStream  # noqa: E402
 from tests.test_real_streams import (  # noqa: E402
     STREAMS,

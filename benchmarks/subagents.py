@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
-from pytest_atom.agents.events import SubagentEnded, ToolCall  # noqa: E402
+from pytest_atom.model.events import SubagentEnded, ToolCall  # noqa: E402
 from pytest_atom.model.result import SpecResult  # noqa: E402
 from pytest_atom.model.settings import RunSettings  # noqa: E402
 from pytest_atom.model.spec import load_specs  # noqa: E402

@@ -19,8 +19,8 @@ _EXPORTS = {
     "Attempt": "model.result",
     "Billed": "model.billing",
     "Check": "model.spec_types",
-    "CheckRegistry": "judge.checks",
-    "CheckResult": "judge.checks",
+    "CheckRegistry": "judge.registry",
+    "CheckResult": "model.check_result",
     "CLAUDE_CODE_VERSION": "agents.claude_code.cli",
     "ClaudeNotFoundError": "agents.claude_code.cli",
     "ClaudeOptions": "model.spec_types",
@@ -29,12 +29,12 @@ _EXPORTS = {
     "Harness": "run.harness",
     "HarnessError": "run.execution",
     "IterationHistory": "run.history",
-    "IterationRecord": "agents.claude_code.runner",
+    "IterationRecord": "model.record",
     "PromptLoader": "model.prompts",
     "PromptNotFoundError": "model.prompts",
     "ReflectorOptions": "model.spec_types",
     "RetryManager": "run.retry",
-    "RunOutcome": "run.runtime",
+    "RunOutcome": "model.record",
     "RunSettings": "model.settings",
     "Script": "gateway",
     "ScriptError": "gateway",
@@ -81,14 +81,17 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         ClaudeNotFoundError,
         find_claude,
     )
-    from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
+    from pytest_atom.agents.claude_code.runner import ClaudeRunner
     from pytest_atom.cassettes.estimate import estimate
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.importing import Session, SessionError, read_session, write_spec
-    from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
+    from pytest_atom.judge.checks import default_registry, run_checks
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.judge.registry import CheckRegistry
     from pytest_atom.model.billing import Billed, billed
+    from pytest_atom.model.check_result import CheckResult
     from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
+    from pytest_atom.model.record import IterationRecord, RunOutcome
     from pytest_atom.model.result import Attempt, SpecResult
     from pytest_atom.model.settings import RunSettings, SettingsError
     from pytest_atom.model.spec import load_spec, load_specs
@@ -98,5 +101,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory
     from pytest_atom.run.retry import RetryManager
-    from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+    from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec

@@ -65,3 +65,10 @@ def link_tree(source: Path, dest: Path, ignore: Any = None) -> Path:
             shutil.copy2(src, dst)
 
     return Path(shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=link))
+
+
+#: Folders a copy from outside git leaves out: caches, virtualenvs, other tools' state.
+SKIPPED_DIRS = frozenset(
+    {*CACHE_DIRS, ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".tox", ".nox"}
+    | {".ruff_cache"}
+)

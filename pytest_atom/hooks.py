@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_atom.judge.checks import CheckRegistry
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.judge.registry import CheckRegistry
     from pytest_atom.model.result import SpecResult
     from pytest_atom.model.spec_types import Spec
 

@@ -7,13 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.agents.events import parse
-from pytest_atom.judge.checks import CheckResult
 from pytest_atom.judge.reflector import Verdict
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.events import parse
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import load_spec
-from pytest_atom.run.runtime import RunOutcome
 
 SPEC = """\
 name: demo

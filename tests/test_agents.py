@@ -16,7 +16,7 @@ import yaml
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.agents.roles import ROLE_HEADER, STRUCTURED_OUTPUT
+from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
 from tests.helpers import bash
@@ -54,13 +54,14 @@ def test_every_runner_of_a_run_comes_from_the_factory(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A judged spec with a `setup:` builds three runners (set-up, executor, reflector),
-    each through agents.factory: no module constructs one of its own."""
+    each through run.factory: no module constructs one of its own."""
     built: list[tuple[str, str | None]] = []
     original = ClaudeRunner.__init__
 
     def spy(self: ClaudeRunner, **kwargs: Any) -> None:
         caller = sys._getframe(1).f_globals["__name__"]
-        env = kwargs.get("env") or {}
+        session = kwargs.get("session")
+        env = (session.env if session is not None else kwargs.get("env")) or {}
         built.append((caller, env.get("ANTHROPIC_CUSTOM_HEADERS")))
         original(self, **kwargs)
 
@@ -70,7 +71,7 @@ def test_every_runner_of_a_run_comes_from_the_factory(
     )
     result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
     assert result.passed, result.harness_error
-    assert {caller for caller, _ in built} == {"pytest_atom.agents.factory"}
+    assert {caller for caller, _ in built} == {"pytest_atom.run.factory"}
     headers = sorted(h or "" for _, h in built)
     assert headers == [f"{ROLE_HEADER}: executor"] * 2 + [f"{ROLE_HEADER}: reflector"]
 
@@ -110,7 +111,7 @@ def test_the_role_is_the_harness_marker_not_the_tools_offered(
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:
     from pytest_atom.agents.claude_code.cli import claude_version
-    from pytest_atom.agents.factory import claude_code_agent
+    from pytest_atom.run.factory import claude_code_agent
 
     agent: Agent = claude_code_agent("planner", env={"PATH": "/usr/bin"}, claude_bin=claude_bin)
     assert agent.role == "planner" and agent.loops

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.baseline_cmd import baseline
+from pytest_atom.model.tolerance import parse_tolerance
 from pytest_atom.reports.baseline import (
     BASELINE_FORMAT,
     BaselineError,
@@ -18,13 +19,12 @@ from pytest_atom.reports.baseline import (
     compare,
     compare_run,
     load_baseline,
-    parse_tolerance,
     read_results,
     summary_cell,
     summary_lines,
     write_results,
 )
-from pytest_atom.reports.text import summary_table
+from pytest_atom.reports.summary import summary_table
 from tests.helpers import REPO, drop_step_fixtures
 from tests.helpers import summary_row as row
 

@@ -9,17 +9,16 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.gateway.messages import fold_sse, stream_billed
 from pytest_atom.gateway.server import Meter
 from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_usage
+from pytest_atom.model.messages import fold_sse, stream_billed
 from pytest_atom.model.prices import PRICES, cost_usd, price_of
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_types import Spec
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import result_properties
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from pytest_atom.run.runtime import RunOutcome
 from tests import streams
 from tests.upstream import RealisticUpstream, sse_events
 

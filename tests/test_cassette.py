@@ -22,12 +22,12 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.cassettes import fastyaml
 from pytest_atom.cassettes.cassette import FORMAT, Cassette, CassetteError, Interaction
+from pytest_atom.cassettes.divergence import Divergence, describe_difference
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import scripted
-from pytest_atom.gateway.divergence import Divergence, describe_difference
-from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.model.messages import coalesce_sse, message, parse_sse, sse_stream
 from tests.cassette_helpers import (
     TOOLS,
     URI,

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.judge.checks import CheckRegistry, CheckResult, default_registry, run_checks
+from pytest_atom.judge.checks import default_registry, run_checks
+from pytest_atom.judge.registry import CheckRegistry
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check
 from tests.helpers import wait_gone, write

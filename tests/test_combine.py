@@ -133,7 +133,7 @@ def table(output: str) -> list[list[str]]:
     lines = output.splitlines()
     start = next(n for n, line in enumerate(lines) if line.startswith("spec  "))
     rows: list[list[str]] = []
-    if lines[start] == "spec  outcome":  # the stacked layout (reports.text._stacked)
+    if lines[start] == "spec  outcome":  # the stacked layout (reports.summary._stacked)
         rows.append(["spec", "outcome", *re.split(r"\s{2,}", lines[start + 1].strip())])
         for n in range(start + 2, len(lines) - 1, 2):
             if "::" not in lines[n].split(" ")[0]:

@@ -26,7 +26,7 @@ from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import RecordingError, cassette_path, open_model_source
 from pytest_atom.cassettes.staleness import config_staleness, staleness, stamp_hashes
-from pytest_atom.judge.reflector import workspace_diff
+from pytest_atom.diffs import workspace_diff
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SandboxOptions, SpecError

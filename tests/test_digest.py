@@ -11,9 +11,8 @@ from pytest_atom.agents.claude_code.configuration import config_hashes
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import cassette_path
 from pytest_atom.cassettes.staleness import prompt_hash, script_hash, spec_hash
-from pytest_atom.files import CACHE_DIRS
+from pytest_atom.files import CACHE_DIRS, SKIPPED_DIRS
 from pytest_atom.model.spec import load_specs
-from pytest_atom.run.workspace import SKIPPED_DIRS
 
 SPECS = Path(__file__).parent.parent / "fixtures" / "specs"
 

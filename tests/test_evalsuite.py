@@ -17,10 +17,11 @@ from pytest_atom.judge.eval_graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
-    js_regex,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
-from pytest_atom.model.evalsuite import WITH, WITHOUT, case_specs, is_case_file, load_case
+from pytest_atom.model.evalsuite import WITH, WITHOUT, is_case_file, load_case
+from pytest_atom.model.evalsuite_schema import js_regex
+from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.spec_types import Check, SpecError
 from tests.helpers import REPO, kinds
 

@@ -1,4 +1,4 @@
-"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.agents.events.
+"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.model.events.
 
 The unit layer reads captures of the real CLI (tests/data/stream_json). ``events-2.1.331``
 (the pinned release) and ``events-2.1.197`` are one scripted session each, run through
@@ -23,8 +23,8 @@ import pytest
 from rich.console import Console
 
 from atom_cli.run_cmd import Progress
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord, claude_env
-from pytest_atom.agents.events import (
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
+from pytest_atom.model.events import (
     AgentError,
     ApiRetry,
     AssistantText,
@@ -43,6 +43,7 @@ from pytest_atom.agents.events import (
     parse_line,
 )
 from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.reports.transcript import permission_denials, stream_turns
@@ -202,7 +203,8 @@ def test_atom_runs_progress_shows_calls_and_refusals_as_they_stream(tmp_path: Pa
     out = io.StringIO()
     progress = Progress(Console(file=out, width=200), load_spec(spec_file))
     for line in (DATA / "events-2.1.331.jsonl").read_text(encoding="utf-8").splitlines():
-        progress(json.loads(line))
+        for event in parse_line(line):
+            progress(event)
     shown = [line.strip() for line in out.getvalue().splitlines()]
     assert shown[0].startswith("iteration 1/")
     assert "I'll look first." in shown

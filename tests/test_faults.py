@@ -18,11 +18,11 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.gateway.messages import parse_sse
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.model.messages import parse_sse
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.spec_run import run_spec

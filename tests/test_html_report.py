@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.events import parse
 from pytest_atom.gateway.matching import Drift
+from pytest_atom.model.events import parse
+from pytest_atom.model.record import RunOutcome
 from pytest_atom.reports.html import (
     LAST_REPORT,
     drift_summary,
@@ -27,7 +28,6 @@ from pytest_atom.reports.html import (
     write_html,
 )
 from pytest_atom.reports.transcript import Text, ToolUse, stream_turns
-from pytest_atom.run.runtime import RunOutcome
 from tests.helpers import capture
 from tests.html_helpers import assistant, result_for, tool_result
 

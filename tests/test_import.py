@@ -24,7 +24,7 @@ from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.importing import SessionError, read_session, write_spec
-from pytest_atom.importing.results import divergences, normal_result
+from pytest_atom.judge.tool_results import divergences, normal_result
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.model.spec import load_specs
 

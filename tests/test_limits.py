@@ -9,8 +9,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pytest_atom.agents.events import Event, parse_event
 from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.events import Event, parse_event
 from pytest_atom.model.limits import Budget, Limits, parse_limits
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import SpecError

@@ -1,4 +1,4 @@
-"""The match modes as classes (pytest_atom.gateway.matchers): the registry by name, and what
+"""The match modes as classes (pytest_atom.cassettes.matchers): the registry by name, and what
 each class decides that the replay responder used to test a mode's name for."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.matchers import (
+from pytest_atom.cassettes.matchers import (
     MATCHERS,
     ConversationMatcher,
     Matcher,
@@ -20,8 +19,9 @@ from pytest_atom.gateway.matchers import (
     match_key,
     matcher_for,
 )
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES
 
 

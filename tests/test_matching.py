@@ -9,10 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.cassettes.cassette import Interaction
+from pytest_atom.cassettes.matchers import match_key
 from pytest_atom.cassettes.recording import ModelSource, divergence_report
-from pytest_atom.gateway.matchers import match_key
 from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,
@@ -20,8 +19,9 @@ from pytest_atom.gateway.matching import (
     compared_turns,
     request_kind,
 )
-from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.model.messages import message, sse_stream
+from pytest_atom.model.roles import ROLE_HEADER
 from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.helpers import scripted_spec
 

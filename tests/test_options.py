@@ -20,7 +20,7 @@ from atom_cli.run_cmd import SettingType, run
 from pytest_atom import plugin
 from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
 from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
-from pytest_atom.pytest.session import pytest_harness
+from pytest_atom.pytest.settings import pytest_harness
 from tests.helpers import REPO
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
@@ -151,8 +151,7 @@ def test_pytest_takes_command_line_paths_from_the_invocation_folder(
 
 def test_the_ini_file_names_are_pytests_own() -> None:
     """The one list that decides a project's root, in pytest's order of preference."""
-    from pytest_atom.model import spec_paths
-    from pytest_atom.pytest import pytest_ini
+    from pytest_atom.model import project, spec_paths
 
     assert INI_NAMES[:5] == (
         "pytest.toml",
@@ -161,14 +160,14 @@ def test_the_ini_file_names_are_pytests_own() -> None:
         ".pytest.ini",
         "pyproject.toml",
     )
-    assert vars(pytest_ini)["INI_NAMES"] is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
+    assert vars(project)["INI_NAMES"] is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
 
 
 def test_a_subfolder_with_a_pytest_toml_is_a_project_root(tmp_path: Path) -> None:
     """A spec's project root and pytest's rootdir now agree on `pytest.toml` (the spec
     loader's list used to lack it, so a workspace could reach outside such a project)."""
+    from pytest_atom.model.project import pytest_rootdir
     from pytest_atom.model.spec_paths import project_root
-    from pytest_atom.pytest.pytest_ini import pytest_rootdir
 
     (tmp_path / "setup.cfg").write_text("[metadata]\n")
     (tmp_path / "app" / "specs").mkdir(parents=True)

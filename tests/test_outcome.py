@@ -160,8 +160,7 @@ def test_results_are_data_that_import_no_machinery() -> None:
     ).stdout.split()
     assert set(loaded) == {
         "pytest_atom",
-        "pytest_atom.agents",  # a package that imports nothing on its own
-        "pytest_atom.agents.events",  # the agents' event types: data, importing nothing
+        "pytest_atom.model.events",  # the agents' event types: data, importing nothing
         "pytest_atom.model",
         "pytest_atom.model.billing",  # what an answer billed: data
         "pytest_atom.model.limits",

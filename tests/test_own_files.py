@@ -15,9 +15,9 @@ import yaml
 
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
-from pytest_atom.reports.text import failure_report
+from pytest_atom.reports.text import failure_report, left_out_files_line
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.run.own_files import left_out_files_line, own_files
+from pytest_atom.run.own_files import own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
 from tests.helpers import bash

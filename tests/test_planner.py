@@ -14,7 +14,6 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.agents.roles import legacy_role
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.recording import cassette_path
 from pytest_atom.cassettes.staleness import staleness
@@ -22,12 +21,15 @@ from pytest_atom.gateway.matching import request_kind
 from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
+from pytest_atom.model.roles import legacy_role
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import PlanAccept, SpecError
 from pytest_atom.paths import cli_slug
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError, volatile_paths
 from pytest_atom.run.planner import (

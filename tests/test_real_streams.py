@@ -20,12 +20,12 @@ from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.gateway.messages import fold_sse
+from pytest_atom.model.messages import fold_sse
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import Spec
-from pytest_atom.reports.text import result_properties
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.transcript import is_messages
 from pytest_atom.run.spec_run import run_spec
 from tests.real_streams import RecordedStream, RecordedUpstream, billed_tokens

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.model.events import Result, SessionStarted
+from pytest_atom.model.harness_events import AnyEvent
+from pytest_atom.processes import kill_process_tree
 from tests.helpers import bash, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
@@ -28,7 +30,7 @@ def test_stream_json_becomes_an_iteration_record(
             {"text": "All done.\n\nEXIT_LOOP_NOW"},
         ]
     )
-    events: list[dict[str, Any]] = []
+    events: list[AnyEvent] = []
     record = runner_for(gateway, on_event=events.append).run("task", tmp_path, session_id=SESSION)
     assert record.returncode == 0 and not record.is_error
     assert (tmp_path / "out.txt").read_text() == "made\n"  # the tool really ran
@@ -40,7 +42,8 @@ def test_stream_json_becomes_an_iteration_record(
     assert record.session_id == SESSION
     assert record.cli_version == CLAUDE_CODE_VERSION
     assert record.num_turns == 2 and record.tokens > 0 and record.cost_usd > 0
-    assert events[0]["type"] == "system" and events[-1]["type"] == "result"
+    assert isinstance(events[0], SessionStarted) and isinstance(events[-1], Result)
+    assert events == list(record.events)  # the callback saw what the record holds, typed
 
 
 @pytest.mark.slow

@@ -16,17 +16,20 @@ from jsonschema import Draft202012Validator
 
 from atom_cli.main import main
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
+from pytest_atom.model.harness_events import AnyEvent, ChecksRan, StepCommitted
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.record import RunOutcome
 from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.text import failure_report, result_properties, summary_table
+from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError
-from pytest_atom.run.runtime import RunOutcome
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.helpers import REPO, ShippedRun, bash, write
@@ -357,18 +360,18 @@ class Interrupt(KeyboardInterrupt):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("stop_at", "attempts"),
-    [(("commit", 1), ["a01"]), (("checks", 2), ["a02"])],
+    [((StepCommitted, 1), ["a01"]), ((ChecksRan, 2), ["a02"])],
     ids=["after-step-one-commits", "in-step-two"],
 )
 def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
-    tmp_path: Path, claude_bin: Path, stop_at: tuple[str, int], attempts: list[str]
+    tmp_path: Path, claude_bin: Path, stop_at: tuple[type, int], attempts: list[str]
 ) -> None:
     spec = load_spec(copy_two_steps(tmp_path))
 
-    seen: list[str] = []
+    seen: list[type] = []
 
-    def stop_after_commit(event: dict[str, Any]) -> None:
-        seen.append(str(event.get("subtype")))
+    def stop_after_commit(event: AnyEvent) -> None:
+        seen.append(type(event))
         if seen.count(stop_at[0]) == stop_at[1]:
             raise Interrupt
 
@@ -416,8 +419,8 @@ def test_atom_run_resume_shows_the_steps_it_runs(
 ) -> None:
     spec = load_spec(copy_two_steps(tmp_path))
 
-    def stop_after_commit(event: dict[str, Any]) -> None:
-        if event.get("subtype") == "commit":
+    def stop_after_commit(event: AnyEvent) -> None:
+        if isinstance(event, StepCommitted):
             raise Interrupt
 
     with pytest.raises(Interrupt):

@@ -4,7 +4,7 @@ row is wider takes two lines (three with tokens per role); the full table is in 
 from __future__ import annotations
 
 from pytest_atom.model.usage import ROLES
-from pytest_atom.reports.text import SUMMARY_WIDTH, summary_table
+from pytest_atom.reports.summary import SUMMARY_WIDTH, summary_table
 from tests.helpers import summary_row
 
 LONG = "examples/a-project-with-a-long-folder-name/specs/release_notes_from_commits.atom.yaml"
@@ -81,7 +81,7 @@ def test_without_roles_the_figures_share_the_second_line() -> None:
 
 
 def test_a_terminal_gets_its_own_width_at_most_100_and_a_log_one_line_a_spec() -> None:
-    from pytest_atom.reports.text import summary_width
+    from pytest_atom.reports.summary import summary_width
 
     assert summary_width(True, 80) == 80
     assert summary_width(True, 240) == SUMMARY_WIDTH

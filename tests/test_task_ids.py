@@ -14,9 +14,9 @@ import json
 from typing import Any
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway.normalize import Normalizer, renumber_task_ids
-from pytest_atom.gateway.replay import CassetteResponder
 
 NORTH, SOUTH = "a1b2c3d4e5f6a7b8c", "a9f8e7d6c5b4a3f2e"
 

@@ -27,10 +27,11 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.agents.events import parse
-from pytest_atom.judge.checks import CheckResult, run_checks
+from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.events import parse
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check, SpecError
 from pytest_atom.reports.transcript import permission_denials, stream_turns

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.events import parse
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, sse_stream
+from pytest_atom.model.events import parse
+from pytest_atom.model.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.transcript import (
     Mark,
     call_marks,
-    read_reply,
     refusal_in_result,
     stream_turns,
     trajectory_summary,

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.agents.events import parse_event
+from pytest_atom.model.events import parse_event
 from pytest_atom.model.limits import Budget, Limits
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.rows import SummaryRow
@@ -155,10 +155,10 @@ def test_a_cost_limit_counts_the_resumed_call_once() -> None:
 def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
     """Executor calls split into the main session and its subagents; a reflector's and a
     planner's sessions are their own roles; together they are atom_tokens and its price."""
+    from pytest_atom.model.record import RunOutcome
     from pytest_atom.model.result import Attempt, Plan
     from pytest_atom.model.spec_types import Spec
-    from pytest_atom.reports.text import result_properties
-    from pytest_atom.run.runtime import RunOutcome
+    from pytest_atom.reports.properties import result_properties
 
     calls = [record_of(events(f"{name}-2.1.330.jsonl")) for name in ("subagents", "resumed")]
     judge = IterationRecord(returncode=0, usage={"input_tokens": 700}, cost_usd=0.002)
@@ -283,7 +283,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Reco
 def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorded) -> None:
     from jsonschema import Draft202012Validator
 
-    from pytest_atom.reports.text import result_properties, summary_table
+    from pytest_atom.reports.properties import result_properties
+    from pytest_atom.reports.summary import summary_table
     from pytest_atom.reports.trace import build_trace
 
     sent = recorded.sent
@@ -325,7 +326,8 @@ def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_ch
 ) -> None:
     """A limit between the main agent's usage and the agent's total (the recording's,
     give or take the few tokens that differ per run): only the subagents cross it."""
-    from pytest_atom.reports.text import result_properties, summary_table
+    from pytest_atom.reports.properties import result_properties
+    from pytest_atom.reports.summary import summary_table
 
     main = recorded.sent[MAIN_KEY]
     limit = (main + recorded.total - recorded.sent[JUDGE_KEY]) // 2

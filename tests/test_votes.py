@@ -15,7 +15,8 @@ import yaml
 
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
-from pytest_atom.model.evalsuite import case_specs, load_case
+from pytest_atom.model.evalsuite import load_case
+from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.outcome import decide, judge
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError

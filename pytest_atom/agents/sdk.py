@@ -9,7 +9,7 @@ gets: the gateway, the run's own config folder, the role marker.
 Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
 the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
 the session, and the settings file that carries the sandbox and the isolation
-(`core.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
+(`agents.claude_code.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
 through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
 and checks, traces and reports read the same records.
 
@@ -32,14 +32,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
 from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
-from pytest_atom.agents.events import Event
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.agents.roles import Role
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.model.environment import importable
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.model.events import Event
+from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.roles import Role
+from pytest_atom.processes import kill_process_tree
 
 #: The module the child runs (`python -m`).
 HOST_MODULE = "pytest_atom.agents.sdk_host"
@@ -47,33 +47,33 @@ _POLL = 0.05  # seconds between looks at the growing log
 
 
 class SdkAgent:
-    """The executor of a spec whose `agent:` is an SDK app; built by `agents.factory`.
+    """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
-    `runner` is the CLI agent the app stands in for: its environment, options, model,
-    confinement, budget and session bookkeeping are the app's too, so an SDK spec is
-    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
+    `session` is the one the CLI agent it stands in for would run with: its environment,
+    options, model, confinement, budget and session bookkeeping are the app's too, so an SDK
+    spec is configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
     """
 
     role: Role = "executor"
     loops = False
 
-    def __init__(self, target: str, runner: ClaudeRunner, import_paths: Sequence[Path]) -> None:
+    def __init__(self, target: str, session: AgentSession, import_paths: Sequence[Path]) -> None:
         self.target = target
-        self.runner = runner
+        self.session = session
         self.import_paths = [str(p) for p in import_paths]
 
     @property
     def env(self) -> Mapping[str, str] | None:
-        return self.runner.env
+        return self.session.env
 
     def version(self) -> str:
-        return claude_version(self.runner.binary)
+        return self.session.cli_version
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
-        return self.runner.parse(raw)
+        return self.session.parse(raw)
 
     def continue_session(self, session_id: str, conversation_dir: Path) -> None:
-        self.runner.move_session(session_id, conversation_dir)
+        self.session.move_session(session_id, conversation_dir)
 
     def structured(
         self, prompt: str, conversation_dir: Path, *, session_id: str, timeout: float | None
@@ -101,7 +101,7 @@ class SdkAgent:
             [sys.executable, "-m", HOST_MODULE, str(request)],
             cwd=cwd,
             # The run's environment (built from parts), able to import this pytest-atom.
-            env=None if self.runner.env is None else importable(self.runner.env),
+            env=None if self.session.env is None else importable(self.session.env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -122,21 +122,12 @@ class SdkAgent:
         self, prompt: str, cwd: Path, session_id: str | None, use_context: bool, log: Path
     ) -> dict[str, Any]:
         """What the child needs: the app, the prompt and the harness's options."""
-        options = self.runner.options
-        session = self.runner.session_args(session_id, use_context)
-        confinement = self.runner.confinement
-        allowed = list(options.allowed_tools)
-        args: list[str] = []
+        options = self.session.options
+        session = self.session.session_args(session_id, use_context)
+        confinement = self.session.confinement
+        allowed, args = self.session.tools(cwd)
         scopes: dict[str, list[str]] = {}
         if confinement is not None:
-            allowed = confinement.allowed_tools(allowed, cwd)
-            args = confinement.prepare(
-                cwd,
-                options.allowed_tools,
-                options,
-                env=self.runner.env,
-                cli_version=self.runner.cli_version,
-            )
             scopes = {t: confinement.allowed_tools([t], cwd) for t in sorted(FILE_EDIT_TOOLS)}
         return {
             "target": self.target,
@@ -147,7 +138,7 @@ class SdkAgent:
                 "cwd": str(cwd),
                 "permission_mode": options.permission_mode,
                 "allowed_tools": allowed,
-                "model": self.runner.model,
+                "model": self.session.model,
                 **_session_options(session),
             },
             "cli_args": [*args, *options.args],
@@ -158,7 +149,7 @@ class SdkAgent:
         """The CLI the app is pointed at: the pinned one, its stdout copied to `log`."""
         shim = log.with_suffix(".sh")
         shim.write_text(
-            f'#!/bin/bash\nset -o pipefail\n"{self.runner.binary}" "$@" | tee -a "{log}"\n',
+            f'#!/bin/bash\nset -o pipefail\n"{self.session.binary}" "$@" | tee -a "{log}"\n',
             encoding="utf-8",
         )
         shim.chmod(0o700)
@@ -166,7 +157,7 @@ class SdkAgent:
 
     def _work_dir(self) -> Path:
         """Scratch files of a call, in the run's CLI config folder (scrubbed after a run)."""
-        env = self.runner.env or {}
+        env = self.session.env or {}
         base = Path(env["CLAUDE_CONFIG_DIR"]) if "CLAUDE_CONFIG_DIR" in env else None
         folder = base / "atom-sdk" if base else Path(tempfile.mkdtemp(prefix="atom-sdk-"))
         folder.mkdir(parents=True, exist_ok=True)
@@ -195,7 +186,7 @@ class SdkAgent:
                     *complete, partial = (partial + chunk).split("\n")
                     for line in complete:
                         lines.append(line + "\n")
-                        if self.runner.fold_line(record, line, proc):
+                        if self.session.fold_line(record, line, proc):
                             done = True
                             break
                 if done:
@@ -222,7 +213,7 @@ class SdkAgent:
 
 
 def _session_options(args: Sequence[str]) -> dict[str, Any]:
-    """ClaudeRunner's session arguments as ClaudeAgentOptions fields."""
+    """The session's arguments (AgentSession.session_args) as ClaudeAgentOptions fields."""
     if len(args) == 2 and args[0] == "--resume":
         return {"resume": args[1]}
     if len(args) == 2 and args[0] == "--session-id":

@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 import yaml
 
 from pytest_atom import digest as digest_module
-from pytest_atom.agents.roles import Role, header_role, legacy_role
 from pytest_atom.cassettes import fastyaml
 from pytest_atom.files import write_atomic
+from pytest_atom.model.roles import Role, header_role, legacy_role
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `version:`

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.gateway.messages import answer_billed
 from pytest_atom.model.billing import Billed
+from pytest_atom.model.messages import answer_billed
 from pytest_atom.model.prices import cost_usd
 
 __all__ = ["Estimate", "estimate", "interaction_billed"]

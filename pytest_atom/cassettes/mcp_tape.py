@@ -1,7 +1,7 @@
 """A spec's stdio MCP servers, recorded and replayed: the process the CLI starts in their place.
 
 The CLI speaks newline-delimited JSON-RPC to a stdio MCP server (MCP's stdio transport).
-`core.configuration.mcp_server_entry` makes the CLI start this module instead::
+`agents.claude_code.configuration.mcp_server_entry` makes the CLI start this module instead::
 
     python -m pytest_atom.cassettes.mcp_tape --server NAME --tape FOLDER -- COMMAND ARGS...
     python -m pytest_atom.cassettes.mcp_tape --server NAME --tape FOLDER --replay

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom import digest
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.cassettes.cassette import RECALL
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.gateway.matching import Kind, compared_turns
-from pytest_atom.gateway.replay import CassetteResponder
+from pytest_atom.model.record import IterationRecord, Recalled
 from pytest_atom.model.spec_types import ClaudeOptions
-from pytest_atom.run.workspace import SKIPPED_DIRS
 
 #: The cassette's metadata key: ``{role: {inputs, folder, tokens, cost_usd}}``.
 RECALL_KEY = RECALL
@@ -56,16 +56,6 @@ class SessionKey:
     inputs: str
     folder: str
     opening: list[dict[str, Any]] = field(compare=False, hash=False)  # its first turn
-
-
-@dataclass(frozen=True)
-class Recalled:
-    """A session answered from the cassette: its recorded answer and what it cost then."""
-
-    role: str
-    answer: Any
-    tokens: int = 0
-    cost_usd: float = 0.0
 
 
 def folder_hash(folder: Path, paths_out: Callable[[str], str]) -> str:

@@ -16,8 +16,11 @@ from pathlib import Path
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.configuration import config_hashes
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.divergence import Divergence
+from pytest_atom.cassettes.matchers import matcher_for
 from pytest_atom.cassettes.mcp_tape import McpTape, describe_miss
 from pytest_atom.cassettes.recall import Recall
+from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import (
     PROMPT_CHANGED,
@@ -37,13 +40,10 @@ from pytest_atom.gateway import (
     Script,
     ScriptedResponder,
 )
-from pytest_atom.gateway.divergence import Divergence
-from pytest_atom.gateway.matchers import matcher_for
 from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.gateway.replay import CassetteResponder
 from pytest_atom.gateway.scripted import draw_key
-from pytest_atom.gateway.upstream import UpstreamFault
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
+from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path

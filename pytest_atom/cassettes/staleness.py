@@ -18,9 +18,9 @@ from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.gateway.matching import request_kind
 from pytest_atom.model import yamldoc
+from pytest_atom.model.messages import read_reply
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import display_path
-from pytest_atom.reports.transcript import read_reply
 
 
 def spec_hash(spec: Spec) -> str:

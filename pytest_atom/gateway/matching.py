@@ -8,7 +8,7 @@ string vs ``[text]`` content, preflights and side requests) changes with every C
 release, so it is recorded and reported as drift, never a reason to fail.
 
 The match modes themselves (conversation, structural, strict) are the classes of
-`gateway.matchers`; this module holds what they compare and the `Drift` they report.
+`cassettes.matchers`; this module holds what they compare and the `Drift` they report.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_atom.agents.events import flatten_tool_result
-from pytest_atom.gateway.messages import parse_sse
-from pytest_atom.gateway.server import CONVERSATION_KINDS, Kind, request_kind
+from pytest_atom.model.events import flatten_tool_result
+from pytest_atom.model.messages import CONVERSATION_KINDS, Kind, parse_sse, request_kind
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
-from pytest_atom.reports.transcript import plural
+from pytest_atom.words import plural
 
 __all__ = [
     "CONVERSATION_KINDS",

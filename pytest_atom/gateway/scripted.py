@@ -15,7 +15,7 @@ Each agent turn request (one that offers tools) takes the next turn; side reques
 reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
 ``reflector: {votes: N}``, as the votes run one after another) and a planner's
 (planner mode) `planner:` turns (``- plan: {steps: [...]}``): the harness marks each
-request with its role (agents.roles), and an unmarked one is the agent's.
+request with its role (model.roles), and an unmarked one is the agent's.
 
 A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
 script can be a stochastic agent: which choice plays is drawn when the script is played
@@ -44,10 +44,10 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
-from pytest_atom.gateway import messages
-from pytest_atom.gateway.server import CONVERSATION_KINDS, GatewayRequest, Reply
-from pytest_atom.model import yamldoc
+from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.model import messages, yamldoc
+from pytest_atom.model.messages import CONVERSATION_KINDS
+from pytest_atom.model.roles import STRUCTURED_OUTPUT
 
 
 class ScriptError(Exception):

@@ -16,39 +16,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from pytest_atom.agents.roles import Role, header_role
-from pytest_atom.gateway import messages
+from pytest_atom.model import messages
 from pytest_atom.model.billing import Billed
+from pytest_atom.model.messages import Kind, request_kind
 from pytest_atom.model.prices import cost_usd
+from pytest_atom.model.roles import Role, header_role
 from pytest_atom.model.spend import SpendLimit
-
-#: What a request is for. Turns (the executor's), reflector and planner turns carry a
-#: conversation; the others are Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
-
-
-def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
-    """The one classification of a request, live or recorded.
-
-    A request that offers tools is a session's turn: the executor's (``turn``), or the
-    reflector's or planner's, as its `role` says (no marker: the executor's). Side
-    requests (session titles, small helper calls) carry no tools; telling them apart is
-    what keeps them from consuming scripted turns.
-    """
-    if method == "HEAD":
-        return "head"
-    if endpoint.endswith("/count_tokens"):
-        return "count_tokens"
-    tools = body.get("tools") if isinstance(body, dict) else None
-    if tools and endpoint.endswith("/messages"):
-        if role is None or role == "executor":
-            return "turn"
-        return role
-    return "side"
 
 
 @dataclass(frozen=True)
@@ -78,7 +54,7 @@ class GatewayRequest:
 
     @property
     def role(self) -> Role | None:
-        """The role the harness marked the request with (see agents.roles)."""
+        """The role the harness marked the request with (see model.roles)."""
         return header_role(self.headers)
 
     @property

@@ -1,13 +1,14 @@
 """`atom import`: a finished Claude Code session (its transcript or stream-json log) as a spec.
 
-`session` reads either record into one `Session` (`transcript` reads the CLI's own transcript
-format), `writer` writes the spec, its script and the session's tool results, and `results` is
-the ``tool_results`` check that names a call whose result differs from the session's.
+`reader` reads either record into one `Session` (`session` reads stream-json, `transcript` the
+CLI's own transcript format), and `writer` writes the spec, its script and the session's tool
+results, which the ``tool_results`` check (`pytest_atom.judge.tool_results`) compares a run with.
 """
 
 from __future__ import annotations
 
-from pytest_atom.importing.session import Session, SessionError, read_session
+from pytest_atom.importing.reader import read_session
+from pytest_atom.importing.session import Session, SessionError
 from pytest_atom.importing.writer import Imported, write_spec
 
 __all__ = ["Imported", "Session", "SessionError", "read_session", "write_spec"]

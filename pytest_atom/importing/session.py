@@ -3,7 +3,7 @@
 A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
 read by `pytest_atom.importing.transcript`) or as the ``--output-format stream-json`` log of one
 or more ``claude -p`` calls, read here through the project's one stream parser
-(`pytest_atom.agents.events`). Both become one `Session`: the first prompt, the main agent's
+(`pytest_atom.model.events`). Both become one `Session`: the first prompt, the main agent's
 turns with their tool calls and the results the session saw, and where it ran.
 
 What a scripted replay cannot play is refused here, with the file and line that shows it:
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.agents import events
+from pytest_atom.model import events
 
 __all__ = [
     "SUBAGENT_TOOLS",
@@ -32,7 +32,6 @@ __all__ = [
     "SessionCall",
     "SessionError",
     "SessionTurn",
-    "read_session",
     "read_stream_json",
 ]
 
@@ -139,17 +138,6 @@ def sniff(path: Path, lines: Iterable[tuple[int, Mapping[str, Any]]]) -> Format:
     )
 
 
-def read_session(path: str | Path) -> Session:
-    """The session in `path`, a transcript or a stream-json log (told apart by their keys)."""
-    path = Path(path)
-    lines = decode_lines(path)
-    if sniff(path, lines) == "transcript":
-        from pytest_atom.importing.transcript import read_transcript
-
-        return read_transcript(path, lines)
-    return read_stream_json(path, lines)
-
-
 def refuse_subagent(path: Path, line: int, what: str) -> SessionError:
     return SessionError(
         f"{path}:{line}: {what}: atom import does not handle subagents (the scripted gateway "
@@ -175,7 +163,7 @@ def add_call(path: Path, turn: SessionTurn, call: SessionCall) -> None:
 
 
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
-    """A stream-json log: the events of `pytest_atom.agents.events`, one ``claude -p`` call per
+    """A stream-json log: the events of `pytest_atom.model.events`, one ``claude -p`` call per
     ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
     session = Session(path, "stream-json", None, [])
     turns: dict[str, SessionTurn] = {}

@@ -14,7 +14,7 @@ The CLI appends one JSON object a line as the session goes. The lines `atom impo
 
 Other lines (``summary``, ``queue-operation``, ``file-history-snapshot``, ``attachment``,
 ``api-request``, ``system``, ...) say nothing a script needs and are passed over. An answer's
-blocks are the same as in stream-json, so each message is parsed by `pytest_atom.agents.events`
+blocks are the same as in stream-json, so each message is parsed by `pytest_atom.model.events`
 like a stream-json event.
 
 Lines form a tree by ``parentUuid``: a prompt the user edited or rewound to starts a branch,
@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents import events
 from pytest_atom.importing.session import (
     Session,
     SessionCall,
@@ -39,6 +38,7 @@ from pytest_atom.importing.session import (
     refuse_server_tool,
     refuse_subagent,
 )
+from pytest_atom.model import events
 
 __all__ = ["read_transcript"]
 

@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.importing.results import WRITE_TOOLS, normal_result
 from pytest_atom.importing.session import Session, SessionCall, SessionError
+from pytest_atom.judge.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.model.spec_paths import project_root
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.transcript import tool_label
@@ -70,41 +70,16 @@ def write_spec(
 ) -> Imported:
     """Write `session` as a scripted spec under `out`; refuse to overwrite anything."""
     out = out.resolve()
-    name = name or default_name(session)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        raise SessionError(
-            f"--name {name!r} is no spec name: use letters, digits, '_', '.' and '-', "
-            "starting with a letter or digit"
-        )
-    spec_path = out / f"{name}{SPEC_SUFFIX}"
-    script_path = out / "scripts" / f"{name}.yaml"
-    results_path = out / "sessions" / f"{name}.results.yaml"
-    for path in (spec_path, script_path, results_path):
-        if path.exists():
-            raise SessionError(f"{path} already exists: pass another --name, or remove it first")
+    name = _spec_name(name or default_name(session))
+    spec_path, script_path, results_path = _new_paths(out, name)
     notes: list[str] = list(session.notes)
     cwd = session.cwd.rstrip("/") if session.cwd else None
     turns = _script_turns(session, cwd, notes)
     workspace = _workspace(session, cwd, out, ref, notes)
-    text = prompt or session.prompt
-    if text is None:
-        text = "TODO: the prompt that started this session (a stream-json log does not carry it)"
-        notes.append(
-            "the prompt is a placeholder: a stream-json log does not carry it (pass --prompt)"
-        )
-    if session.thinking:
-        notes.append(f"{session.thinking} thinking blocks left out: a script has no thinking")
-    for line, message in session.later_messages:
-        first = message.strip().splitlines()[0][:100]
-        notes.append(
-            f"line {line}: a later user message is not replayed (the runtime continues the "
-            f"session itself): {first!r}"
-        )
+    text = _prompt(session, prompt, notes)
     accept = _checks(session, cwd, results_path.relative_to(out).as_posix())
     iterations = sum(1 for t in turns if not t.get("tool_use"))
-    source = f"{session.path.name} ({session.format}"
-    source += f", Claude Code {session.agent_version}" if session.agent_version else ""
-    source += f", session {session.session_id})" if session.session_id else ")"
+    source = _source(session)
     spec: dict[str, Any] = {
         "name": name,
         "description": f"Imported from {source}.",
@@ -123,14 +98,7 @@ def write_spec(
         f"# The main agent's turns of {session.path.name}, as `atom import` read them.",
         "# A text-only turn ends a `claude -p` call; the last one says EXIT_LOOP_NOW.",
     ]
-    results = {
-        "session": session.path.name,
-        "calls": [_result_entry(n, c, cwd) for n, c in enumerate(session.calls, start=1)],
-    }
-    results_header = [
-        f"# What each tool call of {session.path.name} gave, in order (the spec's tool_results",
-        "# check compares a run with it). Paths of the session's folder are relative.",
-    ]
+    results, results_header = _results(session, cwd)
     for path, data, head in (
         (spec_path, spec, header),
         (script_path, {"turns": turns}, script_header),
@@ -147,6 +115,55 @@ def write_spec(
         len(session.calls),
         notes,
     )
+
+
+def _spec_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise SessionError(
+            f"--name {name!r} is no spec name: use letters, digits, '_', '.' and '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _prompt(session: Session, prompt: str | None, notes: list[str]) -> str:
+    """The spec's prompt (``--prompt``, else the session's), noting in `notes` what the
+    spec leaves out of the session: its thinking and later user messages."""
+    text = prompt or session.prompt
+    if text is None:
+        text = "TODO: the prompt that started this session (a stream-json log does not carry it)"
+        notes.append(
+            "the prompt is a placeholder: a stream-json log does not carry it (pass --prompt)"
+        )
+    if session.thinking:
+        notes.append(f"{session.thinking} thinking blocks left out: a script has no thinking")
+    for line, message in session.later_messages:
+        first = message.strip().splitlines()[0][:100]
+        notes.append(
+            f"line {line}: a later user message is not replayed (the runtime continues the "
+            f"session itself): {first!r}"
+        )
+    return text
+
+
+def _source(session: Session) -> str:
+    """``session.jsonl (transcript, Claude Code 2.1.331, session 1234)``."""
+    source = f"{session.path.name} ({session.format}"
+    source += f", Claude Code {session.agent_version}" if session.agent_version else ""
+    return source + (f", session {session.session_id})" if session.session_id else ")")
+
+
+def _new_paths(out: Path, name: str) -> tuple[Path, Path, Path]:
+    """Where the spec, its script and the session's tool results go: none may exist yet."""
+    paths = (
+        out / f"{name}{SPEC_SUFFIX}",
+        out / "scripts" / f"{name}.yaml",
+        out / "sessions" / f"{name}.results.yaml",
+    )
+    for path in paths:
+        if path.exists():
+            raise SessionError(f"{path} already exists: pass another --name, or remove it first")
+    return paths
 
 
 def default_name(session: Session) -> str:
@@ -322,3 +339,17 @@ _Dumper.add_representer(str, _str)
 
 def _dump(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _results(session: Session, cwd: str | None) -> tuple[dict[str, Any], list[str]]:
+    """What each tool call gave, in order, for the spec's ``tool_results`` check; and the
+    file's header."""
+    results = {
+        "session": session.path.name,
+        "calls": [_result_entry(n, c, cwd) for n, c in enumerate(session.calls, start=1)],
+    }
+    header = [
+        f"# What each tool call of {session.path.name} gave, in order (the spec's tool_results",
+        "# check compares a run with it). Paths of the session's folder are relative.",
+    ]
+    return results, header

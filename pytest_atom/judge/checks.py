@@ -20,21 +20,21 @@ import re
 import signal
 import subprocess
 import tempfile
-import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
+from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
+from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec_types import Check
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.claude_code.runner import IterationRecord
-    from pytest_atom.judge.trajectory import Trajectory
+    from pytest_atom.model.record import IterationRecord
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
 #: Lines of an expected-vs-actual stdout diff kept in evidence: reports show 20 lines of it.
@@ -43,96 +43,8 @@ _LISTING_LIMIT = 50
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", ".pytest_cache"}
 
 
-@dataclass(frozen=True)
-class CheckResult:
-    """The verdict of one check, with what a person needs to believe it."""
-
-    check: Check
-    passed: bool
-    summary: str
-    evidence: str
-
-
-CheckFn = Callable[[Check, Path, Mapping[str, str] | None], CheckResult]
-#: A kind that reads the agent's run: its tool calls, refusals and last message.
-TrajectoryCheckFn = Callable[[Check, "Trajectory"], CheckResult]
-
-
-class CheckError(Exception):
-    """Raised inside a check that cannot be evaluated; becomes a failed result."""
-
-
-class CheckRegistry:
-    """Check kinds by name, so plugins can add their own later."""
-
-    def __init__(self) -> None:
-        self._fns: dict[str, CheckFn] = {}
-        self._run_fns: dict[str, TrajectoryCheckFn] = {}
-
-    def register(self, kind: str, fn: CheckFn) -> None:
-        """Add a kind; replacing one is refused so a plugin cannot silently shadow another."""
-        if kind in self:
-            raise ValueError(f"check kind {kind!r} is already registered")
-        self._fns[kind] = fn
-
-    def register_trajectory(self, kind: str, fn: TrajectoryCheckFn) -> None:
-        """Add a kind that reads the agent's run (see `pytest_atom.judge.trajectory`)."""
-        if kind in self:
-            raise ValueError(f"check kind {kind!r} is already registered")
-        self._run_fns[kind] = fn
-
-    def __contains__(self, kind: str) -> bool:
-        return kind in self._fns or kind in self._run_fns
-
-    def reads_run(self, kind: str) -> bool:
-        """Whether the kind judges the agent's run rather than the workspace."""
-        return kind in self._run_fns
-
-    def kinds(self) -> list[str]:
-        return sorted([*self._fns, *self._run_fns])
-
-    def run(
-        self,
-        check: Check,
-        workspace: Path,
-        env: Mapping[str, str] | None = None,
-        trajectory: Trajectory | None = None,
-    ) -> CheckResult:
-        fn, run_fn = self._fns.get(check.kind), self._run_fns.get(check.kind)
-        if fn is None and run_fn is None:
-            return CheckResult(
-                check,
-                False,
-                f"unknown check kind {check.kind!r}",
-                f"registered kinds: {', '.join(self.kinds())}",
-            )
-        try:
-            if run_fn is None:
-                assert fn is not None
-                return fn(check, workspace, env)
-            if trajectory is None:
-                raise CheckError(
-                    "it reads the agent's tool calls, and no agent ran here (an oracle's "
-                    "run, or checks run on a folder alone)"
-                )
-            return run_fn(check, trajectory)
-        except CheckError as exc:
-            return CheckResult(
-                check, False, f"{check.describe()}: could not be evaluated", str(exc)
-            )
-        except Exception:  # noqa: BLE001 - a buggy plugin check must not hide the others
-            return CheckResult(
-                check,
-                False,
-                f"{check.describe()}: the check itself crashed",
-                traceback.format_exc(),
-            )
-
-
 def default_registry() -> CheckRegistry:
     """A new registry with the built-in kinds; new each time so callers may extend it."""
-    from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS  # it builds on this module
-
     registry = CheckRegistry()
     for kind, fn in _BUILTINS.items():
         registry.register(kind, fn)
@@ -154,8 +66,6 @@ def run_checks(
     checks = list(checks)
     trajectory = None
     if records is not None and any(registry.reads_run(c.kind) for c in checks):
-        from pytest_atom.judge.trajectory import Trajectory
-
         trajectory = Trajectory.from_records(records, workspace)
     return [registry.run(check, workspace, env, trajectory) for check in checks]
 

@@ -15,20 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.judge.checks import CheckRegistry, CheckResult
-from pytest_atom.judge.reflector import HARNESS_FILES
+from pytest_atom.diffs import HARNESS_FILES
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.judge.trajectory import Trajectory
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.evalsuite_schema import js_regex
 from pytest_atom.model.spec_types import Check
-
-
-def js_regex(pattern: str, flags: str) -> re.Pattern[str]:
-    """A JavaScript RegExp (what the CLI's graders are) as Python's: ``i``, ``m``, ``s``
-    flags, and ``(?<name>…)`` groups spelled ``(?P<name>…)``."""
-    value = 0
-    for flag, bit in (("i", re.IGNORECASE), ("m", re.MULTILINE), ("s", re.DOTALL)):
-        if flag in flags:
-            value |= bit
-    return re.compile(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", pattern), value)
 
 
 def _regex_result(check: Check, text: str, where: str) -> CheckResult:

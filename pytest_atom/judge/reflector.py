@@ -8,8 +8,6 @@ harness: never a silent pass.
 
 from __future__ import annotations
 
-import difflib
-import filecmp
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -19,17 +17,17 @@ from typing import Any
 import jsonschema
 
 from pytest_atom.agents.claude_code import configuration
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
 from pytest_atom.cassettes.recall import SessionInput
+from pytest_atom.diffs import workspace_diff
 from pytest_atom.gateway.normalize import mask_durations
-from pytest_atom.judge.checks import CheckResult
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions, Spec
-from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -83,11 +81,6 @@ def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
             json.dumps(schema),
         ),
     )
-
-
-#: What an attempt folder holds that is not the agent's work: its prompt, the harness's folder.
-HARNESS_FILES = {"USER_PROMPT.md", ".atom", *SKIPPED_DIRS}
-_DIFF_LIMIT = 12_000
 
 
 class ReflectorError(Exception):
@@ -203,80 +196,6 @@ def combine_votes(votes: Sequence[Verdict]) -> Verdict:
     )
 
 
-def workspace_diff(
-    before: Path | None,
-    after: Path,
-    limit: int = _DIFF_LIMIT,
-    installed: Sequence[str] = (),
-) -> str:
-    """What the agent changed, as unified diffs of text files: evidence, not narrative.
-
-    An attempt copied from git holds a snapshot repository: git's own diff against its
-    snapshot commit is exact (the project's ignore rules apply, set-up output is not the
-    agent's); otherwise the folders are compared file by file. `installed` names what the
-    harness put in the folder (the spec's Claude Code configuration, see
-    core.configuration.installed_paths): not the agent's doing.
-    """
-    from_git = changes(after, exclude=installed)
-    if from_git is not None:
-        text = from_git.rstrip("\n") or "(no changes)"
-        return (
-            text
-            if len(text) <= limit
-            else text[:limit] + f"\n... ({len(text) - limit} more characters)"
-        )
-
-    def files(root: Path | None) -> dict[str, Path]:
-        if root is None or not root.is_dir():
-            return {}
-        return {
-            rel.as_posix(): p
-            for p in sorted(root.rglob("*"))
-            if p.is_file()
-            and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
-            and not any(
-                rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed
-            )
-        }
-
-    old, new = files(before), files(after)
-    parts: list[str] = []
-    for name in sorted(old.keys() | new.keys()):
-        a = _read(old.get(name))
-        b = _read(new.get(name))
-        if a == b and a is not None:
-            continue
-        if (a is None and name in old) or (b is None and name in new):
-            if name in old and name in new and filecmp.cmp(old[name], new[name], shallow=False):
-                continue  # binary on both sides (None == None), and unchanged
-            parts.append(f"binary file {name} changed")
-            continue
-        parts.extend(
-            difflib.unified_diff(
-                (a or "").splitlines(),
-                (b or "").splitlines(),
-                f"a/{name}" if name in old else "/dev/null",
-                f"b/{name}" if name in new else "/dev/null",
-                lineterm="",
-            )
-        )
-    text = "\n".join(parts) or "(no changes)"
-    return (
-        text
-        if len(text) <= limit
-        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
-    )
-
-
-def _read(path: Path | None) -> str | None:
-    if path is None:
-        return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError):
-        return None
-
-
 def build_prompt(
     spec: Spec,
     checks: Sequence[CheckResult],
@@ -370,7 +289,7 @@ def run_reflector(
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt; raises ReflectorError when no valid verdict comes back.
 
-    `agent` is the factory's reflector (agents.factory): the real Claude Code (not
+    `agent` is the factory's reflector (run.factory): the real Claude Code (not
     ``--bare``, which would offer Read alone) with only the setting source ``user``, the
     run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
     agent's to write, so they must not instruct the judge or run its hooks. `session` is

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
-from pytest_atom.importing.results import tool_results
-from pytest_atom.judge.checks import CheckResult, TrajectoryCheckFn
+from pytest_atom.judge.registry import TrajectoryCheckFn
+from pytest_atom.judge.tool_results import tool_results
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import Check, count_phrase
 from pytest_atom.reports.transcript import (
     Mark,

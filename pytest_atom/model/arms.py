@@ -3,7 +3,7 @@
 `pytest_atom.model.spec` turns each arm into a Spec of its own (``name[arm]``, its overlay merged
 over the spec's keys); this module is what front ends do with them: which arms run
 (``--atom-arms``), and the properties that tell a result's arm, which the arm summary
-(`pytest_atom.reports.arms`) groups by.
+(`pytest_atom.reports.measure`) groups by.
 """
 
 from __future__ import annotations

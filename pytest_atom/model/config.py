@@ -36,7 +36,7 @@ import difflib
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,62 +250,11 @@ def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
 
 
 def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
-    def wrong(expected: str) -> ConfigError:
-        return ConfigError(
-            f"{key!r} must be {expected}, not {_type_name(value)} {value!r}",
-            path,
-            key=key,
-            line=line,
-        )
-
-    if key == "version":
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise wrong('a string such as "1"')
-        if str(value) not in SUPPORTED_VERSIONS:
-            raise ConfigError(
-                f"unsupported config version {str(value)!r} "
-                f"(supported: {', '.join(SUPPORTED_VERSIONS)})",
-                path,
-                key=key,
-                line=line,
-                suggestion=SUPPORTED_VERSIONS[-1],
-            )
-        return str(value)
-    if key in ("tools_dirs", "prompt_paths"):
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise wrong("a list of folder names")
-        return tuple(value)
-    if key == "pass_env":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise wrong("a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']")
-        for entry in value:
-            problem = pass_env_problem(entry)
-            if problem:
-                raise ConfigError(f"'pass_env': {problem}", path, key=key, line=line)
-        return tuple(value)
-    if key == "timeout":
-        number = _number(value)
-        if number is None:
-            raise wrong("a number of seconds")
-        if not (number > 0 and math.isfinite(number)):
-            raise ConfigError(
-                f"'timeout' must be a positive number of seconds, not {value!r}",
-                path,
-                key=key,
-                line=line,
-            )
-        return number
-    if key == "limits":
-        if not isinstance(value, dict):
-            raise wrong("a mapping such as {max_turns: 30, max_cost_usd: 2}")
-        try:
-            return parse_limits(value)
-        except ValueError as exc:
-            raise ConfigError(str(exc), path, key=key, line=line) from None
-    if key == "model":
-        if not isinstance(value, str):
-            raise wrong("a model name (a string)")
-        return value or None  # `${ATOM_MODEL:-}`: no model, the CLI's default
+    """`value` of `key` as the run reads it; raises ConfigError naming the file, key, line
+    and, where one is close, the value meant."""
+    convert = _CONVERTERS.get(key)
+    if convert is not None:
+        return convert(key, value, path, line)
     try:  # a run setting: the same check as on the command line or in the ini file
         return parse_setting(key, value, repr(key))
     except SettingsError as exc:
@@ -314,6 +263,93 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
         raise ConfigError(
             str(exc), path, key=key, line=line, suggestion=close[0] if close else None
         ) from None
+
+
+def _wrong(key: str, value: Any, path: Path, line: int | None, expected: str) -> ConfigError:
+    return ConfigError(
+        f"{key!r} must be {expected}, not {_type_name(value)} {value!r}",
+        path,
+        key=key,
+        line=line,
+    )
+
+
+def _version(key: str, value: Any, path: Path, line: int | None) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _wrong(key, value, path, line, 'a string such as "1"')
+    if str(value) not in SUPPORTED_VERSIONS:
+        raise ConfigError(
+            f"unsupported config version {str(value)!r} "
+            f"(supported: {', '.join(SUPPORTED_VERSIONS)})",
+            path,
+            key=key,
+            line=line,
+            suggestion=SUPPORTED_VERSIONS[-1],
+        )
+    return str(value)
+
+
+def _folders(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _wrong(key, value, path, line, "a list of folder names")
+    return tuple(value)
+
+
+def _pass_env(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _wrong(
+            key,
+            value,
+            path,
+            line,
+            "a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']",
+        )
+    for entry in value:
+        problem = pass_env_problem(entry)
+        if problem:
+            raise ConfigError(f"'pass_env': {problem}", path, key=key, line=line)
+    return tuple(value)
+
+
+def _timeout(key: str, value: Any, path: Path, line: int | None) -> float:
+    number = _number(value)
+    if number is None:
+        raise _wrong(key, value, path, line, "a number of seconds")
+    if not (number > 0 and math.isfinite(number)):
+        raise ConfigError(
+            f"'timeout' must be a positive number of seconds, not {value!r}",
+            path,
+            key=key,
+            line=line,
+        )
+    return number
+
+
+def _limits(key: str, value: Any, path: Path, line: int | None) -> Any:
+    if not isinstance(value, dict):
+        raise _wrong(key, value, path, line, "a mapping such as {max_turns: 30, max_cost_usd: 2}")
+    try:
+        return parse_limits(value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), path, key=key, line=line) from None
+
+
+def _model(key: str, value: Any, path: Path, line: int | None) -> str | None:
+    if not isinstance(value, str):
+        raise _wrong(key, value, path, line, "a model name (a string)")
+    return value or None  # `${ATOM_MODEL:-}`: no model, the CLI's default
+
+
+#: The keys of the file's own (not run settings), each with its check and conversion.
+_CONVERTERS: dict[str, Callable[[str, Any, Path, int | None], Any]] = {
+    "version": _version,
+    "tools_dirs": _folders,
+    "prompt_paths": _folders,
+    "pass_env": _pass_env,
+    "timeout": _timeout,
+    "limits": _limits,
+    "model": _model,
+}
 
 
 def _number(value: Any) -> float | None:

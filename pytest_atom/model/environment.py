@@ -37,6 +37,27 @@ from pathlib import Path
 
 from pytest_atom import digest as digest_module
 
+#: Variables naming a toolchain's root, where PATH's shims find their interpreters: passed
+#: by default, and readable by the agent (`agents.claude_code.readguard`).
+TOOLCHAIN_ROOTS: tuple[str, ...] = (
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "JAVA_HOME",
+    "DOTNET_ROOT",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "SDKMAN_DIR",
+    "ASDF_DIR",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+)
+
 #: What toolchains need from the caller, passed by default (globs as in `pass_env:`).
 DEFAULT_PASS: tuple[str, ...] = (
     "PATH",
@@ -69,19 +90,7 @@ DEFAULT_PASS: tuple[str, ...] = (
     "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
     "npm_config_cafile",
     "NPM_CONFIG_CAFILE",
-    # Toolchain roots: where PATH's shims find their interpreters.
-    "PYENV_ROOT",
-    "NVM_DIR",
-    "NVM_BIN",
-    "VOLTA_HOME",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
-    "GOPATH",
-    "GOROOT",
-    "JAVA_HOME",
-    "DOTNET_ROOT",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
+    *TOOLCHAIN_ROOTS,
 )
 
 #: Set from the run folder for every process (see `run_folders`); never the caller's.

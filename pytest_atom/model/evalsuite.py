@@ -13,19 +13,14 @@ The contract is Claude Code's own (2.1.331, case schema 1.x; `claude plugin eval
 - ``runs`` runs per case (default 3), with a with-plugin and a without-plugin arm whenever the
   eval dir belongs to a plugin (a folder with ``.claude-plugin/plugin.json``).
 
-A case maps onto a spec: its prompt, one iteration, one attempt, ``limits: {max_turns}``,
-``timeout: timeout_seconds``, ``claude: {allowed_tools, plugins}``; deterministic graders are
-`accept:` checks (the trajectory checks for ``tool_used``/``tool_order``, the kinds registered
-here for the rest), ``llm`` and ``baseline`` graders are the reflector's criteria, judged by 3
-votes each and gating one by one (``reflector: {votes: 3, gate: criteria}``); its arms are
-`arms:` and its runs are repeats. What pytest-atom keeps for a case lives beside the cases,
-never in them: ``<eval dir>/.atom/<case folder>/`` holds ``script.yaml`` (or
+This module reads a case as the CLI merges it; `evalsuite_schema` checks it against the
+CLI's schema and `evalsuite_specs` maps it onto specs. What pytest-atom keeps for a case lives
+beside the cases, never in them: ``<eval dir>/.atom/<case folder>/`` holds ``script.yaml`` (or
 ``script@<arm>.yaml``) and the cassettes ``cassette@<arm>.yaml``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
 
-from pytest_atom.judge.eval_graders import js_regex
 from pytest_atom.model import yamldoc
-from pytest_atom.model.spec import parse_specs
-from pytest_atom.model.spec_types import Spec, SpecError
+from pytest_atom.model.evalsuite_schema import GRADER_KINDS, validate_case
+from pytest_atom.model.spec_types import SpecError
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -46,7 +39,6 @@ GRADERS_DIR = "graders"
 #: Beside the cases: what pytest-atom keeps for them (scripts, cassettes).
 ATOM_DIR = ".atom"
 WITH, WITHOUT = "with-plugin", "without-plugin"
-GRADER_KINDS = ("regex", "tool_order", "tool_used", "file_exists", "llm", "baseline")
 #: The CLI's blank `init --bare` texts: a case still holding one is not written yet.
 _TEMPLATES = ("TODO: describe what the agent should do", "TODO: describe what a successful")
 _TOP_KEYS = ("schema_version", "name", "description", "tags", "plugins", "runs", "expected_outcome")
@@ -63,114 +55,7 @@ _EXECUTION_KEYS = (
 )
 #: What a grader .md's body is, by its type.
 _BODY_KEY = {"llm": "criteria", "baseline": "criteria", "regex": "pattern"}
-#: Judge votes per llm and baseline grader, as the CLI gives them (a 2-of-3 majority passes).
-JUDGE_VOTES = 3
-#: The baseline trajectory shown to the judge: its first and last lines, as the CLI elides it.
-_BASELINE_LINES = 12
 _FRONTMATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
-
-_TOOL = {
-    "oneOf": [
-        {"type": "string", "minLength": 1},
-        {
-            "type": "object",
-            "properties": {"tool": {"type": "string"}, "input_match": {"type": "string"}},
-            "required": ["tool"],
-            "additionalProperties": False,
-        },
-    ]
-}
-_TARGET = {
-    "oneOf": [
-        {"enum": ["trace", "last_message", "files"]},
-        {
-            "type": "object",
-            "properties": {"source": {"const": "file"}, "path": {"type": "string"}},
-            "required": ["source", "path"],
-            "additionalProperties": False,
-        },
-    ]
-}
-
-
-def _grader(kind: str, required: list[str], **props: Any) -> dict[str, Any]:
-    common = {
-        "type": {"const": kind},
-        "name": {"type": "string", "minLength": 1},
-        "weight": {"type": "number", "exclusiveMinimum": 0},
-        "arm": {"enum": ["with-only", "both"]},
-    }
-    return {
-        "type": "object",
-        "properties": {**common, **props},
-        "required": ["type", "name", *required],
-        "additionalProperties": False,
-    }
-
-
-_GRADERS = {
-    "regex": _grader(
-        "regex",
-        ["pattern"],
-        target=_TARGET,
-        pattern={"type": "string"},
-        flags={"type": "string", "pattern": "^[dgimsuvy]*$"},
-        match={"type": "string", "pattern": r"^(contains|not_contains|count:\d+)$"},
-    ),
-    "tool_order": _grader("tool_order", ["before", "after"], before=_TOOL, after=_TOOL),
-    "tool_used": _grader(
-        "tool_used",
-        ["tool"],
-        tool={"type": "string", "minLength": 1},
-        input_match={"type": "string"},
-        min={"type": "integer", "minimum": 0},
-        max={"type": "integer", "minimum": 0},
-    ),
-    "file_exists": _grader(
-        "file_exists", ["path"], path={"type": "string", "minLength": 1}, exists={"type": "boolean"}
-    ),
-    "llm": _grader("llm", ["criteria"], criteria={"type": "string"}, focus=_TARGET),
-    "baseline": _grader(
-        "baseline",
-        ["baseline_file", "criteria"],
-        baseline_file={"type": "string"},
-        criteria={"type": "string"},
-    ),
-}
-_CASE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "schema_version": {"type": "string"},
-        "name": {"type": "string", "minLength": 1},
-        "description": {"type": "string"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "context": {
-            "type": "object",
-            "properties": {
-                "scaffold_script": {"type": "string"},
-                "history_file": {"type": "string"},
-                "add_dirs": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "execution": {
-            "type": "object",
-            "properties": {
-                "prompt": {"type": "string"},
-                "max_turns": {"type": "integer", "minimum": 1, "maximum": 200},
-                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": 3600},
-                "model": {"type": "string"},
-                "allowed_tools": {"type": "array", "items": {"type": "string"}},
-                "disallowed_tools": {"type": "array", "items": {"type": "string"}},
-                "append_system_prompt": {"type": "string"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}},
-            },
-        },
-        "runs": {"type": "integer", "minimum": 1, "maximum": 50},
-        "graders": {"type": "array", "minItems": 1, "items": {"type": "object"}},
-        "expected_outcome": {"type": "string"},
-    },
-    "required": ["schema_version", "name", "graders"],
-}
 
 
 @dataclass(frozen=True)
@@ -251,85 +136,37 @@ def plugin_root(folder: Path) -> Path | None:
 
 def load_case(file: Path) -> EvalCase:
     """The case `file` belongs to; raises SpecError naming the file, line and fix."""
-    file = file.resolve()
-    folder = file.parent
+    folder = file.resolve().parent
     plugin = plugin_root(folder)
     eval_dir = plugin / folder.relative_to(plugin).parts[0] if plugin is not None else folder.parent
+    case_file, prompt_file = folder / CASE_FILE, folder / PROMPT_FILE
     base: dict[str, Any] = {}
     lines: dict[tuple[Any, ...], int] = {}
-    case_file = folder / CASE_FILE
     if case_file.is_file():
         base, lines = _read_yaml(case_file)
     merged = dict(base) or {"schema_version": "1.1", "name": folder.name}
     origins: list[tuple[Path, int]] = [
         (case_file, lines.get(("graders", i), 1)) for i in range(len(base.get("graders") or []))
     ]
-    prompt_file = folder / PROMPT_FILE
     execution = (
         dict(merged.get("execution") or {}) if isinstance(merged.get("execution"), dict) else {}
     )
     if prompt_file.is_file():
-        front, body, key_lines = _frontmatter(prompt_file)
-        for key, value in (front or {}).items():
-            if key in _TOP_KEYS:
-                merged[key] = value
-            elif key in _EXECUTION_KEYS:
-                execution[key] = value
-            else:
-                raise SpecError(
-                    f"prompt.md: unknown frontmatter key {key!r} (expected one of: "
-                    f"{', '.join((*_TOP_KEYS, *_EXECUTION_KEYS))})",
-                    prompt_file,
-                    line=key_lines.get(key, 1),
-                )
-        if body.strip():
-            execution["prompt"] = body.strip()
+        _merge_prompt_md(prompt_file, merged, execution)
     merged["execution"] = execution
     graders = list(merged.get("graders") or []) if isinstance(merged.get("graders"), list) else []
-    grader_files = sorted((folder / GRADERS_DIR).glob("*.md"))
-    for path in grader_files:
-        front, body, _ = _frontmatter(path)
-        if front is None:
-            continue  # prose without frontmatter: notes, as the CLI reads it
-        if not isinstance(front.get("type"), str):
-            raise SpecError(
-                f'grader frontmatter must include "type:" ({" | ".join(GRADER_KINDS)})', path, 1
-            )
-        entry = {"name": path.stem, **front}
-        body_key = _BODY_KEY.get(str(front["type"]))
-        if body_key and body_key not in entry and body.strip():
-            entry[body_key] = body.strip()
+    for entry, origin in _grader_files(folder / GRADERS_DIR):
         graders.append(entry)
-        origins.append((path, 1))
+        origins.append(origin)
     merged["graders"] = graders
     where = case_file if case_file.is_file() else prompt_file
-    _validate(merged, where, lines, origins)
-    prompt = str(execution.get("prompt") or "").strip()
-    if not prompt:
-        raise SpecError(
-            "the case has no prompt: write it as prompt.md's body, or as execution.prompt "
-            "in case.yaml",
-            where,
-            line=lines.get(("execution",), 1),
-        )
+    validate_case(merged, where, lines, origins)
+    prompt = _prompt(execution, where, lines)
     found = [(g, *origins[i]) for i, g in enumerate(graders)]
-    texts: list[tuple[str, Path, int]] = [(prompt, where, lines.get(("execution", "prompt"), 1))]
-    texts += [(str(g.get("criteria") or g.get("pattern") or ""), f, n) for g, f, n in found]
-    for text, file_at, line in texts:
-        if any(t in text for t in _TEMPLATES):
-            raise SpecError(
-                "still the blank `claude plugin eval init` template: replace the TODO line "
-                "with the prompt to test, or a grader's concrete pass criteria",
-                file_at,
-                line=line,
-            )
-    names: dict[str, int] = {}
-    built = []
-    for entry, path, line in found:
-        if entry["name"] in names:
-            raise SpecError(f"duplicate grader name {entry['name']!r}", path, line=line)
-        names[entry["name"]] = line
-        built.append(_grader_of(entry, path, line, folder))
+    _refuse_templates(
+        [(prompt, where, lines.get(("execution", "prompt"), 1))]
+        + [(str(g.get("criteria") or g.get("pattern") or ""), f, n) for g, f, n in found]
+    )
     return EvalCase(
         name=str(merged["name"]),
         file=where,
@@ -340,9 +177,87 @@ def load_case(file: Path) -> EvalCase:
         prompt=prompt,
         execution=execution,
         runs=int(merged.get("runs", 3)),
-        graders=tuple(built),
+        graders=_graders(found, folder),
         description=str(merged.get("description") or ""),
     )
+
+
+def _merge_prompt_md(prompt_file: Path, merged: dict[str, Any], execution: dict[str, Any]) -> None:
+    """prompt.md over case.yaml, as the CLI merges them: its frontmatter's keys (top-level
+    or execution ones) and its body, the prompt."""
+    front, body, key_lines = _frontmatter(prompt_file)
+    for key, value in (front or {}).items():
+        if key in _TOP_KEYS:
+            merged[key] = value
+        elif key in _EXECUTION_KEYS:
+            execution[key] = value
+        else:
+            raise SpecError(
+                f"prompt.md: unknown frontmatter key {key!r} (expected one of: "
+                f"{', '.join((*_TOP_KEYS, *_EXECUTION_KEYS))})",
+                prompt_file,
+                line=key_lines.get(key, 1),
+            )
+    if body.strip():
+        execution["prompt"] = body.strip()
+
+
+def _grader_files(graders_dir: Path) -> list[tuple[dict[str, Any], tuple[Path, int]]]:
+    """The graders written as ``graders/*.md``, each with where it is written; a file
+    without frontmatter is prose (notes), as the CLI reads it."""
+    found: list[tuple[dict[str, Any], tuple[Path, int]]] = []
+    for path in sorted(graders_dir.glob("*.md")):
+        front, body, _ = _frontmatter(path)
+        if front is None:
+            continue
+        if not isinstance(front.get("type"), str):
+            raise SpecError(
+                f'grader frontmatter must include "type:" ({" | ".join(GRADER_KINDS)})', path, 1
+            )
+        entry = {"name": path.stem, **front}
+        body_key = _BODY_KEY.get(str(front["type"]))
+        if body_key and body_key not in entry and body.strip():
+            entry[body_key] = body.strip()
+        found.append((entry, (path, 1)))
+    return found
+
+
+def _prompt(execution: Mapping[str, Any], where: Path, lines: Mapping[tuple[Any, ...], int]) -> str:
+    prompt = str(execution.get("prompt") or "").strip()
+    if not prompt:
+        raise SpecError(
+            "the case has no prompt: write it as prompt.md's body, or as execution.prompt "
+            "in case.yaml",
+            where,
+            line=lines.get(("execution",), 1),
+        )
+    return prompt
+
+
+def _refuse_templates(texts: Sequence[tuple[str, Path, int]]) -> None:
+    """A prompt or grader still holding the CLI's blank template is not written yet."""
+    for text, file_at, line in texts:
+        if any(t in text for t in _TEMPLATES):
+            raise SpecError(
+                "still the blank `claude plugin eval init` template: replace the TODO line "
+                "with the prompt to test, or a grader's concrete pass criteria",
+                file_at,
+                line=line,
+            )
+
+
+def _graders(
+    found: Sequence[tuple[Mapping[str, Any], Path, int]], folder: Path
+) -> tuple[Grader, ...]:
+    """The validated grader entries as graders, their names unique."""
+    names: dict[str, int] = {}
+    built = []
+    for entry, path, line in found:
+        if entry["name"] in names:
+            raise SpecError(f"duplicate grader name {entry['name']!r}", path, line=line)
+        names[entry["name"]] = line
+        built.append(_grader_of(entry, path, line, folder))
+    return tuple(built)
 
 
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
@@ -403,81 +318,6 @@ def _frontmatter(path: Path) -> tuple[dict[str, Any] | None, str, dict[str, int]
     return data, text[match.end() :], at
 
 
-def _validate(
-    data: dict[str, Any],
-    where: Path,
-    lines: Mapping[tuple[Any, ...], int],
-    origins: Sequence[tuple[Path, int]],
-) -> None:
-    """The CLI's schema, with its errors where they are written."""
-    version = data.get("schema_version")
-    if not isinstance(version, str) or not version.split(".")[0].isdigit():
-        raise SpecError(
-            'case.yaml needs schema_version, a version string such as "1.0"',
-            where,
-            line=lines.get(("schema_version",), 1),
-        )
-    if int(version.split(".")[0]) > 1:
-        raise SpecError(
-            f'schema_version "{version}" is newer than pytest-atom reads (1.x, as Claude '
-            "Code 2.1.331)",
-            where,
-            line=lines.get(("schema_version",), 1),
-        )
-    problems = [
-        *Draft202012Validator(_CASE_SCHEMA).iter_errors(data),
-    ]
-    for index, grader in enumerate(data.get("graders") or []):
-        path, line = origins[index] if index < len(origins) else (where, 1)
-        kind = grader.get("type") if isinstance(grader, dict) else None
-        if isinstance(grader, dict) and "mock_calls" in (grader.get("target"), grader.get("focus")):
-            raise SpecError(
-                f"grader {grader.get('name')!r} reads mock_calls, the CLI's MCP mocks, which "
-                "pytest-atom does not run: grade the trace instead (target: trace)",
-                path,
-                line=line,
-            )
-        if kind not in _GRADERS:
-            raise SpecError(
-                f"grader type {kind!r} is not one of {', '.join(GRADER_KINDS)}", path, line=line
-            )
-        errors = Draft202012Validator(_GRADERS[kind]).iter_errors(grader)
-        # A misspelt key explains the missing one it stands for: name it first.
-        for error in sorted(errors, key=lambda e: e.validator != "additionalProperties"):
-            key = ".".join(str(p) for p in error.absolute_path) or "(the grader)"
-            hint = (
-                f": {', '.join(sorted(set(grader) - set(_GRADERS[kind]['properties'])))} is not "
-                f"a {kind} grader's key (its keys: {', '.join(_GRADERS[kind]['properties'])})"
-                if error.validator == "additionalProperties"
-                else f": {error.message}"
-            )
-            row = (
-                lines.get(("graders", index, *error.absolute_path), line) if path == where else line
-            )
-            raise SpecError(f"grader {grader.get('name')!r} {key}{hint}", path, line=row)
-    for error in problems:
-        at = tuple(error.absolute_path)
-        key = ".".join(str(p) for p in at) or "(top level)"
-        raise SpecError(f"invalid case: {key}: {error.message}", where, line=lines.get(at, 1))
-    context = data.get("context") or {}
-    if isinstance(context, dict) and context.get("history_file"):
-        raise SpecError(
-            "context.history_file (a resumed session) is not supported by pytest-atom: "
-            "remove it, or run this case with `claude plugin eval`",
-            where,
-            line=lines.get(("context", "history_file"), 1),
-        )
-    for index, grader in enumerate(data.get("graders") or []):
-        if grader.get("type") == "regex":
-            try:
-                js_regex(grader["pattern"], grader.get("flags", ""))
-            except re.error as exc:
-                path, line = origins[index]
-                raise SpecError(
-                    f"grader {grader['name']!r}: the pattern does not compile ({exc})", path, line
-                ) from None
-
-
 def _grader_of(entry: Mapping[str, Any], path: Path, line: int, folder: Path) -> Grader:
     params = dict(entry)
     kind = str(params.pop("type"))
@@ -502,133 +342,3 @@ def _grader_of(entry: Mapping[str, Any], path: Path, line: int, folder: Path) ->
         params["baseline_path"] = str(file)
     params.setdefault("weight", 1)
     return Grader(name, kind, params, path, line)
-
-
-# --- the case as a spec ----------------------------------------------------------------------
-
-
-def case_specs(case: EvalCase, check_kinds: Sequence[str]) -> list[Spec]:
-    """The case's specs: one per arm (``name[with-plugin]``, ``name[without-plugin]``) when
-    it belongs to a plugin, else one; each with its script and cassette in `atom_dir`."""
-    execution = case.execution
-    claude: dict[str, Any] = {}
-    if execution.get("allowed_tools"):
-        claude["allowed_tools"] = list(execution["allowed_tools"])
-    args: list[str] = []
-    if execution.get("disallowed_tools"):
-        args += ["--disallowedTools", ",".join(execution["disallowed_tools"])]
-    if execution.get("append_system_prompt"):
-        args += ["--append-system-prompt", str(execution["append_system_prompt"])]
-    if args:
-        claude["args"] = args
-    base = case.plugin if case.plugin is not None else case.folder
-    if case.plugin is not None:
-        claude["plugins"] = ["."]
-    data: dict[str, Any] = {
-        "name": case.name,
-        "description": case.description or f"claude plugin eval case {case.name}",
-        "prompt": case.prompt,
-        "max_iterations": 1,
-        "attempts": 1,
-        "timeout": int(execution.get("timeout_seconds", 300)),
-        "limits": {"max_turns": int(execution.get("max_turns", 10))},
-        "accept": [_check(g) for g in case.graders if _check(g) is not None],
-        "criteria": [_criterion(g) for g in case.graders if g.kind in ("llm", "baseline")],
-        # The CLI's judge: 3 votes per llm grader, passed on a majority; each grader passes
-        # or fails on its own (its default --threshold 1.0), never a score over them all.
-        "reflector": {"votes": JUDGE_VOTES, "gate": "criteria"},
-    }
-    if claude:
-        data["claude"] = claude
-    if execution.get("model"):
-        data["model"] = str(execution["model"])
-    if execution.get("env"):
-        data["env"] = {k: str(v).replace("$", "$$") for k, v in execution["env"].items()}
-    if case.plugin is not None:
-        both = [g for g in case.graders if not g.with_only]
-        data["arms"] = {
-            WITH: {},
-            WITHOUT: {
-                "claude": {"plugins": []},
-                "accept": [c for g in both if (c := _check(g)) is not None],
-                "criteria": [_criterion(g) for g in both if g.kind in ("llm", "baseline")],
-            },
-        }
-        data["reference_arm"] = WITHOUT  # the plugin's arm is measured against none
-    if not data["criteria"]:
-        del data["criteria"]
-    # Read as if the spec sat at `base` (never written): the plugin is its folder, ".".
-    virtual = base / f"{ATOM_DIR}-eval-{case.name}.atom.yaml"
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    try:
-        specs = parse_specs(virtual, text, check_kinds=check_kinds)
-    except SpecError as err:  # the case passed validation: a value the spec format refuses
-        raise SpecError(err.message, case.file, line=case.line) from None
-    return [
-        dataclasses.replace(
-            spec,
-            path=case.file,
-            line=case.line,
-            script=case.script(spec.arm),
-            cassette=case.cassette(spec.arm),
-        )
-        for spec in specs
-    ]
-
-
-def _check(grader: Grader) -> dict[str, Any] | None:
-    """A deterministic grader as an `accept:` entry; None for the judged ones."""
-    p = grader.params
-    if grader.kind == "tool_used":
-        return {
-            "tool_used": {
-                "name": p["tool"],
-                **({"input": p["input_match"]} if p.get("input_match") else {}),
-                "min": p.get("min", 1),
-                "max": p.get("max"),
-            }
-        }
-    if grader.kind == "tool_order":
-        ends = [_tool(p["before"]), _tool(p["after"])]
-        if not any(e["input_match"] for e in ends):
-            return {"tool_order": [e["tool"] for e in ends]}
-        return {"eval_tool_order": {"grader": grader.name, "before": ends[0], "after": ends[1]}}
-    if grader.kind == "regex":
-        kind = "eval_regex" if p["target"] in ("last_message", "trace") else "eval_file_regex"
-        keys = ("target", "pattern", "flags", "match")
-        return {kind: {"grader": grader.name, **{k: p[k] for k in keys}}}
-    if grader.kind == "file_exists":
-        return {
-            "eval_file_exists": {"grader": grader.name, "path": p["path"], "exists": p["exists"]}
-        }
-    return None
-
-
-def _tool(value: Any) -> dict[str, Any]:
-    if isinstance(value, str):
-        return {"tool": value, "input_match": None}
-    return {"tool": value["tool"], "input_match": value.get("input_match")}
-
-
-def _criterion(grader: Grader) -> str:
-    """An llm or baseline grader as a criterion of the reflector, named as the checks name
-    theirs (``grader NAME: …``), so an unmet one says which grader failed."""
-    p = grader.params
-    if grader.kind == "llm":
-        focus = p["focus"]
-        on = {"last_message": "the agent's last message", "trace": "what the agent did"}.get(
-            focus if isinstance(focus, str) else "",
-            f"the file {focus['path']}" if isinstance(focus, dict) else "the files it wrote",
-        )
-        return f"grader {grader.name}: {str(p['criteria']).strip()} (judged on {on})"
-    rows = Path(p["baseline_path"]).read_text(encoding="utf-8").splitlines()
-    rows = [r for r in rows if r.strip()]
-    if len(rows) > 2 * _BASELINE_LINES:
-        hidden = len(rows) - 2 * _BASELINE_LINES
-        rows = [*rows[:_BASELINE_LINES], f"[… {hidden} lines elided …]", *rows[-_BASELINE_LINES:]]
-    shown = "\n".join(f"    {r}" for r in rows)
-    return (
-        f"grader {grader.name}: at least as well as the baseline trajectory below: "
-        f"{str(p['criteria']).strip()}\n"
-        f"  Baseline ({p['baseline_file']}):\n{shown}"
-    )

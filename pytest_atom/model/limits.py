@@ -5,7 +5,7 @@ key) bound what the *agent* may use over a whole spec run: every iteration of ev
 attempt adds up, because a budget is about what getting the task done costs, refine
 attempts included. The reflector is the harness's judge, not the agent: it never counts.
 
-`Budget.observe` folds the agent's events (pytest_atom.agents.events) in as they arrive, so the runner can
+`Budget.observe` folds the agent's events (pytest_atom.model.events) in as they arrive, so the runner can
 stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
 the same CLI, so the same limits hold offline, on the recorded usage.
 
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from pytest_atom.agents.events import Event
+from pytest_atom.model.events import Event
 from pytest_atom.model.outcome import Crossing
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.model.usage import CallUsage

@@ -7,6 +7,7 @@ their types are named for type checkers only.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,15 +19,12 @@ from pytest_atom.model.outcome import Crossing, Decision, Outcome, decide
 from pytest_atom.model.usage import ROLES, RoleUsage
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.claude_code.runner import IterationRecord
-    from pytest_atom.cassettes.recall import Recalled
     from pytest_atom.gateway import Exchange
     from pytest_atom.gateway.matching import Drift
-    from pytest_atom.gateway.upstream import UpstreamFault
-    from pytest_atom.judge.checks import CheckResult
     from pytest_atom.judge.reflector import Verdict
+    from pytest_atom.model.check_result import CheckResult
+    from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
     from pytest_atom.model.spec_types import Spec, Step
-    from pytest_atom.run.runtime import RunOutcome
 
 
 @dataclass
@@ -122,6 +120,17 @@ class Plan:
         return f"plan: {ids}" + (f" - FAILED {failed}" if failed else "")
 
 
+#: Renders `SpecResult.report`: `pytest_atom.reports.text.failure_report`, installed by that
+#: module when it loads. Reports build on results, never the other way round, so this
+#: module cannot import its renderer; everything that makes a result (`run/`) loads it.
+_RENDERERS: list[Callable[[SpecResult], str]] = []
+
+
+def install_renderer(render: Callable[[SpecResult], str]) -> None:
+    """Make `render` what `SpecResult.report` returns (the reports layer calls this)."""
+    _RENDERERS.append(render)
+
+
 @dataclass
 class SpecResult:
     """Everything a report needs about one spec run."""
@@ -212,9 +221,11 @@ class SpecResult:
 
     def report(self) -> str:
         """The failure report a person reads (also handy as an assertion message)."""
-        from pytest_atom.reports.text import failure_report  # reports build on results
-
-        return failure_report(self)
+        if not _RENDERERS:
+            raise RuntimeError(
+                "no failure report renderer is loaded: import pytest_atom.reports.text first"
+            )
+        return _RENDERERS[-1](self)
 
     @property
     def final(self) -> Attempt:

@@ -171,7 +171,7 @@ def _dollars(value: Any) -> float:
 
 
 def _tolerance(value: Any) -> dict[str, float | None]:
-    from pytest_atom.reports.baseline import parse_tolerance  # only when a tolerance is set
+    from pytest_atom.model.tolerance import parse_tolerance
 
     if isinstance(value, Mapping):
         value = " ".join(f"{k}={v}" for k, v in value.items())

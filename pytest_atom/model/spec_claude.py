@@ -25,7 +25,7 @@ from pytest_atom.paths import display_path
 _CONFIG_KEYS = ("claude_md", "skills", "agents", "hooks", "mcp_servers", "plugins")
 #: Trajectory checks that need a tool `--bare` does not offer.
 _BARE_UNCHECKABLE = {"skill_invoked": "Skill", "subagent_used": "Agent"}
-#: Where the workspace would already hold what `claude:` installs (see core.configuration).
+#: Where the workspace would already hold what `claude:` installs (see agents.claude_code.configuration).
 _INSTALLED_AT = {"claude_md": "CLAUDE.md", "skills": ".claude/skills", "agents": ".claude/agents"}
 
 

@@ -30,7 +30,9 @@ from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX
-from pytest_atom.pytest.session import AtomSession, pytest_harness, record_result, settings_for
+from pytest_atom.pytest.items import record_result
+from pytest_atom.pytest.session import AtomSession
+from pytest_atom.pytest.settings import pytest_harness, settings_for
 from pytest_atom.run.harness import Harness
 
 

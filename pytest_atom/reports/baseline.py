@@ -21,21 +21,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.model.outcome import OK_LABELS, Outcome
+from pytest_atom.model.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
+from pytest_atom.reports.rows import SummaryRow, spec_key
+
 if TYPE_CHECKING:
     from pytest_atom.reports.gate import GateResult
 
-from pytest_atom.model.outcome import OK_LABELS, Outcome
-from pytest_atom.reports.rows import SummaryRow, spec_key
-
 __all__ = [
     "BASELINE_FORMAT",
-    "DEFAULT_TOLERANCE",
     "Comparison",
     "Delta",
     "build_baseline",
@@ -43,7 +42,6 @@ __all__ = [
     "compare_run",
     "gate_run",
     "load_baseline",
-    "parse_tolerance",
     "read_results",
     "write_results",
 ]
@@ -53,16 +51,6 @@ RESULTS_FORMAT = "pytest-atom/results@1"
 RESULTS_NAME = "last-run.json"
 DEFAULT_BASELINE = Path(".atom") / "baseline.json"
 
-#: How far each metric may move the wrong way before it is a regression; None: never.
-#: score and pass_rate are absolute drops; the others relative rises (0.25 = 25 %).
-DEFAULT_TOLERANCE: dict[str, float | None] = {
-    "pass_rate": 0.0,
-    "score": 0.05,
-    "turns": 0.25,
-    "tokens": 0.10,
-    "cost_usd": 0.10,
-    "duration_s": None,  # wall time is noisy: shown, not gated unless asked for
-}
 #: Metrics compared, in the order reports list them; True: higher is better.
 _METRICS: tuple[tuple[str, bool], ...] = (
     ("pass_rate", True),
@@ -224,36 +212,6 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
 
 
 # --- tolerances ----------------------------------------------------------------------------
-
-
-def parse_tolerance(text: str) -> dict[str, float | None]:
-    """``"turns=0.5, score=0.1, duration_s=0.5, cost_usd=none"`` (the ini option's form)."""
-    found: dict[str, float | None] = {}
-    for part in re.split(r"[,\s]+", text.strip()):
-        if not part:
-            continue
-        name, sep, value = part.partition("=")
-        if not sep or name not in DEFAULT_TOLERANCE:
-            raise ValueError(
-                f"{part!r}: write metric=value with metric one of {', '.join(DEFAULT_TOLERANCE)}"
-            )
-        found[name] = None if value.lower() in ("none", "null", "") else _fraction(name, value)
-    return found
-
-
-def _fraction(name: str, value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number >= 0:
-        raise ValueError(f"tolerance {name}={value!r} must be a number >= 0, or none")
-    return number
-
-
-def format_tolerance(tolerance: Mapping[str, float | None]) -> str:
-    """The inverse of parse_tolerance: how a spec's own tolerances travel as a property."""
-    return ",".join(f"{k}={'none' if v is None else f'{v:g}'}" for k, v in tolerance.items())
 
 
 # --- comparison ----------------------------------------------------------------------------

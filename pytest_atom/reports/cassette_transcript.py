@@ -17,24 +17,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.agents.events import flatten_tool_result
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
-from pytest_atom.gateway.server import CONVERSATION_KINDS, request_kind
 from pytest_atom.model.billing import Billed
+from pytest_atom.model.events import flatten_tool_result
+from pytest_atom.model.messages import (
+    CONVERSATION_KINDS,
+    Reply,
+    read_reply,
+    request_kind,
+    requests_text,
+)
 from pytest_atom.model.prices import cost_usd
+from pytest_atom.model.roles import STRUCTURED_OUTPUT
 from pytest_atom.reports.transcript import (
     AGENT_TOOLS,
     Mark,
-    Reply,
     call_marks,
     is_messages,
     marks_summary,
-    plural,
-    read_reply,
     refusal_in_result,
-    requests_text,
 )
+from pytest_atom.words import plural
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 

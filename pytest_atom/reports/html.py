@@ -32,11 +32,12 @@ from markupsafe import Markup, escape
 
 from pytest_atom.agents.claude_code import configuration
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
-from pytest_atom.judge.reflector import workspace_diff
 from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
-from pytest_atom.reports.text import drift_summary, result_properties
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.text import drift_summary
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.reports.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 

@@ -72,7 +72,7 @@ class SummaryRow:
     def of(
         cls, nodeid: str, props: Mapping[str, Any], outcome: Outcome | None = None
     ) -> SummaryRow:
-        """The row of a run's properties (`reports.text.result_properties`); `outcome`
+        """The row of a run's properties (`reports.properties.result_properties`); `outcome`
         defaults to the one they carry."""
         if outcome is None:
             outcome = Outcome.from_properties(props)

@@ -9,22 +9,17 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.model.arms import arm_properties
 from pytest_atom.model.environment import left_out_variables_line
-from pytest_atom.model.usage import ROLES
+from pytest_atom.model.result import install_renderer
 from pytest_atom.paths import display_path
-from pytest_atom.reports.baseline import format_tolerance
-from pytest_atom.reports.baseline import summary_cell as baseline_cell
-from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.transcript import hook_words, permission_denials, plural, refused_by
-from pytest_atom.run.own_files import left_out_files_line
+from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.words import plural
 
 if TYPE_CHECKING:
-    from pytest_atom.agents.claude_code.runner import ToolCall
     from pytest_atom.gateway.matching import Drift
+    from pytest_atom.model.record import ToolCall
     from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
@@ -451,311 +446,20 @@ def drift_summary(drift: Drift) -> str:
     return "; ".join(parts) or f"{drift.loose}/{drift.replayed} matched on the conversation"
 
 
-def result_properties(result: SpecResult) -> dict[str, Any]:
-    """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
-    return {
-        "atom_decision": result.decision,
-        "atom_score": "" if result.score is None else result.score,
-        "atom_attempts": len(result.attempts),  # every attempt: of every step too
-        "atom_iterations": result.iterations,
-        "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
-        "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
-        **failed_try_properties(result),
-        **billed_properties(result),
-        "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
-        "atom_duration_s": round(result.duration, 3),
-        "atom_claude_s": round(result.claude_seconds, 3),
-        # The agent's own usage (the reflector's aside): what limits and baselines measure.
-        "atom_turns": result.usage.turns,
-        "atom_tool_calls": result.usage.tool_calls,
-        "atom_agent_tokens": result.usage.tokens,
-        "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
-        **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
-        **({"atom_criteria_votes": votes} if (votes := criteria_votes(result)) else {}),
-        **role_properties(result),
-        **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
-        "atom_source": result.source,
-        **({"atom_drift": drift} if (drift := drift_line(result.drift)) else {}),
-        **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
-        **result.outcome.properties(),
-        **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),
-        "atom_sandbox": "off" if result.spec.sandbox is None else "on",
-        # The spec's own tolerances: a later gate (`atom results combine`) reads them here.
-        **(
-            {"atom_baseline_tolerance": format_tolerance(own)}
-            if (own := result.spec.baseline_tolerance)
-            else {}
-        ),
-        **step_properties(result),
-        **arm_properties(result.spec),
-    }
-
-
-def billed_properties(result: SpecResult) -> dict[str, Any]:
-    """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
-    steps are roles: ``atom_advisor_tokens``, ``atom_compaction_tokens``), Claude Code's own
-    figure (``atom_cli_tokens``, kept as a cross-check), and where they differ, by how much
-    and why (``atom_billing_note``)."""
-    if not result.billed:
-        return {}
-    props: dict[str, Any] = {
-        "atom_billed_tokens": result.billed_tokens,
-        "atom_cli_tokens": result.cli_tokens,
-    }
-    if note := result.billing_note():
-        props["atom_billing_note"] = note
-    return props
-
-
-def failed_try_properties(result: SpecResult) -> dict[str, Any]:
-    """``atom_failed_tries`` (CLI calls that failed and were retried) and their tokens and
-    cost, only when there were any: `atom_tokens` and `atom_cost_usd` already include them."""
-    count, used = result.failed_tries()
-    if not count:
-        return {}
-    return {
-        "atom_failed_tries": count,
-        "atom_failed_tries_tokens": used.tokens,
-        "atom_failed_tries_cost_usd": round(used.cost_usd, 6),
-    }
-
-
-def role_properties(result: SpecResult) -> dict[str, Any]:
-    """``atom_<role>_tokens`` and ``atom_<role>_cost_usd`` (Claude Code's price of that
-    role's usage, also for scripted and replayed answers) of every role in `ROLES`."""
-    props: dict[str, Any] = {}
-    for role, used in result.usage_by_role().items():
-        props[f"atom_{role}_tokens"] = used.tokens
-        props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
-    return props
-
-
-def recalled_roles(result: SpecResult) -> str:
-    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
-    return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
-
-
-def step_properties(result: SpecResult) -> dict[str, Any]:
-    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``;
-    in planner mode ``atom_plan`` too (the step ids, or what was wrong with the plan)."""
-    plan: dict[str, Any] = {}
-    current = result.current_plan
-    if current is not None:
-        replans = len(result.plans) - 1
-        again = f" (re-planned after {replans} rollback{'s' * (replans != 1)})" if replans else ""
-        passed = all(p.passed for p in result.plans)
-        plan = {"atom_plan": current.summary() + again, "atom_plan_passed": passed}
-    if not result.steps or not plan.get("atom_plan_passed", True):
-        return plan
-    return {
-        **plan,
-        "atom_steps": result.steps_summary,
-        "atom_rollbacks": len(result.rollbacks),
-        **{f"atom_step_{step.id}": step_line(step).partition(": ")[2] for step in result.steps},
-    }
-
-
-def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """The summary's warning for specs that ran their agents outside Claude Code's sandbox."""
-    off = list(dict.fromkeys(row.nodeid for row in rows if not row.sandboxed))
-    if not off:
-        return []
-    many = len(off) > 1
-    return [
-        f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
-        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
-        "could write outside "
-        f"the attempt folder and reach the network: {', '.join(off)}"
-    ]
-
-
-def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """The summary's note of CLI calls that failed and were retried: their tokens and cost
-    are in the table's figures already; this says how much of them the failed tries took."""
-    tried = [row for row in rows if row.properties.get("atom_failed_tries")]
-    if not tried:
-        return []
-    count = sum(int(row.properties["atom_failed_tries"]) for row in tried)
-    tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
-    usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
-    return [
-        f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
-        f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
-        "included in the figures above"
-    ]
-
-
-def _role_cell(row: SummaryRow, role: str) -> str:
-    used = row.roles.get(role)
-    if used is None or not used.tokens:
-        return "-"
-    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
-    # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
-    # the cost columns say what was (JUnit and the trace keep each role's price).
-    return str(used.tokens) + (" recalled" if recalled else "")
-
-
-#: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
-#: wider rows take two lines a spec or three, and the whole table is in the HTML report.
-SUMMARY_WIDTH = 100
-
-
-def summary_width(is_terminal: bool, columns: int) -> int | None:
-    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
-    line a spec however wide, where the output is no terminal (a CI log, a file)."""
-    return min(columns, SUMMARY_WIDTH) if is_terminal else None
-
-
-def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
-    """The terminal summary: one line per spec run, its outcome and figures; when that is
-    wider than `width`, the spec's name and outcome on a line, its figures under it (and
-    its baseline deltas and tokens per role on more lines, if they still do not fit).
-    `width` None: one line a spec, however wide."""
-    roles = _summary_roles(rows)
-    compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
-    plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
-    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
-    lines = _aligned(table, compared, left=2)
-    if width is None:
-        return lines + plans
-    plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
-    if max(map(len, lines)) <= width:
-        return lines + plans
-    return _stacked(rows, roles, compared, width) + plans
-
-
-def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
-    """Tokens per role, once any spec used more than its executor."""
-    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
-    return tuple(used) if set(used) - {"executor"} else ()
-
-
-def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
-    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
-    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
-
-
-def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+def left_out_files_line(left_out: Sequence[str]) -> str | None:
+    """One line for a report: how many of pytest-atom's own files were left out, and
+    the first few; None when none were."""
+    if not left_out:
+        return None
+    shown = ", ".join(left_out[:SHOWN]) + (", …" if len(left_out) > SHOWN else "")
     return (
-        row.nodeid,
-        row.outcome.summary_label,  # what stopped a failed run; the rest: its report
-        "-" if row.score is None else f"{row.score:.2f}",
-        "" if row.attempts is None else str(row.attempts),
-        "" if row.iterations is None else str(row.iterations),
-        # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
-        # columns that follow break it down (the agent's own, which limits and baselines
-        # count: executor and subagents).
-        "" if row.tokens is None else str(row.tokens),
-        *(_role_cell(row, role) for role in roles),
-        f"{row.cost_usd:.4f}",
-        # What replayed answers cost when recorded: not spent by this run.
-        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
-        f"{row.duration_s:.1f}",
-    ) + ((baseline_cell(row.properties),) if compared else ())
+        f"the workspace copy left out {len(left_out)} of pytest-atom's own file(s) (specs, "
+        f"scripts, cassettes, .atom/): {shown}; a spec's `include:` brings any back"
+    )
 
 
-def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> list[str]:
-    """Columns padded to their widest cell: the first `left` (and a baseline column, the
-    last) to the left, figures to the right."""
-    count = len(table[0])
-    widths = [max(len(row[i]) for row in table) for i in range(count)]
-    return [
-        "  ".join(
-            cell.ljust(w) if i < left or (compared and i == count - 1) else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in table
-    ]
+#: How many left-out paths a report names.
+SHOWN = 5
 
 
-def _stacked(
-    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
-) -> list[str]:
-    """The summary for a narrow terminal: per spec its name and outcome, then its figures
-    indented under the header's, then its baseline deltas and tokens per role when the
-    figures would not fit with them."""
-    indent = "    "
-    header, *cells = [_summary_header(roles, compared)[2:]] + [
-        _summary_cells(r, roles, compared)[2:] for r in rows
-    ]
-    figures = _aligned([header, *cells], compared, left=0)
-    more: list[list[str]] = [[] for _ in rows]
-    if max(len(indent) + len(line) for line in figures) > width:
-        keep = [i for i, name in enumerate(header) if name not in roles]
-        figures = _aligned(
-            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
-        )
-        if compared and max(len(indent) + len(line) for line in figures) > width:
-            figures = _aligned(
-                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=0
-            )
-            more = [[_clip_right(f"{indent * 2}vs baseline: {c[-1]}", width)] for c in cells]
-        for extra, row in zip(more, rows, strict=True):
-            extra += _role_lines(row, roles, indent * 2, width)
-    lines = ["spec  outcome", indent + figures[0]]
-    for row, line, extra in zip(rows, figures[1:], more, strict=True):
-        label = row.outcome.summary_label
-        name = _clip_left(row.nodeid, max(width - 2 - len(label), 20))
-        lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
-        lines += extra
-    return lines
-
-
-def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int) -> list[str]:
-    """``executor 31911, reflector 4563 recalled``, wrapped at `width`."""
-    parts = [f"{role} {cell}" for role in roles if (cell := _role_cell(row, role)) != "-"]
-    lines: list[str] = []
-    for part in parts:
-        if lines and len(lines[-1]) + 2 + len(part) <= width:
-            lines[-1] += ", " + part
-        else:
-            lines.append(_clip_right(indent + part, width))
-    return lines
-
-
-def _clip_left(text: str, width: int) -> str:
-    """A node id too long for the terminal, its start cut: its spec's name stays."""
-    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
-
-
-def _clip_right(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@dataclass(frozen=True)
-class PassRate:
-    spec: str
-    passed: int
-    runs: int
-    replayed: bool  # every run replayed a cassette: the repeats are identical by design
-
-    @property
-    def rate(self) -> float:
-        return self.passed / self.runs
-
-    @property
-    def pass_at_k(self) -> int:
-        """pass@k with k = runs: did at least one run pass."""
-        return int(self.passed > 0)
-
-    @property
-    def pass_hat_k(self) -> int:
-        """pass^k with k = runs: did every run pass."""
-        return int(self.passed == self.runs)
-
-
-def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
-    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed (their outcome
-    is ok, as pytest's exit status counts it: an expected failure passes)."""
-    grouped: dict[str, list[SummaryRow]] = {}
-    for row in rows:
-        grouped.setdefault(spec_key(row.nodeid), []).append(row)
-    return [
-        PassRate(
-            spec,
-            sum(row.outcome.ok for row in runs),
-            len(runs),
-            all(row.source == "replay" for row in runs),
-        )
-        for spec, runs in grouped.items()
-    ]
+install_renderer(failure_report)  # SpecResult.report renders with it

@@ -28,16 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import spec_hash
-from pytest_atom.files import write_atomic
+from pytest_atom.diffs import changes
+from pytest_atom.files import SKIPPED_DIRS, write_atomic
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import permission_denials
-from pytest_atom.run.workspace import SKIPPED_DIRS, changes
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 

@@ -1,7 +1,7 @@
 """Conversations folded into the turns a person reads: a session's events, or a cassette's
 recorded requests and responses.
 
-A session's events (pytest_atom.agents.events: the agent's output, parsed there) carry one part of
+A session's events (pytest_atom.model.events: the agent's output, parsed there) carry one part of
 a model answer each (text, thinking, a tool call; the parts of one answer share its message
 id) and the tool results. This module folds them back into turns: one model answer each,
 its blocks in order, every tool call with the result the agent gave it. It is pure (events
@@ -43,7 +43,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_atom.agents.events import (
+from pytest_atom.cassettes.cassette import Interaction
+from pytest_atom.model.events import (
     AssistantText,
     Event,
     MessageUsage,
@@ -52,9 +53,7 @@ from pytest_atom.agents.events import (
     ToolCall,
     ToolResult,
 )
-from pytest_atom.cassettes.cassette import Interaction
-from pytest_atom.gateway.messages import fold_sse
-from pytest_atom.model.billing import Billed, billed
+from pytest_atom.words import plural
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -67,7 +66,6 @@ __all__ = [
     "Denial",
     "Mark",
     "MarkKind",
-    "Reply",
     "Text",
     "ToolUse",
     "Turn",
@@ -77,8 +75,6 @@ __all__ = [
     "main_field",
     "marks_summary",
     "permission_denials",
-    "plural",
-    "read_reply",
     "refusal_in_result",
     "refused_by",
     "stream_turns",
@@ -357,92 +353,6 @@ def _turns(events: Sequence[Event], parent: str | None, denied: dict[str, str]) 
     return turns
 
 
-@dataclass
-class Reply:
-    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
-    its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
-
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-    billed: Billed = field(default_factory=Billed)
-    model: str | None = None
-    error: str | None = None
-
-    @property
-    def input_tokens(self) -> int:
-        return self.billed.message.input
-
-    @property
-    def output_tokens(self) -> int:
-        return self.billed.message.output
-
-    @property
-    def cache_read(self) -> int:
-        return self.billed.message.cache_read
-
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
-
-    def usage_text(self) -> str:
-        """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
-        (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
-        text = self.billed.message.text()
-        for step in self.billed.iterations:
-            who = f" {step.model}" if step.model else ""
-            text += f"; + {step.kind}{who}: {step.tokens.text()}"
-        for key, count in self.billed.server_tool_use.items():
-            text += f"; {requests_text(key, count)}"
-        return text
-
-
-def _error_text(data: Any, status: int) -> str:
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
-    return f"HTTP {status}"
-
-
-def read_reply(response: str, status: int) -> Reply:
-    """The answer a recorded response carries: a JSON message, an API error, or a stream.
-
-    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
-    is recorded; a stream that ends without an answer but with an error status says so.
-    """
-    reply = Reply()
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
-    if data is not None:  # a non-streamed message or an API error
-        if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
-            reply.error = _error_text(data, status)
-        elif isinstance(data, dict):
-            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
-            reply.billed = billed(data.get("usage"))
-            model = data.get("model")
-            reply.model = model if isinstance(model, str) else None
-        return reply
-    folded = fold_sse(response)
-    reply.blocks = folded["content"]
-    reply.billed = billed(folded["usage"])
-    reply.model = folded["model"]
-    if folded["error"] is not None:
-        reply.error = _error_text(folded["error"], status)
-    elif status >= 400:
-        reply.error = f"HTTP {status}"
-    return reply
-
-
 def is_messages(interaction: Interaction) -> bool:
     """Whether the interaction is a Messages API call (a turn or a side request)."""
     return interaction.method == "POST" and interaction.endpoint.endswith("/v1/messages")
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``: English for counts in the transcript and its summaries."""
-    return f"{count} {noun}{'s' * (count != 1)}"
-
-
-def requests_text(key: str, count: int) -> str:
-    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
-    return plural(count, key.replace("_", " ").removesuffix("s"))

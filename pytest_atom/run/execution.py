@@ -28,14 +28,11 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord, claude_env, clean_env
+from pytest_atom.agents.claude_code.runner import claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.factory import AgentFactory
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.cassettes.cassette import CassetteError
 from pytest_atom.cassettes.recording import (
@@ -44,7 +41,7 @@ from pytest_atom.cassettes.recording import (
 )
 from pytest_atom.files import copy_ignore
 from pytest_atom.gateway import ScriptError
-from pytest_atom.judge.checks import CheckRegistry, run_checks
+from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import (
     ReflectorError,
     Verdict,
@@ -55,17 +52,28 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.environment import passed, path_values, tmpdir_for
+from pytest_atom.model.harness_events import (
+    AttemptStarted,
+    ChecksRan,
+    Decided,
+    HarnessEvent,
+    OnEvent,
+    SetupStarted,
+)
 from pytest_atom.model.limits import Budget, Limits
 from pytest_atom.model.prompts import PromptLoader
+from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_env import EnvError, expand_env
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
+from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
-from pytest_atom.run.runtime import AtomRuntime, RunOutcome
+from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
@@ -116,7 +124,7 @@ class AttemptLoop:
     threshold: float
     registry: CheckRegistry | None
     claude_bin: Path
-    on_event: Callable[[dict[str, Any]], None] | None
+    on_event: OnEvent | None
     model: str | None = None
     tools: dict[str, Path] = field(default_factory=dict)  # the spec's `tools:`, by name
     project_dir: Path | None = None  # the project's root: an SDK app may import from it
@@ -150,10 +158,10 @@ class AttemptLoop:
     def cli_version(self) -> str | None:
         return next((r.cli_version for r in self.records() if r.cli_version), None)
 
-    def emit(self, subtype: str, **data: Any) -> None:
-        """Harness progress through the same callback as the CLI's stream-json events."""
+    def emit(self, event: HarnessEvent) -> None:
+        """Harness progress through the same callback as the agent's events."""
         if self.on_event:
-            self.on_event({"type": "atom", "subtype": subtype, **data})
+            self.on_event(event)
 
     def complete(self, result: SpecResult) -> None:
         """Add what only this kind of run knows to its result (a steps run: its steps)."""
@@ -186,7 +194,7 @@ class AttemptLoop:
                 registry=self.registry,
                 records=attempt.records,
             )
-            self.emit("checks", checks=attempt.checks)
+            self.emit(ChecksRan(tuple(attempt.checks)))
             if attempt.outcome.reason == "limit" or self._spent(attempt):
                 return  # failed whatever the checks say; they show how far it got
             if not self.reflect(attempt, agents, source):
@@ -198,7 +206,7 @@ class AttemptLoop:
                 self.threshold,
                 self.spec.reflector.gate,
             )
-            self.emit("decision", decision=attempt.decision, verdict=attempt.verdict)
+            self.emit(Decided(attempt.decision, attempt.verdict))
             if attempt.decision != "refine" or self.rolls_back(attempt):
                 return
             message = refine_message(attempt, last, self.threshold)
@@ -282,7 +290,7 @@ class AttemptLoop:
         # runtime.records fills as iterations end, so an interrupted attempt keeps them.
         attempt = Attempt(number, path, RunOutcome(False, 0), runtime.records)
         self.attempts.append(attempt)
-        self.emit("attempt", attempt=number, attempts=self.spec.attempts)
+        self.emit(AttemptStarted(number, self.spec.attempts))
         first = message if loops else message or self.spec.prompt
         attempt.outcome = runtime.execute(self.spec.prompt, message=first)
         return attempt
@@ -319,7 +327,7 @@ class AttemptLoop:
             from_git, self.left_out = copied.repository, copied.left_out
         if not self.spec.setup:
             return
-        self.emit("setup", commands=list(self.spec.setup))
+        self.emit(SetupStarted(tuple(self.spec.setup)))
         outcome = run_setup(
             self.spec.setup,
             path,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -23,17 +23,17 @@ import pluggy
 
 from pytest_atom import hooks
 from pytest_atom.cassettes.scrub import remember_env_files
-from pytest_atom.judge.checks import CheckRegistry, default_registry
+from pytest_atom.judge.checks import default_registry
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.harness_events import OnEvent
+from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
-from pytest_atom.pytest.pytest_ini import find_ini, project_root
 from pytest_atom.reports.baseline import BaselineGate
-from pytest_atom.reports.trace import write_report
 from pytest_atom.run.retention import prune_runs
-from pytest_atom.run.spec_run import run_spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any
@@ -102,7 +102,7 @@ class Harness:
         spec: Spec,
         *,
         registry: CheckRegistry | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: OnEvent | None = None,
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:
@@ -111,6 +111,11 @@ class Harness:
         `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
         it draws a stochastic script's choices. Settings resolved for one test (without
         the session's seed) take the harness's, so every test of a run shares one seed."""
+        # Loaded here, not with the module: collecting specs builds a harness, and needs
+        # neither the gateway nor the agents that running one starts.
+        from pytest_atom.reports.trace import write_report
+        from pytest_atom.run.spec_run import run_spec
+
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)

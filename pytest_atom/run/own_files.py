@@ -42,8 +42,6 @@ ATOM_DIR = ".atom"
 PARTIAL_SUFFIX = ".partial.yaml"
 #: Spec keys naming a file or folder beside the spec file.
 _SPEC_SIDE = ("script", "oracle", "cassette")
-#: How many left-out paths a report names.
-SHOWN = 5
 
 
 def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> list[str]:
@@ -68,18 +66,6 @@ def kept(rel: str, include: Sequence[str]) -> bool:
     parts = rel.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in include)
-
-
-def left_out_files_line(left_out: Sequence[str]) -> str | None:
-    """One line for a report: how many of pytest-atom's own files were left out, and
-    the first few; None when none were."""
-    if not left_out:
-        return None
-    shown = ", ".join(left_out[:SHOWN]) + (", …" if len(left_out) > SHOWN else "")
-    return (
-        f"the workspace copy left out {len(left_out)} of pytest-atom's own file(s) (specs, "
-        f"scripts, cassettes, .atom/): {shown}; a spec's `include:` brings any back"
-    )
 
 
 def _under(rel: str, owned: set[str]) -> bool:

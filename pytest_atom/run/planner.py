@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
-from pytest_atom.agents.roles import PLAN_TITLE
 from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.files import copy_ignore
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan
+from pytest_atom.model.roles import PLAN_TITLE
 from pytest_atom.model.spec_build import planned_steps
 from pytest_atom.model.spec_types import STEP_ID, PlanAccept, Spec, SpecError, Step
 from pytest_atom.run.workspace import copy_workspace, fixture_source
@@ -190,7 +190,7 @@ def run_planner(
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
-    `agent` is the factory's planner (agents.factory). It runs in `planner_folder`
+    `agent` is the factory's planner (run.factory). It runs in `planner_folder`
     (`folder`, when the caller made it already): ``plan/`` (a re-plan: ``plan-2/`` on), a
     copy of `start` it may read (research) but not change, with only the run's own empty
     Claude config (as the reflector). `session` is `planner_input`'s answer, when the caller

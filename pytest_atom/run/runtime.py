@@ -15,37 +15,16 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pytest_atom.agents.claude_code.runner import IterationRecord
 from pytest_atom.model.prompts import render_prompt
+from pytest_atom.model.record import IterationRecord, RunOutcome, StopReason
 from pytest_atom.run.history import IterationHistory
 from pytest_atom.run.retry import RetryManager
 
 if TYPE_CHECKING:
     from pytest_atom.agents.protocol import SessionRunner
-
-#: Why a run ended without the exit signal; None when it signalled completion.
-StopReason = Literal["timeout", "error", "max_iterations", "limit"]
-
-
-@dataclass
-class RunOutcome:
-    """What one run of the loop came to: the typed form of the seed's result dict."""
-
-    success: bool
-    iterations: int
-    output: str = ""
-    reason: StopReason | None = None
-    error: str | None = None
-    duration: float = 0.0
-    context: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The seed's result dict (success, iterations, output, reason, error, ...)."""
-        return asdict(self)
 
 
 class AtomRuntime:
@@ -109,7 +88,7 @@ class AtomRuntime:
     @property
     def runner(self) -> SessionRunner:
         if self._runner is None:
-            from pytest_atom.agents.factory import claude_code_agent  # the seed's default
+            from pytest_atom.run.factory import claude_code_agent  # the seed's default
 
             self._runner = claude_code_agent("executor")
         return self._runner

@@ -23,11 +23,12 @@ from typing import Any
 
 from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.factory import claude_code_agent
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.scripted import scripted
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.run.factory import claude_code_agent
 
 #: The longest a Bash tool call may run (Claude Code's own ceiling), in milliseconds.
 BASH_TIMEOUT_MS = 600_000
@@ -75,7 +76,27 @@ def run_setup(
     """Run `commands` in `cwd` inside the agent's sandbox; `env` is the spec's `env:`, and
     `pass_env` the caller variables it passes (the session's environment is built as the
     agent's: pytest_atom.model.environment)."""
-    turns: list[dict[str, Any]] = [
+    with Gateway(scripted(_setup_turns(commands))) as gateway:
+        session_env = claude_env(
+            gateway.url, run_dir / "setup" / "claude-config", pass_env=pass_env
+        )
+        session_env["GIT_CEILING_DIRECTORIES"] = str(run_dir)
+        session_env.update(env)
+        runner = claude_code_agent(
+            "executor",
+            env=session_env,
+            options=ClaudeOptions(allowed_tools=("Bash",)),
+            claude_bin=claude_bin,
+            confinement=confinement,
+        )
+        record = runner.run("Run the set-up.", cwd, session_id=_SESSION, timeout=timeout)
+    _scrub(record, run_dir)
+    return _outcome(record, commands)
+
+
+def _setup_turns(commands: Sequence[str]) -> list[dict[str, Any]]:
+    """The script the set-up session follows: one Bash call that runs `commands`, then done."""
+    return [
         {
             "tool_use": [
                 {
@@ -90,27 +111,21 @@ def run_setup(
         },
         {"text": "Set-up done."},
     ]
-    with Gateway(scripted(turns)) as gateway:
-        session_env = claude_env(
-            gateway.url, run_dir / "setup" / "claude-config", pass_env=pass_env
-        )
-        session_env["GIT_CEILING_DIRECTORIES"] = str(run_dir)
-        session_env.update(env)
-        runner = claude_code_agent(
-            "executor",
-            env=session_env,
-            options=ClaudeOptions(allowed_tools=("Bash",)),
-            claude_bin=claude_bin,
-            confinement=confinement,
-        )
-        record = runner.run("Run the set-up.", cwd, session_id=_SESSION, timeout=timeout)
-    # Set-up output may print a secret (a token in `env:`): scrubbed where it is kept, the
-    # session's own files in setup/ included, before any report quotes it.
+
+
+def _scrub(record: IterationRecord, run_dir: Path) -> None:
+    """Set-up output may print a secret (a token in `env:`): scrubbed where it is kept, the
+    session's own files in setup/ included, before any report quotes it."""
     scrubber = Scrubber()
     scrubber.scrub_tree(run_dir / "setup")
     for each in record.tool_calls:
         each.result = scrubber.scrub(each.result) if each.result is not None else None
     record.stderr, record.output = scrubber.scrub(record.stderr), scrubber.scrub(record.output)
+
+
+def _outcome(record: IterationRecord, commands: Sequence[str]) -> SetupOutcome:
+    """What the set-up's Bash call gave: its output, and which command failed with which
+    exit code; or why Claude Code stopped before running it."""
     call = next((c for c in record.tool_calls if c.name == "Bash"), None)
     if call is None or call.result is None:
         why = "timed out" if record.timed_out else f"exited {record.returncode}"

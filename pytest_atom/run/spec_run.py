@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
@@ -24,17 +22,20 @@ from pytest_atom.cassettes.recording import (
     open_model_source,
 )
 from pytest_atom.cassettes.scrub import Scrubber, remember_env_files
+from pytest_atom.diffs import WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.gateway.server import Meter
-from pytest_atom.judge.checks import CheckRegistry
+from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
+from pytest_atom.reports import text as _failure_report  # noqa: F401  (SpecResult.report renders with it)
 from pytest_atom.run.execution import (
     AttemptLoop,
     HarnessError,
@@ -46,7 +47,6 @@ from pytest_atom.run.execution import (
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
-from pytest_atom.run.workspace import WorkspaceError
 
 
 def run_spec(
@@ -57,7 +57,7 @@ def run_spec(
     settings: RunSettings | None = None,
     registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
     config: AtomConfig | None = None,
     repeat: int | None = None,
     spend: SpendLimit | None = None,
@@ -65,9 +65,9 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's stream-json events as they arrive, and the harness's own as
-    ``{"type": "atom", "subtype": "setup" | "attempt" | "checks" | "decision"}`` (multi-step specs
-    add "step", "commit" and "rollback"). `config`
+    the executor's events (`model.events`) as they arrive, and the harness's own
+    (`model.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
+    add steps, plans, commits and rollbacks). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
     draw a stochastic script's choices. `spend` is the session's spending limit: once it is
@@ -96,18 +96,7 @@ def run_spec(
     )
     source.open_mcp(spec, run.run_dir / "mcp")
     meter = Meter(_billing(source)[0], spend)
-    try:
-        exchanges, written = _drive(run, source, meter)
-    except KeyboardInterrupt as stop:
-        tape = source.tape
-        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
-        kept = partial if partial is not None and partial.exists() else None
-        InterruptedRun(spec, run.run_dir, kept).attach(stop)
-        raise
-    except WorkspaceError:
-        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
-            shutil.rmtree(run.run_dir, ignore_errors=True)
-        raise
+    exchanges, written = _drive_run(spec, run, source, meter, settings)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
     result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
@@ -121,6 +110,26 @@ def run_spec(
     return result
 
 
+def _drive_run(
+    spec: Spec, run: AttemptLoop, source: ModelSource, meter: Meter, settings: RunSettings
+) -> tuple[list[Exchange], Path | None]:
+    """`_drive`, with what an interrupted or unstartable run leaves: Ctrl-C attaches what
+    resumes it (the partial recording kept, if any); a workspace that could not be made
+    leaves no run folder, unless the run was resuming one."""
+    try:
+        return _drive(run, source, meter)
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
+
+
 def _new_run(
     spec: Spec,
     runs_dir: Path,
@@ -129,7 +138,7 @@ def _new_run(
     config: AtomConfig | None,
     registry: CheckRegistry | None,
     claude_bin: Path,
-    on_event: Callable[[dict[str, Any]], None] | None,
+    on_event: OnEvent | None,
     spend: SpendLimit | None,
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one

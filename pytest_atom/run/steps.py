@@ -33,6 +33,13 @@ from pathlib import Path
 
 from pytest_atom.cassettes.recording import ModelSource
 from pytest_atom.files import copy_ignore, link_tree
+from pytest_atom.model.harness_events import (
+    Planned,
+    PlanStarted,
+    RolledBack,
+    StepCommitted,
+    StepStarted,
+)
 from pytest_atom.model.result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.model.spec_types import Spec, Step, steps_prompt
 from pytest_atom.paths import cli_slug, display_path
@@ -124,7 +131,7 @@ class StepsRun(AttemptLoop):
         self._set_aside_interrupted()
         while index < len(self.spec.steps):  # a re-plan changes the steps as they run
             step, result = self.spec.steps[index], self.results[index]
-            self.emit("step", step=step.id, number=index + 1, steps=len(self.spec.steps))
+            self.emit(StepStarted(step.id, index + 1, len(self.spec.steps)))
             report = feedback.pop(step.id, None)  # a rollback's failure report, if any
             run = self._step_run(step, index, result, report)
             before = self._outside(step) if self.spec.sandbox is None else None
@@ -196,7 +203,7 @@ class StepsRun(AttemptLoop):
     ) -> Plan | None:
         """One planner session, its answer checked; None: it gave none (a harness error,
         unless the replay diverged, which then says why)."""
-        self.emit("plan", number=number)
+        self.emit(PlanStarted(number))
         kept = self.spec.steps[:target]
         role = "planner" if number == 1 else f"planner:{number}"
         folder = planner_folder(self.spec, self.run_dir, self._start_folder(target), number)
@@ -227,7 +234,7 @@ class StepsRun(AttemptLoop):
         kinds = self.registry.kinds() if self.registry is not None else ()
         plan = check_plan(self.spec, answer, self.run_dir, kinds, number=number, kept=kept)
         plan.record, plan.recalled = record, recalled
-        self.emit("planned", plan=plan.summary() if number == 1 else f"re-{plan.summary()}")
+        self.emit(Planned(plan.summary() if number == 1 else f"re-{plan.summary()}"))
         return plan
 
     def _adopt(self, plan: Plan, target: int = 0) -> None:
@@ -367,7 +374,7 @@ class StepsRun(AttemptLoop):
         shutil.rmtree(target, ignore_errors=True)
         link_tree(attempt.path, target, ignore=copy_ignore)  # hard links: no second copy
         result.committed = target
-        self.emit("commit", step=result.id, attempt=attempt.number)
+        self.emit(StepCommitted(result.id, attempt.number))
 
     def _rollback_target(self, index: int, attempts: list[Attempt]) -> int | None:
         """The earlier step a failed step's verdict goes back to, if the rules allow it."""
@@ -408,7 +415,7 @@ class StepsRun(AttemptLoop):
             result.committed = None
         self.rollbacks.append(Rollback(steps[index].id, attempt.number, steps[target].id, report))
         feedback[steps[target].id] = report
-        self.emit("rollback", step=steps[index].id, target=steps[target].id)
+        self.emit(RolledBack(steps[index].id, steps[target].id))
         return target
 
     def _add_usage(self, run: AttemptLoop) -> None:

@@ -20,7 +20,7 @@ from typing import IO, TextIO
 from pytest_atom.conversation import error
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.environment import importable
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.

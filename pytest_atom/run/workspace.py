@@ -35,31 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_atom.files import CACHE_DIRS
-from pytest_atom.model.environment import passed
+from pytest_atom.diffs import SNAPSHOT_REF, WorkspaceError, _git
+from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
     from pytest_atom.model.spec_types import Spec
 
-#: Folders a copy from outside git leaves out: caches, virtualenvs, other tools' state.
-SKIPPED_DIRS = frozenset(
-    {*CACHE_DIRS, ".git", ".hg", ".svn", ".venv", "venv", "node_modules", ".tox", ".nox"}
-    | {".ruff_cache"}
-)
-#: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
-SNAPSHOT_REF = "refs/atom/snapshot"
-#: What the snapshot commit is made with: nothing of the machine or the moment.
-SNAPSHOT_ENV = {
-    "GIT_AUTHOR_NAME": "pytest-atom",
-    "GIT_AUTHOR_EMAIL": "pytest-atom@localhost",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
-    "GIT_COMMITTER_NAME": "pytest-atom",
-    "GIT_COMMITTER_EMAIL": "pytest-atom@localhost",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-}
 SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
 #: Files in an attempt folder that are not the agent's work, kept out of `git status`:
 #: the task file the runtime writes, the CLI's own folder, and the files Claude Code's
@@ -85,11 +67,6 @@ SNAPSHOT_EXCLUDES = (
         )
     ),
 )
-
-
-class WorkspaceError(OSError):
-    """The workspace could not be copied (git failed, a ref is unknown): the harness's
-    failure, never the agent's; an OSError, so callers report it as one."""
 
 
 @dataclass(frozen=True)
@@ -227,72 +204,6 @@ def ignore_new_files(folder: Path) -> list[str]:
 def _escape_glob(path: str) -> str:
     """A path as a gitignore line that matches it alone."""
     return "".join("\\" + c if c in "*?[\\!# " else c for c in path)
-
-
-def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
-    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
-    nor the paths in `exclude`), through a throwaway index so the agent's own index is
-    untouched; None when `folder` holds no snapshot repository (a workspace copied from
-    outside git)."""
-    if not (folder / ".git").is_dir():
-        return None
-    index = folder / ".git" / "atom-diff-index"
-    try:
-        _git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
-        env = {"GIT_INDEX_FILE": str(index)}
-        _git(folder, "read-tree", SNAPSHOT_REF, env=env)
-        _git(folder, "add", "--all", env=env)
-        return _git(
-            folder,
-            "-c",
-            "core.quotepath=off",
-            "diff",
-            "--cached",
-            "--no-color",
-            "--no-ext-diff",
-            SNAPSHOT_REF,
-            "--",
-            ".",
-            *(f":(exclude){path}" for path in exclude),
-            env=env,
-        )
-    except WorkspaceError:
-        return None
-    finally:
-        index.unlink(missing_ok=True)
-
-
-def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    # Built from parts, as every process of a run (model/environment.py): the caller's git
-    # settings (GIT_DIR, GIT_INDEX_FILE, ...) and config files never change a snapshot.
-    full = passed()
-    full.update(SNAPSHOT_ENV)
-    full.update(env or {})
-    try:
-        done = subprocess.run(
-            [
-                "git",
-                "-c",
-                "core.autocrlf=false",
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "gc.auto=0",
-                *args,
-            ],
-            cwd=cwd,
-            env=full,
-            capture_output=True,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise WorkspaceError(
-            "git is not installed, and the workspace is in a git work tree"
-        ) from None
-    if done.returncode != 0:
-        problem = done.stderr.decode("utf-8", "replace").strip()
-        raise WorkspaceError(f"`git {' '.join(args)}` failed in {cwd}: {problem}")
-    return done.stdout.decode("utf-8", "surrogateescape")
 
 
 def excluded(rel: str, globs: Sequence[str]) -> bool:

@@ -8,17 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, IterationRecord
-from pytest_atom.agents.events import Event
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.agents.roles import Role
+from pytest_atom.model.events import Event
+from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.roles import Role
 
 #: What each structured session answers with, for its error messages.
 _ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
 
 
 class ClaudeCodeAgent:
-    """One role's Claude Code sessions; built by `agents.factory`, never directly."""
+    """One role's Claude Code sessions; built by `run.factory`, never directly."""
 
     loops = True
 
@@ -28,7 +29,7 @@ class ClaudeCodeAgent:
 
     @property
     def env(self) -> Mapping[str, str] | None:
-        return self.runner.env
+        return self.runner.session.env
 
     def run(
         self,
@@ -68,7 +69,7 @@ class ClaudeCodeAgent:
         return record.structured_output, record
 
     def version(self) -> str:
-        return _version(self.runner.binary)
+        return _version(self.runner.session.binary)
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         return self.runner.parse(raw)

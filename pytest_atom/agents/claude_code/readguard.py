@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.model.environment import TOOLCHAIN_ROOTS
+
 #: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
 GUARDED_SINCE = (2, 1, 331)
 #: Folders of the system, readable by every sandboxed command: programs, libraries,
@@ -62,25 +64,6 @@ SYSTEM_FOLDERS: tuple[str, ...] = (
     "/Applications",
     "/private/etc",
     "/private/var/db",
-)
-#: Variables naming a toolchain's root, where PATH's shims find their interpreters.
-TOOLCHAIN_ROOTS: tuple[str, ...] = (
-    "PYENV_ROOT",
-    "NVM_DIR",
-    "NVM_BIN",
-    "VOLTA_HOME",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
-    "GOPATH",
-    "GOROOT",
-    "JAVA_HOME",
-    "DOTNET_ROOT",
-    "VIRTUAL_ENV",
-    "CONDA_PREFIX",
-    "SDKMAN_DIR",
-    "ASDF_DIR",
-    "BUN_INSTALL",
-    "DENO_INSTALL",
 )
 #: PATH entries that are a toolchain's program folder: its root is the folder above.
 _PROGRAM_FOLDERS = frozenset({"bin", "sbin", "shims"})

@@ -8,39 +8,23 @@ final cost arrive as JSON lines that can be parsed and streamed to a progress di
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.cli import claude_version, find_claude
+from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.events import (
-    AgentError,
-    ApiRetry,
-    AssistantText,
-    Event,
-    Result,
-    SessionStarted,
-    ToolResult,
-    decode,
-    parse,
-    parse_event,
-)
-from pytest_atom.agents.events import ToolCall as CallEvent
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.model.environment import build_env
+from pytest_atom.model.events import Event
+from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
-from pytest_atom.model.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
-from pytest_atom.paths import cli_slug
-from pytest_atom.run.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
 _QUIET_ENV = {
@@ -98,209 +82,12 @@ def claude_env(
     return env
 
 
-@dataclass
-class ToolCall:
-    id: str
-    name: str
-    input: dict[str, Any]
-    result: str | None = None
-    is_error: bool = False
-
-
-@dataclass
-class IterationRecord:
-    """What one `claude -p` call did, folded from its events (pytest_atom.agents.events)."""
-
-    returncode: int
-    output: str = ""  # the final result text: where the exit signal is looked for
-    stdout: str = ""  # raw stream-json lines, kept for traces
-    stderr: str = ""
-    texts: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    #: The result event's figures (see pytest_atom.model.usage): the main session's usage, this
-    #: call's per-model usage of every session (subagents included) and its cost.
-    usage: dict[str, Any] = field(default_factory=dict)
-    model_usage: dict[str, Any] = field(default_factory=dict)
-    cost_usd: float = 0.0
-    model: str | None = None  # the main session's, from the init event
-    num_turns: int = 0
-    duration: float = 0.0  # wall seconds of the claude process
-    session_id: str | None = None
-    cli_version: str | None = None
-    is_error: bool = False
-    timed_out: bool = False
-    structured_output: Any = None  # what `--json-schema` made the model return
-    # What the CLI saw from the API: its `api_retry` events (error_status, error, attempt,
-    # retry_delay_ms) and the status of the API error it gave up on, if any.
-    api_retries: list[dict[str, Any]] = field(default_factory=list)
-    api_error_status: int | None = None
-    stop_reason: str | None = None  # the result event's: the API's last stop reason
-    #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
-    limit_exceeded: str | None = None
-    #: The usage as events arrive: what a call stopped before its result event used.
-    meter: CallUsage = field(default_factory=CallUsage, repr=False)
-    #: The earlier tries of this call that failed and were retried (run.runtime): paid
-    #: for, so every report counts them (`paid_tokens`, `paid_cost_usd`) and shows them apart.
-    failed_tries: list[IterationRecord] = field(default_factory=list, repr=False)
-
-    @property
-    def ended(self) -> bool:
-        """The call's exact figures are known (its result event, or a record made by hand)."""
-        return self.meter.ended or bool(self.usage or self.model_usage)
-
-    #: The kind of API error the CLI answered with instead of a model's reply
-    #: ("authentication_failed" when it has no credentials: no retry can fix that).
-    api_error: str | None = None
-
-    @property
-    def needs_login(self) -> bool:
-        return self.api_error == "authentication_failed"
-
-    @property
-    def rejected_stream(self) -> str | None:
-        """The CLI's words when it gave up on a stream it could not read ("The response
-        stream was malformed."): the API's answer was broken, not the agent's work."""
-        for text in (self.output, *reversed(self.texts)):
-            match = _STREAM_REJECTED.search(text or "")
-            if match:
-                return match.group(1)
-        if self.is_error and self.stop_reason == "pause_turn":
-            # A server tool's long turn, paused for the client to resend: `claude -p` stops
-            # there with an error instead.
-            return "the API paused the turn (stop_reason pause_turn), which it does not resume"
-        return None
-
-    @property
-    def tokens(self) -> int:
-        """Every session's tokens, subagents included; provisional for a stopped call."""
-        if self.ended:
-            return every_session_tokens(self.usage, self.model_usage)
-        return self.meter.tokens
-
-    @property
-    def main_tokens(self) -> int:
-        """The main session's tokens (the executor's own, or the reflector's)."""
-        return usage_tokens(self.usage) if self.ended else self.meter.main_tokens
-
-    @property
-    def subagent_tokens(self) -> int:
-        return self.tokens - self.main_tokens
-
-    @property
-    def tries_tokens(self) -> int:
-        """The tokens of the tries that failed before this one (`failed_tries`)."""
-        return sum(t.tokens for t in self.failed_tries)
-
-    @property
-    def tries_cost_usd(self) -> float:
-        return sum(t.cost_usd for t in self.failed_tries)
-
-    @property
-    def paid_tokens(self) -> int:
-        """This call's tokens and its failed tries': what the call cost to get."""
-        return self.tokens + self.tries_tokens
-
-    @property
-    def paid_cost_usd(self) -> float:
-        return self.cost_usd + self.tries_cost_usd
-
-    @property
-    def subagent_cost_usd(self) -> float:
-        """The subagents' share of `cost_usd` (an estimate: see usage.subagent_cost)."""
-        return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
-
-    def failure(self, limit: int = 2000) -> str:
-        """Why the call failed, for an error message: the end of what the CLI said."""
-        return (self.output or self.stderr).strip()[-limit:] or f"exit code {self.returncode}"
-
-    @property
-    def retry_text(self) -> str:
-        """What retry rules scan: the CLI reports API and limit errors in either stream."""
-        return f"{self.output}\n{self.stderr}"
-
-    def summary(self) -> dict[str, Any]:
-        """A JSON-able digest for iteration history and traces (no raw stdout)."""
-        tries, self.failed_tries = self.failed_tries, []  # digested below, not copied whole
-        try:
-            data = asdict(self)
-        finally:
-            self.failed_tries = tries
-        for bulky in ("stdout", "meter"):
-            data.pop(bulky)
-        data["tokens"] = self.tokens
-        data["subagent_tokens"] = self.subagent_tokens
-        data["failed_tries"] = [
-            {
-                "returncode": t.returncode,
-                "tokens": t.tokens,
-                "cost_usd": t.cost_usd,
-                "error": t.failure(300),
-            }
-            for t in self.failed_tries
-        ]
-        return data
-
-    @property
-    def events(self) -> tuple[Event, ...]:
-        """What the call printed, as events: the trace, transcript, reports and trajectory
-        checks read these (parsed once per output, however many of them ask)."""
-        return _parsed(self.stdout)
-
-    def apply(self, event: Event) -> None:
-        """Fold one event into the record; its usage into `meter`."""
-        self.meter.fold(event)
-        if isinstance(event, SessionStarted):
-            self.session_id = event.session_id
-            self.cli_version = event.agent_version
-            self.model = self.meter.main_model
-        elif isinstance(event, AgentError):
-            self.api_error = event.kind
-        elif isinstance(event, AssistantText) and not event.thinking:
-            self.texts.append(event.text)
-        elif isinstance(event, CallEvent) and not event.server:
-            self.tool_calls.append(ToolCall(event.id, event.name, event.input or {}))
-        elif isinstance(event, ToolResult):
-            for call in self.tool_calls:
-                if call.id == event.tool_use_id:
-                    call.result = event.text
-                    call.is_error = event.is_error
-        elif isinstance(event, ApiRetry):
-            self.api_retries.append(event.to_dict())
-        elif isinstance(event, Result):
-            self.api_error_status = event.api_error_status
-            self.stop_reason = event.stop_reason
-            self.output = event.text
-            self.is_error = event.is_error
-            self.usage = dict(self.meter.main_usage)
-            self.model_usage = dict(self.meter.model_usage)
-            self.cost_usd = self.meter.cost_usd
-            self.num_turns = event.num_turns
-            self.structured_output = event.structured_output
-
-
-#: How Claude Code (2.1.331) says it gave up on a stream it could not read: an event that
-#: was not JSON, a delta for a block never started or already closed.
-_STREAM_REJECTED = re.compile(
-    r"API Error: ((?:The response stream was malformed|Part of the response never arrived)"
-    r"[^\n]*)"
-)
-
-
-@lru_cache(maxsize=8)
-def _version_of(binary: Path) -> str:
-    return claude_version(binary)
-
-
-@lru_cache(maxsize=32)
-def _parsed(stdout: str) -> tuple[Event, ...]:
-    return tuple(parse(stdout))
-
-
 class ClaudeRunner:
     """Runs `claude -p` in a conversation folder; one instance per atom run.
 
-    The harness builds it only through `pytest_atom.agents.factory`, behind the `Agent`
-    protocol (`ClaudeCodeAgent`); constructing one directly stays the seed API.
+    The harness builds it only through `pytest_atom.run.factory`, behind the `Agent`
+    protocol (`ClaudeCodeAgent`), from the agent's `AgentSession`; constructing one
+    directly from its parts stays the seed API.
 
     Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
     refuses it as root (CI runs as root), so tools are granted with a permission mode
@@ -314,49 +101,54 @@ class ClaudeRunner:
         options: ClaudeOptions | None = None,
         model: str | None = None,
         claude_bin: Path | None = None,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: OnEvent | None = None,
         confinement: Confinement | None = None,
         budget: Budget | None = None,
+        session: AgentSession | None = None,
     ) -> None:
-        """`confinement`: isolation from the folders above a run folder and the sandbox
-        (a spec run's); None runs the CLI as it comes, with whatever settings it finds.
-        `budget`: the agent's limits, shared by every call of a run; the CLI is stopped
-        the moment an event crosses one."""
-        self.binary = claude_bin or find_claude()
-        self.env = dict(env) if env is not None else None
-        self.options = options or ClaudeOptions()
-        self.model = model
-        self.on_event = on_event
-        self.confinement = confinement
-        self.budget = budget
+        """`session`: the agent's parts as `run.factory` built them; without it, they are
+        built from the other arguments (the seed API). `confinement`: isolation from the
+        folders above a run folder and the sandbox (a spec run's); None runs the CLI as it
+        comes, with whatever settings it finds. `budget`: the agent's limits, shared by
+        every call of a run; the CLI is stopped the moment an event crosses one."""
+        if session is not None:
+            self.session = session
+            return
+        self.session = AgentSession(
+            binary=claude_bin or find_claude(),
+            env=dict(env) if env is not None else None,
+            options=options or ClaudeOptions(),
+            model=model,
+            on_event=on_event,
+            confinement=confinement,
+            budget=budget,
+        )
+
+    @property
+    def binary(self) -> Path:
+        return self.session.binary
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.session.env
+
+    @property
+    def options(self) -> ClaudeOptions:
+        return self.session.options
+
+    @property
+    def model(self) -> str | None:
+        return self.session.model
 
     @property
     def cli_version(self) -> str:
         """The version of the CLI this runner starts (what settings it takes depends on it)."""
-        return _version_of(self.binary)
+        return self.session.cli_version
 
     @staticmethod
     def parse(raw: Mapping[str, Any]) -> list[Event]:
-        """One decoded stream-json object as events (Agent.parse): the record, the budget
-        and the callbacks all read what this returns."""
-        return parse_event(raw)
-
-    def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
-        """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
-        budget to it; True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
-        stdout and an SDK app's log of it are read through this one place."""
-        raw = decode(line)
-        parsed = self.parse(raw) if raw is not None else []
-        for event in parsed:
-            record.apply(event)
-        if raw is not None and self.on_event:
-            self.on_event(raw)
-        if self.budget is not None and (crossed := self.budget.observe(parsed)):
-            record.limit_exceeded = crossed
-            record.is_error = True
-            kill_process_tree(proc)
-            return True
-        return False
+        """One decoded stream-json object as events (Agent.parse)."""
+        return AgentSession.parse(raw)
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
@@ -364,15 +156,9 @@ class ClaudeRunner:
             cmd.append("--bare")
         cmd += ["--permission-mode", self.options.permission_mode]
         allowed = list(self.options.allowed_tools)
-        if self.confinement is not None and cwd is not None:
-            allowed = self.confinement.allowed_tools(allowed, cwd.resolve())
-            cmd += self.confinement.prepare(
-                cwd.resolve(),
-                self.options.allowed_tools,
-                self.options,
-                env=self.env,
-                cli_version=self.cli_version,
-            )
+        if cwd is not None:
+            allowed, args = self.session.tools(cwd.resolve())
+            cmd += args
         if allowed:
             cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:
@@ -380,36 +166,12 @@ class ClaudeRunner:
         return cmd + session_args + list(self.options.args)
 
     def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
-        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
-
-        The transcript file is the truth about whether the session exists, so a first
-        call that failed before the CLI wrote anything is simply started again.
-        """
-        if session_id is None:
-            return ["-c"] if use_context else []
-        config = self._config_dir()
-        exists = any(config.glob(f"projects/*/{session_id}.jsonl"))
-        return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+        """``--session-id`` to start a pinned session, ``--resume`` once it exists."""
+        return self.session.session_args(session_id, use_context)
 
     def move_session(self, session_id: str, conversation_dir: Path) -> None:
-        """Make a session resumable from another folder (a new attempt's copy of the work).
-
-        The CLI files transcripts under ``projects/<cwd with every other character as ->``
-        and resumes only from the folder a session was started in; a copy of the
-        transcript under the new folder's name continues the same conversation there.
-        """
-        config = self._config_dir()
-        target = config / "projects" / cli_slug(conversation_dir.resolve())
-        # Every folder the session went through holds a copy; the newest is the conversation.
-        copies = sorted(
-            config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns
-        )
-        if copies and copies[-1].parent != target:
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(copies[-1], target / copies[-1].name)
-
-    def _config_dir(self) -> Path:
-        return Path((self.env or os.environ).get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+        """Make a session resumable from another folder (AgentSession.move_session)."""
+        self.session.move_session(session_id, conversation_dir)
 
     def run(
         self,
@@ -470,7 +232,7 @@ class ClaudeRunner:
                 pass
             for line in proc.stdout:
                 lines.append(line)
-                if self.fold_line(record, line, proc):
+                if self.session.fold_line(record, line, proc):
                     break
             proc.wait()
         except BaseException:

@@ -103,7 +103,7 @@ class Confinement:
         cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
-        and installs the spec's Claude Code configuration (`config`, see core.configuration).
+        and installs the spec's Claude Code configuration (`config`, see agents.claude_code.configuration).
         `env` (the CLI's environment) names the toolchains the agent may read, and
         `cli_version` says whether the CLI takes the read guard (see `settings`).
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_atom.cassettes.cassette import Interaction
-from pytest_atom.gateway.matchers import MATCHERS, Matcher
+from pytest_atom.cassettes.matchers import MATCHERS, Matcher
 from pytest_atom.gateway.matching import owned_system
-from pytest_atom.gateway.server import CONVERSATION_KINDS, GatewayRequest, Kind, Reply
+from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.model.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.model.modes import DEFAULT_MATCH
-from pytest_atom.reports.transcript import plural
+from pytest_atom.words import plural
 
 
 @dataclass

@@ -3,6 +3,10 @@
 Every mode of the gateway that makes up an answer (scripted turns, side requests,
 divergence errors) goes through here, so there is one place that has to agree with
 what the official SDK and the Claude Code CLI parse.
+
+The Messages API's wire format is data every layer reads (the gateway serves it, cassettes
+replay it, transcripts and reports fold it), so it lives in `model/`, below all of them,
+with the one classification of a request (`request_kind`).
 """
 
 from __future__ import annotations
@@ -10,9 +14,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pytest_atom.model.billing import Billed, billed, merge_usage
+from pytest_atom.model.roles import Role
+from pytest_atom.words import plural
 
 
 def message(
@@ -270,3 +277,112 @@ def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             block["input"] = raw
     return block
+
+
+#: What a request is for. Turns (the executor's), reflector and planner turns carry a
+#: conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+
+
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
+
+
+def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
+    """The one classification of a request, live or recorded.
+
+    A request that offers tools is a session's turn: the executor's (``turn``), or the
+    reflector's or planner's, as its `role` says (no marker: the executor's). Side
+    requests (session titles, small helper calls) carry no tools; telling them apart is
+    what keeps them from consuming scripted turns.
+    """
+    if method == "HEAD":
+        return "head"
+    if endpoint.endswith("/count_tokens"):
+        return "count_tokens"
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if tools and endpoint.endswith("/messages"):
+        if role is None or role == "executor":
+            return "turn"
+        return role
+    return "side"
+
+
+@dataclass
+class Reply:
+    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
+    its blocks, what it billed (`pytest_atom.model.billing`, the one fold), the model."""
+
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    billed: Billed = field(default_factory=Billed)
+    model: str | None = None
+    error: str | None = None
+
+    @property
+    def input_tokens(self) -> int:
+        return self.billed.message.input
+
+    @property
+    def output_tokens(self) -> int:
+        return self.billed.message.output
+
+    @property
+    def cache_read(self) -> int:
+        return self.billed.message.cache_read
+
+    @property
+    def cache_creation(self) -> int:
+        return self.billed.message.cache_write
+
+    def usage_text(self) -> str:
+        """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
+        (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
+        text = self.billed.message.text()
+        for step in self.billed.iterations:
+            who = f" {step.model}" if step.model else ""
+            text += f"; + {step.kind}{who}: {step.tokens.text()}"
+        for key, count in self.billed.server_tool_use.items():
+            text += f"; {requests_text(key, count)}"
+        return text
+
+
+def _error_text(data: Any, status: int) -> str:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return f"{error.get('type', 'error')}: {error.get('message', '')}".strip()
+    return f"HTTP {status}"
+
+
+def read_reply(response: str, status: int) -> Reply:
+    """The answer a recorded response carries: a JSON message, an API error, or a stream.
+
+    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
+    is recorded; a stream that ends without an answer but with an error status says so.
+    """
+    reply = Reply()
+    try:
+        data = json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        data = None
+    if data is not None:  # a non-streamed message or an API error
+        if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
+            reply.error = _error_text(data, status)
+        elif isinstance(data, dict):
+            reply.blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
+            reply.billed = billed(data.get("usage"))
+            model = data.get("model")
+            reply.model = model if isinstance(model, str) else None
+        return reply
+    folded = fold_sse(response)
+    reply.blocks = folded["content"]
+    reply.billed = billed(folded["usage"])
+    reply.model = folded["model"]
+    if folded["error"] is not None:
+        reply.error = _error_text(folded["error"], status)
+    elif status >= 400:
+        reply.error = f"HTTP {status}"
+    return reply
+
+
+def requests_text(key: str, count: int) -> str:
+    """A ``server_tool_use`` count in words: ``web_search_requests`` 1: ``1 web search request``."""
+    return plural(count, key.replace("_", " ").removesuffix("s"))

@@ -245,8 +245,7 @@ def parse_line(line: str) -> list[Event]:
 
 
 def decode(line: str) -> dict[str, Any] | None:
-    """A line's JSON object, None for anything else: what ``on_event`` callbacks receive
-    (they see every object the agent printed, kinds no event stands for included)."""
+    """A line's JSON object, None for anything else (the input of `parse_event`)."""
     try:
         raw = json.loads(line)
     except ValueError:
@@ -255,7 +254,8 @@ def decode(line: str) -> dict[str, Any] | None:
 
 
 def parse_event(raw: Mapping[str, Any]) -> list[Event]:
-    """The events of one decoded stream-json object (what ``on_event`` callbacks receive)."""
+    """The events of one decoded stream-json object: what ``on_event`` callbacks receive of
+    the agent (the harness's own are `model.harness_events`)."""
     kind = raw.get("type")
     if kind == "assistant":
         return _assistant(raw)

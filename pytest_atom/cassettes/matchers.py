@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 from pytest_atom.cassettes.cassette import Interaction
 from pytest_atom.gateway.matching import compared_turns, owned_system
-from pytest_atom.gateway.server import CONVERSATION_KINDS, Kind
+from pytest_atom.model.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.model.modes import DEFAULT_MATCH, MatchMode
 
 __all__ = [

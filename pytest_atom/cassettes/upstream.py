@@ -13,21 +13,21 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from pytest_atom.agents.roles import ROLE_HEADER
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.gateway import messages
-from pytest_atom.gateway.messages import coalesce_sse, parse_sse
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
+from pytest_atom.model import messages
+from pytest_atom.model.messages import coalesce_sse, parse_sse
+from pytest_atom.model.record import UpstreamFault
+from pytest_atom.model.roles import ROLE_HEADER
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for, and
-#: whose session it was (the harness's role marker, see agents.roles).
+#: whose session it was (the harness's role marker, see model.roles).
 _KEPT_REQUEST_HEADERS = (
     "anthropic-version",
     "anthropic-beta",
@@ -322,21 +322,6 @@ TRANSIENT_STATUSES = frozenset({408, 409, 429})
 #: request id its error messages quote. Every other upstream header stays upstream.
 _PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 _PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
-
-
-@dataclass
-class UpstreamFault:
-    """Something that went wrong upstream while recording; `description` names it."""
-
-    method: str
-    endpoint: str
-    body: Any  # the normalized request, to recognise the retry that made it good
-    description: str
-    position: int  # how many interactions (slots) the cassette had when it happened
-    slot: int | None = None  # where the broken stream was kept as the CLI saw it, if it was
-    #: What broke, in a few words (``refused the connection``): the description's cause,
-    #: without the request and the upstream it names.
-    what: str = ""
 
 
 def _passed_headers(headers: httpx.Headers) -> dict[str, str]:

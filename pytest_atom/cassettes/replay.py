@@ -29,11 +29,11 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.agents.roles import STRUCTURED_OUTPUT
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.cassettes.divergence import Divergence, divergence_reply
+from pytest_atom.cassettes.matchers import MATCHERS, Matcher, matcher_for
 from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.divergence import Divergence, divergence_reply
-from pytest_atom.gateway.matchers import MATCHERS, Matcher, matcher_for
+from pytest_atom.cassettes.upstream import Forwarding, kept_headers
 from pytest_atom.gateway.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
@@ -45,7 +45,6 @@ from pytest_atom.gateway.matching import (
     offered_tools,
     request_kind,
 )
-from pytest_atom.gateway.messages import estimate_tokens, message, sse_stream
 from pytest_atom.gateway.normalize import (
     Normalizer,
     mask_machine,
@@ -53,8 +52,9 @@ from pytest_atom.gateway.normalize import (
     results_in_call_order,
 )
 from pytest_atom.gateway.server import GatewayRequest, Reply
-from pytest_atom.gateway.upstream import Forwarding, UpstreamFault, kept_headers
-from pytest_atom.reports.transcript import read_reply
+from pytest_atom.model.messages import estimate_tokens, message, read_reply, sse_stream
+from pytest_atom.model.record import UpstreamFault
+from pytest_atom.model.roles import STRUCTURED_OUTPUT
 
 
 @dataclass
@@ -82,7 +82,7 @@ class CassetteResponder(Forwarding):
     recorded: int = 0
     faults: list[UpstreamFault] = field(default_factory=list)  # recording: what went wrong
     upstream_timeout: float = 600.0  # seconds of upstream silence before a request fails
-    #: How a live request finds its recording (`gateway.matchers`).
+    #: How a live request finds its recording (`cassettes.matchers`).
     matcher: Matcher = MATCHERS[DEFAULT_MATCH]
 
     def __post_init__(self, match: MatchMode | None) -> None:

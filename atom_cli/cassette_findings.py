@@ -1,0 +1,152 @@
+"""What `atom cassette check` finds in one cassette: findings that fail the check (a secret,
+a raw path of the recording machine, a request recorded without pytest-atom's placeholders)
+and notes a replay copes with (a machine detail masked only on load, hashes it lacks)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.raw_paths import (
+    MachinePaths,
+    assistant_texts,
+    model_written,
+    non_assistant_text,
+)
+from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.cassettes.staleness import missing_hashes
+from pytest_atom.gateway.normalize import unmasked_machine_details
+from pytest_atom.paths import display_path
+from pytest_atom.reports.transcript import is_messages
+from pytest_atom.words import plural
+
+#: At least one of these is in every request body pytest-atom recorded from the CLI.
+NORMALIZATION_PLACEHOLDERS = ("<DATE>", "<RUN_DIR>", "<METADATA>")
+
+
+def _secret_findings(scrubber: Scrubber, text: str, where: str, seen: set[str]) -> list[str]:
+    """Secrets in ``text`` by name, never by value; their names are added to ``seen``."""
+    names = scrubber.contains_secret(text)
+    seen.update(names)
+    return [f"secret ({_secret_kind(name)}) in {where}" for name in names]
+
+
+def _secret_kind(name: str) -> str:
+    return "REDACTED shape" if name == "REDACTED" else f"value of ${name}"
+
+
+def _path_findings(
+    paths: MachinePaths, text: str, where: str, *, by_model: bool = False
+) -> list[str]:
+    found = paths.in_text(text, by_model=by_model)
+    if not found:
+        return []
+    listed = ", ".join(found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
+    return [f"raw path in {where}, normalization did not happen: {listed}"]
+
+
+def _interaction_findings(
+    scrubber: Scrubber, interaction: Interaction, seen: set[str], paths: MachinePaths
+) -> list[str]:
+    body = interaction.body
+    body_text = body if isinstance(body, str) else json.dumps(body, indent=2, ensure_ascii=False)
+    out: list[str] = []
+    for side, headers in (
+        ("request", interaction.request_headers),
+        ("response", interaction.response_headers),
+    ):
+        out += [
+            f"secret header {k.lower()} in {side}" for k in headers if k.lower() in SECRET_HEADERS
+        ]
+    for where, text in (
+        ("request uri", interaction.uri),
+        ("request body", body_text),
+        ("request headers", "\n".join(interaction.request_headers.values())),
+        ("response body", interaction.response),
+        ("response headers", "\n".join(interaction.response_headers.values())),
+    ):
+        out += _secret_findings(scrubber, text, where, seen)
+        if where == "request body":
+            # What the model wrote earlier is resent in the assistant messages: its paths
+            # are the conversation, unless they name this machine's run folder.
+            out += _path_findings(paths, non_assistant_text(body), where)
+            out += _path_findings(paths, "\n".join(assistant_texts(body)), where, by_model=True)
+        else:
+            out += _path_findings(paths, text, where, by_model=where == "response body")
+    if (
+        is_messages(interaction)
+        and isinstance(body, dict)
+        and ("system" in body or "messages" in body)
+        and not any(p in body_text for p in NORMALIZATION_PLACEHOLDERS)
+    ):
+        out.append(
+            "request not normalized (recorded by something other than pytest-atom?): "
+            f"its body has none of {', '.join(NORMALIZATION_PLACEHOLDERS)}"
+        )
+    return out
+
+
+def file_findings(scrubber: Scrubber, text: str, data: Cassette) -> Iterator[str]:
+    """Findings as `interaction <n>: <what>`, or a bare `<what>` outside the interactions."""
+    seen: set[str] = set()
+    paths = MachinePaths(_model_written(data))
+    meta_text = json.dumps(data.metadata, ensure_ascii=False, default=str)
+    yield from _secret_findings(scrubber, meta_text, "metadata", seen)
+    for n, interaction in enumerate(data.interactions, 1):
+        for what in _interaction_findings(scrubber, interaction, seen, paths):
+            yield f"interaction {n}: {what}"
+    # The whole text, for what the parsed view does not show (a YAML comment, say).
+    for name in scrubber.contains_secret(text):
+        if name not in seen:
+            yield f"secret ({_secret_kind(name)}) in the file text, outside the interactions"
+
+
+def _model_written(data: Cassette) -> frozenset[str]:
+    """Every path the model wrote in the cassette: its answers, and its earlier turns that
+    the requests resend (a path the machine wrote first is found in the system prompt or a
+    tool result, never only there)."""
+    texts = [i.response for i in data.interactions]
+    texts += [t for i in data.interactions for t in assistant_texts(i.body)]
+    return model_written(texts)
+
+
+def file_notes(path: Path, data: Cassette) -> Iterator[str]:
+    """What a replay copes with but the cassette should not keep: machine details recorded
+    before pytest-atom masked them (masked again on every load), and missing hashes."""
+    details: dict[str, str] = {}
+    where = 0
+    for interaction in data.interactions:
+        body = interaction.body
+        text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+        found = unmasked_machine_details(text)
+        where += bool(found)
+        for name, value in found:
+            details.setdefault(name, value)
+    spec = _recorded_spec(path, data)
+    if details:
+        listed = "; ".join(f"{name}: {value}" for name, value in details.items())
+        yield (
+            f"note: machine details left unmasked in {plural(where, 'interaction')} ({listed}); "
+            "a replay masks them on load, and `atom cassette refresh "
+            f"{spec}` rewrites the cassette with them masked"
+        )
+    missing = missing_hashes(data)
+    if missing:
+        yield (
+            f"note: its staleness cannot be detected: no {' or '.join(missing)} in its metadata "
+            "(recorded before pytest-atom stored them), so an edited prompt or script replays "
+            f"the old answers unnoticed; stamp it with: atom cassette stamp {spec}"
+        )
+
+
+def _recorded_spec(path: Path, data: Cassette) -> str:
+    """The spec file a cassette was recorded for, as a command names it (its metadata names
+    the file, and the default layout puts it three folders up), else `SPEC`."""
+    recorded = str(data.metadata.get("spec") or "").partition("::")[0]
+    if recorded and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
+        candidate = path.parent.parent.parent / recorded
+        if candidate.is_file():
+            return display_path(candidate)
+    return "SPEC"

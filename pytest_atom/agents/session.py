@@ -1,0 +1,131 @@
+"""What one agent's sessions are run with, shared by the CLI agent and an SDK app.
+
+`run.factory` builds one `AgentSession` per agent; `ClaudeRunner` (the CLI agent) and
+`SdkAgent` (an SDK app standing in for it) both read it, so neither reaches into the other:
+the pinned CLI, the environment (and so the CLI's config folder, where sessions live), the
+options, model, confinement and budget, and the ``on_event`` callback. Both read the
+agent's output through `fold_line`, so records, budgets and callbacks see the same events.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.agents.claude_code.cli import claude_version
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.model.events import Event, decode, parse_event
+from pytest_atom.model.harness_events import OnEvent
+from pytest_atom.model.limits import Budget
+from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.paths import cli_slug
+from pytest_atom.processes import kill_process_tree
+
+
+@lru_cache(maxsize=8)
+def _version_of(binary: Path) -> str:
+    return claude_version(binary)
+
+
+@dataclass(frozen=True)
+class AgentSession:
+    """The parts of one agent's sessions: built once, read by every agent that runs them.
+
+    `env` None runs the CLI in the caller's own environment; `confinement` None runs it as
+    it comes, with whatever settings it finds; `budget` is shared by every call of a run
+    (the CLI is stopped the moment an event crosses one of its limits).
+    """
+
+    binary: Path
+    env: Mapping[str, str] | None = None
+    options: ClaudeOptions = field(default_factory=ClaudeOptions)
+    model: str | None = None
+    on_event: OnEvent | None = None
+    confinement: Confinement | None = None
+    budget: Budget | None = None
+
+    @property
+    def cli_version(self) -> str:
+        """The version of the CLI (what settings it takes depends on it)."""
+        return _version_of(self.binary)
+
+    @property
+    def config_dir(self) -> Path:
+        """The CLI's config folder: where its sessions' transcripts are filed."""
+        env = self.env if self.env is not None else os.environ
+        return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+    @staticmethod
+    def parse(raw: Mapping[str, Any]) -> list[Event]:
+        """One decoded stream-json object as events (Agent.parse): the record, the budget
+        and the callbacks all read what this returns."""
+        return parse_event(raw)
+
+    def tools(self, cwd: Path) -> tuple[list[str], list[str]]:
+        """The allowed tools and the CLI arguments of a session in `cwd`: confined (the
+        settings file with the sandbox and the isolation) when there is a confinement."""
+        allowed = list(self.options.allowed_tools)
+        if self.confinement is None:
+            return allowed, []
+        allowed = self.confinement.allowed_tools(allowed, cwd)
+        args = self.confinement.prepare(
+            cwd,
+            self.options.allowed_tools,
+            self.options,
+            env=self.env,
+            cli_version=self.cli_version,
+        )
+        return allowed, args
+
+    def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
+        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
+
+        The transcript file is the truth about whether the session exists, so a first
+        call that failed before the CLI wrote anything is simply started again.
+        """
+        if session_id is None:
+            return ["-c"] if use_context else []
+        exists = any(self.config_dir.glob(f"projects/*/{session_id}.jsonl"))
+        return ["--resume", session_id] if exists and use_context else ["--session-id", session_id]
+
+    def move_session(self, session_id: str, conversation_dir: Path) -> None:
+        """Make a session resumable from another folder (a new attempt's copy of the work).
+
+        The CLI files transcripts under ``projects/<cwd with every other character as ->``
+        and resumes only from the folder a session was started in; a copy of the
+        transcript under the new folder's name continues the same conversation there.
+        """
+        config = self.config_dir
+        target = config / "projects" / cli_slug(conversation_dir.resolve())
+        # Every folder the session went through holds a copy; the newest is the conversation.
+        copies = sorted(
+            config.glob(f"projects/*/{session_id}.jsonl"), key=lambda p: p.stat().st_mtime_ns
+        )
+        if copies and copies[-1].parent != target:
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(copies[-1], target / copies[-1].name)
+
+    def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
+        """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
+        budget to it (`on_event` gets each of its events); True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
+        stdout and an SDK app's log of it are read through this one place."""
+        raw = decode(line)
+        parsed = self.parse(raw) if raw is not None else []
+        for event in parsed:
+            record.apply(event)
+        if self.on_event:
+            for event in parsed:
+                self.on_event(event)
+        if self.budget is not None and (crossed := self.budget.observe(parsed)):
+            record.limit_exceeded = crossed
+            record.is_error = True
+            kill_process_tree(proc)
+            return True
+        return False

@@ -1,0 +1,188 @@
+"""What an agent changed in its workspace: git's diff against the snapshot commit, else a
+file-by-file comparison.
+
+A leaf below everything that shows a change (the reflector's evidence, traces, the HTML
+report) and the workspace copy that makes the snapshot: none of them owns the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import filecmp
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pytest_atom.files import SKIPPED_DIRS
+from pytest_atom.model.environment import passed
+
+#: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
+SNAPSHOT_REF = "refs/atom/snapshot"
+
+
+def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
+    """The diff of `folder` against its snapshot commit (new files too, ignored files not,
+    nor the paths in `exclude`), through a throwaway index so the agent's own index is
+    untouched; None when `folder` holds no snapshot repository (a workspace copied from
+    outside git)."""
+    if not (folder / ".git").is_dir():
+        return None
+    index = folder / ".git" / "atom-diff-index"
+    try:
+        _git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
+        env = {"GIT_INDEX_FILE": str(index)}
+        _git(folder, "read-tree", SNAPSHOT_REF, env=env)
+        _git(folder, "add", "--all", env=env)
+        return _git(
+            folder,
+            "-c",
+            "core.quotepath=off",
+            "diff",
+            "--cached",
+            "--no-color",
+            "--no-ext-diff",
+            SNAPSHOT_REF,
+            "--",
+            ".",
+            *(f":(exclude){path}" for path in exclude),
+            env=env,
+        )
+    except WorkspaceError:
+        return None
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    # Built from parts, as every process of a run (model/environment.py): the caller's git
+    # settings (GIT_DIR, GIT_INDEX_FILE, ...) and config files never change a snapshot.
+    full = passed()
+    full.update(SNAPSHOT_ENV)
+    full.update(env or {})
+    try:
+        done = subprocess.run(
+            [
+                "git",
+                "-c",
+                "core.autocrlf=false",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "gc.auto=0",
+                *args,
+            ],
+            cwd=cwd,
+            env=full,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise WorkspaceError(
+            "git is not installed, and the workspace is in a git work tree"
+        ) from None
+    if done.returncode != 0:
+        problem = done.stderr.decode("utf-8", "replace").strip()
+        raise WorkspaceError(f"`git {' '.join(args)}` failed in {cwd}: {problem}")
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+#: What an attempt folder holds that is not the agent's work: its prompt, the harness's folder.
+HARNESS_FILES = {"USER_PROMPT.md", ".atom", *SKIPPED_DIRS}
+
+
+_DIFF_LIMIT = 12_000
+
+
+def workspace_diff(
+    before: Path | None,
+    after: Path,
+    limit: int = _DIFF_LIMIT,
+    installed: Sequence[str] = (),
+) -> str:
+    """What the agent changed, as unified diffs of text files: evidence, not narrative.
+
+    An attempt copied from git holds a snapshot repository: git's own diff against its
+    snapshot commit is exact (the project's ignore rules apply, set-up output is not the
+    agent's); otherwise the folders are compared file by file. `installed` names what the
+    harness put in the folder (the spec's Claude Code configuration, see
+    agents.claude_code.configuration.installed_paths): not the agent's doing.
+    """
+    from_git = changes(after, exclude=installed)
+    if from_git is not None:
+        return _clipped(from_git.rstrip("\n") or "(no changes)", limit)
+    old, new = _agent_files(before, installed), _agent_files(after, installed)
+    return _clipped("\n".join(_file_diffs(old, new)) or "(no changes)", limit)
+
+
+def _clipped(text: str, limit: int) -> str:
+    return (
+        text
+        if len(text) <= limit
+        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    )
+
+
+def _agent_files(root: Path | None, installed: Sequence[str]) -> dict[str, Path]:
+    """The files under `root` by relative path, without the harness's own and `installed`."""
+    if root is None or not root.is_dir():
+        return {}
+    return {
+        rel.as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
+        and not any(rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed)
+    }
+
+
+def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
+    """Unified diffs of the text files that differ; a line for each binary one that does."""
+    parts: list[str] = []
+    for name in sorted(old.keys() | new.keys()):
+        a = _read(old.get(name))
+        b = _read(new.get(name))
+        if a == b and a is not None:
+            continue
+        if (a is None and name in old) or (b is None and name in new):
+            if name in old and name in new and filecmp.cmp(old[name], new[name], shallow=False):
+                continue  # binary on both sides (None == None), and unchanged
+            parts.append(f"binary file {name} changed")
+            continue
+        parts.extend(
+            difflib.unified_diff(
+                (a or "").splitlines(),
+                (b or "").splitlines(),
+                f"a/{name}" if name in old else "/dev/null",
+                f"b/{name}" if name in new else "/dev/null",
+                lineterm="",
+            )
+        )
+    return parts
+
+
+def _read(path: Path | None) -> str | None:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+
+
+#: What the snapshot commit is made with: nothing of the machine or the moment.
+SNAPSHOT_ENV = {
+    "GIT_AUTHOR_NAME": "pytest-atom",
+    "GIT_AUTHOR_EMAIL": "pytest-atom@localhost",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_NAME": "pytest-atom",
+    "GIT_COMMITTER_EMAIL": "pytest-atom@localhost",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+class WorkspaceError(OSError):
+    """The workspace could not be copied (git failed, a ref is unknown): the harness's
+    failure, never the agent's; an OSError, so callers report it as one."""

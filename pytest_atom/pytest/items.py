@@ -1,0 +1,338 @@
+"""Spec files as pytest collectors and specs as test items.
+
+Each spec becomes an `AtomItem`, a `pytest.Function` subclass rather than a bare
+`pytest.Item`: fixtures, marks and plugins that expect test functions (syrupy's `snapshot`
+among them) keep working on spec items. Every item runs through the session's one `Harness`
+(`pytest_atom.pytest.session.AtomSession`); a spec's failure is the item's exception, and its
+report is the failure report."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.model.arms import select_arms
+from pytest_atom.model.outcome import Outcome
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Mark, Spec, SpecError
+from pytest_atom.model.spend import SpendingLimitReached
+from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.pytest.settings import settings_for
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.text import failure_report, step_line
+
+if TYPE_CHECKING:
+    from pytest_atom.pytest.session import AtomSession
+
+
+class ReplayError(Exception):
+    """The replay diverged from its cassette: the harness's failure, never the agent's."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}': replay diverged from its cassette")
+        self.result = result
+
+
+class UpstreamFailed(Exception):
+    """A recording failed on its upstream (the API): never the agent's failure."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}': the recording's upstream failed")
+        self.result = result
+
+
+class SpecFailed(Exception):
+    """The agent ran but the spec failed; carries the result for the report."""
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}' failed")
+        self.result = result
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class SnapshotMismatch(Exception):
+    """Workspace files that differ from their snapshots; carries syrupy's diffs."""
+
+    def __init__(self, mismatches: list[tuple[str, list[str]]]) -> None:
+        super().__init__(", ".join(name for name, _ in mismatches))
+        self.mismatches = mismatches
+
+    def report(self) -> str:
+        lines = []
+        for name, diff in self.mismatches:
+            lines.append(f"snapshot of {name} does not match (accept it with --snapshot-update):")
+            lines += ["    " + line for line in diff]
+        return "\n".join(lines)
+
+
+def _session(config: pytest.Config) -> AtomSession:
+    """The session plugin (`pytest_atom.pytest.session`, registered as ``atom-session``):
+    read by name, as the plugin that imports this module registers itself."""
+    session: AtomSession = config.pluginmanager.getplugin("atom-session")
+    return session
+
+
+class SpecFile(pytest.File):
+    def load(self) -> list[Spec]:
+        """The file's specs (its check kinds are in `self.registry`)."""
+        return load_specs(self.path, check_kinds=self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        """How often each spec runs: ``--atom-repeat``."""
+        return _session(self.config).harness.settings.repeat
+
+    def collect(self) -> Iterator[pytest.Item]:
+        harness = _session(self.config).harness
+        self.registry = harness.registry(self.ihook)
+        try:
+            specs = self.load()
+        except SpecError as err:
+            # An item that errors at setup, not a collection error: pytest would stop the
+            # whole run for one, and the other specs must still run.
+            yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
+            return
+        session = _session(self.config)
+        session.arms_seen.update(s.arm for s in specs if s.arm is not None)
+        specs = select_arms(specs, harness.settings.arms)
+        missing = _missing_syrupy(specs)
+        if missing:
+            yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
+            return
+        for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
+            repeat = self.repeats(spec)
+            name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
+            item = AtomItem.from_parent(
+                self,
+                name=name,
+                spec=spec,
+                callobj=_test_function(spec),
+                repeat=run if repeat > 1 else None,
+            )
+            item.add_marker(pytest.mark.atom)
+            if spec.xfail:  # `xfail:`, or an xfail in `marks:`
+                # Only a failed spec counts as the expected failure, never a harness error.
+                item.add_marker(pytest.mark.xfail(reason=spec.xfail, raises=SpecFailed))
+            for mark in spec.marks:
+                item.add_marker(pytest_mark(mark))
+            yield item
+
+
+class EvalCaseFile(SpecFile):
+    """A `claude plugin eval` case (pytest_atom.model.evalsuite): its arms as specs, run `runs`
+    times unless ``--atom-repeat`` says otherwise."""
+
+    def load(self) -> list[Spec]:
+        from pytest_atom.judge.eval_graders import register_checks
+        from pytest_atom.model.evalsuite import load_case
+        from pytest_atom.model.evalsuite_specs import case_specs
+
+        self.case = load_case(self.path)
+        register_checks(self.registry)
+        return case_specs(self.case, self.registry.kinds())
+
+    def repeats(self, spec: Spec) -> int:
+        if self.config.option.atom_repeat is not None:
+            return super().repeats(spec)
+        return self.case.runs
+
+
+def pytest_mark(mark: Mark) -> pytest.MarkDecorator:
+    """A `marks:` entry as pytest's own mark: skip and skipif as pytest evaluates them
+    (a skipif condition is a string, evaluated with `os`, `sys`, `platform` and `config`),
+    a custom mark by name (so ``-m NAME`` selects the spec)."""
+    if mark.name == "skip":
+        return pytest.mark.skip(reason=mark.reason or "")
+    if mark.name == "skipif":
+        return pytest.mark.skipif(mark.condition or "False", reason=mark.reason or "")
+    custom: pytest.MarkDecorator = getattr(pytest.mark, mark.name)
+    return custom
+
+
+def _missing_syrupy(specs: list[Spec]) -> SpecError | None:
+    """A spec with `snapshot:` needs syrupy, an optional extra: say how to get it."""
+    using = next((s for s in specs if s.snapshot), None)
+    if using is None or importlib.util.find_spec("syrupy") is not None:
+        return None
+    return SpecError(
+        f"spec '{using.name}' compares `snapshot:` files, which needs syrupy: "
+        "pip install 'pytest-atom[snapshot]'",
+        using.path,
+        line=using.line,
+    )
+
+
+class BrokenSpec(pytest.Item):
+    """A spec file that cannot be loaded: its setup fails with the file, line and fix."""
+
+    def __init__(self, *, error: SpecError, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def setup(self) -> None:
+        pytest.fail(str(self.error), pytrace=False)
+
+    def runtest(self) -> None:  # never reached: setup fails
+        raise AssertionError(str(self.error))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"atom spec file {self.path.name}"
+
+
+def _test_function(spec: Spec) -> Any:
+    # Only specs with `snapshot:` request syrupy's fixture, so -p no:syrupy keeps working.
+    if spec.snapshot:
+
+        def run_atom_spec(
+            request: pytest.FixtureRequest, atom_settings: dict[str, Any], snapshot: Any
+        ) -> None:
+            item = request.node
+            assert isinstance(item, AtomItem)
+            item.run_spec(request, atom_settings, snapshot)
+
+    else:
+
+        def run_atom_spec(  # type: ignore[misc]
+            request: pytest.FixtureRequest, atom_settings: dict[str, Any]
+        ) -> None:
+            item = request.node
+            assert isinstance(item, AtomItem)
+            item.run_spec(request, atom_settings, None)
+
+    run_atom_spec.__name__ = spec.name
+    run_atom_spec.__module__ = spec.path.name.removesuffix(SPEC_SUFFIX)
+    return run_atom_spec
+
+
+def _run_errors() -> tuple[type[Exception], ...]:
+    """Failures of the harness itself; a ValueError (a value the harness could not use) too.
+
+    Read when a spec runs: collecting specs loads none of the machinery that raises them
+    (the gateway, the agents, httpx)."""
+    from pytest_atom.run.execution import HARNESS_ERRORS
+
+    return (*HARNESS_ERRORS, ValueError)
+
+
+class AtomItem(pytest.Function):
+    """One spec as a test function; its body runs the spec and raises on failure."""
+
+    def __init__(self, *, spec: Spec, repeat: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.repeat = repeat  # which of --atom-repeat's runs, or None
+        self.result: SpecResult | None = None
+
+    def run_spec(
+        self, request: pytest.FixtureRequest, atom_settings: dict[str, Any], snapshot: Any
+    ) -> None:
+        harness = _session(self.config).harness
+        spec_file = self.parent
+        assert isinstance(spec_file, SpecFile)
+        try:
+            settings = settings_for(harness, self, atom_settings)
+            result = harness.run(
+                self.spec, registry=spec_file.registry, repeat=self.repeat, settings=settings
+            )
+        except SpendingLimitReached as exc:
+            pytest.skip(str(exc))
+        except _run_errors() as exc:
+            problem = str(exc)  # reported outside the except block: no chained traceback
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(
+                f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
+            )
+        self.result = result
+        outcome = result.outcome
+        record_result(self, result)
+        baseline = _session(self.config).baseline
+        if baseline is not None:
+            self.user_properties += baseline.item_properties(
+                self.nodeid, dict(self.user_properties), own=self.spec.baseline_tolerance
+            )
+        _report_steps(request, result)
+        self._conclude(outcome, result, snapshot)
+
+    def _conclude(self, outcome: Outcome, result: SpecResult, snapshot: Any) -> None:
+        """The run's outcome as pytest's: a failure is the item's exception (pytest's xfail
+        mark, on `SpecFailed` only, turns an expected one into xfailed)."""
+        if outcome.error == "replay":
+            raise ReplayError(result)  # never the expected failure of an xfail spec
+        if outcome.error == "upstream":
+            raise UpstreamFailed(result)  # its failure report says what the API answered
+        if outcome.error is not None:
+            # Never the expected failure of an xfail spec, never a pass: the harness broke.
+            pytest.fail(
+                f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
+                f"{result.harness_error or outcome.why}\n"
+                f"run dir: {display_path(result.run_dir)}",
+                pytrace=False,
+            )
+        if outcome.status == "failed":
+            raise SpecFailed(result)
+        if snapshot is not None:
+            self._check_snapshots(snapshot, result)
+
+    def _check_snapshots(self, snapshot: Any, result: SpecResult) -> None:
+        """Compare the listed workspace files with their syrupy snapshots, after a pass."""
+        mismatches = []
+        for name in self.spec.snapshot:
+            path = result.workspace / name
+            data = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+            if not snapshot(name=name) == (data if data is not None else f"<{name} is missing>"):
+                diff = snapshot.get_assert_diff()
+                if not self.config.get_terminal_writer().hasmarkup:
+                    diff = [_ANSI.sub("", line) for line in diff]
+                mismatches.append((name, diff))
+        if mismatches:
+            raise SnapshotMismatch(mismatches)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
+
+    # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, (SpecFailed, ReplayError, UpstreamFailed)):
+            # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
+            # as context, so a secret assigned there is redacted where the report repeats it.
+            result = excinfo.value.result
+            return Scrubber().scrub_obj(
+                [failure_report(result), *(r.stdout for r in result.records)]
+            )[0]
+        if isinstance(excinfo.value, SnapshotMismatch):
+            return excinfo.value.report()
+        return super().repr_failure(excinfo)
+
+
+def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
+    """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on):
+    which step failed shows at a glance; the failure report still tells the whole story."""
+    if not result.steps or result.outcome.error is not None or result.spec.xfail:
+        # The machinery failed, not a step, and the item's own failure says so; an xfail
+        # spec's expected failure is the whole spec's, not a step's.
+        return
+    try:
+        subtests = request.getfixturevalue("subtests")
+    except pytest.FixtureLookupError:
+        return  # an older pytest: the failure report's per-step lines stand in
+    for step in result.steps:
+        with subtests.test(msg=step.id):
+            if not step.passed:
+                pytest.fail(step_line(step), pytrace=False)
+
+
+def record_result(item: pytest.Item, result: SpecResult) -> None:
+    """A result's figures as the item's JUnit properties; the session's summary reads them."""
+    if result.trace is not None:
+        item.user_properties.append(("atom_trace", display_path(result.trace)))
+    item.user_properties += list(result_properties(result).items())

@@ -1,0 +1,87 @@
+"""The settings of a pytest run and of each test in it: the ``--atom-*`` command line, the ini
+file and `.atom/config.yaml` for the run's harness; a test's marks and its `atom_settings`
+fixture on top, for the settings a test may set for itself (`PER_TEST`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.settings import (
+    COMMAND_LINE_SETTINGS,
+    FILE_SETTINGS,
+    Layer,
+    RunSettings,
+    SettingsError,
+    from_here,
+    resolve,
+)
+from pytest_atom.run.harness import Harness, build_harness, file_layers
+
+#: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
+#: (where runs go, how many stay, how often each spec runs) belong to the whole session.
+PER_TEST = (
+    "record_mode",
+    "match",
+    "upstream",
+    "strict_version",
+    "rejudge",
+    "judge",
+    "threshold",
+)
+
+
+def pytest_harness(config: pytest.Config) -> Harness:
+    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`."""
+    try:
+        atom_config = load_config(cwd=config.rootpath)
+    except ConfigError as err:
+        raise pytest.UsageError(str(err)) from None
+    try:
+        harness = build_harness(
+            [command_line(config), *file_layers(_ini(config), atom_config)],
+            root=config.rootpath,
+            config=atom_config,
+            hook=config.hook,
+            # each xdist worker holds its share of the session's spending limit
+            workers=int(getattr(config, "workerinput", {}).get("workercount") or 1),
+        )
+        return harness
+    except SettingsError as err:
+        raise pytest.UsageError(str(err)) from None
+
+
+def command_line(config: pytest.Config) -> Layer:
+    """The ``--atom-*`` options; their paths are taken from where pytest ran
+    (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
+    values = {name: getattr(config.option, f"atom_{name}", None) for name in COMMAND_LINE_SETTINGS}
+    values = from_here(values, config.invocation_params.dir)
+    return Layer("the command line", values, key=lambda name: "--atom-" + name.replace("_", "-"))
+
+
+def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
+    """A test's settings: the command line, then its marks, then `atom_settings`, then files.
+
+    The command line wins over the marks: it is the person's intent for this very run,
+    such as CI forcing ``--atom-record-mode=none``.
+    """
+    marks: dict[str, Any] = {}
+    for mark in node.iter_markers("atom"):  # closest first: a test's mark beats its module's
+        marks = {**mark.kwargs, **marks}
+    layers = [Layer("@pytest.mark.atom", marks), Layer("the atom_settings fixture", fixture)]
+    for layer in layers:
+        unknown = sorted(set(layer.values) - set(PER_TEST))
+        if unknown:
+            raise SettingsError(
+                f"{', '.join(unknown)} cannot be set per test in {layer.source}: it belongs "
+                f"to the whole run (the command line, the ini file or .atom/config.yaml); "
+                f"per test: {', '.join(PER_TEST)}"
+            )
+    files = file_layers(_ini(node.config), harness.config)
+    return resolve([command_line(node.config), *layers, *files])
+
+
+def _ini(config: pytest.Config) -> dict[str, Any]:
+    return {f"atom_{name}": config.getini(f"atom_{name}") for name in FILE_SETTINGS}

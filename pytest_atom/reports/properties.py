@@ -1,0 +1,117 @@
+"""A run's figures by name: the JUnit properties that the summary table, the HTML report and
+`atom run --json` read, one key per figure."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.model.arms import arm_properties
+from pytest_atom.model.tolerance import format_tolerance
+from pytest_atom.reports.text import criteria_votes, drift_line, step_line
+
+if TYPE_CHECKING:
+    from pytest_atom.model.result import SpecResult
+
+
+def result_properties(result: SpecResult) -> dict[str, Any]:
+    """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
+    return {
+        "atom_decision": result.decision,
+        "atom_score": "" if result.score is None else result.score,
+        "atom_attempts": len(result.attempts),  # every attempt: of every step too
+        "atom_iterations": result.iterations,
+        "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
+        "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
+        **failed_try_properties(result),
+        **billed_properties(result),
+        "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
+        "atom_duration_s": round(result.duration, 3),
+        "atom_claude_s": round(result.claude_seconds, 3),
+        # The agent's own usage (the reflector's aside): what limits and baselines measure.
+        "atom_turns": result.usage.turns,
+        "atom_tool_calls": result.usage.tool_calls,
+        "atom_agent_tokens": result.usage.tokens,
+        "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
+        **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
+        **({"atom_criteria_votes": votes} if (votes := criteria_votes(result)) else {}),
+        **role_properties(result),
+        **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
+        "atom_source": result.source,
+        **({"atom_drift": drift} if (drift := drift_line(result.drift)) else {}),
+        **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
+        **result.outcome.properties(),
+        **({"atom_upstream_error": upstream} if (upstream := result.upstream_failure) else {}),
+        "atom_sandbox": "off" if result.spec.sandbox is None else "on",
+        # The spec's own tolerances: a later gate (`atom results combine`) reads them here.
+        **(
+            {"atom_baseline_tolerance": format_tolerance(own)}
+            if (own := result.spec.baseline_tolerance)
+            else {}
+        ),
+        **step_properties(result),
+        **arm_properties(result.spec),
+    }
+
+
+def billed_properties(result: SpecResult) -> dict[str, Any]:
+    """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
+    steps are roles: ``atom_advisor_tokens``, ``atom_compaction_tokens``), Claude Code's own
+    figure (``atom_cli_tokens``, kept as a cross-check), and where they differ, by how much
+    and why (``atom_billing_note``)."""
+    if not result.billed:
+        return {}
+    props: dict[str, Any] = {
+        "atom_billed_tokens": result.billed_tokens,
+        "atom_cli_tokens": result.cli_tokens,
+    }
+    if note := result.billing_note():
+        props["atom_billing_note"] = note
+    return props
+
+
+def failed_try_properties(result: SpecResult) -> dict[str, Any]:
+    """``atom_failed_tries`` (CLI calls that failed and were retried) and their tokens and
+    cost, only when there were any: `atom_tokens` and `atom_cost_usd` already include them."""
+    count, used = result.failed_tries()
+    if not count:
+        return {}
+    return {
+        "atom_failed_tries": count,
+        "atom_failed_tries_tokens": used.tokens,
+        "atom_failed_tries_cost_usd": round(used.cost_usd, 6),
+    }
+
+
+def role_properties(result: SpecResult) -> dict[str, Any]:
+    """``atom_<role>_tokens`` and ``atom_<role>_cost_usd`` (Claude Code's price of that
+    role's usage, also for scripted and replayed answers) of every role in `ROLES`."""
+    props: dict[str, Any] = {}
+    for role, used in result.usage_by_role().items():
+        props[f"atom_{role}_tokens"] = used.tokens
+        props[f"atom_{role}_cost_usd"] = round(used.cost_usd, 6)
+    return props
+
+
+def recalled_roles(result: SpecResult) -> str:
+    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
+    return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
+
+
+def step_properties(result: SpecResult) -> dict[str, Any]:
+    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``;
+    in planner mode ``atom_plan`` too (the step ids, or what was wrong with the plan)."""
+    plan: dict[str, Any] = {}
+    current = result.current_plan
+    if current is not None:
+        replans = len(result.plans) - 1
+        again = f" (re-planned after {replans} rollback{'s' * (replans != 1)})" if replans else ""
+        passed = all(p.passed for p in result.plans)
+        plan = {"atom_plan": current.summary() + again, "atom_plan_passed": passed}
+    if not result.steps or not plan.get("atom_plan_passed", True):
+        return plan
+    return {
+        **plan,
+        "atom_steps": result.steps_summary,
+        "atom_rollbacks": len(result.rollbacks),
+        **{f"atom_step_{step.id}": step_line(step).partition(": ")[2] for step in result.steps},
+    }

@@ -1,0 +1,218 @@
+"""The terminal summary of a session: one row per spec run, fitted to the terminal's width,
+with the notes under it (specs run without a sandbox, failed tries) and the pass rates of
+repeated specs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_atom.model.usage import ROLES
+from pytest_atom.reports.baseline import summary_cell as baseline_cell
+from pytest_atom.reports.rows import SummaryRow, spec_key
+
+
+def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """The summary's warning for specs that ran their agents outside Claude Code's sandbox."""
+    off = list(dict.fromkeys(row.nodeid for row in rows if not row.sandboxed))
+    if not off:
+        return []
+    many = len(off) > 1
+    return [
+        f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
+        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
+        "could write outside "
+        f"the attempt folder and reach the network: {', '.join(off)}"
+    ]
+
+
+def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """The summary's note of CLI calls that failed and were retried: their tokens and cost
+    are in the table's figures already; this says how much of them the failed tries took."""
+    tried = [row for row in rows if row.properties.get("atom_failed_tries")]
+    if not tried:
+        return []
+    count = sum(int(row.properties["atom_failed_tries"]) for row in tried)
+    tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
+    usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
+    return [
+        f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
+        f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
+        "included in the figures above"
+    ]
+
+
+def _role_cell(row: SummaryRow, role: str) -> str:
+    used = row.roles.get(role)
+    if used is None or not used.tokens:
+        return "-"
+    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
+    # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
+    # the cost columns say what was (JUnit and the trace keep each role's price).
+    return str(used.tokens) + (" recalled" if recalled else "")
+
+
+#: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
+#: wider rows take two lines a spec or three, and the whole table is in the HTML report.
+SUMMARY_WIDTH = 100
+
+
+def summary_width(is_terminal: bool, columns: int) -> int | None:
+    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
+    line a spec however wide, where the output is no terminal (a CI log, a file)."""
+    return min(columns, SUMMARY_WIDTH) if is_terminal else None
+
+
+def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
+    """The terminal summary: one line per spec run, its outcome and figures; when that is
+    wider than `width`, the spec's name and outcome on a line, its figures under it (and
+    its baseline deltas and tokens per role on more lines, if they still do not fit).
+    `width` None: one line a spec, however wide."""
+    roles = _summary_roles(rows)
+    compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
+    plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
+    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
+    lines = _aligned(table, compared, left=2)
+    if width is None:
+        return lines + plans
+    plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
+    if max(map(len, lines)) <= width:
+        return lines + plans
+    return _stacked(rows, roles, compared, width) + plans
+
+
+def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
+    """Tokens per role, once any spec used more than its executor."""
+    used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
+    return tuple(used) if set(used) - {"executor"} else ()
+
+
+def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
+    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
+
+
+def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
+    return (
+        row.nodeid,
+        row.outcome.summary_label,  # what stopped a failed run; the rest: its report
+        "-" if row.score is None else f"{row.score:.2f}",
+        "" if row.attempts is None else str(row.attempts),
+        "" if row.iterations is None else str(row.iterations),
+        # Every session's, as HTML, JUnit (atom_tokens) and the trace say; the role
+        # columns that follow break it down (the agent's own, which limits and baselines
+        # count: executor and subagents).
+        "" if row.tokens is None else str(row.tokens),
+        *(_role_cell(row, role) for role in roles),
+        f"{row.cost_usd:.4f}",
+        # What replayed answers cost when recorded: not spent by this run.
+        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+        f"{row.duration_s:.1f}",
+    ) + ((baseline_cell(row.properties),) if compared else ())
+
+
+def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> list[str]:
+    """Columns padded to their widest cell: the first `left` (and a baseline column, the
+    last) to the left, figures to the right."""
+    count = len(table[0])
+    widths = [max(len(row[i]) for row in table) for i in range(count)]
+    return [
+        "  ".join(
+            cell.ljust(w) if i < left or (compared and i == count - 1) else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in table
+    ]
+
+
+def _stacked(
+    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
+) -> list[str]:
+    """The summary for a narrow terminal: per spec its name and outcome, then its figures
+    indented under the header's, then its baseline deltas and tokens per role when the
+    figures would not fit with them."""
+    indent = "    "
+    header, *cells = [_summary_header(roles, compared)[2:]] + [
+        _summary_cells(r, roles, compared)[2:] for r in rows
+    ]
+    figures = _aligned([header, *cells], compared, left=0)
+    more: list[list[str]] = [[] for _ in rows]
+    if max(len(indent) + len(line) for line in figures) > width:
+        keep = [i for i, name in enumerate(header) if name not in roles]
+        figures = _aligned(
+            [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
+        )
+        if compared and max(len(indent) + len(line) for line in figures) > width:
+            figures = _aligned(
+                [tuple(row[i] for i in keep[:-1]) for row in [header, *cells]], False, left=0
+            )
+            more = [[_clip_right(f"{indent * 2}vs baseline: {c[-1]}", width)] for c in cells]
+        for extra, row in zip(more, rows, strict=True):
+            extra += _role_lines(row, roles, indent * 2, width)
+    lines = ["spec  outcome", indent + figures[0]]
+    for row, line, extra in zip(rows, figures[1:], more, strict=True):
+        label = row.outcome.summary_label
+        name = _clip_left(row.nodeid, max(width - 2 - len(label), 20))
+        lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
+        lines += extra
+    return lines
+
+
+def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int) -> list[str]:
+    """``executor 31911, reflector 4563 recalled``, wrapped at `width`."""
+    parts = [f"{role} {cell}" for role in roles if (cell := _role_cell(row, role)) != "-"]
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(_clip_right(indent + part, width))
+    return lines
+
+
+def _clip_left(text: str, width: int) -> str:
+    """A node id too long for the terminal, its start cut: its spec's name stays."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
+
+
+def _clip_right(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(frozen=True)
+class PassRate:
+    spec: str
+    passed: int
+    runs: int
+    replayed: bool  # every run replayed a cassette: the repeats are identical by design
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs
+
+    @property
+    def pass_at_k(self) -> int:
+        """pass@k with k = runs: did at least one run pass."""
+        return int(self.passed > 0)
+
+    @property
+    def pass_hat_k(self) -> int:
+        """pass^k with k = runs: did every run pass."""
+        return int(self.passed == self.runs)
+
+
+def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
+    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed (their outcome
+    is ok, as pytest's exit status counts it: an expected failure passes)."""
+    grouped: dict[str, list[SummaryRow]] = {}
+    for row in rows:
+        grouped.setdefault(spec_key(row.nodeid), []).append(row)
+    return [
+        PassRate(
+            spec,
+            sum(row.outcome.ok for row in runs),
+            len(runs),
+            all(row.source == "replay" for row in runs),
+        )
+        for spec, runs in grouped.items()
+    ]

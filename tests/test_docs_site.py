@@ -1,0 +1,137 @@
+"""The documentation site builds strictly and names every spec key, option and command.
+
+The reference pages are generated from the code at build time (docs/hooks.py, mkdocs-click);
+these tests build the site as CI does and read it, so a key, option or command the code adds
+and the site misses fails here. Nothing here starts Claude Code.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from atom_cli.main import main
+
+REPO = Path(__file__).resolve().parent.parent
+pytest.importorskip("mkdocs", reason="the `docs` extra (mkdocs) is not installed")
+pytest.importorskip("material", reason="the `docs` extra (mkdocs-material) is not installed")
+pytest.importorskip("mkdocs_click", reason="the `docs` extra (mkdocs-click) is not installed")
+
+
+def _text(page: Path) -> str:
+    """A built page's visible text: tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built with `mkdocs build --strict` from this checkout into a temp folder."""
+    out = tmp_path_factory.mktemp("site")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)]
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def site_text(site: Path) -> str:
+    return "\n".join(_text(page) for page in sorted(site.rglob("*.html")))
+
+
+def test_generated_pages_are_not_committed() -> None:
+    """The generated reference exists only in a build: a committed copy could drift."""
+    for page in ("spec-schema", "options", "exit-statuses", "cassette-format"):
+        assert not (REPO / "docs" / "reference" / f"{page}.md").exists()
+
+
+def test_the_site_names_every_spec_key(site: Path) -> None:
+    schema = json.loads((REPO / "pytest_atom/model/spec_schema.json").read_text(encoding="utf-8"))
+    keys = [*schema["$defs"]["spec"]["properties"], *schema["$defs"]["specList"]["properties"]]
+    page = _text(site / "reference" / "spec-schema" / "index.html")
+    missing = [key for key in keys if not re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", page)]
+    assert not missing, f"spec keys the spec schema page does not name: {missing}"
+    for name in schema["$defs"]:
+        assert name in page, name
+
+
+def test_the_site_names_every_atom_option_and_ini_key(site: Path) -> None:
+    """Read from pytest's own --help, not from the hook that writes the page."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    options = set(re.findall(r"(?<![\w-])--atom(?:-[a-z0-9-]+)?", done.stdout))
+    ini_keys = set(re.findall(r"^\s+(atom_\w+)\s", done.stdout, re.MULTILINE))
+    assert "--atom-record-mode" in options and "atom_record_mode" in ini_keys
+    page = _text(site / "reference" / "options" / "index.html")
+    missing = sorted(
+        name
+        for name in options | ini_keys
+        if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", page)
+    )
+    assert not missing, f"options the options page does not name: {missing}"
+
+
+def _commands(group: click.Group, prefix: str) -> list[str]:
+    ctx = click.Context(group, info_name=prefix)
+    found = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
+        found.append(f"{prefix} {name}")
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix} {name}")
+    return found
+
+
+def test_the_site_names_every_atom_command(site: Path) -> None:
+    commands = _commands(main, "atom")
+    assert "atom cassette refresh" in commands and "atom run" in commands
+    page = _text(site / "reference" / "cli" / "index.html")
+    missing = [c for c in commands if not re.search(rf"{re.escape(c)}(?![\w-])", page)]
+    assert not missing, f"atom commands the commands page does not document: {missing}"
+
+
+def test_every_page_is_in_the_navigation(site_text: str) -> None:
+    """The tutorials, how-tos, explanation, limitations and glossary the issue asks for."""
+    for title in (
+        "Your first spec",
+        "Your own repository",
+        "Record, refresh and upgrade Claude Code",
+        "CI with shards and atom results combine",
+        "A Python project's environment",
+        "Exit statuses",
+        "Known limitations",
+        "Glossary",
+        "The statistics",
+    ):
+        assert title in site_text, title
+
+
+def test_the_readme_links_only_to_pages_that_exist() -> None:
+    """The README links into docs/ by file; a moved or renamed page must not leave it dangling."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?:docs/|CHANGELOG)[^)#]*)", readme)
+    assert len(links) > 10
+    missing = sorted({link for link in links if not (REPO / link).is_file()})
+    assert not missing, f"README links to files that do not exist: {missing}"
