@@ -1,4 +1,8 @@
-"""Shared fixtures: the real Claude Code CLI and scripted gateways."""
+"""Shared fixtures and hooks: the real Claude Code CLI and scripted gateways.
+
+Plain helpers (paths, scripted turns, files) are in tests/helpers.py, which test modules
+import; nothing imports this module.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,51 +40,7 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
     pytest_unconfigure,
     wrapped,
 )
-
-REPO = Path(__file__).resolve().parent.parent
-#: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
-#: something else over a copy of fixtures/specs leave them out.
-STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
-#: The fixture of a Claude Code configuration (tests/test_mcp_tape.py replays it): as slow
-#: (the full tool set), and left out with them.
-CONFIG_FIXTURES = ("configured",)
-
-
-#: A conftest with a check kind (`word_count`) and a verdict hook that logs each verdict to
-#: verdicts.log: what a project's own plugin code looks like to pytest-atom.
-HOOKS_CONFTEST = """
-from pytest_atom import CheckResult
-
-def pytest_atom_register_checks(registry):
-    def word_count(check, workspace, env):
-        words = len((workspace / check.params["path"]).read_text().split())
-        return CheckResult(check, words == check.params["words"], f"{words} words", "")
-    registry.register("word_count", word_count)
-
-def pytest_atom_verdict(spec, verdict, result):
-    with open("verdicts.log", "a") as log:
-        log.write(f"{spec.name} {result.decision} {verdict.score if verdict else None}\\n")
-"""
-
-
-def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
-    """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
-    from pytest_atom.model.outcome import Outcome
-    from pytest_atom.reports.rows import SummaryRow
-
-    return SummaryRow.of(nodeid, props, Outcome.of_label(label))
-
-
-def drop_step_fixtures(specs: Path) -> None:
-    """Remove the multi-step fixtures and the configuration one (spec, script, cassettes)
-    from a copy of fixtures/specs."""
-    import shutil
-
-    for name in (*STEP_FIXTURES, *CONFIG_FIXTURES):
-        (specs / f"{name}.atom.yaml").unlink()
-        (specs / "scripts" / f"{name}.yaml").unlink()
-        shutil.rmtree(specs / "cassettes" / name, ignore_errors=True)
-
+from tests.helpers import OLD_CLI, REPO, ShippedRun
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that
@@ -106,38 +64,6 @@ def replays(pytestconfig: pytest.Config) -> int:
     """How many times a determinism test replays each recording per match mode: once in
     the suite (one replay shows the behaviour), more by hand (`--replays 5`)."""
     return int(pytestconfig.getoption("--replays"))
-
-
-@dataclass(frozen=True)
-class ShippedRun:
-    """What one `pytest --atom specs` replay of a copy of fixtures/specs left behind."""
-
-    folder: Path
-    output: str
-
-    @property
-    def specs(self) -> Path:
-        return self.folder / "specs"
-
-    @property
-    def runs(self) -> Path:
-        return self.folder / "runs"
-
-    @property
-    def report(self) -> Path:
-        return self.folder / "report.html"
-
-    @property
-    def junit(self) -> Path:
-        return self.folder / "junit.xml"
-
-    @property
-    def traces(self) -> Path:
-        return self.folder / "traces"
-
-    @property
-    def durations(self) -> Path:
-        return self.folder / "durations.json"
 
 
 @pytest.fixture(scope="session")
@@ -197,10 +123,6 @@ def claude_bin() -> Path:
     return counted_claude()
 
 
-#: The Claude Code that release 0.1 pinned and recorded its cassettes with.
-OLD_CLI = "2.1.197"
-
-
 @pytest.fixture(scope="session")
 def old_claude_bin() -> Path:
     """Claude Code 2.1.197, installed beside the pinned one (by .ci/run): never skipped."""
@@ -249,89 +171,19 @@ def runner_for(claude_bin: Path, tmp_path: Path) -> Any:
     return make
 
 
-def capture(name: str) -> str:
-    """What the real CLI printed (stream-json), as captured in tests/data/stream_json."""
-    return (REPO / "tests" / "data" / "stream_json" / name).read_text(encoding="utf-8")
-
-
-def write(path: Path, text: str) -> Path:
-    """Write a test's file, its folders made as needed; the path, to hand on."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def alive(pid: int) -> bool:
-    """Still running: neither gone nor a zombie waiting for a parent that may never reap it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_gone(pid: int, seconds: float = 5) -> bool:
-    """Whether the process ends (or is left a zombie) within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def verdict(
-    score: float,
-    met: bool = True,
-    *,
-    criterion: str = "done.txt exists and says done.",
-    evidence: str | None = None,
-    feedback: str = "",
-    decision: str | None = None,
-) -> dict[str, Any]:
-    """A scripted reflector turn: its verdict on one criterion, ``proceed`` when met and
-    ``refine`` when not, unless `decision` says otherwise."""
-    if evidence is None:
-        evidence = "done.txt reads 'done'" if met else "done.txt is empty"
-    return {
-        "verdict": {
-            "score": score,
-            "decision": decision or ("proceed" if met else "refine"),
-            "criteria": [{"criterion": criterion, "met": met, "evidence": evidence}],
-            "feedback": feedback,
-            "flaky": [],
-        }
-    }
-
-
-def bash(command: str, text: str | None = None) -> dict[str, Any]:
-    """A scripted turn that runs one Bash command."""
-    turn: dict[str, Any] = {"tool_use": [{"name": "Bash", "input": {"command": command}}]}
-    if text:
-        turn["text"] = text
-    return turn
-
-
-def record_through_upstream(
-    spec: Any, conversations: Mapping[str, Sequence[Mapping[str, Any]]], claude_bin: Path
-) -> tuple[Any, Any]:
-    """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
-    (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
-    from pytest_atom.model.settings import RunSettings
-    from pytest_atom.run.spec_run import run_spec
-    from tests.upstream import RealisticUpstream
-
-    with RealisticUpstream(conversations) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=spec.path.parent / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
-    return result, upstream
+@pytest.fixture
+def counted(
+    claude_bin: Path, claude_for_pytester: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A `claude` that notes each `-p` session in the file returned, then runs the real one."""
+    log = tmp_path / "sessions.log"
+    wrapper = tmp_path / "bin" / "claude"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" -p "*) echo "$*" | cut -c1-60 >> "{log}";; esac\n'
+        f'exec "{claude_bin}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(wrapper))
+    return log

@@ -19,7 +19,7 @@ from pytest_atom.agents.protocol import Agent
 from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash
+from tests.helpers import bash
 
 SPEC = """\
 name: task

@@ -12,8 +12,7 @@ from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.model.spec import load_specs, merge_overlay
 from pytest_atom.model.spec_types import SpecError
-from tests.conftest import summary_row, write
-from tests.test_trace import VALIDATOR
+from tests.helpers import VALIDATOR, summary_row, write
 
 ARMED = """\
 name: greet

@@ -13,7 +13,7 @@ from atom_cli.cassette_cmd import cassette
 from pytest_atom.reports.measure import arm_figures
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.run.retention import folder_spec_name, parse_run_name, run_name
-from tests.conftest import REPO, write
+from tests.helpers import REPO, write
 
 SHIPPED = REPO / "fixtures" / "specs" / "cassettes" / "create_file" / "create-file.yaml"
 

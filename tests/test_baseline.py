@@ -25,8 +25,8 @@ from pytest_atom.reports.baseline import (
     write_results,
 )
 from pytest_atom.reports.summary import summary_table
-from tests.conftest import REPO, drop_step_fixtures
-from tests.conftest import summary_row as row
+from tests.helpers import REPO, drop_step_fixtures
+from tests.helpers import summary_row as row
 
 
 def props(**over: Any) -> dict[str, Any]:
@@ -45,7 +45,10 @@ SPEC = "specs/x.atom.yaml::x"
 
 
 def entry(**over: Any) -> dict[str, Any]:
-    return build_baseline([row(SPEC, over.pop("outcome", "passed"), props(**over))])["specs"][SPEC]
+    built: dict[str, Any] = build_baseline(
+        [row(SPEC, over.pop("outcome", "passed"), props(**over))]
+    )
+    return dict(built["specs"][SPEC])
 
 
 def test_an_unchanged_run_is_the_same() -> None:

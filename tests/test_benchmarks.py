@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 #: benchmark -> (its smallest arguments, a line its report prints when it ran through).
 FAST = {

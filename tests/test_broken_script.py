@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
 from pytest_atom.model.outcome import Outcome, decide
-from tests.conftest import REPO, write
+from tests.helpers import REPO, write
 
 SHORT = "turns:\n  - text: no exit signal yet\n"  # the agent asks for a second turn
 CAUSE = "short.yaml has 1 turn but the agent asked for turn 2"

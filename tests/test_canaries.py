@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import bash
+from tests.helpers import bash
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 

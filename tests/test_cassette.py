@@ -7,8 +7,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,20 @@ from pytest_atom.cassettes.cassette import FORMAT, Cassette, CassetteError, Inte
 from pytest_atom.cassettes.divergence import Divergence, describe_difference
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.gateway import scripted
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.messages import coalesce_sse, message, parse_sse, sse_stream
+from tests.cassette_helpers import (
+    TOOLS,
+    URI,
+    post,
+    recorded,
+    replayer,
+    reply_msg,
+    serve,
+    turn_body,
+)
 
-URI = "https://api.anthropic.com/v1/messages"
-TOOLS = [{"name": "Bash", "description": "run a command", "input_schema": {"type": "object"}}]
 CANARY = "sk-ant-canary-aaaaaaaaaaaaaaaa"
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(REPO.glob("fixtures/specs/cassettes/*/*.yaml")) + sorted(
@@ -39,16 +46,6 @@ SHIPPED = sorted(REPO.glob("fixtures/specs/cassettes/*/*.yaml")) + sorted(
 )
 #: Cassettes as release 0.1 wrote them (format 1), kept as test data.
 FORMAT_1 = sorted(REPO.glob("tests/data/*/cassettes/*/*.yaml"))
-
-
-def reply_msg(text: str, n: int = 1) -> dict[str, Any]:
-    return message(
-        f"msg_{n:04d}",
-        "claude-x",
-        [{"type": "text", "text": text}],
-        input_tokens=10,
-        output_tokens=5,
-    )
 
 
 def sse_text(msg: dict[str, Any]) -> str:
@@ -61,63 +58,6 @@ def title_body() -> dict[str, Any]:
         "max_tokens": 512,
         "messages": [{"role": "user", "content": "Write a title for: fix the tests"}],
     }
-
-
-def turn_body(result: str = "2 passed", prompt: str = "Fix the tests.") -> dict[str, Any]:
-    return {
-        "model": "claude-x",
-        "max_tokens": 1000,
-        "tools": TOOLS,
-        "messages": [
-            {"role": "user", "content": prompt},
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_01ABC",
-                        "name": "Bash",
-                        "input": {"command": "pytest"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_01ABC", "content": result}
-                ],
-            },
-        ],
-    }
-
-
-def recorded(body: Any, response: dict[str, Any]) -> Interaction:
-    """An interaction as a recording stores it: body normalized, response as JSON text."""
-    return Interaction(
-        "POST",
-        URI,
-        Normalizer({}).body(body),
-        200,
-        json.dumps(response),
-        {"content-type": "application/json"},
-        {"content-type": "application/json"},
-    )
-
-
-def replayer(interactions: list[Interaction], tmp_path: Path, **kwargs: Any) -> CassetteResponder:
-    return CassetteResponder(
-        Cassette(tmp_path / "c.yaml", interactions), Normalizer({}), Scrubber(env={}), **kwargs
-    )
-
-
-@contextmanager
-def serve(responder: Any) -> Iterator[Gateway]:
-    with Gateway(responder) as gateway:
-        yield gateway
-
-
-def post(gateway: Gateway, body: Any, **headers: str) -> httpx.Response:
-    return httpx.post(gateway.url + "/v1/messages", json=body, headers=headers, timeout=30)
 
 
 def sample(tmp_path: Path) -> Cassette:

@@ -17,7 +17,7 @@ from atom_cli.cassette_cmd import cassette
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.raw_paths import MachinePaths, model_written
 from pytest_atom.model.messages import message, sse_stream
-from tests.test_cli_cassette import old_cassette
+from tests.helpers import old_cassette
 
 
 def run(*args: str | Path) -> Result:
@@ -60,7 +60,9 @@ def test_check_passes_a_session_whose_agent_wrote_a_tmp_file(tmp_path: Path) -> 
 def whole_blocks_stream(blocks: list[dict[str, object]]) -> str:
     """An SSE answer whose blocks arrive whole in their content_block_start, as the real API
     sends server tool results."""
-    events = [("message_start", {"type": "message_start", "message": {"id": "msg_c"}})]
+    events: list[tuple[str, dict[str, object]]] = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_c"}})
+    ]
     for index, block in enumerate(blocks):
         events.append(("content_block_start", {"index": index, "content_block": block}))
         events.append(("content_block_stop", {"index": index}))
@@ -72,7 +74,7 @@ def test_check_passes_code_execution_container_paths_in_the_models_answer(
     tmp_path: Path,
 ) -> None:
     data = old_cassette()
-    blocks = [
+    blocks: list[dict[str, object]] = [
         {
             "type": "server_tool_use",
             "id": "srvtoolu_1",

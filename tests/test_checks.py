@@ -15,7 +15,7 @@ from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check
-from tests.conftest import wait_gone, write
+from tests.helpers import wait_gone, write
 
 
 def check(kind: str, **params: Any) -> Check:

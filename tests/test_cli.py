@@ -15,7 +15,7 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
-from tests.conftest import REPO, bash
+from tests.helpers import REPO, bash
 
 
 @pytest.fixture

@@ -16,15 +16,11 @@ from atom_cli.cassette_cmd import cassette
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.model.messages import message, sse_stream
+from tests.helpers import CREATE_FILE, old_cassette
 
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "fixtures" / "specs"
 CASSETTES = sorted((SPECS / "cassettes").glob("*/*.yaml"))
-#: Release 0.1's cassette (format 1, Claude Code 2.1.197): what show and check are tested on,
-#: since users' cassettes from that release must stay readable.
-CREATE_FILE = (
-    REPO / "tests" / "data" / "cli_2_1_197" / "cassettes" / "create_file" / "create-file.yaml"
-)
 
 # What each shipped fixture's script made the model do, in order.
 EXPECTED = {
@@ -127,14 +123,6 @@ def run(*args: str | Path) -> Result:
 
 def canary() -> str:
     return "sk-ant-canary-" + secrets.token_hex(12)
-
-
-def old_cassette() -> Cassette:
-    """Release 0.1's cassette with the hashes `atom cassette stamp` adds: the findings tests
-    see no note about hashes it lacks (which `test_check_notes_...` cover)."""
-    data = Cassette.load(CREATE_FILE)
-    data.metadata.update(prompt_hash="sha256:0123456789abcdef", script_hash="sha256:0123")
-    return data
 
 
 def copy_of(tmp_path: Path) -> Path:

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from atom_cli.validate_cmd import validate
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import SpecError
-from tests.conftest import wait_gone, write
+from tests.helpers import wait_gone, write
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures" / "specs"

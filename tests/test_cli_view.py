@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.reports.html import LAST_REPORT
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from atom_cli.main import main
 from pytest_atom.reports.baseline import build_baseline, dump_baseline
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.shards import SHARD_RESULTS, combine, gated_rows, read_shard, write_shard
-from tests.conftest import REPO, drop_step_fixtures
-from tests.conftest import summary_row as row
+from tests.helpers import REPO, drop_step_fixtures
+from tests.helpers import summary_row as row
 
 CREATE = "specs/create_file.atom.yaml::create-file"
 MISSES = "specs/misses_goal.atom.yaml::misses-goal"

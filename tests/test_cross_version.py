@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
-from tests.conftest import OLD_CLI, REPO, ShippedRun
+from tests.helpers import OLD_CLI, REPO, ShippedRun
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
 

@@ -27,7 +27,7 @@ from pytest_atom.model.environment import (
 )
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
-from tests.conftest import bash
+from tests.helpers import bash
 
 CALLER = {
     "PATH": "/usr/bin:/bin",

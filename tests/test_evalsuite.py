@@ -13,26 +13,20 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
-from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.eval_graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
-    register_checks,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.model.evalsuite import WITH, WITHOUT, is_case_file, load_case
 from pytest_atom.model.evalsuite_schema import js_regex
 from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.spec_types import Check, SpecError
-from tests.conftest import REPO
+from tests.helpers import REPO, kinds
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"
 EVALS = PLUGIN / "evals"
-
-
-def kinds() -> list[str]:
-    return register_checks(default_registry()).kinds()
 
 
 def test_a_case_yaml_case_maps_onto_two_arms_with_its_graders() -> None:
@@ -261,8 +255,8 @@ def test_the_fixture_suite_replays_offline_both_arms_every_grader(
     # the case's own files are as they were: nothing was written beside them
     assert not (tmp_path / "greeter" / "evals" / "greet-file" / ".atom").exists()
     # a grader that fails, fails its items, and says which grader
-    case = tmp_path / "greeter" / "evals" / "greet-file" / "case.yaml"
-    case.write_text(case.read_text().replace('"^Hello, Ada!$"', '"^Goodbye"'))
+    case_file = tmp_path / "greeter" / "evals" / "greet-file" / "case.yaml"
+    case_file.write_text(case_file.read_text().replace('"^Hello, Ada!$"', '"^Goodbye"'))
     failed = run_evals(tmp_path, f"greeter/evals/greet-file/case.yaml::greet-file[{WITH}][r1]")
     assert failed.returncode == 1
     failed_output = failed.stdout + failed.stderr

@@ -86,7 +86,8 @@ def outline(events: list[Event]) -> list[str]:
     """The session's story, one line an event that says what happened (usage left out)."""
     lines = []
     for e in events:
-        where = f"@{e.subagent}" if getattr(e, "subagent", None) else ""
+        subagent = getattr(e, "subagent", None)
+        where = f"@{subagent}" if subagent else ""
         if isinstance(e, AssistantText):
             lines.append(f"text{where} {e.text.splitlines()[0]}")
         elif isinstance(e, ToolCall):

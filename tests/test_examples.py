@@ -12,7 +12,7 @@ import pytest
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, Script, ScriptedResponder
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 EXAMPLE = REPO / "examples" / "code_reviewer"
 

@@ -17,7 +17,7 @@ from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import failed_tries_lines, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
-from tests.conftest import record_through_upstream
+from tests.helpers import record_through_upstream
 
 KEY = "TRIES-TASK"
 JUDGE_KEY = "You are a clinical auditor"  # the reflector's prompt (prompts/REFLECTOR.md)
@@ -89,7 +89,7 @@ def test_the_record_of_a_retried_call_carries_its_failed_tries(tmp_path: Path) -
     runtime = AtomRuntime(
         "{max_iterations}",
         tmp_path,
-        runner=_Tries(first, second, last),  # type: ignore[arg-type]
+        runner=_Tries(first, second, last),
         max_retries=2,
         sleep=lambda seconds: None,
         verbose=False,

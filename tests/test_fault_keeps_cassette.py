@@ -21,9 +21,9 @@ from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash
+from tests.fault_helpers import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, output, project, record
 from tests.faults import FaultyUpstream
-from tests.test_faults import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, output, project, record
+from tests.helpers import bash
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
 

@@ -26,22 +26,11 @@ from pytest_atom.model.messages import parse_sse
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash
+from tests.fault_helpers import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, output, project, record
 from tests.faults import FaultyUpstream, refused_url
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
-GREET = """\
-name: greet
-prompt: {prompt}
-timeout: {timeout}
-accept:
-  - file_contains: {{path: greeting.txt, pattern: "^hello$"}}
-"""
-PROMPT = "Create greeting.txt saying hello."
-TURNS = [bash("echo hello > greeting.txt", "Writing it."), {"text": "Done.\nEXIT_LOOP_NOW"}]
-CASSETTE = Path("cassettes/greet/greet.yaml")
-PARTIAL = CASSETTE.with_name("greet.partial.yaml")
 #: Failing runs stop here at the latest: long enough for the CLI to reach the upstream.
 FAIL_TIMEOUT = 5
 
@@ -90,28 +79,6 @@ def faulty(upstreams: list[FaultyUpstream], faults: str | list[str]) -> str:
     upstream = FaultyUpstream(TURNS, faults).start()
     upstreams.append(upstream)
     return upstream.url
-
-
-def project(
-    pytester: pytest.Pytester, cassette: bytes | None, timeout: int, prompt: str = PROMPT
-) -> Path:
-    pytester.makefile(".atom.yaml", greet=GREET.format(prompt=prompt, timeout=timeout))
-    path = pytester.path / CASSETTE
-    if cassette is not None:
-        path.parent.mkdir(parents=True)
-        path.write_bytes(cassette)
-    return path
-
-
-def record(pytester: pytest.Pytester, url: str, mode: str) -> pytest.RunResult:
-    # -s: nothing a gateway thread prints can hide in a captured section
-    return pytester.runpytest(
-        "--atom", f"--atom-record-mode={mode}", f"--atom-upstream={url}", "-s"
-    )
-
-
-def output(result: pytest.RunResult) -> str:
-    return "\n".join(result.outlines + result.errlines)
 
 
 def assert_whole_exchanges(cassette: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_atom.reports.baseline import build_baseline, counts, gate_run
 from pytest_atom.reports.gate import gate
-from tests.conftest import summary_row
+from tests.helpers import summary_row
 
 # Imported before pytester's inner runs, which cannot load its C extensions anew.
 pytest.importorskip("scipy.stats")
@@ -25,7 +25,8 @@ def rows(spec: str, passed: int, runs: int, source: str = "record") -> list[Any]
 
 def baseline(*specs: tuple[str, int, int]) -> dict[str, Any]:
     every = [row for spec, passed, runs in specs for row in rows(spec, passed, runs)]
-    return build_baseline(every)["specs"]
+    specs_: dict[str, Any] = build_baseline(every)["specs"]
+    return specs_
 
 
 def test_a_clear_drop_is_a_regression_named_with_its_test_and_interval() -> None:

@@ -9,12 +9,15 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from anthropic.types import MessageParam, ToolParam
 
 from pytest_atom.gateway import Gateway, Script, ScriptError
 from pytest_atom.model.roles import ROLE_HEADER
 
-TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
-USER = [{"role": "user", "content": "hi"}]
+TOOLS: list[ToolParam] = [
+    {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}
+]
+USER: list[MessageParam] = [{"role": "user", "content": "hi"}]
 
 
 _clients: list[anthropic.Anthropic] = []
@@ -49,7 +52,7 @@ def test_sdk_stream_reader_parses_text_and_tool_use(gateway_for: Any) -> None:
         model="claude-test",
         max_tokens=100,
         messages=USER,
-        tools=TOOLS,  # type: ignore[arg-type]
+        tools=TOOLS,
     ) as stream:
         events = [event.type for event in stream]
         final = stream.get_final_message()
@@ -69,7 +72,7 @@ def test_sdk_reads_non_streaming_message(gateway_for: Any) -> None:
         model="m",
         max_tokens=10,
         messages=USER,
-        tools=TOOLS,  # type: ignore[arg-type]
+        tools=TOOLS,
     )
     assert msg.stop_reason == "end_turn"
     assert msg.content[0].type == "text" and msg.content[0].text == "Done. EXIT_LOOP_NOW"
@@ -78,9 +81,9 @@ def test_sdk_reads_non_streaming_message(gateway_for: Any) -> None:
 def test_side_requests_do_not_consume_turns(gateway_for: Any) -> None:
     gateway = gateway_for([{"text": "first"}, {"text": "second"}])
     sdk = client(gateway)
-    tokens = sdk.messages.count_tokens(model="m", messages=USER)  # type: ignore[arg-type]
-    title = sdk.messages.create(model="m", max_tokens=10, messages=USER)  # type: ignore[arg-type]
-    turn = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+    tokens = sdk.messages.count_tokens(model="m", messages=USER)
+    title = sdk.messages.create(model="m", max_tokens=10, messages=USER)
+    turn = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)
     assert tokens.input_tokens > 0
     assert title.content[0].type == "text" and title.content[0].text == "Scripted session"
     assert turn.content[0].type == "text" and turn.content[0].text == "first"
@@ -109,9 +112,9 @@ def test_structured_side_request_gets_json_matching_its_schema(gateway_for: Any)
 def test_exhausted_script_is_a_non_retryable_api_error(gateway_for: Any) -> None:
     gateway = gateway_for([{"text": "only turn"}])
     sdk = client(gateway)
-    sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+    sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)
     with pytest.raises(anthropic.ConflictError, match="has 1 turn but the agent asked for turn 2"):
-        sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+        sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)
     assert len(gateway.exchanges) == 2  # x-should-retry: false, so the SDK did not retry
 
 
@@ -119,8 +122,8 @@ def test_message_and_tool_ids_are_unique_per_turn(gateway_for: Any) -> None:
     use = {"name": "Bash", "input": {"command": "true"}}
     gateway = gateway_for([{"tool_use": [use, use]}, {"tool_use": [use]}])
     sdk = client(gateway)
-    first = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
-    second = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
+    first = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)
+    second = sdk.messages.create(model="m", max_tokens=10, messages=USER, tools=TOOLS)
     ids = [b.id for b in [*first.content, *second.content] if b.type == "tool_use"]
     assert len(set(ids)) == 3
     assert first.id != second.id
@@ -161,16 +164,23 @@ def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
             "reflector": [{"verdict": {"score": 0.9}}],
         }
     )
-    judge_tools = [*TOOLS, {"name": "StructuredOutput", "input_schema": {"type": "object"}}]
+    judge_tools: list[ToolParam] = [
+        *TOOLS,
+        {"name": "StructuredOutput", "input_schema": {"type": "object"}},
+    ]
     sdk = client(gateway)
-    judge = {"extra_headers": {ROLE_HEADER: "reflector"}}
-    verdict = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS, **judge)  # type: ignore[arg-type]
-    agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)  # type: ignore[arg-type]
+    judge = {ROLE_HEADER: "reflector"}
+    verdict = sdk.messages.create(
+        model="m", max_tokens=9, messages=USER, tools=TOOLS, extra_headers=judge
+    )
+    agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)
     assert verdict.content[0].type == "tool_use" and verdict.content[0].name == "StructuredOutput"
     assert verdict.content[0].input == {"score": 0.9}
     assert agent.content[0].type == "text" and agent.content[0].text == "agent"
     with pytest.raises(anthropic.ConflictError, match="has 1 reflector turn but the reflector"):
-        sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=TOOLS, **judge)  # type: ignore[arg-type]
+        sdk.messages.create(
+            model="m", max_tokens=9, messages=USER, tools=TOOLS, extra_headers=judge
+        )
 
 
 def test_shipped_scripts_load() -> None:

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.model.config import load_config
 from pytest_atom.run.harness import build_harness, host_hooks
-from tests.conftest import HOOKS_CONFTEST, bash, verdict
+from tests.helpers import HOOKS_CONFTEST, bash, verdict
 
 SPEC = """\
 name: words

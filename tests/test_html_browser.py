@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from tests.conftest import ShippedRun, capture
+from tests.helpers import ShippedRun, capture
 
 CHROMIUM_ARGS = (
     "--headless=new",
@@ -174,7 +174,7 @@ def test_a_multi_step_spec_lists_each_steps_attempts(page: WebDriver) -> None:
         "test a01",
         "test a02",
     ]
-    assert "steps 3/3 committed" in section.get_attribute("textContent")
+    assert "steps 3/3 committed" in (section.get_attribute("textContent") or "")
 
 
 @pytest.mark.slow
@@ -205,7 +205,7 @@ def configured_page(driver: WebDriver, tmp_path: Path) -> WebDriver:
     calls refused (tests/data/stream_json/configured-2.1.330.jsonl), with one long command
     added: a mark must stay readable beside a label that is cut short."""
     from pytest_atom.reports.html import render_html, report_row, spec_view
-    from tests.test_html_report import assistant, result_for, tool_result
+    from tests.html_helpers import assistant, result_for, tool_result
 
     lines = capture("configured-2.1.330.jsonl").splitlines()
     call = {"type": "tool_use", "id": "t9", "name": "mcp__tickets__create"}
@@ -242,7 +242,8 @@ def test_a_mark_stays_whole_beside_a_label_cut_short(configured_page: WebDriver)
             if "xxxx" in (r.get_attribute("textContent") or "")
         )
         label = row.find_element(By.CSS_SELECTOR, ".tool-label")
-        assert label.get_property("scrollWidth") > label.get_property("clientWidth")  # cut short
+        width, shown = label.get_property("scrollWidth"), label.get_property("clientWidth")
+        assert isinstance(width, int) and isinstance(shown, int) and width > shown  # cut short
         mark = row.find_element(By.CSS_SELECTOR, ".call-mark")
         assert mark.is_displayed() and mark.text == "mcp tickets"
         skill = configured_page.find_element(By.CSS_SELECTOR, ".call-mark.mark-skill")

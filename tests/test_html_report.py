@@ -8,7 +8,6 @@ report of real replayed runs.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,12 +15,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.gateway.matching import Drift
-from pytest_atom.judge.reflector import Verdict
-from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.events import parse
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import load_spec
+from pytest_atom.model.record import RunOutcome
 from pytest_atom.reports.html import (
     LAST_REPORT,
     drift_summary,
@@ -33,31 +28,10 @@ from pytest_atom.reports.html import (
     write_html,
 )
 from pytest_atom.reports.transcript import Text, ToolUse, stream_turns
-from tests.conftest import capture
+from tests.helpers import capture
+from tests.html_helpers import assistant, result_for, tool_result
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value
-SPEC = """\
-name: demo
-description: A <b>bold</b> claim.
-prompt: Write hello.txt.
-workspace: ws
-criteria:
-  - hello.txt exists.
-accept:
-  - file_exists: hello.txt
-"""
-
-
-def assistant(message_id: str, *blocks: dict[str, Any], parent: str | None = None) -> str:
-    message = {"id": message_id, "role": "assistant", "content": list(blocks)}
-    return json.dumps({"type": "assistant", "message": message, "parent_tool_use_id": parent})
-
-
-def tool_result(tool_id: str, content: Any, is_error: bool = False) -> str:
-    block = {"type": "tool_result", "tool_use_id": tool_id, "content": content}
-    return json.dumps(
-        {"type": "user", "message": {"role": "user", "content": [{**block, "is_error": is_error}]}}
-    )
 
 
 def bash(tool_id: str, command: str) -> dict[str, Any]:
@@ -66,40 +40,6 @@ def bash(tool_id: str, command: str) -> dict[str, Any]:
 
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
-
-
-def record(*lines: str) -> IterationRecord:
-    rec = IterationRecord(returncode=0, stdout="\n".join(lines) + "\n")
-    for event in parse(lines):
-        rec.apply(event)
-    return rec
-
-
-def result_for(tmp_path: Path, *lines: str, check_passed: bool = True) -> SpecResult:
-    """A finished one-attempt run of SPEC whose executor printed `lines`."""
-    (tmp_path / "ws").mkdir(parents=True)
-    (tmp_path / "ws" / "old.txt").write_text("before\n")
-    (tmp_path / "demo.atom.yaml").write_text(SPEC)
-    spec = load_spec(tmp_path / "demo.atom.yaml")
-    attempt_dir = tmp_path / "run" / "attempts" / "a01"
-    attempt_dir.mkdir(parents=True)
-    (attempt_dir / "old.txt").write_text("after\n")
-    (attempt_dir / "hello.txt").write_text("hello <world>\n")
-    check = CheckResult(spec.accept[0], check_passed, "hello.txt exists", "hello <world>")
-    verdict = Verdict.parse(
-        {
-            "score": 0.9,
-            "decision": "proceed",
-            "criteria": [
-                {"criterion": "hello.txt exists.", "met": True, "evidence": "<i>seen</i>"}
-            ],
-            "feedback": "",
-            "flaky": [],
-        }
-    )
-    attempt = Attempt(1, attempt_dir, RunOutcome(True, 1), [record(*lines)], [check], verdict)
-    attempt.decision = "proceed" if check_passed else "fail"
-    return SpecResult(spec, tmp_path / "run", [attempt], duration=1.5, threshold=0.8)
 
 
 CONVERSATION = (

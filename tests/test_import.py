@@ -207,7 +207,7 @@ def test_thinking_is_left_out_and_said(tmp_path: Path) -> None:
 
 
 def test_server_tools_are_refused(tmp_path: Path) -> None:
-    block = {
+    block: dict[str, object] = {
         "type": "server_tool_use",
         "id": "srv_1",
         "name": "web_search",

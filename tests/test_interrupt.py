@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_recording import CASSETTE, TURNS, bash, greet_spec, record
+from tests.helpers import bash
+from tests.recording_helpers import CASSETTE, TURNS, greet_spec, record
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
@@ -108,7 +109,7 @@ def test_a_multi_step_spec_is_resumed_and_a_plain_one_run_again(tmp_path: Path) 
     """Only a multi-step spec goes on from its run folder (--atom-resume); others restart."""
     from pytest_atom.model.spec import load_spec
     from pytest_atom.run.interrupted import InterruptedRun
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     steps = load_spec(REPO / "fixtures" / "specs" / "two_steps.atom.yaml")
     plain = load_spec(REPO / "fixtures" / "specs" / "create_file.atom.yaml")

@@ -20,7 +20,7 @@ from pytest_atom.model.spec_types import Check, Spec
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.run.execution import refine_message
-from tests.conftest import summary_row as row
+from tests.helpers import summary_row as row
 
 PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")
 FAIL = CheckResult(Check("file_exists", {"path": "b"}, 4), False, "b is missing", "")
@@ -255,13 +255,15 @@ def records(*costs: float) -> list[IterationRecord]:
     return [IterationRecord(returncode=0, cost_usd=c, usage={"input_tokens": 10}) for c in costs]
 
 
-def spec_result(tmp_path: Path, **billing: frozenset[str]) -> SpecResult:
+def spec_result(
+    tmp_path: Path, paid: frozenset[str] = frozenset(), replayed: frozenset[str] = frozenset()
+) -> SpecResult:
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
     first = Attempt(1, tmp_path / "a01", RunOutcome(True, 2), records(0.01, 0.02))
     first.reflectors = records(0.005)
     second = Attempt(2, tmp_path / "a02", RunOutcome(True, 1), records(0.03))
     second.reflectors = records(0.004)
-    return SpecResult(spec, tmp_path, [first, second], 1.0, 0.8, **billing)
+    return SpecResult(spec, tmp_path, [first, second], 1.0, 0.8, paid=paid, replayed=replayed)
 
 
 BOTH = frozenset({"executor", "reflector"})

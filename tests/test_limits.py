@@ -171,7 +171,7 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     fixture under max_turns 2 crosses it offline too, and its `xfail:` expects exactly that."""
     import shutil
 
-    from tests.conftest import REPO, drop_step_fixtures
+    from tests.helpers import REPO, drop_step_fixtures
 
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
@@ -202,7 +202,7 @@ def test_limits_stop_a_scripted_agent_and_a_replayed_one(pytester: pytest.Pytest
     [case] = ElementTree.fromstring(xml).iterfind(".//testcase[@name='over-budget']")
     props = {p.get("name"): p.get("value") for p in case.iterfind(".//property")}
     tokens = props["atom_tokens"]
-    assert int(tokens) > 0 and props["atom_agent_tokens"] == tokens
+    assert tokens is not None and int(tokens) > 0 and props["atom_agent_tokens"] == tokens
     result.stdout.fnmatch_lines(
         [
             "*atom spec 'over-budget' failed*",

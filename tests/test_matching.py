@@ -22,8 +22,8 @@ from pytest_atom.gateway.matching import (
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.messages import message, sse_stream
 from pytest_atom.model.roles import ROLE_HEADER
-from tests.test_cassette import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
-from tests.test_staleness import scripted_spec
+from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
+from tests.helpers import scripted_spec
 
 REMINDER = "<system-reminder>\nToday's date is <DATE>.\n</system-reminder>\n\n"
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.mcp_tape import McpTape
-from tests.conftest import REPO
-from tests.test_mcp_tape import _talk
+from tests.helpers import REPO, talk
 
 FIXTURES = REPO / "fixtures" / "specs"
 TICKETS = FIXTURES / "workspaces" / "tickets" / "tools" / "tickets_mcp.py"
@@ -54,9 +53,9 @@ def shipped_tape(tmp_path: Path) -> McpTape:
 def test_an_older_clients_handshake_is_answered_as_the_real_server_answers_it(
     tmp_path: Path,
 ) -> None:
-    real = _talk([sys.executable, str(TICKETS)], HANDSHAKE_ERA, tmp_path)
+    real = talk([sys.executable, str(TICKETS)], HANDSHAKE_ERA, tmp_path)
     tape = shipped_tape(tmp_path)
-    stand_in = _talk(tape.argv("tickets", "gone", []), HANDSHAKE_ERA, tmp_path)
+    stand_in = talk(tape.argv("tickets", "gone", []), HANDSHAKE_ERA, tmp_path)
     assert stand_in == real
     assert real[0]["result"]["protocolVersion"] == "2025-11-25"
     assert real[2]["result"]["content"][0]["text"] == "filed T-1: test_parse_dates is flaky"
@@ -68,7 +67,7 @@ def test_a_newer_clients_discover_on_an_older_tape_is_a_method_it_does_not_know(
 ) -> None:
     """A tape of the handshake era: the stand-in answers `server/discover` as a server that
     predates it (the client then falls back to `initialize`), and logs no miss."""
-    real = _talk([sys.executable, str(TICKETS)], HANDSHAKE_ERA, tmp_path)
+    real = talk([sys.executable, str(TICKETS)], HANDSHAKE_ERA, tmp_path)
     exchanges = [
         {"request": {k: v for k, v in m.items() if k != "id"}, "response": answer}
         for m, answer in zip(
@@ -80,7 +79,7 @@ def test_a_newer_clients_discover_on_an_older_tape_is_a_method_it_does_not_know(
     tape = McpTape("replay", tmp_path / "mcp")
     tape.write_tape({"tickets": exchanges}, lambda text: text)
     discover = {"id": 7, "method": "server/discover", "params": {}}
-    [answer, *rest] = _talk(tape.argv("tickets", "gone", []), [discover, *HANDSHAKE_ERA], tmp_path)
+    [answer, *rest] = talk(tape.argv("tickets", "gone", []), [discover, *HANDSHAKE_ERA], tmp_path)
     assert answer["error"]["code"] == -32601 and "id" in answer
     assert rest == real
     assert tape.misses() == []

@@ -22,7 +22,7 @@ from pytest_atom.cassettes.recording import cassette_path
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import REPO
+from tests.helpers import REPO, talk
 
 SERVER = Path(__file__).parent / "tickets_mcp.py"
 #: What the tickets server answers `get` with, as a careless server might: never on disk.
@@ -67,24 +67,6 @@ def test_a_request_is_matched_on_method_and_params_never_its_id() -> None:
     )
 
 
-def _talk(argv: list[str], messages: list[dict[str, Any]], cwd: Path, env: Any = None) -> list[Any]:
-    """Send `messages` to a stdio server one at a time, each answer awaited."""
-    process = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert process.stdin is not None and process.stdout is not None
-    answers = []
-    for message in messages:
-        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
-        process.stdin.flush()
-        if "id" in message:
-            answers.append(json.loads(process.stdout.readline()))
-    process.stdin.close()
-    assert process.wait(timeout=30) == 0
-    process.stdout.close()
-    return answers
-
-
 INIT: dict[str, Any] = {
     "method": "initialize",
     "params": {
@@ -111,7 +93,7 @@ def test_the_proxy_relays_a_fastmcp_server_and_its_stand_in_answers_alike(
         _call(3, "get", ticket="T-1"),
     ]
     proxy = McpTape("record", folder).argv("tickets", sys.executable, [str(SERVER)])
-    live = _talk(proxy, conversation, tmp_path)
+    live = talk(proxy, conversation, tmp_path)
     # Relayed unchanged: the CLI sees the server's own answers, the secret too.
     assert [a["id"] for a in live] == [1, 2, 3]
     assert live[2]["result"]["content"][0]["text"] == f"T-1: flaky test (api token {API_KEY})"
@@ -127,7 +109,7 @@ def test_the_proxy_relays_a_fastmcp_server_and_its_stand_in_answers_alike(
     stand_in.write_tape(recorded, lambda text: text)
     (folder / "tickets.jsonl").unlink()
     # Asked in another order, with other ids: answered from the tape, ids echoed.
-    replayed = _talk(
+    replayed = talk(
         stand_in.argv("tickets", "gone", []),
         [
             {"id": 10, **INIT},
@@ -141,7 +123,7 @@ def test_the_proxy_relays_a_fastmcp_server_and_its_stand_in_answers_alike(
         "T-1: flaky test (api token <SECRET:TICKETS_API_KEY>)"
     )
     assert replayed[2]["result"] == live[1]["result"]
-    [unknown] = _talk(
+    [unknown] = talk(
         stand_in.argv("tickets", "gone", []), [_call(5, "get", ticket="T-9")], tmp_path
     )
     assert unknown["id"] == 5

@@ -21,7 +21,7 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
 from pytest_atom.gateway.matching import offered_tools
 from pytest_atom.model.messages import message
-from tests.test_cassette import post, recorded, replayer, serve, turn_body
+from tests.cassette_helpers import post, recorded, replayer, serve, turn_body
 
 #: How 2.1.331 and 2.1.332 list deferred tools, in a `role: system` message.
 DEFERRED = (

@@ -10,7 +10,7 @@ from xml.etree import ElementTree
 import pytest
 
 from pytest_atom.model.usage import ROLES
-from tests.conftest import ShippedRun
+from tests.helpers import ShippedRun
 
 
 def _summary(output: str) -> dict[str, dict[str, str]]:

@@ -21,7 +21,7 @@ from pytest_atom import plugin
 from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
 from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
 from pytest_atom.pytest.settings import pytest_harness
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
 
@@ -160,7 +160,7 @@ def test_the_ini_file_names_are_pytests_own() -> None:
         ".pytest.ini",
         "pyproject.toml",
     )
-    assert project.INI_NAMES is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
+    assert vars(project)["INI_NAMES"] is INI_NAMES and spec_paths._ROOT_FILES is INI_NAMES
 
 
 def test_a_subfolder_with_a_pytest_toml_is_a_project_root(tmp_path: Path) -> None:

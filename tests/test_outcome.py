@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.model.outcome import Crossing, Outcome, decide
 from pytest_atom.reports.rows import SummaryRow
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def run(**over: Any) -> Outcome:
@@ -129,7 +129,8 @@ def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
         for case in ET.parse(pytester.path / "junit.xml").iter("testcase")
     }
     assert junit["missed"]["atom_outcome"] == "failed" and junit["missed"]["atom_why"]
-    assert junit["misses-goal"]["atom_xfail"].startswith("The scripted agent forgets")
+    xfail = junit["misses-goal"]["atom_xfail"]
+    assert xfail is not None and xfail.startswith("The scripted agent forgets")
 
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
     monkeypatch.chdir(pytester.path)

@@ -9,16 +9,13 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import (
-    cassette_path,
-    workspace_config,
-    workspace_config_changes,
-)
+from pytest_atom.cassettes.recording import cassette_path
+from pytest_atom.cassettes.staleness import workspace_config, workspace_config_changes
 from pytest_atom.gateway.matching import Drift
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import SpecError, load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import write
+from tests.helpers import write
 
 SKILL_MD = "---\nname: notes\ndescription: Writes notes.\n---\nWrite NOTES.md.\n"
 
@@ -105,6 +102,6 @@ def test_a_replay_names_the_workspaces_change_through_the_real_cli(
     )
     replayed = run_spec(load_spec(spec_file), runs_dir=runs, claude_bin=claude_bin)
     assert not replayed.divergences, replayed.report()
-    assert (replayed.drift or "").startswith(
+    assert replayed.drift is not None and (replayed.drift.line() or "").startswith(
         "the workspace's own configuration changed since recording (.claude/agents/reviewer.md)"
     ), replayed.drift

@@ -20,7 +20,7 @@ from pytest_atom.reports.trace import build_trace
 from pytest_atom.run.own_files import own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
-from tests.conftest import bash
+from tests.helpers import bash
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 

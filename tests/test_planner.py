@@ -41,7 +41,7 @@ from pytest_atom.run.planner import (
 )
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
-from tests.conftest import REPO, ShippedRun, write
+from tests.helpers import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"
 GOOD_PLAN = {

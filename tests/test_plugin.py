@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, ShippedRun
+from tests.helpers import REPO, ShippedRun
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 

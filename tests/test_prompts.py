@@ -7,7 +7,7 @@ import pytest
 
 from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
-from tests.conftest import write
+from tests.helpers import write
 
 SHIPPED_ATOM = (data_dir("prompts") / "ATOM.md").read_text(encoding="utf-8")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.model.project import find_ini, project_root
-from tests.conftest import write
+from tests.helpers import write
 
 
 @pytest.mark.parametrize(

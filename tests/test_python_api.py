@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 # Every test here starts Claude Code.
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]

@@ -29,7 +29,7 @@ from pytest_atom.cassettes import scrub
 from pytest_atom.cassettes.scrub import Scrubber, env_file_secrets, remember_env_files
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.spec_types import ClaudeOptions, SandboxOptions
-from tests.conftest import bash
+from tests.helpers import bash
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 

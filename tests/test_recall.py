@@ -25,7 +25,7 @@ from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.judge.reflector import VERDICT_SCHEMA
 from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.reports.trace import TRACE_SCHEMA
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 SPECS = REPO / "fixtures" / "specs"
 
@@ -110,24 +110,6 @@ def test_judge_setting_goes_through_the_resolver() -> None:
 
 
 # --- real replays, counting the CLI processes ---------------------------------------------
-
-
-@pytest.fixture
-def counted(
-    claude_bin: Path, claude_for_pytester: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """A `claude` that notes each `-p` session in the file returned, then runs the real one."""
-    log = tmp_path / "sessions.log"
-    wrapper = tmp_path / "bin" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" -p "*) echo "$*" | cut -c1-60 >> "{log}";; esac\n'
-        f'exec "{claude_bin}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(wrapper))
-    return log
 
 
 def _sessions(log: Path) -> int:

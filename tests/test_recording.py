@@ -19,33 +19,10 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
-from tests.conftest import REPO, bash, drop_step_fixtures
-
-GREET = """\
-name: greet
-prompt: Create greeting.txt saying hello.
-timeout: {timeout}
-accept:
-  - file_contains: {{path: greeting.txt, pattern: "^hello$"}}
-"""
-CASSETTE = Path("cassettes/greet/greet.yaml")
-TURNS = [bash("echo hello > greeting.txt", "Writing it."), {"text": "Done.\nEXIT_LOOP_NOW"}]
-
+from tests.helpers import REPO, bash, drop_step_fixtures
+from tests.recording_helpers import CASSETTE, TURNS, greet_spec, record
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-def greet_spec(pytester: pytest.Pytester, timeout: int = 120, prompt: str | None = None) -> Path:
-    text = GREET.format(timeout=timeout)
-    if prompt:
-        text = text.replace("Create greeting.txt saying hello.", prompt)
-    return pytester.makefile(".atom.yaml", greet=text)
-
-
-def record(pytester: pytest.Pytester, upstream: Any, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--atom", "--atom-record-mode=once", f"--atom-upstream={upstream.url}", *args
-    )
 
 
 def run_dirs(pytester: pytest.Pytester) -> list[Path]:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pytest_atom.cassettes.cassette import Cassette
-from tests.conftest import HOOKS_CONFTEST, bash, verdict
+from tests.helpers import HOOKS_CONFTEST, bash, verdict
 
 SPEC = """\
 name: task

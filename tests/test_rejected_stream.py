@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -40,7 +41,7 @@ accept:
 REJECTED = "The response stream was malformed. The response above may be incomplete."
 
 
-def _event(name: str, data: dict[str, object]) -> str:
+def _event(name: str, data: Mapping[str, object]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 

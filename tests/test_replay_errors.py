@@ -14,7 +14,7 @@ import yaml
 
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.staleness import interaction_kind
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
 

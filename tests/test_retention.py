@@ -13,7 +13,7 @@ from atom_cli.main import main
 from pytest_atom.model.spec import load_specs
 from pytest_atom.run.execution import new_run_dir
 from pytest_atom.run.retention import DEFAULT_KEEP_RUNS, prune_runs, run_folders, runs_to_delete
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 
 def make_run(runs: Path, spec: str, stamp: str, *, passed: bool, id: str = "abc123") -> Path:

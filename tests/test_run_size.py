@@ -20,7 +20,7 @@ from pytest_atom.model.spec import load_spec
 from pytest_atom.run.retention import folder_size, prune_runs, run_name, runs_over_size
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import snapshot_repo
-from tests.conftest import bash
+from tests.helpers import bash
 
 MB = 1_000_000
 

@@ -15,7 +15,7 @@ from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFou
 from pytest_atom.model.events import Result, SessionStarted
 from pytest_atom.model.harness_events import AnyEvent
 from pytest_atom.processes import kill_process_tree
-from tests.conftest import bash, wait_gone
+from tests.helpers import bash, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
 

@@ -78,7 +78,7 @@ class Waits:
             SYSTEM,
             folder,
             verbose=False,
-            runner=runner,  # type: ignore[arg-type]
+            runner=runner,
             sleep=self.slept.append,
             retry_manager=RetryManager(on_retry_message=lambda m, s: self.messages.append(m)),
             **kwargs,

@@ -29,7 +29,7 @@ from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.text import tool_problems
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash
+from tests.helpers import bash
 
 CANARY = "CANARY-7f3a-above-the-run-folder"
 
@@ -156,7 +156,7 @@ def test_the_users_home_is_neither_read_nor_written(
 
 @pytest.mark.slow
 def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -> None:
-    turns = [
+    turns: list[dict[str, Any]] = [
         {
             "tool_use": [
                 {"name": "Write", "input": {"file_path": "notes/todo.txt", "content": "buy milk\n"}}
@@ -287,7 +287,7 @@ def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(
     tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The README's old trap: --bare offers no Write, so the call fails and nothing says why.
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"tool_use": [{"name": "Write", "input": {"file_path": "hello.txt", "content": "hi\n"}}]},
         {"text": "Done.\n\nEXIT_LOOP_NOW"},
     ]

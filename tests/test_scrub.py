@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, SECRET_NAME, Scrubber
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 VALUE = "hunter2-correct-horse"  # no known token shape: only the env pass can catch it
 

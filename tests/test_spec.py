@@ -20,7 +20,7 @@ from pytest_atom.model.spec_types import (
     Spec,
     SpecError,
 )
-from tests.conftest import write
+from tests.helpers import write
 
 
 def error_of(path: Path, check_kinds: tuple[str, ...] = ()) -> SpecError:

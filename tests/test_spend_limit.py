@@ -23,7 +23,7 @@ from pytest_atom.model.settings import RunSettings, SettingsError, parse_setting
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.reports.properties import result_properties
-from tests.conftest import record_through_upstream
+from tests.helpers import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream
 
 KEY_A, KEY_B = "SPEND-TASK-A", "SPEND-TASK-B"

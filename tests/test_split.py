@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.model.spec import load_specs
-from tests.conftest import REPO, ShippedRun, drop_step_fixtures
+from tests.helpers import REPO, ShippedRun, drop_step_fixtures
 
 IDS = [
     "specs/create_file.atom.yaml::create-file",

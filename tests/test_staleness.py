@@ -26,9 +26,11 @@ from pytest_atom.cassettes.staleness import (
     script_hash,
     staleness,
 )
+from pytest_atom.model.modes import RecordMode
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import Spec
+from tests.helpers import scripted_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"
 CASSETTE = Path("cassettes/create_file/create-file.yaml")
@@ -123,25 +125,18 @@ def test_old_cassette_without_hashes_replays_after_a_script_edit(
 # --- without a Claude Code session --------------------------------------------------------
 
 
-def scripted_spec(folder: Path, prompt: str = "Create hello.txt.") -> Spec:
-    (folder / "turns.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n", encoding="utf-8")
-    path = folder / "s.atom.yaml"
-    path.write_text(f"name: s\nprompt: {prompt}\nscript: turns.yaml\n", encoding="utf-8")
-    return load_specs(path)[0]
-
-
 def recorded_for(spec: Spec, **metadata: str | None) -> Path:
     """An (empty) cassette whose metadata holds the given hashes."""
     return Cassette(cassette_path(spec), [], {"spec": "s.atom.yaml::s", **metadata}).save()
 
 
-def open_source(spec: Spec, claude_bin: Path, mode: str = "none") -> ModelSource:
+def open_source(spec: Spec, claude_bin: Path, mode: RecordMode = "none") -> ModelSource:
     return open_model_source(spec, RunSettings(record_mode=mode), paths={}, claude_bin=claude_bin)
 
 
 @pytest.mark.parametrize("mode", ["none", "once", "new_episodes"])
 def test_a_changed_script_refuses_the_cassette_in_every_mode_that_replays_it(
-    tmp_path: Path, claude_bin: Path, mode: str
+    tmp_path: Path, claude_bin: Path, mode: RecordMode
 ) -> None:
     spec = scripted_spec(tmp_path)
     recorded_for(spec, prompt_hash=prompt_hash(spec), script_hash="sha256:0123456789abcdef")

@@ -32,7 +32,7 @@ from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
-from tests.conftest import REPO, ShippedRun, bash, write
+from tests.helpers import REPO, ShippedRun, bash, write
 
 THREE = """\
 name: three

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_atom.model.usage import ROLES
 from pytest_atom.reports.summary import SUMMARY_WIDTH, summary_table
-from tests.conftest import summary_row
+from tests.helpers import summary_row
 
 LONG = "examples/a-project-with-a-long-folder-name/specs/release_notes_from_commits.atom.yaml"
 

@@ -32,7 +32,7 @@ from pytest_atom.conversation import (
 )
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.run.tools import discover_tools, run_tool
-from tests.conftest import wait_gone
+from tests.helpers import wait_gone
 
 
 def make_tool(tools_dir: Path, name: str, code: str, entry: str = "cli.py") -> Path:

@@ -16,7 +16,7 @@ from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import bash, verdict
+from tests.helpers import VALIDATOR, bash, verdict
 
 CRITERION = "done.txt exists and says done."
 SPEC = f"""\
@@ -31,7 +31,6 @@ accept:
   - file_exists: done.txt
 """
 WRITE = bash("echo done > done.txt", "Writing done.txt.")
-VALIDATOR = Draft202012Validator(TRACE_SCHEMA)
 
 
 def run(

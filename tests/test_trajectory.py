@@ -36,7 +36,7 @@ from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check, SpecError
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import capture
+from tests.helpers import capture
 
 SUBAGENT = 'iteration 1 turn 2 > subagent general-purpose "cleanup"'
 

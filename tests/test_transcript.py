@@ -19,7 +19,7 @@ from pytest_atom.reports.transcript import (
     stream_turns,
     trajectory_summary,
 )
-from tests.conftest import capture
+from tests.helpers import capture
 
 URI = "https://api.anthropic.com/v1/messages"
 TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]

@@ -7,7 +7,7 @@ from pytest_atom.gateway.matching import Drift
 from pytest_atom.reports.gate import gate
 from pytest_atom.reports.measure import arm_lines, junit_properties
 from pytest_atom.reports.text import drift_line, drift_summary
-from tests.conftest import summary_row
+from tests.helpers import summary_row
 
 
 def test_the_gate_flags_its_regressions_without_reading_its_text() -> None:
@@ -58,7 +58,7 @@ def test_the_drift_cell_and_line_come_from_one_value() -> None:
 
 
 def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
-    from pytest_atom.cassettes.recording import StaleReason
+    from pytest_atom.cassettes.staleness import StaleReason
 
     # worded like a changed script, but a configuration's: the kind decides
     reason = StaleReason("script changed since recording", "config")

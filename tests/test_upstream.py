@@ -28,7 +28,7 @@ from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.cassette_transcript import cassette_lines
 from pytest_atom.reports.transcript import stream_turns
 from pytest_atom.run.spec_run import run_spec
-from tests.conftest import record_through_upstream
+from tests.helpers import record_through_upstream
 from tests.upstream import RealisticUpstream, Turn, Usage, first_user_text, sse_events, turn_of
 
 TASK = "Count the files in this folder."

@@ -22,7 +22,7 @@ from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.rows import SummaryRow
-from tests.conftest import capture, record_through_upstream
+from tests.helpers import capture, record_through_upstream
 from tests.upstream import RealisticUpstream
 
 #: What the upstream sent for the first call: the main agent, then each subagent.

@@ -20,9 +20,7 @@ from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.outcome import decide, judge
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
-from tests.conftest import bash
-from tests.test_evalsuite import kinds
-from tests.test_recall import counted  # noqa: F401  (a fixture: the CLI processes started)
+from tests.helpers import bash, kinds
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -228,7 +226,7 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
 @pytest.mark.slow
 def test_votes_are_recorded_replayed_and_recalled_vote_by_vote(
     pytester: pytest.Pytester,
-    counted: Path,  # noqa: F811  (the fixture imported above)
+    counted: Path,
 ) -> None:
     """Two of three votes pass a criterion. Each vote is its own recorded session; a replay
     with unchanged inputs recalls all three without starting the reflector, and

@@ -18,7 +18,7 @@ from pytest_atom.diffs import WorkspaceError, changes
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
-from tests.conftest import bash, write
+from tests.helpers import bash, write
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 

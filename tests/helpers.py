@@ -1,0 +1,248 @@
+"""Helpers the test modules share: paths, scripted turns, files, processes, shipped runs.
+
+They live here, not in conftest.py (which keeps fixtures and hooks), so a test module imports
+plain code and never another test module or the conftest: pytest loads conftest.py under its
+own module name, and importing it again as `tests.conftest` would load it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.judge.checks import default_registry
+from pytest_atom.judge.eval_graders import register_checks
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
+from pytest_atom.reports.trace import TRACE_SCHEMA
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+#: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
+#: something else over a copy of fixtures/specs leave them out.
+STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
+
+
+#: The fixture of a Claude Code configuration (tests/test_mcp_tape.py replays it): as slow
+#: (the full tool set), and left out with them.
+CONFIG_FIXTURES = ("configured",)
+
+
+#: A conftest with a check kind (`word_count`) and a verdict hook that logs each verdict to
+#: verdicts.log: what a project's own plugin code looks like to pytest-atom.
+HOOKS_CONFTEST = """
+from pytest_atom import CheckResult
+
+def pytest_atom_register_checks(registry):
+    def word_count(check, workspace, env):
+        words = len((workspace / check.params["path"]).read_text().split())
+        return CheckResult(check, words == check.params["words"], f"{words} words", "")
+    registry.register("word_count", word_count)
+
+def pytest_atom_verdict(spec, verdict, result):
+    with open("verdicts.log", "a") as log:
+        log.write(f"{spec.name} {result.decision} {verdict.score if verdict else None}\\n")
+"""
+
+
+def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
+    """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
+    from pytest_atom.model.outcome import Outcome
+    from pytest_atom.reports.rows import SummaryRow
+
+    return SummaryRow.of(nodeid, props, Outcome.of_label(label))
+
+
+def drop_step_fixtures(specs: Path) -> None:
+    """Remove the multi-step fixtures and the configuration one (spec, script, cassettes)
+    from a copy of fixtures/specs."""
+    import shutil
+
+    for name in (*STEP_FIXTURES, *CONFIG_FIXTURES):
+        (specs / f"{name}.atom.yaml").unlink()
+        (specs / "scripts" / f"{name}.yaml").unlink()
+        shutil.rmtree(specs / "cassettes" / name, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ShippedRun:
+    """What one `pytest --atom specs` replay of a copy of fixtures/specs left behind."""
+
+    folder: Path
+    output: str
+
+    @property
+    def specs(self) -> Path:
+        return self.folder / "specs"
+
+    @property
+    def runs(self) -> Path:
+        return self.folder / "runs"
+
+    @property
+    def report(self) -> Path:
+        return self.folder / "report.html"
+
+    @property
+    def junit(self) -> Path:
+        return self.folder / "junit.xml"
+
+    @property
+    def traces(self) -> Path:
+        return self.folder / "traces"
+
+    @property
+    def durations(self) -> Path:
+        return self.folder / "durations.json"
+
+
+#: The Claude Code that release 0.1 pinned and recorded its cassettes with.
+OLD_CLI = "2.1.197"
+
+
+def capture(name: str) -> str:
+    """What the real CLI printed (stream-json), as captured in tests/data/stream_json."""
+    return (REPO / "tests" / "data" / "stream_json" / name).read_text(encoding="utf-8")
+
+
+def write(path: Path, text: str) -> Path:
+    """Write a test's file, its folders made as needed; the path, to hand on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def alive(pid: int) -> bool:
+    """Still running: neither gone nor a zombie waiting for a parent that may never reap it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pid: int, seconds: float = 5) -> bool:
+    """Whether the process ends (or is left a zombie) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def verdict(
+    score: float,
+    met: bool = True,
+    *,
+    criterion: str = "done.txt exists and says done.",
+    evidence: str | None = None,
+    feedback: str = "",
+    decision: str | None = None,
+) -> dict[str, Any]:
+    """A scripted reflector turn: its verdict on one criterion, ``proceed`` when met and
+    ``refine`` when not, unless `decision` says otherwise."""
+    if evidence is None:
+        evidence = "done.txt reads 'done'" if met else "done.txt is empty"
+    return {
+        "verdict": {
+            "score": score,
+            "decision": decision or ("proceed" if met else "refine"),
+            "criteria": [{"criterion": criterion, "met": met, "evidence": evidence}],
+            "feedback": feedback,
+            "flaky": [],
+        }
+    }
+
+
+def bash(command: str, text: str | None = None) -> dict[str, Any]:
+    """A scripted turn that runs one Bash command."""
+    turn: dict[str, Any] = {"tool_use": [{"name": "Bash", "input": {"command": command}}]}
+    if text:
+        turn["text"] = text
+    return turn
+
+
+def record_through_upstream(
+    spec: Any, conversations: Mapping[str, Sequence[Mapping[str, Any]]], claude_bin: Path
+) -> tuple[Any, Any]:
+    """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
+    (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
+    from pytest_atom.model.settings import RunSettings
+    from pytest_atom.run.spec_run import run_spec
+    from tests.upstream import RealisticUpstream
+
+    with RealisticUpstream(conversations) as upstream:
+        result = run_spec(
+            spec,
+            runs_dir=spec.path.parent / "runs",
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
+            claude_bin=claude_bin,
+        )
+    return result, upstream
+
+
+#: Release 0.1's cassette (format 1, Claude Code 2.1.197): what show and check are tested on,
+#: since users' cassettes from that release must stay readable.
+CREATE_FILE = (
+    REPO / "tests" / "data" / "cli_2_1_197" / "cassettes" / "create_file" / "create-file.yaml"
+)
+
+
+def old_cassette() -> Cassette:
+    """Release 0.1's cassette with the hashes `atom cassette stamp` adds: the findings tests
+    see no note about hashes it lacks (which `test_check_notes_...` cover)."""
+    data = Cassette.load(CREATE_FILE)
+    data.metadata.update(prompt_hash="sha256:0123456789abcdef", script_hash="sha256:0123")
+    return data
+
+
+#: The invocation trace's JSON Schema, ready to validate a trace a run wrote.
+VALIDATOR = Draft202012Validator(TRACE_SCHEMA)
+
+
+def kinds() -> list[str]:
+    """The check kinds a plugin's eval suite may use: the built-in ones and its graders."""
+    return register_checks(default_registry()).kinds()
+
+
+def scripted_spec(folder: Path, prompt: str = "Create hello.txt.") -> Spec:
+    """A one-turn scripted spec `s` in `folder`: enough to hash, record for and replay."""
+    (folder / "turns.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n", encoding="utf-8")
+    path = folder / "s.atom.yaml"
+    path.write_text(f"name: s\nprompt: {prompt}\nscript: turns.yaml\n", encoding="utf-8")
+    return load_specs(path)[0]
+
+
+def talk(argv: list[str], messages: list[dict[str, Any]], cwd: Path, env: Any = None) -> list[Any]:
+    """Send `messages` to a stdio server one at a time, each answer awaited."""
+    process = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None and process.stdout is not None
+    answers = []
+    for message in messages:
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        process.stdin.flush()
+        if "id" in message:
+            answers.append(json.loads(process.stdout.readline()))
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+    process.stdout.close()
+    return answers
