@@ -44,6 +44,7 @@ from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.model.record import UpstreamFault
+from pytest_atom.model.replay_divergence import ReplayDivergence
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -440,10 +441,12 @@ def _owned_system(spec: Spec) -> frozenset[str]:
     return frozenset({"turn"}) if spec.agent is not None else frozenset()
 
 
-def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) -> list[str]:
+def divergence_report(
+    spec: Spec, source: ModelSource, cli_version: str | None
+) -> list[ReplayDivergence]:
     """A replay's divergences, led by their likely cause; the first one in full detail."""
     tape = source.tape
-    misses = source.mcp_misses()
+    misses = [ReplayDivergence(miss, "mcp") for miss in source.mcp_misses()]
     if misses:
         # An MCP answer the recording lacks comes first: what the agent did next (and any
         # conversation divergence) follows from the error the stand-in gave in its place.
@@ -451,7 +454,7 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
             "likely cause: an MCP server was asked what the recording never saw; re-record it "
             f"with: {record_command(spec, 'all')}"
         )
-        misses[0] = f"{head}\n{misses[0]}"
+        misses[0] = ReplayDivergence(misses[0].detail, "mcp", head)
     if tape is None or not tape.divergences:
         return misses
     first, *rest = tape.divergences
@@ -471,12 +474,12 @@ def divergence_report(spec: Spec, source: ModelSource, cli_version: str | None) 
     # Claude Code retries and falls back on a failed request: one divergence, sent again.
     first_text = first.describe(limit=None)
     seen = {first_text}
-    report = [f"{lead}\n{first_text}"]
+    report = [ReplayDivergence(first_text, first.kind, lead)]
     for divergence in rest:
         text = divergence.describe()
         if text not in seen and divergence.describe(limit=None) != first_text:
             seen.add(text)
-            report.append(text)
+            report.append(ReplayDivergence(text, divergence.kind))
     return misses + report
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_atom.judge.reflector import Verdict
     from pytest_atom.model.check_result import CheckResult
     from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
+    from pytest_atom.model.replay_divergence import ReplayDivergence
     from pytest_atom.model.spec_types import Spec, Step
 
 
@@ -144,7 +145,8 @@ class SpecResult:
     threshold: float
     exchanges: list[Exchange] = field(default_factory=list)
     source: SourceKind = "scripted"  # what answered the CLI
-    divergences: list[str] = field(default_factory=list)  # replay requests that matched nothing
+    #: Replay requests that matched nothing, the first led by its likely cause.
+    divergences: list[ReplayDivergence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: What Claude Code changed around a replayed conversation (None: nothing); reports
     #: render it (`Drift.line`, `reports.text.drift_summary`).
@@ -255,7 +257,7 @@ class SpecResult:
             checks_failed=sum(not c.passed for c in checks),
             checks=len(checks),
             xfail=self.spec.xfail,
-            divergence=self.divergences[0].partition("\n")[0] if self.divergences else None,
+            divergence=self.divergences[0].headline if self.divergences else None,
             harness_error=self.harness_error,
             script_error=self.script_error,
             upstream=self.upstream_failure or self.rejected_stream,

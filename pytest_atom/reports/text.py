@@ -20,6 +20,7 @@ from pytest_atom.words import plural
 if TYPE_CHECKING:
     from pytest_atom.gateway.matching import Drift
     from pytest_atom.model.record import ToolCall
+    from pytest_atom.model.replay_divergence import ReplayDivergence
     from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
@@ -211,12 +212,12 @@ def _cause_lines(result: SpecResult) -> list[str]:
     if not result.divergences:
         return [f"  verdict: {verdict_line(result)}", f"  agent: {agent_line(result)}"]
     n = len(result.divergences)
-    cause, _, detail = result.divergences[0].partition("\n")
+    first = result.divergences[0]
     lines = [
         f"  replay diverged from the cassette ({n} distinct request{'s' * (n != 1)} "
-        f"matched nothing recorded); {cause}"
+        f"matched nothing recorded); {first.cause or 'cause unknown'}"
     ]
-    lines += _head(detail, limit=80)
+    lines += _head(first.detail, limit=80)
     for divergence in result.divergences[1:]:
         lines += _head(divergence, limit=10)
     lines.append(f"  agent: {agent_line(result)}")
@@ -288,18 +289,9 @@ def _check_lines(result: SpecResult) -> list[str]:
     return lines
 
 
-#: A divergence's request line: ``POST /v1/messages (reflector): …`` (gateway/replay.py).
-_DIVERGED_REQUEST = re.compile(r"^[A-Z]+ /\S* \((?P<kind>[a-z_]+)\)", re.M)
-
-
-def _agent_diverged(divergences: Sequence[str]) -> bool:
-    """Whether a replay diverged anywhere but in the reflector's sessions (an MCP request
-    the recording never saw counts: the agent's session went on from a stand-in's error)."""
-    for text in divergences:
-        found = _DIVERGED_REQUEST.search(text)
-        if found is None or found["kind"] != "reflector":
-            return True
-    return False
+def _agent_diverged(divergences: Sequence[ReplayDivergence]) -> bool:
+    """Whether a replay diverged anywhere but in the reflector's sessions."""
+    return any(d.agents for d in divergences)
 
 
 def step_line(step: StepResult) -> str:
