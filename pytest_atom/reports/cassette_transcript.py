@@ -103,22 +103,6 @@ class _Totals:
         self.billed += reply.billed
         self.cost_usd += cost_usd(reply.billed, asked if isinstance(asked, str) else reply.model)
 
-    @property
-    def input_tokens(self) -> int:
-        return self.billed.message.input
-
-    @property
-    def output_tokens(self) -> int:
-        return self.billed.message.output
-
-    @property
-    def cache_read(self) -> int:
-        return self.billed.message.cache_read
-
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
-
 
 @dataclass
 class _Session:
@@ -446,9 +430,10 @@ class _CassetteTranscript:
 
     def totals_line(self) -> str:
         t = self.totals
-        tokens = f"{t.input_tokens} input / {t.output_tokens} output tokens"
-        if t.cache_read or t.cache_creation:
-            tokens += f" ({t.cache_read} cache read, {t.cache_creation} cache write)"
+        m = t.billed.message
+        tokens = f"{m.input} input / {m.output} output tokens"
+        if m.cache_read or m.cache_write:
+            tokens += f" ({m.cache_read} cache read, {m.cache_write} cache write)"
         counts = (
             plural(len(self.sessions), "session"),
             plural(t.turns, "turn"),
