@@ -162,6 +162,35 @@ def add_call(path: Path, turn: SessionTurn, call: SessionCall) -> None:
     turn.calls.append(call)
 
 
+def fold_assistant(
+    path: Path,
+    session: Session,
+    turns: dict[str, SessionTurn],
+    calls: dict[str, SessionCall],
+    number: int,
+    event: events.MessageUsage | events.AssistantText | events.ToolCall,
+) -> None:
+    """One event of an assistant message into its turn (made on the message's first event):
+    its text, a thinking block counted, a tool call (a server tool's refused). Both readers,
+    stream-json and the transcript, fold assistant messages here."""
+    turn = turns.get(event.message_id)
+    if turn is None:
+        turn = turns[event.message_id] = SessionTurn(event.message_id, number)
+        session.turns.append(turn)
+    if isinstance(event, events.AssistantText):
+        if event.thinking:
+            turn.thinking += 1
+        else:
+            turn.text = f"{turn.text}\n\n{event.text}" if turn.text else event.text
+    elif isinstance(event, events.ToolCall):
+        if event.server:
+            raise refuse_server_tool(path, number, event.name)
+        tool_input = event.input if isinstance(event.input, dict) else {}
+        call = SessionCall(event.id, event.name, dict(tool_input), number)
+        add_call(path, turn, call)
+        calls[call.id] = call
+
+
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
     """A stream-json log: the events of `pytest_atom.model.events`, one ``claude -p`` call per
     ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
@@ -198,22 +227,7 @@ def _fold(
     if subagent:
         raise refuse_subagent(path, number, f"this event is a subagent's (of call {subagent})")
     if isinstance(event, (events.MessageUsage, events.AssistantText, events.ToolCall)):
-        turn = turns.get(event.message_id)
-        if turn is None:
-            turn = turns[event.message_id] = SessionTurn(event.message_id, number)
-            session.turns.append(turn)
-        if isinstance(event, events.AssistantText):
-            if event.thinking:
-                turn.thinking += 1
-            else:
-                turn.text = f"{turn.text}\n\n{event.text}" if turn.text else event.text
-        elif isinstance(event, events.ToolCall):
-            if event.server:
-                raise refuse_server_tool(path, number, event.name)
-            tool_input = event.input if isinstance(event.input, dict) else {}
-            call = SessionCall(event.id, event.name, dict(tool_input), number)
-            add_call(path, turn, call)
-            calls[call.id] = call
+        fold_assistant(path, session, turns, calls, number, event)
     elif isinstance(event, events.ToolResult):
         answered = calls.get(event.tool_use_id)
         if answered is not None:

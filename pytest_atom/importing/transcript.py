@@ -34,8 +34,7 @@ from pytest_atom.importing.session import (
     Session,
     SessionCall,
     SessionTurn,
-    add_call,
-    refuse_server_tool,
+    fold_assistant,
     refuse_subagent,
 )
 from pytest_atom.model import events
@@ -142,24 +141,8 @@ def _assistant(
 ) -> None:
     # An assistant line is a stream-json assistant event with other keys beside: parse it so.
     for event in events.parse_event({"type": "assistant", "message": raw.get("message")}):
-        if isinstance(event, events.MessageUsage):
-            turn = turns.get(event.message_id)
-            if turn is None:
-                turn = turns[event.message_id] = SessionTurn(event.message_id, number)
-                session.turns.append(turn)
-        elif isinstance(event, events.AssistantText):
-            turn = turns[event.message_id]
-            if event.thinking:
-                turn.thinking += 1
-            else:
-                turn.text = f"{turn.text}\n\n{event.text}" if turn.text else event.text
-        elif isinstance(event, events.ToolCall):
-            if event.server:
-                raise refuse_server_tool(path, number, event.name)
-            tool_input = event.input if isinstance(event.input, dict) else {}
-            call = SessionCall(event.id, event.name, dict(tool_input), number)
-            add_call(path, turns[event.message_id], call)
-            calls[call.id] = call
+        if isinstance(event, (events.MessageUsage, events.AssistantText, events.ToolCall)):
+            fold_assistant(path, session, turns, calls, number, event)
 
 
 def _user(
