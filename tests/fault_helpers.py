@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.gateway import Gateway, scripted
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_specs
+from pytest_atom.run.spec_run import run_spec
 from tests.helpers import bash
 
 GREET = """\
@@ -49,3 +53,19 @@ def record(pytester: pytest.Pytester, url: str, mode: str) -> pytest.RunResult:
 
 def output(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
+
+
+def record_good(folder: Path, claude_bin: Path) -> bytes:
+    """A good greet cassette, recorded in `folder` from a scripted upstream: what a fault
+    while re-recording must never cost."""
+    (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))
+    [spec] = load_specs(folder / "greet.atom.yaml")
+    with Gateway(scripted(TURNS)) as upstream:
+        result = run_spec(
+            spec,
+            runs_dir=folder / "runs",
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
+            claude_bin=claude_bin,
+        )
+    assert result.passed, result.report()
+    return (folder / CASSETTE).read_bytes()

@@ -17,11 +17,15 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_specs
-from pytest_atom.run.spec_run import run_spec
-from tests.fault_helpers import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, output, project, record
+from tests.fault_helpers import (
+    CASSETTE,
+    PARTIAL,
+    TURNS,
+    output,
+    project,
+    record,
+    record_good,
+)
 from tests.faults import FaultyUpstream
 from tests.helpers import bash
 
@@ -39,18 +43,7 @@ SAID = {
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> bytes:
     """A good cassette, recorded once for the module from a scripted upstream."""
-    folder = tmp_path_factory.mktemp("recorded")
-    (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))
-    [spec] = load_specs(folder / "greet.atom.yaml")
-    with Gateway(scripted(TURNS)) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=folder / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
-    assert result.passed, result.report()
-    return (folder / CASSETTE).read_bytes()
+    return record_good(tmp_path_factory.mktemp("recorded"), claude_bin)
 
 
 @pytest.fixture
