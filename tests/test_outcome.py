@@ -67,6 +67,14 @@ def test_what_stopped_a_failed_run_joins_its_label() -> None:
     assert run().summary_label == "passed"  # only a failure says what stopped it
 
 
+def test_a_run_stopped_at_a_limit_is_failed_by_it_though_a_stream_broke() -> None:
+    """Stopping the CLI at a limit cuts the streams in flight: which one is timing."""
+    crossed = Crossing("exceeded max_tokens: 60000 > 50000", "exceeded max_tokens")
+    stopped = run(decision="fail", limit_exceeded=crossed, upstream="a stream the CLI stopped")
+    assert stopped.summary_label == "failed: exceeded max_tokens"
+    assert run(decision="fail", upstream="API 529").label == "upstream error"
+
+
 @pytest.mark.parametrize(
     "outcome",
     [
