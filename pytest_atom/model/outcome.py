@@ -225,8 +225,7 @@ def decide(
     verdict = _verdict(score, threshold, gate, unmet)
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
-    # A run the harness stopped at a limit broke the streams in flight itself: the limit is
-    # why it stopped, not the upstream (which stream was cut depends on timing).
+    # Stopping at a limit cuts the streams in flight: the limit, not the upstream, is why.
     if upstream is not None and limit_exceeded is None:
         return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
     detail, why = _why_failed(
