@@ -6,12 +6,12 @@ import; nothing imports this module.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
     pytest_unconfigure,
     wrapped,
 )
-from tests.helpers import OLD_CLI, REPO, ShippedRun
+from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that
@@ -71,30 +71,11 @@ def shipped_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> S
     """One replay of the shipped fixtures, under xdist, for every test that reads what such a
     run leaves (the HTML report, JUnit, traces, pytest-split's durations, run folders).
 
-    It runs once per test session even when those tests land on several xdist workers: a
-    lock and the run's output file in the session's shared temp folder.
+    It runs once per test session even when those tests land on several xdist workers.
     """
-    basetemp = tmp_path_factory.getbasetemp()
-    # Under xdist each worker's basetemp is a folder of the session's own: share its parent.
-    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
-    folder = shared / "shipped-run"
-    folder.mkdir(exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            failed = folder / "failed.txt"  # one failed replay fails every test that shares it
-            if failed.is_file():
-                pytest.fail(
-                    f"the shared replay of the shipped fixtures failed:\n{failed.read_text()}"
-                )
-            if not (folder / "output.txt").is_file():
-                try:
-                    _replay_shipped(folder, claude_bin)
-                except Exception as exc:  # a timeout too: never left half-done unsaid
-                    failed.write_text(str(exc), encoding="utf-8")
-                    raise
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    folder = once_per_session(
+        tmp_path_factory, "shipped-run", partial(_replay_shipped, claude_bin=claude_bin)
+    )
     return ShippedRun(folder, (folder / "output.txt").read_text(encoding="utf-8"))
 
 

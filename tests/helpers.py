@@ -7,15 +7,17 @@ own module name, and importing it again as `tests.conftest` would load it twice.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.cassettes.cassette import Cassette
@@ -104,6 +106,38 @@ class ShippedRun:
     @property
     def durations(self) -> Path:
         return self.folder / "durations.json"
+
+
+def once_per_session(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """The folder `build` filled, built once per test session however many xdist workers
+    ask for it: a scenario that starts Claude Code is run once and read by many tests.
+
+    Workers share the parent of their base temp folders; a lock serialises them, and a
+    `build` that failed is recorded so that every test sharing it fails with its error
+    instead of running it again.
+    """
+    basetemp = tmp_path_factory.getbasetemp()
+    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    folder = shared / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+    done, failed = folder / ".built", folder / ".failed"
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if failed.is_file():
+                pytest.fail(f"the shared scenario {name!r} failed:\n{failed.read_text()}")
+            if not done.is_file():
+                try:
+                    build(folder)
+                except BaseException as exc:  # a timeout too: never left half-done unsaid
+                    failed.write_text(f"{type(exc).__name__}: {exc}", encoding="utf-8")
+                    raise
+                done.touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder
 
 
 #: The Claude Code that release 0.1 pinned and recorded its cassettes with.
