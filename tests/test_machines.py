@@ -3,83 +3,52 @@
 Each generated machine (tests/machines.py) is a caller with its own HOME, XDG folders (set,
 or unset), a temp folder (a long path too), time zone, locale, user, working folder depth,
 secrets in its environment, and cassettes as its own kernel, login shell and user id would
-have recorded them. The shipped fixtures must replay there in ``--atom-match=strict`` with
-no drift line, and leave the caller's HOME, XDG folders and TMPDIR exactly as they were.
-`configured` (a skill, a hook, an MCP server) is always among them: its MCP server's log
-and the CLI's file-watch probe were what ended up in the caller's folders.
+have recorded them. The shipped `configured` fixture (a skill, a hook, an MCP server: its
+server's log and the CLI's file-watch probe were what ended up in the caller's folders)
+must replay there in ``--atom-match=strict`` with no drift line, and leave the caller's
+HOME, XDG folders and TMPDIR exactly as they were. The suite replays on one machine (one
+shared run, tests/versions_helpers.py); the second is a sweep (CI: -m sweep), and
 benchmarks/machines.py sweeps more machines over every shipped spec.
 """
 
 from __future__ import annotations
 
-import subprocess
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.machines import Machine, Tree, caller_trees, prepare, replay
+from tests.helpers import once_per_session
+from tests.versions_helpers import MACHINE_SPECS, MACHINES, MachineReplay, replay_on_machine
 
 pytestmark = pytest.mark.slow
 
-#: Two machines unlike this one and unlike each other; the sweep generates more.
-MACHINES = (
-    Machine(
-        name="xdg-everywhere-long-tmp",
-        user="alice",
-        zone="Pacific/Kiritimati",  # UTC+14: another date than UTC for half the day
-        lang="C.UTF-8",
-        lc_all="C.utf8",
-        xdg=("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"),
-        tmp_depth=12,
-        work_depth=5,
-        kernel="5.15.0-1071-azure",
-        uid=1001,
-    ),
-    Machine(
-        name="no-xdg-short-tmp",
-        user="bob",
-        zone="America/Los_Angeles",
-        lang="POSIX",
-        lc_all=None,
-        xdg=(),
-        tmp_depth=0,
-        work_depth=0,
-        kernel="6.8.0-48-generic",
-        uid=501,
-    ),
+
+@pytest.fixture(
+    scope="session",
+    params=[
+        MACHINES[0],
+        pytest.param(MACHINES[1], marks=pytest.mark.sweep),
+    ],
+    ids=lambda m: m.name,
 )
-SPECS = ("configured", "create_file")
-
-
-@dataclass
-class Replayed:
-    machine: Machine
-    result: subprocess.CompletedProcess[str]
-    before: dict[str, Tree]
-    after: dict[str, Tree]
-
-
-@pytest.fixture(scope="module", params=MACHINES, ids=lambda m: m.name)
 def replayed(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, claude_bin: Path
-) -> Replayed:
-    """One machine's replay of SPECS, with its caller folders' trees before and after."""
-    machine: Machine = request.param
-    root = tmp_path_factory.mktemp(machine.name)
-    copy = prepare(machine, root, SPECS)
-    before = caller_trees(machine, root)
-    result = replay(machine, root, copy, SPECS, claude_bin)
-    return Replayed(machine, result, before, caller_trees(machine, root))
+) -> MachineReplay:
+    """One machine's strict replay of `configured`, with its caller folders' trees before
+    and after (built once per session: tests/test_other_machine.py reads it too)."""
+    build = partial(replay_on_machine, machine=request.param, claude_bin=claude_bin)
+    return MachineReplay(once_per_session(tmp_path_factory, f"machine-{request.param.name}", build))
 
 
-def test_the_shipped_fixtures_replay_strict_on_a_generated_machine(replayed: Replayed) -> None:
-    out = replayed.result.stdout + replayed.result.stderr
-    assert replayed.result.returncode == 0, out[-6000:]
-    assert f"{len(SPECS)} passed" in out, out[-3000:]
+def test_the_shipped_fixtures_replay_strict_on_a_generated_machine(replayed: MachineReplay) -> None:
+    out = replayed.output
+    assert replayed.returncode == 0, out[-6000:]
+    assert f"{len(MACHINE_SPECS)} passed" in out, out[-3000:]
     assert "drift:" not in out, out[-6000:]
 
 
-def test_a_replay_leaves_the_callers_folders_as_they_were(replayed: Replayed) -> None:
-    assert replayed.before["HOME"]  # the seed files are there to be compared
-    assert replayed.after == replayed.before
+def test_a_replay_leaves_the_callers_folders_as_they_were(replayed: MachineReplay) -> None:
+    before = replayed.trees("before")
+    assert before["HOME"]  # the seed files are there to be compared
+    assert replayed.trees("after") == before

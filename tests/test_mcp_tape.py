@@ -1,7 +1,7 @@
 """A spec's MCP servers recorded and replayed (issue 20): the server entry wrapped in one place,
 the proxy relaying a real FastMCP server and keeping its traffic scrubbed, the stand-in
 answering from that traffic, and, with the real CLI, a spec recorded, replayed with its
-server gone, and diverging by name when the agent calls the tool otherwise."""
+server gone; a call the recording never saw is the divergence named (at the report)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,25 @@ import json
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.configuration import mcp_server_entry
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.mcp_tape import MODULE, McpTape, describe_miss, request_key
-from pytest_atom.cassettes.recording import cassette_path
+from pytest_atom.cassettes.recording import ModelSource, cassette_path, divergence_report
+from pytest_atom.cassettes.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.helpers import REPO, talk
+from tests.cassette_helpers import replayer
+from tests.helpers import once_per_session, talk
+from tests.versions_helpers import MACHINES, TICKETS_SERVER, MachineReplay, replay_on_machine
 
 SERVER = Path(__file__).parent / "tickets_mcp.py"
 #: What the tickets server answers `get` with, as a careless server might: never on disk.
@@ -228,6 +233,11 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
     ]
     path = cassette_path(spec)
     assert API_KEY not in path.read_text(encoding="utf-8")
+    # A recording stores the hashes of the prompt and script it was made from: it fits.
+    metadata = Cassette.load(path).metadata
+    assert metadata["prompt_hash"] == prompt_hash(spec)
+    assert metadata["script_hash"] == script_hash(spec) and metadata["script_hash"]
+    assert staleness(spec, Cassette.load(path)) == []
     exchanges = Cassette.load(path).metadata["mcp"]["tickets"]
     # 2.1.331 speaks MCP 2026-07-28: `server/discover`, no `initialize`; the client's
     # `_meta` (its version, the tool-use id) is left out.
@@ -259,41 +269,52 @@ def test_a_spec_records_its_mcp_server_and_replays_without_it(
     ]
     assert replayed.final.path != folder
 
-    # The agent asks for another ticket than was recorded: a divergence naming both.
-    text = path.read_text(encoding="utf-8")
-    assert text.count('\\"T-1\\"') == 1, "the recorded call to change"
-    path.write_text(text.replace('\\"T-1\\"', '\\"T-2\\"'), encoding="utf-8")
-    diverged = run_spec(spec, runs_dir=runs, claude_bin=claude_bin)
-    assert not diverged.passed
-    first = diverged.divergences[0]
+
+def test_a_call_the_recording_never_saw_is_the_divergence_named_first(tmp_path: Path) -> None:
+    """The agent asks for another ticket than was recorded: the stand-in answers with an
+    error, and the replay's report leads with the MCP miss, naming the call and the fix."""
+    spec = load_spec(_spec(tmp_path))
+    tape = McpTape("replay", tmp_path / "mcp")
+    recorded = {"request": _call(0, "get", ticket="T-1"), "response": {"result": {}}}
+    del recorded["request"]["id"]
+    tape.write_tape({"tickets": [recorded]}, lambda text: text)
+    [answer] = talk(tape.argv("tickets", "gone", []), [_call(5, "get", ticket="T-2")], tmp_path)
+    assert "was never recorded" in answer["error"]["message"]
+    source = ModelSource("replay", replayer([], tmp_path), mcp=tape)
+    first, *_ = divergence_report(spec, source, CLAUDE_CODE_VERSION)
     assert first.startswith("likely cause: an MCP server was asked what the recording never saw")
     assert (
         """MCP server 'tickets': tools/call 'get' with {"ticket": "T-2"} was never recorded"""
-        in (first)
+        in first
     )
     assert "--atom-record-mode=all" in first
-    assert "tools/call 'get'" in diverged.report()
+
+
+@pytest.fixture(scope="session")
+def machine_replay(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> MachineReplay:
+    """The pinned CLI's strict replay of `configured` with its MCP server's file removed, on
+    a generated machine (tests/test_machines.py's shared run)."""
+    machine = MACHINES[0]
+    build = partial(replay_on_machine, machine=machine, claude_bin=claude_bin)
+    return MachineReplay(once_per_session(tmp_path_factory, f"machine-{machine.name}", build))
 
 
 @pytest.mark.slow
 def test_the_shipped_configuration_fixture_replays_without_its_server(
-    tmp_path: Path, claude_bin: Path
+    machine_replay: MachineReplay,
 ) -> None:
     """fixtures/specs/configured.atom.yaml: its skill fires, its MCP tool is called from the
     cassette with the server's file gone, and its hook refuses `rm -rf`."""
-    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
-    specs = tmp_path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", specs)
-    (specs / "workspaces" / "tickets" / "tools" / "tickets_mcp.py").unlink()
-    result = run_spec(
-        load_spec(specs / "configured.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin
-    )
-    assert (result.source, result.passed) == ("replay", True), result.report()
-    checks = {c.check.kind: c for c in result.final.checks}
-    assert checks["mcp_called"].evidence == (
+    assert not (machine_replay.specs / TICKETS_SERVER).exists()
+    assert machine_replay.returncode == 0, machine_replay.output[-6000:]
+    trace = machine_replay.specs / "traces" / "configured" / "configured.json"
+    data = json.loads(trace.read_text(encoding="utf-8"))
+    assert data["atom"]["source"] == "replay" and data["atom"]["passed"]
+    checks = {c["kind"]: c for c in data["children"][-1]["checks"]}
+    assert checks["mcp_called"]["evidence"] == (
         'iteration 1 turn 2: mcp__tickets__create {"title": "test_parse_dates is flaky"}'
     )
-    assert checks["skill_invoked"].passed and checks["permission_denied"].passed
-    assert checks["permission_denied"].evidence.endswith(
+    assert checks["skill_invoked"]["passed"] and checks["permission_denied"]["passed"]
+    assert checks["permission_denied"]["evidence"].endswith(
         "(refused: hook): PreToolUse:Bash hook error: rm -rf is not allowed here"
     )

@@ -1,23 +1,26 @@
-"""A cassette recorded on one machine replays byte for byte on another (real CLI, pytester).
+"""A cassette recorded on one machine replays byte for byte on another (real CLI).
 
 The shipped cassettes are rewritten as another machine would have recorded them before
 pytest-atom masked its details: another kernel release and login shell, the sandbox's
 folders under another user id, another count of the sandbox's paths. The live run has its
-temp folder elsewhere too. `--atom-match=strict` must still pass, with no drift line.
+temp folder elsewhere too. `--atom-match=strict` must still pass, with no drift line: the
+generated machine's replay (tests/versions_helpers.py, shared with tests/test_machines.py)
+shows it. A detail pytest-atom does not mask is named as the cause of the divergence.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
-
-pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.matchers import match_key
+from tests.helpers import REPO, once_per_session
+from tests.versions_helpers import MACHINES, MachineReplay, replay_on_machine
 
 #: (how this repository's cassettes hold a detail, masked or not; how the other machine did)
 OTHER_MACHINE = (
@@ -26,48 +29,54 @@ OTHER_MACHINE = (
     (r"(?:<TMP>|/tmp)/cc-daemon-(?:<UID>|\d+)", "/tmp/cc-daemon-1001"),
     (r"\.\.\. and (?:<N>|\d+) more \(truncated", "... and 212 more (truncated"),
 )
-SPECS = ("create_file", "two_steps")
+CREATE_FILE = Path("cassettes/create_file/create-file.yaml")
 
 
-@pytest.fixture
-def other_machines_specs(pytester: pytest.Pytester) -> Path:
-    """fixtures/specs with the cassettes of SPECS as the other machine recorded them."""
-    specs = pytester.path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", specs)
-    for name in SPECS:
-        (cassette,) = (specs / "cassettes" / name).glob("*.yaml")
-        text = cassette.read_text(encoding="utf-8")
-        for ours, theirs in OTHER_MACHINE:
-            text, count = re.subn(ours, theirs, text)
-            assert count, (cassette, ours)
-        cassette.write_text(text, encoding="utf-8")
-    return specs
+@pytest.fixture(scope="session")
+def other_machine(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> MachineReplay:
+    """The generated machine's strict replay of `configured` (tests/test_machines.py's
+    first machine: the same shared run)."""
+    machine = MACHINES[0]
+    build = partial(replay_on_machine, machine=machine, claude_bin=claude_bin)
+    return MachineReplay(once_per_session(tmp_path_factory, f"machine-{machine.name}", build))
 
 
-def test_a_cassette_from_another_machine_replays_strict(
-    pytester: pytest.Pytester,
-    other_machines_specs: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    request: pytest.FixtureRequest,
-) -> None:
-    # Short: the sandbox's unix sockets live there, and a socket path has ~100 characters.
-    tmp = tempfile.mkdtemp(prefix="atom-tmp-", dir="/tmp")
-    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
-    monkeypatch.setenv("TMPDIR", tmp)
-    monkeypatch.setenv("SHELL", "/bin/bash")
-    paths = [f"specs/{name}.atom.yaml" for name in SPECS]
-    result = pytester.runpytest("--atom", *paths, "--atom-match=strict", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=len(SPECS))
-    assert "drift: " not in result.stdout.str()
+@pytest.mark.slow
+def test_a_cassette_from_another_machine_replays_strict(other_machine: MachineReplay) -> None:
+    """Its kernel, login shell, user id and path count are in the cassette it replayed (the
+    details pytest-atom masks on load), and its live run had another TMPDIR and shell."""
+    text = (other_machine.specs / "cassettes/configured/configured.yaml").read_text()
+    for detail in (
+        "OS Version: Linux 5.15.0-1071-azure",
+        " - Shell: bash (login shell: zsh)",
+        "/tmp/cc-daemon-1001",
+        "... and 173 more (truncated",
+    ):
+        assert detail in text, detail
+    out = other_machine.output
+    assert other_machine.returncode == 0 and "1 passed" in out, out[-6000:]
+    assert "drift: " not in out
 
 
-def test_a_machine_detail_left_unmasked_is_named_as_the_cause(
-    pytester: pytest.Pytester, other_machines_specs: Path
-) -> None:
+def rewritten(cassette: Path) -> str:
+    """`cassette` as the other machine recorded it, rewritten in place; its text."""
+    text = cassette.read_text(encoding="utf-8")
+    for ours, theirs in OTHER_MACHINE:
+        text, count = re.subn(ours, theirs, text)
+        assert count, (cassette, ours)
+    cassette.write_text(text, encoding="utf-8")
+    return text
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_a_machine_detail_left_unmasked_is_named_as_the_cause(pytester: pytest.Pytester) -> None:
     """A detail pytest-atom does not mask yet (here the environment block's git line, as a
     machine without git would have it) is the only difference left: the report says so."""
-    cassette = other_machines_specs / "cassettes" / "create_file" / "create-file.yaml"
-    text = cassette.read_text(encoding="utf-8")
+    specs = pytester.path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", specs)
+    cassette = specs / CREATE_FILE
+    text = rewritten(cassette)
     assert " - Is a git repository: true" in text
     cassette.write_text(text.replace("git repository: true", "git repository: false"))
     result = pytester.runpytest("--atom", "specs/create_file.atom.yaml", "--atom-match=strict")
@@ -81,4 +90,13 @@ def test_a_machine_detail_left_unmasked_is_named_as_the_cause(
             "*      live     *Is a git repository: [[]true[]]*",
         ]
     )
-    pytester.runpytest("--atom", "specs/create_file.atom.yaml").assert_outcomes(passed=1)
+    # What the report says of the default match: the machine's cassette and the one recorded
+    # here (the live requests' masked form) are the same conversation, not the same request.
+    ours = Cassette.load(REPO / "fixtures" / "specs" / CREATE_FILE).interactions
+    theirs = Cassette.load(cassette).interactions
+    for mine, other in zip(ours, theirs, strict=True):
+        if isinstance(mine.body, dict):
+            assert match_key("turn", other.body, "conversation") == (
+                match_key("turn", mine.body, "conversation")
+            )
+    assert match_key("turn", theirs[0].body, "strict") != match_key("turn", ours[0].body, "strict")

@@ -3,20 +3,25 @@ a changed prompt is a reason the divergence report can give, old cassettes are n
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
-from atom_cli.validate_cmd import validate
+from atom_cli.validate_cmd import _cassette_notes
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import (
     ModelSource,
     RecordingError,
     cassette_path,
+    divergence_report,
     open_model_source,
 )
 from pytest_atom.cassettes.staleness import (
@@ -26,6 +31,7 @@ from pytest_atom.cassettes.staleness import (
     script_hash,
     staleness,
 )
+from pytest_atom.gateway import Gateway
 from pytest_atom.model.modes import RecordMode
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
@@ -66,13 +72,15 @@ def edit_script(folder: Path) -> None:
     script.write_text(text.replace(SECOND_TURN, "Let me look at it."), encoding="utf-8")
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     pytester: pytest.Pytester,
 ) -> None:
-    spec_file = copy_create_file(pytester.path, criteria=False)
-    pytester.runpytest("--atom", "--atom-record-mode=all").assert_outcomes(passed=1)
+    """The shipped cassette holds the hashes of the prompt and script it was recorded from
+    (tests/test_mcp_tape.py shows a recording writes them); once the script is edited,
+    `pytest --atom` refuses it before any Claude Code starts, naming the command that
+    re-records, and `atom validate` (which plays the new script) notes why."""
+    spec_file = copy_create_file(pytester.path, criteria=False, cassette=True)
     cassette = pytester.path / CASSETTE
     spec = load_specs(spec_file)[0]
     metadata = Cassette.load(cassette).metadata
@@ -93,33 +101,33 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     assert "SpecFailed" not in result.stdout.str()
     assert cassette.read_bytes() == before
 
-    # `atom validate` plays the new script, which passes, and says why pytest --atom refuses.
-    validated = CliRunner().invoke(validate, ["create_file.atom.yaml"], catch_exceptions=False)
-    assert validated.exit_code == 0, validated.output
-    assert (
-        f"    note: pytest --atom will refuse the stale cassette {CASSETTE} ({SCRIPT_CHANGED}: "
+    # What `atom validate` adds to its run of the new script, and why pytest --atom refuses.
+    assert _cassette_notes(load_specs(spec_file)[0]) == [
+        f"note: pytest --atom will refuse the stale cassette {CASSETTE} ({SCRIPT_CHANGED}: "
         "scripts/create_file.yaml is not the script the cassette was recorded from); "
         f"re-record it with: {COMMAND}"
-    ) in validated.output.splitlines()
-
-    # The command it names re-records from the new script: the cassette fits again.
-    rerecord = COMMAND.removeprefix("pytest ").replace("'", "").split()
-    pytester.runpytest(*rerecord).assert_outcomes(passed=1)
-    assert Cassette.load(cassette).metadata["script_hash"] == script_hash(spec)
-    assert staleness(spec, Cassette.load(cassette)) == []
+    ]
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
 def test_old_cassette_without_hashes_replays_after_a_script_edit(
-    pytester: pytest.Pytester,
+    tmp_path: Path, claude_bin: Path
 ) -> None:
     """The previous release stored no hashes: nothing to compare, no error (and `atom
-    cassette check` notes that such a cassette cannot tell when it is stale)."""
-    copy_create_file(pytester.path, cassette=True)
-    unstamp(pytester.path / CASSETTE)
-    edit_script(pytester.path)
-    pytester.runpytest("--atom").assert_outcomes(passed=1)
+    cassette check` notes that such a cassette cannot tell when it is stale). The replay
+    serves the recorded answers to the pin's own requests, whatever the script says now."""
+    spec_file = copy_create_file(tmp_path, cassette=True)
+    unstamp(tmp_path / CASSETTE)
+    edit_script(tmp_path)
+    source = open_source(load_specs(spec_file)[0], claude_bin)
+    assert (source.kind, source.stale_reasons) == ("replay", [])
+    first = Cassette.load(FIXTURES / "cassettes" / "create_file" / "create-file.yaml")
+    with Gateway(source.responder) as gateway:
+        answers = [
+            httpx.post(gateway.url + "/v1/messages?beta=true", json=i.body, timeout=30)
+            for i in first.interactions[:2]
+        ]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert SECOND_TURN in answers[1].text and "Let me look at it." not in answers[1].text
 
 
 # --- without a Claude Code session --------------------------------------------------------
@@ -249,20 +257,61 @@ def test_editing_any_shipped_script_is_refused_with_the_command_that_re_records(
         assert f"Re-record it with: {command}" in out, spec.name
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
+def first_request_with(cassette: Path, text: str) -> dict[str, Any]:
+    """The body of the first request in `cassette` whose messages hold `text`."""
+    for interaction in Cassette.load(cassette).interactions:
+        body = interaction.body
+        if isinstance(body, dict) and text in json.dumps(body.get("messages")):
+            return body
+    raise AssertionError(f"no request of {cassette} holds {text!r}")
+
+
 def test_editing_any_shipped_prompt_diverges_naming_the_command_that_re_records(
-    pytester: pytest.Pytester,
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    specs = shipped_copy(pytester.path)
+    """Every shipped spec's edited prompt is a reason, not a refusal; for one spec of each
+    kind of prompt (`prompt:`, a step's, the planner's `request:`) the replay of the pin's
+    request carrying it diverges at the gateway, and the report names the re-record. The
+    same through the CLI: test_editing_a_shipped_prompt_diverges_through_the_cli (a sweep)
+    and tests/test_recording.py's test_changed_prompt_fails_with_a_readable_diff."""
+    specs = shipped_copy(tmp_path)
+    monkeypatch.chdir(tmp_path)
     for spec_file in SHIPPED:
+        (recorded,) = load_specs(specs / spec_file.name)
         edit_prompt(specs / spec_file.name)
         (spec,) = load_specs(specs / spec_file.name)
         assert staleness(spec, Cassette.load(cassette_path(spec))) == [
             f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
         ], spec.name
-    # Through the CLI, one spec of each kind of prompt (`prompt:`, a step's, the planner's
-    # `request:`); staleness() above answered for every one, and the report is the same code.
+        if spec_file.name not in E2E_PROMPTS:
+            continue
+        source = open_source(spec, claude_bin)
+        prompt = recorded.steps[0].prompt if recorded.steps else recorded.prompt
+        line = json.dumps(prompt.splitlines()[0])[1:-1]
+        body = json.loads(
+            json.dumps(first_request_with(cassette_path(spec), line)).replace(
+                line, f"Be brief. {line}", 1
+            )
+        )
+        with Gateway(source.responder) as gateway:
+            answer = httpx.post(gateway.url + "/v1/messages?beta=true", json=body, timeout=30)
+        assert answer.status_code == 409, spec.name
+        (report, *_) = divergence_report(spec, source, CLAUDE_CODE_VERSION)
+        assert report.startswith(
+            f"likely cause: {PROMPT_CHANGED}: re-record it with: pytest --atom "
+            f"'specs/{spec_file.name}::{spec.name}' --atom-record-mode=all"
+        ), (spec.name, report)
+
+
+@pytest.mark.slow
+@pytest.mark.sweep
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_editing_a_shipped_prompt_diverges_through_the_cli(pytester: pytest.Pytester) -> None:
+    """One spec of each kind of prompt, edited, replayed by the CLI: the divergence report
+    names the re-record (a sweep, CI: -m sweep; the suite shows it at the gateway)."""
+    specs = shipped_copy(pytester.path)
+    for name in E2E_PROMPTS:
+        edit_prompt(specs / name)
     run = [f"specs/{name}" for name in E2E_PROMPTS]
     result = pytester.runpytest("--atom", *run, "-p", "no:cacheprovider")
     result.assert_outcomes(failed=len(run))
@@ -314,15 +363,20 @@ def test_stamp_writes_the_hashes_of_a_cassette_that_fits_and_nothing_else(
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
-    pytester: pytest.Pytester,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec_file = copy_create_file(pytester.path, cassette=True)
-    path = pytester.path / CASSETTE
+    """A changed script is told by comparing the script with the cassette's answers (a
+    replay would pass); a changed prompt by the hash where the cassette has one, and
+    otherwise by a replay, which diverges."""
+    monkeypatch.chdir(tmp_path)
+    spec_file = copy_create_file(tmp_path, cassette=True)
+    path = tmp_path / CASSETTE
+    stamped = path.read_bytes()
     unstamp(path)
     before = path.read_bytes()
     rerecord = f"  re-record it with: {COMMAND}"
 
-    edit_script(pytester.path)  # a replay would pass: only the script comparison tells
+    edit_script(tmp_path)  # a replay would pass: only the script comparison tells
     result = stamp("create_file.atom.yaml")
     assert result.exit_code == 1
     assert result.output.splitlines() == [
@@ -332,8 +386,19 @@ def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
     ]
     assert path.read_bytes() == before
 
-    shutil.copy(FIXTURES / "scripts" / "create_file.yaml", pytester.path / "scripts")
+    shutil.copy(FIXTURES / "scripts" / "create_file.yaml", tmp_path / "scripts")
     spec_file.write_text(spec_file.read_text().replace("hello, world\n", "hello, moon\n", 1))
+    path.write_bytes(stamped)  # its prompt hash tells, before any replay
+    result = stamp("create_file.atom.yaml")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"create-file: not stamped, the cassette does not fit the spec: {PROMPT_CHANGED}: its "
+        "prompt is not the one the cassette was recorded with",
+        rerecord,
+    ]
+    assert path.read_bytes() == stamped
+
+    path.write_bytes(before)  # no hash: the replay tells
     result = stamp("create_file.atom.yaml")
     assert result.exit_code == 1
     assert result.output.startswith(
