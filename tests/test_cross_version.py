@@ -19,9 +19,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.matchers import match_key
@@ -36,48 +34,39 @@ from tests.cli_starts import wrapped
 from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
 from tests.versions_helpers import (
     CASSETTE,
+    STRICT_INI,
     TICKETS_SERVER,
     copy_old_project,
-    replay_old_project,
+    refresh_old_project,
 )
 
 SHIPPED_CREATE_FILE = REPO / "fixtures" / "specs" / "cassettes" / "create_file" / "create-file.yaml"
 
 
-@pytest.fixture
-def old_project(pytester: pytest.Pytester) -> Path:
-    """A copy of the 2.1.197 cassette and its spec, as a user of release 0.1 has them."""
-    return copy_old_project(pytester.path)
-
-
 @pytest.fixture(scope="session")
 def old_refreshed(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The 2.1.197 cassette refreshed by the pinned CLI in one `pytest --atom` run (JUnit,
-    traces): its output refresh.txt, the cassette before.yaml and the project/ after."""
-    build = partial(replay_old_project, claude_bin=claude_bin)
+    """`atom cassette refresh` of the 2.1.197 cassette with the pinned CLI, once per session:
+    its output.txt and exit_code, the cassette before.yaml and the project/ after."""
+    build = partial(refresh_old_project, claude_bin=claude_bin)
     return once_per_session(tmp_path_factory, "old-project-refreshed", build)
 
 
 @pytest.mark.slow
 def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(old_refreshed: Path) -> None:
-    """The refresh replays the 2.1.197 cassette matched on the conversation, as a default
-    replay does, and reports its drift once: terminal, JUnit and trace."""
-    out = (old_refreshed / "refresh.txt").read_text(encoding="utf-8")
-    assert "1 passed" in out and out.endswith("exit status: 0\n"), out[-3000:]
-    # Under filterwarnings = error: drift is no warning.
+    """The pin replays the 2.1.197 cassette matched on the conversation (a refresh is that
+    replay, then rewrites the requests) and says its drift once, naming both versions. How
+    pytest --atom reports a drift (terminal, JUnit, trace, no warning): the replays with
+    another release below."""
+    out = (old_refreshed / "output.txt").read_text(encoding="utf-8")
+    assert (old_refreshed / "exit_code").read_text() == "0", out
+    assert out.startswith(f"create-file: refreshed {CASSETTE}\n"), out
     pattern = (
-        f"drift: create_file.atom.yaml::create-file: recorded with Claude Code {OLD_CLI}, "
-        f"replayed with {CLAUDE_CODE_VERSION}: model claude-opus-4-8 → .*, tools .*"
+        f"^  recorded with Claude Code {OLD_CLI}, replayed with {CLAUDE_CODE_VERSION}: "
+        "model claude-opus-4-8 → .*, tools .*"
         "; 4 requests: 0 identical, 4 matched on the conversation$"
     )
-    assert re.search(pattern, out, re.M), out[-3000:]
-    assert out.count("drift: ") == 1
-    project = old_refreshed / "project"
-    junit = (project / "junit.xml").read_text(encoding="utf-8")
-    assert f'name="atom_drift" value="recorded with Claude Code {OLD_CLI}' in junit
-    trace = project / "traces" / "create_file" / "create-file.json"
-    drift = json.loads(trace.read_text(encoding="utf-8"))["atom"]["drift"]
-    assert drift.startswith(f"recorded with Claude Code {OLD_CLI}, replayed with ")
+    assert re.search(pattern, out, re.M), out
+    assert out.count("recorded with Claude Code") == 1 and "note:" not in out
 
 
 #: The release before the pin: the other end of an ordinary upgrade.
@@ -151,13 +140,25 @@ def test_the_configuration_replays_with_another_release(
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
     (specs / TICKETS_SERVER).unlink()
+    pytester.makefile(".ini", pytest=STRICT_INI)  # under filterwarnings = error
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(other_clis[version]))
     result = pytester.runpytest(
-        "--atom", "specs/configured.atom.yaml", "--atom-report=traces", "-p", "no:cacheprovider"
+        "--atom",
+        "specs/configured.atom.yaml",
+        "--junitxml=junit.xml",
+        "--atom-report=traces",
+        "-p",
+        "no:cacheprovider",
     )
-    result.assert_outcomes(passed=1)
-    assert_replayed_with(result.stdout.str(), {CONFIGURED: "passed"}, version)
+    result.assert_outcomes(passed=1)  # drift is no warning
+    out = result.stdout.str()
+    assert_replayed_with(out, {CONFIGURED: "passed"}, version)
+    assert out.count("drift: ") == 1  # the releases differ: said once, in each report
+    junit = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+    drift = f"recorded with Claude Code {CLAUDE_CODE_VERSION}, replayed with {version}"
+    assert f'name="atom_drift" value="{drift}' in junit
     trace = json.loads((pytester.path / "traces/configured/configured.json").read_text())
+    assert trace["atom"]["drift"].startswith(drift)
     checks = {c["kind"]: c for c in trace["children"][-1]["checks"]}
     assert all(c["passed"] for c in checks.values()), checks
     assert "mcp__tickets__create" in checks["mcp_called"]["evidence"]
@@ -191,22 +192,7 @@ def test_every_shipped_spec_replays_with_another_release(
 def diverging_refresh(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
     """`atom cassette refresh` of the 2.1.197 cassette after its prompt was edited (hello,
     moon): one replay that diverges, read by the tests of what a changed prompt does."""
-
-    def build(folder: Path) -> None:
-        project = copy_old_project(folder)
-        spec = project / "create_file.atom.yaml"
-        spec.write_text(spec.read_text().replace("hello, world\n", "hello, moon\n", 1))
-        (folder / "before.yaml").write_bytes((project / CASSETTE).read_bytes())
-        with pytest.MonkeyPatch.context() as patch:
-            patch.chdir(project)
-            refreshed = CliRunner().invoke(
-                main,
-                ["cassette", "refresh", "create_file.atom.yaml"],
-                env={"ATOM_CLAUDE_BIN": str(claude_bin)},
-            )
-        (folder / "output.txt").write_text(refreshed.output, encoding="utf-8")
-        (folder / "exit_code").write_text(str(refreshed.exit_code))
-
+    build = partial(refresh_old_project, claude_bin=claude_bin, edit=True)
     return once_per_session(tmp_path_factory, "old-project-moon", build)
 
 
@@ -325,5 +311,5 @@ def test_refresh_refuses_a_diverging_conversation(diverging_refresh: Path) -> No
     assert (diverging_refresh / "exit_code").read_text() == "1", out
     assert "create-file: not refreshed: the replay diverged" in out
     assert "likely cause: spec changed since recording" in out
-    after = (diverging_refresh / CASSETTE).read_bytes()
+    after = (diverging_refresh / "project" / CASSETTE).read_bytes()
     assert after == (diverging_refresh / "before.yaml").read_bytes()

@@ -22,6 +22,7 @@ from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.mcp_tape import MODULE, McpTape, describe_miss, request_key
 from pytest_atom.cassettes.recording import ModelSource, cassette_path, divergence_report
 from pytest_atom.cassettes.staleness import prompt_hash, script_hash, staleness
+from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
@@ -278,16 +279,22 @@ def test_a_call_the_recording_never_saw_is_the_divergence_named_first(tmp_path: 
     recorded = {"request": _call(0, "get", ticket="T-1"), "response": {"result": {}}}
     del recorded["request"]["id"]
     tape.write_tape({"tickets": [recorded]}, lambda text: text)
-    [answer] = talk(tape.argv("tickets", "gone", []), [_call(5, "get", ticket="T-2")], tmp_path)
-    assert "was never recorded" in answer["error"]["message"]
+    asked = [_call(5, "get", ticket="T-2"), _call(6, "get", ticket="T-3")]
+    answers = talk(tape.argv("tickets", "gone", []), asked, tmp_path)
+    assert all("was never recorded" in a["error"]["message"] for a in answers)
     source = ModelSource("replay", replayer([], tmp_path), mcp=tape)
-    first, *_ = divergence_report(spec, source, CLAUDE_CODE_VERSION)
+    first, second = divergence_report(spec, source, CLAUDE_CODE_VERSION)
     assert first.startswith("likely cause: an MCP server was asked what the recording never saw")
     assert (
         """MCP server 'tickets': tools/call 'get' with {"ticket": "T-2"} was never recorded"""
         in first
     )
     assert "--atom-record-mode=all" in first
+    # The failure report leads with the first in full and lists the next.
+    report = SpecResult(spec, tmp_path, [], 1.0, 0.8, divergences=[first, second]).report()
+    assert "replay diverged from the cassette (2 distinct requests matched nothing" in report
+    assert """tools/call 'get' with {"ticket": "T-3"} was never recorded""" in report
+    assert "  agent: did not run" in report.splitlines()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ pytest-atom masked its details: another kernel release and login shell, the sand
 folders under another user id, another count of the sandbox's paths. The live run has its
 temp folder elsewhere too. `--atom-match=strict` must still pass, with no drift line: the
 generated machine's replay (tests/versions_helpers.py, shared with tests/test_machines.py)
-shows it. A detail pytest-atom does not mask is named as the cause of the divergence.
+shows it. A detail pytest-atom does not mask is named as the cause of the divergence (at
+the gateway, the pin's request against the other machine's cassette).
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ import shutil
 from functools import partial
 from pathlib import Path
 
+import httpx
 import pytest
 
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.matchers import match_key
+from pytest_atom.cassettes.recording import ModelSource, divergence_report
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.model.modes import MatchMode
+from pytest_atom.model.spec import load_specs
 from tests.helpers import REPO, once_per_session
 from tests.versions_helpers import MACHINES, MachineReplay, replay_on_machine
 
@@ -68,35 +77,42 @@ def rewritten(cassette: Path) -> str:
     return text
 
 
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_a_machine_detail_left_unmasked_is_named_as_the_cause(pytester: pytest.Pytester) -> None:
+def test_a_machine_detail_left_unmasked_is_named_as_the_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A detail pytest-atom does not mask yet (here the environment block's git line, as a
-    machine without git would have it) is the only difference left: the report says so."""
-    specs = pytester.path / "specs"
+    machine without git would have it) is the only difference left between the pin's
+    request recorded here (create_file's shipped cassette) and the other machine's: a
+    strict replay diverges and the report names the detail; the default match serves it."""
+    specs = tmp_path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
+    monkeypatch.chdir(tmp_path)
     cassette = specs / CREATE_FILE
     text = rewritten(cassette)
     assert " - Is a git repository: true" in text
     cassette.write_text(text.replace("git repository: true", "git repository: false"))
-    result = pytester.runpytest("--atom", "specs/create_file.atom.yaml", "--atom-match=strict")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+    (spec,) = load_specs(specs / "create_file.atom.yaml")
+    live = Cassette.load(REPO / "fixtures" / "specs" / CREATE_FILE).interactions[0].body
+    strict, conversation = (theirs(cassette, mode) for mode in ("strict", "conversation"))
+    for responder, status in ((strict, 409), (conversation, 200)):
+        with Gateway(responder) as gateway:
+            answer = httpx.post(gateway.url + "/v1/messages?beta=true", json=live, timeout=30)
+        assert answer.status_code == status, answer.text
+    assert conversation.divergences == []
+    assert strict.divergences[0].where() == ("machine", ["'Is a git repository'"])
+    (report, *_) = divergence_report(spec, ModelSource("replay", strict), CLAUDE_CODE_VERSION)
+    pytest.LineMatcher(report.splitlines()).fnmatch_lines(
         [
-            "*likely cause: a machine detail differs ('Is a git repository'): the cassette was "
+            "likely cause: a machine detail differs ('Is a git repository'): the cassette was "
             "recorded on another machine, and pytest-atom does not mask this detail yet; the "
             "default --atom-match=conversation ignores it",
             "*      recorded *Is a git repository: [[]false[]]*",
             "*      live     *Is a git repository: [[]true[]]*",
         ]
     )
-    # What the report says of the default match: the machine's cassette and the one recorded
-    # here (the live requests' masked form) are the same conversation, not the same request.
-    ours = Cassette.load(REPO / "fixtures" / "specs" / CREATE_FILE).interactions
-    theirs = Cassette.load(cassette).interactions
-    for mine, other in zip(ours, theirs, strict=True):
-        if isinstance(mine.body, dict):
-            assert match_key("turn", other.body, "conversation") == (
-                match_key("turn", mine.body, "conversation")
-            )
-    assert match_key("turn", theirs[0].body, "strict") != match_key("turn", ours[0].body, "strict")
+
+
+def theirs(cassette: Path, match: MatchMode) -> CassetteResponder:
+    """The other machine's cassette served as a replay serves it (its details masked on
+    load), in match mode `match`."""
+    return CassetteResponder(Cassette.load(cassette), Normalizer({}), Scrubber(env={}), match=match)

@@ -367,7 +367,7 @@ def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
 ) -> None:
     """A changed script is told by comparing the script with the cassette's answers (a
     replay would pass); a changed prompt by the hash where the cassette has one, and
-    otherwise by a replay, which diverges."""
+    otherwise by a replay, which diverges. Nothing is written either way."""
     monkeypatch.chdir(tmp_path)
     spec_file = copy_create_file(tmp_path, cassette=True)
     path = tmp_path / CASSETTE
@@ -398,12 +398,21 @@ def test_stamp_refuses_a_cassette_whose_script_or_prompt_changed(
     ]
     assert path.read_bytes() == stamped
 
-    path.write_bytes(before)  # no hash: the replay tells
-    result = stamp("create_file.atom.yaml")
+    # No hash (a planner `request:` edited here): only a replay can tell, and it diverges
+    # at the planner's session, before any step runs.
+    specs = shipped_copy(tmp_path / "planned")
+    monkeypatch.chdir(specs)
+    unstamp(specs / "cassettes" / "planned" / "planned.yaml")
+    planned = (specs / "cassettes" / "planned" / "planned.yaml").read_bytes()
+    edit_prompt(specs / "planned.atom.yaml")
+    result = stamp("planned.atom.yaml")
     assert result.exit_code == 1
     assert result.output.startswith(
-        "create-file: not stamped, the cassette does not fit the spec: the replay diverged"
+        "planned: not stamped, the cassette does not fit the spec: the replay diverged"
     )
     assert "likely cause: spec changed since recording" in result.output
-    assert result.output.endswith(rerecord + "\n")
-    assert path.read_bytes() == before
+    assert "  agent: did not run" in result.output.splitlines()
+    assert result.output.endswith(
+        "  re-record it with: pytest --atom 'planned.atom.yaml::planned' --atom-record-mode=all\n"
+    )
+    assert (specs / "cassettes" / "planned" / "planned.yaml").read_bytes() == planned

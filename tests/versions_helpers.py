@@ -2,8 +2,9 @@
 Claude Code once per test session (tests/helpers.py's once_per_session) and leaves in its
 folder what several tests read, so one replay answers every assertion made of it.
 
-- `replay_old_project`: release 0.1's 2.1.197 cassette replayed by the pinned CLI in
-  ``--atom-record-mode=refresh`` (its drift line, JUnit and trace, the refreshed cassette).
+- `refresh_old_project`: release 0.1's 2.1.197 cassette refreshed by the pinned CLI with
+  `atom cassette refresh` (its drift line, the refreshed cassette), or refused once its
+  prompt was edited.
 - `replay_on_machine`: the shipped `configured` fixture, as a generated machine recorded it
   and with its MCP server's file gone, replayed strict by that machine's caller.
 """
@@ -11,13 +12,16 @@ folder what several tests read, so one replay answers every assertion made of it
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
 from tests.helpers import REPO
 from tests.machines import Machine, Tree, caller_trees, prepare
 
@@ -42,32 +46,31 @@ def copy_old_project(folder: Path) -> Path:
     return folder
 
 
-def pytest_in(folder: Path, claude_bin: Path, *args: str) -> str:
-    """``pytest --atom ARGS`` run in `folder` by a pytest of its own, with `claude_bin`;
-    its output (stdout, then stderr) and exit status, as the text a test reads."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    command = [sys.executable, "-m", "pytest", "--atom", "-p", "no:cacheprovider", *args]
-    done = subprocess.run(
-        command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    return f"{done.stdout}{done.stderr}\nexit status: {done.returncode}\n"
+def refresh_in(project: Path, claude_bin: Path) -> tuple[int, str]:
+    """`atom cassette refresh create_file.atom.yaml` run in `project` (in this process, with
+    `claude_bin`): its exit code and output."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        refreshed = CliRunner().invoke(
+            main,
+            ["cassette", "refresh", "create_file.atom.yaml"],
+            env={"ATOM_CLAUDE_BIN": str(claude_bin)},
+        )
+    return refreshed.exit_code, refreshed.output
 
 
-def replay_old_project(folder: Path, claude_bin: Path) -> None:
-    """Refresh the 2.1.197 cassette with the pinned CLI: a replay matched on the
-    conversation, reported with JUnit and traces, that rewrites the cassette's requests."""
+def refresh_old_project(folder: Path, claude_bin: Path, edit: bool = False) -> None:
+    """`atom cassette refresh` of the 2.1.197 cassette with the pinned CLI (a replay matched
+    on the conversation that rewrites the cassette's requests), its prompt edited (hello,
+    moon) when `edit`: output.txt, exit_code, before.yaml, and project/ after."""
     project = copy_old_project(folder / "project")
+    if edit:
+        spec = project / "create_file.atom.yaml"
+        spec.write_text(spec.read_text().replace("hello, world\n", "hello, moon\n", 1))
     (folder / "before.yaml").write_bytes((project / CASSETTE).read_bytes())
-    refreshed = pytest_in(
-        project,
-        claude_bin,
-        "--atom-record-mode=refresh",
-        "--junitxml=junit.xml",
-        "--atom-report=traces",
-    )
-    (folder / "refresh.txt").write_text(refreshed, encoding="utf-8")
+    code, output = refresh_in(project, claude_bin)
+    (folder / "output.txt").write_text(output, encoding="utf-8")
+    (folder / "exit_code").write_text(str(code))
 
 
 @dataclass(frozen=True)
