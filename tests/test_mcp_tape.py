@@ -25,6 +25,7 @@ from pytest_atom.cassettes.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
+from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec
 from tests.cassette_helpers import replayer
 from tests.helpers import once_per_session, talk
@@ -295,6 +296,11 @@ def test_a_call_the_recording_never_saw_is_the_divergence_named_first(tmp_path: 
     assert "replay diverged from the cassette (2 distinct requests matched nothing" in report
     assert """tools/call 'get' with {"ticket": "T-3"} was never recorded""" in report
     assert "  agent: did not run" in report.splitlines()
+    # The agent's failed call, as the report lists it: an MCP call names no command or file.
+    error = answers[0]["error"]["message"]
+    assert tool_problem("mcp__tickets__get", {"ticket": "T-2"}, error, True) == (
+        f"mcp__tickets__get : {error}"
+    )
 
 
 @pytest.fixture(scope="session")
