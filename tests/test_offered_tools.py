@@ -22,6 +22,7 @@ from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claud
 from pytest_atom.gateway.matching import offered_tools
 from pytest_atom.model.messages import message
 from tests.cassette_helpers import post, recorded, replayer, serve, turn_body
+from tests.cli_starts import wrapped
 
 #: How 2.1.331 and 2.1.332 list deferred tools, in a `role: system` message.
 DEFERRED = (
@@ -132,7 +133,7 @@ def clis() -> dict[str, Path]:
             pytest.fail(
                 f"Claude Code {version} is not installed; run: atom setup --version {version}"
             )
-        found[version] = binary
+        found[version] = wrapped(binary)  # counted like every CLI the suite starts
     return found
 
 
