@@ -268,6 +268,20 @@ def _in(folder: Path, args: list[str]) -> Any:
         return CliRunner().invoke(main, args)
 
 
+@pytest.mark.slow
+def test_run_prints_the_pass_rate_against_its_minimum(cli: CliRunner, tmp_path: Path) -> None:
+    """`atom run --min-pass-rate`, end to end (one run; the rates over repeats and the exit
+    status they decide are the next test's, on rows as a repeated run makes them)."""
+    (tmp_path / "once.atom.yaml").write_text(
+        "name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {run: 'mkdir flag'}\n"
+    )
+    (tmp_path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
+    ok = cli.invoke(main, ["run", "once.atom.yaml", "--min-pass-rate", "0.9"])
+    assert ok.exit_code == 0, ok.output
+    assert "once.atom.yaml::once: 1/1 passed, pass rate 1.00 [" in ok.output
+    assert "(ok the minimum 0.9)" in ok.output
+
+
 def test_the_minimum_pass_rate_gates_the_run() -> None:
     """`--min-pass-rate`: the rates over repeats decide, not a single failed repeat."""
     rows = [

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.validate_cmd import _cassette_notes, validate
+from pytest_atom.cassettes.staleness import workspace_config
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import SpecError
 from tests.helpers import wait_gone, write
@@ -95,6 +96,7 @@ def test_notes_say_what_pytest_will_do_with_the_cassette(tmp_path: Path) -> None
     matches its spec, and a spec without a cassette plays its script in pytest too."""
     [shipped] = load_specs(FIXTURES / "create_file.atom.yaml")
     assert _cassette_notes(shipped) == []
+    assert workspace_config(shipped) is None  # no workspace: no configuration of its own
     shutil.copytree(FIXTURES / "scripts", tmp_path / "scripts")
     [alone] = load_specs(shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path))
     assert _cassette_notes(alone) == []
