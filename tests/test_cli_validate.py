@@ -60,8 +60,8 @@ WRONG_TURNS = """  - tool_use:
 def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
     """A cassette that replays a different session must not be used: the script is. The
     script's edit misses and a tool name is mistyped: the same lines as pytest's failure
-    report, so the cause is not hidden behind a mere failed check. (The schema, oracle
-    and --expect-fail verdicts are the oracle tests' below: they read the same runs.)"""
+    report, so the cause is not hidden behind a mere failed check. (A run that passes and
+    --expect-fail's verdicts are the oracle tests' below: a script's run is judged alike.)"""
     shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path)
     script = (FIXTURES / "scripts" / "create_file.yaml").read_text(encoding="utf-8")
     script = script.replace("hello, world", "goodbye")
