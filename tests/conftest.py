@@ -40,6 +40,8 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
     pytest_unconfigure,
     wrapped,
 )
+from tests.frontends_helpers import FrontEnds
+from tests.frontends_helpers import build as build_front_ends
 from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
@@ -95,6 +97,23 @@ def _replay_shipped(folder: Path, claude_bin: Path) -> None:
     if done.returncode != 0:
         raise RuntimeError(output)
     (folder / "output.txt").write_text(output, encoding="utf-8")
+
+
+@pytest.fixture
+def front_ends(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+) -> FrontEnds:
+    """One run of tests/frontends_helpers.py's project by each front end (`pytest --atom` as
+    two pytest-split shards, `pytest --atom -n 2`, `atom run`), for every test that compares
+    them or reads what they left (summaries, JUnit, shard results, HTML, baseline deltas).
+
+    Built once per session, by the first test that asks, in its pytester (function-scoped,
+    so this fixture is too): the inner runs are in-process and count for coverage. The
+    build sets the inner runs up as `claude_for_pytester` does, itself: that fixture drops
+    the xdist variables by which once_per_session finds the folder the workers share.
+    """
+    build = partial(build_front_ends, pytester=pytester, claude_bin=claude_bin)
+    return FrontEnds(once_per_session(tmp_path_factory, "front-ends", build))
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from pytest_atom.reports.baseline import (
     build_baseline,
     compare,
     compare_run,
+    dump_baseline,
     load_baseline,
     read_results,
     summary_cell,
@@ -25,7 +26,7 @@ from pytest_atom.reports.baseline import (
     write_results,
 )
 from pytest_atom.reports.summary import summary_table
-from tests.helpers import REPO, drop_step_fixtures
+from tests.frontends_helpers import FAILS, SLOW, XFAIL, FrontEnds
 from tests.helpers import summary_row as row
 
 
@@ -242,46 +243,44 @@ def test_save_writes_a_stable_baseline_from_the_last_run(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_save_then_compare_over_the_shipped_fixtures(pytester: pytest.Pytester) -> None:
-    """Save a baseline of the replayed fixtures, rerun against it (passes), then against a
-    copy with lower turns, cost and score (fails, naming each spec, metric and values)."""
-    specs = pytester.path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", specs)
-    (specs / "fix_failing_test.atom.yaml").unlink()  # the slowest; two specs are enough
-    drop_step_fixtures(specs)
-    shutil.rmtree(specs / "workspaces" / "calc")
-    pytester.runpytest("--atom", "specs").assert_outcomes(passed=1, xfailed=1)
+def test_a_session_fails_on_a_regression_though_every_item_passed(front_ends: FrontEnds) -> None:
+    """The shared project's first shard (a-slow alone, which passes) against a baseline
+    with fewer turns and tokens: the summary, JUnit and the HTML report show the deltas,
+    the spec's own tolerance lets its turns rise, and its tokens' regression fails the
+    session."""
+    shard = front_ends.output("shard1")
+    assert "1 passed" in shard and front_ends.status("shard1") == 1
+    assert re.search(rf"(?m)^{re.escape(SLOW)} +passed .*regression .*tokens \+", shard)
+    assert f"baseline regression: {SLOW}: tokens rose from 1 to " in shard
+    assert "turns rose" not in shard  # within a-slow's own tolerance (turns: null)
+    assert 'name="atom_baseline_turns" value="1' in (front_ends.project / "shard1.xml").read_text()
+    page = (front_ends.project / "whole.html").read_text()  # the HTML report's column fills in
+    assert '<span class="delta">baseline regression</span>' in page
+    assert '<span class="delta">tokens +' in page
+
+
+@pytest.mark.slow
+def test_save_then_compare_over_a_real_run(front_ends: FrontEnds, tmp_path: Path) -> None:
+    """Save a baseline of the shared project's last pytest run (`pytest -n 2`): the run
+    is the same as it; against a copy with fewer tokens and a higher score it regresses,
+    naming each spec, metric and values."""
+    last = front_ends.project / ".atom" / "last-run.json"
     with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(pytester.path)
-        saved = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
+        mp.chdir(tmp_path)
+        saved = CliRunner().invoke(baseline, ["save", "--from", str(last)], catch_exceptions=False)
     assert saved.exit_code == 0, saved.output
-    path = pytester.path / ".atom" / "baseline.json"
-    same = pytester.runpytest("--atom", "specs", "--atom-baseline", str(path), "--junitxml=j.xml")
-    assert same.ret == 0
-    same.stdout.fnmatch_lines(["*create_file.atom.yaml::create-file*passed*same"])
-    assert 'name="atom_baseline_turns" value="0"' in (pytester.path / "j.xml").read_text()
+    path = tmp_path / ".atom" / "baseline.json"
+    rows = read_results(last)
+    assert [c.status for c in compare_run(load_baseline(path), rows)] == ["same"] * 3
 
     lower = json.loads(path.read_text())
-    create = lower["specs"]["specs/create_file.atom.yaml::create-file"]
-    turns, cost = create["turns"], create["cost_usd"]
-    create.update(turns=turns - 1, cost_usd=cost / 2)
-    lower["specs"]["specs/misses_goal.atom.yaml::misses-goal"]["score"] = 0.5
-    (pytester.path / "lower.json").write_text(json.dumps(lower))
-    worse = pytester.runpytest(
-        "--atom", "specs", "--atom-baseline", "lower.json", "--atom-html", "report.html"
+    tokens = lower["specs"][SLOW]["tokens"]
+    lower["specs"][SLOW]["tokens"] = tokens // 2
+    lower["specs"][XFAIL]["score"] = 0.5
+    dump_baseline(lower, tmp_path / "lower.json")
+    compared = {c.spec: c for c in compare_run(load_baseline(tmp_path / "lower.json"), rows)}
+    assert compared[SLOW].messages == (
+        f"{SLOW}: tokens rose from {tokens // 2} to {tokens} (tolerance 10%)",
     )
-    worse.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the run fails
-    page = (pytester.path / "report.html").read_text()  # the HTML report's column fills in
-    assert '<span class="delta">baseline regression</span><span class="delta">turns +1' in page
-    assert worse.ret == 1
-    worse.stdout.fnmatch_lines(
-        [
-            "*create_file.atom.yaml::create-file*passed*regression turns +1*",
-            f"baseline regression: specs/create_file.atom.yaml::create-file: turns rose from "
-            f"{turns - 1} to {turns} (tolerance 25%)",
-            "baseline regression: specs/create_file.atom.yaml::create-file: cost_usd rose *",
-            "baseline regression: specs/misses_goal.atom.yaml::misses-goal: score dropped "
-            "from 0.5 to 0.3 (tolerance 0.05)",
-        ]
-    )
+    assert compared[XFAIL].messages == (f"{XFAIL}: score dropped from 0.5 to 0.3 (tolerance 0.05)",)
+    assert compared[FAILS].status == "same"

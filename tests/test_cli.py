@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -12,10 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
+from atom_cli.run_cmd import exit_status
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.recording import AUTH_VARIABLES
+from pytest_atom.reports.measure import repeat_lines
 from pytest_atom.reports.trace import TRACE_SCHEMA
-from tests.helpers import REPO, bash
+from tests.frontends_helpers import FAILS, ORDER, OUTCOMES, SLOW, XFAIL, FrontEnds, summary
+from tests.helpers import bash, summary_row
 
 
 @pytest.fixture
@@ -23,13 +27,6 @@ def cli(claude_bin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cl
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
     monkeypatch.chdir(tmp_path)
     return CliRunner()
-
-
-@pytest.fixture
-def specs(tmp_path: Path) -> Path:
-    target = tmp_path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", target)
-    return target
 
 
 def test_help_lists_the_commands(cli: CliRunner) -> None:
@@ -41,86 +38,66 @@ def test_help_lists_the_commands(cli: CliRunner) -> None:
 
 
 @pytest.mark.slow
-def test_run_passes_and_fails_with_exit_codes(cli: CliRunner, specs: Path) -> None:
-    ok = cli.invoke(main, ["run", str(specs / "create_file.atom.yaml")])
-    assert ok.exit_code == 0, ok.output
-    assert "attempt 1/3" in ok.output and "iteration 1/3" in ok.output
-    assert "→ Bash" in ok.output and "printf 'hello, world" in ok.output  # tool calls stream
-    assert (
-        "PASS file_contains hello.txt" in ok.output and "decision: proceed, score 0.95" in ok.output
-    )
-    assert "specs/create_file.atom.yaml::create-file  passed" in ok.output  # a node id
-
-    spec = specs / "misses_goal.atom.yaml"
-    expected = cli.invoke(main, ["run", str(spec)])  # an xfail spec: its failure is expected
-    assert expected.exit_code == 0, expected.output
-    assert "verdict: fail, score 0.3" in expected.output  # the same report as pytest's
-    assert "misses_goal.atom.yaml::misses-goal  xfailed" in expected.output
-
-    spec.write_text("\n".join(ln for ln in spec.read_text().splitlines() if "xfail" not in ln))
-    failed = cli.invoke(main, ["run", str(spec)])
-    assert failed.exit_code == 1
-    assert "misses_goal.atom.yaml::misses-goal  failed" in failed.output
+def test_run_passes_and_fails_with_exit_codes(front_ends: FrontEnds) -> None:
+    """The shared project's `atom run`: tool calls stream, checks and decisions print,
+    each spec is named by its node id with pytest's outcome, and a failed spec exits 1
+    (a run without it exits 0: test_outcome's front-end test, on the same rows)."""
+    output = front_ends.output("atom")
+    assert front_ends.status("atom") == 1
+    assert "iteration 1/10" in output and "attempt 1/3" in output  # misses-goal's criteria
+    assert "→ Bash" in output and "sleep 4; echo slow > out.txt" in output  # tool calls stream
+    assert "PASS file_exists out.txt" in output and "decision: proceed" in output
+    # a failure, expected (xfail) or not, gets the same report as pytest's
+    assert "verdict: fail after 1 attempt (judged by checks; no criteria)" in output
+    assert "verdict: fail, score 0.3" in output
+    assert summary(output) == OUTCOMES
 
 
 @pytest.mark.slow
 def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
-    cli: CliRunner, specs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    front_ends: FrontEnds,
 ) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-q"\n')
-    (specs / "plain.atom.yaml").write_text(  # no criteria: a second attempt can never come
-        "name: plain\nprompt: Create hello.txt.\nscript: scripts/create_file.yaml\n"
-        "accept:\n  - file_exists: hello.txt\n"
-    )
-    monkeypatch.chdir(specs)
-    result = cli.invoke(main, ["run", "create_file.atom.yaml", "plain.atom.yaml"])
-    assert result.exit_code == 0, result.output
+    """`atom run` ran from the project's specs/ folder (a subfolder of its pytest.ini):
+    runs go where pytest --atom puts them and the specs are named from the project root;
+    nothing was spent now; misses-goal's cassette was recorded (from the API, its metadata
+    says), the scripted specs never were."""
+    specs = front_ends.project / "specs"
     assert not (specs / ".atom").exists()  # runs go where pytest --atom puts them
-    assert len(list((tmp_path / ".atom" / "runs").iterdir())) == 2
-    replayed, plain = result.output.split("plain (plain.atom.yaml)")
-    assert "attempt 1/3" in replayed and "attempt 1/" not in plain
-    table = [
-        line.split() for line in result.output.splitlines() if line.startswith(("spec ", "specs/"))
+    traces = json.loads((front_ends.folder / "atom.json").read_text())
+    assert {Path(t["atom"]["run_dir"]).parent for t in traces} == {front_ends.runs}
+    [header, *table] = [
+        re.split(r"\s{2,}", line.strip())
+        for line in front_ends.output("atom").splitlines()
+        if line.startswith(("spec ", "specs/"))
     ]
-    assert table[0][-6:] == ["cost", "$", "rec", "$", "time", "s"]
-    rows = {row[0]: row for row in table[1:]}
-    replay_row, plain_row = (
-        rows["specs/create_file.atom.yaml::create-file"],
-        rows["specs/plain.atom.yaml::plain"],
-    )
-    # The shipped cassette was recorded from its script: nobody ever paid for its answers.
-    assert replay_row[-3:-1] == ["0.0000", "-"]
-    assert plain_row[-3:-1] == ["0.0000", "-"]  # scripted: no API called, nothing recorded
-
-    cassette = specs / "cassettes" / "create_file" / "create-file.yaml"
-    text = cassette.read_text().replace(
-        "upstream: scripted://create_file.yaml", "upstream: https://api.anthropic.com"
-    )
-    cassette.write_text(text)  # as if recorded from the API: its cost was spent once
-    again = cli.invoke(main, ["run", "create_file.atom.yaml"])
-    [row] = [line.split() for line in again.output.splitlines() if line.startswith("specs/")]
-    assert row[-3] == "0.0000" and float(row[-2]) > 0  # spent nothing now; recorded
+    assert header[-4:] == ["cost $", "rec $", "time s", "vs baseline"]
+    rows = {row[0]: dict(zip(header, row, strict=False)) for row in table}
+    assert list(rows) == ORDER
+    for nodeid in (SLOW, FAILS):
+        assert (rows[nodeid]["cost $"], rows[nodeid]["rec $"]) == ("0.0000", "-")
+    assert rows[XFAIL]["cost $"] == "0.0000" and float(rows[XFAIL]["rec $"]) > 0
 
 
 @pytest.mark.slow
-def test_spec_path_alone_runs_it(cli: CliRunner, specs: Path) -> None:
-    result = cli.invoke(main, [str(specs / "create_file.atom.yaml")])
-    assert result.exit_code == 0, result.output
-    assert not Path("USER_PROMPT.md").exists()  # never mistaken for task text
+def test_spec_path_alone_runs_it(front_ends: FrontEnds) -> None:
+    """The shared `atom run` was `atom a.atom.yaml misses_goal.atom.yaml ...`: no `run`."""
+    assert list(summary(front_ends.output("atom"))) == ORDER
+    for folder in (front_ends.project, front_ends.project / "specs"):
+        assert not (folder / "USER_PROMPT.md").exists()  # never mistaken for task text
 
 
 @pytest.mark.slow
-def test_run_json_and_report(cli: CliRunner, specs: Path, tmp_path: Path) -> None:
+def test_run_json_and_report(front_ends: FrontEnds) -> None:
     import jsonschema
 
-    result = cli.invoke(
-        main, ["run", "--json", "--report", "out", str(specs / "create_file.atom.yaml")]
-    )
-    assert result.exit_code == 0
-    [trace] = json.loads(result.stdout)
-    jsonschema.validate(trace, TRACE_SCHEMA)
-    assert trace["state"] == "succeeded" and trace["atom"]["score"] == 0.95
-    assert (tmp_path / "out" / "create_file" / "create-file.json").exists()
+    traces = json.loads((front_ends.folder / "atom.json").read_text())
+    for trace in traces:
+        jsonschema.validate(trace, TRACE_SCHEMA)
+    assert [t["atom"]["spec"]["name"] for t in traces] == ["a-slow", "a-fails", "misses-goal"]
+    assert [t["atom"]["outcome"]["label"] for t in traces] == ["passed", "failed", "xfailed"]
+    assert traces[0]["state"] == "succeeded" and traces[0]["atom"]["decision"] == "proceed"
+    assert (front_ends.project / "traces" / "a" / "a-slow.json").exists()
+    assert (front_ends.project / "traces" / "misses_goal" / "misses-goal.json").exists()
 
 
 def test_malformed_spec_is_an_error_without_the_usage_banner(
@@ -219,16 +196,16 @@ def test_bare_atom_needs_a_user_prompt(cli: CliRunner) -> None:
 def test_classic_loop_that_runs_out_of_iterations(
     cli: CliRunner, gateway_for: Any, tmp_path: Path
 ) -> None:
-    gateway = gateway_for([{"text": "working"}, {"text": "still working"}])
+    gateway = gateway_for([{"text": "working"}])
     Path("USER_PROMPT.md").write_text("Work.")
     env = {
         "ANTHROPIC_BASE_URL": gateway.url,
         "ANTHROPIC_API_KEY": "placeholder-for-tests",
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude-config"),
     }
-    result = cli.invoke(main, ["--max-iterations", "2"], env=env)
+    result = cli.invoke(main, ["--max-iterations", "1"], env=env)
     assert result.exit_code == 1
-    assert "⚠️  max_iterations" in result.output
+    assert "Iteration 1/1" in result.output and "⚠️  max_iterations" in result.output
 
 
 def test_setup_finds_the_pinned_cli(cli: CliRunner) -> None:
@@ -239,44 +216,83 @@ def test_setup_finds_the_pinned_cli(cli: CliRunner) -> None:
 
 @pytest.mark.slow
 def test_run_compares_with_a_baseline_and_fails_on_a_regression(
-    cli: CliRunner, specs: Path, tmp_path: Path
+    front_ends: FrontEnds, tmp_path: Path
 ) -> None:
     """``atom run --baseline``, as ``pytest --atom --atom-baseline``: the deltas in the
     summary and the HTML report, and a regression fails the run."""
-    spec = specs / "create_file.atom.yaml"
-    key = "specs/create_file.atom.yaml::create-file"
-    entry = {"outcome": "passed", "runs": 1, "pass_rate": 1.0, "score": 0.95, "tokens": 1}
-    baseline = tmp_path / "baseline.json"
-    baseline.write_text(json.dumps({"format": "pytest-atom/baseline@1", "specs": {key: entry}}))
-    html = tmp_path / "report.html"
-    worse = cli.invoke(main, ["run", str(spec), "--baseline", str(baseline), "--html", str(html)])
-    assert worse.exit_code == 1, worse.output  # the spec passed; its tokens regressed
-    assert f"baseline regression: {key}: tokens rose from 1 to" in worse.output
-    assert "vs baseline" in worse.output and "regression tokens +" in worse.output
-    page = html.read_text()
+    output = front_ends.output("atom")
+    assert front_ends.status("atom") == 1
+    assert f"baseline regression: {SLOW}: tokens rose from 1 to" in output
+    assert "vs baseline" in output and "regression turns +1 tokens +" in output
+    page = (front_ends.project / "atom.html").read_text()
     assert "vs baseline" in page and '<span class="delta">tokens +' in page
 
-    (tmp_path / "pytest.ini").write_text("[pytest]\natom_baseline_tolerance = tokens=none\n")
-    same = cli.invoke(main, ["run", str(spec), "--baseline", str(baseline)])
-    assert same.exit_code == 0, same.output  # the ini's tolerance, through the one resolver
+    # The ini's tolerance, through the one resolver atom run and `atom results combine`
+    # share (host_harness): with it, a-slow's shard no longer regresses.
+    shutil.copytree(front_ends.project / "shard1", tmp_path / "shard1")
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\natom_baseline_tolerance = tokens=none, turns=none\n"
+    )
+    baseline = front_ends.project / "baseline.json"
+    same = _in(tmp_path, ["results", "combine", "shard1", "--baseline", str(baseline)])
+    assert same.exit_code == 0, same.output
+    assert "baseline regression" not in same.output
 
-    missing = cli.invoke(main, ["run", str(spec), "--baseline", str(tmp_path / "none.json")])
+
+def test_run_refuses_a_missing_baseline_before_it_starts(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "x.atom.yaml").write_text("name: x\nprompt: do it\nscript: s.yaml\n")
+    missing = cli.invoke(main, ["run", "x.atom.yaml", "--baseline", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "write one with: atom baseline save" in missing.output
 
 
+def test_run_notes_pytest_atom_keys_in_pytests_ini_and_checks_its_options(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    """An `atom_*` key in pytest.ini would make a pytest without pytest-atom warn: the note
+    comes first (here before a spec that cannot run stops the command, no CLI started);
+    an option is parsed as pytest's `--atom-*` one is."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\natom_baseline_tolerance = tokens=none\n")
+    (tmp_path / "x.atom.yaml").write_text("name: x\nprompt: do it\n")
+    result = cli.invoke(main, ["run", "x.atom.yaml", "--min-pass-rate", "0.5"])
+    assert result.exit_code == 2, result.output
+    assert "pytest-atom: atom_baseline_tolerance in pytest.ini would make a pytest" in (
+        result.output
+    )
+    bad = cli.invoke(main, ["run", "x.atom.yaml", "--min-pass-rate", "lots"])
+    assert bad.exit_code == 2 and "Invalid value for '--min-pass-rate'" in bad.output
+
+
+def _in(folder: Path, args: list[str]) -> Any:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        return CliRunner().invoke(main, args)
+
+
 @pytest.mark.slow
-def test_run_gates_on_the_minimum_pass_rate(cli: CliRunner, tmp_path: Path) -> None:
-    flag = tmp_path / "flag"  # the first repeat makes it, so the second one's check fails
+def test_run_prints_the_pass_rate_against_its_minimum(cli: CliRunner, tmp_path: Path) -> None:
+    """`atom run --min-pass-rate`, end to end (one run; the rates over repeats and the exit
+    status they decide are the next test's, on rows as a repeated run makes them)."""
     (tmp_path / "once.atom.yaml").write_text(
-        f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}'}}\n"
+        "name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {run: 'mkdir flag'}\n"
     )
     (tmp_path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-    args = ["run", "once.atom.yaml", "--repeat", "2", "--min-pass-rate"]
-    low = cli.invoke(main, [*args, "0.9"])
-    assert low.exit_code == 1, low.output
-    assert "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00" in low.output
-    assert "(BELOW the minimum 0.9)" in low.output
-    flag.rmdir()
-    ok = cli.invoke(main, [*args, "0.5"])
-    assert ok.exit_code == 0, ok.output  # the gate, not the single failed repeat, decides
-    assert "(ok the minimum 0.5)" in ok.output
+    ok = cli.invoke(main, ["run", "once.atom.yaml", "--min-pass-rate", "0.9"])
+    assert ok.exit_code == 0, ok.output
+    assert "once.atom.yaml::once: 1/1 passed, pass rate 1.00 [" in ok.output
+    assert "(ok the minimum 0.9)" in ok.output
+
+
+def test_the_minimum_pass_rate_gates_the_run() -> None:
+    """`--min-pass-rate`: the rates over repeats decide, not a single failed repeat."""
+    rows = [
+        summary_row("once.atom.yaml::once[r1]", "passed", {}),
+        summary_row("once.atom.yaml::once[r2]", "failed", {}),
+    ]
+    rate = "1/2 passed, pass rate 0.50 [0.09, 0.91], pass@2 1.00, pass^2 0.00"
+    assert any(
+        rate in line and "(BELOW the minimum 0.9)" in line for line in repeat_lines(rows, 0.9)
+    )
+    assert exit_status(rows, min_pass_rate=0.9) == 1
+    assert any("(ok the minimum 0.5)" in line for line in repeat_lines(rows, 0.5))
+    assert exit_status(rows, min_pass_rate=0.5) == 0  # the gate, not the failed repeat
+    assert exit_status(rows) == 1

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from atom_cli.validate_cmd import validate
+from atom_cli.validate_cmd import _cassette_notes, validate
+from pytest_atom.cassettes.staleness import workspace_config
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import SpecError
 from tests.helpers import wait_gone, write
@@ -45,80 +46,60 @@ def calc_spec(folder: Path, oracle: str, timeout: float = 60, name: str = "calc"
 
 # --- scripts, through the real harness ----------------------------------------------------
 
-
-@pytest.mark.slow
-def test_shipped_create_file_spec_validates(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(REPO)
-    result = invoke("fixtures/specs/create_file.atom.yaml")
-    lines = result.output.splitlines()
-    assert result.exit_code == 0, result.output
-    assert lines[0] == "fixtures/specs/create_file.atom.yaml::create-file"
-    assert lines[1] == "  script: passed"
-    assert "    PASS file_exists hello.txt (line 13): hello.txt exists" in lines
-    assert "    verdict: proceed, score 0.95 (passes above 0.8) after 1 attempt" in lines
-    assert lines[-2:] == ["  ok", "1 spec: 1 ok, 0 failed"]
+#: Turns that go wrong: an edit that misses and a mistyped tool name.
+WRONG_TURNS = """  - tool_use:
+      - {name: Read, input: {file_path: hello.txt}}
+  - tool_use:
+      - {name: Edit, input: {file_path: hello.txt, old_string: no such text, new_string: new}}
+  - tool_use:
+      - {name: Bsh, input: {command: ls}}
+"""
 
 
 @pytest.mark.slow
 def test_script_is_played_even_when_a_cassette_exists(tmp_path: Path) -> None:
-    """A cassette that replays a different session must not be used: the script is."""
+    """A cassette that replays a different session must not be used: the script is. The
+    script's edit misses and a tool name is mistyped: the same lines as pytest's failure
+    report, so the cause is not hidden behind a mere failed check. (A run that passes and
+    --expect-fail's verdicts are the oracle tests' below: a script's run is judged alike.)"""
     shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path)
     script = (FIXTURES / "scripts" / "create_file.yaml").read_text(encoding="utf-8")
-    write(tmp_path / "scripts" / "create_file.yaml", script.replace("hello, world", "goodbye"))
+    script = script.replace("hello, world", "goodbye")
+    last = script.index("  - text: |\n      hello.txt contains")
+    write(tmp_path / "scripts" / "create_file.yaml", script[:last] + WRONG_TURNS + script[last:])
     # The shipped cassette writes "hello, world": replaying it would pass the spec.
     shutil.copytree(FIXTURES / "cassettes", tmp_path / "cassettes")
     result = invoke("create_file.atom.yaml")
     assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[:2] == ["create_file.atom.yaml::create-file", "  script: failed"]
+    assert "    PASS file_exists hello.txt (line 13): hello.txt exists" in lines
     assert "    FAIL file_contains hello.txt /^hello, world$/ (line 14): " in result.output
     assert "      | goodbye" in result.output
+    assert "    tool calls that failed or were refused: 2" in result.output
+    assert "      Edit hello.txt: String to replace not found in file." in result.output
+    assert "      Bsh `ls`: Error: No such tool available: Bsh" in result.output
+    assert "    note: pytest --atom will refuse the stale cassette cassettes/create_file/" in (
+        result.output
+    )
+    assert (
+        "    verdict: fail, score 0.95 (passes above 0.8) after 1 attempt (forced: a "
+        "deterministic check failed)"
+    ) in lines
+    assert "  FAILED: script: FAIL file_contains hello.txt /^hello, world$/" in lines
     assert result.output.endswith("1 spec: 0 ok, 1 failed\n")
 
 
-@pytest.mark.slow
-def test_failed_tool_calls_are_shown_as_pytest_shows_them(tmp_path: Path) -> None:
-    """A script whose edit misses and whose tool name is mistyped: the same lines as the
-    failure report, so the cause is not hidden behind a mere failed check."""
-    write(tmp_path / "workspaces" / "notes" / "notes.txt", "old line\n")
-    write(
-        tmp_path / "scripts" / "edit.yaml",
-        "turns:\n"
-        "  - tool_use:\n"
-        "      - {name: Read, input: {file_path: notes.txt}}\n"
-        "  - tool_use:\n"
-        "      - {name: Edit, input: {file_path: notes.txt, old_string: no such text,"
-        " new_string: new}}\n"
-        "  - tool_use:\n"
-        "      - {name: Bsh, input: {command: ls}}\n"
-        "  - text: EXIT_LOOP_NOW\n",
-    )
-    write(
-        tmp_path / "edit.atom.yaml",
-        "name: edit\nprompt: Edit notes.txt.\nworkspace: workspaces/notes\nscript: scripts/edit.yaml\n"
-        "max_iterations: 1\naccept:\n  - file_contains: {path: notes.txt, pattern: new}\n",
-    )
-    result = invoke("edit.atom.yaml")
-    assert result.exit_code == 1, result.output
-    assert "    tool calls that failed or were refused: 2" in result.output
-    assert "      Edit notes.txt: String to replace not found in file." in result.output
-    assert "      Bsh `ls`: Error: No such tool available: Bsh" in result.output
-
-
-@pytest.mark.slow
-def test_misses_goal_fails_and_passes_with_expect_fail(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(REPO)
-    spec = "fixtures/specs/misses_goal.atom.yaml"
-    failing = "FAIL json_schema summary.json matches inline schema"
-    result = invoke(spec)
-    assert result.exit_code == 1, result.output
-    assert "  script: failed" in result.output
-    assert f"    {failing} (line 16): summary.json does not match the schema" in result.output
-    assert "      | $: 'word_count' is a required property" in result.output
-    assert "    verdict: fail, score 0.3 (passes above 0.8) after 1 attempt" in result.output
-    assert f"  FAILED: script: {failing}\n1 spec: 0 ok, 1 failed\n" in result.output
-
-    result = invoke("--expect-fail", spec)
-    assert result.exit_code == 0, result.output
-    assert f"  ok: failed as expected ({failing})\n1 spec: 1 ok, 0 failed\n" in result.output
+def test_notes_say_what_pytest_will_do_with_the_cassette(tmp_path: Path) -> None:
+    """A spec's run is noted only when pytest --atom would replay its cassette otherwise
+    than the script just played (the stale case is the test above): the shipped cassette
+    matches its spec, and a spec without a cassette plays its script in pytest too."""
+    [shipped] = load_specs(FIXTURES / "create_file.atom.yaml")
+    assert _cassette_notes(shipped) == []
+    assert workspace_config(shipped) is None  # no workspace: no configuration of its own
+    shutil.copytree(FIXTURES / "scripts", tmp_path / "scripts")
+    [alone] = load_specs(shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path))
+    assert _cassette_notes(alone) == []
 
 
 def test_missing_claude_is_a_harness_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.reports.html import LAST_REPORT
-from tests.helpers import REPO
+from tests.frontends_helpers import FrontEnds
 
 
 @pytest.fixture
@@ -77,19 +77,12 @@ def test_it_opens_the_report_with_the_users_browser(
 
 
 @pytest.mark.slow
-def test_atom_run_html_writes_the_report_that_view_finds(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    spec = REPO / "fixtures" / "specs" / "create_file.atom.yaml"
-    report, runs = tmp_path / "out" / "report.html", tmp_path / "runs"
-    args = ["run", str(spec), "--html", str(report), "--runs-dir", str(runs)]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    page = report.read_text(encoding="utf-8")
-    # atom run names a spec by its pytest node id, from the rootdir (this repository)
-    assert 'data-nodeid="fixtures/specs/create_file.atom.yaml::create-file"' in page
-    assert "printf &#39;hello, world\\n&#39; &gt; hello.txt" in page  # the agent's tool call
-    assert (runs / LAST_REPORT).read_text(encoding="utf-8") == page
-    shown = CliRunner().invoke(main, ["view", "--print", str(runs)])
-    assert Path(shown.output.strip()).resolve() == (runs / LAST_REPORT).resolve()
+def test_atom_run_html_writes_the_report_that_view_finds(front_ends: FrontEnds) -> None:
+    """The shared `atom run --html` (the last of the scenario's runs in its project)."""
+    page = (front_ends.project / "atom.html").read_text(encoding="utf-8")
+    # atom run names a spec by its pytest node id, from the rootdir (the project's)
+    assert 'data-nodeid="specs/a.atom.yaml::a-slow"' in page
+    assert "sleep 4; echo slow &gt; out.txt" in page  # the agent's tool call
+    assert (front_ends.runs / LAST_REPORT).read_text(encoding="utf-8") == page
+    shown = CliRunner().invoke(main, ["view", "--print", str(front_ends.runs)])
+    assert Path(shown.output.strip()).resolve() == (front_ends.runs / LAST_REPORT).resolve()

@@ -9,9 +9,7 @@ rate, so it is refused.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from atom_cli.main import main
 from pytest_atom.reports.baseline import build_baseline, dump_baseline
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.shards import SHARD_RESULTS, combine, gated_rows, read_shard, write_shard
-from tests.helpers import REPO, drop_step_fixtures
+from tests.frontends_helpers import FAILS, ORDER, SLOW, XFAIL, FrontEnds
 from tests.helpers import summary_row as row
 
 CREATE = "specs/create_file.atom.yaml::create-file"
@@ -153,62 +151,39 @@ def baseline_lines(output: str) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_two_pytest_split_shards_combine_to_the_unsharded_run(pytester: pytest.Pytester) -> None:
-    specs = pytester.path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", specs)
-    (specs / "fix_failing_test.atom.yaml").unlink()  # the slowest; two specs are enough
-    drop_step_fixtures(specs)
-    # misses-goal's own tolerance: its score never regresses. The shards carry it to the
-    # combined gate, or that gate would find a regression the unsharded run does not.
-    misses = specs / "misses_goal.atom.yaml"
-    misses.write_text(misses.read_text() + "baseline: {tolerance: {score: null}}\n")
-    durations = pytester.path / "durations.json"
-    durations.write_text(json.dumps({CREATE: 1.0, MISSES: 1.0}))
-    split = ("--durations-path", str(durations), "--splitting-algorithm", "least_duration")
-
-    def run_shard(group: int, folder: str) -> pytest.RunResult:
-        return pytester.runpytest(
-            "--atom", "specs", "--splits", "2", "--group", str(group), *split,
-            "--atom-report", folder,
-        )  # fmt: skip
-
-    one, two = run_shard(1, "s1"), run_shard(2, "s2")
-    assert one.ret == two.ret == 0, one.stdout.str() + two.stdout.str()
-    ran = [{r.nodeid for r in read_shard(pytester.path / s).rows} for s in ("s1", "s2")]
-    assert sorted(ran, key=sorted) == [{CREATE}, {MISSES}]  # pytest-split's two groups
-    create_shard, misses_group = ("s1", 2) if ran[0] == {CREATE} else ("s2", 1)
-
-    # A baseline with fewer turns for create-file: the unsharded run regresses against it;
-    # and a higher score for misses-goal, within that spec's own tolerance.
-    rows = [*read_shard(pytester.path / "s1").rows, *read_shard(pytester.path / "s2").rows]
-    document = build_baseline(rows)
-    document["specs"][CREATE]["turns"] -= 1
-    document["specs"][MISSES]["score"] = 0.9
-    dump_baseline(document, pytester.path / "lower.json")
-
-    whole = pytester.runpytest(
-        "--atom", "specs", "--atom-baseline", "lower.json", "--atom-report", "whole",
-        "--atom-html", "whole.html",
-    )  # fmt: skip
-    whole.assert_outcomes(passed=1, xfailed=1)  # every item passed, yet the gate fails it
-    shards = combined(pytester.path, "s1", "s2", "--baseline", "lower.json", "--html", "c.html")
-    assert whole.ret == shards.exit_code == 1, shards.output
-    assert baseline_lines(shards.output) == baseline_lines(whole.stdout.str())
-    assert "baseline regression: " + CREATE + ": turns rose" in shards.output
-    assert f"baseline regression: {MISSES}" not in shards.output
-    assert table(shards.output) == table(whole.stdout.str())
-    assert [cells[0] for cells in table(shards.output)[1:]] == [CREATE, MISSES]
+def test_two_pytest_split_shards_combine_to_the_unsharded_run(
+    front_ends: FrontEnds, tmp_path: Path
+) -> None:
+    """The shared project's two pytest-split shards (each run against the baseline, so
+    each carries its own, stale, deltas) combined against that baseline, beside the
+    unsharded run (`pytest -n 2` against it): the same gate, exit status and summary.
+    a-slow's own tolerance lets its turns rise: the shards carry it to the combined gate, or
+    that gate would find a regression the unsharded run does not."""
+    root = front_ends.project
+    ran = [{r.nodeid for r in read_shard(root / s).rows} for s in ("shard1", "shard2")]
+    assert ran == [{SLOW}, {FAILS, XFAIL}]  # pytest-split's two groups
+    whole = front_ends.output("xdist")
+    html = tmp_path / "c.html"
+    shards = combined(root, "shard1", "shard2", "--baseline", "baseline.json", "--html", html)
+    page = html.read_text()
+    assert shards.exit_code == front_ends.status("xdist") == 1, shards.output
+    assert baseline_lines(shards.output) == baseline_lines(whole)
+    assert f"baseline regression: {SLOW}: tokens rose" in shards.output
+    assert f"baseline regression: {SLOW}: turns rose" not in shards.output
+    assert f"{FAILS}: REGRESSION: pass rate 40/40 -> 0/1" in shards.output  # the gate's
+    # The same rows; the combined run lists them by node id (it cannot know the order the
+    # unsharded run collected them in: file a's names are out of sort order there).
+    combined_table, whole_table = table(shards.output), table(whole)
+    assert combined_table[0] == whole_table[0]
+    assert sorted(combined_table[1:]) == sorted(whole_table[1:])
+    assert [cells[0] for cells in combined_table[1:]] == sorted(ORDER)
 
     # The page holds every spec with what its shard saw: prompt, transcript, checks.
-    page = (pytester.path / "c.html").read_text()
-    for nodeid, seen in ((CREATE, "hello, world"), (MISSES, "word_count")):
+    for nodeid, seen in ((SLOW, "sleep 4"), (XFAIL, "word_count"), (FAILS, "wrong.txt")):
         assert nodeid in page and seen in page
-    assert page.count('class="delta">baseline regression') == 1  # create-file's row
+    assert page.count('class="delta">baseline regression') == 2  # a-slow's and a-fails' rows
 
     # A spec failing in one shard fails the combined run; its outcome shows.
-    misses.write_text(re.sub(r"(?m)^xfail:.*\n", "", misses.read_text()))
-    assert run_shard(misses_group, "failing").ret == 1
-    failing = combined(pytester.path, create_shard, "failing")
+    failing = combined(root, "shard1", "shard2")
     assert failing.exit_code == 1, failing.output
-    assert [MISSES, "failed"] == table(failing.output)[2][:2]
+    assert [FAILS, "failed"] == table(failing.output)[1 + sorted(ORDER).index(FAILS)][:2]

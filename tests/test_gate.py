@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
 
 from pytest_atom.reports.baseline import build_baseline, counts, gate_run
 from pytest_atom.reports.gate import gate
+from tests.frontends_helpers import FAILS, FrontEnds
 from tests.helpers import summary_row
 
 # Imported before pytester's inner runs, which cannot load its C extensions anew.
@@ -99,41 +102,50 @@ def test_old_baselines_without_repeats_still_count() -> None:
 
 
 @pytest.mark.slow
-def test_the_session_says_the_gates_answer_and_fails_only_on_regression(
+def test_the_session_says_the_gates_answer(front_ends: FrontEnds) -> None:
+    """a-fails failed once where the baseline holds 40 passing runs of a live agent (a sample):
+    pytest's session and `atom run` both print the gate's REGRESSION, with its test."""
+    for name in ("xdist", "atom"):
+        output = front_ends.output(name)
+        assert (
+            "baseline gate: REGRESSION for 1 sampled spec (Fisher's exact test, alpha 0.05)"
+            in output
+        )
+        assert re.search(
+            rf"(?m)^  {re.escape(FAILS)}: REGRESSION: pass rate 40/40 -> 0/1, .*p = 0\.0244 ",
+            output,
+        )
+        assert front_ends.status(name) == 1
+
+
+@pytest.mark.slow
+def test_an_inconclusive_answer_never_fails_the_session(
     pytester: pytest.Pytester, claude_for_pytester: None
 ) -> None:
-    import json
-
-    # A check that passes once: the first repeat makes the folder, the second finds it, so
-    # the runs differ (a sample, as a live agent's would).
+    """A check that passes once: the first repeat makes the folder, the second finds it,
+    so the runs differ (a sample, as a live agent's would). 1 of 2 against 20 of 20 is no
+    evidence of a drop; the minimum pass rate is met: the session passes. (A REGRESSION
+    failing it is test_the_session_says_the_gates_answer's; a PASS is test_no_drop_passes's,
+    at the gate itself: the session only prints it.)"""
     flag = pytester.path / "flag"
     pytester.makefile(
         ".atom.yaml",
         once=f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}'}}\n",
     )
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-
-    def against(passed: int, runs: int) -> pytest.RunResult:
-        document = build_baseline(rows("once.atom.yaml::once", passed, runs))
-        (pytester.path / "baseline.json").write_text(json.dumps(document))
-        if flag.exists():
-            flag.rmdir()
-        return pytester.runpytest(
-            "--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5",
-            "--atom-baseline", "baseline.json",
-        )  # fmt: skip
-
-    # A PASS is test_no_drop_passes's, at the gate itself: the session only prints it.
-    unsure = against(20, 20)
+    document = build_baseline(rows("once.atom.yaml::once", 20, 20))
+    (pytester.path / "baseline.json").write_text(json.dumps(document))
+    unsure = pytester.runpytest(
+        "--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5",
+        "--atom-baseline", "baseline.json",
+    )  # fmt: skip
     assert unsure.ret == pytest.ExitCode.OK  # INCONCLUSIVE never fails the run
     unsure.stdout.fnmatch_lines(
         [
             "baseline gate: INCONCLUSIVE for 1 sampled spec (Fisher's exact test, alpha 0.05)",
             "  once.atom.yaml::once: INCONCLUSIVE: pass rate 20/20 -> 1/2, *about * repeats*",
+            # (fnmatch: `?` for each bracket, which would open a character class)
+            "once.atom.yaml::once: 1/2 passed, pass rate 0.50 ?0.09, 0.91?, pass@2 1.00, "
+            "pass^2 0.00; * (ok the minimum 0.5)",
         ]
-    )
-    drop = against(40, 40)
-    assert drop.ret == pytest.ExitCode.TESTS_FAILED
-    drop.stdout.fnmatch_lines(
-        ["  once.atom.yaml::once: REGRESSION: pass rate 40/40 -> 1/2, *p = 0.0476 *"]
     )

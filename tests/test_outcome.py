@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
-import xml.etree.ElementTree as ET
-from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from atom_cli.main import main
+from atom_cli.run_cmd import exit_status
 from pytest_atom.model.outcome import Crossing, Outcome, decide
 from pytest_atom.reports.rows import SummaryRow
-from tests.helpers import REPO
+from pytest_atom.reports.shards import read_shard
+from tests.frontends_helpers import FAILS, OUTCOMES, FrontEnds, junit, summary
 
 
 def run(**over: Any) -> Outcome:
@@ -94,63 +91,29 @@ def test_the_outcome_crosses_xdist_in_its_properties(outcome: Outcome) -> None:
 # --- every front end agrees ----------------------------------------------------------------
 
 
-@pytest.fixture
-def specs(tmp_path: Path) -> Path:
-    """A project with a spec that passes, one whose failure is expected (xfail) and the
-    same one without its xfail: it fails."""
-    folder = tmp_path / "project"
-    shutil.copytree(REPO / "fixtures" / "specs", folder)
-    for spec in folder.glob("*.atom.yaml"):
-        if spec.name not in ("create_file.atom.yaml", "misses_goal.atom.yaml"):
-            spec.unlink()
-    xfail = (folder / "misses_goal.atom.yaml").read_text()
-    missed = "\n".join(ln for ln in xfail.splitlines() if not ln.startswith("xfail:"))
-    (folder / "missed.atom.yaml").write_text(missed.replace("misses-goal", "missed"))
-    (folder / "pytest.ini").write_text("[pytest]\n")
-    return folder
-
-
-def _summary(output: str, names: list[str]) -> dict[str, str]:
-    """The outcome column of the pytest-atom summary table, per spec name."""
-    found = {}
-    for line in output.splitlines():
-        for name in names:
-            if line.startswith(f"{name}.atom.yaml::"):
-                found[name] = line.split()[1]
-    return found
-
-
 @pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
 def test_pytest_and_atom_run_give_every_spec_the_same_outcome_and_exit_status(
-    pytester: pytest.Pytester, specs: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+    front_ends: FrontEnds,
 ) -> None:
-    names = ["create_file", "misses_goal", "missed"]
-    for spec in specs.iterdir():
-        shutil.move(spec, pytester.path / spec.name)
-    inside = pytester.runpytest("--atom", "--junitxml=junit.xml", "-p", "no:cacheprovider")
-    inside.assert_outcomes(passed=1, xfailed=1, failed=1)
-    pytest_says = _summary(inside.stdout.str(), names)
-    assert pytest_says == {"create_file": "passed", "misses_goal": "xfailed", "missed": "failed"}
-    junit = {
-        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-        for case in ET.parse(pytester.path / "junit.xml").iter("testcase")
-    }
-    assert junit["missed"]["atom_outcome"] == "failed" and junit["missed"]["atom_why"]
-    xfail = junit["misses-goal"]["atom_xfail"]
+    """A spec that passes, one whose failure is expected (xfail) and one that fails, run by
+    `pytest --atom` (two pytest-split shards), `pytest --atom -n 2` and `atom run`."""
+    serial = {**summary(front_ends.output("shard1")), **summary(front_ends.output("shard2"))}
+    assert serial == OUTCOMES
+    assert summary(front_ends.output("xdist")) == OUTCOMES
+    assert summary(front_ends.output("atom")) == OUTCOMES
+    cases = junit(front_ends.project / "shard2.xml")
+    assert cases["a-fails"]["atom_outcome"] == "failed" and cases["a-fails"]["atom_why"]
+    xfail = cases["misses-goal"]["atom_xfail"]
     assert xfail is not None and xfail.startswith("The scripted agent forgets")
+    assert front_ends.status("shard2") == front_ends.status("xdist") == 1
+    assert front_ends.status("atom") == 1
 
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    monkeypatch.chdir(pytester.path)
-    outside = CliRunner().invoke(main, ["run", *(f"{n}.atom.yaml" for n in names)])
-    assert _summary(outside.output, names) == pytest_says
-    assert outside.exit_code == inside.ret == 1
-
-    # Without the failing spec both pass: an expected failure fails neither (pytest's side
-    # is the shared replay of the shipped fixtures, which exits 0 with misses_goal xfailed:
-    # tests/test_plugin.py::test_shipped_fixtures_pass_with_the_xfail_reported).
-    outside = CliRunner().invoke(main, ["run", "create_file.atom.yaml", "misses_goal.atom.yaml"])
-    assert outside.exit_code == 0, outside.output
+    # Without the failing spec (and the baseline) the rest pass: an expected failure fails
+    # neither (pytest's side is the shared replay of the shipped fixtures, which exits 0
+    # with misses_goal xfailed: tests/test_plugin.py::test_shipped_fixtures_pass_...).
+    rows = read_shard(front_ends.project / "whole").rows
+    assert exit_status(list(rows)) == 1
+    assert exit_status([row for row in rows if row.nodeid != FAILS]) == 0
 
 
 def test_results_are_data_that_import_no_machinery() -> None:
