@@ -108,9 +108,7 @@ def front_ends(
     them or reads what they left (summaries, JUnit, shard results, HTML, baseline deltas).
 
     Built once per session, by the first test that asks, in its pytester (function-scoped,
-    so this fixture is too): the inner runs are in-process and count for coverage. The
-    build sets the inner runs up as `claude_for_pytester` does, itself: that fixture drops
-    the xdist variables by which once_per_session finds the folder the workers share.
+    so this fixture is too): the inner runs are in-process and count for coverage.
     """
     build = partial(build_front_ends, pytester=pytester, claude_bin=claude_bin)
     return FrontEnds(once_per_session(tmp_path_factory, "front-ends", build))

@@ -108,6 +108,11 @@ class ShippedRun:
         return self.folder / "durations.json"
 
 
+#: Whether this process is an xdist worker, read once at import: fixtures such as
+#: `claude_for_pytester` drop the variable for the inner runs they set up.
+_XDIST_WORKER = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
 def once_per_session(
     tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
 ) -> Path:
@@ -119,7 +124,7 @@ def once_per_session(
     instead of running it again.
     """
     basetemp = tmp_path_factory.getbasetemp()
-    shared = basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+    shared = basetemp.parent if _XDIST_WORKER else basetemp
     folder = shared / f"shared-{name}"
     folder.mkdir(exist_ok=True)
     done, failed = folder / ".built", folder / ".failed"
