@@ -161,3 +161,54 @@ def build_refine(folder: Path, claude_bin: Path) -> None:
     )
     assert result.passed, result.harness_error or result.report()
     keep(folder, "refine", result, sessions(log))
+
+
+#: Three votes on two criteria, the second decided by each criterion (`gate: criteria`).
+VOTES_SPEC = """\
+name: task
+prompt: Create done.txt saying done.
+script: script.yaml
+attempts: 1
+criteria:
+  - done.txt exists.
+  - done.txt says done, warmly.
+reflector:
+  votes: 3
+  gate: criteria
+"""
+
+
+def ballot(score: float, warm: bool) -> dict[str, Any]:
+    """One vote: the first criterion met, the second as `warm` says."""
+    return {
+        "verdict": {
+            "score": score,
+            "decision": "proceed" if warm else "refine",
+            "criteria": [
+                {"criterion": "done.txt exists.", "met": True, "evidence": "it does"},
+                {
+                    "criterion": "done.txt says done, warmly.",
+                    "met": warm,
+                    "evidence": "warm enough" if warm else "curt",
+                },
+            ],
+            "feedback": "" if warm else "Say it warmly.",
+            "flaky": [],
+        }
+    }
+
+
+def build_votes(folder: Path, claude_bin: Path) -> None:
+    """Three votes recorded, two of them passing the second criterion (kept as
+    `recorded`), then replayed with their input unchanged (kept as `recalled`); the
+    cassette is project/cassettes/task/task.yaml."""
+    wrapper, log = counting_claude(folder / "cli", claude_bin)
+    turns = [WRITE, {"text": "Done. EXIT_LOOP_NOW"}]
+    path = project(
+        folder / "project", VOTES_SPEC, turns, [ballot(0.9, w) for w in (True, False, True)]
+    )
+    for name, settings in (("recorded", RunSettings(record_mode="all")), ("recalled", None)):
+        result = run_spec(
+            load_spec(path), runs_dir=path.parent / "runs", claude_bin=wrapper, settings=settings
+        )
+        keep(folder, name, result, sessions(log))
