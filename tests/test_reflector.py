@@ -207,19 +207,30 @@ def test_malformed_verdict_is_a_harness_error_even_for_xfail(pytester: pytest.Py
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_check_and_verdict_hooks_from_a_conftest(pytester: pytest.Pytester) -> None:
     """A conftest's check kind runs in a real run (done.txt holds 1 word, not 3), and its
-    verdict hook gets the reflector's verdict."""
+    verdict hook gets the reflector's verdict; the ini's threshold applies, and the run's
+    HTML report and traces are written (`pytest --atom`'s own report plugin)."""
     pytester.makeconftest(HOOKS_CONFTEST)
+    pytester.makeini("[pytest]\natom_threshold = 0.85\n")
     spec = SPEC.replace("  - file_exists: done.txt", "  - word_count: {path: done.txt, words: 3}")
     project(pytester, [WRITE, {"text": "EXIT_LOOP_NOW"}], [verdict(0.9)], spec)
-    result = pytester.runpytest("--atom", "--junitxml=out.xml")
+    args = ["--junitxml=out.xml", "--atom-html", "report.html", "--atom-report", "traces"]
+    result = pytester.runpytest("--atom", *args)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(['*FAIL word_count {"path":"done.txt","words":3}*: 1 words'])
+    result.stdout.fnmatch_lines(
+        [
+            "*verdict: fail, score 0.9 (passes above 0.85)*",
+            '*FAIL word_count {"path":"done.txt","words":3}*: 1 words',
+        ]
+    )
     assert (pytester.path / "verdicts.log").read_text().splitlines() == ["task fail 0.9"]
     root = ET.fromstring((pytester.path / "out.xml").read_text())
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["atom_score"] == "0.9"
+    assert "word_count" in (pytester.path / "report.html").read_text()
+    assert (pytester.path / "traces" / "task" / "task.json").is_file()
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_a_check_kind_from_a_conftest_is_known_when_collecting(pytester: pytest.Pytester) -> None:
     """The conftest's `word_count`, registered through the hook: the spec collects."""
     pytester.makeconftest(HOOKS_CONFTEST)
@@ -230,6 +241,7 @@ def test_a_check_kind_from_a_conftest_is_known_when_collecting(pytester: pytest.
     assert result.ret == 0
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_unknown_check_without_the_hook_is_a_collection_error(pytester: pytest.Pytester) -> None:
     spec = SPEC.replace("  - file_exists: done.txt", "  - word_count: {path: done.txt, words: 1}")
     project(pytester, [WRITE], [], spec)
