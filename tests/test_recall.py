@@ -22,13 +22,14 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.cassettes.recall import RECALL_KEY, Recall, SessionKey, folder_hash
-from pytest_atom.cassettes.recording import open_model_source
+from pytest_atom.cassettes.recording import ModelSource, open_model_source
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import interaction_kind
 from pytest_atom.gateway.matching import compared_turns
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
+from pytest_atom.model.modes import JUDGE_MODES
 from pytest_atom.model.settings import Layer, RunSettings, SettingsError, resolve
 from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.html import render_html, report_row, spec_view
@@ -37,7 +38,7 @@ from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import volatile_paths
-from tests.helpers import REPO, ShippedRun, once_per_session
+from tests.helpers import REPO, ShippedRun, once_per_session, write
 from tests.judge_helpers import build_votes, kept
 
 SPECS = REPO / "fixtures" / "specs"
@@ -181,26 +182,43 @@ def test_a_cassette_without_recall_hashes_runs_the_reflector() -> None:
     assert recall.recall(key) is None
 
 
+def shipped_source(tmp_path: Path, claude_bin: Path, **settings: Any) -> ModelSource:
+    """What a replay of a copy of the shipped create_file spec answers from (its cassette),
+    under `settings`; `claude_bin` is only asked its version."""
+    for name in ("create_file.atom.yaml", "scripts/create_file.yaml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(SPECS / name, tmp_path / name)
+    cassettes = tmp_path / "cassettes" / "create_file"
+    if not cassettes.exists():
+        shutil.copytree(SPECS / "cassettes" / "create_file", cassettes)
+    spec = load_spec(tmp_path / "create_file.atom.yaml")
+    paths = volatile_paths(tmp_path / "runs" / "r", spec)
+    return open_model_source(spec, RunSettings(**settings), paths=paths, claude_bin=claude_bin)
+
+
 def test_judge_rerun_starts_the_sessions_a_replay_would_recall(
     tmp_path: Path, claude_bin: Path
 ) -> None:
     """``--atom-judge=rerun``: a replay of a cassette with hashes recalls nothing, the
     reflector's verdict and the planner's plan alike (one Recall serves both)."""
-    for name in ("create_file.atom.yaml", "scripts/create_file.yaml"):
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        shutil.copy(SPECS / name, tmp_path / name)
-    shutil.copytree(SPECS / "cassettes" / "create_file", tmp_path / "cassettes" / "create_file")
-    spec = load_spec(tmp_path / "create_file.atom.yaml")
-    paths = volatile_paths(tmp_path / "runs" / "r", spec)
-    sources = {
-        judge: open_model_source(spec, RunSettings(judge=judge), paths=paths, claude_bin=claude_bin)
-        for judge in ("recall", "rerun")
-    }
+    sources = {judge: shipped_source(tmp_path, claude_bin, judge=judge) for judge in JUDGE_MODES}
     assert [s.kind for s in sources.values()] == ["replay", "replay"]
     assert sources["recall"].recall.enabled and not sources["rerun"].recall.enabled
     _, key = shipped_recall()
     assert sources["rerun"].recall.recall(key) is None
     assert sources["recall"].recall.recall(key) is not None
+
+
+def test_strict_matching_under_another_cli_recalls_nothing(tmp_path: Path) -> None:
+    """Strict matching compares the CLI's own parts of a request, which only the CLI that
+    recorded them is known to send alike: under another version (asked of the binary,
+    which has no package.json to read it from) every session starts."""
+    other = write(tmp_path / "bin" / "claude", '#!/bin/sh\necho "9.9.9 (Claude Code)"\n')
+    other.chmod(0o755)
+    strict = shipped_source(tmp_path, other, match="strict")
+    assert strict.tape is not None and strict.tape.drift.live_version == "9.9.9"
+    assert not strict.recall.enabled
+    assert shipped_source(tmp_path, other).recall.enabled  # conversation matching: recalled
 
 
 # --- real replays ----------------------------------------------------------------------------
