@@ -1,8 +1,10 @@
 """Recall: a replay takes the recorded verdict (and plan) without starting the session
 when its whole input is unchanged; anything else starts it, as before.
 
-The slow tests count the `claude -p` processes a real replay starts, through a wrapper
-script that `ATOM_CLAUDE_BIN` names: one line per process, then the real CLI.
+What recall decides is shown over the shipped create_file cassette, with no CLI. The
+real replays are shared: the session's replay of the shipped fixtures (`shipped_run`) and
+the votes scenario (tests/judge_helpers.py), which counts the `claude -p` sessions each
+run starts through a wrapper of the CLI.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +21,25 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.recall import RECALL_KEY, folder_hash
+from pytest_atom.cassettes.recall import RECALL_KEY, Recall, SessionKey, folder_hash
+from pytest_atom.cassettes.recording import ModelSource, open_model_source
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cassettes.staleness import interaction_kind
 from pytest_atom.gateway.matching import compared_turns
 from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.judge.reflector import VERDICT_SCHEMA
-from pytest_atom.model.settings import Layer, SettingsError, resolve
-from pytest_atom.reports.trace import TRACE_SCHEMA
-from tests.helpers import REPO
+from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
+from pytest_atom.model.modes import JUDGE_MODES
+from pytest_atom.model.settings import Layer, RunSettings, SettingsError, resolve
+from pytest_atom.model.spec import load_spec
+from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.run.execution import volatile_paths
+from tests.helpers import REPO, ShippedRun, once_per_session, write
+from tests.judge_helpers import build_votes, kept
 
 SPECS = REPO / "fixtures" / "specs"
 
@@ -109,164 +123,151 @@ def test_judge_setting_goes_through_the_resolver() -> None:
         resolve([Layer("the ini file", {"judge": "again"}, key=lambda n: f"atom_{n}")])
 
 
-# --- real replays, counting the CLI processes ---------------------------------------------
+# --- what recall decides, over the shipped cassette ------------------------------------------
+
+CREATE_FILE = SPECS / "cassettes" / "create_file" / "create-file.yaml"
 
 
-def _sessions(log: Path) -> int:
-    count = len(log.read_text().splitlines()) if log.exists() else 0
-    log.unlink(missing_ok=True)
-    return count
+def shipped_recall(*, enabled: bool = True, hashes: bool = True) -> tuple[Recall, SessionKey]:
+    """A replay's recall over the shipped create_file cassette, and the key its reflector
+    session was recorded with (its input's and its folder's hashes, its opening turn)."""
+    cassette = Cassette.load(CREATE_FILE)
+    entry = cassette.metadata[RECALL_KEY]["reflector:1"]
+    if not hashes:
+        del cassette.metadata[RECALL_KEY]
+    request = next(i for i in cassette.interactions if interaction_kind(i) == "reflector")
+    opening = compared_turns(request.body)[:1]
+    key = SessionKey("reflector:1", "reflector", entry["inputs"], entry["folder"], opening)
+    tape = CassetteResponder(cassette, Normalizer({}), Scrubber())
+    return Recall(tape, enabled=enabled), key
 
 
-def _copy_spec(pytester: pytest.Pytester, stem: str) -> Path:
-    """A spec of fixtures/specs, its script and cassette (and workspaces) copied."""
-    (pytester.path / "scripts").mkdir(exist_ok=True)
-    shutil.copy(SPECS / f"{stem}.atom.yaml", pytester.path)
-    shutil.copy(SPECS / "scripts" / f"{stem}.yaml", pytester.path / "scripts")
-    shutil.copytree(SPECS / "cassettes" / stem, pytester.path / "cassettes" / stem)
-    shutil.copytree(SPECS / "workspaces", pytester.path / "workspaces", dirs_exist_ok=True)
-    return pytester.path / f"{stem}.atom.yaml"
+def test_an_unchanged_input_recalls_the_recorded_verdict_once() -> None:
+    """The recorded verdict and what its session cost then; the session is then played."""
+    recall, key = shipped_recall()
+    recalled = recall.recall(key)
+    assert recalled is not None and recalled.role == "reflector:1"
+    assert recalled.answer["score"] == 0.95 and recalled.tokens == 1286
+    assert recall.recall(key) is None  # the cassette holds one such session
 
 
-def _replay(
-    pytester: pytest.Pytester, spec: Path, *args: str
-) -> tuple[pytest.RunResult, dict[str, str | None]]:
-    junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_subprocess(
-        "--atom", str(spec), "-p", "no:cacheprovider", "--junitxml", str(junit), *args
-    )
-    props = {str(p.get("name")): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
-    return result, props
+def test_a_changed_criterion_starts_the_reflector(tmp_path: Path) -> None:
+    """A criterion is the reflector's input: changed, its hash no longer matches."""
+    folder = tmp_path / "a01"
+    folder.mkdir()
+    recall, key = shipped_recall()
+    spec = load_spec(SPECS / "create_file.atom.yaml")
+    criterion = spec.criteria[0]
+    changed = replace(spec, criteria=(criterion.replace("nothing else", "a smile"),))
+    keys = [
+        recall.key("reflector:1", "reflector", reflector_input(s, folder, [], "", 0.8), folder)
+        for s in (spec, changed)
+    ]
+    assert keys[0] is not None and keys[1] is not None
+    assert keys[0].inputs != keys[1].inputs and keys[0].folder == keys[1].folder
+    assert recall.recall(replace(key, inputs=keys[1].inputs)) is None
+
+
+def test_a_changed_folder_starts_the_reflector() -> None:
+    """The reflector could read any file of the attempt folder: a changed one (whose hash
+    test_folder_hash_... shows) starts it, though its prompt is the same."""
+    recall, key = shipped_recall()
+    assert recall.recall(replace(key, folder="sha256:another-folder")) is None
+    assert recall.recall(key) is not None
+
+
+def test_a_cassette_without_recall_hashes_runs_the_reflector() -> None:
+    """Cassettes recorded before recall replay as they did: the reflector starts."""
+    recall, key = shipped_recall(hashes=False)
+    assert recall.recall(key) is None
+
+
+def shipped_source(tmp_path: Path, claude_bin: Path, **settings: Any) -> ModelSource:
+    """What a replay of a copy of the shipped create_file spec answers from (its cassette),
+    under `settings`; `claude_bin` is only asked its version."""
+    for name in ("create_file.atom.yaml", "scripts/create_file.yaml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy(SPECS / name, tmp_path / name)
+    cassettes = tmp_path / "cassettes" / "create_file"
+    if not cassettes.exists():
+        shutil.copytree(SPECS / "cassettes" / "create_file", cassettes)
+    spec = load_spec(tmp_path / "create_file.atom.yaml")
+    paths = volatile_paths(tmp_path / "runs" / "r", spec)
+    return open_model_source(spec, RunSettings(**settings), paths=paths, claude_bin=claude_bin)
+
+
+def test_judge_rerun_starts_the_sessions_a_replay_would_recall(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """``--atom-judge=rerun``: a replay of a cassette with hashes recalls nothing, the
+    reflector's verdict and the planner's plan alike (one Recall serves both)."""
+    sources = {judge: shipped_source(tmp_path, claude_bin, judge=judge) for judge in JUDGE_MODES}
+    assert [s.kind for s in sources.values()] == ["replay", "replay"]
+    assert sources["recall"].recall.enabled and not sources["rerun"].recall.enabled
+    _, key = shipped_recall()
+    assert sources["rerun"].recall.recall(key) is None
+    assert sources["recall"].recall.recall(key) is not None
+
+
+def test_strict_matching_under_another_cli_recalls_nothing(tmp_path: Path) -> None:
+    """Strict matching compares the CLI's own parts of a request, which only the CLI that
+    recorded them is known to send alike: under another version (asked of the binary,
+    which has no package.json to read it from) every session starts."""
+    other = write(tmp_path / "bin" / "claude", '#!/bin/sh\necho "9.9.9 (Claude Code)"\n')
+    other.chmod(0o755)
+    strict = shipped_source(tmp_path, other, match="strict")
+    assert strict.tape is not None and strict.tape.drift.live_version == "9.9.9"
+    assert not strict.recall.enabled
+    assert shipped_source(tmp_path, other).recall.enabled  # conversation matching: recalled
+
+
+# --- real replays ----------------------------------------------------------------------------
+
+
+def junit_props(shipped_run: ShippedRun, name: str) -> dict[str, str | None]:
+    return {
+        str(p.get("name")): p.get("value")
+        for case in ET.parse(shipped_run.junit).iter("testcase")
+        if case.get("name") == name
+        for p in case.iter("property")
+    }
 
 
 @pytest.mark.slow
-def test_shipped_create_file_replays_with_one_cli_process(
-    pytester: pytest.Pytester, counted: Path
-) -> None:
-    """The shipped cassette recalls its verdict: the executor's session alone starts, the
-    recorded score is reported and the report says where the verdict came from;
-    ``--atom-judge=rerun`` starts the reflector and gets the same verdict."""
-    spec = _copy_spec(pytester, "create_file")
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 1
+def test_shipped_create_file_replays_with_one_cli_process(shipped_run: ShippedRun) -> None:
+    """The session's replay of the shipped fixtures recalls create_file's verdict: the
+    executor's session alone starts, and the recorded score and tokens are reported."""
+    props = junit_props(shipped_run, "create-file")
     assert props["atom_score"] == "0.95" and props["atom_recalled"] == "reflector"
     assert props["atom_reflector_tokens"] == "1286"  # the recorded session's, as recorded
-    result.stdout.fnmatch_lines(
-        ["*create-file  passed    0.95*1286 recalled*"]
-    )  # role cells: tokens
-
-    result, props = _replay(pytester, spec, "--atom-judge=rerun")
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 2
-    assert props["atom_score"] == "0.95" and "atom_recalled" not in props
-    assert props["atom_reflector_tokens"] == "1286"
+    trace = json.loads((shipped_run.traces / "create_file" / "create-file.json").read_text())
+    assert trace["cost"]["dispatched_runs"] == 1
+    assert [s["role"] for s in trace["children"][0]["sessions"]] == ["executor"]
+    # the summary's reflector cell: the recorded tokens, recalled
+    row = SummaryRow.of("create_file.atom.yaml::create-file", props)
+    assert " 1286 recalled " in "\n".join(summary_table([row])) + " "
 
 
-@pytest.mark.slow
-def test_a_changed_criterion_starts_the_reflector(pytester: pytest.Pytester, counted: Path) -> None:
-    """A criterion is the reflector's input: changed, the reflector runs, and its request
-    no longer matches the recording (the report says to re-judge)."""
-    spec = _copy_spec(pytester, "create_file")
-    spec.write_text(spec.read_text().replace("and nothing else.", "and a smile."))
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(failed=1)
-    assert _sessions(counted) == 2
-    assert "atom_recalled" not in props
-    result.stdout.fnmatch_lines(["*the reflector's input changed*--atom-rejudge*"])
+@pytest.fixture(scope="session")
+def votes_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The votes scenario's folder (judge_helpers.build_votes), run once per session."""
+    build = partial(build_votes, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-votes", build)
 
 
 @pytest.mark.slow
-def test_a_cassette_without_recall_hashes_runs_the_reflector(
-    pytester: pytest.Pytester, counted: Path
-) -> None:
-    """Cassettes recorded before recall replay as they did: the reflector starts."""
-    spec = _copy_spec(pytester, "create_file")
-    path = pytester.path / "cassettes" / "create_file" / "create-file.yaml"
-    cassette = Cassette.load(path)
-    assert cassette.metadata.pop(RECALL_KEY)
-    cassette.save()
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 2
-    assert props["atom_score"] == "0.95" and "atom_recalled" not in props
-
-
-@pytest.mark.slow
-def test_the_reports_say_the_verdict_was_recalled(pytester: pytest.Pytester, counted: Path) -> None:
-    """The failure report, the trace and the HTML report name a recalled verdict."""
-    spec = _copy_spec(pytester, "misses_goal")
-    result, props = _replay(
-        pytester, spec, "--runxfail", "--atom-report", "traces", "--atom-html", "report.html"
-    )
-    result.assert_outcomes(failed=1)
-    assert _sessions(counted) == 1 and props["atom_recalled"] == "reflector"
-    result.stdout.fnmatch_lines(
-        ["*verdict: fail, score 0.3 *; verdict recalled from the cassette: the reflector's*"]
-    )
-    trace = json.loads((pytester.path / "traces" / "misses_goal" / "misses-goal.json").read_text())
+def test_the_reports_say_the_verdict_was_recalled(votes_run: Path, shipped_run: ShippedRun) -> None:
+    """The verdict line of a report, the trace and the HTML report name a recalled verdict."""
+    result, started = kept(votes_run, "recalled")
+    assert started == 1
+    assert verdict_line(result).endswith("; " + RECALLED_NOTE)
+    trace = build_trace(result)
     Draft202012Validator(TRACE_SCHEMA).validate(trace)
     [child] = trace["children"]
+    assert child["verdict_source"] == "recalled" and child["verdict"]["score"] == 0.9
+    page = render_html([report_row("task.atom.yaml::task", "passed", spec_view(result))])
+    assert "recalled from the cassette: the reflector's input was unchanged" in page
+    # the shipped replay's failing spec too
+    trace = json.loads((shipped_run.traces / "misses_goal" / "misses-goal.json").read_text())
+    [child] = trace["children"]
     assert child["verdict_source"] == "recalled" and child["verdict"]["score"] == 0.3
-    html = (pytester.path / "report.html").read_text()
-    assert "recalled from the cassette: the reflector's input was unchanged" in html
-
-
-RECORDED_SPEC = """\
-name: notes
-prompt: |
-  Create a file named hello.txt in the current folder containing exactly one line:
-  hello, world
-workspace: workspaces/notes
-script: scripts/create_file.yaml
-max_iterations: 3
-criteria:
-  - hello.txt holds the greeting "hello, world" and nothing else.
-"""
-
-
-@pytest.mark.slow
-def test_recording_stores_the_hashes_and_a_changed_folder_reruns(
-    pytester: pytest.Pytester, counted: Path
-) -> None:
-    """A recording stores what recall needs; a file of the attempt folder the agent never
-    touched, changed, changes neither the executor's conversation nor the reflector's
-    prompt (it is in no diff), but the reflector could read it: the reflector runs, its
-    conversation still matches, and the verdict is the same."""
-    (pytester.path / "scripts").mkdir()
-    shutil.copy(SPECS / "scripts" / "create_file.yaml", pytester.path / "scripts")
-    notes = pytester.path / "workspaces" / "notes" / "NOTES.md"
-    notes.parent.mkdir(parents=True)
-    notes.write_text("Remember the greeting.\n")
-    spec = pytester.path / "notes.atom.yaml"
-    spec.write_text(RECORDED_SPEC)
-    result, _ = _replay(pytester, spec, "--atom-record-mode=all")
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 2
-    cassette = Cassette.load(pytester.path / "cassettes" / "notes" / "notes.yaml")
-    entry = cassette.metadata[RECALL_KEY]["reflector:1"]
-    assert set(entry) == {"inputs", "folder", "tokens", "cost_usd"}
-
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 1 and props["atom_recalled"] == "reflector"
-
-    notes.write_text("Remember the greeting, and smile.\n")
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == 2 and "atom_recalled" not in props
-    assert props["atom_score"] == "0.95"
-
-
-@pytest.mark.slow
-def test_a_replayed_plan_is_recalled(pytester: pytest.Pytester, counted: Path) -> None:
-    """Planner mode: the plan comes from the cassette, and only the steps' executors run."""
-    spec = _copy_spec(pytester, "planned")
-    result, props = _replay(pytester, spec)
-    result.assert_outcomes(passed=1)
-    assert props["atom_recalled"] == "planner"
-    assert props["atom_plan"] == "plan: implement, test"
-    recalled = _sessions(counted)
-    result, props = _replay(pytester, spec, "--atom-judge=rerun")
-    result.assert_outcomes(passed=1)
-    assert _sessions(counted) == recalled + 1

@@ -1,48 +1,34 @@
-"""Invocation traces of real spec runs: the real CLI, scripted executor and reflector."""
+"""Invocation traces of real spec runs: the real CLI, scripted executor and reflector.
+
+The passing and the refine runs are shared scenarios (tests/judge_helpers.py), run once
+per session and read by test_reflector.py too.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom.cassettes.staleness import spec_hash
 from pytest_atom.model.result import SpecResult
-from pytest_atom.model.spec import load_spec
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
-from pytest_atom.run.spec_run import run_spec
-from tests.helpers import VALIDATOR, bash, verdict
-
-CRITERION = "done.txt exists and says done."
-SPEC = f"""\
-name: task
-prompt: Create done.txt saying done.
-script: script.yaml
-max_iterations: 3
-timeout: 120
-criteria:
-  - {CRITERION}
-accept:
-  - file_exists: done.txt
-"""
-WRITE = bash("echo done > done.txt", "Writing done.txt.")
-
-
-def run(
-    folder: Path, claude_bin: Path, turns: list[Any], reflector: list[Any], spec: str = SPEC
-) -> SpecResult:
-    """Run a spec written into `folder` through the real CLI, as `pytest --atom` would."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "task.atom.yaml").write_text(spec)
-    (folder / "script.yaml").write_text(yaml.safe_dump({"turns": turns, "reflector": reflector}))
-    return run_spec(
-        load_spec(folder / "task.atom.yaml"), runs_dir=folder / "runs", claude_bin=claude_bin
-    )
+from tests.helpers import VALIDATOR, once_per_session, verdict
+from tests.judge_helpers import (
+    CANARY,
+    CRITERION,
+    REFINE_VERDICTS,
+    WRITE,
+    build_passing,
+    build_refine,
+    kept,
+    run,
+)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -53,12 +39,16 @@ def sessions(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for child in trace["children"] for s in child["sessions"]]
 
 
-@pytest.fixture(scope="module")
-def passing(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> SpecResult:
-    folder = tmp_path_factory.mktemp("passing")
-    result = run(folder, claude_bin, [WRITE, {"text": "Done. EXIT_LOOP_NOW"}], [verdict(0.9)])
-    assert result.passed, result.harness_error
-    return result
+@pytest.fixture(scope="session")
+def passing_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The passing scenario's folder (judge_helpers.build_passing), run once per session."""
+    build = partial(build_passing, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-passing", build)
+
+
+@pytest.fixture
+def passing(passing_run: Path) -> SpecResult:
+    return kept(passing_run, "passing")[0]
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
@@ -68,7 +58,7 @@ def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:
 
 
 @pytest.mark.slow
-def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
+def test_a_passing_run_with_criteria(passing: SpecResult, passing_run: Path) -> None:
     trace = build_trace(passing)
     VALIDATOR.validate(trace)
     spec = passing.spec
@@ -96,14 +86,14 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     usage = effects.pop("usage")
     assert effects == {
         "writes_files": True,
-        "tool_calls": {"Bash": 1},  # the reflector's StructuredOutput is no effect
+        "tool_calls": {"Bash": 2},  # the reflector's StructuredOutput is no effect
         "dispatches_runs": 2,
         "violations": [],
         "limit_exceeded": None,
     }
-    # The agent's own usage: two assistant messages, one call; the reflector's aside.
+    # The agent's own usage: three assistant messages, two calls; the reflector's aside.
     executor = passing.final.records
-    assert usage["turns"] == 2 and usage["tool_calls"] == 1
+    assert usage["turns"] == 3 and usage["tool_calls"] == 2
     assert usage["tokens"] == sum(r.tokens for r in executor) < passing.tokens
     cost = trace["cost"]
     assert cost["dispatched_runs"] == 2 and cost["tokens"] == passing.tokens > 0
@@ -117,7 +107,8 @@ def test_a_passing_run_with_criteria(passing: SpecResult) -> None:
     assert child["invocation_id"] != trace["invocation_id"]
     assert child["state"] == "succeeded" and child["decision"] == "proceed"
     assert child["iterations"] == 1 and child["completed"] and child["children"] == []
-    assert child["verdict"] == verdict(0.9)["verdict"]
+    canary = (passing_run / "canary.txt").read_text()
+    assert child["verdict"] == verdict(0.9, evidence=f"the agent printed {canary}")["verdict"]
     assert child["checks"] == [
         {
             "kind": "file_exists",
@@ -179,29 +170,24 @@ def test_a_repeat_gets_its_own_files_and_stale_transcripts_go(
     assert not (tmp_path / "task" / "task.json").exists()
 
 
+@pytest.fixture(scope="session")
+def refine_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The refine scenario's folder (judge_helpers.build_refine), run once per session."""
+    build = partial(build_refine, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-refine", build)
+
+
 @pytest.mark.slow
-def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, claude_bin: Path) -> None:
-    result = run(
-        tmp_path,
-        claude_bin,
-        [
-            WRITE,
-            {"text": "Done. EXIT_LOOP_NOW"},
-            bash("echo done >> done.txt"),
-            {"text": "Better. EXIT_LOOP_NOW"},
-        ],
-        [
-            verdict(0.6, met=False, evidence="done.txt says it once", feedback="Say it twice."),
-            verdict(0.9),
-        ],
-    )
+def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, refine_run: Path) -> None:
+    result, started = kept(refine_run, "refine")
+    assert started == 4  # an executor and a reflector session per attempt
     trace = json.loads(write_report(result, tmp_path / "reports").read_text())
     VALIDATOR.validate(trace)
     assert trace["state"] == "succeeded" and trace["atom"]["score"] == 0.9
     first, second = trace["children"]
     assert (first["state"], first["decision"]) == ("refined", "refine")
     assert (second["state"], second["decision"]) == ("succeeded", "proceed")
-    assert first["verdict"]["score"] == 0.6 and first["verdict"]["feedback"] == "Say it twice."
+    assert first["verdict"] == REFINE_VERDICTS[0]["verdict"]
     assert second["verdict"]["score"] == 0.9
     assert [c["atom_ref"].rsplit("#", 1)[1] for c in trace["children"]] == [
         "attempt-1",
@@ -247,23 +233,14 @@ def test_a_failing_run_without_criteria(tmp_path: Path, claude_bin: Path) -> Non
 
 @pytest.mark.slow
 def test_secrets_never_reach_the_disk(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+    passing_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    canary = f"canary-{uuid.uuid4().hex}"
-    monkeypatch.setenv("ATOM_CANARY_TOKEN", canary)
-    result = run(
-        tmp_path,
-        claude_bin,
-        [
-            WRITE,
-            bash("echo $ATOM_CANARY_TOKEN", "Showing the token."),
-            {"text": "Done. EXIT_LOOP_NOW"},
-        ],
-        # The reflector quotes the secret, so it reaches the trace as well as the transcripts.
-        [verdict(0.9, evidence=f"the agent printed {canary}")],
-        SPEC + "pass_env: [ATOM_CANARY_TOKEN]\n",  # a variable the agent gets only if passed
-    )
-    assert result.passed, result.harness_error
+    """The passing scenario's agent printed a variable it was passed, and the reflector
+    quoted it: written out, the trace and transcripts hold its name, never its value."""
+    result, _ = kept(passing_run, "passing")
+    canary = (passing_run / "canary.txt").read_text()
+    monkeypatch.setenv(CANARY, canary)  # the writer's environment, as in the run
+    assert result.passed
     # Both routes really carry the canary before scrubbing.
     assert canary in result.final.records[0].stdout
     assert canary in json.dumps(build_trace(result))

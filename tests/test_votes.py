@@ -1,26 +1,31 @@
 """Reflector votes (`reflector: {votes: N}`) and the criteria gate (`gate: criteria`).
 
-The unit layer combines verdicts and decides; the pytester layer drives the real CLI
-through the scripted gateway, then records and replays the votes.
+The unit layer combines verdicts, decides and reports; the real CLI, through the scripted
+gateway, records three votes once per session and replays them
+(tests/judge_helpers.py's votes scenario, which test_recall.py reads too).
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
 from pytest_atom.model.evalsuite import load_case
 from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.outcome import decide, judge
+from pytest_atom.model.record import IterationRecord, RunOutcome
+from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
-from tests.helpers import bash, kinds
+from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.properties import result_properties
+from tests.helpers import kinds, once_per_session, write
+from tests.judge_helpers import VOTES_SPEC, ballot, build_votes, kept
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,119 +153,81 @@ def test_an_eval_case_judges_llm_graders_with_three_votes_one_by_one() -> None:
         assert [c.split(":")[0] for c in spec.criteria] == ["grader as-good", "grader warm"]
 
 
-# --- the real CLI, through the scripted gateway ------------------------------------------
-
-SPEC = """\
-name: task
-prompt: Create done.txt saying done.
-script: script.yaml
-attempts: 1
-criteria:
-  - done.txt exists.
-  - done.txt says done, warmly.
-reflector:
-  votes: 3
-  gate: criteria
-"""
-WRITE = bash("echo done > done.txt", "Writing done.txt.")
+# --- a failed vote, reported ----------------------------------------------------------------
 
 
-def ballot(score: float, warm: bool) -> dict[str, Any]:
-    """One vote: the first criterion met, the second as `warm` says."""
-    return {
-        "verdict": {
-            "score": score,
-            "decision": "proceed" if warm else "refine",
-            "criteria": [
-                {"criterion": "done.txt exists.", "met": True, "evidence": "it does"},
-                {
-                    "criterion": "done.txt says done, warmly.",
-                    "met": warm,
-                    "evidence": "warm enough" if warm else "curt",
-                },
-            ],
-            "feedback": "" if warm else "Say it warmly.",
-            "flaky": [],
-        }
-    }
-
-
-def project(pytester: pytest.Pytester, *warm: bool) -> None:
-    pytester.makefile(".atom.yaml", task=SPEC)
-    script = {
-        "turns": [WRITE, {"text": "Done. EXIT_LOOP_NOW"}],
-        "reflector": [ballot(0.9, w) for w in warm],
-    }
-    (pytester.path / "script.yaml").write_text(yaml.safe_dump(script))
-
-
-def properties(pytester: pytest.Pytester) -> dict[str, str]:
-    root = ET.fromstring((pytester.path / "out.xml").read_text())
-    return {p.get("name", ""): p.get("value", "") for p in root.iter("property")}
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(
-    pytester: pytest.Pytester,
-) -> None:
-    project(pytester, False, True, False)
-    result = pytester.runpytest("--atom", "--junitxml=out.xml", "--atom-html", "report.html")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(tmp_path: Path) -> None:
+    """One vote of three finds the second criterion met: the criterion decides (the score,
+    0.9, is above the threshold), and the report, JUnit's figures and the page say so."""
+    (tmp_path / "script.yaml").write_text("turns:\n  - text: Done. EXIT_LOOP_NOW\n")
+    spec = load_spec(write(tmp_path / "task.atom.yaml", VOTES_SPEC))
+    combined = combine_votes(
+        [Verdict.parse(ballot(0.9, w)["verdict"]) for w in (False, True, False)]
+    )
+    said = "Done. EXIT_LOOP_NOW"
+    record = IterationRecord(returncode=0, output=said, texts=[said])
+    attempt = Attempt(1, tmp_path, RunOutcome(True, 1, output=said), [record], [], combined)
+    attempt.decision = judge(True, [], combined, 0.8, spec.reflector.gate)
+    result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8)
+    assert result.outcome.status == "failed"
+    pytest.LineMatcher(result.report().splitlines()).fnmatch_lines(
         [
             "*unmet: done.txt says done, warmly. (1/3 votes met: unmet, met, unmet)*",
             "*curt*",
         ]
     )
-    props = properties(pytester)
-    # the score (0.9, above the threshold) does not pass it: the criterion decides
-    assert props["atom_score"] == "0.9"
+    props = result_properties(result)
+    assert props["atom_score"] == 0.9
     assert props["atom_why"] == "unmet: done.txt says done, warmly. (1/3 votes met)"
     assert props["atom_criteria_votes"] == "1 met 3/3 · 2 unmet 1/3"
-    html = (pytester.path / "report.html").read_text()
-    assert "(median of 3 votes: 0.9, 0.9, 0.9)" in html
-    assert '<span class="votes"' in html and "1/3 votes</span>" in html
+
+
+# --- the real CLI, through the scripted gateway: recorded once, replayed ------------------
+
+
+@pytest.fixture(scope="session")
+def votes_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The votes scenario's folder (judge_helpers.build_votes), run once per session."""
+    build = partial(build_votes, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-votes", build)
 
 
 @pytest.mark.slow
-def test_votes_are_recorded_replayed_and_recalled_vote_by_vote(
-    pytester: pytest.Pytester,
-    counted: Path,
-) -> None:
-    """Two of three votes pass a criterion. Each vote is its own recorded session; a replay
-    with unchanged inputs recalls all three without starting the reflector, and
-    ``--atom-judge=rerun`` replays all three."""
-    project(pytester, True, False, True)
-    recorded = pytester.runpytest("--atom", "--atom-record-mode=all", "--junitxml=out.xml")
-    recorded.assert_outcomes(passed=1)
-    props = properties(pytester)
+def test_votes_are_recorded_vote_by_vote(votes_run: Path, tmp_path: Path) -> None:
+    """Two of three votes pass a criterion: each vote is its own recorded session, with
+    the hashes a replay recalls it by."""
+    result, started = kept(votes_run, "recorded")
+    assert started == 4  # the executor, then one reflector session per vote
+    props = result_properties(result)
     assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"
     assert props["atom_why"] == "every criterion met"
-    assert int(props["atom_reflector_tokens"]) > 0
-    assert sessions(counted) == 4  # the executor, then one reflector session per vote
-    cassette = Cassette.load(pytester.path / "cassettes" / "task" / "task.yaml")
+    assert props["atom_reflector_tokens"] > 0
+    cassette = Cassette.load(votes_run / "project" / "cassettes" / "task" / "task.yaml")
     answers = [i.response for i in cassette.interactions if "msg_atom_reflector" in str(i.response)]
     assert len(answers) == 3  # one recorded session per vote
-    assert sorted(cassette.metadata["recall"]) == [
+    recall = cassette.metadata["recall"]
+    assert sorted(recall) == ["reflector:1", "reflector:1:v2", "reflector:1:v3"]
+    assert all(
+        set(entry) == {"inputs", "folder", "tokens", "cost_usd"} for entry in recall.values()
+    )
+    page = render_html([report_row("task.atom.yaml::task", "passed", spec_view(result))])
+    assert "(median of 3 votes: 0.9, 0.9, 0.9)" in page
+    assert '<span class="votes"' in page and "2/3 votes</span>" in page
+
+
+@pytest.mark.slow
+def test_votes_are_replayed_and_recalled_vote_by_vote(votes_run: Path) -> None:
+    """A replay with unchanged inputs recalls all three votes, each its own recorded
+    verdict, without starting the reflector."""
+    result, started = kept(votes_run, "recalled")
+    assert started == 1  # the executor alone
+    assert [r.role for r in result.final.recalled] == [
         "reflector:1",
         "reflector:1:v2",
         "reflector:1:v3",
     ]
-
-    for args, started, recalled in (((), 1, "reflector"), (("--atom-judge=rerun",), 4, None)):
-        result = pytester.runpytest("--atom", "--junitxml=out.xml", *args)
-        result.assert_outcomes(passed=1)
-        props = properties(pytester)
-        assert sessions(counted) == started
-        assert props["atom_source"] == "replay"
-        assert props.get("atom_recalled") == recalled
-        assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"  # vote for vote
-        assert int(props["atom_reflector_tokens"]) > 0  # recalled: as recorded
-
-
-def sessions(log: Path) -> int:
-    """The `claude -p` processes the `counted` wrapper saw since the last call."""
-    count = len(log.read_text().splitlines()) if log.exists() else 0
-    log.unlink(missing_ok=True)
-    return count
+    assert result.final.reflectors == []
+    props = result_properties(result)
+    assert props["atom_source"] == "replay" and props["atom_recalled"] == "reflector"
+    assert props["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"  # vote for vote
+    assert props["atom_reflector_tokens"] > 0  # recalled: as recorded
