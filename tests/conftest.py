@@ -42,7 +42,7 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
 )
 from tests.frontends_helpers import FrontEnds
 from tests.frontends_helpers import build as build_front_ends
-from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
+from tests.helpers import OLD_CLI, REPO, ShippedRun, counting_claude, once_per_session
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that
@@ -174,14 +174,6 @@ def counted(
     claude_bin: Path, claude_for_pytester: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     """A `claude` that notes each `-p` session in the file returned, then runs the real one."""
-    log = tmp_path / "sessions.log"
-    wrapper = tmp_path / "bin" / "claude"
-    wrapper.parent.mkdir()
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" -p "*) echo "$*" | cut -c1-60 >> "{log}";; esac\n'
-        f'exec "{claude_bin}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
+    wrapper, log = counting_claude(tmp_path / "counted", claude_bin)
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(wrapper))
     return log

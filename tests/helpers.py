@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -143,6 +144,28 @@ def once_per_session(
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return folder
+
+
+def counting_claude(folder: Path, claude_bin: Path) -> tuple[Path, Path]:
+    """A `claude` that notes each `-p` session in the log returned, then runs `claude_bin`.
+
+    It is laid out as an npm install (its package.json beside `bin/`), as `claude_bin`
+    is, so that reading the CLI's version starts no process of its own."""
+    log = folder / "sessions.log"
+    wrapper = folder / "bin" / "claude"
+    wrapper.parent.mkdir(parents=True)
+    manifest = claude_bin.resolve().parent.parent / "package.json"
+    if not manifest.is_file():
+        manifest = claude_bin.parent.parent / "package.json"
+    if manifest.is_file():
+        shutil.copyfile(manifest, folder / "package.json")
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" -p "*) echo "$*" | cut -c1-60 >> "{log}";; esac\n'
+        f'exec "{claude_bin}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper, log
 
 
 #: The Claude Code that release 0.1 pinned and recorded its cassettes with.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.helpers import bash, verdict
+from tests.helpers import bash, counting_claude, verdict
 
 CRITERION = "done.txt exists and says done."
 #: A one-criterion spec with one check: what the reflector and trace scenarios run.
@@ -41,28 +40,6 @@ accept:
 WRITE = bash("echo done > done.txt", "Writing done.txt.")
 #: The environment variable the passing scenario's agent prints: a secret to scrub.
 CANARY = "ATOM_CANARY_TOKEN"
-
-
-def counting_claude(folder: Path, claude_bin: Path) -> tuple[Path, Path]:
-    """A `claude` that notes each `-p` session in the log returned, then runs `claude_bin`.
-
-    It is laid out as an npm install (its package.json beside `bin/`), as `claude_bin`
-    is, so that reading the CLI's version starts no process of its own."""
-    log = folder / "sessions.log"
-    wrapper = folder / "bin" / "claude"
-    wrapper.parent.mkdir(parents=True)
-    manifest = claude_bin.resolve().parent.parent / "package.json"
-    if not manifest.is_file():
-        manifest = claude_bin.parent.parent / "package.json"
-    if manifest.is_file():
-        shutil.copyfile(manifest, folder / "package.json")
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" -p "*) echo "$*" | cut -c1-60 >> "{log}";; esac\n'
-        f'exec "{claude_bin}" "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return wrapper, log
 
 
 def sessions(log: Path) -> int:
