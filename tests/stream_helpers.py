@@ -83,7 +83,9 @@ def claude_requests(path: Path = SHIPPED) -> list[Interaction]:
     return Cassette.load(path).interactions
 
 
-def send(url: str, interaction: Interaction, **changes: Any) -> httpx.Response:
+def send(
+    url: str, interaction: Interaction, timeout: float = 60, **changes: Any
+) -> httpx.Response:
     """Send a recorded request again, as the CLI sent it (its body updated by `changes`)."""
     body = interaction.body
     if isinstance(body, Mapping):
@@ -95,7 +97,7 @@ def send(url: str, interaction: Interaction, **changes: Any) -> httpx.Response:
         url.rstrip("/") + path,
         json=body,
         headers=interaction.request_headers,
-        timeout=60,
+        timeout=timeout,
     )
 
 
