@@ -83,9 +83,7 @@ def claude_requests(path: Path = SHIPPED) -> list[Interaction]:
     return Cassette.load(path).interactions
 
 
-def send(
-    url: str, interaction: Interaction, timeout: float = 60, **changes: Any
-) -> httpx.Response:
+def send(url: str, interaction: Interaction, timeout: float = 60, **changes: Any) -> httpx.Response:
     """Send a recorded request again, as the CLI sent it (its body updated by `changes`)."""
     body = interaction.body
     if isinstance(body, Mapping):

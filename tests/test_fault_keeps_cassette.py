@@ -111,9 +111,11 @@ def test_a_disturbed_recording_that_passes_replaces_the_cassette(
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_a_disturbed_recording_through_claude_code_keeps_the_good_cassette(
-    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+    pytester: pytest.Pytester,
+    upstreams: list[FaultyUpstream],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    recorded = record_good(pytester.path)
+    recorded = record_good(tmp_path_factory.mktemp("good"))
     cassette = project(pytester, recorded, 60)
     upstream = FaultyUpstream(WRONG, ["reset_mid_stream"]).start()
     upstreams.append(upstream)

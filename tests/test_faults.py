@@ -100,12 +100,14 @@ def answered(url: str, fault: str) -> int | None:
     # new_episodes forwards only what does not match: a new prompt
     changes = {"messages": [{"role": "user", "content": "Create greeting.txt, please."}]}
     try:
-        reply = send(url, turn, **(changes if fault == "400" else {}), timeout=1)
+        timeout = 1 if fault == "hang" else 60
+        reply = send(url, turn, timeout, **(changes if fault == "400" else {}))
     except httpx.ReadTimeout:
         return None
-    if reply.status_code == 200:  # a stream the upstream broke: it ends in an error event
+    said = FAILING[fault][2]
+    if reply.status_code == 200 and said:  # a stream the upstream broke: an error event ends it
         name, data = parse_sse(reply.text)[-1]
-        assert name == "error" and FAILING[fault][2] in data, reply.text
+        assert name == "error" and said in data, reply.text
     return reply.status_code
 
 
@@ -206,22 +208,28 @@ def project_folder(folder: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_atom_run_exits_2_for_an_upstream_error(
-    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+    pytester: pytest.Pytester,
+    upstreams: list[FaultyUpstream],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """End to end: Claude Code gives up on an API error it never retries (a 400); the
-    recording failed, the good cassette is kept, what got through is kept beside it."""
-    recorded = record_good(pytester.path)
-    cassette = project(pytester, recorded, 120)
-    url = faulty(upstreams, "400")
+    """End to end: Claude Code retries an overloaded API until it gives up or the spec's
+    timeout stops it; either way one CLI process (the harness waits 10 s before retrying
+    such a call, more than the timeout leaves, and never retries one that timed out). The
+    recording failed on its upstream, the good cassette is kept, and `atom run` exits 2."""
+    recorded = record_good(tmp_path_factory.mktemp("good"))
+    cassette = project(pytester, recorded, 10)
+    url = faulty(upstreams, "529")
     result = CliRunner().invoke(
         main, ["run", "greet.atom.yaml", "--record-mode=all", f"--upstream={url}"]
     )
     assert result.exit_code == 2, result.output
-    assert "upstream: the CLI gave up on an API error 400" in result.output
+    assert "answered 529 (overloaded_error: Overloaded)" in result.output
     assert "greet.atom.yaml::greet  upstream error" in result.output
     assert "Traceback" not in result.output
     assert cassette.read_bytes() == recorded
-    assert_whole_exchanges(pytester.path / PARTIAL)
+    partial = pytester.path / PARTIAL
+    if partial.exists():  # a side request (a title) may get through; a turn never did
+        assert_whole_exchanges(partial)
 
 
 # ---------------------------------------------------------------- the gateway on its own

@@ -2,15 +2,17 @@
 item 10).
 
 Each stream in `tests/data/real_api/` (byte for byte, sources in its README) goes through
-the real gateway twice. At the gateway, with an HTTP client: relayed whole, kept losslessly (every block and delta), billed as the API
-billed it (`model.billing`'s fold, held to the stream's own usage) and replayed in
-`--atom-match=strict`, as the answer to Claude Code's own first turn (a shipped cassette's
-request: what the gateway records in use). Through Claude Code, once, for the richest stream: served by a
-loopback upstream as the answer to the agent's first turn, whatever the CLI asked (the next
-turn ends the session, `EXIT_LOOP_NOW`), recorded and replayed strictly, the tokens
-pytest-atom reports (JUnit's `atom_tokens`) held to what the API billed; and the stream
-Claude Code rejects (a paused turn), kept as evidence. The three-replay sweep over every
-stream through the CLI is `benchmarks/real_streams.py`.
+the real gateway with an HTTP client, as the answer to Claude Code's own first turn (a
+shipped cassette's request: what the gateway records in use): relayed whole, kept
+losslessly (every block and delta), billed as the API billed it (`model.billing`'s fold,
+held to the stream's own usage) and replayed in `--atom-match=strict`.
+
+Through Claude Code, once, for the richest stream: served by a loopback upstream as the
+answer to the agent's first turn, whatever the CLI asked (the next turn ends the session,
+`EXIT_LOOP_NOW`), recorded and replayed strictly, the tokens pytest-atom reports (JUnit's
+`atom_tokens`) held to what the API billed; and the stream Claude Code rejects (a paused
+turn), kept as evidence. The three-replay sweep of every stream through the CLI is
+`benchmarks/real_streams.py`.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ STREAMS = {
     "compaction": "test_anthropic_compaction_usage_with_cache_streaming",
     "redacted-thinking": "test_anthropic_model_thinking_part_redacted_stream",
 }
+
+
 def spec_in(folder: Path) -> Spec:
     (folder / "real.atom.yaml").write_text(SPEC)
     [spec] = load_specs(folder / "real.atom.yaml")
@@ -107,11 +111,12 @@ RICHEST = "web-search-citations"
 PAUSED = "test_pause_turn_web_search_streaming_vcr"
 
 
-@pytest.mark.parametrize("name", [*STREAMS.values(), PAUSED])
+@pytest.mark.parametrize("name", [*STREAMS, "paused-turn"])
 def test_a_real_stream_is_relayed_kept_billed_and_replayed_strictly_by_the_gateway(
     name: str, tmp_path: Path
 ) -> None:
-    stream, [turn, *_] = RecordedStream.load(name), claude_requests()
+    stream = RecordedStream.load(STREAMS.get(name, PAUSED))
+    [turn, *_] = claude_requests()
     spec, meter = spec_in(tmp_path), Meter()
     with Gateway(Answering(stream)) as api, recording(spec, api.url, meter=meter) as (source, gw):
         relayed = send(gw.url, turn)
