@@ -28,23 +28,26 @@ def _bash(command: str, **extra: Any) -> dict[str, Any]:
 
 #: Each ``rejected`` turn is refused (a 400 the CLI does not retry) the first time it is
 #: asked: the first call fails after one billed answer, the retried call (``--resume``)
-#: gets that turn, then fails on the next one, and the third call finishes.
+#: gets that turn, then fails on the next one, and the third call finishes (with a tool
+#: call of its own, which the HTML report's transcript shows).
 CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
     KEY: [
         _bash("echo one > one.txt"),
         _bash("echo two > two.txt", fault="rejected"),
-        {"text": "Both files written.\nEXIT_LOOP_NOW", "fault": "rejected"},
+        _bash("echo three > three.txt", fault="rejected"),
+        {"text": "The files are written.\nEXIT_LOOP_NOW"},
     ],
 }
 SPEC = f"""\
 name: tries
-prompt: "{KEY}: write one.txt and two.txt."
+prompt: "{KEY}: write one.txt, two.txt and three.txt."
 timeout: 180
 claude:
   allowed_tools: [Bash]
 accept:
   - file_exists: one.txt
   - file_exists: two.txt
+  - file_exists: three.txt
 """
 
 

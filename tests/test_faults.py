@@ -212,18 +212,19 @@ def test_atom_run_exits_2_for_an_upstream_error(
     upstreams: list[FaultyUpstream],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """End to end: Claude Code retries an overloaded API until it gives up or the spec's
-    timeout stops it; either way one CLI process (the harness waits 10 s before retrying
-    such a call, more than the timeout leaves, and never retries one that timed out). The
-    recording failed on its upstream, the good cassette is kept, and `atom run` exits 2."""
+    """End to end: Claude Code retries an overloaded API (its api_retry events) and gives up
+    (or the spec's timeout stops it): one CLI process, as the harness waits 10 s before
+    retrying such a call, more than the timeout leaves. The recording failed on its
+    upstream, the good cassette is kept, and `atom run` exits 2."""
     recorded = record_good(tmp_path_factory.mktemp("good"))
     cassette = project(pytester, recorded, 10)
-    url = faulty(upstreams, "529")
+    url = faulty(upstreams, "529", retry_after=None)
     result = CliRunner().invoke(
         main, ["run", "greet.atom.yaml", "--record-mode=all", f"--upstream={url}"]
     )
     assert result.exit_code == 2, result.output
-    assert "answered 529 (overloaded_error: Overloaded)" in result.output
+    assert "answered 529 (overloaded_error: Overloaded)" in result.output  # the gateway's words
+    assert "upstream: the API answered 529 (overloaded)" in result.output  # the CLI's retries
     assert "greet.atom.yaml::greet  upstream error" in result.output
     assert "Traceback" not in result.output
     assert cassette.read_bytes() == recorded
