@@ -113,7 +113,10 @@ def answered(url: str, fault: str) -> int | None:
 
 @pytest.mark.parametrize("fault", list(FAILING))
 def test_a_failed_recording_changes_nothing_and_says_why(
-    good: tuple[Spec, bytes], upstreams: list[FaultyUpstream], fault: str
+    good: tuple[Spec, bytes],
+    upstreams: list[FaultyUpstream],
+    fault: str,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     (spec, recorded), (mode, status, said) = good, FAILING[fault]
     with recording(spec, faulty(upstreams, fault), mode) as (source, gateway):
@@ -134,6 +137,7 @@ def test_a_failed_recording_changes_nothing_and_says_why(
         assert_whole_exchanges(written)
     else:
         assert written is None and not Path(PARTIAL).exists()
+    assert "Traceback" not in "".join(capfd.readouterr())  # said in words, never a traceback
 
 
 def test_an_agent_that_got_past_a_fault_the_recording_did_not_is_an_error_not_a_pass(
@@ -212,19 +216,21 @@ def test_atom_run_exits_2_for_an_upstream_error(
     upstreams: list[FaultyUpstream],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """End to end: Claude Code retries an overloaded API (its api_retry events) and gives up
-    (or the spec's timeout stops it): one CLI process, as the harness waits 10 s before
-    retrying such a call, more than the timeout leaves. The recording failed on its
-    upstream, the good cassette is kept, and `atom run` exits 2."""
+    """End to end: Claude Code waits the minute an overloaded API asks for (`retry-after`,
+    its api_retry event) and the spec's timeout stops it, so an upstream that never got
+    better costs seconds, and one CLI process (a call that timed out is never retried). The
+    recording failed on its upstream, the good cassette is kept, and `atom run` exits 2."""
     recorded = record_good(tmp_path_factory.mktemp("good"))
-    cassette = project(pytester, recorded, 10)
-    url = faulty(upstreams, "529", retry_after=None)
+    cassette = project(pytester, recorded, 15)
+    url = faulty(upstreams, "529", retry_after=60)
     result = CliRunner().invoke(
         main, ["run", "greet.atom.yaml", "--record-mode=all", f"--upstream={url}"]
     )
     assert result.exit_code == 2, result.output
     assert "answered 529 (overloaded_error: Overloaded)" in result.output  # the gateway's words
-    assert "upstream: the API answered 529 (overloaded)" in result.output  # the CLI's retries
+    # what the CLI saw (its api_retry event), and how the run ended
+    saw = "the API answered 529 (overloaded) once (api_retry events), then the run timed out"
+    assert f"upstream: {saw} after 15 s" in result.output
     assert "greet.atom.yaml::greet  upstream error" in result.output
     assert "Traceback" not in result.output
     assert cassette.read_bytes() == recorded
