@@ -1,4 +1,5 @@
-"""The greet project the upstream-fault tests record in pytester, and how they read its run."""
+"""The greet project the upstream-fault tests record (in pytester, or at the gateway), and
+how they read its run."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.cassettes.cassette import Interaction
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_specs
-from pytest_atom.run.spec_run import run_spec
+from pytest_atom.model.spec_types import Spec
 from tests.helpers import bash
+from tests.stream_helpers import CLI_VERSION, claude_requests, recording, send
 
 GREET = """\
 name: greet
@@ -55,17 +57,27 @@ def output(result: pytest.RunResult) -> str:
     return "\n".join(result.outlines + result.errlines)
 
 
-def record_good(folder: Path, claude_bin: Path) -> bytes:
-    """A good greet cassette, recorded in `folder` from a scripted upstream: what a fault
-    while re-recording must never cost."""
+def record_good(folder: Path) -> bytes:
+    """A good greet cassette, recorded at the real gateway in `folder` from a scripted
+    upstream, with Claude Code's own requests (a shipped cassette's two executor turns):
+    what a fault while re-recording must never cost."""
     (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))
-    [spec] = load_specs(folder / "greet.atom.yaml")
     with Gateway(scripted(TURNS)) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=folder / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
-    assert result.passed, result.report()
-    return (folder / CASSETTE).read_bytes()
+        with recording(greet(folder), upstream.url) as (source, gateway):
+            for turn in executor_turns():
+                assert send(gateway.url, turn).status_code == 200
+    written = source.finish(greet(folder), failed=False, cli_version=CLI_VERSION)
+    assert written == folder / CASSETTE
+    return written.read_bytes()
+
+
+def greet(folder: Path) -> Spec:
+    [spec] = load_specs(folder / "greet.atom.yaml")
+    return spec
+
+
+def executor_turns() -> list[Interaction]:
+    """The executor's turns Claude Code sent when a shipped cassette was recorded: as
+    many as TURNS answers."""
+    turns = [i for i in claude_requests() if i.role == "executor" and i.method == "POST"]
+    return turns[: len(TURNS)]

@@ -1,9 +1,11 @@
-"""Recording under upstream faults: the real CLI, a fault-injecting upstream (tests/faults.py).
+"""Recording under upstream faults: a fault-injecting upstream (tests/faults.py).
 
 A failed recording must change nothing (the cassette stays byte-identical, what was
 recorded goes to `<name>.partial.yaml`), only whole exchanges may be stored, and every
-fault must be reported in words, never as a traceback. Each run is bounded by the spec's
-`timeout:`, so an upstream that never answers costs seconds, not the CLI's 10 minutes.
+fault must be reported in words, never as a traceback. Each fault kind is shown at the real
+gateway, with an HTTP client sending Claude Code's own requests (a shipped cassette's) and
+closing the recording as a run does; one recording whose CLI gives up on a fault runs end
+to end through Claude Code and `atom run`.
 """
 
 from __future__ import annotations
@@ -23,40 +25,42 @@ from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.messages import parse_sse
+from pytest_atom.model.spec_types import Spec
 from tests.fault_helpers import (
     CASSETTE,
+    GREET,
     PARTIAL,
     PROMPT,
     TURNS,
-    output,
+    executor_turns,
+    greet,
     project,
-    record,
     record_good,
 )
 from tests.faults import FaultyUpstream, refused_url
+from tests.stream_helpers import CLI_VERSION, recording, replaying, send
 
-pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-#: Failing runs stop here at the latest: long enough for the CLI to reach the upstream.
-FAIL_TIMEOUT = 5
-
-#: Each fault no retry gets past, the record mode it is recorded in over an existing
-#: cassette, and what the failure report says about it.
-FAILING = {
-    "400": ("new_episodes", "the CLI gave up on an API error 400"),  # never retried
-    "500": ("all", "answered 500 (api_error: Internal server error)"),
-    "529": ("all", "answered 529 (overloaded_error: Overloaded)"),
-    "reset_mid_stream": ("all", "reset the connection mid-stream"),
-    "truncated": ("all", "ended the stream without message_stop"),
-    "hang": ("all", "had not answered after"),
-    "refused": ("all", "refused the connection"),
+#: Each fault no retry gets past: the record mode it is recorded in over an existing
+#: cassette, the status the CLI is answered with (None: no answer before it gives up), and
+#: the fault the gateway names (None: the answer is whole, and kept; the CLI gives up on it).
+FAILING: dict[str, tuple[str, int | None, str | None]] = {
+    "400": ("new_episodes", 400, None),  # never retried
+    "500": ("all", 500, "answered 500 (api_error: Internal server error)"),
+    "529": ("all", 529, "answered 529 (overloaded_error: Overloaded)"),
+    "reset_mid_stream": ("all", 200, "reset the connection mid-stream"),
+    "truncated": ("all", 200, "ended the stream without message_stop"),
+    "hang": ("all", None, "had not answered after"),
+    "refused": ("all", 502, "refused the connection"),
 }
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> bytes:
-    """A good cassette, recorded once for the module from a scripted upstream."""
-    return record_good(tmp_path_factory.mktemp("recorded"), claude_bin)
+@pytest.fixture
+def good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Spec, bytes]:
+    """The greet spec and its good cassette, in the current folder (reports name paths
+    relative to it)."""
+    monkeypatch.chdir(tmp_path)
+    recorded = record_good(tmp_path)
+    return greet(tmp_path), recorded
 
 
 @pytest.fixture
@@ -67,11 +71,11 @@ def upstreams() -> Iterator[list[FaultyUpstream]]:
         upstream.stop()
 
 
-def faulty(upstreams: list[FaultyUpstream], faults: str | list[str]) -> str:
+def faulty(upstreams: list[FaultyUpstream], faults: str | list[str], **kw: Any) -> str:
     """The URL of a started fault-injecting upstream (or of a port that refuses)."""
     if faults == "refused":
         return refused_url()
-    upstream = FaultyUpstream(TURNS, faults).start()
+    upstream = FaultyUpstream(TURNS, faults, **kw).start()
     upstreams.append(upstream)
     return upstream.url
 
@@ -89,121 +93,150 @@ def assert_whole_exchanges(cassette: Path) -> None:
                 assert names[-1] == "message_stop" and "error" not in names, names
 
 
-@pytest.mark.slow
+def answered(url: str, fault: str) -> int | None:
+    """The status the gateway answers the agent's first turn with; None when the client
+    gave up waiting (as the run's timeout ends the CLI)."""
+    [turn, *_] = executor_turns()
+    # new_episodes forwards only what does not match: a new prompt
+    changes = {"messages": [{"role": "user", "content": "Create greeting.txt, please."}]}
+    try:
+        timeout = 1 if fault == "hang" else 60
+        reply = send(url, turn, timeout, **(changes if fault == "400" else {}))
+    except httpx.ReadTimeout:
+        return None
+    said = FAILING[fault][2]
+    if reply.status_code == 200 and said:  # a stream the upstream broke: an error event ends it
+        name, data = parse_sse(reply.text)[-1]
+        assert name == "error" and said in data, reply.text
+    return reply.status_code
+
+
 @pytest.mark.parametrize("fault", list(FAILING))
 def test_a_failed_recording_changes_nothing_and_says_why(
-    pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream], fault: str
-) -> None:
-    mode, report = FAILING[fault]
-    # new_episodes forwards only what does not match: a new prompt
-    prompt = PROMPT if mode == "all" else "Create greeting.txt, please."
-    cassette = project(pytester, recorded, FAIL_TIMEOUT, prompt)
-    result = record(pytester, faulty(upstreams, fault), mode)
-    result.assert_outcomes(failed=1)
-    text = output(result)
-    assert "Traceback" not in text, text
-    assert cassette.read_bytes() == recorded
-    assert report in text, text
-    result.stdout.fnmatch_lines(["*greet.atom.yaml::greet  upstream error *"])
-    partial = pytester.path / PARTIAL
-    if fault == "refused":
-        assert not partial.exists()  # nothing got through to keep
-        return
-    # Whatever whole exchanges got through (Claude Code 2.1.197's HEAD preflight, say; the
-    # pinned CLI may get none through) are kept beside the cassette, never in it.
-    if partial.exists():
-        assert_whole_exchanges(partial)
-        assert (
-            f"recording: failed, so {CASSETTE} was left as it was; what was recorded is in "
-            f"{PARTIAL}" in text
-        )
-
-
-@pytest.mark.slow
-def test_an_agent_that_got_past_a_fault_the_recording_did_not_is_an_error_not_a_pass(
-    pytester: pytest.Pytester,
-    recorded: bytes,
+    good: tuple[Spec, bytes],
     upstreams: list[FaultyUpstream],
-    old_claude_bin: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(old_claude_bin))  # it still sends `HEAD /`
-    cassette = project(pytester, recorded, 30)
-    # The CLI never retries its HEAD preflight: the agent passes, the recording has a hole.
-    upstream = FaultyUpstream(TURNS, "500", methods=("HEAD",)).start()
-    upstreams.append(upstream)
-    result = record(pytester, upstream.url, "all")
-    result.assert_outcomes(failed=1)
-    assert "Traceback" not in output(result)
-    assert cassette.read_bytes() == recorded
-    assert_whole_exchanges(pytester.path / PARTIAL)
-    result.stdout.fnmatch_lines(
-        [
-            "*pytest-atom harness error in spec 'greet': recording failed: HEAD /: upstream "
-            f"{upstream.url} answered 500, and no retry got past it, so {CASSETTE} was left as "
-            f"it was; what was recorded is in {PARTIAL}. Record it again with: "
-            "pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=all",
-        ]
+    (spec, recorded), (mode, status, said) = good, FAILING[fault]
+    with recording(spec, faulty(upstreams, fault), mode) as (source, gateway):
+        assert answered(gateway.url, fault) == status
+    # The CLI gave up, or the run's timeout stopped it: a failed run.
+    written = source.finish(spec, failed=True, cli_version=CLI_VERSION, passed=False)
+    assert source.tape is not None
+    reported = [f.description for f in source.tape.faults_to_report(unfinished=True)]
+    assert Path(CASSETTE).read_bytes() == recorded
+    if said is None:
+        assert reported == []
+    else:
+        assert reported and said in reported[0], reported
+    # Whatever whole exchanges got through (a 400, a stream as the CLI saw it break) are
+    # kept beside the cassette, never in it; a retried status is never kept.
+    if fault in ("400", "reset_mid_stream", "truncated"):
+        assert written == Path.cwd() / PARTIAL
+        assert_whole_exchanges(written)
+    else:
+        assert written is None and not Path(PARTIAL).exists()
+    assert "Traceback" not in "".join(capfd.readouterr())  # said in words, never a traceback
+
+
+def test_an_agent_that_got_past_a_fault_the_recording_did_not_is_an_error_not_a_pass(
+    good: tuple[Spec, bytes], upstreams: list[FaultyUpstream]
+) -> None:
+    spec, recorded = good
+    url = faulty(upstreams, "500", methods=("HEAD",))
+    with recording(spec, url) as (source, gateway):
+        # Claude Code 2.1.197's preflight, which it never retries: the agent goes on.
+        assert httpx.head(f"{gateway.url}/").status_code == 500
+        for turn in executor_turns():
+            assert send(gateway.url, turn).status_code == 200
+    written = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True)
+    assert Path(CASSETTE).read_bytes() == recorded
+    assert written is not None
+    assert_whole_exchanges(written)
+    assert source.failure == (
+        f"recording failed: HEAD /: upstream {url} answered 500, and no retry got past it, "
+        f"so {CASSETTE} was left as it was; what was recorded is in {PARTIAL}. Record it "
+        "again with: pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=all"
     )
 
 
-@pytest.mark.slow
 def test_a_failed_first_recording_writes_no_cassette(
-    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+    tmp_path: Path, upstreams: list[FaultyUpstream]
 ) -> None:
-    cassette = project(pytester, None, FAIL_TIMEOUT)
-    result = record(pytester, faulty(upstreams, "400"), "once")
-    result.assert_outcomes(failed=1)
-    assert "Traceback" not in output(result)
-    assert not cassette.exists()
-    assert Cassette.load(pytester.path / PARTIAL).interactions
+    project_folder(tmp_path)
+    spec = greet(tmp_path)
+    with recording(spec, faulty(upstreams, "400"), "once") as (source, gateway):
+        assert send(gateway.url, executor_turns()[0]).status_code == 400
+    written = source.finish(spec, failed=True, cli_version=CLI_VERSION, passed=False)
+    assert not (tmp_path / CASSETTE).exists()
+    assert written == tmp_path / PARTIAL and Cassette.load(written).interactions
 
 
-@pytest.mark.slow
 def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
-    pytester: pytest.Pytester, upstreams: list[FaultyUpstream]
+    tmp_path: Path, upstreams: list[FaultyUpstream]
 ) -> None:
-    cassette = project(pytester, None, 60)
-    stale = pytester.path / PARTIAL
+    project_folder(tmp_path)
+    spec = greet(tmp_path)
+    stale = tmp_path / PARTIAL
     stale.parent.mkdir(parents=True)
     stale.write_text("interactions: []\n")
+    first, second = executor_turns()
     # The CLI retries each of these itself, with the very same request.
-    result = record(pytester, faulty(upstreams, ["429", "529", "reset"]), "once")
-    result.assert_outcomes(passed=1)
-    assert "Traceback" not in output(result)
+    with recording(spec, faulty(upstreams, ["429", "529", "reset"]), "once") as (source, gw):
+        limited = send(gw.url, first)
+        assert limited.status_code == 429 and limited.headers["retry-after"] == "1"
+        assert send(gw.url, first).status_code == 529
+        assert send(gw.url, first).status_code == 502  # reset before answering
+        assert send(gw.url, first).status_code == send(gw.url, second).status_code == 200
+    cassette = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True)
     [upstream] = upstreams
-    turns = [(t, what) for t, what in upstream.timed_log if what.startswith("turn")]
-    assert [what for _, what in turns] == [
-        "turn 429",
-        "turn 529",
-        "turn reset",
-        "turn ok",
-        "turn ok",
-    ]
-    # retry-after: 1 reached the CLI, whose own first backoff is 0.5 to 0.625 s
-    assert turns[1][0] - turns[0][0] >= 0.95
+    assert upstream.log == ["turn 429", "turn 529", "turn reset", "turn ok", "turn ok"]
+    assert cassette == tmp_path / CASSETTE
     assert_whole_exchanges(cassette)
     stored = Cassette.load(cassette).interactions
     assert [i.status for i in stored if i.method == "POST"] == [200, 200]  # the two turns
     assert not stale.exists()  # a successful recording removes a stale partial
     upstream.stop()
-    pytester.runpytest("--atom").assert_outcomes(passed=1)  # mode none: offline replay
+    tape = replaying(cassette, "conversation")  # mode none: offline replay
+    with Gateway(tape) as gateway:
+        assert send(gateway.url, first).status_code == send(gateway.url, second).status_code
+    assert not tape.divergences and tape.unplayed() == 0
+
+
+def project_folder(folder: Path) -> None:
+    """The greet spec in `folder`, with no cassette yet."""
+    (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_atom_run_exits_2_for_an_upstream_error(
-    pytester: pytest.Pytester, recorded: bytes, upstreams: list[FaultyUpstream]
+    pytester: pytest.Pytester,
+    upstreams: list[FaultyUpstream],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    cassette = project(pytester, recorded, FAIL_TIMEOUT)
-    url = faulty(upstreams, "400")
+    """End to end: Claude Code waits the minute an overloaded API asks for (`retry-after`,
+    its api_retry event) and the spec's timeout stops it, so an upstream that never got
+    better costs seconds, and one CLI process (a call that timed out is never retried). The
+    recording failed on its upstream, the good cassette is kept, and `atom run` exits 2."""
+    recorded = record_good(tmp_path_factory.mktemp("good"))
+    cassette = project(pytester, recorded, 15)
+    url = faulty(upstreams, "529", retry_after=60)
     result = CliRunner().invoke(
         main, ["run", "greet.atom.yaml", "--record-mode=all", f"--upstream={url}"]
     )
     assert result.exit_code == 2, result.output
-    assert "upstream: the CLI gave up on an API error 400" in result.output
+    assert "answered 529 (overloaded_error: Overloaded)" in result.output  # the gateway's words
+    # what the CLI saw (its api_retry event), and how the run ended
+    saw = "the API answered 529 (overloaded) once (api_retry events), then the run timed out"
+    assert f"upstream: {saw} after 15 s" in result.output
     assert "greet.atom.yaml::greet  upstream error" in result.output
     assert "Traceback" not in result.output
     assert cassette.read_bytes() == recorded
+    partial = pytester.path / PARTIAL
+    if partial.exists():  # a side request (a title) may get through; a turn never did
+        assert_whole_exchanges(partial)
 
 
 # ---------------------------------------------------------------- the gateway on its own
@@ -213,7 +246,7 @@ TURN = {"model": "m", "max_tokens": 10, "tools": [{"name": "Bash"}], "messages":
 
 
 @pytest.fixture
-def recording(tmp_path: Path) -> Iterator[Any]:
+def forwarding(tmp_path: Path) -> Iterator[Any]:
     """Start a recording gateway in front of a fault-injecting upstream."""
     gateways: list[Gateway] = []
     upstreams: list[FaultyUpstream] = []
@@ -239,9 +272,9 @@ def recording(tmp_path: Path) -> Iterator[Any]:
 
 
 def test_a_transient_answer_reaches_the_cli_with_its_retry_headers_and_is_not_kept(
-    recording: Any,
+    forwarding: Any,
 ) -> None:
-    gateway, tape = recording(["429"])
+    gateway, tape = forwarding(["429"])
     turn = {**TURN, "stream": True}
     first = httpx.post(f"{gateway.url}/v1/messages", json=turn)
     assert first.status_code == 429 and first.headers["retry-after"] == "1"
@@ -253,9 +286,9 @@ def test_a_transient_answer_reaches_the_cli_with_its_retry_headers_and_is_not_ke
 
 
 def test_a_cut_off_stream_ends_in_an_error_event_naming_the_upstream(
-    recording: Any, capfd: pytest.CaptureFixture[str]
+    forwarding: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    gateway, tape = recording("reset_mid_stream")
+    gateway, tape = forwarding("reset_mid_stream")
     reply = httpx.post(f"{gateway.url}/v1/messages", json={**TURN, "stream": True})
     events = parse_sse(reply.text)
     assert [name for name, _ in events][:3] == [
@@ -276,9 +309,9 @@ def test_a_cut_off_stream_ends_in_an_error_event_naming_the_upstream(
 
 
 def test_a_cut_off_json_body_is_cut_off_for_the_cli_too(
-    recording: Any, capfd: pytest.CaptureFixture[str]
+    forwarding: Any, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    gateway, tape = recording("reset_mid_stream")
+    gateway, tape = forwarding("reset_mid_stream")
     with pytest.raises(httpx.RemoteProtocolError):  # a broken body, not a forged JSON one
         httpx.post(f"{gateway.url}/v1/messages", json=TURN)
     assert tape.finished_interactions() == [] and len(tape.unrecovered_faults()) == 1

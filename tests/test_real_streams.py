@@ -1,13 +1,18 @@
 """Real Messages API streams, recorded by another public project, through pytest-atom (issue 27
 item 10).
 
-Each stream in `tests/data/real_api/` (byte for byte, sources in its README) is served by a
-loopback upstream as the answer to the agent's first turn, whatever Claude Code asked; the
-next turn ends the session (`EXIT_LOOP_NOW`). Each is recorded through pytest-atom with the
-real CLI and replayed in `--atom-match=strict`: every block and delta the API sent is kept,
-and the replay matches. The tokens pytest-atom reports (JUnit's `atom_tokens`) are held to
-what the API billed, folded from the recorded streams themselves. The three-replay sweep is
-`benchmarks/real_streams.py`; the suite keeps one record and one strict replay per stream.
+Each stream in `tests/data/real_api/` (byte for byte, sources in its README) goes through
+the real gateway with an HTTP client, as the answer to Claude Code's own first turn (a
+shipped cassette's request: what the gateway records in use): relayed whole, kept
+losslessly (every block and delta), billed as the API billed it (`model.billing`'s fold,
+held to the stream's own usage) and replayed in `--atom-match=strict`.
+
+Through Claude Code, once, for the richest stream: served by a loopback upstream as the
+answer to the agent's first turn, whatever the CLI asked (the next turn ends the session,
+`EXIT_LOOP_NOW`), recorded and replayed strictly, the tokens pytest-atom reports (JUnit's
+`atom_tokens`) held to what the API billed; and the stream Claude Code rejects (a paused
+turn), kept as evidence. The three-replay sweep of every stream through the CLI is
+`benchmarks/real_streams.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.server import Meter
 from pytest_atom.model.messages import fold_sse
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
@@ -29,6 +36,14 @@ from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.transcript import is_messages
 from pytest_atom.run.spec_run import run_spec
 from tests.real_streams import RecordedStream, RecordedUpstream, billed_tokens
+from tests.stream_helpers import (
+    CLI_VERSION,
+    Answering,
+    claude_requests,
+    recording,
+    replaying,
+    send,
+)
 
 SPEC = """\
 name: real
@@ -48,10 +63,6 @@ STREAMS = {
     "compaction": "test_anthropic_compaction_usage_with_cache_streaming",
     "redacted-thinking": "test_anthropic_model_thinking_part_redacted_stream",
 }
-#: Streams whose `usage.iterations` bill tokens that Claude Code 2.1.331's own totals (and so
-#: pytest-atom's, until the one usage fold lands) leave out: a compaction step's own input
-#: and output. (It does count the advisor's iterations.)
-ITERATIONS: set[str] = set()
 
 
 def spec_in(folder: Path) -> Spec:
@@ -93,24 +104,58 @@ def blocks(text: str) -> list[dict[str, Any]]:
     return list(fold_sse(text)["content"])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(STREAMS))
-def test_a_real_stream_records_and_replays_strictly(
-    name: str, tmp_path: Path, claude_bin: Path, request: pytest.FixtureRequest
+#: The stream Claude Code records and replays end to end: the richest (a server tool's
+#: use and result, citations, thinking with its signature).
+RICHEST = "web-search-citations"
+#: The stream Claude Code rejects: a web search turn the API paused.
+PAUSED = "test_pause_turn_web_search_streaming_vcr"
+
+
+@pytest.mark.parametrize("name", [*STREAMS, "paused-turn"])
+def test_a_real_stream_is_relayed_kept_billed_and_replayed_strictly_by_the_gateway(
+    name: str, tmp_path: Path
 ) -> None:
-    stream = RecordedStream.load(STREAMS[name])
+    stream = RecordedStream.load(STREAMS.get(name, PAUSED))
+    [turn, *_] = claude_requests()
+    spec, meter = spec_in(tmp_path), Meter()
+    with Gateway(Answering(stream)) as api, recording(spec, api.url, meter=meter) as (source, gw):
+        relayed = send(gw.url, turn)
+    written = source.finish(spec, failed=False, cli_version=CLI_VERSION)
+    assert relayed.status_code == 200 and blocks(relayed.text) == blocks(stream.body)
+    # Billed by the one fold as the API billed it (`usage.iterations` included).
+    assert meter.by_role["executor"].tokens == stream.billed_tokens()
+    # Lossless: the answer the cassette keeps is the API's, block for block, delta for delta.
+    assert written == tmp_path / "cassettes" / "real" / "real.yaml"
+    [kept] = Cassette.load(written).interactions
+    assert stream_id(stream) in kept.response and blocks(kept.response) == blocks(stream.body)
+    assert billed_tokens(kept.response) == stream.billed_tokens()
+    # The paths the model wrote (a code-execution container's /tmp/hello.txt) are the
+    # conversation: the pre-commit check passes the recording.
+    check = CliRunner().invoke(cassette_group, ["check", str(written)])
+    assert check.exit_code == 0, check.output
+    before = written.read_bytes()
+    tape = replaying(written, "strict")
+    with Gateway(tape) as gateway:
+        again = send(gateway.url, turn)
+    assert again.status_code == 200 and blocks(again.text) == blocks(stream.body)
+    assert not tape.divergences and written.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_real_stream_records_and_replays_strictly_through_claude_code(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    stream = RecordedStream.load(STREAMS[RICHEST])
     recorded = record(tmp_path, stream, claude_bin)
     assert recorded.passed, recorded.report()
     assert recorded.cassette is not None and recorded.cassette.name == "real.yaml"
-    # Lossless: the answer the cassette keeps is the API's, block for block, delta for delta.
+    # Claude Code read the whole stream: the cassette keeps the API's answer, losslessly.
     kept = [
         i for i in Cassette.load(recorded.cassette).interactions if stream_id(stream) in i.response
     ]
     assert len(kept) == 1
     assert blocks(kept[0].response) == blocks(stream.body)
     assert billed_tokens(kept[0].response) == stream.billed_tokens()
-    # The paths the model wrote (a code-execution container's /tmp/hello.txt) are the
-    # conversation: the pre-commit check passes the recording.
     check = CliRunner().invoke(cassette_group, ["check", str(recorded.cassette)])
     assert check.exit_code == 0, check.output
     before = recorded.cassette.read_bytes()
@@ -119,14 +164,6 @@ def test_a_real_stream_records_and_replays_strictly(
     assert replayed.source == "replay" and recorded.cassette.read_bytes() == before
     # The tokens reported equal the tokens billed, recording and replaying alike.
     billed = recording_billed(recorded.cassette)
-    if name in ITERATIONS:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="issue 27 item 1: a compaction step's own tokens (usage.iterations) are "
-                "billed, but Claude Code's totals, which pytest-atom reports, leave them out",
-            )
-        )
     assert result_properties(recorded)["atom_tokens"] == billed
     assert result_properties(replayed)["atom_tokens"] == billed
 
@@ -143,7 +180,7 @@ def test_a_real_stream_the_cli_rejects_is_kept_and_an_upstream_error(
 ) -> None:
     """A web search turn the API paused (`stop_reason: pause_turn`, 10 searches in): `claude
     -p` does not resume it and stops with an error. The stream is the evidence."""
-    stream = RecordedStream.load("test_pause_turn_web_search_streaming_vcr")
+    stream = RecordedStream.load(PAUSED)
     result = record(tmp_path, stream, claude_bin, turns=99)
     outcome = result.outcome
     assert (outcome.label, outcome.exit_status) == ("upstream error", 2)

@@ -6,6 +6,10 @@ response stream was malformed. The response above may be incomplete.", and it ha
 without reading the rest. What the upstream sent until then is kept (a `.partial.yaml`
 that `atom cassette show` reads), and the outcome is an upstream error saying the CLI
 rejected the stream, not the agent's failure.
+
+Here at the gateway, with an HTTP client that hangs up where the CLI does, and from the
+CLI's words; Claude Code's own rejection of a stream is shown end to end on a real stream
+it rejects (tests/test_real_streams.py).
 """
 
 from __future__ import annotations
@@ -16,20 +20,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
-import pytest
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
+from pytest_atom.cassettes.cassette import FAULT_HEADER
 from pytest_atom.model.messages import parse_sse
-from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.record import IterationRecord, RunOutcome
+from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import load_specs
-from pytest_atom.run.spec_run import run_spec
+from pytest_atom.model.spec_types import Spec
 from tests.real_streams import RecordedStream, RecordedUpstream
+from tests.stream_helpers import CLI_VERSION, claude_requests, recording
 
 SPEC = """\
 name: greet
@@ -92,19 +93,18 @@ def malformed_stream(padding: int = 0) -> RecordedStream:
 
 
 def test_a_stream_the_cli_hangs_up_on_is_kept_as_it_was_sent(tmp_path: Path) -> None:
-    """The gateway keeps what it relayed when the client stops reading mid-stream, marked."""
+    """The gateway keeps what it relayed when the client stops reading mid-stream, marked,
+    and the failed recording keeps it in a partial that `atom cassette show` reads."""
+    (tmp_path / "greet.atom.yaml").write_text(SPEC)
+    [spec] = load_specs(tmp_path / "greet.atom.yaml")
+    [turn, *_] = claude_requests()
     with RecordedUpstream(malformed_stream(padding=200), delay=0.02) as upstream:
-        tape = CassetteResponder(
-            Cassette(tmp_path / "c.yaml"),
-            Normalizer({}),
-            Scrubber(env={}),
-            replay=False,
-            upstream=upstream.url,
-        )
-        with Gateway(tape) as gateway:
-            turn = {"model": "m", "max_tokens": 9, "stream": True, "tools": [{"name": "Bash"}]}
-            turn["messages"] = [{"role": "user", "content": "hi"}]
-            with httpx.stream("POST", f"{gateway.url}/v1/messages", json=turn) as reply:
+        with recording(spec, upstream.url) as (source, gateway):
+            tape = source.tape
+            assert tape is not None
+            with httpx.stream(
+                "POST", f"{gateway.url}/v1/messages", json=turn.body, headers=turn.request_headers
+            ) as reply:
                 seen = b""
                 for chunk in reply.iter_raw():
                     seen += chunk
@@ -124,30 +124,29 @@ def test_a_stream_the_cli_hangs_up_on_is_kept_as_it_was_sent(tmp_path: Path) -> 
     ]
     assert "message_stop" not in names  # the rest never reached the client
     assert tape.unrecovered_faults() == []  # kept as sent: no hole
-
-
-@pytest.mark.slow
-def test_a_rejected_stream_leaves_a_partial_and_an_upstream_error(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    (tmp_path / "greet.atom.yaml").write_text(SPEC)
-    [spec] = load_specs(tmp_path / "greet.atom.yaml")
-    with RecordedUpstream(malformed_stream(padding=50), turns=99) as upstream:
-        result = run_spec(
-            spec,
-            runs_dir=tmp_path / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
-    outcome = result.outcome
-    assert (outcome.status, outcome.error, outcome.label) == ("error", "upstream", "upstream error")
-    assert outcome.exit_status == 2  # the machinery, not the agent
-    assert f"Claude Code rejected the API's stream: {REJECTED}" in outcome.why
-    partial = tmp_path / "cassettes" / "greet" / "greet.partial.yaml"
-    assert result.cassette == partial and not partial.with_name("greet.yaml").exists()
-    kept = Cassette.load(partial).interactions
-    assert kept and all(FAULT_HEADER in i.response_headers for i in kept if "msg_bad" in i.response)
+    # The CLI gave up (test_the_clis_words_on_a_stream_it_rejected...): a failed recording.
+    partial = source.finish(spec, failed=True, cli_version=CLI_VERSION)
+    assert partial == tmp_path / "cassettes" / "greet" / "greet.partial.yaml"
+    assert not partial.with_name("greet.yaml").exists()
     shown = CliRunner().invoke(cassette, ["show", str(partial)])
     assert shown.exit_code == 0, shown.output
     assert "Working on it." in shown.output
     assert "the stream broke here (sent a stream the CLI stopped reading mid-way" in shown.output
+
+
+def test_the_clis_words_on_a_stream_it_rejected_make_a_recording_an_upstream_error(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.331's last words on the malformed stream above (`API Error: …`): the
+    outcome is an upstream error saying the CLI rejected the stream, not the agent's
+    failure. The CLI's rejection itself is shown end to end on a real stream it rejects
+    (tests/test_real_streams.py, a paused turn)."""
+    record = IterationRecord(1, output=f"API Error: {REJECTED}", is_error=True)
+    assert record.rejected_stream == REJECTED
+    attempt = Attempt(1, tmp_path, RunOutcome(False, 1, reason="error"), [record])
+    spec = Spec(name="greet", path=tmp_path / "greet.atom.yaml", line=1, prompt="p")
+    result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, source="record")
+    outcome = result.outcome
+    assert (outcome.status, outcome.error, outcome.label) == ("error", "upstream", "upstream error")
+    assert outcome.exit_status == 2  # the machinery, not the agent
+    assert f"Claude Code rejected the API's stream: {REJECTED}" in outcome.why

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.rows import SummaryRow
-from tests.helpers import capture, record_through_upstream
+from pytest_atom.reports.summary import summary_table
+from tests.helpers import capture, once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream
 
 #: What the upstream sent for the first call: the main agent, then each subagent.
@@ -265,36 +267,53 @@ def _record(
 
 @dataclass
 class Recorded:
-    result: SpecResult
-    sent: dict[str | None, int]  # tokens the upstream sent per conversation (None: side calls)
+    """What the one recording of the delegate spec left: its JUnit properties, its trace,
+    and the tokens the upstream sent per conversation ("": side calls) and in all."""
+
+    props: dict[str, Any]
+    trace: dict[str, Any]
+    sent: dict[str, int]
     total: int
+
+
+def _record_delegate(folder: Path, claude_bin: Path) -> None:
+    from pytest_atom.reports.properties import result_properties
+    from pytest_atom.reports.trace import build_trace
+
+    result, upstream = _record(folder, claude_bin)
+    assert result.passed, result.report()
+    sent = {key or "": used.total for key, used in upstream.tokens_by_conversation().items()}
+    scenario = {
+        "props": result_properties(result),
+        "trace": build_trace(result),
+        "sent": sent,
+        "total": upstream.tokens_sent(),
+    }
+    (folder / "recorded.json").write_text(json.dumps(scenario, default=str), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Recorded:
-    """The spec recorded once for the module, with its reflector."""
-    result, upstream = _record(tmp_path_factory.mktemp("delegate"), claude_bin)
-    assert result.passed, result.report()
-    sent = {key: used.total for key, used in upstream.tokens_by_conversation().items()}
-    return Recorded(result, sent, upstream.tokens_sent())
+    """The spec recorded once per test session (whichever xdist worker asks first), with
+    its reflector."""
+    folder = once_per_session(
+        tmp_path_factory, "usage-delegate", partial(_record_delegate, claude_bin=claude_bin)
+    )
+    return Recorded(**json.loads((folder / "recorded.json").read_text(encoding="utf-8")))
 
 
 @pytest.mark.slow
 def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorded) -> None:
     from jsonschema import Draft202012Validator
 
-    from pytest_atom.reports.properties import result_properties
-    from pytest_atom.reports.summary import summary_table
-    from pytest_atom.reports.trace import build_trace
-
     sent = recorded.sent
-    assert set(sent) <= {MAIN_KEY, ALPHA_KEY, BETA_KEY, JUDGE_KEY, None}
-    props = result_properties(recorded.result)
+    assert set(sent) <= {MAIN_KEY, ALPHA_KEY, BETA_KEY, JUDGE_KEY, ""}
+    props = recorded.props
     assert props["atom_tokens"] == recorded.total
     assert props["atom_executor_tokens"] == sent[MAIN_KEY]
     # The CLI's side requests (a title, say) run beside the main session: they count with
     # the subagents, as every session of the call that is not the main one.
-    subagents = sent[ALPHA_KEY] + sent[BETA_KEY] + sent.get(None, 0)
+    subagents = sent[ALPHA_KEY] + sent[BETA_KEY] + sent.get("", 0)
     assert props["atom_subagents_tokens"] == subagents
     assert props["atom_reflector_tokens"] == sent[JUDGE_KEY]
     assert props["atom_planner_tokens"] == 0
@@ -304,7 +323,7 @@ def test_a_recorded_run_counts_what_the_upstream_sent_per_role(recorded: Recorde
     assert all(c > 0 for c in costs)
     assert sum(costs) == pytest.approx(props["atom_cost_usd"], abs=1e-5)  # recorded: paid
 
-    trace = build_trace(recorded.result)
+    trace = recorded.trace
     schema = json.loads(
         (Path(__file__).parent.parent / "pytest_atom" / "reports" / "trace_schema.json").read_text()
     )
@@ -327,7 +346,6 @@ def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_ch
     """A limit between the main agent's usage and the agent's total (the recording's,
     give or take the few tokens that differ per run): only the subagents cross it."""
     from pytest_atom.reports.properties import result_properties
-    from pytest_atom.reports.summary import summary_table
 
     main = recorded.sent[MAIN_KEY]
     limit = (main + recorded.total - recorded.sent[JUDGE_KEY]) // 2
