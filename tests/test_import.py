@@ -2,9 +2,10 @@
 
 The readers and the writer are tested on files alone: real transcripts of another public
 project (tests/data/transcripts, see its README) and the stream-json captures of
-tests/data/stream_json. The end-to-end tests make a session with the pinned CLI against a
-scripted gateway, import its transcript and its stream-json log, and run the specs offline; and
-run the specs imported from the public transcripts.
+tests/data/stream_json. The end-to-end tests share one scenario: a session of the pinned CLI
+against a scripted gateway, its transcript and its stream-json log imported, and the
+transcript's spec replayed offline in one run with the spec imported from the public
+hello-world transcript.
 """
 
 from __future__ import annotations
