@@ -64,20 +64,29 @@ def armed_project(root: Path, config: str = "record_mode: all\n") -> Path:
     return write(root / "a.atom.yaml", TWO_ARMS)
 
 
-def _run_armed_project(folder: Path, pytester: pytest.Pytester) -> None:
+def _run_armed_project(folder: Path, pytester: pytest.Pytester, claude_bin: Path) -> None:
     armed_project(pytester.path)
-    result = pytester.runpytest(*RUN_ARGS)
+    with pytest.MonkeyPatch.context() as patch:  # as `claude_for_pytester` does, for the run
+        patch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+            patch.delenv(name, raising=False)
+        result = pytester.runpytest(*RUN_ARGS)
     (pytester.path / "stdout.txt").write_text(result.stdout.str(), encoding="utf-8")
     (pytester.path / "outcomes.json").write_text(json.dumps(result.parseoutcomes()))
     shutil.copytree(pytester.path, folder, symlinks=True, dirs_exist_ok=True)
 
 
-def armed_run(tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester) -> Path:
+def armed_run(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+) -> Path:
     """The folder the project ran in (its outputs, run folders and cassettes), with the
-    run's stdout (stdout.txt) and outcomes (outcomes.json); run once per session."""
-    return once_per_session(
-        tmp_path_factory, "armed-project", partial(_run_armed_project, pytester=pytester)
-    )
+    run's stdout (stdout.txt) and outcomes (outcomes.json); run once per session.
+
+    Not under `claude_for_pytester`: it drops xdist's variables, by which `once_per_session`
+    knows that workers share the scenario; the run drops them itself.
+    """
+    build = partial(_run_armed_project, pytester=pytester, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "armed-project", build)
 
 
 def stdout_of(folder: Path) -> pytest.LineMatcher:

@@ -230,7 +230,10 @@ def _allow(folder: Path, claude_bin: Path) -> None:
         bash(f"touch {folder / 'outside'}/refused"),
         {"text": "EXIT_LOOP_NOW"},
     ]
-    extra = "sandbox: {network: [localhost], write: [../shared]}\n"
+    # Its one check fails, for `atom run` to show a failed check and the failure's report.
+    extra = (
+        "sandbox: {network: [localhost], write: [../shared]}\naccept:\n  - file_exists: hello.txt\n"
+    )
     write_spec(folder / "specs", turns, extra)
     try:
         with pytest.MonkeyPatch.context() as patch:

@@ -153,10 +153,10 @@ def test_the_arms_setting_is_parsed_in_one_place() -> None:
 
 @pytest.fixture
 def armed(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
 ) -> Path:
     """The shared run of tests/project_run_helpers.py: a two-arm spec, recorded."""
-    return armed_run(tmp_path_factory, pytester)
+    return armed_run(tmp_path_factory, pytester, claude_bin)
 
 
 @pytest.mark.slow
@@ -197,6 +197,7 @@ def test_each_arm_runs_as_its_own_item(armed: Path) -> None:
     )
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_arms_are_selected_on_the_command_line(pytester: pytest.Pytester) -> None:
     """Selecting and refusing arms happens at collection: no agent runs."""
     armed_project(pytester.path)

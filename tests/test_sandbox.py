@@ -10,6 +10,7 @@ on disk and on a TCP listener of the test.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import sys
@@ -17,13 +18,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
+from atom_cli.run_cmd import _print_summary
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SandboxOptions
-from pytest_atom.reports.text import tool_problems
+from pytest_atom.reports.text import tool_problem, tool_problems
+from pytest_atom.run.harness import host_harness
+from tests.helpers import summary_row
 from tests.project_run_helpers import armed_run, stdout_of
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, confined, write_spec
 
@@ -161,11 +168,15 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(scenario: Confine
 
 @pytest.mark.slow
 def test_a_spec_allows_a_domain_and_an_extra_folder(allowing: Allowed) -> None:
-    assert allowing.outcome["exit_code"] == 0, allowing.output
     assert allowing.outcome["connections"]  # the allowed domain was reached
     [shared] = (allowing.folder / "sub" / "out").glob("*/attempts/shared/out.txt")
     assert shared.read_text() == "kept\n"
     assert "Bash `echo kept" not in allowing.output
+    # It failed on its check alone: the allowed calls are none of the refused ones.
+    assert allowing.outcome["exit_code"] == 1, allowing.output
+    assert "FAIL file_exists hello.txt: hello.txt is missing" in allowing.output
+    # The fetch (the listener hangs up without an answer) and the touch outside.
+    assert "tool calls that failed or were refused: 2" in allowing.output
 
 
 @pytest.mark.slow
@@ -175,12 +186,43 @@ def test_atom_run_shows_a_refused_tool_call_as_it_happens(allowing: Allowed) -> 
     assert not (allowing.folder / "outside" / "refused").exists()
 
 
+def test_atom_run_warns_about_a_spec_without_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`atom run`'s summary, over a result of a spec with `sandbox: false`, as pytest's
+    (`test_pytest_summary_warns_about_a_spec_without_the_sandbox`)."""
+    monkeypatch.chdir(tmp_path)
+    console = Console(file=io.StringIO(), width=200)
+    rows = [
+        summary_row("task.atom.yaml::task", "passed", {"atom_sandbox": "off"}),
+        summary_row("task.atom.yaml::other", "passed", {"atom_sandbox": "on"}),
+    ]
+    _print_summary(console, host_harness({}), rows, None, None)
+    out = " ".join(console.file.getvalue().split())  # type: ignore[attr-defined]
+    assert "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
+    assert "task.atom.yaml::task" in out.split("warning:")[1]
+    assert "task.atom.yaml::other" not in out.split("warning:")[1]
+
+
+def test_bare_offers_no_write_and_says_so(tmp_path: Path) -> None:
+    """The README's old trap: `bare: true` starts the CLI with --bare, which offers no
+    Write; the refused call's line says why, in `atom run`'s progress and the report."""
+    spec = load_spec(write_spec(tmp_path, [], "claude: {bare: true}\nsandbox: false\n"))
+    assert "Write" not in spec.claude.allowed_tools
+    runner = ClaudeRunner(options=spec.claude, claude_bin=Path("claude"))
+    assert "--bare" in runner.command([])
+    line = tool_problem(
+        "Write", {"file_path": "hello.txt"}, "Error: No such tool available: Write", True
+    )
+    assert line == "Write hello.txt: Error: No such tool available: Write"
+
+
 @pytest.mark.slow
 def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
 ) -> None:
     """The shared two-arm run (tests/project_run_helpers.py): one arm runs unsandboxed."""
-    armed = armed_run(tmp_path_factory, pytester)
+    armed = armed_run(tmp_path_factory, pytester, claude_bin)
     stdout_of(armed).fnmatch_lines(
         [
             "*greet[[]without-skill]*FAILED*",

@@ -12,12 +12,12 @@ import pytest
 
 from tests.project_run_helpers import armed_project, armed_run, outcomes_of
 
-pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
 
 @pytest.fixture
-def armed(tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester) -> Path:
-    return armed_run(tmp_path_factory, pytester)
+def armed(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+) -> Path:
+    return armed_run(tmp_path_factory, pytester, claude_bin)
 
 
 @pytest.mark.slow
@@ -28,6 +28,7 @@ def test_spec_tools_are_commands_for_the_agent(armed: Path) -> None:
     assert "greeted world" in (run / "attempts" / "a01" / "out.txt").read_text()
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_unknown_tool_names_the_tools_folders(pytester: pytest.Pytester) -> None:
     spec = armed_project(pytester.path)
     spec.write_text(spec.read_text().replace("tools: [greeter]", "tools: [greeter, missing]"))
@@ -48,6 +49,7 @@ def test_config_record_mode_is_the_default(armed: Path) -> None:
     ]
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_config_errors_are_usage_errors(pytester: pytest.Pytester) -> None:
     armed_project(pytester.path, config="record_mod: all\n")
     result = pytester.runpytest("--atom")
