@@ -28,6 +28,7 @@ from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
 from tests.helpers import summary_row
@@ -164,6 +165,10 @@ def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(scenario: Confine
     # touch lands nowhere on disk; curl's refused connection is the call's failure.
     assert f"Bash `{command}`: " in replayed.report()
     assert not list(scenario.runs.glob("*/home/pwned"))
+    # Its judge got the recorded input: the recorded verdict, with the recorded figures.
+    assert result_properties(replayed)["atom_recalled"] == "reflector"
+    judged = [r.usage_by_role()["reflector"].tokens for r in (recorded, replayed)]
+    assert judged[0] > 0 and judged[0] == judged[1]
 
 
 @pytest.mark.slow
