@@ -77,12 +77,16 @@ def scenario(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Conf
 def test_a_replay_that_diverged_judges_no_files(scenario: Confined) -> None:
     """Over the recorded confined run: the agent's divergence leaves its checks unjudged,
     a reflector's does not (it comes after the agent's work, which replayed whole)."""
+    assert len(scenario.result("recorded").attempts) == 1
     result = scenario.result("recorded")
     assert "checks: 2/2 passed" in result.report()
     agent = dataclasses.replace(result, divergences=[ReplayDivergence("turn 3 differs")])
     assert "checks: not judged: the replay diverged (2 checks)" in agent.report()
     judge = ReplayDivergence("the verdict differs", kind="reflector")
     assert "checks: 2/2 passed" in dataclasses.replace(result, divergences=[judge]).report()
+    # A spec without checks: no checks line at all.
+    final = dataclasses.replace(result.final, checks=[])
+    assert "checks:" not in dataclasses.replace(result, attempts=[final]).report()
 
 
 @pytest.mark.slow
