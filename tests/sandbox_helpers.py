@@ -1,4 +1,5 @@
-"""The sandbox scenarios tests/test_sandbox.py and tests/test_options.py read.
+"""The sandbox scenarios tests/test_sandbox.py, tests/test_options.py and
+tests/test_scripted_runs.py read.
 
 One spec (`confined`) makes every call the default sandbox must answer: its settings, the
 user's HOME, the file tools inside the attempt folder, writes and reads outside it, a
