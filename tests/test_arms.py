@@ -13,6 +13,7 @@ from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.model.spec import load_specs, merge_overlay
 from pytest_atom.model.spec_types import SpecError
 from tests.helpers import VALIDATOR, summary_row, write
+from tests.project_run_helpers import armed_project, armed_run, outcomes_of, stdout_of
 
 ARMED = """\
 name: greet
@@ -150,65 +151,56 @@ def test_the_arms_setting_is_parsed_in_one_place() -> None:
         resolve([Layer("the command line", {"arms": "a b"})])
 
 
-TWO_ARMS = """\
-name: greet
-prompt: p
-script: s.yaml
-accept:
-  - command: {run: "true"}
-arms:
-  with-skill: {}
-  without-skill:
-    accept: [{command: {run: "false"}}]
-"""
-
-
 @pytest.fixture
-def two_arms(pytester: pytest.Pytester, claude_for_pytester: None) -> Path:
-    """A scripted spec whose second arm fails its check: the arms differ for certain."""
-    (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-    return write(pytester.path / "a.atom.yaml", TWO_ARMS)
+def armed(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+) -> Path:
+    """The shared run of tests/project_run_helpers.py: a two-arm spec, recorded."""
+    return armed_run(tmp_path_factory, pytester, claude_bin)
 
 
 @pytest.mark.slow
-def test_each_arm_runs_as_its_own_item_and_arms_select(
-    pytester: pytest.Pytester, two_arms: Path
-) -> None:
-    result = pytester.runpytest(
-        "--atom", "-v", "-p", "no:cacheprovider", "--junitxml=j.xml", "--atom-html=r.html",
-        "--atom-report=traces",
-    )  # fmt: skip
-    result.assert_outcomes(passed=1, failed=1)
+def test_each_arm_runs_as_its_own_item(armed: Path) -> None:
+    assert outcomes_of(armed) == {"passed": 1, "failed": 1}
     # The same figures reach JUnit (test-suite properties), the report folder and the page.
-    junit = (pytester.path / "j.xml").read_text()
+    junit = (armed / "j.xml").read_text()
     assert '<property name="atom_arm a.atom.yaml::greet[without-skill]" value="0/1 passed' in junit
     assert "vs reference: pass_rate -1.00" in junit
-    [trace] = (pytester.path / "traces" / "a").glob("greet[[]without-skill].json")
+    [trace] = (armed / "traces" / "a").glob("greet[[]without-skill].json")
     document = json.loads(trace.read_text())
     VALIDATOR.validate(document)  # the trace's own schema knows the arm
     assert document["atom"]["spec"]["arm"] == "without-skill"
-    figures = json.loads((pytester.path / "traces" / "measured.json").read_text())
+    figures = json.loads((armed / "traces" / "measured.json").read_text())
     [ref, other] = figures["arms"]
     assert (ref["arm"], ref["reference"], ref["passed"]) == ("with-skill", True, 1)
-    assert (other["arm"], other["vs_reference"]["pass_rate"]) == ("without-skill", -1.0)
-    page = (pytester.path / "r.html").read_text()
+    # Recorded runs are not deterministic: the change in pass rate is Newcombe's interval.
+    rate = other["vs_reference"]["pass_rate"]
+    assert (other["arm"], rate["estimate"], rate["method"]) == ("without-skill", -1.0, "Newcombe")
+    page = (armed / "r.html").read_text()
     assert "Repeats and arms" in page and "greet[without-skill]: 0/1 passed" in page
-    result.stdout.fnmatch_lines(
+    stdout = stdout_of(armed)
+    stdout.fnmatch_lines(
         [
             "a.atom.yaml::greet[[]with-skill] PASSED*",
             "a.atom.yaml::greet[[]without-skill] FAILED*",
             "*run dir: .atom/runs/greet-without-skill-*",
         ]
     )
-    result.stdout.fnmatch_lines(
+    stdout.fnmatch_lines(
         [
             "arms (change vs the reference arm, 95 % intervals: *",
             "a.atom.yaml::greet[[]with-skill] (reference): 1/1 passed, pass rate 1.00 "
-            "[[]0.21, 1.00], score -, turns 1.0, tokens *, cost $*",
+            "[[]0.21, 1.00], score -, turns 2.0, tokens *, cost $*",
             "a.atom.yaml::greet[[]without-skill]: 0/1 passed, pass rate 0.00 [[]0.00, 0.79], *",
-            "    vs reference: pass_rate -1.00, turns +0.0, tokens *",
+            "    vs reference: pass_rate -1.00 [[]-1.00, +0.12], turns +0.0, tokens *",
         ]
     )
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_arms_are_selected_on_the_command_line(pytester: pytest.Pytester) -> None:
+    """Selecting and refusing arms happens at collection: no agent runs."""
+    armed_project(pytester.path)
     only = pytester.runpytest("--atom", "--atom-arms", "without-skill", "--collect-only", "-q")
     only.stdout.fnmatch_lines(["a.atom.yaml::greet[[]without-skill]", "1 test collected*"])
     typo = pytester.runpytest("--atom", "--atom-arms", "with_skill")
@@ -221,20 +213,14 @@ def test_each_arm_runs_as_its_own_item_and_arms_select(
 
 
 @pytest.mark.slow
-def test_each_arm_records_and_replays_its_own_cassette(
-    pytester: pytest.Pytester, two_arms: Path
-) -> None:
-    pytester.runpytest("--atom", "--atom-record-mode=once").assert_outcomes(passed=1, failed=1)
-    folder = pytester.path / "cassettes" / "a"
+def test_each_arm_records_its_own_cassette(armed: Path) -> None:
+    """Each arm's replay of its own cassette: tests/test_evalsuite.py, whose cases' arms
+    replay `cassette@with-plugin.yaml` and `cassette@without-plugin.yaml`."""
+    folder = armed / "cassettes" / "a"
     assert sorted(p.name for p in folder.iterdir()) == [
         "greet@with-skill.yaml",
         "greet@without-skill.yaml",
     ]
-    (pytester.path / "s.yaml").unlink()  # the replay needs no script: each arm's tape
-    two_arms.write_text(two_arms.read_text().replace("script: s.yaml\n", ""))
-    replay = pytester.runpytest("--atom", "--atom-arms", "with-skill")
-    replay.assert_outcomes(passed=1)
-    replay.stdout.fnmatch_lines(["a.atom.yaml::greet[[]with-skill]  passed*"])
 
 
 def test_junit_properties_without_arms_hold_the_repeats_alone() -> None:

@@ -8,22 +8,25 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
+from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.eval_graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
+    register_checks,
 )
 from pytest_atom.judge.trajectory import Call, Trajectory
 from pytest_atom.model.evalsuite import WITH, WITHOUT, is_case_file, load_case
 from pytest_atom.model.evalsuite_schema import js_regex
 from pytest_atom.model.evalsuite_specs import case_specs
 from pytest_atom.model.spec_types import Check, SpecError
-from tests.helpers import REPO, kinds
+from tests.helpers import REPO, kinds, once_per_session, write
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"
 EVALS = PLUGIN / "evals"
@@ -217,52 +220,99 @@ def test_file_exists_globs_the_files_the_agent_wrote(tmp_path: Path) -> None:
     assert not check("USER_PROMPT.md") and check("USER_PROMPT.md", exists=False)
 
 
-def run_evals(folder: Path, target: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_evals(
+    folder: Path, *args: str, claude_bin: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    if claude_bin is not None:
+        env["ATOM_CLAUDE_BIN"] = str(claude_bin)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    command = [sys.executable, "-m", "pytest", "--atom", target, "-p", "no:cacheprovider"]
-    command += ["--atom-runs-dir", "runs", "--junitxml", "junit.xml", "-rA", *args]
+    command = [sys.executable, "-m", "pytest", "--atom", *args, "-p", "no:cacheprovider"]
+    command += ["--atom-runs-dir", "runs", "--atom-keep-runs", "0", "--junitxml", "junit.xml"]
     return subprocess.run(
-        command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
+        command + ["-rA"], cwd=folder, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+#: One item of each case, in each arm: greet-file's with-plugin item grades every grader of
+#: a case.yaml (the with-only ones too), greet-card's without-plugin item every grader of a
+#: prompt.md (a regex over the trace, a tool_used limit, an llm and a baseline grader).
+REPLAYED = (
+    f"greeter/evals/greet-file/case.yaml::greet-file[{WITH}][r1]",
+    f"greeter/evals/greet-card/prompt.md::greet-card[{WITHOUT}][r1]",
+)
+
+
+def _replay_suite(folder: Path, claude_bin: Path) -> None:
+    shutil.copytree(PLUGIN, folder / "greeter")
+    done = run_evals(folder, *REPLAYED, "-n", "2", claude_bin=claude_bin)
+    (folder / "output.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
+    if done.returncode != 0:
+        raise RuntimeError(done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def suite_replay(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """One offline replay of an item of each case in each arm, read by the tests below."""
+    return once_per_session(
+        tmp_path_factory, "evalsuite-replay", partial(_replay_suite, claude_bin=claude_bin)
     )
 
 
 @pytest.mark.slow
-def test_the_fixture_suite_replays_offline_both_arms_every_grader(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    shutil.copytree(PLUGIN, tmp_path / "greeter")
-    done = run_evals(tmp_path, "greeter/evals", "-n", "2")
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output
-    for case, file in (("greet-file", "case.yaml"), ("greet-card", "prompt.md")):
-        for arm in (WITH, WITHOUT):
-            for run in (1, 2):  # the case's `runs: 2`
-                assert f"PASSED greeter/evals/{case}/{file}::{case}[{arm}][r{run}]" in output
+def test_the_fixture_suite_replays_offline_both_arms_every_grader(suite_replay: Path) -> None:
+    output = (suite_replay / "output.txt").read_text(encoding="utf-8")
+    for item in REPLAYED:
+        assert f"PASSED {item}" in output
     props = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
-        for case in ET.parse(tmp_path / "junit.xml").iter("testcase")
+        for case in ET.parse(suite_replay / "junit.xml").iter("testcase")
     }
-    assert len(props) == 8
+    assert len(props) == 2
     assert {p["atom_source"] for p in props.values()} == {"replay"}  # cassettes, no network
     assert {p["atom_arm"] for p in props.values()} == {WITH, WITHOUT}
-    card = props[f"greet-card[{WITH}][r1]"]
+    card = props[f"greet-card[{WITHOUT}][r1]"]
     # the reflector judged the baseline and llm graders, 3 votes each (the median score);
     # one vote finds the card curt, and the llm grader still passes on 2 of 3
     assert card["atom_score"] == "0.9"
     assert card["atom_criteria_votes"] == "1 met 3/3 · 2 met 2/3"
     # the case's own files are as they were: nothing was written beside them
-    assert not (tmp_path / "greeter" / "evals" / "greet-file" / ".atom").exists()
-    # a grader that fails, fails its items, and says which grader
-    case_file = tmp_path / "greeter" / "evals" / "greet-file" / "case.yaml"
-    case_file.write_text(case_file.read_text().replace('"^Hello, Ada!$"', '"^Goodbye"'))
-    failed = run_evals(tmp_path, f"greeter/evals/greet-file/case.yaml::greet-file[{WITH}][r1]")
-    assert failed.returncode == 1
-    failed_output = failed.stdout + failed.stderr
-    assert re.search(
-        r"FAIL eval_file_regex .*greeting-text.*not found in greeting\.txt", failed_output
-    ), failed_output
+    assert not (suite_replay / "greeter" / "evals" / "greet-file" / ".atom").exists()
+
+
+@pytest.mark.slow
+def test_a_grader_that_fails_fails_its_item_and_names_the_grader(
+    suite_replay: Path, tmp_path: Path
+) -> None:
+    """Over the files the replayed with-plugin item left: the case's grader passes them,
+    the same grader wanting another greeting fails them, naming the grader and the file."""
+    (attempt,) = (suite_replay / "runs").glob("greet-file-with-plugin-*/attempts/a01")
+    text = (EVALS / "greet-file" / "case.yaml").read_text()
+    registry = register_checks(default_registry())
+    graded = []
+    for name, case in (("as-is", text), ("changed", text.replace('"^Hello, Ada!$"', '"^Goodbye"'))):
+        path = write(tmp_path / "evals" / name / "case.yaml", case)
+        spec = case_specs(load_case(path), kinds())[0]
+        (check,) = (c for c in spec.accept if c.kind == "eval_file_regex")
+        graded.append(registry.run(check, attempt, None, None))
+    kept, failed = graded
+    assert kept.passed and not failed.passed
+    line = f"FAIL {failed.check.describe()}: {failed.summary}"
+    assert re.search(r"FAIL eval_file_regex .*greeting-text.*not found in greeting\.txt", line), (
+        line
+    )
+
+
+def test_each_run_of_a_case_is_an_item_in_each_arm(tmp_path: Path) -> None:
+    """`runs: 2` makes items r1 and r2 of each arm; collecting starts no agent."""
+    shutil.copytree(PLUGIN, tmp_path / "greeter")
+    done = run_evals(tmp_path, "greeter/evals", "--collect-only", "-q")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for case, file in (("greet-file", "case.yaml"), ("greet-card", "prompt.md")):
+        for arm in (WITH, WITHOUT):
+            for run in (1, 2):  # the case's `runs: 2`
+                assert f"greeter/evals/{case}/{file}::{case}[{arm}][r{run}]" in done.stdout
+    assert "8 tests collected" in done.stdout
 
 
 def test_the_shipped_specs_are_collected_as_before(pytester: pytest.Pytester) -> None:

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shutil
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 from _pytest.config.argparsing import Parser
-from click.testing import CliRunner
 
-from atom_cli.main import main
 from atom_cli.run_cmd import SettingType, run
 from pytest_atom import plugin
 from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
 from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
 from pytest_atom.pytest.settings import pytest_harness
-from tests.helpers import REPO
+from tests.sandbox_helpers import allowed
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
 
@@ -194,43 +191,14 @@ def test_the_markdown_table_has_a_row_per_setting() -> None:
     assert "none \\| once" in record  # choices, the pipe escaped for Markdown
 
 
-def _copy_spec(root: Path) -> Path:
-    """A project at `root` with a subfolder `sub`, and the shipped create_file spec."""
-    shutil.copytree(REPO / "fixtures" / "specs", root / "specs")
-    (root / "pytest.ini").write_text("[pytest]\n")
-    (root / "sub").mkdir()
-    return root / "sub"
-
-
-@pytest.mark.slow
-def test_runs_dir_from_a_subfolder_under_pytest(
-    pytester: pytest.Pytester, claude_for_pytester: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sub = _copy_spec(pytester.path)
-    monkeypatch.chdir(sub)
-    result = pytester.runpytest(
-        "--atom",
-        "../specs/create_file.atom.yaml",
-        "--atom-runs-dir",
-        "out",
-        "-p",
-        "no:cacheprovider",
-    )
-    result.assert_outcomes(passed=1)
-    assert any((sub / "out").iterdir())
-    assert not (pytester.path / "out").exists()
-
-
 @pytest.mark.slow
 def test_runs_dir_from_a_subfolder_under_atom_run(
-    claude_bin: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    tmp_path_factory: pytest.TempPathFactory, claude_bin: Path
 ) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    sub = _copy_spec(tmp_path)
-    monkeypatch.chdir(sub)
-    result = CliRunner().invoke(
-        main, ["run", "../specs/create_file.atom.yaml", "--runs-dir", "out"]
-    )
-    assert result.exit_code == 0, result.output
-    assert any((sub / "out").iterdir())
-    assert not (tmp_path / "out").exists()
+    """`atom run --runs-dir out` from `sub` runs the spec into `sub/out`: the shared `atom
+    run` of tests/sandbox_helpers.py. pytest's own: `test_pytest_takes_command_line_paths_
+    from_the_invocation_folder`, above."""
+    run = allowed(tmp_path_factory, claude_bin)
+    assert "run dir: out/task-" in run.output, run.output  # shown from where it ran
+    assert any((run.folder / "sub" / "out").iterdir())
+    assert not (run.folder / "out").exists()

@@ -1,120 +1,92 @@
 """The agent under test is the real Claude Code (not --bare), isolated from the folders
 above its run folder and confined by Claude Code's own sandbox.
 
-Every test runs the real CLI through `run_spec` (the code path of `pytest --atom`) against
-a scripted gateway; the tool calls really run, so what they could reach is checked on disk
-and on a TCP listener of the test.
+The settings the harness gives the CLI are a function of the spec: tested directly. What
+only the real sandbox shows runs the real CLI (through `run_spec`, the code path of
+`pytest --atom`, and through `atom run`) against a scripted gateway, in two shared scenarios
+(tests/sandbox_helpers.py): the tool calls really run, so what they could reach is checked
+on disk and on a TCP listener of the test.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
-import socket
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
+from rich.console import Console
 
 from atom_cli.main import main
 from atom_cli.project_cmd import _check_sandbox
+from atom_cli.run_cmd import _print_summary
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
+from pytest_atom.agents.claude_code.runner import ClaudeRunner
+from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.model.spec import load_spec
-from pytest_atom.reports.text import tool_problems
-from pytest_atom.run.spec_run import run_spec
-from tests.helpers import bash
-
-CANARY = "CANARY-7f3a-above-the-run-folder"
-
-
-class Listener:
-    """A TCP server on 127.0.0.1 that records every connection it accepts."""
-
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.connections: list[tuple[str, int]] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, peer = self.server.accept()
-            except OSError:
-                return
-            self.connections.append(peer)
-            conn.close()
+from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.text import tool_problem, tool_problems
+from pytest_atom.run.harness import host_harness
+from tests.helpers import summary_row
+from tests.project_run_helpers import armed_run, stdout_of
+from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, confined, write_spec
 
 
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.server.close()
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Confined:
+    return confined(tmp_path_factory, claude_bin)
 
 
-def write_spec(folder: Path, turns: list[dict[str, Any]], extra: str = "") -> Path:
-    """A scripted spec in `folder`; its workspace is `folder/ws` when that exists."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "script.yaml").write_text(yaml.safe_dump({"turns": turns}), encoding="utf-8")
-    workspace = "workspace: ws\n" if (folder / "ws").is_dir() else ""
-    path = folder / "task.atom.yaml"
-    path.write_text(
-        f"name: task\nprompt: Do the task.\nscript: script.yaml\n{workspace}timeout: 120\n{extra}",
-        encoding="utf-8",
+@pytest.fixture(scope="module")
+def allowing(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Allowed:
+    return allowed(tmp_path_factory, claude_bin)
+
+
+def test_the_settings_confine_the_sandbox_to_the_attempt_and_what_the_spec_allows(
+    tmp_path: Path,
+) -> None:
+    """What the harness asks of Claude Code's sandbox, for a spec allowing a domain and a
+    folder: on, failing if unavailable, no way out for the model, the spec's domain and
+    folder; memory files above the attempt excluded; file-edit grants narrowed."""
+    cwd = tmp_path / "runs" / "r" / "attempts" / "a01"
+    confinement = Confinement(
+        tmp_path / "runs" / "r", SandboxOptions(network=("localhost",), write=("../shared",))
     )
-    return path
-
-
-def run(spec_file: Path, runs: Path, claude_bin: Path, **kwargs: Any) -> SpecResult:
-    return run_spec(load_spec(spec_file), runs_dir=runs, claude_bin=claude_bin, **kwargs)
+    settings = confinement.settings(cwd, ["Bash", "Write"], env={"PATH": "/usr/bin"})
+    sandbox = settings["sandbox"]
+    assert (sandbox["enabled"], sandbox["failIfUnavailable"]) == (True, True)
+    assert (sandbox["autoAllowBashIfSandboxed"], sandbox["allowUnsandboxedCommands"]) == (
+        True,
+        False,
+    )
+    assert sandbox["network"] == {"allowedDomains": ["localhost"]}
+    assert sandbox["filesystem"]["allowWrite"] == [
+        str(tmp_path / "runs" / "r" / "attempts" / "shared")
+    ]
+    assert f"{tmp_path}/CLAUDE.md" in settings["claudeMdExcludes"]
+    assert f"{cwd}/CLAUDE.md" not in settings["claudeMdExcludes"]  # its own applies
+    shared = tmp_path / "runs" / "r" / "attempts" / "shared"
+    assert confinement.allowed_tools(["Bash", "Write"], cwd) == [
+        "Bash",
+        f"Write(/{cwd}/**)",
+        f"Write(/{shared})",
+        f"Write(/{shared}/**)",
+    ]
+    # Without Bash allowed, sandboxed commands still ask (and `claude -p` refuses them).
+    assert not confinement.settings(cwd, ["Read"])["sandbox"]["autoAllowBashIfSandboxed"]
+    off = Confinement(tmp_path / "runs" / "r", None)
+    assert "sandbox" not in off.settings(cwd) and off.allowed_tools(["Write"], cwd) == ["Write"]
 
 
 @pytest.mark.slow
 def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
-    tmp_path: Path, claude_bin: Path
+    scenario: Confined,
 ) -> None:
-    # The user's repository around .atom/runs, with its own Claude Code configuration.
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "CLAUDE.md").write_text(f"Always answer in French. {CANARY}-memory\n")
-    (repo / "CLAUDE.local.md").write_text(f"{CANARY}-local-memory\n")
-    (repo / ".claude" / "rules").mkdir(parents=True)
-    (repo / ".claude" / "rules" / "style.md").write_text(f"{CANARY}-rule\n")
-    (repo / ".claude" / "skills" / "leak").mkdir(parents=True)
-    (repo / ".claude" / "skills" / "leak" / "SKILL.md").write_text(
-        f"---\nname: leak\ndescription: {CANARY}-skill\n---\nLeak.\n"
-    )
-    (repo / ".claude" / "settings.json").write_text(json.dumps({"env": {"LEAK": CANARY}}))
-    (repo / ".claude" / "settings.local.json").write_text(
-        json.dumps({"env": {"LEAK_LOCAL": CANARY}})
-    )
-    started = tmp_path / "mcp-server-started"
-    server = {"command": sys.executable, "args": ["-c", f"open({str(started)!r}, 'w')"]}
-    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"leak": server}}))
-    # The fixture: what the session must see, and all it may see.
-    specs = repo / "specs"
-    (specs / "ws" / ".claude").mkdir(parents=True)
-    (specs / "ws" / "CLAUDE.md").write_text("WORKSPACE RULE: keep answers short.\n")
-    (specs / "ws" / ".claude" / "settings.json").write_text(
-        json.dumps({"env": {"WS_SETTING": "applied"}})
-    )
-    turns = [bash("echo leak=$LEAK$LEAK_LOCAL ws=$WS_SETTING"), {"text": "Done.\n\nEXIT_LOOP_NOW"}]
-    spec_file = write_spec(specs, turns, "criteria: [The agent printed the settings.]\n")
-    verdict = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
-    script = yaml.safe_load((specs / "script.yaml").read_text())
-    (specs / "script.yaml").write_text(
-        yaml.safe_dump({**script, "reflector": [{"verdict": verdict}]})
-    )
-    result = run(spec_file, repo / ".atom" / "runs", claude_bin)
-
+    result = scenario.result("recorded")
     assert result.passed, result.report()
     requests = [e.request.json for e in result.exchanges if e.request.body]
     judge = [r for r in requests if "StructuredOutput" in {t["name"] for t in r.get("tools", [])}]
@@ -125,99 +97,43 @@ def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
     # instructions from the attempt folder, which the agent could have written.
     assert judge and "WORKSPACE RULE" not in json.dumps(judge)
     assert {"Read", "Grep", "Glob"} <= {t["name"] for t in judge[0]["tools"]}
-    [call] = result.final.records[0].tool_calls
+    call = result.final.records[0].tool_calls[0]
     assert call.result == "leak= ws=applied"  # its settings.json applies, the repo's do not
-    assert not started.exists()  # the repository's MCP server never started
+    assert not (scenario.folder / "mcp-server-started").exists()  # the repo's MCP server
 
 
 @pytest.mark.slow
-def test_the_users_home_is_neither_read_nor_written(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_users_home_is_neither_read_nor_written(scenario: Confined) -> None:
     """The CLI's HOME is the run's own `home/`: the user's shell startup file does not run
     (it printed into tool output and rewrote pyenv's shims), and the CLI's logs and caches
     stay in the run folder."""
-    user = tmp_path / "user"
-    user.mkdir()
-    (user / ".bashrc").write_text(
-        f'echo "{CANARY}-rc"; touch "{user}/rc-ran"; atom_user_fn() {{ :; }}\n'
-    )
-    monkeypatch.setenv("HOME", str(user))
-    turns = [bash("echo home=$HOME; type atom_user_fn 2>&1 | head -1"), {"text": "EXIT_LOOP_NOW"}]
-    result = run(write_spec(tmp_path / "specs", turns), tmp_path / "runs", claude_bin)
-
-    assert result.passed, result.report()
-    [call] = result.final.records[0].tool_calls
+    result = scenario.result("recorded")
+    call = result.final.records[0].tool_calls[1]
     assert call.result is not None and CANARY not in call.result
     assert f"home={result.run_dir / 'home'}" in call.result and "not found" in call.result
-    assert sorted(p.name for p in user.iterdir()) == [".bashrc"]  # nothing ran, nothing written
+    assert sorted(p.name for p in scenario.user.iterdir()) == [".bashrc"]  # nothing ran
     assert list((result.run_dir / "home" / ".npm" / "_logs").glob("*.log"))  # the CLI's logs
 
 
 @pytest.mark.slow
-def test_write_grep_and_glob_work_by_default(tmp_path: Path, claude_bin: Path) -> None:
-    turns: list[dict[str, Any]] = [
-        {
-            "tool_use": [
-                {"name": "Write", "input": {"file_path": "notes/todo.txt", "content": "buy milk\n"}}
-            ]
-        },
-        {"tool_use": [{"name": "Grep", "input": {"pattern": "milk"}}]},
-        {"tool_use": [{"name": "Glob", "input": {"pattern": "**/*.txt"}}]},
-        {"text": "Noted.\n\nEXIT_LOOP_NOW"},
-    ]
-    accept = "accept:\n  - file_contains: {path: notes/todo.txt, pattern: '^buy milk$'}\n"
-    result = run(write_spec(tmp_path / "specs", turns, accept), tmp_path / "runs", claude_bin)
-
-    assert result.passed, result.report()
-    write, grep, glob = result.final.records[0].tool_calls
+def test_write_grep_and_glob_work_by_default(scenario: Confined) -> None:
+    result = scenario.result("recorded")
+    write, grep, glob = result.final.records[0].tool_calls[2:5]
     assert write.name == "Write" and "notes/todo.txt" in (write.result or "")
-    assert tool_problems(result) == []
+    assert not {write.id, grep.id, glob.id} & {call.id for _, call, _ in tool_problems(result)}
     assert "notes/todo.txt" in (grep.result or "") and "notes/todo.txt" in (glob.result or "")
 
 
 @pytest.mark.slow
 def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
-    tmp_path: Path, claude_bin: Path, listener: Listener
+    scenario: Confined,
 ) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "keep.txt").write_text("original\n")
-    connect = f"import socket; socket.create_connection(('127.0.0.1', {listener.port}), 5)"
-    turns = [
-        bash(f"touch {outside}/bash-was-here"),
-        bash(f'{sys.executable} -c "{connect}"'),
-        {
-            "tool_use": [
-                {
-                    "name": "Write",
-                    "input": {"file_path": f"{outside}/written.txt", "content": "x\n"},
-                }
-            ]
-        },
-        {"tool_use": [{"name": "Read", "input": {"file_path": f"{outside}/keep.txt"}}]},
-        {
-            "tool_use": [
-                {
-                    "name": "Edit",
-                    "input": {
-                        "file_path": f"{outside}/keep.txt",
-                        "old_string": "original",
-                        "new_string": "changed",
-                    },
-                }
-            ]
-        },
-        bash("echo inside > inside.txt"),
-        {"text": "Done.\n\nEXIT_LOOP_NOW"},
-    ]
-    accept = "accept:\n  - file_contains: {path: inside.txt, pattern: '^inside$'}\n"
-    result = run(write_spec(tmp_path / "specs", turns, accept), tmp_path / "runs", claude_bin)
-
+    result = scenario.result("recorded")
+    outside = scenario.outside
     assert result.passed, result.report()  # writes inside the attempt folder work
     assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
     assert (outside / "keep.txt").read_text() == "original\n"
-    assert listener.connections == []
+    assert scenario.connections("recorded") == []
     report = result.report()
     for denied in (
         f"Bash `touch {outside}/bash-was-here`: touch: cannot touch",
@@ -232,96 +148,95 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
     assert "No such file or directory" in report or "Read-only file system" in report
     # The Read of keep.txt too: the file tools read only the attempt folder.
     assert f"Read {outside}/keep.txt" in report
-    assert "tool calls that failed or were refused: 5" in report
+    # those five, and the attack's (tests below)
+    assert "tool calls that failed or were refused: 6" in report
 
 
 @pytest.mark.slow
-def test_a_spec_allows_a_domain_and_an_extra_folder(
-    tmp_path: Path, claude_bin: Path, listener: Listener
-) -> None:
-    # Through the sandbox's proxy (a direct connection never leaves the sandbox's network).
-    fetch = (
-        f'no_proxy= NO_PROXY= {sys.executable} -c "import urllib.request; '
-        f"urllib.request.urlopen('http://localhost:{listener.port}/', timeout=5)\""
-    )
-    turns = [bash(fetch), bash("echo kept > ../shared/out.txt"), {"text": "EXIT_LOOP_NOW"}]
-    extra = "sandbox: {network: [localhost], write: [../shared]}\n"
-    result = run(write_spec(tmp_path / "specs", turns, extra), tmp_path / "runs", claude_bin)
-
-    assert result.passed, result.report()
-    assert listener.connections  # the allowed domain was reached
-    [shared] = (tmp_path / "runs").glob("*/attempts/shared/out.txt")
-    assert shared.read_text() == "kept\n"
-    assert "Bash `echo kept" not in result.report()
-
-
-@pytest.mark.slow
-def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(
-    tmp_path: Path, claude_bin: Path, listener: Listener, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    # curl -s: its error line names the milliseconds it took, which differ between runs.
-    attack = f"touch $HOME/pwned; curl -s http://127.0.0.1:{listener.port}"
-    spec_file = write_spec(tmp_path / "specs", [bash(attack), {"text": "Done.\n\nEXIT_LOOP_NOW"}])
-    recorded = run(
-        spec_file, tmp_path / "runs", claude_bin, settings=RunSettings(record_mode="all")
-    )
-    assert recorded.cassette is not None and attack in recorded.cassette.read_text()
-
-    replayed = run(spec_file, tmp_path / "runs", claude_bin)
-
+def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(scenario: Confined) -> None:
+    command = attack(scenario.port)
+    recorded, replayed = scenario.result("recorded"), scenario.result("replayed")
+    assert recorded.cassette is not None and command in recorded.cassette.read_text()
     assert replayed.source == "replay" and not replayed.divergences, replayed.report()
-    [call] = replayed.final.records[0].tool_calls
-    assert call.input["command"] == attack  # the cassette's call really ran, in the sandbox
-    assert not (home / "pwned").exists() and listener.connections == []
+    call = replayed.final.records[0].tool_calls[10]
+    assert call.input["command"] == command  # the cassette's call really ran, in the sandbox
+    assert not (scenario.user / "pwned").exists() and scenario.connections("replayed") == []
     # The run's own HOME is hidden by the read guard (an empty, throwaway folder), so the
     # touch lands nowhere on disk; curl's refused connection is the call's failure.
-    assert f"Bash `{attack}`: " in replayed.report()
-    assert not list((tmp_path / "runs").glob("*/home/pwned"))
+    assert f"Bash `{command}`: " in replayed.report()
+    assert not list(scenario.runs.glob("*/home/pwned"))
+    # Its judge got the recorded input: the recorded verdict, with the recorded figures.
+    assert result_properties(replayed)["atom_recalled"] == "reflector"
+    judged = [r.usage_by_role()["reflector"].tokens for r in (recorded, replayed)]
+    assert judged[0] > 0 and judged[0] == judged[1]
 
 
 @pytest.mark.slow
-def test_atom_run_shows_a_refused_tool_call_and_warns_without_the_sandbox(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_spec_allows_a_domain_and_an_extra_folder(allowing: Allowed) -> None:
+    assert allowing.outcome["connections"]  # the allowed domain was reached
+    [shared] = (allowing.folder / "sub" / "out").glob("*/attempts/shared/out.txt")
+    assert shared.read_text() == "kept\n"
+    assert "Bash `echo kept" not in allowing.output
+    # It failed on its check alone: the allowed calls are none of the refused ones.
+    assert allowing.outcome["exit_code"] == 1, allowing.output
+    assert "FAIL file_exists hello.txt: hello.txt is missing" in allowing.output
+    # The fetch (the listener hangs up without an answer) and the touch outside.
+    assert "tool calls that failed or were refused: 2" in allowing.output
+
+
+@pytest.mark.slow
+def test_atom_run_shows_a_refused_tool_call_as_it_happens(allowing: Allowed) -> None:
+    refused = f"✗ Bash `touch {allowing.folder / 'outside'}/refused`: touch: cannot touch"
+    assert refused in allowing.output, allowing.output
+    assert not (allowing.folder / "outside" / "refused").exists()
+
+
+def test_atom_run_warns_about_a_spec_without_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The README's old trap: --bare offers no Write, so the call fails and nothing says why.
-    turns: list[dict[str, Any]] = [
-        {"tool_use": [{"name": "Write", "input": {"file_path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "Done.\n\nEXIT_LOOP_NOW"},
-    ]
-    extra = "claude: {bare: true}\nsandbox: false\naccept:\n  - file_exists: hello.txt\n"
-    spec_file = write_spec(tmp_path, turns, extra)
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    """`atom run`'s summary, over a result of a spec with `sandbox: false`, as pytest's
+    (`test_pytest_summary_warns_about_a_spec_without_the_sandbox`)."""
     monkeypatch.chdir(tmp_path)
+    console = Console(file=io.StringIO(), width=200)
+    rows = [
+        summary_row("task.atom.yaml::task", "passed", {"atom_sandbox": "off"}),
+        summary_row("task.atom.yaml::other", "passed", {"atom_sandbox": "on"}),
+    ]
+    _print_summary(console, host_harness({}), rows, None, None)
+    out = " ".join(console.file.getvalue().split())  # type: ignore[attr-defined]
+    assert "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
+    assert "task.atom.yaml::task" in out.split("warning:")[1]
+    assert "task.atom.yaml::other" not in out.split("warning:")[1]
 
-    result = CliRunner().invoke(main, ["run", str(spec_file)])
 
-    assert result.exit_code == 1, result.output
-    out = " ".join(result.output.split())  # rich wraps long lines on a narrow terminal
-    assert "✗ Write hello.txt: Error: No such tool available: Write." in out  # as it happens
-    assert "tool calls that failed or were refused: 1" in out  # and in the failure report
-    assert (
-        "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
-        and "task.atom.yaml::task" in out.split("warning:")[1]
+def test_bare_offers_no_write_and_says_so(tmp_path: Path) -> None:
+    """The README's old trap: `bare: true` starts the CLI with --bare, which offers no
+    Write; the refused call's line says why, in `atom run`'s progress and the report."""
+    spec = load_spec(write_spec(tmp_path, [], "claude: {bare: true}\nsandbox: false\n"))
+    assert "Write" not in spec.claude.allowed_tools
+    runner = ClaudeRunner(options=spec.claude, claude_bin=Path("claude"))
+    assert "--bare" in runner.command([])
+    line = tool_problem(
+        "Write", {"file_path": "hello.txt"}, "Error: No such tool available: Write", True
     )
+    assert line == "Write hello.txt: Error: No such tool available: Write"
 
 
 @pytest.mark.slow
 def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
-    pytester: pytest.Pytester, claude_for_pytester: None
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
 ) -> None:
-    write_spec(pytester.path, [{"text": "EXIT_LOOP_NOW"}], "claude: {bare: true}\nsandbox: false\n")
-    result = pytester.runpytest("--atom", "--junitxml=out.xml")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
+    """The shared two-arm run (tests/project_run_helpers.py): one arm runs unsandboxed."""
+    armed = armed_run(tmp_path_factory, pytester, claude_bin)
+    stdout_of(armed).fnmatch_lines(
         [
-            "*task.atom.yaml::task*passed*",
+            "*greet[[]without-skill]*FAILED*",
             "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)*",
         ]
     )
-    assert '<property name="atom_sandbox" value="off"' in (pytester.path / "out.xml").read_text()
+    junit = (armed / "j.xml").read_text()
+    assert '<property name="atom_sandbox" value="off"' in junit
+    assert '<property name="atom_sandbox" value="on"' in junit
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bubblewrap is Linux's sandbox")

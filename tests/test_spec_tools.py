@@ -1,60 +1,57 @@
-"""Project tools on the agent's PATH (`tools:` in a spec) and `.atom/config.yaml` in pytest."""
+"""Project tools on the agent's PATH (`tools:` in a spec) and `.atom/config.yaml` in pytest.
+
+The agent's run is the shared one of tests/project_run_helpers.py: its spec lists the
+project's `greeter` tool, and its `.atom/config.yaml` says `record_mode: all`.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-GREETER = """\
-import sys
-from pytest_atom.conversation import status
-status("Complete", f"greeted {sys.argv[1]}")
-"""
+from tests.project_run_helpers import armed_project, armed_run, outcomes_of
 
 
-pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-def project(pytester: pytest.Pytester, tools: str = "[greeter]") -> None:
-    (pytester.path / "tools" / "greeter").mkdir(parents=True)
-    (pytester.path / "tools" / "greeter" / "cli.py").write_text(GREETER)
-    pytester.makefile(
-        ".atom.yaml",
-        task=f"name: task\nprompt: greet\nscript: s.yaml\ntools: {tools}\n"
-        "accept:\n  - file_contains: {path: out.txt, pattern: '## Status: Complete'}\n",
-    )
-    (pytester.path / "s.yaml").write_text(
-        "turns:\n  - tool_use: [{name: Bash, input: {command: 'greeter world > out.txt'}}]\n"
-        "  - text: EXIT_LOOP_NOW\n"
-    )
+@pytest.fixture
+def armed(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+) -> Path:
+    return armed_run(tmp_path_factory, pytester, claude_bin)
 
 
 @pytest.mark.slow
-def test_spec_tools_are_commands_for_the_agent(pytester: pytest.Pytester) -> None:
-    project(pytester)
-    pytester.runpytest("--atom").assert_outcomes(passed=1)
-    [run] = (pytester.path / ".atom" / "runs").iterdir()
+def test_spec_tools_are_commands_for_the_agent(armed: Path) -> None:
+    """The sandboxed arm's agent ran `greeter world`, and its check read what it printed."""
+    assert outcomes_of(armed)["passed"] == 1
+    [run] = (armed / ".atom" / "runs").glob("greet-with-skill-*")
     assert "greeted world" in (run / "attempts" / "a01" / "out.txt").read_text()
 
 
+@pytest.mark.usefixtures("claude_for_pytester")
 def test_unknown_tool_names_the_tools_folders(pytester: pytest.Pytester) -> None:
-    project(pytester, tools="[greeter, missing]")
+    spec = armed_project(pytester.path)
+    spec.write_text(spec.read_text().replace("tools: [greeter]", "tools: [greeter, missing]"))
     result = pytester.runpytest("--atom")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
-        ["*spec 'task' lists tools [[]'missing'] that are not in the project's tools folders*"]
+        ["*spec 'greet[[]with-skill]' lists tools [[]'missing'] that are not in the project's *"]
     )
 
 
 @pytest.mark.slow
-def test_config_record_mode_is_the_default_and_errors_are_usage_errors(
-    pytester: pytest.Pytester,
-) -> None:
-    project(pytester)
-    (pytester.path / ".atom").mkdir()
-    (pytester.path / ".atom" / "config.yaml").write_text("record_mode: all\n")
-    pytester.runpytest("--atom").assert_outcomes(passed=1)
-    assert (pytester.path / "cassettes" / "task" / "task.yaml").exists()  # recorded from its script
-    (pytester.path / ".atom" / "config.yaml").write_text("record_mod: all\n")
+def test_config_record_mode_is_the_default(armed: Path) -> None:
+    """No --atom-record-mode: the config file's `all` recorded each arm from its script."""
+    assert (armed / ".atom" / "config.yaml").read_text() == "record_mode: all\n"
+    assert sorted(p.name for p in (armed / "cassettes" / "a").iterdir()) == [
+        "greet@with-skill.yaml",
+        "greet@without-skill.yaml",
+    ]
+
+
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_config_errors_are_usage_errors(pytester: pytest.Pytester) -> None:
+    armed_project(pytester.path, config="record_mod: all\n")
     result = pytester.runpytest("--atom")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown key 'record_mod'*did you mean 'record_mode'?*"])
