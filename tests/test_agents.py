@@ -33,11 +33,15 @@ criteria:
 accept:
   - file_exists: done.txt
 """
+#: Below the threshold (0.8), with an unmet criterion: the run fails on the verdict alone.
 VERDICT = {
-    "score": 0.9,
-    "decision": "proceed",
-    "criteria": [{"criterion": "done.txt exists and says done.", "met": True, "evidence": "ok"}],
-    "feedback": "",
+    "score": 0.75,
+    "decision": "refine",
+    "criteria": [
+        {"criterion": "done.txt exists and says done.", "met": False, "evidence": "it says DONE"}
+    ],
+    "feedback": "Write it in lower case.",
+    "flaky": ["the clock"],
 }
 
 
@@ -83,10 +87,12 @@ def judged_run(folder: Path, claude_bin: Path) -> None:
         patch.setattr(ClaudeRunner, "__init__", spy)
         result = run_spec(spec, runs_dir=folder / "runs", claude_bin=claude_bin)
     verdict = result.attempts[0].verdict
+    facts_report = result.report()
     turns = [e.request for e in result.exchanges if e.request.json and e.request.json.get("tools")]
     facts = {
         "passed": result.passed,
-        "why": str(result.harness_error or result.attempts[-1].outcome),
+        "error": result.harness_error,
+        "report": facts_report,
         "score": verdict.score if verdict is not None else None,
         "built": built,
         "requests": [
@@ -108,7 +114,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[s
         tmp_path_factory, "agents-judged", partial(judged_run, claude_bin=claude_bin)
     )
     facts: dict[str, Any] = json.loads((folder / "facts.json").read_text())
-    assert facts["passed"], facts["why"]
+    assert facts["error"] is None, facts["report"]
     return facts
 
 
@@ -126,11 +132,29 @@ def test_the_role_is_the_harness_marker_not_the_tools_offered(judged: dict[str, 
     """An executor that itself answers in a JSON schema offers StructuredOutput, as the
     reflector does. The old gateway took its requests for the reflector's (and gave them
     the reflector's verdict); the marker sends them to the agent's turns."""
-    assert judged["score"] == 0.9
+    assert judged["score"] == 0.75  # the reflector's verdict went to the reflector
     requests = judged["requests"]
     assert all(r["offers_structured_output"] for r in requests)  # it cannot tell them apart
     assert {r["role"] for r in requests} == {"executor", "reflector"}
     assert {r["kind"] for r in requests} == {"turn", "reflector"}
+
+
+@pytest.mark.slow
+def test_a_verdict_below_the_threshold_fails_the_run_saying_why(judged: dict[str, Any]) -> None:
+    """The checks pass; the verdict (0.75, under 0.8) asks to refine, and no attempt is left."""
+    assert not judged["passed"]
+    report = judged["report"].splitlines()
+    assert (
+        "  verdict: refine, score 0.75 (passes above 0.8) after 1 attempt (attempts used up)"
+        in report
+    )
+    at = report.index("  unmet: done.txt exists and says done.")
+    assert report[at + 1 :][:4] == [
+        "      | it says DONE",
+        "  feedback:",
+        "      | Write it in lower case.",
+        "  flaky: the clock",
+    ]
 
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:

@@ -119,8 +119,9 @@ specs:
 
 
 def play_project(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
-    """`pytest --atom` with its paths from the ini file over a project of three specs: the
-    shipped create-file one with its check changed, and `PAIR`'s two."""
+    """`pytest --atom` with its paths from the ini file over a project of three specs (the
+    shipped create-file one with its check changed, and `PAIR`'s two), under a minimum
+    pass rate."""
     specs = pytester.path / "specs"
     shutil.copytree(REPO / "fixtures" / "specs", specs)
     only(specs, "create_file.atom.yaml")
@@ -129,7 +130,7 @@ def play_project(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
     (specs / "scripts" / "nearly.yaml").write_text("turns:\n  - text: nearly\n")
     (specs / "pair.atom.yaml").write_text(PAIR)
     pytester.makeini("[pytest]\natom_paths = specs\n")
-    return {"run": pytester.runpytest("--atom", "-v", "-rxX")}
+    return {"run": pytester.runpytest("--atom", "-v", "-rxX", "--atom-min-pass-rate", "0.5")}
 
 
 @pytest.fixture
@@ -206,6 +207,13 @@ def test_atom_paths_ini_and_several_specs_per_file(project: Scenario) -> None:
     )
     run.lines.fnmatch_lines(["*could not run spec 'first': no cassette*"])
     run.assert_outcomes(failed=3)
+
+
+@pytest.mark.slow
+def test_a_pass_rate_below_the_minimum_fails_the_run(project: Scenario) -> None:
+    run = project.runs["run"]  # (its specs fail anyway; the gate says so too)
+    run.lines.fnmatch_lines(["specs/pair.atom.yaml::second: 0/1 passed, *(BELOW the minimum 0.5)"])
+    assert run.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_typo_is_a_setup_error_and_other_specs_still_run(pytester: pytest.Pytester) -> None:

@@ -62,7 +62,8 @@ def play_gate(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
         f"accept:\n  - command: {{run: 'mkdir {flag}'}}\n",
     )
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-    args = ("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5", "-v")
+    args = ["--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5", "-v"]
+    args.append("--junitxml=out.xml")
     return {"gated": pytester.runpytest(*args)}
 
 
@@ -85,6 +86,8 @@ def test_repeats_report_pass_rates_and_say_replays_are_not_measurements(gate: Sc
         ]
     )
     assert "identical by design" not in run.output  # its repeats differ: a measurement
+    junit = (gate.project / "out.xml").read_text()  # and the line is a test-suite property
+    assert 'name="atom_repeats once.atom.yaml::once" value="1/2 passed, pass rate 0.50' in junit
 
 
 @pytest.mark.slow
