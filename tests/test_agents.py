@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from pytest_atom.agents.protocol import Agent
 from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.spec_run import run_spec
-from tests.helpers import bash
+from tests.helpers import bash, once_per_session
 
 SPEC = """\
 name: task
@@ -32,11 +33,15 @@ criteria:
 accept:
   - file_exists: done.txt
 """
+#: Below the threshold (0.8), with an unmet criterion: the run fails on the verdict alone.
 VERDICT = {
-    "score": 0.9,
-    "decision": "proceed",
-    "criteria": [{"criterion": "done.txt exists and says done.", "met": True, "evidence": "ok"}],
-    "feedback": "",
+    "score": 0.75,
+    "decision": "refine",
+    "criteria": [
+        {"criterion": "done.txt exists and says done.", "met": False, "evidence": "it says DONE"}
+    ],
+    "feedback": "Write it in lower case.",
+    "flaky": ["the clock"],
 }
 
 
@@ -49,12 +54,22 @@ def write_spec(folder: Path, turns: list[Any], spec: str = SPEC) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_every_runner_of_a_run_comes_from_the_factory(
-    claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A judged spec with a `setup:` builds three runners (set-up, executor, reflector),
-    each through run.factory: no module constructs one of its own."""
+#: The executor answers in a JSON schema of its own: it offers StructuredOutput, as the
+#: reflector does.
+SCHEMA = json.dumps({"type": "object", "properties": {"ok": {"type": "boolean"}}})
+TURNS = [
+    bash("echo done > done.txt", "Writing done.txt."),
+    {
+        "text": "Done. EXIT_LOOP_NOW",
+        "tool_use": [{"name": STRUCTURED_OUTPUT, "input": {"ok": True}}],
+    },
+    {"text": "Done. EXIT_LOOP_NOW"},
+]
+
+
+def judged_run(folder: Path, claude_bin: Path) -> None:
+    """Run a judged spec with a `setup:` and an executor in a JSON schema, noting who built
+    each ClaudeRunner and with which role header, and what each model request offered."""
     built: list[tuple[str, str | None]] = []
     original = ClaudeRunner.__init__
 
@@ -65,48 +80,81 @@ def test_every_runner_of_a_run_comes_from_the_factory(
         built.append((caller, env.get("ANTHROPIC_CUSTOM_HEADERS")))
         original(self, **kwargs)
 
-    monkeypatch.setattr(ClaudeRunner, "__init__", spy)
     spec = load_spec(
-        write_spec(tmp_path, [bash("echo done > done.txt"), {"text": "EXIT_LOOP_NOW"}])
+        write_spec(folder, TURNS, SPEC + f"claude: {{args: [--json-schema, '{SCHEMA}']}}\n")
     )
-    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    assert result.passed, result.harness_error
-    assert {caller for caller, _ in built} == {"pytest_atom.run.factory"}
-    headers = sorted(h or "" for _, h in built)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ClaudeRunner, "__init__", spy)
+        result = run_spec(spec, runs_dir=folder / "runs", claude_bin=claude_bin)
+    verdict = result.attempts[0].verdict
+    facts_report = result.report()
+    turns = [e.request for e in result.exchanges if e.request.json and e.request.json.get("tools")]
+    facts = {
+        "passed": result.passed,
+        "error": result.harness_error,
+        "report": facts_report,
+        "score": verdict.score if verdict is not None else None,
+        "built": built,
+        "requests": [
+            {
+                "offers_structured_output": STRUCTURED_OUTPUT in str(r.json.get("tools")),
+                "role": r.headers.get(ROLE_HEADER),
+                "kind": r.kind,
+            }
+            for r in turns
+        ],
+    }
+    (folder / "facts.json").write_text(json.dumps(facts), encoding="utf-8")
+
+
+@pytest.fixture
+def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[str, Any]:
+    """What `judged_run` saw, run once per session."""
+    folder = once_per_session(
+        tmp_path_factory, "agents-judged", partial(judged_run, claude_bin=claude_bin)
+    )
+    facts: dict[str, Any] = json.loads((folder / "facts.json").read_text())
+    assert facts["error"] is None, facts["report"]
+    return facts
+
+
+@pytest.mark.slow
+def test_every_runner_of_a_run_comes_from_the_factory(judged: dict[str, Any]) -> None:
+    """A judged spec with a `setup:` builds three runners (set-up, executor, reflector),
+    each through run.factory: no module constructs one of its own."""
+    assert {caller for caller, _ in judged["built"]} == {"pytest_atom.run.factory"}
+    headers = sorted(h or "" for _, h in judged["built"])
     assert headers == [f"{ROLE_HEADER}: executor"] * 2 + [f"{ROLE_HEADER}: reflector"]
 
 
 @pytest.mark.slow
-def test_the_role_is_the_harness_marker_not_the_tools_offered(
-    claude_bin: Path, tmp_path: Path
-) -> None:
+def test_the_role_is_the_harness_marker_not_the_tools_offered(judged: dict[str, Any]) -> None:
     """An executor that itself answers in a JSON schema offers StructuredOutput, as the
     reflector does. The old gateway took its requests for the reflector's (and gave them
     the reflector's verdict); the marker sends them to the agent's turns."""
-    schema = json.dumps({"type": "object", "properties": {"ok": {"type": "boolean"}}})
-    spec_text = SPEC.replace("setup: [echo ready > ready.txt]\n", "") + (
-        f"claude: {{args: [--json-schema, '{schema}']}}\n"
+    assert judged["score"] == 0.75  # the reflector's verdict went to the reflector
+    requests = judged["requests"]
+    assert all(r["offers_structured_output"] for r in requests)  # it cannot tell them apart
+    assert {r["role"] for r in requests} == {"executor", "reflector"}
+    assert {r["kind"] for r in requests} == {"turn", "reflector"}
+
+
+@pytest.mark.slow
+def test_a_verdict_below_the_threshold_fails_the_run_saying_why(judged: dict[str, Any]) -> None:
+    """The checks pass; the verdict (0.75, under 0.8) asks to refine, and no attempt is left."""
+    assert not judged["passed"]
+    report = judged["report"].splitlines()
+    assert (
+        "  verdict: refine, score 0.75 (passes above 0.8) after 1 attempt (attempts used up)"
+        in report
     )
-    turns = [
-        bash("echo done > done.txt", "Writing done.txt."),
-        {
-            "text": "Done. EXIT_LOOP_NOW",
-            "tool_use": [{"name": STRUCTURED_OUTPUT, "input": {"ok": True}}],
-        },
-        {"text": "Done. EXIT_LOOP_NOW"},
+    at = report.index("  unmet: done.txt exists and says done.")
+    assert report[at + 1 :][:4] == [
+        "      | it says DONE",
+        "  feedback:",
+        "      | Write it in lower case.",
+        "  flaky: the clock",
     ]
-    spec = load_spec(write_spec(tmp_path, turns, spec_text))
-    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    assert result.passed, result.harness_error or result.attempts[-1].outcome
-    assert result.attempts[0].verdict is not None and result.attempts[0].verdict.score == 0.9
-    turns_seen = [
-        e.request for e in result.exchanges if e.request.json and e.request.json.get("tools")
-    ]
-    offered = [STRUCTURED_OUTPUT in str(r.json.get("tools")) for r in turns_seen]
-    assert all(offered)  # executor and reflector alike offer it: it cannot tell them apart
-    roles = {r.headers.get(ROLE_HEADER) for r in turns_seen}
-    assert roles == {"executor", "reflector"}
-    assert {r.kind for r in turns_seen} == {"turn", "reflector"}
 
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:

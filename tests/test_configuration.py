@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from pytest_atom.model.spec_types import SandboxOptions, SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec
+from tests.helpers import once_per_session
 
 SKILL_MD = "---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite NOTES.md.\n"
 HOOK = (
@@ -319,185 +321,6 @@ def test_a_hooks_refusal_names_the_hook_without_its_command() -> None:
 # ----------------------------------------------------------------------- the real CLI
 
 
-TURNS: list[dict[str, Any]] = [
-    {
-        "text": "Using the skill.",
-        "tool_use": [{"name": "Skill", "input": {"skill": "release-notes"}}],
-    },
-    {"tool_use": [{"name": "Bash", "input": {"command": "rm -rf junk"}}]},
-    {"tool_use": [{"name": "Bash", "input": {"command": "curl http://example.com"}}]},
-    {"tool_use": [{"name": "Bash", "input": {"command": "echo notes > NOTES.md"}}]},
-    {"text": "Done.\n\nEXIT_LOOP_NOW"},
-]
-SCRIPTED = """\
-  allowed_tools: [Bash, Read, Write, Skill]
-  claude_md: "House rule: say PINEAPPLE-42 first."
-  skills: [../.claude/skills/release-notes]
-  settings: {permissions: {deny: ["Bash(rm -rf:*)"]}}
-  hooks:
-    PreToolUse:
-      - matcher: Bash
-        hooks: [{type: command, command: %s}]
-script: script.yaml
-timeout: 120
-attempts: 1
-max_iterations: 2
-accept:
-  - skill_invoked: release-notes
-  - permission_denied: {name: Bash, input: rm -rf}
-  - permission_denied: {name: Bash, input: curl}
-  - file_exists: NOTES.md
-"""
-
-
-def scripted(tmp_path: Path) -> Path:
-    spec = project(tmp_path, SCRIPTED % json.dumps(HOOK))
-    (spec.parent / "script.yaml").write_text(yaml.safe_dump({"turns": TURNS}))
-    return spec
-
-
-@pytest.mark.slow
-def test_a_configured_run_uses_its_skill_claude_md_rule_and_confined_hook(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    spec = load_spec(scripted(tmp_path))
-    runs = tmp_path / "specs" / "runs"
-    settings = RunSettings(record_mode="all")
-    result = run_spec(spec, runs_dir=runs, claude_bin=claude_bin, settings=settings)
-    assert result.harness_error is None, result.report()
-    checks = {c.check.describe(): (c.passed, c.evidence) for c in result.final.checks}
-    assert checks == {
-        "skill_invoked release-notes": (True, "iteration 1 turn 1: Skill release-notes"),
-        "permission_denied Bash /rm -rf/": (
-            True,
-            "iteration 1 turn 2: Bash rm -rf junk (refused: rule): Permission to use Bash "
-            "with command rm -rf junk has been denied.",
-        ),
-        "permission_denied Bash /curl/": (True, checks["permission_denied Bash /curl/"][1]),
-        "file_exists NOTES.md": (True, "6 bytes\nnotes"),
-    }
-    assert (
-        "(refused: hook): PreToolUse:Bash hook error:" in checks["permission_denied Bash /curl/"][1]
-    )
-    assert result.passed
-
-    # The hook ran in the attempt folder and could write there, and nowhere else.
-    attempt = result.final.path
-    assert (attempt / "inside-marker").is_file()
-    assert not (attempt.parent.parent.parent / "outside-marker").exists()
-
-    # Who refused what, in the failure report and the HTML report.
-    report = result.report()
-    assert (
-        "    Bash `curl http://example.com` refused by a hook: PreToolUse:Bash hook error: "
-        "touch: cannot touch '../../../outside-marker': Read-only file system | "
-        "curl is not allowed here"
-    ) in report.splitlines()
-    assert (
-        "    Bash `rm -rf junk` refused by a permission rule: Permission to use Bash with "
-        "command rm -rf junk has been denied."
-    ) in report.splitlines()
-    page = render_html([report_row("specs/cfg.atom.yaml::cfg", "passed", spec_view(result))])
-    assert page.count("refused by a hook") == 1 and page.count("refused by a permission rule") == 1
-    assert '<span class="call-mark mark-skill">skill release-notes</span>' in page
-
-    # The recording, as `atom cassette show` prints it, marks the same calls.
-    shown = CliRunner().invoke(cassette_group, ["show", str(cassette_path(spec))])
-    assert shown.exit_code == 0, shown.output
-    assert "      tool_use Skill [skill release-notes] " in shown.stdout
-    assert re.search(r"tool_result \S+ \(error\) \[refused by a permission rule\]:", shown.stdout)
-    assert re.search(r"tool_result \S+ \(error\) \[refused by a hook\]:", shown.stdout)
-    assert shown.stdout.rstrip().endswith("; 1 skill · 2 refused")
-
-    # CLAUDE.md's text reached the model, and the skill's text the recorded conversation.
-    recorded = Cassette.load(cassette_path(spec))
-    bodies = json.dumps([i.body for i in recorded.interactions])
-    assert "House rule: say PINEAPPLE-42 first." in bodies
-    assert "Write NOTES.md." in bodies
-    assert "skill release-notes" in recorded.metadata["config_hashes"]
-    assert staleness(spec, recorded) == []
-
-    # The skill's text changes: the replay is refused, naming the skill and the command.
-    skill = tmp_path / ".claude" / "skills" / "release-notes" / "SKILL.md"
-    skill.write_text(SKILL_MD.replace("Write NOTES.md.", "Write CHANGES.md."))
-    with pytest.raises(RecordingError) as caught:
-        run_spec(load_spec(spec.path), runs_dir=runs, claude_bin=claude_bin)
-    assert re.search(
-        r"cassette .*cfg\.yaml is stale: skill release-notes changed since recording "
-        r"\(.*cfg\.atom\.yaml, claude:\): re-record it with: pytest --atom '.*cfg\.atom\.yaml::cfg' "
-        r"--atom-record-mode=all",
-        str(caught.value),
-    ), str(caught.value)
-
-
-def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Path) -> None:
-    options = load_spec(project(tmp_path, FULL)).claude
-    workspace, cwd = tmp_path / "specs" / "ws", tmp_path / "run" / "a01"
-    cwd.mkdir(parents=True)
-    Confinement(tmp_path / "run", SandboxOptions()).prepare(cwd, ("Bash",), options)
-    (cwd / "notes.txt").write_text("agent's\n")
-    installed = installed_paths(options)
-    assert installed == [
-        "CLAUDE.md",
-        ".claude/skills/release-notes",
-        ".claude/agents/reviewer.md",
-    ]
-    diff = workspace_diff(workspace, cwd, installed=installed)
-    assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
-    assert "CLAUDE.md" in workspace_diff(workspace, cwd)
-
-
-@pytest.mark.slow
-def test_a_plugins_skill_is_loaded_from_the_runs_copy(tmp_path: Path, claude_bin: Path) -> None:
-    spec = project(
-        tmp_path,
-        "  allowed_tools: [Bash, Read, Skill]\n  plugins: [../my-plugin]\n",
-        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
-        "accept: [{skill_invoked: 'my-plugin:hello'}]\n",
-    )
-    skill = tmp_path / "my-plugin" / "skills" / "hello" / "SKILL.md"
-    skill.parent.mkdir(parents=True)
-    skill.write_text("---\nname: hello\ndescription: Says hello.\n---\nSay hello.\n")
-    turns = [
-        {"tool_use": [{"name": "Skill", "input": {"skill": "my-plugin:hello"}}]},
-        {"text": "Done.\n\nEXIT_LOOP_NOW"},
-    ]
-    (spec.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = run_spec(load_spec(spec), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    [check] = result.final.checks
-    assert (check.passed, check.evidence) == (True, "iteration 1 turn 1: Skill my-plugin:hello")
-    [call] = result.final.records[0].tool_calls
-    assert (call.result, call.is_error) == ("Launching skill: my-plugin:hello", False)
-    assert (result.run_dir / "claude-plugins" / "my-plugin" / "skills" / "hello").is_dir()
-
-
-@pytest.mark.slow
-def test_a_subagent_from_claude_agents_is_the_one_delegated_to(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    spec_file = project(
-        tmp_path,
-        "  allowed_tools: [Bash, Read, Agent]\n  agents: [../.claude/agents/reviewer.md]\n",
-        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
-        "accept: [{subagent_used: reviewer}]\n",
-    )
-    agent = {"description": "review", "prompt": "Review the work.", "subagent_type": "reviewer"}
-    turns = [
-        {"tool_use": [{"name": "Agent", "input": {**agent, "run_in_background": False}}]},
-        {"text": "Reviewed: fine."},  # the subagent's answer
-        {"text": "Done.\n\nEXIT_LOOP_NOW"},
-    ]
-    (spec_file.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    spec = load_spec(spec_file)
-    settings = RunSettings(record_mode="all")
-    result = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=settings)
-    [check] = result.final.checks
-    assert (check.passed, check.evidence) == (True, 'iteration 1 turn 1: Agent reviewer "review"')
-    # The subagent's system prompt is the definition file's body.
-    bodies = json.dumps([i.body for i in Cassette.load(cassette_path(spec)).interactions])
-    assert "You are REVIEWER-7." in bodies
-
-
 #: A stdio MCP server in a few lines of JSON-RPC (no SDK needed): one tool, `create`.
 TICKETS_SERVER = """\
 import json, sys
@@ -520,22 +343,223 @@ for line in sys.stdin:
 """
 
 
-@pytest.mark.slow
-def test_an_mcp_server_from_the_spec_runs_and_answers(tmp_path: Path, claude_bin: Path) -> None:
-    server = tmp_path / "specs" / "tickets_mcp.py"
-    spec_file = project(
-        tmp_path,
-        "  allowed_tools: [Bash, Read, mcp__tickets__create]\n"
-        f"  mcp_servers: {{tickets: {{command: {sys.executable}, args: [{server}]}}}}\n",
-        extra="script: script.yaml\ntimeout: 120\nattempts: 1\nmax_iterations: 1\n"
-        "accept: [{mcp_called: {server: tickets, tool: create}}]\n",
-    )
+AGENT = {"description": "review", "prompt": "Review the work.", "subagent_type": "reviewer"}
+TURNS: list[dict[str, Any]] = [
+    {
+        "text": "Using the skill.",
+        "tool_use": [{"name": "Skill", "input": {"skill": "release-notes"}}],
+    },
+    {"tool_use": [{"name": "Bash", "input": {"command": "rm -rf junk"}}]},
+    {"tool_use": [{"name": "Bash", "input": {"command": "curl http://example.com"}}]},
+    {"tool_use": [{"name": "Bash", "input": {"command": "echo notes > NOTES.md"}}]},
+    {"tool_use": [{"name": "Skill", "input": {"skill": "my-plugin:hello"}}]},
+    {"tool_use": [{"name": "Agent", "input": {**AGENT, "run_in_background": False}}]},
+    {"text": "Reviewed: fine."},  # the subagent's answer
+    {"tool_use": [{"name": "mcp__tickets__create", "input": {"title": "flaky test"}}]},
+    {"text": "Done.\n\nEXIT_LOOP_NOW"},
+]
+SCRIPTED = """\
+  allowed_tools: [Bash, Read, Write, Skill, Agent, mcp__tickets__create]
+  claude_md: "House rule: say PINEAPPLE-42 first."
+  skills: [../.claude/skills/release-notes]
+  agents: [../.claude/agents/reviewer.md]
+  plugins: [../my-plugin]
+  mcp_servers: {tickets: {command: %(python)s, args: [%(server)s]}}
+  settings: {permissions: {deny: ["Bash(rm -rf:*)"]}}
+  hooks:
+    PreToolUse:
+      - matcher: Bash
+        hooks: [{type: command, command: %(hook)s}]
+script: script.yaml
+timeout: 120
+attempts: 1
+max_iterations: 2
+accept:
+  - skill_invoked: release-notes
+  - permission_denied: {name: Bash, input: rm -rf}
+  - permission_denied: {name: Bash, input: curl}
+  - file_exists: NOTES.md
+  - skill_invoked: 'my-plugin:hello'
+  - subagent_used: reviewer
+  - mcp_called: {server: tickets, tool: create}
+  - tool_order: [Skill, Bash, Agent, mcp__tickets__create]
+  - tool_used: {name: Bash, input: '^echo ', max: 1}
+  - final_message: Done
+"""
+
+
+def scripted(root: Path) -> Path:
+    """The project with every piece of configuration in use: a skill, a plugin's skill, a
+    subagent, an MCP server, a permission rule and a hook; the spec's path."""
+    server = root / "specs" / "tickets_mcp.py"
+    values = {"python": sys.executable, "server": server, "hook": json.dumps(HOOK)}
+    spec = project(root, SCRIPTED % values)
     server.write_text(TICKETS_SERVER, encoding="utf-8")
-    call = {"name": "mcp__tickets__create", "input": {"title": "flaky test"}}
-    turns = [{"tool_use": [call]}, {"text": "Filed.\n\nEXIT_LOOP_NOW"}]
-    (spec_file.parent / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = run_spec(load_spec(spec_file), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    [check] = result.final.checks
-    assert check.passed, check.evidence
-    [made] = result.final.records[0].tool_calls
-    assert (made.result, made.is_error) == ("filed T-1: flaky test", False)
+    skill = root / "my-plugin" / "skills" / "hello" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: hello\ndescription: Says hello.\n---\nSay hello.\n")
+    (spec.parent / "script.yaml").write_text(yaml.safe_dump({"turns": TURNS}))
+    return spec
+
+
+def configured_run(folder: Path, claude_bin: Path) -> None:
+    """Record the configured spec, note what its result, reports and cassette say, then
+    change the skill and note how the replay is refused: facts.json, for the tests."""
+    spec = load_spec(scripted(folder))
+    runs = folder / "specs" / "runs"
+    settings = RunSettings(record_mode="all")
+    result = run_spec(spec, runs_dir=runs, claude_bin=claude_bin, settings=settings)
+    facts: dict[str, Any] = {"error": result.harness_error, "passed": result.passed}
+    facts["checks"] = {
+        c.check.describe(): [c.passed, c.summary, c.evidence] for c in result.final.checks
+    }
+    facts["calls"] = [
+        [call.name, call.result, call.is_error]
+        for record in result.final.records
+        for call in record.tool_calls
+    ]
+    attempt = result.final.path
+    facts["inside"] = (attempt / "inside-marker").is_file()
+    facts["outside"] = (attempt.parent.parent.parent / "outside-marker").exists()
+    facts["plugin_copy"] = (
+        result.run_dir / "claude-plugins" / "my-plugin" / "skills" / "hello"
+    ).is_dir()
+    facts["report"] = result.report()
+    row = report_row("specs/cfg.atom.yaml::cfg", "passed", spec_view(result))
+    facts["page"] = render_html([row])
+    shown = CliRunner().invoke(cassette_group, ["show", str(cassette_path(spec))])
+    facts["shown"] = [shown.exit_code, shown.stdout]
+    recorded = Cassette.load(cassette_path(spec))
+    facts["bodies"] = json.dumps([i.body for i in recorded.interactions])
+    facts["hashes"] = recorded.metadata["config_hashes"]
+    facts["staleness"] = staleness(spec, recorded)
+    skill = folder / ".claude" / "skills" / "release-notes" / "SKILL.md"
+    skill.write_text(SKILL_MD.replace("Write NOTES.md.", "Write CHANGES.md."))
+    try:
+        run_spec(load_spec(spec.path), runs_dir=runs, claude_bin=claude_bin)
+    except RecordingError as exc:
+        facts["refused"] = str(exc)
+    (folder / "facts.json").write_text(json.dumps(facts), encoding="utf-8")
+
+
+@pytest.fixture
+def configured(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[str, Any]:
+    """What `configured_run` noted, run once per session."""
+    build = partial(configured_run, claude_bin=claude_bin)
+    folder = once_per_session(tmp_path_factory, "configured-run", build)
+    facts: dict[str, Any] = json.loads((folder / "facts.json").read_text())
+    assert facts["error"] is None, facts["report"]
+    return facts
+
+
+@pytest.mark.slow
+def test_a_configured_run_uses_its_skill_claude_md_rule_and_confined_hook(
+    configured: dict[str, Any],
+) -> None:
+    checks = configured["checks"]
+    assert checks["skill_invoked release-notes"] == [
+        True,
+        "skill release-notes invoked once",
+        "iteration 1 turn 1: Skill release-notes",
+    ]
+    assert checks["permission_denied Bash /rm -rf/"][0::2] == [
+        True,
+        "iteration 1 turn 2: Bash rm -rf junk (refused: rule): Permission to use Bash "
+        "with command rm -rf junk has been denied.",
+    ]
+    curl = checks["permission_denied Bash /curl/"]
+    assert curl[0] and "(refused: hook): PreToolUse:Bash hook error:" in curl[2]
+    assert checks["file_exists NOTES.md"][0::2] == [True, "6 bytes\nnotes"]
+    assert configured["passed"]
+
+    # The hook ran in the attempt folder and could write there, and nowhere else.
+    assert configured["inside"] and not configured["outside"]
+
+    # Who refused what, in the failure report and the HTML report.
+    report = configured["report"].splitlines()
+    assert (
+        "    Bash `curl http://example.com` refused by a hook: PreToolUse:Bash hook error: "
+        "touch: cannot touch '../../../outside-marker': Read-only file system | "
+        "curl is not allowed here"
+    ) in report
+    assert (
+        "    Bash `rm -rf junk` refused by a permission rule: Permission to use Bash with "
+        "command rm -rf junk has been denied."
+    ) in report
+    page = configured["page"]
+    assert page.count("refused by a hook") == 1 and page.count("refused by a permission rule") == 1
+    assert '<span class="call-mark mark-skill">skill release-notes</span>' in page
+
+    # The recording, as `atom cassette show` prints it, marks the same calls.
+    code, shown = configured["shown"]
+    assert code == 0, shown
+    assert "      tool_use Skill [skill release-notes] " in shown
+    assert re.search(r"tool_result \S+ \(error\) \[refused by a permission rule\]:", shown)
+    assert re.search(r"tool_result \S+ \(error\) \[refused by a hook\]:", shown)
+    assert shown.rstrip().endswith("; 2 skills · 1 subagent · 1 MCP call · 2 refused")
+
+    # CLAUDE.md's text reached the model, and the skill's text the recorded conversation.
+    assert "House rule: say PINEAPPLE-42 first." in configured["bodies"]
+    assert "Write NOTES.md." in configured["bodies"]
+    assert "skill release-notes" in configured["hashes"]
+    assert configured["staleness"] == []
+
+    # The skill's text changes: the replay is refused, naming the skill and the command.
+    assert re.search(
+        r"cassette .*cfg\.yaml is stale: skill release-notes changed since recording "
+        r"\(.*cfg\.atom\.yaml, claude:\): re-record it with: pytest --atom '.*cfg\.atom\.yaml::cfg' "
+        r"--atom-record-mode=all",
+        configured["refused"],
+    ), configured["refused"]
+
+
+def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Path) -> None:
+    options = load_spec(project(tmp_path, FULL)).claude
+    workspace, cwd = tmp_path / "specs" / "ws", tmp_path / "run" / "a01"
+    cwd.mkdir(parents=True)
+    Confinement(tmp_path / "run", SandboxOptions()).prepare(cwd, ("Bash",), options)
+    (cwd / "notes.txt").write_text("agent's\n")
+    installed = installed_paths(options)
+    assert installed == [
+        "CLAUDE.md",
+        ".claude/skills/release-notes",
+        ".claude/agents/reviewer.md",
+    ]
+    diff = workspace_diff(workspace, cwd, installed=installed)
+    assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
+    assert "CLAUDE.md" in workspace_diff(workspace, cwd)
+
+
+@pytest.mark.slow
+def test_a_plugins_skill_is_loaded_from_the_runs_copy(configured: dict[str, Any]) -> None:
+    check = configured["checks"]["skill_invoked my-plugin:hello"]
+    assert check[0::2] == [True, "iteration 1 turn 5: Skill my-plugin:hello"]
+    assert ["Skill", "Launching skill: my-plugin:hello", False] in configured["calls"]
+    assert configured["plugin_copy"]
+
+
+@pytest.mark.slow
+def test_a_subagent_from_claude_agents_is_the_one_delegated_to(configured: dict[str, Any]) -> None:
+    check = configured["checks"]["subagent_used reviewer"]
+    assert check[0::2] == [True, 'iteration 1 turn 6: Agent reviewer "review"']
+    # The subagent's system prompt is the definition file's body.
+    assert "You are REVIEWER-7." in configured["bodies"]
+
+
+@pytest.mark.slow
+def test_an_mcp_server_from_the_spec_runs_and_answers(configured: dict[str, Any]) -> None:
+    assert configured["checks"]["mcp_called tickets/create"][0]
+    assert ["mcp__tickets__create", "filed T-1: flaky test", False] in configured["calls"]
+
+
+@pytest.mark.slow
+def test_trajectory_checks_pass_on_a_real_runs_calls(configured: dict[str, Any]) -> None:
+    """tool_order, tool_used with a maximum and final_message, on what the real CLI did
+    (tests/test_trajectory.py checks each kind, failing too, on captures of it)."""
+    checks = configured["checks"]
+    assert checks["tool_order Skill → Bash → Agent → mcp__tickets__create"][0]
+    assert checks["tool_used Bash /^echo / exactly once"][:2] == [
+        True,
+        "Bash /^echo / was called once",
+    ]
+    assert checks["final_message /Done/"][0]

@@ -1,7 +1,8 @@
 """One harness behind every front end: conftest check kinds, settings layers, no cost unused.
 
-The spec is scripted and run by the real CLI; its check kind comes from a conftest, so it
-is "unknown" to any front end that does not load the project's hooks.
+The spec (tests/api_helpers.py's `words`) is scripted and run by the real CLI, in scenarios
+shared with tests/test_python_api.py and tests/test_trajectory.py; its check kind comes from
+a conftest, so it is "unknown" to any front end that does not load the project's hooks.
 """
 
 from __future__ import annotations
@@ -12,102 +13,120 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from atom_cli.main import main
 from pytest_atom.model.config import load_config
 from pytest_atom.run.harness import build_harness, host_hooks
-from tests.helpers import HOOKS_CONFTEST, bash, verdict
+from tests.api_helpers import (
+    Scenario,
+    play_words,
+    pytester_once,
+    run_and_validate_once,
+    words_project,
+)
 
-SPEC = """\
-name: words
-prompt: Write "one" into done.txt.
-script: script.yaml
-criteria: [done.txt says one.]
-accept:
-  - word_count: {path: done.txt, words: 1}
+#: A conftest hook that reads each spec's settings as its run would, and skips the run: the
+#: layers' precedence through pytest's own ini file, fixtures and command line, no CLI started.
+SETTINGS_PROBE = """
+
+import pytest
+from pytest_atom.pytest import settings as layers
+from pytest_atom.pytest.items import AtomItem
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    if isinstance(item, AtomItem):
+        harness = layers.pytest_harness(item.config)  # (a name pytest would take for a hook)
+        settings = layers.settings_for(harness, item, item.funcargs["atom_settings"])
+        pytest.skip(f"{item.nodeid}: threshold {settings.threshold}")
 """
-
-
-def project(root: Path, score: float = 0.85) -> Path:
-    """A project whose spec passes at threshold 0.8 and fails (no refine left) at 0.9."""
-    (root / "conftest.py").write_text(HOOKS_CONFTEST)
-    spec = root / "specs" / "words.atom.yaml"
-    spec.parent.mkdir(parents=True, exist_ok=True)
-    spec.write_text(SPEC + "attempts: 1\n")
-    script = {
-        "turns": [bash("echo one > done.txt", "Writing."), {"text": "EXIT_LOOP_NOW"}],
-        "reflector": [verdict(score, criterion="done.txt says one.", evidence="one")],
-    }
-    (spec.parent / "script.yaml").write_text(yaml.safe_dump(script))
-    return spec
-
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
+@pytest.fixture
+def words(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
+    return pytester_once(pytester, tmp_path_factory, worker_id, "api-words", play_words)
+
+
 @pytest.mark.slow
 def test_conftest_checks_and_hooks_in_atom_run_and_atom_validate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, claude_bin: Path
 ) -> None:
-    spec = project(tmp_path)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    monkeypatch.chdir(tmp_path)
-    ran = CliRunner().invoke(main, ["run", str(spec)])
-    assert ran.exit_code == 0, ran.output
-    assert "PASS word_count" in ran.output
-    validated = CliRunner().invoke(main, ["validate", str(spec), "--json"])
-    assert validated.exit_code == 0, validated.output
-    [outcome] = json.loads(validated.output)
-    assert outcome["runs"][0]["checks"][0]["describe"].startswith("word_count")
-    # the verdict hook ran in both, as in pytest
-    assert (tmp_path / "verdicts.log").read_text().splitlines() == ["words proceed 0.85"] * 2
+    folder = run_and_validate_once(tmp_path_factory, worker_id, claude_bin)
+    runs = json.loads((folder / "runs.json").read_text())
+    ran, validated = runs["run"], runs["validate"]
+    assert ran["exit_code"] == 0, ran["output"]
+    assert "PASS word_count" in ran["output"]
+    assert validated["exit_code"] == 0, validated["output"]
+    lines = validated["output"].splitlines()
+    assert lines.count('    PASS word_count {"path":"done.txt","words":1} (line 6): 1 words') == 2
+    # the verdict hook ran in both, as in pytest (no reflector: no verdict)
+    assert (folder / "verdicts.log").read_text().splitlines() == ["words proceed None"] * 2
 
 
 @pytest.mark.slow
-def test_conftest_checks_in_the_atom_fixture(pytester: pytest.Pytester) -> None:
-    project(pytester.path)
-    pytester.makepyfile(
-        test_it="""
-        def test_words(atom):
-            result = atom.run("specs/words.atom.yaml")
-            assert result.passed, result.report()
-            assert result.checks[0].summary == "1 words"
-        """
-    )
-    result = pytester.runpytest("test_it.py", "--junitxml=out.xml")
-    result.assert_outcomes(passed=1)
-    assert (pytester.path / "verdicts.log").read_text().splitlines() == ["words proceed 0.85"]
-    assert 'name="atom_decision" value="proceed"' in (pytester.path / "out.xml").read_text()
+def test_conftest_checks_in_the_atom_fixture(words: Scenario) -> None:
+    """`atom.run` of a spec file whose check kind a conftest registers: the check runs, the
+    verdict hook logs the run, and the test's JUnit entry carries the decision."""
+    words.runs["run"].lines.fnmatch_lines(["agent_tests/test_agent.py::test_spec_file PASSED*"])
+    log = (words.project / "verdicts.log").read_text().splitlines()
+    assert "words proceed None" in log
+    junit = (words.project / "out.xml").read_text()
+    assert 'name="atom_decision" value="proceed"' in junit
 
 
-@pytest.mark.slow
 def test_settings_precedence_through_pytest(pytester: pytest.Pytester) -> None:
-    """ini 0.9 fails the spec at 0.85; a conftest's atom_settings (0.8) wins over the ini;
-    the command line (0.9) wins over the fixture; .atom/config.yaml loses to the ini."""
-    project(pytester.path)
-    other = pytester.path / "lenient"
-    other.mkdir()
-    project(other)
+    """The ini file (0.7) wins over .atom/config.yaml (0.6); a conftest's atom_settings
+    (0.75) wins over the ini; the command line (0.9) wins over the fixture."""
+    words_project(pytester.path)
+    with open(pytester.path / "conftest.py", "a") as conftest:
+        conftest.write(SETTINGS_PROBE)
+    words_project(pytester.path / "lenient")
     # Its own conftest sets only the fixture: the root's registers the check kind for both.
-    (other / "conftest.py").write_text(
-        "import pytest\n\n@pytest.fixture\ndef atom_settings():\n    return {'threshold': 0.8}\n"
+    (pytester.path / "lenient" / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef atom_settings():\n    return {'threshold': 0.75}\n"
     )
     (pytester.path / ".atom").mkdir()
-    (pytester.path / ".atom" / "config.yaml").write_text("threshold: 0.8\n")
-    pytester.makeini("[pytest]\natom_threshold = 0.9\n")
-    result = pytester.runpytest("--atom", "specs", "lenient/specs")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*lenient/specs/words.atom.yaml::words*passed*"])
-    strict = pytester.runpytest("--atom", "specs", "lenient/specs", "--atom-threshold", "0.9")
-    strict.assert_outcomes(failed=2)
+    (pytester.path / ".atom" / "config.yaml").write_text("threshold: 0.6\n")
+    pytester.makeini("[pytest]\natom_threshold = 0.7\n")
+    files = pytester.runpytest("--atom", "specs", "lenient/specs", "-rs")
+    files.assert_outcomes(skipped=2)
+    files.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED*: specs/words.atom.yaml::words: threshold 0.7",
+            "SKIPPED*: lenient/specs/words.atom.yaml::words: threshold 0.75",
+        ]
+    )
+    strict = pytester.runpytest(
+        "--atom", "specs", "lenient/specs", "-rs", "--atom-threshold", "0.9"
+    )
+    strict.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED*: specs/words.atom.yaml::words: threshold 0.9",
+            "SKIPPED*: lenient/specs/words.atom.yaml::words: threshold 0.9",
+        ]
+    )
+    pytester.makeini("[pytest]\n")
+    config = pytester.runpytest("--atom", "specs", "-rs")
+    config.stdout.fnmatch_lines(["SKIPPED*: specs/words.atom.yaml::words: threshold 0.6"])
+
+
+@pytest.mark.slow
+def test_the_atom_settings_fixture_wins_over_the_ini_in_a_real_run(words: Scenario) -> None:
+    """The ini file records every run; the tests' atom_settings record none: no cassette."""
+    assert "atom_record_mode = all" in (words.project / "tox.ini").read_text()
+    words.runs["run"].assert_outcomes(passed=2, failed=1)  # both runs happened
+    assert not list(words.project.rglob("cassettes"))
 
 
 def test_a_setting_that_belongs_to_the_run_is_refused_per_test(
     pytester: pytest.Pytester,
 ) -> None:
-    project(pytester.path)
+    words_project(pytester.path)
     pytester.makepyfile(
         test_it="""
         import pytest

@@ -1,4 +1,7 @@
-"""`pytest --atom` as a user runs it: pytester sessions driving the real CLI."""
+"""`pytest --atom` as a user runs it: pytester sessions driving the real CLI.
+
+The failure reports, an xfail spec that passes and a file of several specs come from one
+project run once (`play_project`); the JUnit properties from the shipped fixtures' run."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.api_helpers import Scenario, play_snapshots, pytester_once
 from tests.helpers import REPO, ShippedRun
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
@@ -104,14 +108,41 @@ def test_a_named_spec_gets_a_hint_about_that_file_only(pytester: pytest.Pytester
     assert "hint:" not in broken.stdout.str()
 
 
-@pytest.mark.slow
-def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, specs: Path) -> None:
+#: Two specs in one file: the first has neither script nor cassette (it fails before any
+#: CLI starts); the second's agent never says it is done.
+PAIR = """\
+specs:
+  - {name: first, prompt: make it}
+  - {name: second, prompt: make it, script: scripts/nearly.yaml, max_iterations: 1,
+     accept: [file_exists: hello.txt]}
+"""
+
+
+def play_project(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
+    """`pytest --atom` with its paths from the ini file over a project of three specs (the
+    shipped create-file one with its check changed, and `PAIR`'s two), under a minimum
+    pass rate."""
+    specs = pytester.path / "specs"
+    shutil.copytree(REPO / "fixtures" / "specs", specs)
     only(specs, "create_file.atom.yaml")
     spec = specs / "create_file.atom.yaml"
     spec.write_text(spec.read_text().replace('"^hello, world$"', '"^goodbye$"'))
-    result = pytester.runpytest("--atom", "specs")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+    (specs / "scripts" / "nearly.yaml").write_text("turns:\n  - text: nearly\n")
+    (specs / "pair.atom.yaml").write_text(PAIR)
+    pytester.makeini("[pytest]\natom_paths = specs\n")
+    return {"run": pytester.runpytest("--atom", "-v", "-rxX", "--atom-min-pass-rate", "0.5")}
+
+
+@pytest.fixture
+def project(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, worker_id, "plugin-project", play_project)
+
+
+@pytest.mark.slow
+def test_failed_check_gives_an_actionable_report(project: Scenario) -> None:
+    project.runs["run"].lines.fnmatch_lines(
         [
             "*atom spec 'create-file' failed (specs/create_file.atom.yaml:2)",
             # The reflector's evidence changed with the check, so its recorded answer cannot
@@ -135,23 +166,17 @@ def test_failed_check_gives_an_actionable_report(pytester: pytest.Pytester, spec
             "*run dir: .atom/runs/create-file-*",
         ]
     )
-    assert "Traceback" not in result.stdout.str()
-    [run_dir] = (pytester.path / ".atom" / "runs").iterdir()
+    assert "Traceback" not in project.runs["run"].output
+    [run_dir] = (project.project / ".atom" / "runs").glob("create-file-*")
     assert (run_dir / "attempts" / "a01" / "hello.txt").read_text() == "hello, world\n"
     assert not (run_dir / "committed").exists()  # only a passing attempt is promoted
 
 
 @pytest.mark.slow
-def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs, "create_file.atom.yaml")
-    shutil.rmtree(specs / "cassettes")  # without a cassette, the edited script is what runs
-    script = specs / "scripts" / "create_file.yaml"
-    script.write_text("turns:\n  - text: working\n  - text: still working\n  - text: nearly\n")
-    result = pytester.runpytest("--atom", "specs")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+def test_agent_that_never_finishes_is_reported(project: Scenario) -> None:
+    project.runs["run"].lines.fnmatch_lines(
         [
-            "*agent: did not signal EXIT_LOOP_NOW within 3 iterations",
+            "*agent: did not signal EXIT_LOOP_NOW within 1 iteration*",
             "*FAIL file_exists hello.txt*",
             "*agent's last message:",
             "*| nearly",
@@ -159,51 +184,66 @@ def test_agent_that_never_finishes_is_reported(pytester: pytest.Pytester, specs:
     )
 
 
-@pytest.mark.slow
-def test_cli_error_is_reported_with_the_api_message(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs, "create_file.atom.yaml")
-    shutil.rmtree(specs / "cassettes")
-    script = specs / "scripts" / "create_file.yaml"
-    script.write_text("turns:\n  - text: no exit signal yet\n")
-    result = pytester.runpytest("--atom", "specs")
-    result.assert_outcomes(failed=1)
-    # The script's own error, as a spec error (issue 29 papercut 1): not the agent's failure.
-    result.stdout.fnmatch_lines(
-        [
-            "*pytest-atom spec error in spec 'create-file': the spec's script is broken: "
-            "*create_file.yaml has 1 turn but the agent asked for turn 2*",
-        ]
-    )
+@pytest.fixture
+def snapshots(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    """tests/test_python_api.py's snapshot scenario, whose first run is of an xfail spec."""
+    return pytester_once(pytester, tmp_path_factory, worker_id, "api-snapshots", play_snapshots)
 
 
 @pytest.mark.slow
-def test_typo_is_a_setup_error_and_other_specs_still_run(
-    pytester: pytest.Pytester, specs: Path
-) -> None:
-    only(specs, "create_file.atom.yaml", "misses_goal.atom.yaml")
-    bad = specs / "misses_goal.atom.yaml"
-    bad.write_text(bad.read_text().replace("prompt:", "promt:"))
-    result = pytester.runpytest("--atom", "specs")
-    result.assert_outcomes(passed=1, errors=1)
+def test_xfail_spec_that_passes_is_xpassed(snapshots: Scenario) -> None:
+    update = snapshots.runs["update"]
+    update.assert_outcomes(xpassed=1)
+    update.lines.fnmatch_lines(["XPASS create_file.atom.yaml::create-file*"])
+
+
+@pytest.mark.slow
+def test_atom_paths_ini_and_several_specs_per_file(project: Scenario) -> None:
+    run = project.runs["run"]  # `pytest --atom` named no path: the ini file's atom_paths
+    run.lines.fnmatch_lines(
+        ["*specs/pair.atom.yaml::first FAILED*", "*specs/pair.atom.yaml::second FAILED*"]
+    )
+    run.lines.fnmatch_lines(["*could not run spec 'first': no cassette*"])
+    run.assert_outcomes(failed=3)
+
+
+@pytest.mark.slow
+def test_a_pass_rate_below_the_minimum_fails_the_run(project: Scenario) -> None:
+    run = project.runs["run"]  # (its specs fail anyway; the gate says so too)
+    run.lines.fnmatch_lines(["specs/pair.atom.yaml::second: 0/1 passed, *(BELOW the minimum 0.5)"])
+    assert run.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_typo_is_a_setup_error_and_other_specs_still_run(pytester: pytest.Pytester) -> None:
+    """The other spec runs (and fails: it has no cassette, so no CLI starts)."""
+    pytester.makefile(
+        ".atom.yaml", other="name: other\nprompt: do it\n", bad="name: bad\npromt: x\n"
+    )
+    result = pytester.runpytest("--atom", ".")
+    result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*ERROR at setup of atom spec file misses_goal.atom.yaml*",
-            "unknown key 'promt' at specs/misses_goal.atom.yaml:4:1 — did you mean 'prompt'?",
+            "*ERROR at setup of atom spec file bad.atom.yaml*",
+            "unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?",
         ]
     )
+    result.stdout.fnmatch_lines(["*could not run spec 'other': no cassette*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "Interrupted" not in result.stdout.str()
 
 
-@pytest.mark.slow
-def test_typo_does_not_stop_other_specs_under_xdist(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs, "create_file.atom.yaml")
-    (specs / "bad.atom.yaml").write_text("name: bad\npromt: x\n")
-    result = pytester.runpytest("--atom", "specs", "-n", "2")
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        ["unknown key 'promt' at specs/bad.atom.yaml:2:1 — did you mean 'prompt'?"]
+def test_typo_does_not_stop_other_specs_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".atom.yaml", other="name: other\nprompt: do it\n", bad="name: bad\npromt: x\n"
     )
+    result = pytester.runpytest("--atom", ".", "-n", "1")  # one worker: xdist, no more
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["unknown key 'promt' at bad.atom.yaml:2:1 — did you mean 'prompt'?"]
+    )
+    result.stdout.fnmatch_lines(["*could not run spec 'other': no cassette*"])
 
 
 def test_python_collection_errors_still_interrupt(pytester: pytest.Pytester, specs: Path) -> None:
@@ -230,36 +270,8 @@ def test_missing_cassette_names_the_record_command_even_when_xfail(
 
 
 @pytest.mark.slow
-def test_xfail_spec_that_passes_is_xpassed(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs, "create_file.atom.yaml")
-    spec = specs / "create_file.atom.yaml"
-    spec.write_text(spec.read_text() + "xfail: expected to fail, but it will not\n")
-    pytester.runpytest("--atom", "specs").assert_outcomes(xpassed=1)
-
-
-@pytest.mark.slow
-def test_atom_paths_ini_and_several_specs_per_file(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs)
-    pytester.makeini("[pytest]\natom_paths = specs\n")
-    (specs / "pair.atom.yaml").write_text(
-        "specs:\n"
-        "  - {name: first, prompt: make it, script: scripts/create_file.yaml,"
-        " accept: [file_exists: hello.txt]}\n"
-        "  - {name: second, prompt: make it, script: scripts/create_file.yaml,"
-        " accept: [file_absent: hello.txt]}\n"
-    )
-    result = pytester.runpytest("--atom", "-v")
-    result.stdout.fnmatch_lines(
-        ["*pair.atom.yaml::first PASSED*", "*pair.atom.yaml::second FAILED*"]
-    )
-    result.stdout.fnmatch_lines(["*FAIL file_absent hello.txt*"])
-
-
-@pytest.mark.slow
-def test_junit_xml_carries_timings(pytester: pytest.Pytester, specs: Path) -> None:
-    only(specs, "create_file.atom.yaml")
-    pytester.runpytest("--atom", "specs", "--junitxml=out.xml").assert_outcomes(passed=1)
-    xml = (pytester.path / "out.xml").read_text()
+def test_junit_xml_carries_timings(shipped_run: ShippedRun) -> None:
+    xml = shipped_run.junit.read_text()
     assert 'name="atom_iterations" value="1"' in xml
     assert 'name="atom_claude_s"' in xml
 

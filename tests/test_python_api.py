@@ -1,83 +1,60 @@
-"""Snapshots of spec outputs, repeats with pass-rate gating, and the `atom` fixture."""
+"""Snapshots of spec outputs, repeats with pass-rate gating, and the `atom` fixture.
+
+Each scenario that starts Claude Code runs once per session and is read by several tests:
+the snapshots' update and comparison, a repeated spec under a minimum pass rate, and the
+`atom` fixture's project (tests/api_helpers.py's `words`, shared with tests/test_harness.py).
+The pass-rate lines themselves are rendered from typed rows, without a CLI.
+"""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import REPO
+from pytest_atom.reports.measure import repeat_lines
+from tests.api_helpers import Scenario, play_snapshots, play_words, pytester_once
+from tests.helpers import summary_row
 
-# Every test here starts Claude Code.
-pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]
+pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 @pytest.fixture
-def create_file(pytester: pytest.Pytester) -> Path:
-    """The shipped create-file spec with its script and cassette, alone in a project."""
-    specs = REPO / "fixtures" / "specs"
-    shutil.copy2(specs / "create_file.atom.yaml", pytester.path)
-    shutil.copytree(specs / "scripts", pytester.path / "scripts")
-    shutil.copytree(
-        specs / "cassettes" / "create_file", pytester.path / "cassettes" / "create_file"
-    )
-    return pytester.path / "create_file.atom.yaml"
+def snapshots(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, worker_id, "api-snapshots", play_snapshots)
 
 
-def test_snapshot_update_then_match_then_mismatch(
-    pytester: pytest.Pytester, create_file: Path
-) -> None:
-    create_file.write_text(create_file.read_text() + "snapshot: [hello.txt]\n")
-    pytester.runpytest("--atom", "--snapshot-update").assert_outcomes(passed=1)
-    [ambr] = (pytester.path / "__snapshots__").glob("*.ambr")
-    assert "# name: create-file[hello.txt]" in ambr.read_text()
-    assert "hello, world" in ambr.read_text()
-
-    pytester.runpytest("--atom").assert_outcomes(passed=1)
-
-    ambr.write_text(ambr.read_text().replace("hello, world", "hello, there"))
-    result = pytester.runpytest("--atom")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+@pytest.mark.slow
+def test_snapshot_update_then_match_then_mismatch(snapshots: Scenario) -> None:
+    snapshots.runs["update"].assert_outcomes(xpassed=1)  # it passed (marked xfail)
+    written = (snapshots.project / "updated.ambr").read_text()
+    assert "# name: create-file[hello.txt]" in written and "hello, world" in written
+    assert "<gone.txt is missing>" in written  # a file the run did not make is said so
+    compare = snapshots.runs["compare"]
+    compare.assert_outcomes(failed=1)
+    compare.lines.fnmatch_lines(
         [
             "snapshot of hello.txt does not match (accept it with --snapshot-update):",
             "*- hello, there",
             "*+ hello, world",
         ]
     )
+    compare.lines.fnmatch_lines(["1 snapshot failed. 1 snapshot passed. 1 snapshot unused."])
+    # USER_PROMPT.md still matches: its file is not reported
 
 
-def test_unused_snapshots_are_detected(pytester: pytest.Pytester, create_file: Path) -> None:
-    create_file.write_text(create_file.read_text() + "snapshot: [hello.txt, USER_PROMPT.md]\n")
-    pytester.runpytest("--atom", "--snapshot-update").assert_outcomes(passed=1)
-    create_file.write_text(create_file.read_text().replace(", USER_PROMPT.md]", "]"))
-    result = pytester.runpytest("--atom")
-    result.stdout.fnmatch_lines(["*1 snapshot unused*"])
-    pytester.runpytest("--atom", "--snapshot-update").stdout.fnmatch_lines(
-        ["*1 unused snapshot deleted*"]
-    )
+@pytest.mark.slow
+def test_unused_snapshots_are_detected(snapshots: Scenario) -> None:
+    compare = snapshots.runs["compare"]
+    compare.lines.fnmatch_lines(["*1 snapshot unused.", "Re-run pytest with --snapshot-update*"])
+    compare.lines.no_fnmatch_line("snapshot of USER_PROMPT.md*")
 
 
-def test_repeats_report_pass_rates_and_say_replays_are_not_measurements(
-    pytester: pytest.Pytester, create_file: Path
-) -> None:
-    result = pytester.runpytest("--atom", "--atom-repeat", "2", "-v")
-    result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(
-        [
-            "*create_file.atom.yaml::create-file[[]r1] PASSED*",
-            "*create_file.atom.yaml::create-file[[]r2] PASSED*",
-            "create_file.atom.yaml::create-file: 2/2 passed, pass rate 1.00 [[]0.34, 1.00], "
-            "pass@2 1.00, pass^2 1.00; score 0.95 [[]0.95, 0.95]; turns 3.0 [[]3.0, 3.0] "
-            "[[]every repeat alike from one script or cassette: identical by design, "
-            "not a measurement]",
-        ]
-    )
-
-
-def test_min_pass_rate_gates_the_exit_status(pytester: pytest.Pytester) -> None:
-    # A check that passes once: the first repeat makes the folder, the second finds it.
+def play_gate(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
+    """A spec whose check passes once: the first repeat makes the folder, the second finds
+    it; repeated twice under a minimum pass rate of 0.5."""
     flag = pytester.path / "flag"
     pytester.makefile(
         ".atom.yaml",
@@ -85,80 +62,101 @@ def test_min_pass_rate_gates_the_exit_status(pytester: pytest.Pytester) -> None:
         f"accept:\n  - command: {{run: 'mkdir {flag}'}}\n",
     )
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
-    low = pytester.runpytest("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.9")
-    low.assert_outcomes(passed=1, failed=1)
-    assert low.ret == pytest.ExitCode.TESTS_FAILED
-    low.stdout.fnmatch_lines(
+    args = ["--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5", "-v"]
+    args.append("--junitxml=out.xml")
+    return {"gated": pytester.runpytest(*args)}
+
+
+@pytest.fixture
+def gate(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, worker_id, "api-gate", play_gate)
+
+
+@pytest.mark.slow
+def test_repeats_report_pass_rates_and_say_replays_are_not_measurements(gate: Scenario) -> None:
+    run = gate.runs["gated"]
+    run.lines.fnmatch_lines(
         [
+            "*once.atom.yaml::once[[]r1] PASSED*",
+            "*once.atom.yaml::once[[]r2] FAILED*",
             "once.atom.yaml::once: 1/2 passed, pass rate 0.50 [[]0.09, 0.91], pass@2 1.00, "
-            "pass^2 0.00; turns 1.0 [[]1.0, 1.0] (BELOW the minimum 0.9)"
+            "pass^2 0.00; turns 1.0 [[]1.0, 1.0] (ok the minimum 0.5)",
         ]
     )
-    flag.rmdir()
-    ok = pytester.runpytest("--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5")
-    ok.assert_outcomes(passed=1, failed=1)
-    assert ok.ret == pytest.ExitCode.OK  # the gate, not the single failed repeat, decides
-    ok.stdout.fnmatch_lines(["*1/2 passed, pass rate 0.50 [[]0.09, 0.91]*(ok the minimum 0.5)"])
+    assert "identical by design" not in run.output  # its repeats differ: a measurement
+    junit = (gate.project / "out.xml").read_text()  # and the line is a test-suite property
+    assert 'name="atom_repeats once.atom.yaml::once" value="1/2 passed, pass rate 0.50' in junit
 
 
-def test_the_atom_fixture_runs_a_spec_file_and_an_inline_spec(
-    pytester: pytest.Pytester, create_file: Path
-) -> None:
-    pytester.makepyfile(
-        test_agent="""
-        def test_spec_file(atom, snapshot):
-            result = atom.run("create_file.atom.yaml")
-            assert result.passed, result.report()
-            assert result.score == 0.95
-            assert snapshot == (result.workspace / "hello.txt").read_text()
+@pytest.mark.slow
+def test_min_pass_rate_gates_the_exit_status(gate: Scenario) -> None:
+    run = gate.runs["gated"]
+    run.assert_outcomes(passed=1, failed=1)
+    assert run.ret == pytest.ExitCode.OK  # the gate, not the single failed repeat, decides
 
-        def test_inline(atom):
-            result = atom.run(
-                prompt="Create done.txt",
-                script={"turns": [
-                    {"tool_use": [{"name": "Bash", "input": {"command": "echo ok > done.txt"}}]},
-                    {"text": "EXIT_LOOP_NOW"},
-                ]},
-                accept=[{"file_contains": {"path": "done.txt", "pattern": "^ok$"}}],
-            )
-            assert result.passed, result.report()
-            assert result.source == "scripted"
 
-        def test_inline_failure_report(atom):
-            result = atom.run(
-                prompt="Create done.txt",
-                script={"turns": [{"text": "EXIT_LOOP_NOW"}]},
-                accept=[{"file_exists": "done.txt"}],
-            )
-            assert not result.passed
-            assert "FAIL file_exists done.txt" in result.report()
-        """
+def replayed_rows(passed: int) -> list[Any]:
+    """Two repeats of one spec replayed from its cassette, `passed` of them passing."""
+    labels = ["passed"] * passed + ["failed"] * (2 - passed)
+    props = {"atom_source": "replay", "atom_turns": 3, "atom_score": 0.95}
+    return [summary_row(f"s.atom.yaml::s[r{i}]", label, props) for i, label in enumerate(labels)]
+
+
+def test_repeated_replays_are_said_not_to_be_measurements() -> None:
+    [_, line] = repeat_lines(replayed_rows(2), None)
+    assert line == (
+        "s.atom.yaml::s: 2/2 passed, pass rate 1.00 [0.34, 1.00], pass@2 1.00, pass^2 1.00; "
+        "score 0.95 [0.95, 0.95]; turns 3.0 [3.0, 3.0] [every repeat alike from one script "
+        "or cassette: identical by design, not a measurement]"
     )
-    result = pytester.runpytest("test_agent.py", "--snapshot-update")  # no --atom needed
-    result.assert_outcomes(passed=3)
-    assert list((pytester.path / "__snapshots__").glob("test_agent.ambr"))
 
 
-def test_the_atom_fixture_reads_spec_paths_from_the_rootdir(
-    pytester: pytest.Pytester, create_file: Path
-) -> None:
+def test_a_pass_rate_below_the_minimum_is_flagged() -> None:
+    [_, line] = repeat_lines(replayed_rows(1), 0.9)
+    assert line.startswith("s.atom.yaml::s: 1/2 passed, pass rate 0.50 [0.09, 0.91]")
+    assert line.endswith("(BELOW the minimum 0.9)")
+
+
+@pytest.fixture
+def words(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> Scenario:
+    """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
+    return pytester_once(pytester, tmp_path_factory, worker_id, "api-words", play_words)
+
+
+@pytest.mark.slow
+def test_the_atom_fixture_runs_a_spec_file_and_an_inline_spec(words: Scenario) -> None:
+    """No --atom needed: a spec file and an inline spec (its script a mapping of turns) run,
+    the inline one's failed check in its report; syrupy's `snapshot` works beside it."""
+    run = words.runs["run"]
+    run.lines.fnmatch_lines(
+        [
+            "agent_tests/test_agent.py::test_spec_file PASSED*",
+            "agent_tests/test_agent.py::test_inline PASSED*",
+        ]
+    )
+    assert list((words.project / "agent_tests" / "__snapshots__").glob("test_agent.ambr"))
+
+
+@pytest.mark.slow
+def test_the_atom_fixture_reads_spec_paths_from_the_rootdir(words: Scenario) -> None:
     """A test file in a subfolder names the spec as a node id would; a missing one is a
     one-line failure that says where it looked, not a SpecError traceback."""
-    pytester.makeini("[pytest]\n")
-    tests = pytester.mkdir("agent_tests")
-    (tests / "test_agent.py").write_text(
-        "def test_spec_file(atom):\n"
-        "    assert atom.run('create_file.atom.yaml').passed\n\n"
-        "def test_missing(atom):\n"
-        "    atom.run('specs/nope.atom.yaml')\n"
-    )
-    result = pytester.runpytest("agent_tests/test_agent.py")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
+    run = words.runs["run"]
+    run.lines.fnmatch_lines(
         [
-            "*atom.run: spec file not found at specs/nope.atom.yaml (atom.run reads a relative "
-            f"path from the rootdir, {pytester.path})"
+            "agent_tests/test_agent.py::test_spec_file PASSED*",
+            "agent_tests/test_agent.py::test_missing FAILED*",
         ]
     )
-    result.stdout.no_fnmatch_line("*SpecError*")
-    result.stdout.no_fnmatch_line("*Traceback*")
+    run.lines.fnmatch_lines(
+        [
+            "*atom.run: spec file not found at specs/nope.atom.yaml (atom.run reads a relative "
+            f"path from the rootdir, {words.root})"
+        ]
+    )
+    run.lines.no_fnmatch_line("*SpecError*")
+    run.lines.no_fnmatch_line("*Traceback*")

@@ -1,39 +1,96 @@
-"""ClaudeRunner against the real Claude Code CLI and a scripted gateway."""
+"""ClaudeRunner against the real Claude Code CLI and a scripted gateway.
+
+One conversation (two runs of one session) is run once and read by the tests of the stream
+it gives, the session it continues, the prompt on stdin and the user's settings left out."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
+from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.model.events import Result, SessionStarted
 from pytest_atom.model.harness_events import AnyEvent
+from pytest_atom.model.record import IterationRecord
 from pytest_atom.processes import kill_process_tree
-from tests.helpers import bash, wait_gone
+from tests.helpers import bash, once_per_session, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"
 
 
-@pytest.mark.slow
-def test_stream_json_becomes_an_iteration_record(
-    gateway_for: Any, runner_for: Any, tmp_path: Path
-) -> None:
-    gateway = gateway_for(
-        [
-            bash("echo made > out.txt; echo listed", "Making it."),
-            {"text": "All done.\n\nEXIT_LOOP_NOW"},
-        ]
-    )
+PROMPT = "--version is not a flag here"
+TURNS = [
+    bash("echo made > out.txt; echo listed", "Making it."),
+    {"text": "All done.\n\nEXIT_LOOP_NOW"},
+    {"text": "second answer"},
+]
+
+
+@dataclass
+class Conversation:
+    """Two runs of one session: the records, the first run's callback events, the session
+    arguments before and after the first run, and the turn requests the gateway received."""
+
+    first: IterationRecord
+    second: IterationRecord
+    events: list[AnyEvent]
+    args_before: list[str]
+    args_after: list[str]
+    requests: list[Any]
+    work: Path
+    config: Path
+
+
+def converse(folder: Path, claude_bin: Path) -> None:
+    """Run a prompt that looks like an option, with the user's own Claude settings in the
+    environment, then continue the same session; pickled into `folder`."""
+    work, config = folder / "work", folder / "claude-config"
+    work.mkdir()
+    gateway = Gateway(scripted(TURNS)).start()
     events: list[AnyEvent] = []
-    record = runner_for(gateway, on_event=events.append).run("task", tmp_path, session_id=SESSION)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("ANTHROPIC_BASE_URL", "http://192.0.2.1:9")  # would hang if used
+            patch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+            env = claude_env(gateway.url, config)
+            runner = ClaudeRunner(env=env, claude_bin=claude_bin, on_event=events.append)
+            before = runner.session_args(SESSION, True)
+            first = runner.run(PROMPT, work, session_id=SESSION, timeout=60)
+            first_events = list(events)
+            after = runner.session_args(SESSION, True)
+            second = runner.run("two", work, session_id=SESSION, timeout=60)
+        requests = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
+    finally:
+        gateway.stop()
+    talk = Conversation(first, second, first_events, before, after, requests, work, config)
+    (folder / "conversation.pickle").write_bytes(pickle.dumps(talk))
+
+
+@pytest.fixture
+def conversation(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Conversation:
+    """`converse`'s two runs, once per session."""
+    build = partial(converse, claude_bin=claude_bin)
+    folder = once_per_session(tmp_path_factory, "runner-conversation", build)
+    talk: Conversation = pickle.loads((folder / "conversation.pickle").read_bytes())
+    return talk
+
+
+@pytest.mark.slow
+def test_stream_json_becomes_an_iteration_record(conversation: Conversation) -> None:
+    record, events = conversation.first, conversation.events
     assert record.returncode == 0 and not record.is_error
-    assert (tmp_path / "out.txt").read_text() == "made\n"  # the tool really ran
+    assert (conversation.work / "out.txt").read_text() == "made\n"  # the tool really ran
     assert record.output == "All done.\n\nEXIT_LOOP_NOW"
     assert record.texts == ["Making it.", "All done.\n\nEXIT_LOOP_NOW"]
     [call] = record.tool_calls
@@ -47,29 +104,29 @@ def test_stream_json_becomes_an_iteration_record(
 
 
 @pytest.mark.slow
-def test_second_run_continues_the_same_conversation(
-    gateway_for: Any, runner_for: Any, tmp_path: Path
-) -> None:
-    gateway = gateway_for([{"text": "first answer"}, {"text": "second answer"}])
-    runner = runner_for(gateway)
-    assert "--session-id" in runner.session_args(SESSION, True)
-    runner.run("one", tmp_path, session_id=SESSION)
-    assert runner.session_args(SESSION, True) == ["--resume", SESSION]
-    second = runner.run("two", tmp_path, session_id=SESSION)
-    assert second.output == "second answer"
-    turns = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
-    history = json.dumps(turns[-1]["messages"])
-    assert "first answer" in history and "two" in history
+def test_second_run_continues_the_same_conversation(conversation: Conversation) -> None:
+    assert "--session-id" in conversation.args_before
+    assert conversation.args_after == ["--resume", SESSION]
+    assert conversation.second.output == "second answer"
+    history = json.dumps(conversation.requests[-1]["messages"])
+    assert "All done." in history and "two" in history
 
 
 @pytest.mark.slow
 def test_prompt_goes_on_stdin_even_when_it_looks_like_an_option(
-    gateway_for: Any, runner_for: Any, tmp_path: Path
+    conversation: Conversation,
 ) -> None:
-    gateway = gateway_for([{"text": "ok"}])
-    runner_for(gateway).run("--version is not a flag here", tmp_path, session_id=SESSION)
-    [turn] = [e.request.json for e in gateway.exchanges if e.request.kind == "turn"]
-    assert "--version is not a flag here" in json.dumps(turn["messages"])
+    assert PROMPT in json.dumps(conversation.requests[0]["messages"])
+
+
+@pytest.mark.slow
+def test_user_claude_settings_do_not_leak_into_the_run(conversation: Conversation) -> None:
+    """ANTHROPIC_BASE_URL and CLAUDE_CODE_USE_BEDROCK were set: the run used the gateway."""
+    assert conversation.first.returncode == 0 and conversation.first.output.endswith(
+        "EXIT_LOOP_NOW"
+    )
+    # the transcript stayed in the run's own config folder
+    assert list(conversation.config.glob(f"projects/*/{SESSION}.jsonl"))
 
 
 @pytest.mark.slow
@@ -85,19 +142,6 @@ def test_timeout_kills_the_whole_process_group(
     assert "timed out after 12s" in record.stderr
     shell = int((tmp_path / "shell.pid").read_text())
     assert wait_gone(shell), f"the agent's shell {shell} outlived the timeout"
-
-
-@pytest.mark.slow
-def test_user_claude_settings_do_not_leak_into_the_run(
-    gateway_for: Any, runner_for: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://192.0.2.1:9")  # would hang if used
-    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
-    gateway = gateway_for([{"text": "ok"}])
-    record = runner_for(gateway).run("hi", tmp_path / "", session_id=SESSION, timeout=60)
-    assert record.returncode == 0 and record.output == "ok"
-    config = Path(runner_for(gateway).env["CLAUDE_CONFIG_DIR"])
-    assert list(config.glob(f"projects/*/{SESSION}.jsonl"))  # the transcript stayed in the run
 
 
 def test_missing_binary_says_how_to_install(

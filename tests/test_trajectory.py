@@ -13,20 +13,19 @@ The unit layer reads captures of the real CLI (tests/data/stream_json):
   outside the attempt folder (refused: workingDir) and ``echo hello > hello.txt``, and ends
   with "Hello! Ticket T-1 filed." Paths are replaced by placeholders.
 
-The slow layer drives the real CLI with scripts, through `run_spec`, `atom validate` and a
-multi-step spec.
+The slow layer drives the real CLI with scripts: a multi-step spec through `run_spec`, and
+`atom validate` in a scenario shared with tests/test_harness.py; tests/test_configuration.py's
+configured run passes trajectory checks on a real run's calls.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from atom_cli.validate_cmd import validate
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
@@ -36,6 +35,7 @@ from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check, SpecError
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 from pytest_atom.run.spec_run import run_spec
+from tests.api_helpers import run_and_validate_once
 from tests.helpers import capture
 
 SUBAGENT = 'iteration 1 turn 2 > subagent general-purpose "cleanup"'
@@ -316,86 +316,26 @@ def test_malformed_trajectory_checks_name_file_line_and_fix(
 # --- the real CLI -----------------------------------------------------------------------------
 
 
-def scripted_spec(folder: Path, turns: list[dict[str, Any]], accept: str) -> Path:
-    """A spec whose workspace holds the skill `greet`; the script plays `turns`."""
-    skill = folder / "ws" / ".claude" / "skills" / "greet" / "SKILL.md"
-    skill.parent.mkdir(parents=True)
-    skill.write_text("---\nname: greet\ndescription: Greets the user.\n---\nSay hello.\n")
-    (folder / "script.yaml").write_text(yaml.safe_dump({"turns": turns}), encoding="utf-8")
-    path = folder / "greet.atom.yaml"
-    path.write_text(
-        "name: greet\nprompt: Greet me, then write hi.txt.\nscript: script.yaml\nworkspace: ws\n"
-        "timeout: 120\nattempts: 1\nmax_iterations: 2\n"
-        "claude: {allowed_tools: [Bash, Read, Write, Skill]}\n"
-        f"accept:\n{accept}",
-        encoding="utf-8",
-    )
-    return path
-
-
-SKILL = {"text": "Greeting first.", "tool_use": [{"name": "Skill", "input": {"skill": "greet"}}]}
 WRITE = {"tool_use": [{"name": "Bash", "input": {"command": "echo hi > hi.txt"}}]}
 READ = {"tool_use": [{"name": "Read", "input": {"file_path": "hi.txt"}}]}
-DONE = {"text": "Hello! hi.txt is written.\n\nEXIT_LOOP_NOW"}
-ACCEPT = """\
-  - skill_invoked: greet
-  - file_exists: hi.txt
-  - tool_order: [Read, Bash]
-  - tool_used: {name: Bash, input: '^echo ', max: 0}
-  - final_message: written
-"""
-
-
-@pytest.mark.slow
-def test_a_scripted_run_passes_and_fails_its_trajectory_checks(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    spec = scripted_spec(tmp_path / "with", [SKILL, WRITE, READ, DONE], ACCEPT)
-    result = run_spec(load_spec(spec), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    checks = result.final.checks
-    assert [(c.check.describe(), c.passed) for c in checks] == [
-        ("skill_invoked greet", True),
-        ("file_exists hi.txt", True),
-        ("tool_order Read → Bash", False),
-        ("tool_used Bash /^echo / never", False),
-        ("final_message /written/", True),
-    ]
-    assert checks[0].evidence == "iteration 1 turn 1: Skill greet"
-    assert checks[2].summary == (
-        "Bash was first called before Read (iteration 1 turn 2, then iteration 1 turn 3)"
-    )
-    assert checks[3].summary == "Bash /^echo / was called once, expected never"
-    assert checks[3].evidence == "iteration 1 turn 2: Bash echo hi > hi.txt"
-    assert not result.passed
-    report = result.report()
-    assert "tool_used Bash /^echo / never" in report and "Bash echo hi > hi.txt" in report
-
-    spec = scripted_spec(tmp_path / "without", [WRITE, DONE], "  - skill_invoked: greet\n")
-    result = run_spec(load_spec(spec), runs_dir=tmp_path / "runs", claude_bin=claude_bin)
-    [check] = result.final.checks
-    assert (check.passed, check.summary) == (False, "skill greet was not invoked")
-    assert check.evidence == "calls made: Bash"
-    assert not result.passed
 
 
 @pytest.mark.slow
 def test_atom_validate_runs_trajectory_checks_on_the_script_not_the_oracle(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, claude_bin: Path
 ) -> None:
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    monkeypatch.chdir(tmp_path)
-    spec = scripted_spec(tmp_path, [SKILL, WRITE, DONE], "  - skill_invoked: greet\n")
-    (tmp_path / "oracle.sh").write_text("echo hi > hi.txt\n")
-    spec.write_text(spec.read_text() + "  - file_exists: hi.txt\noracle: oracle.sh\n")
-    done = CliRunner().invoke(validate, ["greet.atom.yaml"], catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    lines = done.output.splitlines()
+    """The `words` spec (tests/api_helpers.py) has an oracle and a `tool_used` check: the
+    oracle is judged on its other checks, the script on all of them."""
+    folder = run_and_validate_once(tmp_path_factory, worker_id, claude_bin)
+    done = json.loads((folder / "runs.json").read_text())["validate"]
+    assert done["exit_code"] == 0, done["output"]
+    lines = done["output"].splitlines()
     at = lines.index("  oracle: passed")
     assert lines[at + 1 : at + 3] == [
-        "    PASS file_exists hi.txt (line 11): hi.txt exists",
+        '    PASS word_count {"path":"done.txt","words":1} (line 6): 1 words',
         "    1 trajectory check not run: an oracle makes no tool calls",
     ]
-    assert "    PASS skill_invoked greet (line 10): skill greet invoked once" in lines
+    assert "    PASS tool_used Bash at least once (line 7): Bash was called once" in lines
     assert lines[-1] == "1 spec: 1 ok, 0 failed"
 
 
