@@ -14,7 +14,8 @@ from atom_cli.validate_cmd import validate
 from pytest_atom.model.outcome import Outcome, decide
 from tests.helpers import REPO, write
 
-SHORT = "turns:\n  - text: no exit signal yet\n"  # the agent asks for a second turn
+#: One turn, a tool call: the agent asks for a second turn in the same CLI call.
+SHORT = "turns:\n  - tool_use: [{name: Bash, input: {command: 'true'}}]\n"
 CAUSE = "short.yaml has 1 turn but the agent asked for turn 2"
 
 

@@ -1,14 +1,17 @@
-"""Record and replay end to end: the real CLI, a scripted upstream, pytester sessions."""
+"""Record and replay end to end: the real CLI, a scripted upstream, pytester sessions.
+
+The greet story (tests/recording_helpers.py) records greet once per session, interrupts a
+re-recording of it and replays it with the upstream gone; the tests here read it, or start
+from a copy of its cassette. Which record mode records, replays or appends is decided by
+`open_model_source` alone, tested here for every mode without a CLI.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
-import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,49 +22,91 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
-from tests.helpers import REPO, bash, drop_step_fixtures
-from tests.recording_helpers import CASSETTE, TURNS, greet_spec, record
+from pytest_atom.cassettes.recording import RecordingError, open_model_source
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_spec
+from tests.helpers import REPO, bash, once_per_session, write
+from tests.recording_helpers import (
+    CASSETTE,
+    OTHER_VERSION,
+    PARTIAL,
+    TURNS,
+    GreetStory,
+    build_greet_story,
+    greet_spec,
+    record,
+    with_recorded,
+)
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
-def run_dirs(pytester: pytest.Pytester) -> list[Path]:
-    return sorted((pytester.path / ".atom" / "runs").iterdir(), key=lambda p: p.stat().st_mtime)
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
+    """The greet story, built once per session (three CLI processes)."""
+    build = partial(build_greet_story, claude_bin=claude_bin)
+    return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
 
 
 @pytest.mark.slow
-def test_record_then_replay_with_the_upstream_gone(
-    pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    greet_spec(pytester)
-    upstream = gateway_for(TURNS)
-    record(pytester, upstream).assert_outcomes(passed=1)
-    upstream.stop()
-    cassette = pytester.path / CASSETTE
-    assert cassette.exists()
+def test_record_then_replay_with_the_upstream_gone(story: GreetStory) -> None:
+    assert story.text("record.status") == "0", story.text("record.txt")
+    # The replay ran with record mode none, every upstream stopped: replay only.
+    assert story.text("replay.status") == "0", story.text("replay.txt")
+    assert "1 passed" in story.text("replay.txt")
+    committed = story.project / story.text("replay.run") / "committed" / "greeting.txt"
+    assert committed.read_text() == "hello\n"
 
-    pytester.runpytest("--atom").assert_outcomes(passed=1)  # default mode none: replay only
-    assert (run_dirs(pytester)[-1] / "committed" / "greeting.txt").read_text() == "hello\n"
-
-    text = cassette.read_text()
+    text = story.recorded.read_text()
     requests, responses, metadata = deserialize(text, yamlserializer)  # vcrpy reads it
     assert metadata["claude_code_version"] == CLAUDE_CODE_VERSION
     assert metadata["spec"] == "greet.atom.yaml::greet"
     assert metadata["spec_hash"].startswith("sha256:") and metadata["recorded_at"]
-    assert metadata["upstream"] == upstream.url
+    assert metadata["upstream"] == story.text("upstream.url")
     assert any(r.method == "POST" and r.path == "/v1/messages" for r in requests)
     assert any(b"event: message_start" in r["body"]["string"] for r in responses)
     assert "working directory: <RUN_DIR>/attempts/a01" in text
     assert "<DATE>" in text and "<METADATA>" in text
-    assert str(pytester.path) not in text  # no machine paths
+    assert str(story.project) not in text  # no machine paths
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_recording_leaves_the_cassette_byte_identical(story: GreetStory) -> None:
+    output = story.text("interrupted.txt")
+    assert "KeyboardInterrupt" in output
+    assert (story.folder / "after-interrupt.yaml").read_bytes() == story.recorded.read_bytes()
+    assert (story.project / PARTIAL).exists()
+    assert not list((story.project / CASSETTE).parent.glob(".*.tmp"))
+
+
+@pytest.mark.slow
+def test_another_cli_version_sending_the_same_requests_is_no_drift_strict_version_fails(
+    story: GreetStory, pytester: pytest.Pytester
+) -> None:
+    # The story's replay found OTHER_VERSION in the cassette; the requests were the same,
+    # so nothing Claude Code owns changed: it passed, without a drift line.
+    assert f"claude_code_version: {OTHER_VERSION}" in (story.project / CASSETTE).read_text()
+    assert story.text("replay.status") == "0", story.text("replay.txt")
+    assert "drift:" not in story.text("replay.txt")
+    # --atom-strict-version refuses before any CLI starts.
+    cassette = with_recorded(pytester, story)
+    shutil.copyfile(story.project / CASSETTE, cassette)
+    strict = pytester.runpytest("--atom", "--atom-strict-version")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(
+        [
+            f"*could not run spec 'greet'*recorded with Claude Code {OTHER_VERSION}*"
+            "--atom-record-mode=refresh"
+        ]
+    )
 
 
 @pytest.mark.slow
 def test_changed_prompt_fails_with_a_readable_diff(
-    pytester: pytest.Pytester, gateway_for: Any
+    story: GreetStory, pytester: pytest.Pytester
 ) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
+    with_recorded(pytester, story)
     greet_spec(pytester, prompt="Create greeting.txt saying goodbye.")
     result = pytester.runpytest("--atom")
     result.assert_outcomes(failed=1)
@@ -81,36 +126,12 @@ def test_changed_prompt_fails_with_a_readable_diff(
 
 
 @pytest.mark.slow
-def test_changed_tool_result_diverges_unless_structural(
-    pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    greet_spec(pytester)
-    record(
-        pytester,
-        gateway_for([bash("date +%s%N; echo hello > greeting.txt"), {"text": "EXIT_LOOP_NOW"}]),
-    ).assert_outcomes(passed=1)
-    for mode in ("conversation", "strict"):
-        diverged = pytester.runpytest("--atom", f"--atom-match={mode}")
-        diverged.assert_outcomes(failed=1)
-        diverged.stdout.fnmatch_lines(
-            ["*messages[[]*] (user).content[[]0] (tool_result).content: recorded *, live *"]
-        )
-    # The tolerated drift is said in the summary, as a line, not as a warning.
-    structural = pytester.runpytest("--atom", "--atom-match=structural")
-    structural.assert_outcomes(passed=1)
-    structural.stdout.fnmatch_lines(
-        [
-            "drift: greet.atom.yaml::greet: recorded and replayed with Claude Code *: tool "
-            "results differ in 1 request (structural match); * requests: * identical, 1 matched "
-            "on the conversation"
-        ]
-    )
-
-
-@pytest.mark.slow
-def test_secrets_never_reach_the_cassette(
+def test_secrets_never_reach_the_cassette_and_a_changed_tool_result_diverges_unless_structural(
     pytester: pytest.Pytester, gateway_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Recorded with real-looking secrets, replayed offline: the agent's printed environment
+    is a changed tool result there (a placeholder key), which diverges under the default
+    match and is tolerated, and said, under structural."""
     api_key = f"sk-ant-canary-{uuid.uuid4().hex}"
     token = f"canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("ANTHROPIC_API_KEY", api_key)
@@ -137,64 +158,43 @@ def test_secrets_never_reach_the_cassette(
         k.lower() for i in yaml.safe_load(text)["interactions"] for k in i["request"]["headers"]
     }
     assert not stored & {"x-api-key", "authorization"}  # auth headers are never stored
-    # The scrubbed cassette replays; the printed environment differs offline (a placeholder
-    # key), which structural matching accepts as drift in a tool result.
-    pytester.runpytest("--atom", "--atom-match=structural").assert_outcomes(passed=1)
+    upstream.stop()
+    diverged = pytester.runpytest("--atom")  # the default match: the conversation
+    diverged.assert_outcomes(failed=1)
+    diverged.stdout.fnmatch_lines(
+        [
+            "*likely cause: a tool result differs from the recording: the workspace or a "
+            "command's output changed since recording (--atom-match=structural ignores tool "
+            "results)",
+            "*- messages[[]*] (user).content[[]0] (tool_result).content: text changed in 1 place:",
+        ]
+    )
+    # The scrubbed cassette replays under structural matching, which accepts the drift in
+    # a tool result and says so in the summary, as a line, not as a warning.
+    structural = pytester.runpytest("--atom", "--atom-match=structural")
+    structural.assert_outcomes(passed=1)
+    structural.stdout.fnmatch_lines(
+        [
+            "drift: greet.atom.yaml::greet: recorded and replayed with Claude Code *: tool "
+            "results differ in 1 request (structural match); * requests: * identical, 1 matched "
+            "on the conversation"
+        ]
+    )
 
 
 @pytest.mark.slow
 def test_timed_out_recording_keeps_the_cassette_and_the_partial(
-    pytester: pytest.Pytester, gateway_for: Any
+    story: GreetStory, pytester: pytest.Pytester, gateway_for: Any
 ) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
-    cassette = pytester.path / CASSETTE
+    cassette = with_recorded(pytester, story)
     before = cassette.read_bytes()
-    greet_spec(pytester, timeout=6)
+    greet_spec(pytester, timeout=15)  # long enough for a loaded machine to send a request
     slow = gateway_for([bash("echo started; sleep 120")])
     result = pytester.runpytest("--atom", "--atom-record-mode=all", f"--atom-upstream={slow.url}")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*agent: timed out after 6s"])
+    result.stdout.fnmatch_lines(["*agent: timed out after 15s"])
     assert cassette.read_bytes() == before
-    partial = cassette.with_name("greet.partial.yaml")
-    assert "sleep 120" in partial.read_text()
-
-
-@pytest.mark.slow
-def test_ctrl_c_during_recording_leaves_the_cassette_byte_identical(
-    pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
-    cassette = pytester.path / CASSETTE
-    before = cassette.read_bytes()
-    slow = gateway_for([bash("touch started; sleep 120")])
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--atom",
-            "--atom-record-mode=all",
-            f"--atom-upstream={slow.url}",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=pytester.path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not list((pytester.path / ".atom" / "runs").glob("*/attempts/a01/started")):
-        assert time.monotonic() < deadline and proc.poll() is None, "the agent never started"
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
-    assert "KeyboardInterrupt" in output
-    assert cassette.read_bytes() == before
-    assert cassette.with_name("greet.partial.yaml").exists()
-    assert not list(cassette.parent.glob(".*.tmp"))
+    assert "sleep 120" in (pytester.path / PARTIAL).read_text()
 
 
 def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
@@ -212,60 +212,106 @@ def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
 
 @pytest.mark.slow
 def test_new_episodes_appends_what_does_not_match(
-    pytester: pytest.Pytester, gateway_for: Any
+    story: GreetStory, pytester: pytest.Pytester, gateway_for: Any
 ) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
-    recorded = len(Cassette.load(pytester.path / CASSETTE).interactions)
+    cassette = with_recorded(pytester, story)
+    recorded = len(Cassette.load(cassette).interactions)
     greet_spec(pytester, prompt="Create greeting.txt saying hello, please.")
     again = gateway_for(TURNS)
     pytester.runpytest(
         "--atom", "--atom-record-mode=new_episodes", f"--atom-upstream={again.url}"
     ).assert_outcomes(passed=1)
-    grown = [json.dumps(i.body) for i in Cassette.load(pytester.path / CASSETTE).interactions]
+    grown = [json.dumps(i.body) for i in Cassette.load(cassette).interactions]
     assert len(grown) > recorded
     assert any("please" in body for body in grown)
     assert any("please" not in body and "saying hello" in body for body in grown)
 
 
-@pytest.mark.slow
-def test_another_cli_version_sending_the_same_requests_is_no_drift_strict_version_fails(
-    pytester: pytest.Pytester, gateway_for: Any
+# --- record modes: the decision per mode, then one run under xdist ----------------------
+
+
+def _create_file(folder: Path, *, cassette: bool) -> Path:
+    """The shipped create_file spec (a script, a cassette) copied into `folder`."""
+    specs = REPO / "fixtures" / "specs"
+    shutil.copy2(specs / "create_file.atom.yaml", folder)
+    shutil.copytree(specs / "scripts", folder / "scripts")
+    if cassette:
+        shutil.copytree(specs / "cassettes" / "create_file", folder / "cassettes" / "create_file")
+    return folder / "create_file.atom.yaml"
+
+
+@pytest.mark.parametrize(
+    ("mode", "cassette", "kind", "replays", "keeps"),
+    [
+        ("none", True, "replay", True, True),
+        ("none", False, "scripted", None, None),
+        ("once", True, "replay", True, True),
+        ("once", False, "record", False, False),
+        ("new_episodes", True, "record", True, True),
+        ("new_episodes", False, "record", True, False),
+        ("all", True, "record", False, False),
+        ("all", False, "record", False, False),
+    ],
+)
+def test_each_record_mode_replays_records_or_appends_by_the_cassette_it_finds(
+    tmp_path: Path,
+    claude_bin: Path,
+    mode: Any,
+    cassette: bool,
+    kind: str,
+    replays: bool | None,
+    keeps: bool | None,
 ) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
-    cassette = pytester.path / CASSETTE
-    cassette.write_text(
-        cassette.read_text().replace(
-            f"claude_code_version: {CLAUDE_CODE_VERSION}", "claude_code_version: 0.0.1"
-        )
-    )
-    drifted = pytester.runpytest("--atom")
-    drifted.assert_outcomes(passed=1)  # under the suite's filterwarnings = error
-    # The other version sent the very same requests: nothing Claude Code owns changed.
-    assert "drift:" not in drifted.stdout.str()
-    strict = pytester.runpytest("--atom", "--atom-strict-version")
-    strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(
-        ["*could not run spec 'greet'*recorded with Claude Code 0.0.1*--atom-record-mode=refresh"]
-    )
+    """`once` records only what is missing, `new_episodes` replays what it has and records
+    the rest onto it, `all` records anew; a script plays when there is nothing to replay."""
+    spec = load_spec(_create_file(tmp_path, cassette=cassette))
+    source = open_model_source(spec, RunSettings(record_mode=mode), paths={}, claude_bin=claude_bin)
+    try:
+        assert source.kind == kind
+        if replays is None:
+            assert not isinstance(source.responder, CassetteResponder)
+            return
+        tape = source.tape
+        assert tape is not None and tape.replay is replays
+        assert bool(tape.cassette.interactions) is keeps  # what it starts from
+        if kind == "record":  # from the spec's own script: nothing leaves the machine
+            assert source.upstream_gateway is not None
+            assert tape.upstream_label == "scripted://create_file.yaml"
+    finally:
+        source.finish(spec, failed=True, cli_version=None)  # stops its script's gateway
+    assert not (tmp_path / "cassettes" / "create_file" / "create-file.partial.yaml").exists()
 
 
-# Record mode none (a replay) under xdist: the shared replay of the shipped fixtures
-# (tests/test_plugin.py::test_shipped_fixtures_pass_with_the_xfail_reported).
+def test_record_mode_none_without_a_cassette_or_a_script_names_the_command(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    spec = load_spec(write(tmp_path / "greet.atom.yaml", "name: greet\nprompt: p\n"))
+    with pytest.raises(RecordingError, match=r"record it with: pytest --atom .*=once"):
+        open_model_source(spec, RunSettings(), paths={}, claude_bin=claude_bin)
+
+
+XDIST_SPEC = """\
+name: {name}
+prompt: Create {name}.txt.
+script: {name}.yaml
+timeout: 120
+accept: [file_exists: {name}.txt]
+"""
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["once", "new_episodes", "all"])
-def test_xdist_in_every_record_mode(pytester: pytest.Pytester, mode: str) -> None:
-    specs = pytester.path / "specs"
-    shutil.copytree(REPO / "fixtures" / "specs", specs)
-    (specs / "fix_failing_test.atom.yaml").unlink()  # its pytest runs add time, not coverage
-    drop_step_fixtures(specs)
-    shutil.rmtree(specs / "workspaces" / "calc")
-    shutil.rmtree(specs / "cassettes" / "fix_failing_test")
-    if mode == "once":
-        shutil.rmtree(specs / "cassettes")  # once records what is missing
-    result = pytester.runpytest("-n", "2", "--atom", f"--atom-record-mode={mode}", "specs")
-    result.assert_outcomes(passed=1, xfailed=1)
-    after = {p: p.read_bytes() for p in specs.glob("cassettes/*/*.yaml")}
-    assert len(after) == 2
-    assert not list(specs.glob("cassettes/*/*.partial.yaml"))
+def test_xdist_records_each_spec_in_its_own_worker(pytester: pytest.Pytester) -> None:
+    """Record mode once under xdist: two workers record at once, each its spec's cassette,
+    whole, and leave no partial. Record mode none under xdist is the shared replay of the
+    shipped fixtures (tests/test_plugin.py::test_shipped_fixtures_pass_with_the_xfail_reported);
+    what the other modes do differently is the decision above."""
+    for name in ("left", "right"):
+        pytester.makefile(".atom.yaml", **{name: XDIST_SPEC.format(name=name)})
+        turns = [bash(f"touch {name}.txt"), {"text": "Done. EXIT_LOOP_NOW"}]
+        pytester.makefile(".yaml", **{name: yaml.safe_dump({"turns": turns})})
+    result = pytester.runpytest("-n", "2", "--atom", "--atom-record-mode=once")
+    result.assert_outcomes(passed=2)
+    recorded = sorted(p.relative_to(pytester.path) for p in pytester.path.glob("cassettes/*/*"))
+    assert recorded == [Path("cassettes/left/left.yaml"), Path("cassettes/right/right.yaml")]
+    for path in recorded:
+        assert Cassette.load(pytester.path / path).metadata["spec"].endswith(path.stem)

@@ -33,6 +33,7 @@ from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.helpers import REPO, ShippedRun, bash, write
+from tests.recording_helpers import KEEP_RESULTS, RESULTS
 
 THREE = """\
 name: three
@@ -320,24 +321,36 @@ steps:
 """
 
 
-def run_pair(tmp_path: Path, claude_bin: Path, session: str) -> SpecResult:
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_a_failing_second_step_fails_its_subtest_and_the_spec_from_the_first_ones_work(
+    pytester: pytest.Pytester,
+) -> None:
+    """One pytest run of a two-step spec whose second step misses: each step is a subtest,
+    the failed one's and the spec's failures are reported, and the result (kept by a
+    pytest_atom_verdict hook) shows the second step worked from the first one's commit."""
     turns: list[Any] = [
         bash("touch a.txt", "Creating a.txt."),
         {"text": "Done. EXIT_LOOP_NOW"},
         bash("touch c.txt", "Creating the wrong file."),
         {"text": "Done. EXIT_LOOP_NOW"},
     ]
-    write(tmp_path / "pair.atom.yaml", FAILING.format(session=session))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    spec = load_spec(tmp_path / "pair.atom.yaml")
-    return run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=None)
-
-
-@pytest.mark.slow
-def test_a_failing_second_step_fails_the_spec_from_the_first_ones_work(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    result = run_pair(tmp_path, claude_bin, "fresh")
+    pytester.makefile(".atom.yaml", pair=FAILING.format(session="fresh"))
+    (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    pytester.makeconftest(KEEP_RESULTS)
+    RESULTS.clear()
+    outcome = pytester.runpytest("--atom", "-rA")
+    outcome.assert_outcomes(failed=2)  # the failed step's subtest, and the spec itself
+    outcome.stdout.fnmatch_lines(
+        [
+            "SUBFAILED[[]second[]] pair.atom.yaml::pair - Failed: second: fail after a01",
+            "FAILED pair.atom.yaml::pair - atom spec 'pair' failed *",
+        ],
+        consecutive=False,
+    )
+    # the summary table has the spec once, not once per subtest
+    assert len([line for line in outcome.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
+    [result] = RESULTS
     assert not result.passed and result.steps_summary == "steps 1/2"
     first, second = result.steps
     assert first.passed and not second.passed and second.decision == "fail"
@@ -357,33 +370,35 @@ class Interrupt(KeyboardInterrupt):
     """Ctrl-C, the moment the first step is committed."""
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("stop_at", "attempts"),
-    [((StepCommitted, 1), ["a01"]), ((ChecksRan, 2), ["a02"])],
-    ids=["after-step-one-commits", "in-step-two"],
-)
-def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
-    tmp_path: Path, claude_bin: Path, stop_at: tuple[type, int], attempts: list[str]
-) -> None:
-    spec = load_spec(copy_two_steps(tmp_path))
+def interrupt_in_step_two(folder: Path, claude_bin: Path, snapshot: Path) -> Path:
+    """Run two_steps until step two's checks ran, then Ctrl-C; `snapshot` keeps the run
+    folder as it was the moment step one was committed (what a Ctrl-C there leaves)."""
+    spec = load_spec(copy_two_steps(folder))
 
-    seen: list[type] = []
-
-    def stop_after_commit(event: AnyEvent) -> None:
-        seen.append(type(event))
-        if seen.count(stop_at[0]) == stop_at[1]:
+    def on_event(event: AnyEvent) -> None:
+        if isinstance(event, StepCommitted):
+            [run] = (folder / "runs").iterdir()
+            shutil.copytree(run, snapshot, symlinks=True)
+        if isinstance(event, ChecksRan) and snapshot.exists():
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        run_spec(
-            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
-        )
-    [run_dir] = (tmp_path / "runs").iterdir()
+        run_spec(spec, runs_dir=folder / "runs", claude_bin=claude_bin, on_event=on_event)
+    [run_dir] = (folder / "runs").iterdir()
     assert (run_dir / "steps/implement/committed/greet.py").is_file()
-    interrupted = run_dir / "steps/test/attempts/a01"
-    assert interrupted.is_dir() == (attempts == ["a02"])  # partial work stays in its folder
+    assert (run_dir / "steps/test/attempts/a01").is_dir()  # partial work stays in its folder
+    assert not (snapshot / "steps/test/attempts/a01").exists()
+    return run_dir
 
+
+@pytest.mark.slow
+def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted in step two, the run resumes there (a02; step one not run again);
+    interrupted the moment step one committed, `atom run --resume` shows only step two."""
+    run_dir = interrupt_in_step_two(tmp_path, claude_bin, tmp_path / "after-step-one")
+    spec = load_spec(tmp_path / "two_steps.atom.yaml")
     resumed = run_spec(
         spec,
         runs_dir=tmp_path / "runs",
@@ -394,40 +409,19 @@ def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
     assert resumed.run_dir == run_dir and len(list((tmp_path / "runs").iterdir())) == 1
     implement, test = resumed.steps
     assert (implement.runs, implement.attempts, implement.passed) == (0, [], True)
-    assert [a.path.name for a in test.attempts] == attempts and test.passed
+    assert [a.path.name for a in test.attempts] == ["a02"] and test.passed
     assert sorted(p.name for p in (run_dir / "steps/implement/attempts").iterdir()) == ["a01"]
     assert (run_dir / "committed/test_greet.py").is_file()
     set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
-    assert len(set_aside) == (1 if attempts == ["a02"] else 0)  # the interrupted conversation
+    assert len(set_aside) == 1  # the interrupted conversation
     # only step 2 ran: its one executor call; its reflector's verdict was recalled from the
     # cassette (the same request over the same folder: pytest_atom.cassettes.recall)
     assert [r.session_id is not None for r in resumed.records] == [True]
     assert test.attempts[-1].recalled is not None
 
-
-def copy_two_steps(folder: Path) -> Path:
-    for part in ("two_steps.atom.yaml", "scripts", "cassettes/two_steps"):
-        source = REPO / "fixtures/specs" / part
-        copy = shutil.copytree if source.is_dir() else shutil.copy2
-        copy(source, folder / part)
-    return folder / "two_steps.atom.yaml"
-
-
-@pytest.mark.slow
-def test_atom_run_resume_shows_the_steps_it_runs(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    spec = load_spec(copy_two_steps(tmp_path))
-
-    def stop_after_commit(event: AnyEvent) -> None:
-        if isinstance(event, StepCommitted):
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        run_spec(
-            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
-        )
-    [run_dir] = (tmp_path / "runs").iterdir()
+    # The run as it was when step one committed, in its own place again: atom run resumes it.
+    shutil.rmtree(run_dir)
+    shutil.copytree(tmp_path / "after-step-one", run_dir, symlinks=True)
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
@@ -437,6 +431,17 @@ def test_atom_run_resume_shows_the_steps_it_runs(
     assert "step test (2/2)" in result.output and "committed step test (a01)" in result.output
     assert "step implement" not in result.output  # committed before: not run again
     assert len(list((tmp_path / "runs").iterdir())) == 1
+    assert sorted(p.name for p in (run_dir / "steps/test/attempts").iterdir()) == ["a01"]
+    assert not list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
+    assert (run_dir / "committed/test_greet.py").is_file()
+
+
+def copy_two_steps(folder: Path) -> Path:
+    for part in ("two_steps.atom.yaml", "scripts", "cassettes/two_steps"):
+        source = REPO / "fixtures/specs" / part
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, folder / part)
+    return folder / "two_steps.atom.yaml"
 
 
 def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
@@ -470,30 +475,6 @@ def test_the_html_view_lists_every_step_attempt_by_step(tmp_path: Path) -> None:
     html = render_html([report_row("s.atom.yaml::three", "failed", view)])
     assert "<strong>Steps</strong> steps 2/3 committed" in html
     assert ">implement a02</a>" in html and "<summary>test a02 <span" in html  # as written
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_each_step_is_a_subtest(pytester: pytest.Pytester) -> None:
-    turns: list[Any] = [
-        bash("touch a.txt", "Creating a.txt."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-        bash("touch c.txt", "Creating the wrong file."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-    ]
-    pytester.makefile(".atom.yaml", pair=FAILING.format(session="continue"))
-    (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = pytester.runpytest("--atom", "-rA")
-    result.assert_outcomes(failed=2)  # the failed step's subtest, and the spec itself
-    result.stdout.fnmatch_lines(
-        [
-            "SUBFAILED[[]second[]] pair.atom.yaml::pair - Failed: second: fail after a01",
-            "FAILED pair.atom.yaml::pair - atom spec 'pair' failed *",
-        ],
-        consecutive=False,
-    )
-    # the summary table has the spec once, not once per subtest
-    assert len([line for line in result.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
 
 
 @pytest.mark.slow
