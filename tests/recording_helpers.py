@@ -165,3 +165,32 @@ from tests.recording_helpers import RESULTS
 def pytest_atom_verdict(spec, verdict, result):
     RESULTS.append(result)
 """
+
+
+def create_file_spec(folder: Path, *, cassette: bool = True) -> Path:
+    """The shipped create_file spec (its script, and its cassette unless not) in `folder`."""
+    specs = REPO / "fixtures" / "specs"
+    shutil.copy2(specs / "create_file.atom.yaml", folder)
+    shutil.copytree(specs / "scripts", folder / "scripts")
+    if cassette:
+        shutil.copytree(specs / "cassettes" / "create_file", folder / "cassettes" / "create_file")
+    return folder / "create_file.atom.yaml"
+
+
+def send(gateway: Gateway, interaction: Any, body: Any = None) -> int:
+    """Send a recorded request (its body, or `body` in its place) to `gateway`, as the CLI
+    would: the status the gateway answered."""
+    import httpx
+
+    headers = {
+        k: v
+        for k, v in (interaction.request_headers or {}).items()
+        if k.lower() not in ("content-length", "host")
+    }
+    reply = httpx.post(
+        gateway.url + interaction.endpoint + "?beta=true",
+        json=interaction.body if body is None else body,
+        headers=headers,
+        timeout=60,
+    )
+    return reply.status_code

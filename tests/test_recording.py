@@ -8,6 +8,7 @@ from a copy of its cassette. Which record mode records, replays or appends is de
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import uuid
@@ -22,11 +23,16 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import RecordingError, open_model_source
+from pytest_atom.cassettes.recording import (
+    RecordingError,
+    divergence_report,
+    open_model_source,
+)
 from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.gateway import Gateway
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
-from tests.helpers import REPO, bash, once_per_session, write
+from tests.helpers import bash, once_per_session, write
 from tests.recording_helpers import (
     CASSETTE,
     OTHER_VERSION,
@@ -34,8 +40,10 @@ from tests.recording_helpers import (
     TURNS,
     GreetStory,
     build_greet_story,
+    create_file_spec,
     greet_spec,
     record,
+    send,
     with_recorded,
 )
 
@@ -126,12 +134,12 @@ def test_changed_prompt_fails_with_a_readable_diff(
 
 
 @pytest.mark.slow
-def test_secrets_never_reach_the_cassette_and_a_changed_tool_result_diverges_unless_structural(
+def test_secrets_never_reach_the_cassette(
     pytester: pytest.Pytester, gateway_for: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Recorded with real-looking secrets, replayed offline: the agent's printed environment
-    is a changed tool result there (a placeholder key), which diverges under the default
-    match and is tolerated, and said, under structural."""
+    is a changed tool result there (a placeholder key), which structural matching tolerates,
+    and says (how each match mode takes a changed tool result: the cassette-layer test)."""
     api_key = f"sk-ant-canary-{uuid.uuid4().hex}"
     token = f"canary-{uuid.uuid4().hex}"
     monkeypatch.setenv("ANTHROPIC_API_KEY", api_key)
@@ -159,16 +167,6 @@ def test_secrets_never_reach_the_cassette_and_a_changed_tool_result_diverges_unl
     }
     assert not stored & {"x-api-key", "authorization"}  # auth headers are never stored
     upstream.stop()
-    diverged = pytester.runpytest("--atom")  # the default match: the conversation
-    diverged.assert_outcomes(failed=1)
-    diverged.stdout.fnmatch_lines(
-        [
-            "*likely cause: a tool result differs from the recording: the workspace or a "
-            "command's output changed since recording (--atom-match=structural ignores tool "
-            "results)",
-            "*- messages[[]*] (user).content[[]0] (tool_result).content: text changed in 1 place:",
-        ]
-    )
     # The scrubbed cassette replays under structural matching, which accepts the drift in
     # a tool result and says so in the summary, as a line, not as a warning.
     structural = pytester.runpytest("--atom", "--atom-match=structural")
@@ -180,21 +178,6 @@ def test_secrets_never_reach_the_cassette_and_a_changed_tool_result_diverges_unl
             "on the conversation"
         ]
     )
-
-
-@pytest.mark.slow
-def test_timed_out_recording_keeps_the_cassette_and_the_partial(
-    story: GreetStory, pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    cassette = with_recorded(pytester, story)
-    before = cassette.read_bytes()
-    greet_spec(pytester, timeout=15)  # long enough for a loaded machine to send a request
-    slow = gateway_for([bash("echo started; sleep 120")])
-    result = pytester.runpytest("--atom", "--atom-record-mode=all", f"--atom-upstream={slow.url}")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*agent: timed out after 15s"])
-    assert cassette.read_bytes() == before
-    assert "sleep 120" in (pytester.path / PARTIAL).read_text()
 
 
 def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
@@ -210,34 +193,7 @@ def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
     assert upstream.exchanges == []
 
 
-@pytest.mark.slow
-def test_new_episodes_appends_what_does_not_match(
-    story: GreetStory, pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    cassette = with_recorded(pytester, story)
-    recorded = len(Cassette.load(cassette).interactions)
-    greet_spec(pytester, prompt="Create greeting.txt saying hello, please.")
-    again = gateway_for(TURNS)
-    pytester.runpytest(
-        "--atom", "--atom-record-mode=new_episodes", f"--atom-upstream={again.url}"
-    ).assert_outcomes(passed=1)
-    grown = [json.dumps(i.body) for i in Cassette.load(cassette).interactions]
-    assert len(grown) > recorded
-    assert any("please" in body for body in grown)
-    assert any("please" not in body and "saying hello" in body for body in grown)
-
-
 # --- record modes: the decision per mode, then one run under xdist ----------------------
-
-
-def _create_file(folder: Path, *, cassette: bool) -> Path:
-    """The shipped create_file spec (a script, a cassette) copied into `folder`."""
-    specs = REPO / "fixtures" / "specs"
-    shutil.copy2(specs / "create_file.atom.yaml", folder)
-    shutil.copytree(specs / "scripts", folder / "scripts")
-    if cassette:
-        shutil.copytree(specs / "cassettes" / "create_file", folder / "cassettes" / "create_file")
-    return folder / "create_file.atom.yaml"
 
 
 @pytest.mark.parametrize(
@@ -264,7 +220,7 @@ def test_each_record_mode_replays_records_or_appends_by_the_cassette_it_finds(
 ) -> None:
     """`once` records only what is missing, `new_episodes` replays what it has and records
     the rest onto it, `all` records anew; a script plays when there is nothing to replay."""
-    spec = load_spec(_create_file(tmp_path, cassette=cassette))
+    spec = load_spec(create_file_spec(tmp_path, cassette=cassette))
     source = open_model_source(spec, RunSettings(record_mode=mode), paths={}, claude_bin=claude_bin)
     try:
         assert source.kind == kind
@@ -301,17 +257,90 @@ accept: [file_exists: {name}.txt]
 
 @pytest.mark.slow
 def test_xdist_records_each_spec_in_its_own_worker(pytester: pytest.Pytester) -> None:
-    """Record mode once under xdist: two workers record at once, each its spec's cassette,
-    whole, and leave no partial. Record mode none under xdist is the shared replay of the
+    """Record mode new_episodes under xdist, no cassette yet: two workers record at once,
+    each its spec's cassette, whole, and leave no partial. Record mode none under xdist is the shared replay of the
     shipped fixtures (tests/test_plugin.py::test_shipped_fixtures_pass_with_the_xfail_reported);
     what the other modes do differently is the decision above."""
     for name in ("left", "right"):
         pytester.makefile(".atom.yaml", **{name: XDIST_SPEC.format(name=name)})
         turns = [bash(f"touch {name}.txt"), {"text": "Done. EXIT_LOOP_NOW"}]
         pytester.makefile(".yaml", **{name: yaml.safe_dump({"turns": turns})})
-    result = pytester.runpytest("-n", "2", "--atom", "--atom-record-mode=once")
+    result = pytester.runpytest("-n", "2", "--atom", "--atom-record-mode=new_episodes")
     result.assert_outcomes(passed=2)
     recorded = sorted(p.relative_to(pytester.path) for p in pytester.path.glob("cassettes/*/*"))
     assert recorded == [Path("cassettes/left/left.yaml"), Path("cassettes/right/right.yaml")]
     for path in recorded:
         assert Cassette.load(pytester.path / path).metadata["spec"].endswith(path.stem)
+
+
+# --- the cassette layer: a gateway on a spec's model source, the shipped cassette's requests
+
+
+def _tool_result_changed(interaction: Any) -> Any:
+    body = copy.deepcopy(interaction.body)
+    body["messages"][-1]["content"][0]["content"] = "hello, there"  # was: hello, world
+    return body
+
+
+@pytest.mark.parametrize("mode", ["conversation", "strict", "structural"])
+def test_changed_tool_result_diverges_unless_structural(
+    tmp_path: Path, claude_bin: Path, mode: Any
+) -> None:
+    spec = load_spec(create_file_spec(tmp_path))
+    source = open_model_source(spec, RunSettings(match=mode), paths={}, claude_bin=claude_bin)
+    tape = source.tape
+    assert tape is not None
+    third = tape.cassette.interactions[2]  # the turn that carries `cat hello.txt`'s output
+    with Gateway(tape) as gateway:
+        status = send(gateway, third, _tool_result_changed(third))
+    if mode == "structural":
+        assert status == 200
+        assert (tape.drift.replayed, tape.drift.results_differ) == (1, 1)  # said as drift
+        return
+    assert status == 409
+    [report] = divergence_report(spec, source, CLAUDE_CODE_VERSION)
+    assert (report.cause or "").startswith("likely cause: a tool result differs from the recording")
+    assert "(user).content[0] (tool_result).content: recorded " in report.detail
+    assert '"hello, world", live "hello, there"' in report.detail
+
+
+def test_new_episodes_appends_what_does_not_match(tmp_path: Path, claude_bin: Path) -> None:
+    """What matches replays; what does not is recorded (from the spec's script) and added."""
+    spec = load_spec(create_file_spec(tmp_path))
+    settings = RunSettings(record_mode="new_episodes")
+    source = open_model_source(spec, settings, paths={}, claude_bin=claude_bin)
+    tape = source.tape
+    assert tape is not None
+    first = tape.cassette.interactions[0]
+    recorded = len(tape.cassette.interactions)
+    changed = copy.deepcopy(first.body)
+    changed["messages"][0]["content"] += " Please."  # the task, as the first message says it
+    with Gateway(tape) as gateway:
+        assert send(gateway, first) == 200  # replayed
+        assert send(gateway, first, changed) == 200  # recorded from the script's first turn
+    written = source.finish(spec, failed=False, cli_version=CLAUDE_CODE_VERSION)
+    assert written == tmp_path / "cassettes" / "create_file" / "create-file.yaml"
+    grown = [json.dumps(i.body) for i in Cassette.load(written).interactions]
+    assert len(grown) == recorded + 1
+    assert sum("Please." in body for body in grown) == 1
+
+
+def test_a_failed_recording_keeps_the_cassette_and_the_partial(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """A recording that fails (a timeout, a Ctrl-C: the greet story shows one for real)
+    leaves the cassette as it was and keeps what it recorded in <name>.partial.yaml."""
+    spec = load_spec(create_file_spec(tmp_path))
+    cassette = tmp_path / "cassettes" / "create_file" / "create-file.yaml"
+    before = cassette.read_bytes()
+    first = Cassette.load(cassette).interactions[0]
+    source = open_model_source(
+        spec, RunSettings(record_mode="all"), paths={}, claude_bin=claude_bin
+    )
+    assert source.tape is not None
+    with Gateway(source.tape) as gateway:
+        assert send(gateway, first) == 200
+    written = source.finish(spec, failed=True, cli_version=CLAUDE_CODE_VERSION)
+    assert written == cassette.with_name("create-file.partial.yaml")
+    assert cassette.read_bytes() == before
+    assert len(Cassette.load(written).interactions) == 1
