@@ -53,40 +53,26 @@ def test_iterates_in_one_conversation_until_the_exit_signal(
     assert not (work / "USER_PROMPT.md").exists()
 
 
-def test_an_ephemeral_runtime_stops_at_max_iterations_and_removes_its_folder(
-    gateway_for: Any, runner_for: Any
-) -> None:
-    gateway = gateway_for([{"text": "step 1"}])
-    rt = AtomRuntime.create_ephemeral(
-        SYSTEM, runner=runner_for(gateway), verbose=False, max_iterations=1
-    )
-    folder = rt.conversation_dir
-    assert folder.is_dir()
-    result = rt.run("task")
-    assert result["success"] is False
-    assert result["reason"] == "max_iterations"
-    assert result["iterations"] == 1
-    assert result["output"] == "step 1"
-    assert not folder.exists()
-
-
-def test_cli_errors_are_retried_with_the_seed_backoff(
-    gateway_for: Any, runner_for: Any, tmp_path: Path
-) -> None:
+def test_cli_errors_are_retried_with_the_seed_backoff(gateway_for: Any, runner_for: Any) -> None:
     """A CLI that fails (its script runs out within the first call) is started again after
-    the seed's wait; the waits' doubling is tests/test_runtime_loop.py's."""
+    the seed's wait; the waits' doubling, and the stop at max_iterations, are
+    tests/test_runtime_loop.py's. Ephemeral, the runtime removes its folder even so."""
     gateway = gateway_for([bash("true")])  # the call's second turn exhausts the script
     waits: list[float] = []
     messages: list[tuple[str, int]] = []
-    rt = runtime(
-        runner_for(gateway),
-        tmp_path,
+    rt = AtomRuntime.create_ephemeral(
+        SYSTEM,
+        runner=runner_for(gateway),
+        verbose=False,
         sleep=waits.append,
         max_retries=1,
         retry_manager=RetryManager(on_retry_message=lambda m, s: messages.append((m, s))),
     )
+    folder = rt.conversation_dir
+    assert folder.is_dir()
     result = rt.run("task")
     assert waits == [10]  # other errors: 10 s first; nothing really slept
     assert [s for _, s in messages] == [10]
     assert result["success"] is False and result["reason"] == "error"
     assert "has 1 turn but the agent asked for turn 3" in result["error"]  # 2 tries
+    assert not folder.exists()

@@ -20,7 +20,7 @@ from pytest_atom.model.harness_events import AnyEvent, ChecksRan, StepCommitted
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import RunOutcome
 from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
-from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.model.settings import FILE_SETTINGS, Layer, resolve
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
@@ -370,70 +370,46 @@ class Interrupt(KeyboardInterrupt):
     """Ctrl-C, the moment the first step is committed."""
 
 
-def interrupt_in_step_two(folder: Path, claude_bin: Path, snapshot: Path) -> Path:
-    """Run two_steps until step two's checks ran, then Ctrl-C; `snapshot` keeps the run
-    folder as it was the moment step one was committed (what a Ctrl-C there leaves)."""
-    spec = load_spec(copy_two_steps(folder))
+@pytest.mark.slow
+def test_a_run_interrupted_in_step_two_resumes_there_without_rerunning_step_one(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after step two's checks ran (step one committed): `atom run --resume` shows
+    and runs step two alone, as a02, beside the interrupted a01 and its conversation, set
+    aside. Interrupted the moment step one committed, a run resumes the same way (nothing
+    of step two to set aside): the same code, so one moment is run here."""
+    spec = load_spec(copy_two_steps(tmp_path))
+    committed = False
 
     def on_event(event: AnyEvent) -> None:
-        if isinstance(event, StepCommitted):
-            [run] = (folder / "runs").iterdir()
-            shutil.copytree(run, snapshot, symlinks=True)
-        if isinstance(event, ChecksRan) and snapshot.exists():
+        nonlocal committed
+        committed = committed or isinstance(event, StepCommitted)
+        if committed and isinstance(event, ChecksRan):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        run_spec(spec, runs_dir=folder / "runs", claude_bin=claude_bin, on_event=on_event)
-    [run_dir] = (folder / "runs").iterdir()
+        run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=on_event)
+    [run_dir] = (tmp_path / "runs").iterdir()
     assert (run_dir / "steps/implement/committed/greet.py").is_file()
     assert (run_dir / "steps/test/attempts/a01").is_dir()  # partial work stays in its folder
-    assert not (snapshot / "steps/test/attempts/a01").exists()
-    return run_dir
-
-
-@pytest.mark.slow
-def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Interrupted in step two, the run resumes there (a02; step one not run again);
-    interrupted the moment step one committed, `atom run --resume` shows only step two."""
-    run_dir = interrupt_in_step_two(tmp_path, claude_bin, tmp_path / "after-step-one")
-    spec = load_spec(tmp_path / "two_steps.atom.yaml")
-    resumed = run_spec(
-        spec,
-        runs_dir=tmp_path / "runs",
-        claude_bin=claude_bin,
-        settings=RunSettings(resume=run_dir),
-    )
-    assert resumed.passed, resumed.report()
-    assert resumed.run_dir == run_dir and len(list((tmp_path / "runs").iterdir())) == 1
-    implement, test = resumed.steps
-    assert (implement.runs, implement.attempts, implement.passed) == (0, [], True)
-    assert [a.path.name for a in test.attempts] == ["a02"] and test.passed
-    assert sorted(p.name for p in (run_dir / "steps/implement/attempts").iterdir()) == ["a01"]
-    assert (run_dir / "committed/test_greet.py").is_file()
-    set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
-    assert len(set_aside) == 1  # the interrupted conversation
-    # only step 2 ran: its one executor call; its reflector's verdict was recalled from the
-    # cassette (the same request over the same folder: pytest_atom.cassettes.recall)
-    assert [r.session_id is not None for r in resumed.records] == [True]
-    assert test.attempts[-1].recalled is not None
-
-    # The run as it was when step one committed, in its own place again: atom run resumes it.
-    shutil.rmtree(run_dir)
-    shutil.copytree(tmp_path / "after-step-one", run_dir, symlinks=True)
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
         main, ["run", "two_steps.atom.yaml", "--runs-dir", "runs", "--resume", str(run_dir)]
     )
     assert result.exit_code == 0, result.output
-    assert "step test (2/2)" in result.output and "committed step test (a01)" in result.output
+    assert "step test (2/2)" in result.output and "committed step test (a02)" in result.output
     assert "step implement" not in result.output  # committed before: not run again
     assert len(list((tmp_path / "runs").iterdir())) == 1
-    assert sorted(p.name for p in (run_dir / "steps/test/attempts").iterdir()) == ["a01"]
-    assert not list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
+    assert sorted(p.name for p in (run_dir / "steps/implement/attempts").iterdir()) == ["a01"]
+    assert sorted(p.name for p in (run_dir / "steps/test/attempts").iterdir()) == ["a01", "a02"]
     assert (run_dir / "committed/test_greet.py").is_file()
+    set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
+    assert len(set_aside) == 1  # the interrupted conversation
+    # only step 2 ran; its reflector's verdict was recalled from the cassette (the same
+    # request over the same folder: pytest_atom.cassettes.recall)
+    [row] = [line for line in result.output.splitlines() if line.startswith("two_steps.atom")]
+    assert " passed " in row and " recalled " in row, row
 
 
 def copy_two_steps(folder: Path) -> Path:
