@@ -175,27 +175,34 @@ def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) 
         fresh.stdout.fnmatch_lines([f"{outcome.upper()} *coin[[]r{r}[]]*"])
 
 
-@pytest.mark.slow
 def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Path) -> None:
     """Recorded from a stochastic script, a cassette names the choices it played, so a
-    replay (which never reads the script) can still tell when the script changed."""
+    replay (which never reads the script) can still tell when the script changed. Shown at
+    the cassette layer: the spec's recording source, sent the CLI's first request (the
+    shipped create_file cassette's), answers from the script's draw and saves it."""
     from pytest_atom.cassettes.cassette import Cassette
-    from pytest_atom.cassettes.recording import cassette_path
+    from pytest_atom.cassettes.recording import cassette_path, open_model_source
     from pytest_atom.cassettes.staleness import script_misfit
+    from pytest_atom.gateway import Gateway
     from pytest_atom.model.settings import RunSettings
     from pytest_atom.model.spec import load_spec
-    from pytest_atom.run.spec_run import run_spec
+    from tests.helpers import REPO
+    from tests.recording_helpers import send
 
     (tmp_path / "coin.atom.yaml").write_text(COIN_SPEC)
     (tmp_path / "coin.yaml").write_text(COIN_SCRIPT)
     spec = load_spec(tmp_path / "coin.atom.yaml")
     seed = next(s for s in range(100) if coin_outcomes(s, 1) == ["passed"])
     settings = RunSettings(record_mode="once", seed=seed)
-    result = run_spec(spec, runs_dir=tmp_path / "runs", settings=settings, claude_bin=claude_bin)
-    assert result.passed, result.report()
+    source = open_model_source(spec, settings, paths={}, claude_bin=claude_bin, repeat=1)
+    shipped = REPO / "fixtures/specs/cassettes/create_file/create-file.yaml"
+    assert source.tape is not None
+    with Gateway(source.tape) as gateway:
+        assert send(gateway, Cassette.load(shipped).interactions[0]) == 200
+    assert source.finish(spec, failed=False, cli_version="2.1.332") == cassette_path(spec)
     cassette = Cassette.load(cassette_path(spec))
     assert cassette.metadata["script_picks"] == [0]
-    assert script_misfit(spec, cassette) is None  # its answers are choice 0's turns
+    assert script_misfit(spec, cassette) is None  # its answer is choice 0's first turn
     cassette.metadata["script_picks"] = [1]
     assert "is not what" in (script_misfit(spec, cassette) or "")
     del cassette.metadata["script_picks"]
