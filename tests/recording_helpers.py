@@ -1,19 +1,22 @@
 """A one-spec project (greet) that records through pytester: what the recording tests share.
 
 The greet story is the one recording the recording and interrupt tests read: greet recorded
-once from a scripted upstream, a Ctrl-C in a re-recording of it, and a replay with the upstream
-gone. It runs once per test session (`once_per_session`); tests that only need a recorded greet
-cassette start from a copy of it (`with_recorded`) instead of recording their own.
+once from a scripted upstream, with a secret in its workspace and its environment, a Ctrl-C
+in a re-recording of it, and a replay with the upstream gone. It runs once per test session
+(`once_per_session`); a test that needs a recorded greet project starts from a copy of it
+(`with_recorded`) instead of recording its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,10 @@ PARTIAL = CASSETTE.with_name("greet.partial.yaml")
 
 
 TURNS = [bash("echo hello > greeting.txt", "Writing it."), {"text": "Done.\nEXIT_LOOP_NOW"}]
+
+#: The story's greet: it reads a secret from its workspace, then greets.
+STORY_SPEC = GREET.format(timeout=120) + "workspace: ws\n"
+STORY_TURNS = [bash("cat secret.txt; echo hello > greeting.txt", "Writing it."), TURNS[1]]
 
 #: What the agent does in a recording that is interrupted: starts, then waits.
 SLOW = [bash("touch started; sleep 120")]
@@ -97,12 +104,12 @@ class GreetStory:
 
 
 def with_recorded(pytester: pytest.Pytester, story: GreetStory) -> Path:
-    """The greet spec in `pytester`'s project with the story's recording as its cassette."""
-    greet_spec(pytester)
-    cassette = pytester.path / CASSETTE
-    cassette.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(story.recorded, cassette)
-    return cassette
+    """The story's greet project (spec, workspace, cassette as it is now) in `pytester`."""
+    for name in ("greet.atom.yaml", "ws", "cassettes"):
+        source = story.project / name
+        copy = shutil.copytree if source.is_dir() else shutil.copy2
+        copy(source, pytester.path / name)
+    return pytester.path / CASSETTE
 
 
 def build_greet_story(folder: Path, claude_bin: Path) -> None:
@@ -111,21 +118,32 @@ def build_greet_story(folder: Path, claude_bin: Path) -> None:
     and replay it with every upstream gone. Each step's output and the run folders it made
     are written beside the project."""
     project = folder / "project"
-    project.mkdir()
-    (project / "greet.atom.yaml").write_text(GREET.format(timeout=120), encoding="utf-8")
+    (project / "ws").mkdir(parents=True)
+    (project / "greet.atom.yaml").write_text(STORY_SPEC, encoding="utf-8")
+    secrets: dict[str, Any] = {"token": f"canary-{uuid.uuid4().hex}"}
+    secrets["api_key"] = f"sk-ant-{uuid.uuid4().hex}"
+    (project / "ws" / "secret.txt").write_text(f"token={secrets['token']}\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        env.pop(name, None)
+    env["ATOM_CANARY_TOKEN"] = secrets["token"]  # a secret by its name: scrubbed by value
     env["ATOM_CLAUDE_BIN"] = str(claude_bin)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     pytest_command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--atom"]
     runs = project / ".atom" / "runs"
 
-    def step(name: str, command: list[str], *, ctrl_c: bool = False) -> None:
+    def step(name: str, command: list[str], *, ctrl_c: bool = False, **extra: str) -> None:
         before = set(runs.iterdir()) if runs.is_dir() else set()
         if ctrl_c:
             status, output = interrupt(project, command, env)
         else:
             done = subprocess.run(
-                command, cwd=project, env=env, capture_output=True, text=True, timeout=600
+                command,
+                cwd=project,
+                env=env | extra,
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
             status, output = done.returncode, done.stdout + done.stderr
         [run] = [p for p in set(runs.iterdir()) - before if p.is_dir()]
@@ -133,12 +151,15 @@ def build_greet_story(folder: Path, claude_bin: Path) -> None:
         (folder / f"{name}.status").write_text(str(status), encoding="utf-8")
         (folder / f"{name}.run").write_text(str(run.relative_to(project)), encoding="utf-8")
 
-    with Gateway(scripted(TURNS)) as upstream:
+    with Gateway(scripted(STORY_TURNS)) as upstream:
         (folder / "upstream.url").write_text(upstream.url, encoding="utf-8")
-        step(
-            "record",
-            [*pytest_command, "--atom-record-mode=once", f"--atom-upstream={upstream.url}"],
-        )
+        record = [*pytest_command, "--atom-record-mode=once", f"--atom-upstream={upstream.url}"]
+        step("record", record, ANTHROPIC_API_KEY=secrets["api_key"])  # passed on, never kept
+        turns = [e.request.json for e in upstream.exchanges if e.request.kind == "turn"]
+        secrets["token_seen"] = secrets["token"] in json.dumps(turns[-1:])
+        sent = {e.request.headers.get("x-api-key") for e in upstream.exchanges}
+        secrets["key_sent"] = secrets["api_key"] in sent
+    (folder / "secrets.json").write_text(json.dumps(secrets), encoding="utf-8")
     cassette = project / CASSETTE
     shutil.copyfile(cassette, folder / "recorded.yaml")
     with Gateway(scripted(SLOW)) as slow:

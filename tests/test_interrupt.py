@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.run.interrupted import stale_partial_warning
 from tests.helpers import once_per_session
 from tests.recording_helpers import (
     PARTIAL,
@@ -95,3 +96,32 @@ def test_a_multi_step_spec_is_resumed_and_a_plain_one_run_again(tmp_path: Path) 
     assert not any("recorded so far" in line for line in lines)  # not recording
     again = InterruptedRun(plain, run, tmp_path / "x.partial.yaml").lines("AGAIN", "RESUME")
     assert again[-1] == "  run it again with: AGAIN (a spec without steps starts afresh)"
+
+
+def test_any_next_run_of_the_spec_warns_of_a_stale_partial(tmp_path: Path) -> None:
+    """A partial older than the run is said on the result, however the run went: here its
+    CLI cannot even start (the story's replay shows the warning in pytest's summary)."""
+    import os
+    import time
+
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.run.spec_run import run_spec
+    from tests.helpers import scripted_spec
+
+    spec = scripted_spec(tmp_path)
+    partial = tmp_path / "cassettes" / "s" / "s.partial.yaml"
+    partial.parent.mkdir(parents=True)
+    partial.write_text("interactions: []\n")
+    two_hours_ago = time.time() - 7200
+    os.utime(partial, (two_hours_ago, two_hours_ago))
+    result = run_spec(
+        load_spec(spec.path), runs_dir=tmp_path / "runs", claude_bin=tmp_path / "no-claude"
+    )
+    assert not result.passed
+    [warning] = result.warnings
+    assert warning.startswith("an interrupted or failed recording of this spec is still kept in")
+    assert "s.partial.yaml (from " in warning and ", 2 h ago); a recording that succeeds" in warning
+    fresh = tmp_path / "fresh.partial.yaml"
+    fresh.write_text("")
+    assert stale_partial_warning(fresh, two_hours_ago) is None  # this run's own partial
+    assert stale_partial_warning(tmp_path / "none.partial.yaml", time.time()) is None
