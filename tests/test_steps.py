@@ -323,19 +323,21 @@ steps:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
-def test_a_failing_second_step_fails_its_subtest_and_the_spec_from_the_first_ones_work(
+def test_without_the_sandbox_a_second_step_writing_outside_fails_its_subtest_and_the_spec(
     pytester: pytest.Pytester,
 ) -> None:
-    """One pytest run of a two-step spec whose second step misses: each step is a subtest,
-    the failed one's and the spec's failures are reported, and the result (kept by a
-    pytest_atom_verdict hook) shows the second step worked from the first one's commit."""
+    """One pytest run of a two-step spec without the sandbox whose second step writes into
+    the first one's commit: caught after the fact, that fails the step though its own
+    checks pass. Each step is a subtest; the failed one's and the spec's failures are
+    reported, and the result (kept by a pytest_atom_verdict hook) shows the second step
+    worked from the first one's commit."""
     turns: list[Any] = [
         bash("touch a.txt", "Creating a.txt."),
         {"text": "Done. EXIT_LOOP_NOW"},
-        bash("touch c.txt", "Creating the wrong file."),
+        bash("echo tampered > ../../../first/committed/a.txt; touch b.txt", "Both files."),
         {"text": "Done. EXIT_LOOP_NOW"},
     ]
-    pytester.makefile(".atom.yaml", pair=FAILING.format(session="fresh"))
+    pytester.makefile(".atom.yaml", pair=FAILING.format(session="fresh") + "sandbox: false\n")
     (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
     pytester.makeconftest(KEEP_RESULTS)
     RESULTS.clear()
@@ -354,14 +356,15 @@ def test_a_failing_second_step_fails_its_subtest_and_the_spec_from_the_first_one
     assert not result.passed and result.steps_summary == "steps 1/2"
     first, second = result.steps
     assert first.passed and not second.passed and second.decision == "fail"
+    assert all(c.passed for c in result.checks)  # its own checks pass: the contract fails it
+    assert "step 'second' wrote outside its attempt folder" in result.report()
+    assert "steps/first/committed/a.txt" in result.report()
     assert (result.run_dir / "steps/second/attempts/a01/a.txt").exists()  # from first's commit
     assert not (result.run_dir / "committed").exists()
     assert result.final_attempts == second.attempts and result.iterations == 2
     assert result.attempts == first.attempts + second.attempts  # every attempt, as they ran
-    assert [c.passed for c in result.checks] == [False, True]
     # fresh sessions: one conversation per step, each told its step id
-    sessions = {r.session_id for a in result.all_attempts for r in a.records}
-    assert len(sessions) == 2
+    assert len({r.session_id for a in result.all_attempts for r in a.records}) == 2
     prompt = (result.run_dir / "steps/second/attempts/a01/USER_PROMPT.md").read_text()
     assert prompt.startswith("# Step `second` (2 of 2)")
 
@@ -451,26 +454,3 @@ def test_the_html_view_lists_every_step_attempt_by_step(tmp_path: Path) -> None:
     html = render_html([report_row("s.atom.yaml::three", "failed", view)])
     assert "<strong>Steps</strong> steps 2/3 committed" in html
     assert ">implement a02</a>" in html and "<summary>test a02 <span" in html  # as written
-
-
-@pytest.mark.slow
-def test_without_the_sandbox_a_write_outside_the_step_is_caught_after_the_fact(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    turns: list[Any] = [
-        bash("touch a.txt", "Creating a.txt."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-        bash("echo tampered > ../../../first/committed/a.txt; touch b.txt", "Both files."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-    ]
-    spec_text = FAILING.format(session="continue") + "sandbox: false\n"
-    write(tmp_path / "pair.atom.yaml", spec_text)
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = run_spec(
-        load_spec(tmp_path / "pair.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin
-    )
-    first, second = result.steps
-    assert all(c.passed for c in result.checks)  # its own checks pass: the contract fails it
-    assert first.passed and not second.passed and not result.passed
-    assert "step 'second' wrote outside its attempt folder" in result.report()
-    assert "steps/first/committed/a.txt" in result.report()
