@@ -252,12 +252,13 @@ def test_changed_tool_result_diverges_unless_structural(
     source = open_model_source(spec, RunSettings(match=mode), paths={}, claude_bin=claude_bin)
     tape = source.tape
     assert tape is not None
-    third = tape.cassette.interactions[2]  # the turn that carries `cat hello.txt`'s output
+    first, second, third = tape.cassette.interactions[:3]  # the third has `cat`'s output
     with Gateway(tape) as gateway:
+        assert send(gateway, first) == send(gateway, second) == 200  # the run so far
         status = send(gateway, third, _tool_result_changed(third))
     if mode == "structural":
         assert status == 200
-        assert (tape.drift.replayed, tape.drift.results_differ) == (1, 1)
+        assert (tape.drift.replayed, tape.drift.results_differ) == (3, 1)
         # said in the summary as a line (tests/test_cross_version.py: as pytest prints it)
         assert "tool results differ in 1 request (structural match)" in (tape.drift.line() or "")
         return
