@@ -1,4 +1,5 @@
-"""A one-spec project (greet) that records through pytester: what the recording tests share.
+"""What the recording, interrupt and steps tests share: a one-spec project (greet), the
+greet story, a way to send recorded requests to a gateway, and a hook that keeps results.
 
 The greet story is the one recording the recording and interrupt tests read: greet recorded
 once from a scripted upstream, with a secret in its workspace and its environment, a Ctrl-C
@@ -53,17 +54,8 @@ SLOW = [bash("touch started; sleep 120")]
 OTHER_VERSION = "0.0.1"
 
 
-def greet_spec(pytester: pytest.Pytester, timeout: int = 120, prompt: str | None = None) -> Path:
-    text = GREET.format(timeout=timeout)
-    if prompt:
-        text = text.replace("Create greeting.txt saying hello.", prompt)
-    return pytester.makefile(".atom.yaml", greet=text)
-
-
-def record(pytester: pytest.Pytester, upstream: Any, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(
-        "--atom", "--atom-record-mode=once", f"--atom-upstream={upstream.url}", *args
-    )
+def greet_spec(pytester: pytest.Pytester) -> Path:
+    return pytester.makefile(".atom.yaml", greet=GREET.format(timeout=120))
 
 
 def interrupt(cwd: Path, command: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:

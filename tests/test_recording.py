@@ -1,9 +1,12 @@
-"""Record and replay end to end: the real CLI, a scripted upstream, pytester sessions.
+"""Record and replay: the real CLI with a scripted upstream where only it shows the
+behaviour, a gateway on a spec's model source where the cassette layer does.
 
 The greet story (tests/recording_helpers.py) records greet once per session, interrupts a
-re-recording of it and replays it with the upstream gone; the tests here read it, or start
-from a copy of its cassette. Which record mode records, replays or appends is decided by
-`open_model_source` alone, tested here for every mode without a CLI.
+re-recording of it and replays it with the upstream gone; the end-to-end tests here read
+it, or start from a copy of its project. Which record mode records, replays or appends is
+decided by `open_model_source` alone, tested here for every mode without a CLI; how a
+replay takes a changed request, and what a recording writes, are shown by sending the
+shipped create_file cassette's requests (changed or not) to that source's gateway.
 """
 
 from __future__ import annotations
