@@ -5,35 +5,34 @@ on; `atom run` exits 130; the next run of that spec mentions the stale partial."
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import sys
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import bash
-from tests.recording_helpers import CASSETTE, TURNS, greet_spec, record
+from pytest_atom.run.interrupted import stale_partial_warning
+from tests.helpers import once_per_session
+from tests.recording_helpers import (
+    PARTIAL,
+    SLOW,
+    GreetStory,
+    build_greet_story,
+    greet_spec,
+    interrupt,
+)
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
-PARTIAL = CASSETTE.with_name("greet.partial.yaml")
 
-
-def _interrupt(cwd: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
-    """Start `command`, wait until the agent's slow command has started, send SIGINT."""
-    proc = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    deadline = time.monotonic() + 60
-    while not list((cwd / ".atom" / "runs").glob("*/attempts/a01/started")):
-        assert time.monotonic() < deadline and proc.poll() is None, "the agent never started"
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
-    return subprocess.CompletedProcess(command, proc.returncode, output)
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
+    """The greet story (tests/recording_helpers.py), shared with tests/test_recording.py:
+    its second step is a Ctrl-C in `pytest --atom --atom-record-mode=all`, its third the
+    next run of that spec."""
+    build = partial(build_greet_story, claude_bin=claude_bin)
+    return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
 
 
 def _run_folder(cwd: Path) -> str:
@@ -42,47 +41,26 @@ def _run_folder(cwd: Path) -> str:
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_pytest_names_the_run_the_partial_and_the_command(
-    pytester: pytest.Pytester, gateway_for: Any
-) -> None:
-    greet_spec(pytester)
-    record(pytester, gateway_for(TURNS)).assert_outcomes(passed=1)
-    for run in (pytester.path / ".atom" / "runs").iterdir():
-        if run.is_dir():
-            subprocess.run(["rm", "-rf", str(run)], check=True)
-    slow = gateway_for([bash("touch started; sleep 120")])
-    done = _interrupt(
-        pytester.path,
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--atom",
-            "--atom-record-mode=all",
-            f"--atom-upstream={slow.url}",
-            "-p",
-            "no:cacheprovider",
-        ],
-    )
-    output = done.stdout
-    assert done.returncode == pytest.ExitCode.INTERRUPTED, output
+def test_ctrl_c_in_pytest_names_the_run_the_partial_and_the_command(story: GreetStory) -> None:
+    output = story.text("interrupted.txt")
+    assert story.text("interrupted.status") == str(int(pytest.ExitCode.INTERRUPTED)), output
     assert "interrupted: spec 'greet' (greet.atom.yaml)" in output
-    assert f"  run folder: {_run_folder(pytester.path)} (its attempt folders" in output
+    assert f"  run folder: {story.text('interrupted.run')} (its attempt folders" in output
     assert f"  recorded so far: {PARTIAL} (the cassette was left as it was)" in output
     assert (
         "  run it again with: pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=all"
         in output
     )
-    assert (pytester.path / PARTIAL).exists()
-
-    replay = pytester.runpytest("--atom")  # the next run of that spec: the partial is stale
-    replay.assert_outcomes(passed=1)
-    replay.stdout.fnmatch_lines(
-        [
-            "warning: greet.atom.yaml::greet: an interrupted or failed recording of this spec "
-            f"is still kept in {PARTIAL} (from *); a recording that succeeds removes it*"
-        ]
-    )
+    assert (story.project / PARTIAL).exists()
+    # the next run of that spec (the story's replay): the partial is stale, and said
+    replay = story.text("replay.txt")
+    assert story.text("replay.status") == "0" and "1 passed" in replay, replay
+    assert re.search(
+        r"warning: greet\.atom\.yaml::greet: an interrupted or failed recording of this spec "
+        rf"is still kept in {re.escape(str(PARTIAL))} \(from .*\); a recording that succeeds "
+        "removes it",
+        replay,
+    ), replay
 
 
 @pytest.mark.slow
@@ -90,14 +68,13 @@ def test_ctrl_c_in_atom_run_exits_130_and_says_how_to_go_on(
     pytester: pytest.Pytester, gateway_for: Any
 ) -> None:
     greet_spec(pytester)
-    slow = gateway_for([bash("touch started; sleep 120")])
+    slow = gateway_for(SLOW)
     atom = str(Path(sys.executable).with_name("atom"))
-    done = _interrupt(
+    status, output = interrupt(
         pytester.path,
         [atom, "run", "greet.atom.yaml", "--record-mode=once", f"--upstream={slow.url}"],
     )
-    output = done.stdout
-    assert done.returncode == 130, output  # not 1: no spec failed
+    assert status == 130, output  # not 1: no spec failed
     run = _run_folder(pytester.path)
     assert f"  run folder: {run} (its attempt folders" in output
     assert f"  recorded so far: {PARTIAL} (the cassette was left as it was)" in output
@@ -119,3 +96,32 @@ def test_a_multi_step_spec_is_resumed_and_a_plain_one_run_again(tmp_path: Path) 
     assert not any("recorded so far" in line for line in lines)  # not recording
     again = InterruptedRun(plain, run, tmp_path / "x.partial.yaml").lines("AGAIN", "RESUME")
     assert again[-1] == "  run it again with: AGAIN (a spec without steps starts afresh)"
+
+
+def test_any_next_run_of_the_spec_warns_of_a_stale_partial(tmp_path: Path) -> None:
+    """A partial older than the run is said on the result, however the run went: here its
+    CLI cannot even start (the story's replay shows the warning in pytest's summary)."""
+    import os
+    import time
+
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.run.spec_run import run_spec
+    from tests.helpers import scripted_spec
+
+    spec = scripted_spec(tmp_path)
+    partial = tmp_path / "cassettes" / "s" / "s.partial.yaml"
+    partial.parent.mkdir(parents=True)
+    partial.write_text("interactions: []\n")
+    two_hours_ago = time.time() - 7200
+    os.utime(partial, (two_hours_ago, two_hours_ago))
+    result = run_spec(
+        load_spec(spec.path), runs_dir=tmp_path / "runs", claude_bin=tmp_path / "no-claude"
+    )
+    assert not result.passed
+    [warning] = result.warnings
+    assert warning.startswith("an interrupted or failed recording of this spec is still kept in")
+    assert "s.partial.yaml (from " in warning and ", 2 h ago); a recording that succeeds" in warning
+    fresh = tmp_path / "fresh.partial.yaml"
+    fresh.write_text("")
+    assert stale_partial_warning(fresh, two_hours_ago) is None  # this run's own partial
+    assert stale_partial_warning(tmp_path / "none.partial.yaml", time.time()) is None

@@ -20,7 +20,7 @@ from pytest_atom.model.harness_events import AnyEvent, ChecksRan, StepCommitted
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import RunOutcome
 from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
-from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.model.settings import FILE_SETTINGS, Layer, resolve
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
@@ -33,6 +33,7 @@ from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from tests.helpers import REPO, ShippedRun, bash, write
+from tests.recording_helpers import KEEP_RESULTS, RESULTS
 
 THREE = """\
 name: three
@@ -320,35 +321,50 @@ steps:
 """
 
 
-def run_pair(tmp_path: Path, claude_bin: Path, session: str) -> SpecResult:
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_without_the_sandbox_a_second_step_writing_outside_fails_its_subtest_and_the_spec(
+    pytester: pytest.Pytester,
+) -> None:
+    """One pytest run of a two-step spec without the sandbox whose second step writes into
+    the first one's commit: caught after the fact, that fails the step though its own
+    checks pass. Each step is a subtest; the failed one's and the spec's failures are
+    reported, and the result (kept by a pytest_atom_verdict hook) shows the second step
+    worked from the first one's commit."""
     turns: list[Any] = [
         bash("touch a.txt", "Creating a.txt."),
         {"text": "Done. EXIT_LOOP_NOW"},
-        bash("touch c.txt", "Creating the wrong file."),
+        bash("echo tampered > ../../../first/committed/a.txt; touch b.txt", "Both files."),
         {"text": "Done. EXIT_LOOP_NOW"},
     ]
-    write(tmp_path / "pair.atom.yaml", FAILING.format(session=session))
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    spec = load_spec(tmp_path / "pair.atom.yaml")
-    return run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, settings=None)
-
-
-@pytest.mark.slow
-def test_a_failing_second_step_fails_the_spec_from_the_first_ones_work(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    result = run_pair(tmp_path, claude_bin, "fresh")
+    pytester.makefile(".atom.yaml", pair=FAILING.format(session="fresh") + "sandbox: false\n")
+    (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    pytester.makeconftest(KEEP_RESULTS)
+    RESULTS.clear()
+    outcome = pytester.runpytest("--atom", "-rA")
+    outcome.assert_outcomes(failed=2)  # the failed step's subtest, and the spec itself
+    outcome.stdout.fnmatch_lines(
+        [
+            "SUBFAILED[[]second[]] pair.atom.yaml::pair - Failed: second: fail after a01",
+            "FAILED pair.atom.yaml::pair - atom spec 'pair' failed *",
+        ],
+        consecutive=False,
+    )
+    # the summary table has the spec once, not once per subtest
+    assert len([line for line in outcome.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
+    [result] = RESULTS
     assert not result.passed and result.steps_summary == "steps 1/2"
     first, second = result.steps
     assert first.passed and not second.passed and second.decision == "fail"
+    assert all(c.passed for c in result.checks)  # its own checks pass: the contract fails it
+    assert "step 'second' wrote outside its attempt folder" in result.report()
+    assert "steps/first/committed/a.txt" in result.report()
     assert (result.run_dir / "steps/second/attempts/a01/a.txt").exists()  # from first's commit
     assert not (result.run_dir / "committed").exists()
     assert result.final_attempts == second.attempts and result.iterations == 2
     assert result.attempts == first.attempts + second.attempts  # every attempt, as they ran
-    assert [c.passed for c in result.checks] == [False, True]
     # fresh sessions: one conversation per step, each told its step id
-    sessions = {r.session_id for a in result.all_attempts for r in a.records}
-    assert len(sessions) == 2
+    assert len({r.session_id for a in result.all_attempts for r in a.records}) == 2
     prompt = (result.run_dir / "steps/second/attempts/a01/USER_PROMPT.md").read_text()
     assert prompt.startswith("# Step `second` (2 of 2)")
 
@@ -358,51 +374,45 @@ class Interrupt(KeyboardInterrupt):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("stop_at", "attempts"),
-    [((StepCommitted, 1), ["a01"]), ((ChecksRan, 2), ["a02"])],
-    ids=["after-step-one-commits", "in-step-two"],
-)
-def test_a_run_interrupted_after_step_one_resumes_without_rerunning_it(
-    tmp_path: Path, claude_bin: Path, stop_at: tuple[type, int], attempts: list[str]
+def test_a_run_interrupted_in_step_two_resumes_there_without_rerunning_step_one(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Ctrl-C after step two's checks ran (step one committed): `atom run --resume` shows
+    and runs step two alone, as a02, beside the interrupted a01 and its conversation, set
+    aside. Interrupted the moment step one committed, a run resumes the same way (nothing
+    of step two to set aside): the same code, so one moment is run here."""
     spec = load_spec(copy_two_steps(tmp_path))
+    committed = False
 
-    seen: list[type] = []
-
-    def stop_after_commit(event: AnyEvent) -> None:
-        seen.append(type(event))
-        if seen.count(stop_at[0]) == stop_at[1]:
+    def on_event(event: AnyEvent) -> None:
+        nonlocal committed
+        committed = committed or isinstance(event, StepCommitted)
+        if committed and isinstance(event, ChecksRan):
             raise Interrupt
 
     with pytest.raises(Interrupt):
-        run_spec(
-            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
-        )
+        run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=on_event)
     [run_dir] = (tmp_path / "runs").iterdir()
     assert (run_dir / "steps/implement/committed/greet.py").is_file()
-    interrupted = run_dir / "steps/test/attempts/a01"
-    assert interrupted.is_dir() == (attempts == ["a02"])  # partial work stays in its folder
-
-    resumed = run_spec(
-        spec,
-        runs_dir=tmp_path / "runs",
-        claude_bin=claude_bin,
-        settings=RunSettings(resume=run_dir),
+    assert (run_dir / "steps/test/attempts/a01").is_dir()  # partial work stays in its folder
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        main, ["run", "two_steps.atom.yaml", "--runs-dir", "runs", "--resume", str(run_dir)]
     )
-    assert resumed.passed, resumed.report()
-    assert resumed.run_dir == run_dir and len(list((tmp_path / "runs").iterdir())) == 1
-    implement, test = resumed.steps
-    assert (implement.runs, implement.attempts, implement.passed) == (0, [], True)
-    assert [a.path.name for a in test.attempts] == attempts and test.passed
+    assert result.exit_code == 0, result.output
+    assert "step test (2/2)" in result.output and "committed step test (a02)" in result.output
+    assert "step implement" not in result.output  # committed before: not run again
+    assert len(list((tmp_path / "runs").iterdir())) == 1
     assert sorted(p.name for p in (run_dir / "steps/implement/attempts").iterdir()) == ["a01"]
+    assert sorted(p.name for p in (run_dir / "steps/test/attempts").iterdir()) == ["a01", "a02"]
     assert (run_dir / "committed/test_greet.py").is_file()
     set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
-    assert len(set_aside) == (1 if attempts == ["a02"] else 0)  # the interrupted conversation
-    # only step 2 ran: its one executor call; its reflector's verdict was recalled from the
-    # cassette (the same request over the same folder: pytest_atom.cassettes.recall)
-    assert [r.session_id is not None for r in resumed.records] == [True]
-    assert test.attempts[-1].recalled is not None
+    assert len(set_aside) == 1  # the interrupted conversation
+    # only step 2 ran; its reflector's verdict was recalled from the cassette (the same
+    # request over the same folder: pytest_atom.cassettes.recall)
+    [row] = [line for line in result.output.splitlines() if line.startswith("two_steps.atom")]
+    assert " passed " in row and " recalled " in row, row
 
 
 def copy_two_steps(folder: Path) -> Path:
@@ -411,32 +421,6 @@ def copy_two_steps(folder: Path) -> Path:
         copy = shutil.copytree if source.is_dir() else shutil.copy2
         copy(source, folder / part)
     return folder / "two_steps.atom.yaml"
-
-
-@pytest.mark.slow
-def test_atom_run_resume_shows_the_steps_it_runs(
-    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    spec = load_spec(copy_two_steps(tmp_path))
-
-    def stop_after_commit(event: AnyEvent) -> None:
-        if isinstance(event, StepCommitted):
-            raise Interrupt
-
-    with pytest.raises(Interrupt):
-        run_spec(
-            spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin, on_event=stop_after_commit
-        )
-    [run_dir] = (tmp_path / "runs").iterdir()
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(
-        main, ["run", "two_steps.atom.yaml", "--runs-dir", "runs", "--resume", str(run_dir)]
-    )
-    assert result.exit_code == 0, result.output
-    assert "step test (2/2)" in result.output and "committed step test (a01)" in result.output
-    assert "step implement" not in result.output  # committed before: not run again
-    assert len(list((tmp_path / "runs").iterdir())) == 1
 
 
 def test_resume_refuses_what_it_cannot_continue(tmp_path: Path) -> None:
@@ -470,50 +454,3 @@ def test_the_html_view_lists_every_step_attempt_by_step(tmp_path: Path) -> None:
     html = render_html([report_row("s.atom.yaml::three", "failed", view)])
     assert "<strong>Steps</strong> steps 2/3 committed" in html
     assert ">implement a02</a>" in html and "<summary>test a02 <span" in html  # as written
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("claude_for_pytester")
-def test_each_step_is_a_subtest(pytester: pytest.Pytester) -> None:
-    turns: list[Any] = [
-        bash("touch a.txt", "Creating a.txt."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-        bash("touch c.txt", "Creating the wrong file."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-    ]
-    pytester.makefile(".atom.yaml", pair=FAILING.format(session="continue"))
-    (pytester.path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = pytester.runpytest("--atom", "-rA")
-    result.assert_outcomes(failed=2)  # the failed step's subtest, and the spec itself
-    result.stdout.fnmatch_lines(
-        [
-            "SUBFAILED[[]second[]] pair.atom.yaml::pair - Failed: second: fail after a01",
-            "FAILED pair.atom.yaml::pair - atom spec 'pair' failed *",
-        ],
-        consecutive=False,
-    )
-    # the summary table has the spec once, not once per subtest
-    assert len([line for line in result.outlines if line.startswith("pair.atom.yaml::pair ")]) == 1
-
-
-@pytest.mark.slow
-def test_without_the_sandbox_a_write_outside_the_step_is_caught_after_the_fact(
-    tmp_path: Path, claude_bin: Path
-) -> None:
-    turns: list[Any] = [
-        bash("touch a.txt", "Creating a.txt."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-        bash("echo tampered > ../../../first/committed/a.txt; touch b.txt", "Both files."),
-        {"text": "Done. EXIT_LOOP_NOW"},
-    ]
-    spec_text = FAILING.format(session="continue") + "sandbox: false\n"
-    write(tmp_path / "pair.atom.yaml", spec_text)
-    (tmp_path / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
-    result = run_spec(
-        load_spec(tmp_path / "pair.atom.yaml"), runs_dir=tmp_path / "runs", claude_bin=claude_bin
-    )
-    first, second = result.steps
-    assert all(c.passed for c in result.checks)  # its own checks pass: the contract fails it
-    assert first.passed and not second.passed and not result.passed
-    assert "step 'second' wrote outside its attempt folder" in result.report()
-    assert "steps/first/committed/a.txt" in result.report()

@@ -161,24 +161,11 @@ def coin_outcomes(seed: int, repeats: int) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) -> None:
+    """No seed given: a fresh one, printed, which xdist's workers share, so each repeat
+    plays what the script draws for that seed and its repeat (coin_outcomes reads the
+    script alone). A given seed is a setting like any other (the test above)."""
     pytester.makefile(".atom.yaml", coin=COIN_SPEC)
     pytester.makefile(".yaml", coin=COIN_SCRIPT)
-    # a seed whose four repeats mix both choices, found from the script itself
-    seed = next(s for s in range(100) if len(set(coin_outcomes(s, 4))) == 2)
-    expected = coin_outcomes(seed, 4)
-    # The seed plays the choices the script predicts for it (coin_outcomes reads the script
-    # alone), so a second run with it would play them again: one run shows it.
-    result = pytester.runpytest(
-        "--atom", "coin.atom.yaml", "--atom-repeat", "4", f"--atom-seed={seed}", "-rA"
-    )
-    result.stdout.fnmatch_lines([f"pytest-atom: seed {seed} (reproduce: --atom-seed)"])
-    outcomes = [
-        "passed" if re.search(rf"PASSED \S*coin\[r{r}\]", result.stdout.str()) else "failed"
-        for r in range(1, 5)
-    ]
-    result.assert_outcomes(passed=expected.count("passed"), failed=expected.count("failed"))
-    assert outcomes == expected
-    # No seed: a fresh one, printed, which xdist's workers share (their outcomes are its).
     fresh = pytester.runpytest("--atom", "coin.atom.yaml", "--atom-repeat", "2", "-n", "2", "-rA")
     printed = re.search(r"pytest-atom: seed (\d+) \(reproduce: --atom-seed\)", fresh.stdout.str())
     assert printed, fresh.stdout.str()
@@ -188,27 +175,34 @@ def test_repeats_play_the_seeds_choices_under_pytest(pytester: pytest.Pytester) 
         fresh.stdout.fnmatch_lines([f"{outcome.upper()} *coin[[]r{r}[]]*"])
 
 
-@pytest.mark.slow
 def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Path) -> None:
     """Recorded from a stochastic script, a cassette names the choices it played, so a
-    replay (which never reads the script) can still tell when the script changed."""
+    replay (which never reads the script) can still tell when the script changed. Shown at
+    the cassette layer: the spec's recording source, sent the CLI's first request (the
+    shipped create_file cassette's), answers from the script's draw and saves it."""
     from pytest_atom.cassettes.cassette import Cassette
-    from pytest_atom.cassettes.recording import cassette_path
+    from pytest_atom.cassettes.recording import cassette_path, open_model_source
     from pytest_atom.cassettes.staleness import script_misfit
+    from pytest_atom.gateway import Gateway
     from pytest_atom.model.settings import RunSettings
     from pytest_atom.model.spec import load_spec
-    from pytest_atom.run.spec_run import run_spec
+    from tests.helpers import REPO
+    from tests.recording_helpers import send
 
     (tmp_path / "coin.atom.yaml").write_text(COIN_SPEC)
     (tmp_path / "coin.yaml").write_text(COIN_SCRIPT)
     spec = load_spec(tmp_path / "coin.atom.yaml")
     seed = next(s for s in range(100) if coin_outcomes(s, 1) == ["passed"])
     settings = RunSettings(record_mode="once", seed=seed)
-    result = run_spec(spec, runs_dir=tmp_path / "runs", settings=settings, claude_bin=claude_bin)
-    assert result.passed, result.report()
+    source = open_model_source(spec, settings, paths={}, claude_bin=claude_bin, repeat=1)
+    shipped = REPO / "fixtures/specs/cassettes/create_file/create-file.yaml"
+    assert source.tape is not None
+    with Gateway(source.tape) as gateway:
+        assert send(gateway, Cassette.load(shipped).interactions[0]) == 200
+    assert source.finish(spec, failed=False, cli_version="2.1.332") == cassette_path(spec)
     cassette = Cassette.load(cassette_path(spec))
     assert cassette.metadata["script_picks"] == [0]
-    assert script_misfit(spec, cassette) is None  # its answers are choice 0's turns
+    assert script_misfit(spec, cassette) is None  # its answer is choice 0's first turn
     cassette.metadata["script_picks"] = [1]
     assert "is not what" in (script_misfit(spec, cassette) or "")
     del cassette.metadata["script_picks"]
