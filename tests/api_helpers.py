@@ -50,34 +50,9 @@ class Scenario:
     runs: Mapping[str, InnerRun]
 
 
-def shared(
-    tmp_path_factory: pytest.TempPathFactory,
-    worker_id: str,
-    name: str,
-    build: Callable[[Path], None],
-) -> Path:
-    """`once_per_session`, told which xdist worker asks (`worker_id`, xdist's fixture).
-
-    `claude_for_pytester` removes PYTEST_XDIST_WORKER, by which `once_per_session` tells
-    a worker (whose scenarios are shared with the others) from a lone session: set again
-    while the folder is found, and removed again while `build` runs inner pytest sessions.
-    """
-
-    def build_alone(folder: Path) -> None:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.delenv("PYTEST_XDIST_WORKER", raising=False)
-            build(folder)
-
-    with pytest.MonkeyPatch.context() as patch:
-        if worker_id != "master":
-            patch.setenv("PYTEST_XDIST_WORKER", worker_id)
-        return once_per_session(tmp_path_factory, name, build_alone)
-
-
 def pytester_once(
     pytester: pytest.Pytester,
     tmp_path_factory: pytest.TempPathFactory,
-    worker_id: str,
     name: str,
     play: Callable[[pytest.Pytester], Mapping[str, pytest.RunResult]],
 ) -> Scenario:
@@ -98,7 +73,7 @@ def pytester_once(
         (folder / "runs.json").write_text(json.dumps(both), encoding="utf-8")
         shutil.copytree(pytester.path, folder / "project", symlinks=True)
 
-    folder = shared(tmp_path_factory, worker_id, name, build)
+    folder = once_per_session(tmp_path_factory, name, build)
     saved = json.loads((folder / "runs.json").read_text(encoding="utf-8"))
     runs = {key: InnerRun(**run) for key, run in saved["runs"].items()}
     return Scenario(folder / "project", Path(saved["root"]), runs)
@@ -197,12 +172,10 @@ def run_and_validate(folder: Path, claude_bin: Path) -> None:
     write(folder / "runs.json", json.dumps(saved))
 
 
-def run_and_validate_once(
-    tmp_path_factory: pytest.TempPathFactory, worker_id: str, claude_bin: Path
-) -> Path:
+def run_and_validate_once(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
     """The folder `run_and_validate` filled, once per session."""
     build = partial(run_and_validate, claude_bin=claude_bin)
-    return shared(tmp_path_factory, worker_id, "api-run-validate", build)
+    return once_per_session(tmp_path_factory, "api-run-validate", build)
 
 
 # --- the shipped create-file spec with snapshots ---------------------------------------------

@@ -42,7 +42,14 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
 )
 from tests.frontends_helpers import FrontEnds
 from tests.frontends_helpers import build as build_front_ends
-from tests.helpers import OLD_CLI, REPO, ShippedRun, counting_claude, once_per_session
+from tests.helpers import (
+    OLD_CLI,
+    REPO,
+    XDIST_VARIABLES,
+    ShippedRun,
+    counting_claude,
+    once_per_session,
+)
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that
@@ -139,7 +146,7 @@ def claude_for_pytester(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> No
     as syrupy would leave their report to a controller that does not exist.
     """
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    for name in XDIST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
 
 

@@ -136,8 +136,6 @@ def build(folder: Path, pytester: pytest.Pytester, claude_bin: Path) -> None:
     status: dict[str, int] = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-            mp.delenv(name, raising=False)
         mp.chdir(root)
         base = ["--atom", "specs", "-p", "no:cacheprovider", "--atom-baseline", "baseline.json"]
         split = ["--splits", "2", "--durations-path", "durations.json"]

@@ -109,6 +109,8 @@ class ShippedRun:
         return self.folder / "durations.json"
 
 
+#: What xdist tells its workers; an inner pytest run that inherited them would act as one.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 #: Whether this process is an xdist worker, read once at import: fixtures such as
 #: `claude_for_pytester` drop the variable for the inner runs they set up.
 _XDIST_WORKER = bool(os.environ.get("PYTEST_XDIST_WORKER"))
@@ -120,7 +122,8 @@ def once_per_session(
     """The folder `build` filled, built once per test session however many xdist workers
     ask for it: a scenario that starts Claude Code is run once and read by many tests.
 
-    Workers share the parent of their base temp folders; a lock serialises them, and a
+    Workers share the parent of their base temp folders; a lock serialises them; `build`
+    runs without xdist's variables (its inner pytest runs are sessions of their own); a
     `build` that failed is recorded so that every test sharing it fails with its error
     instead of running it again.
     """
@@ -136,7 +139,10 @@ def once_per_session(
                 pytest.fail(f"the shared scenario {name!r} failed:\n{failed.read_text()}")
             if not done.is_file():
                 try:
-                    build(folder)
+                    with pytest.MonkeyPatch.context() as patch:  # inner runs are whole sessions
+                        for variable in XDIST_VARIABLES:
+                            patch.delenv(variable, raising=False)
+                        build(folder)
                 except BaseException as exc:  # a timeout too: never left half-done unsaid
                     failed.write_text(f"{type(exc).__name__}: {exc}", encoding="utf-8")
                     raise

@@ -68,8 +68,6 @@ def _run_armed_project(folder: Path, pytester: pytest.Pytester, claude_bin: Path
     armed_project(pytester.path)
     with pytest.MonkeyPatch.context() as patch:  # as `claude_for_pytester` does, for the run
         patch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-            patch.delenv(name, raising=False)
         result = pytester.runpytest(*RUN_ARGS)
     (pytester.path / "stdout.txt").write_text(result.stdout.str(), encoding="utf-8")
     (pytester.path / "outcomes.json").write_text(json.dumps(result.parseoutcomes()))

@@ -45,18 +45,16 @@ pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 @pytest.fixture
-def words(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
+def words(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
-    return pytester_once(pytester, tmp_path_factory, worker_id, "api-words", play_words)
+    return pytester_once(pytester, tmp_path_factory, "api-words", play_words)
 
 
 @pytest.mark.slow
 def test_conftest_checks_and_hooks_in_atom_run_and_atom_validate(
-    tmp_path_factory: pytest.TempPathFactory, worker_id: str, claude_bin: Path
+    tmp_path_factory: pytest.TempPathFactory, claude_bin: Path
 ) -> None:
-    folder = run_and_validate_once(tmp_path_factory, worker_id, claude_bin)
+    folder = run_and_validate_once(tmp_path_factory, claude_bin)
     runs = json.loads((folder / "runs.json").read_text())
     ran, validated = runs["run"], runs["validate"]
     assert ran["exit_code"] == 0, ran["output"]

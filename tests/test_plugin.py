@@ -134,10 +134,8 @@ def play_project(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
 
 
 @pytest.fixture
-def project(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
-    return pytester_once(pytester, tmp_path_factory, worker_id, "plugin-project", play_project)
+def project(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, "plugin-project", play_project)
 
 
 @pytest.mark.slow
@@ -185,11 +183,9 @@ def test_agent_that_never_finishes_is_reported(project: Scenario) -> None:
 
 
 @pytest.fixture
-def snapshots(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
+def snapshots(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     """tests/test_python_api.py's snapshot scenario, whose first run is of an xfail spec."""
-    return pytester_once(pytester, tmp_path_factory, worker_id, "api-snapshots", play_snapshots)
+    return pytester_once(pytester, tmp_path_factory, "api-snapshots", play_snapshots)
 
 
 @pytest.mark.slow

@@ -20,10 +20,8 @@ pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 
 
 @pytest.fixture
-def snapshots(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
-    return pytester_once(pytester, tmp_path_factory, worker_id, "api-snapshots", play_snapshots)
+def snapshots(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, "api-snapshots", play_snapshots)
 
 
 @pytest.mark.slow
@@ -68,10 +66,8 @@ def play_gate(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
 
 
 @pytest.fixture
-def gate(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
-    return pytester_once(pytester, tmp_path_factory, worker_id, "api-gate", play_gate)
+def gate(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    return pytester_once(pytester, tmp_path_factory, "api-gate", play_gate)
 
 
 @pytest.mark.slow
@@ -120,11 +116,9 @@ def test_a_pass_rate_below_the_minimum_is_flagged() -> None:
 
 
 @pytest.fixture
-def words(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, worker_id: str
-) -> Scenario:
+def words(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
-    return pytester_once(pytester, tmp_path_factory, worker_id, "api-words", play_words)
+    return pytester_once(pytester, tmp_path_factory, "api-words", play_words)
 
 
 @pytest.mark.slow

@@ -322,11 +322,11 @@ READ = {"tool_use": [{"name": "Read", "input": {"file_path": "hi.txt"}}]}
 
 @pytest.mark.slow
 def test_atom_validate_runs_trajectory_checks_on_the_script_not_the_oracle(
-    tmp_path_factory: pytest.TempPathFactory, worker_id: str, claude_bin: Path
+    tmp_path_factory: pytest.TempPathFactory, claude_bin: Path
 ) -> None:
     """The `words` spec (tests/api_helpers.py) has an oracle and a `tool_used` check: the
     oracle is judged on its other checks, the script on all of them."""
-    folder = run_and_validate_once(tmp_path_factory, worker_id, claude_bin)
+    folder = run_and_validate_once(tmp_path_factory, claude_bin)
     done = json.loads((folder / "runs.json").read_text())["validate"]
     assert done["exit_code"] == 0, done["output"]
     lines = done["output"].splitlines()
