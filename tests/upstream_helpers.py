@@ -1,7 +1,8 @@
 """One realistic Claude Code session, recorded once through tests/upstream.py, for many tests.
 
 The session holds every shape tests/test_upstream_cli.py asserts on, so that one recording
-(the agent and its reflector: two CLI processes) and one strict replay serve them all:
+(the agent and its reflector: two CLI processes) and one strict replay under pytest-xdist
+(one more) serve them all:
 
 - turn 0: thinking, text and a Bash call, cut by an overload mid-stream (Claude Code
   continues it with its own "cut off mid-stream" message);
@@ -18,12 +19,17 @@ of the recording (the result, what the upstream was sent and answered) is pickle
 
 from __future__ import annotations
 
+import json
 import pickle
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pytest_atom.model.events import Event, parse
 from pytest_atom.model.modes import MatchMode
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings
@@ -185,15 +191,42 @@ def recorded_session(folder: Path, shape: str) -> Recorded:
     return Recorded(shape, spec, result, upstream, folder / "cassettes" / "probe" / "probe.yaml")
 
 
-def replay_session(folder: Path, recorded: Recorded, claude_bin: Path, match: MatchMode) -> None:
-    """`once_per_session`'s build: one offline replay in `match` mode, its result pickled."""
-    (folder / LOG).write_bytes(pickle.dumps(recorded.replay(claude_bin, match)))
+@dataclass(frozen=True)
+class Replayed:
+    """What a `pytest --atom` replay of the session left: its outcome counts and output,
+    the spec's trace (`--atom-report`: its ``atom`` part and ``state``) and the events of
+    the agent's session."""
+
+    outcomes: dict[str, int]
+    output: str
+    trace: dict[str, Any]
+    events: list[Event]
 
 
-def replayed_session(folder: Path) -> SpecResult:
-    result = pickle.loads((folder / LOG).read_bytes())
-    assert isinstance(result, SpecResult)
-    return result
+def replay_under_xdist(folder: Path, recorded: Recorded, pytester: pytest.Pytester) -> None:
+    """`once_per_session`'s build: the session replayed offline by `pytest --atom -n 2
+    --atom-match=strict` (pytester, in this process but for its workers), in a folder of
+    its own; what the run reported is kept in `folder`."""
+    cassette = pytester.path / recorded.cassette.relative_to(recorded.spec.path.parent)
+    cassette.parent.mkdir(parents=True)
+    shutil.copy(recorded.spec.path, pytester.path / recorded.spec.path.name)
+    shutil.copy(recorded.cassette, cassette)
+    report = folder / "report"
+    run = pytester.runpytest("--atom", "-n", "2", "--atom-match=strict", "--atom-report", report)
+    (folder / "outcomes.json").write_text(json.dumps(run.parseoutcomes()), encoding="utf-8")
+    (folder / "output.txt").write_text(str(run.stdout), encoding="utf-8")
+
+
+def replayed_under_xdist(folder: Path) -> Replayed:
+    """The replay `replay_under_xdist` made in `folder`."""
+    outcomes = json.loads((folder / "outcomes.json").read_text(encoding="utf-8"))
+    output = (folder / "output.txt").read_text(encoding="utf-8")
+    trace_file = folder / "report" / "probe" / "probe.json"
+    document = json.loads(trace_file.read_text(encoding="utf-8")) if trace_file.is_file() else {}
+    trace = {"state": document.get("state"), **document.get("atom", {})}
+    transcript = folder / "report" / "probe" / "probe.transcripts" / "a01-executor-1.jsonl"
+    events = list(parse(transcript.read_text(encoding="utf-8"))) if transcript.is_file() else []
+    return Replayed(outcomes, output, trace, events)
 
 
 def tool_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
