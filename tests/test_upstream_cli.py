@@ -3,12 +3,11 @@
 One session (tests/upstream_helpers.py) holds every shape: parallel tool calls with
 thinking, an overload at the start of a stream and one mid-stream, two concurrent
 subagents and a judged verdict. It is recorded once per test session, and replayed
-offline once per test session by `pytest --atom -n 2 --atom-match=strict` (every request
-in its recorded order); each test reads the part it names. The gateway's own handling of
-the overloads is tests/test_upstream.py's (an HTTP client, no CLI). The sweep
-(`-m sweep`) adds the subagents in the background and replays in both match modes
-(`--replays N` times, at least 3).
-"""
+offline once per test session by `pytest --atom --atom-match=strict` (every request in its
+recorded order); each test reads the part it names. The gateway's own handling of the
+overloads is tests/test_upstream.py's (an HTTP client, no CLI). The sweep (`-m sweep`)
+adds the subagents in the background, replays in both match modes (`--replays N` times,
+at least 3) and a replay under pytest-xdist."""
 
 from __future__ import annotations
 
@@ -39,8 +38,8 @@ from tests.upstream_helpers import (
     Replayed,
     record_session,
     recorded_session,
-    replay_under_xdist,
-    replayed_under_xdist,
+    replay_with_pytest,
+    replayed_with_pytest,
     tool_results,
 )
 
@@ -64,16 +63,18 @@ def session(
 def strict(
     session: Recorded,
     pytester: pytest.Pytester,
-    claude_for_pytester: None,
+    claude_bin: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Replayed:
-    """The session replayed offline once per test session, strictly, under xdist: by the
-    first test that asks, with its pytester (the plugin's controller side runs in this
-    process, so its lines count as covered)."""
+    """The session replayed offline once per test session by `pytest --atom
+    --atom-match=strict`: by the first test that asks, with its pytester, in this process
+    (the plugin and the replay alike: their lines count as covered)."""
     assert session.result.passed, session.result.report()
-    build = partial(replay_under_xdist, recorded=session, pytester=pytester)
-    name = f"upstream-{session.shape}-xdist"
-    return replayed_under_xdist(once_per_session(tmp_path_factory, name, build))
+    build = partial(
+        replay_with_pytest, recorded=session, pytester=pytester, claude_bin=claude_bin, workers=0
+    )
+    name = f"upstream-{session.shape}-strict"
+    return replayed_with_pytest(once_per_session(tmp_path_factory, name, build))
 
 
 def passed(replayed: Replayed) -> bool:
@@ -82,7 +83,7 @@ def passed(replayed: Replayed) -> bool:
 
 
 @pytest.mark.slow
-def test_the_session_replays_strict_under_xdist(session: Recorded, strict: Replayed) -> None:
+def test_the_session_replays_offline_in_strict_mode(session: Recorded, strict: Replayed) -> None:
     assert session.cassette.is_file()
     assert passed(strict), strict.output
     assert strict.trace["source"] == "replay" and not strict.trace["drift"], strict.trace
@@ -241,3 +242,15 @@ def test_the_session_replays_the_same_every_time(
         assert replayed.passed and replayed.score == SCORE, (
             f"{match} replay {attempt + 1}:\n{replayed.report()}"
         )
+
+
+@pytest.mark.slow
+@pytest.mark.sweep
+def test_the_session_replays_strict_under_xdist(
+    session: Recorded, pytester: pytest.Pytester, claude_bin: Path, tmp_path: Path
+) -> None:
+    """The same replay by `pytest --atom -n 2` (the suite's is in one process: its lines
+    count as covered; replays under xdist are also conftest's `shipped_run`)."""
+    replay_with_pytest(tmp_path, session, pytester, claude_bin, workers=2)
+    replayed = replayed_with_pytest(tmp_path)
+    assert passed(replayed), replayed.output

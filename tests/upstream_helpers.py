@@ -1,7 +1,7 @@
 """One realistic Claude Code session, recorded once through tests/upstream.py, for many tests.
 
 The session holds every shape tests/test_upstream_cli.py asserts on, so that one recording
-(the agent and its reflector: two CLI processes) and one strict replay under pytest-xdist
+(the agent and its reflector: two CLI processes) and one strict replay by `pytest --atom`
 (one more) serve them all:
 
 - turn 0: thinking, text and a Bash call, cut by an overload mid-stream (Claude Code
@@ -203,22 +203,40 @@ class Replayed:
     events: list[Event]
 
 
-def replay_under_xdist(folder: Path, recorded: Recorded, pytester: pytest.Pytester) -> None:
-    """`once_per_session`'s build: the session replayed offline by `pytest --atom -n 2
-    --atom-match=strict` (pytester, in this process but for its workers), in a folder of
-    its own; what the run reported is kept in `folder`."""
+#: What an xdist worker is told by; an inner run that inherited them would think itself one.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+def replay_with_pytest(
+    folder: Path, recorded: Recorded, pytester: pytest.Pytester, claude_bin: Path, workers: int
+) -> None:
+    """`once_per_session`'s build: the session replayed offline by `pytest --atom -n
+    <workers> --atom-match=strict` (pytester, in this process: with `-n 0` the replay too,
+    so the lines it runs count as covered), in a folder of its own; what the run reported
+    is kept in `folder`.
+
+    The inner run is set up as conftest's `claude_for_pytester` sets one up, but only for
+    the build: that fixture, set up before, would hide from `once_per_session` that this
+    is an xdist worker, and each worker would replay the session once.
+    """
     cassette = pytester.path / recorded.cassette.relative_to(recorded.spec.path.parent)
     cassette.parent.mkdir(parents=True)
     shutil.copy(recorded.spec.path, pytester.path / recorded.spec.path.name)
     shutil.copy(recorded.cassette, cassette)
     report = folder / "report"
-    run = pytester.runpytest("--atom", "-n", "2", "--atom-match=strict", "--atom-report", report)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+        for name in XDIST_VARIABLES:
+            patch.delenv(name, raising=False)
+        run = pytester.runpytest(
+            "--atom", "-n", str(workers), "--atom-match=strict", "--atom-report", report
+        )
     (folder / "outcomes.json").write_text(json.dumps(run.parseoutcomes()), encoding="utf-8")
     (folder / "output.txt").write_text(str(run.stdout), encoding="utf-8")
 
 
-def replayed_under_xdist(folder: Path) -> Replayed:
-    """The replay `replay_under_xdist` made in `folder`."""
+def replayed_with_pytest(folder: Path) -> Replayed:
+    """The replay `replay_with_pytest` made in `folder`."""
     outcomes = json.loads((folder / "outcomes.json").read_text(encoding="utf-8"))
     output = (folder / "output.txt").read_text(encoding="utf-8")
     trace_file = folder / "report" / "probe" / "probe.json"
