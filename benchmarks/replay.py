@@ -334,7 +334,7 @@ def latencies(tmp: Path, cassette: Cassette, rounds: int) -> dict[str, list[floa
     return seconds
 
 
-def load_times(tmp: Path, cassette: Cassette) -> dict[str, object]:
+def load_times(tmp: Path, cassette: Cassette, times: int = 5) -> dict[str, object]:
     items = cassette.interactions
     big = Cassette(
         tmp / "big.yaml", [items[i % len(items)] for i in range(1000)], cassette.metadata
@@ -344,16 +344,16 @@ def load_times(tmp: Path, cassette: Cassette) -> dict[str, object]:
     loader = getattr(yaml, "CSafeLoader", None)
     out: dict[str, object] = {
         "mb": path.stat().st_size / 1e6,
-        "load": timed(lambda: Cassette.load(path)),
+        "load": timed(lambda: Cassette.load(path), times),
         "loader": "CSafeLoader" if loader else "SafeLoader (CSafeLoader missing!)",
-        "yaml": timed(lambda: yaml.load(text, Loader=loader or yaml.SafeLoader)),
+        "yaml": timed(lambda: yaml.load(text, Loader=loader or yaml.SafeLoader), times),
     }
     try:
         from vcr.serialize import deserialize
         from vcr.serializers import yamlserializer
 
         loaded = deserialize(text, yamlserializer)[0]  # (requests, responses[, metadata])
-        out["vcr"] = timed(lambda: deserialize(text, yamlserializer))
+        out["vcr"] = timed(lambda: deserialize(text, yamlserializer), times)
         out["vcr_note"] = f"vcrpy loads all {len(loaded)}"
     except Exception as exc:  # noqa: BLE001 - a cassette vcrpy cannot read is a finding
         out["vcr"], out["vcr_note"] = None, f"vcrpy fails: {exc!r}"[:80]
@@ -400,6 +400,9 @@ def main() -> None:
         help="the specs of (d) (default: every shipped fixture; none: skip (d))",
     )
     parser.add_argument("--recall-runs", type=int, default=1, help="runs of each spec for (d)")
+    parser.add_argument(
+        "--loads", type=int, default=5, help="timed loads of (c); the median counts"
+    )
     args = parser.parse_args()
     # (b) and (c) measure the gateway and the cassette alone: `--runs 0` without (d) starts
     # no claude at all (tests/test_benchmarks.py runs it so, in the fast suite).
@@ -431,7 +434,7 @@ def main() -> None:
                     )
                 )
         lat = latencies(Path(root), cassette, args.rounds)
-        load = load_times(Path(root), cassette)
+        load = load_times(Path(root), cassette, args.loads)
         costs = (
             recall_costs(args.recall_specs, claude_bin, args.recall_runs, Path(root))
             if claude_bin is not None

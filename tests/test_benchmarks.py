@@ -27,7 +27,7 @@ FAST = {
     "suite.py": (["--workers", "0", "tests/test_yamldoc.py"], "tests/test_yamldoc.py"),
     # The gateway's latency and the cassette's load time alone: no (a), no (d), no claude.
     "replay.py": (
-        ["--runs", "0", "--rounds", "5", "--recall-specs"],
+        ["--runs", "0", "--rounds", "5", "--loads", "1", "--recall-specs"],
         "(b) p50 replay vs static (one send)",
     ),
 }
