@@ -2,7 +2,7 @@
 
 Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to the repo:
 
-    python benchmarks/parallel.py [--runs 3] [--workers 2]
+    python benchmarks/parallel.py [--runs 3] [--workers 2] [--copies 5] [--warmups 1]
 
 A temp project holds 10 replayed specs: copies of the shipped create_file and
 fix_failing_test fixtures under distinct names, each with the fixture's cassette copied
@@ -43,13 +43,13 @@ ENV = {
 }
 
 
-def make_project(root: Path, copies: int) -> Path:
+def make_project(root: Path, copies: int, sources: tuple[tuple[str, str], ...] = SOURCES) -> Path:
     """specs/ with `copies` renamed copies of each source spec, each with its own cassette."""
     specs = root / "specs"
     specs.mkdir()
     for folder in ("scripts", "workspaces"):
         shutil.copytree(FIXTURES / folder, specs / folder)
-    for stem, name in SOURCES:
+    for stem, name in sources:
         text = (FIXTURES / f"{stem}.atom.yaml").read_text(encoding="utf-8")
         for n in range(1, copies + 1):
             renamed = re.sub(rf"(?m)^name: {name}$", f"name: {name}-{n}", text)
@@ -85,8 +85,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="timed runs of each (default 3)")
     parser.add_argument("--workers", type=int, default=2, help="xdist workers (default 2)")
     parser.add_argument("--copies", type=int, default=5, help="copies of each fixture spec")
+    parser.add_argument("--warmups", type=int, default=1, help="untimed runs of each first")
+    parser.add_argument(
+        "--sources",
+        default=",".join(stem for stem, _ in SOURCES),
+        help="the fixtures copied (default: all of them; tests/test_benchmarks.py: one)",
+    )
     args = parser.parse_args()
-    expected = args.copies * len(SOURCES)
+    names = dict(SOURCES)
+    sources = tuple((stem, names[stem]) for stem in args.sources.split(","))
+    expected = args.copies * len(sources)
     print(
         f"python {sys.version.split()[0]}; {os.cpu_count()} cores; {expected} specs; "
         f"--runs {args.runs} --workers {args.workers}; load {os.getloadavg()[0]:.2f}"
@@ -94,8 +102,9 @@ def main() -> None:
     serial: list[tuple[float, float, float]] = []
     parallel: list[tuple[float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="atom-bench-") as root:
-        project = make_project(Path(root), args.copies)
-        run(project, 0, expected), run(project, args.workers, expected)  # warm-up
+        project = make_project(Path(root), args.copies, sources)
+        for _ in range(args.warmups):
+            run(project, 0, expected), run(project, args.workers, expected)
         for _ in range(args.runs):
             serial.append(run(project, 0, expected))
             parallel.append(run(project, args.workers, expected))

@@ -3,7 +3,7 @@
 Run by hand from the repository root (needs a `claude`, see `atom setup`; ATOM_CLAUDE_BIN
 picks another one); everything is written to a temporary folder:
 
-    python benchmarks/real_streams.py [--replays 3] [NAME ...]
+    python benchmarks/real_streams.py [--replays 3] [--record-only] [NAME ...]
 
 Each stream of `tests/data/real_api/` (public recordings of the real API, see its README) is
 the answer to the agent's first turn (tests/real_streams.py's loopback upstream), recorded
@@ -12,7 +12,9 @@ matching and once with `--atom-match=strict`. One line a stream: whether every r
 without a divergence, the tokens pytest-atom reported (JUnit's `atom_tokens`) when recording
 and on each replay, and what the API billed for the recorded answers (their streams' usage,
 `usage.iterations` included), with the difference. The stream the CLI rejects (a paused
-turn) is recorded only: its outcome and where its evidence was kept.
+turn) is recorded only: its outcome and where its evidence was kept. `--record-only` records
+the streams named and stops there (no replays, no rejected stream): its smallest run, which
+tests/test_benchmarks.py makes with one stream (tests/test_real_streams.py replays them).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replays", type=int, default=3)
     parser.add_argument(
+        "--record-only", action="store_true", help="record only: no replay, no rejected stream"
+    )
+    parser.add_argument(
         "names", nargs="*", help=f"streams to run (default: all of {list(STREAMS)})"
     )
     args = parser.parse_args()
@@ -58,10 +63,12 @@ def main() -> int:
             stream = RecordedStream.load(STREAMS[name])
             recorded = record(folder, stream, claude)
             runs = [recorded]
-            if recorded.cassette is not None and recorded.passed:
+            if recorded.cassette is not None and recorded.passed and not args.record_only:
                 runs += [replay(folder, claude, "conversation") for _ in range(args.replays)]
                 runs.append(replay(folder, claude, "strict"))
-            ok = all(r.passed and not r.divergences for r in runs) and len(runs) > 1
+            # A recording that passed and was kept, and (unless --record-only) replayed.
+            kept = recorded.cassette is not None and (args.record_only or len(runs) > 1)
+            ok = all(r.passed and not r.divergences for r in runs) and kept
             failures += not ok
             tokens = [int(result_properties(r)["atom_tokens"]) for r in runs]
             billed = recording_billed(recorded.cassette) if recorded.cassette else 0
@@ -70,11 +77,12 @@ def main() -> int:
                 f"{name:28} {'yes' if ok else 'NO':>3} {tokens[0]:>8} {replays:>26} "
                 f"{billed:>8} {tokens[0] - billed:>+7}  {time.perf_counter() - started:.0f}"
             )
-        folder = Path(tmp) / "rejected"
-        folder.mkdir()
-        result = record(folder, RecordedStream.load(REJECTED), claude, turns=99)
-        print(f"rejected ({REJECTED}): {result.outcome.label}: {result.outcome.why}")
-        print(f"  evidence kept in {result.cassette.name if result.cassette else None}")
+        if not args.record_only:
+            folder = Path(tmp) / "rejected"
+            folder.mkdir()
+            result = record(folder, RecordedStream.load(REJECTED), claude, turns=99)
+            print(f"rejected ({REJECTED}): {result.outcome.label}: {result.outcome.why}")
+            print(f"  evidence kept in {result.cassette.name if result.cassette else None}")
     return 1 if failures else 0
 
 

@@ -334,7 +334,7 @@ def latencies(tmp: Path, cassette: Cassette, rounds: int) -> dict[str, list[floa
     return seconds
 
 
-def load_times(tmp: Path, cassette: Cassette) -> dict[str, object]:
+def load_times(tmp: Path, cassette: Cassette, times: int = 5) -> dict[str, object]:
     items = cassette.interactions
     big = Cassette(
         tmp / "big.yaml", [items[i % len(items)] for i in range(1000)], cassette.metadata
@@ -344,16 +344,16 @@ def load_times(tmp: Path, cassette: Cassette) -> dict[str, object]:
     loader = getattr(yaml, "CSafeLoader", None)
     out: dict[str, object] = {
         "mb": path.stat().st_size / 1e6,
-        "load": timed(lambda: Cassette.load(path)),
+        "load": timed(lambda: Cassette.load(path), times),
         "loader": "CSafeLoader" if loader else "SafeLoader (CSafeLoader missing!)",
-        "yaml": timed(lambda: yaml.load(text, Loader=loader or yaml.SafeLoader)),
+        "yaml": timed(lambda: yaml.load(text, Loader=loader or yaml.SafeLoader), times),
     }
     try:
         from vcr.serialize import deserialize
         from vcr.serializers import yamlserializer
 
         loaded = deserialize(text, yamlserializer)[0]  # (requests, responses[, metadata])
-        out["vcr"] = timed(lambda: deserialize(text, yamlserializer))
+        out["vcr"] = timed(lambda: deserialize(text, yamlserializer), times)
         out["vcr_note"] = f"vcrpy loads all {len(loaded)}"
     except Exception as exc:  # noqa: BLE001 - a cassette vcrpy cannot read is a finding
         out["vcr"], out["vcr_note"] = None, f"vcrpy fails: {exc!r}"[:80]
@@ -385,7 +385,12 @@ def harness_parts(cassette: Cassette, claude_bin: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="pytest and claude runs for (a)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=5,
+        help="pytest and claude runs for (a) (0: no (a), and no claude without (d))",
+    )
     parser.add_argument("--rounds", type=int, default=500, help="passes over the requests for (b)")
     parser.add_argument(
         "--recall-specs",
@@ -395,33 +400,46 @@ def main() -> None:
         help="the specs of (d) (default: every shipped fixture; none: skip (d))",
     )
     parser.add_argument("--recall-runs", type=int, default=1, help="runs of each spec for (d)")
+    parser.add_argument(
+        "--loads", type=int, default=5, help="timed loads of (c); the median counts"
+    )
     args = parser.parse_args()
-    claude_bin, cassette = find_claude(), Cassette.load(CASSETTE)
+    # (b) and (c) measure the gateway and the cassette alone: `--runs 0` without (d) starts
+    # no claude at all (tests/test_benchmarks.py runs it so, in the fast suite).
+    needs_claude = bool(args.runs or args.recall_specs)
+    claude_bin, cassette = find_claude() if needs_claude else None, Cassette.load(CASSETTE)
+    claude = f"claude {claude_version(claude_bin)} at {claude_bin}" if claude_bin else "no claude"
     print(
-        f"claude {claude_version(claude_bin)} at {claude_bin}; python {sys.version.split()[0]}; "
+        f"{claude}; python {sys.version.split()[0]}; "
         f"{len(cassette.interactions)} recorded requests; --runs {args.runs} --rounds {args.rounds}"
     )
-    modes = ("recall", "rerun")
+    modes = ("recall", "rerun") if args.runs else ()
     items: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     base: dict[str, list[list[float]]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory(prefix="atom-bench-") as root:
         sessions = {  # also warms up
             m: capture_sessions(Path(tempfile.mkdtemp(dir=root)), claude_bin, f"--atom-judge={m}")
             for m in modes
+            if claude_bin is not None
         }
         for _ in range(args.runs):  # interleaved, so drift in machine load hits all alike
             for m in modes:
                 items[m].append(
                     pytest_item(Path(tempfile.mkdtemp(dir=root)), None, f"--atom-judge={m}")
                 )
+                assert claude_bin is not None
                 base[m].append(
                     without_harness(
                         Path(tempfile.mkdtemp(dir=root)), cassette, claude_bin, sessions[m]
                     )
                 )
         lat = latencies(Path(root), cassette, args.rounds)
-        load = load_times(Path(root), cassette)
-        costs = recall_costs(args.recall_specs, claude_bin, args.recall_runs, Path(root))
+        load = load_times(Path(root), cassette, args.loads)
+        costs = (
+            recall_costs(args.recall_specs, claude_bin, args.recall_runs, Path(root))
+            if claude_bin is not None
+            else []
+        )
     ms = lambda s: f"{s * 1000:.2f} ms"  # noqa: E731
     yes = lambda ok: "yes" if ok else "NO"  # noqa: E731
     table = [("measurement", "figure", "baseline", "result", "target", "ok")]
@@ -455,31 +473,36 @@ def main() -> None:
         c0, c1 = sum(c[2][0] for c in costs), sum(c[2][1] for c in costs)
         rows.append(("all", f"{n0} -> {n1}", f"{c0:.2f} -> {c1:.2f}", f"{1 - c1 / c0:.0%}"))
         print_table(rows)
-    recall = items["recall"]
+    if claude_bin is not None and args.runs:
+        where_the_time_goes(items["recall"], base["recall"], len(sessions["recall"]), args.runs)
+        for name, seconds in harness_parts(cassette, claude_bin).items():
+            print(f"    {name:<29} {seconds * 1000:7.1f} ms")
+        item = median([i["item"] for i in items["recall"]])
+        run_spec_s = median([i["run_spec"] for i in items["recall"]])
+        print(f"  pytest item outside run_spec    {item - run_spec_s:.3f} s")
+        process = median([i["process"] for i in items["recall"]])
+        print(
+            f"  (whole pytest process {process:.3f} s: interpreter, plugins, collection, not in item)"
+        )
+
+
+def where_the_time_goes(
+    recall: list[dict[str, float]], base: list[list[float]], sessions: int, runs: int
+) -> None:
+    """The (a) recall item's time: the claude processes in the harness against alone, and
+    run_spec's own time outside claude (its steps, in-process, follow)."""
     run_spec_s, claude_s = (
         median([i["run_spec"] for i in recall]),
         median([i["claude"] for i in recall]),
     )
-    base_s = median([sum(b) for b in base["recall"]])
-    print(
-        f"\nwhere the (a) recall item time goes (JUnit atom_* properties, median of {args.runs}):"
-    )
-    per_session = " + ".join(
-        f"{median([b[i] for b in base['recall']]):.3f}" for i in range(len(sessions["recall"]))
-    )
+    base_s = median([sum(b) for b in base])
+    print(f"\nwhere the (a) recall item time goes (JUnit atom_* properties, median of {runs}):")
+    per_session = " + ".join(f"{median([b[i] for b in base]):.3f}" for i in range(sessions))
     print(
         f"  claude processes in the harness {claude_s:.3f} s (alone: {per_session} s, "
         f"{claude_s - base_s:+.3f} s); argv checked equal to the harness's"
     )
     print(f"  run_spec outside claude         {run_spec_s - claude_s:.3f} s; its steps in-process:")
-    for name, seconds in harness_parts(cassette, claude_bin).items():
-        print(f"    {name:<29} {seconds * 1000:7.1f} ms")
-    item = median([i["item"] for i in recall])
-    print(f"  pytest item outside run_spec    {item - run_spec_s:.3f} s")
-    process = median([i["process"] for i in recall])
-    print(
-        f"  (whole pytest process {process:.3f} s: interpreter, plugins, collection, not in item)"
-    )
 
 
 def print_table(table: list[tuple[str, ...]]) -> None:

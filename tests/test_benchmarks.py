@@ -4,7 +4,7 @@ A benchmark is run by hand, so nothing else notices when a change breaks one (re
 latency section once answered 409 to every request for weeks). Here each runs end to end
 as a user runs it, in a process of its own; the figures are not judged, only that the
 script completes and prints its table. The ones that replay a spec start Claude Code and
-are `slow`; `tests/cli_starts.py` keeps that true.
+are `slow`; `tests/cli_starts.py` keeps that true. Their fuller forms are the sweep's.
 """
 
 from __future__ import annotations
@@ -25,22 +25,39 @@ FAST = {
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
     "suite.py": (["--workers", "0", "tests/test_yamldoc.py"], "tests/test_yamldoc.py"),
-}
-#: The ones that replay a spec through the real CLI.
-SLOW = {
+    # The gateway's latency and the cassette's load time alone: no (a), no (d), no claude.
     "replay.py": (
-        ["--runs", "1", "--rounds", "5", "--recall-specs"],
+        ["--runs", "0", "--rounds", "5", "--loads", "1", "--recall-specs"],
         "(b) p50 replay vs static (one send)",
     ),
+}
+#: The ones that start Claude Code: one spec, one run, one stream each (parallel.py's
+#: speed-up needs a run without xdist and one with it; a stream's recording, two turns).
+SLOW = {
     "cassette.py": (["--interactions", "2", "--turns", "1", "--repeat", "1"], "Cassette.load"),
     "determinism.py": (["--times", "1", "--specs", "create_file.atom.yaml"], "deterministic"),
     "house.py": ([], "modules"),
-    "parallel.py": (["--runs", "1", "--copies", "1"], "speed-up"),
+    "parallel.py": (
+        ["--runs", "1", "--copies", "1", "--warmups", "0", "--sources", "create_file"],
+        "speed-up",
+    ),
     "env_count.py": (["--extra", "5"], "caller names reaching the agent"),
     "machines.py": (["--machines", "1", "--specs", "create_file"], "caller folders unchanged"),
-    "real_streams.py": (["--replays", "1", "compaction"], "billed"),
+    "real_streams.py": (["--record-only", "compaction"], "compaction"),
     "run_folder.py": (["--mb", "10"], "run folder / attempt"),
-    "subagents.py": (["--times", "1", "--burners", "0"], "recorded in"),
+    "subagents.py": (["--times", "0", "--burners", "0"], "recorded in"),
+}
+#: Their fuller forms, for the sweep (CI runs `-m sweep` once): what the smallest leave out
+#: (replay.py's (a), the harness against claude alone; replays; the rejected stream; the
+#: subagents in the background; warm-up runs).
+SWEEP = {
+    "replay.py": (["--runs", "1", "--rounds", "5", "--recall-specs"], "(a) create-file item"),
+    "real_streams.py": (["--replays", "1", "compaction"], "rejected ("),
+    "subagents.py": (
+        ["--times", "1", "--burners", "0", "--shape", "background"],
+        "1/1 replays passed",
+    ),
+    "parallel.py": (["--runs", "1", "--copies", "1"], "speed-up"),
 }
 
 
@@ -77,4 +94,12 @@ def test_a_benchmark_without_the_cli_runs(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(SLOW))
 def test_a_benchmark_that_replays_runs(name: str, tmp_path: Path) -> None:
     args, printed = SLOW[name]
+    assert printed in run_benchmark(name, args, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.sweep
+@pytest.mark.parametrize("name", sorted(SWEEP))
+def test_a_benchmark_runs_in_its_fuller_form(name: str, tmp_path: Path) -> None:
+    args, printed = SWEEP[name]
     assert printed in run_benchmark(name, args, tmp_path)
