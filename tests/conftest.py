@@ -63,15 +63,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--replays",
         type=int,
         default=1,
-        help="replays per match mode of each recorded shape in tests/test_upstream.py "
-        "(default 1; a determinism sweep by hand: --replays 5)",
+        help="replays per match mode of the realistic session in tests/test_upstream_cli.py's "
+        "determinism sweep (-m sweep; at least 3)",
     )
 
 
 @pytest.fixture(scope="session")
 def replays(pytestconfig: pytest.Config) -> int:
-    """How many times a determinism test replays each recording per match mode: once in
-    the suite (one replay shows the behaviour), more by hand (`--replays 5`)."""
+    """How many times the determinism sweep replays the realistic session per match mode
+    (`pytest -m sweep --replays 5`); the suite itself replays it once."""
     return int(pytestconfig.getoption("--replays"))
 
 

@@ -52,6 +52,19 @@ class RecordedStream:
     def billed_tokens(self) -> int:
         return billed_tokens(self.body)
 
+    def chunks(self, delay: float = 0.0) -> Iterator[bytes]:
+        """The recorded body an event at a time, `delay` seconds apart, as the API streams
+        it: a CLI that rejects an event hangs up before the rest arrives."""
+        body = self.body.encode("utf-8")
+        start = 0
+        while start < len(body):
+            end = body.find(b"\n\n", start)
+            end = len(body) if end < 0 else end + 2
+            yield body[start:end]
+            start = end
+            if delay:
+                time.sleep(delay)
+
 
 def sse_events(body: str) -> list[tuple[str, Any]]:
     """(event name, data) of each SSE event, data parsed as JSON where it is JSON."""
@@ -125,20 +138,8 @@ class RecordedUpstream:
                 self.served += serve
             if serve:
                 headers = {"content-type": self.stream.content_type, "request-id": "req_real"}
-                return Reply(self.stream.status, headers, self._events())
+                return Reply(self.stream.status, headers, self.stream.chunks(self.delay))
         return self._rest.respond(request)
-
-    def _events(self) -> Iterator[bytes]:
-        """The recorded body an event at a time, as the API streams it: a CLI that rejects
-        an event hangs up before the rest arrives, as it would on the real API."""
-        body = self.stream.body.encode("utf-8")
-        start = 0
-        while start < len(body):
-            end = body.find(b"\n\n", start)
-            end = len(body) if end < 0 else end + 2
-            yield body[start:end]
-            start = end
-            time.sleep(self.delay)
 
     @property
     def url(self) -> str:

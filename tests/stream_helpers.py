@@ -11,7 +11,6 @@ fault-injecting upstream (tests/faults.py).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,18 +50,7 @@ class Answering:
 
     def respond(self, request: GatewayRequest) -> Reply:
         headers = {"content-type": self.stream.content_type, "request-id": "req_real"}
-        return Reply(self.stream.status, headers, self._events())
-
-    def _events(self) -> Iterator[bytes]:
-        body = self.stream.body.encode("utf-8")
-        start = 0
-        while start < len(body):
-            end = body.find(b"\n\n", start)
-            end = len(body) if end < 0 else end + 2
-            yield body[start:end]
-            start = end
-            if self.delay:
-                time.sleep(self.delay)
+        return Reply(self.stream.status, headers, self.stream.chunks(self.delay))
 
 
 @contextmanager

@@ -4,7 +4,7 @@ Claude Code returns the results of concurrent `Agent` calls in the order the sub
 finished, and writes each subagent's random `agentId` into its result. The normalizer
 numbers those ids by the call each result answers, so a replay whose subagents finish the
 other way round sees the same `<TASK_ID:n>`; cassettes numbered by arrival are renumbered
-when they load. The end-to-end replay is tests/test_upstream.py's two-subagent session; the
+when they load. The end-to-end replay is tests/test_upstream_cli.py's session with two subagents; the
 20-replay sweep on a busy machine is benchmarks/subagents.py.
 """
 
