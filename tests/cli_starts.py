@@ -37,7 +37,17 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 #: (xdist workers inherit the controller's ATOM_CLAUDE_BIN, which is its wrapper).
 _REAL = "ATOM_SUITE_REAL_CLAUDE_BIN"
 
-_starts_key = pytest.StashKey[tuple[int, float, float]]()
+_starts_key = pytest.StashKey[tuple[int, float, float, int]]()
+
+#: The shared scenarios this process has handed out (`note_shared_read`), in order.
+_SHARED_READS: list[str] = []
+
+
+def note_shared_read(name: str) -> None:
+    """Say that the running test reads shared scenario `name` (tests/helpers.py's
+    `once_per_session`): a slow test that started no CLI itself is then one that reads a
+    scenario another test happened to build first."""
+    _SHARED_READS.append(name)
 
 
 class CliStarts:
@@ -131,7 +141,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     counter = _STATE.get("starts")
     if counter is not None:
-        item.stash[_starts_key] = (counter.offset(), _cpu(), time.monotonic())
+        item.stash[_starts_key] = (counter.offset(), _cpu(), time.monotonic(), len(_SHARED_READS))
     return (yield)
 
 
@@ -141,8 +151,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     counter = _STATE.get("starts")
     if report.when != "teardown" or counter is None or _starts_key not in item.stash:
         return report
-    offset, cpu, wall = item.stash[_starts_key]
+    offset, cpu, wall, reads = item.stash[_starts_key]
     kinds = counter.since(offset)
+    report.shared_reads = len(_SHARED_READS) - reads  # type: ignore[attr-defined]
     report.cli_starts = len(kinds)  # type: ignore[attr-defined]
     report.cli_sessions = kinds.count("print")  # type: ignore[attr-defined]
     report.cpu_seconds = _cpu() - cpu  # type: ignore[attr-defined]
@@ -177,6 +188,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "slow": "slow" in report.keywords,
             "cli_starts": report.cli_starts,
             "cli_sessions": report.cli_sessions,
+            "shared_reads": report.shared_reads,
             "cpu_seconds": round(report.cpu_seconds, 3),
             "wall_seconds": round(report.wall_seconds, 3),
         }
@@ -189,14 +201,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     starts = sum(row["cli_starts"] for row in _ROWS)
     sessions = sum(row["cli_sessions"] for row in _ROWS)
     starting = sum(1 for row in _ROWS if row["cli_starts"])
-    idle = sorted(row["nodeid"] for row in _ROWS if row["slow"] and not row["cli_starts"])
+    idle = sorted(
+        row["nodeid"]
+        for row in _ROWS
+        if row["slow"] and not row["cli_starts"] and not row["shared_reads"]
+    )
     terminalreporter.write_sep("-", "Claude Code processes (tests/cli_starts.py)")
     terminalreporter.write_line(
         f"{starts} CLI processes ({sessions} `claude -p` sessions) from {starting} tests"
     )
     if idle:
         terminalreporter.write_line(
-            f"{len(idle)} slow tests started none (fine when they read a shared run):"
+            f"{len(idle)} slow tests started no CLI and read no shared scenario:"
         )
         for nodeid in idle:
             terminalreporter.write_line(f"  {nodeid}")

@@ -27,6 +27,7 @@ from pytest_atom.judge.eval_graders import register_checks
 from pytest_atom.model.spec import load_specs
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.trace import TRACE_SCHEMA
+from tests.cli_starts import note_shared_read
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -127,6 +128,7 @@ def once_per_session(
     `build` that failed is recorded so that every test sharing it fails with its error
     instead of running it again.
     """
+    note_shared_read(name)
     basetemp = tmp_path_factory.getbasetemp()
     shared = basetemp.parent if _XDIST_WORKER else basetemp
     folder = shared / f"shared-{name}"
