@@ -9,9 +9,11 @@ subprocess, pytester or an SDK app. Tests run one at a time in a process, so the
 test's setup, call and teardown add to the log are that test's.
 
 - A test without the `slow` mark that starts a CLI fails at teardown, naming the fix.
-- The terminal summary counts the CLI processes and lists the `slow` tests that started
-  none: a test that only reads a shared, already-run scenario (such as `shipped_run`) is
-  among them by design, so that list informs and does not fail.
+- A test with the mark whose call passed, that started none and read no shared scenario
+  (tests/helpers.py's `once_per_session`, directly or through a fixture that asked for
+  one: another test may have built it first) fails too: `slow` is exactly the tests that
+  start Claude Code.
+- The terminal summary counts the CLI processes.
 - ``--cli-starts-json PATH`` writes, per test, the CLI processes it started (all, and
   ``claude -p`` sessions), its wall seconds and its CPU seconds (this process and the
   children it waited for); ``benchmarks/suite.py`` reads it.
@@ -39,8 +41,12 @@ _REAL = "ATOM_SUITE_REAL_CLAUDE_BIN"
 
 _starts_key = pytest.StashKey[tuple[int, float, float, int]]()
 
-#: The shared scenarios this process has handed out (`note_shared_read`), in order.
+#: The shared scenarios this process has handed out (`note_shared_read`), in order, and
+#: the fixtures whose set-up asked for one (a module- or session-scoped fixture is set up
+#: once; the tests after the first read its value without asking again).
 _SHARED_READS: list[str] = []
+_SHARED_FIXTURES: set[str] = set()
+_call_passed = pytest.StashKey[bool]()
 
 
 def note_shared_read(name: str) -> None:
@@ -117,6 +123,7 @@ def add_cli_starts_option(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_SharedFixtures(), "atom-suite-shared-fixtures")
     try:
         real = Path(os.environ.get(_REAL) or find_claude())
     except ClaudeNotFoundError:
@@ -145,25 +152,53 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return (yield)
 
 
+class _SharedFixtures:
+    """Notes the fixtures whose set-up asked for a shared scenario. A plugin of its own,
+    not a conftest hook: pytest calls a conftest's hooks for the fixtures of its folder
+    only, and a session-scoped fixture is set up for the session, above it."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any]) -> Any:
+        reads = len(_SHARED_READS)
+        try:
+            return (yield)
+        finally:
+            if len(_SHARED_READS) > reads:
+                _SHARED_FIXTURES.add(fixturedef.argname)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report: pytest.TestReport = yield
+    if report.when == "call":
+        item.stash[_call_passed] = report.passed
     counter = _STATE.get("starts")
     if report.when != "teardown" or counter is None or _starts_key not in item.stash:
         return report
     offset, cpu, wall, reads = item.stash[_starts_key]
     kinds = counter.since(offset)
-    report.shared_reads = len(_SHARED_READS) - reads  # type: ignore[attr-defined]
+    fixtures = getattr(item, "fixturenames", ())
+    shared = len(_SHARED_READS) > reads or not _SHARED_FIXTURES.isdisjoint(fixtures)
+    report.reads_shared = shared  # type: ignore[attr-defined]
     report.cli_starts = len(kinds)  # type: ignore[attr-defined]
     report.cli_sessions = kinds.count("print")  # type: ignore[attr-defined]
     report.cpu_seconds = _cpu() - cpu  # type: ignore[attr-defined]
     report.wall_seconds = time.monotonic() - wall  # type: ignore[attr-defined]
-    if kinds and item.get_closest_marker("slow") is None and report.outcome == "passed":
+    slow = item.get_closest_marker("slow") is not None
+    if report.outcome == "passed" and kinds and not slow:
         report.outcome = "failed"
         report.longrepr = (
             f"{item.nodeid} started {len(kinds)} Claude Code process(es) but is not marked "
             "slow: add @pytest.mark.slow (a test that starts a CLI is slow, and "
             '`pytest -m "not slow"` must start none), or test this at a lower layer.'
+        )
+    elif (
+        report.passed and slow and not kinds and not shared and item.stash.get(_call_passed, False)
+    ):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} is marked slow but started no Claude Code process and read no "
+            "shared scenario (tests/helpers.py's once_per_session): remove @pytest.mark.slow."
         )
     return report
 
@@ -188,7 +223,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             "slow": "slow" in report.keywords,
             "cli_starts": report.cli_starts,
             "cli_sessions": report.cli_sessions,
-            "shared_reads": report.shared_reads,
+            "reads_shared": report.reads_shared,
             "cpu_seconds": round(report.cpu_seconds, 3),
             "wall_seconds": round(report.wall_seconds, 3),
         }
@@ -201,21 +236,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     starts = sum(row["cli_starts"] for row in _ROWS)
     sessions = sum(row["cli_sessions"] for row in _ROWS)
     starting = sum(1 for row in _ROWS if row["cli_starts"])
-    idle = sorted(
-        row["nodeid"]
-        for row in _ROWS
-        if row["slow"] and not row["cli_starts"] and not row["shared_reads"]
-    )
     terminalreporter.write_sep("-", "Claude Code processes (tests/cli_starts.py)")
     terminalreporter.write_line(
         f"{starts} CLI processes ({sessions} `claude -p` sessions) from {starting} tests"
     )
-    if idle:
-        terminalreporter.write_line(
-            f"{len(idle)} slow tests started no CLI and read no shared scenario:"
-        )
-        for nodeid in idle:
-            terminalreporter.write_line(f"  {nodeid}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

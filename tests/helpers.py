@@ -176,6 +176,64 @@ def counting_claude(folder: Path, claude_bin: Path) -> tuple[Path, Path]:
     return wrapper, log
 
 
+@dataclass(frozen=True)
+class InnerRun:
+    """What one in-process pytest run of a shared pytester scenario printed."""
+
+    output: str
+    ret: int
+    outcomes: dict[str, int]
+
+    @property
+    def lines(self) -> pytest.LineMatcher:
+        return pytest.LineMatcher(self.output.splitlines())
+
+    def assert_outcomes(self, **expected: int) -> None:
+        """As `RunResult.assert_outcomes`: every outcome not named is zero."""
+        kinds = ("passed", "failed", "errors", "skipped", "xpassed", "xfailed")
+        seen = {kind: self.outcomes.get(kind, 0) for kind in kinds}
+        assert seen == {kind: expected.get(kind, 0) for kind in kinds}, self.output
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A shared pytester scenario: the project as its runs left it, the folder they ran in
+    (which the output names), and the runs by name."""
+
+    project: Path
+    root: Path
+    runs: Mapping[str, InnerRun]
+
+
+def pytester_once(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    play: Callable[[pytest.Pytester], Mapping[str, pytest.RunResult]],
+) -> Scenario:
+    """`play`'s runs, played once per session in the pytester of the test that comes first;
+    the project it left is copied into the shared folder for every test to read."""
+
+    def build(folder: Path) -> None:
+        runs = play(pytester)
+        saved: dict[str, object] = {}
+        for key, result in runs.items():
+            try:
+                outcomes = result.parseoutcomes()
+            except ValueError:  # no summary line (a usage error)
+                outcomes = {}
+            output = "\n".join([*result.outlines, *result.errlines])
+            saved[key] = {"output": output, "ret": int(result.ret), "outcomes": outcomes}
+        both = {"root": str(pytester.path), "runs": saved}
+        (folder / "runs.json").write_text(json.dumps(both), encoding="utf-8")
+        shutil.copytree(pytester.path, folder / "project", symlinks=True)
+
+    folder = once_per_session(tmp_path_factory, name, build)
+    saved = json.loads((folder / "runs.json").read_text(encoding="utf-8"))
+    runs = {key: InnerRun(**run) for key, run in saved["runs"].items()}
+    return Scenario(folder / "project", Path(saved["root"]), runs)
+
+
 #: The Claude Code that release 0.1 pinned and recorded its cassettes with.
 OLD_CLI = "2.1.197"
 

@@ -7,19 +7,17 @@ folder: tests/test_arms.py, tests/test_spec_tools.py and tests/test_sandbox.py r
 the two agent sessions run once for all of them.
 
 The run is pytester's, in the process of the test that builds it first (so it counts
-towards coverage); what it left is copied into a folder shared by the whole session.
+towards coverage); what it left is copied into a folder shared by the whole session
+(`tests.helpers.pytester_once`).
 """
 
 from __future__ import annotations
 
-import json
-import shutil
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import once_per_session, write
+from tests.helpers import Scenario, pytester_once, write
 
 GREETER = """\
 import sys
@@ -64,33 +62,12 @@ def armed_project(root: Path, config: str = "record_mode: all\n") -> Path:
     return write(root / "a.atom.yaml", TWO_ARMS)
 
 
-def _run_armed_project(folder: Path, pytester: pytest.Pytester, claude_bin: Path) -> None:
-    armed_project(pytester.path)
-    with pytest.MonkeyPatch.context() as patch:  # as `claude_for_pytester` does, for the run
-        patch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
-        result = pytester.runpytest(*RUN_ARGS)
-    (pytester.path / "stdout.txt").write_text(result.stdout.str(), encoding="utf-8")
-    (pytester.path / "outcomes.json").write_text(json.dumps(result.parseoutcomes()))
-    shutil.copytree(pytester.path, folder, symlinks=True, dirs_exist_ok=True)
+def armed_run(tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester) -> Scenario:
+    """The project as its run left it (outputs, run folders, cassettes) and the run
+    (`runs["run"]`); run once per session, under `claude_for_pytester`."""
 
+    def play(inner: pytest.Pytester) -> dict[str, pytest.RunResult]:
+        armed_project(inner.path)
+        return {"run": inner.runpytest(*RUN_ARGS)}
 
-def armed_run(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
-) -> Path:
-    """The folder the project ran in (its outputs, run folders and cassettes), with the
-    run's stdout (stdout.txt) and outcomes (outcomes.json); run once per session.
-
-    Not under `claude_for_pytester`: it drops xdist's variables, by which `once_per_session`
-    knows that workers share the scenario; the run drops them itself.
-    """
-    build = partial(_run_armed_project, pytester=pytester, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "armed-project", build)
-
-
-def stdout_of(folder: Path) -> pytest.LineMatcher:
-    """The run's stdout, to match lines against."""
-    return pytest.LineMatcher((folder / "stdout.txt").read_text(encoding="utf-8").splitlines())
-
-
-def outcomes_of(folder: Path) -> dict[str, int]:
-    return dict(json.loads((folder / "outcomes.json").read_text(encoding="utf-8")))
+    return pytester_once(pytester, tmp_path_factory, "armed-project", play)

@@ -12,8 +12,8 @@ from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.model.spec import load_specs, merge_overlay
 from pytest_atom.model.spec_types import SpecError
-from tests.helpers import VALIDATOR, summary_row, write
-from tests.project_run_helpers import armed_project, armed_run, outcomes_of, stdout_of
+from tests.helpers import VALIDATOR, Scenario, summary_row, write
+from tests.project_run_helpers import armed_project, armed_run
 
 ARMED = """\
 name: greet
@@ -153,32 +153,32 @@ def test_the_arms_setting_is_parsed_in_one_place() -> None:
 
 @pytest.fixture
 def armed(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
-) -> Path:
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
+) -> Scenario:
     """The shared run of tests/project_run_helpers.py: a two-arm spec, recorded."""
-    return armed_run(tmp_path_factory, pytester, claude_bin)
+    return armed_run(tmp_path_factory, pytester)
 
 
 @pytest.mark.slow
-def test_each_arm_runs_as_its_own_item(armed: Path) -> None:
-    assert outcomes_of(armed) == {"passed": 1, "failed": 1}
+def test_each_arm_runs_as_its_own_item(armed: Scenario) -> None:
+    armed.runs["run"].assert_outcomes(passed=1, failed=1)
     # The same figures reach JUnit (test-suite properties), the report folder and the page.
-    junit = (armed / "j.xml").read_text()
+    junit = (armed.project / "j.xml").read_text()
     assert '<property name="atom_arm a.atom.yaml::greet[without-skill]" value="0/1 passed' in junit
     assert "vs reference: pass_rate -1.00" in junit
-    [trace] = (armed / "traces" / "a").glob("greet[[]without-skill].json")
+    [trace] = (armed.project / "traces" / "a").glob("greet[[]without-skill].json")
     document = json.loads(trace.read_text())
     VALIDATOR.validate(document)  # the trace's own schema knows the arm
     assert document["atom"]["spec"]["arm"] == "without-skill"
-    figures = json.loads((armed / "traces" / "measured.json").read_text())
+    figures = json.loads((armed.project / "traces" / "measured.json").read_text())
     [ref, other] = figures["arms"]
     assert (ref["arm"], ref["reference"], ref["passed"]) == ("with-skill", True, 1)
     # Recorded runs are not deterministic: the change in pass rate is Newcombe's interval.
     rate = other["vs_reference"]["pass_rate"]
     assert (other["arm"], rate["estimate"], rate["method"]) == ("without-skill", -1.0, "Newcombe")
-    page = (armed / "r.html").read_text()
+    page = (armed.project / "r.html").read_text()
     assert "Repeats and arms" in page and "greet[without-skill]: 0/1 passed" in page
-    stdout = stdout_of(armed)
+    stdout = armed.runs["run"].lines
     stdout.fnmatch_lines(
         [
             "a.atom.yaml::greet[[]with-skill] PASSED*",
@@ -213,10 +213,10 @@ def test_arms_are_selected_on_the_command_line(pytester: pytest.Pytester) -> Non
 
 
 @pytest.mark.slow
-def test_each_arm_records_its_own_cassette(armed: Path) -> None:
+def test_each_arm_records_its_own_cassette(armed: Scenario) -> None:
     """Each arm's replay of its own cassette: tests/test_evalsuite.py, whose cases' arms
     replay `cassette@with-plugin.yaml` and `cassette@without-plugin.yaml`."""
-    folder = armed / "cassettes" / "a"
+    folder = armed.project / "cassettes" / "a"
     assert sorted(p.name for p in folder.iterdir()) == [
         "greet@with-skill.yaml",
         "greet@without-skill.yaml",

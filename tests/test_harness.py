@@ -16,13 +16,8 @@ import pytest
 
 from pytest_atom.model.config import load_config
 from pytest_atom.run.harness import build_harness, host_hooks
-from tests.api_helpers import (
-    Scenario,
-    play_words,
-    pytester_once,
-    run_and_validate_once,
-    words_project,
-)
+from tests.api_helpers import play_words, run_and_validate_once, words_project
+from tests.helpers import Scenario, pytester_once
 
 #: A conftest hook that reads each spec's settings as its run would, and skips the run: the
 #: layers' precedence through pytest's own ini file, fixtures and command line, no CLI started.

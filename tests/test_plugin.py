@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.api_helpers import Scenario, play_snapshots, pytester_once
-from tests.helpers import REPO, ShippedRun
+from tests.api_helpers import play_snapshots
+from tests.helpers import REPO, Scenario, ShippedRun, pytester_once
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.reports.measure import repeat_lines
-from tests.api_helpers import Scenario, play_snapshots, play_words, pytester_once
-from tests.helpers import summary_row
+from tests.api_helpers import play_snapshots, play_words
+from tests.helpers import Scenario, pytester_once, summary_row
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
 

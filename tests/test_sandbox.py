@@ -32,7 +32,7 @@ from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
 from tests.helpers import summary_row
-from tests.project_run_helpers import armed_run, stdout_of
+from tests.project_run_helpers import armed_run
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, confined, write_spec
 
 
@@ -224,17 +224,17 @@ def test_bare_offers_no_write_and_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
 ) -> None:
     """The shared two-arm run (tests/project_run_helpers.py): one arm runs unsandboxed."""
-    armed = armed_run(tmp_path_factory, pytester, claude_bin)
-    stdout_of(armed).fnmatch_lines(
+    armed = armed_run(tmp_path_factory, pytester)
+    armed.runs["run"].lines.fnmatch_lines(
         [
             "*greet[[]without-skill]*FAILED*",
             "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)*",
         ]
     )
-    junit = (armed / "j.xml").read_text()
+    junit = (armed.project / "j.xml").read_text()
     assert '<property name="atom_sandbox" value="off"' in junit
     assert '<property name="atom_sandbox" value="on"' in junit
 

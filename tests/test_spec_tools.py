@@ -6,25 +6,24 @@ project's `greeter` tool, and its `.atom/config.yaml` says `record_mode: all`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.project_run_helpers import armed_project, armed_run, outcomes_of
+from tests.helpers import Scenario
+from tests.project_run_helpers import armed_project, armed_run
 
 
 @pytest.fixture
 def armed(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_bin: Path
-) -> Path:
-    return armed_run(tmp_path_factory, pytester, claude_bin)
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
+) -> Scenario:
+    return armed_run(tmp_path_factory, pytester)
 
 
 @pytest.mark.slow
-def test_spec_tools_are_commands_for_the_agent(armed: Path) -> None:
+def test_spec_tools_are_commands_for_the_agent(armed: Scenario) -> None:
     """The sandboxed arm's agent ran `greeter world`, and its check read what it printed."""
-    assert outcomes_of(armed)["passed"] == 1
-    [run] = (armed / ".atom" / "runs").glob("greet-with-skill-*")
+    assert armed.runs["run"].outcomes["passed"] == 1
+    [run] = (armed.project / ".atom" / "runs").glob("greet-with-skill-*")
     assert "greeted world" in (run / "attempts" / "a01" / "out.txt").read_text()
 
 
@@ -40,10 +39,10 @@ def test_unknown_tool_names_the_tools_folders(pytester: pytest.Pytester) -> None
 
 
 @pytest.mark.slow
-def test_config_record_mode_is_the_default(armed: Path) -> None:
+def test_config_record_mode_is_the_default(armed: Scenario) -> None:
     """No --atom-record-mode: the config file's `all` recorded each arm from its script."""
-    assert (armed / ".atom" / "config.yaml").read_text() == "record_mode: all\n"
-    assert sorted(p.name for p in (armed / "cassettes" / "a").iterdir()) == [
+    assert (armed.project / ".atom" / "config.yaml").read_text() == "record_mode: all\n"
+    assert sorted(p.name for p in (armed.project / "cassettes" / "a").iterdir()) == [
         "greet@with-skill.yaml",
         "greet@without-skill.yaml",
     ]
