@@ -48,13 +48,16 @@ SLOW = {
     "subagents.py": (["--times", "0", "--burners", "0"], "recorded in"),
 }
 #: Their fuller forms, for the sweep (CI runs `-m sweep` once): what the smallest leave out
-#: (replay.py's (a), the harness against claude alone; replays; the rejected stream; the
-#: subagents in the background; warm-up runs).
+#: (replay.py's (a), the harness against claude alone; replays; the rejected stream; a CPU
+#: burner beside the subagents; warm-up runs). Not the subagents in the background: when one
+#: finishes after the main agent has answered the other's notification, Claude Code asks
+#: for a turn the recording never had (1 replay in about 20 here), so that form is a
+#: measurement to run by hand (`--shape background`), not a check.
 SWEEP = {
     "replay.py": (["--runs", "1", "--rounds", "5", "--recall-specs"], "(a) create-file item"),
     "real_streams.py": (["--replays", "1", "compaction"], "rejected ("),
     "subagents.py": (
-        ["--times", "1", "--burners", "0", "--shape", "background"],
+        ["--times", "1", "--burners", "1"],
         "1/1 replays passed",
     ),
     "parallel.py": (["--runs", "1", "--copies", "1"], "speed-up"),
