@@ -43,9 +43,11 @@ from pytest_atom.model.events import (
     parse_line,
 )
 from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.record import IterationRecord
+from pytest_atom.model.record import IterationRecord, RunOutcome
+from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.model.spec_types import ClaudeOptions, Spec
+from pytest_atom.reports.text import api_line
 from pytest_atom.reports.transcript import permission_denials, stream_turns
 
 DATA = Path(__file__).parent / "data" / "stream_json"
@@ -334,3 +336,20 @@ def test_a_long_bash_command_is_a_task_but_no_subagent() -> None:
     assert [type(e) for e in parse_event(agent)] == [SubagentStarted]
     older = {k: v for k, v in agent.items() if k != "task_type"}  # 2.1.197 and before
     assert [type(e) for e in parse_event(older)] == [SubagentStarted]
+
+
+def test_a_run_whose_cli_gave_up_on_an_api_error_names_the_status(tmp_path: Path) -> None:
+    """The captured give-up (529 after its one retry) is why the recording failed, and the
+    report's API line ends with it (not with a timeout or a completed run)."""
+
+    record = IterationRecord(returncode=1)
+    for event in parse((DATA / "overloaded-2.1.331.jsonl").read_text(encoding="utf-8")):
+        record.apply(event)
+    spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(False, 1, reason="error"), [record])
+    result = SpecResult(spec, tmp_path, [attempt], 0.0, 0.8, source="record")
+    assert result.upstream_failure == "API 529"
+    assert api_line(result) == (
+        "the API answered 529 (overloaded) once (api_retry events), then "
+        "the CLI gave up on an API error 529"
+    )
