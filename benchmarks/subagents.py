@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -39,24 +38,15 @@ from pytest_atom.model.settings import RunSettings  # noqa: E402
 from pytest_atom.model.spec import load_specs  # noqa: E402
 from pytest_atom.run.spec_run import run_spec  # noqa: E402
 from tests.upstream import RealisticUpstream, Turn  # noqa: E402
+from tests.upstream_helpers import SIDES, agent_call  # noqa: E402
 
 SURVEY = "Survey the project with two helper agents."
-SIDES = ("north", "south")
 BURN = "while True: pass"
 
 
 def script(background: bool) -> dict[str, list[Turn]]:
     """The main agent's turns and each subagent's, keyed by how each conversation opens."""
-    calls: list[dict[str, Any]] = []
-    for side in SIDES:
-        call: dict[str, Any] = {
-            "description": f"Survey {side}",
-            "prompt": f"Write the word {side} into {side}.txt, then report.",
-            "subagent_type": "general-purpose",
-        }
-        if not background:
-            call["run_in_background"] = False
-        calls.append({"name": "Agent", "input": call})
+    calls = [agent_call(side, background) for side in SIDES]
     launch: Turn = {
         "thinking": "Two independent surveys: one agent each.",
         "text": "Launching two agents.",
