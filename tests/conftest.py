@@ -29,6 +29,7 @@ except ImportError:  # the `stats` extra is not installed: tests that need it sk
 from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, scripted
+from tests.api_helpers import play_snapshots, play_words
 from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, checked)
     add_cli_starts_option,
     counted_claude,
@@ -46,10 +47,16 @@ from tests.helpers import (
     OLD_CLI,
     REPO,
     XDIST_VARIABLES,
+    Scenario,
     ShippedRun,
     counting_claude,
     once_per_session,
+    pytester_once,
 )
+from tests.judge_helpers import build_passing, build_refine, build_votes
+from tests.project_run_helpers import armed_run
+from tests.recording_helpers import GreetStory, build_greet_story
+from tests.sandbox_helpers import Confined, confined
 
 # httpx imports its transport (httpcore) on first use. Pytester's in-process runs drop the
 # modules first imported inside them, and an httpcore imported anew raises exceptions that
@@ -119,6 +126,65 @@ def front_ends(
     """
     build = partial(build_front_ends, pytester=pytester, claude_bin=claude_bin)
     return FrontEnds(once_per_session(tmp_path_factory, "front-ends", build))
+
+
+# --- scenarios more than one module reads: each built once per session -----------------------
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
+    """The greet story (tests/recording_helpers.py): recorded, interrupted by Ctrl-C in
+    `pytest --atom --atom-record-mode=all`, replayed with the upstream gone (three CLI
+    processes); tests/test_recording.py and tests/test_interrupt.py read it."""
+    build = partial(build_greet_story, claude_bin=claude_bin)
+    return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
+
+
+@pytest.fixture(scope="session")
+def passing_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The passing scenario's folder (judge_helpers.build_passing), run once per session."""
+    build = partial(build_passing, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-passing", build)
+
+
+@pytest.fixture(scope="session")
+def refine_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The refine scenario's folder (judge_helpers.build_refine), run once per session."""
+    build = partial(build_refine, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-refine", build)
+
+
+@pytest.fixture(scope="session")
+def votes_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
+    """The votes scenario's folder (judge_helpers.build_votes), run once per session."""
+    build = partial(build_votes, claude_bin=claude_bin)
+    return once_per_session(tmp_path_factory, "judge-votes", build)
+
+
+@pytest.fixture(scope="module")
+def confined_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Confined:
+    """The confined spec (tests/sandbox_helpers.py), recorded and replayed once."""
+    return confined(tmp_path_factory, claude_bin)
+
+
+@pytest.fixture
+def armed(
+    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
+) -> Scenario:
+    """The shared run of tests/project_run_helpers.py: a two-arm spec, recorded."""
+    return armed_run(tmp_path_factory, pytester)
+
+
+@pytest.fixture
+def snapshots(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """The snapshot scenario (tests/api_helpers.py), whose first run is of an xfail spec."""
+    return pytester_once(pytester, tmp_path_factory, "api-snapshots", play_snapshots)
+
+
+@pytest.fixture
+def words(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
+    return pytester_once(pytester, tmp_path_factory, "api-words", play_words)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pytest_atom.model.settings import Layer, SettingsError, resolve
 from pytest_atom.model.spec import load_specs, merge_overlay
 from pytest_atom.model.spec_types import SpecError
 from tests.helpers import VALIDATOR, Scenario, summary_row, write
-from tests.project_run_helpers import armed_project, armed_run
+from tests.project_run_helpers import armed_project
 
 ARMED = """\
 name: greet
@@ -149,14 +149,6 @@ def test_the_arms_setting_is_parsed_in_one_place() -> None:
     assert resolve([]).arms == ()
     with pytest.raises(SettingsError, match="'a b' is no arm name"):
         resolve([Layer("the command line", {"arms": "a b"})])
-
-
-@pytest.fixture
-def armed(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
-) -> Scenario:
-    """The shared run of tests/project_run_helpers.py: a two-arm spec, recorded."""
-    return armed_run(tmp_path_factory, pytester)
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ import pytest
 
 from pytest_atom.model.config import load_config
 from pytest_atom.run.harness import build_harness, host_hooks
-from tests.api_helpers import play_words, run_and_validate_once, words_project
-from tests.helpers import Scenario, pytester_once
+from tests.api_helpers import run_and_validate_once, words_project
+from tests.helpers import Scenario
 
 #: A conftest hook that reads each spec's settings as its run would, and skips the run: the
 #: layers' precedence through pytest's own ini file, fixtures and command line, no CLI started.
@@ -37,12 +37,6 @@ def pytest_runtest_call(item):
 """
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-@pytest.fixture
-def words(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
-    return pytester_once(pytester, tmp_path_factory, "api-words", play_words)
 
 
 @pytest.mark.slow

@@ -6,33 +6,21 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_atom.run.interrupted import stale_partial_warning
-from tests.helpers import once_per_session
 from tests.recording_helpers import (
     PARTIAL,
     SLOW,
     GreetStory,
-    build_greet_story,
     greet_spec,
     interrupt,
 )
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
-    """The greet story (tests/recording_helpers.py), shared with tests/test_recording.py:
-    its second step is a Ctrl-C in `pytest --atom --atom-record-mode=all`, its third the
-    next run of that spec."""
-    build = partial(build_greet_story, claude_bin=claude_bin)
-    return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
 
 
 def _run_folder(cwd: Path) -> str:

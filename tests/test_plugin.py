@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.api_helpers import play_snapshots
 from tests.helpers import REPO, Scenario, ShippedRun, pytester_once
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
@@ -180,12 +179,6 @@ def test_agent_that_never_finishes_is_reported(project: Scenario) -> None:
             "*| nearly",
         ]
     )
-
-
-@pytest.fixture
-def snapshots(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    """tests/test_python_api.py's snapshot scenario, whose first run is of an xfail spec."""
-    return pytester_once(pytester, tmp_path_factory, "api-snapshots", play_snapshots)
 
 
 @pytest.mark.slow

@@ -13,15 +13,9 @@ from typing import Any
 import pytest
 
 from pytest_atom.reports.measure import repeat_lines
-from tests.api_helpers import play_snapshots, play_words
 from tests.helpers import Scenario, pytester_once, summary_row
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-@pytest.fixture
-def snapshots(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    return pytester_once(pytester, tmp_path_factory, "api-snapshots", play_snapshots)
 
 
 @pytest.mark.slow
@@ -113,12 +107,6 @@ def test_a_pass_rate_below_the_minimum_is_flagged() -> None:
     [_, line] = repeat_lines(replayed_rows(1), 0.9)
     assert line.startswith("s.atom.yaml::s: 1/2 passed, pass rate 0.50 [0.09, 0.91]")
     assert line.endswith("(BELOW the minimum 0.9)")
-
-
-@pytest.fixture
-def words(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
-    """The `words` tests that use the `atom` fixture (tests/api_helpers.py), run once."""
-    return pytester_once(pytester, tmp_path_factory, "api-words", play_words)
 
 
 @pytest.mark.slow

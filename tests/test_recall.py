@@ -13,7 +13,6 @@ import json
 import shutil
 import xml.etree.ElementTree as ET
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +37,8 @@ from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.run.execution import volatile_paths
-from tests.helpers import REPO, ShippedRun, once_per_session, write
-from tests.judge_helpers import build_votes, kept
+from tests.helpers import REPO, ShippedRun, write
+from tests.judge_helpers import kept
 
 SPECS = REPO / "fixtures" / "specs"
 
@@ -246,13 +245,6 @@ def test_shipped_create_file_replays_with_one_cli_process(shipped_run: ShippedRu
     # the summary's reflector cell: the recorded tokens, recalled
     row = SummaryRow.of("create_file.atom.yaml::create-file", props)
     assert " 1286 recalled " in "\n".join(summary_table([row])) + " "
-
-
-@pytest.fixture(scope="session")
-def votes_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The votes scenario's folder (judge_helpers.build_votes), run once per session."""
-    build = partial(build_votes, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-votes", build)
 
 
 @pytest.mark.slow

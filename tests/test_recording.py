@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +32,13 @@ from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.gateway import Gateway
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
-from tests.helpers import bash, once_per_session, write
+from tests.helpers import bash, write
 from tests.recording_helpers import (
     CASSETTE,
     OTHER_VERSION,
     PARTIAL,
     TURNS,
     GreetStory,
-    build_greet_story,
     create_file_spec,
     greet_spec,
     send,
@@ -48,13 +46,6 @@ from tests.recording_helpers import (
 )
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
-
-
-@pytest.fixture(scope="module")
-def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
-    """The greet story, built once per session (three CLI processes)."""
-    build = partial(build_greet_story, claude_bin=claude_bin)
-    return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
 
 
 @pytest.mark.slow

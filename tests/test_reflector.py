@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,8 @@ from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.run.harness import file_layers
 from pytest_atom.run.spec_run import _new_run
-from tests.helpers import HOOKS_CONFTEST, once_per_session, verdict, write
-from tests.judge_helpers import WRITE, build_passing, build_refine, kept
+from tests.helpers import HOOKS_CONFTEST, verdict, write
+from tests.judge_helpers import WRITE, kept
 
 SPEC = """\
 name: task
@@ -47,20 +46,6 @@ accept:
 """
 
 # --- the shared real runs ------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def passing_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The passing scenario's folder (judge_helpers.build_passing), run once per session."""
-    build = partial(build_passing, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-passing", build)
-
-
-@pytest.fixture(scope="session")
-def refine_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The refine scenario's folder (judge_helpers.build_refine), run once per session."""
-    build = partial(build_refine, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-refine", build)
 
 
 @pytest.mark.slow

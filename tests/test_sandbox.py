@@ -31,14 +31,8 @@ from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
-from tests.helpers import summary_row
-from tests.project_run_helpers import armed_run
-from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, confined, write_spec
-
-
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Confined:
-    return confined(tmp_path_factory, claude_bin)
+from tests.helpers import Scenario, summary_row
+from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, write_spec
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +78,9 @@ def test_the_settings_confine_the_sandbox_to_the_attempt_and_what_the_spec_allow
 
 @pytest.mark.slow
 def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
-    scenario: Confined,
+    confined_run: Confined,
 ) -> None:
-    result = scenario.result("recorded")
+    result = confined_run.result("recorded")
     assert result.passed, result.report()
     requests = [e.request.json for e in result.exchanges if e.request.body]
     judge = [r for r in requests if "StructuredOutput" in {t["name"] for t in r.get("tools", [])}]
@@ -99,25 +93,25 @@ def test_the_session_sees_its_workspace_and_nothing_above_the_run_folder(
     assert {"Read", "Grep", "Glob"} <= {t["name"] for t in judge[0]["tools"]}
     call = result.final.records[0].tool_calls[0]
     assert call.result == "leak= ws=applied"  # its settings.json applies, the repo's do not
-    assert not (scenario.folder / "mcp-server-started").exists()  # the repo's MCP server
+    assert not (confined_run.folder / "mcp-server-started").exists()  # the repo's MCP server
 
 
 @pytest.mark.slow
-def test_the_users_home_is_neither_read_nor_written(scenario: Confined) -> None:
+def test_the_users_home_is_neither_read_nor_written(confined_run: Confined) -> None:
     """The CLI's HOME is the run's own `home/`: the user's shell startup file does not run
     (it printed into tool output and rewrote pyenv's shims), and the CLI's logs and caches
     stay in the run folder."""
-    result = scenario.result("recorded")
+    result = confined_run.result("recorded")
     call = result.final.records[0].tool_calls[1]
     assert call.result is not None and CANARY not in call.result
     assert f"home={result.run_dir / 'home'}" in call.result and "not found" in call.result
-    assert sorted(p.name for p in scenario.user.iterdir()) == [".bashrc"]  # nothing ran
+    assert sorted(p.name for p in confined_run.user.iterdir()) == [".bashrc"]  # nothing ran
     assert list((result.run_dir / "home" / ".npm" / "_logs").glob("*.log"))  # the CLI's logs
 
 
 @pytest.mark.slow
-def test_write_grep_and_glob_work_by_default(scenario: Confined) -> None:
-    result = scenario.result("recorded")
+def test_write_grep_and_glob_work_by_default(confined_run: Confined) -> None:
+    result = confined_run.result("recorded")
     write, grep, glob = result.final.records[0].tool_calls[2:5]
     assert write.name == "Write" and "notes/todo.txt" in (write.result or "")
     assert not {write.id, grep.id, glob.id} & {call.id for _, call, _ in tool_problems(result)}
@@ -126,14 +120,14 @@ def test_write_grep_and_glob_work_by_default(scenario: Confined) -> None:
 
 @pytest.mark.slow
 def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
-    scenario: Confined,
+    confined_run: Confined,
 ) -> None:
-    result = scenario.result("recorded")
-    outside = scenario.outside
+    result = confined_run.result("recorded")
+    outside = confined_run.outside
     assert result.passed, result.report()  # writes inside the attempt folder work
     assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
     assert (outside / "keep.txt").read_text() == "original\n"
-    assert scenario.connections("recorded") == []
+    assert confined_run.connections("recorded") == []
     report = result.report()
     for denied in (
         f"Bash `touch {outside}/bash-was-here`: touch: cannot touch",
@@ -153,18 +147,18 @@ def test_the_sandbox_keeps_writes_in_the_attempt_folder_and_the_network_out(
 
 
 @pytest.mark.slow
-def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(scenario: Confined) -> None:
-    command = attack(scenario.port)
-    recorded, replayed = scenario.result("recorded"), scenario.result("replayed")
+def test_a_replayed_cassette_cannot_touch_home_or_reach_a_port(confined_run: Confined) -> None:
+    command = attack(confined_run.port)
+    recorded, replayed = confined_run.result("recorded"), confined_run.result("replayed")
     assert recorded.cassette is not None and command in recorded.cassette.read_text()
     assert replayed.source == "replay" and not replayed.divergences, replayed.report()
     call = replayed.final.records[0].tool_calls[10]
     assert call.input["command"] == command  # the cassette's call really ran, in the sandbox
-    assert not (scenario.user / "pwned").exists() and scenario.connections("replayed") == []
+    assert not (confined_run.user / "pwned").exists() and confined_run.connections("replayed") == []
     # The run's own HOME is hidden by the read guard (an empty, throwaway folder), so the
     # touch lands nowhere on disk; curl's refused connection is the call's failure.
     assert f"Bash `{command}`: " in replayed.report()
-    assert not list(scenario.runs.glob("*/home/pwned"))
+    assert not list(confined_run.runs.glob("*/home/pwned"))
     # Its judge got the recorded input: the recorded verdict, with the recorded figures.
     assert result_properties(replayed)["atom_recalled"] == "reflector"
     judged = [r.usage_by_role()["reflector"].tokens for r in (recorded, replayed)]
@@ -223,11 +217,8 @@ def test_bare_offers_no_write_and_says_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_pytest_summary_warns_about_a_spec_without_the_sandbox(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
-) -> None:
+def test_pytest_summary_warns_about_a_spec_without_the_sandbox(armed: Scenario) -> None:
     """The shared two-arm run (tests/project_run_helpers.py): one arm runs unsandboxed."""
-    armed = armed_run(tmp_path_factory, pytester)
     armed.runs["run"].lines.fnmatch_lines(
         [
             "*greet[[]without-skill]*FAILED*",

@@ -28,7 +28,7 @@ from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import ClaudeOptions
 from pytest_atom.reports.trace import build_trace
 from tests.helpers import write
-from tests.sandbox_helpers import Confined, confined
+from tests.sandbox_helpers import Confined
 
 
 def test_a_scripted_run_has_nothing_to_recall_or_write_down(tmp_path: Path) -> None:
@@ -68,17 +68,12 @@ def test_atom_run_names_the_attempt_when_another_may_come(tmp_path: Path) -> Non
     assert shown == {"judged": "attempt 2/3", "once": "", "unjudged": ""}
 
 
-@pytest.fixture(scope="module")
-def scenario(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Confined:
-    return confined(tmp_path_factory, claude_bin)
-
-
 @pytest.mark.slow
-def test_a_replay_that_diverged_judges_no_files(scenario: Confined) -> None:
+def test_a_replay_that_diverged_judges_no_files(confined_run: Confined) -> None:
     """Over the recorded confined run: the agent's divergence leaves its checks unjudged,
     a reflector's does not (it comes after the agent's work, which replayed whole)."""
-    assert len(scenario.result("recorded").attempts) == 1
-    result = scenario.result("recorded")
+    assert len(confined_run.result("recorded").attempts) == 1
+    result = confined_run.result("recorded")
     assert "checks: 2/2 passed" in result.report()
     agent = dataclasses.replace(result, divergences=[ReplayDivergence("turn 3 differs")])
     assert "checks: not judged: the replay diverged (2 checks)" in agent.report()
@@ -91,9 +86,9 @@ def test_a_replay_that_diverged_judges_no_files(scenario: Confined) -> None:
 
 @pytest.mark.slow
 def test_writes_files_compares_the_workspace_with_its_fixture(
-    scenario: Confined, tmp_path: Path
+    confined_run: Confined, tmp_path: Path
 ) -> None:
-    result = scenario.result("recorded")
+    result = confined_run.result("recorded")
     fixture = tmp_path / "fixture"
     shutil.copytree(result.final.path, fixture, symlinks=True)
     same = dataclasses.replace(result, spec=dataclasses.replace(result.spec, workspace=fixture))

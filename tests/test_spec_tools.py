@@ -9,14 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import Scenario
-from tests.project_run_helpers import armed_project, armed_run
-
-
-@pytest.fixture
-def armed(
-    tmp_path_factory: pytest.TempPathFactory, pytester: pytest.Pytester, claude_for_pytester: None
-) -> Scenario:
-    return armed_run(tmp_path_factory, pytester)
+from tests.project_run_helpers import armed_project
 
 
 @pytest.mark.slow

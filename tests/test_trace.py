@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,12 @@ from jsonschema import Draft202012Validator
 from pytest_atom.cassettes.staleness import spec_hash
 from pytest_atom.model.result import SpecResult
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
-from tests.helpers import VALIDATOR, once_per_session, verdict
+from tests.helpers import VALIDATOR, verdict
 from tests.judge_helpers import (
     CANARY,
     CRITERION,
     REFINE_VERDICTS,
     WRITE,
-    build_passing,
-    build_refine,
     kept,
     run,
 )
@@ -37,13 +34,6 @@ def lines(path: Path) -> list[dict[str, Any]]:
 
 def sessions(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for child in trace["children"] for s in child["sessions"]]
-
-
-@pytest.fixture(scope="session")
-def passing_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The passing scenario's folder (judge_helpers.build_passing), run once per session."""
-    build = partial(build_passing, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-passing", build)
 
 
 @pytest.fixture
@@ -168,13 +158,6 @@ def test_a_repeat_gets_its_own_files_and_stale_transcripts_go(
     assert all((path.parent / s["transcript"]).is_file() for s in sessions(trace))
     assert not stale.exists()
     assert not (tmp_path / "task" / "task.json").exists()
-
-
-@pytest.fixture(scope="session")
-def refine_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The refine scenario's folder (judge_helpers.build_refine), run once per session."""
-    build = partial(build_refine, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-refine", build)
 
 
 @pytest.mark.slow

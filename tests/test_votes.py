@@ -7,7 +7,6 @@ gateway, records three votes once per session and replays them
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SpecError
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
-from tests.helpers import kinds, once_per_session, write
-from tests.judge_helpers import VOTES_SPEC, ballot, build_votes, kept
+from tests.helpers import kinds, write
+from tests.judge_helpers import VOTES_SPEC, ballot, kept
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -183,13 +182,6 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(tmp_path: P
 
 
 # --- the real CLI, through the scripted gateway: recorded once, replayed ------------------
-
-
-@pytest.fixture(scope="session")
-def votes_run(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    """The votes scenario's folder (judge_helpers.build_votes), run once per session."""
-    build = partial(build_votes, claude_bin=claude_bin)
-    return once_per_session(tmp_path_factory, "judge-votes", build)
 
 
 @pytest.mark.slow
