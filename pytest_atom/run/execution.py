@@ -488,12 +488,18 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
         for number in range(1, 2 * attempts + 3):
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
+    # The run's temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is
+    # too deep for the sandbox's sockets, the temp folder is a short one in /tmp
+    # (model/environment.py tmpdir_for), which a network-sandboxed agent's read guard
+    # lists and its tool results name. The live one first: a replayed answer gets it back.
+    tmp = tmpdir_for(run_dir / "tmp")
+    tmps = list(dict.fromkeys([tmp, tmp.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"]))
+    for folder in tmps:
+        paths[str(folder)] = "<RUN_DIR>/tmp"
     # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
-    # in the CLI's temp folder, which is the run's (model/environment.py: through a short
-    # link when the run folder is deep, for the sandbox's sockets); those in /tmp
-    # whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
+    # in the CLI's temp folder, which is the run's; those in /tmp whatever $TMPDIR says are
+    # machine details (normalize.MACHINE_DETAILS).
     if hasattr(os, "getuid"):
-        tmps = {run_dir / "tmp", run_dir.resolve() / "tmp", tmpdir_for(run_dir / "tmp")}
         for tmp in tmps:
             for name in ("claude", "cc-daemon", "claude-host"):
                 paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
