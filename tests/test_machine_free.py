@@ -35,7 +35,7 @@ from pytest_atom.gateway.normalize import (
 )
 from pytest_atom.model.environment import tmpdir_for
 from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SandboxOptions, Spec
+from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import cli_slug
 from pytest_atom.run.execution import volatile_paths
 from tests.helpers import write
@@ -44,7 +44,9 @@ ENV_LISTING = Path(__file__).parent / "data" / "sandbox_env" / "env-2.1.332.txt"
 #: A run folder shallow enough for its own temp folder, and one too deep for it.
 SHALLOW = Path("/srv/p/.atom/runs/net-20261129-002733-1bd667")
 DEEP_PARENT = "/".join(["a-project-folder-deep-in-a-repository"] * 2)
-DEEP = Path(f"/srv/{DEEP_PARENT}/.atom/runs/greeting-file-with-a-long-name-net-20261129-002733-1bd667")
+DEEP = Path(
+    f"/srv/{DEEP_PARENT}/.atom/runs/greeting-file-with-a-long-name-net-20261129-002733-1bd667"
+)
 
 
 @pytest.fixture

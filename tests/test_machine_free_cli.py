@@ -106,9 +106,7 @@ def build(folder: Path, claude_bin: Path) -> None:
 
 @pytest.fixture(scope="session")
 def scenario(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Path:
-    return once_per_session(
-        tmp_path_factory, "machine-free", partial(build, claude_bin=claude_bin)
-    )
+    return once_per_session(tmp_path_factory, "machine-free", partial(build, claude_bin=claude_bin))
 
 
 def steps(folder: Path) -> dict[str, Any]:

@@ -327,7 +327,7 @@ class Normalizer:
             if below is None:
                 text = text.replace(placeholder, path)
             elif placeholder in text:
-                text = below.sub(lambda _: path, text)
+                text = below.sub(path.replace("\\", "\\\\"), text)  # a literal path
         if "<TASK_ID:" in text:
             for task, placeholder in list(self._tasks.items()):
                 text = text.replace(placeholder, task)
