@@ -25,8 +25,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_atom.gateway.normalize import mask_machine_text
-
 __all__ = ["MachinePaths", "model_written"]
 
 #: Absolute home and temp paths (their first component): what normalization masks.
@@ -68,10 +66,7 @@ class MachinePaths:
 
     def in_text(self, text: str, *, by_model: bool = False) -> list[str]:
         """The machine paths in `text`, each once, in order. `by_model`: the text is the
-        model's own (a response), where only a run folder's shapes are the machine's.
-        A path a replay masks on load (`MACHINE_DETAILS`: the sandbox's folders named after
-        the user id, a deep run's short temp folder) is a note of the check, not a finding."""
-        text = mask_machine_text(text)
+        model's own (a response), where only a run folder's shapes are the machine's."""
         found = [m.group(0) for m in (*_RUN_FOLDER.finditer(text), *_RUN_SLUG.finditer(text))]
         if not by_model:
             found += [
