@@ -116,8 +116,9 @@ PROCESS_DETAILS: tuple[MachineDetail, ...] = (
 #: its sandbox gives one process (`PROCESS_DETAILS`). The run's own folders, home and temp
 #: folders are not here: they become placeholders by name (`Normalizer` paths,
 #: execution.volatile_paths), and `atom cassette check` reports one left raw; only the
-#: short temp folder is, for recordings made before it was named. Each mask applies to live requests and, on load, to older recordings
-#: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
+#: short temp folder is, for recordings made before it was named. Each mask applies to
+#: live requests and, on load, to older recordings (`mask_machine`), so a cassette
+#: recorded before a mask existed still matches exactly.
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "kernel release",
