@@ -56,11 +56,69 @@ def _environment_line(label: str, mask: str) -> re.Pattern[str]:
     return re.compile(rf'(?<= - {label}: )(?!{re.escape(mask)})[^\n\\"]+')
 
 
-#: Every machine detail Claude Code (2.1.330, 2.1.331) writes into a request. The run's
-#: own folders, home and temp folders are not here: they become placeholders by name
-#: (`Normalizer` paths, execution.volatile_paths), and `atom cassette check` reports one
-#: left raw. Each mask applies to live requests and, on load, to older recordings
-#: (`mask_machine`), so a cassette recorded before a mask existed still matches exactly.
+def _variable(names: str, value: str, before: str = "") -> re.Pattern[str]:
+    """The value (`value`, after `before`) of a variable in `names` as a command prints
+    it: ``NAME=value`` (`env`, `printenv`, /proc/*/environ), ``NAME="value"`` (`export -p`,
+    `set`), ``"NAME": "value"`` (a JSON or Python dump), in a body kept as JSON text too
+    (``\\"``). Group 1 is all that precedes the value, kept by the mask. No word boundary
+    before the name: in a JSON text a line starts after the letter of ``\\n``."""
+    assignment = r"""(?:=|\\?["']\s*:\s*)\\?["']?"""
+    return re.compile(rf"((?:{names}){assignment}{before}){value}")
+
+
+#: What Claude Code's sandbox gives the agent's shell afresh for each CLI process, seen
+#: by a command that prints its environment (`env`, 2.1.332): the CLI's process id, the
+#: sandbox proxy's per-session user in every proxy variable (its password is a secret the
+#: scrubber redacts), the host ports its bridges listen on, the socket named after the
+#: process id, and the gateway's port. They name one process, not the task, so a tool
+#: result showing them is masked on both sides like a machine detail.
+PROCESS_DETAILS: tuple[MachineDetail, ...] = (
+    MachineDetail(
+        "the CLI's process id",
+        "CLAUDE_PID",
+        _variable("CLAUDE_PID", r"\d+"),
+        r"\1<PID>",
+        "CLAUDE_PID=14525",
+    ),
+    MachineDetail(
+        "the sandbox proxy's session user",
+        "srt.",
+        re.compile(r"(?<![\w.])srt\.[A-Za-z0-9+/_-]{16,}={0,2}"),
+        "srt.<PROXY_USER>",
+        "http_proxy=http://srt.OTY4MjY3NGViZjFjZmNkNzlhMWM2ZDk0ZDE3ZDc1YWFh:<SECRET:REDACTED>"
+        "@127.0.0.1:3128",
+    ),
+    MachineDetail(
+        "a port of the sandbox's bridges",
+        "_PROXY_PORT",
+        _variable(r"CLAUDE_CODE_HOST_(?:HTTP|SOCKS)_PROXY_PORT", r"\d+"),
+        r"\1<PORT>",
+        "CLAUDE_CODE_HOST_SOCKS_PROXY_PORT=39275",
+    ),
+    MachineDetail(
+        "the CLI's messaging socket",
+        "cc-socks",
+        re.compile(r"(cc-socks(?:-\d+|-<UID>)?/)\d+(?=\.sock\b)"),
+        r"\1<PID>",
+        "CLAUDE_CODE_MESSAGING_SOCKET=<RUN_DIR>/tmp/cc-socks/14525.sock",
+    ),
+    MachineDetail(
+        "the gateway's port",
+        "ANTHROPIC_BASE_URL",
+        _variable("ANTHROPIC_BASE_URL", r"\d+", before=r"https?://[\w.-]+:"),
+        r"\1<PORT>",
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:42267",
+    ),
+)
+
+
+#: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what
+#: its sandbox gives one process (`PROCESS_DETAILS`). The run's own folders, home and temp
+#: folders are not here: they become placeholders by name (`Normalizer` paths,
+#: execution.volatile_paths), and `atom cassette check` reports one left raw; only the
+#: short temp folder is, for recordings made before it was named. Each mask applies to
+#: live requests and, on load, to older recordings (`mask_machine`), so a cassette
+#: recorded before a mask existed still matches exactly.
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "kernel release",
@@ -107,13 +165,25 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         '"allowWithinDeny":["/usr","<RUN_DIR>","/home/me/.pyenv"]',
     ),
     # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
-    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it.
+    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it; so does
+    # `cc-socks`, where the CLI's messaging socket goes when `$TMPDIR` is too deep for it.
     MachineDetail(
         "user id",
         "/tmp/",
-        re.compile(r"(?<![\w.-])/tmp/(claude|cc-daemon|claude-host)-\d+(?![\w.-])"),
+        re.compile(r"(?<![\w.-])/tmp/(claude|cc-daemon|claude-host|cc-socks)-\d+(?![\w.-])"),
         r"<TMP>/\1-<UID>",
         "/tmp/cc-daemon-1000",
+    ),
+    # The short temp folder of a run folder too deep for the sandbox's sockets
+    # (model/environment.py tmpdir_for): a network-sandboxed agent's read guard lists it.
+    # It is the run's temp folder, `<RUN_DIR>/tmp` as in a shallow run (run.execution
+    # volatile_paths masks the live one); this masks one recorded before that.
+    MachineDetail(
+        "short temp folder",
+        "/tmp/atom-",
+        re.compile(r"(?<![\w./-])(?:/private)?/tmp/atom-[0-9a-f]{16}(?![\w.-])"),
+        "<RUN_DIR>/tmp",
+        '"allowRead":["/tmp/atom-b0fb33bf18ea9e98","<RUN_DIR>"]',
     ),
     # --- issue 25 (env): the CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in
     # the sandbox's path list. A run's XDG_CACHE_HOME is `<HOME>/.cache` now
@@ -128,6 +198,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<HOME>/.cache/claude-cli-nodejs",
         '"/home/ci/.xdg-cache/claude-cli-nodejs"',
     ),
+    *PROCESS_DETAILS,
 )
 
 
@@ -226,9 +297,9 @@ class Normalizer:
                 self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
     def _set_paths(self, paths: Mapping[str, str]) -> None:
+        self._given = {p: ph for p, ph in paths.items() if p}  # in the order given
         # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
-        pairs = sorted(((p, ph) for p, ph in paths.items() if p), key=lambda kv: -len(kv[0]))
-        self._paths = pairs
+        pairs = sorted(self._given.items(), key=lambda kv: -len(kv[0]))
         # A path ends where a path component ends: /tmp/run must not eat /tmp/run2. A path
         # given with a trailing `/` stands only for what lies below it (`volatile_paths`).
         alternatives = "|".join(
@@ -236,11 +307,12 @@ class Normalizer:
         )
         self._path_re = re.compile(alternatives) if pairs else None
         self._lookup = dict(pairs)
+        self._restore = _restore_order(self._given)
 
     def add_paths(self, paths: Mapping[str, str]) -> None:
         """More volatile paths, known only once the run is under way (planner mode: the
         planned steps' attempt folders). Call it between sessions, not during one."""
-        self._set_paths({**self._lookup, **paths})
+        self._set_paths({**self._given, **paths})
 
     def paths_out(self, text: str) -> str:
         """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
@@ -252,8 +324,11 @@ class Normalizer:
 
     def paths_in(self, text: str) -> str:
         """Placeholders -> live paths and task ids (for replayed responses)."""
-        for path, placeholder in self._paths:
-            text = text.replace(placeholder, path)
+        for path, placeholder, below in self._restore:
+            if below is None:
+                text = text.replace(placeholder, path)
+            elif placeholder in text:
+                text = below.sub(path.replace("\\", "\\\\"), text)  # a literal path
         if "<TASK_ID:" in text:
             for task, placeholder in list(self._tasks.items()):
                 text = text.replace(placeholder, task)
@@ -297,6 +372,36 @@ class Normalizer:
         if isinstance(out, dict) and "metadata" in out:
             out["metadata"] = "<METADATA>"  # device id, account, session id
         return results_in_call_order(out)
+
+
+def _restore_order(given: Mapping[str, str]) -> list[tuple[str, str, re.Pattern[str] | None]]:
+    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back.
+
+    Each placeholder gets the path given first for it, the live one: several paths may
+    mask to one placeholder (a folder and its resolved or glob-escaped spelling; a deep
+    run's short temp folder beside the run's own `tmp/`, `volatile_paths`), and a replayed
+    answer must name the folder the live run uses. Longest path first, except that a
+    placeholder naming a folder below another one's (``<RUN_DIR>/tmp`` below
+    ``<RUN_DIR>``) goes before all: its live path need not lie below the other's (the short
+    temp folder is in /tmp), and it is put back only where its name ends (the pattern), as
+    ``<RUN_DIR>/tmp2`` is the run folder's. ``<HOME>/`` (what lies below a home) names no
+    folder of its own.
+    """
+    chosen: dict[str, str] = {}  # placeholder -> its path
+    for path, placeholder in given.items():
+        chosen.setdefault(placeholder, path)
+
+    def below(placeholder: str) -> bool:
+        return any(
+            placeholder.startswith(f"{other}/") and len(placeholder) > len(other) + 1
+            for other in chosen
+        )
+
+    pairs = sorted(((path, ph) for ph, path in chosen.items()), key=lambda kv: -len(kv[0]))
+    first = [
+        (path, ph, re.compile(f"{re.escape(ph)}(?![\\w.-])")) for path, ph in pairs if below(ph)
+    ]
+    return [*first, *((path, ph, None) for path, ph in pairs if not below(ph))]
 
 
 def _names_task(text: str) -> bool:

@@ -205,7 +205,8 @@ _SHORT: dict[Path, Path] = {}
 def tmpdir_for(folder: Path) -> Path:
     """The path a run's temp folder `folder` is named by: itself, or where a socket path
     in it would be too long (a run folder deep in a project), a short folder in /tmp
-    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too.
+    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too: a
+    recording names it ``<RUN_DIR>/tmp``, as a shallow run's own temp folder.
 
     A folder, not a link to `folder`: the sandbox's read guard opens the paths it allows
     resolved, so a link in /tmp would not exist inside the sandbox. The short folder holds

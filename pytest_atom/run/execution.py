@@ -488,17 +488,29 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
         for number in range(1, 2 * attempts + 3):
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
-    # The sandbox's own folders, named after the user id (2.1.330 lists them in its prompt),
-    # in the CLI's temp folder, which is the run's (model/environment.py: through a short
-    # link when the run folder is deep, for the sandbox's sockets); those in /tmp
-    # whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
-    if hasattr(os, "getuid"):
-        tmps = {run_dir / "tmp", run_dir.resolve() / "tmp", tmpdir_for(run_dir / "tmp")}
-        for tmp in tmps:
-            for name in ("claude", "cc-daemon", "claude-host"):
-                paths[f"{tmp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+    paths.update(_temp_paths(run_dir))
     # --- issue 25 (env): the values of the caller variables a run passes, where they
     # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
     for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
         paths.setdefault(value, placeholder)
+    return paths
+
+
+def _temp_paths(run_dir: Path) -> dict[str, str]:
+    """The run's temp folder and the sandbox's folders in it, with their placeholders.
+
+    The temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is too deep
+    for the sandbox's sockets, it is a short one in /tmp (model/environment.py tmpdir_for),
+    which a network-sandboxed agent's read guard lists and its tool results name. The live
+    one comes first, so a replayed answer gets it back (`Normalizer.paths_in`). The
+    sandbox's own folders, named after the user id (2.1.330 lists them in its prompt), are
+    in it; those in /tmp whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
+    """
+    live = tmpdir_for(run_dir / "tmp")
+    temps = dict.fromkeys([live, live.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"])
+    paths = {str(temp): "<RUN_DIR>/tmp" for temp in temps}
+    if hasattr(os, "getuid"):
+        for temp in temps:
+            for name in ("claude", "cc-daemon", "claude-host"):
+                paths[f"{temp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
