@@ -10,7 +10,6 @@ one above it (the default layout puts the spec three folders up).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from pytest_atom.cassettes.cassette import Cassette
@@ -18,31 +17,45 @@ from pytest_atom.cassettes.scrub import Scrubber, env_file_secrets, spec_secrets
 from pytest_atom.model.project import project_root
 from pytest_atom.model.spec_types import Spec
 
-__all__ = ["scrubber_for"]
+__all__ = ["CheckScrubbers"]
 
 #: How many folders above a cassette its spec file is looked for.
 _LEVELS = 4
 
 
-def scrubber_for(path: Path, data: Cassette) -> Scrubber:
-    """A Scrubber that knows the secrets of the spec `data` was recorded for (a default one
-    when that spec cannot be found or loaded: the check still finds everything else)."""
+class CheckScrubbers:
+    """The Scrubbers of one `atom cassette check`: one per spec the cassettes were recorded
+    for, and one shared by the cassettes whose spec is not found, made as the check meets
+    them and kept for the rest of the check (a value one finds is found in the next too)."""
+
+    def __init__(self) -> None:
+        self._shared = Scrubber()
+        self._made: dict[tuple[Path | None, str], Scrubber] = {}
+
+    def for_cassette(self, path: Path, data: Cassette) -> Scrubber:
+        """A Scrubber that knows the secrets of the spec `data` was recorded for (the shared
+        one when that spec cannot be found or loaded: the check still finds all else)."""
+        key = file, name = _spec_file(path, data)
+        if key not in self._made:
+            spec = _spec(file, name) if file is not None else None
+            self._made[key] = _knowing(spec) if spec is not None else self._shared
+        return self._made[key]
+
+
+def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
+    """The spec file (None: not found) and spec name the metadata of `data` names."""
     recorded = str(data.metadata.get("spec") or "")
     file_name, _, name = recorded.partition("::")
     if not file_name or "/" in file_name or "\\" in file_name:
-        return _scrubber(None, "")
+        return None, ""
     for folder in list(path.resolve().parents)[:_LEVELS]:
-        candidate = folder / file_name
-        if candidate.is_file():
-            return _scrubber(candidate, name)
-    return _scrubber(None, "")
+        if (folder / file_name).is_file():
+            return folder / file_name, name
+    return None, ""
 
 
-@lru_cache(maxsize=64)
-def _scrubber(spec_file: Path | None, name: str) -> Scrubber:
-    spec = _spec(spec_file, name) if spec_file is not None else None
-    if spec is None:
-        return Scrubber()
+def _knowing(spec: Spec) -> Scrubber:
+    """A Scrubber that also knows `spec`'s secrets and its project's env files'."""
     known: dict[str, str] = {}
     for folder in (project_root(spec.root), spec.root, spec.workspace):
         if folder is not None:

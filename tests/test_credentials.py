@@ -169,8 +169,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> Reco
     folder = once_per_session(
         tmp_path_factory, "credentials", partial(_record, claude_bin=claude_bin)
     )
-    *kept, run_dir = pickle.loads((folder / "recorded.pickle").read_bytes())
-    return Recorded(*kept, folder / "cassettes" / "keys" / "keys.yaml", Path(run_dir))
+    key, literal, passed, report, bodies, credentials, run_dir = pickle.loads(
+        (folder / "recorded.pickle").read_bytes()
+    )
+    cassette = folder / "cassettes" / "keys" / "keys.yaml"
+    return Recorded(key, literal, passed, report, bodies, credentials, cassette, Path(run_dir))
 
 
 @pytest.mark.slow
