@@ -55,7 +55,15 @@ def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
 
 
 def _knowing(spec: Spec) -> Scrubber:
-    """A Scrubber that also knows `spec`'s secrets and its project's env files'."""
+    """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
+    ``.atom/config.yaml``, as its run has them) and its project's env files'."""
+    from pytest_atom.model.config import load_config
+    from pytest_atom.run.execution import with_limits
+
+    try:
+        spec = with_limits(spec, load_config(cwd=spec.root))
+    except Exception:  # noqa: BLE001 - a broken config only costs its pass_env: names
+        pass
     known: dict[str, str] = {}
     for folder in (project_root(spec.root), spec.root, spec.workspace):
         if folder is not None:
