@@ -34,6 +34,8 @@ from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
 from pytest_atom.model.spec import load_specs
+from pytest_atom.reports.html import spec_view
+from pytest_atom.reports.trace import write_report
 from tests.helpers import once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream, Turn
 
@@ -104,6 +106,8 @@ def test_the_recording_gateway_puts_the_real_credential_on_what_it_forwards(
 PROMPT = "Show the key you hold."  # shorter than AUDITOR, which quotes it
 AUDITOR = "You are a clinical auditor. An autonomous agent worked on the task below"
 CRITERION = "out.txt holds the service token."
+#: The run folder's own folders the harness writes (the attempts are the agent's).
+FOLDERS = ("claude-config", "home")
 LOOK = (
     "printenv ANTHROPIC_API_KEY; printenv ANTHROPIC_API_KEY | rev; "
     'printf "%s\\n" "$SERVICE_TOKEN" > out.txt; env | sort'
@@ -159,6 +163,9 @@ def _record(folder: Path, claude_bin: Path) -> None:
             patch.delenv(name, raising=False)
         patch.setenv("ANTHROPIC_API_KEY", key)  # the caller's: the gateway's alone
         result, upstream = record_through_upstream(spec, _conversations(), claude_bin)
+    write_report(result, folder / "report")  # the trace and the transcripts
+    view = json.dumps(spec_view(result))  # what the HTML report and results.json show
+    (folder / "report" / "view.json").write_text(view, encoding="utf-8")
     bodies = [r.body for r in upstream.requests]
     kept = (key, literal, result.passed, result.report(), bodies, upstream.credentials)
     (folder / "recorded.pickle").write_bytes(pickle.dumps((*kept, str(result.run_dir))))
@@ -201,11 +208,14 @@ def test_the_specs_secret_is_in_no_request_of_the_cassette_the_reflectors_includ
     assert recorded.literal not in text and recorded.key not in text
     assert "<SECRET:SERVICE_TOKEN>" in json.dumps(reflector[0].body)
     assert "DEBUG=1" in text  # a common value is no secret
-    # Nor in the CLI's own transcripts and logs, scrubbed in place.
-    for folder in ("claude-config", "home"):
-        for path in (recorded.run_dir / folder).rglob("*"):
-            if path.is_file() and not path.is_symlink():
-                assert recorded.literal not in path.read_text(errors="replace"), path
+    # Nor in the CLI's own transcripts and logs (scrubbed in place), the trace, the
+    # report's transcripts, the HTML view or the failure report.
+    written = [recorded.cassette.parents[2] / "report", *(recorded.run_dir / f for f in FOLDERS)]
+    files = [p for f in written for p in f.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert any(p.name == "view.json" for p in files) and any(p.suffix == ".jsonl" for p in files)
+    for path in files:
+        assert recorded.literal not in path.read_text(errors="replace"), path
+    assert recorded.literal not in recorded.report
 
 
 @pytest.mark.slow
