@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import click
 
 from atom_cli.cassette_findings import file_findings, file_notes
+from atom_cli.cassette_secrets import CheckScrubbers
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.estimate import Estimate, estimate
 from pytest_atom.cassettes.recording import cassette_path, record_command
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -317,7 +317,7 @@ class _CheckCounts:
 
 def _check_files(files: Sequence[Path]) -> _CheckCounts:
     """Check each cassette under `files`, a line per finding or note, as it goes."""
-    scrubber = Scrubber()
+    scrubbers = CheckScrubbers()
     counts = _CheckCounts()
     for path, is_candidate in _expand(_with_spec_cassettes(files)):
         if not is_candidate:
@@ -337,7 +337,7 @@ def _check_files(files: Sequence[Path]) -> _CheckCounts:
             click.echo(f"Error: {exc}", err=True)
             continue
         counts.checked += 1
-        for what in file_findings(scrubber, text, data):
+        for what in file_findings(scrubbers.for_cassette(path, data), text, data):
             counts.findings += 1
             click.echo(f"{path}: {what}")
         for what in file_notes(path, data):

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
 from tests.helpers import bash
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")
@@ -83,9 +84,12 @@ def test_planted_canaries_appear_in_no_file_the_run_leaves(
     # The spec fails (no deployed.txt): its failure report, quoting the agent, is in the XML.
     result.assert_outcomes(failed=1)
     assert "agent's last message" in junit.read_text()
-    # The agent really saw every canary, and the CLI really sent the key and the token.
+    # The agent really saw the env token and the workspace secret; of the credentials, only
+    # the placeholders (issue 33): the gateway put the real key and token on the requests.
     seen = json.dumps([e.request.json for e in upstream.exchanges])
-    assert all(value in seen for name, value in canaries.items() if name != "auth token")
+    assert canaries["env token"] in seen and canaries["workspace secret"] in seen
+    assert f"ANTHROPIC_API_KEY={CREDENTIAL_PLACEHOLDERS['ANTHROPIC_API_KEY']}" in seen
+    assert canaries["API key"] not in seen and canaries["auth token"] not in seen
     headers = [e.request.headers for e in upstream.exchanges]
     assert any(h.get("x-api-key") == canaries["API key"] for h in headers)
     assert any(h.get("authorization") == f"Bearer {canaries['auth token']}" for h in headers)

@@ -269,7 +269,7 @@ def test_the_request_names_no_toolchain_of_this_machine(tmp_path: Path) -> None:
 def test_env_file_secrets_are_scrubbed_by_name_or_by_shape(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scrub, "_ENV_FILES", {})
+    monkeypatch.setattr(scrub, "_REMEMBERED", {})
     token = "a8F3kq9Zx2Lw7Rt5Yp1Mn4"
     (tmp_path / ".env").write_text(
         "# a comment\n"

@@ -248,6 +248,8 @@ class RealisticUpstream:
         self.conversations = {k: list(v) for k, v in conversations.items()}
         self.delay = delay
         self.requests: list[Received] = []
+        #: The credential headers of each POST, as received: (x-api-key, authorization).
+        self.credentials: list[tuple[str | None, str | None]] = []
         self.usage_sent: list[Sent] = []
         self._faults_served: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
@@ -565,6 +567,10 @@ def _handler(upstream: RealisticUpstream) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             number = upstream._next_request_number()
+            with upstream._lock:
+                upstream.credentials.append(
+                    (self.headers.get("x-api-key"), self.headers.get("authorization"))
+                )
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length)
             path = urlsplit(self.path).path

@@ -112,7 +112,10 @@ def _line_start(text: str, pos: int) -> int:
 def _line_end(text: str, pos: int) -> int:
     high = min(len(text), pos + _AFTER)
     ends = [i for i in (text.find("\n", pos, high), text.find("\\n", pos, high)) if i >= 0]
-    return min(ends, default=high)
+    end = min(ends, default=high)
+    while end > pos and text[end - 1] == "\\":  # the whole escape (``\\\\n``: escaped twice)
+        end -= 1
+    return end
 
 
 def _unescape(text: str) -> str:
@@ -125,13 +128,22 @@ def _unescape(text: str) -> str:
     return _ESCAPE.sub(one, text)
 
 
+#: A line break escaped once or twice (JSON text inside JSON).
+_ESCAPED_BREAK = re.compile(r"(?:\\{1,2}r)?\\{1,2}n")
+
+
 def _views(window: str) -> Iterator[str]:
     """The window's lines as written and as decoded from up to two levels of JSON escaping
-    (a file's content inside a tool call's JSON inside a stream event)."""
+    (a file's content inside a tool call's JSON inside a stream event).
+
+    A view that is still escaped is cut at its escaped line breaks too: a value never runs
+    on into the next line (``GIT_CONFIG_KEY_0=safe.directory\\nGIT_CONFIG_KEY_1=…`` would
+    otherwise be one value, holding a digit, and its redaction would eat the next line).
+    """
     seen: set[str] = set()
     view = window
     for _ in range(3):
-        for line in view.splitlines():
+        for line in (cut for row in view.splitlines() for cut in _ESCAPED_BREAK.split(row)):
             if line not in seen:
                 seen.add(line)
                 yield line

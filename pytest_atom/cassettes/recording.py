@@ -421,6 +421,7 @@ def _record(
         replay=replay,
         upstream=upstream,
         upstream_label=label,
+        credentials=auth,
         matcher=matcher_for(settings.match),
         # Re-judging replays the agent and asks the upstream for the reflector's verdicts.
         forward_kinds=frozenset({"reflector"}) if kind == "rejudge" else frozenset(),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
@@ -67,6 +67,9 @@ class CassetteResponder(Forwarding):
     replay: bool = True
     upstream: str | None = None  # forwarding target; None: never forward
     upstream_label: str | None = None  # what the cassette's URIs say instead of a local port
+    #: The recording's real credentials (NAME -> value): put in place of the placeholders
+    #: the CLI sends (`upstream.with_credentials`), on forwarded requests only; never shown.
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: The match mode by the name users type (--atom-match); sets `matcher` when given.
     match: InitVar[MatchMode | None] = None
     #: Request kinds always forwarded, never replayed (re-judging forwards the reflector's).

@@ -16,13 +16,27 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.cassettes.detector import find_secrets, is_secret_name, json_forms
 from pytest_atom.files import write_atomic
+from pytest_atom.model.environment import passed, passes
+from pytest_atom.model.spec_env import EnvError, expand_env
+from pytest_atom.model.spec_types import Spec
 
-__all__ = ["SECRET_HEADERS", "SECRET_NAME", "Scrubber", "env_file_secrets", "remember_env_files"]
+__all__ = [
+    "SECRET_HEADERS",
+    "SECRET_NAME",
+    "Scrubber",
+    "env_file_secrets",
+    "remember_env_files",
+    "remember_secrets",
+    "remember_spec_secrets",
+    "secret_values",
+    "spec_secrets",
+]
 
 #: Env var names whose values are secrets: a case-insensitive *substring* match. It
 #: over-matches (KEYBOARD_LAYOUT) on purpose: a needless placeholder is cheap, a missed key
@@ -75,26 +89,51 @@ _PRIVATE_KEYS = (
 _BASIC_AUTH = re.compile(r"(://[^:/?#\[\]@!$&'()*+,;=\s]+:)[^:/?#\[\]@!$&'()*+,;=\s<>]+(?=@)")
 
 
-#: The values of the project's env files (`remember_env_files`): every default Scrubber
-#: made afterwards treats them as secrets, as it does the caller's secret-looking variables.
-_ENV_FILES: dict[str, str] = {}
-_ENV_FILES_LOCK = threading.Lock()
+#: Secrets this process was told of (`remember_secrets`: a run's spec `env:` and `pass_env:`
+#: values, its project's env files), value -> name: every default Scrubber made afterwards
+#: treats them as secrets, as it does the caller's secret-looking variables.
+_REMEMBERED: dict[str, str] = {}
+_REMEMBERED_LOCK = threading.Lock()
 #: `.env*` files that hold examples for a reader, not this machine's values.
 _ENV_TEMPLATES = re.compile(r"\.(example|sample|template|dist|defaults?)$", re.IGNORECASE)
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*[=:]\s*(.*?)\s*$")
-#: A value shaped like a token: no spaces, letters and digits, long, neither a URL nor a path.
-_TOKEN_SHAPE = re.compile(r"^(?=.*[A-Za-z])(?=.*[0-9])(?!.*://)[^/\s][^\s]{15,}$")
+#: A value shaped like a token: no spaces, letters and digits, long, neither a URL nor a path
+#: nor an option (``--max-old-space-size=4096``).
+_TOKEN_SHAPE = re.compile(r"^(?=.*[A-Za-z])(?=.*[0-9])(?!.*://)[^/\s-][^\s]{15,}$")
+#: Secret values shorter than this are never scrubbed: they would shred ordinary text.
+MIN_SECRET_LENGTH = 8
+
+
+def secret_values(env: Mapping[str, str]) -> dict[str, str]:
+    """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
+    `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files:
+
+    - a value whose name looks secret (`SECRET_NAME`: ``*KEY*``, ``*TOKEN*``, ``*PASS*``, …),
+      or that is shaped like a token (`_TOKEN_SHAPE`: 16 characters or more, letters and
+      digits, no spaces, neither a URL, a path nor an option), whatever its name;
+    - and `MIN_SECRET_LENGTH` characters or more, no boolean or ``0``/``1``, not the path of
+      something that exists (`_is_secret_value`).
+
+    So ``DEBUG: "1"``, ``LANG: C`` or ``APP_ENV: development`` stay as they are (replacing
+    such words everywhere would shred every text), while ``SERVICE_TOKEN: …`` and a generated
+    key under any name are scrubbed.
+    """
+    return {
+        name: value
+        for name, value in env.items()
+        if (SECRET_NAME.search(name) or _TOKEN_SHAPE.match(value))
+        and _is_secret_value(value, MIN_SECRET_LENGTH)
+    }
 
 
 def env_file_secrets(folder: Path) -> dict[str, str]:
-    """NAME -> value of the secrets in `folder`'s own ``.env*`` files (``.env``,
-    ``.env.local``, ``.envrc``; not ``.env.example`` and the like), from ``NAME=value`` and
-    ``export NAME=value`` lines, quotes removed.
+    """NAME -> value of the secrets (`secret_values`) in `folder`'s own ``.env*`` files
+    (``.env``, ``.env.local``, ``.envrc``; not ``.env.example`` and the like), from
+    ``NAME=value`` and ``export NAME=value`` lines, quotes removed.
 
-    A value counts when its name looks secret (`SECRET_NAME`) or the value looks like a token
-    (`_TOKEN_SHAPE`). Words such as ``development`` or ``localhost`` do not: they occur in
-    ordinary text, and replacing them there would make every recording depend on this
-    machine's env file.
+    Words such as ``development`` or ``localhost`` do not count: they occur in ordinary
+    text, and replacing them there would make every recording depend on this machine's env
+    file.
     """
     found: dict[str, str] = {}
     try:
@@ -117,23 +156,53 @@ def env_file_secrets(folder: Path) -> dict[str, str]:
                 value = value[1:-1]
             elif " #" in value:
                 value = value.split(" #", 1)[0].rstrip()
-            if value and (SECRET_NAME.search(name) or _TOKEN_SHAPE.match(value)):
+            if secret_values({name: value}):
                 found.setdefault(name, value)
     return found
 
 
+def remember_secrets(values: Mapping[str, str]) -> None:
+    """Treat `values` (NAME -> value, as `secret_values` picks them) as known secrets in every
+    default Scrubber made from now on in this process: ``<SECRET:NAME>`` wherever they occur,
+    in every request (the executor's, the reflector's, the planner's: the gateway's Scrubber
+    is made after this) and every file written (cassettes, traces, transcripts, results,
+    reports). A value remembered first keeps its first name."""
+    with _REMEMBERED_LOCK:
+        for name, value in values.items():
+            _REMEMBERED.setdefault(value, name)
+
+
 def remember_env_files(*folders: Path | None) -> None:
-    """Treat the secrets of `folders`' env files (`env_file_secrets`) as known secrets in
-    every default Scrubber made from now on in this process: the project's root and a
-    spec's workspace, whose ignored ``.env`` the agent must never see (the read guard keeps
-    it out; this scrubs what might still get through)."""
+    """`remember_secrets` for the secrets of `folders`' env files (`env_file_secrets`): the
+    project's root and a spec's workspace, whose ignored ``.env`` the agent must never see
+    (the read guard keeps it out; this scrubs what might still get through)."""
     for folder in folders:
-        if folder is None:
+        if folder is not None:
+            remember_secrets(env_file_secrets(folder))
+
+
+def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The secrets (`secret_values`) a run of `spec` hands its processes: the values its
+    `env:` sets (``${VAR}`` expanded from `caller`, default: this process's environment; an
+    entry naming an unset variable is left out, as its run would refuse to start) and the
+    caller's values of the names its `pass_env:` passes."""
+    source = os.environ if caller is None else caller
+    # What `pass_env:` passes beyond the defaults (PATH, locale, proxies, certificates).
+    env = {k: v for k, v in passed(spec.pass_env, source).items() if not passes(k)}
+    for name, value in spec.env.items():
+        try:
+            env.update(expand_env(replace(spec, env={name: value}), source))
+        except EnvError:
             continue
-        values = env_file_secrets(folder)
-        with _ENV_FILES_LOCK:
-            for name, value in values.items():
-                _ENV_FILES.setdefault(value, name)
+    return secret_values(env)
+
+
+def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
+    """Remember (`remember_secrets`) the secrets of a run of `spec` (`spec_secrets`) and of
+    the env files in `folders`, the spec's workspace and its folder: before its gateway and
+    its reports make their Scrubbers."""
+    remember_secrets(spec_secrets(spec))
+    remember_env_files(*folders, spec.workspace, spec.root)
 
 
 def _b(shape: str) -> str:
@@ -221,8 +290,8 @@ class Scrubber:
         pairs = list((extra or {}).items())
         pairs += sorted((n, v) for n, v in source.items() if SECRET_NAME.search(n))
         if env is None:  # the default: this machine's secrets, its env files' too
-            with _ENV_FILES_LOCK:
-                pairs += sorted((n, v) for v, n in _ENV_FILES.items())
+            with _REMEMBERED_LOCK:
+                pairs += sorted((n, v) for v, n in _REMEMBERED.items())
         self._names: dict[str, str] = {}  # every form of every value -> placeholder name
         count = 0
         for name, value in pairs:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -22,6 +22,7 @@ from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.model import messages
+from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
 from pytest_atom.model.messages import coalesce_sse, parse_sse
 from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.roles import ROLE_HEADER
@@ -58,6 +59,7 @@ class Forwarding:
     scrubber: Scrubber
     upstream: str | None
     upstream_label: str | None
+    credentials: Mapping[str, str]
     recorded: int
     faults: list[UpstreamFault]
     _lock: threading.Lock
@@ -99,6 +101,7 @@ class Forwarding:
         # The role marker goes on too: a scripted upstream (recording from a script) plays
         # each role's lane by it, and the API ignores a header it does not know.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
+        headers = with_credentials(headers, self.credentials)  # the real key, upstream only
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
         waiting = (request, live, time.monotonic())
         with self._lock:
@@ -386,6 +389,24 @@ def _incomplete(body: bytes) -> str | None:
 def _sse_error(text: str) -> bytes:
     """An SSE error event: how the API itself reports a failure inside a stream."""
     return b"event: error\ndata: " + messages.error_body("api_error", text) + b"\n\n"
+
+
+def with_credentials(headers: Mapping[str, str], credentials: Mapping[str, str]) -> dict[str, str]:
+    """`headers` with the real credential (`credentials`: NAME -> value, the recording's) in
+    place of its placeholder (`CREDENTIAL_PLACEHOLDERS`) in the credential headers
+    (``x-api-key``, ``authorization: Bearer …``): the CLI only ever held the placeholder."""
+    swaps = [
+        (CREDENTIAL_PLACEHOLDERS[n], v)
+        for n, v in credentials.items()
+        if v and n in CREDENTIAL_PLACEHOLDERS
+    ]
+    out = dict(headers)
+    for name, value in headers.items():
+        if name.lower() in SECRET_HEADERS:
+            for placeholder, real in swaps:
+                value = value.replace(placeholder, real)
+            out[name] = value
+    return out
 
 
 def kept_headers(request: GatewayRequest) -> dict[str, str]:

@@ -122,6 +122,28 @@ NEVER_PASS: tuple[str, ...] = (
     *RUN_FOLDERS,
 )
 
+#: What every process of a run gets in place of each credential Claude Code can use: the
+#: CLI, the agent's shell, hooks, MCP servers, set-ups and checks never hold the caller's
+#: real key, so nothing they run can print, reverse or send it. When recording, only the
+#: gateway holds the real one and puts it in place of the placeholder on the requests it
+#: forwards upstream (`cassettes.upstream.with_credentials`). The OAuth placeholder keeps
+#: the prefix by which the CLI tells a subscription token from a key.
+CREDENTIAL_PLACEHOLDERS: dict[str, str] = {
+    "ANTHROPIC_API_KEY": "atom-offline-placeholder-key",
+    "ANTHROPIC_AUTH_TOKEN": "atom-offline-placeholder-token",
+    "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-atom-offline-placeholder",
+}
+
+
+def placeholder_credentials(auth: Iterable[str] = ()) -> dict[str, str]:
+    """The credentials a run's processes get: a placeholder under each name of `auth` (the
+    credentials a recording uses: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or
+    CLAUDE_CODE_OAUTH_TOKEN, so the CLI authenticates the same way as with the real one),
+    else ANTHROPIC_API_KEY's, which is all the CLI needs to skip its login flow."""
+    names = [name for name in auth if name in CREDENTIAL_PLACEHOLDERS] or ["ANTHROPIC_API_KEY"]
+    return {name: CREDENTIAL_PLACEHOLDERS[name] for name in names}
+
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GLOB = re.compile(r"^[A-Za-z0-9_*?\[\]!]+$")
 

@@ -21,7 +21,7 @@ from pytest_atom.cassettes.recording import (
     divergence_report,
     open_model_source,
 )
-from pytest_atom.cassettes.scrub import Scrubber, remember_env_files
+from pytest_atom.cassettes.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.diffs import WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
@@ -77,10 +77,11 @@ def run_spec(
         raise spend.refuse(spec.name)
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
-    # The project's and the workspace's env files: their secrets are scrubbed from all
-    # that is written, should the agent reach them in spite of the read guard.
-    remember_env_files(project_dir, spec.workspace, spec.root)
     spec = with_limits(spec, config)
+    # The secrets of the spec's `env:` and `pass_env:` and of the env files (the project's,
+    # the workspace's): scrubbed from every request, the reflector's too, and all that is
+    # written, since every Scrubber of this run is made after this.
+    remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it

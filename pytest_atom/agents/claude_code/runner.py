@@ -18,7 +18,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.session import AgentSession
-from pytest_atom.model.environment import build_env
+from pytest_atom.model.environment import build_env, placeholder_credentials
 from pytest_atom.model.events import Event
 from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
@@ -61,8 +61,10 @@ def claude_env(
 ) -> dict[str, str]:
     """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
 
-    `auth` carries credentials for recording (``ANTHROPIC_API_KEY`` and the like); without
-    it a placeholder key is set, which is all the CLI needs to skip its login flow.
+    `auth` names the credentials a recording uses (``ANTHROPIC_API_KEY`` and the like): the
+    CLI gets a placeholder under each name, never the value (`placeholder_credentials`), so
+    neither it nor anything it starts (the agent's shell, hooks, MCP servers) holds the real
+    key; the recording gateway puts it back on the requests it forwards upstream.
 
     The rest is built from parts (pytest_atom.model.environment): the caller's (`base`,
     default: ours) PATH, locale, proxies and toolchain roots, the names `pass_env` passes,
@@ -78,7 +80,7 @@ def claude_env(
     env["CLAUDE_CONFIG_DIR"] = str(config_dir)
     # The agent's git must not find the user's repository above the run folder.
     env["GIT_CEILING_DIRECTORIES"] = str(config_dir.parent)
-    env.update(auth or {"ANTHROPIC_API_KEY": "atom-offline-placeholder-key"})
+    env.update(placeholder_credentials(auth or ()))
     return env
 
 

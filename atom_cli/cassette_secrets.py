@@ -1,0 +1,92 @@
+"""The Scrubber `atom cassette check` reads a cassette with: one that knows the secrets of the
+spec it was recorded for, as the recording's own did.
+
+A recording scrubs the values of its spec's `env:` and `pass_env:` and of the project's
+`.env*` files (`cassettes.scrub.spec_secrets`); a cassette that holds one anyway (recorded
+before, or edited since) must fail the check. Those values are in no cassette, so the check
+loads the spec its metadata names (``spec: <file>::<name>``), from the cassette's folder or
+one above it (the default layout puts the spec three folders up).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.scrub import Scrubber, env_file_secrets, spec_secrets
+from pytest_atom.model.project import project_root
+from pytest_atom.model.spec_types import Spec
+
+__all__ = ["CheckScrubbers"]
+
+#: How many folders above a cassette its spec file is looked for.
+_LEVELS = 4
+
+
+class CheckScrubbers:
+    """The Scrubbers of one `atom cassette check`: one per spec the cassettes were recorded
+    for, and one shared by the cassettes whose spec is not found, made as the check meets
+    them and kept for the rest of the check (a value one finds is found in the next too)."""
+
+    def __init__(self) -> None:
+        self._shared = Scrubber()
+        self._made: dict[tuple[Path | None, str], Scrubber] = {}
+
+    def for_cassette(self, path: Path, data: Cassette) -> Scrubber:
+        """A Scrubber that knows the secrets of the spec `data` was recorded for (the shared
+        one when that spec cannot be found or loaded: the check still finds all else)."""
+        key = file, name = _spec_file(path, data)
+        if key not in self._made:
+            spec = _spec(file, name) if file is not None else None
+            self._made[key] = _knowing(spec) if spec is not None else self._shared
+        return self._made[key]
+
+
+def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
+    """The spec file (None: not found) and spec name the metadata of `data` names."""
+    recorded = str(data.metadata.get("spec") or "")
+    file_name, _, name = recorded.partition("::")
+    if not file_name or "/" in file_name or "\\" in file_name:
+        return None, ""
+    for folder in list(path.resolve().parents)[:_LEVELS]:
+        if (folder / file_name).is_file():
+            return folder / file_name, name
+    return None, ""
+
+
+def _knowing(spec: Spec) -> Scrubber:
+    """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
+    ``.atom/config.yaml``, as its run has them) and its project's env files'."""
+    from pytest_atom.model.config import load_config
+    from pytest_atom.run.execution import with_limits
+
+    try:
+        spec = with_limits(spec, load_config(cwd=spec.root))
+    except Exception:  # noqa: BLE001 - a broken config only costs its pass_env: names
+        pass
+    known: dict[str, str] = {}
+    for folder in (project_root(spec.root), spec.root, spec.workspace):
+        if folder is not None:
+            known.update(env_file_secrets(folder))
+    known.update(spec_secrets(spec))
+    return Scrubber(extra=known)
+
+
+def _spec(spec_file: Path, name: str) -> Spec | None:
+    """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
+    loaded (the project's check kinds are tried too) or has no such spec."""
+    from pytest_atom.model.spec import load_specs
+    from pytest_atom.model.spec_types import SpecError
+
+    try:
+        try:
+            specs = load_specs(spec_file)
+        except SpecError:
+            from atom_cli.run_cmd import collect_specs
+            from pytest_atom.run.harness import host_harness
+
+            harness = host_harness({}, spec_dirs={spec_file.parent})
+            specs = collect_specs([spec_file], harness.registry())
+    except Exception:  # noqa: BLE001 - a spec that does not load only costs its secrets
+        return None
+    return next((s for s in specs if name in (s.name, s.base_name)), None)
