@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+from pytest_atom.inert import inert
+
 #: What a spec file's name ends with.
 SPEC_SUFFIX = ".atom.yaml"
 
@@ -25,5 +27,6 @@ def cli_slug(path: Path | str) -> str:
 
 
 def node_id(path: Path, name: str, rootdir: Path) -> str:
-    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike."""
-    return f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}"
+    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike:
+    inert, as `pytest --atom` makes a node id whose file name holds control characters."""
+    return inert(f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}")

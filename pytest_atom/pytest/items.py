@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import select_arms
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.result import SpecResult
@@ -98,21 +99,21 @@ class SpecFile(pytest.File):
         except SpecError as err:
             # An item that errors at setup, not a collection error: pytest would stop the
             # whole run for one, and the other specs must still run.
-            yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
+            yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=err)
             return
         session = _session(self.config)
         session.arms_seen.update(s.arm for s in specs if s.arm is not None)
         specs = select_arms(specs, harness.settings.arms)
         missing = _missing_syrupy(specs)
         if missing:
-            yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
+            yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=missing)
             return
         for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
             repeat = self.repeats(spec)
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
                 self,
-                name=name,
+                name=inert(name),  # a name from the file's: printed, and in JUnit XML
                 spec=spec,
                 callobj=_test_function(spec),
                 repeat=run if repeat > 1 else None,
@@ -178,13 +179,13 @@ class BrokenSpec(pytest.Item):
         self.error = error
 
     def setup(self) -> None:
-        pytest.fail(str(self.error), pytrace=False)
+        pytest.fail(inert(str(self.error)), pytrace=False)
 
     def runtest(self) -> None:  # never reached: setup fails
         raise AssertionError(str(self.error))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"atom spec file {self.path.name}"
+        return self.path, 0, inert(f"atom spec file {self.path.name}")
 
 
 def _test_function(spec: Spec) -> Any:
@@ -291,14 +292,16 @@ class AtomItem(pytest.Function):
             data = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
             if not snapshot(name=name) == (data if data is not None else f"<{name} is missing>"):
                 diff = snapshot.get_assert_diff()
-                if not self.config.get_terminal_writer().hasmarkup:
-                    diff = [_ANSI.sub("", line) for line in diff]
+                if not self.config.get_terminal_writer().hasmarkup or not is_inert(data or ""):
+                    # A file with control characters of its own: shown escaped, and so
+                    # without syrupy's colours, which its escapes would otherwise mix with.
+                    diff = [inert(_ANSI.sub("", line)) for line in diff]
                 mismatches.append((name, diff))
         if mismatches:
             raise SnapshotMismatch(mismatches)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
+        return self.path, self.spec.line - 1, inert(f"atom spec {self.spec.name}")
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import unknown_arms
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
@@ -178,7 +179,7 @@ class AtomSession:
         if self.interrupted is not None:
             terminalreporter.write_sep("=", "pytest-atom: interrupted")
             for line in self._interrupted_lines(self.interrupted):
-                terminalreporter.write_line(line, yellow=True)
+                _write(terminalreporter, line, yellow=True)
         if not self.results:
             return
         # Collection order, as without -n: xdist reports runs in the order they finish.
@@ -187,39 +188,39 @@ class AtomSession:
         columns = shutil.get_terminal_size().columns
         width = summary_width(bool(terminalreporter.isatty), columns)
         for line in summary_table(self.results, width):
-            terminalreporter.write_line(line)
-        terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
+            _write(terminalreporter, line)
+        _write(terminalreporter, f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for row in self.results:
             for label, text in row.notes():
-                terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
+                _write(terminalreporter, f"{label}: {row.nodeid}: {text}")
         for line in failed_tries_lines(self.results):
-            terminalreporter.write_line(line)
+            _write(terminalreporter, line)
         if self.spending_limit:
             spend = self.harness.spend
             said = spend.summary() if spend is not None else None
-            terminalreporter.write_line(
+            _write(terminalreporter, 
                 said or f"spending limit reached ({self.harness.spend_option}); exit status 2",
                 red=True,
             )
         for line in sandbox_warning_lines(self.results):
-            terminalreporter.write_line(line, yellow=True)
+            _write(terminalreporter, line, yellow=True)
         if self.stats_error:
-            terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
+            _write(terminalreporter, f"baseline gate: error: {self.stats_error}", red=True)
         elif self.baseline is not None:
             terminalreporter.write_line("")
             for line, red in self.baseline.flagged_lines():
-                terminalreporter.write_line(line, red=red)
+                _write(terminalreporter, line, red=red)
         gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
             for line in repeat_lines(self.results, gate):
-                terminalreporter.write_line(line)
+                _write(terminalreporter, line)
         arms = arm_lines(self.results)
         if arms:
             terminalreporter.write_line("")
             for line in arms:
-                terminalreporter.write_line(line)
+                _write(terminalreporter, line)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:
         command = f"pytest --atom '{node_id(stop.spec.path, stop.spec.name, self.config.rootpath)}'"
@@ -231,13 +232,33 @@ class AtomSession:
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
-            return SpecFile.from_parent(parent, path=file_path)
+            return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
             from pytest_atom.model.evalsuite import is_case_file
 
             if is_case_file(file_path):
-                return EvalCaseFile.from_parent(parent, path=file_path)
+                return EvalCaseFile.from_parent(
+                    parent, path=file_path, **_inert_nodeid(parent, file_path)
+                )
         return None
+
+
+def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, str]:
+    """A spec file's node id, inert when its path holds control characters: pytest prints
+    the node id (the progress line, the short summary) and writes it into JUnit XML's
+    ``classname`` unescaped, where an ESC makes the file no longer parse. Empty (pytest's
+    own node id) for every other path, and for one outside the rootdir."""
+    try:
+        relative = file_path.relative_to(parent.config.rootpath).as_posix()
+    except ValueError:
+        relative = file_path.as_posix()
+    return {} if is_inert(relative) else {"nodeid": inert(relative)}
+
+
+def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
+    """A summary line, inert (`pytest_atom.inert`): notes quote run text, and node ids the
+    spec file's name."""
+    terminalreporter.write_line(inert(line), **markup)
 
 
 def _as_reported(outcome: Outcome, report: pytest.TestReport) -> Outcome:
