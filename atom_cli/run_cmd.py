@@ -21,6 +21,7 @@ from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.config import ConfigError
 from pytest_atom.model.harness_events import AnyEvent
 from pytest_atom.model.options import OPTIONS, Option
+from pytest_atom.model.output_paths import output_path_errors
 from pytest_atom.model.project import find_ini, pytest_rootdir
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
@@ -246,6 +247,14 @@ def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **give
     # here, as pytest takes its --atom-* paths from where it ran.
     options = from_here({k: None if v is False else v for k, v in given.items()}, Path.cwd())
     harness = _harness(options, config_path, files)
+    errors = output_path_errors(
+        harness.settings,
+        harness.root,
+        flag=lambda option: option.run_flag,
+        given=lambda option: options.get(option.name) is not None,
+    )
+    if errors:  # before any spec runs, not a traceback once all of them have
+        raise click.UsageError("\n".join(errors))
     try:
         gate = harness.baseline_gate()
     except BaselineError as err:

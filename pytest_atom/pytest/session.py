@@ -18,12 +18,13 @@ import pytest
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import unknown_arms
 from pytest_atom.model.outcome import Outcome
+from pytest_atom.model.output_paths import output_path_errors
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
 from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_results
+from pytest_atom.reports.baseline import BaselineError, results_file, write_results
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import (
@@ -72,6 +73,8 @@ class AtomSession:
         if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
             config.option.atom_seed = worker["atom_seed"]
         self.harness = pytest_harness(config)
+        if not worker:  # the controller checks once, before any spec runs
+            _check_output_paths(config, self.harness)
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
         config.option.atom_seed = self.harness.settings.seed
         self.results: list[SummaryRow] = []
@@ -85,6 +88,7 @@ class AtomSession:
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
         self.stats_error = ""  # the baseline gate needed scipy, which is not installed
+        self.results_error = ""  # last-run.json could not be written
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
         config.pluginmanager.register(Measured(self), "atom-measured")
 
@@ -137,7 +141,7 @@ class AtomSession:
         if controller:
             self.harness.finish()
             if self.results:  # what `atom baseline save` reads
-                write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
+                self._write_results()
         try:
             regressed = controller and self.compare()
         except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
@@ -158,6 +162,15 @@ class AtomSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
             session.exitstatus = pytest.ExitCode.OK
+
+    def _write_results(self) -> None:
+        """`last-run.json`; a folder that became unwritable during the run (checked before
+        it) or a full disk is a line under the summary, not a traceback over it."""
+        path = results_file(self.harness.runs_dir)
+        try:
+            write_results(self.results, path)
+        except OSError as exc:
+            self.results_error = f"could not write {display_path(path)}: {exc.strerror or exc}"
 
     def pytest_report_header(self) -> str:
         return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
@@ -205,6 +218,8 @@ class AtomSession:
             )
         for line in sandbox_warning_lines(self.results):
             _write(terminalreporter, line, yellow=True)
+        if self.results_error:
+            _write(terminalreporter, self.results_error, red=True)
         if self.stats_error:
             _write(terminalreporter, f"baseline gate: error: {self.stats_error}", red=True)
         elif self.baseline is not None:
@@ -253,6 +268,19 @@ def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, str]:
     except ValueError:
         relative = file_path.as_posix()
     return {} if is_inert(relative) else {"nodeid": inert(relative)}
+
+
+def _check_output_paths(config: pytest.Config, harness: Any) -> None:
+    """A runs folder, ``--atom-report`` or ``--atom-html`` that cannot be written is a usage
+    error now, naming the option and the path, not a traceback once every spec has run."""
+    errors = output_path_errors(
+        harness.settings,
+        harness.root,
+        flag=lambda option: option.pytest_flag,
+        given=lambda option: getattr(config.option, option.ini_name, None) is not None,
+    )
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
 
 
 def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
