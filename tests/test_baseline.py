@@ -192,7 +192,9 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
         tmp_path / ".atom" / "runs" / "last-run.json",
     )
     assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
-    write_results([row(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "runs" / "last-run.json")
+    write_results(
+        [row(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "runs" / "last-run.json"
+    )
     partial = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert partial.exit_code == 0, partial.output
     assert "baseline of 1 spec(s)" in partial.output

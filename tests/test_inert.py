@@ -15,8 +15,8 @@ from rich.console import Console
 from atom_cli.run_cmd import _shown
 from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.inert import inert, is_inert
-from pytest_atom.model.check_result import CheckResult
 from pytest_atom.judge.reflector import Verdict
+from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.messages import message, sse_stream
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
@@ -29,6 +29,7 @@ from pytest_atom.run.retention import parse_run_name, run_name
 from tests.helpers import summary_row
 
 ESC = "\x1b"
+MODEL = "claude-sonnet-4-5"
 TITLE = f"{ESC}]0;PWNED\x07"  # OSC 0: sets the window title
 CLIPBOARD = f"{ESC}]52;c;ZWNobyBwd25lZA==\x07"  # OSC 52: writes the clipboard
 CLEAR = f"{ESC}[2J"  # CSI: clears the screen
@@ -131,12 +132,12 @@ def test_cassette_show_escapes_osc_as_well_as_csi() -> None:
     transcript's lines themselves are inert now, on a terminal too."""
     uri = "https://api.anthropic.com/v1/messages"
     body = {
-        "model": "claude-sonnet-4-5",
+        "model": MODEL,
         "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
         "messages": [{"role": "user", "content": f"Do it {TITLE}"}],
     }
     content = [{"type": "text", "text": f"Sure {CLIPBOARD} {HIDDEN}"}]
-    answer = sse_stream(message("msg_1", body["model"], content, input_tokens=3, output_tokens=5))
+    answer = sse_stream(message("msg_1", MODEL, content, input_tokens=3, output_tokens=5))
     interaction = Interaction("POST", uri, body, 200, answer.decode())
     cassette = Cassette(Path(f"c{ESC}.yaml"), [interaction])
     cassette.metadata["spec"] = f"e{TITLE}.atom.yaml::e"

@@ -125,4 +125,7 @@ def test_run_folders_junit_and_last_run_stay_inert_and_inside_the_runs_folder(
     # `--atom-runs-dir X/runs`: the session's results are in the folder named, not beside it.
     assert sorted(p.name for p in (project / "X").iterdir()) == ["runs"]
     last = json.loads((project / "X" / "runs" / "last-run.json").read_text(encoding="utf-8"))
-    assert last["results"][0]["nodeid"] == r"evil\x1b]0;FN-TITLE\x07x.atom.yaml::evil\x1b]0;FN-TITLE\x07x"
+    assert (
+        last["results"][0]["nodeid"]
+        == r"evil\x1b]0;FN-TITLE\x07x.atom.yaml::evil\x1b]0;FN-TITLE\x07x"
+    )

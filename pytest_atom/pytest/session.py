@@ -212,7 +212,8 @@ class AtomSession:
         if self.spending_limit:
             spend = self.harness.spend
             said = spend.summary() if spend is not None else None
-            _write(terminalreporter, 
+            _write(
+                terminalreporter,
                 said or f"spending limit reached ({self.harness.spend_option}); exit status 2",
                 red=True,
             )
@@ -258,7 +259,7 @@ class AtomSession:
         return None
 
 
-def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, str]:
+def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, Any]:
     """A spec file's node id, inert when its path holds control characters: pytest prints
     the node id (the progress line, the short summary) and writes it into JUnit XML's
     ``classname`` unescaped, where an ESC makes the file no longer parse. Empty (pytest's

@@ -59,6 +59,7 @@ def results_file(runs_dir: Path) -> Path:
     ran (`pytest_atom.model.output_paths`)."""
     return runs_dir / RESULTS_NAME
 
+
 DEFAULT_BASELINE = Path(".atom") / "baseline.json"
 
 #: Metrics compared, in the order reports list them; True: higher is better.

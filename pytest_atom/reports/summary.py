@@ -21,10 +21,12 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
         return []
     many = len(off) > 1
     return [
-        inert(f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
-        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
-        "could write outside "
-        f"the attempt folder and reach the network: {', '.join(off)}")
+        inert(
+            f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
+            f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
+            "could write outside "
+            f"the attempt folder and reach the network: {', '.join(off)}"
+        )
     ]
 
 
@@ -38,9 +40,11 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
     tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
     usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
     return [
-        inert(f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
-        f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
-        "included in the figures above")
+        inert(
+            f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
+            f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
+            "included in the figures above"
+        )
     ]
 
 
