@@ -231,7 +231,8 @@ def test_save_writes_a_stable_baseline_from_the_last_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pytest.ini").write_text("[pytest]\natom_runs_dir = out/runs\n")
-    results = write_results([row(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
+    last = tmp_path / "out" / "runs" / "last-run.json"  # in the runs folder, not beside it
+    results = write_results([row(SPEC, "passed", props())], last)
     assert read_results(results) == [row(SPEC, "passed", props())]
     first = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert first.exit_code == 0, first.output

@@ -250,8 +250,10 @@ class AtomItem(pytest.Function):
         else:
             problem = ""
         if problem:
+            # The harness's message may quote what a set-up or the agent printed: inert.
             pytest.fail(
-                f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
+                inert(f"pytest-atom could not run spec '{self.spec.name}': {problem}"),
+                pytrace=False,
             )
         self.result = result
         outcome = result.outcome
@@ -274,9 +276,11 @@ class AtomItem(pytest.Function):
         if outcome.error is not None:
             # Never the expected failure of an xfail spec, never a pass: the harness broke.
             pytest.fail(
-                f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
-                f"{result.harness_error or outcome.why}\n"
-                f"run dir: {display_path(result.run_dir)}",
+                inert(
+                    f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
+                    f"{result.harness_error or outcome.why}\n"
+                    f"run dir: {display_path(result.run_dir)}"
+                ),
                 pytrace=False,
             )
         if outcome.status == "failed":
@@ -331,7 +335,7 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
     for step in result.steps:
         with subtests.test(msg=step.id):
             if not step.passed:
-                pytest.fail(step_line(step), pytrace=False)
+                pytest.fail(inert(step_line(step)), pytrace=False)
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
