@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import io
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from atom_cli.run_cmd import _shown
@@ -26,7 +28,7 @@ from pytest_atom.reports.cassette_transcript import cassette_lines
 from pytest_atom.reports.summary import sandbox_warning_lines, summary_table
 from pytest_atom.reports.text import failure_report
 from pytest_atom.run.retention import parse_run_name, run_name
-from tests.helpers import summary_row
+from tests.helpers import summary_row, write
 
 ESC = "\x1b"
 MODEL = "claude-sonnet-4-5"
@@ -147,3 +149,22 @@ def test_cassette_show_escapes_osc_as_well_as_csi() -> None:
     assert r"Sure \x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[8mSECRET\x1b[0m" in text
     assert r"Do it \x1b]0;PWNED\x07" in text
     assert r"e\x1b]0;PWNED\x07.atom.yaml::e" in text
+
+
+def test_a_spec_file_named_with_escapes_gives_inert_node_ids_and_junit_that_parses(
+    pytester: pytest.Pytester,
+) -> None:
+    """A broken spec fails at set-up, before any CLI starts: its node id (pytest's
+    progress line, short summary, JUnit's classname) is the file's name made inert; the
+    other specs of the session still run."""
+    write(pytester.path / "pytest.ini", "[pytest]\n")
+    write(pytester.path / f"evil{TITLE}x.atom.yaml", f"prompt: [unclosed {CLEAR}\n")
+    result = pytester.runpytest("--atom", "-rA", "--junitxml=junit.xml")
+    output = "\n".join(result.outlines + result.errlines)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, output
+    assert not CONTROL.search(output)
+    assert r"evil\x1b]0;PWNED\x07x.atom.yaml E" in output
+    # An ESC inside the file is PyYAML's to refuse: a spec error, not a collection crash.
+    assert "invalid YAML: unacceptable character #x001b" in output
+    [case] = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    assert case.get("classname") == r"evil\x1b]0;PWNED\x07x.atom.yaml"

@@ -73,7 +73,7 @@ class AtomSession:
         if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
             config.option.atom_seed = worker["atom_seed"]
         self.harness = pytest_harness(config)
-        if not worker:  # the controller checks once, before any spec runs
+        if not worker and not config.option.collectonly:  # once, before any spec runs
             _check_output_paths(config, self.harness)
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
         config.option.atom_seed = self.harness.settings.seed
