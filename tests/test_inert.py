@@ -151,15 +151,16 @@ def test_cassette_show_escapes_osc_as_well_as_csi() -> None:
     assert r"e\x1b]0;PWNED\x07.atom.yaml::e" in text
 
 
+@pytest.mark.parametrize("family", ["xunit2", "xunit1"])  # xunit1 also writes file=
 def test_a_spec_file_named_with_escapes_gives_inert_node_ids_and_junit_that_parses(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, family: str
 ) -> None:
     """A broken spec fails at set-up, before any CLI starts: its node id (pytest's
     progress line, short summary, JUnit's classname) is the file's name made inert; the
     other specs of the session still run."""
     write(pytester.path / "pytest.ini", "[pytest]\n")
     write(pytester.path / f"evil{TITLE}x.atom.yaml", f"prompt: [unclosed {CLEAR}\n")
-    result = pytester.runpytest("--atom", "-rA", "--junitxml=junit.xml")
+    result = pytester.runpytest("--atom", "-rA", "--junitxml=junit.xml", f"-ojunit_family={family}")
     output = "\n".join(result.outlines + result.errlines)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, output
     assert not CONTROL.search(output)

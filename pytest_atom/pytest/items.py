@@ -185,7 +185,13 @@ class BrokenSpec(pytest.Item):
         raise AssertionError(str(self.error))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, inert(f"atom spec file {self.path.name}")
+        return _shown_path(self.path), 0, inert(f"atom spec file {self.path.name}")
+
+
+def _shown_path(path: Path) -> Path:
+    """The spec file's path as a report's location gives it (JUnit's xunit1 ``file``
+    attribute among them, which pytest writes unescaped): inert, as its node id is."""
+    return path if is_inert(str(path)) else Path(inert(str(path)))
 
 
 def _test_function(spec: Spec) -> Any:
@@ -305,7 +311,7 @@ class AtomItem(pytest.Function):
             raise SnapshotMismatch(mismatches)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.spec.line - 1, inert(f"atom spec {self.spec.name}")
+        return _shown_path(self.path), self.spec.line - 1, inert(f"atom spec {self.spec.name}")
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
