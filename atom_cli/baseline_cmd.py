@@ -9,12 +9,12 @@ import click
 from pytest_atom.paths import display_path
 from pytest_atom.reports.baseline import (
     DEFAULT_BASELINE,
-    RESULTS_NAME,
     BaselineError,
     build_baseline,
     dump_baseline,
     load_baseline,
     read_results,
+    results_file,
 )
 from pytest_atom.reports.rows import spec_key
 from pytest_atom.run.harness import host_harness
@@ -33,7 +33,7 @@ def baseline() -> None:
     "results",
     type=click.Path(dir_okay=False, path_type=Path),
     help="results file of a run (default: the last `pytest --atom` session's, "
-    ".atom/last-run.json).",
+    ".atom/runs/last-run.json, in the runs folder).",
 )
 @click.option(
     "--replace",
@@ -48,10 +48,10 @@ def save(path: Path | None, results: Path | None, replace: bool) -> None:
     `--replace` writes this run's alone (after removing or renaming specs). Commit it: it
     holds no dates and its keys are sorted, so it changes only when a spec's figures do.
     """
-    # The last session's results lie beside its runs folder (so that folder holds only
-    # runs), wherever the project's settings put it.
+    # The last session's results lie in its runs folder, wherever the project's settings
+    # put it.
     harness = host_harness({})
-    root, source = harness.root, results or harness.runs_dir.parent / RESULTS_NAME
+    root, source = harness.root, results or results_file(harness.runs_dir)
     target = path or root / DEFAULT_BASELINE
     try:
         rows = read_results(source)

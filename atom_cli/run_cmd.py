@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from pytest_atom.inert import inert
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model import events
 from pytest_atom.model import harness_events as hev
@@ -20,6 +21,7 @@ from pytest_atom.model.arms import select_arms, unknown_arms
 from pytest_atom.model.config import ConfigError
 from pytest_atom.model.harness_events import AnyEvent
 from pytest_atom.model.options import OPTIONS, Option
+from pytest_atom.model.output_paths import output_path_errors
 from pytest_atom.model.project import find_ini, pytest_rootdir
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import (
@@ -51,6 +53,13 @@ from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.interrupted import InterruptedRun
 
 
+def _shown(text: str) -> str:
+    """Run text as `console.print` must get it: inert (`pytest_atom.inert`: the agent's
+    words, tool output, a spec file's name may hold terminal control sequences, which rich
+    passes through) and with rich's markup escaped, so ``[red]`` in it is text too."""
+    return escape(inert(text))
+
+
 class ContentError(click.ClickException):
     """A spec or config file that cannot be used: exit 2 like a usage error, but without
     the usage banner, since the command line itself was right."""
@@ -66,7 +75,7 @@ def collect_specs(files: list[Path], registry: CheckRegistry | None = None) -> l
         try:
             specs += load_specs(file, check_kinds=registry.kinds() if registry else ())
         except SpecError as err:
-            raise ContentError(str(err)) from None
+            raise ContentError(inert(str(err))) from None
     if not specs:
         raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, files))}")
     return specs
@@ -83,22 +92,22 @@ def _run_all(
     for spec in specs:
         for number in range(1, repeat + 1):
             label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
-            console.print(f"[bold]{escape(label)}[/] ({escape(str(spec.path.name))})")
+            console.print(f"[bold]{_shown(label)}[/] ({_shown(str(spec.path.name))})")
             try:
                 result = harness.run(
                     spec, on_event=Progress(console, spec), repeat=number if repeat > 1 else None
                 )
             except SpendingLimitReached as exc:
-                console.print(f"  [yellow]{escape(str(exc))}[/]")
+                console.print(f"  [yellow]{_shown(str(exc))}[/]")
                 continue
             except HARNESS_ERRORS as exc:
-                console.print(f"[red]Error:[/] {escape(str(exc))}")
+                console.print(f"[red]Error:[/] {_shown(str(exc))}")
                 sys.exit(2)
             results.append((result, number if repeat > 1 else None))
             if views is not None:
                 views.append(spec_view(result, repeat=number if repeat > 1 else None))
             if not result.passed:
-                console.print(escape(result.report()))
+                console.print(_shown(result.report()))
     return results
 
 
@@ -120,15 +129,15 @@ class Progress:
         elif isinstance(event, hev.ChecksRan):
             for check in event.checks:
                 mark = "[green]PASS[/]" if check.passed else "[red]FAIL[/]"
-                say(f"    {mark} {escape(check.check.describe())}: {escape(check.summary)}")
+                say(f"    {mark} {_shown(check.check.describe())}: {_shown(check.summary)}")
         elif isinstance(event, hev.StepStarted):
-            say(f"  [bold]step {escape(event.step)}[/] ({event.number}/{event.steps})")
+            say(f"  [bold]step {_shown(event.step)}[/] ({event.number}/{event.steps})")
         elif isinstance(event, hev.Planned):
-            say(f"  [bold]{escape(event.plan)}[/]")  # planner mode: the plan's steps
+            say(f"  [bold]{_shown(event.plan)}[/]")  # planner mode: the plan's steps
         elif isinstance(event, hev.StepCommitted):
-            say(f"  [green]committed[/] step {escape(event.step)} (a{event.attempt:02d})")
+            say(f"  [green]committed[/] step {_shown(event.step)} (a{event.attempt:02d})")
         elif isinstance(event, hev.RolledBack):
-            say(f"  [yellow]rollback[/] from {escape(event.step)} to {escape(event.target)}")
+            say(f"  [yellow]rollback[/] from {_shown(event.step)} to {_shown(event.target)}")
         elif isinstance(event, hev.Decided):
             score = f", score {event.verdict.score:g}" if event.verdict else ""
             say(f"    decision: [bold]{event.decision}[/]{score}")
@@ -145,15 +154,15 @@ class Progress:
         elif isinstance(event, events.ToolCall) and not event.server:
             self.calls[event.id] = (event.name, event.input)
             args = json.dumps(event.input or {}, ensure_ascii=False)
-            say(f"      [cyan]→ {escape(event.name)}[/] {escape(args[:120])}")
+            say(f"      [cyan]→ {_shown(event.name)}[/] {_shown(args[:120])}")
         elif isinstance(event, events.AssistantText) and not event.thinking:
             if event.text.strip():
-                say(f"      [dim]{escape(event.text.strip().splitlines()[0][:120])}[/]")
+                say(f"      [dim]{_shown(event.text.strip().splitlines()[0][:120])}[/]")
         elif isinstance(event, events.ToolResult):
             name, tool_input = self.calls.get(event.tool_use_id, ("?", None))
             line = tool_problem(name, tool_input, event.text, event.is_error)
             if line:
-                say(f"      [red]✗ {escape(line)}[/]")
+                say(f"      [red]✗ {_shown(line)}[/]")
 
 
 if TYPE_CHECKING:
@@ -238,6 +247,14 @@ def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **give
     # here, as pytest takes its --atom-* paths from where it ran.
     options = from_here({k: None if v is False else v for k, v in given.items()}, Path.cwd())
     harness = _harness(options, config_path, files)
+    errors = output_path_errors(
+        harness.settings,
+        harness.root,
+        flag=lambda option: option.run_flag,
+        given=lambda option: options.get(option.name) is not None,
+    )
+    if errors:  # before any spec runs, not a traceback once all of them have
+        raise click.UsageError("\n".join(errors))
     try:
         gate = harness.baseline_gate()
     except BaselineError as err:
@@ -247,7 +264,7 @@ def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **give
     ini = find_ini(harness.root)
     note = ini and ini_note(ini.values, display_path(ini.path))
     if note:
-        console.print(f"[dim]{escape(note)}[/]")
+        console.print(f"[dim]{_shown(note)}[/]")
     views: list[dict[str, Any]] | None = [] if html else None  # built while run folders exist
     results = _run_selected(harness, files, console, views)
     harness.finish()
@@ -261,7 +278,7 @@ def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **give
     _print_notes(console, results)
     spend = harness.spend
     if spend is not None and spend.reached:  # whatever the specs did: the run was cut short
-        console.print(f"[red]{escape(spend.summary() or '')}[/]")
+        console.print(f"[red]{_shown(spend.summary() or '')}[/]")
         sys.exit(EXIT_SPENDING_LIMIT)
     min_rate = harness.settings.min_pass_rate
     sys.exit(exit_status(rows, min_pass_rate=min_rate, regressed=regressed))
@@ -293,7 +310,7 @@ def _print_summary(
     """The summary table, the HTML report, failed tries, sandbox warnings, the baseline's
     comparison and the pass rates, in pytest's order."""
     for line in summary_table(rows, summary_width(console.is_terminal, console.width)):
-        console.print(escape(line))
+        console.print(_shown(line))
     html = harness.html
     if html and views is not None:
         deltas = gate.deltas() if gate is not None else {}
@@ -308,19 +325,19 @@ def _print_summary(
             runs_dir=harness.runs_dir,
             measured=measured_lines(rows),
         )
-        console.print(f"HTML report: {escape(display_path(html))}")
+        console.print(f"HTML report: {_shown(display_path(html))}")
     for line in failed_tries_lines(rows):
-        console.print(escape(line))
+        console.print(_shown(line))
     for line in sandbox_warning_lines(rows):
-        console.print(f"[yellow]{escape(line)}[/]")
+        console.print(f"[yellow]{_shown(line)}[/]")
     if gate is not None:
         for line, red in gate.flagged_lines():
             style = "red" if red else "default"
-            console.print(f"[{style}]{escape(line)}[/]")
+            console.print(f"[{style}]{_shown(line)}[/]")
     min_rate = harness.settings.min_pass_rate
     repeats = harness.settings.repeat > 1 or min_rate is not None
     for line in (repeat_lines(rows, min_rate) if repeats else []) + arm_lines(rows):
-        console.print(escape(line))
+        console.print(_shown(line))
 
 
 def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) -> None:
@@ -334,7 +351,7 @@ def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) ->
     command += f" --record-mode={mode}" if mode != "none" else ""
     resume = f"{command} --resume {shlex.quote(display_path(run.run_dir))}"
     for line in run.lines(command, resume):
-        console.print(f"[yellow]{escape(line)}[/]")
+        console.print(f"[yellow]{_shown(line)}[/]")
 
 
 def _harness(options: dict[str, Any], config_path: Path | None, files: list[Path]) -> Harness:
@@ -374,7 +391,7 @@ def _print_notes(console: Console, results: list[tuple[SpecResult, int | None]])
         drift = drift_line(r.drift)
         for label, text in (("drift", drift), *(("warning", w) for w in r.warnings)):
             if text:
-                console.print(escape(f"{label}: {r.spec.name}: {text}"))
+                console.print(_shown(f"{label}: {r.spec.name}: {text}"))
 
 
 def exit_status(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.inert import inert
 from pytest_atom.model.config import ConfigError
 from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
@@ -49,7 +50,7 @@ def find_report(path: Path | None) -> Path:
     )
     if pages:
         return pages[-1]
-    raise click.ClickException(f"no HTML report in {display_path(folder)}: {_HOW}")
+    raise click.ClickException(f"no HTML report in {inert(display_path(folder))}: {_HOW}")
 
 
 def _can_open() -> bool:
@@ -74,7 +75,7 @@ def view(path: Path | None, print_only: bool) -> None:
     is no report.
     """
     report = find_report(path)
-    shown = display_path(report.resolve())
+    shown = inert(display_path(report.resolve()))  # a file name may hold control characters
     if not print_only and _can_open() and webbrowser.open(report.resolve().as_uri()):
         click.echo(f"opened {shown}")
         return

@@ -25,5 +25,9 @@ def cli_slug(path: Path | str) -> str:
 
 
 def node_id(path: Path, name: str, rootdir: Path) -> str:
-    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike."""
-    return f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}"
+    """A spec's pytest node id (`specs/x.atom.yaml::name`), so `atom run` names it alike:
+    inert, as `pytest --atom` makes a node id whose file name holds control characters.
+    (Imported here: the plugin loads this module in every pytest run, and needs no more.)"""
+    from pytest_atom.inert import inert
+
+    return inert(f"{Path(os.path.relpath(path.resolve(), rootdir.resolve())).as_posix()}::{name}")

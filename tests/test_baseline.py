@@ -189,10 +189,12 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
     other = "specs/y.atom.yaml::y"
     write_results(
         [row(SPEC, "passed", props()), row(other, "passed", props())],
-        tmp_path / ".atom" / "last-run.json",
+        tmp_path / ".atom" / "runs" / "last-run.json",
     )
     assert CliRunner().invoke(baseline, ["save"]).exit_code == 0
-    write_results([row(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "last-run.json")
+    write_results(
+        [row(SPEC, "failed", props(atom_turns=9))], tmp_path / ".atom" / "runs" / "last-run.json"
+    )
     partial = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert partial.exit_code == 0, partial.output
     assert "baseline of 1 spec(s)" in partial.output
@@ -229,7 +231,8 @@ def test_save_writes_a_stable_baseline_from_the_last_run(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pytest.ini").write_text("[pytest]\natom_runs_dir = out/runs\n")
-    results = write_results([row(SPEC, "passed", props())], tmp_path / "out" / "last-run.json")
+    last = tmp_path / "out" / "runs" / "last-run.json"  # in the runs folder, not beside it
+    results = write_results([row(SPEC, "passed", props())], last)
     assert read_results(results) == [row(SPEC, "passed", props())]
     first = CliRunner().invoke(baseline, ["save"], catch_exceptions=False)
     assert first.exit_code == 0, first.output
@@ -264,7 +267,7 @@ def test_save_then_compare_over_a_real_run(front_ends: FrontEnds, tmp_path: Path
     """Save a baseline of the shared project's last pytest run (`pytest -n 2`): the run
     is the same as it; against a copy with fewer tokens and a higher score it regresses,
     naming each spec, metric and values."""
-    last = front_ends.project / ".atom" / "last-run.json"
+    last = front_ends.project / ".atom" / "runs" / "last-run.json"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path)
         saved = CliRunner().invoke(baseline, ["save", "--from", str(last)], catch_exceptions=False)

@@ -155,7 +155,7 @@ def test_no_canary_outside_the_workspace_reaches_any_file_the_run_writes(
     ]
     for expected in (
         project / "specs" / "cassettes" / "reader" / "reader.yaml",
-        project / ".atom" / "last-run.json",
+        project / ".atom" / "runs" / "last-run.json",
         project / "report.html",
         transcript,
     ):

@@ -52,6 +52,8 @@ class Option:
     #: `path` options: "dir" or "file", and whether it must already exist.
     path: Literal["dir", "file"] | None = None
     exists: bool = False
+    #: A path the run writes: checked before any spec runs (`model.output_paths`).
+    output: bool = False
     #: Settable on the command lines (`--atom-NAME`, `atom run --NAME`)?
     command_line: bool = True
     #: Settable in a file (`atom_NAME` in the ini file, `NAME:` in `.atom/config.yaml`)?
@@ -159,6 +161,7 @@ OPTIONS: tuple[Option, ...] = (
         default=".atom/runs",
         metavar="DIR",
         path="dir",
+        output=True,
     ),
     Option(
         "resume",
@@ -239,6 +242,7 @@ OPTIONS: tuple[Option, ...] = (
         default="none",
         metavar="DIR",
         path="dir",
+        output=True,
         ini_note="relative to the project's root",
     ),
     Option(
@@ -249,6 +253,7 @@ OPTIONS: tuple[Option, ...] = (
         default="none",
         metavar="PATH",
         path="file",
+        output=True,
         ini_note="relative to the project's root",
     ),
     Option(

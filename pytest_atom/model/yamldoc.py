@@ -155,7 +155,10 @@ def load(
     and building share one ``try``: any YAML error, an unknown tag's included, is raised as
     a YamlDocError with its line and column, never as PyYAML's own exception.
     """
-    loader = loader_class(text)
+    try:  # the reader refuses control characters (an ESC, say) as it is made
+        loader = loader_class(text)
+    except yaml.YAMLError as exc:
+        raise from_yaml_error(exc) from None
     try:
         node = compose(loader)
         if node is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import select_arms
 from pytest_atom.model.outcome import Outcome
 from pytest_atom.model.result import SpecResult
@@ -98,21 +99,21 @@ class SpecFile(pytest.File):
         except SpecError as err:
             # An item that errors at setup, not a collection error: pytest would stop the
             # whole run for one, and the other specs must still run.
-            yield BrokenSpec.from_parent(self, name=self.path.name, error=err)
+            yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=err)
             return
         session = _session(self.config)
         session.arms_seen.update(s.arm for s in specs if s.arm is not None)
         specs = select_arms(specs, harness.settings.arms)
         missing = _missing_syrupy(specs)
         if missing:
-            yield BrokenSpec.from_parent(self, name=self.path.name, error=missing)
+            yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=missing)
             return
         for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
             repeat = self.repeats(spec)
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
                 self,
-                name=name,
+                name=inert(name),  # a name from the file's: printed, and in JUnit XML
                 spec=spec,
                 callobj=_test_function(spec),
                 repeat=run if repeat > 1 else None,
@@ -178,13 +179,19 @@ class BrokenSpec(pytest.Item):
         self.error = error
 
     def setup(self) -> None:
-        pytest.fail(str(self.error), pytrace=False)
+        pytest.fail(inert(str(self.error)), pytrace=False)
 
     def runtest(self) -> None:  # never reached: setup fails
         raise AssertionError(str(self.error))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"atom spec file {self.path.name}"
+        return _shown_path(self.path), 0, inert(f"atom spec file {self.path.name}")
+
+
+def _shown_path(path: Path) -> Path:
+    """The spec file's path as a report's location gives it (JUnit's xunit1 ``file``
+    attribute among them, which pytest writes unescaped): inert, as its node id is."""
+    return path if is_inert(str(path)) else Path(inert(str(path)))
 
 
 def _test_function(spec: Spec) -> Any:
@@ -249,8 +256,10 @@ class AtomItem(pytest.Function):
         else:
             problem = ""
         if problem:
+            # The harness's message may quote what a set-up or the agent printed: inert.
             pytest.fail(
-                f"pytest-atom could not run spec '{self.spec.name}': {problem}", pytrace=False
+                inert(f"pytest-atom could not run spec '{self.spec.name}': {problem}"),
+                pytrace=False,
             )
         self.result = result
         outcome = result.outcome
@@ -273,9 +282,11 @@ class AtomItem(pytest.Function):
         if outcome.error is not None:
             # Never the expected failure of an xfail spec, never a pass: the harness broke.
             pytest.fail(
-                f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
-                f"{result.harness_error or outcome.why}\n"
-                f"run dir: {display_path(result.run_dir)}",
+                inert(
+                    f"pytest-atom {outcome.error} error in spec '{self.spec.name}': "
+                    f"{result.harness_error or outcome.why}\n"
+                    f"run dir: {display_path(result.run_dir)}"
+                ),
                 pytrace=False,
             )
         if outcome.status == "failed":
@@ -291,14 +302,16 @@ class AtomItem(pytest.Function):
             data = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
             if not snapshot(name=name) == (data if data is not None else f"<{name} is missing>"):
                 diff = snapshot.get_assert_diff()
-                if not self.config.get_terminal_writer().hasmarkup:
-                    diff = [_ANSI.sub("", line) for line in diff]
+                if not self.config.get_terminal_writer().hasmarkup or not is_inert(data or ""):
+                    # A file with control characters of its own: shown escaped, and so
+                    # without syrupy's colours, which its escapes would otherwise mix with.
+                    diff = [inert(_ANSI.sub("", line)) for line in diff]
                 mismatches.append((name, diff))
         if mismatches:
             raise SnapshotMismatch(mismatches)
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.spec.line - 1, f"atom spec {self.spec.name}"
+        return _shown_path(self.path), self.spec.line - 1, inert(f"atom spec {self.spec.name}")
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
@@ -328,7 +341,7 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
     for step in result.steps:
         with subtests.test(msg=step.id):
             if not step.passed:
-                pytest.fail(step_line(step), pytrace=False)
+                pytest.fail(inert(step_line(step)), pytrace=False)
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:

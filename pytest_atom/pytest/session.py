@@ -15,14 +15,16 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import unknown_arms
 from pytest_atom.model.outcome import Outcome
+from pytest_atom.model.output_paths import output_path_errors
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
 from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.reports.baseline import RESULTS_NAME, BaselineError, write_results
+from pytest_atom.reports.baseline import BaselineError, results_file, write_results
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import (
@@ -71,6 +73,8 @@ class AtomSession:
         if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
             config.option.atom_seed = worker["atom_seed"]
         self.harness = pytest_harness(config)
+        if not worker and not config.option.collectonly:  # once, before any spec runs
+            _check_output_paths(config, self.harness)
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
         config.option.atom_seed = self.harness.settings.seed
         self.results: list[SummaryRow] = []
@@ -84,6 +88,7 @@ class AtomSession:
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
         self.stats_error = ""  # the baseline gate needed scipy, which is not installed
+        self.results_error = ""  # last-run.json could not be written
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
         config.pluginmanager.register(Measured(self), "atom-measured")
 
@@ -136,7 +141,7 @@ class AtomSession:
         if controller:
             self.harness.finish()
             if self.results:  # what `atom baseline save` reads
-                write_results(self.results, self.harness.runs_dir.parent / RESULTS_NAME)
+                self._write_results()
         try:
             regressed = controller and self.compare()
         except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
@@ -158,6 +163,15 @@ class AtomSession:
         elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
             session.exitstatus = pytest.ExitCode.OK
 
+    def _write_results(self) -> None:
+        """`last-run.json`; a folder that became unwritable during the run (checked before
+        it) or a full disk is a line under the summary, not a traceback over it."""
+        path = results_file(self.harness.runs_dir)
+        try:
+            write_results(self.results, path)
+        except OSError as exc:
+            self.results_error = f"could not write {display_path(path)}: {exc.strerror or exc}"
+
     def pytest_report_header(self) -> str:
         return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
 
@@ -178,7 +192,7 @@ class AtomSession:
         if self.interrupted is not None:
             terminalreporter.write_sep("=", "pytest-atom: interrupted")
             for line in self._interrupted_lines(self.interrupted):
-                terminalreporter.write_line(line, yellow=True)
+                _write(terminalreporter, line, yellow=True)
         if not self.results:
             return
         # Collection order, as without -n: xdist reports runs in the order they finish.
@@ -187,39 +201,42 @@ class AtomSession:
         columns = shutil.get_terminal_size().columns
         width = summary_width(bool(terminalreporter.isatty), columns)
         for line in summary_table(self.results, width):
-            terminalreporter.write_line(line)
-        terminalreporter.write_line(f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
+            _write(terminalreporter, line)
+        _write(terminalreporter, f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
         for row in self.results:
             for label, text in row.notes():
-                terminalreporter.write_line(f"{label}: {row.nodeid}: {text}")
+                _write(terminalreporter, f"{label}: {row.nodeid}: {text}")
         for line in failed_tries_lines(self.results):
-            terminalreporter.write_line(line)
+            _write(terminalreporter, line)
         if self.spending_limit:
             spend = self.harness.spend
             said = spend.summary() if spend is not None else None
-            terminalreporter.write_line(
+            _write(
+                terminalreporter,
                 said or f"spending limit reached ({self.harness.spend_option}); exit status 2",
                 red=True,
             )
         for line in sandbox_warning_lines(self.results):
-            terminalreporter.write_line(line, yellow=True)
+            _write(terminalreporter, line, yellow=True)
+        if self.results_error:
+            _write(terminalreporter, self.results_error, red=True)
         if self.stats_error:
-            terminalreporter.write_line(f"baseline gate: error: {self.stats_error}", red=True)
+            _write(terminalreporter, f"baseline gate: error: {self.stats_error}", red=True)
         elif self.baseline is not None:
             terminalreporter.write_line("")
             for line, red in self.baseline.flagged_lines():
-                terminalreporter.write_line(line, red=red)
+                _write(terminalreporter, line, red=red)
         gate = self.harness.settings.min_pass_rate
         if self.repeat > 1 or gate is not None:
             terminalreporter.write_line("")
             for line in repeat_lines(self.results, gate):
-                terminalreporter.write_line(line)
+                _write(terminalreporter, line)
         arms = arm_lines(self.results)
         if arms:
             terminalreporter.write_line("")
             for line in arms:
-                terminalreporter.write_line(line)
+                _write(terminalreporter, line)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:
         command = f"pytest --atom '{node_id(stop.spec.path, stop.spec.name, self.config.rootpath)}'"
@@ -231,13 +248,46 @@ class AtomSession:
         self, file_path: Path, parent: pytest.Collector
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
-            return SpecFile.from_parent(parent, path=file_path)
+            return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
             from pytest_atom.model.evalsuite import is_case_file
 
             if is_case_file(file_path):
-                return EvalCaseFile.from_parent(parent, path=file_path)
+                return EvalCaseFile.from_parent(
+                    parent, path=file_path, **_inert_nodeid(parent, file_path)
+                )
         return None
+
+
+def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, Any]:
+    """A spec file's node id, inert when its path holds control characters: pytest prints
+    the node id (the progress line, the short summary) and writes it into JUnit XML's
+    ``classname`` unescaped, where an ESC makes the file no longer parse. Empty (pytest's
+    own node id) for every other path, and for one outside the rootdir."""
+    try:
+        relative = file_path.relative_to(parent.config.rootpath).as_posix()
+    except ValueError:
+        relative = file_path.as_posix()
+    return {} if is_inert(relative) else {"nodeid": inert(relative)}
+
+
+def _check_output_paths(config: pytest.Config, harness: Any) -> None:
+    """A runs folder, ``--atom-report`` or ``--atom-html`` that cannot be written is a usage
+    error now, naming the option and the path, not a traceback once every spec has run."""
+    errors = output_path_errors(
+        harness.settings,
+        harness.root,
+        flag=lambda option: option.pytest_flag,
+        given=lambda option: getattr(config.option, option.ini_name, None) is not None,
+    )
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+
+
+def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
+    """A summary line, inert (`pytest_atom.inert`): notes quote run text, and node ids the
+    spec file's name."""
+    terminalreporter.write_line(inert(line), **markup)
 
 
 def _as_reported(outcome: Outcome, report: pytest.TestReport) -> Outcome:

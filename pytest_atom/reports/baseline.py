@@ -2,7 +2,8 @@
 
 A run's results are the rows the plugin collects (`rows.SummaryRow`: node id, outcome,
 the properties of `result_properties`); at the end of every ``pytest --atom`` session it writes them to
-``.atom/last-run.json``, beside the runs folder (`write_results`). ``atom baseline save`` turns such a file
+``last-run.json`` in the runs folder (`results_file`, ``.atom/runs/last-run.json`` by default;
+`write_results`): never beside a runs folder the user named, where nothing was asked for. ``atom baseline save`` turns such a file
 into a baseline (`build_baseline`): per spec, keyed by its node id without the repeat
 suffix, the outcome, pass rate over repeats, mean score, turns, tool calls, tokens, cost
 and duration. The file is sorted and holds no timestamp, so saving an unchanged run
@@ -43,12 +44,22 @@ __all__ = [
     "gate_run",
     "load_baseline",
     "read_results",
+    "results_file",
     "write_results",
 ]
 
 BASELINE_FORMAT = "pytest-atom/baseline@1"
 RESULTS_FORMAT = "pytest-atom/results@1"
 RESULTS_NAME = "last-run.json"
+
+
+def results_file(runs_dir: Path) -> Path:
+    """Where a session's results go and `atom baseline save` reads them: in the runs folder,
+    which `--atom-runs-dir` names and the output-path check found writable before any spec
+    ran (`pytest_atom.model.output_paths`)."""
+    return runs_dir / RESULTS_NAME
+
+
 DEFAULT_BASELINE = Path(".atom") / "baseline.json"
 
 #: Metrics compared, in the order reports list them; True: higher is better.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.inert import inert
 from pytest_atom.model.billing import Billed
 from pytest_atom.model.events import flatten_tool_result
 from pytest_atom.model.messages import (
@@ -50,13 +51,20 @@ class Line:
     """One line of a cassette transcript: ``prefix + text + suffix``, `text` in `style`.
 
     The style is data, not escape codes, so this module stays free of any terminal library
-    and ``str(line)`` is the plain text.
+    and ``str(line)`` is the plain text. That text is inert (`pytest_atom.inert`): a
+    cassette is data from whoever wrote it, and what it quotes (the agent's words, tool
+    output, the spec's name) may hold terminal control sequences, an OSC that sets the
+    title or the clipboard among them.
     """
 
     text: str
     style: Style = ""
     prefix: str = ""
     suffix: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("text", "prefix", "suffix"):
+            object.__setattr__(self, name, inert(getattr(self, name)))
 
     def __str__(self) -> str:
         return self.prefix + self.text + self.suffix

@@ -3,7 +3,7 @@
 A row is built where the results meet (the xdist controller, or `atom run`) from the run's
 JUnit properties, which are what crosses xdist's process border; it reads them once,
 here, into typed fields, so no report spells a property name to get a figure. The
-properties stay on the row as they were: `.atom/last-run.json` keeps them, and baselines
+properties stay on the row as they were: `.atom/runs/last-run.json` keeps them, and baselines
 measure from them.
 """
 

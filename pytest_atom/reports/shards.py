@@ -63,7 +63,7 @@ def write_shard(
 def read_shard(path: Path) -> ShardResults:
     """A shard's results: `path` is its ``--atom-report`` folder or the file itself.
 
-    A plain results file (``.atom/last-run.json``) reads too, without views: it can be
+    A plain results file (``.atom/runs/last-run.json``) reads too, without views: it can be
     gated and summarised, and the HTML report shows its runs without their transcripts.
     """
     file = path / SHARD_RESULTS if path.is_dir() else path

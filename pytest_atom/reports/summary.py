@@ -1,12 +1,14 @@
 """The terminal summary of a session: one row per spec run, fitted to the terminal's width,
 with the notes under it (specs run without a sandbox, failed tries) and the pass rates of
-repeated specs."""
+repeated specs. Every line is inert (`pytest_atom.inert`): a node id spells the spec
+file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_atom.inert import inert
 from pytest_atom.model.usage import ROLES
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
@@ -19,10 +21,12 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
         return []
     many = len(off) > 1
     return [
-        f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
-        f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
-        "could write outside "
-        f"the attempt folder and reach the network: {', '.join(off)}"
+        inert(
+            f"warning: {len(off)} spec{'s' * many} ran {'their agents' if many else 'its agent'} "
+            f"without Claude Code's sandbox (`sandbox: false`): {'their' if many else 'its'} commands "
+            "could write outside "
+            f"the attempt folder and reach the network: {', '.join(off)}"
+        )
     ]
 
 
@@ -36,9 +40,11 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
     tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
     usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
     return [
-        f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
-        f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
-        "included in the figures above"
+        inert(
+            f"failed tries: {count} CLI call{'s' * (count != 1)} failed and {'were' if count != 1 else 'was'} "
+            f"retried ({', '.join(row.nodeid for row in tried)}): {tokens} tokens, ${usd:.4f}, "
+            "included in the figures above"
+        )
     ]
 
 
@@ -70,7 +76,7 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
     `width` None: one line a spec, however wide."""
     roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
-    plans = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
+    plans = [inert(f"{row.nodeid}: {row.plan}") for row in rows if row.plan]
     table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
     lines = _aligned(table, compared, left=2)
     if width is None:
@@ -94,7 +100,7 @@ def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
 
 def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
     return (
-        row.nodeid,
+        inert(row.nodeid),
         row.outcome.summary_label,  # what stopped a failed run; the rest: its report
         "-" if row.score is None else f"{row.score:.2f}",
         "" if row.attempts is None else str(row.attempts),
@@ -152,7 +158,7 @@ def _stacked(
     lines = ["spec  outcome", indent + figures[0]]
     for row, line, extra in zip(rows, figures[1:], more, strict=True):
         label = row.outcome.summary_label
-        name = _clip_left(row.nodeid, max(width - 2 - len(label), 20))
+        name = _clip_left(inert(row.nodeid), max(width - 2 - len(label), 20))
         lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
         lines += extra
     return lines

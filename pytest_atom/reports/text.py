@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.inert import inert
 from pytest_atom.model.environment import left_out_variables_line
 from pytest_atom.model.result import install_renderer
 from pytest_atom.paths import display_path
@@ -150,7 +151,10 @@ def api_line(result: SpecResult) -> str | None:
 
 
 def failure_report(result: SpecResult) -> str:
-    """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent."""
+    """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent.
+
+    Inert (`pytest_atom.inert`): it quotes the agent, tool and check output, the reflector
+    and the spec's file name, any of which may hold terminal control sequences."""
     spec = result.spec
     lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
     lines += _cause_lines(result)
@@ -188,7 +192,7 @@ def failure_report(result: SpecResult) -> str:
     lines.append(
         f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
     )
-    return "\n".join(lines)
+    return inert("\n".join(lines))
 
 
 def _left_out_lines(result: SpecResult) -> list[str]:

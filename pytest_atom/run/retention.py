@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pytest_atom.inert import inert
 from pytest_atom.model.settings import DEFAULT_KEEP_RUNS
 
 __all__ = [
@@ -47,8 +48,10 @@ _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6}
 
 def folder_spec_name(spec: str) -> str:
     """A spec's name as run folder names spell it: an arm's ``arms[no-hook]`` as
-    ``arms-no-hook``, since ``[`` and ``]`` are glob characters in a shell."""
-    return spec.replace("[", "-").replace("]", "")
+    ``arms-no-hook``, since ``[`` and ``]`` are glob characters in a shell; inert
+    (`pytest_atom.inert`), since a name taken from the spec file's may hold control
+    characters, which `ls` or a report would otherwise send to the terminal."""
+    return inert(spec).replace("[", "-").replace("]", "")
 
 
 def run_name(spec: str, started: datetime | None = None) -> str:
