@@ -167,6 +167,14 @@ class ModelSource:
         return None
 
     @property
+    def reenacts_retries(self) -> bool:
+        """Whether a replay runs a Claude Code call that failed again, as its recording
+        did: only for a cassette whose recording met upstream faults (`upstream_faults`),
+        where a call the CLI gave up on (an overload after content) was run again then."""
+        noted = self.tape.cassette.metadata.get("upstream_faults") if self.tape else None
+        return self.kind == "replay" and bool(noted)
+
+    @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None
@@ -231,11 +239,9 @@ class ModelSource:
     def _proven(
         self, spec: Spec, tape: CassetteResponder, cli_version: str | None, prove: Prove
     ) -> Path:
-        """Replay a recording that met a fault (the CLI got past it) from a temporary
-        cassette before it replaces the spec's: a faithful recording replays, one that
-        holds what the CLI's own recovery made of the fault but not the fault itself (a
-        retry of the whole call, say) does not. One that does not replay goes to the
-        partial, and the run is an error naming the fault; the cassette is untouched."""
+        """Replay a recording that met a fault from a temporary cassette before it replaces
+        the spec's; one that does not replay goes to the partial, the cassette untouched,
+        and the run is an error naming the fault."""
         cassette = tape.cassette
         met = tape.disturbances()
         with tempfile.TemporaryDirectory(prefix="atom-proof-") as folder:
