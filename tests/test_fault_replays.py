@@ -34,6 +34,21 @@ KINDS = {
     "429": "answered 429 (rate_limit_error",
 }
 REPLAYS = 3
+#: What each kind leaves in the cassette, as Claude Code 2.1.332 recovers from it (measured):
+#: whether the broken try is in it (a replay serves it back, ended the same way), and how
+#: many Claude Code calls failed and were run again (a replay runs them again too).
+#: - a cut connection: the CLI resends the identical request; the try is left out;
+#: - a clean end short of message_stop: the CLI takes the cut answer as the turn;
+#: - an overload event after content: the CLI gives the call up, the harness resumes it;
+#: - 529, 500, 429 (retry-after: 1): the CLI waits and resends; the error is left out.
+RECORDS = {
+    "reset_mid_stream": (False, 0),
+    "truncated": (True, 0),
+    "529": (False, 0),
+    "overloaded_mid_stream": (True, 1),
+    "500": (False, 0),
+    "429": (False, 0),
+}
 
 
 def record_and_replay(folder: Path, kind: str, good: bytes, claude: Path) -> dict[str, Any]:
@@ -128,3 +143,16 @@ def test_a_recording_that_got_past_a_fault_replays_or_keeps_the_old_cassette(
         # again, so its try is in the replay's figures as in the recording's.
         assert seen["replay_failed_tries"] == [seen["failed_tries"]] * REPLAYS, seen
     assert seen["replays"] == ["passed"] * REPLAYS, seen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_each_fault_kind_records_what_claude_code_made_of_it(
+    outcomes: dict[str, dict[str, Any]], kind: str
+) -> None:
+    seen = outcomes[kind]
+    [note] = seen["notes"]
+    assert (note["in_cassette"], seen["failed_tries"]) == RECORDS[kind], seen
+    # A broken stream's billed start is noted, kept or not; an error status bills nothing.
+    streamed = kind in ("reset_mid_stream", "truncated", "overloaded_mid_stream")
+    assert ("tokens" in note) == streamed, note

@@ -209,6 +209,32 @@ def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
     assert not tape.divergences and tape.unplayed() == 0
 
 
+def test_a_cut_stream_the_cli_resent_is_left_out_and_noted_with_what_it_billed(
+    tmp_path: Path, upstreams: list[FaultyUpstream]
+) -> None:
+    project_folder(tmp_path)
+    spec = greet(tmp_path)
+    first, second = executor_turns()
+    with recording(spec, faulty(upstreams, ["429", "reset_mid_stream"]), "once") as (source, gw):
+        assert receive(gw.url, first).status == 429
+        assert receive(gw.url, first).cut  # Claude Code resends a cut stream as it was
+        assert send(gw.url, first).status_code == send(gw.url, second).status_code == 200
+    cassette = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True)
+    assert cassette is not None
+    loaded = Cassette.load(cassette)
+    assert [FAULT_HEADER in i.response_headers for i in loaded.interactions] == [False, False]
+    # Both tries are noted: neither is served again, and the cut one billed its start.
+    assert loaded.metadata["upstream_faults"] == [
+        {"request": "POST /v1/messages", "what": "answered 429", "in_cassette": False},
+        {
+            "request": "POST /v1/messages",
+            "what": "reset the connection mid-stream",
+            "in_cassette": False,
+            "tokens": 11,  # tests/faults.py's partial stream: 10 in, 1 out so far
+        },
+    ]
+
+
 def project_folder(folder: Path) -> None:
     """The greet spec in `folder`, with no cassette yet."""
     (folder / "greet.atom.yaml").write_text(GREET.format(prompt=PROMPT, timeout=60))

@@ -273,6 +273,7 @@ class ModelSource:
     ) -> Path:
         """Write the recording: to the cassette, its partial (`failed`), or under `folder`."""
         cassette = tape.cassette
+        notes = tape.fault_notes()  # read by slot: before the cassette keeps only what it keeps
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
         cassette.metadata = {
@@ -299,7 +300,6 @@ class ModelSource:
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
             if servers:
                 cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
-        notes = tape.fault_notes()
         if notes:  # the faults met, each kept as the CLI saw it or made good by its retry
             cassette.metadata["upstream_faults"] = notes
         self.recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
