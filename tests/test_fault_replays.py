@@ -39,7 +39,8 @@ REPLAYS = 3
 #: many Claude Code calls failed and were run again (a replay runs them again too).
 #: - a cut connection: the CLI resends the identical request; the try is left out;
 #: - a clean end short of message_stop: the CLI takes the cut answer as the turn;
-#: - an overload event after content: the CLI gives the call up, the harness resumes it;
+#: - an overload event while the first block streams: the CLI gives the call up, and the
+#:   harness runs it again (`--resume`);
 #: - 529, 500, 429 (retry-after: 1): the CLI waits and resends; the error is left out.
 RECORDS = {
     "reset_mid_stream": (False, 0),

@@ -154,11 +154,12 @@ class Forwarding:
         events that came, then the same end (the upstream's own error event, a clean end
         without ``message_stop``, or a cut connection). What Claude Code does next depends on
         that end (measured with 2.1.332: a cut connection makes it resend the identical
-        request, a clean end makes it take the cut answer as the turn, an overload error
-        after content makes it continue with "Your response above was cut off…"), so a
-        replay that ends the stream the same way at the same point (`CUT_HEADER`) makes
-        it do the same again. A gateway-made ``api_error`` event instead made it give up,
-        and the harness's retry of the whole call is something no replay repeats.
+        request, a clean end makes it take the cut answer as the turn, an overload event
+        makes it continue with "Your response above was cut off…" once a block had ended,
+        and give the call up, which the harness then runs again, while the first block was
+        still streaming), so a replay that ends the stream the same way at the same point
+        (`CUT_HEADER`) makes it do the same again (`ModelSource.reenacts_retries`). An
+        ``api_error`` event of the gateway's own made it give up on any of them.
         """
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
