@@ -164,6 +164,7 @@ class Forwarding:
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
         pending = b""  # SSE: the start of an event not yet complete
+        broken = False
         try:
             for chunk in upstream.iter_raw():
                 chunks.append(chunk)
@@ -176,41 +177,45 @@ class Forwarding:
                     yield pending[:cut]
                     pending = pending[cut:]
             failure = _incomplete(b"".join(chunks)) if sse else None
-            broken = False
         except httpx.HTTPError as exc:
             failure, broken = _failure(exc, timeout, mid_stream=True), True
         except GeneratorExit:
-            # The CLI hung up mid-stream: it rejected what it read ("The response stream
-            # was malformed"), or it was stopped. What it was sent is the evidence, kept
-            # as it was sent, so a replay sends it the same and the CLI rejects it again.
             if sse:
-                received = b"".join(chunks)
-                relayed = received[: len(received) - len(pending)]
-                what = "sent a stream the CLI stopped reading mid-way"
-                self._fault(request, live, what, slot=slot)
-                self._keep(slot, request, live, upstream, relayed, fault=what)
+                self._hung_up(slot, request, live, upstream, b"".join(chunks), pending)
             raise
         finally:
             upstream.close()
-        if failure is None:
-            self._keep(slot, request, live, upstream, b"".join(chunks))
-            if pending:
-                yield pending
-            return
-        if not sse:
+        if failure is not None and not sse:
             self._fault(request, live, failure)
             raise AbortReply(failure)  # no valid JSON can end this body: cut it
-        self._fault(request, live, failure, slot=slot)
-        if not broken:  # ended cleanly, short of message_stop: kept and relayed whole
-            self._keep(slot, request, live, upstream, b"".join(chunks), fault=failure)
-            if pending:
-                yield pending
-            return
-        # Cut: the whole events relayed, then the connection cut the same way.
+        if failure is not None:
+            self._fault(request, live, failure, slot=slot)
         received = b"".join(chunks)
+        if broken:  # the whole events relayed, then the connection cut the same way
+            relayed = received[: len(received) - len(pending)]
+            self._keep(slot, request, live, upstream, relayed, fault=failure, cut=True)
+            raise AbortReply(failure)
+        # Whole, or ended cleanly short of message_stop: kept and relayed as it came.
+        self._keep(slot, request, live, upstream, received, fault=failure)
+        if pending:
+            yield pending
+
+    def _hung_up(
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        received: bytes,
+        pending: bytes,
+    ) -> None:
+        """The CLI hung up mid-stream: it rejected what it read ("The response stream was
+        malformed"), or it was stopped. What it was sent is the evidence, kept as it was
+        sent, so a replay sends it the same and the CLI rejects it again."""
         relayed = received[: len(received) - len(pending)]
-        self._keep(slot, request, live, upstream, relayed, fault=failure, cut=True)
-        raise AbortReply(failure)
+        what = "sent a stream the CLI stopped reading mid-way"
+        self._fault(request, live, what, slot=slot)
+        self._keep(slot, request, live, upstream, relayed, fault=what)
 
     def _upstream_message(self, what: str) -> str:
         return f"pytest-atom gateway: upstream {self.upstream} {what}"

@@ -83,7 +83,6 @@ def run_spec(
     # The project's and the workspace's env files: their secrets are scrubbed from all
     # that is written, should the agent reach them in spite of the read guard.
     remember_env_files(project_dir, spec.workspace, spec.root)
-    written_spec = spec  # as written: what a replay proving the recording runs
     spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
@@ -100,7 +99,7 @@ def run_spec(
     )
     source.open_mcp(spec, run.run_dir / "mcp")
     meter = Meter(_billing(source)[0], spend)
-    prove = _prover(written_spec, settings, project_dir, registry, claude_bin, config)
+    prove = _prover(spec, settings, project_dir, registry, claude_bin, config)
     exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
