@@ -3,8 +3,13 @@ how they read its run."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from pytest_atom.cassettes.cassette import Interaction
@@ -81,3 +86,37 @@ def executor_turns() -> list[Interaction]:
     many as TURNS answers."""
     turns = [i for i in claude_requests() if i.role == "executor" and i.method == "POST"]
     return turns[: len(TURNS)]
+
+
+@dataclass(frozen=True)
+class Received:
+    """What a client read of an answer: its status, its body as far as it came, and whether
+    the connection was cut before the body ended."""
+
+    status: int
+    text: str
+    cut: bool
+
+
+def receive(url: str, interaction: Interaction, timeout: float = 60, **changes: Any) -> Received:
+    """Send a recorded request again (as `send` does) and read its answer chunk by chunk, so
+    an answer whose connection is cut mid-body is read as far as it came."""
+    body = interaction.body
+    if isinstance(body, Mapping):
+        body = {**body, **changes}
+    where = urlsplit(interaction.uri)
+    path = where.path + (f"?{where.query}" if where.query else "")
+    chunks: list[bytes] = []
+    with httpx.stream(
+        interaction.method,
+        url.rstrip("/") + path,
+        json=body,
+        headers=interaction.request_headers,
+        timeout=timeout,
+    ) as reply:
+        try:
+            for chunk in reply.iter_raw():
+                chunks.append(chunk)
+        except httpx.RemoteProtocolError:
+            return Received(reply.status_code, b"".join(chunks).decode(), cut=True)
+    return Received(reply.status_code, b"".join(chunks).decode(), cut=False)

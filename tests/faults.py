@@ -36,8 +36,11 @@ ERROR_ANSWERS: dict[str, tuple[int, str, str, dict[str, str]]] = {
         {"x-should-retry": "false"},
     ),
 }
-#: Faults that break the stream after a 200 status line.
-STREAM_FAULTS = ("reset_mid_stream", "truncated")
+#: Faults that break the stream after a 200 status line, once content arrived: a reset, a
+#: clean end without ``message_stop``, and the API's own ``overloaded_error`` event.
+STREAM_FAULTS = ("reset_mid_stream", "truncated", "overloaded_mid_stream")
+#: The event the API itself ends an overloaded stream with.
+OVERLOADED_EVENT = b"event: error\ndata: " + error_body("overloaded_error", "Overloaded") + b"\n\n"
 #: reset: RST as soon as the request is read; hang: read it and never answer.
 FAULTS = (*ERROR_ANSWERS, *STREAM_FAULTS, "reset", "hang")
 
@@ -195,6 +198,11 @@ def _handler(upstream: FaultyUpstream) -> type[BaseHTTPRequestHandler]:
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             self._chunk(head)
+            if fault == "overloaded_mid_stream" and streamed:
+                self._chunk(OVERLOADED_EVENT)
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
             if fault == "truncated":  # a clean end of the body, but no message_stop
                 self._chunk(rest)
                 self.wfile.write(b"0\r\n\r\n")

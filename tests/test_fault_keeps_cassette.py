@@ -22,7 +22,12 @@ from typing import Any
 import pytest
 
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.recording import ModelSource
+from pytest_atom.cassettes.replay import CassetteResponder
+from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.model.messages import parse_sse
+from pytest_atom.model.modes import SourceKind
 from pytest_atom.model.spec_types import Spec
 from tests.fault_helpers import (
     CASSETTE,
@@ -31,6 +36,7 @@ from tests.fault_helpers import (
     greet,
     output,
     project,
+    receive,
     record,
     record_good,
 )
@@ -73,8 +79,9 @@ def disturbed(
     upstreams.append(upstream)
     cut, *rest = [i for i in claude_requests() if i.role == "executor"]
     with recording(spec, upstream.url) as (source, gateway):
-        name, data = parse_sse(send(gateway.url, cut).text)[-1]
-        assert name == "error" and SAID[fault] in data
+        broken = receive(gateway.url, cut)  # as it broke: cut, or ended short
+        assert "message_stop" not in [name for name, _ in parse_sse(broken.text)]
+        assert broken.cut == (fault == "reset_mid_stream")
         for turn in rest[: len(turns)]:
             assert send(gateway.url, turn).status_code == 200
     assert upstream.log.count("turn ok") == len(turns) and upstream.faulted == 1
@@ -135,3 +142,103 @@ def test_a_disturbed_recording_through_claude_code_keeps_the_good_cassette(
         f"recording: failed, so {CASSETTE} was left as it was; what was recorded is in "
         f"{PARTIAL}" in text
     )
+
+
+# ------------------------------------------------- proven by a replay before it replaces
+
+
+@pytest.mark.parametrize("fault", list(SAID))
+def test_a_disturbed_recording_whose_replay_fails_keeps_the_good_cassette(
+    good: tuple[Spec, bytes], upstreams: list[FaultyUpstream], fault: str
+) -> None:
+    spec, recorded = good
+    source = disturbed(spec, upstreams, TURNS, fault)
+    proven: list[Cassette] = []
+
+    def prove(candidate: Path) -> str:
+        proven.append(Cassette.load(candidate))
+        return "the agent did not finish (error): API Error: Connection error."
+
+    partial = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True, prove=prove)
+    # The replay was given the new recording, away from the cassette, which is untouched.
+    [candidate] = proven
+    assert any("hello" in i.response for i in candidate.interactions)
+    assert candidate.path.parent != Path.cwd() / CASSETTE.parent
+    assert not candidate.path.exists()
+    assert Path(CASSETTE).read_bytes() == recorded
+    assert partial == Path.cwd() / PARTIAL
+    assert Cassette.load(partial).interactions == candidate.interactions
+    assert [f.what for f in source.disturbed] == [SAID[fault]]  # the report names the fault
+    assert source.failure is not None
+    assert source.failure.startswith("recording failed: POST /v1/messages: upstream ")
+    assert SAID[fault] in source.failure
+    assert (
+        "Claude Code got past it, but the new recording could not be replayed offline (the "
+        "agent did not finish (error): API Error: Connection error.), so "
+        f"{CASSETTE} was left as it was; what was recorded is in {PARTIAL}. Record it again "
+        "with: pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=all"
+    ) in source.failure
+
+
+@pytest.mark.parametrize("fault", list(SAID))
+def test_a_disturbed_recording_that_replays_replaces_the_cassette_and_notes_the_fault(
+    good: tuple[Spec, bytes], upstreams: list[FaultyUpstream], fault: str
+) -> None:
+    spec, recorded = good
+    Path(PARTIAL).write_text("interactions: []\n")  # a stale one, from an earlier failure
+    source = disturbed(spec, upstreams, TURNS, fault)
+    proven: list[Path] = []
+
+    def prove(candidate: Path) -> str | None:
+        proven.append(candidate)
+        return None  # it replayed
+
+    cassette = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True, prove=prove)
+    assert len(proven) == 1 and cassette == Path.cwd() / CASSETTE
+    assert cassette.read_bytes() != recorded and not Path(PARTIAL).exists()
+    assert source.failure is None and source.disturbed == []
+    # The broken stream is in it, as the CLI met it, and the fault is noted.
+    [note] = Cassette.load(cassette).metadata["upstream_faults"]
+    assert note == {
+        "request": "POST /v1/messages",
+        "what": SAID[fault],
+        "in_cassette": True,
+        "tokens": note["tokens"],
+    }
+    assert note["tokens"] > 0  # what the broken stream billed stays in the figures
+
+
+def test_a_recording_that_met_no_fault_is_not_replayed_first(
+    good: tuple[Spec, bytes], upstreams: list[FaultyUpstream]
+) -> None:
+    spec, _ = good
+    upstream = FaultyUpstream(TURNS, []).start()
+    upstreams.append(upstream)
+
+    def prove(candidate: Path) -> str:
+        raise AssertionError(f"proved {candidate}")
+
+    with recording(spec, upstream.url) as (source, gateway):
+        for turn in [i for i in claude_requests() if i.role == "executor"][: len(TURNS)]:
+            assert send(gateway.url, turn).status_code == 200
+    cassette = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True, prove=prove)
+    assert cassette == Path.cwd() / CASSETTE
+    assert "upstream_faults" not in Cassette.load(cassette).metadata
+
+
+@pytest.mark.parametrize(
+    ("kind", "metadata", "reenacts"),
+    [
+        ("replay", {"upstream_faults": [{"what": "sent an error event mid-stream"}]}, True),
+        ("replay", {}, False),
+        ("record", {"upstream_faults": [{"what": "sent an error event mid-stream"}]}, False),
+    ],
+)
+def test_only_a_replay_of_a_recording_that_met_a_fault_runs_a_failed_call_again(
+    tmp_path: Path, kind: SourceKind, metadata: dict[str, Any], reenacts: bool
+) -> None:
+    """Claude Code gives up a call on an overload after content; the recording ran the call
+    again (`--resume`), so its replay must too, or the resumed request is never sent."""
+    cassette = Cassette(tmp_path / "c.yaml", [], metadata)
+    tape = CassetteResponder(cassette, Normalizer({}), Scrubber(env={}))
+    assert ModelSource(kind, tape).reenacts_retries is reenacts

@@ -10,6 +10,7 @@ to end through Claude Code and `atom run`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
+from pytest_atom.cassettes.cassette import CUT_HEADER, FAULT_HEADER, Cassette
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
@@ -35,6 +36,7 @@ from tests.fault_helpers import (
     executor_turns,
     greet,
     project,
+    receive,
     record_good,
 )
 from tests.faults import FaultyUpstream, refused_url
@@ -49,6 +51,7 @@ FAILING: dict[str, tuple[str, int | None, str | None]] = {
     "529": ("all", 529, "answered 529 (overloaded_error: Overloaded)"),
     "reset_mid_stream": ("all", 200, "reset the connection mid-stream"),
     "truncated": ("all", 200, "ended the stream without message_stop"),
+    "overloaded_mid_stream": ("all", 200, "sent an error event mid-stream"),
     "hang": ("all", None, "had not answered after"),
     "refused": ("all", 502, "refused the connection"),
 }
@@ -82,13 +85,14 @@ def faulty(upstreams: list[FaultyUpstream], faults: str | list[str], **kw: Any) 
 
 def assert_whole_exchanges(cassette: Path) -> None:
     """No retried answer (429, 529, 5xx), and no stream without its message_stop but one
-    kept, marked, as the CLI saw it break."""
+    kept, marked, as the CLI saw it break: nothing the gateway made up added to it."""
     for interaction in Cassette.load(cassette).interactions:
         assert interaction.status not in (408, 409, 429) and interaction.status < 500
         if "event-stream" in interaction.response_headers.get("content-type", ""):
             names = [name for name, _ in parse_sse(interaction.response)]
             if FAULT_HEADER in interaction.response_headers:
-                assert names[-1] == "error" and "message_stop" not in names, names
+                assert "message_stop" not in names, names
+                assert "pytest-atom gateway" not in interaction.response
             else:
                 assert names[-1] == "message_stop" and "error" not in names, names
 
@@ -101,14 +105,15 @@ def answered(url: str, fault: str) -> int | None:
     changes = {"messages": [{"role": "user", "content": "Create greeting.txt, please."}]}
     try:
         timeout = 1 if fault == "hang" else 60
-        reply = send(url, turn, timeout, **(changes if fault == "400" else {}))
+        reply = receive(url, turn, timeout, **(changes if fault == "400" else {}))
     except httpx.ReadTimeout:
         return None
-    said = FAILING[fault][2]
-    if reply.status_code == 200 and said:  # a stream the upstream broke: an error event ends it
-        name, data = parse_sse(reply.text)[-1]
-        assert name == "error" and said in data, reply.text
-    return reply.status_code
+    if reply.status == 200 and FAILING[fault][2]:  # a stream the upstream broke, as it broke
+        events = [name for name, _ in parse_sse(reply.text)]
+        assert "message_stop" not in events and "pytest-atom gateway" not in reply.text
+        assert reply.cut == (fault == "reset_mid_stream"), reply
+        assert (events[-1] == "error") == (fault == "overloaded_mid_stream"), events
+    return reply.status
 
 
 @pytest.mark.parametrize("fault", list(FAILING))
@@ -132,7 +137,7 @@ def test_a_failed_recording_changes_nothing_and_says_why(
         assert reported and said in reported[0], reported
     # Whatever whole exchanges got through (a 400, a stream as the CLI saw it break) are
     # kept beside the cassette, never in it; a retried status is never kept.
-    if fault in ("400", "reset_mid_stream", "truncated"):
+    if fault in ("400", "reset_mid_stream", "truncated", "overloaded_mid_stream"):
         assert written == Path.cwd() / PARTIAL
         assert_whole_exchanges(written)
     else:
@@ -202,6 +207,32 @@ def test_retried_faults_leave_only_whole_exchanges_that_replay_offline(
     with Gateway(tape) as gateway:
         assert send(gateway.url, first).status_code == send(gateway.url, second).status_code
     assert not tape.divergences and tape.unplayed() == 0
+
+
+def test_a_cut_stream_the_cli_resent_is_left_out_and_noted_with_what_it_billed(
+    tmp_path: Path, upstreams: list[FaultyUpstream]
+) -> None:
+    project_folder(tmp_path)
+    spec = greet(tmp_path)
+    first, second = executor_turns()
+    with recording(spec, faulty(upstreams, ["429", "reset_mid_stream"]), "once") as (source, gw):
+        assert receive(gw.url, first).status == 429
+        assert receive(gw.url, first).cut  # Claude Code resends a cut stream as it was
+        assert send(gw.url, first).status_code == send(gw.url, second).status_code == 200
+    cassette = source.finish(spec, failed=False, cli_version=CLI_VERSION, passed=True)
+    assert cassette is not None
+    loaded = Cassette.load(cassette)
+    assert [FAULT_HEADER in i.response_headers for i in loaded.interactions] == [False, False]
+    # Both tries are noted: neither is served again, and the cut one billed its start.
+    assert loaded.metadata["upstream_faults"] == [
+        {"request": "POST /v1/messages", "what": "answered 429", "in_cassette": False},
+        {
+            "request": "POST /v1/messages",
+            "what": "reset the connection mid-stream",
+            "in_cassette": False,
+            "tokens": 11,  # tests/faults.py's partial stream: 10 in, 1 out so far
+        },
+    ]
 
 
 def project_folder(folder: Path) -> None:
@@ -285,27 +316,45 @@ def test_a_transient_answer_reaches_the_cli_with_its_retry_headers_and_is_not_ke
     assert len(tape.faults) == 1 and tape.unrecovered_faults() == []
 
 
-def test_a_cut_off_stream_ends_in_an_error_event_naming_the_upstream(
-    forwarding: Any, capfd: pytest.CaptureFixture[str]
+def test_a_cut_off_stream_is_cut_for_the_cli_and_cut_again_where_it_replays(
+    forwarding: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     gateway, tape = forwarding("reset_mid_stream")
-    reply = httpx.post(f"{gateway.url}/v1/messages", json={**TURN, "stream": True})
-    events = parse_sse(reply.text)
-    assert [name for name, _ in events][:3] == [
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-    ]
-    name, data = events[-1]
-    assert name == "error" and "message_stop" not in [n for n, _ in events]
-    assert f"pytest-atom gateway: upstream {tape.upstream} reset the connection mid-stream" in data
-    # Kept as the CLI saw it, marked: Claude Code continues such a conversation (it does
-    # not resend), and a replay must break the same way for the continuation to match.
+    [turn, *_] = executor_turns()
+    first = receive(gateway.url, turn)
+    events = [name for name, _ in parse_sse(first.text)]
+    # Claude Code met what the API's own cut would show it: whole events, then a cut
+    # connection (it resends the identical request); no error event the gateway made up,
+    # which it gave up on instead.
+    assert first.cut and first.status == 200
+    assert events == ["message_start", "content_block_start", "content_block_delta"]
     [kept] = tape.finished_interactions()
     assert kept.response_headers[FAULT_HEADER].startswith("reset the connection mid-stream")
-    assert [n for n, _ in parse_sse(kept.response)] == [n for n, _ in events]
+    assert kept.response_headers[CUT_HEADER] == "connection"
     assert tape.unrecovered_faults() == []
+    gateway.stop()
+    cassette = Cassette(tmp_path / "cut.yaml", [kept])
+    cassette.save()
+    # A replay serves it back the same way, cut at the same point.
+    with Gateway(replaying(cassette.path, "strict")) as replay:
+        again = receive(replay.url, turn)
+    assert again.cut and again.status == 200 and parsed(again.text) == parsed(first.text)
     assert "Traceback" not in "".join(capfd.readouterr())
+
+
+@pytest.mark.parametrize("fault", ["truncated", "overloaded_mid_stream"])
+def test_a_stream_that_ends_short_of_message_stop_reaches_the_cli_as_it_ended(
+    forwarding: Any, fault: str
+) -> None:
+    gateway, tape = forwarding(fault)
+    reply = receive(gateway.url, executor_turns()[0])
+    # Claude Code takes a cleanly cut answer as the turn, and continues after an overload
+    # ("Your response above was cut off…"): its next request holds what it read, so the
+    # cassette keeps the stream as it came, for a replay to end it the same way.
+    assert not reply.cut and "pytest-atom gateway" not in reply.text
+    [kept] = tape.finished_interactions()
+    assert parsed(kept.response) == parsed(reply.text)
+    assert CUT_HEADER not in kept.response_headers and FAULT_HEADER in kept.response_headers
 
 
 def test_a_cut_off_json_body_is_cut_off_for_the_cli_too(
@@ -316,6 +365,11 @@ def test_a_cut_off_json_body_is_cut_off_for_the_cli_too(
         httpx.post(f"{gateway.url}/v1/messages", json=TURN)
     assert tape.finished_interactions() == [] and len(tape.unrecovered_faults()) == 1
     assert "Traceback" not in "".join(capfd.readouterr())
+
+
+def parsed(stream: str) -> list[tuple[str, Any]]:
+    """A stream's events, their data parsed: a cassette stores them re-encoded."""
+    return [(name, json.loads(data)) for name, data in parse_sse(stream)]
 
 
 def test_a_refused_upstream_is_a_502_naming_it(tmp_path: Path) -> None:

@@ -357,10 +357,10 @@ def test_a_mid_stream_overload_is_kept_as_the_client_saw_it_and_replays_the_same
     cut = httpx.post(f"{gateway.url}/v1/messages", json=body)
     events = names(cut.text)
     assert "content_block_delta" in events and "message_stop" not in events
-    assert events[-2:] == ["error", "error"]  # the upstream's overload, the gateway's word
-    assert (
-        f"pytest-atom gateway: upstream {tape.upstream} sent an error event mid-stream" in cut.text
-    )
+    # The upstream's overload, as it came: nothing of the gateway's after it (an api_error
+    # of its own made Claude Code give up where the API's overload lets it go on).
+    assert events[-2:] == ["content_block_delta", "error"] and "overloaded_error" in cut.text
+    assert "pytest-atom gateway" not in cut.text
     # Claude Code continues with its own text instead of resending: the turn comes whole.
     history = [
         {"role": "assistant", "content": [{"type": "text", "text": "A long"}]},
@@ -372,8 +372,8 @@ def test_a_mid_stream_overload_is_kept_as_the_client_saw_it_and_replays_the_same
     broken, kept = tape.finished_interactions()
     assert broken.response_headers[FAULT_HEADER] == "sent an error event mid-stream"
     assert FAULT_HEADER not in kept.response_headers and tape.unrecovered_faults() == []
-    # Kept as relayed (its deltas joined as a cassette keeps them), both errors included.
-    assert names(broken.response)[-2:] == ["error", "error"]
+    # Kept as relayed (its deltas joined as a cassette keeps them), the overload included.
+    assert names(broken.response)[-1] == "error" and names(broken.response).count("error") == 1
     assert "message_stop" not in broken.response and "content_block_delta" in broken.response
     # A replay breaks the same way, so the continuation that follows matches the recorded.
     again, rest = replay(tape, match, [body, continued])

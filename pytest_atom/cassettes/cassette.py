@@ -46,6 +46,9 @@ RECALL = "recall"
 #: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
 #: mid-stream"): a response header, so vcrpy and its tools read the file as before.
 FAULT_HEADER = "x-atom-fault"
+#: Marks such a stream whose connection was cut after its last event (not ended): a replay
+#: cuts it at the same point, as Claude Code's next request depends on how a stream ended.
+CUT_HEADER = "x-atom-cut"
 _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
 
 

@@ -8,6 +8,8 @@ script, or fails with the command that records it.
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -34,6 +36,7 @@ from pytest_atom.cassettes.staleness import (
     workspace_config,
     workspace_config_changes,
 )
+from pytest_atom.files import write_atomic
 from pytest_atom.gateway import (
     Gateway,
     Responder,
@@ -54,11 +57,16 @@ DEFAULT_UPSTREAM = "https://api.anthropic.com"
 AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 
 
+#: Replays a spec offline from the candidate cassette it is given: None when the replay
+#: passed, else why it did not (the run layer builds it: `run.spec_run`).
+Prove = Callable[[Path], "str | None"]
+
+
 class RecordingError(Exception):
     """A spec cannot run in the requested record mode; the message says what to run."""
 
 
-__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "RecordingError"]
+__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:
@@ -159,12 +167,26 @@ class ModelSource:
         return None
 
     @property
+    def reenacts_retries(self) -> bool:
+        """Whether a replay runs a Claude Code call that failed again, as its recording
+        did: only for a cassette whose recording met upstream faults (`upstream_faults`),
+        where a call the CLI gave up on (an overload after content) was run again then."""
+        noted = self.tape.cassette.metadata.get("upstream_faults") if self.tape else None
+        return self.kind == "replay" and bool(noted)
+
+    @property
     def tape(self) -> CassetteResponder | None:
         """The cassette-backed responder (replay or record), for divergences and drift."""
         return self.responder if isinstance(self.responder, CassetteResponder) else None
 
     def finish(
-        self, spec: Spec, *, failed: bool, cli_version: str | None, passed: bool = True
+        self,
+        spec: Spec,
+        *,
+        failed: bool,
+        cli_version: str | None,
+        passed: bool = True,
+        prove: Prove | None = None,
     ) -> Path | None:
         """Save what was recorded: a failed recording never replaces a cassette.
 
@@ -177,6 +199,10 @@ class ModelSource:
         status, a reset, a stream cut off that the CLI continued) whose spec then failed is
         kept as a partial too: the fault may be why it failed, so it never costs a good
         cassette (`disturbed` names the faults for the report).
+
+        A passing recording that met a fault is proven before it replaces the cassette:
+        `prove` replays it offline (`Prove`), and one that does not replay is kept as a
+        partial too, the cassette left as it was (`_proven`).
         """
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
@@ -190,6 +216,8 @@ class ModelSource:
         if not passed and not failed and not faults:
             self.disturbed = list(tape.disturbances())
         kept_apart = failed or bool(faults) or bool(self.disturbed)
+        if not kept_apart and prove is not None and tape.recorded and tape.disturbances():
+            return self._proven(spec, tape, cli_version, prove)
         written = (
             self._save(spec, tape, kept_apart, cli_version, self.script_picks)
             if tape.recorded
@@ -208,6 +236,32 @@ class ModelSource:
             )
         return written
 
+    def _proven(
+        self, spec: Spec, tape: CassetteResponder, cli_version: str | None, prove: Prove
+    ) -> Path:
+        """Replay a recording that met a fault from a temporary cassette before it replaces
+        the spec's; one that does not replay goes to the partial, the cassette untouched,
+        and the run is an error naming the fault."""
+        cassette = tape.cassette
+        met = tape.disturbances()
+        with tempfile.TemporaryDirectory(prefix="atom-proof-") as folder:
+            candidate = self._save(spec, tape, False, cli_version, self.script_picks, Path(folder))
+            why = prove(candidate)
+            data = candidate.read_bytes()
+        if why is None:
+            written = write_atomic(cassette.path, data)
+            cassette.partial_path.unlink(missing_ok=True)
+            return written
+        kept = write_atomic(cassette.partial_path, data)
+        self.disturbed = list(met)
+        self.failure = (
+            f"recording failed: {met[0].description}; Claude Code got past it, but the new "
+            f"recording could not be replayed offline ({why}), so "
+            f"{display_path(cassette.path)} was left as it was; what was recorded is in "
+            f"{display_path(kept)}. Record it again with: {record_command(spec, 'all')}"
+        )
+        return kept
+
     def _save(
         self,
         spec: Spec,
@@ -215,8 +269,11 @@ class ModelSource:
         failed: bool,
         cli_version: str | None,
         picks: tuple[int, ...] = (),
+        folder: Path | None = None,
     ) -> Path:
+        """Write the recording: to the cassette, its partial (`failed`), or under `folder`."""
         cassette = tape.cassette
+        notes = tape.fault_notes()  # read by slot: before the cassette keeps only what it keeps
         cassette.interactions = tape.finished_interactions()
         models = [i.body.get("model") for i in cassette.interactions if isinstance(i.body, dict)]
         cassette.metadata = {
@@ -243,7 +300,11 @@ class ModelSource:
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
             if servers:
                 cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
+        if notes:  # the faults met, each kept as the CLI saw it or made good by its retry
+            cassette.metadata["upstream_faults"] = notes
         self.recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
+        if folder is not None:
+            return cassette.save(folder / cassette.path.name)
         return cassette.save(cassette.partial_path if failed else None)
 
     def _rewrite(

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.cassettes.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.cassettes.divergence import Divergence, divergence_reply
 from pytest_atom.cassettes.matchers import MATCHERS, Matcher, matcher_for
 from pytest_atom.cassettes.scrub import Scrubber
@@ -51,7 +51,7 @@ from pytest_atom.gateway.normalize import (
     renumber_task_ids,
     results_in_call_order,
 )
-from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.model.messages import estimate_tokens, message, read_reply, sse_stream
 from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.roles import STRUCTURED_OUTPUT
@@ -271,7 +271,12 @@ class CassetteResponder(Forwarding):
         headers = {
             "content-type": recorded.response_headers.get("content-type", "application/json")
         }
-        return Reply(recorded.status, headers, self.normalizer.paths_in(recorded.response).encode())
+        body = self.normalizer.paths_in(recorded.response).encode()
+        if CUT_HEADER in recorded.response_headers:
+            # The recording's connection was cut after these events: cut it there again,
+            # so Claude Code does what it did then (`Forwarding._relay`).
+            return Reply(recorded.status, headers, _cut(body, recorded.response_headers))
+        return Reply(recorded.status, headers, body)
 
     def _stand_in(self, request: GatewayRequest, kind: Kind, live: Any) -> Reply:
         """Claude Code's own requests (preflights, titles, token counts) that the recording
@@ -377,6 +382,12 @@ class CassetteResponder(Forwarding):
 ORDER_WAIT = 5.0
 
 _NO_USAGE = {"input_tokens": 1, "output_tokens": 1}
+
+
+def _cut(body: bytes, headers: dict[str, str]) -> Iterator[bytes]:
+    """`body`, then the connection cut without ending it, as the recording's was."""
+    yield body
+    raise AbortReply(headers.get(FAULT_HEADER) or "cut as recorded")
 
 
 def _canonical(body: Any) -> str:

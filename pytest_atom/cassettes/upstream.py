@@ -3,8 +3,8 @@
 A request the cassette does not answer goes upstream; its answer streams back to the CLI
 as it arrives and is kept for the cassette once it is whole. What goes wrong upstream (a
 refused connection, a transient status, a stream cut off) never raises: it becomes the
-API error the CLI would have met, and an `UpstreamFault` that decides whether the
-recording can be trusted.
+API error or the broken stream the CLI would have met, and an `UpstreamFault` that decides
+whether the recording can be trusted.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.cassettes.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
-from pytest_atom.model import messages
 from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
-from pytest_atom.model.messages import coalesce_sse, parse_sse
+from pytest_atom.model.messages import answer_billed, coalesce_sse, parse_sse
 from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.roles import ROLE_HEADER
 
@@ -73,7 +72,7 @@ class Forwarding:
         What goes wrong upstream never raises: a refused, reset or silent upstream becomes
         an API error naming it (502 or 504, which the CLI retries), a transient status
         (429, 529, 5xx) passes through with the headers the CLI's retry logic reads but
-        stays out of the cassette, and a stream that breaks off ends in an SSE error event.
+        stays out of the cassette, and a stream that breaks off reaches the CLI as it broke.
         Each is noted in `faults`, so a recording that never got past one is not saved.
         """
         upstream = self._send_upstream(request, live)
@@ -152,13 +151,23 @@ class Forwarding:
         upstream: httpx.Response,
         timeout: httpx.Timeout,
     ) -> Iterator[bytes]:
-        """Stream the upstream's body to the CLI as it arrives and keep it in `slot` once
-        it is whole. An SSE body is relayed in whole events only, so when the stream breaks
-        off an error event can follow cleanly; a broken JSON body is cut instead.
+        """Stream the upstream's body to the CLI as it arrives and keep it in `slot`.
+
+        A stream that breaks off reaches the CLI as it broke, never dressed up: the whole
+        events that came, then the same end (the upstream's own error event, a clean end
+        without ``message_stop``, or a cut connection). What Claude Code does next depends on
+        that end (measured with 2.1.332: a cut connection makes it resend the identical
+        request, a clean end makes it take the cut answer as the turn, an overload event
+        makes it continue with "Your response above was cut off…" once a block had ended,
+        and give the call up, which the harness then runs again, while the first block was
+        still streaming), so a replay that ends the stream the same way at the same point
+        (`CUT_HEADER`) makes it do the same again (`ModelSource.reenacts_retries`). An
+        ``api_error`` event of the gateway's own made it give up on any of them.
         """
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
         pending = b""  # SSE: the start of an event not yet complete
+        broken = False
         try:
             for chunk in upstream.iter_raw():
                 chunks.append(chunk)
@@ -172,38 +181,44 @@ class Forwarding:
                     pending = pending[cut:]
             failure = _incomplete(b"".join(chunks)) if sse else None
         except httpx.HTTPError as exc:
-            failure = _failure(exc, timeout, mid_stream=True)
+            failure, broken = _failure(exc, timeout, mid_stream=True), True
         except GeneratorExit:
-            # The CLI hung up mid-stream: it rejected what it read ("The response stream
-            # was malformed"), or it was stopped. What it was sent is the evidence, kept
-            # as it was sent, so a replay sends it the same and the CLI rejects it again.
             if sse:
-                received = b"".join(chunks)
-                relayed = received[: len(received) - len(pending)]
-                what = "sent a stream the CLI stopped reading mid-way"
-                self._fault(request, live, what, slot=slot)
-                self._keep(slot, request, live, upstream, relayed, fault=what)
+                self._hung_up(slot, request, live, upstream, b"".join(chunks), pending)
             raise
         finally:
             upstream.close()
-        if failure is None:
-            self._keep(slot, request, live, upstream, b"".join(chunks))
-            if pending:
-                yield pending
-            return
-        if not sse:
+        if failure is not None and not sse:
             self._fault(request, live, failure)
             raise AbortReply(failure)  # no valid JSON can end this body: cut it
-        error = _sse_error(self._upstream_message(failure))
-        # What the CLI saw is kept as it saw it: the whole events relayed, then the error.
-        # Claude Code resends a stream that broke before any content, but continues one
-        # that broke after ("Your response above was cut off mid-stream…"); a replay must
-        # break the same way for that continuation to follow.
+        if failure is not None:
+            self._fault(request, live, failure, slot=slot)
         received = b"".join(chunks)
+        if broken:  # the whole events relayed, then the connection cut the same way
+            relayed = received[: len(received) - len(pending)]
+            self._keep(slot, request, live, upstream, relayed, fault=failure, cut=True)
+            raise AbortReply(failure)
+        # Whole, or ended cleanly short of message_stop: kept and relayed as it came.
+        self._keep(slot, request, live, upstream, received, fault=failure)
+        if pending:
+            yield pending
+
+    def _hung_up(
+        self,
+        slot: int,
+        request: GatewayRequest,
+        live: Any,
+        upstream: httpx.Response,
+        received: bytes,
+        pending: bytes,
+    ) -> None:
+        """The CLI hung up mid-stream: it rejected what it read ("The response stream was
+        malformed"), or it was stopped. What it was sent is the evidence, kept as it was
+        sent, so a replay sends it the same and the CLI rejects it again."""
         relayed = received[: len(received) - len(pending)]
-        self._fault(request, live, failure, slot=slot)
-        self._keep(slot, request, live, upstream, relayed + error, fault=failure)
-        yield error
+        what = "sent a stream the CLI stopped reading mid-way"
+        self._fault(request, live, what, slot=slot)
+        self._keep(slot, request, live, upstream, relayed, fault=what)
 
     def _upstream_message(self, what: str) -> str:
         return f"pytest-atom gateway: upstream {self.upstream} {what}"
@@ -232,6 +247,8 @@ class Forwarding:
         upstream: httpx.Response,
         body: bytes,
         fault: str | None = None,
+        *,
+        cut: bool = False,
     ) -> None:
         text = body.decode("utf-8", "replace")
         if "text/event-stream" in upstream.headers.get("content-type", ""):
@@ -240,6 +257,8 @@ class Forwarding:
         headers = {"content-type": upstream.headers.get("content-type", "")}
         if fault is not None:
             headers[FAULT_HEADER] = fault
+        if cut:
+            headers[CUT_HEADER] = "connection"  # a replay cuts it there too
         interaction = Interaction(
             method=request.method,
             uri=base.rstrip("/") + request.path,
@@ -275,6 +294,27 @@ class Forwarding:
             and kept.body == fault.body
             for kept in self.cassette.interactions[fault.position :]
         )
+
+    def fault_notes(self) -> list[dict[str, Any]]:
+        """What a cassette notes of each fault met while recording (``upstream_faults``):
+        the request, what broke, and whether the broken stream is in the cassette (a replay
+        serves it as the CLI saw it) or was left out, made good by the CLI's identical
+        retry, with the tokens its stream billed (a retried status bills none), so the
+        recording's figures can still be told from what a replay shows."""
+        with self._lock:
+            notes: list[dict[str, Any]] = []
+            for fault in self.faults:
+                kept = self.cassette.interactions[fault.slot] if fault.slot is not None else None
+                note: dict[str, Any] = {
+                    "request": f"{fault.method} {fault.endpoint}",
+                    "what": fault.what,
+                    "in_cassette": kept is not None and not self._made_good(fault),
+                }
+                billed = answer_billed(kept.response) if kept is not None else None
+                if billed is not None and billed[0].tokens:
+                    note["tokens"] = billed[0].tokens
+                notes.append(note)
+            return notes
 
     def disturbances(self) -> list[UpstreamFault]:
         """Every upstream fault met while recording, made good or not: a retried status, a
@@ -384,11 +424,6 @@ def _incomplete(body: bytes) -> str | None:
     if "message_stop" not in names:
         return "ended the stream without message_stop (a cut-off answer)"
     return None
-
-
-def _sse_error(text: str) -> bytes:
-    """An SSE error event: how the API itself reports a failure inside a stream."""
-    return b"event: error\ndata: " + messages.error_body("api_error", text) + b"\n\n"
 
 
 def with_credentials(headers: Mapping[str, str], credentials: Mapping[str, str]) -> dict[str, str]:

@@ -27,6 +27,7 @@ import glob
 import os
 import shutil
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -283,8 +284,10 @@ class AttemptLoop:
             verbose=False,
             runner=executor,
             session_id=session,
-            # A scripted or replayed answer is the same on every retry: retrying only waits.
-            max_retries=2 if source.kind == "record" else 0,
+            # A scripted or replayed answer is the same on every retry: retrying only waits,
+            # unless the recording ran a failed call again after an upstream fault.
+            max_retries=2 if source.kind == "record" or source.reenacts_retries else 0,
+            sleep=time.sleep if source.kind == "record" else _no_wait,
             timeout=self.spec.timeout,
         )
         # runtime.records fills as iterations end, so an interrupted attempt keeps them.
@@ -514,3 +517,7 @@ def _temp_paths(run_dir: Path) -> dict[str, str]:
             for name in ("claude", "cc-daemon", "claude-host"):
                 paths[f"{temp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
     return paths
+
+
+def _no_wait(seconds: float) -> None:
+    """A replay's retry needs no back-off: nothing upstream is waited for."""

@@ -9,7 +9,9 @@ API, so a spec means the same thing wherever it runs. It sits above the attempt 
 from __future__ import annotations
 
 import shutil
+import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import find_claude
@@ -17,6 +19,7 @@ from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import (
     ModelSource,
+    Prove,
     cassette_path,
     divergence_report,
     open_model_source,
@@ -97,7 +100,8 @@ def run_spec(
     )
     source.open_mcp(spec, run.run_dir / "mcp")
     meter = Meter(_billing(source)[0], spend)
-    exchanges, written = _drive_run(spec, run, source, meter, settings)
+    prove = _prover(spec, settings, project_dir, registry, claude_bin, config)
+    exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
     result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
@@ -112,13 +116,18 @@ def run_spec(
 
 
 def _drive_run(
-    spec: Spec, run: AttemptLoop, source: ModelSource, meter: Meter, settings: RunSettings
+    spec: Spec,
+    run: AttemptLoop,
+    source: ModelSource,
+    meter: Meter,
+    settings: RunSettings,
+    prove: Prove | None = None,
 ) -> tuple[list[Exchange], Path | None]:
     """`_drive`, with what an interrupted or unstartable run leaves: Ctrl-C attaches what
     resumes it (the partial recording kept, if any); a workspace that could not be made
     leaves no run folder, unless the run was resuming one."""
     try:
-        return _drive(run, source, meter)
+        return _drive(run, source, meter, prove)
     except KeyboardInterrupt as stop:
         tape = source.tape
         partial = tape.cassette.partial_path if tape and source.kind == "record" else None
@@ -164,7 +173,7 @@ def _new_run(
 
 
 def _drive(
-    run: AttemptLoop, source: ModelSource, meter: Meter
+    run: AttemptLoop, source: ModelSource, meter: Meter, prove: Prove | None = None
 ) -> tuple[list[Exchange], Path | None]:
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
 
@@ -181,13 +190,60 @@ def _drive(
         failed = _unfinished(run)
     finally:
         written = source.finish(
-            run.spec, failed=failed, cli_version=run.cli_version(), passed=_passed(run)
+            run.spec,
+            failed=failed,
+            cli_version=run.cli_version(),
+            passed=_passed(run),
+            prove=None if failed else prove,
         )
         # The CLI's own transcripts hold every prompt and tool output, and its HOME its
         # logs: scrubbed in place.
         Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
         release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
     return exchanges, written
+
+
+def _prover(
+    spec: Spec,
+    settings: RunSettings,
+    project_dir: Path | None,
+    registry: CheckRegistry | None,
+    claude_bin: Path,
+    config: AtomConfig | None,
+) -> Prove | None:
+    """How a recording that met an upstream fault is proven before it replaces the
+    cassette (`ModelSource.finish`): the same spec replayed offline, in a folder of its
+    own, from the candidate cassette. None for a run that records nothing."""
+    if settings.record_mode == "none" or settings.rejudge:
+        return None
+    offline = replace(settings, record_mode="none", upstream=None, resume=None, repeat=1)
+
+    def prove(candidate: Path) -> str | None:
+        with tempfile.TemporaryDirectory(prefix="atom-proof-runs-") as runs:
+            replayed = run_spec(
+                replace(spec, cassette=candidate),
+                runs_dir=Path(runs),
+                project_dir=project_dir,
+                settings=offline,
+                registry=registry,
+                claude_bin=claude_bin,
+                config=config,
+            )
+            return None if replayed.passed else _why_not(replayed)
+
+    return prove
+
+
+def _why_not(replayed: SpecResult) -> str:
+    """Why a proving replay failed, in one line: its outcome, and its first divergence."""
+    why = replayed.outcome.why
+    if replayed.divergences:
+        detail = replayed.divergences[0].detail.strip().splitlines()
+        why += f": {detail[0]}" if detail else ""
+    elif replayed.attempts and replayed.final.records and replayed.final.records[-1].returncode:
+        output = replayed.final.records[-1].output.strip().splitlines()
+        why += f": {output[-1][:300]}" if output else ""
+    return why
 
 
 def _passed(run: AttemptLoop) -> bool:
