@@ -37,7 +37,7 @@ from jsonschema.validators import validator_for
 from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec_types import Check
+from pytest_atom.model.spec_types import BUILTIN_CHECK_KINDS, Check
 from pytest_atom.processes import kill_process_tree
 
 if TYPE_CHECKING:
@@ -88,6 +88,16 @@ def run_checks(
         return [registry.run(check, workspace, env, trajectory) for check in checks]
     finally:
         _SANDBOX.reset(token)
+
+
+def needs_sandbox(checks: Iterable[Check]) -> bool:
+    """Whether any of `checks` may execute the workspace's code: a ``command`` check not
+    marked ``unsandboxed``, or a plugin's kind (which may call `run_shell`)."""
+    return any(
+        (c.kind == "command" and not c.params.get("unsandboxed"))
+        or c.kind not in BUILTIN_CHECK_KINDS
+        for c in checks
+    )
 
 
 # --- built-in checks ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
+from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import (
     ModelSource,
@@ -26,6 +27,7 @@ from pytest_atom.diffs import WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.gateway.server import Meter
+from pytest_atom.judge.checks import needs_sandbox
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
@@ -84,6 +86,9 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     if spec.sandbox is not None:
         require_tools()  # before anything starts: a missing bwrap says how to install it
+        checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+        if spec.setup or needs_sandbox(checks):
+            require_srt()  # and a missing `srt`, which set-up and command checks run in
     run = _new_run(
         spec, runs_dir, settings, project_dir, config, registry, claude_bin, on_event, spend
     )

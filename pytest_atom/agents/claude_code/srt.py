@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom import digest
+from pytest_atom.agents.claude_code import readguard
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.sandbox import (
     INSTALL_HINT,
@@ -159,11 +160,15 @@ def settings(
     agent = confinement.settings(cwd, env=env)["sandbox"]
     fs = agent["filesystem"]
     tmp = env.get("TMPDIR")
-    writable = [str(cwd), *fs["allowWrite"], *([tmp] if tmp else [])]
+    writable = list(dict.fromkeys([str(cwd), *fs["allowWrite"], *([tmp] if tmp else [])]))
+    readable = [*fs.get("allowRead", []), *_own_files(binary)]
+    if "denyRead" in fs:
+        home = env.get("HOME")
+        readable = _readable(readable + ([home] if home else []), writable)
     filesystem: dict[str, Any] = {
         "denyRead": fs.get("denyRead", []),
-        "allowRead": [*fs.get("allowRead", []), *_own_files(binary)],
-        "allowWrite": list(dict.fromkeys(writable)),
+        "allowRead": readable,
+        "allowWrite": writable,
         "denyWrite": [],
     }
     data: dict[str, Any] = {
@@ -174,6 +179,25 @@ def settings(
     if ripgrep is not None:
         data["ripgrep"] = ripgrep
     return data
+
+
+def _readable(readable: Sequence[str], writable: Sequence[str]) -> list[str]:
+    """`readable` without the folders that hold (or are) a writable path, but the system's.
+
+    srt 0.0.83 binds a folder re-opened inside a denied one (the run folder inside ``/tmp``)
+    read-only after the writable folders in it, so the attempt folder would end up
+    read-only ("bwrap: Can't create file at …/.gitconfig"). A writable path is readable
+    anyway; the run folder's other parts a process needs (its HOME) are listed on their own.
+    """
+    system = set(readguard.SYSTEM_FOLDERS)
+
+    def holds_writable(entry: str) -> bool:
+        folder = Path(entry)
+        return entry not in system and any(
+            Path(w) == folder or folder in Path(w).parents for w in writable
+        )
+
+    return [entry for entry in dict.fromkeys(readable) if not holds_writable(entry)]
 
 
 def _own_files(binary: Path) -> list[str]:
