@@ -30,7 +30,7 @@ from typing import Any
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code import readguard
-from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, cached_claude, find_claude
 from pytest_atom.agents.claude_code.sandbox import (
     INSTALL_HINT,
     Confinement,
@@ -214,8 +214,8 @@ def _ripgrep(env: Mapping[str, str]) -> dict[str, str] | None:
         return None  # Seatbelt takes patterns: srt runs no ripgrep on macOS
     if shutil.which("rg", path=env.get("PATH")) or shutil.which("rg"):
         return None
-    try:
-        claude = find_claude()
+    try:  # the pinned install first: ATOM_CLAUDE_BIN may name a wrapper, not the binary
+        claude = cached_claude() if cached_claude().exists() else find_claude()
     except ClaudeNotFoundError:
         raise SandboxUnavailableError(
             "The sandbox runtime needs ripgrep (`rg`) on Linux, and neither `rg` nor Claude Code "
