@@ -70,7 +70,9 @@ def machine(tmp_path: Path) -> Machine:
 
 
 def command(run: str, **params: object) -> Check:
-    return Check("command", {"run": run, "exit_code": 0, "output": None, "timeout": 60.0, **params}, 1)
+    return Check(
+        "command", {"run": run, "exit_code": 0, "output": None, "timeout": 60.0, **params}, 1
+    )
 
 
 def test_a_conftest_the_agent_wrote_cannot_write_outside_the_attempt_nor_read_a_secret(
@@ -147,7 +149,7 @@ def test_setup_writes_in_the_attempt_and_fails_writing_outside(machine: Machine)
         env={"GREETING": "hej"},
         timeout=60,
     )
-    assert ok.ok and ok.output == "$ echo \"$GREETING\" > greeting.txt\n$ cat greeting.txt\nhej\n"
+    assert ok.ok and ok.output == '$ echo "$GREETING" > greeting.txt\n$ cat greeting.txt\nhej\n'
 
 
 def test_setup_with_the_sandbox_off_runs_unconfined(machine: Machine) -> None:
@@ -182,7 +184,9 @@ def test_network_is_refused_unless_the_spec_allows_the_host(
     machine: Machine, loopback: int
 ) -> None:
     url = f"http://127.0.0.1:{loopback}/"
-    proxied = command(f"curl -s -o /dev/null -w '%{{http_code}}' --noproxy '' -x \"$http_proxy\" {url}")
+    proxied = command(
+        f"curl -s -o /dev/null -w '%{{http_code}}' --noproxy '' -x \"$http_proxy\" {url}"
+    )
     direct = command(f"curl -sS -o /dev/null {url}")
     denied = run_checks([proxied, direct], machine.attempt, machine.env, sandbox=machine.sandbox())
     assert [r.passed for r in denied] == [True, False]

@@ -372,8 +372,8 @@ def _unsandboxed(doc: Document, at: Loc, value: dict[str, Any]) -> dict[str, Any
     if unsandboxed and reason is None:
         raise doc.error(
             f"{label(at + ('unsandboxed',))!r} runs the command outside the agent's sandbox, "
-            "on files the agent wrote: say why with `reason:` (e.g. reason: \"talks to the "
-            "database on the host\"), or remove `unsandboxed: true`",
+            'on files the agent wrote: say why with `reason:` (e.g. reason: "talks to the '
+            'database on the host"), or remove `unsandboxed: true`',
             at + ("unsandboxed",),
         )
     if reason is not None and not unsandboxed:

@@ -127,7 +127,15 @@ class ProcessSandbox:
     def wrap(self, argv: Sequence[str]) -> list[str]:
         """`argv` run inside the sandbox, with the run's own temp folder."""
         keep = [f"{name}={value}" for name, value in self.restore.items()]
-        return [str(self.binary), "--settings", str(self.settings), "--", "/usr/bin/env", *keep, *argv]
+        return [
+            str(self.binary),
+            "--settings",
+            str(self.settings),
+            "--",
+            "/usr/bin/env",
+            *keep,
+            *argv,
+        ]
 
 
 def process_sandbox(
@@ -163,8 +171,7 @@ def settings(
     writable = list(dict.fromkeys([str(cwd), *fs["allowWrite"], *([tmp] if tmp else [])]))
     readable = [*fs.get("allowRead", []), *_own_files(binary)]
     if "denyRead" in fs:
-        home = env.get("HOME")
-        readable = _readable(readable + ([home] if home else []), writable)
+        readable = _readable(readable, writable)
     filesystem: dict[str, Any] = {
         "denyRead": fs.get("denyRead", []),
         "allowRead": readable,
@@ -182,22 +189,38 @@ def settings(
 
 
 def _readable(readable: Sequence[str], writable: Sequence[str]) -> list[str]:
-    """`readable` without the folders that hold (or are) a writable path, but the system's.
+    """`readable` with each folder that holds a writable path (but the system's) replaced by
+    its other entries, as they are now.
 
     srt 0.0.83 binds a folder re-opened inside a denied one (the run folder inside ``/tmp``)
     read-only after the writable folders in it, so the attempt folder would end up
-    read-only ("bwrap: Can't create file at …/.gitconfig"). A writable path is readable
-    anyway; the run folder's other parts a process needs (its HOME) are listed on their own.
+    read-only ("bwrap: Can't create file at …/.gitconfig"). Opening the run folder's other
+    entries one by one (its HOME, the agent's config, the other attempts) reads the same,
+    and a writable path is readable anyway.
     """
     system = set(readguard.SYSTEM_FOLDERS)
+    targets = [Path(w) for w in writable]
+    out: list[str] = []
 
-    def holds_writable(entry: str) -> bool:
-        folder = Path(entry)
-        return entry not in system and any(
-            Path(w) == folder or folder in Path(w).parents for w in writable
-        )
+    def add(folder: Path) -> None:
+        if folder in targets:
+            return  # writable, so readable
+        if not any(folder in t.parents for t in targets):
+            out.append(str(folder))
+            return
+        try:
+            entries = sorted(folder.iterdir())
+        except OSError:
+            return
+        for entry in entries:
+            add(entry)
 
-    return [entry for entry in dict.fromkeys(readable) if not holds_writable(entry)]
+    for entry in dict.fromkeys(readable):
+        if entry in system:
+            out.append(entry)
+        else:
+            add(Path(entry))
+    return list(dict.fromkeys(out))
 
 
 def _own_files(binary: Path) -> list[str]:
