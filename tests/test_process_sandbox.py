@@ -26,6 +26,8 @@ from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import Check, SandboxOptions, SpecError
 from pytest_atom.run.setup_commands import run_setup
+from tests.helpers import bash
+from tests.sandbox_helpers import run, write_spec
 
 CANARY = "CANARY-srt-5d1e-outside-the-run"
 
@@ -207,3 +209,29 @@ def test_a_missing_sandbox_runtime_says_how_to_install_it(
     message = str(caught.value)
     assert "atom setup" in message and "apt-get install bubblewrap socat" in message
     assert "sandbox: false" in message
+
+
+@pytest.mark.slow
+def test_a_replayed_turn_that_plants_a_conftest_fails_the_spec_and_escapes_nothing(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """Break 1 of issue 33 through the real CLI: the agent (a script, as a cassette would
+    be) writes a conftest.py into its workspace; the spec's `python3 -m pytest` check
+    imports it. In the sandbox it can neither read the secret nor write into the home."""
+    home, secret = tmp_path / "home", tmp_path / "secret.txt"
+    home.mkdir()
+    secret.write_text(CANARY)
+    plant = HOSTILE_CONFTEST.format(secret=str(secret), home=str(home))
+    files = (
+        f"cat > conftest.py <<'EOF'\n{plant}EOF\nprintf 'def test_ok():\\n    pass\\n' > test_ok.py"
+    )
+    spec = write_spec(
+        tmp_path / "project",
+        [bash(files, "Writing the tests."), {"text": "Done.\n\nEXIT_LOOP_NOW"}],
+        f"accept:\n  - command: {sys.executable} -m pytest -q -p no:cacheprovider\n",
+    )
+    result = run(spec, tmp_path / "runs", claude_bin)
+    (check,) = result.final.checks
+    assert not result.passed and not check.passed
+    assert "secret.txt" in check.evidence and CANARY not in check.evidence
+    assert sorted(p.name for p in home.iterdir()) == []
