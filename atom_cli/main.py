@@ -197,10 +197,14 @@ def _setup_srt() -> None:
         found = None
     if found is not None and srt.srt_version(found) == srt.SRT_VERSION:
         click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} found at {found}")
-        return
-    what = f"the sandbox runtime (srt) {srt.SRT_VERSION}"
-    _run_npm(srt.install_command(), f"Installing {what} into {srt.cache_dir()} ...")
-    click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} installed at {srt.cached_srt()}")
+    else:
+        what = f"the sandbox runtime (srt) {srt.SRT_VERSION}"
+        _run_npm(srt.install_command(), f"Installing {what} into {srt.cache_dir()} ...")
+        found = srt.cached_srt()
+        click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} installed at {found}")
+    if found.parent == srt.cached_srt().parent:  # the install atom setup owns
+        # srt needs ripgrep on Linux: the pinned Claude Code's binary is one (as `rg`).
+        srt.link_ripgrep(found, cached_claude() if cached_claude().exists() else find_claude())
 
 
 def _npm_install(version: str) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code import readguard
-from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, cached_claude, find_claude
+from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.sandbox import (
     INSTALL_HINT,
     Confinement,
@@ -42,6 +42,8 @@ SRT_VERSION = "0.0.83"
 NPM_PACKAGE = "@anthropic-ai/sandbox-runtime"
 #: Where a run's srt settings files go, inside its run folder (out of every workspace).
 SETTINGS_DIR = "srt"
+#: The ripgrep `atom setup` links beside `srt` (Claude Code's binary, which is one as ``rg``).
+RG_LINK = "rg-claude"
 
 
 def cache_dir(version: str = SRT_VERSION) -> Path:
@@ -182,7 +184,7 @@ def settings(
         "network": {"allowedDomains": agent["network"]["allowedDomains"], "deniedDomains": []},
         "filesystem": filesystem,
     }
-    ripgrep = _ripgrep(env)
+    ripgrep = _ripgrep(env, binary)
     if ripgrep is not None:
         data["ripgrep"] = ripgrep
     return data
@@ -230,18 +232,27 @@ def _own_files(binary: Path) -> list[str]:
     return [str(vendor)] if vendor.is_dir() else []
 
 
-def _ripgrep(env: Mapping[str, str]) -> dict[str, str] | None:
-    """srt's ripgrep: None for the ``rg`` on PATH, else the Claude Code binary called as
-    ``rg`` (it is ripgrep then). Raises SandboxUnavailableError when there is neither."""
+def _ripgrep(env: Mapping[str, str], binary: Path) -> dict[str, str] | None:
+    """srt's ripgrep: None for the ``rg`` on PATH; else Claude Code's binary called as ``rg``
+    (it is ripgrep then): the link `atom setup` puts beside `srt`, or the pinned install.
+    Raises SandboxUnavailableError when there is none."""
     if not sys.platform.startswith("linux"):
         return None  # Seatbelt takes patterns: srt runs no ripgrep on macOS
     if shutil.which("rg", path=env.get("PATH")) or shutil.which("rg"):
         return None
-    try:  # the pinned install first: ATOM_CLAUDE_BIN may name a wrapper, not the binary
-        claude = cached_claude() if cached_claude().exists() else find_claude()
-    except ClaudeNotFoundError:
-        raise SandboxUnavailableError(
-            "The sandbox runtime needs ripgrep (`rg`) on Linux, and neither `rg` nor Claude Code "
-            "(whose binary serves as one) was found: `apt-get install ripgrep`, or `atom setup`"
-        ) from None
-    return {"command": str(claude.resolve()), "argv0": "rg"}
+    for candidate in (binary.parent / RG_LINK, cached_claude()):
+        if candidate.exists():
+            return {"command": str(candidate.resolve()), "argv0": "rg"}
+    raise SandboxUnavailableError(
+        "The sandbox runtime needs ripgrep (`rg`) on Linux, and neither `rg` nor Claude Code "
+        "(whose binary serves as one) was found: `apt-get install ripgrep`, or `atom setup`"
+    )
+
+
+def link_ripgrep(binary: Path, claude: Path) -> Path:
+    """Point the ``rg`` beside `binary` (srt) at the Claude Code binary `claude`, for
+    `_ripgrep`: the link `atom setup` makes."""
+    link = binary.parent / RG_LINK
+    link.unlink(missing_ok=True)
+    link.symlink_to(claude.resolve())
+    return link
