@@ -18,7 +18,7 @@ import json
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError, unsandboxed_checks
-from pytest_atom.paths import display_path
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
@@ -382,6 +382,28 @@ def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
         f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
         for c in unsandboxed_checks(spec)
     ]
+
+
+def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
+    """One note for each check that runs outside the sandbox in the specs under `paths`, for
+    `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
+    notes = []
+    for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
+        try:
+            specs = load_specs(file)
+        except SpecError:
+            try:  # a check kind of the project's plugins
+                specs = load_specs(file, check_kinds=_project_kinds(file))
+            except (SpecError, ConfigError, SettingsError):
+                continue  # `atom validate` reports the spec's error
+        for spec in specs:
+            for line in unsandboxed_lines(spec, indent=""):
+                notes.append(f"{display_path(spec.path)}::{spec.name}: note: {line}")
+    return notes
+
+
+def _project_kinds(file: Path) -> list[str]:
+    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
 
 
 def _conclusion(outcome: Outcome, expect_fail: bool) -> str:

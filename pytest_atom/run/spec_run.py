@@ -84,11 +84,7 @@ def run_spec(
     remember_env_files(project_dir, spec.workspace, spec.root)
     spec = with_limits(spec, config)
     claude_bin = claude_bin or find_claude()
-    if spec.sandbox is not None:
-        require_tools()  # before anything starts: a missing bwrap says how to install it
-        checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
-        if spec.setup or needs_sandbox(checks):
-            require_srt()  # and a missing `srt`, which set-up and command checks run in
+    _require_sandbox(spec)
     run = _new_run(
         spec, runs_dir, settings, project_dir, config, registry, claude_bin, on_event, spend
     )
@@ -133,6 +129,17 @@ def _drive_run(
         if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
             shutil.rmtree(run.run_dir, ignore_errors=True)
         raise
+
+
+def _require_sandbox(spec: Spec) -> None:
+    """Before anything starts, a missing bwrap, or a missing `srt` where set-up or command
+    checks need it, says how to install it."""
+    if spec.sandbox is None:
+        return
+    require_tools()
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    if spec.setup or needs_sandbox(checks):
+        require_srt()
 
 
 def _new_run(
