@@ -10,6 +10,7 @@ folder, the system and the toolchains only. Each test calls the function the har
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import sys
 import threading
@@ -17,7 +18,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement, SandboxUnavailableError
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
@@ -235,3 +238,40 @@ def test_a_replayed_turn_that_plants_a_conftest_fails_the_spec_and_escapes_nothi
     assert not result.passed and not check.passed
     assert "secret.txt" in check.evidence and CANARY not in check.evidence
     assert sorted(p.name for p in home.iterdir()) == []
+
+
+UNSANDBOXED_SPEC = """\
+name: db
+prompt: p
+accept:
+  - command: {run: make db-test, unsandboxed: true, reason: talks to the database on the host}
+  - command: make test
+"""
+
+
+def test_validate_and_cassette_check_name_each_unsandboxed_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "db.atom.yaml").write_text(UNSANDBOXED_SPEC)
+    named = (
+        "unsandboxed: command `make db-test` exits 0 (unsandboxed) (line 4), because: talks "
+        "to the database on the host"
+    )
+    validated = CliRunner().invoke(main, ["validate", "specs"])
+    assert validated.exit_code == 0, validated.output
+    assert f"specs/db.atom.yaml::db\n  {named}\n" in validated.output
+    assert "make test" not in validated.output  # a sandboxed check is not named
+    as_json = CliRunner().invoke(main, ["validate", "--json", "specs"])
+    (entry,) = json.loads(as_json.output)
+    assert entry["unsandboxed"] == [
+        {
+            "describe": "command `make db-test` exits 0 (unsandboxed)",
+            "line": 4,
+            "reason": "talks to the database on the host",
+        }
+    ]
+    checked = CliRunner().invoke(main, ["cassette", "check", "specs"])
+    assert f"specs/db.atom.yaml::db: note: {named}\n" in checked.output
+    assert "1 note" in checked.output
