@@ -133,7 +133,8 @@ def _drive_run(
 
 def _require_sandbox(spec: Spec) -> None:
     """Before anything starts, a missing bwrap, or a missing `srt` where set-up or command
-    checks need it, says how to install it."""
+    checks need it, says how to install it (an MCP server that runs for real asks for it
+    when it starts: a replay's stand-ins need none)."""
     if spec.sandbox is None:
         return
     require_tools()

@@ -141,17 +141,18 @@ class ProcessSandbox:
 
 
 def process_sandbox(
-    confinement: Confinement, cwd: Path, env: Mapping[str, str]
+    confinement: Confinement, cwd: Path, env: Mapping[str, str], readable: Sequence[Path] = ()
 ) -> ProcessSandbox | None:
     """The sandbox for a process of the run in `cwd` with environment `env`; None when the
     spec turned the sandbox off (``sandbox: false``), where it runs as the agent does.
+    `readable`: more paths it may read (an MCP server's script, which the spec names).
 
     Raises SandboxUnavailableError (saying how to install it) when srt cannot run here.
     """
     if confinement.sandbox is None:
         return None
     binary = require_srt()
-    data = settings(confinement, cwd, env, binary)
+    data = settings(confinement, cwd, env, binary, readable)
     folder = confinement.boundary / SETTINGS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2) + "\n"
@@ -163,7 +164,11 @@ def process_sandbox(
 
 
 def settings(
-    confinement: Confinement, cwd: Path, env: Mapping[str, str], binary: Path
+    confinement: Confinement,
+    cwd: Path,
+    env: Mapping[str, str],
+    binary: Path,
+    readable: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """srt's settings from the agent's (`Confinement.settings`): the same network domains and
     read guard; writes in `cwd`, the spec's extra paths and the run's temp folder."""
@@ -171,12 +176,12 @@ def settings(
     fs = agent["filesystem"]
     tmp = env.get("TMPDIR")
     writable = list(dict.fromkeys([str(cwd), *fs["allowWrite"], *([tmp] if tmp else [])]))
-    readable = [*fs.get("allowRead", []), *_own_files(binary)]
+    opened = [*fs.get("allowRead", []), *_own_files(binary), *(str(p) for p in readable)]
     if "denyRead" in fs:
-        readable = _readable(readable, writable)
+        opened = _readable(opened, writable)
     filesystem: dict[str, Any] = {
         "denyRead": fs.get("denyRead", []),
-        "allowRead": readable,
+        "allowRead": opened,
         "allowWrite": writable,
         "denyWrite": [],
     }
