@@ -137,7 +137,7 @@ def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> Che
     p = check.params
     run, expected, timeout = p["run"], p["exit_code"], float(p["timeout"])
     exact = p.get("stdout")
-    sandbox: ProcessSandbox | None | Literal["current"] = None if p.get("unsandboxed") else CURRENT
+    sandbox: ProcessSandbox | Literal["current"] | None = None if p.get("unsandboxed") else CURRENT
     if exact is None:
         code, output = run_shell(run, workspace, env, timeout, sandbox=sandbox)
         stdout = stderr = ""
@@ -239,7 +239,7 @@ def run_shell(
     env: Mapping[str, str] | None,
     timeout: float,
     *,
-    sandbox: ProcessSandbox | None | Literal["current"] = CURRENT,
+    sandbox: ProcessSandbox | Literal["current"] | None = CURRENT,
 ) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
     background child that keeps the pipe open cannot stall us; the whole process group is
@@ -257,7 +257,7 @@ def run_shell_split(
     env: Mapping[str, str] | None,
     timeout: float,
     *,
-    sandbox: ProcessSandbox | None | Literal["current"] = CURRENT,
+    sandbox: ProcessSandbox | Literal["current"] | None = CURRENT,
 ) -> tuple[int | None, str, str]:
     """Like run_shell, with stdout and stderr apart."""
     return _run_shell(run, cwd, env, timeout, merge=False, sandbox=sandbox)
@@ -270,7 +270,7 @@ def _run_shell(
     timeout: float,
     *,
     merge: bool,
-    sandbox: ProcessSandbox | None | Literal["current"],
+    sandbox: ProcessSandbox | Literal["current"] | None,
 ) -> tuple[int | None, str, str]:
     confined = _SANDBOX.get() if sandbox == CURRENT else sandbox
     argv = ["/bin/sh", "-c", run]
