@@ -24,6 +24,10 @@ and ``failIfUnavailable`` makes a broken sandbox an error instead of a silent fa
 file tools are not sandboxed; they follow the permission rules, so blanket Edit and Write
 grants are narrowed to the attempt folder: a write elsewhere would need a permission that
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
+
+What a run executes outside the CLI (set-up, checks, oracles, the MCP servers the CLI
+starts) gets the same rules from `settings`, applied by the sandbox runtime `srt`
+(agents.claude_code.srt).
 """
 
 from __future__ import annotations
