@@ -9,7 +9,7 @@ step) behind the run's gateway. A run follows seed 002's staging-commit lifecycl
         committed/       the passing attempt, promoted: hard links, not a second copy
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
         home/            the CLI's HOME (its logs and caches), scrubbed too
-        setup/           the `setup:` session's own state, and its output.log
+        setup/           the `setup:` commands' HOME and temp folder, and its output.log
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 

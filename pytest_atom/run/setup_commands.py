@@ -84,7 +84,10 @@ def run_setup(
     built = setup_env(run_dir, env, pass_env)
     sandbox = process_sandbox(confinement, cwd, built)
     code, output = run_shell(setup_script(commands), cwd, built, timeout, sandbox=sandbox)
-    output = Scrubber().scrub(output)  # a token in `env:` printed by a command
+    # A secret (a token in `env:`) printed by a command, or left in the set-up's temp folder.
+    scrubber = Scrubber()
+    scrubber.scrub_tree(run_dir / "setup")
+    output = scrubber.scrub(output)
     return _outcome(code, output, commands, timeout, confined=sandbox is not None)
 
 
