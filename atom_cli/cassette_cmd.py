@@ -278,6 +278,7 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         login shell, ...): masked again on every load; `atom cassette refresh` rewrites it
       - no prompt or script hash: an edited prompt or script would replay unnoticed;
         `atom cassette stamp SPEC` writes them
+      - a spec's check that runs outside the sandbox (`unsandboxed: true`), with its reason
 
     A `*.partial.yaml` is no cassette but what a failed recording kept (it never replays):
     it is reported as a stale leftover, to delete or to replace by recording again.
@@ -290,6 +291,11 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
 
         files = atom_paths(quiet=False, argument="FILES")
     counts = _check_files(files)
+    from atom_cli.validate_cmd import unsandboxed_notes  # checks that run outside the sandbox
+
+    for note in unsandboxed_notes(files):
+        counts.notes += 1
+        click.echo(note)
     click.echo(counts.summary())
     ctx.exit(2 if counts.unreadable else 1 if counts.findings or counts.partials else 0)
 

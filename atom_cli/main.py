@@ -154,9 +154,12 @@ def main() -> None:
     "cassettes with it through ATOM_CLAUDE_BIN).",
 )
 def setup(other: str | None) -> None:
-    """Install the pinned Claude Code CLI into a per-user cache, unless it is already found.
+    """Install the pinned Claude Code CLI and sandbox runtime into a per-user cache, unless
+    they are already found.
 
-    The runner looks in $ATOM_CLAUDE_BIN, then this cache, then PATH.
+    The runner looks in $ATOM_CLAUDE_BIN, then this cache, then PATH; the sandbox runtime
+    (`srt`, which confines set-up, checks, oracles and MCP servers) in $ATOM_SRT_BIN, then
+    this cache, then PATH.
     """
     if other:
         if not cached_claude(other).exists():
@@ -170,22 +173,50 @@ def setup(other: str | None) -> None:
         found, version = None, None
     if found and version == CLAUDE_CODE_VERSION:
         click.echo(f"Claude Code {version} found at {found}")
-        _sandbox_note()
-        return
-    if found:
-        click.echo(
-            f"Found Claude Code {version} at {found}; installing the pinned {CLAUDE_CODE_VERSION}."
-        )
-    _npm_install(CLAUDE_CODE_VERSION)
-    binary = find_claude()
-    click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+    else:
+        if found:
+            click.echo(
+                f"Found Claude Code {version} at {found}; installing the pinned "
+                f"{CLAUDE_CODE_VERSION}."
+            )
+        _npm_install(CLAUDE_CODE_VERSION)
+        binary = find_claude()
+        click.echo(f"Claude Code {claude_version(binary)} installed at {binary}")
+    _setup_srt()
     _sandbox_note()
 
 
-def _npm_install(version: str) -> None:
-    click.echo(f"Installing Claude Code {version} into {cache_dir(version)} ...")
+def _setup_srt() -> None:
+    """The pinned sandbox runtime, installed unless the one found is that version."""
+    from pytest_atom.agents.claude_code import srt
+    from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError
+
     try:
-        subprocess.run(install_command(version), check=True)
+        found: Path | None = srt.find_srt()
+    except SandboxUnavailableError:
+        found = None
+    if found is not None and srt.srt_version(found) == srt.SRT_VERSION:
+        click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} found at {found}")
+    else:
+        what = f"the sandbox runtime (srt) {srt.SRT_VERSION}"
+        _run_npm(srt.install_command(), f"Installing {what} into {srt.cache_dir()} ...")
+        found = srt.cached_srt()
+        click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} installed at {found}")
+    if found.parent == srt.cached_srt().parent:  # the install atom setup owns
+        # srt needs ripgrep on Linux: the pinned Claude Code's binary is one (as `rg`).
+        srt.link_ripgrep(found, cached_claude() if cached_claude().exists() else find_claude())
+
+
+def _npm_install(version: str) -> None:
+    _run_npm(
+        install_command(version), f"Installing Claude Code {version} into {cache_dir(version)} ..."
+    )
+
+
+def _run_npm(command: list[str], note: str) -> None:
+    click.echo(note)
+    try:
+        subprocess.run(command, check=True)
     except FileNotFoundError:
         raise click.ClickException("npm was not found: install Node.js (with npm) first.") from None
     except subprocess.CalledProcessError as exc:

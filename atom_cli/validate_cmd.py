@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ import click
 
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.recording import cassette_path, record_command
 from pytest_atom.cassettes.staleness import staleness
@@ -37,8 +40,8 @@ from pytest_atom.model.config import ConfigError, load_config
 from pytest_atom.model.project import find_ini, project_root
 from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import load_specs, spec_files
-from pytest_atom.model.spec_types import Spec, SpecError
-from pytest_atom.paths import display_path
+from pytest_atom.model.spec_types import Spec, SpecError, unsandboxed_checks
+from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
@@ -118,6 +121,10 @@ class Outcome:
             "file": display_path(self.file),
             "line": self.spec.line if self.spec else None,
             "schema_ok": self.error is None,
+            "unsandboxed": [
+                {"describe": c.describe(), "line": c.line, "reason": c.params["reason"]}
+                for c in (unsandboxed_checks(self.spec) if self.spec else [])
+            ],
             "error": self.error,
             "ok": self.ok(expect_fail),
             "runs": [r.as_json() for r in self.runs],
@@ -251,7 +258,13 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
         else:
             workspace.mkdir(parents=True)
         env = clean_env(work / "home", spec.pass_env)  # built from parts, as a run's
-        code, output = _run_bash(spec.oracle, workspace, env, spec.timeout)
+        # In the agent's confinement, as a run's set-up and checks: the oracle is the
+        # spec's, and it runs the workspace's code. Its script is copied into the run
+        # folder, which the sandbox reads (the spec's folder it does not).
+        script = work / "oracle.sh"
+        shutil.copyfile(spec.oracle, script)
+        sandbox = process_sandbox(Confinement(work, spec.sandbox), workspace, env)
+        code, output = _run_bash(script, workspace, env, spec.timeout, sandbox)
     except OSError as exc:
         return Run("oracle", False, broken=f"harness error: {exc}", harness=True)
     if code is None:
@@ -261,7 +274,7 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
     # An oracle is a script, not an agent: checks of the agent's tool calls have nothing to
     # read here, so they wait for the script's run (or pytest --atom's).
     own = [c for c in spec.accept if not registry.reads_run(c.kind)]
-    checks = run_checks(own, workspace, env=env, registry=registry)
+    checks = run_checks(own, workspace, env=env, registry=registry, sandbox=sandbox)
     run = Run("oracle", all(c.passed for c in checks), checks)
     if code != 0:
         run.notes.append(f"the oracle exited {code}")
@@ -278,10 +291,10 @@ def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) ->
 
 
 def _run_bash(
-    script: Path, cwd: Path, env: Mapping[str, str], timeout: float
+    script: Path, cwd: Path, env: Mapping[str, str], timeout: float, sandbox: ProcessSandbox | None
 ) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output of `bash script`, run like a check."""
-    return run_shell(f"bash {shlex.quote(str(script))}", cwd, env, timeout)
+    return run_shell(f"bash {shlex.quote(str(script))}", cwd, env, timeout, sandbox=sandbox)
 
 
 def run_script(spec: Spec, harness: Harness) -> Run:
@@ -340,7 +353,7 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
     """The text report of one spec: header, each run with its checks, then the outcome."""
     assert outcome.spec is not None
     spec = outcome.spec
-    lines = [f"{display_path(spec.path)}::{spec.name}"]
+    lines = [f"{display_path(spec.path)}::{spec.name}", *unsandboxed_lines(spec)]
     if not outcome.runs:
         return [*lines, "  schema ok; no oracle or script to run"]
     for run in outcome.runs:
@@ -360,6 +373,37 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
             lines += ["    oracle output:", *_indent(run.output)]
     lines.append(f"  {_conclusion(outcome, expect_fail)}")
     return lines
+
+
+def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
+    """One line for each check of `spec` that runs outside the agent's sandbox, with its
+    reason: a way out of the sandbox is never silent."""
+    return [
+        f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
+        for c in unsandboxed_checks(spec)
+    ]
+
+
+def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
+    """One note for each check that runs outside the sandbox in the specs under `paths`, for
+    `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
+    notes = []
+    for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
+        try:
+            specs = load_specs(file)
+        except SpecError:
+            try:  # a check kind of the project's plugins
+                specs = load_specs(file, check_kinds=_project_kinds(file))
+            except (SpecError, ConfigError, SettingsError):
+                continue  # `atom validate` reports the spec's error
+        for spec in specs:
+            for line in unsandboxed_lines(spec, indent=""):
+                notes.append(f"{display_path(spec.path)}::{spec.name}: note: {line}")
+    return notes
+
+
+def _project_kinds(file: Path) -> list[str]:
+    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
 
 
 def _conclusion(outcome: Outcome, expect_fail: bool) -> str:

@@ -21,6 +21,7 @@ test's setup, call and teardown add to the log are that test's.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -34,6 +35,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError
+from pytest_atom.agents.claude_code.srt import find_srt
 
 #: The real CLI the wrappers exec, for processes below one that already made its wrapper
 #: (xdist workers inherit the controller's ATOM_CLAUDE_BIN, which is its wrapper).
@@ -124,6 +127,9 @@ def add_cli_starts_option(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_SharedFixtures(), "atom-suite-shared-fixtures")
+    with contextlib.suppress(SandboxUnavailableError):
+        # Named, as the CLI is: pytester moves HOME, where the per-user install lives.
+        os.environ.setdefault("ATOM_SRT_BIN", str(find_srt()))
     try:
         real = Path(os.environ.get(_REAL) or find_claude())
     except ClaudeNotFoundError:

@@ -88,6 +88,7 @@ class Machine:
             LOGNAME=self.user,
             SHELL="/bin/zsh",  # not this machine's, and no run's business
             ATOM_CLAUDE_BIN=str(claude_bin),  # its own CLI cache is elsewhere
+            ATOM_SRT_BIN=os.environ.get("ATOM_SRT_BIN", ""),  # and so is its sandbox runtime
             # What a caller's environment typically also holds, none of which may reach a run.
             GITHUB_TOKEN="ghp_" + "x" * 36,
             AWS_SECRET_ACCESS_KEY="generated/machine/secret",

@@ -120,11 +120,12 @@ def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[s
 
 @pytest.mark.slow
 def test_every_runner_of_a_run_comes_from_the_factory(judged: dict[str, Any]) -> None:
-    """A judged spec with a `setup:` builds three runners (set-up, executor, reflector),
-    each through run.factory: no module constructs one of its own."""
+    """A judged spec with a `setup:` builds two runners (executor, reflector), each through
+    run.factory: no module constructs one of its own, and the set-up, which runs in the
+    sandbox runtime (srt), builds none."""
     assert {caller for caller, _ in judged["built"]} == {"pytest_atom.run.factory"}
     headers = sorted(h or "" for _, h in judged["built"])
-    assert headers == [f"{ROLE_HEADER}: executor"] * 2 + [f"{ROLE_HEADER}: reflector"]
+    assert headers == [f"{ROLE_HEADER}: executor", f"{ROLE_HEADER}: reflector"]
 
 
 @pytest.mark.slow

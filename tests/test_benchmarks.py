@@ -22,6 +22,7 @@ from tests.helpers import REPO
 FAST = {
     "gate_power.py": (["--comparisons", "2"], "REGRESSION in"),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
+    "setup_sandbox.py": (["--runs", "1"], "claude starts"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
     "suite.py": (["--workers", "0", "tests/test_yamldoc.py"], "tests/test_yamldoc.py"),

@@ -294,7 +294,6 @@ def test_the_agent_works_in_a_git_copy_of_the_project(
         assert f"?? {noise}" not in transcript
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_a_failing_setup_is_a_harness_error_and_the_agent_never_starts(
     pytester: pytest.Pytester,

@@ -8,6 +8,12 @@ instead of raising, so one broken check never hides the results of the others.
 Most kinds look at the workspace; trajectory kinds (`pytest_atom.judge.trajectory`) read
 what the agent did, from the attempt's records. Both sit in one registry and run together,
 so a spec's `accept:` list means one thing wherever it runs.
+
+A check that executes something (`command`, and a plugin's check that calls `run_shell`)
+runs what the agent wrote: a ``conftest.py`` that ``python -m pytest`` imports, a
+``package.json`` script. So it runs in the agent's confinement, through the sandbox runtime
+the harness hands `run_checks` (agents.claude_code.srt); a ``command`` check that must reach
+beyond it says so in the spec (``unsandboxed: true`` with a ``reason:``).
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
@@ -30,11 +37,18 @@ from jsonschema.validators import validator_for
 from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec_types import Check
+from pytest_atom.model.spec_types import BUILTIN_CHECK_KINDS, Check
 from pytest_atom.processes import kill_process_tree
 
 if TYPE_CHECKING:
+    from pytest_atom.agents.claude_code.srt import ProcessSandbox
     from pytest_atom.model.record import IterationRecord
+
+#: The sandbox of the checks running now (`run_checks`): what `run_shell` runs commands in
+#: unless told otherwise, so a plugin's check that runs the workspace's code is confined too.
+_SANDBOX: ContextVar[ProcessSandbox | None] = ContextVar("atom_check_sandbox", default=None)
+#: `run_shell`'s default: the sandbox of the checks running now (none outside `run_checks`).
+CURRENT: Final = "current"
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
 #: Lines of an expected-vs-actual stdout diff kept in evidence: reports show 20 lines of it.
@@ -59,15 +73,31 @@ def run_checks(
     env: Mapping[str, str] | None = None,
     registry: CheckRegistry | None = None,
     records: Sequence[IterationRecord] | None = None,
+    sandbox: ProcessSandbox | None = None,
 ) -> list[CheckResult]:
     """Every check's result, in order; `records` (the attempt's iterations) are what
-    trajectory checks read, folded once for all of them."""
+    trajectory checks read, folded once for all of them. `sandbox`: where the commands of
+    checks run (a spec run's: the agent's confinement); None runs them as they come."""
     registry = registry or default_registry()
     checks = list(checks)
     trajectory = None
     if records is not None and any(registry.reads_run(c.kind) for c in checks):
         trajectory = Trajectory.from_records(records, workspace)
-    return [registry.run(check, workspace, env, trajectory) for check in checks]
+    token = _SANDBOX.set(sandbox)
+    try:
+        return [registry.run(check, workspace, env, trajectory) for check in checks]
+    finally:
+        _SANDBOX.reset(token)
+
+
+def needs_sandbox(checks: Iterable[Check]) -> bool:
+    """Whether any of `checks` may execute the workspace's code: a ``command`` check not
+    marked ``unsandboxed``, or a plugin's kind (which may call `run_shell`)."""
+    return any(
+        (c.kind == "command" and not c.params.get("unsandboxed"))
+        or c.kind not in BUILTIN_CHECK_KINDS
+        for c in checks
+    )
 
 
 # --- built-in checks ------------------------------------------------------------------------
@@ -107,11 +137,12 @@ def command(check: Check, workspace: Path, env: Mapping[str, str] | None) -> Che
     p = check.params
     run, expected, timeout = p["run"], p["exit_code"], float(p["timeout"])
     exact = p.get("stdout")
+    sandbox: ProcessSandbox | Literal["current"] | None = None if p.get("unsandboxed") else CURRENT
     if exact is None:
-        code, output = run_shell(run, workspace, env, timeout)
+        code, output = run_shell(run, workspace, env, timeout, sandbox=sandbox)
         stdout = stderr = ""
     else:  # stdout compared on its own, so stderr's warnings cannot spoil it
-        code, stdout, stderr = run_shell_split(run, workspace, env, timeout)
+        code, stdout, stderr = run_shell_split(run, workspace, env, timeout, sandbox=sandbox)
         output = stdout + stderr
     evidence = f"$ {run}\n{_tail(output)}"
     if code is None:
@@ -203,32 +234,54 @@ def _resolve(workspace: Path, rel: str) -> Path:
 
 
 def run_shell(
-    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float
+    run: str,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    *,
+    sandbox: ProcessSandbox | Literal["current"] | None = CURRENT,
 ) -> tuple[int | None, str]:
     """Exit code (None on timeout) and merged output. Output goes to a file, not a pipe, so a
     background child that keeps the pipe open cannot stall us; the whole process group is
-    killed afterwards so no stray process outlives the check."""
-    code, output, _ = _run_shell(run, cwd, env, timeout, merge=True)
+    killed afterwards so no stray process outlives the check.
+
+    `sandbox`: where it runs; by default the sandbox of the checks running now (`run_checks`),
+    so a plugin's check that calls this is confined as a ``command`` check is."""
+    code, output, _ = _run_shell(run, cwd, env, timeout, merge=True, sandbox=sandbox)
     return code, output
 
 
 def run_shell_split(
-    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float
+    run: str,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    *,
+    sandbox: ProcessSandbox | Literal["current"] | None = CURRENT,
 ) -> tuple[int | None, str, str]:
     """Like run_shell, with stdout and stderr apart."""
-    return _run_shell(run, cwd, env, timeout, merge=False)
+    return _run_shell(run, cwd, env, timeout, merge=False, sandbox=sandbox)
 
 
 def _run_shell(
-    run: str, cwd: Path, env: Mapping[str, str] | None, timeout: float, *, merge: bool
+    run: str,
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    *,
+    merge: bool,
+    sandbox: ProcessSandbox | Literal["current"] | None,
 ) -> tuple[int | None, str, str]:
+    confined = _SANDBOX.get() if sandbox == CURRENT else sandbox
+    argv = ["/bin/sh", "-c", run]
+    if confined is not None and not isinstance(confined, str):
+        argv = confined.wrap(argv)
     # In the run's temp folder (its env's TMPDIR), never the caller's: even Python's probe
     # of a default temp folder leaves that folder changed.
     tmp = (env or {}).get("TMPDIR") or None
     with tempfile.TemporaryFile(dir=tmp) as out, tempfile.TemporaryFile(dir=tmp) as err:
         proc = subprocess.Popen(
-            run,
-            shell=True,
+            argv,
             cwd=cwd,
             env=None if env is None else dict(env),
             stdin=subprocess.DEVNULL,

@@ -340,6 +340,7 @@ def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
         }
         if value.get("stdout") is not None:
             params["stdout"] = value["stdout"]
+        params.update(_unsandboxed(doc, at, value))
     elif kind in TRAJECTORY_CHECK_KINDS:
         params = _trajectory(doc, at, kind, value)
     elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
@@ -362,6 +363,26 @@ def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
             "schema_file": schema_file,
         }
     return Check(kind=kind, params=params, line=doc.line(loc))
+
+
+def _unsandboxed(doc: Document, at: Loc, value: dict[str, Any]) -> dict[str, Any]:
+    """A command check's way out of the sandbox: ``unsandboxed: true`` with its ``reason:``,
+    both or neither, so that every way out is explained in the spec itself."""
+    unsandboxed, reason = bool(value.get("unsandboxed")), value.get("reason")
+    if unsandboxed and reason is None:
+        raise doc.error(
+            f"{label(at + ('unsandboxed',))!r} runs the command outside the agent's sandbox, "
+            'on files the agent wrote: say why with `reason:` (e.g. reason: "talks to the '
+            'database on the host"), or remove `unsandboxed: true`',
+            at + ("unsandboxed",),
+        )
+    if reason is not None and not unsandboxed:
+        raise doc.error(
+            f"{label(at + ('reason',))!r} explains a way out of the sandbox, and the check "
+            "asks for none: add `unsandboxed: true`, or remove `reason:`",
+            at + ("reason",),
+        )
+    return {"unsandboxed": True, "reason": reason} if unsandboxed else {}
 
 
 def _trajectory(doc: Document, at: Loc, kind: str, value: Any) -> dict[str, Any]:

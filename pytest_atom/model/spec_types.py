@@ -72,7 +72,8 @@ class Check:
                 exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
                 exact = exact if len(exact) <= 40 else exact[:38] + '…"'
                 output += f" and prints exactly {exact}"
-            return f"command `{p['run']}` exits {p['exit_code']}{output}"
+            way_out = " (unsandboxed)" if p.get("unsandboxed") else ""
+            return f"command `{p['run']}` exits {p['exit_code']}{output}{way_out}"
         if self.kind == "json_schema":
             source = p["schema_file"].name if p.get("schema_file") else "inline schema"
             return f"json_schema {p['path']} matches {source}"
@@ -288,6 +289,13 @@ class Spec:
     def base_name(self) -> str:
         """The spec's own name, without its arm: what its arms have in common."""
         return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
+
+
+def unsandboxed_checks(spec: Spec) -> list[Check]:
+    """The spec's checks that run outside the agent's sandbox (``unsandboxed: true``), its
+    steps' included, in order: what `atom validate` and `atom cassette check` name."""
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    return [c for c in checks if c.kind == "command" and c.params.get("unsandboxed")]
 
 
 def steps_prompt(steps: Sequence[Step]) -> str:

@@ -9,7 +9,7 @@ step) behind the run's gateway. A run follows seed 002's staging-commit lifecycl
         committed/       the passing attempt, promoted: hard links, not a second copy
         claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
         home/            the CLI's HOME (its logs and caches), scrubbed too
-        setup/           the `setup:` session's own state, and its output.log
+        setup/           the `setup:` commands' HOME and temp folder, and its output.log
 
 An interrupted run leaves its partial work isolated in its attempt folder.
 
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.runner import claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.cassettes.cassette import CassetteError
 from pytest_atom.cassettes.recording import (
@@ -42,7 +43,7 @@ from pytest_atom.cassettes.recording import (
 )
 from pytest_atom.files import copy_ignore
 from pytest_atom.gateway import ScriptError
-from pytest_atom.judge.checks import run_checks
+from pytest_atom.judge.checks import needs_sandbox, run_checks
 from pytest_atom.judge.reflector import (
     ReflectorError,
     Verdict,
@@ -194,6 +195,7 @@ class AttemptLoop:
                 env=self.check_env,
                 registry=self.registry,
                 records=attempt.records,
+                sandbox=self.check_sandbox(attempt.path),
             )
             self.emit(ChecksRan(tuple(attempt.checks)))
             if attempt.outcome.reason == "limit" or self._spent(attempt):
@@ -304,6 +306,14 @@ class AttemptLoop:
         XDG folders and TMPDIR, the passed caller variables), with the spec's `env:`."""
         return {**clean_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
 
+    def check_sandbox(self, path: Path) -> ProcessSandbox | None:
+        """Where the checks of the attempt in `path` run their commands: the agent's
+        confinement (agents.claude_code.srt); None with `sandbox: false`, or when no check
+        runs any code."""
+        if not needs_sandbox(self.spec.accept):
+            return None
+        return process_sandbox(Confinement(self.run_dir, self.spec.sandbox), path, self.check_env)
+
     @functools.cached_property
     def spec_env(self) -> dict[str, str]:
         """The spec's `env:`, expanded from the caller's environment."""
@@ -338,7 +348,6 @@ class AttemptLoop:
             confinement=Confinement(self.run_dir, self.spec.sandbox),
             env=self.spec_env,
             pass_env=self.spec.pass_env,
-            claude_bin=self.claude_bin,
             timeout=self.spec.timeout,
         )
         (self.run_dir / "setup").mkdir(exist_ok=True)

@@ -18,6 +18,7 @@ from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.agents.session import AgentSession
@@ -102,7 +103,9 @@ class AgentFactory:
             model=self.model,
             claude_bin=self.claude_bin,
             on_event=self.on_event,
-            confinement=Confinement(self.run_dir, self.spec.sandbox, self.mcp),
+            confinement=Confinement(
+                self.run_dir, self.spec.sandbox, self.mcp, servers=process_sandbox
+            ),
             budget=self.budget,
         )
         if self.spec.agent is None:

@@ -1,39 +1,31 @@
-"""A spec's `setup:` commands, run in the attempt folder by Claude Code's own Bash tool.
+"""A spec's `setup:` commands, run in the attempt folder in the agent's confinement.
 
 Set-up (install dependencies, build, seed a database) must obey the rules the agent obeys:
-write only in the attempt folder and the spec's `sandbox.write` paths, reach only the
-spec's `sandbox.network` domains. Rather than imitate Claude Code's sandbox, the commands
-run in it: a `claude -p` session whose model is a two-turn script on a private gateway (one
-Bash call with the commands, then "done"), with the spec's confinement and environment.
-The session has its own config folder and HOME under ``setup/``, so nothing of it reaches
-the agent's conversation or the spec's cassette; replays run it just the same.
+write only in the attempt folder, the spec's `sandbox.write` paths and the run's temp folder,
+reach only the spec's `sandbox.network` domains, read only the run folder, the system and the
+toolchains. The commands run under Anthropic's sandbox runtime (`srt`, the library Claude
+Code's own sandbox is built on) with the settings the agent's sandbox gets
+(agents.claude_code.srt): one `srt` process, no Claude Code session. With `sandbox: false`
+they run unconfined, as the agent then does.
 
-Claude Code's Bash tool runs a command for 10 minutes at most; that bounds a set-up.
+The set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
+agent's conversation or the spec's cassette; replays run it just the same.
 """
 
 from __future__ import annotations
 
-import re
 import shlex
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.scripted import scripted
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec_types import ClaudeOptions
-from pytest_atom.run.factory import claude_code_agent
+from pytest_atom.judge.checks import run_shell
+from pytest_atom.model.environment import build_env
 
-#: The longest a Bash tool call may run (Claude Code's own ceiling), in milliseconds.
-BASH_TIMEOUT_MS = 600_000
-_EXIT = re.compile(r"^Exit code (\d+)", re.MULTILINE)
-_SESSION = str(uuid.uuid5(uuid.NAMESPACE_URL, "pytest-atom:setup"))
+_STARTED = "$ "
 
 
 @dataclass(frozen=True)
@@ -57,9 +49,21 @@ def setup_script(commands: Sequence[str]) -> str:
     """One shell script: each command echoed, then run; the first that fails stops it."""
     lines = []
     for command in commands:
-        lines.append(f"printf '%s\\n' {shlex.quote('$ ' + command)}")
+        lines.append(f"printf '%s\\n' {shlex.quote(_STARTED + command)}")
         lines.append(f"bash -c {shlex.quote(command)} 2>&1 || exit $?")
     return "\n".join(lines)
+
+
+def setup_env(
+    run_dir: Path, env: Mapping[str, str], pass_env: Sequence[str] = ()
+) -> dict[str, str]:
+    """The set-up's environment, built from parts as the agent's: its own HOME, XDG folders
+    and TMPDIR under ``setup/``, git kept from the repository above the run folder, then the
+    spec's `env:`."""
+    built = build_env(run_dir / "setup" / "home", pass_env)
+    built["GIT_CEILING_DIRECTORIES"] = str(run_dir)
+    built.update(env)
+    return built
 
 
 def run_setup(
@@ -70,71 +74,38 @@ def run_setup(
     confinement: Confinement,
     env: Mapping[str, str],
     pass_env: Sequence[str] = (),
-    claude_bin: Path,
     timeout: float,
 ) -> SetupOutcome:
-    """Run `commands` in `cwd` inside the agent's sandbox; `env` is the spec's `env:`, and
-    `pass_env` the caller variables it passes (the session's environment is built as the
-    agent's: pytest_atom.model.environment)."""
-    with Gateway(scripted(_setup_turns(commands))) as gateway:
-        session_env = claude_env(
-            gateway.url, run_dir / "setup" / "claude-config", pass_env=pass_env
-        )
-        session_env["GIT_CEILING_DIRECTORIES"] = str(run_dir)
-        session_env.update(env)
-        runner = claude_code_agent(
-            "executor",
-            env=session_env,
-            options=ClaudeOptions(allowed_tools=("Bash",)),
-            claude_bin=claude_bin,
-            confinement=confinement,
-        )
-        record = runner.run("Run the set-up.", cwd, session_id=_SESSION, timeout=timeout)
-    _scrub(record, run_dir)
-    return _outcome(record, commands)
+    """Run `commands` in `cwd` inside the agent's confinement; `env` is the spec's `env:`,
+    and `pass_env` the caller variables it passes (pytest_atom.model.environment).
 
-
-def _setup_turns(commands: Sequence[str]) -> list[dict[str, Any]]:
-    """The script the set-up session follows: one Bash call that runs `commands`, then done."""
-    return [
-        {
-            "tool_use": [
-                {
-                    "name": "Bash",
-                    "input": {
-                        "command": setup_script(commands),
-                        "description": "Run the spec's set-up commands",
-                        "timeout": BASH_TIMEOUT_MS,
-                    },
-                }
-            ]
-        },
-        {"text": "Set-up done."},
-    ]
-
-
-def _scrub(record: IterationRecord, run_dir: Path) -> None:
-    """Set-up output may print a secret (a token in `env:`): scrubbed where it is kept, the
-    session's own files in setup/ included, before any report quotes it."""
+    Raises SandboxUnavailableError (saying how to install it) when the sandbox runtime
+    cannot run here."""
+    built = setup_env(run_dir, env, pass_env)
+    sandbox = process_sandbox(confinement, cwd, built)
+    code, output = run_shell(setup_script(commands), cwd, built, timeout, sandbox=sandbox)
+    # A secret (a token in `env:`) printed by a command, or left in the set-up's temp folder.
     scrubber = Scrubber()
     scrubber.scrub_tree(run_dir / "setup")
-    for each in record.tool_calls:
-        each.result = scrubber.scrub(each.result) if each.result is not None else None
-    record.stderr, record.output = scrubber.scrub(record.stderr), scrubber.scrub(record.output)
+    output = scrubber.scrub(output)
+    return _outcome(code, output, commands, timeout, confined=sandbox is not None)
 
 
-def _outcome(record: IterationRecord, commands: Sequence[str]) -> SetupOutcome:
-    """What the set-up's Bash call gave: its output, and which command failed with which
-    exit code; or why Claude Code stopped before running it."""
-    call = next((c for c in record.tool_calls if c.name == "Bash"), None)
-    if call is None or call.result is None:
-        why = "timed out" if record.timed_out else f"exited {record.returncode}"
-        detail = (record.stderr or record.output).strip()[-2000:]
-        return SetupOutcome(False, f"Claude Code {why} before running the set-up\n{detail}")
-    output = call.result
-    if not call.is_error:
+def _outcome(
+    code: int | None, output: str, commands: Sequence[str], timeout: float, *, confined: bool
+) -> SetupOutcome:
+    """Which command failed, with which exit code; or why none could run."""
+    if code == 0:
         return SetupOutcome(True, output)
-    code = _EXIT.search(output)
-    started = {line[2:] for line in output.splitlines() if line.startswith("$ ")}
-    failed = next((c for c in reversed(commands) if c.splitlines()[0] in started), None)
-    return SetupOutcome(False, output, int(code.group(1)) if code else None, failed)
+    started = [line[len(_STARTED) :] for line in output.splitlines() if line.startswith(_STARTED)]
+    failed = next((c for c in reversed(commands) if (c.splitlines() or [""])[0] in started), None)
+    if code is None:
+        note = f"\n[timed out after {timeout:g}s]"
+        return SetupOutcome(False, output + note, None, failed)
+    if failed is None and confined:
+        return SetupOutcome(
+            False,
+            f"the sandbox runtime (srt) exited {code} before running the set-up:\n{output}",
+            code,
+        )
+    return SetupOutcome(False, output, code, failed)

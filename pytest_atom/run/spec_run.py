@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
+from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import (
     ModelSource,
@@ -29,6 +30,7 @@ from pytest_atom.diffs import WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.gateway.server import Meter
+from pytest_atom.judge.checks import needs_sandbox
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.model.environment import release_tmpdirs
@@ -86,8 +88,7 @@ def run_spec(
     # written, since every Scrubber of this run is made after this.
     remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
-    if spec.sandbox is not None:
-        require_tools()  # before anything starts: a missing bwrap says how to install it
+    _require_sandbox(spec)
     run = _new_run(
         spec, runs_dir, settings, project_dir, config, registry, claude_bin, on_event, spend
     )
@@ -138,6 +139,18 @@ def _drive_run(
         if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
             shutil.rmtree(run.run_dir, ignore_errors=True)
         raise
+
+
+def _require_sandbox(spec: Spec) -> None:
+    """Before anything starts, a missing bwrap, or a missing `srt` where set-up or command
+    checks need it, says how to install it (an MCP server that runs for real asks for it
+    when it starts: a replay's stand-ins need none)."""
+    if spec.sandbox is None:
+        return
+    require_tools()
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    if spec.setup or needs_sandbox(checks):
+        require_srt()
 
 
 def _new_run(

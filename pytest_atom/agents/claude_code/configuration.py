@@ -25,7 +25,7 @@ import copy
 import json
 import shlex
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from pytest_atom.cassettes.mcp_tape import McpTape
 
 MCP_CONFIG_FILE = "claude-mcp.json"
+#: A server's command line put into the run's sandbox (agents.claude_code.srt).
+Wrap = Callable[[list[str]], list[str]]
 PLUGINS_DIR = "claude-plugins"
 #: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
 #: `.atom/` (scripts and cassettes, see pytest_atom.model.evalsuite).
@@ -124,7 +126,7 @@ def confined_command(command: str, writable: Sequence[Path]) -> str:
 
 
 def mcp_server_entry(
-    name: str, entry: Mapping[str, Any], tape: McpTape | None = None
+    name: str, entry: Mapping[str, Any], tape: McpTape | None = None, wrap: Wrap | None = None
 ) -> dict[str, Any]:
     """The entry the CLI gets for one of the spec's MCP servers: the one place one is built.
 
@@ -132,29 +134,38 @@ def mcp_server_entry(
     runs behind the recording proxy; replaying, a stand-in answering from the cassette takes
     its place, so the server's command need not exist (see pytest_atom.cassettes.mcp_tape). A
     server that is not stdio (``type: http`` or ``sse``) has no command to wrap: as configured.
+    `wrap` puts a server that runs for real in the run's sandbox (agents.claude_code.srt):
+    inside the recording proxy, which writes the run's tape outside the sandbox.
     """
     built = copy.deepcopy(dict(entry))
-    if tape is None or built.get("type", "stdio") != "stdio" or "command" not in built:
+    if built.get("type", "stdio") != "stdio" or "command" not in built:
         return built
-    args = [str(a) for a in built.get("args") or []]
-    command, *rest = tape.argv(name, str(built["command"]), args)
-    built["command"], built["args"] = command, rest
+    if tape is None and wrap is None:
+        return built
+    argv = [str(built["command"]), *(str(a) for a in built.get("args") or [])]
+    if wrap is not None and (tape is None or tape.mode == "record"):
+        argv = wrap(argv)
+    if tape is not None:
+        argv = tape.argv(name, argv[0], argv[1:])
+    built["command"], built["args"] = argv[0], argv[1:]
     return built
 
 
 def mcp_config(
-    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None
+    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None, wrap: Wrap | None = None
 ) -> dict[str, Any] | None:
-    """The ``--mcp-config`` servers: the workspace's .mcp.json, then the spec's (which win,
-    recorded or replayed through `tape`); None when there are none. Raises ValueError for a
-    .mcp.json that is not JSON."""
+    """The ``--mcp-config`` servers: the workspace's .mcp.json (in the sandbox, through
+    `wrap`: the agent may have written it), then the spec's (which win, recorded or replayed
+    through `tape`); None when there are none. Raises ValueError for a .mcp.json that is not
+    JSON."""
     servers: dict[str, Any] = {}
     workspace = cwd / ".mcp.json"
     if workspace.is_file():
         data = json.loads(workspace.read_text(encoding="utf-8"))
-        servers.update((data or {}).get("mcpServers") or {})
+        found = (data or {}).get("mcpServers") or {}
+        servers.update({name: mcp_server_entry(name, e, None, wrap) for name, e in found.items()})
     for name, entry in (options.mcp_servers or {}).items():
-        servers[name] = mcp_server_entry(name, entry, tape)
+        servers[name] = mcp_server_entry(name, entry, tape, wrap)
     return {"mcpServers": servers} if servers else None
 
 
@@ -171,12 +182,16 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
 
 
 def cli_args(
-    options: ClaudeOptions, cwd: Path, boundary: Path, tape: McpTape | None = None
+    options: ClaudeOptions,
+    cwd: Path,
+    boundary: Path,
+    tape: McpTape | None = None,
+    wrap: Wrap | None = None,
 ) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
     run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
     args: list[str] = []
-    servers = mcp_config(options, cwd, tape)
+    servers = mcp_config(options, cwd, tape, wrap)
     if servers is not None:
         path = boundary / MCP_CONFIG_FILE
         path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")

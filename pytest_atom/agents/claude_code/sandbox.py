@@ -24,6 +24,10 @@ and ``failIfUnavailable`` makes a broken sandbox an error instead of a silent fa
 file tools are not sandboxed; they follow the permission rules, so blanket Edit and Write
 grants are narrowed to the attempt folder: a write elsewhere would need a permission that
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
+
+What a run executes outside the CLI (set-up, checks, oracles, the MCP servers the CLI
+starts) gets the same rules from `settings`, applied by the sandbox runtime `srt`
+(agents.claude_code.srt).
 """
 
 from __future__ import annotations
@@ -32,10 +36,10 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.model.environment import tmpdir_for
@@ -84,6 +88,17 @@ def require_tools(path: str | None = None) -> None:
         )
 
 
+class Wraps(Protocol):
+    """A command line's way into a sandbox (agents.claude_code.srt.ProcessSandbox)."""
+
+    def wrap(self, argv: Sequence[str]) -> list[str]: ...
+
+
+#: The sandbox for a process of the run in a folder, with an environment (the run's
+#: `agents.claude_code.srt.process_sandbox`); None where the spec turned it off.
+ProcessSandboxes = Callable[["Confinement", Path, Mapping[str, str], Sequence[Path]], Wraps | None]
+
+
 @dataclass(frozen=True)
 class Confinement:
     """Isolation at `boundary` (the run folder) and, unless `sandbox` is None, the sandbox."""
@@ -92,6 +107,10 @@ class Confinement:
     sandbox: SandboxOptions | None  # None: isolation only, no sandbox
     #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
     mcp: McpTape | None = None
+    #: The sandbox MCP servers the CLI starts run in: Claude Code runs them outside its own
+    #: sandbox, and the agent may have written them (a workspace's .mcp.json, a server's
+    #: script); None: they run as configured.
+    servers: ProcessSandboxes | None = None
 
     def prepare(
         self,
@@ -129,11 +148,31 @@ class Confinement:
             data["permissions"] = {**spec_settings["permissions"], **own["permissions"]}
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
-        if config.mcp_servers or config.plugins:
-            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp)
+        servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
+        wrap = self._server_wrap(cwd, env) if servers else None
+        if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
+            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap)
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
+
+    def _server_wrap(
+        self, cwd: Path, env: Mapping[str, str] | None
+    ) -> Callable[[list[str]], list[str]] | None:
+        """How an MCP server the CLI starts in `cwd` enters the run's sandbox; None without one."""
+        if self.sandbox is None or self.servers is None or env is None:
+            return None
+        servers, boundary = self.servers, self.boundary.resolve()
+
+        def wrap(argv: list[str]) -> list[str]:
+            # The files the spec names for its server outside the run folder (a script beside
+            # the spec) are the spec's, which the agent cannot write: readable by the server.
+            named = [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
+            outside = [p for p in named if not _within(p.resolve(), boundary)]
+            sandbox = servers(self, cwd, env, outside)
+            return argv if sandbox is None else sandbox.wrap(argv)
+
+        return wrap
 
     @property
     def confines_hooks(self) -> bool:
