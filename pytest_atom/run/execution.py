@@ -39,7 +39,7 @@ from pytest_atom.cassettes.recording import (
     ModelSource,
     RecordingError,
 )
-from pytest_atom.files import copy_ignore
+from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway import ScriptError
 from pytest_atom.judge.checks import run_checks
 from pytest_atom.judge.reflector import (
@@ -267,7 +267,7 @@ class AttemptLoop:
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
-            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
+            copy_tree(self.attempts[-1].path, path, ignore=copy_ignore)
         else:
             self.prepare(path)
         executor.continue_session(session, path)  # a no-op until the conversation exists
@@ -317,7 +317,7 @@ class AttemptLoop:
         """
         workspace = self.spec.workspace
         if workspace is not None and workspace.is_relative_to(self.run_dir):
-            shutil.copytree(workspace, path, symlinks=True, ignore=copy_ignore)
+            copy_tree(workspace, path, ignore=copy_ignore)
             return
         from_git = False
         if workspace is None:
