@@ -193,10 +193,14 @@ def copy_tree(source: Path, dest: Path, ignore: Any = None, *, link: bool = Fals
     """Copy the folder `source` to the new folder `dest`: folders made anew, symlinks kept
     as links (never followed), regular files copied (`link`: hard-linked where the file
     system can). A device, FIFO or socket anywhere is refused (`SpecialFileError`, naming
-    it) before it is opened. `ignore` is `shutil.copytree`'s."""
+    it) before it is opened, and `dest` removed. `ignore` is `shutil.copytree`'s."""
     dest.mkdir(parents=True)
-    _copy_into(source, dest, source, ignore, link)
-    shutil.copystat(source, dest)
+    try:
+        _copy_into(source, dest, source, ignore, link)
+        shutil.copystat(source, dest)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)  # a copy that fails leaves nothing behind
+        raise
     return dest
 
 

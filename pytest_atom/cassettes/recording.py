@@ -74,7 +74,7 @@ def cassette_path(spec: Spec) -> Path:
     path = spec.root / "cassettes" / stem / file
     root = outside_project(path, spec.root)
     if root is not None:  # a linked `cassettes/` would record (and replay) outside
-        raise RecordingError(outside_message(f"spec {spec.name!r}'s cassette", path, root))
+        raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
     return path
 
 

@@ -13,20 +13,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_atom.model.config import CONFIG_DIR, CONFIG_NAME
 from pytest_atom.model.options import INI_NAMES
 from pytest_atom.model.spec_document import Document
 from pytest_atom.model.spec_types import Loc
 from pytest_atom.model.spec_validation import label
 from pytest_atom.paths import display_path
 
-#: What marks a project's root after a repository: pytest's ini files (the one list).
-_ROOT_FILES = INI_NAMES
+#: What marks a project's root after a repository: pytest's ini files (the one list) and
+#: pytest-atom's own settings.
+_ROOT_FILES = (*INI_NAMES, f"{CONFIG_DIR}/{CONFIG_NAME}")
 
 
 def project_root(folder: Path) -> Path:
-    """The project a spec in `folder` belongs to, which its workspace must stay inside:
-    the top of its git work tree, else the nearest folder with a pytest ini file
-    (pytest's rootdir), else `folder` itself."""
+    """The project a spec in `folder` belongs to, which its workspace and every file it
+    names must stay inside: the top of its git work tree, else the nearest folder with a
+    pytest ini file (pytest's rootdir) or `.atom/config.yaml` (the project `atom init`
+    made), else `folder` itself."""
     folder = folder.resolve()
     chain = (folder, *folder.parents)
     top = next((p for p in chain if (p / ".git").exists()), None)
