@@ -1,9 +1,10 @@
 """A link the agent makes out of its attempt, through the real CLI (issue 33, break 2).
 
 The scripted agent runs ``ln -s <secret outside> agent_leak.txt`` in the non-git fixture
-workspace `atom init` lays out; the spec snapshots that file. Nothing the run and its
-reports write holds the secret: the reflector's prompt and transcript, the trace, the HTML
-report, ``results.json`` and the JUnit XML with the snapshot's message. The functions
+workspace `atom init` lays out; the spec snapshots that file, and the scripted reflector
+tries to Read it. Nothing the run and its reports write holds the secret: the reflector's
+prompt, its refused Read and transcript, the trace, the HTML report, ``results.json`` and
+the JUnit XML with the snapshot's message. The functions
 underneath are tested one by one in tests/test_links.py.
 """
 
@@ -47,7 +48,13 @@ def test_a_link_out_of_the_attempt_reaches_no_report_prompt_or_transcript(
             bash(f"ln -s {secret} agent_leak.txt && printf 'hello\\n' > greeting.txt", "Make it."),
             {"text": "Done.\n\nEXIT_LOOP_NOW"},
         ],
-        "reflector": [verdict(0.9, criterion="greeting.txt holds hello.")],
+        "reflector": [  # a judge that tries the link itself: its Read is refused
+            {
+                "text": "Let me look.",
+                "tool_use": [{"name": "Read", "input": {"file_path": "agent_leak.txt"}}],
+            },
+            verdict(0.9, criterion="greeting.txt holds hello."),
+        ],
     }
     write(project / "specs" / "scripts" / "hello.yaml", yaml.safe_dump(script))
     result = pytester.runpytest(
@@ -59,10 +66,9 @@ def test_a_link_out_of_the_attempt_reaches_no_report_prompt_or_transcript(
     assert f"symbolic link -&gt; {secret}" in junit or f"symbolic link -> {secret}" in junit
     (run,) = (project / ".atom" / "runs").glob("hello-*")
     assert (run / "attempts" / "a01" / "agent_leak.txt").is_symlink()  # the agent did link
-    reflector = [
-        p for p in (run / "claude-config").rglob("*.jsonl") if "agent_leak" in p.read_text()
-    ]
-    assert reflector, "the reflector's transcript shows the link"
+    transcripts = "\n".join(p.read_text() for p in (run / "claude-config").rglob("*.jsonl"))
+    assert "symbolic link -> " in transcripts  # the reflector's prompt shows the link
+    assert "blockReadsOutsideWorkingDirectories setting blocks reads" in transcripts
     leaked = [
         p
         for p in written_files(run, project / "reports", project / ".atom")

@@ -92,6 +92,10 @@ class Confinement:
     sandbox: SandboxOptions | None  # None: isolation only, no sandbox
     #: Where the spec's MCP servers are recorded or replayed from; None: they run as configured.
     mcp: McpTape | None = None
+    #: Without a sandbox, still keep the file tools (Read, Grep, Glob) in the session's
+    #: folder: the reflector and the planner read an attempt the agent wrote, where a link
+    #: may lead to the caller's home (Claude Code refuses a read that resolves outside).
+    file_tools_inside: bool = False
 
     def prepare(
         self,
@@ -158,6 +162,8 @@ class Confinement:
         `env` is the CLI's environment, whose PATH and toolchain roots stay readable.
         """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
+        if self.file_tools_inside and readguard.guards_reads(cli_version):
+            data["permissions"] = {"blockReadsOutsideWorkingDirectories": True}
         if self.sandbox is not None:
             writable = self.write_paths(cwd)
             data["sandbox"] = {
