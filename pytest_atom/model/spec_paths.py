@@ -20,9 +20,10 @@ from pytest_atom.model.spec_types import Loc
 from pytest_atom.model.spec_validation import label
 from pytest_atom.paths import display_path
 
-#: What marks a project's root after a repository: pytest's ini files (the one list) and
-#: pytest-atom's own settings.
-_ROOT_FILES = (*INI_NAMES, f"{CONFIG_DIR}/{CONFIG_NAME}")
+#: What marks a project's root after a repository: pytest's ini files (the one list).
+_ROOT_FILES = INI_NAMES
+#: ... or pytest-atom's own settings, the project `atom init` makes.
+_ATOM_CONFIG = f"{CONFIG_DIR}/{CONFIG_NAME}"
 
 
 def project_root(folder: Path) -> Path:
@@ -35,13 +36,14 @@ def project_root(folder: Path) -> Path:
     top = next((p for p in chain if (p / ".git").exists()), None)
     if top is not None:
         return top
-    return next((p for p in chain if any((p / f).is_file() for f in _ROOT_FILES)), folder)
+    marks = (*_ROOT_FILES, _ATOM_CONFIG)
+    return next((p for p in chain if any((p / f).is_file() for f in marks)), folder)
 
 
 def root_marker(root: Path) -> str:
     if (root / ".git").exists():
         return "git repository"
-    found = next((f for f in _ROOT_FILES if (root / f).is_file()), None)
+    found = next((f for f in (*_ROOT_FILES, _ATOM_CONFIG) if (root / f).is_file()), None)
     return found or "spec file"
 
 
