@@ -93,6 +93,11 @@ _SPECIAL_KINDS = (
 )
 
 
+#: How a file an agent may have made is opened: never through a link, never waiting on a
+#: FIFO, never making a terminal the controlling one.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
 def special_kind(mode: int) -> str | None:
     """What a device, FIFO or socket is, in words ("a FIFO (named pipe)"); None for a
     regular file, a folder or a link."""
@@ -121,9 +126,8 @@ def read_regular(path: Path) -> bytes | None:
     Opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` before any read, so
     a file swapped for a link or a FIFO in between is still never followed nor waited on.
     """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _READ_FLAGS)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
@@ -174,19 +178,36 @@ def contained(root: Path, rel: str | Path) -> Path | None:
 
 
 def copy_regular(src: Path, dst: Path) -> None:
-    """Copy the regular file `src` to `dst` with its mode and times; a link is never
-    followed and a special file never opened (`SpecialFileError`), even one swapped in
-    after the caller looked."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(src, flags)
-    with os.fdopen(fd, "rb") as fsrc:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = special_kind(mode) or "not a regular file"
-            raise special_error(src, src.name, kind)
-        with open(dst, "xb") as fdst:
-            shutil.copyfileobj(fsrc, fdst, 1024 * 1024)
-    shutil.copystat(src, dst, follow_symlinks=False)
+    """Copy the regular file `src` to the new file `dst` with its mode and times; a link is
+    never followed and a special file never opened (`SpecialFileError`), even one swapped in
+    after the caller looked: the checks are made on the open descriptor."""
+    fd = os.open(src, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise special_error(src, src.name, special_kind(st.st_mode) or "not a regular file")
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            _copy_bytes(fd, out)
+            os.fchmod(out, stat.S_IMODE(st.st_mode))
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _copy_bytes(src: int, dst: int) -> None:
+    """All of `src` into `dst`, in the kernel where it can (as shutil.copyfile does)."""
+    try:
+        while os.sendfile(dst, src, None, 1 << 30):
+            pass
+    except OSError:  # no sendfile between these two: read and write
+        os.lseek(src, 0, os.SEEK_SET)
+        os.lseek(dst, 0, os.SEEK_SET)
+        os.ftruncate(dst, 0)
+        while chunk := os.read(src, 1 << 20):
+            os.write(dst, chunk)
 
 
 def copy_tree(source: Path, dest: Path, ignore: Any = None, *, link: bool = False) -> Path:
