@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -210,14 +211,40 @@ def _copy_bytes(src: int, dst: int) -> None:
             os.write(dst, chunk)
 
 
-def copy_tree(source: Path, dest: Path, ignore: Any = None, *, link: bool = False) -> Path:
+class LinkOutsideError(OSError):
+    """A link in a folder of the project being copied into a run that leads outside the
+    project: what it names is never copied where the agent can read it."""
+
+
+@dataclass(frozen=True)
+class _CopyRules:
+    dest: Path  # the copy's top, which names what is refused
+    ignore: Any
+    link: bool
+    within: Path | None  # follow links that stay inside this folder; None: keep links
+
+
+def copy_tree(
+    source: Path,
+    dest: Path,
+    ignore: Any = None,
+    *,
+    link: bool = False,
+    follow_within: Path | None = None,
+) -> Path:
     """Copy the folder `source` to the new folder `dest`: folders made anew, symlinks kept
     as links (never followed), regular files copied (`link`: hard-linked where the file
     system can). A device, FIFO or socket anywhere is refused (`SpecialFileError`, naming
-    it) before it is opened, and `dest` removed. `ignore` is `shutil.copytree`'s."""
+    it) before it is opened, and `dest` removed. `ignore` is `shutil.copytree`'s.
+
+    `follow_within` (a project's root) copies a link as what it names, when that resolves
+    inside it, and refuses one that leads outside (`LinkOutsideError`): for the project's
+    own folders a run gets a copy of (a skill, a plugin, a tool), whose links may be shared
+    files, but never the caller's home."""
+    rules = _CopyRules(dest, ignore, link, follow_within and follow_within.resolve())
     dest.mkdir(parents=True)
     try:
-        _copy_into(source, dest, source, ignore, link)
+        _copy_into(source, dest, rules, frozenset({source.resolve()}))
         shutil.copystat(source, dest)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)  # a copy that fails leaves nothing behind
@@ -225,26 +252,50 @@ def copy_tree(source: Path, dest: Path, ignore: Any = None, *, link: bool = Fals
     return dest
 
 
-def _copy_into(folder: Path, dest: Path, top: Path, ignore: Any, link: bool) -> None:
+def _copy_into(folder: Path, dest: Path, rules: _CopyRules, seen: frozenset[Path]) -> None:
     with os.scandir(folder) as scan:
         entries = sorted(scan, key=lambda e: e.name)
-    skipped = ignore(os.fspath(folder), [e.name for e in entries]) if ignore else ()
+    skipped = rules.ignore(os.fspath(folder), [e.name for e in entries]) if rules.ignore else ()
     for entry in entries:
         if entry.name in skipped:
             continue
         src, dst = Path(entry.path), dest / entry.name
         mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode) and rules.within is not None:
+            src, mode = _followed(src, dst, rules)
         if stat.S_ISLNK(mode):
             os.symlink(os.readlink(src), dst)
         elif stat.S_ISDIR(mode):
+            inner = seen
+            if rules.within is not None:  # links followed: a link to a folder above, once
+                if src.resolve() in seen:
+                    raise LinkOutsideError(f"{_shown(dst, rules)!r} links to a folder it is in")
+                inner = seen | {src.resolve()}
             dst.mkdir()
-            _copy_into(src, dst, top, ignore, link)
-            shutil.copystat(src, dst, follow_symlinks=False)
+            _copy_into(src, dst, rules, inner)
+            shutil.copystat(src, dst)
         elif stat.S_ISREG(mode):
-            _place(src, dst, link)
+            _place(src, dst, rules.link)
         else:
             kind = special_kind(mode) or "not a regular file"
-            raise special_error(src, src.relative_to(top).as_posix(), kind)
+            raise special_error(src, _shown(dst, rules), kind)
+
+
+def _followed(src: Path, dst: Path, rules: _CopyRules) -> tuple[Path, int]:
+    """What the link `src` names, and its mode, when it stays inside `rules.within`."""
+    assert rules.within is not None
+    target = src.resolve()
+    if not target.is_relative_to(rules.within) or not target.exists():
+        raise LinkOutsideError(
+            f"{_shown(dst, rules)!r} ({src}) is a link to {target}, outside the project "
+            f"{rules.within} or missing: pytest-atom copies nothing from outside the project "
+            "into a run; replace the link with the file, or point it inside the project"
+        )
+    return target, target.stat().st_mode
+
+
+def _shown(dst: Path, rules: _CopyRules) -> str:
+    return dst.relative_to(rules.dest).as_posix()
 
 
 def _place(src: Path, dst: Path, link: bool) -> None:

@@ -288,3 +288,28 @@ def test_a_fixture_workspace_linked_outside_the_project_is_refused(tmp_path: Pat
                 "name: s\nprompt: p\nworkspace: workspaces/away\n",
             )
         )
+
+
+def test_a_skill_copied_into_a_run_follows_links_inside_the_project_only(
+    tmp_path: Path,
+) -> None:
+    from pytest_atom.agents.claude_code.configuration import install
+    from pytest_atom.model.spec_types import ClaudeOptions
+
+    project, home = init_layout(tmp_path), outside(tmp_path)
+    write(project / "shared" / "style.md", "Use short sentences.\n")
+    skill = write(project / ".claude" / "skills" / "notes" / "SKILL.md", "# notes\n").parent
+    (skill / "style.md").symlink_to(project / "shared" / "style.md")
+    attempt = tmp_path / "attempt"
+    install(ClaudeOptions(skills=(skill,)), attempt)
+    copied = attempt / ".claude" / "skills" / "notes" / "style.md"
+    assert not copied.is_symlink() and copied.read_text() == "Use short sentences.\n"
+    (skill / "leak.md").symlink_to(home / "secret")
+    with pytest.raises(OSError) as caught:
+        install(ClaudeOptions(skills=(skill,)), tmp_path / "attempt2")
+    assert "'leak.md'" in str(caught.value) and "outside the project" in str(caught.value)
+    assert CANARY not in str(caught.value)
+    (skill / "leak.md").unlink()
+    os.mkfifo(skill / "pipe")
+    with deadline(20), pytest.raises(SpecialFileError, match=r"'pipe' is a FIFO"):
+        install(ClaudeOptions(skills=(skill,)), tmp_path / "attempt3")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import shutil
 import sys
 import uuid
 from dataclasses import dataclass, field, replace
@@ -68,6 +67,7 @@ from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_env import EnvError, expand_env
+from pytest_atom.model.spec_paths import project_root
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
@@ -423,7 +423,8 @@ def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
     for name, entry in tools.items():
         copy = folder.parent / "tools" / name
         if not copy.exists():
-            shutil.copytree(entry.parent, copy, ignore=copy_ignore)
+            root = project_root(entry.parent)  # links inside the project only, no FIFO
+            copy_tree(entry.parent, copy, ignore=copy_ignore, follow_within=root)
         shim = folder / name
         shim.write_text(
             f'#!/bin/sh\nexec "{sys.executable}" "{copy / entry.name}" "$@"\n', encoding="utf-8"
