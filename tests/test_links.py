@@ -195,6 +195,21 @@ def test_in_git_a_tracked_file_that_became_a_device_is_refused(tmp_path: Path) -
     assert not (tmp_path / "attempt" / "app.sock").exists()
 
 
+def test_in_git_a_tracked_folder_that_became_a_link_out_is_refused(tmp_path: Path) -> None:
+    home = outside(tmp_path)
+    write(home / "sub" / "a.txt", f"{CANARY}\n")
+    repo = write(tmp_path / "repo" / "sub" / "a.txt", "a\n").parent.parent
+    subprocess.run([*GIT, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "v1"], cwd=repo, check=True)
+    (repo / "sub" / "a.txt").unlink()
+    (repo / "sub").rmdir()
+    (repo / "sub").symlink_to(home / "sub", target_is_directory=True)
+    with pytest.raises(OSError, match=r"'sub/a.txt' lies in 'sub', a link that leads outside"):
+        copy_workspace(WorkspaceSource(repo), tmp_path / "attempt")
+    assert not (tmp_path / "attempt").exists()
+
+
 def test_the_next_attempt_and_committed_refuse_a_fifo_and_keep_links_as_links(
     tmp_path: Path,
 ) -> None:

@@ -12,7 +12,10 @@ project does not own as source:
 - either way never the runs folder nor the copy's own destination, so it cannot recurse,
   never the spec's `exclude:` globs, and never pytest-atom's own files (specs, their
   scripts and cassettes, `.atom/`: `pytest_atom.run.own_files`) unless the spec's
-  `include:` names them. What was left out of those is reported (`Copied.left_out`).
+  `include:` names them. What was left out of those is reported (`Copied.left_out`);
+- a symlink is copied as a link, never followed; a path in a folder that a link leads out of
+  the workspace, and a device, FIFO or socket (a character device would be read forever),
+  is refused with its path before anything is copied (`exclude:` leaves it out).
 
 The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
 from git gets a fresh repository holding one commit of that state (the agent's `git diff`
