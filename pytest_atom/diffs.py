@@ -1,5 +1,6 @@
 """What an agent changed in its workspace: git's diff against the snapshot commit, else a
-file-by-file comparison.
+file-by-file comparison that follows no link and opens no special file (a link the agent
+made to the caller's home shows as the link, never as what it leads to).
 
 A leaf below everything that shows a change (the reflector's evidence, traces, the HTML
 report) and the workspace copy that makes the snapshot: none of them owns the others.
@@ -8,13 +9,12 @@ report) and the workspace copy that makes the snapshot: none of them owns the ot
 from __future__ import annotations
 
 import difflib
-import filecmp
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pytest_atom.files import SKIPPED_DIRS
+from pytest_atom.files import SKIPPED_DIRS, shown_content
 from pytest_atom.model.environment import passed
 
 #: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
@@ -26,8 +26,9 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
     nor the paths in `exclude`), through a throwaway index so the agent's own index is
     untouched; None when `folder` holds no snapshot repository (a workspace copied from
     outside git)."""
-    if not (folder / ".git").is_dir():
-        return None
+    git_dir = folder / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        return None  # a `.git` the agent linked elsewhere is no snapshot of this folder
     index = folder / ".git" / "atom-diff-index"
     try:
         _git(folder, "rev-parse", "--verify", "--quiet", SNAPSHOT_REF)
@@ -111,7 +112,7 @@ def workspace_diff(
     from_git = changes(after, exclude=installed)
     if from_git is not None:
         return _clipped(from_git.rstrip("\n") or "(no changes)", limit)
-    old, new = _agent_files(before, installed), _agent_files(after, installed)
+    old, new = agent_files(before, installed), agent_files(after, installed)
     return _clipped("\n".join(_file_diffs(old, new)) or "(no changes)", limit)
 
 
@@ -123,30 +124,41 @@ def _clipped(text: str, limit: int) -> str:
     )
 
 
-def _agent_files(root: Path | None, installed: Sequence[str]) -> dict[str, Path]:
-    """The files under `root` by relative path, without the harness's own and `installed`."""
+def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, Path]:
+    """What `root` holds by relative path, without the harness's own and `installed`: its
+    regular files, symlinks (to files or folders, never followed) and special files (never
+    opened). The agent may have made any of them (`files.shown_content` shows each)."""
     if root is None or not root.is_dir():
         return {}
-    return {
-        rel.as_posix(): p
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-        and not HARNESS_FILES & set((rel := p.relative_to(root)).parts)
-        and not any(rel.as_posix() == i or rel.as_posix().startswith(i + "/") for i in installed)
-    }
+    found: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):  # never into a linked folder
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in HARNESS_FILES)
+        linked = [d for d in dirnames if (here / d).is_symlink()]
+        for name in (*filenames, *linked):
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if name in HARNESS_FILES or _installed(rel, installed):
+                continue
+            found[rel] = path
+    return dict(sorted(found.items()))
+
+
+def _installed(rel: str, installed: Sequence[str]) -> bool:
+    return any(rel == i or rel.startswith(i + "/") for i in installed)
 
 
 def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
-    """Unified diffs of the text files that differ; a line for each binary one that does."""
+    """Unified diffs of the text files that differ; a line for each binary one that does.
+    A link shows as a link with its target's text, a special file as its kind: neither is
+    followed nor opened (`shown_content`)."""
     parts: list[str] = []
     for name in sorted(old.keys() | new.keys()):
-        a = _read(old.get(name))
-        b = _read(new.get(name))
-        if a == b and a is not None:
+        a = shown_content(old[name]) if name in old else ""
+        b = shown_content(new[name]) if name in new else ""
+        if a == b:
             continue
-        if (a is None and name in old) or (b is None and name in new):
-            if name in old and name in new and filecmp.cmp(old[name], new[name], shallow=False):
-                continue  # binary on both sides (None == None), and unchanged
+        if isinstance(a, bytes) or isinstance(b, bytes):
             parts.append(f"binary file {name} changed")
             continue
         parts.extend(
@@ -159,15 +171,6 @@ def _file_diffs(old: Mapping[str, Path], new: Mapping[str, Path]) -> list[str]:
             )
         )
     return parts
-
-
-def _read(path: Path | None) -> str | None:
-    if path is None:
-        return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError):
-        return None
 
 
 #: What the snapshot commit is made with: nothing of the machine or the moment.

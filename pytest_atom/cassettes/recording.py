@@ -49,6 +49,7 @@ from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, So
 from pytest_atom.model.record import UpstreamFault
 from pytest_atom.model.replay_divergence import ReplayDivergence
 from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec_paths import outside_message, outside_project
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 
@@ -71,10 +72,18 @@ __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingErro
 
 def cassette_path(spec: Spec) -> Path:
     """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
-    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name)."""
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name). A default
+    path that a link leads outside the project is refused (`RecordingError`), before
+    anything is read or written through it."""
+    if spec.cassette is not None:  # `cassette:` was resolved when the spec loaded
+        return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
     file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
-    return spec.cassette or spec.root / "cassettes" / stem / file
+    path = spec.root / "cassettes" / stem / file
+    root = outside_project(path, spec.root)
+    if root is not None:  # a linked `cassettes/` would record (and replay) outside
+        raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
+    return path
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:

@@ -34,6 +34,7 @@ from typing import IO, TYPE_CHECKING, Final, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
+from pytest_atom.files import contained, read_regular, special_kind
 from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
@@ -226,10 +227,12 @@ _BUILTINS: dict[str, CheckFn] = {
 
 def _resolve(workspace: Path, rel: str) -> Path:
     """Resolve symlinks before the containment test, so a link cannot lead a check outside."""
-    root = workspace.resolve()
-    target = (root / rel).resolve()
-    if not target.is_relative_to(root):
-        raise CheckError(f"refused: {rel!r} resolves to {target}, outside the workspace {root}")
+    target = contained(workspace, rel)
+    if target is None:
+        root = workspace.resolve()
+        raise CheckError(
+            f"refused: {rel!r} resolves to {(root / rel).resolve()}, outside the workspace {root}"
+        )
     return target
 
 
@@ -306,15 +309,20 @@ def _decoded(file: IO[bytes]) -> str:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise CheckError(f"cannot read {path}: {exc.strerror}") from None
+    """A regular file's text; a device, FIFO or socket is never opened (a FIFO would block
+    the check, a character device never end)."""
+    data = read_regular(path)
+    if data is None:
+        raise CheckError(f"cannot read {path}: not a readable regular file")
+    return data.decode("utf-8", errors="replace")
 
 
 def _describe_file(path: Path) -> str:
     if path.is_dir():
         return f"{path.name}/ is a folder:\n{_listing(path)}"
+    kind = special_kind(path.lstat().st_mode)
+    if kind is not None:
+        return f"{path.name} is {kind}, not read"
     return f"{path.stat().st_size} bytes\n{_head(_read_text(path))}"
 
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.diffs import HARNESS_FILES
+from pytest_atom.diffs import agent_files as agent_entries
+from pytest_atom.files import shown_text
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.judge.trajectory import Trajectory
 from pytest_atom.model.check_result import CheckResult
@@ -61,31 +62,25 @@ def eval_regex(check: Check, run: Trajectory) -> CheckResult:
 def agent_files(workspace: Path) -> list[str]:
     """The files the agent left in its folder (relative, ``/``-separated): the harness's own
     aside. A case starts from an empty folder, so each is one it wrote."""
-    return sorted(
-        rel.as_posix()
-        for p in workspace.rglob("*")
-        if p.is_file() and not HARNESS_FILES & set((rel := p.relative_to(workspace)).parts)
-    )
+    return list(agent_entries(workspace))
 
 
 def eval_file_regex(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
     """A regex grader over one file, or over the files the agent wrote (path, then text)."""
     target = check.params["target"]
     if isinstance(target, dict):
-        path = workspace / target["path"]
-        if not path.is_file():
+        text = shown_text(workspace, target["path"])
+        if text is None:
             return CheckResult(
                 check,
                 False,
                 f"grader {check.params['grader']}: {target['path']} does not exist",
                 f"files written: {', '.join(agent_files(workspace)) or 'none'}",
             )
-        return _regex_result(
-            check, path.read_text(encoding="utf-8", errors="replace"), target["path"]
-        )
+        return _regex_result(check, text, target["path"])
     parts = []
     for rel in agent_files(workspace):
-        parts += [rel, (workspace / rel).read_text(encoding="utf-8", errors="replace")]
+        parts += [rel, shown_text(workspace, rel) or ""]
     return _regex_result(check, "\n".join(parts), "the files written")
 
 

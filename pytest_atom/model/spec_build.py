@@ -24,7 +24,7 @@ from pytest_atom.model.spec_claude import (
 )
 from pytest_atom.model.spec_document import Document, show_value
 from pytest_atom.model.spec_env import reserved_env
-from pytest_atom.model.spec_paths import inside_folder, project_root, root_marker, spec_side
+from pytest_atom.model.spec_paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.model.spec_types import (
     BARE_TOOLS,
     BUILTIN_CHECK_KINDS,
@@ -157,8 +157,8 @@ def _workspace(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
             at,
         )
     path = (doc.path.parent / value).resolve()
-    root = project_root(doc.path.parent)
-    if path != root and root not in path.parents:
+    root = outside_project(path, doc.path.parent)
+    if root is not None:
         raise doc.error(
             f"{label(at)!r} {value!r} leads outside the project ({root}, the folder of its "
             f"{root_marker(root)}): name a folder inside it, such as '.' for the spec's "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.model.spec_document import Document, show_value
-from pytest_atom.model.spec_paths import project_root
+from pytest_atom.model.spec_paths import outside_project, project_root
 from pytest_atom.model.spec_types import (
     BARE_TOOLS,
     DEFS,
@@ -118,7 +118,7 @@ def _config_path(doc: Document, loc: Loc, value: str, want: str) -> Path:
     workspace), existing; a skill is a folder with a SKILL.md."""
     root = project_root(doc.path.parent)
     path = (doc.path.parent / value).resolve()
-    if os.path.isabs(value) or not path.is_relative_to(root):
+    if os.path.isabs(value) or outside_project(path, doc.path.parent) is not None:
         raise doc.error(
             f"{label(loc)!r} must be a path relative to the spec file that stays inside its "
             f"project ({display_path(root)}), got {value!r}",

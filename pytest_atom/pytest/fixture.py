@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.files import copy_tree
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import Spec, SpecError
@@ -93,7 +94,7 @@ class AtomFixture:
         data = {"name": safe, **keys}
         here = self._request.path.parent
         if "workspace" in data:
-            shutil.copytree(here / data["workspace"], folder / "workspace", symlinks=True)
+            copy_tree(here / data["workspace"], folder / "workspace")
             data["workspace"] = "workspace"
         if isinstance(data.get("script"), dict):
             (folder / "script.yaml").write_text(yaml.safe_dump(data["script"]), encoding="utf-8")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.model.arms import select_arms
 from pytest_atom.model.outcome import Outcome
@@ -298,11 +299,10 @@ class AtomItem(pytest.Function):
         """Compare the listed workspace files with their syrupy snapshots, after a pass."""
         mismatches = []
         for name in self.spec.snapshot:
-            path = result.workspace / name
-            data = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-            if not snapshot(name=name) == (data if data is not None else f"<{name} is missing>"):
+            data = snapshot_value(result.workspace, name)
+            if not snapshot(name=name) == data:
                 diff = snapshot.get_assert_diff()
-                if not self.config.get_terminal_writer().hasmarkup or not is_inert(data or ""):
+                if not self.config.get_terminal_writer().hasmarkup or not is_inert(data):
                     # A file with control characters of its own: shown escaped, and so
                     # without syrupy's colours, which its escapes would otherwise mix with.
                     diff = [inert(_ANSI.sub("", line)) for line in diff]
@@ -325,6 +325,15 @@ class AtomItem(pytest.Function):
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)
+
+
+def snapshot_value(workspace: Path, name: str) -> str:
+    """What a `snapshot:` file is compared as: its text, links not followed. The agent may
+    have made it a link to the caller's home: the snapshot (and a mismatch's message, which
+    lands in JUnit XML) shows the link with its target's text, never what it leads to; a
+    device, FIFO or socket shows as its kind, never read."""
+    text = shown_text(workspace, name)
+    return f"<{name} is missing>" if text is None else text
 
 
 def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:

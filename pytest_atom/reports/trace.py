@@ -19,7 +19,6 @@ is written atomically, so a reader never sees a half-written trace.
 
 from __future__ import annotations
 
-import filecmp
 import json
 import uuid
 from collections import Counter
@@ -30,8 +29,8 @@ from typing import Any
 
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.cassettes.staleness import spec_hash
-from pytest_atom.diffs import changes
-from pytest_atom.files import SKIPPED_DIRS, write_atomic
+from pytest_atom.diffs import agent_files, changes
+from pytest_atom.files import shown_content, write_atomic
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage
@@ -49,7 +48,6 @@ IMPLEMENTATION_KIND = "claude_code"
 #: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
 _WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
 #: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
-_NOT_WORK = frozenset({"USER_PROMPT.md", ".atom", *SKIPPED_DIRS})
 _CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
 _DENIAL_INPUT_LIMIT = 200
 
@@ -273,16 +271,6 @@ def _permission_denials(session: _Session) -> list[str]:
     return found
 
 
-def _files(root: Path | None) -> dict[str, Path]:
-    if root is None or not root.is_dir():
-        return {}
-    return {
-        str(p.relative_to(root)): p
-        for p in root.rglob("*")
-        if p.is_file() and not _NOT_WORK & set(p.relative_to(root).parts)
-    }
-
-
 def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
     """Whether the agent's work differs from the fixture it started from.
 
@@ -294,10 +282,11 @@ def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
     diff = changes(result.final.path)  # a workspace copied from git: its snapshot's diff
     if diff is not None:
         return bool(diff.strip())
-    before, after = _files(result.spec.workspace), _files(result.final.path)
+    # Links and special files compared as what they are, never followed nor opened.
+    before, after = agent_files(result.spec.workspace), agent_files(result.final.path)
     if before.keys() != after.keys():
         return True
-    return any(not filecmp.cmp(before[name], after[name], shallow=False) for name in after)
+    return any(shown_content(before[name]) != shown_content(after[name]) for name in after)
 
 
 def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:

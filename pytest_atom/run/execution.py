@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import glob
 import os
-import shutil
 import sys
 import time
 import uuid
@@ -41,7 +40,7 @@ from pytest_atom.cassettes.recording import (
     ModelSource,
     RecordingError,
 )
-from pytest_atom.files import copy_ignore
+from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway import ScriptError
 from pytest_atom.judge.checks import needs_sandbox, run_checks
 from pytest_atom.judge.reflector import (
@@ -70,6 +69,7 @@ from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import IterationRecord, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_env import EnvError, expand_env
+from pytest_atom.model.spec_paths import project_root
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.spend import SpendLimit
 from pytest_atom.paths import cli_slug
@@ -270,7 +270,7 @@ class AttemptLoop:
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
-            shutil.copytree(self.attempts[-1].path, path, symlinks=True, ignore=copy_ignore)
+            copy_tree(self.attempts[-1].path, path, ignore=copy_ignore)
         else:
             self.prepare(path)
         executor.continue_session(session, path)  # a no-op until the conversation exists
@@ -330,7 +330,7 @@ class AttemptLoop:
         """
         workspace = self.spec.workspace
         if workspace is not None and workspace.is_relative_to(self.run_dir):
-            shutil.copytree(workspace, path, symlinks=True, ignore=copy_ignore)
+            copy_tree(workspace, path, ignore=copy_ignore)
             return
         from_git = False
         if workspace is None:
@@ -435,7 +435,8 @@ def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
     for name, entry in tools.items():
         copy = folder.parent / "tools" / name
         if not copy.exists():
-            shutil.copytree(entry.parent, copy, ignore=copy_ignore)
+            root = project_root(entry.parent)  # links inside the project only, no FIFO
+            copy_tree(entry.parent, copy, ignore=copy_ignore, follow_within=root)
         shim = folder / name
         shim.write_text(
             f'#!/bin/sh\nexec "{sys.executable}" "{copy / entry.name}" "$@"\n', encoding="utf-8"

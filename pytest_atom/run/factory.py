@@ -128,5 +128,5 @@ class AgentFactory:
             options=read_only_options(schema),
             model=model,
             claude_bin=self.claude_bin,
-            confinement=Confinement(self.run_dir, sandbox=None),
+            confinement=Confinement(self.run_dir, sandbox=None, file_tools_inside=True),
         )

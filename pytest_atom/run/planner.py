@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
 from pytest_atom.cassettes.recall import SessionInput
-from pytest_atom.files import copy_ignore
+from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.result import Plan
@@ -159,7 +158,7 @@ def planner_folder(spec: Spec, run_dir: Path, start: Path | None, number: int = 
     if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
         copy_workspace(fixture_source(spec, run_dir.parent), folder)  # the spec's own, afresh
     elif start is not None:
-        shutil.copytree(start, folder, symlinks=True, ignore=copy_ignore)
+        copy_tree(start, folder, ignore=copy_ignore)
     else:
         folder.mkdir(parents=True)
     return folder

@@ -12,7 +12,10 @@ project does not own as source:
 - either way never the runs folder nor the copy's own destination, so it cannot recurse,
   never the spec's `exclude:` globs, and never pytest-atom's own files (specs, their
   scripts and cassettes, `.atom/`: `pytest_atom.run.own_files`) unless the spec's
-  `include:` names them. What was left out of those is reported (`Copied.left_out`).
+  `include:` names them. What was left out of those is reported (`Copied.left_out`);
+- a symlink is copied as a link, never followed; a path in a folder that a link leads out of
+  the workspace, and a device, FIFO or socket (a character device would be read forever),
+  is refused with its path before anything is copied (`exclude:` leaves it out).
 
 The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
 from git gets a fresh repository holding one commit of that state (the agent's `git diff`
@@ -27,7 +30,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
 import shutil
+import stat
 import subprocess
 import tarfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,7 +41,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.diffs import SNAPSHOT_REF, WorkspaceError, _git
-from pytest_atom.files import SKIPPED_DIRS
+from pytest_atom.files import (
+    SKIPPED_DIRS,
+    contained,
+    copy_regular,
+    copy_tree,
+    special_error,
+    special_kind,
+)
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
@@ -229,19 +241,45 @@ def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> It
 
 def _copy_files(source: Path, dest: Path, files: Iterable[str]) -> None:
     """Copy the listed files (posix paths under `source`), symlinks as links, folders made
-    once each; a file git lists but the disk lacks (deleted, not staged) is left out."""
+    once each; a file git lists but the disk lacks (deleted, not staged) is left out. Each
+    is looked at with lstat first: a link is never followed, and a device, FIFO or socket is
+    refused with its path before anything is copied (`SpecialFileError`)."""
+    listed = [(rel, _mode(source / rel)) for rel in files]
+    inside: dict[str, bool] = {}  # per folder: whether it resolves inside `source`
+    for rel, mode in listed:
+        kind = None if mode is None else special_kind(mode)
+        if kind is not None:
+            raise special_error(source / rel, rel, kind)
+        folder = posixpath.dirname(rel)
+        if folder not in inside:
+            inside[folder] = contained(source, folder or ".") is not None
+        if not inside[folder]:
+            raise WorkspaceError(
+                f"{rel!r} lies in {folder!r}, a link that leads outside the workspace "
+                f"{source}: pytest-atom follows no link out of a workspace; replace the "
+                "link with the folder, or leave it out with the spec's `workspace: exclude:`"
+            )
     made: set[Path] = {dest}
-    for rel in files:
+    for rel, mode in listed:
         src, target = source / rel, dest / rel
+        if mode is None:
+            continue
         if target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             made.add(target.parent)
-        if src.is_symlink():
+        if stat.S_ISLNK(mode):
             os.symlink(os.readlink(src), target)
-        elif src.is_dir():  # a submodule: its files, not its .git
-            shutil.copytree(src, target, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        elif src.exists():
-            shutil.copy2(src, target)
+        elif stat.S_ISDIR(mode):  # a submodule: its files, not its .git
+            copy_tree(src, target, ignore=shutil.ignore_patterns(".git"))
+        else:
+            copy_regular(src, target)
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return path.lstat().st_mode
+    except FileNotFoundError:
+        return None
 
 
 def _tree_files(base: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Iterator[str]:

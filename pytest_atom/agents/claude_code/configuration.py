@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom import digest
-from pytest_atom.files import CACHE_DIRS, copy_ignore
+from pytest_atom.files import CACHE_DIRS, copy_ignore, copy_regular, copy_tree
+from pytest_atom.model.spec_paths import project_root
 from pytest_atom.model.spec_types import ClaudeOptions
 
 if TYPE_CHECKING:
@@ -81,10 +82,13 @@ def install(options: ClaudeOptions, cwd: Path) -> None:
             if target.is_dir():
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
+            # Links inside the project are followed, one out of it refused, and no device,
+            # FIFO or socket is ever opened (files.copy_tree).
             if source.is_dir():
-                shutil.copytree(source, target, ignore=copy_ignore)
+                copy_tree(source, target, copy_ignore, follow_within=project_root(source))
             else:
-                shutil.copyfile(source, target)
+                target.unlink(missing_ok=True)  # the workspace's own, or an earlier attempt's
+                copy_regular(source, target)
 
 
 def installed_paths(options: ClaudeOptions) -> list[str]:
@@ -176,7 +180,7 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
         if not target.is_dir():
-            shutil.copytree(source, target, ignore=_plugin_ignore(source))
+            copy_tree(source, target, _plugin_ignore(source), follow_within=project_root(source))
         dirs.append(target)
     return dirs
 

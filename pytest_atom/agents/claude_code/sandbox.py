@@ -111,6 +111,10 @@ class Confinement:
     #: sandbox, and the agent may have written them (a workspace's .mcp.json, a server's
     #: script); None: they run as configured.
     servers: ProcessSandboxes | None = None
+    #: Without a sandbox, still keep the file tools (Read, Grep, Glob) in the session's
+    #: folder: the reflector and the planner read an attempt the agent wrote, where a link
+    #: may lead to the caller's home (Claude Code refuses a read that resolves outside).
+    file_tools_inside: bool = False
 
     def prepare(
         self,
@@ -197,6 +201,8 @@ class Confinement:
         `env` is the CLI's environment, whose PATH and toolchain roots stay readable.
         """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
+        if self.file_tools_inside and readguard.guards_reads(cli_version):
+            data["permissions"] = {"blockReadsOutsideWorkingDirectories": True}
         if self.sandbox is not None:
             writable = self.write_paths(cwd)
             data["sandbox"] = {
