@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from atom_cli.cassette_findings import file_findings, file_notes
+from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.estimate import Estimate, estimate
 from pytest_atom.cassettes.recording import cassette_path, record_command
@@ -55,15 +55,12 @@ def cassette() -> None:
 # --------------------------------------------------------------------------------- loading
 
 
-def _load(path: Path) -> tuple[str, Cassette]:
-    """The file's text and its cassette; CassetteError (naming the file) for anything else."""
+def _load(path: Path) -> Cassette:
+    """The cassette at `path`; a ClickException naming the file and the fix if it is none."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CassetteError(f"{path} is not a cassette (not UTF-8 text)") from None
-    return text, Cassette.load(path)
+        return Cassette.load(path)
+    except CassetteError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------------- show
@@ -97,10 +94,7 @@ def show(target: str, max_lines: int) -> None:
     missing: list[str] = []
     shown = _spec_cassettes(target, missing) if _is_spec(target) else [(None, Path(target))]
     for number, (spec, file) in enumerate(shown):
-        try:
-            _, data = _load(file)
-        except CassetteError as exc:
-            raise click.ClickException(str(exc)) from None
+        data = _load(file)
         if number:
             click.echo()
         if spec is not None and spec.arm is not None:  # every arm, each headed by its name
@@ -174,11 +168,7 @@ def cost(targets: tuple[str, ...]) -> None:
     rows: list[tuple[str, Estimate]] = []
     for target in targets:
         for label, path in _cost_targets(target, missing):
-            try:
-                _, data = _load(path)
-            except CassetteError as exc:
-                raise click.ClickException(str(exc)) from None
-            found = estimate(data)
+            found = estimate(_load(path))
             rows.append((label, found))
             width = max(width, len(label))
             total.answers += found.answers
@@ -331,13 +321,14 @@ def _check_files(files: Sequence[Path]) -> _CheckCounts:
             )
             continue
         try:
-            text, data = _load(path)
+            loaded = Cassette.read(path)
         except CassetteError as exc:
             counts.unreadable += 1
             click.echo(f"Error: {exc}", err=True)
             continue
         counts.checked += 1
-        for what in file_findings(scrubber, text, data):
+        data = loaded.cassette
+        for what in [*malformed_findings(loaded), *file_findings(scrubber, loaded.text, data)]:
             counts.findings += 1
             click.echo(f"{path}: {what}")
         for what in file_notes(path, data):
@@ -439,7 +430,7 @@ def _stamp(spec: Spec, harness: Harness) -> bool:
             f"{record_command(spec)}"
         )
         return False
-    data = Cassette.load(path)
+    data = _load(path)
     hashes = stamp_hashes(spec, data)
     if all(data.metadata.get(k) == v for k, v in hashes.items()):
         click.echo(f"{spec.name}: already stamped {display_path(path)}")
