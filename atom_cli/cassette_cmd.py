@@ -261,6 +261,10 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         tool input, a code-execution container's path) is the conversation: no finding
       - a /v1/messages request with none of <DATE>, <RUN_DIR>, <METADATA>: not
         recorded through pytest-atom, so it will not replay elsewhere
+      - a malformed interaction: a value of the wrong type (a header that is a
+        number, a body that is a list) or a key left out; a replay refuses it
+      - an answer cut before message_stop that the recording did not mark as a
+        fault it kept (x-atom-fault): a replay would serve it as whole
 
     \b
     Notes (a replay copes; they do not change the exit status):
@@ -273,7 +277,8 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     it is reported as a stale leftover, to delete or to replace by recording again.
 
     Exit status: 0 clean, 1 findings or stale partials, 2 a path could not be read as a
-    cassette.
+    cassette (not one, not UTF-8, or truncated: cut short before vcrpy's closing
+    `version:` key).
     """
     if not files:
         from atom_cli.validate_cmd import atom_paths
