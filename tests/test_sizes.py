@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_atom.judge.reflector import REFLECTOR_BUDGET, build_prompt
 from pytest_atom.model.check_result import CheckResult
@@ -192,3 +193,37 @@ def test_a_prompt_at_the_limit_loads(tmp_path: Path) -> None:
     spec_file = tmp_path / "edge.atom.yaml"
     spec_file.write_text("name: edge\nprompt: " + "x" * PROMPT_LIMIT + "\n")
     assert len(load_spec(spec_file).prompt) == PROMPT_LIMIT
+
+
+# --- through the real CLI ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("claude_for_pytester")
+def test_an_agent_that_ends_with_five_megabytes_is_judged_and_its_reports_stay_small(
+    pytester: pytest.Pytester,
+) -> None:
+    """The review's case: the agent's last message is 5 MB. The reflector judged it (it
+    answered "Prompt is too long" before: a harness error), and results.json and the HTML
+    page hold a clipped copy (15 MB and 5 MB before) and name the file holding it whole."""
+    fixtures = REPO / "fixtures" / "specs"
+    (pytester.path / "spec.atom.yaml").write_text((fixtures / "create_file.atom.yaml").read_text())
+    script = yaml.safe_load((fixtures / "scripts" / "create_file.yaml").read_text())
+    script["turns"][-1]["text"] = HUGE
+    (pytester.path / "scripts").mkdir()
+    (pytester.path / "scripts" / "create_file.yaml").write_text(yaml.safe_dump(script))
+
+    result = pytester.runpytest(
+        "--atom", "spec.atom.yaml", "--atom-report", "report", "--atom-html", "report.html"
+    )
+    result.assert_outcomes(passed=1)
+    assert "Prompt is too long" not in result.stdout.str()
+    results = pytester.path / "report" / "results.json"
+    assert results.stat().st_size < 300_000
+    assert (pytester.path / "report.html").stat().st_size < 300_000
+    [run_dir] = (pytester.path / ".atom" / "runs").glob("create-file-*")
+    [whole] = (run_dir / TEXTS_FOLDER).iterdir()
+    assert whole.read_text() == HUGE
+    view = json.loads(results.read_text())["results"][0]["view"]
+    assert view["last_message"].endswith("EXIT_LOOP_NOW\n")
+    assert "clipped here; the whole text is in " in view["last_message"]
