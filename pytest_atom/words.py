@@ -27,6 +27,6 @@ def clip(text: str, limit: int, whole: str) -> str:
         tail = tail[start + 1 :]
     clipped = text[len(head) : len(text) - len(tail)]
     lines = clipped.count("\n")
-    counted = f" ({plural(lines, 'line')})" if lines else ""
+    counted = f" ({lines:,} line{'s' * (lines != 1)})" if lines else ""
     note = f"[... {len(clipped):,} characters{counted} clipped here; {whole}]"
     return f"{head.rstrip(chr(10))}\n{note}\n{tail}"
