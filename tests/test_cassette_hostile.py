@@ -20,6 +20,7 @@ from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.cassettes.cassette import FAULT_HEADER, HEADER, Cassette, CassetteError
+from pytest_atom.gateway.scripted import Script, ScriptError
 from tests.helpers import REPO
 
 SPECS = REPO / "fixtures" / "specs"
@@ -288,4 +289,15 @@ def test_a_file_that_is_not_utf8_names_the_file_the_line_and_the_fix(tmp_path: P
         f"cassette {path} is not UTF-8 text (byte 0xff on line {line}): something rewrote it "
         f"in another encoding, or it is no cassette; restore it from version control, or "
         f"record it again: {RECORD}"
+    )
+
+
+def test_a_script_that_is_not_utf8_names_the_file_and_the_line(tmp_path: Path) -> None:
+    """A script answers like a cassette: its bytes are someone else's data too."""
+    script = tmp_path / "turns.yaml"
+    script.write_bytes(b"turns:\n  - text: caf\xe9 EXIT_LOOP_NOW\n")
+    with pytest.raises(ScriptError) as refused:
+        Script.load(script)
+    assert str(refused.value) == (
+        f"script {script} is not UTF-8 text (byte 0xe9 on line 2): save it as UTF-8"
     )
