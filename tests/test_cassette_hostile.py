@@ -9,6 +9,7 @@ are not UTF-8. Each test edits a real shipped cassette.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -98,13 +99,13 @@ def replaced(tree: Any, path: tuple[Any, ...], value: Any) -> Any:
     return out
 
 
-def mutations(tree: Any) -> Iterator[tuple[str, Any]]:
+def mutations(tree: Any, shift: int = 0) -> Iterator[tuple[str, Any]]:
     """Each value of `tree` (the root and metadata.shared's blocks aside) replaced by the
     next wrong type in turn, plus each mapping's keys left out one at a time: deterministic,
     ~200 variants of one real cassette."""
     paths = [p for p in paths_in(tree) if p and (p[:2] != ("metadata", "shared") or len(p) < 4)]
     for n, path in enumerate(paths):
-        value = REPLACEMENTS[n % len(REPLACEMENTS)]
+        value = REPLACEMENTS[(n + shift) % len(REPLACEMENTS)]
         yield f"{path} = {value!r}", replaced(tree, path, value)
         parent = tree
         for key in path[:-1]:
@@ -118,7 +119,7 @@ def mutations(tree: Any) -> Iterator[tuple[str, Any]]:
             yield f"{path} left out", dropped
 
 
-def body_mutations(data: Cassette) -> Iterator[tuple[str, Cassette]]:
+def body_mutations(data: Cassette, shift: int = 0) -> Iterator[tuple[str, Cassette]]:
     """Inside the JSON a request body holds, and the JSON of each SSE event: each message
     and content block, and each event's fields, replaced by a wrong type in turn."""
     n = 0
@@ -131,7 +132,7 @@ def body_mutations(data: Cassette) -> Iterator[tuple[str, Cassette]]:
                 n += 1
                 changed = copy.deepcopy(data)
                 changed.interactions[index].body = replaced(
-                    {**body}, path, REPLACEMENTS[n % len(REPLACEMENTS)]
+                    {**body}, path, REPLACEMENTS[(n + shift) % len(REPLACEMENTS)]
                 )
                 yield f"interaction {index + 1} body {path}", changed
         events = interaction.response.split("\n\n")
@@ -146,7 +147,9 @@ def body_mutations(data: Cassette) -> Iterator[tuple[str, Cassette]]:
                     continue
                 n += 1
                 changed = copy.deepcopy(data)
-                event_data = json.dumps(replaced(fields, path, REPLACEMENTS[n % len(REPLACEMENTS)]))
+                event_data = json.dumps(
+                    replaced(fields, path, REPLACEMENTS[(n + shift) % len(REPLACEMENTS)])
+                )
                 changed.interactions[index].response = "\n\n".join(
                     [*events[:number], f"{name}\ndata: {event_data}", *events[number + 1 :]]
                 )
@@ -164,33 +167,49 @@ def assert_handled(result: Result, path: Path, what: str) -> None:
     assert all(str(path) in line for line in lines), (what, result.output)
 
 
-def test_check_never_crashes_on_a_value_of_the_wrong_type_anywhere(tmp_path: Path) -> None:
+#: The suite tries every other value, each with one wrong type (the next in turn); the
+#: sweep (`pytest -m sweep`) every value with every wrong type.
+FUZZ = [
+    pytest.param((0,), 2, id="sampled"),
+    pytest.param(tuple(range(len(REPLACEMENTS))), 1, marks=pytest.mark.sweep, id="every-type"),
+]
+
+
+@pytest.mark.parametrize(("shifts", "every"), FUZZ)
+def test_check_never_crashes_on_a_value_of_the_wrong_type_anywhere(
+    tmp_path: Path, shifts: tuple[int, ...], every: int
+) -> None:
     tree = yaml.safe_load(small_shipped().dumps())
     path = tmp_path / "cassettes" / "c" / "fuzzed.yaml"
     path.parent.mkdir(parents=True)
     tried = 0
-    for what, mutated in mutations(tree):
-        path.write_text(HEADER + yaml.dump(mutated, Dumper=_Dumper, sort_keys=False))
-        assert_handled(run("check", path), path, what)
-        tried += 1
-    assert tried > 150
+    for shift in shifts:
+        for what, mutated in itertools.islice(mutations(tree, shift), 0, None, every):
+            path.write_text(HEADER + yaml.dump(mutated, Dumper=_Dumper, sort_keys=False))
+            assert_handled(run("check", path), path, what)
+            tried += 1
+    assert tried > 150 * len(shifts) // every
 
 
-def test_check_and_show_never_crash_on_odd_json_inside_bodies_and_events(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("shifts", "every"), FUZZ)
+def test_check_and_show_never_crash_on_odd_json_inside_bodies_and_events(
+    tmp_path: Path, shifts: tuple[int, ...], every: int
+) -> None:
     data = small_shipped()
     path = tmp_path / "cassettes" / "c" / "fuzzed.yaml"
     path.parent.mkdir(parents=True)
     tried = 0
-    for what, mutated in body_mutations(data):
-        mutated.save(path)
-        assert_handled(run("check", path), path, what)
-        shown = run("show", path)
-        assert shown.exception is None or isinstance(shown.exception, SystemExit), (
-            what,
-            shown.exception,
-        )
-        tried += 1
-    assert tried > 100
+    for shift in shifts:
+        for what, mutated in itertools.islice(body_mutations(data, shift), 0, None, every):
+            mutated.save(path)
+            assert_handled(run("check", path), path, what)
+            shown = run("show", path)
+            assert shown.exception is None or isinstance(shown.exception, SystemExit), (
+                what,
+                shown.exception,
+            )
+            tried += 1
+    assert tried > 100 * len(shifts) // every
 
 
 @pytest.mark.parametrize(
