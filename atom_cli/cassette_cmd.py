@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from atom_cli.cassette_findings import file_findings, file_notes
+from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from atom_cli.cassette_secrets import CheckScrubbers
 from pytest_atom.cassettes.cassette import Cassette, CassetteError
 from pytest_atom.cassettes.estimate import Estimate, estimate
@@ -55,15 +55,12 @@ def cassette() -> None:
 # --------------------------------------------------------------------------------- loading
 
 
-def _load(path: Path) -> tuple[str, Cassette]:
-    """The file's text and its cassette; CassetteError (naming the file) for anything else."""
+def _load(path: Path) -> Cassette:
+    """The cassette at `path`; a ClickException naming the file and the fix if it is none."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CassetteError(f"{path} is not a cassette (not UTF-8 text)") from None
-    return text, Cassette.load(path)
+        return Cassette.load(path)
+    except CassetteError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # ----------------------------------------------------------------------------------- show
@@ -97,10 +94,7 @@ def show(target: str, max_lines: int) -> None:
     missing: list[str] = []
     shown = _spec_cassettes(target, missing) if _is_spec(target) else [(None, Path(target))]
     for number, (spec, file) in enumerate(shown):
-        try:
-            _, data = _load(file)
-        except CassetteError as exc:
-            raise click.ClickException(str(exc)) from None
+        data = _load(file)
         if number:
             click.echo()
         if spec is not None and spec.arm is not None:  # every arm, each headed by its name
@@ -174,11 +168,7 @@ def cost(targets: tuple[str, ...]) -> None:
     rows: list[tuple[str, Estimate]] = []
     for target in targets:
         for label, path in _cost_targets(target, missing):
-            try:
-                _, data = _load(path)
-            except CassetteError as exc:
-                raise click.ClickException(str(exc)) from None
-            found = estimate(data)
+            found = estimate(_load(path))
             rows.append((label, found))
             width = max(width, len(label))
             total.answers += found.answers
@@ -271,6 +261,10 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
         tool input, a code-execution container's path) is the conversation: no finding
       - a /v1/messages request with none of <DATE>, <RUN_DIR>, <METADATA>: not
         recorded through pytest-atom, so it will not replay elsewhere
+      - a malformed interaction: a value of the wrong type (a header that is a
+        number, a body that is a list) or a key left out; a replay refuses it
+      - an answer cut before message_stop that the recording did not mark as a
+        fault it kept (x-atom-fault): a replay would serve it as whole
 
     \b
     Notes (a replay copes; they do not change the exit status):
@@ -284,7 +278,8 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     it is reported as a stale leftover, to delete or to replace by recording again.
 
     Exit status: 0 clean, 1 findings or stale partials, 2 a path could not be read as a
-    cassette.
+    cassette (not one, not UTF-8, or truncated: cut short before vcrpy's closing
+    `version:` key).
     """
     if not files:
         from atom_cli.validate_cmd import atom_paths
@@ -337,13 +332,15 @@ def _check_files(files: Sequence[Path]) -> _CheckCounts:
             )
             continue
         try:
-            text, data = _load(path)
+            loaded = Cassette.read(path)
         except CassetteError as exc:
             counts.unreadable += 1
             click.echo(f"Error: {exc}", err=True)
             continue
         counts.checked += 1
-        for what in file_findings(scrubbers.for_cassette(path, data), text, data):
+        data = loaded.cassette
+        scrubber = scrubbers.for_cassette(path, data)
+        for what in [*malformed_findings(loaded), *file_findings(scrubber, loaded.text, data)]:
             counts.findings += 1
             click.echo(f"{path}: {what}")
         for what in file_notes(path, data):
@@ -445,7 +442,7 @@ def _stamp(spec: Spec, harness: Harness) -> bool:
             f"{record_command(spec)}"
         )
         return False
-    data = Cassette.load(path)
+    data = _load(path)
     hashes = stamp_hashes(spec, data)
     if all(data.metadata.get(k) == v for k, v in hashes.items()):
         click.echo(f"{spec.name}: already stamped {display_path(path)}")

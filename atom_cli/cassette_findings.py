@@ -8,7 +8,13 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.cassettes.cassette import (
+    FAULT_HEADER,
+    Cassette,
+    Interaction,
+    Loaded,
+    recorded_spec,
+)
 from pytest_atom.cassettes.raw_paths import (
     MachinePaths,
     assistant_texts,
@@ -18,7 +24,7 @@ from pytest_atom.cassettes.raw_paths import (
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.cassettes.staleness import missing_hashes
 from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.paths import display_path
+from pytest_atom.model.messages import parse_sse
 from pytest_atom.reports.transcript import is_messages
 from pytest_atom.words import plural
 
@@ -97,10 +103,43 @@ def file_findings(scrubber: Scrubber, text: str, data: Cassette) -> Iterator[str
     for n, interaction in enumerate(data.interactions, 1):
         for what in _interaction_findings(scrubber, interaction, seen, paths):
             yield f"interaction {n}: {what}"
+        if cut := _cut_answer(interaction):
+            yield f"interaction {n}: {cut}; {_record_again(data)}"
     # The whole text, for what the parsed view does not show (a YAML comment, say).
     for name in scrubber.contains_secret(text):
         if name not in seen:
             yield f"secret ({_secret_kind(name)}) in the file text, outside the interactions"
+
+
+def malformed_findings(loaded: Loaded) -> Iterator[str]:
+    """Each interaction whose values are not of the types vcrpy's format has (a header that
+    is a number, a body that is a list, a key left out): a replay refuses the cassette."""
+    for n, what in loaded.malformed.items():
+        yield f"interaction {n}: malformed, {what}; a replay refuses it: {loaded.fix}"
+
+
+def _cut_answer(interaction: Interaction) -> str | None:
+    """What is wrong with a streamed answer that ends before `message_stop`, unless the
+    recording marked it as a fault it kept on purpose (a stream the upstream broke off, which
+    a replay must break off the same way): a replay would serve it as if it were whole."""
+    if FAULT_HEADER in interaction.response_headers:
+        return None
+    content_type = interaction.response_headers.get("content-type", "")
+    if "text/event-stream" not in content_type and not interaction.response.startswith("event:"):
+        return None
+    names = [name for name, _ in parse_sse(interaction.response)]
+    if "message_stop" in names:
+        return None
+    last = f"its last event is {names[-1]}" if names else "it holds no event"
+    return (
+        f"answer cut before message_stop ({last}), not marked as a recorded fault "
+        f"({FAULT_HEADER}): a replay would serve it as a whole answer"
+    )
+
+
+def _record_again(data: Cassette) -> str:
+    spec = recorded_spec(data.path, data.metadata)
+    return f"record it again: pytest --atom {spec if spec == 'SPEC' else repr(spec)} --atom-record-mode=all"
 
 
 def _model_written(data: Cassette) -> frozenset[str]:
@@ -142,11 +181,5 @@ def file_notes(path: Path, data: Cassette) -> Iterator[str]:
 
 
 def _recorded_spec(path: Path, data: Cassette) -> str:
-    """The spec file a cassette was recorded for, as a command names it (its metadata names
-    the file, and the default layout puts it three folders up), else `SPEC`."""
-    recorded = str(data.metadata.get("spec") or "").partition("::")[0]
-    if recorded and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
-        candidate = path.parent.parent.parent / recorded
-        if candidate.is_file():
-            return display_path(candidate)
-    return "SPEC"
+    """The spec file a cassette was recorded for, as a command names it, else `SPEC`."""
+    return recorded_spec(path, data.metadata).partition("::")[0]

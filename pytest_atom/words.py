@@ -6,3 +6,27 @@ from __future__ import annotations
 def plural(count: int, noun: str) -> str:
     """``1 turn``, ``2 turns``: English for counts in the transcript and its summaries."""
     return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def clip(text: str, limit: int, whole: str) -> str:
+    """`text` when it holds at most `limit` characters; else its head and its tail, about
+    `limit` characters in all, around a line saying how much was clipped there and where
+    the whole text is (`whole`: ``the whole message is in ...``).
+
+    Head and tail, not the head alone: an agent's log or a test run ends with what matters
+    (the summary, the error), and starts with what says what it is. Each part ends at a
+    line break where one is near, so no line is shown cut.
+    """
+    if len(text) <= limit:
+        return text
+    keep = max(limit // 2, 1)
+    head, tail = text[:keep], text[-keep:]
+    if (end := head.rfind("\n")) > keep * 4 // 5:
+        head = head[: end + 1]
+    if 0 <= (start := tail.find("\n")) < keep // 5:
+        tail = tail[start + 1 :]
+    clipped = text[len(head) : len(text) - len(tail)]
+    lines = clipped.count("\n")
+    counted = f" ({lines:,} line{'s' * (lines != 1)})" if lines else ""
+    note = f"[... {len(clipped):,} characters{counted} clipped here; {whole}]"
+    return f"{head.rstrip(chr(10))}\n{note}\n{tail}"

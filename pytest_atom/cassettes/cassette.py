@@ -31,8 +31,11 @@ import yaml
 
 from pytest_atom import digest as digest_module
 from pytest_atom.cassettes import fastyaml
+from pytest_atom.cassettes import vcr_shape as shape
 from pytest_atom.files import write_atomic
 from pytest_atom.model.roles import Role, header_role, legacy_role
+from pytest_atom.paths import display_path
+from pytest_atom.words import plural
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 VCR_VERSION = 1  # vcrpy's cassette format version, the file's top-level `version:`
@@ -118,21 +121,22 @@ class Interaction:
         }
 
     @classmethod
-    def from_vcr(cls, data: Mapping[str, Any]) -> Interaction:
-        request, response = data["request"], data["response"]
-        raw = request.get("body") or ""
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = raw
+    def from_vcr(cls, data: Any) -> Interaction:
+        """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
+        the wrong type or a missing key, whatever the file holds."""
+        entry = shape.mapping(data, "the interaction")
+        request = shape.mapping(entry.get("request", shape.MISSING), "its request")
+        response = shape.mapping(entry.get("response", shape.MISSING), "its response")
         return cls(
-            method=request["method"],
-            uri=request["uri"],
-            body=body,
-            status=int(response["status"]["code"]),
-            response=str((response.get("body") or {}).get("string") or ""),
-            request_headers={k: v[0] for k, v in (request.get("headers") or {}).items() if v},
-            response_headers={k: v[0] for k, v in (response.get("headers") or {}).items() if v},
+            method=shape.text(request.get("method", shape.MISSING), "request method"),
+            uri=shape.text(request.get("uri", shape.MISSING), "request uri"),
+            body=shape.body_json(
+                shape.text(request.get("body"), "request body", empty=True), "request body"
+            ),
+            status=shape.status(response.get("status", shape.MISSING)),
+            response=shape.response_text(response.get("body")),
+            request_headers=shape.headers(request.get("headers"), "request headers"),
+            response_headers=shape.headers(response.get("headers"), "response headers"),
         )
 
 
@@ -204,14 +208,18 @@ def _messages(body: Any) -> list[Any]:
     return messages if isinstance(messages, list) else []
 
 
+class _Unresolved(ValueError):
+    """A request body refers to a shared block that is missing or is not JSON."""
+
+
 class _Resolver:
     """Turns references back into the shared objects, each block parsed once."""
 
-    def __init__(self, path: Path, blocks: Any) -> None:
+    def __init__(self, path: Path, blocks: Any, fix: str) -> None:
         if not isinstance(blocks, dict) or not all(isinstance(v, str) for v in blocks.values()):
             raise CassetteError(
                 f"cassette {path} has malformed 'metadata.shared:' (expected name: JSON text "
-                "pairs); record it again"
+                f"pairs); {fix}"
             )
         self.path, self.blocks = path, blocks
         self.parsed: dict[str, Any] = {}
@@ -220,16 +228,14 @@ class _Resolver:
         if name not in self.parsed:
             text = self.blocks.get(name)
             if text is None:
-                raise CassetteError(
-                    f"cassette {self.path} refers to shared block '{name}', which its "
-                    "'metadata.shared:' does not hold; record it again"
+                raise _Unresolved(
+                    f"its body refers to shared block '{name}', which 'metadata.shared:' "
+                    "does not hold"
                 )
             try:
                 self.parsed[name] = json.loads(text)
-            except ValueError:
-                raise CassetteError(
-                    f"cassette {self.path}: shared block '{name}' is not JSON; record it again"
-                ) from None
+            except (ValueError, RecursionError):
+                raise _Unresolved(f"shared block '{name}' is not JSON") from None
         return self.parsed[name]
 
     def resolve(self, body: Any) -> None:
@@ -248,12 +254,10 @@ class _Resolver:
                     messages[index] = parsed[name] if name in parsed else self._get(name)
 
 
-def _format(path: Path, metadata: dict[str, Any]) -> int:
+def _format(path: Path, metadata: dict[str, Any], fix: str) -> int:
     version = metadata.pop("format", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise CassetteError(
-            f"cassette {path} has malformed 'metadata.format: {version!r}'; record it again"
-        )
+        raise CassetteError(f"cassette {path} has malformed 'metadata.format: {version!r}'; {fix}")
     if version > FORMAT:
         raise CassetteError(
             f"cassette {path} is in cassette format {version}, written by a newer pytest-atom; "
@@ -261,6 +265,104 @@ def _format(path: Path, metadata: dict[str, Any]) -> int:
             "(pip install -U pytest-atom) to replay it."
         )
     return version
+
+
+#: The first line of every cassette pytest-atom writes; such a file always ends in vcrpy's
+#: `version:` key, so one without it was cut short.
+HEADER = "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"
+_CASSETTE_START = re.compile(r"^(metadata|interactions):", re.MULTILINE)
+_VERSION_LINE = re.compile(r"^version:", re.MULTILINE)
+_SPEC_LINE = re.compile(r"^  spec: '?([^'\n]+)'?$", re.MULTILINE)
+
+
+@dataclass
+class Loaded:
+    """What `Cassette.read` found: the cassette, with a blank interaction in the place of
+    each malformed one (so interactions keep their numbers), and what is wrong with those."""
+
+    cassette: Cassette
+    malformed: dict[int, str]  # interaction number (from 1): what is wrong with it
+    fix: str  # what to do about it: restore the file, or the command that records it again
+    text: str  # the file's text
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise CassetteError(
+            f"cassette {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}): "
+            "something rewrote it in another encoding, or it is no cassette; "
+            f"{_fix(path, None, data[: exc.start].decode('utf-8', 'replace'))}"
+        ) from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"{problem} on line {mark.line + 1}" if mark is not None else problem
+
+
+def recorded_spec(path: Path, metadata: Any, text: str = "") -> str:
+    """The spec a cassette was recorded for, as a command names it (`file::name`): its
+    metadata names the file, and the default layout puts that three folders up; else `SPEC`."""
+    recorded = metadata.get("spec") if isinstance(metadata, Mapping) else None
+    if not isinstance(recorded, str):
+        found = _SPEC_LINE.search(text)  # metadata that did not parse: its line, if any
+        recorded = found.group(1) if found else ""
+    file, _, name = recorded.partition("::")
+    if file and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
+        candidate = path.parent.parent.parent / file
+        if candidate.is_file():
+            return display_path(candidate) + (f"::{name}" if name else "")
+    return "SPEC"
+
+
+def _fix(path: Path, metadata: Any, text: str) -> str:
+    spec = recorded_spec(path, metadata, text)
+    spec = spec if spec == "SPEC" else f"'{spec}'"
+    return (
+        "restore it from version control, or record it again: "
+        f"pytest --atom {spec} --atom-record-mode=all"
+    )
+
+
+def _cut_short(text: str, data: Any, where: str, *, problem: bool = True) -> str | None:
+    """How the file was cut short, when it was: it starts as a cassette, but vcrpy's
+    closing `version:` key is missing and (unless pytest-atom wrote it, which always closes
+    with that key) something else is wrong too."""
+    closed = "version" in data if isinstance(data, dict) else bool(_VERSION_LINE.search(text))
+    ours = text.startswith(HEADER)
+    if closed or not (ours or _CASSETTE_START.search(text)) or not (problem or ours):
+        return None
+    lines = text.count("\n") + (not text.endswith("\n"))
+    return (
+        f"it stops at line {lines} without vcrpy's closing 'version:' key ({where}): "
+        "a write was cut off, or the file was cut"
+    )
+
+
+def _interactions(
+    raw: list[Any], resolver: _Resolver | None
+) -> tuple[list[Interaction], dict[int, str]]:
+    """Each vcrpy interaction read, a blank one in place of each that is malformed."""
+    interactions: list[Interaction] = []
+    malformed: dict[int, str] = {}
+    for number, entry in enumerate(raw, 1):
+        try:
+            interaction = Interaction.from_vcr(entry)
+            if resolver is not None:
+                resolver.resolve(interaction.body)
+        except (shape.Malformed, _Unresolved) as exc:
+            malformed[number] = str(exc)
+            interaction = Interaction("", "", "", 0, "")
+        interactions.append(interaction)
+    return interactions, malformed
 
 
 @dataclass
@@ -272,33 +374,62 @@ class Cassette:
 
     @classmethod
     def load(cls, path: Path) -> Cassette:
-        try:
-            data = fastyaml.load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise CassetteError(f"cannot read cassette {path}: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
+        """The cassette at `path`; CassetteError, naming the file, the interaction and the
+        command that records it again, for anything that is not a whole cassette."""
+        loaded = cls.read(path)
+        if loaded.malformed:
+            (number, what), *more = loaded.malformed.items()
+            others = f" and {plural(len(more), 'other')}" if more else ""
             raise CassetteError(
-                f"cassette {path} is not valid YAML ({exc}); record it again"
-            ) from None
-        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
-            raise CassetteError(
-                f"{path} is not a cassette (no 'interactions:' list); record it again"
+                f"cassette {path} has a malformed interaction (interaction {number}{others}): "
+                f"{what}; {loaded.fix}"
             )
-        metadata = data.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise CassetteError(f"cassette {path} has malformed 'metadata:'; record it again")
-        version = _format(path, metadata)
-        resolver = _Resolver(path, metadata.pop("shared", None) or {}) if version >= 2 else None
+        return loaded.cassette
+
+    @classmethod
+    def read(cls, path: Path) -> Loaded:
+        """The cassette at `path`, its malformed interactions named instead of refused
+        (`atom cassette check` reports each and checks the rest); CassetteError, naming the
+        file and the fix, for a file that is no cassette at all or is cut short."""
+        text = _read_text(path)
         try:
-            interactions = [Interaction.from_vcr(i) for i in data["interactions"]]
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            data = fastyaml.load(text)
+        except yaml.YAMLError as exc:
+            cut = _cut_short(text, None, f"the YAML breaks off: {_yaml_problem(exc)}")
+            what = f": it is truncated, {cut}" if cut else f" ({exc})"
             raise CassetteError(
-                f"cassette {path} has a malformed interaction ({exc!r}); record it again"
+                f"cassette {path} is not valid YAML{what}; {_fix(path, None, text)}"
             ) from None
-        if resolver is not None:
-            for interaction in interactions:
-                resolver.resolve(interaction.body)
-        return cls(path, interactions, metadata, version)
+        except RecursionError:
+            raise CassetteError(f"cassette {path} is nested too deeply to be read") from None
+        if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+            cut = _cut_short(text, data, "it has no 'interactions:' list")
+            fix = _fix(path, data.get("metadata") if isinstance(data, dict) else None, text)
+            if cut is not None:
+                raise CassetteError(f"cassette {path} is truncated, {cut}; {fix}")
+            raise CassetteError(f"{path} is not a cassette (no 'interactions:' list); {fix}")
+        metadata = data.get("metadata") or {}
+        fix = _fix(path, metadata, text)
+        if not isinstance(metadata, dict):
+            raise CassetteError(
+                f"cassette {path} has malformed 'metadata:' ({shape.kind_of(metadata)}); {fix}"
+            )
+        version = _format(path, metadata, fix)
+        shared = metadata.pop("shared", None) or {}
+        resolver = _Resolver(path, shared, fix) if version >= 2 else None
+        interactions, malformed = _interactions(data["interactions"], resolver)
+        last = len(interactions)
+        cut = _cut_short(
+            text,
+            data,
+            f"a malformed interaction ends it, number {last}: {malformed[last]}"
+            if last in malformed
+            else f"it ends after interaction {last}",
+            problem=last in malformed,
+        )
+        if cut is not None:
+            raise CassetteError(f"cassette {path} is truncated, {cut}; {fix}")
+        return Loaded(cls(path, interactions, metadata, version), malformed, fix, text)
 
     def dumps(self, format: int = FORMAT) -> str:
         """The file's text; `format=1` writes the first release's layout (for benchmarks)."""
@@ -322,10 +453,7 @@ class Cassette:
                 **({"shared": shared} if shared else {}),
             }
         data = {"metadata": metadata, "interactions": interactions, "version": VCR_VERSION}
-        header = (
-            "# pytest-atom cassette (vcrpy format); review it like code, re-record to change it.\n"
-        )
-        return header + yaml.dump(
+        return HEADER + yaml.dump(
             data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
         )
 

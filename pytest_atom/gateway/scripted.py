@@ -165,9 +165,17 @@ class Script:
     def load(cls, path: str | os.PathLike[str]) -> Script:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise ScriptError(f"cannot read script {path}: {exc.strerror}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ScriptError(
+                f"script {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line "
+                f"{line}): save it as UTF-8"
+            ) from None
         try:
             root, _ = yamldoc.load(text)  # no alias bombs; every tag known
         except yamldoc.YamlDocError as exc:

@@ -28,6 +28,7 @@ from pytest_atom.model.outcome import (
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions, Spec
+from pytest_atom.words import clip
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -59,6 +60,21 @@ VERDICT_SCHEMA: dict[str, Any] = {
 STEP_VERDICT_SCHEMA: dict[str, Any] = {
     **VERDICT_SCHEMA,
     "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},
+}
+#: The most characters the reflector's prompt quotes of each piece of evidence; a longer
+#: one is clipped in its middle (`pytest_atom.words.clip`: head and tail kept, with a note
+#: saying how much was left out and where the whole is). About 200,000 characters in all,
+#: some 50,000 tokens at ~4 characters a token: a quarter of the 200,000-token context
+#: window of Claude's models, leaving the rest to Claude Code's own system prompt and tool
+#: schemas (~15,000 tokens), the files the reflector reads itself, and its verdict. Without
+#: it a 5 MB final message made the CLI refuse the session ("Prompt is too long"): a
+#: harness error for what the agent did. The diff gets the most: it is the attempt's work.
+REFLECTOR_BUDGET = {
+    "task": 30_000,
+    "checks": 40_000,  # all checks together
+    "check_evidence": 10_000,  # each check's evidence
+    "diff": 100_000,
+    "final_message": 30_000,
 }
 #: Read-only: the reflector inspects the attempt, it never changes it.
 READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
@@ -211,18 +227,33 @@ def build_prompt(
     rule saying so is added only then, so a single-prompt spec's prompt stays as it was
     (and its cassettes keep matching).
     """
+    budget = REFLECTOR_BUDGET
     # Check output is tool output: its wall times would make every prompt unique.
     check_lines = [
         f"- {'PASS' if c.passed else 'FAIL'} {c.check.describe()}: {mask_durations(c.summary)}"
-        + (f"\n  evidence:\n{_quote(mask_durations(c.evidence))}" if c.evidence else "")
+        + (f"\n  evidence:\n{_quote(_evidence(c.evidence))}" if c.evidence else "")
         for c in checks
     ]
     values = {
-        "{task}": spec.prompt.strip(),
+        "{task}": clip(
+            spec.prompt.strip(), budget["task"], f"the whole task is in {spec.path.name}"
+        ),
         "{criteria}": "\n".join(f"{i}. {c}" for i, c in enumerate(spec.criteria, 1)),
-        "{checks}": "\n".join(check_lines) or "(none)",
-        "{diff}": f"```diff\n{diff}\n```",
-        "{final_message}": _quote(final_message or "(none)"),
+        "{checks}": clip(
+            "\n".join(check_lines), budget["checks"], "the run's report has every check"
+        )
+        or "(none)",
+        "{diff}": "```diff\n"
+        + clip(diff, budget["diff"], "read the changed files themselves for the rest")
+        + "\n```",
+        "{final_message}": _quote(
+            clip(
+                final_message,
+                budget["final_message"],
+                "the whole message is in the agent's transcript in the run folder",
+            )
+            or "(none)"
+        ),
         "{threshold}": f"{threshold:g}",
         "{rollback}": _rollback_rule(earlier_steps),
     }
@@ -241,6 +272,12 @@ def _rollback_rule(earlier_steps: Sequence[str]) -> str:
         "attempt started from it. If the failure comes from an earlier step's work, answer "
         f"`rollback` with `target` set to that step's id (one of {names}): its work and "
         "every later step's is redone, with your feedback. Otherwise leave `target` out."
+    )
+
+
+def _evidence(text: str) -> str:
+    return clip(
+        mask_durations(text), REFLECTOR_BUDGET["check_evidence"], "the run's report has it whole"
     )
 
 

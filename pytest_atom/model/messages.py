@@ -229,18 +229,25 @@ def fold_sse(text: str) -> dict[str, Any]:
         if not isinstance(event, dict):
             continue
         if name in ("message_start", "message_delta"):
-            found = (event.get("message") or {}) if name == "message_start" else event
+            found = event.get("message") if name == "message_start" else event
+            found = found if isinstance(found, dict) else {}
             usages.append(found.get("usage"))
             model = found.get("model") if isinstance(found.get("model"), str) else model
         elif name == "error":
             error = event
         elif name == "content_block_start" and isinstance(event.get("content_block"), dict):
-            blocks[int(event.get("index", len(blocks)))] = dict(event["content_block"])
+            blocks[_index(event, len(blocks))] = dict(event["content_block"])
         elif name == "content_block_delta" and isinstance(event.get("delta"), dict):
-            block = blocks.setdefault(int(event.get("index", 0)), {"type": "text", "text": ""})
+            block = blocks.setdefault(_index(event, 0), {"type": "text", "text": ""})
             _fold_delta(block, event["delta"])
     content = [_parsed_input(blocks[i]) for i in sorted(blocks)]
     return {"content": content, "usage": merge_usage(usages), "model": model, "error": error}
+
+
+def _index(event: Mapping[str, Any], default: int) -> int:
+    """An event's block index; `default` when a hand-edited recording holds no number there."""
+    index = event.get("index", default)
+    return index if isinstance(index, int) and not isinstance(index, bool) else default
 
 
 def stream_billed(text: str) -> Billed:

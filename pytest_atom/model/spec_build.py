@@ -127,8 +127,32 @@ def _sdk_app(doc: Document, loc: Loc, m: dict[str, Any]) -> SdkApp:
     return SdkApp(m["agent"]["sdk"])
 
 
+#: The most characters a prompt (`prompt:`, a step's, a planner's `request:`) may hold: about
+#: 250,000 tokens at ~4 characters a token, more than the 200,000-token context window of
+#: Claude's models, so a longer prompt can never be answered, and far beyond any task
+#: written by hand. Refused when the spec loads, naming its line: a 20 MB prompt used to
+#: reach the CLI and end as the agent's failure. Text the agent needs beyond this belongs in
+#: a workspace file it reads.
+PROMPT_LIMIT = 1_000_000
+
+
+def _prompt_size(doc: Document, loc: Loc, text: str) -> None:
+    if len(text) > PROMPT_LIMIT:
+        raise doc.error(
+            f"'{loc[-1]}' holds {len(text):,} characters, over the limit of {PROMPT_LIMIT:,} "
+            "(about 250,000 tokens, more than a Claude model's context window holds): put "
+            "the long text in a workspace file and tell the agent to read it",
+            loc,
+        )
+
+
 def _task(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
     """The prompt, from `prompt:`, the `steps:` or a planner's `request:`."""
+    for key in ("prompt", "request"):
+        if isinstance(m.get(key), str):
+            _prompt_size(doc, loc + (key,), m[key])
+    for i, step in enumerate(m.get("steps") or ()):
+        _prompt_size(doc, loc + ("steps", i, "prompt"), step["prompt"])
     if "steps" in m:
         steps = _steps(doc, loc + ("steps",), m["steps"])
         return {"steps": steps, "prompt": steps_prompt(steps)}

@@ -350,7 +350,8 @@ class _CassetteTranscript:
         session.lines.append(Line(f"  Turn {session.turns}", "bold", suffix=f"  {where}"))
         session.lines.append(Line("    user:"))
         for message in new:
-            session.lines += self.user_content(message.get("content"), "      ")
+            content = message.get("content") if isinstance(message, dict) else message
+            session.lines += self.user_content(content, "      ")
         session.lines.append(Line(f"    assistant ({reply.usage_text()}):"))
         start = len(session.lines)
         session.lines += self.assistant(reply, "      ", kind)

@@ -36,6 +36,7 @@ from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
 from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
+from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import drift_summary
 from pytest_atom.reports.trace import build_trace
@@ -66,7 +67,9 @@ _TEMPLATES = Path(__file__).with_name("templates")
 def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
     """Everything the page shows about one spec run, JSON-able and scrubbed.
 
-    Built where the spec ran, while its run folder still holds the attempt to diff.
+    Built where the spec ran, while its run folder still holds the attempt to diff. A
+    text longer than `REPORT_TEXT_LIMIT` is clipped, kept whole in the run folder's
+    ``texts/`` (`clip_long_texts`).
     """
     trace = build_trace(result, repeat=repeat)
     attempts = _attempt_children(trace, result)
@@ -101,8 +104,10 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
     }
     # One scrub with the raw transcripts as context, as write_report does: a secret the
     # agent read in one session is redacted where a later turn only repeats it.
-    scrubbed: dict[str, Any] = Scrubber().scrub_obj([view, *(r.stdout for r in result.records)])[0]
-    return scrubbed
+    scrubbed = Scrubber().scrub_obj([view, *(r.stdout for r in result.records)])[0]
+    # A 5 MB final message would be copied into the page and results.json several times.
+    clipped: dict[str, Any] = clip_long_texts(scrubbed, result.run_dir / TEXTS_FOLDER)[0]
+    return clipped
 
 
 def _attempt_children(trace: dict[str, Any], result: SpecResult) -> list[dict[str, Any]]:

@@ -6,6 +6,10 @@ transcript of every Claude Code session is written beside it::
 
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].json
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].texts/evidence-<hash>.txt
+
+A text in the trace longer than `REPORT_TEXT_LIMIT` (a check's 2 MB log) is clipped to its
+head and tail, and kept whole in ``.texts/`` beside it, which the clipped text names.
 
 A multi-step spec's children are its steps, each with its attempts (transcripts named
 ``<step>-a01-executor-1.jsonl``) and the rollbacks it asked for nested as its children;
@@ -35,6 +39,7 @@ from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.reports.clipping import clip_long_texts
 from pytest_atom.reports.text import drift_line
 from pytest_atom.reports.transcript import permission_denials
 
@@ -441,6 +446,12 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
     if transcripts.is_dir():
         for stale in transcripts.glob("*.jsonl"):
             if stale not in written:
+                stale.unlink()
+    texts = path.parent / f"{_stem(result, repeat)}.texts"
+    trace, kept = clip_long_texts(trace, texts)
+    if texts.is_dir():
+        for stale in texts.glob("*.txt"):
+            if stale not in kept:
                 stale.unlink()
     text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
     write_atomic(path, text)

@@ -1,0 +1,59 @@
+"""Long texts in reports: clipped in the report, kept whole in a file the report names.
+
+An agent may end with a 5 MB message, a check may print a 2 MB log, a diff may be huge. A
+report that copies each such text wherever it shows it grows without bound: a 5 MB final
+message made `results.json` 15 MB (the message, the turn that said it, the view's copy).
+Every string of a report's data longer than `REPORT_TEXT_LIMIT` is cut to its head and tail
+around a note saying how much was clipped and which file holds the whole text; that file is
+written once per distinct text, from the data as it was scrubbed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.digest import hex_of
+from pytest_atom.files import write_atomic
+from pytest_atom.paths import display_path
+from pytest_atom.words import clip
+
+__all__ = ["REPORT_TEXT_LIMIT", "TEXTS_FOLDER", "clip_long_texts"]
+
+#: The most characters of one text a report carries: some 400 lines of 50 characters, more
+#: than anyone reads on a page (the HTML report folds a text past 4,000 characters anyway),
+#: while a run's data stays well under a megabyte whatever the agent printed.
+REPORT_TEXT_LIMIT = 20_000
+#: The run folder's folder of whole texts that its HTML and results views clipped.
+TEXTS_FOLDER = "texts"
+_UNSAFE = re.compile(r"[^\w-]+")
+
+
+def clip_long_texts(data: Any, folder: Path) -> tuple[Any, set[Path]]:
+    """`data` (JSON-able) with each string over `REPORT_TEXT_LIMIT` clipped, and the files
+    of `folder` that hold those strings whole (`<key>-<hash>.txt`: the key the text sat
+    under first, and its content's hash, so a text repeated in several places is one file)."""
+    files: dict[str, Path] = {}  # content hash -> the file that holds it
+
+    def walk(value: Any, key: str) -> Any:
+        if isinstance(value, str):
+            return value if len(value) <= REPORT_TEXT_LIMIT else _clipped(value, key)
+        if isinstance(value, dict):
+            return {k: walk(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        return value
+
+    def _clipped(text: str, key: str) -> str:
+        data = text.encode("utf-8", "replace")
+        digest = hex_of(data)[:12]
+        file = files.get(digest)
+        if file is None:
+            name = _UNSAFE.sub("_", key).strip("_")[:40] or "text"
+            file = files[digest] = folder / f"{name}-{digest}.txt"
+            if not file.exists():
+                write_atomic(file, data)
+        return clip(text, REPORT_TEXT_LIMIT, f"the whole text is in {display_path(file)}")
+
+    return walk(data, "text"), set(files.values())
