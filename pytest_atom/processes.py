@@ -160,7 +160,8 @@ def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
 
     victims = _descendants(proc.pid)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for kill, target in [(os.killpg, proc.pid)] + [(os.kill, pid) for pid in victims]:
+        own = [proc.pid] if proc.poll() is None else []  # once reaped, its pid may be reused
+        for kill, target in [(os.killpg, proc.pid), *((os.kill, pid) for pid in own + victims)]:
             try:
                 kill(target, sig)
             except (ProcessLookupError, PermissionError):
@@ -313,7 +314,8 @@ def _relay(status: int) -> int:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(-code, signal.SIG_DFL)
+    if -code != signal.SIGKILL:  # its disposition cannot be changed, nor need it
+        signal.signal(-code, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {-code})
     os.kill(os.getpid(), -code)
     return 128 - code  # a signal that does not end a process (SIGCHLD): exit as a shell would
