@@ -4,7 +4,7 @@ A `kill -9` of pytest once left the `claude` process running for minutes, its sa
 command to the end, and a socat bridge 14 minutes after an aborted CLI. `processes.spawn`
 puts a supervisor (a child subreaper with a parent-death signal) between the harness and
 each command. The fast tests drive it with plain shells that double-fork out of their
-process group and session; the slow ones kill -9 `pytest --atom -n 2` and `atom run` while
+process group and session; the slow ones kill -9 `pytest --atom` and `atom run` while
 the agent's sandboxed `sleep 25` runs, through the real CLI.
 """
 
@@ -246,9 +246,12 @@ def test_a_worker_tied_to_its_parent_ends_with_it_and_so_does_its_tree(
 #: The agent's sandboxed command, long enough to outlive a kill by far.
 SLEEP = 25
 
+#: Without xdist: a worker whose controller is killed is interrupted by execnet after some
+#: seconds and kills its CLI itself (`end_with_parent` ends it sooner: the fast test above).
 FRONT_ENDS = {
-    "pytest -n 2": [
-        *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--atom", "-n", "2"),
+    "pytest": [
+        *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider"),
+        "--atom",
         "wait.atom.yaml",
     ],
     "atom run": [str(Path(sys.executable).with_name("atom")), "run", "wait.atom.yaml"],
