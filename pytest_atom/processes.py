@@ -3,8 +3,8 @@
 `spawn` is how the harness starts anything that may start processes of its own: the Claude
 Code CLI (with its sandbox's bwrap and socat bridges, and the agent's commands), an SDK app,
 a project tool, an MCP server behind its tape recorder, a check's shell. On Linux it puts a
-small supervisor between the harness and the command: this file, run as a script
-(``python -I -S processes.py``: the standard library only, no site, about 15 ms).
+small supervisor between the harness and the command: this module's `supervise`, run by a
+Python of its own (``python -I -S``: no site; builtin modules and ctypes, about 15 ms).
 
 The supervisor
 - is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process below it whose
@@ -29,7 +29,6 @@ harness killed with SIGKILL leaves its CLI behind.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 #: Read by mypy and by tests/test_layout.py as `typing.TYPE_CHECKING`; a plain constant, so
@@ -40,28 +39,35 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["GRACE", "end_with_parent", "kill_process_tree", "spawn", "supervised"]
+__all__ = ["GRACE", "PARENT_POLL", "end_with_parent", "kill_process_tree", "spawn", "supervised"]
 
 #: Seconds the processes left below a supervisor get to end after SIGTERM, before SIGKILL.
 GRACE = 1.0
-
-#: prctl(2) options, from <linux/prctl.h>.
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-
-#: The signals a supervisor waits for (all blocked, taken with sigwaitinfo: no handler runs
-#: between a child's reaping and the reading of its status). SIGUSR1 is the parent's death.
-_DEATH = signal.SIGUSR1
-_STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-#: How long a supervisor keeps sweeping processes that fork while it kills them.
-_SWEEP_SECONDS = 5.0
 
 #: Seconds between two looks at whether the parent `end_with_parent` names is still there.
 PARENT_POLL = 0.5
 
 #: The parent `end_with_parent` ties this process to, and whether its watch has started.
 _PARENT: dict[str, int] = {}
+
+#: prctl(2) options, from <linux/prctl.h>.
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+#: How long a supervisor keeps sweeping processes that fork while it kills them.
+_SWEEP_SECONDS = 5.0
+
+#: The supervisor's command: this module imported by its file name from its folder (its
+#: cached bytecode is read, not the source compiled anew: a few ms a start), put last on
+#: `sys.path` so that none of its neighbours shadows a standard module.
+_SUPERVISOR = [
+    sys.executable,
+    "-I",
+    "-S",
+    "-c",
+    f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
+    "from processes import supervise; sys.exit(supervise(sys.argv[1:]))",
+]
 
 
 def supervised() -> bool:
@@ -92,6 +98,8 @@ def _watch_parent() -> None:
     parent = _PARENT["pid"]
 
     def watch() -> None:
+        import signal
+
         while os.getppid() == parent:
             time.sleep(PARENT_POLL)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -119,7 +127,7 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
     ready, report = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", __file__, str(report), str(os.getpid()), *command],
+            [*_SUPERVISOR, str(report), str(os.getpid()), *command],
             pass_fds=(*options.pop("pass_fds", ()), report),
             **options,
         )
@@ -155,6 +163,7 @@ def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
     are re-parented and could no longer be found. Under a supervisor (`spawn`), the
     supervisor's SIGTERM ends whatever the collection missed: orphans come to it.
     """
+    import signal
     import subprocess
     import time
 
@@ -174,30 +183,46 @@ def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
             time.sleep(0.05)  # let children act on SIGTERM before the SIGKILL sweep
 
 
-# --- the supervisor: this file run as a script; the standard library only, no site ---------
+# --- the supervisor: a Python of its own (`_SUPERVISOR`); builtin modules and ctypes --------
+
+
+def _signals() -> Any:
+    """The signal functions, without the `signal` module's enums (a third of the start-up)."""
+    try:
+        return __import__("_signal")
+    except ImportError:  # an interpreter without CPython's builtin module
+        return __import__("signal")
 
 
 def supervise(argv: list[str]) -> int:
     """``REPORT_FD PARENT_PID COMMAND...``: run COMMAND below this process until it ends or
     the parent dies, end everything left below, and return COMMAND's status for `sys.exit`
-    (`_relay` re-raises the signal that ended it)."""
+    (`_relay` re-raises the signal that ended it).
+
+    Every signal it acts on is blocked and taken with sigwaitinfo: no handler runs between
+    a child's reaping and the reading of its status. SIGUSR1 is the parent's death; it also
+    comes when the parent's *thread* that spawned this one ends, so the parent is checked.
+    """
+    sig = _signals()
     report, parent, command = int(argv[0]), int(argv[1]), argv[2:]
-    waited = {signal.SIGCHLD, _DEATH, *_STOPS}
-    signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    stops = {sig.SIGTERM, sig.SIGINT, sig.SIGHUP}
+    waited = {sig.SIGCHLD, sig.SIGUSR1, *stops}
+    sig.pthread_sigmask(sig.SIG_BLOCK, waited)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    _prctl(_PR_SET_PDEATHSIG, _DEATH)
+    _prctl(_PR_SET_PDEATHSIG, sig.SIGUSR1)
     if os.getppid() != parent:  # the harness died before the signal was armed
-        return 128 + _DEATH
-    child = _start(command, report)
+        return 1
+    child = _start(sig, command, report)
     status = None
     while status is None:
-        signo = signal.sigwaitinfo(waited).si_signo
-        if signo == signal.SIGCHLD:
+        signo = sig.sigwaitinfo(waited).si_signo
+        if signo == sig.SIGCHLD:
             status = _reap(child)
-        elif signo != _DEATH or os.getppid() != parent:  # a thread's end is not the harness's
+        elif signo in stops or os.getppid() != parent:
             break
-    status = _end_below(child, status)
-    return _relay(status)
+    if status is None or _has_children():
+        status = _end_below(sig, child, status)
+    return _relay(sig, status)
 
 
 def _prctl(option: int, value: int) -> None:
@@ -209,15 +234,15 @@ def _prctl(option: int, value: int) -> None:
         raise OSError(code, f"prctl({option}, {value}): {os.strerror(code)}")
 
 
-def _start(command: list[str], report: int) -> int:
+def _start(sig: Any, command: list[str], report: int) -> int:
     """Fork and exec `command`; an exec failure's errno goes to `report` (the pipe `spawn`
     reads), success closes it. The supervisor keeps none of the command's streams open."""
     child = os.fork()
     if child == 0:  # the command: exec it, or report why not
         try:
-            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            sig.pthread_sigmask(sig.SIG_SETMASK, set())
             for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores them; a command expects them
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
+                sig.signal(getattr(sig, name), sig.SIG_DFL)
             os.set_inheritable(report, False)
             os.execvp(command[0], command)
         except OSError as exc:
@@ -246,20 +271,32 @@ def _reap(child: int) -> int | None:
             found = status
 
 
-def _end_below(child: int, status: int | None) -> int:
+def _has_children() -> bool:
+    """Whether any process is left below: every one that is has a live child of this one
+    above it (orphans are re-parented here), so no child means none, without reading /proc."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)  # an orphan that has ended is reaped here
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def _end_below(sig: Any, child: int, status: int | None) -> int:
     """SIGTERM everything below, then SIGKILL what is left after `GRACE` seconds, sweeping
     (for at most `_SWEEP_SECONDS`) until nothing is; `child`'s status, reaped here if not
     before."""
     import time
 
-    _signal(_below(os.getpid()), signal.SIGTERM)
+    _kill(_below(os.getpid()), sig.SIGTERM)
     deadline = time.monotonic() + GRACE
     while _below(os.getpid()) and time.monotonic() < deadline:
         status = _collect(child, status)
         time.sleep(0.02)
     deadline = time.monotonic() + _SWEEP_SECONDS
     while (alive := _below(os.getpid())) and time.monotonic() < deadline:
-        _signal(alive, signal.SIGKILL)  # again each time: a process may fork meanwhile
+        _kill(alive, sig.SIGKILL)  # again each time: a process may fork meanwhile
         time.sleep(0.02)
         status = _collect(child, status)
     status = _collect(child, status)
@@ -277,10 +314,10 @@ def _collect(child: int, status: int | None) -> int | None:
     return status if status is not None else reaped
 
 
-def _signal(pids: list[int], sig: int) -> None:
+def _kill(pids: list[int], signo: int) -> None:
     for pid in pids:
         try:
-            os.kill(pid, sig)
+            os.kill(pid, signo)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -306,7 +343,7 @@ def _below(root: int) -> list[int]:
     return found
 
 
-def _relay(status: int) -> int:
+def _relay(sig: Any, status: int) -> int:
     """Exit as the command did: its exit code, or killed by the same signal (no core)."""
     code = os.waitstatus_to_exitcode(status)
     if code >= 0:
@@ -314,12 +351,8 @@ def _relay(status: int) -> int:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if -code != signal.SIGKILL:  # its disposition cannot be changed, nor need it
-        signal.signal(-code, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {-code})
+    if -code != sig.SIGKILL:  # its disposition cannot be changed, nor need it
+        sig.signal(-code, sig.SIG_DFL)
+    sig.pthread_sigmask(sig.SIG_UNBLOCK, {-code})
     os.kill(os.getpid(), -code)
     return 128 - code  # a signal that does not end a process (SIGCHLD): exit as a shell would
-
-
-if __name__ == "__main__":
-    sys.exit(supervise(sys.argv[1:]))
