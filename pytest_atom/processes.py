@@ -131,6 +131,9 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
             pass_fds=(*options.pop("pass_fds", ()), report),
             **options,
         )
+    except BaseException:  # a cwd that does not exist, say: Popen's own error, as before
+        os.close(ready)
+        raise
     finally:
         os.close(report)
     with os.fdopen(ready, "rb") as pipe:
@@ -226,12 +229,14 @@ def supervise(argv: list[str]) -> int:
 
 
 def _prctl(option: int, value: int) -> None:
-    import ctypes
+    """Best effort: where prctl is refused (a kernel before 3.4, a seccomp profile) or ctypes
+    is missing, the command still runs, only as a plain child would."""
+    try:
+        import ctypes
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"prctl({option}, {value}): {os.strerror(code)}")
+        ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 def _start(sig: Any, command: list[str], report: int) -> int:
