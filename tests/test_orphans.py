@@ -258,7 +258,7 @@ FRONT_ENDS = {
 }
 
 
-def wait_for_sleep(front_end: subprocess.Popen[str], log: Path) -> list[psutil.Process]:
+def wait_for_sleep(front_end: subprocess.Popen[bytes], log: Path) -> list[psutil.Process]:
     """The front end's processes once the agent's `sleep` runs in its sandbox."""
     deadline = time.monotonic() + 180
     root = psutil.Process(front_end.pid)
