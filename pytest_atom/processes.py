@@ -4,7 +4,7 @@
 Code CLI (with its sandbox's bwrap and socat bridges, and the agent's commands), an SDK app,
 a project tool, an MCP server behind its tape recorder, a check's shell. On Linux it puts a
 small supervisor between the harness and the command: this module's `supervise`, run by a
-Python of its own (``python -I -S``: no site; builtin modules and ctypes, about 15 ms).
+Python of its own (``python -I -S``: no site; builtin modules and ctypes: about 20 ms of CPU).
 
 The supervisor
 - is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process below it whose
