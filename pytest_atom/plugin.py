@@ -91,6 +91,10 @@ def _addini(parser: pytest.Parser, option: Option) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     workspaces.forget()
+    if hasattr(config, "workerinput"):  # an xdist worker: the CLIs it starts end with the run
+        from pytest_atom.processes import end_with_parent
+
+        end_with_parent()
     config.addinivalue_line(
         "markers",
         "atom(**settings): pytest-atom settings for this test (record_mode, match, "

@@ -25,6 +25,7 @@ FAST = {
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
+    "spawn.py": (["--runs", "2", "--kills", "1", "--wait", "1"], "the supervisor adds"),
     "suite.py": (["--workers", "0", "tests/test_yamldoc.py"], "tests/test_yamldoc.py"),
     # The gateway's latency and the cassette's load time alone: no (a), no (d), no claude.
     "replay.py": (

@@ -39,7 +39,7 @@ from pytest_atom.model.environment import importable
 from pytest_atom.model.events import Event
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.roles import Role
-from pytest_atom.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree, spawn
 
 #: The module the child runs (`python -m`).
 HOST_MODULE = "pytest_atom.agents.sdk_host"
@@ -97,7 +97,7 @@ class SdkAgent:
         request = work / f"{log.stem}.json"
         request.write_text(json.dumps(self.request(prompt, cwd, session_id, use_context, log)))
         started = time.perf_counter()
-        with subprocess.Popen(
+        with spawn(
             [sys.executable, "-m", HOST_MODULE, str(request)],
             cwd=cwd,
             # The run's environment (built from parts), able to import this pytest-atom.

@@ -39,6 +39,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from pytest_atom import digest as digest_module
+from pytest_atom.processes import spawn
 
 if TYPE_CHECKING:
     from pytest_atom.cassettes.scrub import Scrubber
@@ -156,7 +157,7 @@ def record(folder: Path, server: str, command: list[str]) -> int:
     scrubber = _scrubber()
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = spawn(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     except OSError as exc:
         print(
             f"pytest-atom: cannot start MCP server '{server}' ({command[0]}): {exc}",

@@ -20,7 +20,7 @@ from typing import IO, TextIO
 from pytest_atom.conversation import error
 from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.environment import importable
-from pytest_atom.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree, spawn
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
@@ -102,7 +102,7 @@ def _start_tool(
     """Start the tool with no stdin (it must never wait for a person) and merged output,
     in its own process group so a timeout can reach every child it starts.
     """
-    return subprocess.Popen(
+    return spawn(
         [sys.executable, str(entry), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

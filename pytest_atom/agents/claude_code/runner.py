@@ -24,7 +24,7 @@ from pytest_atom.model.harness_events import OnEvent
 from pytest_atom.model.limits import Budget
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions
-from pytest_atom.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree, spawn
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
 _QUIET_ENV = {
@@ -186,7 +186,7 @@ class ClaudeRunner:
     ) -> IterationRecord:
         cmd = self.command(self.session_args(session_id, use_context), conversation_dir)
         started = time.perf_counter()
-        with subprocess.Popen(
+        with spawn(
             cmd,
             cwd=conversation_dir,
             env=self.env,
