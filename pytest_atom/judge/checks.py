@@ -39,7 +39,7 @@ from pytest_atom.judge.registry import CheckError, CheckFn, CheckRegistry
 from pytest_atom.judge.trajectory import TRAJECTORY_CHECKS, Trajectory
 from pytest_atom.model.check_result import CheckResult
 from pytest_atom.model.spec_types import BUILTIN_CHECK_KINDS, Check
-from pytest_atom.processes import kill_process_tree
+from pytest_atom.processes import kill_process_tree, spawn
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.srt import ProcessSandbox
@@ -283,7 +283,7 @@ def _run_shell(
     # of a default temp folder leaves that folder changed.
     tmp = (env or {}).get("TMPDIR") or None
     with tempfile.TemporaryFile(dir=tmp) as out, tempfile.TemporaryFile(dir=tmp) as err:
-        proc = subprocess.Popen(
+        proc = spawn(  # supervised: a kill -9 of the harness still ends the whole tree
             argv,
             cwd=cwd,
             env=None if env is None else dict(env),
