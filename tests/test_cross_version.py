@@ -22,8 +22,9 @@ import yaml
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.causes import divergence_report
 from pytest_atom.cassettes.matchers import match_key
-from pytest_atom.cassettes.recording import ModelSource, divergence_report
+from pytest_atom.cassettes.recording import ModelSource
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway

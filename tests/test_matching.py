@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from pytest_atom.cassettes.cassette import Interaction
+from pytest_atom.cassettes.causes import divergence_report
 from pytest_atom.cassettes.matchers import match_key
-from pytest_atom.cassettes.recording import ModelSource, divergence_report
+from pytest_atom.cassettes.recording import ModelSource
 from pytest_atom.gateway.matching import (
     NO_OUTPUT,
     Drift,

@@ -19,8 +19,9 @@ import yaml
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.configuration import mcp_server_entry
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.causes import divergence_report
 from pytest_atom.cassettes.mcp_tape import MODULE, McpTape, describe_miss, request_key
-from pytest_atom.cassettes.recording import ModelSource, cassette_path, divergence_report
+from pytest_atom.cassettes.recording import ModelSource, cassette_path
 from pytest_atom.cassettes.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import RunSettings

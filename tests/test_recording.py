@@ -23,11 +23,8 @@ from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import (
-    RecordingError,
-    divergence_report,
-    open_model_source,
-)
+from pytest_atom.cassettes.causes import divergence_report
+from pytest_atom.cassettes.recording import RecordingError, open_model_source
 from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.gateway import Gateway
 from pytest_atom.model.settings import RunSettings

@@ -17,11 +17,11 @@ from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import _cassette_notes
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.causes import divergence_report
 from pytest_atom.cassettes.recording import (
     ModelSource,
     RecordingError,
     cassette_path,
-    divergence_report,
     open_model_source,
 )
 from pytest_atom.cassettes.staleness import (

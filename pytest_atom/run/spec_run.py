@@ -18,11 +18,11 @@ from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.causes import divergence_report
 from pytest_atom.cassettes.recording import (
     ModelSource,
     Prove,
     cassette_path,
-    divergence_report,
     open_model_source,
 )
 from pytest_atom.cassettes.scrub import Scrubber, remember_spec_secrets
