@@ -130,7 +130,8 @@ def test_an_inconclusive_answer_never_fails_the_session(
     flag = pytester.path / "flag"
     pytester.makefile(
         ".atom.yaml",
-        once=f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}'}}\n",
+        once=f"name: once\nprompt: p\nscript: s.yaml\naccept:\n  - command: {{run: 'mkdir {flag}', "
+        "unsandboxed: true, reason: 'a flag kept across repeats'}\n",
     )
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
     document = build_baseline(rows("once.atom.yaml::once", 20, 20))

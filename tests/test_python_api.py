@@ -51,7 +51,7 @@ def play_gate(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
     pytester.makefile(
         ".atom.yaml",
         once=f"name: once\nprompt: p\nscript: s.yaml\n"
-        f"accept:\n  - command: {{run: 'mkdir {flag}'}}\n",
+        f"accept:\n  - command: {{run: 'mkdir {flag}', unsandboxed: true, reason: 'a flag kept across repeats'}}\n",
     )
     (pytester.path / "s.yaml").write_text("turns:\n  - text: EXIT_LOOP_NOW\n")
     args = ["--atom", "--atom-repeat", "2", "--atom-min-pass-rate", "0.5", "-v"]
