@@ -48,6 +48,7 @@ from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.model import messages, yamldoc
 from pytest_atom.model.messages import CONVERSATION_KINDS
 from pytest_atom.model.roles import STRUCTURED_OUTPUT
+from pytest_atom.model.verdict_schema import verdict_problem
 
 
 class ScriptError(Exception):
@@ -249,6 +250,12 @@ class Script:
         if "verdict" in data:  # shorthand for the reflector's structured answer
             if not isinstance(data["verdict"], dict):
                 raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
+            # Checked here: the CLI would refuse it and ask again, and the script would
+            # only say that the reflector wanted another turn.
+            problem = verdict_problem(data["verdict"])
+            if problem:
+                verdict = next(v for k, v in node.value if k.value == "verdict")
+                raise fail(verdict, f"the reflector's verdict: {problem}")
             calls.append(ToolUse(STRUCTURED_OUTPUT, data["verdict"]))
         if "plan" in data:  # shorthand for the planner's structured answer
             if not isinstance(data["plan"], dict):

@@ -14,6 +14,7 @@ agent's conversation or the spec's cassette; replays run it just the same.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,13 +37,66 @@ class SetupOutcome:
     output: str
     exit_code: int | None = None  # the failing command's, when the shell said
     failed: str | None = None  # the command that failed
+    confined: bool = False  # it ran in the sandbox, whose proxy is its only network
 
     def problem(self) -> str:
-        """The harness error a failed set-up becomes: the command, its code, its last lines."""
+        """The harness error a failed set-up becomes: the command, its code, what the
+        sandbox refused it (and the spec key that allows it), its last lines."""
         tail = "\n".join(self.output.strip().splitlines()[-30:])
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"
-        return f"set-up command {which}{code} (the agent did not start):\n{tail}"
+        hint = network_hint(self.failed_output(), self.failed or "") if self.confined else None
+        return f"set-up command {which}{code} (the agent did not start):\n{hint + chr(10) if hint else ''}{tail}"
+
+    def failed_output(self) -> str:
+        """The failed command's own lines: from its ``$ `` line on."""
+        if self.failed is None:
+            return self.output
+        start = self.output.rfind(_STARTED + (self.failed.splitlines() or [""])[0])
+        return self.output[max(start, 0) :]
+
+
+#: What the sandbox's proxy says to a host not in `sandbox.network`, as tools quote it: pip
+#: (``ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 host is
+#: not on the allow list'))``), npm (``403 host is not on the allow list - GET <url>``), curl
+#: (``CONNECT tunnel failed, response 403``).
+_PROXY_REFUSED = re.compile(
+    r"not on the allow list|Tunnel connection failed: 403|CONNECT tunnel failed, response 403"
+    r"|Cannot connect to proxy|ProxyError"
+)
+#: A host a command tried to reach: a URL's (``https://registry.npmjs.org/x``), its port kept.
+_URL = re.compile(r"\b(?:https?|wss?)://(?:[^@/\s'\"]*@)?([A-Za-z0-9][A-Za-z0-9.-]*)(:\d+)?")
+#: The hosts a package manager reaches when its output names none (pip's retries name a path).
+_DEFAULT_HOSTS = (
+    (re.compile(r"\b(pip3?|uv|poetry|pipenv)\b"), ("pypi.org", "files.pythonhosted.org")),
+    (re.compile(r"\b(npm|npx|yarn|pnpm)\b"), ("registry.npmjs.org",)),
+)
+
+
+def network_hint(output: str, command: str) -> str | None:
+    """Which allowance a set-up lacks when the sandbox's proxy refused it a host: the
+    hosts its output names (or its package manager's registry) and the spec key that
+    allows them; None when the output shows no refusal."""
+    if not _PROXY_REFUSED.search(output):
+        return None
+    hosts = [
+        host + (port or "")
+        for host, port in _URL.findall(output)
+        if host not in ("localhost", "127.0.0.1") or port not in (":3128", ":1080")
+    ]
+    if not hosts:
+        hosts = next((list(h) for tool, h in _DEFAULT_HOSTS if tool.search(command)), [])
+    hosts = list(dict.fromkeys(hosts))
+    if not hosts:
+        return (
+            "the sandbox refused its network access: the set-up reaches only the hosts the "
+            "spec's `sandbox: {network: [HOST]}` names; add the host it needs there"
+        )
+    return (
+        f"the sandbox refused its network access to {', '.join(hosts)}: the set-up reaches "
+        f"only the hosts the spec allows; add `sandbox: {{network: [{', '.join(hosts)}]}}` "
+        "to the spec"
+    )
 
 
 def setup_script(commands: Sequence[str]) -> str:
@@ -101,11 +155,11 @@ def _outcome(
     failed = next((c for c in reversed(commands) if (c.splitlines() or [""])[0] in started), None)
     if code is None:
         note = f"\n[timed out after {timeout:g}s]"
-        return SetupOutcome(False, output + note, None, failed)
+        return SetupOutcome(False, output + note, None, failed, confined)
     if failed is None and confined:
         return SetupOutcome(
             False,
             f"the sandbox runtime (srt) exited {code} before running the set-up:\n{output}",
             code,
         )
-    return SetupOutcome(False, output, code, failed)
+    return SetupOutcome(False, output, code, failed, confined)

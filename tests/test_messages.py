@@ -1,0 +1,136 @@
+"""Issue 35, papercut 4: the messages name the bad value and the fix.
+
+A script's verdict that the reflector's schema refuses is named where it is written; a
+set-up the sandbox's proxy refused says which allowance is missing. Each is tested at the
+function that says it: the script's loader, the set-up runner (under the real `srt`, no
+Claude Code).
+"""
+
+from __future__ import annotations
+
+import http.server
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.run.setup_commands import network_hint, run_setup
+
+VERDICT = {"score": 0.2, "decision": "refine", "criteria": [], "feedback": "more"}
+
+
+def _script(path: Path, verdict: str) -> Path:
+    path.write_text(f"turns:\n  - text: Done. EXIT_LOOP_NOW\nreflector:\n  - verdict: {verdict}\n")
+    return path
+
+
+def test_a_verdict_decision_the_schema_refuses_is_named_with_the_allowed_ones(
+    tmp_path: Path,
+) -> None:
+    """`decision: fail` once made the CLI ask the reflector for a second turn, and the
+    script said only that it had one; now its loader names the value and the choices."""
+    script = _script(
+        tmp_path / "x.yaml", "{score: 0.2, decision: fail, criteria: [], feedback: wrong}"
+    )
+    with pytest.raises(ScriptError) as caught:
+        Script.load(script)
+    assert str(caught.value) == (
+        "the reflector's verdict: decision 'fail' is not one of proceed, refine, rollback "
+        f"at {script}:4"
+    )
+
+
+@pytest.mark.parametrize(
+    ("verdict", "said"),
+    [
+        ({**VERDICT, "score": 2}, "score 2 is outside 0 to 1"),
+        ({**VERDICT, "score": "high"}, "score 'high' is not a number"),
+        (
+            {k: v for k, v in VERDICT.items() if k != "feedback"},
+            "lacks 'feedback' (a verdict has score, decision, criteria, feedback)",
+        ),
+        ({**VERDICT, "why": "x"}, "has unknown key 'why' (allowed: score, decision,"),
+        (
+            {**VERDICT, "criteria": [{"criterion": "c", "met": "yes", "evidence": "e"}]},
+            "criteria.0.met 'yes' is not true or false",
+        ),
+    ],
+)
+def test_each_way_a_scripted_verdict_breaks_the_schema_is_said(
+    verdict: dict[str, object], said: str
+) -> None:
+    with pytest.raises(ScriptError, match="the reflector's verdict: ") as caught:
+        Script.from_data({"turns": [{"text": "hi"}], "reflector": [{"verdict": verdict}]})
+    assert said in str(caught.value)
+
+
+def test_a_verdict_inside_a_choice_is_checked_too() -> None:
+    bad = {**VERDICT, "decision": "pass"}
+    choice = {"choices": [{"weight": 1, "turns": [{"verdict": bad}]}]}
+    with pytest.raises(ScriptError, match="decision 'pass' is not one of"):
+        Script.from_data({"turns": [{"text": "hi"}], "reflector": [choice]})
+
+
+@pytest.fixture
+def loopback() -> Iterator[int]:
+    """A server on 127.0.0.1 outside the sandbox, in no spec's `sandbox.network`."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_setup_the_sandbox_kept_off_the_network_names_the_host_and_the_allowance(
+    tmp_path: Path, loopback: int
+) -> None:
+    """pip through the sandbox's proxy to a host the spec does not allow: the issue's
+    ``ProxyError('Cannot connect to proxy.')``, now with the key that lets it through."""
+    run = tmp_path / "run"
+    attempt = run / "attempts" / "a01"
+    attempt.mkdir(parents=True)
+    host = f"127.0.0.1:{loopback}"
+    # The sandbox's NO_PROXY lets loopback bypass the proxy (and then fail to connect):
+    # cleared, pip asks the proxy as it does for any other host.
+    pip = (
+        f"NO_PROXY= no_proxy= {sys.executable} -m pip download --no-deps --retries 1 "
+        f"--timeout 5 -d dl --index-url https://{host}/simple requests"
+    )
+    outcome = run_setup(
+        [pip],
+        attempt,
+        run_dir=run,
+        confinement=Confinement(run, SandboxOptions()),
+        env={},
+        timeout=120,
+    )
+    assert not outcome.ok and outcome.failed == pip
+    assert "Cannot connect to proxy" in outcome.output  # as the issue saw it
+    headline, hint = outcome.problem().splitlines()[:2]
+    assert headline == f"set-up command `{pip}` exited 1 (the agent did not start):"
+    assert hint == (
+        f"the sandbox refused its network access to {host}: the set-up reaches only the "
+        f"hosts the spec allows; add `sandbox: {{network: [{host}]}}` to the spec"
+    )
+
+
+def test_a_package_manager_whose_output_names_no_host_gets_its_registry_named() -> None:
+    pip = (
+        "$ pip install -r requirements.txt\nWARNING: Retrying (Retry(total=4)) after connection "
+        "broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: "
+        "403 host is not on the allow list'))': /simple/attrs/\n"
+    )
+    hint = network_hint(pip, "pip install -r requirements.txt")
+    assert hint is not None and "`sandbox: {network: [pypi.org, files.pythonhosted.org]}`" in hint
+    npm = "npm error 403 403 host is not on the allow list - GET https://registry.npmjs.org/x\n"
+    hint = network_hint(npm, "npm ci")
+    assert hint is not None and "[registry.npmjs.org]" in hint
+    # a failure that is not the proxy's says nothing of the network
+    assert (
+        network_hint("ERROR: No matching distribution found for nope\n", "pip install nope") is None
+    )
