@@ -16,10 +16,17 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cassettes.recording import cassette_path, open_model_source
 from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_spec
 from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.reports.text import drift_line
 from pytest_atom.run.setup_commands import network_hint, run_setup
+from tests.recording_helpers import create_file_spec
 
 VERDICT = {"score": 0.2, "decision": "refine", "criteria": [], "feedback": "more"}
 
@@ -134,3 +141,29 @@ def test_a_package_manager_whose_output_names_no_host_gets_its_registry_named() 
     assert (
         network_hint("ERROR: No matching distribution found for nope\n", "pip install nope") is None
     )
+
+
+def test_a_rejudged_cassette_names_the_claude_code_it_was_recorded_and_replayed_with(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """`--atom-rejudge` replays the agent's side: its drift line said "Claude Code
+    (unknown)", though the cassette records its version."""
+    spec = load_spec(create_file_spec(tmp_path))
+    recorded = Cassette.load(cassette_path(spec)).metadata["claude_code_version"]
+    source = open_model_source(spec, RunSettings(rejudge=True), paths={}, claude_bin=claude_bin)
+    try:
+        tape = source.tape
+        assert source.kind == "rejudge" and tape is not None
+        assert (tape.drift.recorded_version, tape.drift.live_version) == (
+            recorded,
+            CLAUDE_CODE_VERSION,
+        )
+        tape.drift.system_changed = True  # a drift to report
+        line = drift_line(tape.drift) or ""
+        assert "(unknown)" not in line and "an unknown version" not in line
+        if recorded == CLAUDE_CODE_VERSION:
+            assert line.startswith(f"recorded and replayed with Claude Code {recorded}: ")
+        else:
+            assert line.startswith(f"recorded with Claude Code {recorded}, replayed with ")
+    finally:
+        source.finish(spec, failed=True, cli_version=None)  # stops its script's gateway
