@@ -5,7 +5,8 @@ file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_atom.inert import inert
@@ -55,7 +56,7 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
     # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
     # the cost columns say what was (JUnit and the trace keep each role's price).
-    return str(used.tokens) + (" recalled" if recalled else "")
+    return str(used.tokens) + (RECALLED if recalled else "")
 
 
 #: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
@@ -63,10 +64,16 @@ def _role_cell(row: SummaryRow, role: str) -> str:
 SUMMARY_WIDTH = 100
 
 
-def summary_width(is_terminal: bool, columns: int) -> int | None:
-    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
-    line a spec however wide, where the output is no terminal (a CI log, a file)."""
-    return min(columns, SUMMARY_WIDTH) if is_terminal else None
+def summary_width(
+    is_terminal: bool, columns: int, environ: Mapping[str, str] | None = None
+) -> int | None:
+    """The width the summary must fit: a terminal's, or the one ``COLUMNS`` asks for where
+    the output is a file (at most `SUMMARY_WIDTH` either way); None, one line a spec however
+    wide, where the output is no terminal and no width was asked for (a CI log)."""
+    asked = (os.environ if environ is None else environ).get("COLUMNS", "").strip()
+    if is_terminal:
+        return min(columns, SUMMARY_WIDTH)
+    return min(int(asked), SUMMARY_WIDTH) if asked.isdigit() and int(asked) > 0 else None
 
 
 def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
@@ -77,8 +84,7 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
     roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
     plans = [inert(f"{row.nodeid}: {row.plan}") for row in rows if row.plan]
-    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
-    lines = _aligned(table, compared, left=2)
+    lines = _aligned(_table(rows, roles, compared), compared, left=2)
     if width is None:
         return lines + plans
     plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
@@ -91,6 +97,29 @@ def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """Tokens per role, once any spec used more than its executor."""
     used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
     return tuple(used) if set(used) - {"executor"} else ()
+
+
+def _table(
+    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool
+) -> list[tuple[str, ...]]:
+    """The header and a row of cells a spec run, a recalled role's word hung right of its
+    column's figures: ``4570 recalled`` over ``13`` would put the 13 under "recalled"."""
+    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
+    first = len(table[0]) - len(roles) - 3 - compared  # the role columns: before the costs
+    hung = {
+        i
+        for i in range(first, first + len(roles))
+        if any(row[i].endswith(RECALLED) for row in table[1:])
+    }
+    pad = " " * len(RECALLED)
+    return [
+        tuple(c + pad if i in hung and not c.endswith(RECALLED) else c for i, c in enumerate(row))
+        for row in table
+    ]
+
+
+#: What a role's cell says when a replay recalled that session's answer.
+RECALLED = " recalled"
 
 
 def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
@@ -138,13 +167,11 @@ def _stacked(
     indented under the header's, then its baseline deltas and tokens per role when the
     figures would not fit with them."""
     indent = "    "
-    header, *cells = [_summary_header(roles, compared)[2:]] + [
-        _summary_cells(r, roles, compared)[2:] for r in rows
-    ]
+    header, *cells = [row[2:] for row in _table(rows, roles, compared)]
     figures = _aligned([header, *cells], compared, left=0)
     more: list[list[str]] = [[] for _ in rows]
     if max(len(indent) + len(line) for line in figures) > width:
-        keep = [i for i, name in enumerate(header) if name not in roles]
+        keep = [i for i, name in enumerate(header) if name.rstrip() not in roles]
         figures = _aligned(
             [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
         )
