@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,11 +22,19 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import cassette_path, open_model_source
 from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.model.check_result import CheckResult
+from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue
+from pytest_atom.model.outcome import judge
+from pytest_atom.model.record import RunOutcome
+from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SandboxOptions
-from pytest_atom.reports.text import drift_line
+from pytest_atom.model.spec_types import Check, SandboxOptions, Spec
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.summary import environment_lines
+from pytest_atom.reports.text import drift_line, failure_report
 from pytest_atom.run.setup_commands import network_hint, run_setup
+from tests.helpers import summary_row
 from tests.recording_helpers import create_file_spec
 
 VERDICT = {"score": 0.2, "decision": "refine", "criteria": [], "feedback": "more"}
@@ -167,3 +176,117 @@ def test_a_rejudged_cassette_names_the_claude_code_it_was_recorded_and_replayed_
             assert line.startswith(f"recorded with Claude Code {recorded}, replayed with ")
     finally:
         source.finish(spec, failed=True, cli_version=None)  # stops its script's gateway
+
+
+#: A caller variable no `pass_env:` names: the run leaves it out.
+LEFT_OUT = "ATOM_TEST_DATABASE_URL"
+
+
+def _failed_check(tmp_path: Path, name: str, evidence: str, **spec: Any) -> SpecResult:
+    """A spec whose one command check failed with `evidence` (typed, no CLI)."""
+    made = Spec(name=name, path=tmp_path / f"{name}.atom.yaml", line=1, prompt="p", **spec)
+    check = Check("command", {"run": "make test", "exit_code": 0}, 4)
+    code = "127" if "not found" in evidence else "1"
+    failed = CheckResult(check, False, f"`make test` exited {code}, expected 0", evidence)
+    attempt = Attempt(
+        1,
+        tmp_path / "a01",
+        RunOutcome(True, 1),
+        [],
+        [failed],
+        decision=judge(True, [failed], None, 0.8),
+    )
+    return SpecResult(made, tmp_path, [attempt], 1.0, 0.8)
+
+
+@pytest.fixture
+def caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller has a variable the runs leave out."""
+    monkeypatch.setenv(LEFT_OUT, "postgres://localhost/app")
+
+
+@pytest.mark.usefixtures("caller")
+def test_a_failure_the_environment_had_no_part_in_lists_no_caller_variables(
+    tmp_path: Path,
+) -> None:
+    result = _failed_check(
+        tmp_path, "math", "$ make test\nAssertionError: assert 2 == 3\n[exit code 1]"
+    )
+    report = failure_report(result)
+    assert "environment:" not in report and "caller variable" not in report
+    assert "atom_environment" not in result_properties(result)
+    assert (
+        environment_lines(
+            [summary_row("math.atom.yaml::math", "failed", result_properties(result))]
+        )
+        == []
+    )
+
+
+@pytest.mark.usefixtures("caller")
+def test_a_left_out_variable_the_output_names_is_said_with_its_pass_env(tmp_path: Path) -> None:
+    result = _failed_check(
+        tmp_path, "db", f"Traceback (most recent call last):\nKeyError: '{LEFT_OUT}'\n"
+    )
+    report = failure_report(result)
+    assert (
+        f"  environment: `KeyError: '{LEFT_OUT}'`: {LEFT_OUT} is a caller variable left out of "
+        f"the run's environment; pass it with `pass_env: [{LEFT_OUT}]` in the spec or "
+        ".atom/config.yaml"
+    ) in report.splitlines()
+    # passed, it is no clue
+    assert "environment:" not in failure_report(
+        _failed_check(tmp_path, "db", f"KeyError: '{LEFT_OUT}'\n", pass_env=(LEFT_OUT,))
+    )
+
+
+@pytest.mark.usefixtures("caller")
+def test_commands_not_found_list_the_left_out_variables_once_a_session(tmp_path: Path) -> None:
+    """Two specs whose tool was not found: each report quotes its own line, and the
+    caller variables left out are listed once, under the summary, not under each."""
+    results = [
+        _failed_check(tmp_path, "a", "$ make test\nbash: line 1: mytool: command not found\n"),
+        _failed_check(tmp_path, "b", "$ make test\n/bin/sh: 1: othertool: not found\n"),
+    ]
+    for result, said in zip(
+        results, ("mytool: command not found", "othertool: not found"), strict=True
+    ):
+        [line] = [x for x in failure_report(result).splitlines() if "environment:" in x]
+        assert f"{said}`" in line and "listed once, under the session's summary" in line
+        assert LEFT_OUT not in line
+    rows = [
+        summary_row(f"{r.spec.name}.atom.yaml::{r.spec.name}", "failed", result_properties(r))
+        for r in results
+    ]
+    [line] = environment_lines(rows)
+    assert line.startswith(
+        "environment: 2 specs failed on what may be the run's environment: a.atom.yaml::a "
+        "(`bash: line 1: mytool: command not found`); b.atom.yaml::b ("
+    )
+    assert line.count(LEFT_OUT) == 1 and "Pass one with `pass_env: [NAME]`" in line
+
+
+@pytest.mark.parametrize(
+    ("output", "clue"),
+    [
+        (
+            "bash: line 1: mytool: command not found",
+            EnvironmentClue("bash: line 1: mytool: command not found", command="mytool"),
+        ),
+        (
+            "env: 'node': No such file or directory",
+            EnvironmentClue("env: 'node': No such file or directory", command="node"),
+        ),
+        ("Error: spawn npx ENOENT", EnvironmentClue("Error: spawn npx ENOENT", command="npx")),
+        (
+            "./run.sh: line 3: API_TOKEN: unbound variable",
+            EnvironmentClue("./run.sh: line 3: API_TOKEN: unbound variable", unset=("API_TOKEN",)),
+        ),
+        ("`x` exited 127, expected 0", EnvironmentClue("exit code 127 (command not found)")),
+        ("cat: missing.txt: No such file or directory", None),  # a file, not a tool
+        ("KeyError: 'name'", None),  # a dictionary's key
+        ("AssertionError: assert 2 == 3", None),
+    ],
+)
+def test_what_points_at_the_environment(output: str, clue: EnvironmentClue | None) -> None:
+    assert environment_clue(output, [LEFT_OUT]) == clue

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_atom.inert import inert
+from pytest_atom.model.environment import left_out_names_line
 from pytest_atom.model.usage import ROLES
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
@@ -47,6 +48,31 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
             "included in the figures above"
         )
     ]
+
+
+def environment_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """Once a session: the specs whose failure could be the environment's doing (a command
+    not found, a variable not set), and the caller variables their runs left out, by name,
+    with how to pass one. Under every failure, they buried the reports."""
+    suspects = [row for row in rows if row.properties.get("atom_environment")]
+    if not suspects:
+        return []
+    names: list[str] = sorted(
+        {
+            name
+            for row in suspects
+            for name in str(row.properties.get("atom_left_out_variables") or "").split(", ")
+            if name
+        }
+    )
+    which = "; ".join(f"{row.nodeid} (`{row.properties['atom_environment']}`)" for row in suspects)
+    many = len(suspects) > 1
+    line = (
+        f"environment: {len(suspects)} spec{'s' * many} failed on what may be the run's "
+        f"environment: {which}"
+    )
+    listed = left_out_names_line(names)
+    return [inert(line + (f". {listed}" if listed else ""))]
 
 
 def _role_cell(row: SummaryRow, role: str) -> str:
