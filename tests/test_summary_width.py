@@ -10,7 +10,7 @@ import pytest
 
 from pytest_atom.model.usage import ROLES
 from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.summary import SUMMARY_WIDTH, summary_table, summary_width
+from pytest_atom.reports.summary import SUMMARY_WIDTH, summary_table
 from tests.helpers import summary_row
 
 LONG = "examples/a-project-with-a-long-folder-name/specs/release_notes_from_commits.atom.yaml"
@@ -175,18 +175,3 @@ def test_every_column_set_fits_the_width_with_its_figures_under_their_headers(
         assert " 4570 recalled" in text
     for role in roles:  # each role's figures are there, in a column or on a line of their own
         assert f"{role} 13" in text or role in header
-
-
-def test_a_file_gets_the_width_columns_asks_for_and_a_log_one_line_a_spec() -> None:
-    """``COLUMNS=100 pytest --atom > out.txt`` fits 100 columns; a CI log that asks no
-    width keeps a spec a line; a terminal fits itself, at most 100 columns."""
-    assert summary_width(False, 80, {"COLUMNS": "100"}) == SUMMARY_WIDTH
-    assert summary_width(False, 80, {"COLUMNS": "60"}) == 60
-    assert summary_width(False, 80, {"COLUMNS": "200"}) == SUMMARY_WIDTH
-    assert summary_width(False, 80, {}) is None
-    assert summary_width(False, 80, {"COLUMNS": "wide"}) is None
-    assert summary_width(True, 140, {}) == SUMMARY_WIDTH
-    assert summary_width(True, 72, {"COLUMNS": "100"}) == 72
-    rows = _rows(("executor", "reflector"), False, True)
-    lines = summary_table(rows, summary_width(False, 80, {"COLUMNS": "100"}))
-    assert max(map(len, lines)) <= SUMMARY_WIDTH

@@ -5,8 +5,7 @@ file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_atom.inert import inert
@@ -90,16 +89,14 @@ def _role_cell(row: SummaryRow, role: str) -> str:
 SUMMARY_WIDTH = 100
 
 
-def summary_width(
-    is_terminal: bool, columns: int, environ: Mapping[str, str] | None = None
-) -> int | None:
-    """The width the summary must fit: a terminal's, or the one ``COLUMNS`` asks for where
-    the output is a file (at most `SUMMARY_WIDTH` either way); None, one line a spec however
-    wide, where the output is no terminal and no width was asked for (a CI log)."""
-    asked = (os.environ if environ is None else environ).get("COLUMNS", "").strip()
-    if is_terminal:
-        return min(columns, SUMMARY_WIDTH)
-    return min(int(asked), SUMMARY_WIDTH) if asked.isdigit() and int(asked) > 0 else None
+def summary_width(is_terminal: bool, columns: int) -> int | None:
+    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
+    line a spec however wide, where the output is no terminal (a CI log, a file).
+
+    ``COLUMNS`` alone does not make a file a terminal: pytest-xdist's workers set
+    ``COLUMNS=80`` (and ``LINES=24``) for every process they start, so a nested session's
+    summary would change its shape under ``-n``."""
+    return min(columns, SUMMARY_WIDTH) if is_terminal else None
 
 
 def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
