@@ -23,7 +23,7 @@ from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.cassettes.recording import cassette_path, open_model_source
 from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue
+from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue, network_hint
 from pytest_atom.model.outcome import judge
 from pytest_atom.model.record import RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
@@ -33,7 +33,7 @@ from pytest_atom.model.spec_types import Check, SandboxOptions, Spec
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import environment_lines
 from pytest_atom.reports.text import drift_line, failure_report
-from pytest_atom.run.setup_commands import network_hint, run_setup
+from pytest_atom.run.setup_commands import run_setup
 from tests.helpers import summary_row
 from tests.recording_helpers import create_file_spec
 
@@ -290,3 +290,17 @@ def test_commands_not_found_list_the_left_out_variables_once_a_session(tmp_path:
 )
 def test_what_points_at_the_environment(output: str, clue: EnvironmentClue | None) -> None:
     assert environment_clue(output, [LEFT_OUT]) == clue
+
+
+def test_a_command_check_the_sandbox_kept_off_the_network_names_the_allowance(
+    tmp_path: Path,
+) -> None:
+    evidence = (
+        "$ curl -sS https://example.org/data.json\ncurl: (56) CONNECT tunnel failed, "
+        "response 403\n[exit code 56]"
+    )
+    report = failure_report(_failed_check(tmp_path, "fetch", evidence))
+    assert (
+        "  network: the sandbox refused its network access to example.org: the check reaches "
+        "only the hosts the spec allows; add `sandbox: {network: [example.org]}` to the spec"
+    ) in report.splitlines()

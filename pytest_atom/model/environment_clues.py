@@ -11,6 +11,9 @@ output points at the environment:
 - a variable that was not set (``FOO: unbound variable``, ``KeyError: 'FOO'``,
   ``os.environ['FOO']``, ``process.env.FOO``, ``FOO is not set``).
 
+A set-up or check the sandbox's proxy kept off the network is named too (`network_hint`):
+the host it wanted and the ``sandbox: {network: [host]}`` that lets it through.
+
 A leaf of the model: plain text in, a typed clue out.
 """
 
@@ -93,3 +96,46 @@ def _line_of(text: str, at: int) -> str:
     start = text.rfind("\n", 0, at) + 1
     end = text.find("\n", at)
     return text[start : end if end >= 0 else len(text)].strip()[:200]
+
+
+#: What the sandbox's proxy says to a host not in `sandbox.network`, as tools quote it: pip
+#: (``ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 host is
+#: not on the allow list'))``), npm (``403 host is not on the allow list - GET <url>``), curl
+#: (``CONNECT tunnel failed, response 403``).
+_PROXY_REFUSED = re.compile(
+    r"not on the allow list|Tunnel connection failed: 403|CONNECT tunnel failed, response 403"
+    r"|Cannot connect to proxy|ProxyError"
+)
+#: A host a command tried to reach: a URL's (``https://registry.npmjs.org/x``), its port kept.
+_URL = re.compile(r"\b(?:https?|wss?)://(?:[^@/\s'\"]*@)?([A-Za-z0-9][A-Za-z0-9.-]*)(:\d+)?")
+#: The hosts a package manager reaches when its output names none (pip's retries name a path).
+_DEFAULT_HOSTS = (
+    (re.compile(r"\b(pip3?|uv|poetry|pipenv)\b"), ("pypi.org", "files.pythonhosted.org")),
+    (re.compile(r"\b(npm|npx|yarn|pnpm)\b"), ("registry.npmjs.org",)),
+)
+
+
+def network_hint(output: str, command: str, what: str = "set-up") -> str | None:
+    """Which allowance a set-up (or a check: `what`) lacks when the sandbox's proxy refused
+    it a host: the hosts its output names (or its package manager's registry) and the spec
+    key that allows them; None when the output shows no refusal."""
+    if not _PROXY_REFUSED.search(output):
+        return None
+    hosts = [
+        host + (port or "")
+        for host, port in _URL.findall(output)
+        if host not in ("localhost", "127.0.0.1") or port not in (":3128", ":1080")
+    ]
+    if not hosts:
+        hosts = next((list(h) for tool, h in _DEFAULT_HOSTS if tool.search(command)), [])
+    hosts = list(dict.fromkeys(hosts))
+    if not hosts:
+        return (
+            f"the sandbox refused its network access: the {what} reaches only the hosts the "
+            "spec's `sandbox: {network: [HOST]}` names; add the host it needs there"
+        )
+    return (
+        f"the sandbox refused its network access to {', '.join(hosts)}: the {what} reaches "
+        f"only the hosts the spec allows; add `sandbox: {{network: [{', '.join(hosts)}]}}` "
+        "to the spec"
+    )

@@ -14,7 +14,6 @@ agent's conversation or the spec's cassette; replays run it just the same.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.judge.checks import run_shell
 from pytest_atom.model.environment import build_env
+from pytest_atom.model.environment_clues import network_hint
 
 _STARTED = "$ "
 
@@ -54,49 +54,6 @@ class SetupOutcome:
             return self.output
         start = self.output.rfind(_STARTED + (self.failed.splitlines() or [""])[0])
         return self.output[max(start, 0) :]
-
-
-#: What the sandbox's proxy says to a host not in `sandbox.network`, as tools quote it: pip
-#: (``ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 host is
-#: not on the allow list'))``), npm (``403 host is not on the allow list - GET <url>``), curl
-#: (``CONNECT tunnel failed, response 403``).
-_PROXY_REFUSED = re.compile(
-    r"not on the allow list|Tunnel connection failed: 403|CONNECT tunnel failed, response 403"
-    r"|Cannot connect to proxy|ProxyError"
-)
-#: A host a command tried to reach: a URL's (``https://registry.npmjs.org/x``), its port kept.
-_URL = re.compile(r"\b(?:https?|wss?)://(?:[^@/\s'\"]*@)?([A-Za-z0-9][A-Za-z0-9.-]*)(:\d+)?")
-#: The hosts a package manager reaches when its output names none (pip's retries name a path).
-_DEFAULT_HOSTS = (
-    (re.compile(r"\b(pip3?|uv|poetry|pipenv)\b"), ("pypi.org", "files.pythonhosted.org")),
-    (re.compile(r"\b(npm|npx|yarn|pnpm)\b"), ("registry.npmjs.org",)),
-)
-
-
-def network_hint(output: str, command: str) -> str | None:
-    """Which allowance a set-up lacks when the sandbox's proxy refused it a host: the
-    hosts its output names (or its package manager's registry) and the spec key that
-    allows them; None when the output shows no refusal."""
-    if not _PROXY_REFUSED.search(output):
-        return None
-    hosts = [
-        host + (port or "")
-        for host, port in _URL.findall(output)
-        if host not in ("localhost", "127.0.0.1") or port not in (":3128", ":1080")
-    ]
-    if not hosts:
-        hosts = next((list(h) for tool, h in _DEFAULT_HOSTS if tool.search(command)), [])
-    hosts = list(dict.fromkeys(hosts))
-    if not hosts:
-        return (
-            "the sandbox refused its network access: the set-up reaches only the hosts the "
-            "spec's `sandbox: {network: [HOST]}` names; add the host it needs there"
-        )
-    return (
-        f"the sandbox refused its network access to {', '.join(hosts)}: the set-up reaches "
-        f"only the hosts the spec allows; add `sandbox: {{network: [{', '.join(hosts)}]}}` "
-        "to the spec"
-    )
 
 
 def setup_script(commands: Sequence[str]) -> str:
