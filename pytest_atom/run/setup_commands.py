@@ -46,7 +46,8 @@ class SetupOutcome:
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"
         hint = network_hint(self.failed_output(), self.failed or "") if self.confined else None
-        return f"set-up command {which}{code} (the agent did not start):\n{hint + chr(10) if hint else ''}{tail}"
+        lines = [f"set-up command {which}{code} (the agent did not start):", hint, tail]
+        return "\n".join(line for line in lines if line)
 
     def failed_output(self) -> str:
         """The failed command's own lines: from its ``$ `` line on."""
