@@ -59,6 +59,13 @@ def test_a_verdict_decision_the_schema_refuses_is_named_with_the_allowed_ones(
         "the reflector's verdict: decision 'fail' is not one of proceed, refine, rollback "
         f"at {script}:4"
     )
+    # written as a block, the line is the decision's own
+    script.write_text(
+        "turns:\n  - text: Done.\nreflector:\n  - verdict:\n      score: 0.2\n"
+        "      decision: fail\n      criteria: []\n      feedback: wrong\n"
+    )
+    with pytest.raises(ScriptError, match=rf"decision 'fail' is not one of .* at {script}:6$"):
+        Script.load(script)
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,13 @@ def verdict_problem(data: Any) -> str | None:
     """What is wrong with `data` as a verdict, in words that name the field, the bad value
     and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``);
     None when it is a verdict."""
+    found = verdict_error(data)
+    return found[1] if found else None
+
+
+def verdict_error(data: Any) -> tuple[tuple[str | int, ...], str] | None:
+    """`verdict_problem`, with where in `data` it is (``("decision",)``), so a file's
+    reader can name the line."""
     import jsonschema  # only when a verdict is checked: the gateway loads without it
 
     error = jsonschema.exceptions.best_match(
@@ -63,6 +70,10 @@ def verdict_problem(data: Any) -> str | None:
     )
     if error is None:
         return None
+    return tuple(error.absolute_path), _words(error)
+
+
+def _words(error: Any) -> str:
     field = ".".join(str(p) for p in error.absolute_path)
     value, rule = error.instance, error.validator_value
     if error.validator == "enum":
