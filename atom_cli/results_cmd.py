@@ -18,6 +18,7 @@ from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
 from pytest_atom.reports.summary import (
+    environment_lines,
     failed_tries_lines,
     sandbox_warning_lines,
     summary_table,
@@ -116,7 +117,7 @@ def _summary(
         f"error: {nodeid}: pytest-atom could not run it (see the shard's log)"
         for nodeid in failures
     ]
-    lines += failed_tries_lines(rows) + sandbox_warning_lines(rows)
+    lines += failed_tries_lines(rows) + environment_lines(rows) + sandbox_warning_lines(rows)
     lines += gate.lines() if gate is not None else []
     repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
     return lines + (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows)

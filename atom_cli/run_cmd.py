@@ -40,6 +40,7 @@ from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.summary import (
+    environment_lines,
     failed_tries_lines,
     pass_rates,
     sandbox_warning_lines,
@@ -326,7 +327,7 @@ def _print_summary(
             measured=measured_lines(rows),
         )
         console.print(f"HTML report: {_shown(display_path(html))}")
-    for line in failed_tries_lines(rows):
+    for line in failed_tries_lines(rows) + environment_lines(rows):
         console.print(_shown(line))
     for line in sandbox_warning_lines(rows):
         console.print(f"[yellow]{_shown(line)}[/]")

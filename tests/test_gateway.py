@@ -154,6 +154,10 @@ def test_script_error_points_at_the_bad_turn(tmp_path: Path) -> None:
         Script.load(path)
 
 
+#: A verdict the reflector's schema takes (a script's verdicts are checked when it loads).
+VERDICT = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": "done"}
+
+
 def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
     """The lane is the role the request is marked with, not the tools it offers: an
     unmarked request offering StructuredOutput is still the agent's."""
@@ -161,7 +165,7 @@ def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
     gateway.responder.script = Script.from_data(
         {
             "turns": [{"text": "agent"}, {"text": "agent 2"}],
-            "reflector": [{"verdict": {"score": 0.9}}],
+            "reflector": [{"verdict": VERDICT}],
         }
     )
     judge_tools: list[ToolParam] = [
@@ -175,7 +179,7 @@ def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
     )
     agent = sdk.messages.create(model="m", max_tokens=9, messages=USER, tools=judge_tools)
     assert verdict.content[0].type == "tool_use" and verdict.content[0].name == "StructuredOutput"
-    assert verdict.content[0].input == {"score": 0.9}
+    assert verdict.content[0].input == VERDICT
     assert agent.content[0].type == "text" and agent.content[0].text == "agent"
     with pytest.raises(anthropic.ConflictError, match="has 1 reflector turn but the reflector"):
         sdk.messages.create(

@@ -182,7 +182,10 @@ def project(
 @pytest.mark.usefixtures("claude_for_pytester")
 def test_malformed_verdict_is_a_harness_error_even_for_xfail(pytester: pytest.Pytester) -> None:
     spec = SPEC + "xfail: would hide a broken harness\n"
-    project(pytester, [WRITE, {"text": "EXIT_LOOP_NOW"}], [{"verdict": {"score": "high"}}], spec)
+    # The answer spelt as the tool call: a `verdict:` this malformed is refused when the
+    # script loads (gateway.scripted), and this is the reflector's answer at run time.
+    malformed = {"tool_use": [{"name": "StructuredOutput", "input": {"score": "high"}}]}
+    project(pytester, [WRITE, {"text": "EXIT_LOOP_NOW"}], [malformed], spec)
     result = pytester.runpytest("--atom")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*pytest-atom harness error in spec 'task': the reflector*"])

@@ -382,7 +382,11 @@ def open_model_source(
                 f"record it with: {record_command(spec)}"
             )
         if settings.rejudge:
-            return _record(spec, settings, Cassette.load(path), paths, replay=True, kind="rejudge")
+            cassette = Cassette.load(path)
+            source = _record(spec, settings, cassette, paths, replay=True, kind="rejudge")
+            # The agent's side replays: its drift names both versions, as a replay's does.
+            _versions(source.responder, cassette, claude_bin)
+            return source
         return _replay(spec, settings, path, paths, claude_bin, kind="refresh")
     if mode == "none" or (mode == "once" and exists):
         if exists:
@@ -431,9 +435,7 @@ def _replay(
     # A refresh must match on the conversation: it exists to absorb what the CLI changed.
     if kind == "refresh" and matcher.exact:
         responder.matcher = matcher_for(DEFAULT_MATCH)
-    recorded = cassette.metadata.get("claude_code_version")
-    live = _cli_version(claude_bin)
-    responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    recorded, live = _versions(responder, cassette, claude_bin)
     responder.drift.workspace_changed = tuple(workspace_config_changes(spec, cassette))
     if recorded and recorded != live and settings.strict_version and kind == "replay":
         raise RecordingError(
@@ -447,6 +449,16 @@ def _replay(
     enabled = kind == "replay" and settings.judge == "recall" and same_requests
     recall = Recall(responder, enabled=enabled)
     return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
+
+
+def _versions(responder: Responder, cassette: Cassette, claude_bin: Path) -> tuple[str | None, str]:
+    """The Claude Code a cassette was recorded with and the one replaying it, kept on the
+    responder's drift (its line names them): the recorded one and the live one."""
+    recorded = cassette.metadata.get("claude_code_version")
+    live = _cli_version(claude_bin)
+    if isinstance(responder, CassetteResponder):
+        responder.drift.recorded_version, responder.drift.live_version = recorded, live
+    return recorded, live
 
 
 def _record(

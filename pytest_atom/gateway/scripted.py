@@ -48,6 +48,7 @@ from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.model import messages, yamldoc
 from pytest_atom.model.messages import CONVERSATION_KINDS
 from pytest_atom.model.roles import STRUCTURED_OUTPUT
+from pytest_atom.model.verdict_schema import verdict_error
 
 
 class ScriptError(Exception):
@@ -249,6 +250,13 @@ class Script:
         if "verdict" in data:  # shorthand for the reflector's structured answer
             if not isinstance(data["verdict"], dict):
                 raise fail(node, "'verdict' is a mapping: the reflector's JSON answer")
+            # Checked here: the CLI would refuse it and ask again, and the script would
+            # only say that the reflector wanted another turn.
+            problem = verdict_error(data["verdict"])
+            if problem:
+                where, words = problem
+                verdict = next(v for k, v in node.value if k.value == "verdict")
+                raise fail(_node_at(verdict, where), f"the reflector's verdict: {words}")
             calls.append(ToolUse(STRUCTURED_OUTPUT, data["verdict"]))
         if "plan" in data:  # shorthand for the planner's structured answer
             if not isinstance(data["plan"], dict):
@@ -298,6 +306,22 @@ class Script:
                 Choice(float(weight), tuple(cls._turn(n, fail) for n in turns.value), line)
             )
         return Turn(None, (), node.start_mark.line + 1, tuple(choices))
+
+
+def _node_at(node: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
+    """The node at `path` in `node` (keys and indexes), or the deepest one there is: where a
+    script's reader is sent to fix a value."""
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            found = next((v for k, v in node.value if k.value == step), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
+            found = node.value[step] if step < len(node.value) else None
+        else:
+            found = None
+        if found is None:
+            break
+        node = found
+    return node
 
 
 class ScriptedResponder:

@@ -28,39 +28,10 @@ from pytest_atom.model.outcome import (
 from pytest_atom.model.prompts import PromptLoader
 from pytest_atom.model.record import IterationRecord
 from pytest_atom.model.spec_types import ClaudeOptions, Spec
+from pytest_atom.model.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
+from pytest_atom.model.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.words import clip
 
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["score", "decision", "criteria", "feedback"],
-    "additionalProperties": False,
-    "properties": {
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "decision": {"enum": ["proceed", "refine", "rollback"]},
-        "criteria": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["criterion", "met", "evidence"],
-                "additionalProperties": False,
-                "properties": {
-                    "criterion": {"type": "string"},
-                    "met": {"type": "boolean"},
-                    "evidence": {"type": "string"},
-                },
-            },
-        },
-        "feedback": {"type": "string"},
-        "flaky": {"type": "array", "items": {"type": "string"}},
-    },
-}
-#: A step's verdict (multi-step specs) may also name the earlier step whose committed work
-#: is wrong: ``decision: rollback, target: <step id>``. Kept apart so a single-prompt spec
-#: offers the judge the same tool schema as before.
-STEP_VERDICT_SCHEMA: dict[str, Any] = {
-    **VERDICT_SCHEMA,
-    "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},
-}
 #: The most characters the reflector's prompt quotes of each piece of evidence; a longer
 #: one is clipped in its middle (`pytest_atom.words.clip`: head and tail kept, with a note
 #: saying how much was left out and where the whole is). About 200,000 characters in all,

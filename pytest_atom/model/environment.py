@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import site
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_atom import digest as digest_module
@@ -325,7 +325,12 @@ def left_out_variables_line(
     """One line naming the caller's variables a run did not get (names only, never values)
     and how to pass one; None when none was left out. A failed check or set-up that needed
     one (a ``JAVA_OPTS``, a ``DATABASE_URL``) is then explained, not a mystery."""
-    names = left_out(pass_env, caller)
+    return left_out_names_line(left_out(pass_env, caller))
+
+
+def left_out_names_line(names: Sequence[str]) -> str | None:
+    """`left_out_variables_line` of names already found (a session's, gathered from its
+    runs' properties); None when there are none."""
     if not names:
         return None
     shown = ", ".join(names[:_SHOWN])

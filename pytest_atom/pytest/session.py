@@ -28,6 +28,7 @@ from pytest_atom.reports.baseline import BaselineError, results_file, write_resu
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import (
+    environment_lines,
     failed_tries_lines,
     pass_rates,
     sandbox_warning_lines,
@@ -207,7 +208,7 @@ class AtomSession:
         for row in self.results:
             for label, text in row.notes():
                 _write(terminalreporter, f"{label}: {row.nodeid}: {text}")
-        for line in failed_tries_lines(self.results):
+        for line in failed_tries_lines(self.results) + environment_lines(self.results):
             _write(terminalreporter, line)
         if self.spending_limit:
             spend = self.harness.spend

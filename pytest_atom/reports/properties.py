@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.model.arms import arm_properties
+from pytest_atom.model.environment import left_out
 from pytest_atom.model.tolerance import format_tolerance
-from pytest_atom.reports.text import criteria_votes, drift_line, step_line
+from pytest_atom.reports.text import criteria_votes, drift_line, environment_clue_of, step_line
 
 if TYPE_CHECKING:
     from pytest_atom.model.result import SpecResult
@@ -50,6 +51,21 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         ),
         **step_properties(result),
         **arm_properties(result.spec),
+        **environment_properties(result),
+    }
+
+
+def environment_properties(result: SpecResult) -> dict[str, Any]:
+    """When a failure could be the environment's doing: what points at it
+    (``atom_environment``) and the caller variables the run left out, by name
+    (``atom_left_out_variables``), which the summary lists once a session."""
+    clue = environment_clue_of(result)
+    if clue is None:
+        return {}
+    names = left_out(result.spec.pass_env)
+    return {
+        "atom_environment": clue.quote,
+        **({"atom_left_out_variables": ", ".join(names)} if names else {}),
     }
 
 

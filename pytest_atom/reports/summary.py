@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_atom.inert import inert
+from pytest_atom.model.environment import left_out_names_line
 from pytest_atom.model.usage import ROLES
 from pytest_atom.reports.baseline import summary_cell as baseline_cell
 from pytest_atom.reports.rows import SummaryRow, spec_key
@@ -48,6 +49,31 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
     ]
 
 
+def environment_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """Once a session: the specs whose failure could be the environment's doing (a command
+    not found, a variable not set), and the caller variables their runs left out, by name,
+    with how to pass one. Under every failure, they buried the reports."""
+    suspects = [row for row in rows if row.properties.get("atom_environment")]
+    if not suspects:
+        return []
+    names: list[str] = sorted(
+        {
+            name
+            for row in suspects
+            for name in str(row.properties.get("atom_left_out_variables") or "").split(", ")
+            if name
+        }
+    )
+    which = "; ".join(f"{row.nodeid} (`{row.properties['atom_environment']}`)" for row in suspects)
+    many = len(suspects) > 1
+    line = (
+        f"environment: {len(suspects)} spec{'s' * many} failed on what may be the run's "
+        f"environment: {which}"
+    )
+    listed = left_out_names_line(names)
+    return [inert(line + (f". {listed}" if listed else ""))]
+
+
 def _role_cell(row: SummaryRow, role: str) -> str:
     used = row.roles.get(role)
     if used is None or not used.tokens:
@@ -55,7 +81,7 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
     # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
     # the cost columns say what was (JUnit and the trace keep each role's price).
-    return str(used.tokens) + (" recalled" if recalled else "")
+    return str(used.tokens) + (RECALLED if recalled else "")
 
 
 #: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
@@ -65,7 +91,11 @@ SUMMARY_WIDTH = 100
 
 def summary_width(is_terminal: bool, columns: int) -> int | None:
     """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
-    line a spec however wide, where the output is no terminal (a CI log, a file)."""
+    line a spec however wide, where the output is no terminal (a CI log, a file).
+
+    ``COLUMNS`` alone does not make a file a terminal: pytest-xdist's workers set
+    ``COLUMNS=80`` (and ``LINES=24``) for every process they start, so a nested session's
+    summary would change its shape under ``-n``."""
     return min(columns, SUMMARY_WIDTH) if is_terminal else None
 
 
@@ -77,8 +107,7 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
     roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
     plans = [inert(f"{row.nodeid}: {row.plan}") for row in rows if row.plan]
-    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
-    lines = _aligned(table, compared, left=2)
+    lines = _aligned(_table(rows, roles, compared), compared, left=2)
     if width is None:
         return lines + plans
     plans = [_clip_right(plan, width) for plan in plans]  # the whole plan is in HTML
@@ -91,6 +120,29 @@ def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """Tokens per role, once any spec used more than its executor."""
     used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]
     return tuple(used) if set(used) - {"executor"} else ()
+
+
+def _table(
+    rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool
+) -> list[tuple[str, ...]]:
+    """The header and a row of cells a spec run, a recalled role's word hung right of its
+    column's figures: ``4570 recalled`` over ``13`` would put the 13 under "recalled"."""
+    table = [_summary_header(roles, compared)] + [_summary_cells(r, roles, compared) for r in rows]
+    first = len(table[0]) - len(roles) - 3 - compared  # the role columns: before the costs
+    hung = {
+        i
+        for i in range(first, first + len(roles))
+        if any(row[i].endswith(RECALLED) for row in table[1:])
+    }
+    pad = " " * len(RECALLED)
+    return [
+        tuple(c + pad if i in hung and not c.endswith(RECALLED) else c for i, c in enumerate(row))
+        for row in table
+    ]
+
+
+#: What a role's cell says when a replay recalled that session's answer.
+RECALLED = " recalled"
 
 
 def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
@@ -138,13 +190,11 @@ def _stacked(
     indented under the header's, then its baseline deltas and tokens per role when the
     figures would not fit with them."""
     indent = "    "
-    header, *cells = [_summary_header(roles, compared)[2:]] + [
-        _summary_cells(r, roles, compared)[2:] for r in rows
-    ]
+    header, *cells = [row[2:] for row in _table(rows, roles, compared)]
     figures = _aligned([header, *cells], compared, left=0)
     more: list[list[str]] = [[] for _ in rows]
     if max(len(indent) + len(line) for line in figures) > width:
-        keep = [i for i, name in enumerate(header) if name not in roles]
+        keep = [i for i, name in enumerate(header) if name.rstrip() not in roles]
         figures = _aligned(
             [tuple(row[i] for i in keep) for row in [header, *cells]], compared, left=0
         )

@@ -6,13 +6,15 @@ the same thing about the same run.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.inert import inert
-from pytest_atom.model.environment import left_out_variables_line
+from pytest_atom.model.environment import left_out
+from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue, network_hint
 from pytest_atom.model.result import install_renderer
 from pytest_atom.paths import display_path
 from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
@@ -195,14 +197,67 @@ def failure_report(result: SpecResult) -> str:
     return inert("\n".join(lines))
 
 
-def _left_out_lines(result: SpecResult) -> list[str]:
-    """When a check or the set-up failed: the caller's variables the run did not get (a
-    check may have needed one), by name, and how to pass them."""
-    setup_failed = bool(result.harness_error and result.harness_error.startswith("set-up"))
-    if not (setup_failed or any(not c.passed for c in result.checks)):
+def _network_lines(result: SpecResult) -> list[str]:
+    """A failed command check the sandbox's proxy kept off the network: the host and the
+    allowance (a set-up's own error says it already: `SetupOutcome.problem`)."""
+    if result.spec.sandbox is None:
         return []
-    line = left_out_variables_line(result.spec.pass_env)
-    return [f"  environment: {line}"] if line else []
+    for check in result.checks:
+        if not check.passed and check.check.kind == "command":
+            run = str(check.check.params.get("run") or "")
+            hint = network_hint(check.evidence, run, "check")
+            if hint:
+                return [f"  network: {hint}"]
+    return []
+
+
+def environment_clue_of(result: SpecResult) -> EnvironmentClue | None:
+    """What in a failed check's or set-up's output points at the run's environment (a
+    command not found, a variable not set); None when nothing does."""
+    texts = [f"{c.summary}\n{c.evidence}" for c in result.checks if not c.passed]
+    if result.harness_error and result.harness_error.startswith("set-up"):
+        texts.append(result.harness_error)  # it quotes the set-up's last lines
+    if not texts:
+        return None
+    dropped = left_out(result.spec.pass_env)
+    # What the run did get: the caller's passed variables and the spec's own `env:`.
+    given = {*os.environ, *result.spec.env}
+    return environment_clue("\n".join(texts), dropped, given)
+
+
+def _left_out_lines(result: SpecResult) -> list[str]:
+    """When the failure could be the environment's doing: what points at it, and the fix.
+    A variable the run left out and the output names is said here; the whole list of the
+    caller's variables left out is said once a session, under the summary
+    (`reports.summary.environment_lines`)."""
+    lines = _network_lines(result)
+    clue = environment_clue_of(result)
+    if clue is None:
+        return lines
+    quote = f"`{clue.quote}`"
+    if clue.left_out:
+        names = ", ".join(clue.left_out)
+        one = len(clue.left_out) == 1
+        return [
+            *lines,
+            f"  environment: {quote}: {names} {'is a caller variable' if one else 'are caller variables'} "
+            f"left out of the run's environment; pass {'it' if one else 'them'} with "
+            f"`pass_env: [{names}]` in the spec or .atom/config.yaml",
+        ]
+    if clue.unset:
+        names = ", ".join(clue.unset)
+        example = f"{{{clue.unset[0]}: ...}}"
+        return [
+            *lines,
+            f"  environment: {quote}: {names} is set neither in the run's environment nor "
+            f"the caller's; set it with the spec's `env: {example}`",
+        ]
+    return [
+        *lines,
+        f"  environment: {quote}: the run's environment is built from parts, so a command "
+        "the caller's shell finds may need a variable it left out (`pass_env: [NAME]`); "
+        "those are listed once, under the session's summary",
+    ]
 
 
 def _cause_lines(result: SpecResult) -> list[str]:

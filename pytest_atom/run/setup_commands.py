@@ -24,6 +24,7 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.judge.checks import run_shell
 from pytest_atom.model.environment import build_env
+from pytest_atom.model.environment_clues import network_hint
 
 _STARTED = "$ "
 
@@ -36,13 +37,24 @@ class SetupOutcome:
     output: str
     exit_code: int | None = None  # the failing command's, when the shell said
     failed: str | None = None  # the command that failed
+    confined: bool = False  # it ran in the sandbox, whose proxy is its only network
 
     def problem(self) -> str:
-        """The harness error a failed set-up becomes: the command, its code, its last lines."""
+        """The harness error a failed set-up becomes: the command, its code, what the
+        sandbox refused it (and the spec key that allows it), its last lines."""
         tail = "\n".join(self.output.strip().splitlines()[-30:])
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"
-        return f"set-up command {which}{code} (the agent did not start):\n{tail}"
+        hint = network_hint(self.failed_output(), self.failed or "") if self.confined else None
+        lines = [f"set-up command {which}{code} (the agent did not start):", hint, tail]
+        return "\n".join(line for line in lines if line)
+
+    def failed_output(self) -> str:
+        """The failed command's own lines: from its ``$ `` line on."""
+        if self.failed is None:
+            return self.output
+        start = self.output.rfind(_STARTED + (self.failed.splitlines() or [""])[0])
+        return self.output[max(start, 0) :]
 
 
 def setup_script(commands: Sequence[str]) -> str:
@@ -101,11 +113,11 @@ def _outcome(
     failed = next((c for c in reversed(commands) if (c.splitlines() or [""])[0] in started), None)
     if code is None:
         note = f"\n[timed out after {timeout:g}s]"
-        return SetupOutcome(False, output + note, None, failed)
+        return SetupOutcome(False, output + note, None, failed, confined)
     if failed is None and confined:
         return SetupOutcome(
             False,
             f"the sandbox runtime (srt) exited {code} before running the set-up:\n{output}",
             code,
         )
-    return SetupOutcome(False, output, code, failed)
+    return SetupOutcome(False, output, code, failed, confined)
