@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import click
 import pytest
@@ -155,7 +156,7 @@ def test_no_page_shows_a_backslash_before_a_pipe(site: Path) -> None:
     assert not shown, f"pages that show a backslash before a pipe: {shown}"
 
 
-def _hooks() -> object:
+def _hooks() -> ModuleType:
     """docs/hooks.py, the module mkdocs loads from its path (it is no package)."""
     spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
     assert spec is not None and spec.loader is not None
@@ -167,7 +168,7 @@ def _hooks() -> object:
 
 def test_a_generated_cell_escapes_pipes_outside_code_spans_only() -> None:
     """Outside a code span a pipe would split the cell; inside one the escape would show."""
-    cell = getattr(_hooks(), "_cell")
+    cell = _hooks()._cell
     assert cell("`FILE|SPEC` or a|b\nnext") == "`FILE|SPEC` or a\\|b next"
 
 
