@@ -136,6 +136,18 @@ def test_every_page_is_in_the_navigation(site_text: str) -> None:
         assert title in site_text, title
 
 
+def test_no_page_states_a_test_count() -> None:
+    """Counts of tests and CLI processes rot with the next test added: generate or leave out."""
+    count = re.compile(r"\b\d[\d,]*(?: of them)? (?:tests|CLI processes|`claude -p` sessions)\b")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    stated = {
+        str(page.relative_to(REPO)): found
+        for page in pages
+        if (found := count.findall(page.read_text(encoding="utf-8")))
+    }
+    assert not stated, f"pages that state counts which rot: {stated}"
+
+
 def test_the_readme_links_only_to_pages_that_exist() -> None:
     """The README links into docs/ by file; a moved or renamed page must not leave it dangling."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
