@@ -52,7 +52,16 @@ def _type_of(schema: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for one table cell: on one line, its pipes escaped outside code spans only.
+
+    Python-Markdown's tables never split on a pipe inside a code span, and show a backslash
+    there literally: `FILE\\|SPEC` would reach the page with its backslash.
+    """
+    parts = re.split(r"(`[^`\n]*`)", text.replace("\n", " "))
+    return "".join(
+        part if part.startswith("`") and len(part) > 1 else part.replace("|", "\\|")
+        for part in parts
+    )
 
 
 def _properties_table(node: dict[str, Any]) -> list[str]:

@@ -8,15 +8,23 @@ and the site misses fails here. Nothing here starts Claude Code.
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import click
 import pytest
+from click.testing import CliRunner
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.remote.webdriver import WebDriver
 
 from atom_cli.main import main
 
@@ -128,6 +136,18 @@ def test_every_page_is_in_the_navigation(site_text: str) -> None:
         assert title in site_text, title
 
 
+def test_no_page_states_a_test_count() -> None:
+    """Counts of tests and CLI processes rot with the next test added: generate or leave out."""
+    count = re.compile(r"\b\d[\d,]*(?: of them)? (?:tests|CLI processes|`claude -p` sessions)\b")
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    stated = {
+        str(page.relative_to(REPO)): found
+        for page in pages
+        if (found := count.findall(page.read_text(encoding="utf-8")))
+    }
+    assert not stated, f"pages that state counts which rot: {stated}"
+
+
 def test_the_readme_links_only_to_pages_that_exist() -> None:
     """The README links into docs/ by file; a moved or renamed page must not leave it dangling."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
@@ -135,3 +155,86 @@ def test_the_readme_links_only_to_pages_that_exist() -> None:
     assert len(links) > 10
     missing = sorted({link for link in links if not (REPO / link).is_file()})
     assert not missing, f"README links to files that do not exist: {missing}"
+
+
+def test_no_page_shows_a_backslash_before_a_pipe(site: Path) -> None:
+    """A `\\|` escaped inside a table's code span reaches the page literally (`FILE\\|SPEC`)."""
+    shown = {
+        str(page.relative_to(site)): line.strip()
+        for page in sorted(site.rglob("*.html"))
+        for line in _text(page).splitlines()
+        if "\\|" in line
+    }
+    assert not shown, f"pages that show a backslash before a pipe: {shown}"
+
+
+def _hooks() -> ModuleType:
+    """docs/hooks.py, the module mkdocs loads from its path (it is no package)."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_generated_cell_escapes_pipes_outside_code_spans_only() -> None:
+    """Outside a code span a pipe would split the cell; inside one the escape would show."""
+    cell = _hooks()._cell
+    assert cell("`FILE|SPEC` or a|b\nnext") == "`FILE|SPEC` or a\\|b next"
+
+
+def test_the_atom_init_row_says_what_init_writes(site: Path, tmp_path: Path) -> None:
+    """`atom init` leaves pyproject.toml alone and writes .atom/config.yaml: the page says so."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    done = CliRunner().invoke(main, ["init", str(tmp_path)])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "pyproject.toml").read_text(encoding="utf-8") == "[project]\nname = 'x'\n"
+    assert (tmp_path / ".atom" / "config.yaml").is_file()
+    page = _text(site / "reference" / "cli" / "index.html")
+    row = page[page.index("atom init [DIR]") :].split("atom cassette show", 1)[0]
+    assert ".atom/config.yaml" in row and "merged" not in row, row
+    assert "leaves pytest's own settings" in row, row
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
+    """Debian's headless Chromium at 1280 px; a skip without it (a failure in CI)."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromedriver = shutil.which("chromedriver")
+    if not (chromium and chromedriver):
+        reason = "Chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI never skips the browser tests)")
+        pytest.skip(reason)
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    profile = tmp_path_factory.mktemp("chromium")
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--no-first-run",
+        "--window-size=1280,1800",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_annotated_spec_example_fits_a_1280_px_window(site: Path, browser: WebDriver) -> None:
+    """Its comments are the point of the example: none may hide behind a horizontal scroll."""
+    browser.get((site / "reference" / "spec-format" / "index.html").as_uri())
+    sizes = browser.execute_script(
+        "const code = document.querySelector('.md-content pre > code');"
+        "return [code.scrollWidth, code.clientWidth, code.textContent.length];"
+    )
+    scroll, client, length = sizes
+    assert length > 2000, "the annotated example is no longer the page's first code block"
+    assert scroll <= client, f"the example is {scroll} px wide in a {client} px block"
