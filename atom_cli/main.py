@@ -56,6 +56,11 @@ LAZY_COMMANDS = {
         "results",
         "Combine the results of a CI matrix's shards into one report and gate.",
     ),
+    "cache": (
+        "atom_cli.cache_cmd",
+        "cache",
+        "List and prune the set-up cache (what specs' setup: made).",
+    ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
     "trials": (
         "atom_cli.trials_cmd",
