@@ -141,7 +141,7 @@ def test_a_changed_lock_file_runs_set_up_again(tmp_path: Path) -> None:
 def test_a_file_set_up_changed_that_differs_now_runs_set_up_again(tmp_path: Path) -> None:
     source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
     edit = ("sed -i 's/VERSION/VERSION, __name__/' app.py",)
-    _, first = set_up(source, tmp_path / "r1", cache, edit)
+    set_up(source, tmp_path / "r1", cache, edit)
     _, again = set_up(source, tmp_path / "r2", cache, edit)
     assert again.cache is not None and again.cache.startswith("restored")
     # app.py is no lock file: the key is the same, but set-up ran on another app.py.
