@@ -442,9 +442,12 @@ def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str], mode: CacheMode)
 
 
 def _names_path(path: Path, olds: Sequence[str]) -> bool:
-    """Whether the file names one of the folders `olds` (read in full: set-up cost more)."""
+    """Whether the text file names one of the folders `olds` (read in full: set-up cost
+    more). A binary file (a NUL in it) is never rewritten: its strings are length-prefixed
+    (a ``.pyc``, whose source path shows only in tracebacks), and the new path's length
+    differs in general."""
     data = path.read_bytes()
-    return any(old.encode() in data for old in olds)
+    return b"\0" not in data and any(old.encode() in data for old in olds)
 
 
 def _file_digest(path: Path) -> str | None:
@@ -494,7 +497,9 @@ def intact(entry: Entry) -> bool:
 
 
 def restore(entry: Entry, attempt: Path, *, run_dir: Path, mode: CacheMode = "copy") -> None:
-    """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten."""
+    """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten.
+    (Plain string paths: a virtualenv is thousands of files, and pathlib's joins cost as
+    much as the copies.)"""
     swap = _swapper(entry.manifest["paths"], _path_forms(attempt, run_dir))
     for rel in entry.manifest["deleted"]:
         target = attempt / rel
@@ -502,31 +507,39 @@ def restore(entry: Entry, attempt: Path, *, run_dir: Path, mode: CacheMode = "co
             shutil.rmtree(target, ignore_errors=True)
         else:
             target.unlink(missing_ok=True)
-    tree = entry.path / _TREE
+    tree, into = os.path.join(entry.path, _TREE), str(attempt)
     folders = []
     for item in entry.manifest["files"]:
         rel, kind = item["rel"], item["kind"]
-        dest = attempt / rel
+        dest = os.path.join(into, rel)
         if kind == "dir":
-            dest.mkdir(exist_ok=True)
+            os.makedirs(dest, exist_ok=True)
             folders.append((dest, item["mode"]))
             continue
-        if os.path.lexists(dest):
-            dest.unlink()
         if kind == "link":
             target = item["target"]
+            _replace(dest)
             os.symlink(swap(target.encode()).decode() if item["rewrite"] else target, dest)
             continue
+        src = os.path.join(tree, rel)
         if item["rewrite"]:
-            _rewritten(tree / rel, dest, swap)
-        else:
-            _place(tree / rel, dest, mode)
-        if not (mode == "link" and dest.stat().st_nlink > 1):  # a link shares the cache's
-            os.utime(dest, ns=(item["mtime"], item["mtime"]))
-            dest.chmod(item["mode"])
+            _replace(dest)
+            with open(src, "rb") as f, open(dest, "wb") as out:
+                out.write(swap(f.read()))
+        elif not _place(src, dest, mode):
+            continue  # hard-linked: the cache's own mtime and mode
+        os.utime(dest, ns=(item["mtime"], item["mtime"]))
+        if item["mode"] != 0o644:
+            os.chmod(dest, item["mode"])
     for folder, bits in reversed(folders):  # a read-only folder once its files are in
-        folder.chmod(bits)
+        os.chmod(folder, bits)
     os.utime(entry.path / _MANIFEST)  # last used: `atom cache prune` goes by it
+
+
+def _replace(path: str) -> None:
+    """Make room for a restored path where set-up changed one of the workspace's."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        os.unlink(path)
 
 
 def _swapper(olds: Mapping[str, str], news: Mapping[str, str]) -> Callable[[bytes], bytes]:
@@ -541,50 +554,42 @@ def _swapper(olds: Mapping[str, str], news: Mapping[str, str]) -> Callable[[byte
     return swap
 
 
-def _rewritten(src: Path, dest: Path, swap: Callable[[bytes], bytes]) -> None:
-    """`src` with the new paths into `dest`: a text file always, a binary one (a NUL in it)
-    only where every replacement keeps its length, else as it was."""
-    data = src.read_bytes()
-    new = swap(data)
-    if b"\0" in data and len(new) != len(data):
-        new = data
-    dest.write_bytes(new)
-
-
 #: Linux's FICLONE ioctl: the destination shares the source's blocks (btrfs, XFS).
 _FICLONE = 0x40049409
 
 
-def _place(src: Path, dest: Path, mode: CacheMode) -> None:
-    """`dest` as `src`: a hard link (`link` mode, same file system), else a clone, else a
-    copy (the kernel's copy_file_range)."""
+def _place(src: str, dest: str, mode: CacheMode) -> bool:
+    """`dest` as `src`: a hard link (`link` mode, same file system; True), else a clone,
+    else a copy (the kernel's copy_file_range); False for a link."""
+    _replace(dest)
     if mode == "link":
         try:
             os.link(src, dest)
-            return
+            return False
         except OSError:
             pass
-    if sys.platform.startswith("linux") and _clone(src, dest):
-        return
-    shutil.copyfile(src, dest)
+    if not (sys.platform.startswith("linux") and _clone(src, dest)):
+        shutil.copyfile(src, dest)
+    return True
 
 
 _CLONE_WORKS: dict[int, bool] = {}
 
 
-def _clone(src: Path, dest: Path) -> bool:
+def _clone(src: str, dest: str) -> bool:
     """A reflink of `src` at `dest`; False where the file system cannot (remembered per
-    device: an ext4 cache is asked once)."""
-    device = os.stat(src).st_dev
+    device of the cache: an ext4 one is asked once)."""
+    device = os.stat(os.path.dirname(src)).st_dev
     if _CLONE_WORKS.get(device) is False:
         return False
-    with src.open("rb") as fin, dest.open("wb") as fout:
+    with open(src, "rb") as fin, open(dest, "wb") as fout:
         try:
             fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
         except OSError as exc:
             if exc.errno in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
                 _CLONE_WORKS[device] = False
-                dest.unlink()
+                fout.close()
+                os.unlink(dest)
                 return False
             raise
     _CLONE_WORKS[device] = True
