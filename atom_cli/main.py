@@ -83,7 +83,7 @@ class AtomGroup(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*self.commands, *LAZY_COMMANDS])
+        return sorted({*self.commands, *LAZY_COMMANDS})  # a loaded one is in both
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in LAZY_COMMANDS and name not in self.commands:

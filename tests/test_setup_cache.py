@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.model.spec_types import SandboxOptions
-from pytest_atom.run import setup_cache
+from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_commands import SetupCache, SetupOutcome, run_setup
 
 VENV_SETUP = (
@@ -202,12 +202,12 @@ def test_the_key_holds_the_toolchain_and_the_environment_but_not_the_run_folder(
     def key(folder: Path, **extra: str) -> str:
         run = folder.parent.parent
         values = {**env, "HOME": str(run / "home"), "GIT_CEILING_DIRECTORIES": str(run), **extra}
-        return setup_cache.setup_key(VENV_SETUP, folder, values, run_dir=run).digest
+        return setup_key.setup_key(VENV_SETUP, folder, values, run_dir=run).digest
 
     assert key(attempt) == key(other)
     assert key(attempt) != key(attempt, PIP_INDEX_URL="https://mirror.invalid")
     assert key(attempt) != key(attempt, PATH="/nowhere")  # another python3, or none
-    tools = setup_cache.toolchain(["FOO=1 python3 -m venv x && node -v"], os.environ["PATH"])
+    tools = setup_key.toolchain(["FOO=1 python3 -m venv x && node -v"], os.environ["PATH"])
     assert "python3" in tools and "FOO=1" not in tools
 
 
@@ -217,8 +217,8 @@ def test_inputs_name_what_keys_set_up_instead_of_the_lock_files(tmp_path: Path) 
     (attempt / "src" / "x.py").write_text("")
     (attempt / "node_modules").mkdir()
     (attempt / "node_modules" / "package.json").write_text("{}")
-    assert setup_cache.input_files(attempt) == ["requirements.txt"]
-    assert setup_cache.input_files(attempt, ["src/*.py", "*.whl"]) == [
+    assert setup_key.input_files(attempt) == ["requirements.txt"]
+    assert setup_key.input_files(attempt, ["src/*.py", "*.whl"]) == [
         "src/x.py",
         "tinypkg-1.0-py3-none-any.whl",
     ]
@@ -230,7 +230,7 @@ def test_prune_goes_by_last_use_age_and_size(tmp_path: Path) -> None:
         folder = root / f"{n:064x}"
         folder.mkdir(parents=True)
         (folder / "manifest.json").write_text(
-            f'{{"format": {setup_cache.FORMAT}, "size": {size}, "files": []}}'
+            f'{{"format": {setup_key.FORMAT}, "size": {size}, "files": []}}'
         )
         os.utime(folder / "manifest.json", (used, used))
     (root / "broken").mkdir()
@@ -259,3 +259,32 @@ def test_atom_cache_lists_and_prunes_entries(
     pruned = runner.invoke(main, ["cache", "prune", "--all"])
     assert pruned.exit_code == 0 and "deleted 1 entries" in pruned.output
     assert "is empty" in runner.invoke(main, ["cache", "list"]).output
+
+
+def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path: Path) -> None:
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.model.spec_types import SpecError
+
+    listed = tmp_path / "listed.atom.yaml"
+    listed.write_text("name: listed\nprompt: p\nsetup: [make]\n")
+    mapped = tmp_path / "mapped.atom.yaml"
+    mapped.write_text(
+        "name: mapped\nprompt: p\nsetup: {run: [make], inputs: [Makefile], cache: false}\n"
+    )
+    one, two = load_spec(listed), load_spec(mapped)
+    assert (one.setup, one.setup_inputs, one.setup_cache) == (("make",), (), True)
+    assert (two.setup, two.setup_inputs, two.setup_cache) == (("make",), ("Makefile",), False)
+    typo = tmp_path / "typo.atom.yaml"
+    typo.write_text("name: typo\nprompt: p\nsetup: {run: [make], input: [Makefile]}\n")
+    with pytest.raises(SpecError, match="setup"):
+        load_spec(typo)
+
+
+def test_run_folders_and_the_set_up_cache_have_size_caps_by_default() -> None:
+    from pytest_atom.model.settings import Layer, RunSettings, resolve
+
+    defaults = RunSettings()
+    assert defaults.keep_runs_size == 2 * 10**9 and defaults.setup_cache_size == 5 * 10**9
+    assert defaults.setup_cache == "copy"
+    changed = resolve([Layer("the ini file", {"keep_runs_size": "0", "setup_cache": "off"})])
+    assert changed.keep_runs_size == 0 and changed.setup_cache == "off"

@@ -26,7 +26,7 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.judge.checks import run_shell
 from pytest_atom.model.environment import build_env
-from pytest_atom.run import setup_cache
+from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_cache import CacheMode, SetupKey
 
 _STARTED = "$ "
@@ -105,7 +105,7 @@ def run_setup(
     built = setup_env(run_dir, env, pass_env)
     if cache is None:
         return _run(commands, cwd, run_dir, confinement, built, timeout)
-    key = setup_cache.setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
+    key = setup_key.setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
     restored = _restore(cache, key, cwd, run_dir)
     if restored is not None:
         return restored
