@@ -56,6 +56,11 @@ LAZY_COMMANDS = {
         "results",
         "Combine the results of a CI matrix's shards into one report and gate.",
     ),
+    "cache": (
+        "atom_cli.cache_cmd",
+        "cache",
+        "List and prune the set-up cache (what specs' setup: made).",
+    ),
     "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
     "trials": (
         "atom_cli.trials_cmd",
@@ -78,7 +83,7 @@ class AtomGroup(click.Group):
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*self.commands, *LAZY_COMMANDS])
+        return sorted({*self.commands, *LAZY_COMMANDS})  # a loaded one is in both
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in LAZY_COMMANDS and name not in self.commands:

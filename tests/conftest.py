@@ -75,6 +75,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_setup_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's set-up cache (pytest_atom.run.setup_cache), never the user's: a test
+    neither fills it nor finds a set-up an earlier session kept there."""
+    from pytest_atom.run.setup_cache import ROOT_VARIABLE
+
+    before = os.environ.get(ROOT_VARIABLE)
+    folder = tmp_path_factory.mktemp("setup-cache")
+    os.environ[ROOT_VARIABLE] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop(ROOT_VARIABLE, None)
+    else:
+        os.environ[ROOT_VARIABLE] = before
+
+
 @pytest.fixture(scope="session")
 def replays(pytestconfig: pytest.Config) -> int:
     """How many times the determinism sweep replays the realistic session per match mode

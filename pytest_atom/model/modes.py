@@ -25,3 +25,8 @@ SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]
 
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
+
+#: How a spec's set-up result comes back from the user's cache (run.setup_cache): cloned or
+#: copied, hard-linked, or never cached (set-up runs every time).
+SetupCacheMode = Literal["copy", "link", "off"]
+SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "link", "off")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_atom.model.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES
+from pytest_atom.model.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES, SETUP_CACHE_MODES
 
 #: What a setting's value is: the front ends choose their option types from it.
 Kind = Literal["choice", "flag", "text", "number", "size", "names", "path", "paths", "tolerance"]
@@ -186,8 +186,30 @@ OPTIONS: tuple[Option, ...] = (
         "keep_runs_size",
         "size",
         "after the session, also delete the oldest run folders until all fit in SIZE "
-        "(such as 500MB); the newest of each spec and this session's failures stay.",
-        default="no bound",
+        "(such as 500MB; 0: no bound); the newest of each spec and this session's failures "
+        "stay (default 2GB).",
+        default="2GB",
+        metavar="SIZE",
+    ),
+    Option(
+        "setup_cache",
+        "choice",
+        "what a spec's setup: made in the attempt folder (a virtualenv, node_modules) is "
+        "kept per user, keyed on the commands, the lock files (or the spec's setup: "
+        "{inputs}), the toolchain and the environment, and restored without running them. "
+        "copy (the default): restored by reflink where the file system can, else copied; "
+        "link: hard links, fastest, files shared read-only with the cache; off: set-up "
+        "runs every time.",
+        default="copy",
+        choices=SETUP_CACHE_MODES,
+        ini_note="copy, link or off",
+    ),
+    Option(
+        "setup_cache_size",
+        "size",
+        "after the session, delete the least recently used set-up cache entries until the "
+        "cache fits in SIZE (0: no bound; default 5GB); `atom cache prune` does it by hand.",
+        default="5GB",
         metavar="SIZE",
     ),
     Option(

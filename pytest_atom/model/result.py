@@ -156,6 +156,9 @@ class SpecResult:
     harness_error: str | None = None  # e.g. a malformed verdict: never a pass
     script_error: str | None = None  # the spec's script could not answer: a spec error
     setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
+    #: What the set-up cache did: "restored <key>" (no set-up command ran), "stored <key>",
+    #: "not stored: <why>"; None without set-up or with the cache off.
+    setup_cache: str | None = None
     #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
     #: left out, workspace-relative: the agent never saw them.
     left_out: tuple[str, ...] = ()

@@ -35,13 +35,22 @@ from pytest_atom.model.modes import (
     JUDGE_MODES,
     MATCH_MODES,
     RECORD_MODES,
+    SETUP_CACHE_MODES,
     JudgeMode,
     MatchMode,
     RecordMode,
+    SetupCacheMode,
 )
 from pytest_atom.model.options import OPTIONS
 
 DEFAULT_KEEP_RUNS = 10
+#: Run folders of a project, all specs together (`keep_runs_size`): ten runs of a
+#: JavaScript project with its node_modules (185 MB each) fit; the newest run of each
+#: spec and a session's failures stay whatever the bound.
+DEFAULT_KEEP_RUNS_SIZE = 2 * 10**9
+#: The user's set-up cache (`setup_cache_size`), all projects together: a dozen or so
+#: virtualenvs or node_modules trees, each key's newest; the least recently used go first.
+DEFAULT_SETUP_CACHE_SIZE = 5 * 10**9
 
 
 class SettingsError(ValueError):
@@ -64,8 +73,12 @@ class RunSettings:
     runs_dir: Path | None = None  # None: .atom/runs under the project's root
     keep_runs: int = DEFAULT_KEEP_RUNS
     #: After a session, the oldest run folders go until all of them fit in this many bytes
-    #: (None: no bound); the newest of each spec and this session's failures stay.
-    keep_runs_size: int | None = None
+    #: (0 or None: no bound); the newest of each spec and this session's failures stay.
+    keep_runs_size: int | None = DEFAULT_KEEP_RUNS_SIZE
+    #: How a spec's set-up result is cached and restored (run.setup_cache), and the bound
+    #: of the user's cache after a session (0 or None: none).
+    setup_cache: SetupCacheMode = "copy"
+    setup_cache_size: int | None = DEFAULT_SETUP_CACHE_SIZE
     #: The spec files and folders `pytest --atom` (and `atom validate`) take when none are
     #: named; relative ones are the project root's.
     paths: tuple[Path, ...] = ()
@@ -238,6 +251,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "runs_dir": _path,
     "keep_runs": _whole(0, " (0 keeps every run folder)"),
     "keep_runs_size": _size,
+    "setup_cache": _choice(SETUP_CACHE_MODES),
+    "setup_cache_size": _size,
     "paths": _spec_paths,
     "repeat": _whole(1, ""),
     "resume": _path,

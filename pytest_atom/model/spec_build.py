@@ -46,10 +46,21 @@ from pytest_atom.model.spec_validation import label, schema_with, validate
 # --- schema-valid data -> Spec ----------------------------------------------------------------
 
 
+def _setup(value: list[str] | dict[str, Any]) -> dict[str, Any]:
+    """`setup:` as a list of commands, or `{run: [...], inputs: [...], cache: bool}`."""
+    if isinstance(value, dict):
+        return {
+            "setup": tuple(value.get("run", [])),
+            "setup_inputs": tuple(value.get("inputs", [])),
+            "setup_cache": bool(value.get("cache", True)),
+        }
+    return {"setup": tuple(value)}
+
+
 def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
     kw.update(_workspace(doc, loc, m))
-    kw["setup"] = tuple(m.get("setup", []))
+    kw.update(_setup(m.get("setup", [])))
     kw["include"] = tuple(
         inside_folder(doc, loc + ("include", i), glob, "the workspace")
         for i, glob in enumerate(m.get("include", []))

@@ -238,6 +238,10 @@ class Spec:
     #: spec files, their scripts and cassettes and `.atom/` otherwise).
     include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
+    #: `setup: {inputs: [...]}`: the workspace files (globs) set-up reads, which key its
+    #: cache (none named: the lock files found); `setup: {cache: false}` never caches it.
+    setup_inputs: tuple[str, ...] = ()
+    setup_cache: bool = True
     #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     #: `pass_env:`: caller variables (names or globs) its processes get (model/environment.py);

@@ -398,6 +398,7 @@ def _atom_section(
         "warnings": list(result.warnings),
         "drift": drift_line(result.drift),
         "setup_output": result.setup_output,
+        "setup_cache": result.setup_cache,
         "left_out": list(result.left_out),
         "repeat": repeat,
         "steps": result.steps_summary,

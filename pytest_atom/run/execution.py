@@ -76,7 +76,8 @@ from pytest_atom.paths import cli_slug
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime
-from pytest_atom.run.setup_commands import run_setup
+from pytest_atom.run.setup_cache import CacheMode, cache_root
+from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
 
@@ -133,6 +134,9 @@ class AttemptLoop:
     attempts: list[Attempt] = field(default_factory=list)
     harness_error: str | None = None
     setup_output: str | None = None  # what the spec's `setup:` commands printed
+    #: How set-up results are cached (`--atom-setup-cache`), and what the cache did.
+    setup_mode: CacheMode = "copy"
+    setup_cache: str | None = None
     #: pytest-atom's own files the workspace copy left out (workspace-relative).
     left_out: tuple[str, ...] = ()
     budget: Budget = field(init=False)
@@ -349,14 +353,22 @@ class AttemptLoop:
             env=self.spec_env,
             pass_env=self.spec.pass_env,
             timeout=self.spec.timeout,
+            cache=self.cache_for(workspace),
         )
         (self.run_dir / "setup").mkdir(exist_ok=True)
         (self.run_dir / "setup" / "output.log").write_text(outcome.output, encoding="utf-8")
-        self.setup_output = outcome.output
+        self.setup_output, self.setup_cache = outcome.output, outcome.cache
         if not outcome.ok:
             raise SetupFailed(outcome.problem())
         if from_git:  # the set-up's work is part of the state the agent starts from
             snapshot_repo(path, amend=True)
+
+    def cache_for(self, workspace: Path | None) -> SetupCache | None:
+        """Where this run's set-up is cached: None with `--atom-setup-cache off` or the
+        spec's `setup: {cache: false}`."""
+        if self.setup_mode == "off" or not self.spec.setup_cache:
+            return None
+        return SetupCache(cache_root(), self.setup_mode, self.spec.setup_inputs, workspace)
 
     def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.

@@ -136,13 +136,19 @@ class Harness:
         return result
 
     def finish(self) -> None:
-        """After the session: old run folders go (this session's failed ones stay)."""
+        """After the session: old run folders go (this session's failed ones stay), and the
+        least recently used set-up cache entries beyond its bound."""
         prune_runs(
             self.runs_dir.resolve(),
             self.settings.keep_runs,
             session_start=self.started,
             max_bytes=self.settings.keep_runs_size,
         )
+        if self.settings.setup_cache_size:
+            from pytest_atom.run import setup_cache
+
+            root = setup_cache.cache_root()
+            setup_cache.prune(setup_cache.to_prune(root, max_bytes=self.settings.setup_cache_size))
 
 
 def file_layers(ini: dict[str, Any], config: AtomConfig) -> list[Layer]:

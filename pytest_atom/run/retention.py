@@ -6,8 +6,8 @@ stay, and so does every failed run of that session: a failure is what someone wi
 to open. A run folder says itself whether its run passed: a passing run promotes its
 attempt to ``committed/``. ``keep = 0`` keeps every folder.
 
-A size bound (``keep_runs_size``) then deletes the oldest of the folders left, across
-specs, until all of them fit in it: it never deletes the newest folder of a spec nor a
+A size bound (``keep_runs_size``, 2GB by default: `DEFAULT_KEEP_RUNS_SIZE`) then deletes
+the oldest of the folders left, across specs, until all of them fit in it: it never deletes the newest folder of a spec nor a
 failed run of the session, so a bound smaller than those is exceeded rather than losing
 what someone will open. A file hard-linked in several places (``committed/``) counts once.
 

@@ -9,14 +9,16 @@ Code's own sandbox is built on) with the settings the agent's sandbox gets
 they run unconfined, as the agent then does.
 
 The set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
-agent's conversation or the spec's cassette; replays run it just the same.
+agent's conversation or the spec's cassette. What it made in the attempt folder is kept in
+the user's set-up cache (run.setup_cache): a later attempt, replay or run whose key is the
+same gets it back without running a command, and without the network.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.sandbox import Confinement
@@ -25,6 +27,8 @@ from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.judge.checks import run_shell
 from pytest_atom.model.environment import build_env
 from pytest_atom.model.environment_clues import network_hint
+from pytest_atom.run import setup_cache, setup_key
+from pytest_atom.run.setup_cache import CacheMode, SetupKey
 
 _STARTED = "$ "
 
@@ -38,6 +42,9 @@ class SetupOutcome:
     exit_code: int | None = None  # the failing command's, when the shell said
     failed: str | None = None  # the command that failed
     confined: bool = False  # it ran in the sandbox, whose proxy is its only network
+    #: What the set-up cache did: "restored <key>" (no command ran), "stored <key>",
+    #: "not stored: <why>"; None when the cache is off.
+    cache: str | None = None
 
     def problem(self) -> str:
         """The harness error a failed set-up becomes: the command, its code, what the
@@ -78,6 +85,18 @@ def setup_env(
     return built
 
 
+@dataclass(frozen=True)
+class SetupCache:
+    """Where set-up results are kept and how they come back (run.setup_cache): the spec's
+    `setup: {inputs: [...]}` globs (empty: the lock files found) and the workspace the
+    attempt is a copy of (None: an empty one)."""
+
+    root: Path
+    mode: CacheMode = "copy"
+    inputs: tuple[str, ...] = ()
+    source: Path | None = None
+
+
 def run_setup(
     commands: Sequence[str],
     cwd: Path,
@@ -87,13 +106,77 @@ def run_setup(
     env: Mapping[str, str],
     pass_env: Sequence[str] = (),
     timeout: float,
+    cache: SetupCache | None = None,
 ) -> SetupOutcome:
     """Run `commands` in `cwd` inside the agent's confinement; `env` is the spec's `env:`,
-    and `pass_env` the caller variables it passes (pytest_atom.model.environment).
+    and `pass_env` the caller variables it passes (pytest_atom.model.environment). With a
+    `cache`, an entry for the same key is restored instead, and a set-up that ran is kept.
 
     Raises SandboxUnavailableError (saying how to install it) when the sandbox runtime
     cannot run here."""
     built = setup_env(run_dir, env, pass_env)
+    if cache is None:
+        return _run(commands, cwd, run_dir, confinement, built, timeout)
+    key = setup_key.setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
+    restored = _restore(cache, key, cwd, run_dir)
+    if restored is not None:
+        return restored
+    before = setup_cache.scan(cwd)
+    outcome = _run(commands, cwd, run_dir, confinement, built, timeout)
+    if not outcome.ok:
+        return outcome
+    found = setup_cache.changes(before, setup_cache.scan(cwd))
+    if found.unkept:
+        return replace(outcome, cache=f"not stored: {found.unkept}")
+    try:
+        setup_cache.store(
+            cache.root,
+            key,
+            cwd,
+            found,
+            run_dir=run_dir,
+            source=cache.source,
+            output=outcome.output,
+            mode=cache.mode,
+        )
+    except OSError as exc:  # a full disk: the run goes on, the next one sets up again
+        return replace(outcome, cache=f"not stored: {exc}")
+    return replace(outcome, cache=f"stored {key.short}")
+
+
+def _restore(cache: SetupCache, key: SetupKey, cwd: Path, run_dir: Path) -> SetupOutcome | None:
+    """The outcome of restoring `key`'s entry into `cwd`; None: set-up must run (no entry,
+    or one that does not fit this workspace, or that someone wrote into)."""
+    entry = setup_cache.load_entry(cache.root, key)
+    if entry is None or setup_cache.stale(entry, cwd) is not None:
+        return None
+    if cache.mode == "link" and not setup_cache.intact(entry):
+        setup_cache.prune([entry])
+        return None
+    try:
+        setup_cache.restore(entry, cwd, run_dir=run_dir, mode=cache.mode)
+    except OSError as exc:
+        return SetupOutcome(
+            False,
+            f"restoring the cached set-up {entry.path} failed: {exc}; delete it with "
+            "`atom cache prune --all`, or run with --atom-setup-cache off",
+            cache=f"restore failed {key.short}",
+        )
+    note = f"[set-up restored from the cache ({key.short}): no command ran; it printed]\n"
+    return SetupOutcome(
+        True, note + str(entry.manifest.get("output", "")), cache=f"restored {key.short}"
+    )
+
+
+def _run(
+    commands: Sequence[str],
+    cwd: Path,
+    run_dir: Path,
+    confinement: Confinement,
+    built: dict[str, str],
+    timeout: float,
+) -> SetupOutcome:
+    """The commands, run in the sandbox, their output scrubbed."""
     sandbox = process_sandbox(confinement, cwd, built)
     code, output = run_shell(setup_script(commands), cwd, built, timeout, sandbox=sandbox)
     # A secret (a token in `env:`) printed by a command, or left in the set-up's temp folder.

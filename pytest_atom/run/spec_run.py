@@ -182,6 +182,7 @@ def _new_run(
         tools=_spec_tools(spec, config),
         project_dir=project_dir,
         spend=spend,
+        setup_mode=settings.setup_cache,
     )
 
 
@@ -300,6 +301,7 @@ def _result(
         harness_error=run.harness_error or source.refused or source.failure,
         script_error=source.script_error,
         setup_output=run.setup_output,
+        setup_cache=run.setup_cache,
         left_out=run.left_out,
         limits=run.spec.limits,
         usage=run.budget.usage,

@@ -141,6 +141,7 @@ class StepsRun(AttemptLoop):
             result.attempts += run.attempts
             self.attempts += run.attempts  # every attempt, in the order they ran
             self.setup_output = run.setup_output or self.setup_output  # the first step's
+            self.setup_cache = run.setup_cache or self.setup_cache
             self.left_out = run.left_out or self.left_out
             self._add_usage(run)
             if run.harness_error is not None:
@@ -293,6 +294,7 @@ class StepsRun(AttemptLoop):
             label=f"{step.id}:",
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
             spend=self.spend,
+            setup_mode=self.setup_mode,
         )
 
     def _set_aside_interrupted(self) -> None:

@@ -1,0 +1,511 @@
+"""What a spec's `setup:` made in its attempt folder, kept per user and restored offline.
+
+A set-up that creates a virtualenv or runs `npm install` costs a minute or two and needs a
+package registry; a replay would pay that every time. So what set-up added to or changed in
+the attempt folder (a virtualenv, ``node_modules``, a build) is kept in
+``$XDG_CACHE_HOME/pytest-atom/setup/<key>/`` (``~/.cache`` without it, like the Claude Code
+releases `atom setup` installs), and a later attempt, replay or run with the same key gets
+it back without running a command.
+
+The key (`setup_key`) holds what decides set-up's result:
+
+- the commands;
+- the files they read: the spec's `setup: {inputs: [...]}` globs, else the lock files
+  found in the workspace (`LOCK_FILES`: ``requirements*.txt``, ``pyproject.toml``,
+  ``package-lock.json`` ...), by content;
+- the toolchain: each executable the commands name, and the usual interpreters and package
+  managers (`TOOLS`), as the environment's PATH resolves them (real path, size, mtime);
+- the environment set-up gets, built from parts (model/environment.py), without the run's
+  own folders (HOME, TMPDIR), the run folder's path spelled ``<RUN_DIR>``;
+- the attempt folder's place in the run (``attempts/a01``), the platform and this format.
+
+A restore also checks what the key cannot: files set-up changed or deleted must hold the
+content they held when it was stored, and no path set-up created may exist yet. Otherwise
+set-up runs and its entry is replaced.
+
+Paths baked in: a virtualenv names its own absolute path (``bin/`` scripts' shebangs,
+``pyvenv.cfg``, ``activate``), an editable install the source's. Every attempt folder has
+another path, so a tree copied as it is would run the old attempt's Python, or none. When
+it is stored, the files that name the attempt folder (or the run folder) are listed; a
+restore writes those afresh with the new paths (text files; a binary file, such as a
+``.pyc`` whose source path only shows in tracebacks, only where the new path has the same
+length, since its strings are length-prefixed). Links are rewritten alike.
+
+How files come back (`restore`): a file that needs no rewrite is cloned (reflink: btrfs,
+XFS, APFS share the blocks until one side writes), else copied (the kernel's
+copy_file_range). ``link`` mode hard-links them instead: fastest, but an attempt and the
+cache then share each file, so a write into one in place (the agent's editor, as root even
+a read-only file) would change the cache and every attempt restored from it. The cache
+therefore stores files read-only and a ``link`` restore first checks every file's size and
+mtime against the entry's manifest: an entry someone wrote to is deleted and set-up runs.
+Only the attempt folder is cached: what set-up leaves in its HOME or a `sandbox.write`
+folder is not restored, and a set-up that writes into the attempt's ``.git`` is not kept.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.model.modes import SetupCacheMode
+from pytest_atom.run.setup_key import (
+    FORMAT,
+    LOCK_FILES,
+    TOOLS,
+    SetupKey,
+    file_digest,
+    input_files,
+    key_env,
+    setup_key,
+    toolchain,
+)
+
+__all__ = [
+    "FORMAT",
+    "LOCK_FILES",
+    "ROOT_VARIABLE",
+    "TOOLS",
+    "CacheMode",
+    "Changes",
+    "Entry",
+    "SetupKey",
+    "cache_root",
+    "changes",
+    "entries",
+    "input_files",
+    "intact",
+    "key_env",
+    "load_entry",
+    "prune",
+    "restore",
+    "scan",
+    "setup_key",
+    "stale",
+    "store",
+    "to_prune",
+    "toolchain",
+]
+
+#: How a restore makes each file: clone-or-copy, hard links, or no cache at all.
+CacheMode = SetupCacheMode
+
+_MANIFEST = "manifest.json"
+_TREE = "tree"
+#: A folder in its place: a CI cache step's, or a test's own (moving XDG_CACHE_HOME would
+#: move the Claude Code releases too).
+ROOT_VARIABLE = "ATOM_SETUP_CACHE"
+
+
+def cache_root() -> Path:
+    """``$ATOM_SETUP_CACHE``, else ``$XDG_CACHE_HOME/pytest-atom/setup`` (``~/.cache``
+    without it): beside the Claude Code releases and the sandbox runtime `atom setup`
+    installs."""
+    explicit = os.environ.get(ROOT_VARIABLE)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-atom" / "setup"
+
+
+# --- what set-up changed ---------------------------------------------------------------------
+
+#: Per path (posix, folder-relative): kind, size, mtime (ns), permission bits.
+Listing = dict[str, tuple[str, int, int, int]]
+
+
+def scan(folder: Path) -> Listing:
+    """Every path under `folder` without following links, `.git/` included."""
+    out: Listing = {}
+    stack = [(folder, "")]
+    while stack:
+        here, prefix = stack.pop()
+        with os.scandir(here) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                st = entry.stat(follow_symlinks=False)
+                kind = _kind(st.st_mode)
+                out[rel] = (kind, st.st_size if kind != "dir" else 0, st.st_mtime_ns, st.st_mode)
+                if kind == "dir":
+                    stack.append((Path(entry.path), rel + "/"))
+    return out
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "file" if stat.S_ISREG(mode) else "special"
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What set-up did to the attempt folder: paths it made or changed (folders first),
+    paths it deleted, and why the result cannot be kept (None: it can)."""
+
+    made: tuple[str, ...]
+    changed: tuple[str, ...]
+    deleted: tuple[str, ...]
+    unkept: str | None = None
+
+
+def changes(before: Listing, after: Listing) -> Changes:
+    """Set-up's effect from the listings before and after it ran."""
+    made = tuple(sorted(p for p in after if p not in before))
+    changed = tuple(
+        sorted(
+            p
+            for p, (kind, size, mtime, mode) in after.items()
+            if p in before and kind != "dir" and before[p] != (kind, size, mtime, mode)
+        )
+    )
+    deleted = tuple(sorted(p for p in before if p not in after))
+    unkept = None
+    if any(p == ".git" or p.startswith(".git/") for p in (*made, *changed, *deleted)):
+        unkept = "set-up wrote into the attempt's .git"
+    elif any(after[p][0] == "special" for p in made):
+        unkept = "set-up made a FIFO, socket or device"
+    return Changes(made, changed, deleted, unkept)
+
+
+# --- entries -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One cached set-up: its folder and its manifest."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        return int(self.manifest.get("size", 0))
+
+    @property
+    def last_used(self) -> float:
+        try:
+            return (self.path / _MANIFEST).stat().st_mtime
+        except OSError:
+            return 0.0
+
+
+def load_entry(root: Path, key: SetupKey) -> Entry | None:
+    """The entry filed under `key` in `root`, or None (none, or another format)."""
+    folder = root / key.digest
+    try:
+        manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if manifest.get("format") != FORMAT:
+        return None
+    return Entry(folder, manifest)
+
+
+def store(
+    root: Path,
+    key: SetupKey,
+    attempt: Path,
+    found: Changes,
+    *,
+    run_dir: Path,
+    source: Path | None,
+    output: str,
+    mode: CacheMode = "copy",
+) -> Entry:
+    """File what set-up made in `attempt` under `key` in `root` (atomically: a new folder
+    renamed into place, so a concurrent restore sees all of it or none). `source` is the
+    workspace the attempt was copied from: the content that files set-up changed or deleted
+    held before it ran is taken from there."""
+    root.mkdir(parents=True, exist_ok=True)
+    temp = root / f".new-{uuid.uuid4().hex}"
+    tree = temp / _TREE
+    tree.mkdir(parents=True)
+    try:
+        forms = _path_forms(attempt, run_dir)
+        olds = sorted(set(forms.values()), key=len, reverse=True)
+        files: list[dict[str, Any]] = []
+        size = 0
+        for rel in (*found.made, *found.changed):
+            item = _keep(attempt / rel, tree / rel, rel, olds, mode)
+            files.append(item)
+            size += item.get("size", 0)
+        before = {
+            rel: file_digest(source / rel) if source is not None else None
+            for rel in (*found.changed, *found.deleted)
+        }
+        manifest = {
+            "format": FORMAT,
+            "key": key.digest,
+            "commands": list(key.commands),
+            "inputs": list(key.inputs),
+            "tools": list(key.tools),
+            "env_names": list(key.env_names),
+            "paths": forms,
+            "files": files,
+            "before": before,
+            "deleted": list(found.deleted),
+            "output": output,
+            "size": size,
+            "stored": time.time(),
+        }
+        (temp / _MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        final = root / key.digest
+        shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(temp, final)
+        except OSError:  # another worker stored the same key meanwhile: theirs stays
+            shutil.rmtree(temp, ignore_errors=True)
+        return Entry(final, manifest)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+
+
+def _path_forms(attempt: Path, run_dir: Path) -> dict[str, str]:
+    """The attempt folder's and the run folder's paths, as given and resolved."""
+    return {
+        "attempt": str(attempt),
+        "attempt_real": str(attempt.resolve()),
+        "run": str(run_dir),
+        "run_real": str(run_dir.resolve()),
+    }
+
+
+def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str], mode: CacheMode) -> dict[str, Any]:
+    """Copy one path set-up made into the entry's tree; its manifest item."""
+    st = src.lstat()
+    kind = _kind(st.st_mode)
+    item: dict[str, Any] = {"rel": rel, "kind": kind, "mode": stat.S_IMODE(st.st_mode)}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "dir":
+        dest.mkdir(exist_ok=True)
+    elif kind == "link":
+        target = os.readlink(src)
+        item["target"] = target
+        item["rewrite"] = any(target.startswith(old) for old in olds)
+    else:
+        data_names = _names_path(src, olds)
+        shutil.copyfile(src, dest)
+        os.utime(dest, ns=(st.st_mtime_ns, st.st_mtime_ns))
+        if mode == "link":
+            dest.chmod(0o444)  # a hard-linked restore shares it: nobody should write it
+        item.update(size=st.st_size, mtime=st.st_mtime_ns, rewrite=data_names)
+    return item
+
+
+def _names_path(path: Path, olds: Sequence[str]) -> bool:
+    """Whether the text file names one of the folders `olds` (read in full: set-up cost
+    more). A binary file (a NUL in it) is never rewritten: its strings are length-prefixed
+    (a ``.pyc``, whose source path shows only in tracebacks), and the new path's length
+    differs in general."""
+    data = path.read_bytes()
+    return b"\0" not in data and any(old.encode() in data for old in olds)
+
+
+# --- restoring -------------------------------------------------------------------------------
+
+
+def stale(entry: Entry, attempt: Path) -> str | None:
+    """Why `entry` cannot be restored into the fresh attempt folder `attempt` (None: it can):
+    a file set-up changed holds other content now, or a path it made exists already."""
+    for rel, digest in entry.manifest["before"].items():
+        if file_digest(attempt / rel) != digest:
+            return f"{rel} differs from the one set-up ran on"
+    made = {item["rel"] for item in entry.manifest["files"]}
+    for item in entry.manifest["files"]:
+        rel = item["rel"]
+        parent = rel.rpartition("/")[0]
+        if parent not in made and rel not in entry.manifest["before"]:
+            if os.path.lexists(attempt / rel):
+                return f"{rel} exists in the workspace now"
+    return None
+
+
+def intact(entry: Entry) -> bool:
+    """Whether every file of `entry` still has the size and mtime it was stored with (a
+    hard-linked restore shares them: a write in place shows here)."""
+    tree = entry.path / _TREE
+    for item in entry.manifest["files"]:
+        if item["kind"] != "file":
+            continue
+        try:
+            st = (tree / item["rel"]).lstat()
+        except OSError:
+            return False
+        if (st.st_size, st.st_mtime_ns) != (item["size"], item["mtime"]):
+            return False
+    return True
+
+
+def restore(entry: Entry, attempt: Path, *, run_dir: Path, mode: CacheMode = "copy") -> None:
+    """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten.
+    (Plain string paths: a virtualenv is thousands of files, and pathlib's joins cost as
+    much as the copies.)"""
+    swap = _swapper(entry.manifest["paths"], _path_forms(attempt, run_dir))
+    for rel in entry.manifest["deleted"]:
+        target = attempt / rel
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
+    tree, into = os.path.join(entry.path, _TREE), str(attempt)
+    folders = []
+    for item in entry.manifest["files"]:
+        rel, kind = item["rel"], item["kind"]
+        dest = os.path.join(into, rel)
+        if kind == "dir":
+            os.makedirs(dest, exist_ok=True)
+            folders.append((dest, item["mode"]))
+            continue
+        if kind == "link":
+            target = item["target"]
+            _replace(dest)
+            os.symlink(swap(target.encode()).decode() if item["rewrite"] else target, dest)
+            continue
+        src = os.path.join(tree, rel)
+        if item["rewrite"]:
+            _replace(dest)
+            with open(src, "rb") as f, open(dest, "wb") as out:
+                out.write(swap(f.read()))
+        elif not _place(src, dest, mode):
+            continue  # hard-linked: the cache's own mtime and mode
+        os.utime(dest, ns=(item["mtime"], item["mtime"]))
+        if item["mode"] != 0o644:
+            os.chmod(dest, item["mode"])
+    for folder, bits in reversed(folders):  # a read-only folder once its files are in
+        os.chmod(folder, bits)
+    os.utime(entry.path / _MANIFEST)  # last used: `atom cache prune` goes by it
+
+
+def _replace(path: str) -> None:
+    """Make room for a restored path where set-up changed one of the workspace's."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        os.unlink(path)
+
+
+def _swapper(olds: Mapping[str, str], news: Mapping[str, str]) -> Callable[[bytes], bytes]:
+    """bytes -> bytes: the stored attempt's and run folder's paths, as given and resolved,
+    replaced by this attempt's and run folder's (the longest first)."""
+    mapping = {olds[name].encode(): news[name].encode() for name in olds if name in news}
+    pattern = re.compile(b"|".join(re.escape(o) for o in sorted(mapping, key=len, reverse=True)))
+
+    def swap(data: bytes) -> bytes:
+        return pattern.sub(lambda m: mapping[m.group(0)], data)
+
+    return swap
+
+
+#: Linux's FICLONE ioctl: the destination shares the source's blocks (btrfs, XFS).
+_FICLONE = 0x40049409
+
+
+def _place(src: str, dest: str, mode: CacheMode) -> bool:
+    """`dest` as `src`: a hard link (`link` mode, same file system; True), else a clone,
+    else a copy (the kernel's copy_file_range); False for a link."""
+    _replace(dest)
+    if mode == "link":
+        try:
+            os.link(src, dest)
+            return False
+        except OSError:
+            pass
+    if not (sys.platform.startswith("linux") and _clone(src, dest)):
+        shutil.copyfile(src, dest)
+    return True
+
+
+_CLONE_WORKS: dict[int, bool] = {}
+
+
+def _clone(src: str, dest: str) -> bool:
+    """A reflink of `src` at `dest`; False where the file system cannot (remembered per
+    device of the cache: an ext4 one is asked once)."""
+    device = os.stat(os.path.dirname(src)).st_dev
+    if _CLONE_WORKS.get(device) is False:
+        return False
+    with open(src, "rb") as fin, open(dest, "wb") as fout:
+        try:
+            fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EXDEV, errno.EINVAL, errno.ENOTTY):
+                _CLONE_WORKS[device] = False
+                fout.close()
+                os.unlink(dest)
+                return False
+            raise
+    _CLONE_WORKS[device] = True
+    return True
+
+
+# --- listing and pruning ----------------------------------------------------------------------
+
+
+def entries(root: Path) -> list[Entry]:
+    """The entries in `root`, least recently used first."""
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        if folder.name.startswith(".") or not folder.is_dir():
+            continue
+        try:
+            manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {"format": None}
+        found.append(Entry(folder, manifest))
+    return sorted(found, key=lambda e: (e.last_used, e.path.name))
+
+
+def to_prune(
+    root: Path,
+    *,
+    max_bytes: int | None = None,
+    older_than_days: float | None = None,
+    everything: bool = False,
+    now: float | None = None,
+) -> list[Entry]:
+    """The entries to delete: all; those unused for `older_than_days`; broken ones or of
+    another format; then the least recently used until the rest fit in `max_bytes`."""
+    found = entries(root)
+    if everything:
+        return found
+    now = time.time() if now is None else now
+    doomed = [e for e in found if e.manifest.get("format") != FORMAT]
+    if older_than_days is not None:
+        cutoff = now - older_than_days * 86400
+        doomed += [e for e in found if e not in doomed and e.last_used < cutoff]
+    if max_bytes:
+        left = [e for e in found if e not in doomed]
+        total = sum(e.size for e in left)
+        for e in left:
+            if total <= max_bytes:
+                break
+            doomed.append(e)
+            total -= e.size
+    return doomed
+
+
+def prune(doomed: Iterable[Entry]) -> list[Path]:
+    """Delete the entries; returns their folders (one that cannot be removed stays)."""
+    deleted = []
+    for e in doomed:
+        for path in e.path.rglob("*"):  # `link` mode keeps files read-only
+            if not path.is_symlink():
+                path.chmod(stat.S_IMODE(path.lstat().st_mode) | stat.S_IWUSR)
+        shutil.rmtree(e.path, ignore_errors=True)
+        if not e.path.exists():
+            deleted.append(e.path)
+    return deleted

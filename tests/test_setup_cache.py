@@ -1,0 +1,290 @@
+"""The set-up cache (pytest_atom.run.setup_cache): what `setup:` made in an attempt folder,
+restored into another run folder without running set-up, its baked-in paths rewritten.
+
+The virtualenv scenario is real: `python3 -m venv` and `pip install --no-index` of a wheel
+built here run in the sandbox runtime, offline, and the restored virtualenv imports the
+package from another run folder after the first one is gone.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.run import setup_cache, setup_key
+from pytest_atom.run.setup_commands import SetupCache, SetupOutcome, run_setup
+
+VENV_SETUP = (
+    "python3 -m venv .venv",
+    ".venv/bin/pip install --no-index --disable-pip-version-check -q -r requirements.txt",
+)
+
+
+def tiny_wheel(folder: Path, version: str = "1.0") -> Path:
+    """A pure-Python wheel of `tinypkg`, written by hand: pip installs it with no index."""
+    name = f"tinypkg-{version}-py3-none-any.whl"
+    info = f"tinypkg-{version}.dist-info"
+    files = {
+        "tinypkg/__init__.py": f"VERSION = {version!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinypkg\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    wheel = folder / name
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel
+
+
+def workspace(root: Path, version: str = "1.0") -> Path:
+    """A project that installs its wheel through requirements.txt (a lock file)."""
+    root.mkdir(parents=True, exist_ok=True)
+    wheel = tiny_wheel(root, version)
+    (root / "requirements.txt").write_text(f"./{wheel.name}\n")
+    (root / "app.py").write_text("import tinypkg\nprint(tinypkg.VERSION)\n")
+    return root
+
+
+def attempt_from(source: Path, run_dir: Path) -> Path:
+    attempt = run_dir / "attempts" / "a01"
+    shutil.copytree(source, attempt)
+    return attempt
+
+
+def set_up(
+    source: Path,
+    run_dir: Path,
+    cache: Path,
+    commands: tuple[str, ...] = VENV_SETUP,
+    mode: setup_cache.CacheMode = "copy",
+) -> tuple[Path, SetupOutcome]:
+    attempt = attempt_from(source, run_dir)
+    outcome = run_setup(
+        commands,
+        attempt,
+        run_dir=run_dir,
+        confinement=Confinement(run_dir, SandboxOptions()),
+        env={"PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        timeout=120,
+        cache=SetupCache(cache, mode, (), source),
+    )
+    assert outcome.ok, outcome.output
+    return attempt, outcome
+
+
+def python_in(attempt: Path, code: str) -> str:
+    done = subprocess.run(
+        [str(attempt / ".venv" / "bin" / "python"), "-c", code],
+        cwd=attempt,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"]},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_virtualenv_restored_into_another_run_folder_runs_there_without_set_up(
+    tmp_path: Path,
+) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    first, stored = set_up(source, tmp_path / "runs" / "spec-1", cache)
+    assert stored.cache is not None and stored.cache.startswith("stored ")
+    assert python_in(first, "import tinypkg; print(tinypkg.VERSION)") == "1.0"
+
+    # Another run folder, at a path of another length; the first run is gone.
+    second, restored = set_up(source, tmp_path / "other-runs" / "spec-2-longer", cache)
+    shutil.rmtree(tmp_path / "runs")
+    assert restored.cache == "restored " + stored.cache.removeprefix("stored ")
+    assert restored.output.startswith("[set-up restored from the cache")
+    assert "$ python3 -m venv .venv" in restored.output  # what set-up printed then
+    prefix, module = python_in(
+        second, "import sys, tinypkg; print(sys.prefix, tinypkg.__file__)"
+    ).split()
+    assert prefix == str(second / ".venv") and module.startswith(f"{second}/.venv/lib/")
+    assert str(second) in (second / ".venv" / "pyvenv.cfg").read_text()
+    pip = (second / ".venv" / "bin" / "pip").read_text().splitlines()[0]
+    assert pip.startswith(f"#!{second}/.venv/bin/python")  # this attempt's Python
+    done = subprocess.run([str(second / ".venv/bin/pip"), "show", "tinypkg"], capture_output=True)
+    assert done.returncode == 0 and b"Version: 1.0" in done.stdout
+
+
+def test_a_changed_lock_file_runs_set_up_again(tmp_path: Path) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    _, first = set_up(source, tmp_path / "r1", cache, ("mkdir build", "cp requirements.txt build/"))
+    (source / "requirements.txt").write_text("./other.whl\n")
+    attempt, second = set_up(
+        source, tmp_path / "r2", cache, ("mkdir build", "cp requirements.txt build/")
+    )
+    assert first.cache != second.cache and second.cache.startswith("stored ")  # type: ignore[union-attr]
+    assert (attempt / "build" / "requirements.txt").read_text() == "./other.whl\n"
+    assert len(setup_cache.entries(cache)) == 2
+
+
+def test_a_file_set_up_changed_that_differs_now_runs_set_up_again(tmp_path: Path) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    edit = ("sed -i 's/VERSION/VERSION, __name__/' app.py",)
+    set_up(source, tmp_path / "r1", cache, edit)
+    _, again = set_up(source, tmp_path / "r2", cache, edit)
+    assert again.cache is not None and again.cache.startswith("restored")
+    # app.py is no lock file: the key is the same, but set-up ran on another app.py.
+    (source / "app.py").write_text("print('new')\n")
+    attempt, third = set_up(source, tmp_path / "r3", cache, edit)
+    assert third.cache is not None and third.cache.startswith("stored")
+    assert (attempt / "app.py").read_text() == "print('new')\n"
+
+
+def test_a_set_up_that_writes_into_git_is_not_kept(tmp_path: Path) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    (source / ".git").mkdir()
+    _, outcome = set_up(source, tmp_path / "r1", cache, ("touch .git/hooked",))
+    assert outcome.cache == "not stored: set-up wrote into the attempt's .git"
+    assert setup_cache.entries(cache) == []
+
+
+def test_without_a_cache_set_up_runs_and_nothing_is_kept(tmp_path: Path) -> None:
+    source = workspace(tmp_path / "project")
+    attempt = attempt_from(source, tmp_path / "r1")
+    outcome = run_setup(
+        ("touch made",),
+        attempt,
+        run_dir=tmp_path / "r1",
+        confinement=Confinement(tmp_path / "r1", SandboxOptions()),
+        env={},
+        timeout=60,
+    )
+    assert outcome.ok and outcome.cache is None and (attempt / "made").exists()
+
+
+def test_a_linked_restore_shares_files_and_a_write_into_one_discards_the_entry(
+    tmp_path: Path,
+) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    made = ("mkdir out", "echo data > out/file.txt")
+    set_up(source, tmp_path / "r1", cache, made, mode="link")
+    attempt, restored = set_up(source, tmp_path / "r2", cache, made, mode="link")
+    assert restored.cache is not None and restored.cache.startswith("restored")
+    linked = attempt / "out" / "file.txt"
+    assert linked.stat().st_nlink == 2  # the attempt's file is the cache's
+    assert os.geteuid() == 0 or not os.access(linked, os.W_OK)  # read-only, but to root
+    time.sleep(0.01)
+    with linked.open("a") as f:  # root writes a read-only file: the cache's changes too
+        f.write("agent\n")
+    attempt, third = set_up(source, tmp_path / "r3", cache, made, mode="link")
+    assert third.cache is not None and third.cache.startswith("stored")  # set-up ran again
+    assert (attempt / "out" / "file.txt").read_text() == "data\n"
+
+
+def test_the_key_holds_the_toolchain_and_the_environment_but_not_the_run_folder(
+    tmp_path: Path,
+) -> None:
+    attempt = workspace(tmp_path / "run" / "attempts" / "a01")
+    other = workspace(tmp_path / "other-run" / "attempts" / "a01")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "run" / "home")}
+
+    def key(folder: Path, **extra: str) -> str:
+        run = folder.parent.parent
+        values = {**env, "HOME": str(run / "home"), "GIT_CEILING_DIRECTORIES": str(run), **extra}
+        return setup_key.setup_key(VENV_SETUP, folder, values, run_dir=run).digest
+
+    assert key(attempt) == key(other)
+    assert key(attempt) != key(attempt, PIP_INDEX_URL="https://mirror.invalid")
+    assert key(attempt) != key(attempt, PATH="/nowhere")  # another python3, or none
+    tools = setup_key.toolchain(["FOO=1 python3 -m venv x && node -v"], os.environ["PATH"])
+    assert "python3" in tools and "FOO=1" not in tools
+
+
+def test_inputs_name_what_keys_set_up_instead_of_the_lock_files(tmp_path: Path) -> None:
+    attempt = workspace(tmp_path / "w")
+    (attempt / "src").mkdir()
+    (attempt / "src" / "x.py").write_text("")
+    (attempt / "node_modules").mkdir()
+    (attempt / "node_modules" / "package.json").write_text("{}")
+    assert setup_key.input_files(attempt) == ["requirements.txt"]
+    assert setup_key.input_files(attempt, ["src/*.py", "*.whl"]) == [
+        "src/x.py",
+        "tinypkg-1.0-py3-none-any.whl",
+    ]
+
+
+def test_prune_goes_by_last_use_age_and_size(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    for n, (size, used) in enumerate([(100, 1000.0), (200, 2000.0), (300, 3000.0)]):
+        folder = root / f"{n:064x}"
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(
+            f'{{"format": {setup_key.FORMAT}, "size": {size}, "files": []}}'
+        )
+        os.utime(folder / "manifest.json", (used, used))
+    (root / "broken").mkdir()
+    names = [e.path.name[-1] for e in setup_cache.to_prune(root, max_bytes=350)]
+    assert names == ["n", "0", "1"]  # the broken one, then the least recently used
+    old = setup_cache.to_prune(root, older_than_days=1, now=2500.0 + 86400)
+    assert [e.path.name[-1] for e in old] == ["n", "0", "1"]
+    assert len(setup_cache.to_prune(root, everything=True)) == 4
+
+
+def test_atom_cache_lists_and_prunes_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    monkeypatch.setenv(setup_cache.ROOT_VARIABLE, str(cache))
+    set_up(source, tmp_path / "r1", cache, ("mkdir out", "echo 1 > out/a"))
+    runner = CliRunner()
+    listed = runner.invoke(main, ["cache", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "commands: mkdir out && echo 1 > out/a" in listed.output
+    assert "inputs:   requirements.txt" in listed.output and "1 entries" in listed.output
+    bad = runner.invoke(main, ["cache", "prune", "--max-size", "lots"])
+    assert bad.exit_code == 2 and "use a size such as 500MB" in bad.output
+    kept = runner.invoke(main, ["cache", "prune", "--max-size", "1GB"])
+    assert "deleted 0 entries" in kept.output
+    pruned = runner.invoke(main, ["cache", "prune", "--all"])
+    assert pruned.exit_code == 0 and "deleted 1 entries" in pruned.output
+    assert "is empty" in runner.invoke(main, ["cache", "list"]).output
+
+
+def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path: Path) -> None:
+    from pytest_atom.model.spec import load_spec
+    from pytest_atom.model.spec_types import SpecError
+
+    listed = tmp_path / "listed.atom.yaml"
+    listed.write_text("name: listed\nprompt: p\nsetup: [make]\n")
+    mapped = tmp_path / "mapped.atom.yaml"
+    mapped.write_text(
+        "name: mapped\nprompt: p\nsetup: {run: [make], inputs: [Makefile], cache: false}\n"
+    )
+    one, two = load_spec(listed), load_spec(mapped)
+    assert (one.setup, one.setup_inputs, one.setup_cache) == (("make",), (), True)
+    assert (two.setup, two.setup_inputs, two.setup_cache) == (("make",), ("Makefile",), False)
+    typo = tmp_path / "typo.atom.yaml"
+    typo.write_text("name: typo\nprompt: p\nsetup: {run: [make], input: [Makefile]}\n")
+    with pytest.raises(SpecError, match="setup"):
+        load_spec(typo)
+
+
+def test_run_folders_and_the_set_up_cache_have_size_caps_by_default() -> None:
+    from pytest_atom.model.settings import Layer, RunSettings, resolve
+
+    defaults = RunSettings()
+    assert defaults.keep_runs_size == 2 * 10**9 and defaults.setup_cache_size == 5 * 10**9
+    assert defaults.setup_cache == "copy"
+    changed = resolve([Layer("the ini file", {"keep_runs_size": "0", "setup_cache": "off"})])
+    assert changed.keep_runs_size == 0 and changed.setup_cache == "off"
