@@ -76,9 +76,6 @@ def write_spec(
     `workspace` is the folder the spec's workspace is, in place of the session's folder
     (which one of pytest-atom's own runs may not give: `own_runs.refusal`)."""
     out = out.resolve()
-    run = own_run(session.cwd)
-    if run is not None and session.wrapper is None:
-        raise not_the_agent(session, run)
     name = _spec_name(name or default_name(session))
     spec_path, script_path, results_path = _new_paths(out, name)
     notes: list[str] = list(session.notes)
@@ -289,12 +286,15 @@ def _git(folder: Path, *args: str) -> str | None:
 
 def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
     """The folder the workspace is: `given` (``--workspace``), else the session's, which a
-    pytest-atom run folder may not be (retention deletes it)."""
+    pytest-atom run folder may not be (retention deletes it); nor is a run's reflector
+    or planner session the agent's."""
+    run = own_run(cwd)
+    if run is not None and session.wrapper is None:
+        raise not_the_agent(session, run)
     if given is not None:
         if not given.is_dir():
             raise SessionError(f"--workspace {given} is not a folder: give the workspace's folder")
         return given.resolve()
-    run = own_run(cwd)
     if cwd is not None and run is not None:
         raise refusal(run, cwd, out)
     return Path(cwd) if cwd else None
@@ -310,8 +310,7 @@ def _workspace(
     *,
     given: bool,
 ) -> Any:
-    """The spec's `workspace:` value: `folder` (the session's, or `given` by --workspace)
-    relative to `out`, at --ref, else at the session's starting commit, else as it is."""
+    """`workspace:`: `folder` from `out`, at --ref, else its starting commit, else as is."""
     if folder is None or not folder.is_dir():
         where = f"the session's folder {cwd}" if cwd else "the session's folder (not recorded)"
         if ref is not None:
@@ -349,16 +348,10 @@ def _workspace(
         return {"path": path, "ref": ref}
     if given:  # the folder as it is: a spec's workspace, say, which runs copy as it is
         notes.append(f"workspace: {folder.name} (--workspace) as its files are")
-    elif top is not None and session.started:
-        branch = session.git_branch if session.git_branch not in (None, "", "HEAD") else "HEAD"
-        commit = _git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
+    else:
+        commit = _starting_commit(session, folder, notes) if top is not None else None
         if commit:
-            notes.append(
-                f"workspace: the session's starting commit, the last on {branch} before "
-                f"{session.started} ({commit[:12]}); pass --ref to choose another"
-            )
             return {"path": path, "ref": commit}
-    if not given:
         notes.append(
             f"workspace: no starting commit found, so {folder.name} as its files are now, "
             "which may hold the session's own changes: pass --ref to start from a commit"
@@ -367,6 +360,20 @@ def _workspace(
     if inside:
         return {"path": path, "exclude": [Path(os.path.relpath(out, folder)).as_posix()]}
     return path
+
+
+def _starting_commit(session: Session, folder: Path, notes: list[str]) -> str | None:
+    """The last commit on the session's branch before it began, noted in `notes`."""
+    if not session.started:
+        return None
+    branch = session.git_branch if session.git_branch not in (None, "", "HEAD") else "HEAD"
+    commit = _git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
+    if commit:
+        notes.append(
+            f"workspace: the session's starting commit, the last on {branch} before "
+            f"{session.started} ({commit[:12]}); pass --ref to choose another"
+        )
+    return commit
 
 
 class _Dumper(yaml.SafeDumper):
