@@ -23,6 +23,14 @@ import click
     show_default=True,
     help="Folder the spec is written to (its script and the session's results beside it).",
 )
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The folder the spec's workspace is (default: the folder the session ran in). A "
+    "session of pytest-atom's own run needs it: its folder is the run's, which retention "
+    "deletes; the error names the run's spec and its workspace.",
+)
 @click.option("--name", default=None, help="The spec's name (default: the prompt's first words).")
 @click.option(
     "--prompt",
@@ -30,7 +38,12 @@ import click
     help="The prompt, where the file does not carry it (a stream-json log) or to replace it.",
 )
 def import_(
-    session: Path, ref: str | None, out: Path, name: str | None, prompt: str | None
+    session: Path,
+    ref: str | None,
+    out: Path,
+    workspace: Path | None,
+    name: str | None,
+    prompt: str | None,
 ) -> None:
     """Turn a session into a spec: a transcript (~/.claude/projects/<project>/<id>.jsonl, or
     under $CLAUDE_CONFIG_DIR/projects/) or a stream-json log (claude -p --output-format
@@ -42,6 +55,12 @@ def import_(
     to edit: the files the session wrote exist, its last test command exits as it did, and
     every tool call gives the result the session saw (tool_results, which names a divergent
     call). Subagents and server tools are refused.
+
+    \b
+    A transcript of one of pytest-atom's own runs (.atom/runs/<run>/claude-config/projects/)
+    gives the spec's own task, without the harness's wrapper (ATOM.md). Its workspace, the
+    run's folder, is refused: retention deletes it, and it holds the session's end state.
+    The error names the spec the run came from and its workspace, for --workspace.
     """
     from pytest_atom.importing import SessionError, read_session, write_spec
     from pytest_atom.words import plural
@@ -49,7 +68,7 @@ def import_(
     try:
         read = read_session(session)
         out.mkdir(parents=True, exist_ok=True)
-        done = write_spec(read, out, name=name, ref=ref, prompt=prompt)
+        done = write_spec(read, out, name=name, ref=ref, prompt=prompt, workspace=workspace)
     except SessionError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(

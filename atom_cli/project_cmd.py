@@ -146,12 +146,8 @@ _IGNORES_RUNS = {
 #: What a failed recording keeps beside the cassette it did not replace: never committed.
 PARTIALS_IGNORE = "*.partial.yaml"
 _IGNORES_PARTIALS = {PARTIALS_IGNORE, "**/" + PARTIALS_IGNORE, "/**/" + PARTIALS_IGNORE}
-#: The last session's results (`atom baseline save` reads them): the baseline is committed,
-#: this is not.
-RESULTS_IGNORE = ".atom/last-run.json"
-_IGNORES_RESULTS = {
-    prefix + path for prefix in ("", "/") for path in (".atom", ".atom/", RESULTS_IGNORE)
-}
+#: The last session's results (`atom baseline save` reads them, the baseline is committed)
+#: are `.atom/runs/last-run.json`, in the runs folder: `RUNS_IGNORE` keeps them out too.
 
 
 @click.command()
@@ -210,21 +206,21 @@ def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -
 
 
 def _ignore_runs(directory: Path) -> str:
-    """Keep run folders, failed recordings' partial cassettes and the last results out of git."""
+    """Keep run folders (the last results among them) and failed recordings' partial
+    cassettes out of git."""
     path = directory / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = {line.strip() for line in text.splitlines()}
     missing = [
         (comment, pattern)
         for comment, pattern, known in (
-            ("pytest-atom run folders", RUNS_IGNORE, _IGNORES_RUNS),
+            ("pytest-atom run folders and last-run.json", RUNS_IGNORE, _IGNORES_RUNS),
             ("pytest-atom: what failed recordings kept", PARTIALS_IGNORE, _IGNORES_PARTIALS),
-            ("pytest-atom: the last session's results", RESULTS_IGNORE, _IGNORES_RESULTS),
         )
         if not lines & known
     ]
     if not missing:
-        return f".gitignore already ignores {RUNS_IGNORE}, {PARTIALS_IGNORE} and {RESULTS_IGNORE}"
+        return f".gitignore already ignores {RUNS_IGNORE} and {PARTIALS_IGNORE}"
     prefix = "" if not text or text.endswith("\n") else "\n"
     with path.open("a", encoding="utf-8") as out:
         out.write(prefix + "".join(f"# {comment}\n{pattern}\n" for comment, pattern in missing))

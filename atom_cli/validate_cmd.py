@@ -36,8 +36,8 @@ from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.judge.checks import default_registry, run_checks, run_shell
 from pytest_atom.judge.registry import CheckRegistry
 from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.project import find_ini, project_root
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.project import find_ini, find_project
 from pytest_atom.model.settings import SettingsError, resolve
 from pytest_atom.model.spec import load_specs, spec_files
 from pytest_atom.model.spec_types import Spec, SpecError, unsandboxed_checks
@@ -200,8 +200,8 @@ def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
     """The spec paths `pytest --atom` takes when none are named: `paths:` in
     `.atom/config.yaml` (or `atom_paths` in pytest's ini), through the one resolver."""
     try:
-        config = load_config()
-        root = config.root if config.path else project_root()
+        project = find_project()  # the root `pytest --atom` and `atom run` use
+        root, config = project.root, project.config
         ini = find_ini(root)
         settings = resolve(file_layers(ini.values if ini else {}, config))
     except (ConfigError, SettingsError) as err:

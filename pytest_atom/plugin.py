@@ -105,9 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_atom.pytest.session import AtomSession
 
     session = AtomSession(config)
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        harness = session.harness
-        config.args += [str(p) for p in harness.settings.spec_paths(harness.root)]
+    _default_paths(config, session.harness.settings.spec_paths(session.harness.root))
     config.pluginmanager.register(session, "atom-session")
     html, report_dir = session.harness.html, session.harness.report_dir
     if html is not None or report_dir is not None:
@@ -118,6 +116,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(
             HtmlReport(config, html, session.harness.runs_dir, results), "atom-html"
         )
+
+
+def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
+    """No path named: from the folder pytest ran in, the configured `paths:` inside it (all
+    of them at the project's root), else that folder (`model.project.default_paths`).
+    pytest's own `testpaths` (it applies them at its rootdir only) are kept, and `paths:`
+    added to them."""
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.TESTPATHS:
+        config.args += [str(p) for p in configured]
+    elif source == pytest.Config.ArgsSource.INVOCATION_DIR:
+        from pytest_atom.model.project import default_paths
+
+        config.args[:] = [str(p) for p in default_paths(config.invocation_params.dir, configured)]
 
 
 @pytest.fixture

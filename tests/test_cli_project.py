@@ -58,9 +58,8 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     assert "  pytest --atom specs --atom-record-mode=once " in result.output
     assert not (root / "pyproject.toml").exists()  # pytest's settings are left alone
     assert (root / ".gitignore").read_text().splitlines()[1::2] == [
-        ".atom/runs/",
+        ".atom/runs/",  # last-run.json included: it is written in the runs folder
         "*.partial.yaml",
-        ".atom/last-run.json",
     ]
 
     spec = yaml.safe_load((root / "specs/hello.atom.yaml").read_text())
@@ -76,13 +75,29 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     )
     assert config.settings["paths"] == (Path("specs"),)
 
-    outcome = pytester.runpytest("--atom")  # no path: `paths:` from .atom/config.yaml
+    # No path, from specs/ (no pytest config file: pytest's rootdir is specs/): the specs
+    # there, and the run in the root's .atom/, which init's .gitignore covers
+    # (test_project_root shows the root's `paths:` and the folders without a run).
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.chdir(root / "specs")
+    outcome = pytester.runpytest("--atom")
     outcome.assert_outcomes(passed=1)
-    outcome.stdout.fnmatch_lines(["*specs/hello.atom.yaml::hello*passed*0.90*"])
+    outcome.stdout.fnmatch_lines(["*hello.atom.yaml::hello*passed*0.90*"])
     assert not (root / "specs/workspaces/hello/greeting.txt").exists()  # fixture untouched
-    [run] = [p for p in (root / ".atom/runs").iterdir() if p.is_dir()]  # and last-run.json
+    assert not (root / "specs/.atom").exists()
+    runs = sorted((root / ".atom/runs").iterdir())
+    assert [p.name for p in runs if p.is_file()] == ["last-run.json"]
+    [run] = [p for p in runs if p.is_dir()]
     greeting = next(run.rglob("greeting.txt"))
     assert greeting.read_text() == "hello from pytest-atom\n"
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    assert sorted(line[3:] for line in status if line) == sorted([".gitignore", *SCAFFOLD])
 
 
 def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
@@ -99,11 +114,7 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     assert not (tmp_path / "pyproject.toml").exists()
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
     assert (tmp_path / ".gitignore").read_text().count("*.partial.yaml") == 1
-    assert (tmp_path / ".gitignore").read_text().count(".atom/last-run.json") == 1
-    assert (
-        ".gitignore already ignores .atom/runs/, *.partial.yaml and .atom/last-run.json"
-        in again.output
-    )
+    assert ".gitignore already ignores .atom/runs/ and *.partial.yaml" in again.output
 
     forced = run_init(str(tmp_path), "--force")
     assert "overwrote specs/hello.atom.yaml" in forced.output
@@ -129,9 +140,8 @@ def test_init_leaves_an_existing_pyproject_as_it_was(tmp_path: Path) -> None:
     assert (tmp_path / "pyproject.toml").read_text() == original
     assert "pyproject.toml" not in result.output
     assert (tmp_path / ".gitignore").read_text() == (
-        "node_modules\n# pytest-atom run folders\n.atom/runs/\n"
+        "node_modules\n# pytest-atom run folders and last-run.json\n.atom/runs/\n"
         "# pytest-atom: what failed recordings kept\n*.partial.yaml\n"
-        "# pytest-atom: the last session's results\n.atom/last-run.json\n"
     )
 
 

@@ -83,6 +83,10 @@ class Session:
     session_id: str | None = None
     #: The user's messages after the first (line, text): later prompts, hook feedback.
     later_messages: list[tuple[int, str]] = field(default_factory=list)
+    #: The system prompt pytest-atom's harness wrapped the first prompt in (a transcript of
+    #: one of its own runs: `pytest_atom.model.prompts.split_first_message`); `prompt` is
+    #: the task alone then, as the spec gave it.
+    wrapper: str | None = None
     calls_started: int = 0  # `claude -p` calls in a stream-json log (its system/init events)
     notes: list[str] = field(default_factory=list)  # what the reader left out, and why
 

@@ -22,6 +22,10 @@ and the abandoned one stays in the file. The conversation is the chain from the 
 to the first, plus the results of parallel tool calls (each result hangs off its own call's
 line, beside the chain); lines off it are left out. When the chain does not lead back to the
 first line (a compaction or a resume broke it), every line is read in file order.
+
+A transcript of one of pytest-atom's own runs starts with the harness's system prompt and
+the spec's task under ``# USER_PROMPT.md`` (`pytest_atom.model.prompts.first_message`): the
+prompt read is the task alone, and the wrapper is kept apart (`Session.wrapper`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from pytest_atom.importing.session import (
     refuse_subagent,
 )
 from pytest_atom.model import events
+from pytest_atom.model.prompts import split_first_message
 
 __all__ = ["read_transcript"]
 
@@ -161,12 +166,14 @@ def _user(
             call.result, call.is_error = result.text, result.is_error
     if results:
         return
-    text = events.flatten_tool_result(content).strip()
+    given = events.flatten_tool_result(content)
+    text = given.strip()
     if not text:
         return
     typed = not raw.get("isMeta") and not raw.get("isCompactSummary")
     if typed and not text.startswith(_CLI_WRAPPERS) and session.prompt is None:
-        session.prompt = text
+        harness = split_first_message(given)  # a pytest-atom run's: its task, exactly
+        session.wrapper, session.prompt = harness if harness else (None, text)
         session.started = raw.get("timestamp") if isinstance(raw.get("timestamp"), str) else None
     else:
         session.later_messages.append((number, text))

@@ -28,11 +28,13 @@ from typing import Any
 
 import yaml
 
+from pytest_atom.importing.own_runs import not_the_agent, own_run, refusal
 from pytest_atom.importing.session import Session, SessionCall, SessionError
 from pytest_atom.judge.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.model.spec_paths import project_root
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.reports.transcript import tool_label
+from pytest_atom.words import plural
 
 __all__ = ["EXIT_SIGNAL", "TEST_COMMAND", "Imported", "write_spec"]
 
@@ -67,15 +69,19 @@ def write_spec(
     name: str | None = None,
     ref: str | None = None,
     prompt: str | None = None,
+    workspace: Path | None = None,
 ) -> Imported:
-    """Write `session` as a scripted spec under `out`; refuse to overwrite anything."""
+    """Write `session` as a scripted spec under `out`; refuse to overwrite anything.
+
+    `workspace` is the folder the spec's workspace is, in place of the session's folder
+    (which one of pytest-atom's own runs may not give: `own_runs.refusal`)."""
     out = out.resolve()
     name = _spec_name(name or default_name(session))
     spec_path, script_path, results_path = _new_paths(out, name)
     notes: list[str] = list(session.notes)
     cwd = session.cwd.rstrip("/") if session.cwd else None
     turns = _script_turns(session, cwd, notes)
-    workspace = _workspace(session, cwd, out, ref, notes)
+    folder = _folder(session, cwd, out, workspace)
     text = _prompt(session, prompt, notes)
     accept = _checks(session, cwd, results_path.relative_to(out).as_posix())
     iterations = sum(1 for t in turns if not t.get("tool_use"))
@@ -84,7 +90,7 @@ def write_spec(
         "name": name,
         "description": f"Imported from {source}.",
         "prompt": text,
-        "workspace": workspace,
+        "workspace": _workspace(session, cwd, folder, out, ref, notes, given=bool(workspace)),
         "script": script_path.relative_to(out).as_posix(),
         "max_iterations": max(iterations, 1),
         "accept": accept,
@@ -137,7 +143,17 @@ def _prompt(session: Session, prompt: str | None, notes: list[str]) -> str:
         )
     if session.thinking:
         notes.append(f"{session.thinking} thinking blocks left out: a script has no thinking")
-    for line, message in session.later_messages:
+    later = session.later_messages
+    if session.wrapper is not None:  # one of pytest-atom's own runs
+        wrapper = session.wrapper.strip()
+        again = sum(1 for _, message in later if message == wrapper)
+        later = [(line, message) for line, message in later if message != wrapper]
+        notes.append(
+            "the harness's prompt wrapper (its system prompt, ATOM.md) left out: the prompt "
+            "is the spec's own task"
+            + (f"; {plural(again, 'later iteration')} heard the wrapper alone" if again else "")
+        )
+    for line, message in later:
         first = message.strip().splitlines()[0][:100]
         notes.append(
             f"line {line}: a later user message is not replayed (the runtime continues the "
@@ -268,10 +284,33 @@ def _git(folder: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def _folder(session: Session, cwd: str | None, out: Path, given: Path | None) -> Path | None:
+    """The folder the workspace is: `given` (``--workspace``), else the session's, which a
+    pytest-atom run folder may not be (retention deletes it); nor is a run's reflector
+    or planner session the agent's."""
+    run = own_run(cwd)
+    if run is not None and session.wrapper is None:
+        raise not_the_agent(session, run)
+    if given is not None:
+        if not given.is_dir():
+            raise SessionError(f"--workspace {given} is not a folder: give the workspace's folder")
+        return given.resolve()
+    if cwd is not None and run is not None:
+        raise refusal(run, cwd, out)
+    return Path(cwd) if cwd else None
+
+
 def _workspace(
-    session: Session, cwd: str | None, out: Path, ref: str | None, notes: list[str]
+    session: Session,
+    cwd: str | None,
+    folder: Path | None,
+    out: Path,
+    ref: str | None,
+    notes: list[str],
+    *,
+    given: bool,
 ) -> Any:
-    folder = Path(cwd) if cwd else None
+    """`workspace:`: `folder` from `out`, at --ref, else its starting commit, else as is."""
     if folder is None or not folder.is_dir():
         where = f"the session's folder {cwd}" if cwd else "the session's folder (not recorded)"
         if ref is not None:
@@ -287,10 +326,11 @@ def _workspace(
     folder = folder.resolve()
     root = project_root(out)
     if folder != root and root not in folder.parents:
+        what = f"--workspace {folder} is" if given else f"the session ran in {folder},"
         raise SessionError(
-            f"the session ran in {folder}, outside the project of --out {out} ({root}): a "
-            "workspace must lie inside the spec's project, so give an --out inside "
-            f"{folder} (for example {folder / 'specs'})"
+            f"{what} outside the project of --out {out} ({root}): a workspace must lie "
+            f"inside the spec's project, so give an --out inside {folder} (for example "
+            f"{folder / 'specs'})"
         )
     path = Path(os.path.relpath(folder, out)).as_posix()
     top = _git(folder, "rev-parse", "--show-toplevel")
@@ -306,23 +346,34 @@ def _workspace(
             )
         notes.append(f"workspace: {folder.name} at --ref {ref}")
         return {"path": path, "ref": ref}
-    if top is not None and session.started:
-        branch = session.git_branch if session.git_branch not in (None, "", "HEAD") else "HEAD"
-        commit = _git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
+    if given:  # the folder as it is: a spec's workspace, say, which runs copy as it is
+        notes.append(f"workspace: {folder.name} (--workspace) as its files are")
+    else:
+        commit = _starting_commit(session, folder, notes) if top is not None else None
         if commit:
-            notes.append(
-                f"workspace: the session's starting commit, the last on {branch} before "
-                f"{session.started} ({commit[:12]}); pass --ref to choose another"
-            )
             return {"path": path, "ref": commit}
-    notes.append(
-        f"workspace: no starting commit found, so {folder.name} as its files are now, which "
-        "may hold the session's own changes: pass --ref to start from a commit"
-    )
+        notes.append(
+            f"workspace: no starting commit found, so {folder.name} as its files are now, "
+            "which may hold the session's own changes: pass --ref to start from a commit"
+        )
     inside = out == folder or folder in out.parents
     if inside:
         return {"path": path, "exclude": [Path(os.path.relpath(out, folder)).as_posix()]}
     return path
+
+
+def _starting_commit(session: Session, folder: Path, notes: list[str]) -> str | None:
+    """The last commit on the session's branch before it began, noted in `notes`."""
+    if not session.started:
+        return None
+    branch = session.git_branch if session.git_branch not in (None, "", "HEAD") else "HEAD"
+    commit = _git(folder, "rev-list", "-1", f"--before={session.started}", str(branch), "--")
+    if commit:
+        notes.append(
+            f"workspace: the session's starting commit, the last on {branch} before "
+            f"{session.started} ({commit[:12]}); pass --ref to choose another"
+        )
+    return commit
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,4 +1,9 @@
-"""pytest's ini settings and rootdir, as the `atom` command needs them outside pytest.
+"""A project's root, and pytest's ini settings and rootdir as the `atom` command needs them.
+
+A project's root is the folder holding `.atom/config.yaml`, found from the current folder
+upwards as git finds `.git` (`find_project`): `pytest --atom` and `atom run` ask the same
+function, so from any folder of a project both put run folders and `last-run.json` under
+the root's `.atom/runs/` and read `paths:` against the root.
 
 `atom validate` without paths checks the `atom_paths` that `pytest --atom` collects,
 and `atom run` puts its runs under the project's root as `pytest --atom` does. Starting
@@ -14,13 +19,14 @@ from __future__ import annotations
 
 import configparser
 import shlex
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
-from pytest_atom.model.config import find_config
+from pytest_atom.model.config import AtomConfig, find_config, load_config
 from pytest_atom.model.options import INI_NAMES  # the one list of pytest's ini files
 
 
@@ -53,15 +59,55 @@ def find_ini(start: Path | None = None) -> PytestIni | None:
     return None
 
 
-def project_root(start: Path | None = None) -> Path:
-    """Where `.atom/` belongs: the folder holding `.atom/config.yaml`, else pytest's
+@dataclass(frozen=True)
+class Project:
+    """A project: its root, where `.atom/` belongs, and its `.atom/config.yaml` settings."""
+
+    root: Path
+    config: AtomConfig
+
+
+def find_project(
+    start: Path | None = None, *, config_path: Path | None = None, rootdir: Path | None = None
+) -> Project:
+    """The project `start` (default: the current folder) belongs to, for every front end.
+
+    `config_path` (``atom run --config``) names the config file; otherwise its root is
+    `project_root`'s. Without a config file every setting has its default and the root is
+    `rootdir` (pytest's own, when pytest asks) or pytest's rootdir as found from `start`.
+    Raises `ConfigError` for a config file that cannot be used.
+    """
+    here = (start or Path.cwd()).resolve()
+    if config_path is not None:
+        config = load_config(config_path, cwd=here)
+        return Project(config.root, config)
+    root = project_root(here, rootdir=rootdir)
+    config = load_config(cwd=root)
+    return Project(root, config if config.path else replace(config, root=root))
+
+
+def project_root(start: Path | None = None, *, rootdir: Path | None = None) -> Path:
+    """Where `.atom/` belongs: the folder holding `.atom/config.yaml`, from `start` (default:
+    the current folder) upwards, as git finds `.git`; then from `rootdir` (pytest's, for a
+    run started outside the project with paths into it); else `rootdir`, else pytest's
     rootdir (the folder of its ini file, else the nearest folder with one of the files
     pytest looks for), else `start`."""
     folder = (start or Path.cwd()).resolve()
-    config = find_config(folder)
-    if config is not None:
-        return config.parent.parent
-    return pytest_rootdir(folder)
+    for base in (folder, rootdir) if rootdir is not None else (folder,):
+        config = find_config(base)
+        if config is not None:
+            return config.parent.parent
+    return rootdir.resolve() if rootdir is not None else pytest_rootdir(folder)
+
+
+def default_paths(here: Path, configured: Sequence[Path]) -> list[Path]:
+    """What `pytest --atom` collects when no path is named, from the folder `here` of a
+    project: `configured` (`paths:`, absolute) that lie in `here`,
+    so at the root all of them; in a folder holding none of them, `here` itself (pytest's
+    own default), as git's commands act on the folder they run in."""
+    here = here.resolve()
+    inside = [p for p in configured if p == here or p.is_relative_to(here)]
+    return inside or [here]
 
 
 def pytest_rootdir(start: Path | None = None) -> Path:

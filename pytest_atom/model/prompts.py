@@ -33,6 +33,28 @@ def render_prompt(text: str, max_iterations: int) -> str:
     return text.replace("{max_iterations}", str(max_iterations))
 
 
+#: The heading under which a run's first message carries the spec's prompt, after the
+#: system prompt: `first_message` builds the message, `split_first_message` takes it apart
+#: again (`atom import` of a transcript from one of pytest-atom's own runs).
+TASK_HEADING = "# USER_PROMPT.md"
+_TASK_SEPARATOR = f"\n\n{TASK_HEADING}\n\n"
+
+
+def first_message(system: str, task: str) -> str:
+    """What the executor hears first: the rendered system prompt, then the task under
+    `TASK_HEADING` (the agent needs no tool call to read USER_PROMPT.md, and a changed task
+    changes the request, so a replay notices)."""
+    return f"{system}{_TASK_SEPARATOR}{task}"
+
+
+def split_first_message(text: str) -> tuple[str, str] | None:
+    """(system prompt, task) of a message `first_message` built, the task exactly as given;
+    None for any other text. The first separator is the harness's: a task may hold the
+    heading too, a system prompt does not."""
+    system, found, task = text.partition(_TASK_SEPARATOR)
+    return (system, task) if found else None
+
+
 def prompt_files(toolname: str | None) -> list[str]:
     """The files a toolname stands for: None -> ATOM.md, "atom_foo" -> ATOM.md + FOO.md
     (a specialisation of the base prompt), "foo" -> FOO.md (a standalone prompt)."""

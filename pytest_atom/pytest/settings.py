@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.config import ConfigError, load_config
+from pytest_atom.model.config import ConfigError
+from pytest_atom.model.project import find_project
 from pytest_atom.model.settings import (
     COMMAND_LINE_SETTINGS,
     FILE_SETTINGS,
@@ -34,16 +35,20 @@ PER_TEST = (
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
-    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`."""
+    """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`.
+
+    Its root is the project's, found from where pytest ran as `atom run` finds it
+    (`find_project`), not pytest's rootdir: without a pytest ini file that is the folder
+    pytest ran in, and a run from ``specs/`` would read `paths:` and write runs there."""
     try:
-        atom_config = load_config(cwd=config.rootpath)
+        project = find_project(config.invocation_params.dir, rootdir=config.rootpath)
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     try:
         harness = build_harness(
-            [command_line(config), *file_layers(_ini(config), atom_config)],
-            root=config.rootpath,
-            config=atom_config,
+            [command_line(config), *file_layers(_ini(config), project.config)],
+            root=project.root,
+            config=project.config,
             hook=config.hook,
             # each xdist worker holds its share of the session's spending limit
             workers=int(getattr(config, "workerinput", {}).get("workercount") or 1),

@@ -25,9 +25,9 @@ from pytest_atom import hooks
 from pytest_atom.cassettes.scrub import remember_env_files
 from pytest_atom.judge.checks import default_registry
 from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.config import AtomConfig, load_config
+from pytest_atom.model.config import AtomConfig
 from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.project import find_ini, project_root
+from pytest_atom.model.project import find_ini, find_project
 from pytest_atom.model.result import SpecResult
 from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
 from pytest_atom.model.spec_types import Spec
@@ -193,11 +193,11 @@ def host_harness(
     """The harness outside pytest (`atom run`, `atom validate`): the command's options,
     pytest's ini file and `.atom/config.yaml` of the project's root, and its conftests.
 
-    The root is the folder holding `.atom/config.yaml`, else pytest's rootdir, never the
-    current folder's subfolder: runs land where `pytest --atom` puts them.
+    The root is `find_project`'s, as for `pytest --atom`: the folder holding
+    `.atom/config.yaml`, else pytest's rootdir, never the current folder's subfolder.
     """
-    config = load_config(config_path)
-    root = config.root if config.path else project_root()
+    project = find_project(config_path=config_path)
+    root, config = project.root, project.config
     ini = find_ini(root)
     cli = Layer("the command line", command_line, key=lambda name: "--" + name.replace("_", "-"))
     return build_harness(

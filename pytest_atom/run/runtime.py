@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.model.prompts import render_prompt
+from pytest_atom.model.prompts import first_message, render_prompt
 from pytest_atom.model.record import IterationRecord, RunOutcome, StopReason
 from pytest_atom.run.history import IterationHistory
 from pytest_atom.run.retry import RetryManager
@@ -121,9 +121,8 @@ class AtomRuntime:
 
     def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
-        # Unlike the seed, the first message also carries the task: the agent needs no tool
-        # call to read it, and a changed task changes the request, so a replay notices.
-        first = message or f"{prompt}\n\n# USER_PROMPT.md\n\n{user_prompt}"
+        # Unlike the seed, the first message also carries the task (`first_message`).
+        first = message or first_message(prompt, user_prompt)
         record: IterationRecord | None = None
         for iteration in range(1, self.max_iterations + 1):
             if self.verbose:
