@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.cassettes.detector import _detector
 from pytest_atom.cassettes.scrub import SECRET_HEADERS, SECRET_NAME, Scrubber
 from tests.helpers import REPO
 
@@ -458,44 +457,3 @@ def test_a_value_found_once_is_redacted_in_later_texts_but_not_in_later_objects(
     # A request body is scrubbed from its own content only: replay matches on it.
     assert scrubber.scrub_obj({"content": answer}) == {"content": answer}
     assert Scrubber(env={}).scrub(answer) == answer  # nothing learned, nothing known
-
-
-#: Pieces as the detector cuts them around long tokens: provider tokens of many kinds (each
-#: with the keyword some providers want before it) and what a run's transcript is full of.
-_PIECES = [
-    "AKIAIOSFODNN7EXAMPLE",
-    'aws_secret_key = "' + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" + '"',
-    "ghp_" + "a1B2c3D4e5" * 4,
-    "glpat-" + "a1B2c3D4e5" * 2,
-    "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
-    "https://hooks.slack.com/services/T0ABCDEF/B0ABCDEF/abcdefghijklmnop",
-    "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-    "SG." + "a" * 22 + "." + "b" * 43,
-    "AC" + "0123456789abcdef" * 2,
-    "123456789:" + "AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr",
-    "0123456789abcdef0123456789abcdef-us12",
-    "pypi-AgEIcHlwaS5vcmc" + "x" * 70,
-    "//registry.npmjs.org/:_authToken=npm_" + "a1" * 18,
-    "AccountKey=" + "a" * 88,
-    "/tmp/runs/create-file-20261129-012717-c6abc5/attempts/a01",
-    '"uuid":"e537d3b2-297e-55ed-a37b-a9fc9a787b59","parentUuid":null',
-    '"timestamp":"2026-11-29T01:27:18.904Z","sessionId":"e537d3b2-297e"',
-    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-]
-
-
-def test_the_providers_screen_changes_no_finding() -> None:
-    """Asking only the providers the one combined pattern lets through finds what asking
-    every provider finds, piece by piece, and most of a transcript asks none."""
-    detector = _detector()
-    assert detector.screen is not None
-    every, screened = [], []
-    for piece in _PIECES:
-        every.append(sorted(v for plugin in detector.providers for v in plugin(piece)))
-        screened.append(
-            sorted(v for plugin in detector.providers_for(piece) for v in plugin(piece))
-        )
-    assert screened == every
-    assert sum(bool(found) for found in every) >= 12  # the corpus does exercise providers
-    assert [detector.providers_for(p) for p in _PIECES[-4:]] == [()] * 4

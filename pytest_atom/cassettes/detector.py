@@ -166,7 +166,7 @@ def _window_values(window: str) -> frozenset[str]:
             for t in _TOKEN_TRIGGER.finditer(line)
             if t.end() - t.start() <= _MAX_TOKEN
         }:
-            for plugin in detector.providers_for(piece):
+            for plugin in detector.providers:
                 for value in plugin(piece):
                     whole = _whole_token(line, value)
                     if _plausible(whole, strict=False):
@@ -278,51 +278,6 @@ class _Detector:
     names: tuple[_Names, ...]
     comparisons: tuple[tuple[Pattern[str], int], ...]
     random: Callable[[str], bool]
-    #: Every provider's patterns as one alternation (`_any_provider`): a piece none of
-    #: them matches yields nothing from any provider, so none is asked. None: ask all.
-    screen: Pattern[str] | None = None
-
-    def providers_for(self, piece: str) -> tuple[Callable[[str], Iterator[str]], ...]:
-        """The providers worth running on `piece`: none when the screen finds no match.
-
-        Most pieces (paths, ids, hashes) match no provider: one search in C instead of
-        twenty plugins' Python loops, with the same findings."""
-        if self.screen is not None and self.screen.search(piece) is None:
-            return ()
-        return self.providers
-
-
-def _any_provider(plugins: list[Any]) -> Pattern[str] | None:
-    """One pattern matching wherever any of `plugins`' own patterns (``denylist``) matches,
-    or None when that cannot be vouched for: a plugin that finds values other than by its
-    patterns' matches, or a pattern that does not combine (a back reference, a named group).
-    """
-    from detect_secrets.plugins.base import RegexBasedDetector
-    from detect_secrets.plugins.jwt import JwtTokenDetector
-
-    # RegexBasedDetector yields its patterns' matches; the JWT plugin filters those.
-    screened = (RegexBasedDetector.analyze_string, JwtTokenDetector.analyze_string)
-    parts = []
-    for plugin in plugins:
-        if type(plugin).analyze_string not in screened:
-            return None
-        for pattern in plugin.denylist:
-            if "(?P" in pattern.pattern or re.search(r"\\[1-9]", pattern.pattern):
-                return None
-            scoped = "".join(
-                letter
-                for flag, letter in ((re.IGNORECASE, "i"), (re.VERBOSE, "x"), (re.DOTALL, "s"))
-                if pattern.flags & flag
-            )
-            if pattern.flags & (re.MULTILINE | re.ASCII | re.LOCALE) or (
-                pattern.flags & re.VERBOSE and "#" in pattern.pattern  # a comment to its end
-            ):
-                return None
-            parts.append(f"(?{scoped}:{pattern.pattern})" if scoped else f"(?:{pattern.pattern})")
-    try:
-        return re.compile("|".join(parts)) if parts else None
-    except re.error:
-        return None
 
 
 #: Provider plugins whose findings are not credentials, or are handled as a whole elsewhere:
@@ -351,14 +306,13 @@ def _detector() -> _Detector:
     classes: list[Any] = sorted(
         get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__
     )
-    plugins = [
-        cls()
+    providers = tuple(
+        cls().analyze_string
         for cls in classes
         if issubclass(cls, RegexBasedDetector)
         and cls.__module__.startswith("detect_secrets.plugins.")
         and cls.__name__ not in _EXCLUDED
-    ]
-    providers = tuple(plugin.analyze_string for plugin in plugins)
+    )
     listed = {
         **keyword.CONFIG_DENYLIST_REGEX_TO_GROUP,
         **keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
@@ -396,13 +350,7 @@ def _detector() -> _Detector:
         limit = min(base64.entropy_limit, 0.85 * math.log2(len(value)))
         return bool(base64.calculate_shannon_entropy(value) >= limit)
 
-    return _Detector(
-        providers=providers,
-        names=names,
-        comparisons=comparisons,
-        random=random,
-        screen=_any_provider(plugins),
-    )
+    return _Detector(providers=providers, names=names, comparisons=comparisons, random=random)
 
 
 def json_forms(value: str) -> list[str]:
