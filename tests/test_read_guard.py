@@ -12,6 +12,7 @@ normalization that keeps the request the same on every machine, and the env-file
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -298,3 +299,12 @@ def test_more_secret_looking_names_are_scrubbed(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(name, f"value-of-{name.lower()}-1234")
     text = Scrubber().scrub("value-of-db_pass-1234 value-of-sentry_dsn-1234")
     assert text == "<SECRET:DB_PASS> <SECRET:SENTRY_DSN>"
+
+
+def test_within_compares_paths_as_parents_do() -> None:
+    """The read guard's text comparison of absolute paths answers as ``parents`` does:
+    a sibling that shares a prefix (``/usrx``) is not below ``/usr``, and ``/`` holds all."""
+    paths = ["/", "/a", "/a/b", "/ab", "/a/b/c", "/usr", "/usr/lib", "/usrx", "a", "a/b", "."]
+    for path, folder in itertools.product(map(Path, paths), repeat=2):
+        expected = path == folder or folder in path.parents
+        assert readguard._within(path, folder) == expected, (path, folder)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from re import Match, Pattern
 from typing import Any
 
-__all__ = ["find_secrets", "is_secret_name", "json_forms"]
+__all__ = ["find_secrets", "is_secret_name", "json_forms", "load_detector"]
 
 #: Assignments to secret-ish names, in any notation (``X=``, ``x:``, ``"x":``, ``x :=``).
 #: A loose prefilter (its letter pairs may cross: "Tey"), written so that re skips ahead to
@@ -284,6 +284,12 @@ class _Detector:
 #: public IP addresses; private key markers (the Scrubber redacts the whole key block) and
 #: basic-auth passwords (redacted in place, as short ones are common).
 _EXCLUDED = frozenset({"IPPublicDetector", "PrivateKeyDetector", "BasicAuthDetector"})
+
+
+def load_detector() -> None:
+    """Import detect-secrets and build its plugins now, rather than at the first window
+    that needs them: a front end that is about to run specs calls it before the first."""
+    _detector()
 
 
 @functools.cache

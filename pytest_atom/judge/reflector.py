@@ -8,6 +8,7 @@ harness: never a silent pass.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -89,6 +90,23 @@ class CriterionVerdict:
         return f"{sum(self.votes)}/{len(self.votes)} votes met" if self.votes else ""
 
 
+@functools.cache
+def _verdict_validator() -> Any:
+    """The verdict schema's validator, built once: ``jsonschema.validate`` checks the schema
+    itself and builds a validator on every call (tens of milliseconds a verdict)."""
+    cls = jsonschema.validators.validator_for(STEP_VERDICT_SCHEMA)
+    cls.check_schema(STEP_VERDICT_SCHEMA)
+    return cls(STEP_VERDICT_SCHEMA)
+
+
+def _check_verdict(data: Any) -> None:
+    """``jsonschema.validate(data, STEP_VERDICT_SCHEMA)``, with the validator built once:
+    the same error (its best match) for the same data."""
+    error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(data))
+    if error is not None:
+        raise error
+
+
 @dataclass(frozen=True)
 class Verdict:
     score: float
@@ -102,7 +120,7 @@ class Verdict:
     @classmethod
     def parse(cls, data: Any) -> Verdict:
         try:
-            jsonschema.validate(data, STEP_VERDICT_SCHEMA)
+            _check_verdict(data)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
             raise ReflectorError(

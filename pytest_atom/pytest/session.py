@@ -22,7 +22,7 @@ from pytest_atom.model.output_paths import output_path_errors
 from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
 from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest.items import EvalCaseFile, SpecFile
+from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.reports.baseline import BaselineError, results_file, write_results
 from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
@@ -98,6 +98,11 @@ class AtomSession:
         problem = unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
         if problem:
             raise pytest.UsageError(problem)
+        if not self.config.option.collectonly and any(
+            isinstance(item, AtomItem) for item in session.items
+        ):
+            # Specs will run: the session's imports now, not inside the first spec's item.
+            self.harness.load_machinery()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -65,6 +65,7 @@ SYSTEM_FOLDERS: tuple[str, ...] = (
     "/private/etc",
     "/private/var/db",
 )
+_SYSTEM_PATHS = tuple(Path(folder) for folder in SYSTEM_FOLDERS)
 #: PATH entries that are a toolchain's program folder: its root is the folder above.
 _PROGRAM_FOLDERS = frozenset({"bin", "sbin", "shims"})
 
@@ -78,7 +79,15 @@ def guards_reads(cli_version: str | None) -> bool:
 
 
 def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+    """`path` is `folder` or below it. Compared as text for absolute paths (what the
+    read guard handles; ``folder in path.parents`` builds every parent, thousands of
+    paths a run), as parts otherwise."""
+    if path == folder:
+        return True
+    if path.is_absolute() and folder.is_absolute():
+        above = str(folder)
+        return str(path).startswith(above if above.endswith("/") else above + "/")
+    return folder in path.parents
 
 
 def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] = ()) -> list[Path]:
@@ -100,7 +109,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
 
     def add(entry: str, rooted: bool) -> Path | None:
         path = Path(os.path.normpath(entry))
-        if not path.is_absolute() or any(_within(path, Path(s)) for s in SYSTEM_FOLDERS):
+        if not path.is_absolute() or any(_within(path, s) for s in _SYSTEM_PATHS):
             return None
         if any(_within(path, p) for p in protected):
             return None  # the run's own folders (its tool shims) are readable anyway
