@@ -32,6 +32,7 @@ from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.trace import build_trace
 from tests.real_streams import REAL_API, RecordedStream
 from tests.stream_helpers import CLI_VERSION, Answering, claude_requests, recording, send
+from tests.test_real_streams import PAUSED, record, recording_billed, replay
 
 MODEL = "claude-opus-4-8"
 ADVISOR = "claude-opus-4-8-advisor"
@@ -56,17 +57,20 @@ def _meter(result: SpecResult, role: str, used: Billed, usd: float) -> None:
     result.billed_steps = {r: dict(kinds) for r, kinds in meter.steps.items()}
 
 
-def _adds_up(result: SpecResult) -> dict[str, Any]:
+def _adds_up(result: SpecResult, spent: str = "usd") -> dict[str, Any]:
     """The roles, held to the run's figures in JUnit's properties, the trace and the
-    summary table: their tokens to ``atom_tokens``, their dollars to the dollars spent."""
+    summary table: their tokens to ``atom_tokens``, their dollars to the dollars spent
+    (`spent` ``recorded_usd``: what a replay's answers cost when recorded)."""
     props = result_properties(result)
     roles = {role: props[f"atom_{role}_tokens"] for role in ROLES}
-    assert sum(roles.values()) == props["atom_tokens"] == result.tokens
+    assert sum(roles.values()) == props["atom_tokens"] == result.tokens, roles
     usd = sum(props[f"atom_{role}_cost_usd"] for role in ROLES)
-    assert usd == pytest.approx(props["atom_cost_usd"], abs=5e-6)
+    key = "atom_cost_usd" if spent == "usd" else "atom_recorded_cost_usd"
+    assert usd == pytest.approx(props[key], abs=5e-6), (props[key], roles)
     cost = build_trace(result)["cost"]
     assert sum(r["tokens"] for r in cost["by_role"].values()) == cost["tokens"]
-    assert sum(r["cost_usd"] for r in cost["by_role"].values()) == pytest.approx(cost["usd"])
+    by_role_usd = sum(r["cost_usd"] for r in cost["by_role"].values())
+    assert by_role_usd == pytest.approx(cost[spent], abs=5e-6)  # each role rounded to 1e-6
     row = SummaryRow.of("s.atom.yaml::s", props)
     assert sum(f.tokens for f in row.roles.values()) == row.tokens
     return props
@@ -188,3 +192,28 @@ def test_cassette_show_counts_what_a_broken_stream_billed_that_the_cassette_left
         f"; billed {billed + 500:,} tokens (Claude Code counted {billed:,}): "
         f"message {billed:,}, broken streams left out 500, $"
     ) in _show(written)
+
+
+@pytest.mark.slow
+def test_every_public_recording_through_claude_code_has_roles_that_add_up(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    """Each public recording as the agent's answer, recorded through Claude Code and
+    replayed: the roles add up to `atom_tokens`, which is what the API billed, and to the
+    dollars spent (recording) or recorded (replay). The paused turn Claude Code rejects
+    is recorded only: its figures add up all the same."""
+    for name in RECORDINGS:
+        folder = tmp_path / name
+        folder.mkdir()
+        paused = name == PAUSED
+        recorded = record(folder, RecordedStream.load(name), claude_bin, turns=99 if paused else 1)
+        props = _adds_up(recorded)
+        assert recorded.cassette is not None, name
+        assert props["atom_tokens"] == recording_billed(recorded.cassette), name
+        if paused:
+            continue
+        assert recorded.passed, recorded.report()
+        replayed = replay(folder, claude_bin)
+        assert replayed.passed, replayed.report()
+        again = _adds_up(replayed, "recorded_usd")
+        assert again["atom_tokens"] == props["atom_tokens"], name
