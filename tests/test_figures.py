@@ -22,7 +22,7 @@ from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.model.billing import Billed, Iteration, Tokens
 from pytest_atom.model.prices import cost_usd
-from pytest_atom.model.record import IterationRecord, RunOutcome
+from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome
 from pytest_atom.model.result import Attempt, SpecResult
 from pytest_atom.model.spec_types import Spec
 from pytest_atom.model.usage import ROLES
@@ -87,6 +87,22 @@ def test_a_reflectors_failed_try_counts_in_its_role_so_the_roles_add_up(tmp_path
     assert props["atom_reflector_tokens"] == 1100 and props["atom_tokens"] == 2150
     assert props["atom_reflector_cost_usd"] == pytest.approx(0.006)
     assert props["atom_other_tokens"] == 0 and props["atom_failed_tries_tokens"] == 400
+
+
+def test_a_recalled_verdict_counts_in_its_attempts_tokens_as_in_its_role(tmp_path: Path) -> None:
+    """A replay that recalls the recorded verdict runs no reflector: the verdict's tokens,
+    as recorded, are in the run's figure and the reflector's role, so in the attempt's own
+    figure in the trace too (it left them out: its roles summed 900 more)."""
+    call = IterationRecord(0, usage={"input_tokens": 1000}, cost_usd=0.01, model=MODEL)
+    again = Recalled("reflector", {"score": 1.0}, tokens=900, cost_usd=0.003)
+    attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 1), [call], recalled=[again])
+    result = _result(tmp_path, attempt, paid=frozenset())
+    result.replayed = EVERYONE
+    props = _adds_up(result, "recorded_usd")
+    assert props["atom_tokens"] == 1900 and props["atom_reflector_tokens"] == 900
+    [child] = build_trace(result)["children"]
+    assert child["cost"]["tokens"] == 1900
+    assert sum(r["tokens"] for r in child["cost"]["by_role"].values()) == 1900
 
 
 def test_an_advisor_step_claude_code_filed_nowhere_is_counted_on_top(tmp_path: Path) -> None:
