@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO))  # tests/real_streams.py: the loopback upstream an
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
 from pytest_atom.model.usage import ROLES  # noqa: E402
 from pytest_atom.reports.properties import result_properties  # noqa: E402
-from tests.real_streams import RecordedStream  # noqa: E402
-from tests.test_real_streams import (  # noqa: E402
+from tests.real_streams import (  # noqa: E402
     STREAMS,
+    RecordedStream,
     record,
     recording_billed,
     replay,

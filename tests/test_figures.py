@@ -30,9 +30,15 @@ from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.trace import build_trace
-from tests.real_streams import REAL_API, RecordedStream
+from tests.real_streams import (
+    PAUSED,
+    REAL_API,
+    RecordedStream,
+    record,
+    recording_billed,
+    replay,
+)
 from tests.stream_helpers import CLI_VERSION, Answering, claude_requests, recording, send
-from tests.test_real_streams import PAUSED, record, recording_billed, replay
 
 MODEL = "claude-opus-4-8"
 ADVISOR = "claude-opus-4-8-advisor"
