@@ -188,15 +188,6 @@ class SpecResult:
     def billed_tokens(self) -> int:
         return sum(used.tokens for used in self.billed.values())
 
-    def step_usage(self) -> dict[str, RoleUsage]:
-        """The steps billed on top of the answers (advisor, compaction), by kind, every
-        role's: tokens and their price."""
-        kinds: dict[str, RoleUsage] = {}
-        for steps in self.billed_steps.values():
-            for kind, (tokens, usd) in steps.items():
-                kinds[kind] = kinds.get(kind, RoleUsage()) + RoleUsage(tokens, usd)
-        return kinds
-
     @property
     def uncounted(self) -> RoleUsage:
         """What the API billed that Claude Code's totals leave out (`steps_left_out`)."""
