@@ -11,7 +11,9 @@ through pytest-atom with the real CLI, then replayed `--replays` times with the 
 matching and once with `--atom-match=strict`. One line a stream: whether every run passed
 without a divergence, the tokens pytest-atom reported (JUnit's `atom_tokens`) when recording
 and on each replay, and what the API billed for the recorded answers (their streams' usage,
-`usage.iterations` included), with the difference. The stream the CLI rejects (a paused
+`usage.iterations` included), with the difference, and the sum of the tokens per role
+(JUnit's `atom_<role>_tokens`) of every run, which must be each run's `atom_tokens` (a run
+whose roles do not add up is not ok). The stream the CLI rejects (a paused
 turn) is recorded only: its outcome and where its evidence was kept. `--record-only` records
 the streams named and stops there (no replays, no rejected stream): its smallest run, which
 tests/test_benchmarks.py makes with one stream (tests/test_real_streams.py replays them).
@@ -29,10 +31,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests/real_streams.py: the loopback upstream and the data
 
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
+from pytest_atom.model.usage import ROLES  # noqa: E402
 from pytest_atom.reports.properties import result_properties  # noqa: E402
-from tests.real_streams import RecordedStream  # noqa: E402
-from tests.test_real_streams import (  # noqa: E402
+from tests.real_streams import (  # noqa: E402
     STREAMS,
+    RecordedStream,
     record,
     recording_billed,
     replay,
@@ -53,7 +56,10 @@ def main() -> int:
     args = parser.parse_args()
     claude = find_claude()
     names = args.names or list(STREAMS)
-    print(f"{'stream':28} {'ok':>3} {'record':>8} {'replays':>26} {'billed':>8} {'diff':>7}  s")
+    print(
+        f"{'stream':28} {'ok':>3} {'record':>8} {'replays':>26} {'billed':>8} {'diff':>7} "
+        f"{'roles':>8}  s"
+    )
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
@@ -68,14 +74,18 @@ def main() -> int:
                 runs.append(replay(folder, claude, "strict"))
             # A recording that passed and was kept, and (unless --record-only) replayed.
             kept = recorded.cassette is not None and (args.record_only or len(runs) > 1)
-            ok = all(r.passed and not r.divergences for r in runs) and kept
+            props = [result_properties(r) for r in runs]
+            tokens = [int(p["atom_tokens"]) for p in props]
+            roles = [sum(int(p[f"atom_{role}_tokens"]) for role in ROLES) for p in props]
+            # One figure: the roles add up to atom_tokens in every run.
+            ok = all(r.passed and not r.divergences for r in runs) and kept and roles == tokens
             failures += not ok
-            tokens = [int(result_properties(r)["atom_tokens"]) for r in runs]
             billed = recording_billed(recorded.cassette) if recorded.cassette else 0
             replays = ",".join(str(t) for t in tokens[1:])
             print(
                 f"{name:28} {'yes' if ok else 'NO':>3} {tokens[0]:>8} {replays:>26} "
-                f"{billed:>8} {tokens[0] - billed:>+7}  {time.perf_counter() - started:.0f}"
+                f"{billed:>8} {tokens[0] - billed:>+7} {roles[0]:>8}  "
+                f"{time.perf_counter() - started:.0f}"
             )
         if not args.record_only:
             folder = Path(tmp) / "rejected"

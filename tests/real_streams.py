@@ -6,6 +6,8 @@ answers the agent's turn with one such recorded response body, whatever the CLI 
 CLI sends its own request; the answer is the API's), and every other request (a title, a
 token count) from an empty script. `billed_tokens` is what the API billed for the stream,
 read from the stream itself: the reference every report's token figure is held to.
+`record` and `replay` run a small spec through Claude Code with a stream as the agent's
+answer (tests/test_real_streams.py, tests/test_figures.py, benchmarks/real_streams.py).
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from typing import Any
 
 import yaml
 
+from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.gateway import Gateway, GatewayRequest, Reply, scripted
+from pytest_atom.model.result import SpecResult
+from pytest_atom.model.settings import RunSettings
+from pytest_atom.model.spec import load_specs
+from pytest_atom.model.spec_types import Spec
+from pytest_atom.reports.transcript import is_messages
+from pytest_atom.run.spec_run import run_spec
 
 REAL_API = Path(__file__).parent / "data" / "real_api"
 
@@ -151,3 +160,62 @@ class RecordedUpstream:
 
     def __exit__(self, *exc: object) -> None:
         self._gateway.stop()
+
+
+SPEC = """\
+name: real
+prompt: Answer the question in USER_PROMPT.md.
+timeout: 120
+attempts: 1
+max_iterations: 2
+"""
+
+#: Each stream, by what it covers: its file in tests/data/real_api/ (without .yaml).
+STREAMS = {
+    "web-search-citations": "test_anthropic_model_web_search_tool_stream",
+    "web-fetch": "test_anthropic_web_fetch_tool_stream",
+    "code-execution": "test_anthropic_code_execution_tool_stream",
+    "text-editor-code-execution": "test_anthropic_text_editor_code_execution_tool_stream",
+    "advisor-iterations": "test_anthropic_advisor_tool_stream",
+    "compaction": "test_anthropic_compaction_usage_with_cache_streaming",
+    "redacted-thinking": "test_anthropic_model_thinking_part_redacted_stream",
+}
+
+
+def spec_in(folder: Path) -> Spec:
+    (folder / "real.atom.yaml").write_text(SPEC)
+    [spec] = load_specs(folder / "real.atom.yaml")
+    return spec
+
+
+def record(folder: Path, stream: RecordedStream, claude_bin: Path, **kw: Any) -> SpecResult:
+    with RecordedUpstream(stream, **kw) as upstream:
+        return run_spec(
+            spec_in(folder),
+            runs_dir=folder / "runs",
+            settings=RunSettings(record_mode="all", upstream=upstream.url),
+            claude_bin=claude_bin,
+        )
+
+
+def replay(folder: Path, claude_bin: Path, match: str = "strict") -> SpecResult:
+    return run_spec(
+        spec_in(folder),
+        runs_dir=folder / "runs",
+        settings=RunSettings(match=match),  # type: ignore[arg-type]
+        claude_bin=claude_bin,
+    )
+
+
+def recording_billed(path: Path) -> int:
+    """What the API billed for every answer in the recording: the real stream's, and the
+    script's that ends the session (its usage is in its stream too)."""
+    return sum(
+        billed_tokens(i.response)
+        for i in Cassette.load(path).interactions
+        if is_messages(i) and i.status == 200
+    )
+
+
+#: The stream Claude Code rejects: a web search turn the API paused.
+PAUSED = "test_pause_turn_web_search_streaming_vcr"

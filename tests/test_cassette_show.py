@@ -62,7 +62,8 @@ def test_the_advisor_and_its_advice_and_its_own_tokens() -> None:
         "    assistant (5 in, 291 out, 18000 cache read, 1200 cache write tokens; "
         f"+ advisor {streams.ADVISOR}: 2100 in, 461 out tokens):" in text
     )
-    assert "billed 22057 tokens (message 19496, advisor 2561)" in text
+    # Claude Code files the advisor's under its model: it counts what the API billed.
+    assert "billed 22,057 tokens: message 19,496, advisor 2,561, $" in text
 
 
 def test_a_compaction_summary_is_shown_and_its_tokens_billed() -> None:
@@ -74,13 +75,17 @@ def test_a_compaction_summary_is_shown_and_its_tokens_billed() -> None:
         "        Summary: the user asked for a parser; tests in tests/test_parse.py pass." in text
     )
     assert "3 input / 200 output tokens (55096 cache read, 16914 cache write)" in text
-    assert f"billed {streams.COMPACTION_BILLED} tokens (message 72213, compaction 183)" in text
+    assert (
+        f"billed {streams.COMPACTION_BILLED:,} tokens (Claude Code counted 72,213): "
+        "message 72,213, compaction 183, $" in text
+    )
 
 
 def test_web_searches_are_counted_and_priced_in_the_totals() -> None:
     text = _show(_turn([{"role": "user", "content": "Find it."}], streams.SEARCH_STREAM))
     assert (
-        f"billed {streams.SEARCH_BILLED} tokens, 1 web search request, 1 web fetch request" in text
+        f"billed {streams.SEARCH_BILLED:,} tokens: 1 web search request, 1 web fetch request"
+        in text
     )
     # 10,682 in and 510 out at Opus 5.5's $4 / $20, and one search at $0.01
     assert "$0.0629 at today's prices" in text
@@ -141,7 +146,7 @@ def test_show_and_the_estimate_price_an_answer_as_its_request_asked() -> None:
     )
     guess = estimate(Cassette(Path("c.yaml"), [turn]))
     assert guess.usd == pytest.approx((1000 * 1 + 100 * 5) / 1e6)  # Haiku 4.5: $1 / $5
-    assert f"billed 1100 tokens, ${guess.usd:.4f} at today's prices" in _show(turn)
+    assert f"billed 1,100 tokens, ${guess.usd:.4f} at today's prices" in _show(turn)
 
 
 def test_cassette_cost_estimates_a_folder_and_names_specs_without_a_cassette(

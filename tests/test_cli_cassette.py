@@ -157,7 +157,11 @@ def test_show_prints_the_transcript_of_a_shipped_cassette(path: Path) -> None:
     raw = path.read_text()
     inputs = sum(int(n) for n in re.findall(r'"message_start".*?"input_tokens":(\d+)', raw))
     outputs = sum(int(n) for n in re.findall(r'"message_delta".*?"output_tokens":(\d+)', raw))
-    assert f"{totals}; {inputs} input / {outputs} output tokens" in out
+    outputs += sum(int(n) for n in re.findall(r'"message_start".*?"output_tokens":(\d+)', raw))
+    outputs -= len(re.findall(r'"message_start"', raw))  # the start's placeholder 1
+    billed = inputs + outputs  # these fixtures read and write no cache
+    assert f"{totals}; billed {billed:,} tokens, $" in out
+    assert f"; answers {inputs} input / {outputs} output tokens" in out
 
 
 def test_show_groups_turns_into_sessions_and_shows_only_new_user_content() -> None:
@@ -237,7 +241,8 @@ def test_show_renders_side_requests_token_counts_and_errors(tmp_path: Path) -> N
     assert "line 15\n" in out and "line 16" not in out and "... (25 more lines)" in out
     assert "error: overloaded_error: Overloaded" in out
     assert "Spec          ?" in out  # missing metadata is shown as unknown, not a crash
-    assert "1 tool call, 0 verdicts, 1 side request; 107 input / 23 output tokens" in out
+    assert "1 tool call, 0 verdicts, 1 side request; billed 130 tokens, $" in out
+    assert "; answers 107 input / 23 output tokens" in out
 
 
 def _session(prompt: str, steps: list[tuple[list[Any], list[Any]]]) -> list[Interaction]:

@@ -28,14 +28,17 @@ from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.model.messages import fold_sse
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.transcript import is_messages
-from pytest_atom.run.spec_run import run_spec
-from tests.real_streams import RecordedStream, RecordedUpstream, billed_tokens
+from tests.real_streams import (
+    PAUSED,
+    STREAMS,
+    RecordedStream,
+    billed_tokens,
+    record,
+    recording_billed,
+    replay,
+    spec_in,
+)
 from tests.stream_helpers import (
     CLI_VERSION,
     Answering,
@@ -45,60 +48,6 @@ from tests.stream_helpers import (
     send,
 )
 
-SPEC = """\
-name: real
-prompt: Answer the question in USER_PROMPT.md.
-timeout: 120
-attempts: 1
-max_iterations: 2
-"""
-
-#: Each stream, by what it covers: its file in tests/data/real_api/ (without .yaml).
-STREAMS = {
-    "web-search-citations": "test_anthropic_model_web_search_tool_stream",
-    "web-fetch": "test_anthropic_web_fetch_tool_stream",
-    "code-execution": "test_anthropic_code_execution_tool_stream",
-    "text-editor-code-execution": "test_anthropic_text_editor_code_execution_tool_stream",
-    "advisor-iterations": "test_anthropic_advisor_tool_stream",
-    "compaction": "test_anthropic_compaction_usage_with_cache_streaming",
-    "redacted-thinking": "test_anthropic_model_thinking_part_redacted_stream",
-}
-
-
-def spec_in(folder: Path) -> Spec:
-    (folder / "real.atom.yaml").write_text(SPEC)
-    [spec] = load_specs(folder / "real.atom.yaml")
-    return spec
-
-
-def record(folder: Path, stream: RecordedStream, claude_bin: Path, **kw: Any) -> SpecResult:
-    with RecordedUpstream(stream, **kw) as upstream:
-        return run_spec(
-            spec_in(folder),
-            runs_dir=folder / "runs",
-            settings=RunSettings(record_mode="all", upstream=upstream.url),
-            claude_bin=claude_bin,
-        )
-
-
-def replay(folder: Path, claude_bin: Path, match: str = "strict") -> SpecResult:
-    return run_spec(
-        spec_in(folder),
-        runs_dir=folder / "runs",
-        settings=RunSettings(match=match),  # type: ignore[arg-type]
-        claude_bin=claude_bin,
-    )
-
-
-def recording_billed(path: Path) -> int:
-    """What the API billed for every answer in the recording: the real stream's, and the
-    script's that ends the session (its usage is in its stream too)."""
-    return sum(
-        billed_tokens(i.response)
-        for i in Cassette.load(path).interactions
-        if is_messages(i) and i.status == 200
-    )
-
 
 def blocks(text: str) -> list[dict[str, Any]]:
     return list(fold_sse(text)["content"])
@@ -107,8 +56,6 @@ def blocks(text: str) -> list[dict[str, Any]]:
 #: The stream Claude Code records and replays end to end: the richest (a server tool's
 #: use and result, citations, thinking with its signature).
 RICHEST = "web-search-citations"
-#: The stream Claude Code rejects: a web search turn the API paused.
-PAUSED = "test_pause_turn_web_search_streaming_vcr"
 
 
 @pytest.mark.parametrize("name", [*STREAMS, "paused-turn"])

@@ -172,7 +172,9 @@ def test_the_estimate_is_within_5_percent_of_what_recording_spent(
     assert props["atom_tokens"] == props["atom_billed_tokens"] == guess.tokens
     assert props["atom_cost_usd"] == pytest.approx(guess.usd, abs=1e-6)
     transcript = CliRunner().invoke(main, ["cassette", "show", "alpha.atom.yaml"])
-    assert f"billed {guess.tokens} tokens, ${guess.usd:.4f} at today's prices" in transcript.output
+    assert (
+        f"billed {guess.tokens:,} tokens, ${guess.usd:.4f} at today's prices" in transcript.output
+    )
 
 
 @pytest.mark.slow

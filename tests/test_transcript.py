@@ -155,7 +155,7 @@ def test_cassette_lines_group_turns_into_sessions_with_only_new_user_content() -
     assert "      tool_result t1:\n        (empty)" in text
     assert text.endswith(
         "Totals: 1 session, 2 turns, 1 tool call, 0 verdicts, 0 side requests; "
-        "101 input / 21 output tokens; billed 122 tokens, $0.0010 at today's prices"
+        "billed 122 tokens, $0.0010 at today's prices; answers 101 input / 21 output tokens"
     )
     assert Line("  Turn 2", "bold", suffix="  [2] POST /v1/messages") in lines
 

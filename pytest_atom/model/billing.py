@@ -13,9 +13,12 @@ The rules, from the Messages API and from real streams:
 - ``usage.iterations`` lists the sampling steps of one request. Steps of type ``message``
   are the answer itself; the others are billed on top of the top-level counts, less what
   of theirs those already hold (a real compaction stream's ``message_start`` reports the
-  compaction step's cache read, which the merge keeps): a ``compaction`` step (the summary the API wrote of the conversation) and an
-  ``advisor_message`` (the advisor model's own reading and advice, at its model's price).
-  Claude Code 2.1.331 prices the top-level counts only, so its totals leave both out.
+  compaction step's cache read, which the merge keeps): a ``compaction`` step (the summary
+  the API wrote of the conversation) and an ``advisor_message`` (the advisor model's own
+  reading and advice, at its model's price). Claude Code (2.1.197, 2.1.331 and 2.1.332,
+  measured on the public recordings in tests/data/real_api) files an advisor step under
+  the advisor's model in ``modelUsage`` and leaves a compaction step out of its totals:
+  `Billed.cli_counted` is its figure.
 - ``usage.server_tool_use`` counts server tool requests (``web_search_requests``,
   ``web_fetch_requests``, …); web searches are billed per request.
 - ``inference_geo: "us"`` is billed at 1.1 times the price (Claude Code's rule).
@@ -112,6 +115,14 @@ class Billed:
     def tokens(self) -> int:
         """Every billed token: the answer's and its extra steps'."""
         return self.message.total + sum(i.tokens.total for i in self.iterations)
+
+    @property
+    def cli_counted(self) -> int:
+        """The tokens Claude Code counts of these: the answers' and their advisor steps'
+        (filed under the advisor's model), not compaction's nor a kind it does not know."""
+        return self.message.total + sum(
+            i.tokens.total for i in self.iterations if i.kind == "advisor"
+        )
 
     def by_kind(self) -> dict[str, int]:
         """Tokens per kind of step: ``message`` (the answer), ``advisor``, ``compaction``."""

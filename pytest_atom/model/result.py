@@ -16,7 +16,7 @@ from pytest_atom.model.billing import Billed
 from pytest_atom.model.limits import Limits, Usage
 from pytest_atom.model.modes import SourceKind
 from pytest_atom.model.outcome import Crossing, Decision, Outcome, decide
-from pytest_atom.model.usage import ROLES, RoleUsage
+from pytest_atom.model.usage import ROLES, RoleUsage, split_steps
 
 if TYPE_CHECKING:
     from pytest_atom.gateway import Exchange
@@ -191,19 +191,12 @@ class SpecResult:
     def billed_tokens(self) -> int:
         return sum(used.tokens for used in self.billed.values())
 
-    def step_usage(self) -> dict[str, RoleUsage]:
-        """The steps billed on top of the answers (advisor, compaction), by kind, every
-        role's: tokens and their price."""
-        kinds: dict[str, RoleUsage] = {}
-        for steps in self.billed_steps.values():
-            for kind, (tokens, usd) in steps.items():
-                kinds[kind] = kinds.get(kind, RoleUsage()) + RoleUsage(tokens, usd)
-        return kinds
-
     @property
     def uncounted(self) -> RoleUsage:
-        """What the API billed that Claude Code's totals leave out: compaction steps."""
-        return self.step_usage().get("compaction", RoleUsage())
+        """What the API billed that Claude Code's totals leave out (`steps_left_out`)."""
+        return sum(
+            (u for kinds in self.steps_left_out().values() for u in kinds.values()), RoleUsage()
+        )
 
     def billing_note(self) -> str | None:
         """Where the streams billed another figure than Claude Code counted: by how much,
@@ -217,7 +210,9 @@ class SpecResult:
             return None
         left_out = self.uncounted.tokens
         if left_out and streams - cli == left_out:
-            reason = f": Claude Code leaves compaction's {left_out} tokens out of its totals"
+            kinds = sorted({kind for kinds in self.steps_left_out().values() for kind in kinds})
+            whose = " and ".join(f"{kind}'s" for kind in kinds)
+            reason = f": Claude Code leaves {whose} {left_out} tokens out of its totals"
         elif streams > cli:
             reason = " (answers Claude Code did not count: cut-off streams, side requests)"
         else:
@@ -464,8 +459,8 @@ class SpecResult:
             usd += sum(p.recalled.cost_usd for p in self.plans if p.recalled is not None)
             spent += usd if "executor" in self.paid else 0.0
             recorded += usd if "executor" in self.replayed else 0.0
-            for role, steps in self.billed_steps.items():  # what Claude Code leaves out
-                usd = steps.get("compaction", (0, 0.0))[1]
+            for role, kinds in self.steps_left_out().items():  # what Claude Code leaves out
+                usd = sum(u.cost_usd for u in kinds.values())
                 payer = "reflector" if role == "reflector" else "executor"
                 spent += usd if payer in self.paid else 0.0
                 recorded += usd if payer in self.replayed else 0.0
@@ -498,42 +493,55 @@ class SpecResult:
 
     def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
         """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
-        (default: every attempt, and the planner). The executor's calls run its subagents:
+        (default: every attempt, and the planner; then the steps billed on top of the
+        answers, advisor and compaction, and `other`). They add up to `tokens` and to the
+        dollars spent (or recorded, for a replay). The executor's calls run its subagents:
         their share is split off (see `IterationRecord.subagent_cost_usd`)."""
+        roles = self._sessions(attempts)
+        if attempts is None:
+            split_steps(roles, self.billed_steps)
+            roles["other"] = self._unnamed(roles)
+        return roles
+
+    def _sessions(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
+        """Each kind of session's tokens and price as Claude Code counted them, failed
+        tries in their own role (`failed_tries` shows them apart)."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
             for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
                 sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
-            for vote in attempt.reflectors:
+            for vote in (
+                t for record in attempt.reflectors for t in (*record.failed_tries, record)
+            ):
                 roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
             for again in attempt.recalled:  # as recorded: the figures a rerun gives
                 roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
         if attempts is None:
             for plan in self.plans:
-                if plan.record is not None:
-                    roles["planner"] += RoleUsage(plan.record.tokens, plan.record.cost_usd)
-                if plan.recalled is not None:
-                    roles["planner"] += RoleUsage(plan.recalled.tokens, plan.recalled.cost_usd)
-            self._split_steps(roles)
+                for used in (plan.record, plan.recalled):
+                    if used is not None:
+                        roles["planner"] += RoleUsage(used.tokens, used.cost_usd)
         return roles
 
-    def _split_steps(self, roles: dict[str, RoleUsage]) -> None:
-        """The advisor's and compaction's steps, from the streams, as roles of their own:
-        the advisor's taken out of where Claude Code filed it (under the advisor's model:
-        the executor's "subagents", or the reflector's or planner's session), compaction's
-        added (Claude Code counts it nowhere)."""
-        for role, steps in self.billed_steps.items():
-            session = "subagents" if role == "executor" else role
-            for kind, (tokens, usd) in steps.items():
-                used = RoleUsage(tokens, usd)
-                if kind == "advisor" and session in roles:
-                    filed = roles[session]
-                    roles[session] = RoleUsage(
-                        max(0, filed.tokens - tokens), max(0.0, filed.cost_usd - usd)
-                    )
-                roles[kind] = roles.get(kind, RoleUsage()) + used
+    def steps_left_out(self) -> dict[str, dict[str, RoleUsage]]:
+        """What the streams billed that Claude Code's totals leave out, by the gateway's role
+        and the kind of step: compaction, and advisor steps it filed under no session."""
+        return split_steps(self._sessions(), self.billed_steps)
+
+    def _unnamed(self, roles: dict[str, RoleUsage]) -> RoleUsage:
+        """What the run's figures (`tokens`; the dollars spent, or recorded for a replay)
+        hold that no role names (the streams' price of a call Claude Code never priced),
+        so the roles add up to the figure every report shows. Dollars only for a run whose
+        every session was paid or replayed: a scripted answer costs nothing, yet Claude
+        Code prices it in its role."""
+        named = sum(used.tokens for used in roles.values())
+        spent, recorded = self.costs()
+        ran = {"executor"} | ({"reflector"} if roles["reflector"].tokens else set())
+        usd = spent + recorded - sum(used.cost_usd for used in roles.values())
+        priced = ran <= (self.paid | self.replayed) and usd > 5e-7
+        return RoleUsage(max(0, self.tokens - named), usd if priced else 0.0)
 
     @property
     def last_message(self) -> str:

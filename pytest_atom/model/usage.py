@@ -30,6 +30,7 @@ __all__ = [
     "CallUsage",
     "RoleUsage",
     "every_session_tokens",
+    "split_steps",
     "subagent_cost",
     "usage_tokens",
 ]
@@ -39,8 +40,13 @@ __all__ = [
 #: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
 #: model's and compaction's. Claude Code files the advisor's under its model in
 #: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
-#: compaction out; both are read from the streams (pytest_atom.model.billing).
-ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction")
+#: compaction out; both are read from the streams (pytest_atom.model.billing). Last,
+#: ``other``: what the run's figure holds that no role above names (an answer the streams
+#: billed that Claude Code never priced: a call stopped before its result event, a side
+#: request), so the roles always add up to ``atom_tokens`` and the dollars spent; 0 when
+#: every token has its role. A failed try counts in its own role (shown apart too, in
+#: ``atom_failed_tries_tokens``).
+ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction", "other")
 
 #: A Messages-API usage object's counts in the CLI's per-model ``modelUsage``, with the price weight used to split
 #: a model's cost between sessions (input = 1: the published ratios of Anthropic's prices).
@@ -183,3 +189,39 @@ def subagent_cost(
         elif (total := _weight(counts)) > 0:
             share += usd * max(0.0, total - main) / total
     return min(share, cost)
+
+
+#: Where Claude Code files a gateway role's advisor steps: under the advisor's model, which
+#: the executor's call counts among its "subagents" (every session but the main one).
+_FILED_UNDER = {"executor": "subagents"}
+
+
+def split_steps(
+    roles: dict[str, RoleUsage], steps: Mapping[str, Mapping[str, tuple[int, float]]]
+) -> dict[str, dict[str, RoleUsage]]:
+    """Give the steps billed on top of the answers (`steps`: gateway role -> kind ->
+    (tokens, dollars), read from the streams) roles of their own, in `roles` (each session's
+    tokens and Claude Code's price); return what of them Claude Code counted nowhere, by
+    gateway role and kind.
+
+    An advisor step is taken out of the session Claude Code filed it under (the executor's
+    "subagents", or the reflector's or planner's own session), as far as that session holds
+    it: the rest Claude Code left out of its totals. A compaction step (and a kind not known
+    yet) Claude Code counts nowhere: all of it is left out. The roles then add up to Claude
+    Code's figure plus what is returned, which is what the streams billed."""
+    left_out: dict[str, dict[str, RoleUsage]] = {}
+    for role, kinds in steps.items():
+        session = _FILED_UNDER.get(role, role)
+        for kind, (tokens, usd) in kinds.items():
+            named = kind if kind in roles else "other"  # a kind with no role yet
+            roles[named] = roles.get(named, RoleUsage()) + RoleUsage(tokens, usd)
+            held, share = 0, 0.0
+            filed = roles.get(session)
+            if kind == "advisor" and filed is not None:
+                held = min(tokens, filed.tokens)
+                share = usd * held / tokens if tokens else 0.0
+                roles[session] = RoleUsage(filed.tokens - held, max(0.0, filed.cost_usd - share))
+            if tokens - held:
+                missing = RoleUsage(tokens - held, usd - share)
+                left_out.setdefault(role, {})[kind] = missing
+    return left_out

@@ -103,6 +103,9 @@ class _Totals:
     side: int = 0
     billed: Billed = field(default_factory=Billed)
     cost_usd: float = 0.0  # at today's prices (pytest_atom.model.prices)
+    #: What broken streams billed that the cassette left out (a retry made them good):
+    #: its ``upstream_faults`` notes say.
+    broken: int = 0
 
     def add(self, reply: Reply, body: dict[str, Any]) -> None:
         """Count an answer, priced as the model its request asked for (as Claude Code and
@@ -381,6 +384,7 @@ class _CassetteTranscript:
         yield Line(f"{'Interactions':<{width}}{len(data.interactions)}")
         for n, interaction in enumerate(data.interactions, 1):
             self.add(n, interaction)
+        self.totals.broken = _broken_billed(data.metadata.get("upstream_faults"))
         if self.pending and self.sessions:
             self.sessions[-1].lines += self.pending
         elif self.pending:
@@ -452,15 +456,40 @@ class _CassetteTranscript:
             *([plural(t.server_calls, "server tool call")] if t.server_calls else []),
             plural(t.side, "side request"),
         )
-        kinds = t.billed.by_kind()
-        spent = f"billed {t.billed.tokens} tokens"
-        if len(kinds) > 1:
-            spent += " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
-        for key, count in t.billed.server_tool_use.items():
-            spent += f", {requests_text(key, count)}"
-        spent += f", ${t.cost_usd:.4f} at today's prices"
         marks = marks_summary(self.marks)
-        return f"Totals: {', '.join(counts)}; {tokens}; {spent}" + (f"; {marks}" if marks else "")
+        # What the API billed leads: the figure every report's token count holds to;
+        # the answers' own counts (what Claude Code prices) follow.
+        spent = billed_words(t.billed, t.cost_usd, t.broken)
+        return f"Totals: {', '.join(counts)}; {spent}; answers {tokens}" + (
+            f"; {marks}" if marks else ""
+        )
+
+
+def _broken_billed(notes: Any) -> int:
+    """The tokens of the broken streams a cassette's ``upstream_faults`` notes say were
+    billed and left out of it (made good by the CLI's retry)."""
+    return sum(
+        n["tokens"]
+        for n in (notes if isinstance(notes, list) else ())
+        if isinstance(n, dict) and not n.get("in_cassette") and isinstance(n.get("tokens"), int)
+    )
+
+
+def billed_words(billed: Billed, usd: float, broken: int = 0) -> str:
+    """What the answers billed, as every report's token figure counts it, and Claude Code's
+    own count beside it where that differs (it leaves compaction out): ``billed 72,396
+    tokens (Claude Code counted 72,213): message 72,213, compaction 183, $0.0643 at
+    today's prices``. `broken`: what broken streams left out of the cassette billed."""
+    total = billed.tokens + broken
+    words = f"billed {total:,} tokens"
+    if billed.cli_counted != total:
+        words += f" (Claude Code counted {billed.cli_counted:,})"
+    kinds = billed.by_kind() | ({"broken streams left out": broken} if broken else {})
+    parts = [f"{k} {n:,}" for k, n in kinds.items()] if len(kinds) > 1 else []
+    parts += [requests_text(key, count) for key, count in billed.server_tool_use.items()]
+    if parts:
+        words += ": " + ", ".join(parts)
+    return f"{words}, ${usd:.4f} at today's prices"
 
 
 def _result_error(content: Any) -> bool:

@@ -115,12 +115,14 @@ def _cost(
     wall_seconds: float,
     usd: tuple[float, float],
     by_role: dict[str, RoleUsage],
+    recalled: int = 0,
 ) -> dict[str, Any]:
-    """`usd` is (spent, recorded): see SpecResult.costs; `by_role`: SpecResult.usage_by_role."""
+    """`usd` is (spent, recorded): see SpecResult.costs; `by_role`: SpecResult.usage_by_role;
+    `recalled`: the tokens of the sessions a replay recalled (counted in their role too)."""
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
-        "tokens": sum(r.paid_tokens for r in records),  # failed tries included
+        "tokens": sum(r.paid_tokens for r in records) + recalled,  # failed tries included
         "failed_tries": {
             "count": sum(len(r.failed_tries) for r in records),
             "tokens": sum(r.tries_tokens for r in records),
@@ -201,6 +203,7 @@ def _step_child(
             sum(r.duration for r in records),
             result.costs(list(step.attempts)),
             result.usage_by_role(list(step.attempts)),
+            sum(r.tokens for a in step.attempts for r in a.recalled),
         ),
         "children": [_child(result, a, sessions, ref) for a in step.attempts] + rollbacks,
         "errors": [],
@@ -247,6 +250,7 @@ def _child(
             executor_seconds + reflector_seconds,
             result.costs([attempt]),
             result.usage_by_role([attempt]),
+            sum(r.tokens for r in attempt.recalled),
         ),
         "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
         "children": [],
