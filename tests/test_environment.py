@@ -219,7 +219,7 @@ setup: [env | sort > setup-env.txt]
 accept:
   - file_exists: agent-env.txt
   - command: env | sort > check-env.txt
-  - file_exists: needs-a-secret.txt
+  - command: 'test -n "$ATOM_SECRET_LEFT_OUT" || { echo "ATOM_SECRET_LEFT_OUT is not set"; exit 1; }'
 """
 
 
@@ -228,8 +228,8 @@ def test_a_variable_the_spec_does_not_pass_never_reaches_the_agent(
     claude_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The agent's shell, the set-up and a check: only the default set, the passed names,
-    and the run's own HOME, XDG folders and TMPDIR. The failure report says what was left
-    out (a check failed), by name."""
+    and the run's own HOME, XDG folders and TMPDIR. A check that fails for want of a
+    left-out variable gets the fix in its failure report, by name, never the value."""
     from pytest_atom.reports.text import failure_report
     from pytest_atom.run.spec_run import run_spec
 
@@ -253,7 +253,7 @@ def test_a_variable_the_spec_does_not_pass_never_reaches_the_agent(
         assert not any(str(caller_cache) in v for v in env.values()), name
     report = failure_report(result)
     assert "ATOM_SECRET_LEFT_OUT" in report and "s3cr3t-value-left-out" not in report
-    assert "pass_env: [NAME]" in report
+    assert "`pass_env: [ATOM_SECRET_LEFT_OUT]`" in report
     assert not caller_cache.exists()
     assert os.environ["ATOM_SECRET_LEFT_OUT"]  # the caller's own stays as it was
 
