@@ -10,6 +10,25 @@ from pathlib import Path
 SPEC_SUFFIX = ".atom.yaml"
 
 
+def user_cache() -> Path:
+    """pytest-atom's per-user cache: ``$XDG_CACHE_HOME/pytest-atom`` (``~/.cache`` without
+    it). The Claude Code releases, the sandbox runtime and cached set-ups live side by side."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-atom"
+
+
+def npm_install_command(prefix: Path, package: str, version: str) -> list[str]:
+    """The npm command that installs `package`@`version` into its own `prefix` folder."""
+    return [
+        "npm",
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(prefix),
+        f"{package}@{version}",
+    ]
+
+
 def display_path(path: Path) -> str:
     """Relative to the current folder when inside it: shorter, and clickable in terminals."""
     try:

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.model.modes import SetupCacheMode
+from pytest_atom.paths import user_cache
 from pytest_atom.run.setup_key import (
     FORMAT,
     LOCK_FILES,
@@ -115,8 +116,7 @@ def cache_root() -> Path:
     explicit = os.environ.get(ROOT_VARIABLE)
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-atom" / "setup"
+    return user_cache() / "setup"
 
 
 # --- what set-up changed ---------------------------------------------------------------------

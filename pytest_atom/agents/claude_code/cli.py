@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pytest_atom.paths import npm_install_command, user_cache
+
 CLAUDE_CODE_VERSION = "2.1.332"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 #: The Node.js major version the pinned CLI's package asks for (`npm view
@@ -26,8 +28,7 @@ class ClaudeNotFoundError(FileNotFoundError):
 
 def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
     """The per-user npm prefix a CLI version is installed into (by CI or `atom setup`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-atom" / "claude-code" / version
+    return user_cache() / "claude-code" / version
 
 
 def cached_claude(version: str = CLAUDE_CODE_VERSION) -> Path:
@@ -37,15 +38,7 @@ def cached_claude(version: str = CLAUDE_CODE_VERSION) -> Path:
 
 def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
     """The npm command that installs a CLI version (default: the pinned one) into its cache."""
-    return [
-        "npm",
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        str(cache_dir(version)),
-        f"{NPM_PACKAGE}@{version}",
-    ]
+    return npm_install_command(cache_dir(version), NPM_PACKAGE, version)
 
 
 def find_claude() -> Path:

@@ -37,6 +37,7 @@ from pytest_atom.agents.claude_code.sandbox import (
     SandboxUnavailableError,
     require_tools,
 )
+from pytest_atom.paths import npm_install_command, user_cache
 
 SRT_VERSION = "0.0.83"
 NPM_PACKAGE = "@anthropic-ai/sandbox-runtime"
@@ -48,8 +49,7 @@ RG_LINK = "rg-claude"
 
 def cache_dir(version: str = SRT_VERSION) -> Path:
     """The per-user npm prefix srt is installed into by `atom setup`."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-atom" / "sandbox-runtime" / version
+    return user_cache() / "sandbox-runtime" / version
 
 
 def cached_srt(version: str = SRT_VERSION) -> Path:
@@ -59,15 +59,7 @@ def cached_srt(version: str = SRT_VERSION) -> Path:
 
 def install_command(version: str = SRT_VERSION) -> list[str]:
     """The npm command that installs the pinned srt into its cache."""
-    return [
-        "npm",
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        str(cache_dir(version)),
-        f"{NPM_PACKAGE}@{version}",
-    ]
+    return npm_install_command(cache_dir(version), NPM_PACKAGE, version)
 
 
 def how_to_install() -> str:
