@@ -23,14 +23,11 @@ run fails, or when the warm run did not restore its set-up from the cache.
 from __future__ import annotations
 
 import argparse
-import base64
-import hashlib
 import os
 import statistics
 import sys
 import tempfile
 import time
-import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,6 +40,7 @@ from pytest_atom.model.settings import RunSettings
 from pytest_atom.model.spec import load_spec
 from pytest_atom.run.setup_cache import ROOT_VARIABLE
 from pytest_atom.run.spec_run import run_spec
+from tests.helpers import tiny_wheel
 
 GOAL = 1.5
 SETUP = [
@@ -51,32 +49,12 @@ SETUP = [
 ]
 
 
-def tiny_wheel(folder: Path) -> str:
-    """A pure-Python wheel of `tinypkg`, written by hand: pip installs it with no index."""
-    info = "tinypkg-1.0.dist-info"
-    files = {
-        "tinypkg/__init__.py": "VERSION = '1.0'\n",
-        f"{info}/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    name = "tinypkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(folder / name, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return name
-
-
 def build(root: Path) -> tuple[Path, Path]:
     """The project: its fixture workspace, its script, and the two spec files."""
     specs = root / "specs"
     ws = specs / "ws"
     ws.mkdir(parents=True)
-    (ws / "requirements.txt").write_text(f"./{tiny_wheel(ws)}\n")
+    (ws / "requirements.txt").write_text(f"./{tiny_wheel(ws).name}\n")
     turns = [
         {"tool_use": [{"name": "Bash", "input": {"command": "ls"}}]},
         {"text": "Looked.\n\nEXIT_LOOP_NOW"},

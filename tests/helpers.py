@@ -7,12 +7,15 @@ own module name, and importing it again as `tests.conftest` would load it twice.
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import time
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -374,3 +377,24 @@ def talk(argv: list[str], messages: list[dict[str, Any]], cwd: Path, env: Any = 
     assert process.wait(timeout=30) == 0
     process.stdout.close()
     return answers
+
+
+def tiny_wheel(folder: Path, version: str = "1.0") -> Path:
+    """A pure-Python wheel of `tinypkg`, written by hand: pip installs it with no index."""
+    name = f"tinypkg-{version}-py3-none-any.whl"
+    info = f"tinypkg-{version}.dist-info"
+    files = {
+        "tinypkg/__init__.py": f"VERSION = {version!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinypkg\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+    wheel = folder / name
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel

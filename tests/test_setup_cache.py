@@ -8,13 +8,10 @@ package from another run folder after the first one is gone.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import subprocess
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,32 +22,12 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_commands import SetupCache, SetupOutcome, run_setup
+from tests.helpers import tiny_wheel
 
 VENV_SETUP = (
     "python3 -m venv .venv",
     ".venv/bin/pip install --no-index --disable-pip-version-check -q -r requirements.txt",
 )
-
-
-def tiny_wheel(folder: Path, version: str = "1.0") -> Path:
-    """A pure-Python wheel of `tinypkg`, written by hand: pip installs it with no index."""
-    name = f"tinypkg-{version}-py3-none-any.whl"
-    info = f"tinypkg-{version}.dist-info"
-    files = {
-        "tinypkg/__init__.py": f"VERSION = {version!r}\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tinypkg\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    wheel = folder / name
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return wheel
 
 
 def workspace(root: Path, version: str = "1.0") -> Path:
