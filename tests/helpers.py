@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -398,3 +399,13 @@ def tiny_wheel(folder: Path, version: str = "1.0") -> Path:
         for path, text in files.items():
             zf.writestr(path, text)
     return wheel
+
+
+def user_shell_env(claude_bin: Path) -> dict[str, str]:
+    """A user's shell: this checkout's `atom` and `pytest`, the CLI under test, none of the
+    suite's own pytest or API variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ANTHROPIC_"))}
+    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env

@@ -12,10 +12,8 @@ where the `env` spec's run keeps its own temp folder. One run, shared by both te
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.model.environment import tmpdir_for
-from tests.helpers import REPO, once_per_session, write
+from tests.helpers import once_per_session, user_shell_env, write
 
 pytestmark = pytest.mark.slow
 
@@ -52,15 +50,6 @@ reflector:
 """
 
 
-def project_env(claude_bin: Path) -> dict[str, str]:
-    """A user's shell: this checkout's `atom` and `pytest`, the CLI under test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ANTHROPIC_"))}
-    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
-
-
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
         argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
@@ -76,7 +65,7 @@ def short_temp(project: Path, spec: str) -> bool:
 
 def build(folder: Path, claude_bin: Path) -> None:
     """Record in `folder`'s project, check, replay strict there and in a shallow copy."""
-    env = project_env(claude_bin)
+    env = user_shell_env(claude_bin)
     pytest_atom = ["pytest", "--atom", "specs", "-p", "no:cacheprovider", "-p", "no:randomly"]
     steps: dict[str, Any] = {"init": run(["atom", "init", "demo"], folder, env)}
     project = folder / "demo"

@@ -7,13 +7,13 @@ example spec is scripted): no network, no API key.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import user_shell_env
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,11 +36,7 @@ def test_the_quick_start_block_is_found() -> None:
 @pytest.mark.slow
 def test_the_quick_start_runs_as_written(tmp_path: Path, claude_bin: Path) -> None:
     commands = quick_start_commands((REPO / "README.md").read_text(encoding="utf-8"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ANTHROPIC_"))}
-    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    # `atom` and `pytest` are this interpreter's: the checkout under test.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = user_shell_env(claude_bin)  # `atom` and `pytest`: the checkout under test
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", commands],
         cwd=tmp_path,

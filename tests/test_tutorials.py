@@ -8,16 +8,14 @@ network, no API key.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.helpers import write
+from tests.helpers import user_shell_env, write
 
 REPO = Path(__file__).resolve().parent.parent
 TUTORIAL = REPO / "docs" / "tutorials" / "own-repository.md"
@@ -80,10 +78,7 @@ def test_the_own_repository_tutorial_runs_offline(tmp_path: Path, claude_bin: Pa
     # As in any Python repository: without it the tests' .pyc files (which hold the copy's
     # mtimes) would reach the diff the reflector reads, and every replay would diverge.
     write(project / ".gitignore", "__pycache__/\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "ANTHROPIC_"))}
-    env["ATOM_CLAUDE_BIN"] = str(claude_bin)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env = user_shell_env(claude_bin)
     setup = "git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm t"
     for path, text in named_blocks(page).items():
         write(project / path, text)
