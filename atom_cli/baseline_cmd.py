@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.paths import display_path
-from pytest_atom.reports.baseline import (
+from pytest_atom.baseline.compare import (
     DEFAULT_BASELINE,
     BaselineError,
     build_baseline,
@@ -16,7 +15,8 @@ from pytest_atom.reports.baseline import (
     read_results,
     results_file,
 )
-from pytest_atom.reports.rows import spec_key
+from pytest_atom.paths import display_path
+from pytest_atom.results.rows import spec_key
 from pytest_atom.run.harness import host_harness
 
 

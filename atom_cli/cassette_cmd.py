@@ -20,14 +20,14 @@ import click
 
 from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from atom_cli.cassette_secrets import CheckScrubbers
-from pytest_atom.cassettes.cassette import Cassette, CassetteError
-from pytest_atom.cassettes.estimate import Estimate, estimate
-from pytest_atom.cassettes.recording import cassette_path, record_command
-from pytest_atom.model.spec import load_specs, spec_files
-from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.replay.cassette import Cassette, CassetteError
+from pytest_atom.replay.estimate import Estimate, estimate
+from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.text import drift_line
+from pytest_atom.spec.load import load_specs, spec_files
+from pytest_atom.spec.types import Spec, SpecError
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
@@ -377,10 +377,10 @@ def refresh(specs: tuple[Path, ...]) -> None:
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.model.spec import spec_files
     from pytest_atom.paths import display_path
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
+    from pytest_atom.spec.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
@@ -422,8 +422,8 @@ def stamp(specs: tuple[Path, ...]) -> None:
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
     from atom_cli.run_cmd import collect_specs
-    from pytest_atom.model.spec import spec_files
     from pytest_atom.run.harness import host_harness
+    from pytest_atom.spec.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
@@ -433,7 +433,7 @@ def stamp(specs: tuple[Path, ...]) -> None:
 
 def _stamp(spec: Spec, harness: Harness) -> bool:
     """Stamp `spec`'s cassette where it is proven to fit, saying so; False when it is not."""
-    from pytest_atom.cassettes.staleness import stamp_hashes
+    from pytest_atom.replay.staleness import stamp_hashes
 
     path = cassette_path(spec)
     if not path.exists():
@@ -469,7 +469,7 @@ def _misfit(spec: Spec, data: Cassette, path: Path, harness: Harness) -> str | N
     import dataclasses
     import tempfile
 
-    from pytest_atom.cassettes.staleness import script_misfit, staleness
+    from pytest_atom.replay.staleness import script_misfit, staleness
     from pytest_atom.run.execution import HARNESS_ERRORS
 
     why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)

@@ -8,24 +8,24 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from pytest_atom.cassettes.cassette import (
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.replay.cassette import (
     FAULT_HEADER,
     Cassette,
     Interaction,
     Loaded,
     recorded_spec,
 )
-from pytest_atom.cassettes.raw_paths import (
+from pytest_atom.replay.normalize import unmasked_machine_details
+from pytest_atom.replay.raw_paths import (
     MachinePaths,
     assistant_texts,
     model_written,
     non_assistant_text,
 )
-from pytest_atom.cassettes.scrub import SECRET_HEADERS, Scrubber
-from pytest_atom.cassettes.staleness import missing_hashes
-from pytest_atom.gateway.normalize import unmasked_machine_details
-from pytest_atom.model.messages import parse_sse
-from pytest_atom.reports.transcript import is_messages
+from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
+from pytest_atom.replay.staleness import missing_hashes
+from pytest_atom.replay.transcript import is_messages
 from pytest_atom.words import plural
 
 #: At least one of these is in every request body pytest-atom recorded from the CLI.

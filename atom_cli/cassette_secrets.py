@@ -2,7 +2,7 @@
 spec it was recorded for, as the recording's own did.
 
 A recording scrubs the values of its spec's `env:` and `pass_env:` and of the project's
-`.env*` files (`cassettes.scrub.spec_secrets`); a cassette that holds one anyway (recorded
+`.env*` files (`replay.scrub.spec_secrets`); a cassette that holds one anyway (recorded
 before, or edited since) must fail the check. Those values are in no cassette, so the check
 loads the spec its metadata names (``spec: <file>::<name>``), from the cassette's folder or
 one above it (the default layout puts the spec three folders up).
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.scrub import Scrubber, env_file_secrets, spec_secrets
-from pytest_atom.model.project import project_root
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.scrub import Scrubber, env_file_secrets, spec_secrets
+from pytest_atom.settings.project import project_root
+from pytest_atom.spec.types import Spec
 
 __all__ = ["CheckScrubbers"]
 
@@ -57,8 +57,8 @@ def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
 def _knowing(spec: Spec) -> Scrubber:
     """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
     ``.atom/config.yaml``, as its run has them) and its project's env files'."""
-    from pytest_atom.model.config import load_config
     from pytest_atom.run.execution import with_limits
+    from pytest_atom.settings.config import load_config
 
     try:
         spec = with_limits(spec, load_config(cwd=spec.root))
@@ -75,8 +75,8 @@ def _knowing(spec: Spec) -> Scrubber:
 def _spec(spec_file: Path, name: str) -> Spec | None:
     """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
     loaded (the project's check kinds are tried too) or has no such spec."""
-    from pytest_atom.model.spec import load_specs
-    from pytest_atom.model.spec_types import SpecError
+    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec.types import SpecError
 
     try:
         try:

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
-from pytest_atom.cassettes.recording import AUTH_VARIABLES
-from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.prompts import PromptLoader, PromptNotFoundError
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
 from pytest_atom.run.runtime import AtomRuntime
+from pytest_atom.spec.types import ClaudeOptions
 
 
 @click.command("loop")

@@ -41,15 +41,15 @@ from pytest_atom.agents.claude_code.sandbox import (
     SandboxUnavailableError,
     require_tools,
 )
-from pytest_atom.cassettes.recording import AUTH_VARIABLES
+from pytest_atom.environment import left_out_variables_line, passed
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.environment import left_out_variables_line, passed
-from pytest_atom.model.project import find_ini, project_root
-from pytest_atom.model.settings import ini_note
-from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.paths import display_path
+from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
+from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.settings.project import find_ini, project_root
+from pytest_atom.settings.resolved import ini_note
+from pytest_atom.spec.types import SandboxOptions
 from pytest_atom.words import plural
 
 # --------------------------------------------------------------------------- atom init
@@ -318,7 +318,7 @@ def _check_credentials(report: Report) -> None:
 
 def _check_environment(report: Report) -> None:
     """Which of the caller's variables a run leaves out (names only, never values): a run's
-    processes get an environment built from parts (pytest_atom.model.environment)."""
+    processes get an environment built from parts (pytest_atom.environment)."""
     try:
         pass_env = load_config().pass_env
     except ConfigError as exc:

@@ -10,13 +10,9 @@ from pathlib import Path
 import click
 
 from atom_cli.run_cmd import ContentError, exit_status
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.settings import SettingsError
+from pytest_atom.baseline.compare import BaselineError, BaselineGate
+from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.paths import display_path
-from pytest_atom.reports.baseline import BaselineError, BaselineGate
-from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
-from pytest_atom.reports.rows import SummaryRow, spec_key
-from pytest_atom.reports.shards import combine, gated_rows, page_rows, read_shard
 from pytest_atom.reports.summary import (
     environment_lines,
     failed_tries_lines,
@@ -24,7 +20,11 @@ from pytest_atom.reports.summary import (
     summary_table,
     summary_width,
 )
+from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.run.harness import host_harness
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.resolved import SettingsError
+from pytest_atom.suite.shards import combine, gated_rows, page_rows, read_shard
 
 
 @click.group()

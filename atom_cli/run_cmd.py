@@ -13,32 +13,15 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from pytest_atom.baseline.compare import BaselineError, BaselineGate
+from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
+from pytest_atom.events import agent as events
 from pytest_atom.inert import inert
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model import events
-from pytest_atom.model import harness_events as hev
-from pytest_atom.model.arms import select_arms, unknown_arms
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.harness_events import AnyEvent
-from pytest_atom.model.options import OPTIONS, Option
-from pytest_atom.model.output_paths import output_path_errors
-from pytest_atom.model.project import find_ini, pytest_rootdir
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import (
-    PARSERS,
-    SettingsError,
-    from_here,
-    ini_note,
-)
-from pytest_atom.model.spec import load_specs, spec_files
-from pytest_atom.model.spec_types import Spec, SpecError
-from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.reports.baseline import BaselineError, BaselineGate
 from pytest_atom.reports.html import report_row, spec_view, write_html
-from pytest_atom.reports.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow, spec_key
 from pytest_atom.reports.summary import (
     environment_lines,
     failed_tries_lines,
@@ -49,9 +32,26 @@ from pytest_atom.reports.summary import (
 )
 from pytest_atom.reports.text import drift_line, tool_problem
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.results import harness_events as hev
+from pytest_atom.results.harness_events import AnyEvent
+from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.interrupted import InterruptedRun
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.options import OPTIONS, Option
+from pytest_atom.settings.output_paths import output_path_errors
+from pytest_atom.settings.project import find_ini, pytest_rootdir
+from pytest_atom.settings.resolved import (
+    PARSERS,
+    SettingsError,
+    from_here,
+    ini_note,
+)
+from pytest_atom.spec.arms import select_arms, unknown_arms
+from pytest_atom.spec.load import load_specs, spec_files
+from pytest_atom.spec.types import Spec, SpecError
 
 
 def _shown(text: str) -> str:
@@ -173,7 +173,7 @@ else:  # generic only from click 8.2; pyproject allows 8.1
 
 
 class SettingType(_ParamType):
-    """A setting's own parser (`pytest_atom.model.settings.PARSERS`) as a click type, as
+    """A setting's own parser (`pytest_atom.settings.resolved.PARSERS`) as a click type, as
     pytest's ``--atom-*`` options use it: a value is checked the same on both command
     lines, in the ini file and in `.atom/config.yaml`."""
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from pytest_atom.model import stats
-from pytest_atom.reports.gate import ALPHA, POWER
+from pytest_atom.baseline import stats
+from pytest_atom.baseline.gate import ALPHA, POWER
 from pytest_atom.words import plural
 
 _RATE = click.FloatRange(0, 1)

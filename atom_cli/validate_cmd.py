@@ -29,23 +29,23 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.cassettes.cassette import Cassette, CassetteError
-from pytest_atom.cassettes.recording import cassette_path, record_command
-from pytest_atom.cassettes.staleness import staleness
+from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.gateway import Script, ScriptError
-from pytest_atom.judge.checks import default_registry, run_checks, run_shell
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.project import find_ini, find_project
-from pytest_atom.model.settings import SettingsError, resolve
-from pytest_atom.model.spec import load_specs, spec_files
-from pytest_atom.model.spec_types import Spec, SpecError, unsandboxed_checks
 from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.replay.cassette import Cassette, CassetteError
+from pytest_atom.replay.recording import cassette_path, record_command
+from pytest_atom.replay.staleness import staleness
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
+from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.project import find_ini, find_project
+from pytest_atom.settings.resolved import SettingsError, resolve
+from pytest_atom.spec.load import load_specs, spec_files
+from pytest_atom.spec.types import Spec, SpecError, unsandboxed_checks
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20

@@ -16,11 +16,11 @@ from pathlib import Path
 import click
 
 from pytest_atom.inert import inert
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.settings import SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.html import LAST_REPORT
 from pytest_atom.run.harness import host_harness
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.resolved import SettingsError
 
 __all__ = ["find_report", "view"]
 

@@ -13,7 +13,7 @@ is written to the repo:
     newest message), each answered by an SSE stream. It is written in both formats and
     `Cassette.load` of each is timed (median of --repeat), with `yaml.load(CSafeLoader)` and
     vcrpy's deserializer of the new file for comparison: `Cassette.load` builds the YAML
-    from libyaml's events (pytest_atom.cassettes.fastyaml), since PyYAML's cost is per node.
+    from libyaml's events (pytest_atom.replay.fastyaml), since PyYAML's cost is per node.
 (b) The shipped cassettes (format 1) before and after `Cassette.load` + `save` (format 2),
     in a temporary folder.
 """
@@ -38,10 +38,10 @@ import yaml
 
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.cassettes.cassette import Cassette, Interaction
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.gateway.normalize import Normalizer, run_dates
-from pytest_atom.model.messages import message, sse_stream
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.normalize import Normalizer, run_dates
 
 REPO = Path(__file__).resolve().parent.parent
 URI = "scripted://benchmark/v1/messages?beta=true"

@@ -6,7 +6,7 @@ Each repeat's outcome is the choice a real script plays (`Script.play` with the 
 `draw_key(seed, spec, arm, repeat)`, exactly as `pytest --atom --atom-seed N
 --atom-repeat R` draws it): one choice finishes the task, the other gives up. The baseline
 and the run each draw from their own seed, and the two sides feed
-`pytest_atom.reports.gate.gate`, the gate `--atom-baseline` uses. Running the CLI for every
+`pytest_atom.baseline.gate.gate`, the gate `--atom-baseline` uses. Running the CLI for every
 repeat would only add the cost of replaying the same two scripted trajectories; what
 varies between repeats, and what the gate judges, is which choice plays.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 
+from pytest_atom.baseline.gate import gate
 from pytest_atom.gateway.scripted import Script, draw_key
-from pytest_atom.reports.gate import gate
 
 #: (label, baseline pass rate, run pass rate, specs, repeats a side)
 CASES = (

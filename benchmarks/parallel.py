@@ -7,7 +7,7 @@ Run by hand (needs the pinned `claude`, see `atom setup`); nothing is written to
 A temp project holds 10 replayed specs: copies of the shipped create_file and
 fix_failing_test fixtures under distinct names, each with the fixture's cassette copied
 to where its copy looks for it (`cassettes/<spec file stem>/<spec name>.yaml`, as
-`pytest_atom.cassettes.recording.cassette_path` derives it) and its workspace and script.
+`pytest_atom.replay.recording.cassette_path` derives it) and its workspace and script.
 Each round runs `pytest --atom specs -n 0` and `-n --workers` (interleaved, so drift in
 machine load hits both alike, after one untimed warm-up of each), timing the whole
 process from outside; every spec must pass. The figure is the speed-up, the ratio of the

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # tests/real_streams.py: the loopback upstream and the data
 
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
-from pytest_atom.model.usage import ROLES  # noqa: E402
+from pytest_atom.cost.usage import ROLES  # noqa: E402
 from pytest_atom.reports.properties import result_properties  # noqa: E402
 from tests.real_streams import (  # noqa: E402
     STREAMS,

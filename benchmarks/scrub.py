@@ -15,7 +15,7 @@ no detector (known values, token shapes): the Scrubber as it was before detect-s
 Prints the best of --rounds in ms (the machine is shared: the least disturbed round).
 
 To compare with an older Scrubber, put that version's package first on PYTHONPATH: the
-script measures whatever ``pytest_atom.cassettes.scrub`` imports, and says which file that was.
+script measures whatever ``pytest_atom.replay.scrub`` imports, and says which file that was.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.cassettes import scrub
+from pytest_atom.replay import scrub
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,7 +61,7 @@ def workload() -> tuple[list[str], list[object], list[str]]:
 
 def clear_caches() -> None:
     try:
-        from pytest_atom.cassettes import detector
+        from pytest_atom.replay import detector
     except ImportError:  # an older Scrubber without a detector
         return
     detector._window_values.cache_clear()

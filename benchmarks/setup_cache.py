@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from pytest_atom.agents.claude_code.cli import find_claude
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
 from pytest_atom.run.setup_cache import ROOT_VARIABLE
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
 from tests.helpers import tiny_wheel
 
 GOAL = 1.5

@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.judge.checks import run_shell
-from pytest_atom.model.spec_types import SandboxOptions
+from pytest_atom.checks.builtin import run_shell
 from pytest_atom.run.setup_commands import run_setup, setup_env, setup_script
+from pytest_atom.spec.types import SandboxOptions
 
 COMMANDS = ["python3 -c 'print(6 * 7)'", "echo built > build.txt", "ls > listing.txt"]
 
@@ -85,7 +85,7 @@ OLD = textwrap.dedent(
     import json, resource, sys, time
     from pathlib import Path
     from pytest_atom.agents.claude_code.sandbox import Confinement
-    from pytest_atom.model.spec_types import SandboxOptions
+    from pytest_atom.spec.types import SandboxOptions
     from pytest_atom.run.setup_commands import run_setup
 
     root, claude, runs, commands = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])

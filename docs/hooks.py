@@ -2,11 +2,11 @@
 
 Nothing generated is committed. `on_files` adds each generated page as a virtual file:
 
-- `reference/spec-schema.md` from `pytest_atom/model/spec_schema.json`;
-- `reference/options.md` from the option table (`pytest_atom.model.options`) and the plugin's
+- `reference/spec-schema.md` from `pytest_atom/spec/spec_schema.json`;
+- `reference/options.md` from the option table (`pytest_atom.settings.options`) and the plugin's
   `pytest_addoption`;
 - `reference/exit-statuses.md` from pytest's `ExitCode` and pytest-atom's own statuses;
-- `reference/cassette-format.md` from `pytest_atom.cassettes.cassette`'s format constants.
+- `reference/cassette-format.md` from `pytest_atom.replay.cassette`'s format constants.
 
 The `atom` commands page is written by mkdocs-click from the click group itself.
 """
@@ -84,7 +84,7 @@ def spec_schema_page() -> str:
     lines = [
         "# Spec schema",
         "",
-        "Generated from `pytest_atom/model/spec_schema.json`, which validates every spec: this "
+        "Generated from `pytest_atom/spec/spec_schema.json`, which validates every spec: this "
         "page cannot drift from what the loader accepts. "
         "[Spec format](spec-format.md) shows the keys in an annotated example.",
         "",
@@ -152,9 +152,9 @@ def option_rows() -> list[OptionRow]:
 
 
 def options_page() -> str:
-    """The option table's own rendering (`pytest_atom.model.options.options_markdown`), plus
+    """The option table's own rendering (`pytest_atom.settings.options.options_markdown`), plus
     whatever pytest registers outside the table."""
-    from pytest_atom.model.options import options_markdown
+    from pytest_atom.settings.options import options_markdown
 
     table = options_markdown()
     others = [
@@ -165,7 +165,7 @@ def options_page() -> str:
     lines = [
         "# pytest options and ini settings",
         "",
-        "Generated from the one option table, `pytest_atom.model.options`, which also generates "
+        "Generated from the one option table, `pytest_atom.settings.options`, which also generates "
         "pytest's `--atom-*` options, their `atom_*` ini keys and `atom run`'s options: the "
         "same names, help, choices and value checks everywhere. How a value is chosen when "
         "several places set it (command line, mark, fixture, ini, `.atom/config.yaml`) is in "
@@ -188,7 +188,7 @@ def options_page() -> str:
 def exit_statuses_page() -> str:
     import pytest
 
-    from pytest_atom.model.spend import EXIT_SPENDING_LIMIT
+    from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 
     meaning = {
         pytest.ExitCode.OK: "every spec passed (an expected failure counts as passing); with "
@@ -217,7 +217,7 @@ def exit_statuses_page() -> str:
     lines += [
         "",
         f"When `--atom-max-cost-usd` stops a session, it ends with status {EXIT_SPENDING_LIMIT} "
-        "(`pytest_atom.model.spend.EXIT_SPENDING_LIMIT`, as `claude plugin eval --max-cost-usd` "
+        "(`pytest_atom.cost.spend.EXIT_SPENDING_LIMIT`, as `claude plugin eval --max-cost-usd` "
         "does), whatever else happened. A baseline regression ends it with 1 even when every "
         "spec passed; with `--atom-min-pass-rate`, the pass rates decide over single failed "
         "runs (a session whose only failures are repeats above the gate ends with 0).",
@@ -233,7 +233,7 @@ def exit_statuses_page() -> str:
         f"limit ({EXIT_SPENDING_LIMIT}) |",
         "| 130 | interrupted (as a shell reports SIGINT): never 1, which means a spec failed |",
         "",
-        "A run's `Outcome.exit_status` (`pytest_atom.model.outcome`) is 0, 1 or 2 as above; "
+        "A run's `Outcome.exit_status` (`pytest_atom.results.outcome`) is 0, 1 or 2 as above; "
         "`atom run` exits with the worst of its runs.",
         "",
         "## Other commands",
@@ -254,14 +254,14 @@ def exit_statuses_page() -> str:
 
 
 def cassette_format_page() -> str:
-    from pytest_atom.cassettes import cassette
+    from pytest_atom.replay import cassette
 
     doc = (cassette.__doc__ or "").strip()
     return "\n".join(
         [
             "# Cassette format",
             "",
-            "Generated from `pytest_atom.cassettes.cassette`.",
+            "Generated from `pytest_atom.replay.cassette`.",
             "",
             f"- The file is vcrpy's YAML cassette, top-level `version: {cassette.VCR_VERSION}`: "
             "vcrpy and its tools load it.",

@@ -16,46 +16,46 @@ __version__ = "0.1.0"
 #: Each public name and the module that defines it.
 _EXPORTS = {
     "AtomRuntime": "run.runtime",
-    "Attempt": "model.result",
-    "Billed": "model.billing",
-    "Check": "model.spec_types",
-    "CheckRegistry": "judge.registry",
-    "CheckResult": "model.check_result",
+    "Attempt": "results.spec_result",
+    "Billed": "cost.billing",
+    "Check": "spec.types",
+    "CheckRegistry": "checks.registry",
+    "CheckResult": "results.check_result",
     "CLAUDE_CODE_VERSION": "agents.claude_code.cli",
     "ClaudeNotFoundError": "agents.claude_code.cli",
-    "ClaudeOptions": "model.spec_types",
+    "ClaudeOptions": "spec.types",
     "ClaudeRunner": "agents.claude_code.runner",
     "Gateway": "gateway",
     "Harness": "run.harness",
     "HarnessError": "run.execution",
     "IterationHistory": "run.history",
-    "IterationRecord": "model.record",
-    "PromptLoader": "model.prompts",
-    "PromptNotFoundError": "model.prompts",
-    "ReflectorOptions": "model.spec_types",
+    "IterationRecord": "results.record",
+    "PromptLoader": "prompts",
+    "PromptNotFoundError": "prompts",
+    "ReflectorOptions": "spec.types",
     "RetryManager": "run.retry",
-    "RunOutcome": "model.record",
-    "RunSettings": "model.settings",
+    "RunOutcome": "results.record",
+    "RunSettings": "settings.resolved",
     "Script": "gateway",
     "ScriptError": "gateway",
     "ScriptedResponder": "gateway",
     "Session": "importing",
     "SessionError": "importing",
-    "SettingsError": "model.settings",
-    "Spec": "model.spec_types",
-    "SpecError": "model.spec_types",
-    "SpecResult": "model.result",
-    "SpendLimit": "model.spend",
-    "SpendingLimitReached": "model.spend",
-    "Verdict": "judge.reflector",
-    "billed": "model.billing",
-    "default_registry": "judge.checks",
-    "estimate": "cassettes.estimate",
+    "SettingsError": "settings.resolved",
+    "Spec": "spec.types",
+    "SpecError": "spec.types",
+    "SpecResult": "results.spec_result",
+    "SpendLimit": "cost.spend",
+    "SpendingLimitReached": "cost.spend",
+    "Verdict": "results.verdict",
+    "billed": "cost.billing",
+    "default_registry": "checks.builtin",
+    "estimate": "replay.estimate",
     "find_claude": "agents.claude_code.cli",
-    "load_spec": "model.spec",
-    "load_specs": "model.spec",
+    "load_spec": "spec.load",
+    "load_specs": "spec.load",
     "read_session": "importing",
-    "run_checks": "judge.checks",
+    "run_checks": "checks.builtin",
     "run_spec": "run.spec_run",
     "write_spec": "importing",
 }
@@ -82,24 +82,24 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         find_claude,
     )
     from pytest_atom.agents.claude_code.runner import ClaudeRunner
-    from pytest_atom.cassettes.estimate import estimate
+    from pytest_atom.checks.builtin import default_registry, run_checks
+    from pytest_atom.checks.registry import CheckRegistry
+    from pytest_atom.cost.billing import Billed, billed
+    from pytest_atom.cost.spend import SpendingLimitReached, SpendLimit
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder, ScriptError
     from pytest_atom.importing import Session, SessionError, read_session, write_spec
-    from pytest_atom.judge.checks import default_registry, run_checks
-    from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.judge.registry import CheckRegistry
-    from pytest_atom.model.billing import Billed, billed
-    from pytest_atom.model.check_result import CheckResult
-    from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError
-    from pytest_atom.model.record import IterationRecord, RunOutcome
-    from pytest_atom.model.result import Attempt, SpecResult
-    from pytest_atom.model.settings import RunSettings, SettingsError
-    from pytest_atom.model.spec import load_spec, load_specs
-    from pytest_atom.model.spec_types import Check, ClaudeOptions, ReflectorOptions, Spec, SpecError
-    from pytest_atom.model.spend import SpendingLimitReached, SpendLimit
+    from pytest_atom.prompts import PromptLoader, PromptNotFoundError
+    from pytest_atom.replay.estimate import estimate
+    from pytest_atom.results.check_result import CheckResult
+    from pytest_atom.results.record import IterationRecord, RunOutcome
+    from pytest_atom.results.spec_result import Attempt, SpecResult
+    from pytest_atom.results.verdict import Verdict
     from pytest_atom.run.execution import HarnessError
     from pytest_atom.run.harness import Harness
     from pytest_atom.run.history import IterationHistory
     from pytest_atom.run.retry import RetryManager
     from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec
+    from pytest_atom.settings.resolved import RunSettings, SettingsError
+    from pytest_atom.spec.load import load_spec, load_specs
+    from pytest_atom.spec.types import Check, ClaudeOptions, ReflectorOptions, Spec, SpecError

@@ -14,8 +14,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_atom.environment import passed
 from pytest_atom.files import SKIPPED_DIRS, shown_content
-from pytest_atom.model.environment import passed
 
 #: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
 SNAPSHOT_REF = "refs/atom/snapshot"
@@ -56,7 +56,7 @@ def changes(folder: Path, exclude: Sequence[str] = ()) -> str | None:
 
 
 def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    # Built from parts, as every process of a run (model/environment.py): the caller's git
+    # Built from parts, as every process of a run (environment.py): the caller's git
     # settings (GIT_DIR, GIT_INDEX_FILE, ...) and config files never change a snapshot.
     full = passed()
     full.update(SNAPSHOT_ENV)

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_atom.judge.reflector import Verdict
-    from pytest_atom.judge.registry import CheckRegistry
-    from pytest_atom.model.result import SpecResult
-    from pytest_atom.model.spec_types import Spec
+    from pytest_atom.checks.registry import CheckRegistry
+    from pytest_atom.results.spec_result import SpecResult
+    from pytest_atom.results.verdict import Verdict
+    from pytest_atom.spec.types import Spec
 
 
 @pytest.hookspec

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_atom.model import workspaces
-from pytest_atom.model.options import OPTIONS, Option
-from pytest_atom.model.settings import PARSERS
 from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.settings.options import OPTIONS, Option
+from pytest_atom.settings.resolved import PARSERS
+from pytest_atom.spec import workspaces
 
 if TYPE_CHECKING:
     from pytest_atom.pytest.fixture import AtomFixture
 
 
 def _setting(name: str) -> Any:
-    """An option's type: the setting's own parser (`pytest_atom.model.settings`), so a value means
+    """An option's type: the setting's own parser (`pytest_atom.settings.resolved`), so a value means
     and is checked the same on the command line, in the ini file and in the config."""
 
     def parse(text: str) -> Any:
@@ -44,9 +44,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """``--atom`` and, from the option table (`pytest_atom.model.options`), every setting's
+    """``--atom`` and, from the option table (`pytest_atom.settings.options`), every setting's
     ``--atom-*`` option and ``atom_*`` ini key. Every setting's option defaults to None
-    ("unset"): `pytest_atom.model.settings` decides what wins."""
+    ("unset"): `pytest_atom.settings.resolved` decides what wins."""
     group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
     group.addoption(
         "--atom",
@@ -110,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     html, report_dir = session.harness.html, session.harness.report_dir
     if html is not None or report_dir is not None:
         from pytest_atom.pytest.html_plugin import HtmlReport  # Jinja2 only when asked for
-        from pytest_atom.reports.shards import SHARD_RESULTS
+        from pytest_atom.suite.shards import SHARD_RESULTS
 
         results = None if report_dir is None else report_dir / SHARD_RESULTS
         config.pluginmanager.register(
@@ -120,14 +120,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
     """No path named: from the folder pytest ran in, the configured `paths:` inside it (all
-    of them at the project's root), else that folder (`model.project.default_paths`).
+    of them at the project's root), else that folder (`settings.project.default_paths`).
     pytest's own `testpaths` (it applies them at its rootdir only) are kept, and `paths:`
     added to them."""
     source = config.args_source
     if source == pytest.Config.ArgsSource.TESTPATHS:
         config.args += [str(p) for p in configured]
     elif source == pytest.Config.ArgsSource.INVOCATION_DIR:
-        from pytest_atom.model.project import default_paths
+        from pytest_atom.settings.project import default_paths
 
         config.args[:] = [str(p) for p in default_paths(config.invocation_params.dir, configured)]
 
@@ -170,7 +170,7 @@ _HINTED = pytest.StashKey[bool]()
 def pytest_report_header(config: pytest.Config) -> str | None:
     """Once a session, how to move pytest-atom keys out of pytest's own ini file: a line,
     not a warning, which ``filterwarnings = error`` would turn into an abort."""
-    from pytest_atom.model.settings import FILE_SETTINGS, ini_note
+    from pytest_atom.settings.resolved import FILE_SETTINGS, ini_note
 
     if config.inipath is None:
         return None

@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import message
+from pytest_atom.gateway.messages import message
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 
 URI = "https://api.anthropic.com/v1/messages"
 

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from pytest_atom.cassettes.cassette import Interaction
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.replay.cassette import Interaction
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 from tests.helpers import bash
 from tests.stream_helpers import CLI_VERSION, claude_requests, recording, send
 

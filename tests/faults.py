@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pytest_atom.gateway import GatewayRequest, Reply, scripted
-from pytest_atom.model.messages import error_body, message, sse_stream
+from pytest_atom.gateway.messages import error_body, message, sse_stream
 
 #: Fault name -> (status, error type, message, extra headers) for the HTTP error answers.
 ERROR_ANSWERS: dict[str, tuple[int, str, str, dict[str, str]]] = {

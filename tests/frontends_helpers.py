@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.reports.baseline import build_baseline, dump_baseline
+from pytest_atom.baseline.compare import build_baseline, dump_baseline
 from tests.helpers import REPO, summary_row
 
 SLOW, FAILS = "specs/a.atom.yaml::a-slow", "specs/a.atom.yaml::a-fails"

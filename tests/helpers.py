@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.judge.checks import default_registry
-from pytest_atom.judge.eval_graders import register_checks
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.checks.builtin import default_registry
+from pytest_atom.checks.eval_graders import register_checks
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.trace import TRACE_SCHEMA
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 from tests.cli_starts import note_shared_read
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,9 +64,9 @@ def pytest_atom_verdict(spec, verdict, result):
 
 
 def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
-    """A summary row (`reports.rows.SummaryRow`) with the outcome `label` and figures `props`."""
-    from pytest_atom.model.outcome import Outcome
-    from pytest_atom.reports.rows import SummaryRow
+    """A summary row (`results.rows.SummaryRow`) with the outcome `label` and figures `props`."""
+    from pytest_atom.results.outcome import Outcome
+    from pytest_atom.results.rows import SummaryRow
 
     return SummaryRow.of(nodeid, props, Outcome.of_label(label))
 
@@ -316,8 +316,8 @@ def record_through_upstream(
 ) -> tuple[Any, Any]:
     """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
     (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
-    from pytest_atom.model.settings import RunSettings
     from pytest_atom.run.spec_run import run_spec
+    from pytest_atom.settings.resolved import RunSettings
     from tests.upstream import RealisticUpstream
 
     with RealisticUpstream(conversations) as upstream:

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.judge.reflector import Verdict
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.events import parse
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import load_spec
+from pytest_atom.events.agent import parse
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.verdict import Verdict
+from pytest_atom.spec.load import load_spec
 
 SPEC = """\
 name: demo

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
 from tests.helpers import bash, counting_claude, verdict
 
 CRITERION = "done.txt exists and says done."

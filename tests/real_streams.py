@@ -22,14 +22,14 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.gateway import Gateway, GatewayRequest, Reply, scripted
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.reports.transcript import is_messages
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.transcript import is_messages
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 
 REAL_API = Path(__file__).parent / "data" / "real_api"
 

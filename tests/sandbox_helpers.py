@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
 from tests.helpers import bash, once_per_session
 
 CANARY = "CANARY-7f3a-above-the-run-folder"

@@ -1,7 +1,7 @@
 """Streams through the real gateway, driven by an HTTP client instead of Claude Code.
 
 What the gateway does with a stream (relays it, keeps it for the cassette, bills it with
-`model.billing`'s fold, replays it, keeps a partial on a fault and names the fault) does not
+`cost.billing`'s fold, replays it, keeps a partial on a fault and names the fault) does not
 need a CLI to show: `recording` opens the model source a run opens (`open_model_source`)
 and serves it on 127.0.0.1, and a test sends it requests with httpx, then closes it as a run
 does (`ModelSource.finish`). The requests are Claude Code's own, from a shipped
@@ -19,16 +19,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.recording import ModelSource, open_model_source
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway, GatewayRequest, Reply
-from pytest_atom.gateway.matching import MatchMode
-from pytest_atom.gateway.normalize import Normalizer, run_dates
 from pytest_atom.gateway.server import Meter
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.matching import MatchMode
+from pytest_atom.replay.normalize import Normalizer, run_dates
+from pytest_atom.replay.recording import ModelSource, open_model_source
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.types import Spec
 from tests.helpers import REPO
 from tests.real_streams import RecordedStream
 

@@ -11,8 +11,7 @@ from atom_cli.run_cmd import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.agents.session import AgentSession
-from pytest_atom.judge.reflector import Verdict
-from pytest_atom.model.harness_events import (
+from pytest_atom.results.harness_events import (
     AttemptStarted,
     Decided,
     Planned,
@@ -20,8 +19,9 @@ from pytest_atom.model.harness_events import (
     StepCommitted,
     StepStarted,
 )
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.results.verdict import Verdict
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import ClaudeOptions
 
 SESSION = "0b5d7f3e-4c8a-4d6e-9f10-2a3b4c5d6e7f"
 

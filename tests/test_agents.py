@@ -17,9 +17,9 @@ import yaml
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.model.roles import ROLE_HEADER, STRUCTURED_OUTPUT
-from pytest_atom.model.spec import load_spec
+from pytest_atom.gateway.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.spec.load import load_spec
 from tests.helpers import bash, once_per_session
 
 SPEC = """\

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.cassettes.recording import cassette_path
-from pytest_atom.model.arms import select_arms, unknown_arms
-from pytest_atom.model.settings import Layer, SettingsError, resolve
-from pytest_atom.model.spec import load_specs, merge_overlay
-from pytest_atom.model.spec_types import SpecError
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.settings.resolved import Layer, SettingsError, resolve
+from pytest_atom.spec.arms import select_arms, unknown_arms
+from pytest_atom.spec.load import load_specs, merge_overlay
+from pytest_atom.spec.types import SpecError
 from tests.helpers import VALIDATOR, Scenario, summary_row, write
 from tests.project_run_helpers import armed_project
 
@@ -216,7 +216,7 @@ def test_each_arm_records_its_own_cassette(armed: Scenario) -> None:
 
 
 def test_junit_properties_without_arms_hold_the_repeats_alone() -> None:
-    from pytest_atom.reports.measure import junit_properties
+    from pytest_atom.baseline.measure import junit_properties
 
     rows = [
         summary_row("a.atom.yaml::x[r1]", "passed", {}),

@@ -10,8 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette
-from pytest_atom.reports.measure import arm_figures
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.baseline.measure import arm_figures
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.retention import folder_spec_name, parse_run_name, run_name
 from tests.helpers import REPO, write
 

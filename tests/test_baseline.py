@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.baseline_cmd import baseline
-from pytest_atom.model.tolerance import parse_tolerance
-from pytest_atom.reports.baseline import (
+from pytest_atom.baseline.compare import (
     BASELINE_FORMAT,
     BaselineError,
     build_baseline,
@@ -26,6 +25,7 @@ from pytest_atom.reports.baseline import (
     write_results,
 )
 from pytest_atom.reports.summary import summary_table
+from pytest_atom.settings.tolerance import parse_tolerance
 from tests.frontends_helpers import FAILS, SLOW, XFAIL, FrontEnds
 from tests.helpers import summary_row as row
 

@@ -1,4 +1,4 @@
-"""The one fold of a stream's usage (pytest_atom.model.billing) and its prices: no CLI."""
+"""The one fold of a stream's usage (pytest_atom.cost.billing) and its prices: no CLI."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_atom.cost.billing import Billed, Iteration, Tokens, billed, merge_usage
+from pytest_atom.cost.prices import PRICES, cost_usd, price_of
+from pytest_atom.gateway.messages import fold_sse, stream_billed
 from pytest_atom.gateway.server import Meter
-from pytest_atom.model.billing import Billed, Iteration, Tokens, billed, merge_usage
-from pytest_atom.model.messages import fold_sse, stream_billed
-from pytest_atom.model.prices import PRICES, cost_usd, price_of
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec_types import Spec
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.types import Spec
 from tests import streams
 from tests.upstream import RealisticUpstream, sse_events
 

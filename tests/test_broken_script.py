@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.model.outcome import Outcome, decide
+from pytest_atom.results.outcome import Outcome, decide
 from tests.helpers import REPO, write
 
 #: One turn, a tool call: the agent asks for a second turn in the same CLI call.

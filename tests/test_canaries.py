@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
+from pytest_atom.environment import CREDENTIAL_PLACEHOLDERS
 from tests.helpers import bash
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")

@@ -20,14 +20,14 @@ from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
-from pytest_atom.cassettes import fastyaml
-from pytest_atom.cassettes.cassette import FORMAT, Cassette, CassetteError, Interaction
-from pytest_atom.cassettes.divergence import Divergence, describe_difference
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import scripted
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import coalesce_sse, message, parse_sse, sse_stream
+from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
+from pytest_atom.replay import fastyaml
+from pytest_atom.replay.cassette import FORMAT, Cassette, CassetteError, Interaction
+from pytest_atom.replay.divergence import Divergence, describe_difference
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 from tests.cassette_helpers import (
     TOOLS,
     URI,

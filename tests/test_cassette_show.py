@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.estimate import estimate
-from pytest_atom.model.messages import message, sse_stream
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.estimate import estimate
 from pytest_atom.reports.cassette_transcript import cassette_lines
 from tests import streams
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.judge.checks import default_registry, run_checks
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import TRAJECTORY_CHECK_KINDS, Check
+from pytest_atom.checks.builtin import default_registry, run_checks
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import TRAJECTORY_CHECK_KINDS, Check
 from tests.helpers import wait_gone, write
 
 

@@ -14,8 +14,8 @@ from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.model.messages import message, sse_stream
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.replay.cassette import Cassette, Interaction
 from tests.helpers import CREATE_FILE, old_cassette
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from click.testing import CliRunner, Result
 
 from atom_cli.project_cmd import doctor, init
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NODE_MAJOR_NEEDED, NPM_PACKAGE
-from pytest_atom.cassettes.recording import AUTH_VARIABLES
-from pytest_atom.model.config import load_config
+from pytest_atom.replay.recording import AUTH_VARIABLES
+from pytest_atom.settings.config import load_config
 
 SCAFFOLD = (
     "specs/hello.atom.yaml",
@@ -67,7 +67,7 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     [verdict] = [turn["verdict"] for turn in script["reflector"]]
     assert [c["criterion"] for c in verdict["criteria"]] == spec["criteria"]
     assert script["turns"][-1]["text"].rstrip().endswith("EXIT_LOOP_NOW")
-    config = load_config(cwd=root)  # the project config is valid for pytest_atom.model.config
+    config = load_config(cwd=root)  # the project config is valid for pytest_atom.settings.config
     assert (config.path, config.version, config.settings["record_mode"]) == (
         root / ".atom/config.yaml",
         "1",

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.main import main
-from pytest_atom.reports.baseline import build_baseline, dump_baseline
-from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.shards import SHARD_RESULTS, combine, gated_rows, read_shard, write_shard
+from pytest_atom.baseline.compare import build_baseline, dump_baseline
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.suite.shards import SHARD_RESULTS, combine, gated_rows, read_shard, write_shard
 from tests.frontends_helpers import FAILS, ORDER, SLOW, XFAIL, FrontEnds
 from tests.helpers import summary_row as row
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.model.config import AtomConfig, ConfigError, load_config
 from pytest_atom.resources import data_dir
+from pytest_atom.settings.config import AtomConfig, ConfigError, load_config
 
 
 @pytest.fixture(autouse=True)

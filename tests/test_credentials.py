@@ -26,16 +26,16 @@ from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import AUTH_VARIABLES
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.environment import CREDENTIAL_PLACEHOLDERS
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.environment import CREDENTIAL_PLACEHOLDERS
-from pytest_atom.model.spec import load_specs
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recording import AUTH_VARIABLES
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.html import spec_view
 from pytest_atom.reports.trace import write_report
+from pytest_atom.spec.load import load_specs
 from tests.helpers import once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream, Turn
 

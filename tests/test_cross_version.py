@@ -21,16 +21,16 @@ import pytest
 import yaml
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.matchers import match_key
-from pytest_atom.cassettes.recording import ModelSource
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.modes import MatchMode
-from pytest_atom.model.spec import load_specs
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.matchers import match_key
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import MatchMode
+from pytest_atom.spec.load import load_specs
 from tests.cli_starts import wrapped
 from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
 from tests.versions_helpers import (

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code.configuration import config_hashes
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import cassette_path
-from pytest_atom.cassettes.staleness import prompt_hash, script_hash, spec_hash
 from pytest_atom.files import CACHE_DIRS, SKIPPED_DIRS
-from pytest_atom.model.spec import load_specs
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.replay.staleness import prompt_hash, script_hash, spec_hash
+from pytest_atom.spec.load import load_specs
 
 SPECS = Path(__file__).parent.parent / "fixtures" / "specs"
 

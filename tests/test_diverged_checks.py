@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.record import RunOutcome
-from pytest_atom.model.replay_divergence import ReplayDivergence
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Check, Spec
 from pytest_atom.reports.text import failure_report
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import RunOutcome
+from pytest_atom.results.replay_divergence import ReplayDivergence
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.load import Check, Spec
 
 DUMP = "\n".join(f"line {n} of an unchanged file" for n in range(20))
 

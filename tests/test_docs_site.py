@@ -66,7 +66,7 @@ def test_generated_pages_are_not_committed() -> None:
 
 
 def test_the_site_names_every_spec_key(site: Path) -> None:
-    schema = json.loads((REPO / "pytest_atom/model/spec_schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((REPO / "pytest_atom/spec/spec_schema.json").read_text(encoding="utf-8"))
     keys = [*schema["$defs"]["spec"]["properties"], *schema["$defs"]["specList"]["properties"]]
     page = _text(site / "reference" / "spec-schema" / "index.html")
     missing = [key for key in keys if not re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", page)]

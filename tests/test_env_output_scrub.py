@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.replay.scrub import Scrubber
 
 #: The shape `env | sort` printed in a sandboxed Bash command of Claude Code 2.1.332,
 #: cut to the lines around the harness's git settings, with one real secret among them.

@@ -1,4 +1,4 @@
-"""A run's environment is built from parts (pytest_atom.model.environment), never inherited.
+"""A run's environment is built from parts (pytest_atom.environment), never inherited.
 
 Unit tests of the parts, the `pass_env:` key in a spec and in `.atom/config.yaml`, the
 failure report's note of what was left out, and one run through the real CLI in which the
@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.environment import (
+from pytest_atom.environment import (
     build_env,
     left_out,
     left_out_variables_line,
@@ -25,8 +24,9 @@ from pytest_atom.model.environment import (
     release_tmpdirs,
     tmpdir_for,
 )
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SpecError
+from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SpecError
 from tests.helpers import bash
 
 CALLER = {
@@ -274,7 +274,7 @@ def test_a_passed_path_is_a_volatile_path_of_the_run(
 
 
 def test_a_caller_xdg_cache_in_an_older_recording_is_masked_on_load() -> None:
-    from pytest_atom.gateway.normalize import mask_machine
+    from pytest_atom.replay.normalize import mask_machine
 
     body = {"system": [{"text": '["<HOME>/.claude/debug","/home/ci/.xdg/claude-cli-nodejs"]'}]}
     masked = mask_machine(body)["system"][0]["text"]

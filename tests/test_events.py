@@ -1,4 +1,4 @@
-"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.model.events.
+"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.events.agent.
 
 The unit layer reads captures of the real CLI (tests/data/stream_json). ``events-2.1.331``
 (the pinned release) and ``events-2.1.197`` are one scripted session each, run through
@@ -24,7 +24,8 @@ from rich.console import Console
 
 from atom_cli.run_cmd import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
-from pytest_atom.model.events import (
+from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.events.agent import (
     AgentError,
     ApiRetry,
     AssistantText,
@@ -42,13 +43,12 @@ from pytest_atom.model.events import (
     parse_event,
     parse_line,
 )
-from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import ClaudeOptions, Spec
+from pytest_atom.replay.transcript import permission_denials, stream_turns
 from pytest_atom.reports.text import api_line
-from pytest_atom.reports.transcript import permission_denials, stream_turns
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import ClaudeOptions, Spec
 
 DATA = Path(__file__).parent / "data" / "stream_json"
 VERSIONS = ("2.1.331", "2.1.197")

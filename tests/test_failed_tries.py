@@ -10,13 +10,13 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom import AtomRuntime
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec import load_specs
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import failed_tries_lines, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.spec.load import load_specs
 from tests.helpers import record_through_upstream
 
 KEY = "TRIES-TASK"

@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import ModelSource
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import parse_sse
-from pytest_atom.model.modes import SourceKind
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import SourceKind
+from pytest_atom.spec.types import Spec
 from tests.fault_helpers import (
     CASSETTE,
     PARTIAL,

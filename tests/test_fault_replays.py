@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.model.settings import RunSettings
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
 from tests.fault_helpers import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, greet
 from tests.faults import FaultyUpstream
 from tests.helpers import once_per_session

@@ -20,13 +20,13 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.cassettes.cassette import CUT_HEADER, FAULT_HEADER, Cassette
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import parse_sse
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.spec.types import Spec
 from tests.fault_helpers import (
     CASSETTE,
     GREET,

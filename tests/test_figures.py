@@ -17,19 +17,19 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
-from pytest_atom.cassettes.cassette import Cassette
+from pytest_atom.cost.billing import Billed, Iteration, Tokens
+from pytest_atom.cost.prices import cost_usd
+from pytest_atom.cost.usage import ROLES
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
-from pytest_atom.model.billing import Billed, Iteration, Tokens
-from pytest_atom.model.prices import cost_usd
-from pytest_atom.model.record import IterationRecord, Recalled, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.model.usage import ROLES
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.types import Spec
 from tests.real_streams import (
     PAUSED,
     REAL_API,

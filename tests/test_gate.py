@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.reports.baseline import build_baseline, counts, gate_run
-from pytest_atom.reports.gate import gate
+from pytest_atom.baseline.compare import build_baseline, counts, gate_run
+from pytest_atom.baseline.gate import gate
 from tests.frontends_helpers import FAILS, FrontEnds
 from tests.helpers import summary_row
 

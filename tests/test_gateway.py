@@ -12,7 +12,7 @@ import pytest
 from anthropic.types import MessageParam, ToolParam
 
 from pytest_atom.gateway import Gateway, Script, ScriptError
-from pytest_atom.model.roles import ROLE_HEADER
+from pytest_atom.gateway.roles import ROLE_HEADER
 
 TOOLS: list[ToolParam] = [
     {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.model.config import load_config
 from pytest_atom.run.harness import build_harness, host_hooks
+from pytest_atom.settings.config import load_config
 from tests.api_helpers import run_and_validate_once, words_project
 from tests.helpers import Scenario
 
@@ -138,10 +138,10 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.splitlines()[-1]
-    # model.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
-    # model.options: the table the plugin's options are registered from (data only)
-    light = ["hooks", "model", "model.modes", "model.options", "model.settings"]
-    light += ["model.workspaces"]
+    # spec.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
+    # settings.options: the table the plugin's options are registered from (data only)
+    light = ["hooks", "model", "settings.modes", "settings.options", "settings.resolved"]
+    light += ["spec.workspaces"]
     light += ["paths", "plugin"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 

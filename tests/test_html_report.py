@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.gateway.matching import Drift
-from pytest_atom.model.events import parse
-from pytest_atom.model.record import RunOutcome
+from pytest_atom.events.agent import parse
+from pytest_atom.replay.transcript import Text, ToolUse, stream_turns
 from pytest_atom.reports.html import (
     LAST_REPORT,
     drift_summary,
@@ -27,7 +26,8 @@ from pytest_atom.reports.html import (
     tool_label,
     write_html,
 )
-from pytest_atom.reports.transcript import Text, ToolUse, stream_turns
+from pytest_atom.results.drift import Drift
+from pytest_atom.results.record import RunOutcome
 from tests.helpers import capture
 from tests.html_helpers import assistant, result_for, tool_result
 
@@ -317,8 +317,8 @@ def test_the_agent_line_speaks_of_an_sdk_app_as_one(tmp_path: Path) -> None:
     the app's, not the Claude Code CLI's."""
     import dataclasses
 
-    from pytest_atom.model.spec_types import SdkApp
     from pytest_atom.reports.text import agent_line
+    from pytest_atom.spec.types import SdkApp
 
     result = result_for(tmp_path, assistant("m1", text("Done.\n\nEXIT_LOOP_NOW")))
     assert agent_line(result) == "signalled EXIT_LOOP_NOW after 1 iteration"

@@ -19,8 +19,8 @@ from atom_cli.main import main
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.importing import SessionError, read_session, write_spec
 from pytest_atom.importing.own_runs import own_run
-from pytest_atom.model.prompts import TASK_HEADING, first_message, split_first_message
-from pytest_atom.model.spec import load_specs
+from pytest_atom.prompts import TASK_HEADING, first_message, split_first_message
+from pytest_atom.spec.load import load_specs
 from tests.helpers import REPO, ShippedRun
 
 TRANSCRIPTS = REPO / "tests" / "data" / "transcripts"

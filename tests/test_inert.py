@@ -15,19 +15,19 @@ import pytest
 from rich.console import Console
 
 from atom_cli.run_cmd import _shown
-from pytest_atom.cassettes.cassette import Cassette, Interaction
+from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.inert import inert, is_inert
-from pytest_atom.judge.reflector import Verdict
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.messages import message, sse_stream
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Check, Spec
 from pytest_atom.paths import node_id
+from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.reports.cassette_transcript import cassette_lines
 from pytest_atom.reports.summary import sandbox_warning_lines, summary_table
 from pytest_atom.reports.text import failure_report
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.retention import parse_run_name, run_name
+from pytest_atom.spec.load import Check, Spec
 from tests.helpers import summary_row, write
 
 ESC = "\x1b"

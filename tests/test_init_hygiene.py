@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from atom_cli.project_cmd import init
 from atom_cli.validate_cmd import atom_paths
-from pytest_atom.model.config import load_config
-from pytest_atom.model.settings import Layer, ini_note, resolve
 from pytest_atom.run.harness import file_layers
+from pytest_atom.settings.config import load_config
+from pytest_atom.settings.resolved import Layer, ini_note, resolve
 
 #: What pytest imports: the modules of pytest and of its dependencies.
 PYTEST_MODULES = ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "pygments")

@@ -14,7 +14,7 @@ _COLLECT = """
 import sys, pytest
 code = pytest.main([*sys.argv[1:], "--collect-only", "-q", "-p", "no:cacheprovider"])
 loaded = sorted(m for m in ("httpx", "pytest_atom.gateway", "pytest_atom.agents",
-                            "pytest_atom.cassettes.recording", "pytest_atom.judge.reflector")
+                            "pytest_atom.replay.recording", "pytest_atom.judge.reflector")
                 if m in sys.modules)
 print("EXIT", int(code), "LOADED", *loaded)
 """

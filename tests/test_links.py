@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.cassettes.recording import RecordingError, cassette_path
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import SpecialFileError, copy_tree, link_tree, shown_text
 from pytest_atom.judge.reflector import reflector_input
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SpecError
 from pytest_atom.pytest.items import snapshot_value
+from pytest_atom.replay.recording import RecordingError, cassette_path
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SpecError
 from tests.helpers import write
 
 CANARY = "CANARY-4f1c9e-never-shown"
@@ -120,8 +120,8 @@ def test_a_snapshot_of_a_link_shows_the_link_and_of_a_fifo_its_kind(tmp_path: Pa
 
 
 def test_an_eval_grader_reads_the_files_written_without_following_links(tmp_path: Path) -> None:
-    from pytest_atom.judge.eval_graders import eval_file_regex
-    from pytest_atom.model.spec_types import Check
+    from pytest_atom.checks.eval_graders import eval_file_regex
+    from pytest_atom.spec.types import Check
 
     _, attempt, _ = attempt_with_links(tmp_path)
     params = {"grader": "g", "target": "files_written", "pattern": "CANARY", "flags": ""}
@@ -309,7 +309,7 @@ def test_a_skill_copied_into_a_run_follows_links_inside_the_project_only(
     tmp_path: Path,
 ) -> None:
     from pytest_atom.agents.claude_code.configuration import install
-    from pytest_atom.model.spec_types import ClaudeOptions
+    from pytest_atom.spec.types import ClaudeOptions
 
     project, home = init_layout(tmp_path), outside(tmp_path)
     write(project / "shared" / "style.md", "Use short sentences.\n")

@@ -4,7 +4,7 @@ Two things made such a recording replay nowhere but where it was made, and fail
 `atom cassette check` at once:
 
 - a run folder too deep for the sandbox's sockets has its temp folder in /tmp
-  (``/tmp/atom-<hash>``, model/environment.py tmpdir_for), and the read guard of a spec that
+  (``/tmp/atom-<hash>``, environment.py tmpdir_for), and the read guard of a spec that
   allows a domain lists it: it was recorded raw (break 13);
 - what Claude Code's sandbox gives the agent's shell afresh for each process (its pid, the
   proxy's session user, the bridges' ports, the messaging socket, the gateway's port) was
@@ -26,18 +26,18 @@ from typing import Any
 import pytest
 
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.cassettes.raw_paths import MachinePaths
-from pytest_atom.gateway.normalize import (
+from pytest_atom.environment import tmpdir_for
+from pytest_atom.paths import cli_slug
+from pytest_atom.replay.normalize import (
     Normalizer,
     mask_machine,
     mask_machine_text,
     unmasked_machine_details,
 )
-from pytest_atom.model.environment import tmpdir_for
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.paths import cli_slug
+from pytest_atom.replay.raw_paths import MachinePaths
 from pytest_atom.run.execution import volatile_paths
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import Spec
 from tests.helpers import write
 
 ENV_LISTING = Path(__file__).parent / "data" / "sandbox_env" / "env-2.1.332.txt"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.environment import tmpdir_for
+from pytest_atom.environment import tmpdir_for
 from tests.helpers import once_per_session, user_shell_env, write
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The match modes as classes (pytest_atom.cassettes.matchers): the registry by name, and what
+"""The match modes as classes (pytest_atom.replay.matchers): the registry by name, and what
 each class decides that the replay responder used to test a mode's name for."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.matchers import (
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.matchers import (
     MATCHERS,
     ConversationMatcher,
     Matcher,
@@ -19,10 +19,10 @@ from pytest_atom.cassettes.matchers import (
     match_key,
     matcher_for,
 )
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.modes import DEFAULT_MATCH, MATCH_MODES
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES
 
 
 def body(result: str = "2 passed", model: str = "claude-x") -> dict[str, Any]:

@@ -9,20 +9,21 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_atom.cassettes.cassette import Interaction
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.matchers import match_key
-from pytest_atom.cassettes.recording import ModelSource
-from pytest_atom.gateway.matching import (
+from pytest_atom.gateway.messages import message, sse_stream
+from pytest_atom.gateway.roles import ROLE_HEADER
+from pytest_atom.replay.cassette import Interaction
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.matchers import match_key
+from pytest_atom.replay.matching import (
     NO_OUTPUT,
     Drift,
     called_tools,
     compared_turns,
+    note_served,
     request_kind,
 )
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import message, sse_stream
-from pytest_atom.model.roles import ROLE_HEADER
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource
 from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.helpers import scripted_spec
 
@@ -132,8 +133,8 @@ def test_drift_line_names_versions_model_tools_and_counts() -> None:
     drift = Drift(recorded_version="2.1.197", live_version="2.1.330")
     old, live = cli_2_1_197(turn_body()), turn_body()
     live["tools"] = [{**TOOLS[0], "input_schema": {"properties": {"allow_large": {}}}}]
-    drift.served(live, old, exact=False, results_differ=False)
-    drift.served(live, live, exact=True, results_differ=False)
+    note_served(drift, live, old, exact=False, results_differ=False)
+    note_served(drift, live, live, exact=True, results_differ=False)
     assert drift.line() == (
         "recorded with Claude Code 2.1.197, replayed with 2.1.330: model claude-older → "
         "claude-x, tools +Bash.allow_large −Bash.run_in_background, system prompt changed, "  # noqa: RUF001
@@ -149,7 +150,7 @@ def test_a_changed_role_system_message_is_named_and_the_system_prompt_is_not() -
     recorded = {**turn_body(), "messages": [*turn_body()["messages"], role_system("a")]}
     live = {**turn_body(), "messages": [*turn_body()["messages"], role_system("b")]}
     drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
-    drift.served(live, recorded, exact=False, results_differ=False)
+    note_served(drift, live, recorded, exact=False, results_differ=False)
     assert drift.changes() == ["role-system messages changed"]
     assert drift.line() == (
         "recorded and replayed with Claude Code 2.1.330: role-system messages changed; "
@@ -175,7 +176,7 @@ def test_each_sampling_field_is_named(field: str, value: Any, said: str) -> None
     if field == "temperature":
         live, recorded = {**live, field: value}, turn_body()
     drift = Drift()
-    drift.served(live, recorded, exact=False, results_differ=False)
+    note_served(drift, live, recorded, exact=False, results_differ=False)
     assert drift.changes() == [said]
 
 
@@ -183,20 +184,20 @@ def test_reworded_tools_are_named_by_tool() -> None:
     live = turn_body()
     recorded = {**live, "tools": [{**TOOLS[0], "description": "an older wording"}]}
     drift = Drift()
-    drift.served(live, recorded, exact=False, results_differ=False)
+    note_served(drift, live, recorded, exact=False, results_differ=False)
     assert drift.changes() == ["tools reworded Bash"]
 
 
 def test_no_drift_line_for_a_byte_exact_replay() -> None:
     drift = Drift(recorded_version="2.1.330", live_version="2.1.330")
-    drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
+    note_served(drift, turn_body(), turn_body(), exact=True, results_differ=False)
     assert drift.line() is None
 
 
 def test_no_drift_line_when_nothing_claude_code_owns_changed_under_another_version() -> None:
     """A newer CLI that sent the very same requests changed nothing worth a line."""
     drift = Drift(recorded_version="2.1.330", live_version="2.1.331")
-    drift.served(turn_body(), turn_body(), exact=True, results_differ=False)
+    note_served(drift, turn_body(), turn_body(), exact=True, results_differ=False)
     assert drift.line() is None
 
 

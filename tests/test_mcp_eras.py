@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.mcp_tape import McpTape
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.mcp_tape import McpTape
 from tests.helpers import REPO, talk
 
 FIXTURES = REPO / "fixtures" / "specs"

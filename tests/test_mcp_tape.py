@@ -18,16 +18,16 @@ import yaml
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.configuration import mcp_server_entry
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.mcp_tape import MODULE, McpTape, describe_miss, request_key
-from pytest_atom.cassettes.recording import ModelSource, cassette_path
-from pytest_atom.cassettes.staleness import prompt_hash, script_hash, staleness
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.mcp_tape import MODULE, McpTape, describe_miss, request_key
+from pytest_atom.replay.recording import ModelSource, cassette_path
+from pytest_atom.replay.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.reports.text import tool_problem
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
 from tests.cassette_helpers import replayer
 from tests.helpers import once_per_session, talk
 from tests.versions_helpers import MACHINES, TICKETS_SERVER, MachineReplay, replay_on_machine

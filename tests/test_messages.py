@@ -19,21 +19,21 @@ import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.recording import cassette_path, open_model_source
+from pytest_atom.environment_clues import EnvironmentClue, environment_clue, network_hint
 from pytest_atom.gateway.scripted import Script, ScriptError
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue, network_hint
-from pytest_atom.model.outcome import judge
-from pytest_atom.model.record import RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import Check, SandboxOptions, Spec
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.recording import cassette_path, open_model_source
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import environment_lines
 from pytest_atom.reports.text import drift_line, failure_report
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.outcome import judge
+from pytest_atom.results.record import RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.run.setup_commands import run_setup
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import Check, SandboxOptions, Spec
 from tests.helpers import summary_row
 from tests.recording_helpers import create_file_spec
 

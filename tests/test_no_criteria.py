@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_atom.cassettes.recall import RECALL_KEY, Recall
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.outcome import judge
-from pytest_atom.model.record import RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import Check, Spec
+from pytest_atom.replay.recall import RECALL_KEY, Recall
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.outcome import judge
+from pytest_atom.results.record import RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.load import Check, Spec
 
 
 def result(tmp_path: Path, passed: bool) -> SpecResult:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.gateway.normalize import (
+from pytest_atom.replay.normalize import (
     MACHINE_DETAILS,
     Normalizer,
     mask_machine,

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
-from pytest_atom.gateway.matching import offered_tools
-from pytest_atom.model.messages import message
+from pytest_atom.gateway.messages import message
+from pytest_atom.replay.matching import offered_tools
 from tests.cassette_helpers import post, recorded, replayer, serve, turn_body
 from tests.cli_starts import wrapped
 

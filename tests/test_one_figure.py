@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pytest_atom.model.usage import ROLES
+from pytest_atom.cost.usage import ROLES
 from tests.helpers import ShippedRun
 
 

@@ -1,4 +1,4 @@
-"""The option table (`pytest_atom.model.options`) and the two front ends generated from it:
+"""The option table (`pytest_atom.settings.options`) and the two front ends generated from it:
 pytest's ``--atom-*`` options and ini keys, and ``atom run``'s click options, must say the
 same thing, and a path on either command line is taken from where the command ran."""
 
@@ -15,9 +15,9 @@ from _pytest.config.argparsing import Parser
 
 from atom_cli.run_cmd import SettingType, run
 from pytest_atom import plugin
-from pytest_atom.model.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
-from pytest_atom.model.settings import FILE_SETTINGS, PARSERS, RunSettings, from_here
 from pytest_atom.pytest.settings import pytest_harness
+from pytest_atom.settings.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
+from pytest_atom.settings.resolved import FILE_SETTINGS, PARSERS, RunSettings, from_here
 from tests.sandbox_helpers import allowed
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
@@ -154,7 +154,8 @@ def test_pytest_takes_command_line_paths_from_the_invocation_folder(
 
 def test_the_ini_file_names_are_pytests_own() -> None:
     """The one list that decides a project's root, in pytest's order of preference."""
-    from pytest_atom.model import project, spec_paths
+    from pytest_atom.settings import project
+    from pytest_atom.spec import paths as spec_paths
 
     assert INI_NAMES[:5] == (
         "pytest.toml",
@@ -169,8 +170,8 @@ def test_the_ini_file_names_are_pytests_own() -> None:
 def test_a_subfolder_with_a_pytest_toml_is_a_project_root(tmp_path: Path) -> None:
     """A spec's project root and pytest's rootdir now agree on `pytest.toml` (the spec
     loader's list used to lack it, so a workspace could reach outside such a project)."""
-    from pytest_atom.model.project import pytest_rootdir
-    from pytest_atom.model.spec_paths import project_root
+    from pytest_atom.settings.project import pytest_rootdir
+    from pytest_atom.spec.paths import project_root
 
     (tmp_path / "setup.cfg").write_text("[metadata]\n")
     (tmp_path / "app" / "specs").mkdir(parents=True)

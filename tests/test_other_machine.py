@@ -20,15 +20,15 @@ import httpx
 import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.recording import ModelSource
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.modes import MatchMode
-from pytest_atom.model.spec import load_specs
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import MatchMode
+from pytest_atom.spec.load import load_specs
 from tests.helpers import REPO, once_per_session
 from tests.versions_helpers import MACHINES, MachineReplay, replay_on_machine
 

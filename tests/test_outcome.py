@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from atom_cli.run_cmd import exit_status
-from pytest_atom.model.outcome import Crossing, Outcome, decide
-from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.shards import read_shard
+from pytest_atom.cost.spend import Crossing
+from pytest_atom.results.outcome import Outcome, decide
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.suite.shards import read_shard
 from tests.frontends_helpers import FAILS, OUTCOMES, FrontEnds, junit, summary
 
 
@@ -123,7 +124,7 @@ def test_results_are_data_that_import_no_machinery() -> None:
     import sys
 
     code = (
-        "import sys, pytest_atom.model.result, pytest_atom.reports.rows\n"
+        "import sys, pytest_atom.results.spec_result, pytest_atom.results.rows\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('pytest_atom'))))"
     )
     loaded = subprocess.run(
@@ -131,15 +132,15 @@ def test_results_are_data_that_import_no_machinery() -> None:
     ).stdout.split()
     assert set(loaded) == {
         "pytest_atom",
-        "pytest_atom.model.events",  # the agents' event types: data, importing nothing
+        "pytest_atom.events.agent",  # the agents' event types: data, importing nothing
         "pytest_atom.model",
-        "pytest_atom.model.billing",  # what an answer billed: data
-        "pytest_atom.model.limits",
-        "pytest_atom.model.spend",  # the session's spending limit: a counter
-        "pytest_atom.model.modes",
-        "pytest_atom.model.outcome",
+        "pytest_atom.cost.billing",  # what an answer billed: data
+        "pytest_atom.cost.limits",
+        "pytest_atom.cost.spend",  # the session's spending limit: a counter
+        "pytest_atom.settings.modes",
+        "pytest_atom.results.outcome",
         "pytest_atom.reports",
-        "pytest_atom.reports.rows",
-        "pytest_atom.model.result",
-        "pytest_atom.model.usage",
+        "pytest_atom.results.rows",
+        "pytest_atom.results.spec_result",
+        "pytest_atom.cost.usage",
     }

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.model.output_paths import output_problem
+from pytest_atom.settings.output_paths import output_problem
 from tests.helpers import write
 
 SPEC = "prompt: Say done.\nscript: turns.yaml\n"

@@ -14,23 +14,20 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.recording import cassette_path
-from pytest_atom.cassettes.staleness import staleness
-from pytest_atom.gateway.matching import request_kind
+from pytest_atom.gateway.roles import legacy_role
 from pytest_atom.gateway.scripted import Script, ScriptError
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
-from pytest_atom.model.roles import legacy_role
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import PlanAccept, SpecError
 from pytest_atom.paths import cli_slug
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.matching import request_kind
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.replay.staleness import staleness
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import Plan, Rollback, SpecResult, StepResult
 from pytest_atom.run.execution import HarnessError, volatile_paths
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
@@ -41,6 +38,9 @@ from pytest_atom.run.planner import (
 )
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import PlanAccept, SpecError
 from tests.helpers import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"
@@ -310,7 +310,7 @@ def test_existing_cassettes_hold_no_planner_requests() -> None:
 
 def test_the_planned_steps_folders_are_normalized_once_known() -> None:
     """The CLI names each attempt folder's slug in its prompt: a planned step's too."""
-    from pytest_atom.gateway.normalize import Normalizer
+    from pytest_atom.replay.normalize import Normalizer
 
     slug = "-tmp-r--atom-runs-planned-1"
     normalizer = Normalizer({slug: "<RUN_DIR_SLUG>"})

@@ -25,11 +25,11 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement, SandboxUnavailableError
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.judge.checks import default_registry, run_checks, run_shell
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import Check, SandboxOptions, SpecError
+from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import Check, SandboxOptions, SpecError
 from tests.helpers import bash
 from tests.sandbox_helpers import run, write_spec
 

@@ -1,5 +1,5 @@
 """A project's root is found from any folder of it, as git finds `.git`: `pytest --atom`
-and `atom run` ask the one function (`model.project.find_project`), so from ``specs/`` the
+and `atom run` ask the one function (`settings.project.find_project`), so from ``specs/`` the
 configured `paths:` mean the same and runs land in the root's `.atom/runs/`.
 
 pytest's own configuration (`pytester.parseconfigure`, `--collect-only`) shows where a
@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.project_cmd import init
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.project import default_paths, find_project, project_root
-from pytest_atom.reports.baseline import results_file
+from pytest_atom.baseline.compare import results_file
 from pytest_atom.run.harness import host_harness
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.project import default_paths, find_project, project_root
 
 
 def scaffold(root: Path) -> Path:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.model.prompts import PromptLoader, PromptNotFoundError, render_prompt
+from pytest_atom.prompts import PromptLoader, PromptNotFoundError, render_prompt
 from pytest_atom.resources import data_dir
 from tests.helpers import write
 

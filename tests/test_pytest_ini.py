@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.model.project import find_ini, project_root
+from pytest_atom.settings.project import find_ini, project_root
 from tests.helpers import write
 
 

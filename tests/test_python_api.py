@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.reports.measure import repeat_lines
+from pytest_atom.baseline.measure import repeat_lines
 from tests.helpers import Scenario, pytester_once, summary_row
 
 pytestmark = pytest.mark.usefixtures("claude_for_pytester")

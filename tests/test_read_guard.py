@@ -26,10 +26,10 @@ import yaml
 
 from pytest_atom.agents.claude_code import readguard
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.cassettes import scrub
-from pytest_atom.cassettes.scrub import Scrubber, env_file_secrets, remember_env_files
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.spec_types import ClaudeOptions, SandboxOptions
+from pytest_atom.replay import scrub
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.scrub import Scrubber, env_file_secrets, remember_env_files
+from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 from tests.helpers import bash
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

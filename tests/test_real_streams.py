@@ -4,7 +4,7 @@ item 10).
 Each stream in `tests/data/real_api/` (byte for byte, sources in its README) goes through
 the real gateway with an HTTP client, as the answer to Claude Code's own first turn (a
 shipped cassette's request: what the gateway records in use): relayed whole, kept
-losslessly (every block and delta), billed as the API billed it (`model.billing`'s fold,
+losslessly (every block and delta), billed as the API billed it (`cost.billing`'s fold,
 held to the stream's own usage) and replayed in `--atom-match=strict`.
 
 Through Claude Code, once, for the richest stream: served by a loopback upstream as the
@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette as cassette_group
-from pytest_atom.cassettes.cassette import Cassette
 from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.messages import fold_sse
 from pytest_atom.gateway.server import Meter
-from pytest_atom.model.messages import fold_sse
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.properties import result_properties
 from tests.real_streams import (
     PAUSED,

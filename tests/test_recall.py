@@ -19,24 +19,24 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.recall import RECALL_KEY, Recall, SessionKey, folder_hash
-from pytest_atom.cassettes.recording import ModelSource, open_model_source
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.cassettes.staleness import interaction_kind
-from pytest_atom.gateway.matching import compared_turns
-from pytest_atom.gateway.normalize import Normalizer
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
-from pytest_atom.model.modes import JUDGE_MODES
-from pytest_atom.model.settings import Layer, RunSettings, SettingsError, resolve
-from pytest_atom.model.spec import load_spec
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.matching import compared_turns
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.recall import RECALL_KEY, Recall, SessionKey, folder_hash
+from pytest_atom.replay.recording import ModelSource, open_model_source
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.replay.staleness import interaction_kind
 from pytest_atom.reports.html import render_html, report_row, spec_view
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.execution import volatile_paths
+from pytest_atom.settings.modes import JUDGE_MODES
+from pytest_atom.settings.resolved import Layer, RunSettings, SettingsError, resolve
+from pytest_atom.spec.load import load_spec
 from tests.helpers import REPO, ShippedRun, write
 from tests.judge_helpers import kept
 

@@ -22,13 +22,13 @@ from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.recording import RecordingError, open_model_source
-from pytest_atom.cassettes.replay import CassetteResponder
 from pytest_atom.gateway import Gateway
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_spec
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.recording import RecordingError, open_model_source
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_spec
 from tests.helpers import bash, write
 from tests.recording_helpers import (
     CASSETTE,

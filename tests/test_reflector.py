@@ -17,21 +17,21 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.judge.checks import run_checks
-from pytest_atom.judge.reflector import Verdict
-from pytest_atom.model.config import load_config
-from pytest_atom.model.outcome import judge
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.settings import RunSettings, resolve
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.checks.builtin import run_checks
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
+from pytest_atom.results.outcome import judge
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.harness import file_layers
 from pytest_atom.run.spec_run import _new_run
+from pytest_atom.settings.config import load_config
+from pytest_atom.settings.resolved import RunSettings, resolve
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import Spec
 from tests.helpers import HOOKS_CONFTEST, verdict, write
 from tests.judge_helpers import WRITE, kept
 

@@ -23,12 +23,12 @@ import httpx
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette
-from pytest_atom.cassettes.cassette import FAULT_HEADER
-from pytest_atom.model.messages import parse_sse
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.replay.cassette import FAULT_HEADER
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 from tests.real_streams import RecordedStream, RecordedUpstream
 from tests.stream_helpers import CLI_VERSION, claude_requests, recording
 

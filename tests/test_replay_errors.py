@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.staleness import interaction_kind
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.staleness import interaction_kind
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.usefixtures("claude_for_pytester"), pytest.mark.slow]

@@ -12,16 +12,16 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.cassette_cmd import cassette
-from pytest_atom.cassettes import scrub
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.scrub import (
+from pytest_atom.replay import scrub
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.scrub import (
     Scrubber,
     remember_spec_secrets,
     secret_values,
     spec_secrets,
 )
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 from tests.helpers import REPO
 
 LITERAL = "spec-literal-4f9a2c71e0b3"  # a secret the spec's env: sets as it is

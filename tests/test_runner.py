@@ -19,11 +19,11 @@ import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
+from pytest_atom.events.agent import Result, SessionStarted
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model.events import Result, SessionStarted
-from pytest_atom.model.harness_events import AnyEvent
-from pytest_atom.model.record import IterationRecord
 from pytest_atom.processes import kill_process_tree
+from pytest_atom.results.harness_events import AnyEvent
+from pytest_atom.results.record import IterationRecord
 from tests.helpers import bash, once_per_session, wait_gone
 
 SESSION = "5a1d0000-0000-4000-8000-000000000001"

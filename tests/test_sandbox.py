@@ -26,11 +26,11 @@ from atom_cli.run_cmd import _print_summary
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SandboxOptions
 from tests.helpers import Scenario, summary_row
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, write_spec
 

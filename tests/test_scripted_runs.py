@@ -19,14 +19,14 @@ import pytest
 from rich.console import Console
 
 from atom_cli.run_cmd import Progress
-from pytest_atom.cassettes.recall import Recall, SessionInput
 from pytest_atom.gateway import Gateway, scripted
-from pytest_atom.model import harness_events as hev
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.replay_divergence import ReplayDivergence
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.replay.recall import Recall, SessionInput
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.results import harness_events as hev
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.results.replay_divergence import ReplayDivergence
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import ClaudeOptions
 from tests.helpers import write
 from tests.sandbox_helpers import Confined
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_atom.cassettes.scrub import SECRET_HEADERS, SECRET_NAME, Scrubber
+from pytest_atom.replay.scrub import SECRET_HEADERS, SECRET_NAME, Scrubber
 from tests.helpers import REPO
 
 VALUE = "hunter2-correct-horse"  # no known token shape: only the env pass can catch it

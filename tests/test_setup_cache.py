@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.model.spec_types import SandboxOptions
 from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_commands import SetupCache, SetupOutcome, run_setup
+from pytest_atom.spec.types import SandboxOptions
 from tests.helpers import tiny_wheel
 
 VENV_SETUP = (
@@ -239,8 +239,8 @@ def test_atom_cache_lists_and_prunes_entries(
 
 
 def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path: Path) -> None:
-    from pytest_atom.model.spec import load_spec
-    from pytest_atom.model.spec_types import SpecError
+    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec.types import SpecError
 
     listed = tmp_path / "listed.atom.yaml"
     listed.write_text("name: listed\nprompt: p\nsetup: [make]\n")
@@ -258,7 +258,7 @@ def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path
 
 
 def test_run_folders_and_the_set_up_cache_have_size_caps_by_default() -> None:
-    from pytest_atom.model.settings import Layer, RunSettings, resolve
+    from pytest_atom.settings.resolved import Layer, RunSettings, resolve
 
     defaults = RunSettings()
     assert defaults.keep_runs_size == 2 * 10**9 and defaults.setup_cache_size == 5 * 10**9

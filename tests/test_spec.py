@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.model.spec import load_spec, load_specs
-from pytest_atom.model.spec_types import (
+from pytest_atom.spec.load import load_spec, load_specs
+from pytest_atom.spec.types import (
     BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
     TRAJECTORY_CHECK_KINDS,

@@ -11,18 +11,18 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.estimate import estimate
+from pytest_atom.cost.billing import Tokens
+from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.cost.prices import price_of
+from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.gateway import Gateway, GatewayRequest, Reply
+from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.gateway.server import Meter
-from pytest_atom.model.billing import Tokens
-from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.messages import message, sse_stream
-from pytest_atom.model.prices import price_of
-from pytest_atom.model.settings import RunSettings, SettingsError, parse_setting
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spend import SpendLimit
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.estimate import estimate
 from pytest_atom.reports.properties import result_properties
+from pytest_atom.settings.resolved import RunSettings, SettingsError, parse_setting
+from pytest_atom.spec.load import load_specs
 from tests.helpers import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream
 

@@ -16,26 +16,26 @@ from click.testing import CliRunner, Result
 from atom_cli.cassette_cmd import cassette
 from atom_cli.validate_cmd import _cassette_notes
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.recording import (
+from pytest_atom.gateway import Gateway
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.recording import (
     ModelSource,
     RecordingError,
     cassette_path,
     open_model_source,
 )
-from pytest_atom.cassettes.staleness import (
+from pytest_atom.replay.staleness import (
     PROMPT_CHANGED,
     SCRIPT_CHANGED,
     prompt_hash,
     script_hash,
     staleness,
 )
-from pytest_atom.gateway import Gateway
-from pytest_atom.model.modes import RecordMode
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Spec
+from pytest_atom.settings.modes import RecordMode
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
 from tests.helpers import scripted_spec
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "specs"

@@ -1,4 +1,4 @@
-"""pytest_atom.model.stats against known values: scipy's own, and Wilson's by hand."""
+"""pytest_atom.baseline.stats against known values: scipy's own, and Wilson's by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_atom.model import stats
+from pytest_atom.baseline import stats
 
 
 def test_wilson_matches_hand_computed_values() -> None:

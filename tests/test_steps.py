@@ -15,23 +15,24 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from atom_cli.main import main
-from pytest_atom.judge.reflector import CriterionVerdict, Verdict, build_prompt
-from pytest_atom.model.harness_events import AnyEvent, ChecksRan, StepCommitted
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.record import RunOutcome
-from pytest_atom.model.result import Attempt, Rollback, SpecResult, StepResult
-from pytest_atom.model.settings import FILE_SETTINGS, Layer, resolve
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SpecError
+from pytest_atom.judge.reflector import build_prompt
+from pytest_atom.prompts import PromptLoader
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
+from pytest_atom.results.harness_events import AnyEvent, ChecksRan, StepCommitted
+from pytest_atom.results.record import RunOutcome
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import Attempt, Rollback, SpecResult, StepResult
+from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
+from pytest_atom.settings.resolved import FILE_SETTINGS, Layer, resolve
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SpecError
 from tests.helpers import REPO, ShippedRun, bash, write
 from tests.recording_helpers import KEEP_RESULTS, RESULTS
 
@@ -410,7 +411,7 @@ def test_a_run_interrupted_in_step_two_resumes_there_without_rerunning_step_one(
     set_aside = list((run_dir / "claude-config/projects").glob("*/*.jsonl.interrupted"))
     assert len(set_aside) == 1  # the interrupted conversation
     # only step 2 ran; its reflector's verdict was recalled from the cassette (the same
-    # request over the same folder: pytest_atom.cassettes.recall)
+    # request over the same folder: pytest_atom.replay.recall)
     [row] = [line for line in result.output.splitlines() if line.startswith("two_steps.atom")]
     assert " passed " in row and " recalled " in row, row
 

@@ -11,7 +11,7 @@ import yaml
 
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.gateway.scripted import draw_key
-from pytest_atom.model.settings import Layer, SettingsError, resolve
+from pytest_atom.settings.resolved import Layer, SettingsError, resolve
 
 #: Three to one: the first choice plays with probability 0.75.
 WEIGHTED = {
@@ -180,12 +180,12 @@ def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Pat
     replay (which never reads the script) can still tell when the script changed. Shown at
     the cassette layer: the spec's recording source, sent the CLI's first request (the
     shipped create_file cassette's), answers from the script's draw and saves it."""
-    from pytest_atom.cassettes.cassette import Cassette
-    from pytest_atom.cassettes.recording import cassette_path, open_model_source
-    from pytest_atom.cassettes.staleness import script_misfit
     from pytest_atom.gateway import Gateway
-    from pytest_atom.model.settings import RunSettings
-    from pytest_atom.model.spec import load_spec
+    from pytest_atom.replay.cassette import Cassette
+    from pytest_atom.replay.recording import cassette_path, open_model_source
+    from pytest_atom.replay.staleness import script_misfit
+    from pytest_atom.settings.resolved import RunSettings
+    from pytest_atom.spec.load import load_spec
     from tests.helpers import REPO
     from tests.recording_helpers import send
 

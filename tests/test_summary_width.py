@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from pytest_atom.model.usage import ROLES
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.cost.usage import ROLES
 from pytest_atom.reports.summary import SUMMARY_WIDTH, summary_table
+from pytest_atom.results.rows import SummaryRow
 from tests.helpers import summary_row
 
 LONG = "examples/a-project-with-a-long-folder-name/specs/release_notes_from_commits.atom.yaml"

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.gateway.normalize import Normalizer, renumber_task_ids
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.normalize import Normalizer, renumber_task_ids
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
 
 NORTH, SOUTH = "a1b2c3d4e5f6a7b8c", "a9f8e7d6c5b4a3f2e"
 

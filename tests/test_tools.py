@@ -30,8 +30,8 @@ from pytest_atom.conversation import (
     status,
     suggestions,
 )
-from pytest_atom.model.config import AtomConfig, load_config
 from pytest_atom.run.tools import discover_tools, run_tool
+from pytest_atom.settings.config import AtomConfig, load_config
 from tests.helpers import wait_gone
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom.cassettes.staleness import spec_hash
-from pytest_atom.model.result import SpecResult
+from pytest_atom.replay.staleness import spec_hash
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
+from pytest_atom.results.spec_result import SpecResult
 from tests.helpers import VALIDATOR, verdict
 from tests.judge_helpers import (
     CANARY,

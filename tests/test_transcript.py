@@ -1,4 +1,4 @@
-"""The transcripts (reports.transcript, reports.cassette_transcript) as pure functions: no CLI."""
+"""The transcripts (replay.transcript, reports.cassette_transcript) as pure functions: no CLI."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette, Interaction
-from pytest_atom.model.events import parse
-from pytest_atom.model.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
-from pytest_atom.reports.cassette_transcript import Line, cassette_lines
-from pytest_atom.reports.transcript import (
+from pytest_atom.events.agent import parse
+from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
+from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.transcript import (
     Mark,
     call_marks,
     refusal_in_result,
     stream_turns,
     trajectory_summary,
 )
+from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from tests.helpers import capture
 
 URI = "https://api.anthropic.com/v1/messages"

@@ -3,10 +3,10 @@ values, never parsed back from a line another part printed."""
 
 from __future__ import annotations
 
-from pytest_atom.gateway.matching import Drift
-from pytest_atom.reports.gate import gate
-from pytest_atom.reports.measure import arm_lines, junit_properties
+from pytest_atom.baseline.gate import gate
+from pytest_atom.baseline.measure import arm_lines, junit_properties
 from pytest_atom.reports.text import drift_line, drift_summary
+from pytest_atom.results.drift import Drift
 from tests.helpers import summary_row
 
 
@@ -58,7 +58,7 @@ def test_the_drift_cell_and_line_come_from_one_value() -> None:
 
 
 def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
-    from pytest_atom.cassettes.staleness import StaleReason
+    from pytest_atom.replay.staleness import StaleReason
 
     # worded like a changed script, but a configuration's: the kind decides
     reason = StaleReason("script changed since recording", "config")
@@ -69,8 +69,8 @@ def test_a_stale_reason_is_classified_by_its_kind_not_its_words() -> None:
 def test_a_crossed_limit_names_its_limit_without_being_taken_apart() -> None:
     import pickle
 
-    from pytest_atom.model.limits import Budget, Limits
-    from pytest_atom.model.outcome import decide
+    from pytest_atom.cost.limits import Budget, Limits
+    from pytest_atom.results.outcome import decide
 
     budget = Budget(Limits(max_turns=2))
     budget.usage.turns = 3

@@ -17,13 +17,13 @@ import anthropic
 import httpx
 import pytest
 
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
-from pytest_atom.cassettes.replay import CassetteResponder
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.normalize import Normalizer
-from pytest_atom.model.messages import coalesce_sse, fold_sse
-from pytest_atom.model.modes import MatchMode
+from pytest_atom.gateway.messages import coalesce_sse, fold_sse
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
+from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.responder import CassetteResponder
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import MatchMode
 from tests.upstream import (
     CONTINUATION,
     RealisticUpstream,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette
-from pytest_atom.model.events import SubagentEnded
+from pytest_atom.events.agent import SubagentEnded
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
+from pytest_atom.replay.transcript import stream_turns
 from pytest_atom.reports.cassette_transcript import cassette_lines
-from pytest_atom.reports.transcript import stream_turns
 from tests.helpers import once_per_session
 from tests.upstream import sse_events
 from tests.upstream_helpers import (

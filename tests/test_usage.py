@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.events import parse_event
-from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.spec import load_specs
-from pytest_atom.reports.rows import SummaryRow
+from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.events.agent import parse_event
 from pytest_atom.reports.summary import summary_table
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.spec.load import load_specs
 from tests.helpers import capture, once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream
 
@@ -157,10 +157,10 @@ def test_a_cost_limit_counts_the_resumed_call_once() -> None:
 def test_roles_add_up_to_every_session_of_a_run(tmp_path: Path) -> None:
     """Executor calls split into the main session and its subagents; a reflector's and a
     planner's sessions are their own roles; together they are atom_tokens and its price."""
-    from pytest_atom.model.record import RunOutcome
-    from pytest_atom.model.result import Attempt, Plan
-    from pytest_atom.model.spec_types import Spec
     from pytest_atom.reports.properties import result_properties
+    from pytest_atom.results.record import RunOutcome
+    from pytest_atom.results.spec_result import Attempt, Plan
+    from pytest_atom.spec.types import Spec
 
     calls = [record_of(events(f"{name}-2.1.330.jsonl")) for name in ("subagents", "resumed")]
     judge = IterationRecord(returncode=0, usage={"input_tokens": 700}, cost_usd=0.002)

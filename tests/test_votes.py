@@ -12,17 +12,18 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.judge.reflector import CriterionVerdict, Verdict, combine_votes
-from pytest_atom.model.evalsuite import load_case
-from pytest_atom.model.evalsuite_specs import case_specs
-from pytest_atom.model.outcome import decide, judge
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SpecError
+from pytest_atom.evalsuite.cases import load_case
+from pytest_atom.evalsuite.specs import case_specs
+from pytest_atom.judge.reflector import combine_votes
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
+from pytest_atom.results.outcome import decide, judge
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.verdict import CriterionVerdict, Verdict
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SpecError
 from tests.helpers import kinds, write
 from tests.judge_helpers import VOTES_SPEC, ballot, kept
 

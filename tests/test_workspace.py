@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from pytest_atom.diffs import WorkspaceError, changes
-from pytest_atom.model.spec import load_spec
-from pytest_atom.model.spec_types import SpecError
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
+from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.types import SpecError
 from tests.helpers import bash, write
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -135,7 +135,7 @@ def test_env_names_the_harness_sets_are_refused(tmp_path: Path) -> None:
 
 def test_every_variable_the_runner_sets_is_reserved(tmp_path: Path) -> None:
     from pytest_atom.agents.claude_code.runner import claude_env
-    from pytest_atom.model.spec_env import reserved_env
+    from pytest_atom.spec.env import reserved_env
 
     env = claude_env("http://127.0.0.1:1", tmp_path / "claude-config", base={})
     # TZ is fixed (UTC) for every run, and a spec may set its own.
@@ -143,7 +143,7 @@ def test_every_variable_the_runner_sets_is_reserved(tmp_path: Path) -> None:
 
 
 def test_env_expands_from_the_callers_environment(tmp_path: Path) -> None:
-    from pytest_atom.model.spec_env import EnvError, expand_env
+    from pytest_atom.spec.env import EnvError, expand_env
 
     spec = load_spec(
         write(

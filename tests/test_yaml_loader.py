@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_atom import yamldoc
+from pytest_atom.evalsuite.cases import load_case
 from pytest_atom.gateway.scripted import Script, ScriptError
-from pytest_atom.model import yamldoc
-from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.evalsuite import load_case
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import SpecError
-from pytest_atom.model.workspaces import declared_workspaces
 from pytest_atom.run.own_files import _spec_values
+from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import SpecError
+from pytest_atom.spec.workspaces import declared_workspaces
 
 TAGGED = "prompt: hi\nnote: !foo bar\n"  # the tag sits on line 2, column 7
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_atom import yamldoc
 from pytest_atom.gateway import Script, ScriptError
-from pytest_atom.model import yamldoc
-from pytest_atom.model.config import ConfigError, load_config
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import SpecError
+from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import SpecError
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_atom.model.events import Event
-    from pytest_atom.model.record import IterationRecord
-    from pytest_atom.model.roles import Role
+    from pytest_atom.events.agent import Event
+    from pytest_atom.gateway.roles import Role
+    from pytest_atom.results.record import IterationRecord
 
 
 class SessionRunner(Protocol):
@@ -44,7 +44,7 @@ class Agent(SessionRunner, Protocol):
     or continues it once it exists (with `use_context`).
     """
 
-    #: Whose session this is; every model request it sends is marked so (model.roles).
+    #: Whose session this is; every model request it sends is marked so (gateway.roles).
     role: Role
     #: Does the harness's atom loop iterate it until the exit signal? Claude Code does; an
     #: SDK app runs its own loop, once per attempt, and finishing is its answer.
@@ -72,7 +72,7 @@ class Agent(SessionRunner, Protocol):
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         """One decoded object of the agent's output as agent-neutral events
-        (`pytest_atom.model.events`): the agent's one event parser."""
+        (`pytest_atom.events.agent`): the agent's one event parser."""
         ...
 
 

@@ -20,13 +20,13 @@ from typing import Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.model.events import Event, decode, parse_event
-from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.limits import Budget
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.cost.limits import Budget
+from pytest_atom.events.agent import Event, decode, parse_event
 from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
+from pytest_atom.results.harness_events import OnEvent
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.spec.types import ClaudeOptions
 
 
 @lru_cache(maxsize=8)

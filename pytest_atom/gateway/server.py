@@ -19,12 +19,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from pytest_atom.model import messages
-from pytest_atom.model.billing import Billed
-from pytest_atom.model.messages import Kind, request_kind
-from pytest_atom.model.prices import cost_usd
-from pytest_atom.model.roles import Role, header_role
-from pytest_atom.model.spend import SpendLimit
+from pytest_atom.cost.billing import Billed
+from pytest_atom.cost.prices import cost_usd
+from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.gateway import messages
+from pytest_atom.gateway.messages import Kind, request_kind
+from pytest_atom.gateway.roles import Role, header_role
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class GatewayRequest:
 
     @property
     def role(self) -> Role | None:
-        """The role the harness marked the request with (see model.roles)."""
+        """The role the harness marked the request with (see gateway.roles)."""
         return header_role(self.headers)
 
     @property
@@ -118,7 +118,7 @@ class Exchange:
 @dataclass
 class Meter:
     """What the answers that passed through the gateway billed, by the request's role
-    (`pytest_atom.model.billing`: the one fold), and the session's spending limit they count
+    (`pytest_atom.cost.billing`: the one fold), and the session's spending limit they count
     against. Only `paid` roles count toward the limit: a replayed answer costs nothing.
     """
 

@@ -6,7 +6,7 @@ the run's copy of the spec's workspace (``…/attempts/a01``). Two things there 
 an imported spec:
 
 - the harness's wrapper around the prompt: the reader keeps the spec's task alone
-  (`Session.wrapper`, `pytest_atom.model.prompts.split_first_message`);
+  (`Session.wrapper`, `pytest_atom.prompts.split_first_message`);
 - the run's folder as the workspace. Retention deletes run folders (``keep_runs``,
   ``keep_runs_size``), and the folder holds where the session ended, not where it started:
   the task done, ``USER_PROMPT.md``, the harness's ``.claude/``. `refusal` says so and names
@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atom.importing.session import Session, SessionError
-from pytest_atom.model.prompts import first_message
-from pytest_atom.model.spec import load_specs, spec_files
-from pytest_atom.model.spec_paths import project_root
-from pytest_atom.model.spec_types import Spec, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.prompts import first_message
 from pytest_atom.run.retention import folder_spec_name, parse_run_name
+from pytest_atom.spec.load import load_specs, spec_files
+from pytest_atom.spec.paths import project_root
+from pytest_atom.spec.types import Spec, SpecError
 
 __all__ = ["OwnRun", "not_the_agent", "own_run", "refusal"]
 

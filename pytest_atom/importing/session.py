@@ -3,7 +3,7 @@
 A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
 read by `pytest_atom.importing.transcript`) or as the ``--output-format stream-json`` log of one
 or more ``claude -p`` calls, read here through the project's one stream parser
-(`pytest_atom.model.events`). Both become one `Session`: the first prompt, the main agent's
+(`pytest_atom.events.agent`). Both become one `Session`: the first prompt, the main agent's
 turns with their tool calls and the results the session saw, and where it ran.
 
 What a scripted replay cannot play is refused here, with the file and line that shows it:
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.model import events
+from pytest_atom.events import agent as events
 
 __all__ = [
     "SUBAGENT_TOOLS",
@@ -84,7 +84,7 @@ class Session:
     #: The user's messages after the first (line, text): later prompts, hook feedback.
     later_messages: list[tuple[int, str]] = field(default_factory=list)
     #: The system prompt pytest-atom's harness wrapped the first prompt in (a transcript of
-    #: one of its own runs: `pytest_atom.model.prompts.split_first_message`); `prompt` is
+    #: one of its own runs: `pytest_atom.prompts.split_first_message`); `prompt` is
     #: the task alone then, as the spec gave it.
     wrapper: str | None = None
     calls_started: int = 0  # `claude -p` calls in a stream-json log (its system/init events)
@@ -196,7 +196,7 @@ def fold_assistant(
 
 
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
-    """A stream-json log: the events of `pytest_atom.model.events`, one ``claude -p`` call per
+    """A stream-json log: the events of `pytest_atom.events.agent`, one ``claude -p`` call per
     ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
     session = Session(path, "stream-json", None, [])
     turns: dict[str, SessionTurn] = {}

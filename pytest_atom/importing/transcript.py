@@ -14,7 +14,7 @@ The CLI appends one JSON object a line as the session goes. The lines `atom impo
 
 Other lines (``summary``, ``queue-operation``, ``file-history-snapshot``, ``attachment``,
 ``api-request``, ``system``, ...) say nothing a script needs and are passed over. An answer's
-blocks are the same as in stream-json, so each message is parsed by `pytest_atom.model.events`
+blocks are the same as in stream-json, so each message is parsed by `pytest_atom.events.agent`
 like a stream-json event.
 
 Lines form a tree by ``parentUuid``: a prompt the user edited or rewound to starts a branch,
@@ -24,7 +24,7 @@ line, beside the chain); lines off it are left out. When the chain does not lead
 first line (a compaction or a resume broke it), every line is read in file order.
 
 A transcript of one of pytest-atom's own runs starts with the harness's system prompt and
-the spec's task under ``# USER_PROMPT.md`` (`pytest_atom.model.prompts.first_message`): the
+the spec's task under ``# USER_PROMPT.md`` (`pytest_atom.prompts.first_message`): the
 prompt read is the task alone, and the wrapper is kept apart (`Session.wrapper`).
 """
 
@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.events import agent as events
 from pytest_atom.importing.session import (
     Session,
     SessionCall,
@@ -41,8 +42,7 @@ from pytest_atom.importing.session import (
     fold_assistant,
     refuse_subagent,
 )
-from pytest_atom.model import events
-from pytest_atom.model.prompts import split_first_message
+from pytest_atom.prompts import split_first_message
 
 __all__ = ["read_transcript"]
 

@@ -8,29 +8,26 @@ harness: never a silent pass.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from pytest_atom.agents.claude_code import configuration
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
-from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.diffs import workspace_diff
-from pytest_atom.gateway.normalize import mask_durations
-from pytest_atom.model.check_result import CheckResult
-from pytest_atom.model.outcome import (
+from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
+from pytest_atom.gateway.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.normalize import mask_durations
+from pytest_atom.replay.recall import SessionInput
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec_types import ClaudeOptions, Spec
-from pytest_atom.model.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
-from pytest_atom.model.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.results.verdict import CriterionVerdict, ReflectorError, Verdict
+from pytest_atom.spec.types import ClaudeOptions, Spec
 from pytest_atom.words import clip
 
 #: The most characters the reflector's prompt quotes of each piece of evidence; a longer
@@ -69,86 +66,6 @@ def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
             json.dumps(schema),
         ),
     )
-
-
-class ReflectorError(Exception):
-    """The reflector did not give a usable verdict: a harness error, not a verdict."""
-
-
-@dataclass(frozen=True)
-class CriterionVerdict:
-    criterion: str
-    met: bool
-    evidence: str
-    #: Each vote's answer, in session order, when several reflector sessions judged
-    #: (`reflector: {votes: N}`); empty for a single session.
-    votes: tuple[bool, ...] = ()
-
-    @property
-    def tally(self) -> str:
-        """``2/3 votes met``; empty for a single session."""
-        return f"{sum(self.votes)}/{len(self.votes)} votes met" if self.votes else ""
-
-
-@functools.cache
-def _verdict_validator() -> Any:
-    """The verdict schema's validator, built once: ``jsonschema.validate`` checks the schema
-    itself and builds a validator on every call (tens of milliseconds a verdict)."""
-    cls = jsonschema.validators.validator_for(STEP_VERDICT_SCHEMA)
-    cls.check_schema(STEP_VERDICT_SCHEMA)
-    return cls(STEP_VERDICT_SCHEMA)
-
-
-def _check_verdict(data: Any) -> None:
-    """``jsonschema.validate(data, STEP_VERDICT_SCHEMA)``, with the validator built once:
-    the same error (its best match) for the same data."""
-    error = jsonschema.exceptions.best_match(_verdict_validator().iter_errors(data))
-    if error is not None:
-        raise error
-
-
-@dataclass(frozen=True)
-class Verdict:
-    score: float
-    decision: str  # what the reflector said; the outcome is derived from the score
-    criteria: tuple[CriterionVerdict, ...]
-    feedback: str
-    flaky: tuple[str, ...] = ()
-    target: str | None = None  # the step a `rollback` goes back to
-    scores: tuple[float, ...] = ()  # each vote's score, when several sessions judged
-
-    @classmethod
-    def parse(cls, data: Any) -> Verdict:
-        try:
-            _check_verdict(data)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-            raise ReflectorError(
-                f"the reflector's verdict is malformed at {where}: {exc.message}; "
-                f"got {json.dumps(data)[:500]}"
-            ) from None
-        return cls(
-            score=float(data["score"]),
-            decision=data["decision"],
-            criteria=tuple(CriterionVerdict(**c) for c in data["criteria"]),
-            feedback=data["feedback"],
-            flaky=tuple(data.get("flaky") or ()),
-            target=data.get("target") or None,
-        )
-
-    @property
-    def unmet(self) -> list[CriterionVerdict]:
-        return [c for c in self.criteria if not c.met]
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if self.target is None:  # only a step's rollback names one
-            del data["target"]
-        if not self.scores:  # a single session: the shape it always had
-            del data["scores"]
-            for criterion in data["criteria"]:
-                del criterion["votes"]
-        return data
 
 
 def vote_role(role: str, vote: int) -> str:
@@ -289,7 +206,7 @@ def reflector_input(
     earlier_steps: Sequence[str] = (),
 ) -> SessionInput:
     """The reflector's whole request but its folder: what a replay compares to recall the
-    recorded verdict instead of starting the session (pytest_atom.cassettes.recall)."""
+    recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
     diff = workspace_diff(
         spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
     )

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.result import SpecResult
+from pytest_atom.baseline.measure import measured_lines
 from pytest_atom.reports.html import spec_view, write_html
-from pytest_atom.reports.measure import measured_lines
-from pytest_atom.reports.rows import SummaryRow
-from pytest_atom.reports.shards import page_rows, write_shard
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.suite.shards import page_rows, write_shard
 
 __all__ = ["HtmlReport"]
 

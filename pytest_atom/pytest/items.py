@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_atom.cassettes.scrub import Scrubber
+from pytest_atom.cost.spend import SpendingLimitReached
 from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
-from pytest_atom.model.arms import select_arms
-from pytest_atom.model.outcome import Outcome
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.spec import load_specs
-from pytest_atom.model.spec_types import Mark, Spec, SpecError
-from pytest_atom.model.spend import SpendingLimitReached
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.pytest.settings import settings_for
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import failure_report, step_line
+from pytest_atom.results.outcome import Outcome
+from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.spec.arms import select_arms
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Mark, Spec, SpecError
 
 if TYPE_CHECKING:
     from pytest_atom.pytest.session import AtomSession
@@ -129,13 +129,13 @@ class SpecFile(pytest.File):
 
 
 class EvalCaseFile(SpecFile):
-    """A `claude plugin eval` case (pytest_atom.model.evalsuite): its arms as specs, run `runs`
+    """A `claude plugin eval` case (pytest_atom.evalsuite.cases): its arms as specs, run `runs`
     times unless ``--atom-repeat`` says otherwise."""
 
     def load(self) -> list[Spec]:
-        from pytest_atom.judge.eval_graders import register_checks
-        from pytest_atom.model.evalsuite import load_case
-        from pytest_atom.model.evalsuite_specs import case_specs
+        from pytest_atom.checks.eval_graders import register_checks
+        from pytest_atom.evalsuite.cases import load_case
+        from pytest_atom.evalsuite.specs import case_specs
 
         self.case = load_case(self.path)
         register_checks(self.registry)

@@ -15,18 +15,14 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.baseline.compare import BaselineError, results_file, write_results
+from pytest_atom.baseline.measure import arm_lines, junit_properties, measured, repeat_lines
+from pytest_atom.baseline.stats import StatsUnavailable
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
 from pytest_atom.inert import inert, is_inert
-from pytest_atom.model.arms import unknown_arms
-from pytest_atom.model.outcome import Outcome
-from pytest_atom.model.output_paths import output_path_errors
-from pytest_atom.model.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
-from pytest_atom.model.stats import StatsUnavailable
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.reports.baseline import BaselineError, results_file, write_results
-from pytest_atom.reports.measure import arm_lines, junit_properties, measured, repeat_lines
-from pytest_atom.reports.rows import SummaryRow
 from pytest_atom.reports.summary import (
     environment_lines,
     failed_tries_lines,
@@ -35,7 +31,11 @@ from pytest_atom.reports.summary import (
     summary_table,
     summary_width,
 )
+from pytest_atom.results.outcome import Outcome
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.interrupted import InterruptedRun
+from pytest_atom.settings.output_paths import output_path_errors
+from pytest_atom.spec.arms import unknown_arms
 
 
 class Measured:
@@ -256,7 +256,7 @@ class AtomSession:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
-            from pytest_atom.model.evalsuite import is_case_file
+            from pytest_atom.evalsuite.cases import is_case_file
 
             if is_case_file(file_path):
                 return EvalCaseFile.from_parent(

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.model.config import ConfigError
-from pytest_atom.model.project import find_project
-from pytest_atom.model.settings import (
+from pytest_atom.run.harness import Harness, build_harness, file_layers
+from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.project import find_project
+from pytest_atom.settings.resolved import (
     COMMAND_LINE_SETTINGS,
     FILE_SETTINGS,
     Layer,
@@ -19,7 +20,6 @@ from pytest_atom.model.settings import (
     from_here,
     resolve,
 )
-from pytest_atom.run.harness import Harness, build_harness, file_layers
 
 #: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
 #: (where runs go, how many stay, how often each spec runs) belong to the whole session.

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_atom.cassettes.cassette import FAULT_HEADER, Cassette, Interaction
-from pytest_atom.inert import inert
-from pytest_atom.model.billing import Billed
-from pytest_atom.model.events import flatten_tool_result
-from pytest_atom.model.messages import (
+from pytest_atom.cost.billing import Billed
+from pytest_atom.cost.prices import cost_usd
+from pytest_atom.events.agent import flatten_tool_result
+from pytest_atom.gateway.messages import (
     CONVERSATION_KINDS,
     Reply,
     read_reply,
     request_kind,
     requests_text,
 )
-from pytest_atom.model.prices import cost_usd
-from pytest_atom.model.roles import STRUCTURED_OUTPUT
-from pytest_atom.reports.transcript import (
+from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
+from pytest_atom.inert import inert
+from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.replay.transcript import (
     AGENT_TOOLS,
     Mark,
     call_marks,
@@ -102,7 +102,7 @@ class _Totals:
     plans: int = 0  # planner mode: the planner's structured answers
     side: int = 0
     billed: Billed = field(default_factory=Billed)
-    cost_usd: float = 0.0  # at today's prices (pytest_atom.model.prices)
+    cost_usd: float = 0.0  # at today's prices (pytest_atom.cost.prices)
     #: What broken streams billed that the cassette left out (a retry made them good):
     #: its ``upstream_faults`` notes say.
     broken: int = 0

@@ -31,16 +31,16 @@ import jinja2
 from markupsafe import Markup, escape
 
 from pytest_atom.agents.claude_code import configuration
-from pytest_atom.cassettes.scrub import Scrubber
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
-from pytest_atom.model.result import SpecResult
 from pytest_atom.paths import display_path
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import drift_summary
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.reports.transcript import call_marks, stream_turns, tool_label, trajectory_summary
+from pytest_atom.results.spec_result import SpecResult
 
 __all__ = [
     "LAST_REPORT",
@@ -222,7 +222,7 @@ def render_html(
     measured: Sequence[str] = (),
 ) -> str:
     """The whole page, as one string; `rows` come from `report_row`, `measured` are the
-    lines of `pytest_atom.reports.measure` (repeats and arms), shown above the table."""
+    lines of `pytest_atom.baseline.measure` (repeats and arms), shown above the table."""
     data = Scrubber().scrub_obj([dict(r) for r in rows])
     template = _environment().get_template("report.html.j2")
     return template.render(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.model.arms import arm_properties
-from pytest_atom.model.environment import left_out
-from pytest_atom.model.tolerance import format_tolerance
+from pytest_atom.environment import left_out
 from pytest_atom.reports.text import criteria_votes, drift_line, environment_clue_of, step_line
+from pytest_atom.settings.tolerance import format_tolerance
+from pytest_atom.spec.arms import arm_properties
 
 if TYPE_CHECKING:
-    from pytest_atom.model.result import SpecResult
+    from pytest_atom.results.spec_result import SpecResult
 
 
 def result_properties(result: SpecResult) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_atom.baseline.compare import summary_cell as baseline_cell
+from pytest_atom.cost.usage import ROLES
+from pytest_atom.environment import left_out_names_line
 from pytest_atom.inert import inert
-from pytest_atom.model.environment import left_out_names_line
-from pytest_atom.model.usage import ROLES
-from pytest_atom.reports.baseline import summary_cell as baseline_cell
-from pytest_atom.reports.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow, spec_key
 
 
 def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:

@@ -12,19 +12,19 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.environment import left_out
+from pytest_atom.environment_clues import EnvironmentClue, environment_clue, network_hint
 from pytest_atom.inert import inert
-from pytest_atom.model.environment import left_out
-from pytest_atom.model.environment_clues import EnvironmentClue, environment_clue, network_hint
-from pytest_atom.model.result import install_renderer
 from pytest_atom.paths import display_path
-from pytest_atom.reports.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.results.spec_result import install_renderer
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
-    from pytest_atom.gateway.matching import Drift
-    from pytest_atom.model.record import ToolCall
-    from pytest_atom.model.replay_divergence import ReplayDivergence
-    from pytest_atom.model.result import Plan, Rollback, SpecResult, StepResult
+    from pytest_atom.results.drift import Drift
+    from pytest_atom.results.record import ToolCall
+    from pytest_atom.results.replay_divergence import ReplayDivergence
+    from pytest_atom.results.spec_result import Plan, Rollback, SpecResult, StepResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10

@@ -31,17 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.cassettes.staleness import spec_hash
+from pytest_atom.cost.usage import RoleUsage
 from pytest_atom.diffs import agent_files, changes
 from pytest_atom.files import shown_content, write_atomic
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.result import Attempt, Plan, SpecResult, StepResult
-from pytest_atom.model.usage import RoleUsage
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.replay.staleness import spec_hash
+from pytest_atom.replay.transcript import permission_denials
 from pytest_atom.reports.clipping import clip_long_texts
 from pytest_atom.reports.text import drift_line
-from pytest_atom.reports.transcript import permission_denials
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
 
 __all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
 
@@ -260,7 +260,7 @@ def _child(
 
 def _verdict_source(attempt: Attempt) -> str | None:
     """``reflector``: a session judged the attempt; ``recalled``: the replay took the
-    recorded verdict, its input unchanged (pytest_atom.cassettes.recall); None: no verdict."""
+    recorded verdict, its input unchanged (pytest_atom.replay.recall); None: no verdict."""
     if attempt.verdict is None:
         return None
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
@@ -421,7 +421,7 @@ def _plan(plan: Plan | None) -> dict[str, Any] | None:
         "error": plan.error,
         "plan_accept_failed": list(plan.failed),
         "file": str(plan.path) if plan.path else None,
-        # The replay took the recorded plan: no planner session ran (pytest_atom.cassettes.recall).
+        # The replay took the recorded plan: no planner session ran (pytest_atom.replay.recall).
         "recalled": plan.recalled is not None,
     }
 

@@ -35,17 +35,14 @@ from pytest_atom.agents.claude_code.runner import claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.cassettes.cassette import CassetteError
-from pytest_atom.cassettes.recording import (
-    ModelSource,
-    RecordingError,
-)
+from pytest_atom.checks.builtin import needs_sandbox, run_checks
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.environment import passed, path_values, tmpdir_for
 from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway import ScriptError
-from pytest_atom.judge.checks import needs_sandbox, run_checks
 from pytest_atom.judge.reflector import (
-    ReflectorError,
-    Verdict,
     combine_votes,
     judge,
     reflector_input,
@@ -53,10 +50,14 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.config import AtomConfig
-from pytest_atom.model.environment import passed, path_values, tmpdir_for
-from pytest_atom.model.harness_events import (
+from pytest_atom.paths import cli_slug
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.cassette import CassetteError
+from pytest_atom.replay.recording import (
+    ModelSource,
+    RecordingError,
+)
+from pytest_atom.results.harness_events import (
     AttemptStarted,
     ChecksRan,
     Decided,
@@ -64,15 +65,9 @@ from pytest_atom.model.harness_events import (
     OnEvent,
     SetupStarted,
 )
-from pytest_atom.model.limits import Budget, Limits
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.record import IterationRecord, RunOutcome
-from pytest_atom.model.result import Attempt, SpecResult
-from pytest_atom.model.spec_env import EnvError, expand_env
-from pytest_atom.model.spec_paths import project_root
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.model.spend import SpendLimit
-from pytest_atom.paths import cli_slug
+from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.verdict import ReflectorError, Verdict
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime
@@ -80,6 +75,10 @@ from pytest_atom.run.setup_cache import CacheMode, cache_root
 from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
+from pytest_atom.settings.config import AtomConfig
+from pytest_atom.spec.env import EnvError, expand_env
+from pytest_atom.spec.paths import project_root
+from pytest_atom.spec.types import Spec
 
 
 class HarnessError(Exception):
@@ -525,7 +524,7 @@ def _temp_paths(run_dir: Path) -> dict[str, str]:
     """The run's temp folder and the sandbox's folders in it, with their placeholders.
 
     The temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is too deep
-    for the sandbox's sockets, it is a short one in /tmp (model/environment.py tmpdir_for),
+    for the sandbox's sockets, it is a short one in /tmp (environment.py tmpdir_for),
     which a network-sandboxed agent's read guard lists and its tool results name. The live
     one comes first, so a replayed answer gets it back (`Normalizer.paths_in`). The
     sandbox's own folders, named after the user id (2.1.330 lists them in its prompt), are

@@ -2,7 +2,7 @@
 and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
 
 Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
-harness mark each one's requests with its role (model.roles) and swap the executor for an
+harness mark each one's requests with its role (gateway.roles) and swap the executor for an
 SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
 knowing.
 """
@@ -22,12 +22,12 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.agents.session import AgentSession
-from pytest_atom.cassettes.mcp_tape import McpTape
+from pytest_atom.cost.limits import Budget
+from pytest_atom.gateway.roles import Role, role_env
 from pytest_atom.judge.reflector import read_only_options
-from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.limits import Budget
-from pytest_atom.model.roles import Role, role_env
-from pytest_atom.model.spec_types import ClaudeOptions, Spec
+from pytest_atom.replay.mcp_tape import McpTape
+from pytest_atom.results.harness_events import OnEvent
+from pytest_atom.spec.types import ClaudeOptions, Spec
 
 
 def claude_code_agent(

@@ -22,18 +22,18 @@ from typing import Any
 import pluggy
 
 from pytest_atom import hooks
-from pytest_atom.cassettes.scrub import remember_env_files
-from pytest_atom.judge.checks import default_registry
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.config import AtomConfig
-from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.project import find_ini, find_project
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import FILE_SETTINGS, Layer, RunSettings, resolve
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.model.spend import SpendLimit
-from pytest_atom.reports.baseline import BaselineGate
+from pytest_atom.baseline.compare import BaselineGate
+from pytest_atom.checks.builtin import default_registry
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.replay.scrub import remember_env_files
+from pytest_atom.results.harness_events import OnEvent
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.retention import prune_runs
+from pytest_atom.settings.config import AtomConfig
+from pytest_atom.settings.project import find_ini, find_project
+from pytest_atom.settings.resolved import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.spec.types import Spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any
@@ -105,7 +105,7 @@ class Harness:
         bytecode), and its figures (the summary's time, ``--durations``, a baseline's
         tolerance) would depend on where it stands in the run. Collecting specs alone
         never calls this."""
-        from pytest_atom.cassettes.detector import load_detector
+        from pytest_atom.replay.detector import load_detector
         from pytest_atom.reports import trace  # noqa: F401
         from pytest_atom.run import spec_run  # noqa: F401
 

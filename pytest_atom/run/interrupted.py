@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from pytest_atom.model.spec_types import Spec
 from pytest_atom.paths import display_path
+from pytest_atom.spec.types import Spec
 
 __all__ = ["InterruptedRun", "stale_partial_warning"]
 

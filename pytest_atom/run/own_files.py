@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.model.workspaces import WORKSPACES_DIR
 from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.spec.workspaces import WORKSPACES_DIR
 
 #: The project's own pytest-atom folder: config, tools, prompts, run folders, results.
 ATOM_DIR = ".atom"
@@ -102,7 +102,7 @@ def _named_by(base: Path, spec_rel: str) -> set[str]:
 
 def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
     """The spec-side paths a spec file names, read without validating it."""
-    from pytest_atom.model import yamldoc  # only where specs are
+    from pytest_atom import yamldoc  # only where specs are
 
     try:
         data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))

@@ -4,7 +4,7 @@ The planner is a read-only Claude session, like the reflector, behind the run's 
 gateway: its answer is scripted (a script's `planner:` turns), recorded into the cassette
 and replayed. It answers through the CLI's ``--json-schema``; the steps it returns are
 saved as ``plan.json`` in the run folder and checked exactly like hand-written ``steps:``
-(`pytest_atom.model.spec.planned_steps`), then against the spec's `plan_accept:`. A plan that
+(`pytest_atom.spec.load.planned_steps`), then against the spec's `plan_accept:`. A plan that
 fails either is the agent's failure, reported with the plan; a session that gives no
 answer at all is the harness's.
 
@@ -22,15 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.protocol import Agent, StructuredSessionError
-from pytest_atom.cassettes.recall import SessionInput
 from pytest_atom.files import copy_ignore, copy_tree
+from pytest_atom.gateway.roles import PLAN_TITLE
 from pytest_atom.judge.reflector import read_only_options
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.result import Plan
-from pytest_atom.model.roles import PLAN_TITLE
-from pytest_atom.model.spec_build import planned_steps
-from pytest_atom.model.spec_types import STEP_ID, PlanAccept, Spec, SpecError, Step
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.recall import SessionInput
+from pytest_atom.results.spec_result import Plan
 from pytest_atom.run.workspace import copy_workspace, fixture_source
+from pytest_atom.spec.build import planned_steps
+from pytest_atom.spec.types import STEP_ID, PlanAccept, Spec, SpecError, Step
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it
 #: and would argue with the model over a bad id; `planned_steps` checks it instead, with
@@ -168,7 +168,7 @@ def planner_input(
     spec: Spec, prompts: PromptLoader | None = None, feedback: str = "", model: str | None = None
 ) -> SessionInput:
     """The planner's whole request but its folder: what a replay compares to recall the
-    recorded plan instead of starting the session (pytest_atom.cassettes.recall)."""
+    recorded plan instead of starting the session (pytest_atom.replay.recall)."""
     return SessionInput(
         build_prompt(spec, prompts, feedback), read_only_options(PLAN_SCHEMA), model
     )

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.model.prompts import first_message, render_prompt
-from pytest_atom.model.record import IterationRecord, RunOutcome, StopReason
+from pytest_atom.prompts import first_message, render_prompt
+from pytest_atom.results.record import IterationRecord, RunOutcome, StopReason
 from pytest_atom.run.history import IterationHistory
 from pytest_atom.run.retry import RetryManager
 

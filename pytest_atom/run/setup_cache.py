@@ -15,7 +15,7 @@ The key (`setup_key`) holds what decides set-up's result:
   ``package-lock.json`` ...), by content;
 - the toolchain: each executable the commands name, and the usual interpreters and package
   managers (`TOOLS`), as the environment's PATH resolves them (real path, size, mtime);
-- the environment set-up gets, built from parts (model/environment.py), without the run's
+- the environment set-up gets, built from parts (environment.py), without the run's
   own folders (HOME, TMPDIR), the run folder's path spelled ``<RUN_DIR>``;
 - the attempt folder's place in the run (``attempts/a01``), the platform and this format.
 
@@ -59,7 +59,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.model.modes import SetupCacheMode
 from pytest_atom.paths import user_cache
 from pytest_atom.run.setup_key import (
     FORMAT,
@@ -72,6 +71,7 @@ from pytest_atom.run.setup_key import (
     setup_key,
     toolchain,
 )
+from pytest_atom.settings.modes import SetupCacheMode
 
 __all__ = [
     "FORMAT",

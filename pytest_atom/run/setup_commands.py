@@ -23,10 +23,10 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
-from pytest_atom.cassettes.scrub import Scrubber
-from pytest_atom.judge.checks import run_shell
-from pytest_atom.model.environment import build_env
-from pytest_atom.model.environment_clues import network_hint
+from pytest_atom.checks.builtin import run_shell
+from pytest_atom.environment import build_env
+from pytest_atom.environment_clues import network_hint
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_cache import CacheMode, SetupKey
 
@@ -109,7 +109,7 @@ def run_setup(
     cache: SetupCache | None = None,
 ) -> SetupOutcome:
     """Run `commands` in `cwd` inside the agent's confinement; `env` is the spec's `env:`,
-    and `pass_env` the caller variables it passes (pytest_atom.model.environment). With a
+    and `pass_env` the caller variables it passes (pytest_atom.environment). With a
     `cache`, an entry for the same key is restored instead, and a set-up that ran is kept.
 
     Raises SandboxUnavailableError (saying how to install it) when the sandbox runtime

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_atom.environment import RUN_FOLDERS
 from pytest_atom.files import SKIPPED_DIRS
-from pytest_atom.model.environment import RUN_FOLDERS
 
 #: The layout of an entry; another one is a miss.
 FORMAT = 1

@@ -17,30 +17,27 @@ from pathlib import Path
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.agents.claude_code.srt import require_srt
-from pytest_atom.cassettes.cassette import Cassette
-from pytest_atom.cassettes.causes import divergence_report
-from pytest_atom.cassettes.recording import (
+from pytest_atom.checks.builtin import needs_sandbox
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.diffs import WorkspaceError
+from pytest_atom.environment import release_tmpdirs
+from pytest_atom.files import link_tree
+from pytest_atom.gateway import Exchange, Gateway
+from pytest_atom.gateway.server import Meter
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.recording import (
     ModelSource,
     Prove,
     cassette_path,
     open_model_source,
 )
-from pytest_atom.cassettes.scrub import Scrubber, remember_spec_secrets
-from pytest_atom.diffs import WorkspaceError
-from pytest_atom.files import link_tree
-from pytest_atom.gateway import Exchange, Gateway
-from pytest_atom.gateway.server import Meter
-from pytest_atom.judge.checks import needs_sandbox
-from pytest_atom.judge.registry import CheckRegistry
-from pytest_atom.model.config import AtomConfig, load_config
-from pytest_atom.model.environment import release_tmpdirs
-from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.prompts import PromptLoader
-from pytest_atom.model.result import SpecResult
-from pytest_atom.model.settings import RunSettings
-from pytest_atom.model.spec_types import Spec
-from pytest_atom.model.spend import SpendLimit
+from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports import text as _failure_report  # noqa: F401  (SpecResult.report renders with it)
+from pytest_atom.results.harness_events import OnEvent
+from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import (
     AttemptLoop,
     HarnessError,
@@ -52,6 +49,9 @@ from pytest_atom.run.execution import (
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
+from pytest_atom.settings.config import AtomConfig, load_config
+from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.spec.types import Spec
 
 
 def run_spec(
@@ -70,8 +70,8 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's events (`model.events`) as they arrive, and the harness's own
-    (`model.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
+    the executor's events (`events.agent`) as they arrive, and the harness's own
+    (`results.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
     add steps, plans, commits and rollbacks). `config`
     (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
     `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`

@@ -31,18 +31,17 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_atom.cassettes.recording import ModelSource
 from pytest_atom.files import copy_ignore, link_tree
-from pytest_atom.model.harness_events import (
+from pytest_atom.paths import cli_slug, display_path
+from pytest_atom.replay.recording import ModelSource
+from pytest_atom.results.harness_events import (
     Planned,
     PlanStarted,
     RolledBack,
     StepCommitted,
     StepStarted,
 )
-from pytest_atom.model.result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.model.spec_types import Spec, Step, steps_prompt
-from pytest_atom.paths import cli_slug, display_path
+from pytest_atom.results.spec_result import Attempt, Plan, Rollback, SpecResult, StepResult
 from pytest_atom.run.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
@@ -54,6 +53,7 @@ from pytest_atom.run.planner import (
     run_planner,
 )
 from pytest_atom.run.retention import folder_spec_name, parse_run_name
+from pytest_atom.spec.types import Spec, Step, steps_prompt
 
 
 def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:

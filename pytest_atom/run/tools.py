@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import IO, TextIO
 
 from pytest_atom.conversation import error
-from pytest_atom.model.config import AtomConfig
-from pytest_atom.model.environment import importable
+from pytest_atom.environment import importable
 from pytest_atom.processes import kill_process_tree, spawn
+from pytest_atom.settings.config import AtomConfig
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
 #: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
@@ -60,7 +60,7 @@ def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
     import `pytest_atom.conversation`.
 
-    Within a run `base` is the run's environment, built from parts (model/environment.py);
+    Within a run `base` is the run's environment, built from parts (environment.py);
     `atom tools` on its own passes the caller's. See `importable` for ``PYTHONPATH``.
     """
     env = importable(os.environ if base is None else base)

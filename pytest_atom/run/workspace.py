@@ -52,7 +52,7 @@ from pytest_atom.files import (
 from pytest_atom.run.own_files import kept, own_files
 
 if TYPE_CHECKING:
-    from pytest_atom.model.spec_types import Spec
+    from pytest_atom.spec.types import Spec
 
 SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
 #: Files in an attempt folder that are not the agent's work, kept out of `git status`:

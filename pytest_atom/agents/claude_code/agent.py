@@ -10,9 +10,9 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import StructuredSessionError
-from pytest_atom.model.events import Event
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.roles import Role
+from pytest_atom.events.agent import Event
+from pytest_atom.gateway.roles import Role
+from pytest_atom.results.record import IterationRecord
 
 #: What each structured session answers with, for its error messages.
 _ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}

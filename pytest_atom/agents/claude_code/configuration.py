@@ -27,22 +27,31 @@ import shlex
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS, copy_ignore, copy_regular, copy_tree
-from pytest_atom.model.spec_paths import project_root
-from pytest_atom.model.spec_types import ClaudeOptions
-
-if TYPE_CHECKING:
-    from pytest_atom.cassettes.mcp_tape import McpTape
+from pytest_atom.spec.paths import project_root
+from pytest_atom.spec.types import ClaudeOptions
 
 MCP_CONFIG_FILE = "claude-mcp.json"
+
+
+class McpTape(Protocol):
+    """Where a run's MCP traffic is recorded or replayed (`pytest_atom.replay.mcp_tape`
+    implements it): the command line that stands in for each server's."""
+
+    @property
+    def mode(self) -> str: ...
+
+    def argv(self, server: str, command: str, args: Sequence[str]) -> list[str]: ...
+
+
 #: A server's command line put into the run's sandbox (agents.claude_code.srt).
 Wrap = Callable[[list[str]], list[str]]
 PLUGINS_DIR = "claude-plugins"
 #: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
-#: `.atom/` (scripts and cassettes, see pytest_atom.model.evalsuite).
+#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite.cases).
 NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
 
 
@@ -136,7 +145,7 @@ def mcp_server_entry(
 
     Without a `tape` (a scripted run) the server runs as configured. Recording, its command
     runs behind the recording proxy; replaying, a stand-in answering from the cassette takes
-    its place, so the server's command need not exist (see pytest_atom.cassettes.mcp_tape). A
+    its place, so the server's command need not exist (see pytest_atom.replay.mcp_tape). A
     server that is not stdio (``type: http`` or ``sse``) has no command to wrap: as configured.
     `wrap` puts a server that runs for real in the run's sandbox (agents.claude_code.srt):
     inside the recording proxy, which writes the run's tape outside the sandbox.

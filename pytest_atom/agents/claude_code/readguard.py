@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.model.environment import TOOLCHAIN_ROOTS
+from pytest_atom.environment import TOOLCHAIN_ROOTS
 
 #: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
 GUARDED_SINCE = (2, 1, 331)

@@ -18,13 +18,13 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.session import AgentSession
-from pytest_atom.model.environment import build_env, placeholder_credentials
-from pytest_atom.model.events import Event
-from pytest_atom.model.harness_events import OnEvent
-from pytest_atom.model.limits import Budget
-from pytest_atom.model.record import IterationRecord
-from pytest_atom.model.spec_types import ClaudeOptions
+from pytest_atom.cost.limits import Budget
+from pytest_atom.environment import build_env, placeholder_credentials
+from pytest_atom.events.agent import Event
 from pytest_atom.processes import kill_process_tree, spawn
+from pytest_atom.results.harness_events import OnEvent
+from pytest_atom.results.record import IterationRecord
+from pytest_atom.spec.types import ClaudeOptions
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
 _QUIET_ENV = {
@@ -47,7 +47,7 @@ def clean_env(
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment for anything run in a workspace (checks, an oracle): built from
-    parts (pytest_atom.model.environment), with HOME, the XDG folders and TMPDIR under
+    parts (pytest_atom.environment), with HOME, the XDG folders and TMPDIR under
     `home`'s folder, never the caller's whole environment (`base`, default: ours)."""
     return build_env(home, pass_env, caller=base)
 
@@ -66,7 +66,7 @@ def claude_env(
     neither it nor anything it starts (the agent's shell, hooks, MCP servers) holds the real
     key; the recording gateway puts it back on the requests it forwards upstream.
 
-    The rest is built from parts (pytest_atom.model.environment): the caller's (`base`,
+    The rest is built from parts (pytest_atom.environment): the caller's (`base`,
     default: ours) PATH, locale, proxies and toolchain roots, the names `pass_env` passes,
     and HOME (an empty ``home/`` beside `config_dir`), the XDG folders under it and TMPDIR
     (``tmp/`` beside it). The CLI writes its logs and caches there, not into the user's

@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.agents.claude_code import configuration, readguard
-from pytest_atom.model.environment import tmpdir_for
-from pytest_atom.model.spec_types import ClaudeOptions, SandboxOptions
+from pytest_atom.environment import tmpdir_for
+from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
-    from pytest_atom.cassettes.mcp_tape import McpTape
+    from pytest_atom.agents.claude_code.configuration import McpTape
 
 #: The Linux programs Claude Code's sandbox needs (macOS has Seatbelt built in).
 LINUX_TOOLS = {"bwrap": "bubblewrap", "socat": "socat"}

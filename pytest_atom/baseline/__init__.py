@@ -1,0 +1,1 @@
+"""baseline: TODO docstring."""

@@ -1,0 +1,349 @@
+"""What repeats and arms measure: per spec its pass rate with an interval, pass@k and
+pass^k, mean score and turns; per arm the same, and its difference from the reference.
+
+Read from the session's rows (node id, outcome, properties), so pytest's summary, `atom
+run` and the HTML report say the same. The statistics are `pytest_atom.baseline.stats`'.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_atom.baseline import stats
+from pytest_atom.results.rows import SummaryRow, spec_key
+
+Row = SummaryRow
+#: Figures measured per run: (name, property); the agent's own usage, as baselines read it.
+METRICS = (
+    ("score", "atom_score"),
+    ("turns", "atom_turns"),
+    ("tokens", "atom_agent_tokens"),
+    ("cost_usd", "atom_agent_cost_usd"),
+)
+#: What the arm lines compare: the spec's one figure, as the summary table, JUnit, the
+#: trace and HTML show it (every session's tokens, the dollars spent: 0 for a scripted or
+#: replayed run); baselines keep the agent's own (`METRICS`), which limits count.
+ARM_METRICS = (
+    ("score", "atom_score"),
+    ("turns", "atom_turns"),
+    ("tokens", "atom_tokens"),
+    ("cost_usd", "atom_cost_usd"),
+)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Runs:
+    """One spec's (or one arm's) runs: outcomes and figures, in repeat order."""
+
+    key: str
+    outcomes: tuple[bool, ...]
+    figures: Mapping[str, tuple[float, ...]]
+    deterministic: bool  # replayed or scripted, every run alike: a fact, not a sample
+
+    @property
+    def passed(self) -> int:
+        return sum(self.outcomes)
+
+    @property
+    def runs(self) -> int:
+        return len(self.outcomes)
+
+    def rate(self) -> stats.Interval:
+        return stats.wilson(self.passed, self.runs)
+
+    def mean(self, metric: str) -> float | None:
+        values = self.figures.get(metric, ())
+        return statistics.fmean(values) if values else None
+
+
+def groupruns_of(
+    rows: Iterable[Row], key: Any = None, metrics: Sequence[tuple[str, str]] = METRICS
+) -> dict[str, Runs]:
+    """Rows by spec (repeat suffix ``[rN]`` removed), or by `key(nodeid, props)`."""
+    grouped: dict[str, list[tuple[bool, Mapping[str, Any]]]] = {}
+    for row in rows:
+        props = row.properties
+        name = key(row.nodeid, props) if key else spec_key(row.nodeid)
+        grouped.setdefault(name, []).append((row.outcome.ok, props))
+    return {name: runs_of(name, runs, metrics) for name, runs in grouped.items()}
+
+
+def runs_of(
+    name: str,
+    runs: list[tuple[bool, Mapping[str, Any]]],
+    metrics: Sequence[tuple[str, str]] = METRICS,
+) -> Runs:
+    figures = {
+        metric: tuple(float(p[prop]) for _, p in runs if _number(p.get(prop)))
+        for metric, prop in metrics
+    }
+    alike = len({(ok, *(p.get(prop) for _, prop in metrics)) for ok, p in runs}) == 1
+    sources = {p.get("atom_source") for _, p in runs}
+    return Runs(
+        name,
+        tuple(ok for ok, _ in runs),
+        figures,
+        deterministic=alike and "record" not in sources,
+    )
+
+
+def _ks(runs: int) -> list[int]:
+    """The k of pass@k and pass^k shown: half the runs (from 4 runs on), and all of them."""
+    return sorted({runs // 2, runs} if runs >= 4 else {runs})
+
+
+def repeat_line(r: Runs) -> str:
+    """``x: 7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
+    return f"{r.key}: {_repeat_figures_text(r)}"
+
+
+def _repeat_figures_text(r: Runs) -> str:
+    """`repeat_line` without the spec's name: a JUnit property's value."""
+    parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
+    for k in _ks(r.runs):
+        parts.append(
+            f"pass@{k} {stats.pass_at_k(r.runs, r.passed, k):.2f}, "
+            f"pass^{k} {stats.pass_hat_k(r.runs, r.passed, k):.2f}"
+        )
+    line = ", ".join(parts)
+    for metric, digits in (("score", 2), ("turns", 1)):
+        interval = stats.mean_interval(r.figures.get(metric, ()))
+        if interval is not None:
+            line += f"; {metric} {interval.show(digits)}"
+    return line
+
+
+def repeat_lines(rows: Iterable[Row], gate: float | None) -> list[str]:
+    """The summary's pass rates under --atom-repeat, each with its interval."""
+    lines = [
+        "pass rates over repeats (95 % intervals: Wilson for pass rates, Student's t for "
+        "mean score and turns; pass@k and pass^k unbiased from all runs):"
+    ]
+    for r in groupruns_of(rows).values():
+        line = repeat_line(r)
+        if gate is not None:
+            line += f" ({'ok' if r.passed / r.runs >= gate else 'BELOW'} the minimum {gate:g})"
+        if r.deterministic and r.runs > 1:
+            line += (
+                " [every repeat alike from one script or cassette: identical by design, "
+                "not a measurement]"
+            )
+        lines.append(line)
+    return lines
+
+
+# --- arms ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArmFigures:
+    """One arm of one spec, and its difference from the reference arm (None for the
+    reference itself, or when the reference did not run)."""
+
+    spec: str
+    arm: str
+    reference: bool
+    runs: Runs
+    differences: Mapping[str, stats.Interval | float] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "arm": self.arm,
+            "reference": self.reference,
+            "passed": self.runs.passed,
+            "runs": self.runs.runs,
+            "pass_rate": self.runs.rate().to_dict(),
+            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
+            "vs_reference": None
+            if self.differences is None
+            else {
+                k: v.to_dict() if isinstance(v, stats.Interval) else v
+                for k, v in self.differences.items()
+            },
+        }
+
+
+def _arm_key(nodeid: str, props: Mapping[str, Any]) -> str:
+    return spec_key(nodeid)
+
+
+def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
+    """Each arm of each spec with arms (its reference arm first), with its difference from
+    its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
+    (a difference alone when a side ran once or every run was alike)."""
+    armed = [row for row in rows if row.properties.get("atom_arm")]
+    groups = groupruns_of(armed, _arm_key, ARM_METRICS)
+    meta = {spec_key(row.nodeid): row.properties for row in armed}
+    found: list[ArmFigures] = []
+    by_spec: dict[str, list[str]] = {}
+    for key in groups:
+        arm = str(meta[key]["atom_arm"])
+        by_spec.setdefault(key.removesuffix(f"[{arm}]"), []).append(key)
+    for spec, keys in by_spec.items():
+        ref = next((k for k in keys if meta[k].get("atom_arm_reference")), None)
+        # The reference first, whatever order the rows came in (a shard's JUnit file, say):
+        # the same order in pytest's summary and in `atom results combine`.
+        for key in sorted(keys, key=lambda k: k != ref):
+            runs, is_ref = groups[key], key == ref
+            diffs = None if ref is None or is_ref else _differences(groups[ref], runs)
+            found.append(ArmFigures(spec, str(meta[key]["atom_arm"]), is_ref, runs, diffs))
+    return found
+
+
+def _differences(ref: Runs, arm: Runs) -> dict[str, stats.Interval | float]:
+    out: dict[str, stats.Interval | float] = {}
+    if ref.deterministic and arm.deterministic:
+        out["pass_rate"] = arm.passed / arm.runs - ref.passed / ref.runs
+    else:
+        out["pass_rate"] = stats.newcombe((ref.passed, ref.runs), (arm.passed, arm.runs))
+    for metric, _ in ARM_METRICS:
+        before, after = ref.figures.get(metric, ()), arm.figures.get(metric, ())
+        if not before or not after:
+            continue
+        interval = stats.welch(before, after)
+        if interval is None or (ref.deterministic and arm.deterministic):
+            out[metric] = statistics.fmean(after) - statistics.fmean(before)
+        else:
+            out[metric] = interval
+    return out
+
+
+def suite_arm_differences(figures: Sequence[ArmFigures]) -> dict[str, stats.Interval]:
+    """Per arm name, the mean over specs of its change in pass rate from the reference:
+    paired by spec, with the paired bootstrap's interval (from two specs on)."""
+    changes: dict[str, list[float]] = {}
+    for f in figures:
+        if f.differences is not None:
+            diff = f.differences["pass_rate"]
+            changes.setdefault(f.arm, []).append(
+                diff.estimate if isinstance(diff, stats.Interval) else diff
+            )
+    out = {}
+    for arm, values in changes.items():
+        interval = stats.bootstrap_mean(values)
+        if interval is not None:
+            out[arm] = interval
+    return out
+
+
+def _show(metric: str, value: stats.Interval | float | None) -> str:
+    if value is None:
+        return "-"
+    digits = {"pass_rate": 2, "score": 2, "turns": 1, "tokens": 0, "cost_usd": 4}[metric]
+    if isinstance(value, stats.Interval):
+        return f"{value.estimate:+.{digits}f} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
+    return f"{value:+.{digits}f}"
+
+
+def arm_lines(rows: Iterable[Row]) -> list[str]:
+    """The summary's arms: each arm's figures, then its change from the reference arm."""
+    figures = arm_figures(rows)
+    if not figures:
+        return []
+    lines = [
+        "arms (change vs the reference arm, 95 % intervals: Newcombe for pass rates, Welch "
+        "for means; no interval where both arms replayed alike):"
+    ]
+    for f in figures:
+        lines.append(f"{_arm_name(f)}: {_arm_figures_text(f)}")
+        if (moved := _vs_reference(f)) is not None:
+            lines.append(f"    vs reference: {moved}")
+    lines += [f"{name}: {text}" for name, text in _suite_arms(figures)]
+    return lines
+
+
+def _suite_arms(figures: Sequence[ArmFigures]) -> list[tuple[str, str]]:
+    """Each arm's pass-rate change over every spec: (``arm x over 3 specs``, the change)."""
+    return [
+        (
+            f"arm {arm} over {len([f for f in figures if f.arm == arm and f.differences])} specs",
+            f"pass rate change {_show('pass_rate', interval)} ({interval.method})",
+        )
+        for arm, interval in suite_arm_differences(figures).items()
+    ]
+
+
+def _arm_name(f: ArmFigures) -> str:
+    return f"{f.spec}[{f.arm}]{' (reference)' if f.reference else ''}"
+
+
+def _arm_figures_text(f: ArmFigures) -> str:
+    """``3/4 passed, pass rate 0.75 [...], score 0.80, turns 4.0, tokens 9000, cost $0.0100``."""
+    r = f.runs
+    shown = {
+        m: "-" if r.mean(m) is None else f"{r.mean(m):.{digits}f}"
+        for m, digits in (("score", 2), ("turns", 1), ("tokens", 0), ("cost_usd", 4))
+    }
+    return (
+        f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}, score {shown['score']}, "
+        f"turns {shown['turns']}, tokens {shown['tokens']}, cost ${shown['cost_usd']}"
+    )
+
+
+def _vs_reference(f: ArmFigures) -> str | None:
+    """An arm's change from the reference arm (None: it is the reference)."""
+    if f.differences is None:
+        return None
+    return ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
+
+
+def repeat_figures(r: Runs) -> dict[str, Any]:
+    """One spec's repeats as plain data (the measured.json of --atom-report)."""
+    return {
+        "spec": r.key,
+        "passed": r.passed,
+        "runs": r.runs,
+        "deterministic": r.deterministic,
+        "pass_rate": r.rate().to_dict(),
+        **{f"pass@{k}": round(stats.pass_at_k(r.runs, r.passed, k), 6) for k in _ks(r.runs)},
+        **{f"pass^{k}": round(stats.pass_hat_k(r.runs, r.passed, k), 6) for k in _ks(r.runs)},
+        **{
+            metric: None
+            if (i := stats.mean_interval(r.figures.get(metric, ()))) is None
+            else i.to_dict()
+            for metric in ("score", "turns")
+        },
+    }
+
+
+def measured(rows: Sequence[Row]) -> dict[str, Any]:
+    """Everything this module measures, as plain data: repeats, arms, arms over specs."""
+    figures = arm_figures(rows)
+    several = [r for r in groupruns_of(rows).values() if r.runs > 1]
+    return {
+        "repeats": [repeat_figures(r) for r in several],
+        "arms": [f.to_dict() for f in figures],
+        "arms_over_specs": {
+            arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
+        },
+    }
+
+
+def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
+    props = [
+        (f"atom_repeats {r.key}", _repeat_figures_text(r))
+        for r in groupruns_of(rows).values()
+        if r.runs > 1
+    ]
+    figures = arm_figures(rows)
+    for f in figures:
+        moved = _vs_reference(f)
+        more = f"; vs reference: {moved}" if moved is not None else ""
+        props.append((f"atom_arm {_arm_name(f)}", _arm_figures_text(f) + more))
+    props += [(f"atom_arm {name}", text) for name, text in _suite_arms(figures)]
+    return props
+
+
+def measured_lines(rows: Sequence[Row]) -> list[str]:
+    """The repeat lines (when a spec ran more than once) and the arm lines, for a report."""
+    several = any(r.runs > 1 for r in groupruns_of(rows).values())
+    return (repeat_lines(rows, None) if several else []) + arm_lines(rows)

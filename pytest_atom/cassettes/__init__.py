@@ -1,1 +1,0 @@
-"""Cassettes: the file format, recording, scrubbing, staleness and MCP tapes."""

@@ -1,0 +1,170 @@
+"""Budgets an agent must stay within (seed 003's effect limits), enforced while it runs.
+
+A spec's ``limits:`` (and ``.atom/config.yaml``'s, as project defaults; the spec wins per
+key) bound what the *agent* may use over a whole spec run: every iteration of every
+attempt adds up, because a budget is about what getting the task done costs, refine
+attempts included. The reflector is the harness's judge, not the agent: it never counts.
+
+`Budget.observe` folds the agent's events (pytest_atom.events.agent) in as they arrive, so the runner can
+stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
+the same CLI, so the same limits hold offline, on the recorded usage.
+
+- turns: assistant messages the CLI streams, a subagent's among them (the CLI emits one
+  event per content block, all with the message's id; a message counts once; a subagent's
+  final answer is never streamed);
+- tool calls: ``tool_use`` blocks, a subagent's among them;
+- tokens: input, output and cache tokens of every session of the agent's calls: the main
+  session and its subagents (see pytest_atom.cost.usage). While a call runs the assistant
+  events carry provisional usage; its ``result`` event replaces them with the call's exact
+  figure, the one the reports show, and a limit the exact figure crosses stops the run then;
+- cost: the CLI's price of that usage (also for scripted and replayed answers, which
+  nobody paid), this call's share. It is only known when a call ends, so a cost
+  limit stops the run after the iteration that crossed it;
+- timeout: seconds per attempt of the agent, as the spec's older top-level ``timeout``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from pytest_atom.cost.spend import Crossing, SpendLimit
+from pytest_atom.cost.usage import CallUsage
+from pytest_atom.events.agent import Event
+
+__all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
+
+#: The keys of ``limits:``, in the order reports list them.
+LIMIT_KEYS = ("max_turns", "max_tool_calls", "max_tokens", "max_cost_usd", "timeout")
+_INTEGER_KEYS = frozenset({"max_turns", "max_tool_calls", "max_tokens"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds on the agent's usage; None: no bound."""
+
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    timeout: float | None = None
+
+    def over(self, defaults: Limits) -> Limits:
+        """These limits, with `defaults` (the project's) filling the keys not set here."""
+        return replace(
+            defaults,
+            **{f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every key, None where unbounded: what a trace's ``effective_limits`` shows."""
+        return asdict(self)
+
+
+def parse_limits(data: Mapping[str, Any]) -> Limits:
+    """A ``limits:`` mapping as written in a config file; ValueError names the bad key.
+
+    Specs are validated by their JSON schema first; the config file has no schema, so
+    this check is the one that tells its user what is wrong.
+    """
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in LIMIT_KEYS:
+            raise ValueError(f"unknown limit {key!r} (known: {', '.join(LIMIT_KEYS)})")
+        if value is None:
+            continue
+        integer = key in _INTEGER_KEYS
+        ok = not isinstance(value, bool) and (
+            isinstance(value, int) if integer else isinstance(value, (int, float))
+        )
+        if not ok or not math.isfinite(value) or value < 0 or (key == "timeout" and not value):
+            what = "a whole number >= 0" if integer else "a number >= 0"
+            what = "a number of seconds > 0" if key == "timeout" else what
+            raise ValueError(f"limit {key!r} must be {what}, not {value!r}")
+        values[key] = int(value) if integer else float(value)
+    return Limits(**values)
+
+
+@dataclass
+class Usage:
+    """What the agent used over a spec run (the trace's ``effects_observed``)."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cost_usd"] = round(self.cost_usd, 6)
+        return data
+
+
+class Budget:
+    """The agent's usage over a spec run, checked against its limits event by event.
+
+    One Budget serves every iteration and attempt of a run (limits sum over them). The
+    first limit crossed is kept in `exceeded` (``"exceeded max_turns: 3 > 2"``); later
+    events still count, so the report shows what the agent had used when it was stopped.
+    Tokens and cost are every session's of the agent's calls, subagents included, counted
+    as `CallUsage` counts them for the call's record: the totals the reports show.
+    """
+
+    def __init__(self, limits: Limits, spend: SpendLimit | None = None) -> None:
+        """`spend`: the session's spending limit (`pytest_atom.cost.spend`), which stops
+        the agent as its own limits do."""
+        self.limits = limits
+        self.spend = spend
+        self.usage = Usage()
+        self.exceeded: Crossing | None = None
+        self._settled = Usage()  # the calls that have ended
+        self._call = CallUsage()  # the call under way
+
+    def observe(self, events: Iterable[Event]) -> Crossing | None:
+        """Count events as they arrive (a line's worth); the message naming a limit they
+        crossed, else None. Every event counts, those after a crossing too."""
+        crossed = None
+        for event in events:
+            crossed = self._observe(event) or crossed
+        return crossed
+
+    def _observe(self, event: Event) -> Crossing | None:
+        if not self._call.fold(event):
+            return None
+        call, settled = self._call, self._settled
+        self.usage = Usage(
+            settled.turns + call.turns,
+            settled.tool_calls + call.tool_calls,
+            settled.tokens + call.tokens,
+            settled.cost_usd + call.cost_usd,
+        )
+        if call.ended:
+            self._settled, self._call = self.usage, CallUsage()
+            self.usage = replace(self._settled)
+        crossed = self.crossed()
+        if crossed and self.exceeded is None:
+            self.exceeded = crossed
+            return crossed
+        return None
+
+    def crossed(self) -> Crossing | None:
+        """The first limit the usage is beyond, as the report words it, or None."""
+        limits, usage = self.limits, self.usage
+        checks: tuple[tuple[str, float | None, float], ...] = (
+            ("max_turns", limits.max_turns, usage.turns),
+            ("max_tool_calls", limits.max_tool_calls, usage.tool_calls),
+            ("max_tokens", limits.max_tokens, usage.tokens),
+            ("max_cost_usd", limits.max_cost_usd, usage.cost_usd),
+        )
+        for key, limit, used in checks:
+            if limit is not None and used > limit:
+                return Crossing(
+                    f"exceeded {key}: {_show(used)} > {_show(limit)}", f"exceeded {key}"
+                )
+        return self.spend.crossing() if self.spend is not None else None
+
+
+def _show(value: float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"

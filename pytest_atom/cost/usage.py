@@ -1,0 +1,227 @@
+"""What the Claude Code sessions of one ``claude -p`` call used: tokens and cost, per session kind.
+
+One call runs the main session and, when it delegates, its subagents (and the CLI's own side
+requests). Its stream-json tells them apart only so far (Claude Code 2.1.330 and 2.1.331):
+
+- ``assistant`` events carry the message's usage as it *started* (output tokens still 1);
+  a subagent's carry the ``parent_tool_use_id`` of the ``Agent`` call that started it. A
+  subagent's last, text-only answer is never printed, so these figures are provisional.
+- the ``result`` event's ``usage`` is the main session's alone; ``modelUsage`` (per model,
+  with ``costUSD``) covers every session, and so does ``total_cost_usd``.
+- on ``--resume`` both ``modelUsage`` and ``total_cost_usd`` are the *session's* running
+  totals, earlier calls included; ``model_usage_since_last_result`` is this call's share.
+  Claude Code 2.1.197 has no such key, and its figures are per call.
+
+The event parser (pytest_atom.events.agent) reads these figures and `CallUsage` folds its events,
+so a record of the call (`IterationRecord`) and a run's budget (`Budget`) count one way: provisional while the call runs, exact once it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_atom.cost.billing import Tokens
+from pytest_atom.events.agent import Event, MessageUsage, Result, SessionStarted, ToolCall
+
+__all__ = [
+    "ROLES",
+    "CallUsage",
+    "RoleUsage",
+    "every_session_tokens",
+    "split_steps",
+    "subagent_cost",
+    "usage_tokens",
+]
+
+#: The kinds of session a spec run reports usage for, in report order: the agent's main
+#: session, its subagents, the judge and (planner mode) the planner; then the sampling
+#: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
+#: model's and compaction's. Claude Code files the advisor's under its model in
+#: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
+#: compaction out; both are read from the streams (pytest_atom.cost.billing). Last,
+#: ``other``: what the run's figure holds that no role above names (an answer the streams
+#: billed that Claude Code never priced: a call stopped before its result event, a side
+#: request), so the roles always add up to ``atom_tokens`` and the dollars spent; 0 when
+#: every token has its role. A failed try counts in its own role (shown apart too, in
+#: ``atom_failed_tries_tokens``).
+ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction", "other")
+
+#: A Messages-API usage object's counts in the CLI's per-model ``modelUsage``, with the price weight used to split
+#: a model's cost between sessions (input = 1: the published ratios of Anthropic's prices).
+_MODEL_USAGE_WEIGHTS = {
+    "inputTokens": 1.0,
+    "outputTokens": 5.0,
+    "cacheCreationInputTokens": 1.25,
+    "cacheReadInputTokens": 0.1,
+}
+_AS_MODEL_USAGE = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "cache_creation_input_tokens": "cacheCreationInputTokens",
+    "cache_read_input_tokens": "cacheReadInputTokens",
+}
+
+
+def usage_tokens(usage: Any) -> int:
+    """Input, output and cache tokens of a Messages-API usage object (0 for anything else),
+    read by the one fold of usage (pytest_atom.cost.billing). The steps billed on top of
+    an answer (``usage.iterations``) are not in it: Claude Code's events and totals leave
+    compaction out and file the advisor's under its own model; the gateway reads both
+    from the streams."""
+    return Tokens.of(usage).total
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _weight(counts: Mapping[str, Any]) -> float:
+    return sum(w * _count(counts.get(k)) for k, w in _MODEL_USAGE_WEIGHTS.items())
+
+
+@dataclass(frozen=True)
+class RoleUsage:
+    """Tokens and Claude Code's price of one kind of session, over a run or a part of it."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: RoleUsage) -> RoleUsage:
+        return RoleUsage(self.tokens + other.tokens, self.cost_usd + other.cost_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "cost_usd": round(self.cost_usd, 6)}
+
+
+@dataclass
+class CallUsage:
+    """One call's usage, folded event by event from its stream-json (see the module doc)."""
+
+    turns: int = 0  # assistant messages streamed (a subagent's final answer is not)
+    tool_calls: int = 0
+    ended: bool = False  # the result event arrived: the figures below are exact
+    main_model: str | None = None
+    #: The result event's figures: the main session's usage, this call's per-model usage of
+    #: every session, and this call's cost.
+    main_usage: dict[str, Any] = field(default_factory=dict)
+    model_usage: dict[str, Any] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    #: Until then: message id -> provisional tokens, the main session's and subagents'.
+    _main: dict[str, int] = field(default_factory=dict, repr=False)
+    _subagents: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def fold(self, event: Event) -> bool:
+        """Count one event; True when it was one that counts (usage, a tool call, the end)."""
+        if isinstance(event, SessionStarted):
+            self.main_model = event.model
+        elif isinstance(event, MessageUsage):
+            messages = self._subagents if event.subagent else self._main
+            if event.message_id not in messages:
+                self.turns += 1
+            messages[event.message_id] = max(
+                messages.get(event.message_id, 0), usage_tokens(event.usage)
+            )
+            return True
+        elif isinstance(event, ToolCall):
+            if not event.server:
+                self.tool_calls += 1
+            return True
+        elif isinstance(event, Result):
+            self.ended = True
+            self.main_usage = dict(event.usage)
+            self.model_usage = dict(event.model_usage)
+            self.cost_usd = event.cost_usd
+            return True
+        return False
+
+    @property
+    def main_tokens(self) -> int:
+        """The main session's tokens: exact once the call ended, else provisional."""
+        return usage_tokens(self.main_usage) if self.ended else sum(self._main.values())
+
+    @property
+    def tokens(self) -> int:
+        """Every session's tokens: exact once the call ended, else provisional."""
+        if self.ended:
+            return every_session_tokens(self.main_usage, self.model_usage)
+        return sum(self._main.values()) + sum(self._subagents.values())
+
+
+def every_session_tokens(main_usage: Any, model_usage: Mapping[str, Any]) -> int:
+    """A call's tokens over every session: its ``modelUsage``; the main session's
+    ``usage`` when there is none (an older CLI, or a record made by hand)."""
+    every = sum(
+        _count(counts.get(k))
+        for counts in model_usage.values()
+        if isinstance(counts, Mapping)
+        for k in _MODEL_USAGE_WEIGHTS
+    )
+    return max(every, usage_tokens(main_usage))
+
+
+def subagent_cost(
+    main_usage: Any, model_usage: Mapping[str, Any], main_model: str | None, cost: float
+) -> float:
+    """The share of a call's `cost` spent by every session but the main one.
+
+    The CLI prices usage per model, not per session: a model the main session did not
+    use is the other sessions' alone; the main model's cost is split by price-weighted
+    tokens (output 5x input, cache writes 1.25x, cache reads 0.1x): an estimate. The
+    call's total stays exact.
+    """
+    models = {k: v for k, v in model_usage.items() if isinstance(v, Mapping)}
+    if not models:
+        return 0.0
+    main_usage = main_usage if isinstance(main_usage, Mapping) else {}
+    main = _weight({m: main_usage.get(k) for k, m in _AS_MODEL_USAGE.items()})
+    if main_model not in models and len(models) == 1:
+        main_model = next(iter(models))  # named apart ("claude-opus-4-8[1m]"): the one
+    if main_model not in models:  # unknown: split the whole call by weight
+        total = sum(_weight(c) for c in models.values())
+        return cost * max(0.0, total - main) / total if total > 0 else 0.0
+    share = 0.0
+    for model, counts in models.items():
+        usd = float(counts.get("costUSD") or 0.0)
+        if model != main_model:
+            share += usd
+        elif (total := _weight(counts)) > 0:
+            share += usd * max(0.0, total - main) / total
+    return min(share, cost)
+
+
+#: Where Claude Code files a gateway role's advisor steps: under the advisor's model, which
+#: the executor's call counts among its "subagents" (every session but the main one).
+_FILED_UNDER = {"executor": "subagents"}
+
+
+def split_steps(
+    roles: dict[str, RoleUsage], steps: Mapping[str, Mapping[str, tuple[int, float]]]
+) -> dict[str, dict[str, RoleUsage]]:
+    """Give the steps billed on top of the answers (`steps`: gateway role -> kind ->
+    (tokens, dollars), read from the streams) roles of their own, in `roles` (each session's
+    tokens and Claude Code's price); return what of them Claude Code counted nowhere, by
+    gateway role and kind.
+
+    An advisor step is taken out of the session Claude Code filed it under (the executor's
+    "subagents", or the reflector's or planner's own session), as far as that session holds
+    it: the rest Claude Code left out of its totals. A compaction step (and a kind not known
+    yet) Claude Code counts nowhere: all of it is left out. The roles then add up to Claude
+    Code's figure plus what is returned, which is what the streams billed."""
+    left_out: dict[str, dict[str, RoleUsage]] = {}
+    for role, kinds in steps.items():
+        session = _FILED_UNDER.get(role, role)
+        for kind, (tokens, usd) in kinds.items():
+            named = kind if kind in roles else "other"  # a kind with no role yet
+            roles[named] = roles.get(named, RoleUsage()) + RoleUsage(tokens, usd)
+            held, share = 0, 0.0
+            filed = roles.get(session)
+            if kind == "advisor" and filed is not None:
+                held = min(tokens, filed.tokens)
+                share = usd * held / tokens if tokens else 0.0
+                roles[session] = RoleUsage(filed.tokens - held, max(0.0, filed.cost_usd - share))
+            if tokens - held:
+                missing = RoleUsage(tokens - held, usd - share)
+                left_out.setdefault(role, {})[kind] = missing
+    return left_out

@@ -1,0 +1,345 @@
+"""The environment of every process a run starts, built from parts, never inherited.
+
+A replay must be a function of the cassette, the spec and the workspace. The caller's
+environment is none of those: Claude Code derives paths from it (``$XDG_CACHE_HOME``,
+``$TMPDIR``) and writes them into its requests and onto disk, and the agent's shell would
+see every token and credential the caller has. So no process of a run (the CLI, the SDK
+host, `setup:` commands, hooks and MCP servers the CLI starts, checks, project tools) gets
+the caller's environment minus a block list; each gets one made of:
+
+1. `DEFAULT_PASS`: the caller's values of the names toolchains need (PATH, locale, TERM,
+   proxies, certificates, toolchain roots);
+2. the names and globs of `pass_env:` (`.atom/config.yaml`, then the spec's), as tox's
+   ``pass_env`` does;
+3. `run_folders`: HOME, every XDG base folder and TMPDIR, all inside the run folder, at
+   the XDG defaults under that HOME, so the CLI's requests name the same ``<HOME>/.cache``
+   on every machine;
+4. the spec's `env:` (expanded by the caller) and the harness's own settings, by the caller.
+
+Names pytest-atom sets itself, and the caller's ``ANTHROPIC_*`` / ``CLAUDE_*`` (another
+endpoint, another config folder, the caller's credentials) never pass, whatever
+`pass_env:` says; a recording's credentials are added explicitly by the recorder.
+
+This module is a leaf: it imports nothing of pytest-atom, so the spec model (which checks
+`pass_env:`), the agents, the run and the command line all build environments the same way.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fnmatch
+import os
+import re
+import shutil
+import site
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from pytest_atom import digest as digest_module
+
+#: Variables naming a toolchain's root, where PATH's shims find their interpreters: passed
+#: by default, and readable by the agent (`agents.claude_code.readguard`).
+TOOLCHAIN_ROOTS: tuple[str, ...] = (
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "GOROOT",
+    "JAVA_HOME",
+    "DOTNET_ROOT",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "SDKMAN_DIR",
+    "ASDF_DIR",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+)
+
+#: What toolchains need from the caller, passed by default (globs as in `pass_env:`).
+DEFAULT_PASS: tuple[str, ...] = (
+    "PATH",
+    # Locale: a compiler's or a test runner's messages, and Python's own encoding.
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    # Proxies and certificates: the only way out of some networks.
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "PIP_CERT",
+    "NIX_SSL_CERT_FILE",
+    "AWS_CA_BUNDLE",
+    "HTTPLIB2_CA_CERTS",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
+    "npm_config_cafile",
+    "NPM_CONFIG_CAFILE",
+    *TOOLCHAIN_ROOTS,
+)
+
+#: Set from the run folder for every process (see `run_folders`); never the caller's.
+RUN_FOLDERS: tuple[str, ...] = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+)
+#: Set by pytest-atom with fixed values: the same on every machine.
+FIXED: dict[str, str] = {
+    "TZ": "UTC",  # `date` and the CLI's own date agree on every machine (pass_env: [TZ] keeps yours)
+}
+
+#: Never passed from the caller, whatever `pass_env:` says: the CLI's endpoint, config and
+#: credentials (pytest-atom sets its own), Bedrock's token, and an outer pytest's settings.
+#: Names, or prefixes where they end with `_` or `*`.
+NEVER_PASS: tuple[str, ...] = (
+    "ANTHROPIC_*",
+    "CLAUDE_*",
+    "CLAUDECODE*",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "PYTEST_*",
+    "XDG_RUNTIME_DIR",  # a caller's per-login folder: the CLI would write sockets there
+    *RUN_FOLDERS,
+)
+
+#: What every process of a run gets in place of each credential Claude Code can use: the
+#: CLI, the agent's shell, hooks, MCP servers, set-ups and checks never hold the caller's
+#: real key, so nothing they run can print, reverse or send it. When recording, only the
+#: gateway holds the real one and puts it in place of the placeholder on the requests it
+#: forwards upstream (`replay.upstream.with_credentials`). The OAuth placeholder keeps
+#: the prefix by which the CLI tells a subscription token from a key.
+CREDENTIAL_PLACEHOLDERS: dict[str, str] = {
+    "ANTHROPIC_API_KEY": "atom-offline-placeholder-key",
+    "ANTHROPIC_AUTH_TOKEN": "atom-offline-placeholder-token",
+    "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-atom-offline-placeholder",
+}
+
+
+def placeholder_credentials(auth: Iterable[str] = ()) -> dict[str, str]:
+    """The credentials a run's processes get: a placeholder under each name of `auth` (the
+    credentials a recording uses: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or
+    CLAUDE_CODE_OAUTH_TOKEN, so the CLI authenticates the same way as with the real one),
+    else ANTHROPIC_API_KEY's, which is all the CLI needs to skip its login flow."""
+    names = [name for name in auth if name in CREDENTIAL_PLACEHOLDERS] or ["ANTHROPIC_API_KEY"]
+    return {name: CREDENTIAL_PLACEHOLDERS[name] for name in names}
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GLOB = re.compile(r"^[A-Za-z0-9_*?\[\]!]+$")
+
+
+def never_passed(name: str) -> bool:
+    """True for a name pytest-atom sets itself or never takes from the caller."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in NEVER_PASS)
+
+
+def pass_env_problem(entry: str) -> str | None:
+    """Why `entry` is no valid `pass_env:` item (None: it is), as a spec error says it."""
+    if not _GLOB.match(entry):
+        return f"{entry!r} is not a variable name or a glob of names (letters, digits, _, * ?)"
+    if _NAME.match(entry) and never_passed(entry):
+        return (
+            f"{entry} is never taken from the caller: pytest-atom sets it for the run "
+            "(HOME, XDG_*, TMPDIR) or keeps it out (ANTHROPIC_*, CLAUDE_*, PYTEST_*); "
+            f"set a value in 'env:' instead, or remove {entry}"
+        )
+    return None
+
+
+def passes(name: str, pass_env: Iterable[str] = ()) -> bool:
+    """Whether the caller's `name` reaches a run: a default or `pass_env` name or glob."""
+    if never_passed(name):
+        return False
+    return any(fnmatch.fnmatchcase(name, p) for p in (*DEFAULT_PASS, *pass_env))
+
+
+def passed(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The caller's variables that reach a run (default: this process's environment)."""
+    source = os.environ if caller is None else caller
+    wanted = tuple(pass_env)
+    return {k: v for k, v in source.items() if passes(k, wanted)}
+
+
+def left_out(pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None) -> list[str]:
+    """The names of the caller's variables a run does not get (never their values), sorted,
+    without those no `pass_env:` can pass (HOME, TMPDIR, ANTHROPIC_*, ...) and TZ."""
+    source = os.environ if caller is None else caller
+    wanted = tuple(pass_env)
+    return sorted(
+        k for k in source if k not in FIXED and not never_passed(k) and not passes(k, wanted)
+    )
+
+
+def run_folders(home: Path) -> dict[str, str]:
+    """HOME, the XDG base folders and TMPDIR of a run, under `home` (created here).
+
+    The XDG folders sit where the XDG defaults put them under that HOME (``~/.cache``,
+    ``~/.config``, ``~/.local/share``, ``~/.local/state``), so a CLI that honours them or
+    falls back to the defaults names the same paths. TMPDIR is ``tmp/`` beside `home`
+    (``<run>/tmp``): the CLI's ``$TMPDIR/claude-<uid>`` folders stay in the run.
+    """
+    folders = {
+        "HOME": home,
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_STATE_HOME": home / ".local" / "state",
+        "TMPDIR": home.parent / "tmp",
+    }
+    folders["TMPDIR"] = _temp_folder(folders["TMPDIR"])
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    out = {k: str(v) for k, v in folders.items()}
+    out["TMP"] = out["TEMP"] = out["TMPDIR"]
+    return out
+
+
+#: Claude Code's sandbox binds unix sockets in $TMPDIR (``claude-socks-<16 hex>.sock``);
+#: a socket's path holds at most 107 bytes on Linux (103 on macOS).
+_SOCKET_NAME = len("/claude-socks-0123456789abcdef.sock")
+_SOCKET_PATH_MAX = 103
+#: The short temp folders made for this process's runs, with the run temp folder each
+#: stands for: `release_tmpdirs` removes a run's when it ends, and the rest (an environment
+#: built outside a run: a test, `atom doctor`) go when the process exits.
+_SHORT: dict[Path, Path] = {}
+
+
+def tmpdir_for(folder: Path) -> Path:
+    """The path a run's temp folder `folder` is named by: itself, or where a socket path
+    in it would be too long (a run folder deep in a project), a short folder in /tmp
+    (``/tmp/atom-<hash>``), named after `folder` so `volatile_paths` knows it too: a
+    recording names it ``<RUN_DIR>/tmp``, as a shallow run's own temp folder.
+
+    A folder, not a link to `folder`: the sandbox's read guard opens the paths it allows
+    resolved, so a link in /tmp would not exist inside the sandbox. The short folder holds
+    only the CLI's scratch files and goes when the run ends (`release_tmpdirs`)."""
+    if len(os.fsencode(str(folder))) + _SOCKET_NAME <= _SOCKET_PATH_MAX:
+        return folder
+    digest = digest_module.hex_of(os.fsencode(str(folder)))[:16]
+    return Path("/tmp") / f"atom-{digest}"
+
+
+def _temp_folder(folder: Path) -> Path:
+    """`tmpdir_for(folder)`, remembered for `release_tmpdirs` when it is a short one."""
+    short = tmpdir_for(folder)
+    if short != folder:
+        _SHORT[short] = folder
+    return short
+
+
+@atexit.register
+def _release_all() -> None:
+    release_tmpdirs(Path("/"))
+
+
+def release_tmpdirs(run_dir: Path) -> None:
+    """Remove the short temp folders (`tmpdir_for`) of the run in `run_dir`."""
+    for short, folder in list(_SHORT.items()):
+        if folder.is_relative_to(run_dir):
+            shutil.rmtree(short, ignore_errors=True)
+            del _SHORT[short]
+
+
+def build_env(
+    home: Path,
+    pass_env: Iterable[str] = (),
+    *,
+    caller: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """An environment from parts: the passed caller variables, the fixed ones, the run's
+    folders under `home`, then `extra` (the spec's `env:`, the harness's settings)."""
+    env = passed(pass_env, caller)
+    for name, value in FIXED.items():
+        env.setdefault(name, value)  # the caller's only where `pass_env:` names it
+    env.update(run_folders(home))
+    env.update(extra or {})
+    return env
+
+
+#: Values too general to stand for one variable: masking them would eat every path.
+_TOO_GENERAL = {"/", "/usr", "/usr/local", "/opt", "/bin", "/usr/bin", "/etc", "/lib", "/var"}
+
+
+def path_values(env: Mapping[str, str], pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """The passed variables whose values are folders or files of this machine, as
+    ``{value: "<ENV:NAME>"}``: a request that names one (``cat $JAVA_HOME/release``) reads
+    the same on every machine. PATH-like lists and general folders (``/usr``) are left out.
+    """
+    wanted = tuple(pass_env)
+    out: dict[str, str] = {}
+    for name, value in sorted(env.items()):
+        if name == "PATH" or not passes(name, wanted) or os.pathsep in value:
+            continue
+        path = value.rstrip("/")
+        if path.startswith("/") and path not in _TOO_GENERAL and path.count("/") >= 2:
+            out.setdefault(path, f"<ENV:{name}>")
+    return out
+
+
+#: The folder `pytest_atom` is imported from, so a child process imports this same copy.
+_IMPORT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def importable(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with this copy of pytest-atom importable by `sys.executable`, for the Python
+    children pytest-atom starts itself (a project tool, the SDK host).
+
+    An installed package is importable anyway; a source checkout used without installing
+    is not, once the child runs from another folder, and the caller's PYTHONPATH is no part
+    of a run's environment, so the checkout's folder is added to ``PYTHONPATH``
+    (site-packages never is: it would move installed packages ahead of the standard library).
+    """
+    out = dict(env)
+    site_dirs = {Path(p).resolve() for p in [*site.getsitepackages(), site.getusersitepackages()]}
+    if _IMPORT_ROOT not in site_dirs:
+        entries = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if str(_IMPORT_ROOT) not in entries:
+            out["PYTHONPATH"] = os.pathsep.join([*entries, str(_IMPORT_ROOT)])
+    return out
+
+
+def left_out_variables_line(
+    pass_env: Iterable[str] = (), caller: Mapping[str, str] | None = None
+) -> str | None:
+    """One line naming the caller's variables a run did not get (names only, never values)
+    and how to pass one; None when none was left out. A failed check or set-up that needed
+    one (a ``JAVA_OPTS``, a ``DATABASE_URL``) is then explained, not a mystery."""
+    return left_out_names_line(left_out(pass_env, caller))
+
+
+def left_out_names_line(names: Sequence[str]) -> str | None:
+    """`left_out_variables_line` of names already found (a session's, gathered from its
+    runs' properties); None when there are none."""
+    if not names:
+        return None
+    shown = ", ".join(names[:_SHOWN])
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return (
+        f"{len(names)} caller variable{'s' * (len(names) != 1)} left out of the run's "
+        f"environment: {shown}{more}. Pass one with `pass_env: [NAME]` (names or globs) in "
+        "the spec or .atom/config.yaml"
+    )
+
+
+_SHOWN = 25

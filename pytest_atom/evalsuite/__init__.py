@@ -1,0 +1,1 @@
+"""evalsuite: TODO docstring."""

@@ -1,1 +1,0 @@
-"""What a spec, its settings and its result are: data and its validation, no machinery."""

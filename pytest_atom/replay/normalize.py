@@ -1,0 +1,539 @@
+"""Normalization: the parts of a request that change from run to run become placeholders.
+
+A replay happens in another temp folder, on another day, for another user, with another
+session id; the CLI puts all of those into its request bodies. Both the recorded and the
+live request are normalized the same way, and matching compares the normalized forms.
+Responses get the same path placeholders, so a replayed tool call (an Edit of
+``<WORKSPACE>/calc.py``) lands in the live workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+
+_BILLING = [
+    (re.compile(r"cc_version=[^;\s\"]*"), "cc_version=<CC_VERSION>"),
+    (re.compile(r"cch=[^;\s\"]*"), "cch=<CCH>"),
+]
+#: Wall times printed by commands ("2 passed in 1.41s", "Finished in 0.35 sec"): they
+#: change on every run. Only tool results are touched, and only decimal durations.
+_DURATION = re.compile(r"\b\d+\.\d+ ?(?:ms|us|µs|s|sec|secs|seconds)\b")
+
+
+@dataclass(frozen=True)
+class MachineDetail:
+    """Something Claude Code writes into its requests that names the machine, not the task.
+
+    `pattern` matches the detail only while it holds the machine's value (never its mask),
+    and `mask` replaces the match (a template: ``\\1`` keeps a group). `marker` is a plain
+    substring of every match: a text without it is skipped cheaply, as every string of every
+    request passes through here.
+    """
+
+    name: str  # as `atom cassette check` and a divergence report say it
+    marker: str
+    pattern: re.Pattern[str]
+    mask: str
+    example: str  # a line as the CLI writes it, unmasked (documentation and tests)
+
+    def sub(self, text: str) -> str:
+        return self.pattern.sub(self.mask, text) if self.marker in text else text
+
+    def unmasked(self, text: str) -> list[str]:
+        """The machine values this detail still has in `text` (none once masked)."""
+        return [m.group(0) for m in self.pattern.finditer(text)] if self.marker in text else []
+
+
+def _environment_line(label: str, mask: str) -> re.Pattern[str]:
+    """The value of one line of the environment block (`` - OS Version: Linux 6.1``): it
+    ends with its line, and in a body kept as JSON text at a backslash or a quote too."""
+    return re.compile(rf'(?<= - {label}: )(?!{re.escape(mask)})[^\n\\"]+')
+
+
+def _variable(names: str, value: str, before: str = "") -> re.Pattern[str]:
+    """The value (`value`, after `before`) of a variable in `names` as a command prints
+    it: ``NAME=value`` (`env`, `printenv`, /proc/*/environ), ``NAME="value"`` (`export -p`,
+    `set`), ``"NAME": "value"`` (a JSON or Python dump), in a body kept as JSON text too
+    (``\\"``). Group 1 is all that precedes the value, kept by the mask. No word boundary
+    before the name: in a JSON text a line starts after the letter of ``\\n``."""
+    assignment = r"""(?:=|\\?["']\s*:\s*)\\?["']?"""
+    return re.compile(rf"((?:{names}){assignment}{before}){value}")
+
+
+#: What Claude Code's sandbox gives the agent's shell afresh for each CLI process, seen
+#: by a command that prints its environment (`env`, 2.1.332): the CLI's process id, the
+#: sandbox proxy's per-session user in every proxy variable (its password is a secret the
+#: scrubber redacts), the host ports its bridges listen on, the socket named after the
+#: process id, and the gateway's port. They name one process, not the task, so a tool
+#: result showing them is masked on both sides like a machine detail.
+PROCESS_DETAILS: tuple[MachineDetail, ...] = (
+    MachineDetail(
+        "the CLI's process id",
+        "CLAUDE_PID",
+        _variable("CLAUDE_PID", r"\d+"),
+        r"\1<PID>",
+        "CLAUDE_PID=14525",
+    ),
+    MachineDetail(
+        "the sandbox proxy's session user",
+        "srt.",
+        re.compile(r"(?<![\w.])srt\.[A-Za-z0-9+/_-]{16,}={0,2}"),
+        "srt.<PROXY_USER>",
+        "http_proxy=http://srt.OTY4MjY3NGViZjFjZmNkNzlhMWM2ZDk0ZDE3ZDc1YWFh:<SECRET:REDACTED>"
+        "@127.0.0.1:3128",
+    ),
+    MachineDetail(
+        "a port of the sandbox's bridges",
+        "_PROXY_PORT",
+        _variable(r"CLAUDE_CODE_HOST_(?:HTTP|SOCKS)_PROXY_PORT", r"\d+"),
+        r"\1<PORT>",
+        "CLAUDE_CODE_HOST_SOCKS_PROXY_PORT=39275",
+    ),
+    MachineDetail(
+        "the CLI's messaging socket",
+        "cc-socks",
+        re.compile(r"(cc-socks(?:-\d+|-<UID>)?/)\d+(?=\.sock\b)"),
+        r"\1<PID>",
+        "CLAUDE_CODE_MESSAGING_SOCKET=<RUN_DIR>/tmp/cc-socks/14525.sock",
+    ),
+    MachineDetail(
+        "the gateway's port",
+        "ANTHROPIC_BASE_URL",
+        _variable("ANTHROPIC_BASE_URL", r"\d+", before=r"https?://[\w.-]+:"),
+        r"\1<PORT>",
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:42267",
+    ),
+)
+
+
+#: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what
+#: its sandbox gives one process (`PROCESS_DETAILS`). The run's own folders, home and temp
+#: folders are not here: they become placeholders by name (`Normalizer` paths,
+#: execution.volatile_paths), and `atom cassette check` reports one left raw; only the
+#: short temp folder is, for recordings made before it was named. Each mask applies to
+#: live requests and, on load, to older recordings (`mask_machine`), so a cassette
+#: recorded before a mask existed still matches exactly.
+MACHINE_DETAILS: tuple[MachineDetail, ...] = (
+    MachineDetail(
+        "kernel release",
+        " - OS Version: ",
+        _environment_line("OS Version", "<OS_VERSION>"),
+        "<OS_VERSION>",
+        " - OS Version: Linux 6.18.44-fc-v782",
+    ),
+    MachineDetail(
+        "operating system",
+        " - Platform: ",
+        _environment_line("Platform", "<PLATFORM>"),
+        "<PLATFORM>",
+        " - Platform: linux",
+    ),
+    # The shell the CLI runs commands in, and `$SHELL` where that differs.
+    MachineDetail(
+        "login shell",
+        " - Shell: ",
+        _environment_line("Shell", "<SHELL>"),
+        "<SHELL>",
+        " - Shell: bash (login shell: zsh)",
+    ),
+    # The sandbox cuts its list of denied paths off with a count of the rest: however many
+    # folders this machine has.
+    MachineDetail(
+        "count of the sandbox's paths",
+        "truncated for prompt size",
+        re.compile(r"\.\.\. and \d+ more \(truncated for prompt size\)"),
+        "... and <N> more (truncated for prompt size)",
+        "... and 155 more (truncated for prompt size)",
+    ),
+    # The toolchains the read guard re-opens (agents.claude_code.readguard): this machine's
+    # PATH. The guard lists them last, after the run folder, and they are dropped whole, so
+    # a machine with other toolchains, or none, sends the same list.
+    MachineDetail(
+        "toolchain folders",
+        "allowWithinDeny",
+        re.compile(
+            r'(allowWithinDeny\\?":\[(?:\\?"[^"\\\]]*\\?",)*\\?"<RUN_DIR>\\?")'
+            r'(?:,\\?"[^"\\\]]*\\?")+(?=\])'
+        ),
+        r"\1",
+        '"allowWithinDeny":["/usr","<RUN_DIR>","/home/me/.pyenv"]',
+    ),
+    # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
+    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it; so does
+    # `cc-socks`, where the CLI's messaging socket goes when `$TMPDIR` is too deep for it.
+    MachineDetail(
+        "user id",
+        "/tmp/",
+        re.compile(r"(?<![\w.-])/tmp/(claude|cc-daemon|claude-host|cc-socks)-\d+(?![\w.-])"),
+        r"<TMP>/\1-<UID>",
+        "/tmp/cc-daemon-1000",
+    ),
+    # The short temp folder of a run folder too deep for the sandbox's sockets
+    # (environment.py tmpdir_for): a network-sandboxed agent's read guard lists it.
+    # It is the run's temp folder, `<RUN_DIR>/tmp` as in a shallow run (run.execution
+    # volatile_paths masks the live one); this masks one recorded before that.
+    MachineDetail(
+        "short temp folder",
+        "/tmp/atom-",
+        re.compile(r"(?<![\w./-])(?:/private)?/tmp/atom-[0-9a-f]{16}(?![\w.-])"),
+        "<RUN_DIR>/tmp",
+        '"allowRead":["/tmp/atom-b0fb33bf18ea9e98","<RUN_DIR>"]',
+    ),
+    # --- issue 25 (env): the CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in
+    # the sandbox's path list. A run's XDG_CACHE_HOME is `<HOME>/.cache` now
+    # (environment.py); a recording made where the caller's own XDG_CACHE_HOME
+    # reached the CLI names that folder, which is the machine's, not the task's.
+    MachineDetail(
+        "XDG cache folder",
+        "/claude-cli-nodejs",
+        re.compile(
+            r'(?<=")(?!<HOME>/\.cache/claude-cli-nodejs)[^"\\\s]+/claude-cli-nodejs(?=\\?")'
+        ),
+        "<HOME>/.cache/claude-cli-nodejs",
+        '"/home/ci/.xdg-cache/claude-cli-nodejs"',
+    ),
+    *PROCESS_DETAILS,
+)
+
+
+def mask_machine_text(text: str) -> str:
+    """`text` with every known machine detail masked."""
+    for detail in MACHINE_DETAILS:
+        text = detail.sub(text)
+    return text
+
+
+def mask_machine(body: Any) -> Any:
+    """`body` (a request body, or any JSON value) with every known machine detail masked.
+
+    The normalizer masks live requests as they come; this masks bodies recorded before a
+    mask existed, on load. Applied to both sides, and idempotent, old cassettes still match
+    byte for byte on any machine.
+    """
+    if isinstance(body, str):
+        return mask_machine_text(body)
+    if isinstance(body, list):
+        return [mask_machine(item) for item in body]
+    if isinstance(body, dict):
+        return {key: mask_machine(value) for key, value in body.items()}
+    return body
+
+
+def unmasked_machine_details(text: str) -> list[tuple[str, str]]:
+    """(what, value) of each machine detail left unmasked in `text`, each once."""
+    found = [(d.name, v) for d in MACHINE_DETAILS for v in d.unmasked(text)]
+    return list(dict.fromkeys(found))
+
+
+def mask_durations(text: str) -> str:
+    """Wall times in command output as ``<DURATION>``: they are noise to a judge and a matcher."""
+    return _DURATION.sub("<DURATION>", text)
+
+
+def run_dates(now: datetime | None = None) -> list[str]:
+    """Dates the CLI may write today: local and UTC, and yesterday (a run crossing midnight)."""
+    now = now or datetime.now()
+    days: set[date] = {now.date(), now.astimezone(timezone.utc).date()}
+    days |= {d - timedelta(days=1) for d in days}
+    return sorted(d.isoformat() for d in days)
+
+
+#: Where Claude Code names a background task it started, with an id random per run: a
+#: subagent in the Agent tool's result (``agentId: a68…``) and in its task notification
+#: (``<task-id>a68…</task-id>``), a shell command sent to the background (``running in
+#: background with ID: …``, ``moved to the background (ID: …)``). The id recurs in
+#: ``SendMessage to: '…'``, in the task's output file, and in the model's later calls.
+_TASK_ID = re.compile(r"(?:\bagentId: |<task-id>|\bwith ID: |\(ID: )([A-Za-z0-9_-]{6,64})")
+#: Wall-clock times Claude Code writes itself: a subagent's in the Agent tool's result and
+#: its notification (``duration_ms: 436``, ``<duration_ms>591</duration_ms>``), a command's
+#: before it was backgrounded (``after running for 12s``).
+_WALL_CLOCK = [
+    ("duration_ms", re.compile(r"(\bduration_ms(?::\s*|>))\d+"), r"\1<MS>"),
+    ("after running for ", re.compile(r"(\bafter running for )\d+s\b"), r"\1<N>s"),
+]
+
+
+class Normalizer:
+    """Turns request bodies and response texts into their run-independent form.
+
+    Background task ids are numbered for the whole run, not per body: a replayed answer that
+    names one (``SendMessage to: '<TASK_ID:1>'``) must reach the task the live run started
+    under that number. They are numbered by the conversation, never by arrival: the ids a
+    request's tool results reveal are taken in the order of the calls they answer (the
+    ``tool_use_id``'s place in the assistant turn), as two subagents that finish in either
+    order must get the same numbers (`task_ids_in_call_order`). One normalizer serves every
+    request of a run, from several threads.
+    """
+
+    def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
+        self._set_paths(paths)
+        self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
+        self._tasks: dict[str, str] = {}  # live background task id -> <TASK_ID:n>
+        self._task_re: re.Pattern[str] | None = None
+        self._tasks_lock = threading.Lock()
+
+    def _task_ids(self, text: str) -> str:
+        """Background task ids -> ``<TASK_ID:n>``, learning the ids `text` reveals."""
+        if _names_task(text):
+            self._learn(_TASK_ID.findall(text))
+        if self._task_re is None:
+            return text
+        return self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
+
+    def _learn(self, found: Iterable[str]) -> None:
+        """Number the ids in `found` not known yet, in their order."""
+        with self._tasks_lock:
+            new = [i for i in dict.fromkeys(found) if i not in self._tasks]
+            for task in new:
+                self._tasks[task] = f"<TASK_ID:{len(self._tasks) + 1}>"
+            if new:
+                ids = "|".join(re.escape(i) for i in self._tasks)
+                self._task_re = re.compile(f"\\b(?:{ids})\\b")
+
+    def _set_paths(self, paths: Mapping[str, str]) -> None:
+        self._given = {p: ph for p, ph in paths.items() if p}  # in the order given
+        # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
+        pairs = sorted(self._given.items(), key=lambda kv: -len(kv[0]))
+        # A path ends where a path component ends: /tmp/run must not eat /tmp/run2. A path
+        # given with a trailing `/` stands only for what lies below it (`volatile_paths`).
+        alternatives = "|".join(
+            re.escape(p) if p.endswith("/") else f"{re.escape(p)}(?![\\w.-])" for p, _ in pairs
+        )
+        self._path_re = re.compile(alternatives) if pairs else None
+        self._lookup = dict(pairs)
+        self._restore = _restore_order(self._given)
+
+    def add_paths(self, paths: Mapping[str, str]) -> None:
+        """More volatile paths, known only once the run is under way (planner mode: the
+        planned steps' attempt folders). Call it between sessions, not during one."""
+        self._set_paths({**self._given, **paths})
+
+    def paths_out(self, text: str) -> str:
+        """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
+        if self._task_re is not None:
+            text = self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
+        if self._path_re is None:
+            return text
+        return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
+
+    def paths_in(self, text: str) -> str:
+        """Placeholders -> live paths and task ids (for replayed responses)."""
+        for path, placeholder, below in self._restore:
+            if below is None:
+                text = text.replace(placeholder, path)
+            elif placeholder in text:
+                text = below.sub(path.replace("\\", "\\\\"), text)  # a literal path
+        if "<TASK_ID:" in text:
+            for task, placeholder in list(self._tasks.items()):
+                text = text.replace(placeholder, task)
+        return text
+
+    def text(self, text: str) -> str:
+        text = self.paths_out(text)
+        if self._dates is not None:
+            text = self._dates.sub("<DATE>", text)
+        for pattern, placeholder in _BILLING:
+            text = pattern.sub(placeholder, text)
+        return mask_machine_text(text)
+
+    def body(self, body: Any) -> Any:
+        """A normalized copy of a JSON request body (the walk builds new containers)."""
+        self._learn(task_ids_in_call_order(body, _TASK_ID))
+        ids: dict[str, str] = {}
+
+        def walk(node: Any, in_result: bool = False) -> Any:
+            if isinstance(node, str):
+                text = self._task_ids(self.text(node))
+                for marker, pattern, mask in _WALL_CLOCK:
+                    text = pattern.sub(mask, text) if marker in text else text
+                return mask_durations(text) if in_result else text
+            if isinstance(node, list):
+                return [walk(n, in_result) for n in node]
+            if isinstance(node, dict):
+                in_result = in_result or node.get("type") == "tool_result"
+                out = {k: walk(v, in_result) for k, v in node.items()}
+                for key in ("id", "tool_use_id"):
+                    if key in out and node.get("type") in (
+                        "tool_use",
+                        "tool_result",
+                        "server_tool_use",
+                    ):
+                        out[key] = ids.setdefault(node[key], f"<TOOL_ID:{len(ids) + 1}>")
+                return out
+            return node
+
+        out = walk(body)
+        if isinstance(out, dict) and "metadata" in out:
+            out["metadata"] = "<METADATA>"  # device id, account, session id
+        return results_in_call_order(out)
+
+
+def _restore_order(given: Mapping[str, str]) -> list[tuple[str, str, re.Pattern[str] | None]]:
+    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back.
+
+    Each placeholder gets the path given first for it, the live one: several paths may
+    mask to one placeholder (a folder and its resolved or glob-escaped spelling; a deep
+    run's short temp folder beside the run's own `tmp/`, `volatile_paths`), and a replayed
+    answer must name the folder the live run uses. Longest path first, except that a
+    placeholder naming a folder below another one's (``<RUN_DIR>/tmp`` below
+    ``<RUN_DIR>``) goes before all: its live path need not lie below the other's (the short
+    temp folder is in /tmp), and it is put back only where its name ends (the pattern), as
+    ``<RUN_DIR>/tmp2`` is the run folder's. ``<HOME>/`` (what lies below a home) names no
+    folder of its own.
+    """
+    chosen: dict[str, str] = {}  # placeholder -> its path
+    for path, placeholder in given.items():
+        chosen.setdefault(placeholder, path)
+
+    def below(placeholder: str) -> bool:
+        return any(
+            placeholder.startswith(f"{other}/") and len(placeholder) > len(other) + 1
+            for other in chosen
+        )
+
+    pairs = sorted(((path, ph) for ph, path in chosen.items()), key=lambda kv: -len(kv[0]))
+    first = [
+        (path, ph, re.compile(f"{re.escape(ph)}(?![\\w.-])")) for path, ph in pairs if below(ph)
+    ]
+    return [*first, *((path, ph, None) for path, ph in pairs if not below(ph))]
+
+
+def _names_task(text: str) -> bool:
+    return "ID: " in text or "agentId" in text or "<task-id>" in text
+
+
+def task_ids_in_call_order(body: Any, pattern: re.Pattern[str]) -> list[str]:
+    """The task ids (`pattern`'s first group) that `body`'s tool results name, in the order
+    of the calls they answer, then of the results: a conversation's order, never arrival.
+
+    Claude Code sends concurrent results in the order they completed, so two subagents
+    that finish the other way round would otherwise swap numbers (and a replay diverge on
+    ``<TASK_ID:1>`` against ``<TASK_ID:2>``). A result whose call the body does not hold
+    (none does, in a well-formed conversation) follows those that have one.
+    """
+    messages = body.get("messages") if isinstance(body, dict) else None
+    calls: dict[str, int] = {}  # tool_use id -> its place among the body's calls
+    results: list[tuple[str, str]] = []  # (tool_use_id, result text naming a task)
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls.setdefault(str(block.get("id")), len(calls))
+            elif block.get("type") == "tool_result":
+                text = _joined(block.get("content"))
+                if _names_task(text) or "<TASK_ID:" in text:
+                    results.append((str(block.get("tool_use_id")), text))
+    unknown = len(calls)
+    ordered = sorted(enumerate(results), key=lambda item: (calls.get(item[1][0], unknown), item[0]))
+    return [task for _, (_, text) in ordered for task in pattern.findall(text)]
+
+
+def _joined(content: Any) -> str:
+    """Every string in a tool result's content, joined (its texts, wherever they sit)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_joined(item) for item in content)
+    if isinstance(content, dict):
+        return "\n".join(_joined(value) for value in content.values())
+    return ""
+
+
+_TASK_PLACEHOLDER = re.compile(r"<TASK_ID:(\d+)>")
+
+
+def renumber_task_ids(bodies: list[Any], responses: list[str]) -> tuple[list[Any], list[str]]:
+    """Recorded bodies and responses with their ``<TASK_ID:n>`` numbered as `Normalizer`
+    numbers them now (by the calls the tasks answer), for cassettes numbered by arrival.
+
+    The bodies are taken in recorded order, as a live run's normalizer met them: each one's
+    tool results first, in call order, then the rest of its text. A cassette numbered this
+    way already comes back unchanged.
+    """
+    mapping: dict[str, str] = {}
+
+    def learn(found: Iterable[str]) -> None:
+        for old in found:
+            mapping.setdefault(old, str(len(mapping) + 1))
+
+    for body in bodies:
+        if "<TASK_ID:" not in (text := json.dumps(body, ensure_ascii=False)):
+            continue
+        learn(task_ids_in_call_order(body, _TASK_PLACEHOLDER))
+        learn(_TASK_PLACEHOLDER.findall(text))
+    for response in responses:
+        learn(_TASK_PLACEHOLDER.findall(response) if "<TASK_ID:" in response else [])
+    if all(old == new for old, new in mapping.items()):
+        return bodies, responses
+
+    def renumber(text: str) -> str:
+        return _TASK_PLACEHOLDER.sub(lambda m: f"<TASK_ID:{mapping[m.group(1)]}>", text)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return renumber(node) if "<TASK_ID:" in node else node
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, dict):
+            return {key: walk(value) for key, value in node.items()}
+        return node
+
+    return [walk(body) for body in bodies], [renumber(r) for r in responses]
+
+
+_TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")
+
+
+def results_in_call_order(body: Any) -> Any:
+    """`body` with each message's tool results in the order their calls were made.
+
+    Claude Code sends the results of concurrent tool calls in the order they *completed*
+    (``sleep 1; echo first`` and ``echo second`` come back second, first), which is the
+    machine's timing, not the conversation. Tool ids are numbered in order of appearance,
+    calls before their results, so sorting the results by that number puts them in call
+    order. Pure: containers that change are copied (loaded cassettes share blocks), and
+    it applies as well to bodies normalized before it existed.
+    """
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not any(_has_results(m) for m in messages):
+        return body
+    return {**body, "messages": [_ordered(m) if _has_results(m) else m for m in messages]}
+
+
+def _has_results(message: Any) -> bool:
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and sum(_is_result(b) for b in content) > 1
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _call_number(block: dict[str, Any]) -> int:
+    found = _TOOL_ID.fullmatch(str(block.get("tool_use_id")))
+    return int(found.group(1)) if found else 1 << 30  # an unknown id keeps its place last
+
+
+def _ordered(message: dict[str, Any]) -> dict[str, Any]:
+    """The results sorted into their slots; a cache breakpoint stays with its slot, as
+    Claude Code puts it on the message's last block whichever result that is."""
+    content = message["content"]
+    results = iter(sorted((b for b in content if _is_result(b)), key=_call_number))
+    out = []
+    for block in content:
+        if not _is_result(block):
+            out.append(block)
+            continue
+        moved = {k: v for k, v in next(results).items() if k != "cache_control"}
+        if "cache_control" in block:
+            moved["cache_control"] = block["cache_control"]
+        out.append(moved)
+    return {**message, "content": out}

@@ -1,0 +1,19 @@
+"""A check's result: data the judge makes and results, reports and hooks read.
+
+In `model/` so that a result holds its checks' findings without importing the judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_atom.spec.load import Check
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict of one check, with what a person needs to believe it."""
+
+    check: Check
+    passed: bool
+    summary: str
+    evidence: str

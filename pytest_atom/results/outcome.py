@@ -1,0 +1,265 @@
+"""The outcome of a spec run, decided once: what every front end and report reads.
+
+Seed 002's scoring model decides each attempt (`judge`: proceed, refine or fail); `decide`
+turns a whole run into an `Outcome`: passed, failed or error (the machinery around the
+agent broke: the harness, the replay or the upstream of a recording), with the spec's
+expected-failure reason and why, in a line. The pytest item, its report hook, the summary,
+`atom run`'s exit status, JUnit, baselines and the HTML report all read that one value
+(`SpecResult.outcome`), never their own reading of the figures.
+
+A leaf module: plain values in, plain values out, so the results (`result.py`) build on it
+and nothing here imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pytest_atom.cost.spend import Crossing
+
+#: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
+Decision = Literal["proceed", "refine", "fail"]
+#: What a run came to: the agent did the task, did not, or the machinery failed.
+Status = Literal["passed", "failed", "error"]
+#: Which part failed: the machinery, or the spec itself (its script could not answer);
+#: never the agent's fault.
+ErrorKind = Literal["harness", "replay", "upstream", "spec"]
+#: Outcomes that do not fail a run: what pytest's exit status counts as success too.
+OK_LABELS = frozenset({"passed", "xfailed", "xpassed"})
+
+
+class _Check(Protocol):
+    @property
+    def passed(self) -> bool: ...
+
+
+#: What passes a judged attempt: its score above the threshold (seed 002), or each
+#: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
+Gate = Literal["score", "criteria"]
+
+
+class _Criterion(Protocol):
+    @property
+    def met(self) -> bool: ...
+
+
+class _Scored(Protocol):
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def criteria(self) -> Sequence[_Criterion]: ...
+
+
+def judge(
+    completed: bool,
+    checks: Iterable[_Check],
+    verdict: _Scored | None,
+    threshold: float,
+    gate: Gate = "score",
+) -> Decision:
+    """``proceed``, ``refine`` or ``fail`` for one attempt (seed 002's scoring model).
+
+    A failed deterministic check forces failure whatever the score; so does an agent that
+    never signalled completion. Without criteria there is no verdict and the checks decide.
+    Gated by ``criteria``, every criterion must be met (each by its vote majority) and the
+    score is not read: an unmet one asks for another attempt, with the reflector's feedback.
+    """
+    if not completed or not all(c.passed for c in checks):
+        return "fail"
+    if verdict is None:
+        return "proceed"
+    if gate == "criteria":
+        return "proceed" if all(c.met for c in verdict.criteria) else "refine"
+    if verdict.score > threshold:
+        return "proceed"
+    return "refine" if verdict.score >= 0.5 else "fail"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A spec run's outcome. `label` is the word every report shows; `ok` and
+    `exit_status` are what gates read."""
+
+    status: Status
+    why: str  # one line: the score against the threshold, the check that failed, the error
+    error: ErrorKind | None = None  # set exactly when status is "error"
+    xfail: str | None = None  # the spec expects to fail, and why: a failure is expected
+    detail: str | None = None  # what stopped a failed run: "max_turns", "plan", "steps 1/3"
+
+    @property
+    def label(self) -> str:
+        """passed, failed, error, upstream error, xfailed or xpassed (pytest's words).
+
+        An error is never the expected failure of an xfail spec: the agent was not judged.
+        """
+        if self.status == "error":
+            return "upstream error" if self.error == "upstream" else "error"
+        if self.xfail is not None:
+            return "xpassed" if self.status == "passed" else "xfailed"
+        return self.status
+
+    @property
+    def summary_label(self) -> str:
+        """The label with what stopped a failed run: ``failed: max_turns``."""
+        if self.detail and self.label in ("failed", "xfailed"):
+            return f"{self.label}: {self.detail}"
+        return self.label
+
+    @property
+    def ok(self) -> bool:
+        return self.label in OK_LABELS
+
+    @property
+    def exit_status(self) -> int:
+        """2 when the machinery failed (CI tells a broken set-up from a failing spec),
+        1 when the spec failed, else 0."""
+        return 2 if self.status == "error" else 0 if self.ok else 1
+
+    def properties(self) -> dict[str, Any]:
+        """As JUnit properties: they carry the outcome across xdist to the summary."""
+        props: dict[str, Any] = {"atom_outcome": self.label, "atom_why": self.why}
+        if self.error is not None:
+            props["atom_error"] = self.error
+        if self.detail is not None:
+            props["atom_outcome_detail"] = self.detail
+        if self.xfail is not None:
+            props["atom_xfail"] = self.xfail
+        return props
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> Outcome | None:
+        """The outcome `properties` gave (None: no spec run wrote them)."""
+        label = props.get("atom_outcome")
+        if not isinstance(label, str):
+            return None
+        status: Status = (
+            "error"
+            if props.get("atom_error")
+            else "passed"
+            if label in ("passed", "xpassed")
+            else "failed"
+        )
+        error = props.get("atom_error") or None
+        xfail = props.get("atom_xfail")
+        return cls(
+            status,
+            str(props.get("atom_why") or ""),
+            error=error if error in ("harness", "replay", "upstream", "spec") else None,
+            xfail=None if xfail is None else str(xfail),
+            detail=props.get("atom_outcome_detail") or None,
+        )
+
+    @classmethod
+    def of_label(cls, label: str, why: str = "") -> Outcome:
+        """An outcome known by its label alone (a results file from before outcomes)."""
+        if label in ("error", "upstream error"):
+            return cls("error", why, "upstream" if label == "upstream error" else "harness")
+        xfail = "" if label in ("xfailed", "xpassed") else None
+        return cls("passed" if label in ("passed", "xpassed") else "failed", why, xfail=xfail)
+
+    def failed_by_pytest(self, why: str) -> Outcome:
+        """pytest failed a run the spec passed (a syrupy snapshot, a strict xpass)."""
+        return Outcome("failed", why, detail=self.detail)
+
+
+def decide(
+    *,
+    attempts: int,
+    decision: Decision,
+    score: float | None,
+    threshold: float,
+    completed: bool,
+    reason: str | None,
+    checks_failed: int,
+    checks: int,
+    xfail: str | None = None,
+    divergence: str | None = None,
+    harness_error: str | None = None,
+    script_error: str | None = None,
+    upstream: str | None = None,
+    limit_exceeded: Crossing | None = None,
+    plan_failed: bool = False,
+    steps: str | None = None,
+    steps_passed: bool = True,
+    gate: Gate = "score",
+    unmet: Sequence[str] = (),
+) -> Outcome:
+    """The one place a run's figures become its outcome (`SpecResult.outcome` calls it).
+
+    The replay first, then the harness, then the spec's own script (it ran out of turns)
+    decide an error: nothing the agent did counts then, and an xfail spec with a broken
+    script is an error, never an expected failure. A pass needs the last attempt's ``proceed``, every step committed and every
+    plan valid. A recording that failed on its upstream is an error, not a failure.
+    Gated by ``criteria``, the verdict is its `unmet` criteria (with their votes), named
+    one by one, not the score.
+    """
+    expected = xfail or None
+    if divergence is not None:
+        return Outcome("error", f"replay diverged from its cassette: {divergence}", "replay")
+    if harness_error is not None:
+        return Outcome("error", harness_error.strip().splitlines()[0], "harness")
+    if script_error is not None:
+        return Outcome("error", f"the spec's script is broken: {script_error}", "spec")
+    passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
+    verdict = _verdict(score, threshold, gate, unmet)
+    if passed:
+        return Outcome("passed", verdict or "checks passed", xfail=expected)
+    # Stopping at a limit cuts the streams in flight: the limit, not the upstream, is why.
+    if upstream is not None and limit_exceeded is None:
+        return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
+    detail, why = _why_failed(
+        attempts=attempts,
+        decision=decision,
+        verdict=verdict,
+        completed=completed,
+        reason=reason,
+        checks_failed=checks_failed,
+        checks=checks,
+        limit_exceeded=limit_exceeded,
+        plan_failed=plan_failed,
+        unmet=bool(unmet) and gate == "criteria",
+    )
+    if detail is None and steps is not None:
+        detail, why = steps, f"{steps} committed; {why}"
+    return Outcome("failed", why, xfail=expected, detail=detail)
+
+
+def _why_failed(
+    *,
+    attempts: int,
+    decision: Decision,
+    verdict: str,
+    completed: bool,
+    reason: str | None,
+    checks_failed: int,
+    checks: int,
+    limit_exceeded: Crossing | None,
+    plan_failed: bool,
+    unmet: bool,
+) -> tuple[str | None, str]:
+    """(detail, why) of a failed run: what stopped it first, in one line."""
+    if limit_exceeded:
+        return limit_exceeded.limit, f"stopped: {limit_exceeded}"
+    if plan_failed:
+        return "plan", "the planner's plan did not pass"
+    if not attempts:
+        return None, "did not run"
+    if not completed:
+        return None, f"the agent did not finish ({reason})"
+    if checks_failed:
+        return None, f"{checks_failed} of {checks} check{'s' * (checks != 1)} failed"
+    if unmet:
+        return None, verdict
+    return None, f"{decision}, {verdict}" if verdict else decision
+
+
+def _verdict(score: float | None, threshold: float, gate: Gate, unmet: Sequence[str]) -> str:
+    """The reflector's verdict in a few words: its score, or its unmet criteria."""
+    if score is None:
+        return ""
+    if gate == "criteria":
+        return "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
+    return f"score {score:g} (passes above {threshold:g})"

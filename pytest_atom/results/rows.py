@@ -1,0 +1,122 @@
+"""One spec run as the summary, the results file and baselines see it: a `SummaryRow`.
+
+A row is built where the results meet (the xdist controller, or `atom run`) from the run's
+JUnit properties, which are what crosses xdist's process border; it reads them once,
+here, into typed fields, so no report spells a property name to get a figure. The
+properties stay on the row as they were: `.atom/runs/last-run.json` keeps them, and baselines
+measure from them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_atom.cost.usage import ROLES
+from pytest_atom.results.outcome import Outcome
+
+_REPEAT = re.compile(r"\[r\d+\]$")
+
+
+def spec_key(nodeid: str) -> str:
+    """A spec's key across its repeats (and in a baseline): its node id without the
+    ``[rN]`` a repeat adds."""
+    return _REPEAT.sub("", nodeid)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _whole(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+@dataclass(frozen=True)
+class RoleFigures:
+    """One kind of session's tokens and Claude Code's price of them."""
+
+    tokens: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One spec run: its node id, its outcome and the figures the reports show."""
+
+    nodeid: str
+    outcome: Outcome
+    properties: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    score: float | None = None
+    attempts: int | None = None
+    iterations: int | None = None
+    agent_tokens: int | None = None  # the agent's own: main session and subagents
+    #: Every session's (the roles' sum): the spec's one figure in every report.
+    tokens: int | None = None
+    roles: Mapping[str, RoleFigures] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    recorded_cost_usd: float = 0.0
+    duration_s: float = 0.0
+    source: str | None = None
+    drift: str | None = None
+    warnings: str | None = None
+    limit_exceeded: str | None = None
+    sandboxed: bool = True
+    plan: str | None = None
+    baseline: str | None = None  # the comparison's status, with --atom-baseline
+
+    @classmethod
+    def of(
+        cls, nodeid: str, props: Mapping[str, Any], outcome: Outcome | None = None
+    ) -> SummaryRow:
+        """The row of a run's properties (`reports.properties.result_properties`); `outcome`
+        defaults to the one they carry."""
+        if outcome is None:
+            outcome = Outcome.from_properties(props)
+        if outcome is None:
+            raise ValueError(f"{nodeid}: its properties carry no atom_outcome")
+        tokens = props.get("atom_agent_tokens", props.get("atom_tokens"))
+        roles = {
+            role: RoleFigures(
+                int(props.get(f"atom_{role}_tokens") or 0),
+                float(props.get(f"atom_{role}_cost_usd") or 0),
+            )
+            for role in ROLES
+            if f"atom_{role}_tokens" in props
+        }
+        return cls(
+            nodeid,
+            outcome,
+            dict(props),
+            score=_number(props.get("atom_score")),
+            attempts=_whole(props.get("atom_attempts")),
+            iterations=_whole(props.get("atom_iterations")),
+            agent_tokens=_whole(tokens),
+            tokens=_whole(props.get("atom_tokens", tokens)),
+            roles=roles,
+            cost_usd=_number(props.get("atom_cost_usd")) or 0.0,
+            recorded_cost_usd=_number(props.get("atom_recorded_cost_usd")) or 0.0,
+            duration_s=_number(props.get("atom_duration_s")) or 0.0,
+            source=props.get("atom_source"),
+            drift=props.get("atom_drift") or None,
+            warnings=props.get("atom_warnings") or None,
+            limit_exceeded=props.get("atom_limit_exceeded") or None,
+            sandboxed=props.get("atom_sandbox") != "off",
+            plan=props.get("atom_plan") or None,
+            baseline=props.get("atom_baseline") or None,
+        )
+
+    @property
+    def label(self) -> str:
+        return self.outcome.label
+
+    def notes(self) -> list[tuple[str, str]]:
+        """(label, text) of what the summary says under the table about this run."""
+        found = [("drift", self.drift), ("warning", self.warnings)]
+        found.append(("limit_exceeded", self.limit_exceeded))
+        # where the streams billed another figure than Claude Code counted, and why
+        found.append(("billing", self.properties.get("atom_billing_note")))
+        return [(label, text) for label, text in found if text]

@@ -1,0 +1,552 @@
+"""The typed results of a spec run: its attempts, its outcome, its cost and what broke.
+
+Reports, traces, the plugin and the `atom` command read these; nothing here runs anything,
+and nothing here imports what runs (the runner, the judge, the gateway, the recording):
+their types are named for type checkers only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.cost.billing import Billed
+from pytest_atom.cost.limits import Limits, Usage
+from pytest_atom.cost.spend import Crossing
+from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
+from pytest_atom.results.outcome import Decision, Outcome, decide
+from pytest_atom.settings.modes import SourceKind
+
+if TYPE_CHECKING:
+    from pytest_atom.gateway import Exchange
+    from pytest_atom.results.check_result import CheckResult
+    from pytest_atom.results.drift import Drift
+    from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
+    from pytest_atom.results.replay_divergence import ReplayDivergence
+    from pytest_atom.results.verdict import Verdict
+    from pytest_atom.spec.types import Spec, Step
+
+
+@dataclass
+class Attempt:
+    """One attempt: the executor's iterations, the checks, the reflector's verdict."""
+
+    number: int
+    path: Path
+    outcome: RunOutcome
+    records: list[IterationRecord]
+    checks: list[CheckResult] = field(default_factory=list)
+    verdict: Verdict | None = None
+    #: The reflector's sessions on this attempt: one per vote (`reflector: {votes: N}`).
+    reflectors: list[IterationRecord] = field(default_factory=list)
+    #: Votes a replay took from the cassette, no session run: their input was unchanged.
+    recalled: list[Recalled] = field(default_factory=list)
+    decision: Decision = "fail"
+
+    @property
+    def completed(self) -> bool:
+        return self.outcome.success
+
+    @property
+    def iterations(self) -> int:
+        return self.outcome.iterations
+
+    @property
+    def all_records(self) -> list[IterationRecord]:
+        return self.records + self.reflectors
+
+
+@dataclass
+class Rollback:
+    """A later step's reflector found an earlier step's committed work wrong (seed 002).
+
+    In planner mode the planner then plans the steps from the target on anew (`replan`),
+    with the failure report; the old plan's steps it did not keep are `dropped`, their
+    attempts kept as evidence.
+    """
+
+    source: str  # the step whose verdict asked for it
+    attempt: int  # that step's attempt number
+    target: str  # the step re-run from; its committed work and every later step's were wiped
+    feedback: str  # the failure report the target's re-run (or the planner) was given
+    replan: Plan | None = None
+    dropped: list[StepResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in ("source", "attempt", "target", "feedback")}
+
+
+@dataclass
+class StepResult:
+    """One step of a multi-step spec: every attempt it made (re-runs after a rollback
+    continue the numbering) and where its work was committed, if it still is."""
+
+    id: str
+    attempts: list[Attempt] = field(default_factory=list)
+    committed: Path | None = None  # None: never committed, or wiped by a rollback
+    runs: int = 0  # 1, plus one for each rollback that re-ran it; 0: never reached
+
+    @property
+    def passed(self) -> bool:
+        return self.committed is not None and self.committed.is_dir()
+
+    @property
+    def decision(self) -> Decision:
+        return self.attempts[-1].decision if self.attempts else "fail"
+
+
+@dataclass
+class Plan:
+    """Planner mode: the steps a planner session wrote, or why they cannot run."""
+
+    raw: Any = None  # the planner's JSON answer, as given
+    path: Path | None = None  # where it was saved (the run folder's plan.json)
+    steps: tuple[Step, ...] = ()
+    error: str | None = None  # not valid steps: the agent's failure, never a crash
+    failed: list[str] = field(default_factory=list)  # `plan_accept:` assertions failed
+    record: IterationRecord | None = None  # the planner's session
+    recalled: Recalled | None = None  # the plan came from the cassette: no session ran
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and not self.failed
+
+    def summary(self) -> str:
+        """``plan: research, implement, test`` (or what went wrong with it)."""
+        if self.error is not None:
+            return f"plan: invalid ({self.error})"
+        ids = ", ".join(s.id for s in self.steps) or "no steps"
+        failed = "; ".join(f"plan_accept {f}" for f in self.failed)
+        return f"plan: {ids}" + (f" - FAILED {failed}" if failed else "")
+
+
+#: Renders `SpecResult.report`: `pytest_atom.reports.text.failure_report`, installed by that
+#: module when it loads. Reports build on results, never the other way round, so this
+#: module cannot import its renderer; everything that makes a result (`run/`) loads it.
+_RENDERERS: list[Callable[[SpecResult], str]] = []
+
+
+def install_renderer(render: Callable[[SpecResult], str]) -> None:
+    """Make `render` what `SpecResult.report` returns (the reports layer calls this)."""
+    _RENDERERS.append(render)
+
+
+@dataclass
+class SpecResult:
+    """Everything a report needs about one spec run."""
+
+    spec: Spec
+    run_dir: Path
+    #: Every attempt, in the order they ran: a multi-step spec's of every step, and
+    #: `final` is the last one (`final_attempts`: those of its step).
+    attempts: list[Attempt]
+    duration: float
+    threshold: float
+    exchanges: list[Exchange] = field(default_factory=list)
+    source: SourceKind = "scripted"  # what answered the CLI
+    #: Replay requests that matched nothing, the first led by its likely cause.
+    divergences: list[ReplayDivergence] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: What Claude Code changed around a replayed conversation (None: nothing); reports
+    #: render it (`Drift.line`, `reports.text.drift_summary`).
+    drift: Drift | None = None
+    cassette: Path | None = None  # the cassette written by this run, if any
+    trace: Path | None = None  # the JSON trace written for this run, if any
+    harness_error: str | None = None  # e.g. a malformed verdict: never a pass
+    script_error: str | None = None  # the spec's script could not answer: a spec error
+    setup_output: str | None = None  # what the spec's `setup:` commands printed, if any
+    #: What the set-up cache did: "restored <key>" (no set-up command ran), "stored <key>",
+    #: "not stored: <why>"; None without set-up or with the cache off.
+    setup_cache: str | None = None
+    #: pytest-atom's own files (specs, scripts, cassettes, `.atom/`) the workspace copy
+    #: left out, workspace-relative: the agent never saw them.
+    left_out: tuple[str, ...] = ()
+    #: Recording: the upstream's faults not got past (`UpstreamFault.description` says each).
+    upstream_faults: list[UpstreamFault] = field(default_factory=list)
+    #: Whose sessions ("executor", "reflector") a paid upstream answered, and whose a
+    #: cassette recorded from a paid upstream: the CLI prices every session from the usage
+    #: in its answers, even scripted or replayed ones, so its figure is spent only for the
+    #: paid ones, and was spent once only for a cassette a script did not answer.
+    paid: frozenset[str] = frozenset()
+    replayed: frozenset[str] = frozenset()
+    #: The limits the agent ran under (the spec's over the project's), what it used of
+    #: them over every attempt, and the first one it crossed ("exceeded max_turns: 3 > 2").
+    limits: Limits = field(default_factory=Limits)
+    usage: Usage = field(default_factory=Usage)
+    limit_exceeded: Crossing | None = None
+    #: A multi-step spec's steps, in spec order, and the rollbacks its reflectors asked for, in the order they happened.
+    steps: list[StepResult] = field(default_factory=list)
+    rollbacks: list[Rollback] = field(default_factory=list)
+    plan: Plan | None = None  # planner mode: the first plan (re-plans: in `rollbacks`)
+    #: What the answers that passed through the gateway billed, by the request's role, and
+    #: their price (`pytest_atom.cost.billing` and `.prices`): the streams' own figure, a
+    #: cross-check of Claude Code's (`billing_note`).
+    billed: dict[str, Billed] = field(default_factory=dict)
+    billed_usd: dict[str, float] = field(default_factory=dict)
+    #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
+    billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+
+    @property
+    def billed_tokens(self) -> int:
+        return sum(used.tokens for used in self.billed.values())
+
+    @property
+    def uncounted(self) -> RoleUsage:
+        """What the API billed that Claude Code's totals leave out (`steps_left_out`)."""
+        return sum(
+            (u for kinds in self.steps_left_out().values() for u in kinds.values()), RoleUsage()
+        )
+
+    def billing_note(self) -> str | None:
+        """Where the streams billed another figure than Claude Code counted: by how much,
+        and why when the streams say (steps Claude Code leaves out of its totals); None
+        when they agree or nothing passed through the gateway."""
+        if not self.billed:
+            return None
+        streams = self.billed_tokens
+        cli = sum(r.paid_tokens for r in self.records)  # a recalled session passes no gateway
+        if streams == cli:
+            return None
+        left_out = self.uncounted.tokens
+        if left_out and streams - cli == left_out:
+            kinds = sorted({kind for kinds in self.steps_left_out().values() for kind in kinds})
+            whose = " and ".join(f"{kind}'s" for kind in kinds)
+            reason = f": Claude Code leaves {whose} {left_out} tokens out of its totals"
+        elif streams > cli:
+            reason = " (answers Claude Code did not count: cut-off streams, side requests)"
+        else:
+            reason = " (Claude Code counted answers the gateway did not pass)"
+        return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
+
+    def report(self) -> str:
+        """The failure report a person reads (also handy as an assertion message)."""
+        if not _RENDERERS:
+            raise RuntimeError(
+                "no failure report renderer is loaded: import pytest_atom.reports.text first"
+            )
+        return _RENDERERS[-1](self)
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+    @property
+    def final_attempts(self) -> list[Attempt]:
+        """The attempts of the prompt the final attempt answered: a multi-step spec's last
+        step run (all its runs), else every attempt. The report's verdict counts these."""
+        if not self.steps or not self.attempts:
+            return self.attempts
+        final = self.final
+        step = next((s for s in self.all_steps if any(a is final for a in s.attempts)), None)
+        return step.attempts if step is not None else self.attempts
+
+    @property
+    def outcome(self) -> Outcome:
+        """Passed, failed or error, and why: what every front end and report reads."""
+        checks = self.checks
+        return decide(
+            attempts=len(self.attempts),
+            decision=self.decision,
+            score=self.score,
+            threshold=self.threshold,
+            completed=self.completed,
+            reason=self.reason,
+            checks_failed=sum(not c.passed for c in checks),
+            checks=len(checks),
+            xfail=self.spec.xfail,
+            divergence=self.divergences[0].headline if self.divergences else None,
+            harness_error=self.harness_error,
+            script_error=self.script_error,
+            upstream=self.upstream_failure or self.rejected_stream,
+            limit_exceeded=self.limit_exceeded,
+            plan_failed=not all(plan.passed for plan in self.plans),
+            steps=self.steps_summary,
+            steps_passed=all(step.passed for step in self.steps),
+            gate=self.spec.reflector.gate,
+            unmet=self.unmet,
+        )
+
+    @property
+    def unmet(self) -> list[str]:
+        """The final verdict's unmet criteria, each named as the spec writes it (the verdict
+        lists them in the spec's order; its own wording when its count differs) and with
+        its votes: ``grader warm: … (1/3 votes met)``."""
+        verdict = self.verdict
+        if verdict is None:
+            return []
+        written = self.spec.criteria if len(self.spec.criteria) == len(verdict.criteria) else ()
+        named = []
+        for index, criterion in enumerate(verdict.criteria):
+            if criterion.met:
+                continue
+            text = (written[index] if written else criterion.criterion).strip()
+            text = text.splitlines()[0] if text else criterion.criterion
+            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+        return named
+
+    @property
+    def passed(self) -> bool:
+        """The agent did the task (whether or not the spec expected it to fail)."""
+        return self.outcome.status == "passed"
+
+    @property
+    def upstream_failure(self) -> str | None:
+        """What broke upstream, in a few words, when that is why a *recording* failed.
+
+        Such a run says nothing about the agent: its outcome is an error, as for any other
+        failure of the machinery around the agent. The gateway's own account comes first
+        (``refused the connection``), then the CLI's (``API 500``).
+        """
+        if self.source != "record" or not self.attempts or self.divergences:
+            return None
+        if (
+            self.decision == "proceed"
+            and all(s.passed for s in self.steps)
+            and all(p.passed for p in self.plans)
+        ):
+            return None  # it got through: whatever the upstream did, it did not stop the run
+        if self.rejected_stream:
+            return self.rejected_stream
+        if self.upstream_faults:
+            return self.upstream_faults[0].what
+        records = self.final.all_records
+        if records and records[-1].api_error_status is not None:
+            return f"API {records[-1].api_error_status}"
+        statuses = [r.get("error_status") for rec in records for r in rec.api_retries]
+        if statuses and self.reason in ("timeout", "error"):
+            return f"API {statuses[-1]}" if statuses[-1] is not None else "API unreachable"
+        return None
+
+    @property
+    def rejected_stream(self) -> str | None:
+        """``Claude Code rejected the API's stream: The response stream was malformed…``
+        when the CLI gave up on a stream it could not read, recording or replaying: an
+        error of the stream (the upstream's, or the recording's), never the agent's failure.
+        """
+        if not self.attempts or self.divergences:
+            return None
+        for record in reversed(self.final.records):
+            if record.rejected_stream:
+                return f"Claude Code rejected the API's stream: {record.rejected_stream}"
+        return None
+
+    @property
+    def plans(self) -> list[Plan]:
+        """Planner mode: the first plan, then each re-plan after a rollback, in order."""
+        first = [self.plan] if self.plan is not None else []
+        return first + [r.replan for r in self.rollbacks if r.replan is not None]
+
+    @property
+    def current_plan(self) -> Plan | None:
+        """The plan the steps now come from: the last one made."""
+        return self.plans[-1] if self.plans else None
+
+    @property
+    def steps_summary(self) -> str | None:
+        """``steps 3/4``: committed steps of all; None for a single-prompt spec."""
+        if not self.steps:
+            return None
+        return f"steps {sum(s.passed for s in self.steps)}/{len(self.steps)}"
+
+    @property
+    def decision(self) -> Decision:
+        return self.final.decision if self.attempts else "fail"
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.final.verdict if self.attempts else None
+
+    @property
+    def score(self) -> float | None:
+        return self.verdict.score if self.verdict else None
+
+    @property
+    def workspace(self) -> Path:
+        """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
+        committed = self.run_dir / "committed"
+        return committed if self.passed and committed.is_dir() else self.final.path
+
+    @property
+    def completed(self) -> bool:
+        return bool(self.attempts) and self.final.completed
+
+    @property
+    def reason(self) -> str | None:
+        return self.final.outcome.reason if self.attempts else "error"
+
+    @property
+    def error(self) -> str | None:
+        return self.final.outcome.error if self.attempts else None
+
+    @property
+    def checks(self) -> list[CheckResult]:
+        return self.final.checks if self.attempts else []
+
+    @property
+    def all_steps(self) -> list[StepResult]:
+        """Every step that ran or was planned: the plan's, then those a re-plan dropped."""
+        return [*self.steps, *(s for r in self.rollbacks for s in r.dropped)]
+
+    @property
+    def all_attempts(self) -> list[Attempt]:
+        """Every attempt of the run: of every step (and of steps a re-plan dropped), for a
+        multi-step spec."""
+        if not self.steps:
+            return self.attempts
+        return [a for s in self.all_steps for a in s.attempts]
+
+    @property
+    def iterations(self) -> int:
+        return sum(a.iterations for a in self.all_attempts)
+
+    @property
+    def records(self) -> list[IterationRecord]:
+        """Every CLI session of the run: the planner's (planner mode), executor iterations
+        and reflector sessions."""
+        planner = [p.record for p in self.plans if p.record is not None]
+        return planner + [r for a in self.all_attempts for r in a.all_records]
+
+    @property
+    def claude_seconds(self) -> float:
+        """Time spent inside `claude` processes: the rest is the harness's overhead."""
+        return sum(r.duration for r in self.records)
+
+    @property
+    def tokens(self) -> int:
+        """Every session's tokens: the planner's, the executor's and its subagents', the
+        reflector's (`usage_by_role` splits them); a recalled session's as recorded."""
+        return self.cli_tokens + self.uncounted.tokens
+
+    @property
+    def cli_tokens(self) -> int:
+        """Every session's tokens as Claude Code counted them (failed tries included); what
+        `tokens` adds is what the streams billed on top (`uncounted`)."""
+        paid = sum(r.paid_tokens for r in self.records)  # failed tries included
+        return paid + sum(r.tokens for r in self.recalled)
+
+    @property
+    def recalled(self) -> list[Recalled]:
+        """The sessions a replay took from the cassette instead of running them: the
+        planner's, then each attempt's reflector (pytest_atom.replay.recall)."""
+        plans = [p.recalled for p in self.plans if p.recalled is not None]
+        return plans + [r for a in self.all_attempts for r in a.recalled]
+
+    @property
+    def cost_usd(self) -> float:
+        """Dollars spent: 0 for scripted and replayed runs, which call no API."""
+        return self.costs()[0]
+
+    @property
+    def recorded_cost_usd(self) -> float:
+        """What the replayed answers cost when they were recorded (not spent again)."""
+        return self.costs()[1]
+
+    def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
+        """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""
+        spent = recorded = 0.0
+        for attempt in self.all_attempts if attempts is None else attempts:
+            recalled = sum(r.cost_usd for r in attempt.recalled)
+            for role, records, usd in (
+                ("executor", attempt.records, 0.0),
+                ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
+            ):
+                usd += sum(r.paid_cost_usd for r in records)  # failed tries included
+                spent += usd if role in self.paid else 0.0
+                recorded += usd if role in self.replayed else 0.0
+        if attempts is None:  # the planner's sessions are billed as the executor's are
+            usd = sum(p.record.cost_usd for p in self.plans if p.record is not None)
+            usd += sum(p.recalled.cost_usd for p in self.plans if p.recalled is not None)
+            spent += usd if "executor" in self.paid else 0.0
+            recorded += usd if "executor" in self.replayed else 0.0
+            for role, kinds in self.steps_left_out().items():  # what Claude Code leaves out
+                usd = sum(u.cost_usd for u in kinds.values())
+                payer = "reflector" if role == "reflector" else "executor"
+                spent += usd if payer in self.paid else 0.0
+                recorded += usd if payer in self.replayed else 0.0
+            # A call stopped before Claude Code priced it (a limit, a timeout) was paid for
+            # all the same: the streams' price is the floor of what was spent.
+            spent = max(spent, self.billed_paid_usd)
+        return spent, recorded
+
+    @property
+    def billed_paid_usd(self) -> float:
+        """The streams' price of the answers paid for (`paid` roles; the planner's are
+        the executor's), at Claude Code's prices."""
+        return sum(
+            usd
+            for role, usd in self.billed_usd.items()
+            if ("reflector" if role == "reflector" else "executor") in self.paid
+        )
+
+    def failed_tries(self, attempts: list[Attempt] | None = None) -> tuple[int, RoleUsage]:
+        """How many CLI calls failed and were retried, and what they cost (tokens, dollars
+        as Claude Code priced them), over `attempts` (default: every attempt). Every other
+        figure already includes them; this shows them apart."""
+        tries = [
+            t
+            for attempt in (self.all_attempts if attempts is None else attempts)
+            for record in attempt.all_records
+            for t in record.failed_tries
+        ]
+        return len(tries), RoleUsage(sum(t.tokens for t in tries), sum(t.cost_usd for t in tries))
+
+    def usage_by_role(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
+        """Tokens and Claude Code's price per kind of session (`ROLES`), of `attempts`
+        (default: every attempt, and the planner; then the steps billed on top of the
+        answers, advisor and compaction, and `other`). They add up to `tokens` and to the
+        dollars spent (or recorded, for a replay). The executor's calls run its subagents:
+        their share is split off (see `IterationRecord.subagent_cost_usd`)."""
+        roles = self._sessions(attempts)
+        if attempts is None:
+            split_steps(roles, self.billed_steps)
+            roles["other"] = self._unnamed(roles)
+        return roles
+
+    def _sessions(self, attempts: list[Attempt] | None = None) -> dict[str, RoleUsage]:
+        """Each kind of session's tokens and price as Claude Code counted them, failed
+        tries in their own role (`failed_tries` shows them apart)."""
+        roles = dict.fromkeys(ROLES, RoleUsage())
+        for attempt in self.all_attempts if attempts is None else attempts:
+            for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
+                sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
+                roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
+                roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
+            for vote in (
+                t for record in attempt.reflectors for t in (*record.failed_tries, record)
+            ):
+                roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
+            for again in attempt.recalled:  # as recorded: the figures a rerun gives
+                roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
+        if attempts is None:
+            for plan in self.plans:
+                for used in (plan.record, plan.recalled):
+                    if used is not None:
+                        roles["planner"] += RoleUsage(used.tokens, used.cost_usd)
+        return roles
+
+    def steps_left_out(self) -> dict[str, dict[str, RoleUsage]]:
+        """What the streams billed that Claude Code's totals leave out, by the gateway's role
+        and the kind of step: compaction, and advisor steps it filed under no session."""
+        return split_steps(self._sessions(), self.billed_steps)
+
+    def _unnamed(self, roles: dict[str, RoleUsage]) -> RoleUsage:
+        """What the run's figures (`tokens`; the dollars spent, or recorded for a replay)
+        hold that no role names (the streams' price of a call Claude Code never priced),
+        so the roles add up to the figure every report shows. Dollars only for a run whose
+        every session was paid or replayed: a scripted answer costs nothing, yet Claude
+        Code prices it in its role."""
+        named = sum(used.tokens for used in roles.values())
+        spent, recorded = self.costs()
+        ran = {"executor"} | ({"reflector"} if roles["reflector"].tokens else set())
+        usd = spent + recorded - sum(used.cost_usd for used in roles.values())
+        priced = ran <= (self.paid | self.replayed) and usd > 5e-7
+        return RoleUsage(max(0, self.tokens - named), usd if priced else 0.0)
+
+    @property
+    def last_message(self) -> str:
+        for record in reversed(self.final.records if self.attempts else []):
+            if record.output or record.texts:
+                return record.output or record.texts[-1]
+        return ""

@@ -1,0 +1,1 @@
+"""settings: TODO docstring."""

@@ -1,0 +1,378 @@
+"""The project configuration, ``.atom/config.yaml``.
+
+```yaml
+version: "1"
+tools_dirs: [.atom/tools, tools]     # where `atom tool` looks for tools, first wins
+prompt_paths: [prompts/extra]        # extra prompt folders, searched after .atom/prompts
+timeout: 120                         # seconds a tool may run before it is killed
+model: ${ATOM_MODEL:-}               # default model for specs (empty: the CLI's own)
+record_mode: none                    # none, once, new_episodes, all or refresh
+match: conversation                  # conversation, structural or strict
+threshold: 0.8                       # and the other run settings (pytest_atom.settings.resolved)
+limits: {max_turns: 30, max_cost_usd: 2}   # default budgets of every spec (a spec's own win)
+pass_env: [JAVA_OPTS, "MYAPP_*"]     # caller variables every spec's processes get (a spec's add)
+```
+
+The file is looked for in the working directory and then in each parent folder up to
+the filesystem root, or given explicitly (``--config``). Without one every setting has
+its default and the project folder (`AtomConfig.root`) is the working directory; an
+empty file marks a project folder without changing anything else.
+
+Every string value, list items included, may refer to the environment: ``${VAR}`` is
+the variable's value and an error when it is unset; ``${VAR:-default}`` falls back to
+`default` when it is unset or empty, as in a shell; ``$${`` stands for a literal ``${``.
+A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
+Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
+
+The design this grew from says to use the defaults and warn on a bad config. Here a
+bad config is an error that names the file, the line, the key and the fix: a silently
+ignored typo (``timout: 600``) would quietly change what a CI run does, and a warning
+nobody reads in a CI log does not stop it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_atom import yamldoc
+from pytest_atom.cost.limits import Limits, parse_limits
+from pytest_atom.environment import pass_env_problem
+from pytest_atom.errors import FileError
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.settings.modes import MATCH_MODES, RECORD_MODES
+from pytest_atom.settings.resolved import FILE_SETTINGS, SettingsError, parse_setting
+
+CONFIG_DIR = ".atom"
+CONFIG_NAME = "config.yaml"
+SUPPORTED_VERSIONS = ("1",)
+
+#: A literal ``$${``, a reference ``${NAME}`` / ``${NAME:-default}``, or a malformed ``${``.
+_VAR = re.compile(r"\$\$\{|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
+
+
+class ConfigError(FileError):
+    """A config file that cannot be used; str() is the full user-facing message."""
+
+    def __init__(
+        self,
+        message: str,
+        path: Path,
+        key: str | None = None,
+        line: int | None = None,
+        suggestion: str | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, path, line=line, column=column, suggestion=suggestion)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class AtomConfig:
+    """Settings from ``.atom/config.yaml``; the defaults when there is none."""
+
+    version: str = "1"
+    tools_dirs: tuple[str, ...] = (".atom/tools", "tools")
+    prompt_paths: tuple[str, ...] = ()
+    timeout: float = 120
+    model: str | None = None
+    #: Run settings (`pytest_atom.settings.resolved`) the file sets, checked and typed.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)  # default budgets; a spec's own win per key
+    #: Caller variables (names or globs) every run's processes get beside the default set
+    #: (pytest_atom.environment); a spec's `pass_env:` adds to these.
+    pass_env: tuple[str, ...] = ()
+    path: Path | None = None  # the file the settings came from
+    root: Path = field(default_factory=Path.cwd)  # the folder holding .atom/, or the cwd
+
+    @property
+    def tools_paths(self) -> tuple[Path, ...]:
+        """`tools_dirs` as absolute folders, relative ones taken from `root`."""
+        return tuple(self.resolve(d) for d in self.tools_dirs)
+
+    @property
+    def prompt_dirs(self) -> tuple[Path, ...]:
+        """`prompt_paths` as absolute folders, relative ones taken from `root`."""
+        return tuple(self.resolve(d) for d in self.prompt_paths)
+
+    def resolve(self, folder: str) -> Path:
+        """`folder` (``~`` expanded) against the project folder."""
+        return (self.root / Path(folder).expanduser()).resolve()
+
+    def prompt_loader(self) -> PromptLoader:
+        """A loader searching ``.atom/prompts``, then `prompt_paths`, then the shipped
+        prompts and ``$ATOM_PROMPTS_PATH``: the project's own folders come first."""
+        default = PromptLoader(project_dir=self.root).search_paths
+        return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {"record_mode": RECORD_MODES, "match": MATCH_MODES}
+_KNOWN_KEYS = (
+    "version",
+    "tools_dirs",
+    "prompt_paths",
+    "timeout",
+    "model",
+    "limits",
+    "pass_env",
+    *FILE_SETTINGS,
+)
+
+
+def find_config(cwd: Path | None = None) -> Path | None:
+    """``.atom/config.yaml`` in `cwd` or the nearest parent folder that has one."""
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        candidate = folder / CONFIG_DIR / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomConfig:
+    """Load the project configuration.
+
+    `path` is an explicit file (``--config``; relative to `cwd`); it must exist. Without
+    it ``.atom/config.yaml`` is searched from `cwd` (default: the working directory)
+    upwards, and the defaults apply when none is found. The project folder is the one
+    holding the file's ``.atom/`` folder; for an explicit file elsewhere it is the
+    file's own folder, so relative paths in a file mean the same wherever it is used
+    from.
+    """
+    base = (cwd or Path.cwd()).resolve()
+    if path is None:
+        found = find_config(base)
+        if found is None:
+            return AtomConfig(root=base)
+    else:
+        found = (base / Path(path).expanduser()).resolve()
+        if not found.is_file():
+            raise ConfigError("config file not found", found)
+    root = found.parent.parent if found.parent.name == CONFIG_DIR else found.parent
+    try:
+        text = found.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file: {exc}", found) from None
+    return _parse(text, found, root)
+
+
+def _parse(text: str, path: Path, root: Path) -> AtomConfig:
+    try:
+        node, data = yamldoc.load(text)  # refuses alias bombs before `_expand` walks them
+    except yamldoc.YamlDocError as exc:
+        raise ConfigError(exc.message, path, line=exc.line, column=exc.column) from None
+    if data is None:
+        return AtomConfig(path=path, root=root)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"the config must be a mapping of settings, not {_type_name(data)}", path, line=1
+        )
+    lines = _key_lines(node, path)
+    values: dict[str, Any] = {}
+    for key, raw in data.items():
+        line = lines.get(str(key))
+        if key not in _KNOWN_KEYS:
+            close = difflib.get_close_matches(str(key), _KNOWN_KEYS, n=1, cutoff=0.6)
+            known = "" if close else f" (known keys: {', '.join(_KNOWN_KEYS)})"
+            raise ConfigError(
+                f"unknown key {key!r}{known}",
+                path,
+                key=str(key),
+                line=line,
+                suggestion=close[0] if close else None,
+            )
+        if raw is None:  # `key:` with nothing after it: the default
+            continue
+        values[key] = _convert(key, _expand(raw, path, key, line), path, line)
+    settings = {key: values.pop(key) for key in FILE_SETTINGS if key in values}
+    return AtomConfig(**values, settings=settings, path=path, root=root)
+
+
+def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
+    """The line of each top-level key; a key given twice is an error (YAML keeps the last
+    silently, so one of the two settings would be ignored)."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            key, line = str(key_node.value), key_node.start_mark.line + 1
+            if key in lines:
+                raise ConfigError(
+                    f"key {key!r} is given twice (first on line {lines[key]})",
+                    path,
+                    key=key,
+                    line=line,
+                )
+            lines[key] = line
+    return lines
+
+
+def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` in every string inside `value`."""
+    if isinstance(value, list):
+        return [_expand(item, path, key, line) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group("name"), match.group("default")
+        if match.group(0) == "$${":
+            return "${"
+        if name is None:
+            raise ConfigError(
+                f"malformed variable reference in {key!r}: {value!r} "
+                "(write ${NAME} or ${NAME:-default}, and $${ for a literal ${)",
+                path,
+                key=key,
+                line=line,
+            )
+        current = os.environ.get(name)
+        if default is not None:
+            return current if current else default
+        if current is None:
+            raise ConfigError(
+                f"environment variable {name!r} used by {key!r} is not set "
+                f"(set it, or give a default: ${{{name}:-value}})",
+                path,
+                key=key,
+                line=line,
+            )
+        return current
+
+    return _VAR.sub(substitute, value)
+
+
+def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
+    """`value` of `key` as the run reads it; raises ConfigError naming the file, key, line
+    and, where one is close, the value meant."""
+    convert = _CONVERTERS.get(key)
+    if convert is not None:
+        return convert(key, value, path, line)
+    try:  # a run setting: the same check as on the command line or in the ini file
+        return parse_setting(key, value, repr(key))
+    except SettingsError as exc:
+        choices = _CHOICES.get(key, ())
+        close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
+        raise ConfigError(
+            str(exc), path, key=key, line=line, suggestion=close[0] if close else None
+        ) from None
+
+
+def _wrong(key: str, value: Any, path: Path, line: int | None, expected: str) -> ConfigError:
+    return ConfigError(
+        f"{key!r} must be {expected}, not {_type_name(value)} {value!r}",
+        path,
+        key=key,
+        line=line,
+    )
+
+
+def _version(key: str, value: Any, path: Path, line: int | None) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _wrong(key, value, path, line, 'a string such as "1"')
+    if str(value) not in SUPPORTED_VERSIONS:
+        raise ConfigError(
+            f"unsupported config version {str(value)!r} "
+            f"(supported: {', '.join(SUPPORTED_VERSIONS)})",
+            path,
+            key=key,
+            line=line,
+            suggestion=SUPPORTED_VERSIONS[-1],
+        )
+    return str(value)
+
+
+def _folders(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _wrong(key, value, path, line, "a list of folder names")
+    return tuple(value)
+
+
+def _pass_env(key: str, value: Any, path: Path, line: int | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _wrong(
+            key,
+            value,
+            path,
+            line,
+            "a list of variable names or globs, such as [JAVA_OPTS, 'MYAPP_*']",
+        )
+    for entry in value:
+        problem = pass_env_problem(entry)
+        if problem:
+            raise ConfigError(f"'pass_env': {problem}", path, key=key, line=line)
+    return tuple(value)
+
+
+def _timeout(key: str, value: Any, path: Path, line: int | None) -> float:
+    number = _number(value)
+    if number is None:
+        raise _wrong(key, value, path, line, "a number of seconds")
+    if not (number > 0 and math.isfinite(number)):
+        raise ConfigError(
+            f"'timeout' must be a positive number of seconds, not {value!r}",
+            path,
+            key=key,
+            line=line,
+        )
+    return number
+
+
+def _limits(key: str, value: Any, path: Path, line: int | None) -> Any:
+    if not isinstance(value, dict):
+        raise _wrong(key, value, path, line, "a mapping such as {max_turns: 30, max_cost_usd: 2}")
+    try:
+        return parse_limits(value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), path, key=key, line=line) from None
+
+
+def _model(key: str, value: Any, path: Path, line: int | None) -> str | None:
+    if not isinstance(value, str):
+        raise _wrong(key, value, path, line, "a model name (a string)")
+    return value or None  # `${ATOM_MODEL:-}`: no model, the CLI's default
+
+
+#: The keys of the file's own (not run settings), each with its check and conversion.
+_CONVERTERS: dict[str, Callable[[str, Any, Path, int | None], Any]] = {
+    "version": _version,
+    "tools_dirs": _folders,
+    "prompt_paths": _folders,
+    "pass_env": _pass_env,
+    "timeout": _timeout,
+    "limits": _limits,
+    "model": _model,
+}
+
+
+def _number(value: Any) -> float | None:
+    """A YAML number, or the text of one (what an expanded ``${VAR}`` gives)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _type_name(value: Any) -> str:
+    names: Mapping[type, str] = {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "a boolean",
+        list: "a list",
+        dict: "a mapping",
+    }
+    return names.get(type(value), type(value).__name__)

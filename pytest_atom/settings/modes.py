@@ -1,0 +1,32 @@
+"""The names of the record and match modes, in one place for every front end and file.
+
+Record modes mean what they mean in vcrpy and pytest-recording, plus ``refresh``: replay
+with the live Claude Code and write back what it sent (no upstream, no tokens spent).
+Match modes are explained in `pytest_atom.replay.matching`. Judge modes say what a
+replay does with a structured session (reflector, planner) whose whole input is unchanged:
+``recall`` takes its recorded answer without starting the CLI, ``rerun`` starts it anyway
+(see `pytest_atom.replay.recall`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+RecordMode = Literal["none", "once", "new_episodes", "all", "refresh"]
+RECORD_MODES: tuple[RecordMode, ...] = ("none", "once", "new_episodes", "all", "refresh")
+
+MatchMode = Literal["conversation", "structural", "strict"]
+MATCH_MODES: tuple[MatchMode, ...] = ("conversation", "structural", "strict")
+DEFAULT_MATCH: MatchMode = "conversation"
+
+#: What answered the CLI in a run: a script, a cassette, the upstream while recording, a
+#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded.
+SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]
+
+JudgeMode = Literal["recall", "rerun"]
+JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
+
+#: How a spec's set-up result comes back from the user's cache (run.setup_cache): cloned or
+#: copied, hard-linked, or never cached (set-up runs every time).
+SetupCacheMode = Literal["copy", "link", "off"]
+SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "link", "off")

@@ -1,0 +1,1 @@
+"""spec: TODO docstring."""

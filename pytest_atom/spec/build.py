@@ -1,0 +1,485 @@
+"""Schema-valid data -> `Spec`: what a schema cannot express (paths exist and stay
+inside their folder, regexes compile, steps and limits make sense), with file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator, SchemaError
+from jsonschema.validators import validator_for
+
+from pytest_atom import yamldoc
+from pytest_atom.cost.limits import Limits, parse_limits
+from pytest_atom.environment import pass_env_problem
+from pytest_atom.spec.claude import (
+    check_bare_trajectory,
+    claude_options,
+    reflector_options,
+    sandbox_options,
+)
+from pytest_atom.spec.document import Document, show_value
+from pytest_atom.spec.env import reserved_env
+from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
+from pytest_atom.spec.types import (
+    BARE_TOOLS,
+    BUILTIN_CHECK_KINDS,
+    COMMAND_DEFAULTS,
+    TRAJECTORY_CHECK_KINDS,
+    Check,
+    ClaudeOptions,
+    Loc,
+    Mark,
+    PlanAccept,
+    SdkApp,
+    Spec,
+    SpecError,
+    Step,
+    steps_prompt,
+)
+from pytest_atom.spec.validation import label, schema_with, validate
+
+# --- schema-valid data -> Spec ----------------------------------------------------------------
+
+
+def _setup(value: list[str] | dict[str, Any]) -> dict[str, Any]:
+    """`setup:` as a list of commands, or `{run: [...], inputs: [...], cache: bool}`."""
+    if isinstance(value, dict):
+        return {
+            "setup": tuple(value.get("run", [])),
+            "setup_inputs": tuple(value.get("inputs", [])),
+            "setup_cache": bool(value.get("cache", True)),
+        }
+    return {"setup": tuple(value)}
+
+
+def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
+    kw: dict[str, Any] = {k: m[k] for k in ("description", "toolname", "xfail", "model") if k in m}
+    kw.update(_workspace(doc, loc, m))
+    kw.update(_setup(m.get("setup", [])))
+    kw["include"] = tuple(
+        inside_folder(doc, loc + ("include", i), glob, "the workspace")
+        for i, glob in enumerate(m.get("include", []))
+    )
+    kw["env"] = _env(doc, loc + ("env",), m.get("env") or {})
+    kw["pass_env"] = _pass_env(doc, loc + ("pass_env",), m.get("pass_env") or [])
+    kw.update(_marks_and_xfail(doc, loc, m))
+    if "max_iterations" in m:
+        kw["max_iterations"] = int(m["max_iterations"])
+    if "attempts" in m:
+        kw["attempts"] = int(m["attempts"])
+    kw.update(_limits(doc, loc, m))
+    spec_side_keys = (
+        ("script", "file"),
+        ("oracle", "file"),
+        ("cassette", None),
+    )
+    for key, want in spec_side_keys:
+        if m.get(key) is not None:
+            kw[key] = spec_side(doc, loc + (key,), m[key], want)
+    kw["accept"] = tuple(
+        _check(doc, loc + ("accept", i), entry) for i, entry in enumerate(m.get("accept", []))
+    )
+    kw["criteria"] = tuple(m.get("criteria", []))
+    if "claude" in m:
+        kw["claude"] = claude_options(doc, loc + ("claude",), m["claude"], kw.get("workspace"))
+        if kw["claude"].bare:
+            _check_bare_tools(doc, loc + ("claude", "allowed_tools"), kw["claude"].allowed_tools)
+    if "sandbox" in m:
+        kw["sandbox"] = sandbox_options(m["sandbox"])
+    if m.get("agent") is not None:
+        kw["agent"] = _sdk_app(doc, loc, m)
+    if "reflector" in m:
+        kw["reflector"] = reflector_options(doc, loc + ("reflector",), m["reflector"])
+    kw["tools"] = tuple(m.get("tools", []))
+    kw["snapshot"] = tuple(
+        inside_folder(doc, loc + ("snapshot", i), rel, "the workspace")
+        for i, rel in enumerate(m.get("snapshot", []))
+    )
+    if kw.get("claude", ClaudeOptions()).bare:
+        check_bare_trajectory(doc, loc, m)
+    kw.update(_task(doc, loc, m))
+    kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
+    return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _marks_and_xfail(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`marks:` without its xfail, which becomes Spec.xfail: one place for the expected
+    failure, whichever key set it."""
+    kw: dict[str, Any] = {}
+    marks = _marks(doc, loc + ("marks",), m.get("marks", []))
+    xfails = [mark for mark in marks if mark.name == "xfail"]
+    if xfails and m.get("xfail") is not None:
+        raise doc.error(
+            "the spec sets both 'xfail' and an xfail in 'marks': keep one (they mean the same)",
+            loc + ("marks",),
+            key=True,
+        )
+    if xfails:
+        kw["xfail"] = xfails[0].reason
+    kw["marks"] = tuple(mark for mark in marks if mark.name != "xfail")
+    return kw
+
+
+def _sdk_app(doc: Document, loc: Loc, m: dict[str, Any]) -> SdkApp:
+    other = next((key for key in ("steps", "request") if key in m), None)
+    if other is not None:  # an SDK app runs its own loop once; steps resume a CLI session
+        raise doc.error(
+            f"an SDK app ('agent: {{sdk: ...}}') runs one task with 'prompt:', not "
+            f"'{other}:'; write one spec per step, or drop 'agent:' to let Claude Code "
+            "run the steps",
+            loc + ("agent",),
+            key=True,
+        )
+    return SdkApp(m["agent"]["sdk"])
+
+
+#: The most characters a prompt (`prompt:`, a step's, a planner's `request:`) may hold: about
+#: 250,000 tokens at ~4 characters a token, more than the 200,000-token context window of
+#: Claude's models, so a longer prompt can never be answered, and far beyond any task
+#: written by hand. Refused when the spec loads, naming its line: a 20 MB prompt used to
+#: reach the CLI and end as the agent's failure. Text the agent needs beyond this belongs in
+#: a workspace file it reads.
+PROMPT_LIMIT = 1_000_000
+
+
+def _prompt_size(doc: Document, loc: Loc, text: str) -> None:
+    if len(text) > PROMPT_LIMIT:
+        raise doc.error(
+            f"'{loc[-1]}' holds {len(text):,} characters, over the limit of {PROMPT_LIMIT:,} "
+            "(about 250,000 tokens, more than a Claude model's context window holds): put "
+            "the long text in a workspace file and tell the agent to read it",
+            loc,
+        )
+
+
+def _task(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """The prompt, from `prompt:`, the `steps:` or a planner's `request:`."""
+    for key in ("prompt", "request"):
+        if isinstance(m.get(key), str):
+            _prompt_size(doc, loc + (key,), m[key])
+    for i, step in enumerate(m.get("steps") or ()):
+        _prompt_size(doc, loc + ("steps", i, "prompt"), step["prompt"])
+    if "steps" in m:
+        steps = _steps(doc, loc + ("steps",), m["steps"])
+        return {"steps": steps, "prompt": steps_prompt(steps)}
+    if "request" in m:
+        kw: dict[str, Any] = {"prompt": m["request"], "request": m["request"]}
+        if "plan_accept" in m:
+            kw["plan_accept"] = _plan_accept(doc, loc + ("plan_accept",), m["plan_accept"])
+        return kw
+    return {"prompt": m["prompt"]}
+
+
+def _workspace(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`workspace:`, a folder or ``{path, ref, exclude}``: any folder inside the project."""
+    value = m.get("workspace")
+    if value is None:
+        return {}
+    at = loc + ("workspace",)
+    kw: dict[str, Any] = {}
+    if isinstance(value, dict):
+        kw["workspace_ref"] = value.get("ref")
+        kw["workspace_exclude"] = tuple(value.get("exclude", []))
+        value, at = value["path"], at + ("path",)
+    if os.path.isabs(value):
+        raise doc.error(
+            f"{label(at)!r} must be a path relative to the spec file's folder, got {value!r}",
+            at,
+        )
+    path = (doc.path.parent / value).resolve()
+    root = outside_project(path, doc.path.parent)
+    if root is not None:
+        raise doc.error(
+            f"{label(at)!r} {value!r} leads outside the project ({root}, the folder of its "
+            f"{root_marker(root)}): name a folder inside it, such as '.' for the spec's "
+            "own folder",
+            at,
+        )
+    if not path.is_dir():
+        state = "is not a folder" if path.exists() else "does not exist"
+        raise doc.error(f"{label(at)!r} folder {value!r} {state} (looked for {path})", at)
+    kw["workspace"] = path
+    return kw
+
+
+#: What marks a project's root, nearest first: pytest's ini files, then a repository.
+
+
+def _env(doc: Document, loc: Loc, mapping: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in mapping.items():
+        if reserved_env(name):
+            raise doc.error(
+                f"env {name} is set by pytest-atom for every session (the gateway, the CLI's "
+                "own config and home, credentials), and the harness's value always wins: "
+                f"remove {name} from 'env'",
+                loc + (name,),
+                key=True,
+            )
+        text = value if isinstance(value, str) else json.dumps(value)
+        bad = re.search(r"\$\{(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})", text)
+        if bad:
+            raise doc.error(
+                f"env {name}: {text!r} has a '${{' that is not ${{NAME}} or ${{NAME:-default}} "
+                "(write $$ for a literal $)",
+                loc + (name,),
+            )
+        out[name] = text
+    return out
+
+
+def _pass_env(doc: Document, loc: Loc, entries: list[str]) -> tuple[str, ...]:
+    for i, entry in enumerate(entries):
+        problem = pass_env_problem(entry)
+        if problem:
+            raise doc.error(f"pass_env: {problem}", loc + (i,))
+    return tuple(entries)
+
+
+def _marks(doc: Document, loc: Loc, entries: list[Any]) -> list[Mark]:
+    marks: list[Mark] = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, str):
+            if entry in ("skip", "skipif", "xfail"):
+                raise doc.error(
+                    f"mark {entry!r} needs a reason: write {{{entry}: REASON}}"
+                    if entry != "skipif"
+                    else "mark 'skipif' needs a condition and a reason: "
+                    "{skipif: {condition: \"sys.platform == 'win32'\", reason: REASON}}",
+                    loc + (i,),
+                )
+            marks.append(Mark(entry))
+            continue
+        ((name, value),) = entry.items()
+        if name == "skipif":
+            marks.append(Mark(name, value["reason"], value["condition"]))
+        else:
+            marks.append(Mark(name, value))
+    return marks
+
+
+def _steps(doc: Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Step, ...]:
+    """The steps, each with its own checks and limits; ids are unique within the spec."""
+    steps: list[Step] = []
+    for i, m in enumerate(entries):
+        at = loc + (i,)
+        first = next((s for s in steps if s.id == m["id"]), None)
+        if first is not None:
+            raise doc.error(
+                f"duplicate step id {m['id']!r} (first used on line {first.line}): "
+                "step ids must be unique within a spec, rename one",
+                at + ("id",),
+            )
+        limits = _limits(doc, at, m).get("limits") if "limits" in m else None
+        steps.append(
+            Step(
+                id=m["id"],
+                prompt=m["prompt"],
+                line=doc.line(at),
+                description=m.get("description", ""),
+                accept=tuple(
+                    _check(doc, at + ("accept", j), e) for j, e in enumerate(m.get("accept", []))
+                ),
+                criteria=tuple(m.get("criteria", [])),
+                attempts=int(m["attempts"]) if "attempts" in m else None,
+                limits=limits if limits is not None else (Limits() if "limits" in m else None),
+            )
+        )
+    return tuple(steps)
+
+
+def _plan_accept(doc: Document, loc: Loc, m: dict[str, Any]) -> PlanAccept:
+    accept = PlanAccept(**m)
+    if accept.has_step is not None:
+        _regex(doc, loc + ("has_step",), accept.has_step)
+    if accept.min_steps and accept.max_steps and accept.min_steps > accept.max_steps:
+        raise doc.error(
+            f"'plan_accept' asks for min_steps {accept.min_steps} > max_steps "
+            f"{accept.max_steps}: no plan could pass, lower min_steps or raise max_steps",
+            loc + ("min_steps",),
+        )
+    return accept
+
+
+def planned_steps(
+    text: str, origin: Path, *, check_kinds: Collection[str] = ()
+) -> tuple[Step, ...]:
+    """A planner's steps (`text`: JSON ``{"steps": [...]}``, saved at `origin`), checked
+    exactly like a spec's hand-written ``steps:``: the same schema, ids and messages.
+
+    Raises SpecError naming `origin` and the line of the plan's JSON at fault.
+    """
+    schema = schema_with(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    doc = Document(origin, text)
+    if not isinstance(doc.data, dict) or set(doc.data) != {"steps"}:
+        raise SpecError("a plan is a JSON object with one key, 'steps'", origin)
+    validate(doc, schema)  # `{"steps": [...]}` is itself a spec, so the spec schema fits
+    return _steps(doc, ("steps",), doc.data["steps"])
+
+
+def _limits(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`limits:` and the older top-level `timeout` (``limits.timeout`` wins over it)."""
+    limits = {k: v for k, v in (m.get("limits") or {}).items() if v is not None}
+    if m.get("timeout") is not None:
+        limits.setdefault("timeout", m["timeout"])
+    try:  # the schema checked types and ranges; this catches what it lets by (NaN)
+        kw: dict[str, Any] = {"limits": parse_limits(limits)} if limits else {}
+    except ValueError as exc:
+        where = loc + ("limits",) if "limits" in m else loc + ("timeout",)
+        raise doc.error(str(exc), where) from None
+    if "timeout" in limits:
+        kw["timeout"] = float(limits["timeout"])
+    tolerance = (m.get("baseline") or {}).get("tolerance")
+    if tolerance:
+        kw["baseline_tolerance"] = dict(tolerance)
+    return kw
+
+
+def _check_bare_tools(doc: Document, loc: Loc, allowed: tuple[str, ...]) -> None:
+    """A tool `--bare` cannot offer would fail every call with "No such tool available"."""
+    for i, rule in enumerate(allowed):
+        name = rule.split("(", 1)[0].strip()
+        if name not in BARE_TOOLS and not name.startswith("mcp__"):
+            raise doc.error(
+                f"{label(loc + (i,))!r} allows {name}, which `bare: true` cannot offer "
+                f"(Claude Code's --bare mode has only {', '.join(BARE_TOOLS)}): remove {name} "
+                "or drop `bare: true`",
+                loc + (i,),
+            )
+
+
+def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
+    ((kind, value),) = entry.items()
+    at = loc + (kind,)
+    params: dict[str, Any]
+    if kind in ("file_exists", "file_absent"):
+        params = {"path": inside_folder(doc, at, value, "the workspace")}
+    elif kind == "file_contains":
+        params = {
+            "path": inside_folder(doc, at + ("path",), value["path"], "the workspace"),
+            "pattern": _regex(doc, at + ("pattern",), value["pattern"]),
+        }
+    elif kind == "command":
+        value = {"run": value} if isinstance(value, str) else value
+        output = value.get("output")
+        params = {
+            "run": value["run"],
+            "exit_code": int(value.get("exit_code", COMMAND_DEFAULTS["exit_code"])),
+            "output": None if output is None else _regex(doc, at + ("output",), output),
+            "timeout": float(value.get("timeout", COMMAND_DEFAULTS["timeout"])),
+        }
+        if value.get("stdout") is not None:
+            params["stdout"] = value["stdout"]
+        params.update(_unsandboxed(doc, at, value))
+    elif kind in TRAJECTORY_CHECK_KINDS:
+        params = _trajectory(doc, at, kind, value)
+    elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
+        params = dict(value) if isinstance(value, dict) else {"value": value}
+    else:  # json_schema
+        schema, schema_file = value["schema"], None
+        if isinstance(schema, str):
+            schema_file = spec_side(doc, at + ("schema",), schema, "file")
+            schema = _read_schema(doc, at + ("schema",), schema_file)
+        try:
+            validator_for(schema, default=Draft202012Validator).check_schema(schema)
+        except SchemaError as exc:
+            raise doc.error(
+                f"{label(at + ('schema',))!r} is not a valid JSON schema: {exc.message}",
+                at + ("schema",),
+            ) from None
+        params = {
+            "path": inside_folder(doc, at + ("path",), value["path"], "the workspace"),
+            "schema": schema,
+            "schema_file": schema_file,
+        }
+    return Check(kind=kind, params=params, line=doc.line(loc))
+
+
+def _unsandboxed(doc: Document, at: Loc, value: dict[str, Any]) -> dict[str, Any]:
+    """A command check's way out of the sandbox: ``unsandboxed: true`` with its ``reason:``,
+    both or neither, so that every way out is explained in the spec itself."""
+    unsandboxed, reason = bool(value.get("unsandboxed")), value.get("reason")
+    if unsandboxed and reason is None:
+        raise doc.error(
+            f"{label(at + ('unsandboxed',))!r} runs the command outside the agent's sandbox, "
+            'on files the agent wrote: say why with `reason:` (e.g. reason: "talks to the '
+            'database on the host"), or remove `unsandboxed: true`',
+            at + ("unsandboxed",),
+        )
+    if reason is not None and not unsandboxed:
+        raise doc.error(
+            f"{label(at + ('reason',))!r} explains a way out of the sandbox, and the check "
+            "asks for none: add `unsandboxed: true`, or remove `reason:`",
+            at + ("reason",),
+        )
+    return {"unsandboxed": True, "reason": reason} if unsandboxed else {}
+
+
+def _trajectory(doc: Document, at: Loc, kind: str, value: Any) -> dict[str, Any]:
+    """A trajectory check's params, every key filled in; regexes compiled, counts sane."""
+    if kind == "tool_order":
+        seen: dict[str, int] = {}
+        for i, name in enumerate(value):
+            if name in seen:
+                raise doc.error(
+                    f"{label(at + (i,))!r} names {name} again (first at position "
+                    f"{seen[name] + 1}): tool_order compares each tool's first call, so "
+                    "name each tool once",
+                    at + (i,),
+                )
+            seen[name] = i
+        return {"names": list(value)}
+    if kind in ("skill_invoked", "subagent_used"):
+        return {"name": value}
+    if kind == "mcp_called":
+        return {"server": value["server"], "tool": value.get("tool")}
+    if kind == "final_message":
+        return {"pattern": _regex(doc, at, value)}
+    if kind == "tool_results":
+        return {"file": spec_side(doc, at, value, "file")}
+    value = {"name": value} if isinstance(value, str) else value
+    pattern = value.get("input")
+    params = {
+        "name": value.get("name"),
+        "input": None if pattern is None else _regex(doc, at + ("input",), pattern),
+    }
+    if kind == "permission_denied":
+        return params
+    high = value.get("max")
+    low = value.get("min", 0 if high == 0 else 1)
+    if high is not None and low > high:
+        raise doc.error(
+            f"{label(at)!r} asks for min {low} > max {high} calls, which no run can "
+            f"satisfy: lower min or raise max{' (max 0 means never)' if high == 0 else ''}",
+            at + ("min",),
+        )
+    return {**params, "min": low, "max": high, "in": value.get("in", "any")}
+
+
+def _read_schema(doc: Document, loc: Loc, file: Path) -> dict[str, Any]:
+    try:
+        text = file.read_text(encoding="utf-8")
+        schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
+    except (OSError, UnicodeDecodeError, ValueError, yamldoc.YamlDocError) as exc:
+        raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
+    if not isinstance(schema, dict):
+        raise doc.error(
+            f"schema file {file.name!r} must hold a mapping, got {show_value(schema)}", loc
+        )
+    return schema
+
+
+def _regex(doc: Document, loc: Loc, pattern: str) -> str:
+    try:
+        re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        at = f" (position {exc.pos})" if exc.pos is not None else ""
+        raise doc.error(
+            f"{label(loc)!r} is not a valid regular expression: {exc.msg}{at}", loc
+        ) from None
+    return pattern

@@ -1,0 +1,198 @@
+"""The ``claude:`` block of a spec: configuration files that exist, stay outside the
+workspace and stay checkable, as `ClaudeOptions`; and the sandbox and reflector options."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.paths import display_path
+from pytest_atom.spec.document import Document, show_value
+from pytest_atom.spec.paths import outside_project, project_root
+from pytest_atom.spec.types import (
+    BARE_TOOLS,
+    DEFS,
+    ClaudeOptions,
+    Loc,
+    ReflectorOptions,
+    SandboxOptions,
+)
+from pytest_atom.spec.validation import expected, label
+
+_CONFIG_KEYS = ("claude_md", "skills", "agents", "hooks", "mcp_servers", "plugins")
+#: Trajectory checks that need a tool `--bare` does not offer.
+_BARE_UNCHECKABLE = {"skill_invoked": "Skill", "subagent_used": "Agent"}
+#: Where the workspace would already hold what `claude:` installs (see agents.claude_code.configuration).
+_INSTALLED_AT = {"claude_md": "CLAUDE.md", "skills": ".claude/skills", "agents": ".claude/agents"}
+
+
+def claude_options(
+    doc: Document, loc: Loc, m: dict[str, Any], workspace: Path | None
+) -> ClaudeOptions:
+    """`claude:`: CLI options and the configuration under test, its files found and read."""
+    kw: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in m.items()
+        if k in ("permission_mode", "allowed_tools", "bare", "args")
+    }
+    if m.get("bare"):
+        kw.setdefault("allowed_tools", BARE_TOOLS)
+        for key in _CONFIG_KEYS:
+            if key in m:
+                raise doc.error(
+                    f"{label(loc + (key,))!r} configures what `bare: true` does not load "
+                    "(Claude Code's --bare skips hooks and CLAUDE.md and offers only "
+                    f"{', '.join(BARE_TOOLS)}): remove {key} or drop `bare: true`",
+                    loc + (key,),
+                )
+    if "claude_md" in m:
+        text = m["claude_md"]
+        if "\n" not in text.strip() and text.strip().endswith(".md"):
+            kw["claude_md_file"] = _config_path(doc, loc + ("claude_md",), text.strip(), "file")
+            kw["claude_md"] = _read_text(doc, loc + ("claude_md",), kw["claude_md_file"])
+        else:
+            kw["claude_md"] = text
+    for key, want in (("skills", "skill"), ("agents", "file"), ("plugins", "folder")):
+        paths = [_config_path(doc, loc + (key, i), v, want) for i, v in enumerate(m.get(key, []))]
+        names: dict[str, int] = {}
+        for i, path in enumerate(paths):
+            if path.name in names:
+                raise doc.error(
+                    f"{label(loc + (key, i))!r} is a second {want} named {path.name!r} (the "
+                    f"first is {label(loc + (key, names[path.name]))}): each is installed "
+                    "under its name, so rename one",
+                    loc + (key, i),
+                )
+            names[path.name] = i
+        kw[key] = tuple(paths)
+    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
+        raise doc.error(
+            f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
+            "set hooks: keep them in one place (claude.hooks)",
+            loc + ("hooks",),
+        )
+    owned = {"sandbox", "claudeMdExcludes"} & set(m.get("settings") or {})
+    if owned:
+        key = sorted(owned)[0]
+        raise doc.error(
+            f"{label(loc + ('settings', key))!r} is set by pytest-atom for every run (the "
+            "sandbox and the isolation from folders above the run): use the spec's `sandbox:` "
+            "key instead, or `sandbox: false`",
+            loc + ("settings", key),
+        )
+    for key in ("settings", "hooks", "mcp_servers"):
+        if m.get(key):
+            kw[key] = copy.deepcopy(m[key])
+    if workspace is not None:
+        _check_not_in_workspace(doc, loc, kw, workspace)
+    return ClaudeOptions(**kw)
+
+
+def _check_not_in_workspace(doc: Document, loc: Loc, kw: dict[str, Any], workspace: Path) -> None:
+    """What `claude:` installs must not replace what the workspace already holds, unless it
+    is that very file or folder: naming the workspace's own `.claude/skills/x` puts it under
+    test (its changes make the cassette stale, `config_hashes`) and installs it as it is."""
+    targets: list[tuple[Loc, str]] = []
+    if kw.get("claude_md") is not None:
+        targets.append((loc + ("claude_md",), _INSTALLED_AT["claude_md"]))
+    for key in ("skills", "agents"):
+        targets += [
+            (loc + (key, i), f"{_INSTALLED_AT[key]}/{p.name}")
+            for i, p in enumerate(kw[key])
+            if (workspace / _INSTALLED_AT[key] / p.name).resolve() != p.resolve()
+        ]
+    for at, rel in targets:
+        if (workspace / rel).exists():
+            raise doc.error(
+                f"{label(at)!r} would replace the workspace's own {rel}: rename one, or "
+                "remove it from the workspace and keep it in the spec",
+                at,
+            )
+
+
+def _config_path(doc: Document, loc: Loc, value: str, want: str) -> Path:
+    """A `claude:` path: relative to the spec file, inside its project (`project_root`, as a
+    workspace), existing; a skill is a folder with a SKILL.md."""
+    root = project_root(doc.path.parent)
+    path = (doc.path.parent / value).resolve()
+    if os.path.isabs(value) or outside_project(path, doc.path.parent) is not None:
+        raise doc.error(
+            f"{label(loc)!r} must be a path relative to the spec file that stays inside its "
+            f"project ({display_path(root)}), got {value!r}",
+            loc,
+        )
+    kind = "folder" if want in ("skill", "folder") else "file"
+    if not (path.is_dir() if kind == "folder" else path.is_file()):
+        state = f"is not a {kind}" if path.exists() else "does not exist"
+        raise doc.error(
+            f"{label(loc)!r} {want} {value!r} {state} (looked for {path}): create it, or fix "
+            "the path (relative to the spec file)",
+            loc,
+        )
+    if want == "skill" and not (path / "SKILL.md").is_file():
+        raise doc.error(
+            f"{label(loc)!r} skill folder {value!r} has no SKILL.md (looked for "
+            f"{path / 'SKILL.md'}): a skill is a folder with a SKILL.md, name the folder",
+            loc,
+        )
+    return path
+
+
+def _read_text(doc: Document, loc: Loc, file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise doc.error(f"cannot read {file.name!r}: {exc}", loc) from None
+
+
+def check_bare_trajectory(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """`skill_invoked`/`subagent_used` under `bare: true` could never pass."""
+    lists = [(loc + ("accept",), m.get("accept") or [])] + [
+        (loc + ("steps", i, "accept"), step.get("accept") or [])
+        for i, step in enumerate(m.get("steps") or [])
+    ]
+    for at, entries in lists:
+        for i, entry in enumerate(entries):
+            kind = next(iter(entry), None)
+            if kind in _BARE_UNCHECKABLE:
+                raise doc.error(
+                    f"{kind} needs the {_BARE_UNCHECKABLE[kind]} tool, which `bare: true` "
+                    f"does not offer (Claude Code's --bare has only {', '.join(BARE_TOOLS)}): "
+                    "remove the check or drop `bare: true`",
+                    at + (i, kind),
+                )
+
+
+def sandbox_options(value: bool | dict[str, Any]) -> SandboxOptions | None:
+    if value is False:
+        return None
+    if value is True:
+        return SandboxOptions()
+    return SandboxOptions(
+        network=tuple(value.get("network", [])), write=tuple(value.get("write", []))
+    )
+
+
+def reflector_options(doc: Document, loc: Loc, m: dict[str, Any]) -> ReflectorOptions:
+    kw: dict[str, Any] = {k: m[k] for k in ("model", "gate") if k in m}
+    if "votes" in m:
+        if m["votes"] % 2 == 0:  # an even count can tie, and a tie is no majority
+            at = loc + ("votes",)
+            raise doc.error(
+                f"{label(at)!r} must be odd so a majority always exists (1, 3, 5, 7 or 9), "
+                f"got {m['votes']}",
+                at,
+            )
+        kw["votes"] = m["votes"]
+    if "threshold" in m:
+        threshold = float(m["threshold"])
+        if math.isnan(threshold):  # passes the schema's range test, as NaN compares false
+            at = loc + ("threshold",)
+            props = DEFS["reflector"]["properties"]
+            wanted = expected(props["threshold"])
+            raise doc.error(f"{label(at)!r} must be {wanted}, got {show_value(threshold)}", at)
+        kw.update(threshold=threshold, threshold_set=True)
+    return ReflectorOptions(**kw)

@@ -1,0 +1,62 @@
+"""The environment a spec's run gets: ``env:`` with ``${VAR}`` expanded, and the
+names the harness reserves for itself."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from pytest_atom.environment import RUN_FOLDERS
+from pytest_atom.spec.types import Spec
+
+RESERVED_ENV: tuple[str, ...] = (
+    "ANTHROPIC_",
+    "CLAUDE_",
+    "CLAUDECODE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "HOME",
+    *RUN_FOLDERS,  # XDG_*, TMPDIR: the run's own folders (environment.py)
+    "GIT_CEILING_DIRECTORIES",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+)
+_ENV_REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\})")
+
+
+def reserved_env(name: str) -> bool:
+    return any(name.startswith(r) if r.endswith("_") else name == r for r in RESERVED_ENV)
+
+
+class EnvError(ValueError):
+    """An `env:` value names a variable the caller's environment does not have."""
+
+
+def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The spec's `env:` with ``${VAR}`` (``${VAR:-default}``) taken from `environ`
+    (default: the process's) and ``$$`` as ``$``; raises EnvError for an unset ``${VAR}``.
+
+    A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
+    variable is in the caller's environment under its own name, which every `Scrubber`
+    reads, so the value is scrubbed wherever it lands.
+    """
+    source = os.environ if environ is None else environ
+    out: dict[str, str] = {}
+    for key, value in spec.env.items():
+
+        def sub(match: re.Match[str], key: str = key) -> str:
+            name, default = match.group(1), match.group(2)
+            if name is None:
+                return "$"
+            if name in source:
+                return source[name]
+            if default is not None:
+                return default
+            raise EnvError(
+                f"spec '{spec.name}' ({spec.path.name}) sets env {key} from ${{{name}}}, which "
+                f"is not set: export {name}, or give a default: ${{{name}:-value}}"
+            )
+
+        out[key] = _ENV_REF.sub(sub, value)
+    return out

@@ -1,0 +1,237 @@
+"""Load and validate ``*.atom.yaml`` spec files: the entry points, specs and arms.
+
+Specs are written by hand, so every error must say where the problem is. YAML is therefore
+composed into nodes (which know their line and column) before it becomes plain data, and
+JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
+of truth for keys, types and defaults; this module adds only what a schema cannot express:
+paths exist and stay inside their folder, regexes compile, spec names are unique. Check kinds
+registered by plugins are passed in as ``check_kinds`` and added to a copy of the schema.
+
+The work is split along its concerns, each in its own module: `spec_types` (what a spec
+is), `spec_document` (the YAML and where each value sits), `spec_validation` (schema errors),
+`spec_build` with `spec_claude` and `spec_paths` (data to a `Spec`), `spec_env` (the run's
+environment). The public names stay importable from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.spec.build import build_spec
+from pytest_atom.spec.document import Document, show_value
+from pytest_atom.spec.types import (
+    BUILTIN_CHECK_KINDS,
+    Check,
+    ClaudeOptions,
+    Loc,
+    ReflectorOptions,
+    Spec,
+    SpecError,
+)
+from pytest_atom.spec.validation import Schema, schema_with, validate
+from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
+
+__all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's own
+    "Check",
+    "ClaudeOptions",
+    "ReflectorOptions",
+    "Spec",
+    "SpecError",
+    "load_spec",
+    "load_specs",
+    "merge_overlay",
+    "parse_specs",
+    "spec_files",
+]
+
+
+def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
+    """Every spec of one file, in file order; raises SpecError on the first problem found
+    (all of a document's schema errors at once: the first, with the others in its `more`).
+
+    ``check_kinds`` names check kinds registered by plugins (built-in names among them are
+    ignored): an ``accept`` entry of such a kind may hold a mapping, which becomes the check's
+    params as is, or a scalar ``x``, which becomes ``{"value": x}``.
+    """
+    file = Path(path).resolve()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("spec file not found", file) from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"spec file is not UTF-8 text ({exc.reason} at byte {exc.start})", file
+        ) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file ({exc.strerror})", file) from None
+    return parse_specs(file, text, check_kinds=check_kinds)
+
+
+def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> list[Spec]:
+    """Every spec of `text`, read as if it were the spec file `file` (an absolute path, the
+    base of its relative paths): `load_specs` without the reading, for specs another format
+    is translated into (`pytest_atom.evalsuite.cases`)."""
+    if isinstance(check_kinds, str):
+        raise TypeError("check_kinds must be a collection of kind names, not one string")
+    schema = schema_with(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    doc = Document(file, text)
+    if doc.data is None:
+        raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)
+    if not isinstance(doc.data, dict):
+        raise doc.error(
+            "the top level must be a mapping (one spec) or 'specs:' with a list "
+            f"of specs, got {show_value(doc.data)}",
+            (),
+        )
+    validate(doc, schema)
+    if "specs" in doc.data:
+        entries: list[tuple[Loc, dict[str, Any]]] = [
+            (("specs", i), m) for i, m in enumerate(doc.data["specs"])
+        ]
+    else:
+        entries = [((), doc.data)]
+    default_name = file.name[: -len(SPEC_SUFFIX)] if file.name.endswith(SPEC_SUFFIX) else file.stem
+    specs: list[Spec] = []
+    for loc, mapping in entries:
+        name = mapping.get("name", default_name)
+        first = next((s for s in specs if s.base_name == name), None)
+        if first is not None:
+            raise doc.error(
+                f"duplicate spec name {name!r} (first used on line {first.line})", loc + ("name",)
+            )
+        if "arms" in mapping:
+            specs += _arms(doc, schema, loc, mapping, name)
+        else:
+            specs.append(build_spec(doc, loc, mapping, name))
+    return specs
+
+
+def merge_overlay(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """`overlay` over `base` as JSON Merge Patch (RFC 7386) does it: mappings merge key by
+    key, any other value replaces, null removes the key. A list is replaced whole, so an
+    arm's ``skills: []`` means no skills, not the spec's skills plus none."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_overlay(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _arms(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
+    """One Spec per arm: the arm's overlay merged over the spec's keys, then validated and
+    built as any spec, with errors pointing at the arm's own lines where its keys set them.
+
+    An arm keeps its own cassette: ``<name>@<arm>.yaml`` beside where the spec's would be
+    (an arm's own `cassette:` wins); its script is the spec's unless it sets `script:`.
+    """
+    arms: dict[str, dict[str, Any]] = m["arms"]
+    marked = [arm for arm, overlay in arms.items() if overlay.get("reference") is True]
+    named = m.get("reference_arm")
+    if named is not None and named not in arms:
+        close = difflib.get_close_matches(named, list(arms), n=1, cutoff=0.6)
+        raise doc.error(
+            f"'reference_arm' {named!r} is not one of the arms ({', '.join(arms)})",
+            loc + ("reference_arm",),
+            suggestion=close[0] if close else None,
+        )
+    if len({*marked, *([named] if named else [])}) > 1:
+        raise doc.error(
+            f"more than one reference arm ({', '.join(dict.fromkeys([*marked, named or '']))}"
+            "): mark one, with reference: true or reference_arm",
+            loc + ("arms", marked[-1], "reference"),
+            key=True,
+        )
+    reference = named or (marked[0] if marked else next(iter(arms)))
+    base = {k: v for k, v in m.items() if k not in ("arms", "reference_arm")}
+    specs = []
+    for arm, overlay in arms.items():
+        at = loc + ("arms", arm)
+        own = {k: v for k, v in overlay.items() if k != "reference"}
+        for key in ("name", "arms", "reference_arm"):
+            if key in own:
+                raise doc.error(
+                    f"an arm cannot set {key!r}: it belongs to the spec", at + (key,), key=True
+                )
+        merged = merge_overlay(base, own)
+        view = doc.arm_view(loc, at, merged)
+        validate(view, schema)
+        spec = build_spec(view, loc, merged, f"{name}[{arm}]")
+        cassette = spec.cassette
+        if cassette is not None and "cassette" not in own:
+            cassette = cassette.with_name(f"{cassette.stem}@{arm}{cassette.suffix}")
+        specs.append(
+            dataclasses.replace(
+                spec,
+                arm=arm,
+                arm_reference=arm == reference,
+                line=doc.keys[at].start_mark.line + 1,  # the arm's name: its item's line
+                cassette=cassette,
+            )
+        )
+    return specs
+
+
+def load_spec(
+    path: str | os.PathLike[str], name: str | None = None, *, check_kinds: Collection[str] = ()
+) -> Spec:
+    """The only spec of a file, or the one called ``name``; ``check_kinds`` as for load_specs."""
+    specs = load_specs(path, check_kinds=check_kinds)
+    names = [s.name for s in specs]
+    if name is None:
+        if len(specs) == 1:
+            return specs[0]
+        raise SpecError(
+            f"the file holds {len(specs)} specs ({', '.join(names)}); choose one by name",
+            specs[0].path,
+        )
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    raise SpecError(
+        f"no spec named {name!r} (specs here: {', '.join(names)})",
+        specs[0].path,
+        suggestion=close[0] if close else None,
+    )
+
+
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
+
+
+def spec_files(paths: Sequence[Path]) -> list[Path]:
+    """The spec files named or found below the folders named, each once, in order."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            found.update(dict.fromkeys(_walk(path.resolve())))
+        else:
+            found[path.resolve()] = None
+    return list(found)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Spec files below `folder`, skipping hidden folders and spec workspaces (their files
+    are fixture data, as `pytest --atom` treats them)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        here = Path(dirpath)
+        workspaces = declared_workspaces(here)
+        specs_here = any(f.endswith(SPEC_SUFFIX) for f in filenames)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if not d.startswith(".")
+            and d not in _SKIP_DIRS
+            and (here / d) not in workspaces
+            and not (specs_here and d == WORKSPACES_DIR)
+        )
+        yield from (here / f for f in sorted(filenames) if f.endswith(SPEC_SUFFIX))

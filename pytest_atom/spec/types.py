@@ -1,0 +1,307 @@
+"""What a spec is: the values a loaded ``*.atom.yaml`` becomes, and its error.
+
+The loader (`pytest_atom.spec.load`) builds these; everything else reads them.
+``spec_schema.json`` is the single source of truth for keys, types and defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_atom.cost.limits import Limits
+from pytest_atom.errors import FileError
+
+SPEC_SCHEMA: dict[str, Any] = json.loads(
+    Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
+)
+DEFS: dict[str, Any] = SPEC_SCHEMA["$defs"]
+BUILTIN_CHECK_KINDS: tuple[str, ...] = tuple(DEFS["check"]["properties"])
+COMMAND_DEFAULTS = {
+    k: v["default"] for k, v in DEFS["commandCheck"]["properties"].items() if "default" in v
+}
+_DESCRIBE_LIMIT = 100  # characters of a custom check's params shown by Check.describe()
+#: The built-in kinds that read the agent's run (its tool calls and messages), not its files.
+TRAJECTORY_CHECK_KINDS: tuple[str, ...] = (
+    "tool_used",
+    "tool_order",
+    "skill_invoked",
+    "subagent_used",
+    "mcp_called",
+    "final_message",
+    "permission_denied",
+    "tool_results",
+)
+
+Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
+
+
+class SpecError(FileError):
+    """A spec file that cannot be used; str() is the full user-facing message.
+
+    A file with several schema errors raises one SpecError for the first (by line), whose
+    `more` holds the others: str() names each on its own line, with its place and fix, so
+    one run shows them all instead of one per run.
+    """
+
+    more: tuple[SpecError, ...] = ()
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(FileError.__str__(e) for e in self.more)])
+
+
+@dataclass(frozen=True)
+class Check:
+    """One deterministic acceptance check; ``params`` are normalized, defaults filled in."""
+
+    kind: str
+    params: Mapping[str, Any] = field(hash=False)
+    line: int
+
+    def describe(self) -> str:
+        """A short label for reports, so a person recognises the entry in their spec."""
+        p = self.params
+        if self.kind == "file_contains":
+            return f"file_contains {p['path']} /{p['pattern']}/"
+        if self.kind == "command":
+            output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
+            if p.get("stdout") is not None:
+                exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
+                exact = exact if len(exact) <= 40 else exact[:38] + '…"'
+                output += f" and prints exactly {exact}"
+            way_out = " (unsandboxed)" if p.get("unsandboxed") else ""
+            return f"command `{p['run']}` exits {p['exit_code']}{output}{way_out}"
+        if self.kind == "json_schema":
+            source = p["schema_file"].name if p.get("schema_file") else "inline schema"
+            return f"json_schema {p['path']} matches {source}"
+        if self.kind in ("file_exists", "file_absent"):
+            return f"{self.kind} {p['path']}"
+        if self.kind in TRAJECTORY_CHECK_KINDS:
+            return f"{self.kind} {_describe_trajectory(self.kind, p)}"
+        # A kind registered by a plugin: its params, compact and capped so a label stays short.
+        text = json.dumps(dict(p), ensure_ascii=False, separators=(",", ":"), default=str)
+        if len(text) > _DESCRIBE_LIMIT:
+            text = text[: _DESCRIBE_LIMIT - 1] + "…"
+        return f"{self.kind} {text}"
+
+
+def _describe_trajectory(kind: str, p: Mapping[str, Any]) -> str:
+    """``Bash /rm -rf/ never``, ``Read → Edit``: a trajectory check's label."""
+    if kind == "tool_order":
+        return " → ".join(p["names"])
+    if kind == "mcp_called":
+        return str(p["server"]) + (f"/{p['tool']}" if p.get("tool") else "")
+    if kind == "final_message":
+        return f"/{p['pattern']}/"
+    if kind in ("skill_invoked", "subagent_used"):
+        return str(p["name"])
+    if kind == "tool_results":
+        return str(p["file"].name)
+    text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
+    if kind == "tool_used":
+        text += " " + count_phrase(p["min"], p["max"])
+        text += {"main": " by the main agent", "subagents": " by subagents"}.get(p["in"], "")
+    return text
+
+
+def count_phrase(low: int, high: int | None) -> str:
+    """How often a `tool_used` check wants its calls: ``never``, ``at least once``…"""
+    if high == 0:
+        return "never"
+    if high is None:
+        return "at least once" if low == 1 else f"at least {low} times"
+    if low == high:
+        return "exactly once" if low == 1 else f"exactly {low} times"
+    return f"at most {high} times" if low == 0 else f"{low} to {high} times"
+
+
+#: The only tools Claude Code's ``--bare`` mode offers, whatever ``--allowedTools`` says.
+BARE_TOOLS: tuple[str, ...] = ("Bash", "Edit", "Read")
+
+
+@dataclass(frozen=True)
+class ClaudeOptions:
+    """Extra Claude Code CLI options; defaults mirror ``spec_schema.json``.
+
+    Grep and Glob are allowed by default because allowing them is what makes the CLI
+    offer them: its native builds leave them out unless they are asked for.
+    """
+
+    permission_mode: str = "acceptEdits"
+    allowed_tools: tuple[str, ...] = ("Bash", "Edit", "Read", "Write", "Grep", "Glob")
+    bare: bool = False
+    args: tuple[str, ...] = ()
+    #: The configuration under test (see pytest_atom.agents.claude_code.configuration): CLAUDE.md's text
+    #: (and its file, when the spec named one), skill folders, subagent files and plugin
+    #: folders (absolute), settings and hooks (``--settings``) and MCP servers by name.
+    claude_md: str | None = None
+    claude_md_file: Path | None = None
+    skills: tuple[Path, ...] = ()
+    agents: tuple[Path, ...] = ()
+    settings: Mapping[str, Any] | None = field(default=None, hash=False)
+    hooks: Mapping[str, Any] | None = field(default=None, hash=False)
+    mcp_servers: Mapping[str, Mapping[str, Any]] | None = field(default=None, hash=False)
+    plugins: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class SdkApp:
+    """`agent: {sdk: "package.module:function"}`: the executor is a Claude Agent SDK app,
+    that function, imported from the spec's folder or the project (see agents.sdk)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """What a spec lets its agent reach beyond its attempt folder, inside Claude Code's sandbox.
+
+    ``network``: domains the sandbox's proxy lets through (``*.example.com`` allowed);
+    ``write``: extra writable paths, relative to the attempt folder (or ``~/`` or absolute).
+    """
+
+    network: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReflectorOptions:
+    """How the reflector judges a run; defaults mirror ``spec_schema.json``.
+
+    ``threshold_set`` tells whether the spec file set ``threshold`` itself: only then does it
+    beat the ini option ``atom_threshold``.
+    """
+
+    threshold: float = 0.8
+    model: str | None = None
+    threshold_set: bool = False
+    #: Reflector sessions per judgement, combined by majority per criterion (odd: no ties).
+    votes: int = 1
+    #: ``score``: the score passes above the threshold; ``criteria``: every criterion by its
+    #: own vote majority, as `claude plugin eval` passes each grader on its own.
+    gate: Literal["score", "criteria"] = "score"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One `marks:` entry: a pytest mark's name and its arguments (skip, skipif, xfail or a
+    custom mark's bare name)."""
+
+    name: str
+    reason: str | None = None
+    condition: str | None = None  # skipif's, evaluated by pytest as for its own marks
+
+
+STEP_ID = r"^[a-z][a-z0-9_]{0,47}$"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a multi-step spec; unset ``attempts`` and ``limits`` are the spec's."""
+
+    id: str
+    prompt: str
+    line: int
+    description: str = ""
+    accept: tuple[Check, ...] = ()
+    criteria: tuple[str, ...] = ()
+    attempts: int | None = None
+    limits: Limits | None = None
+
+
+@dataclass(frozen=True)
+class PlanAccept:
+    """`plan_accept:`: what a planner's plan must satisfy before any step runs."""
+
+    has_step: str | None = None  # a regex some step id matches (re.search)
+    min_steps: int | None = None
+    max_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One agent task with its acceptance checks; paths are absolute and resolved."""
+
+    name: str
+    path: Path
+    line: int
+    prompt: str
+    description: str = ""
+    workspace: Path | None = None
+    #: `workspace: {ref: …}`: the git commit whose tree is copied, not the working files.
+    workspace_ref: str | None = None
+    workspace_exclude: tuple[str, ...] = ()  # `workspace: {exclude: […]}` globs
+    #: `include:` globs: pytest-atom's own files the workspace copy keeps (it leaves out
+    #: spec files, their scripts and cassettes and `.atom/` otherwise).
+    include: tuple[str, ...] = ()
+    setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
+    #: `setup: {inputs: [...]}`: the workspace files (globs) set-up reads, which key its
+    #: cache (none named: the lock files found); `setup: {cache: false}` never caches it.
+    setup_inputs: tuple[str, ...] = ()
+    setup_cache: bool = True
+    #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: `pass_env:`: caller variables (names or globs) its processes get (environment.py);
+    #: `with_limits` puts `.atom/config.yaml`'s in front.
+    pass_env: tuple[str, ...] = ()
+    marks: tuple[Mark, ...] = ()  # `marks:`, as pytest marks of the spec's item
+    script: Path | None = None
+    oracle: Path | None = None  # a known-good solution, run by `atom validate`
+    toolname: str | None = None
+    max_iterations: int = 10
+    timeout: float = 600.0
+    accept: tuple[Check, ...] = ()
+    criteria: tuple[str, ...] = ()
+    xfail: str | None = None
+    cassette: Path | None = None
+    model: str | None = None
+    claude: ClaudeOptions = ClaudeOptions()
+    agent: SdkApp | None = None  # None: Claude Code itself is the executor
+    sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
+    attempts: int = 3
+    reflector: ReflectorOptions = ReflectorOptions()
+    snapshot: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # project tools on the agent's PATH
+    #: The spec's own `limits:` (the top-level `timeout` folded in); the project's
+    #: defaults fill the rest when it runs.
+    limits: Limits = field(default_factory=Limits)
+    #: `baseline: {tolerance: …}`: per-metric tolerances for --atom-baseline.
+    baseline_tolerance: Mapping[str, float | None] = field(default_factory=dict, hash=False)
+    #: `steps:`: a multi-step spec (then `prompt` lists the steps' prompts, for reports).
+    steps: tuple[Step, ...] = ()
+    session: str = "continue"  # with steps: one conversation ("continue") or one per step
+    max_rollbacks: int = 2
+    #: `request:` (planner mode): a planner session turns it into the steps; until then
+    #: `steps` is empty and `prompt` is the request.
+    request: str | None = None
+    plan_accept: PlanAccept | None = None
+    #: `arms:`: which arm of its spec this is (then `name` is ``<spec name>[<arm>]``), and
+    #: whether the others are compared with it.
+    arm: str | None = None
+    arm_reference: bool = False
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def root(self) -> Path:
+        """The spec file's folder: spec-side relative paths are resolved against it."""
+        return self.path.parent
+
+    @property
+    def base_name(self) -> str:
+        """The spec's own name, without its arm: what its arms have in common."""
+        return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
+
+
+def unsandboxed_checks(spec: Spec) -> list[Check]:
+    """The spec's checks that run outside the agent's sandbox (``unsandboxed: true``), its
+    steps' included, in order: what `atom validate` and `atom cassette check` name."""
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    return [c for c in checks if c.kind == "command" and c.params.get("unsandboxed")]
+
+
+def steps_prompt(steps: Sequence[Step]) -> str:
+    """A multi-step spec's `prompt`, for reports: each step's prompt under its id."""
+    return "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)
