@@ -78,7 +78,7 @@ def _properties_table(node: dict[str, Any]) -> list[str]:
 
 def spec_schema_page() -> str:
     """Every key of a spec and of each nested part, from the JSON schema specs are validated by."""
-    path = ROOT / "pytest_atom" / "model" / "spec_schema.json"
+    path = ROOT / "pytest_atom" / "spec" / "spec_schema.json"
     schema = json.loads(path.read_text(encoding="utf-8"))
     defs = schema["$defs"]
     lines = [

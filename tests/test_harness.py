@@ -140,9 +140,8 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     ).stdout.splitlines()[-1]
     # spec.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
     # settings.options: the table the plugin's options are registered from (data only)
-    light = ["hooks", "model", "settings.modes", "settings.options", "settings.resolved"]
-    light += ["spec.workspaces"]
-    light += ["paths", "plugin"]
+    light = ["hooks", "paths", "plugin", "settings", "settings.modes", "settings.options"]
+    light += ["settings.resolved", "spec", "spec.workspaces"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 
 

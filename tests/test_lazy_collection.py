@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _COLLECT = """
 import sys, pytest
 code = pytest.main([*sys.argv[1:], "--collect-only", "-q", "-p", "no:cacheprovider"])
-loaded = sorted(m for m in ("httpx", "pytest_atom.gateway", "pytest_atom.agents",
+loaded = sorted(m for m in ("httpx", "pytest_atom.gateway.server", "pytest_atom.agents",
                             "pytest_atom.replay.recording", "pytest_atom.judge.reflector")
                 if m in sys.modules)
 print("EXIT", int(code), "LOADED", *loaded)

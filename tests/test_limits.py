@@ -143,7 +143,7 @@ def test_config_limits_are_the_defaults_and_the_spec_wins(tmp_path: Path) -> Non
 
 def test_the_spec_schema_documents_every_limit() -> None:
     schema = json.loads(
-        (Path(__file__).parent.parent / "pytest_atom" / "model" / "spec_schema.json").read_text()
+        (Path(__file__).parent.parent / "pytest_atom" / "spec" / "spec_schema.json").read_text()
     )
     assert set(schema["$defs"]["limits"]["properties"]) == set(Limits().to_dict())
 

@@ -132,14 +132,16 @@ def test_results_are_data_that_import_no_machinery() -> None:
     ).stdout.split()
     assert set(loaded) == {
         "pytest_atom",
+        "pytest_atom.events",
         "pytest_atom.events.agent",  # the agents' event types: data, importing nothing
-        "pytest_atom.model",
+        "pytest_atom.cost",
+        "pytest_atom.settings",
+        "pytest_atom.results",
         "pytest_atom.cost.billing",  # what an answer billed: data
         "pytest_atom.cost.limits",
         "pytest_atom.cost.spend",  # the session's spending limit: a counter
         "pytest_atom.settings.modes",
         "pytest_atom.results.outcome",
-        "pytest_atom.reports",
         "pytest_atom.results.rows",
         "pytest_atom.results.spec_result",
         "pytest_atom.cost.usage",

@@ -1,16 +1,43 @@
-"""The model gateway: what the Claude Code CLI talks to instead of the Anthropic API."""
+"""The model gateway: what the Claude Code CLI talks to instead of the Anthropic API.
 
-from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
-from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
+`server` is the HTTP server and the `Responder` protocol a mode implements; `scripted` is the
+mode that plays a spec's script; `messages` builds Messages API answers and streams; `roles`
+tells whose session a request belongs to; `verdict_schema` is the reflector's answer shape,
+which a script's verdict is checked against. A new gateway mode is a `Responder` (the
+cassette-backed ones are in `pytest_atom.replay`).
 
-__all__ = [
-    "Exchange",
-    "Gateway",
-    "GatewayRequest",
-    "Reply",
-    "Responder",
-    "Script",
-    "ScriptError",
-    "ScriptedResponder",
-    "scripted",
-]
+The names below load on first use, so a module that only needs `roles` or `verdict_schema`
+does not start up the server's imports (httpx, the HTTP server).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Exchange": "server",
+    "Gateway": "server",
+    "GatewayRequest": "server",
+    "Reply": "server",
+    "Responder": "server",
+    "Script": "scripted",
+    "ScriptError": "scripted",
+    "ScriptedResponder": "scripted",
+    "scripted": "scripted",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_atom.gateway' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"pytest_atom.gateway.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
+    from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
