@@ -1,5 +1,6 @@
 """The package's shape: no import cycle among its modules, data that imports no machinery,
-and packages that import each other only downwards, in the order pyproject.toml declares.
+and packages that import each other only downwards (type-only imports included), in the
+order pyproject.toml declares.
 
 Read from the source, not by importing it: an import inside a function or under
 ``TYPE_CHECKING`` runs late or never, so only the imports a module runs when it loads can
@@ -92,16 +93,35 @@ def test_the_checker_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+#: The concepts that are data and rules, no machinery: what a spec, its settings, its cost,
+#: an agent's events and a run's results are.
+DATA = ("spec", "settings", "cost", "events", "results")
+#: What runs things: agents, the gateway's server, replay, judging, checks, running, reports.
+MACHINERY = (
+    "agents",
+    "gateway.server",
+    "gateway.scripted",
+    "replay",
+    "run",
+    "pytest",
+    "judge",
+    "checks",
+    "reports",
+    "suite",
+)
+
+
 def test_results_and_specs_import_no_machinery() -> None:
-    """`model/` is data: it reads no agent, gateway, cassette, run or report machinery."""
+    """Specs, settings, cost, events and results read no agent, gateway server, replay, run,
+    judge or report machinery when they load: a report, a script or another process reads
+    them without starting any of it."""
     graph = import_graph()
-    machinery = ("agents.claude_code", "gateway", "cassettes", "run", "pytest", "judge")
     reached = {
         (module, target)
         for module in graph
-        if module.startswith("pytest_atom.model.")
+        if module.removeprefix("pytest_atom.").startswith(DATA)
         for target in graph[module]
-        if target.removeprefix("pytest_atom.").startswith(machinery)
+        if target.removeprefix("pytest_atom.").startswith(MACHINERY)
     }
     assert reached == set()
 
@@ -122,23 +142,11 @@ def _node(module: str) -> str | None:
     return ".".join(parts[:2]) if len(parts) > 1 else "pytest_atom"
 
 
-def _type_checking_nodes(tree: ast.Module) -> set[int]:
-    return {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for branch in node.body
-        for inner in ast.walk(branch)
-    }
-
-
 def _every_import(tree: ast.Module, module: str, is_package: bool) -> Iterator[str]:
-    """Every module a module may import, at load or later in a function; not what only a
-    type checker reads (under ``TYPE_CHECKING``)."""
-    skipped = _type_checking_nodes(tree)
+    """Every module a module may import, at load, later in a function, or for a type checker
+    only (under ``TYPE_CHECKING``): a name the types read is a dependency of the design too,
+    as `lint-imports` counts it (``exclude_type_checking_imports = false``)."""
     for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -153,7 +161,7 @@ def _every_import(tree: ast.Module, module: str, is_package: bool) -> Iterator[s
 
 
 def every_import_graph() -> dict[str, set[str]]:
-    """Each module and the modules it imports, in functions too (not under TYPE_CHECKING)."""
+    """Each module and the modules it imports, in functions and under TYPE_CHECKING too."""
     modules: dict[str, Path] = {}
     for root in ROOTS:
         for path in root.rglob("*.py"):
@@ -222,11 +230,18 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
     assert upward == []
 
 
-def test_the_package_graph_checker_sees_a_lazy_import() -> None:
+def test_the_package_graph_checker_sees_lazy_and_type_only_imports() -> None:
     tree = ast.parse("def f():\n    from pytest_atom.run import harness\n")
-    assert "pytest_atom.run.harness" in set(_every_import(tree, "pytest_atom.model.x", False))
-    hidden = ast.parse("if TYPE_CHECKING:\n    from pytest_atom.run import harness\n")
-    assert set(_every_import(hidden, "pytest_atom.model.x", False)) == set()
+    assert "pytest_atom.run.harness" in set(_every_import(tree, "pytest_atom.spec.x", False))
+    typed = ast.parse("if TYPE_CHECKING:\n    from pytest_atom.run import harness\n")
+    assert "pytest_atom.run.harness" in set(_every_import(typed, "pytest_atom.spec.x", False))
+
+
+def test_import_linter_counts_type_only_imports() -> None:
+    """The contract the issue asked for: no import hides from the layers under TYPE_CHECKING."""
+    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    settings = tomlkit.parse(text).unwrap()["tool"]["importlinter"]
+    assert settings["exclude_type_checking_imports"] is False
 
 
 # --- sizes: no module over 600 lines, no function over 60 ------------------------------------

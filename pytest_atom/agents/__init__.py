@@ -1,6 +1,10 @@
 """The agents the harness drives, behind one protocol (`protocol.Agent`).
 
-`claude_code` runs the Claude Code CLI; `sdk` runs a Claude Agent SDK app. `factory` is the
-one place either is built, and `roles` is what the gateway learns about whose request it
-is. This package imports nothing on its own, so the gateway can read `roles` cheaply.
+`claude_code` runs the Claude Code CLI (its pinned release, runner, configuration, sandbox
+and the `srt` sandbox runtime for what runs outside it); `sdk` runs a Claude Agent SDK app in
+a child process (`sdk_host`); `session` is what both run a session with. A run's agents are
+built in one place, `pytest_atom.run.factory`.
+
+Where to add: an agent kind is one module implementing `protocol.Agent`, built by
+`pytest_atom.run.factory`.
 """

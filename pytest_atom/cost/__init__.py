@@ -1,1 +1,10 @@
-"""cost: TODO docstring."""
+"""Cost: what a run billed and may spend.
+
+`billing` folds one Messages-API answer's usage (the one fold of a stream's usage);
+`prices` is what the API charges per token, per model; `usage` splits a call's tokens and
+dollars by session role; `limits` is a spec's budgets (turns, tool calls, tokens, dollars,
+time) enforced while an agent runs; `spend` is the session's spending limit and the
+`Crossing` a limit reports.
+
+Where to add: a new budget is a key in `limits` (and the spec schema's ``limits:``).
+"""
