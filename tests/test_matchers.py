@@ -108,3 +108,28 @@ def test_the_responder_takes_a_mode_by_its_name(tmp_path: Path) -> None:
     assert responder(match="strict").matcher is MATCHERS["strict"]
     with pytest.raises(ValueError, match="unknown match mode"):
         responder(match="loose")
+
+
+def test_each_mode_module_holds_one_registered_matcher() -> None:
+    """A match mode is one module: every module of `replay/matchers/` but `base` defines a
+    class that `BUILTIN` registers, and `BUILTIN` registers nothing else."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from pytest_atom.replay import matchers
+
+    registered = {type(m) for m in matchers.BUILTIN}
+    defined = set()
+    for info in pkgutil.iter_modules(matchers.__path__):
+        if info.name == "base":
+            continue
+        module = importlib.import_module(f"{matchers.__name__}.{info.name}")
+        classes = [
+            c
+            for _, c in inspect.getmembers(module, inspect.isclass)
+            if c.__module__ == module.__name__
+        ]
+        assert len(classes) == 1, f"{info.name}: one Matcher class a module"
+        defined.update(classes)
+    assert defined == registered

@@ -39,5 +39,12 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
-    from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
+    from pytest_atom.gateway.scripted import Script as Script
+    from pytest_atom.gateway.scripted import ScriptedResponder as ScriptedResponder
+    from pytest_atom.gateway.scripted import ScriptError as ScriptError
+    from pytest_atom.gateway.scripted import scripted as scripted
+    from pytest_atom.gateway.server import Exchange as Exchange
+    from pytest_atom.gateway.server import Gateway as Gateway
+    from pytest_atom.gateway.server import GatewayRequest as GatewayRequest
+    from pytest_atom.gateway.server import Reply as Reply
+    from pytest_atom.gateway.server import Responder as Responder

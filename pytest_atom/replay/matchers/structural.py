@@ -1,0 +1,36 @@
+"""The ``structural`` match mode: the conversation decides, tool results aside, so a tool
+whose output varies from run to run (dates, timings, random ids) still replays its recording."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
+from pytest_atom.replay.cassette import Interaction
+from pytest_atom.replay.matchers.base import conversation_key
+from pytest_atom.replay.matching import compared_turns
+from pytest_atom.settings.modes import MatchMode
+
+
+class StructuralMatcher:
+    """A recorded request matches a live one when their kinds and conversations are equal,
+    tool results aside."""
+
+    name: ClassVar[MatchMode] = "structural"
+    exact: ClassVar[bool] = False
+
+    def key(self, kind: Kind, body: Any, *, system: bool = False) -> str:
+        return conversation_key(kind, body, system=system, blank_results=True)
+
+    def turns(self, body: Any) -> list[dict[str, Any]]:
+        return compared_turns(body, blank_results=True)
+
+    def results_differ(self, kind: Kind, live: Any, recorded: Any) -> bool:
+        """Whether the match passed over differing tool results: their conversations, tool
+        results included, differ."""
+        return kind in CONVERSATION_KINDS and conversation_key(kind, live) != conversation_key(
+            kind, recorded
+        )
+
+    def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
+        return pool
