@@ -22,7 +22,6 @@ from pytest_atom.settings.options import (
     INI_NAMES,
     INI_SETTINGS,
     OPTIONS,
-    PER_TEST,
     Option,
     RunSettings,
     options_markdown,
