@@ -7,7 +7,8 @@ import time
 import click
 
 from pytest_atom.run import setup_cache
-from pytest_atom.settings.resolved import DEFAULT_SETUP_CACHE_SIZE, SettingsError, parse_setting
+from pytest_atom.settings import parsers
+from pytest_atom.settings.options import DEFAULT_SETUP_CACHE_SIZE
 
 
 @click.group()
@@ -61,13 +62,11 @@ def prune_command(max_size: str | None, older_than: float | None, everything: bo
     """Delete entries: with no option, down to the default bound (5GB; the setting
     setup_cache_size changes it for sessions), and entries of another format."""
     try:
-        limit = (
-            parse_setting("setup_cache_size", max_size, "--max-size")
-            if max_size is not None
-            else None
-        )
-    except SettingsError as exc:
-        raise click.BadParameter(str(exc), param_hint="--max-size") from None
+        limit = parsers.size(max_size) if max_size is not None else None
+    except ValueError as exc:  # the parser of the setting setup_cache_size, and its message
+        raise click.BadParameter(
+            f"--max-size = {max_size!r}: {exc}", param_hint="--max-size"
+        ) from None
     if limit is None and older_than is None and not everything:
         limit = DEFAULT_SETUP_CACHE_SIZE
     root = setup_cache.cache_root()

@@ -43,12 +43,7 @@ from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.options import OPTIONS, Option
 from pytest_atom.settings.output_paths import output_path_errors
 from pytest_atom.settings.project import find_ini, pytest_rootdir
-from pytest_atom.settings.resolved import (
-    PARSERS,
-    SettingsError,
-    from_here,
-    ini_note,
-)
+from pytest_atom.settings.resolved import SettingsError, from_here, ini_note
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec, SpecError
@@ -173,7 +168,7 @@ else:  # generic only from click 8.2; pyproject allows 8.1
 
 
 class SettingType(_ParamType):
-    """A setting's own parser (`pytest_atom.settings.resolved.PARSERS`) as a click type, as
+    """A setting's own parser (its row's, `pytest_atom.settings.options`) as a click type, as
     pytest's ``--atom-*`` options use it: a value is checked the same on both command
     lines, in the ini file and in `.atom/config.yaml`."""
 
@@ -183,7 +178,7 @@ class SettingType(_ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
-            return PARSERS[self.option.name](value)
+            return self.option.parse(value)
         except ValueError as exc:
             self.fail(f"{exc}, not {value!r}", param, ctx)
 

@@ -16,21 +16,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.settings.options import OPTIONS, Option
-from pytest_atom.settings.resolved import PARSERS
+from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, OPTIONS, PER_TEST, Option
 from pytest_atom.spec import workspaces
 
 if TYPE_CHECKING:
     from pytest_atom.pytest.fixture import AtomFixture
 
 
-def _setting(name: str) -> Any:
-    """An option's type: the setting's own parser (`pytest_atom.settings.resolved`), so a value means
-    and is checked the same on the command line, in the ini file and in the config."""
+def _setting(option: Option) -> Any:
+    """An option's type: the setting's own parser (its row's), so a value means and is
+    checked the same on the command line, in the ini file and in the config."""
 
     def parse(text: str) -> Any:
         try:
-            return PARSERS[name](text)
+            return option.parse(text)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(f"{exc}, not {text!r}") from None
 
@@ -58,7 +57,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for option in OPTIONS:
         if option.command_line:
             group.addoption(option.pytest_flag, **_argparse_options(option))
-        if option.in_files:
+        if option.in_ini:
             _addini(parser, option)
 
 
@@ -76,7 +75,7 @@ def _argparse_options(option: Option) -> dict[str, Any]:
     elif option.choices:
         kw["choices"] = option.choices
     elif option.kind != "path":
-        kw["type"] = _setting(option.name)
+        kw["type"] = _setting(option)
     if option.metavar:
         kw["metavar"] = option.metavar
     return kw
@@ -97,8 +96,8 @@ def pytest_configure(config: pytest.Config) -> None:
         end_with_parent()
     config.addinivalue_line(
         "markers",
-        "atom(**settings): pytest-atom settings for this test (record_mode, match, "
-        "upstream, strict_version, rejudge, judge, threshold); a spec item carries it bare.",
+        f"atom(**settings): pytest-atom settings for this test ({', '.join(PER_TEST)}); "
+        "a spec item carries it bare.",
     )
     if not config.option.atom:
         return
@@ -170,11 +169,11 @@ _HINTED = pytest.StashKey[bool]()
 def pytest_report_header(config: pytest.Config) -> str | None:
     """Once a session, how to move pytest-atom keys out of pytest's own ini file: a line,
     not a warning, which ``filterwarnings = error`` would turn into an abort."""
-    from pytest_atom.settings.resolved import FILE_SETTINGS, ini_note
+    from pytest_atom.settings.resolved import ini_note
 
     if config.inipath is None:
         return None
-    keys = [f"atom_{name}" for name in FILE_SETTINGS]
+    keys = [BY_NAME[name].ini_name for name in INI_SETTINGS]
     return ini_note([k for k in keys if config.getini(k)], display_path(config.inipath))
 
 

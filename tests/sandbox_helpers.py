@@ -1,4 +1,4 @@
-"""The sandbox scenarios tests/test_sandbox.py, tests/test_options.py and
+"""The sandbox scenarios tests/test_sandbox.py, tests/settings/test_options.py and
 tests/test_scripted_runs.py read.
 
 One spec (`confined`) makes every call the default sandbox must answer: its settings, the

@@ -10,10 +10,9 @@ import pytest
 
 from pytest_atom.run.harness import Harness, build_harness, file_layers
 from pytest_atom.settings.config import ConfigError
+from pytest_atom.settings.options import BY_NAME, COMMAND_LINE_SETTINGS, INI_SETTINGS, PER_TEST
 from pytest_atom.settings.project import find_project
 from pytest_atom.settings.resolved import (
-    COMMAND_LINE_SETTINGS,
-    FILE_SETTINGS,
     Layer,
     RunSettings,
     SettingsError,
@@ -21,17 +20,7 @@ from pytest_atom.settings.resolved import (
     resolve,
 )
 
-#: Settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
-#: (where runs go, how many stay, how often each spec runs) belong to the whole session.
-PER_TEST = (
-    "record_mode",
-    "match",
-    "upstream",
-    "strict_version",
-    "rejudge",
-    "judge",
-    "threshold",
-)
+__all__ = ["PER_TEST", "command_line", "pytest_harness", "settings_for"]
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
@@ -61,9 +50,11 @@ def pytest_harness(config: pytest.Config) -> Harness:
 def command_line(config: pytest.Config) -> Layer:
     """The ``--atom-*`` options; their paths are taken from where pytest ran
     (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
-    values = {name: getattr(config.option, f"atom_{name}", None) for name in COMMAND_LINE_SETTINGS}
+    values = {
+        name: getattr(config.option, BY_NAME[name].ini_name, None) for name in COMMAND_LINE_SETTINGS
+    }
     values = from_here(values, config.invocation_params.dir)
-    return Layer("the command line", values, key=lambda name: "--atom-" + name.replace("_", "-"))
+    return Layer("the command line", values, key=lambda name: BY_NAME[name].pytest_flag)
 
 
 def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
@@ -89,4 +80,5 @@ def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -
 
 
 def _ini(config: pytest.Config) -> dict[str, Any]:
-    return {f"atom_{name}": config.getini(f"atom_{name}") for name in FILE_SETTINGS}
+    keys = (BY_NAME[name].ini_name for name in INI_SETTINGS)
+    return {key: config.getini(key) for key in keys}

@@ -31,8 +31,9 @@ from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.retention import prune_runs
 from pytest_atom.settings.config import AtomConfig
+from pytest_atom.settings.options import BY_NAME, INI_SETTINGS
 from pytest_atom.settings.project import find_ini, find_project
-from pytest_atom.settings.resolved import FILE_SETTINGS, Layer, RunSettings, resolve
+from pytest_atom.settings.resolved import Layer, RunSettings, resolve
 from pytest_atom.spec.types import Spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
@@ -167,10 +168,10 @@ class Harness:
 
 def file_layers(ini: dict[str, Any], config: AtomConfig) -> list[Layer]:
     """The ini file's and `.atom/config.yaml`'s settings, as layers (weakest last)."""
-    ini_values = {name: ini.get(f"atom_{name}") for name in FILE_SETTINGS}
+    ini_values = {name: ini.get(BY_NAME[name].ini_name) for name in INI_SETTINGS}
     config_source = str(config.path) if config.path else ".atom/config.yaml"
     return [
-        Layer("the ini file", ini_values, key=lambda name: f"atom_{name}"),
+        Layer("the ini file", ini_values, key=lambda name: BY_NAME[name].ini_name),
         Layer(config_source, dict(config.settings)),
     ]
 

@@ -1,10 +1,19 @@
-"""Settings: every ``--atom-*`` option, ini key and ``.atom/config.yaml`` entry, resolved once.
+"""settings: how specs run, whatever front end runs them, and the project's own files.
 
-`options` is the one table of settings (each row its name, parser, scope and file rules);
-`resolved` folds a front end's layers into one `RunSettings`; `config` reads
-``.atom/config.yaml``; `modes` names the record and match modes; `tolerance` parses baseline
-tolerances; `project` finds a project's root and ini; `output_paths` checks where a run
-writes before anything runs.
+- `options`: the one table of settings. `RunSettings`'s fields are its rows (`Option`):
+  name, type, default, parser, scope (the whole run, or one test), file rules and help.
+  pytest's options and ini keys, ``atom run``'s options, the config file's keys,
+  `PER_TEST` and the documentation's option table are generated from it.
+- `parsers`: a setting's value checked and typed, one function per kind of value.
+- `resolved`: which place that sets a setting wins (command line, mark, fixture, ini
+  file, `.atom/config.yaml`, default).
+- `config`: ``.atom/config.yaml``; `project`: the project's root and pytest's ini file;
+  `output_paths`: output folders checked before a run; `modes`, `tolerance`: the names of
+  the modes, the baseline's tolerances.
+- `expand`: ``${VAR}``, ``${VAR:-default}`` and ``$$``, the one expansion the config file
+  and a spec's ``env:`` share.
 
-Where to add: a setting is one row in `options`.
+Where to add: a setting is one field of `RunSettings` (options.py) and nothing else; a new
+kind of value is a parser in parsers.py; a new key of the config file itself (not a run
+setting) is a converter in config.py.
 """

@@ -18,9 +18,10 @@ the filesystem root, or given explicitly (``--config``). Without one every setti
 its default and the project folder (`AtomConfig.root`) is the working directory; an
 empty file marks a project folder without changing anything else.
 
-Every string value, list items included, may refer to the environment: ``${VAR}`` is
-the variable's value and an error when it is unset; ``${VAR:-default}`` falls back to
-`default` when it is unset or empty, as in a shell; ``$${`` stands for a literal ``${``.
+Every string value, list items included, may refer to the environment, by the same rules
+as a spec's ``env:`` (`pytest_atom.settings.expand`): ``${VAR}`` is the variable's value
+and an error when it is unset; ``${VAR:-default}`` falls back to `default` when it is
+unset or empty, as in a shell; ``$$`` stands for a literal ``$`` (``$${`` for ``${``).
 A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
 Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
 
@@ -35,7 +36,6 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,15 +48,13 @@ from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import FileError
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.settings.modes import MATCH_MODES, RECORD_MODES
-from pytest_atom.settings.resolved import FILE_SETTINGS, SettingsError, parse_setting
+from pytest_atom.settings.expand import SYNTAX, MalformedReference, UnsetVariable, expand
+from pytest_atom.settings.options import BY_NAME, CONFIG_SETTINGS
+from pytest_atom.settings.resolved import SettingsError, parse_setting
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"
 SUPPORTED_VERSIONS = ("1",)
-
-#: A literal ``$${``, a reference ``${NAME}`` / ``${NAME:-default}``, or a malformed ``${``.
-_VAR = re.compile(r"\$\$\{|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
 
 
 class ConfigError(FileError):
@@ -114,7 +112,6 @@ class AtomConfig:
         return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
 
 
-_CHOICES: dict[str, tuple[str, ...]] = {"record_mode": RECORD_MODES, "match": MATCH_MODES}
 _KNOWN_KEYS = (
     "version",
     "tools_dirs",
@@ -123,7 +120,7 @@ _KNOWN_KEYS = (
     "model",
     "limits",
     "pass_env",
-    *FILE_SETTINGS,
+    *CONFIG_SETTINGS,
 )
 
 
@@ -192,7 +189,7 @@ def _parse(text: str, path: Path, root: Path) -> AtomConfig:
         if raw is None:  # `key:` with nothing after it: the default
             continue
         values[key] = _convert(key, _expand(raw, path, key, line), path, line)
-    settings = {key: values.pop(key) for key in FILE_SETTINGS if key in values}
+    settings = {key: values.pop(key) for key in CONFIG_SETTINGS if key in values}
     return AtomConfig(**values, settings=settings, path=path, root=root)
 
 
@@ -215,38 +212,29 @@ def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
 
 
 def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
-    """``${VAR}`` and ``${VAR:-default}`` in every string inside `value`."""
+    """``${VAR}`` and ``${VAR:-default}`` in every string inside `value`
+    (`pytest_atom.settings.expand`, as a spec's ``env:``)."""
     if isinstance(value, list):
         return [_expand(item, path, key, line) for item in value]
     if not isinstance(value, str):
         return value
-
-    def substitute(match: re.Match[str]) -> str:
-        name, default = match.group("name"), match.group("default")
-        if match.group(0) == "$${":
-            return "${"
-        if name is None:
-            raise ConfigError(
-                f"malformed variable reference in {key!r}: {value!r} "
-                "(write ${NAME} or ${NAME:-default}, and $${ for a literal ${)",
-                path,
-                key=key,
-                line=line,
-            )
-        current = os.environ.get(name)
-        if default is not None:
-            return current if current else default
-        if current is None:
-            raise ConfigError(
-                f"environment variable {name!r} used by {key!r} is not set "
-                f"(set it, or give a default: ${{{name}:-value}})",
-                path,
-                key=key,
-                line=line,
-            )
-        return current
-
-    return _VAR.sub(substitute, value)
+    try:
+        return expand(value, os.environ)
+    except MalformedReference:
+        raise ConfigError(
+            f"malformed variable reference in {key!r}: {value!r} ({SYNTAX})",
+            path,
+            key=key,
+            line=line,
+        ) from None
+    except UnsetVariable as unset:
+        raise ConfigError(
+            f"environment variable {unset.name!r} used by {key!r} is not set "
+            f"(set it, or give a default: ${{{unset.name}:-value}})",
+            path,
+            key=key,
+            line=line,
+        ) from None
 
 
 def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
@@ -258,7 +246,7 @@ def _convert(key: str, value: Any, path: Path, line: int | None) -> Any:
     try:  # a run setting: the same check as on the command line or in the ini file
         return parse_setting(key, value, repr(key))
     except SettingsError as exc:
-        choices = _CHOICES.get(key, ())
+        choices = BY_NAME[key].choices
         close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.5)
         raise ConfigError(
             str(exc), path, key=key, line=line, suggestion=close[0] if close else None

@@ -1,10 +1,17 @@
-"""Every pytest-atom setting, declared once: the table both front ends are generated from.
+"""Every pytest-atom setting, declared once: `RunSettings`, whose fields are the option table.
 
-`pytest_atom.plugin` turns each row into a ``--atom-*`` option and an ``atom_*`` ini
-registration, `atom_cli.run_cmd` into one of ``atom run``'s click options, and
-`pytest_atom.settings.resolved` reads it to know which settings a file may set. Help texts,
-choices and path rules therefore cannot differ between the front ends, and
-`options_markdown` renders the same rows for the documentation.
+Each field of `RunSettings` is one setting: its name, its type and default, and its row (an
+`Option`): its parser, its scope (the whole run, or one test), which files may set it, its
+help. Everything else is generated from these rows:
+
+- pytest's ``--atom-NAME`` options and ``atom_NAME`` ini keys (`pytest_atom.plugin`);
+- ``atom run``'s click options (`atom_cli.run_cmd.setting_options`);
+- the keys `.atom/config.yaml` accepts and how each is checked (`settings.config`);
+- `PER_TEST`, the settings a test's mark or its `atom_settings` fixture may set;
+- the documentation's option table (`options_markdown`, via docs/hooks.py).
+
+To add a setting, add one field here (and its parser to `settings.parsers` if its kind of
+value is new): no other file names it. tests/settings/test_declared_once.py holds that.
 
 This module is data (a declarative table, the one exception to the 60-line rule) and
 imports nothing of the harness, so the pytest plugin can load it in every pytest run.
@@ -12,13 +19,30 @@ imports nothing of the harness, so the pytest plugin can load it in every pytest
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import secrets
+from collections.abc import Callable
+from dataclasses import Field, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
-from pytest_atom.settings.modes import JUDGE_MODES, MATCH_MODES, RECORD_MODES, SETUP_CACHE_MODES
+from pytest_atom.settings import parsers as p
+from pytest_atom.settings.modes import (
+    DEFAULT_MATCH,
+    JUDGE_MODES,
+    MATCH_MODES,
+    RECORD_MODES,
+    SETUP_CACHE_MODES,
+    JudgeMode,
+    MatchMode,
+    RecordMode,
+    SetupCacheMode,
+)
 
 #: What a setting's value is: the front ends choose their option types from it.
 Kind = Literal["choice", "flag", "text", "number", "size", "names", "path", "paths", "tolerance"]
+#: Who may set it: the whole run only (the command line, the files), or also one test (its
+#: ``@pytest.mark.atom``, its `atom_settings` fixture).
+Scope = Literal["run", "test"]
 
 #: pytest's configuration files, in the order pytest prefers them within one folder: the
 #: one list that decides a project's root (pytest's rootdir) everywhere in pytest-atom.
@@ -32,21 +56,32 @@ INI_NAMES = (
     "setup.cfg",
 )
 
+DEFAULT_KEEP_RUNS = 10
+#: Run folders of a project, all specs together (`keep_runs_size`): ten runs of a
+#: JavaScript project with its node_modules (185 MB each) fit; the newest run of each
+#: spec and a session's failures stay whatever the bound.
+DEFAULT_KEEP_RUNS_SIZE = 2 * 10**9
+#: The user's set-up cache (`setup_cache_size`), all projects together: a dozen or so
+#: virtualenvs or node_modules trees, each key's newest; the least recently used go first.
+DEFAULT_SETUP_CACHE_SIZE = 5 * 10**9
+
 
 @dataclass(frozen=True)
 class Option:
-    """One setting: its name in `RunSettings`, how each front end and file spells it, and
-    what it means.
+    """One setting's row: how each front end and file spells it, how its value is checked,
+    who may set it and what it means.
 
     A path given on a command line is taken from the folder the command ran in (pytest's
     ``invocation_params.dir``, ``atom run``'s current folder); in a file (the ini file,
     ``.atom/config.yaml``) from the project's root.
     """
 
-    name: str  # the `RunSettings` field, and the key in `.atom/config.yaml`
     kind: Kind
     help: str
-    default: str  # as the documentation states it
+    default: str  # as the documentation states it (the value itself is the field's default)
+    #: Raw value in, typed value out, ValueError with the fix; a "choice" row's is made
+    #: from its `choices`.
+    parser: p.Parser | None = None
     metavar: str | None = None
     choices: tuple[str, ...] = ()
     #: `path` options: "dir" or "file", and whether it must already exist.
@@ -56,10 +91,24 @@ class Option:
     output: bool = False
     #: Settable on the command lines (`--atom-NAME`, `atom run --NAME`)?
     command_line: bool = True
-    #: Settable in a file (`atom_NAME` in the ini file, `NAME:` in `.atom/config.yaml`)?
-    in_files: bool = True
+    #: Settable in pytest's ini file (`atom_NAME`)? In `.atom/config.yaml` (`NAME:`)?
+    in_ini: bool = True
+    in_config: bool = True
+    scope: Scope = "run"
     #: What the ini file's help adds to "default for --atom-NAME".
     ini_note: str = ""
+    #: The `RunSettings` field: filled in from the field this row is declared on.
+    name: str = ""
+
+    def parse(self, value: Any) -> Any:
+        """`value` checked and typed by this setting's parser; ValueError with the fix."""
+        parser = self.parser or p.choice(self.choices)
+        return parser(value)
+
+    @property
+    def in_files(self) -> bool:
+        """Settable in some file (the ini file or `.atom/config.yaml`)?"""
+        return self.in_ini or self.in_config
 
     @property
     def pytest_flag(self) -> str:
@@ -81,225 +130,383 @@ class Option:
         return f"default for {self.pytest_flag}{f' ({self.ini_note})' if self.ini_note else ''}."
 
 
-OPTIONS: tuple[Option, ...] = (
-    Option(
-        "record_mode",
-        "choice",
-        "none (the default): replay cassettes, never reach the network; once: record specs "
-        "with no cassette; new_episodes: record what does not match; all: record everything "
-        "anew; refresh: replay with this Claude Code and rewrite the cassette's requests "
-        "(no tokens).",
-        default="none",
-        choices=RECORD_MODES,
-    ),
-    Option(
-        "match",
-        "choice",
-        "conversation (the default): a recorded request matches when the conversation is "
-        "the same, whatever Claude Code wraps it in; structural: tool-result text aside too; "
-        "strict: the whole request body.",
-        default="conversation",
-        choices=MATCH_MODES,
-    ),
-    Option(
-        "upstream",
-        "text",
-        "where recording forwards to (default: a scripted spec's own script, else "
-        "$ANTHROPIC_BASE_URL, else the Anthropic API).",
-        default="a scripted spec's script, else $ANTHROPIC_BASE_URL, else the Anthropic API",
-        metavar="URL",
-    ),
-    Option(
-        "strict_version",
-        "flag",
-        "fail a replay whose cassette was recorded with another Claude Code version.",
-        default="false",
-        ini_note="true or false",
-    ),
-    Option(
-        "rejudge",
-        "flag",
-        "replay the agent's sessions and record the reflector's anew (after changing "
-        "accept: or criteria:), replacing only the reflector's part of each cassette.",
-        default="false",
-        in_files=False,
-    ),
-    Option(
-        "judge",
-        "choice",
-        "recall (the default): a replay takes the recorded verdict (and plan) without "
-        "starting the reflector (planner) when its whole input is unchanged: its request and "
-        "the folder it reads; rerun: start it anyway.",
-        default="recall",
-        choices=JUDGE_MODES,
-        ini_note="recall or rerun",
-    ),
-    Option(
-        "threshold",
-        "number",
-        "reflector score a spec must exceed to pass, unless the spec sets its own (default 0.8).",
-        default="0.8",
-        metavar="SCORE",
-        ini_note="a spec's own `reflector: {threshold}` wins",
-    ),
-    Option(
-        "max_cost_usd",
-        "number",
-        "what a recording session may spend in all (at Claude Code's prices, as the "
-        "answers arrive): once reached, no new Claude Code call starts, the running ones are "
-        "stopped, the rest of the specs are skipped and the run exits 2. Estimate first with "
-        "`atom cassette cost`.",
-        default="no limit",
-        metavar="USD",
-        ini_note="US dollars",
-    ),
-    Option(
-        "runs_dir",
-        "path",
-        "where each spec run gets its isolated folder (default: .atom/runs in the project's "
-        "root: the folder holding .atom/config.yaml, else pytest's rootdir).",
-        default=".atom/runs",
-        metavar="DIR",
-        path="dir",
-        output=True,
-    ),
-    Option(
-        "resume",
-        "path",
-        "continue a multi-step spec's interrupted run in RUN_DIR from its latest "
-        "committed step (specs whose runs RUN_DIR is not run afresh).",
-        default="none",
-        metavar="RUN_DIR",
-        path="dir",
-        exists=True,
-        in_files=False,
-    ),
-    Option(
-        "keep_runs",
-        "number",
-        "after the session, keep the newest N run folders of each spec, and every "
-        "failed run of this session (default 10; 0 keeps all).",
-        default="10",
-        metavar="N",
-    ),
-    Option(
-        "keep_runs_size",
-        "size",
-        "after the session, also delete the oldest run folders until all fit in SIZE "
-        "(such as 500MB; 0: no bound); the newest of each spec and this session's failures "
-        "stay (default 2GB).",
-        default="2GB",
-        metavar="SIZE",
-    ),
-    Option(
-        "setup_cache",
-        "choice",
-        "what a spec's setup: made in the attempt folder (a virtualenv, node_modules) is "
-        "kept per user, keyed on the commands, the lock files (or the spec's setup: "
-        "{inputs}), the toolchain and the environment, and restored without running them. "
-        "copy (the default): restored by reflink where the file system can, else copied; "
-        "link: hard links, fastest, files shared read-only with the cache; off: set-up "
-        "runs every time.",
-        default="copy",
-        choices=SETUP_CACHE_MODES,
-        ini_note="copy, link or off",
-    ),
-    Option(
-        "setup_cache_size",
-        "size",
-        "after the session, delete the least recently used set-up cache entries until the "
-        "cache fits in SIZE (0: no bound; default 5GB); `atom cache prune` does it by hand.",
-        default="5GB",
-        metavar="SIZE",
-    ),
-    Option(
-        "paths",
-        "paths",
-        "spec paths collected by `pytest --atom` when none are given (better: `paths:` in "
-        ".atom/config.yaml, which a pytest without pytest-atom never reads).",
-        default="none",
-        command_line=False,
-    ),
-    Option(
-        "repeat",
-        "number",
-        "run each spec N times and report its pass rate (Wilson 95 % interval), "
-        "pass@k and pass^k, and its mean score and turns with their intervals (default 1).",
-        default="1",
-        metavar="N",
-    ),
-    Option(
-        "seed",
-        "number",
-        "draw the choices of stochastic scripts (a turn's `choices:`) from N, with the "
-        "spec and the repeat: the same N plays the same choices (default: a fresh seed, "
-        "printed in the header).",
-        default="a fresh seed",
-        metavar="N",
-        in_files=False,
-    ),
-    Option(
-        "arms",
-        "names",
-        "run only these arms of specs with `arms:` (default: every arm); specs "
-        "without arms run as usual.",
-        default="every arm",
-        metavar="NAME,...",
-        in_files=False,
-    ),
-    Option(
-        "min_pass_rate",
-        "number",
-        "gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
-        "repeats, and succeeds otherwise even if some repeats failed.",
-        default="none",
-        metavar="R",
-    ),
-    Option(
-        "report",
-        "path",
-        "write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
-        "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
-        "results.json (what `atom results combine` joins across CI shards).",
-        default="none",
-        metavar="DIR",
-        path="dir",
-        output=True,
-        ini_note="relative to the project's root",
-    ),
-    Option(
-        "html",
-        "path",
-        "write one self-contained HTML report of the run to PATH (transcripts, checks, "
-        "verdicts, diffs; secrets scrubbed); `atom view` opens the last one.",
-        default="none",
-        metavar="PATH",
-        path="file",
-        output=True,
-        ini_note="relative to the project's root",
-    ),
-    Option(
-        "baseline",
-        "path",
-        "compare the run with a baseline (atom baseline save): a regression in outcome, "
-        "score, turns, tokens or cost beyond its tolerance fails the run.",
-        default="none",
-        metavar="PATH",
-        path="file",
-        ini_note="relative to the project's root",
-    ),
-    Option(
-        "baseline_tolerance",
-        "tolerance",
-        "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
-        "(a spec's own `baseline: {tolerance: …}` wins).",
-        default="the built-in tolerances",
-        command_line=False,
-    ),
-)
+_ROW = "pytest_atom.option"
+T = TypeVar("T")
 
+
+def setting(default: T, row: Option) -> T:
+    """A `RunSettings` field with its default and its row (the field gives the row its
+    name). Typed as the default, so a type checker reads the field as it is declared."""
+    return field(default=default, metadata={_ROW: row})
+
+
+def setting_made(factory: Callable[[], T], row: Option) -> T:
+    """`setting` for a mutable default, made afresh for each `RunSettings`; such a field
+    takes no part in the hash."""
+    return field(default_factory=factory, hash=False, metadata={_ROW: row})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How specs run, whatever front end runs them: one field per setting, in the order
+    the documentation and ``--help`` list them. `pytest_atom.settings.resolved` says which
+    place that sets a setting wins."""
+
+    record_mode: RecordMode = setting(
+        "none",
+        Option(
+            "choice",
+            "none (the default): replay cassettes, never reach the network; once: record specs "
+            "with no cassette; new_episodes: record what does not match; all: record everything "
+            "anew; refresh: replay with this Claude Code and rewrite the cassette's requests "
+            "(no tokens).",
+            default="none",
+            choices=RECORD_MODES,
+            scope="test",
+        ),
+    )
+    match: MatchMode = setting(
+        DEFAULT_MATCH,
+        Option(
+            "choice",
+            "conversation (the default): a recorded request matches when the conversation is "
+            "the same, whatever Claude Code wraps it in; structural: tool-result text aside too; "
+            "strict: the whole request body.",
+            default="conversation",
+            choices=MATCH_MODES,
+            scope="test",
+        ),
+    )
+    upstream: str | None = setting(
+        None,
+        Option(
+            "text",
+            "where recording forwards to (default: a scripted spec's own script, else "
+            "$ANTHROPIC_BASE_URL, else the Anthropic API).",
+            default="a scripted spec's script, else $ANTHROPIC_BASE_URL, else the Anthropic API",
+            parser=p.text,
+            metavar="URL",
+            scope="test",
+        ),
+    )
+    strict_version: bool = setting(
+        False,
+        Option(
+            "flag",
+            "fail a replay whose cassette was recorded with another Claude Code version.",
+            default="false",
+            parser=p.flag,
+            ini_note="true or false",
+            scope="test",
+        ),
+    )
+    rejudge: bool = setting(
+        False,
+        Option(
+            "flag",
+            "replay the agent's sessions and record the reflector's anew (after changing "
+            "accept: or criteria:), replacing only the reflector's part of each cassette.",
+            default="false",
+            parser=p.flag,
+            in_ini=False,
+            in_config=False,  # a one-off action
+            scope="test",
+        ),
+    )
+    #: A replay's reflector and planner whose whole input is unchanged: their recorded
+    #: answer (``recall``), or a session started anyway (``rerun``).
+    judge: JudgeMode = setting(
+        "recall",
+        Option(
+            "choice",
+            "recall (the default): a replay takes the recorded verdict (and plan) without "
+            "starting the reflector (planner) when its whole input is unchanged: its request and "
+            "the folder it reads; rerun: start it anyway.",
+            default="recall",
+            choices=JUDGE_MODES,
+            ini_note="recall or rerun",
+            scope="test",
+        ),
+    )
+    #: The default of the specs that state none: a spec's own `reflector: {threshold}` is
+    #: part of the test, like an assertion's expected value, and wins.
+    threshold: float = setting(
+        0.8,
+        Option(
+            "number",
+            "reflector score a spec must exceed to pass, unless the spec sets its own (default 0.8).",
+            default="0.8",
+            parser=p.threshold,
+            metavar="SCORE",
+            ini_note="a spec's own `reflector: {threshold}` wins",
+            scope="test",
+        ),
+    )
+    #: What a recording session may spend in all, in dollars (pytest_atom.cost.spend).
+    max_cost_usd: float | None = setting(
+        None,
+        Option(
+            "number",
+            "what a recording session may spend in all (at Claude Code's prices, as the "
+            "answers arrive): once reached, no new Claude Code call starts, the running ones are "
+            "stopped, the rest of the specs are skipped and the run exits 2. Estimate first with "
+            "`atom cassette cost`.",
+            default="no limit",
+            parser=p.dollars,
+            metavar="USD",
+            ini_note="US dollars",
+        ),
+    )
+    runs_dir: Path | None = setting(  # None: .atom/runs under the project's root
+        None,
+        Option(
+            "path",
+            "where each spec run gets its isolated folder (default: .atom/runs in the project's "
+            "root: the folder holding .atom/config.yaml, else pytest's rootdir).",
+            default=".atom/runs",
+            parser=p.path,
+            metavar="DIR",
+            path="dir",
+            output=True,
+        ),
+    )
+    #: A multi-step spec's earlier run folder to continue from its latest committed step.
+    resume: Path | None = setting(
+        None,
+        Option(
+            "path",
+            "continue a multi-step spec's interrupted run in RUN_DIR from its latest "
+            "committed step (specs whose runs RUN_DIR is not run afresh).",
+            default="none",
+            parser=p.path,
+            metavar="RUN_DIR",
+            path="dir",
+            exists=True,
+            in_ini=False,
+            in_config=False,  # a one-off action
+        ),
+    )
+    keep_runs: int = setting(
+        DEFAULT_KEEP_RUNS,
+        Option(
+            "number",
+            "after the session, keep the newest N run folders of each spec, and every "
+            "failed run of this session (default 10; 0 keeps all).",
+            default="10",
+            parser=p.whole(0, " (0 keeps every run folder)"),
+            metavar="N",
+        ),
+    )
+    #: After a session, the oldest run folders go until all of them fit in this many bytes
+    #: (0 or None: no bound); the newest of each spec and this session's failures stay.
+    keep_runs_size: int | None = setting(
+        DEFAULT_KEEP_RUNS_SIZE,
+        Option(
+            "size",
+            "after the session, also delete the oldest run folders until all fit in SIZE "
+            "(such as 500MB; 0: no bound); the newest of each spec and this session's failures "
+            "stay (default 2GB).",
+            default="2GB",
+            parser=p.size,
+            metavar="SIZE",
+        ),
+    )
+    #: How a spec's set-up result is cached and restored (run.setup_cache).
+    setup_cache: SetupCacheMode = setting(
+        "copy",
+        Option(
+            "choice",
+            "what a spec's setup: made in the attempt folder (a virtualenv, node_modules) is "
+            "kept per user, keyed on the commands, the lock files (or the spec's setup: "
+            "{inputs}), the toolchain and the environment, and restored without running them. "
+            "copy (the default): restored by reflink where the file system can, else copied; "
+            "link: hard links, fastest, files shared read-only with the cache; off: set-up "
+            "runs every time.",
+            default="copy",
+            choices=SETUP_CACHE_MODES,
+            ini_note="copy, link or off",
+        ),
+    )
+    #: The bound of the user's set-up cache after a session (0 or None: none).
+    setup_cache_size: int | None = setting(
+        DEFAULT_SETUP_CACHE_SIZE,
+        Option(
+            "size",
+            "after the session, delete the least recently used set-up cache entries until the "
+            "cache fits in SIZE (0: no bound; default 5GB); `atom cache prune` does it by hand.",
+            default="5GB",
+            parser=p.size,
+            metavar="SIZE",
+        ),
+    )
+    #: The spec files and folders `pytest --atom` (and `atom validate`) take when none are
+    #: named; relative ones are the project root's.
+    paths: tuple[Path, ...] = setting(
+        (),
+        Option(
+            "paths",
+            "spec paths collected by `pytest --atom` when none are given (better: `paths:` in "
+            ".atom/config.yaml, which a pytest without pytest-atom never reads).",
+            default="none",
+            parser=p.spec_paths,
+            command_line=False,
+        ),
+    )
+    repeat: int = setting(
+        1,
+        Option(
+            "number",
+            "run each spec N times and report its pass rate (Wilson 95 % interval), "
+            "pass@k and pass^k, and its mean score and turns with their intervals (default 1).",
+            default="1",
+            parser=p.whole(1),
+            metavar="N",
+        ),
+    )
+    #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
+    #: until `with_seed` gives the run a fresh one. No file sets it: a fixed seed would
+    #: make every run the same sample.
+    seed: int | None = setting(
+        None,
+        Option(
+            "number",
+            "draw the choices of stochastic scripts (a turn's `choices:`) from N, with the "
+            "spec and the repeat: the same N plays the same choices (default: a fresh seed, "
+            "printed in the header).",
+            default="a fresh seed",
+            parser=p.whole(0, ", such as the seed an earlier run printed"),
+            metavar="N",
+            in_ini=False,
+            in_config=False,
+        ),
+    )
+    #: The arms of specs with `arms:` that run (empty: every arm): a selection, like ``-k``.
+    arms: tuple[str, ...] = setting(
+        (),
+        Option(
+            "names",
+            "run only these arms of specs with `arms:` (default: every arm); specs "
+            "without arms run as usual.",
+            default="every arm",
+            parser=p.names,
+            metavar="NAME,...",
+            in_ini=False,
+            in_config=False,
+        ),
+    )
+    min_pass_rate: float | None = setting(  # the pass rates, not single runs, gate the run
+        None,
+        Option(
+            "number",
+            "gate on pass rates: the run fails when a spec passes less than R (0..1) of its "
+            "repeats, and succeeds otherwise even if some repeats failed.",
+            default="none",
+            parser=p.rate,
+            metavar="R",
+        ),
+    )
+    #: Outputs and gates of the whole run. A relative path from a file (the ini file,
+    #: `.atom/config.yaml`) is the project root's; a front end makes its command line's
+    #: absolute, from where the command ran.
+    report: Path | None = setting(  # JSON traces and transcripts go here
+        None,
+        Option(
+            "path",
+            "write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
+            "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
+            "results.json (what `atom results combine` joins across CI shards).",
+            default="none",
+            parser=p.path,
+            metavar="DIR",
+            path="dir",
+            output=True,
+            ini_note="relative to the project's root",
+        ),
+    )
+    html: Path | None = setting(
+        None,
+        Option(
+            "path",
+            "write one self-contained HTML report of the run to PATH (transcripts, checks, "
+            "verdicts, diffs; secrets scrubbed); `atom view` opens the last one.",
+            default="none",
+            parser=p.path,
+            metavar="PATH",
+            path="file",
+            output=True,
+            ini_note="relative to the project's root",
+        ),
+    )
+    baseline: Path | None = setting(
+        None,
+        Option(
+            "path",
+            "compare the run with a baseline (atom baseline save): a regression in outcome, "
+            "score, turns, tokens or cost beyond its tolerance fails the run.",
+            default="none",
+            parser=p.path,
+            metavar="PATH",
+            path="file",
+            ini_note="relative to the project's root",
+        ),
+    )
+    #: Per metric, how far it may move the wrong way (`settings.tolerance.parse_tolerance`).
+    baseline_tolerance: dict[str, float | None] = setting_made(
+        dict,
+        Option(
+            "tolerance",
+            "tolerances for --atom-baseline, e.g. 'turns=0.5 tokens=0.2 duration_s=none' "
+            "(a spec's own `baseline: {tolerance: …}` wins).",
+            default="the built-in tolerances",
+            parser=p.tolerance,
+            command_line=False,
+        ),
+    )
+
+    def with_seed(self) -> RunSettings:
+        """These settings with a seed: the one set, else a fresh one (which the front end
+        prints, so the run can be reproduced with it)."""
+        return self if self.seed is not None else replace(self, seed=secrets.randbelow(10**6))
+
+    def runs_under(self, root: Path) -> Path:
+        """The runs folder: `runs_dir` (relative to `root`), else `root/.atom/runs`."""
+        return root / self.runs_dir if self.runs_dir else root / ".atom" / "runs"
+
+    def spec_paths(self, root: Path) -> list[Path]:
+        """`paths`, relative ones under `root`."""
+        return [(root / path).resolve() for path in self.paths]
+
+    def output(self, name: str, root: Path) -> Path | None:
+        """The path setting `name` (runs_dir, report, html, baseline), relative ones under
+        `root`; the runs folder has one even when unset."""
+        if name == "runs_dir":
+            return self.runs_under(root)
+        path: Path | None = getattr(self, name)
+        return None if path is None else root / path
+
+
+def _rows() -> tuple[Option, ...]:
+    """The rows of `RunSettings`' fields, each named for its field."""
+    made: list[Field[Any]] = list(fields(RunSettings))
+    return tuple(replace(f.metadata[_ROW], name=f.name) for f in made)
+
+
+#: Every setting's row, in the order of `RunSettings`.
+OPTIONS: tuple[Option, ...] = _rows()
 #: The rows by setting name.
 BY_NAME = {option.name: option for option in OPTIONS}
+#: The settings a test may set for itself (a mark, the `atom_settings` fixture); the rest
+#: (where runs go, how many stay, how often each spec runs) belong to the whole session.
+PER_TEST = tuple(o.name for o in OPTIONS if o.scope == "test")
+#: The settings pytest's ini file (``atom_NAME``) and `.atom/config.yaml` (``NAME:``) may set.
+INI_SETTINGS = tuple(o.name for o in OPTIONS if o.in_ini)
+CONFIG_SETTINGS = tuple(o.name for o in OPTIONS if o.in_config)
+#: The settings some file may set: rejudge and resume are one-off actions, arms a selection
+#: like ``-k``, and a seed reproduces one run (a fixed one would make every run the same
+#: sample).
+FILE_SETTINGS = tuple(o.name for o in OPTIONS if o.in_files)
+#: The settings a command line sets (``--atom-NAME``, ``atom run --NAME``).
+COMMAND_LINE_SETTINGS = tuple(o.name for o in OPTIONS if o.command_line)
 
 
 def options_markdown() -> str:
@@ -310,9 +517,11 @@ def options_markdown() -> str:
     ]
     for o in OPTIONS:
         flag = f"`{o.pytest_flag}`" if o.command_line else "-"
-        ini = f"`{o.ini_name}` / `{o.name}:`" if o.in_files else "-"
+        ini = " / ".join(
+            ([f"`{o.ini_name}`"] if o.in_ini else []) + ([f"`{o.name}:`"] if o.in_config else [])
+        )
         run = f"`{o.run_flag}`" if o.command_line else "-"
         kind = " \\| ".join(o.choices) if o.choices else (o.path or o.kind)
         text = o.help.replace("|", "\\|")
-        lines.append(f"| {flag} | {ini} | {run} | {kind} | {o.default} | {text} |")
+        lines.append(f"| {flag} | {ini or '-'} | {run} | {kind} | {o.default} | {text} |")
     return "\n".join(lines) + "\n"

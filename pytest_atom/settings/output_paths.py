@@ -41,10 +41,7 @@ def output_path_errors(
     for option in OPTIONS:
         if not option.output or option.path is None:
             continue
-        if option.name == "runs_dir":
-            path: Path | None = settings.runs_under(root)
-        else:
-            path = settings.output(option.name, root)
+        path = settings.output(option.name, root)
         problem = None if path is None else output_problem(path, option.path)
         if path is not None and problem:
             shown = display_path(path)

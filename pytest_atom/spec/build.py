@@ -16,6 +16,7 @@ from jsonschema.validators import validator_for
 from pytest_atom import yamldoc
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
+from pytest_atom.settings.expand import malformed
 from pytest_atom.spec.claude import (
     check_bare_trajectory,
     claude_options,
@@ -222,8 +223,7 @@ def _env(doc: Document, loc: Loc, mapping: dict[str, Any]) -> dict[str, str]:
                 key=True,
             )
         text = value if isinstance(value, str) else json.dumps(value)
-        bad = re.search(r"\$\{(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})", text)
-        if bad:
+        if malformed(text) is not None:
             raise doc.error(
                 f"env {name}: {text!r} has a '${{' that is not ${{NAME}} or ${{NAME:-default}} "
                 "(write $$ for a literal $)",

@@ -4,10 +4,10 @@ names the harness reserves for itself."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 
 from pytest_atom.environment import RUN_FOLDERS
+from pytest_atom.settings.expand import UnsetVariable, expand
 from pytest_atom.spec.types import Spec
 
 RESERVED_ENV: tuple[str, ...] = (
@@ -22,7 +22,6 @@ RESERVED_ENV: tuple[str, ...] = (
     "DISABLE_TELEMETRY",
     "DISABLE_ERROR_REPORTING",
 )
-_ENV_REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\})")
 
 
 def reserved_env(name: str) -> bool:
@@ -35,7 +34,9 @@ class EnvError(ValueError):
 
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The spec's `env:` with ``${VAR}`` (``${VAR:-default}``) taken from `environ`
-    (default: the process's) and ``$$`` as ``$``; raises EnvError for an unset ``${VAR}``.
+    (default: the process's) and ``$$`` as ``$``, by the rules `.atom/config.yaml` follows
+    too (`pytest_atom.settings.expand`); raises EnvError for an unset ``${VAR}``. The
+    loader refused a malformed ``${`` already.
 
     A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that
     variable is in the caller's environment under its own name, which every `Scrubber`
@@ -44,19 +45,12 @@ def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str
     source = os.environ if environ is None else environ
     out: dict[str, str] = {}
     for key, value in spec.env.items():
-
-        def sub(match: re.Match[str], key: str = key) -> str:
-            name, default = match.group(1), match.group(2)
-            if name is None:
-                return "$"
-            if name in source:
-                return source[name]
-            if default is not None:
-                return default
+        try:
+            out[key] = expand(value, source)
+        except UnsetVariable as unset:
+            name = unset.name
             raise EnvError(
                 f"spec '{spec.name}' ({spec.path.name}) sets env {key} from ${{{name}}}, which "
                 f"is not set: export {name}, or give a default: ${{{name}:-value}}"
-            )
-
-        out[key] = _ENV_REF.sub(sub, value)
+            ) from None
     return out

@@ -16,8 +16,17 @@ from _pytest.config.argparsing import Parser
 from atom_cli.run_cmd import SettingType, run
 from pytest_atom import plugin
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.settings.options import BY_NAME, INI_NAMES, OPTIONS, Option, options_markdown
-from pytest_atom.settings.resolved import FILE_SETTINGS, PARSERS, RunSettings, from_here
+from pytest_atom.settings.options import (
+    BY_NAME,
+    CONFIG_SETTINGS,
+    INI_NAMES,
+    INI_SETTINGS,
+    OPTIONS,
+    Option,
+    RunSettings,
+    options_markdown,
+)
+from pytest_atom.settings.resolved import FILE_SETTINGS, from_here
 from tests.sandbox_helpers import allowed
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]
@@ -42,8 +51,10 @@ def _run_options() -> dict[str, click.Option]:
 def test_every_setting_has_one_row() -> None:
     names = [o.name for o in OPTIONS]
     assert len(names) == len(set(names))
-    assert set(names) == set(PARSERS) == {f.name for f in dataclasses.fields(RunSettings)}
+    assert names == [f.name for f in dataclasses.fields(RunSettings)]
     assert FILE_SETTINGS == tuple(o.name for o in OPTIONS if o.in_files)
+    assert INI_SETTINGS == tuple(o.name for o in OPTIONS if o.in_ini)
+    assert CONFIG_SETTINGS == tuple(o.name for o in OPTIONS if o.in_config)
 
 
 @pytest.mark.parametrize("option", COMMAND_LINE, ids=lambda o: o.name)
@@ -96,9 +107,9 @@ def test_both_command_lines_offer_the_same_settings() -> None:
 def test_ini_keys_are_the_rows_that_files_may_set() -> None:
     inis = _pytest_parser()._inidict
     atom_keys = {name for name in inis if name.startswith("atom_")}
-    assert atom_keys == {o.ini_name for o in OPTIONS if o.in_files}
+    assert atom_keys == {o.ini_name for o in OPTIONS if o.in_ini}
     for option in OPTIONS:
-        if option.in_files:
+        if option.in_ini:
             help_text, kind, default = inis[option.ini_name][:3]
             assert help_text == option.ini_help
             # pytest before 8.3 keeps an untyped ini key's type as None: a string all the same.
@@ -112,7 +123,7 @@ def test_ini_keys_are_the_rows_that_files_may_set() -> None:
 )
 def test_a_bad_value_gets_the_same_fix_on_both_command_lines(name: str, value: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError) as under_pytest:
-        plugin._setting(name)(value)
+        plugin._setting(BY_NAME[name])(value)
     with pytest.raises(click.BadParameter) as under_run:
         SettingType(BY_NAME[name]).convert(value, None, None)
     assert str(under_pytest.value) == under_run.value.message

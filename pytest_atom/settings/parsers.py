@@ -1,0 +1,147 @@
+"""The parsers of settings' values: raw value in (text from an ini file or a command line,
+a YAML scalar, click's value), typed value out, or ValueError saying how to fix it.
+
+Each row of the option table (`pytest_atom.settings.options`) names its parser, so a value
+is checked the same on both command lines, in the ini file and in `.atom/config.yaml`. A
+new kind of value gets its parser here; a new setting only picks one in its row.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+#: A value's parser: raw value in, typed value out, ValueError with the fix.
+Parser = Callable[[Any], Any]
+
+
+def choice(choices: Iterable[str]) -> Callable[[Any], str]:
+    """One of `choices`, as given."""
+    options = tuple(choices)
+
+    def parse(value: Any) -> str:
+        if value not in options:
+            raise ValueError(f"use one of {', '.join(options)}")
+        return str(value)
+
+    return parse
+
+
+def flag(value: Any) -> bool:
+    """A boolean, or the ini file's words for one (true/false, yes/no, 1/0, on/off)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "on"):
+        return True
+    if text in ("false", "no", "0", "off", ""):
+        return False
+    raise ValueError("use true or false")
+
+
+def _float(value: Any) -> float:
+    """`value` as a number, NaN when it is none (so every range check refuses it)."""
+    try:
+        return math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def threshold(value: Any) -> float:
+    """A reflector score strictly between 0 and 1."""
+    number = _float(value)
+    if not 0 < number < 1:
+        raise ValueError("use a number between 0 and 1, such as 0.8")
+    return number
+
+
+def rate(value: Any) -> float:
+    """A pass rate, 0 to 1 inclusive."""
+    number = _float(value)
+    if not 0 <= number <= 1:
+        raise ValueError("use a pass rate between 0 and 1, such as 0.8")
+    return number
+
+
+def dollars(value: Any) -> float:
+    """A positive, finite amount of US dollars."""
+    number = _float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError("use an amount of US dollars > 0, such as 2.50")
+    return number
+
+
+def whole(minimum: int, hint: str = "") -> Callable[[Any], int]:
+    """A whole number >= `minimum`; `hint` ends the fix (what the smallest one means)."""
+
+    def parse(value: Any) -> int:
+        text = str(value).strip()
+        if isinstance(value, bool) or not text.isdigit() or int(text) < minimum:
+            raise ValueError(f"use a whole number >= {minimum}{hint}")
+        return int(text)
+
+    return parse
+
+
+def tolerance(value: Any) -> dict[str, float | None]:
+    """Per-metric tolerances: ``turns=0.5 tokens=0.2``, or a mapping of them."""
+    from pytest_atom.settings.tolerance import parse_tolerance
+
+    if isinstance(value, Mapping):
+        value = " ".join(f"{k}={v}" for k, v in value.items())
+    return parse_tolerance(str(value))
+
+
+def text(value: Any) -> str:
+    """A non-empty string, stripped."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("use a non-empty string")
+    return value.strip()
+
+
+def names(value: Any) -> tuple[str, ...]:
+    """Arm names: a list, or one string of them separated by commas; each once."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ValueError("use arm names separated by commas, such as with-skill,without-skill")
+    found = tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+    bad = [n for n in found if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", n)]
+    if bad or not found:
+        raise ValueError(
+            f"{', '.join(map(repr, bad)) or 'nothing'} is no arm name: use names as in a spec's `arms:`, "
+            "separated by commas"
+        )
+    return found
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9}
+_UNITS |= {"kib": 2**10, "mib": 2**20, "gib": 2**30}
+
+
+def size(value: Any) -> int:
+    """A size in bytes: ``500MB``, ``2GiB``, ``1_000_000``; 0 means no bound."""
+    given = str(value).strip().lower().replace("_", "").replace(" ", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([a-z]*)", given)
+    if isinstance(value, bool) or match is None or match[2] not in _UNITS:
+        raise ValueError("use a size such as 500MB, 2GB or 800MiB (0: no bound)")
+    return int(float(match[1]) * _UNITS[match[2]])
+
+
+def spec_paths(value: Any) -> tuple[Path, ...]:
+    """Spec files or folders: a list, or one string of paths separated by spaces (the ini
+    style of pytest's `paths` options)."""
+    items = shlex.split(value) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(
+        isinstance(i, (str, Path)) and str(i).strip() for i in items
+    ):
+        raise ValueError("use a list of spec files or folders, such as [specs]")
+    return tuple(Path(str(i).strip()).expanduser() for i in items)
+
+
+def path(value: Any) -> Path:
+    """One path, ``~`` expanded."""
+    return Path(text(str(value) if isinstance(value, Path) else value)).expanduser()
