@@ -30,7 +30,8 @@ from pytest_atom.reports.summary import (
     summary_table,
     summary_width,
 )
-from pytest_atom.reports.text import drift_line, tool_problem
+from pytest_atom.reports.phrases import drift_line
+from pytest_atom.reports.text import tool_problem
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.results import harness_events as hev
 from pytest_atom.results.harness_events import AnyEvent
