@@ -1,7 +1,7 @@
 """The reflector's verdict becomes the outcome.
 
 A passing run and a refined one go through the real CLI once per session (scenarios of
-tests/judge_helpers.py, shared with test_trace.py); a conftest's hooks and a malformed
+tests/judge_helpers.py, shared with reports/test_trace.py); a conftest's hooks and a malformed
 verdict go through `pytest --atom` (pytester). How a verdict and the checks decide and what
 the report then says is shown over typed results with real checks, with no CLI: the
 scoring itself is tests/test_judging.py's.

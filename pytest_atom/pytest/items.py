@@ -320,9 +320,9 @@ class AtomItem(pytest.Function):
             # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result
-            return Scrubber().scrub_obj(
-                [TEXT.render(result), *(r.stdout for r in result.records)]
-            )[0]
+            return Scrubber().scrub_obj([TEXT.render(result), *(r.stdout for r in result.records)])[
+                0
+            ]
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)

@@ -21,7 +21,7 @@ assembled from every run's view at the session's end); `render` is what all of t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from pytest_atom.results.spec_result import SpecResult
@@ -32,6 +32,7 @@ __all__ = ["ReportFormat"]
 Rendered_co = TypeVar("Rendered_co", covariant=True)
 
 
+@runtime_checkable  # the registry's test finds the format objects of each module by it
 class ReportFormat(Protocol[Rendered_co]):
     """A report format: its `name`, and `render`, which turns one spec run into the
     format's value. It reads the result only; what it writes to disk, if anything, is its
