@@ -25,7 +25,7 @@ from pytest_atom.replay.cassette import Cassette, CassetteError
 from pytest_atom.replay.estimate import Estimate, estimate
 from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
-from pytest_atom.reports.text import drift_line
+from pytest_atom.reports.phrases import drift_line
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec, SpecError
 from pytest_atom.words import plural

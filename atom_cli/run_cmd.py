@@ -21,6 +21,7 @@ from pytest_atom.events import agent as events
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.reports.html import report_row, spec_view, write_html
+from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import (
     environment_lines,
@@ -30,7 +31,7 @@ from pytest_atom.reports.summary import (
     summary_table,
     summary_width,
 )
-from pytest_atom.reports.text import drift_line, tool_problem
+from pytest_atom.reports.text import tool_problem
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.results import harness_events as hev
 from pytest_atom.results.harness_events import AnyEvent

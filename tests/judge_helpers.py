@@ -1,5 +1,5 @@
 """Scenarios the judging tests share: each is run once per test session (`once_per_session`)
-through the real CLI, and read by several tests of test_reflector.py, test_trace.py and
+through the real CLI, and read by several tests of test_reflector.py, reports/test_trace.py and
 test_votes.py.
 
 A scenario's folder holds what its readers need: the pickled `SpecResult` of each run

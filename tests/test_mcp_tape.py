@@ -23,7 +23,7 @@ from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.mcp_tape import MODULE, McpTape, describe_miss, request_key
 from pytest_atom.replay.recording import ModelSource, cassette_path
 from pytest_atom.replay.staleness import prompt_hash, script_hash, staleness
-from pytest_atom.reports.text import tool_problem
+from pytest_atom.reports.text import failure_report, tool_problem
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.resolved import RunSettings
@@ -293,7 +293,7 @@ def test_a_call_the_recording_never_saw_is_the_divergence_named_first(tmp_path: 
     )
     assert "--atom-record-mode=all" in first
     # The failure report leads with the first in full and lists the next.
-    report = SpecResult(spec, tmp_path, [], 1.0, 0.8, divergences=[first, second]).report()
+    report = failure_report(SpecResult(spec, tmp_path, [], 1.0, 0.8, divergences=[first, second]))
     assert "replay diverged from the cassette (2 distinct requests matched nothing" in report
     assert """tools/call 'get' with {"ticket": "T-3"} was never recorded""" in report
     assert "  agent: did not run" in report.splitlines()

@@ -23,9 +23,10 @@ from pytest_atom.environment_clues import EnvironmentClue, environment_clue, net
 from pytest_atom.gateway.scripted import Script, ScriptError
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path, open_model_source
+from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import environment_lines
-from pytest_atom.reports.text import drift_line, failure_report
+from pytest_atom.reports.text import failure_report
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import RunOutcome

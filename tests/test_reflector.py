@@ -1,7 +1,7 @@
 """The reflector's verdict becomes the outcome.
 
 A passing run and a refined one go through the real CLI once per session (scenarios of
-tests/judge_helpers.py, shared with test_trace.py); a conftest's hooks and a malformed
+tests/judge_helpers.py, shared with reports/test_trace.py); a conftest's hooks and a malformed
 verdict go through `pytest --atom` (pytester). How a verdict and the checks decide and what
 the report then says is shown over typed results with real checks, with no CLI: the
 scoring itself is tests/test_judging.py's.
@@ -21,6 +21,7 @@ from pytest_atom.checks.builtin import run_checks
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.text import failure_report
 from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.rows import SummaryRow
@@ -112,7 +113,7 @@ def test_failing_check_forces_failure_despite_a_high_score(tmp_path: Path) -> No
     spec = SPEC.replace("  - file_exists: done.txt", "  - file_exists: missing.txt")
     result = judged(tmp_path, spec, verdict(0.95), "Done. EXIT_LOOP_NOW")
     assert result.decision == "fail" and not result.passed
-    pytest.LineMatcher(result.report().splitlines()).fnmatch_lines(
+    pytest.LineMatcher(failure_report(result).splitlines()).fnmatch_lines(
         [
             "*verdict: fail, score 0.95 (passes above 0.8) after 1 attempt (forced: a "
             "deterministic check failed)",
@@ -136,7 +137,7 @@ def test_claimed_success_with_a_failing_command_fails_with_evidence(tmp_path: Pa
     )
     result = judged(tmp_path, spec, answer, "All tests pass, everything is done. EXIT_LOOP_NOW")
     assert result.decision == "fail" and not result.passed
-    pytest.LineMatcher(result.report().splitlines()).fnmatch_lines(
+    pytest.LineMatcher(failure_report(result).splitlines()).fnmatch_lines(
         [
             "*verdict: fail, score 0.2 (passes above 0.8) after 1 attempt",
             "*unmet: done.txt exists and says done.",

@@ -20,7 +20,7 @@ import yaml
 from pytest_atom.judge.reflector import REFLECTOR_BUDGET, build_prompt
 from pytest_atom.reports.clipping import REPORT_TEXT_LIMIT, TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.html import spec_view
-from pytest_atom.reports.trace import write_report
+from pytest_atom.reports.json_trace import write_report
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.spec.build import PROMPT_LIMIT

@@ -18,6 +18,7 @@ from pytest_atom.judge.reflector import combine_votes
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.text import failure_report
 from pytest_atom.results.outcome import decide, judge
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
@@ -170,7 +171,7 @@ def test_one_of_three_votes_fails_naming_the_criterion_and_its_votes(tmp_path: P
     attempt.decision = judge(True, [], combined, 0.8, spec.reflector.gate)
     result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8)
     assert result.outcome.status == "failed"
-    pytest.LineMatcher(result.report().splitlines()).fnmatch_lines(
+    pytest.LineMatcher(failure_report(result).splitlines()).fnmatch_lines(
         [
             "*unmet: done.txt says done, warmly. (1/3 votes met: unmet, met, unmet)*",
             "*curt*",

@@ -22,8 +22,9 @@ from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.pytest.settings import settings_for
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.text import failure_report, step_line
+from pytest_atom.reports.junit import JUNIT_PROPERTIES
+from pytest_atom.reports.phrases import step_line
+from pytest_atom.reports.text import TEXT
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.spec.arms import select_arms
@@ -319,9 +320,9 @@ class AtomItem(pytest.Function):
             # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result
-            return Scrubber().scrub_obj(
-                [failure_report(result), *(r.stdout for r in result.records)]
-            )[0]
+            return Scrubber().scrub_obj([TEXT.render(result), *(r.stdout for r in result.records)])[
+                0
+            ]
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)
@@ -355,6 +356,4 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
     """A result's figures as the item's JUnit properties; the session's summary reads them."""
-    if result.trace is not None:
-        item.user_properties.append(("atom_trace", display_path(result.trace)))
-    item.user_properties += list(result_properties(result).items())
+    item.user_properties += JUNIT_PROPERTIES.render(result)

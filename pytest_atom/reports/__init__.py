@@ -1,7 +1,22 @@
 """Reports: what a run leaves for people and machines.
 
-`text` is the failure report a person acts on; `properties` the JUnit properties; `trace` the
-JSON trace (seed 003's shape, `trace_schema.json`); `html` the HTML report (`templates/`);
-`summary` the terminal summary table; `cassette_transcript` a cassette as a transcript;
-`clipping` keeps long texts out of reports.
+A report format is a protocol (`format.ReportFormat`: a name and ``render(result)``) plus
+one module per format, registered in one tuple (`builtin.BUILT_IN_FORMATS`):
+
+- `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
+- `junit`: the JUnit properties of a spec's test case;
+- `json_trace`: the JSON trace file (seed 003's shape) and its transcripts;
+- `html`: the HTML report (`templates/`), one page per session.
+
+No format imports another (pyproject.toml's independence contract). What they share lives
+in modules that are not formats: `phrases` (the words for a drift, a step, an environment
+clue), `properties` (a run's figures by name), `trace` (the trace document,
+``trace_schema.json``), `clipping` (long texts kept out of reports).
+
+Reports of other things than one spec run: `summary` is the session's terminal summary (from
+its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`).
+
+Where to add: a format is a new module here with one `ReportFormat` object, appended to
+`builtin.BUILT_IN_FORMATS` and to the independence contract; a phrase or figure a second
+format needs moves to `phrases` or `properties`.
 """

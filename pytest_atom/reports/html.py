@@ -1,12 +1,12 @@
-"""The HTML report: one self-contained page per run, to *see* what each agent did.
+"""The HTML report format: one self-contained page per run, to *see* what each agent did.
 
 Two steps, so the page can be assembled where the results meet (the xdist controller)
 from data built where each spec ran (a worker):
 
-- ``spec_view(result)``: a JSON-able, scrubbed view of one spec run: its invocation trace
-  (``trace.build_trace``) with each session's events folded into turns
-  (``transcript.stream_turns``), plus the workspace diff, the divergence report and the
-  figures of the summary row (``report.result_properties``).
+- ``spec_view(result)`` (the format's `render`, `HTML`): a JSON-able, scrubbed view of one
+  spec run: its invocation trace (``trace.build_trace``) with each session's events folded
+  into turns (``transcript.stream_turns``), plus the workspace diff, the divergence report
+  and the figures of the summary row (``properties.result_properties``).
 - ``render_html(rows)`` / ``write_html(rows, path)``: the page, from Jinja2 templates in
   ``templates/`` with autoescaping on; CSS and the small sorting and filtering script are
   inlined, so the file opens from disk or a CI artifact with no server and no network.
@@ -37,19 +37,19 @@ from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
+from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.reports.text import drift_summary
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.results.spec_result import SpecResult
 
 __all__ = [
+    "HTML",
     "LAST_REPORT",
-    "drift_summary",
+    "HtmlReport",
     "fold",
     "render_html",
     "report_row",
     "spec_view",
-    "tool_label",
     "write_html",
 ]
 
@@ -250,3 +250,18 @@ def write_html(
         runs_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(runs_dir / LAST_REPORT, page)
     return path
+
+
+class HtmlReport:
+    """The HTML format: `render` is one spec run's part of the page (`spec_view`), built
+    where the spec ran; `write_html` assembles the page from every run's rows."""
+
+    name = "html"
+
+    def render(self, result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
+        """The view of `result` the page shows (`spec_view`); `repeat` names its trace."""
+        return spec_view(result, repeat=repeat)
+
+
+#: The HTML format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+HTML = HtmlReport()

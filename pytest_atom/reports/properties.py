@@ -1,12 +1,16 @@
-"""A run's figures by name: the JUnit properties that the summary table, the HTML report and
-`atom run --json` read, one key per figure."""
+"""A run's figures by name, one key per figure: what the JUnit properties format records
+(`reports.junit`), and what the summary table, the HTML page and `atom run --json` read.
+
+Not a format of its own: several formats show these figures, and no format imports another.
+Where to add: a new figure is one more key in `result_properties` (``atom_<name>``).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.environment import left_out
-from pytest_atom.reports.text import criteria_votes, drift_line, environment_clue_of, step_line
+from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.settings.tolerance import format_tolerance
 from pytest_atom.spec.arms import arm_properties
 
@@ -53,6 +57,18 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **arm_properties(result.spec),
         **environment_properties(result),
     }
+
+
+def criteria_votes(result: SpecResult) -> str | None:
+    """``1 met 3/3 · 2 unmet 1/3``: each criterion (numbered as the spec lists them) and its
+    votes (JUnit ``atom_criteria_votes``); None when a single reflector session judged."""
+    verdict = result.verdict
+    if verdict is None or not verdict.scores:
+        return None
+    return " · ".join(
+        f"{n} {'met' if c.met else 'unmet'} {sum(c.votes)}/{len(c.votes)}"
+        for n, c in enumerate(verdict.criteria, 1)
+    )
 
 
 def environment_properties(result: SpecResult) -> dict[str, Any]:

@@ -1,30 +1,29 @@
-"""Human-readable reports of spec runs: what a person needs to act on a failure.
+"""The text report format: what a person needs to act on a failed spec run.
 
-The same text serves the pytest failure report and the `atom` command, so both say
-the same thing about the same run.
+The same text serves the pytest failure report, the `atom` command and `SpecResult.report()`,
+so all say the same thing about the same run. The format is `TEXT` (`reports.format`); its
+parts (`verdict_line`, `agent_line`, `tool_problem`) serve `atom validate` and `atom run`'s
+progress. What other formats say the same way (a drift, a step) is in `reports.phrases`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.environment import left_out
-from pytest_atom.environment_clues import EnvironmentClue, environment_clue, network_hint
+from pytest_atom.environment_clues import network_hint
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
-from pytest_atom.results.spec_result import install_renderer
+from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
-    from pytest_atom.results.drift import Drift
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
-    from pytest_atom.results.spec_result import Plan, Rollback, SpecResult, StepResult
+    from pytest_atom.results.spec_result import Plan, Rollback, SpecResult
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
@@ -211,20 +210,6 @@ def _network_lines(result: SpecResult) -> list[str]:
     return []
 
 
-def environment_clue_of(result: SpecResult) -> EnvironmentClue | None:
-    """What in a failed check's or set-up's output points at the run's environment (a
-    command not found, a variable not set); None when nothing does."""
-    texts = [f"{c.summary}\n{c.evidence}" for c in result.checks if not c.passed]
-    if result.harness_error and result.harness_error.startswith("set-up"):
-        texts.append(result.harness_error)  # it quotes the set-up's last lines
-    if not texts:
-        return None
-    dropped = left_out(result.spec.pass_env)
-    # What the run did get: the caller's passed variables and the spec's own `env:`.
-    given = {*os.environ, *result.spec.env}
-    return environment_clue("\n".join(texts), dropped, given)
-
-
 def _left_out_lines(result: SpecResult) -> list[str]:
     """When the failure could be the environment's doing: what points at it, and the fix.
     A variable the run left out and the output names is said here; the whole list of the
@@ -314,18 +299,6 @@ def _ballots(votes: Sequence[bool]) -> str:
     return ", ".join("met" if v else "unmet" for v in votes)
 
 
-def criteria_votes(result: SpecResult) -> str | None:
-    """``1 met 3/3 · 2 unmet 1/3``: each criterion (numbered as the spec lists them) and its
-    votes (JUnit ``atom_criteria_votes``); None when a single reflector session judged."""
-    verdict = result.verdict
-    if verdict is None or not verdict.scores:
-        return None
-    return " · ".join(
-        f"{n} {'met' if c.met else 'unmet'} {sum(c.votes)}/{len(c.votes)}"
-        for n, c in enumerate(verdict.criteria, 1)
-    )
-
-
 def _check_lines(result: SpecResult) -> list[str]:
     """Each check with its line in the spec; a failed one with its evidence. After the
     agent's own session diverged it met answers nobody recorded: its files judge nothing
@@ -351,19 +324,6 @@ def _check_lines(result: SpecResult) -> list[str]:
 def _agent_diverged(divergences: Sequence[ReplayDivergence]) -> bool:
     """Whether a replay diverged anywhere but in the reflector's sessions."""
     return any(d.agents for d in divergences)
-
-
-def step_line(step: StepResult) -> str:
-    """``implement: committed after a01, a02 (2 runs)``: how one step of a spec went."""
-    if not step.runs:
-        return f"{step.id}: not run (an earlier step failed)"
-    tried = ", ".join(f"a{a.number:02d}" for a in step.attempts) or "no attempt"
-    runs = f" ({step.runs} runs)" if step.runs > 1 else ""
-    if step.passed:
-        return f"{step.id}: committed after {tried}{runs}"
-    last = step.attempts[-1] if step.attempts else None
-    score = f", score {last.verdict.score:g}" if last and last.verdict else ""
-    return f"{step.id}: {step.decision} after {tried}{runs}{score}"
 
 
 def plan_lines(result: SpecResult) -> list[str]:
@@ -484,19 +444,6 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
     return lines
 
 
-def drift_line(drift: Drift | None) -> str | None:
-    """A replay's drift as the one line the terminal, JUnit and the trace show."""
-    return drift.line() if drift is not None else None
-
-
-def drift_summary(drift: Drift) -> str:
-    """A replay's drift in a few words, for a table cell; the whole sentence stays one
-    click away: ``2.1.197 → 2.1.330; system prompt changed``."""
-    versions = [f"{drift.recorded_version} → {drift.live_version}"] if drift.versions_differ else []
-    parts = versions + drift.changes(brief=True)
-    return "; ".join(parts) or f"{drift.loose}/{drift.replayed} matched on the conversation"
-
-
 def left_out_files_line(left_out: Sequence[str]) -> str | None:
     """One line for a report: how many of pytest-atom's own files were left out, and
     the first few; None when none were."""
@@ -513,4 +460,16 @@ def left_out_files_line(left_out: Sequence[str]) -> str | None:
 SHOWN = 5
 
 
-install_renderer(failure_report)  # SpecResult.report renders with it
+class TextReport:
+    """The text format: `failure_report`, the pytest item's failure report (its longrepr)
+    and what `SpecResult.report()` returns for a result `run_spec` made."""
+
+    name = "text"
+
+    def render(self, result: SpecResult, *, repeat: int | None = None) -> str:
+        """The failure report of `result`; a repeat reads the same (its run folder says which)."""
+        return failure_report(result)
+
+
+#: The text format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+TEXT = TextReport()

@@ -1,24 +1,15 @@
-"""Invocation traces: one JSON document per spec run, in seed 003's trace shape.
+"""Invocation traces as data: one document per spec run, in seed 003's trace shape.
 
 A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
-which observed effects and at what cost, with one child per attempt; the raw stream-json
-transcript of every Claude Code session is written beside it::
+which observed effects and at what cost, with one child per attempt. A multi-step spec's
+children are its steps, each with its attempts and the rollbacks it asked for nested as its
+children; in planner mode a rollback carries the re-plan it led to, and the steps that
+re-plan dropped follow the plan's own, as ``dropped``.
 
-    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].json
-    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
-    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].texts/evidence-<hash>.txt
-
-A text in the trace longer than `REPORT_TEXT_LIMIT` (a check's 2 MB log) is clipped to its
-head and tail, and kept whole in ``.texts/`` beside it, which the clipped text names.
-
-A multi-step spec's children are its steps, each with its attempts (transcripts named
-``<step>-a01-executor-1.jsonl``) and the rollbacks it asked for nested as its children;
-in planner mode a rollback carries the re-plan it led to, and the steps that re-plan
-dropped follow the plan's own, as ``dropped``.
-
-``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` emits.
-Everything ``write_report`` puts on disk passes through a Scrubber first, and every file
-is written atomically, so a reader never sees a half-written trace.
+``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` builds.
+Not a report format itself: the JSON trace format (`reports.json_trace`) writes it to a file
+with the sessions' transcripts beside it, and the HTML page (`reports.html`) shows it; no
+format imports another, so what both show lives here.
 """
 
 from __future__ import annotations
@@ -33,17 +24,21 @@ from typing import Any
 
 from pytest_atom.cost.usage import RoleUsage
 from pytest_atom.diffs import agent_files, changes
-from pytest_atom.files import shown_content, write_atomic
-from pytest_atom.paths import SPEC_SUFFIX
-from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.files import shown_content
 from pytest_atom.replay.staleness import spec_hash
 from pytest_atom.replay.transcript import permission_denials
-from pytest_atom.reports.clipping import clip_long_texts
-from pytest_atom.reports.text import drift_line
+from pytest_atom.reports.phrases import drift_line
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
 
-__all__ = ["TRACE_SCHEMA", "atom_ref", "build_trace", "trace_path", "write_report"]
+__all__ = [
+    "TRACE_SCHEMA",
+    "TraceSession",
+    "atom_ref",
+    "build_trace",
+    "trace_sessions",
+    "trace_stem",
+]
 
 TRACE_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("trace_schema.json").read_text(encoding="utf-8")
@@ -58,7 +53,7 @@ _DENIAL_INPUT_LIMIT = 200
 
 
 @dataclass(frozen=True)
-class _Session:
+class TraceSession:
     """One CLI session of a run, with the transcript file it gets (None: no output)."""
 
     attempt: Attempt
@@ -69,21 +64,17 @@ class _Session:
     transcript: str | None  # relative to the trace file
 
 
-def _stem(result: SpecResult, repeat: int | None) -> str:
+def trace_stem(result: SpecResult, repeat: int | None) -> str:
     """The trace's file name without ``.json``: ``<spec name>[.r<repeat>]``."""
     if repeat is not None and repeat < 0:
         raise ValueError(f"repeat must be 0 or more, got {repeat}")
     return result.spec.name + ("" if repeat is None else f".r{repeat}")
 
 
-def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
-    """Where write_report puts the trace of `result`."""
-    folder = report_dir / result.spec.path.name.removesuffix(SPEC_SUFFIX)
-    return folder / f"{_stem(result, repeat)}.json"
-
-
-def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
-    folder = f"{_stem(result, repeat)}.transcripts"
+def trace_sessions(result: SpecResult, repeat: int | None) -> Iterator[TraceSession]:
+    """Every CLI session of the run, in the order they ran, each with the transcript file
+    the trace names for it (`reports.json_trace` writes them there)."""
+    folder = f"{trace_stem(result, repeat)}.transcripts"
     attempts: list[tuple[str | None, Attempt]] = [
         (step.id, a) for step in result.all_steps for a in step.attempts
     ] or [(None, a) for a in result.attempts]
@@ -93,7 +84,7 @@ def _sessions(result: SpecResult, repeat: int | None) -> Iterator[_Session]:
         for role, iteration, record in roles:
             name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None
-            yield _Session(attempt, step, role, iteration, record, transcript)
+            yield TraceSession(attempt, step, role, iteration, record, transcript)
 
 
 def _invocation_id(result: SpecResult, suffix: str = "") -> str:
@@ -147,7 +138,7 @@ def _billed(result: SpecResult) -> dict[str, Any]:
     }
 
 
-def _session_entry(session: _Session) -> dict[str, Any]:
+def _session_entry(session: TraceSession) -> dict[str, Any]:
     r = session.record
     return {
         "role": session.role,
@@ -167,7 +158,7 @@ def _session_entry(session: _Session) -> dict[str, Any]:
 
 
 def _step_child(
-    result: SpecResult, step: StepResult, sessions: list[_Session], parent_ref: str
+    result: SpecResult, step: StepResult, sessions: list[TraceSession], parent_ref: str
 ) -> dict[str, Any]:
     """A step of a multi-step spec: its attempts, then the rollbacks it asked for."""
     ref = f"{parent_ref}#step-{step.id}"
@@ -211,7 +202,7 @@ def _step_child(
 
 
 def _child(
-    result: SpecResult, attempt: Attempt, sessions: list[_Session], parent_ref: str
+    result: SpecResult, attempt: Attempt, sessions: list[TraceSession], parent_ref: str
 ) -> dict[str, Any]:
     harness_failed = result.harness_error is not None and attempt is result.final
     errors = [result.harness_error] if harness_failed and result.harness_error else []
@@ -266,7 +257,7 @@ def _verdict_source(attempt: Attempt) -> str | None:
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
 
 
-def _permission_denials(session: _Session) -> list[str]:
+def _permission_denials(session: TraceSession) -> list[str]:
     """Tool calls the CLI refused, from the ``permission_denials`` of its result event."""
     found = []
     for denial in permission_denials(session.record.events):
@@ -305,7 +296,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
     """
     spec = result.spec
     ref = atom_ref(result)
-    sessions = list(_sessions(result, repeat))
+    sessions = list(trace_sessions(result, repeat))
     outcome = result.outcome
     state = {"passed": "succeeded", "failed": "failed", "error": "error"}[outcome.status]
     errors = ([result.harness_error] if result.harness_error else []) + [
@@ -354,7 +345,7 @@ def _effective_limits(result: SpecResult) -> dict[str, Any]:
     }
 
 
-def _effects_observed(result: SpecResult, sessions: list[_Session]) -> dict[str, Any]:
+def _effects_observed(result: SpecResult, sessions: list[TraceSession]) -> dict[str, Any]:
     """What the agent did (seed 003): files written, tool calls, denials, usage."""
     executor_calls: Counter[str] = Counter(
         call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
@@ -371,7 +362,7 @@ def _effects_observed(result: SpecResult, sessions: list[_Session]) -> dict[str,
 
 
 def _atom_section(
-    result: SpecResult, sessions: list[_Session], repeat: int | None
+    result: SpecResult, sessions: list[TraceSession], repeat: int | None
 ) -> dict[str, Any]:
     """pytest-atom's own part of the trace: the spec, where things are, the outcome."""
     spec = result.spec
@@ -424,40 +415,3 @@ def _plan(plan: Plan | None) -> dict[str, Any] | None:
         # The replay took the recorded plan: no planner session ran (pytest_atom.replay.recall).
         "recalled": plan.recalled is not None,
     }
-
-
-def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
-    """Write the scrubbed trace and every session's scrubbed transcript; returns the trace path.
-
-    Transcripts are written first and the trace last, so a trace never names a missing
-    file; transcripts left from an earlier report of the same spec and repeat are removed.
-    """
-    path = trace_path(result, Path(report_dir), repeat=repeat)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sessions = [s for s in _sessions(result, repeat) if s.transcript is not None]
-    # One scrub over everything written: a secret found in one transcript (the line that
-    # assigns it) is redacted in all of them and in the trace (where it is only repeated).
-    trace, *stdouts = Scrubber().scrub_obj(
-        [build_trace(result, repeat=repeat), *(s.record.stdout for s in sessions)]
-    )
-    written: set[Path] = set()
-    for session, stdout in zip(sessions, stdouts, strict=True):
-        assert session.transcript is not None
-        target = path.parent / session.transcript
-        target.parent.mkdir(exist_ok=True)
-        write_atomic(target, stdout)
-        written.add(target)
-    transcripts = path.parent / f"{_stem(result, repeat)}.transcripts"
-    if transcripts.is_dir():
-        for stale in transcripts.glob("*.jsonl"):
-            if stale not in written:
-                stale.unlink()
-    texts = path.parent / f"{_stem(result, repeat)}.texts"
-    trace, kept = clip_long_texts(trace, texts)
-    if texts.is_dir():
-        for stale in texts.glob("*.txt"):
-            if stale not in kept:
-                stale.unlink()
-    text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
-    write_atomic(path, text)
-    return path

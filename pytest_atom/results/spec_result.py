@@ -122,17 +122,6 @@ class Plan:
         return f"plan: {ids}" + (f" - FAILED {failed}" if failed else "")
 
 
-#: Renders `SpecResult.report`: `pytest_atom.reports.text.failure_report`, installed by that
-#: module when it loads. Reports build on results, never the other way round, so this
-#: module cannot import its renderer; everything that makes a result (`run/`) loads it.
-_RENDERERS: list[Callable[[SpecResult], str]] = []
-
-
-def install_renderer(render: Callable[[SpecResult], str]) -> None:
-    """Make `render` what `SpecResult.report` returns (the reports layer calls this)."""
-    _RENDERERS.append(render)
-
-
 @dataclass
 class SpecResult:
     """Everything a report needs about one spec run."""
@@ -150,7 +139,7 @@ class SpecResult:
     divergences: list[ReplayDivergence] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: What Claude Code changed around a replayed conversation (None: nothing); reports
-    #: render it (`Drift.line`, `reports.text.drift_summary`).
+    #: render it (`Drift.line`, `reports.phrases.drift_summary`).
     drift: Drift | None = None
     cassette: Path | None = None  # the cassette written by this run, if any
     trace: Path | None = None  # the JSON trace written for this run, if any
@@ -187,6 +176,10 @@ class SpecResult:
     billed_usd: dict[str, float] = field(default_factory=dict)
     #: Of those, the steps billed on top of the answers: role -> kind -> (tokens, dollars).
     billed_steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    #: What `report` renders with: the text report format's `render`, which whoever makes
+    #: the result hands it (`run.spec_run` does). Reports build on results, never the other
+    #: way round, so this module cannot name the format itself.
+    renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def billed_tokens(self) -> int:
@@ -221,12 +214,14 @@ class SpecResult:
         return f"the API billed {streams} tokens, Claude Code counted {cli} ({streams - cli:+d}){reason}"
 
     def report(self) -> str:
-        """The failure report a person reads (also handy as an assertion message)."""
-        if not _RENDERERS:
+        """The failure report a person reads (also handy as an assertion message), as the
+        text format renders it (`pytest_atom.reports.text`)."""
+        if self.renderer is None:
             raise RuntimeError(
-                "no failure report renderer is loaded: import pytest_atom.reports.text first"
+                "this result was made without a renderer: render it with "
+                "pytest_atom.reports.text.TEXT.render(result)"
             )
-        return _RENDERERS[-1](self)
+        return self.renderer(self)
 
     @property
     def final(self) -> Attempt:

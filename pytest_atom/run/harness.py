@@ -107,7 +107,7 @@ class Harness:
         tolerance) would depend on where it stands in the run. Collecting specs alone
         never calls this."""
         from pytest_atom.replay.detector import load_detector
-        from pytest_atom.reports import trace  # noqa: F401
+        from pytest_atom.reports import json_trace  # noqa: F401
         from pytest_atom.run import spec_run  # noqa: F401
 
         load_detector()
@@ -128,7 +128,7 @@ class Harness:
         the session's seed) take the harness's, so every test of a run shares one seed."""
         # Loaded here, not with the module: collecting specs builds a harness, and needs
         # neither the gateway nor the agents that running one starts.
-        from pytest_atom.reports.trace import write_report
+        from pytest_atom.reports.json_trace import write_report
         from pytest_atom.run.spec_run import run_spec
 
         settings = settings or self.settings

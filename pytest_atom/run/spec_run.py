@@ -35,7 +35,7 @@ from pytest_atom.replay.recording import (
     open_model_source,
 )
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
-from pytest_atom.reports import text as _failure_report  # noqa: F401  (SpecResult.report renders with it)
+from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import (
@@ -310,6 +310,7 @@ def _result(
         upstream_faults=tape.faults_to_report(_unfinished(run)) + source.disturbed if tape else [],
         paid=paid,
         replayed=replayed,
+        renderer=TEXT.render,  # `SpecResult.report()`: the text format's failure report
     )
 
 

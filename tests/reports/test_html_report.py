@@ -15,17 +15,16 @@ from typing import Any
 import pytest
 
 from pytest_atom.events.agent import parse
-from pytest_atom.replay.transcript import Text, ToolUse, stream_turns
+from pytest_atom.replay.transcript import Text, ToolUse, stream_turns, tool_label
 from pytest_atom.reports.html import (
     LAST_REPORT,
-    drift_summary,
     fold,
     render_html,
     report_row,
     spec_view,
-    tool_label,
     write_html,
 )
+from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.results.drift import Drift
 from pytest_atom.results.record import RunOutcome
 from tests.helpers import capture

@@ -15,7 +15,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.replay.staleness import spec_hash
-from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace, write_report
+from pytest_atom.reports.json_trace import write_report
+from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.spec_result import SpecResult
 from tests.helpers import VALIDATOR, verdict
 from tests.judge_helpers import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_atom.baseline.gate import gate
 from pytest_atom.baseline.measure import arm_lines, junit_properties
-from pytest_atom.reports.text import drift_line, drift_summary
+from pytest_atom.reports.phrases import drift_line, drift_summary
 from pytest_atom.results.drift import Drift
 from tests.helpers import summary_row
 

@@ -1,0 +1,92 @@
+"""The JSON trace format: one trace file per spec run, its sessions' transcripts beside it.
+
+::
+
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].json
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
+    <report_dir>/<spec file stem>/<spec name>[.r<repeat>].texts/evidence-<hash>.txt
+
+The document is `reports.trace.build_trace`'s (``trace_schema.json`` describes it). A text
+in it longer than `REPORT_TEXT_LIMIT` (a check's 2 MB log) is clipped to its head and tail,
+and kept whole in ``.texts/`` beside it, which the clipped text names. A multi-step spec's
+transcripts are named ``<step>-a01-executor-1.jsonl``.
+
+Everything ``write_report`` puts on disk passes through a Scrubber first, and every file is
+written atomically, so a reader never sees a half-written trace.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.files import write_atomic
+from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.reports.clipping import clip_long_texts
+from pytest_atom.reports.trace import build_trace, trace_sessions, trace_stem
+
+if TYPE_CHECKING:
+    from pytest_atom.results.spec_result import SpecResult
+
+__all__ = ["JSON_TRACE", "JsonTrace", "trace_path", "write_report"]
+
+
+def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
+    """Where write_report puts the trace of `result`."""
+    folder = report_dir / result.spec.path.name.removesuffix(SPEC_SUFFIX)
+    return folder / f"{trace_stem(result, repeat)}.json"
+
+
+def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
+    """Write the scrubbed trace and every session's scrubbed transcript; returns the trace path.
+
+    Transcripts are written first and the trace last, so a trace never names a missing
+    file; transcripts left from an earlier report of the same spec and repeat are removed.
+    """
+    path = trace_path(result, Path(report_dir), repeat=repeat)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sessions = [s for s in trace_sessions(result, repeat) if s.transcript is not None]
+    # One scrub over everything written: a secret found in one transcript (the line that
+    # assigns it) is redacted in all of them and in the trace (where it is only repeated).
+    trace, *stdouts = Scrubber().scrub_obj(
+        [build_trace(result, repeat=repeat), *(s.record.stdout for s in sessions)]
+    )
+    written: set[Path] = set()
+    for session, stdout in zip(sessions, stdouts, strict=True):
+        assert session.transcript is not None
+        target = path.parent / session.transcript
+        target.parent.mkdir(exist_ok=True)
+        write_atomic(target, stdout)
+        written.add(target)
+    transcripts = path.parent / f"{trace_stem(result, repeat)}.transcripts"
+    if transcripts.is_dir():
+        for stale in transcripts.glob("*.jsonl"):
+            if stale not in written:
+                stale.unlink()
+    texts = path.parent / f"{trace_stem(result, repeat)}.texts"
+    trace, kept = clip_long_texts(trace, texts)
+    if texts.is_dir():
+        for stale in texts.glob("*.txt"):
+            if stale not in kept:
+                stale.unlink()
+    text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
+    write_atomic(path, text)
+    return path
+
+
+class JsonTrace:
+    """The JSON trace format: `render` gives the document (unscrubbed, as built), and
+    `write_report` the scrubbed file with its transcripts, which the harness writes for
+    every run when a report folder is set."""
+
+    name = "json-trace"
+
+    def render(self, result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
+        """The trace of `result`; `repeat` names its transcripts (``<name>.r<repeat>``)."""
+        return build_trace(result, repeat=repeat)
+
+
+#: The JSON trace format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+JSON_TRACE = JsonTrace()

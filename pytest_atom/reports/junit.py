@@ -1,0 +1,36 @@
+"""The JUnit properties format: a spec run's figures as the properties of its JUnit test case.
+
+pytest writes an item's ``user_properties`` into its ``<testcase>`` in ``--junitxml``, and
+the session's summary, a baseline and `atom results` read them back from there. This format
+says which pairs, in which order: the trace's path first (when one was written), then every
+figure of `reports.properties.result_properties`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pytest_atom.paths import display_path
+from pytest_atom.reports.properties import result_properties
+
+if TYPE_CHECKING:
+    from pytest_atom.results.spec_result import SpecResult
+
+__all__ = ["JUNIT_PROPERTIES", "JUnitProperties"]
+
+
+class JUnitProperties:
+    """The JUnit properties format: (name, value) pairs, as pytest's ``record_property``
+    takes them; a pytest item adds them to its ``user_properties``."""
+
+    name = "junit-properties"
+
+    def render(self, result: SpecResult, *, repeat: int | None = None) -> list[tuple[str, object]]:
+        """The properties of `result`: ``atom_trace`` (where its JSON trace is) first, then
+        its figures. A repeat's figures are its own run's: `repeat` changes nothing here."""
+        trace = [("atom_trace", display_path(result.trace))] if result.trace is not None else []
+        return [*trace, *result_properties(result).items()]
+
+
+#: The JUnit properties format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+JUNIT_PROPERTIES = JUnitProperties()
