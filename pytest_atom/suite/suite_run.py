@@ -149,12 +149,17 @@ class SuiteRun:
             self.spending_limit = True
             watcher.not_run(str(exc))
             return
+        self.ran(result, repeat)
+        watcher.finished(result)
+
+    def ran(self, result: SpecResult, repeat: int | None = None) -> None:
+        """A run this suite ran itself (`repeat`: which of the spec's, if it repeats); its
+        HTML view is made now, while its run folder still exists."""
         self.results.append((result, repeat))
         if self.harness.html is not None:
             from pytest_atom.reports.html import spec_view  # Jinja2 only when asked for
 
             self.views.append(spec_view(result, repeat=repeat))
-        watcher.finished(result)
 
     def record(self, row: SummaryRow) -> None:
         """A spec run pytest ran (its report's figures)."""
