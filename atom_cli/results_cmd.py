@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.run_cmd import ContentError, exit_status
+from atom_cli.run_cmd import ContentError
 from pytest_atom.baseline.compare import BaselineError, BaselineGate
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.paths import display_path
@@ -24,6 +24,7 @@ from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.run.harness import host_harness
 from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.resolved import SettingsError
+from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
 from pytest_atom.suite.shards import combine, gated_rows, page_rows, read_shard
 
 
@@ -94,12 +95,18 @@ def combine_command(
             page_rows(rows, run.views, run.failures, deltas), page, measured=measured_lines(rows)
         )
         click.echo(f"HTML report: {display_path(page)}")
-    status = exit_status(rows, min_pass_rate=rate, regressed=regressed)
-    if run.failures:
-        status = 2  # a spec the harness could not run: the machinery failed, as in atom run
-    elif run.other_failures:
-        status = max(status, 1)  # a failed test beside the specs fails the run, as in pytest
-    sys.exit(status)
+    status = worst(rows)
+    ending = Ending(
+        # a failed test beside the specs fails the run, as in pytest
+        base=max(status, 1) if run.other_failures else status,
+        rows=rows,
+        min_pass_rate=rate,
+        regressed=regressed,
+        # a spec the harness could not run: the machinery failed, as in atom run
+        machinery_failed=bool(run.failures) or status == EXIT_MACHINERY,
+        other_failures=run.other_failures,
+    )
+    sys.exit(decide(ending))
 
 
 def _summary(

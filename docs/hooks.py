@@ -230,11 +230,16 @@ def exit_statuses_page() -> str:
         "| 1 | a spec failed, or a baseline regression |",
         "| 2 | the machinery failed (a harness error, a replay that diverged, an upstream that "
         f"never answered), so CI tells a broken set-up from a failing spec; also the spending "
-        f"limit ({EXIT_SPENDING_LIMIT}) |",
+        f"limit ({EXIT_SPENDING_LIMIT}); also sampled runs to gate without scipy |",
         "| 130 | interrupted (as a shell reports SIGINT): never 1, which means a spec failed |",
         "",
         "A run's `Outcome.exit_status` (`pytest_atom.results.outcome`) is 0, 1 or 2 as above; "
         "`atom run` exits with the worst of its runs.",
+        "",
+        "Both front ends end a suite through one decision (`pytest_atom.suite.ending.decide`), "
+        "its gates in one order: scipy missing for the baseline gate (the front end's usage "
+        "error), the spending limit, a failure of the machinery, a baseline regression, the "
+        "minimum pass rate, then the front end's own status.",
         "",
         "## Other commands",
         "",

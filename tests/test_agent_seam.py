@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from atom_cli.run_cmd import Progress
+from atom_cli.progress import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.sdk import SdkAgent
 from pytest_atom.agents.session import AgentSession

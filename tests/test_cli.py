@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from atom_cli.run_cmd import exit_status
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.baseline.measure import repeat_lines
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
+from pytest_atom.suite.ending import exit_status
 from tests.frontends_helpers import FAILS, ORDER, OUTCOMES, SLOW, XFAIL, FrontEnds, summary
 from tests.helpers import bash, summary_row
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from atom_cli.run_cmd import Progress
+from atom_cli.progress import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.cost.limits import Budget, Limits
 from pytest_atom.events.agent import (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from atom_cli.run_cmd import _shown
+from atom_cli.progress import shown
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import node_id
@@ -116,12 +116,12 @@ def test_run_folder_names_and_node_ids_hold_no_control_character(tmp_path: Path)
 
 
 def test_atom_run_shows_run_text_escaped_and_its_markup_as_text() -> None:
-    """rich drops BEL but passes ESC, and reads ``[...]`` as markup: `_shown` defuses both,
+    """rich drops BEL but passes ESC, and reads ``[...]`` as markup: `shown` defuses both,
     whether the output is a terminal or not."""
     for terminal in (True, False):
         out = io.StringIO()
         console = Console(file=out, force_terminal=terminal, highlight=False, soft_wrap=True)
-        console.print(f"      [dim]{_shown(HOSTILE + ' [bold red]FAKE[/] [link=x]y[/link]')}[/]")
+        console.print(f"      [dim]{shown(HOSTILE + ' [bold red]FAKE[/] [link=x]y[/link]')}[/]")
         printed = out.getvalue()
         visible = re.sub(r"\x1b\[[0-9;]*m", "", printed)  # rich's own styling, when a tty
         assert ESC not in visible and "\x07" not in visible and "\x9b" not in visible

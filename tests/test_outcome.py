@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from atom_cli.run_cmd import exit_status
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.results.outcome import Outcome, decide
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.suite.ending import exit_status
 from pytest_atom.suite.shards import read_shard
 from tests.frontends_helpers import FAILS, OUTCOMES, FrontEnds, junit, summary
 

@@ -31,6 +31,7 @@ from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions
+from pytest_atom.suite.suite_run import ATOM_RUN, SuiteRun
 from tests.helpers import Scenario, summary_row
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, write_spec
 
@@ -196,7 +197,9 @@ def test_atom_run_warns_about_a_spec_without_the_sandbox(
         summary_row("task.atom.yaml::task", "passed", {"atom_sandbox": "off"}),
         summary_row("task.atom.yaml::other", "passed", {"atom_sandbox": "on"}),
     ]
-    _print_summary(console, host_harness({}), rows, None, None)
+    suite = SuiteRun(host_harness({}), ATOM_RUN)
+    suite.rows += rows
+    _print_summary(console, suite)
     out = " ".join(console.file.getvalue().split())  # type: ignore[attr-defined]
     assert "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
     assert "task.atom.yaml::task" in out.split("warning:")[1]

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from rich.console import Console
 
-from atom_cli.run_cmd import Progress
+from atom_cli.progress import Progress
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.replay.recall import Recall, SessionInput
 from pytest_atom.reports.trace import build_trace

@@ -29,8 +29,8 @@ import yaml
 from pytest_atom.files import copy_tree
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.pytest.items import record_result
-from pytest_atom.pytest.session import AtomSession
 from pytest_atom.pytest.settings import pytest_harness, settings_for
+from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
 from pytest_atom.spec.load import load_spec
@@ -45,9 +45,9 @@ class AtomFixture:
         self._overrides = overrides
 
     def _harness(self) -> Harness:
-        session = self._request.config.pluginmanager.getplugin("atom-session")
-        if isinstance(session, AtomSession):
-            return session.harness
+        suite = self._request.config.stash.get(SUITE_RUN, None)  # with --atom only
+        if suite is not None:
+            return suite.harness
         return pytest_harness(self._request.config)
 
     def run(

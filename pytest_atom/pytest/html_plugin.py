@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.baseline.measure import measured_lines
+from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.reports.html import spec_view, write_html
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import SpecResult
@@ -65,19 +66,19 @@ class HtmlReport:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):
             return  # the controller writes the page, once, with every worker's views
-        atom = self.config.pluginmanager.getplugin("atom-session")
-        results: list[SummaryRow] = getattr(atom, "results", [])
+        suite = self.config.stash[SUITE_RUN]
+        results: list[SummaryRow] = suite.rows
         if self.results is not None:
             # The specs the harness could not run count among the session's other failures.
-            others = max(0, getattr(atom, "other_failures", 0) - len(self.failures))
+            others = max(0, suite.other_failures - len(self.failures))
             write_shard(
                 self.results, results, self.views, failures=self.failures, other_failures=others
             )
         if self.path is None:
             return
-        gate = getattr(atom, "baseline", None)
+        gate = suite.baseline
         if gate is not None:
-            atom.compare()  # once, whichever session-finish hook comes first
+            suite.compare()  # once, whichever session-finish hook comes first
         deltas = gate.deltas() if gate is not None else {}
         write_html(
             page_rows(results, self.views, self.failures, deltas),

@@ -2,9 +2,9 @@
 
 Each spec becomes an `AtomItem`, a `pytest.Function` subclass rather than a bare
 `pytest.Item`: fixtures, marks and plugins that expect test functions (syrupy's `snapshot`
-among them) keep working on spec items. Every item runs through the session's one `Harness`
-(`pytest_atom.pytest.session.AtomSession`); a spec's failure is the item's exception, and its
-report is the failure report."""
+among them) keep working on spec items. Every item runs through the session's one `Harness`,
+held by its suite run (`pytest_atom.suite.SuiteRun`, reached by `pytest_atom.pytest.stash`);
+a spec's failure is the item's exception, and its report is the failure report."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import importlib.util
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -21,18 +21,15 @@ from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.pytest.settings import settings_for
+from pytest_atom.pytest.stash import suite_run
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
 from pytest_atom.reports.phrases import step_line
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.spec.arms import select_arms
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Mark, Spec, SpecError
-
-if TYPE_CHECKING:
-    from pytest_atom.pytest.session import AtomSession
 
 
 class ReplayError(Exception):
@@ -77,13 +74,6 @@ class SnapshotMismatch(Exception):
         return "\n".join(lines)
 
 
-def _session(config: pytest.Config) -> AtomSession:
-    """The session plugin (`pytest_atom.pytest.session`, registered as ``atom-session``):
-    read by name, as the plugin that imports this module registers itself."""
-    session: AtomSession = config.pluginmanager.getplugin("atom-session")
-    return session
-
-
 class SpecFile(pytest.File):
     def load(self) -> list[Spec]:
         """The file's specs (its check kinds are in `self.registry`)."""
@@ -91,11 +81,11 @@ class SpecFile(pytest.File):
 
     def repeats(self, spec: Spec) -> int:
         """How often each spec runs: ``--atom-repeat``."""
-        return _session(self.config).harness.settings.repeat
+        return suite_run(self.config).harness.settings.repeat
 
     def collect(self) -> Iterator[pytest.Item]:
-        harness = _session(self.config).harness
-        self.registry = harness.registry(self.ihook)
+        suite = suite_run(self.config)
+        self.registry = suite.harness.registry(self.ihook)
         try:
             specs = self.load()
         except SpecError as err:
@@ -103,9 +93,7 @@ class SpecFile(pytest.File):
             # whole run for one, and the other specs must still run.
             yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=err)
             return
-        session = _session(self.config)
-        session.arms_seen.update(s.arm for s in specs if s.arm is not None)
-        specs = select_arms(specs, harness.settings.arms)
+        specs = suite.collected(specs)  # its arms seen, the selected ones kept
         missing = _missing_syrupy(specs)
         if missing:
             yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=missing)
@@ -243,7 +231,8 @@ class AtomItem(pytest.Function):
     def run_spec(
         self, request: pytest.FixtureRequest, atom_settings: dict[str, Any], snapshot: Any
     ) -> None:
-        harness = _session(self.config).harness
+        suite = suite_run(self.config)
+        harness = suite.harness
         spec_file = self.parent
         assert isinstance(spec_file, SpecFile)
         try:
@@ -266,7 +255,7 @@ class AtomItem(pytest.Function):
         self.result = result
         outcome = result.outcome
         record_result(self, result)
-        baseline = _session(self.config).baseline
+        baseline = suite.baseline
         if baseline is not None:
             self.user_properties += baseline.item_properties(
                 self.nodeid, dict(self.user_properties), own=self.spec.baseline_tolerance

@@ -1,8 +1,10 @@
-"""`pytest --atom`: the session plugin, which holds the run's one `Harness`, collects spec
-files (`pytest_atom.pytest.items`), gathers each run's figures from its report, and ends the
-session with the summary, the gates and the exit status.
+"""`pytest --atom`: the session plugin, which holds the run's `SuiteRun` (`pytest_atom.suite`)
+and calls into it from pytest's hooks: it collects spec files (`pytest_atom.pytest.items`),
+turns each run's report into a summary row, and ends the session with the suite's summary
+and exit status.
 
-Registered by `pytest_atom.plugin` only when ``--atom`` is given.
+Registered by `pytest_atom.plugin` only when ``--atom`` is given; items and fixtures reach
+its suite run by `pytest_atom.pytest.stash.SUITE_RUN`.
 """
 
 from __future__ import annotations
@@ -15,27 +17,21 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.baseline.compare import BaselineError, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, junit_properties, measured, repeat_lines
-from pytest_atom.baseline.stats import StatsUnavailable
-from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
+from pytest_atom.baseline.compare import BaselineError
+from pytest_atom.baseline.measure import junit_properties, measured
+from pytest_atom.cost.spend import SPEND_WORDS
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.reports.summary import (
-    environment_lines,
-    failed_tries_lines,
-    pass_rates,
-    sandbox_warning_lines,
-    summary_table,
-    summary_width,
-)
+from pytest_atom.pytest.stash import SUITE_RUN
+from pytest_atom.reports.summary import summary_width
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.run.harness import Harness
 from pytest_atom.run.interrupted import InterruptedRun
 from pytest_atom.settings.output_paths import output_path_errors
-from pytest_atom.spec.arms import unknown_arms
+from pytest_atom.suite.suite_run import PYTEST, SuiteRun
 
 
 class Measured:
@@ -43,12 +39,12 @@ class Measured:
     ``--atom-report`` folder (``measured.json``): before junitxml writes its file, so
     first among the session-finish hooks, unlike `AtomSession`'s, which runs last."""
 
-    def __init__(self, session: AtomSession) -> None:
-        self.session = session
+    def __init__(self, suite: SuiteRun) -> None:
+        self.suite = suite
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        rows = self.session.results
+        rows = self.suite.rows
         if hasattr(session.config, "workerinput") or not rows:
             return
         from _pytest.junitxml import xml_key  # record_testsuite_property's own way in
@@ -57,7 +53,7 @@ class Measured:
         if xml is not None:
             for name, value in junit_properties(rows):
                 xml.add_global_property(name, value)
-        report_dir = self.session.harness.report_dir
+        report_dir = self.suite.harness.report_dir
         figures = measured(rows)
         if report_dir is not None and (figures["repeats"] or figures["arms"]):
             report_dir.mkdir(parents=True, exist_ok=True)
@@ -66,36 +62,34 @@ class Measured:
 
 
 class AtomSession:
-    """Per-session state of the plugin (registered as a plugin, not module globals)."""
+    """The plugin's per-session hooks over its `SuiteRun` (registered as a plugin, not
+    module globals)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         worker = getattr(config, "workerinput", {})
         if "atom_seed" in worker:  # an xdist worker draws from its controller's seed
             config.option.atom_seed = worker["atom_seed"]
-        self.harness = pytest_harness(config)
+        harness = pytest_harness(config)
         if not worker and not config.option.collectonly:  # once, before any spec runs
-            _check_output_paths(config, self.harness)
+            _check_output_paths(config, harness)
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
-        config.option.atom_seed = self.harness.settings.seed
-        self.results: list[SummaryRow] = []
-        self.other_failures = 0  # failed reports that are not spec runs: never gated away
-        self.spending_limit = False  # a spec was stopped, or not run, at --atom-max-cost-usd
+        config.option.atom_seed = harness.settings.seed
         try:
-            self.baseline = self.harness.baseline_gate()
+            self.suite = SuiteRun(harness, PYTEST)
         except BaselineError as exc:
             raise pytest.UsageError(f"--atom-baseline: {exc}") from None
-        self.compared = self.regressed = False  # the whole run against the baseline, once
-        self.order: dict[str, int] = {}  # node ids in collection order, for the summary
+        config.stash[SUITE_RUN] = self.suite
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
-        self.stats_error = ""  # the baseline gate needed scipy, which is not installed
-        self.results_error = ""  # last-run.json could not be written
-        self.arms_seen: set[str | None] = set()  # every arm of the collected specs, for --atom-arms
-        config.pluginmanager.register(Measured(self), "atom-measured")
+        config.pluginmanager.register(Measured(self.suite), "atom-measured")
+
+    @property
+    def harness(self) -> Harness:
+        return self.suite.harness
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.order = {item.nodeid: n for n, item in enumerate(session.items)}
-        problem = unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
+        self.suite.collection_order(item.nodeid for item in session.items)
+        problem = self.suite.arms_problem()
         if problem:
             raise pytest.UsageError(problem)
         if not self.config.option.collectonly and any(
@@ -107,16 +101,13 @@ class AtomSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under xdist the controller collects nothing itself: a worker's list is the order."""
-        self.order = self.order or {nodeid: n for n, nodeid in enumerate(ids)}
+        if not self.suite.order:
+            self.suite.collection_order(ids)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist's workers parse the command line anew: hand them this run's seed."""
         node.workerinput["atom_seed"] = self.harness.settings.seed
-
-    @property
-    def repeat(self) -> int:
-        return self.harness.settings.repeat
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect each spec's figures from its report (they cross xdist's process border).
@@ -129,67 +120,31 @@ class AtomSession:
         if SPEND_WORDS in str(report.longrepr or "") or SPEND_WORDS in str(
             props.get("atom_limit_exceeded", "")
         ):
-            self.spending_limit = True  # a spec stopped, or not started, at the limit
+            self.suite.limit_reached()  # a spec stopped, or not started, at the limit
         outcome = Outcome.from_properties(props) if report.when == "call" else None
         if outcome is not None:
-            self.results.append(SummaryRow.of(report.nodeid, props, _as_reported(outcome, report)))
+            self.suite.record(SummaryRow.of(report.nodeid, props, _as_reported(outcome, report)))
         elif report.failed:
-            self.other_failures += 1
+            self.suite.record_other_failure()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """With --atom-min-pass-rate, the pass rates decide the exit status, not single runs.
+        """The suite's exit status (`SuiteRun.exit_status`) over pytest's own.
 
         Old run folders go here too: once, on the controller (an xdist worker has
         `workerinput`), when every worker's runs are done.
         """
         controller = not hasattr(self.config, "workerinput")
         if controller:
-            self.harness.finish()
-            if self.results:  # what `atom baseline save` reads
-                self._write_results()
-        try:
-            regressed = controller and self.compare()
-        except StatsUnavailable as exc:  # sampled runs to gate, and no scipy to gate them
-            self.stats_error = str(exc)
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            return
-        if self.spending_limit:  # as `claude plugin eval --max-cost-usd`: 2, whatever else
-            session.exitstatus = pytest.ExitCode(EXIT_SPENDING_LIMIT)
-            return
-        if regressed:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a regression, even if all passed
-            return
-        gate = self.harness.settings.min_pass_rate
-        if gate is None or not self.results:
-            return
-        rates = pass_rates(self.results)
-        if any(r.rate < gate for r in rates):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif exitstatus == pytest.ExitCode.TESTS_FAILED and not self.other_failures:
-            session.exitstatus = pytest.ExitCode.OK
-
-    def _write_results(self) -> None:
-        """`last-run.json`; a folder that became unwritable during the run (checked before
-        it) or a full disk is a line under the summary, not a traceback over it."""
-        path = results_file(self.harness.runs_dir)
-        try:
-            write_results(self.results, path)
-        except OSError as exc:
-            self.results_error = f"could not write {display_path(path)}: {exc.strerror or exc}"
+            self.suite.finish()
+            if self.suite.rows:  # what `atom baseline save` reads
+                self.suite.write_results()
+        status = self.suite.exit_status(int(exitstatus), compare=controller)
+        if status != exitstatus:
+            session.exitstatus = pytest.ExitCode(status)
 
     def pytest_report_header(self) -> str:
         return f"pytest-atom: seed {self.harness.settings.seed} (reproduce: --atom-seed)"
-
-    def compare(self) -> bool:
-        """The whole run against the baseline, once (the HTML report reads it too); True
-        when something regressed."""
-        if self.baseline is None:
-            return False
-        if not self.compared:
-            self.regressed = self.baseline.finish(self.results)
-            self.compared = True
-        return self.regressed
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         self.interrupted = InterruptedRun.of(excinfo.value)
@@ -199,50 +154,34 @@ class AtomSession:
             terminalreporter.write_sep("=", "pytest-atom: interrupted")
             for line in self._interrupted_lines(self.interrupted):
                 _write(terminalreporter, line, yellow=True)
-        if not self.results:
+        if not self.suite.rows:
             return
-        # Collection order, as without -n: xdist reports runs in the order they finish.
-        self.results.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
         terminalreporter.write_sep("=", "pytest-atom")
         columns = shutil.get_terminal_size().columns
-        width = summary_width(bool(terminalreporter.isatty), columns)
-        for line in summary_table(self.results, width):
+        said = self.suite.summary(summary_width(bool(terminalreporter.isatty), columns))
+        for line in said.table:
             _write(terminalreporter, line)
         _write(terminalreporter, f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
-        for row in self.results:
-            for label, text in row.notes():
-                _write(terminalreporter, f"{label}: {row.nodeid}: {text}")
-        for line in failed_tries_lines(self.results) + environment_lines(self.results):
+        for line in said.notes + said.tries:
             _write(terminalreporter, line)
-        if self.spending_limit:
-            spend = self.harness.spend
-            said = spend.summary() if spend is not None else None
-            _write(
-                terminalreporter,
-                said or f"spending limit reached ({self.harness.spend_option}); exit status 2",
-                red=True,
-            )
-        for line in sandbox_warning_lines(self.results):
+        if said.spending:
+            _write(terminalreporter, said.spending, red=True)
+        for line in said.sandbox:
             _write(terminalreporter, line, yellow=True)
-        if self.results_error:
-            _write(terminalreporter, self.results_error, red=True)
-        if self.stats_error:
-            _write(terminalreporter, f"baseline gate: error: {self.stats_error}", red=True)
-        elif self.baseline is not None:
+        if said.results_error:
+            _write(terminalreporter, said.results_error, red=True)
+        if said.gate_error:
+            _write(terminalreporter, said.gate_error, red=True)
+        elif said.baseline is not None:
             terminalreporter.write_line("")
-            for line, red in self.baseline.flagged_lines():
+            for line, red in said.baseline:
                 _write(terminalreporter, line, red=red)
-        gate = self.harness.settings.min_pass_rate
-        if self.repeat > 1 or gate is not None:
-            terminalreporter.write_line("")
-            for line in repeat_lines(self.results, gate):
-                _write(terminalreporter, line)
-        arms = arm_lines(self.results)
-        if arms:
-            terminalreporter.write_line("")
-            for line in arms:
-                _write(terminalreporter, line)
+        for lines in (said.rates, said.arms or None):  # a part asked for, even if empty
+            if lines is not None:
+                terminalreporter.write_line("")
+                for line in lines:
+                    _write(terminalreporter, line)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:
         command = f"pytest --atom '{node_id(stop.spec.path, stop.spec.name, self.config.rootpath)}'"

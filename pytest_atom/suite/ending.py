@@ -1,0 +1,109 @@
+"""How a suite run ends: the one decision of its exit status.
+
+Every front end ends a suite here: `pytest --atom` (`pytest_atom.pytest.session`), `atom run`
+and `atom results combine`. Each gives what its own machinery already decided (`Ending.base`:
+pytest's session status, the worst run's `Outcome.exit_status` for the commands) and what
+the suite saw; `decide` applies the gates in one order:
+
+1. the baseline gate could not run (scipy missing): the front end's usage error;
+2. the spending limit stopped the run: 2, whatever else (as `claude plugin eval
+   --max-cost-usd`);
+3. the machinery failed (a harness error, a replay or an upstream that never answered): 2,
+   so CI tells a broken set-up from a failing spec;
+4. a baseline regression: 1, even if every run passed;
+5. with a minimum pass rate, the rates over repeats decide, not single failed runs (a
+   failure outside the spec runs still fails the suite);
+6. else the front end's own status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
+from pytest_atom.reports.summary import pass_rates
+from pytest_atom.results.rows import SummaryRow
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_MACHINERY",
+    "EXIT_OK",
+    "EXIT_SPENDING_LIMIT",
+    "Ending",
+    "decide",
+    "exit_status",
+    "worst",
+]
+
+EXIT_OK = 0
+#: A spec failed, regressed against the baseline or fell below the minimum pass rate.
+EXIT_FAILED = 1
+#: The machinery failed: a harness error, a replay that diverged, an upstream that failed.
+EXIT_MACHINERY = 2
+#: Ctrl-C outside pytest, as a shell reports SIGINT: never 1, which means a spec failed.
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What a suite's exit status is decided from (`decide`)."""
+
+    #: The front end's own status before the gates: pytest's `session.exitstatus`, or the
+    #: worst run's `Outcome.exit_status` outside pytest.
+    base: int
+    #: Every spec run, as the summary shows them.
+    rows: Sequence[SummaryRow] = ()
+    min_pass_rate: float | None = None
+    regressed: bool = False
+    spending_limit: bool = False
+    #: The baseline gate could not run: the front end's usage error (`usage_error`).
+    stats_error: bool = False
+    machinery_failed: bool = False
+    #: Failed reports that are not spec runs: a pass-rate gate never gates them away.
+    other_failures: int = 0
+    #: The front end's status for a usage error: pytest's 4, click's 2.
+    usage_error: int = 4
+
+
+def decide(end: Ending) -> int:
+    """The suite's exit status (the order is the module's docstring's)."""
+    if end.stats_error:
+        return end.usage_error
+    if end.spending_limit:
+        return EXIT_SPENDING_LIMIT
+    if end.machinery_failed:
+        return EXIT_MACHINERY
+    if end.regressed:
+        return EXIT_FAILED  # a regression, even if all passed
+    if end.min_pass_rate is None or not end.rows:
+        return end.base
+    if any(rate.rate < end.min_pass_rate for rate in pass_rates(end.rows)):
+        return EXIT_FAILED
+    if end.base == EXIT_FAILED and not end.other_failures:
+        return EXIT_OK  # the rates, not a single failed repeat
+    return end.base
+
+
+def worst(rows: Sequence[SummaryRow]) -> int:
+    """The worst run's `Outcome.exit_status` (0 without runs)."""
+    return max((row.outcome.exit_status for row in rows), default=EXIT_OK)
+
+
+def exit_status(
+    rows: Sequence[SummaryRow], *, min_pass_rate: float | None = None, regressed: bool = False
+) -> int:
+    """The exit status of `rows` outside pytest: each run's `Outcome.exit_status`, worst
+    first (2 when the machinery failed, else 1 if any spec failed, else 0), then the
+    gates (`decide`)."""
+    status = worst(rows)
+    return decide(
+        Ending(
+            base=status,
+            rows=rows,
+            min_pass_rate=min_pass_rate,
+            regressed=regressed,
+            machinery_failed=status == EXIT_MACHINERY,
+        )
+    )

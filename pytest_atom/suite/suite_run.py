@@ -1,0 +1,290 @@
+"""`SuiteRun`: one run of a suite of specs, from collection to its exit status.
+
+The stages, in order, and who drives each:
+
+- collect: `load` (outside pytest) or pytest's own collectors, which hand each file's
+  specs to `collected`; `arms_problem` then checks ``--arms`` against every arm seen;
+- run: `run_specs` (outside pytest, with a `Watcher` printing progress) or pytest's items,
+  whose reports the session plugin turns into rows for `record`;
+- summary: `finish`, `compare` (the baseline gate, once), `summary` (the lines under the
+  table, which each front end lays out);
+- exit status: `exit_status`, the only place a suite's status is decided
+  (`pytest_atom.suite.ending.decide`).
+
+pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
+(`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from
+its hooks, as pytest-xdist's `DSession` keeps a run's state behind its hooks. `atom run`
+drives the same object from click. Neither recomputes a gate or an exit status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
+from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.stats import StatsUnavailable
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
+from pytest_atom.paths import display_path, node_id
+from pytest_atom.reports.phrases import drift_line
+from pytest_atom.reports.properties import result_properties
+from pytest_atom.reports.summary import (
+    environment_lines,
+    failed_tries_lines,
+    sandbox_warning_lines,
+    summary_table,
+)
+from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.settings.project import pytest_rootdir
+from pytest_atom.spec.arms import select_arms, unknown_arms
+from pytest_atom.spec.load import load_specs
+from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
+from pytest_atom.suite.summary import Summary
+
+if TYPE_CHECKING:
+    from pytest_atom.results.harness_events import AnyEvent
+    from pytest_atom.results.spec_result import SpecResult
+    from pytest_atom.run.harness import Harness
+    from pytest_atom.spec.types import Spec
+
+__all__ = ["ATOM_RUN", "PYTEST", "FrontEnd", "SuiteRun", "Watcher", "load_files"]
+
+
+def load_files(files: Iterable[Path], kinds: Iterable[str] = ()) -> list[Spec]:
+    """The specs in `files` (`kinds`: the project's own check kinds), in order, before arms
+    are selected; SpecError names a malformed one."""
+    known = tuple(kinds)
+    return [spec for file in files for spec in load_specs(file, check_kinds=known)]
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    """What differs between the front ends that drive a suite: the words they use."""
+
+    #: The option that selects arms, as the unknown-arms error names it.
+    arms_flag: str
+    #: The front end's status for a usage error (pytest's 4, click's 2).
+    usage_error: int
+
+
+PYTEST = FrontEnd(arms_flag="--atom-arms", usage_error=4)
+ATOM_RUN = FrontEnd(arms_flag="--arms", usage_error=2)
+
+
+class Watcher(Protocol):
+    """What a front end shows of `SuiteRun.run_specs` as it happens (`atom run`'s progress)."""
+
+    def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None] | None:
+        """A run of `spec` starts (`label`: its name, ``[rN]`` for a repeat); the callback
+        returned sees each of its events."""
+
+    def not_run(self, reason: str) -> None:
+        """The spending limit is reached: the run did not start."""
+
+    def finished(self, result: SpecResult) -> None:
+        """The run ended, passed or not."""
+
+
+class SuiteRun:
+    """The state of one suite run and its stages (the module's docstring)."""
+
+    def __init__(self, harness: Harness, front: FrontEnd) -> None:
+        """BaselineError (the baseline file cannot be used) is the front end's to word."""
+        self.harness = harness
+        self.front = front
+        self.baseline: BaselineGate | None = harness.baseline_gate()
+        self.rows: list[SummaryRow] = []  # every spec run, as the summary shows it
+        self.results: list[tuple[SpecResult, int | None]] = []  # the runs `run_specs` ran
+        self.views: list[dict[str, Any]] = []  # their HTML views, made while run folders exist
+        self.other_failures = 0  # failed reports that are not spec runs: never gated away
+        self.spending_limit = False  # a spec was stopped, or not run, at the spending limit
+        self.aborted = ""  # the harness failed outside a spec's run: the run stopped
+        self.arms_seen: set[str | None] = set()  # every arm of the collected specs
+        self.order: dict[str, int] = {}  # node ids in collection order, for the summary
+        self.compared = self.regressed = False  # the whole run against the baseline, once
+        self.stats_error = ""  # the baseline gate needed scipy, which is not installed
+        self.results_error = ""  # last-run.json could not be written
+
+    # --- collect -------------------------------------------------------------------------
+
+    def collected(self, specs: Sequence[Spec]) -> list[Spec]:
+        """A file's specs were collected: their arms are seen; those of the selected arms."""
+        self.arms_seen.update(spec.arm for spec in specs if spec.arm is not None)
+        return select_arms(list(specs), self.harness.settings.arms)
+
+    def arms_problem(self) -> str | None:
+        """Why the selected arms cannot be (one no collected spec has), or None."""
+        return unknown_arms(self.harness.settings.arms, self.arms_seen, self.front.arms_flag)
+
+    def collection_order(self, nodeids: Iterable[str]) -> None:
+        """The order the summary shows runs in (xdist reports them as they finish)."""
+        self.order = {nodeid: n for n, nodeid in enumerate(nodeids)}
+
+    # --- run -----------------------------------------------------------------------------
+
+    def run_specs(self, specs: Sequence[Spec], watcher: Watcher) -> None:
+        """Each spec, `repeat` times, through the harness (outside pytest). A harness
+        error stops the run (`aborted`); Ctrl-C is the caller's."""
+        from pytest_atom.run.execution import HARNESS_ERRORS  # the machinery, when it runs
+
+        repeat = self.harness.settings.repeat
+        try:
+            for spec in specs:
+                for number in range(1, repeat + 1):
+                    label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
+                    self._run_one(spec, number if repeat > 1 else None, label, watcher)
+        except HARNESS_ERRORS as exc:
+            self.aborted = str(exc)
+        spend = self.harness.spend
+        self.spending_limit = self.spending_limit or (spend is not None and spend.reached)
+
+    def _run_one(self, spec: Spec, repeat: int | None, label: str, watcher: Watcher) -> None:
+        on_event = watcher.started(spec, label)
+        try:
+            result = self.harness.run(spec, on_event=on_event, repeat=repeat)
+        except SpendingLimitReached as exc:
+            self.spending_limit = True
+            watcher.not_run(str(exc))
+            return
+        self.ran(result, repeat)
+        watcher.finished(result)
+
+    def ran(self, result: SpecResult, repeat: int | None = None) -> None:
+        """A run this suite ran itself (`repeat`: which of the spec's, if it repeats); its
+        HTML view is made now, while its run folder still exists."""
+        self.results.append((result, repeat))
+        if self.harness.html is not None:
+            from pytest_atom.reports.html import spec_view  # Jinja2 only when asked for
+
+            self.views.append(spec_view(result, repeat=repeat))
+
+    def record(self, row: SummaryRow) -> None:
+        """A spec run pytest ran (its report's figures)."""
+        self.rows.append(row)
+
+    def record_other_failure(self) -> None:
+        """A failed report that is not a spec run."""
+        self.other_failures += 1
+
+    def limit_reached(self) -> None:
+        """A spec stopped, or did not start, at the spending limit."""
+        self.spending_limit = True
+
+    # --- summary -------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """After the runs: old run folders go; the runs `run_specs` ran become rows, with
+        pytest's node ids (from its rootdir) and, with a baseline, each run's deltas."""
+        self.harness.finish()
+        if not self.results:
+            return
+        rootdir = pytest_rootdir()
+        for result, repeat in self.results:
+            nodeid = node_id(result.spec.path, result.spec.name, rootdir)
+            nodeid += f"[r{repeat}]" if repeat else ""
+            props = result_properties(result)
+            if self.baseline is not None:
+                own = result.spec.baseline_tolerance
+                props.update(self.baseline.item_properties(nodeid, props, own=own))
+            self.rows.append(SummaryRow.of(nodeid, props, result.outcome))
+
+    def write_results(self) -> None:
+        """`last-run.json` (what ``atom baseline save`` reads); a folder that became
+        unwritable or a full disk is a line under the summary, not a traceback over it."""
+        path = results_file(self.harness.runs_dir)
+        try:
+            write_results(self.rows, path)
+        except OSError as exc:
+            self.results_error = f"could not write {display_path(path)}: {exc.strerror or exc}"
+
+    def compare(self) -> bool:
+        """The whole run against the baseline, once (the HTML report reads it too); True
+        when something regressed. Without scipy for sampled runs: `stats_error`."""
+        if self.baseline is None or self.compared:
+            return self.regressed
+        try:
+            self.regressed = self.baseline.finish(self.rows)
+        except StatsUnavailable as exc:
+            self.stats_error = str(exc)
+        self.compared = True
+        return self.regressed
+
+    def summary(self, width: int | None) -> Summary:
+        """The lines under the table and the table (`width`: `summary_width`), in
+        collection order."""
+        rows = self.rows
+        rows.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
+        settings = self.harness.settings
+        gate = settings.min_pass_rate
+        return Summary(
+            table=summary_table(rows, width),
+            notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
+            result_notes=self._result_notes(),
+            tries=failed_tries_lines(rows) + environment_lines(rows),
+            spending=self._spending_line(),
+            sandbox=sandbox_warning_lines(rows),
+            results_error=self.results_error,
+            gate_error=f"baseline gate: error: {self.stats_error}" if self.stats_error else "",
+            baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
+            rates=repeat_lines(rows, gate) if settings.repeat > 1 or gate is not None else None,
+            arms=arm_lines(rows),
+        )
+
+    def _result_notes(self) -> list[str]:
+        """Drift and warnings of the runs `run_specs` ran, by spec name."""
+        lines = []
+        for result, _ in self.results:
+            drift = drift_line(result.drift)
+            for label, text in (("drift", drift), *(("warning", w) for w in result.warnings)):
+                if text:
+                    lines.append(f"{label}: {result.spec.name}: {text}")
+        return lines
+
+    def _spending_line(self) -> str | None:
+        if not self.spending_limit:
+            return None
+        spend = self.harness.spend
+        said = spend.summary() if spend is not None else None
+        option = self.harness.spend_option
+        return said or f"spending limit reached ({option}); exit status {EXIT_SPENDING_LIMIT}"
+
+    def write_html(self) -> Path | None:
+        """The HTML report of the runs `run_specs` ran, where `html` asks for one."""
+        page = self.harness.html
+        if page is None:
+            return None
+        from pytest_atom.reports.html import report_row, write_html  # Jinja2 only when asked
+
+        deltas = self.baseline.deltas() if self.baseline is not None else {}
+        rows = [
+            report_row(row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid)))
+            for row, view in zip(self.rows, self.views, strict=True)
+        ]
+        write_html(rows, page, runs_dir=self.harness.runs_dir, measured=measured_lines(self.rows))
+        return page
+
+    # --- exit status ---------------------------------------------------------------------
+
+    def exit_status(self, base: int | None = None, *, compare: bool = True) -> int:
+        """The suite's exit status: `base` is the front end's own (pytest's session
+        status); None when the suite ran its specs itself, whose worst outcome it is then.
+        `compare`: gate on the baseline (an xdist worker leaves it to its controller)."""
+        own = base is None
+        status = worst(self.rows) if base is None else base
+        regressed = compare and not self.aborted and self.compare()
+        return decide(
+            Ending(
+                base=status,
+                rows=self.rows,
+                min_pass_rate=self.harness.settings.min_pass_rate,
+                regressed=regressed,
+                spending_limit=self.spending_limit,
+                stats_error=bool(self.stats_error),
+                machinery_failed=bool(self.aborted) or (own and status == EXIT_MACHINERY),
+                other_failures=self.other_failures,
+                usage_error=self.front.usage_error,
+            )
+        )

@@ -1,0 +1,41 @@
+"""What a suite says when it ends, as parts each front end lays out in its own order.
+
+`pytest --atom` writes them into pytest's terminal summary and `atom run` prints them with
+rich; both read the same `Summary`, built once by `SuiteRun.summary`. A new line under the
+table is a field here, filled in `SuiteRun.summary`, and placed by each front end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Summary"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The summary's parts, each already worded; a front end adds only layout and colour."""
+
+    #: One line per spec run (`reports.summary.summary_table`), in collection order.
+    table: list[str]
+    #: Each run's drift, warnings, limit and billing notes, by node id.
+    notes: list[str] = field(default_factory=list)
+    #: Each run's drift and warnings, by spec name: the runs the suite ran itself (`atom run`).
+    result_notes: list[str] = field(default_factory=list)
+    #: Failed tries, then the environment's clues.
+    tries: list[str] = field(default_factory=list)
+    #: The spending limit's closing line, when it stopped the run.
+    spending: str | None = None
+    #: Specs that ran their agent without Claude Code's sandbox.
+    sandbox: list[str] = field(default_factory=list)
+    #: The results file (`last-run.json`) could not be written.
+    results_error: str = ""
+    #: The baseline gate could not run (scipy missing).
+    gate_error: str = ""
+    #: The baseline's comparison, each line with whether it tells of a regression; None
+    #: without a baseline.
+    baseline: list[tuple[str, bool]] | None = None
+    #: Pass rates over repeats; None when the run neither repeats nor has a minimum.
+    rates: list[str] | None = None
+    #: Arms compared.
+    arms: list[str] = field(default_factory=list)
