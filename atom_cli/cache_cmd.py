@@ -6,8 +6,9 @@ import time
 
 import click
 
+from pytest_atom.errors import SettingsError
 from pytest_atom.run import setup_cache
-from pytest_atom.settings.resolved import DEFAULT_SETUP_CACHE_SIZE, SettingsError, parse_setting
+from pytest_atom.settings.resolved import DEFAULT_SETUP_CACHE_SIZE, parse_setting
 
 
 @click.group()

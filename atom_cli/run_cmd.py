@@ -13,10 +13,16 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from pytest_atom.baseline.compare import BaselineError, BaselineGate
+from pytest_atom.baseline.compare import BaselineGate
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
+from pytest_atom.errors import (
+    BaselineError,
+    SettingsError,
+    SpecError,
+    SpendingLimitReached,
+)
 from pytest_atom.events import agent as events
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
@@ -39,19 +45,13 @@ from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.interrupted import InterruptedRun
-from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.options import OPTIONS, Option
 from pytest_atom.settings.output_paths import output_path_errors
 from pytest_atom.settings.project import find_ini, pytest_rootdir
-from pytest_atom.settings.resolved import (
-    PARSERS,
-    SettingsError,
-    from_here,
-    ini_note,
-)
+from pytest_atom.settings.resolved import PARSERS, from_here, ini_note
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.spec.load import load_specs, spec_files
-from pytest_atom.spec.types import Spec, SpecError
+from pytest_atom.spec.types import Spec
 
 
 def _shown(text: str) -> str:
@@ -365,7 +365,7 @@ def _harness(options: dict[str, Any], config_path: Path | None, files: list[Path
             config_path=config_path,
             spec_dirs={file.parent for file in files},
         )
-    except (ConfigError, SettingsError) as err:
+    except SettingsError as err:  # a ConfigError too
         raise ContentError(str(err)) from None
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.cases import load_case
 from pytest_atom.evalsuite.specs import case_specs
 from pytest_atom.judge.reflector import combine_votes
@@ -23,7 +24,6 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import kinds, write
 from tests.judge_helpers import VOTES_SPEC, ballot, kept
 

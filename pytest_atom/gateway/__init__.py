@@ -39,5 +39,6 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
+    from pytest_atom.errors import ScriptError
+    from pytest_atom.gateway.scripted import Script, ScriptedResponder, scripted
     from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder

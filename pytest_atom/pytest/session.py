@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.baseline.compare import BaselineError, results_file, write_results
+from pytest_atom.baseline.compare import results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, junit_properties, measured, repeat_lines
-from pytest_atom.baseline.stats import StatsUnavailable
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SPEND_WORDS
+from pytest_atom.errors import BaselineError, StatsUnavailable
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile

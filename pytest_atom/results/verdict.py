@@ -14,13 +14,10 @@ from typing import Any
 
 import jsonschema
 
+from pytest_atom.errors import ReflectorError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
 
 __all__ = ["CriterionVerdict", "ReflectorError", "Verdict"]
-
-
-class ReflectorError(Exception):
-    """The reflector did not give a usable verdict: a harness error, not a verdict."""
 
 
 @dataclass(frozen=True)

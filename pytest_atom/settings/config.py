@@ -46,10 +46,10 @@ import yaml
 from pytest_atom import yamldoc
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
-from pytest_atom.errors import FileError
+from pytest_atom.errors import ConfigError, SettingsError, YamlDocError
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.settings.modes import MATCH_MODES, RECORD_MODES
-from pytest_atom.settings.resolved import FILE_SETTINGS, SettingsError, parse_setting
+from pytest_atom.settings.resolved import FILE_SETTINGS, parse_setting
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"
@@ -57,22 +57,6 @@ SUPPORTED_VERSIONS = ("1",)
 
 #: A literal ``$${``, a reference ``${NAME}`` / ``${NAME:-default}``, or a malformed ``${``.
 _VAR = re.compile(r"\$\$\{|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
-
-
-class ConfigError(FileError):
-    """A config file that cannot be used; str() is the full user-facing message."""
-
-    def __init__(
-        self,
-        message: str,
-        path: Path,
-        key: str | None = None,
-        line: int | None = None,
-        suggestion: str | None = None,
-        column: int | None = None,
-    ) -> None:
-        super().__init__(message, path, line=line, column=column, suggestion=suggestion)
-        self.key = key
 
 
 @dataclass(frozen=True)
@@ -167,7 +151,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomCon
 def _parse(text: str, path: Path, root: Path) -> AtomConfig:
     try:
         node, data = yamldoc.load(text)  # refuses alias bombs before `_expand` walks them
-    except yamldoc.YamlDocError as exc:
+    except YamlDocError as exc:
         raise ConfigError(exc.message, path, line=exc.line, column=exc.column) from None
     if data is None:
         return AtomConfig(path=path, root=root)

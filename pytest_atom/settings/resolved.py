@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import SettingsError
 from pytest_atom.settings.modes import (
     DEFAULT_MATCH,
     JUDGE_MODES,
@@ -51,10 +52,6 @@ DEFAULT_KEEP_RUNS_SIZE = 2 * 10**9
 #: The user's set-up cache (`setup_cache_size`), all projects together: a dozen or so
 #: virtualenvs or node_modules trees, each key's newest; the least recently used go first.
 DEFAULT_SETUP_CACHE_SIZE = 5 * 10**9
-
-
-class SettingsError(ValueError):
-    """A setting with a value that cannot be used; str() names where it came from."""
 
 
 @dataclass(frozen=True)

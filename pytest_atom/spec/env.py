@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 
 from pytest_atom.environment import RUN_FOLDERS
+from pytest_atom.errors import EnvError
 from pytest_atom.spec.types import Spec
 
 RESERVED_ENV: tuple[str, ...] = (
@@ -27,10 +28,6 @@ _ENV_REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\})")
 
 def reserved_env(name: str) -> bool:
     return any(name.startswith(r) if r.endswith("_") else name == r for r in RESERVED_ENV)
-
-
-class EnvError(ValueError):
-    """An `env:` value names a variable the caller's environment does not have."""
 
 
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
