@@ -8,7 +8,7 @@ import pytest
 
 from atom_cli.run_cmd import exit_status
 from pytest_atom.cost.spend import Crossing
-from pytest_atom.results.outcome import Outcome, decide
+from pytest_atom.results.outcome import Outcome, RunFacts, decide
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.suite.shards import read_shard
 from tests.frontends_helpers import FAILS, OUTCOMES, FrontEnds, junit, summary
@@ -26,7 +26,7 @@ def run(**over: Any) -> Outcome:
         "checks_failed": 0,
         "checks": 2,
     }
-    return decide(**{**figures, **over})
+    return decide(RunFacts(**{**figures, **over}))
 
 
 @pytest.mark.parametrize(
