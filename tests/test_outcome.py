@@ -145,4 +145,6 @@ def test_results_are_data_that_import_no_machinery() -> None:
         "pytest_atom.results.rows",
         "pytest_atom.results.spec_result",
         "pytest_atom.cost.usage",
+        "pytest_atom.errors",  # the exception tree (SpendingLimitReached): classes only
+        "pytest_atom.paths",  # how the tree's file errors show a path
     }
