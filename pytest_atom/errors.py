@@ -13,7 +13,8 @@
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
     ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
-    ├── PromptNotFoundError (FileNotFoundError)  a prompt in no searched folder      prompts
+    ├── PromptNotFoundError (FileNotFoundError)                                      prompts
+    │                                      a prompt in none of the searched folders
     ├── SpecialFileError (OSError)         a device, FIFO or socket where files are copied
     ├── LinkOutsideError (OSError)         a link out of the project being copied
     └── HarnessError                       the harness could not run a spec at all:
@@ -25,7 +26,8 @@
         ├── PlannerError                   the planner gave no answer                run/
         ├── ReflectorError                 the reflector gave no usable verdict      judge/
         ├── StructuredSessionError         a structured session gave no answer       agents/
-        └── AgentUnavailableError (FileNotFoundError)  the agent cannot start here   agents/
+        └── AgentUnavailableError (FileNotFoundError)                            agents/
+            │                          the agent cannot start on this machine
             ├── ClaudeNotFoundError        no usable `claude` binary
             └── SandboxUnavailableError    Claude Code's sandbox cannot run here
 

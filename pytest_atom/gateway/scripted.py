@@ -106,6 +106,9 @@ def _pick(choices: Sequence[Choice], u: float) -> int:
 
 @dataclass(frozen=True)
 class Script:
+    """A spec's `script:`: the model's turns the gateway plays in order instead of a model,
+    and the reflector's and planner's, so a spec runs with no API key."""
+
     path: Path | None
     turns: tuple[Turn, ...]
     reflector: tuple[

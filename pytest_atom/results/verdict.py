@@ -54,6 +54,9 @@ def _check_verdict(data: Any) -> None:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The reflector's judgement of one attempt: its score, each criterion met or not with
+    the evidence, and the feedback a refined attempt is given."""
+
     score: float
     decision: str  # what the reflector said; the outcome is derived from the score
     criteria: tuple[CriterionVerdict, ...]
