@@ -139,8 +139,10 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.splitlines()[-1]
     # spec.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
-    # settings.options: the table the plugin's options are registered from (data only)
-    light = ["hooks", "paths", "plugin", "settings", "settings.modes", "settings.options"]
+    # settings.options: the table the plugin's options are registered from (data only);
+    # errors: the exception tree settings.resolved raises from (classes only)
+    light = ["errors", "hooks", "paths", "plugin", "settings", "settings.modes"]
+    light += ["settings.options"]
     light += ["settings.resolved", "spec", "spec.workspaces"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 
