@@ -8,13 +8,13 @@ import click
 
 from pytest_atom.baseline.compare import (
     DEFAULT_BASELINE,
-    BaselineError,
     build_baseline,
     dump_baseline,
     load_baseline,
     read_results,
     results_file,
 )
+from pytest_atom.errors import BaselineError
 from pytest_atom.paths import display_path
 from pytest_atom.results.rows import spec_key
 from pytest_atom.run.harness import host_harness

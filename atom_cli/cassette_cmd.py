@@ -20,14 +20,15 @@ import click
 
 from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from atom_cli.cassette_secrets import CheckScrubbers
+from pytest_atom.errors import CassetteError, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.replay.cassette import Cassette, CassetteError
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.estimate import Estimate, estimate
 from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.spec.load import load_specs, spec_files
-from pytest_atom.spec.types import Spec, SpecError
+from pytest_atom.spec.types import Spec
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:

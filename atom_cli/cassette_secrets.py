@@ -75,8 +75,8 @@ def _knowing(spec: Spec) -> Scrubber:
 def _spec(spec_file: Path, name: str) -> Spec | None:
     """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
     loaded (the project's check kinds are tried too) or has no such spec."""
+    from pytest_atom.errors import SpecError
     from pytest_atom.spec.load import load_specs
-    from pytest_atom.spec.types import SpecError
 
     try:
         try:

@@ -62,7 +62,8 @@ def import_(
     run's folder, is refused: retention deletes it, and it holds the session's end state.
     The error names the spec the run came from and its workspace, for --workspace.
     """
-    from pytest_atom.importing import SessionError, read_session, write_spec
+    from pytest_atom.errors import SessionError
+    from pytest_atom.importing import read_session, write_spec
     from pytest_atom.words import plural
 
     try:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
-from pytest_atom.prompts import PromptLoader, PromptNotFoundError
+from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.errors import AtomError
+from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
 from pytest_atom.run.runtime import AtomRuntime
@@ -44,7 +45,7 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         runner = claude_code_agent(
             "executor", claude_bin=find_claude(), options=ClaudeOptions(bare=False)
         )
-    except (PromptNotFoundError, ClaudeNotFoundError) as exc:
+    except AtomError as exc:  # no prompt, no `claude`
         raise click.ClickException(str(exc)) from None
     runtime = AtomRuntime(
         system_prompt,

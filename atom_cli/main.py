@@ -12,13 +12,13 @@ import click
 
 from pytest_atom.agents.claude_code.cli import (
     CLAUDE_CODE_VERSION,
-    ClaudeNotFoundError,
     cache_dir,
     cached_claude,
     claude_version,
     find_claude,
     install_command,
 )
+from pytest_atom.errors import ClaudeNotFoundError
 
 #: Subcommands by name: (module, attribute, one-line help). They are imported only when
 #: run, so `atom --help` stays fast; the line here is what the group's help lists.
@@ -194,7 +194,7 @@ def setup(other: str | None) -> None:
 def _setup_srt() -> None:
     """The pinned sandbox runtime, installed unless the one found is that version."""
     from pytest_atom.agents.claude_code import srt
-    from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError
+    from pytest_atom.errors import SandboxUnavailableError
 
     try:
         found: Path | None = srt.find_srt()
@@ -230,7 +230,8 @@ def _run_npm(command: list[str], note: str) -> None:
 
 def _sandbox_note() -> None:
     """Say what Claude Code's sandbox (on by default for specs) still needs; never fail setup."""
-    from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError, require_tools
+    from pytest_atom.agents.claude_code.sandbox import require_tools
+    from pytest_atom.errors import SandboxUnavailableError
 
     try:
         require_tools()

@@ -30,23 +30,18 @@ import click
 from pytest_atom.agents.claude_code.cli import (
     CLAUDE_CODE_VERSION,
     NODE_MAJOR_NEEDED,
-    ClaudeNotFoundError,
     claude_version,
     find_claude,
 )
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.agents.claude_code.sandbox import (
-    LINUX_TOOLS,
-    Confinement,
-    SandboxUnavailableError,
-    require_tools,
-)
+from pytest_atom.agents.claude_code.sandbox import LINUX_TOOLS, Confinement, require_tools
 from pytest_atom.environment import left_out_variables_line, passed
+from pytest_atom.errors import ClaudeNotFoundError, ConfigError, SandboxUnavailableError
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.paths import display_path
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
-from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.settings.config import load_config
 from pytest_atom.settings.project import find_ini, project_root
 from pytest_atom.settings.resolved import ini_note
 from pytest_atom.spec.types import SandboxOptions

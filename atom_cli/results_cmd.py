@@ -10,8 +10,9 @@ from pathlib import Path
 import click
 
 from atom_cli.run_cmd import ContentError
-from pytest_atom.baseline.compare import BaselineError, BaselineGate
+from pytest_atom.baseline.compare import BaselineGate
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.summary import (
     environment_lines,
@@ -22,8 +23,6 @@ from pytest_atom.reports.summary import (
 )
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.run.harness import host_harness
-from pytest_atom.settings.config import ConfigError
-from pytest_atom.settings.resolved import SettingsError
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
 from pytest_atom.suite.shards import combine, gated_rows, page_rows, read_shard
 
@@ -77,7 +76,7 @@ def combine_command(
         )
         gate = harness.baseline_gate()
         run = combine([read_shard(path) for path in shards])
-    except (BaselineError, ConfigError, SettingsError) as err:
+    except (BaselineError, SettingsError) as err:
         raise ContentError(str(err)) from None
     rows = gated_rows(run.rows, gate)
     regressed = gate is not None and gate.finish(rows)

@@ -15,20 +15,19 @@ import click
 from rich.console import Console
 
 from atom_cli.progress import ConsoleWatcher, shown
-from pytest_atom.baseline.compare import BaselineError
+from pytest_atom.errors import BaselineError, SettingsError, SpecError
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.reports.summary import summary_width
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.interrupted import InterruptedRun
-from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.options import OPTIONS, Option
 from pytest_atom.settings.output_paths import output_path_errors
 from pytest_atom.settings.project import find_ini
-from pytest_atom.settings.resolved import SettingsError, from_here, ini_note
+from pytest_atom.settings.resolved import from_here, ini_note
 from pytest_atom.spec.load import spec_files
-from pytest_atom.spec.types import Spec, SpecError
+from pytest_atom.spec.types import Spec
 from pytest_atom.suite.ending import EXIT_INTERRUPTED
 from pytest_atom.suite.suite_run import ATOM_RUN, SuiteRun, load_files
 
@@ -238,5 +237,5 @@ def _harness(options: dict[str, Any], config_path: Path | None, files: list[Path
             config_path=config_path,
             spec_dirs={file.parent for file in files},
         )
-    except (ConfigError, SettingsError) as err:
+    except SettingsError as err:  # a ConfigError too
         raise ContentError(str(err)) from None

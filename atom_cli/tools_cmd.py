@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.errors import ConfigError
 from pytest_atom.run.tools import discover_tools, run_tool
-from pytest_atom.settings.config import AtomConfig, ConfigError, load_config
+from pytest_atom.settings.config import AtomConfig, load_config
 
 _CONFIG_OPTION = click.option(
     "--config",

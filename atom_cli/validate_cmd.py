@@ -25,15 +25,23 @@ from typing import Any
 
 import click
 
-from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.errors import (
+    AtomError,
+    CassetteError,
+    ClaudeNotFoundError,
+    ScriptError,
+    SettingsError,
+    SpecError,
+)
+from pytest_atom.gateway import Script
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.replay.cassette import Cassette, CassetteError
+from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.replay.staleness import staleness
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
@@ -41,11 +49,10 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
-from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.project import find_ini, find_project
-from pytest_atom.settings.resolved import SettingsError, resolve
+from pytest_atom.settings.resolved import resolve
 from pytest_atom.spec.load import load_specs, spec_files
-from pytest_atom.spec.types import Spec, SpecError, unsandboxed_checks
+from pytest_atom.spec.types import Spec, unsandboxed_checks
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20
@@ -158,7 +165,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
                 {"record_mode": "none", "runs_dir": Path(tmp) / "runs"},
                 spec_dirs={file.parent for file in files},
             )
-        except (ConfigError, SettingsError) as err:
+        except SettingsError as err:  # a ConfigError too
             raise _HarnessAbort(str(err)) from None
         outcomes = _validate_files(files, harness, Path(tmp), expect_fail, as_json)
     if as_json:
@@ -204,7 +211,7 @@ def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
         root, config = project.root, project.config
         ini = find_ini(root)
         settings = resolve(file_layers(ini.values if ini else {}, config))
-    except (ConfigError, SettingsError) as err:
+    except SettingsError as err:  # a ConfigError too
         raise click.UsageError(str(err)) from None
     paths = tuple(settings.spec_paths(root))
     from_ini = ini is not None and bool(ini.values.get("atom_paths"))
@@ -394,7 +401,7 @@ def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
         except SpecError:
             try:  # a check kind of the project's plugins
                 specs = load_specs(file, check_kinds=_project_kinds(file))
-            except (SpecError, ConfigError, SettingsError):
+            except AtomError:  # the spec's, the project's settings' or a plugin's
                 continue  # `atom validate` reports the spec's error
         for spec in specs:
             for line in unsandboxed_lines(spec, indent=""):

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import click
 
+from pytest_atom.errors import SettingsError
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.reports.html import LAST_REPORT
 from pytest_atom.run.harness import host_harness
-from pytest_atom.settings.config import ConfigError
-from pytest_atom.settings.resolved import SettingsError
 
 __all__ = ["find_report", "view"]
 
@@ -33,7 +32,7 @@ def _default_runs_dir() -> Path:
     """The runs folder `atom run` and `pytest --atom` use, as the project's settings say."""
     try:
         return host_harness({}).runs_dir
-    except (ConfigError, SettingsError) as err:
+    except SettingsError as err:  # a ConfigError too
         raise click.ClickException(str(err)) from None
 
 

@@ -6,7 +6,8 @@ Nothing generated is committed. `on_files` adds each generated page as a virtual
 - `reference/options.md` from the option table (`pytest_atom.settings.options`) and the plugin's
   `pytest_addoption`;
 - `reference/exit-statuses.md` from pytest's `ExitCode` and pytest-atom's own statuses;
-- `reference/cassette-format.md` from `pytest_atom.replay.cassette`'s format constants.
+- `reference/cassette-format.md` from `pytest_atom.replay.cassette`'s format constants;
+- `reference/python-api.md` from `pytest_atom.__all__` (its `_GROUPS`) and `pytest_atom.legacy`.
 
 The `atom` commands page is written by mkdocs-click from the click group itself.
 """
@@ -290,6 +291,106 @@ def cassette_format_page() -> str:
     )
 
 
+# ------------------------------------------------------------------------------- Python API
+
+#: What the Python API page says of the modules a project's tools read directly: named by
+#: module, not exported from `pytest_atom` (their names would crowd the package's).
+_TOOL_MODULES = """\
+`pytest_atom.events.agent` is the one place an agent's output is parsed: `parse(stdout)` (or
+`parse_line(line)`) turns Claude Code's stream-json into typed, frozen events that name no
+Claude Code type: `SessionStarted`, `MessageUsage` (per answer, tagged with the subagent it
+belongs to), `AssistantText`, `ToolCall`, `ToolResult` (its text from `flatten_tool_result`),
+`SubagentStarted`/`SubagentEnded`, `PermissionDenied`, `ApiRetry`, `AgentError` and
+`Result` (this call's cost and per-model usage, the refused calls). The run record, budgets,
+`atom run`'s progress, transcripts, traces, reports and trajectory checks read these;
+`IterationRecord.events` gives a call's.
+
+`pytest_atom.replay.transcript` reads conversations back without a CLI: `stream_turns(events)`
+folds a session's events into turns, and `cassette_lines(path, Cassette.load(path))`
+gives the lines `atom cassette show` prints (plain text with `str(line)`; the style is data).
+"""
+
+_LEGACY_EXAMPLE = """\
+```python
+from pytest_atom import PromptLoader
+from pytest_atom.legacy import AtomRuntime
+
+runtime = AtomRuntime.create_ephemeral(PromptLoader().load(), max_iterations=5)
+result = runtime.run("Review auth.py for security issues")
+result["success"], result["iterations"], result["output"], result["reason"]
+outcome = runtime.execute("...")   # the same, typed: RunOutcome(success=..., reason=...)
+```
+"""
+
+
+def _summary(name: str, value: Any) -> str:
+    """The first paragraph of a public name's docstring, on one line; a constant's value."""
+    import inspect
+
+    if not (inspect.isclass(value) or inspect.isroutine(value) or inspect.ismodule(value)):
+        return f"`{value!r}`"
+    doc = inspect.getdoc(value) or ""
+    if inspect.isclass(value) and doc.startswith(f"{name}("):  # a dataclass's own signature
+        doc = ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def _name_table(names: dict[str, Any]) -> list[str]:
+    rows = ["| name | what it is |", "| --- | --- |"]
+    rows += [f"| `{name}` | {_cell(_summary(name, value))} |" for name, value in names.items()]
+    return rows
+
+
+def _hook_lines() -> list[str]:
+    """Each hook specification of `pytest_atom.hooks`: its call and its docstring."""
+    import inspect
+
+    from pytest_atom import hooks
+
+    lines = ["### Hooks", ""]
+    for name, fn in vars(hooks).items():
+        if name.startswith("pytest_atom_") and inspect.isfunction(fn):
+            params = ", ".join(inspect.signature(fn).parameters)
+            lines += [f"`{name}({params})`", ": " + " ".join((fn.__doc__ or "").split()), ""]
+    return lines
+
+
+def _errors_tree() -> list[str]:
+    """The tree drawn at the top of `pytest_atom.errors`, as a code block."""
+    from pytest_atom import errors
+
+    doc = errors.__doc__ or ""
+    drawing = [line[4:] for line in doc.splitlines() if line.startswith("    ")]
+    return ["```text", *drawing, "```", ""]
+
+
+def python_api_page() -> str:
+    """The public API, `pytest_atom.__all__`, by group, and the legacy module: from the
+    package's `_GROUPS` and each name's docstring, so the page lists exactly what imports."""
+    import pytest_atom
+    import pytest_atom.legacy as legacy
+
+    lines = [
+        "# Python API",
+        "",
+        "Generated from `pytest_atom.__all__`: every name below imports from `pytest_atom`, "
+        "and nothing else is public (a test holds the two equal). Each loads on first use, "
+        "so `import pytest_atom` is cheap. The seed-era loop is [legacy](#legacy).",
+        "",
+    ]
+    for title, (about, names) in pytest_atom._GROUPS.items():
+        lines += [f"## {title}", "", about, ""]
+        if title == "Errors":
+            lines += _errors_tree()
+        lines += [*_name_table({n: getattr(pytest_atom, n) for n in names}), ""]
+        if "hooks" in names:
+            lines += _hook_lines()
+    lines += ["## Modules a tool reads", "", _TOOL_MODULES, "## Legacy", ""]
+    lines += [" ".join((legacy.__doc__ or "").split()), "", _LEGACY_EXAMPLE]
+    lines += [*_name_table({n: getattr(legacy, n) for n in legacy.__all__}), ""]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------- the hooks
 
 GENERATED: dict[str, Callable[[], str]] = {
@@ -297,6 +398,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "reference/options.md": options_page,
     "reference/exit-statuses.md": exit_statuses_page,
     "reference/cassette-format.md": cassette_format_page,
+    "reference/python-api.md": python_api_page,
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_atom.environment import passed
+from pytest_atom.errors import WorkspaceError
 from pytest_atom.files import SKIPPED_DIRS, shown_content
 
 #: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
@@ -184,8 +185,3 @@ SNAPSHOT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": os.devnull,
 }
-
-
-class WorkspaceError(OSError):
-    """The workspace could not be copied (git failed, a ref is unknown): the harness's
-    failure, never the agent's; an OSError, so callers report it as one."""

@@ -1,13 +1,98 @@
-"""The one shape of a user-facing error about a file: what is wrong, where, and the fix."""
+"""Every error pytest-atom raises, as one tree: catch a concept by its class, all of them by
+`AtomError`.
+
+    AtomError                              anything pytest-atom raises on purpose
+    ├── FileError                          a hand-written file: what, file:line:col, the fix
+    │   ├── SpecError                      a spec (*.atom.yaml)                      spec/
+    │   └── ConfigError (+ SettingsError)  .atom/config.yaml                         settings/
+    ├── SettingsError (ValueError)         a setting's value, wherever it was set    settings/
+    ├── EnvError (ValueError)              a spec's `env:` names an unset variable   spec/
+    ├── ExpansionError (ValueError)        a ``${...}`` that cannot be expanded      settings/
+    ├── YamlDocError                       invalid YAML, before it is a file kind's  yamldoc
+    ├── SessionError (ValueError)          a file `atom import` cannot import        importing/
+    ├── CheckError                         a check that cannot be evaluated          checks/
+    ├── SpendingLimitReached               the session's spending limit is reached   cost/
+    ├── BaselineError                      a baseline or results file                baseline/
+    ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
+    ├── PromptNotFoundError (FileNotFoundError)                                      prompts
+    │                                      a prompt in none of the searched folders
+    ├── SpecialFileError (OSError)         a device, FIFO or socket where files are copied
+    ├── LinkOutsideError (OSError)         a link out of the project being copied
+    └── HarnessError                       the harness could not run a spec at all:
+        │                                  never the agent's failure                 run/
+        ├── CassetteError                  a cassette that cannot be read            replay/
+        ├── RecordingError                 a spec that cannot run in the record mode replay/
+        ├── ScriptError                    a gateway script that cannot be played    gateway/
+        ├── WorkspaceError (OSError)       the workspace could not be copied         diffs
+        ├── PlannerError                   the planner gave no answer                run/
+        ├── ReflectorError                 the reflector gave no usable verdict      judge/
+        ├── StructuredSessionError         a structured session gave no answer       agents/
+        └── AgentUnavailableError (FileNotFoundError)                            agents/
+            │                          the agent cannot start on this machine
+            ├── ClaudeNotFoundError        no usable `claude` binary
+            └── SandboxUnavailableError    Claude Code's sandbox cannot run here
+
+Signals that never leave the module that raises them derive from `AtomError` too, but live
+beside their one raiser: `gateway.server.AbortReply`, `replay.vcr_shape.Malformed`,
+`replay.cassette._Unresolved`, `replay.fastyaml._Unusual`, `run.execution.SetupFailed`, and
+the test outcomes `pytest.items.SpecFailed`, `ReplayError`, `UpstreamFailed` and
+`SnapshotMismatch` (they carry a `SpecResult`, which this ground-floor module cannot name).
+
+Where to add: a new concept's error goes here, under `AtomError` (or `HarnessError` when it
+means "the harness could not run the spec"), with its place in the drawing above;
+`tests/errors/test_errors.py` finds every exception class in the package and refuses one
+that does not derive from `AtomError`. A class keeps the standard base it had
+(`class X(AtomError, ValueError)`) where callers catch it by that base. str() of each is the
+whole user-facing message.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_atom.paths import display_path
 
+__all__ = [
+    "AgentUnavailableError",
+    "AtomError",
+    "BaselineError",
+    "CassetteError",
+    "CheckError",
+    "ClaudeNotFoundError",
+    "ConfigError",
+    "EnvError",
+    "ExpansionError",
+    "FileError",
+    "HarnessError",
+    "LinkOutsideError",
+    "PlannerError",
+    "PromptNotFoundError",
+    "RecordingError",
+    "ReflectorError",
+    "SandboxUnavailableError",
+    "ScriptError",
+    "SessionError",
+    "SettingsError",
+    "SpecError",
+    "SpecialFileError",
+    "SpendingLimitReached",
+    "StatsUnavailable",
+    "StructuredSessionError",
+    "WorkspaceError",
+    "YamlDocError",
+]
 
-class FileError(Exception):
+
+class AtomError(Exception):
+    """The root: ``except AtomError`` catches every error pytest-atom raises on purpose,
+    and nothing else (a bug's TypeError, a KeyboardInterrupt)."""
+
+
+# --- files a person wrote ------------------------------------------------------------------
+
+
+class FileError(AtomError):
     """A file that cannot be used; str() is the full message: ``what at file:line:col``
     and, where a likely fix is known, ``— did you mean '…'?``."""
 
@@ -29,3 +114,152 @@ class FileError(Exception):
             where += f":{self.line}" + (f":{self.column}" if self.column is not None else "")
         hint = f" — did you mean {self.suggestion!r}?" if self.suggestion else ""
         return f"{self.message} at {where}{hint}"
+
+
+class SpecError(FileError):
+    """A spec file that cannot be used; str() is the full user-facing message.
+
+    A file with several schema errors raises one SpecError for the first (by line), whose
+    `more` holds the others: str() names each on its own line, with its place and fix, so
+    one run shows them all instead of one per run.
+    """
+
+    more: tuple[SpecError, ...] = ()
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), *(FileError.__str__(e) for e in self.more)])
+
+
+class SettingsError(AtomError, ValueError):
+    """A setting with a value that cannot be used; str() names where it came from."""
+
+
+class ConfigError(FileError, SettingsError):
+    """A config file that cannot be used; str() is the full user-facing message.
+
+    A `SettingsError` too: the file holds the project's settings, so a front end catches
+    "the settings cannot be used" as one class, wherever they were set."""
+
+    def __init__(
+        self,
+        message: str,
+        path: Path,
+        key: str | None = None,
+        line: int | None = None,
+        suggestion: str | None = None,
+        column: int | None = None,
+    ) -> None:
+        super().__init__(message, path, line=line, column=column, suggestion=suggestion)
+        self.key = key
+
+
+class EnvError(AtomError, ValueError):
+    """An `env:` value names a variable the caller's environment does not have."""
+
+
+class ExpansionError(AtomError, ValueError):
+    """Text whose ``${...}`` cannot be expanded (`settings.expand`); the caller names the
+    file and key it came from."""
+
+
+class YamlDocError(AtomError):
+    """A YAML file that cannot be used; `message` says why, `line`/`column` (1-based) where."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+class SessionError(AtomError, ValueError):
+    """A file `atom import` cannot read or will not import; the message names file, line and why."""
+
+
+# --- a run's own refusals --------------------------------------------------------------------
+
+
+class CheckError(AtomError):
+    """Raised inside a check that cannot be evaluated; becomes a failed result."""
+
+
+class SpendingLimitReached(AtomError):
+    """A spec was not started: the session's spending limit is reached."""
+
+
+class BaselineError(AtomError):
+    """A baseline or results file that cannot be used; the message says what to do."""
+
+
+class StatsUnavailable(AtomError, RuntimeError):
+    """scipy is missing: the message says how to install it."""
+
+
+class PromptNotFoundError(AtomError, FileNotFoundError):
+    """A prompt file is in none of the searched folders."""
+
+    def __init__(self, name: str, searched: Sequence[Path]) -> None:
+        folders = "\n".join(f"  - {folder}" for folder in searched) or "  (none)"
+        super().__init__(f"Prompt {name} not found; searched:\n{folders}")
+        self.prompt_name = name
+        self.searched = list(searched)
+
+
+class SpecialFileError(AtomError, OSError):
+    """A device, FIFO or socket where the harness copies files: never opened, never
+    copied (a character device such as /dev/zero would be read forever)."""
+
+
+class LinkOutsideError(AtomError, OSError):
+    """A link in a folder of the project being copied into a run that leads outside the
+    project: what it names is never copied where the agent can read it."""
+
+
+# --- the harness could not run the spec --------------------------------------------------------
+
+
+class HarnessError(AtomError):
+    """The harness could not run the spec at all (as opposed to the agent failing it).
+
+    `run_spec` raises it, or one of its subclasses, or an OSError: front ends catch
+    ``(HarnessError, OSError)`` and report the harness's failure, never the agent's."""
+
+
+class CassetteError(HarnessError):
+    """A cassette that cannot be read; the message names the file and what to do."""
+
+
+class RecordingError(HarnessError):
+    """A spec cannot run in the requested record mode; the message says what to run."""
+
+
+class ScriptError(HarnessError):
+    """A script file that cannot be played; the message names file, line and fix."""
+
+
+class WorkspaceError(HarnessError, OSError):
+    """The workspace could not be copied (git failed, a ref is unknown): the harness's
+    failure, never the agent's; an OSError, so callers report it as one."""
+
+
+class PlannerError(HarnessError):
+    """The planner session gave no answer at all: a harness error, not a bad plan."""
+
+
+class ReflectorError(HarnessError):
+    """The reflector did not give a usable verdict: a harness error, not a verdict."""
+
+
+class StructuredSessionError(HarnessError):
+    """A structured session (the reflector's, the planner's) gave no answer: the
+    harness's error, not a verdict."""
+
+
+class AgentUnavailableError(HarnessError, FileNotFoundError):
+    """The agent cannot start on this machine; the message says how to make it start."""
+
+
+class ClaudeNotFoundError(AgentUnavailableError):
+    """No usable `claude` binary; the message says how to install the pinned one."""
+
+
+class SandboxUnavailableError(AgentUnavailableError):
+    """The sandbox cannot run here; the message says how to install it or how to opt out."""

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import LinkOutsideError, SpecialFileError
+
 #: Caches that running a fixture's own tests leaves behind: never copied into a run,
 #: never part of an agent's work.
 CACHE_DIRS = ("__pycache__", ".pytest_cache", ".mypy_cache")
@@ -79,11 +81,6 @@ SKIPPED_DIRS = frozenset(
 # the caller's home, a FIFO that blocks a reader forever, a character device that never
 # ends. So nothing here follows a link or opens anything but a regular file: a link is shown
 # as a link with its target's text, a special file is named and never opened.
-
-
-class SpecialFileError(OSError):
-    """A device, FIFO or socket where the harness copies files: never opened, never
-    copied (a character device such as /dev/zero would be read forever)."""
 
 
 _SPECIAL_KINDS = (
@@ -209,11 +206,6 @@ def _copy_bytes(src: int, dst: int) -> None:
         os.ftruncate(dst, 0)
         while chunk := os.read(src, 1 << 20):
             os.write(dst, chunk)
-
-
-class LinkOutsideError(OSError):
-    """A link in a folder of the project being copied into a run that leads outside the
-    project: what it names is never copied where the agent can read it."""
 
 
 @dataclass(frozen=True)

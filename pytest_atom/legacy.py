@@ -2,7 +2,9 @@
 
 `AtomRuntime` iterates a Claude Code session until it prints ``EXIT_LOOP_NOW`` and returns a
 dict; `RetryManager`, `IterationHistory` and `ClaudeRunner` are its parts. New code runs a
-spec with `pytest_atom.run_spec` and reads a typed `SpecResult` instead.
+spec with `pytest_atom.run_spec` and reads a typed `SpecResult` instead. These names are
+not in `pytest_atom.__all__`; ``from pytest_atom import AtomRuntime`` still works, without a
+warning, for code written against 0.1.
 """
 
 from __future__ import annotations

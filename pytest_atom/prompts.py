@@ -12,19 +12,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_atom.errors import PromptNotFoundError
 from pytest_atom.resources import data_dir
 
 PROMPTS_ENV_VAR = "ATOM_PROMPTS_PATH"
-
-
-class PromptNotFoundError(FileNotFoundError):
-    """A prompt file is in none of the searched folders."""
-
-    def __init__(self, name: str, searched: Sequence[Path]) -> None:
-        folders = "\n".join(f"  - {folder}" for folder in searched) or "  (none)"
-        super().__init__(f"Prompt {name} not found; searched:\n{folders}")
-        self.prompt_name = name
-        self.searched = list(searched)
 
 
 def render_prompt(text: str, max_iterations: int) -> str:

@@ -31,16 +31,11 @@ from typing import Any
 
 import yaml
 
+# Re-exported: `yamldoc.YamlDocError` is how the check kinds and third-party loaders catch it.
+from pytest_atom.errors import YamlDocError as YamlDocError
+
 #: Nodes that aliases may add to a document, counted as if every alias were written out.
 ALIAS_EXPANSION_LIMIT = 10_000
-
-
-class YamlDocError(Exception):
-    """A YAML file that cannot be used; `message` says why, `line`/`column` (1-based) where."""
-
-    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
-        super().__init__(message)
-        self.message, self.line, self.column = message, line, column
 
 
 def compose(loader: yaml.SafeLoader) -> yaml.Node | None:

@@ -34,9 +34,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
-from pytest_atom.agents.claude_code.sandbox import SandboxUnavailableError
+from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.srt import find_srt
+from pytest_atom.errors import ClaudeNotFoundError, SandboxUnavailableError
 
 #: The real CLI the wrappers exec, for processes below one that already made its wrapper
 #: (xdist workers inherit the controller's ATOM_CLAUDE_BIN, which is its wrapper).

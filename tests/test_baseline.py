@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from atom_cli.baseline_cmd import baseline
 from pytest_atom.baseline.compare import (
     BASELINE_FORMAT,
-    BaselineError,
     build_baseline,
     compare,
     compare_run,
@@ -24,6 +23,7 @@ from pytest_atom.baseline.compare import (
     summary_lines,
     write_results,
 )
+from pytest_atom.errors import BaselineError
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.settings.tolerance import parse_tolerance
 from tests.frontends_helpers import FAILS, SLOW, XFAIL, FrontEnds

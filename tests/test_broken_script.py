@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
-from pytest_atom.results.outcome import Outcome, decide
+from pytest_atom.results.outcome import Outcome, RunFacts, decide
 from tests.helpers import REPO, write
 
 #: One turn, a tool call: the agent asks for a second turn in the same CLI call.
@@ -21,16 +21,18 @@ CAUSE = "short.yaml has 1 turn but the agent asked for turn 2"
 
 def test_a_broken_script_is_a_spec_error_even_for_an_xfail_spec() -> None:
     outcome = decide(
-        attempts=1,
-        decision="fail",
-        score=None,
-        threshold=0.8,
-        completed=False,
-        reason="error",
-        checks_failed=0,
-        checks=0,
-        xfail="expected to miss the goal",
-        script_error=f"{CAUSE}. Add a turn",
+        RunFacts(
+            attempts=1,
+            decision="fail",
+            score=None,
+            threshold=0.8,
+            completed=False,
+            reason="error",
+            checks_failed=0,
+            checks=0,
+            xfail="expected to miss the goal",
+            script_error=f"{CAUSE}. Add a turn",
+        )
     )
     assert (outcome.status, outcome.error, outcome.label) == ("error", "spec", "error")
     assert not outcome.ok and outcome.exit_status == 2
@@ -41,9 +43,9 @@ def test_a_broken_script_is_a_spec_error_even_for_an_xfail_spec() -> None:
 def test_one_failed_check_of_one_is_said_in_the_singular() -> None:
     common: dict[str, Any] = {"attempts": 1, "decision": "fail", "score": None}
     common |= {"threshold": 0.8, "completed": True, "reason": None}
-    one = decide(**common, checks_failed=1, checks=1)
+    one = decide(RunFacts(**common, checks_failed=1, checks=1))
     assert one.why == "1 of 1 check failed"
-    assert decide(**common, checks_failed=1, checks=2).why == "1 of 2 checks failed"
+    assert decide(RunFacts(**common, checks_failed=1, checks=2)).why == "1 of 2 checks failed"
 
 
 @pytest.mark.slow

@@ -20,10 +20,11 @@ from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
+from pytest_atom.errors import CassetteError
 from pytest_atom.gateway import scripted
 from pytest_atom.gateway.messages import coalesce_sse, message, parse_sse, sse_stream
 from pytest_atom.replay import fastyaml
-from pytest_atom.replay.cassette import FORMAT, Cassette, CassetteError, Interaction
+from pytest_atom.replay.cassette import FORMAT, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, describe_difference
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.responder import CassetteResponder

@@ -20,8 +20,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
-from pytest_atom.gateway.scripted import Script, ScriptError
-from pytest_atom.replay.cassette import FAULT_HEADER, HEADER, Cassette, CassetteError
+from pytest_atom.errors import CassetteError, ScriptError
+from pytest_atom.gateway.scripted import Script
+from pytest_atom.replay.cassette import FAULT_HEADER, HEADER, Cassette
 from tests.helpers import REPO
 
 SPECS = REPO / "fixtures" / "specs"

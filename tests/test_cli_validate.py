@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.validate_cmd import _cassette_notes, validate
+from pytest_atom.errors import SpecError
 from pytest_atom.replay.staleness import workspace_config
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import SpecError
 from tests.helpers import write
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,15 +25,16 @@ from pytest_atom.agents.claude_code.configuration import (
 )
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
 from pytest_atom.diffs import workspace_diff
+from pytest_atom.errors import RecordingError, SpecError
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.recording import RecordingError, cassette_path, open_model_source
+from pytest_atom.replay.recording import cassette_path, open_model_source
 from pytest_atom.replay.staleness import config_staleness, staleness, stamp_hashes
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.resolved import RunSettings
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SandboxOptions, SpecError
+from pytest_atom.spec.types import SandboxOptions
 from tests.helpers import once_per_session
 
 SKILL_MD = "---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite NOTES.md.\n"

@@ -61,7 +61,7 @@ def site_text(site: Path) -> str:
 
 def test_generated_pages_are_not_committed() -> None:
     """The generated reference exists only in a build: a committed copy could drift."""
-    for page in ("spec-schema", "options", "exit-statuses", "cassette-format"):
+    for page in ("spec-schema", "options", "exit-statuses", "cassette-format", "python-api"):
         assert not (REPO / "docs" / "reference" / f"{page}.md").exists()
 
 
@@ -98,6 +98,19 @@ def test_the_site_names_every_atom_option_and_ini_key(site: Path) -> None:
         if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", page)
     )
     assert not missing, f"options the options page does not name: {missing}"
+
+
+def test_the_site_names_every_public_and_legacy_name(site: Path) -> None:
+    """The built Python API page, read as a reader sees it (tests/api holds the tables)."""
+    import pytest_atom
+    import pytest_atom.legacy
+
+    page = _text(site / "reference" / "python-api" / "index.html")
+    names = [*pytest_atom.__all__, *pytest_atom.legacy.__all__]
+    missing = [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", page)]
+    assert not missing, f"public names the Python API page does not name: {missing}"
+    assert re.search(r"except\s+AtomError", page)  # the root's docstring
+    assert re.search(r"└──\s+HarnessError", page)  # the tree is drawn
 
 
 def _commands(group: click.Group, prefix: str) -> list[str]:

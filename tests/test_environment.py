@@ -24,9 +24,9 @@ from pytest_atom.environment import (
     release_tmpdirs,
     tmpdir_for,
 )
-from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.errors import ConfigError, SpecError
+from pytest_atom.settings.config import load_config
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import bash
 
 CALLER = {

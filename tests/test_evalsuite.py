@@ -22,10 +22,11 @@ from pytest_atom.checks.eval_graders import (
     register_checks,
 )
 from pytest_atom.checks.trajectory import Call, Trajectory
+from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.cases import WITH, WITHOUT, is_case_file, load_case
 from pytest_atom.evalsuite.schema import js_regex
 from pytest_atom.evalsuite.specs import case_specs
-from pytest_atom.spec.types import Check, SpecError
+from pytest_atom.spec.types import Check
 from tests.helpers import REPO, kinds, once_per_session, write
 
 PLUGIN = REPO / "fixtures" / "plugins" / "greeter"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_atom import AtomRuntime
+from pytest_atom.legacy import AtomRuntime
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import failed_tries_lines, summary_table

@@ -11,7 +11,8 @@ import httpx
 import pytest
 from anthropic.types import MessageParam, ToolParam
 
-from pytest_atom.gateway import Gateway, Script, ScriptError
+from pytest_atom.errors import ScriptError
+from pytest_atom.gateway import Gateway, Script
 from pytest_atom.gateway.roles import ROLE_HEADER
 
 TOOLS: list[ToolParam] = [

@@ -25,9 +25,10 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.checks.tool_results import divergences, normal_result, tool_results
 from pytest_atom.checks.trajectory import Call, Trajectory
+from pytest_atom.errors import SessionError
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.gateway.scripted import Script
-from pytest_atom.importing import SessionError, read_session, write_spec
+from pytest_atom.importing import read_session, write_spec
 from pytest_atom.spec.load import load_specs
 from tests.helpers import once_per_session
 

@@ -16,8 +16,9 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
+from pytest_atom.errors import SessionError
 from pytest_atom.gateway.scripted import Script
-from pytest_atom.importing import SessionError, read_session, write_spec
+from pytest_atom.importing import read_session, write_spec
 from pytest_atom.importing.own_runs import own_run
 from pytest_atom.prompts import TASK_HEADING, first_message, split_first_message
 from pytest_atom.spec.load import load_specs

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from pytest_atom.diffs import workspace_diff
+from pytest_atom.errors import ReflectorError
 from pytest_atom.judge.reflector import judge
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.results.verdict import CriterionVerdict, ReflectorError, Verdict
+from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.run.execution import refine_message
 from pytest_atom.spec.types import Check, Spec
 from tests.helpers import summary_row as row

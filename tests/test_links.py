@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.diffs import workspace_diff
-from pytest_atom.files import SpecialFileError, copy_tree, link_tree, shown_text
+from pytest_atom.errors import RecordingError, SpecError, SpecialFileError
+from pytest_atom.files import copy_tree, link_tree, shown_text
 from pytest_atom.judge.reflector import reflector_input
 from pytest_atom.pytest.items import snapshot_value
-from pytest_atom.replay.recording import RecordingError, cassette_path
+from pytest_atom.replay.recording import cassette_path
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import write
 
 CANARY = "CANARY-4f1c9e-never-shown"

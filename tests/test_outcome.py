@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.cost.spend import Crossing
-from pytest_atom.results.outcome import Outcome, decide
+from pytest_atom.results.outcome import Outcome, RunFacts, decide
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.suite.ending import exit_status
 from pytest_atom.suite.shards import read_shard
@@ -26,7 +26,7 @@ def run(**over: Any) -> Outcome:
         "checks_failed": 0,
         "checks": 2,
     }
-    return decide(**{**figures, **over})
+    return decide(RunFacts(**{**figures, **over}))
 
 
 @pytest.mark.parametrize(
@@ -145,4 +145,6 @@ def test_results_are_data_that_import_no_machinery() -> None:
         "pytest_atom.results.rows",
         "pytest_atom.results.spec_result",
         "pytest_atom.cost.usage",
+        "pytest_atom.errors",  # the exception tree (SpendingLimitReached): classes only
+        "pytest_atom.paths",  # how the tree's file errors show a path
     }

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.errors import SpecError
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.staleness import workspace_config, workspace_config_changes
 from pytest_atom.results.drift import Drift
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.resolved import RunSettings
-from pytest_atom.spec.load import SpecError, load_spec
+from pytest_atom.spec.load import load_spec
 from tests.helpers import write
 
 SKILL_MD = "---\nname: notes\ndescription: Writes notes.\n---\nWrite NOTES.md.\n"

@@ -14,8 +14,9 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from pytest_atom.errors import HarnessError, ScriptError, SpecError
 from pytest_atom.gateway.roles import legacy_role
-from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.gateway.scripted import Script
 from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette, Interaction
@@ -28,7 +29,7 @@ from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Plan, Rollback, SpecResult, StepResult
-from pytest_atom.run.execution import HarnessError, volatile_paths
+from pytest_atom.run.execution import volatile_paths
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
     build_prompt,
@@ -40,7 +41,7 @@ from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.settings.resolved import RunSettings
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import PlanAccept, SpecError
+from pytest_atom.spec.types import PlanAccept
 from tests.helpers import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"

@@ -23,13 +23,14 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import clean_env
-from pytest_atom.agents.claude_code.sandbox import Confinement, SandboxUnavailableError
+from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.errors import SandboxUnavailableError, SpecError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import Check, SandboxOptions, SpecError
+from pytest_atom.spec.types import Check, SandboxOptions
 from tests.helpers import bash
 from tests.sandbox_helpers import run, write_spec
 

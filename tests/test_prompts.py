@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.prompts import PromptLoader, PromptNotFoundError, render_prompt
+from pytest_atom.errors import PromptNotFoundError
+from pytest_atom.prompts import PromptLoader, render_prompt
 from pytest_atom.resources import data_dir
 from tests.helpers import write
 

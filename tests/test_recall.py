@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_atom.errors import SettingsError
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.matching import compared_turns
@@ -35,7 +36,7 @@ from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.execution import volatile_paths
 from pytest_atom.settings.modes import JUDGE_MODES
-from pytest_atom.settings.resolved import Layer, RunSettings, SettingsError, resolve
+from pytest_atom.settings.resolved import Layer, RunSettings, resolve
 from pytest_atom.spec.load import load_spec
 from tests.helpers import REPO, ShippedRun, write
 from tests.judge_helpers import kept

@@ -22,10 +22,11 @@ from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
+from pytest_atom.errors import RecordingError
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.recording import RecordingError, open_model_source
+from pytest_atom.replay.recording import open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.settings.resolved import RunSettings
 from pytest_atom.spec.load import load_spec

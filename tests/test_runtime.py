@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom import AtomRuntime, RetryManager
+from pytest_atom.legacy import AtomRuntime, RetryManager
 from tests.helpers import bash
 
 pytestmark = pytest.mark.slow  # every test here starts Claude Code

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom import AtomRuntime, RetryManager
+from pytest_atom.legacy import AtomRuntime, RetryManager
 from pytest_atom.results.record import IterationRecord
 
 SYSTEM = "Work on USER_PROMPT.md; at most {max_iterations} iterations. Say EXIT_LOOP_NOW."

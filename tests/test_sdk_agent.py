@@ -10,9 +10,9 @@ import pytest
 from claude_agent_sdk import ClaudeAgentOptions
 
 from pytest_atom.agents.sdk_host import HarnessOptions
+from pytest_atom.errors import SpecError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "sdk_agent"
 

@@ -239,8 +239,8 @@ def test_atom_cache_lists_and_prunes_entries(
 
 
 def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path: Path) -> None:
+    from pytest_atom.errors import SpecError
     from pytest_atom.spec.load import load_spec
-    from pytest_atom.spec.types import SpecError
 
     listed = tmp_path / "listed.atom.yaml"
     listed.write_text("name: listed\nprompt: p\nsetup: [make]\n")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_atom.errors import SpecError
 from pytest_atom.judge.reflector import REFLECTOR_BUDGET, build_prompt
 from pytest_atom.reports.clipping import REPORT_TEXT_LIMIT, TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.html import spec_view
@@ -25,7 +26,6 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.spec.build import PROMPT_LIMIT
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from pytest_atom.suite.shards import write_shard
 from pytest_atom.words import clip
 from tests.helpers import REPO

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_atom.errors import SpecError
 from pytest_atom.spec.load import load_spec, load_specs
 from pytest_atom.spec.types import (
     BUILTIN_CHECK_KINDS,
@@ -18,7 +19,6 @@ from pytest_atom.spec.types import (
     ReflectorOptions,
     SandboxOptions,
     Spec,
-    SpecError,
 )
 from tests.helpers import write
 

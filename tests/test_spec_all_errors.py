@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
+from pytest_atom.errors import SpecError
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import SpecError
 
 SEVERAL = """\
 prompt: do it

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from atom_cli.main import main
+from pytest_atom.errors import HarnessError, SpecError
 from pytest_atom.judge.reflector import build_prompt
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.reports.html import render_html, report_row, spec_view
@@ -27,12 +28,10 @@ from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Attempt, Rollback, SpecResult, StepResult
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
-from pytest_atom.run.execution import HarnessError
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from pytest_atom.settings.resolved import FILE_SETTINGS, Layer, resolve
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import REPO, ShippedRun, bash, write
 from tests.recording_helpers import KEEP_RESULTS, RESULTS
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.errors import ScriptError, SettingsError
+from pytest_atom.gateway import Script
 from pytest_atom.gateway.scripted import draw_key
-from pytest_atom.settings.resolved import Layer, SettingsError, resolve
+from pytest_atom.settings.resolved import Layer, resolve
 
 #: Three to one: the first choice plays with probability 0.75.
 WEIGHTED = {

@@ -28,13 +28,14 @@ import yaml
 
 from pytest_atom.checks.builtin import run_checks
 from pytest_atom.checks.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.errors import SpecError
 from pytest_atom.events.agent import parse
 from pytest_atom.replay.transcript import permission_denials, stream_turns
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import TRAJECTORY_CHECK_KINDS, Check, SpecError
+from pytest_atom.spec.types import TRAJECTORY_CHECK_KINDS, Check
 from tests.api_helpers import run_and_validate_once
 from tests.helpers import capture
 

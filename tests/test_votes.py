@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.cases import load_case
 from pytest_atom.evalsuite.specs import case_specs
 from pytest_atom.judge.reflector import combine_votes
@@ -19,12 +20,11 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import failure_report
-from pytest_atom.results.outcome import decide, judge
+from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import kinds, write
 from tests.judge_helpers import VOTES_SPEC, ballot, kept
 
@@ -103,18 +103,22 @@ def test_the_outcome_names_each_unmet_criterion_with_its_votes() -> None:
         attempts=1, score=0.9, threshold=0.8, completed=True, reason=None, checks=2
     )
     failed = decide(
-        decision="refine",
-        checks_failed=0,
-        gate="criteria",
-        unmet=["grader warm: … (1/3 votes met)"],
-        **figures,
+        RunFacts(
+            decision="refine",
+            checks_failed=0,
+            gate="criteria",
+            unmet=["grader warm: … (1/3 votes met)"],
+            **figures,
+        )
     )
     assert failed.status == "failed"
     assert failed.why == "unmet: grader warm: … (1/3 votes met)"
-    passed = decide(decision="proceed", checks_failed=0, gate="criteria", **figures)
+    passed = decide(RunFacts(decision="proceed", checks_failed=0, gate="criteria", **figures))
     assert passed.why == "every criterion met"
     # a failed check still says so first
-    broken = decide(decision="fail", checks_failed=1, gate="criteria", unmet=["x"], **figures)
+    broken = decide(
+        RunFacts(decision="fail", checks_failed=1, gate="criteria", unmet=["x"], **figures)
+    )
     assert broken.why == "1 of 2 checks failed"
 
 

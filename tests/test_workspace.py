@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.diffs import WorkspaceError, changes
+from pytest_atom.diffs import changes
+from pytest_atom.errors import SpecError, WorkspaceError
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import SpecError
 from tests.helpers import bash, write
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -143,7 +143,8 @@ def test_every_variable_the_runner_sets_is_reserved(tmp_path: Path) -> None:
 
 
 def test_env_expands_from_the_callers_environment(tmp_path: Path) -> None:
-    from pytest_atom.spec.env import EnvError, expand_env
+    from pytest_atom.errors import EnvError
+    from pytest_atom.spec.env import expand_env
 
     spec = load_spec(
         write(

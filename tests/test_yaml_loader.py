@@ -9,19 +9,19 @@ import pytest
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.errors import ConfigError, ScriptError, SpecError, YamlDocError
 from pytest_atom.evalsuite.cases import load_case
-from pytest_atom.gateway.scripted import Script, ScriptError
+from pytest_atom.gateway.scripted import Script
 from pytest_atom.run.own_files import _spec_values
-from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.settings.config import load_config
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import SpecError
 from pytest_atom.spec.workspaces import declared_workspaces
 
 TAGGED = "prompt: hi\nnote: !foo bar\n"  # the tag sits on line 2, column 7
 
 
 def test_the_loader_turns_a_constructor_error_into_its_own_error() -> None:
-    with pytest.raises(yamldoc.YamlDocError) as caught:
+    with pytest.raises(YamlDocError) as caught:
         yamldoc.load(TAGGED)
     assert (caught.value.line, caught.value.column) == (2, 7)
     assert "unknown YAML tag '!foo'" in caught.value.message
@@ -31,7 +31,7 @@ def test_the_loader_turns_a_constructor_error_into_its_own_error() -> None:
 def test_a_tag_deep_in_a_node_built_later_is_still_a_clean_error() -> None:
     node = yaml.compose("a: [1, !foo 2]\n", Loader=yaml.SafeLoader)
     assert node is not None
-    with pytest.raises(yamldoc.YamlDocError) as caught:
+    with pytest.raises(YamlDocError) as caught:
         yamldoc.construct(node)
     assert caught.value.line == 1
 

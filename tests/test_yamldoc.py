@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from pytest_atom import yamldoc
-from pytest_atom.gateway import Script, ScriptError
-from pytest_atom.settings.config import ConfigError, load_config
+from pytest_atom.errors import ConfigError, ScriptError, SpecError, YamlDocError
+from pytest_atom.gateway import Script
+from pytest_atom.settings.config import load_config
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import SpecError
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:
@@ -77,12 +77,12 @@ def test_the_bound_counts_expanded_nodes_beyond_the_written_ones() -> None:
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     assert node is not None
     yamldoc.check_aliases(node, limit=10_100)
-    with pytest.raises(yamldoc.YamlDocError, match="more than 10099 beyond"):
+    with pytest.raises(YamlDocError, match="more than 10099 beyond"):
         yamldoc.check_aliases(node, limit=10_099)
 
 
 def test_a_recursive_alias_is_an_error_not_a_hang() -> None:
-    with pytest.raises(yamldoc.YamlDocError) as info:
+    with pytest.raises(YamlDocError) as info:
         yamldoc.safe_load("a: &loop [1, *loop]\n")
     assert (info.value.message, info.value.line, info.value.column) == (
         "recursive YAML alias",

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_atom import AtomRuntime, PromptLoader
+from pytest_atom import PromptLoader
+from pytest_atom.legacy import AtomRuntime
 
 HERE = Path(__file__).resolve().parent
 

@@ -74,8 +74,3 @@ class Agent(SessionRunner, Protocol):
         """One decoded object of the agent's output as agent-neutral events
         (`pytest_atom.events.agent`): the agent's one event parser."""
         ...
-
-
-class StructuredSessionError(Exception):
-    """A structured session (the reflector's, the planner's) gave no answer: the
-    harness's error, not a verdict."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.errors import BaselineError
 from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.settings.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
@@ -79,10 +80,6 @@ _PROPERTY = {
     "cost_usd": "atom_agent_cost_usd",
     "duration_s": "atom_duration_s",
 }
-
-
-class BaselineError(Exception):
-    """A baseline or results file that cannot be used; the message says what to do."""
 
 
 # --- results of a run ----------------------------------------------------------------------

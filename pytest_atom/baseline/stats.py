@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+from pytest_atom.errors import StatsUnavailable
+
 __all__ = [
     "Interval",
     "StatsUnavailable",
@@ -51,10 +53,6 @@ __all__ = [
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 10_000
-
-
-class StatsUnavailable(RuntimeError):
-    """scipy is missing: the message says how to install it."""
 
 
 def require_scipy() -> Any:

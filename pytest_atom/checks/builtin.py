@@ -34,8 +34,9 @@ from typing import IO, TYPE_CHECKING, Final, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from pytest_atom.checks.registry import CheckError, CheckFn, CheckRegistry
+from pytest_atom.checks.registry import CheckFn, CheckRegistry
 from pytest_atom.checks.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.errors import CheckError
 from pytest_atom.files import contained, read_regular, special_kind
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.check_result import CheckResult

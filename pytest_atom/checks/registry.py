@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# Re-exported: the check modules and plugins raise it from here (the tree is in errors).
+from pytest_atom.errors import CheckError as CheckError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.load import Check
 
@@ -23,10 +25,6 @@ CheckFn = Callable[[Check, Path, Mapping[str, str] | None], CheckResult]
 
 #: A kind that reads the agent's run: its tool calls, refusals and last message.
 TrajectoryCheckFn = Callable[[Check, "Trajectory"], CheckResult]
-
-
-class CheckError(Exception):
-    """Raised inside a check that cannot be evaluated; becomes a failed result."""
 
 
 class CheckRegistry:

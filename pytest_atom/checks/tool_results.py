@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom import yamldoc
-from pytest_atom.checks.registry import CheckError
+from pytest_atom.errors import CheckError
 from pytest_atom.replay.transcript import tool_label
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check

@@ -24,6 +24,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from pytest_atom.errors import SpendingLimitReached
+
 __all__ = ["EXIT_SPENDING_LIMIT", "SPEND_WORDS", "Crossing", "SpendLimit", "SpendingLimitReached"]
 
 
@@ -51,10 +53,6 @@ class Crossing(str):
 EXIT_SPENDING_LIMIT = 2
 #: The words every report of the limit carries (a front end finds them across processes).
 SPEND_WORDS = "the session's spending limit"
-
-
-class SpendingLimitReached(Exception):
-    """A spec was not started: the session's spending limit is reached."""
 
 
 @dataclass

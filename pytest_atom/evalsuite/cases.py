@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.errors import SpecError, YamlDocError
 from pytest_atom.evalsuite.schema import GRADER_KINDS, validate_case
-from pytest_atom.spec.types import SpecError
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -264,7 +264,7 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
     """A case.yaml's data, and the line of each value (by its path of keys and indexes)."""
     try:
         node, data = yamldoc.load(path.read_text(encoding="utf-8"))
-    except yamldoc.YamlDocError as exc:
+    except YamlDocError as exc:
         raise SpecError(exc.message, path, line=exc.line, column=exc.column) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"cannot read the case ({exc})", path) from None
@@ -301,7 +301,7 @@ def _frontmatter(path: Path) -> tuple[dict[str, Any] | None, str, dict[str, int]
         return None, text, {}
     try:
         data = yamldoc.safe_load(match.group(1))
-    except yamldoc.YamlDocError as exc:  # its lines count from the line after the "---"
+    except YamlDocError as exc:  # its lines count from the line after the "---"
         line = exc.line + 1 if exc.line is not None else 1
         message = exc.message.removeprefix("invalid YAML: ")
         message = f"invalid YAML frontmatter: {message}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from pytest_atom.spec.types import SpecError
+from pytest_atom.errors import SpecError
 
 GRADER_KINDS = ("regex", "tool_order", "tool_used", "file_exists", "llm", "baseline")
 

@@ -38,13 +38,6 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-if TYPE_CHECKING:
-    from pytest_atom.gateway.scripted import Script as Script
-    from pytest_atom.gateway.scripted import ScriptedResponder as ScriptedResponder
-    from pytest_atom.gateway.scripted import ScriptError as ScriptError
-    from pytest_atom.gateway.scripted import scripted as scripted
-    from pytest_atom.gateway.server import Exchange as Exchange
-    from pytest_atom.gateway.server import Gateway as Gateway
-    from pytest_atom.gateway.server import GatewayRequest as GatewayRequest
-    from pytest_atom.gateway.server import Reply as Reply
-    from pytest_atom.gateway.server import Responder as Responder
+if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
+    from pytest_atom.gateway.scripted import Script, ScriptedResponder, ScriptError, scripted
+    from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder

@@ -45,15 +45,12 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
+from pytest_atom.errors import ScriptError, YamlDocError
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.messages import CONVERSATION_KINDS
 from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
 from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.gateway.verdict_schema import verdict_error
-
-
-class ScriptError(Exception):
-    """A script file that cannot be played; the message names file, line and fix."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +106,9 @@ def _pick(choices: Sequence[Choice], u: float) -> int:
 
 @dataclass(frozen=True)
 class Script:
+    """A spec's `script:`: the model's turns the gateway plays in order instead of a model,
+    and the reflector's and planner's, so a spec runs with no API key."""
+
     path: Path | None
     turns: tuple[Turn, ...]
     reflector: tuple[
@@ -180,7 +180,7 @@ class Script:
             ) from None
         try:
             root, _ = yamldoc.load(text)  # no alias bombs; every tag known
-        except yamldoc.YamlDocError as exc:
+        except YamlDocError as exc:
             where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
             raise ScriptError(f"{exc.message} at {where}") from None
         return cls.from_node(root, path)

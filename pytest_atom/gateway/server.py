@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import cost_usd
 from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.errors import AtomError
 from pytest_atom.gateway import messages
 from pytest_atom.gateway.messages import Kind, request_kind
 from pytest_atom.gateway.roles import Role, header_role
@@ -92,7 +93,7 @@ class Reply:
         return reply
 
 
-class AbortReply(Exception):
+class AbortReply(AtomError):
     """Raised by a streaming reply's body to cut the connection without ending the body.
 
     The client then sees the broken stream it would see from the API itself (and retries

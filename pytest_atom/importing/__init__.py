@@ -7,8 +7,9 @@ results, which the ``tool_results`` check (`pytest_atom.checks.tool_results`) co
 
 from __future__ import annotations
 
+from pytest_atom.errors import SessionError
 from pytest_atom.importing.reader import read_session
-from pytest_atom.importing.session import Session, SessionError
+from pytest_atom.importing.session import Session
 from pytest_atom.importing.writer import Imported, write_spec
 
 __all__ = ["Imported", "Session", "SessionError", "read_session", "write_spec"]

@@ -26,13 +26,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_atom.importing.session import Session, SessionError
+from pytest_atom.errors import SessionError, SpecError
+from pytest_atom.importing.session import Session
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.prompts import first_message
 from pytest_atom.run.retention import folder_spec_name, parse_run_name
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.paths import project_root
-from pytest_atom.spec.types import Spec, SpecError
+from pytest_atom.spec.types import Spec
 
 __all__ = ["OwnRun", "not_the_agent", "own_run", "refusal"]
 

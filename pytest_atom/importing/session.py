@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_atom.errors import SessionError
 from pytest_atom.events import agent as events
 
 __all__ = [
@@ -39,10 +40,6 @@ __all__ = [
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 
 Format = Literal["transcript", "stream-json"]
-
-
-class SessionError(ValueError):
-    """A file `atom import` cannot read or will not import; the message names file, line and why."""
 
 
 @dataclass

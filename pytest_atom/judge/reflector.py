@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code import configuration
-from pytest_atom.agents.protocol import Agent, StructuredSessionError
+from pytest_atom.agents.protocol import Agent
 from pytest_atom.diffs import workspace_diff
+from pytest_atom.errors import ReflectorError, StructuredSessionError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
 from pytest_atom.gateway.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.prompts import PromptLoader
@@ -26,7 +27,7 @@ from pytest_atom.results.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
 )
 from pytest_atom.results.record import IterationRecord
-from pytest_atom.results.verdict import CriterionVerdict, ReflectorError, Verdict
+from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.spec.types import ClaudeOptions, Spec
 from pytest_atom.words import clip
 

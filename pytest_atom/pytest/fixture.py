@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.errors import SpecError
 from pytest_atom.files import copy_tree
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.pytest.items import record_result
@@ -34,7 +35,7 @@ from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import Spec, SpecError
+from pytest_atom.spec.types import Spec
 
 
 class AtomFixture:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.cost.spend import SpendingLimitReached
+from pytest_atom.errors import AtomError, SpecError, SpendingLimitReached
 from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -29,10 +29,10 @@ from pytest_atom.reports.text import TEXT
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import Mark, Spec, SpecError
+from pytest_atom.spec.types import Mark, Spec
 
 
-class ReplayError(Exception):
+class ReplayError(AtomError):
     """The replay diverged from its cassette: the harness's failure, never the agent's."""
 
     def __init__(self, result: SpecResult) -> None:
@@ -40,7 +40,7 @@ class ReplayError(Exception):
         self.result = result
 
 
-class UpstreamFailed(Exception):
+class UpstreamFailed(AtomError):
     """A recording failed on its upstream (the API): never the agent's failure."""
 
     def __init__(self, result: SpecResult) -> None:
@@ -48,7 +48,7 @@ class UpstreamFailed(Exception):
         self.result = result
 
 
-class SpecFailed(Exception):
+class SpecFailed(AtomError):
     """The agent ran but the spec failed; carries the result for the report."""
 
     def __init__(self, result: SpecResult) -> None:
@@ -59,7 +59,7 @@ class SpecFailed(Exception):
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-class SnapshotMismatch(Exception):
+class SnapshotMismatch(AtomError):
     """Workspace files that differ from their snapshots; carries syrupy's diffs."""
 
     def __init__(self, mismatches: list[tuple[str, list[str]]]) -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.baseline.compare import BaselineError
 from pytest_atom.baseline.measure import junit_properties, measured
 from pytest_atom.cost.spend import SPEND_WORDS
+from pytest_atom.errors import BaselineError
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.errors import ConfigError, SettingsError
 from pytest_atom.run.harness import Harness, build_harness, file_layers
-from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.options import BY_NAME, COMMAND_LINE_SETTINGS, INI_SETTINGS, PER_TEST
 from pytest_atom.settings.project import find_project
 from pytest_atom.settings.resolved import (
     Layer,
     RunSettings,
-    SettingsError,
     from_here,
     resolve,
 )

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from pytest_atom import digest as digest_module
+from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.files import write_atomic
 from pytest_atom.gateway.roles import Role, header_role, legacy_role
 from pytest_atom.paths import display_path
@@ -65,10 +66,6 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str)
-
-
-class CassetteError(Exception):
-    """A cassette that cannot be read; the message names the file and what to do."""
 
 
 @dataclass
@@ -208,7 +205,7 @@ def _messages(body: Any) -> list[Any]:
     return messages if isinstance(messages, list) else []
 
 
-class _Unresolved(ValueError):
+class _Unresolved(AtomError, ValueError):
     """A request body refers to a shared block that is missing or is not JSON."""
 
 

@@ -28,13 +28,15 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
+from pytest_atom.errors import AtomError
+
 _CLoader: type | None = getattr(yaml, "CSafeLoader", None)
 _STR = "tag:yaml.org,2002:str"
 _resolve: Callable[[type, str, tuple[bool, bool]], str] = yaml.resolver.Resolver().resolve
 _constructor = yaml.constructor.SafeConstructor()
 
 
-class _Unusual(Exception):
+class _Unusual(AtomError):
     """Something the fast path leaves to yaml.load."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.configuration import config_hashes
+from pytest_atom.errors import RecordingError
 from pytest_atom.files import write_atomic
 from pytest_atom.gateway import (
     Gateway,
@@ -58,10 +59,6 @@ AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUT
 #: Replays a spec offline from the candidate cassette it is given: None when the replay
 #: passed, else why it did not (the run layer builds it: `run.spec_run`).
 Prove = Callable[[Path], "str | None"]
-
-
-class RecordingError(Exception):
-    """A spec cannot run in the requested record mode; the message says what to run."""
 
 
 __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingError"]

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.environment import passed, passes
+from pytest_atom.errors import EnvError
 from pytest_atom.files import write_atomic
 from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
-from pytest_atom.spec.env import EnvError, expand_env
+from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.types import Spec
 
 __all__ = [

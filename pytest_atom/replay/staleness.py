@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pytest_atom import digest, yamldoc
 from pytest_atom.agents.claude_code.configuration import config_hashes, workspace_config_hashes
-from pytest_atom.gateway import Script, ScriptError
+from pytest_atom.errors import ScriptError, YamlDocError
+from pytest_atom.gateway import Script
 from pytest_atom.gateway.messages import read_reply
 from pytest_atom.paths import display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
@@ -47,7 +48,7 @@ def script_hash(spec: Spec) -> str | None:
         return None
     try:
         content = json.dumps(yamldoc.safe_load(text), sort_keys=True, default=str)
-    except yamldoc.YamlDocError:
+    except YamlDocError:
         content = text.replace("\r\n", "\n")  # as broken as before: Script.load will say so
     return digest.of_text(content)
 

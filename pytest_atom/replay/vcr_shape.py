@@ -13,8 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_atom.errors import AtomError
 
-class Malformed(ValueError):
+
+class Malformed(AtomError, ValueError):
     """One interaction is not in vcrpy's shape; the message says where and what it holds."""
 
 

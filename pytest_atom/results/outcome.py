@@ -7,8 +7,8 @@ expected-failure reason and why, in a line. The pytest item, its report hook, th
 `atom run`'s exit status, JUnit, baselines and the HTML report all read that one value
 (`SpecResult.outcome`), never their own reading of the figures.
 
-A leaf module: plain values in, plain values out, so the results (`result.py`) build on it
-and nothing here imports them.
+A leaf module: plain values in (`RunFacts`), plain values out, so the results
+(`spec_result.py`) build on it and nothing here imports them.
 """
 
 from __future__ import annotations
@@ -165,28 +165,36 @@ class Outcome:
         return Outcome("failed", why, detail=self.detail)
 
 
-def decide(
-    *,
-    attempts: int,
-    decision: Decision,
-    score: float | None,
-    threshold: float,
-    completed: bool,
-    reason: str | None,
-    checks_failed: int,
-    checks: int,
-    xfail: str | None = None,
-    divergence: str | None = None,
-    harness_error: str | None = None,
-    script_error: str | None = None,
-    upstream: str | None = None,
-    limit_exceeded: Crossing | None = None,
-    plan_failed: bool = False,
-    steps: str | None = None,
-    steps_passed: bool = True,
-    gate: Gate = "score",
-    unmet: Sequence[str] = (),
-) -> Outcome:
+@dataclass(frozen=True)
+class RunFacts:
+    """The figures of a spec run that decide its outcome, and nothing else.
+
+    `SpecResult.facts` builds it, the one place a result becomes these figures; `decide`
+    reads only this, so the outcome's rules need no result type and a test states a run
+    in the few figures it cares about."""
+
+    attempts: int
+    decision: Decision
+    score: float | None
+    threshold: float
+    completed: bool
+    reason: str | None
+    checks_failed: int
+    checks: int
+    xfail: str | None = None  # the spec expects to fail, and why
+    divergence: str | None = None  # the replay's first divergence, in a line
+    harness_error: str | None = None
+    script_error: str | None = None  # the spec's own script could not answer
+    upstream: str | None = None  # a recording's upstream failure, or a rejected stream
+    limit_exceeded: Crossing | None = None
+    plan_failed: bool = False
+    steps: str | None = None  # a multi-step spec's "steps 1/3"
+    steps_passed: bool = True
+    gate: Gate = "score"
+    unmet: Sequence[str] = ()  # the final verdict's unmet criteria, with their votes
+
+
+def decide(facts: RunFacts) -> Outcome:
     """The one place a run's figures become its outcome (`SpecResult.outcome` calls it).
 
     The replay first, then the harness, then the spec's own script (it ran out of turns)
@@ -196,64 +204,43 @@ def decide(
     Gated by ``criteria``, the verdict is its `unmet` criteria (with their votes), named
     one by one, not the score.
     """
-    expected = xfail or None
-    if divergence is not None:
-        return Outcome("error", f"replay diverged from its cassette: {divergence}", "replay")
-    if harness_error is not None:
-        return Outcome("error", harness_error.strip().splitlines()[0], "harness")
-    if script_error is not None:
-        return Outcome("error", f"the spec's script is broken: {script_error}", "spec")
-    passed = attempts > 0 and decision == "proceed" and steps_passed and not plan_failed
-    verdict = _verdict(score, threshold, gate, unmet)
+    f = facts
+    expected = f.xfail or None
+    if f.divergence is not None:
+        return Outcome("error", f"replay diverged from its cassette: {f.divergence}", "replay")
+    if f.harness_error is not None:
+        return Outcome("error", f.harness_error.strip().splitlines()[0], "harness")
+    if f.script_error is not None:
+        return Outcome("error", f"the spec's script is broken: {f.script_error}", "spec")
+    passed = f.attempts > 0 and f.decision == "proceed" and f.steps_passed and not f.plan_failed
+    verdict = _verdict(f.score, f.threshold, f.gate, f.unmet)
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     # Stopping at a limit cuts the streams in flight: the limit, not the upstream, is why.
-    if upstream is not None and limit_exceeded is None:
-        return Outcome("error", f"the recording's upstream failed: {upstream}", "upstream")
-    detail, why = _why_failed(
-        attempts=attempts,
-        decision=decision,
-        verdict=verdict,
-        completed=completed,
-        reason=reason,
-        checks_failed=checks_failed,
-        checks=checks,
-        limit_exceeded=limit_exceeded,
-        plan_failed=plan_failed,
-        unmet=bool(unmet) and gate == "criteria",
-    )
-    if detail is None and steps is not None:
-        detail, why = steps, f"{steps} committed; {why}"
+    if f.upstream is not None and f.limit_exceeded is None:
+        return Outcome("error", f"the recording's upstream failed: {f.upstream}", "upstream")
+    detail, why = _why_failed(f, verdict)
+    if detail is None and f.steps is not None:
+        detail, why = f.steps, f"{f.steps} committed; {why}"
     return Outcome("failed", why, xfail=expected, detail=detail)
 
 
-def _why_failed(
-    *,
-    attempts: int,
-    decision: Decision,
-    verdict: str,
-    completed: bool,
-    reason: str | None,
-    checks_failed: int,
-    checks: int,
-    limit_exceeded: Crossing | None,
-    plan_failed: bool,
-    unmet: bool,
-) -> tuple[str | None, str]:
+def _why_failed(f: RunFacts, verdict: str) -> tuple[str | None, str]:
     """(detail, why) of a failed run: what stopped it first, in one line."""
-    if limit_exceeded:
-        return limit_exceeded.limit, f"stopped: {limit_exceeded}"
-    if plan_failed:
+    if f.limit_exceeded:
+        return f.limit_exceeded.limit, f"stopped: {f.limit_exceeded}"
+    if f.plan_failed:
         return "plan", "the planner's plan did not pass"
-    if not attempts:
+    if not f.attempts:
         return None, "did not run"
-    if not completed:
-        return None, f"the agent did not finish ({reason})"
-    if checks_failed:
-        return None, f"{checks_failed} of {checks} check{'s' * (checks != 1)} failed"
-    if unmet:
+    if not f.completed:
+        return None, f"the agent did not finish ({f.reason})"
+    if f.checks_failed:
+        checks = f.checks
+        return None, f"{f.checks_failed} of {checks} check{'s' * (checks != 1)} failed"
+    if f.unmet and f.gate == "criteria":
         return None, verdict
-    return None, f"{decision}, {verdict}" if verdict else decision
+    return None, f"{f.decision}, {verdict}" if verdict else f.decision
 
 
 def _verdict(score: float | None, threshold: float, gate: Gate, unmet: Sequence[str]) -> str:

@@ -16,7 +16,7 @@ from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
-from pytest_atom.results.outcome import Decision, Outcome, decide
+from pytest_atom.results.outcome import Decision, Outcome, RunFacts, decide
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
@@ -240,8 +240,13 @@ class SpecResult:
     @property
     def outcome(self) -> Outcome:
         """Passed, failed or error, and why: what every front end and report reads."""
+        return decide(self.facts)
+
+    @property
+    def facts(self) -> RunFacts:
+        """The figures `decide` reads: the one place a result becomes them."""
         checks = self.checks
-        return decide(
+        return RunFacts(
             attempts=len(self.attempts),
             decision=self.decision,
             score=self.score,
@@ -260,7 +265,7 @@ class SpecResult:
             steps=self.steps_summary,
             steps_passed=all(step.passed for step in self.steps),
             gate=self.spec.reflector.gate,
-            unmet=self.unmet,
+            unmet=tuple(self.unmet),
         )
 
     @property

@@ -14,13 +14,10 @@ from typing import Any
 
 import jsonschema
 
+from pytest_atom.errors import ReflectorError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
 
 __all__ = ["CriterionVerdict", "ReflectorError", "Verdict"]
-
-
-class ReflectorError(Exception):
-    """The reflector did not give a usable verdict: a harness error, not a verdict."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,9 @@ def _check_verdict(data: Any) -> None:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The reflector's judgement of one attempt: its score, each criterion met or not with
+    the evidence, and the feedback a refined attempt is given."""
+
     score: float
     decision: str  # what the reflector said; the outcome is derived from the score
     criteria: tuple[CriterionVerdict, ...]

@@ -40,8 +40,13 @@ from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.limits import Budget, Limits
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.environment import passed, path_values, tmpdir_for
+from pytest_atom.errors import (
+    AtomError,
+    EnvError,
+    HarnessError,
+    ReflectorError,
+)
 from pytest_atom.files import copy_ignore, copy_tree
-from pytest_atom.gateway import ScriptError
 from pytest_atom.judge.reflector import (
     combine_votes,
     judge,
@@ -52,11 +57,7 @@ from pytest_atom.judge.reflector import (
 )
 from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.replay.cassette import CassetteError
-from pytest_atom.replay.recording import (
-    ModelSource,
-    RecordingError,
-)
+from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
     AttemptStarted,
     ChecksRan,
@@ -67,7 +68,7 @@ from pytest_atom.results.harness_events import (
 )
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.results.verdict import ReflectorError, Verdict
+from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime
@@ -76,29 +77,20 @@ from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
 from pytest_atom.settings.config import AtomConfig
-from pytest_atom.spec.env import EnvError, expand_env
+from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.paths import project_root
 from pytest_atom.spec.types import Spec
 
 
-class HarnessError(Exception):
-    """The harness could not run the spec at all (as opposed to the agent failing it)."""
-
-
-class SetupFailed(Exception):
+class SetupFailed(AtomError):
     """A `setup:` command failed: the spec's run ends as a harness error, with its output."""
 
 
-#: What `run_spec` raises when it cannot run a spec at all: a missing cassette or script,
-#: a broken cassette, a missing `claude` or prompt (both OSErrors). Callers report these
+#: What `run_spec` raises when it cannot run a spec at all: a `HarnessError` (a missing
+#: cassette or script, a broken cassette, a missing `claude`: see the tree in
+#: `pytest_atom.errors`) or an OSError (a missing prompt, a full disk). Callers report these
 #: as the harness's failure, never as the agent's.
-HARNESS_ERRORS: tuple[type[Exception], ...] = (
-    HarnessError,
-    RecordingError,
-    CassetteError,
-    ScriptError,
-    OSError,
-)
+HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
 
 
 def session_id_for(spec: Spec, role: str = "executor") -> str:

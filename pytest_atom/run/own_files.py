@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import YamlDocError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.workspaces import WORKSPACES_DIR
 
@@ -106,7 +107,7 @@ def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
 
     try:
         data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yamldoc.YamlDocError):
+    except (OSError, UnicodeDecodeError, YamlDocError):
         return []
     entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
     found: list[tuple[str, str]] = []

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.protocol import Agent, StructuredSessionError
+from pytest_atom.agents.protocol import Agent
+from pytest_atom.errors import PlannerError, SpecError, StructuredSessionError
 from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway.roles import PLAN_TITLE
 from pytest_atom.judge.reflector import read_only_options
@@ -30,7 +31,7 @@ from pytest_atom.replay.recall import SessionInput
 from pytest_atom.results.spec_result import Plan
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 from pytest_atom.spec.build import planned_steps
-from pytest_atom.spec.types import STEP_ID, PlanAccept, Spec, SpecError, Step
+from pytest_atom.spec.types import STEP_ID, PlanAccept, Spec, Step
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it
 #: and would argue with the model over a bad id; `planned_steps` checks it instead, with
@@ -56,10 +57,6 @@ PLAN_SCHEMA: dict[str, Any] = {
         }
     },
 }
-
-
-class PlannerError(Exception):
-    """The planner session gave no answer at all: a harness error, not a bad plan."""
 
 
 def plan_failures(accept: PlanAccept | None, ids: Sequence[str]) -> list[str]:

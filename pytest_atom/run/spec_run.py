@@ -20,8 +20,8 @@ from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.checks.builtin import needs_sandbox
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.spend import SpendLimit
-from pytest_atom.diffs import WorkspaceError
 from pytest_atom.environment import release_tmpdirs
+from pytest_atom.errors import HarnessError, WorkspaceError
 from pytest_atom.files import link_tree
 from pytest_atom.gateway import Exchange, Gateway
 from pytest_atom.gateway.server import Meter
@@ -40,7 +40,6 @@ from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import (
     AttemptLoop,
-    HarnessError,
     new_run_dir,
     prompt_project,
     volatile_paths,

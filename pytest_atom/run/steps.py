@@ -31,6 +31,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pytest_atom.errors import HarnessError, PlannerError
 from pytest_atom.files import copy_ignore, link_tree
 from pytest_atom.paths import cli_slug, display_path
 from pytest_atom.replay.recording import ModelSource
@@ -42,10 +43,9 @@ from pytest_atom.results.harness_events import (
     StepStarted,
 )
 from pytest_atom.results.spec_result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.run.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
+from pytest_atom.run.execution import AttemptLoop, session_id_for, volatile_paths
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
-    PlannerError,
     check_plan,
     planner_folder,
     planner_input,

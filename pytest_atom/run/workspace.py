@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_atom.diffs import SNAPSHOT_REF, WorkspaceError, _git
+from pytest_atom.diffs import SNAPSHOT_REF, _git
+from pytest_atom.errors import WorkspaceError
 from pytest_atom.files import (
     SKIPPED_DIRS,
     contained,

@@ -46,31 +46,15 @@ import yaml
 from pytest_atom import yamldoc
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
-from pytest_atom.errors import FileError
+from pytest_atom.errors import ConfigError, SettingsError, YamlDocError
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.settings.expand import SYNTAX, MalformedReference, UnsetVariable, expand
 from pytest_atom.settings.options import BY_NAME, CONFIG_SETTINGS
-from pytest_atom.settings.resolved import SettingsError, parse_setting
+from pytest_atom.settings.resolved import parse_setting
 
 CONFIG_DIR = ".atom"
 CONFIG_NAME = "config.yaml"
 SUPPORTED_VERSIONS = ("1",)
-
-
-class ConfigError(FileError):
-    """A config file that cannot be used; str() is the full user-facing message."""
-
-    def __init__(
-        self,
-        message: str,
-        path: Path,
-        key: str | None = None,
-        line: int | None = None,
-        suggestion: str | None = None,
-        column: int | None = None,
-    ) -> None:
-        super().__init__(message, path, line=line, column=column, suggestion=suggestion)
-        self.key = key
 
 
 @dataclass(frozen=True)
@@ -164,7 +148,7 @@ def load_config(path: Path | None = None, *, cwd: Path | None = None) -> AtomCon
 def _parse(text: str, path: Path, root: Path) -> AtomConfig:
     try:
         node, data = yamldoc.load(text)  # refuses alias bombs before `_expand` walks them
-    except yamldoc.YamlDocError as exc:
+    except YamlDocError as exc:
         raise ConfigError(exc.message, path, line=exc.line, column=exc.column) from None
     if data is None:
         return AtomConfig(path=path, root=root)

@@ -22,15 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from pytest_atom.errors import ExpansionError
+
 #: ``$$``, a reference ``${NAME}`` / ``${NAME:-default}``, or a malformed ``${`` (no name).
 _TOKEN = re.compile(r"\$\$|\$\{(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\})?")
 
 #: How to write each form, for the messages that refuse one.
 SYNTAX = "write ${NAME} or ${NAME:-default}, and $$ for a literal $"
-
-
-class ExpansionError(ValueError):
-    """Text that cannot be expanded; the caller names the file and key it came from."""
 
 
 class UnsetVariable(ExpansionError):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import SettingsError
 from pytest_atom.settings.options import (
     BY_NAME,
     COMMAND_LINE_SETTINGS,
@@ -53,10 +54,6 @@ __all__ = [
     "parse_setting",
     "resolve",
 ]
-
-
-class SettingsError(ValueError):
-    """A setting with a value that cannot be used; str() names where it came from."""
 
 
 def from_here(values: Mapping[str, Any], here: Path) -> dict[str, Any]:

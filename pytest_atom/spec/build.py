@@ -16,6 +16,7 @@ from jsonschema.validators import validator_for
 from pytest_atom import yamldoc
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
+from pytest_atom.errors import SpecError, YamlDocError
 from pytest_atom.settings.expand import malformed
 from pytest_atom.spec.claude import (
     check_bare_trajectory,
@@ -38,7 +39,6 @@ from pytest_atom.spec.types import (
     PlanAccept,
     SdkApp,
     Spec,
-    SpecError,
     Step,
     steps_prompt,
 )
@@ -465,7 +465,7 @@ def _read_schema(doc: Document, loc: Loc, file: Path) -> dict[str, Any]:
     try:
         text = file.read_text(encoding="utf-8")
         schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yamldoc.YamlDocError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, YamlDocError) as exc:
         raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
     if not isinstance(schema, dict):
         raise doc.error(

@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from pytest_atom import yamldoc
-from pytest_atom.spec.types import Loc, SpecError
+from pytest_atom.errors import SpecError, YamlDocError
+from pytest_atom.spec.types import Loc
 
 
 class _Loader(yaml.SafeLoader):
@@ -35,7 +36,7 @@ class Document:
             _, self.data = yamldoc.load(
                 text, _Loader, lambda loader, node: self._build(loader, node, (), ())
             )
-        except yamldoc.YamlDocError as exc:
+        except YamlDocError as exc:
             raise SpecError(exc.message, path, exc.line, exc.column) from None
 
     def _build(

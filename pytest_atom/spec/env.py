@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 
 from pytest_atom.environment import RUN_FOLDERS
+from pytest_atom.errors import EnvError
 from pytest_atom.settings.expand import UnsetVariable, expand
 from pytest_atom.spec.types import Spec
 
@@ -26,10 +27,6 @@ RESERVED_ENV: tuple[str, ...] = (
 
 def reserved_env(name: str) -> bool:
     return any(name.startswith(r) if r.endswith("_") else name == r for r in RESERVED_ENV)
-
-
-class EnvError(ValueError):
-    """An `env:` value names a variable the caller's environment does not have."""
 
 
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.build import build_spec
 from pytest_atom.spec.document import Document, show_value
@@ -32,7 +33,6 @@ from pytest_atom.spec.types import (
     Loc,
     ReflectorOptions,
     Spec,
-    SpecError,
 )
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_atom.cost.limits import Limits
-from pytest_atom.errors import FileError
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
@@ -37,20 +36,6 @@ TRAJECTORY_CHECK_KINDS: tuple[str, ...] = (
 )
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
-
-
-class SpecError(FileError):
-    """A spec file that cannot be used; str() is the full user-facing message.
-
-    A file with several schema errors raises one SpecError for the first (by line), whose
-    `more` holds the others: str() names each on its own line, with its place and fix, so
-    one run shows them all instead of one per run.
-    """
-
-    more: tuple[SpecError, ...] = ()
-
-    def __str__(self) -> str:
-        return "\n".join([super().__str__(), *(FileError.__str__(e) for e in self.more)])
 
 
 @dataclass(frozen=True)

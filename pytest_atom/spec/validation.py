@@ -15,8 +15,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from pytest_atom.errors import SpecError
 from pytest_atom.spec.document import Document, show_value
-from pytest_atom.spec.types import DEFS, SPEC_SCHEMA, Loc, SpecError
+from pytest_atom.spec.types import DEFS, SPEC_SCHEMA, Loc
 
 _NOUNS = {
     "string": "a string",

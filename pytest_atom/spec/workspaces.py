@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.errors import YamlDocError
 from pytest_atom.paths import SPEC_SUFFIX
 
 #: The conventional folder of fixture workspaces beside the specs.
@@ -52,7 +53,7 @@ def declared_workspaces(directory: Path) -> frozenset[Path]:
     for spec_file in files:
         try:
             data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yamldoc.YamlDocError):
+        except (OSError, UnicodeDecodeError, YamlDocError):
             continue
         entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
         for entry in entries if isinstance(entries, list) else []:

@@ -19,12 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.baseline.compare import (
-    BaselineError,
-    BaselineGate,
-    read_results,
-    write_results,
-)
+from pytest_atom.baseline.compare import BaselineGate, read_results, write_results
+from pytest_atom.errors import BaselineError
 from pytest_atom.reports.html import report_row
 from pytest_atom.results.rows import SummaryRow, spec_key
 

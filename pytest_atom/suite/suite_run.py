@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
-from pytest_atom.baseline.stats import StatsUnavailable
-from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT, SpendingLimitReached
+from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
+from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
 from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties

@@ -70,7 +70,7 @@ def test_a_crossed_limit_names_its_limit_without_being_taken_apart() -> None:
     import pickle
 
     from pytest_atom.cost.limits import Budget, Limits
-    from pytest_atom.results.outcome import decide
+    from pytest_atom.results.outcome import RunFacts, decide
 
     budget = Budget(Limits(max_turns=2))
     budget.usage.turns = 3
@@ -78,9 +78,9 @@ def test_a_crossed_limit_names_its_limit_without_being_taken_apart() -> None:
     assert crossed == "exceeded max_turns: 3 > 2" and crossed.limit == "exceeded max_turns"
     in_step = crossed.within("test: the: tests")  # a colon in the step's name is no cut
     assert in_step == "step test: the: tests: exceeded max_turns: 3 > 2"
-    outcome = decide(
+    outcome = decide(RunFacts(
         attempts=1, decision="fail", score=None, threshold=0.8, completed=False,
         reason="limit", checks_failed=0, checks=0, limit_exceeded=in_step,
-    )  # fmt: skip
+    ))  # fmt: skip
     assert outcome.summary_label == "failed: step test: the: tests"
     assert pickle.loads(pickle.dumps(in_step)).limit == "step test: the: tests"

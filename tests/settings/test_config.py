@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.errors import ConfigError
 from pytest_atom.resources import data_dir
-from pytest_atom.settings.config import AtomConfig, ConfigError, load_config
+from pytest_atom.settings.config import AtomConfig, load_config
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from atom_cli.project_cmd import init
 from pytest_atom.baseline.compare import results_file
+from pytest_atom.errors import ConfigError
 from pytest_atom.run.harness import host_harness
-from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.project import default_paths, find_project, project_root
 
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.errors import ConfigError, SettingsError
 from pytest_atom.run.harness import conftest_files, file_layers
-from pytest_atom.settings.config import ConfigError, load_config
-from pytest_atom.settings.resolved import Layer, RunSettings, SettingsError, resolve
+from pytest_atom.settings.config import load_config
+from pytest_atom.settings.resolved import Layer, RunSettings, resolve
 
 
 def test_nothing_set_gives_the_defaults() -> None:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pytest_atom.errors import ClaudeNotFoundError
 from pytest_atom.paths import npm_install_command, user_cache
 
 CLAUDE_CODE_VERSION = "2.1.332"
@@ -20,10 +21,6 @@ NPM_PACKAGE = "@anthropic-ai/claude-code"
 #: @anthropic-ai/claude-code@2.1.330 engines`: node >=22.0.0). npm only warns (EBADENGINE)
 #: below it, and the CLI runs on Node 20 too, so `atom doctor` warns, never fails.
 NODE_MAJOR_NEEDED = 22
-
-
-class ClaudeNotFoundError(FileNotFoundError):
-    """No usable `claude` binary; the message says how to install the pinned one."""
 
 
 def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:

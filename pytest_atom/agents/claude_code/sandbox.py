@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.environment import tmpdir_for
+from pytest_atom.errors import SandboxUnavailableError
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
@@ -57,10 +58,6 @@ FILE_EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 _MEMORY_FILES = ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/**")
 SETTINGS_FILE = "claude-settings.json"
 _GLOB_CHARS = set("*?[]{}()!+@")
-
-
-class SandboxUnavailableError(FileNotFoundError):
-    """The sandbox cannot run here; the message says how to install it or how to opt out."""
 
 
 def missing_tools(path: str | None = None) -> list[str]:

@@ -31,12 +31,8 @@ from typing import Any
 from pytest_atom import digest
 from pytest_atom.agents.claude_code import readguard
 from pytest_atom.agents.claude_code.cli import cached_claude
-from pytest_atom.agents.claude_code.sandbox import (
-    INSTALL_HINT,
-    Confinement,
-    SandboxUnavailableError,
-    require_tools,
-)
+from pytest_atom.agents.claude_code.sandbox import INSTALL_HINT, Confinement, require_tools
+from pytest_atom.errors import SandboxUnavailableError
 from pytest_atom.paths import npm_install_command, user_cache
 
 SRT_VERSION = "0.0.83"
