@@ -6,7 +6,9 @@ this process (`pytest_atom.run_spec`, the path every front end takes) under `sys
 and `threading.setprofile`, so the gateway's thread counts too. Every ``call`` event of a
 pytest-atom frame is kept, per thread, in order. A module's *package* is
 ``pytest_atom.<first part>`` (``pytest_atom.replay``); a ground-floor module
-(``pytest_atom.paths``) is a package of its own. It prints:
+(``pytest_atom.paths``) is a package of its own. `pytest_atom.run_spec` is looked up before
+the trace starts, so the modules it imports are loaded (as in a pytest session, whose
+plugin loads them at start-up); what the run imports lazily still counts. It prints:
 
 - *crossings*: the calls whose caller, the nearest pytest-atom frame below them on the
   same thread's stack, is in another package (target: at most 150; 321 when issue 34 was
@@ -112,12 +114,13 @@ def traced(root: Path, spec_path: str, top: int) -> None:
     import pytest_atom
 
     spec = pytest_atom.load_spec(root / spec_path)
+    run_spec = pytest_atom.run_spec  # loads the run's modules: loading is not the run
     trace = Trace()
     with tempfile.TemporaryDirectory() as runs:
         threading.setprofile(trace.profile)
         sys.setprofile(trace.profile)
         try:
-            result = pytest_atom.run_spec(spec, runs_dir=Path(runs))
+            result = run_spec(spec, runs_dir=Path(runs))
         finally:
             sys.setprofile(None)
             threading.setprofile(None)
