@@ -262,7 +262,7 @@ def test_a_passed_path_is_a_volatile_path_of_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A request naming a passed folder (``ls $MYAPP_DIR``) reads the same on every machine."""
-    from pytest_atom.run.execution import volatile_paths
+    from pytest_atom.replay.placeholders import volatile_paths
 
     monkeypatch.setenv("MYAPP_DIR", "/srv/myapp/data")
     monkeypatch.setenv("OTHER_DIR", "/srv/other")

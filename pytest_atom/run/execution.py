@@ -23,7 +23,6 @@ ignored ``.env``, the specs, their scripts and cassettes, other runs) stays out 
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import sys
 import time
@@ -39,7 +38,6 @@ from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.limits import Budget, Limits
 from pytest_atom.cost.spend import SpendLimit
-from pytest_atom.environment import passed, path_values, tmpdir_for
 from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway import ScriptError
 from pytest_atom.judge.reflector import (
@@ -50,7 +48,6 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
-from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import CassetteError
 from pytest_atom.replay.recording import (
@@ -482,62 +479,6 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
         "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
         "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
     )
-
-
-def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
-    """Paths that differ on every run and machine, with the placeholders that stand for them."""
-    paths = {}
-    for path, placeholder in ((run_dir, "<RUN_DIR>"), (run_dir / "home", "<HOME>")):
-        paths[str(path)] = placeholder
-        paths[str(path.resolve())] = placeholder
-    # The caller's home only below it (a toolchain's `~/.pyenv/shims/python3`): alone it
-    # is also one of the folders Claude Code's sandbox denies on every machine (`/root`).
-    for home in {str(Path.home()), str(Path.home().resolve())}:
-        paths.setdefault(home.rstrip("/") + "/", "<HOME>/")
-    # The sandbox lists its paths as globs: a run folder below a folder with `[` in its
-    # name (pytest's `test_x[param]`) appears with it escaped (`test_x[[]param]`). Run
-    # folders' own names have none (`folder_spec_name`).
-    for path in (run_dir, run_dir.resolve()):
-        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
-    # The CLI names per-folder state after the folder with every other character as `-`,
-    # in its system prompt: the auto-memory folder of the project (the run folder, see its
-    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
-    # A slug is one path component, so each attempt folder's is named in full: a step's
-    # attempts are numbered on after a rollback or a resume, hence the generous bound.
-    slug = cli_slug(run_dir.resolve())
-    paths[slug] = "<RUN_DIR_SLUG>"
-    folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
-    attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
-    for folder in folders:
-        for number in range(1, 2 * attempts + 3):
-            name = f"{folder}-a{number:02d}"
-            paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
-    paths.update(_temp_paths(run_dir))
-    # --- issue 25 (env): the values of the caller variables a run passes, where they
-    # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
-    for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
-        paths.setdefault(value, placeholder)
-    return paths
-
-
-def _temp_paths(run_dir: Path) -> dict[str, str]:
-    """The run's temp folder and the sandbox's folders in it, with their placeholders.
-
-    The temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is too deep
-    for the sandbox's sockets, it is a short one in /tmp (environment.py tmpdir_for),
-    which a network-sandboxed agent's read guard lists and its tool results name. The live
-    one comes first, so a replayed answer gets it back (`Normalizer.paths_in`). The
-    sandbox's own folders, named after the user id (2.1.330 lists them in its prompt), are
-    in it; those in /tmp whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
-    """
-    live = tmpdir_for(run_dir / "tmp")
-    temps = dict.fromkeys([live, live.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"])
-    paths = {str(temp): "<RUN_DIR>/tmp" for temp in temps}
-    if hasattr(os, "getuid"):
-        for temp in temps:
-            for name in ("claude", "cc-daemon", "claude-host"):
-                paths[f"{temp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
-    return paths
 
 
 def _no_wait(seconds: float) -> None:

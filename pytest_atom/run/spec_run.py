@@ -28,6 +28,7 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import (
     ModelSource,
     Prove,
@@ -43,7 +44,6 @@ from pytest_atom.run.execution import (
     HarnessError,
     new_run_dir,
     prompt_project,
-    volatile_paths,
     with_limits,
 )
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning

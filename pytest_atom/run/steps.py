@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pytest_atom.files import copy_ignore, link_tree
 from pytest_atom.paths import cli_slug, display_path
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
     Planned,
@@ -42,7 +43,7 @@ from pytest_atom.results.harness_events import (
     StepStarted,
 )
 from pytest_atom.results.spec_result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.run.execution import AttemptLoop, HarnessError, session_id_for, volatile_paths
+from pytest_atom.run.execution import AttemptLoop, HarnessError, session_id_for
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
     PlannerError,
