@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.prompts import PromptLoader, PromptNotFoundError
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
@@ -42,7 +43,7 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         # The user's own environment and auth, as the seed's `claude -p` had; tools are
         # granted by allow-list, since the CLI refuses to skip permissions as root.
         runner = claude_code_agent(
-            "executor", claude_bin=find_claude(), options=ClaudeOptions(bare=False)
+            "executor", AgentSession(find_claude(), options=ClaudeOptions(bare=False))
         )
     except (PromptNotFoundError, ClaudeNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None

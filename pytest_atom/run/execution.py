@@ -400,13 +400,8 @@ class AttemptLoop:
                 verdict, record = run_reflector(
                     self.spec,
                     attempt.path,
-                    attempt.checks,
-                    attempt.outcome.output,
                     agent=agents.reflector(verdict_schema(self.earlier_steps)),
                     session_id=session_id_for(self.spec, role),
-                    threshold=self.threshold,
-                    prompts=self.prompts,
-                    earlier_steps=self.earlier_steps,
                     session=session,
                 )
                 source.recall.remember(key, record)

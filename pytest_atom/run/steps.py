@@ -218,13 +218,8 @@ class StepsRun(AttemptLoop):
             else:
                 answer, record = run_planner(
                     self.spec,
-                    self.run_dir,
                     agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
                     session_id=session_id_for(self.spec, role),
-                    start=self._start_folder(target),
-                    prompts=self.prompts,
-                    number=number,
-                    feedback=feedback,
                     folder=folder,
                     session=session,
                 )
