@@ -26,8 +26,10 @@ call that passes the spec is followed. An argument passes the spec when it is a 
 to it (the parameter it arrived in, ``spec`` at the start) or an attribute named ``spec``
 (``self.spec``, ``run.spec``). A call is resolved through the module's names: a function
 or class of the module, a name imported from another module (re-exports followed), a
-function of an imported module (``module.f``), or ``self.method`` within a class and its
-bases. A class called with the spec enters its ``__init__`` and ``__post_init__`` (a class
+function of an imported module (``module.f``), or a method of an object that holds the spec
+(``self.method``, ``run.attempt_all``: a name bound to the object a spec-carrying call
+made or returned, when its class, or a base, has an attribute ``spec``), within its
+class and its bases. A class called with the spec enters its ``__init__`` and ``__post_init__`` (a class
 without either is entered in its module and ends there). The callee's parameter that
 receives the spec (by position, ``self`` skipped, or by keyword) carries it on. The walk
 is depth-first and enters each function once. Each entry into a function of another
@@ -35,7 +37,10 @@ module, and each return to the caller's module, is a *module visit*; it prints t
 visits, the distinct modules, the *climbs* (a move to a module of a higher layer than the
 one it came from; layers as pyproject.toml's ``[tool.importlinter]`` declares them; a
 return up the layers is a climb), and the returns to a module already left (target: at
-most 45 visits and 8 climbs; 87 visits, 27 modules and 26 climbs when issue 34 was filed).
+most 45 visits and 8 climbs; 87 visits, 27 modules and 26 climbs when issue 34 was filed,
+by a walk whose exact rules it did not give: this one is a reconstruction). With
+``--broad`` every object of the package's classes such a call returns counts as holding the
+spec (an upper bound: a `SessionInput` built from the spec does not hold it).
 
 Run by hand (no test times it). Compare two trees by putting one first on the path::
 
@@ -221,6 +226,9 @@ class Walk:
     modules: dict[str, Module]
     entered: set[Target] = field(default_factory=set)
     tour: list[str] = field(default_factory=list)
+    #: Count every object of the package's classes a spec-carrying call returns as holding
+    #: the spec, whether or not its class has a `spec` (`--broad`: an upper bound).
+    broad: bool = False
 
     def resolve_name(self, module: str, name: str, depth: int = 0) -> Target | None:
         """`name` as `module` sees it: defined there, or imported (re-exports followed)."""
@@ -242,6 +250,27 @@ class Walk:
             target is not None
             and "." not in target.qualname
             and target.qualname in self.modules[target.module].classes
+        )
+
+    def holds_spec(self, target: Target, depth: int = 0) -> bool:
+        """Whether objects of a class hold the spec: it (or a base) has an attribute
+        ``spec``, a field or one its methods set."""
+        node = self.modules[target.module].classes.get(target.qualname)
+        if node is None or depth > 10:
+            return False
+        if self.broad:
+            return True
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
+                if inner.target.id == "spec":
+                    return True
+            if isinstance(inner, ast.Attribute) and inner.attr == "spec":
+                if isinstance(inner.ctx, ast.Store):
+                    return True
+        return any(
+            self.holds_spec(base, depth + 1)
+            for b in node.bases
+            for base in self.classes_in(target.module, b)
         )
 
     def classes_in(self, module: str, node: ast.expr | None) -> list[Target]:
@@ -368,7 +397,8 @@ class Walk:
         aliases: dict[str, list[Target]],
     ) -> None:
         """A name bound to a class (``run_type = A if x else B``), or to what a call that
-        carries the spec returns: an object of a class of the package holds the spec."""
+        carries the spec returns, when that is an object of a class that holds the spec
+        (`holds_spec`): its methods' calls carry the spec too."""
         if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             return
         name, value = node.targets[0].id, node.value
@@ -379,12 +409,13 @@ class Walk:
         if not isinstance(value, ast.Call) or not self.carries(value, carriers):
             return
         for target in self.resolve(module, value, carriers, aliases):
-            if self.is_class(target):
+            if self.is_class(target) and self.holds_spec(target):
                 carriers[name] = target
             elif target.qualname:
                 for callee, _ in self.bodies(target):
                     for cls in self.classes_in(target.module, callee.returns):
-                        carriers[name] = cls
+                        if self.holds_spec(cls):
+                            carriers[name] = cls
 
     def follow(self, module: str, call: ast.Call, target: Target, carriers: Carriers) -> None:
         if not target.qualname or target in self.entered or target.module not in self.modules:
@@ -408,9 +439,11 @@ def layer_ranks(root: Path) -> dict[str, int]:
     return {name.strip(): n for n, layer in enumerate(layers) for name in layer.split("|")}
 
 
-def static_walk(root: Path, start: str = "pytest_atom.run.spec_run.run_spec") -> dict[str, int]:
+def static_walk(
+    root: Path, start: str = "pytest_atom.run.spec_run.run_spec", *, broad: bool = False
+) -> dict[str, int]:
     """The walk's figures: visits, modules, climbs and returns to a module already left."""
-    walk = Walk(read_modules(root / "pytest_atom"))
+    walk = Walk(read_modules(root / "pytest_atom"), broad=broad)
     module, _, name = start.rpartition(".")
     walk.tour.append(module)
     walk.enter(Target(module, name), {"spec": None})
@@ -435,8 +468,11 @@ def main() -> None:
     parser.add_argument("--spec", default="fixtures/specs/create_file.atom.yaml")
     parser.add_argument("--static-only", action="store_true", help="the static walk alone")
     parser.add_argument("--top", type=int, default=0, help="list the N busiest crossings")
+    parser.add_argument(
+        "--broad", action="store_true", help="the walk's upper bound (see Walk.broad)"
+    )
     args = parser.parse_args()
-    figures = static_walk(args.root)
+    figures = static_walk(args.root, broad=args.broad)
     print(
         "static walk from run_spec: {visits} module visits to {modules} modules, "
         "{climbs} climbs back up the layers, {returns} returns to a module already left".format(

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_atom.cost.limits import Budget, Limits, parse_limits
 from pytest_atom.events.agent import Event, parse_event
-from pytest_atom.run.execution import with_limits
+from pytest_atom.run.spec_run import with_limits
 from pytest_atom.settings.config import ConfigError, load_config
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import SpecError

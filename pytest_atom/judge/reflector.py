@@ -218,10 +218,16 @@ def reflector_input(
 
 
 def run_reflector(
-    spec: Spec, attempt_dir: Path, *, agent: Agent, session_id: str, session: SessionInput
+    session: SessionInput,
+    attempt_dir: Path,
+    *,
+    agent: Agent,
+    session_id: str,
+    timeout: float | None,
 ) -> tuple[Verdict, IterationRecord]:
     """Judge one attempt on `session` (`reflector_input`'s answer, which a replay also
-    recalls a recorded verdict by); raises ReflectorError when no valid verdict comes back.
+    recalls a recorded verdict by; it is all the judge is told of the spec), stopped after
+    `timeout` seconds (the spec's); raises ReflectorError when no valid verdict comes back.
 
     `agent` is the factory's reflector (run.factory): the real Claude Code (not
     ``--bare``, which would offer Read alone) with only the setting source ``user``, the
@@ -230,7 +236,7 @@ def run_reflector(
     """
     try:
         answer, record = agent.structured(
-            session.prompt, attempt_dir, session_id=session_id, timeout=spec.timeout
+            session.prompt, attempt_dir, session_id=session_id, timeout=timeout
         )
     except StructuredSessionError as exc:
         raise ReflectorError(str(exc)) from None

@@ -308,7 +308,10 @@ class Normalizer:
         """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
         if self._task_re is not None:
             text = self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
-        return self.masks.out(text)
+        # `PathMasks.out`, inline: every string of every request passes here, and most
+        # name no path, so only a path found calls into the masks.
+        masks = self.masks
+        return text if masks.pattern is None else masks.pattern.sub(masks.substitute, text)
 
     def paths_in(self, text: str) -> str:
         """Placeholders -> live paths and task ids (for replayed responses)."""

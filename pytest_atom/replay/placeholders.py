@@ -104,7 +104,8 @@ class PathMasks:
         alternatives = "|".join(
             re.escape(p) if p.endswith("/") else f"{re.escape(p)}(?![\\w.-])" for p, _ in pairs
         )
-        self._path_re = re.compile(alternatives) if pairs else None
+        #: Any of the paths, where its name ends; None when there are none.
+        self.pattern = re.compile(alternatives) if pairs else None
         self._lookup = dict(pairs)
         self._restore = _restore_order(self.given)
 
@@ -112,11 +113,15 @@ class PathMasks:
         """These masks and more (a later one for a path already given wins)."""
         return PathMasks({**self.given, **paths})
 
+    def substitute(self, match: re.Match[str]) -> str:
+        """The placeholder of a path `pattern` found."""
+        return self._lookup[match.group(0)]
+
     def out(self, text: str) -> str:
         """Live paths -> placeholders."""
-        if self._path_re is None:
+        if self.pattern is None:
             return text
-        return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
+        return self.pattern.sub(self.substitute, text)
 
     def into(self, text: str) -> str:
         """Placeholders -> live paths."""

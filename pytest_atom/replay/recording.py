@@ -30,6 +30,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.normalize import Normalizer, run_dates
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -134,6 +135,9 @@ class ModelSource:
     disturbed: list[UpstreamFault] = field(default_factory=list)
     stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
+    #: The spec's cassette file, where `open_run_source` opened it (a partial recording
+    #: of an interrupted run lies beside it).
+    cassette_file: Path | None = None
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
         """Record the spec's MCP servers into `folder` when the model traffic is recorded, or
@@ -358,6 +362,20 @@ class ModelSource:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
         self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
+
+
+def open_run_source(
+    spec: Spec, settings: RunSettings, run_dir: Path, *, claude_bin: Path, repeat: int | None
+) -> ModelSource:
+    """The model source of a spec's run in `run_dir`, ready for its gateway: its paths
+    masked (`replay.placeholders.volatile_paths`), its MCP servers recorded or stood in for
+    (``<run>/mcp``), its cassette file named. `spec_run.run_spec` opens it in one call."""
+    source = open_model_source(
+        spec, settings, paths=volatile_paths(run_dir, spec), claude_bin=claude_bin, repeat=repeat
+    )
+    source.open_mcp(spec, run_dir / "mcp")
+    source.cassette_file = cassette_path(spec)
+    return source
 
 
 def open_model_source(

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.runner import claude_env, clean_env
@@ -36,7 +36,7 @@ from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.cost.limits import Budget
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.gateway import ScriptError
@@ -66,13 +66,11 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import ReflectorError, Verdict
 from pytest_atom.run.factory import AgentFactory
-from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.run.setup_cache import CacheMode, cache_root
 from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
-from pytest_atom.settings.config import AtomConfig
 from pytest_atom.spec.env import EnvError, expand_env
 from pytest_atom.spec.paths import project_root
 from pytest_atom.spec.types import Spec
@@ -102,14 +100,6 @@ def session_id_for(spec: Spec, role: str = "executor") -> str:
     """A session id derived from the spec, so reruns send the same conversation id."""
     suffix = "" if role == "executor" else f":{role}"
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}{suffix}"))
-
-
-def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
-    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
-    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
-    run_dir = runs_dir / run_name(spec.name)
-    run_dir.mkdir(parents=True)
-    return run_dir
 
 
 @dataclass
@@ -398,11 +388,11 @@ class AttemptLoop:
                     attempt.recalled.append(recalled)
                     continue
                 verdict, record = run_reflector(
-                    self.spec,
+                    session,
                     attempt.path,
                     agent=agents.reflector(verdict_schema(self.earlier_steps)),
                     session_id=session_id_for(self.spec, role),
-                    session=session,
+                    timeout=self.spec.timeout,
                 )
                 source.recall.remember(key, record)
                 votes.append(verdict)
@@ -413,20 +403,6 @@ class AttemptLoop:
             return False
         attempt.verdict = combine_votes(votes)
         return True
-
-
-def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
-    """`spec` with its effective limits: its own over the project's defaults, per key.
-
-    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
-    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
-    every report names the timeout that applied.
-    """
-    limits = spec.limits.over(config.limits if config is not None else Limits())
-    timeout = limits.timeout if limits.timeout is not None else spec.timeout
-    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
-    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
-    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
@@ -446,20 +422,6 @@ def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
         )
         shim.chmod(0o755)
     return folder
-
-
-def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
-    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
-
-    Specs that ship their own prompts (an example folder, a sub-project) find them
-    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
-    """
-    for folder in (spec.root, *spec.root.parents):
-        if (folder / ".atom" / "prompts").is_dir():
-            return folder
-        if project_dir is not None and folder == project_dir:
-            break
-    return project_dir
 
 
 def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:

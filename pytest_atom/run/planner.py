@@ -175,7 +175,7 @@ def planner_input(
 
 
 def run_planner(
-    spec: Spec, *, agent: Agent, session_id: str, folder: Path, session: SessionInput
+    session: SessionInput, folder: Path, *, agent: Agent, session_id: str, timeout: float | None
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
@@ -183,14 +183,14 @@ def run_planner(
     ``plan/``, a re-plan ``plan-2/`` on, a copy of the start it may read (research) but not
     change, with only the run's own empty Claude config, as the reflector) on `session`
     (`planner_input`'s answer): the caller has both already, as a replay recalls a
-    recorded plan by them.
+    recorded plan by them. `timeout` is the spec's.
     """
     try:
         return agent.structured(
             session.prompt,
             folder,
             session_id=session_id,
-            timeout=spec.timeout,
+            timeout=timeout,
         )
     except StructuredSessionError as exc:
         raise PlannerError(str(exc)) from None

@@ -19,6 +19,7 @@ from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.checks.builtin import needs_sandbox
 from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.limits import Limits
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.diffs import WorkspaceError
 from pytest_atom.environment import release_tmpdirs
@@ -28,12 +29,11 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import (
     ModelSource,
     Prove,
     cassette_path,
-    open_model_source,
+    open_run_source,
 )
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports import text as _failure_report  # noqa: F401  (SpecResult.report renders with it)
@@ -42,11 +42,9 @@ from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import (
     AttemptLoop,
     HarnessError,
-    new_run_dir,
-    prompt_project,
-    with_limits,
 )
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
+from pytest_atom.run.retention import run_name
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
@@ -104,21 +102,16 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
     run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
-    source = open_model_source(
-        spec,
-        settings,
-        paths=volatile_paths(run.run_dir, spec),
-        claude_bin=claude_bin,
-        repeat=repeat,
-    )
-    source.open_mcp(spec, run.run_dir / "mcp")
+    source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat)
     meter = Meter(_billing(source)[0], spend)
     prove = _prover(spec, settings, scope, claude_bin)
     exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
     result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
     result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
-    stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
+    stale = stale_partial_warning(
+        Cassette(source.cassette_file or cassette_path(spec)).partial_path, wall
+    )
     if stale:
         result.warnings.append(stale)
     run.complete(result)
@@ -126,6 +119,42 @@ def run_spec(
         # A record of the passing attempt, hard-linked: not a second copy of its files.
         link_tree(result.final.path, run.run_dir / "committed")
     return result
+
+
+def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
+    """`spec` with its effective limits: its own over the project's defaults, per key.
+
+    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
+    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
+    every report names the timeout that applied.
+    """
+    limits = spec.limits.over(config.limits if config is not None else Limits())
+    timeout = limits.timeout if limits.timeout is not None else spec.timeout
+    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
+    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
+
+
+def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
+    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
+    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
+    run_dir = runs_dir / run_name(spec.name)
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
+    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
+
+    Specs that ship their own prompts (an example folder, a sub-project) find them
+    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
+    """
+    for folder in (spec.root, *spec.root.parents):
+        if (folder / ".atom" / "prompts").is_dir():
+            return folder
+        if project_dir is not None and folder == project_dir:
+            break
+    return project_dir
 
 
 def _drive_run(

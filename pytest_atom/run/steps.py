@@ -217,11 +217,11 @@ class StepsRun(AttemptLoop):
                 answer = recalled.answer
             else:
                 answer, record = run_planner(
-                    self.spec,
+                    session,
+                    folder,
                     agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
                     session_id=session_id_for(self.spec, role),
-                    folder=folder,
-                    session=session,
+                    timeout=self.spec.timeout,
                 )
                 source.recall.remember(key, record)
         except PlannerError as exc:
