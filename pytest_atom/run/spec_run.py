@@ -107,8 +107,9 @@ def run_spec(
     prove = _prover(spec, settings, scope, claude_bin)
     exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started)
-    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
-    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
+    bills = meter.bills  # read once: its sums are plain fields
+    result.billed, result.billed_usd = dict(bills.by_role), dict(bills.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in bills.steps.items()}
     stale = stale_partial_warning(
         Cassette(source.cassette_file or cassette_path(spec)).partial_path, wall
     )
