@@ -77,8 +77,9 @@ def cassette_path(spec: Spec) -> Path:
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
     file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
-    path = spec.root / "cassettes" / stem / file
-    root = outside_project(path, spec.root)
+    folder = spec.root
+    path = folder / "cassettes" / stem / file
+    root = outside_project(path, folder)
     if root is not None:  # a linked `cassettes/` would record (and replay) outside
         raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
     return path

@@ -103,10 +103,11 @@ def run_spec(
     _require_sandbox(spec)
     run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
     source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat)
-    meter = Meter(_billing(source)[0], spend)
+    billing = _billing(source)  # (paid, replayed): read once
+    meter = Meter(billing[0], spend)
     prove = _prover(spec, settings, scope, claude_bin)
     exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
-    result = _result(run, source, exchanges, written, time.perf_counter() - started)
+    result = _result(run, source, exchanges, written, time.perf_counter() - started, billing)
     bills = meter.bills  # read once: its sums are plain fields
     result.billed, result.billed_usd = dict(bills.by_role), dict(bills.usd_by_role)
     result.billed_steps = {role: dict(kinds) for role, kinds in bills.steps.items()}
@@ -313,9 +314,10 @@ def _result(
     exchanges: list[Exchange],
     written: Path | None,
     took: float,
+    billing: tuple[frozenset[str], frozenset[str]],
 ) -> SpecResult:
     tape = source.tape
-    paid, replayed = _billing(source)
+    paid, replayed = billing
     return SpecResult(
         spec=run.spec,
         run_dir=run.run_dir,
