@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.errors import AtomError
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import AUTH_VARIABLES
@@ -43,7 +44,7 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         # The user's own environment and auth, as the seed's `claude -p` had; tools are
         # granted by allow-list, since the CLI refuses to skip permissions as root.
         runner = claude_code_agent(
-            "executor", claude_bin=find_claude(), options=ClaudeOptions(bare=False)
+            "executor", AgentSession(find_claude(), options=ClaudeOptions(bare=False))
         )
     except AtomError as exc:  # no prompt, no `claude`
         raise click.ClickException(str(exc)) from None

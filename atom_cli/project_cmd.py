@@ -35,6 +35,7 @@ from pytest_atom.agents.claude_code.cli import (
 )
 from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.agents.claude_code.sandbox import LINUX_TOOLS, Confinement, require_tools
+from pytest_atom.agents.session import AgentSession
 from pytest_atom.environment import left_out_variables_line, passed
 from pytest_atom.errors import ClaudeNotFoundError, ConfigError, SandboxUnavailableError
 from pytest_atom.gateway import Gateway, scripted
@@ -410,7 +411,7 @@ def _check_self_test(report: Report, binary: Path | None) -> None:
             work = Path(tmp) / "work"
             work.mkdir()
             runner = claude_code_agent(
-                "executor", env=claude_env(gateway.url, Path(tmp) / "config"), claude_bin=binary
+                "executor", AgentSession(binary, env=claude_env(gateway.url, Path(tmp) / "config"))
             )
             record = runner.run("self-test", work, timeout=60)
     except OSError as exc:
@@ -473,9 +474,11 @@ def _check_sandbox(report: Report, binary: Path | None) -> None:
         try:
             runner = claude_code_agent(
                 "executor",
-                env=claude_env(gateway.url, run_dir / "config"),
-                claude_bin=binary,
-                confinement=Confinement(run_dir, SandboxOptions()),
+                AgentSession(
+                    binary,
+                    env=claude_env(gateway.url, run_dir / "config"),
+                    confinement=Confinement(run_dir, SandboxOptions()),
+                ),
             )
             record = runner.run("sandbox self-test", work, timeout=60)
         except OSError as exc:

@@ -303,3 +303,84 @@ def test_the_size_checker_counts_a_function_from_def_to_its_last_line(tmp_path: 
     found = {name: count for name, count, _ in sizes(package, tmp_path)}
     # The decorator is not the function's; the blank line after it is the module's.
     assert found == {"pytest_atom/long.py": 63, "pytest_atom/long.py::f": FUNCTION_LINES + 1}
+
+
+# --- parameters: no function takes more than 8 --------------------------------------------
+
+PARAMETERS = 8
+
+#: Functions allowed more parameters, each with why. Keys: ``path::Qualified.name``.
+MANY_PARAMETERS: dict[str, str] = {
+    # Seed 001's public signature (`pytest_atom.legacy.AtomRuntime`): kept as users call it.
+    "pytest_atom/run/runtime.py::AtomRuntime.__init__": "the seed-era public API",
+    # Issue 34's API part turns these into a value object (`decide` takes the result's
+    # parts so that `outcome` need not import `result`); until it lands they are listed.
+    "pytest_atom/results/outcome.py::decide": "issue 34, the API part",
+    "pytest_atom/results/outcome.py::_why_failed": "issue 34, the API part",
+}
+
+
+def _functions(
+    tree: ast.AST, prefix: str = ""
+) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function under `tree` with its qualified name (``Class.method``, ``f.inner``)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield f"{prefix}{node.name}", node
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")
+
+
+def parameter_counts(root: Path, base: Path = PACKAGE.parent) -> Iterator[tuple[str, int]]:
+    """Each function under `root` (``path::Qualified.name``) with its parameters: every
+    one but ``self`` and ``cls``, keyword-only ones too; ``*args`` and ``**kwargs`` count
+    one each."""
+    for path in sorted(root.rglob("*.py")):
+        where = path.relative_to(base).as_posix()
+        for name, node in _functions(ast.parse(path.read_text(encoding="utf-8"))):
+            args = node.args
+            named = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            count = sum(1 for a in named if a not in ("self", "cls"))
+            yield f"{where}::{name}", count + (args.vararg is not None) + (args.kwarg is not None)
+
+
+def test_no_function_takes_more_than_8_parameters() -> None:
+    """More than that is a concept without a name: pass a value object (`AgentSession`,
+    `RunScope`) that the callers build once."""
+    over = [
+        f"{name}: {count} parameters (limit {PARAMETERS})"
+        for root in ROOTS
+        for name, count in parameter_counts(root)
+        if count > PARAMETERS and name not in MANY_PARAMETERS
+    ]
+    assert over == []
+
+
+def test_every_parameter_exception_is_still_over_the_limit() -> None:
+    measured = dict(pair for root in ROOTS for pair in parameter_counts(root))
+    stale = [n for n in MANY_PARAMETERS if measured.get(n, 0) <= PARAMETERS]
+    assert stale == []
+
+
+def test_the_parameter_checker_counts_keywords_and_star_arguments_but_not_self(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "pytest_atom"
+    package.mkdir()
+    (package / "wide.py").write_text(
+        "def f(a, /, b, *args, c, **kwargs):\n"
+        "    def inner(x): ...\n"
+        "class C:\n"
+        "    def m(self, a, *, b): ...\n"
+        "    @classmethod\n"
+        "    def k(cls): ...\n",
+        encoding="utf-8",
+    )
+    found = dict(parameter_counts(package, tmp_path))
+    assert found == {
+        "pytest_atom/wide.py::f": 5,
+        "pytest_atom/wide.py::f.inner": 1,
+        "pytest_atom/wide.py::C.m": 2,
+        "pytest_atom/wide.py::C.k": 0,
+    }

@@ -34,8 +34,8 @@ from pytest_atom.replay.normalize import (
     mask_machine_text,
     unmasked_machine_details,
 )
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.raw_paths import MachinePaths
-from pytest_atom.run.execution import volatile_paths
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
 from tests.helpers import write

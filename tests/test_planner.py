@@ -21,6 +21,7 @@ from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.matching import request_kind
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.staleness import staleness
 from pytest_atom.reports.properties import result_properties
@@ -29,7 +30,6 @@ from pytest_atom.reports.text import failure_report
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Plan, Rollback, SpecResult, StepResult
-from pytest_atom.run.execution import volatile_paths
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
     build_prompt,

@@ -24,6 +24,7 @@ from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.matching import compared_turns
 from pytest_atom.replay.normalize import Normalizer
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recall import RECALL_KEY, Recall, SessionKey, folder_hash
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
@@ -34,7 +35,6 @@ from pytest_atom.reports.summary import summary_table
 from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.rows import SummaryRow
-from pytest_atom.run.execution import volatile_paths
 from pytest_atom.settings.modes import JUDGE_MODES
 from pytest_atom.settings.resolved import Layer, RunSettings, resolve
 from pytest_atom.spec.load import load_spec

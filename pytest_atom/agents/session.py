@@ -21,7 +21,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cost.limits import Budget
-from pytest_atom.events.agent import Event, decode, parse_event
+from pytest_atom.events.agent import Event, parse_event, parse_line
 from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import OnEvent
@@ -116,14 +116,16 @@ class AgentSession:
         """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
         budget to it (`on_event` gets each of its events); True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
         stdout and an SDK app's log of it are read through this one place."""
-        raw = decode(line)
-        parsed = self.parse(raw) if raw is not None else []
-        for event in parsed:
-            record.apply(event)
+        parsed = parse_line(line)
+        if not parsed:
+            return False
+        # One call per line into each package, not one per event: the record (and through
+        # it the meter and the budget) takes the line's events, then `on_event` hears them.
+        crossed = record.apply_all(parsed, self.budget)
         if self.on_event:
             for event in parsed:
                 self.on_event(event)
-        if self.budget is not None and (crossed := self.budget.observe(parsed)):
+        if crossed:
             record.limit_exceeded = crossed
             record.is_error = True
             kill_process_tree(proc)

@@ -26,7 +26,7 @@ the same CLI, so the same limits hold offline, on the recorded usage.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -168,3 +168,10 @@ class Budget:
 
 def _show(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def count_line(events: Sequence[Event], meter: CallUsage, budget: Budget | None) -> Crossing | None:
+    """A line of an agent's output counted in one go: by its call's meter (the record's),
+    then by the run's budget; the limit the line crossed, else None (`Budget.observe`)."""
+    meter.fold_all(events)
+    return budget.observe(events) if budget is not None else None

@@ -11,7 +11,7 @@ as the CLI prices one (its default tier, $5 / $25).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_atom.cost.billing import Billed, Tokens
 
@@ -91,3 +91,30 @@ def cost_usd(used: Billed, model: str | None) -> float:
     tokens += sum(price_of(step.model or model).of(step.tokens) for step in used.iterations)
     geo = 1.1 if used.inference_geo == "us" else 1.0
     return tokens * geo + used.web_search_requests * price_of(model).web_search
+
+
+@dataclass
+class RoleBills:
+    """What answers billed, summed by role: tokens (`Billed`), dollars, and the steps billed
+    on top of the answers (role -> step kind, advisor or compaction -> (tokens, dollars)).
+
+    The gateway's meter adds each answer here in one call: the sums and their prices are
+    this package's, so an answer's accounting does not go back and forth between packages.
+    """
+
+    by_role: dict[str, Billed] = field(default_factory=dict)
+    usd_by_role: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+
+    def add(self, role: str, used: Billed, model: str | None, usd: float | None = None) -> float:
+        """Add one answer of `role`'s, priced at `model` (or at `usd`, when the caller has
+        its price already); returns its price in dollars."""
+        usd = cost_usd(used, model) if usd is None else usd
+        self.by_role[role] = self.by_role.get(role, Billed()) + used
+        self.usd_by_role[role] = self.usd_by_role.get(role, 0.0) + usd
+        kinds = self.steps.setdefault(role, {})
+        for step in used.iterations:
+            tokens, dollars = kinds.get(step.kind, (0, 0.0))
+            price = cost_usd(Billed(iterations=(step,), inference_geo=used.inference_geo), model)
+            kinds[step.kind] = (tokens + step.tokens.total, dollars + price)
+        return usd

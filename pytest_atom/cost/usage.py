@@ -18,7 +18,7 @@ so a record of the call (`IterationRecord`) and a run's budget (`Budget`) count 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,6 +111,11 @@ class CallUsage:
     #: Until then: message id -> provisional tokens, the main session's and subagents'.
     _main: dict[str, int] = field(default_factory=dict, repr=False)
     _subagents: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def fold_all(self, events: Iterable[Event]) -> None:
+        """Count a line's events (`fold`), in order."""
+        for event in events:
+            self.fold(event)
 
     def fold(self, event: Event) -> bool:
         """Count one event; True when it was one that counts (usage, a tool call, the end)."""

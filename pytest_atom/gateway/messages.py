@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -312,6 +312,12 @@ def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Ki
             return "turn"
         return role
     return "side"
+
+
+def request_kinds(requests: Iterable[tuple[str, str, Any, Role | None]]) -> list[Kind]:
+    """`request_kind` of each (method, endpoint, body, role): a cassette's recorded
+    requests classified in one call."""
+    return [request_kind(*request) for request in requests]
 
 
 @dataclass

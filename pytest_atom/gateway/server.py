@@ -14,13 +14,12 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pytest_atom.cost.billing import Billed
-from pytest_atom.cost.prices import cost_usd
+from pytest_atom.cost.prices import RoleBills
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.errors import AtomError
 from pytest_atom.gateway import messages
@@ -30,33 +29,36 @@ from pytest_atom.gateway.roles import Role, header_role
 
 @dataclass(frozen=True)
 class GatewayRequest:
-    """One HTTP request as the CLI sent it; header names are lower-case."""
+    """One HTTP request as the CLI sent it; header names are lower-case.
+
+    What routing and matching read of it (its endpoint, its JSON body, its role) is worked
+    out once, when the request is made: a responder reads them many times per request, and
+    reads plain values, not calls back into the gateway.
+    """
 
     method: str
     path: str
     headers: Mapping[str, str]
     body: bytes
+    #: The path without its query (``/v1/messages``), what routing keys on.
+    endpoint: str = field(init=False, compare=False, repr=False)
+    #: The body as JSON, None when it is none.
+    json: Any = field(init=False, compare=False, repr=False)
+    #: The role the harness marked the request with (see gateway.roles).
+    role: Role | None = field(init=False, compare=False, repr=False)
 
-    @property
-    def endpoint(self) -> str:
-        """The path without its query (``/v1/messages``), what routing keys on."""
-        return urlsplit(self.path).path
-
-    @cached_property
-    def json(self) -> Any:
+    def __post_init__(self) -> None:
         try:
-            return json.loads(self.body) if self.body else None
+            parsed = json.loads(self.body) if self.body else None
         except ValueError:
-            return None
+            parsed = None
+        object.__setattr__(self, "endpoint", urlsplit(self.path).path)
+        object.__setattr__(self, "json", parsed)
+        object.__setattr__(self, "role", header_role(self.headers))
 
     @property
     def session_id(self) -> str | None:
         return self.headers.get("x-claude-code-session-id")
-
-    @property
-    def role(self) -> Role | None:
-        """The role the harness marked the request with (see gateway.roles)."""
-        return header_role(self.headers)
 
     @property
     def kind(self) -> Kind:
@@ -125,24 +127,27 @@ class Meter:
 
     paid: frozenset[str] = frozenset()
     spend: SpendLimit | None = None
-    by_role: dict[str, Billed] = field(default_factory=dict)
-    usd_by_role: dict[str, float] = field(default_factory=dict)
-    #: role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed on
-    #: top of the answers.
-    steps: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    bills: RoleBills = field(default_factory=RoleBills)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, role: str, used: Billed, usd: float, model: str | None = None) -> None:
+    @property
+    def by_role(self) -> dict[str, Billed]:
+        return self.bills.by_role
+
+    @property
+    def usd_by_role(self) -> dict[str, float]:
+        return self.bills.usd_by_role
+
+    @property
+    def steps(self) -> dict[str, dict[str, tuple[int, float]]]:
+        """role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed
+        on top of the answers."""
+        return self.bills.steps
+
+    def add(self, role: str, used: Billed, usd: float | None, model: str | None = None) -> None:
+        """Count one answer of `role`'s (`usd` None: priced at `model` here)."""
         with self.lock:
-            self.by_role[role] = self.by_role.get(role, Billed()) + used
-            self.usd_by_role[role] = self.usd_by_role.get(role, 0.0) + usd
-            kinds = self.steps.setdefault(role, {})
-            for step in used.iterations:
-                tokens, dollars = kinds.get(step.kind, (0, 0.0))
-                price = cost_usd(
-                    Billed(iterations=(step,), inference_geo=used.inference_geo), model
-                )
-                kinds[step.kind] = (tokens + step.tokens.total, dollars + price)
+            usd = self.bills.add(role, used, model, usd)
         if self.spend is not None and role in self.paid:
             self.spend.add(usd)
 
@@ -166,7 +171,7 @@ def _metered(reply: Reply, request: GatewayRequest, meter: Meter) -> Reply:
     def count(body: bytes) -> None:
         answer = messages.answer_billed(body.decode("utf-8", "replace"), model)
         if answer is not None:
-            meter.add(role, answer[0], cost_usd(*answer), answer[1])
+            meter.add(role, answer[0], None, answer[1])
 
     if reply.status >= 400:
         return reply  # an API error bills nothing

@@ -219,32 +219,25 @@ def reflector_input(
 
 
 def run_reflector(
-    spec: Spec,
+    session: SessionInput,
     attempt_dir: Path,
-    checks: Sequence[CheckResult],
-    final_message: str,
     *,
     agent: Agent,
     session_id: str,
-    threshold: float,
-    prompts: PromptLoader | None = None,
-    earlier_steps: Sequence[str] = (),
-    session: SessionInput | None = None,
+    timeout: float | None,
 ) -> tuple[Verdict, IterationRecord]:
-    """Judge one attempt; raises ReflectorError when no valid verdict comes back.
+    """Judge one attempt on `session` (`reflector_input`'s answer, which a replay also
+    recalls a recorded verdict by; it is all the judge is told of the spec), stopped after
+    `timeout` seconds (the spec's); raises ReflectorError when no valid verdict comes back.
 
     `agent` is the factory's reflector (run.factory): the real Claude Code (not
     ``--bare``, which would offer Read alone) with only the setting source ``user``, the
     run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
-    agent's to write, so they must not instruct the judge or run its hooks. `session` is
-    `reflector_input`'s answer, when the caller already has it.
+    agent's to write, so they must not instruct the judge or run its hooks.
     """
-    session = session or reflector_input(
-        spec, attempt_dir, checks, final_message, threshold, prompts, earlier_steps
-    )
     try:
         answer, record = agent.structured(
-            session.prompt, attempt_dir, session_id=session_id, timeout=spec.timeout
+            session.prompt, attempt_dir, session_id=session_id, timeout=timeout
         )
     except StructuredSessionError as exc:
         raise ReflectorError(str(exc)) from None

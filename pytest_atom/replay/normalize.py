@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+from pytest_atom.replay.placeholders import PathMasks
+
 _BILLING = [
     (re.compile(r"cc_version=[^;\s\"]*"), "cc_version=<CC_VERSION>"),
     (re.compile(r"cch=[^;\s\"]*"), "cch=<CCH>"),
@@ -115,7 +117,7 @@ PROCESS_DETAILS: tuple[MachineDetail, ...] = (
 #: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what
 #: its sandbox gives one process (`PROCESS_DETAILS`). The run's own folders, home and temp
 #: folders are not here: they become placeholders by name (`Normalizer` paths,
-#: execution.volatile_paths), and `atom cassette check` reports one left raw; only the
+#: placeholders.volatile_paths), and `atom cassette check` reports one left raw; only the
 #: short temp folder is, for recordings made before it was named. Each mask applies to
 #: live requests and, on load, to older recordings (`mask_machine`), so a cassette
 #: recorded before a mask existed still matches exactly.
@@ -272,7 +274,8 @@ class Normalizer:
     """
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
-        self._set_paths(paths)
+        #: The run's machine paths and their placeholders (`replay.placeholders`).
+        self.masks = PathMasks(paths)
         self._dates = re.compile("|".join(re.escape(d) for d in dates)) if dates else None
         self._tasks: dict[str, str] = {}  # live background task id -> <TASK_ID:n>
         self._task_re: re.Pattern[str] | None = None
@@ -296,39 +299,23 @@ class Normalizer:
                 ids = "|".join(re.escape(i) for i in self._tasks)
                 self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
-    def _set_paths(self, paths: Mapping[str, str]) -> None:
-        self._given = {p: ph for p, ph in paths.items() if p}  # in the order given
-        # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
-        pairs = sorted(self._given.items(), key=lambda kv: -len(kv[0]))
-        # A path ends where a path component ends: /tmp/run must not eat /tmp/run2. A path
-        # given with a trailing `/` stands only for what lies below it (`volatile_paths`).
-        alternatives = "|".join(
-            re.escape(p) if p.endswith("/") else f"{re.escape(p)}(?![\\w.-])" for p, _ in pairs
-        )
-        self._path_re = re.compile(alternatives) if pairs else None
-        self._lookup = dict(pairs)
-        self._restore = _restore_order(self._given)
-
     def add_paths(self, paths: Mapping[str, str]) -> None:
         """More volatile paths, known only once the run is under way (planner mode: the
         planned steps' attempt folders). Call it between sessions, not during one."""
-        self._set_paths({**self._given, **paths})
+        self.masks = self.masks.with_paths(paths)
 
     def paths_out(self, text: str) -> str:
         """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
         if self._task_re is not None:
             text = self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
-        if self._path_re is None:
-            return text
-        return self._path_re.sub(lambda m: self._lookup[m.group(0)], text)
+        # `PathMasks.out`, inline: every string of every request passes here, and most
+        # name no path, so only a path found calls into the masks.
+        masks = self.masks
+        return text if masks.pattern is None else masks.pattern.sub(masks.substitute, text)
 
     def paths_in(self, text: str) -> str:
         """Placeholders -> live paths and task ids (for replayed responses)."""
-        for path, placeholder, below in self._restore:
-            if below is None:
-                text = text.replace(placeholder, path)
-            elif placeholder in text:
-                text = below.sub(path.replace("\\", "\\\\"), text)  # a literal path
+        text = self.masks.into(text)
         if "<TASK_ID:" in text:
             for task, placeholder in list(self._tasks.items()):
                 text = text.replace(placeholder, task)
@@ -372,36 +359,6 @@ class Normalizer:
         if isinstance(out, dict) and "metadata" in out:
             out["metadata"] = "<METADATA>"  # device id, account, session id
         return results_in_call_order(out)
-
-
-def _restore_order(given: Mapping[str, str]) -> list[tuple[str, str, re.Pattern[str] | None]]:
-    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back.
-
-    Each placeholder gets the path given first for it, the live one: several paths may
-    mask to one placeholder (a folder and its resolved or glob-escaped spelling; a deep
-    run's short temp folder beside the run's own `tmp/`, `volatile_paths`), and a replayed
-    answer must name the folder the live run uses. Longest path first, except that a
-    placeholder naming a folder below another one's (``<RUN_DIR>/tmp`` below
-    ``<RUN_DIR>``) goes before all: its live path need not lie below the other's (the short
-    temp folder is in /tmp), and it is put back only where its name ends (the pattern), as
-    ``<RUN_DIR>/tmp2`` is the run folder's. ``<HOME>/`` (what lies below a home) names no
-    folder of its own.
-    """
-    chosen: dict[str, str] = {}  # placeholder -> its path
-    for path, placeholder in given.items():
-        chosen.setdefault(placeholder, path)
-
-    def below(placeholder: str) -> bool:
-        return any(
-            placeholder.startswith(f"{other}/") and len(placeholder) > len(other) + 1
-            for other in chosen
-        )
-
-    pairs = sorted(((path, ph) for ph, path in chosen.items()), key=lambda kv: -len(kv[0]))
-    first = [
-        (path, ph, re.compile(f"{re.escape(ph)}(?![\\w.-])")) for path, ph in pairs if below(ph)
-    ]
-    return [*first, *((path, ph, None) for path, ph in pairs if not below(ph))]
 
 
 def _names_task(text: str) -> bool:

@@ -1,7 +1,7 @@
 """Which raw paths in a cassette name the recording machine, and which are the conversation.
 
 Normalization turns the recorded run's folders, its home and its temp folders into
-placeholders (`replay.normalize.Normalizer`, `run.execution.volatile_paths`). A path of
+placeholders (`replay.placeholders`: `volatile_paths`, `PathMasks`). A path of
 that kind left raw names the machine and will not replay elsewhere: `atom cassette check`
 reports it. A path the model wrote itself (``/tmp/example.py`` in a tool input, a path in
 Anthropic's code-execution container, a path in its prose) is the conversation: the same

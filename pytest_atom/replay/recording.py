@@ -31,6 +31,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.normalize import Normalizer, run_dates
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -73,8 +74,9 @@ def cassette_path(spec: Spec) -> Path:
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
     file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
-    path = spec.root / "cassettes" / stem / file
-    root = outside_project(path, spec.root)
+    folder = spec.root
+    path = folder / "cassettes" / stem / file
+    root = outside_project(path, folder)
     if root is not None:  # a linked `cassettes/` would record (and replay) outside
         raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
     return path
@@ -131,6 +133,9 @@ class ModelSource:
     disturbed: list[UpstreamFault] = field(default_factory=list)
     stale_reasons: list[StaleReason] = field(default_factory=list)  # staleness() of a replay
     mcp: McpTape | None = None  # the spec's MCP servers' traffic; None: they run as configured
+    #: The spec's cassette file, where `open_run_source` opened it (a partial recording
+    #: of an interrupted run lies beside it).
+    cassette_file: Path | None = None
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
         """Record the spec's MCP servers into `folder` when the model traffic is recorded, or
@@ -355,6 +360,20 @@ class ModelSource:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
         self.recall.stamp(metadata)  # every structured session of this run ran
         return Cassette(old.path, interactions, metadata).save()
+
+
+def open_run_source(
+    spec: Spec, settings: RunSettings, run_dir: Path, *, claude_bin: Path, repeat: int | None
+) -> ModelSource:
+    """The model source of a spec's run in `run_dir`, ready for its gateway: its paths
+    masked (`replay.placeholders.volatile_paths`), its MCP servers recorded or stood in for
+    (``<run>/mcp``), its cassette file named. `spec_run.run_spec` opens it in one call."""
+    source = open_model_source(
+        spec, settings, paths=volatile_paths(run_dir, spec), claude_bin=claude_bin, repeat=repeat
+    )
+    source.open_mcp(spec, run_dir / "mcp")
+    source.cassette_file = cassette_path(spec)
+    return source
 
 
 def open_model_source(

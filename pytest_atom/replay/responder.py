@@ -29,7 +29,13 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.gateway.messages import estimate_tokens, message, read_reply, sse_stream
+from pytest_atom.gateway.messages import (
+    estimate_tokens,
+    message,
+    read_reply,
+    request_kinds,
+    sse_stream,
+)
 from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
@@ -107,9 +113,9 @@ class CassetteResponder(Forwarding):
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
-        self._kinds = [
-            request_kind(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions
-        ]
+        self._kinds = request_kinds(
+            [(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions]
+        )
         self._waiting: list[tuple[GatewayRequest, Any, float]] = []  # sent, no answer yet
         self._client = (
             httpx.Client(timeout=httpx.Timeout(self.upstream_timeout, connect=30.0))

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.environment import passed, passes
+from pytest_atom.environment import passed
 from pytest_atom.errors import EnvError
 from pytest_atom.files import write_atomic
 from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
@@ -189,7 +189,9 @@ def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[st
     caller's values of the names its `pass_env:` passes."""
     source = os.environ if caller is None else caller
     # What `pass_env:` passes beyond the defaults (PATH, locale, proxies, certificates).
-    env = {k: v for k, v in passed(spec.pass_env, source).items() if not passes(k)}
+    # One call each, not one per variable: the defaults are what `passed` gives without names.
+    defaults = passed((), source)
+    env = {k: v for k, v in passed(spec.pass_env, source).items() if k not in defaults}
     for name, value in spec.env.items():
         try:
             env.update(expand_env(replace(spec, env={name: value}), source))

@@ -9,10 +9,13 @@ traces, the runtime's loop) and none of them should have to import an agent to d
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from pytest_atom.cost.limits import Budget, count_line
+from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
 from pytest_atom.events.agent import (
     AgentError,
@@ -179,7 +182,19 @@ class IterationRecord:
 
     def apply(self, event: Event) -> None:
         """Fold one event into the record; its usage into `meter`."""
-        self.meter.fold(event)
+        self.apply_all((event,))
+
+    def apply_all(self, events: Sequence[Event], budget: Budget | None = None) -> Crossing | None:
+        """Fold a line's events into the record, their usage into `meter` and `budget`
+        first, in one call (`cost.limits.count_line`: the stream is read line by line, and
+        the counting is another package's); the limit they crossed, else None."""
+        crossed = count_line(events, self.meter, budget)
+        for event in events:
+            self._take(event)
+        return crossed
+
+    def _take(self, event: Event) -> None:
+        """What the record keeps of one event, once `meter` has counted it."""
         if isinstance(event, SessionStarted):
             self.session_id = event.session_id
             self.cli_version = event.agent_version

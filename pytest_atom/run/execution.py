@@ -23,12 +23,11 @@ ignored ``.env``, the specs, their scripts and cassettes, other runs) stays out 
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.runner import claude_env, clean_env
@@ -37,9 +36,8 @@ from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.cost.limits import Budget, Limits
+from pytest_atom.cost.limits import Budget
 from pytest_atom.cost.spend import SpendLimit
-from pytest_atom.environment import passed, path_values, tmpdir_for
 from pytest_atom.errors import (
     AtomError,
     EnvError,
@@ -55,7 +53,6 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
-from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
@@ -70,13 +67,11 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.factory import AgentFactory
-from pytest_atom.run.retention import run_name
 from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.run.setup_cache import CacheMode, cache_root
 from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
-from pytest_atom.settings.config import AtomConfig
 from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.paths import project_root
 from pytest_atom.spec.types import Spec
@@ -97,14 +92,6 @@ def session_id_for(spec: Spec, role: str = "executor") -> str:
     """A session id derived from the spec, so reruns send the same conversation id."""
     suffix = "" if role == "executor" else f":{role}"
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:{spec.path.name}:{spec.name}{suffix}"))
-
-
-def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
-    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
-    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
-    run_dir = runs_dir / run_name(spec.name)
-    run_dir.mkdir(parents=True)
-    return run_dir
 
 
 @dataclass
@@ -393,16 +380,11 @@ class AttemptLoop:
                     attempt.recalled.append(recalled)
                     continue
                 verdict, record = run_reflector(
-                    self.spec,
+                    session,
                     attempt.path,
-                    attempt.checks,
-                    attempt.outcome.output,
                     agent=agents.reflector(verdict_schema(self.earlier_steps)),
                     session_id=session_id_for(self.spec, role),
-                    threshold=self.threshold,
-                    prompts=self.prompts,
-                    earlier_steps=self.earlier_steps,
-                    session=session,
+                    timeout=self.spec.timeout,
                 )
                 source.recall.remember(key, record)
                 votes.append(verdict)
@@ -413,20 +395,6 @@ class AttemptLoop:
             return False
         attempt.verdict = combine_votes(votes)
         return True
-
-
-def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
-    """`spec` with its effective limits: its own over the project's defaults, per key.
-
-    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
-    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
-    every report names the timeout that applied.
-    """
-    limits = spec.limits.over(config.limits if config is not None else Limits())
-    timeout = limits.timeout if limits.timeout is not None else spec.timeout
-    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
-    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
-    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
@@ -448,20 +416,6 @@ def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
     return folder
 
 
-def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
-    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
-
-    Specs that ship their own prompts (an example folder, a sub-project) find them
-    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
-    """
-    for folder in (spec.root, *spec.root.parents):
-        if (folder / ".atom" / "prompts").is_dir():
-            return folder
-        if project_dir is not None and folder == project_dir:
-            break
-    return project_dir
-
-
 def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     """What the executor hears at the start of the next attempt: the reviewer's feedback."""
     verdict = attempt.verdict
@@ -474,62 +428,6 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
         "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
         "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
     )
-
-
-def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
-    """Paths that differ on every run and machine, with the placeholders that stand for them."""
-    paths = {}
-    for path, placeholder in ((run_dir, "<RUN_DIR>"), (run_dir / "home", "<HOME>")):
-        paths[str(path)] = placeholder
-        paths[str(path.resolve())] = placeholder
-    # The caller's home only below it (a toolchain's `~/.pyenv/shims/python3`): alone it
-    # is also one of the folders Claude Code's sandbox denies on every machine (`/root`).
-    for home in {str(Path.home()), str(Path.home().resolve())}:
-        paths.setdefault(home.rstrip("/") + "/", "<HOME>/")
-    # The sandbox lists its paths as globs: a run folder below a folder with `[` in its
-    # name (pytest's `test_x[param]`) appears with it escaped (`test_x[[]param]`). Run
-    # folders' own names have none (`folder_spec_name`).
-    for path in (run_dir, run_dir.resolve()):
-        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
-    # The CLI names per-folder state after the folder with every other character as `-`,
-    # in its system prompt: the auto-memory folder of the project (the run folder, see its
-    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
-    # A slug is one path component, so each attempt folder's is named in full: a step's
-    # attempts are numbered on after a rollback or a resume, hence the generous bound.
-    slug = cli_slug(run_dir.resolve())
-    paths[slug] = "<RUN_DIR_SLUG>"
-    folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
-    attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
-    for folder in folders:
-        for number in range(1, 2 * attempts + 3):
-            name = f"{folder}-a{number:02d}"
-            paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
-    paths.update(_temp_paths(run_dir))
-    # --- issue 25 (env): the values of the caller variables a run passes, where they
-    # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
-    for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
-        paths.setdefault(value, placeholder)
-    return paths
-
-
-def _temp_paths(run_dir: Path) -> dict[str, str]:
-    """The run's temp folder and the sandbox's folders in it, with their placeholders.
-
-    The temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is too deep
-    for the sandbox's sockets, it is a short one in /tmp (environment.py tmpdir_for),
-    which a network-sandboxed agent's read guard lists and its tool results name. The live
-    one comes first, so a replayed answer gets it back (`Normalizer.paths_in`). The
-    sandbox's own folders, named after the user id (2.1.330 lists them in its prompt), are
-    in it; those in /tmp whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
-    """
-    live = tmpdir_for(run_dir / "tmp")
-    temps = dict.fromkeys([live, live.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"])
-    paths = {str(temp): "<RUN_DIR>/tmp" for temp in temps}
-    if hasattr(os, "getuid"):
-        for temp in temps:
-            for name in ("claude", "cc-daemon", "claude-host"):
-                paths[f"{temp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
-    return paths
 
 
 def _no_wait(seconds: float) -> None:

@@ -10,7 +10,7 @@ knowing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,57 +27,24 @@ from pytest_atom.gateway.roles import Role, role_env
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.replay.mcp_tape import McpTape
 from pytest_atom.results.harness_events import OnEvent
-from pytest_atom.spec.types import ClaudeOptions, Spec
+from pytest_atom.spec.types import Spec
 
 
-def claude_code_agent(
-    role: Role,
-    *,
-    env: Mapping[str, str] | None = None,
-    options: ClaudeOptions | None = None,
-    model: str | None = None,
-    claude_bin: Path | None = None,
-    on_event: OnEvent | None = None,
-    confinement: Confinement | None = None,
-    budget: Budget | None = None,
-) -> ClaudeCodeAgent:
-    """Claude Code in `role`. With `env` (a gateway's), each request is marked with the
-    role; without, the CLI runs in the caller's own environment, toward the real API."""
-    session = agent_session(
-        role,
-        env=env,
-        options=options,
-        model=model,
-        claude_bin=claude_bin,
-        on_event=on_event,
-        confinement=confinement,
-        budget=budget,
-    )
-    return ClaudeCodeAgent(role, ClaudeRunner(session=session))
+def claude_code_agent(role: Role, session: AgentSession | None = None) -> ClaudeCodeAgent:
+    """Claude Code in `role`, running `session` (`AgentSession`: the one value that says what
+    an agent's sessions run with). With the session's `env` (a gateway's), each request is
+    marked with the role; by default, the pinned CLI runs in the caller's own environment,
+    toward the real API."""
+    return ClaudeCodeAgent(role, ClaudeRunner(session=role_session(role, session)))
 
 
-def agent_session(
-    role: Role,
-    *,
-    env: Mapping[str, str] | None = None,
-    options: ClaudeOptions | None = None,
-    model: str | None = None,
-    claude_bin: Path | None = None,
-    on_event: OnEvent | None = None,
-    confinement: Confinement | None = None,
-    budget: Budget | None = None,
-) -> AgentSession:
-    """The parts `role`'s sessions run with, built once and read by the agent that runs
-    them (the CLI's runner or an SDK app); with `env`, each request is marked with the role."""
-    return AgentSession(
-        binary=claude_bin or find_claude(),
-        env={**env, **role_env(role)} if env is not None else None,
-        options=options or ClaudeOptions(),
-        model=model,
-        on_event=on_event,
-        confinement=confinement,
-        budget=budget,
-    )
+def role_session(role: Role, session: AgentSession | None = None) -> AgentSession:
+    """`session` (default: the pinned CLI, as it comes) with `role`'s marker in its
+    environment (gateway.roles), when it has one of its own."""
+    session = session or AgentSession(find_claude())
+    if session.env is None:
+        return session
+    return replace(session, env={**session.env, **role_env(role)})
 
 
 @dataclass
@@ -96,17 +63,19 @@ class AgentFactory:
 
     def executor(self) -> Agent:
         """The agent under test: Claude Code, or the spec's SDK app, in its sandbox."""
-        session = agent_session(
+        session = role_session(
             "executor",
-            env=self.env,
-            options=self.spec.claude,
-            model=self.model,
-            claude_bin=self.claude_bin,
-            on_event=self.on_event,
-            confinement=Confinement(
-                self.run_dir, self.spec.sandbox, self.mcp, servers=process_sandbox
+            AgentSession(
+                self.claude_bin,
+                env=self.env,
+                options=self.spec.claude,
+                model=self.model,
+                on_event=self.on_event,
+                confinement=Confinement(
+                    self.run_dir, self.spec.sandbox, self.mcp, servers=process_sandbox
+                ),
+                budget=self.budget,
             ),
-            budget=self.budget,
         )
         if self.spec.agent is None:
             return ClaudeCodeAgent("executor", ClaudeRunner(session=session))
@@ -124,9 +93,11 @@ class AgentFactory:
     def _structured(self, role: Role, schema: dict[str, Any], model: str | None) -> Agent:
         return claude_code_agent(
             role,
-            env=self.env,
-            options=read_only_options(schema),
-            model=model,
-            claude_bin=self.claude_bin,
-            confinement=Confinement(self.run_dir, sandbox=None, file_tools_inside=True),
+            AgentSession(
+                self.claude_bin,
+                env=self.env,
+                options=read_only_options(schema),
+                model=model,
+                confinement=Confinement(self.run_dir, sandbox=None, file_tools_inside=True),
+            ),
         )

@@ -129,7 +129,7 @@ class Harness:
         # Loaded here, not with the module: collecting specs builds a harness, and needs
         # neither the gateway nor the agents that running one starts.
         from pytest_atom.reports.json_trace import write_report
-        from pytest_atom.run.spec_run import run_spec
+        from pytest_atom.run.spec_run import RunScope, run_spec
 
         settings = settings or self.settings
         if settings.seed is None:
@@ -137,13 +137,10 @@ class Harness:
         result = run_spec(
             spec,
             runs_dir=self.runs_dir,
-            project_dir=self.root,
             settings=settings,
-            registry=registry or self.registry(),
             on_event=on_event,
-            config=self.config,
             repeat=repeat,
-            spend=self.spend,
+            scope=RunScope(self.root, self.config, registry or self.registry(), self.spend),
         )
         if self.report_dir is not None:
             result.trace = write_report(result, self.report_dir, repeat=repeat)

@@ -172,34 +172,22 @@ def planner_input(
 
 
 def run_planner(
-    spec: Spec,
-    run_dir: Path,
-    *,
-    agent: Agent,
-    session_id: str,
-    start: Path | None,
-    prompts: PromptLoader | None = None,
-    number: int = 1,
-    feedback: str = "",
-    folder: Path | None = None,
-    session: SessionInput | None = None,
+    session: SessionInput, folder: Path, *, agent: Agent, session_id: str, timeout: float | None
 ) -> tuple[Any, Any]:
     """The planner's JSON answer and its session record; raises PlannerError without one.
 
-    `agent` is the factory's planner (run.factory). It runs in `planner_folder`
-    (`folder`, when the caller made it already): ``plan/`` (a re-plan: ``plan-2/`` on), a
-    copy of `start` it may read (research) but not change, with only the run's own empty
-    Claude config (as the reflector). `session` is `planner_input`'s answer, when the caller
-    has it.
+    `agent` is the factory's planner (run.factory). It runs in `folder` (`planner_folder`:
+    ``plan/``, a re-plan ``plan-2/`` on, a copy of the start it may read (research) but not
+    change, with only the run's own empty Claude config, as the reflector) on `session`
+    (`planner_input`'s answer): the caller has both already, as a replay recalls a
+    recorded plan by them. `timeout` is the spec's.
     """
-    folder = folder or planner_folder(spec, run_dir, start, number)
-    session = session or planner_input(spec, prompts, feedback)
     try:
         return agent.structured(
             session.prompt,
             folder,
             session_id=session_id,
-            timeout=spec.timeout,
+            timeout=timeout,
         )
     except StructuredSessionError as exc:
         raise PlannerError(str(exc)) from None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pytest_atom.environment import RUN_FOLDERS
 from pytest_atom.files import SKIPPED_DIRS
+from pytest_atom.replay.placeholders import RUN_DIR
 
 #: The layout of an entry; another one is a miss.
 FORMAT = 1
@@ -86,7 +87,6 @@ TOOLS = (
     "cc",
     "gcc",
 )
-_RUN_DIR = "<RUN_DIR>"
 #: Text that separates commands in a shell line: the word after each is a command too.
 _SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
 
@@ -187,7 +187,7 @@ def key_env(env: Mapping[str, str], run_dir: Path) -> dict[str, str]:
         if name in RUN_FOLDERS:
             continue
         for form in forms:
-            value = value.replace(form, _RUN_DIR)
+            value = value.replace(form, RUN_DIR)
         out[name] = value
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import find_claude
@@ -19,6 +19,7 @@ from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.checks.builtin import needs_sandbox
 from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.cost.limits import Limits
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.environment import release_tmpdirs
 from pytest_atom.errors import HarnessError, WorkspaceError
@@ -32,7 +33,7 @@ from pytest_atom.replay.recording import (
     ModelSource,
     Prove,
     cassette_path,
-    open_model_source,
+    open_run_source,
 )
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
@@ -40,12 +41,9 @@ from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.execution import (
     AttemptLoop,
-    new_run_dir,
-    prompt_project,
-    volatile_paths,
-    with_limits,
 )
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
+from pytest_atom.run.retention import run_name
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
@@ -53,59 +51,68 @@ from pytest_atom.settings.resolved import RunSettings
 from pytest_atom.spec.types import Spec
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """What a spec run takes from the project and the session around it: one value, so
+    each step of a run passes it on whole. `project_dir` is the project's root (its
+    prompts; an SDK app imports from it), `config` its `.atom/config.yaml` (prompt folders,
+    a default model, the tools a spec's `tools:` may name), `registry` the session's check
+    kinds and `spend` its spending limit."""
+
+    project_dir: Path | None = None
+    config: AtomConfig | None = None
+    registry: CheckRegistry | None = None
+    spend: SpendLimit | None = None
+
+
 def run_spec(
     spec: Spec,
     *,
     runs_dir: Path,
-    project_dir: Path | None = None,
     settings: RunSettings | None = None,
-    registry: CheckRegistry | None = None,
     claude_bin: Path | None = None,
     on_event: OnEvent | None = None,
-    config: AtomConfig | None = None,
     repeat: int | None = None,
-    spend: SpendLimit | None = None,
+    scope: RunScope | None = None,
 ) -> SpecResult:
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
     the executor's events (`events.agent`) as they arrive, and the harness's own
     (`results.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
-    add steps, plans, commits and rollbacks). `config`
-    (`.atom/config.yaml`) adds prompt folders, a default model and the tools a spec's
-    `tools:` may name. `repeat` (which of the spec's repeats this is) and `settings.seed`
-    draw a stochastic script's choices. `spend` is the session's spending limit: once it is
-    reached the spec does not start (SpendingLimitReached), and a run under way is stopped.
+    add steps, plans, commits and rollbacks). `scope` is the project and session around the
+    run (`RunScope`): the config (`.atom/config.yaml`) adds prompt folders, a default model
+    and the tools a spec's `tools:` may name. `repeat` (which of the spec's repeats this is)
+    and `settings.seed` draw a stochastic script's choices. `scope.spend` is the session's
+    spending limit: once it is reached the spec does not start (SpendingLimitReached), and
+    a run under way is stopped.
     """
+    scope = scope or RunScope()
+    spend, project_dir = scope.spend, scope.project_dir
     if spend is not None and spend.reached:
         raise spend.refuse(spec.name)
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
-    spec = with_limits(spec, config)
+    spec = with_limits(spec, scope.config)
     # The secrets of the spec's `env:` and `pass_env:` and of the env files (the project's,
     # the workspace's): scrubbed from every request, the reflector's too, and all that is
     # written, since every Scrubber of this run is made after this.
     remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
-    run = _new_run(
-        spec, runs_dir, settings, project_dir, config, registry, claude_bin, on_event, spend
-    )
-    source = open_model_source(
-        spec,
-        settings,
-        paths=volatile_paths(run.run_dir, spec),
-        claude_bin=claude_bin,
-        repeat=repeat,
-    )
-    source.open_mcp(spec, run.run_dir / "mcp")
-    meter = Meter(_billing(source)[0], spend)
-    prove = _prover(spec, settings, project_dir, registry, claude_bin, config)
+    run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
+    source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat)
+    billing = _billing(source)  # (paid, replayed): read once
+    meter = Meter(billing[0], spend)
+    prove = _prover(spec, settings, scope, claude_bin)
     exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
-    result = _result(run, source, exchanges, written, time.perf_counter() - started)
-    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
-    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
-    stale = stale_partial_warning(Cassette(cassette_path(spec)).partial_path, wall)
+    result = _result(run, source, exchanges, written, time.perf_counter() - started, billing)
+    bills = meter.bills  # read once: its sums are plain fields
+    result.billed, result.billed_usd = dict(bills.by_role), dict(bills.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in bills.steps.items()}
+    stale = stale_partial_warning(
+        Cassette(source.cassette_file or cassette_path(spec)).partial_path, wall
+    )
     if stale:
         result.warnings.append(stale)
     run.complete(result)
@@ -113,6 +120,42 @@ def run_spec(
         # A record of the passing attempt, hard-linked: not a second copy of its files.
         link_tree(result.final.path, run.run_dir / "committed")
     return result
+
+
+def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
+    """`spec` with its effective limits: its own over the project's defaults, per key.
+
+    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
+    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
+    every report names the timeout that applied.
+    """
+    limits = spec.limits.over(config.limits if config is not None else Limits())
+    timeout = limits.timeout if limits.timeout is not None else spec.timeout
+    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
+    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
+    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
+
+
+def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
+    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
+    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
+    run_dir = runs_dir / run_name(spec.name)
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
+    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
+
+    Specs that ship their own prompts (an example folder, a sub-project) find them
+    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
+    """
+    for folder in (spec.root, *spec.root.parents):
+        if (folder / ".atom" / "prompts").is_dir():
+            return folder
+        if project_dir is not None and folder == project_dir:
+            break
+    return project_dir
 
 
 def _drive_run(
@@ -156,12 +199,9 @@ def _new_run(
     spec: Spec,
     runs_dir: Path,
     settings: RunSettings,
-    project_dir: Path | None,
-    config: AtomConfig | None,
-    registry: CheckRegistry | None,
+    scope: RunScope,
     claude_bin: Path,
     on_event: OnEvent | None,
-    spend: SpendLimit | None,
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
     `settings.resume` names)."""
@@ -172,15 +212,15 @@ def _new_run(
     return run_type(
         spec,
         run_dir or new_run_dir(runs_dir, spec),
-        _prompt_loader(spec, project_dir, config),
+        _prompt_loader(spec, scope.project_dir, scope.config),
         spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
-        registry,
+        scope.registry,
         claude_bin,
         on_event,
-        model=spec.model or (config.model if config else None),
-        tools=_spec_tools(spec, config),
-        project_dir=project_dir,
-        spend=spend,
+        model=spec.model or (scope.config.model if scope.config else None),
+        tools=_spec_tools(spec, scope.config),
+        project_dir=scope.project_dir,
+        spend=scope.spend,
         setup_mode=settings.setup_cache,
     )
 
@@ -216,14 +256,7 @@ def _drive(
     return exchanges, written
 
 
-def _prover(
-    spec: Spec,
-    settings: RunSettings,
-    project_dir: Path | None,
-    registry: CheckRegistry | None,
-    claude_bin: Path,
-    config: AtomConfig | None,
-) -> Prove | None:
+def _prover(spec: Spec, settings: RunSettings, scope: RunScope, claude_bin: Path) -> Prove | None:
     """How a recording that met an upstream fault is proven before it replaces the
     cassette (`ModelSource.finish`): the same spec replayed offline, in a folder of its
     own, from the candidate cassette. None for a run that records nothing."""
@@ -236,11 +269,9 @@ def _prover(
             replayed = run_spec(
                 replace(spec, cassette=candidate),
                 runs_dir=Path(runs),
-                project_dir=project_dir,
                 settings=offline,
-                registry=registry,
                 claude_bin=claude_bin,
-                config=config,
+                scope=replace(scope, spend=None),
             )
             return None if replayed.passed else _why_not(replayed)
 
@@ -282,9 +313,10 @@ def _result(
     exchanges: list[Exchange],
     written: Path | None,
     took: float,
+    billing: tuple[frozenset[str], frozenset[str]],
 ) -> SpecResult:
     tape = source.tape
-    paid, replayed = _billing(source)
+    paid, replayed = billing
     return SpecResult(
         spec=run.spec,
         run_dir=run.run_dir,

@@ -34,6 +34,7 @@ from pathlib import Path
 from pytest_atom.errors import HarnessError, PlannerError
 from pytest_atom.files import copy_ignore, link_tree
 from pytest_atom.paths import cli_slug, display_path
+from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
     Planned,
@@ -43,7 +44,7 @@ from pytest_atom.results.harness_events import (
     StepStarted,
 )
 from pytest_atom.results.spec_result import Attempt, Plan, Rollback, SpecResult, StepResult
-from pytest_atom.run.execution import AttemptLoop, session_id_for, volatile_paths
+from pytest_atom.run.execution import AttemptLoop, session_id_for
 from pytest_atom.run.planner import (
     PLAN_SCHEMA,
     check_plan,
@@ -216,16 +217,11 @@ class StepsRun(AttemptLoop):
                 answer = recalled.answer
             else:
                 answer, record = run_planner(
-                    self.spec,
-                    self.run_dir,
+                    session,
+                    folder,
                     agent=self.agents(gateway_url, source).planner(PLAN_SCHEMA),
                     session_id=session_id_for(self.spec, role),
-                    start=self._start_folder(target),
-                    prompts=self.prompts,
-                    number=number,
-                    feedback=feedback,
-                    folder=folder,
-                    session=session,
+                    timeout=self.spec.timeout,
                 )
                 source.recall.remember(key, record)
         except PlannerError as exc:

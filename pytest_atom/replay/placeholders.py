@@ -1,0 +1,163 @@
+"""Machine paths and the placeholders that stand for them: the one place that says which
+of a run's paths are masked, as what, and how a text's paths become placeholders and back.
+
+A run's folder, its HOME, its temp folders, the CLI's folder slugs and the folders the
+caller's passed variables name differ on every run and machine. `volatile_paths` lists
+them with their placeholders (``<RUN_DIR>``, ``<HOME>``, ``<RUN_DIR>/tmp``,
+``<RUN_DIR_SLUG>``, ``<TMP>/…``, ``<ENV:NAME>``); `PathMasks` turns a text's paths into
+placeholders (what a cassette records) and back (what a replayed answer names). Everyone
+who masks a machine path uses these: the gateway's normalizer (`replay.normalize`), the
+cassette check's report of paths left raw (`replay.raw_paths`), the steps' attempt
+folders (`run.steps`) and the set-up cache's key (`run.setup_key`). A new kind of machine
+path is a new entry in `volatile_paths`, with its placeholder named here.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_atom.environment import passed, path_values, tmpdir_for
+from pytest_atom.paths import cli_slug
+from pytest_atom.spec.types import Spec
+
+#: The run's folder, wherever it is (a step's attempt folders lie below it).
+RUN_DIR = "<RUN_DIR>"
+#: The run's HOME; ``<HOME>/`` also stands for what lies below the caller's home.
+HOME = "<HOME>"
+#: The run folder as the CLI names per-folder state (every other character a `-`).
+RUN_DIR_SLUG = "<RUN_DIR_SLUG>"
+
+
+def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
+    """Paths that differ on every run and machine, with the placeholders that stand for them."""
+    paths = {}
+    for path, placeholder in ((run_dir, RUN_DIR), (run_dir / "home", HOME)):
+        paths[str(path)] = placeholder
+        paths[str(path.resolve())] = placeholder
+    # The caller's home only below it (a toolchain's `~/.pyenv/shims/python3`): alone it
+    # is also one of the folders Claude Code's sandbox denies on every machine (`/root`).
+    for home in {str(Path.home()), str(Path.home().resolve())}:
+        paths.setdefault(home.rstrip("/") + "/", "<HOME>/")
+    # The sandbox lists its paths as globs: a run folder below a folder with `[` in its
+    # name (pytest's `test_x[param]`) appears with it escaped (`test_x[[]param]`). Run
+    # folders' own names have none (`folder_spec_name`).
+    for path in (run_dir, run_dir.resolve()):
+        paths.setdefault(glob.escape(str(path)), "<RUN_DIR>")
+    # The CLI names per-folder state after the folder with every other character as `-`,
+    # in its system prompt: the auto-memory folder of the project (the run folder, see its
+    # `.git` marker in sandbox.py) and the sandbox's task folder of each attempt.
+    # A slug is one path component, so each attempt folder's is named in full: a step's
+    # attempts are numbered on after a rollback or a resume, hence the generous bound.
+    slug = cli_slug(run_dir.resolve())
+    paths[slug] = "<RUN_DIR_SLUG>"
+    folders = [cli_slug(f"steps-{step.id}-attempts") for step in spec.steps] or ["attempts"]
+    attempts = max([spec.attempts, *(step.attempts or 0 for step in spec.steps)])
+    for folder in folders:
+        for number in range(1, 2 * attempts + 3):
+            name = f"{folder}-a{number:02d}"
+            paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
+    paths.update(_temp_paths(run_dir))
+    # --- issue 25 (env): the values of the caller variables a run passes, where they
+    # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
+    for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
+        paths.setdefault(value, placeholder)
+    return paths
+
+
+def _temp_paths(run_dir: Path) -> dict[str, str]:
+    """The run's temp folder and the sandbox's folders in it, with their placeholders.
+
+    The temp folder is `<RUN_DIR>/tmp` however deep the run folder is: where it is too deep
+    for the sandbox's sockets, it is a short one in /tmp (environment.py tmpdir_for),
+    which a network-sandboxed agent's read guard lists and its tool results name. The live
+    one comes first, so a replayed answer gets it back (`Normalizer.paths_in`). The
+    sandbox's own folders, named after the user id (2.1.330 lists them in its prompt), are
+    in it; those in /tmp whatever $TMPDIR says are machine details (normalize.MACHINE_DETAILS).
+    """
+    live = tmpdir_for(run_dir / "tmp")
+    temps = dict.fromkeys([live, live.resolve(), run_dir / "tmp", run_dir.resolve() / "tmp"])
+    paths = {str(temp): "<RUN_DIR>/tmp" for temp in temps}
+    if hasattr(os, "getuid"):
+        for temp in temps:
+            for name in ("claude", "cc-daemon", "claude-host"):
+                paths[f"{temp}/{name}-{os.getuid()}"] = f"<TMP>/{name}-<UID>"
+    return paths
+
+
+class PathMasks:
+    """A run's machine paths and their placeholders, applied both ways.
+
+    Longest path first, each only where a path component ends (``/tmp/run`` never eats
+    ``/tmp/run2``); a path given with a trailing ``/`` stands only for what lies below it.
+    Several paths may share a placeholder: the one given first is the live one, which a
+    replayed answer gets back (`_restore_order`).
+    """
+
+    def __init__(self, paths: Mapping[str, str]) -> None:
+        self.given = {p: ph for p, ph in paths.items() if p}  # in the order given
+        # Longest first: the workspace path lies inside the run dir, which lies inside /tmp.
+        pairs = sorted(self.given.items(), key=lambda kv: -len(kv[0]))
+        alternatives = "|".join(
+            re.escape(p) if p.endswith("/") else f"{re.escape(p)}(?![\\w.-])" for p, _ in pairs
+        )
+        #: Any of the paths, where its name ends; None when there are none.
+        self.pattern = re.compile(alternatives) if pairs else None
+        self._lookup = dict(pairs)
+        self._restore = _restore_order(self.given)
+
+    def with_paths(self, paths: Mapping[str, str]) -> PathMasks:
+        """These masks and more (a later one for a path already given wins)."""
+        return PathMasks({**self.given, **paths})
+
+    def substitute(self, match: re.Match[str]) -> str:
+        """The placeholder of a path `pattern` found."""
+        return self._lookup[match.group(0)]
+
+    def out(self, text: str) -> str:
+        """Live paths -> placeholders."""
+        if self.pattern is None:
+            return text
+        return self.pattern.sub(self.substitute, text)
+
+    def into(self, text: str) -> str:
+        """Placeholders -> live paths."""
+        for path, placeholder, below in self._restore:
+            if below is None:
+                text = text.replace(placeholder, path)
+            elif placeholder in text:
+                text = below.sub(path.replace("\\", "\\\\"), text)  # a literal path
+        return text
+
+
+def _restore_order(given: Mapping[str, str]) -> list[tuple[str, str, re.Pattern[str] | None]]:
+    """(path, placeholder, pattern) in the order `Normalizer.paths_in` puts paths back.
+
+    Each placeholder gets the path given first for it, the live one: several paths may
+    mask to one placeholder (a folder and its resolved or glob-escaped spelling; a deep
+    run's short temp folder beside the run's own `tmp/`, `volatile_paths`), and a replayed
+    answer must name the folder the live run uses. Longest path first, except that a
+    placeholder naming a folder below another one's (``<RUN_DIR>/tmp`` below
+    ``<RUN_DIR>``) goes before all: its live path need not lie below the other's (the short
+    temp folder is in /tmp), and it is put back only where its name ends (the pattern), as
+    ``<RUN_DIR>/tmp2`` is the run folder's. ``<HOME>/`` (what lies below a home) names no
+    folder of its own.
+    """
+    chosen: dict[str, str] = {}  # placeholder -> its path
+    for path, placeholder in given.items():
+        chosen.setdefault(placeholder, path)
+
+    def below(placeholder: str) -> bool:
+        return any(
+            placeholder.startswith(f"{other}/") and len(placeholder) > len(other) + 1
+            for other in chosen
+        )
+
+    pairs = sorted(((path, ph) for ph, path in chosen.items()), key=lambda kv: -len(kv[0]))
+    first = [
+        (path, ph, re.compile(f"{re.escape(ph)}(?![\\w.-])")) for path, ph in pairs if below(ph)
+    ]
+    return [*first, *((path, ph, None) for path, ph in pairs if not below(ph))]
