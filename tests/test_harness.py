@@ -141,8 +141,8 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     # spec.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
     # settings.options: the table the plugin's options are registered from (data only), with
     # the parsers its rows name
-    light = ["hooks", "paths", "plugin", "settings", "settings.modes", "settings.options"]
-    light += ["settings.parsers", "spec", "spec.workspaces"]
+    light = ["errors", "hooks", "paths", "plugin", "settings", "settings.modes"]
+    light += ["settings.options", "settings.parsers", "spec", "spec.workspaces"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 
 

@@ -313,10 +313,6 @@ PARAMETERS = 8
 MANY_PARAMETERS: dict[str, str] = {
     # Seed 001's public signature (`pytest_atom.legacy.AtomRuntime`): kept as users call it.
     "pytest_atom/run/runtime.py::AtomRuntime.__init__": "the seed-era public API",
-    # Issue 34's API part turns these into a value object (`decide` takes the result's
-    # parts so that `outcome` need not import `result`); until it lands they are listed.
-    "pytest_atom/results/outcome.py::decide": "issue 34, the API part",
-    "pytest_atom/results/outcome.py::_why_failed": "issue 34, the API part",
 }
 
 
