@@ -26,7 +26,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.checks.builtin import default_registry
-from pytest_atom.checks.eval_graders import register_checks
+from pytest_atom.evalsuite.graders import register_checks
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from pytest_atom.spec.load import load_specs

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.paths import SPEC_SUFFIX
-from pytest_atom.spec.build import build_spec
+from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
-    BUILTIN_CHECK_KINDS,
     Check,
     ClaudeOptions,
     Loc,
@@ -79,7 +78,7 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
     is translated into (`pytest_atom.evalsuite.cases`)."""
     if isinstance(check_kinds, str):
         raise TypeError("check_kinds must be a collection of kind names, not one string")
-    schema = schema_with(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    schema = schema_with(check_schemas(check_kinds))
     doc = Document(file, text)
     if doc.data is None:
         raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)
