@@ -364,8 +364,8 @@ def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
     ((name, value),) = entry.items()
     kind = BUILTIN.get(name)
     if kind is None:
-        params = dict(value) if isinstance(value, dict) else {"value": value}
-        return Check(kind=name, params=params, line=doc.line(loc))
+        custom = dict(value) if isinstance(value, dict) else {"value": value}
+        return Check(kind=name, params=custom, line=doc.line(loc))
     params = kind.build(Entry(doc, loc + (name,)), value)
     return Check(name, params, doc.line(loc), label=kind.describe(params))
 
