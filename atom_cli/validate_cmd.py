@@ -29,7 +29,7 @@ from pytest_atom.agents.claude_code.cli import ClaudeNotFoundError, find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.checks.builtin import default_registry, run_checks, run_shell, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.gateway import Script, ScriptError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -45,7 +45,7 @@ from pytest_atom.settings.config import ConfigError
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import SettingsError, resolve
 from pytest_atom.spec.load import load_specs, spec_files
-from pytest_atom.spec.types import Spec, SpecError, unsandboxed_checks
+from pytest_atom.spec.types import Spec, SpecError
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_atom.checks.kinds import BUILTIN_KINDS
+from pytest_atom.checks.kinds import BUILTIN, BUILTIN_KINDS
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import confined, run_shell, run_shell_split
 from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.results.check_result import CheckResult
-from pytest_atom.spec.types import Check
+from pytest_atom.spec.types import Check, Spec
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.srt import ProcessSandbox
@@ -34,6 +34,7 @@ __all__ = [
     "run_checks",
     "run_shell",
     "run_shell_split",
+    "unsandboxed_checks",
 ]
 
 
@@ -80,3 +81,11 @@ def needs_sandbox(checks: Iterable[Check], registry: CheckRegistry | None = None
         if kind is None or kind.confined(check.params):
             return True
     return False
+
+
+def unsandboxed_checks(spec: Spec) -> list[Check]:
+    """The spec's checks that run outside the agent's sandbox (a built-in kind's, marked
+    ``unsandboxed: true``), its steps' included, in order: what `atom validate` and
+    `atom cassette check` name."""
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    return [c for c in checks if c.kind in BUILTIN and c.params.get("unsandboxed")]

@@ -83,6 +83,11 @@ class CheckKind(Protocol):
     def reads_run(self) -> bool:
         """True: it judges the agent's run (its tool calls, messages), not the workspace."""
 
+    @property
+    def needs_tool(self) -> str | None:
+        """A Claude Code tool without which it cannot pass (``Skill``, ``Agent``), so the
+        loader refuses it under ``bare: true``, whose CLI offers only Bash, Edit and Read."""
+
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
         """The check's parameters from its schema-valid value; raises SpecError."""
 

@@ -50,6 +50,10 @@ class _PluginKind:
     def reads_run(self) -> bool:
         return self.run_fn is not None
 
+    @property
+    def needs_tool(self) -> str | None:
+        return None
+
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
         return dict(value) if isinstance(value, dict) else {"value": value}
 

@@ -15,7 +15,6 @@ from pytest_atom.checks.kinds import BUILTIN
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.spec.claude import (
-    check_bare_trajectory,
     claude_options,
     reflector_options,
     sandbox_options,
@@ -356,6 +355,25 @@ def _check_bare_tools(doc: Document, loc: Loc, allowed: tuple[str, ...]) -> None
                 "or drop `bare: true`",
                 loc + (i,),
             )
+
+
+def check_bare_trajectory(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """A check whose kind needs a tool `bare: true` does not offer could never pass."""
+    lists = [(loc + ("accept",), m.get("accept") or [])] + [
+        (loc + ("steps", i, "accept"), step.get("accept") or [])
+        for i, step in enumerate(m.get("steps") or [])
+    ]
+    for at, entries in lists:
+        for i, entry in enumerate(entries):
+            name = next(iter(entry), None)
+            kind = BUILTIN.get(name) if isinstance(name, str) else None
+            if kind is not None and kind.needs_tool is not None:
+                raise doc.error(
+                    f"{name} needs the {kind.needs_tool} tool, which `bare: true` "
+                    f"does not offer (Claude Code's --bare has only {', '.join(BARE_TOOLS)}): "
+                    "remove the check or drop `bare: true`",
+                    at + (i, name),
+                )
 
 
 def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:

@@ -239,13 +239,6 @@ class Spec:
         return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
 
 
-def unsandboxed_checks(spec: Spec) -> list[Check]:
-    """The spec's checks that run outside the agent's sandbox (``unsandboxed: true``), its
-    steps' included, in order: what `atom validate` and `atom cassette check` name."""
-    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
-    return [c for c in checks if c.kind == "command" and c.params.get("unsandboxed")]
-
-
 def steps_prompt(steps: Sequence[Step]) -> str:
     """A multi-step spec's `prompt`, for reports: each step's prompt under its id."""
     return "\n\n".join(f"[{s.id}] {s.prompt.strip()}" for s in steps)

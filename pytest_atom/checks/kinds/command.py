@@ -83,6 +83,7 @@ class Command:
         ],
     }
     reads_run = False
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
         value = {"run": value} if isinstance(value, str) else value

@@ -34,6 +34,7 @@ class FileContains:
         "additionalProperties": False,
     }
     reads_run = False
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> Params:
         return {

@@ -21,6 +21,7 @@ class FileExists:
         "$ref": "#/$defs/workspacePath",
     }
     reads_run = False
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str) -> Params:
         return {"path": entry.workspace_path(value)}

@@ -26,6 +26,7 @@ class FinalMessage:
         "description": "Python regex searched (re.MULTILINE) in the main agent's last message.",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str) -> Params:
         return {"pattern": entry.regex(value)}

@@ -50,6 +50,7 @@ class JsonSchema:
         "additionalProperties": False,
     }
     reads_run = False
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> Params:
         schema, schema_file = value["schema"], None

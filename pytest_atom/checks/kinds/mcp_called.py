@@ -39,6 +39,7 @@ class McpCalled:
         "description": "The agent called a tool of this MCP server (named mcp__<server>__<tool>).",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> Params:
         return {"server": value["server"], "tool": value.get("tool")}

@@ -40,6 +40,7 @@ class PermissionDenied:
         "description": "A tool call was refused: by a permission rule, a hook, or as a write outside the attempt folder.",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
         value = {"name": value} if isinstance(value, str) else value

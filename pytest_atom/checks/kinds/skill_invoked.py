@@ -24,6 +24,7 @@ class SkillInvoked:
         "description": "The agent called the Skill tool with this skill (a plugin's 'plugin:skill', or its name alone).",
     }
     reads_run = True
+    needs_tool: str | None = "Skill"
 
     def build(self, entry: Entry, value: str) -> Params:
         return {"name": value}

@@ -24,6 +24,7 @@ class SubagentUsed:
         "description": "The agent started a subagent of this type (an Agent call's subagent_type; general-purpose when it names none).",
     }
     reads_run = True
+    needs_tool: str | None = "Agent"
 
     def build(self, entry: Entry, value: str) -> Params:
         return {"name": value}

@@ -29,6 +29,7 @@ class ToolOrder:
         "description": "The first call of each tool came in this order (main agent and subagents, as the calls happened).",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: list[str]) -> Params:
         seen: dict[str, int] = {}

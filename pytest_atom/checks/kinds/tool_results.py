@@ -164,6 +164,7 @@ class ToolResults:
         "description": "A file of tool results, relative to the spec file's folder (atom import writes one): each of the main agent's calls, in order, gave the result listed there; a divergent call is named.",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str) -> Params:
         return {"file": entry.spec_file(value)}

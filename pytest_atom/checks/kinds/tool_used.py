@@ -59,6 +59,7 @@ class ToolUsed:
         "description": "The agent (main or subagents) called this tool: at least once, or as often as min and max say (max 0: never).",
     }
     reads_run = True
+    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
         value = {"name": value} if isinstance(value, str) else value
