@@ -105,7 +105,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         for i, rel in enumerate(m.get("snapshot", []))
     )
     if kw.get("claude", ClaudeOptions()).bare:
-        check_bare_trajectory(doc, loc, m)
+        _check_bare_tools_of_checks(doc, loc, m)
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
@@ -357,7 +357,7 @@ def _check_bare_tools(doc: Document, loc: Loc, allowed: tuple[str, ...]) -> None
             )
 
 
-def check_bare_trajectory(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+def _check_bare_tools_of_checks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
     """A check whose kind needs a tool `bare: true` does not offer could never pass."""
     lists = [(loc + ("accept",), m.get("accept") or [])] + [
         (loc + ("steps", i, "accept"), step.get("accept") or [])
@@ -365,8 +365,8 @@ def check_bare_trajectory(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
     ]
     for at, entries in lists:
         for i, entry in enumerate(entries):
-            name = next(iter(entry), None)
-            kind = BUILTIN.get(name) if isinstance(name, str) else None
+            name: str = next(iter(entry), "")
+            kind = BUILTIN.get(name)
             if kind is not None and kind.needs_tool is not None:
                 raise doc.error(
                     f"{name} needs the {kind.needs_tool} tool, which `bare: true` "
