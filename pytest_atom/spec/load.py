@@ -4,8 +4,10 @@ Specs are written by hand, so every error must say where the problem is. YAML is
 composed into nodes (which know their line and column) before it becomes plain data, and
 JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
 of truth for keys, types and defaults; this module adds only what a schema cannot express:
-paths exist and stay inside their folder, regexes compile, spec names are unique. Check kinds
-registered by plugins are passed in as ``check_kinds`` and added to a copy of the schema.
+paths exist and stay inside their folder, regexes compile, spec names are unique. Each check
+is built by its kind (`pytest_atom.checks.kinds`, which is why the loader sits above the
+checks in the layers); check kinds registered by plugins are passed in as ``check_kinds``
+and added to the schema by name.
 
 The work is split along its concerns, each in its own module: `spec_types` (what a spec
 is), `spec_document` (the YAML and where each value sits), `spec_validation` (schema errors),
