@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 import pytest_atom.checks.kinds as kinds_package
 from pytest_atom.checks.builtin import default_registry, needs_sandbox
 from pytest_atom.checks.kinds import BUILTIN, BUILTIN_KINDS
-from pytest_atom.checks.schema import SCHEMA_FILE, spec_schema
+from pytest_atom.checks.schema import SCHEMA_FILE, schema_text, spec_schema
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
 from tests.helpers import write
@@ -50,6 +50,15 @@ def test_the_shipped_spec_schema_lists_exactly_the_kinds_fragments() -> None:
     assert list(check) == [kind.name for kind in BUILTIN_KINDS]
     for kind in BUILTIN_KINDS:
         Draft202012Validator.check_schema(dict(kind.schema))
+
+
+def test_writing_the_schema_rewrites_the_check_kinds_alone() -> None:
+    text = SCHEMA_FILE.read_text(encoding="utf-8")
+    assert schema_text(text) == text  # the file is exactly what the kinds write
+    stale = text.replace('"file_absent": {', '"file_gone": {', 1)
+    assert stale != text and schema_text(stale) == text
+    rest = text.split('"check": {')[0]
+    assert schema_text(stale).startswith(rest)
 
 
 @pytest.mark.parametrize("name", KIND_MODULES)
