@@ -29,7 +29,7 @@ from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.checks.builtin import default_registry, run_checks, run_shell, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.errors import (
     AtomError,
@@ -52,7 +52,7 @@ from pytest_atom.run.workspace import copy_workspace, fixture_source
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import resolve
 from pytest_atom.spec.load import load_specs, spec_files
-from pytest_atom.spec.types import Spec, unsandboxed_checks
+from pytest_atom.spec.types import Spec
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20

@@ -26,11 +26,12 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.checks.builtin import default_registry
-from pytest_atom.checks.eval_graders import register_checks
+from pytest_atom.checks.kinds import BUILTIN
+from pytest_atom.evalsuite.graders import register_checks
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from pytest_atom.spec.load import load_specs
-from pytest_atom.spec.types import Spec
+from pytest_atom.spec.types import Check, Spec
 from tests.cli_starts import note_shared_read
 
 REPO = Path(__file__).resolve().parent.parent
@@ -409,3 +410,9 @@ def user_shell_env(claude_bin: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
+
+
+def built_check(kind: str, params: Mapping[str, Any], line: int = 1) -> Check:
+    """A built-in kind's check made by hand, labelled by its kind as the loader labels the
+    checks it builds (a `Check` alone describes itself as a plugin's kind would)."""
+    return Check(kind, params, line, label=BUILTIN[kind].describe(params))

@@ -556,7 +556,7 @@ def test_an_mcp_server_from_the_spec_runs_and_answers(configured: dict[str, Any]
 @pytest.mark.slow
 def test_trajectory_checks_pass_on_a_real_runs_calls(configured: dict[str, Any]) -> None:
     """tool_order, tool_used with a maximum and final_message, on what the real CLI did
-    (tests/test_trajectory.py checks each kind, failing too, on captures of it)."""
+    (tests/checks/test_trajectory.py checks each kind, failing too, on captures of it)."""
     checks = configured["checks"]
     assert checks["tool_order Skill → Bash → Agent → mcp__tickets__create"][0]
     assert checks["tool_used Bash /^echo / exactly once"][:2] == [

@@ -11,14 +11,15 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.replay_divergence import ReplayDivergence
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec.load import Check, Spec
+from pytest_atom.spec.load import Spec
+from tests.helpers import built_check
 
 DUMP = "\n".join(f"line {n} of an unchanged file" for n in range(20))
 
 
 def _result(tmp_path: Path, divergences: list[ReplayDivergence]) -> SpecResult:
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
-    check = Check("file_contains", {"path": "a.txt", "pattern": "x"}, 7)
+    check = built_check("file_contains", {"path": "a.txt", "pattern": "x"}, 7)
     failed = CheckResult(check, False, "a.txt does not match /x/", DUMP)
     attempt = Attempt(1, tmp_path / "a01", RunOutcome(False, 1, reason="error"), [], [failed])
     return SpecResult(spec, tmp_path, [attempt], 1.0, 0.8, divergences=divergences)

@@ -1,7 +1,7 @@
 """One harness behind every front end: conftest check kinds, settings layers, no cost unused.
 
 The spec (tests/api_helpers.py's `words`) is scripted and run by the real CLI, in scenarios
-shared with tests/test_python_api.py and tests/test_trajectory.py; its check kind comes from
+shared with tests/test_python_api.py and tests/checks/test_trajectory.py; its check kind comes from
 a conftest, so it is "unknown" to any front end that does not load the project's hooks.
 """
 

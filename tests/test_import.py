@@ -23,7 +23,8 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.checks.tool_results import divergences, normal_result, tool_results
+from pytest_atom.checks.kind import Scene
+from pytest_atom.checks.kinds.tool_results import KIND, divergences, normal_result
 from pytest_atom.checks.trajectory import Call, Trajectory
 from pytest_atom.errors import SessionError
 from pytest_atom.gateway import Gateway, scripted
@@ -288,7 +289,7 @@ def test_a_workspace_the_session_did_not_start_from_names_the_diverging_call(
         Call("Read", {"file_path": "./src/main.py"}, 1, 1, is_error=True, result=missing),
         Call("Edit", {"file_path": "./src/main.py"}, 1, 2, is_error=True, result=missing),
     )
-    result = tool_results(check, Trajectory(calls, None, tmp_path / "ws"))
+    result = KIND.run(check, Scene(tmp_path / "ws", None, Trajectory(calls, None, tmp_path / "ws")))
     assert not result.passed
     assert "call 1 Read ./src/main.py (iteration 1 turn 1): the session saw a success" in (
         result.summary

@@ -27,8 +27,8 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.retention import parse_run_name, run_name
-from pytest_atom.spec.load import Check, Spec
-from tests.helpers import summary_row, write
+from pytest_atom.spec.load import Spec
+from tests.helpers import built_check, summary_row, write
 
 ESC = "\x1b"
 MODEL = "claude-sonnet-4-5"
@@ -61,7 +61,7 @@ def test_tabs_newlines_crlf_and_any_letters_stay_as_they_are() -> None:
 
 def _hostile_result(tmp_path: Path) -> SpecResult:
     spec = Spec(name=f"s{TITLE}", path=tmp_path / f"s{TITLE}.atom.yaml", line=1, prompt="p")
-    check = Check("command", {"run": "cat note.txt", "exit_code": 0}, 7)
+    check = built_check("command", {"run": "cat note.txt", "exit_code": 0}, 7)
     failed = CheckResult(check, False, f"exited 1 {CLEAR}", f"out {HIDDEN} {DCS}")
     verdict = Verdict.parse(
         {

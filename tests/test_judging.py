@@ -21,11 +21,12 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.run.execution import refine_message
-from pytest_atom.spec.types import Check, Spec
+from pytest_atom.spec.types import Spec
+from tests.helpers import built_check
 from tests.helpers import summary_row as row
 
-PASS = CheckResult(Check("file_exists", {"path": "a"}, 3), True, "a exists", "")
-FAIL = CheckResult(Check("file_exists", {"path": "b"}, 4), False, "b is missing", "")
+PASS = CheckResult(built_check("file_exists", {"path": "a"}, 3), True, "a exists", "")
+FAIL = CheckResult(built_check("file_exists", {"path": "b"}, 4), False, "b is missing", "")
 
 
 def verdict(score: float, *unmet: str, feedback: str = "") -> Verdict:

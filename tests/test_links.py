@@ -120,7 +120,7 @@ def test_a_snapshot_of_a_link_shows_the_link_and_of_a_fifo_its_kind(tmp_path: Pa
 
 
 def test_an_eval_grader_reads_the_files_written_without_following_links(tmp_path: Path) -> None:
-    from pytest_atom.checks.eval_graders import eval_file_regex
+    from pytest_atom.evalsuite.graders import eval_file_regex
     from pytest_atom.spec.types import Check
 
     _, attempt, _ = attempt_with_links(tmp_path)

@@ -35,8 +35,8 @@ from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.settings.resolved import RunSettings
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import Check, SandboxOptions, Spec
-from tests.helpers import summary_row
+from pytest_atom.spec.types import SandboxOptions, Spec
+from tests.helpers import built_check, summary_row
 from tests.recording_helpers import create_file_spec
 
 VERDICT = {"score": 0.2, "decision": "refine", "criteria": [], "feedback": "more"}
@@ -196,7 +196,7 @@ LEFT_OUT = "ATOM_TEST_DATABASE_URL"
 def _failed_check(tmp_path: Path, name: str, evidence: str, **spec: Any) -> SpecResult:
     """A spec whose one command check failed with `evidence` (typed, no CLI)."""
     made = Spec(name=name, path=tmp_path / f"{name}.atom.yaml", line=1, prompt="p", **spec)
-    check = Check("command", {"run": "make test", "exit_code": 0}, 4)
+    check = built_check("command", {"run": "make test", "exit_code": 0}, 4)
     code = "127" if "not found" in evidence else "1"
     failed = CheckResult(check, False, f"`make test` exited {code}, expected 0", evidence)
     attempt = Attempt(

@@ -14,12 +14,13 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec.load import Check, Spec
+from pytest_atom.spec.load import Spec
+from tests.helpers import built_check
 
 
 def result(tmp_path: Path, passed: bool) -> SpecResult:
     spec = Spec(name="s", path=tmp_path / "s.atom.yaml", line=1, prompt="p")
-    check = Check("file_exists", {"path": "count.txt"}, 4)
+    check = built_check("file_exists", {"path": "count.txt"}, 4)
     done = CheckResult(check, passed, "count.txt exists" if passed else "no count.txt", "")
     decision = judge(True, [done], None, 0.8)
     attempt = Attempt(1, tmp_path / "a01", RunOutcome(True, 1), [], [done], decision=decision)

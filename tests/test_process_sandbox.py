@@ -31,7 +31,7 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check, SandboxOptions
-from tests.helpers import bash
+from tests.helpers import bash, built_check
 from tests.sandbox_helpers import run, write_spec
 
 CANARY = "CANARY-srt-5d1e-outside-the-run"
@@ -77,7 +77,7 @@ def machine(tmp_path: Path) -> Machine:
 
 
 def command(run: str, **params: object) -> Check:
-    return Check(
+    return built_check(
         "command", {"run": run, "exit_code": 0, "output": None, "timeout": 60.0, **params}, 1
     )
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_atom.checks.kinds import BUILTIN_KINDS
 from pytest_atom.errors import SpecError
 from pytest_atom.spec.load import load_spec, load_specs
 from pytest_atom.spec.types import (
-    BUILTIN_CHECK_KINDS,
     SPEC_SCHEMA,
-    TRAJECTORY_CHECK_KINDS,
     Check,
     ClaudeOptions,
     ReflectorOptions,
@@ -21,6 +20,9 @@ from pytest_atom.spec.types import (
     Spec,
 )
 from tests.helpers import write
+
+BUILTIN_CHECK_KINDS = tuple(kind.name for kind in BUILTIN_KINDS)
+TRAJECTORY_CHECK_KINDS = tuple(kind.name for kind in BUILTIN_KINDS if kind.reads_run)
 
 
 def error_of(path: Path, check_kinds: tuple[str, ...] = ()) -> SpecError:
@@ -664,6 +666,17 @@ def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -
         "json_schema",
         *TRAJECTORY_CHECK_KINDS,
     )
+    assert TRAJECTORY_CHECK_KINDS == (
+        "tool_used",
+        "tool_order",
+        "skill_invoked",
+        "subagent_used",
+        "mcp_called",
+        "final_message",
+        "permission_denied",
+        "tool_results",
+    )
+
     validator = Draft202012Validator(SPEC_SCHEMA)
     assert not validator.is_valid({"prompt": "p", "accept": [{"word_count": 3}]})
     assert validator.is_valid({"prompt": "p", "accept": [{"file_exists": "a"}]})

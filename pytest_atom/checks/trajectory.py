@@ -1,8 +1,10 @@
-"""Trajectory checks: what the agent did on the way, read from its calls' events.
+"""The agent's run as trajectory checks read it: its tool calls, where each was made, and its
+last message.
 
-A file check asks "is the work right?"; these ask "did the agent go about it as configured?":
-did it call a tool (or never), in which order, did it invoke a skill, start a subagent, call
-an MCP server, was a call refused, what did it say last. They read the attempt's records'
+A file check asks "is the work right?"; a trajectory kind (``tool_used``, ``tool_order``,
+``skill_invoked``, ``subagent_used``, ``mcp_called``, ``final_message``,
+``permission_denied``, ``tool_results``, each in `pytest_atom.checks.kinds`) asks "did the
+agent go about it as configured?". They read the attempt's records'
 events (one ``claude -p`` call per iteration) through `transcript.stream_turns`, which
 already nests a subagent's turns under its ``Agent`` call and marks refused calls; this
 module only flattens those turns into calls that know where they were made.
@@ -14,7 +16,6 @@ the agent did instead.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections import Counter
@@ -23,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.checks.registry import TrajectoryCheckFn
-from pytest_atom.checks.tool_results import tool_results
 from pytest_atom.replay.transcript import (
     Mark,
     MarkKind,
@@ -38,11 +37,9 @@ from pytest_atom.replay.transcript import (
     subagent_type,
     tool_label,
 )
-from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
-from pytest_atom.spec.types import Check, count_phrase
 
-__all__ = ["TRAJECTORY_CHECKS", "Call", "Trajectory"]
+__all__ = ["Call", "Trajectory", "listing", "matches", "times"]
 
 #: Calls listed in one result; a run with more says how many were left out.
 _LISTED = 20
@@ -160,7 +157,7 @@ def _first_line(text: str | None) -> str:
     return f": {line[:157]}…" if len(line) > 160 else (f": {line}" if line else "")
 
 
-def _matches(pattern: str | None, tool_input: Any) -> bool:
+def matches(pattern: str | None, tool_input: Any) -> bool:
     """The regex finds the call's main field (a command, a path) or its input as JSON."""
     if pattern is None:
         return True
@@ -170,7 +167,7 @@ def _matches(pattern: str | None, tool_input: Any) -> bool:
     return re.search(pattern, json.dumps(tool_input, ensure_ascii=False), re.MULTILINE) is not None
 
 
-def _listing(calls: Sequence[Call], empty: str = "no calls") -> str:
+def listing(calls: Sequence[Call], empty: str = "no calls") -> str:
     if not calls:
         return empty
     lines = [c.line() for c in calls[:_LISTED]]
@@ -179,154 +176,5 @@ def _listing(calls: Sequence[Call], empty: str = "no calls") -> str:
     return "\n".join(lines)
 
 
-def _times(n: int) -> str:
+def times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
-
-
-# --- the checks ------------------------------------------------------------------------------
-
-
-def tool_used(check: Check, run: Trajectory) -> CheckResult:
-    p = check.params
-    scope = {"main": "by the main agent", "subagents": "by subagents"}.get(p["in"], "")
-    calls = [
-        c
-        for c in run.named(p["name"])
-        if (p["in"] == "any" or c.by_main == (p["in"] == "main")) and _matches(p["input"], c.input)
-    ]
-    what = p["name"] + (f" /{p['input']}/" if p["input"] else "")
-    said = " ".join(filter(None, [what, "was called", _times(len(calls)), scope]))
-    wanted = count_phrase(p["min"], p["max"])
-    passed = len(calls) >= p["min"] and (p["max"] is None or len(calls) <= p["max"])
-    if not calls:
-        said = " ".join(filter(None, [what, "was never called", scope]))
-    summary = said if passed else f"{said}, expected {wanted}"
-    if calls:
-        return CheckResult(check, passed, summary, _listing(calls))
-    others = run.named(p["name"])  # the same tool's calls that did not match, or ran elsewhere
-    if others:
-        evidence = f"its other calls:\n{_listing(others)}"
-    else:
-        evidence = f"calls made: {run.tools()}"
-    return CheckResult(check, passed, summary, evidence)
-
-
-def tool_order(check: Check, run: Trajectory) -> CheckResult:
-    names: list[str] = check.params["names"]
-    firsts = {n: next((c for c in run.calls if c.name == n), None) for n in names}
-    missing = [n for n, c in firsts.items() if c is None]
-    shown = _listing([c for c in firsts.values() if c is not None], "none of them was called")
-    if missing:
-        return CheckResult(
-            check,
-            False,
-            f"{', '.join(missing)} never called (calls made: {run.tools()})",
-            f"first calls:\n{shown}",
-        )
-    made = sorted((c for c in firsts.values() if c is not None), key=lambda c: c.order)
-    for before, after in itertools.pairwise(names):
-        first, second = firsts[before], firsts[after]
-        assert first is not None and second is not None
-        if second.order < first.order:
-            return CheckResult(
-                check,
-                False,
-                f"{after} was first called before {before} ({second.where}, then {first.where})",
-                f"first calls, in the order made:\n{_listing(made)}",
-            )
-    summary = f"first calls came in order: {' → '.join(names)}"
-    return CheckResult(check, True, summary, _listing(made))
-
-
-def skill_invoked(check: Check, run: Trajectory) -> CheckResult:
-    name: str = check.params["name"]
-    calls = [c for c in run.calls if c.marked("skill")]
-    mine = [c for c in calls if _skill_named(c, name)]
-    ran = [c for c in mine if not c.is_error]
-    if ran:
-        return CheckResult(check, True, f"skill {name} invoked {_times(len(ran))}", _listing(ran))
-    if mine:
-        return CheckResult(check, False, f"skill {name} was called but did not run", _listing(mine))
-    evidence = f"Skill calls:\n{_listing(calls)}" if calls else f"calls made: {run.tools()}"
-    return CheckResult(check, False, f"skill {name} was not invoked", evidence)
-
-
-def _skill_named(call: Call, name: str) -> bool:
-    """`name` is the skill's full name, or, without a ``plugin:`` or ``dir:`` prefix, its end."""
-    mark = call.marked("skill")
-    skill = mark.name if mark else ""
-    return skill == name or (":" not in name and skill.rsplit(":", 1)[-1] == name)
-
-
-def subagent_used(check: Check, run: Trajectory) -> CheckResult:
-    kind: str = check.params["name"]
-    starts = [c for c in run.calls if c.marked("subagent")]
-    mine = [c for c in starts if _subagent_of(c) == kind]
-    if mine:
-        return CheckResult(
-            check, True, f"a {kind} subagent was started {_times(len(mine))}", _listing(mine)
-        )
-    evidence = f"subagents started:\n{_listing(starts)}" if starts else f"calls made: {run.tools()}"
-    return CheckResult(check, False, f"no {kind} subagent was started", evidence)
-
-
-def _subagent_of(call: Call) -> str | None:
-    mark = call.marked("subagent")
-    return mark.name if mark else None
-
-
-def mcp_called(check: Check, run: Trajectory) -> CheckResult:
-    server, tool = _mcp_name(check.params["server"]), check.params.get("tool")
-    # By the whole name, not the mark's split: a server's own name may hold ``__``.
-    prefix = f"mcp__{server}__"
-    mcp = [c for c in run.calls if c.marked("mcp")]
-    served = [c for c in mcp if c.name.startswith(prefix)]
-    mine = [c for c in served if tool is None or c.name == prefix + _mcp_name(tool)]
-    what = f"tool {tool} of MCP server {server}" if tool else f"MCP server {server}"
-    if mine:
-        return CheckResult(check, True, f"{what} was called {_times(len(mine))}", _listing(mine))
-    evidence = f"MCP calls:\n{_listing(mcp)}" if mcp else f"calls made: {run.tools()}"
-    return CheckResult(check, False, f"{what} was never called", evidence)
-
-
-def _mcp_name(name: str) -> str:
-    """A server or tool name as Claude Code writes it into ``mcp__<server>__<tool>``."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
-
-
-def final_message(check: Check, run: Trajectory) -> CheckResult:
-    pattern: str = check.params["pattern"]
-    message = run.final_message
-    if message is None:
-        return CheckResult(check, False, "the agent wrote no message", f"calls made: {run.tools()}")
-    shown = message if len(message) <= _MESSAGE_CHARS else message[: _MESSAGE_CHARS - 1] + "…"
-    if re.search(pattern, message, re.MULTILINE):
-        return CheckResult(check, True, f"the last message matches /{pattern}/", shown)
-    return CheckResult(check, False, f"the last message does not match /{pattern}/", shown)
-
-
-def permission_denied(check: Check, run: Trajectory) -> CheckResult:
-    name, pattern = check.params.get("name"), check.params.get("input")
-    refused = [c for c in run.calls if c.denied is not None]
-    mine = [c for c in refused if name in (None, c.name) and _matches(pattern, c.input)]
-    what = " ".join(filter(None, [name or "a tool call", f"/{pattern}/" if pattern else ""]))
-    if mine:
-        return CheckResult(check, True, f"{what} was refused {_times(len(mine))}", _listing(mine))
-    allowed = [c for c in run.calls if name in (None, c.name) and _matches(pattern, c.input)]
-    evidence = (f"refused calls:\n{_listing(refused)}" if refused else "no call was refused") + (
-        f"\ncalls that ran:\n{_listing(allowed)}" if allowed else ""
-    )
-    summary = f"{what} was not refused" if name or pattern else "no tool call was refused"
-    return CheckResult(check, False, summary, evidence)
-
-
-TRAJECTORY_CHECKS: dict[str, TrajectoryCheckFn] = {
-    "tool_used": tool_used,
-    "tool_order": tool_order,
-    "skill_invoked": skill_invoked,
-    "subagent_used": subagent_used,
-    "mcp_called": mcp_called,
-    "final_message": final_message,
-    "permission_denied": permission_denied,
-    "tool_results": tool_results,
-}

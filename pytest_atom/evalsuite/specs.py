@@ -3,7 +3,7 @@
 A case maps onto a spec: its prompt, one iteration, one attempt, ``limits: {max_turns}``,
 ``timeout: timeout_seconds``, ``claude: {allowed_tools, plugins}``; deterministic graders are
 `accept:` checks (the trajectory checks for ``tool_used``/``tool_order``, the kinds registered
-for the rest in `pytest_atom.checks.eval_graders`), ``llm`` and ``baseline`` graders are the
+for the rest in `pytest_atom.evalsuite.graders`), ``llm`` and ``baseline`` graders are the
 reflector's criteria, judged by 3 votes each and gating one by one
 (``reflector: {votes: 3, gate: criteria}``); its arms are `arms:` and its runs are repeats.
 """

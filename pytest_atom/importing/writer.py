@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.checks.tool_results import WRITE_TOOLS, normal_result
+from pytest_atom.checks.kinds.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.errors import SessionError
 from pytest_atom.importing.own_runs import not_the_agent, own_run, refusal
 from pytest_atom.importing.session import Session, SessionCall

@@ -122,8 +122,8 @@ class EvalCaseFile(SpecFile):
     times unless ``--atom-repeat`` says otherwise."""
 
     def load(self) -> list[Spec]:
-        from pytest_atom.checks.eval_graders import register_checks
         from pytest_atom.evalsuite.cases import load_case
+        from pytest_atom.evalsuite.graders import register_checks
         from pytest_atom.evalsuite.specs import case_specs
 
         self.case = load_case(self.path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_atom.spec.load import Check
+from pytest_atom.spec.types import Check
 
 
 @dataclass(frozen=True)

@@ -5,33 +5,26 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError
-from jsonschema.validators import validator_for
-
-from pytest_atom import yamldoc
+from pytest_atom.checks.kind import Entry
+from pytest_atom.checks.kinds import BUILTIN
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
-from pytest_atom.errors import SpecError, YamlDocError
+from pytest_atom.errors import SpecError
 from pytest_atom.settings.expand import malformed
 from pytest_atom.spec.claude import (
-    check_bare_trajectory,
     claude_options,
     reflector_options,
     sandbox_options,
 )
-from pytest_atom.spec.document import Document, show_value
+from pytest_atom.spec.document import Document
 from pytest_atom.spec.env import reserved_env
 from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.types import (
     BARE_TOOLS,
-    BUILTIN_CHECK_KINDS,
-    COMMAND_DEFAULTS,
-    TRAJECTORY_CHECK_KINDS,
     Check,
     ClaudeOptions,
     Loc,
@@ -42,7 +35,17 @@ from pytest_atom.spec.types import (
     Step,
     steps_prompt,
 )
-from pytest_atom.spec.validation import label, schema_with, validate
+from pytest_atom.spec.validation import label, regex, schema_with, validate
+
+
+def check_schemas(plugin_kinds: Collection[str]) -> dict[str, dict[str, Any]]:
+    """Each check kind's name and the JSON schema of its value: the built-in kinds' own,
+    then the plugins' kinds (built-in names among them ignored) as ``customCheck``."""
+    schemas = {kind.name: dict(kind.schema) for kind in BUILTIN.values()}
+    for name in sorted(set(plugin_kinds) - set(schemas)):
+        schemas[name] = {"$ref": "#/$defs/customCheck"}
+    return schemas
+
 
 # --- schema-valid data -> Spec ----------------------------------------------------------------
 
@@ -102,7 +105,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         for i, rel in enumerate(m.get("snapshot", []))
     )
     if kw.get("claude", ClaudeOptions()).bare:
-        check_bare_trajectory(doc, loc, m)
+        _check_bare_tools_of_checks(doc, loc, m)
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
@@ -314,7 +317,7 @@ def planned_steps(
 
     Raises SpecError naming `origin` and the line of the plan's JSON at fault.
     """
-    schema = schema_with(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    schema = schema_with(check_schemas(check_kinds))
     doc = Document(origin, text)
     if not isinstance(doc.data, dict) or set(doc.data) != {"steps"}:
         raise SpecError("a plan is a JSON object with one key, 'steps'", origin)
@@ -353,133 +356,36 @@ def _check_bare_tools(doc: Document, loc: Loc, allowed: tuple[str, ...]) -> None
             )
 
 
-def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
-    ((kind, value),) = entry.items()
-    at = loc + (kind,)
-    params: dict[str, Any]
-    if kind in ("file_exists", "file_absent"):
-        params = {"path": inside_folder(doc, at, value, "the workspace")}
-    elif kind == "file_contains":
-        params = {
-            "path": inside_folder(doc, at + ("path",), value["path"], "the workspace"),
-            "pattern": _regex(doc, at + ("pattern",), value["pattern"]),
-        }
-    elif kind == "command":
-        value = {"run": value} if isinstance(value, str) else value
-        output = value.get("output")
-        params = {
-            "run": value["run"],
-            "exit_code": int(value.get("exit_code", COMMAND_DEFAULTS["exit_code"])),
-            "output": None if output is None else _regex(doc, at + ("output",), output),
-            "timeout": float(value.get("timeout", COMMAND_DEFAULTS["timeout"])),
-        }
-        if value.get("stdout") is not None:
-            params["stdout"] = value["stdout"]
-        params.update(_unsandboxed(doc, at, value))
-    elif kind in TRAJECTORY_CHECK_KINDS:
-        params = _trajectory(doc, at, kind, value)
-    elif kind not in BUILTIN_CHECK_KINDS:  # validation admitted it: registered by a plugin
-        params = dict(value) if isinstance(value, dict) else {"value": value}
-    else:  # json_schema
-        schema, schema_file = value["schema"], None
-        if isinstance(schema, str):
-            schema_file = spec_side(doc, at + ("schema",), schema, "file")
-            schema = _read_schema(doc, at + ("schema",), schema_file)
-        try:
-            validator_for(schema, default=Draft202012Validator).check_schema(schema)
-        except SchemaError as exc:
-            raise doc.error(
-                f"{label(at + ('schema',))!r} is not a valid JSON schema: {exc.message}",
-                at + ("schema",),
-            ) from None
-        params = {
-            "path": inside_folder(doc, at + ("path",), value["path"], "the workspace"),
-            "schema": schema,
-            "schema_file": schema_file,
-        }
-    return Check(kind=kind, params=params, line=doc.line(loc))
-
-
-def _unsandboxed(doc: Document, at: Loc, value: dict[str, Any]) -> dict[str, Any]:
-    """A command check's way out of the sandbox: ``unsandboxed: true`` with its ``reason:``,
-    both or neither, so that every way out is explained in the spec itself."""
-    unsandboxed, reason = bool(value.get("unsandboxed")), value.get("reason")
-    if unsandboxed and reason is None:
-        raise doc.error(
-            f"{label(at + ('unsandboxed',))!r} runs the command outside the agent's sandbox, "
-            'on files the agent wrote: say why with `reason:` (e.g. reason: "talks to the '
-            'database on the host"), or remove `unsandboxed: true`',
-            at + ("unsandboxed",),
-        )
-    if reason is not None and not unsandboxed:
-        raise doc.error(
-            f"{label(at + ('reason',))!r} explains a way out of the sandbox, and the check "
-            "asks for none: add `unsandboxed: true`, or remove `reason:`",
-            at + ("reason",),
-        )
-    return {"unsandboxed": True, "reason": reason} if unsandboxed else {}
-
-
-def _trajectory(doc: Document, at: Loc, kind: str, value: Any) -> dict[str, Any]:
-    """A trajectory check's params, every key filled in; regexes compiled, counts sane."""
-    if kind == "tool_order":
-        seen: dict[str, int] = {}
-        for i, name in enumerate(value):
-            if name in seen:
+def _check_bare_tools_of_checks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """A check whose kind needs a tool `bare: true` does not offer could never pass."""
+    lists = [(loc + ("accept",), m.get("accept") or [])] + [
+        (loc + ("steps", i, "accept"), step.get("accept") or [])
+        for i, step in enumerate(m.get("steps") or [])
+    ]
+    for at, entries in lists:
+        for i, entry in enumerate(entries):
+            name: str = next(iter(entry), "")
+            kind = BUILTIN.get(name)
+            if kind is not None and kind.needs_tool is not None:
                 raise doc.error(
-                    f"{label(at + (i,))!r} names {name} again (first at position "
-                    f"{seen[name] + 1}): tool_order compares each tool's first call, so "
-                    "name each tool once",
-                    at + (i,),
+                    f"{name} needs the {kind.needs_tool} tool, which `bare: true` "
+                    f"does not offer (Claude Code's --bare has only {', '.join(BARE_TOOLS)}): "
+                    "remove the check or drop `bare: true`",
+                    at + (i, name),
                 )
-            seen[name] = i
-        return {"names": list(value)}
-    if kind in ("skill_invoked", "subagent_used"):
-        return {"name": value}
-    if kind == "mcp_called":
-        return {"server": value["server"], "tool": value.get("tool")}
-    if kind == "final_message":
-        return {"pattern": _regex(doc, at, value)}
-    if kind == "tool_results":
-        return {"file": spec_side(doc, at, value, "file")}
-    value = {"name": value} if isinstance(value, str) else value
-    pattern = value.get("input")
-    params = {
-        "name": value.get("name"),
-        "input": None if pattern is None else _regex(doc, at + ("input",), pattern),
-    }
-    if kind == "permission_denied":
-        return params
-    high = value.get("max")
-    low = value.get("min", 0 if high == 0 else 1)
-    if high is not None and low > high:
-        raise doc.error(
-            f"{label(at)!r} asks for min {low} > max {high} calls, which no run can "
-            f"satisfy: lower min or raise max{' (max 0 means never)' if high == 0 else ''}",
-            at + ("min",),
-        )
-    return {**params, "min": low, "max": high, "in": value.get("in", "any")}
 
 
-def _read_schema(doc: Document, loc: Loc, file: Path) -> dict[str, Any]:
-    try:
-        text = file.read_text(encoding="utf-8")
-        schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, YamlDocError) as exc:
-        raise doc.error(f"cannot read schema file {file.name!r}: {exc}", loc) from None
-    if not isinstance(schema, dict):
-        raise doc.error(
-            f"schema file {file.name!r} must hold a mapping, got {show_value(schema)}", loc
-        )
-    return schema
+def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
+    """One ``accept:`` entry, built through its kind; a kind the loader does not know was
+    registered by a plugin (validation admitted it), and its value is its params as is."""
+    ((name, value),) = entry.items()
+    kind = BUILTIN.get(name)
+    if kind is None:
+        custom = dict(value) if isinstance(value, dict) else {"value": value}
+        return Check(kind=name, params=custom, line=doc.line(loc))
+    params = kind.build(Entry(doc, loc + (name,)), value)
+    return Check(name, params, doc.line(loc), label=kind.describe(params))
 
 
 def _regex(doc: Document, loc: Loc, pattern: str) -> str:
-    try:
-        re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        at = f" (position {exc.pos})" if exc.pos is not None else ""
-        raise doc.error(
-            f"{label(loc)!r} is not a valid regular expression: {exc.msg}{at}", loc
-        ) from None
-    return pattern
+    return regex(doc, loc, pattern)

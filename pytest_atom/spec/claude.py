@@ -23,8 +23,6 @@ from pytest_atom.spec.types import (
 from pytest_atom.spec.validation import expected, label
 
 _CONFIG_KEYS = ("claude_md", "skills", "agents", "hooks", "mcp_servers", "plugins")
-#: Trajectory checks that need a tool `--bare` does not offer.
-_BARE_UNCHECKABLE = {"skill_invoked": "Skill", "subagent_used": "Agent"}
 #: Where the workspace would already hold what `claude:` installs (see agents.claude_code.configuration).
 _INSTALLED_AT = {"claude_md": "CLAUDE.md", "skills": ".claude/skills", "agents": ".claude/agents"}
 
@@ -146,24 +144,6 @@ def _read_text(doc: Document, loc: Loc, file: Path) -> str:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise doc.error(f"cannot read {file.name!r}: {exc}", loc) from None
-
-
-def check_bare_trajectory(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
-    """`skill_invoked`/`subagent_used` under `bare: true` could never pass."""
-    lists = [(loc + ("accept",), m.get("accept") or [])] + [
-        (loc + ("steps", i, "accept"), step.get("accept") or [])
-        for i, step in enumerate(m.get("steps") or [])
-    ]
-    for at, entries in lists:
-        for i, entry in enumerate(entries):
-            kind = next(iter(entry), None)
-            if kind in _BARE_UNCHECKABLE:
-                raise doc.error(
-                    f"{kind} needs the {_BARE_UNCHECKABLE[kind]} tool, which `bare: true` "
-                    f"does not offer (Claude Code's --bare has only {', '.join(BARE_TOOLS)}): "
-                    "remove the check or drop `bare: true`",
-                    at + (i, kind),
-                )
 
 
 def sandbox_options(value: bool | dict[str, Any]) -> SandboxOptions | None:

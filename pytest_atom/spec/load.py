@@ -4,8 +4,10 @@ Specs are written by hand, so every error must say where the problem is. YAML is
 composed into nodes (which know their line and column) before it becomes plain data, and
 JSON-schema errors are mapped back onto those nodes. ``spec_schema.json`` is the single source
 of truth for keys, types and defaults; this module adds only what a schema cannot express:
-paths exist and stay inside their folder, regexes compile, spec names are unique. Check kinds
-registered by plugins are passed in as ``check_kinds`` and added to a copy of the schema.
+paths exist and stay inside their folder, regexes compile, spec names are unique. Each check
+is built by its kind (`pytest_atom.checks.kinds`, which is why the loader sits above the
+checks in the layers); check kinds registered by plugins are passed in as ``check_kinds``
+and added to the schema by name.
 
 The work is split along its concerns, each in its own module: `spec_types` (what a spec
 is), `spec_document` (the YAML and where each value sits), `spec_validation` (schema errors),
@@ -24,10 +26,9 @@ from typing import Any
 
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX
-from pytest_atom.spec.build import build_spec
+from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
-    BUILTIN_CHECK_KINDS,
     Check,
     ClaudeOptions,
     Loc,
@@ -79,7 +80,7 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
     is translated into (`pytest_atom.evalsuite.cases`)."""
     if isinstance(check_kinds, str):
         raise TypeError("check_kinds must be a collection of kind names, not one string")
-    schema = schema_with(tuple(sorted(set(check_kinds) - set(BUILTIN_CHECK_KINDS))))
+    schema = schema_with(check_schemas(check_kinds))
     doc = Document(file, text)
     if doc.data is None:
         raise SpecError("spec file is empty; a spec needs at least a 'prompt'", file)

@@ -1,7 +1,9 @@
 """What a spec is: the values a loaded ``*.atom.yaml`` becomes, and its error.
 
 The loader (`pytest_atom.spec.load`) builds these; everything else reads them.
-``spec_schema.json`` is the single source of truth for keys, types and defaults.
+``spec_schema.json`` is the single source of truth for keys, types and defaults; its check
+kinds' part is written from the kinds (`pytest_atom.checks.kinds`), which also build, label
+and run each `Check`.
 """
 
 from __future__ import annotations
@@ -18,89 +20,33 @@ SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
 )
 DEFS: dict[str, Any] = SPEC_SCHEMA["$defs"]
-BUILTIN_CHECK_KINDS: tuple[str, ...] = tuple(DEFS["check"]["properties"])
-COMMAND_DEFAULTS = {
-    k: v["default"] for k, v in DEFS["commandCheck"]["properties"].items() if "default" in v
-}
 _DESCRIBE_LIMIT = 100  # characters of a custom check's params shown by Check.describe()
-#: The built-in kinds that read the agent's run (its tool calls and messages), not its files.
-TRAJECTORY_CHECK_KINDS: tuple[str, ...] = (
-    "tool_used",
-    "tool_order",
-    "skill_invoked",
-    "subagent_used",
-    "mcp_called",
-    "final_message",
-    "permission_denied",
-    "tool_results",
-)
 
 Loc = tuple[str | int, ...]  # where a value sits in the document, e.g. ("specs", 0, "prompt")
 
 
 @dataclass(frozen=True)
 class Check:
-    """One deterministic acceptance check; ``params`` are normalized, defaults filled in."""
+    """One deterministic acceptance check; ``params`` are normalized, defaults filled in by
+    its kind (`pytest_atom.checks.kinds`), which the loader builds it through."""
 
     kind: str
     params: Mapping[str, Any] = field(hash=False)
     line: int
 
+    #: The label its kind gave it when the loader built it (`CheckKind.describe`); a
+    #: check made by hand, or of a plugin's kind, has none.
+    label: str | None = field(default=None, compare=False, repr=False)
+
     def describe(self) -> str:
         """A short label for reports, so a person recognises the entry in their spec."""
-        p = self.params
-        if self.kind == "file_contains":
-            return f"file_contains {p['path']} /{p['pattern']}/"
-        if self.kind == "command":
-            output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
-            if p.get("stdout") is not None:
-                exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
-                exact = exact if len(exact) <= 40 else exact[:38] + '…"'
-                output += f" and prints exactly {exact}"
-            way_out = " (unsandboxed)" if p.get("unsandboxed") else ""
-            return f"command `{p['run']}` exits {p['exit_code']}{output}{way_out}"
-        if self.kind == "json_schema":
-            source = p["schema_file"].name if p.get("schema_file") else "inline schema"
-            return f"json_schema {p['path']} matches {source}"
-        if self.kind in ("file_exists", "file_absent"):
-            return f"{self.kind} {p['path']}"
-        if self.kind in TRAJECTORY_CHECK_KINDS:
-            return f"{self.kind} {_describe_trajectory(self.kind, p)}"
+        if self.label is not None:
+            return self.label
         # A kind registered by a plugin: its params, compact and capped so a label stays short.
-        text = json.dumps(dict(p), ensure_ascii=False, separators=(",", ":"), default=str)
+        text = json.dumps(dict(self.params), ensure_ascii=False, separators=(",", ":"), default=str)
         if len(text) > _DESCRIBE_LIMIT:
             text = text[: _DESCRIBE_LIMIT - 1] + "…"
         return f"{self.kind} {text}"
-
-
-def _describe_trajectory(kind: str, p: Mapping[str, Any]) -> str:
-    """``Bash /rm -rf/ never``, ``Read → Edit``: a trajectory check's label."""
-    if kind == "tool_order":
-        return " → ".join(p["names"])
-    if kind == "mcp_called":
-        return str(p["server"]) + (f"/{p['tool']}" if p.get("tool") else "")
-    if kind == "final_message":
-        return f"/{p['pattern']}/"
-    if kind in ("skill_invoked", "subagent_used"):
-        return str(p["name"])
-    if kind == "tool_results":
-        return str(p["file"].name)
-    text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
-    if kind == "tool_used":
-        text += " " + count_phrase(p["min"], p["max"])
-        text += {"main": " by the main agent", "subagents": " by subagents"}.get(p["in"], "")
-    return text
-
-
-def count_phrase(low: int, high: int | None) -> str:
-    """How often a `tool_used` check wants its calls: ``never``, ``at least once``…"""
-    if high == 0:
-        return "never"
-    if high is None:
-        return "at least once" if low == 1 else f"at least {low} times"
-    if low == high:
-        return "exactly once" if low == 1 else f"exactly {low} times"
-    return f"at most {high} times" if low == 0 else f"{low} to {high} times"
 
 
 #: The only tools Claude Code's ``--bare`` mode offers, whatever ``--allowedTools`` says.
@@ -278,13 +224,6 @@ class Spec:
     def base_name(self) -> str:
         """The spec's own name, without its arm: what its arms have in common."""
         return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
-
-
-def unsandboxed_checks(spec: Spec) -> list[Check]:
-    """The spec's checks that run outside the agent's sandbox (``unsandboxed: true``), its
-    steps' included, in order: what `atom validate` and `atom cassette check` name."""
-    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
-    return [c for c in checks if c.kind == "command" and c.params.get("unsandboxed")]
 
 
 def steps_prompt(steps: Sequence[Step]) -> str:

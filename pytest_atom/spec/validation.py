@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
-from collections.abc import Iterator
+import json
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +48,18 @@ class Schema:
     check: dict[str, Any]  # the `check` definition of this schema, built-in and custom kinds
 
 
+def schema_with(check_kinds: Mapping[str, Mapping[str, Any]]) -> Schema:
+    """The spec schema whose check kinds are `check_kinds` (a kind's name and the JSON schema
+    of its value, in the order messages list them): the loader passes the built-in kinds'
+    fragments (`pytest_atom.checks.kinds`) and a plugin kind's ``customCheck``."""
+    return _schema(json.dumps(check_kinds))
+
+
 @functools.cache
-def schema_with(extra_kinds: tuple[str, ...]) -> Schema:
+def _schema(check_kinds: str) -> Schema:
     schema = copy.deepcopy(SPEC_SCHEMA)
     check: dict[str, Any] = schema["$defs"]["check"]
-    check["properties"].update({k: {"$ref": "#/$defs/customCheck"} for k in extra_kinds})
+    check["properties"] = json.loads(check_kinds)
     return Schema(Draft202012Validator(schema), check)
 
 
@@ -217,3 +226,15 @@ def label(loc: Loc) -> str:
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
     return text
+
+
+def regex(doc: Document, loc: Loc, pattern: str) -> str:
+    """`pattern`, which must compile as a Python regex (with re.MULTILINE)."""
+    try:
+        re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        at = f" (position {exc.pos})" if exc.pos is not None else ""
+        raise doc.error(
+            f"{label(loc)!r} is not a valid regular expression: {exc.msg}{at}", loc
+        ) from None
+    return pattern

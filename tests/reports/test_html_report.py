@@ -293,7 +293,7 @@ def test_step_ids_are_shown_as_written(tmp_path: Path) -> None:
 
 
 def test_each_call_carries_its_mark_and_each_session_its_tally(tmp_path: Path) -> None:
-    """configured-2.1.330 (see tests/test_trajectory.py): a skill, a subagent whose two
+    """configured-2.1.330 (see tests/checks/test_trajectory.py): a skill, a subagent whose two
     commands a rule and a hook refuse, an MCP call, a write outside the attempt folder."""
     page = _page(tmp_path, "passed", *capture("configured-2.1.330.jsonl").splitlines())
     marks = re.findall(r'<span class="call-mark mark-(\w+)"[^>]*>([^<]*)</span>', page)

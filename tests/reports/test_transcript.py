@@ -249,7 +249,7 @@ def test_refusal_in_result_reads_who_refused_from_the_clis_text(
 
 def test_a_sessions_marks_count_its_subagents_calls_too() -> None:
     """configured-2.1.330: a skill, a subagent whose two commands a rule and a hook refuse,
-    an MCP call and a write outside the attempt folder (see tests/test_trajectory.py)."""
+    an MCP call and a write outside the attempt folder (see tests/checks/test_trajectory.py)."""
     turns = stream_turns(parse(capture("configured-2.1.330.jsonl")))
     assert trajectory_summary(turns) == "1 skill · 1 subagent · 1 MCP call · 3 refused"
     plain = capture("subagents-2.1.330.jsonl")

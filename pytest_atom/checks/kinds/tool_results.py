@@ -1,4 +1,4 @@
-"""The ``tool_results`` check: did each tool call give the result the imported session saw?
+"""``tool_results: FILE``: did each tool call give the result the imported session saw?
 
 `atom import` writes the results a session's tools gave, call by call, beside the spec, and a
 ``tool_results: <file>`` check compares a run's main-agent calls with them in order. A scripted
@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_atom import yamldoc
+from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.errors import CheckError
 from pytest_atom.replay.transcript import tool_label
 from pytest_atom.results.check_result import CheckResult
@@ -35,7 +36,7 @@ from pytest_atom.spec.types import Check
 if TYPE_CHECKING:
     from pytest_atom.checks.trajectory import Trajectory
 
-__all__ = ["WRITE_TOOLS", "comparable", "load_expected", "normal_result", "tool_results"]
+__all__ = ["KIND", "WRITE_TOOLS", "comparable", "divergences", "load_expected", "normal_result"]
 
 #: Tools whose result is the CLI's own wording of a success: compared as success or error.
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -151,26 +152,54 @@ def divergences(expected: Sequence[Mapping[str, Any]], trajectory: Trajectory) -
     return found
 
 
-def tool_results(check: Check, trajectory: Trajectory) -> CheckResult:
-    """The ``tool_results`` check: every main-agent call gave the session's result."""
-    path: Path = check.params["file"]
-    expected = load_expected(path)
-    found = divergences(expected, trajectory)
-    if not found:
+class Params(TypedDict):
+    file: Path  # the session's results, beside the spec
+
+
+class ToolResults:
+    name = "tool_results"
+    schema: Mapping[str, Any] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "A file of tool results, relative to the spec file's folder (atom import writes one): each of the main agent's calls, in order, gave the result listed there; a divergent call is named.",
+    }
+    reads_run = True
+    needs_tool: str | None = None
+
+    def build(self, entry: Entry, value: str) -> Params:
+        return {"file": entry.spec_file(value)}
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        return f"tool_results {params['file'].name}"
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+    def run(self, check: Check, scene: Scene) -> CheckResult:
+        """Every main-agent call gave the session's result."""
+        trajectory = scene.trajectory
+        assert trajectory is not None
+        path: Path = check.params["file"]
+        expected = load_expected(path)
+        found = divergences(expected, trajectory)
+        if not found:
+            return CheckResult(
+                check,
+                True,
+                f"all {len(expected)} tool calls gave the results the session saw",
+                f"compared with {path.name}",
+            )
+        listed = found[:_LISTED] + (
+            [f"… and {len(found) - _LISTED} more"] if len(found) > _LISTED else []
+        )
         return CheckResult(
             check,
-            True,
-            f"all {len(expected)} tool calls gave the results the session saw",
-            f"compared with {path.name}",
+            False,
+            f"{len(found)} of {len(expected)} tool calls diverge from the session: {found[0]}",
+            "\n".join(listed)
+            + f"\n(the session's results: {path}; a workspace other than the one the session "
+            "started from gives other results: check the spec's workspace and ref)",
         )
-    listed = found[:_LISTED] + (
-        [f"… and {len(found) - _LISTED} more"] if len(found) > _LISTED else []
-    )
-    return CheckResult(
-        check,
-        False,
-        f"{len(found)} of {len(expected)} tool calls diverge from the session: {found[0]}",
-        "\n".join(listed)
-        + f"\n(the session's results: {path}; a workspace other than the one the session "
-        "started from gives other results: check the spec's workspace and ref)",
-    )
+
+
+KIND = ToolResults()

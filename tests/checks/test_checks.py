@@ -14,7 +14,7 @@ from pytest_atom.checks.builtin import default_registry, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import TRAJECTORY_CHECK_KINDS, Check
+from pytest_atom.spec.types import Check
 from tests.helpers import wait_gone, write
 
 
@@ -232,7 +232,16 @@ def test_custom_kind_in_a_registry(ws: Path) -> None:
     assert registry.kinds() == sorted(
         [
             *("command", "file_absent", "file_contains", "file_exists", "json_schema"),
-            *TRAJECTORY_CHECK_KINDS,
+            *(
+                "tool_used",
+                "tool_order",
+                "skill_invoked",
+                "subagent_used",
+                "mcp_called",
+                "final_message",
+                "permission_denied",
+                "tool_results",
+            ),
             "word_count",
         ]
     )

@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from pytest_atom.checks.builtin import run_checks
-from pytest_atom.checks.trajectory import TRAJECTORY_CHECKS, Trajectory
+from pytest_atom.checks.kinds import BUILTIN_KINDS
+from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.errors import SpecError
 from pytest_atom.events.agent import parse
 from pytest_atom.replay.transcript import permission_denials, stream_turns
@@ -35,7 +36,7 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.spec.load import load_spec
-from pytest_atom.spec.types import TRAJECTORY_CHECK_KINDS, Check
+from pytest_atom.spec.types import Check
 from tests.api_helpers import run_and_validate_once
 from tests.helpers import capture
 
@@ -61,8 +62,17 @@ def one(tmp_path: Path, entry: str, records: list[IterationRecord] = CONFIGURED)
     return result
 
 
-def test_every_trajectory_kind_of_the_schema_has_its_check() -> None:
-    assert tuple(TRAJECTORY_CHECKS) == TRAJECTORY_CHECK_KINDS
+def test_the_kinds_that_read_the_agents_run_are_the_trajectory_kinds() -> None:
+    assert tuple(k.name for k in BUILTIN_KINDS if k.reads_run) == (
+        "tool_used",
+        "tool_order",
+        "skill_invoked",
+        "subagent_used",
+        "mcp_called",
+        "final_message",
+        "permission_denied",
+        "tool_results",
+    )
 
 
 def test_the_calls_come_in_the_order_made_each_with_its_place() -> None:

@@ -1,0 +1,75 @@
+"""``mcp_called: {server, tool}``: the agent called a tool of this MCP server (named
+``mcp__<server>__<tool>``), any of its tools when ``tool`` is left out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.trajectory import listing, times
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.spec.types import Check
+
+
+class Params(TypedDict):
+    server: str
+    tool: str | None
+
+
+class McpCalled:
+    name = "mcp_called"
+    schema: Mapping[str, Any] = {
+        "type": "object",
+        "properties": {
+            "server": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The MCP server's name, as configured.",
+            },
+            "tool": {
+                "type": "string",
+                "minLength": 1,
+                "description": "One of its tools; any of them when left out.",
+            },
+        },
+        "required": ["server"],
+        "additionalProperties": False,
+        "description": "The agent called a tool of this MCP server (named mcp__<server>__<tool>).",
+    }
+    reads_run = True
+    needs_tool: str | None = None
+
+    def build(self, entry: Entry, value: dict[str, Any]) -> Params:
+        return {"server": value["server"], "tool": value.get("tool")}
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        tool = params.get("tool")
+        return f"mcp_called {params['server']}" + (f"/{tool}" if tool else "")
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+    def run(self, check: Check, scene: Scene) -> CheckResult:
+        run = scene.trajectory
+        assert run is not None
+        server, tool = _mcp_name(check.params["server"]), check.params.get("tool")
+        # By the whole name, not the mark's split: a server's own name may hold ``__``.
+        prefix = f"mcp__{server}__"
+        mcp = [c for c in run.calls if c.marked("mcp")]
+        served = [c for c in mcp if c.name.startswith(prefix)]
+        mine = [c for c in served if tool is None or c.name == prefix + _mcp_name(tool)]
+        what = f"tool {tool} of MCP server {server}" if tool else f"MCP server {server}"
+        if mine:
+            return CheckResult(check, True, f"{what} was called {times(len(mine))}", listing(mine))
+        evidence = f"MCP calls:\n{listing(mcp)}" if mcp else f"calls made: {run.tools()}"
+        return CheckResult(check, False, f"{what} was never called", evidence)
+
+
+KIND = McpCalled()
+
+
+def _mcp_name(name: str) -> str:
+    """A server or tool name as Claude Code writes it into ``mcp__<server>__<tool>``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)

@@ -1,0 +1,78 @@
+"""``permission_denied: NAME`` or ``{name, input}``: a tool call was refused, by a
+permission rule, a hook, or as a write outside the attempt folder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.trajectory import listing, matches, times
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.spec.types import Check
+
+
+class Params(TypedDict):
+    name: str | None  # None: any tool
+    input: str | None  # a regex over the call's main field or its input as JSON
+
+
+class PermissionDenied:
+    name = "permission_denied"
+    schema: Mapping[str, Any] = {
+        "oneOf": [
+            {
+                "$ref": "#/$defs/toolName",
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "$ref": "#/$defs/toolName",
+                    },
+                    "input": {
+                        "$ref": "#/$defs/toolInput",
+                    },
+                },
+                "additionalProperties": False,
+            },
+        ],
+        "description": "A tool call was refused: by a permission rule, a hook, or as a write outside the attempt folder.",
+    }
+    reads_run = True
+    needs_tool: str | None = None
+
+    def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
+        value = {"name": value} if isinstance(value, str) else value
+        pattern = value.get("input")
+        return {
+            "name": value.get("name"),
+            "input": None if pattern is None else entry.regex(pattern, "input"),
+        }
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        p = params
+        text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
+        return f"permission_denied {text}"
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+    def run(self, check: Check, scene: Scene) -> CheckResult:
+        run = scene.trajectory
+        assert run is not None
+        name, pattern = check.params.get("name"), check.params.get("input")
+        refused = [c for c in run.calls if c.denied is not None]
+        mine = [c for c in refused if name in (None, c.name) and matches(pattern, c.input)]
+        what = " ".join(filter(None, [name or "a tool call", f"/{pattern}/" if pattern else ""]))
+        if mine:
+            return CheckResult(check, True, f"{what} was refused {times(len(mine))}", listing(mine))
+        allowed = [c for c in run.calls if name in (None, c.name) and matches(pattern, c.input)]
+        evidence = (f"refused calls:\n{listing(refused)}" if refused else "no call was refused") + (
+            f"\ncalls that ran:\n{listing(allowed)}" if allowed else ""
+        )
+        summary = f"{what} was not refused" if name or pattern else "no tool call was refused"
+        return CheckResult(check, False, summary, evidence)
+
+
+KIND = PermissionDenied()

@@ -1,0 +1,54 @@
+"""``subagent_used: TYPE``: the agent started a subagent of this type (an Agent call's
+``subagent_type``; general-purpose when it names none)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.trajectory import listing, times
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.spec.types import Check
+
+
+class Params(TypedDict):
+    name: str  # the subagent type
+
+
+class SubagentUsed:
+    name = "subagent_used"
+    schema: Mapping[str, Any] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "The agent started a subagent of this type (an Agent call's subagent_type; general-purpose when it names none).",
+    }
+    reads_run = True
+    needs_tool: str | None = "Agent"
+
+    def build(self, entry: Entry, value: str) -> Params:
+        return {"name": value}
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        return f"subagent_used {params['name']}"
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+    def run(self, check: Check, scene: Scene) -> CheckResult:
+        run = scene.trajectory
+        assert run is not None
+        kind: str = check.params["name"]
+        starts = [c for c in run.calls if c.marked("subagent")]
+        mine = [c for c in starts if (m := c.marked("subagent")) is not None and m.name == kind]
+        if mine:
+            return CheckResult(
+                check, True, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
+            )
+        evidence = (
+            f"subagents started:\n{listing(starts)}" if starts else f"calls made: {run.tools()}"
+        )
+        return CheckResult(check, False, f"no {kind} subagent was started", evidence)
+
+
+KIND = SubagentUsed()
