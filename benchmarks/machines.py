@@ -1,4 +1,4 @@
-"""The full sweep of tests/test_machines.py: every shipped spec on generated machines.
+"""The full sweep of tests/replay/test_machines.py: every shipped spec on generated machines.
 
 Run by hand (needs the pinned `claude`, see `atom setup`):
 

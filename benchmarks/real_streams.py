@@ -16,7 +16,7 @@ and on each replay, and what the API billed for the recorded answers (their stre
 whose roles do not add up is not ok). The stream the CLI rejects (a paused
 turn) is recorded only: its outcome and where its evidence was kept. `--record-only` records
 the streams named and stops there (no replays, no rejected stream): its smallest run, which
-tests/test_benchmarks.py makes with one stream (tests/test_real_streams.py replays them).
+tests/test_benchmarks.py makes with one stream (tests/replay/test_real_streams.py replays them).
 """
 
 from __future__ import annotations

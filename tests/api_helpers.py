@@ -131,7 +131,7 @@ SNAPSHOTS = "snapshot: [hello.txt, USER_PROMPT.md, gone.txt]\n"
 
 def play_snapshots(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
     """Update the snapshots of the shipped create-file spec, marked xfail (it passes: XPASS,
-    which tests/test_plugin.py reads); then, not marked, with hello.txt's snapshot edited
+    which tests/pytest/test_plugin.py reads); then, not marked, with hello.txt's snapshot edited
     and gone.txt no longer listed, compare them."""
     specs = REPO / "fixtures" / "specs"
     spec = pytester.path / "create_file.atom.yaml"

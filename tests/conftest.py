@@ -70,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--replays",
         type=int,
         default=1,
-        help="replays per match mode of the realistic session in tests/test_upstream_cli.py's "
+        help="replays per match mode of the realistic session in tests/replay/test_upstream_cli.py's "
         "determinism sweep (-m sweep; at least 3)",
     )
 
@@ -151,7 +151,7 @@ def front_ends(
 def story(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> GreetStory:
     """The greet story (tests/recording_helpers.py): recorded, interrupted by Ctrl-C in
     `pytest --atom --atom-record-mode=all`, replayed with the upstream gone (three CLI
-    processes); tests/test_recording.py and tests/test_interrupt.py read it."""
+    processes); tests/replay/test_recording.py and tests/run/test_interrupt.py read it."""
     build = partial(build_greet_story, claude_bin=claude_bin)
     return GreetStory(once_per_session(tmp_path_factory, "greet-story", build))
 

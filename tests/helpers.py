@@ -37,12 +37,12 @@ from tests.cli_starts import note_shared_read
 REPO = Path(__file__).resolve().parent.parent
 
 
-#: The multi-step fixtures (tests/test_steps.py runs them): slow to replay, so tests of
+#: The multi-step fixtures (tests/run/test_steps.py runs them): slow to replay, so tests of
 #: something else over a copy of fixtures/specs leave them out.
 STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
 
 
-#: The fixture of a Claude Code configuration (tests/test_mcp_tape.py replays it): as slow
+#: The fixture of a Claude Code configuration (tests/replay/test_mcp_tape.py replays it): as slow
 #: (the full tool set), and left out with them.
 CONFIG_FIXTURES = ("configured",)
 

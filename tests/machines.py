@@ -9,7 +9,7 @@ machine's depth, with nothing of this process's environment but PATH, the CLI to
 the import path of this checkout. `tree` snapshots a folder (names, sizes, mtimes), so a
 test can show the caller's folders are left as they were.
 
-Shared by tests/test_machines.py (a few machines and specs in the suite) and
+Shared by tests/replay/test_machines.py (a few machines and specs in the suite) and
 benchmarks/machines.py (the full sweep).
 """
 

@@ -3,7 +3,7 @@
 The project has a spec with two arms, a project tool on the agent's PATH (`tools:`), a
 `.atom/config.yaml` that makes recording the default, and an arm run without Claude Code's
 sandbox. Its run records both arms' cassettes and writes JUnit, the HTML page and the report
-folder: tests/test_arms.py, tests/test_spec_tools.py and tests/test_sandbox.py read it, so
+folder: tests/spec/test_arms.py, tests/run/test_spec_tools.py and tests/agents/test_sandbox.py read it, so
 the two agent sessions run once for all of them.
 
 The run is pytester's, in the process of the test that builds it first (so it counts

@@ -7,7 +7,7 @@ CLI sends its own request; the answer is the API's), and every other request (a 
 token count) from an empty script. `billed_tokens` is what the API billed for the stream,
 read from the stream itself: the reference every report's token figure is held to.
 `record` and `replay` run a small spec through Claude Code with a stream as the agent's
-answer (tests/test_real_streams.py, tests/test_figures.py, benchmarks/real_streams.py).
+answer (tests/replay/test_real_streams.py, tests/cost/test_figures.py, benchmarks/real_streams.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The sandbox scenarios tests/test_sandbox.py, tests/settings/test_options.py and
-tests/test_scripted_runs.py read.
+"""The sandbox scenarios tests/agents/test_sandbox.py, tests/settings/test_options.py and
+tests/run/test_scripted_runs.py read.
 
 One spec (`confined`) makes every call the default sandbox must answer: its settings, the
 user's HOME, the file tools inside the attempt folder, writes and reads outside it, a
@@ -89,7 +89,7 @@ def user_repository(repo: Path, started: Path) -> None:
 
 
 def confined_turns(outside: Path, port: int) -> list[dict[str, Any]]:
-    """The agent's calls, in order (tests/test_sandbox.py reads them by these indexes)."""
+    """The agent's calls, in order (tests/agents/test_sandbox.py reads them by these indexes)."""
     connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5)"
 
     def tool(name: str, **tool_input: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """One realistic Claude Code session, recorded once through tests/upstream.py, for many tests.
 
-The session holds every shape tests/test_upstream_cli.py asserts on, so that one recording
+The session holds every shape tests/replay/test_upstream_cli.py asserts on, so that one recording
 (the agent and its reflector: two CLI processes) and one strict replay by `pytest --atom`
 (one more) serve them all:
 

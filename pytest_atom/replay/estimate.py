@@ -5,7 +5,7 @@ it. Folded by the one usage fold (`pytest_atom.cost.billing`) and priced by Clau
 own prices (`pytest_atom.cost.prices`, by the model each request asked for), they give
 what recording the same conversation again costs: ``atom cassette cost`` prints it before
 anything is spent. A new recording differs where the model answers differently; the
-recording's own cost is within a few percent when it does not (tests/test_spend_limit.py).
+recording's own cost is within a few percent when it does not (tests/cost/test_spend_limit.py).
 """
 
 from __future__ import annotations

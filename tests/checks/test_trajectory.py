@@ -3,7 +3,7 @@
 The unit layer reads captures of the real CLI (tests/data/stream_json):
 
 - ``subagents-2.1.330``: two concurrent ``Agent`` subagents, each running ``echo``
-  (see tests/test_usage.py); ``resumed-2.1.330`` is the same session's next call.
+  (see tests/cost/test_usage.py); ``resumed-2.1.330`` is the same session's next call.
 - ``configured-2.1.330``: a scripted run of Claude Code 2.1.330 (non-bare, sandboxed, through
   `run_spec`) in a workspace with a skill ``greet``, a stdio MCP server ``tickets`` (tool
   ``create``), a ``permissions.deny`` rule ``Bash(rm:*)`` and a PreToolUse hook that denies
@@ -14,7 +14,7 @@ The unit layer reads captures of the real CLI (tests/data/stream_json):
   with "Hello! Ticket T-1 filed." Paths are replaced by placeholders.
 
 The slow layer drives the real CLI with scripts: a multi-step spec through `run_spec`, and
-`atom validate` in a scenario shared with tests/test_harness.py; tests/test_configuration.py's
+`atom validate` in a scenario shared with tests/run/test_harness.py; tests/agents/test_configuration.py's
 configured run passes trajectory checks on a real run's calls.
 """
 

@@ -4,7 +4,7 @@ Claude Code's sandbox lets a command read the whole file system by default, and 
 tools read any path. A run folder sits inside the user's project (``.atom/runs``), often
 inside their home, so the agent could read the project's ignored ``.env``, the home's
 credentials, or the spec's own answer key, by absolute or relative path. Two of Claude
-Code's own controls close that, measured on 2.1.331 and 2.1.332 (tests/test_read_guard.py):
+Code's own controls close that, measured on 2.1.331 and 2.1.332 (tests/agents/test_read_guard.py):
 
 - ``sandbox.filesystem.denyRead: ["/"]`` with ``allowRead`` re-opening the system's folders
   (`SYSTEM_FOLDERS`), the run folder, the spec's extra writable paths and the toolchains the
