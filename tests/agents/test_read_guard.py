@@ -308,3 +308,19 @@ def test_within_compares_paths_as_parents_do() -> None:
     for path, folder in itertools.product(map(Path, paths), repeat=2):
         expected = path == folder or folder in path.parents
         assert readguard._within(path, folder) == expected, (path, folder)
+
+
+def test_a_virtualenv_opens_the_interpreter_it_was_made_from(tmp_path: Path) -> None:
+    """A venv's `python` links to the interpreter it was made from (a pyenv version in the
+    home): that interpreter's toolchain is readable too, or no Python runs in the sandbox."""
+    home, project = tmp_path / "home", tmp_path / "code" / "p"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    base = home / ".pyenv" / "versions" / "3.11.7" / "bin"
+    (project / ".venv" / "pyvenv.cfg").write_text(
+        f"home = {base}\ninclude-system-site-packages = false\n", encoding="utf-8"
+    )
+    found = readguard.toolchains({"PATH": f"{project}/.venv/bin:/usr/bin"}, home=home)
+    assert found == [project / ".venv", home / ".pyenv"]
+    # A venv made from a system interpreter opens nothing more.
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    assert readguard.toolchains({"PATH": f"{project}/.venv/bin"}, home=home) == [project / ".venv"]

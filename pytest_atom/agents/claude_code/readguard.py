@@ -96,7 +96,8 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     Each PATH entry counts with its toolchain's root: the folder above a ``bin`` or
     ``shims`` (a virtualenv, ``/opt/node``), and for one inside the caller's `home` the
     folder just below it (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run the
-    interpreters under ``~/.pyenv/versions``). The values of `TOOLCHAIN_ROOTS` and the
+    interpreters under ``~/.pyenv/versions``). A virtualenv's base interpreter counts as a
+    PATH entry of its own (`_venv_base`: its ``python`` links there). The values of `TOOLCHAIN_ROOTS` and the
     entries of PYTHONPATH count as they are, and so do the folders a Python environment
     among them imports from (`_installed_elsewhere`; of one that holds the run folder,
     only its packages). A candidate that would re-open the home itself, or a folder holding
@@ -125,6 +126,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
         return None
 
     roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]
+    roots += [add(str(base), True) for root in roots if (base := _venv_base(root))]
     roots += [add(env[name], False) for name in TOOLCHAIN_ROOTS if env.get(name)]
     for entry in env.get("PYTHONPATH", "").split(os.pathsep):
         if entry:
@@ -140,6 +142,21 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
             else:
                 add(str(folder), False)
     return list(found)
+
+
+def _venv_base(root: Path | None) -> Path | None:
+    """The folder of the interpreter a virtualenv at `root` was made from (``home =`` in
+    its ``pyvenv.cfg``): the venv's ``python`` is a link to it, so the agent can only run
+    the venv's Python when that folder is readable too (a pyenv interpreter in the home)."""
+    try:
+        lines = (root / "pyvenv.cfg").read_text(encoding="utf-8").splitlines() if root else []
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip().startswith("/"):
+            return Path(value.strip())
+    return None
 
 
 def _packages(folder: Path) -> list[Path]:
