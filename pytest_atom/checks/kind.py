@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pytest_atom.errors import SpecError
 from pytest_atom.spec.document import Document
@@ -100,3 +100,27 @@ class CheckKind(Protocol):
 
     def run(self, check: Check, scene: Scene) -> CheckResult:
         """The result; a check that cannot be evaluated raises CheckError."""
+
+
+class PathParams(TypedDict):
+    path: str  # relative to the workspace
+
+
+class WorkspacePathKind:
+    """What a kind whose value is one workspace path shares (``file_exists``,
+    ``file_absent``): its schema, parameters, label and that it runs nothing of the
+    workspace. A kind module subclasses it and adds its `name` and `run`."""
+
+    name: str
+    schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
+    reads_run = False
+    needs_tool: str | None = None
+
+    def build(self, entry: Entry, value: str) -> PathParams:
+        return {"path": entry.workspace_path(value)}
+
+    def describe(self, params: Mapping[str, Any]) -> str:
+        return f"{self.name} {params['path']}"
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
