@@ -189,9 +189,7 @@ def test_reflector_requests_take_reflector_turns(gateway_for: Any) -> None:
 
 
 def test_shipped_scripts_load() -> None:
-    scripts = sorted(
-        (Path(__file__).parents[2] / "fixtures" / "specs" / "scripts").glob("*.yaml")
-    )
+    scripts = sorted((Path(__file__).parents[2] / "fixtures" / "specs" / "scripts").glob("*.yaml"))
     assert len(scripts) >= 3
     for path in scripts:
         assert Script.load(path).turns
