@@ -7,6 +7,10 @@ check what a schema cannot (paths stay inside the project, the ``claude:`` files
 ``env:`` expands); `arms` and `workspaces` are the spec's variants and the folders no run
 collects. The JSON schema is `spec_schema.json`.
 
+The loader (`load`, `build`) sits above `pytest_atom.checks` in the layers and the rest below
+it: the loader hosts the check kinds as a plugin host does its plugins, and everything reads a
+spec's values.
+
 Where to add: a spec key is a property in `spec_schema.json`, a field in `types`, and its
 building in `build` (a check kind's parameters live with the kind, in `pytest_atom.checks`).
 """
