@@ -5,7 +5,7 @@ divergence errors) goes through here, so there is one place that has to agree wi
 what the official SDK and the Claude Code CLI parse.
 
 The Messages API's wire format is data every layer reads (the gateway serves it, cassettes
-replay it, transcripts and reports fold it), so it lives in `model/`, below all of them,
+replay it, transcripts and reports fold it), so it lives in the gateway, below all of them,
 with the one classification of a request (`request_kind`).
 """
 

@@ -1,6 +1,7 @@
 """A check's result: data the judge makes and results, reports and hooks read.
 
-In `model/` so that a result holds its checks' findings without importing the judge."""
+A result, below the checks, so that a run's result holds its checks' findings without
+importing the checks that made them."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 events), a session answered from its cassette, what the atom loop came to, and a fault
 upstream while recording.
 
-It lives in `model/` because everything above the agents reads it (judging, recall,
+It is a result, below the agents, because everything above them reads it (judging, recall,
 traces, the runtime's loop) and none of them should have to import an agent to do so.
 """
 
