@@ -29,8 +29,9 @@ from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.checks.builtin import default_registry, run_checks, run_shell, unsandboxed_checks
+from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import (
     AtomError,
     CassetteError,

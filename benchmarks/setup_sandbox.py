@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.checks.builtin import run_shell
+from pytest_atom.checks.shell import run_shell
 from pytest_atom.run.setup_commands import run_setup, setup_env, setup_script
 from pytest_atom.spec.types import SandboxOptions
 

@@ -42,7 +42,7 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
         "Run a spec outside pytest, with the settings pytest would use.",
         {
             "Harness": "run.harness",
-            "RunSettings": "settings.resolved",
+            "RunSettings": "settings.options",
             "run_spec": "run.spec_run",
         },
     ),
@@ -188,6 +188,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.run.retry import RetryManager
     from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec
-    from pytest_atom.settings.resolved import RunSettings
+    from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.load import load_spec, load_specs
     from pytest_atom.spec.types import Check, ClaudeOptions, ReflectorOptions, Spec

@@ -31,8 +31,7 @@ from typing import Any
 
 import yaml
 
-# Re-exported: `yamldoc.YamlDocError` is how the check kinds and third-party loaders catch it.
-from pytest_atom.errors import YamlDocError as YamlDocError
+from pytest_atom.errors import YamlDocError
 
 #: Nodes that aliases may add to a document, counted as if every alias were written out.
 ALIAS_EXPANSION_LIMIT = 10_000

@@ -318,7 +318,7 @@ def record_through_upstream(
     """Record `spec` (record mode `all`) from a realistic upstream playing `conversations`
     (tests/upstream.py); the result, and the upstream, stopped, to ask what it sent."""
     from pytest_atom.run.spec_run import run_spec
-    from pytest_atom.settings.resolved import RunSettings
+    from pytest_atom.settings.options import RunSettings
     from tests.upstream import RealisticUpstream
 
     with RealisticUpstream(conversations) as upstream:

@@ -20,7 +20,7 @@ import yaml
 
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from tests.helpers import bash, counting_claude, verdict
 

@@ -27,7 +27,7 @@ from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.transcript import is_messages
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
 

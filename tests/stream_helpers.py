@@ -27,7 +27,7 @@ from pytest_atom.replay.normalize import Normalizer, run_dates
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
 from tests.helpers import REPO
 from tests.real_streams import RecordedStream

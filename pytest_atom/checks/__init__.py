@@ -13,7 +13,7 @@ What lives here:
   workspace safely, file heads, command tails, listings), ``shell.py`` (running a command
   confined, as `command` and plugins' checks do), ``trajectory.py`` (the agent's calls, as
   the trajectory kinds read them).
-- ``registry.py``: `CheckRegistry` and `CheckError`. ``builtin.py``: `register_checks` (the
+- ``registry.py``: `CheckRegistry` (a check raises `pytest_atom.errors.CheckError`). ``builtin.py``: `register_checks` (the
   built-in kinds' registration: the same registry and the same call a plugin's
   ``pytest_atom_register_checks`` makes), `default_registry`, `run_checks`.
 - ``schema.py``: the spec schema with the kinds' fragments; it writes ``spec_schema.json``.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from pytest_atom.checks.kinds import BUILTIN, BUILTIN_KINDS
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.checks.shell import confined, run_shell, run_shell_split
+from pytest_atom.checks.shell import confined
 from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check, Spec
@@ -32,8 +32,6 @@ __all__ = [
     "needs_sandbox",
     "register_checks",
     "run_checks",
-    "run_shell",
-    "run_shell_split",
     "unsandboxed_checks",
 ]
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.checks.kind import CheckKind, Entry, Scene
-
-# Re-exported: the check modules and plugins raise it from here (the tree is in errors).
-from pytest_atom.errors import CheckError as CheckError
+from pytest_atom.errors import CheckError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 

@@ -22,7 +22,6 @@ _EXPORTS = {
     "Reply": "server",
     "Responder": "server",
     "Script": "scripted",
-    "ScriptError": "scripted",  # raised there; defined in pytest_atom.errors
     "ScriptedResponder": "scripted",
     "scripted": "scripted",
 }
@@ -39,6 +38,5 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
-    from pytest_atom.errors import ScriptError
     from pytest_atom.gateway.scripted import Script, ScriptedResponder, scripted
     from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder

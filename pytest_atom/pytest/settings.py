@@ -10,14 +10,15 @@ import pytest
 
 from pytest_atom.errors import ConfigError, SettingsError
 from pytest_atom.run.harness import Harness, build_harness, file_layers
-from pytest_atom.settings.options import BY_NAME, COMMAND_LINE_SETTINGS, INI_SETTINGS, PER_TEST
-from pytest_atom.settings.project import find_project
-from pytest_atom.settings.resolved import (
-    Layer,
+from pytest_atom.settings.options import (
+    BY_NAME,
+    COMMAND_LINE_SETTINGS,
+    INI_SETTINGS,
+    PER_TEST,
     RunSettings,
-    from_here,
-    resolve,
 )
+from pytest_atom.settings.project import find_project
+from pytest_atom.settings.resolved import Layer, from_here, resolve
 
 __all__ = ["PER_TEST", "command_line", "pytest_harness", "settings_for"]
 

@@ -31,9 +31,9 @@ from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.retention import prune_runs
 from pytest_atom.settings.config import AtomConfig
-from pytest_atom.settings.options import BY_NAME, INI_SETTINGS
+from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, RunSettings
 from pytest_atom.settings.project import find_ini, find_project
-from pytest_atom.settings.resolved import Layer, RunSettings, resolve
+from pytest_atom.settings.resolved import Layer, resolve
 from pytest_atom.spec.types import Spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.

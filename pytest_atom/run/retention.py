@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pytest_atom.inert import inert
-from pytest_atom.settings.resolved import DEFAULT_KEEP_RUNS
+from pytest_atom.settings.options import DEFAULT_KEEP_RUNS
 
 __all__ = [
     "DEFAULT_KEEP_RUNS",

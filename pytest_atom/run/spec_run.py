@@ -47,7 +47,7 @@ from pytest_atom.run.retention import run_name
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
 
 

@@ -24,7 +24,7 @@ from pytest_atom.paths import display_path
 from pytest_atom.settings.options import OPTIONS, Option
 
 if TYPE_CHECKING:
-    from pytest_atom.settings.resolved import RunSettings
+    from pytest_atom.settings.options import RunSettings
 
 
 def output_path_errors(

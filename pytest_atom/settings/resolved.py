@@ -29,25 +29,13 @@ from typing import Any
 from pytest_atom.errors import SettingsError
 from pytest_atom.settings.options import (
     BY_NAME,
-    COMMAND_LINE_SETTINGS,
-    DEFAULT_KEEP_RUNS,
-    DEFAULT_KEEP_RUNS_SIZE,
-    DEFAULT_SETUP_CACHE_SIZE,
-    FILE_SETTINGS,
     INI_SETTINGS,
     OPTIONS,
     RunSettings,
 )
 
-#: Re-exported: the names the rest of the package has always imported from here.
 __all__ = [
-    "COMMAND_LINE_SETTINGS",
-    "DEFAULT_KEEP_RUNS",
-    "DEFAULT_KEEP_RUNS_SIZE",
-    "DEFAULT_SETUP_CACHE_SIZE",
-    "FILE_SETTINGS",
     "Layer",
-    "RunSettings",
     "SettingsError",
     "from_here",
     "ini_note",

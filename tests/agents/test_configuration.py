@@ -32,7 +32,7 @@ from pytest_atom.replay.staleness import config_staleness, staleness, stamp_hash
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions
 from tests.helpers import once_per_session

@@ -14,7 +14,7 @@ from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.staleness import workspace_config, workspace_config_changes
 from pytest_atom.results.drift import Drift
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from tests.helpers import write
 

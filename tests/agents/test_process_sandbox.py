@@ -25,7 +25,8 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
-from pytest_atom.checks.builtin import default_registry, run_checks, run_shell
+from pytest_atom.checks.builtin import default_registry, run_checks
+from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import SandboxUnavailableError, SpecError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup

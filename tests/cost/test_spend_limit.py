@@ -22,7 +22,8 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.estimate import estimate
 from pytest_atom.reports.properties import result_properties
-from pytest_atom.settings.resolved import RunSettings, parse_setting
+from pytest_atom.settings.options import RunSettings
+from pytest_atom.settings.resolved import parse_setting
 from pytest_atom.spec.load import load_specs
 from tests.helpers import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream

@@ -30,7 +30,8 @@ from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.harness import file_layers
 from pytest_atom.run.spec_run import RunScope, _new_run
 from pytest_atom.settings.config import load_config
-from pytest_atom.settings.resolved import RunSettings, resolve
+from pytest_atom.settings.options import RunSettings
+from pytest_atom.settings.resolved import resolve
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
 from tests.helpers import HOOKS_CONFTEST, verdict, write

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from tests.fault_helpers import CASSETTE, GREET, PARTIAL, PROMPT, TURNS, greet
 from tests.faults import FaultyUpstream
 from tests.helpers import once_per_session

@@ -26,7 +26,7 @@ from pytest_atom.replay.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.reports.text import failure_report, tool_problem
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from tests.cassette_helpers import replayer
 from tests.helpers import once_per_session, talk

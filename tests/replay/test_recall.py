@@ -36,7 +36,8 @@ from pytest_atom.reports.text import RECALLED_NOTE, verdict_line
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.settings.modes import JUDGE_MODES
-from pytest_atom.settings.resolved import Layer, RunSettings, resolve
+from pytest_atom.settings.options import RunSettings
+from pytest_atom.settings.resolved import Layer, resolve
 from pytest_atom.spec.load import load_spec
 from tests.helpers import REPO, ShippedRun, write
 from tests.judge_helpers import kept

@@ -29,7 +29,7 @@ from pytest_atom.replay.staleness import (
     staleness,
 )
 from pytest_atom.settings.modes import RecordMode
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
 from tests.helpers import scripted_spec

@@ -39,7 +39,7 @@ from pytest_atom.run.planner import (
 )
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
-from pytest_atom.settings.resolved import RunSettings
+from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import PlanAccept
 from tests.helpers import REPO, ShippedRun, write

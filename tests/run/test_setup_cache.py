@@ -258,7 +258,8 @@ def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path
 
 
 def test_run_folders_and_the_set_up_cache_have_size_caps_by_default() -> None:
-    from pytest_atom.settings.resolved import Layer, RunSettings, resolve
+    from pytest_atom.settings.options import RunSettings
+    from pytest_atom.settings.resolved import Layer, resolve
 
     defaults = RunSettings()
     assert defaults.keep_runs_size == 2 * 10**9 and defaults.setup_cache_size == 5 * 10**9

@@ -19,6 +19,7 @@ from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.settings.options import (
     BY_NAME,
     CONFIG_SETTINGS,
+    FILE_SETTINGS,
     INI_NAMES,
     INI_SETTINGS,
     OPTIONS,
@@ -26,7 +27,7 @@ from pytest_atom.settings.options import (
     RunSettings,
     options_markdown,
 )
-from pytest_atom.settings.resolved import FILE_SETTINGS, from_here
+from pytest_atom.settings.resolved import from_here
 from tests.sandbox_helpers import allowed
 
 COMMAND_LINE = [o for o in OPTIONS if o.command_line]

@@ -9,7 +9,8 @@ import pytest
 from pytest_atom.errors import ConfigError, SettingsError
 from pytest_atom.run.harness import conftest_files, file_layers
 from pytest_atom.settings.config import load_config
-from pytest_atom.settings.resolved import Layer, RunSettings, resolve
+from pytest_atom.settings.options import RunSettings
+from pytest_atom.settings.resolved import Layer, resolve
 
 
 def test_nothing_set_gives_the_defaults() -> None:

@@ -14,6 +14,7 @@ from jsonschema.validators import validator_for
 from pytest_atom import yamldoc
 from pytest_atom.checks.evidence import head, listing, read_text, resolve
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.errors import YamlDocError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.document import show_value
 from pytest_atom.spec.types import Check
@@ -107,7 +108,7 @@ def _read_schema(entry: Entry, file: Path) -> dict[str, Any]:
     try:
         text = file.read_text(encoding="utf-8")
         schema = json.loads(text) if file.suffix == ".json" else yamldoc.safe_load(text)
-    except (OSError, UnicodeDecodeError, ValueError, yamldoc.YamlDocError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, YamlDocError) as exc:
         raise entry.error(f"cannot read schema file {file.name!r}: {exc}", "schema") from None
     if not isinstance(schema, dict):
         raise entry.error(

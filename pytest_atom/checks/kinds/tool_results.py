@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_atom import yamldoc
 from pytest_atom.checks.kind import Entry, Scene
-from pytest_atom.errors import CheckError
+from pytest_atom.errors import CheckError, YamlDocError
 from pytest_atom.replay.transcript import tool_label
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
@@ -79,7 +79,7 @@ def load_expected(path: Path) -> list[dict[str, Any]]:
         data = yamldoc.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise CheckError(f"cannot read the session's results {path}: {exc}") from None
-    except yamldoc.YamlDocError as exc:
+    except YamlDocError as exc:
         where = f"{path}:{exc.line}:{exc.column}" if exc.line else str(path)
         raise CheckError(f"cannot read the session's results {where}: {exc.message}") from None
     calls = data.get("calls") if isinstance(data, dict) else None
