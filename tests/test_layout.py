@@ -158,12 +158,24 @@ def _node(module: str) -> str | None:
     return ".".join(parts[:2]) if len(parts) > 1 else "pytest_atom"
 
 
+@functools.cache
+def importlinter() -> dict[str, Any]:
+    """pyproject.toml's ``[tool.importlinter]``, read once."""
+    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
+    settings: dict[str, Any] = tomlkit.parse(text).unwrap()["tool"]["importlinter"]
+    return settings
+
+
+def _layer_lines() -> list[str]:
+    """The layers contract's lines, top first, as written."""
+    contracts: list[dict[str, Any]] = importlinter()["contracts"]
+    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers")
+    return [str(layer) for layer in layers]
+
+
 def _open() -> set[str]:
     """The layers' siblings that may import each other (declared with ":")."""
-    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
-    contracts = tomlkit.parse(text).unwrap()["tool"]["importlinter"]["contracts"]
-    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers")
-    return {name.strip() for layer in layers if ":" in layer for name in layer.split(":")}
+    return {name.strip() for line in _layer_lines() if ":" in line for name in line.split(":")}
 
 
 @functools.cache
@@ -231,13 +243,8 @@ def package_graph() -> dict[str, set[str]]:
 
 def declared_layers() -> list[set[str]]:
     """The layers pyproject.toml's import-linter contract declares, top first."""
-    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
-    contracts: list[dict[str, Any]] = tomlkit.parse(text).unwrap()["tool"]["importlinter"][
-        "contracts"
-    ]
-    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers")
     # "a | b": independent siblings; "a : b": siblings that may import each other.
-    return [{name.strip() for name in re.split(r"[|:]", str(layer))} for layer in layers]
+    return [{name.strip() for name in re.split(r"[|:]", line)} for line in _layer_lines()]
 
 
 def test_the_packages_import_each_other_in_no_cycle() -> None:
@@ -281,9 +288,7 @@ def test_the_package_graph_checker_sees_lazy_and_type_only_imports() -> None:
 
 def test_import_linter_counts_type_only_imports() -> None:
     """The contract the issue asked for: no import hides from the layers under TYPE_CHECKING."""
-    text = (PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8")
-    settings = tomlkit.parse(text).unwrap()["tool"]["importlinter"]
-    assert settings["exclude_type_checking_imports"] is False
+    assert importlinter()["exclude_type_checking_imports"] is False
 
 
 # --- sizes: no module over 600 lines, no function over 60 ------------------------------------
