@@ -213,6 +213,10 @@ class Spec:
     #: whether the others are compared with it.
     arm: str | None = None
     arm_reference: bool = False
+    #: `cases:`: the id of the case this spec was rendered for (then `name` is
+    #: ``<spec name>[<case id>]``, before any arm), and the case's variables.
+    case: str | None = None
+    case_vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
