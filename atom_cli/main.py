@@ -56,6 +56,7 @@ LAZY_COMMANDS = {
         "results",
         "Combine the results of a CI matrix's shards into one report and gate.",
     ),
+    "bisect": ("atom_cli.bisect_cmd", "bisect_", "First Claude Code release changing a replay."),
     "cache": (
         "atom_cli.cache_cmd",
         "cache",

@@ -10,6 +10,7 @@
     ├── ExpansionError (ValueError)        a ``${...}`` that cannot be expanded      settings/
     ├── YamlDocError                       invalid YAML, before it is a file kind's  yamldoc
     ├── SessionError (ValueError)          a file `atom import` cannot import        importing/
+    ├── BisectError                        releases `atom bisect` cannot list or use history/
     ├── CheckError                         a check that cannot be evaluated          checks/
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
@@ -57,6 +58,7 @@ __all__ = [
     "AgentUnavailableError",
     "AtomError",
     "BaselineError",
+    "BisectError",
     "CassetteError",
     "CheckError",
     "ClaudeNotFoundError",
@@ -175,6 +177,11 @@ class SessionError(AtomError, ValueError):
 
 
 # --- a run's own refusals --------------------------------------------------------------------
+
+
+class BisectError(AtomError):
+    """`atom bisect` cannot go on: a release npm does not list or cannot install, a spec
+    with nothing to replay, a replay the harness could not run; the message says the fix."""
 
 
 class CheckError(AtomError):

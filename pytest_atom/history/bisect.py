@@ -1,0 +1,414 @@
+"""`atom bisect`: the first Claude Code release that changes how a spec's cassette replays.
+
+A cassette pins the model's side of a session, so what a new Claude Code release changes
+shows when the cassette is replayed with it: another outcome (a tool it no longer offers
+leaves a request the cassette cannot answer, a tool that works otherwise fails a check) or
+another sequence of tool calls. Between a good release and a bad one, npm's list of
+releases (``npm view @anthropic-ai/claude-code versions``, through the user's own npm
+configuration: registry, proxy, credentials, as `atom setup` installs through it) names the
+candidates. A binary search replays the spec with as few of them as it can (the two ends,
+then about log2 of the releases between), installing each it needs as `atom setup
+--version` does (into the per-user cache; one already there is used as it is).
+
+As with `git bisect`, the answer is a pair of neighbours: the last release that replays as
+the good one does and the first that does not. Replays never record (`record_mode` is
+``none`` whatever the project sets) and accept a cassette recorded with another release
+(`strict_version` off): the release is what is being varied.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_atom.agents.claude_code.cli import NPM_PACKAGE, cached_claude, install_command
+from pytest_atom.errors import BisectError
+from pytest_atom.paths import display_path
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.run.harness import Harness
+from pytest_atom.spec.load import load_specs
+from pytest_atom.spec.types import Spec
+
+#: The npm command that lists every published release of Claude Code, oldest first.
+VERSIONS_COMMAND = ("npm", "view", NPM_PACKAGE, "versions", "--json")
+#: A release version: ``2.1.332`` (pre-releases such as ``2.2.0-beta.1`` are left out).
+_RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class ItemReplay:
+    """One spec item replayed with one release: what bisect compares (its outcome and the
+    executor's tool calls, in order) and what explains it (why, the run folder)."""
+
+    name: str
+    outcome: str  # passed, failed, error, upstream error, xfailed or xpassed
+    why: str
+    tool_calls: tuple[str, ...]
+    run_dir: str
+    #: The first request the replay could not match, as the report describes it (None: all
+    #: matched): where a release's change shows first.
+    divergence: str | None = None
+
+    @property
+    def behaviour(self) -> tuple[str, tuple[str, ...]]:
+        return self.outcome, self.tool_calls
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The spec file's items replayed with one release; `installed`: this bisect installed
+    the release (it was not in the per-user cache)."""
+
+    version: str
+    installed: bool
+    items: tuple[ItemReplay, ...]
+
+    def behaves_as(self, other: Replay) -> bool:
+        """Every item ends as in `other` and calls the same tools in the same order."""
+        return [i.behaviour for i in self.items] == [i.behaviour for i in other.items]
+
+
+@dataclass(frozen=True)
+class ItemChange:
+    """How an item replayed with the first changing release differs from the good one."""
+
+    name: str
+    outcome_before: str
+    outcome_after: str
+    why_after: str
+    calls_before: tuple[str, ...]
+    calls_after: tuple[str, ...]
+    divergence_after: str | None = None
+
+    @property
+    def first_call_difference(self) -> int | None:
+        """The 0-based index of the first tool call that differs (one sequence ending early
+        counts), or None when both call the same tools."""
+        if self.calls_before == self.calls_after:
+            return None
+        pairs = zip(self.calls_before, self.calls_after, strict=False)
+        same = next((n for n, (a, b) in enumerate(pairs) if a != b), None)
+        return same if same is not None else min(len(self.calls_before), len(self.calls_after))
+
+
+@dataclass(frozen=True)
+class Bisection:
+    """A bisection's answer: the releases from good to bad, the replays made (in order),
+    the first release that changes the spec's replay and the release before it (both
+    None when the bad release replays as the good one does), and what changed."""
+
+    spec_file: str
+    good: str
+    bad: str
+    releases: tuple[str, ...]
+    replays: tuple[Replay, ...]
+    first_change: str | None
+    last_same: str | None
+    changes: tuple[ItemChange, ...]
+
+    @property
+    def installed(self) -> tuple[str, ...]:
+        return tuple(r.version for r in self.replays if r.installed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON `atom bisect --json` prints."""
+        return {
+            "spec_file": self.spec_file,
+            "good": self.good,
+            "bad": self.bad,
+            "releases": list(self.releases),
+            "max_replays": max_replays(len(self.releases)),
+            "replays": [_replay_dict(r, self.replays[0]) for r in self.replays],
+            "installed": list(self.installed),
+            "first_change": self.first_change,
+            "last_same": self.last_same,
+            "changes": [
+                {
+                    "name": c.name,
+                    "outcome": [c.outcome_before, c.outcome_after],
+                    "why": c.why_after,
+                    "tool_calls": [list(c.calls_before), list(c.calls_after)],
+                    "first_call_difference": c.first_call_difference,
+                    "divergence": c.divergence_after,
+                }
+                for c in self.changes
+            ],
+        }
+
+
+def _replay_dict(replay: Replay, good: Replay) -> dict[str, Any]:
+    return {
+        "version": replay.version,
+        "installed": replay.installed,
+        "same_as_good": replay.behaves_as(good),
+        "items": [
+            {
+                "name": i.name,
+                "outcome": i.outcome,
+                "why": i.why,
+                "tool_calls": list(i.tool_calls),
+                "divergence": i.divergence,
+                "run_dir": i.run_dir,
+            }
+            for i in replay.items
+        ],
+    }
+
+
+class Watcher(Protocol):
+    """What a front end shows as a bisection goes (`atom bisect`'s progress lines)."""
+
+    def started(self, releases: Sequence[str]) -> None:
+        """The search is about to replay: `releases` are good to bad, both included."""
+
+    def installing(self, version: str, folder: Path) -> None:
+        """Release `version` is not in the cache: npm installs it into `folder`."""
+
+    def replayed(self, replay: Replay, good: Replay) -> None:
+        """`replay` is done (`good`: the good release's, itself for the first)."""
+
+
+def max_replays(releases: int) -> int:
+    """How many replays a bisection of `releases` (good to bad, both included) takes at
+    most: the two ends, then log2 of the steps between them."""
+    return 2 + math.ceil(math.log2(releases - 1)) if releases > 2 else releases
+
+
+def release_key(version: str) -> tuple[int, int, int]:
+    """``2.1.332`` as numbers, for ordering (npm's list is by publication, not by number)."""
+    found = _RELEASE.match(version)
+    if found is None:
+        raise BisectError(f"{version!r} is not a Claude Code release version (such as 2.1.332)")
+    return int(found[1]), int(found[2]), int(found[3])
+
+
+def npm_versions() -> list[str]:
+    """Every published Claude Code version, from npm (`VERSIONS_COMMAND`), through the
+    user's npm configuration (its registry: ``npm_config_registry`` or ``.npmrc``)."""
+    try:
+        done = subprocess.run(VERSIONS_COMMAND, capture_output=True, text=True, timeout=300)
+    except FileNotFoundError:
+        raise BisectError(
+            "npm was not found: install Node.js (with npm); bisect lists and installs "
+            "Claude Code releases with it, as `atom setup` does."
+        ) from None
+    if done.returncode != 0:
+        raise BisectError(
+            f"`{' '.join(VERSIONS_COMMAND)}` failed (exit {done.returncode}):\n"
+            f"{_tail(done.stderr or done.stdout)}\nCheck npm's registry and network settings."
+        )
+    try:
+        versions = json.loads(done.stdout)
+    except ValueError:
+        versions = None
+    if isinstance(versions, str):  # npm prints one version as a bare string
+        versions = [versions]
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise BisectError(
+            f"`{' '.join(VERSIONS_COMMAND)}` did not print a JSON list of versions:\n"
+            f"{_tail(done.stdout)}"
+        )
+    return versions
+
+
+def releases_between(versions: Sequence[str], good: str, bad: str) -> tuple[str, ...]:
+    """The releases from `good` to `bad`, both included, in version order; pre-releases
+    between them are left out. Each end must be a published release, good the older."""
+    published = {v for v in versions if _RELEASE.match(v)}
+    for flag, version in (("--good", good), ("--bad", bad)):
+        release_key(version)
+        if version not in published:
+            raise BisectError(
+                f"{flag} {version}: npm lists no such Claude Code release "
+                f"({_known(sorted(published, key=release_key))}); give a listed version."
+            )
+    low, high = release_key(good), release_key(bad)
+    if low >= high:
+        raise BisectError(
+            f"--good {good} is not older than --bad {bad}: give the release that replays "
+            "as expected as --good and the later one that does not as --bad."
+        )
+    return tuple(sorted((v for v in published if low <= release_key(v) <= high), key=release_key))
+
+
+def search(
+    releases: Sequence[str], replay: Callable[[str], Replay]
+) -> tuple[tuple[Replay, ...], int | None]:
+    """Binary search over `releases` (good first, bad last): the replays made, in order,
+    and the index of the first release that does not replay as the good one (None when
+    the bad one does). The release before that index replays as the good one does."""
+    good, bad = replay(releases[0]), replay(releases[-1])
+    made = [good, bad]
+    if bad.behaves_as(good):
+        return tuple(made), None
+    same, changed = 0, len(releases) - 1
+    while changed - same > 1:
+        middle = (same + changed) // 2
+        probe = replay(releases[middle])
+        made.append(probe)
+        if probe.behaves_as(good):
+            same = middle
+        else:
+            changed = middle
+    return tuple(made), changed
+
+
+def changes_between(good: Replay, other: Replay) -> tuple[ItemChange, ...]:
+    """The items of `other` that end otherwise or call other tools than in `good`."""
+    before = {item.name: item for item in good.items}
+    changes = []
+    for item in other.items:
+        was = before.get(item.name)
+        if was is None or was.behaviour == item.behaviour:
+            continue
+        changes.append(
+            ItemChange(
+                item.name,
+                was.outcome,
+                item.outcome,
+                item.why,
+                was.tool_calls,
+                item.tool_calls,
+                item.divergence,
+            )
+        )
+    return tuple(changes)
+
+
+def release_binary(version: str, watcher: Watcher | None = None) -> tuple[Path, bool]:
+    """The `claude` of release `version` and whether it was installed now: from the
+    per-user cache, else installed there with npm as `atom setup --version` does."""
+    binary = cached_claude(version)
+    if binary.exists():
+        return binary, False
+    folder = binary.parents[2]
+    if watcher is not None:
+        watcher.installing(version, folder)
+    try:
+        done = subprocess.run(install_command(version), capture_output=True, text=True)
+    except FileNotFoundError:
+        raise BisectError(
+            "npm was not found: install Node.js (with npm); bisect installs Claude Code "
+            "releases with it, as `atom setup --version` does."
+        ) from None
+    if done.returncode != 0 or not binary.exists():
+        raise BisectError(
+            f"npm could not install Claude Code {version} into {display_path(folder)} "
+            f"(exit {done.returncode}):\n{_tail(done.stderr or done.stdout)}\n"
+            f"Try `atom setup --version {version}` to see npm's whole output."
+        )
+    return binary, True
+
+
+def tool_calls(result: SpecResult) -> tuple[str, ...]:
+    """The executor's tool calls in the order it made them, over every attempt (and step)."""
+    return tuple(call.name for a in result.all_attempts for r in a.records for call in r.tool_calls)
+
+
+def replay_with(
+    specs: Sequence[Spec], harness: Harness, version: str, watcher: Watcher | None = None
+) -> Replay:
+    """`specs` replayed with release `version` (installed first if need be), never
+    recording, whatever release recorded their cassettes."""
+    from pytest_atom.run.execution import HARNESS_ERRORS
+    from pytest_atom.run.spec_run import RunScope, run_spec
+
+    binary, installed = release_binary(version, watcher)
+    settings = replace(harness.settings, record_mode="none", strict_version=False)
+    scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
+    items = []
+    for spec in specs:
+        try:
+            result = run_spec(
+                spec, runs_dir=harness.runs_dir, settings=settings, claude_bin=binary, scope=scope
+            )
+        except HARNESS_ERRORS as exc:
+            raise BisectError(
+                f"{spec.name} could not be replayed with Claude Code {version}: {exc}"
+            ) from exc
+        outcome, diverged = result.outcome, result.divergences
+        items.append(
+            ItemReplay(
+                spec.name,
+                outcome.label,
+                outcome.why,
+                tool_calls(result),
+                str(result.run_dir),
+                diverged[0].detail.partition("\n")[0] if diverged else None,
+            )
+        )
+    return Replay(version, installed, tuple(items))
+
+
+def replayable(spec_file: Path, harness: Harness) -> list[Spec]:
+    """The specs of `spec_file`, each with a cassette (or a script) to replay; a spec with
+    neither is a BisectError naming the cassette it lacks and how to record it."""
+    specs = load_specs(spec_file, check_kinds=harness.registry().kinds())
+    if not specs:
+        raise BisectError(f"{display_path(spec_file)} holds no spec to bisect.")
+    for spec in specs:
+        cassette = cassette_path(spec)
+        if spec.script is None and not cassette.is_file():
+            raise BisectError(
+                f"{display_path(spec_file)}: spec {spec.name!r} has no cassette "
+                f"({display_path(cassette)}) to replay. Record one first: "
+                f"atom run {display_path(spec_file)} --record-mode=once"
+            )
+    return specs
+
+
+def bisect(
+    spec_file: Path,
+    good: str,
+    bad: str,
+    harness: Harness,
+    *,
+    versions: Sequence[str] | None = None,
+    watcher: Watcher | None = None,
+) -> Bisection:
+    """The first release after `good`, up to `bad`, whose replay of `spec_file`'s cassettes
+    ends otherwise or calls other tools than `good`'s (`versions`: the published releases,
+    default npm's list)."""
+    specs = replayable(spec_file, harness)
+    releases = releases_between(npm_versions() if versions is None else versions, good, bad)
+    if watcher is not None:
+        watcher.started(releases)
+    good_replay: list[Replay] = []
+
+    def replay(version: str) -> Replay:
+        done = replay_with(specs, harness, version, watcher)
+        good_replay[:] = good_replay or [done]
+        if watcher is not None:
+            watcher.replayed(done, good_replay[0])
+        return done
+
+    made, first = search(releases, replay)
+    by_version: Mapping[str, Replay] = {r.version: r for r in made}
+    changed = by_version[releases[first]] if first is not None else None
+    return Bisection(
+        spec_file=display_path(spec_file),
+        good=good,
+        bad=bad,
+        releases=releases,
+        replays=made,
+        first_change=releases[first] if first is not None else None,
+        last_same=releases[first - 1] if first is not None else None,
+        changes=changes_between(made[0], changed) if changed is not None else (),
+    )
+
+
+def _known(published: Sequence[str]) -> str:
+    if not published:
+        return "it lists none"
+    return f"{len(published)} listed, {published[0]} to {published[-1]}"
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
