@@ -165,7 +165,11 @@ def test_bare_words_are_refused_and_never_start_an_agent(
     assert result.exit_code == 2, result.output
     assert f"No such command '{args[0]}'." in result.output
     assert hint in result.output
-    assert "Commands: baseline, cache, cassette, doctor" in result.output
+    listed = re.search(r"^Commands: (.*)\.$", result.output, re.M)
+    assert listed is not None, result.output
+    commands = listed[1].split(", ")  # every command, in order: new ones join the list
+    assert commands == sorted(commands)
+    assert {"baseline", "cache", "cassette", "doctor", "run", "setup", "validate"} <= set(commands)
     assert list(tmp_path.iterdir()) == []
 
 
