@@ -25,7 +25,7 @@ from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
-from pytest_atom.suite.shards import combine, gated_rows, page_rows, read_shard
+from pytest_atom.suite.shards import ShardResults, combine, gated_rows, page_rows, read_shard
 
 
 @click.group()
@@ -100,17 +100,8 @@ def combine_command(
     gates = RepeatGates(harness.settings.pass_at_least, harness.settings.min_pass_rate)
     for line in _summary(rows, run.failures, gate, gates):
         click.echo(line)
-    page = harness.html
-    if page is not None:
-        from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
-
-        deltas = gate.deltas() if gate is not None else {}
-        write_html(
-            page_rows(rows, run.views, run.failures, deltas),
-            page,
-            measured=measured_lines(rows, gates),
-        )
-        click.echo(f"HTML report: {display_path(page)}")
+    if harness.html is not None:
+        _write_page(harness.html, rows, run, gate, gates)
     status = worst(rows)
     ending = Ending(
         # a failed test beside the specs fails the run, as in pytest
@@ -124,6 +115,25 @@ def combine_command(
         other_failures=run.other_failures,
     )
     sys.exit(decide(ending))
+
+
+def _write_page(
+    page: Path,
+    rows: list[SummaryRow],
+    run: ShardResults,
+    gate: BaselineGate | None,
+    gates: RepeatGates,
+) -> None:
+    """The combined run's HTML report, as the unsharded run writes it."""
+    from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
+
+    deltas = gate.deltas() if gate is not None else {}
+    write_html(
+        page_rows(rows, run.views, run.failures, deltas),
+        page,
+        measured=measured_lines(rows, gates),
+    )
+    click.echo(f"HTML report: {display_path(page)}")
 
 
 def _summary(
