@@ -6,7 +6,6 @@ spec's `pass_at_least:` (the run through the real CLI, scripted, under both fron
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml

@@ -20,7 +20,10 @@ SPEC = "specs/x.atom.yaml::x"
 
 
 def repeat(n: int, label: str, **counts: Any) -> SummaryRow:
-    return summary_row(f"{SPEC}[r{n}]", label, {f"atom_{k}": v for k, v in counts.items()})
+    row: SummaryRow = summary_row(
+        f"{SPEC}[r{n}]", label, {f"atom_{k}": v for k, v in counts.items()}
+    )
+    return row
 
 
 def shard(folder: Path, *rows: SummaryRow) -> Path:
