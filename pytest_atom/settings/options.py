@@ -357,7 +357,8 @@ class RunSettings:
         Option(
             "number",
             "run each spec N times and report its pass rate (Wilson 95 % interval), "
-            "pass@k and pass^k, and its mean score and turns with their intervals (default 1).",
+            "pass@k and pass^k, and its mean score and turns with their intervals (default 1; "
+            "a spec's own `repeats:` wins).",
             default="1",
             parser=p.whole(1),
             metavar="N",
