@@ -22,9 +22,10 @@ from pytest_atom.reports.summary import (
     summary_width,
 )
 from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
-from pytest_atom.suite.shards import combine, gated_rows, page_rows, read_shard
+from pytest_atom.suite.shards import ShardResults, combine, gated_rows, page_rows, read_shard
 
 
 @click.group()
@@ -53,8 +54,20 @@ def results() -> None:
     metavar="R",
     help="gate on pass rates over every shard's repeats, as --atom-min-pass-rate does.",
 )
+@click.option(
+    "--pass-at-least",
+    type=click.IntRange(1),
+    default=None,
+    metavar="K",
+    help="a spec passes when at least K of its repeats passed over every shard, as "
+    "--atom-pass-at-least says (a spec's own pass_at_least: wins).",
+)
 def combine_command(
-    shards: tuple[Path, ...], html: Path | None, baseline: Path | None, min_pass_rate: float | None
+    shards: tuple[Path, ...],
+    html: Path | None,
+    baseline: Path | None,
+    min_pass_rate: float | None,
+    pass_at_least: int | None,
 ) -> None:
     """Combine the shards of a CI matrix (pytest-split) into one run: one summary, one
     baseline comparison, one HTML report and one exit status.
@@ -62,9 +75,10 @@ def combine_command(
     Each SHARD is a folder a job wrote with `pytest --atom --atom-report DIR` (its
     results.json), or such a file. A spec that ran in two shards is an error naming both.
     Settings not given here come from the ini file and .atom/config.yaml, as for the
-    unsharded run. Exit status: 0 when every spec passed, 1 when any failed (or regressed
-    against the baseline, or fell below --min-pass-rate), 2 when the machinery failed in
-    a shard or a file cannot be used.
+    unsharded run. Exit status: 0 when every spec passed (a spec with a threshold: when
+    enough of its repeats passed over every shard), 1 when any failed (or regressed
+    against the baseline, or fell below its threshold), 2 when the machinery failed in a
+    shard or a file cannot be used.
     """
     try:
         harness = host_harness(
@@ -72,6 +86,7 @@ def combine_command(
                 "html": html.resolve() if html else None,
                 "baseline": baseline.resolve() if baseline else None,
                 "min_pass_rate": min_pass_rate,
+                "pass_at_least": pass_at_least,
             }
         )
         gate = harness.baseline_gate()
@@ -82,24 +97,18 @@ def combine_command(
     regressed = gate is not None and gate.finish(rows)
     runs = len(rows) + len(run.failures)
     click.echo(f"combined {len(run.sources)} shard(s): {runs} spec run(s)")
-    rate = harness.settings.min_pass_rate
-    for line in _summary(rows, run.failures, gate, rate):
+    gates = RepeatGates(harness.settings.pass_at_least, harness.settings.min_pass_rate)
+    for line in _summary(rows, run.failures, gate, gates):
         click.echo(line)
-    page = harness.html
-    if page is not None:
-        from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
-
-        deltas = gate.deltas() if gate is not None else {}
-        write_html(
-            page_rows(rows, run.views, run.failures, deltas), page, measured=measured_lines(rows)
-        )
-        click.echo(f"HTML report: {display_path(page)}")
+    if harness.html is not None:
+        _write_page(harness.html, rows, run, gate, gates)
     status = worst(rows)
     ending = Ending(
         # a failed test beside the specs fails the run, as in pytest
         base=max(status, 1) if run.other_failures else status,
         rows=rows,
-        min_pass_rate=rate,
+        min_pass_rate=gates.min_pass_rate,
+        pass_at_least=gates.pass_at_least,
         regressed=regressed,
         # a spec the harness could not run: the machinery failed, as in atom run
         machinery_failed=bool(run.failures) or status == EXIT_MACHINERY,
@@ -108,11 +117,30 @@ def combine_command(
     sys.exit(decide(ending))
 
 
+def _write_page(
+    page: Path,
+    rows: list[SummaryRow],
+    run: ShardResults,
+    gate: BaselineGate | None,
+    gates: RepeatGates,
+) -> None:
+    """The combined run's HTML report, as the unsharded run writes it."""
+    from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
+
+    deltas = gate.deltas() if gate is not None else {}
+    write_html(
+        page_rows(rows, run.views, run.failures, deltas),
+        page,
+        measured=measured_lines(rows, gates),
+    )
+    click.echo(f"HTML report: {display_path(page)}")
+
+
 def _summary(
     rows: list[SummaryRow],
     failures: Iterable[str],
     gate: BaselineGate | None,
-    rate: float | None,
+    gates: RepeatGates,
 ) -> list[str]:
     """The combined run's summary, as the unsharded run prints it: the table, each spec's
     notes, what could not run, then the gate's, the repeats' and the arms' lines."""
@@ -125,5 +153,10 @@ def _summary(
     ]
     lines += failed_tries_lines(rows) + environment_lines(rows) + sandbox_warning_lines(rows)
     lines += gate.lines() if gate is not None else []
-    repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
-    return lines + (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows)
+    repeats = (
+        gates.min_pass_rate is not None
+        or any(spec_key(row.nodeid) != row.nodeid for row in rows)
+        or any(row.pass_at_least is not None for row in rows)
+    )
+    rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
+    return lines + rates + arm_lines(rows)

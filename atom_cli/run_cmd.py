@@ -126,8 +126,9 @@ def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **given: Any) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
-    Exit status: 0 when every spec passed (an xfail spec's expected failure passes), 1 when
-    any failed (or regressed against --baseline, or fell below --min-pass-rate), 2 for usage
+    Exit status: 0 when every spec passed (an xfail spec's expected failure passes; a spec
+    with `pass_at_least:`, --pass-at-least or --min-pass-rate: when enough of its repeats
+    passed), 1 when any failed (or regressed against --baseline), 2 for usage
     or harness errors, for recordings that failed on their upstream and when --max-cost-usd
     stopped the run (as `claude plugin eval --max-cost-usd`), 130 when interrupted (Ctrl-C).
     """

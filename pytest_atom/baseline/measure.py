@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.thresholds import RepeatGates, Tally, tallies
 
 Row = SummaryRow
 #: Figures measured per run: (name, property); the agent's own usage, as baselines read it.
@@ -120,16 +121,23 @@ def _repeat_figures_text(r: Runs) -> str:
     return line
 
 
-def repeat_lines(rows: Iterable[Row], gate: float | None) -> list[str]:
-    """The summary's pass rates under --atom-repeat, each with its interval."""
+def repeat_lines(
+    rows: Iterable[Row], gate: float | None, pass_at_least: int | None = None
+) -> list[str]:
+    """The summary's pass rates under --atom-repeat, each with its interval and the
+    threshold it is held to (a spec's own `pass_at_least:`, else the run's
+    `pass_at_least` and minimum rate `gate`: `results.thresholds`), met or not."""
+    rows = list(rows)
+    gates = RepeatGates(pass_at_least, gate)
+    counted = {tally.spec: tally for tally in tallies(rows)}
     lines = [
         "pass rates over repeats (95 % intervals: Wilson for pass rates, Student's t for "
         "mean score and turns; pass@k and pass^k unbiased from all runs):"
     ]
     for r in groupruns_of(rows).values():
         line = repeat_line(r)
-        if gate is not None:
-            line += f" ({'ok' if r.passed / r.runs >= gate else 'BELOW'} the minimum {gate:g})"
+        if verdict := counted[r.key].verdict(gates):
+            line += f" ({verdict})"
         if r.deterministic and r.runs > 1:
             line += (
                 " [every repeat alike from one script or cassette: identical by design, "
@@ -295,8 +303,23 @@ def _vs_reference(f: ArmFigures) -> str | None:
     return ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
 
 
-def repeat_figures(r: Runs) -> dict[str, Any]:
-    """One spec's repeats as plain data (the measured.json of --atom-report)."""
+def repeat_figures(
+    r: Runs, tally: Tally | None = None, gates: RepeatGates | None = None
+) -> dict[str, Any]:
+    """One spec's repeats as plain data (the measured.json of --atom-report), with its
+    threshold: the passes it needs of how many runs (None: none applies) and whether it
+    met it (`results.thresholds`)."""
+    gates = gates or RepeatGates()
+    threshold = (
+        None
+        if tally is None or not tally.gated(gates)
+        else {
+            "repeats": tally.repeats,
+            "pass_at_least": tally.needed(gates),
+            "min_pass_rate": gates.min_pass_rate if tally.own is None else None,
+            "met": tally.met(gates),
+        }
+    )
     return {
         "spec": r.key,
         "passed": r.passed,
@@ -311,15 +334,28 @@ def repeat_figures(r: Runs) -> dict[str, Any]:
             else i.to_dict()
             for metric in ("score", "turns")
         },
+        "threshold": threshold,
     }
 
 
-def measured(rows: Sequence[Row]) -> dict[str, Any]:
-    """Everything this module measures, as plain data: repeats, arms, arms over specs."""
+def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally]]:
+    """The specs whose repeats a report shows: those that ran more than once, or that a
+    count of passes holds (`repeats: 1` with `pass_at_least: 1` is still said)."""
+    counted = {tally.spec: tally for tally in tallies(rows)}
+    return [
+        (r, counted[r.key])
+        for r in groupruns_of(rows).values()
+        if r.runs > 1 or counted[r.key].needed(gates) is not None
+    ]
+
+
+def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str, Any]:
+    """Everything this module measures, as plain data: repeats (each with its threshold,
+    under the run's `gates`), arms, arms over specs."""
+    gates = gates or RepeatGates()
     figures = arm_figures(rows)
-    several = [r for r in groupruns_of(rows).values() if r.runs > 1]
     return {
-        "repeats": [repeat_figures(r) for r in several],
+        "repeats": [repeat_figures(r, tally, gates) for r, tally in _repeated(rows, gates)],
         "arms": [f.to_dict() for f in figures],
         "arms_over_specs": {
             arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
@@ -327,13 +363,21 @@ def measured(rows: Sequence[Row]) -> dict[str, Any]:
     }
 
 
-def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
-    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec."""
-    props = [
-        (f"atom_repeats {r.key}", _repeat_figures_text(r))
-        for r in groupruns_of(rows).values()
-        if r.runs > 1
-    ]
+def junit_properties(
+    rows: Sequence[Row], gates: RepeatGates | None = None
+) -> list[tuple[str, str]]:
+    """The summary's repeat and arm lines as JUnit test-suite properties, one a spec; a
+    spec's repeats with its threshold, as the summary says it."""
+    gates = gates or RepeatGates()
+    props = []
+    for r, tally in _repeated(rows, gates):
+        verdict = tally.verdict(gates)
+        props.append(
+            (
+                f"atom_repeats {r.key}",
+                _repeat_figures_text(r) + (f" ({verdict})" if verdict else ""),
+            )
+        )
     figures = arm_figures(rows)
     for f in figures:
         moved = _vs_reference(f)
@@ -343,7 +387,10 @@ def junit_properties(rows: Sequence[Row]) -> list[tuple[str, str]]:
     return props
 
 
-def measured_lines(rows: Sequence[Row]) -> list[str]:
-    """The repeat lines (when a spec ran more than once) and the arm lines, for a report."""
-    several = any(r.runs > 1 for r in groupruns_of(rows).values())
-    return (repeat_lines(rows, None) if several else []) + arm_lines(rows)
+def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> list[str]:
+    """The repeat lines (when a spec ran more than once, or a count holds it) and the arm
+    lines, for a report; `gates`: the run's own thresholds."""
+    gates = gates or RepeatGates()
+    shown = bool(_repeated(rows, gates))
+    lines = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if shown else []
+    return lines + arm_lines(rows)

@@ -84,7 +84,7 @@ class HtmlReport:
             page_rows(results, self.views, self.failures, deltas),
             self.path,
             runs_dir=self.runs_dir,
-            measured=measured_lines(results),
+            measured=measured_lines(results, suite.gates),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -79,9 +79,9 @@ class SpecFile(pytest.File):
         """The file's specs (its check kinds are in `self.registry`)."""
         return load_specs(self.path, check_kinds=self.registry.kinds())
 
-    def repeats(self, spec: Spec) -> int:
-        """How often each spec runs: ``--atom-repeat``."""
-        return suite_run(self.config).harness.settings.repeat
+    def repeated(self, spec: Spec) -> Spec:
+        """`spec` with how often it runs: its own `repeats:`, else ``--atom-repeat``."""
+        return suite_run(self.config).repeated(spec)
 
     def collect(self) -> Iterator[pytest.Item]:
         suite = suite_run(self.config)
@@ -98,8 +98,9 @@ class SpecFile(pytest.File):
         if missing:
             yield BrokenSpec.from_parent(self, name=inert(self.path.name), error=missing)
             return
-        for spec, run in ((s, r) for s in specs for r in range(1, self.repeats(s) + 1)):
-            repeat = self.repeats(spec)
+        repeated = [self.repeated(spec) for spec in specs]
+        for spec, run in ((s, r) for s in repeated for r in range(1, (s.repeats or 1) + 1)):
+            repeat = spec.repeats or 1
             name = spec.name if repeat == 1 else f"{spec.name}[r{run}]"
             item = AtomItem.from_parent(
                 self,
@@ -130,10 +131,10 @@ class EvalCaseFile(SpecFile):
         register_checks(self.registry)
         return case_specs(self.case, self.registry.kinds())
 
-    def repeats(self, spec: Spec) -> int:
+    def repeated(self, spec: Spec) -> Spec:
         if self.config.option.atom_repeat is not None:
-            return super().repeats(spec)
-        return self.case.runs
+            return super().repeated(spec)
+        return suite_run(self.config).repeated(spec, self.case.runs)
 
 
 def pytest_mark(mark: Mark) -> pytest.MarkDecorator:
@@ -225,7 +226,7 @@ class AtomItem(pytest.Function):
     def __init__(self, *, spec: Spec, repeat: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
-        self.repeat = repeat  # which of --atom-repeat's runs, or None
+        self.repeat = repeat  # which of the spec's repeats this run is, or None
         self.result: SpecResult | None = None
 
     def run_spec(

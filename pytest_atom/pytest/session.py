@@ -50,11 +50,12 @@ class Measured:
         from _pytest.junitxml import xml_key  # record_testsuite_property's own way in
 
         xml = session.config.stash.get(xml_key, None)
+        gates = self.suite.gates
         if xml is not None:
-            for name, value in junit_properties(rows):
+            for name, value in junit_properties(rows, gates):
                 xml.add_global_property(name, value)
         report_dir = self.suite.harness.report_dir
-        figures = measured(rows)
+        figures = measured(rows, gates)
         if report_dir is not None and (figures["repeats"] or figures["arms"]):
             report_dir.mkdir(parents=True, exist_ok=True)
             text = json.dumps(figures, indent=2, ensure_ascii=False) + "\n"

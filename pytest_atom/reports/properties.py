@@ -55,8 +55,23 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         ),
         **step_properties(result),
         **arm_properties(result.spec),
+        **repeat_properties(result),
         **environment_properties(result),
     }
+
+
+def repeat_properties(result: SpecResult) -> dict[str, Any]:
+    """How many runs the spec has (``atom_repeats``) and its own ``atom_pass_at_least``,
+    where it repeats or sets a count: a row carries them across xdist's border and into
+    a shard's results file, so the exit status counts the spec's passes against them
+    (`pytest_atom.results.thresholds`)."""
+    spec = result.spec
+    props: dict[str, Any] = {}
+    if (spec.repeats or 1) > 1 or spec.pass_at_least is not None:
+        props["atom_repeats"] = spec.repeats or 1
+    if spec.pass_at_least is not None:
+        props["atom_pass_at_least"] = spec.pass_at_least
+    return props
 
 
 def criteria_votes(result: SpecResult) -> str | None:

@@ -1,18 +1,17 @@
 """The terminal summary of a session: one row per spec run, fitted to the terminal's width,
-with the notes under it (specs run without a sandbox, failed tries) and the pass rates of
-repeated specs. Every line is inert (`pytest_atom.inert`): a node id spells the spec
+with the notes under it (specs run without a sandbox, failed tries); the pass rates of
+repeated specs and their thresholds are `baseline.measure`'s. Every line is inert (`pytest_atom.inert`): a node id spells the spec
 file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pytest_atom.baseline.compare import summary_cell as baseline_cell
 from pytest_atom.cost.usage import ROLES
 from pytest_atom.environment import left_out_names_line
 from pytest_atom.inert import inert
-from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow
 
 
 def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
@@ -233,42 +232,3 @@ def _clip_left(text: str, width: int) -> str:
 
 def _clip_right(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@dataclass(frozen=True)
-class PassRate:
-    spec: str
-    passed: int
-    runs: int
-    replayed: bool  # every run replayed a cassette: the repeats are identical by design
-
-    @property
-    def rate(self) -> float:
-        return self.passed / self.runs
-
-    @property
-    def pass_at_k(self) -> int:
-        """pass@k with k = runs: did at least one run pass."""
-        return int(self.passed > 0)
-
-    @property
-    def pass_hat_k(self) -> int:
-        """pass^k with k = runs: did every run pass."""
-        return int(self.passed == self.runs)
-
-
-def pass_rates(rows: Sequence[SummaryRow]) -> list[PassRate]:
-    """Per spec (repeat suffix `[rN]` removed): how many of its runs passed (their outcome
-    is ok, as pytest's exit status counts it: an expected failure passes)."""
-    grouped: dict[str, list[SummaryRow]] = {}
-    for row in rows:
-        grouped.setdefault(spec_key(row.nodeid), []).append(row)
-    return [
-        PassRate(
-            spec,
-            sum(row.outcome.ok for row in runs),
-            len(runs),
-            all(row.source == "replay" for row in runs),
-        )
-        for spec, runs in grouped.items()
-    ]

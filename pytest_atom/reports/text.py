@@ -158,6 +158,11 @@ def failure_report(result: SpecResult) -> str:
     and the spec's file name, any of which may hold terminal control sequences."""
     spec = result.spec
     lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
+    if spec.pass_at_least is not None:  # one failed run need not fail the spec
+        lines.append(
+            f"  threshold: the spec passes when at least {spec.pass_at_least} of its "
+            f"{spec.repeats or 1} repeats pass; the session's summary counts them"
+        )
     lines += _cause_lines(result)
     lines += plan_lines(result)
     lines += step_lines(result)

@@ -30,6 +30,7 @@ from pytest_atom.replay.transcript import permission_denials
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
+from pytest_atom.spec.types import Spec
 
 __all__ = [
     "TRACE_SCHEMA",
@@ -377,6 +378,7 @@ def _atom_section(
             "model": spec.model,
             "criteria": list(spec.criteria),
             **({"arm": spec.arm, "arm_reference": spec.arm_reference} if spec.arm else {}),
+            **_repeats(spec),
         },
         "source": result.source,
         "run_dir": str(result.run_dir),
@@ -399,6 +401,14 @@ def _atom_section(
         "steps": result.steps_summary,
         "plan": _plan(result.plan),
     }
+
+
+def _repeats(spec: Spec) -> dict[str, Any]:
+    """How many runs the spec has and how many must pass, where it repeats or sets a count
+    (the trace's ``repeat`` says which run this is)."""
+    if (spec.repeats or 1) == 1 and spec.pass_at_least is None:
+        return {}
+    return {"repeats": spec.repeats or 1, "pass_at_least": spec.pass_at_least}
 
 
 def _plan(plan: Plan | None) -> dict[str, Any] | None:

@@ -35,6 +35,13 @@ def _whole(value: Any) -> int | None:
     return None if number is None else int(number)
 
 
+def _count(value: Any) -> int | None:
+    """A count of runs: a whole number, or its text (a JUnit XML file's attribute)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return _whole(value)
+
+
 @dataclass(frozen=True)
 class RoleFigures:
     """One kind of session's tokens and Claude Code's price of them."""
@@ -67,6 +74,10 @@ class SummaryRow:
     sandboxed: bool = True
     plan: str | None = None
     baseline: str | None = None  # the comparison's status, with --atom-baseline
+    #: How many runs its spec has (`repeats:` or --atom-repeat) and the spec's own
+    #: `pass_at_least:` (`results.thresholds` counts them); None where not recorded.
+    repeats: int | None = None
+    pass_at_least: int | None = None
 
     @classmethod
     def of(
@@ -107,6 +118,8 @@ class SummaryRow:
             sandboxed=props.get("atom_sandbox") != "off",
             plan=props.get("atom_plan") or None,
             baseline=props.get("atom_baseline") or None,
+            repeats=_count(props.get("atom_repeats")),
+            pass_at_least=_count(props.get("atom_pass_at_least")),
         )
 
     @property

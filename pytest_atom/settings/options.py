@@ -357,7 +357,8 @@ class RunSettings:
         Option(
             "number",
             "run each spec N times and report its pass rate (Wilson 95 % interval), "
-            "pass@k and pass^k, and its mean score and turns with their intervals (default 1).",
+            "pass@k and pass^k, and its mean score and turns with their intervals (default 1; "
+            "a spec's own `repeats:` wins).",
             default="1",
             parser=p.whole(1),
             metavar="N",
@@ -392,6 +393,22 @@ class RunSettings:
             metavar="NAME,...",
             in_ini=False,
             in_config=False,
+        ),
+    )
+    #: How many of a spec's repeats must pass (pass^k), for the specs whose own
+    #: `pass_at_least:` says none; None: every repeat (each failed run fails the session).
+    #: A gate of the whole run, as `min_pass_rate` is (`suite.ending.decide`).
+    pass_at_least: int | None = setting(
+        None,
+        Option(
+            "number",
+            "a spec passes when at least K of its repeats pass (pass^k), and the run succeeds "
+            "though single repeats failed (default: every repeat must pass; K above a spec's "
+            "repeats asks for all of them). A spec's own `pass_at_least:` wins over it and "
+            "over --atom-min-pass-rate.",
+            default="every repeat",
+            parser=p.whole(1),
+            metavar="K",
         ),
     )
     min_pass_rate: float | None = setting(  # the pass rates, not single runs, gate the run

@@ -76,6 +76,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         kw["max_iterations"] = int(m["max_iterations"])
     if "attempts" in m:
         kw["attempts"] = int(m["attempts"])
+    kw.update(_repeats(doc, loc, m))
     kw.update(_limits(doc, loc, m))
     spec_side_keys = (
         ("script", "file"),
@@ -109,6 +110,28 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _repeats(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """`repeats:` and `pass_at_least:` (the schema made each a whole number >= 1): the
+    count of passes needs the count of runs beside it, and cannot exceed it."""
+    kw: dict[str, Any] = {key: int(m[key]) for key in ("repeats", "pass_at_least") if key in m}
+    needed, runs = kw.get("pass_at_least"), kw.get("repeats")
+    if needed is not None and runs is None:
+        raise doc.error(
+            f"'pass_at_least: {needed}' counts passes of the spec's repeats, which it does not "
+            f"set: add 'repeats: N' (N >= {needed}) beside it",
+            loc + ("pass_at_least",),
+            key=True,
+        )
+    if needed is not None and runs is not None and needed > runs:
+        raise doc.error(
+            f"'pass_at_least: {needed}' asks for more passes than the spec's {runs} repeats "
+            f"can give: lower it to at most {runs}, or raise 'repeats' to {needed} or more",
+            loc + ("pass_at_least",),
+            key=True,
+        )
+    return kw
 
 
 def _marks_and_xfail(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:

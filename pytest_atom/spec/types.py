@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -217,6 +217,12 @@ class Spec:
     #: ``<spec name>[<case id>]``, before any arm), and the case's variables.
     case: str | None = None
     case_vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: `repeats:`: how many items (runs) the spec gets, and `pass_at_least:`: how many of
+    #: them must pass (pass^k) for the spec to pass. None: the run's settings decide
+    #: (``--atom-repeat``, ``--atom-pass-at-least``, else every repeat); a suite fills in
+    #: `repeats` once they are known (`with_repeats`).
+    repeats: int | None = None
+    pass_at_least: int | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
@@ -228,6 +234,13 @@ class Spec:
     def base_name(self) -> str:
         """The spec's own name, without its arm: what its arms have in common."""
         return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
+
+    def with_repeats(self, repeat: int) -> Spec:
+        """This spec with its count of runs settled: its own `repeats:` wins over the run's
+        `repeat` (``--atom-repeat``), as its own `reflector: {threshold}` wins over
+        ``--atom-threshold``: the author's statement is part of the test, and its
+        `pass_at_least:` counts passes of exactly those runs."""
+        return self if self.repeats is not None else replace(self, repeats=repeat)
 
 
 def steps_prompt(steps: Sequence[Step]) -> str:

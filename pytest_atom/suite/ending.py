@@ -11,8 +11,11 @@ the suite saw; `decide` applies the gates in one order:
 3. the machinery failed (a harness error, a replay or an upstream that never answered): 2,
    so CI tells a broken set-up from a failing spec;
 4. a baseline regression: 1, even if every run passed;
-5. with a minimum pass rate, the rates over repeats decide, not single failed runs (a
-   failure outside the spec runs still fails the suite);
+5. where a threshold applies (a spec's own `pass_at_least:`, ``--atom-pass-at-least``,
+   ``--atom-min-pass-rate``: `pytest_atom.results.thresholds`), the spec's passes over its
+   repeats decide, not single failed runs: a spec below its threshold fails the suite, and
+   one meeting it passes though some of its repeats failed (a failure outside the spec
+   runs, or of a spec no threshold covers, still fails the suite);
 6. else the front end's own status.
 """
 
@@ -22,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
-from pytest_atom.reports.summary import pass_rates
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.thresholds import RepeatGates, tallies
 
 __all__ = [
     "EXIT_FAILED",
@@ -38,7 +41,7 @@ __all__ = [
 ]
 
 EXIT_OK = 0
-#: A spec failed, regressed against the baseline or fell below the minimum pass rate.
+#: A spec failed, regressed against the baseline or fell below its threshold.
 EXIT_FAILED = 1
 #: The machinery failed: a harness error, a replay that diverged, an upstream that failed.
 EXIT_MACHINERY = 2
@@ -56,6 +59,8 @@ class Ending:
     #: Every spec run, as the summary shows them.
     rows: Sequence[SummaryRow] = ()
     min_pass_rate: float | None = None
+    #: The run's count of repeats that must pass (``--atom-pass-at-least``).
+    pass_at_least: int | None = None
     regressed: bool = False
     spending_limit: bool = False
     #: The baseline gate could not run: the front end's usage error (`usage_error`).
@@ -77,12 +82,16 @@ def decide(end: Ending) -> int:
         return EXIT_MACHINERY
     if end.regressed:
         return EXIT_FAILED  # a regression, even if all passed
-    if end.min_pass_rate is None or not end.rows:
+    gates = RepeatGates(end.pass_at_least, end.min_pass_rate)
+    specs = tallies(end.rows)
+    gated = [spec for spec in specs if spec.gated(gates)]
+    if not gated:
         return end.base
-    if any(rate.rate < end.min_pass_rate for rate in pass_rates(end.rows)):
+    if any(not spec.met(gates) for spec in gated):
         return EXIT_FAILED
-    if end.base == EXIT_FAILED and not end.other_failures:
-        return EXIT_OK  # the rates, not a single failed repeat
+    ungated_failed = any(spec.failed for spec in specs if not spec.gated(gates))
+    if end.base == EXIT_FAILED and not end.other_failures and not ungated_failed:
+        return EXIT_OK  # the thresholds, not a single failed repeat
     return end.base
 
 
@@ -92,7 +101,11 @@ def worst(rows: Sequence[SummaryRow]) -> int:
 
 
 def exit_status(
-    rows: Sequence[SummaryRow], *, min_pass_rate: float | None = None, regressed: bool = False
+    rows: Sequence[SummaryRow],
+    *,
+    min_pass_rate: float | None = None,
+    pass_at_least: int | None = None,
+    regressed: bool = False,
 ) -> int:
     """The exit status of `rows` outside pytest: each run's `Outcome.exit_status`, worst
     first (2 when the machinery failed, else 1 if any spec failed, else 0), then the
@@ -103,6 +116,7 @@ def exit_status(
             base=status,
             rows=rows,
             min_pass_rate=min_pass_rate,
+            pass_at_least=pass_at_least,
             regressed=regressed,
             machinery_failed=status == EXIT_MACHINERY,
         )

@@ -38,6 +38,7 @@ from pytest_atom.reports.summary import (
     summary_table,
 )
 from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.settings.project import pytest_rootdir
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.spec.load import load_specs
@@ -130,9 +131,9 @@ class SuiteRun:
         error stops the run (`aborted`); Ctrl-C is the caller's."""
         from pytest_atom.run.execution import HARNESS_ERRORS  # the machinery, when it runs
 
-        repeat = self.harness.settings.repeat
         try:
-            for spec in specs:
+            for spec in map(self.repeated, specs):
+                repeat = spec.repeats or 1
                 for number in range(1, repeat + 1):
                     label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
                     self._run_one(spec, number if repeat > 1 else None, label, watcher)
@@ -140,6 +141,17 @@ class SuiteRun:
             self.aborted = str(exc)
         spend = self.harness.spend
         self.spending_limit = self.spending_limit or (spend is not None and spend.reached)
+
+    def repeated(self, spec: Spec, repeat: int | None = None) -> Spec:
+        """`spec` with its count of runs settled (`Spec.with_repeats`): its own `repeats:`,
+        else `repeat` (a front end's own default), else ``--atom-repeat``."""
+        return spec.with_repeats(self.harness.settings.repeat if repeat is None else repeat)
+
+    @property
+    def gates(self) -> RepeatGates:
+        """The run's own thresholds over repeats, for the specs that state none."""
+        settings = self.harness.settings
+        return RepeatGates(settings.pass_at_least, settings.min_pass_rate)
 
     def _run_one(self, spec: Spec, repeat: int | None, label: str, watcher: Watcher) -> None:
         on_event = watcher.started(spec, label)
@@ -217,8 +229,9 @@ class SuiteRun:
         collection order."""
         rows = self.rows
         rows.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
-        settings = self.harness.settings
-        gate = settings.min_pass_rate
+        gates = self.gates
+        repeated = any(spec_key(row.nodeid) != row.nodeid for row in rows)
+        held = repeated or any(row.pass_at_least is not None for row in rows)
         return Summary(
             table=summary_table(rows, width),
             notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
@@ -229,7 +242,9 @@ class SuiteRun:
             results_error=self.results_error,
             gate_error=f"baseline gate: error: {self.stats_error}" if self.stats_error else "",
             baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
-            rates=repeat_lines(rows, gate) if settings.repeat > 1 or gate is not None else None,
+            rates=repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least)
+            if held or gates.min_pass_rate is not None
+            else None,
             arms=arm_lines(rows),
         )
 
@@ -263,7 +278,8 @@ class SuiteRun:
             report_row(row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid)))
             for row, view in zip(self.rows, self.views, strict=True)
         ]
-        write_html(rows, page, runs_dir=self.harness.runs_dir, measured=measured_lines(self.rows))
+        measured = measured_lines(self.rows, self.gates)
+        write_html(rows, page, runs_dir=self.harness.runs_dir, measured=measured)
         return page
 
     # --- exit status ---------------------------------------------------------------------
@@ -280,6 +296,7 @@ class SuiteRun:
                 base=status,
                 rows=self.rows,
                 min_pass_rate=self.harness.settings.min_pass_rate,
+                pass_at_least=self.harness.settings.pass_at_least,
                 regressed=regressed,
                 spending_limit=self.spending_limit,
                 stats_error=bool(self.stats_error),

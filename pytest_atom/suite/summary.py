@@ -35,7 +35,8 @@ class Summary:
     #: The baseline's comparison, each line with whether it tells of a regression; None
     #: without a baseline.
     baseline: list[tuple[str, bool]] | None = None
-    #: Pass rates over repeats; None when the run neither repeats nor has a minimum.
+    #: Pass rates over repeats, each with its threshold met or not; None when the run
+    #: neither repeats nor holds a spec to a count or a minimum.
     rates: list[str] | None = None
     #: Arms compared.
     arms: list[str] = field(default_factory=list)

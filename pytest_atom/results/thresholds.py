@@ -1,0 +1,123 @@
+"""How many of a spec's repeats must pass: the one rule that the exit status
+(`pytest_atom.suite.ending.decide`), the summary, JUnit, ``measured.json`` and the HTML report
+apply, so none of them counts differently.
+
+A spec's runs are its rows with one key (`spec_key`: the node id without ``[rN]``; each arm
+and each case is a spec of its own). What they must meet, first that applies:
+
+1. the spec's own ``pass_at_least: K`` (of its ``repeats: N``): the author's statement, so
+   it alone decides, as a spec's own ``reflector: {threshold}`` beats ``--atom-threshold``;
+2. the run's gates, each where set: ``--atom-pass-at-least K`` (all N when K > N) and
+   ``--atom-min-pass-rate R``;
+3. none: pytest's own status (each failed run fails the session), as before thresholds.
+
+A count is met while at most N - K runs failed. On a whole run that is "at least K of N
+passed"; on a CI shard that ran some of the repeats, or under ``-k`` selecting some, it
+fails the shard only once the spec can no longer pass, and `atom results combine` then
+counts every shard's runs together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_atom.results.rows import SummaryRow, spec_key
+
+__all__ = ["RepeatGates", "Tally", "tallies"]
+
+
+@dataclass(frozen=True)
+class RepeatGates:
+    """The run's own gates over repeats, for specs that state no `pass_at_least:`."""
+
+    pass_at_least: int | None = None  # --atom-pass-at-least
+    min_pass_rate: float | None = None  # --atom-min-pass-rate
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One spec's runs as a threshold sees them."""
+
+    spec: str
+    passed: int
+    ran: int
+    #: How many runs the spec has in all (its `repeats`, or --atom-repeat): more than `ran`
+    #: on a shard that ran some of them.
+    repeats: int
+    #: The spec's own `pass_at_least:`, or None.
+    own: int | None = None
+
+    @property
+    def failed(self) -> int:
+        return self.ran - self.passed
+
+    def needed(self, gates: RepeatGates) -> int | None:
+        """The passes the spec needs of its `repeats` (None: no count applies)."""
+        if self.own is not None:
+            return self.own
+        if gates.pass_at_least is not None:
+            return min(gates.pass_at_least, self.repeats)
+        return None
+
+    def gated(self, gates: RepeatGates) -> bool:
+        """Whether a threshold decides this spec, rather than pytest's own status."""
+        return self.needed(gates) is not None or gates.min_pass_rate is not None
+
+    def met(self, gates: RepeatGates) -> bool:
+        """Whether the spec passes its threshold: with none, whether every run passed."""
+        needed = self.needed(gates)
+        if needed is not None:
+            ok = self.failed <= self.repeats - needed
+            # the run's minimum rate still applies to a spec without a count of its own
+            if self.own is None and gates.min_pass_rate is not None:
+                ok = ok and self._rate_met(gates.min_pass_rate)
+            return ok
+        if gates.min_pass_rate is not None:
+            return self._rate_met(gates.min_pass_rate)
+        return self.failed == 0
+
+    def _rate_met(self, minimum: float) -> bool:
+        return self.ran > 0 and self.passed / self.ran >= minimum
+
+    def verdict(self, gates: RepeatGates) -> str:
+        """What the summary adds to the spec's line: ``ok, at least 4 of 5 must pass``
+        (with how many did not run here), ``BELOW the minimum 0.5``; empty without a
+        threshold."""
+        parts = []
+        needed = self.needed(gates)
+        if needed is not None:
+            count_ok = self.failed <= self.repeats - needed
+            text = f"{'ok' if count_ok else 'BELOW'}, at least {needed} of {self.repeats} must pass"
+            missing = self.repeats - self.ran
+            if missing > 0:
+                text += f"; {missing} of them did not run here"
+            parts.append(text)
+        if gates.min_pass_rate is not None and self.own is None:
+            minimum = gates.min_pass_rate
+            parts.append(f"{'ok' if self._rate_met(minimum) else 'BELOW'} the minimum {minimum:g}")
+        return "; ".join(parts)
+
+
+def tallies(rows: Iterable[SummaryRow]) -> list[Tally]:
+    """Per spec (repeat suffix ``[rN]`` removed), in the rows' order: how many runs passed
+    (their outcome is ok, as pytest's exit status counts it: an expected failure passes),
+    how many ran, and the spec's count of repeats and own `pass_at_least`. Rows from
+    before thresholds carry neither: the runs seen are all there are."""
+    grouped: dict[str, list[SummaryRow]] = {}
+    for row in rows:
+        grouped.setdefault(spec_key(row.nodeid), []).append(row)
+    found = []
+    for spec, runs in grouped.items():
+        declared = max((row.repeats or 0 for row in runs), default=0)
+        own = next((row.pass_at_least for row in runs if row.pass_at_least is not None), None)
+        found.append(
+            Tally(
+                spec,
+                passed=sum(row.outcome.ok for row in runs),
+                ran=len(runs),
+                repeats=max(declared, len(runs)),
+                own=own,
+            )
+        )
+    return found
