@@ -4,6 +4,7 @@
     AtomError                              anything pytest-atom raises on purpose
     ├── FileError                          a hand-written file: what, file:line:col, the fix
     │   ├── SpecError                      a spec (*.atom.yaml)                      spec/
+    │   ├── CalibrationError               a labelled sample, calibration.json       calibration/
     │   └── ConfigError (+ SettingsError)  .atom/config.yaml                         settings/
     ├── SettingsError (ValueError)         a setting's value, wherever it was set    settings/
     ├── EnvError (ValueError)              a spec's `env:` names an unset variable   spec/
@@ -57,6 +58,7 @@ __all__ = [
     "AgentUnavailableError",
     "AtomError",
     "BaselineError",
+    "CalibrationError",
     "CassetteError",
     "CheckError",
     "ClaudeNotFoundError",
@@ -187,6 +189,11 @@ class SpendingLimitReached(AtomError):
 
 class BaselineError(AtomError):
     """A baseline or results file that cannot be used; the message says what to do."""
+
+
+class CalibrationError(FileError):
+    """A labelled sample or a stored calibration (specs/calibration/<spec>/) that cannot be
+    used, or a run a sample cannot be taken from: the file, and what to do."""
 
 
 class StatsUnavailable(AtomError, RuntimeError):
