@@ -13,6 +13,7 @@
     ├── CheckError                         a check that cannot be evaluated          checks/
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
+    ├── HistoryError                       a history store that cannot be used       history/
     ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
     ├── PromptNotFoundError (FileNotFoundError)                                      prompts
     │                                      a prompt in none of the searched folders
@@ -65,6 +66,7 @@ __all__ = [
     "ExpansionError",
     "FileError",
     "HarnessError",
+    "HistoryError",
     "LinkOutsideError",
     "PlannerError",
     "PromptNotFoundError",
@@ -187,6 +189,11 @@ class SpendingLimitReached(AtomError):
 
 class BaselineError(AtomError):
     """A baseline or results file that cannot be used; the message says what to do."""
+
+
+class HistoryError(AtomError):
+    """A history store that cannot be opened, read or written, or a run it does not hold;
+    the message names the store and the fix."""
 
 
 class StatsUnavailable(AtomError, RuntimeError):
