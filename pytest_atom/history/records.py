@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -29,7 +29,11 @@ __all__ = [
     "RunKind",
     "RunRecord",
     "SeriesKey",
+    "item_from_dict",
+    "item_to_dict",
     "new_run_id",
+    "run_from_dict",
+    "run_to_dict",
 ]
 
 RunKind = Literal["pytest", "atom run", "import", "rescore"]
@@ -148,3 +152,44 @@ class ItemRecord:
     @property
     def total_cost(self) -> float:
         return sum(self.cost_usd.values())
+
+
+# --- as JSON: across xdist's process border, and in a session's results.json ------------------
+
+
+def run_to_dict(run: RunRecord) -> dict[str, Any]:
+    """`run` as JSON values (`run_from_dict` reads it back)."""
+    data = {f.name: getattr(run, f.name) for f in fields(run)}
+    data["started"] = run.started.isoformat()
+    data["settings"] = dict(run.settings)
+    return data
+
+
+def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
+    """The run `run_to_dict` wrote; KeyError or ValueError when it is not one."""
+    values = {f.name: data[f.name] for f in fields(RunRecord)}
+    values["started"] = datetime.fromisoformat(str(data["started"]))
+    values["dirty"] = bool(data["dirty"])
+    return RunRecord(**values)
+
+
+def item_to_dict(item: ItemRecord) -> dict[str, Any]:
+    """`item` as JSON values (`item_from_dict` reads it back)."""
+    data = {f.name: getattr(item, f.name) for f in fields(item)}
+    data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
+    data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
+    data["tool_calls"] = list(item.tool_calls)
+    for name in ("tokens", "cost_usd", "digest_parts"):
+        data[name] = dict(data[name])
+    return data
+
+
+def item_from_dict(data: Mapping[str, Any]) -> ItemRecord:
+    """The item `item_to_dict` wrote; KeyError, TypeError or ValueError when it is not."""
+    values = {f.name: data[f.name] for f in fields(ItemRecord) if f.name in data}
+    values["checks"] = tuple(CheckRow(str(n), bool(p), str(d)) for n, p, d in data["checks"])
+    values["criteria"] = tuple(
+        CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in data["criteria"]
+    )
+    values["tool_calls"] = tuple(str(name) for name in data["tool_calls"])
+    return ItemRecord(**values)

@@ -264,7 +264,9 @@ class SqlStore:
             where.append("kind = ?")
             params.append(kind)
         sql = f"SELECT {_RUN_COLUMNS} FROM atom_runs"
-        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY started DESC, id DESC"
+        sql += (
+            " WHERE " + " AND ".join(where) if where else ""
+        ) + " ORDER BY started DESC, id DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -272,8 +274,7 @@ class SqlStore:
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
-            f"SELECT {_RUN_COLUMNS} FROM atom_runs WHERE id = ? OR id LIKE ? "
-            "ORDER BY id LIMIT 3",
+            f"SELECT {_RUN_COLUMNS} FROM atom_runs WHERE id = ? OR id LIKE ? ORDER BY id LIMIT 3",
             (run_id, run_id + "%"),
         )
         exact = [row for row in rows if row[0] == run_id]
@@ -295,7 +296,10 @@ class SqlStore:
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
         sql = "SELECT spec, spec_case, arm FROM atom_series"
-        rows = self._fetch(sql + (" WHERE spec = ?" if spec is not None else ""), (spec,) if spec is not None else ())
+        rows = self._fetch(
+            sql + (" WHERE spec = ?" if spec is not None else ""),
+            (spec,) if spec is not None else (),
+        )
         return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
     def item_history(
@@ -307,10 +311,13 @@ class SqlStore:
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {which} "
             "ORDER BY started DESC, run_id DESC"
         )
-        run_ids = [row[1] for row in self._fetch(
-            runs_sql + (" LIMIT ?" if limit is not None else ""),
-            (*key, limit) if limit is not None else key,
-        )]
+        run_ids = [
+            row[1]
+            for row in self._fetch(
+                runs_sql + (" LIMIT ?" if limit is not None else ""),
+                (*key, limit) if limit is not None else key,
+            )
+        ]
         if not run_ids:
             return []
         marks = ", ".join("?" * len(run_ids))
