@@ -48,7 +48,7 @@ class PostgresStore(SqlStore):
         store = cls(connection, display_url(url))
         store.driver_errors = (psycopg.Error,)
         if migrate:
-            store.migrate()
+            store.migrate_or_close()
         return store
 
     def _locked_begin(self, cursor: Any) -> None:
