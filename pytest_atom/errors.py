@@ -14,6 +14,7 @@
     ├── CheckError                         a check that cannot be evaluated          checks/
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
+    ├── HistoryError                       a history store that cannot be used       history/
     ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
     ├── PromptNotFoundError (FileNotFoundError)                                      prompts
     │                                      a prompt in none of the searched folders
@@ -67,6 +68,7 @@ __all__ = [
     "ExpansionError",
     "FileError",
     "HarnessError",
+    "HistoryError",
     "LinkOutsideError",
     "PlannerError",
     "PromptNotFoundError",
@@ -194,6 +196,11 @@ class BaselineError(AtomError):
 class CalibrationError(FileError):
     """A labelled sample or a stored calibration (specs/calibration/<spec>/) that cannot be
     used, or a run a sample cannot be taken from: the file, and what to do."""
+
+
+class HistoryError(AtomError):
+    """A history store that cannot be opened, read or written, or a run it does not hold;
+    the message names the store and the fix."""
 
 
 class StatsUnavailable(AtomError, RuntimeError):
