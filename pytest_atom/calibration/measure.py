@@ -27,6 +27,7 @@ from pytest_atom.calibration.record import (
     reflector_prompts,
     save_calibration,
     stale_because,
+    to_json,
 )
 from pytest_atom.calibration.samples import load_samples
 from pytest_atom.calibration.variants import CURRENT, Variant, load_arms
@@ -174,7 +175,7 @@ def calibrate_spec(
         # An unchanged result keeps its date: calibration.json changes only when a figure does.
         for text, new in criteria.items():
             old = stored.get(text)
-            if old is not None and replace(old, calibrated=new.calibrated) == new:
+            if old is not None and to_json(replace(old, calibrated=new.calibrated)) == to_json(new):
                 criteria[text] = old
         kept = {**stored, **criteria}
         ordered = {t: kept[t] for t in spec.criteria if t in kept}
