@@ -22,6 +22,7 @@ from pytest_atom.calibration.record import (
     JudgeIdentity,
     base_name,
     calibration_file,
+    calibration_for,
     judge_identity,
     load_calibration,
     reflector_prompts,
@@ -137,8 +138,8 @@ def staleness(spec: Spec, claude_version: str, config: AtomConfig | None) -> dic
     stored = load_calibration(spec)
     today = identities(spec, claude_version, _prompts(spec, config))
     found = {}
-    for text, identity in today.items():
-        old = stored.get(text)
+    for number, (text, identity) in enumerate(today.items(), 1):
+        old = calibration_for(spec, number, stored)
         why = "never calibrated" if old is None else stale_because(old.identity, identity)
         if why:
             found[text] = why

@@ -228,6 +228,23 @@ def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
     return load_file(calibration_file(spec))
 
 
+def calibration_for(
+    spec: Spec, number: int, stored: Mapping[str, CriterionCalibration] | None = None
+) -> CriterionCalibration | None:
+    """The stored calibration of the spec's criterion `number` (1-based): the one of its
+    words, else the one stored in its place when the criteria were calibrated (the words
+    changed since: `stale_because` then names the criterion's text)."""
+    found = load_calibration(spec) if stored is None else stored
+    text = spec.criteria[number - 1]
+    if text in found:
+        return found[text]
+    entries = list(found.values())
+    if len(entries) == len(spec.criteria) and number <= len(entries):
+        candidate = entries[number - 1]
+        return None if candidate.criterion in spec.criteria else candidate
+    return None
+
+
 def save_calibration(
     path: Path, spec_name: str, calibrations: Mapping[str, CriterionCalibration]
 ) -> Path:
