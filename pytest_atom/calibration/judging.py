@@ -35,6 +35,7 @@ from pytest_atom.judge.reflector import (
     read_only_options,
     run_reflector,
 )
+from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recall import SessionInput
@@ -171,8 +172,15 @@ class _Judge:
                     if source.tape and source.tape.divergences
                     else ""
                 )
+                again = (
+                    f"; the calibration cassette does not hold this judge's session (a new "
+                    f"sample, or a changed judge): record it again with `atom calibrate "
+                    f"{display_path(spec.path)} --record-mode=all`"
+                    if diverged
+                    else ""
+                )
                 raise HarnessError(
-                    f"the judge gave no verdict on sample {sample.name}: {diverged or exc}"
+                    f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
                 ) from None
             self.cli_version = self.cli_version or record.cli_version
             source.recall.remember(key, record)
