@@ -30,7 +30,8 @@ from pytest_atom.history.query import (
     spec_runs,
     summarize,
 )
-from pytest_atom.history.store import OFF, Store, display_url, open_store, store_url
+from pytest_atom.history.store import Store, open_store
+from pytest_atom.history.urls import OFF, display_url, store_url
 from pytest_atom.inert import inert
 from pytest_atom.run.harness import file_layers
 from pytest_atom.settings.project import find_ini, find_project
