@@ -70,7 +70,9 @@ class PostgresServer:
             shutil.chown(folder, "postgres", "postgres")
             as_user = ["runuser", "-u", "postgres", "--"]
         server = cls(folder, _free_port(), found, as_user)
-        server._run("initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8")
+        server._run(
+            "initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8"
+        )
         options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         server._run(
             "pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
@@ -174,3 +176,32 @@ def write_runs(url: str, writer: int, count: int) -> None:
             store.add_run(run(writer * 1000 + n), [item("calc"), item(f"w{writer}")])
     finally:
         store.close()
+
+
+def project(root: Path) -> Path:
+    """An empty project at `root` (a pytest.ini marks its root); its default store's path."""
+    (root / "pytest.ini").write_text("[pytest]\n")
+    return root / ".atom" / "history.db"
+
+
+def fill(
+    url: str, outcomes: dict[str, list[str]], *, digests: dict[str, str | None] | None = None
+) -> list[RunRecord]:
+    """A store with one run per position of the outcome lists, oldest first: spec name ->
+    its outcome in each run ("" leaves the spec out of that run)."""
+    from pytest_atom.history.store import open_store
+
+    store = open_store(url)
+    runs = []
+    count = max(len(v) for v in outcomes.values())
+    for n in range(count):
+        each = run(n)
+        items = [
+            item(name, said[n], digest=(digests or {}).get(name), tokens=100 + n)
+            for name, said in outcomes.items()
+            if n < len(said) and said[n]
+        ]
+        store.add_run(each, items)
+        runs.append(each)
+    store.close()
+    return runs
