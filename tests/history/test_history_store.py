@@ -29,7 +29,11 @@ def _bare(url: str) -> SqlStore:
 def test_a_run_and_its_items_come_back_as_they_were_recorded(store_url: str) -> None:
     store = open_store(store_url)
     first = run(0)
-    items = [item("calc", repeat=1, digest="d1"), item("calc", "failed", repeat=2), item("sum", case="big", arm="skill")]
+    items = [
+        item("calc", repeat=1, digest="d1"),
+        item("calc", "failed", repeat=2),
+        item("sum", case="big", arm="skill"),
+    ]
     assert store.add_run(first, items) == first.id
     assert store.run(first.id) == first
     back = store.items(first.id)
@@ -72,7 +76,12 @@ def test_item_history_gives_the_last_runs_of_a_series_with_their_repeats(store_u
         outcome = "passed" if n % 2 else "failed"
         store.add_run(
             each,
-            [item("calc", outcome, repeat=1), item("calc", repeat=2), item("calc", arm="b"), item("sum")],
+            [
+                item("calc", outcome, repeat=1),
+                item("calc", repeat=2),
+                item("calc", arm="b"),
+                item("sum"),
+            ],
         )
     got = store.item_history("calc", None, None, limit=2)
     assert [(i.run_id, i.repeat) for i in got] == [
@@ -125,8 +134,15 @@ def test_a_version_1_store_opens_migrated_with_its_runs_intact(store_url: str) -
     assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 2
     assert store.run(old_run.id).atom_version == "0.0.9"
     (kept,) = store.items(old_run.id)
-    assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == ("calc", {"executor": 5}, ("Read",), None)
-    assert store.series() == [("calc", None, None)]  # version 2's table, filled from version 1's items
+    assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == (
+        "calc",
+        {"executor": 5},
+        ("Read",),
+        None,
+    )
+    assert store.series() == [
+        ("calc", None, None)
+    ]  # version 2's table, filled from version 1's items
     store.add_run(run(1), [item("calc", digest="d")])  # and it takes version 2's records
     assert store.find_passing("d") is not None
     store.close()
@@ -198,3 +214,29 @@ def test_none_turns_the_store_off() -> None:
     assert store.add_run(run(0), [item()]) and store.runs() == [] and store.series() == []
     with pytest.raises(HistoryError, match="--atom-history none"):
         store.run("x")
+
+
+def test_a_store_that_cannot_be_reached_is_a_warning_naming_it_and_the_fix(tmp_path: Path) -> None:
+    from pytest_atom.history.recording import write_run
+
+    line = write_run("postgresql://atom:secret@127.0.0.1:1/team", tmp_path, run(0), [item()])
+    assert line is not None and line.startswith(f"history: run {run(0).id[:15]}")
+    assert "postgresql://atom:***@127.0.0.1:1/team" in line and "secret" not in line
+    assert "--atom-history" in line
+    (tmp_path / "file").write_text("")
+    line = write_run("file/history.db", tmp_path, run(0), [item()])
+    assert line is not None and str(tmp_path / "file" / "history.db") in line
+    assert write_run("none", tmp_path, run(0), [item()]) is None
+
+
+def test_a_setting_names_a_store_as_a_path_a_url_or_none(tmp_path: Path) -> None:
+    from pytest_atom.history.urls import store_url
+    from pytest_atom.settings.parsers import history_store
+
+    assert store_url(None, tmp_path) == str(tmp_path / ".atom" / "history.db")
+    assert store_url("sqlite:///team/h.db", tmp_path) == str(tmp_path / "team" / "h.db")
+    assert store_url("sqlite:////srv/h.db", tmp_path) == "/srv/h.db"
+    assert store_url("postgresql://u@h/db", tmp_path) == "postgresql://u@h/db"
+    assert store_url("NONE", tmp_path) == "none" == history_store(" None ")
+    with pytest.raises(ValueError, match=r"mysql:// is not a history store: .*postgresql://"):
+        history_store("mysql://u@h/db")
