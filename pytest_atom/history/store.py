@@ -1,0 +1,147 @@
+"""The history store: one protocol, one module per backend, opened from a URL.
+
+`open_store` reads what `--atom-history` (ini ``atom_history``, ``history:`` in
+`.atom/config.yaml`) says: a path or ``sqlite:///path`` is an embedded SQLite file
+(`history.sqlite`, WAL), ``postgresql://…`` a team's PostgreSQL database through psycopg 3
+(`history.postgres`), ``none`` no store at all (`NoStore`: records nothing, remembers
+nothing). Both databases hold the same SQL schema (`history.schema`), versioned, so a store
+written by an older pytest-atom opens with a newer one.
+
+Where to add: a backend is one module with a class satisfying `Store` (most of it
+`history.sql.SqlStore`, which speaks the shared SQL over a DB-API connection), and one branch
+in `open_store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from pytest_atom.errors import HistoryError
+from pytest_atom.history.urls import OFF, is_postgres, store_url
+
+if TYPE_CHECKING:
+    from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
+    from pytest_atom.settings.options import RunSettings
+
+__all__ = ["NoStore", "Store", "open_store", "session_store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A history store: runs and their items, written in one transaction per run.
+
+    Every listing is newest first (by the run's start time, then its id). A run id may be
+    given whole or as a prefix that names one run.
+    """
+
+    #: Where the store is, fit to print (a PostgreSQL URL's password left out).
+    url: str
+
+    def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
+        """Record `run` and its `items` at once (all or nothing); return the run's id."""
+        ...
+
+    def runs(
+        self, limit: int | None = 20, spec: str | None = None, kind: str | None = None
+    ) -> list[RunRecord]:
+        """The last `limit` runs (None: all), those with an item of `spec`, of `kind`."""
+        ...
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run with this id (or unique id prefix); HistoryError naming the store
+        when there is none."""
+        ...
+
+    def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
+        """A run's items (of `spec` only, when given), in the order they were recorded."""
+        ...
+
+    def series(self, spec: str | None = None) -> list[SeriesKey]:
+        """Every (spec, case, arm) the store holds an item of (of `spec`), sorted."""
+        ...
+
+    def item_history(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemRecord]:
+        """The items of (spec, case, arm) in the last `limit` runs that ran it (None: all),
+        newest run first, each run's repeats in order."""
+        ...
+
+    def figures(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemFigures]:
+        """`item_history`'s items as their figures only: what a listing reads, fast."""
+        ...
+
+    def find_passing(self, digest: str) -> ItemRecord | None:
+        """The newest passed item whose input digest is `digest`, if any."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the connection (a store is not used after)."""
+        ...
+
+
+class NoStore:
+    """``--atom-history none``: records nothing and holds nothing."""
+
+    url = OFF
+
+    def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
+        return run.id
+
+    def runs(
+        self, limit: int | None = 20, spec: str | None = None, kind: str | None = None
+    ) -> list[RunRecord]:
+        return []
+
+    def run(self, run_id: str) -> RunRecord:
+        raise HistoryError(
+            f"no run {run_id!r}: the history store is off (--atom-history none); "
+            "set --atom-history to a store (default .atom/history.db) to keep runs"
+        )
+
+    def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
+        return []
+
+    def series(self, spec: str | None = None) -> list[SeriesKey]:
+        return []
+
+    def item_history(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemRecord]:
+        return []
+
+    def figures(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemFigures]:
+        return []
+
+    def find_passing(self, digest: str) -> ItemRecord | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
+    """The store at `url_or_path` (see the module docstring), created and migrated to the
+    current schema as needed; HistoryError naming the store and the fix when it cannot be
+    opened. Relative paths are `root`'s (default: the current folder)."""
+    url = store_url(url_or_path, root or Path.cwd())
+    if url == OFF:
+        return NoStore()
+    if is_postgres(url):
+        from pytest_atom.history.postgres import PostgresStore
+
+        return PostgresStore.connect(url)
+    from pytest_atom.history.sqlite import SqliteStore
+
+    return SqliteStore.connect(Path(url))
+
+
+def session_store(settings: RunSettings, root: Path) -> Store:
+    """The store a session records into and reads from: `settings.history` under `root`."""
+    return open_store(store_url(settings.history, root), root)
