@@ -453,6 +453,7 @@ def step_spec(
         workspace=workspace,
         accept=step.accept,
         criteria=step.criteria,
+        criteria_floors=step.criteria_floors,
         attempts=step.attempts or spec.attempts,
         limits=step.limits.over(spec.limits) if step.limits is not None else spec.limits,
         steps=(),
