@@ -203,6 +203,8 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
         console.print(shown(line))
     for line in said.sandbox:
         console.print(f"[yellow]{shown(line)}[/]")
+    if said.history_error:
+        console.print(f"[red]{shown(said.history_error)}[/]")
     if said.gate_error:
         console.print(f"[red]{shown(said.gate_error)}[/]")
     for line, red in said.baseline or []:

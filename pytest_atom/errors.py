@@ -4,6 +4,7 @@
     AtomError                              anything pytest-atom raises on purpose
     ├── FileError                          a hand-written file: what, file:line:col, the fix
     │   ├── SpecError                      a spec (*.atom.yaml)                      spec/
+    │   ├── CalibrationError               a labelled sample, calibration.json       calibration/
     │   └── ConfigError (+ SettingsError)  .atom/config.yaml                         settings/
     ├── SettingsError (ValueError)         a setting's value, wherever it was set    settings/
     ├── EnvError (ValueError)              a spec's `env:` names an unset variable   spec/
@@ -13,6 +14,7 @@
     ├── CheckError                         a check that cannot be evaluated          checks/
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
+    ├── HistoryError                       a history store that cannot be used       history/
     ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
     ├── PromptNotFoundError (FileNotFoundError)                                      prompts
     │                                      a prompt in none of the searched folders
@@ -57,6 +59,7 @@ __all__ = [
     "AgentUnavailableError",
     "AtomError",
     "BaselineError",
+    "CalibrationError",
     "CassetteError",
     "CheckError",
     "ClaudeNotFoundError",
@@ -65,6 +68,7 @@ __all__ = [
     "ExpansionError",
     "FileError",
     "HarnessError",
+    "HistoryError",
     "LinkOutsideError",
     "PlannerError",
     "PromptNotFoundError",
@@ -187,6 +191,16 @@ class SpendingLimitReached(AtomError):
 
 class BaselineError(AtomError):
     """A baseline or results file that cannot be used; the message says what to do."""
+
+
+class CalibrationError(FileError):
+    """A labelled sample or a stored calibration (specs/calibration/<spec>/) that cannot be
+    used, or a run a sample cannot be taken from: the file, and what to do."""
+
+
+class HistoryError(AtomError):
+    """A history store that cannot be opened, read or written, or a run it does not hold;
+    the message names the store and the fix."""
 
 
 class StatsUnavailable(AtomError, RuntimeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Generator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,13 @@ import pytest
 from pytest_atom.baseline.measure import junit_properties, measured
 from pytest_atom.cost.spend import SPEND_WORDS
 from pytest_atom.errors import BaselineError
+from pytest_atom.history.recording import (
+    claude_version_of,
+    item_of_spec,
+    item_record,
+    outcome_word,
+)
+from pytest_atom.history.records import item_to_dict
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile
@@ -109,6 +117,17 @@ class AtomSession:
         """xdist's workers parse the command line anew: hand them this run's seed."""
         node.workerinput["atom_seed"] = self.harness.settings.seed
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """A spec item's history record rides on its report (`atom_history`): xdist carries
+        a report's attributes to the controller, which writes the session's run once."""
+        report = yield
+        if call.when == "call" and isinstance(item, AtomItem):
+            report.atom_history = _history_payload(item, report)  # type: ignore[attr-defined]
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect each spec's figures from its report (they cross xdist's process border).
 
@@ -123,9 +142,15 @@ class AtomSession:
             self.suite.limit_reached()  # a spec stopped, or not started, at the limit
         outcome = Outcome.from_properties(props) if report.when == "call" else None
         if outcome is not None:
-            self.suite.record(SummaryRow.of(report.nodeid, props, _as_reported(outcome, report)))
+            outcome = _as_reported(outcome, report)
+            self.suite.record(SummaryRow.of(report.nodeid, props, outcome))
         elif report.failed:
             self.suite.record_other_failure()
+        history = getattr(report, "atom_history", None)
+        if isinstance(history, dict) and report.when == "call":
+            if outcome is not None:  # as pytest finally reported it
+                history["item"]["outcome"] = outcome_word(outcome.label)
+            self.suite.history_item(report.nodeid, history)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -154,6 +179,8 @@ class AtomSession:
             terminalreporter.write_sep("=", "pytest-atom: interrupted")
             for line in self._interrupted_lines(self.interrupted):
                 _write(terminalreporter, line, yellow=True)
+        if self.suite.history_error:  # loud, whatever else the summary shows
+            _write(terminalreporter, self.suite.history_error, red=True)
         if not self.suite.rows:
             return
         terminalreporter.write_sep("=", "pytest-atom")
@@ -233,6 +260,22 @@ def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
     """A summary line, inert (`pytest_atom.inert`): notes quote run text, and node ids the
     spec file's name."""
     terminalreporter.write_line(inert(line), **markup)
+
+
+def _history_payload(item: AtomItem, report: pytest.TestReport) -> dict[str, Any]:
+    """The item's history record as JSON values, with the Claude Code version it ran: from
+    its typed result, or, when the harness could not run it, from its spec and report."""
+    from pytest_atom.replay.scrub import Scrubber  # specs ran: the machinery is loaded
+
+    result, scrubber = item.result, Scrubber()
+    if result is None:
+        outcome = "skipped" if report.skipped else "error" if report.failed else report.outcome
+        why = report.longreprtext.strip().splitlines()[:1]
+        why_line = scrubber.scrub(why[0]) if why else ""
+        record = item_of_spec(item.spec, item.repeat, outcome, why_line)
+        return {"item": item_to_dict(record), "claude": None}
+    record = item_record(result, item.repeat, scrubber=scrubber)
+    return {"item": item_to_dict(record), "claude": claude_version_of(result)}
 
 
 def _as_reported(outcome: Outcome, report: pytest.TestReport) -> Outcome:

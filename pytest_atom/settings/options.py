@@ -479,6 +479,22 @@ class RunSettings:
         ),
     )
 
+    #: Where every session's run is recorded (`pytest_atom.history`): a URL or a path,
+    #: relative ones the project root's; "none" records nothing.
+    history: str = setting(
+        ".atom/history.db",
+        Option(
+            "text",
+            "record each run in this history store (`atom history` reads it): a SQLite file "
+            "(relative to the project's root; default .atom/history.db), a team's "
+            "postgresql://user@host/db (pip install 'pytest-atom[postgres]'), or none.",
+            default=".atom/history.db",
+            parser=p.history_store,
+            metavar="URL",
+            ini_note="a path relative to the project's root, a postgresql:// URL, or none",
+        ),
+    )
+
     def with_seed(self) -> RunSettings:
         """These settings with a seed: the one set, else a fresh one (which the front end
         prints, so the run can be reproduced with it)."""

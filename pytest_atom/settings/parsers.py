@@ -150,6 +150,19 @@ def spec_paths(value: Any) -> tuple[Path, ...]:
     return tuple(Path(str(i).strip()).expanduser() for i in items)
 
 
+def history_store(value: Any) -> str:
+    """Where the run history goes: a SQLite file's path (or ``sqlite:///path``), a
+    ``postgresql://`` URL, or ``none``; another scheme is refused with the three choices."""
+    given = text(str(value) if isinstance(value, Path) else value)
+    scheme = given.split("://", 1)[0].lower() if "://" in given else ""
+    if scheme and scheme not in ("sqlite", "postgresql", "postgres"):
+        raise ValueError(
+            f"{scheme}:// is not a history store: use a SQLite file's path (default "
+            ".atom/history.db), postgresql://user@host/db, or none"
+        )
+    return "none" if given.lower() == "none" else given
+
+
 def path(value: Any) -> Path:
     """One path, ``~`` expanded."""
     return Path(text(str(value) if isinstance(value, Path) else value)).expanduser()

@@ -9,7 +9,9 @@ The stages, in order, and who drives each:
 - summary: `finish`, `compare` (the baseline gate, once), `summary` (the lines under the
   table, which each front end lays out);
 - exit status: `exit_status`, the only place a suite's status is decided
-  (`pytest_atom.suite.ending.decide`).
+  (`pytest_atom.suite.ending.decide`);
+- history: `finish` records the session in the history store, once (`history_run`: the
+  run and its items; a worker's items reach its controller in their reports, `history_item`).
 
 pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
 (`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,6 +31,14 @@ from pytest_atom.baseline.compare import BaselineGate, results_file, write_resul
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
+from pytest_atom.history.recording import (
+    claude_version_of,
+    first_version,
+    item_record,
+    run_record,
+    write_run,
+)
+from pytest_atom.history.records import ItemRecord, RunRecord, item_from_dict
 from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
@@ -69,10 +80,12 @@ class FrontEnd:
     arms_flag: str
     #: The front end's status for a usage error (pytest's 4, click's 2).
     usage_error: int
+    #: What the history store calls its sessions (`RunRecord.kind`).
+    history_kind: str = "pytest"
 
 
-PYTEST = FrontEnd(arms_flag="--atom-arms", usage_error=4)
-ATOM_RUN = FrontEnd(arms_flag="--arms", usage_error=2)
+PYTEST = FrontEnd(arms_flag="--atom-arms", usage_error=4, history_kind="pytest")
+ATOM_RUN = FrontEnd(arms_flag="--arms", usage_error=2, history_kind="atom run")
 
 
 class Watcher(Protocol):
@@ -108,6 +121,12 @@ class SuiteRun:
         self.compared = self.regressed = False  # the whole run against the baseline, once
         self.stats_error = ""  # the baseline gate needed scipy, which is not installed
         self.results_error = ""  # last-run.json could not be written
+        #: Each run's history item by node id, with the Claude Code version it reported.
+        self.history_items: dict[str, tuple[ItemRecord, str | None]] = {}
+        self._history_run: RunRecord | None = None
+        self.history_error = ""  # the history store could not be written: the warning
+        self.history_recorded = False
+        self.started = datetime.now(UTC)  # when the session began, as its run records it
 
     # --- collect -------------------------------------------------------------------------
 
@@ -166,6 +185,11 @@ class SuiteRun:
         """A spec run pytest ran (its report's figures)."""
         self.rows.append(row)
 
+    def history_item(self, nodeid: str, data: dict[str, Any]) -> None:
+        """A run's history item as its report carried it (`item_to_dict` and the Claude
+        Code version): pytest's items, on whichever process ran them."""
+        self.history_items[nodeid] = (item_from_dict(data["item"]), data.get("claude"))
+
     def record_other_failure(self) -> None:
         """A failed report that is not a spec run."""
         self.other_failures += 1
@@ -178,11 +202,17 @@ class SuiteRun:
 
     def finish(self) -> None:
         """After the runs: old run folders go; the runs `run_specs` ran become rows, with
-        pytest's node ids (from its rootdir) and, with a baseline, each run's deltas."""
+        pytest's node ids (from its rootdir) and, with a baseline, each run's deltas; then
+        the session is recorded in the history store."""
         self.harness.finish()
-        if not self.results:
-            return
-        rootdir = pytest_rootdir()
+        if self.results:
+            self._result_rows()
+        self.record_history()
+
+    def _result_rows(self) -> None:
+        from pytest_atom.replay.scrub import Scrubber  # the machinery: loaded once runs ran
+
+        rootdir, scrubber = pytest_rootdir(), Scrubber()
         for result, repeat in self.results:
             nodeid = node_id(result.spec.path, result.spec.name, rootdir)
             nodeid += f"[r{repeat}]" if repeat else ""
@@ -191,6 +221,34 @@ class SuiteRun:
                 own = result.spec.baseline_tolerance
                 props.update(self.baseline.item_properties(nodeid, props, own=own))
             self.rows.append(SummaryRow.of(nodeid, props, result.outcome))
+            item = item_record(result, repeat, scrubber=scrubber)
+            self.history_items[nodeid] = (item, claude_version_of(result))
+
+    def history_run(self) -> tuple[RunRecord, list[ItemRecord]]:
+        """The session as the history store keeps it: one run (made once, so the local
+        store and a shard's results file name it alike) and its items in collection order."""
+        order = sorted(self.history_items, key=lambda n: self.order.get(n, len(self.order)))
+        if self._history_run is None:
+            harness = self.harness
+            version = first_version(v for _, v in self.history_items.values())
+            self._history_run = run_record(
+                self.front.history_kind,
+                harness.settings,
+                harness.root,
+                version,
+                started=self.started,
+            )
+        return self._history_run, [self.history_items[n][0] for n in order]
+
+    def record_history(self) -> None:
+        """Record the session in the store `--atom-history` names, once; a store that cannot
+        be written leaves `history_error`, the loud line under the summary."""
+        if not self.history_items or self.history_recorded:
+            return
+        self.history_recorded = True
+        run, items = self.history_run()
+        warning = write_run(self.harness.settings.history, self.harness.root, run, items)
+        self.history_error = warning or ""
 
     def write_results(self) -> None:
         """`last-run.json` (what ``atom baseline save`` reads); a folder that became
@@ -228,6 +286,7 @@ class SuiteRun:
             spending=self._spending_line(),
             sandbox=sandbox_warning_lines(rows),
             results_error=self.results_error,
+            history_error=self.history_error,
             gate_error=f"baseline gate: error: {self.stats_error}" if self.stats_error else "",
             baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
             rates=repeat_lines(rows, gate) if settings.repeat > 1 or gate is not None else None,

@@ -30,6 +30,8 @@ class Summary:
     sandbox: list[str] = field(default_factory=list)
     #: The results file (`last-run.json`) could not be written.
     results_error: str = ""
+    #: The history store could not be written: it names the store and the fix.
+    history_error: str = ""
     #: The baseline gate could not run (scipy missing).
     gate_error: str = ""
     #: The baseline's comparison, each line with whether it tells of a regression; None

@@ -1,0 +1,56 @@
+"""A team's store: a PostgreSQL database through psycopg 3 (``--atom-history postgresql://…``).
+
+The same schema as SQLite's (`history.schema`), in tables named ``atom_*`` so the store can
+share a database. Each write is one transaction; migrations also hold an advisory lock, so
+two sessions opening an old store at once migrate it once. psycopg is an extra
+(``pip install 'pytest-atom[postgres]'``), imported only when a PostgreSQL store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pytest_atom.errors import HistoryError
+from pytest_atom.history.sql import SqlStore
+from pytest_atom.history.store import display_url
+
+__all__ = ["PostgresStore"]
+
+#: The advisory lock migrations hold: any fixed number; this one spells "atom".
+_MIGRATION_LOCK = 0x61746F6D
+
+
+class PostgresStore(SqlStore):
+    """`Store` in a PostgreSQL database (see the module docstring)."""
+
+    placeholder: ClassVar[str] = "%s"
+    begin: ClassVar[str] = "BEGIN"
+    has_schema_sql: ClassVar[str] = "SELECT to_regclass('atom_schema')"
+
+    @classmethod
+    def connect(cls, url: str, migrate: bool = True) -> PostgresStore:
+        """The store at `url`, its schema made and migrated as needed."""
+        try:
+            import psycopg
+        except ImportError as error:
+            raise HistoryError(
+                f"the history store {display_url(url)} needs psycopg 3: "
+                "pip install 'pytest-atom[postgres]' (or --atom-history none)"
+            ) from error
+        try:
+            connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as error:
+            raise HistoryError(
+                f"the history store {display_url(url)} cannot be opened: {error} (start the "
+                "server or fix the URL, or pass --atom-history to another store; "
+                "--atom-history none turns it off)"
+            ) from error
+        store = cls(connection, display_url(url))
+        store.driver_errors = (psycopg.Error,)
+        if migrate:
+            store.migrate_or_close()
+        return store
+
+    def _locked_begin(self, cursor: Any) -> None:
+        cursor.execute("BEGIN")
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

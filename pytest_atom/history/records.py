@@ -1,0 +1,195 @@
+"""What the history store keeps: one `RunRecord` per session, one `ItemRecord` per item.
+
+Records are plain frozen values, the same for every backend (SQLite, PostgreSQL) and every
+reader (`atom history`, `atom diff`, `atom rescore`, the outcome cache, `atom bisect`), so
+none of them needs a run's typed results or the objects that made them. An item's identity
+everywhere is ``(spec, case, arm, repeat)`` (`ItemRecord.key`); `ItemRecord.series` leaves
+the repeat out: the line a trend is drawn along.
+
+Records never hold a raw transcript: a check's detail and a criterion's reasons are
+scrubbed before they are recorded (`history.recording`), and the tool-call sequence is the
+tools' names only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+__all__ = [
+    "OUTCOMES",
+    "RUN_KINDS",
+    "CheckRow",
+    "CriterionRow",
+    "ItemKey",
+    "ItemRecord",
+    "RunKind",
+    "RunRecord",
+    "SeriesKey",
+    "item_from_dict",
+    "item_to_dict",
+    "new_run_id",
+    "run_from_dict",
+    "run_to_dict",
+]
+
+RunKind = Literal["pytest", "atom run", "import", "rescore"]
+RUN_KINDS: tuple[str, ...] = ("pytest", "atom run", "import", "rescore")
+#: An item's outcome: `results.outcome.Outcome.label` lower-cased, as pytest says it.
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+#: (spec base name, case, arm, repeat): one item of a run.
+ItemKey = tuple[str, str | None, str | None, int | None]
+#: (spec base name, case, arm): an item's line through the runs (its repeats together).
+SeriesKey = tuple[str, str | None, str | None]
+
+
+def new_run_id(started: datetime | None = None) -> str:
+    """A run's id: its start time, sortable as text, and a random tail unique across
+    machines (two sessions, CI shards), e.g. ``20261129T055513-3f9a1c2b``."""
+    when = (started or datetime.now(UTC)).astimezone(UTC)
+    return f"{when:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One session: when it ran, on which commit, with which versions and settings.
+
+    `kind` says which front end made it: ``pytest`` (`pytest --atom`), ``atom run``,
+    ``import`` (`atom history import`), ``rescore`` (then `rescore_of` is the run it
+    judged again). `settings` holds only what changes an outcome (record mode, match mode,
+    threshold, repeats, ...), as JSON values.
+    """
+
+    id: str
+    started: datetime
+    kind: str
+    rescore_of: str | None
+    commit: str | None
+    dirty: bool
+    atom_version: str
+    claude_version: str | None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One deterministic check of an item: its label, whether it passed, and its detail
+    (the check's summary, scrubbed)."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CriterionRow:
+    """One criterion the reflector judged: its text, its score (the share of votes that
+    found it met: 1.0 or 0.0 with one vote), whether it was met, and the reflector's
+    reasons (scrubbed)."""
+
+    text: str
+    score: float
+    passed: bool
+    reasons: str = ""
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
+
+    `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``);
+    `tool_calls` is the executor's tool names in the order it called them; `run_folder` is
+    where the item's run folder was (it may since have been removed). `digest` and
+    `digest_parts` are the item's input digest (the outcome cache's key) and its parts,
+    empty until the cache fills them; None means unknown, never "unchanged".
+    """
+
+    run_id: str
+    spec: str
+    spec_path: str
+    case: str | None
+    arm: str | None
+    repeat: int | None
+    outcome: str
+    cached: bool = False
+    checks: tuple[CheckRow, ...] = ()
+    criteria: tuple[CriterionRow, ...] = ()
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    cost_usd: Mapping[str, float] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    tool_calls: tuple[str, ...] = ()
+    digest: str | None = None
+    digest_parts: Mapping[str, str] = field(default_factory=dict)
+    run_folder: str | None = None
+    #: The outcome's one line (the score against the threshold, the check that failed).
+    why: str = ""
+    #: The final verdict's score, None when no reflector judged.
+    score: float | None = None
+
+    @property
+    def key(self) -> ItemKey:
+        """(spec, case, arm, repeat): the item's identity in every store and report."""
+        return (self.spec, self.case, self.arm, self.repeat)
+
+    @property
+    def series(self) -> SeriesKey:
+        """(spec, case, arm): the item's line through the runs."""
+        return (self.spec, self.case, self.arm)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the agent succeeded (``passed``, or ``xpassed`` against an expectation)."""
+        return self.outcome in ("passed", "xpassed")
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens.values())
+
+    @property
+    def total_cost(self) -> float:
+        return sum(self.cost_usd.values())
+
+
+# --- as JSON: across xdist's process border, and in a session's results.json ------------------
+
+
+def run_to_dict(run: RunRecord) -> dict[str, Any]:
+    """`run` as JSON values (`run_from_dict` reads it back)."""
+    data = {f.name: getattr(run, f.name) for f in fields(run)}
+    data["started"] = run.started.isoformat()
+    data["settings"] = dict(run.settings)
+    return data
+
+
+def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
+    """The run `run_to_dict` wrote; KeyError or ValueError when it is not one."""
+    values = {f.name: data[f.name] for f in fields(RunRecord)}
+    values["started"] = datetime.fromisoformat(str(data["started"]))
+    values["dirty"] = bool(data["dirty"])
+    return RunRecord(**values)
+
+
+def item_to_dict(item: ItemRecord) -> dict[str, Any]:
+    """`item` as JSON values (`item_from_dict` reads it back)."""
+    data = {f.name: getattr(item, f.name) for f in fields(item)}
+    data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
+    data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
+    data["tool_calls"] = list(item.tool_calls)
+    for name in ("tokens", "cost_usd", "digest_parts"):
+        data[name] = dict(data[name])
+    return data
+
+
+def item_from_dict(data: Mapping[str, Any]) -> ItemRecord:
+    """The item `item_to_dict` wrote; KeyError, TypeError or ValueError when it is not."""
+    values = {f.name: data[f.name] for f in fields(ItemRecord) if f.name in data}
+    values["checks"] = tuple(CheckRow(str(n), bool(p), str(d)) for n, p, d in data["checks"])
+    values["criteria"] = tuple(
+        CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in data["criteria"]
+    )
+    values["tool_calls"] = tuple(str(name) for name in data["tool_calls"])
+    return ItemRecord(**values)

@@ -1,0 +1,175 @@
+"""The history store: one protocol, one module per backend, opened from a URL.
+
+`open_store` reads what `--atom-history` (ini ``atom_history``, ``history:`` in
+`.atom/config.yaml`) says: a path or ``sqlite:///path`` is an embedded SQLite file
+(`history.sqlite`, WAL), ``postgresql://…`` a team's PostgreSQL database through psycopg 3
+(`history.postgres`), ``none`` no store at all (`NoStore`: records nothing, remembers
+nothing). Both databases hold the same SQL schema (`history.schema`), versioned, so a store
+written by an older pytest-atom opens with a newer one.
+
+Where to add: a backend is one module with a class satisfying `Store` (most of it
+`history.sql.SqlStore`, which speaks the shared SQL over a DB-API connection), and one branch
+in `open_store`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from pytest_atom.errors import HistoryError
+
+if TYPE_CHECKING:
+    from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
+    from pytest_atom.settings.options import RunSettings
+
+__all__ = [
+    "DEFAULT_STORE",
+    "NoStore",
+    "Store",
+    "display_url",
+    "open_store",
+    "session_store",
+    "store_url",
+]
+
+#: Where the embedded store lives, relative to the project's root.
+DEFAULT_STORE = ".atom/history.db"
+#: How `--atom-history` turns the store off.
+OFF = "none"
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A history store: runs and their items, written in one transaction per run.
+
+    Every listing is newest first (by the run's start time, then its id). A run id may be
+    given whole or as a prefix that names one run.
+    """
+
+    #: Where the store is, fit to print (a PostgreSQL URL's password left out).
+    url: str
+
+    def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
+        """Record `run` and its `items` at once (all or nothing); return the run's id."""
+        ...
+
+    def runs(
+        self, limit: int | None = 20, spec: str | None = None, kind: str | None = None
+    ) -> list[RunRecord]:
+        """The last `limit` runs (None: all), those with an item of `spec`, of `kind`."""
+        ...
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run with this id (or unique id prefix); HistoryError naming the store
+        when there is none."""
+        ...
+
+    def items(self, run_id: str) -> list[ItemRecord]:
+        """A run's items, in the order they were recorded."""
+        ...
+
+    def series(self, spec: str | None = None) -> list[SeriesKey]:
+        """Every (spec, case, arm) the store holds an item of (of `spec`), sorted."""
+        ...
+
+    def item_history(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemRecord]:
+        """The items of (spec, case, arm) in the last `limit` runs that ran it (None: all),
+        newest run first, each run's repeats in order."""
+        ...
+
+    def find_passing(self, digest: str) -> ItemRecord | None:
+        """The newest passed item whose input digest is `digest`, if any."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the connection (a store is not used after)."""
+        ...
+
+
+class NoStore:
+    """``--atom-history none``: records nothing and holds nothing."""
+
+    url = OFF
+
+    def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
+        return run.id
+
+    def runs(
+        self, limit: int | None = 20, spec: str | None = None, kind: str | None = None
+    ) -> list[RunRecord]:
+        return []
+
+    def run(self, run_id: str) -> RunRecord:
+        raise HistoryError(
+            f"no run {run_id!r}: the history store is off (--atom-history none); "
+            "set --atom-history to a store (default .atom/history.db) to keep runs"
+        )
+
+    def items(self, run_id: str) -> list[ItemRecord]:
+        return []
+
+    def series(self, spec: str | None = None) -> list[SeriesKey]:
+        return []
+
+    def item_history(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemRecord]:
+        return []
+
+    def find_passing(self, digest: str) -> ItemRecord | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def display_url(url: str) -> str:
+    """`url` fit to print: a PostgreSQL URL's password replaced by ``***``."""
+    if not _is_postgres(url) or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    userinfo, host = rest.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}{':***' if ':' in userinfo else ''}@{host}"
+
+
+def store_url(value: str | Path | None, root: Path) -> str:
+    """The store a setting names, as a URL or an absolute path: relative paths (bare or
+    after ``sqlite:///``) are the project root's, unset is `DEFAULT_STORE`."""
+    text = DEFAULT_STORE if value is None else str(value).strip()
+    if text.lower() == OFF or _is_postgres(text):
+        return OFF if text.lower() == OFF else text
+    if text.startswith("sqlite:///"):
+        # SQLAlchemy's spelling: sqlite:///rel/path is relative, sqlite:////abs/path absolute.
+        text = text.removeprefix("sqlite:///")
+    path = Path(text).expanduser()
+    return str(path if path.is_absolute() else (root / path))
+
+
+def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
+    """The store at `url_or_path` (see the module docstring), created and migrated to the
+    current schema as needed; HistoryError naming the store and the fix when it cannot be
+    opened. Relative paths are `root`'s (default: the current folder)."""
+    url = store_url(url_or_path, root or Path.cwd())
+    if url == OFF:
+        return NoStore()
+    if _is_postgres(url):
+        from pytest_atom.history.postgres import PostgresStore
+
+        return PostgresStore.connect(url)
+    from pytest_atom.history.sqlite import SqliteStore
+
+    return SqliteStore.connect(Path(url))
+
+
+def session_store(settings: RunSettings, root: Path) -> Store:
+    """The store a session records into and reads from: `settings.history` under `root`."""
+    return open_store(store_url(settings.history, root), root)
