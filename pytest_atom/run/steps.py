@@ -291,6 +291,7 @@ class StepsRun(AttemptLoop):
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
             spend=self.spend,
             setup_mode=self.setup_mode,
+            require_calibration=self.require_calibration,
         )
 
     def _set_aside_interrupted(self) -> None:
