@@ -12,6 +12,7 @@ import pytest
 
 from pytest_atom.errors import CalibrationError
 from pytest_atom.judge.trust import criteria_floors, criteria_trust, criterion_trust
+from pytest_atom.reports.summary import criteria_trust_lines
 from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
@@ -20,7 +21,7 @@ from pytest_atom.run.execution import refine_message
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import CalibrationFloor, Spec
 from tests.gate_helpers import calibration, store
-from tests.helpers import write
+from tests.helpers import summary_row, write
 
 VERSION = "2.1.332"
 SPEC = """\
@@ -212,3 +213,21 @@ def test_a_refine_asks_only_for_the_gated_criteria(tmp_path: Path) -> None:
     assert "Score 0.6; passing needs more than 0.8.\n\nUnmet criteria:\n- criterion 1" in (
         refine_message(plain, 2, 0.8)
     )
+
+
+def test_the_summary_counts_gated_and_advisory_criteria_and_why() -> None:
+    def row(name: str, gated: int, advisory: int, reasons: str) -> Any:
+        props = {
+            "atom_criteria_gated": gated,
+            "atom_criteria_advisory": advisory,
+            "atom_criteria_advisory_reasons": reasons,
+        }
+        return summary_row(name, "passed", props)
+
+    rows = [row("a", 2, 1, "stale"), row("b", 0, 2, "uncalibrated, stale"), row("c", 1, 0, "")]
+    assert criteria_trust_lines(rows) == [
+        "criteria: 3 gated, 3 advisory (2 calibration stale, 1 not calibrated): an advisory "
+        "verdict fails nothing until `atom calibrate` calibrates its judge"
+    ]
+    assert criteria_trust_lines([row("c", 1, 0, "")]) == ["criteria: 1 gated, 0 advisory"]
+    assert criteria_trust_lines([summary_row("d", "passed", {})]) == []  # no floor anywhere
