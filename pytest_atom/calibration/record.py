@@ -224,3 +224,12 @@ def save_calibration(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def calibration_state(
+    spec: Spec, claude_version: str, prompts: PromptLoader | None = None
+) -> tuple[Mapping[str, CriterionCalibration], dict[str, JudgeIdentity]]:
+    """What a run's gate (judge.trust) asks of a spec, in one call: its stored calibration
+    by criterion text, and who would judge each of its criteria today."""
+    current = {text: judge_identity(spec, text, claude_version, prompts) for text in spec.criteria}
+    return load_calibration(spec), current

@@ -28,8 +28,7 @@ from pytest_atom.calibration.record import (
     CriterionCalibration,
     JudgeIdentity,
     calibration_file,
-    judge_identity,
-    load_calibration,
+    calibration_state,
     stale_because,
 )
 from pytest_atom.paths import display_path
@@ -62,16 +61,15 @@ def criteria_trust(
     floors = criteria_floors(spec, require)
     if not any(floors):
         return ()
-    stored = load_calibration(spec)
+    stored, today = calibration_state(spec, claude_version or "unknown", prompts)
     where = display_path(calibration_file(spec))
     trusts: list[Trust | None] = []
     for index, (text, floor) in enumerate(zip(spec.criteria, floors, strict=True)):
         if floor is None:
             trusts.append(None)
             continue
-        current = judge_identity(spec, text, claude_version or "unknown", prompts)
         found = stored.get(text) or _reworded(stored, spec.criteria, index)
-        trusts.append(criterion_trust(floor, found, current, where))
+        trusts.append(criterion_trust(floor, found, today[text], where))
     return tuple(trusts)
 
 

@@ -38,8 +38,10 @@ SPECS: dict[str, tuple[str, str, float, bool]] = {
     "plain": ("'%s'", EXISTS, 0.9, True),
     "own_floor": ("{text: '%s', min_kappa: 0.9}", TIDY, 0.3, False),
 }
-ARGS = ("--atom", "specs", "-v", "-p", "no:cacheprovider", "--junitxml=j.xml")
-ARGS += ("--atom-report=traces", "--atom-html=r.html", "--atom-require-calibration=0.5")
+ARGS = (
+    "--atom", "specs", "-v", "-p", "no:cacheprovider", "--junitxml=j.xml",
+    "--atom-report=traces", "--atom-html=r.html", "--atom-require-calibration=0.5",
+)  # fmt: skip
 
 
 def write_project(root: Path, version: str) -> None:
