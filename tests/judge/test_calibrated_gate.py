@@ -201,3 +201,4 @@ def test_the_summary_counts_gated_and_advisory_criteria_in_both_front_ends(
     assert status == "1", output  # the calibrated criterion failed its spec
     said = " ".join(output.split())  # rich wraps long lines at its width
     assert "criteria: 1 gated, 1 advisory (1 not calibrated): an advisory verdict" in said
+    assert "decision: proceed, score 0.6 (1 advisory criterion, not gating)" in said  # progress
