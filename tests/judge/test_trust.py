@@ -12,12 +12,14 @@ import pytest
 
 from pytest_atom.errors import CalibrationError
 from pytest_atom.judge.trust import criteria_floors, criteria_trust, criterion_trust
+from pytest_atom.prompts import PromptLoader
 from pytest_atom.reports.summary import criteria_trust_lines
 from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import RunOutcome
-from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
 from pytest_atom.results.verdict import CriterionVerdict, Trust, Verdict
 from pytest_atom.run.execution import refine_message
+from pytest_atom.run.steps import StepsRun
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import CalibrationFloor, Spec
 from tests.gate_helpers import calibration, store
@@ -231,3 +233,20 @@ def test_the_summary_counts_gated_and_advisory_criteria_and_why() -> None:
     ]
     assert criteria_trust_lines([row("c", 1, 0, "")]) == ["criteria: 1 gated, 0 advisory"]
     assert criteria_trust_lines([summary_row("d", "passed", {})]) == []  # no floor anywhere
+
+
+def test_a_steps_criteria_carry_their_floors_and_the_setting_into_its_attempt_loop(
+    tmp_path: Path,
+) -> None:
+    spec = _spec(
+        tmp_path,
+        "name: s\nsteps:\n  - id: one\n    prompt: p\n"
+        "    criteria: [{text: polite, min_kappa: 0.7}]\n",
+    )
+    run = StepsRun(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
+    run.require_calibration = 0.5
+    step = spec.steps[0]
+    loop = run._step_run(step, 0, StepResult(step.id), None)
+    assert loop.require_calibration == 0.5
+    assert loop.spec.criteria == ("polite",)
+    assert criteria_floors(loop.spec, 0.5) == (CalibrationFloor(0.7, None, 5),)
