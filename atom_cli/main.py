@@ -69,6 +69,16 @@ LAZY_COMMANDS = {
     ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
+    "label": (
+        "atom_cli.label_cmd",
+        "label_",
+        "Label a run's attempt as a sample for calibrating a judge.",
+    ),
+    "calibrate": (
+        "atom_cli.calibrate_cmd",
+        "calibrate",
+        "How far each criterion's judge agrees with the labelled samples (kappa).",
+    ),
 }
 
 

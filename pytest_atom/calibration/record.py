@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +116,20 @@ def judge_model(spec: Spec) -> str:
     return spec.reflector.model or spec.model or "default"
 
 
+def reflector_prompts(spec: Spec, prompt_dirs: Sequence[Path] = ()) -> PromptLoader:
+    """Where a run of `spec` finds its prompts (as `run.spec_run` does): the nearest
+    ``.atom/prompts/`` above the spec, else the working folder's, then `prompt_dirs`
+    (`.atom/config.yaml`'s), then the shipped ones."""
+    project = next(
+        (f for f in (spec.root, *spec.root.parents) if (f / ".atom" / "prompts").is_dir()), None
+    )
+    prompts = PromptLoader(project)
+    if prompt_dirs:
+        first, *rest = prompts.search_paths
+        prompts = PromptLoader(search_paths=[first, *prompt_dirs, *rest])
+    return prompts
+
+
 def prompt_hash(prompts: PromptLoader | None = None) -> str:
     """The reflector prompt's template as a run would load it (a project's
     ``.atom/prompts/REFLECTOR.md`` wins): an edited prompt is another judge."""
@@ -125,8 +139,10 @@ def prompt_hash(prompts: PromptLoader | None = None) -> str:
 def judge_identity(
     spec: Spec, criterion: str, claude_version: str, prompts: PromptLoader | None = None
 ) -> JudgeIdentity:
-    """Who would judge `criterion` of `spec` today, with Claude Code `claude_version`."""
-    return JudgeIdentity(judge_model(spec), prompt_hash(prompts), criterion, claude_version)
+    """Who would judge `criterion` of `spec` today, with Claude Code `claude_version`
+    (`prompts`: default, the spec's own, `reflector_prompts`)."""
+    loader = prompts or reflector_prompts(spec)
+    return JudgeIdentity(judge_model(spec), prompt_hash(loader), criterion, claude_version)
 
 
 _NAMES = {
@@ -210,6 +226,23 @@ def load_file(path: Path) -> dict[str, CriterionCalibration]:
 def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
     """The spec's stored calibration, keyed by criterion text ({} when never calibrated)."""
     return load_file(calibration_file(spec))
+
+
+def calibration_for(
+    spec: Spec, number: int, stored: Mapping[str, CriterionCalibration] | None = None
+) -> CriterionCalibration | None:
+    """The stored calibration of the spec's criterion `number` (1-based): the one of its
+    words, else the one stored in its place when the criteria were calibrated (the words
+    changed since: `stale_because` then names the criterion's text)."""
+    found = load_calibration(spec) if stored is None else stored
+    text = spec.criteria[number - 1]
+    if text in found:
+        return found[text]
+    entries = list(found.values())
+    if len(entries) == len(spec.criteria) and number <= len(entries):
+        candidate = entries[number - 1]
+        return None if candidate.criterion in spec.criteria else candidate
+    return None
 
 
 def save_calibration(

@@ -1,0 +1,233 @@
+"""The reflector on every labelled sample, recorded and replayed as a run's sessions are.
+
+One calibration of a spec is one "run" of its judge: one model source behind one gateway
+(`replay.recording.open_model_source`, the same that `atom run` opens), every sample judged
+in a folder of its own, then the cassette written or left as it was (`ModelSource.finish`).
+So the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL`` mean what they mean to
+`atom run`. The cassette is the spec's calibration cassette, ``calibration/<spec>/
+cassette.yaml``, apart from the spec's own; without one, the script answers: the
+calibration folder's ``script.yaml`` if there is one, else the spec's `script:` (its
+`reflector:` turns, one per sample and variant, in the order judged: variants in order,
+samples by file name).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from pytest_atom.agents.claude_code.cli import claude_version
+from pytest_atom.agents.claude_code.runner import claude_env
+from pytest_atom.calibration.record import calibration_dir, reflector_prompts
+from pytest_atom.calibration.samples import Sample
+from pytest_atom.calibration.variants import Variant
+from pytest_atom.errors import CalibrationError, HarnessError, ReflectorError
+from pytest_atom.files import contained
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.server import Meter
+from pytest_atom.judge.reflector import (
+    VERDICT_SCHEMA,
+    build_prompt,
+    combine_votes,
+    read_only_options,
+    run_reflector,
+)
+from pytest_atom.paths import display_path
+from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.placeholders import volatile_paths
+from pytest_atom.replay.recall import SessionInput
+from pytest_atom.replay.recording import ModelSource, open_model_source
+from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.verdict import Verdict
+from pytest_atom.run.execution import session_id_for
+from pytest_atom.run.factory import AgentFactory
+from pytest_atom.settings.config import AtomConfig
+from pytest_atom.settings.options import RunSettings
+from pytest_atom.spec.types import Check, Spec
+
+CASSETTE = "cassette.yaml"
+SCRIPT = "script.yaml"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One sample's verdict from one judge variant."""
+
+    sample: Sample
+    verdict: Verdict
+
+
+@dataclass
+class Calibrated:
+    """What judging a spec's samples gave: each variant's verdicts, the cassette written
+    (None: replayed, or left as it was), and the Claude Code that judges today."""
+
+    verdicts: dict[str, list[Judged]]
+    claude_version: str
+    cassette: Path | None = None
+    source: str = ""  # the model source's kind: replay, record, scripted
+    warnings: list[str] = field(default_factory=list)
+
+
+def calibration_spec(spec: Spec) -> Spec:
+    """`spec` as its calibration runs it: its calibration cassette, and the calibration
+    folder's script when there is one."""
+    folder = calibration_dir(spec)
+    script = folder / SCRIPT
+    return replace(
+        spec,
+        cassette=folder / CASSETTE,
+        script=script if script.is_file() else spec.script,
+    )
+
+
+def judge_samples(
+    spec: Spec,
+    samples: Sequence[Sample],
+    variants: Sequence[Variant],
+    *,
+    settings: RunSettings,
+    config: AtomConfig | None,
+    claude_bin: Path,
+) -> Calibrated:
+    """Every variant's verdict on every sample, through one gateway and one cassette."""
+    calibrating = calibration_spec(spec)
+    live = claude_version(claude_bin)
+    with tempfile.TemporaryDirectory(prefix="atom-calibrate-") as tmp:
+        run_dir = Path(tmp)
+        source = open_model_source(
+            calibrating, settings, paths=volatile_paths(run_dir, calibrating), claude_bin=claude_bin
+        )
+        result = Calibrated({}, live, source=source.kind)
+        failed, seen = True, None
+        try:
+            with _gateway(source) as url:
+                env = claude_env(
+                    url, run_dir / "claude-config", source.auth, pass_env=spec.pass_env
+                )
+                for variant in variants:
+                    judge = _Judge(calibrating, variant, run_dir, env, claude_bin, settings, config)
+                    result.verdicts[variant.name] = [judge.sample(s, source) for s in samples]
+                    seen = seen or judge.cli_version
+            failed = False
+        finally:
+            result.cassette = source.finish(
+                calibrating, failed=failed, cli_version=seen or live, passed=True
+            )
+        problem = source.failure or source.refused or source.script_error
+        if problem:
+            raise HarnessError(f"calibrating {spec.name}: {problem}")
+        result.warnings = list(source.warnings)
+    return result
+
+
+@contextmanager
+def _gateway(source: ModelSource) -> Iterator[str]:
+    with Gateway(source.responder, Meter(frozenset({"reflector"}))) as gateway:
+        yield gateway.url
+
+
+@dataclass
+class _Judge:
+    """One variant of the judge, judging sample after sample."""
+
+    spec: Spec
+    variant: Variant
+    run_dir: Path
+    env: dict[str, str]
+    claude_bin: Path
+    settings: RunSettings
+    config: AtomConfig | None
+    cli_version: str | None = None
+
+    def sample(self, sample: Sample, source: ModelSource) -> Judged:
+        spec = self.variant.spec_for(self.spec)
+        folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
+        _materialize(sample, folder)
+        session = session_input(spec, sample, self.threshold, self.prompts())
+        agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
+        votes = []
+        for vote in range(1, spec.reflector.votes + 1):
+            role = f"reflector:calibrate:{self.variant.name}:{sample.path.stem}"
+            role = role if vote == 1 else f"{role}:v{vote}"
+            key = source.recall.key(role, "reflector", session, folder)
+            recalled = source.recall.recall(key)
+            if recalled is not None:
+                votes.append(Verdict.parse(recalled.answer))
+                continue
+            try:
+                verdict, record = run_reflector(
+                    session,
+                    folder,
+                    agent=agents.reflector(VERDICT_SCHEMA),
+                    session_id=session_id_for(spec, role),
+                    timeout=spec.timeout,
+                )
+            except ReflectorError as exc:
+                diverged = (
+                    source.tape.divergences[0].describe(limit=3)
+                    if source.tape and source.tape.divergences
+                    else ""
+                )
+                again = (
+                    f"; the calibration cassette does not hold this judge's session (a new "
+                    f"sample, or a changed judge): record it again with `atom calibrate "
+                    f"{display_path(spec.path)} --record-mode=all`"
+                    if diverged
+                    else ""
+                )
+                raise HarnessError(
+                    f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
+                ) from None
+            self.cli_version = self.cli_version or record.cli_version
+            source.recall.remember(key, record)
+            votes.append(verdict)
+        return Judged(sample, combine_votes(votes))
+
+    @property
+    def threshold(self) -> float:
+        reflector = self.spec.reflector
+        return reflector.threshold if reflector.threshold_set else self.settings.threshold
+
+    def prompts(self) -> PromptLoader:
+        """The variant's reflector prompt, else the spec's (as its runs load it)."""
+        if self.variant.prompt is not None:
+            folder = self.run_dir / "prompts" / self.variant.name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "REFLECTOR.md").write_text(
+                self.variant.prompt.read_text(encoding="utf-8"), encoding="utf-8"
+            )
+            return PromptLoader(search_paths=[folder])
+        return reflector_prompts(self.spec, self.config.prompt_dirs if self.config else ())
+
+
+def session_input(
+    spec: Spec, sample: Sample, threshold: float, prompts: PromptLoader
+) -> SessionInput:
+    """The reflector's request for `sample`, as a run's reflector would get it."""
+    checks = [
+        CheckResult(Check("sample", {}, 0, label=c.check), c.passed, c.summary, c.evidence)
+        for c in sample.attempt.checks
+    ]
+    prompt = build_prompt(
+        spec, checks, sample.attempt.diff, sample.attempt.final_message, threshold, prompts
+    )
+    return SessionInput(
+        prompt, read_only_options(VERDICT_SCHEMA), spec.reflector.model or spec.model
+    )
+
+
+def _materialize(sample: Sample, folder: Path) -> None:
+    """The attempt's changed files, where the reflector may read them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel, text in sorted(sample.attempt.files.items()):
+        path = contained(folder, rel)
+        if path is None:
+            raise CalibrationError(
+                f"files: {rel!r} is not a path inside the workspace", sample.path
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

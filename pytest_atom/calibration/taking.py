@@ -1,0 +1,177 @@
+"""Taking a sample from a run: `atom label RUN SPEC --pass|--fail`.
+
+RUN is a run folder (``.atom/runs/<spec>-<stamp>-<id>``) or a run of the history store
+(its id, or a unique prefix: `atom history` lists them; the command looks it up and gives
+`RunFound`). Either way the attempt is the run folder's last one: its change against the spec's workspace (`diffs.workspace_diff`, as the
+reflector is shown it), the agent's final message and turns from its Claude Code
+transcript, and the check results the run recorded in the store. A run folder the store
+does not know has its checks run again on the attempt, in the agent's confinement as a
+run does, except those that read the agent's run (its tool calls), which say so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pytest_atom.agents.claude_code import configuration
+from pytest_atom.agents.claude_code.runner import clean_env
+from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
+from pytest_atom.calibration.record import base_name
+from pytest_atom.calibration.samples import (
+    AttemptSeen,
+    CheckSeen,
+    Label,
+    Sample,
+    TurnSeen,
+    read_sample,
+    samples_dir,
+)
+from pytest_atom.checks.builtin import needs_sandbox, run_checks
+from pytest_atom.checks.registry import CheckRegistry
+from pytest_atom.diffs import agent_files, workspace_diff
+from pytest_atom.errors import CalibrationError, SessionError
+from pytest_atom.importing.reader import read_session
+from pytest_atom.replay.normalize import mask_durations
+from pytest_atom.run.execution import session_id_for
+from pytest_atom.spec.types import Spec
+from pytest_atom.words import clip
+
+#: The most characters of one changed file a sample keeps for the reflector to read, and of
+#: one transcript turn: a sample stays small enough to review.
+FILE_LIMIT = 20_000
+TURN_LIMIT = 2_000
+
+
+@dataclass(frozen=True)
+class RunFound:
+    """Where a sample is taken from: the run folder and, when the history store holds the
+    run, its id and its check results as the run recorded them (the command looks them up:
+    the store is a layer above)."""
+
+    folder: Path
+    run_id: str | None = None
+    checks: tuple[CheckSeen, ...] | None = None
+
+
+def last_attempt(folder: Path) -> Path:
+    attempts = sorted((folder / "attempts").glob("a[0-9][0-9]*"))
+    if not attempts:
+        raise CalibrationError("the run folder holds no attempt (attempts/a01, ...)", folder)
+    return attempts[-1]
+
+
+def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = None) -> Sample:
+    """The attempt of `found` as the reflector would see it, unlabelled, at its path in
+    the spec's samples folder (an earlier sample of the same run is read back instead)."""
+    path = samples_dir(spec) / f"{found.folder.name}.yaml"
+    if path.is_file():
+        return read_sample(path)
+    attempt = last_attempt(found.folder)
+    installed = configuration.installed_paths(spec.claude)
+    turns = _transcript(spec, found.folder, attempt)
+    seen = AttemptSeen(
+        diff=workspace_diff(spec.workspace, attempt, installed=installed),
+        final_message=turns[-1].text if turns else "",
+        checks=_checks(spec, found, attempt, registry),
+        files=_changed_files(spec.workspace, attempt, installed),
+        transcript=tuple(
+            TurnSeen(clip(t.text, TURN_LIMIT, "the run's transcript"), t.tools) for t in turns
+        ),
+    )
+    source = {
+        "run": found.run_id,
+        "folder": found.folder.name,
+        "attempt": attempt.name,
+        "taken": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    return Sample(path, base_name(spec), seen, (), source)
+
+
+def label(sample: Sample, spec: Spec, criterion: int, met: bool, note: str) -> Sample:
+    """`sample` with the human's verdict on `criterion` (1-based)."""
+    if not 1 <= criterion <= len(spec.criteria):
+        raise CalibrationError(
+            f"spec {spec.name!r} has {len(spec.criteria)} criteria: --criterion is 1 to "
+            f"{len(spec.criteria)}, not {criterion}",
+            spec.path,
+            spec.line,
+        )
+    text = spec.criteria[criterion - 1]
+    return sample.labelled(Label(criterion, met, text, note))
+
+
+def _transcript(spec: Spec, folder: Path, attempt: Path) -> list[TurnSeen]:
+    """The executor's turns from its Claude Code transcript (the last attempt's first)."""
+    name = f"{session_id_for(spec)}.jsonl"
+    found = sorted(
+        (folder / "claude-config" / "projects").glob(f"*/{name}"),
+        key=lambda p: (attempt.name not in p.parent.name, p.as_posix()),
+    )
+    if not found:
+        return []
+    try:
+        session = read_session(found[0])
+    except SessionError:
+        return []
+    return [
+        TurnSeen(
+            turn.text.strip(),
+            tuple(f"{c.name} {json.dumps(c.input, ensure_ascii=False)[:300]}" for c in turn.calls),
+        )
+        for turn in session.turns
+    ]
+
+
+def _checks(
+    spec: Spec, found: RunFound, attempt: Path, registry: CheckRegistry | None
+) -> tuple[CheckSeen, ...]:
+    """The run's check results: the store's record, else the checks run again."""
+    if found.checks is not None:
+        return found.checks
+    registry = registry or _default_registry()
+    kept = [c for c in spec.accept if not registry.reads_run(c.kind)]
+    env = clean_env(found.folder / "home", spec.pass_env)
+    sandbox = None
+    if spec.sandbox is not None and needs_sandbox(kept, registry):
+        sandbox = process_sandbox(Confinement(found.folder, spec.sandbox), attempt, env)
+    results = run_checks(kept, attempt, env=env, registry=registry, sandbox=sandbox)
+    seen = {id(r.check): r for r in results}
+    return tuple(
+        CheckSeen(r.check.describe(), r.passed, mask_durations(r.summary), r.evidence)
+        if (r := seen.get(id(c))) is not None
+        else CheckSeen(
+            c.describe(),
+            False,
+            "not run again: it reads the agent's run, which a run folder does not keep",
+        )
+        for c in spec.accept
+    )
+
+
+def _default_registry() -> CheckRegistry:
+    from pytest_atom.checks.builtin import default_registry
+
+    return default_registry()
+
+
+def _changed_files(before: Path | None, after: Path, installed: Sequence[str]) -> dict[str, str]:
+    """The text of each file the attempt added or changed, clipped, for the reflector."""
+    old = agent_files(before, installed)
+    changed = {}
+    for rel, path in agent_files(after, installed).items():
+        if not path.is_file() or path.is_symlink():
+            continue
+        data = path.read_bytes()
+        if rel in old and old[rel].is_file() and old[rel].read_bytes() == data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        changed[rel] = clip(text, FILE_LIMIT, f"{rel} in the run folder")
+    return changed
