@@ -261,8 +261,12 @@ def save_calibration(
 
 def calibration_state(
     spec: Spec, claude_version: str, prompts: PromptLoader | None = None
-) -> tuple[Mapping[str, CriterionCalibration], dict[str, JudgeIdentity]]:
-    """What a run's gate (judge.trust) asks of a spec, in one call: its stored calibration
-    by criterion text, and who would judge each of its criteria today."""
-    current = {text: judge_identity(spec, text, claude_version, prompts) for text in spec.criteria}
-    return load_calibration(spec), current
+) -> list[tuple[CriterionCalibration | None, JudgeIdentity]]:
+    """What a run's gate (judge.trust) asks of a spec, in one call: for each criterion, in
+    the spec's order, its stored calibration (`calibration_for`: a reworded criterion's old
+    one) and who would judge it today."""
+    stored = load_calibration(spec)
+    return [
+        (calibration_for(spec, number, stored), judge_identity(spec, text, claude_version, prompts))
+        for number, text in enumerate(spec.criteria, 1)
+    ]

@@ -15,14 +15,14 @@ nothing (`results.outcome.judge`). The criterion's own `min_kappa` is the more s
 wins over the setting's; a criterion with neither has no `Trust` and gates as always.
 
 A reworded criterion finds no calibration under its new words; the entry at its position in
-calibration.json, written for words the spec no longer has, is taken as its old
-calibration, so it is reported stale ("the criterion's text changed"), not missing.
+calibration.json, written for words the spec no longer has, is taken as its old calibration
+(`calibration_for`, the rule ``atom calibrate`` reports staleness by), so it is reported
+stale ("the criterion's text changed"), not missing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 from pytest_atom.calibration.record import (
     CriterionCalibration,
@@ -61,27 +61,12 @@ def criteria_trust(
     floors = criteria_floors(spec, require)
     if not any(floors):
         return ()
-    stored, today = calibration_state(spec, claude_version or "unknown", prompts)
+    state = calibration_state(spec, claude_version or "unknown", prompts)
     where = display_path(calibration_file(spec))
-    trusts: list[Trust | None] = []
-    for index, (text, floor) in enumerate(zip(spec.criteria, floors, strict=True)):
-        if floor is None:
-            trusts.append(None)
-            continue
-        found = stored.get(text) or _reworded(stored, spec.criteria, index)
-        trusts.append(criterion_trust(floor, found, today[text], where))
-    return tuple(trusts)
-
-
-def _reworded(
-    stored: Mapping[str, CriterionCalibration], criteria: Sequence[str], index: int
-) -> CriterionCalibration | None:
-    """The calibration at `index` in calibration.json when its words are no longer any of
-    the spec's criteria: the same criterion, reworded since it was calibrated."""
-    entries = list(stored.values())
-    if index >= len(entries) or entries[index].criterion in criteria:
-        return None
-    return entries[index]
+    return tuple(
+        None if floor is None else criterion_trust(floor, stored, today, where)
+        for floor, (stored, today) in zip(floors, state, strict=True)
+    )
 
 
 def criterion_trust(

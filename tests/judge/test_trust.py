@@ -114,10 +114,17 @@ def test_a_reworded_criterion_is_stale_not_missing(tmp_path: Path) -> None:
     is its old calibration: the report names the text that changed."""
     old = "The greeting is courteous."
     spec = _spec(tmp_path)
-    store(spec, {old: calibration(spec, old, VERSION)})
+    store(
+        spec,
+        {text: calibration(spec, text, VERSION) for text in (old, NAMES, SHORT)},
+    )
     trust = criteria_trust(spec, None, VERSION)[0]
     assert trust is not None and trust.reason == "stale"
     assert f"the criterion's text changed ('{old}' -> '{POLITE}')" in trust.detail
+    # a calibration.json of other criteria altogether: the criterion was never calibrated
+    store(spec, {old: calibration(spec, old, VERSION)})
+    trust = criteria_trust(spec, None, VERSION)[0]
+    assert trust is not None and trust.reason == "uncalibrated"
 
 
 # --- the decision: an advisory verdict fails nothing, and asks for no refine ---------------
