@@ -397,15 +397,22 @@ class AttemptLoop:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return False
+        return self.trust(attempt, combine_votes(votes))
+
+    def trust(self, attempt: Attempt, verdict: Verdict) -> bool:
+        """`attempt`'s verdict, each criterion gated or advisory (judge.trust): what `judge`
+        reads, once. False: the spec's calibration.json cannot be read, a harness error
+        naming it (a missing one only makes its criteria advisory)."""
+        # The release the reflector ran in (a recalled verdict's: this run's CLI).
+        version = next((r.cli_version for r in attempt.reflectors if r.cli_version), None)
         try:
             trusts = criteria_trust(
-                self.spec, self.require_calibration, self.cli_version(), self.prompts
+                self.spec, self.require_calibration, version or self.cli_version(), self.prompts
             )
-        except CalibrationError as exc:  # a calibration.json that cannot be read
+        except CalibrationError as exc:
             self.harness_error = str(exc)
             return False
-        # Each criterion gated or advisory (judge.trust): `judge` reads it, once.
-        attempt.verdict = combine_votes(votes).with_trust(trusts)
+        attempt.verdict = verdict.with_trust(trusts)
         return True
 
 

@@ -18,7 +18,7 @@ from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
 from pytest_atom.results.verdict import CriterionVerdict, Trust, Verdict
-from pytest_atom.run.execution import refine_message
+from pytest_atom.run.execution import AttemptLoop, refine_message
 from pytest_atom.run.steps import StepsRun
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import CalibrationFloor, Spec
@@ -257,3 +257,16 @@ def test_a_steps_criteria_carry_their_floors_and_the_setting_into_its_attempt_lo
     assert loop.require_calibration == 0.5
     assert loop.spec.criteria == ("polite",)
     assert criteria_floors(loop.spec, 0.5) == (CalibrationFloor(0.7, None, 5),)
+
+
+def test_an_unreadable_calibration_is_the_harness_error_naming_its_file(tmp_path: Path) -> None:
+    spec = _spec(tmp_path)
+    write(tmp_path / "specs" / "calibration" / "greet" / "calibration.json", "[broken")
+    loop = AttemptLoop(spec, tmp_path, PromptLoader(), 0.8, None, Path("claude"), None)
+    attempt = Attempt(1, tmp_path, RunOutcome(True, 1), [], [])
+    assert not loop.trust(attempt, _verdict(0.9, (True, None), (True, None), (True, None)))
+    assert (
+        loop.harness_error is not None and "calibration.json cannot be read" in loop.harness_error
+    )
+    assert "calibration/greet/calibration.json" in loop.harness_error
+    assert attempt.verdict is None
