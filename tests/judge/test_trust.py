@@ -13,9 +13,12 @@ import pytest
 from pytest_atom.errors import CalibrationError
 from pytest_atom.judge.trust import criteria_floors, criteria_trust, criterion_trust
 from pytest_atom.prompts import PromptLoader
+from pytest_atom.reports.html import render_html, report_row, spec_view
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import criteria_trust_lines
+from pytest_atom.reports.text import failure_report
 from pytest_atom.results.outcome import RunFacts, decide, judge
-from pytest_atom.results.record import RunOutcome
+from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
 from pytest_atom.results.verdict import CriterionVerdict, Trust, Verdict
 from pytest_atom.run.execution import AttemptLoop, refine_message
@@ -270,3 +273,30 @@ def test_an_unreadable_calibration_is_the_harness_error_naming_its_file(tmp_path
     )
     assert "calibration/greet/calibration.json" in loop.harness_error
     assert attempt.verdict is None
+
+
+def test_every_report_shows_each_criterions_trust(tmp_path: Path) -> None:
+    spec = Spec(name="t", path=tmp_path / "t.atom.yaml", line=1, prompt="p", criteria=("a", "b"))
+    verdict = _verdict(0.9, (False, GATED), (False, ADVISORY))
+    record = IterationRecord(returncode=0, output="Done.", texts=["Done."])
+    attempt = Attempt(1, tmp_path, RunOutcome(True, 1, output="Done."), [record], [], verdict)
+    attempt.decision = judge(True, [], verdict, 0.8)
+    result = SpecResult(spec, tmp_path, [attempt], 1.0, 0.8)
+    assert result.outcome.why == "unmet: a; advisory, not gating: b"
+    pytest.LineMatcher(failure_report(result).splitlines()).fnmatch_lines(
+        [
+            "*refine, score 0.9; 0/1 gated criteria met, each must be; 1 advisory, not gating "
+            "(not calibrated) after 1 attempt*",
+            "*unmet, gated (calibrated: kappa 0.80 >= 0.6 on 20 samples): criterion 1",
+            "*unmet, advisory (not calibrated: no calibration): criterion 2",
+        ]
+    )
+    props = result_properties(result)
+    assert props["atom_criteria_trust"] == (
+        "1 gated (calibrated: kappa 0.80 >= 0.6 on 20 samples) · "
+        "2 advisory (not calibrated: no calibration)"
+    )
+    assert props["atom_criteria_advisory_reasons"] == "uncalibrated"
+    page = render_html([report_row("t.atom.yaml::t", "failed", spec_view(result))])
+    assert '<li class="criterion unmet advisory">' in page
+    assert '<span class="trust gated"' in page and '<span class="trust advisory"' in page
