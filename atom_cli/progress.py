@@ -77,6 +77,10 @@ class Progress:
             say(f"  [yellow]rollback[/] from {shown(event.step)} to {shown(event.target)}")
         elif isinstance(event, hev.Decided):
             score = f", score {event.verdict.score:g}" if event.verdict else ""
+            advisory = len(event.verdict.advisory) if event.verdict else 0
+            # criteria whose judge is not calibrated: their verdicts decided nothing
+            noun = "criterion" if advisory == 1 else "criteria"
+            score += f" ({advisory} advisory {noun}, not gating)" if advisory else ""
             say(f"    decision: [bold]{event.decision}[/]{score}")
         elif not isinstance(event, (hev.SetupStarted, hev.PlanStarted)):
             self._agent(event)

@@ -15,6 +15,7 @@ from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.summary import (
+    criteria_trust_lines,
     environment_lines,
     failed_tries_lines,
     sandbox_warning_lines,
@@ -151,7 +152,8 @@ def _summary(
         f"error: {nodeid}: pytest-atom could not run it (see the shard's log)"
         for nodeid in failures
     ]
-    lines += failed_tries_lines(rows) + environment_lines(rows) + sandbox_warning_lines(rows)
+    lines += failed_tries_lines(rows) + environment_lines(rows) + criteria_trust_lines(rows)
+    lines += sandbox_warning_lines(rows)
     lines += gate.lines() if gate is not None else []
     repeats = (
         gates.min_pass_rate is not None

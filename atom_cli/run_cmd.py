@@ -200,7 +200,7 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
     page = suite.write_html()
     if page is not None:
         console.print(f"HTML report: {shown(display_path(page))}")
-    for line in said.tries:
+    for line in said.tries + said.criteria:
         console.print(shown(line))
     for line in said.sandbox:
         console.print(f"[yellow]{shown(line)}[/]")

@@ -26,6 +26,7 @@ FAST = {
         "atom history: ",
     ),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
+    "trust.py": (["--criteria", "2", "--rounds", "2"], "gate / load_spec"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),

@@ -257,3 +257,16 @@ def save_calibration(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomic(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def calibration_state(
+    spec: Spec, claude_version: str, prompts: PromptLoader | None = None
+) -> list[tuple[CriterionCalibration | None, JudgeIdentity]]:
+    """What a run's gate (judge.trust) asks of a spec, in one call: for each criterion, in
+    the spec's order, its stored calibration (`calibration_for`: a reworded criterion's old
+    one) and who would judge it today."""
+    stored = load_calibration(spec)
+    return [
+        (calibration_for(spec, number, stored), judge_identity(spec, text, claude_version, prompts))
+        for number, text in enumerate(spec.criteria, 1)
+    ]

@@ -191,7 +191,7 @@ class AtomSession:
             _write(terminalreporter, line)
         _write(terminalreporter, f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
         # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
-        for line in said.notes + said.tries:
+        for line in said.notes + said.tries + said.criteria:
             _write(terminalreporter, line)
         if said.spending:
             _write(terminalreporter, said.spending, red=True)

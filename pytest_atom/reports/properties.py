@@ -39,6 +39,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_agent_cost_usd": round(result.usage.cost_usd, 6),
         **({"atom_limit_exceeded": result.limit_exceeded} if result.limit_exceeded else {}),
         **({"atom_criteria_votes": votes} if (votes := criteria_votes(result)) else {}),
+        **criteria_trust(result),
         **role_properties(result),
         **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
@@ -84,6 +85,28 @@ def criteria_votes(result: SpecResult) -> str | None:
         f"{n} {'met' if c.met else 'unmet'} {sum(c.votes)}/{len(c.votes)}"
         for n, c in enumerate(verdict.criteria, 1)
     )
+
+
+def criteria_trust(result: SpecResult) -> dict[str, Any]:
+    """Which criteria of the final verdict gated and which were advisory, when a
+    calibration floor applied to any (judge.trust): ``atom_criteria_trust`` (``1 gated
+    (calibrated: …) · 2 advisory (calibration stale: …)``, numbered as the spec lists them),
+    the counts ``atom_criteria_gated`` and ``atom_criteria_advisory``, and each advisory
+    criterion's reason (``atom_criteria_advisory_reasons``: ``stale, uncalibrated``), which
+    the summary counts across xdist workers."""
+    verdict = result.verdict
+    if verdict is None or all(c.trust is None for c in verdict.criteria):
+        return {}
+    advisory = verdict.advisory
+    return {
+        "atom_criteria_trust": " · ".join(
+            f"{n} {c.trust.line if c.trust else 'gated (no floor)'}"
+            for n, c in enumerate(verdict.criteria, 1)
+        ),
+        "atom_criteria_gated": len(verdict.criteria) - len(advisory),
+        "atom_criteria_advisory": len(advisory),
+        "atom_criteria_advisory_reasons": ", ".join(c.trust.reason for c in advisory if c.trust),
+    }
 
 
 def environment_properties(result: SpecResult) -> dict[str, Any]:

@@ -5,6 +5,7 @@ file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from pytest_atom.baseline.compare import summary_cell as baseline_cell
@@ -12,6 +13,7 @@ from pytest_atom.cost.usage import ROLES
 from pytest_atom.environment import left_out_names_line
 from pytest_atom.inert import inert
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.verdict import ADVISORY_WORDS
 
 
 def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
@@ -28,6 +30,27 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
             f"the attempt folder and reach the network: {', '.join(off)}"
         )
     ]
+
+
+def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """How many criteria gated and how many were advisory, and why, over the runs whose
+    criteria had a calibration floor (`reports.properties.criteria_trust`); none: no line."""
+    floored = [row for row in rows if "atom_criteria_advisory" in row.properties]
+    if not floored:
+        return []
+    gated = sum(int(row.properties.get("atom_criteria_gated") or 0) for row in floored)
+    advisory = sum(int(row.properties["atom_criteria_advisory"] or 0) for row in floored)
+    reasons = Counter(
+        reason
+        for row in floored
+        for reason in str(row.properties.get("atom_criteria_advisory_reasons") or "").split(", ")
+        if reason
+    )
+    why = ", ".join(f"{n} {ADVISORY_WORDS.get(r, r)}" for r, n in sorted(reasons.items()))
+    line = f"criteria: {gated} gated, {advisory} advisory" + (f" ({why})" if why else "")
+    if advisory:
+        line += ": an advisory verdict fails nothing until `atom calibrate` calibrates its judge"
+    return [inert(line)]
 
 
 def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:

@@ -18,12 +18,14 @@ from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
+from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.spec_result import Plan, Rollback, SpecResult
+    from pytest_atom.results.verdict import Verdict
 
 _EVIDENCE_LINES = 20
 _TOOL_PROBLEMS_SHOWN = 10
@@ -83,9 +85,12 @@ def verdict_line(result: SpecResult) -> str:
         )
         return f"{result.decision} after {attempts} ({why})"
     scored = _scored(verdict.score, verdict.scores)
-    if result.spec.reflector.gate == "criteria":
-        met = sum(c.met for c in verdict.criteria)
-        gate = f"{met}/{len(verdict.criteria)} criteria met, each must be"
+    if result.gate == "criteria":
+        gated = [c for c in verdict.criteria if c.gates]
+        met = sum(c.met for c in gated)
+        gate = f"{met}/{len(gated)} criteria met, each must be"
+        if verdict.advisory:  # the score weighs them too: the gated criteria decide
+            gate = f"{met}/{len(gated)} gated criteria met, each must be; {_advisory(verdict)}"
         line = f"{result.decision}, {scored}; {gate} after {attempts}"
         line += " (attempts used up)" if result.decision == "refine" else ""
     else:
@@ -288,15 +293,28 @@ def _verdict_lines(result: SpecResult) -> list[str]:
     verdict, lines = result.verdict, list[str]()
     if verdict is None:
         return lines
-    for criterion in verdict.unmet:
+    for criterion in verdict.criteria:
+        if criterion.met and criterion.gates:
+            continue
         tally = f" ({criterion.tally}: {_ballots(criterion.votes)})" if criterion.votes else ""
-        lines.append(f"  unmet: {criterion.criterion}{tally}")
+        said = "met" if criterion.met else "unmet"
+        if criterion.trust is not None:  # a criterion with a floor: whether it gated, and why
+            said += f", {criterion.trust.line}"
+        lines.append(f"  {said}: {criterion.criterion}{tally}")
         lines += _indent(criterion.evidence)
     if verdict.feedback:
         lines.append("  feedback:")
         lines += _indent(verdict.feedback)
     lines += [f"  flaky: {note}" for note in verdict.flaky]
     return lines
+
+
+def _advisory(verdict: Verdict) -> str:
+    """``2 advisory, not gating (calibration stale)``: the criteria whose judge is not
+    calibrated for them, which fail nothing."""
+    words = sorted({ADVISORY_WORDS[c.trust.reason] for c in verdict.advisory if c.trust})
+    count = len(verdict.advisory)
+    return f"{count} advisory, not gating ({', '.join(words)})"
 
 
 def _ballots(votes: Sequence[bool]) -> str:

@@ -30,7 +30,7 @@ from pytest_atom.replay.transcript import permission_denials
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
-from pytest_atom.spec.types import Spec
+from pytest_atom.spec.types import CalibrationFloor, Spec
 
 __all__ = [
     "TRACE_SCHEMA",
@@ -362,6 +362,10 @@ def _effects_observed(result: SpecResult, sessions: list[TraceSession]) -> dict[
     }
 
 
+def _floor(floor: CalibrationFloor) -> dict[str, Any]:
+    return {"min_kappa": floor.min_kappa, "min_samples": floor.min_samples}
+
+
 def _atom_section(
     result: SpecResult, sessions: list[TraceSession], repeat: int | None
 ) -> dict[str, Any]:
@@ -377,6 +381,11 @@ def _atom_section(
             "description": spec.description,
             "model": spec.model,
             "criteria": list(spec.criteria),
+            **(
+                {"criteria_floors": {t: _floor(f) for t, f in spec.criteria_floors.items()}}
+                if spec.criteria_floors
+                else {}
+            ),
             **({"arm": spec.arm, "arm_reference": spec.arm_reference} if spec.arm else {}),
             **_repeats(spec),
         },

@@ -44,6 +44,9 @@ class _Criterion(Protocol):
     @property
     def met(self) -> bool: ...
 
+    @property
+    def gates(self) -> bool: ...
+
 
 class _Scored(Protocol):
     @property
@@ -66,16 +69,27 @@ def judge(
     never signalled completion. Without criteria there is no verdict and the checks decide.
     Gated by ``criteria``, every criterion must be met (each by its vote majority) and the
     score is not read: an unmet one asks for another attempt, with the reflector's feedback.
+
+    An advisory criterion (its judge not calibrated for it: `CriterionVerdict.gates`) never
+    fails an attempt nor asks for another. Once a verdict holds one, its score (which
+    weighs every criterion, the advisory ones too) no longer decides: the gated criteria
+    do, each met, as with ``criteria`` (`effective_gate`); with none gated, the checks do.
     """
     if not completed or not all(c.passed for c in checks):
         return "fail"
     if verdict is None:
         return "proceed"
-    if gate == "criteria":
-        return "proceed" if all(c.met for c in verdict.criteria) else "refine"
+    if effective_gate(gate, verdict.criteria) == "criteria":
+        return "proceed" if all(c.met for c in verdict.criteria if c.gates) else "refine"
     if verdict.score > threshold:
         return "proceed"
     return "refine" if verdict.score >= 0.5 else "fail"
+
+
+def effective_gate(gate: Gate, criteria: Iterable[_Criterion]) -> Gate:
+    """What passes a judged attempt: the spec's `gate`, but ``criteria`` (the gated ones,
+    each met) once any criterion is advisory, whose verdict the score would still weigh."""
+    return "criteria" if any(not c.gates for c in criteria) else gate
 
 
 @dataclass(frozen=True)
@@ -192,6 +206,9 @@ class RunFacts:
     steps_passed: bool = True
     gate: Gate = "score"
     unmet: Sequence[str] = ()  # the final verdict's unmet criteria, with their votes
+    #: Its unmet advisory criteria: shown in the outcome's why, never failing it (then
+    #: `unmet` holds only the gated ones, and `gate` is the effective one).
+    advisory_unmet: Sequence[str] = ()
 
 
 def decide(facts: RunFacts) -> Outcome:
@@ -213,7 +230,7 @@ def decide(facts: RunFacts) -> Outcome:
     if f.script_error is not None:
         return Outcome("error", f"the spec's script is broken: {f.script_error}", "spec")
     passed = f.attempts > 0 and f.decision == "proceed" and f.steps_passed and not f.plan_failed
-    verdict = _verdict(f.score, f.threshold, f.gate, f.unmet)
+    verdict = _verdict(f.score, f.threshold, f.gate, f.unmet, f.advisory_unmet)
     if passed:
         return Outcome("passed", verdict or "checks passed", xfail=expected)
     # Stopping at a limit cuts the streams in flight: the limit, not the upstream, is why.
@@ -243,10 +260,20 @@ def _why_failed(f: RunFacts, verdict: str) -> tuple[str | None, str]:
     return None, f"{f.decision}, {verdict}" if verdict else f.decision
 
 
-def _verdict(score: float | None, threshold: float, gate: Gate, unmet: Sequence[str]) -> str:
-    """The reflector's verdict in a few words: its score, or its unmet criteria."""
+def _verdict(
+    score: float | None,
+    threshold: float,
+    gate: Gate,
+    unmet: Sequence[str],
+    advisory: Sequence[str] = (),
+) -> str:
+    """The reflector's verdict in a few words: its score, or its unmet criteria (and the
+    unmet advisory ones, which fail nothing)."""
     if score is None:
         return ""
-    if gate == "criteria":
-        return "unmet: " + "; ".join(unmet) if unmet else "every criterion met"
-    return f"score {score:g} (passes above {threshold:g})"
+    if gate != "criteria":
+        return f"score {score:g} (passes above {threshold:g})"
+    said = "unmet: " + "; ".join(unmet) if unmet else "every gated criterion met"
+    if not advisory and not unmet:
+        said = "every criterion met"
+    return said + (f"; advisory, not gating: {'; '.join(advisory)}" if advisory else "")

@@ -16,7 +16,7 @@ from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
-from pytest_atom.results.outcome import Decision, Outcome, RunFacts, decide
+from pytest_atom.results.outcome import Decision, Gate, Outcome, RunFacts, decide, effective_gate
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
@@ -264,22 +264,35 @@ class SpecResult:
             plan_failed=not all(plan.passed for plan in self.plans),
             steps=self.steps_summary,
             steps_passed=all(step.passed for step in self.steps),
-            gate=self.spec.reflector.gate,
+            gate=self.gate,
             unmet=tuple(self.unmet),
+            advisory_unmet=tuple(self.unmet_of(advisory=True)),
         )
 
     @property
+    def gate(self) -> Gate:
+        """What passed or failed the final verdict: the spec's gate, or ``criteria`` once a
+        criterion is advisory (`outcome.effective_gate`)."""
+        verdict = self.verdict
+        gate = self.spec.reflector.gate
+        return gate if verdict is None else effective_gate(gate, verdict.criteria)
+
+    @property
     def unmet(self) -> list[str]:
-        """The final verdict's unmet criteria, each named as the spec writes it (the verdict
-        lists them in the spec's order; its own wording when its count differs) and with
-        its votes: ``grader warm: … (1/3 votes met)``."""
+        """The final verdict's unmet criteria that gate, each named as the spec writes it
+        (the verdict lists them in the spec's order; its own wording when its count
+        differs) and with its votes: ``grader warm: … (1/3 votes met)``."""
+        return self.unmet_of(advisory=False)
+
+    def unmet_of(self, *, advisory: bool) -> list[str]:
+        """The final verdict's unmet criteria, the advisory ones or the gated ones."""
         verdict = self.verdict
         if verdict is None:
             return []
         written = self.spec.criteria if len(self.spec.criteria) == len(verdict.criteria) else ()
         named = []
         for index, criterion in enumerate(verdict.criteria):
-            if criterion.met:
+            if criterion.met or criterion.advisory != advisory:
                 continue
             text = (written[index] if written else criterion.criterion).strip()
             text = text.splitlines()[0] if text else criterion.criterion

@@ -9,15 +9,58 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
 
 import jsonschema
 
 from pytest_atom.errors import ReflectorError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
 
-__all__ = ["CriterionVerdict", "ReflectorError", "Verdict"]
+__all__ = ["CriterionVerdict", "ReflectorError", "Trust", "TrustReason", "Verdict"]
+
+
+#: Why a criterion with a calibration floor gates, or is advisory: its calibration reaches
+#: the floor; there is none; it is stale (the judge changed since); its κ is below the
+#: floor; it rests on fewer samples than the floor asks.
+TrustReason = Literal["calibrated", "uncalibrated", "stale", "kappa", "samples"]
+#: Each advisory reason in a few words, for the summary's counts.
+ADVISORY_WORDS: dict[str, str] = {
+    "uncalibrated": "not calibrated",
+    "stale": "calibration stale",
+    "kappa": "kappa below the floor",
+    "samples": "too few samples",
+}
+
+
+@dataclass(frozen=True)
+class Trust:
+    """Whether a criterion's verdict may fail a run: only when the judge's calibration for
+    it (`atom calibrate`) is fresh and reaches the criterion's floor (judge.trust decides).
+
+    A criterion without a floor has no `Trust` (None) and gates as it always did."""
+
+    reason: TrustReason
+    detail: str  # one line: "kappa 0.41 < 0.6 on 24 samples", "the model changed: …"
+
+    @property
+    def gates(self) -> bool:
+        return self.reason == "calibrated"
+
+    @property
+    def label(self) -> str:
+        """``gated`` or ``advisory``: the word every report shows."""
+        return "gated" if self.gates else "advisory"
+
+    @property
+    def line(self) -> str:
+        """``advisory (calibration stale: the model changed …)``."""
+        word = ADVISORY_WORDS.get(self.reason, "calibrated")
+        return f"{self.label} ({word}: {self.detail})" if self.detail else f"{self.label} ({word})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trust": self.label, "reason": self.reason, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -28,11 +71,24 @@ class CriterionVerdict:
     #: Each vote's answer, in session order, when several reflector sessions judged
     #: (`reflector: {votes: N}`); empty for a single session.
     votes: tuple[bool, ...] = ()
+    #: Whether this verdict may fail the run (a criterion with a calibration floor, see
+    #: judge.trust); None: no floor applies, it gates as it always did.
+    trust: Trust | None = None
 
     @property
     def tally(self) -> str:
         """``2/3 votes met``; empty for a single session."""
         return f"{sum(self.votes)}/{len(self.votes)} votes met" if self.votes else ""
+
+    @property
+    def gates(self) -> bool:
+        """May this verdict fail the run? Always, but for a criterion whose calibration is
+        missing, stale or below its floor: that one is advisory."""
+        return self.trust is None or self.trust.gates
+
+    @property
+    def advisory(self) -> bool:
+        return not self.gates
 
 
 @functools.cache
@@ -86,12 +142,39 @@ class Verdict:
 
     @property
     def unmet(self) -> list[CriterionVerdict]:
+        """Every criterion not met, advisory ones too: what the reports list."""
         return [c for c in self.criteria if not c.met]
+
+    @property
+    def gating_unmet(self) -> list[CriterionVerdict]:
+        """The unmet criteria that fail the attempt: an advisory one never does."""
+        return [c for c in self.criteria if not c.met and c.gates]
+
+    @property
+    def advisory(self) -> list[CriterionVerdict]:
+        return [c for c in self.criteria if c.advisory]
+
+    def with_trust(self, trusts: Sequence[Trust | None]) -> Verdict:
+        """This verdict with each criterion's trust, in the order the spec lists them (the
+        order the prompt numbers them in, which the verdict follows). A criterion the
+        reflector added beyond the spec's gets none: it gates, as before."""
+        if not any(trusts):
+            return self
+        criteria = tuple(
+            replace(c, trust=trusts[i] if i < len(trusts) else None)
+            for i, c in enumerate(self.criteria)
+        )
+        return replace(self, criteria=criteria)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         if self.target is None:  # only a step's rollback names one
             del data["target"]
+        for criterion, own in zip(data["criteria"], self.criteria, strict=True):
+            if own.trust is None:  # no floor: the shape it always had
+                del criterion["trust"]
+            else:
+                criterion["trust"] = own.trust.to_dict()
         if not self.scores:  # a single session: the shape it always had
             del data["scores"]
             for criterion in data["criteria"]:

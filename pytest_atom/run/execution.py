@@ -40,6 +40,7 @@ from pytest_atom.cost.limits import Budget
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.errors import (
     AtomError,
+    CalibrationError,
     EnvError,
     HarnessError,
     ReflectorError,
@@ -53,6 +54,7 @@ from pytest_atom.judge.reflector import (
     verdict_schema,
     vote_role,
 )
+from pytest_atom.judge.trust import criteria_trust
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
@@ -131,6 +133,8 @@ class AttemptLoop:
     earlier_steps: tuple[str, ...] = ()
     #: The session's spending limit (`--atom-max-cost-usd`): the budget stops the agent at it.
     spend: SpendLimit | None = None
+    #: `--atom-require-calibration`: every criterion's κ floor (a criterion's own wins).
+    require_calibration: float | None = None
 
     def __post_init__(self) -> None:
         # one for every attempt: limits sum over them
@@ -393,7 +397,22 @@ class AttemptLoop:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return False
-        attempt.verdict = combine_votes(votes)
+        return self.trust(attempt, combine_votes(votes))
+
+    def trust(self, attempt: Attempt, verdict: Verdict) -> bool:
+        """`attempt`'s verdict, each criterion gated or advisory (judge.trust): what `judge`
+        reads, once. False: the spec's calibration.json cannot be read, a harness error
+        naming it (a missing one only makes its criteria advisory)."""
+        # The release the reflector ran in (a recalled verdict's: this run's CLI).
+        version = next((r.cli_version for r in attempt.reflectors if r.cli_version), None)
+        try:
+            trusts = criteria_trust(
+                self.spec, self.require_calibration, version or self.cli_version(), self.prompts
+            )
+        except CalibrationError as exc:
+            self.harness_error = str(exc)
+            return False
+        attempt.verdict = verdict.with_trust(trusts)
         return True
 
 
@@ -420,11 +439,21 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
     """What the executor hears at the start of the next attempt: the reviewer's feedback."""
     verdict = attempt.verdict
     assert verdict is not None
-    unmet = "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.unmet) or "- (none listed)"
+    # An advisory criterion asks for nothing (judge.trust): only the gated ones are listed,
+    # and the score, which weighs the advisory ones too, is not what passing needs.
+    unmet = (
+        "\n".join(f"- {c.criterion}: {c.evidence}" for c in verdict.gating_unmet)
+        or "- (none listed)"
+    )
+    needs = (
+        "passing needs every criterion below met"
+        if verdict.advisory
+        else f"passing needs more than {threshold:g}"
+    )
     return (
         f"A reviewer checked your work and asks for another attempt "
-        f"({attempt.number + 1} of {attempts}). Score {verdict.score:g}; passing needs more "
-        f"than {threshold:g}.\n\nUnmet criteria:\n{unmet}\n\nFeedback: {verdict.feedback}\n\n"
+        f"({attempt.number + 1} of {attempts}). Score {verdict.score:g}; {needs}"
+        f".\n\nUnmet criteria:\n{unmet}\n\nFeedback: {verdict.feedback}\n\n"
         "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
         "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
     )

@@ -222,6 +222,7 @@ def _new_run(
         project_dir=scope.project_dir,
         spend=scope.spend,
         setup_mode=settings.setup_cache,
+        require_calibration=settings.require_calibration,
     )
 
 

@@ -291,6 +291,7 @@ class StepsRun(AttemptLoop):
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
             spend=self.spend,
             setup_mode=self.setup_mode,
+            require_calibration=self.require_calibration,
         )
 
     def _set_aside_interrupted(self) -> None:
@@ -453,6 +454,7 @@ def step_spec(
         workspace=workspace,
         accept=step.accept,
         criteria=step.criteria,
+        criteria_floors=step.criteria_floors,
         attempts=step.attempts or spec.attempts,
         limits=step.limits.over(spec.limits) if step.limits is not None else spec.limits,
         steps=(),

@@ -242,6 +242,22 @@ class RunSettings:
             scope="test",
         ),
     )
+    #: Every criterion's calibration floor (judge.trust); a criterion's own `min_kappa`
+    #: is the more specific, and wins.
+    require_calibration: float | None = setting(
+        None,
+        Option(
+            "number",
+            "a criterion's verdict gates only when the judge's calibration for it (`atom "
+            "calibrate`) is fresh and its Cohen's kappa is at least KAPPA; otherwise it is "
+            "advisory: shown, never failing the spec.",
+            default="none",
+            parser=p.kappa,
+            metavar="KAPPA",
+            ini_note="a criterion's own `min_kappa` wins",
+            scope="test",
+        ),
+    )
     #: What a recording session may spend in all, in dollars (pytest_atom.cost.spend).
     max_cost_usd: float | None = setting(
         None,

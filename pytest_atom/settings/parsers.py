@@ -67,6 +67,14 @@ def rate(value: Any) -> float:
     return number
 
 
+def kappa(value: Any) -> float:
+    """Cohen's κ, -1 to 1 inclusive (1: a judge agrees with the labels, 0: as by chance)."""
+    number = _float(value)
+    if not -1 <= number <= 1:
+        raise ValueError("use Cohen's kappa, a number from -1 to 1, such as 0.6")
+    return number
+
+
 def dollars(value: Any) -> float:
     """A positive, finite amount of US dollars."""
     number = _float(value)

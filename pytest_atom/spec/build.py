@@ -25,6 +25,7 @@ from pytest_atom.spec.env import reserved_env
 from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.types import (
     BARE_TOOLS,
+    CalibrationFloor,
     Check,
     ClaudeOptions,
     Loc,
@@ -89,7 +90,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     kw["accept"] = tuple(
         _check(doc, loc + ("accept", i), entry) for i, entry in enumerate(m.get("accept", []))
     )
-    kw["criteria"] = tuple(m.get("criteria", []))
+    kw["criteria"], kw["criteria_floors"] = _criteria(doc, loc + ("criteria",), m)
     if "claude" in m:
         kw["claude"] = claude_options(doc, loc + ("claude",), m["claude"], kw.get("workspace"))
         if kw["claude"].bare:
@@ -302,6 +303,7 @@ def _steps(doc: Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Step
                 at + ("id",),
             )
         limits = _limits(doc, at, m).get("limits") if "limits" in m else None
+        criteria, floors = _criteria(doc, at + ("criteria",), m)
         steps.append(
             Step(
                 id=m["id"],
@@ -311,12 +313,43 @@ def _steps(doc: Document, loc: Loc, entries: list[dict[str, Any]]) -> tuple[Step
                 accept=tuple(
                     _check(doc, at + ("accept", j), e) for j, e in enumerate(m.get("accept", []))
                 ),
-                criteria=tuple(m.get("criteria", [])),
+                criteria=criteria,
+                criteria_floors=floors,
                 attempts=int(m["attempts"]) if "attempts" in m else None,
                 limits=limits if limits is not None else (Limits() if "limits" in m else None),
             )
         )
     return tuple(steps)
+
+
+def _criteria(
+    doc: Document, loc: Loc, m: dict[str, Any]
+) -> tuple[tuple[str, ...], dict[str, CalibrationFloor]]:
+    """`criteria:`: the texts (a string, or a mapping's `text`) and, by text, the floors of
+    those written as mappings with `min_kappa` or `min_samples` (the schema checked their
+    ranges). A floor is keyed by its text, so a text written twice with a floor is refused."""
+    texts: list[str] = []
+    floors: dict[str, CalibrationFloor] = {}
+    for i, entry in enumerate(m.get("criteria", [])):
+        if isinstance(entry, str):
+            texts.append(entry)
+            continue
+        text = entry["text"]
+        if text in texts and (text in floors or {"min_kappa", "min_samples"} & set(entry)):
+            raise doc.error(
+                f"criterion {text!r} is listed twice (first as criteria[{texts.index(text)}]): "
+                "write it once, with its min_kappa and min_samples",
+                loc + (i,),
+            )
+        texts.append(text)
+        if {"min_kappa", "min_samples"} & set(entry):
+            kappa = entry.get("min_kappa")
+            floors[text] = CalibrationFloor(
+                None if kappa is None else float(kappa),
+                entry.get("min_samples"),
+                doc.line(loc + (i,)),
+            )
+    return tuple(texts), floors
 
 
 def _plan_accept(doc: Document, loc: Loc, m: dict[str, Any]) -> PlanAccept:

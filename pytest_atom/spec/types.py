@@ -117,6 +117,32 @@ class ReflectorOptions:
 
 
 @dataclass(frozen=True)
+class CalibrationFloor:
+    """What a criterion written as a mapping (`{text, min_kappa, min_samples}`) asks of the
+    judge's calibration (`atom calibrate`) before its verdict may fail a run: Cohen's κ of
+    the judge against the human labels at least `min_kappa`, on at least `min_samples`
+    samples. Below it, stale or missing, the verdict is advisory (judge.trust).
+
+    Either field may be None: `min_kappa` then comes from ``--atom-require-calibration``
+    (none set: any κ), `min_samples` is `DEFAULT_MIN_SAMPLES`.
+    """
+
+    min_kappa: float | None = None
+    min_samples: int | None = None
+    line: int = 0  # where the spec wrote it (0: from the settings alone)
+
+    def over(self, kappa: float | None) -> CalibrationFloor:
+        """This floor with the settings' κ (``--atom-require-calibration``) where it names
+        none: the criterion's own is the more specific, and wins."""
+        return self if self.min_kappa is not None else replace(self, min_kappa=kappa)
+
+
+#: The fewest labelled samples a calibration needs when a floor names none: any
+#: calibration then counts, its κ and interval say how far to trust it.
+DEFAULT_MIN_SAMPLES = 1
+
+
+@dataclass(frozen=True)
 class Mark:
     """One `marks:` entry: a pytest mark's name and its arguments (skip, skipif, xfail or a
     custom mark's bare name)."""
@@ -139,6 +165,8 @@ class Step:
     description: str = ""
     accept: tuple[Check, ...] = ()
     criteria: tuple[str, ...] = ()
+    #: The calibration floors of criteria written as mappings, by criterion text.
+    criteria_floors: Mapping[str, CalibrationFloor] = field(default_factory=dict, hash=False)
     attempts: int | None = None
     limits: Limits | None = None
 
@@ -186,6 +214,9 @@ class Spec:
     timeout: float = 600.0
     accept: tuple[Check, ...] = ()
     criteria: tuple[str, ...] = ()
+    #: The calibration floors of criteria written as mappings (`{text, min_kappa,
+    #: min_samples}`), by criterion text; a plain string has none (judge.trust).
+    criteria_floors: Mapping[str, CalibrationFloor] = field(default_factory=dict, hash=False)
     xfail: str | None = None
     cassette: Path | None = None
     model: str | None = None

@@ -128,7 +128,8 @@ def _explain(doc: Document, err: ValidationError, check: dict[str, Any]) -> Spec
         required: Any = err.validator_value
         missing = next(k for k in required if k not in instance)
         where = f" in {named!r}" if named else ""
-        return doc.error(f"missing required key {missing!r}{where}", loc)
+        fix = _CRITERION_FIX if schema == DEFS["criterionMapping"] else ""
+        return doc.error(f"missing required key {missing!r}{where}{fix}", loc)
     if err.validator == "pattern" and isinstance(instance, str) and loc and loc[-1] == "arms":
         return doc.error(
             f"arm name {instance!r} must start with a letter or digit and hold only letters, "
@@ -152,6 +153,13 @@ def _explain(doc: Document, err: ValidationError, check: dict[str, Any]) -> Spec
             loc,
         )
     return doc.error(f"{named!r} must be {expected(schema)}, got {show_value(instance)}", loc)
+
+
+#: How to write a criterion mapping, said when its text is missing.
+_CRITERION_FIX = (
+    ": a criterion with a calibration floor is written "
+    '{text: "the criterion", min_kappa: 0.6, min_samples: 20}'
+)
 
 
 def _explain_task(doc: Document, err: ValidationError, loc: Loc) -> SpecError | None:

@@ -49,6 +49,7 @@ from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import (
+    criteria_trust_lines,
     environment_lines,
     failed_tries_lines,
     sandbox_warning_lines,
@@ -320,6 +321,7 @@ class SuiteRun:
             if held or gates.min_pass_rate is not None
             else None,
             arms=arm_lines(rows),
+            criteria=criteria_trust_lines(rows),
         )
 
     def _result_notes(self) -> list[str]:

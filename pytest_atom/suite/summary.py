@@ -42,3 +42,6 @@ class Summary:
     rates: list[str] | None = None
     #: Arms compared.
     arms: list[str] = field(default_factory=list)
+    #: How many criteria gated and how many were advisory, and why (judge.trust); empty
+    #: when no criterion had a calibration floor.
+    criteria: list[str] = field(default_factory=list)

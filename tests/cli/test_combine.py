@@ -187,3 +187,18 @@ def test_two_pytest_split_shards_combine_to_the_unsharded_run(
     failing = combined(root, "shard1", "shard2")
     assert failing.exit_code == 1, failing.output
     assert [FAILS, "failed"] == table(failing.output)[1 + sorted(ORDER).index(FAILS)][:2]
+
+
+def test_the_combined_summary_counts_gated_and_advisory_criteria(tmp_path: Path) -> None:
+    """Each shard's rows carry their criteria's trust: the combined run counts them all."""
+    trusted = {"atom_criteria_gated": 1, "atom_criteria_advisory": 0}
+    advisory = {
+        "atom_criteria_gated": 0,
+        "atom_criteria_advisory": 1,
+        "atom_criteria_advisory_reasons": "stale",
+    }
+    shard(tmp_path / "a", row(CREATE, "passed", props(**trusted)))
+    shard(tmp_path / "b", row(MISSES, "passed", props(**advisory)))
+    result = combined(tmp_path, "a", "b")
+    assert result.exit_code == 0, result.output
+    assert "criteria: 1 gated, 1 advisory (1 calibration stale)" in " ".join(result.output.split())

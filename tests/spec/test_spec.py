@@ -216,7 +216,8 @@ def test_wrong_type_message_points_at_value(
         ),
         (
             "prompt: p\ncriteria: tidy\n",
-            "'criteria' must be a list of strings, got 'tidy'",
+            "'criteria' must be a list of criteria, each a string or a mapping {text, "
+            "min_kappa, min_samples}, got 'tidy'",
             (2, 11),
         ),
         (
