@@ -1,0 +1,89 @@
+"""One spec mapping with ``cases:`` -> one rendered mapping per case, which the spec loader
+validates and builds as it builds any spec (its arms expanded after).
+
+A case's `marks` are added to the spec's, its `xfail` replaces the spec's, and its
+`repeats`/`pass_at_least` become the rendered spec's top-level keys of those names (read by
+whoever reads a spec's repeats). A `cassette:` the spec names becomes a folder of the
+cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from pytest_atom.datasets.cases import Case, Origin, duplicate_ids, make_case
+from pytest_atom.datasets.readers import read_cases
+from pytest_atom.datasets.render import Templates
+from pytest_atom.spec.document import Document
+from pytest_atom.spec.paths import spec_side
+from pytest_atom.spec.types import Loc
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One case and the spec's mapping rendered for it (without `cases:`)."""
+
+    case: Case
+    mapping: dict[str, Any]
+
+
+def expand_cases(doc: Document, loc: Loc, mapping: dict[str, Any]) -> list[Rendered]:
+    """Every case of the spec at `loc`, rendered; raises SpecError naming the case's file
+    and row (or line) for a case that cannot be used."""
+    cases = read_spec_cases(doc, loc, mapping["cases"])
+    duplicate_ids(cases)
+    templates = Templates(doc, loc, mapping)
+    base = {k: v for k, v in mapping.items() if k != "cases"}
+    out = []
+    for case in cases:
+        templates.check(case)
+        rendered = templates.render(base, case)
+        out.append(Rendered(case, _with_case_keys(rendered, case)))
+    return out
+
+
+def read_spec_cases(doc: Document, loc: Loc, value: Any) -> list[Case]:
+    """The cases, inline (a list of mappings, schema-checked already) or from the file
+    beside the spec that `value` names."""
+    at = loc + ("cases",)
+    if isinstance(value, str):
+        return read_cases(spec_side(doc, at, value, "file"))
+    cases = []
+    for i, row in enumerate(value):
+        origin = Origin(doc.path, doc.line(at + (i,)), f"case {i + 1}")
+        cases.append(make_case(row, origin, i, text=False))
+    return cases
+
+
+def _with_case_keys(mapping: dict[str, Any], case: Case) -> dict[str, Any]:
+    if case.marks:
+        mapping["marks"] = [*mapping.get("marks", []), *copy.deepcopy(case.marks)]
+    if case.xfail is not None:
+        mapping["xfail"] = case.xfail
+    if case.repeats is not None:
+        mapping["repeats"] = case.repeats
+    if case.pass_at_least is not None:
+        mapping["pass_at_least"] = case.pass_at_least
+    cassette = mapping.get("cassette")
+    if isinstance(cassette, str):
+        path = PurePosixPath(cassette)
+        mapping["cassette"] = str(path.with_suffix("") / f"{case.id}{path.suffix or '.yaml'}")
+    return mapping
+
+
+def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
+    """`doc` with the spec at `loc` replaced by its rendering for one case: validation and
+    building then read the rendered values, and errors still name the spec's lines."""
+    view = copy.copy(doc)
+    if loc:
+        data = dict(doc.data)
+        specs = list(data["specs"])
+        specs[int(loc[1])] = mapping
+        data["specs"] = specs
+        view.data = data
+    else:
+        view.data = mapping
+    return view
