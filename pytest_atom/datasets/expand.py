@@ -21,6 +21,9 @@ from pytest_atom.spec.document import Document
 from pytest_atom.spec.paths import spec_side
 from pytest_atom.spec.types import Loc
 
+#: The case keys that become the rendered spec's own top-level keys.
+CASE_THRESHOLDS = ("repeats", "pass_at_least")
+
 
 @dataclass(frozen=True)
 class Rendered:

@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.datasets.expand import case_view, expand_cases
+from pytest_atom.datasets.expand import CASE_THRESHOLDS, case_view, expand_cases
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.build import build_spec, check_schemas
@@ -137,8 +137,17 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
     spec, named ``name[case id]`` (``name[case id][arm]``). An inline case's item points
     at the case's line."""
     specs = []
+    known = schema.validator.schema["$defs"]["spec"]["properties"]
     for rendered in expand_cases(doc, loc, m):
-        case, mapping = rendered.case, rendered.mapping
+        case = rendered.case
+        # A case's `repeats`/`pass_at_least` are spec keys only where the schema has them
+        # (the thresholds' part): until then they are kept in `raw` alone.
+        aside = {
+            k: rendered.mapping.pop(k)
+            for k in CASE_THRESHOLDS
+            if k in rendered.mapping and k not in known
+        }
+        mapping = rendered.mapping
         view = case_view(doc, loc, mapping)
         if "arms" in mapping:
             built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
@@ -150,7 +159,11 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
             line = case.origin.line if inline and spec.arm is None else spec.line
             specs.append(
                 dataclasses.replace(
-                    spec, case=case.id, case_vars=dict(case.variables), line=line or spec.line
+                    spec,
+                    case=case.id,
+                    case_vars=dict(case.variables),
+                    line=line or spec.line,
+                    raw={**spec.raw, **aside},
                 )
             )
     return specs
