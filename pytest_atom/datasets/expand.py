@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_atom.datasets.cases import Case, Origin, duplicate_ids, make_case
 from pytest_atom.datasets.readers import read_cases
-from pytest_atom.datasets.render import Templates
+from pytest_atom.datasets.render import TEMPLATED, Templates
 from pytest_atom.spec.document import Document
 from pytest_atom.spec.paths import spec_side
 from pytest_atom.spec.types import Loc
@@ -90,3 +90,10 @@ def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
     else:
         view.data = mapping
     return view
+
+
+def templated_part(mapping: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a rendered spec that templates may have changed: what is validated again
+    for each case (the rest was validated once, as written). Every such key is kept, so
+    the part still has the spec's task (`prompt`, `steps` or `request`)."""
+    return {key: mapping[key] for key in TEMPLATED if key in mapping}

@@ -24,12 +24,13 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.datasets.expand import CASE_THRESHOLDS, case_view, expand_cases
+from pytest_atom.datasets.expand import CASE_THRESHOLDS, case_view, expand_cases, templated_part
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
+    DEFS,
     Check,
     ClaudeOptions,
     Loc,
@@ -137,7 +138,7 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
     spec, named ``name[case id]`` (``name[case id][arm]``). An inline case's item points
     at the case's line."""
     specs = []
-    known = schema.validator.schema["$defs"]["spec"]["properties"]
+    known = DEFS["spec"]["properties"]
     for rendered in expand_cases(doc, loc, m):
         case = rendered.case
         # A case's `repeats`/`pass_at_least` are spec keys only where the schema has them
@@ -152,7 +153,8 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
         if "arms" in mapping:
             built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
         else:
-            validate(view, schema)
+            # The spec as written was validated: only its templated fields can have changed.
+            validate(case_view(doc, loc, templated_part(mapping)), schema)
             built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
         inline = case.origin.path == doc.path and case.origin.line is not None
         for spec in built:
