@@ -228,7 +228,7 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
     for line, red in said.baseline or []:
         style = "red" if red else "default"
         console.print(f"[{style}]{shown(line)}[/]")
-    for line in (said.rates or []) + said.arms:
+    for line in (said.rates or []) + said.arms + said.cases:
         console.print(shown(line))
     return said
 

@@ -1,4 +1,6 @@
-"""Which cases run: `atom run --case ID` (pytest selects cases with ``-k``, by item name)."""
+"""What front ends do with cases: which run (`atom run --case ID`; pytest selects cases
+with ``-k``, by item name), and the property that tells a result's case, which the pooled
+statistics (`pytest_atom.baseline.measure.case_lines`) group by."""
 
 from __future__ import annotations
 
@@ -23,3 +25,9 @@ def select_cases(specs: Sequence[Spec], ids: Sequence[str]) -> tuple[list[Spec],
         shown = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
         return [], f"--case {unknown[0]} is no case of these specs (cases: {shown}){hint}"
     return [s for s in specs if s.case in ids], None
+
+
+def case_properties(spec: Spec) -> dict[str, str]:
+    """``atom_case`` of a case's run (JUnit, the summary, `atom results combine`): what the
+    statistics pool a spec's cases by; empty for a spec without cases."""
+    return {} if spec.case is None else {"atom_case": spec.case}

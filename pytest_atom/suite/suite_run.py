@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
 from pytest_atom.paths import display_path, node_id
@@ -231,6 +231,7 @@ class SuiteRun:
             baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
             rates=repeat_lines(rows, gate) if settings.repeat > 1 or gate is not None else None,
             arms=arm_lines(rows),
+            cases=case_lines(rows),
         )
 
     def _result_notes(self) -> list[str]:

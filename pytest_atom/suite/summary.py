@@ -39,3 +39,5 @@ class Summary:
     rates: list[str] | None = None
     #: Arms compared.
     arms: list[str] = field(default_factory=list)
+    #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`).
+    cases: list[str] = field(default_factory=list)
