@@ -83,7 +83,8 @@ def test_pytest_split_places_each_case_in_exactly_one_group(
     pytester: pytest.Pytester, project: Path
 ) -> None:
     durations = pytester.path / "durations.json"
-    durations.write_text(json.dumps({"fix.atom.yaml::fix[users]": 9.0}))
+    known = {"fix[pages]": 1.0, "fix[users]": 9.0, "fix[orders]": 2.0}
+    durations.write_text(json.dumps({f"fix.atom.yaml::{k}": v for k, v in known.items()}))
     groups = [
         _collected(
             pytester,
