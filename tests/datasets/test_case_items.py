@@ -85,20 +85,9 @@ def test_pytest_split_places_each_case_in_exactly_one_group(
     durations = pytester.path / "durations.json"
     known = {"fix[pages]": 1.0, "fix[users]": 9.0, "fix[orders]": 2.0}
     durations.write_text(json.dumps({f"fix.atom.yaml::{k}": v for k, v in known.items()}))
-    groups = [
-        _collected(
-            pytester,
-            "--durations-path",
-            str(durations),
-            "--splits",
-            "2",
-            "--group",
-            str(g),
-            "--splitting-algorithm",
-            "least_duration",
-        )  # fmt: skip
-        for g in (1, 2)
-    ]
+    split = ("--durations-path", str(durations), "--splits", "2")
+    split += ("--splitting-algorithm", "least_duration")
+    groups = [_collected(pytester, *split, "--group", str(g)) for g in (1, 2)]
     seen = Counter(node for group in groups for node in group)
     assert sorted(seen) == sorted(_collected(pytester)) and set(seen.values()) == {1}
     assert ["fix.atom.yaml::fix[users]"] in groups  # its recorded duration: alone
