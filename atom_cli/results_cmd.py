@@ -11,7 +11,7 @@ import click
 
 from atom_cli.run_cmd import ContentError
 from pytest_atom.baseline.compare import BaselineGate
-from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.summary import (
@@ -126,4 +126,6 @@ def _summary(
     lines += failed_tries_lines(rows) + environment_lines(rows) + sandbox_warning_lines(rows)
     lines += gate.lines() if gate is not None else []
     repeats = rate is not None or any(spec_key(row.nodeid) != row.nodeid for row in rows)
-    return lines + (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows)
+    return (
+        lines + (repeat_lines(rows, rate) if repeats else []) + arm_lines(rows) + case_lines(rows)
+    )

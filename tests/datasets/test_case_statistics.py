@@ -3,8 +3,13 @@ rows are), pooled per spec and arm, and an arm's change from the reference paire
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+from click.testing import CliRunner
+
+from atom_cli.main import main
 from pytest_atom.baseline.measure import (
     case_figures,
     case_lines,
@@ -14,6 +19,7 @@ from pytest_atom.baseline.measure import (
 )
 from pytest_atom.baseline.stats import Interval
 from pytest_atom.results.rows import SummaryRow
+from pytest_atom.suite.shards import SHARD_RESULTS, write_shard
 from tests.helpers import summary_row
 
 
@@ -87,3 +93,18 @@ def test_a_spec_without_arms_is_pooled_over_its_cases_alone() -> None:
         None,
     )
     assert case_figures([summary_row("x.atom.yaml::x", "passed", {})]) == []
+
+
+def test_shards_of_a_datasets_cases_combine_into_the_pooled_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-split may place a spec's cases in different shards: `atom results combine`
+    pools them as the unsharded run would."""
+    rows = [_row(case, None, 1, label) for case, label in (("a", "passed"), ("b", "failed"))]
+    for name, row in zip(("one", "two"), rows, strict=True):
+        (tmp_path / name).mkdir()
+        write_shard(tmp_path / name / SHARD_RESULTS, [row], {}, failures={}, other_failures=0)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["results", "combine", "one", "two"])
+    assert result.exit_code == 1, result.output  # case b failed
+    assert "fix.atom.yaml::fix over 2 cases: 1/2 passed, pass rate 0.50 [" in result.output
