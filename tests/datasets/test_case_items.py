@@ -85,8 +85,8 @@ def test_pytest_split_places_each_case_in_exactly_one_group(
     durations = pytester.path / "durations.json"
     known = {"fix[pages]": 1.0, "fix[users]": 9.0, "fix[orders]": 2.0}
     durations.write_text(json.dumps({f"fix.atom.yaml::{k}": v for k, v in known.items()}))
-    split = ("--durations-path", str(durations), "--splits", "2", "--splitting-algorithm")
-    split += ("least_duration",)
+    split = ["--durations-path", str(durations), "--splits", "2"]
+    split += ["--splitting-algorithm", "least_duration"]
     groups = [_collected(pytester, *split, "--group", str(g)) for g in (1, 2)]
     seen = Counter(node for group in groups for node in group)
     assert sorted(seen) == sorted(_collected(pytester)) and set(seen.values()) == {1}
