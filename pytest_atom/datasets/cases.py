@@ -169,9 +169,9 @@ def duplicate_ids(cases: Sequence[Case]) -> None:
         first = seen.get(key)
         if first is not None:
             how = "" if case.explicit_id else " (derived from its values)"
-            where = first.origin.name + (
-                f", line {first.origin.line}" if first.origin.line is not None else ""
-            )
+            where = first.origin.name
+            if first.origin.line is not None and not where.startswith(("row", "line")):
+                where += f" (line {first.origin.line})"
             raise case.origin.error(
                 f"duplicate case id {case.id!r}{how}, first used by {where}: give each "
                 "case its own 'id'"
