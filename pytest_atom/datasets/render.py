@@ -43,11 +43,19 @@ _MARKERS = ("{{", "{%", "{#")
 
 @dataclass(frozen=True)
 class Found:
-    """One template: where it sits (relative to the spec) and the variables it reads."""
+    """One template: where it sits (relative to the spec) and the variables it reads;
+    `pieces` when it is only text and ``{{ name }}`` (most are), which render by joining,
+    as Jinja2 would render them, without a Jinja2 context per case."""
 
     at: Loc
     template: Template
     variables: frozenset[str]
+    pieces: tuple[tuple[bool, str], ...] | None = None  # (is a variable, its name or text)
+
+    def render(self, values: Mapping[str, Any]) -> str:
+        if self.pieces is None:
+            return self.template.render(values)
+        return "".join(str(values[part]) if name else part for name, part in self.pieces)
 
 
 class Templates:
@@ -73,7 +81,7 @@ class Templates:
                     loc + at,
                 ) from None
             names = frozenset(meta.find_undeclared_variables(tree))
-            self.found.append(Found(at, env.from_string(tree), names))
+            self.found.append(Found(at, env.from_string(tree), names, _pieces(tree)))
             for name in sorted(names):
                 self.used.setdefault(name, at)
 
@@ -110,7 +118,7 @@ class Templates:
         values = {**case.variables, "id": case.id}
         for found in self.found:
             try:
-                text = found.template.render(values)
+                text = found.render(values)
             except TemplateError as exc:
                 raise case.origin.error(
                     f"case {case.id!r} cannot render {label(self.loc + found.at)!r} (line "
@@ -122,6 +130,25 @@ class Templates:
     def _line(self, at: Loc) -> int | str:
         node = self.doc.values.get(self.loc + at)
         return node.start_mark.line + 1 if node is not None else "?"
+
+
+def _pieces(tree: Any) -> tuple[tuple[bool, str], ...] | None:
+    """A template's text and plain ``{{ name }}`` parts, or None when it holds anything
+    else (a filter, an attribute, a statement): then Jinja2 renders it."""
+    from jinja2 import nodes
+
+    pieces: list[tuple[bool, str]] = []
+    for node in tree.body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for part in node.nodes:
+            if isinstance(part, nodes.TemplateData):
+                pieces.append((False, part.data))
+            elif isinstance(part, nodes.Name) and part.ctx == "load":
+                pieces.append((True, part.name))
+            else:
+                return None
+    return tuple(pieces)
 
 
 def _strings(mapping: Mapping[str, Any]) -> Iterator[tuple[Loc, str]]:

@@ -139,7 +139,7 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
     at the case's line."""
     specs = []
     known = DEFS["spec"]["properties"]
-    for rendered in expand_cases(doc, loc, m):
+    for rendered in expand_cases(doc, loc, m, schema):
         case = rendered.case
         # A case's `repeats`/`pass_at_least` are spec keys only where the schema has them
         # (the thresholds' part): until then they are kept in `raw` alone.
@@ -153,8 +153,10 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
         if "arms" in mapping:
             built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
         else:
-            # The spec as written was validated: only its templated fields can have changed.
-            validate(case_view(doc, loc, templated_part(mapping)), schema)
+            # The spec as written was validated: only its templated fields can have changed,
+            # and only where a constraint reads their text (`Recheck`).
+            if rendered.recheck:
+                validate(case_view(doc, loc, templated_part(mapping)), schema)
             built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
         inline = case.origin.path == doc.path and case.origin.line is not None
         for spec in built:

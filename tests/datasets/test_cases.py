@@ -17,6 +17,7 @@ from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import case_hash, staleness, stamp_hashes
+from pytest_atom.run.own_files import own_files
 from pytest_atom.spec.load import load_specs
 from tests.helpers import write
 
@@ -298,3 +299,31 @@ def test_a_rendered_value_is_validated_as_written_values_are(tmp_path: Path) -> 
     with pytest.raises(SpecError, match="'workspace' folder 'missing' does not exist") as caught:
         load_specs(spec)
     assert caught.value.line == 2
+
+
+def test_a_workspace_copy_leaves_out_the_cases_file(tmp_path: Path) -> None:
+    """A spec of the project itself (`workspace: ..`) must not hand the agent its rows."""
+    rels = ["fix.atom.yaml", "tasks.csv", "other.csv", "cassettes/fix/fix/pages.yaml"]
+    _project(tmp_path)
+    assert own_files(tmp_path, rels) == [
+        "fix.atom.yaml",
+        "tasks.csv",
+        "cassettes/fix/fix/pages.yaml",
+    ]
+
+
+def test_plain_names_render_as_jinja2_renders_them_and_filters_through_jinja2(
+    tmp_path: Path,
+) -> None:
+    """`{{ name }}` alone is joined without a Jinja2 context; anything else is Jinja2's."""
+    spec = write(
+        tmp_path / "s.atom.yaml",
+        'prompt: "{{ n }} {{ f }} {{ b }} {{ none }} {{ s }}\\n"\n'
+        'description: "{{ s | upper }}{% if n > 1 %} big{% endif %}"\n'
+        'criteria: ["{{ n }} {{ f }} {{ b }} {{ none }} {{ s | string }}\\n"]\n'
+        'cases:\n  - {n: 2, f: 0.5, b: true, none: null, s: "a {{ b }}"}\n',
+    )
+    (case,) = load_specs(spec)
+    assert case.prompt == "2 0.5 True None a {{ b }}\n"  # a value is never rendered again
+    assert case.criteria == (case.prompt,)  # the same through Jinja2 (a filter)
+    assert case.description == "A {{ B }} big"
