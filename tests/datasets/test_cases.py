@@ -318,10 +318,10 @@ def test_plain_names_render_as_jinja2_renders_them_and_filters_through_jinja2(
     """`{{ name }}` alone is joined without a Jinja2 context; anything else is Jinja2's."""
     spec = write(
         tmp_path / "s.atom.yaml",
-        'prompt: "{{ n }} {{ f }} {{ b }} {{ none }} {{ s }}\\n"\n'
+        'prompt: "{{ n }} {{ f }} {{ b }} {{ nothing }} {{ s }}\\n"\n'
         'description: "{{ s | upper }}{% if n > 1 %} big{% endif %}"\n'
-        'criteria: ["{{ n }} {{ f }} {{ b }} {{ none }} {{ s | string }}\\n"]\n'
-        'cases:\n  - {n: 2, f: 0.5, b: true, none: null, s: "a {{ b }}"}\n',
+        'criteria: ["{{ n }} {{ f }} {{ b }} {{ nothing }} {{ s | string }}\\n"]\n'
+        'cases:\n  - {n: 2, f: 0.5, b: true, nothing: null, s: "a {{ b }}"}\n',
     )
     (case,) = load_specs(spec)
     assert case.prompt == "2 0.5 True None a {{ b }}\n"  # a value is never rendered again
