@@ -327,3 +327,24 @@ def test_plain_names_render_as_jinja2_renders_them_and_filters_through_jinja2(
     assert case.prompt == "2 0.5 True None a {{ b }}\n"  # a value is never rendered again
     assert case.criteria == (case.prompt,)  # the same through Jinja2 (a filter)
     assert case.description == "A {{ B }} big"
+
+
+def test_a_rendering_a_constraint_refuses_is_an_error_at_the_templates_line(
+    tmp_path: Path,
+) -> None:
+    """Renderings are validated again where the schema reads their text: a criterion's
+    minimum length, for the case whose rendering is empty. (A field whose text a pattern
+    constrains, a step id say, is no template: the spec as written is refused.)"""
+    empty = write(
+        tmp_path / "s.atom.yaml",
+        'prompt: p\ncriteria: ["{{ c }}"]\ncases:\n  - {c: fine}\n  - {c: ""}\n',
+    )
+    with pytest.raises(SpecError) as caught:
+        load_specs(empty)
+    assert caught.value.line == 2 and "'criteria[0]'" in str(caught.value)
+    steps = write(
+        tmp_path / "s.atom.yaml",
+        'steps:\n  - id: "{{ step }}"\n    prompt: p\ncases:\n  - {step: first}\n',
+    )
+    with pytest.raises(SpecError, match=r"must be a step id .* got '\{\{ step \}\}'"):
+        load_specs(steps)
