@@ -377,6 +377,7 @@ def _atom_section(
             "model": spec.model,
             "criteria": list(spec.criteria),
             **({"arm": spec.arm, "arm_reference": spec.arm_reference} if spec.arm else {}),
+            **({"case": spec.case, "case_vars": dict(spec.case_vars)} if spec.case else {}),
         },
         "source": result.source,
         "run_dir": str(result.run_dir),

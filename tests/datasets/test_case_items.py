@@ -10,7 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from atom_cli.main import main
 from tests.helpers import write
 
 SPEC = """\
@@ -114,3 +116,16 @@ def test_a_broken_case_file_is_one_erroring_item_not_a_stopped_run(
     result = pytester.runpytest("--atom", "-q", "-p", "no:cacheprovider", "-k", "fix")
     result.stdout.fnmatch_lines(["*row 5: unreadable row: 5 cells where the header has 4*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_atom_validate_checks_every_case(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every case is rendered and built: the third row's mistake fails the file, named by
+    its row, before any case runs (no script, no oracle: nothing starts)."""
+    write(pytester.path / "tasks.csv", CSV + "refunds,refunds,,,extra\n")
+    monkeypatch.chdir(pytester.path)
+    result = CliRunner().invoke(main, ["validate", "fix.atom.yaml"])
+    assert result.exit_code == 1, result.output
+    assert "row 5: unreadable row: 5 cells where the header has 4" in result.output
+    assert "tasks.csv:5" in result.output

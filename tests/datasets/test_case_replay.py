@@ -4,6 +4,7 @@ since its recording named as the reason its replay diverged."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -43,7 +44,7 @@ def _play(inner: pytest.Pytester) -> dict[str, pytest.RunResult]:
     write(inner.path / "turns.yaml", SCRIPT)
     args = ("--atom", "notes.atom.yaml", "-p", "no:cacheprovider", "-rA")
     runs = {"record": inner.runpytest(*args, "--atom-record-mode=once")}
-    runs["replay"] = inner.runpytest(*args, "-k", "blue or green")
+    runs["replay"] = inner.runpytest(*args, "-k", "blue or green", "--atom-report", "traces")
     runs["atom-run"] = inner.run(
         sys.executable, "-c", ATOM, "run", "notes.atom.yaml", "--case", "red"
     )
@@ -79,6 +80,10 @@ def test_k_replays_the_selected_cases_offline(dataset: Scenario) -> None:
     assert replay.ret == 0 and replay.outcomes == {"passed": 2, "deselected": 1}, replay.output
     assert "PASSED notes.atom.yaml::notes[blue]" in replay.output
     assert "notes[red]" not in replay.output.split("deselected")[-1]
+    traces = [json.loads(p.read_text()) for p in (dataset.project / "traces").rglob("*.json")]
+    specs = {t["atom"]["spec"]["name"]: t["atom"]["spec"] for t in traces if "atom" in t}
+    assert specs["notes[blue]"]["case"] == "blue"
+    assert specs["notes[blue]"]["case_vars"] == {"file": "blue.txt", "word": "navy"}
 
 
 @pytest.mark.slow
