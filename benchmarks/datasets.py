@@ -171,10 +171,11 @@ def report(args: argparse.Namespace, times: dict[str, list[tuple[float, ...]]]) 
         print(f"  {label:<45} {cells[0]:>20} {cells[1]:>20} {cells[2]:>20}")
     a, b, c = (median(t[2] for t in times[n]) for n in ("dataset", "written", "pytest"))
     verdict = "under" if a < 2 else "OVER"
-    print(
-        f"collected in: ratio (a)/(b) {a / b:.2f}, (a)/(c) {a / c:.2f}; (a) {a:.2f} s is "
-        f"{verdict} the 2 s target"
+    ratios = ", ".join(
+        f"(a)/{label} {a / value:.2f}" if value > 0 else f"(a)/{label} -"
+        for label, value in (("(b)", b), ("(c)", c))
     )
+    print(f"collected in: ratio {ratios}; (a) {a:.2f} s is {verdict} the 2 s target")
 
 
 if __name__ == "__main__":
