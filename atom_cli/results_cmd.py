@@ -11,7 +11,7 @@ import click
 
 from atom_cli.run_cmd import ContentError
 from pytest_atom.baseline.compare import BaselineGate
-from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.summary import (
@@ -161,4 +161,4 @@ def _summary(
         or any(row.pass_at_least is not None for row in rows)
     )
     rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
-    return lines + rates + arm_lines(rows)
+    return lines + rates + arm_lines(rows) + case_lines(rows)

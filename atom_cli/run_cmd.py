@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 
 from atom_cli.progress import ConsoleWatcher, shown
+from pytest_atom.datasets.select import select_cases
 from pytest_atom.errors import BaselineError, SettingsError, SpecError
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -123,7 +124,20 @@ def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="project config (default: .atom/config.yaml here or above).",
 )
-def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **given: Any) -> None:
+@click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    metavar="ID",
+    help="run only this case of a spec with `cases:` (repeat for more).",
+)
+def run(
+    specs: tuple[Path, ...],
+    as_json: bool,
+    config_path: Path | None,
+    cases: tuple[str, ...],
+    **given: Any,
+) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
     Exit status: 0 when every spec passed (an xfail spec's expected failure passes; a spec
@@ -144,7 +158,7 @@ def run(specs: tuple[Path, ...], as_json: bool, config_path: Path | None, **give
     note = ini and ini_note(ini.values, display_path(ini.path))
     if note:
         console.print(f"[dim]{shown(note)}[/]")
-    _run_selected(suite, files, console)
+    _run_selected(suite, files, console, cases)
     if suite.aborted:  # the harness failed: the run stopped there
         console.print(f"[red]Error:[/] {shown(suite.aborted)}")
         sys.exit(suite.exit_status())
@@ -178,10 +192,16 @@ def _suite(harness: Harness, options: dict[str, Any]) -> SuiteRun:
         raise ContentError(str(err)) from None
 
 
-def _run_selected(suite: SuiteRun, files: list[Path], console: Console) -> None:
-    """The specs of `files` in the selected arms, run; Ctrl-C ends the command with 130."""
+def _run_selected(
+    suite: SuiteRun, files: list[Path], console: Console, cases: tuple[str, ...] = ()
+) -> None:
+    """The specs of `files` in the selected arms (and cases), run; Ctrl-C ends the command
+    with 130."""
     try:
-        loaded = suite.collected(collect_specs(files, suite.harness.registry()))
+        loaded, problem = select_cases(collect_specs(files, suite.harness.registry()), cases)
+        if problem:
+            raise click.UsageError(problem)
+        loaded = suite.collected(loaded)
         problem = suite.arms_problem()
         if problem:
             raise click.UsageError(problem)
@@ -211,7 +231,7 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
     for line, red in said.baseline or []:
         style = "red" if red else "default"
         console.print(f"[{style}]{shown(line)}[/]")
-    for line in (said.rates or []) + said.arms:
+    for line in (said.rates or []) + said.arms + said.cases:
         console.print(shown(line))
     return said
 

@@ -47,6 +47,11 @@ STEP_FIXTURES = ("two_steps", "rollback_steps", "planned", "replanned")
 CONFIG_FIXTURES = ("configured",)
 
 
+#: The dataset fixture (five cases of one spec, tests/datasets/ and the shipped run replay it):
+#: five replays more, left out with them.
+DATASET_FIXTURES = ("greetings",)
+
+
 #: A conftest with a check kind (`word_count`) and a verdict hook that logs each verdict to
 #: verdicts.log: what a project's own plugin code looks like to pytest-atom.
 HOOKS_CONFTEST = """
@@ -73,13 +78,14 @@ def summary_row(nodeid: str, label: str, props: Mapping[str, Any]) -> Any:
 
 
 def drop_step_fixtures(specs: Path) -> None:
-    """Remove the multi-step fixtures and the configuration one (spec, script, cassettes)
-    from a copy of fixtures/specs."""
+    """Remove the multi-step fixtures, the configuration one and the dataset (spec, script,
+    cases, cassettes) from a copy of fixtures/specs."""
     import shutil
 
-    for name in (*STEP_FIXTURES, *CONFIG_FIXTURES):
+    for name in (*STEP_FIXTURES, *CONFIG_FIXTURES, *DATASET_FIXTURES):
         (specs / f"{name}.atom.yaml").unlink()
         (specs / "scripts" / f"{name}.yaml").unlink()
+        (specs / f"{name}.csv").unlink(missing_ok=True)
         shutil.rmtree(specs / "cassettes" / name, ignore_errors=True)
 
 

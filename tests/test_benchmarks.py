@@ -21,6 +21,7 @@ from tests.helpers import REPO
 #: benchmark -> (its smallest arguments, a line its report prints when it ran through).
 FAST = {
     "gate_power.py": (["--comparisons", "2"], "REGRESSION in"),
+    "datasets.py": (["--cases", "5", "--runs", "1"], "Claude Code started by a collect-only: no"),
     "history_query.py": (
         ["--runs", "20", "--per-run", "5", "--small", "5", "--rounds", "1"],
         "atom history: ",

@@ -303,6 +303,100 @@ def _vs_reference(f: ArmFigures) -> str | None:
     return ", ".join(f"{m} {_show(m, v)}" for m, v in f.differences.items())
 
 
+# --- cases ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseFigures:
+    """One spec's cases pooled (one arm's, with arms): every run of every case, and, for
+    an arm, its change from the reference arm paired by case (the mean over cases of each
+    case's change, with the paired bootstrap's interval from two cases on)."""
+
+    spec: str  # ``file::name`` or ``file::name[arm]``
+    cases: int
+    runs: Runs
+    paired: stats.Interval | float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        paired = self.paired
+        return {
+            "spec": self.spec,
+            "cases": self.cases,
+            "passed": self.runs.passed,
+            "runs": self.runs.runs,
+            "pass_rate": self.runs.rate().to_dict(),
+            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
+            "vs_reference_by_case": paired.to_dict()
+            if isinstance(paired, stats.Interval)
+            else paired,
+        }
+
+
+def _pooled_key(nodeid: str, props: Mapping[str, Any]) -> str:
+    """A case's row's key with its case taken out: ``file::name`` (``file::name[arm]``)."""
+    key, arm = spec_key(nodeid), props.get("atom_arm")
+    if arm:
+        key = key.removesuffix(f"[{arm}]")
+    key = key.removesuffix(f"[{props['atom_case']}]")
+    return f"{key}[{arm}]" if arm else key
+
+
+def case_figures(rows: Iterable[Row]) -> list[CaseFigures]:
+    """Each spec with cases, pooled over them (per arm, with arms), in the rows' order."""
+    cased = [row for row in rows if row.properties.get("atom_case")]
+    pooled = groupruns_of(cased, _pooled_key, ARM_METRICS)
+    per_case = groupruns_of(cased, None, ARM_METRICS)
+    meta = {spec_key(row.nodeid): row.properties for row in cased}
+    cases: dict[str, dict[str, Runs]] = {}  # pooled key -> case -> its runs
+    for key, runs in per_case.items():
+        props = meta[key]
+        cases.setdefault(_pooled_key(key, props), {})[str(props["atom_case"])] = runs
+    references = {
+        _pooled_key(k, p).removesuffix(f"[{p['atom_arm']}]"): _pooled_key(k, p)
+        for k, p in meta.items()
+        if p.get("atom_arm_reference")
+    }
+    found = []
+    for key, runs in pooled.items():
+        arm = next((p.get("atom_arm") for k, p in meta.items() if _pooled_key(k, p) == key), None)
+        ref = references.get(key.removesuffix(f"[{arm}]")) if arm else None
+        paired = None if ref is None or ref == key else _paired(cases[ref], cases[key])
+        found.append(CaseFigures(key, len(cases[key]), runs, paired))
+    return found
+
+
+def _paired(
+    reference: Mapping[str, Runs], arm: Mapping[str, Runs]
+) -> stats.Interval | float | None:
+    """The arm's change in pass rate from the reference, case by case, then averaged."""
+    changes = [
+        arm[case].passed / arm[case].runs - ref.passed / ref.runs
+        for case, ref in reference.items()
+        if case in arm
+    ]
+    if not changes:
+        return None
+    return stats.bootstrap_mean(changes) or statistics.fmean(changes)
+
+
+def case_lines(rows: Iterable[Row]) -> list[str]:
+    """The summary's cases: each spec's (each arm's) runs pooled over its cases."""
+    figures = case_figures(rows)
+    if not figures:
+        return []
+    lines = [
+        "cases (each spec's runs pooled over its cases, 95 % Wilson interval; an arm's change "
+        "vs the reference arm paired by case, with the paired bootstrap's interval):"
+    ]
+    for f in figures:
+        r = f.runs
+        line = f"{f.spec} over {f.cases} cases: {r.passed}/{r.runs} passed, pass rate {r.rate().show()}"
+        if f.paired is not None:
+            line += f"; vs reference by case: pass rate {_show('pass_rate', f.paired)}"
+        lines.append(line)
+    return lines
+
+
 def repeat_figures(
     r: Runs, tally: Tally | None = None, gates: RepeatGates | None = None
 ) -> dict[str, Any]:
@@ -360,6 +454,7 @@ def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str,
         "arms_over_specs": {
             arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
         },
+        "cases": [f.to_dict() for f in case_figures(rows)],
     }
 
 
@@ -384,6 +479,10 @@ def junit_properties(
         more = f"; vs reference: {moved}" if moved is not None else ""
         props.append((f"atom_arm {_arm_name(f)}", _arm_figures_text(f) + more))
     props += [(f"atom_arm {name}", text) for name, text in _suite_arms(figures)]
+    props += [
+        (f"atom_cases {f.spec}", line.split(": ", 1)[1])
+        for f, line in zip(case_figures(rows), case_lines(rows)[1:], strict=True)
+    ]
     return props
 
 
@@ -393,4 +492,4 @@ def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> lis
     gates = gates or RepeatGates()
     shown = bool(_repeated(rows, gates))
     lines = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if shown else []
-    return lines + arm_lines(rows)
+    return lines + arm_lines(rows) + case_lines(rows)

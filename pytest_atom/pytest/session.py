@@ -205,7 +205,7 @@ class AtomSession:
             terminalreporter.write_line("")
             for line, red in said.baseline:
                 _write(terminalreporter, line, red=red)
-        for lines in (said.rates, said.arms or None):  # a part asked for, even if empty
+        for lines in (said.rates, said.arms or None, said.cases or None):  # asked for: even empty
             if lines is not None:
                 terminalreporter.write_line("")
                 for line in lines:

@@ -313,10 +313,10 @@ def recorded_spec(path: Path, metadata: Any, text: str = "") -> str:
         found = _SPEC_LINE.search(text)  # metadata that did not parse: its line, if any
         recorded = found.group(1) if found else ""
     file, _, name = recorded.partition("::")
-    if file and len(path.parents) > 2 and path.parent.parent.name == "cassettes":
-        candidate = path.parent.parent.parent / file
-        if candidate.is_file():
-            return display_path(candidate) + (f"::{name}" if name else "")
+    # cassettes/<spec file>/<name>.yaml, or a case's cassettes/<spec file>/<spec>/<id>.yaml
+    for up in path.parents[1:3] if file else ():
+        if up.name == "cassettes" and (up.parent / file).is_file():
+            return display_path(up.parent / file) + (f"::{name}" if name else "")
     return "SPEC"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_atom.replay.divergence import Divergence
 from pytest_atom.replay.recording import ModelSource, record_command, rejudge_command
-from pytest_atom.replay.staleness import PROMPT_CHANGED, spec_hash
+from pytest_atom.replay.staleness import CASE_CHANGED, PROMPT_CHANGED, spec_hash
 from pytest_atom.results.replay_divergence import ReplayDivergence
 from pytest_atom.spec.types import Spec
 
@@ -34,6 +34,8 @@ def divergence_report(
             "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
             f"re-judge them with: {rejudge_command(spec)}"
         )
+    elif case := next((r for r in source.stale_reasons if r.startswith(CASE_CHANGED)), None):
+        causes.append(f"{case}: re-record it with: {record_command(spec, 'all')}")
     elif any(r.kind == "prompt" for r in source.stale_reasons) or (
         "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
     ):

@@ -19,7 +19,7 @@ A cassette recorded without these hashes replays as before, starting the session
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,9 +75,18 @@ class Recall:
     run) there is nothing to recall or write down: every key is None.
     """
 
-    def __init__(self, tape: CassetteResponder | None = None, *, enabled: bool = False) -> None:
+    def __init__(
+        self,
+        tape: CassetteResponder | None = None,
+        *,
+        enabled: bool = False,
+        case: Mapping[str, Any] | None = None,
+    ) -> None:
         self.tape = tape
         self.enabled = enabled
+        #: The case's variables (`cases:`): part of every session's input hash, so a
+        #: session is recalled only for the case it was recorded for.
+        self.case = dict(case) if case else None
         recorded = tape.cassette.metadata.get(RECALL_KEY) if tape is not None else None
         self.recorded: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         self.remembered: dict[str, dict[str, Any]] = {}
@@ -97,6 +106,7 @@ class Recall:
             "opening": opening,
             "model": session.model,
             "options": asdict(session.options),
+            **({"case": self.case} if self.case else {}),
         }
         text = json.dumps(inputs, sort_keys=True, ensure_ascii=False, default=str)
         return SessionKey(

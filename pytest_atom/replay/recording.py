@@ -38,6 +38,7 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import (
     SCRIPT_CHANGED,
     StaleReason,
+    case_hash,
     interaction_kind,
     prompt_hash,
     script_hash,
@@ -67,15 +68,20 @@ __all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingErro
 
 def cassette_path(spec: Spec) -> Path:
     """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
-    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name). A default
+    an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name); a case's is
+    ``<spec name>/<case id>.yaml`` (``<case id>@<arm>.yaml``) in that folder. A default
     path that a link leads outside the project is refused (`RecordingError`), before
     anything is read or written through it."""
     if spec.cassette is not None:  # `cassette:` was resolved when the spec loaded
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
-    file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
     folder = spec.root
-    path = folder / "cassettes" / stem / file
+    if spec.case is not None:  # a case's: cassettes/<file stem>/<spec name>/<case id>.yaml
+        file = f"{spec.case}@{spec.arm}.yaml" if spec.arm else f"{spec.case}.yaml"
+        path = folder / "cassettes" / stem / spec.base_name / file
+    else:
+        file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
+        path = folder / "cassettes" / stem / file
     root = outside_project(path, folder)
     if root is not None:  # a linked `cassettes/` would record (and replay) outside
         raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
@@ -290,6 +296,7 @@ class ModelSource:
             "spec": f"{spec.path.name}::{spec.name}",
             "spec_hash": spec_hash(spec),
             "prompt_hash": prompt_hash(spec),
+            **({"case_hash": case_hash(spec)} if spec.case is not None else {}),
             "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "upstream": tape.upstream_label,
         }
@@ -421,7 +428,10 @@ def open_model_source(
 
 def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
     """What draws this run's script choices (`draw_key`): seed, spec, arm and repeat."""
-    return draw_key(settings.seed or 0, f"{spec.path.name}::{spec.base_name}", spec.arm, repeat)
+    case = f"[{spec.case}]" if spec.case is not None else ""
+    return draw_key(
+        settings.seed or 0, f"{spec.path.name}::{spec.base_name}{case}", spec.arm, repeat
+    )
 
 
 def _normalizer(paths: dict[str, str]) -> Normalizer:
@@ -463,7 +473,7 @@ def _replay(
     # same CLI is known to send alike: another version starts the sessions.
     same_requests = not matcher.exact or recorded == live
     enabled = kind == "replay" and settings.judge == "recall" and same_requests
-    recall = Recall(responder, enabled=enabled)
+    recall = Recall(responder, enabled=enabled, case=spec.case_vars)
     return ModelSource(kind, responder, stale_reasons=reasons, recall=recall)
 
 
@@ -528,7 +538,7 @@ def _record(
         auth=auth or None,
         upstream_gateway=upstream_gateway,
         script_picks=picks,
-        recall=Recall(responder, enabled=False),
+        recall=Recall(responder, enabled=False, case=spec.case_vars),
     )
 
 

@@ -34,6 +34,12 @@ def prompt_hash(spec: Spec) -> str:
     return digest.of_text(text)
 
 
+def case_hash(spec: Spec) -> str:
+    """The hash of the case's variables (`cases:`): what the spec's templates were rendered
+    with, so a changed value is a changed spec even where no rendered field shows it."""
+    return digest.of_value(dict(spec.case_vars))
+
+
 def script_hash(spec: Spec) -> str | None:
     """The hash of what the script says, None without one (or one that cannot be read).
 
@@ -56,6 +62,7 @@ def script_hash(spec: Spec) -> str | None:
 #: The first words of a staleness reason, which a divergence report can lead with.
 SCRIPT_CHANGED = "script changed since recording"
 PROMPT_CHANGED = "spec changed since recording"
+CASE_CHANGED = "case changed since recording"
 
 
 StaleKind = Literal["script", "prompt", "config"]
@@ -102,6 +109,15 @@ def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
         reasons.append(
             StaleReason(
                 f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with",
+                "prompt",
+            )
+        )
+    recorded = cassette.metadata.get("case_hash")
+    if recorded and spec.case is not None and case_hash(spec) != recorded:
+        reasons.append(
+            StaleReason(
+                f"{CASE_CHANGED}: case {spec.case!r}'s variables are not the ones the "
+                "cassette was recorded with",
                 "prompt",
             )
         )
@@ -161,6 +177,8 @@ def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
 def stamp_hashes(spec: Spec, cassette: Cassette) -> dict[str, str]:
     """The hashes a recording of `spec` stores now: what `atom cassette stamp` writes."""
     hashes: dict[str, Any] = {"prompt_hash": prompt_hash(spec)}
+    if spec.case is not None:
+        hashes["case_hash"] = case_hash(spec)
     script = script_hash(spec) if recorded_from_script(cassette) else None
     if script is not None:
         hashes["script_hash"] = script

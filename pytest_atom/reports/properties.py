@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.datasets.select import case_properties
 from pytest_atom.environment import left_out
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.settings.tolerance import format_tolerance
@@ -57,6 +58,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **step_properties(result),
         **arm_properties(result.spec),
         **repeat_properties(result),
+        **case_properties(result.spec),
         **environment_properties(result),
     }
 

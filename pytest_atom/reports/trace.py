@@ -388,6 +388,7 @@ def _atom_section(
             ),
             **({"arm": spec.arm, "arm_reference": spec.arm_reference} if spec.arm else {}),
             **_repeats(spec),
+            **({"case": spec.case, "case_vars": dict(spec.case_vars)} if spec.case else {}),
         },
         "source": result.source,
         "run_dir": str(result.run_dir),

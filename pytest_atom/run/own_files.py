@@ -9,7 +9,8 @@ would diverge.
 What is left out is found by what pytest-atom knows, not by names alone:
 
 - every spec file (``*.atom.yaml``) in the copied tree;
-- what each of those specs names beside it: its `script:`, `oracle:`, `cassette:` (with
+- what each of those specs names beside it: its `script:`, `oracle:`, `cases:` file (a
+  dataset's rows may hold each task's answer), `cassette:` (with
   the ``.partial.yaml`` a failed recording keeps), its default cassette folder
   ``cassettes/<spec file stem>/``, and the fixture workspaces it names (`workspace:`
   folders that are not the project itself, and ``workspaces/`` beside it); the spec
@@ -42,7 +43,7 @@ ATOM_DIR = ".atom"
 #: What a failed recording keeps beside the cassette it did not replace.
 PARTIAL_SUFFIX = ".partial.yaml"
 #: Spec keys naming a file or folder beside the spec file.
-_SPEC_SIDE = ("script", "oracle", "cassette")
+_SPEC_SIDE = ("script", "oracle", "cassette", "cases")
 
 
 def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> list[str]:

@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.datasets.expand import case_view, expand_cases, templated_part
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.build import build_spec, check_schemas
@@ -106,7 +107,9 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
             raise doc.error(
                 f"duplicate spec name {name!r} (first used on line {first.line})", loc + ("name",)
             )
-        if "arms" in mapping:
+        if "cases" in mapping:
+            specs += _cases(doc, schema, loc, mapping, name)
+        elif "arms" in mapping:
             specs += _arms(doc, schema, loc, mapping, name)
         else:
             specs.append(build_spec(doc, loc, mapping, name))
@@ -126,6 +129,38 @@ def merge_overlay(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[s
         else:
             out[key] = value
     return out
+
+
+def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
+    """One Spec per case (one per case and arm with `arms:`): the spec's mapping rendered
+    with the case's variables (`pytest_atom.datasets`), then validated and built as any
+    spec, named ``name[case id]`` (``name[case id][arm]``). An inline case's item points
+    at the case's line."""
+    specs = []
+    for rendered in expand_cases(doc, loc, m, schema):
+        case = rendered.case
+        mapping = rendered.mapping  # a case's `repeats`/`pass_at_least` are its keys now
+        view = case_view(doc, loc, mapping)
+        if "arms" in mapping:
+            built = _arms(view, schema, loc, mapping, f"{name}[{case.id}]")
+        else:
+            # The spec as written was validated: only its templated fields can have changed,
+            # and only where a constraint reads their text (`Recheck`).
+            if rendered.recheck:
+                validate(case_view(doc, loc, templated_part(mapping)), schema)
+            built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
+        inline = case.origin.path == doc.path and case.origin.line is not None
+        for spec in built:
+            line = case.origin.line if inline and spec.arm is None else spec.line
+            specs.append(
+                dataclasses.replace(
+                    spec,
+                    case=case.id,
+                    case_vars=dict(case.variables),
+                    line=line or spec.line,
+                )
+            )
+    return specs
 
 
 def _arms(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:

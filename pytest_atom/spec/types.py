@@ -263,8 +263,10 @@ class Spec:
 
     @property
     def base_name(self) -> str:
-        """The spec's own name, without its arm: what its arms have in common."""
-        return self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
+        """The spec's own name, without its case and arm: what its cases and arms have in
+        common."""
+        name = self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
+        return name.removesuffix(f"[{self.case}]") if self.case else name
 
     def with_repeats(self, repeat: int) -> Spec:
         """This spec with its count of runs settled: its own `repeats:` wins over the run's

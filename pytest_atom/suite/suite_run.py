@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
 from pytest_atom.history.recording import (
@@ -322,6 +322,7 @@ class SuiteRun:
             else None,
             arms=arm_lines(rows),
             criteria=criteria_trust_lines(rows),
+            cases=case_lines(rows),
         )
 
     def _result_notes(self) -> list[str]:

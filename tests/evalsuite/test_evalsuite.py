@@ -320,4 +320,4 @@ def test_the_shipped_specs_are_collected_as_before(pytester: pytest.Pytester) ->
     """`pytest --atom fixtures/specs`, the README's main job, collects its specs alone."""
     result = pytester.runpytest("--atom", str(REPO / "fixtures" / "specs"), "--collect-only", "-q")
     out = result.stdout.str()
-    assert "8 tests collected" in out and "case.yaml" not in out and "prompt.md" not in out
+    assert "13 tests collected" in out and "case.yaml" not in out and "prompt.md" not in out

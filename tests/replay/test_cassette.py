@@ -42,9 +42,9 @@ from tests.cassette_helpers import (
 
 CANARY = "sk-ant-canary-aaaaaaaaaaaaaaaa"
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = sorted(REPO.glob("fixtures/specs/cassettes/*/*.yaml")) + sorted(
-    REPO.glob("examples/*/specs/cassettes/*/*.yaml")
-)
+SHIPPED = sorted(REPO.glob("fixtures/specs/cassettes/**/*.yaml")) + sorted(
+    REPO.glob("examples/*/specs/cassettes/**/*.yaml")
+)  # a case's cassette is one folder deeper: cassettes/<spec file>/<spec>/<case>.yaml
 #: Cassettes as release 0.1 wrote them (format 1), kept as test data.
 FORMAT_1 = sorted(REPO.glob("tests/data/*/cassettes/*/*.yaml"))
 

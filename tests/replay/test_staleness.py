@@ -231,12 +231,16 @@ def test_editing_any_shipped_script_is_refused_with_the_command_that_re_records(
 ) -> None:
     specs = shipped_copy(pytester.path)
     for spec_file in SHIPPED:
-        (spec,) = load_specs(specs / spec_file.name)
-        assert spec.script is not None
-        assert Cassette.load(cassette_path(spec)).metadata["script_hash"] == script_hash(spec)
-        script = spec.script.read_text(encoding="utf-8")
-        spec.script.write_text(script.replace("text: ", "text: Edited. ", 1), encoding="utf-8")
-        assert script_hash(spec) != Cassette.load(cassette_path(spec)).metadata["script_hash"]
+        each = load_specs(specs / spec_file.name)  # a spec's cases share its script
+        for spec in each:
+            assert spec.script is not None
+            assert Cassette.load(cassette_path(spec)).metadata["script_hash"] == script_hash(spec)
+        script_file = each[0].script
+        assert script_file is not None
+        script = script_file.read_text(encoding="utf-8")
+        script_file.write_text(script.replace("text: ", "text: Edited. ", 1), encoding="utf-8")
+        for spec in each:
+            assert script_hash(spec) != Cassette.load(cassette_path(spec)).metadata["script_hash"]
     # Through the CLI, one spec of each kind of prompt (`prompt:`, a step's, the planner's
     # `request:`); staleness() above answered for every one, and the report is the same code.
     run = [f"specs/{name}" for name in E2E_PROMPTS]
@@ -273,12 +277,13 @@ def test_editing_any_shipped_prompt_diverges_naming_the_command_that_re_records(
     specs = shipped_copy(tmp_path)
     monkeypatch.chdir(tmp_path)
     for spec_file in SHIPPED:
-        (recorded,) = load_specs(specs / spec_file.name)
+        recorded, *_ = load_specs(specs / spec_file.name)
         edit_prompt(specs / spec_file.name)
-        (spec,) = load_specs(specs / spec_file.name)
-        assert staleness(spec, Cassette.load(cassette_path(spec))) == [
-            f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
-        ], spec.name
+        spec, *cases = load_specs(specs / spec_file.name)  # a dataset: every case's prompt
+        for each in (spec, *cases):
+            assert staleness(each, Cassette.load(cassette_path(each))) == [
+                f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with"
+            ], each.name
         if spec_file.name not in E2E_PROMPTS:
             continue
         source = open_source(spec, claude_bin)

@@ -102,7 +102,7 @@ def test_both_command_lines_offer_the_same_settings() -> None:
     pytest_names = {flag.removeprefix("--atom-") for flag in _pytest_options()}
     run_names = {flag.removeprefix("--") for flag in _run_options()}
     assert pytest_names == {o.run_flag.removeprefix("--") for o in COMMAND_LINE}
-    assert run_names - pytest_names == {"json", "config"}  # atom run's own
+    assert run_names - pytest_names == {"json", "config", "case"}  # atom run's own
 
 
 def test_ini_keys_are_the_rows_that_files_may_set() -> None:

@@ -144,4 +144,4 @@ def test_atom_run_offers_every_option_pytest_atom_does() -> None:
     }
     assert pytest_options - run_options == set()
     # atom run's own: its output as JSON, and a config file named outright.
-    assert run_options - pytest_options == {"json", "config"}
+    assert run_options - pytest_options == {"json", "config", "case"}  # pytest: -k

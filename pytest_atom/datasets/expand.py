@@ -1,0 +1,148 @@
+"""One spec mapping with ``cases:`` -> one rendered mapping per case, which the spec loader
+validates and builds as it builds any spec (its arms expanded after).
+
+A case's `marks` are added to the spec's, its `xfail` replaces the spec's, and its
+`repeats`/`pass_at_least` become the rendered spec's top-level keys of those names (read by
+whoever reads a spec's repeats). A `cassette:` the spec names becomes a folder of the
+cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from pytest_atom.datasets.cases import Case, Origin, duplicate_ids, make_case
+from pytest_atom.datasets.readers import read_cases
+from pytest_atom.datasets.render import TEMPLATED, Templates
+from pytest_atom.spec.document import Document
+from pytest_atom.spec.paths import spec_side
+from pytest_atom.spec.types import Loc
+from pytest_atom.spec.validation import Schema
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One case and the spec's mapping rendered for it (without `cases:`)."""
+
+    case: Case
+    mapping: dict[str, Any]
+    #: Whether the rendered values must be validated again (`Recheck`).
+    recheck: bool = True
+
+
+def expand_cases(
+    doc: Document, loc: Loc, mapping: dict[str, Any], schema: Schema
+) -> list[Rendered]:
+    """Every case of the spec at `loc`, rendered; raises SpecError naming the case's file
+    and row (or line) for a case that cannot be used."""
+    cases = read_spec_cases(doc, loc, mapping["cases"])
+    duplicate_ids(cases)
+    templates = Templates(doc, loc, mapping)
+    base = {k: v for k, v in mapping.items() if k != "cases"}
+    recheck = Recheck(doc, loc, base, templates, schema)
+    out = []
+    for case in cases:
+        templates.check(case)
+        rendered = templates.render(base, case)
+        out.append(Rendered(case, _with_case_keys(rendered, case), recheck.needed(rendered)))
+    return out
+
+
+class Recheck:
+    """Which renderings must be validated again. The spec was validated as written, and
+    rendering changes only the text of its templated strings; a string's text matters to
+    the schema only where a constraint reads it (a pattern, an enum, a minimum length).
+    Each template's place is probed once, with an empty string and with a string no
+    pattern or enum accepts: where neither fails, no rendering can; where only the empty
+    one fails, an empty rendering is validated again (for its message); where the other
+    fails, every rendering is. So a dataset of 1,000 cases validates once, not 1,000 times.
+    """
+
+    def __init__(
+        self, doc: Document, loc: Loc, base: dict[str, Any], templates: Templates, schema: Schema
+    ) -> None:
+        self.always = False
+        self.non_empty: list[Loc] = []
+        for found in templates.found:
+            if found.at[0] == "arms":
+                continue  # an arm's rendering is validated with its arm, always
+            if not _passes(doc, loc, base, found.at, "\x00", schema):
+                self.always = True
+            elif not _passes(doc, loc, base, found.at, "", schema):
+                self.non_empty.append(found.at)
+
+    def needed(self, rendered: dict[str, Any]) -> bool:
+        return self.always or any(_at(rendered, at) == "" for at in self.non_empty)
+
+
+def _passes(
+    doc: Document, loc: Loc, base: dict[str, Any], at: Loc, probe: str, schema: Schema
+) -> bool:
+    """Whether the spec validates with the string at `at` replaced by `probe`."""
+    part = copy.deepcopy(templated_part(base))
+    target: Any = part
+    for key in at[:-1]:
+        target = target[key]
+    target[at[-1]] = probe
+    return bool(schema.validator.is_valid(case_view(doc, loc, part).data))
+
+
+def _at(mapping: dict[str, Any], at: Loc) -> Any:
+    value: Any = mapping
+    for key in at:
+        value = value[key]
+    return value
+
+
+def read_spec_cases(doc: Document, loc: Loc, value: Any) -> list[Case]:
+    """The cases, inline (a list of mappings, schema-checked already) or from the file
+    beside the spec that `value` names."""
+    at = loc + ("cases",)
+    if isinstance(value, str):
+        return read_cases(spec_side(doc, at, value, "file"))
+    cases = []
+    for i, row in enumerate(value):
+        origin = Origin(doc.path, doc.line(at + (i,)), f"case {i + 1}")
+        cases.append(make_case(row, origin, i, text=False))
+    return cases
+
+
+def _with_case_keys(mapping: dict[str, Any], case: Case) -> dict[str, Any]:
+    if case.marks:
+        mapping["marks"] = [*mapping.get("marks", []), *copy.deepcopy(case.marks)]
+    if case.xfail is not None:
+        mapping["xfail"] = case.xfail
+    if case.repeats is not None:
+        mapping["repeats"] = case.repeats
+    if case.pass_at_least is not None:
+        mapping["pass_at_least"] = case.pass_at_least
+    cassette = mapping.get("cassette")
+    if isinstance(cassette, str):
+        path = PurePosixPath(cassette)
+        mapping["cassette"] = str(path.with_suffix("") / f"{case.id}{path.suffix or '.yaml'}")
+    return mapping
+
+
+def case_view(doc: Document, loc: Loc, mapping: dict[str, Any]) -> Document:
+    """`doc` with the spec at `loc` replaced by its rendering for one case: validation and
+    building then read the rendered values, and errors still name the spec's lines."""
+    view = copy.copy(doc)
+    if loc:
+        data = dict(doc.data)
+        specs = list(data["specs"])
+        specs[int(loc[1])] = mapping
+        data["specs"] = specs
+        view.data = data
+    else:
+        view.data = mapping
+    return view
+
+
+def templated_part(mapping: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a rendered spec that templates may have changed: what is validated again
+    for each case (the rest was validated once, as written). Every such key is kept, so
+    the part still has the spec's task (`prompt`, `steps` or `request`)."""
+    return {key: mapping[key] for key in TEMPLATED if key in mapping}

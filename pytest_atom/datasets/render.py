@@ -1,0 +1,184 @@
+"""The spec's templates: its text fields that hold ``{{ name }}``, compiled once per spec by
+Jinja2 (a sandboxed environment, strict undefined) and rendered once per case.
+
+Only the fields in `TEMPLATED` are read, at any depth (a check's fields, a step's, an
+arm's overlay of them); a string without ``{{``, ``{%`` or ``{#`` is left as it is, so a
+spec without templates costs nothing to render. What each template uses is found before
+any case renders, so a case missing a variable, or holding one no template uses, is
+refused with the case's own row or line.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.datasets.cases import Case
+from pytest_atom.spec.document import Document
+from pytest_atom.spec.types import Loc
+from pytest_atom.spec.validation import label
+
+if TYPE_CHECKING:
+    from jinja2 import Template
+
+#: The spec's keys whose strings are templates: the prompt and task, the workspace (path
+#: and ref), set-up, every check's fields, criteria, env, the script and the steps.
+TEMPLATED = (
+    "prompt",
+    "description",
+    "request",
+    "workspace",
+    "setup",
+    "accept",
+    "criteria",
+    "env",
+    "script",
+    "steps",
+)
+_MARKERS = ("{{", "{%", "{#")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One template: where it sits (relative to the spec) and the variables it reads;
+    `pieces` when it is only text and ``{{ name }}`` (most are), which render by joining,
+    as Jinja2 would render them, without a Jinja2 context per case."""
+
+    at: Loc
+    template: Template
+    variables: frozenset[str]
+    pieces: tuple[tuple[bool, str], ...] | None = None  # (is a variable, its name or text)
+
+    def render(self, values: Mapping[str, Any]) -> str:
+        if self.pieces is None:
+            return self.template.render(values)
+        return "".join(str(values[part]) if name else part for name, part in self.pieces)
+
+
+class Templates:
+    """Every template of one spec mapping (its arms' overlays included), compiled."""
+
+    def __init__(self, doc: Document, loc: Loc, mapping: Mapping[str, Any]) -> None:
+        from jinja2 import StrictUndefined, TemplateSyntaxError, meta
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        env = ImmutableSandboxedEnvironment(
+            undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False
+        )
+        self.doc, self.loc = doc, loc
+        self.found: list[Found] = []
+        self.used: dict[str, Loc] = {}  # each variable, and the first template reading it
+        for at, text in _strings(mapping):
+            try:
+                tree = env.parse(text)
+            except TemplateSyntaxError as exc:
+                raise doc.error(
+                    f"{label(loc + at)!r} is not a valid template: {exc.message} (template "
+                    f"line {exc.lineno}); write {{{{ name }}}} for a case's variable",
+                    loc + at,
+                ) from None
+            names = frozenset(meta.find_undeclared_variables(tree))
+            self.found.append(Found(at, env.from_string(tree), names, _pieces(tree)))
+            for name in sorted(names):
+                self.used.setdefault(name, at)
+
+    def check(self, case: Case) -> None:
+        """Refuse a case that lacks a variable a template reads, or holds one none reads."""
+        have = {*case.variables, "id"}
+        for name, at in self.used.items():
+            if name not in have:
+                close = difflib.get_close_matches(name, list(case.variables), n=1)
+                raise case.origin.error(
+                    f"case {case.id!r} lacks variable {name!r}, which the template in "
+                    f"{label(self.loc + at)!r} (line {self._line(at)} of "
+                    f"{self.doc.path.name}) reads: give every case a {name!r} value (a "
+                    f"column of the CSV), or remove {{{{ {name} }}}} from the spec",
+                    suggestion=close[0] if close else None,
+                )
+        for name in case.variables:
+            if name not in self.used:
+                close = difflib.get_close_matches(name, list(self.used), n=1)
+                raise case.origin.error(
+                    f"case {case.id!r} holds {name!r}, which no template reads: remove it "
+                    f"from the cases, or use {{{{ {name} }}}} in the spec's "
+                    f"{', '.join(TEMPLATED)}",
+                    suggestion=close[0] if close else None,
+                )
+
+    def render(self, mapping: Mapping[str, Any], case: Case) -> dict[str, Any]:
+        """`mapping` with each template rendered for `case` (copied where it changes)."""
+        from jinja2 import TemplateError
+
+        out = dict(mapping)
+        for key in {str(f.at[0]) for f in self.found}:
+            out[key] = copy.deepcopy(mapping[key])
+        values = {**case.variables, "id": case.id}
+        for found in self.found:
+            try:
+                text = found.render(values)
+            except TemplateError as exc:
+                raise case.origin.error(
+                    f"case {case.id!r} cannot render {label(self.loc + found.at)!r} (line "
+                    f"{self._line(found.at)} of {self.doc.path.name}): {exc}"
+                ) from None
+            _put(out, found.at, text)
+        return out
+
+    def _line(self, at: Loc) -> int | str:
+        node = self.doc.values.get(self.loc + at)
+        return node.start_mark.line + 1 if node is not None else "?"
+
+
+def _pieces(tree: Any) -> tuple[tuple[bool, str], ...] | None:
+    """A template's text and plain ``{{ name }}`` parts, or None when it holds anything
+    else (a filter, an attribute, a statement): then Jinja2 renders it."""
+    from jinja2 import nodes
+
+    pieces: list[tuple[bool, str]] = []
+    for node in tree.body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for part in node.nodes:
+            if isinstance(part, nodes.TemplateData):
+                pieces.append((False, part.data))
+            elif isinstance(part, nodes.Name) and part.ctx == "load":
+                pieces.append((True, part.name))
+            else:
+                return None
+    return tuple(pieces)
+
+
+def _strings(mapping: Mapping[str, Any]) -> Iterator[tuple[Loc, str]]:
+    """Every templated string of the spec and of its arms' overlays, with its place."""
+    for key in TEMPLATED:
+        if key in mapping:
+            yield from _walk((key,), mapping[key])
+    arms = mapping.get("arms")
+    if isinstance(arms, dict):
+        for arm, overlay in arms.items():
+            if isinstance(overlay, dict):
+                for key in TEMPLATED:
+                    if key in overlay:
+                        yield from _walk(("arms", arm, key), overlay[key])
+
+
+def _walk(at: Loc, value: Any) -> Iterator[tuple[Loc, str]]:
+    if isinstance(value, str):
+        if any(marker in value for marker in _MARKERS):
+            yield at, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(at + (key,), item)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(at + (i,), item)
+
+
+def _put(root: dict[str, Any], at: Loc, value: str) -> None:
+    target: Any = root
+    for part in at[:-1]:
+        target = target[part]
+    target[at[-1]] = value
