@@ -68,6 +68,7 @@ LAZY_COMMANDS = {
         "How many repeats detect a drop in pass rate (p to q).",
     ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
+    "diff": ("atom_cli.diff_cmd", "diff", "Compare two runs of the history store, item by item."),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
 
