@@ -47,11 +47,12 @@ def make_item(
     tools: Sequence[str] = (),
     tokens: int = 1000,
     cost: float = 0.01,
+    run_id: str = "",
     **extra: Any,
 ) -> ItemRecord:
     """An item of `spec` (criteria: (text, score), met above 0.5)."""
     return ItemRecord(
-        run_id="",
+        run_id=run_id,
         spec=spec,
         spec_path=f"specs/{spec}.atom.yaml",
         case=case,

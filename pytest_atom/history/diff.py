@@ -454,8 +454,10 @@ def _paired_tests(
     for fell, rose in zip(drop.specs, rise.specs, strict=True):
         direction = REGRESSED if fell.answer == "REGRESSION" else ""
         direction = IMPROVED if rose.answer == "REGRESSION" else direction
-        figures = (fell if direction != IMPROVED else rose).to_dict()
-        if direction == IMPROVED:  # the swapped test's change, turned back to after - before
+        (c1, n1), (c2, n2) = counts[fell.spec]
+        rising = direction == IMPROVED or (not direction and c2 / n2 > c1 / n1)
+        figures = (rose if rising else fell).to_dict()
+        if rising:  # the swapped test's change, turned back to after - before
             change = dict(figures["change"])
             change["estimate"], change["low"], change["high"] = (
                 -change["estimate"],

@@ -85,6 +85,7 @@ class HtmlReport:
             self.path,
             runs_dir=self.runs_dir,
             measured=measured_lines(results),
+            history=suite.history_view(),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -58,6 +58,7 @@ from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
     from pytest_atom.results.harness_events import AnyEvent
+    from pytest_atom.results.history_view import HistoryView
     from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
@@ -341,8 +342,24 @@ class SuiteRun:
             report_row(row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid)))
             for row, view in zip(self.rows, self.views, strict=True)
         ]
-        write_html(rows, page, runs_dir=self.harness.runs_dir, measured=measured_lines(self.rows))
+        write_html(
+            rows,
+            page,
+            runs_dir=self.harness.runs_dir,
+            measured=measured_lines(self.rows),
+            history=self.history_view(),
+        )
         return page
+
+    def history_view(self) -> HistoryView | None:
+        """The HTML report's history: this session against the store's previous run, and
+        each spec's trend (None when no item ran). The session need not be stored yet."""
+        if not self.history_items:
+            return None
+        from pytest_atom.history.view import history_view
+
+        run, items = self.history_run()
+        return history_view(self.harness.settings.history, self.harness.root, run, items)
 
     # --- exit status ---------------------------------------------------------------------
 
