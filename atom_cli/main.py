@@ -69,6 +69,11 @@ LAZY_COMMANDS = {
     ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
     "diff": ("atom_cli.diff_cmd", "diff", "Compare two runs of the history store, item by item."),
+    "rescore": (
+        "atom_cli.rescore_cmd",
+        "rescore",
+        "Judge a stored run's attempts again with today's criteria.",
+    ),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
 

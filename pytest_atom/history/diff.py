@@ -232,7 +232,7 @@ class ItemChange:
 @dataclass(frozen=True)
 class RunDiff:
     """`after` compared with `before`: the lines that changed, those within noise, and
-    how many stayed as they were."""
+    how many stayed as they were; `deltas` over the lines both runs have."""
 
     before: RunRecord
     after: RunRecord
@@ -257,7 +257,7 @@ class RunDiff:
                 f"repeated items together: {test['answer']} ({test['test']}: p = "
                 f"{test['p_value']:.3g}, adjusted {test['adjusted_p_value']:.3g})"
             )
-        out.append("total: " + self.deltas.line())
+        out.append("total over the items in both runs: " + self.deltas.line())
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -330,7 +330,10 @@ def diff_runs(
         tuple(changes),
         tuple(noise),
         unchanged,
-        Deltas.between(before_items, after_items),
+        Deltas.between(
+            [i for i in before_items if i.series in new],
+            [i for i in after_items if i.series in old],
+        ),
         total,
     )
 
