@@ -16,7 +16,8 @@ from pathlib import Path
 from pytest_atom.errors import HistoryError, StatsUnavailable
 from pytest_atom.history.diff import diff_runs, series_label
 from pytest_atom.history.records import ItemRecord, RunRecord
-from pytest_atom.history.store import OFF, Store, open_store, store_url
+from pytest_atom.history.store import Store, open_store
+from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.results.history_view import ComparisonRow, HistoryView, SpecTrend, TrendPoint
 
 __all__ = ["TREND_RUNS", "history_view"]
