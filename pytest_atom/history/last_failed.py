@@ -60,13 +60,13 @@ def last_failed(settings: RunSettings, root: Path) -> LastFailed:
     """The failed lines of the last run in the session's store (`settings.history`)."""
     try:
         store = session_store(settings, root)
+        try:
+            runs = store.runs(limit=1)
+            items = store.items(runs[0].id) if runs else []
+        finally:
+            store.close()
     except HistoryError as exc:
         return LastFailed(None, frozenset(), f"the history store cannot be read: {exc}")
-    try:
-        runs = store.runs(limit=1)
-        if not runs:
-            return LastFailed(None, frozenset())
-        items = store.items(runs[0].id)
-    finally:
-        store.close()
+    if not runs:
+        return LastFailed(None, frozenset())
     return LastFailed(runs[0], frozenset(i.series for i in items if i.outcome in FAILED_OUTCOMES))

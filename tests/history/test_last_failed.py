@@ -93,3 +93,15 @@ def test_without_the_option_nothing_is_deselected(pytester: pytest.Pytester, pro
     result = pytester.runpytest("--atom", "--collect-only", "specs")
     assert "atom-last-failed" not in result.stdout.str()
     assert "fix-failing-test" in result.stdout.str()
+
+
+def test_a_store_that_cannot_be_read_deselects_nothing_and_says_why(
+    pytester: pytest.Pytester, project: Path
+) -> None:
+    store(project).parent.mkdir(exist_ok=True)
+    store(project).write_bytes(b"this is not a database, only text " * 100)
+    result = collected(pytester)
+    result.stdout.fnmatch_lines(
+        ["atom-last-failed: the history store cannot be read: *; not deselecting items"]
+    )
+    assert "fix-failing-test" in result.stdout.str()
