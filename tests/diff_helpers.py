@@ -48,13 +48,14 @@ def make_item(
     tokens: int = 1000,
     cost: float = 0.01,
     run_id: str = "",
+    spec_path: str | None = None,
     **extra: Any,
 ) -> ItemRecord:
     """An item of `spec` (criteria: (text, score), met above 0.5)."""
     return ItemRecord(
         run_id=run_id,
         spec=spec,
-        spec_path=f"specs/{spec}.atom.yaml",
+        spec_path=spec_path or f"specs/{spec}.atom.yaml",
         case=case,
         arm=arm,
         repeat=repeat,
