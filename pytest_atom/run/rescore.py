@@ -23,12 +23,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_atom.checks.builtin import default_registry, run_checks
+from pytest_atom.environment import release_tmpdirs
 from pytest_atom.errors import HarnessError
 from pytest_atom.files import copy_tree
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.judge.reflector import judge
 from pytest_atom.replay.recording import open_run_source
+from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
@@ -139,6 +141,7 @@ def rescore_spec(
     reflector's verdict (when the spec has criteria) and the decision it comes to."""
     started = time.perf_counter()
     spec = with_limits(spec, scope.config)
+    remember_spec_secrets(spec, scope.project_dir)  # before any Scrubber of this run
     settings = replace(settings, rejudge=False, resume=None)
     run = new_run(spec, runs_dir, settings, scope, claude_bin)
     path = run.run_dir / "attempts" / attempt.folder.name  # its number: a replay recalls by it
@@ -148,12 +151,16 @@ def rescore_spec(
     run.attempts.append(judged)
     source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat)
     meter = Meter(frozenset({"reflector"}) if source.kind == "record" else frozenset(), scope.spend)
-    with Gateway(source.responder, meter) as gateway:
-        if run.reflect(judged, run.agents(gateway.url, source), source):
-            judged.decision = judge(
-                True, judged.checks, judged.verdict, run.threshold, spec.reflector.gate
-            )
-        exchanges = gateway.exchanges
+    try:
+        with Gateway(source.responder, meter) as gateway:
+            if run.reflect(judged, run.agents(gateway.url, source), source):
+                judged.decision = judge(
+                    True, judged.checks, judged.verdict, run.threshold, spec.reflector.gate
+                )
+            exchanges = gateway.exchanges
+    finally:  # the reflector's transcripts and logs, scrubbed in place as after a run
+        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
+        release_tmpdirs(run.run_dir)
     result = SpecResult(
         spec=spec,
         run_dir=run.run_dir,
