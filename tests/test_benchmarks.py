@@ -25,6 +25,7 @@ FAST = {
         ["--runs", "20", "--per-run", "5", "--small", "5", "--rounds", "1"],
         "atom history: ",
     ),
+    "history_diff.py": (["--runs", "20", "--per-run", "5", "--rounds", "1"], "atom diff: "),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),

@@ -9,8 +9,8 @@ the report of the run stands.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from pytest_atom.errors import HistoryError, StatsUnavailable
@@ -22,6 +22,8 @@ from pytest_atom.results.history_view import ComparisonRow, HistoryView, SpecTre
 
 __all__ = ["TREND_RUNS", "history_view"]
 
+#: The outcomes that count as a pass in a trend (`ItemRecord.passed`).
+PASSED = frozenset({"passed", "xpassed"})
 #: How many runs a trend shows.
 TREND_RUNS = 20
 
@@ -73,22 +75,30 @@ def _trend(
     items: Sequence[ItemRecord],
     key: tuple[str, str | None, str | None],
 ) -> SpecTrend:
-    """The line's last `TREND_RUNS` runs, oldest first, this run last."""
-    stored = store.item_history(*key, limit=TREND_RUNS)
-    by_run: dict[str, list[ItemRecord]] = defaultdict(list)
-    for item in stored:
-        if item.run_id != run.id:
-            by_run[item.run_id].append(item)
-    starts = {rid: store.run(rid).started for rid in by_run}  # at most TREND_RUNS
-    order = sorted(by_run, key=lambda rid: (starts.get(rid, run.started), rid))
-    order = [rid for rid in order if starts.get(rid, run.started) <= run.started]
-    points = [_point(rid, f"{starts[rid]:%Y-%m-%d %H:%M}", by_run[rid]) for rid in order]
-    own = [i for i in items if i.series == key]
-    points.append(_point(run.id, f"{run.started:%Y-%m-%d %H:%M}", own))
+    """The line's last `TREND_RUNS` runs, oldest first, this run last: read as figures
+    (`Store.figures`, newest first), each run's time read from its id (`new_run_id`)."""
+    by_run: dict[str, list[str]] = {}
+    for figures in store.figures(*key, limit=TREND_RUNS + 1):
+        if figures.run_id != run.id:
+            by_run.setdefault(figures.run_id, []).append(figures.outcome)
+    own = [i.outcome for i in items if i.series == key]
+    points = [_point(rid, by_run[rid]) for rid in reversed(by_run)]
+    points.append(_point(run.id, own, f"{run.started:%Y-%m-%d %H:%M}"))
     return SpecTrend(series_label(key), tuple(points[-TREND_RUNS:]))
 
 
-def _point(run_id: str, started: str, items: Sequence[ItemRecord]) -> TrendPoint:
-    passed = sum(i.passed for i in items)
-    said = items[0].outcome if len(items) == 1 else f"{passed}/{len(items)} passed"
-    return TrendPoint(run_id, started, passed, len(items), said)
+def _when(run_id: str) -> str:
+    """A run's start as its id spells it (``20261129T055513-…``), to the minute."""
+    try:
+        when = datetime.strptime(run_id[:15], "%Y%m%dT%H%M%S")
+    except ValueError:
+        return ""
+    return f"{when:%Y-%m-%d %H:%M}"
+
+
+def _point(run_id: str, outcomes: Sequence[str], started: str | None = None) -> TrendPoint:
+    passed = sum(o in PASSED for o in outcomes)
+    said = outcomes[0] if len(outcomes) == 1 else f"{passed}/{len(outcomes)} passed"
+    return TrendPoint(
+        run_id, _when(run_id) if started is None else started, passed, len(outcomes), said
+    )

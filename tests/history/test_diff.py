@@ -195,3 +195,10 @@ def test_first_divergence_finds_where_sequences_part_or_end() -> None:
     ended = first_divergence(["a", "b"], ["a"])
     assert ended is not None and (ended.index, ended.before, ended.after) == (1, "b", None)
     assert "call 2: b -> (ended)" in ended.line()
+
+
+def test_diff_without_a_store_says_so_and_creates_none(project: Path) -> None:
+    result = CliRunner().invoke(main, ["diff"])
+    assert result.exit_code == 1
+    assert "no history store at" in result.output and ".atom/history.db yet" in result.output
+    assert not (project / ".atom" / "history.db").exists()
