@@ -20,19 +20,18 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script: its sibling's store filler
 
-from history_query import best, command, fill  # noqa: E402
+from history_query import best, command, fill
 
-from pytest_atom.history.diff import diff_runs  # noqa: E402
-from pytest_atom.history.records import new_run_id  # noqa: E402
-from pytest_atom.history.store import open_store  # noqa: E402
-from pytest_atom.history.view import history_view  # noqa: E402
+from pytest_atom.history.diff import diff_runs
+from pytest_atom.history.records import new_run_id
+from pytest_atom.history.store import open_store
+from pytest_atom.history.view import history_view
 
 
 def main() -> None:
@@ -79,5 +78,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    time.perf_counter()
     main()
