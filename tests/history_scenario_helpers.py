@@ -10,7 +10,8 @@ Two scripted specs (no cassette: the scripts answer): `greet` passes; `wrong` wr
    ``pytest --atom --atom-last-failed --atom-html report.html`` runs only it: run 2;
 3. `greet`'s criterion is changed and its script's reflector now finds it unmet, and
    ``atom rescore RUN1 greet`` judges run 1's attempt again, behind a counting `claude`;
-4. ``atom diff`` (run 1 against run 2), and ``atom diff RUN1 RESCORE --json``.
+4. ``atom diff`` (run 1 against run 2), and ``atom diff RUN1 RESCORE --json``;
+5. ``atom run specs --last-failed``: the rescore's failure (greet) runs again, alone.
 """
 
 from __future__ import annotations
@@ -148,6 +149,8 @@ def build_history_project(folder: Path, claude_bin: Path) -> None:
     steps["diff"] = _run([_atom(), "diff"], project, env)
     steps["diff_named"] = _run([_atom(), "diff", run1, run2], project, env)
     steps["diff_rescore"] = _run([_atom(), "diff", run1, rescored, "--json"], project, env)
+    # the rescore is now the last run: greet failed in it, so only greet runs again
+    steps["atom_run_last_failed"] = _run([_atom(), "run", "specs", "--last-failed"], project, env)
     steps["ids"] = {"run1": run1, "run2": run2, "rescore": rescored}
     (folder / "steps.json").write_text(json.dumps(steps, indent=2))
     shutil.copy(project / "report.html", folder / "report.html")

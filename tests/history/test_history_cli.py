@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.by import By
 
 from pytest_atom.history.store import open_store
 from tests.helpers import once_per_session
 from tests.history_scenario_helpers import build_history_project
+from tests.html_helpers import chromium_driver
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,20 @@ def test_last_failed_runs_only_the_item_that_failed_in_the_last_run(
     assert f"atom-last-failed: rerun 1 failed item of run {steps['ids']['run1']}" in out
     assert "PASSED specs/wrong.atom.yaml::wrong" in out
     assert "greet" not in out.split("short test summary info")[-1]
+
+
+@pytest.mark.slow
+def test_atom_run_last_failed_runs_the_failure_of_the_last_run_a_rescore(
+    scenario: tuple[Path, Any],
+) -> None:
+    _, steps = scenario
+    ran = steps["atom_run_last_failed"]
+    out = ran["out"]
+    assert ran["code"] == 1, out  # greet fails today's criterion again
+    assert f"atom-last-failed: rerun 1 failed item of run {steps['ids']['rescore']}" in out
+    assert "(1 to run, 1 deselected)" in out
+    assert "specs/greet.atom.yaml::greet" in out
+    assert "specs/wrong.atom.yaml::wrong" not in out
 
 
 @pytest.mark.slow
@@ -108,3 +124,23 @@ def test_the_html_report_compares_with_the_previous_run_and_draws_trends(
     assert page.count('<svg class="trend"') == 1  # wrong, the one spec of the run
     assert page.count('<circle class="run') == 2  # run 1 (failed) and run 2 (passed)
     assert 'class="run fail"' in page and 'class="run pass"' in page
+
+
+@pytest.mark.slow
+def test_the_real_runs_report_draws_its_trend_in_a_browser(
+    scenario: tuple[Path, Any], tmp_path: Path
+) -> None:
+    folder, _ = scenario
+    driver = chromium_driver(tmp_path / "chromium")
+    try:
+        driver.get((folder / "report.html").as_uri())
+        (svg,) = driver.find_elements(By.CSS_SELECTOR, "#history svg.trend")
+        assert svg.is_displayed() and svg.size["width"] == 240
+        fail, passed = svg.find_elements(By.CSS_SELECTOR, "circle.run")
+        assert fail.value_of_css_property("fill") == "rgb(207, 34, 46)"
+        assert passed.value_of_css_property("fill") == "rgb(26, 127, 55)"
+        assert passed.location["y"] < fail.location["y"]  # a pass sits higher
+        row = driver.find_element(By.CSS_SELECTOR, "#history table.comparison tr.c-improved")
+        assert "wrong" in row.text and "failed" in row.text and "passed" in row.text
+    finally:
+        driver.quit()
