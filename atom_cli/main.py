@@ -74,6 +74,12 @@ LAZY_COMMANDS = {
         "history",
         "The run history: pass rates, trends, flaky items; import CI results.",
     ),
+    "diff": ("atom_cli.diff_cmd", "diff", "Compare two runs of the history store, item by item."),
+    "rescore": (
+        "atom_cli.rescore_cmd",
+        "rescore",
+        "Judge a stored run's attempts again with today's criteria.",
+    ),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
     "label": (
         "atom_cli.label_cmd",

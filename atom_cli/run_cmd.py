@@ -205,6 +205,9 @@ def _run_selected(
         problem = suite.arms_problem()
         if problem:
             raise click.UsageError(problem)
+        loaded, _, note = suite.last_failed(loaded, lambda spec: spec)
+        if note:
+            console.print(shown(note))
         suite.run_specs(loaded, ConsoleWatcher(console))
     except KeyboardInterrupt as stop:
         _interrupted(console, stop, suite.harness)

@@ -70,3 +70,41 @@ def result_for(tmp_path: Path, *lines: str, check_passed: bool = True) -> SpecRe
     attempt = Attempt(1, attempt_dir, RunOutcome(True, 1), [record(*lines)], [check], verdict)
     attempt.decision = "proceed" if check_passed else "fail"
     return SpecResult(spec, tmp_path / "run", [attempt], duration=1.5, threshold=0.8)
+
+
+#: Chromium's flags for a headless page from disk with no network.
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--window-size=1280,1800",
+)
+
+
+def chromium_driver(profile: Path) -> Any:
+    """A headless Chromium through Selenium (the caller quits it); a skip (a failure in
+    CI) that says how to install Chromium and its driver when they are missing."""
+    import os
+    import shutil
+
+    import pytest
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not (chromium and driver):
+        reason = "Chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI never skips the browser tests)")
+        pytest.skip(reason)
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=driver), options=options)

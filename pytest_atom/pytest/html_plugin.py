@@ -90,6 +90,7 @@ class HtmlReport:
             self.path,
             runs_dir=self.runs_dir,
             measured=measured_lines(results, suite.gates),
+            history=suite.history_view(),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

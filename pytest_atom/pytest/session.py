@@ -90,11 +90,27 @@ class AtomSession:
             raise pytest.UsageError(f"--atom-baseline: {exc}") from None
         config.stash[SUITE_RUN] = self.suite
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
+        self.last_failed_note = ""  # what --atom-last-failed selected, shown after collection
         config.pluginmanager.register(Measured(self.suite), "atom-measured")
 
     @property
     def harness(self) -> Harness:
         return self.suite.harness
+
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """``--atom-last-failed``: deselect the spec items whose line passed in the store's
+        last run, through pytest's deselect hook so the counts read right (as ``--lf``)."""
+        kept, dropped, self.last_failed_note = self.suite.last_failed(
+            items, lambda item: item.spec if isinstance(item, AtomItem) else None
+        )
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> str:
+        return self.last_failed_note
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.suite.collection_order(item.nodeid for item in session.items)

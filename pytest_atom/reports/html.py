@@ -40,6 +40,8 @@ from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.reports.trend_svg import trend_svg
+from pytest_atom.results.history_view import HistoryView
 from pytest_atom.results.spec_result import SpecResult
 
 __all__ = [
@@ -211,6 +213,7 @@ def _environment() -> jinja2.Environment:
     env.filters["wrap_path"] = wrap_path
     env.filters["tool_error"] = tool_error
     env.filters["slug"] = lambda text: "".join(c if c.isalnum() else "-" for c in str(text))
+    env.filters["trend_svg"] = trend_svg
     return env
 
 
@@ -220,15 +223,18 @@ def render_html(
     title: str = "pytest-atom report",
     generated: datetime | None = None,
     measured: Sequence[str] = (),
+    history: HistoryView | None = None,
 ) -> str:
     """The whole page, as one string; `rows` come from `report_row`, `measured` are the
-    lines of `pytest_atom.baseline.measure` (repeats and arms), shown above the table."""
+    lines of `pytest_atom.baseline.measure` (repeats and arms), shown above the table;
+    `history` the comparison with the previous run and each spec's trend."""
     data = Scrubber().scrub_obj([dict(r) for r in rows])
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
         rows=data,
         measured=list(measured),
+        history=history,
         summary=_summary(data),
         generated=(generated or datetime.now()).strftime("%Y-%m-%d %H:%M:%S"),
     )
@@ -240,11 +246,12 @@ def write_html(
     *,
     runs_dir: Path | None = None,
     measured: Sequence[str] = (),
+    history: HistoryView | None = None,
 ) -> Path:
     """Write the page to `path` atomically; with `runs_dir`, keep a copy there for `atom view`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = render_html(rows, measured=measured)
+    page = render_html(rows, measured=measured, history=history)
     write_atomic(path, page)
     if runs_dir is not None and (runs_dir / LAST_REPORT).resolve() != path.resolve():
         runs_dir.mkdir(parents=True, exist_ok=True)

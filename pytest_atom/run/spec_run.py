@@ -226,6 +226,14 @@ def _new_run(
     )
 
 
+def new_run(
+    spec: Spec, runs_dir: Path, settings: RunSettings, scope: RunScope, claude_bin: Path
+) -> AttemptLoop:
+    """The run of `spec` in a new run folder under `runs_dir`, nothing started yet (a
+    rescore judges a stored attempt in it: `run.rescore`)."""
+    return _new_run(spec, runs_dir, settings, scope, claude_bin, None)
+
+
 def _drive(
     run: AttemptLoop, source: ModelSource, meter: Meter, prove: Prove | None = None
 ) -> tuple[list[Exchange], Path | None]:

@@ -511,6 +511,19 @@ class RunSettings:
             ini_note="a path relative to the project's root, a postgresql:// URL, or none",
         ),
     )
+    #: Run only the items that failed in the history store's last run (`pytest --lf`).
+    last_failed: bool = setting(
+        False,
+        Option(
+            "flag",
+            "run only the items (spec, case, arm; all their repeats) that failed in the last "
+            "run the history store holds, as pytest --lf does; with none, run everything.",
+            default="false",
+            parser=p.flag,
+            in_ini=False,
+            in_config=False,  # a one-off selection, like -k
+        ),
+    )
 
     def with_seed(self) -> RunSettings:
         """These settings with a seed: the one set, else a fresh one (which the front end

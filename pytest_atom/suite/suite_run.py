@@ -25,12 +25,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
+from pytest_atom.history.last_failed import last_failed
 from pytest_atom.history.recording import (
     claude_version_of,
     first_version,
@@ -65,9 +66,12 @@ from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
     from pytest_atom.results.harness_events import AnyEvent
+    from pytest_atom.results.history_view import HistoryView
     from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
+
+_Item = TypeVar("_Item")
 
 __all__ = ["ATOM_RUN", "PYTEST", "FrontEnd", "SuiteRun", "Watcher", "load_files"]
 
@@ -145,6 +149,22 @@ class SuiteRun:
     def arms_problem(self) -> str | None:
         """Why the selected arms cannot be (one no collected spec has), or None."""
         return unknown_arms(self.harness.settings.arms, self.arms_seen, self.front.arms_flag)
+
+    def last_failed(
+        self, items: Sequence[_Item], spec_of: Callable[[_Item], Spec | None]
+    ) -> tuple[list[_Item], list[_Item], str]:
+        """With ``last_failed``: (kept, deselected, the line saying so) of `items`, only
+        those whose spec (`spec_of`; None: not a spec, kept) failed in the store's last
+        run (`history.last_failed`); without it, all kept and no line."""
+        if not self.harness.settings.last_failed:
+            return list(items), [], ""
+        failed = last_failed(self.harness.settings, self.harness.root)
+        kept: list[_Item] = []
+        dropped: list[_Item] = []
+        for item in items:
+            spec = spec_of(item)
+            (kept if spec is None or failed.selects(spec) else dropped).append(item)
+        return kept, dropped, failed.note(len(kept), len(dropped))
 
     def collection_order(self, nodeids: Iterable[str]) -> None:
         """The order the summary shows runs in (xdist reports them as they finish)."""
@@ -355,9 +375,24 @@ class SuiteRun:
             report_row(row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid)))
             for row, view in zip(self.rows, self.views, strict=True)
         ]
-        measured = measured_lines(self.rows, self.gates)
-        write_html(rows, page, runs_dir=self.harness.runs_dir, measured=measured)
+        write_html(
+            rows,
+            page,
+            runs_dir=self.harness.runs_dir,
+            measured=measured_lines(self.rows, self.gates),
+            history=self.history_view(),
+        )
         return page
+
+    def history_view(self) -> HistoryView | None:
+        """The HTML report's history: this session against the store's previous run, and
+        each spec's trend (None when no item ran). The session need not be stored yet."""
+        if not self.history_items:
+            return None
+        from pytest_atom.history.view import history_view
+
+        run, items = self.history_run()
+        return history_view(self.harness.settings.history, self.harness.root, run, items)
 
     # --- exit status ---------------------------------------------------------------------
 

@@ -1,0 +1,67 @@
+"""What the HTML report shows of the history store: typed values the suite fills from the
+store (`pytest_atom.history.view`) and the report renders (`pytest_atom.reports.html`).
+
+They sit here, below both, because the report format must not read the store (it is a
+layer below `history`), and the store must not know how a page looks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ComparisonRow", "HistoryView", "SpecTrend", "TrendPoint"]
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run of a spec's line: how many of its items (repeats) passed."""
+
+    run_id: str
+    started: str  # "2026-11-29 05:59", as the page shows it
+    passed: int
+    runs: int
+    outcome: str  # the outcome of a single item, or "3/5 passed"
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+
+@dataclass(frozen=True)
+class SpecTrend:
+    """A spec's line (spec, case, arm) over its last runs, oldest first."""
+
+    label: str
+    points: tuple[TrendPoint, ...]
+
+    @property
+    def passed(self) -> int:
+        return sum(p.passed for p in self.points)
+
+    @property
+    def runs(self) -> int:
+        return sum(p.runs for p in self.points)
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One line that changed since the previous run (`history.diff.ItemChange`)."""
+
+    label: str
+    direction: str  # regressed, improved, changed, added, removed, within noise
+    before: str
+    after: str
+    findings: tuple[str, ...]  # the checks, criteria, tool calls and deltas, one line each
+
+
+@dataclass(frozen=True)
+class HistoryView:
+    """The comparison with the previous run and the per-spec trends."""
+
+    run_id: str
+    previous: str | None  # "<id> (<kind>, <when>)", None: the store holds no earlier run
+    rows: tuple[ComparisonRow, ...]
+    unchanged: int
+    trends: tuple[SpecTrend, ...]
+    #: Why there is no comparison (the store is off, could not be read), when there is none.
+    note: str = ""
