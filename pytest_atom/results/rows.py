@@ -67,6 +67,8 @@ class SummaryRow:
     sandboxed: bool = True
     plan: str | None = None
     baseline: str | None = None  # the comparison's status, with --atom-baseline
+    #: --atom-cache: the stored run whose outcome stood in for this one (nothing ran).
+    cached: str | None = None
 
     @classmethod
     def of(
@@ -107,6 +109,7 @@ class SummaryRow:
             sandboxed=props.get("atom_sandbox") != "off",
             plan=props.get("atom_plan") or None,
             baseline=props.get("atom_baseline") or None,
+            cached=props.get("atom_cached") or None,
         )
 
     @property

@@ -31,6 +31,7 @@ from pytest_atom.baseline.compare import BaselineGate, results_file, write_resul
 from pytest_atom.baseline.measure import arm_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
+from pytest_atom.history.cache import session_cache
 from pytest_atom.history.recording import (
     claude_version_of,
     first_version,
@@ -43,6 +44,7 @@ from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import (
+    cached_lines,
     environment_lines,
     failed_tries_lines,
     sandbox_warning_lines,
@@ -126,6 +128,9 @@ class SuiteRun:
         self.history_error = ""  # the history store could not be written: the warning
         self.history_recorded = False
         self.started = datetime.now(UTC)  # when the session began, as its run records it
+        #: Each run's input digest, and with --atom-cache the stored outcomes that stand in.
+        self.cache = session_cache(harness.settings, harness.root, harness.config, harness.runs_dir)
+        harness.recall = self.cache
 
     # --- collect -------------------------------------------------------------------------
 
@@ -204,6 +209,8 @@ class SuiteRun:
         pytest's node ids (from its rootdir) and, with a baseline, each run's deltas; then
         the session is recorded in the history store."""
         self.harness.finish()
+        if self.cache is not None:
+            self.cache.close()
         if self.results:
             self._result_rows()
         self.record_history()
@@ -281,7 +288,7 @@ class SuiteRun:
             table=summary_table(rows, width),
             notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
             result_notes=self._result_notes(),
-            tries=failed_tries_lines(rows) + environment_lines(rows),
+            tries=failed_tries_lines(rows) + environment_lines(rows) + self._cache_lines(rows),
             spending=self._spending_line(),
             sandbox=sandbox_warning_lines(rows),
             results_error=self.results_error,
@@ -291,6 +298,11 @@ class SuiteRun:
             rates=repeat_lines(rows, gate) if settings.repeat > 1 or gate is not None else None,
             arms=arm_lines(rows),
         )
+
+    def _cache_lines(self, rows: Sequence[SummaryRow]) -> list[str]:
+        """What the outcome cache reported (--atom-cache), and a store it could not read."""
+        problem = [self.cache.problem] if self.cache is not None and self.cache.problem else []
+        return cached_lines(rows) + problem
 
     def _result_notes(self) -> list[str]:
         """Drift and warnings of the runs `run_specs` ran, by spec name."""
