@@ -68,6 +68,11 @@ LAZY_COMMANDS = {
         "How many repeats detect a drop in pass rate (p to q).",
     ),
     "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
+    "history": (
+        "atom_cli.history_cmd",
+        "history",
+        "The run history: pass rates, trends, flaky items; import CI results.",
+    ),
     "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
 }
 

@@ -42,6 +42,7 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
     wrapped,
 )
 from tests.frontends_helpers import FrontEnds
+from tests.history_helpers import PostgresServer
 from tests.frontends_helpers import build as build_front_ends
 from tests.helpers import (
     OLD_CLI,
@@ -266,3 +267,23 @@ def counted(
     wrapper, log = counting_claude(tmp_path / "counted", claude_bin)
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(wrapper))
     return log
+
+
+# --- the history store: SQLite and a real PostgreSQL server, the same tests on both ----------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test session's own (tests/history_helpers.py)."""
+    server = PostgresServer.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty history store's URL: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / ".atom" / "history.db")
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.database()

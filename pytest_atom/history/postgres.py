@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.sql import SqlStore
-from pytest_atom.history.store import display_url
+from pytest_atom.history.urls import display_url
 
 __all__ = ["PostgresStore"]
 
@@ -48,7 +48,7 @@ class PostgresStore(SqlStore):
         store = cls(connection, display_url(url))
         store.driver_errors = (psycopg.Error,)
         if migrate:
-            store.migrate()
+            store.migrate_or_close()
         return store
 
     def _locked_begin(self, cursor: Any) -> None:

@@ -31,7 +31,8 @@ from pytest_atom.history.records import (
     RunRecord,
     new_run_id,
 )
-from pytest_atom.history.store import OFF, display_url, open_store, store_url
+from pytest_atom.history.store import open_store
+from pytest_atom.history.urls import OFF, display_url, store_url
 from pytest_atom.settings.options import OPTIONS
 
 if TYPE_CHECKING:

@@ -222,6 +222,14 @@ class SqlStore:
             cursor.execute("DELETE FROM atom_schema")
             cursor.execute(self._sql("INSERT INTO atom_schema (version) VALUES (?)"), (to,))
 
+    def migrate_or_close(self) -> None:
+        """`migrate`, the connection closed when it cannot be (the store is not returned)."""
+        try:
+            self.migrate()
+        except BaseException:
+            self.connection.close()
+            raise
+
     def _dialect(self, statement: str) -> str:
         """A schema statement as this database reads it (the shared SQL, by default)."""
         return statement

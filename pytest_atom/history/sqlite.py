@@ -50,5 +50,5 @@ class SqliteStore(SqlStore):
             ) from error
         store = cls(connection, str(path))
         if migrate:
-            store.migrate()
+            store.migrate_or_close()
         return store

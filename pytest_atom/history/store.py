@@ -19,25 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_atom.errors import HistoryError
+from pytest_atom.history.urls import OFF, is_postgres, store_url
 
 if TYPE_CHECKING:
     from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
     from pytest_atom.settings.options import RunSettings
 
-__all__ = [
-    "DEFAULT_STORE",
-    "NoStore",
-    "Store",
-    "display_url",
-    "open_store",
-    "session_store",
-    "store_url",
-]
-
-#: Where the embedded store lives, relative to the project's root.
-DEFAULT_STORE = ".atom/history.db"
-#: How `--atom-history` turns the store off.
-OFF = "none"
+__all__ = ["NoStore", "Store", "open_store", "session_store"]
 
 
 @runtime_checkable
@@ -127,33 +115,6 @@ class NoStore:
         return None
 
 
-def _is_postgres(url: str) -> bool:
-    return url.startswith(("postgresql://", "postgres://"))
-
-
-def display_url(url: str) -> str:
-    """`url` fit to print: a PostgreSQL URL's password replaced by ``***``."""
-    if not _is_postgres(url) or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    userinfo, host = rest.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}{':***' if ':' in userinfo else ''}@{host}"
-
-
-def store_url(value: str | Path | None, root: Path) -> str:
-    """The store a setting names, as a URL or an absolute path: relative paths (bare or
-    after ``sqlite:///``) are the project root's, unset is `DEFAULT_STORE`."""
-    text = DEFAULT_STORE if value is None else str(value).strip()
-    if text.lower() == OFF or _is_postgres(text):
-        return OFF if text.lower() == OFF else text
-    if text.startswith("sqlite:///"):
-        # SQLAlchemy's spelling: sqlite:///rel/path is relative, sqlite:////abs/path absolute.
-        text = text.removeprefix("sqlite:///")
-    path = Path(text).expanduser()
-    return str(path if path.is_absolute() else (root / path))
-
-
 def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
     """The store at `url_or_path` (see the module docstring), created and migrated to the
     current schema as needed; HistoryError naming the store and the fix when it cannot be
@@ -161,7 +122,7 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
     url = store_url(url_or_path, root or Path.cwd())
     if url == OFF:
         return NoStore()
-    if _is_postgres(url):
+    if is_postgres(url):
         from pytest_atom.history.postgres import PostgresStore
 
         return PostgresStore.connect(url)

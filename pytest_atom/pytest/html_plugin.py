@@ -72,7 +72,12 @@ class HtmlReport:
             # The specs the harness could not run count among the session's other failures.
             others = max(0, suite.other_failures - len(self.failures))
             write_shard(
-                self.results, results, self.views, failures=self.failures, other_failures=others
+                self.results,
+                results,
+                self.views,
+                failures=self.failures,
+                other_failures=others,
+                history=suite.history_document(),
             )
         if self.path is None:
             return

@@ -50,9 +50,16 @@ def write_shard(
     *,
     failures: Mapping[str, str],
     other_failures: int,
+    history: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a session's shard results file (scrubbed, as `write_results` writes)."""
-    extra = {"failures": dict(sorted(failures.items())), "other_failures": other_failures}
+    """Write a session's shard results file (scrubbed, as `write_results` writes); with
+    `history`, the session's history run and items (`atom history import` reads them)."""
+    extra: dict[str, Any] = {
+        "failures": dict(sorted(failures.items())),
+        "other_failures": other_failures,
+    }
+    if history:
+        extra["history"] = dict(history)
     return write_results(rows, path, views=views, extra=extra)
 
 

@@ -39,7 +39,13 @@ from pytest_atom.history.recording import (
     run_record,
     write_run,
 )
-from pytest_atom.history.records import ItemRecord, RunRecord, item_from_dict
+from pytest_atom.history.records import (
+    ItemRecord,
+    RunRecord,
+    item_from_dict,
+    item_to_dict,
+    run_to_dict,
+)
 from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
@@ -245,6 +251,15 @@ class SuiteRun:
                 started=self.started,
             )
         return self._history_run, [self.history_items[n][0] for n in order]
+
+    def history_document(self) -> dict[str, Any] | None:
+        """The session's history run and its items by node id, as JSON values: what a
+        shard's results file carries for `atom history import` (None: no items)."""
+        if not self.history_items:
+            return None
+        run, _ = self.history_run()
+        items = {nodeid: item_to_dict(item) for nodeid, (item, _) in self.history_items.items()}
+        return {"run": run_to_dict(run), "items": items}
 
     def record_history(self) -> None:
         """Record the session in the store `--atom-history` names, once; a store that cannot

@@ -1,0 +1,294 @@
+"""`atom history`: what the history store holds (`pytest_atom.history`).
+
+`atom history` lists each spec x case x arm over its last runs (pass rate with its Wilson
+interval, tokens, cost, wall time, a trend where the change is beyond noise);
+`atom history SPEC` (or `atom history spec SPEC`) shows one spec's runs; `--flaky` the
+items whose outcome changed while their input digest did not; `--json` each as JSON.
+`atom history import FILE…` brings results files (CI shards, artifacts) in.
+
+The store is the project's (`--atom-history`, ini ``atom_history``, ``history:`` in
+`.atom/config.yaml`; default `.atom/history.db`), or `--history URL`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pytest_atom.errors import HistoryError, SettingsError
+from pytest_atom.history.query import (
+    FlakyReport,
+    SpecRun,
+    Summary,
+    flaky,
+    series_name,
+    spec_runs,
+    summarize,
+)
+from pytest_atom.history.store import Store, open_store
+from pytest_atom.history.urls import OFF, display_url, store_url
+from pytest_atom.inert import inert
+from pytest_atom.run.harness import file_layers
+from pytest_atom.settings.project import find_ini, find_project
+from pytest_atom.settings.resolved import Layer, resolve
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _reading(command: F) -> F:
+    """The options every listing takes (the group's and `spec`'s alike)."""
+    for option in reversed(
+        [
+            click.option(
+                "--last",
+                type=click.IntRange(min=1),
+                default=None,
+                help="runs per spec x case x arm (default 20).",
+            ),
+            click.option(
+                "--flaky",
+                is_flag=True,
+                default=None,
+                help="the items whose outcome changed while their input digest did not.",
+            ),
+            click.option(
+                "--json", "as_json", is_flag=True, default=None, help="print JSON, for scripts."
+            ),
+            click.option(
+                "--history",
+                "history_url",
+                metavar="URL",
+                default=None,
+                help="the store to read (default: the project's --atom-history).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+class _HistoryGroup(click.Group):
+    """`atom history SPEC` is `atom history spec SPEC`: a word that names no subcommand
+    is a spec."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            return "spec", self.get_command(ctx, "spec"), args
+        return super().resolve_command(ctx, args)
+
+
+def _settings_store(given: str | None) -> tuple[str, Path]:
+    """The store's URL (or path) and the project's root: `given`, else the project's
+    setting (the ini file, `.atom/config.yaml`), else `.atom/history.db`."""
+    try:
+        project = find_project()
+        ini = find_ini(project.root)
+        cli = Layer("the command line", {"history": given}, key=lambda _: "--history")
+        settings = resolve([cli, *file_layers(ini.values if ini else {}, project.config)])
+    except SettingsError as error:
+        raise click.ClickException(str(error)) from None
+    return store_url(settings.history, project.root), project.root
+
+
+@contextmanager
+def _store(given: str | None, *, create: bool = False) -> Iterator[Store | None]:
+    """The store to read (None: there is none yet, or it is off); HistoryError as a
+    ClickException naming the store and the fix."""
+    url, root = _settings_store(given)
+    if url == OFF or (not create and "://" not in url and not Path(url).exists()):
+        yield None
+        return
+    try:
+        store = open_store(url, root)
+    except HistoryError as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        yield store
+    except HistoryError as error:
+        raise click.ClickException(str(error)) from None
+    finally:
+        store.close()
+
+
+def _options(ctx: click.Context, **own: Any) -> dict[str, Any]:
+    """This command's options, the group's where it left one unset."""
+    parent = ctx.parent.params if ctx.parent is not None else {}
+    return {k: own[k] if own.get(k) is not None else parent.get(k) for k in own}
+
+
+@click.group(cls=_HistoryGroup, invoke_without_command=True)
+@_reading
+@click.pass_context
+def history(
+    ctx: click.Context,
+    last: int | None,
+    flaky: bool | None,
+    as_json: bool | None,
+    history_url: str | None,
+) -> None:
+    """The run history: each spec x case x arm over its last runs (pass rate with its
+    Wilson 95 % interval, mean tokens, cost and wall time per item, a trend where the
+    change is beyond noise); SPEC: one spec's runs; --flaky: outcomes that changed while
+    the input digest did not (an item without a digest is unknown, never flaky)."""
+    if ctx.invoked_subcommand is None:
+        _show(None, last or 20, bool(flaky), bool(as_json), history_url)
+
+
+@history.command("spec")
+@click.argument("spec_name", metavar="SPEC")
+@_reading
+@click.pass_context
+def spec(
+    ctx: click.Context,
+    spec_name: str,
+    last: int | None,
+    flaky: bool | None,
+    as_json: bool | None,
+    history_url: str | None,
+) -> None:
+    """One spec's runs, newest first (`atom history SPEC` says the same)."""
+    o = _options(ctx, last=last, flaky=flaky, as_json=as_json, history_url=history_url)
+    _show(spec_name, o["last"] or 20, bool(o["flaky"]), bool(o["as_json"]), o["history_url"])
+
+
+def _show(
+    spec_name: str | None, last: int, want_flaky: bool, as_json: bool, given: str | None
+) -> None:
+    with _store(given) as store:
+        if store is None:
+            url, _ = _settings_store(given)
+            where = "off (--atom-history none)" if url == OFF else f"empty: no {url} yet"
+            if as_json:
+                click.echo(json.dumps({"store": url, "runs": 0}))
+            else:
+                click.echo(
+                    f"history store {where}: every `pytest --atom` and `atom run` session records a run"
+                )
+            return
+        if spec_name is not None and not store.series(spec_name):
+            raise click.ClickException(
+                f"no spec {spec_name!r} in the history store {store.url}: `atom history` lists the specs it holds"
+            )
+        if want_flaky:
+            _print(flaky(store, last, spec_name), as_json, store.url)
+        elif spec_name is not None:
+            _print_runs(spec_runs(store, spec_name, last), as_json, store.url, spec_name)
+        else:
+            _print(summarize(store, last), as_json, store.url)
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
+    if as_json:
+        click.echo(json.dumps({"store": url, **answer.to_dict()}, indent=2))
+        return
+    if isinstance(answer, FlakyReport):
+        _print_flaky(answer, url)
+        return
+    click.echo(f"history: {url}, the last {answer.last} runs of each spec x case x arm")
+    head = f"{'SPEC':<32} {'RUNS':>4}  {'PASS RATE (95 %)':<26} {'TOKENS':>8} {'COST':>9} {'WALL':>7}  LAST      TREND"
+    click.echo(head)
+    for s in answer.series:
+        passed, counted = s.counts
+        rate = f"{passed}/{counted} {s.rate.show(2)}" if s.rate else "-"
+        tokens = "-" if s.tokens is None else f"{s.tokens:.0f}"
+        wall = "-" if s.wall_seconds is None else f"{s.wall_seconds:.1f}s"
+        trend = s.trend.marker if s.trend else ""
+        click.echo(
+            inert(
+                f"{s.name:<32} {s.runs:>4}  {rate:<26} {tokens:>8} {_money(s.cost_usd):>9} "
+                f"{wall:>7}  {s.last_outcome:<9} {trend}"
+            ).rstrip()
+        )
+    if answer.note:
+        click.echo(answer.note)
+
+
+def _print_flaky(report: FlakyReport, url: str) -> None:
+    click.echo(
+        f"history: {url}: flaky items in the last {report.last} runs (same input digest, outcome changed)"
+    )
+    for f in report.items:
+        passed, counted = f.counts
+        click.echo(
+            inert(
+                f"{series_name(f.series)}: digest {f.digest[:12]}: {passed} passed, {counted - passed} failed over {len(f.runs)} runs"
+            )
+        )
+    if not report.items:
+        click.echo("none")
+    if report.unknown:
+        click.echo(
+            f"{report.unknown} of {report.checked} items carry no input digest: unknown, "
+            "not counted (the outcome cache, --atom-cache, records digests)"
+        )
+
+
+def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"store": url, "spec": spec_name, "runs": [r.to_dict() for r in runs]}, indent=2
+            )
+        )
+        return
+    click.echo(f"history: {url}: {spec_name}, newest first")
+    click.echo(
+        f"{'RUN':<24} {'STARTED (UTC)':<17} {'KIND':<8} {'COMMIT':<10} {'ITEM':<28} {'OUTCOME':<14} {'TOKENS':>8} {'COST':>9} {'WALL':>7}"
+    )
+    for r in runs:
+        commit = (r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")
+        tokens = sum(i.total_tokens for i in r.items)
+        cost = sum(i.total_cost for i in r.items)
+        wall = sum(i.wall_seconds for i in r.items)
+        click.echo(
+            inert(
+                f"{r.run.id:<24} {r.run.started:%Y-%m-%d %H:%M} {r.run.kind:<8} {commit:<10} "
+                f"{series_name(r.series):<28} {r.outcome:<14} {tokens:>8} {_money(cost):>9} {wall:>6.1f}s"
+            )
+        )
+
+
+@history.command("import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--each",
+    is_flag=True,
+    help="one run per file (separate CI runs); default: the files are one run's shards.",
+)
+@click.option(
+    "--history",
+    "history_url",
+    metavar="URL",
+    default=None,
+    help="the store to record into (default: the project's --atom-history).",
+)
+def import_(files: tuple[Path, ...], each: bool, history_url: str | None) -> None:
+    """Record results files (`pytest --atom --atom-report DIR` writes DIR/results.json; a
+    folder holding one will do) in the store: by default the shards of one CI run, as one
+    run; importing them again changes nothing."""
+    from pytest_atom.history.imports import import_files
+
+    with _store(history_url, create=True) as store:
+        if store is None:
+            raise click.ClickException(
+                "the history store is off (--atom-history none): pass --history URL"
+            )
+        try:
+            done = import_files(store, list(files), each=each)
+        except HistoryError as error:
+            raise click.ClickException(str(error)) from None
+        for run, count in done.recorded:
+            click.echo(f"recorded run {run.id} ({count} items) in {display_url(store.url)}")
+        for run_id in done.already:
+            click.echo(f"run {run_id} is already in {display_url(store.url)}: skipped")

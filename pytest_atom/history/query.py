@@ -1,0 +1,311 @@
+"""Questions about the past, answered from a store: what `atom history` shows.
+
+- `summarize`: per (spec, case, arm), its last N runs: the pass rate with its Wilson 95 %
+  interval, mean tokens, cost and wall time per item, the last outcome, and a trend where
+  the change is beyond noise. The trend is the gate's own test (`baseline.gate`): the
+  window's older half of runs against its newer half, Fisher's exact test one-sided each
+  way, Holm-adjusted over the series, at the gate's alpha. It needs scipy (the `stats`
+  extra); without it the summary says so and shows no trends.
+- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
+- `flaky`: the items whose outcome changed while their input digest did not. An item
+  recorded without a digest (`digest` None: before the outcome cache computed one) is
+  unknown, never "unchanged": it is counted apart (`FlakyReport.unknown`) and never
+  makes an item flaky.
+
+A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed`` or
+``xfailed``; ``error`` (the harness could not judge) and ``skipped`` count in neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.baseline import stats
+from pytest_atom.baseline.gate import ALPHA
+from pytest_atom.errors import StatsUnavailable
+
+if TYPE_CHECKING:
+    from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
+    from pytest_atom.history.store import Store
+
+__all__ = [
+    "FlakyItem",
+    "FlakyReport",
+    "SeriesSummary",
+    "SpecRun",
+    "Summary",
+    "Trend",
+    "flaky",
+    "series_name",
+    "spec_runs",
+    "summarize",
+]
+
+PASSES = frozenset({"passed", "xpassed"})
+FAILS = frozenset({"failed", "xfailed"})
+Counts = tuple[int, int]  # (passed, counted)
+
+
+def series_name(series: SeriesKey) -> str:
+    """``spec[case][arm]``, as `Spec.name` spells it."""
+    spec, case, arm = series
+    return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
+
+
+def _counts(items: Sequence[ItemRecord]) -> Counts:
+    counted = [i for i in items if i.outcome in PASSES or i.outcome in FAILS]
+    return sum(1 for i in counted if i.outcome in PASSES), len(counted)
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A change of pass rate beyond noise: the window's older runs against its newer."""
+
+    direction: str  # "better" or "worse"
+    before: Counts
+    after: Counts
+    p_value: float
+    adjusted: float
+
+    @property
+    def marker(self) -> str:
+        return "↑ better" if self.direction == "better" else "↓ worse"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "before": list(self.before),
+            "after": list(self.after),
+            "test": "Fisher's exact test, one-sided, Holm-adjusted over the series",
+            "p_value": self.p_value,
+            "adjusted_p_value": self.adjusted,
+        }
+
+
+@dataclass(frozen=True)
+class SeriesSummary:
+    """One (spec, case, arm) over its last runs."""
+
+    series: SeriesKey
+    runs: int
+    counts: Counts
+    rate: stats.Interval | None
+    tokens: float | None
+    cost_usd: float | None
+    wall_seconds: float | None
+    last_outcome: str
+    last_run: str
+    halves: tuple[Counts, Counts] | None
+    trend: Trend | None = None
+
+    @property
+    def name(self) -> str:
+        return series_name(self.series)
+
+    def to_dict(self) -> dict[str, Any]:
+        spec, case, arm = self.series
+        return {
+            "spec": spec,
+            "case": case,
+            "arm": arm,
+            "runs": self.runs,
+            "passed": self.counts[0],
+            "counted": self.counts[1],
+            "pass_rate": self.rate.to_dict() if self.rate else None,
+            "tokens_mean": self.tokens,
+            "cost_usd_mean": self.cost_usd,
+            "wall_seconds_mean": self.wall_seconds,
+            "last_outcome": self.last_outcome,
+            "last_run": self.last_run,
+            "trend": self.trend.to_dict() if self.trend else None,
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """`summarize`'s answer: every series, and why trends are missing if they are."""
+
+    series: list[SeriesSummary]
+    last: int
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "last": self.last,
+            "alpha": ALPHA,
+            "series": [s.to_dict() for s in self.series],
+            **({"note": self.note} if self.note else {}),
+        }
+
+
+def _halves(items: Sequence[ItemRecord]) -> tuple[Counts, Counts] | None:
+    """The window's older half of runs and its newer half, as counts (None: one run)."""
+    order: list[str] = []
+    for item in items:  # newest run first
+        if item.run_id not in order:
+            order.append(item.run_id)
+    if len(order) < 2:
+        return None
+    newer = set(order[: len(order) // 2])
+    return (
+        _counts([i for i in items if i.run_id not in newer]),
+        _counts([i for i in items if i.run_id in newer]),
+    )
+
+
+def _summary(series: SeriesKey, items: Sequence[ItemRecord]) -> SeriesSummary:
+    counts = _counts(items)
+    return SeriesSummary(
+        series=series,
+        runs=len({i.run_id for i in items}),
+        counts=counts,
+        rate=stats.wilson(*counts) if counts[1] else None,
+        tokens=_mean([i.total_tokens for i in items]),
+        cost_usd=_mean([i.total_cost for i in items]),
+        wall_seconds=_mean([i.wall_seconds for i in items]),
+        last_outcome=items[0].outcome,
+        last_run=items[0].run_id,
+        halves=_halves(items),
+    )
+
+
+def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
+    """Each series' trend, where its change is beyond noise (StatsUnavailable without
+    scipy)."""
+    tested = [s for s in found if s.halves and s.halves[0][1] and s.halves[1][1]]
+    if not tested:
+        return found
+    trends: dict[SeriesKey, Trend] = {}
+    for direction in ("worse", "better"):
+        pairs = [s.halves for s in tested if s.halves]
+        p_values = [
+            stats.fisher_drop(b, a) if direction == "worse" else stats.fisher_drop(a, b)
+            for b, a in pairs
+        ]
+        for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
+            if adjusted < ALPHA and each.halves:
+                trends[each.series] = Trend(direction, *each.halves, p, adjusted)
+    return [SeriesSummary(**{**s.__dict__, "trend": trends.get(s.series)}) for s in found]
+
+
+def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
+    """Every series' last `last` runs (of `spec` only, when given)."""
+    found = []
+    for series in store.series(spec):
+        items = store.item_history(*series, limit=last)
+        if items:
+            found.append(_summary(series, items))
+    try:
+        return Summary(_with_trends(found), last)
+    except StatsUnavailable as error:
+        return Summary(found, last, f"no trends: {error}")
+
+
+@dataclass(frozen=True)
+class SpecRun:
+    """One run of a spec, for one (case, arm): its repeats' outcomes and figures."""
+
+    run: RunRecord
+    series: SeriesKey
+    items: tuple[ItemRecord, ...]
+
+    @property
+    def outcome(self) -> str:
+        """``passed``, or ``2/3 passed`` over repeats."""
+        outcomes = [i.outcome for i in self.items]
+        if len(set(outcomes)) == 1 and len(outcomes) == 1:
+            return outcomes[0]
+        passed, counted = _counts(self.items)
+        return f"{passed}/{counted} passed" if counted else ", ".join(sorted(set(outcomes)))
+
+    def to_dict(self) -> dict[str, Any]:
+        from pytest_atom.history.records import item_to_dict, run_to_dict
+
+        spec, case, arm = self.series
+        return {
+            "run": run_to_dict(self.run),
+            "spec": spec,
+            "case": case,
+            "arm": arm,
+            "outcome": self.outcome,
+            "items": [item_to_dict(i) for i in self.items],
+        }
+
+
+def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
+    """`spec`'s last `last` runs, newest first: an entry per run and (case, arm)."""
+    found = []
+    for run in store.runs(limit=last, spec=spec):
+        mine = [i for i in store.items(run.id) if i.spec == spec]
+        for series in sorted({i.series for i in mine}, key=series_name):
+            found.append(SpecRun(run, series, tuple(i for i in mine if i.series == series)))
+    return found
+
+
+@dataclass(frozen=True)
+class FlakyItem:
+    """A series whose outcome changed over runs with one input digest."""
+
+    series: SeriesKey
+    digest: str
+    counts: Counts
+    runs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        spec, case, arm = self.series
+        return {
+            "spec": spec,
+            "case": case,
+            "arm": arm,
+            "digest": self.digest,
+            "passed": self.counts[0],
+            "failed": self.counts[1] - self.counts[0],
+            "runs": list(self.runs),
+        }
+
+
+@dataclass(frozen=True)
+class FlakyReport:
+    """`flaky`'s answer, and how many items had no digest (unknown: never counted)."""
+
+    items: list[FlakyItem]
+    last: int
+    unknown: int = 0
+    checked: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "last": self.last,
+            "flaky": [f.to_dict() for f in self.items],
+            "items_checked": self.checked,
+            "items_without_digest": self.unknown,
+        }
+
+
+def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
+    """The series whose outcome changed in their last `last` runs while the input digest
+    stayed the same (see the module docstring for items without a digest)."""
+    found: list[FlakyItem] = []
+    unknown = checked = 0
+    for series in store.series(spec):
+        by_digest: dict[str, list[ItemRecord]] = {}
+        for item in store.item_history(*series, limit=last):
+            if item.outcome not in PASSES and item.outcome not in FAILS:
+                continue
+            checked += 1
+            if item.digest is None:
+                unknown += 1
+                continue
+            by_digest.setdefault(item.digest, []).append(item)
+        for digest, items in by_digest.items():
+            passed, counted = _counts(items)
+            if 0 < passed < counted:
+                runs = tuple(dict.fromkeys(i.run_id for i in items))
+                found.append(FlakyItem(series, digest, (passed, counted), runs))
+    return FlakyReport(found, last, unknown, checked)

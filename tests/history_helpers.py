@@ -1,0 +1,176 @@
+"""The history store's tests: a real PostgreSQL server, started here, and stores to test.
+
+`PostgresServer.start` runs Debian's ``initdb`` and ``pg_ctl`` on a free port in a temp
+folder; as root (CI) it runs them as the ``postgres`` user (`runuser`), since PostgreSQL
+refuses to run as root, with a data folder that user owns. Each test gets a database of
+its own (`PostgresServer.database`). Without the server's binaries the PostgreSQL half of
+the tests skips, naming ``apt-get install postgresql``; CI installs them (`.ci/run`), so
+there the skip is a failure (`CI` set).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
+
+__all__ = ["PostgresServer", "item", "pg_bin", "run"]
+
+_PG_ROOT = Path("/usr/lib/postgresql")
+
+
+def pg_bin() -> Path | None:
+    """The newest installed PostgreSQL's bin folder (Debian's layout), or None."""
+    if (found := shutil.which("initdb")) is not None:
+        return Path(found).parent
+    versions = sorted(
+        (p for p in _PG_ROOT.glob("*/bin") if (p / "initdb").is_file()),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    return versions[-1] if versions else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class PostgresServer:
+    """A PostgreSQL server of the test session's own, on 127.0.0.1:`port`."""
+
+    folder: Path
+    port: int
+    bin: Path
+    as_user: list[str]
+
+    @classmethod
+    def start(cls) -> PostgresServer:
+        """initdb and start a server; skip (naming the package) without its binaries."""
+        found = pg_bin()
+        if found is None:
+            message = "PostgreSQL's server is not installed: apt-get install postgresql"
+            if os.environ.get("CI"):
+                pytest.fail(message + " (CI installs it: .ci/run)")
+            pytest.skip(message)
+        folder = Path(tempfile.mkdtemp(prefix="atom-pg-"))
+        as_user: list[str] = []
+        if os.geteuid() == 0:  # PostgreSQL refuses root: run it as its own user
+            shutil.chown(folder, "postgres", "postgres")
+            as_user = ["runuser", "-u", "postgres", "--"]
+        server = cls(folder, _free_port(), found, as_user)
+        server._run("initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8")
+        options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        server._run(
+            "pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
+            "-w", "start",
+        )  # fmt: skip
+        return server
+
+    def _run(self, tool: str, *args: str) -> None:
+        done = subprocess.run(
+            [*self.as_user, str(self.bin / tool), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            log = self.folder / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.is_file() else ""
+            raise RuntimeError(f"{tool} failed: {done.stderr or done.stdout}\n{tail}")
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://atom@127.0.0.1:{self.port}/{database}"
+
+    def database(self) -> str:
+        """A new, empty database's URL."""
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE DATABASE {name}")
+        return self.url(name)
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "stop")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def run(n: int = 0, *, kind: str = "pytest", commit: str | None = "abc123") -> RunRecord:
+    """The `n`th run of a made-up history: one hour after the one before."""
+    started = _T0 + timedelta(hours=n)
+    return RunRecord(
+        id=new_run_id(started),
+        started=started,
+        kind=kind,
+        rescore_of=None,
+        commit=commit,
+        dirty=n % 2 == 1,
+        atom_version="0.1.0",
+        claude_version="2.1.332",
+        settings={"repeat": 1, "match": "conversation"},
+    )
+
+
+def item(
+    spec: str = "calc",
+    outcome: str = "passed",
+    *,
+    case: str | None = None,
+    arm: str | None = None,
+    repeat: int | None = None,
+    digest: str | None = None,
+    tokens: int = 100,
+    cost: float = 0.01,
+    wall: float = 2.0,
+) -> ItemRecord:
+    """An item with every field set, so a round trip through a store shows each."""
+    return ItemRecord(
+        run_id="",
+        spec=spec,
+        spec_path=f"specs/{spec}.atom.yaml",
+        case=case,
+        arm=arm,
+        repeat=repeat,
+        outcome=outcome,
+        cached=False,
+        checks=(CheckRow("file_exists out.txt", outcome == "passed", "out.txt is there"),),
+        criteria=(CriterionRow("The sum is right", 1.0, True, "the test passes"),),
+        tokens={"executor": tokens, "reflector": tokens // 10},
+        cost_usd={"executor": cost, "reflector": cost / 10},
+        wall_seconds=wall,
+        tool_calls=("Read", "Edit", "Bash"),
+        digest=digest,
+        digest_parts={"spec": "s1"} if digest else {},
+        run_folder=f"/tmp/runs/{spec}",
+        why="score 0.9 >= 0.8",
+        score=0.9,
+    )
+
+
+def write_runs(url: str, writer: int, count: int) -> None:
+    """Writer `writer`'s `count` runs of two items each, one store connection for all: what
+    one of several concurrent sessions (or shards being imported) does."""
+    from pytest_atom.history.store import open_store
+
+    store = open_store(url)
+    try:
+        for n in range(count):
+            store.add_run(run(writer * 1000 + n), [item("calc"), item(f"w{writer}")])
+    finally:
+        store.close()
