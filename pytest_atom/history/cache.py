@@ -8,7 +8,9 @@ with that digest (`Store.item_history`) and, when that one passed the session (p
 xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
-Only a replay or a scripted run is taken from the cache: a recording (``--atom-record-mode``
+Only a replay or a scripted run is taken from the cache, and never one of a spec with
+`snapshot:` (pytest compares those files after the run, against snapshots the digest does
+not cover): a recording (``--atom-record-mode``
 ``new_episodes``, ``all``, ``refresh``) and ``--atom-rejudge`` ask for sessions to run, so
 they always run. A digest that cannot be computed (an input the run itself would refuse)
 leaves the item to run and report it.
@@ -25,7 +27,8 @@ from pytest_atom.errors import AtomError, HistoryError
 from pytest_atom.history.digest import InputDigest, input_digest
 from pytest_atom.history.recording import identity
 from pytest_atom.history.records import ItemRecord
-from pytest_atom.history.store import OFF, Store, open_store, store_url
+from pytest_atom.history.store import Store, open_store
+from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.results.cached import CachedCheck, CachedCriterion, CachedFrom
 from pytest_atom.results.spec_result import SpecResult
 
@@ -97,8 +100,8 @@ class OutcomeCache:
         """The newest stored item of `spec` with this digest, when its outcome passed the
         session (passed, xpassed, or xfailed as its spec expects). When the newest such
         item failed, the item runs: a pass further back does not hide a flaky one."""
-        if found is None or not self.enabled or settings.rejudge:
-            return None
+        if found is None or not self.enabled or settings.rejudge or spec.snapshot:
+            return None  # a `snapshot:` is compared with files only a run makes
         if settings.record_mode not in CACHEABLE_MODES:
             return None
         name, case, arm = identity(spec)

@@ -381,6 +381,8 @@ class SpecResult:
     def workspace(self) -> Path:
         """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
         committed = self.run_dir / "committed"
+        if not self.attempts:  # none ran (--atom-cache reported a stored outcome)
+            return committed if committed.is_dir() else self.run_dir
         return committed if self.passed and committed.is_dir() else self.final.path
 
     @property
