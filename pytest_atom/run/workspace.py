@@ -347,9 +347,11 @@ def list_workspace(source: WorkspaceSource) -> Listing:
                 f"workspace {source.path} has `ref: {source.ref}` but is not in git"
             )
         rel = base.relative_to(top).as_posix()
-        tree = source.ref if rel == "." else f"{source.ref}:{rel}"
+        # `REF:path^{tree}` would read `^{tree}` as part of the path: a subfolder's tree is
+        # named `REF:path`, the commit's own `REF^{tree}`.
+        tree = f"{source.ref}^{{tree}}" if rel == "." else f"{source.ref}:{rel}"
         try:
-            found = _git(top, "rev-parse", "--verify", "--quiet", f"{tree}^{{tree}}").strip()
+            found = _git(top, "rev-parse", "--verify", "--quiet", tree).strip()
         except WorkspaceError:
             raise WorkspaceError(f"workspace ref {source.ref!r} is not a commit of {top}") from None
         return Listing(base, tree=found)
