@@ -7,16 +7,28 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from pytest_atom.history import digest as digest_module
 from pytest_atom.history.digest import InputDigest, input_digest
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
 
-__all__ = ["CacheProject", "SPEC", "TURNS", "fake_claude", "write_project"]
+__all__ = [
+    "CHANGES",
+    "SPEC",
+    "TURNS",
+    "CacheProject",
+    "fake_claude",
+    "isolated_project",
+    "write_project",
+]
 
 #: One turn that writes hello.txt, then the end: a real CLI run of it takes seconds.
 TURNS = """turns:
@@ -66,7 +78,10 @@ class CacheProject:
         return load_config(cwd=self.root)
 
     def digest(
-        self, settings: RunSettings | None = None, spec: Spec | None = None, repeat: int | None = None
+        self,
+        settings: RunSettings | None = None,
+        spec: Spec | None = None,
+        repeat: int | None = None,
     ) -> InputDigest:
         return input_digest(
             spec or self.spec(),
@@ -102,3 +117,73 @@ def fake_claude(folder: Path, version: str) -> Path:
     manifest = {"name": "@anthropic-ai/claude-code", "version": version}
     (folder / "package.json").write_text(json.dumps(manifest), encoding="utf-8")
     return binary
+
+
+def isolated_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CacheProject:
+    """The project, with a tool folder first on PATH (its `python3` is the command check's)
+    and a stand-in Claude Code install of the pinned version."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "python3").write_text('#!/bin/sh\nexec /usr/bin/env python3 "$@"\n')
+    os.chmod(tools / "python3", 0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(fake_claude(tmp_path / "claude", "2.1.332")))
+    return write_project(tmp_path / "proj")
+
+
+# --- one change per digest part: what each both-directions test changes ---------------------
+
+#: A change to the project (or the process) that changes one part; it may return the
+#: settings to digest with.
+Change = Callable[[CacheProject, pytest.MonkeyPatch], RunSettings | None]
+
+
+def _spec(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    text = p.spec_file.read_text().replace("holding the line hello", "holding hello")
+    p.spec_file.write_text(text)
+
+
+def _workspace(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    (p.workspace / "notes.txt").write_text("other notes\n")
+
+
+def _cassette(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    p.cassette.write_text("interactions: [] # re-recorded\n")
+
+
+def _script(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    p.script.write_text(p.script.read_text().replace("Done.", "Finished."))
+
+
+def _claude_code(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    m.setenv("ATOM_CLAUDE_BIN", str(fake_claude(p.root.parent / "claude-new", "2.1.999")))
+
+
+def _pytest_atom(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    m.setattr(digest_module, "__version__", "99.0.0")
+
+
+def _environment(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    m.setenv("LANG", "xx_XX.UTF-8")  # a default-passed variable: the run's processes get it
+
+
+def _toolchain(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    tool = p.root.parent / "tools" / "python3"
+    tool.write_text(tool.read_text() + "# a new interpreter\n")
+
+
+def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> RunSettings:
+    return RunSettings(threshold=0.5)
+
+
+CHANGES: dict[str, Change] = {
+    "spec": _spec,
+    "workspace": _workspace,
+    "cassette": _cassette,
+    "script": _script,
+    "claude_code": _claude_code,
+    "pytest_atom": _pytest_atom,
+    "environment": _environment,
+    "toolchain": _toolchain,
+    "settings": _settings,
+}

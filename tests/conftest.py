@@ -42,7 +42,6 @@ from tests.cli_starts import (  # noqa: F401 (hooks: each test's CLI processes, 
     wrapped,
 )
 from tests.frontends_helpers import FrontEnds
-from tests.history_helpers import PostgresServer
 from tests.frontends_helpers import build as build_front_ends
 from tests.helpers import (
     OLD_CLI,
@@ -54,6 +53,7 @@ from tests.helpers import (
     once_per_session,
     pytester_once,
 )
+from tests.history_helpers import PostgresServer
 from tests.judge_helpers import build_passing, build_refine, build_votes
 from tests.project_run_helpers import armed_run
 from tests.recording_helpers import GreetStory, build_greet_story

@@ -12,76 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history import digest as digest_module
 from pytest_atom.history.digest import PARTS
 from pytest_atom.settings.options import RunSettings
-from tests.cache_helpers import CacheProject, fake_claude, write_project
-
-Change = Callable[[CacheProject, pytest.MonkeyPatch], RunSettings | None]
+from tests.cache_helpers import CHANGES, CacheProject, isolated_project
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CacheProject:
-    """The project, with a tool folder first on PATH (its `python3` is the command check's)
-    and a stand-in Claude Code install of the pinned version."""
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    (tools / "python3").write_text("#!/bin/sh\nexec /usr/bin/env python3 \"$@\"\n")
-    os.chmod(tools / "python3", 0o755)
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(fake_claude(tmp_path / "claude", "2.1.332")))
-    return write_project(tmp_path / "proj")
-
-
-def _spec(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    text = p.spec_file.read_text().replace("holding the line hello", "holding hello")
-    p.spec_file.write_text(text)
-
-
-def _workspace(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    (p.workspace / "notes.txt").write_text("other notes\n")
-
-
-def _cassette(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    p.cassette.write_text("interactions: [] # re-recorded\n")
-
-
-def _script(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    p.script.write_text(p.script.read_text().replace("Done.", "Finished."))
-
-
-def _claude_code(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    m.setenv("ATOM_CLAUDE_BIN", str(fake_claude(p.root.parent / "claude-new", "2.1.999")))
-
-
-def _pytest_atom(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    m.setattr(digest_module, "__version__", "99.0.0")
-
-
-def _environment(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    m.setenv("LANG", "xx_XX.UTF-8")  # a default-passed variable: the run's processes get it
-
-
-def _toolchain(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    tool = p.root.parent / "tools" / "python3"
-    tool.write_text(tool.read_text() + "# a new interpreter\n")
-
-
-def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> RunSettings:
-    return RunSettings(threshold=0.5)
-
-
-CHANGES: dict[str, Change] = {
-    "spec": _spec,
-    "workspace": _workspace,
-    "cassette": _cassette,
-    "script": _script,
-    "claude_code": _claude_code,
-    "pytest_atom": _pytest_atom,
-    "environment": _environment,
-    "toolchain": _toolchain,
-    "settings": _settings,
-}
+    return isolated_project(tmp_path, monkeypatch)
 
 
 def test_every_part_has_a_change_test() -> None:
@@ -135,7 +73,9 @@ def test_the_workspace_part_sees_what_the_agent_would(
 @pytest.mark.parametrize(
     "change",
     [
-        lambda ws: (ws / "__pycache__").mkdir() or (ws / "__pycache__" / "x.pyc").write_bytes(b"\0"),
+        lambda ws: (
+            (ws / "__pycache__").mkdir() or (ws / "__pycache__" / "x.pyc").write_bytes(b"\0")
+        ),
         lambda ws: (ws / ".venv" / "bin").mkdir(parents=True),
         lambda ws: (ws / "other.atom.yaml").write_text("name: other\nprompt: p\n"),
     ],
@@ -200,7 +140,9 @@ def test_in_git_an_ignored_file_never_changes_the_digest_a_tracked_one_does(
 def test_a_ref_workspace_is_its_commit_not_the_working_files(project: CacheProject) -> None:
     _git(project.root, "init", "-q")
     _commit(project.root)
-    text = project.spec_file.read_text().replace("workspace: ws", "workspace: {path: ws, ref: HEAD}")
+    text = project.spec_file.read_text().replace(
+        "workspace: ws", "workspace: {path: ws, ref: HEAD}"
+    )
     project.spec_file.write_text(text)
     _commit(project.root)
     before = project.digest()

@@ -29,7 +29,11 @@ def _bare(url: str) -> SqlStore:
 def test_a_run_and_its_items_come_back_as_they_were_recorded(store_url: str) -> None:
     store = open_store(store_url)
     first = run(0)
-    items = [item("calc", repeat=1, digest="d1"), item("calc", "failed", repeat=2), item("sum", case="big", arm="skill")]
+    items = [
+        item("calc", repeat=1, digest="d1"),
+        item("calc", "failed", repeat=2),
+        item("sum", case="big", arm="skill"),
+    ]
     assert store.add_run(first, items) == first.id
     assert store.run(first.id) == first
     back = store.items(first.id)
@@ -72,7 +76,12 @@ def test_item_history_gives_the_last_runs_of_a_series_with_their_repeats(store_u
         outcome = "passed" if n % 2 else "failed"
         store.add_run(
             each,
-            [item("calc", outcome, repeat=1), item("calc", repeat=2), item("calc", arm="b"), item("sum")],
+            [
+                item("calc", outcome, repeat=1),
+                item("calc", repeat=2),
+                item("calc", arm="b"),
+                item("sum"),
+            ],
         )
     got = store.item_history("calc", None, None, limit=2)
     assert [(i.run_id, i.repeat) for i in got] == [
@@ -125,8 +134,15 @@ def test_a_version_1_store_opens_migrated_with_its_runs_intact(store_url: str) -
     assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 2
     assert store.run(old_run.id).atom_version == "0.0.9"
     (kept,) = store.items(old_run.id)
-    assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == ("calc", {"executor": 5}, ("Read",), None)
-    assert store.series() == [("calc", None, None)]  # version 2's table, filled from version 1's items
+    assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == (
+        "calc",
+        {"executor": 5},
+        ("Read",),
+        None,
+    )
+    assert store.series() == [
+        ("calc", None, None)
+    ]  # version 2's table, filled from version 1's items
     store.add_run(run(1), [item("calc", digest="d")])  # and it takes version 2's records
     assert store.find_passing("d") is not None
     store.close()
