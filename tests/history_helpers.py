@@ -70,7 +70,9 @@ class PostgresServer:
             shutil.chown(folder, "postgres", "postgres")
             as_user = ["runuser", "-u", "postgres", "--"]
         server = cls(folder, _free_port(), found, as_user)
-        server._run("initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8")
+        server._run(
+            "initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8"
+        )
         options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         server._run(
             "pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,

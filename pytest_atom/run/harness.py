@@ -142,6 +142,8 @@ class Harness:
         resolved = settings
 
         def run() -> SpecResult:
+            # Loaded before the spec's clock starts (once: `--atom-cache` defers it to here).
+            self.load_machinery()
             return run_spec(
                 spec,
                 runs_dir=self.runs_dir,
