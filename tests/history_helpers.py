@@ -176,3 +176,123 @@ def write_runs(url: str, writer: int, count: int) -> None:
             store.add_run(run(writer * 1000 + n), [item("calc"), item(f"w{writer}")])
     finally:
         store.close()
+
+
+def project(root: Path) -> Path:
+    """An empty project at `root` (a pytest.ini marks its root); its default store's path."""
+    (root / "pytest.ini").write_text("[pytest]\n")
+    return root / ".atom" / "history.db"
+
+
+def fill(
+    url: str, outcomes: dict[str, list[str]], *, digests: dict[str, str | None] | None = None
+) -> list[RunRecord]:
+    """A store with one run per position of the outcome lists, oldest first: spec name ->
+    its outcome in each run ("" leaves the spec out of that run)."""
+    from pytest_atom.history.store import open_store
+
+    store = open_store(url)
+    runs = []
+    count = max(len(v) for v in outcomes.values())
+    for n in range(count):
+        each = run(n)
+        items = [
+            item(name, said[n], digest=(digests or {}).get(name), tokens=100 + n)
+            for name, said in outcomes.items()
+            if n < len(said) and said[n]
+        ]
+        store.add_run(each, items)
+        runs.append(each)
+    store.close()
+    return runs
+
+
+# --- real sessions: pytest --atom -n 4, two sessions at once, atom run, an unwritable store ---
+
+#: The scenario's specs: (file, name, passes?). Each starts one Claude Code process.
+SESSION_SPECS = [
+    ("a", "a-one", True),
+    ("a", "a-two", False),
+    ("b", "b-one", True),
+    ("b", "b-two", True),
+]
+
+
+def write_session_project(root: Path) -> None:
+    """Two spec files of scripted specs (one writes the wrong file, so fails), in a git
+    work tree with a commit, so runs record a commit and a dirty flag."""
+    (root / "pytest.ini").write_text("[pytest]\n")
+    specs = root / "specs"
+    (specs / "scripts").mkdir(parents=True)
+    files: dict[str, str] = {}
+    for file, name, passes in SESSION_SPECS:
+        target = "out.txt" if passes else "wrong.txt"
+        (specs / "scripts" / f"{name}.yaml").write_text(
+            "turns:\n"
+            f"  - tool_use: [{{name: Bash, input: {{command: 'echo hi > {target}'}}}}]\n"
+            "  - text: EXIT_LOOP_NOW\n"
+        )
+        files[file] = files.get(file, "specs:\n") + (
+            f"  - name: {name}\n    prompt: Write out.txt.\n"
+            f"    script: scripts/{name}.yaml\n    accept: [{{file_exists: out.txt}}]\n"
+        )
+    for file, text in files.items():
+        (specs / f"{file}.atom.yaml").write_text(text)
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "specs"],
+    ):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def _session(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    """`pytest --atom ARGS` in `root`, as a process of its own."""
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--atom", "-p", "no:cacheprovider", *args],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def build_sessions(folder: Path, pytester: pytest.Pytester, claude_bin: Path) -> None:
+    """The project, and each kind of session over it (their outputs and statuses saved):
+    `xdist`: pytest --atom -n 4 of all four specs, with --atom-report (a results.json);
+    `first`, `second`: two sessions at once, one spec file each; `atom`: atom run of a.one;
+    `unwritable`: a session whose store cannot be made (its parent is a file)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from atom_cli.main import main
+
+    root = folder / "project"
+    root.mkdir()
+    write_session_project(root)
+    status: dict[str, int] = {}
+    env = {**os.environ, "ATOM_CLAUDE_BIN": str(claude_bin)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+        mp.chdir(root)
+        xdist = pytester.runpytest(
+            "--atom", "specs", "-p", "no:cacheprovider", "-n", "4", "--atom-report", "report"
+        )
+        status["xdist"] = int(xdist.ret)
+        (folder / "xdist.txt").write_text(xdist.stdout.str())
+        both = [_session(root, env, "specs/a.atom.yaml"), _session(root, env, "specs/b.atom.yaml")]
+        for name, process in zip(("first", "second"), both, strict=True):
+            out, _ = process.communicate(timeout=600)
+            status[name] = process.returncode
+            (folder / f"{name}.txt").write_text(out)
+        edited = root / "specs" / "a.atom.yaml"
+        edited.write_text(edited.read_text() + "\n")  # a tracked file changed: a dirty tree
+        atom = CliRunner().invoke(main, ["run", "specs/a.atom.yaml"])
+        status["atom"] = atom.exit_code
+        (folder / "atom.txt").write_text(atom.output)
+        (root / "blocked").write_text("a file where the store's folder would be\n")
+        blocked = _session(root, env, "specs/b.atom.yaml", "--atom-history", "blocked/history.db")
+        out, _ = blocked.communicate(timeout=600)
+        status["unwritable"] = blocked.returncode
+        (folder / "unwritable.txt").write_text(out)
+    (folder / "status.json").write_text(json.dumps(status))
