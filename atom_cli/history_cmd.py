@@ -34,7 +34,7 @@ from pytest_atom.history.query import (
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, display_url, store_url
 from pytest_atom.inert import inert
-from pytest_atom.run.harness import file_layers
+from pytest_atom.settings.options import BY_NAME
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import Layer, resolve
 
@@ -88,11 +88,25 @@ class _HistoryGroup(click.Group):
 def _settings_store(given: str | None) -> tuple[str, Path]:
     """The store's URL (or path) and the project's root: `given`, else the project's
     setting (the ini file, `.atom/config.yaml`), else `.atom/history.db`."""
+    row = BY_NAME["history"]
     try:
         project = find_project()
         ini = find_ini(project.root)
-        cli = Layer("the command line", {"history": given}, key=lambda _: "--history")
-        settings = resolve([cli, *file_layers(ini.values if ini else {}, project.config)])
+        config = project.config
+        settings = resolve(  # the three places that name it, strongest first; not the harness
+            [
+                Layer("the command line", {"history": given}, key=lambda _: "--history"),
+                Layer(
+                    "the ini file",
+                    {"history": (ini.values if ini else {}).get(row.ini_name)},
+                    key=lambda _: row.ini_name,
+                ),
+                Layer(
+                    str(config.path or ".atom/config.yaml"),
+                    {"history": config.settings.get("history")},
+                ),
+            ]
+        )
     except SettingsError as error:
         raise click.ClickException(str(error)) from None
     return store_url(settings.history, project.root), project.root
@@ -211,8 +225,6 @@ def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
                 f"{wall:>7}  {s.last_outcome:<9} {trend}"
             ).rstrip()
         )
-    if answer.note:
-        click.echo(answer.note)
 
 
 def _print_flaky(report: FlakyReport, url: str) -> None:

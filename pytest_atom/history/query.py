@@ -4,8 +4,10 @@
   interval, mean tokens, cost and wall time per item, the last outcome, and a trend where
   the change is beyond noise. The trend is the gate's own test (`baseline.gate`): the
   window's older half of runs against its newer half, Fisher's exact test one-sided each
-  way, Holm-adjusted over the series, at the gate's alpha. It needs scipy (the `stats`
-  extra); without it the summary says so and shows no trends.
+  way, Holm-adjusted over the series, at the gate's alpha. Fisher's p-value is computed
+  here exactly, from the hypergeometric distribution (`fisher_drop`, the same number as
+  `baseline.stats.fisher_drop`, which asks scipy): the listing needs no scipy, and answers
+  in well under a second.
 - `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
 - `flaky`: the items whose outcome changed while their input digest did not. An item
   recorded without a digest (`digest` None: before the outcome cache computed one) is
@@ -18,16 +20,16 @@ A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
-from pytest_atom.errors import StatsUnavailable
 
 if TYPE_CHECKING:
-    from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
+    from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.history.store import Store
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "SpecRun",
     "Summary",
     "Trend",
+    "fisher_drop",
     "flaky",
     "series_name",
     "spec_runs",
@@ -54,7 +57,21 @@ def series_name(series: SeriesKey) -> str:
     return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
 
 
-def _counts(items: Sequence[ItemRecord]) -> Counts:
+def fisher_drop(before: Counts, after: Counts) -> float:
+    """One-sided p-value of Fisher's exact test that the pass rate dropped from `before` to
+    `after` (each (passed, runs)): P(X >= passed before), X hypergeometric over the 2x2
+    table's margins, exactly as scipy's ``fisher_exact(alternative="greater")``."""
+    (c1, n1), (c2, n2) = before, after
+    total, passes = n1 + n2, c1 + c2
+    denominator = math.comb(total, n1)
+    tail = sum(
+        math.comb(passes, x) * math.comb(total - passes, n1 - x)
+        for x in range(c1, min(passes, n1) + 1)
+    )
+    return min(1.0, tail / denominator)
+
+
+def _counts(items: Sequence[ItemRecord] | Sequence[ItemFigures]) -> Counts:
     counted = [i for i in items if i.outcome in PASSES or i.outcome in FAILS]
     return sum(1 for i in counted if i.outcome in PASSES), len(counted)
 
@@ -129,22 +146,16 @@ class SeriesSummary:
 
 @dataclass(frozen=True)
 class Summary:
-    """`summarize`'s answer: every series, and why trends are missing if they are."""
+    """`summarize`'s answer: every series over its last `last` runs."""
 
     series: list[SeriesSummary]
     last: int
-    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "last": self.last,
-            "alpha": ALPHA,
-            "series": [s.to_dict() for s in self.series],
-            **({"note": self.note} if self.note else {}),
-        }
+        return {"last": self.last, "alpha": ALPHA, "series": [s.to_dict() for s in self.series]}
 
 
-def _halves(items: Sequence[ItemRecord]) -> tuple[Counts, Counts] | None:
+def _halves(items: Sequence[ItemFigures]) -> tuple[Counts, Counts] | None:
     """The window's older half of runs and its newer half, as counts (None: one run)."""
     order: list[str] = []
     for item in items:  # newest run first
@@ -159,7 +170,7 @@ def _halves(items: Sequence[ItemRecord]) -> tuple[Counts, Counts] | None:
     )
 
 
-def _summary(series: SeriesKey, items: Sequence[ItemRecord]) -> SeriesSummary:
+def _summary(series: SeriesKey, items: Sequence[ItemFigures]) -> SeriesSummary:
     counts = _counts(items)
     return SeriesSummary(
         series=series,
@@ -176,8 +187,7 @@ def _summary(series: SeriesKey, items: Sequence[ItemRecord]) -> SeriesSummary:
 
 
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
-    """Each series' trend, where its change is beyond noise (StatsUnavailable without
-    scipy)."""
+    """Each series' trend, where its change is beyond noise."""
     tested = [s for s in found if s.halves and s.halves[0][1] and s.halves[1][1]]
     if not tested:
         return found
@@ -185,8 +195,7 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
     for direction in ("worse", "better"):
         pairs = [s.halves for s in tested if s.halves]
         p_values = [
-            stats.fisher_drop(b, a) if direction == "worse" else stats.fisher_drop(a, b)
-            for b, a in pairs
+            fisher_drop(b, a) if direction == "worse" else fisher_drop(a, b) for b, a in pairs
         ]
         for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
             if adjusted < ALPHA and each.halves:
@@ -198,13 +207,10 @@ def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
     """Every series' last `last` runs (of `spec` only, when given)."""
     found = []
     for series in store.series(spec):
-        items = store.item_history(*series, limit=last)
+        items = store.figures(*series, limit=last)
         if items:
             found.append(_summary(series, items))
-    try:
-        return Summary(_with_trends(found), last)
-    except StatsUnavailable as error:
-        return Summary(found, last, f"no trends: {error}")
+    return Summary(_with_trends(found), last)
 
 
 @dataclass(frozen=True)
@@ -294,8 +300,8 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
     found: list[FlakyItem] = []
     unknown = checked = 0
     for series in store.series(spec):
-        by_digest: dict[str, list[ItemRecord]] = {}
-        for item in store.item_history(*series, limit=last):
+        by_digest: dict[str, list[ItemFigures]] = {}
+        for item in store.figures(*series, limit=last):
             if item.outcome not in PASSES and item.outcome not in FAILS:
                 continue
             checked += 1

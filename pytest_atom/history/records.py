@@ -24,6 +24,7 @@ __all__ = [
     "RUN_KINDS",
     "CheckRow",
     "CriterionRow",
+    "ItemFigures",
     "ItemKey",
     "ItemRecord",
     "RunKind",
@@ -152,6 +153,19 @@ class ItemRecord:
     @property
     def total_cost(self) -> float:
         return sum(self.cost_usd.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFigures:
+    """What a listing reads of an item (`Store.figures`): its run, outcome, digest and
+    totals, without the checks, criteria and tool calls a whole `ItemRecord` parses."""
+
+    run_id: str
+    outcome: str
+    digest: str | None
+    total_tokens: int
+    total_cost: float
+    wall_seconds: float
 
 
 # --- as JSON: across xdist's process border, and in a session's results.json ------------------

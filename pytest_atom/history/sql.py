@@ -16,7 +16,14 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, SeriesKey
+from pytest_atom.history.records import (
+    CheckRow,
+    CriterionRow,
+    ItemFigures,
+    ItemRecord,
+    RunRecord,
+    SeriesKey,
+)
 from pytest_atom.history.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqlStore"]
@@ -29,6 +36,7 @@ _ITEM_COLUMNS = (
     "checks, criteria, tokens, cost_usd, tokens_total, cost_total, wall_seconds, tool_calls, "
     "run_folder, why, score, digest, digest_parts"
 )
+_SERIES = "spec = ? AND spec_case = ? AND arm = ?"
 _ITEM_READ = (
     "run_id, spec, spec_path, spec_case, arm, repeat_no, outcome, cached, checks, criteria, "
     "tokens, cost_usd, wall_seconds, tool_calls, digest, digest_parts, run_folder, why, score"
@@ -310,31 +318,40 @@ class SqlStore:
         )
         return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
-    def item_history(
-        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
-    ) -> list[ItemRecord]:
-        key = (spec, case or "", arm or "")
-        which = "spec = ? AND spec_case = ? AND arm = ?"
-        runs_sql = (
-            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {which} "
+    def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[str]:
+        """The ids of the last `limit` runs with an item of the series `key`."""
+        sql = (
+            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {_SERIES} "
             "ORDER BY started DESC, run_id DESC"
         )
-        run_ids = [
-            row[1]
-            for row in self._fetch(
-                runs_sql + (" LIMIT ?" if limit is not None else ""),
-                (*key, limit) if limit is not None else key,
-            )
-        ]
+        params: tuple[Any, ...] = key if limit is None else (*key, limit)
+        return [row[1] for row in self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)]
+
+    def _series_rows(
+        self, columns: str, key: tuple[str, str, str], limit: int | None
+    ) -> list[Sequence[Any]]:
+        run_ids = self._last_runs(key, limit)
         if not run_ids:
             return []
         marks = ", ".join("?" * len(run_ids))
-        rows = self._fetch(
-            f"SELECT {_ITEM_READ} FROM atom_items WHERE {which} AND run_id IN ({marks}) "
+        return self._fetch(
+            f"SELECT {columns} FROM atom_items WHERE {_SERIES} AND run_id IN ({marks}) "
             "ORDER BY started DESC, run_id DESC, item_no",
             (*key, *run_ids),
         )
+
+    def item_history(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemRecord]:
+        rows = self._series_rows(_ITEM_READ, (spec, case or "", arm or ""), limit)
         return [_item_of(row) for row in rows]
+
+    def figures(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemFigures]:
+        columns = "run_id, outcome, digest, tokens_total, cost_total, wall_seconds"
+        rows = self._series_rows(columns, (spec, case or "", arm or ""), limit)
+        return [ItemFigures(r[0], r[1], r[2], int(r[3]), float(r[4]), float(r[5])) for r in rows]
 
     def find_passing(self, digest: str) -> ItemRecord | None:
         rows = self._fetch(

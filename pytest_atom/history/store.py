@@ -22,7 +22,7 @@ from pytest_atom.errors import HistoryError
 from pytest_atom.history.urls import OFF, is_postgres, store_url
 
 if TYPE_CHECKING:
-    from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
+    from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.settings.options import RunSettings
 
 __all__ = ["NoStore", "Store", "open_store", "session_store"]
@@ -69,6 +69,12 @@ class Store(Protocol):
         newest run first, each run's repeats in order."""
         ...
 
+    def figures(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemFigures]:
+        """`item_history`'s items as their figures only: what a listing reads, fast."""
+        ...
+
     def find_passing(self, digest: str) -> ItemRecord | None:
         """The newest passed item whose input digest is `digest`, if any."""
         ...
@@ -106,6 +112,11 @@ class NoStore:
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
+        return []
+
+    def figures(
+        self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
+    ) -> list[ItemFigures]:
         return []
 
     def find_passing(self, digest: str) -> ItemRecord | None:

@@ -214,3 +214,29 @@ def test_none_turns_the_store_off() -> None:
     assert store.add_run(run(0), [item()]) and store.runs() == [] and store.series() == []
     with pytest.raises(HistoryError, match="--atom-history none"):
         store.run("x")
+
+
+def test_a_store_that_cannot_be_reached_is_a_warning_naming_it_and_the_fix(tmp_path: Path) -> None:
+    from pytest_atom.history.recording import write_run
+
+    line = write_run("postgresql://atom:secret@127.0.0.1:1/team", tmp_path, run(0), [item()])
+    assert line is not None and line.startswith(f"history: run {run(0).id[:15]}")
+    assert "postgresql://atom:***@127.0.0.1:1/team" in line and "secret" not in line
+    assert "--atom-history" in line
+    (tmp_path / "file").write_text("")
+    line = write_run("file/history.db", tmp_path, run(0), [item()])
+    assert line is not None and str(tmp_path / "file" / "history.db") in line
+    assert write_run("none", tmp_path, run(0), [item()]) is None
+
+
+def test_a_setting_names_a_store_as_a_path_a_url_or_none(tmp_path: Path) -> None:
+    from pytest_atom.history.urls import store_url
+    from pytest_atom.settings.parsers import history_store
+
+    assert store_url(None, tmp_path) == str(tmp_path / ".atom" / "history.db")
+    assert store_url("sqlite:///team/h.db", tmp_path) == str(tmp_path / "team" / "h.db")
+    assert store_url("sqlite:////srv/h.db", tmp_path) == "/srv/h.db"
+    assert store_url("postgresql://u@h/db", tmp_path) == "postgresql://u@h/db"
+    assert store_url("NONE", tmp_path) == "none" == history_store(" None ")
+    with pytest.raises(ValueError, match=r"mysql:// is not a history store: .*postgresql://"):
+        history_store("mysql://u@h/db")
