@@ -98,7 +98,7 @@ def input_digest(
 
     AtomError when an input cannot be read as the run would read it (a `ref:` that is no
     commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
-    from pytest_atom.run.spec_run import with_limits  # the run's own view of the spec
+    from pytest_atom.run.effective import with_limits  # the run's own view of the spec
 
     spec = with_limits(spec, config)
     env = _environment(spec)

@@ -130,19 +130,17 @@ class Harness:
         `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
         it draws a stochastic script's choices. Settings resolved for one test (without
         the session's seed) take the harness's, so every test of a run shares one seed."""
-        # Loaded here, not with the module: collecting specs builds a harness, and needs
-        # neither the gateway nor the agents that running one starts.
-        from pytest_atom.reports.json_trace import write_report
-        from pytest_atom.run.spec_run import RunScope, run_spec
-
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)
-        scope = RunScope(self.root, self.config, registry or self.registry(), self.spend)
-        resolved = settings
+        resolved, registry = settings, registry or self.registry()
 
         def run() -> SpecResult:
-            # Loaded before the spec's clock starts (once: `--atom-cache` defers it to here).
+            # Loaded here, not with the module: collecting specs builds a harness, and needs
+            # neither the gateway nor the agents that running one starts; and before the
+            # spec's clock starts (once: `--atom-cache` defers it to a spec that runs).
+            from pytest_atom.run.spec_run import RunScope, run_spec
+
             self.load_machinery()
             return run_spec(
                 spec,
@@ -150,11 +148,13 @@ class Harness:
                 settings=resolved,
                 on_event=on_event,
                 repeat=repeat,
-                scope=scope,
+                scope=RunScope(self.root, self.config, registry, self.spend),
             )
 
         result = run() if self.recall is None else self.recall.around(spec, settings, repeat, run)
         if self.report_dir is not None:
+            from pytest_atom.reports.json_trace import write_report
+
             result.trace = write_report(result, self.report_dir, repeat=repeat)
         self.hook.pytest_atom_verdict(spec=spec, verdict=result.verdict, result=result)
         return result
