@@ -138,7 +138,9 @@ def _options(ctx: click.Context, **own: Any) -> dict[str, Any]:
     return {k: own[k] if own.get(k) is not None else parent.get(k) for k in own}
 
 
-@click.group(cls=_HistoryGroup, invoke_without_command=True)
+@click.group(
+    cls=_HistoryGroup, invoke_without_command=True, subcommand_metavar="[SPEC | COMMAND [ARGS]...]"
+)
 @_reading
 @click.pass_context
 def history(

@@ -5,7 +5,7 @@ Run by hand; everything is written into a temp folder and removed:
     python benchmarks/history_query.py [--runs 10000] [--specs 100] [--per-run 100] [--rounds 3]
 
 It fills a SQLite store (the embedded default, WAL) with --runs runs, each recording
---per-run items (spec i of --specs, round robin; one in seven fails; a digest per item),
+--per-run items (spec i of --specs, round robin; one in seven fails; a digest per spec),
 then times, best of --rounds (the machine is shared: the least disturbed round):
 
 - in process: `summarize` (the listing: every series' last 20 runs, Wilson intervals,
@@ -26,8 +26,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
+from pytest_atom.history import sql
 from pytest_atom.history.query import flaky, spec_runs, summarize
 from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
 from pytest_atom.history.sql import SqlStore
@@ -35,44 +37,62 @@ from pytest_atom.history.store import open_store
 
 
 def fill(path: Path, runs: int, specs: int, per_run: int) -> None:
-    """The store at `path`: `runs` runs of `per_run` items each."""
+    """The store at `path`: `runs` runs of `per_run` items each. The rows are the store's
+    own (`sql._run_row`, `sql._item_row`), made once per kind of item and copied with each
+    run's id and time, and written 100 runs a transaction: a million items in a minute."""
     from datetime import UTC, datetime, timedelta
 
     store = open_store(path)
+    assert isinstance(store, SqlStore)
     start = datetime(2025, 1, 1, tzinfo=UTC)
+    template = run_record(start)
+    rows = {
+        (n, outcome): sql._item_row(template, 0, _item(f"spec-{n:03d}", outcome, n))
+        for n in range(specs)
+        for outcome in ("passed", "failed")
+    }
+    cursor = store.connection.cursor()
+    item_sql = f"INSERT INTO atom_items ({sql._ITEM_COLUMNS}) VALUES ({', '.join('?' * 23)})"
+    run_sql = f"INSERT INTO atom_runs ({sql._RUN_COLUMNS}) VALUES ({', '.join('?' * 9)})"
     spec = 0
-    for n in range(runs):
-        when = start + timedelta(minutes=n)
-        run = RunRecord(
-            new_run_id(when),
-            when,
-            "pytest",
-            None,
-            "c0ffee",
-            False,
-            "0.1.0",
-            "2.1.332",
-            {"repeat": 1},
-        )
-        items = []
-        for _ in range(per_run):
-            name = f"spec-{spec % specs:03d}"
-            outcome = "failed" if (n + spec) % 7 == 0 else "passed"
-            items.append(
-                ItemRecord(
-                    run_id=run.id, spec=name, spec_path=f"specs/{name}.atom.yaml", case=None,
-                    arm=None, repeat=None, outcome=outcome,
-                    checks=(CheckRow("file_exists out.txt", outcome == "passed", ""),),
-                    criteria=(CriterionRow("It works", 1.0, True, "ok"),),
-                    tokens={"executor": 5000 + n % 97, "reflector": 900},
-                    cost_usd={"executor": 0.02, "reflector": 0.004}, wall_seconds=3.5,
-                    tool_calls=("Read", "Edit", "Bash"), digest=f"{spec % specs:064x}",
-                    run_folder=None, why="",
+    for first in range(0, runs, 100):
+        cursor.execute("BEGIN")
+        for n in range(first, min(runs, first + 100)):
+            run = run_record(start + timedelta(minutes=n))
+            cursor.execute(run_sql, sql._run_row(run))
+            items = []
+            for number in range(per_run):
+                outcome = "failed" if (n + spec) % 7 == 0 else "passed"
+                row = rows[(spec % specs, outcome)]
+                items.append(
+                    (run.id, number, run.started.isoformat(timespec="microseconds"), *row[3:])
                 )
-            )  # fmt: skip
-            spec += 1
-        store.add_run(run, items)
+                spec += 1
+            cursor.executemany(item_sql, items)
+        cursor.execute("COMMIT")
+    cursor.executemany(
+        "INSERT INTO atom_series (spec, spec_case, arm) VALUES (?, '', '') ON CONFLICT DO NOTHING",
+        [(f"spec-{n:03d}",) for n in range(specs)],
+    )
+    cursor.close()
     store.close()
+
+
+def run_record(when: datetime) -> RunRecord:
+    return RunRecord(
+        new_run_id(when), when, "pytest", None, "c0ffee", False, "0.1.0", "2.1.332", {"repeat": 1}
+    )
+
+
+def _item(name: str, outcome: str, n: int) -> ItemRecord:
+    return ItemRecord(
+        run_id="", spec=name, spec_path=f"specs/{name}.atom.yaml", case=None, arm=None,
+        repeat=None, outcome=outcome,
+        checks=(CheckRow("file_exists out.txt", outcome == "passed", ""),),
+        criteria=(CriterionRow("It works", 1.0, True, "ok"),),
+        tokens={"executor": 5000 + n, "reflector": 900}, cost_usd={"executor": 0.02, "reflector": 0.004},
+        wall_seconds=3.5, tool_calls=("Read", "Edit", "Bash"), digest=f"{n:064x}", run_folder=None,
+    )  # fmt: skip
 
 
 def best(fn: Callable[[], object], rounds: int) -> float:

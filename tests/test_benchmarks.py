@@ -21,6 +21,10 @@ from tests.helpers import REPO
 #: benchmark -> (its smallest arguments, a line its report prints when it ran through).
 FAST = {
     "gate_power.py": (["--comparisons", "2"], "REGRESSION in"),
+    "history_query.py": (
+        ["--runs", "20", "--per-run", "5", "--small", "5", "--rounds", "1"],
+        "atom history: ",
+    ),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),

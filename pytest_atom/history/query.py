@@ -248,7 +248,7 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
     """`spec`'s last `last` runs, newest first: an entry per run and (case, arm)."""
     found = []
     for run in store.runs(limit=last, spec=spec):
-        mine = [i for i in store.items(run.id) if i.spec == spec]
+        mine = store.items(run.id, spec)
         for series in sorted({i.series for i in mine}, key=series_name):
             found.append(SpecRun(run, series, tuple(i for i in mine if i.series == series)))
     return found

@@ -57,7 +57,9 @@ _V1 = (
         score DOUBLE PRECISION,
         PRIMARY KEY (run_id, item_no)
     )""",
-    "CREATE INDEX IF NOT EXISTS atom_items_series ON atom_items (spec, spec_case, arm, started)",
+    # A series' last runs, newest first, read from the index alone (`SqlStore._last_runs`).
+    """CREATE INDEX IF NOT EXISTS atom_items_series
+        ON atom_items (spec, spec_case, arm, started, run_id)""",
 )
 
 # Version 2: the outcome cache's input digest (issue 37 item 5) and a table of the series

@@ -274,8 +274,11 @@ class SqlStore:
         where: list[str] = []
         params: list[Any] = []
         if spec is not None:
-            where.append("id IN (SELECT run_id FROM atom_items WHERE spec = ?)")
-            params.append(spec)
+            ids = self._spec_runs(spec, limit if kind is None else None)
+            if not ids:
+                return []
+            where.append(f"id IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
         if kind is not None:
             where.append("kind = ?")
             params.append(kind)
@@ -287,6 +290,15 @@ class SqlStore:
             sql += " LIMIT ?"
             params.append(limit)
         return [_run_of(row) for row in self._fetch(sql, params)]
+
+    def _spec_runs(self, spec: str, limit: int | None) -> list[str]:
+        """The ids of `spec`'s last `limit` runs (any case, any arm), from the series index."""
+        sql = (
+            "SELECT DISTINCT started, run_id FROM atom_items WHERE spec = ? "
+            "ORDER BY started DESC, run_id DESC"
+        )
+        params: tuple[Any, ...] = (spec,) if limit is None else (spec, limit)
+        return [row[1] for row in self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)]
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
@@ -303,10 +315,12 @@ class SqlStore:
             + ("" if rows else "`atom history` lists the runs it holds")
         )
 
-    def items(self, run_id: str) -> list[ItemRecord]:
+    def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
+        which = " AND spec = ?" if spec is not None else ""
+        params = (self.run(run_id).id, *(() if spec is None else (spec,)))
         rows = self._fetch(
-            f"SELECT {_ITEM_READ} FROM atom_items WHERE run_id = ? ORDER BY item_no",
-            (self.run(run_id).id,),
+            f"SELECT {_ITEM_READ} FROM atom_items WHERE run_id = ?{which} ORDER BY item_no",
+            params,
         )
         return [_item_of(row) for row in rows]
 
@@ -318,27 +332,33 @@ class SqlStore:
         )
         return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
-    def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[str]:
-        """The ids of the last `limit` runs with an item of the series `key`."""
+    def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[tuple[str, str]]:
+        """(started, id) of the last `limit` runs with an item of the series `key`, newest
+        first: a walk down the series index, which holds both."""
         sql = (
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {_SERIES} "
             "ORDER BY started DESC, run_id DESC"
         )
         params: tuple[Any, ...] = key if limit is None else (*key, limit)
-        return [row[1] for row in self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)]
+        rows = self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)
+        return [(row[0], row[1]) for row in rows]
 
     def _series_rows(
         self, columns: str, key: tuple[str, str, str], limit: int | None
     ) -> list[Sequence[Any]]:
-        run_ids = self._last_runs(key, limit)
-        if not run_ids:
+        """The series' items of its last `limit` runs: a range of the series index from
+        the oldest of those runs' start on (another run started at that instant is left
+        out by its id)."""
+        runs = self._last_runs(key, limit)
+        if not runs:
             return []
-        marks = ", ".join("?" * len(run_ids))
-        return self._fetch(
-            f"SELECT {columns} FROM atom_items WHERE {_SERIES} AND run_id IN ({marks}) "
+        wanted = {run_id for _, run_id in runs}
+        rows = self._fetch(
+            f"SELECT run_id, {columns} FROM atom_items WHERE {_SERIES} AND started >= ? "
             "ORDER BY started DESC, run_id DESC, item_no",
-            (*key, *run_ids),
+            (*key, runs[-1][0]),
         )
+        return [row[1:] for row in rows if row[0] in wanted]
 
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20

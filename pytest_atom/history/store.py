@@ -54,8 +54,8 @@ class Store(Protocol):
         when there is none."""
         ...
 
-    def items(self, run_id: str) -> list[ItemRecord]:
-        """A run's items, in the order they were recorded."""
+    def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
+        """A run's items (of `spec` only, when given), in the order they were recorded."""
         ...
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
@@ -103,7 +103,7 @@ class NoStore:
             "set --atom-history to a store (default .atom/history.db) to keep runs"
         )
 
-    def items(self, run_id: str) -> list[ItemRecord]:
+    def items(self, run_id: str, spec: str | None = None) -> list[ItemRecord]:
         return []
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:

@@ -240,3 +240,31 @@ def test_a_setting_names_a_store_as_a_path_a_url_or_none(tmp_path: Path) -> None
     assert store_url("NONE", tmp_path) == "none" == history_store(" None ")
     with pytest.raises(ValueError, match=r"mysql:// is not a history store: .*postgresql://"):
         history_store("mysql://u@h/db")
+
+
+def test_the_listings_figures_and_a_specs_runs_read_alike_on_each_backend(store_url: str) -> None:
+    from pytest_atom.history.query import flaky, spec_runs, summarize
+
+    store = open_store(store_url)
+    runs = [run(n) for n in range(6)]
+    for n, each in enumerate(runs):
+        outcome = "passed" if n < 3 else "failed"
+        store.add_run(
+            each, [item("calc", outcome, digest="d", tokens=10 * n), item("sum", arm="b")]
+        )
+    figures = store.figures("calc", None, None, limit=4)
+    assert [f.run_id for f in figures] == [r.id for r in reversed(runs[2:])]
+    assert [f.total_tokens for f in figures] == [
+        55,
+        44,
+        33,
+        22,
+    ]  # executor + a tenth for the reflector
+    (calc, sums) = summarize(store, last=6).series
+    assert calc.counts == (3, 6) and calc.trend is None  # 3 of 3 -> 0 of 3: too few runs to tell
+    assert sums.series == ("sum", None, "b") and sums.counts == (6, 6)
+    (flip,) = flaky(store).items
+    assert flip.series == ("calc", None, None) and flip.counts == (3, 6)
+    assert [r.run.id for r in spec_runs(store, "sum", last=2)] == [runs[5].id, runs[4].id]
+    assert [r.id for r in store.runs(limit=2, spec="calc")] == [runs[5].id, runs[4].id]
+    store.close()
