@@ -50,6 +50,10 @@ SLOW = {
         ["--runs", "1", "--copies", "1", "--warmups", "0", "--sources", "create_file"],
         "speed-up",
     ),
+    "outcome_cache.py": (
+        ["--runs", "1", "--specs", "fixtures/specs/create_file.atom.yaml"],
+        "of it",
+    ),
     "env_count.py": (["--extra", "5"], "caller names reaching the agent"),
     "machines.py": (["--machines", "1", "--specs", "create_file"], "caller folders unchanged"),
     "real_streams.py": (["--record-only", "compaction"], "compaction"),

@@ -190,7 +190,7 @@ def test_a_spec_may_not_set_the_runs_folders_in_env(tmp_path: Path) -> None:
 
 
 def test_the_config_takes_pass_env_and_a_spec_adds_to_it(tmp_path: Path) -> None:
-    from pytest_atom.run.spec_run import with_limits
+    from pytest_atom.run.effective import with_limits
 
     (tmp_path / ".atom").mkdir()
     write(tmp_path / ".atom" / "config.yaml", "pass_env: [JAVA_OPTS, 'CI_*']\n")

@@ -110,6 +110,12 @@ def item_record(
         role: used for role, used in result.usage_by_role().items() if used.tokens or used.cost_usd
     }
     executor = [r for a in result.all_attempts for r in a.records]
+    cached = result.cached_from
+    if cached is not None:  # the stored item's account of the agent's work stands
+        checks = tuple(CheckRow(c.name, c.passed, c.detail) for c in cached.checks)
+        criteria = tuple(
+            CriterionRow(c.text, c.score, c.passed, c.reasons) for c in cached.criteria
+        )
     return ItemRecord(
         run_id=run_id,
         spec=spec,
@@ -123,9 +129,14 @@ def item_record(
         tokens={role: used.tokens for role, used in roles.items()},
         cost_usd={role: round(used.cost_usd, 6) for role, used in roles.items()},
         wall_seconds=round(result.duration, 3),
-        tool_calls=tuple(call.name for r in executor for call in r.tool_calls),
-        run_folder=str(result.run_dir),
-        why=_scrubbed(scrubber, result.outcome.why),
+        tool_calls=cached.tool_calls
+        if cached is not None
+        else tuple(call.name for r in executor for call in r.tool_calls),
+        cached=cached is not None,
+        digest=result.digest,
+        digest_parts=dict(result.digest_parts),
+        run_folder=None if cached is not None else str(result.run_dir),
+        why=cached.why if cached is not None else _scrubbed(scrubber, result.outcome.why),
         score=result.score,
     )
 

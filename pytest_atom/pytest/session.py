@@ -117,8 +117,10 @@ class AtomSession:
         problem = self.suite.arms_problem()
         if problem:
             raise pytest.UsageError(problem)
-        if not self.config.option.collectonly and any(
-            isinstance(item, AtomItem) for item in session.items
+        if (
+            not self.config.option.collectonly
+            and not self.harness.settings.cache  # most may come from the store: when one runs
+            and any(isinstance(item, AtomItem) for item in session.items)
         ):
             # Specs will run: the session's imports now, not inside the first spec's item.
             self.harness.load_machinery()

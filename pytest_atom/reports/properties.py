@@ -44,6 +44,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **role_properties(result),
         **({"atom_recalled": recalled_roles(result)} if result.recalled else {}),
         "atom_source": result.source,
+        # --atom-cache: the run whose stored outcome stood in for this one (nothing ran).
+        **({"atom_cached": result.cached_from.run_id} if result.cached_from else {}),
         **({"atom_drift": drift} if (drift := drift_line(result.drift)) else {}),
         **({"atom_warnings": " | ".join(result.warnings)} if result.warnings else {}),
         **result.outcome.properties(),

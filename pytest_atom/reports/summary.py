@@ -172,10 +172,28 @@ def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
     return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
 
 
+def _outcome_cell(row: SummaryRow) -> str:
+    """The outcome's label, ``(cached)`` after it when the store's stood in (--atom-cache)."""
+    return row.outcome.summary_label + (" (cached)" if row.cached else "")
+
+
+def cached_lines(rows: Sequence[SummaryRow]) -> list[str]:
+    """Once a session with --atom-cache: how many runs the history store's outcomes stood
+    in for, so a green run that ran nothing never passes for one that ran everything."""
+    cached = [row for row in rows if row.cached]
+    if not cached:
+        return []
+    return [
+        f"cached: {len(cached)} of {len(rows)} spec run{'s' * (len(rows) != 1)} reported from "
+        "the history store (--atom-cache): their inputs equal a stored run's, so no Claude "
+        "Code started for them; `atom history why SPEC` names what would run one again"
+    ]
+
+
 def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
     return (
         inert(row.nodeid),
-        row.outcome.summary_label,  # what stopped a failed run; the rest: its report
+        _outcome_cell(row),  # what stopped a failed run; the rest: its report
         "-" if row.score is None else f"{row.score:.2f}",
         "" if row.attempts is None else str(row.attempts),
         "" if row.iterations is None else str(row.iterations),
@@ -229,7 +247,7 @@ def _stacked(
             extra += _role_lines(row, roles, indent * 2, width)
     lines = ["spec  outcome", indent + figures[0]]
     for row, line, extra in zip(rows, figures[1:], more, strict=True):
-        label = row.outcome.summary_label
+        label = _outcome_cell(row)
         name = _clip_left(inert(row.nodeid), max(width - 2 - len(label), 20))
         lines += [_clip_right(f"{name}  {label}", width), _clip_right(indent + line, width)]
         lines += extra

@@ -22,6 +22,7 @@ from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
+    from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.spec_result import Plan, Rollback, SpecResult
@@ -162,6 +163,8 @@ def failure_report(result: SpecResult) -> str:
     Inert (`pytest_atom.inert`): it quotes the agent, tool and check output, the reflector
     and the spec's file name, any of which may hold terminal control sequences."""
     spec = result.spec
+    if result.cached_from is not None:
+        return inert("\n".join(cached_report(result, result.cached_from)))
     lines = [f"atom spec '{spec.name}' failed ({display_path(spec.path)}:{spec.line})"]
     if spec.pass_at_least is not None:  # one failed run need not fail the spec
         lines.append(
@@ -204,6 +207,26 @@ def failure_report(result: SpecResult) -> str:
         f"  run dir: {display_path(result.final.path if result.attempts else result.run_dir)}"
     )
     return inert("\n".join(lines))
+
+
+def cached_report(result: SpecResult, cached: CachedFrom) -> list[str]:
+    """A run `--atom-cache` did not start: the stored outcome it reported, and the stored
+    run's checks and criteria (nothing ran, so there is no agent to quote)."""
+    spec = result.spec
+    lines = [
+        f"atom spec '{spec.name}' {result.outcome.label}, cached ({display_path(spec.path)}:{spec.line})",
+        f"  {cached.line}",
+        "  no attempt ran: its inputs equal the stored run's (--atom-cache)",
+    ]
+    for check in cached.checks:
+        mark = "passed" if check.passed else "FAILED"
+        lines.append(
+            f"  check {mark}: {check.name}" + (f": {check.detail}" if check.detail else "")
+        )
+    for criterion in cached.criteria:
+        mark = "met" if criterion.passed else "NOT met"
+        lines.append(f"  criterion {mark} ({criterion.score:.2f}): {criterion.text}")
+    return lines
 
 
 def _network_lines(result: SpecResult) -> list[str]:

@@ -28,6 +28,7 @@ from pytest_atom.files import shown_content
 from pytest_atom.replay.staleness import spec_hash
 from pytest_atom.replay.transcript import permission_denials
 from pytest_atom.reports.phrases import drift_line
+from pytest_atom.results.cached import CachedFrom
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.spec_result import Attempt, Plan, SpecResult, StepResult
 from pytest_atom.spec.types import CalibrationFloor, Spec
@@ -410,6 +411,19 @@ def _atom_section(
         "repeat": repeat,
         "steps": result.steps_summary,
         "plan": _plan(result.plan),
+        **({"cached": _cached(result.cached_from)} if result.cached_from is not None else {}),
+    }
+
+
+def _cached(cached: CachedFrom) -> dict[str, Any]:
+    """The stored item `--atom-cache` reported in place of this run (no attempt ran)."""
+    return {
+        "run_id": cached.run_id,
+        "started": cached.started,
+        "outcome": cached.outcome,
+        "why": cached.why,
+        "wall_seconds": cached.wall_seconds,
+        "tool_calls": list(cached.tool_calls),
     }
 
 

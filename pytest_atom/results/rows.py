@@ -78,6 +78,8 @@ class SummaryRow:
     #: `pass_at_least:` (`results.thresholds` counts them); None where not recorded.
     repeats: int | None = None
     pass_at_least: int | None = None
+    #: --atom-cache: the stored run whose outcome stood in for this one (nothing ran).
+    cached: str | None = None
 
     @classmethod
     def of(
@@ -120,6 +122,7 @@ class SummaryRow:
             baseline=props.get("atom_baseline") or None,
             repeats=_count(props.get("atom_repeats")),
             pass_at_least=_count(props.get("atom_pass_at_least")),
+            cached=props.get("atom_cached") or None,
         )
 
     @property

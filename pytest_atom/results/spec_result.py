@@ -7,7 +7,7 @@ their types are named for type checkers only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,11 +16,20 @@ from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
-from pytest_atom.results.outcome import Decision, Gate, Outcome, RunFacts, decide, effective_gate
+from pytest_atom.results.outcome import (
+    Decision,
+    Gate,
+    Outcome,
+    RunFacts,
+    Status,
+    decide,
+    effective_gate,
+)
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
     from pytest_atom.gateway import Exchange
+    from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.check_result import CheckResult
     from pytest_atom.results.drift import Drift
     from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
@@ -180,6 +189,12 @@ class SpecResult:
     #: the result hands it (`run.spec_run` does). Reports build on results, never the other
     #: way round, so this module cannot name the format itself.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
+    #: The item's input digest and its named parts (`pytest_atom.history.digest`), when the
+    #: history store is on; `cached_from`: the stored passing item `--atom-cache` reported
+    #: instead of running this one (then no attempt ran and no CLI started).
+    digest: str | None = None
+    digest_parts: Mapping[str, str] = field(default_factory=dict)
+    cached_from: CachedFrom | None = None
 
     @property
     def billed_tokens(self) -> int:
@@ -240,6 +255,10 @@ class SpecResult:
     @property
     def outcome(self) -> Outcome:
         """Passed, failed or error, and why: what every front end and report reads."""
+        cached = self.cached_from
+        if cached is not None:  # the stored item's: these inputs came to it before
+            status: Status = "passed" if cached.passed else "failed"
+            return Outcome(status, cached.line, xfail=self.spec.xfail)
         return decide(self.facts)
 
     @property
@@ -365,6 +384,8 @@ class SpecResult:
 
     @property
     def decision(self) -> Decision:
+        if self.cached_from is not None:
+            return "proceed" if self.cached_from.passed else "fail"
         return self.final.decision if self.attempts else "fail"
 
     @property
@@ -373,12 +394,16 @@ class SpecResult:
 
     @property
     def score(self) -> float | None:
+        if self.cached_from is not None:
+            return self.cached_from.score
         return self.verdict.score if self.verdict else None
 
     @property
     def workspace(self) -> Path:
         """Where the outcome can be inspected: committed/ after a pass, else the last attempt."""
         committed = self.run_dir / "committed"
+        if not self.attempts:  # none ran (--atom-cache reported a stored outcome)
+            return committed if committed.is_dir() else self.run_dir
         return committed if self.passed and committed.is_dir() else self.final.path
 
     @property

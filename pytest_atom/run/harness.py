@@ -29,6 +29,7 @@ from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.replay.scrub import remember_env_files
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.run.recall import Recall
 from pytest_atom.run.retention import prune_runs
 from pytest_atom.settings.config import AtomConfig
 from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, RunSettings
@@ -56,6 +57,9 @@ class Harness:
     spend_option: str = "--atom-max-cost-usd"
     #: The session's spending limit (`settings.max_cost_usd`, this process's share of it).
     spend: SpendLimit | None = field(default=None, init=False)
+    #: What stands around each run: the input digest and the outcome cache
+    #: (`run.recall`); the suite sets it when the history store is on.
+    recall: Recall | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         limit = self.settings.max_cost_usd
@@ -126,23 +130,31 @@ class Harness:
         `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
         it draws a stochastic script's choices. Settings resolved for one test (without
         the session's seed) take the harness's, so every test of a run shares one seed."""
-        # Loaded here, not with the module: collecting specs builds a harness, and needs
-        # neither the gateway nor the agents that running one starts.
-        from pytest_atom.reports.json_trace import write_report
-        from pytest_atom.run.spec_run import RunScope, run_spec
-
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)
-        result = run_spec(
-            spec,
-            runs_dir=self.runs_dir,
-            settings=settings,
-            on_event=on_event,
-            repeat=repeat,
-            scope=RunScope(self.root, self.config, registry or self.registry(), self.spend),
-        )
+        resolved, registry = settings, registry or self.registry()
+
+        def run() -> SpecResult:
+            # Loaded here, not with the module: collecting specs builds a harness, and needs
+            # neither the gateway nor the agents that running one starts; and before the
+            # spec's clock starts (once: `--atom-cache` defers it to a spec that runs).
+            from pytest_atom.run.spec_run import RunScope, run_spec
+
+            self.load_machinery()
+            return run_spec(
+                spec,
+                runs_dir=self.runs_dir,
+                settings=resolved,
+                on_event=on_event,
+                repeat=repeat,
+                scope=RunScope(self.root, self.config, registry, self.spend),
+            )
+
+        result = run() if self.recall is None else self.recall.around(spec, settings, repeat, run)
         if self.report_dir is not None:
+            from pytest_atom.reports.json_trace import write_report
+
             result.trace = write_report(result, self.report_dir, repeat=repeat)
         self.hook.pytest_atom_verdict(spec=spec, verdict=result.verdict, result=result)
         return result

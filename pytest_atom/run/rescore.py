@@ -34,8 +34,9 @@ from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.run.effective import with_limits
 from pytest_atom.run.execution import AttemptLoop, session_id_for
-from pytest_atom.run.spec_run import RunScope, new_run, with_limits
+from pytest_atom.run.spec_run import RunScope, new_run
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
 

@@ -19,7 +19,6 @@ from pytest_atom.agents.claude_code.sandbox import require_tools
 from pytest_atom.agents.claude_code.srt import require_srt
 from pytest_atom.checks.builtin import needs_sandbox
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.cost.limits import Limits
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.environment import release_tmpdirs
 from pytest_atom.errors import HarnessError, WorkspaceError
@@ -39,6 +38,7 @@ from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
+from pytest_atom.run.effective import with_limits
 from pytest_atom.run.execution import (
     AttemptLoop,
 )
@@ -120,20 +120,6 @@ def run_spec(
         # A record of the passing attempt, hard-linked: not a second copy of its files.
         link_tree(result.final.path, run.run_dir / "committed")
     return result
-
-
-def with_limits(spec: Spec, config: AtomConfig | None) -> Spec:
-    """`spec` with its effective limits: its own over the project's defaults, per key.
-
-    The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else the
-    project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it too, so
-    every report names the timeout that applied.
-    """
-    limits = spec.limits.over(config.limits if config is not None else Limits())
-    timeout = limits.timeout if limits.timeout is not None else spec.timeout
-    # The project's `pass_env:` first, the spec's added (as tox's pass_env).
-    passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *spec.pass_env]))
-    return replace(spec, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed)
 
 
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:

@@ -307,11 +307,60 @@ def _copy_some(
     source: WorkspaceSource, base: Path, dest: Path, files: Iterable[str]
 ) -> tuple[str, ...]:
     """Copy `files` but pytest-atom's own; returns those left out."""
+    taken, own = _without_own(source, base, files)
+    _copy_files(base, dest, taken)
+    return own
+
+
+def _without_own(
+    source: WorkspaceSource, base: Path, files: Iterable[str]
+) -> tuple[list[str], tuple[str, ...]]:
+    """`files` but pytest-atom's own (those the spec's `include:` keeps aside), and those."""
     listed = list(files)
     own = [r for r in own_files(base, listed, source.own) if not kept(r, source.include)]
     dropped = set(own)
-    _copy_files(base, dest, (r for r in listed if r not in dropped))
-    return tuple(own)
+    return [r for r in listed if r not in dropped], tuple(own)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What `copy_workspace` would take from a source, found without copying: the tree of
+    a `ref:` commit (`tree`: git's id of it, which names its content), or the files of the
+    working folder it copies (workspace-relative, in the order it lists them)."""
+
+    base: Path
+    tree: str | None = None
+    files: tuple[str, ...] = ()
+
+
+def list_workspace(source: WorkspaceSource) -> Listing:
+    """What a copy of `source` takes, by the copy's own rules (git's files or the folder
+    minus `SKIPPED_DIRS`, minus `exclude:`, the runs folder and pytest-atom's own files):
+    the outcome cache hashes this, so an ignored file or a cache never changes a digest.
+    WorkspaceError as `copy_workspace` raises it (a `ref:` outside git, or no such commit)."""
+    top = git_toplevel(source.path)
+    base = source.path.resolve()
+    skip = tuple(p.resolve() for p in source.skip)
+    if source.ref is not None:
+        if top is None:
+            raise WorkspaceError(
+                f"workspace {source.path} has `ref: {source.ref}` but is not in git"
+            )
+        rel = base.relative_to(top).as_posix()
+        # `REF:path^{tree}` would read `^{tree}` as part of the path: a subfolder's tree is
+        # named `REF:path`, the commit's own `REF^{tree}`.
+        tree = f"{source.ref}^{{tree}}" if rel == "." else f"{source.ref}:{rel}"
+        try:
+            found = _git(top, "rev-parse", "--verify", "--quiet", tree).strip()
+        except WorkspaceError:
+            raise WorkspaceError(f"workspace ref {source.ref!r} is not a commit of {top}") from None
+        return Listing(base, tree=found)
+    listed = (
+        _tree_files(base, source.exclude, skip)
+        if top is None
+        else _git_files(source.path, source.exclude, skip)
+    )
+    return Listing(base, files=tuple(_without_own(source, base, listed)[0]))
 
 
 def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:

@@ -20,8 +20,9 @@ MATCH_MODES: tuple[MatchMode, ...] = ("conversation", "structural", "strict")
 DEFAULT_MATCH: MatchMode = "conversation"
 
 #: What answered the CLI in a run: a script, a cassette, the upstream while recording, a
-#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded.
-SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge"]
+#: cassette replayed with this Claude Code (refresh), or one whose reflector is re-recorded;
+#: or nothing: the history store's passing outcome stood in for the run (cached).
+SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cached"]
 
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")

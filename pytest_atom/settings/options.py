@@ -525,6 +525,22 @@ class RunSettings:
         ),
     )
 
+    #: The outcome cache (`pytest_atom.history.cache`): an item whose input digest equals
+    #: a stored passing item's is reported from the history store and not run.
+    cache: bool = setting(
+        False,
+        Option(
+            "flag",
+            "report an item whose inputs (spec and case, workspace, cassette, script, Claude "
+            "Code and pytest-atom versions, environment, toolchain) equal those of a passing "
+            "item in the history store from the store, marked cached, without starting "
+            "Claude Code; any changed input runs it (`atom history why SPEC` names them).",
+            default="false",
+            parser=p.flag,
+            ini_note="true or false",
+        ),
+    )
+
     def with_seed(self) -> RunSettings:
         """These settings with a seed: the one set, else a fresh one (which the front end
         prints, so the run can be reproduced with it)."""

@@ -31,6 +31,7 @@ from pytest_atom.baseline.compare import BaselineGate, results_file, write_resul
 from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
+from pytest_atom.history.cache import session_cache
 from pytest_atom.history.last_failed import last_failed
 from pytest_atom.history.recording import (
     claude_version_of,
@@ -50,6 +51,7 @@ from pytest_atom.paths import display_path, node_id
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import (
+    cached_lines,
     criteria_trust_lines,
     environment_lines,
     failed_tries_lines,
@@ -138,6 +140,9 @@ class SuiteRun:
         self.history_error = ""  # the history store could not be written: the warning
         self.history_recorded = False
         self.started = datetime.now(UTC)  # when the session began, as its run records it
+        #: Each run's input digest, and with --atom-cache the stored outcomes that stand in.
+        self.cache = session_cache(harness.settings, harness.root, harness.config, harness.runs_dir)
+        harness.recall = self.cache
 
     # --- collect -------------------------------------------------------------------------
 
@@ -243,6 +248,8 @@ class SuiteRun:
         pytest's node ids (from its rootdir) and, with a baseline, each run's deltas; then
         the session is recorded in the history store."""
         self.harness.finish()
+        if self.cache is not None:
+            self.cache.close()
         if self.results:
             self._result_rows()
         self.record_history()
@@ -330,7 +337,7 @@ class SuiteRun:
             table=summary_table(rows, width),
             notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
             result_notes=self._result_notes(),
-            tries=failed_tries_lines(rows) + environment_lines(rows),
+            tries=failed_tries_lines(rows) + environment_lines(rows) + self._cache_lines(rows),
             spending=self._spending_line(),
             sandbox=sandbox_warning_lines(rows),
             results_error=self.results_error,
@@ -344,6 +351,11 @@ class SuiteRun:
             criteria=criteria_trust_lines(rows),
             cases=case_lines(rows),
         )
+
+    def _cache_lines(self, rows: Sequence[SummaryRow]) -> list[str]:
+        """What the outcome cache reported (--atom-cache), and a store it could not read."""
+        problem = [self.cache.problem] if self.cache is not None and self.cache.problem else []
+        return cached_lines(rows) + problem
 
     def _result_notes(self) -> list[str]:
         """Drift and warnings of the runs `run_specs` ran, by spec name."""

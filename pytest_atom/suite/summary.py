@@ -22,7 +22,7 @@ class Summary:
     notes: list[str] = field(default_factory=list)
     #: Each run's drift and warnings, by spec name: the runs the suite ran itself (`atom run`).
     result_notes: list[str] = field(default_factory=list)
-    #: Failed tries, then the environment's clues.
+    #: Failed tries, then the environment's clues, then what the outcome cache reported.
     tries: list[str] = field(default_factory=list)
     #: The spending limit's closing line, when it stopped the run.
     spending: str | None = None

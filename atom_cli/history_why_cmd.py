@@ -1,0 +1,83 @@
+"""`atom history why SPEC`: the inputs of a spec's items that changed since their last
+stored outcome (`pytest_atom.history.why`), so a user sees whether ``--atom-cache`` will
+report each item from the store or run it, and what made the difference.
+
+SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
+one a `pytest --atom` session in this project would take: its settings (the ini file,
+`.atom/config.yaml`), its check kinds and its runs folder. Registered onto the `history`
+group by `atom_cli.history_cmd`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from pytest_atom.errors import AtomError, HistoryError
+from pytest_atom.inert import inert
+
+if TYPE_CHECKING:
+    from pytest_atom.history.digest import InputDigest
+
+
+@click.command("why")
+@click.argument("spec_name", metavar="SPEC")
+@click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts.")
+@click.option(
+    "--history",
+    "history_url",
+    metavar="URL",
+    default=None,
+    help="the store to read (default: the project's --atom-history).",
+)
+def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
+    """Which inputs of SPEC's items changed since their last stored outcome (the spec and
+    its case, workspace, cassette, script, Claude Code and pytest-atom versions,
+    environment, toolchain, settings): what --atom-cache would run again."""
+    from pytest_atom.history.digest import input_digest
+    from pytest_atom.history.store import open_store
+    from pytest_atom.history.urls import OFF, display_url, store_url
+    from pytest_atom.history.why import specs_named, why_items
+    from pytest_atom.run.harness import host_harness
+    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec.types import Spec
+
+    try:
+        harness = host_harness({"history": history_url})
+    except AtomError as error:
+        raise click.ClickException(str(error)) from None
+    settings, root = harness.settings, harness.root
+    url = store_url(settings.history, root)
+    if url == OFF:
+        raise click.ClickException(
+            "the history store is off (--atom-history none): pass --history URL"
+        )
+    kinds = harness.registry().kinds()
+
+    def load(file: Path) -> list[Spec]:
+        return load_specs(file, check_kinds=kinds)
+
+    def digest_of(spec: Spec, repeat: int | None) -> InputDigest:
+        return input_digest(
+            spec, settings, config=harness.config, runs_dir=harness.runs_dir, repeat=repeat
+        )
+
+    try:
+        store = open_store(url, root)
+        try:
+            specs = specs_named(store, spec_name, load)
+            items = why_items(store, specs, digest_of, settings.repeat)
+        finally:
+            store.close()
+    except (HistoryError, AtomError) as error:
+        raise click.ClickException(str(error)) from None
+    if as_json:
+        click.echo(
+            json.dumps({"store": display_url(url), "items": [i.to_dict() for i in items]}, indent=2)
+        )
+        return
+    for item in items:
+        click.echo(inert(item.line()))

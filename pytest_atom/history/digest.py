@@ -1,0 +1,243 @@
+"""An item's input digest: everything its outcome can depend on, as named parts and one value.
+
+The outcome cache (``--atom-cache``) reports a stored passing item in place of a run when
+the two digests are equal, and `atom history why` names the parts that differ, so each part
+is one input a user can change and recognise:
+
+- ``spec``: the spec with its case: its document, the prompt and criteria it resolved to,
+  the case's id and variables, the files of its ``claude:`` configuration (skills, agents,
+  plugins: `config_hashes`), and which repeat of it this is;
+- ``workspace``: the workspace tree as the copy takes it (`run.workspace.list_workspace`:
+  git's files, or the folder minus caches, minus ``exclude:`` and pytest-atom's own files;
+  a ``ref:`` commit by git's id of its tree): each file's path, kind and bytes;
+- ``cassette`` and ``script``: their bytes;
+- ``claude_code`` and ``pytest_atom``: the versions (the CLI's read from its install, offline);
+- ``environment``: the environment built from parts (`pytest_atom.environment`) that the
+  run's processes get, without the run's own folders (`run.setup_key.key_env`);
+- ``toolchain``: the tools PATH resolves for the set-up and the checks' commands
+  (`run.setup_key.toolchain`: each tool's real path, size and mtime);
+- ``settings``: the settings that change an outcome (record and match mode, judging, the
+  threshold) and the project's ``.atom/`` configuration, prompts and tools.
+
+The seed is left out: it draws a stochastic script's choices afresh in every session by
+default, and a stochastic item is cached only as any other one, by its inputs.
+
+Hashing is cheap next to a replay: one ``git ls-files`` and a read of the workspace's
+files, a stat of each tool, the cassette's and script's bytes. Each part is a short hash
+(`pytest_atom.digest.short`), never a value: an environment variable's value may be a
+token, and the store keeps the parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom import __version__, digest
+from pytest_atom.files import CACHE_DIRS
+
+if TYPE_CHECKING:
+    from pytest_atom.settings.config import AtomConfig
+    from pytest_atom.settings.options import RunSettings
+    from pytest_atom.spec.types import Spec
+
+__all__ = ["OUTCOME_SETTINGS", "PARTS", "InputDigest", "input_digest"]
+
+#: Each part's name and what it covers, in the order `atom history why` names them.
+PARTS: Mapping[str, str] = {
+    "spec": "the spec with its case (document, prompt, criteria, case variables, claude: files)",
+    "workspace": "the workspace tree the copy takes",
+    "cassette": "the cassette",
+    "script": "the script",
+    "claude_code": "the Claude Code version",
+    "pytest_atom": "the pytest-atom version",
+    "environment": "the environment built from parts",
+    "toolchain": "the toolchain the set-up and checks use",
+    "settings": "the settings that change an outcome and the project's .atom/ files",
+}
+#: The settings whose value can change an outcome (the rest say where files go, how many
+#: stay, what is selected or reported).
+OUTCOME_SETTINGS = ("record_mode", "match", "strict_version", "rejudge", "judge", "threshold")
+#: A part whose input is missing (no cassette yet, no script).
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class InputDigest:
+    """An item's inputs as named parts (`PARTS`), each a short hash, and one value."""
+
+    parts: Mapping[str, str]
+
+    @property
+    def value(self) -> str:
+        """The one value the store files the item under: a hash of every part."""
+        return digest.hex_of(digest.canonical(dict(self.parts), compact=True))
+
+    def changed(self, before: Mapping[str, str]) -> list[str]:
+        """The parts that differ from `before` (a stored item's), in `PARTS` order; a part
+        `before` lacks counts as changed (an item stored before it was digested)."""
+        names = [*PARTS, *(n for n in self.parts if n not in PARTS)]
+        return [n for n in names if n in self.parts and before.get(n) != self.parts[n]]
+
+
+def input_digest(
+    spec: Spec,
+    settings: RunSettings,
+    *,
+    config: AtomConfig | None,
+    runs_dir: Path,
+    repeat: int | None = None,
+) -> InputDigest:
+    """`spec`'s input digest as it would run now (`repeat`: which of its repeats), with the
+    project's `config` (`.atom/config.yaml`) and its runs folder (never part of a workspace).
+
+    AtomError when an input cannot be read as the run would read it (a `ref:` that is no
+    commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
+    from pytest_atom.run.effective import with_limits  # the run's own view of the spec
+
+    spec = with_limits(spec, config)
+    env = _environment(spec)
+    return InputDigest(
+        {
+            "spec": _spec_part(spec, repeat),
+            "workspace": _workspace_part(spec, runs_dir),
+            "cassette": _file_part(_cassette(spec)),
+            "script": _file_part(spec.script),
+            "claude_code": _claude_version(spec),
+            "pytest_atom": __version__,
+            "environment": digest.of_value(_without_run_paths(env), compact=True),
+            "toolchain": _toolchain_part(spec, env),
+            "settings": _settings_part(settings, config),
+        }
+    )
+
+
+def _spec_part(spec: Spec, repeat: int | None) -> str:
+    from pytest_atom.agents.claude_code.configuration import config_hashes
+
+    return digest.of_value(
+        {
+            "document": spec.raw,
+            "name": spec.name,
+            "case": spec.case,
+            "case_vars": dict(spec.case_vars),
+            "prompt": spec.request if spec.request is not None else spec.prompt,
+            "criteria": list(spec.criteria),
+            "accept": [[c.kind, dict(c.params)] for c in spec.accept],
+            "steps": [[s.id, s.prompt, list(s.criteria)] for s in spec.steps],
+            "claude": config_hashes(spec.claude),
+            "limits": repr(spec.limits),
+            "repeat": repeat,
+        },
+        compact=True,
+    )
+
+
+def _workspace_part(spec: Spec, runs_dir: Path) -> str:
+    """The workspace as the copy takes it: each file's path, kind and bytes (a link's
+    target), or a `ref:` commit's tree id; ``absent`` for a spec without a workspace."""
+    from pytest_atom.run.workspace import fixture_source, list_workspace
+
+    if spec.workspace is None:
+        return ABSENT
+    listing = list_workspace(fixture_source(spec, runs_dir))
+    if listing.tree is not None:
+        return digest.of_value(["tree", listing.tree, list(spec.workspace_exclude)])
+    hashed = hashlib.sha256()
+    for rel in sorted(listing.files):
+        kind, data = _entry(listing.base / rel)
+        hashed.update(f"{kind} {rel} {len(data)}\n".encode())
+        hashed.update(data)
+    return digest.PREFIX + hashed.hexdigest()[:16]
+
+
+def _entry(path: Path) -> tuple[str, bytes]:
+    """A workspace entry's kind and bytes, links not followed (as the copy takes it)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return "missing", b""  # git lists it, the disk lacks it: the copy leaves it out
+    if stat.S_ISLNK(mode):
+        return "link", os.readlink(path).encode()
+    if stat.S_ISDIR(mode):  # a submodule: the copy takes its files
+        return "dir", digest.files_hash(path, (".git", *CACHE_DIRS)).encode()
+    if not stat.S_ISREG(mode):
+        return "special", b""
+    kind = "exec" if mode & stat.S_IXUSR else "file"
+    return kind, path.read_bytes()
+
+
+def _file_part(path: Path | None) -> str:
+    if path is None or not path.is_file():
+        return ABSENT
+    return digest.short(path.read_bytes())
+
+
+def _cassette(spec: Spec) -> Path:
+    from pytest_atom.replay.recording import cassette_path
+
+    return cassette_path(spec)
+
+
+def _claude_version(spec: Spec) -> str:
+    """The CLI the run would start, by its version (read from its install: no process);
+    an SDK app's executor is its own code, which the spec part names."""
+    from pytest_atom.agents.claude_code.cli import claude_version, find_claude
+    from pytest_atom.errors import ClaudeNotFoundError
+
+    try:
+        return claude_version(find_claude())
+    except ClaudeNotFoundError:
+        return ABSENT
+
+
+def _environment(spec: Spec) -> dict[str, str]:
+    """What the run's processes get from the caller and the spec (`environment.build_env`
+    without the run's folders): the passed variables, the fixed ones, the spec's `env:`."""
+    from pytest_atom.environment import FIXED, passed
+    from pytest_atom.spec.env import expand_env
+
+    env = passed(spec.pass_env)
+    for name, value in FIXED.items():
+        env.setdefault(name, value)
+    env.update(expand_env(spec))
+    return env
+
+
+def _without_run_paths(env: Mapping[str, str]) -> dict[str, str]:
+    from pytest_atom.environment import RUN_FOLDERS
+
+    return {k: v for k, v in sorted(env.items()) if k not in RUN_FOLDERS}
+
+
+def _toolchain_part(spec: Spec, env: Mapping[str, str]) -> str:
+    from pytest_atom.run.setup_key import toolchain
+
+    return digest.of_value(toolchain(_commands(spec), env.get("PATH", "")), compact=True)
+
+
+def _commands(spec: Spec) -> list[str]:
+    """The shell lines the run starts besides the agent: its set-up and command checks."""
+    checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
+    runs = [str(c.params["run"]) for c in checks if isinstance(c.params.get("run"), str)]
+    return [*spec.setup, *runs]
+
+
+def _settings_part(settings: RunSettings, config: AtomConfig | None) -> str:
+    values: dict[str, Any] = {name: getattr(settings, name) for name in OUTCOME_SETTINGS}
+    if config is not None:
+        values["config"] = _file_part(config.path)
+        folders: Sequence[Path] = (
+            config.root / ".atom" / "prompts",
+            *config.prompt_dirs,
+            *config.tools_paths,
+        )
+        values["folders"] = {
+            str(f): digest.files_hash(f, CACHE_DIRS) for f in folders if f.is_dir()
+        }
+    return digest.of_value(values, compact=True)

@@ -1,0 +1,147 @@
+"""`atom history why SPEC`: which inputs of a spec's items changed since their last stored
+outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
+
+For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
+compared with its input digest now (`history.digest`), part by part (`PARTS`). An item
+stored without a digest (recorded with the store off, imported, or before digests) is
+unknown: every part counts as changed, never "unchanged".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_atom.errors import AtomError, HistoryError
+from pytest_atom.history.cache import OK_OUTCOMES
+from pytest_atom.history.digest import PARTS, InputDigest
+from pytest_atom.history.recording import identity
+from pytest_atom.paths import SPEC_SUFFIX
+
+if TYPE_CHECKING:
+    from pytest_atom.history.records import ItemRecord
+    from pytest_atom.history.store import Store
+    from pytest_atom.spec.types import Spec
+
+__all__ = ["ItemWhy", "item_name", "specs_named", "why_items"]
+
+#: An item's digest now: (spec, repeat) -> its digest, None when an input cannot be read.
+DigestOf = Callable[["Spec", "int | None"], "InputDigest | None"]
+
+
+@dataclass(frozen=True)
+class ItemWhy:
+    """One item: its last stored record (None: never stored), the parts changed since, and
+    whether the outcome cache would report it now."""
+
+    spec: str
+    case: str | None
+    arm: str | None
+    repeat: int | None
+    stored: ItemRecord | None
+    changed: tuple[str, ...]
+    #: The digest could not be computed now: an input the run itself would refuse.
+    unreadable: bool = False
+
+    @property
+    def cached_now(self) -> bool:
+        """Whether ``--atom-cache`` would report the stored outcome instead of running."""
+        return (
+            self.stored is not None
+            and not self.changed
+            and not self.unreadable
+            and self.stored.outcome in OK_OUTCOMES
+        )
+
+    def line(self) -> str:
+        """``create-file: changed since run … (passed): workspace, cassette``."""
+        name = item_name(self.spec, self.case, self.arm, self.repeat)
+        if self.stored is None:
+            return f"{name}: no stored outcome: it runs"
+        since = f"run {self.stored.run_id} ({self.stored.outcome})"
+        if self.unreadable:
+            return f"{name}: its inputs cannot be read now (running it says why); last: {since}"
+        if self.stored.digest is None:
+            return f"{name}: {since} was stored without an input digest: unknown, it runs"
+        if not self.changed:
+            then = (
+                "--atom-cache reports it from the store"
+                if self.cached_now
+                else "it did not pass, so --atom-cache runs it"
+            )
+            return f"{name}: nothing changed since {since}: {then}"
+        parts = ", ".join(f"{p} ({PARTS[p]})" if p in PARTS else p for p in self.changed)
+        return f"{name}: changed since {since}: {parts}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "case": self.case,
+            "arm": self.arm,
+            "repeat": self.repeat,
+            "run_id": self.stored.run_id if self.stored else None,
+            "outcome": self.stored.outcome if self.stored else None,
+            "changed": list(self.changed),
+            "unreadable": self.unreadable,
+            "cached_now": self.cached_now,
+        }
+
+
+def item_name(spec: str, case: str | None, arm: str | None, repeat: int | None) -> str:
+    """``spec[case][arm][r2]``, the parts present only when set."""
+    parts = [f"[{p}]" for p in (case, arm) if p is not None]
+    return spec + "".join(parts) + (f"[r{repeat}]" if repeat is not None else "")
+
+
+def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> list[Spec]:
+    """The specs `name` stands for: a spec file's (``*.atom.yaml``), else the specs of that
+    base name, loaded from the files the store last ran them from. HistoryError when the
+    store holds no spec of that name and it is no spec file."""
+    given = Path(name)
+    if name.endswith(SPEC_SUFFIX) and given.is_file():
+        return load(given)
+    files: dict[Path, None] = {}
+    for series in store.series(name):
+        for item in store.item_history(*series, limit=1):
+            files[Path(item.spec_path)] = None
+    if not files:
+        raise HistoryError(
+            f"no spec {name!r} in the history store {store.url}: name a spec the store holds "
+            "(`atom history` lists them) or a spec file (specs/x.atom.yaml)"
+        )
+    found = [spec for file in files if file.is_file() for spec in load(file)]
+    return [spec for spec in found if identity(spec)[0] == name]
+
+
+def why_items(
+    store: Store, specs: Sequence[Spec], digest_of: DigestOf, repeats: int = 1
+) -> list[ItemWhy]:
+    """Each item of `specs` against its last stored run: the repeats that run stored (else
+    `repeats`), each compared with its digest now."""
+    out: list[ItemWhy] = []
+    for spec in specs:
+        name, case, arm = identity(spec)
+        last = store.item_history(name, case, arm, limit=1)
+        numbers: list[int | None] = [i.repeat for i in last] or (
+            [None] if repeats == 1 else list(range(1, repeats + 1))
+        )
+        by_repeat = {i.repeat: i for i in last}
+        for repeat in numbers:
+            out.append(_item_why(spec, repeat, by_repeat.get(repeat), digest_of))
+    return out
+
+
+def _item_why(
+    spec: Spec, repeat: int | None, stored: ItemRecord | None, digest_of: DigestOf
+) -> ItemWhy:
+    name, case, arm = identity(spec)
+    try:
+        now = digest_of(spec, repeat)
+    except AtomError:
+        now = None
+    if stored is None or now is None:
+        return ItemWhy(name, case, arm, repeat, stored, (), unreadable=now is None)
+    changed = tuple(PARTS) if stored.digest is None else tuple(now.changed(stored.digest_parts))
+    return ItemWhy(name, case, arm, repeat, stored, changed)
