@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import click
 
 from atom_cli.history_why_cmd import why as why_command
-from pytest_atom.errors import HistoryError, SettingsError
+from atom_cli.project_store import store_setting
+from pytest_atom.errors import HistoryError
 from pytest_atom.history.query import (
     FlakyReport,
     SpecRun,
@@ -32,11 +33,8 @@ from pytest_atom.history.query import (
     summarize,
 )
 from pytest_atom.history.store import Store, open_store
-from pytest_atom.history.urls import OFF, display_url, store_url
+from pytest_atom.history.urls import OFF, display_url
 from pytest_atom.inert import inert
-from pytest_atom.settings.options import BY_NAME
-from pytest_atom.settings.project import find_ini, find_project
-from pytest_atom.settings.resolved import Layer, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,38 +83,11 @@ class _HistoryGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-def _settings_store(given: str | None) -> tuple[str, Path]:
-    """The store's URL (or path) and the project's root: `given`, else the project's
-    setting (the ini file, `.atom/config.yaml`), else `.atom/history.db`."""
-    row = BY_NAME["history"]
-    try:
-        project = find_project()
-        ini = find_ini(project.root)
-        config = project.config
-        settings = resolve(  # the three places that name it, strongest first; not the harness
-            [
-                Layer("the command line", {"history": given}, key=lambda _: "--history"),
-                Layer(
-                    "the ini file",
-                    {"history": (ini.values if ini else {}).get(row.ini_name)},
-                    key=lambda _: row.ini_name,
-                ),
-                Layer(
-                    str(config.path or ".atom/config.yaml"),
-                    {"history": config.settings.get("history")},
-                ),
-            ]
-        )
-    except SettingsError as error:
-        raise click.ClickException(str(error)) from None
-    return store_url(settings.history, project.root), project.root
-
-
 @contextmanager
 def _store(given: str | None, *, create: bool = False) -> Iterator[Store | None]:
     """The store to read (None: there is none yet, or it is off); HistoryError as a
     ClickException naming the store and the fix."""
-    url, root = _settings_store(given)
+    url, root = store_setting(given)
     if url == OFF or (not create and "://" not in url and not Path(url).exists()):
         yield None
         return
@@ -180,7 +151,7 @@ def _show(
 ) -> None:
     with _store(given) as store:
         if store is None:
-            url, _ = _settings_store(given)
+            url, _ = store_setting(given)
             where = "off (--atom-history none)" if url == OFF else f"empty: no {url} yet"
             if as_json:
                 click.echo(json.dumps({"store": url, "runs": 0}))

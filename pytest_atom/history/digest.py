@@ -62,7 +62,16 @@ PARTS: Mapping[str, str] = {
 }
 #: The settings whose value can change an outcome (the rest say where files go, how many
 #: stay, what is selected or reported).
-OUTCOME_SETTINGS = ("record_mode", "match", "strict_version", "rejudge", "judge", "threshold")
+#: `require_calibration` decides whether a criterion gates or is advisory.
+OUTCOME_SETTINGS = (
+    "record_mode",
+    "match",
+    "strict_version",
+    "rejudge",
+    "judge",
+    "threshold",
+    "require_calibration",
+)
 #: A part whose input is missing (no cassette yet, no script).
 ABSENT = "absent"
 
@@ -119,6 +128,7 @@ def input_digest(
 
 def _spec_part(spec: Spec, repeat: int | None) -> str:
     from pytest_atom.agents.claude_code.configuration import config_hashes
+    from pytest_atom.calibration.record import calibration_file
 
     return digest.of_value(
         {
@@ -133,6 +143,8 @@ def _spec_part(spec: Spec, repeat: int | None) -> str:
             "claude": config_hashes(spec.claude),
             "limits": repr(spec.limits),
             "repeat": repeat,
+            # Whether a criterion gates reads its calibration (pytest_atom.judge.trust).
+            "calibration": _file_part(calibration_file(spec)) if spec.criteria else ABSENT,
         },
         compact=True,
     )

@@ -13,8 +13,9 @@ What is left out is found by what pytest-atom knows, not by names alone:
   dataset's rows may hold each task's answer), `cassette:` (with
   the ``.partial.yaml`` a failed recording keeps), its default cassette folder
   ``cassettes/<spec file stem>/``, and the fixture workspaces it names (`workspace:`
-  folders that are not the project itself, and ``workspaces/`` beside it); the spec
-  being run adds its own, wherever its file is;
+  folders that are not the project itself, and ``workspaces/`` beside it), and its
+  calibration folder ``calibration/<spec name>/`` (labelled samples: human verdicts on
+  attempts, and the judge's cassette); the spec being run adds its own, wherever its file is;
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
 MCP tapes need no rule of their own: a run's tape folder is in its run folder (never
@@ -34,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.calibration.record import FOLDER as CALIBRATION_DIR
 from pytest_atom.errors import YamlDocError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.workspaces import WORKSPACES_DIR
@@ -123,6 +125,9 @@ def _values(mapping: Any) -> list[tuple[str, str]]:
     if not isinstance(mapping, dict):
         return []
     values = [(key, mapping.get(key)) for key in _SPEC_SIDE]
+    name = mapping.get("name")
+    if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
+        values.append(("calibration", posixpath.join(CALIBRATION_DIR, name)))
     workspace = mapping.get("workspace")
     values.append(
         ("workspace", workspace.get("path") if isinstance(workspace, dict) else workspace)

@@ -379,8 +379,10 @@ def _extract_ref(top: Path, folder: Path, ref: str, dest: Path, exclude: Sequenc
     """The tree of `folder` at commit `ref`, through `git archive` (no worktree, no checkout)."""
     rel = folder.resolve().relative_to(top).as_posix()
     tree = ref if rel == "." else f"{ref}:{rel}"
+    # `REF:path^{tree}` would read `^{tree}` as part of the path: a subfolder's tree is
+    # named `REF:path`, the commit's own `REF^{tree}` (as `list_workspace` names them).
     try:
-        _git(top, "rev-parse", "--verify", "--quiet", f"{tree}^{{tree}}")
+        _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}" if rel == "." else tree)
     except WorkspaceError:
         raise WorkspaceError(
             f"workspace ref {ref!r} is not a commit of {top} that holds {rel}: "

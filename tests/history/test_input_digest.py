@@ -115,6 +115,20 @@ def test_the_project_prompts_are_settings_inputs(project: CacheProject) -> None:
     assert project.digest().changed(before.parts) == ["settings"]
 
 
+def test_a_criterions_calibration_and_the_required_kappa_are_inputs(
+    project: CacheProject,
+) -> None:
+    """Whether a criterion gates or is advisory reads both (pytest_atom.judge.trust)."""
+    spec = replace(project.spec(), criteria=("It says hello.",))
+    before = project.digest(spec=spec)
+    calibration = project.spec_file.parent / "calibration" / "greet" / "calibration.json"
+    calibration.parent.mkdir(parents=True)
+    calibration.write_text("{}\n")
+    assert project.digest(spec=spec).changed(before.parts) == ["spec"]
+    required = project.digest(RunSettings(require_calibration=0.6), spec=spec)
+    assert required.changed(project.digest(spec=spec).parts) == ["settings"]
+
+
 def _git(folder: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
 

@@ -49,6 +49,10 @@ def project(root: Path, *, git: bool = True) -> Path:
         "specs/recorded/unrelated.yaml": "not named by any spec\n",
         "specs/cassettes/other/other@b.yaml": "answer key\n",
         "specs/workspaces/calc/calc.py": "def add(a, b): return a - b\n",
+        # Labelled samples hold human verdicts on attempts: an answer key too.
+        "specs/calibration/task/samples/good.yaml": "verdicts: [pass]\n",
+        "specs/calibration/other/calibration.json": "{}\n",
+        "specs/calibration/notes.md": "no spec's folder\n",
         ".atom/config.yaml": 'version: "1"\npaths: [specs]\n',
         ".atom/last-run.json": "{}\n",
     }
@@ -68,11 +72,18 @@ def listing(folder: Path) -> list[str]:
     )
 
 
-KEPT = ["specs/recorded/unrelated.yaml", "src/app.py", "tests/cassettes/test_app/test_app.yaml"]
+KEPT = [
+    "specs/calibration/notes.md",
+    "specs/recorded/unrelated.yaml",
+    "src/app.py",
+    "tests/cassettes/test_app/test_app.yaml",
+]
 KEPT += ["tests/test_app.py"]
 LEFT_OUT = [
     ".atom/config.yaml",
     ".atom/last-run.json",
+    "specs/calibration/other/calibration.json",
+    "specs/calibration/task/samples/good.yaml",
     "specs/cassettes/other/other@b.yaml",
     "specs/other.atom.yaml",
     "specs/recorded/other.partial.yaml",

@@ -95,6 +95,15 @@ def test_a_ref_takes_the_commit_and_exclude_drops_globs(tmp_path: Path) -> None:
     assert (dest / "src" / "app.py").read_text() == "print('v1')\n"
 
 
+def test_a_ref_of_a_subfolder_takes_that_folder_at_the_commit(tmp_path: Path) -> None:
+    project = git_project(tmp_path / "p")
+    (project / "src" / "app.py").write_text("print('working copy')\n")  # not committed
+    dest = tmp_path / "copy"
+    copy_workspace(WorkspaceSource(project / "src", ref="HEAD"), dest)
+    assert listing(dest) == ["app.py"]
+    assert (dest / "app.py").read_text() == "print('v1')\n"
+
+
 def test_an_unknown_ref_is_an_error_and_leaves_nothing(tmp_path: Path) -> None:
     project = git_project(tmp_path / "p")
     dest = tmp_path / "runs" / "a01"
