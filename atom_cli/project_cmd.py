@@ -139,6 +139,16 @@ _IGNORES_RUNS = {
     for path in (".atom", ".atom/runs")
     for suffix in ("", "/", "/*", "/**")
 }
+#: The history store's embedded default (with SQLite's -wal and -shm files): every session
+#: records into it, and it is the project's own, never committed (a team shares a
+#: PostgreSQL store instead, `--atom-history postgresql://…`).
+HISTORY_IGNORE = ".atom/history.db*"
+_IGNORES_HISTORY = {
+    prefix + path + suffix
+    for prefix in ("", "/")
+    for path, suffixes in ((".atom", ("", "/", "/*", "/**")), (".atom/history.db", ("*",)))
+    for suffix in suffixes
+}
 #: What a failed recording keeps beside the cassette it did not replace: never committed.
 PARTIALS_IGNORE = "*.partial.yaml"
 _IGNORES_PARTIALS = {PARTIALS_IGNORE, "**/" + PARTIALS_IGNORE, "/**/" + PARTIALS_IGNORE}
@@ -202,8 +212,8 @@ def _write_scaffold(directory: Path, relative: str, content: str, force: bool) -
 
 
 def _ignore_runs(directory: Path) -> str:
-    """Keep run folders (the last results among them) and failed recordings' partial
-    cassettes out of git."""
+    """Keep run folders (the last results among them), the history store and failed
+    recordings' partial cassettes out of git."""
     path = directory / ".gitignore"
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     lines = {line.strip() for line in text.splitlines()}
@@ -211,12 +221,13 @@ def _ignore_runs(directory: Path) -> str:
         (comment, pattern)
         for comment, pattern, known in (
             ("pytest-atom run folders and last-run.json", RUNS_IGNORE, _IGNORES_RUNS),
+            ("pytest-atom's run history store", HISTORY_IGNORE, _IGNORES_HISTORY),
             ("pytest-atom: what failed recordings kept", PARTIALS_IGNORE, _IGNORES_PARTIALS),
         )
         if not lines & known
     ]
     if not missing:
-        return f".gitignore already ignores {RUNS_IGNORE} and {PARTIALS_IGNORE}"
+        return f".gitignore already ignores {RUNS_IGNORE}, {HISTORY_IGNORE} and {PARTIALS_IGNORE}"
     prefix = "" if not text or text.endswith("\n") else "\n"
     with path.open("a", encoding="utf-8") as out:
         out.write(prefix + "".join(f"# {comment}\n{pattern}\n" for comment, pattern in missing))

@@ -59,6 +59,7 @@ def test_init_creates_a_project_that_pytest_atom_runs_offline(
     assert not (root / "pyproject.toml").exists()  # pytest's settings are left alone
     assert (root / ".gitignore").read_text().splitlines()[1::2] == [
         ".atom/runs/",  # last-run.json included: it is written in the runs folder
+        ".atom/history.db*",  # the history store every session records into
         "*.partial.yaml",
     ]
 
@@ -114,7 +115,11 @@ def test_init_twice_keeps_files_and_adds_nothing_twice(tmp_path: Path) -> None:
     assert not (tmp_path / "pyproject.toml").exists()
     assert (tmp_path / ".gitignore").read_text().count(".atom/runs/") == 1
     assert (tmp_path / ".gitignore").read_text().count("*.partial.yaml") == 1
-    assert ".gitignore already ignores .atom/runs/ and *.partial.yaml" in again.output
+    assert (tmp_path / ".gitignore").read_text().count(".atom/history.db*") == 1
+    assert (
+        ".gitignore already ignores .atom/runs/, .atom/history.db* and *.partial.yaml"
+        in again.output
+    )
 
     forced = run_init(str(tmp_path), "--force")
     assert "overwrote specs/hello.atom.yaml" in forced.output
@@ -141,6 +146,7 @@ def test_init_leaves_an_existing_pyproject_as_it_was(tmp_path: Path) -> None:
     assert "pyproject.toml" not in result.output
     assert (tmp_path / ".gitignore").read_text() == (
         "node_modules\n# pytest-atom run folders and last-run.json\n.atom/runs/\n"
+        "# pytest-atom's run history store\n.atom/history.db*\n"
         "# pytest-atom: what failed recordings kept\n*.partial.yaml\n"
     )
 
