@@ -299,9 +299,11 @@ FUNCTION_LINES = 60
 #: Modules and functions allowed over the limits, each with why. Only declarative tables
 #: qualify (a table of options, a schema): their length is their content, and a split
 #: would scatter one declaration over files. Keys: a module's path from the repository's
-#: root, or ``path::function``. None is over today: `settings/options.py`, the option table,
-#: fits without an entry.
-DECLARATIVE_TABLES: dict[str, str] = {}
+#: root, or ``path::function``.
+DECLARATIVE_TABLES: dict[str, str] = {
+    "pytest_atom/settings/options.py": "the option table: one row per setting, each with its "
+    "help text (history, cache, calibration and thresholds added seven)",
+}
 
 
 def sizes(root: Path, base: Path = PACKAGE.parent) -> Iterator[tuple[str, int, int]]:
