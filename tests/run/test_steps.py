@@ -278,7 +278,7 @@ def test_the_trace_nests_steps_with_their_attempts_and_rollbacks(tmp_path: Path)
 def test_shipped_step_fixtures_replay_and_the_rollback_reruns_step_two(
     shipped_run: ShippedRun,
 ) -> None:
-    assert "7 passed, 1 xfailed" in shipped_run.output  # the step fixtures among them
+    assert "12 passed, 1 xfailed" in shipped_run.output  # the step fixtures among them
     [run] = shipped_run.runs.glob("rollback-steps-*")
     steps = run / "steps"
     attempts = {
