@@ -34,7 +34,7 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--window-size=1280,1800",
 )
-FIXTURE_SPECS = (
+FIXTURE_SPECS: tuple[str, ...] = (
     "configured",
     "create-file",
     "fix-failing-test",
