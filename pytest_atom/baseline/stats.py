@@ -15,8 +15,9 @@ error bars to evals"; Chen et al. 2021 for pass@k):
 - a suite-wide change gets a paired bootstrap over specs with a fixed seed, so the same
   results give the same interval.
 
-Only the t quantiles, Fisher's test and the exact power need scipy, imported when first
-used (`require_scipy` says how to install it); the rest is the standard library.
+Only the t quantiles and the exact power need scipy, imported when first used
+(`require_scipy` says how to install it); the rest (Fisher's test among it, by exact integer
+sums) is the standard library.
 """
 
 from __future__ import annotations
@@ -169,10 +170,16 @@ def newcombe(
 
 def fisher_drop(before: tuple[int, int], after: tuple[int, int]) -> float:
     """One-sided p-value of Fisher's exact test that the pass rate dropped from `before`
-    to `after` (each (passed, runs))."""
+    to `after` (each (passed, runs)): P(X >= passed before), X hypergeometric over the 2x2
+    table's margins, as scipy's ``fisher_exact(alternative="greater")`` gives it. Exact
+    integer sums, no scipy: `atom history`'s trends and `atom diff` use it too."""
     (c1, n1), (c2, n2) = before, after
-    table = [[c1, n1 - c1], [c2, n2 - c2]]
-    return float(require_scipy().fisher_exact(table, alternative="greater").pvalue)
+    total, passes = n1 + n2, c1 + c2
+    tail = sum(
+        math.comb(passes, x) * math.comb(total - passes, n1 - x)
+        for x in range(c1, min(passes, n1) + 1)
+    )
+    return min(1.0, tail / math.comb(total, n1))
 
 
 def cmh_drop(strata: Sequence[tuple[tuple[int, int], tuple[int, int]]]) -> float:

@@ -4,10 +4,8 @@
   interval, mean tokens, cost and wall time per item, the last outcome, and a trend where
   the change is beyond noise. The trend is the gate's own test (`baseline.gate`): the
   window's older half of runs against its newer half, Fisher's exact test one-sided each
-  way, Holm-adjusted over the series, at the gate's alpha. Fisher's p-value is computed
-  here exactly, from the hypergeometric distribution (`fisher_drop`, the same number as
-  `baseline.stats.fisher_drop`, which asks scipy): the listing needs no scipy, and answers
-  in well under a second.
+  way, Holm-adjusted over the series, at the gate's alpha (`baseline.stats.fisher_drop`,
+  exact and without scipy).
 - `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
 - `flaky`: the items whose outcome changed while their input digest did not. An item
   recorded without a digest (`digest` None: before the outcome cache computed one) is
@@ -20,7 +18,6 @@ A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +36,6 @@ __all__ = [
     "SpecRun",
     "Summary",
     "Trend",
-    "fisher_drop",
     "flaky",
     "series_name",
     "spec_runs",
@@ -55,20 +51,6 @@ def series_name(series: SeriesKey) -> str:
     """``spec[case][arm]``, as `Spec.name` spells it."""
     spec, case, arm = series
     return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
-
-
-def fisher_drop(before: Counts, after: Counts) -> float:
-    """One-sided p-value of Fisher's exact test that the pass rate dropped from `before` to
-    `after` (each (passed, runs)): P(X >= passed before), X hypergeometric over the 2x2
-    table's margins, exactly as scipy's ``fisher_exact(alternative="greater")``."""
-    (c1, n1), (c2, n2) = before, after
-    total, passes = n1 + n2, c1 + c2
-    denominator = math.comb(total, n1)
-    tail = sum(
-        math.comb(passes, x) * math.comb(total - passes, n1 - x)
-        for x in range(c1, min(passes, n1) + 1)
-    )
-    return min(1.0, tail / denominator)
 
 
 def _counts(items: Sequence[ItemRecord] | Sequence[ItemFigures]) -> Counts:
@@ -195,7 +177,8 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
     for direction in ("worse", "better"):
         pairs = [s.halves for s in tested if s.halves]
         p_values = [
-            fisher_drop(b, a) if direction == "worse" else fisher_drop(a, b) for b, a in pairs
+            stats.fisher_drop(b, a) if direction == "worse" else stats.fisher_drop(a, b)
+            for b, a in pairs
         ]
         for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
             if adjusted < ALPHA and each.halves:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -59,6 +60,22 @@ def test_t_and_welch_intervals_agree_with_scipy() -> None:
     ci = result.confidence_interval(0.95)
     assert welch is not None and (welch.low, welch.high) == pytest.approx((ci.low, ci.high))
     assert stats.mean_interval([1.0]) is None
+
+
+def test_fisher_by_exact_sums_gives_scipys_p_values_over_every_small_table() -> None:
+    """No scipy needed: `atom history`'s trends and `atom diff` call it in any install."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for c1, n1, c2, n2 in itertools.product(range(9), range(1, 9), range(9), range(1, 9)):
+        if c1 <= n1 and c2 <= n2:
+            table = [[c1, n1 - c1], [c2, n2 - c2]]
+            expected = scipy_stats.fisher_exact(table, alternative="greater").pvalue
+            assert stats.fisher_drop((c1, n1), (c2, n2)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_drop_from_all_to_none_over_ten_runs_is_beyond_noise_and_one_failure_is_not() -> None:
+    assert stats.fisher_drop((10, 10), (0, 10)) < 1e-4
+    assert stats.fisher_drop((10, 10), (9, 10)) == pytest.approx(0.5)
+    assert stats.fisher_drop((0, 10), (10, 10)) == 1.0
 
 
 def test_fisher_and_cmh_against_scipy() -> None:
