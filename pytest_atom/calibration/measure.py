@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_atom.calibration import agreement as stats
@@ -84,7 +84,7 @@ def measure(
     spec: Spec, judged: Sequence[Judged], identity: Mapping[str, JudgeIdentity]
 ) -> dict[str, CriterionCalibration]:
     """Each labelled criterion's calibration from one judge's verdicts."""
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     found: dict[str, CriterionCalibration] = {}
     for number, text in enumerate(spec.criteria, 1):
         rows = _rows(judged, number, text)

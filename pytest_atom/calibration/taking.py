@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_atom.agents.claude_code import configuration
@@ -87,7 +87,7 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
         "run": found.run_id,
         "folder": found.folder.name,
         "attempt": attempt.name,
-        "taken": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "taken": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     return Sample(path, base_name(spec), seen, (), source)
 

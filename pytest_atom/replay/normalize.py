@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from pytest_atom.replay.placeholders import PathMasks
@@ -241,7 +241,7 @@ def mask_durations(text: str) -> str:
 def run_dates(now: datetime | None = None) -> list[str]:
     """Dates the CLI may write today: local and UTC, and yesterday (a run crossing midnight)."""
     now = now or datetime.now()
-    days: set[date] = {now.date(), now.astimezone(timezone.utc).date()}
+    days: set[date] = {now.date(), now.astimezone(UTC).date()}
     days |= {d - timedelta(days=1) for d in days}
     return sorted(d.isoformat() for d in days)
 

@@ -11,7 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -297,7 +297,7 @@ class ModelSource:
             "spec_hash": spec_hash(spec),
             "prompt_hash": prompt_hash(spec),
             **({"case_hash": case_hash(spec)} if spec.case is not None else {}),
-            "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "upstream": tape.upstream_label,
         }
         if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
@@ -335,7 +335,7 @@ class ModelSource:
         old = tape.cassette
         recorded = old.interactions[: tape.original_count]
         metadata = dict(old.metadata)
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         if self.kind == "refresh":
             unplayed = tape.unplayed()
             if unplayed:

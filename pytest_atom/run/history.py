@@ -8,12 +8,12 @@ failing test can show what happened and when.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class IterationHistory:
@@ -34,10 +34,10 @@ class IterationHistory:
         now = self._clock()
         # A naive clock is taken to be UTC already: astimezone() would assume local time.
         if now.tzinfo is None:
-            now = now.replace(tzinfo=timezone.utc)
+            now = now.replace(tzinfo=UTC)
         entry: dict[str, Any] = {
             "iteration": iteration,
-            "timestamp": now.astimezone(timezone.utc).isoformat(),
+            "timestamp": now.astimezone(UTC).isoformat(),
             "stdout": "",
             "returncode": -1,
         }

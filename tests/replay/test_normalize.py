@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -215,7 +215,7 @@ def test_run_dates_cover_local_utc_and_the_day_before() -> None:
     assert run_dates(west) == ["2026-11-21", "2026-11-22", "2026-11-23"]
     east = datetime(2026, 11, 22, 3, 0, tzinfo=timezone(timedelta(hours=9)))  # UTC: the 21st
     assert run_dates(east) == ["2026-11-20", "2026-11-21", "2026-11-22"]
-    assert run_dates(datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)) == [
+    assert run_dates(datetime(2026, 3, 1, 12, 0, tzinfo=UTC)) == [
         "2026-02-28",
         "2026-03-01",
     ]

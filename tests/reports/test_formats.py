@@ -14,11 +14,11 @@ import dataclasses
 import importlib
 import pickle
 import pkgutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 
 import pytest_atom.reports
 from pytest_atom.reports.builtin import BUILT_IN_FORMATS

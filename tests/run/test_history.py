@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from pytest_atom.run.history import IterationHistory
 
-T0 = datetime(2025, 1, 15, 10, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 15, 10, 0, 0, tzinfo=UTC)
 
 
 def test_entries_keep_order_number_timestamp_and_fields() -> None:
@@ -70,12 +70,12 @@ def test_naive_clock_means_utc_not_local_time(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_default_clock_is_aware_utc_now() -> None:
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     history = IterationHistory()
     history.add_iteration(1, {"stdout": "x", "returncode": 0})
     stamp = datetime.fromisoformat(history.get_all_iterations()[0]["timestamp"])
     assert stamp.utcoffset() == timedelta(0)
-    assert before <= stamp <= datetime.now(timezone.utc)
+    assert before <= stamp <= datetime.now(UTC)
 
 
 def test_get_all_iterations_returns_a_copy() -> None:
