@@ -2,12 +2,21 @@
 
 A project's store (SQLite at ``.atom/history.db`` by default, PostgreSQL for a team, one
 schema) holds one record per session (`pytest --atom`, `atom run`, an import, a rescore) and
-one per item (spec, case, arm, repeat). Everything that reads the past reads this store:
-`atom history` (pass rates, trends, flaky items), `atom diff`, `atom rescore`,
-``--atom-last-failed``, the outcome cache (``--atom-cache``, `atom history why`) and
-`atom bisect`.
+one per item (spec, case, arm, repeat). Everything that reads the past reads this store.
 
-Where to add: a new stored field is a column of the schema and a field of the records, with a
-migration step for stores that already exist; a new question about the past is a query of the
-store and a command in `atom_cli`.
+- The store: `records` (what is kept), `store` (the protocol, `open_store`), one module per
+  backend (`sqlite`, `postgres`) over what they share (`sql`), `schema` (the versioned SQL
+  and its migration steps), `urls` (where a store is).
+- Writing: `recording` (a session's typed results as records, the one write per session),
+  `imports` (`atom history import`: CI shards and artifacts).
+- Reading: `query` (`atom history`: pass rates, trends, flaky items), `diff` (`atom diff`),
+  `view` (the HTML report's comparison and trends), `last_failed` (``--atom-last-failed``).
+- Acting on it: `rescore` (`atom rescore`), `digest`, `cache` and `why` (the outcome cache,
+  ``--atom-cache``, `atom history why`), `bisect` (`atom bisect` over Claude Code releases).
+
+Where to add: a new stored field is a column of `schema` and a field of `records`, with a
+migration step for stores that already exist, filled in `recording`; a new backend is one
+module implementing `store.Store`, chosen in `open_store`; a new question about the past is a
+query here and a command in `atom_cli`; a new input of the outcome cache is a part in
+`digest.PARTS`, with a test changing it alone.
 """
