@@ -57,11 +57,10 @@ def _spec_file(path: Path, data: Cassette) -> tuple[Path | None, str]:
 def _knowing(spec: Spec) -> Scrubber:
     """A Scrubber that also knows `spec`'s secrets (with the project's `pass_env:` of
     ``.atom/config.yaml``, as its run has them) and its project's env files'."""
-    from pytest_atom.run.effective import with_limits
     from pytest_atom.settings.config import load_config
 
     try:
-        spec = with_limits(spec, load_config(cwd=spec.root))
+        spec = spec.with_limits(load_config(cwd=spec.root))
     except Exception:  # noqa: BLE001 - a broken config only costs its pass_env: names
         pass
     known: dict[str, str] = {}

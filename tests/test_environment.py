@@ -190,14 +190,13 @@ def test_a_spec_may_not_set_the_runs_folders_in_env(tmp_path: Path) -> None:
 
 
 def test_the_config_takes_pass_env_and_a_spec_adds_to_it(tmp_path: Path) -> None:
-    from pytest_atom.run.effective import with_limits
 
     (tmp_path / ".atom").mkdir()
     write(tmp_path / ".atom" / "config.yaml", "pass_env: [JAVA_OPTS, 'CI_*']\n")
     config = load_config(cwd=tmp_path)
     assert config.pass_env == ("JAVA_OPTS", "CI_*")
     spec = load_spec(write(tmp_path / "s.atom.yaml", "prompt: p\npass_env: ['MYAPP_*', CI_*]\n"))
-    assert with_limits(spec, config).pass_env == ("JAVA_OPTS", "CI_*", "MYAPP_*")
+    assert spec.with_limits(config).pass_env == ("JAVA_OPTS", "CI_*", "MYAPP_*")
 
 
 def test_a_bad_config_pass_env_names_the_file_and_line(tmp_path: Path) -> None:

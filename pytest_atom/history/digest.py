@@ -107,9 +107,8 @@ def input_digest(
 
     AtomError when an input cannot be read as the run would read it (a `ref:` that is no
     commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
-    from pytest_atom.run.effective import with_limits  # the run's own view of the spec
 
-    spec = with_limits(spec, config)
+    spec = spec.with_limits(config)  # the run's own view of the spec
     env = _environment(spec)
     return InputDigest(
         {

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.calibration.record import FOLDER as CALIBRATION_DIR
 from pytest_atom.errors import YamlDocError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.spec.workspaces import WORKSPACES_DIR
@@ -44,6 +43,10 @@ from pytest_atom.spec.workspaces import WORKSPACES_DIR
 ATOM_DIR = ".atom"
 #: What a failed recording keeps beside the cassette it did not replace.
 PARTIAL_SUFFIX = ".partial.yaml"
+#: A spec's labelled samples and its judge's cassette, beside it: ``calibration/<spec name>/``
+#: (`pytest_atom.calibration.record.FOLDER`, which a test holds equal: not imported, so a
+#: run loads no calibration module).
+CALIBRATION_DIR = "calibration"
 #: Spec keys naming a file or folder beside the spec file.
 _SPEC_SIDE = ("script", "oracle", "cassette", "cases")
 

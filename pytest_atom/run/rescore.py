@@ -34,7 +34,6 @@ from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.run.effective import with_limits
 from pytest_atom.run.execution import AttemptLoop, session_id_for
 from pytest_atom.run.spec_run import RunScope, new_run
 from pytest_atom.settings.options import RunSettings
@@ -141,7 +140,7 @@ def rescore_spec(
     """`attempt` judged by today's `spec` in a new run folder under `runs_dir`: the
     reflector's verdict (when the spec has criteria) and the decision it comes to."""
     started = time.perf_counter()
-    spec = with_limits(spec, scope.config)
+    spec = spec.with_limits(scope.config)
     remember_spec_secrets(spec, scope.project_dir)  # before any Scrubber of this run
     settings = replace(settings, rejudge=False, resume=None)
     run = new_run(spec, runs_dir, settings, scope, claude_bin)

@@ -38,7 +38,6 @@ from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run.effective import with_limits
 from pytest_atom.run.execution import (
     AttemptLoop,
 )
@@ -93,7 +92,7 @@ def run_spec(
         raise spend.refuse(spec.name)
     started, wall = time.perf_counter(), time.time()
     settings = settings or RunSettings()
-    spec = with_limits(spec, scope.config)
+    spec = spec.with_limits(scope.config)
     # The secrets of the spec's `env:` and `pass_env:` and of the env files (the project's,
     # the workspace's): scrubbed from every request, the reflector's too, and all that is
     # written, since every Scrubber of this run is made after this.

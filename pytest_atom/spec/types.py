@@ -12,9 +12,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.cost.limits import Limits
+
+if TYPE_CHECKING:
+    from pytest_atom.settings.config import AtomConfig
 
 SPEC_SCHEMA: dict[str, Any] = json.loads(
     Path(__file__).with_name("spec_schema.json").read_text(encoding="utf-8")
@@ -274,6 +277,23 @@ class Spec:
         ``--atom-threshold``: the author's statement is part of the test, and its
         `pass_at_least:` counts passes of exactly those runs."""
         return self if self.repeats is not None else replace(self, repeats=repeat)
+
+    def with_limits(self, config: AtomConfig | None) -> Spec:
+        """This spec as it runs in its project (`config`: its `.atom/config.yaml`): its own
+        limits over the project's, per key, and the project's `pass_env:` in front of its
+        own (as tox's pass_env). A method of the spec, light on purpose: the run, the
+        outcome cache's input digest and `atom cassette secrets` all read a spec this way.
+
+        The timeout is the spec's (``limits.timeout``, else its top-level ``timeout``), else
+        the project's ``limits.timeout``, else the default 600 s; `Spec.timeout` carries it
+        too, so every report names the timeout that applied.
+        """
+        limits = self.limits.over(config.limits if config is not None else Limits())
+        timeout = limits.timeout if limits.timeout is not None else self.timeout
+        passed = tuple(dict.fromkeys([*(config.pass_env if config else ()), *self.pass_env]))
+        return replace(
+            self, limits=replace(limits, timeout=timeout), timeout=timeout, pass_env=passed
+        )
 
 
 def steps_prompt(steps: Sequence[Step]) -> str:

@@ -12,7 +12,6 @@ import pytest
 from pytest_atom.cost.limits import Budget, Limits, parse_limits
 from pytest_atom.errors import ConfigError, SpecError
 from pytest_atom.events.agent import Event, parse_event
-from pytest_atom.run.effective import with_limits
 from pytest_atom.settings.config import load_config
 from pytest_atom.spec.load import load_specs
 
@@ -129,13 +128,13 @@ def test_config_limits_are_the_defaults_and_the_spec_wins(tmp_path: Path) -> Non
     config_file.write_text("limits: {max_turns: 10, timeout: 45, max_tokens: 1000}\n")
     config = load_config(cwd=tmp_path)
     (spec,) = load_specs(spec_file(tmp_path, "limits: {max_turns: 3}\n"))
-    effective = with_limits(spec, config)
+    effective = spec.with_limits(config)
     assert effective.limits == Limits(max_turns=3, max_tokens=1000, timeout=45)
     assert effective.timeout == 45  # reports name the timeout that applied
     (own,) = load_specs(spec_file(tmp_path, "timeout: 90\n"))
-    assert with_limits(own, config).timeout == 90  # the spec's old key beats the project's
+    assert own.with_limits(config).timeout == 90  # the spec's old key beats the project's
     (plain,) = load_specs(spec_file(tmp_path, ""))
-    assert with_limits(plain, None).limits == Limits(timeout=600)
+    assert plain.with_limits(None).limits == Limits(timeout=600)
     config_file.write_text("limits: {max_turns: many}\n")
     with pytest.raises(ConfigError, match=r"'max_turns' must be a whole number.*config.yaml:1"):
         load_config(cwd=tmp_path)

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_atom.calibration import record
 from pytest_atom.errors import SpecError
 from pytest_atom.reports.text import failure_report, left_out_files_line
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.run import own_files as own_files_module
 from pytest_atom.run.own_files import own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
@@ -93,6 +95,10 @@ LEFT_OUT = [
     "specs/task.atom.yaml",
     "specs/workspaces/calc/calc.py",
 ]
+
+
+def test_the_calibration_folder_left_out_is_the_one_calibration_writes() -> None:
+    assert own_files_module.CALIBRATION_DIR == record.FOLDER
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "no-git"])
@@ -222,6 +228,6 @@ def test_the_agents_listing_names_no_spec_script_cassette_or_atom(
     assert sorted(result.left_out) == LEFT_OUT
     # What was left out is in the trace and in the failure report.
     assert build_trace(result)["atom"]["left_out"] == LEFT_OUT
-    assert "workspace: the workspace copy left out 10 of pytest-atom's own" in failure_report(
+    assert "workspace: the workspace copy left out 12 of pytest-atom's own" in failure_report(
         result
     )
