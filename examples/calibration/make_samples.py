@@ -4,10 +4,11 @@
 
 What it does, the way a person calibrating a judge would:
 
-1. writes specs/scripts/summary.yaml: a stochastic agent whose `choices:` are the SUMMARY.md
-   texts in `ATTEMPTS`, good and bad;
+1. writes specs/scripts/attempts.yaml: a stochastic agent whose `choices:` are the SUMMARY.md
+   texts in `ATTEMPTS`, good and bad, and specs/scripts/summary.yaml, the spec's own script:
+   the first, good attempt alone, so the shipped spec passes every time it runs;
 2. runs the spec once per planned sample with `atom run --seed S` (S a seed that draws that
-   attempt), in a copy of this folder, and labels each run with `atom label RUN SPEC
+   attempt), in a copy of this folder whose spec plays attempts.yaml, and labels each run with `atom label RUN SPEC
    --pass|--fail --note …` (the human's verdict: `ATTEMPTS`' own);
 3. writes specs/calibration/summary-for-a-manager/script.yaml: the judge's scripted verdicts,
    one per sample in file order for the spec's own judge and then for the `reworded` arm.
@@ -144,34 +145,41 @@ MISSED = {
 
 def agent_script() -> dict[str, object]:
     """The stochastic agent: one choice per attempt, equally likely."""
-    choices = [
+    choices = [{"weight": 1, "turns": _turns(text)} for text, *_ in ATTEMPTS.values()]
+    return {"turns": [{"choices": choices}], "reflector": [{"verdict": _VERDICT}]}
+
+
+def spec_script() -> dict[str, object]:
+    """The spec's own agent: the first attempt (a good one), every time."""
+    text = next(iter(ATTEMPTS.values()))[0]
+    return {"turns": _turns(text), "reflector": [{"verdict": _VERDICT}]}
+
+
+def _turns(text: str) -> list[dict[str, object]]:
+    return [
         {
-            "weight": 1,
-            "turns": [
+            "text": "Writing the summary.",
+            "tool_use": [
                 {
-                    "text": "Writing the summary.",
-                    "tool_use": [
-                        {
-                            "name": "Bash",
-                            "input": {
-                                "command": f"cat > SUMMARY.md <<'EOF'\n{text}\nEOF",
-                                "description": "Write SUMMARY.md",
-                            },
-                        }
-                    ],
-                },
-                {"text": "SUMMARY.md is written.\n\nEXIT_LOOP_NOW"},
+                    "name": "Bash",
+                    "input": {
+                        "command": f"cat > SUMMARY.md <<'EOF'\n{text}\nEOF",
+                        "description": "Write SUMMARY.md",
+                    },
+                }
             ],
-        }
-        for text, *_ in ATTEMPTS.values()
+        },
+        {"text": "SUMMARY.md is written.\n\nEXIT_LOOP_NOW"},
     ]
-    verdict = {
-        "score": 0.9,
-        "decision": "proceed",
-        "criteria": [{"criterion": "the summary", "met": True, "evidence": REASONS[True]}],
-        "feedback": "",
-    }
-    return {"turns": [{"choices": choices}], "reflector": [{"verdict": verdict}]}
+
+
+#: The run's own verdict (a sample's verdict is the human's, and the judge's is calibrated).
+_VERDICT = {
+    "score": 0.9,
+    "decision": "proceed",
+    "criteria": [{"criterion": "the summary", "met": True, "evidence": REASONS[True]}],
+    "feedback": "",
+}
 
 
 def seed_for(script: Path, index: int, start: int) -> int:
@@ -197,9 +205,13 @@ def atom(*args: str, cwd: Path, ok: tuple[int, ...] = (0,)) -> str:
 
 
 def main() -> None:
-    script = HERE / "specs" / "scripts" / "summary.yaml"
-    header = "# The stochastic agent of summary.atom.yaml: written by make_samples.py.\n"
+    scripts = HERE / "specs" / "scripts"
+    script = scripts / "attempts.yaml"
+    header = "# The stochastic agent make_samples.py draws the labelled attempts from.\n"
     script.write_text(header + yaml.safe_dump(agent_script(), sort_keys=False, width=100))
+    header = "# summary.atom.yaml's own agent, a good attempt: written by make_samples.py.\n"
+    own = header + yaml.safe_dump(spec_script(), sort_keys=False, width=100)
+    (scripts / "summary.yaml").write_text(own)
     calibration = HERE / "specs" / "calibration" / SPEC
     samples = calibration / "samples"
     shutil.rmtree(samples, ignore_errors=True)
@@ -209,6 +221,9 @@ def main() -> None:
         shutil.copytree(HERE, work)
         (work / ".atom").mkdir(exist_ok=True)
         (work / ".atom" / "config.yaml").write_text("keep_runs: 0\n")
+        spec = work / SPEC_FILE
+        played = "script: scripts/attempts.yaml"
+        spec.write_text(spec.read_text().replace("script: scripts/summary.yaml", played))
         number, seed = 0, 1
         for index, (name, (_, met, note, count)) in enumerate(ATTEMPTS.items()):
             for _ in range(count):
