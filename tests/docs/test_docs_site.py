@@ -88,7 +88,9 @@ def test_the_site_names_every_atom_option_and_ini_key(site: Path) -> None:
         timeout=120,
         check=True,
     )
-    options = set(re.findall(r"(?<![\w-])--atom(?:-[a-z0-9-]+)?", done.stdout))
+    # Whole names only: a help text wrapped inside a name (pytest 8.0's argparse breaks
+    # on hyphens: "--atom-min-pass-" then "rate") leaves a piece, which is no option.
+    options = set(re.findall(r"(?<![\w-])--atom(?:-[a-z0-9]+)*(?![\w-])", done.stdout))
     ini_keys = set(re.findall(r"^\s+(atom_\w+)\s", done.stdout, re.MULTILINE))
     assert "--atom-record-mode" in options and "atom_record_mode" in ini_keys
     page = _text(site / "reference" / "options" / "index.html")
