@@ -9,31 +9,18 @@ where they fail.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
 from tests.helpers import ShippedRun, capture
+from tests.html_helpers import chromium_driver
 
-CHROMIUM_ARGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--window-size=1280,1800",
-)
 FIXTURE_SPECS: tuple[str, ...] = (
     "configured",
     "create-file",
@@ -49,34 +36,16 @@ CASES = tuple(f"greetings[{c}]" for c in ("english", "french", "german", "italia
 FIXTURE_SPECS += CASES
 
 
-def _browser() -> tuple[str, str]:
-    """Chromium and its driver; a skip (a failure in CI) that says how to install them."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if chromium and driver:
-        return chromium, driver
-    reason = "Chromium and chromedriver are needed: apt-get install chromium chromium-driver"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI never skips the browser tests)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def report(shipped_run: ShippedRun) -> Path:
     """The shipped fixtures' report, from the session's one replay of them (under xdist)."""
-    _browser()
     assert f"HTML report written to {shipped_run.report}" in shipped_run.output
     return shipped_run.report
 
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    chromium, chromedriver = _browser()
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in (*CHROMIUM_ARGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        options.add_argument(arg)
-    browser = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    browser = chromium_driver(tmp_path_factory.mktemp("chromium"))
     try:
         yield browser
     finally:
