@@ -12,7 +12,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,11 +21,10 @@ from types import ModuleType
 import click
 import pytest
 from click.testing import CliRunner
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from atom_cli.main import main
+from tests.html_helpers import chromium_driver
 
 REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("mkdocs", reason="the `docs` extra (mkdocs) is not installed")
@@ -215,28 +213,7 @@ def test_the_atom_init_row_says_what_init_writes(site: Path, tmp_path: Path) -> 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     """Debian's headless Chromium at 1280 px; a skip without it (a failure in CI)."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        reason = "Chromium and chromedriver are needed: apt-get install chromium chromium-driver"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI never skips the browser tests)")
-        pytest.skip(reason)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    profile = tmp_path_factory.mktemp("chromium")
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--no-first-run",
-        "--window-size=1280,1800",
-        f"--user-data-dir={profile}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    driver = chromium_driver(tmp_path_factory.mktemp("chromium"))
     try:
         yield driver
     finally:
