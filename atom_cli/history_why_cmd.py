@@ -11,6 +11,7 @@ group by `atom_cli.history_cmd`.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,9 +36,12 @@ if TYPE_CHECKING:
 )
 def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     """Which inputs of SPEC's items changed since their last stored outcome (the spec and
-    its case, workspace, cassette, script, Claude Code and pytest-atom versions,
-    environment, toolchain, settings): what --atom-cache would run again."""
+    its case, workspace, cassette, script, Claude Code version, environment, tools,
+    settings, and each module, file and toolchain folder by its path): what --atom-cache
+    would run again."""
+    from pytest_atom.history.cache import uncacheable
     from pytest_atom.history.digest import input_digest
+    from pytest_atom.history.inputs import Reads
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, display_url, store_url
     from pytest_atom.history.why import specs_named, why_items
@@ -60,16 +64,26 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     def load(file: Path) -> list[Spec]:
         return load_specs(file, check_kinds=kinds)
 
-    def digest_of(spec: Spec, repeat: int | None) -> InputDigest:
+    reads = Reads(harness.config.root)
+
+    def digest_of(spec: Spec, repeat: int | None, code: Sequence[str] | None) -> InputDigest:
         return input_digest(
-            spec, settings, config=harness.config, runs_dir=harness.runs_dir, repeat=repeat
+            spec,
+            settings,
+            config=harness.config,
+            runs_dir=harness.runs_dir,
+            repeat=repeat,
+            reads=reads,
+            code_at=code or [],  # the code pytest loaded, as the stored item names it
         )
 
     try:
         store = open_store(url, root)
         try:
             specs = specs_named(store, spec_name, load)
-            items = why_items(store, specs, digest_of, settings.repeat)
+            items = why_items(
+                store, specs, digest_of, settings.repeat, lambda s: uncacheable(s, settings)
+            )
         finally:
             store.close()
     except (HistoryError, AtomError) as error:

@@ -133,6 +133,7 @@ class Outcome:
                 {"describe": c.describe(), "line": c.line, "reason": c.params["reason"]}
                 for c in (unsandboxed_checks(self.spec) if self.spec else [])
             ],
+            "cache_trust": list(self.spec.cache_trust) if self.spec else [],
             "error": self.error,
             "ok": self.ok(expect_fail),
             "runs": [r.as_json() for r in self.runs],
@@ -361,7 +362,7 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
     """The text report of one spec: header, each run with its checks, then the outcome."""
     assert outcome.spec is not None
     spec = outcome.spec
-    lines = [f"{display_path(spec.path)}::{spec.name}", *unsandboxed_lines(spec)]
+    lines = [f"{display_path(spec.path)}::{spec.name}", *unsandboxed_lines(spec), *cache_lines(spec)]
     if not outcome.runs:
         return [*lines, "  schema ok; no oracle or script to run"]
     for run in outcome.runs:
@@ -390,6 +391,20 @@ def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
         f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
         for c in unsandboxed_checks(spec)
     ]
+
+
+def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
+    """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
+    it from the cache: a trusted input the digest cannot see is never silent."""
+    from pytest_atom.history.inputs import TRUSTS, unseen
+
+    lines = [f"{indent}cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
+    lines += [
+        f"{indent}cache: never reported from the store: {TRUSTS[name]}; "
+        f"`cache: {{trust: [{name}]}}` takes it on trust"
+        for name in unseen(spec)
+    ]
+    return lines
 
 
 def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
