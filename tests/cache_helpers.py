@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history import digest as digest_module
 from pytest_atom.history.digest import InputDigest, input_digest
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
@@ -159,10 +158,6 @@ def _claude_code(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     m.setenv("ATOM_CLAUDE_BIN", str(fake_claude(p.root.parent / "claude-new", "2.1.999")))
 
 
-def _pytest_atom(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    m.setattr(digest_module, "__version__", "99.0.0")
-
-
 def _environment(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     m.setenv("LANG", "xx_XX.UTF-8")  # a default-passed variable: the run's processes get it
 
@@ -182,8 +177,7 @@ CHANGES: dict[str, Change] = {
     "cassette": _cassette,
     "script": _script,
     "claude_code": _claude_code,
-    "pytest_atom": _pytest_atom,
     "environment": _environment,
-    "toolchain": _toolchain,
+    "tools": _toolchain,
     "settings": _settings,
 }

@@ -87,11 +87,6 @@ class OutcomeCache:
 
     def digest(self, spec: Spec, settings: RunSettings, repeat: int | None) -> InputDigest | None:
         """`spec`'s input digest now; None when an input cannot be read (the run says why)."""
-        from pytest_atom.run.harness import Harness
-
-        # The code part hashes the modules loaded in this process: the same set in every
-        # session only once what running a spec imports is loaded, whatever runs first.
-        Harness.load_machinery()
         try:
             return input_digest(
                 spec,

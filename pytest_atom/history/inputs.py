@@ -81,8 +81,13 @@ class Reads:
         self._trees: dict[Path, str] = {}
 
     def code(self) -> dict[str, str]:
-        """``code PATH`` parts of the code loaded in this process, taken on first use."""
+        """``code PATH`` parts of the code loaded in this process, taken on first use: after
+        what running a spec imports is loaded, so that every session takes the same set
+        whatever runs first (a session served from the cache runs nothing)."""
+        from pytest_atom.run.harness import Harness
+
         if self._code is None:
+            Harness.load_machinery()
             self._code = {
                 f"code {label(place, self.root)}": code_hash(place)
                 for place in sorted(loaded_code())
@@ -153,10 +158,10 @@ def toolchain_folders(path_value: str) -> list[Path]:
             continue
         folder = Path(entry)
         lib = folder.parent / "lib"
-        for place in [folder, *(sorted(lib.glob(p)) for p in _PACKAGE_FOLDERS)]:
-            for one in place if isinstance(place, list) else [place]:
-                if one.is_dir():
-                    found.setdefault(one.resolve(), one)
+        beside = [p for pattern in _PACKAGE_FOLDERS for p in sorted(lib.glob(pattern))]
+        for place in (folder, *beside):
+            if place.is_dir():
+                found.setdefault(place.resolve(), place)
     return list(found.values())
 
 
