@@ -4,7 +4,8 @@
 is on. Around each run it computes the item's input digest (`history.digest`) and stamps
 it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
 ``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)
-with that digest (`Store.item_history`) and, when that one passed the session (passed,
+with those inputs (`Store.item_history`, `InputDigest.matches`: part by part, so code the
+stored session loaded and this one does not is no change) and, when that one passed (passed,
 xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
@@ -132,7 +133,7 @@ class OutcomeCache:
             decided = self._series(spec, settings)
             return None if decided is None else decided.get(repeat)
         history = self._history(spec)
-        same = next((item for item in history if item.digest == found.value), None)
+        same = next((item for item in history if found.matches(item.digest_parts)), None)
         return same if same is not None and same.outcome in OK_OUTCOMES else None
 
     def _history(self, spec: Spec) -> list[ItemRecord]:
@@ -163,7 +164,7 @@ class OutcomeCache:
                         sessions.setdefault(item.run_id, {})[item.repeat] = item
                 for items in sessions.values():  # newest session first
                     if all(
-                        r in items and d is not None and items[r].digest == d.value
+                        r in items and d is not None and d.matches(items[r].digest_parts)
                         for r, d in now.items()
                     ):
                         whole = all(items[r].outcome in OK_OUTCOMES for r in now)

@@ -89,9 +89,15 @@ class InputDigest:
     def changed(self, before: Mapping[str, str]) -> list[str]:
         """The parts that differ from `before` (a stored item's), in `PARTS` order, then the
         named ones; a part only one side has counts as changed (an item stored before it
-        was digested, a module no longer loaded)."""
-        named = sorted({*self.parts, *before} - set(PARTS))
+        was digested, a file no longer named), except code that `before`'s session loaded
+        and this one did not: what this process never loaded cannot change its outcome."""
+        dropped = {n for n in before if n.startswith("code ") and n not in self.parts}
+        named = sorted({*self.parts, *before} - set(PARTS) - dropped)
         return [n for n in [*PARTS, *named] if before.get(n) != self.parts.get(n)]
+
+    def matches(self, before: Mapping[str, str]) -> bool:
+        """Whether a stored item's parts (`before`) are these inputs: nothing `changed`."""
+        return bool(before) and not self.changed(before)
 
 
 def input_digest(

@@ -7,10 +7,10 @@ names the file or folder that changed:
 
 - ``code PATH``: the Python code in pytest's process, each top-level package or module that
   is not the standard library (conftest files, plugins, check kinds and what they import,
-  pytest-atom itself) by the content of its ``.py`` and extension files; and an SDK app's
-  code (`agents.sdk_host.app_source`), which runs in a child process. Taken once per
-  session (`Reads`), after the session's machinery is loaded, so every session of a
-  project sees the same set whatever runs first;
+  pytest-atom itself) by the content of its ``.py`` and extension files; the libraries
+  pytest-atom requires as ``code dist:NAME``, by their installed ``RECORD``; and an SDK
+  app's code (`agents.sdk_host.app_source`), which runs in a child process. Taken once
+  per session (`Reads`), after the session's machinery is loaded;
 - ``file PATH``: every file the spec names or its run resolves: the files its checks name
   (`tool_results`, schemas: each `Path` a check kind resolved), its oracle, its CLAUDE.md
   file, the prompt folders the run searches (`run.spec_run.prompt_loader`: the nearest
@@ -29,6 +29,7 @@ Paths under the project's root are named relative to it, others absolutely.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -81,24 +82,34 @@ class Reads:
         self._trees: dict[Path, str] = {}
 
     def code(self) -> dict[str, str]:
-        """``code PATH`` parts of the code loaded in this process, taken on first use: after
-        what running a spec imports is loaded, so that every session takes the same set
-        whatever runs first (a session served from the cache runs nothing)."""
+        """``code`` parts of the code in this process, taken on first use: pytest-atom's own
+        package by content, the distributions it requires by their ``RECORD`` (loaded or
+        not, so a report format's imports change nothing), and every other module loaded
+        once what running a spec imports is loaded (a session served from the cache runs
+        nothing): conftest files, plugins, check kinds and what they import."""
         from pytest_atom.run.harness import Harness
 
         if self._code is None:
             Harness.load_machinery()
-            self._code = {
-                f"code {label(place, self.root)}": code_hash(place)
-                for place in sorted(loaded_code())
-            }
+            own = Path(__file__).resolve().parent.parent
+            found = {f"code dist:{name}": record_hash(name) for name in required()}
+            found[f"code {label(own, self.root)}"] = code_hash(own)
+            covered = {own, *required_places()}
+            for place in sorted(loaded_code()):
+                if place.resolve() not in covered:
+                    found[f"code {label(place, self.root)}"] = code_hash(place)
+            self._code = found
         return dict(self._code)
 
     def code_at(self, labels: Sequence[str]) -> dict[str, str]:
-        """``code PATH`` parts for the places named (a stored item's), hashed now: how a
-        process that did not load them (`atom history why`) compares them."""
+        """``code`` parts for the code named (a stored item's), hashed now: how a process
+        that did not load it (`atom history why`) compares it."""
         return {
-            f"code {name}": code_hash(located(name, self.root))
+            f"code {name}": (
+                record_hash(name[5:])
+                if name.startswith("dist:")
+                else code_hash(located(name, self.root))
+            )
             for name in labels
         }
 
@@ -111,6 +122,58 @@ class Reads:
                 self._trees[folder] = digest.stat_tree(folder)
             found[f"toolchain {folder}"] = self._trees[folder]
         return found
+
+
+#: The distribution whose requirements `required` follows.
+_OWN = "pytest-atom"
+
+
+def required() -> list[str]:
+    """The distributions pytest-atom requires, directly or through another (extras aside),
+    by name: the libraries its own machinery may import in any session."""
+    from importlib import metadata
+
+    found: dict[str, None] = {}
+    todo = [_OWN]
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in found:
+            continue
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        found[key] = None
+        todo += [m.group(0) for r in requires if "extra" not in r for m in [_NAME.match(r)] if m]
+    return sorted(n for n in found if n != _OWN)
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def record_hash(name: str) -> str:
+    """An installed distribution by its ``RECORD`` (each file's path and hash, as the
+    installer wrote them); ``absent`` when it is not installed."""
+    from importlib import metadata
+
+    try:
+        record = metadata.distribution(name).read_text("RECORD")
+    except metadata.PackageNotFoundError:
+        return "absent"
+    return digest.of_text(record or "")
+
+
+def required_places() -> set[Path]:
+    """The top-level packages and modules of the `required` distributions, resolved."""
+    from importlib import metadata
+
+    places: set[Path] = set()
+    for name in required():
+        dist = metadata.distribution(name)
+        tops = {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != ".."}
+        places.update(Path(str(dist.locate_file(top))).resolve() for top in tops)
+    return places
 
 
 def loaded_code() -> set[Path]:
