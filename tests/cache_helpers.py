@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.history.digest import InputDigest, input_digest
+from pytest_atom.history.inputs import Reads
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
@@ -81,13 +82,16 @@ class CacheProject:
         settings: RunSettings | None = None,
         spec: Spec | None = None,
         repeat: int | None = None,
+        reads: Reads | None = None,
     ) -> InputDigest:
+        """The digest now; a fresh `reads` (a new session's) unless one is given."""
         return input_digest(
             spec or self.spec(),
             settings or RunSettings(),
             config=self.config(),
             runs_dir=self.root / ".atom" / "runs",
             repeat=repeat,
+            reads=reads,
         )
 
 
