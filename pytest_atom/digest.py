@@ -168,22 +168,29 @@ def content(path: Path) -> str:
 
 
 def stat_tree(folder: Path) -> str:
-    """A folder as a toolchain: every entry's relative path, kind, size and mtime, links
+    """A folder as a toolchain: every entry's relative path, mode, size and mtime, links
     not followed (a link's target instead): no file is read, so a large toolchain (PATH's
     folders, an interpreter's site-packages) costs one stat an entry. ``absent`` for a
     folder that is not there."""
     if not folder.is_dir():
         return "absent"
     hashed = hashlib.sha256()
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files) + [d + "/" for d in dirs]:
-            path = os.path.join(root, name.rstrip("/"))
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            rel = os.path.relpath(path, folder)
-            link = os.readlink(path) if os.path.islink(path) else ""
-            hashed.update(f"{rel}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{link}\n".encode())
+    _stat_entries(str(folder), "", hashed)
     return PREFIX + hashed.hexdigest()[:16]
+
+
+def _stat_entries(path: str, rel: str, hashed: Any) -> None:
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = rel + entry.name
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        link = os.readlink(entry.path) if entry.is_symlink() else ""
+        hashed.update(f"{name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{link}\n".encode())
+        if entry.is_dir(follow_symlinks=False):
+            _stat_entries(entry.path, name + "/", hashed)

@@ -136,7 +136,7 @@ def input_digest(
             "settings": _settings_part(settings, config),
             **code,
             **_sdk_app_part(spec, root),
-            **resolved_files(spec, root, config),
+            **resolved_files(spec, root, config, reads),
             **reads.toolchain(env.get("PATH", "")),
         }
     )

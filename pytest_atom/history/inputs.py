@@ -73,13 +73,15 @@ def located(name: str, root: Path | None) -> Path:
 
 
 class Reads:
-    """One session's memo of what is walked once per session: the code in pytest's process
-    and the toolchain's folders. A new session (a new `OutcomeCache`) walks them afresh."""
+    """One session's memo of what is walked once per session: the code in pytest's process,
+    the toolchain's folders, the folders a spec names (prompts). A new session (a new
+    `OutcomeCache`) walks them afresh."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
         self._code: dict[str, str] | None = None
         self._trees: dict[Path, str] = {}
+        self._folders: dict[Path, str] = {}
 
     def code(self) -> dict[str, str]:
         """``code`` parts of the code in this process, taken on first use: pytest-atom's own
@@ -92,9 +94,10 @@ class Reads:
         if self._code is None:
             Harness.load_machinery()
             own = Path(__file__).resolve().parent.parent
-            found = {f"code dist:{name}": record_hash(name) for name in required()}
+            names = required()
+            found = {f"code dist:{name}": record_hash(name) for name in names}
             found[f"code {label(own, self.root)}"] = code_hash(own)
-            covered = {own, *required_places()}
+            covered = {own, *required_places(names)}
             for place in sorted(loaded_code()):
                 if place.resolve() not in covered:
                     found[f"code {label(place, self.root)}"] = code_hash(place)
@@ -112,6 +115,15 @@ class Reads:
             )
             for name in labels
         }
+
+    def file_or_folder(self, path: Path) -> str:
+        """A file by its bytes (`digest.content`: read again only when its stat changed),
+        a folder by its files, walked once per session."""
+        if not path.is_dir():
+            return digest.content(path)
+        if path not in self._folders:
+            self._folders[path] = digest.files_hash(path, CACHE_DIRS)
+        return self._folders[path]
 
     def toolchain(self, path_value: str) -> dict[str, str]:
         """``toolchain PATH`` parts: the folders on `path_value`, with the interpreters'
@@ -164,12 +176,12 @@ def record_hash(name: str) -> str:
     return digest.of_text(record or "")
 
 
-def required_places() -> set[Path]:
-    """The top-level packages and modules of the `required` distributions, resolved."""
+def required_places(names: Sequence[str]) -> set[Path]:
+    """The top-level packages and modules of the distributions `names`, resolved."""
     from importlib import metadata
 
     places: set[Path] = set()
-    for name in required():
+    for name in names:
         dist = metadata.distribution(name)
         tops = {f.parts[0] for f in dist.files or [] if f.parts and f.parts[0] != ".."}
         places.update(Path(str(dist.locate_file(top))).resolve() for top in tops)
@@ -228,9 +240,11 @@ def toolchain_folders(path_value: str) -> list[Path]:
     return list(found.values())
 
 
-def resolved_files(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> dict[str, str]:
+def resolved_files(
+    spec: Spec, project_dir: Path | None, config: AtomConfig | None, reads: Reads
+) -> dict[str, str]:
     """``file PATH`` parts: each file the spec names or its run resolves, by its bytes (a
-    folder by its files)."""
+    folder, such as a prompt folder, by its files: once per session, `reads`)."""
     from pytest_atom.run.spec_run import prompt_loader
 
     named: dict[Path, None] = {}
@@ -243,7 +257,7 @@ def resolved_files(spec: Spec, project_dir: Path | None, config: AtomConfig | No
     for folder in prompt_loader(spec, project_dir, config).search_paths:
         named[folder] = None
     named.update(dict.fromkeys(_named_by_commands(spec)))
-    return {f"file {label(p, project_dir)}": _file_or_folder(p) for p in named}
+    return {f"file {label(p, project_dir)}": reads.file_or_folder(p) for p in named}
 
 
 def _paths(value: Any) -> Iterator[Path]:
@@ -279,12 +293,6 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, (list, tuple)):
         for item in value:
             yield from _strings(item)
-
-
-def _file_or_folder(path: Path) -> str:
-    if path.is_dir():
-        return digest.files_hash(path, CACHE_DIRS)
-    return digest.content(path)
 
 
 def unseen(spec: Spec) -> list[str]:
