@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +26,9 @@ from tests.cache_helpers import write_project
 from tests.helpers import Scenario, pytester_once
 
 ARGS = ("--atom", "specs", "-p", "no:cacheprovider", "--atom-cache")
+#: The interpreter the command check's `python3` runs: the system's, which the sandbox
+#: reads (a virtualenv under the project would be behind its read guard).
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin") or "/usr/bin/python3"
 
 CONFTEST = """
 import greetcheck
@@ -65,7 +67,7 @@ def _project(root: Path, toolchain: Path) -> None:
     site.mkdir(parents=True)
     (site / "greetlib.py").write_text("STATUS = 0\n")
     python = bin_dir / "python3"  # as a virtualenv's: its own site-packages on the path
-    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}" exec {sys.executable} "$@"\n')
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}" exec {SYSTEM_PYTHON} "$@"\n')
     os.chmod(python, 0o755)
 
 
