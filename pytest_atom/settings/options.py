@@ -550,10 +550,11 @@ class RunSettings:
         False,
         Option(
             "flag",
-            "report an item whose inputs (spec and case, workspace, cassette, script, Claude "
-            "Code and pytest-atom versions, environment, toolchain) equal those of a passing "
-            "item in the history store from the store, marked cached, without starting "
-            "Claude Code; any changed input runs it (`atom history why SPEC` names them).",
+            "report an item whose inputs (what its run can read: spec and case, workspace, "
+            "cassette or script, files the spec names, the code in pytest's process, the "
+            "toolchain, environment, outcome settings) equal those of a passing item in the "
+            "history store from the store, marked cached, without starting Claude Code; any "
+            "changed input runs it (`atom history why SPEC` names it). A recording never is.",
             default="false",
             parser=p.flag,
             ini_note="true or false",
