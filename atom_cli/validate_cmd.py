@@ -362,7 +362,11 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
     """The text report of one spec: header, each run with its checks, then the outcome."""
     assert outcome.spec is not None
     spec = outcome.spec
-    lines = [f"{display_path(spec.path)}::{spec.name}", *unsandboxed_lines(spec), *cache_lines(spec)]
+    lines = [
+        f"{display_path(spec.path)}::{spec.name}",
+        *unsandboxed_lines(spec),
+        *cache_lines(spec),
+    ]
     if not outcome.runs:
         return [*lines, "  schema ok; no oracle or script to run"]
     for run in outcome.runs:

@@ -79,7 +79,9 @@ class AgentFactory:
         )
         if self.spec.agent is None:
             return ClaudeCodeAgent("executor", ClaudeRunner(session=session))
-        return SdkAgent(self.spec.agent.target, session, sdk_import_paths(self.spec, self.project_dir))
+        return SdkAgent(
+            self.spec.agent.target, session, sdk_import_paths(self.spec, self.project_dir)
+        )
 
     def reflector(self, schema: dict[str, Any]) -> Agent:
         """The judge: read-only Claude Code answering in `schema`; it runs no commands."""

@@ -166,7 +166,11 @@ def test_the_newest_whole_session_decides_a_failure_there_runs_all(
 ) -> None:
     spec = _repeats(project, 2)
     _store(url, [_stored(project, spec=spec, repeat=r) for r in (1, 2)], 0)
-    _store(url, [_stored(project, o, spec=spec, repeat=r) for r, o in ((1, "passed"), (2, "failed"))], 1)
+    _store(
+        url,
+        [_stored(project, o, spec=spec, repeat=r) for r, o in ((1, "passed"), (2, "failed"))],
+        1,
+    )
     cache = _session(project, url, caches)
     assert [_serve(cache, spec, repeat=r) for r in (1, 2)] == [False, False]
 

@@ -122,7 +122,9 @@ def test_a_hook_or_mcp_server_script_named_by_absolute_path_is_hashed(
     server = tmp_path / "server.py"
     server.write_text("print('serving')\n")
     with project.spec_file.open("a") as spec:
-        spec.write(f"claude:\n  mcp_servers:\n    notes: {{command: python3, args: ['{server}']}}\n")
+        spec.write(
+            f"claude:\n  mcp_servers:\n    notes: {{command: python3, args: ['{server}']}}\n"
+        )
     before = project.digest()
     server.write_text("print('serving other tools')\n")
     assert project.digest().changed(before.parts) == [f"file {server}"]
