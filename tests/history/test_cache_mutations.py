@@ -75,7 +75,11 @@ def _edit(path: Path, old: str, new: str) -> Callable[[], None]:
     """Change `path` (its size too: a stale bytecode cache cannot hide it); undo it after."""
     text = path.read_text()
     path.write_text(text.replace(old, new))
-    return lambda: path.write_text(text)
+
+    def undo() -> None:
+        path.write_text(text)
+
+    return undo
 
 
 def play(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
@@ -93,7 +97,7 @@ def play(pytester: pytest.Pytester) -> dict[str, pytest.RunResult]:
         counts[name] = _sessions(log) - before
 
     site = toolchain / "lib" / "python3.11" / "site-packages"
-    changes = {
+    changes: dict[str, Callable[[], Callable[[], None]]] = {
         "code": lambda: _edit(root / "greetcheck" / "__init__.py", '"hello"', '"goodbye"'),
         "tool_results": lambda: _edit(root / "specs" / "results.yaml", "Bash", "Edit"),
         "site_packages": lambda: _edit(site / "greetlib.py", "STATUS = 0", "STATUS = 10"),

@@ -148,7 +148,7 @@ def test_every_setting_is_an_outcome_setting_unless_its_row_says_otherwise() -> 
 
 @pytest.mark.parametrize(
     "settings",
-    [RunSettings(max_cost_usd=0.5), RunSettings(setup_cache="off"), RunSettings(judge="off")],
+    [RunSettings(max_cost_usd=0.5), RunSettings(setup_cache="off"), RunSettings(judge="rerun")],
     ids=["spending-limit", "setup-cache", "judge"],
 )
 def test_an_outcome_setting_changes_the_settings_part(
@@ -169,7 +169,7 @@ def test_what_the_digest_cannot_see_is_unseen_unless_the_spec_trusts_it(
 
 
 def test_the_spec_opts_in_with_cache_trust(project: CacheProject) -> None:
-    with project.spec_file.open("a") as spec:
-        spec.write("sandbox: {network: [pypi.org]}\ncache: {trust: [network]}\n")
+    with project.spec_file.open("a") as doc:
+        doc.write("sandbox: {network: [pypi.org]}\ncache: {trust: [network]}\n")
     spec = project.spec()
     assert spec.cache_trust == ("network",) and unseen(spec) == []
