@@ -171,8 +171,9 @@ def _toolchain(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     tool.write_text(tool.read_text() + "# a new interpreter\n")
 
 
-def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> RunSettings:
-    return RunSettings(threshold=0.5)
+def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    config = p.root / ".atom" / "config.yaml"
+    config.write_text(config.read_text() + "# the project's configuration, edited\n")
 
 
 CHANGES: dict[str, Change] = {

@@ -18,9 +18,9 @@ the code in pytest's own process.
   run's processes get, without the run's own folders;
 - ``tools``: the tools PATH resolves for the set-up and the checks' commands
   (`run.setup_key.toolchain`: each tool's real path, size and mtime);
-- ``settings``: every setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`,
-  a field of each row of the option table) and the project's ``.atom/`` configuration and
-  tools;
+- ``settings``: the project's ``.atom/config.yaml`` and tools;
+- ``setting NAME``: each setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`,
+  a field of each row of the option table), by its value's hash;
 - ``code PATH``, ``file PATH``, ``toolchain PATH``: the code in pytest's process and an SDK
   app's, every file the spec names or its run resolves (prompts as the run finds them), and
   the toolchain's folders as trees (`history.inputs`).
@@ -63,13 +63,14 @@ PARTS: Mapping[str, str] = {
     "claude_code": "the Claude Code version",
     "environment": "the environment built from parts",
     "tools": "the tools PATH resolves for the set-up and checks",
-    "settings": "the settings that change an outcome and the project's .atom/ files",
+    "settings": "the project's .atom/config.yaml and tools",
 }
 #: The parts named by a path (``code PATH``), by their first word.
 NAMED_PARTS: Mapping[str, str] = {
     "code": "code loaded in pytest's process, or the SDK app's",
     "file": "a file the spec names or its run resolves",
     "toolchain": "a toolchain folder the run can read",
+    "setting": "a setting that can change an outcome",
 }
 #: A part whose input is missing (no cassette yet, no script).
 ABSENT = "absent"
@@ -133,7 +134,8 @@ def input_digest(
             "claude_code": _claude_version(spec),
             "environment": digest.of_value(_without_run_paths(env), compact=True),
             "tools": _toolchain_part(spec, env),
-            "settings": _settings_part(settings, config),
+            "settings": _settings_part(config),
+            **{f"setting {n}": digest.of_value(getattr(settings, n)) for n in OUTCOME_SETTINGS},
             **code,
             **_sdk_app_part(spec, root),
             **resolved_files(spec, root, config, reads),
@@ -278,10 +280,11 @@ def _commands(spec: Spec) -> list[str]:
     return [*spec.setup, *runs]
 
 
-def _settings_part(settings: RunSettings, config: AtomConfig | None) -> str:
-    """The settings that can change an outcome, and the project's configuration and tools
-    (its prompts are the run's own resolution: `inputs.resolved_files`)."""
-    values: dict[str, Any] = {name: getattr(settings, name) for name in OUTCOME_SETTINGS}
+def _settings_part(config: AtomConfig | None) -> str:
+    """The project's configuration file and tools (the settings resolved from it are each a
+    ``setting NAME`` part; its prompts are the run's own resolution:
+    `inputs.resolved_files`)."""
+    values: dict[str, Any] = {}
     if config is not None:
         values["config"] = _file_part(config.path)
         folders: Sequence[Path] = tuple(config.tools_paths)

@@ -147,14 +147,20 @@ def test_every_setting_is_an_outcome_setting_unless_its_row_says_otherwise() -> 
 
 
 @pytest.mark.parametrize(
-    "settings",
-    [RunSettings(max_cost_usd=0.5), RunSettings(setup_cache="off"), RunSettings(judge="rerun")],
-    ids=["spending-limit", "setup-cache", "judge"],
+    ("settings", "name"),
+    [
+        (RunSettings(max_cost_usd=0.5), "max_cost_usd"),
+        (RunSettings(setup_cache="off"), "setup_cache"),
+        (RunSettings(judge="rerun"), "judge"),
+        (RunSettings(threshold=0.5), "threshold"),
+    ],
+    ids=["spending-limit", "setup-cache", "judge", "threshold"],
 )
-def test_an_outcome_setting_changes_the_settings_part(
-    project: CacheProject, settings: RunSettings
+def test_an_outcome_setting_is_a_part_named_for_it(
+    project: CacheProject, settings: RunSettings, name: str
 ) -> None:
-    assert project.digest(settings).changed(project.digest().parts) == ["settings"]
+    assert project.digest(settings).changed(project.digest().parts) == [f"setting {name}"]
+    assert describe(f"setting {name}") == "a setting that can change an outcome"
 
 
 def test_what_the_digest_cannot_see_is_unseen_unless_the_spec_trusts_it(

@@ -128,7 +128,7 @@ def test_a_criterions_calibration_and_the_required_kappa_are_inputs(
     calibration.write_text("{}\n")
     assert project.digest(spec=spec).changed(before.parts) == ["spec"]
     required = project.digest(RunSettings(require_calibration=0.6), spec=spec)
-    assert required.changed(project.digest(spec=spec).parts) == ["settings"]
+    assert required.changed(project.digest(spec=spec).parts) == ["setting require_calibration"]
 
 
 def _git(folder: Path, *args: str) -> None:
