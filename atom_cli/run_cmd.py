@@ -229,8 +229,6 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
         console.print(f"[yellow]{shown(line)}[/]")
     if said.history_error:
         console.print(f"[red]{shown(said.history_error)}[/]")
-    if said.gate_error:
-        console.print(f"[red]{shown(said.gate_error)}[/]")
     for line, red in said.baseline or []:
         style = "red" if red else "default"
         console.print(f"[{style}]{shown(line)}[/]")

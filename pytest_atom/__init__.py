@@ -170,7 +170,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         SpecError,
         SpecialFileError,
         SpendingLimitReached,
-        StatsUnavailable,
         StructuredSessionError,
         WorkspaceError,
         YamlDocError,

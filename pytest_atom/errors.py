@@ -16,7 +16,6 @@
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
     ├── HistoryError                       a history store that cannot be used       history/
-    ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
     ├── PromptNotFoundError (FileNotFoundError)                                      prompts
     │                                      a prompt in none of the searched folders
     ├── SpecialFileError (OSError)         a device, FIFO or socket where files are copied
@@ -83,7 +82,6 @@ __all__ = [
     "SpecError",
     "SpecialFileError",
     "SpendingLimitReached",
-    "StatsUnavailable",
     "StructuredSessionError",
     "WorkspaceError",
     "YamlDocError",
@@ -208,10 +206,6 @@ class CalibrationError(FileError):
 class HistoryError(AtomError):
     """A history store that cannot be opened, read or written, or a run it does not hold;
     the message names the store and the fix."""
-
-
-class StatsUnavailable(AtomError, RuntimeError):
-    """scipy is missing: the message says how to install it."""
 
 
 class PromptNotFoundError(AtomError, FileNotFoundError):

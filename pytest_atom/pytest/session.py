@@ -217,9 +217,7 @@ class AtomSession:
             _write(terminalreporter, line, yellow=True)
         if said.results_error:
             _write(terminalreporter, said.results_error, red=True)
-        if said.gate_error:
-            _write(terminalreporter, said.gate_error, red=True)
-        elif said.baseline is not None:
+        if said.baseline is not None:
             terminalreporter.write_line("")
             for line, red in said.baseline:
                 _write(terminalreporter, line, red=red)
