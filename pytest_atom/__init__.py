@@ -171,6 +171,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         SpecialFileError,
         SpendingLimitReached,
         StructuredSessionError,
+        UpstreamUnreachable,
         WorkspaceError,
         YamlDocError,
     )

@@ -24,6 +24,7 @@
         │                                  never the agent's failure                 run/
         ├── CassetteError                  a cassette that cannot be read            replay/
         ├── RecordingError                 a spec that cannot run in the record mode replay/
+        │   └── UpstreamUnreachable        the recording's upstream cannot be reached replay/
         ├── ScriptError                    a gateway script that cannot be played    gateway/
         ├── WorkspaceError (OSError)       the workspace could not be copied         diffs
         ├── PlannerError                   the planner gave no answer                run/
@@ -83,6 +84,7 @@ __all__ = [
     "SpecialFileError",
     "SpendingLimitReached",
     "StructuredSessionError",
+    "UpstreamUnreachable",
     "WorkspaceError",
     "YamlDocError",
 ]
@@ -244,6 +246,16 @@ class CassetteError(HarnessError):
 
 class RecordingError(HarnessError):
     """A spec cannot run in the requested record mode; the message says what to run."""
+
+
+class UpstreamUnreachable(RecordingError):
+    """The upstream a recording forwards to cannot be connected to: no spec of the session
+    can record from it, so the front end stops the session (`replay.reachable`), saying
+    `headline` (the upstream and what it did) where it says why it stopped."""
+
+    def __init__(self, message: str, headline: str) -> None:
+        super().__init__(message)
+        self.headline = headline
 
 
 class ScriptError(HarnessError):
