@@ -62,6 +62,25 @@ def test_at_the_root_a_bare_pytest_atom_collects_paths_only(pytester: pytest.Pyt
     assert "test_app" not in result.stdout.str()
 
 
+def test_a_bare_run_says_how_many_of_its_items_are_pytests_own_tests(
+    pytester: pytest.Pytester,
+) -> None:
+    """At the root, pytest's `testpaths` are collected beside `paths:`: the header says so
+    and how to run only the specs; with the paths named, nothing is said."""
+    root = scaffold(pytester.path)
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    result = pytester.runpytest("--atom", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-atom: 1 of 2 items are pytest's own tests (testpaths: tests), not specs, "
+            "and run too; only the specs: pytest --atom specs",
+            "2 tests collected*",
+        ]
+    )
+    named = pytester.runpytest("--atom", "specs", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert "pytest's own tests" not in named.stdout.str()
+
+
 def test_from_a_folder_outside_paths_a_bare_run_collects_it_and_the_project_s_specs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
