@@ -161,8 +161,9 @@ sys.meta_path.insert(0, Absent())
 
 
 def test_repeats_figures_gates_and_trials_need_no_scipy(tmp_path: Path) -> None:
-    """Six repeats whose scores and turns differ (Student's t intervals), a summary, and
-    `atom trials` (exact power), all in an install without scipy: figures, no traceback."""
+    """Six repeats whose scores and turns differ (Student's t intervals) and their summary,
+    the baseline gate's INCONCLUSIVE with the repeats that would settle it, and `atom
+    trials` (exact power), all in an install without scipy: figures, no traceback."""
     write(tmp_path / "absent" / "sitecustomize.py", _ABSENT)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "absent")}
     atom = str(Path(sys.executable).parent / "atom")
@@ -188,6 +189,13 @@ def test_repeats_figures_gates_and_trials_need_no_scipy(tmp_path: Path) -> None:
         "s.atom.yaml::s: 5/6 passed, pass rate 0.83 [0.44, 0.97], pass@3 1.00, pass^3 0.50, "
         "pass@6 1.00, pass^6 0.00; score 0.67 [0.58, 0.77]; turns 3.5 [1.5, 5.5]"
     ) in combined.stdout
+    inconclusive = "from pytest_atom.baseline.gate import gate; print(gate({'s': ((9, 10), (7, 10))}).specs[0].line())"
+    gated = subprocess.run(
+        [sys.executable, "-c", inconclusive], env=env, capture_output=True, text=True
+    )
+    assert gated.returncode == 0, gated.stderr
+    assert "s: INCONCLUSIVE: pass rate 9/10 -> 7/10" in gated.stdout
+    assert "about 56 repeats on each side would tell a drop" in gated.stdout  # exact power
     trials = subprocess.run(
         [atom, "trials", "--p", "0.9", "--q", "0.5"], env=env, capture_output=True, text=True
     )
