@@ -189,7 +189,10 @@ def test_repeats_figures_gates_and_trials_need_no_scipy(tmp_path: Path) -> None:
         "s.atom.yaml::s: 5/6 passed, pass rate 0.83 [0.44, 0.97], pass@3 1.00, pass^3 0.50, "
         "pass@6 1.00, pass^6 0.00; score 0.67 [0.58, 0.77]; turns 3.5 [1.5, 5.5]"
     ) in combined.stdout
-    inconclusive = "from pytest_atom.baseline.gate import gate; print(gate({'s': ((9, 10), (7, 10))}).specs[0].line())"
+    inconclusive = (
+        "from pytest_atom.baseline.gate import gate; "
+        "print(gate({'s': ((9, 10), (7, 10))}).specs[0].line())"
+    )
     gated = subprocess.run(
         [sys.executable, "-c", inconclusive], env=env, capture_output=True, text=True
     )
