@@ -7,7 +7,7 @@ import json
 import click
 
 from atom_cli.project_store import history_option, project_store
-from pytest_atom.errors import HistoryError, StatsUnavailable
+from pytest_atom.errors import HistoryError
 from pytest_atom.history.diff import RunDiff, diff_runs
 from pytest_atom.history.store import Store
 from pytest_atom.inert import inert
@@ -31,7 +31,7 @@ def diff(run_a: str | None, run_b: str | None, as_json: bool, history: str | Non
     store = project_store(history)
     try:
         compared = _compare(store, run_a, run_b)
-    except (HistoryError, StatsUnavailable) as exc:
+    except HistoryError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         store.close()

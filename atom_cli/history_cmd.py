@@ -170,6 +170,20 @@ def _show(
             _print_runs(spec_runs(store, spec_name, last), as_json, store.url, spec_name)
         else:
             _print(summarize(store, last), as_json, store.url)
+            if not as_json:
+                _print_newest(store)
+
+
+def _print_newest(store: Store, count: int = 5) -> None:
+    """The newest runs' ids, for the commands that take one (a unique start of it will do)."""
+    runs = store.runs(limit=count)
+    if runs:
+        click.echo(
+            "newest runs (atom diff and atom rescore take their ids; `atom rescore last` the newest):"
+        )
+    for run in runs:
+        of = f" of {run.rescore_of}" if run.rescore_of else ""
+        click.echo(inert(f"  {run.id}  {run.started:%Y-%m-%d %H:%M}  {run.kind}{of}"))
 
 
 def _money(value: float | None) -> str:

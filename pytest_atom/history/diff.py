@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_atom.baseline.gate import gate
 from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
 
 __all__ = [
@@ -304,8 +305,7 @@ def diff_runs(
     after: RunRecord,
     after_items: Sequence[ItemRecord],
 ) -> RunDiff:
-    """`after` compared with `before` (the module's docstring says how). Lines with
-    repeats need scipy (StatsUnavailable names the extra that installs it)."""
+    """`after` compared with `before` (the module's docstring says how)."""
     old, new = _lines(before_items), _lines(after_items)
     keys = list(dict.fromkeys([*new, *old]))
     sampled = [k for k in keys if k in old and k in new and _repeated(old[k], new[k])]
@@ -444,8 +444,6 @@ def _paired_tests(
     finds neither a drop nor a rise; and the total's figures (two lines on)."""
     if not lines:
         return {}, None
-    from pytest_atom.baseline.gate import gate  # scipy, only when repeats are compared
-
     counts = {
         series_label(k): ((sum(i.passed for i in a), len(a)), (sum(i.passed for i in b), len(b)))
         for k, (a, b) in lines.items()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pytest_atom.errors import HistoryError, StatsUnavailable
+from pytest_atom.errors import HistoryError
 from pytest_atom.history.diff import diff_runs, series_label
 from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.store import Store, open_store
@@ -55,10 +55,7 @@ def _view(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> HistoryV
     if not earlier:
         return HistoryView(run.id, None, (), 0, trends, "the store holds no earlier run")
     previous = earlier[0]
-    try:
-        compared = diff_runs(previous, store.items(previous.id), run, items)
-    except StatsUnavailable as exc:
-        return HistoryView(run.id, None, (), 0, trends, str(exc))
+    compared = diff_runs(previous, store.items(previous.id), run, items)
     rows = tuple(
         ComparisonRow(
             c.label, c.direction, c.before, c.after, tuple(line.strip() for line in c.lines()[1:])

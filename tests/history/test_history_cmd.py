@@ -46,6 +46,22 @@ def test_the_listing_gives_each_spec_its_pass_rate_interval_and_figures(here: Pa
     assert "calc" in out.splitlines()[2] and " 2/2 " in out.splitlines()[2]
 
 
+def test_the_listing_ends_with_the_newest_run_ids_the_commands_take(here: Path) -> None:
+    fill(str(here), {"calc": ["passed", "failed"]})
+    status, out = atom()
+    assert status == 0, out
+    lines = out.splitlines()
+    start = lines.index(
+        "newest runs (atom diff and atom rescore take their ids; `atom rescore last` the newest):"
+    )
+    listed = [line.split() for line in lines[start + 1 :]]
+    assert len(listed) == 2 and all(kind == "pytest" for *_, kind in listed)
+    newest = listed[0][0]
+    status, out = atom("calc")
+    assert newest in out  # the id `atom history SPEC` shows too
+    assert CliRunner().invoke(main, ["diff", listed[1][0], newest]).exit_code == 0
+
+
 def test_a_drop_beyond_noise_is_marked_and_noise_is_not(here: Path) -> None:
     fill(
         str(here),
