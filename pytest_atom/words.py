@@ -1,6 +1,15 @@
-"""English for counts, shared by the gateway's messages and every report."""
+"""English for counts, shared by the gateway's messages and every report, and the one way
+a long text is cut short (`clip`), which takes only text a Scrubber has passed."""
 
 from __future__ import annotations
+
+from typing import NewType
+
+#: Text a Scrubber returned (`pytest_atom.replay.scrub.Scrubber.scrub`), the only text `clip`
+#: takes: a cut made first can split a secret, and the scrubber, which knows secrets whole,
+#: then lets the part that is left through (a 33-character token shown with 32). A type, so
+#: that mypy refuses a new place that clips text it has not scrubbed.
+Scrubbed = NewType("Scrubbed", str)
 
 
 def plural(count: int, noun: str) -> str:
@@ -8,7 +17,13 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
-def clip(text: str, limit: int, whole: str) -> str:
+def shorten(text: Scrubbed, limit: int) -> Scrubbed:
+    """`text` when it holds at most `limit` characters; else its first `limit` and ``…``:
+    for a one-line view (a tool call's input) whose rest is elsewhere."""
+    return text if len(text) <= limit else Scrubbed(text[:limit] + "…")
+
+
+def clip(text: Scrubbed, limit: int, whole: str) -> Scrubbed:
     """`text` when it holds at most `limit` characters; else its head and its tail, about
     `limit` characters in all, around a line saying how much was clipped there and where
     the whole text is (`whole`: ``the whole message is in ...``).
@@ -29,4 +44,4 @@ def clip(text: str, limit: int, whole: str) -> str:
     lines = clipped.count("\n")
     counted = f" ({lines:,} line{'s' * (lines != 1)})" if lines else ""
     note = f"[... {len(clipped):,} characters{counted} clipped here; {whole}]"
-    return f"{head.rstrip(chr(10))}\n{note}\n{tail}"
+    return Scrubbed(f"{head.rstrip(chr(10))}\n{note}\n{tail}")

@@ -95,6 +95,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
             result.spec.workspace,
             final.path,
             installed=configuration.installed_paths(result.spec.claude),
+            scrub=Scrubber().scrub,
         )
         if final
         else "",
