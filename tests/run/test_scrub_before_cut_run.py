@@ -99,12 +99,10 @@ def test_no_piece_of_a_secret_at_a_cut_reaches_any_output(
     result.assert_outcomes(failed=1)
     terminal = result.stdout.str() + result.stderr.str()
     assert "never-there" in terminal and "<SECRET:" in terminal  # the evidence is shown
-    assert pieces_in(terminal) == []
 
     (run,) = (project / ".atom" / "runs").glob("edges-*")
     labelled = atom("label", run, "specs/edges.atom.yaml", "--fail")
     assert labelled.exit_code == 0, labelled.output
-    assert pieces_in(labelled.output) == []
     (sample,) = (project / "specs" / "calibration" / "edges" / "samples").glob("*.yaml")
     seen = yaml.safe_load(sample.read_text())["attempt"]
     assert "big.txt" in seen["files"] and "clipped here" in seen["files"]["big.txt"]
@@ -126,9 +124,9 @@ def test_no_piece_of_a_secret_at_a_cut_reaches_any_output(
     for expected in (project / "junit.xml", project / "report.html", sample):
         assert expected in written, expected
     assert any(p.parent == project / "reports" and p.suffix == ".json" for p in written)
-    leaks = {
-        str(p.relative_to(project)): found
-        for p in written
-        if (found := pieces_in(p.read_bytes().decode("utf-8", "replace")))
+    texts = {"terminal": terminal, "atom label's output": labelled.output}
+    texts |= {
+        str(p.relative_to(project)): p.read_bytes().decode("utf-8", "replace") for p in written
     }
+    leaks = {where: len(found) for where, text in texts.items() if (found := pieces_in(text))}
     assert leaks == {}
