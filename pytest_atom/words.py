@@ -18,9 +18,9 @@ def plural(count: int, noun: str) -> str:
 
 
 def shorten(text: Scrubbed, limit: int) -> Scrubbed:
-    """`text` when it holds at most `limit` characters; else its first `limit` and ``…``:
-    for a one-line view (a tool call's input) whose rest is elsewhere."""
-    return text if len(text) <= limit else Scrubbed(text[:limit] + "…")
+    """`text` when it holds at most `limit` characters; else its first `limit` - 1 and
+    ``…``: for a one-line view (a tool call, a check's detail) whose rest is elsewhere."""
+    return text if len(text) <= limit else Scrubbed(text[: limit - 1] + "…")
 
 
 def clip(text: Scrubbed, limit: int, whole: str) -> Scrubbed:

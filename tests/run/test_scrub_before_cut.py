@@ -18,7 +18,9 @@ from pytest_atom.checks.evidence import EXCERPT_BYTES, head, tail
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.judge.reflector import REFLECTOR_BUDGET, build_prompt
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.replay.transcript import tool_label
 from pytest_atom.reports.clipping import REPORT_TEXT_LIMIT, clip_long_texts
+from pytest_atom.reports.text import tool_problem
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.load import load_spec
 from pytest_atom.words import Scrubbed
@@ -95,3 +97,20 @@ def test_the_reflectors_check_evidence_budget_cuts_no_secret(tmp_path: Path) -> 
         spec, [CheckResult(spec.accept[0], False, "no", evidence)], "(no changes)", "done", 0.8
     )
     assert "clipped here" in prompt and pieces_in(prompt) == []
+
+
+def test_a_tool_calls_one_line_view_cuts_no_secret() -> None:
+    """`tool_label` (the cassette's and the events' line for a call) and `tool_problem` (the
+    failure report's line for a refused call) cut at 160, 100 and 240 characters."""
+    command = at_edges(400, [160, 100])
+    assert pieces_in(tool_label("Bash", {"command": command})) == []
+    assert pieces_in(tool_label("Custom", {"n": 1, "value": command})) == []
+    problem = tool_problem("Bash", {"command": command}, at_edges(600, [240]), True)
+    assert problem is not None and problem.endswith("…") and pieces_in(problem) == []
+
+
+def test_a_tool_results_checks_detail_cuts_no_secret() -> None:
+    """A `tool_results` check quotes what it wanted and what it got, 120 characters each."""
+    from pytest_atom.checks.kinds.tool_results import _short
+
+    assert pieces_in(_short(at_edges(400, [120]))) == []
