@@ -17,6 +17,18 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
+def last_words(text: str, limit: int) -> str:
+    """The end of `text`, at most `limit` characters, starting at a word: for a layer below
+    the scrubber (an agent's or a CLI call's error message), which cuts text not yet
+    scrubbed. A word the cut goes through is left out whole, so no part of a secret (one
+    word: no spaces) is shown for the scrubber, which knows it only whole, to miss."""
+    if len(text) <= limit:
+        return text
+    kept = text[-limit:]
+    space = next((i for i, c in enumerate(kept) if c.isspace()), None)
+    return "…" if space is None else "…" + kept[space:].lstrip()
+
+
 def shorten(text: Scrubbed, limit: int) -> Scrubbed:
     """`text` when it holds at most `limit` characters; else its first `limit` - 1 and
     ``…``: for a one-line view (a tool call, a check's detail) whose rest is elsewhere."""

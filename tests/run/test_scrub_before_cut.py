@@ -22,9 +22,10 @@ from pytest_atom.replay.transcript import tool_label
 from pytest_atom.reports.clipping import REPORT_TEXT_LIMIT, clip_long_texts
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.load import load_spec
 from pytest_atom.words import Scrubbed
-from tests.edge_secret_helpers import NAME, SECRET, at_edges, pieces_in
+from tests.edge_secret_helpers import BEFORE_CUT, NAME, SECRET, at_edges, pieces_in
 
 pytestmark = pytest.mark.usefixtures("edge_secret")
 
@@ -114,3 +115,19 @@ def test_a_tool_results_checks_detail_cuts_no_secret() -> None:
     from pytest_atom.checks.kinds.tool_results import _short
 
     assert pieces_in(_short(at_edges(400, [120]))) == []
+
+
+@pytest.mark.parametrize("limit", [300, 1000, 2000])
+def test_a_cli_calls_failure_below_the_scrubber_shows_no_part_of_a_word(limit: int) -> None:
+    """`IterationRecord.failure` cuts before any scrubber runs (the results layer has
+    none): it starts at a whole word, so a secret the cut goes through is left out whole,
+    and the scrubber that later reads the message finds the whole ones."""
+    whole = f" {SECRET} the end"  # a whole secret near the end: the scrubber's to find
+    fill = ("w " * limit)[: limit - (len(SECRET) - BEFORE_CUT) - 1 - len(whole)]
+    said = f"API Error: {'.' * 700}{SECRET} {fill}{whole}"
+    assert said[len(said) - limit :].startswith(SECRET[BEFORE_CUT:])  # the cut splits one
+    failure = IterationRecord(1, output=said).failure(limit)
+    assert failure.endswith("the end") and len(failure) <= limit + 1
+    assert failure.count(SECRET) == 1
+    assert pieces_in(failure.replace(SECRET, "")) == []
+    assert pieces_in(Scrubber().scrub(failure)) == []
