@@ -1,5 +1,6 @@
-"""English for counts, shared by the gateway's messages and every report, and the one way
-a long text is cut short (`clip`), which takes only text a Scrubber has passed."""
+"""English for counts, shared by the gateway's messages and every report, and the ways a
+long text is cut short: `clip` (head and tail) and `shorten` (head) take only text a
+Scrubber has passed; `last_words`, for the layers below the scrubber, cuts at a word."""
 
 from __future__ import annotations
 
