@@ -47,13 +47,16 @@ _SHOWN = "***"
 
 def _parts(url: str) -> tuple[str, str | None, str, str]:
     """A PostgreSQL URL's scheme, userinfo (None without ``@``), the rest of its authority
-    and path, and its query. The userinfo ends at the last ``@`` before the query, as a
-    person writes it; libpq ends it at the first ``@`` or ``/``, so a password holding
-    either is refused (`check_url`) before libpq reads it."""
+    and path, and its query. As libpq reads it, the userinfo lies before the first ``/``
+    (a ``?`` there is part of a password); it ends at the last ``@`` there, as a person
+    writes it, where libpq ends it at the first: `check_url` refuses a URL where the two
+    differ, and one where an ``@`` after the first ``/`` (a ``/`` in the password) would
+    make libpq take the userinfo for the host."""
     scheme, rest = url.split("://", 1)
-    rest, _, query = rest.partition("?")
-    userinfo, at, host = rest.rpartition("@")
-    return scheme, (userinfo if at else None), (host if at else rest), query
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    host, _, query = (host + slash + path).partition("?")
+    return scheme, (userinfo if at else None), host, query
 
 
 def _params(query: str) -> list[tuple[str, str]]:
@@ -66,12 +69,16 @@ def check_url(url: str) -> None:
     shows none of the userinfo."""
     if not is_postgres(url):
         return
-    scheme, userinfo, host, _ = _parts(url)
-    if userinfo is not None and ("@" in userinfo or "/" in userinfo):
+    scheme, userinfo, _, _ = _parts(url)
+    before, at, after = url.split("://", 1)[1].partition("@")
+    # An `@` past the first `/` with no parameter before it: a `/` in the password
+    # (`user:pa/ss@host/db`); `host/db?application_name=a@b` is a parameter's value.
+    slashed = userinfo is None and bool(at) and "=" not in before
+    if slashed or (userinfo is not None and "@" in userinfo):
         raise HistoryError(
-            f"the history store {scheme}://{_SHOWN}@{host} has an '@' or '/' in its user or "
-            "password: percent-encode them (@ as %40, / as %2F), or give the password in "
-            f"{PASSWORD_ENV} or a passfile instead"
+            f"the history store {scheme}://{_SHOWN}@{after.rpartition('@')[2]} has an '@' or "
+            "'/' in its user or password: percent-encode them (@ as %40, / as %2F), or give "
+            f"the password in {PASSWORD_ENV} or a passfile instead"
         )
 
 

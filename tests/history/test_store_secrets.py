@@ -117,6 +117,27 @@ def test_display_masks_every_password_parameter_and_keeps_the_rest() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:Ab3d@tail-99@h/db",  # libpq's userinfo ends at the first @
+        "postgresql://u:Ab3d/tail-99@h/db",  # and at the first /
+        "postgresql://u:Ab3d/ta?il-99@h/db",
+    ],
+)
+def test_a_password_libpq_would_split_is_refused_showing_none_of_it(url: str) -> None:
+    with pytest.raises(HistoryError, match="percent-encode") as caught:
+        open_store(url)
+    assert "Ab3d" not in str(caught.value) and "il-99" not in str(caught.value)
+    assert "postgresql://***@h/db" in str(caught.value)
+
+
+def test_a_question_mark_in_a_password_is_part_of_it_and_masked() -> None:
+    assert display_url("postgresql://u:pa?ss-1234@h/db") == "postgresql://u:***@h/db"
+    kept = "postgresql://h:5/db?application_name=ci@runner"  # an @ in a parameter is no password
+    assert display_url(kept) == kept
+
+
 # --- the SQLite store's path ------------------------------------------------------------
 
 
