@@ -24,7 +24,7 @@ import pytest
 
 from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
 
-__all__ = ["PostgresServer", "item", "pg_bin", "run"]
+__all__ = ["GUARDED_PASSWORD", "GUARDED_ROLE", "PostgresServer", "item", "pg_bin", "run"]
 
 _PG_ROOT = Path("/usr/lib/postgresql")
 
@@ -46,9 +46,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: The one role whose connections need a password (the server trusts every other): for
+#: what a wrong password prints.
+GUARDED_ROLE, GUARDED_PASSWORD = "guarded", "right-Pass-4711"
+
+
 @dataclass
 class PostgresServer:
-    """A PostgreSQL server of the test session's own, on 127.0.0.1:`port`."""
+    """A PostgreSQL server of the test session's own, on 127.0.0.1:`port`; every role is
+    trusted but `GUARDED_ROLE`, which signs in with `GUARDED_PASSWORD`."""
 
     folder: Path
     port: int
@@ -73,11 +79,17 @@ class PostgresServer:
         server._run(
             "initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8"
         )
+        hba = folder / "data" / "pg_hba.conf"  # first match wins: the guarded role's line first
+        hba.write_text(f"host all {GUARDED_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
         options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         server._run(
             "pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
             "-w", "start",
         )  # fmt: skip
+        import psycopg
+
+        with psycopg.connect(server.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE ROLE {GUARDED_ROLE} LOGIN PASSWORD '{GUARDED_PASSWORD}'")
         return server
 
     def _run(self, tool: str, *args: str) -> None:

@@ -137,8 +137,9 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
         from pytest_atom.history.postgres import PostgresStore
 
         return PostgresStore.connect(url)
-    from pytest_atom.history.sqlite import SqliteStore
+    from pytest_atom.history.sqlite import SqliteStore, check_path
 
+    check_path(Path(url), root or Path.cwd())
     return SqliteStore.connect(Path(url))
 
 

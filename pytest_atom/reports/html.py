@@ -80,7 +80,9 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
             turns = stream_turns(record.events)
             session["turns"] = [asdict(turn) for turn in turns]
             session["marks"] = trajectory_summary(turns)
-            session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""
+            # Scrubbed before its tail is cut: the cut must not split a secret.
+            stderr = Scrubber().scrub(record.stderr.strip()) if record.is_error else ""
+            session["stderr"] = stderr[-FOLD_CHARS:]
     final = result.final if result.attempts else None
     view = {
         "trace": trace,
@@ -95,6 +97,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
             result.spec.workspace,
             final.path,
             installed=configuration.installed_paths(result.spec.claude),
+            scrub=Scrubber().scrub,
         )
         if final
         else "",

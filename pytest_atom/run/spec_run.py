@@ -49,6 +49,7 @@ from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
+from pytest_atom.words import shorten
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def _why_not(replayed: SpecResult) -> str:
         why += f": {detail[0]}" if detail else ""
     elif replayed.attempts and replayed.final.records and replayed.final.records[-1].returncode:
         output = replayed.final.records[-1].output.strip().splitlines()
-        why += f": {output[-1][:300]}" if output else ""
+        why += f": {shorten(Scrubber().scrub(output[-1]), 300)}" if output else ""
     return why
 
 

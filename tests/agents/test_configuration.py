@@ -28,6 +28,7 @@ from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import RecordingError, SpecError
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path, open_model_source
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import config_staleness, staleness, stamp_hashes
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
@@ -526,9 +527,9 @@ def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Pat
         ".claude/skills/release-notes",
         ".claude/agents/reviewer.md",
     ]
-    diff = workspace_diff(workspace, cwd, installed=installed)
+    diff = workspace_diff(workspace, cwd, installed=installed, scrub=Scrubber().scrub)
     assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
-    assert "CLAUDE.md" in workspace_diff(workspace, cwd)
+    assert "CLAUDE.md" in workspace_diff(workspace, cwd, scrub=Scrubber().scrub)
 
 
 @pytest.mark.slow
