@@ -7,7 +7,8 @@ Everything goes where the CLI looks for a project's configuration, never the use
 - ``skills`` → ``.claude/skills/<folder name>/`` and ``agents`` → ``.claude/agents/<file>``
   in the attempt folder;
 - ``settings`` and ``hooks`` → the run's ``--settings`` file (beside the sandbox's settings,
-  in the run folder, where the agent cannot edit them);
+  in the run folder, where the agent cannot edit them); each command hook runs in the run's
+  sandbox (`confined_hooks`);
 - ``mcp_servers`` → the run's ``--mcp-config`` file (with the workspace's own .mcp.json
   servers), used with ``--strict-mcp-config``; recorded or replayed like the model traffic
   (`mcp_server_entry`);
@@ -108,34 +109,42 @@ def installed_paths(options: ClaudeOptions) -> list[str]:
     return paths + [f".claude/agents/{p.name}" for p in options.agents]
 
 
-def settings(options: ClaudeOptions, confine: Sequence[Path] | None = None) -> dict[str, Any]:
+def settings(options: ClaudeOptions, wrap: Wrap | None = None) -> dict[str, Any]:
     """The spec's settings with its hooks: what the run's ``--settings`` file adds.
 
-    Claude Code runs a hook as its own child process, outside its Bash sandbox (measured
-    on 2.1.330: a hook wrote to /tmp, which a sandboxed command cannot). With `confine`
-    (the paths a sandboxed command may write) each command hook runs under bubblewrap as
-    Bash does: the file system read-only but for those paths, and no network.
+    Claude Code runs a hook as its own child process, outside its Bash sandbox, in the
+    caller's process namespace; a hook that runs a workspace script (``./no_curl.sh``) runs
+    what the agent last wrote there. With `wrap` (the run's sandbox, agents.claude_code.srt)
+    each command hook runs inside it, as set-up, checks and MCP servers do; a hook marked
+    ``unsandboxed: true`` (with its ``reason:``) runs as written. Both keys are pytest-atom's
+    and never reach the CLI, which refuses settings it does not know.
     """
     data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
     if options.hooks:
-        hooks = copy.deepcopy(dict(options.hooks))
-        if confine is not None:
-            for groups in hooks.values():
-                for group in groups if isinstance(groups, list) else []:
-                    for hook in group.get("hooks") or [] if isinstance(group, dict) else []:
-                        if isinstance(hook, dict) and isinstance(hook.get("command"), str):
-                            hook["command"] = confined_command(hook["command"], confine)
-        data["hooks"] = hooks
+        data["hooks"] = confined_hooks(options.hooks, wrap)
     return data
 
 
-def confined_command(command: str, writable: Sequence[Path]) -> str:
-    """`command` under bubblewrap: every path read-only but `writable`, no network."""
-    binds = " ".join(f"--bind {shlex.quote(str(p))} {shlex.quote(str(p))}" for p in writable)
-    return (
-        "bwrap --die-with-parent --unshare-net --ro-bind / / --dev /dev --proc /proc "
-        f"{binds} -- /bin/sh -c {shlex.quote(command)}"
-    )
+def confined_hooks(hooks: Mapping[str, Any], wrap: Wrap | None) -> dict[str, Any]:
+    """`hooks` (Claude Code's ``hooks`` setting) with each command hook put through `wrap`:
+    a shell command becomes ``sh -c COMMAND`` inside it, an exec-form one (``command`` and
+    ``args``) its argv inside it. Without `wrap`, or for an ``unsandboxed`` hook, as written."""
+    built = copy.deepcopy(dict(hooks))
+    for groups in built.values():
+        for group in groups if isinstance(groups, list) else []:
+            for hook in group.get("hooks") or [] if isinstance(group, dict) else []:
+                if not isinstance(hook, dict):
+                    continue
+                free = bool(hook.pop("unsandboxed", False))
+                hook.pop("reason", None)
+                if wrap is None or free or not isinstance(hook.get("command"), str):
+                    continue
+                if "args" in hook:
+                    argv = wrap([hook["command"], *(str(a) for a in hook["args"] or [])])
+                    hook["command"], hook["args"] = argv[0], argv[1:]
+                else:
+                    hook["command"] = shlex.join(wrap(["/bin/sh", "-c", hook["command"]]))
+    return built
 
 
 def mcp_server_entry(

@@ -25,9 +25,11 @@ file tools are not sandboxed; they follow the permission rules, so blanket Edit 
 grants are narrowed to the attempt folder: a write elsewhere would need a permission that
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
 
-What a run executes outside the CLI (set-up, checks, oracles, the MCP servers the CLI
-starts) gets the same rules from `settings`, applied by the sandbox runtime `srt`
-(agents.claude_code.srt).
+What a run executes outside the CLI's own sandbox (set-up, checks, oracles, and the MCP
+servers and hooks the CLI starts) gets the same rules from `settings`, applied by the
+sandbox runtime `srt` (agents.claude_code.srt): the one place that confinement is built,
+with a process namespace and ``/proc`` of its own. A hook in the workspace's own settings
+would run outside it, so a run refuses one (`refuse_workspace_hooks`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.environment import tmpdir_for
-from pytest_atom.errors import SandboxUnavailableError
+from pytest_atom.errors import SandboxUnavailableError, WorkspaceError
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
@@ -141,45 +143,55 @@ class Confinement:
                 path.mkdir(parents=True, exist_ok=True)
         configuration.install(config, cwd)
         settings = self.boundary / SETTINGS_FILE
-        hooks_confined = [cwd, *self.write_paths(cwd)] if self.confines_hooks else None
-        spec_settings = configuration.settings(config, hooks_confined)
+        if self.sandbox is not None:
+            refuse_workspace_hooks(cwd)
+        hook_wrap = self._process_wrap(cwd, env, always=True) if config.hooks else None
+        spec_settings = configuration.settings(config, hook_wrap)
         own = self.settings(cwd, allowed, env=env, cli_version=cli_version)
         data = {**spec_settings, **own}
         if "permissions" in spec_settings and "permissions" in own:  # the spec's rules stay
             data["permissions"] = {**spec_settings["permissions"], **own["permissions"]}
+        if self.sandbox is not None:
+            # The file tools may not give the workspace hooks the CLI would run unconfined
+            # (its sandboxed Bash cannot write these files either).
+            rules = data.setdefault("permissions", {})
+            rules["deny"] = [*rules.get("deny", []), *_settings_file_rules(cwd)]
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
-        wrap = self._server_wrap(cwd, env) if servers else None
+        wrap = self._process_wrap(cwd, env) if servers else None
         if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
             return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap)
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
 
-    def _server_wrap(
-        self, cwd: Path, env: Mapping[str, str] | None
+    def _process_wrap(
+        self, cwd: Path, env: Mapping[str, str] | None, *, always: bool = False
     ) -> Callable[[list[str]], list[str]] | None:
-        """How an MCP server the CLI starts in `cwd` enters the run's sandbox; None without one."""
-        if self.sandbox is None or self.servers is None or env is None:
+        """How a process the CLI starts in `cwd` (an MCP server, a hook) enters the run's
+        sandbox; None without one. `always`: with the sandbox on, even where the run named
+        no `servers` (agents.claude_code.srt.process_sandbox then) or no environment (ours)."""
+        if self.sandbox is None:
             return None
-        servers, boundary = self.servers, self.boundary.resolve()
+        servers = self.servers
+        if always and servers is None:
+            from pytest_atom.agents.claude_code.srt import process_sandbox
+
+            servers = process_sandbox
+        if servers is None or (env is None and not always):
+            return None
+        boundary, environment = self.boundary.resolve(), dict(env if env is not None else os.environ)
 
         def wrap(argv: list[str]) -> list[str]:
             # The files the spec names for its server outside the run folder (a script beside
             # the spec) are the spec's, which the agent cannot write: readable by the server.
             named = [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
             outside = [p for p in named if not _within(p.resolve(), boundary)]
-            sandbox = servers(self, cwd, env, outside)
+            sandbox = servers(self, cwd, environment, outside)
             return argv if sandbox is None else sandbox.wrap(argv)
 
         return wrap
-
-    @property
-    def confines_hooks(self) -> bool:
-        """Whether a spec's hooks run under bubblewrap (Linux, with the sandbox on): the CLI
-        runs them outside its own sandbox. On macOS they run as the CLI starts them."""
-        return self.sandbox is not None and sys.platform.startswith("linux")
 
     def settings(
         self,
@@ -258,6 +270,42 @@ class Confinement:
         for rule in allowed:
             narrowed += [f"{rule}({s})" for s in scopes] if rule in FILE_EDIT_TOOLS else [rule]
         return narrowed
+
+
+#: The workspace's own settings files, whose hooks Claude Code would run itself.
+WORKSPACE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
+
+
+def refuse_workspace_hooks(cwd: Path) -> None:
+    """Raise WorkspaceError for a hook in the workspace's own settings (`WORKSPACE_SETTINGS`).
+
+    Claude Code runs those hooks itself, outside the run's sandbox and in the caller's
+    process namespace, and reads them afresh at each start: nothing the harness passes can
+    put them in the sandbox or leave them out while the workspace's other settings apply.
+    The spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
+    """
+    for rel in WORKSPACE_SETTINGS:
+        path = cwd / rel
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
+        except (OSError, ValueError):
+            continue  # no such file; one the CLI cannot read applies no hook either
+        if isinstance(data, dict) and data.get("hooks"):
+            line = next(
+                (n for n, row in enumerate(text.splitlines(), 1) if '"hooks"' in row), 1
+            )
+            raise WorkspaceError(
+                f"{rel}:{line} in the workspace declares hooks, which Claude Code would run "
+                "outside the run's sandbox (with the caller's processes and files in reach): "
+                "move them to the spec's `claude: hooks:`, where each runs confined "
+                "(`unsandboxed: true` with a `reason:` for one that must not be)"
+            )
+
+
+def _settings_file_rules(cwd: Path) -> list[str]:
+    """Deny rules for the file tools on the workspace's settings files."""
+    return [f"{tool}(/{cwd}/{rel})" for tool in sorted(FILE_EDIT_TOOLS) for rel in WORKSPACE_SETTINGS]
 
 
 def _within(path: Path, folder: Path) -> bool:
