@@ -30,6 +30,7 @@ from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
+from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import (
@@ -132,6 +133,10 @@ class Outcome:
             "unsandboxed": [
                 {"describe": c.describe(), "line": c.line, "reason": c.params["reason"]}
                 for c in (unsandboxed_checks(self.spec) if self.spec else [])
+            ]
+            + [
+                {"describe": hook, "line": None, "reason": why}
+                for hook, why in (unsandboxed_hooks(self.spec.claude) if self.spec else [])
             ],
             "error": self.error,
             "ok": self.ok(expect_fail),
@@ -384,12 +389,14 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
 
 
 def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
-    """One line for each check of `spec` that runs outside the agent's sandbox, with its
-    reason: a way out of the sandbox is never silent."""
-    return [
+    """One line for each check and hook of `spec` that runs outside the agent's sandbox,
+    with its reason: a way out of the sandbox is never silent."""
+    lines = [
         f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
         for c in unsandboxed_checks(spec)
     ]
+    hooks = unsandboxed_hooks(spec.claude)
+    return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]
 
 
 def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:

@@ -151,11 +151,6 @@ class Confinement:
         data = {**spec_settings, **own}
         if "permissions" in spec_settings and "permissions" in own:  # the spec's rules stay
             data["permissions"] = {**spec_settings["permissions"], **own["permissions"]}
-        if self.sandbox is not None:
-            # The file tools may not give the workspace hooks the CLI would run unconfined
-            # (its sandboxed Bash cannot write these files either).
-            rules = data.setdefault("permissions", {})
-            rules["deny"] = [*rules.get("deny", []), *_settings_file_rules(cwd)]
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
@@ -301,11 +296,6 @@ def refuse_workspace_hooks(cwd: Path) -> None:
                 "move them to the spec's `claude: hooks:`, where each runs confined "
                 "(`unsandboxed: true` with a `reason:` for one that must not be)"
             )
-
-
-def _settings_file_rules(cwd: Path) -> list[str]:
-    """Deny rules for the file tools on the workspace's settings files."""
-    return [f"{tool}(/{cwd}/{rel})" for tool in sorted(FILE_EDIT_TOOLS) for rel in WORKSPACE_SETTINGS]
 
 
 def _within(path: Path, folder: Path) -> bool:
