@@ -30,7 +30,6 @@ from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
-from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import (
@@ -53,6 +52,7 @@ from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import resolve
+from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
 from pytest_atom.words import plural

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 HOOK = "./no_curl.sh"
@@ -63,7 +64,9 @@ def bwrap_before(command: str, writable: Sequence[Path]) -> str:
 def srt_now(run: Path, attempt: Path, env: dict[str, str]) -> str:
     """The hook's command line as `Confinement.prepare` writes it into the run's settings."""
     hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": HOOK}]}]}
-    Confinement(run, SandboxOptions()).prepare(attempt, ("Bash",), ClaudeOptions(hooks=hooks), env=env)
+    Confinement(run, SandboxOptions(), servers=process_sandbox).prepare(
+        attempt, ("Bash",), ClaudeOptions(hooks=hooks), env=env
+    )
     settings = json.loads((run / SETTINGS_FILE).read_text(encoding="utf-8"))
     command: str = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     return command

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 import math
 import os
-from pathlib import Path
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from pytest_atom.paths import display_path
@@ -67,13 +67,7 @@ def claude_options(
                 )
             names[path.name] = i
         kw[key] = tuple(paths)
-    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
-        raise doc.error(
-            f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
-            "set hooks: keep them in one place (claude.hooks)",
-            loc + ("hooks",),
-        )
-    _check_hook_ways_out(doc, loc + ("hooks",), m.get("hooks") or {})
+    _check_hooks(doc, loc, m)
     owned = {"sandbox", "claudeMdExcludes"} & set(m.get("settings") or {})
     if owned:
         key = sorted(owned)[0]
@@ -112,11 +106,18 @@ def unsandboxed_hooks(options: ClaudeOptions) -> list[tuple[str, str]]:
     ]
 
 
-def _check_hook_ways_out(doc: Document, loc: Loc, hooks: Mapping[str, Any]) -> None:
-    """A hook's way out of the sandbox is ``unsandboxed: true`` with its ``reason:``, both or
-    neither, as a command check's is: it runs what the agent may have written."""
-    for where, hook in hook_entries(hooks):
-        at = (*loc, *where)
+def _check_hooks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """Hooks in one place; a hook's way out of the sandbox is ``unsandboxed: true`` with its
+    ``reason:``, both or neither, as a command check's is: it runs what the agent may have
+    written."""
+    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
+        raise doc.error(
+            f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
+            "set hooks: keep them in one place (claude.hooks)",
+            loc + ("hooks",),
+        )
+    for where, hook in hook_entries(m.get("hooks") or {}):
+        at = (*loc, "hooks", *where)
         free, reason = hook.get("unsandboxed", False), hook.get("reason")
         if free not in (True, False):
             raise doc.error(
@@ -129,7 +130,7 @@ def _check_hook_ways_out(doc: Document, loc: Loc, hooks: Mapping[str, Any]) -> N
                 f"{label(at + ('unsandboxed',))!r} runs the hook outside the run's "
                 "sandbox, where a script the agent rewrote reaches the caller's "
                 'processes and files: add `reason:` saying why (say "talks to the '
-                'team\'s lint server"), or remove `unsandboxed: true`',
+                "team's lint server\"), or remove `unsandboxed: true`",
                 at + ("unsandboxed",),
             )
         if reason is not None and not free:

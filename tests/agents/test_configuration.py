@@ -24,6 +24,7 @@ from pytest_atom.agents.claude_code.configuration import (
     mcp_server_entry,
 )
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import RecordingError, SpecError
 from pytest_atom.replay.cassette import Cassette
@@ -210,7 +211,9 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
     run, cwd = tmp_path / "run", tmp_path / "run" / "attempts" / "a01"
     cwd.mkdir(parents=True)
     (cwd / ".mcp.json").write_text('{"mcpServers": {"own": {"command": "own-server"}}}')
-    args = Confinement(run, SandboxOptions()).prepare(cwd, ("Bash",), options)
+    args = Confinement(run, SandboxOptions(), servers=process_sandbox).prepare(
+        cwd, ("Bash",), options
+    )
 
     assert (cwd / "CLAUDE.md").read_text() == "Be brief.\n"
     assert (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").read_text() == SKILL_MD
@@ -243,7 +246,7 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
 
     # The agent edits its skill: the next call is made with the spec's again.
     (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").write_text("hacked")
-    Confinement(run, SandboxOptions()).prepare(cwd, ("Bash",), options)
+    Confinement(run, SandboxOptions(), servers=process_sandbox).prepare(cwd, ("Bash",), options)
     assert (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").read_text() == SKILL_MD
 
     # Unsandboxed, the hooks run as written.
@@ -522,7 +525,9 @@ def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Pat
     options = load_spec(project(tmp_path, FULL)).claude
     workspace, cwd = tmp_path / "specs" / "ws", tmp_path / "run" / "a01"
     cwd.mkdir(parents=True)
-    Confinement(tmp_path / "run", SandboxOptions()).prepare(cwd, ("Bash",), options)
+    Confinement(tmp_path / "run", SandboxOptions(), servers=process_sandbox).prepare(
+        cwd, ("Bash",), options
+    )
     (cwd / "notes.txt").write_text("agent's\n")
     installed = installed_paths(options)
     assert installed == [

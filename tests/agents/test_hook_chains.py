@@ -122,7 +122,9 @@ def _found(attempt: Path, project: Path, report: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def chains(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[str, Any]:
-    folder = once_per_session(tmp_path_factory, "hook-chains", partial(_play, claude_bin=claude_bin))
+    folder = once_per_session(
+        tmp_path_factory, "hook-chains", partial(_play, claude_bin=claude_bin)
+    )
     facts: dict[str, Any] = json.loads((folder / "facts.json").read_text(encoding="utf-8"))
     return facts
 

@@ -165,18 +165,23 @@ class Confinement:
         self, cwd: Path, env: Mapping[str, str] | None, *, always: bool = False
     ) -> Callable[[list[str]], list[str]] | None:
         """How a process the CLI starts in `cwd` (an MCP server, a hook) enters the run's
-        sandbox; None without one. `always`: with the sandbox on, even where the run named
-        no `servers` (agents.claude_code.srt.process_sandbox then) or no environment (ours)."""
+        sandbox; None without one. `always`: with the sandbox on, even with no environment
+        (ours then); SandboxUnavailableError where the confinement names no `servers`."""
         if self.sandbox is None:
             return None
         servers = self.servers
         if always and servers is None:
-            from pytest_atom.agents.claude_code.srt import process_sandbox
-
-            servers = process_sandbox
+            # A hook never runs outside the sandbox by omission (the run's factory names srt).
+            raise SandboxUnavailableError(
+                "this session's confinement names no process sandbox (`servers`) to run "
+                "the spec's hooks in: build it with agents.claude_code.srt.process_sandbox"
+            )
         if servers is None or (env is None and not always):
             return None
-        boundary, environment = self.boundary.resolve(), dict(env if env is not None else os.environ)
+        boundary, environment = (
+            self.boundary.resolve(),
+            dict(env if env is not None else os.environ),
+        )
 
         def wrap(argv: list[str]) -> list[str]:
             # The files the spec names for its server outside the run folder (a script beside
@@ -287,9 +292,7 @@ def refuse_workspace_hooks(cwd: Path) -> None:
         except (OSError, ValueError):
             continue  # no such file; one the CLI cannot read applies no hook either
         if isinstance(data, dict) and data.get("hooks"):
-            line = next(
-                (n for n, row in enumerate(text.splitlines(), 1) if '"hooks"' in row), 1
-            )
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"hooks"' in row), 1)
             raise WorkspaceError(
                 f"{rel}:{line} in the workspace declares hooks, which Claude Code would run "
                 "outside the run's sandbox (with the caller's processes and files in reach): "
