@@ -174,18 +174,24 @@ def mcp_server_entry(
 
 
 def mcp_config(
-    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None, wrap: Wrap | None = None
+    options: ClaudeOptions,
+    cwd: Path,
+    tape: McpTape | None = None,
+    wrap: Wrap | None = None,
+    workspace_wrap: Wrap | None = None,
 ) -> dict[str, Any] | None:
     """The ``--mcp-config`` servers: the workspace's .mcp.json (in the sandbox, through
-    `wrap`: the agent may have written it), then the spec's (which win, recorded or replayed
-    through `tape`); None when there are none. Raises ValueError for a .mcp.json that is not
-    JSON."""
+    `workspace_wrap`: the agent may have written it, so the paths it names open nothing),
+    then the spec's (which win, recorded or replayed through `tape`, in the sandbox through
+    `wrap`); None when there are none. Raises ValueError for a .mcp.json that is not JSON."""
     servers: dict[str, Any] = {}
     workspace = cwd / ".mcp.json"
     if workspace.is_file():
         data = json.loads(workspace.read_text(encoding="utf-8"))
         found = (data or {}).get("mcpServers") or {}
-        servers.update({name: mcp_server_entry(name, e, None, wrap) for name, e in found.items()})
+        servers.update(
+            {name: mcp_server_entry(name, e, None, workspace_wrap) for name, e in found.items()}
+        )
     for name, entry in (options.mcp_servers or {}).items():
         servers[name] = mcp_server_entry(name, entry, tape, wrap)
     return {"mcpServers": servers} if servers else None
@@ -209,11 +215,12 @@ def cli_args(
     boundary: Path,
     tape: McpTape | None = None,
     wrap: Wrap | None = None,
+    workspace_wrap: Wrap | None = None,
 ) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
     run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
     args: list[str] = []
-    servers = mcp_config(options, cwd, tape, wrap)
+    servers = mcp_config(options, cwd, tape, wrap, workspace_wrap)
     if servers is not None:
         path = boundary / MCP_CONFIG_FILE
         path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")

@@ -156,17 +156,25 @@ class Confinement:
         servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
         wrap = self._process_wrap(cwd, env) if servers else None
         if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
-            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap)
+            own = self._process_wrap(cwd, env, named=False) if servers else None
+            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap, own)
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
 
     def _process_wrap(
-        self, cwd: Path, env: Mapping[str, str] | None, *, always: bool = False
+        self,
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        *,
+        always: bool = False,
+        named: bool = True,
     ) -> Callable[[list[str]], list[str]] | None:
         """How a process the CLI starts in `cwd` (an MCP server, a hook) enters the run's
         sandbox; None without one. `always`: with the sandbox on, even with no environment
-        (ours then); SandboxUnavailableError where the confinement names no `servers`."""
+        (ours then); SandboxUnavailableError where the confinement names no `servers`.
+        `named`: the absolute paths a command line names outside the run folder are
+        readable to it (the spec's; never where the agent may have written the line)."""
         if self.sandbox is None:
             return None
         servers = self.servers
@@ -186,8 +194,8 @@ class Confinement:
         def wrap(argv: list[str]) -> list[str]:
             # The files the spec names for its server outside the run folder (a script beside
             # the spec) are the spec's, which the agent cannot write: readable by the server.
-            named = [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
-            outside = [p for p in named if not _within(p.resolve(), boundary)]
+            paths = [Path(a) for a in argv if named and os.path.isabs(a) and os.path.exists(a)]
+            outside = [p for p in paths if not _within(p.resolve(), boundary)]
             sandbox = servers(self, cwd, environment, outside)
             return argv if sandbox is None else sandbox.wrap(argv)
 
