@@ -160,3 +160,37 @@ def test_a_hook_in_the_workspaces_own_settings_is_refused(tmp_path: Path, name: 
     assert confinement.prepare(cwd, ("Bash",))[0] == "--settings"
     (cwd / ".claude" / name).write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
     assert Confinement(run, None).prepare(cwd, ("Bash",))[0] == "--settings"
+
+
+def test_a_plugins_hooks_run_in_srt_for_the_attempt_at_hand(tmp_path: Path) -> None:
+    """A plugin's hooks (``hooks/hooks.json``, or inline in its manifest) are Claude Code's
+    children as the spec's are: its copy in the run folder names them inside srt, rewritten
+    for each attempt's own sandbox; the plugin's own folder is left as it is."""
+    plugin = tmp_path / "guard"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    inline = {"Stop": [{"hooks": [{"type": "command", "command": "./stop.sh"}]}]}
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps({"name": "guard", "hooks": inline}), encoding="utf-8"
+    )
+    (plugin / "hooks").mkdir()
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./g"}]}]}
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": hooks}), encoding="utf-8")
+    run = tmp_path / "run"
+    confinement = Confinement(run, SandboxOptions(), servers=process_sandbox)
+    copy = run / "claude-plugins" / "guard"
+    settings_files = []
+    for number in (1, 2):
+        cwd = run / "attempts" / f"a0{number}"
+        cwd.mkdir(parents=True)
+        confinement.prepare(cwd, ("Bash",), ClaudeOptions(plugins=(plugin,)))
+        written = json.loads((copy / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+        argv = shlex.split(written["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+        assert Path(argv[0]).name == "srt" and argv[-3:] == ["/bin/sh", "-c", "./g"]
+        srt_settings = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
+        assert str(cwd) in srt_settings["filesystem"]["allowWrite"]
+        settings_files.append(argv[2])
+        manifest = json.loads((copy / ".claude-plugin" / "plugin.json").read_text())
+        stop = shlex.split(manifest["hooks"]["Stop"][0]["hooks"][0]["command"])
+        assert Path(stop[0]).name == "srt" and stop[-1] == "./stop.sh"
+    assert settings_files[0] != settings_files[1]
+    assert json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"] == hooks

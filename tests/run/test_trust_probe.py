@@ -2,8 +2,8 @@
 to it.
 
 One probe script (`PROBE`) runs as every kind of process a sandboxed run starts: the agent's
-Bash, a ``setup:`` command, an ``accept: command:`` check, the spec's hook and MCP server,
-the workspace's ``.mcp.json`` server, and an ``oracle:`` (as `atom validate` runs it). One
+Bash, a ``setup:`` command, an ``accept: command:`` check, the spec's hook, its plugin's hook and its MCP
+server, the workspace's ``.mcp.json`` server, and an ``oracle:`` (as `atom validate` runs it). One
 scripted run through the real Claude Code CLI drives all but the oracle, which `run_oracle`
 drives with no CLI. Each probe records: how many processes it sees; whether it read another
 process's ``/proc/<pid>/environ`` (the caller's, holding a canary) or wrote through its
@@ -108,6 +108,7 @@ KINDS = {
     "check": "`accept: command:` check",
     "oracle": "`oracle:` (`atom validate`)",
     "hook-spec": "the spec's hook",
+    "hook-plugin": "a hook of the spec's plugin",
     "mcp-spec": "the spec's MCP server",
     "mcp-workspace": "the workspace's `.mcp.json` server",
 }
@@ -155,6 +156,13 @@ def _play(folder: Path, claude_bin: Path) -> None:
         yaml.safe_dump({"turns": [bash(" ".join(line("bash"))), {"text": "Done. EXIT_LOOP_NOW"}]}),
         encoding="utf-8",
     )
+    plugin = project / "probe-plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "probe-plugin"}')
+    (plugin / "hooks").mkdir()
+    plugin_hook = {"type": "command", "command": " ".join(line("hook-plugin"))}
+    plugin_hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [plugin_hook]}]}
+    (plugin / "hooks" / "hooks.json").write_text(json.dumps({"hooks": plugin_hooks}))
     spec_data = {
         "name": "probe",
         "prompt": "Probe.",
@@ -176,6 +184,7 @@ def _play(folder: Path, claude_bin: Path) -> None:
                 ]
             },
             "mcp_servers": {"probe": {"command": python, "args": line("mcp-spec")[1:]}},
+            "plugins": ["../probe-plugin"],
         },
     }
     spec_file = project / "specs" / "probe.atom.yaml"

@@ -13,7 +13,8 @@ Everything goes where the CLI looks for a project's configuration, never the use
   servers), used with ``--strict-mcp-config``; recorded or replayed like the model traffic
   (`mcp_server_entry`);
 - ``plugins`` → copies under the run folder's ``claude-plugins/``, each passed with
-  ``--plugin-dir`` (the CLI's way to load a local plugin for one session).
+  ``--plugin-dir`` (the CLI's way to load a local plugin for one session); their hooks run
+  in the run's sandbox too (`confine_plugin_hooks`).
 
 The files are installed again before every CLI call, so an agent that edits its own skill
 or CLAUDE.md is tested against the spec's configuration on its next call, as a user's is.
@@ -197,16 +198,52 @@ def mcp_config(
     return {"mcpServers": servers} if servers else None
 
 
-def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
+def plugin_dirs(options: ClaudeOptions, boundary: Path, wrap: Wrap | None = None) -> list[Path]:
     """The spec's plugins, copied under the run folder (`boundary`): the session loads the
-    copy, so nothing it does reaches the user's plugin folder."""
+    copy, so nothing it does reaches the user's plugin folder. With `wrap` (the run's
+    sandbox for this attempt) each copy's hooks run in it, as the spec's own do."""
     dirs = []
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
         if not target.is_dir():
             copy_tree(source, target, _plugin_ignore(source), follow_within=project_root(source))
+        if wrap is not None:
+            confine_plugin_hooks(source, target, wrap)
         dirs.append(target)
     return dirs
+
+
+def confine_plugin_hooks(source: Path, target: Path, wrap: Wrap) -> None:
+    """Rewrite the hooks of the plugin copy `target` from its `source` through `wrap`:
+    ``hooks/hooks.json``, and the manifest's ``hooks`` (inline, or the files it names).
+    Written afresh each call, as each attempt has its own sandbox."""
+    files = ["hooks/hooks.json"]
+    for manifest in (".claude-plugin/plugin.json", "plugin.json"):
+        try:
+            data = json.loads((source / manifest).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(named, dict):  # inline: the events, or hooks.json's shape
+            inner = named.get("hooks")
+            data["hooks"] = (
+                {**named, "hooks": confined_hooks(inner, wrap)}
+                if isinstance(inner, dict)
+                else confined_hooks(named, wrap)
+            )
+            (target / manifest).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        else:
+            files += [
+                n for n in (named if isinstance(named, list) else [named]) if isinstance(n, str)
+            ]
+    for rel in dict.fromkeys(files):
+        try:
+            data = json.loads((source / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("hooks"), dict):
+            data["hooks"] = confined_hooks(data["hooks"], wrap)
+            (target / rel).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def cli_args(
@@ -216,16 +253,18 @@ def cli_args(
     tape: McpTape | None = None,
     wrap: Wrap | None = None,
     workspace_wrap: Wrap | None = None,
+    hook_wrap: Wrap | None = None,
 ) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
-    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
+    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed.
+    `hook_wrap`: the sandbox the plugins' hooks run in (`plugin_dirs`)."""
     args: list[str] = []
     servers = mcp_config(options, cwd, tape, wrap, workspace_wrap)
     if servers is not None:
         path = boundary / MCP_CONFIG_FILE
         path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")
         args += ["--mcp-config", str(path)]
-    for folder in plugin_dirs(options, boundary):
+    for folder in plugin_dirs(options, boundary, hook_wrap):
         args += ["--plugin-dir", str(folder)]
     return args
 

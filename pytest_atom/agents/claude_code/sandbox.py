@@ -145,7 +145,8 @@ class Confinement:
         settings = self.boundary / SETTINGS_FILE
         if self.sandbox is not None:
             refuse_workspace_hooks(cwd)
-        hook_wrap = self._process_wrap(cwd, env, always=True) if config.hooks else None
+        hooked = bool(config.hooks or config.plugins)
+        hook_wrap = self._process_wrap(cwd, env, always=True) if hooked else None
         spec_settings = configuration.settings(config, hook_wrap)
         own = self.settings(cwd, allowed, env=env, cli_version=cli_version)
         data = {**spec_settings, **own}
@@ -157,7 +158,9 @@ class Confinement:
         wrap = self._process_wrap(cwd, env) if servers else None
         if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
             own = self._process_wrap(cwd, env, named=False) if servers else None
-            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap, own)
+            return args + configuration.cli_args(
+                config, cwd, self.boundary, self.mcp, wrap, own, hook_wrap
+            )
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
