@@ -7,6 +7,7 @@ the real CLI are tests/agents/test_hook_chains.py and tests/agents/test_configur
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -194,3 +195,44 @@ def test_a_plugins_hooks_run_in_srt_for_the_attempt_at_hand(tmp_path: Path) -> N
         assert Path(stop[0]).name == "srt" and stop[-1] == "./stop.sh"
     assert settings_files[0] != settings_files[1]
     assert json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"] == hooks
+
+
+SKILL_WITH_HOOKS = """\
+---
+name: x
+description: x
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks: [{type: command, command: ./x.sh}]
+---
+Run it.
+"""
+
+
+@pytest.mark.parametrize(
+    ("rel", "where"),
+    [
+        (".claude/skills/x/SKILL.md", ".claude/skills/x/SKILL.md in the workspace"),
+        (".claude/agents/x.md", ".claude/agents/x.md in the workspace"),
+        ("plugin:skills/x/SKILL.md", "skills/x/SKILL.md in plugin guard"),
+    ],
+)
+def test_a_hook_in_a_skills_or_subagents_frontmatter_is_refused(
+    tmp_path: Path, rel: str, where: str
+) -> None:
+    """Skills and subagents declare hooks in their frontmatter, which Claude Code runs as it
+    runs the workspace's settings hooks: outside the sandbox. Refused the same way."""
+    run, cwd = tmp_path / "run", tmp_path / "run" / "attempts" / "a01"
+    cwd.mkdir(parents=True)
+    plugin = tmp_path / "guard"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "guard"}')
+    path = plugin / rel.removeprefix("plugin:") if rel.startswith("plugin:") else cwd / rel
+    path.parent.mkdir(parents=True)
+    path.write_text(SKILL_WITH_HOOKS, encoding="utf-8")
+    confinement = Confinement(run, SandboxOptions(), servers=process_sandbox)
+    with pytest.raises(WorkspaceError, match=f"^{re.escape(where)} declares hooks in its front"):
+        confinement.prepare(cwd, ("Bash",), ClaudeOptions(plugins=(plugin,)))
+    path.write_text(SKILL_WITH_HOOKS.replace("hooks:", "tags:"), encoding="utf-8")
+    confinement.prepare(cwd, ("Bash",), ClaudeOptions(plugins=(plugin,)))

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import yaml
+
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.environment import tmpdir_for
 from pytest_atom.errors import SandboxUnavailableError, WorkspaceError
@@ -144,7 +146,7 @@ class Confinement:
         configuration.install(config, cwd)
         settings = self.boundary / SETTINGS_FILE
         if self.sandbox is not None:
-            refuse_workspace_hooks(cwd)
+            refuse_workspace_hooks(cwd, config.plugins)
         hooked = bool(config.hooks or config.plugins)
         hook_wrap = self._process_wrap(cwd, env, always=True) if hooked else None
         spec_settings = configuration.settings(config, hook_wrap)
@@ -287,13 +289,15 @@ class Confinement:
 WORKSPACE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 
 
-def refuse_workspace_hooks(cwd: Path) -> None:
-    """Raise WorkspaceError for a hook in the workspace's own settings (`WORKSPACE_SETTINGS`).
+def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
+    """Raise WorkspaceError for a hook Claude Code would take from the workspace's own files:
+    its settings (`WORKSPACE_SETTINGS`), or the frontmatter of a skill or subagent in its
+    ``.claude/`` (the workspace's or the spec's, installed there) or in one of `plugins`.
 
     Claude Code runs those hooks itself, outside the run's sandbox and in the caller's
     process namespace, and reads them afresh at each start: nothing the harness passes can
-    put them in the sandbox or leave them out while the workspace's other settings apply.
-    The spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
+    put them in the sandbox or leave them out while the rest of those files apply. The
+    spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
     """
     for rel in WORKSPACE_SETTINGS:
         path = cwd / rel
@@ -304,12 +308,39 @@ def refuse_workspace_hooks(cwd: Path) -> None:
             continue  # no such file; one the CLI cannot read applies no hook either
         if isinstance(data, dict) and data.get("hooks"):
             line = next((n for n, row in enumerate(text.splitlines(), 1) if '"hooks"' in row), 1)
-            raise WorkspaceError(
-                f"{rel}:{line} in the workspace declares hooks, which Claude Code would run "
-                "outside the run's sandbox (with the caller's processes and files in reach): "
-                "move them to the spec's `claude: hooks:`, where each runs confined "
-                "(`unsandboxed: true` with a `reason:` for one that must not be)"
-            )
+            _refuse(f"{rel}:{line} in the workspace declares hooks")
+    folders = [(cwd / ".claude", cwd, "the workspace")]
+    folders += [(plugin, plugin, f"plugin {plugin.name}") for plugin in plugins]
+    for folder, base, owner in folders:
+        definitions = [*folder.glob("skills/*/SKILL.md"), *folder.glob("agents/*.md")]
+        for path in sorted(definitions):
+            if _frontmatter_hooks(path):
+                where = path.relative_to(base).as_posix()
+                _refuse(f"{where} in {owner} declares hooks in its frontmatter")
+
+
+def _refuse(what: str) -> None:
+    raise WorkspaceError(
+        f"{what}, which Claude Code would run outside the run's sandbox (with the caller's "
+        "processes and files in reach): move them to the spec's `claude: hooks:`, where each "
+        "runs confined (`unsandboxed: true` with a `reason:` for one that must not be)"
+    )
+
+
+def _frontmatter_hooks(path: Path) -> bool:
+    """Whether a skill's or subagent's Markdown file declares ``hooks:`` in its frontmatter."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+    if not text.startswith("---"):
+        return False
+    head = text[3:].split("\n---", 1)[0]
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return False  # the CLI cannot read it either
+    return isinstance(data, dict) and bool(data.get("hooks"))
 
 
 def _within(path: Path, folder: Path) -> bool:
