@@ -159,9 +159,9 @@ class Confinement:
         servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
         wrap = self._process_wrap(cwd, env) if servers else None
         if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
-            own = self._process_wrap(cwd, env, named=False) if servers else None
+            agents = self._process_wrap(cwd, env, named=False) if servers else None
             return args + configuration.cli_args(
-                config, cwd, self.boundary, self.mcp, wrap, own, hook_wrap
+                config, cwd, self.boundary, self.mcp, wrap, agents, hook_wrap
             )
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
