@@ -263,8 +263,9 @@ class ScriptError(HarnessError):
 
 
 class WorkspaceError(HarnessError, OSError):
-    """The workspace could not be copied (git failed, a ref is unknown): the harness's
-    failure, never the agent's; an OSError, so callers report it as one."""
+    """The workspace could not be copied (git failed, a ref is unknown) or run (its own
+    settings declare hooks the sandbox cannot hold): the harness's failure, never the
+    agent's; an OSError, so callers report it as one."""
 
 
 class PlannerError(HarnessError):

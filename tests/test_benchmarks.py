@@ -30,6 +30,7 @@ FAST = {
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
     "trust.py": (["--criteria", "2", "--rounds", "2"], "gate / load_spec"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
+    "hook_cost.py": (["--runs", "1"], "srt (now)"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
     "spawn.py": (["--runs", "2", "--kills", "1", "--wait", "1"], "the supervisor adds"),
