@@ -23,20 +23,25 @@ their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
   never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
   only by disagreeing with its own session's repeats.
 
+- `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
+  report's "Compared with"): the newest earlier run that covered the same selection, and
+  `compare_with_like` that comparison over the run's own lines.
+
 A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed`` or
 ``xfailed``; ``error`` (the harness could not judge) and ``skipped`` count in neither.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
 
 if TYPE_CHECKING:
+    from pytest_atom.history.diff import RunDiff
     from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.history.store import Store
 
@@ -47,7 +52,9 @@ __all__ = [
     "SpecRun",
     "Summary",
     "Trend",
+    "compare_with_like",
     "flaky",
+    "like_run",
     "series_name",
     "spec_runs",
     "summarize",
@@ -374,3 +381,58 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
             if 0 < passed < counted:
                 found.append(FlakyItem(series, None, (passed, counted), (run_id,), "repeats"))
     return FlakyReport(found, last, unknown, checked)
+
+
+#: How many earlier runs `like_run` looks through for one that covered the selection.
+LIKE_RUNS = 100
+
+
+def like_run(
+    store: Store, run: RunRecord, selection: Collection[SeriesKey]
+) -> tuple[RunRecord, str] | None:
+    """The run to compare `run` with, and how it was chosen; None when no earlier run
+    shares a line with it.
+
+    A rescore is compared with the run it judged again. Any other run is compared with
+    the newest earlier run (not a rescore) whose lines include every line of `selection`
+    (`run`'s own); failing one, the newest of those that covered the most of it, the
+    rest then shown as added. Comparing with whatever ran last would show the specs one
+    run selected and the other did not as added and removed.
+    """
+    if run.kind == "rescore" and run.rescore_of:
+        return store.run(run.rescore_of), f"compared with the run it judged again ({run.rescore_of})"
+    wanted = set(selection)
+    best: tuple[int, RunRecord] | None = None
+    for each in store.runs(limit=LIKE_RUNS):
+        if each.id == run.id or each.kind == "rescore" or each.started > run.started:
+            continue
+        covered = len(wanted & set(store.selection(each.id)))
+        if covered == len(wanted):
+            return each, f"compared with the newest run that covered the same {_lines(wanted)}"
+        if covered and (best is None or covered > best[0]):
+            best = (covered, each)
+    if best is None:
+        return None
+    return best[1], (
+        f"no earlier run covered all {_lines(wanted)}: compared with the newest that covered "
+        f"the most ({best[0]} of them)"
+    )
+
+
+def _lines(wanted: Collection[SeriesKey]) -> str:
+    return f"{len(wanted)} spec x case x arm line{'s' * (len(wanted) != 1)}"
+
+
+def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> RunDiff | None:
+    """`run` (with its `items`, stored or not yet) compared with its `like_run`, over the
+    lines `run` covered (the earlier run's other lines are not this run's business); None
+    when no earlier run shares a line. StatsUnavailable where repeats need scipy."""
+    from pytest_atom.history.diff import diff_runs
+
+    selection = {i.series for i in items}
+    found = like_run(store, run, selection)
+    if found is None:
+        return None
+    before, how = found
+    earlier = [i for i in store.items(before.id) if i.series in selection]
+    return replace(diff_runs(before, earlier, run, items), paired=how)

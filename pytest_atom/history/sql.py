@@ -336,6 +336,12 @@ class SqlStore:
         )
         return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
+    def selection(self, run_id: str) -> list[SeriesKey]:
+        rows = self._fetch(
+            "SELECT DISTINCT spec, spec_case, arm FROM atom_items WHERE run_id = ?", (run_id,)
+        )
+        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
+
     def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[tuple[str, str]]:
         """(started, id) of the last `limit` runs with an item of the series `key`, newest
         first: a walk down the series index, which holds both."""
