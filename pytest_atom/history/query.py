@@ -243,7 +243,9 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
             if adjusted < ALPHA and each.halves:
                 trends[each.series] = Trend(direction, *each.halves, p, adjusted)
     return [
-        SeriesSummary(**{**s.__dict__, "trend": trends.get(s.series) if s.kind == "trial" else None})
+        SeriesSummary(
+            **{**s.__dict__, "trend": trends.get(s.series) if s.kind == "trial" else None}
+        )
         for s in found
     ]
 
@@ -400,7 +402,9 @@ def like_run(
     run selected and the other did not as added and removed.
     """
     if run.kind == "rescore" and run.rescore_of:
-        return store.run(run.rescore_of), f"compared with the run it judged again ({run.rescore_of})"
+        return store.run(
+            run.rescore_of
+        ), f"compared with the run it judged again ({run.rescore_of})"
     wanted = set(selection)
     best: tuple[int, RunRecord] | None = None
     for each in store.runs(limit=LIKE_RUNS):
