@@ -98,6 +98,7 @@ def test_atom_rescore_judges_the_stored_attempt_with_todays_criterion_and_no_exe
         store.close()
     assert (run.kind, run.rescore_of) == ("rescore", ids["run1"])
     assert item.outcome == "failed" and item.tool_calls == ("Bash", "Bash")
+    assert item.kind == "rescore"  # a judgement, not a trial
     assert [c.text for c in item.criteria] == ["hello.txt is written in French."]
     assert set(item.tokens) == {"reflector"}
     # The reflector was asked about today's criterion, in a run folder of the rescore's own.

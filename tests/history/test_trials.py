@@ -18,6 +18,7 @@ from pytest_atom.history.records import RunRecord, item_from_dict, item_to_dict
 from pytest_atom.history.schema import SCHEMA_VERSION
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import open_store
+from pytest_atom.history.view import history_view
 from tests.history_helpers import bare_store, item, project, run
 
 
@@ -167,3 +168,19 @@ def test_an_item_written_as_json_before_items_had_a_kind_reads_as_cached() -> No
     del data["kind"]
     assert item_from_dict({**data, "cached": True}).kind == "cached"
     assert item_from_dict(data).kind == "trial"
+
+
+def test_the_html_trend_draws_trials_only(tmp_path: Path) -> None:
+    url = str(tmp_path / "history.db")
+    runs = [run(n) for n in range(4)]
+    store = open_store(url)
+    store.add_run(runs[0], [item("calc")])
+    store.add_run(runs[1], [item("calc", kind="cached")])
+    store.add_run(runs[2], [item("calc", "failed")])
+    store.close()
+    ran = [replace(item("calc"), run_id=runs[3].id)]
+    (trend,) = history_view(url, tmp_path, runs[3], ran).trends
+    assert [p.run_id for p in trend.points] == [runs[0].id, runs[2].id, runs[3].id]
+    cached = [replace(item("calc", kind="cached"), run_id=runs[3].id)]
+    (trend,) = history_view(url, tmp_path, runs[3], cached).trends
+    assert [p.run_id for p in trend.points] == [runs[0].id, runs[2].id]
