@@ -258,10 +258,15 @@ def _value(value: Any) -> str:
     return "(unset)" if value is None else json.dumps(value, sort_keys=True)
 
 
+#: What `atom history import` adds to a run's settings: where the run came from, not how
+#: it ran (`history.imports`).
+_PROVENANCE = frozenset({"imported_from", "files"})
+
+
 def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange, ...]:
     """The settings that differ between the runs (in the later run's order), then the
     Claude Code version when it changed."""
-    names = list(dict.fromkeys([*after.settings, *before.settings]))
+    names = [n for n in dict.fromkeys([*after.settings, *before.settings]) if n not in _PROVENANCE]
     found = [
         SettingChange(name, before.settings.get(name), after.settings.get(name))
         for name in names

@@ -186,11 +186,9 @@ def _halves(items: Sequence[ItemFigures]) -> tuple[Counts, Counts] | None:
     )
 
 
-def _summary(
-    series: SeriesKey, items: Sequence[ItemFigures], kind: str, cached: int = 0
-) -> SeriesSummary:
-    """The series' figures over `items` (all of one kind, newest first): `last_outcome`
-    is the newest item's of any kind, so a cached pass still shows as the last word."""
+def _summary(series: SeriesKey, items: Sequence[ItemFigures], kind: str) -> SeriesSummary:
+    """The series' figures over its `items` of `kind` (newest first); the last outcome is
+    the newest of `items`, whatever its kind, so a cached pass still has the last word."""
     counted = [i for i in items if i.kind == kind]
     counts = _counts(counted)
     spent = [i.spent_usd for i in counted if i.spent_usd is not None]
@@ -202,13 +200,13 @@ def _summary(
         tokens=_mean([i.total_tokens for i in counted]),
         cost_usd=_mean([i.total_cost for i in counted]),
         wall_seconds=_mean([i.wall_seconds for i in counted]),
-        last_outcome=(counted or items)[0].outcome if kind == "rescore" else items[0].outcome,
-        last_run=(counted or items)[0].run_id if kind == "rescore" else items[0].run_id,
+        last_outcome=items[0].outcome,
+        last_run=items[0].run_id,
         halves=_halves(counted) if kind == "trial" else None,
         kind=kind,
-        cached=cached,
+        cached=sum(1 for i in items if i.kind == "cached"),
         spent_usd=_mean(spent),
-        last_kind=kind if kind == "rescore" else items[0].kind,
+        last_kind=items[0].kind,
     )
 
 
@@ -216,13 +214,12 @@ def _series_summaries(series: SeriesKey, items: Sequence[ItemFigures]) -> list[S
     """The series' trials (with how many cached outcomes were left out), then its
     rescores' judgements when it has any: the window holds rescore runs too."""
     observed = [i for i in items if i.kind != "rescore"]
-    found = []
-    if observed:
-        cached = sum(1 for i in observed if i.kind == "cached")
-        found.append(_summary(series, observed, "trial", cached))
-    if any(i.kind == "rescore" for i in items):
-        found.append(_summary(series, items, "rescore"))
-    return found
+    judged = [i for i in items if i.kind == "rescore"]
+    return [
+        _summary(series, some, kind)
+        for some, kind in ((observed, "trial"), (judged, "rescore"))
+        if some
+    ]
 
 
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:

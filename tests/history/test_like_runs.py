@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.main import main
+from pytest_atom.history.diff import setting_changes
 from pytest_atom.history.query import like_run
 from pytest_atom.history.records import RunRecord
 from pytest_atom.history.store import open_store
@@ -141,3 +142,15 @@ def test_a_runs_selection_is_its_lines_whatever_its_items_kind(tmp_path: Path, k
     ((spec, _, _),) = opened.selection(opened.runs()[0].id)
     opened.close()
     assert spec == "calc"
+
+
+def test_an_imports_provenance_is_no_setting_and_a_claude_code_version_is() -> None:
+    ran = replace(make_run(0), settings=LOOSE)
+    imported = replace(
+        make_run(10, kind="import"),
+        settings={**LOOSE, "imported_from": "pytest", "files": ["shard1/results.json"]},
+        claude_version="2.1.400",
+    )
+    assert [c.line() for c in setting_changes(ran, imported)] == [
+        'setting claude_version: "2.1.332" -> "2.1.400"'
+    ]
