@@ -14,6 +14,7 @@ from pytest_atom.history.recording import item_record
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table
+from pytest_atom.reports.trace import build_trace
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Attempt, SpecResult
@@ -40,6 +41,7 @@ def test_every_view_shows_what_was_spent_and_the_list_price_apart(
     header, line = summary_table([SummaryRow.of("s.atom.yaml::s", props)])
     cells = dict(zip(header.split("  "), line.split(), strict=False))
     assert line.split()[-3:-1] == [f"{spent:.4f}", "0.1491"] and "list $" in header, cells
+    assert build_trace(result)["cost"]["list_price_usd"] == pytest.approx(0.1491)
     stored = item_record(result, None)
     assert (stored.spent_usd, stored.total_cost) == pytest.approx((spent, 0.1491))
     page = render_html([report_row("s.atom.yaml::s", "passed", spec_view(result))])
