@@ -22,7 +22,6 @@ their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
   digest (`digest` None: before the outcome cache computed one) is unknown across runs,
   never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
   only by disagreeing with its own session's repeats.
-
 - `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
   report's "Compared with"): the newest earlier run that covered the same selection, and
   `compare_with_like` that comparison over the run's own lines.
