@@ -26,7 +26,10 @@ FAST = {
         ["--runs", "20", "--per-run", "5", "--small", "5", "--rounds", "1"],
         "atom history: ",
     ),
-    "history_diff.py": (["--runs", "20", "--per-run", "5", "--rounds", "1"], "atom diff: "),
+    "history_diff.py": (
+        ["--runs", "20", "--specs", "5", "--per-run", "5", "--rounds", "1"],
+        "atom diff: ",
+    ),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
     "trust.py": (["--criteria", "2", "--rounds", "2"], "gate / load_spec"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),

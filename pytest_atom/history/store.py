@@ -62,6 +62,10 @@ class Store(Protocol):
         """Every (spec, case, arm) the store holds an item of (of `spec`), sorted."""
         ...
 
+    def selection(self, run_id: str) -> list[SeriesKey]:
+        """The (spec, case, arm) lines run `run_id` (a whole id) covered, sorted."""
+        ...
+
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
@@ -107,6 +111,9 @@ class NoStore:
         return []
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
+        return []
+
+    def selection(self, run_id: str) -> list[SeriesKey]:
         return []
 
     def item_history(

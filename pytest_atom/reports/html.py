@@ -190,7 +190,7 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "counts": [(o, counts[o]) for o in known + sorted(set(counts) - set(known))],
         "tokens": sum(int(p.get("atom_tokens") or 0) for p in props),
         "cost": sum(float(p.get("atom_cost_usd") or 0) for p in props),
-        "recorded": sum(float(p.get("atom_recorded_cost_usd") or 0) for p in props),
+        "list_price": sum(float(p.get("atom_list_price_usd") or 0) for p in props),
         # CLI calls that failed and were retried: in the figures above, shown apart
         "failed_tries": sum(int(p.get("atom_failed_tries") or 0) for p in props),
         "failed_tries_tokens": sum(int(p.get("atom_failed_tries_tokens") or 0) for p in props),

@@ -231,6 +231,7 @@ def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
                 "atom_tokens": 6432,
                 "atom_cost_usd": 0.0,
                 "atom_recorded_cost_usd": 0.0293,
+                "atom_list_price_usd": 0.0293,
                 "atom_duration_s": 5.31,
             },
         ),
@@ -244,12 +245,13 @@ def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
                 "atom_tokens": 120000,
                 "atom_cost_usd": 1.23456,
                 "atom_recorded_cost_usd": 0.0,
+                "atom_list_price_usd": 0.0,
                 "atom_duration_s": 61.0,
             },
         ),
     ]
     assert summary_table(rows) == [
-        "spec                    outcome  score  attempts  iter  tokens  cost $   rec $  time s",
+        "spec                    outcome  score  attempts  iter  tokens  cost $  list $  time s",
         "specs/a.atom.yaml::a    passed    0.95         1     2    6432  0.0000  0.0293     5.3",
         "b.atom.yaml::long-name  failed       -         3    10  120000  1.2346       -    61.0",
     ]
