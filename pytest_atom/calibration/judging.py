@@ -14,14 +14,14 @@ samples by file name).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.calibration.record import calibration_dir, reflector_prompts
+from pytest_atom.calibration.record import base_name, calibration_dir, reflector_prompts
 from pytest_atom.calibration.samples import Sample
 from pytest_atom.calibration.variants import Variant
 from pytest_atom.errors import CalibrationError, HarnessError, ReflectorError
@@ -54,10 +54,12 @@ SCRIPT = "script.yaml"
 
 @dataclass(frozen=True)
 class Judged:
-    """One sample's verdict from one judge variant."""
+    """One sample's verdict from one judge variant, and the criteria's words it was judged
+    on (its case's, rendered: what the human's labels are matched to)."""
 
     sample: Sample
     verdict: Verdict
+    criteria: tuple[str, ...] = ()
 
 
 @dataclass
@@ -84,6 +86,28 @@ def calibration_spec(spec: Spec) -> Spec:
     )
 
 
+def case_of(sample: Sample, spec: Spec, cases: Mapping[str, Spec]) -> Spec:
+    """The spec as `sample`'s case renders it (`cases`: every case of `spec` by id; empty
+    when it has none), so the judge sees the criteria the run's judge saw; a
+    CalibrationError names the sample and the fix when its case is unknown or missing."""
+    if sample.case is None:
+        if cases:
+            raise CalibrationError(
+                f"the sample names no case, and spec {base_name(spec)!r} has cases "
+                f"({', '.join(cases)}): add `case: ID` (the case its attempt ran) to it",
+                sample.path,
+            )
+        return spec
+    if sample.case not in cases:
+        known = ", ".join(cases) or "none: it has no cases"
+        raise CalibrationError(
+            f"case {sample.case!r}: spec {base_name(spec)!r} has no such case (its cases: "
+            f"{known}): correct `case:`, or remove the sample",
+            sample.path,
+        )
+    return cases[sample.case]
+
+
 def judge_samples(
     spec: Spec,
     samples: Sequence[Sample],
@@ -92,9 +116,12 @@ def judge_samples(
     settings: RunSettings,
     config: AtomConfig | None,
     claude_bin: Path,
+    cases: Mapping[str, Spec] | None = None,
 ) -> Calibrated:
-    """Every variant's verdict on every sample, through one gateway and one cassette."""
+    """Every variant's verdict on every sample, through one gateway and one cassette; each
+    sample judged on its own case's criteria (`cases`: every case of `spec` by id)."""
     calibrating = calibration_spec(spec)
+    own = {s.path: calibration_spec(case_of(s, spec, cases or {})) for s in samples}
     live = claude_version(claude_bin)
     with tempfile.TemporaryDirectory(prefix="atom-calibrate-") as tmp:
         run_dir = Path(tmp)
@@ -110,7 +137,9 @@ def judge_samples(
                 )
                 for variant in variants:
                     judge = _Judge(calibrating, variant, run_dir, env, claude_bin, settings, config)
-                    result.verdicts[variant.name] = [judge.sample(s, source) for s in samples]
+                    result.verdicts[variant.name] = [
+                        judge.sample(s, source, own[s.path]) for s in samples
+                    ]
                     seen = seen or judge.cli_version
             failed = False
         finally:
@@ -143,8 +172,9 @@ class _Judge:
     config: AtomConfig | None
     cli_version: str | None = None
 
-    def sample(self, sample: Sample, source: ModelSource) -> Judged:
-        spec = self.variant.spec_for(self.spec)
+    def sample(self, sample: Sample, source: ModelSource, case: Spec) -> Judged:
+        """`sample`'s verdict, judged on `case` (the sample's case of the spec)."""
+        spec = self.variant.spec_for(case)
         folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
         _materialize(sample, folder)
         session = session_input(spec, sample, self.threshold, self.prompts())
@@ -185,7 +215,7 @@ class _Judge:
             self.cli_version = self.cli_version or record.cli_version
             source.recall.remember(key, record)
             votes.append(verdict)
-        return Judged(sample, combine_votes(votes))
+        return Judged(sample, combine_votes(votes), case.criteria)
 
     @property
     def threshold(self) -> float:
