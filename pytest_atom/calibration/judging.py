@@ -83,7 +83,13 @@ def calibration_spec(spec: Spec) -> Spec:
         spec,
         cassette=folder / CASSETTE,
         script=script if script.is_file() else spec.script,
+        record_with=calibrate_command(spec, "{mode}"),
     )
+
+
+def calibrate_command(spec: Spec, mode: str) -> str:
+    """The command that records `spec`'s calibration cassette in `mode`."""
+    return f"atom calibrate '{display_path(spec.path)}::{base_name(spec)}' --record-mode={mode}"
 
 
 def case_of(sample: Sample, spec: Spec, cases: Mapping[str, Spec]) -> Spec:
@@ -204,8 +210,8 @@ class _Judge:
                 )
                 again = (
                     f"; the calibration cassette does not hold this judge's session (a new "
-                    f"sample, or a changed judge): record it again with `atom calibrate "
-                    f"{display_path(spec.path)} --record-mode=all`"
+                    f"sample, or a changed judge): record it again with "
+                    f"`{calibrate_command(spec, 'all')}`"
                     if diverged
                     else ""
                 )

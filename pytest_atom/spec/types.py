@@ -222,6 +222,10 @@ class Spec:
     criteria_floors: Mapping[str, CalibrationFloor] = field(default_factory=dict, hash=False)
     xfail: str | None = None
     cassette: Path | None = None
+    #: The command that records `cassette`, with ``{mode}`` for the record mode, when it is
+    #: not the spec's own run's (``pytest --atom``): a calibration's cassette is recorded by
+    #: `atom calibrate`. Every "record it with" hint names it (`replay.recording.record_command`).
+    record_with: str | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
     agent: SdkApp | None = None  # None: Claude Code itself is the executor
