@@ -30,10 +30,12 @@ from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.judge.reflector import (
     VERDICT_SCHEMA,
+    again_role,
     build_prompt,
     combine_votes,
     read_only_options,
     run_reflector,
+    vote_role,
 )
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
@@ -187,41 +189,55 @@ class _Judge:
         agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
         votes = []
         for vote in range(1, spec.reflector.votes + 1):
-            role = f"reflector:calibrate:{self.variant.name}:{sample.path.stem}"
-            role = role if vote == 1 else f"{role}:v{vote}"
-            key = source.recall.key(role, "reflector", session, folder)
-            recalled = source.recall.recall(key)
-            if recalled is not None:
-                votes.append(Verdict.parse(recalled.answer))
-                continue
-            try:
-                verdict, record = run_reflector(
-                    session,
-                    folder,
-                    agent=agents.reflector(VERDICT_SCHEMA),
-                    session_id=session_id_for(spec, role),
-                    timeout=spec.timeout,
-                )
-            except ReflectorError as exc:
-                diverged = (
-                    source.tape.divergences[0].describe(limit=3)
-                    if source.tape and source.tape.divergences
-                    else ""
-                )
-                again = (
-                    f"; the calibration cassette does not hold this judge's session (a new "
-                    f"sample, or a changed judge): record it again with "
-                    f"`{calibrate_command(spec, 'all')}`"
-                    if diverged
-                    else ""
-                )
-                raise HarnessError(
-                    f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
-                ) from None
-            self.cli_version = self.cli_version or record.cli_version
-            source.recall.remember(key, record)
-            votes.append(verdict)
+            role = vote_role(f"reflector:calibrate:{self.variant.name}:{sample.path.stem}", vote)
+            verdict = self.ask(role, spec, sample, session, folder, agents, source)
+            if verdict.omits(spec.criteria):  # a judge error, as in a run: asked once more
+                verdict = self.ask(again_role(role), spec, sample, session, folder, agents, source)
+            votes.append(verdict.completed(spec.criteria))
         return Judged(sample, combine_votes(votes), case.criteria)
+
+    def ask(
+        self,
+        role: str,
+        spec: Spec,
+        sample: Sample,
+        session: SessionInput,
+        folder: Path,
+        agents: AgentFactory,
+        source: ModelSource,
+    ) -> Verdict:
+        """One reflector session's verdict on `sample` in `role`: recalled, else run."""
+        key = source.recall.key(role, "reflector", session, folder)
+        recalled = source.recall.recall(key)
+        if recalled is not None:
+            return Verdict.parse(recalled.answer)
+        try:
+            verdict, record = run_reflector(
+                session,
+                folder,
+                agent=agents.reflector(VERDICT_SCHEMA),
+                session_id=session_id_for(spec, role),
+                timeout=spec.timeout,
+            )
+        except ReflectorError as exc:
+            diverged = (
+                source.tape.divergences[0].describe(limit=3)
+                if source.tape and source.tape.divergences
+                else ""
+            )
+            again = (
+                f"; the calibration cassette does not hold this judge's session (a new "
+                f"sample, or a changed judge): record it again with "
+                f"`{calibrate_command(spec, 'all')}`"
+                if diverged
+                else ""
+            )
+            raise HarnessError(
+                f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
+            ) from None
+        self.cli_version = self.cli_version or record.cli_version
+        source.recall.remember(key, record)
+        return verdict
 
     @property
     def threshold(self) -> float:

@@ -9,6 +9,7 @@ from pytest_atom.calibration.measure import ALPHA, ArmComparison, SpecCalibratio
 from pytest_atom.calibration.record import CriterionCalibration, to_json
 from pytest_atom.calibration.variants import CURRENT
 from pytest_atom.paths import display_path
+from pytest_atom.results.verdict import NO_VERDICT
 
 
 def _num(value: float, digits: int = 2) -> str:
@@ -66,6 +67,11 @@ def text_lines(result: SpecCalibration) -> list[str]:
         lines += criterion_lines(calibration)
     for text in result.unlabelled:
         lines.append(f"  criterion not calibrated, no sample labels it: {text}")
+    for text, names in result.no_verdict.items():
+        lines.append(
+            f"  {NO_VERDICT} on {len(names)} sample{'s' * (len(names) != 1)} (not counted), "
+            f"even when asked again, on: {text}: {', '.join(names)}"
+        )
     for comparison in result.arms:
         lines += arm_lines(comparison)
     if result.written is not None:
@@ -84,6 +90,7 @@ def as_json(result: SpecCalibration) -> dict[str, Any]:
         "criteria": [to_json(c) for c in result.criteria.values()],
         "was_stale": dict(result.was_stale),
         "unlabelled": list(result.unlabelled),
+        "no_verdict": dict(result.no_verdict),
         "arms": [
             {
                 "arm": a.arm,

@@ -47,6 +47,9 @@ class _Criterion(Protocol):
     @property
     def gates(self) -> bool: ...
 
+    @property
+    def missing(self) -> bool: ...
+
 
 class _Scored(Protocol):
     @property
@@ -88,8 +91,9 @@ def judge(
 
 def effective_gate(gate: Gate, criteria: Iterable[_Criterion]) -> Gate:
     """What passes a judged attempt: the spec's `gate`, but ``criteria`` (the gated ones,
-    each met) once any criterion is advisory, whose verdict the score would still weigh."""
-    return "criteria" if any(not c.gates for c in criteria) else gate
+    each met) once any criterion is advisory, whose verdict the score would still weigh,
+    or the judge gave no verdict on one, which its score cannot have weighed."""
+    return "criteria" if any(not c.gates or c.missing for c in criteria) else gate
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from pytest_atom.results.outcome import (
     decide,
     effective_gate,
 )
+from pytest_atom.results.verdict import NO_VERDICT
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
@@ -315,7 +316,8 @@ class SpecResult:
                 continue
             text = (written[index] if written else criterion.criterion).strip()
             text = text.splitlines()[0] if text else criterion.criterion
-            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+            why = NO_VERDICT if criterion.missing else criterion.tally
+            named.append(f"{text} ({why})" if why else text)
         return named
 
     @property
