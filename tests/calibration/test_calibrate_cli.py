@@ -17,6 +17,7 @@ import yaml
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.scripted import Script, ScriptedResponder
 from tests.calibration_helpers import (
+    CRITERION,
     SPEC,
     TOKEN,
     atom,
@@ -180,3 +181,27 @@ def test_the_record_hint_of_a_missing_calibration_cassette_records_it(
     replayed = atom("calibrate", SPEC)
     assert replayed.exit_code == 0, replayed.output
     assert "(judge: replay)" in replayed.output
+
+
+@pytest.mark.slow
+def test_a_sample_the_judge_gives_no_verdict_on_is_named_not_counted_as_a_fail(
+    deploy: Path,
+) -> None:
+    """The judge leaves the criterion out, and again when asked once more: a judge error,
+    not its "fail". The sample is named and left out of the figures; nothing is stored."""
+    silent = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
+    folder = Path("specs/calibration/deploy-script")
+    (folder / "script.yaml").write_text(
+        yaml.safe_dump(
+            {"turns": [{"text": "unused"}], "reflector": [{"verdict": silent}] * 2}
+        )
+    )
+    result = atom("calibrate", SPEC, "--json")
+    assert result.exit_code == 0, result.output
+    (spec,) = json.loads(result.output)
+    assert spec["criteria"] == [] and spec["unlabelled"] == []
+    (sample,) = (folder / "samples").iterdir()
+    assert spec["no_verdict"] == {CRITERION: [sample.name]}
+    text = atom("calibrate", SPEC).output
+    assert "the judge gave no verdict on 1 sample (not counted), even when asked again" in text
+    assert not (folder / "calibration.json").exists()
