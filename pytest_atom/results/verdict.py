@@ -21,7 +21,9 @@ from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
 __all__ = [
     "NO_VERDICT",
     "UNFLOORED",
-    "CriterionVerdict", "ReflectorError",     "Trust",
+    "CriterionVerdict",
+    "ReflectorError",
+    "Trust",
     "TrustReason",
     "Verdict",
 ]

@@ -192,9 +192,7 @@ def test_a_sample_the_judge_gives_no_verdict_on_is_named_not_counted_as_a_fail(
     silent = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
     folder = Path("specs/calibration/deploy-script")
     (folder / "script.yaml").write_text(
-        yaml.safe_dump(
-            {"turns": [{"text": "unused"}], "reflector": [{"verdict": silent}] * 2}
-        )
+        yaml.safe_dump({"turns": [{"text": "unused"}], "reflector": [{"verdict": silent}] * 2})
     )
     result = atom("calibrate", SPEC, "--json")
     assert result.exit_code == 0, result.output
