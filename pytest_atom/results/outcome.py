@@ -35,6 +35,10 @@ class _Check(Protocol):
     def passed(self) -> bool: ...
 
 
+#: The evidence of a criterion the judge's verdict left out, even when asked again: the
+#: criterion is unmet, and every report says why in these words.
+NO_VERDICT = "the judge gave no verdict"
+
 #: What passes a judged attempt: its score above the threshold (seed 002), or each
 #: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
 Gate = Literal["score", "criteria"]

@@ -17,6 +17,7 @@ from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
 from pytest_atom.results.outcome import (
+    NO_VERDICT,
     Decision,
     Gate,
     Outcome,
@@ -25,7 +26,6 @@ from pytest_atom.results.outcome import (
     decide,
     effective_gate,
 )
-from pytest_atom.results.verdict import NO_VERDICT
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:

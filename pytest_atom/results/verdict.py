@@ -17,6 +17,7 @@ import jsonschema
 
 from pytest_atom.errors import ReflectorError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
+from pytest_atom.results.outcome import NO_VERDICT
 
 __all__ = [
     "NO_VERDICT",
@@ -73,11 +74,6 @@ class Trust:
 
     def to_dict(self) -> dict[str, Any]:
         return {"trust": self.label, "reason": self.reason, "detail": self.detail}
-
-
-#: The evidence of a criterion the judge's verdict left out, even when asked again: the
-#: criterion is unmet, and every report says why in these words.
-NO_VERDICT = "the judge gave no verdict"
 
 
 #: The trust of a criterion no calibration floor applies to: it gates.
