@@ -142,7 +142,7 @@ def test_the_calibration_setting_applies_to_a_criterion_without_a_verdict(
 ) -> None:
     required = judged.runs["required"]
     props = _junit(judged, "required.xml")["omits"]
-    assert props["atom_outcome"] == "passed", required.stdout.str()
+    assert props["atom_outcome"] == "passed", required.output
     assert props["atom_why"] == (
         f"every gated criterion met; advisory, not gating: {SECOND} ({NO_VERDICT})"
     )
