@@ -433,7 +433,7 @@ def test_pinned_cli_session_imports_and_replays(imported: Path) -> None:
 def test_the_printed_record_command_records_the_imported_specs_cassette(imported: Path) -> None:
     recorded = (imported / "record.txt").read_text()
     assert "1 passed" in recorded, recorded
-    (cassette,) = (imported / "proj" / "cassettes").rglob("from-transcript*.yaml")
+    (cassette,) = (imported / "proj").rglob("cassettes/**/from-transcript.yaml")
     assert "Fix the failing test." in cassette.read_text()
 
 
