@@ -6,6 +6,7 @@ case's run then finds (not stale, not missing)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from pytest_atom.calibration.record import (
     save_calibration,
     stale_because,
 )
+from pytest_atom.history.store import open_store
 from pytest_atom.run.retention import parse_run_name
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
@@ -82,7 +84,9 @@ def test_each_sample_is_judged_on_its_own_cases_criterion_and_the_cases_pool(
 ) -> None:
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
     shared = once_per_session(tmp_path_factory, "calibration-cases", _project)
-    monkeypatch.chdir(shared)
+    project = tmp_path / "project"
+    shutil.copytree(shared, project, ignore=shutil.ignore_patterns(".lock", ".built"))
+    monkeypatch.chdir(project)
     runs = {_case_of(p): p for p in Path(".atom/runs").iterdir()}
     assert sorted(runs) == ["blue", "red"]
     assert atom("label", runs["red"], SPEC, "--pass").exit_code == 0
@@ -109,6 +113,32 @@ def test_each_sample_is_judged_on_its_own_cases_criterion_and_the_cases_pool(
 def _cases(folder: Path) -> list[Spec]:
     write(folder / "turns.yaml", _SCRIPT)
     return load_specs(write(folder / "notes.atom.yaml", _SPEC))
+
+
+@pytest.mark.slow
+def test_a_stored_run_of_several_cases_is_labelled_by_the_case_named(
+    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path: Path,
+    claude_bin: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    shared = once_per_session(tmp_path_factory, "calibration-cases", _project)
+    project = tmp_path / "project"
+    shutil.copytree(shared, project, ignore=shutil.ignore_patterns(".lock", ".built"))
+    monkeypatch.chdir(project)
+    store = open_store(Path(".atom/history.db"))
+    (run,) = store.runs()
+    store.close()
+    unnamed = atom("label", run.id, SPEC, "--pass")
+    assert unnamed.exit_code != 0
+    assert "ran 2 cases of spec 'notes' (blue, red): name one as" in unnamed.output
+    named = atom("label", run.id, f"{SPEC}::notes[blue]", "--fail")
+    assert named.exit_code == 0, named.output
+    (sample,) = Path("specs/calibration/notes/samples").iterdir()
+    data = yaml.safe_load(sample.read_text())
+    assert data["case"] == "blue"
+    assert data["labels"][0]["text"] == "blue.txt holds the word navy."
 
 
 def test_every_case_finds_the_calibration_its_template_pooled(tmp_path: Path) -> None:
