@@ -100,6 +100,7 @@ def test_each_sample_is_judged_on_its_own_cases_criterion_and_the_cases_pool(
 
     recorded = atom("calibrate", SPEC, "--record-mode=once")
     assert recorded.exit_code == 0, recorded.output
+    assert recorded.output.startswith(f"{SPEC}::notes (judge: record)")  # no one case's name
     cassette = (folder / "cassette.yaml").read_text()
     assert "red.txt holds the word crimson." in cassette  # each sample's own case
     assert "blue.txt holds the word navy." in cassette
