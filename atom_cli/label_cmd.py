@@ -56,6 +56,8 @@ def label_(
     The sample (the attempt's change, final message, transcript and check results, with
     your verdict and note) is written to calibration/<spec>/samples/ beside the spec file,
     secrets scrubbed. Labelling the same run again adds or replaces a criterion's label.
+    A dataset spec's sample keeps the case its run ran, and is labelled against that
+    case's criteria; a stored run of several cases needs the case: FILE::NAME[CASE].
     """
     if met is None:
         raise click.UsageError("give the verdict: --pass (the criterion is met) or --fail")
