@@ -335,7 +335,9 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     elif result.script_error is not None:  # the spec's fault: never an expected failure
         run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
-        run.problem = f"{result.decision}: {agent_line(result)}"
+        # The outcome's own line names the cause (a score below the threshold, an unmet
+        # criterion, an agent that never finished): the same words every report shows.
+        run.problem = result.outcome.why
     return run
 
 

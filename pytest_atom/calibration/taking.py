@@ -57,6 +57,7 @@ class RunFound:
     folder: Path
     run_id: str | None = None
     checks: tuple[CheckSeen, ...] | None = None
+    case: str | None = None  # the dataset case the store says the run ran
 
 
 def last_attempt(folder: Path) -> Path:
@@ -94,7 +95,7 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
         "attempt": attempt.name,
         "taken": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    return Sample(path, base_name(spec), seen, (), source)
+    return Sample(path, base_name(spec), seen, (), source, spec.case)
 
 
 def label(sample: Sample, spec: Spec, criterion: int, met: bool, note: str) -> Sample:

@@ -76,6 +76,12 @@ def vote_role(role: str, vote: int) -> str:
     return role if vote == 1 else f"{role}:v{vote}"
 
 
+def again_role(role: str) -> str:
+    """The role of the session that asks the judge again, once, when its verdict left a
+    criterion out (`Verdict.omits`): a session of its own, recorded and replayed as any."""
+    return f"{role}:again"
+
+
 def combine_votes(votes: Sequence[Verdict]) -> Verdict:
     """One verdict from the verdicts of independent reflector sessions on one attempt.
 
@@ -107,7 +113,8 @@ def combine_votes(votes: Sequence[Verdict]) -> Verdict:
         named = next(c for c in said if c is not None)
         # the evidence of a vote on the winning side, so it explains the outcome shown
         evidence = next((c.evidence for c in said if c is not None and c.met == met), "")
-        criteria.append(CriterionVerdict(named.criterion, met, evidence, ballots))
+        missing = all(c is None or c.missing for c in said)
+        criteria.append(CriterionVerdict(named.criterion, met, evidence, ballots, missing=missing))
     flaky = tuple(dict.fromkeys(note for v in votes for note in v.flaky))
     return Verdict(
         score=median,

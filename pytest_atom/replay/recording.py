@@ -90,6 +90,10 @@ def cassette_path(spec: Spec) -> Path:
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:
+    """The command that records `spec`'s cassette in `mode`: its run's, or the one the spec
+    names (`Spec.record_with`: a calibration's cassette is `atom calibrate`'s)."""
+    if spec.record_with is not None:
+        return spec.record_with.format(mode=mode)
     return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode={mode}"
 
 

@@ -322,7 +322,8 @@ def _verdict_lines(result: SpecResult) -> list[str]:
             continue
         tally = f" ({criterion.tally}: {_ballots(criterion.votes)})" if criterion.votes else ""
         said = "met" if criterion.met else "unmet"
-        if criterion.trust is not None:  # a criterion with a floor: whether it gated, and why
+        # A criterion with a floor: whether it gated, and why (one without gates, as always).
+        if criterion.trust is not None and criterion.trust.reason != "unfloored":
             said += f", {criterion.trust.line}"
         lines.append(f"  {said}: {criterion.criterion}{tally}")
         lines += _indent(criterion.evidence)

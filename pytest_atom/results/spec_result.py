@@ -17,6 +17,7 @@ from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import ROLES, Dollars, RoleUsage, split_steps
 from pytest_atom.results.outcome import (
+    NO_VERDICT,
     Decision,
     Gate,
     Outcome,
@@ -315,7 +316,8 @@ class SpecResult:
                 continue
             text = (written[index] if written else criterion.criterion).strip()
             text = text.splitlines()[0] if text else criterion.criterion
-            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+            why = NO_VERDICT if criterion.missing else criterion.tally
+            named.append(f"{text} ({why})" if why else text)
         return named
 
     @property
