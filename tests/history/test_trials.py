@@ -76,7 +76,8 @@ def test_atom_history_shows_each_items_kind_in_the_listing_the_spec_and_json(
         assert result.exit_code == 0, result.output
         return result.output
 
-    rows = [line.split() for line in atom().splitlines()[3:]]
+    listing = atom().split("newest runs (atom")[0]  # the run ids the commands take follow
+    rows = [line.split() for line in listing.splitlines()[3:]]
     assert [r[:3] for r in rows] == [["calc", "trial", "3"], ["calc", "rescore", "1"]]
     assert rows[0][3:5] == ["2/3", "0.67"] and rows[0][7] == "5"  # CACHED: 5, left out
     assert "147606" in rows[0] and "4560" in rows[1]
