@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
@@ -366,3 +367,48 @@ def test_run_folders_and_the_set_up_cache_have_size_caps_by_default() -> None:
     assert defaults.setup_cache == "copy"
     changed = resolve([Layer("the ini file", {"keep_runs_size": "0", "setup_cache": "off"})])
     assert changed.keep_runs_size == 0 and changed.setup_cache == "off"
+
+
+@pytest.mark.slow
+def test_a_run_whose_build_source_broke_fails_instead_of_restoring_the_old_build(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real CLI and a scripted model: nothing changed, the set-up comes back
+    from the cache; the source its build copies broke, set-up runs and the check fails."""
+    from pytest_atom.run.spec_run import run_spec
+    from pytest_atom.spec.load import load_spec
+
+    monkeypatch.setenv(setup_cache.ROOT_VARIABLE, str(tmp_path / "cache"))
+    specs = tmp_path / "project" / "specs"
+    (specs / "ws").mkdir(parents=True)
+    (specs / "ws" / "app.py").write_text("print('ok')\n")
+    turns = [{"text": "Nothing to do.\n\nEXIT_LOOP_NOW"}]
+    (specs / "script.yaml").write_text(yaml.safe_dump({"turns": turns}))
+    spec_file = specs / "build.atom.yaml"
+    spec_file.write_text(
+        yaml.safe_dump(
+            {
+                "name": "build",
+                "prompt": "Look.",
+                "script": "script.yaml",
+                "workspace": "ws",
+                "setup": ["mkdir build", "cp app.py build/app.py"],
+                "accept": [{"command": "python3 build/app.py"}],
+            }
+        )
+    )
+
+    def run() -> tuple[bool, str]:
+        result = run_spec(
+            load_spec(spec_file),
+            runs_dir=tmp_path / "project" / ".atom" / "runs",
+            claude_bin=claude_bin,
+        )
+        return result.passed, result.setup_cache or ""
+
+    stored, restored = run(), run()
+    assert stored[0] and stored[1].startswith("stored ")
+    assert restored == (True, "restored " + stored[1].removeprefix("stored "))
+    (specs / "ws" / "app.py").write_text("raise SystemExit('broken')\n")
+    passed, cache = run()
+    assert cache.startswith("stored ") and not passed
