@@ -323,17 +323,27 @@ def _names_path(data: bytes, olds: Sequence[str]) -> bool:
 
 def stale(entry: Entry, attempt: Path) -> str | None:
     """Why `entry` cannot be restored into the fresh attempt folder `attempt` (None: it can):
-    a file set-up changed holds other content now, or a path it made exists already."""
+    a file set-up changed holds other content now, a path it made exists already, or a
+    folder the restore would write in is a link now (the write would land outside the
+    attempt: in the cache entry, or anywhere)."""
+    real = os.path.realpath(attempt)
+    made = {item["rel"] for item in entry.manifest["files"]}
+    outer = [
+        item["rel"]
+        for item in entry.manifest["files"]
+        if item["rel"].rpartition("/")[0] not in made
+        and item["rel"] not in entry.manifest["before"]
+    ]
+    for rel in (*entry.manifest["before"], *entry.manifest["deleted"], *outer):
+        parent = rel.rpartition("/")[0]
+        if parent and os.path.realpath(os.path.join(attempt, parent)) != os.path.join(real, parent):
+            return f"a folder above {rel} is a link now"
     for rel, digest in entry.manifest["before"].items():
         if file_digest(attempt / rel) != digest:
             return f"{rel} differs from the one set-up ran on"
-    made = {item["rel"] for item in entry.manifest["files"]}
-    for item in entry.manifest["files"]:
-        rel = item["rel"]
-        parent = rel.rpartition("/")[0]
-        if parent not in made and rel not in entry.manifest["before"]:
-            if os.path.lexists(attempt / rel):
-                return f"{rel} exists in the workspace now"
+    for rel in outer:
+        if os.path.lexists(attempt / rel):
+            return f"{rel} exists in the workspace now"
     return None
 
 

@@ -412,3 +412,20 @@ def test_a_run_whose_build_source_broke_fails_instead_of_restoring_the_old_build
     (specs / "ws" / "app.py").write_text("raise SystemExit('broken')\n")
     passed, cache = run()
     assert cache.startswith("stored ") and not passed
+
+
+def test_a_restore_never_writes_through_a_folder_that_is_a_link_now(tmp_path: Path) -> None:
+    """With `inputs:` narrowed, a folder set-up wrote in may be a link in the next workspace
+    (to the cache entry itself, say): the entry is not restored there."""
+    source, cache = workspace(tmp_path / "project"), tmp_path / "cache"
+    (source / "pkg").mkdir()
+    (source / "pkg" / "mod.py").write_text("A = 1\n")
+    edit = ("sed -i 's/1/2/' pkg/mod.py", "mkdir -p pkg/made && touch pkg/made/x")
+    set_up(source, tmp_path / "r1", cache, edit, ("requirements.txt",))
+    (entry,) = setup_cache.entries(cache)
+    attempt = attempt_from(source, tmp_path / "r2")
+    shutil.rmtree(attempt / "pkg")
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(source / "pkg", elsewhere)
+    (attempt / "pkg").symlink_to(elsewhere)
+    assert setup_cache.stale(entry, attempt) == "a folder above pkg/mod.py is a link now"
