@@ -45,8 +45,8 @@ import yaml
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_cache import ROOT_VARIABLE
-from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from tests.helpers import tiny_wheel

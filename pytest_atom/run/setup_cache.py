@@ -48,8 +48,8 @@ folder is not restored, and a set-up that writes into the attempt's ``.git`` is 
 from __future__ import annotations
 
 import errno
-import hashlib
 import fcntl
+import hashlib
 import json
 import os
 import re
