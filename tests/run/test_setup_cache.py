@@ -253,6 +253,20 @@ def test_the_key_holds_the_toolchain_and_the_environment_but_not_the_run_folder(
     assert key(attempt, FOO="1") != key(attempt, FOO="2")  # a value, not only a name
     tools = setup_key.toolchain(["FOO=1 python3 -m venv x && node -v"], os.environ["PATH"])
     assert "python3" in tools and "FOO=1" not in tools
+    # A tool the commands name, replaced where PATH finds it: a new key.
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "build-it"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    path = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
+
+    def tool_key() -> str:
+        run = attempt.parent.parent
+        return setup_key.setup_key(["build-it"], attempt, {"PATH": path}, run_dir=run).digest
+
+    before = tool_key()
+    os.utime(tool, ns=(0, 10**9))
+    assert tool_key() != before
 
 
 def test_every_path_of_the_workspace_keys_set_up_unless_inputs_narrow_it(
