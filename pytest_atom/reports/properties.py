@@ -31,6 +31,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **failed_try_properties(result),
         **billed_properties(result),
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
+        # Claude Code's price of every session, paid or not: what recording them costs.
+        "atom_list_price_usd": round(result.dollars().list_price, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
         # The agent's own usage (the reflector's aside): what limits and baselines measure.

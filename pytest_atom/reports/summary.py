@@ -169,7 +169,7 @@ RECALLED = " recalled"
 
 def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
     header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
-    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
+    return header + ("cost $", "list $", "time s") + (("vs baseline",) if compared else ())
 
 
 def _outcome_cell(row: SummaryRow) -> str:
@@ -202,9 +202,10 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
         # count: executor and subagents).
         "" if row.tokens is None else str(row.tokens),
         *(_role_cell(row, role) for role in roles),
-        f"{row.cost_usd:.4f}",
-        # What replayed answers cost when recorded: not spent by this run.
-        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+        f"{row.cost_usd:.4f}",  # spent
+        # Claude Code's price of the sessions, paid or not (`cost.usage.Dollars`): what
+        # recording them costs, never added to the spend.
+        f"{row.list_price_usd:.4f}" if row.list_price_usd else "-",
         f"{row.duration_s:.1f}",
     ) + ((baseline_cell(row.properties),) if compared else ())
 

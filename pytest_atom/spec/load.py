@@ -26,7 +26,7 @@ from typing import Any
 
 from pytest_atom.datasets.expand import case_view, expand_cases, templated_part
 from pytest_atom.errors import SpecError
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
@@ -98,7 +98,7 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
         ]
     else:
         entries = [((), doc.data)]
-    default_name = file.name[: -len(SPEC_SUFFIX)] if file.name.endswith(SPEC_SUFFIX) else file.stem
+    default_name = default_spec_name(file)
     specs: list[Spec] = []
     for loc, mapping in entries:
         name = mapping.get("name", default_name)

@@ -126,6 +126,20 @@ def test_cli_error_for_a_bad_file(tmp_path: Path) -> None:
     assert f"{bad}:1: not a JSON object" in done.output
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["--name", "no good"], ["--ref", "main"]],  # a name no spec can have; a ref of no folder here
+)
+def test_a_failed_import_leaves_no_folder_behind(tmp_path: Path, args: list[str]) -> None:
+    """The session reads, the spec cannot be written: neither `--out` nor its parents are
+    left behind, empty, to be found by the next `pytest --atom`."""
+    out = tmp_path / "new" / "specs"
+    done = CliRunner().invoke(main, ["import", str(HELLO), "--out", str(out), *args])
+    assert done.exit_code == 1, done.output
+    assert "Error: " in done.output
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- writer --------------------------------------------------------------------------------
 
 
