@@ -62,7 +62,7 @@ SLOW = {
     "machines.py": (["--machines", "1", "--specs", "create_file"], "caller folders unchanged"),
     "real_streams.py": (["--record-only", "compaction"], "compaction"),
     "run_folder.py": (["--mb", "10"], "run folder / attempt"),
-    "setup_cache.py": (["--runs", "1"], "warm / plain"),
+    "setup_cache.py": (["--runs", "1", "--files", "100"], "key of a 100-file workspace"),
     "subagents.py": (["--times", "0", "--burners", "0"], "recorded in"),
 }
 #: Their fuller forms, for the sweep (CI runs `-m sweep` once): what the smallest leave out

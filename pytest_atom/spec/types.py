@@ -201,7 +201,7 @@ class Spec:
     include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
     #: `setup: {inputs: [...]}`: the workspace files (globs) set-up reads, which key its
-    #: cache (none named: the lock files found); `setup: {cache: false}` never caches it.
+    #: cache (none named: the whole workspace); `setup: {cache: false}` never caches it.
     setup_inputs: tuple[str, ...] = ()
     setup_cache: bool = True
     #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
