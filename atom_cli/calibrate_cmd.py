@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from atom_cli.calibration_specs import harness_for, load_named, split_target
+from atom_cli.calibration_specs import cases_of, harness_for, load_named, split_target
 from atom_cli.run_cmd import ContentError, click_type
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.calibration.measure import calibrate_spec, staleness
@@ -92,6 +92,7 @@ def calibrate(
                 config=harness.config,
                 claude_bin=claude_bin,
                 arms=arms,
+                cases=cases_of(spec, harness),
             )
         except (CalibrationError, HarnessError) as err:
             raise ContentError(inert(str(err))) from None

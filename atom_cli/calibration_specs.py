@@ -40,8 +40,28 @@ def split_target(target: str) -> tuple[Path, str | None]:
 
 def load_named(targets: Sequence[str], harness: Harness | None = None) -> list[Spec]:
     """The specs `targets` name, one per spec name (its cases and arms share one judge, so
-    one calibration: the first of them stands for all)."""
-    found: dict[tuple[Path, str], Spec] = {}
+    one calibration: the first of them stands for all; `cases_of` gives each case)."""
+    return [specs[0] for specs in load_grouped(targets, harness).values()]
+
+
+def cases_of(spec: Spec, harness: Harness | None = None) -> dict[str, Spec]:
+    """Every case of `spec` (of the spec file's spec with its name) by case id, the
+    reference arm's or the first; {} for a spec without cases."""
+    if spec.case is None:
+        return {}
+    (group,) = load_grouped([f"{spec.path}::{base_name(spec)}"], harness).values()
+    found: dict[str, Spec] = {}
+    for case in group:
+        if case.case is not None and (case.case not in found or case.arm_reference):
+            found[case.case] = case
+    return found
+
+
+def load_grouped(
+    targets: Sequence[str], harness: Harness | None = None
+) -> dict[tuple[Path, str], list[Spec]]:
+    """The specs `targets` name, grouped by spec file and name: each spec's cases and arms."""
+    found: dict[tuple[Path, str], list[Spec]] = {}
     for target in targets:
         path, name = split_target(target)
         if not path.exists():
@@ -54,7 +74,9 @@ def load_named(targets: Sequence[str], harness: Harness | None = None) -> list[S
             raise ContentError(str(err)) from None
         for spec in specs:
             if name is None or base_name(spec) == name or spec.name == name:
-                found.setdefault((spec.path, base_name(spec)), spec)
+                group = found.setdefault((spec.path, base_name(spec)), [])
+                if all(other.name != spec.name for other in group):
+                    group.append(spec)
         if name is not None and not any(base_name(s) == name or s.name == name for s in specs):
             names = ", ".join(sorted({base_name(s) for s in specs})) or "none"
             raise click.BadParameter(
@@ -62,4 +84,4 @@ def load_named(targets: Sequence[str], harness: Harness | None = None) -> list[S
             )
         if not specs:
             raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {path}")
-    return list(found.values())
+    return found

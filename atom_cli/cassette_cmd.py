@@ -20,6 +20,9 @@ import click
 
 from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from atom_cli.cassette_secrets import CheckScrubbers
+from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
+from pytest_atom.calibration.record import FOLDER as CALIBRATION_FOLDER
+from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.errors import CassetteError, SpecError
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
@@ -220,17 +223,15 @@ def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
     """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
     it that lies in a folder named `cassettes` or under one (the directory itself may be
-    one), so spec files beside the cassettes are skipped; (directory, False) if none is.
+    one), and every calibration cassette (``calibration/<spec>/cassette.yaml``), so spec
+    files, scripts and labelled samples beside them are skipped; (directory, False) if
+    none is.
     """
     seen: set[Path] = set()
     for path in paths:
         candidates = [path]
         if path.is_dir():
-            candidates = [
-                f
-                for f in sorted(path.rglob("*.yaml"))
-                if f.is_file() and "cassettes" in f.absolute().parent.parts
-            ]
+            candidates = [f for f in sorted(path.rglob("*.yaml")) if f.is_file() and _taped(f)]
             if not candidates:
                 yield path, False
         for candidate in candidates:
@@ -246,8 +247,10 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     """Check cassettes before a commit (for a pre-commit hook); FILES may be directories.
 
     A directory is searched recursively for `*.yaml` files under a folder named
-    `cassettes` (the directory itself may be one), so spec files beside them are skipped;
-    a spec file (`*.atom.yaml`) stands for its specs' cassettes. Without FILES, the ini
+    `cassettes` (the directory itself may be one) and for calibration cassettes
+    (`calibration/<spec>/cassette.yaml`), so spec files, scripts and samples beside them
+    are skipped; a spec file (`*.atom.yaml`) stands for its specs' cassettes and its
+    calibration cassette. Without FILES, the ini
     option `atom_paths` that `pytest --atom` collects. Each finding is one line,
     `<file>: interaction <n>: <what>` (interactions numbered from 1, as `atom cassette
     show` numbers them); secret values are never printed.
@@ -350,15 +353,27 @@ def _check_files(files: Sequence[Path]) -> _CheckCounts:
     return counts
 
 
+def _taped(path: Path) -> bool:
+    """Whether a `*.yaml` found in a folder is a cassette: a spec's (under ``cassettes/``)
+    or a calibration's (``calibration/<spec>/cassette.yaml``, its judge's sessions)."""
+    if "cassettes" in path.absolute().parent.parts:
+        return True
+    return path.name == CALIBRATION_CASSETTE and path.parent.parent.name == CALIBRATION_FOLDER
+
+
 def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
-    """`paths` with each spec file replaced by its specs' cassettes."""
+    """`paths` with each spec file replaced by its specs' cassettes (and its calibration
+    cassette, when it has one)."""
     out: list[Path] = []
     for path in paths:
         if path.is_file() and path.name.endswith(SPEC_SUFFIX):
             try:
-                out += [Path(display_path(cassette_path(spec))) for spec in _load_specs(path)]
+                specs = _load_specs(path)
             except SpecError as exc:
                 raise click.ClickException(str(exc)) from None
+            out += [Path(display_path(cassette_path(spec))) for spec in specs]
+            calibrated = {calibration_dir(spec) / CALIBRATION_CASSETTE for spec in specs}
+            out += [Path(display_path(p)) for p in sorted(calibrated) if p.is_file()]
         else:
             out.append(path)
     return out

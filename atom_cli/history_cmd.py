@@ -1,9 +1,11 @@
 """`atom history`: what the history store holds (`pytest_atom.history`).
 
-`atom history` lists each spec x case x arm over its last runs (pass rate with its Wilson
-interval, tokens, cost, wall time, a trend where the change is beyond noise);
-`atom history SPEC` (or `atom history spec SPEC`) shows one spec's runs; `--flaky` the
-items whose outcome changed while their input digest did not; `--json` each as JSON.
+`atom history` lists each spec x case x arm over its last runs (its trials' pass rate with
+its Wilson interval, tokens, dollars spent and at list price, wall time, a trend where the
+change is beyond noise; cached outcomes counted apart, a rescore's judgements a line of
+their own); `atom history SPEC` (or `atom history spec SPEC`) shows one spec's runs and
+each item's kind; `--flaky` the items whose outcome changed while their inputs did not;
+`--json` each as JSON.
 `atom history import FILE…` brings results files (CI shards, artifacts) in.
 
 The store is the project's (`--atom-history`, ini ``atom_history``, ``history:`` in
@@ -53,7 +55,8 @@ def _reading(command: F) -> F:
                 "--flaky",
                 is_flag=True,
                 default=None,
-                help="the items whose outcome changed while their input digest did not.",
+                help="the items whose outcome changed while their inputs did not (one input "
+                "digest over runs, or one session's repeats).",
             ),
             click.option(
                 "--json", "as_json", is_flag=True, default=None, help="print JSON, for scripts."
@@ -121,10 +124,12 @@ def history(
     as_json: bool | None,
     history_url: str | None,
 ) -> None:
-    """The run history: each spec x case x arm over its last runs (pass rate with its
-    Wilson 95 % interval, mean tokens, cost and wall time per item, a trend where the
-    change is beyond noise); SPEC: one spec's runs; --flaky: outcomes that changed while
-    the input digest did not (an item without a digest is unknown, never flaky)."""
+    """The run history: each spec x case x arm over its last runs (its trials' pass rate
+    with its Wilson 95 % interval, mean tokens, dollars spent and at list price, and wall
+    time per trial, a trend where the change is beyond noise; cached outcomes counted
+    apart, a rescore's judgements a line of their own); SPEC: one spec's runs, each
+    item's kind; --flaky: outcomes that changed while the inputs did not (one input digest
+    over runs, or one session's repeats)."""
     if ctx.invoked_subcommand is None:
         _show(None, last or 20, bool(flaky), bool(as_json), history_url)
 
@@ -170,6 +175,20 @@ def _show(
             _print_runs(spec_runs(store, spec_name, last), as_json, store.url, spec_name)
         else:
             _print(summarize(store, last), as_json, store.url)
+            if not as_json:
+                _print_newest(store)
+
+
+def _print_newest(store: Store, count: int = 5) -> None:
+    """The newest runs' ids, for the commands that take one (a unique start of it will do)."""
+    runs = store.runs(limit=count)
+    if runs:
+        click.echo(
+            "newest runs (atom diff and atom rescore take their ids; `atom rescore last` the newest):"
+        )
+    for run in runs:
+        of = f" of {run.rescore_of}" if run.rescore_of else ""
+        click.echo(inert(f"  {run.id}  {run.started:%Y-%m-%d %H:%M}  {run.kind}{of}"))
 
 
 def _money(value: float | None) -> str:
@@ -184,7 +203,14 @@ def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
         _print_flaky(answer, url)
         return
     click.echo(f"history: {url}, the last {answer.last} runs of each spec x case x arm")
-    head = f"{'SPEC':<32} {'RUNS':>4}  {'PASS RATE (95 %)':<26} {'TOKENS':>8} {'COST':>9} {'WALL':>7}  LAST      TREND"
+    click.echo(
+        "trials only: cached outcomes (CACHED) hold no new trial, and a rescore's judgements "
+        "are a line of their own (KIND rescore); means are per item"
+    )
+    head = (
+        f"{'SPEC':<32} {'KIND':<7} {'RUNS':>4}  {'PASS RATE (95 %)':<26} {'CACHED':>6} "
+        f"{'TOKENS':>8} {'SPENT':>9} {'LIST $':>9} {'WALL':>7}  LAST      TREND"
+    )
     click.echo(head)
     for s in answer.series:
         passed, counted = s.counts
@@ -192,31 +218,36 @@ def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
         tokens = "-" if s.tokens is None else f"{s.tokens:.0f}"
         wall = "-" if s.wall_seconds is None else f"{s.wall_seconds:.1f}s"
         trend = s.trend.marker if s.trend else ""
+        last = s.last_outcome + (f" ({s.last_kind})" if s.last_kind == "cached" else "")
         click.echo(
             inert(
-                f"{s.name:<32} {s.runs:>4}  {rate:<26} {tokens:>8} {_money(s.cost_usd):>9} "
-                f"{wall:>7}  {s.last_outcome:<9} {trend}"
+                f"{s.name:<32} {s.kind:<7} {s.runs:>4}  {rate:<26} {s.cached:>6} {tokens:>8} "
+                f"{_money(s.spent_usd):>9} {_money(s.cost_usd):>9} {wall:>7}  {last:<9} {trend}"
             ).rstrip()
         )
 
 
 def _print_flaky(report: FlakyReport, url: str) -> None:
     click.echo(
-        f"history: {url}: flaky items in the last {report.last} runs (same input digest, outcome changed)"
+        f"history: {url}: flaky items in the last {report.last} runs (same inputs, outcome "
+        "changed: one input digest over runs, or one session's repeats)"
     )
     for f in report.items:
         passed, counted = f.counts
-        click.echo(
-            inert(
-                f"{series_name(f.series)}: digest {f.digest[:12]}: {passed} passed, {counted - passed} failed over {len(f.runs)} runs"
-            )
+        said = f"{passed} passed, {counted - passed} failed"
+        where = (
+            f"digest {f.digest[:12]}: {said} over {len(f.runs)} runs"
+            if f.digest is not None
+            else f"repeats in run {f.runs[0]}: {said} in one session"
         )
+        click.echo(inert(f"{series_name(f.series)}: {where}"))
     if not report.items:
         click.echo("none")
     if report.unknown:
         click.echo(
-            f"{report.unknown} of {report.checked} items carry no input digest: unknown, "
-            "not counted (the outcome cache, --atom-cache, records digests)"
+            f"{report.unknown} of {report.checked} items carry no input digest: unknown "
+            "across runs, compared only with their own session's repeats (the outcome "
+            "cache, --atom-cache, records digests)"
         )
 
 
@@ -230,17 +261,21 @@ def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) ->
         return
     click.echo(f"history: {url}: {spec_name}, newest first")
     click.echo(
-        f"{'RUN':<24} {'STARTED (UTC)':<17} {'KIND':<8} {'COMMIT':<10} {'ITEM':<28} {'OUTCOME':<14} {'TOKENS':>8} {'COST':>9} {'WALL':>7}"
+        f"{'RUN':<24} {'STARTED (UTC)':<17} {'RUN KIND':<8} {'COMMIT':<10} {'ITEM':<28} "
+        f"{'KIND':<8} {'OUTCOME':<14} {'TOKENS':>8} {'SPENT':>9} {'LIST $':>9} {'WALL':>7}"
     )
     for r in runs:
         commit = (r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")
         tokens = sum(i.total_tokens for i in r.items)
+        known = [i.spent_usd for i in r.items if i.spent_usd is not None]
+        spent = sum(known) if known else None
         cost = sum(i.total_cost for i in r.items)
         wall = sum(i.wall_seconds for i in r.items)
         click.echo(
             inert(
                 f"{r.run.id:<24} {r.run.started:%Y-%m-%d %H:%M} {r.run.kind:<8} {commit:<10} "
-                f"{series_name(r.series):<28} {r.outcome:<14} {tokens:>8} {_money(cost):>9} {wall:>6.1f}s"
+                f"{series_name(r.series):<28} {r.kind:<8} {r.outcome:<14} {tokens:>8} "
+                f"{_money(spent):>9} {_money(cost):>9} {wall:>6.1f}s"
             )
         )
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.calibration_specs import harness_for, load_named, split_target
+from atom_cli.calibration_specs import cases_of, harness_for, load_named, split_target
 from atom_cli.run_cmd import ContentError
 from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import CheckSeen, write_sample
@@ -17,6 +17,7 @@ from pytest_atom.history.store import NoStore, Store, session_store
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
+from pytest_atom.run.retention import folder_spec_name, parse_run_name
 from pytest_atom.spec.types import Spec
 
 
@@ -55,6 +56,8 @@ def label_(
     The sample (the attempt's change, final message, transcript and check results, with
     your verdict and note) is written to calibration/<spec>/samples/ beside the spec file,
     secrets scrubbed. Labelling the same run again adds or replaces a criterion's label.
+    A dataset spec's sample keeps the case its run ran, and is labelled against that
+    case's criteria; a stored run of several cases needs the case: FILE::NAME[CASE].
     """
     if met is None:
         raise click.UsageError("give the verdict: --pass (the criterion is met) or --fail")
@@ -72,7 +75,10 @@ def label_(
     except HistoryError:
         store = None
     try:
-        found = find_run(run, chosen, None if isinstance(store, NoStore) else store)
+        named = split_target(spec)[1]
+        case = chosen.case if named is not None and named != base_name(chosen) else None
+        found = find_run(run, chosen, None if isinstance(store, NoStore) else store, case)
+        chosen = run_case(chosen, found, cases_of(chosen, harness))
         sample = take_sample(chosen, found, harness.registry())
         numbers = [criterion] if criterion else range(1, len(chosen.criteria) + 1)
         for number in numbers:
@@ -88,8 +94,28 @@ def label_(
     click.echo(f"labelled {which} {verdict}: {display_path(written)}")
 
 
-def find_run(run: str, spec: Spec, store: Store | None) -> RunFound:
-    """RUN as a run folder, else as a run of the store; CalibrationError says which it tried."""
+def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
+    """The case of `spec` that the run ran (`cases`: every case by id; {} without cases):
+    the store's record of it, else the run folder's name (``<spec>[<case>]-<stamp>-…``).
+    Its rendered criteria are the ones the human labels and the judge is shown."""
+    if not cases:
+        return spec
+    if found.case is not None and found.case in cases:
+        return cases[found.case]
+    named = parse_run_name(found.folder.name)
+    for case in cases.values():
+        if named is not None and named[0] == folder_spec_name(case.name):
+            return case
+    raise CalibrationError(
+        f"cannot tell which case of spec {base_name(spec)!r} the run ran (its cases: "
+        f"{', '.join(cases)}): give a run of the history store, or the case's run folder",
+        found.folder,
+    )
+
+
+def find_run(run: str, spec: Spec, store: Store | None, case: str | None = None) -> RunFound:
+    """RUN as a run folder, else as a run of the store (its item of `case`, when SPEC named
+    one); CalibrationError says which it tried."""
     folder = Path(run)
     if folder.is_dir():
         item = _item_for_folder(folder, spec, store)
@@ -106,7 +132,19 @@ def find_run(run: str, spec: Spec, store: Store | None) -> RunFound:
         raise CalibrationError(
             f"neither a run folder nor a run of the store: {exc}", folder
         ) from None
-    item = next((i for i in store.items(record.id) if i.spec == base_name(spec)), None)
+    items = [
+        i
+        for i in store.items(record.id)
+        if i.spec == base_name(spec) and (case is None or i.case == case)
+    ]
+    ran = sorted({i.case for i in items if i.case is not None})
+    if len(ran) > 1:
+        raise CalibrationError(
+            f"run {record.id} ran {len(ran)} cases of spec {base_name(spec)!r} "
+            f"({', '.join(ran)}): name one as FILE::{base_name(spec)}[CASE]",
+            folder,
+        )
+    item = items[0] if items else None
     if item is None or not item.run_folder:
         raise CalibrationError(
             f"run {record.id} has no item of spec {base_name(spec)!r} with a run folder "
@@ -125,7 +163,7 @@ def _found(folder: Path, item: ItemRecord | None) -> RunFound:
     if item is None:
         return RunFound(folder)
     checks = tuple(CheckSeen(c.name, c.passed, c.detail) for c in item.checks)
-    return RunFound(folder, item.run_id, checks)
+    return RunFound(folder, item.run_id, checks, item.case)
 
 
 def _item_for_folder(folder: Path, spec: Spec, store: Store | None) -> ItemRecord | None:

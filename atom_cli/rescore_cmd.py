@@ -10,6 +10,7 @@ import click
 from atom_cli.project_store import history_option, project_store
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.records import item_to_dict
+from pytest_atom.history.store import Store
 from pytest_atom.inert import inert
 
 
@@ -21,7 +22,8 @@ from pytest_atom.inert import inert
 def rescore(run_id: str, specs: tuple[str, ...], as_json: bool, history: str | None) -> None:
     """Judge the attempts of run RUN again (of the SPECs named, else every item) with
     today's criteria, threshold and reflector; record the result as a new run, a rescore
-    of RUN (`atom diff RUN NEW` compares them).
+    of RUN (`atom diff RUN NEW` compares them). RUN is a run id or its unique start (as
+    `atom history` lists them), or `last`: the newest run that is no rescore.
 
     The executor's CLI is not started: its attempt is the one the run folder kept, its
     check results the stored ones. The reflector runs through the gateway as in a run:
@@ -34,7 +36,7 @@ def rescore(run_id: str, specs: tuple[str, ...], as_json: bool, history: str | N
     harness = host_harness({"history": history} if history is not None else {})
     store = project_store(history)
     try:
-        done = rescore_run(store, run_id, specs, harness)
+        done = rescore_run(store, _last(store) if run_id == "last" else run_id, specs, harness)
     except (HistoryError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -51,3 +53,14 @@ def rescore(run_id: str, specs: tuple[str, ...], as_json: bool, history: str | N
         for line in done.lines():
             click.echo(inert(line))
     sys.exit(1 if any(not new.passed for _, new in done.pairs) else 0)
+
+
+def _last(store: Store) -> str:
+    """The newest run that ran specs (a rescore's own verdicts are judged from its run's)."""
+    ran = next((run for run in store.runs(limit=None) if run.kind != "rescore"), None)
+    if ran is None:
+        raise HistoryError(
+            f"no run to rescore in the history store {store.url}: run the specs first "
+            "(every `pytest --atom` and `atom run` session records a run)"
+        )
+    return ran.id

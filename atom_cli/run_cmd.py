@@ -25,7 +25,7 @@ from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.interrupted import InterruptedRun
 from pytest_atom.settings.options import OPTIONS, Option
 from pytest_atom.settings.output_paths import output_path_errors
-from pytest_atom.settings.project import find_ini
+from pytest_atom.settings.project import default_paths, find_ini
 from pytest_atom.settings.resolved import from_here, ini_note
 from pytest_atom.spec.load import spec_files
 from pytest_atom.spec.types import Spec
@@ -113,7 +113,7 @@ def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("run")
-@click.argument("specs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("specs", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @setting_options
 @click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
@@ -140,6 +140,9 @@ def run(
 ) -> None:
     """Run specs outside pytest: the same specs, cassettes and verdicts as `pytest --atom`.
 
+    Without SPECS, what `pytest --atom` collects from this folder: `paths:` of
+    `.atom/config.yaml` (from a folder inside one of them, that folder's specs).
+
     Exit status: 0 when every spec passed (an xfail spec's expected failure passes; a spec
     with `pass_at_least:`, --pass-at-least or --min-pass-rate: when enough of its repeats
     passed), 1 when any failed (or regressed against --baseline), 2 for usage
@@ -147,7 +150,13 @@ def run(
     stopped the run (as `claude plugin eval --max-cost-usd`), 130 when interrupted (Ctrl-C).
     """
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    if not specs:  # what `pytest --atom` would collect from here
+        from atom_cli.validate_cmd import atom_paths
+
+        specs = tuple(default_paths(Path.cwd(), atom_paths(quiet=True, argument="SPECS")))
     files = spec_files(specs)
+    if not files:
+        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(display_path, specs))}")
     # An unset flag is unset (None), not false: a file may set it. Paths are taken from
     # here, as pytest takes its --atom-* paths from where it ran.
     options = from_here({k: None if v is False else v for k, v in given.items()}, Path.cwd())
@@ -229,8 +238,6 @@ def _print_summary(console: Console, suite: SuiteRun) -> Summary:
         console.print(f"[yellow]{shown(line)}[/]")
     if said.history_error:
         console.print(f"[red]{shown(said.history_error)}[/]")
-    if said.gate_error:
-        console.print(f"[red]{shown(said.gate_error)}[/]")
     for line, red in said.baseline or []:
         style = "red" if red else "default"
         console.print(f"[{style}]{shown(line)}[/]")

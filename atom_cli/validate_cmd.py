@@ -52,6 +52,7 @@ from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import resolve
+from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
 from pytest_atom.words import plural
@@ -132,6 +133,10 @@ class Outcome:
             "unsandboxed": [
                 {"describe": c.describe(), "line": c.line, "reason": c.params["reason"]}
                 for c in (unsandboxed_checks(self.spec) if self.spec else [])
+            ]
+            + [
+                {"describe": hook, "line": None, "reason": why}
+                for hook, why in (unsandboxed_hooks(self.spec.claude) if self.spec else [])
             ],
             "cache_trust": list(self.spec.cache_trust) if self.spec else [],
             "error": self.error,
@@ -331,7 +336,9 @@ def run_script(spec: Spec, harness: Harness) -> Run:
     elif result.script_error is not None:  # the spec's fault: never an expected failure
         run.broken = f"the spec's script is broken: {result.script_error}"
     elif not result.passed and all(c.passed for c in checks):
-        run.problem = f"{result.decision}: {agent_line(result)}"
+        # The outcome's own line names the cause (a score below the threshold, an unmet
+        # criterion, an agent that never finished): the same words every report shows.
+        run.problem = result.outcome.why
     return run
 
 
@@ -389,12 +396,14 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
 
 
 def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
-    """One line for each check of `spec` that runs outside the agent's sandbox, with its
-    reason: a way out of the sandbox is never silent."""
-    return [
+    """One line for each check and hook of `spec` that runs outside the agent's sandbox,
+    with its reason: a way out of the sandbox is never silent."""
+    lines = [
         f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
         for c in unsandboxed_checks(spec)
     ]
+    hooks = unsandboxed_hooks(spec.claude)
+    return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]
 
 
 def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:

@@ -10,7 +10,7 @@ and the run each draw from their own seed, and the two sides feed
 repeat would only add the cost of replaying the same two scripted trajectories; what
 varies between repeats, and what the gate judges, is which choice plays.
 
-Run by hand (needs scipy):
+Run by hand:
 
     python benchmarks/gate_power.py [--comparisons 400]
 """

@@ -9,10 +9,11 @@ spec i of --specs round robin, one in seven failing), then times, best of --roun
 
 - `diff_runs` of the newest two runs, reading their items from the store, against reading
   the same two runs' items alone (the baseline: what any comparison must read);
-- `history_view` of a new session of every spec (the comparison with the previous run and
-  a 20-run trend per spec, as the HTML report shows them), against the same baseline;
-- the ``atom diff`` command in a process of its own, against ``atom --help`` (the
-  process's own start-up).
+- `history_view` of a new session of every spec (the comparison with the newest earlier
+  run of the same selection and a 20-run trend per spec, as the HTML report shows them),
+  against the same baseline;
+- the ``atom diff`` command in a process of its own (the newest run against the newest
+  earlier run of its selection), against ``atom --help`` (the process's own start-up).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ def fill(path: Path, runs: int, specs: int, per_run: int) -> None:
         for outcome in ("passed", "failed")
     }
     cursor = store.connection.cursor()
-    item_sql = f"INSERT INTO atom_items ({sql._ITEM_COLUMNS}) VALUES ({', '.join('?' * 23)})"
+    item_sql = f"INSERT INTO atom_items ({sql._ITEM_COLUMNS}) VALUES ({', '.join('?' * len(sql._ITEM_COLUMNS.split(',')))})"
     run_sql = f"INSERT INTO atom_runs ({sql._RUN_COLUMNS}) VALUES ({', '.join('?' * 9)})"
     spec = 0
     for first in range(0, runs, 100):

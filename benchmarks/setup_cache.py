@@ -18,6 +18,12 @@ with the cache off (set-up runs: before), and on ``venv`` with a warm cache (aft
 run fills it first, untimed). Prints the median wall seconds of each, and the ratios to
 ``plain`` measured in the same run. The goal: ``warm / plain`` at most 1.5. Exit 2 when a
 run fails, or when the warm run did not restore its set-up from the cache.
+
+Then the two costs a warm run pays for soundness, each the median of ``--runs`` x 5 calls:
+the check of the virtualenv entry's content against its sha256 manifest before a restore
+(`setup_cache.intact`), against restoring it (`setup_cache.restore`); and the key's hash of
+a workspace of ``--files`` small files (`setup_key.setup_key`, every path by content),
+against copying that workspace as a run does (`copy_workspace`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,8 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from pytest_atom.agents.claude_code.cli import find_claude
+from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_cache import ROOT_VARIABLE
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_spec
 from tests.helpers import tiny_wheel
@@ -80,6 +89,9 @@ def build(root: Path) -> tuple[Path, Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="rounds of the three arms")
+    parser.add_argument(
+        "--files", type=int, default=10_000, help="files of the workspace the key hashes"
+    )
     args = parser.parse_args()
     claude = find_claude()
     with tempfile.TemporaryDirectory(prefix="atom-setup-cache-") as tmp:
@@ -121,7 +133,58 @@ def main() -> int:
         print(
             f"warm / plain {ratio:.2f} (goal {GOAL}); before / after {medians['off'] / medians['warm']:.2f}"
         )
+        soundness_costs(Path(tmp), Path(os.environ[ROOT_VARIABLE]), args.runs, args.files)
     return 0
+
+
+def median_ms(call: Callable[[], object], runs: int) -> float:
+    """The median wall milliseconds of `runs` calls."""
+    took = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        took.append(time.perf_counter() - started)
+    return statistics.median(took) * 1000
+
+
+def soundness_costs(tmp: Path, cache: Path, runs: int, files: int) -> None:
+    """What a warm run pays to be sound: the entry's content check, the workspace's hash."""
+    (entry,) = setup_cache.entries(cache)
+    count = sum(1 for item in entry.manifest["files"] if item["kind"] == "file")
+    n = 0
+
+    def restore() -> None:
+        nonlocal n
+        n += 1
+        run_dir = tmp / "restores" / f"r{n}"
+        attempt = run_dir / "attempts" / "a01"
+        attempt.mkdir(parents=True)
+        setup_cache.restore(entry, attempt, run_dir=run_dir)
+
+    check, whole = median_ms(lambda: setup_cache.intact(entry), runs * 5), median_ms(restore, runs)
+    print(
+        f"content check of the entry ({count} files, {entry.size / 1e6:.1f} MB) "
+        f"{check:7.1f} ms; its restore {whole:7.1f} ms"
+    )
+    source = tmp / "big"
+    for i in range(files):
+        path = source / f"pkg{i % 100:03d}" / f"mod{i:05d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"VALUE = {i}\n" * 20)
+    n = 0
+
+    def copy() -> None:
+        nonlocal n
+        n += 1
+        copy_workspace(WorkspaceSource(source, repository=False), tmp / "copies" / f"c{n}")
+
+    copied = median_ms(copy, runs)
+    run_dir = tmp / "copies"
+    env = {"PATH": os.environ["PATH"]}
+    keyed = median_ms(
+        lambda: setup_key.setup_key(["make"], run_dir / "c1", env, run_dir=run_dir), runs * 5
+    )
+    print(f"key of a {files}-file workspace     {keyed:7.1f} ms; copying it {copied:7.1f} ms")
 
 
 if __name__ == "__main__":

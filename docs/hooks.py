@@ -198,9 +198,7 @@ def exit_statuses_page() -> str:
         "(`--atom-baseline`), or a pass rate fell below `--atom-min-pass-rate`",
         pytest.ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
         pytest.ExitCode.INTERNAL_ERROR: "an internal error",
-        pytest.ExitCode.USAGE_ERROR: "a usage error: a bad option or setting; also sampled "
-        "runs to gate (a baseline, a minimum pass rate) without scipy to gate them "
-        "(`pip install 'pytest-atom[stats]'`)",
+        pytest.ExitCode.USAGE_ERROR: "a usage error: a bad option or setting",
         pytest.ExitCode.NO_TESTS_COLLECTED: "no specs or tests were collected",
     }
     lines = [
@@ -231,15 +229,14 @@ def exit_statuses_page() -> str:
         "| 1 | a spec failed, or a baseline regression |",
         "| 2 | the machinery failed (a harness error, a replay that diverged, an upstream that "
         f"never answered), so CI tells a broken set-up from a failing spec; also the spending "
-        f"limit ({EXIT_SPENDING_LIMIT}); also sampled runs to gate without scipy |",
+        f"limit ({EXIT_SPENDING_LIMIT}) |",
         "| 130 | interrupted (as a shell reports SIGINT): never 1, which means a spec failed |",
         "",
         "A run's `Outcome.exit_status` (`pytest_atom.results.outcome`) is 0, 1 or 2 as above; "
         "`atom run` exits with the worst of its runs.",
         "",
         "Both front ends end a suite through one decision (`pytest_atom.suite.ending.decide`), "
-        "its gates in one order: scipy missing for the baseline gate (the front end's usage "
-        "error), the spending limit, a failure of the machinery, a baseline regression, the "
+        "its gates in one order: the spending limit, a failure of the machinery, a baseline regression, the "
         "minimum pass rate, then the front end's own status.",
         "",
         "## Other commands",

@@ -170,8 +170,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         SpecError,
         SpecialFileError,
         SpendingLimitReached,
-        StatsUnavailable,
         StructuredSessionError,
+        UpstreamUnreachable,
         WorkspaceError,
         YamlDocError,
     )

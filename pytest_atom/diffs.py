@@ -11,12 +11,13 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_atom.environment import passed
 from pytest_atom.errors import WorkspaceError
 from pytest_atom.files import SKIPPED_DIRS, shown_content
+from pytest_atom.words import Scrubbed
 
 #: The ref of the snapshot commit: what `changes` compares with, whatever the agent commits.
 SNAPSHOT_REF = "refs/atom/snapshot"
@@ -101,28 +102,30 @@ def workspace_diff(
     after: Path,
     limit: int = _DIFF_LIMIT,
     installed: Sequence[str] = (),
-) -> str:
+    *,
+    scrub: Callable[[str], Scrubbed],
+) -> Scrubbed:
     """What the agent changed, as unified diffs of text files: evidence, not narrative.
 
     An attempt copied from git holds a snapshot repository: git's own diff against its
     snapshot commit is exact (the project's ignore rules apply, set-up output is not the
     agent's); otherwise the folders are compared file by file. `installed` names what the
     harness put in the folder (the spec's Claude Code configuration, see
-    agents.claude_code.configuration.installed_paths): not the agent's doing.
+    agents.claude_code.configuration.installed_paths): not the agent's doing. The diff is
+    cut at `limit` characters after `scrub` (a Scrubber's) has passed it whole, so the cut
+    splits no secret.
     """
     from_git = changes(after, exclude=installed)
     if from_git is not None:
-        return _clipped(from_git.rstrip("\n") or "(no changes)", limit)
+        return _clipped(scrub(from_git.rstrip("\n") or "(no changes)"), limit)
     old, new = agent_files(before, installed), agent_files(after, installed)
-    return _clipped("\n".join(_file_diffs(old, new)) or "(no changes)", limit)
+    return _clipped(scrub("\n".join(_file_diffs(old, new)) or "(no changes)"), limit)
 
 
-def _clipped(text: str, limit: int) -> str:
-    return (
-        text
-        if len(text) <= limit
-        else text[:limit] + f"\n... ({len(text) - limit} more characters)"
-    )
+def _clipped(text: Scrubbed, limit: int) -> Scrubbed:
+    if len(text) <= limit:
+        return text
+    return Scrubbed(text[:limit] + f"\n... ({len(text) - limit} more characters)")
 
 
 def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, Path]:

@@ -16,7 +16,6 @@
     ├── SpendingLimitReached               the session's spending limit is reached   cost/
     ├── BaselineError                      a baseline or results file                baseline/
     ├── HistoryError                       a history store that cannot be used       history/
-    ├── StatsUnavailable (RuntimeError)    scipy is not installed                    baseline/
     ├── PromptNotFoundError (FileNotFoundError)                                      prompts
     │                                      a prompt in none of the searched folders
     ├── SpecialFileError (OSError)         a device, FIFO or socket where files are copied
@@ -25,6 +24,7 @@
         │                                  never the agent's failure                 run/
         ├── CassetteError                  a cassette that cannot be read            replay/
         ├── RecordingError                 a spec that cannot run in the record mode replay/
+        │   └── UpstreamUnreachable        the recording's upstream cannot be reached replay/
         ├── ScriptError                    a gateway script that cannot be played    gateway/
         ├── WorkspaceError (OSError)       the workspace could not be copied         diffs
         ├── PlannerError                   the planner gave no answer                run/
@@ -83,8 +83,8 @@ __all__ = [
     "SpecError",
     "SpecialFileError",
     "SpendingLimitReached",
-    "StatsUnavailable",
     "StructuredSessionError",
+    "UpstreamUnreachable",
     "WorkspaceError",
     "YamlDocError",
 ]
@@ -210,10 +210,6 @@ class HistoryError(AtomError):
     the message names the store and the fix."""
 
 
-class StatsUnavailable(AtomError, RuntimeError):
-    """scipy is missing: the message says how to install it."""
-
-
 class PromptNotFoundError(AtomError, FileNotFoundError):
     """A prompt file is in none of the searched folders."""
 
@@ -252,13 +248,24 @@ class RecordingError(HarnessError):
     """A spec cannot run in the requested record mode; the message says what to run."""
 
 
+class UpstreamUnreachable(RecordingError):
+    """The upstream a recording forwards to cannot be connected to: no spec of the session
+    can record from it, so the front end stops the session (`replay.reachable`), saying
+    `headline` (the upstream and what it did) where it says why it stopped."""
+
+    def __init__(self, message: str, headline: str) -> None:
+        super().__init__(message)
+        self.headline = headline
+
+
 class ScriptError(HarnessError):
     """A script file that cannot be played; the message names file, line and fix."""
 
 
 class WorkspaceError(HarnessError, OSError):
-    """The workspace could not be copied (git failed, a ref is unknown): the harness's
-    failure, never the agent's; an OSError, so callers report it as one."""
+    """The workspace could not be copied (git failed, a ref is unknown) or run (its own
+    settings declare hooks the sandbox cannot hold): the harness's failure, never the
+    agent's; an OSError, so callers report it as one."""
 
 
 class PlannerError(HarnessError):

@@ -10,6 +10,15 @@ from pathlib import Path
 SPEC_SUFFIX = ".atom.yaml"
 
 
+def default_spec_name(file: Path | str) -> str:
+    """The name of a spec that writes no `name:`: its file's name without `SPEC_SUFFIX` (a
+    file of another suffix, its stem). The loader names specs by it, and so does what must
+    find a spec's files by its name without loading it (the calibration folder a workspace
+    copy leaves out)."""
+    name = Path(file).name
+    return name[: -len(SPEC_SUFFIX)] if name.endswith(SPEC_SUFFIX) else Path(name).stem
+
+
 def user_cache() -> Path:
     """pytest-atom's per-user cache: ``$XDG_CACHE_HOME/pytest-atom`` (``~/.cache`` without
     it). The Claude Code releases, the sandbox runtime and cached set-ups live side by side."""

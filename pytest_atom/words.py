@@ -1,6 +1,16 @@
-"""English for counts, shared by the gateway's messages and every report."""
+"""English for counts, shared by the gateway's messages and every report, and the ways a
+long text is cut short: `clip` (head and tail) and `shorten` (head) take only text a
+Scrubber has passed; `last_words`, for the layers below the scrubber, cuts at a word."""
 
 from __future__ import annotations
+
+from typing import NewType
+
+#: Text a Scrubber returned (`pytest_atom.replay.scrub.Scrubber.scrub`), the only text `clip`
+#: takes: a cut made first can split a secret, and the scrubber, which knows secrets whole,
+#: then lets the part that is left through (a 33-character token shown with 32). A type, so
+#: that mypy refuses a new place that clips text it has not scrubbed.
+Scrubbed = NewType("Scrubbed", str)
 
 
 def plural(count: int, noun: str) -> str:
@@ -8,7 +18,25 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
 
 
-def clip(text: str, limit: int, whole: str) -> str:
+def last_words(text: str, limit: int) -> str:
+    """The end of `text`, at most `limit` characters, starting at a word: for a layer below
+    the scrubber (an agent's or a CLI call's error message), which cuts text not yet
+    scrubbed. A word the cut goes through is left out whole, so no part of a secret (one
+    word: no spaces) is shown for the scrubber, which knows it only whole, to miss."""
+    if len(text) <= limit:
+        return text
+    kept = text[-limit:]
+    space = next((i for i, c in enumerate(kept) if c.isspace()), None)
+    return "…" if space is None else "…" + kept[space:].lstrip()
+
+
+def shorten(text: Scrubbed, limit: int) -> Scrubbed:
+    """`text` when it holds at most `limit` characters; else its first `limit` - 1 and
+    ``…``: for a one-line view (a tool call, a check's detail) whose rest is elsewhere."""
+    return text if len(text) <= limit else Scrubbed(text[: limit - 1] + "…")
+
+
+def clip(text: Scrubbed, limit: int, whole: str) -> Scrubbed:
     """`text` when it holds at most `limit` characters; else its head and its tail, about
     `limit` characters in all, around a line saying how much was clipped there and where
     the whole text is (`whole`: ``the whole message is in ...``).
@@ -29,4 +57,4 @@ def clip(text: str, limit: int, whole: str) -> str:
     lines = clipped.count("\n")
     counted = f" ({lines:,} line{'s' * (lines != 1)})" if lines else ""
     note = f"[... {len(clipped):,} characters{counted} clipped here; {whole}]"
-    return f"{head.rstrip(chr(10))}\n{note}\n{tail}"
+    return Scrubbed(f"{head.rstrip(chr(10))}\n{note}\n{tail}")

@@ -18,14 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-# pytester's in-process runs drop and re-import the modules a run loads, and numpy's C
-# extension (under scipy, which repeats and arms use) cannot load twice in one process:
-# loaded once here, it stays.
-try:
-    import scipy.stats  # noqa: F401
-except ImportError:  # the `stats` extra is not installed: tests that need it skip
-    pass
-
 from pytest_atom.agents.claude_code.cli import cached_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.gateway import Gateway, scripted

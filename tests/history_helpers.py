@@ -23,8 +23,17 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
+from pytest_atom.history.sql import SqlStore
 
-__all__ = ["PostgresServer", "item", "pg_bin", "run"]
+__all__ = [
+    "GUARDED_PASSWORD",
+    "GUARDED_ROLE",
+    "PostgresServer",
+    "bare_store",
+    "item",
+    "pg_bin",
+    "run",
+]
 
 _PG_ROOT = Path("/usr/lib/postgresql")
 
@@ -46,9 +55,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: The one role whose connections need a password (the server trusts every other): for
+#: what a wrong password prints.
+GUARDED_ROLE, GUARDED_PASSWORD = "guarded", "right-Pass-4711"
+
+
 @dataclass
 class PostgresServer:
-    """A PostgreSQL server of the test session's own, on 127.0.0.1:`port`."""
+    """A PostgreSQL server of the test session's own, on 127.0.0.1:`port`; every role is
+    trusted but `GUARDED_ROLE`, which signs in with `GUARDED_PASSWORD`."""
 
     folder: Path
     port: int
@@ -73,11 +88,17 @@ class PostgresServer:
         server._run(
             "initdb", "-D", str(folder / "data"), "-U", "atom", "--auth=trust", "-E", "UTF8"
         )
+        hba = folder / "data" / "pg_hba.conf"  # first match wins: the guarded role's line first
+        hba.write_text(f"host all {GUARDED_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
         options = f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         server._run(
             "pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-o", options,
             "-w", "start",
         )  # fmt: skip
+        import psycopg
+
+        with psycopg.connect(server.url(), autocommit=True) as connection:
+            connection.execute(f"CREATE ROLE {GUARDED_ROLE} LOGIN PASSWORD '{GUARDED_PASSWORD}'")
         return server
 
     def _run(self, tool: str, *args: str) -> None:
@@ -137,8 +158,10 @@ def item(
     arm: str | None = None,
     repeat: int | None = None,
     digest: str | None = None,
+    kind: str = "trial",
     tokens: int = 100,
     cost: float = 0.01,
+    spent: float | None = None,
     wall: float = 2.0,
 ) -> ItemRecord:
     """An item with every field set, so a round trip through a store shows each."""
@@ -150,11 +173,12 @@ def item(
         arm=arm,
         repeat=repeat,
         outcome=outcome,
-        cached=False,
+        kind=kind,
         checks=(CheckRow("file_exists out.txt", outcome == "passed", "out.txt is there"),),
         criteria=(CriterionRow("The sum is right", 1.0, True, "the test passes"),),
         tokens={"executor": tokens, "reflector": tokens // 10},
         cost_usd={"executor": cost, "reflector": cost / 10},
+        spent_usd=cost * 1.1 if spent is None else spent,
         wall_seconds=wall,
         tool_calls=("Read", "Edit", "Bash"),
         digest=digest,
@@ -163,6 +187,16 @@ def item(
         why="score 0.9 >= 0.8",
         score=0.9,
     )
+
+
+def bare_store(url: str) -> SqlStore:
+    """The store at `url` opened without migrating it: as an older pytest-atom left it."""
+    from pytest_atom.history.postgres import PostgresStore
+    from pytest_atom.history.sqlite import SqliteStore
+
+    if url.startswith("postgresql://"):
+        return PostgresStore.connect(url, migrate=False)
+    return SqliteStore.connect(Path(url), migrate=False)
 
 
 def write_runs(url: str, writer: int, count: int) -> None:

@@ -26,10 +26,14 @@ FAST = {
         ["--runs", "20", "--per-run", "5", "--small", "5", "--rounds", "1"],
         "atom history: ",
     ),
-    "history_diff.py": (["--runs", "20", "--per-run", "5", "--rounds", "1"], "atom diff: "),
+    "history_diff.py": (
+        ["--runs", "20", "--specs", "5", "--per-run", "5", "--rounds", "1"],
+        "atom diff: ",
+    ),
     "scrub.py": (["--rounds", "1"], "baseline: the same strings"),
     "trust.py": (["--criteria", "2", "--rounds", "2"], "gate / load_spec"),
     "setup_sandbox.py": (["--runs", "1"], "claude starts"),
+    "hook_cost.py": (["--runs", "1"], "srt (now)"),
     "workspace_copy.py": (["--files", "10", "--runs", "1"], "cp -r (tracked only)"),
     "plugin_cost.py": (["--runs", "1"], "importing pytest_atom.plugin after pytest"),
     "spawn.py": (["--runs", "2", "--kills", "1", "--wait", "1"], "the supervisor adds"),
@@ -58,7 +62,7 @@ SLOW = {
     "machines.py": (["--machines", "1", "--specs", "create_file"], "caller folders unchanged"),
     "real_streams.py": (["--record-only", "compaction"], "compaction"),
     "run_folder.py": (["--mb", "10"], "run folder / attempt"),
-    "setup_cache.py": (["--runs", "1"], "warm / plain"),
+    "setup_cache.py": (["--runs", "1", "--files", "100"], "key of a 100-file workspace"),
     "subagents.py": (["--times", "0", "--burners", "0"], "recorded in"),
 }
 #: Their fuller forms, for the sweep (CI runs `-m sweep` once): what the smallest leave out

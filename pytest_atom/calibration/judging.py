@@ -14,14 +14,14 @@ samples by file name).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.calibration.record import calibration_dir, reflector_prompts
+from pytest_atom.calibration.record import base_name, calibration_dir, reflector_prompts
 from pytest_atom.calibration.samples import Sample
 from pytest_atom.calibration.variants import Variant
 from pytest_atom.errors import CalibrationError, HarnessError, ReflectorError
@@ -30,10 +30,12 @@ from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.judge.reflector import (
     VERDICT_SCHEMA,
+    again_role,
     build_prompt,
     combine_votes,
     read_only_options,
     run_reflector,
+    vote_role,
 )
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
@@ -54,10 +56,12 @@ SCRIPT = "script.yaml"
 
 @dataclass(frozen=True)
 class Judged:
-    """One sample's verdict from one judge variant."""
+    """One sample's verdict from one judge variant, and the criteria's words it was judged
+    on (its case's, rendered: what the human's labels are matched to)."""
 
     sample: Sample
     verdict: Verdict
+    criteria: tuple[str, ...] = ()
 
 
 @dataclass
@@ -81,7 +85,35 @@ def calibration_spec(spec: Spec) -> Spec:
         spec,
         cassette=folder / CASSETTE,
         script=script if script.is_file() else spec.script,
+        record_with=calibrate_command(spec, "{mode}"),
     )
+
+
+def calibrate_command(spec: Spec, mode: str) -> str:
+    """The command that records `spec`'s calibration cassette in `mode`."""
+    return f"atom calibrate '{display_path(spec.path)}::{base_name(spec)}' --record-mode={mode}"
+
+
+def case_of(sample: Sample, spec: Spec, cases: Mapping[str, Spec]) -> Spec:
+    """The spec as `sample`'s case renders it (`cases`: every case of `spec` by id; empty
+    when it has none), so the judge sees the criteria the run's judge saw; a
+    CalibrationError names the sample and the fix when its case is unknown or missing."""
+    if sample.case is None:
+        if cases:
+            raise CalibrationError(
+                f"the sample names no case, and spec {base_name(spec)!r} has cases "
+                f"({', '.join(cases)}): add `case: ID` (the case its attempt ran) to it",
+                sample.path,
+            )
+        return spec
+    if sample.case not in cases:
+        known = ", ".join(cases) or "none: it has no cases"
+        raise CalibrationError(
+            f"case {sample.case!r}: spec {base_name(spec)!r} has no such case (its cases: "
+            f"{known}): correct `case:`, or remove the sample",
+            sample.path,
+        )
+    return cases[sample.case]
 
 
 def judge_samples(
@@ -92,9 +124,12 @@ def judge_samples(
     settings: RunSettings,
     config: AtomConfig | None,
     claude_bin: Path,
+    cases: Mapping[str, Spec] | None = None,
 ) -> Calibrated:
-    """Every variant's verdict on every sample, through one gateway and one cassette."""
+    """Every variant's verdict on every sample, through one gateway and one cassette; each
+    sample judged on its own case's criteria (`cases`: every case of `spec` by id)."""
     calibrating = calibration_spec(spec)
+    own = {s.path: calibration_spec(case_of(s, spec, cases or {})) for s in samples}
     live = claude_version(claude_bin)
     with tempfile.TemporaryDirectory(prefix="atom-calibrate-") as tmp:
         run_dir = Path(tmp)
@@ -110,7 +145,9 @@ def judge_samples(
                 )
                 for variant in variants:
                     judge = _Judge(calibrating, variant, run_dir, env, claude_bin, settings, config)
-                    result.verdicts[variant.name] = [judge.sample(s, source) for s in samples]
+                    result.verdicts[variant.name] = [
+                        judge.sample(s, source, own[s.path]) for s in samples
+                    ]
                     seen = seen or judge.cli_version
             failed = False
         finally:
@@ -143,49 +180,64 @@ class _Judge:
     config: AtomConfig | None
     cli_version: str | None = None
 
-    def sample(self, sample: Sample, source: ModelSource) -> Judged:
-        spec = self.variant.spec_for(self.spec)
+    def sample(self, sample: Sample, source: ModelSource, case: Spec) -> Judged:
+        """`sample`'s verdict, judged on `case` (the sample's case of the spec)."""
+        spec = self.variant.spec_for(case)
         folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
         _materialize(sample, folder)
         session = session_input(spec, sample, self.threshold, self.prompts())
         agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
         votes = []
         for vote in range(1, spec.reflector.votes + 1):
-            role = f"reflector:calibrate:{self.variant.name}:{sample.path.stem}"
-            role = role if vote == 1 else f"{role}:v{vote}"
-            key = source.recall.key(role, "reflector", session, folder)
-            recalled = source.recall.recall(key)
-            if recalled is not None:
-                votes.append(Verdict.parse(recalled.answer))
-                continue
-            try:
-                verdict, record = run_reflector(
-                    session,
-                    folder,
-                    agent=agents.reflector(VERDICT_SCHEMA),
-                    session_id=session_id_for(spec, role),
-                    timeout=spec.timeout,
-                )
-            except ReflectorError as exc:
-                diverged = (
-                    source.tape.divergences[0].describe(limit=3)
-                    if source.tape and source.tape.divergences
-                    else ""
-                )
-                again = (
-                    f"; the calibration cassette does not hold this judge's session (a new "
-                    f"sample, or a changed judge): record it again with `atom calibrate "
-                    f"{display_path(spec.path)} --record-mode=all`"
-                    if diverged
-                    else ""
-                )
-                raise HarnessError(
-                    f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
-                ) from None
-            self.cli_version = self.cli_version or record.cli_version
-            source.recall.remember(key, record)
-            votes.append(verdict)
-        return Judged(sample, combine_votes(votes))
+            role = vote_role(f"reflector:calibrate:{self.variant.name}:{sample.path.stem}", vote)
+            verdict = self.ask(role, spec, sample, session, folder, agents, source)
+            if verdict.omits(spec.criteria):  # a judge error, as in a run: asked once more
+                verdict = self.ask(again_role(role), spec, sample, session, folder, agents, source)
+            votes.append(verdict.completed(spec.criteria))
+        return Judged(sample, combine_votes(votes), case.criteria)
+
+    def ask(
+        self,
+        role: str,
+        spec: Spec,
+        sample: Sample,
+        session: SessionInput,
+        folder: Path,
+        agents: AgentFactory,
+        source: ModelSource,
+    ) -> Verdict:
+        """One reflector session's verdict on `sample` in `role`: recalled, else run."""
+        key = source.recall.key(role, "reflector", session, folder)
+        recalled = source.recall.recall(key)
+        if recalled is not None:
+            return Verdict.parse(recalled.answer)
+        try:
+            verdict, record = run_reflector(
+                session,
+                folder,
+                agent=agents.reflector(VERDICT_SCHEMA),
+                session_id=session_id_for(spec, role),
+                timeout=spec.timeout,
+            )
+        except ReflectorError as exc:
+            diverged = (
+                source.tape.divergences[0].describe(limit=3)
+                if source.tape and source.tape.divergences
+                else ""
+            )
+            again = (
+                f"; the calibration cassette does not hold this judge's session (a new "
+                f"sample, or a changed judge): record it again with "
+                f"`{calibrate_command(spec, 'all')}`"
+                if diverged
+                else ""
+            )
+            raise HarnessError(
+                f"the judge gave no verdict on sample {sample.name}: {diverged or exc}{again}"
+            ) from None
+        self.cli_version = self.cli_version or record.cli_version
+        source.recall.remember(key, record)
+        return verdict
 
     @property
     def threshold(self) -> float:

@@ -33,6 +33,7 @@ from pytest_atom.calibration.record import (
 from pytest_atom.calibration.samples import load_samples
 from pytest_atom.calibration.variants import CURRENT, Variant, load_arms
 from pytest_atom.prompts import PromptLoader
+from pytest_atom.results.verdict import CriterionVerdict
 from pytest_atom.settings.config import AtomConfig
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
@@ -74,6 +75,8 @@ class SpecCalibration:
     criteria: dict[str, CriterionCalibration]
     was_stale: dict[str, str] = field(default_factory=dict)  # criterion -> why (before)
     unlabelled: list[str] = field(default_factory=list)  # criteria no sample labels
+    #: criterion -> the samples the judge gave no verdict on (`no_verdict`): not counted
+    no_verdict: dict[str, list[str]] = field(default_factory=dict)
     arms: list[ArmComparison] = field(default_factory=list)
     written: Path | None = None
     cassette: Path | None = None
@@ -83,11 +86,12 @@ class SpecCalibration:
 def measure(
     spec: Spec, judged: Sequence[Judged], identity: Mapping[str, JudgeIdentity]
 ) -> dict[str, CriterionCalibration]:
-    """Each labelled criterion's calibration from one judge's verdicts."""
+    """Each labelled criterion's calibration from one judge's verdicts, keyed by its words
+    as the spec writes them (a templated criterion pools every case's samples)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     found: dict[str, CriterionCalibration] = {}
-    for number, text in enumerate(spec.criteria, 1):
-        rows = _rows(judged, number, text)
+    for number, text in enumerate(spec.criteria_keys, 1):
+        rows = _rows(judged, number)
         if not rows:
             continue
         figures = stats.agreement([(human, judge) for human, judge, _ in rows])
@@ -106,30 +110,52 @@ def measure(
     return found
 
 
-def _rows(
-    judged: Sequence[Judged], number: int, text: str
-) -> list[tuple[bool, bool, Disagreement | None]]:
-    """(human, judge, the disagreement if any) for each sample that labels the criterion.
-    A verdict that left the criterion out counts as not met, as a run counts it."""
+def _rows(judged: Sequence[Judged], number: int) -> list[tuple[bool, bool, Disagreement | None]]:
+    """(human, judge, the disagreement if any) for each sample that labels criterion
+    `number`, matched by the words its case rendered. A sample the judge gave no verdict
+    on is not a judgement: it is left out (`no_verdict` names it)."""
     rows = []
     for item in judged:
-        label = item.sample.label_for(number, text)
-        if label is None:
+        label = item.sample.label_for(number, item.criteria[number - 1])
+        said = _said(item, number)
+        if label is None or said is None:
             continue
-        said = item.verdict.criteria[number - 1] if number <= len(item.verdict.criteria) else None
-        met = said is not None and said.met
-        reasons = said.evidence if said is not None else "(the verdict left it out)"
         apart = (
-            Disagreement(item.sample.name, label.met, met, reasons, label.note)
-            if met != label.met
+            Disagreement(item.sample.name, label.met, said.met, said.evidence, label.note)
+            if said.met != label.met
             else None
         )
-        rows.append((label.met, met, apart))
+        rows.append((label.met, said.met, apart))
     return rows
 
 
+def _said(item: Judged, number: int) -> CriterionVerdict | None:
+    """The judge's verdict on criterion `number` of `item`; None when it gave none."""
+    criteria = item.verdict.criteria
+    said = criteria[number - 1] if number <= len(criteria) else None
+    return None if said is None or said.missing else said
+
+
+def no_verdict(spec: Spec, judged: Sequence[Judged]) -> dict[str, list[str]]:
+    """The labelled samples the judge gave no verdict on, even when asked again, by
+    criterion: a judge error, counted neither as its pass nor as its fail."""
+    found: dict[str, list[str]] = {}
+    for number, text in enumerate(spec.criteria_keys, 1):
+        names = [
+            item.sample.name
+            for item in judged
+            if item.sample.label_for(number, item.criteria[number - 1]) is not None
+            and _said(item, number) is None
+        ]
+        if names:
+            found[text] = names
+    return found
+
+
 def identities(spec: Spec, claude_version: str, prompts: PromptLoader) -> dict[str, JudgeIdentity]:
-    return {text: judge_identity(spec, text, claude_version, prompts) for text in spec.criteria}
+    return {
+        text: judge_identity(spec, text, claude_version, prompts) for text in spec.criteria_keys
+    }
 
 
 def staleness(spec: Spec, claude_version: str, config: AtomConfig | None) -> dict[str, str]:
@@ -157,12 +183,20 @@ def calibrate_spec(
     config: AtomConfig | None,
     claude_bin: Path,
     arms: bool = False,
+    cases: Mapping[str, Spec] | None = None,
 ) -> SpecCalibration:
-    """Judge `spec`'s samples (and its arms'), measure, and store calibration.json."""
+    """Judge `spec`'s samples (and its arms'), each on its own case's criteria (`cases`:
+    every case of `spec` by id), measure, and store calibration.json."""
     samples = load_samples(spec)
     variants = [Variant(), *(load_arms(spec) if arms else ())]
     done = judge_samples(
-        spec, samples, variants, settings=settings, config=config, claude_bin=claude_bin
+        spec,
+        samples,
+        variants,
+        settings=settings,
+        config=config,
+        claude_bin=claude_bin,
+        cases=cases,
     )
     version = done.claude_version
     was = staleness(spec, version, config)
@@ -170,7 +204,10 @@ def calibrate_spec(
     criteria = measure(spec, done.verdicts[CURRENT], today)
     result = SpecCalibration(spec, criteria, cassette=done.cassette, source=done.source)
     result.was_stale = {t: why for t, why in was.items() if why != "never calibrated"}
-    result.unlabelled = [t for t in spec.criteria if t not in criteria]
+    result.no_verdict = no_verdict(spec, done.verdicts[CURRENT])
+    result.unlabelled = [
+        t for t in spec.criteria_keys if t not in criteria and t not in result.no_verdict
+    ]
     if criteria:
         stored = load_calibration(spec)
         # An unchanged result keeps its date: calibration.json changes only when a figure does.
@@ -179,7 +216,7 @@ def calibrate_spec(
             if old is not None and to_json(replace(old, calibrated=new.calibrated)) == to_json(new):
                 criteria[text] = old
         kept = {**stored, **criteria}
-        ordered = {t: kept[t] for t in spec.criteria if t in kept}
+        ordered = {t: kept[t] for t in spec.criteria_keys if t in kept}
         result.written = save_calibration(calibration_file(spec), base_name(spec), ordered)
     for variant in variants[1:]:
         result.arms += compare_arms(
@@ -193,8 +230,8 @@ def compare_arms(
 ) -> list[ArmComparison]:
     """`arm` against the spec's own judge, criterion by criterion, paired by sample."""
     found = []
-    for number, text in enumerate(spec.criteria, 1):
-        mine, theirs = _rows(current, number, text), _rows(other, number, text)
+    for number, text in enumerate(spec.criteria_keys, 1):
+        mine, theirs = _rows(current, number), _rows(other, number)
         if not mine:
             continue
         a_pairs = [(h, j) for h, j, _ in mine]

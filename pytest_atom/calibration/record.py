@@ -233,15 +233,17 @@ def calibration_for(
 ) -> CriterionCalibration | None:
     """The stored calibration of the spec's criterion `number` (1-based): the one of its
     words, else the one stored in its place when the criteria were calibrated (the words
-    changed since: `stale_because` then names the criterion's text)."""
+    changed since: `stale_because` then names the criterion's text). A case's criterion is
+    found by its words as written (`Spec.criteria_keys`): its cases share one calibration."""
     found = load_calibration(spec) if stored is None else stored
-    text = spec.criteria[number - 1]
+    keys = spec.criteria_keys
+    text = keys[number - 1]
     if text in found:
         return found[text]
     entries = list(found.values())
-    if len(entries) == len(spec.criteria) and number <= len(entries):
+    if len(entries) == len(keys) and number <= len(entries):
         candidate = entries[number - 1]
-        return None if candidate.criterion in spec.criteria else candidate
+        return None if candidate.criterion in keys else candidate
     return None
 
 
@@ -268,5 +270,5 @@ def calibration_state(
     stored = load_calibration(spec)
     return [
         (calibration_for(spec, number, stored), judge_identity(spec, text, claude_version, prompts))
-        for number, text in enumerate(spec.criteria, 1)
+        for number, text in enumerate(spec.criteria_keys, 1)
     ]

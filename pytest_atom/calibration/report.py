@@ -6,9 +6,10 @@ import math
 from typing import Any
 
 from pytest_atom.calibration.measure import ALPHA, ArmComparison, SpecCalibration
-from pytest_atom.calibration.record import CriterionCalibration, to_json
+from pytest_atom.calibration.record import CriterionCalibration, base_name, to_json
 from pytest_atom.calibration.variants import CURRENT
 from pytest_atom.paths import display_path
+from pytest_atom.results.verdict import NO_VERDICT
 
 
 def _num(value: float, digits: int = 2) -> str:
@@ -59,13 +60,19 @@ def arm_lines(comparison: ArmComparison) -> list[str]:
 def text_lines(result: SpecCalibration) -> list[str]:
     """A spec's calibration for a person."""
     spec = result.spec
-    lines = [f"{display_path(spec.path)}::{spec.name} (judge: {result.source})"]
+    # A dataset spec is calibrated once for all its cases: named without a case.
+    lines = [f"{display_path(spec.path)}::{base_name(spec)} (judge: {result.source})"]
     for text, why in result.was_stale.items():
         lines.append(f"  the stored calibration of {text!r} was stale: {why}")
     for calibration in result.criteria.values():
         lines += criterion_lines(calibration)
     for text in result.unlabelled:
         lines.append(f"  criterion not calibrated, no sample labels it: {text}")
+    for text, names in result.no_verdict.items():
+        lines.append(
+            f"  {NO_VERDICT} on {len(names)} sample{'s' * (len(names) != 1)} (not counted), "
+            f"even when asked again, on: {text}: {', '.join(names)}"
+        )
     for comparison in result.arms:
         lines += arm_lines(comparison)
     if result.written is not None:
@@ -78,12 +85,13 @@ def text_lines(result: SpecCalibration) -> list[str]:
 def as_json(result: SpecCalibration) -> dict[str, Any]:
     """A spec's calibration for a script: calibration.json's entries, and the arms."""
     return {
-        "spec": result.spec.name,
+        "spec": base_name(result.spec),
         "path": str(result.spec.path),
         "source": result.source,
         "criteria": [to_json(c) for c in result.criteria.values()],
         "was_stale": dict(result.was_stale),
         "unlabelled": list(result.unlabelled),
+        "no_verdict": dict(result.no_verdict),
         "arms": [
             {
                 "arm": a.arm,

@@ -80,6 +80,9 @@ class Sample:
     attempt: AttemptSeen
     labels: tuple[Label, ...] = ()
     source: Mapping[str, str | None] = field(default_factory=dict, hash=False)
+    #: The id of the dataset case the attempt ran (`cases:`); None: the spec has no cases.
+    #: The judge sees that case's rendered criteria, as the run's judge did.
+    case: str | None = None
 
     @property
     def name(self) -> str:
@@ -184,7 +187,9 @@ def _sample(path: Path, data: Mapping[str, Any]) -> Sample:
         )
         for entry in data["labels"]
     )
-    return Sample(path, data["spec"], attempt, labels, dict(data.get("source", {})))
+    return Sample(
+        path, data["spec"], attempt, labels, dict(data.get("source", {})), data.get("case")
+    )
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -217,6 +222,8 @@ def to_data(sample: Sample) -> dict[str, Any]:
         for label in sample.labels
     ]
     data: dict[str, Any] = {"format": FORMAT, "spec": sample.spec}
+    if sample.case is not None:
+        data["case"] = sample.case
     if sample.source:
         data["source"] = dict(sample.source)
     return {**data, "attempt": raw, "labels": labels}

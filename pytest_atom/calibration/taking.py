@@ -12,7 +12,7 @@ run does, except those that read the agent's run (its tool calls), which say so.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,9 +37,10 @@ from pytest_atom.diffs import agent_files, workspace_diff
 from pytest_atom.errors import CalibrationError, SessionError
 from pytest_atom.importing.reader import read_session
 from pytest_atom.replay.normalize import mask_durations
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run.execution import session_id_for
 from pytest_atom.spec.types import Spec
-from pytest_atom.words import clip
+from pytest_atom.words import Scrubbed, clip, shorten
 
 #: The most characters of one changed file a sample keeps for the reflector to read, and of
 #: one transcript turn: a sample stays small enough to review.
@@ -56,6 +57,7 @@ class RunFound:
     folder: Path
     run_id: str | None = None
     checks: tuple[CheckSeen, ...] | None = None
+    case: str | None = None  # the dataset case the store says the run ran
 
 
 def last_attempt(folder: Path) -> Path:
@@ -73,14 +75,18 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
         return read_sample(path)
     attempt = last_attempt(found.folder)
     installed = configuration.installed_paths(spec.claude)
-    turns = _transcript(spec, found.folder, attempt)
+    # Every text is scrubbed before it is clipped: a clip through a secret would leave a
+    # part of it that `write_sample`'s scrubber, which knows it whole, lets through.
+    scrub = Scrubber().scrub
+    turns = _transcript(spec, found.folder, attempt, scrub)
     seen = AttemptSeen(
-        diff=workspace_diff(spec.workspace, attempt, installed=installed),
+        diff=workspace_diff(spec.workspace, attempt, installed=installed, scrub=scrub),
         final_message=turns[-1].text if turns else "",
         checks=_checks(spec, found, attempt, registry),
-        files=_changed_files(spec.workspace, attempt, installed),
+        files=_changed_files(spec.workspace, attempt, installed, scrub),
         transcript=tuple(
-            TurnSeen(clip(t.text, TURN_LIMIT, "the run's transcript"), t.tools) for t in turns
+            TurnSeen(clip(scrub(t.text), TURN_LIMIT, "the run's transcript"), t.tools)
+            for t in turns
         ),
     )
     source = {
@@ -89,7 +95,7 @@ def take_sample(spec: Spec, found: RunFound, registry: CheckRegistry | None = No
         "attempt": attempt.name,
         "taken": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    return Sample(path, base_name(spec), seen, (), source)
+    return Sample(path, base_name(spec), seen, (), source, spec.case)
 
 
 def label(sample: Sample, spec: Spec, criterion: int, met: bool, note: str) -> Sample:
@@ -105,7 +111,9 @@ def label(sample: Sample, spec: Spec, criterion: int, met: bool, note: str) -> S
     return sample.labelled(Label(criterion, met, text, note))
 
 
-def _transcript(spec: Spec, folder: Path, attempt: Path) -> list[TurnSeen]:
+def _transcript(
+    spec: Spec, folder: Path, attempt: Path, scrub: Callable[[str], Scrubbed]
+) -> list[TurnSeen]:
     """The executor's turns from its Claude Code transcript (the last attempt's first)."""
     name = f"{session_id_for(spec)}.jsonl"
     found = sorted(
@@ -121,7 +129,10 @@ def _transcript(spec: Spec, folder: Path, attempt: Path) -> list[TurnSeen]:
     return [
         TurnSeen(
             turn.text.strip(),
-            tuple(f"{c.name} {json.dumps(c.input, ensure_ascii=False)[:300]}" for c in turn.calls),
+            tuple(
+                f"{c.name} {shorten(scrub(json.dumps(c.input, ensure_ascii=False)), 300)}"
+                for c in turn.calls
+            ),
         )
         for turn in session.turns
     ]
@@ -159,10 +170,15 @@ def _default_registry() -> CheckRegistry:
     return default_registry()
 
 
-def _changed_files(before: Path | None, after: Path, installed: Sequence[str]) -> dict[str, str]:
+def _changed_files(
+    before: Path | None,
+    after: Path,
+    installed: Sequence[str],
+    scrub: Callable[[str], Scrubbed],
+) -> dict[str, str]:
     """The text of each file the attempt added or changed, clipped, for the reflector."""
     old = agent_files(before, installed)
-    changed = {}
+    changed: dict[str, str] = {}
     for rel, path in agent_files(after, installed).items():
         if not path.is_file() or path.is_symlink():
             continue
@@ -173,5 +189,5 @@ def _changed_files(before: Path | None, after: Path, installed: Sequence[str]) -
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        changed[rel] = clip(text, FILE_LIMIT, f"{rel} in the run folder")
+        changed[rel] = clip(scrub(text), FILE_LIMIT, f"{rel} in the run folder")
     return changed

@@ -1,5 +1,9 @@
 """What a workspace check shows as evidence: a file's head, a command's tail, a listing of
 what is there instead; and reading the workspace safely (no link leads out, no FIFO blocks).
+
+A head or a tail is cut from the text as scrubbed (`pytest_atom.replay.scrub`): a secret
+the cut went through would otherwise reach every report with all but a few of its
+characters, past a scrubber that knows it only whole.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from pathlib import Path
 
 from pytest_atom.errors import CheckError
 from pytest_atom.files import contained, read_regular, special_kind
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.words import Scrubbed
 
 HEAD_LINES, TAIL_LINES, EXCERPT_BYTES = 40, 40, 4096
 _LISTING_LIMIT = 50
@@ -44,18 +50,20 @@ def describe_file(path: Path) -> str:
     return f"{path.stat().st_size} bytes\n{head(read_text(path))}"
 
 
-def head(text: str) -> str:
-    lines = text.splitlines()
+def head(text: str) -> Scrubbed:
+    """The first `HEAD_LINES` lines of `text` scrubbed, at most `EXCERPT_BYTES` characters."""
+    lines = Scrubber().scrub(text).splitlines()
     shown = "\n".join(lines[:HEAD_LINES])[:EXCERPT_BYTES]
     more = len(lines) - shown.count("\n") - 1
-    return shown + (f"\n… ({more} more lines)" if more > 0 else "")
+    return Scrubbed(shown + (f"\n… ({more} more lines)" if more > 0 else ""))
 
 
-def tail(text: str, limit: int = TAIL_LINES) -> str:
-    lines = text.splitlines()
+def tail(text: str, limit: int = TAIL_LINES) -> Scrubbed:
+    """The last `limit` lines of `text` scrubbed, at most `EXCERPT_BYTES` characters."""
+    lines = Scrubber().scrub(text).splitlines()
     shown = "\n".join(lines[-limit:])[-EXCERPT_BYTES:]
     cut = len(lines) - shown.count("\n") - 1
-    return (f"… ({cut} earlier lines)\n" if cut > 0 else "") + shown
+    return Scrubbed((f"… ({cut} earlier lines)\n" if cut > 0 else "") + shown)
 
 
 def listing(folder: Path) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import (
     Mark,
     MarkKind,
@@ -38,6 +39,7 @@ from pytest_atom.replay.transcript import (
     tool_label,
 )
 from pytest_atom.results.record import IterationRecord
+from pytest_atom.words import shorten
 
 __all__ = ["Call", "Trajectory", "listing", "matches", "times"]
 
@@ -153,8 +155,8 @@ def _about(use: ToolUse) -> str:
 
 
 def _first_line(text: str | None) -> str:
-    line = (text or "").strip().split("\n")[0]
-    return f": {line[:157]}…" if len(line) > 160 else (f": {line}" if line else "")
+    line = Scrubber().scrub((text or "").strip().split("\n")[0])
+    return f": {shorten(line, 158)}" if len(line) > 160 else (f": {line}" if line else "")
 
 
 def matches(pattern: str | None, tool_input: Any) -> bool:

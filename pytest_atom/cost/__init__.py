@@ -2,7 +2,8 @@
 
 `billing` folds one Messages-API answer's usage (the one fold of a stream's usage);
 `prices` is what the API charges per token, per model; `usage` splits a call's tokens and
-dollars by session role; `limits` is a spec's budgets (turns, tool calls, tokens, dollars,
+dollars by session role, and holds the one rule every report shows a run's dollars by
+(`Dollars`: what was spent, and apart, Claude Code's list price); `limits` is a spec's budgets (turns, tool calls, tokens, dollars,
 time) enforced while an agent runs; `spend` is the session's spending limit and the
 `Crossing` a limit reports.
 

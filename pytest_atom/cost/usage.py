@@ -28,6 +28,7 @@ from pytest_atom.events.agent import Event, MessageUsage, Result, SessionStarted
 __all__ = [
     "ROLES",
     "CallUsage",
+    "Dollars",
     "RoleUsage",
     "every_session_tokens",
     "split_steps",
@@ -93,6 +94,27 @@ class RoleUsage:
 
     def to_dict(self) -> dict[str, Any]:
         return {"tokens": self.tokens, "cost_usd": round(self.cost_usd, 6)}
+
+
+@dataclass(frozen=True)
+class Dollars:
+    """A run's dollars by the one rule every view reads (the summary, JUnit, HTML, the
+    history store and `atom history`): two figures, never added together.
+
+    `spent` is what the run paid an API: 0 for a scripted or replayed run, or an outcome
+    the cache reported, which call none. `list_price` is Claude Code's price of every
+    session the run's figures hold, paid or not (the roles' dollars added up): what
+    recording these sessions costs. For a paid recording it is what was spent; for a
+    replay, what the recording cost; for a scripted run, what recording it would cost.
+    """
+
+    spent: float = 0.0
+    list_price: float = 0.0
+
+    @classmethod
+    def of(cls, spent: float, roles: Mapping[str, RoleUsage]) -> Dollars:
+        """`spent`, and the list price: the roles' dollars added up."""
+        return cls(spent, sum(used.cost_usd for used in roles.values()))
 
 
 @dataclass

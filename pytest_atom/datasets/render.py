@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -68,20 +69,25 @@ class Templates:
         env = ImmutableSandboxedEnvironment(
             undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False
         )
-        self.doc, self.loc = doc, loc
+        self.doc, self.loc, self.env = doc, loc, env
         self.found: list[Found] = []
         self.used: dict[str, Loc] = {}  # each variable, and the first template reading it
         for at, text in _strings(mapping):
+            # Parsing finds a broken tag; compiling finds an unknown filter or test (a
+            # TemplateAssertionError): either is the spec's mistake, at its line.
             try:
                 tree = env.parse(text)
-            except TemplateSyntaxError as exc:
+                template = env.from_string(tree)
+            except TemplateSyntaxError as exc:  # TemplateAssertionError among them
                 raise doc.error(
                     f"{label(loc + at)!r} is not a valid template: {exc.message} (template "
-                    f"line {exc.lineno}); write {{{{ name }}}} for a case's variable",
+                    f"line {exc.lineno}); write {{{{ name }}}} for a case's variable, "
+                    "{{ name | filter }} with one of Jinja2's built-in filters",
                     loc + at,
+                    suggestion=_close_name(exc.message or "", env),
                 ) from None
             names = frozenset(meta.find_undeclared_variables(tree))
-            self.found.append(Found(at, env.from_string(tree), names, _pieces(tree)))
+            self.found.append(Found(at, template, names, _pieces(tree)))
             for name in sorted(names):
                 self.used.setdefault(name, at)
 
@@ -119,10 +125,14 @@ class Templates:
         for found in self.found:
             try:
                 text = found.render(values)
-            except TemplateError as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever a case's template raises (an
+                # undefined name, a filter or test known only when rendered, the sandbox's
+                # SecurityError, a ZeroDivisionError) is that case's mistake, not a crash
                 raise case.origin.error(
                     f"case {case.id!r} cannot render {label(self.loc + found.at)!r} (line "
-                    f"{self._line(found.at)} of {self.doc.path.name}): {exc}"
+                    f"{self._line(found.at)} of {self.doc.path.name}): "
+                    f"{exc if isinstance(exc, TemplateError) else f'{type(exc).__name__}: {exc}'}",
+                    suggestion=_close_name(str(exc), self.env),
                 ) from None
             _put(out, found.at, text)
         return out
@@ -130,6 +140,16 @@ class Templates:
     def _line(self, at: Loc) -> int | str:
         node = self.doc.values.get(self.loc + at)
         return node.start_mark.line + 1 if node is not None else "?"
+
+
+def _close_name(message: str, env: Any) -> str | None:
+    """For "No filter named 'lowr'." (or test): the built-in one meant, if one is close."""
+    match = re.match(r"No (filter|test) named '([^']+)'", message)
+    if match is None:
+        return None
+    known = env.filters if match[1] == "filter" else env.tests
+    close = difflib.get_close_matches(match[2], list(known), n=1)
+    return close[0] if close else None
 
 
 def _pieces(tree: Any) -> tuple[tuple[bool, str], ...] | None:

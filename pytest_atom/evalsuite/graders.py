@@ -20,8 +20,10 @@ from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.diffs import agent_files as agent_entries
 from pytest_atom.evalsuite.schema import js_regex
 from pytest_atom.files import shown_text
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
+from pytest_atom.words import shorten
 
 
 def _regex_result(check: Check, text: str, where: str) -> CheckResult:
@@ -38,7 +40,7 @@ def _regex_result(check: Check, text: str, where: str) -> CheckResult:
     else:
         wanted = int(mode.removeprefix("count:"))
         passed, summary = len(found) == wanted, f"{len(found)} matches in {where}, {wanted} wanted"
-    shown = text if len(text) <= 2000 else text[:1999] + "…"
+    shown = shorten(Scrubber().scrub(text), 2000)
     return CheckResult(check, passed, f"grader {p['grader']}: {summary}", shown)
 
 

@@ -15,15 +15,24 @@ anything. Items are matched by their line through the runs, (spec, case, arm)
   are compared as pass counts, its tool calls by each side's commonest sequence, its
   deltas per repeat (mean).
 - A line in one run only is added or removed.
+- A setting that can change an outcome (`RunRecord.settings`) and differs between the two
+  runs is named, as is a changed Claude Code version: a regression a setting caused (a
+  calibration requirement switched on) says so, where its deltas alone would read
+  "tokens +0".
+
+Which run a run is compared with, when none is named, is `history.query.like_run`'s
+answer: the newest run that covered the same selection.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_atom.baseline.gate import gate
 from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
 
 __all__ = [
@@ -31,6 +40,7 @@ __all__ = [
     "Deltas",
     "ItemChange",
     "RunDiff",
+    "SettingChange",
     "ToolDivergence",
     "diff_runs",
     "first_divergence",
@@ -230,6 +240,45 @@ class ItemChange:
 
 
 @dataclass(frozen=True)
+class SettingChange:
+    """A setting (or the Claude Code version) that differs between the two runs, as JSON
+    values; None where a run did not record it."""
+
+    name: str
+    before: Any
+    after: Any
+
+    def line(self) -> str:
+        return f"setting {self.name}: {_value(self.before)} -> {_value(self.after)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"setting": self.name, "before": self.before, "after": self.after}
+
+
+def _value(value: Any) -> str:
+    return "(unset)" if value is None else json.dumps(value, sort_keys=True)
+
+
+#: What `atom history import` adds to a run's settings: where the run came from, not how
+#: it ran (`history.imports`).
+_PROVENANCE = frozenset({"imported_from", "files"})
+
+
+def setting_changes(before: RunRecord, after: RunRecord) -> tuple[SettingChange, ...]:
+    """The settings that differ between the runs (in the later run's order), then the
+    Claude Code version when it changed."""
+    names = [n for n in dict.fromkeys([*after.settings, *before.settings]) if n not in _PROVENANCE]
+    found = [
+        SettingChange(name, before.settings.get(name), after.settings.get(name))
+        for name in names
+        if before.settings.get(name) != after.settings.get(name)
+    ]
+    if before.claude_version != after.claude_version:
+        found.append(SettingChange("claude_version", before.claude_version, after.claude_version))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class RunDiff:
     """`after` compared with `before`: the lines that changed, those within noise, and
     how many stayed as they were; `deltas` over the lines both runs have."""
@@ -242,13 +291,18 @@ class RunDiff:
     deltas: Deltas
     #: The paired test over every repeated line together (`baseline.gate.TotalGate`).
     total_test: Mapping[str, Any] | None = None
+    #: The settings (and Claude Code version) that differ between the two runs.
+    settings: tuple[SettingChange, ...] = ()
+    #: How the earlier run was chosen, when it was not named (`history.query.like_run`).
+    paired: str = ""
 
     def lines(self) -> list[str]:
         head = (
             f"{_run_line(self.before)} -> {_run_line(self.after)}: {len(self.changes)} changed, "
             f"{len(self.noise)} within noise, {self.unchanged} unchanged"
         )
-        out = [head]
+        out = [head] + ([self.paired] if self.paired else [])
+        out += [change.line() for change in self.settings]
         for change in (*self.changes, *self.noise):
             out += change.lines()
         if self.total_test is not None:
@@ -269,6 +323,8 @@ class RunDiff:
             "unchanged": self.unchanged,
             "deltas": self.deltas.to_dict(),
             "total_test": dict(self.total_test) if self.total_test is not None else None,
+            "settings_changed": [c.to_dict() for c in self.settings],
+            "paired": self.paired or None,
         }
 
 
@@ -304,8 +360,7 @@ def diff_runs(
     after: RunRecord,
     after_items: Sequence[ItemRecord],
 ) -> RunDiff:
-    """`after` compared with `before` (the module's docstring says how). Lines with
-    repeats need scipy (StatsUnavailable names the extra that installs it)."""
+    """`after` compared with `before` (the module's docstring says how)."""
     old, new = _lines(before_items), _lines(after_items)
     keys = list(dict.fromkeys([*new, *old]))
     sampled = [k for k in keys if k in old and k in new and _repeated(old[k], new[k])]
@@ -335,6 +390,7 @@ def diff_runs(
             [i for i in after_items if i.series in old],
         ),
         total,
+        setting_changes(before, after),
     )
 
 
@@ -444,8 +500,6 @@ def _paired_tests(
     finds neither a drop nor a rise; and the total's figures (two lines on)."""
     if not lines:
         return {}, None
-    from pytest_atom.baseline.gate import gate  # scipy, only when repeats are compared
-
     counts = {
         series_label(k): ((sum(i.passed for i in a), len(a)), (sum(i.passed for i in b), len(b)))
         for k, (a, b) in lines.items()

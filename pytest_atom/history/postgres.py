@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.sql import SqlStore
-from pytest_atom.history.urls import display_url
+from pytest_atom.history.urls import check_url, display_url, password_source, scrub_passwords
 
 __all__ = ["PostgresStore"]
 
@@ -29,7 +29,11 @@ class PostgresStore(SqlStore):
 
     @classmethod
     def connect(cls, url: str, migrate: bool = True) -> PostgresStore:
-        """The store at `url`, its schema made and migrated as needed."""
+        """The store at `url`, its schema made and migrated as needed. No message shows a
+        password: the URL is shown masked (`display_url`), the driver's own message scrubbed
+        of every password the connection sent (`scrub_passwords`), and a password from the
+        environment or a passfile is named, not shown."""
+        check_url(url)
         try:
             import psycopg
         except ImportError as error:
@@ -40,11 +44,13 @@ class PostgresStore(SqlStore):
         try:
             connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as error:
+            source = password_source(url)
             raise HistoryError(
-                f"the history store {display_url(url)} cannot be opened: {error} (start the "
-                "server or fix the URL, or pass --atom-history to another store; "
-                "--atom-history none turns it off)"
-            ) from error
+                f"the history store {display_url(url)}{f' ({source})' if source else ''} "
+                f"cannot be opened: {scrub_passwords(str(error), url)} (start the server or "
+                "fix the URL, or pass --atom-history to another store; --atom-history none "
+                "turns it off)"
+            ) from None  # the driver's error, unscrubbed, must not ride along in a traceback
         store = cls(connection, display_url(url))
         store.driver_errors = (psycopg.Error,)
         if migrate:

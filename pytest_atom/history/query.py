@@ -1,16 +1,30 @@
 """Questions about the past, answered from a store: what `atom history` shows.
 
-- `summarize`: per (spec, case, arm), its last N runs: the pass rate with its Wilson 95 %
-  interval, mean tokens, cost and wall time per item, the last outcome, and a trend where
+Trials and observations are kept apart. A series' figures count its trials only (items
+the agent ran and a judge judged: `ItemRecord.kind` ``trial``). An outcome the cache
+reported (``cached``) repeats a stored trial and holds no new one: it is counted apart
+(`SeriesSummary.cached`) and enters no pass rate, interval, mean or trend. A rescore's
+verdicts (``rescore``) judge stored attempts again: they form a series of judgements of
+their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
+
+- `summarize`: per (spec, case, arm), its last N runs: the trials' pass rate with its
+  Wilson 95 % interval, mean tokens, dollars (spent, and Claude Code's list price:
+  `cost.usage.Dollars`) and wall time per trial, the last outcome, and a trend where
   the change is beyond noise. The trend is the gate's own test (`baseline.gate`): the
   window's older half of runs against its newer half, Fisher's exact test one-sided each
   way, Holm-adjusted over the series, at the gate's alpha (`baseline.stats.fisher_drop`,
   exact and without scipy).
-- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
-- `flaky`: the items whose outcome changed while their input digest did not. An item
-  recorded without a digest (`digest` None: before the outcome cache computed one) is
-  unknown, never "unchanged": it is counted apart (`FlakyReport.unknown`) and never
-  makes an item flaky.
+- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm), each with
+  its items' kind.
+- `flaky`: the trials whose outcome changed while their inputs did not: over runs with
+  one input digest, and among the repeats of one session (the same spec, run again in
+  the same session: the same inputs, whatever their digests). An item recorded without a
+  digest (`digest` None: before the outcome cache computed one) is unknown across runs,
+  never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
+  only by disagreeing with its own session's repeats.
+- `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
+  report's "Compared with"): the newest earlier run that covered the same selection, and
+  `compare_with_like` that comparison over the run's own lines.
 
 A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed`` or
 ``xfailed``; ``error`` (the harness could not judge) and ``skipped`` count in neither.
@@ -18,14 +32,15 @@ A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
 
 if TYPE_CHECKING:
+    from pytest_atom.history.diff import RunDiff
     from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.history.store import Store
 
@@ -36,7 +51,9 @@ __all__ = [
     "SpecRun",
     "Summary",
     "Trend",
+    "compare_with_like",
     "flaky",
+    "like_run",
     "series_name",
     "spec_runs",
     "summarize",
@@ -51,6 +68,10 @@ def series_name(series: SeriesKey) -> str:
     """``spec[case][arm]``, as `Spec.name` spells it."""
     spec, case, arm = series
     return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
+
+
+def _trials(items: Sequence[ItemFigures]) -> list[ItemFigures]:
+    return [i for i in items if i.kind == "trial"]
 
 
 def _counts(items: Sequence[ItemRecord] | Sequence[ItemFigures]) -> Counts:
@@ -89,7 +110,11 @@ class Trend:
 
 @dataclass(frozen=True)
 class SeriesSummary:
-    """One (spec, case, arm) over its last runs."""
+    """One (spec, case, arm) over its last runs: its trials (`kind` ``trial``, with how
+    many cached outcomes were left out) or its rescores' judgements (`kind` ``rescore``).
+    `runs` counts the runs that hold one of the counted items; the means are per item,
+    `cost_usd` Claude Code's list price and `spent_usd` what was paid (`cost.usage.Dollars`;
+    None where no item recorded it)."""
 
     series: SeriesKey
     runs: int
@@ -102,6 +127,10 @@ class SeriesSummary:
     last_run: str
     halves: tuple[Counts, Counts] | None
     trend: Trend | None = None
+    kind: str = "trial"
+    cached: int = 0
+    spent_usd: float | None = None
+    last_kind: str = "trial"
 
     @property
     def name(self) -> str:
@@ -113,14 +142,18 @@ class SeriesSummary:
             "spec": spec,
             "case": case,
             "arm": arm,
+            "kind": self.kind,
             "runs": self.runs,
             "passed": self.counts[0],
             "counted": self.counts[1],
+            "cached_left_out": self.cached,
             "pass_rate": self.rate.to_dict() if self.rate else None,
             "tokens_mean": self.tokens,
             "cost_usd_mean": self.cost_usd,
+            "spent_usd_mean": self.spent_usd,
             "wall_seconds_mean": self.wall_seconds,
             "last_outcome": self.last_outcome,
+            "last_kind": self.last_kind,
             "last_run": self.last_run,
             "trend": self.trend.to_dict() if self.trend else None,
         }
@@ -152,25 +185,47 @@ def _halves(items: Sequence[ItemFigures]) -> tuple[Counts, Counts] | None:
     )
 
 
-def _summary(series: SeriesKey, items: Sequence[ItemFigures]) -> SeriesSummary:
-    counts = _counts(items)
+def _summary(series: SeriesKey, items: Sequence[ItemFigures], kind: str) -> SeriesSummary:
+    """The series' figures over its `items` of `kind` (newest first); the last outcome is
+    the newest of `items`, whatever its kind, so a cached pass still has the last word."""
+    counted = [i for i in items if i.kind == kind]
+    counts = _counts(counted)
+    spent = [i.spent_usd for i in counted if i.spent_usd is not None]
     return SeriesSummary(
         series=series,
-        runs=len({i.run_id for i in items}),
+        runs=len({i.run_id for i in counted}),
         counts=counts,
         rate=stats.wilson(*counts) if counts[1] else None,
-        tokens=_mean([i.total_tokens for i in items]),
-        cost_usd=_mean([i.total_cost for i in items]),
-        wall_seconds=_mean([i.wall_seconds for i in items]),
+        tokens=_mean([i.total_tokens for i in counted]),
+        cost_usd=_mean([i.total_cost for i in counted]),
+        wall_seconds=_mean([i.wall_seconds for i in counted]),
         last_outcome=items[0].outcome,
         last_run=items[0].run_id,
-        halves=_halves(items),
+        halves=_halves(counted) if kind == "trial" else None,
+        kind=kind,
+        cached=sum(1 for i in items if i.kind == "cached"),
+        spent_usd=_mean(spent),
+        last_kind=items[0].kind,
     )
+
+
+def _series_summaries(series: SeriesKey, items: Sequence[ItemFigures]) -> list[SeriesSummary]:
+    """The series' trials (with how many cached outcomes were left out), then its
+    rescores' judgements when it has any: the window holds rescore runs too."""
+    observed = [i for i in items if i.kind != "rescore"]
+    judged = [i for i in items if i.kind == "rescore"]
+    return [
+        _summary(series, some, kind)
+        for some, kind in ((observed, "trial"), (judged, "rescore"))
+        if some
+    ]
 
 
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
     """Each series' trend, where its change is beyond noise."""
-    tested = [s for s in found if s.halves and s.halves[0][1] and s.halves[1][1]]
+    tested = [
+        s for s in found if s.kind == "trial" and s.halves and s.halves[0][1] and s.halves[1][1]
+    ]
     if not tested:
         return found
     trends: dict[SeriesKey, Trend] = {}
@@ -183,16 +238,19 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
         for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
             if adjusted < ALPHA and each.halves:
                 trends[each.series] = Trend(direction, *each.halves, p, adjusted)
-    return [SeriesSummary(**{**s.__dict__, "trend": trends.get(s.series)}) for s in found]
+    return [
+        SeriesSummary(
+            **{**s.__dict__, "trend": trends.get(s.series) if s.kind == "trial" else None}
+        )
+        for s in found
+    ]
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
     """Every series' last `last` runs (of `spec` only, when given)."""
     found = []
     for series in store.series(spec):
-        items = store.figures(*series, limit=last)
-        if items:
-            found.append(_summary(series, items))
+        found += _series_summaries(series, store.figures(*series, limit=last))
     return Summary(_with_trends(found), last)
 
 
@@ -213,6 +271,15 @@ class SpecRun:
         passed, counted = _counts(self.items)
         return f"{passed}/{counted} passed" if counted else ", ".join(sorted(set(outcomes)))
 
+    @property
+    def kind(self) -> str:
+        """Its items' kind (`ItemRecord.kind`), or each kind's count when they differ
+        (``2 cached, 1 trial``: some repeats reported from the cache)."""
+        kinds = [i.kind for i in self.items]
+        if len(set(kinds)) == 1:
+            return kinds[0]
+        return ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
+
     def to_dict(self) -> dict[str, Any]:
         from pytest_atom.history.records import item_to_dict, run_to_dict
 
@@ -222,6 +289,7 @@ class SpecRun:
             "spec": spec,
             "case": case,
             "arm": arm,
+            "kind": self.kind,
             "outcome": self.outcome,
             "items": [item_to_dict(i) for i in self.items],
         }
@@ -239,12 +307,16 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
 
 @dataclass(frozen=True)
 class FlakyItem:
-    """A series whose outcome changed over runs with one input digest."""
+    """A series whose trials' outcome changed while their inputs did not: over `runs`
+    with one input `digest` (`basis` ``digest``), or among the repeats of one session
+    (`basis` ``repeats``: `runs` is that session; `digest` None, the repeats' digests
+    differ by their number alone)."""
 
     series: SeriesKey
-    digest: str
+    digest: str | None
     counts: Counts
     runs: tuple[str, ...]
+    basis: str = "digest"
 
     def to_dict(self) -> dict[str, Any]:
         spec, case, arm = self.series
@@ -252,6 +324,7 @@ class FlakyItem:
             "spec": spec,
             "case": case,
             "arm": arm,
+            "basis": self.basis,
             "digest": self.digest,
             "passed": self.counts[0],
             "failed": self.counts[1] - self.counts[0],
@@ -278,16 +351,20 @@ class FlakyReport:
 
 
 def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
-    """The series whose outcome changed in their last `last` runs while the input digest
-    stayed the same (see the module docstring for items without a digest)."""
+    """The series whose trials' outcome changed in their last `last` runs while their
+    inputs stayed the same: one input digest over runs, or one session's repeats (see the
+    module docstring for items without a digest)."""
     found: list[FlakyItem] = []
     unknown = checked = 0
     for series in store.series(spec):
         by_digest: dict[str, list[ItemFigures]] = {}
-        for item in store.figures(*series, limit=last):
+        by_run: dict[str, list[ItemFigures]] = {}
+        for item in _trials(store.figures(*series, limit=last)):
             if item.outcome not in PASSES and item.outcome not in FAILS:
                 continue
             checked += 1
+            if item.repeat is not None:
+                by_run.setdefault(item.run_id, []).append(item)
             if item.digest is None:
                 unknown += 1
                 continue
@@ -297,4 +374,65 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
             if 0 < passed < counted:
                 runs = tuple(dict.fromkeys(i.run_id for i in items))
                 found.append(FlakyItem(series, digest, (passed, counted), runs))
+        for run_id, items in by_run.items():
+            passed, counted = _counts(items)
+            if 0 < passed < counted:
+                found.append(FlakyItem(series, None, (passed, counted), (run_id,), "repeats"))
     return FlakyReport(found, last, unknown, checked)
+
+
+#: How many earlier runs `like_run` looks through for one that covered the selection.
+LIKE_RUNS = 100
+
+
+def like_run(
+    store: Store, run: RunRecord, selection: Collection[SeriesKey]
+) -> tuple[RunRecord, str] | None:
+    """The run to compare `run` with, and how it was chosen; None when no earlier run
+    shares a line with it.
+
+    A rescore is compared with the run it judged again. Any other run is compared with
+    the newest earlier run (not a rescore) whose lines include every line of `selection`
+    (`run`'s own); failing one, the newest of those that covered the most of it, the
+    rest then shown as added. Comparing with whatever ran last would show the specs one
+    run selected and the other did not as added and removed.
+    """
+    if run.kind == "rescore" and run.rescore_of:
+        return store.run(
+            run.rescore_of
+        ), f"compared with the run it judged again ({run.rescore_of})"
+    wanted = set(selection)
+    best: tuple[int, RunRecord] | None = None
+    for each in store.runs(limit=LIKE_RUNS):
+        if each.id == run.id or each.kind == "rescore" or each.started > run.started:
+            continue
+        covered = len(wanted & set(store.selection(each.id)))
+        if covered == len(wanted):
+            return each, f"compared with the newest run that covered the same {_lines(wanted)}"
+        if covered and (best is None or covered > best[0]):
+            best = (covered, each)
+    if best is None:
+        return None
+    return best[1], (
+        f"no earlier run covered all {_lines(wanted)}: compared with the newest that covered "
+        f"the most ({best[0]} of them)"
+    )
+
+
+def _lines(wanted: Collection[SeriesKey]) -> str:
+    return f"{len(wanted)} spec x case x arm line{'s' * (len(wanted) != 1)}"
+
+
+def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> RunDiff | None:
+    """`run` (with its `items`, stored or not yet) compared with its `like_run`, over the
+    lines `run` covered (the earlier run's other lines are not this run's business); None
+    when no earlier run shares a line."""
+    from pytest_atom.history.diff import diff_runs
+
+    selection = {i.series for i in items}
+    found = like_run(store, run, selection)
+    if found is None:
+        return None
+    before, how = found
+    earlier = [i for i in store.items(before.id) if i.series in selection]
+    return replace(diff_runs(before, earlier, run, items), paired=how)

@@ -128,11 +128,12 @@ def item_record(
         criteria=criteria,
         tokens={role: used.tokens for role, used in roles.items()},
         cost_usd={role: round(used.cost_usd, 6) for role, used in roles.items()},
+        spent_usd=round(result.dollars().spent, 6),
         wall_seconds=round(result.duration, 3),
         tool_calls=cached.tool_calls
         if cached is not None
         else tuple(call.name for r in executor for call in r.tool_calls),
-        cached=cached is not None,
+        kind="cached" if cached is not None else "trial",
         digest=result.digest,
         digest_parts=dict(result.digest_parts),
         run_folder=None if cached is not None else str(result.run_dir),
@@ -153,6 +154,7 @@ def item_of_spec(spec: Spec, repeat: int | None, outcome: str, why: str = "") ->
         arm=arm,
         repeat=repeat,
         outcome=outcome_word(outcome),
+        spent_usd=0.0,
         why=why,
     )
 
@@ -197,6 +199,7 @@ def item_of_properties(
             else:
                 cost[role[1]] = float(value)
     score = props.get("atom_score")
+    spent = props.get("atom_cost_usd")
     return ItemRecord(
         run_id="",
         spec=spec,
@@ -205,8 +208,10 @@ def item_of_properties(
         arm=arm,
         repeat=repeat,
         outcome=outcome_word(outcome),
+        kind="cached" if props.get("atom_cached") else "trial",
         tokens=tokens,
         cost_usd=cost,
+        spent_usd=float(spent) if isinstance(spent, (int, float)) else None,
         wall_seconds=float(props.get("atom_duration_s") or 0.0),
         why=str(props.get("atom_why") or ""),
         score=float(score) if isinstance(score, (int, float)) else None,

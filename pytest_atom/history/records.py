@@ -20,12 +20,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 __all__ = [
+    "ITEM_KINDS",
     "OUTCOMES",
     "RUN_KINDS",
     "CheckRow",
     "CriterionRow",
     "ItemFigures",
     "ItemKey",
+    "ItemKind",
     "ItemRecord",
     "RunKind",
     "RunRecord",
@@ -39,6 +41,12 @@ __all__ = [
 
 RunKind = Literal["pytest", "atom run", "import", "rescore"]
 RUN_KINDS: tuple[str, ...] = ("pytest", "atom run", "import", "rescore")
+ItemKind = Literal["trial", "cached", "rescore"]
+#: What an item is: a ``trial`` (the agent ran and was judged: an executed attempt), a
+#: ``cached`` outcome (the outcome cache reported a stored pass, nothing ran) or a
+#: ``rescore`` (a stored attempt judged again: a judgement, not a trial). Only trials
+#: enter a series' pass rate, interval, means and trend (`history.query`).
+ITEM_KINDS: tuple[str, ...] = ("trial", "cached", "rescore")
 #: An item's outcome: `results.outcome.Outcome.label` lower-cased, as pytest says it.
 OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
@@ -102,7 +110,11 @@ class CriterionRow:
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
 
-    `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``);
+    `kind` says whether it is a trial, a cached outcome or a rescore (`ItemKind`).
+    `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``), the
+    dollars at Claude Code's list price (what a recording of these sessions costs);
+    `spent_usd` is what the item paid an API (0 scripted, replayed or cached; None: not
+    recorded, a store written before it was);
     `tool_calls` is the executor's tool names in the order it called them; `run_folder` is
     where the item's run folder was (it may since have been removed). `digest` and
     `digest_parts` are the item's input digest (the outcome cache's key) and its parts,
@@ -116,11 +128,12 @@ class ItemRecord:
     arm: str | None
     repeat: int | None
     outcome: str
-    cached: bool = False
+    kind: str = "trial"
     checks: tuple[CheckRow, ...] = ()
     criteria: tuple[CriterionRow, ...] = ()
     tokens: Mapping[str, int] = field(default_factory=dict)
     cost_usd: Mapping[str, float] = field(default_factory=dict)
+    spent_usd: float | None = None
     wall_seconds: float = 0.0
     tool_calls: tuple[str, ...] = ()
     digest: str | None = None
@@ -142,6 +155,16 @@ class ItemRecord:
         return (self.spec, self.case, self.arm)
 
     @property
+    def cached(self) -> bool:
+        """Whether the outcome cache reported it (nothing ran)."""
+        return self.kind == "cached"
+
+    @property
+    def trial(self) -> bool:
+        """Whether the agent ran and was judged: what pass rates and means count."""
+        return self.kind == "trial"
+
+    @property
     def passed(self) -> bool:
         """Whether the agent succeeded (``passed``, or ``xpassed`` against an expectation)."""
         return self.outcome in ("passed", "xpassed")
@@ -152,13 +175,14 @@ class ItemRecord:
 
     @property
     def total_cost(self) -> float:
+        """Claude Code's list price of the item's sessions (see `cost.usage.Dollars`)."""
         return sum(self.cost_usd.values())
 
 
 @dataclass(frozen=True, slots=True)
 class ItemFigures:
-    """What a listing reads of an item (`Store.figures`): its run, outcome, digest and
-    totals, without the checks, criteria and tool calls a whole `ItemRecord` parses."""
+    """What a listing reads of an item (`Store.figures`): its run, outcome, kind, digest
+    and totals, without the checks, criteria and tool calls a whole `ItemRecord` parses."""
 
     run_id: str
     outcome: str
@@ -166,6 +190,9 @@ class ItemFigures:
     total_tokens: int
     total_cost: float
     wall_seconds: float
+    kind: str = "trial"
+    spent_usd: float | None = None
+    repeat: int | None = None
 
 
 # --- as JSON: across xdist's process border, and in a session's results.json ------------------
@@ -205,6 +232,8 @@ def item_to_dict(item: ItemRecord) -> dict[str, Any]:
 def item_from_dict(data: Mapping[str, Any]) -> ItemRecord:
     """The item `item_to_dict` wrote; KeyError, TypeError or ValueError when it is not."""
     values = {f.name: data[f.name] for f in fields(ItemRecord) if f.name in data}
+    if "kind" not in data and data.get("cached"):  # written before items had a kind
+        values["kind"] = "cached"
     values["checks"] = tuple(CheckRow(str(n), bool(p), str(d)) for n, p, d in data["checks"])
     values["criteria"] = tuple(
         CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in data["criteria"]

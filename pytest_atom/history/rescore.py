@@ -101,10 +101,15 @@ def _rescore_item(item: ItemRecord, harness: Harness) -> tuple[ItemRecord, str |
             repeat=item.repeat,
         )
     except HarnessError as exc:
-        return replace(item, run_id="", outcome="error", why=f"not judged again: {exc}"), None
+        why = f"not judged again: {exc}"
+        nothing: dict[str, float] = {}  # no judge ran: nothing used, nothing spent
+        judged = replace(item, run_id="", kind="rescore", outcome="error", why=why)
+        return replace(judged, tokens={}, cost_usd=nothing, spent_usd=0.0, wall_seconds=0.0), None
     new = item_record(result, item.repeat, scrubber=Scrubber())
-    # The attempt is the stored one: its tool calls are the executor's, as they were.
-    return replace(new, tool_calls=item.tool_calls), claude_version_of(result)
+    # The attempt is the stored one: its tool calls are the executor's, as they were. A
+    # judgement of it, not a trial: it stays out of the spec's pass rate and means.
+    new = replace(new, kind="rescore", tool_calls=item.tool_calls)
+    return new, claude_version_of(result)
 
 
 def rescore_run(store: Store, run_id: str, specs: Sequence[str], harness: Harness) -> Rescored:

@@ -79,7 +79,19 @@ _V2 = (
         ON CONFLICT DO NOTHING""",
 )
 
+# Version 3: trials kept apart from observations. An item's kind (``trial``, ``cached``,
+# ``rescore``: `records.ITEM_KINDS`), filled for the items already stored from the
+# ``cached`` flag and their run's kind; and the dollars an item paid an API (`spent_usd`),
+# apart from Claude Code's list price of its sessions (``cost_usd``), NULL where unknown.
+_V3 = (
+    "ALTER TABLE atom_items ADD COLUMN kind TEXT NOT NULL DEFAULT 'trial'",
+    "ALTER TABLE atom_items ADD COLUMN spent_usd DOUBLE PRECISION",
+    "UPDATE atom_items SET kind = 'cached' WHERE cached = 1",
+    """UPDATE atom_items SET kind = 'rescore'
+        WHERE run_id IN (SELECT id FROM atom_runs WHERE kind = 'rescore')""",
+)
+
 #: Each step's statements, in order: step N brings a store from version N-1 to N.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 #: The version this pytest-atom writes.
 SCHEMA_VERSION = len(MIGRATIONS)

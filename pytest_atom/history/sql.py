@@ -34,12 +34,13 @@ _RUN_COLUMNS = (
 _ITEM_COLUMNS = (
     "run_id, item_no, started, spec, spec_path, spec_case, arm, repeat_no, outcome, cached, "
     "checks, criteria, tokens, cost_usd, tokens_total, cost_total, wall_seconds, tool_calls, "
-    "run_folder, why, score, digest, digest_parts"
+    "run_folder, why, score, digest, digest_parts, kind, spent_usd"
 )
 _SERIES = "spec = ? AND spec_case = ? AND arm = ?"
 _ITEM_READ = (
     "run_id, spec, spec_path, spec_case, arm, repeat_no, outcome, cached, checks, criteria, "
-    "tokens, cost_usd, wall_seconds, tool_calls, digest, digest_parts, run_folder, why, score"
+    "tokens, cost_usd, wall_seconds, tool_calls, digest, digest_parts, run_folder, why, score, "
+    "kind, spent_usd"
 )
 
 
@@ -87,6 +88,8 @@ def _item_row(run: RunRecord, number: int, item: ItemRecord) -> tuple[Any, ...]:
         item.score,
         item.digest,
         _json(dict(item.digest_parts)),
+        item.kind,
+        item.spent_usd,
     )
 
 
@@ -113,7 +116,7 @@ def _item_of(row: Sequence[Any]) -> ItemRecord:
         arm=row[4] or None,
         repeat=row[5],
         outcome=row[6],
-        cached=bool(row[7]),
+        kind=row[19],
         checks=tuple(CheckRow(n, bool(p), d) for n, p, d in json.loads(row[8])),
         criteria=tuple(CriterionRow(t, float(s), bool(p), r) for t, s, p, r in json.loads(row[9])),
         tokens=json.loads(row[10]),
@@ -125,6 +128,7 @@ def _item_of(row: Sequence[Any]) -> ItemRecord:
         run_folder=row[16],
         why=row[17],
         score=row[18],
+        spent_usd=None if row[20] is None else float(row[20]),
     )
 
 
@@ -332,6 +336,12 @@ class SqlStore:
         )
         return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
+    def selection(self, run_id: str) -> list[SeriesKey]:
+        rows = self._fetch(
+            "SELECT DISTINCT spec, spec_case, arm FROM atom_items WHERE run_id = ?", (run_id,)
+        )
+        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
+
     def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[tuple[str, str]]:
         """(started, id) of the last `limit` runs with an item of the series `key`, newest
         first: a walk down the series index, which holds both."""
@@ -369,9 +379,25 @@ class SqlStore:
     def figures(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemFigures]:
-        columns = "run_id, outcome, digest, tokens_total, cost_total, wall_seconds"
+        columns = (
+            "run_id, outcome, digest, tokens_total, cost_total, wall_seconds, kind, spent_usd, "
+            "repeat_no"
+        )
         rows = self._series_rows(columns, (spec, case or "", arm or ""), limit)
-        return [ItemFigures(r[0], r[1], r[2], int(r[3]), float(r[4]), float(r[5])) for r in rows]
+        return [
+            ItemFigures(
+                r[0],
+                r[1],
+                r[2],
+                int(r[3]),
+                float(r[4]),
+                float(r[5]),
+                r[6],
+                None if r[7] is None else float(r[7]),
+                r[8],
+            )
+            for r in rows
+        ]
 
     def find_passing(self, digest: str) -> ItemRecord | None:
         rows = self._fetch(

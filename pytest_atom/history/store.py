@@ -62,6 +62,10 @@ class Store(Protocol):
         """Every (spec, case, arm) the store holds an item of (of `spec`), sorted."""
         ...
 
+    def selection(self, run_id: str) -> list[SeriesKey]:
+        """The (spec, case, arm) lines run `run_id` (a whole id) covered, sorted."""
+        ...
+
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
@@ -109,6 +113,9 @@ class NoStore:
     def series(self, spec: str | None = None) -> list[SeriesKey]:
         return []
 
+    def selection(self, run_id: str) -> list[SeriesKey]:
+        return []
+
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
@@ -137,8 +144,9 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
         from pytest_atom.history.postgres import PostgresStore
 
         return PostgresStore.connect(url)
-    from pytest_atom.history.sqlite import SqliteStore
+    from pytest_atom.history.sqlite import SqliteStore, check_path
 
+    check_path(Path(url), root or Path.cwd())
     return SqliteStore.connect(Path(url))
 
 

@@ -1,9 +1,10 @@
 """The HTML report's history: the comparison with the previous run and each spec's trend.
 
 Filled from the store the session records into (`--atom-history`) and this session's own
-run, which need not be stored yet (the report may be written first): the previous run is
-the store's newest other run that started before this one, and each trend ends with this
-run. A store that is off or cannot be read gives a view with a note, never an error:
+run, which need not be stored yet (the report may be written first): the run compared
+with is the one `atom diff` takes (`history.query.like_run`: the newest earlier run that
+covered the same selection), with the settings that changed between them, and each trend
+(trials only) ends with this run. A store that is off or cannot be read gives a view with a note, never an error:
 the report of the run stands.
 """
 
@@ -13,8 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from pytest_atom.errors import HistoryError, StatsUnavailable
-from pytest_atom.history.diff import diff_runs, series_label
+from pytest_atom.errors import HistoryError
+from pytest_atom.history.diff import series_label
+from pytest_atom.history.query import compare_with_like
 from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
@@ -51,14 +53,11 @@ def history_view(
 
 def _view(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> HistoryView:
     trends = tuple(_trend(store, run, items, key) for key in dict.fromkeys(i.series for i in items))
-    earlier = [r for r in store.runs(limit=50) if r.id != run.id and r.started <= run.started]
-    if not earlier:
-        return HistoryView(run.id, None, (), 0, trends, "the store holds no earlier run")
-    previous = earlier[0]
-    try:
-        compared = diff_runs(previous, store.items(previous.id), run, items)
-    except StatsUnavailable as exc:
-        return HistoryView(run.id, None, (), 0, trends, str(exc))
+    compared = compare_with_like(store, run, items)  # the rule `atom diff` follows
+    if compared is None:
+        note = "the store holds no earlier run of these specs"
+        return HistoryView(run.id, None, (), 0, trends, note)
+    previous = compared.before
     rows = tuple(
         ComparisonRow(
             c.label, c.direction, c.before, c.after, tuple(line.strip() for line in c.lines()[1:])
@@ -66,7 +65,10 @@ def _view(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> HistoryV
         for c in (*compared.changes, *compared.noise)
     )
     said = f"{previous.id} ({previous.kind}, {previous.started:%Y-%m-%d %H:%M})"
-    return HistoryView(run.id, said, rows, compared.unchanged, trends)
+    settings = tuple(change.line() for change in compared.settings)
+    return HistoryView(
+        run.id, said, rows, compared.unchanged, trends, paired=compared.paired, settings=settings
+    )
 
 
 def _trend(
@@ -79,11 +81,12 @@ def _trend(
     (`Store.figures`, newest first), each run's time read from its id (`new_run_id`)."""
     by_run: dict[str, list[str]] = {}
     for figures in store.figures(*key, limit=TREND_RUNS + 1):
-        if figures.run_id != run.id:
+        if figures.run_id != run.id and figures.kind == "trial":
             by_run.setdefault(figures.run_id, []).append(figures.outcome)
-    own = [i.outcome for i in items if i.series == key]
+    own = [i.outcome for i in items if i.series == key and i.trial]
     points = [_point(rid, by_run[rid]) for rid in reversed(by_run)]
-    points.append(_point(run.id, own, f"{run.started:%Y-%m-%d %H:%M}"))
+    if own:
+        points.append(_point(run.id, own, f"{run.started:%Y-%m-%d %H:%M}"))
     return SpecTrend(series_label(key), tuple(points[-TREND_RUNS:]))
 
 

@@ -22,6 +22,7 @@ from pytest_atom.gateway.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.recall import SessionInput
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.outcome import (
     judge as judge,  # the attempt's decision; execution reads it here
@@ -29,7 +30,7 @@ from pytest_atom.results.outcome import (
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.spec.types import ClaudeOptions, Spec
-from pytest_atom.words import clip
+from pytest_atom.words import Scrubbed, clip
 
 #: The most characters the reflector's prompt quotes of each piece of evidence; a longer
 #: one is clipped in its middle (`pytest_atom.words.clip`: head and tail kept, with a note
@@ -75,6 +76,12 @@ def vote_role(role: str, vote: int) -> str:
     return role if vote == 1 else f"{role}:v{vote}"
 
 
+def again_role(role: str) -> str:
+    """The role of the session that asks the judge again, once, when its verdict left a
+    criterion out (`Verdict.omits`): a session of its own, recorded and replayed as any."""
+    return f"{role}:again"
+
+
 def combine_votes(votes: Sequence[Verdict]) -> Verdict:
     """One verdict from the verdicts of independent reflector sessions on one attempt.
 
@@ -106,7 +113,8 @@ def combine_votes(votes: Sequence[Verdict]) -> Verdict:
         named = next(c for c in said if c is not None)
         # the evidence of a vote on the winning side, so it explains the outcome shown
         evidence = next((c.evidence for c in said if c is not None and c.met == met), "")
-        criteria.append(CriterionVerdict(named.criterion, met, evidence, ballots))
+        missing = all(c is None or c.missing for c in said)
+        criteria.append(CriterionVerdict(named.criterion, met, evidence, ballots, missing=missing))
     flaky = tuple(dict.fromkeys(note for v in votes for note in v.flaky))
     return Verdict(
         score=median,
@@ -132,30 +140,31 @@ def build_prompt(
 
     `earlier_steps`: a step of a multi-step spec may name one as a rollback `target`; the
     rule saying so is added only then, so a single-prompt spec's prompt stays as it was
-    (and its cassettes keep matching).
+    (and its cassettes keep matching). Each part is scrubbed before its budget cuts it, so
+    no cut splits a secret the scrubber knows only whole.
     """
-    budget = REFLECTOR_BUDGET
+    budget, scrub = REFLECTOR_BUDGET, Scrubber().scrub
     # Check output is tool output: its wall times would make every prompt unique.
     check_lines = [
         f"- {'PASS' if c.passed else 'FAIL'} {c.check.describe()}: {mask_durations(c.summary)}"
-        + (f"\n  evidence:\n{_quote(_evidence(c.evidence))}" if c.evidence else "")
+        + (f"\n  evidence:\n{_quote(_evidence(scrub(c.evidence)))}" if c.evidence else "")
         for c in checks
     ]
     values = {
         "{task}": clip(
-            spec.prompt.strip(), budget["task"], f"the whole task is in {spec.path.name}"
+            scrub(spec.prompt.strip()), budget["task"], f"the whole task is in {spec.path.name}"
         ),
         "{criteria}": "\n".join(f"{i}. {c}" for i, c in enumerate(spec.criteria, 1)),
         "{checks}": clip(
-            "\n".join(check_lines), budget["checks"], "the run's report has every check"
+            scrub("\n".join(check_lines)), budget["checks"], "the run's report has every check"
         )
         or "(none)",
         "{diff}": "```diff\n"
-        + clip(diff, budget["diff"], "read the changed files themselves for the rest")
+        + clip(scrub(diff), budget["diff"], "read the changed files themselves for the rest")
         + "\n```",
         "{final_message}": _quote(
             clip(
-                final_message,
+                scrub(final_message),
                 budget["final_message"],
                 "the whole message is in the agent's transcript in the run folder",
             )
@@ -182,9 +191,11 @@ def _rollback_rule(earlier_steps: Sequence[str]) -> str:
     )
 
 
-def _evidence(text: str) -> str:
+def _evidence(text: Scrubbed) -> str:
     return clip(
-        mask_durations(text), REFLECTOR_BUDGET["check_evidence"], "the run's report has it whole"
+        Scrubbed(mask_durations(text)),  # durations become a placeholder: still scrubbed
+        REFLECTOR_BUDGET["check_evidence"],
+        "the run's report has it whole",
     )
 
 
@@ -209,7 +220,10 @@ def reflector_input(
     """The reflector's whole request but its folder: what a replay compares to recall the
     recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
     diff = workspace_diff(
-        spec.workspace, attempt_dir, installed=configuration.installed_paths(spec.claude)
+        spec.workspace,
+        attempt_dir,
+        installed=configuration.installed_paths(spec.claude),
+        scrub=Scrubber().scrub,
     )
     return SessionInput(
         build_prompt(spec, checks, diff, final_message, threshold, prompts, earlier_steps),

@@ -12,7 +12,7 @@ A criterion written with a floor (``{text, min_kappa, min_samples}``), or any cr
 
 Otherwise the criterion is advisory: its verdict is shown in every report and fails
 nothing (`results.outcome.judge`). The criterion's own `min_kappa` is the more specific and
-wins over the setting's; a criterion with neither has no `Trust` and gates as always.
+wins over the setting's; a criterion with neither is `UNFLOORED` and gates as always.
 
 A reworded criterion finds no calibration under its new words; the entry at its position in
 calibration.json, written for words the spec no longer has, is taken as its old calibration
@@ -33,7 +33,7 @@ from pytest_atom.calibration.record import (
 )
 from pytest_atom.paths import display_path
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.results.verdict import Trust
+from pytest_atom.results.verdict import UNFLOORED, Trust
 from pytest_atom.spec.types import DEFAULT_MIN_SAMPLES, CalibrationFloor, Spec
 
 __all__ = ["criteria_floors", "criteria_trust", "criterion_trust"]
@@ -54,17 +54,17 @@ def criteria_trust(
     require: float | None,
     claude_version: str | None,
     prompts: PromptLoader | None = None,
-) -> tuple[Trust | None, ...]:
-    """Each criterion's trust, in the spec's order (None: no floor applies); empty when no
-    criterion has a floor, so nothing is read. Raises CalibrationError (naming the file)
-    when the spec's calibration.json cannot be read."""
+) -> tuple[Trust, ...]:
+    """Each criterion's trust, in the spec's order: `UNFLOORED` where no floor applies (it
+    gates; calibration.json is read only when some criterion has a floor). Raises
+    CalibrationError (naming the file) when the spec's calibration.json cannot be read."""
     floors = criteria_floors(spec, require)
     if not any(floors):
-        return ()
+        return tuple(UNFLOORED for _ in floors)
     state = calibration_state(spec, claude_version or "unknown", prompts)
     where = display_path(calibration_file(spec))
     return tuple(
-        None if floor is None else criterion_trust(floor, stored, today, where)
+        UNFLOORED if floor is None else criterion_trust(floor, stored, today, where)
         for floor, (stored, today) in zip(floors, state, strict=True)
     )
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.errors import AtomError, SpecError, SpendingLimitReached
+from pytest_atom.errors import AtomError, SpecError, SpendingLimitReached, UpstreamUnreachable
 from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -245,6 +245,8 @@ class AtomItem(pytest.Function):
             pytest.skip(str(exc))
         except _run_errors() as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
+            if isinstance(exc, UpstreamUnreachable):  # no later spec could record either
+                self.session.shouldstop = f"pytest-atom: {exc.headline}"
         else:
             problem = ""
         if problem:

@@ -30,7 +30,7 @@ from pytest_atom.history.recording import (
 from pytest_atom.history.records import item_to_dict
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
-from pytest_atom.pytest.items import AtomItem, EvalCaseFile, SpecFile
+from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.reports.summary import summary_width
@@ -109,8 +109,32 @@ class AtomSession:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
 
-    def pytest_report_collectionfinish(self, config: pytest.Config) -> str:
-        return self.last_failed_note
+    def pytest_report_collectionfinish(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> list[str]:
+        others = self._others_note(config, items)
+        return [line for line in (self.last_failed_note, others) if line]
+
+    def _others_note(self, config: pytest.Config, items: list[pytest.Item]) -> str:
+        """With no path named, pytest's own tests the run collects beside the specs (its
+        `testpaths`, or the folder it ran in) run too: said once, with how to run only the
+        specs, so a long run of unit tests is no surprise."""
+        if config.args_source == pytest.Config.ArgsSource.ARGS:
+            return ""  # the paths named are the ones meant
+        others = sum(1 for item in items if not isinstance(item, (AtomItem, BrokenSpec)))
+        if not others:
+            return ""
+        where = (
+            f"testpaths: {' '.join(config.getini('testpaths'))}"
+            if config.args_source == pytest.Config.ArgsSource.TESTPATHS
+            else "this folder's"
+        )
+        paths = self.harness.settings.spec_paths(self.harness.root)
+        only = " ".join(display_path(p) for p in paths) if paths else "SPEC_FOLDER"
+        return (
+            f"pytest-atom: {others} of {len(items)} items are pytest's own tests ({where}), "
+            f"not specs, and run too; only the specs: pytest --atom {only}"
+        )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.suite.collection_order(item.nodeid for item in session.items)
@@ -217,9 +241,7 @@ class AtomSession:
             _write(terminalreporter, line, yellow=True)
         if said.results_error:
             _write(terminalreporter, said.results_error, red=True)
-        if said.gate_error:
-            _write(terminalreporter, said.gate_error, red=True)
-        elif said.baseline is not None:
+        if said.baseline is not None:
             terminalreporter.write_line("")
             for line, red in said.baseline:
                 _write(terminalreporter, line, red=red)

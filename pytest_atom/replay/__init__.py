@@ -2,7 +2,8 @@
 
 `cassette` is the file format (vcrpy's YAML; `vcr_shape` and `fastyaml` read it); `recording`
 is the model source of a spec run (its script, its cassette or a recorded upstream) behind the
-gateway; `responder` answers from a cassette and `upstream` forwards and records; `matchers`
+gateway; `responder` answers from a cassette and `upstream` forwards and records, to an
+upstream `reachable` checked once a session before the first recording; `matchers`
 are the match modes, comparing what `matching` extracts, after `normalize` and `raw_paths`
 turned machine-specific parts into placeholders; `scrub` and `detector` keep secrets out;
 `staleness`, `divergence` and `causes` say when and why a cassette no longer fits; `recall`

@@ -200,6 +200,32 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<HOME>/.cache/claude-cli-nodejs",
         '"/home/ci/.xdg-cache/claude-cli-nodejs"',
     ),
+    # The sandbox a spec's hook runs in (agents.claude_code.srt): Claude Code names a failed
+    # hook by its command, and the run's wrapper is the harness's, not the spec's (srt's
+    # path, its settings file named by a hash of the run's rules). Masked to one token, so
+    # a recording made under either wrapper, the srt one or the bubblewrap one before it,
+    # matches on the hook's own command.
+    MachineDetail(
+        "the sandbox a hook runs in",
+        "srt --settings ",
+        re.compile(r"[^\s\[\"'\\]*\bsrt --settings \S+ -- /usr/bin/env(?: [A-Z]+=\S+)* "),
+        "<HOOK_SANDBOX> ",
+        "PreToolUse:Bash hook error: [<HOME>/.cache/pytest-atom/sandbox-runtime/0.0.83/"
+        "node_modules/.bin/srt --settings <RUN_DIR>/srt/8f2c.json -- /usr/bin/env "
+        "TMPDIR=<RUN_DIR>/tmp /bin/sh -c 'exit 2']: no",
+    ),
+    MachineDetail(
+        "the sandbox a hook runs in",
+        "bwrap --die-with-parent ",
+        re.compile(
+            r"\bbwrap --die-with-parent --unshare-net --ro-bind / / --dev /dev --proc /proc"
+            r"(?: --bind \S+ \S+)* -- "
+        ),
+        "<HOOK_SANDBOX> ",
+        "PreToolUse:Bash hook error: [bwrap --die-with-parent --unshare-net --ro-bind / / "
+        "--dev /dev --proc /proc --bind <RUN_DIR>/attempts/a01 <RUN_DIR>/attempts/a01 -- "
+        "/bin/sh -c 'exit 2']: no",
+    ),
     *PROCESS_DETAILS,
 )
 

@@ -32,6 +32,7 @@ from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.normalize import Normalizer, run_dates
 from pytest_atom.replay.placeholders import volatile_paths
+from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -89,6 +90,10 @@ def cassette_path(spec: Spec) -> Path:
 
 
 def record_command(spec: Spec, mode: str = "once") -> str:
+    """The command that records `spec`'s cassette in `mode`: its run's, or the one the spec
+    names (`Spec.record_with`: a calibration's cassette is `atom calibrate`'s)."""
+    if spec.record_with is not None:
+        return spec.record_with.format(mode=mode)
     return f"pytest --atom '{display_path(spec.path)}::{spec.name}' --atom-record-mode={mode}"
 
 
@@ -370,13 +375,24 @@ class ModelSource:
 
 
 def open_run_source(
-    spec: Spec, settings: RunSettings, run_dir: Path, *, claude_bin: Path, repeat: int | None
+    spec: Spec,
+    settings: RunSettings,
+    run_dir: Path,
+    *,
+    claude_bin: Path,
+    repeat: int | None,
+    upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
     """The model source of a spec's run in `run_dir`, ready for its gateway: its paths
     masked (`replay.placeholders.volatile_paths`), its MCP servers recorded or stood in for
     (``<run>/mcp``), its cassette file named. `spec_run.run_spec` opens it in one call."""
     source = open_model_source(
-        spec, settings, paths=volatile_paths(run_dir, spec), claude_bin=claude_bin, repeat=repeat
+        spec,
+        settings,
+        paths=volatile_paths(run_dir, spec),
+        claude_bin=claude_bin,
+        repeat=repeat,
+        upstreams=upstreams,
     )
     source.open_mcp(spec, run_dir / "mcp")
     source.cassette_file = cassette_path(spec)
@@ -390,10 +406,13 @@ def open_model_source(
     paths: dict[str, str],
     claude_bin: Path,
     repeat: int | None = None,
+    upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
     """Decide, per record mode, whether this run plays a script, replays or records.
 
-    A script plays the choices its key draws: the run's seed, the spec and the repeat."""
+    A script plays the choices its key draws: the run's seed, the spec and the repeat.
+    A recording from an upstream first asks `upstreams` whether it can be reached (once a
+    session: `replay.reachable`); None never asks."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -406,7 +425,9 @@ def open_model_source(
             )
         if settings.rejudge:
             cassette = Cassette.load(path)
-            source = _record(spec, settings, cassette, paths, replay=True, kind="rejudge")
+            source = _record(
+                spec, settings, cassette, paths, replay=True, kind="rejudge", upstreams=upstreams
+            )
             # The agent's side replays: its drift names both versions, as a replay's does.
             _versions(source.responder, cassette, claude_bin)
             return source
@@ -423,7 +444,15 @@ def open_model_source(
         )
     cassette = Cassette.load(path) if exists and mode == "new_episodes" else Cassette(path)
     _refuse_stale_script(spec, cassette, staleness(spec, cassette))
-    return _record(spec, settings, cassette, paths, replay=mode == "new_episodes", repeat=repeat)
+    return _record(
+        spec,
+        settings,
+        cassette,
+        paths,
+        replay=mode == "new_episodes",
+        repeat=repeat,
+        upstreams=upstreams,
+    )
 
 
 def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
@@ -496,6 +525,7 @@ def _record(
     replay: bool,
     kind: SourceKind = "record",
     repeat: int | None = None,
+    upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
     auth = {k: os.environ[k] for k in AUTH_VARIABLES if os.environ.get(k)}
     upstream_gateway = None
@@ -519,6 +549,8 @@ def _record(
                 f"recording spec '{spec.name}' from {upstream} needs credentials: set one of "
                 f"{', '.join(AUTH_VARIABLES)} (they are passed to Claude Code, never stored)"
             )
+    if upstreams is not None and upstream_gateway is None:  # a script's own is local
+        upstreams.require(upstream, spec.name)
     responder = CassetteResponder(
         cassette,
         _normalizer(paths),

@@ -26,6 +26,7 @@ from pytest_atom.files import write_atomic
 from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
 from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.types import Spec
+from pytest_atom.words import Scrubbed
 
 __all__ = [
     "SECRET_HEADERS",
@@ -357,7 +358,7 @@ class Scrubber:
         self._remember(values)
         return _replace_found(text, values | self._found, found)
 
-    def scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> Scrubbed:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
         detect-secrets finds (assigned secrets, provider tokens) ``<SECRET:REDACTED>``, at
         every place the found value occurs in ``text``.
@@ -366,8 +367,10 @@ class Scrubber:
         repeats a secret the request assigned (``the key is …``) loses it. ``scrub_obj``
         remembers what it finds but, so that a request's scrubbed form depends on that
         request alone (replay matches on it), does not apply what it found elsewhere.
+
+        Scrub before cutting: the result is what `pytest_atom.words.clip` takes.
         """
-        return self._scrub(text, [])
+        return Scrubbed(self._scrub(text, []))
 
     def scrub_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
         """Drop SECRET_HEADERS (any case) entirely; scrub the values of the rest."""

@@ -53,7 +53,8 @@ from pytest_atom.events.agent import (
     ToolResult,
 )
 from pytest_atom.replay.cassette import Interaction
-from pytest_atom.words import plural
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.words import plural, shorten
 
 #: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
 AGENT_TOOL = "Agent"
@@ -156,10 +157,8 @@ def tool_label(name: str, tool_input: Any) -> str:
     """The one line that says what a tool call did: a command, a file, else its input."""
     value = main_field(tool_input)
     if value is not None:
-        first = value.strip().split("\n")[0]
-        return first if len(first) <= 160 else first[:159] + "…"
-    text = json.dumps(tool_input, ensure_ascii=False)
-    return text if len(text) <= 160 else text[:159] + "…"
+        return shorten(Scrubber().scrub(value.strip().split("\n")[0]), 160)
+    return shorten(Scrubber().scrub(json.dumps(tool_input, ensure_ascii=False)), 160)
 
 
 #: What a `Mark` is about: a skill run, a subagent started, an MCP server's tool called,

@@ -5,7 +5,8 @@ report that copies each such text wherever it shows it grows without bound: a 5 
 message made `results.json` 15 MB (the message, the turn that said it, the view's copy).
 Every string of a report's data longer than `REPORT_TEXT_LIMIT` is cut to its head and tail
 around a note saying how much was clipped and which file holds the whole text; that file is
-written once per distinct text, from the data as it was scrubbed.
+written once per distinct text. Each such text is scrubbed here before it is cut or written,
+whatever the caller did: a cut through a secret leaves a part the scrubber cannot know.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from pytest_atom.digest import hex_of
 from pytest_atom.files import write_atomic
 from pytest_atom.paths import display_path
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.words import clip
 
 __all__ = ["REPORT_TEXT_LIMIT", "TEXTS_FOLDER", "clip_long_texts"]
@@ -35,6 +37,7 @@ def clip_long_texts(data: Any, folder: Path) -> tuple[Any, set[Path]]:
     of `folder` that hold those strings whole (`<key>-<hash>.txt`: the key the text sat
     under first, and its content's hash, so a text repeated in several places is one file)."""
     files: dict[str, Path] = {}  # content hash -> the file that holds it
+    scrubber = Scrubber()
 
     def walk(value: Any, key: str) -> Any:
         if isinstance(value, str):
@@ -45,7 +48,8 @@ def clip_long_texts(data: Any, folder: Path) -> tuple[Any, set[Path]]:
             return [walk(v, key) for v in value]
         return value
 
-    def _clipped(text: str, key: str) -> str:
+    def _clipped(raw: str, key: str) -> str:
+        text = scrubber.scrub(raw)
         data = text.encode("utf-8", "replace")
         digest = hex_of(data)[:12]
         file = files.get(digest)

@@ -80,7 +80,9 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
             turns = stream_turns(record.events)
             session["turns"] = [asdict(turn) for turn in turns]
             session["marks"] = trajectory_summary(turns)
-            session["stderr"] = record.stderr.strip()[-FOLD_CHARS:] if record.is_error else ""
+            # Scrubbed before its tail is cut: the cut must not split a secret.
+            stderr = Scrubber().scrub(record.stderr.strip()) if record.is_error else ""
+            session["stderr"] = stderr[-FOLD_CHARS:]
     final = result.final if result.attempts else None
     view = {
         "trace": trace,
@@ -95,6 +97,7 @@ def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any
             result.spec.workspace,
             final.path,
             installed=configuration.installed_paths(result.spec.claude),
+            scrub=Scrubber().scrub,
         )
         if final
         else "",
@@ -187,7 +190,7 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "counts": [(o, counts[o]) for o in known + sorted(set(counts) - set(known))],
         "tokens": sum(int(p.get("atom_tokens") or 0) for p in props),
         "cost": sum(float(p.get("atom_cost_usd") or 0) for p in props),
-        "recorded": sum(float(p.get("atom_recorded_cost_usd") or 0) for p in props),
+        "list_price": sum(float(p.get("atom_list_price_usd") or 0) for p in props),
         # CLI calls that failed and were retried: in the figures above, shown apart
         "failed_tries": sum(int(p.get("atom_failed_tries") or 0) for p in props),
         "failed_tries_tokens": sum(int(p.get("atom_failed_tries_tokens") or 0) for p in props),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.datasets.select import case_properties
 from pytest_atom.environment import left_out
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
+from pytest_atom.results.verdict import UNFLOORED
 from pytest_atom.settings.tolerance import format_tolerance
 from pytest_atom.spec.arms import arm_properties
 
@@ -31,6 +32,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **failed_try_properties(result),
         **billed_properties(result),
         "atom_recorded_cost_usd": round(result.recorded_cost_usd, 6),
+        # Claude Code's price of every session, paid or not: what recording them costs.
+        "atom_list_price_usd": round(result.dollars().list_price, 6),
         "atom_duration_s": round(result.duration, 3),
         "atom_claude_s": round(result.claude_seconds, 3),
         # The agent's own usage (the reflector's aside): what limits and baselines measure.
@@ -92,22 +95,25 @@ def criteria_votes(result: SpecResult) -> str | None:
 
 
 def criteria_trust(result: SpecResult) -> dict[str, Any]:
-    """Which criteria of the final verdict gated and which were advisory, when a
-    calibration floor applied to any (judge.trust): ``atom_criteria_trust`` (``1 gated
-    (calibrated: …) · 2 advisory (calibration stale: …)``, numbered as the spec lists them),
-    the counts ``atom_criteria_gated`` and ``atom_criteria_advisory``, and each advisory
-    criterion's reason (``atom_criteria_advisory_reasons``: ``stale, uncalibrated``), which
-    the summary counts across xdist workers."""
+    """Whether each criterion of the final verdict gated or was advisory, and why
+    (judge.trust): ``atom_criteria_trust`` (``1 gated (no calibration floor) · 2 advisory
+    (calibration stale: …)``, numbered as the spec lists them), the counts
+    ``atom_criteria_gated`` (``atom_criteria_unfloored`` of them without a floor) and
+    ``atom_criteria_advisory``, and each advisory criterion's reason
+    (``atom_criteria_advisory_reasons``: ``stale, uncalibrated``), which the summary counts
+    across xdist workers. Every judged item has them; an item without a verdict has none."""
     verdict = result.verdict
-    if verdict is None or all(c.trust is None for c in verdict.criteria):
+    if verdict is None or not verdict.criteria:
         return {}
     advisory = verdict.advisory
     return {
         "atom_criteria_trust": " · ".join(
-            f"{n} {c.trust.line if c.trust else 'gated (no floor)'}"
-            for n, c in enumerate(verdict.criteria, 1)
+            f"{n} {(c.trust or UNFLOORED).line}" for n, c in enumerate(verdict.criteria, 1)
         ),
         "atom_criteria_gated": len(verdict.criteria) - len(advisory),
+        "atom_criteria_unfloored": sum(
+            (c.trust or UNFLOORED).reason == "unfloored" for c in verdict.criteria
+        ),
         "atom_criteria_advisory": len(advisory),
         "atom_criteria_advisory_reasons": ", ".join(c.trust.reason for c in advisory if c.trust),
     }

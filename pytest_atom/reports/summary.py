@@ -33,24 +33,33 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
 
 
 def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """How many criteria gated and how many were advisory, and why, over the runs whose
-    criteria had a calibration floor (`reports.properties.criteria_trust`); none: no line."""
-    floored = [row for row in rows if "atom_criteria_advisory" in row.properties]
-    if not floored:
+    """How many criteria gated and how many were advisory, and why, over every judged run
+    (`reports.properties.criteria_trust`), and which runs' criteria were advisory; no
+    line when no criterion had a calibration floor (each gated, as always)."""
+    judged = [row for row in rows if "atom_criteria_advisory" in row.properties]
+    unfloored = sum(int(row.properties.get("atom_criteria_unfloored") or 0) for row in judged)
+    gated = sum(int(row.properties.get("atom_criteria_gated") or 0) for row in judged)
+    advisory = sum(int(row.properties["atom_criteria_advisory"] or 0) for row in judged)
+    if not judged or unfloored == gated + advisory:
         return []
-    gated = sum(int(row.properties.get("atom_criteria_gated") or 0) for row in floored)
-    advisory = sum(int(row.properties["atom_criteria_advisory"] or 0) for row in floored)
     reasons = Counter(
         reason
-        for row in floored
+        for row in judged
         for reason in str(row.properties.get("atom_criteria_advisory_reasons") or "").split(", ")
         if reason
     )
     why = ", ".join(f"{n} {ADVISORY_WORDS.get(r, r)}" for r, n in sorted(reasons.items()))
-    line = f"criteria: {gated} gated, {advisory} advisory" + (f" ({why})" if why else "")
-    if advisory:
-        line += ": an advisory verdict fails nothing until `atom calibrate` calibrates its judge"
-    return [inert(line)]
+    plain = f" ({unfloored} without a calibration floor)" if unfloored else ""
+    line = f"criteria: {gated} gated{plain}, {advisory} advisory" + (f" ({why})" if why else "")
+    if not advisory:
+        return [inert(line)]
+    line += ": an advisory verdict fails nothing until `atom calibrate` calibrates its judge"
+    where = ", ".join(
+        dict.fromkeys(
+            row.nodeid for row in judged if int(row.properties["atom_criteria_advisory"] or 0)
+        )
+    )
+    return [inert(line), inert(f"  advisory in: {where}")]
 
 
 def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
@@ -169,7 +178,7 @@ RECALLED = " recalled"
 
 def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
     header = ("spec", "outcome", "score", "attempts", "iter", "tokens", *roles)
-    return header + ("cost $", "rec $", "time s") + (("vs baseline",) if compared else ())
+    return header + ("cost $", "list $", "time s") + (("vs baseline",) if compared else ())
 
 
 def _outcome_cell(row: SummaryRow) -> str:
@@ -202,9 +211,10 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
         # count: executor and subagents).
         "" if row.tokens is None else str(row.tokens),
         *(_role_cell(row, role) for role in roles),
-        f"{row.cost_usd:.4f}",
-        # What replayed answers cost when recorded: not spent by this run.
-        f"{row.recorded_cost_usd:.4f}" if row.recorded_cost_usd else "-",
+        f"{row.cost_usd:.4f}",  # spent
+        # Claude Code's price of the sessions, paid or not (`cost.usage.Dollars`): what
+        # recording them costs, never added to the spend.
+        f"{row.list_price_usd:.4f}" if row.list_price_usd else "-",
         f"{row.duration_s:.1f}",
     ) + ((baseline_cell(row.properties),) if compared else ())
 

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.environment_clues import network_hint
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.results.verdict import ADVISORY_WORDS
-from pytest_atom.words import plural
+from pytest_atom.words import plural, shorten
 
 if TYPE_CHECKING:
     from pytest_atom.results.cached import CachedFrom
@@ -321,7 +322,8 @@ def _verdict_lines(result: SpecResult) -> list[str]:
             continue
         tally = f" ({criterion.tally}: {_ballots(criterion.votes)})" if criterion.votes else ""
         said = "met" if criterion.met else "unmet"
-        if criterion.trust is not None:  # a criterion with a floor: whether it gated, and why
+        # A criterion with a floor: whether it gated, and why (one without gates, as always).
+        if criterion.trust is not None and criterion.trust.reason != "unfloored":
             said += f", {criterion.trust.line}"
         lines.append(f"  {said}: {criterion.criterion}{tally}")
         lines += _indent(criterion.evidence)
@@ -441,9 +443,7 @@ def tool_problem(
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > 1 and re.fullmatch(r"Exit code \d+", lines[0]):
         lines = lines[1:] + [lines[0].lower()]  # the message first, then the exit status
-    detail = " | ".join(lines)
-    if len(detail) > 240:
-        detail = detail[:239] + "…"
+    detail = shorten(Scrubber().scrub(" | ".join(lines)), 240)
     who = f" refused by {refused_by(denied)}" if denied is not None else ""
     return f"{name} {_call_target(tool_input)}{who}: {detail or '(no output)'}"
 
@@ -455,8 +455,7 @@ def _call_target(tool_input: Any) -> str:
     for key in ("command", "file_path", "notebook_path", "pattern", "url"):
         value = tool_input.get(key)
         if isinstance(value, str):
-            value = " ".join(value.split())
-            shown = value if len(value) <= 100 else value[:99] + "…"
+            shown = shorten(Scrubber().scrub(" ".join(value.split())), 100)
             return f"`{shown}`" if key == "command" else shown
     return ""
 

@@ -115,6 +115,8 @@ def _cost(
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
+        # Claude Code's price of every session, paid or not (`cost.usage.Dollars`).
+        "list_price_usd": round(sum(used.cost_usd for used in by_role.values()), 6),
         "tokens": sum(r.paid_tokens for r in records) + recalled,  # failed tries included
         "failed_tries": {
             "count": sum(len(r.failed_tries) for r in records),

@@ -14,7 +14,8 @@ __all__ = ["ComparisonRow", "HistoryView", "SpecTrend", "TrendPoint"]
 
 @dataclass(frozen=True)
 class TrendPoint:
-    """One run of a spec's line: how many of its items (repeats) passed."""
+    """One run of a spec's line: how many of its trials (repeats) passed; cached outcomes
+    and rescores are no trials, and a run of nothing else is no point."""
 
     run_id: str
     started: str  # "2026-11-29 05:59", as the page shows it
@@ -59,9 +60,14 @@ class HistoryView:
     """The comparison with the previous run and the per-spec trends."""
 
     run_id: str
-    previous: str | None  # "<id> (<kind>, <when>)", None: the store holds no earlier run
+    #: "<id> (<kind>, <when>)": the earlier run compared with, None: there is none.
+    previous: str | None
     rows: tuple[ComparisonRow, ...]
     unchanged: int
     trends: tuple[SpecTrend, ...]
     #: Why there is no comparison (the store is off, could not be read), when there is none.
     note: str = ""
+    #: How the earlier run was chosen (`history.query.like_run`), and the settings (and
+    #: Claude Code version) that differ between it and this run, a line each.
+    paired: str = ""
+    settings: tuple[str, ...] = ()

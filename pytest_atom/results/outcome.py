@@ -35,6 +35,10 @@ class _Check(Protocol):
     def passed(self) -> bool: ...
 
 
+#: The evidence of a criterion the judge's verdict left out, even when asked again: the
+#: criterion is unmet, and every report says why in these words.
+NO_VERDICT = "the judge gave no verdict"
+
 #: What passes a judged attempt: its score above the threshold (seed 002), or each
 #: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
 Gate = Literal["score", "criteria"]
@@ -46,6 +50,9 @@ class _Criterion(Protocol):
 
     @property
     def gates(self) -> bool: ...
+
+    @property
+    def missing(self) -> bool: ...
 
 
 class _Scored(Protocol):
@@ -88,8 +95,9 @@ def judge(
 
 def effective_gate(gate: Gate, criteria: Iterable[_Criterion]) -> Gate:
     """What passes a judged attempt: the spec's `gate`, but ``criteria`` (the gated ones,
-    each met) once any criterion is advisory, whose verdict the score would still weigh."""
-    return "criteria" if any(not c.gates for c in criteria) else gate
+    each met) once any criterion is advisory, whose verdict the score would still weigh,
+    or the judge gave no verdict on one, which its score cannot have weighed."""
+    return "criteria" if any(not c.gates or c.missing for c in criteria) else gate
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from pytest_atom.events.agent import (
 from pytest_atom.events.agent import (
     ToolCall as CallEvent,
 )
+from pytest_atom.words import last_words
 
 
 @dataclass
@@ -144,8 +145,10 @@ class IterationRecord:
         return subagent_cost(self.usage, self.model_usage, self.model, self.cost_usd)
 
     def failure(self, limit: int = 2000) -> str:
-        """Why the call failed, for an error message: the end of what the CLI said."""
-        return (self.output or self.stderr).strip()[-limit:] or f"exit code {self.returncode}"
+        """Why the call failed, for an error message: the end of what the CLI said, from a
+        whole word on (`words.last_words`: it is cut before any scrubber sees it)."""
+        said = (self.output or self.stderr).strip()
+        return last_words(said, limit) if said else f"exit code {self.returncode}"
 
     @property
     def retry_text(self) -> str:

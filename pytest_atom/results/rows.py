@@ -50,6 +50,13 @@ class RoleFigures:
     cost_usd: float
 
 
+def _list_price(props: Mapping[str, Any], roles: Mapping[str, RoleFigures]) -> float:
+    """``atom_list_price_usd``; in a file written before it, the roles' dollars added up
+    (the same figure: `cost.usage.Dollars`)."""
+    given = _number(props.get("atom_list_price_usd"))
+    return given if given is not None else round(sum(r.cost_usd for r in roles.values()), 6)
+
+
 @dataclass(frozen=True)
 class SummaryRow:
     """One spec run: its node id, its outcome and the figures the reports show."""
@@ -66,6 +73,8 @@ class SummaryRow:
     roles: Mapping[str, RoleFigures] = field(default_factory=dict)
     cost_usd: float = 0.0
     recorded_cost_usd: float = 0.0
+    #: Claude Code's price of every session, paid or not (`cost.usage.Dollars`).
+    list_price_usd: float = 0.0
     duration_s: float = 0.0
     source: str | None = None
     drift: str | None = None
@@ -112,6 +121,7 @@ class SummaryRow:
             roles=roles,
             cost_usd=_number(props.get("atom_cost_usd")) or 0.0,
             recorded_cost_usd=_number(props.get("atom_recorded_cost_usd")) or 0.0,
+            list_price_usd=_list_price(props, roles),
             duration_s=_number(props.get("atom_duration_s")) or 0.0,
             source=props.get("atom_source"),
             drift=props.get("atom_drift") or None,

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.limits import Limits, Usage
 from pytest_atom.cost.spend import Crossing
-from pytest_atom.cost.usage import ROLES, RoleUsage, split_steps
+from pytest_atom.cost.usage import ROLES, Dollars, RoleUsage, split_steps
 from pytest_atom.results.outcome import (
+    NO_VERDICT,
     Decision,
     Gate,
     Outcome,
@@ -315,7 +316,8 @@ class SpecResult:
                 continue
             text = (written[index] if written else criterion.criterion).strip()
             text = text.splitlines()[0] if text else criterion.criterion
-            named.append(f"{text} ({criterion.tally})" if criterion.tally else text)
+            why = NO_VERDICT if criterion.missing else criterion.tally
+            named.append(f"{text} ({why})" if why else text)
         return named
 
     @property
@@ -480,6 +482,11 @@ class SpecResult:
     def recorded_cost_usd(self) -> float:
         """What the replayed answers cost when they were recorded (not spent again)."""
         return self.costs()[1]
+
+    def dollars(self) -> Dollars:
+        """What the run spent and Claude Code's list price of its sessions (`Dollars`):
+        the two figures every report and the history store show."""
+        return Dollars.of(self.cost_usd, self.usage_by_role())
 
     def costs(self, attempts: list[Attempt] | None = None) -> tuple[float, float]:
         """Dollars (spent, recorded) of `attempts` (default: every attempt, and the planner)."""

@@ -17,14 +17,26 @@ import jsonschema
 
 from pytest_atom.errors import ReflectorError
 from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
+from pytest_atom.results.outcome import NO_VERDICT
 
-__all__ = ["CriterionVerdict", "ReflectorError", "Trust", "TrustReason", "Verdict"]
+__all__ = [
+    "NO_VERDICT",
+    "UNFLOORED",
+    "CriterionVerdict",
+    "ReflectorError",
+    "Trust",
+    "TrustReason",
+    "Verdict",
+]
 
 
-#: Why a criterion with a calibration floor gates, or is advisory: its calibration reaches
-#: the floor; there is none; it is stale (the judge changed since); its κ is below the
-#: floor; it rests on fewer samples than the floor asks.
-TrustReason = Literal["calibrated", "uncalibrated", "stale", "kappa", "samples"]
+#: Why a criterion gates, or is advisory: no calibration floor applies to it (it gates, as
+#: every criterion did before floors); its calibration reaches the floor; there is none; it
+#: is stale (the judge changed since); its κ is below the floor; it rests on fewer samples
+#: than the floor asks.
+TrustReason = Literal["unfloored", "calibrated", "uncalibrated", "stale", "kappa", "samples"]
+#: Each gating reason in a few words.
+GATED_WORDS: dict[str, str] = {"unfloored": "no calibration floor", "calibrated": "calibrated"}
 #: Each advisory reason in a few words, for the summary's counts.
 ADVISORY_WORDS: dict[str, str] = {
     "uncalibrated": "not calibrated",
@@ -39,14 +51,15 @@ class Trust:
     """Whether a criterion's verdict may fail a run: only when the judge's calibration for
     it (`atom calibrate`) is fresh and reaches the criterion's floor (judge.trust decides).
 
-    A criterion without a floor has no `Trust` (None) and gates as it always did."""
+    A criterion without a floor gates as it always did (reason ``unfloored``); one a judge
+    added beyond the spec's has no `Trust` (None) and gates too."""
 
     reason: TrustReason
     detail: str  # one line: "kappa 0.41 < 0.6 on 24 samples", "the model changed: …"
 
     @property
     def gates(self) -> bool:
-        return self.reason == "calibrated"
+        return self.reason in GATED_WORDS
 
     @property
     def label(self) -> str:
@@ -56,11 +69,15 @@ class Trust:
     @property
     def line(self) -> str:
         """``advisory (calibration stale: the model changed …)``."""
-        word = ADVISORY_WORDS.get(self.reason, "calibrated")
+        word = GATED_WORDS.get(self.reason) or ADVISORY_WORDS[self.reason]
         return f"{self.label} ({word}: {self.detail})" if self.detail else f"{self.label} ({word})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"trust": self.label, "reason": self.reason, "detail": self.detail}
+
+
+#: The trust of a criterion no calibration floor applies to: it gates.
+UNFLOORED = Trust("unfloored", "")
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,8 @@ class CriterionVerdict:
     #: Whether this verdict may fail the run (a criterion with a calibration floor, see
     #: judge.trust); None: no floor applies, it gates as it always did.
     trust: Trust | None = None
+    #: The judge's verdict left this criterion out (`Verdict.completed`): unmet, `NO_VERDICT`.
+    missing: bool = False
 
     @property
     def tally(self) -> str:
@@ -134,11 +153,45 @@ class Verdict:
         return cls(
             score=float(data["score"]),
             decision=data["decision"],
-            criteria=tuple(CriterionVerdict(**c) for c in data["criteria"]),
+            criteria=tuple(
+                CriterionVerdict(c["criterion"], c["met"], c["evidence"]) for c in data["criteria"]
+            ),
             feedback=data["feedback"],
             flaky=tuple(data.get("flaky") or ()),
             target=data.get("target") or None,
         )
+
+    def omits(self, criteria: Sequence[str]) -> bool:
+        """Whether this verdict leaves out any of the spec's `criteria` (fewer answers)."""
+        return len(self.criteria) < len(criteria)
+
+    def completed(self, criteria: Sequence[str]) -> Verdict:
+        """This verdict with one answer per criterion of the spec, in the spec's order.
+
+        A verdict with an answer for each is kept as it is (aligned by position, the order
+        the prompt numbers them in). One that left some out has its answers placed by their
+        words first, the rest in order; each criterion left without an answer is unmet with
+        `NO_VERDICT`, a judge error that fails as an unmet criterion does, never a pass."""
+        if not self.omits(criteria):
+            return self
+        answers = list(self.criteria)
+        placed: list[CriterionVerdict | None] = []
+        for text in criteria:
+            same = next((a for a in answers if a.criterion.strip() == text.strip()), None)
+            if same is not None:
+                answers.remove(same)
+            placed.append(same)
+        rest = iter(answers)
+        filled = tuple(
+            answer or next(rest, None) or CriterionVerdict(text, False, NO_VERDICT, missing=True)
+            for text, answer in zip(criteria, placed, strict=True)
+        )
+        return replace(self, criteria=filled)
+
+    @property
+    def missing(self) -> list[CriterionVerdict]:
+        """The criteria the judge gave no verdict on (`completed`)."""
+        return [c for c in self.criteria if c.missing]
 
     @property
     def unmet(self) -> list[CriterionVerdict]:
@@ -175,6 +228,8 @@ class Verdict:
                 del criterion["trust"]
             else:
                 criterion["trust"] = own.trust.to_dict()
+            if not own.missing:  # answered: the shape it always had
+                del criterion["missing"]
         if not self.scores:  # a single session: the shape it always had
             del data["scores"]
             for criterion in data["criteria"]:

@@ -47,6 +47,7 @@ from pytest_atom.errors import (
 )
 from pytest_atom.files import copy_ignore, copy_tree
 from pytest_atom.judge.reflector import (
+    again_role,
     combine_votes,
     judge,
     reflector_input,
@@ -56,6 +57,7 @@ from pytest_atom.judge.reflector import (
 )
 from pytest_atom.judge.trust import criteria_trust
 from pytest_atom.prompts import PromptLoader
+from pytest_atom.replay.recall import SessionInput
 from pytest_atom.replay.recording import ModelSource
 from pytest_atom.results.harness_events import (
     AttemptStarted,
@@ -88,6 +90,10 @@ class SetupFailed(AtomError):
 #: `pytest_atom.errors`) or an OSError (a missing prompt, a full disk). Callers report these
 #: as the harness's failure, never as the agent's.
 HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
+#: Claude Code's own retries of a failed API request while recording (its default is 10,
+#: with a backoff that doubles to half a minute): a transient overload gets past in a few
+#: seconds, and an upstream that keeps failing fails the call in seconds, not minutes.
+RECORDING_API_RETRIES = 3
 
 
 def session_id_for(spec: Spec, role: str = "executor") -> str:
@@ -242,6 +248,10 @@ class AttemptLoop:
             source.auth,
             pass_env=self.spec.pass_env,
         )
+        if source.kind in ("record", "rejudge"):
+            # A request the upstream keeps failing is retried by Claude Code with backoff
+            # (ten times by default, minutes a call), then by the harness: bounded here.
+            env["CLAUDE_CODE_MAX_RETRIES"] = str(RECORDING_API_RETRIES)
         env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
             env = tool_env(env)
@@ -377,27 +387,40 @@ class AttemptLoop:
             )
             for vote in range(1, self.spec.reflector.votes + 1):
                 role = vote_role(f"reflector:{self.label}{attempt.number}", vote)
-                key = source.recall.key(role, "reflector", session, attempt.path)
-                recalled = source.recall.recall(key)
-                if recalled is not None:
-                    votes.append(Verdict.parse(recalled.answer))
-                    attempt.recalled.append(recalled)
-                    continue
-                verdict, record = run_reflector(
-                    session,
-                    attempt.path,
-                    agent=agents.reflector(verdict_schema(self.earlier_steps)),
-                    session_id=session_id_for(self.spec, role),
-                    timeout=self.spec.timeout,
-                )
-                source.recall.remember(key, record)
-                votes.append(verdict)
-                attempt.reflectors.append(record)
+                verdict = self.ask(role, session, attempt, agents, source)
+                if verdict.omits(self.spec.criteria):  # a judge error: asked once more
+                    verdict = self.ask(again_role(role), session, attempt, agents, source)
+                votes.append(verdict.completed(self.spec.criteria))
         except ReflectorError as exc:
             if not (source.tape and source.tape.divergences):
                 self.harness_error = str(exc)
             return False
         return self.trust(attempt, combine_votes(votes))
+
+    def ask(
+        self,
+        role: str,
+        session: SessionInput,
+        attempt: Attempt,
+        agents: AgentFactory,
+        source: ModelSource,
+    ) -> Verdict:
+        """One reflector session's verdict in `role`: recalled when a replay may, else run."""
+        key = source.recall.key(role, "reflector", session, attempt.path)
+        recalled = source.recall.recall(key)
+        if recalled is not None:
+            attempt.recalled.append(recalled)
+            return Verdict.parse(recalled.answer)
+        verdict, record = run_reflector(
+            session,
+            attempt.path,
+            agent=agents.reflector(verdict_schema(self.earlier_steps)),
+            session_id=session_id_for(self.spec, role),
+            timeout=self.spec.timeout,
+        )
+        source.recall.remember(key, record)
+        attempt.reflectors.append(record)
+        return verdict
 
     def trust(self, attempt: Attempt, verdict: Verdict) -> bool:
         """`attempt`'s verdict, each criterion gated or advisory (judge.trust): what `judge`

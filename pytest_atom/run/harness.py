@@ -26,6 +26,7 @@ from pytest_atom.baseline.compare import BaselineGate
 from pytest_atom.checks.builtin import default_registry
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.scrub import remember_env_files
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
@@ -60,6 +61,9 @@ class Harness:
     #: What stands around each run: the input digest and the outcome cache
     #: (`run.recall`); the suite sets it when the history store is on.
     recall: Recall | None = field(default=None, init=False)
+    #: The upstreams this session records from, each connected to once before its first
+    #: recording (`replay.reachable`): an unreachable one stops the session in seconds.
+    upstreams: UpstreamCheck = field(default_factory=UpstreamCheck, init=False)
 
     def __post_init__(self) -> None:
         limit = self.settings.max_cost_usd
@@ -148,7 +152,7 @@ class Harness:
                 settings=resolved,
                 on_event=on_event,
                 repeat=repeat,
-                scope=RunScope(self.root, self.config, registry, self.spend),
+                scope=RunScope(self.root, self.config, registry, self.spend, self.upstreams),
             )
 
         result = run() if self.recall is None else self.recall.around(spec, settings, repeat, run)

@@ -15,7 +15,9 @@ What is left out is found by what pytest-atom knows, not by names alone:
   ``cassettes/<spec file stem>/``, and the fixture workspaces it names (`workspace:`
   folders that are not the project itself, and ``workspaces/`` beside it), and its
   calibration folder ``calibration/<spec name>/`` (labelled samples: human verdicts on
-  attempts, and the judge's cassette); the spec being run adds its own, wherever its file is;
+  attempts, and the judge's cassette), named as the loader names the spec: its `name:`, else
+  its file's name, once for all its cases and arms; the spec being run adds its own files,
+  calibration folder included, wherever its file is;
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
 MCP tapes need no rule of their own: a run's tape folder is in its run folder (never
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.errors import YamlDocError
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.workspaces import WORKSPACES_DIR
 
 #: The project's own pytest-atom folder: config, tools, prompts, run folders, results.
@@ -118,7 +120,13 @@ def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
     entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
     found: list[tuple[str, str]] = []
     for entry in entries if isinstance(entries, list) else []:
-        arms = entry.get("arms") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        # As `spec.load` names it; its cases and arms share that name's calibration folder.
+        name = entry.get("name", default_spec_name(spec_file))
+        if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
+            found.append(("calibration", posixpath.join(CALIBRATION_DIR, name)))
+        arms = entry.get("arms")
         for mapping in [entry, *(arms.values() if isinstance(arms, dict) else [])]:
             found += _values(mapping)
     return found
@@ -128,9 +136,6 @@ def _values(mapping: Any) -> list[tuple[str, str]]:
     if not isinstance(mapping, dict):
         return []
     values = [(key, mapping.get(key)) for key in _SPEC_SIDE]
-    name = mapping.get("name")
-    if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
-        values.append(("calibration", posixpath.join(CALIBRATION_DIR, name)))
     workspace = mapping.get("workspace")
     values.append(
         ("workspace", workspace.get("path") if isinstance(workspace, dict) else workspace)

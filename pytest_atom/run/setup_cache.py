@@ -10,9 +10,9 @@ it back without running a command.
 The key (`setup_key`) holds what decides set-up's result:
 
 - the commands;
-- the files they read: the spec's `setup: {inputs: [...]}` globs, else the lock files
-  found in the workspace (`LOCK_FILES`: ``requirements*.txt``, ``pyproject.toml``,
-  ``package-lock.json`` ...), by content;
+- the workspace tree set-up sees: every path of the fresh attempt folder by content, or
+  only the files the spec's `setup: {inputs: [...]}` globs match (the user's promise that
+  set-up reads no other);
 - the toolchain: each executable the commands name, and the usual interpreters and package
   managers (`TOOLS`), as the environment's PATH resolves them (real path, size, mtime);
 - the environment set-up gets, built from parts (environment.py), without the run's
@@ -32,12 +32,15 @@ restore writes those afresh with the new paths (text files; a binary file, such 
 length, since its strings are length-prefixed). Links are rewritten alike.
 
 How files come back (`restore`): a file that needs no rewrite is cloned (reflink: btrfs,
-XFS, APFS share the blocks until one side writes), else copied (the kernel's
-copy_file_range). ``link`` mode hard-links them instead: fastest, but an attempt and the
-cache then share each file, so a write into one in place (the agent's editor, as root even
-a read-only file) would change the cache and every attempt restored from it. The cache
-therefore stores files read-only and a ``link`` restore first checks every file's size and
-mtime against the entry's manifest: an entry someone wrote to is deleted and set-up runs.
+XFS, APFS share the blocks until one side writes, and a write makes the writer's own
+copy), else copied (the kernel's copy_file_range), so nothing done in an attempt reaches
+the entry. Files are never hard-linked: an attempt and the cache would share each one, and
+a write in place (the agent's editor, as root even into a read-only file) would change the
+entry and every attempt restored from it, keeping its size and mtime if it liked.
+
+The manifest holds each file's sha256, and a restore first checks the entry's files
+against it (`intact`; a read of the entry, which a restore reads anyway): an entry that
+differs (edited, truncated, a CI cache step's broken copy) is deleted and set-up runs.
 Only the attempt folder is cached: what set-up leaves in its HOME or a `sandbox.write`
 folder is not restored, and a set-up that writes into the attempt's ``.git`` is not kept.
 """
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -62,7 +66,6 @@ from typing import Any
 from pytest_atom.paths import user_cache
 from pytest_atom.run.setup_key import (
     FORMAT,
-    LOCK_FILES,
     TOOLS,
     SetupKey,
     file_digest,
@@ -75,7 +78,6 @@ from pytest_atom.settings.modes import SetupCacheMode
 
 __all__ = [
     "FORMAT",
-    "LOCK_FILES",
     "ROOT_VARIABLE",
     "TOOLS",
     "CacheMode",
@@ -99,7 +101,7 @@ __all__ = [
     "toolchain",
 ]
 
-#: How a restore makes each file: clone-or-copy, hard links, or no cache at all.
+#: Whether set-up results are cached (restored by clone or copy) or not at all.
 CacheMode = SetupCacheMode
 
 _MANIFEST = "manifest.json"
@@ -223,7 +225,6 @@ def store(
     run_dir: Path,
     source: Path | None,
     output: str,
-    mode: CacheMode = "copy",
 ) -> Entry:
     """File what set-up made in `attempt` under `key` in `root` (atomically: a new folder
     renamed into place, so a concurrent restore sees all of it or none). `source` is the
@@ -239,7 +240,7 @@ def store(
         files: list[dict[str, Any]] = []
         size = 0
         for rel in (*found.made, *found.changed):
-            item = _keep(attempt / rel, tree / rel, rel, olds, mode)
+            item = _keep(attempt / rel, tree / rel, rel, olds)
             files.append(item)
             size += item.get("size", 0)
         before = {
@@ -284,8 +285,9 @@ def _path_forms(attempt: Path, run_dir: Path) -> dict[str, str]:
     }
 
 
-def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str], mode: CacheMode) -> dict[str, Any]:
-    """Copy one path set-up made into the entry's tree; its manifest item."""
+def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str]) -> dict[str, Any]:
+    """Copy one path set-up made into the entry's tree; its manifest item (a file's with
+    its sha256, which `intact` checks before each restore)."""
     st = src.lstat()
     kind = _kind(st.st_mode)
     item: dict[str, Any] = {"rel": rel, "kind": kind, "mode": stat.S_IMODE(st.st_mode)}
@@ -297,21 +299,22 @@ def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str], mode: CacheMode)
         item["target"] = target
         item["rewrite"] = any(target.startswith(old) for old in olds)
     else:
-        data_names = _names_path(src, olds)
-        shutil.copyfile(src, dest)
+        data = src.read_bytes()  # in full: set-up cost more
+        dest.write_bytes(data)
         os.utime(dest, ns=(st.st_mtime_ns, st.st_mtime_ns))
-        if mode == "link":
-            dest.chmod(0o444)  # a hard-linked restore shares it: nobody should write it
-        item.update(size=st.st_size, mtime=st.st_mtime_ns, rewrite=data_names)
+        item.update(
+            size=st.st_size,
+            mtime=st.st_mtime_ns,
+            rewrite=_names_path(data, olds),
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
     return item
 
 
-def _names_path(path: Path, olds: Sequence[str]) -> bool:
-    """Whether the text file names one of the folders `olds` (read in full: set-up cost
-    more). A binary file (a NUL in it) is never rewritten: its strings are length-prefixed
-    (a ``.pyc``, whose source path shows only in tracebacks), and the new path's length
-    differs in general."""
-    data = path.read_bytes()
+def _names_path(data: bytes, olds: Sequence[str]) -> bool:
+    """Whether a text file's `data` names one of the folders `olds`. A binary file (a NUL
+    in it) is never rewritten: its strings are length-prefixed (a ``.pyc``, whose source
+    path shows only in tracebacks), and the new path's length differs in general."""
     return b"\0" not in data and any(old.encode() in data for old in olds)
 
 
@@ -320,37 +323,51 @@ def _names_path(path: Path, olds: Sequence[str]) -> bool:
 
 def stale(entry: Entry, attempt: Path) -> str | None:
     """Why `entry` cannot be restored into the fresh attempt folder `attempt` (None: it can):
-    a file set-up changed holds other content now, or a path it made exists already."""
+    a file set-up changed holds other content now, a path it made exists already, or a
+    folder the restore would write in is a link now (the write would land outside the
+    attempt: in the cache entry, or anywhere)."""
+    real = os.path.realpath(attempt)
+    made = {item["rel"] for item in entry.manifest["files"]}
+    outer = [
+        item["rel"]
+        for item in entry.manifest["files"]
+        if item["rel"].rpartition("/")[0] not in made
+        and item["rel"] not in entry.manifest["before"]
+    ]
+    for rel in (*entry.manifest["before"], *entry.manifest["deleted"], *outer):
+        parent = rel.rpartition("/")[0]
+        if parent and os.path.realpath(os.path.join(attempt, parent)) != os.path.join(real, parent):
+            return f"a folder above {rel} is a link now"
     for rel, digest in entry.manifest["before"].items():
         if file_digest(attempt / rel) != digest:
             return f"{rel} differs from the one set-up ran on"
-    made = {item["rel"] for item in entry.manifest["files"]}
-    for item in entry.manifest["files"]:
-        rel = item["rel"]
-        parent = rel.rpartition("/")[0]
-        if parent not in made and rel not in entry.manifest["before"]:
-            if os.path.lexists(attempt / rel):
-                return f"{rel} exists in the workspace now"
+    for rel in outer:
+        if os.path.lexists(attempt / rel):
+            return f"{rel} exists in the workspace now"
     return None
 
 
 def intact(entry: Entry) -> bool:
-    """Whether every file of `entry` still has the size and mtime it was stored with (a
-    hard-linked restore shares them: a write in place shows here)."""
-    tree = entry.path / _TREE
+    """Whether every file of `entry` is still a regular file holding the content it was
+    stored with (its sha256; size and mtime prove nothing: a write in place may keep both).
+    Read from the page cache right before the restore reads the same files."""
+    tree = os.path.join(entry.path, _TREE)
     for item in entry.manifest["files"]:
         if item["kind"] != "file":
             continue
         try:
-            st = (tree / item["rel"]).lstat()
+            fd = os.open(os.path.join(tree, item["rel"]), os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
             return False
-        if (st.st_size, st.st_mtime_ns) != (item["size"], item["mtime"]):
-            return False
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            if hashlib.file_digest(f, "sha256").hexdigest() != item.get("sha256"):
+                return False
     return True
 
 
-def restore(entry: Entry, attempt: Path, *, run_dir: Path, mode: CacheMode = "copy") -> None:
+def restore(entry: Entry, attempt: Path, *, run_dir: Path) -> None:
     """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten.
     (Plain string paths: a virtualenv is thousands of files, and pathlib's joins cost as
     much as the copies.)"""
@@ -380,8 +397,8 @@ def restore(entry: Entry, attempt: Path, *, run_dir: Path, mode: CacheMode = "co
             _replace(dest)
             with open(src, "rb") as f, open(dest, "wb") as out:
                 out.write(swap(f.read()))
-        elif not _place(src, dest, mode):
-            continue  # hard-linked: the cache's own mtime and mode
+        else:
+            _place(src, dest)
         os.utime(dest, ns=(item["mtime"], item["mtime"]))
         if item["mode"] != 0o644:
             os.chmod(dest, item["mode"])
@@ -412,19 +429,12 @@ def _swapper(olds: Mapping[str, str], news: Mapping[str, str]) -> Callable[[byte
 _FICLONE = 0x40049409
 
 
-def _place(src: str, dest: str, mode: CacheMode) -> bool:
-    """`dest` as `src`: a hard link (`link` mode, same file system; True), else a clone,
-    else a copy (the kernel's copy_file_range); False for a link."""
+def _place(src: str, dest: str) -> None:
+    """`dest` as `src`, a file of its own: a clone (copy-on-write), else a copy (the
+    kernel's copy_file_range)."""
     _replace(dest)
-    if mode == "link":
-        try:
-            os.link(src, dest)
-            return False
-        except OSError:
-            pass
     if not (sys.platform.startswith("linux") and _clone(src, dest)):
         shutil.copyfile(src, dest)
-    return True
 
 
 _CLONE_WORKS: dict[int, bool] = {}
@@ -502,7 +512,7 @@ def prune(doomed: Iterable[Entry]) -> list[Path]:
     """Delete the entries; returns their folders (one that cannot be removed stays)."""
     deleted = []
     for e in doomed:
-        for path in e.path.rglob("*"):  # `link` mode keeps files read-only
+        for path in e.path.rglob("*"):  # a read-only file or folder (set-up's, or older)
             if not path.is_symlink():
                 path.chmod(stat.S_IMODE(path.lstat().st_mode) | stat.S_IWUSR)
         shutil.rmtree(e.path, ignore_errors=True)

@@ -88,8 +88,8 @@ def setup_env(
 @dataclass(frozen=True)
 class SetupCache:
     """Where set-up results are kept and how they come back (run.setup_cache): the spec's
-    `setup: {inputs: [...]}` globs (empty: the lock files found) and the workspace the
-    attempt is a copy of (None: an empty one)."""
+    `setup: {inputs: [...]}` globs (empty: the whole workspace keys it) and the workspace
+    the attempt is a copy of (None: an empty one)."""
 
     root: Path
     mode: CacheMode = "copy"
@@ -137,7 +137,6 @@ def run_setup(
             run_dir=run_dir,
             source=cache.source,
             output=outcome.output,
-            mode=cache.mode,
         )
     except OSError as exc:  # a full disk: the run goes on, the next one sets up again
         return replace(outcome, cache=f"not stored: {exc}")
@@ -146,15 +145,15 @@ def run_setup(
 
 def _restore(cache: SetupCache, key: SetupKey, cwd: Path, run_dir: Path) -> SetupOutcome | None:
     """The outcome of restoring `key`'s entry into `cwd`; None: set-up must run (no entry,
-    or one that does not fit this workspace, or that someone wrote into)."""
+    or one that does not fit this workspace, or whose content is not what was stored)."""
     entry = setup_cache.load_entry(cache.root, key)
     if entry is None or setup_cache.stale(entry, cwd) is not None:
         return None
-    if cache.mode == "link" and not setup_cache.intact(entry):
+    if not setup_cache.intact(entry):
         setup_cache.prune([entry])
         return None
     try:
-        setup_cache.restore(entry, cwd, run_dir=run_dir, mode=cache.mode)
+        setup_cache.restore(entry, cwd, run_dir=run_dir)
     except OSError as exc:
         return SetupOutcome(
             False,

@@ -1,15 +1,19 @@
 """The key a spec's set-up result is cached under (run.setup_cache): what decides it.
 
-The commands; the files they read (the spec's `setup: {inputs: [...]}` globs, else the
-lock files found in the workspace); the toolchain PATH resolves; the environment set-up
-gets, built from parts, without the run's own folders; the attempt folder's place in the
-run; the platform and the cache's format. Cheap to compute: a walk of the workspace's
-folders (not `SKIPPED_DIRS`), a hash of a few files, a `stat` of each tool.
+The commands; the workspace tree set-up sees (every path of the fresh attempt folder, by
+content: the workspace as the copy took it), or only the files the spec's
+`setup: {inputs: [...]}` globs match, a narrowing the user promises is enough; the
+toolchain PATH resolves; the environment set-up gets, built from parts, without the run's
+own folders; the attempt folder's place in the run; the platform and the cache's format.
+
+The whole tree is the default because a set-up may read any file of it (a build compiles
+the sources, not only the lock files): a key that hashes less restores an old build after
+a source changed. Hashing it costs a read of the workspace, which the copy has just made
+(so it sits in the page cache); a `stat` of each tool.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
@@ -19,47 +23,16 @@ import shlex
 import shutil
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_atom.environment import RUN_FOLDERS
-from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.replay.placeholders import RUN_DIR
 
-#: The layout of an entry; another one is a miss.
-FORMAT = 1
+#: The layout of an entry (and what its key hashes); another one is a miss.
+FORMAT = 2
 
-#: Files whose content decides what a package manager installs, found anywhere in the
-#: workspace (outside `SKIPPED_DIRS`) when the spec names no `inputs:`.
-LOCK_FILES = (
-    "requirements*.txt",
-    "constraints*.txt",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "poetry.lock",
-    "uv.lock",
-    "pdm.lock",
-    "Pipfile",
-    "Pipfile.lock",
-    "environment.yml",
-    "package.json",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "bun.lockb",
-    "Cargo.toml",
-    "Cargo.lock",
-    "go.mod",
-    "go.sum",
-    "Gemfile",
-    "Gemfile.lock",
-    "composer.json",
-    "composer.lock",
-    "Makefile",
-)
 #: Interpreters and package managers set-up commands run through scripts they name
 #: (`npm ci` runs node, `make` runs the compiler): their identity is part of the key.
 TOOLS = (
@@ -94,8 +67,8 @@ _SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
 @dataclass(frozen=True)
 class SetupKey:
     """The digest an entry is filed under, and what went into it (shown by `atom cache
-    list`: the commands, the input files by path, the tools by name, the variables by name
-    only: a value may be a token)."""
+    list`: the commands, the workspace's share (the input files by path, or the whole
+    tree's size), the tools by name, the variables by name only: a value may be a token)."""
 
     digest: str
     commands: tuple[str, ...]
@@ -117,7 +90,14 @@ def setup_key(
     inputs: Sequence[str] = (),
 ) -> SetupKey:
     """The key of running `commands` in the fresh attempt folder `attempt` with `env`."""
-    files = input_files(attempt, inputs)
+    tree: object
+    if inputs:
+        files = input_files(attempt, inputs)
+        tree = {rel: file_digest(attempt / rel) for rel in files}
+        shown = tuple(files)
+    else:
+        tree, count = tree_digest(attempt)
+        shown = (f"the whole workspace ({count} paths, by content)",)
     tools = toolchain(commands, env.get("PATH", ""))
     values = key_env(env, run_dir)
     layout = attempt.relative_to(run_dir).as_posix() if attempt.is_relative_to(run_dir) else "?"
@@ -125,29 +105,61 @@ def setup_key(
         "format": FORMAT,
         "platform": [sys.platform, platform.machine()],
         "commands": list(commands),
-        "inputs": {rel: file_digest(attempt / rel) for rel in files},
+        "workspace": tree,
         "input_globs": list(inputs),
         "tools": tools,
         "env": values,
         "layout": layout,
     }
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-    return SetupKey(digest, tuple(commands), tuple(files), tuple(sorted(tools)), tuple(values))
+    return SetupKey(digest, tuple(commands), shown, tuple(sorted(tools)), tuple(values))
 
 
-def input_files(attempt: Path, inputs: Sequence[str] = ()) -> list[str]:
-    """The workspace files set-up reads (workspace-relative, sorted): those the spec's
-    `inputs:` globs match, else the lock files found (`LOCK_FILES`)."""
-    if inputs:
-        found = {p for glob in inputs for p in attempt.glob(glob) if p.is_file()}
-        return sorted(p.relative_to(attempt).as_posix() for p in found)
-    out = []
-    for dirpath, dirnames, filenames in os.walk(attempt):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-        for name in filenames:
-            if any(fnmatch.fnmatchcase(name, pattern) for pattern in LOCK_FILES):
-                out.append(Path(dirpath, name).relative_to(attempt).as_posix())
-    return sorted(out)
+def input_files(attempt: Path, inputs: Sequence[str]) -> list[str]:
+    """The workspace files the spec's `inputs:` globs match (workspace-relative, sorted)."""
+    found = {p for glob in inputs for p in attempt.glob(glob) if p.is_file()}
+    return sorted(p.relative_to(attempt).as_posix() for p in found)
+
+
+def tree_digest(folder: Path) -> tuple[str, int]:
+    """The digest of every path of `folder` but its ``.git`` (the fresh repository's one
+    commit is a function of the files), sorted, by kind and content: a file's bytes and
+    whether it is executable, a link's target (never followed), a folder's name (an empty
+    one too); and how many paths it holds."""
+    hashed = hashlib.sha256()
+    paths = sorted(_walk(folder))
+    for rel, st in paths:
+        mode = st.st_mode
+        if stat.S_ISDIR(mode):
+            hashed.update(f"dir {rel}\n".encode())
+        elif stat.S_ISLNK(mode):
+            target = os.readlink(folder / rel).encode()
+            hashed.update(f"link {rel} {len(target)}\n".encode() + target)
+        elif stat.S_ISREG(mode):
+            kind = "exec" if mode & stat.S_IXUSR else "file"
+            hashed.update(f"{kind} {rel} {st.st_size}\n".encode())
+            with open(folder / rel, "rb") as f:
+                hashed.update(hashlib.file_digest(f, "sha256").digest())
+        else:
+            hashed.update(f"special {rel}\n".encode())
+    return hashed.hexdigest(), len(paths)
+
+
+def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Each path under `folder` (posix, folder-relative) and its `lstat`, links not
+    followed, the top ``.git`` left out."""
+    stack = [(str(folder), "")]
+    while stack:
+        here, prefix = stack.pop()
+        with os.scandir(here) as found:
+            for entry in found:
+                rel = prefix + entry.name
+                if rel == ".git":
+                    continue
+                st = entry.stat(follow_symlinks=False)
+                yield rel, st
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((entry.path, rel + "/"))
 
 
 def toolchain(commands: Sequence[str], path: str) -> dict[str, str]:

@@ -28,6 +28,7 @@ from pytest_atom.gateway.server import Meter
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
+from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.recording import (
     ModelSource,
     Prove,
@@ -48,6 +49,7 @@ from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
+from pytest_atom.words import shorten
 
 
 @dataclass(frozen=True)
@@ -56,12 +58,14 @@ class RunScope:
     each step of a run passes it on whole. `project_dir` is the project's root (its
     prompts; an SDK app imports from it), `config` its `.atom/config.yaml` (prompt folders,
     a default model, the tools a spec's `tools:` may name), `registry` the session's check
-    kinds and `spend` its spending limit."""
+    kinds, `spend` its spending limit and `upstreams` what it found of the upstreams it
+    records from (each is checked once a session; None: never checked)."""
 
     project_dir: Path | None = None
     config: AtomConfig | None = None
     registry: CheckRegistry | None = None
     spend: SpendLimit | None = None
+    upstreams: UpstreamCheck | None = None
 
 
 def run_spec(
@@ -100,7 +104,9 @@ def run_spec(
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
     run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
-    source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat)
+    source = open_run_source(
+        spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat, upstreams=scope.upstreams
+    )
     billing = _billing(source)  # (paid, replayed): read once
     meter = Meter(billing[0], spend)
     prove = _prover(spec, settings, scope, claude_bin)
@@ -280,7 +286,7 @@ def _why_not(replayed: SpecResult) -> str:
         why += f": {detail[0]}" if detail else ""
     elif replayed.attempts and replayed.final.records and replayed.final.records[-1].returncode:
         output = replayed.final.records[-1].output.strip().splitlines()
-        why += f": {output[-1][:300]}" if output else ""
+        why += f": {shorten(Scrubber().scrub(output[-1]), 300)}" if output else ""
     return why
 
 

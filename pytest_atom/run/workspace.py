@@ -50,7 +50,7 @@ from pytest_atom.files import (
     special_error,
     special_kind,
 )
-from pytest_atom.run.own_files import kept, own_files
+from pytest_atom.run.own_files import CALIBRATION_DIR, kept, own_files
 
 if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
@@ -97,7 +97,8 @@ class WorkspaceSource:
     repository: bool = True
     #: The spec's `include:` globs: pytest-atom's own files that the copy keeps.
     include: tuple[str, ...] = ()
-    #: The running spec's own files (its spec file, script, oracle, cassette), absolute.
+    #: The running spec's own files (its spec file, script, oracle, cassette, calibration
+    #: folder), absolute.
     own: tuple[Path, ...] = ()
 
 
@@ -114,7 +115,8 @@ def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
     """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
     assert spec.workspace is not None
     project = spec.workspace == spec.root or spec.workspace in spec.root.parents
-    own = (spec.path, spec.script, spec.oracle, spec.cassette)
+    calibration = spec.root / CALIBRATION_DIR / spec.base_name  # as calibration.record finds it
+    own = (spec.path, spec.script, spec.oracle, spec.cassette, calibration)
     return WorkspaceSource(
         spec.workspace,
         spec.workspace_ref,

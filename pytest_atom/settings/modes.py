@@ -28,6 +28,7 @@ JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
 
 #: How a spec's set-up result comes back from the user's cache (run.setup_cache): cloned or
-#: copied, hard-linked, or never cached (set-up runs every time).
-SetupCacheMode = Literal["copy", "link", "off"]
-SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "link", "off")
+#: copied, or never cached (set-up runs every time). Never hard-linked: an attempt's write
+#: would reach the cache.
+SetupCacheMode = Literal["copy", "off"]
+SETUP_CACHE_MODES: tuple[SetupCacheMode, ...] = ("copy", "off")

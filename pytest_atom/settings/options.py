@@ -340,14 +340,14 @@ class RunSettings:
         Option(
             "choice",
             "what a spec's setup: made in the attempt folder (a virtualenv, node_modules) is "
-            "kept per user, keyed on the commands, the lock files (or the spec's setup: "
-            "{inputs}), the toolchain and the environment, and restored without running them. "
-            "copy (the default): restored by reflink where the file system can, else copied; "
-            "link: hard links, fastest, files shared read-only with the cache; off: set-up "
+            "kept per user, keyed on the commands, the whole workspace by content (or the "
+            "files the spec's setup: {inputs} name), the toolchain and the environment, and "
+            "restored without running them. copy (the default): restored by reflink where the "
+            "file system can, else copied, after a check of the entry's content; off: set-up "
             "runs every time.",
             default="copy",
             choices=SETUP_CACHE_MODES,
-            ini_note="copy, link or off",
+            ini_note="copy or off",
         ),
     )
     #: The bound of the user's set-up cache after a session (0 or None: none).

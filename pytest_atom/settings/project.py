@@ -101,13 +101,19 @@ def project_root(start: Path | None = None, *, rootdir: Path | None = None) -> P
 
 
 def default_paths(here: Path, configured: Sequence[Path]) -> list[Path]:
-    """What `pytest --atom` collects when no path is named, from the folder `here` of a
-    project: `configured` (`paths:`, absolute) that lie in `here`,
-    so at the root all of them; in a folder holding none of them, `here` itself (pytest's
-    own default), as git's commands act on the folder they run in."""
+    """What `pytest --atom` and `atom run` take when no path is named, from the folder
+    `here` of a project, as git's commands act on the folder they run in: `configured`
+    (`paths:`, absolute) that lie in `here`, so at the root all of them; in a folder inside
+    one of them, `here` itself (its specs only); in any other folder of the project (a
+    ``tests/``, a ``docs/``), `here` as pytest would collect it and all of `configured`,
+    so the project's specs run from any of its folders. Without `configured`, `here`."""
     here = here.resolve()
     inside = [p for p in configured if p == here or p.is_relative_to(here)]
-    return inside or [here]
+    if inside:
+        return inside
+    if any(here.is_relative_to(p) for p in configured):
+        return [here]
+    return [here, *configured]
 
 
 def pytest_rootdir(start: Path | None = None) -> Path:

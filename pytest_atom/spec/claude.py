@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +67,7 @@ def claude_options(
                 )
             names[path.name] = i
         kw[key] = tuple(paths)
-    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
-        raise doc.error(
-            f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
-            "set hooks: keep them in one place (claude.hooks)",
-            loc + ("hooks",),
-        )
+    _check_hooks(doc, loc, m)
     owned = {"sandbox", "claudeMdExcludes"} & set(m.get("settings") or {})
     if owned:
         key = sorted(owned)[0]
@@ -87,6 +83,57 @@ def claude_options(
     if workspace is not None:
         _check_not_in_workspace(doc, loc, kw, workspace)
     return ClaudeOptions(**kw)
+
+
+def hook_entries(hooks: Mapping[str, Any]) -> Iterator[tuple[Loc, dict[str, Any]]]:
+    """Each hook of Claude Code's ``hooks`` setting with where it sits in it
+    (``("PreToolUse", 0, "hooks", 1)``), in order."""
+    for event, groups in hooks.items():
+        for i, group in enumerate(groups if isinstance(groups, list) else []):
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for j, hook in enumerate(entries if isinstance(entries, list) else []):
+                if isinstance(hook, dict):
+                    yield (event, i, "hooks", j), hook
+
+
+def unsandboxed_hooks(options: ClaudeOptions) -> list[tuple[str, str]]:
+    """The spec's hooks that run outside the run's sandbox (``unsandboxed: true``), each as
+    a description and its reason: what `atom validate` and `atom cassette check` name."""
+    return [
+        (f"hook {label(('claude', 'hooks', *where))} `{hook.get('command')}`", str(hook["reason"]))
+        for where, hook in hook_entries(options.hooks or {})
+        if hook.get("unsandboxed")
+    ]
+
+
+def _check_hooks(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """Hooks in one place; a hook's way out of the sandbox is ``unsandboxed: true`` with its
+    ``reason:``, both or neither, as a command check's is: it runs what the agent may have
+    written."""
+    if m.get("hooks") and "hooks" in (m.get("settings") or {}):
+        raise doc.error(
+            f"{label(loc + ('settings', 'hooks'))!r} and {label(loc + ('hooks',))!r} both "
+            "set hooks: keep them in one place (claude.hooks)",
+            loc + ("hooks",),
+        )
+    for where, hook in hook_entries(m.get("hooks") or {}):
+        at = (*loc, "hooks", *where)
+        free, reason = hook.get("unsandboxed", False), hook.get("reason")  # types: the schema's
+        if free and not (isinstance(reason, str) and reason.strip()):
+            raise doc.error(
+                f"{label(at + ('unsandboxed',))!r} runs the hook outside the run's "
+                "sandbox, where a script the agent rewrote reaches the caller's "
+                'processes and files: add `reason:` saying why (say "talks to the '
+                "team's lint server\"), or remove `unsandboxed: true`",
+                at + ("unsandboxed",),
+            )
+        if reason is not None and not free:
+            raise doc.error(
+                f"{label(at + ('reason',))!r} gives a reason for leaving the sandbox "
+                "but the hook asks for none: add `unsandboxed: true`, or remove "
+                "`reason:`",
+                at + ("reason",),
+            )
 
 
 def _check_not_in_workspace(doc: Document, loc: Loc, kw: dict[str, Any], workspace: Path) -> None:

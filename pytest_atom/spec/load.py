@@ -26,7 +26,7 @@ from typing import Any
 
 from pytest_atom.datasets.expand import case_view, expand_cases, templated_part
 from pytest_atom.errors import SpecError
-from pytest_atom.paths import SPEC_SUFFIX
+from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
@@ -98,7 +98,7 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
         ]
     else:
         entries = [((), doc.data)]
-    default_name = file.name[: -len(SPEC_SUFFIX)] if file.name.endswith(SPEC_SUFFIX) else file.stem
+    default_name = default_spec_name(file)
     specs: list[Spec] = []
     for loc, mapping in entries:
         name = mapping.get("name", default_name)
@@ -151,16 +151,25 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
             built = [build_spec(view, loc, mapping, f"{name}[{case.id}]")]
         inline = case.origin.path == doc.path and case.origin.line is not None
         for spec in built:
+            written = _written_criteria(m)
+            if len(written) != len(spec.criteria):  # an arm wrote criteria of its own
+                written = ()
             line = case.origin.line if inline and spec.arm is None else spec.line
             specs.append(
                 dataclasses.replace(
                     spec,
                     case=case.id,
                     case_vars=dict(case.variables),
+                    criteria_written=written,
                     line=line or spec.line,
                 )
             )
     return specs
+
+
+def _written_criteria(m: dict[str, Any]) -> tuple[str, ...]:
+    """The criteria's words as written (a string, or a mapping's `text`), unrendered."""
+    return tuple(e if isinstance(e, str) else str(e["text"]) for e in m.get("criteria", []))
 
 
 def _arms(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:

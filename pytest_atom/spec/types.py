@@ -201,7 +201,7 @@ class Spec:
     include: tuple[str, ...] = ()
     setup: tuple[str, ...] = ()  # commands run in the attempt folder before the agent
     #: `setup: {inputs: [...]}`: the workspace files (globs) set-up reads, which key its
-    #: cache (none named: the lock files found); `setup: {cache: false}` never caches it.
+    #: cache (none named: the whole workspace); `setup: {cache: false}` never caches it.
     setup_inputs: tuple[str, ...] = ()
     setup_cache: bool = True
     #: `env:` as written (``${VAR}`` unexpanded: `expand_env` does it when the spec runs).
@@ -222,6 +222,10 @@ class Spec:
     criteria_floors: Mapping[str, CalibrationFloor] = field(default_factory=dict, hash=False)
     xfail: str | None = None
     cassette: Path | None = None
+    #: The command that records `cassette`, with ``{mode}`` for the record mode, when it is
+    #: not the spec's own run's (``pytest --atom``): a calibration's cassette is recorded by
+    #: `atom calibrate`. Every "record it with" hint names it (`replay.recording.record_command`).
+    record_with: str | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
     agent: SdkApp | None = None  # None: Claude Code itself is the executor
@@ -254,6 +258,9 @@ class Spec:
     #: ``<spec name>[<case id>]``, before any arm), and the case's variables.
     case: str | None = None
     case_vars: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: A case's criteria as the spec file writes them, before the case rendered them (empty:
+    #: the same as `criteria`). Its calibration is keyed by these words (`criteria_keys`).
+    criteria_written: tuple[str, ...] = ()
     #: `repeats:`: how many items (runs) the spec gets, and `pass_at_least:`: how many of
     #: them must pass (pass^k) for the spec to pass. None: the run's settings decide
     #: (``--atom-repeat``, ``--atom-pass-at-least``, else every repeat); a suite fills in
@@ -273,6 +280,13 @@ class Spec:
         common."""
         name = self.name.removesuffix(f"[{self.arm}]") if self.arm else self.name
         return name.removesuffix(f"[{self.case}]") if self.case else name
+
+    @property
+    def criteria_keys(self) -> tuple[str, ...]:
+        """Each criterion's words as the spec file writes them: what its calibration is
+        keyed by. Every case of a spec shares one judge per criterion, so a templated
+        criterion's calibration pools the samples of all its cases under its template."""
+        return self.criteria_written or self.criteria
 
     def with_repeats(self, repeat: int) -> Spec:
         """This spec with its count of runs settled: its own `repeats:` wins over the run's

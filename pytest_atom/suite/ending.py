@@ -5,18 +5,17 @@ and `atom results combine`. Each gives what its own machinery already decided (`
 pytest's session status, the worst run's `Outcome.exit_status` for the commands) and what
 the suite saw; `decide` applies the gates in one order:
 
-1. the baseline gate could not run (scipy missing): the front end's usage error;
-2. the spending limit stopped the run: 2, whatever else (as `claude plugin eval
+1. the spending limit stopped the run: 2, whatever else (as `claude plugin eval
    --max-cost-usd`);
-3. the machinery failed (a harness error, a replay or an upstream that never answered): 2,
+2. the machinery failed (a harness error, a replay or an upstream that never answered): 2,
    so CI tells a broken set-up from a failing spec;
-4. a baseline regression: 1, even if every run passed;
-5. where a threshold applies (a spec's own `pass_at_least:`, ``--atom-pass-at-least``,
+3. a baseline regression: 1, even if every run passed;
+4. where a threshold applies (a spec's own `pass_at_least:`, ``--atom-pass-at-least``,
    ``--atom-min-pass-rate``: `pytest_atom.results.thresholds`), the spec's passes over its
    repeats decide, not single failed runs: a spec below its threshold fails the suite, and
    one meeting it passes though some of its repeats failed (a failure outside the spec
    runs, or of a spec no threshold covers, still fails the suite);
-6. else the front end's own status.
+5. else the front end's own status.
 """
 
 from __future__ import annotations
@@ -63,19 +62,13 @@ class Ending:
     pass_at_least: int | None = None
     regressed: bool = False
     spending_limit: bool = False
-    #: The baseline gate could not run: the front end's usage error (`usage_error`).
-    stats_error: bool = False
     machinery_failed: bool = False
     #: Failed reports that are not spec runs: a pass-rate gate never gates them away.
     other_failures: int = 0
-    #: The front end's status for a usage error: pytest's 4, click's 2.
-    usage_error: int = 4
 
 
 def decide(end: Ending) -> int:
     """The suite's exit status (the order is the module's docstring's)."""
-    if end.stats_error:
-        return end.usage_error
     if end.spending_limit:
         return EXIT_SPENDING_LIMIT
     if end.machinery_failed:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
-from pytest_atom.errors import SpendingLimitReached, StatsUnavailable
+from pytest_atom.errors import SpendingLimitReached
 from pytest_atom.history.cache import session_cache
 from pytest_atom.history.last_failed import last_failed
 from pytest_atom.history.recording import (
@@ -91,14 +91,12 @@ class FrontEnd:
 
     #: The option that selects arms, as the unknown-arms error names it.
     arms_flag: str
-    #: The front end's status for a usage error (pytest's 4, click's 2).
-    usage_error: int
     #: What the history store calls its sessions (`RunRecord.kind`).
     history_kind: str = "pytest"
 
 
-PYTEST = FrontEnd(arms_flag="--atom-arms", usage_error=4, history_kind="pytest")
-ATOM_RUN = FrontEnd(arms_flag="--arms", usage_error=2, history_kind="atom run")
+PYTEST = FrontEnd(arms_flag="--atom-arms", history_kind="pytest")
+ATOM_RUN = FrontEnd(arms_flag="--arms", history_kind="atom run")
 
 
 class Watcher(Protocol):
@@ -132,7 +130,6 @@ class SuiteRun:
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.compared = self.regressed = False  # the whole run against the baseline, once
-        self.stats_error = ""  # the baseline gate needed scipy, which is not installed
         self.results_error = ""  # last-run.json could not be written
         #: Each run's history item by node id, with the Claude Code version it reported.
         self.history_items: dict[str, tuple[ItemRecord, str | None]] = {}
@@ -315,13 +312,10 @@ class SuiteRun:
 
     def compare(self) -> bool:
         """The whole run against the baseline, once (the HTML report reads it too); True
-        when something regressed. Without scipy for sampled runs: `stats_error`."""
+        when something regressed."""
         if self.baseline is None or self.compared:
             return self.regressed
-        try:
-            self.regressed = self.baseline.finish(self.rows)
-        except StatsUnavailable as exc:
-            self.stats_error = str(exc)
+        self.regressed = self.baseline.finish(self.rows)
         self.compared = True
         return self.regressed
 
@@ -342,7 +336,6 @@ class SuiteRun:
             sandbox=sandbox_warning_lines(rows),
             results_error=self.results_error,
             history_error=self.history_error,
-            gate_error=f"baseline gate: error: {self.stats_error}" if self.stats_error else "",
             baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
             rates=repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least)
             if held or gates.min_pass_rate is not None
@@ -423,9 +416,7 @@ class SuiteRun:
                 pass_at_least=self.harness.settings.pass_at_least,
                 regressed=regressed,
                 spending_limit=self.spending_limit,
-                stats_error=bool(self.stats_error),
                 machinery_failed=bool(self.aborted) or (own and status == EXIT_MACHINERY),
                 other_failures=self.other_failures,
-                usage_error=self.front.usage_error,
             )
         )

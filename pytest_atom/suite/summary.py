@@ -32,8 +32,6 @@ class Summary:
     results_error: str = ""
     #: The history store could not be written: it names the store and the fix.
     history_error: str = ""
-    #: The baseline gate could not run (scipy missing).
-    gate_error: str = ""
     #: The baseline's comparison, each line with whether it tells of a regression; None
     #: without a baseline.
     baseline: list[tuple[str, bool]] | None = None

@@ -1,12 +1,13 @@
 """The Claude Code configuration under test (`claude:`): parsed and refused as spec errors,
 installed into the run's own files, hashed into the cassette, and, with the real CLI, a
 skill invoked, CLAUDE.md reaching the model, a settings rule and a hook refusing commands
-(the hook confined like Bash), and a changed skill making the cassette stale by name."""
+(the hook in the run's srt sandbox, as checks are), and a changed skill making the cassette stale by name."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from functools import partial
 from pathlib import Path
@@ -19,15 +20,16 @@ from click.testing import CliRunner
 from atom_cli.cassette_cmd import cassette as cassette_group
 from pytest_atom.agents.claude_code.configuration import (
     config_hashes,
-    confined_command,
     installed_paths,
     mcp_server_entry,
 )
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import RecordingError, SpecError
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path, open_model_source
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import config_staleness, staleness, stamp_hashes
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
@@ -210,7 +212,9 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
     run, cwd = tmp_path / "run", tmp_path / "run" / "attempts" / "a01"
     cwd.mkdir(parents=True)
     (cwd / ".mcp.json").write_text('{"mcpServers": {"own": {"command": "own-server"}}}')
-    args = Confinement(run, SandboxOptions()).prepare(cwd, ("Bash",), options)
+    args = Confinement(run, SandboxOptions(), servers=process_sandbox).prepare(
+        cwd, ("Bash",), options
+    )
 
     assert (cwd / "CLAUDE.md").read_text() == "Be brief.\n"
     assert (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").read_text() == SKILL_MD
@@ -223,7 +227,10 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
     }
     assert settings["sandbox"]["enabled"] and settings["claudeMdExcludes"]
     [group] = settings["hooks"]["PreToolUse"]
-    assert group["hooks"][0]["command"] == confined_command("./deny.sh", [cwd])
+    # The hook runs in the run's srt sandbox (agents.claude_code.srt), as checks do.
+    hook = shlex.split(group["hooks"][0]["command"])
+    assert hook[0].endswith("srt") and hook[1] == "--settings"
+    assert Path(hook[2]).parent == run / "srt" and hook[-3:] == ["/bin/sh", "-c", "./deny.sh"]
     assert args[:3] == ["--settings", str(run / SETTINGS_FILE), "--strict-mcp-config"]
     assert args[3:] == [
         "--mcp-config",
@@ -240,7 +247,7 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
 
     # The agent edits its skill: the next call is made with the spec's again.
     (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").write_text("hacked")
-    Confinement(run, SandboxOptions()).prepare(cwd, ("Bash",), options)
+    Confinement(run, SandboxOptions(), servers=process_sandbox).prepare(cwd, ("Bash",), options)
     assert (cwd / ".claude" / "skills" / "release-notes" / "SKILL.md").read_text() == SKILL_MD
 
     # Unsandboxed, the hooks run as written.
@@ -478,9 +485,10 @@ def test_a_configured_run_uses_its_skill_claude_md_rule_and_confined_hook(
 
     # Who refused what, in the failure report and the HTML report.
     report = configured["report"].splitlines()
+    # (Its touch above the run folder landed in the sandbox's empty view of the project,
+    # never on disk: the assertion on "outside" above.)
     assert (
         "    Bash `curl http://example.com` refused by a hook: PreToolUse:Bash hook error: "
-        "touch: cannot touch '../../../outside-marker': Read-only file system | "
         "curl is not allowed here"
     ) in report
     assert (
@@ -518,7 +526,9 @@ def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Pat
     options = load_spec(project(tmp_path, FULL)).claude
     workspace, cwd = tmp_path / "specs" / "ws", tmp_path / "run" / "a01"
     cwd.mkdir(parents=True)
-    Confinement(tmp_path / "run", SandboxOptions()).prepare(cwd, ("Bash",), options)
+    Confinement(tmp_path / "run", SandboxOptions(), servers=process_sandbox).prepare(
+        cwd, ("Bash",), options
+    )
     (cwd / "notes.txt").write_text("agent's\n")
     installed = installed_paths(options)
     assert installed == [
@@ -526,9 +536,9 @@ def test_the_diff_of_the_agents_work_leaves_out_what_was_installed(tmp_path: Pat
         ".claude/skills/release-notes",
         ".claude/agents/reviewer.md",
     ]
-    diff = workspace_diff(workspace, cwd, installed=installed)
+    diff = workspace_diff(workspace, cwd, installed=installed, scrub=Scrubber().scrub)
     assert "b/notes.txt" in diff and "CLAUDE.md" not in diff and ".claude/" not in diff
-    assert "CLAUDE.md" in workspace_diff(workspace, cwd)
+    assert "CLAUDE.md" in workspace_diff(workspace, cwd, scrub=Scrubber().scrub)
 
 
 @pytest.mark.slow

@@ -13,9 +13,6 @@ from pytest_atom.baseline.gate import gate
 from tests.frontends_helpers import FAILS, FrontEnds
 from tests.helpers import summary_row
 
-# Imported before pytester's inner runs, which cannot load its C extensions anew.
-pytest.importorskip("scipy.stats")
-
 
 def rows(spec: str, passed: int, runs: int, source: str = "record") -> list[Any]:
     return [

@@ -1,13 +1,20 @@
-"""pytest_atom.baseline.stats against known values: scipy's own, and Wilson's by hand."""
+"""pytest_atom.baseline.stats against known values: scipy's own, and Wilson's by hand;
+and the figures it makes in an install without scipy."""
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from pytest_atom.baseline import stats
+from pytest_atom.suite.shards import SHARD_RESULTS, write_shard
+from tests.helpers import summary_row, write
 
 
 def test_wilson_matches_hand_computed_values() -> None:
@@ -100,7 +107,6 @@ def test_bootstrap_is_seeded() -> None:
 
 
 def test_exact_power_and_repeats_needed() -> None:
-    pytest.importorskip("scipy")
     # Exact power of Fisher's one-sided test at 20 repeats a side, 0.9 -> 0.5.
     assert stats.fisher_power(20, 0.9, 0.5) == pytest.approx(0.8375, abs=1e-4)
     assert stats.fisher_power(18, 0.9, 0.5) < 0.8 <= stats.fisher_power(19, 0.9, 0.5)
@@ -125,3 +131,78 @@ def test_exact_power_equals_brute_force_over_scipy_fisher() -> None:
         <= 0.05
     )
     assert stats.fisher_power(runs, p, q) == pytest.approx(brute)
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 5, 9.37, 30, 1000])
+def test_t_quantiles_agree_with_scipy(df: float) -> None:
+    """Student's t by its own distribution function, integer and Welch's fractional
+    degrees of freedom alike: the intervals need no scipy."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for probability in (0.6, 0.975, 0.995, 0.025):
+        expected = float(scipy_stats.t.ppf(probability, df))
+        assert stats.t_quantile(probability, df) == pytest.approx(expected, rel=1e-9)
+
+
+#: Put first on the path of a child Python, this makes scipy and numpy absent, as in an
+#: install without them: every ``import scipy`` raises ModuleNotFoundError.
+_ABSENT = """\
+import sys
+
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("scipy", "numpy"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Absent())
+"""
+
+
+def test_repeats_figures_gates_and_trials_need_no_scipy(tmp_path: Path) -> None:
+    """Six repeats whose scores and turns differ (Student's t intervals) and their summary,
+    the baseline gate's INCONCLUSIVE with the repeats that would settle it, and `atom
+    trials` (exact power), all in an install without scipy: figures, no traceback."""
+    write(tmp_path / "absent" / "sitecustomize.py", _ABSENT)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "absent")}
+    atom = str(Path(sys.executable).parent / "atom")
+    absent = subprocess.run(
+        [sys.executable, "-c", "import scipy"], env=env, capture_output=True, text=True
+    )
+    assert "No module named 'scipy'" in absent.stderr  # the condition is real
+    rows = [
+        summary_row(
+            f"s.atom.yaml::s[r{n}]",
+            "failed" if n == 3 else "passed",
+            {"atom_score": 0.5 + n / 20, "atom_turns": n},
+        )
+        for n in range(1, 7)
+    ]
+    write_shard(tmp_path / "one" / SHARD_RESULTS, rows, {}, failures={}, other_failures=0)
+    combined = subprocess.run(
+        [atom, "results", "combine", "one"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert "Traceback" not in combined.stderr, combined.stderr
+    assert combined.returncode == 1  # r3 failed, and nothing else
+    assert (
+        "s.atom.yaml::s: 5/6 passed, pass rate 0.83 [0.44, 0.97], pass@3 1.00, pass^3 0.50, "
+        "pass@6 1.00, pass^6 0.00; score 0.67 [0.58, 0.77]; turns 3.5 [1.5, 5.5]"
+    ) in combined.stdout
+    inconclusive = (
+        "from pytest_atom.baseline.gate import gate; "
+        "print(gate({'s': ((9, 10), (7, 10))}).specs[0].line())"
+    )
+    gated = subprocess.run(
+        [sys.executable, "-c", inconclusive], env=env, capture_output=True, text=True
+    )
+    assert gated.returncode == 0, gated.stderr
+    assert "s: INCONCLUSIVE: pass rate 9/10 -> 7/10" in gated.stdout
+    assert "about 56 repeats on each side would tell a drop" in gated.stdout  # exact power
+    trials = subprocess.run(
+        [atom, "trials", "--p", "0.9", "--q", "0.5"], env=env, capture_output=True, text=True
+    )
+    assert trials.returncode == 0, trials.stderr
+    assert (
+        "one spec: 19 repeats (Fisher's exact test, one-sided; exact power 0.814)" in trials.stdout
+    )

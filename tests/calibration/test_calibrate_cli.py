@@ -7,12 +7,17 @@ Claude Code process, so those tests are fast; the deploy project's record and re
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.scripted import Script, ScriptedResponder
 from tests.calibration_helpers import (
+    CRITERION,
     SPEC,
     TOKEN,
     atom,
@@ -151,3 +156,50 @@ def test_a_spec_without_samples_is_named_with_how_to_label_it(deploy: Path) -> N
         "no samples in specs/calibration/deploy-script/samples (label some with `atom label`)"
         in result.output
     )
+
+
+@pytest.mark.slow
+def test_the_record_hint_of_a_missing_calibration_cassette_records_it(
+    deploy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a script or a cassette the judge has nothing to answer it: the error names
+    the command that records the calibration's cassette, and running that command (its
+    upstream a scripted one, as a person's would be the API) makes the error go away."""
+    spec = Path(SPEC)
+    spec.write_text(spec.read_text().replace("script: scripts/deploy.yaml\n", ""))
+    missing = atom("calibrate", SPEC)
+    assert missing.exit_code != 0
+    hint = missing.output.partition("record it with: ")[2].strip()
+    assert hint.startswith("atom calibrate "), missing.output
+    script = yaml.safe_load(Path("specs/scripts/deploy.yaml").read_text())
+    with Gateway(ScriptedResponder(Script.from_data(script))) as upstream:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+        recorded = atom(*shlex.split(hint)[1:])
+    assert recorded.exit_code == 0, recorded.output
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    replayed = atom("calibrate", SPEC)
+    assert replayed.exit_code == 0, replayed.output
+    assert "(judge: replay)" in replayed.output
+
+
+@pytest.mark.slow
+def test_a_sample_the_judge_gives_no_verdict_on_is_named_not_counted_as_a_fail(
+    deploy: Path,
+) -> None:
+    """The judge leaves the criterion out, and again when asked once more: a judge error,
+    not its "fail". The sample is named and left out of the figures; nothing is stored."""
+    silent = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
+    folder = Path("specs/calibration/deploy-script")
+    (folder / "script.yaml").write_text(
+        yaml.safe_dump({"turns": [{"text": "unused"}], "reflector": [{"verdict": silent}] * 2})
+    )
+    result = atom("calibrate", SPEC, "--json")
+    assert result.exit_code == 0, result.output
+    (spec,) = json.loads(result.output)
+    assert spec["criteria"] == [] and spec["unlabelled"] == []
+    (sample,) = (folder / "samples").iterdir()
+    assert spec["no_verdict"] == {CRITERION: [sample.name]}
+    text = atom("calibrate", SPEC).output
+    assert "the judge gave no verdict on 1 sample (not counted), even when asked again" in text
+    assert not (folder / "calibration.json").exists()

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.baseline.measure import repeat_lines
+from pytest_atom.history.store import open_store
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.reports.trace import TRACE_SCHEMA
 from pytest_atom.suite.ending import exit_status
@@ -70,12 +71,20 @@ def test_run_from_a_subfolder_uses_the_project_root_and_reports_costs_apart(
         for line in front_ends.output("atom").splitlines()
         if line.startswith(("spec ", "specs/"))
     ]
-    assert header[-4:] == ["cost $", "rec $", "time s", "vs baseline"]
+    assert header[-4:] == ["cost $", "list $", "time s", "vs baseline"]
     rows = {row[0]: dict(zip(header, row, strict=False)) for row in table}
     assert list(rows) == ORDER
-    for nodeid in (SLOW, FAILS):
-        assert (rows[nodeid]["cost $"], rows[nodeid]["rec $"]) == ("0.0000", "-")
-    assert rows[XFAIL]["cost $"] == "0.0000" and float(rows[XFAIL]["rec $"]) > 0
+    for nodeid in (SLOW, FAILS, XFAIL):  # scripted, or replayed: nothing spent now
+        assert rows[nodeid]["cost $"] == "0.0000" and float(rows[nodeid]["list $"]) > 0
+    # The history store keeps the same two figures: spent, and Claude Code's list price.
+    store = open_store(front_ends.project / ".atom" / "history.db")
+    (run,) = store.runs(kind="atom run")
+    stored = {i.spec: i for i in store.items(run.id)}
+    store.close()
+    for nodeid in (SLOW, FAILS, XFAIL):
+        kept = stored[nodeid.rpartition("::")[2]]
+        assert kept.spent_usd == 0.0 and kept.kind == "trial"
+        assert kept.total_cost == pytest.approx(float(rows[nodeid]["list $"]), abs=5e-5)
 
 
 @pytest.mark.slow

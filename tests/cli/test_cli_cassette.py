@@ -357,6 +357,29 @@ def test_check_of_a_directory_takes_only_the_yaml_under_cassettes_folders() -> N
     shipped_check_is_clean(run("check", SPECS), len(EVERY_CASSETTE))
 
 
+def test_check_covers_the_calibration_cassettes_of_a_folder_and_of_a_spec(
+    tmp_path: Path,
+) -> None:
+    """A calibration's judge sessions are recorded too (``calibration/<spec>/cassette.yaml``):
+    the README's CI line, `atom cassette check specs`, checks them, and so does naming the
+    spec; its labelled samples and scripts beside them are no cassettes and are skipped."""
+    specs = tmp_path / "specs"
+    shutil.copytree(REPO / "examples" / "calibration" / "specs", specs)
+    taped = specs / "calibration" / "summary-for-a-manager" / "cassette.yaml"
+    clean = run("check", specs)
+    assert clean.exit_code == 0, clean.output
+    assert clean.stdout.splitlines()[-1] == "1 cassette checked, 0 findings"
+    planted = canary()
+    taped.write_text(taped.read_text() + f"# judged with {planted}\n")
+    for given in (specs, specs / "summary.atom.yaml"):
+        result = run("check", given)
+        assert result.exit_code != 0
+        assert planted not in result.output
+        assert "secret (REDACTED shape) in the file text, outside the interactions" in (
+            result.stdout
+        ), result.output
+
+
 def test_check_reports_a_token_planted_in_a_request_body_without_printing_it(
     tmp_path: Path,
 ) -> None:

@@ -339,3 +339,35 @@ def test_without_paths_or_atom_paths_says_so(tmp_path: Path) -> None:
     result = CliRunner().invoke(validate, [])
     assert result.exit_code == 2
     assert "atom_paths in tox.ini names specs, which does not exist" in result.output
+
+
+LOW_SCORE_SCRIPT = """\
+turns:
+  - tool_use:
+      - {name: Bash, input: {command: "echo hi > hello.txt"}}
+  - text: "Wrote it.\\n\\nEXIT_LOOP_NOW"
+reflector:
+  - verdict:
+      score: 0.3
+      decision: refine
+      criteria:
+        - {criterion: "hello.txt greets the reader warmly.", met: false, evidence: "It says hi."}
+      feedback: "Greet warmly."
+"""
+
+
+@pytest.mark.slow
+def test_a_low_score_is_named_as_the_cause_not_the_agents_signal(tmp_path: Path) -> None:
+    """The agent signalled completion and every check passed; the judge's score failed it.
+    The conclusion names that score, as the run's outcome does, not the agent's signal."""
+    write(tmp_path / "scripts" / "hello.yaml", LOW_SCORE_SCRIPT)
+    write(
+        tmp_path / "hello.atom.yaml",
+        "name: hello\nprompt: Write hello.txt.\nscript: scripts/hello.yaml\ntimeout: 120\n"
+        "attempts: 1\ncriteria:\n  - hello.txt greets the reader warmly.\n"
+        "accept:\n  - file_exists: hello.txt\n",
+    )
+    result = invoke("hello.atom.yaml")
+    assert result.exit_code == 1, result.output
+    (conclusion,) = [line for line in result.output.splitlines() if "FAILED" in line]
+    assert conclusion == "  FAILED: script: fail, score 0.3 (passes above 0.8)", result.output

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-
-pytest.importorskip("scipy.stats")
 
 
 def test_trials_answers_for_one_spec_and_a_suite() -> None:

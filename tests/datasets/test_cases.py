@@ -291,6 +291,46 @@ def test_a_value_that_cannot_render_is_an_error_at_the_case(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.parametrize(
+    ("template", "line", "said"),
+    [
+        # compiled once per spec: the template's own line in the spec
+        ("{{ task | lowr }}", 1, "is not a valid template: No filter named 'lowr'"),
+        ("{{ task ", 1, "is not a valid template: unexpected end of template"),
+        # known only when a case renders: the case's line
+        ("{% if task is oddd %}x{% endif %}", 3, "cannot render 'prompt' (line 1 of s.atom.yaml)"),
+        ("{{ task.x }}", 3, "has no attribute 'x'"),
+        ("{{ task.append(1) }}", 3, "access to attribute 'append' of 'list' object is unsafe"),
+        ("{{ task | length / 0 }}", 3, "ZeroDivisionError: division by zero"),
+        ("{{ range(10**9 + task | length) | list }}", 3, "OverflowError"),
+    ],
+)
+def test_every_template_mistake_is_a_spec_error_at_its_line(
+    tmp_path: Path, template: str, line: int, said: str
+) -> None:
+    """Jinja2's every error class (syntax, an unknown filter or test, an undefined
+    attribute, the sandbox's refusal) and whatever else rendering raises is the spec's
+    mistake at its line, never a traceback that stops collection."""
+    spec = write(
+        tmp_path / "s.atom.yaml", f"prompt: '{template}'\ncases:\n  - {{id: a, task: [1]}}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_specs(spec)
+    assert (caught.value.path, caught.value.line) == (spec, line)
+    assert said in str(caught.value)
+
+
+def test_an_unknown_filter_or_test_suggests_the_built_in_one(tmp_path: Path) -> None:
+    for template, meant in [
+        ("{{ task | lowr }}", "lower"),
+        ("{% if task is oddd %}{% endif %}", "odd"),
+    ]:
+        spec = write(tmp_path / "s.atom.yaml", f"prompt: '{template}'\ncases: [{{task: a}}]\n")
+        with pytest.raises(SpecError) as caught:
+            load_specs(spec)
+        assert caught.value.suggestion == meant
+
+
 def test_a_rendered_value_is_validated_as_written_values_are(tmp_path: Path) -> None:
     spec = write(
         tmp_path / "s.atom.yaml",

@@ -161,6 +161,19 @@ def test_no_page_states_a_test_count() -> None:
     assert not stated, f"pages that state counts which rot: {stated}"
 
 
+def test_the_how_to_confines_mcp_servers_as_the_trust_model_says() -> None:
+    """The trust model's table names what confines the MCP servers Claude Code starts; the
+    how-to that configures them must say the same, not that they run unconfined."""
+    model = (REPO / "docs" / "explanation" / "trust-model.md").read_text(encoding="utf-8")
+    (row,) = [line for line in model.splitlines() if line.startswith("| MCP servers")]
+    confinement = re.findall(r"`([^`]+)`", row.split("|")[2])[0]
+    how_to = (REPO / "docs" / "how-to" / "claude-configuration.md").read_text(encoding="utf-8")
+    start = how_to.index("**MCP servers are recorded and replayed.**")
+    bullet = how_to[start : how_to.index("\n- **", start)]
+    assert f"`{confinement}`" in bullet and "runs confined" in bullet
+    assert "not confine" not in how_to
+
+
 def test_the_readme_links_only_to_pages_that_exist() -> None:
     """The README links into docs/ by file; a moved or renamed page must not leave it dangling."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")

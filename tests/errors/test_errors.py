@@ -120,7 +120,6 @@ def test_the_drawn_tree_is_the_tree_the_classes_form() -> None:
         (WorkspaceError, OSError),
         (errors.EnvError, ValueError),
         (errors.SessionError, ValueError),
-        (errors.StatsUnavailable, RuntimeError),
         (errors.SpecialFileError, OSError),
         (errors.LinkOutsideError, OSError),
     ],

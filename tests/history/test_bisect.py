@@ -6,14 +6,18 @@ The replays themselves: tests/history/test_bisect_cli.py."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.errors import BisectError
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.scripted import Script, ScriptedResponder
 from pytest_atom.history.bisect import (
     Bisection,
     ItemChange,
@@ -224,3 +228,30 @@ def test_atom_bisect_refuses_a_spec_with_nothing_to_replay_and_says_how_to_recor
     assert "cassettes/create_file/create-file.yaml" in out
     assert "atom run create_file.atom.yaml --record-mode=once" in out
     assert registry.requests == []  # refused before npm was asked
+
+
+@pytest.mark.slow
+def test_the_record_command_bisect_prints_records_what_it_needs(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint run as printed (its upstream the API's address a person would have): the
+    cassette is recorded, and bisect goes past the refusal (to the next question, here an
+    unlisted release, before any replay)."""
+    project = _project(tmp_path, cassette=False)
+    registry = LocalRegistry(["2.1.197", "2.1.332"], {})
+    _, out = _bisect(project, registry, "--good", "2.1.197", "--bad", "2.1.332")
+    hint = out.partition("Record one first: ")[2].split("\n")[0].strip()
+    assert hint.startswith("atom run "), out
+    script = yaml.safe_load((REPO / "fixtures/specs/scripts/create_file.yaml").read_text())
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.chdir(project)
+    with Gateway(ScriptedResponder(Script.from_data(script))) as upstream:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream.url)
+        recorded = CliRunner().invoke(main, shlex.split(hint)[1:])
+    assert recorded.exit_code == 0, recorded.output
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    again = LocalRegistry(["2.1.197", "2.1.332"], {})  # a registry serves one session
+    code, out = _bisect(project, again, "--good", "2.1.196", "--bad", "2.1.332")
+    assert code == 2 and "has no cassette" not in out, out
+    assert "--good 2.1.196: npm lists no such Claude Code release" in out

@@ -70,7 +70,7 @@ def test_diff_names_the_changed_check_criterion_first_parting_call_and_deltas(
     project: Path,
 ) -> None:
     first, second = two_runs(project)
-    result = atom_diff(project)
+    result = atom_diff(project, first, second)  # named: every line of both runs
     assert result.exit_code == 0, result.output
     out = result.output
     assert f"{first} (pytest, 2026-11-01 12:00) -> {second}" in out

@@ -72,9 +72,11 @@ def test_atom_diff_names_what_changed_between_the_last_two_runs(
     assert "tool calls part at call 2: (ended) -> Bash (1 calls -> 2)" in named
     assert "REMOVED greet: passed -> (absent)" in named  # not run: deselected
     assert "tokens " in named and "cost " in named
-    # by default the newest two: run 2 and the rescore
-    assert f"{ids['run2']} (pytest, " in diff["out"]
+    # by default the newest run, a rescore, against the run it judged again (not run 2,
+    # which ran last before it)
+    assert diff["out"].startswith(f"{ids['run1']} (atom run, ")
     assert f"-> {ids['rescore']} (rescore, " in diff["out"]
+    assert f"compared with the run it judged again ({ids['run1']})" in diff["out"]
 
 
 @pytest.mark.slow
@@ -96,6 +98,7 @@ def test_atom_rescore_judges_the_stored_attempt_with_todays_criterion_and_no_exe
         store.close()
     assert (run.kind, run.rescore_of) == ("rescore", ids["run1"])
     assert item.outcome == "failed" and item.tool_calls == ("Bash", "Bash")
+    assert item.kind == "rescore"  # a judgement, not a trial
     assert [c.text for c in item.criteria] == ["hello.txt is written in French."]
     assert set(item.tokens) == {"reflector"}
     # The reflector was asked about today's criterion, in a run folder of the rescore's own.

@@ -37,13 +37,29 @@ def test_the_listing_gives_each_spec_its_pass_rate_interval_and_figures(here: Pa
     )
     status, out = atom()
     assert status == 0, out
-    lines = {line.split()[0]: line for line in out.splitlines()[2:]}
-    assert "3/4 0.75 [0.30, 0.95]" in lines["calc"] and lines["calc"].split()[1] == "4"
+    lines = {line.split()[0]: line for line in out.splitlines()[3:]}
+    assert "3/4 0.75 [0.30, 0.95]" in lines["calc"] and lines["calc"].split()[1:3] == ["trial", "4"]
     assert "2/2 1.00 [0.34, 1.00]" in lines["sum"]  # an error counts in neither
     assert " 112 " in lines["calc"] and "$0.0110" in lines["calc"] and "2.0s" in lines["calc"]
     assert lines["sum"].split()[-1] == "error"  # its last outcome
     status, out = atom("--last", "2")
-    assert "calc" in out.splitlines()[2] and " 2/2 " in out.splitlines()[2]
+    assert "calc" in out.splitlines()[3] and " 2/2 " in out.splitlines()[3]
+
+
+def test_the_listing_ends_with_the_newest_run_ids_the_commands_take(here: Path) -> None:
+    fill(str(here), {"calc": ["passed", "failed"]})
+    status, out = atom()
+    assert status == 0, out
+    lines = out.splitlines()
+    start = lines.index(
+        "newest runs (atom diff and atom rescore take their ids; `atom rescore last` the newest):"
+    )
+    listed = [line.split() for line in lines[start + 1 :]]
+    assert len(listed) == 2 and all(kind == "pytest" for *_, kind in listed)
+    newest = listed[0][0]
+    status, out = atom("calc")
+    assert newest in out  # the id `atom history SPEC` shows too
+    assert CliRunner().invoke(main, ["diff", listed[1][0], newest]).exit_code == 0
 
 
 def test_a_drop_beyond_noise_is_marked_and_noise_is_not(here: Path) -> None:
@@ -57,7 +73,7 @@ def test_a_drop_beyond_noise_is_marked_and_noise_is_not(here: Path) -> None:
     )
     status, out = atom()
     assert status == 0, out
-    lines = {line.split()[0]: line for line in out.splitlines()[2:]}
+    lines = {line.split()[0]: line for line in out.splitlines()[3:]}
     assert lines["drops"].endswith("↓ worse")
     assert lines["rises"].endswith("↑ better")
     assert "worse" not in lines["noisy"] and "better" not in lines["noisy"]
@@ -96,7 +112,7 @@ def test_flaky_names_the_items_whose_outcome_changed_under_one_digest(here: Path
     assert status == 0, out
     assert "flips: digest dddddddddddd: 2 passed, 1 failed over 3 runs" in out
     assert "steady" not in out and "unknown:" not in out
-    assert "3 of 9 items carry no input digest: unknown, not counted" in out
+    assert "3 of 9 items carry no input digest: unknown across runs" in out
     data = json.loads(atom("--flaky", "--json")[1])
     assert [f["spec"] for f in data["flaky"]] == ["flips"] and data["items_without_digest"] == 3
     assert json.loads(atom("steady", "--flaky", "--json")[1])["flaky"] == []

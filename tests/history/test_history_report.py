@@ -81,7 +81,7 @@ def test_a_store_that_is_off_gives_a_note_not_an_error(tmp_path: Path) -> None:
 def test_the_first_run_has_a_trend_of_one_point_and_no_comparison(tmp_path: Path) -> None:
     run, items = this_session()
     view = history_view(str(tmp_path / "h.db"), tmp_path, run, items)
-    assert view.previous is None and view.note == "the store holds no earlier run"
+    assert view.previous is None and view.note == "the store holds no earlier run of these specs"
     assert [len(t.points) for t in view.trends] == [1, 1]
 
 

@@ -10,20 +10,11 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.postgres import PostgresStore
 from pytest_atom.history.records import item_from_dict, item_to_dict, run_from_dict, run_to_dict
 from pytest_atom.history.schema import SCHEMA_VERSION
 from pytest_atom.history.sql import SqlStore
-from pytest_atom.history.sqlite import SqliteStore
 from pytest_atom.history.store import NoStore, Store, open_store
-from tests.history_helpers import item, run, write_runs
-
-
-def _bare(url: str) -> SqlStore:
-    """The store at `url` opened without migrating it: as an older pytest-atom left it."""
-    if url.startswith("postgresql://"):
-        return PostgresStore.connect(url, migrate=False)
-    return SqliteStore.connect(Path(url), migrate=False)
+from tests.history_helpers import bare_store, item, run, write_runs
 
 
 def test_a_run_and_its_items_come_back_as_they_were_recorded(store_url: str) -> None:
@@ -106,7 +97,7 @@ def test_find_passing_gives_the_newest_passed_item_with_that_digest(store_url: s
 
 
 def test_a_version_1_store_opens_migrated_with_its_runs_intact(store_url: str) -> None:
-    old = _bare(store_url)
+    old = bare_store(store_url)
     old.migrate(to=1)
     old_run = run(0)
     cursor = old.connection.cursor()
@@ -131,7 +122,7 @@ def test_a_version_1_store_opens_migrated_with_its_runs_intact(store_url: str) -
     old.close()
 
     store = open_store(store_url)
-    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 2
+    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 3
     assert store.run(old_run.id).atom_version == "0.0.9"
     (kept,) = store.items(old_run.id)
     assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == (

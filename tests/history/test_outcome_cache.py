@@ -237,7 +237,7 @@ def test_a_cached_items_record_keeps_the_stored_account_of_the_work(
 ) -> None:
     result, _ = _cached(cache_for, project, tmp_path)
     record = item_record(result, None)
-    assert record.cached and record.outcome == "passed"
+    assert record.kind == "cached" and record.outcome == "passed"
     assert record.tool_calls == ("Bash",) and record.why == "score 0.90 > 0.80"
     assert [c.name for c in record.checks] == ["file_exists out.txt"]
     assert record.tokens == {} and record.digest == result.digest

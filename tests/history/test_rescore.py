@@ -119,6 +119,24 @@ def test_items_that_cannot_be_judged_again_are_recorded_as_errors_of_the_rescore
     assert [(i.spec, i.outcome) for i in items] == [("greet", "error"), ("gone", "error")]
 
 
+def test_rescore_last_takes_the_newest_run_that_is_no_rescore(project: Path) -> None:
+    store = project / ".atom" / "history.db"
+    item = make_item("greet", spec_path=str(project / "specs" / "greet.atom.yaml"))
+    add_run(store, make_run(10, kind="rescore", rescore_of="gone"), [item])
+    only_rescores = CliRunner().invoke(main, ["rescore", "last"])
+    assert only_rescores.exit_code == 1
+    assert "no run to rescore in the history store" in only_rescores.output
+    add_run(store, make_run(0), [item])
+    newest = add_run(store, make_run(5), [item])
+    result = CliRunner().invoke(main, ["rescore", "last", "greet"])
+    assert "greet: passed -> error" in result.output, result.output  # judged: no run folder
+    opened = open_store(store)
+    try:
+        assert opened.runs(limit=1)[0].rescore_of == newest
+    finally:
+        opened.close()
+
+
 def test_rescore_of_an_unknown_run_or_spec_is_an_error(project: Path) -> None:
     old = add_run(project / ".atom" / "history.db", make_run(0), [make_item("greet")])
     unknown = CliRunner().invoke(main, ["rescore", "nosuchrun"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from functools import partial
@@ -124,6 +125,20 @@ def test_cli_error_for_a_bad_file(tmp_path: Path) -> None:
     done = CliRunner().invoke(main, ["import", str(bad), "--out", str(tmp_path / "specs")])
     assert done.exit_code == 1
     assert f"{bad}:1: not a JSON object" in done.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--name", "no good"], ["--ref", "main"]],  # a name no spec can have; a ref of no folder here
+)
+def test_a_failed_import_leaves_no_folder_behind(tmp_path: Path, args: list[str]) -> None:
+    """The session reads, the spec cannot be written: neither `--out` nor its parents are
+    left behind, empty, to be found by the next `pytest --atom`."""
+    out = tmp_path / "new" / "specs"
+    done = CliRunner().invoke(main, ["import", str(HELLO), "--out", str(out), *args])
+    assert done.exit_code == 1, done.output
+    assert "Error: " in done.output
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- writer --------------------------------------------------------------------------------
@@ -392,6 +407,11 @@ def _import_and_replay(folder: Path, claude_bin: Path) -> None:
         project, claude_bin, "specs/from-transcript.atom.yaml", "specs/hello.atom.yaml", "-n", "2"
     )
     (folder / "replay.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
+    # The record hint `atom import` printed, run as printed (its spec's script answers).
+    hint = outputs[0].partition("Record its cassette:")[2].splitlines()[0].strip()
+    assert hint.startswith("pytest --atom "), outputs[0]
+    done = _pytest_atom(project, claude_bin, *shlex.split(hint)[2:])
+    (folder / "record.txt").write_text(done.stdout + done.stderr, encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -421,6 +441,14 @@ def test_pinned_cli_session_imports_and_replays(imported: Path) -> None:
     assert scripts[0] == scripts[1] and len(scripts[0]) == len(TURNS)
     replay = (imported / "replay.txt").read_text()
     assert "2 passed" in replay, replay
+
+
+@pytest.mark.slow
+def test_the_printed_record_command_records_the_imported_specs_cassette(imported: Path) -> None:
+    recorded = (imported / "record.txt").read_text()
+    assert "1 passed" in recorded, recorded
+    (cassette,) = (imported / "proj").rglob("cassettes/**/from-transcript.yaml")
+    assert "Fix the failing test." in cassette.read_text()
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ import pytest
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import ReflectorError
 from pytest_atom.judge.reflector import judge
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.results.check_result import CheckResult
@@ -174,7 +175,7 @@ def test_workspace_diff_shows_added_removed_and_changed_files(tmp_path: Path) ->
         tmp_path / "after",
         {"keep.txt": "same\n", "edit.py": "x = 1\ny = 3\n", "sub/new.txt": "hi\n"},
     )
-    assert workspace_diff(before, after).splitlines() == [
+    assert workspace_diff(before, after, scrub=Scrubber().scrub).splitlines() == [
         "--- a/edit.py",
         "+++ b/edit.py",
         "@@ -1,2 +1,2 @@",
@@ -203,15 +204,15 @@ def test_workspace_diff_skips_harness_files_and_names_binary_changes(tmp_path: P
             "pkg/.pytest_cache/v": "cache",
         },
     )
-    assert workspace_diff(before, after) == "binary file img.bin changed"
-    assert workspace_diff(before, before) == "(no changes)"
+    assert workspace_diff(before, after, scrub=Scrubber().scrub) == "binary file img.bin changed"
+    assert workspace_diff(before, before, scrub=Scrubber().scrub) == "(no changes)"
 
 
 def test_workspace_diff_without_a_fixture_and_with_a_limit(tmp_path: Path) -> None:
     after = tree(tmp_path / "after", {"big.txt": "".join(f"line {i}\n" for i in range(100))})
-    full = workspace_diff(None, after)
+    full = workspace_diff(None, after, scrub=Scrubber().scrub)
     assert full.startswith("--- /dev/null\n+++ b/big.txt\n@@ -0,0 +1,100 @@\n+line 0\n")
-    cut = workspace_diff(None, after, limit=50)
+    cut = workspace_diff(None, after, limit=50, scrub=Scrubber().scrub)
     assert cut == full[:50] + f"\n... ({len(full) - 50} more characters)"
 
 
@@ -230,6 +231,7 @@ def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
                 "atom_tokens": 6432,
                 "atom_cost_usd": 0.0,
                 "atom_recorded_cost_usd": 0.0293,
+                "atom_list_price_usd": 0.0293,
                 "atom_duration_s": 5.31,
             },
         ),
@@ -243,12 +245,13 @@ def test_summary_table_aligns_columns_and_marks_missing_figures() -> None:
                 "atom_tokens": 120000,
                 "atom_cost_usd": 1.23456,
                 "atom_recorded_cost_usd": 0.0,
+                "atom_list_price_usd": 0.0,
                 "atom_duration_s": 61.0,
             },
         ),
     ]
     assert summary_table(rows) == [
-        "spec                    outcome  score  attempts  iter  tokens  cost $   rec $  time s",
+        "spec                    outcome  score  attempts  iter  tokens  cost $  list $  time s",
         "specs/a.atom.yaml::a    passed    0.95         1     2    6432  0.0000  0.0293     5.3",
         "b.atom.yaml::long-name  failed       -         3    10  120000  1.2346       -    61.0",
     ]

@@ -20,7 +20,7 @@ from pytest_atom.reports.text import failure_report
 from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
-from pytest_atom.results.verdict import CriterionVerdict, Trust, Verdict
+from pytest_atom.results.verdict import UNFLOORED, CriterionVerdict, Trust, Verdict
 from pytest_atom.run.execution import AttemptLoop, refine_message
 from pytest_atom.run.steps import StepsRun
 from pytest_atom.spec.load import load_spec
@@ -63,9 +63,11 @@ def test_a_criterions_own_kappa_wins_and_the_setting_covers_the_rest(tmp_path: P
 
 
 def test_without_any_floor_the_calibration_file_is_never_read(tmp_path: Path) -> None:
+    """Each criterion still has its label, gated for want of a floor."""
     spec = _spec(tmp_path, "name: greet\nprompt: Greet.\ncriteria: [The greeting is short.]\n")
     write(tmp_path / "specs" / "calibration" / "greet" / "calibration.json", "{not json")
-    assert criteria_trust(spec, None, VERSION) == ()
+    (plain,) = criteria_trust(spec, None, VERSION)
+    assert plain == UNFLOORED and plain.gates and plain.line == "gated (no calibration floor)"
     with pytest.raises(CalibrationError, match=r"calibration\.json cannot be read"):
         criteria_trust(spec, 0.5, VERSION)
 
@@ -170,7 +172,12 @@ def test_with_every_criterion_gating_the_score_decides_as_it_always_did() -> Non
     calibrated = _verdict(0.6, (False, GATED))
     assert judge(True, [_Check()], calibrated, 0.8) == "refine"
     assert judge(True, [_Check()], _verdict(0.3, (False, GATED)), 0.8) == "fail"
-    assert "trust" not in _verdict(0.9, (True, None)).to_dict()["criteria"][0]
+    assert "trust" not in _verdict(0.9, (True, None)).to_dict()["criteria"][0]  # a judge's extra
+    assert _verdict(0.9, (True, UNFLOORED)).to_dict()["criteria"][0]["trust"] == {
+        "trust": "gated",
+        "reason": "unfloored",
+        "detail": "",
+    }
     assert calibrated.to_dict()["criteria"][0]["trust"] == {
         "trust": "gated",
         "reason": "calibrated",
@@ -227,6 +234,9 @@ def test_a_refine_asks_only_for_the_gated_criteria(tmp_path: Path) -> None:
     )
 
 
+UNFLOORED_KEY = "atom_criteria_unfloored"
+
+
 def test_the_summary_counts_gated_and_advisory_criteria_and_why() -> None:
     def row(name: str, gated: int, advisory: int, reasons: str) -> Any:
         props = {
@@ -239,10 +249,19 @@ def test_the_summary_counts_gated_and_advisory_criteria_and_why() -> None:
     rows = [row("a", 2, 1, "stale"), row("b", 0, 2, "uncalibrated, stale"), row("c", 1, 0, "")]
     assert criteria_trust_lines(rows) == [
         "criteria: 3 gated, 3 advisory (2 calibration stale, 1 not calibrated): an advisory "
-        "verdict fails nothing until `atom calibrate` calibrates its judge"
+        "verdict fails nothing until `atom calibrate` calibrates its judge",
+        "  advisory in: a, b",  # which runs: never another spec's criterion unnamed
     ]
     assert criteria_trust_lines([row("c", 1, 0, "")]) == ["criteria: 1 gated, 0 advisory"]
-    assert criteria_trust_lines([summary_row("d", "passed", {})]) == []  # no floor anywhere
+    assert criteria_trust_lines([summary_row("d", "passed", {})]) == []  # not judged
+    plain = summary_row("e", "passed", {**row("e", 2, 0, "").properties, UNFLOORED_KEY: 2})
+    assert criteria_trust_lines([plain]) == []  # no floor anywhere: each gated, as always
+    assert criteria_trust_lines([plain, row("b", 0, 2, "uncalibrated, stale")]) == [
+        "criteria: 2 gated (2 without a calibration floor), 2 advisory (1 calibration stale, "
+        "1 not calibrated): an advisory verdict fails nothing until `atom calibrate` "
+        "calibrates its judge",
+        "  advisory in: b",
+    ]
 
 
 def test_a_steps_criteria_carry_their_floors_and_the_setting_into_its_attempt_loop(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,30 @@ def test_missing_cassette_with_record_mode_none_never_reaches_the_upstream(
         ["*record it with: pytest --atom 'greet.atom.yaml::greet' --atom-record-mode=once"]
     )
     assert upstream.exchanges == []
+
+
+@pytest.mark.slow
+def test_the_printed_record_command_records_the_missing_cassette(
+    pytester: pytest.Pytester, gateway_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint is run as printed, its upstream the API's address a person would have
+    (`ANTHROPIC_BASE_URL`): the cassette is recorded, and the same run then replays it."""
+    greet_spec(pytester)
+    missing = pytester.runpytest("--atom")
+    missing.assert_outcomes(failed=1)
+    hint = next(
+        line.partition("record it with: ")[2].strip()
+        for line in missing.outlines
+        if "record it with: " in line
+    )
+    assert hint.startswith("pytest --atom "), hint
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", gateway_for(TURNS).url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    pytester.runpytest(*shlex.split(hint)[1:]).assert_outcomes(passed=1)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    again = pytester.runpytest("--atom")
+    again.assert_outcomes(passed=1)
+    assert "record it with" not in again.stdout.str()
 
 
 # --- record modes: the decision per mode, then one run under xdist ----------------------

@@ -24,6 +24,7 @@ def _figures(**more: object) -> dict[str, object]:
         "atom_agent_tokens": 1_234_567,
         "atom_cost_usd": 12.345678,
         "atom_recorded_cost_usd": 3.2,
+        "atom_list_price_usd": 3.2,
         "atom_duration_s": 1234.5,
         "atom_recalled": "reflector",
         "atom_baseline": "regression",
@@ -78,7 +79,7 @@ def test_without_roles_the_figures_share_the_second_line() -> None:
         "tokens",
         "cost",
         "$",
-        "rec",
+        "list",
         "$",
         "time",
         "s",
@@ -122,6 +123,7 @@ def _rows(roles: tuple[str, ...], compared: bool, recalled: bool) -> list[Summar
             "atom_tokens": 36481 * (1 + 30 * n),
             "atom_cost_usd": 0.0123 * n,
             "atom_recorded_cost_usd": 0.4 * n,
+            "atom_list_price_usd": 0.4 * n,
             "atom_duration_s": 3.2 + 1000 * n,
         }
         for role in roles:
@@ -161,7 +163,7 @@ def test_every_column_set_fits_the_width_with_its_figures_under_their_headers(
         line for line in lines if line.rstrip().endswith("time s") or "vs baseline" in line
     )
     names = [n for n in ("score", "attempts", "iter", "tokens", *roles) if n in header.split()]
-    names += ["cost $", "rec $", "time s"]
+    names += ["cost $", "list $", "time s"]
     ends = _figure_ends(header, names)
     figures = [line for line in lines if re.search(r"\d\.\d{4}", line)]  # each run's cost
     assert len(figures) == 2, "\n".join(lines)

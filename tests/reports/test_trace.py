@@ -99,7 +99,9 @@ def test_a_passing_run_with_criteria(passing: SpecResult, passing_run: Path) -> 
     assert child["state"] == "succeeded" and child["decision"] == "proceed"
     assert child["iterations"] == 1 and child["completed"] and child["children"] == []
     canary = (passing_run / "canary.txt").read_text()
-    assert child["verdict"] == verdict(0.9, evidence=f"the agent printed {canary}")["verdict"]
+    assert child["verdict"] == _labelled(
+        verdict(0.9, evidence=f"the agent printed {canary}")["verdict"]
+    )
     assert child["checks"] == [
         {
             "kind": "file_exists",
@@ -171,7 +173,7 @@ def test_a_refine_run_has_one_child_per_attempt(tmp_path: Path, refine_run: Path
     first, second = trace["children"]
     assert (first["state"], first["decision"]) == ("refined", "refine")
     assert (second["state"], second["decision"]) == ("succeeded", "proceed")
-    assert first["verdict"] == REFINE_VERDICTS[0]["verdict"]
+    assert first["verdict"] == _labelled(REFINE_VERDICTS[0]["verdict"])
     assert second["verdict"]["score"] == 0.9
     assert [c["atom_ref"].rsplit("#", 1)[1] for c in trace["children"]] == [
         "attempt-1",
@@ -240,3 +242,10 @@ def test_secrets_never_reach_the_disk(
     executor = path.parent / sessions(trace)[0]["transcript"]
     assert "<SECRET:ATOM_CANARY_TOKEN>" in executor.read_text()
     lines(executor)  # still JSON lines after scrubbing
+
+
+def _labelled(scripted: dict[str, Any]) -> dict[str, Any]:
+    """A scripted verdict as the trace holds it: each criterion with its trust label (no
+    calibration floor applies: it gates)."""
+    unfloored = {"trust": "gated", "reason": "unfloored", "detail": ""}
+    return {**scripted, "criteria": [{**c, "trust": unfloored} for c in scripted["criteria"]]}

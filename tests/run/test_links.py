@@ -27,6 +27,7 @@ from pytest_atom.files import copy_tree, link_tree, shown_text
 from pytest_atom.judge.reflector import reflector_input
 from pytest_atom.pytest.items import snapshot_value
 from pytest_atom.replay.recording import cassette_path
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.spec.load import load_spec
 from tests.helpers import write
@@ -91,7 +92,7 @@ def attempt_with_links(tmp_path: Path) -> tuple[Path, Path, Path]:
 def test_the_file_by_file_diff_shows_a_link_as_a_link_never_its_target(tmp_path: Path) -> None:
     workspace, attempt, secret = attempt_with_links(tmp_path)
     with deadline(20):
-        diff = workspace_diff(workspace, attempt)
+        diff = workspace_diff(workspace, attempt, scrub=Scrubber().scrub)
     assert CANARY not in diff
     assert f"+symbolic link -> {secret}" in diff
     assert "+++ b/agent_leak.txt" in diff and "+++ b/leak_dir" in diff

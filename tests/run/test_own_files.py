@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from pytest_atom.calibration import record
+from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.errors import SpecError
 from pytest_atom.reports.text import failure_report, left_out_files_line
 from pytest_atom.reports.trace import build_trace
@@ -21,7 +22,7 @@ from pytest_atom.run import own_files as own_files_module
 from pytest_atom.run.own_files import own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec.load import load_spec, load_specs
 from tests.helpers import bash
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -99,6 +100,68 @@ LEFT_OUT = [
 
 def test_the_calibration_folder_left_out_is_the_one_calibration_writes() -> None:
     assert own_files_module.CALIBRATION_DIR == record.FOLDER
+
+
+#: Spec files of every shape a name comes from, each the project itself (`workspace: .`).
+SHAPES = {
+    # No `name:`: named after its file.
+    "unnamed.atom.yaml": "prompt: p\nworkspace: .\n",
+    # Several specs in one file (each names itself there), one with arms over cases.
+    "several.atom.yaml": (
+        "specs:\n  - {name: first, prompt: p, workspace: .}\n"
+        "  - name: second\n    prompt: 'p {{ n }}'\n    workspace: .\n"
+        "    cases: [{id: one, n: 1}]\n    arms: {a: {}, b: {model: m}}\n"
+    ),
+    # A dataset: one spec per case, all of them one name's calibration.
+    "dataset.atom.yaml": (
+        "prompt: 'p {{ n }}'\nworkspace: .\ncases:\n  - {id: one, n: 1}\n  - {id: two, n: 2}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("spec_file", sorted(SHAPES))
+def test_every_specs_calibration_folder_is_left_out_as_the_run_names_it(
+    tmp_path: Path, spec_file: str
+) -> None:
+    """The folder left out is `calibration_dir` of each spec the loader makes of the file,
+    whether its name is written or not; copied by a run of any spec in the project."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "code.py").write_text("x = 1\n")
+    for name, text in SHAPES.items():
+        (root / name).write_text(text)
+    specs = load_specs(root / spec_file)
+    keys = {calibration_dir(s) for s in specs}
+    assert len(keys) == (2 if spec_file == "several.atom.yaml" else 1)
+    for folder in keys:
+        (folder / "samples").mkdir(parents=True)
+        (folder / "samples" / "good.yaml").write_text("verdicts: [pass]\n")
+    # Copied for a spec of another file, and for this file's own spec.
+    runner = load_specs(
+        root / ("unnamed.atom.yaml" if spec_file != "unnamed.atom.yaml" else "dataset.atom.yaml")
+    )[0]
+    for spec in (runner, specs[-1]):
+        dest = tmp_path / f"copy-{spec.name}"
+        copied = copy_workspace(fixture_source(spec, root / ".atom" / "runs"), dest)
+        assert listing(dest) == ["code.py"]
+        for folder in keys:
+            assert f"{folder.relative_to(root).as_posix()}/samples/good.yaml" in copied.left_out
+
+
+def test_the_running_specs_calibration_folder_goes_whatever_its_file_is_called(
+    tmp_path: Path,
+) -> None:
+    """A spec file not named ``*.atom.yaml`` is no spec to the copy's scan; the spec being
+    run still leaves out its own calibration folder, named as the loader names the spec."""
+    ws = tmp_path / "ws"
+    (ws / "calibration" / "task" / "samples").mkdir(parents=True)
+    (ws / "calibration" / "task" / "samples" / "good.yaml").write_text("verdicts: [pass]\n")
+    (ws / "code.py").write_text("x = 1\n")
+    (ws / "task.yaml").write_text("prompt: p\nworkspace: .\n")
+    spec = load_spec(ws / "task.yaml")
+    copied = copy_workspace(fixture_source(spec, tmp_path / "runs"), tmp_path / "copy")
+    assert listing(tmp_path / "copy") == ["code.py"]
+    assert sorted(copied.left_out) == ["calibration/task/samples/good.yaml", "task.yaml"]
 
 
 @pytest.mark.parametrize("git", [True, False], ids=["git", "no-git"])

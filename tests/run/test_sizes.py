@@ -27,7 +27,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.spec.build import PROMPT_LIMIT
 from pytest_atom.spec.load import load_spec
 from pytest_atom.suite.shards import write_shard
-from pytest_atom.words import clip
+from pytest_atom.words import Scrubbed, clip
 from tests.helpers import REPO
 from tests.html_helpers import assistant, result_for
 
@@ -46,7 +46,7 @@ def test_huge_is_five_megabytes() -> None:
 
 @pytest.mark.parametrize("limit", [100, 1_000, 30_000])
 def test_clip_keeps_head_and_tail_and_counts_what_it_left_out(limit: int) -> None:
-    clipped = clip(HUGE, limit, "the whole is in x.txt")
+    clipped = clip(Scrubbed(HUGE), limit, "the whole is in x.txt")
     match = NOTE.search(clipped)
     assert match is not None and match[3] == "the whole is in x.txt"
     head, tail = clipped[: match.start()], clipped[match.end() + 1 :]
@@ -62,8 +62,8 @@ def test_clip_keeps_head_and_tail_and_counts_what_it_left_out(limit: int) -> Non
 
 
 def test_clip_leaves_a_text_within_its_limit_as_it_is() -> None:
-    assert clip("x" * 50, 50, "w") == "x" * 50
-    assert clip("x" * 51, 50, "w") != "x" * 51
+    assert clip(Scrubbed("x" * 50), 50, "w") == "x" * 50
+    assert clip(Scrubbed("x" * 51), 50, "w") != "x" * 51
 
 
 # --- the reflector's prompt -------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.project_cmd import init
+from atom_cli.run_cmd import run
 from pytest_atom.baseline.compare import results_file
 from pytest_atom.errors import ConfigError
 from pytest_atom.run.harness import host_harness
@@ -61,14 +62,61 @@ def test_at_the_root_a_bare_pytest_atom_collects_paths_only(pytester: pytest.Pyt
     assert "test_app" not in result.stdout.str()
 
 
-def test_from_a_folder_without_specs_a_bare_run_collects_that_folder(
+def test_a_bare_run_says_how_many_of_its_items_are_pytests_own_tests(
+    pytester: pytest.Pytester,
+) -> None:
+    """At the root, pytest's `testpaths` are collected beside `paths:`: the header says so
+    and how to run only the specs; with the paths named, nothing is said."""
+    root = scaffold(pytester.path)
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    result = pytester.runpytest("--atom", "--collect-only", "-q", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-atom: 1 of 2 items are pytest's own tests (testpaths: tests), not specs, "
+            "and run too; only the specs: pytest --atom specs",
+            "2 tests collected*",
+        ]
+    )
+    named = pytester.runpytest("--atom", "specs", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert "pytest's own tests" not in named.stdout.str()
+
+
+def test_from_a_folder_outside_paths_a_bare_run_collects_it_and_the_project_s_specs(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As pytest itself does: a folder outside every `paths:` entry is collected as it is."""
+    """A folder outside every `paths:` entry is collected as pytest would collect it, and
+    the project's specs with it: from ``docs/`` (no test there) a bare run is never empty.
+    Before, ``docs/`` collected nothing (exit 5) and `atom run` asked for SPECS."""
     root = scaffold(pytester.path)
     monkeypatch.chdir(root / "tests")
     result = pytester.runpytest("--atom", "--collect-only", "-q", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["test_app.py::test_app", "1 test collected*"])
+    result.stdout.fnmatch_lines(
+        ["test_app.py::test_app", "*hello.atom.yaml::hello", "2 tests collected*"]
+    )
+    (root / "docs").mkdir()
+    monkeypatch.chdir(root / "docs")
+    result = pytester.runpytest("--atom", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*hello.atom.yaml::hello", "1 test collected*"])
+
+
+@pytest.mark.slow
+def test_a_bare_atom_run_takes_paths_from_any_folder(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`atom run` without SPECS takes what `pytest --atom` collects (its scripted spec runs
+    through the real CLI once); inside a `paths:` folder, that folder's specs."""
+    root = scaffold(pytester.path)
+    (root / "docs").mkdir()
+    monkeypatch.chdir(root / "docs")
+    result = CliRunner().invoke(run, [])
+    assert result.exit_code == 0, result.output
+    assert "../specs/hello.atom.yaml::hello  passed" in result.output
+    (root / "specs" / "empty").mkdir()
+    monkeypatch.chdir(root / "specs" / "empty")
+    result = CliRunner().invoke(run, [])
+    assert result.exit_code == 2, result.output
+    assert "no *.atom.yaml specs in ." in result.output
 
 
 def test_a_session_from_specs_writes_runs_and_results_under_the_roots_atom(
@@ -131,7 +179,7 @@ def test_an_explicit_config_names_the_root_and_a_missing_one_is_an_error(tmp_pat
         find_project(tmp_path, config_path=Path("nope.yaml"))
 
 
-def test_default_paths_are_the_configured_ones_inside_the_folder_else_the_folder(
+def test_default_paths_are_the_configured_ones_inside_the_folder_else_the_folder_and_all(
     tmp_path: Path,
 ) -> None:
     specs, more = tmp_path / "specs", tmp_path / "agents" / "more"
@@ -139,5 +187,5 @@ def test_default_paths_are_the_configured_ones_inside_the_folder_else_the_folder
     assert default_paths(tmp_path / "agents", [specs, more]) == [more]
     assert default_paths(specs, [specs, more]) == [specs]
     assert default_paths(specs / "sub", [specs, more]) == [specs / "sub"]  # inside one
-    assert default_paths(tmp_path / "src", [specs]) == [tmp_path / "src"]
+    assert default_paths(tmp_path / "src", [specs]) == [tmp_path / "src", specs]  # and its own
     assert default_paths(tmp_path, []) == [tmp_path]

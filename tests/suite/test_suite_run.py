@@ -211,9 +211,6 @@ def test_an_arm_no_spec_has_is_named_with_the_front_end_s_own_option(project: Pa
 @pytest.mark.parametrize(
     ("ending", "status"),
     [
-        # scipy missing for the baseline gate: the front end's usage error, first of all
-        (Ending(base=0, stats_error=True, spending_limit=True, usage_error=4), 4),
-        (Ending(base=0, stats_error=True, usage_error=2), 2),
         # the spending limit over a failure of the machinery and a regression
         (Ending(base=1, spending_limit=True, machinery_failed=True, regressed=True), 2),
         (Ending(base=0, machinery_failed=True, regressed=True), 2),

@@ -13,6 +13,7 @@ from pytest_atom.errors import StructuredSessionError
 from pytest_atom.events.agent import Event
 from pytest_atom.gateway.roles import Role
 from pytest_atom.results.record import IterationRecord
+from pytest_atom.words import last_words
 
 #: What each structured session answers with, for its error messages.
 _ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
@@ -64,7 +65,7 @@ class ClaudeCodeAgent:
         if record.structured_output is None:
             raise StructuredSessionError(
                 f"the {self.role} gave no {_ANSWER[self.role]} (no structured output); its "
-                f"last message: {record.output.strip()[-500:] or '(none)'}"
+                f"last message: {last_words(record.output.strip(), 500) or '(none)'}"
             )
         return record.structured_output, record
 

@@ -7,12 +7,14 @@ Everything goes where the CLI looks for a project's configuration, never the use
 - ``skills`` → ``.claude/skills/<folder name>/`` and ``agents`` → ``.claude/agents/<file>``
   in the attempt folder;
 - ``settings`` and ``hooks`` → the run's ``--settings`` file (beside the sandbox's settings,
-  in the run folder, where the agent cannot edit them);
+  in the run folder, where the agent cannot edit them); each command hook runs in the run's
+  sandbox (`confined_hooks`);
 - ``mcp_servers`` → the run's ``--mcp-config`` file (with the workspace's own .mcp.json
   servers), used with ``--strict-mcp-config``; recorded or replayed like the model traffic
   (`mcp_server_entry`);
 - ``plugins`` → copies under the run folder's ``claude-plugins/``, each passed with
-  ``--plugin-dir`` (the CLI's way to load a local plugin for one session).
+  ``--plugin-dir`` (the CLI's way to load a local plugin for one session); their hooks run
+  in the run's sandbox too (`confine_plugin_hooks`).
 
 The files are installed again before every CLI call, so an agent that edits its own skill
 or CLAUDE.md is tested against the spec's configuration on its next call, as a user's is.
@@ -108,34 +110,42 @@ def installed_paths(options: ClaudeOptions) -> list[str]:
     return paths + [f".claude/agents/{p.name}" for p in options.agents]
 
 
-def settings(options: ClaudeOptions, confine: Sequence[Path] | None = None) -> dict[str, Any]:
+def settings(options: ClaudeOptions, wrap: Wrap | None = None) -> dict[str, Any]:
     """The spec's settings with its hooks: what the run's ``--settings`` file adds.
 
-    Claude Code runs a hook as its own child process, outside its Bash sandbox (measured
-    on 2.1.330: a hook wrote to /tmp, which a sandboxed command cannot). With `confine`
-    (the paths a sandboxed command may write) each command hook runs under bubblewrap as
-    Bash does: the file system read-only but for those paths, and no network.
+    Claude Code runs a hook as its own child process, outside its Bash sandbox, in the
+    caller's process namespace; a hook that runs a workspace script (``./no_curl.sh``) runs
+    what the agent last wrote there. With `wrap` (the run's sandbox, agents.claude_code.srt)
+    each command hook runs inside it, as set-up, checks and MCP servers do; a hook marked
+    ``unsandboxed: true`` (with its ``reason:``) runs as written. Both keys are pytest-atom's
+    and never reach the CLI, which refuses settings it does not know.
     """
     data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
     if options.hooks:
-        hooks = copy.deepcopy(dict(options.hooks))
-        if confine is not None:
-            for groups in hooks.values():
-                for group in groups if isinstance(groups, list) else []:
-                    for hook in group.get("hooks") or [] if isinstance(group, dict) else []:
-                        if isinstance(hook, dict) and isinstance(hook.get("command"), str):
-                            hook["command"] = confined_command(hook["command"], confine)
-        data["hooks"] = hooks
+        data["hooks"] = confined_hooks(options.hooks, wrap)
     return data
 
 
-def confined_command(command: str, writable: Sequence[Path]) -> str:
-    """`command` under bubblewrap: every path read-only but `writable`, no network."""
-    binds = " ".join(f"--bind {shlex.quote(str(p))} {shlex.quote(str(p))}" for p in writable)
-    return (
-        "bwrap --die-with-parent --unshare-net --ro-bind / / --dev /dev --proc /proc "
-        f"{binds} -- /bin/sh -c {shlex.quote(command)}"
-    )
+def confined_hooks(hooks: Mapping[str, Any], wrap: Wrap | None) -> dict[str, Any]:
+    """`hooks` (Claude Code's ``hooks`` setting) with each command hook put through `wrap`:
+    a shell command becomes ``sh -c COMMAND`` inside it, an exec-form one (``command`` and
+    ``args``) its argv inside it. Without `wrap`, or for an ``unsandboxed`` hook, as written."""
+    built = copy.deepcopy(dict(hooks))
+    for groups in built.values():
+        for group in groups if isinstance(groups, list) else []:
+            for hook in group.get("hooks") or [] if isinstance(group, dict) else []:
+                if not isinstance(hook, dict):
+                    continue
+                free = bool(hook.pop("unsandboxed", False))
+                hook.pop("reason", None)
+                if wrap is None or free or not isinstance(hook.get("command"), str):
+                    continue
+                if "args" in hook:
+                    argv = wrap([hook["command"], *(str(a) for a in hook["args"] or [])])
+                    hook["command"], hook["args"] = argv[0], argv[1:]
+                else:
+                    hook["command"] = shlex.join(wrap(["/bin/sh", "-c", hook["command"]]))
+    return built
 
 
 def mcp_server_entry(
@@ -165,33 +175,75 @@ def mcp_server_entry(
 
 
 def mcp_config(
-    options: ClaudeOptions, cwd: Path, tape: McpTape | None = None, wrap: Wrap | None = None
+    options: ClaudeOptions,
+    cwd: Path,
+    tape: McpTape | None = None,
+    wrap: Wrap | None = None,
+    workspace_wrap: Wrap | None = None,
 ) -> dict[str, Any] | None:
     """The ``--mcp-config`` servers: the workspace's .mcp.json (in the sandbox, through
-    `wrap`: the agent may have written it), then the spec's (which win, recorded or replayed
-    through `tape`); None when there are none. Raises ValueError for a .mcp.json that is not
-    JSON."""
+    `workspace_wrap`: the agent may have written it, so the paths it names open nothing),
+    then the spec's (which win, recorded or replayed through `tape`, in the sandbox through
+    `wrap`); None when there are none. Raises ValueError for a .mcp.json that is not JSON."""
     servers: dict[str, Any] = {}
     workspace = cwd / ".mcp.json"
     if workspace.is_file():
         data = json.loads(workspace.read_text(encoding="utf-8"))
         found = (data or {}).get("mcpServers") or {}
-        servers.update({name: mcp_server_entry(name, e, None, wrap) for name, e in found.items()})
+        servers.update(
+            {name: mcp_server_entry(name, e, None, workspace_wrap) for name, e in found.items()}
+        )
     for name, entry in (options.mcp_servers or {}).items():
         servers[name] = mcp_server_entry(name, entry, tape, wrap)
     return {"mcpServers": servers} if servers else None
 
 
-def plugin_dirs(options: ClaudeOptions, boundary: Path) -> list[Path]:
+def plugin_dirs(options: ClaudeOptions, boundary: Path, wrap: Wrap | None = None) -> list[Path]:
     """The spec's plugins, copied under the run folder (`boundary`): the session loads the
-    copy, so nothing it does reaches the user's plugin folder."""
+    copy, so nothing it does reaches the user's plugin folder. With `wrap` (the run's
+    sandbox for this attempt) each copy's hooks run in it, as the spec's own do."""
     dirs = []
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
         if not target.is_dir():
             copy_tree(source, target, _plugin_ignore(source), follow_within=project_root(source))
+        if wrap is not None:
+            confine_plugin_hooks(source, target, wrap)
         dirs.append(target)
     return dirs
+
+
+def confine_plugin_hooks(source: Path, target: Path, wrap: Wrap) -> None:
+    """Rewrite the hooks of the plugin copy `target` from its `source` through `wrap`:
+    ``hooks/hooks.json``, and the manifest's ``hooks`` (inline, or the files it names).
+    Written afresh each call, as each attempt has its own sandbox."""
+    files = ["hooks/hooks.json"]
+    for manifest in (".claude-plugin/plugin.json", "plugin.json"):
+        try:
+            data = json.loads((source / manifest).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        named = data.get("hooks") if isinstance(data, dict) else None
+        if isinstance(named, dict):  # inline: the events, or hooks.json's shape
+            inner = named.get("hooks")
+            data["hooks"] = (
+                {**named, "hooks": confined_hooks(inner, wrap)}
+                if isinstance(inner, dict)
+                else confined_hooks(named, wrap)
+            )
+            (target / manifest).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        else:
+            files += [
+                n for n in (named if isinstance(named, list) else [named]) if isinstance(n, str)
+            ]
+    for rel in dict.fromkeys(files):
+        try:
+            data = json.loads((source / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("hooks"), dict):
+            data["hooks"] = confined_hooks(data["hooks"], wrap)
+            (target / rel).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def cli_args(
@@ -200,16 +252,19 @@ def cli_args(
     boundary: Path,
     tape: McpTape | None = None,
     wrap: Wrap | None = None,
+    workspace_wrap: Wrap | None = None,
+    hook_wrap: Wrap | None = None,
 ) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
-    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed."""
+    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed.
+    `hook_wrap`: the sandbox the plugins' hooks run in (`plugin_dirs`)."""
     args: list[str] = []
-    servers = mcp_config(options, cwd, tape, wrap)
+    servers = mcp_config(options, cwd, tape, wrap, workspace_wrap)
     if servers is not None:
         path = boundary / MCP_CONFIG_FILE
         path.write_text(json.dumps(servers, indent=2) + "\n", encoding="utf-8")
         args += ["--mcp-config", str(path)]
-    for folder in plugin_dirs(options, boundary):
+    for folder in plugin_dirs(options, boundary, hook_wrap):
         args += ["--plugin-dir", str(folder)]
     return args
 

@@ -25,9 +25,11 @@ file tools are not sandboxed; they follow the permission rules, so blanket Edit 
 grants are narrowed to the attempt folder: a write elsewhere would need a permission that
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
 
-What a run executes outside the CLI (set-up, checks, oracles, the MCP servers the CLI
-starts) gets the same rules from `settings`, applied by the sandbox runtime `srt`
-(agents.claude_code.srt).
+What a run executes outside the CLI's own sandbox (set-up, checks, oracles, and the MCP
+servers and hooks the CLI starts) gets the same rules from `settings`, applied by the
+sandbox runtime `srt` (agents.claude_code.srt): the one place that confinement is built,
+with a process namespace and ``/proc`` of its own. A hook in the workspace's own settings
+would run outside it, so a run refuses one (`refuse_workspace_hooks`).
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import yaml
+
 from pytest_atom.agents.claude_code import configuration, readguard
 from pytest_atom.environment import tmpdir_for
-from pytest_atom.errors import SandboxUnavailableError
+from pytest_atom.errors import SandboxUnavailableError, WorkspaceError
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 if TYPE_CHECKING:
@@ -141,8 +145,11 @@ class Confinement:
                 path.mkdir(parents=True, exist_ok=True)
         configuration.install(config, cwd)
         settings = self.boundary / SETTINGS_FILE
-        hooks_confined = [cwd, *self.write_paths(cwd)] if self.confines_hooks else None
-        spec_settings = configuration.settings(config, hooks_confined)
+        if self.sandbox is not None:
+            refuse_workspace_hooks(cwd, config.plugins)
+        hooked = bool(config.hooks or config.plugins)
+        hook_wrap = self._process_wrap(cwd, env, always=True) if hooked else None
+        spec_settings = configuration.settings(config, hook_wrap)
         own = self.settings(cwd, allowed, env=env, cli_version=cli_version)
         data = {**spec_settings, **own}
         if "permissions" in spec_settings and "permissions" in own:  # the spec's rules stay
@@ -150,36 +157,54 @@ class Confinement:
         settings.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         args = ["--settings", str(settings), "--strict-mcp-config"]
         servers = bool(config.mcp_servers) or (cwd / ".mcp.json").is_file()
-        wrap = self._server_wrap(cwd, env) if servers else None
+        wrap = self._process_wrap(cwd, env) if servers else None
         if config.mcp_servers or config.plugins or (wrap and (cwd / ".mcp.json").is_file()):
-            return args + configuration.cli_args(config, cwd, self.boundary, self.mcp, wrap)
+            agents = self._process_wrap(cwd, env, named=False) if servers else None
+            return args + configuration.cli_args(
+                config, cwd, self.boundary, self.mcp, wrap, agents, hook_wrap
+            )
         if (cwd / ".mcp.json").is_file():
             args += ["--mcp-config", str(cwd / ".mcp.json")]
         return args
 
-    def _server_wrap(
-        self, cwd: Path, env: Mapping[str, str] | None
+    def _process_wrap(
+        self,
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        *,
+        always: bool = False,
+        named: bool = True,
     ) -> Callable[[list[str]], list[str]] | None:
-        """How an MCP server the CLI starts in `cwd` enters the run's sandbox; None without one."""
-        if self.sandbox is None or self.servers is None or env is None:
+        """How a process the CLI starts in `cwd` (an MCP server, a hook) enters the run's
+        sandbox; None without one. `always`: with the sandbox on, even with no environment
+        (ours then); SandboxUnavailableError where the confinement names no `servers`.
+        `named`: the absolute paths a command line names outside the run folder are
+        readable to it (the spec's; never where the agent may have written the line)."""
+        if self.sandbox is None:
             return None
-        servers, boundary = self.servers, self.boundary.resolve()
+        servers = self.servers
+        if always and servers is None:
+            # A hook never runs outside the sandbox by omission (the run's factory names srt).
+            raise SandboxUnavailableError(
+                "this session's confinement names no process sandbox (`servers`) to run "
+                "the spec's hooks in: build it with agents.claude_code.srt.process_sandbox"
+            )
+        if servers is None or (env is None and not always):
+            return None
+        boundary, environment = (
+            self.boundary.resolve(),
+            dict(env if env is not None else os.environ),
+        )
 
         def wrap(argv: list[str]) -> list[str]:
             # The files the spec names for its server outside the run folder (a script beside
             # the spec) are the spec's, which the agent cannot write: readable by the server.
-            named = [Path(a) for a in argv if os.path.isabs(a) and os.path.exists(a)]
-            outside = [p for p in named if not _within(p.resolve(), boundary)]
-            sandbox = servers(self, cwd, env, outside)
+            paths = [Path(a) for a in argv if named and os.path.isabs(a) and os.path.exists(a)]
+            outside = [p for p in paths if not _within(p.resolve(), boundary)]
+            sandbox = servers(self, cwd, environment, outside)
             return argv if sandbox is None else sandbox.wrap(argv)
 
         return wrap
-
-    @property
-    def confines_hooks(self) -> bool:
-        """Whether a spec's hooks run under bubblewrap (Linux, with the sandbox on): the CLI
-        runs them outside its own sandbox. On macOS they run as the CLI starts them."""
-        return self.sandbox is not None and sys.platform.startswith("linux")
 
     def settings(
         self,
@@ -258,6 +283,64 @@ class Confinement:
         for rule in allowed:
             narrowed += [f"{rule}({s})" for s in scopes] if rule in FILE_EDIT_TOOLS else [rule]
         return narrowed
+
+
+#: The workspace's own settings files, whose hooks Claude Code would run itself.
+WORKSPACE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
+
+
+def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
+    """Raise WorkspaceError for a hook Claude Code would take from the workspace's own files:
+    its settings (`WORKSPACE_SETTINGS`), or the frontmatter of a skill or subagent in its
+    ``.claude/`` (the workspace's or the spec's, installed there) or in one of `plugins`.
+
+    Claude Code runs those hooks itself, outside the run's sandbox and in the caller's
+    process namespace, and reads them afresh at each start: nothing the harness passes can
+    put them in the sandbox or leave them out while the rest of those files apply. The
+    spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
+    """
+    for rel in WORKSPACE_SETTINGS:
+        path = cwd / rel
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = json.loads(text)
+        except (OSError, ValueError):
+            continue  # no such file; one the CLI cannot read applies no hook either
+        if isinstance(data, dict) and data.get("hooks"):
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if '"hooks"' in row), 1)
+            _refuse(f"{rel}:{line} in the workspace declares hooks")
+    folders = [(cwd / ".claude", cwd, "the workspace")]
+    folders += [(plugin, plugin, f"plugin {plugin.name}") for plugin in plugins]
+    for folder, base, owner in folders:
+        definitions = [*folder.glob("skills/*/SKILL.md"), *folder.glob("agents/*.md")]
+        for path in sorted(definitions):
+            if _frontmatter_hooks(path):
+                where = path.relative_to(base).as_posix()
+                _refuse(f"{where} in {owner} declares hooks in its frontmatter")
+
+
+def _refuse(what: str) -> None:
+    raise WorkspaceError(
+        f"{what}, which Claude Code would run outside the run's sandbox (with the caller's "
+        "processes and files in reach): move them to the spec's `claude: hooks:`, where each "
+        "runs confined (`unsandboxed: true` with a `reason:` for one that must not be)"
+    )
+
+
+def _frontmatter_hooks(path: Path) -> bool:
+    """Whether a skill's or subagent's Markdown file declares ``hooks:`` in its frontmatter."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+    if not text.startswith("---"):
+        return False
+    head = text[3:].split("\n---", 1)[0]
+    try:
+        data = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return False  # the CLI cannot read it either
+    return isinstance(data, dict) and bool(data.get("hooks"))
 
 
 def _within(path: Path, folder: Path) -> bool:

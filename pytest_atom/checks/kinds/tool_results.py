@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pytest_atom import yamldoc
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.errors import CheckError, YamlDocError
+from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import tool_label
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
+from pytest_atom.words import shorten
 
 if TYPE_CHECKING:
     from pytest_atom.checks.trajectory import Trajectory
@@ -101,12 +103,12 @@ def _first_difference(expected: str, actual: str) -> tuple[str, str]:
     if len(want) != len(got):
         n = min(len(want), len(got))
         return (want[n] if n < len(want) else "(end)"), (got[n] if n < len(got) else "(end)")
-    return expected[:160], actual[:160]
+    scrub = Scrubber().scrub
+    return shorten(scrub(expected), 160), shorten(scrub(actual), 160)
 
 
 def _short(text: str) -> str:
-    text = text.strip()
-    return repr(text if len(text) <= 120 else text[:119] + "…")
+    return repr(shorten(Scrubber().scrub(text.strip()), 120))
 
 
 def divergences(expected: Sequence[Mapping[str, Any]], trajectory: Trajectory) -> list[str]:
