@@ -138,6 +138,7 @@ class Outcome:
                 {"describe": hook, "line": None, "reason": why}
                 for hook, why in (unsandboxed_hooks(self.spec.claude) if self.spec else [])
             ],
+            "cache_trust": list(self.spec.cache_trust) if self.spec else [],
             "error": self.error,
             "ok": self.ok(expect_fail),
             "runs": [r.as_json() for r in self.runs],
@@ -368,7 +369,11 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
     """The text report of one spec: header, each run with its checks, then the outcome."""
     assert outcome.spec is not None
     spec = outcome.spec
-    lines = [f"{display_path(spec.path)}::{spec.name}", *unsandboxed_lines(spec)]
+    lines = [
+        f"{display_path(spec.path)}::{spec.name}",
+        *unsandboxed_lines(spec),
+        *cache_lines(spec),
+    ]
     if not outcome.runs:
         return [*lines, "  schema ok; no oracle or script to run"]
     for run in outcome.runs:
@@ -399,6 +404,20 @@ def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
     ]
     hooks = unsandboxed_hooks(spec.claude)
     return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]
+
+
+def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
+    """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
+    it from the cache: a trusted input the digest cannot see is never silent."""
+    from pytest_atom.history.inputs import TRUSTS, unseen
+
+    lines = [f"{indent}cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
+    lines += [
+        f"{indent}cache: never reported from the store: {TRUSTS[name]}; "
+        f"`cache: {{trust: [{name}]}}` takes it on trust"
+        for name in unseen(spec)
+    ]
+    return lines
 
 
 def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:

@@ -13,7 +13,8 @@ pytest process, and count the Claude Code processes they start (``ATOM_CLAUDE_BI
 wrapper that logs each start, laid out as an npm install so reading the version starts
 none). The figure is the cached run's wall time as a share of the full replay's (median of
 the rounds; target <= 5 %, with 0 CLI processes). Below it: what hashing the inputs costs
-per item (`input_digest`, in this process), against the replay's time per item.
+per item (`input_digest`, in this process), against the replay's time per item, and the
+walk each session takes once (the code loaded in pytest's process, the toolchain).
 """
 
 from __future__ import annotations
@@ -73,9 +74,12 @@ def session(
     return wall, len(log.read_text().splitlines()) - before, last
 
 
-def digest_cost(specs: str, runs_dir: Path) -> tuple[int, float]:
-    """(items, median seconds to digest one) over the specs, in this process."""
+def digest_cost(specs: str, runs_dir: Path) -> tuple[int, float, float]:
+    """(items, seconds of the session's one walk, median seconds to digest one item after
+    it) over the specs, in this process. The walk (the code loaded in pytest's process,
+    the toolchain's folders) is taken once per session, by its first item."""
     from pytest_atom.history.digest import input_digest
+    from pytest_atom.history.inputs import Reads
     from pytest_atom.settings.config import load_config
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.load import load_specs
@@ -84,13 +88,18 @@ def digest_cost(specs: str, runs_dir: Path) -> tuple[int, float]:
     files = sorted(target.glob("*.atom.yaml")) if target.is_dir() else [target]
     found = [spec for file in files for spec in load_specs(file)]
     config, settings = load_config(cwd=REPO), RunSettings()
+    reads = Reads(config.root)
+    started = time.perf_counter()
+    reads.code()
+    reads.toolchain(os.environ.get("PATH", ""))
+    walk = time.perf_counter() - started
     times = []
     for _ in range(3):
         for spec in found:
             started = time.perf_counter()
-            input_digest(spec, settings, config=config, runs_dir=runs_dir)
+            input_digest(spec, settings, config=config, runs_dir=runs_dir, reads=reads)
             times.append(time.perf_counter() - started)
-    return len(found), median(times)
+    return len(found), walk, median(times)
 
 
 def main() -> None:
@@ -114,7 +123,7 @@ def main() -> None:
             rounds.append((full, full_starts, cached, cached_starts))
             print(f"  full {full:.1f} s ({full_starts} CLI, {said}); "
                   f"cached {cached:.2f} s ({cached_starts} CLI, {said_cached})")  # fmt: skip
-        items, per_item = digest_cost(args.specs, base / "runs-digest")
+        items, walk, per_item = digest_cost(args.specs, base / "runs-digest")
     full = median(r[0] for r in rounds)
     cached = median(r[2] for r in rounds)
     starts = max(r[3] for r in rounds)
@@ -129,7 +138,8 @@ def main() -> None:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     print("(whole pytest process; median of the rounds)")
     print(f"input digest: {per_item * 1000:.1f} ms per item ({items} items), "
-          f"against {full / max(items, 1):.1f} s per item replayed")  # fmt: skip
+          f"against {full / max(items, 1):.1f} s per item replayed; "
+          f"plus {walk * 1000:.0f} ms once per session (the code and toolchain walk)")  # fmt: skip
     print(json.dumps({"ratio": round(ratio, 4), "cached_s": round(cached, 3), "full_s": round(full, 3),
                       "cached_cli": starts}))  # fmt: skip
 

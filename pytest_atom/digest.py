@@ -16,6 +16,10 @@ This module is the only place that hashes inputs. There is one walk of a folder
 * `session_hash` -- a workspace as a judging session sees it: every entry's kind (file,
   executable, link, folder), path and bytes, with run paths made placeholders, so a
   ``chmod +x`` or a new empty folder is a change the judge could have seen.
+
+And two for the outcome cache's input digest, which hashes far more per session: `content`
+(a file's bytes, read once while its stat stays the same) and `stat_tree` (a toolchain
+folder by each entry's path, size and mtime).
 """
 
 from __future__ import annotations
@@ -138,3 +142,55 @@ def session_hash(folder: Path, skip: Collection[str], paths_out: Callable[[str],
         digest.update(f"{kind} {entry.rel} {len(data)}\n".encode())
         digest.update(data)
     return PREFIX + digest.hexdigest()[:16]
+
+
+#: `content`'s memo: a file's hash by what its stat says of it. A file whose path, size,
+#: mtime and inode are those of a file already hashed in this process is not read again.
+_CONTENT: dict[tuple[str, int, int, int], str] = {}
+
+
+def content(path: Path) -> str:
+    """A file's bytes as a short hash, read once per process while its path, size, mtime
+    (in nanoseconds) and inode stay the same; ``absent`` when it cannot be read. The input
+    digest hashes hundreds of module files per session this way."""
+    try:
+        st = path.stat()
+    except OSError:
+        return "absent"
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    found = _CONTENT.get(key)
+    if found is None:
+        try:
+            found = _CONTENT[key] = short(path.read_bytes())
+        except OSError:
+            return "absent"
+    return found
+
+
+def stat_tree(folder: Path) -> str:
+    """A folder as a toolchain: every entry's relative path, mode, size and mtime, links
+    not followed (a link's target instead): no file is read, so a large toolchain (PATH's
+    folders, an interpreter's site-packages) costs one stat an entry. ``absent`` for a
+    folder that is not there."""
+    if not folder.is_dir():
+        return "absent"
+    hashed = hashlib.sha256()
+    _stat_entries(str(folder), "", hashed)
+    return PREFIX + hashed.hexdigest()[:16]
+
+
+def _stat_entries(path: str, rel: str, hashed: Any) -> None:
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = rel + entry.name
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        link = os.readlink(entry.path) if entry.is_symlink() else ""
+        hashed.update(f"{name}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{link}\n".encode())
+        if entry.is_dir(follow_symlinks=False):
+            _stat_entries(entry.path, name + "/", hashed)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history import digest as digest_module
 from pytest_atom.history.digest import InputDigest, input_digest
+from pytest_atom.history.inputs import Reads
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
@@ -82,13 +82,16 @@ class CacheProject:
         settings: RunSettings | None = None,
         spec: Spec | None = None,
         repeat: int | None = None,
+        reads: Reads | None = None,
     ) -> InputDigest:
+        """The digest now; a fresh `reads` (a new session's) unless one is given."""
         return input_digest(
             spec or self.spec(),
             settings or RunSettings(),
             config=self.config(),
             runs_dir=self.root / ".atom" / "runs",
             repeat=repeat,
+            reads=reads,
         )
 
 
@@ -159,10 +162,6 @@ def _claude_code(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     m.setenv("ATOM_CLAUDE_BIN", str(fake_claude(p.root.parent / "claude-new", "2.1.999")))
 
 
-def _pytest_atom(p: CacheProject, m: pytest.MonkeyPatch) -> None:
-    m.setattr(digest_module, "__version__", "99.0.0")
-
-
 def _environment(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     m.setenv("LANG", "xx_XX.UTF-8")  # a default-passed variable: the run's processes get it
 
@@ -172,8 +171,9 @@ def _toolchain(p: CacheProject, m: pytest.MonkeyPatch) -> None:
     tool.write_text(tool.read_text() + "# a new interpreter\n")
 
 
-def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> RunSettings:
-    return RunSettings(threshold=0.5)
+def _settings(p: CacheProject, m: pytest.MonkeyPatch) -> None:
+    config = p.root / ".atom" / "config.yaml"
+    config.write_text(config.read_text() + "# the project's configuration, edited\n")
 
 
 CHANGES: dict[str, Change] = {
@@ -182,8 +182,7 @@ CHANGES: dict[str, Change] = {
     "cassette": _cassette,
     "script": _script,
     "claude_code": _claude_code,
-    "pytest_atom": _pytest_atom,
     "environment": _environment,
-    "toolchain": _toolchain,
+    "tools": _toolchain,
     "settings": _settings,
 }

@@ -107,6 +107,27 @@ def load_app(target: str, import_paths: Sequence[str]) -> Callable[..., Any]:
     return app  # type: ignore[no-any-return]
 
 
+def app_source(target: str, import_paths: Sequence[str]) -> Path | None:
+    """Where `load_app` would import the app's top-level module from, found without
+    importing it: its package folder or its file (None: nowhere). The outcome cache hashes
+    that code, since the app runs in a child process, not in pytest's."""
+    import importlib.machinery
+    import importlib.util
+
+    top = target.partition(":")[0].partition(".")[0]
+    found = importlib.machinery.PathFinder.find_spec(top, list(import_paths))
+    if found is None:
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+    if found is None:
+        return None
+    if found.submodule_search_locations:
+        return Path(next(iter(found.submodule_search_locations)))
+    return Path(found.origin) if found.origin and found.has_location else None
+
+
 def _takes_options(app: Callable[..., Any]) -> bool:
     try:
         params = list(inspect.signature(app).parameters.values())

@@ -11,12 +11,13 @@ one per item (spec, case, arm, repeat). Everything that reads the past reads thi
   `imports` (`atom history import`: CI shards and artifacts).
 - Reading: `query` (`atom history`: pass rates, trends, flaky items), `diff` (`atom diff`),
   `view` (the HTML report's comparison and trends), `last_failed` (``--atom-last-failed``).
-- Acting on it: `rescore` (`atom rescore`), `digest`, `cache` and `why` (the outcome cache,
-  ``--atom-cache``, `atom history why`), `bisect` (`atom bisect` over Claude Code releases).
+- Acting on it: `rescore` (`atom rescore`), `digest`, `inputs`, `cache` and `why` (the
+  outcome cache, ``--atom-cache``, `atom history why`: `inputs` finds what an item can read,
+  `digest` hashes it into named parts), `bisect` (`atom bisect` over Claude Code releases).
 
 Where to add: a new stored field is a column of `schema` and a field of `records`, with a
 migration step for stores that already exist, filled in `recording`; a new backend is one
 module implementing `store.Store`, chosen in `open_store`; a new question about the past is a
 query here and a command in `atom_cli`; a new input of the outcome cache is a part in
-`digest.PARTS`, with a test changing it alone.
+`digest.PARTS` (or a named part found in `inputs`), with a test changing it alone.
 """

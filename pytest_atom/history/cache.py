@@ -4,16 +4,24 @@
 is on. Around each run it computes the item's input digest (`history.digest`) and stamps
 it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
 ``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)
-with that digest (`Store.item_history`) and, when that one passed the session (passed,
+with those inputs (`Store.item_history`, `InputDigest.matches`: part by part, so code the
+stored session loaded and this one does not is no change) and, when that one passed (passed,
 xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
-Only a replay or a scripted run is taken from the cache, and never one of a spec with
-`snapshot:` (pytest compares those files after the run, against snapshots the digest does
-not cover): a recording (``--atom-record-mode``
-``new_episodes``, ``all``, ``refresh``) and ``--atom-rejudge`` ask for sessions to run, so
-they always run. A digest that cannot be computed (an input the run itself would refuse)
-leaves the item to run and report it.
+Only a replay of a cassette that exists, or a scripted run, is taken from the cache
+(`cacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
+or ``once`` without a cassette) and ``--atom-rejudge`` ask for sessions to run, so they
+always run. Never one of a spec with `snapshot:` (pytest compares those files after the
+run), nor one whose run can reach what the digest cannot see (`inputs.unseen`: a network, a
+command outside the sandbox, a service by URL) unless the spec trusts it. A digest that
+cannot be computed (an input the run itself would refuse) leaves the item to run and
+report it.
+
+Repeats are served whole or not at all: the repeats of a (spec, case, arm) come from the
+newest stored session in which every one of them had today's inputs, when all of them
+passed there; otherwise every repeat runs. A threshold over repeats (``pass_at_least:``)
+is then decided on one session's draws, never on passes gathered across sessions.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from pytest_atom.errors import AtomError, HistoryError
 from pytest_atom.history.digest import InputDigest, input_digest
+from pytest_atom.history.inputs import Reads, unseen
 from pytest_atom.history.recording import identity
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import Store, open_store
@@ -37,7 +46,14 @@ if TYPE_CHECKING:
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = ["CACHEABLE_MODES", "OutcomeCache", "cached_result", "session_cache"]
+__all__ = [
+    "CACHEABLE_MODES",
+    "OutcomeCache",
+    "cacheable",
+    "cached_result",
+    "session_cache",
+    "uncacheable",
+]
 
 #: The record modes in which a stored outcome may stand in for a run: those that replay.
 CACHEABLE_MODES = ("none", "once")
@@ -65,12 +81,21 @@ class OutcomeCache:
         self._store: Store | None = None
         #: Why the store could not be read for the cache (the items ran instead), once.
         self.problem = ""
+        #: What is walked once per session: the code in this process, the toolchain.
+        self.reads = Reads(config.root if config is not None else root)
+        #: Each series' decision (`_series`): its repeats' stored items, or None: all run.
+        self._decided: dict[tuple[str, str | None, str | None], dict[int, ItemRecord] | None] = {}
 
     def digest(self, spec: Spec, settings: RunSettings, repeat: int | None) -> InputDigest | None:
         """`spec`'s input digest now; None when an input cannot be read (the run says why)."""
         try:
             return input_digest(
-                spec, settings, config=self.config, runs_dir=self.runs_dir, repeat=repeat
+                spec,
+                settings,
+                config=self.config,
+                runs_dir=self.runs_dir,
+                repeat=repeat,
+                reads=self.reads,
             )
         except (AtomError, OSError):
             return None
@@ -86,7 +111,7 @@ class OutcomeCache:
         with the item's digest."""
         started = time.perf_counter()
         found = self.digest(spec, settings, repeat)
-        stored = self._lookup(spec, found, settings)
+        stored = self._lookup(spec, found, settings, repeat)
         if found is not None and stored is not None:
             return cached_result(spec, settings, stored, found, time.perf_counter() - started)
         result = run()
@@ -95,30 +120,90 @@ class OutcomeCache:
         return result
 
     def _lookup(
-        self, spec: Spec, found: InputDigest | None, settings: RunSettings
+        self, spec: Spec, found: InputDigest | None, settings: RunSettings, repeat: int | None
     ) -> ItemRecord | None:
-        """The newest stored item of `spec` with this digest, when its outcome passed the
-        session (passed, xpassed, or xfailed as its spec expects). When the newest such
-        item failed, the item runs: a pass further back does not hide a flaky one."""
-        if found is None or not self.enabled or settings.rejudge or spec.snapshot:
-            return None  # a `snapshot:` is compared with files only a run makes
-        if settings.record_mode not in CACHEABLE_MODES:
+        """The stored item that stands in for this run, or None: it runs. A single run's is
+        the newest stored item of `spec` with this digest, when its outcome passed the
+        session (passed, xpassed, or xfailed as its spec expects): when the newest such
+        item failed, the item runs, so a pass further back does not hide a flaky one. A
+        repeat's comes from its series' decision (`_series`)."""
+        if found is None or not self.enabled or not cacheable(spec, settings):
             return None
+        if repeat is not None:
+            decided = self._series(spec, settings)
+            return None if decided is None else decided.get(repeat)
+        history = self._history(spec)
+        same = next((item for item in history if found.matches(item.digest_parts)), None)
+        return same if same is not None and same.outcome in OK_OUTCOMES else None
+
+    def _history(self, spec: Spec) -> list[ItemRecord]:
         name, case, arm = identity(spec)
         try:
             if self._store is None:
                 self._store = open_store(self.url, self.root)
-            history = self._store.item_history(name, case, arm, limit=LOOK_BACK)
+            return self._store.item_history(name, case, arm, limit=LOOK_BACK)
         except (HistoryError, OSError) as error:
             self.problem = self.problem or f"--atom-cache: the store could not be read: {error}"
-            return None
-        same = next((item for item in history if item.digest == found.value), None)
-        return same if same is not None and same.outcome in OK_OUTCOMES else None
+            return []
+
+    def _series(self, spec: Spec, settings: RunSettings) -> dict[int, ItemRecord] | None:
+        """Every repeat of `spec`'s series from one stored session, or None: all of them
+        run. The newest session in which each repeat 1..N had its digest of now decides:
+        it stands in when every repeat passed there. Decided once per series, so each
+        repeat's item (on any worker: the store is read, not written, in a session) gets
+        the same answer."""
+        key = identity(spec)
+        if key not in self._decided:
+            self._decided[key] = None
+            count = spec.repeats or 1
+            now = {r: self.digest(spec, settings, r) for r in range(1, count + 1)}
+            if all(d is not None for d in now.values()):
+                sessions: dict[str, dict[int, ItemRecord]] = {}
+                for item in self._history(spec):
+                    if item.repeat is not None:
+                        sessions.setdefault(item.run_id, {})[item.repeat] = item
+                for items in sessions.values():  # newest session first
+                    if all(
+                        r in items and d is not None and d.matches(items[r].digest_parts)
+                        for r, d in now.items()
+                    ):
+                        whole = all(items[r].outcome in OK_OUTCOMES for r in now)
+                        self._decided[key] = {r: items[r] for r in now} if whole else None
+                        break
+        return self._decided[key]
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def cacheable(spec: Spec, settings: RunSettings) -> bool:
+    """Whether a stored outcome may stand in for `spec`'s run (`uncacheable` says why not)."""
+    return not uncacheable(spec, settings)
+
+
+def uncacheable(spec: Spec, settings: RunSettings) -> str:
+    """Why no stored outcome may stand in for `spec`'s run, or "": a stored outcome stands
+    in only for a replay of a cassette that exists or a scripted run (a recording never),
+    of a spec without snapshots, whose run reaches nothing the digest cannot see that the
+    spec does not trust (`inputs.unseen`)."""
+    from pytest_atom.history.inputs import TRUSTS
+    from pytest_atom.replay.recording import cassette_path
+
+    if settings.rejudge:
+        return "--atom-rejudge judges it again"
+    if settings.record_mode not in CACHEABLE_MODES:
+        return f"--atom-record-mode={settings.record_mode} records it"
+    if spec.snapshot:
+        return "its snapshot: files are compared with what a run makes"
+    if spec.script is None and not cassette_path(spec).is_file():
+        return "it has no cassette: a run records it (or reports it missing)"
+    blind = unseen(spec)
+    if blind:
+        trust = ", ".join(blind)
+        return f"{TRUSTS[blind[0]]}, which the digest cannot see (`cache: {{trust: [{trust}]}}`)"
+    return ""
 
 
 def session_cache(

@@ -1,31 +1,35 @@
 """An item's input digest: everything its outcome can depend on, as named parts and one value.
 
 The outcome cache (``--atom-cache``) reports a stored passing item in place of a run when
-the two digests are equal, and `atom history why` names the parts that differ, so each part
-is one input a user can change and recognise:
+the two digests are equal, and `atom history why` names the parts that differ. The parts
+cover what the item can read, not a list of what someone thought of: a run reads its
+attempt (made from the spec and its workspace), what its spec allows, the toolchain, and
+the code in pytest's own process.
 
 - ``spec``: the spec with its case: its document, the prompt and criteria it resolved to,
   the case's id and variables, the files of its ``claude:`` configuration (skills, agents,
-  plugins: `config_hashes`), and which repeat of it this is;
+  plugins: `config_hashes`), its calibration, and which repeat of it this is;
 - ``workspace``: the workspace tree as the copy takes it (`run.workspace.list_workspace`:
   git's files, or the folder minus caches, minus ``exclude:`` and pytest-atom's own files;
   a ``ref:`` commit by git's id of its tree): each file's path, kind and bytes;
 - ``cassette`` and ``script``: their bytes;
-- ``claude_code`` and ``pytest_atom``: the versions (the CLI's read from its install, offline);
+- ``claude_code``: the CLI's version (read from its install, offline);
 - ``environment``: the environment built from parts (`pytest_atom.environment`) that the
-  run's processes get, without the run's own folders (`run.setup_key.key_env`);
-- ``toolchain``: the tools PATH resolves for the set-up and the checks' commands
+  run's processes get, without the run's own folders;
+- ``tools``: the tools PATH resolves for the set-up and the checks' commands
   (`run.setup_key.toolchain`: each tool's real path, size and mtime);
-- ``settings``: the settings that change an outcome (record and match mode, judging, the
-  threshold) and the project's ``.atom/`` configuration, prompts and tools.
+- ``settings``: the project's ``.atom/config.yaml`` and tools;
+- ``setting NAME``: each setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`,
+  a field of each row of the option table), by its value's hash;
+- ``code PATH``, ``file PATH``, ``toolchain PATH``: the code in pytest's process and an SDK
+  app's, every file the spec names or its run resolves (prompts as the run finds them), and
+  the toolchain's folders as trees (`history.inputs`).
 
 The seed is left out: it draws a stochastic script's choices afresh in every session by
 default, and a stochastic item is cached only as any other one, by its inputs.
 
-Hashing is cheap next to a replay: one ``git ls-files`` and a read of the workspace's
-files, a stat of each tool, the cassette's and script's bytes. Each part is a short hash
-(`pytest_atom.digest.short`), never a value: an environment variable's value may be a
-token, and the store keeps the parts.
+Each part is a short hash (`pytest_atom.digest.short`), never a value: an environment
+variable's value may be a token, and the store keeps the parts.
 """
 
 from __future__ import annotations
@@ -38,40 +42,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom import __version__, digest
+from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS
+from pytest_atom.history.inputs import Reads, label, resolved_files
+from pytest_atom.settings.options import OUTCOME_SETTINGS
 
 if TYPE_CHECKING:
     from pytest_atom.settings.config import AtomConfig
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Spec
 
-__all__ = ["OUTCOME_SETTINGS", "PARTS", "InputDigest", "input_digest"]
+__all__ = ["PARTS", "InputDigest", "describe", "input_digest"]
 
-#: Each part's name and what it covers, in the order `atom history why` names them.
+#: Each fixed part's name and what it covers, in the order `atom history why` names them.
 PARTS: Mapping[str, str] = {
     "spec": "the spec with its case (document, prompt, criteria, case variables, claude: files)",
     "workspace": "the workspace tree the copy takes",
     "cassette": "the cassette",
     "script": "the script",
     "claude_code": "the Claude Code version",
-    "pytest_atom": "the pytest-atom version",
     "environment": "the environment built from parts",
-    "toolchain": "the toolchain the set-up and checks use",
-    "settings": "the settings that change an outcome and the project's .atom/ files",
+    "tools": "the tools PATH resolves for the set-up and checks",
+    "settings": "the project's .atom/config.yaml and tools",
 }
-#: The settings whose value can change an outcome (the rest say where files go, how many
-#: stay, what is selected or reported).
-#: `require_calibration` decides whether a criterion gates or is advisory.
-OUTCOME_SETTINGS = (
-    "record_mode",
-    "match",
-    "strict_version",
-    "rejudge",
-    "judge",
-    "threshold",
-    "require_calibration",
-)
+#: The parts named by a path (``code PATH``), by their first word.
+NAMED_PARTS: Mapping[str, str] = {
+    "code": "code loaded in pytest's process, or the SDK app's",
+    "file": "a file the spec names or its run resolves",
+    "toolchain": "a toolchain folder the run can read",
+    "setting": "a setting that can change an outcome",
+}
 #: A part whose input is missing (no cassette yet, no script).
 ABSENT = "absent"
 
@@ -88,10 +88,17 @@ class InputDigest:
         return digest.hex_of(digest.canonical(dict(self.parts), compact=True))
 
     def changed(self, before: Mapping[str, str]) -> list[str]:
-        """The parts that differ from `before` (a stored item's), in `PARTS` order; a part
-        `before` lacks counts as changed (an item stored before it was digested)."""
-        names = [*PARTS, *(n for n in self.parts if n not in PARTS)]
-        return [n for n in names if n in self.parts and before.get(n) != self.parts[n]]
+        """The parts that differ from `before` (a stored item's), in `PARTS` order, then the
+        named ones; a part only one side has counts as changed (an item stored before it
+        was digested, a file no longer named), except code that `before`'s session loaded
+        and this one did not: what this process never loaded cannot change its outcome."""
+        dropped = {n for n in before if n.startswith("code ") and n not in self.parts}
+        named = sorted({*self.parts, *before} - set(PARTS) - dropped)
+        return [n for n in [*PARTS, *named] if before.get(n) != self.parts.get(n)]
+
+    def matches(self, before: Mapping[str, str]) -> bool:
+        """Whether a stored item's parts (`before`) are these inputs: nothing `changed`."""
+        return bool(before) and not self.changed(before)
 
 
 def input_digest(
@@ -101,15 +108,23 @@ def input_digest(
     config: AtomConfig | None,
     runs_dir: Path,
     repeat: int | None = None,
+    reads: Reads | None = None,
+    code_at: Sequence[str] | None = None,
 ) -> InputDigest:
     """`spec`'s input digest as it would run now (`repeat`: which of its repeats), with the
     project's `config` (`.atom/config.yaml`) and its runs folder (never part of a workspace).
+    `reads` is the session's memo of what is walked once (a fresh one when None);
+    `code_at` names the code places to hash instead of this process's (a stored item's:
+    `atom history why` runs in a process that loaded other code).
 
     AtomError when an input cannot be read as the run would read it (a `ref:` that is no
     commit, an unset ``${VAR}``): the caller runs the item, which reports it."""
 
     spec = spec.with_limits(config)  # the run's own view of the spec
+    root = config.root if config is not None else None
+    reads = reads or Reads(root)
     env = _environment(spec)
+    code = reads.code() if code_at is None else reads.code_at(code_at)
     return InputDigest(
         {
             "spec": _spec_part(spec, repeat),
@@ -117,12 +132,38 @@ def input_digest(
             "cassette": _file_part(_cassette(spec)),
             "script": _file_part(spec.script),
             "claude_code": _claude_version(spec),
-            "pytest_atom": __version__,
             "environment": digest.of_value(_without_run_paths(env), compact=True),
-            "toolchain": _toolchain_part(spec, env),
-            "settings": _settings_part(settings, config),
+            "tools": _toolchain_part(spec, env),
+            "settings": _settings_part(config),
+            **{f"setting {n}": digest.of_value(getattr(settings, n)) for n in OUTCOME_SETTINGS},
+            **code,
+            **_sdk_app_part(spec, root),
+            **resolved_files(spec, root, config, reads),
+            **reads.toolchain(env.get("PATH", "")),
         }
     )
+
+
+def describe(part: str) -> str:
+    """What a part covers, as `atom history why` says it."""
+    if part in PARTS:
+        return PARTS[part]
+    return NAMED_PARTS.get(part.partition(" ")[0], part)
+
+
+def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
+    """The SDK app's code (`agent: {sdk: ...}`), found where the run imports it from; it
+    runs in a child process, so pytest's own modules do not hold it."""
+    from pytest_atom.agents.sdk_host import app_source
+    from pytest_atom.history.inputs import code_hash
+    from pytest_atom.run.factory import sdk_import_paths
+
+    if spec.agent is None:
+        return {}
+    place = app_source(spec.agent.target, [str(p) for p in sdk_import_paths(spec, root)])
+    if place is None:
+        return {"code sdk app": ABSENT}  # the run reports it cannot import it
+    return {f"code {label(place, root)}": code_hash(place)}
 
 
 def _spec_part(spec: Spec, repeat: int | None) -> str:
@@ -239,15 +280,14 @@ def _commands(spec: Spec) -> list[str]:
     return [*spec.setup, *runs]
 
 
-def _settings_part(settings: RunSettings, config: AtomConfig | None) -> str:
-    values: dict[str, Any] = {name: getattr(settings, name) for name in OUTCOME_SETTINGS}
+def _settings_part(config: AtomConfig | None) -> str:
+    """The project's configuration file and tools (the settings resolved from it are each a
+    ``setting NAME`` part; its prompts are the run's own resolution:
+    `inputs.resolved_files`)."""
+    values: dict[str, Any] = {}
     if config is not None:
         values["config"] = _file_part(config.path)
-        folders: Sequence[Path] = (
-            config.root / ".atom" / "prompts",
-            *config.prompt_dirs,
-            *config.tools_paths,
-        )
+        folders: Sequence[Path] = tuple(config.tools_paths)
         values["folders"] = {
             str(f): digest.files_hash(f, CACHE_DIRS) for f in folders if f.is_dir()
         }

@@ -220,8 +220,12 @@ def item_to_dict(item: ItemRecord) -> dict[str, Any]:
     data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
     data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
     data["tool_calls"] = list(item.tool_calls)
-    for name in ("tokens", "cost_usd", "digest_parts"):
+    for name in ("tokens", "cost_usd"):
         data[name] = dict(data[name])
+    # Pairs, not a mapping: a results file is scrubbed as text, and a part named for a
+    # module or a distribution (``code dist:detect-secrets``) followed by ``: "sha256:…"``
+    # reads as a secret's assignment. A part's value is a hash by construction.
+    data["digest_parts"] = [[name, value] for name, value in sorted(item.digest_parts.items())]
     return data
 
 
@@ -235,4 +239,6 @@ def item_from_dict(data: Mapping[str, Any]) -> ItemRecord:
         CriterionRow(str(t), float(s), bool(p), str(r)) for t, s, p, r in data["criteria"]
     )
     values["tool_calls"] = tuple(str(name) for name in data["tool_calls"])
+    parts = data.get("digest_parts") or {}
+    values["digest_parts"] = dict(parts.items() if isinstance(parts, Mapping) else parts)
     return ItemRecord(**values)

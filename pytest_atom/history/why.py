@@ -2,21 +2,24 @@
 outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
 
 For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
-compared with its input digest now (`history.digest`), part by part (`PARTS`). An item
+compared with its input digest now (`history.digest`), part by part: the fixed parts
+(`PARTS`), and each module, file and toolchain folder by its path. The code parts are hashed
+at the places the stored item named: this process loaded other code than pytest's. An item
 stored without a digest (recorded with the store off, imported, or before digests) is
-unknown: every part counts as changed, never "unchanged".
+unknown: every part counts as changed, never "unchanged". An item the cache never serves
+(a recording, a spec whose run reaches what the digest cannot see) says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.errors import AtomError, HistoryError
 from pytest_atom.history.cache import OK_OUTCOMES
-from pytest_atom.history.digest import PARTS, InputDigest
+from pytest_atom.history.digest import PARTS, InputDigest, describe
 from pytest_atom.history.recording import identity
 from pytest_atom.paths import SPEC_SUFFIX
 
@@ -27,8 +30,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ItemWhy", "item_name", "specs_named", "why_items"]
 
-#: An item's digest now: (spec, repeat) -> its digest, None when an input cannot be read.
-DigestOf = Callable[["Spec", "int | None"], "InputDigest | None"]
+#: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
+#: this process's) -> its digest, None when an input cannot be read.
+DigestOf = Callable[["Spec", "int | None", "Sequence[str] | None"], "InputDigest | None"]
+#: Why an item is never served from the cache, or "" (`cache.uncacheable` with the
+#: session's settings).
+Blocked = Callable[["Spec"], str]
 
 
 @dataclass(frozen=True)
@@ -44,20 +51,26 @@ class ItemWhy:
     changed: tuple[str, ...]
     #: The digest could not be computed now: an input the run itself would refuse.
     unreadable: bool = False
+    #: Why the cache never serves it, whatever changed (`cache.uncacheable`), or "".
+    blocked: str = ""
 
     @property
     def cached_now(self) -> bool:
-        """Whether ``--atom-cache`` would report the stored outcome instead of running."""
+        """Whether ``--atom-cache`` would report the stored outcome instead of running (a
+        repeat only with all of its series: `cache.OutcomeCache._series`)."""
         return (
             self.stored is not None
             and not self.changed
             and not self.unreadable
+            and not self.blocked
             and self.stored.outcome in OK_OUTCOMES
         )
 
     def line(self) -> str:
         """``create-file: changed since run … (passed): workspace, cassette``."""
         name = item_name(self.spec, self.case, self.arm, self.repeat)
+        if self.blocked:
+            return f"{name}: --atom-cache always runs it: {self.blocked}"
         if self.stored is None:
             return f"{name}: no stored outcome: it runs"
         since = f"run {self.stored.run_id} ({self.stored.outcome})"
@@ -72,7 +85,7 @@ class ItemWhy:
                 else "it did not pass, so --atom-cache runs it"
             )
             return f"{name}: nothing changed since {since}: {then}"
-        parts = ", ".join(f"{p} ({PARTS[p]})" if p in PARTS else p for p in self.changed)
+        parts = ", ".join(f"{p} ({describe(p)})" for p in self.changed)
         return f"{name}: changed since {since}: {parts}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,6 +98,7 @@ class ItemWhy:
             "outcome": self.stored.outcome if self.stored else None,
             "changed": list(self.changed),
             "unreadable": self.unreadable,
+            "blocked": self.blocked,
             "cached_now": self.cached_now,
         }
 
@@ -116,10 +130,15 @@ def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> 
 
 
 def why_items(
-    store: Store, specs: Sequence[Spec], digest_of: DigestOf, repeats: int = 1
+    store: Store,
+    specs: Sequence[Spec],
+    digest_of: DigestOf,
+    repeats: int = 1,
+    blocked: Blocked = lambda spec: "",
 ) -> list[ItemWhy]:
     """Each item of `specs` against its last stored run: the repeats that run stored (else
-    `repeats`), each compared with its digest now."""
+    `repeats`), each compared with its digest now; `blocked` says why the cache never
+    serves a spec."""
     out: list[ItemWhy] = []
     for spec in specs:
         name, case, arm = identity(spec)
@@ -129,7 +148,8 @@ def why_items(
         )
         by_repeat = {i.repeat: i for i in last}
         for repeat in numbers:
-            out.append(_item_why(spec, repeat, by_repeat.get(repeat), digest_of))
+            found = _item_why(spec, repeat, by_repeat.get(repeat), digest_of)
+            out.append(replace(found, blocked=blocked(spec)))
     return out
 
 
@@ -137,8 +157,9 @@ def _item_why(
     spec: Spec, repeat: int | None, stored: ItemRecord | None, digest_of: DigestOf
 ) -> ItemWhy:
     name, case, arm = identity(spec)
+    code = None if stored is None else [p[5:] for p in stored.digest_parts if p.startswith("code ")]
     try:
-        now = digest_of(spec, repeat)
+        now = digest_of(spec, repeat, code)
     except AtomError:
         now = None
     if stored is None or now is None:

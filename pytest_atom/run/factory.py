@@ -79,8 +79,9 @@ class AgentFactory:
         )
         if self.spec.agent is None:
             return ClaudeCodeAgent("executor", ClaudeRunner(session=session))
-        paths = [self.spec.root, *([self.project_dir] if self.project_dir else [])]
-        return SdkAgent(self.spec.agent.target, session, paths)
+        return SdkAgent(
+            self.spec.agent.target, session, sdk_import_paths(self.spec, self.project_dir)
+        )
 
     def reflector(self, schema: dict[str, Any]) -> Agent:
         """The judge: read-only Claude Code answering in `schema`; it runs no commands."""
@@ -101,3 +102,10 @@ class AgentFactory:
                 confinement=Confinement(self.run_dir, sandbox=None, file_tools_inside=True),
             ),
         )
+
+
+def sdk_import_paths(spec: Spec, project_dir: Path | None) -> list[Path]:
+    """Where an SDK app (`agent: {sdk: ...}`) is imported from, before the installed
+    packages: the spec's folder, then the project's. The run and the outcome cache's
+    digest both ask here."""
+    return [spec.root, *([project_dir] if project_dir else [])]

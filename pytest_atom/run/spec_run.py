@@ -203,7 +203,7 @@ def _new_run(
     return run_type(
         spec,
         run_dir or new_run_dir(runs_dir, spec),
-        _prompt_loader(spec, scope.project_dir, scope.config),
+        prompt_loader(spec, scope.project_dir, scope.config),
         spec.reflector.threshold if spec.reflector.threshold_set else settings.threshold,
         scope.registry,
         claude_bin,
@@ -345,8 +345,9 @@ def _result(
     )
 
 
-def _prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> PromptLoader:
-    """The spec's project prompts first, then the config's prompt folders, then the rest."""
+def prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> PromptLoader:
+    """The spec's project prompts first, then the config's prompt folders, then the rest:
+    where a run finds its prompts, and so where the outcome cache's digest reads them."""
     prompts = PromptLoader(prompt_project(spec, project_dir))
     if config is not None and config.prompt_dirs:
         first, *rest = prompts.search_paths

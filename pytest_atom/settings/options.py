@@ -95,6 +95,10 @@ class Option:
     in_ini: bool = True
     in_config: bool = True
     scope: Scope = "run"
+    #: Can its value change an item's outcome? Then it is part of the outcome cache's input
+    #: digest (`history.digest`). Yes unless a row says no: a setting nobody classified
+    #: must not let a stored pass stand for a run made another way.
+    outcome: bool = True
     #: What the ini file's help adds to "default for --atom-NAME".
     ini_note: str = ""
     #: The `RunSettings` field: filled in from the field this row is declared on.
@@ -284,6 +288,7 @@ class RunSettings:
             metavar="DIR",
             path="dir",
             output=True,
+            outcome=False,
         ),
     )
     #: A multi-step spec's earlier run folder to continue from its latest committed step.
@@ -311,6 +316,7 @@ class RunSettings:
             default="10",
             parser=p.whole(0, " (0 keeps every run folder)"),
             metavar="N",
+            outcome=False,
         ),
     )
     #: After a session, the oldest run folders go until all of them fit in this many bytes
@@ -325,6 +331,7 @@ class RunSettings:
             default="2GB",
             parser=p.size,
             metavar="SIZE",
+            outcome=False,
         ),
     )
     #: How a spec's set-up result is cached and restored (run.setup_cache).
@@ -353,6 +360,7 @@ class RunSettings:
             default="5GB",
             parser=p.size,
             metavar="SIZE",
+            outcome=False,
         ),
     )
     #: The spec files and folders `pytest --atom` (and `atom validate`) take when none are
@@ -366,6 +374,7 @@ class RunSettings:
             default="none",
             parser=p.spec_paths,
             command_line=False,
+            outcome=False,
         ),
     )
     repeat: int = setting(
@@ -378,6 +387,7 @@ class RunSettings:
             default="1",
             parser=p.whole(1),
             metavar="N",
+            outcome=False,
         ),
     )
     #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
@@ -395,6 +405,7 @@ class RunSettings:
             metavar="N",
             in_ini=False,
             in_config=False,
+            outcome=False,
         ),
     )
     #: The arms of specs with `arms:` that run (empty: every arm): a selection, like ``-k``.
@@ -409,6 +420,7 @@ class RunSettings:
             metavar="NAME,...",
             in_ini=False,
             in_config=False,
+            outcome=False,
         ),
     )
     #: How many of a spec's repeats must pass (pass^k), for the specs whose own
@@ -425,6 +437,7 @@ class RunSettings:
             default="every repeat",
             parser=p.whole(1),
             metavar="K",
+            outcome=False,
         ),
     )
     min_pass_rate: float | None = setting(  # the pass rates, not single runs, gate the run
@@ -436,6 +449,7 @@ class RunSettings:
             default="none",
             parser=p.rate,
             metavar="R",
+            outcome=False,
         ),
     )
     #: Outputs and gates of the whole run. A relative path from a file (the ini file,
@@ -454,6 +468,7 @@ class RunSettings:
             path="dir",
             output=True,
             ini_note="relative to the project's root",
+            outcome=False,
         ),
     )
     html: Path | None = setting(
@@ -468,6 +483,7 @@ class RunSettings:
             path="file",
             output=True,
             ini_note="relative to the project's root",
+            outcome=False,
         ),
     )
     baseline: Path | None = setting(
@@ -481,6 +497,7 @@ class RunSettings:
             metavar="PATH",
             path="file",
             ini_note="relative to the project's root",
+            outcome=False,
         ),
     )
     #: Per metric, how far it may move the wrong way (`settings.tolerance.parse_tolerance`).
@@ -509,6 +526,7 @@ class RunSettings:
             parser=p.history_store,
             metavar="URL",
             ini_note="a path relative to the project's root, a postgresql:// URL, or none",
+            outcome=False,
         ),
     )
     #: Run only the items that failed in the history store's last run (`pytest --lf`).
@@ -522,6 +540,7 @@ class RunSettings:
             parser=p.flag,
             in_ini=False,
             in_config=False,  # a one-off selection, like -k
+            outcome=False,
         ),
     )
 
@@ -531,13 +550,15 @@ class RunSettings:
         False,
         Option(
             "flag",
-            "report an item whose inputs (spec and case, workspace, cassette, script, Claude "
-            "Code and pytest-atom versions, environment, toolchain) equal those of a passing "
-            "item in the history store from the store, marked cached, without starting "
-            "Claude Code; any changed input runs it (`atom history why SPEC` names them).",
+            "report an item whose inputs (what its run can read: spec and case, workspace, "
+            "cassette or script, files the spec names, the code in pytest's process, the "
+            "toolchain, environment, outcome settings) equal those of a passing item in the "
+            "history store from the store, marked cached, without starting Claude Code; any "
+            "changed input runs it (`atom history why SPEC` names it). A recording never is.",
             default="false",
             parser=p.flag,
             ini_note="true or false",
+            outcome=False,
         ),
     )
 
@@ -583,6 +604,10 @@ CONFIG_SETTINGS = tuple(o.name for o in OPTIONS if o.in_config)
 #: like ``-k``, and a seed reproduces one run (a fixed one would make every run the same
 #: sample).
 FILE_SETTINGS = tuple(o.name for o in OPTIONS if o.in_files)
+#: The settings whose value can change an item's outcome (`Option.outcome`): the outcome
+#: cache's digest holds their values. The rest say where files go, how many stay, what is
+#: selected, reported or gated over repeats, and the seed (a fresh one each session).
+OUTCOME_SETTINGS = tuple(o.name for o in OPTIONS if o.outcome)
 #: The settings a command line sets (``--atom-NAME``, ``atom run --NAME``).
 COMMAND_LINE_SETTINGS = tuple(o.name for o in OPTIONS if o.command_line)
 

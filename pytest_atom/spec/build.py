@@ -97,6 +97,8 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
             _check_bare_tools(doc, loc + ("claude", "allowed_tools"), kw["claude"].allowed_tools)
     if "sandbox" in m:
         kw["sandbox"] = sandbox_options(m["sandbox"])
+    if "cache" in m:
+        kw["cache_trust"] = tuple(dict.fromkeys(m["cache"].get("trust", [])))
     if m.get("agent") is not None:
         kw["agent"] = _sdk_app(doc, loc, m)
     if "reflector" in m:

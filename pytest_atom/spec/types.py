@@ -230,6 +230,9 @@ class Spec:
     claude: ClaudeOptions = ClaudeOptions()
     agent: SdkApp | None = None  # None: Claude Code itself is the executor
     sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
+    #: `cache: {trust: [...]}`: what the outcome cache may take on trust though its digest
+    #: cannot see it (`history.inputs.TRUSTS`: network, unsandboxed, services).
+    cache_trust: tuple[str, ...] = ()
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()
     snapshot: tuple[str, ...] = ()

@@ -147,6 +147,27 @@ def test_typo_prints_the_collection_error_and_fails(tmp_path: Path) -> None:
     ]
 
 
+def test_validate_names_what_the_outcome_cache_takes_on_trust_and_what_keeps_it_out(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "trusting.atom.yaml",
+        "prompt: Fetch.\nsandbox: {network: [pypi.org]}\ncache: {trust: [network]}\n",
+    )
+    write(tmp_path / "networked.atom.yaml", "prompt: Fetch.\nsandbox: false\n")
+    result = invoke("trusting.atom.yaml", "networked.atom.yaml", "--json")
+    assert [spec["cache_trust"] for spec in json.loads(result.output)] == [["network"], []]
+    lines = invoke("trusting.atom.yaml", "networked.atom.yaml").output.splitlines()
+    assert lines[:5] == [
+        "trusting.atom.yaml::trusting",
+        "  cache: trusts network: the sandbox lets its commands reach the network (sandbox: network:)",
+        "  schema ok; no oracle or script to run",
+        "networked.atom.yaml::networked",
+        "  cache: never reported from the store: a command runs outside the sandbox "
+        "(sandbox: false, unsandboxed: true); `cache: {trust: [unsandboxed]}` takes it on trust",
+    ]
+
+
 def test_missing_path_is_a_usage_error() -> None:
     result = invoke("nothing-here.atom.yaml")
     assert result.exit_code == 2

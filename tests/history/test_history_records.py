@@ -3,9 +3,12 @@ field it keeps, votes as a criterion's score, and no secret in what it keeps."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_atom.history.recording import identity, item_record
+from pytest_atom.history.records import item_from_dict, item_to_dict
 from pytest_atom.judge.reflector import combine_votes
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult
@@ -16,6 +19,7 @@ from pytest_atom.results.verdict import Verdict
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
 from tests.helpers import write
+from tests.history_helpers import item
 from tests.judge_helpers import VOTES_SPEC, ballot
 
 SECRET = "sk-ant-api03-" + "Zq7Xw2" * 8
@@ -84,3 +88,14 @@ def test_a_spec_name_splits_into_base_case_and_arm(tmp_path: Path) -> None:
     both = replace(spec, name="base[big][with-skill]", case="big", arm="with-skill")
     assert identity(both) == ("base", "big", "with-skill")
     assert identity(replace(spec, name="base[big]", case="big")) == ("base", "big", None)
+
+
+def test_digest_parts_named_like_secrets_survive_a_scrubbed_results_file() -> None:
+    """A results file is scrubbed as text: a part named for a module or distribution whose
+    name says "secret" keeps its hash (a part's value is never a value of the run)."""
+    record = replace(
+        item("greet", digest="d"),
+        digest_parts={"code dist:detect-secrets": "sha256:545547006e1ea9aa", "spec": "s1"},
+    )
+    text = Scrubber().scrub(json.dumps(item_to_dict(record), indent=2))
+    assert item_from_dict(json.loads(text)) == record

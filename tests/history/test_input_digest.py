@@ -34,7 +34,9 @@ def test_changing_one_input_changes_that_part_alone(
     assert project.digest() == before  # unchanged inputs: the same digest, part by part
     settings = CHANGES[part](project, monkeypatch)
     after = project.digest(settings)
-    assert after.changed(before.parts) == [part]
+    # A tool's file is in a toolchain folder too: the folder's tree changes with it.
+    also = [f"toolchain {project.root.parent / 'tools'}"] if part == "tools" else []
+    assert after.changed(before.parts) == [part, *also]
     assert after.value != before.value
 
 
@@ -107,12 +109,12 @@ def test_no_part_holds_a_value_only_its_hash(
     assert all("secret-looking" not in value for value in found.parts.values())
 
 
-def test_the_project_prompts_are_settings_inputs(project: CacheProject) -> None:
+def test_the_project_prompts_are_an_input_named_by_their_folder(project: CacheProject) -> None:
     before = project.digest()
     prompts = project.root / ".atom" / "prompts"
     prompts.mkdir()
     (prompts / "reflector.md").write_text("judge strictly\n")
-    assert project.digest().changed(before.parts) == ["settings"]
+    assert project.digest().changed(before.parts) == ["file .atom/prompts"]
 
 
 def test_a_criterions_calibration_and_the_required_kappa_are_inputs(
@@ -126,7 +128,7 @@ def test_a_criterions_calibration_and_the_required_kappa_are_inputs(
     calibration.write_text("{}\n")
     assert project.digest(spec=spec).changed(before.parts) == ["spec"]
     required = project.digest(RunSettings(require_calibration=0.6), spec=spec)
-    assert required.changed(project.digest(spec=spec).parts) == ["settings"]
+    assert required.changed(project.digest(spec=spec).parts) == ["setting require_calibration"]
 
 
 def _git(folder: Path, *args: str) -> None:

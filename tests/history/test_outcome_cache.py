@@ -5,7 +5,7 @@ called: the real CLI's side is tests/history/test_cache_cli.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -123,7 +123,7 @@ def test_any_changed_input_runs_the_item_again(
     _, unchanged = _around(project, cache)
     assert unchanged.calls == 0  # unchanged: cached
     settings = CHANGES[part](project, monkeypatch)
-    result, changed = _around(project, cache, settings)
+    result, changed = _around(project, cache_for(url), settings)  # the next session
     assert changed.calls == 1
     assert result.cached_from is None
     assert result.digest == project.digest(settings).value  # the new inputs, recorded
@@ -250,7 +250,7 @@ def test_why_names_the_changed_parts_and_what_the_cache_will_do(
     run_id = _store_item(url, _stored(project))
     store = open_store(url)
 
-    def digest_of(spec: Spec, repeat: int | None) -> InputDigest:
+    def digest_of(spec: Spec, repeat: int | None, code: Sequence[str] | None) -> InputDigest:
         return project.digest(spec=spec, repeat=repeat)
 
     [same] = why_items(store, [project.spec()], digest_of)
@@ -273,7 +273,7 @@ def test_why_says_unknown_for_an_item_stored_without_a_digest(
     url = str(tmp_path / "history.db")
     _store_item(url, replace(item("greet"), spec_path=str(project.spec_file)))
     store = open_store(url)
-    [unknown] = why_items(store, [project.spec()], lambda s, r: project.digest(spec=s))
+    [unknown] = why_items(store, [project.spec()], lambda s, r, c: project.digest(spec=s))
     assert not unknown.cached_now
     assert "stored without an input digest: unknown, it runs" in unknown.line()
     store.close()
