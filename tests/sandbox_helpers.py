@@ -147,7 +147,8 @@ def _confine(folder: Path, claude_bin: Path) -> None:
     )
     listener = Listener()
     spec_file = write_spec(specs, confined_turns(outside, listener.port), ACCEPT)
-    verdict = {"score": 0.9, "decision": "proceed", "criteria": [], "feedback": ""}
+    met = {"criterion": "The agent printed the settings.", "met": True, "evidence": "it did"}
+    verdict = {"score": 0.9, "decision": "proceed", "criteria": [met], "feedback": ""}
     script = yaml.safe_load((specs / "script.yaml").read_text())
     (specs / "script.yaml").write_text(
         yaml.safe_dump({**script, "reflector": [{"verdict": verdict}]})

@@ -90,7 +90,7 @@ class SetupFailed(AtomError):
 #: `pytest_atom.errors`) or an OSError (a missing prompt, a full disk). Callers report these
 #: as the harness's failure, never as the agent's.
 HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
-#: Claude Code's own retries of a failed API request while recording (its default is 10,
+#: Claude Code's own retries of a failed API request, in every run (its default is 10,
 #: with a backoff that doubles to half a minute): a transient overload gets past in a few
 #: seconds, and an upstream that keeps failing fails the call in seconds, not minutes.
 RECORDING_API_RETRIES = 3
@@ -248,10 +248,11 @@ class AttemptLoop:
             source.auth,
             pass_env=self.spec.pass_env,
         )
-        if source.kind in ("record", "rejudge"):
-            # A request the upstream keeps failing is retried by Claude Code with backoff
-            # (ten times by default, minutes a call), then by the harness: bounded here.
-            env["CLAUDE_CODE_MAX_RETRIES"] = str(RECORDING_API_RETRIES)
+        # A request the upstream keeps failing is retried by Claude Code with backoff (ten
+        # times by default, minutes a call), then by the harness: bounded here. In every
+        # mode, not only while recording: the agent's shell sees the variable (`env`), so a
+        # replay must give it what the recording gave.
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(RECORDING_API_RETRIES)
         env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
             env = tool_env(env)
