@@ -8,10 +8,12 @@ structural     their kinds and conversations are equal, tool results aside
 strict         their normalized bodies are equal, byte for byte
 =============  ==========================================================
 
-Where to add: a match mode is one module here with its `Matcher` class, a line in
-`BUILTIN` below, and its name in `pytest_atom.settings.modes.MATCH_MODES` (the choices the
-option offers, below this layer); `tests/replay/test_matchers.py` holds the two lists equal.
-No mode imports another (an import-linter independence contract).
+Where to add: a match mode is one module with its `Matcher` class and a ``MATCHER``
+instance, and one line in the ``pytest_atom.match_modes`` entry-point group (pyproject.toml
+for these; another distribution's own group for its modes). `MATCHERS` below and the
+choices the ``match`` option offers (`pytest_atom.settings.modes.MATCH_MODES`, below this
+layer, which reads the names without importing a mode) both come from that group. No mode
+imports another (an import-linter independence contract).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pytest_atom.replay.matchers.base import Matcher
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
 from pytest_atom.replay.matchers.strict import StrictMatcher
 from pytest_atom.replay.matchers.structural import StructuralMatcher
+from pytest_atom.extensions import load
 from pytest_atom.settings.modes import MatchMode
 
 __all__ = [
@@ -36,17 +39,15 @@ __all__ = [
     "matcher_for",
 ]
 
-#: The built-in match modes, in the order `settings.modes.MATCH_MODES` offers them (typed as
-#: the protocol, so mypy checks that each class conforms).
-BUILTIN: tuple[Matcher, ...] = (ConversationMatcher(), StructuralMatcher(), StrictMatcher())
-#: Every match mode by the name users type.
-MATCHERS: Mapping[MatchMode, Matcher] = {m.name: m for m in BUILTIN}
+#: Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
+#: offers them: the ``pytest_atom.match_modes`` entry-point group, loaded.
+MATCHERS: Mapping[MatchMode, Matcher] = load("pytest_atom.match_modes", Matcher)
 
 
 def matcher_for(name: str) -> Matcher:
     """The matcher of a mode name; a ValueError naming the choices for any other."""
     try:
-        return MATCHERS[name]  # type: ignore[index]
+        return MATCHERS[name]
     except KeyError:
         raise ValueError(
             f"unknown match mode {name!r}: choose one of {', '.join(MATCHERS)}"
