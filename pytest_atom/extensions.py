@@ -85,10 +85,12 @@ def _loaded(group: str, point: EntryPoint, kind: type[T]) -> T:
     """`point`'s object. `kind` is the protocol (runtime-checkable) or class it must be,
     and an object with a ``name`` must carry the entry point's: anything else is refused
     with the entry point and its distribution named, before any of it runs."""
-    where = f"the entry point {point.name} = {point.value} in {group!r} (from {_distribution(point)})"
+    where = (
+        f"the entry point {point.name} = {point.value} in {group!r} (from {_distribution(point)})"
+    )
     try:
         value = point.load()
-    except Exception as error:  # noqa: BLE001 - any import error of a plugin is reported
+    except Exception as error:  # any error importing a plugin is reported, with its name
         raise AtomError(f"{where} cannot be loaded: {type(error).__name__}: {error}") from error
     if not isinstance(value, kind):
         raise AtomError(f"{where} is not a {kind.__name__}: see docs/where-to-add.md")

@@ -28,9 +28,9 @@ from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.scrub import remember_env_files
+from pytest_atom.reports.builtin import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.reports.builtin import report_formats
 from pytest_atom.run.recall import Recall
 from pytest_atom.run.retention import prune_runs
 from pytest_atom.settings.config import AtomConfig
@@ -116,6 +116,7 @@ class Harness:
         tolerance) would depend on where it stands in the run. Collecting specs alone
         never calls this."""
         from pytest_atom.replay.detector import load_detector
+
         report_formats()
         from pytest_atom.run import spec_run  # noqa: F401
 

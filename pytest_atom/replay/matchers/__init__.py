@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_atom.extensions import load
 from pytest_atom.gateway.messages import Kind
 from pytest_atom.replay.matchers.base import Matcher
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
 from pytest_atom.replay.matchers.strict import StrictMatcher
 from pytest_atom.replay.matchers.structural import StructuralMatcher
-from pytest_atom.extensions import load
 from pytest_atom.settings.modes import MatchMode
 
 __all__ = [
