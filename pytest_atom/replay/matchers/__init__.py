@@ -19,6 +19,7 @@ imports another (an import-linter independence contract).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from pytest_atom.extensions import load
@@ -37,20 +38,35 @@ __all__ = [
     "StructuralMatcher",
     "match_key",
     "matcher_for",
+    "matchers",
 ]
 
-#: Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
-#: offers them: the ``pytest_atom.match_modes`` entry-point group, loaded.
-MATCHERS: Mapping[MatchMode, Matcher] = load("pytest_atom.match_modes", Matcher)
+#: The match-mode entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.match_modes"
+
+
+@cache
+def matchers() -> Mapping[MatchMode, Matcher]:
+    """Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
+    offers them: the group, loaded when a replay first needs a mode (not at import, so a
+    plugin's module may import this package while it is itself being loaded)."""
+    return load(GROUP, Matcher)
+
+
+def __getattr__(name: str) -> Any:
+    """`MATCHERS`: `matchers()`, loaded on first use."""
+    if name == "MATCHERS":
+        return matchers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def matcher_for(name: str) -> Matcher:
     """The matcher of a mode name; a ValueError naming the choices for any other."""
     try:
-        return MATCHERS[name]
+        return matchers()[name]
     except KeyError:
         raise ValueError(
-            f"unknown match mode {name!r}: choose one of {', '.join(MATCHERS)}"
+            f"unknown match mode {name!r}: choose one of {', '.join(matchers())}"
         ) from None
 
 
