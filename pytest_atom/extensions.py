@@ -23,7 +23,7 @@ collecting specs load no report format or store).
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
-from typing import TypeVar
+from typing import Any
 
 from pytest_atom.errors import AtomError
 
@@ -31,8 +31,6 @@ __all__ = ["OWN_DISTRIBUTION", "builtin_names", "declared", "load", "load_one"]
 
 #: The distribution whose entry points are the built-ins, listed first.
 OWN_DISTRIBUTION = "pytest-atom"
-
-T = TypeVar("T")
 
 
 def _distribution(point: EntryPoint) -> str:
@@ -66,22 +64,23 @@ def declared(group: str) -> tuple[EntryPoint, ...]:
     return (*own, *others)
 
 
-def load(group: str, kind: type[T]) -> dict[str, T]:
-    """Each of the group's entry points loaded, by name, in `declared` order (`load_one`
-    checks each)."""
+def load(group: str, kind: type) -> dict[str, Any]:
+    """Each of the group's entry points loaded, by name, in `declared` order, each checked
+    (`_loaded`). Typed `Any`: `kind` is a protocol, which mypy takes for no class, so the
+    caller annotates what it gets (the check above makes that true)."""
     return {point.name: _loaded(group, point, kind) for point in declared(group)}
 
 
-def load_one(group: str, name: str, kind: type[T]) -> T | None:
+def load_one(group: str, name: str, kind: type) -> Any:
     """The group's entry point `name` loaded and checked (`_loaded`); None when no
-    installed distribution declares it. Only that one module is imported."""
+    installed distribution declares it (None, or a `kind`). Only that module is imported."""
     for point in declared(group):
         if point.name == name:
             return _loaded(group, point, kind)
     return None
 
 
-def _loaded(group: str, point: EntryPoint, kind: type[T]) -> T:
+def _loaded(group: str, point: EntryPoint, kind: type) -> Any:
     """`point`'s object. `kind` is the protocol (runtime-checkable) or class it must be,
     and an object with a ``name`` must carry the entry point's: anything else is refused
     with the entry point and its distribution named, before any of it runs."""

@@ -161,7 +161,7 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
     if url == OFF:
         return NoStore()
     scheme = url.split("://", 1)[0].lower() if "://" in url else "sqlite"
-    backend = load_one(STORES, scheme, StoreBackend)
+    backend: StoreBackend | None = load_one(STORES, scheme, StoreBackend)
     if backend is None:
         schemes = ", ".join(f"{p.name}://" for p in declared(STORES))
         raise HistoryError(
