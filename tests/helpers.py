@@ -26,7 +26,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_atom.checks.builtin import default_registry
-from pytest_atom.checks.kinds import BUILTIN
+from pytest_atom.checks.kinds import KINDS
 from pytest_atom.evalsuite.graders import register_checks
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.trace import TRACE_SCHEMA
@@ -421,4 +421,4 @@ def user_shell_env(claude_bin: Path) -> dict[str, str]:
 def built_check(kind: str, params: Mapping[str, Any], line: int = 1) -> Check:
     """A built-in kind's check made by hand, labelled by its kind as the loader labels the
     checks it builds (a `Check` alone describes itself as a plugin's kind would)."""
-    return Check(kind, params, line, label=BUILTIN[kind].describe(params))
+    return Check(kind, params, line, label=KINDS[kind].describe(params))

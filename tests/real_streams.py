@@ -202,7 +202,7 @@ def replay(folder: Path, claude_bin: Path, match: str = "strict") -> SpecResult:
     return run_spec(
         spec_in(folder),
         runs_dir=folder / "runs",
-        settings=RunSettings(match=match),  # type: ignore[arg-type]
+        settings=RunSettings(match=match),
         claude_bin=claude_bin,
     )
 

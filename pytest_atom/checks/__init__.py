@@ -6,7 +6,8 @@ What lives here:
   ``command.py``, ``tool_used.py``…). A kind module holds the kind whole: the JSON schema of
   its value, its parameters (a ``Params`` TypedDict), how it builds them from the spec
   (errors at their line), how it describes itself (the label reports show) and how it runs.
-  ``kinds/__init__.py`` lists them in `BUILTIN_KINDS`, the one place they are named.
+  They are found through the ``pytest_atom.check_kinds`` entry-point group (pyproject.toml
+  declares them, one line each); ``kinds/__init__.py`` loads the group into `KINDS`.
 - ``kind.py``: the `CheckKind` protocol those modules implement, the `Entry` a kind builds
   from and the `Scene` it runs on.
 - shared support, used by kinds and never a kind itself: ``evidence.py`` (reading the
@@ -31,12 +32,15 @@ Add a check kind:
 
 1. write ``pytest_atom/checks/kinds/<name>.py`` with its schema, ``Params``, ``build``,
    ``describe``, ``confined``, ``run`` and ``KIND = <Name>()`` (copy the nearest kind);
-2. add ``<name>.KIND`` to `BUILTIN_KINDS` in ``kinds/__init__.py``;
+2. add ``<name> = "pytest_atom.checks.kinds.<name>:KIND"`` to the
+   ``pytest_atom.check_kinds`` entry-point group in ``pyproject.toml`` (and reinstall);
 3. run ``python -m pytest_atom.checks.schema``, which writes its fragment into
    ``spec_schema.json`` (a test fails until it is written);
 4. test it in ``tests/checks/test_<name>.py``.
 
 Nothing else names a kind: not the loader, not `Check`, not the registry, not the reports.
-A plugin's kind instead is one function, registered from its ``pytest_atom_register_checks``
-hook with `CheckRegistry.register` (or `register_trajectory`).
+Another distribution adds a whole kind (schema, build, label) the same way: one module and
+one line in its own ``pytest_atom.check_kinds`` group. A kind that is only a function is
+registered from a ``pytest_atom_register_checks`` hook with `CheckRegistry.register` (or
+`register_trajectory`).
 """

@@ -5,9 +5,10 @@ besides pass/fail it carries a one-line summary and the raw evidence (file excer
 output, schema errors). A check that cannot be evaluated fails with the reason as evidence
 instead of raising, so one broken check never hides the results of the others.
 
-The built-in kinds (`pytest_atom.checks.kinds`) are registered by `register_checks`, the
-package's own ``pytest_atom_register_checks``: the same call a plugin makes, with the same
-registry, from the explicit list `BUILTIN_KINDS`.
+The installed kinds (`pytest_atom.checks.kinds.KINDS`: pytest-atom's own and those other
+distributions declare in the ``pytest_atom.check_kinds`` entry-point group) are registered
+by `register_checks`, the package's own ``pytest_atom_register_checks``: the same call a
+plugin makes, with the same registry.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_atom.checks.kinds import BUILTIN, BUILTIN_KINDS
+from pytest_atom.checks.kinds import KINDS
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import confined
 from pytest_atom.checks.trajectory import Trajectory
@@ -37,8 +38,8 @@ __all__ = [
 
 
 def register_checks(registry: CheckRegistry) -> None:
-    """The built-in kinds' ``pytest_atom_register_checks``: each kind of `BUILTIN_KINDS`."""
-    for kind in BUILTIN_KINDS:
+    """The installed kinds' ``pytest_atom_register_checks``: each kind of `KINDS`."""
+    for kind in KINDS.values():
         registry.add(kind)
 
 
@@ -86,4 +87,4 @@ def unsandboxed_checks(spec: Spec) -> list[Check]:
     ``unsandboxed: true``), its steps' included, in order: what `atom validate` and
     `atom cassette check` name."""
     checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
-    return [c for c in checks if c.kind in BUILTIN and c.params.get("unsandboxed")]
+    return [c for c in checks if c.kind in KINDS and c.params.get("unsandboxed")]

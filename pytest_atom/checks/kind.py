@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from pytest_atom.errors import SpecError
 from pytest_atom.spec.document import Document
@@ -68,6 +68,7 @@ class Entry:
         return spec_side(self.doc, self.at + sub, value, "file")
 
 
+@runtime_checkable  # `extensions.load` checks each entry point against it
 class CheckKind(Protocol):
     """A built-in check kind: one module of `pytest_atom.checks.kinds` holds one."""
 

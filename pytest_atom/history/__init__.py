@@ -17,7 +17,8 @@ one per item (spec, case, arm, repeat). Everything that reads the past reads thi
 
 Where to add: a new stored field is a column of `schema` and a field of `records`, with a
 migration step for stores that already exist, filled in `recording`; a new backend is one
-module implementing `store.Store`, chosen in `open_store`; a new question about the past is a
+module implementing `store.Store` and `store.StoreBackend`, and its URL scheme's line in the
+``pytest_atom.stores`` entry-point group (`open_store` picks it); a new question about the past is a
 query here and a command in `atom_cli`; a new input of the outcome cache is a part in
 `digest.PARTS` (or a named part found in `inputs`), with a test changing it alone.
 """

@@ -8,6 +8,7 @@ two sessions opening an old store at once migrate it once. psycopg is an extra
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pytest_atom.errors import HistoryError
@@ -26,6 +27,11 @@ class PostgresStore(SqlStore):
     placeholder: ClassVar[str] = "%s"
     begin: ClassVar[str] = "BEGIN"
     has_schema_sql: ClassVar[str] = "SELECT to_regclass('atom_schema')"
+
+    @classmethod
+    def open(cls, url: str, root: Path) -> PostgresStore:
+        """The ``postgresql`` and ``postgres`` backends (`history.store.StoreBackend`)."""
+        return cls.connect(url)
 
     @classmethod
     def connect(cls, url: str, migrate: bool = True) -> PostgresStore:

@@ -75,6 +75,13 @@ class SqliteStore(SqlStore):
     )
 
     @classmethod
+    def open(cls, url: str, root: Path) -> SqliteStore:
+        """The ``sqlite`` backend (`history.store.StoreBackend`): `url` is the file's path,
+        which must not lie where a run's workspace is copied from (`check_path`)."""
+        check_path(Path(url), root)
+        return cls.connect(Path(url))
+
+    @classmethod
     def connect(cls, path: Path, migrate: bool = True) -> SqliteStore:
         """The store in `path`, made and migrated to the current schema as needed."""
         try:

@@ -8,8 +8,11 @@ nothing). Both databases hold the same SQL schema (`history.schema`), versioned,
 written by an older pytest-atom opens with a newer one.
 
 Where to add: a backend is one module with a class satisfying `Store` (most of it
-`history.sql.SqlStore`, which speaks the shared SQL over a DB-API connection), and one branch
-in `open_store`.
+`history.sql.SqlStore`, which speaks the shared SQL over a DB-API connection) and
+`StoreBackend` (its ``open``), and one line in the ``pytest_atom.stores`` entry-point group
+naming the class under its URL scheme (pyproject.toml for these; another distribution's
+own group for its backends). `open_store` picks the backend by the URL's scheme and loads
+only that one.
 """
 
 from __future__ import annotations
@@ -19,13 +22,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.urls import OFF, is_postgres, store_url
+from pytest_atom.extensions import declared, load_one
+from pytest_atom.history.urls import OFF, display_url, store_url
 
 if TYPE_CHECKING:
     from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.settings.options import RunSettings
 
-__all__ = ["NoStore", "Store", "open_store", "session_store"]
+__all__ = ["STORES", "NoStore", "Store", "StoreBackend", "open_store", "session_store"]
+
+#: The store-backend entry-point group: each entry point names a `StoreBackend` class
+#: under the URL scheme it opens (a path without a scheme is ``sqlite``'s).
+STORES = "pytest_atom.stores"
 
 
 @runtime_checkable
@@ -88,6 +96,17 @@ class Store(Protocol):
         ...
 
 
+@runtime_checkable  # `extensions.load_one` checks each entry point against it
+class StoreBackend(Protocol):
+    """A backend: the class an entry point of the ``pytest_atom.stores`` group names."""
+
+    def open(self, url: str, root: Path) -> Store:
+        """The store at `url` (a path for sqlite, the URL as given otherwise), made and
+        migrated to the current schema as needed; `root` is the project's, for the checks a
+        backend makes of where its store lives. Called on the class (a classmethod)."""
+        ...
+
+
 class NoStore:
     """``--atom-history none``: records nothing and holds nothing."""
 
@@ -137,17 +156,20 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
     """The store at `url_or_path` (see the module docstring), created and migrated to the
     current schema as needed; HistoryError naming the store and the fix when it cannot be
     opened. Relative paths are `root`'s (default: the current folder)."""
-    url = store_url(url_or_path, root or Path.cwd())
+    root = root or Path.cwd()
+    url = store_url(url_or_path, root)
     if url == OFF:
         return NoStore()
-    if is_postgres(url):
-        from pytest_atom.history.postgres import PostgresStore
-
-        return PostgresStore.connect(url)
-    from pytest_atom.history.sqlite import SqliteStore, check_path
-
-    check_path(Path(url), root or Path.cwd())
-    return SqliteStore.connect(Path(url))
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "sqlite"
+    backend: StoreBackend | None = load_one(STORES, scheme, StoreBackend)
+    if backend is None:
+        schemes = ", ".join(f"{p.name}://" for p in declared(STORES))
+        raise HistoryError(
+            f"the history store {display_url(url)} has a scheme no installed backend opens "
+            f"(these do: {schemes}, or a path for sqlite): fix --atom-history, or install "
+            f"the distribution that declares {scheme!r} in the {STORES!r} entry-point group"
+        )
+    return backend.open(url, root)
 
 
 def session_store(settings: RunSettings, root: Path) -> Store:

@@ -147,10 +147,13 @@ def password_source(url: str, env: Mapping[str, str] | None = None) -> str:
 
 def store_url(value: str | Path | None, root: Path) -> str:
     """The store a setting names, as a URL or an absolute path: relative paths (bare or
-    after ``sqlite:///``) are the project root's, unset is `DEFAULT_STORE`."""
+    after ``sqlite:///``) are the project root's, unset is `DEFAULT_STORE`, any other
+    ``scheme://`` URL is kept as given for the backend of that scheme."""
     text = DEFAULT_STORE if value is None else str(value).strip()
-    if text.lower() == OFF or is_postgres(text):
-        return OFF if text.lower() == OFF else text
+    if text.lower() == OFF:
+        return OFF
+    if "://" in text and not text.startswith("sqlite:"):
+        return text  # a server's URL (postgresql://, or another installed backend's scheme)
     if text.startswith("sqlite:///"):
         # SQLAlchemy's spelling: sqlite:///rel/path is relative, sqlite:////abs/path absolute.
         text = text.removeprefix("sqlite:///")

@@ -11,13 +11,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.gateway.server import GatewayRequest, Reply
 from pytest_atom.replay.cassette import Interaction
-from pytest_atom.replay.matchers import MATCHERS, Matcher
+from pytest_atom.replay.matchers import Matcher, matcher_for
 from pytest_atom.replay.matching import owned_system
 from pytest_atom.settings.modes import DEFAULT_MATCH
 from pytest_atom.words import plural
@@ -31,7 +31,7 @@ class Divergence:
     kind: Kind
     live: Any  # the normalized live body
     closest: Interaction | None
-    matcher: Matcher = MATCHERS[DEFAULT_MATCH]
+    matcher: Matcher = field(default_factory=lambda: matcher_for(DEFAULT_MATCH))
     reason: str | None = None  # set when a recording matched but cannot be replayed
     system: bool = False  # the system prompt is the user's (an SDK app's): it must match too
 

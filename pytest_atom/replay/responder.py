@@ -40,7 +40,7 @@ from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
 from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, divergence_reply
-from pytest_atom.replay.matchers import MATCHERS, Matcher, matcher_for
+from pytest_atom.replay.matchers import Matcher, matcher_for
 from pytest_atom.replay.matching import (
     CONVERSATION_KINDS,
     DEFAULT_MATCH,
@@ -93,7 +93,7 @@ class CassetteResponder(Forwarding):
     faults: list[UpstreamFault] = field(default_factory=list)  # recording: what went wrong
     upstream_timeout: float = 600.0  # seconds of upstream silence before a request fails
     #: How a live request finds its recording (`replay.matchers`).
-    matcher: Matcher = MATCHERS[DEFAULT_MATCH]
+    matcher: Matcher = field(default_factory=lambda: matcher_for(DEFAULT_MATCH))
 
     def __post_init__(self, match: MatchMode | None) -> None:
         if match is not None:

@@ -1,7 +1,9 @@
 """Reports: what a run leaves for people and machines.
 
-A report format is a protocol (`format.ReportFormat`: a name and ``render(result)``) plus
-one module per format, registered in one tuple (`builtin.BUILT_IN_FORMATS`):
+A report format is a protocol (`format.ReportFormat`: a name, ``render(result)`` and
+``publish(result)``) plus one module per format, found through the
+``pytest_atom.report_formats`` entry-point group (`builtin.report_formats`); the harness
+publishes every finished run through each, in one loop:
 
 - `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
 - `junit`: the JUnit properties of a spec's test case;
@@ -16,7 +18,8 @@ clue), `properties` (a run's figures by name), `trace` (the trace document,
 Reports of other things than one spec run: `summary` is the session's terminal summary (from
 its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`).
 
-Where to add: a format is a new module here with one `ReportFormat` object, appended to
-`builtin.BUILT_IN_FORMATS` and to the independence contract; a phrase or figure a second
-format needs moves to `phrases` or `properties`.
+Where to add: a format is a new module here with one `ReportFormat` object, and its line in
+the entry-point group (pyproject.toml) and the independence contract; another
+distribution's format is its own module and a line in its own group. A phrase or figure a
+second format needs moves to `phrases` or `properties`.
 """

@@ -1,26 +1,37 @@
-"""The built-in report formats, registered in one place.
+"""The report formats installed: the ``pytest_atom.report_formats`` entry-point group.
 
-As pytest lists its own plugins in one tuple (``default_plugins``) and syrupy names its
-default extension once, pytest-atom's formats are the tuple `BUILT_IN_FORMATS`: nothing
-fills a registry as a side effect of importing a module. A caller that wants one format
-imports that format's object from its module (`text.TEXT`); what wants every format (the
-tests that render a real run through each) reads this tuple.
+As pytest finds its plugins through ``pytest11``, pytest-atom finds its report formats
+through one entry-point group: pyproject.toml declares the built-in ones (text, JUnit
+properties, JSON trace, HTML) exactly as another distribution declares its own, and
+`report_formats` loads them when a run first needs them (never at import: collecting specs
+and ``atom --help`` load no format). The harness publishes every finished run through each
+(`ReportFormat.publish`), in one loop.
 
-Where to add a format: a new module in this package with one object satisfying
-`format.ReportFormat`, appended here and to the "Report formats are independent" contract
-in pyproject.toml, with its test in tests/reports/.
+Where to add a format: a module with one object satisfying `format.ReportFormat`, and its
+line in the group (here: pyproject.toml, and the "Report formats are independent" contract;
+elsewhere: the other distribution's own pyproject), with its test in tests/reports/.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
+from pytest_atom.extensions import builtin_names, load
 from pytest_atom.reports.format import ReportFormat
-from pytest_atom.reports.html import HTML
-from pytest_atom.reports.json_trace import JSON_TRACE
-from pytest_atom.reports.junit import JUNIT_PROPERTIES
-from pytest_atom.reports.text import TEXT
 
-__all__ = ["BUILT_IN_FORMATS"]
+__all__ = ["GROUP", "builtin_formats", "report_formats"]
 
-#: Every built-in format, each once, in the order a failed run is usually read: the text,
-#: the JUnit properties, the trace, the page.
-BUILT_IN_FORMATS: tuple[ReportFormat[object], ...] = (TEXT, JUNIT_PROPERTIES, JSON_TRACE, HTML)
+#: The report-format entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.report_formats"
+
+
+@cache
+def report_formats() -> tuple[ReportFormat[object], ...]:
+    """Every installed format, each once: pytest-atom's own, then other distributions'."""
+    return tuple(load(GROUP, ReportFormat).values())
+
+
+def builtin_formats() -> tuple[ReportFormat[object], ...]:
+    """pytest-atom's own formats, by name."""
+    own = builtin_names(GROUP)
+    return tuple(f for f in report_formats() if f.name in own)

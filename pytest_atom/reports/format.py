@@ -8,15 +8,18 @@ Each format is one module of `pytest_atom.reports` holding one object that satis
 - `json_trace.JSON_TRACE`: the invocation trace (a JSON document);
 - `html.HTML`: one run's part of the HTML page (a JSON-able view).
 
-`builtin.BUILT_IN_FORMATS` lists them, in one place. A format renders from the typed
+They are found through the ``pytest_atom.report_formats`` entry-point group
+(`builtin.report_formats`), where another distribution adds its own. A format renders from the typed
 `SpecResult`, never from another format's output: no format module imports another
 (pyproject.toml's independence contract). What several formats say or show the same way
 lives beside them in modules that are not formats: `phrases` (the words for a drift, a
 step, an environment clue), `properties` (a run's figures by name), `trace` (the trace
 document), `clipping` (long texts kept out of reports).
 
-A format may do more than render one run (the JSON trace writes files, the HTML page is
-assembled from every run's view at the session's end); `render` is what all of them share.
+`render` turns one run into the format's value; `publish` is what the format does with
+every finished run, called by the harness in one loop over the installed formats (the JSON
+trace writes its file; the HTML page is assembled at the session's end; a plugin's format
+may write its own file).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_atom.results.spec_result import SpecResult
 
 __all__ = ["ReportFormat"]
@@ -32,7 +37,7 @@ __all__ = ["ReportFormat"]
 Rendered_co = TypeVar("Rendered_co", covariant=True)
 
 
-@runtime_checkable  # the registry's test finds the format objects of each module by it
+@runtime_checkable  # `extensions.load` checks each entry point against it
 class ReportFormat(Protocol[Rendered_co]):
     """A report format: its `name`, and `render`, which turns one spec run into the
     format's value. It reads the result only; what it writes to disk, if anything, is its
@@ -46,4 +51,10 @@ class ReportFormat(Protocol[Rendered_co]):
     def render(self, result: SpecResult, *, repeat: int | None = None) -> Rendered_co:
         """`result` in this format; `repeat` is which of the spec's repeats it was (None:
         the spec ran once), for the formats that name files after it."""
+        ...
+
+    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
+        """Called once for every finished run, in every session: `report_dir` is the
+        ``--atom-report`` folder (None without it), where a format that writes files puts
+        them. A format with nothing to do per run does nothing."""
         ...

@@ -25,9 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 from markupsafe import Markup, escape
 
 from pytest_atom.agents.claude_code import configuration
@@ -43,6 +42,9 @@ from pytest_atom.reports.trace import build_trace
 from pytest_atom.reports.trend_svg import trend_svg
 from pytest_atom.results.history_view import HistoryView
 from pytest_atom.results.spec_result import SpecResult
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = [
     "HTML",
@@ -201,6 +203,8 @@ def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _environment() -> jinja2.Environment:
+    import jinja2  # only when a page is written: every run publishes through this format
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES),
         autoescape=True,  # every value is escaped: agents write HTML and script tags too
@@ -272,6 +276,10 @@ class HtmlReport:
         """The view of `result` the page shows (`spec_view`); `repeat` names its trace."""
         return spec_view(result, repeat=repeat)
 
+    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
+        """Nothing per run: the page is one file for the whole session, written at its
+        end from every run's view (`write_html`)."""
 
-#: The HTML format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+
+#: The HTML format, as the ``pytest_atom.report_formats`` entry point names it.
 HTML = HtmlReport()

@@ -87,6 +87,12 @@ class JsonTrace:
         """The trace of `result`; `repeat` names its transcripts (``<name>.r<repeat>``)."""
         return build_trace(result, repeat=repeat)
 
+    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
+        """With a report folder (``--atom-report``): the scrubbed trace file and its
+        transcripts (`write_report`), which `result.trace` then names."""
+        if report_dir is not None:
+            result.trace = write_report(result, report_dir, repeat=repeat)
 
-#: The JSON trace format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+
+#: The JSON trace format, as the ``pytest_atom.report_formats`` entry point names it.
 JSON_TRACE = JsonTrace()

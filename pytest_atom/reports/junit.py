@@ -14,6 +14,8 @@ from pytest_atom.paths import display_path
 from pytest_atom.reports.properties import result_properties
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_atom.results.spec_result import SpecResult
 
 __all__ = ["JUNIT_PROPERTIES", "JUnitProperties"]
@@ -31,6 +33,10 @@ class JUnitProperties:
         trace = [("atom_trace", display_path(result.trace))] if result.trace is not None else []
         return [*trace, *result_properties(result).items()]
 
+    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
+        """Nothing per run: the pytest item adds the properties to its test
+        case (`pytest.items.record_result`)."""
 
-#: The JUnit properties format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+
+#: The JUnit properties format, as the ``pytest_atom.report_formats`` entry point names it.
 JUNIT_PROPERTIES = JUnitProperties()

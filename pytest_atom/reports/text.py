@@ -23,6 +23,8 @@ from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural, shorten
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
@@ -515,6 +517,9 @@ class TextReport:
         """The failure report of `result`; a repeat reads the same (its run folder says which)."""
         return failure_report(result)
 
+    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
+        """Nothing per run: the pytest item renders the failure report when its test fails."""
 
-#: The text format, as `reports.builtin.BUILT_IN_FORMATS` lists it.
+
+#: The text format, as the ``pytest_atom.report_formats`` entry point names it.
 TEXT = TextReport()

@@ -28,6 +28,7 @@ from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.scrub import remember_env_files
+from pytest_atom.reports.builtin import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.recall import Recall
@@ -115,7 +116,8 @@ class Harness:
         tolerance) would depend on where it stands in the run. Collecting specs alone
         never calls this."""
         from pytest_atom.replay.detector import load_detector
-        from pytest_atom.reports import json_trace  # noqa: F401
+
+        report_formats()
         from pytest_atom.run import spec_run  # noqa: F401
 
         load_detector()
@@ -156,10 +158,8 @@ class Harness:
             )
 
         result = run() if self.recall is None else self.recall.around(spec, settings, repeat, run)
-        if self.report_dir is not None:
-            from pytest_atom.reports.json_trace import write_report
-
-            result.trace = write_report(result, self.report_dir, repeat=repeat)
+        for report_format in report_formats():  # every installed format, each run
+            report_format.publish(result, repeat=repeat, report_dir=self.report_dir)
         self.hook.pytest_atom_verdict(spec=spec, verdict=result.verdict, result=result)
         return result
 

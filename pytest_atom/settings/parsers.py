@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_atom.extensions import builtin_names, declared
+
 #: A value's parser: raw value in, typed value out, ValueError with the fix.
 Parser = Callable[[Any], Any]
 
@@ -152,13 +154,18 @@ def spec_paths(value: Any) -> tuple[Path, ...]:
 
 def history_store(value: Any) -> str:
     """Where the run history goes: a SQLite file's path (or ``sqlite:///path``), a
-    ``postgresql://`` URL, or ``none``; another scheme is refused with the three choices."""
+    ``postgresql://`` URL, another installed backend's URL, or ``none``; a scheme no
+    installed backend declares (the ``pytest_atom.stores`` entry-point group, read from the
+    metadata without importing a backend) is refused with the choices."""
     given = text(str(value) if isinstance(value, Path) else value)
     scheme = given.split("://", 1)[0].lower() if "://" in given else ""
-    if scheme and scheme not in ("sqlite", "postgresql", "postgres"):
+    schemes = {p.name for p in declared("pytest_atom.stores")} if scheme else set()
+    if scheme and scheme not in schemes:
+        others = sorted(schemes - set(builtin_names("pytest_atom.stores")))
+        extra = "".join(f", {name}://…" for name in others)
         raise ValueError(
             f"{scheme}:// is not a history store: use a SQLite file's path (default "
-            ".atom/history.db), postgresql://user@host/db, or none"
+            f".atom/history.db), postgresql://user@host/db{extra}, or none"
         )
     return "none" if given.lower() == "none" else given
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.checks.kind import Entry
-from pytest_atom.checks.kinds import BUILTIN
+from pytest_atom.checks.kinds import KINDS
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import SpecError
@@ -40,9 +40,10 @@ from pytest_atom.spec.validation import label, regex, schema_with, validate
 
 
 def check_schemas(plugin_kinds: Collection[str]) -> dict[str, dict[str, Any]]:
-    """Each check kind's name and the JSON schema of its value: the built-in kinds' own,
-    then the plugins' kinds (built-in names among them ignored) as ``customCheck``."""
-    schemas = {kind.name: dict(kind.schema) for kind in BUILTIN.values()}
+    """Each check kind's name and the JSON schema of its value: the installed kinds' own
+    (pytest-atom's and those declared in the ``pytest_atom.check_kinds`` entry-point group),
+    then the kinds a ``pytest_atom_register_checks`` hook added as ``customCheck``."""
+    schemas = {kind.name: dict(kind.schema) for kind in KINDS.values()}
     for name in sorted(set(plugin_kinds) - set(schemas)):
         schemas[name] = {"$ref": "#/$defs/customCheck"}
     return schemas
@@ -423,7 +424,7 @@ def _check_bare_tools_of_checks(doc: Document, loc: Loc, m: dict[str, Any]) -> N
     for at, entries in lists:
         for i, entry in enumerate(entries):
             name: str = next(iter(entry), "")
-            kind = BUILTIN.get(name)
+            kind = KINDS.get(name)
             if kind is not None and kind.needs_tool is not None:
                 raise doc.error(
                     f"{name} needs the {kind.needs_tool} tool, which `bare: true` "
@@ -437,7 +438,7 @@ def _check(doc: Document, loc: Loc, entry: dict[str, Any]) -> Check:
     """One ``accept:`` entry, built through its kind; a kind the loader does not know was
     registered by a plugin (validation admitted it), and its value is its params as is."""
     ((name, value),) = entry.items()
-    kind = BUILTIN.get(name)
+    kind = KINDS.get(name)
     if kind is None:
         custom = dict(value) if isinstance(value, dict) else {"value": value}
         return Check(kind=name, params=custom, line=doc.line(loc))

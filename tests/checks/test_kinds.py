@@ -14,7 +14,7 @@ from jsonschema import Draft202012Validator
 
 import pytest_atom.checks.kinds as kinds_package
 from pytest_atom.checks.builtin import default_registry, needs_sandbox
-from pytest_atom.checks.kinds import BUILTIN, BUILTIN_KINDS
+from pytest_atom.checks.kinds import BUILTIN_KINDS, KINDS
 from pytest_atom.checks.schema import SCHEMA_FILE, schema_text, spec_schema
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
@@ -39,7 +39,7 @@ def test_every_module_of_the_kinds_folder_is_one_registered_kind() -> None:
     for name in KIND_MODULES:
         module = importlib.import_module(f"pytest_atom.checks.kinds.{name}")
         assert module.KIND.name == name
-        assert registry.get(name) is module.KIND is BUILTIN[name]
+        assert registry.get(name) is module.KIND is KINDS[name]
 
 
 def test_the_shipped_spec_schema_lists_exactly_the_kinds_fragments() -> None:

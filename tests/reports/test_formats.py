@@ -1,5 +1,6 @@
-"""Report formats (issue 34): one `ReportFormat` protocol, one module per format, listed in
-one tuple (`reports.builtin.BUILT_IN_FORMATS`) and kept apart by an import-linter contract.
+"""Report formats: one `ReportFormat` protocol, one module per format, found through the
+``pytest_atom.report_formats`` entry-point group (`reports.builtin.report_formats`) and kept
+apart by an import-linter contract.
 
 Each registered format renders a real run: a result built from stream-json lines shaped like
 the CLI's (fast), and the passing scenario of tests/judge_helpers.py, run once per session
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 import pytest_atom.reports
-from pytest_atom.reports.builtin import BUILT_IN_FORMATS
+from pytest_atom.reports.builtin import builtin_formats
 from pytest_atom.reports.format import ReportFormat
 from pytest_atom.reports.html import HTML, spec_view
 from pytest_atom.reports.json_trace import JSON_TRACE
@@ -41,7 +42,7 @@ CONTRACT = "Report formats are independent"
 def format_modules() -> dict[str, list[str]]:
     """Each module of `pytest_atom.reports` that defines a format, with the names of the
     `ReportFormat` objects of its own classes that it holds (found by the protocol, not by
-    the registry, so a format left out of the tuple shows)."""
+    the registry, so a format left out of the entry-point group shows)."""
     found: dict[str, list[str]] = {}
     for info in pkgutil.iter_modules(pytest_atom.reports.__path__, "pytest_atom.reports."):
         module = importlib.import_module(info.name)
@@ -69,14 +70,14 @@ def independent_modules() -> list[str]:
 
 def test_the_registry_lists_exactly_the_format_modules_each_with_one_format() -> None:
     modules = format_modules()
-    registered = [type(f).__module__ for f in BUILT_IN_FORMATS]
+    registered = [type(f).__module__ for f in builtin_formats()]
     assert sorted(registered) == sorted(modules)  # each format module, and nothing else
     assert all(len(names) == 1 for names in modules.values()), modules
-    assert [f.name for f in BUILT_IN_FORMATS] == ["text", "junit-properties", "json-trace", "html"]
+    assert [f.name for f in builtin_formats()] == ["html", "json-trace", "junit-properties", "text"]
 
 
 def test_the_independence_contract_keeps_exactly_the_registered_formats_apart() -> None:
-    assert sorted(independent_modules()) == sorted(type(f).__module__ for f in BUILT_IN_FORMATS)
+    assert sorted(independent_modules()) == sorted(type(f).__module__ for f in builtin_formats())
 
 
 def imports_of(module: str) -> set[str]:
@@ -99,7 +100,8 @@ def test_no_format_module_imports_another() -> None:
     assert {name: imports_of(name) & modules for name in modules} == {
         name: set() for name in modules
     }
-    assert "pytest_atom.reports.html" in imports_of("pytest_atom.reports.builtin")  # it sees one
+    # The registry imports no format: it finds them through the entry-point group.
+    assert not imports_of("pytest_atom.reports.builtin") & modules
 
 
 def rendered_by_own_functions(result: SpecResult, repeat: int | None) -> dict[str, Any]:
@@ -128,7 +130,7 @@ def built_run(tmp_path: Path) -> SpecResult:
     return dataclasses.replace(result, trace=Path("traces/t.json"))
 
 
-@pytest.mark.parametrize("report_format", BUILT_IN_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("report_format", builtin_formats(), ids=lambda f: f.name)
 @pytest.mark.parametrize("repeat", [None, 2])
 def test_every_registered_format_renders_a_run_built_from_real_values_as_its_module_does(
     report_format: ReportFormat[object], repeat: int | None, tmp_path: Path
@@ -175,7 +177,7 @@ def test_a_result_reports_with_the_renderer_its_maker_handed_it(tmp_path: Path) 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("report_format", BUILT_IN_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("report_format", builtin_formats(), ids=lambda f: f.name)
 def test_every_registered_format_renders_a_real_scripted_run(
     report_format: ReportFormat[object], passing_run: Path
 ) -> None:

@@ -140,8 +140,9 @@ def test_without_atom_the_plugin_imports_no_harness_module(tmp_path: Path) -> No
     ).stdout.splitlines()[-1]
     # spec.workspaces: the never-collect-a-workspace hook, which runs with or without --atom;
     # settings.options: the table the plugin's options are registered from (data only), with
-    # the parsers its rows name
-    light = ["errors", "hooks", "paths", "plugin", "settings", "settings.modes"]
+    # the parsers its rows name; extensions: the entry-point groups' names the match and
+    # history options accept (read from the installed metadata, no module of theirs loaded)
+    light = ["errors", "extensions", "hooks", "paths", "plugin", "settings", "settings.modes"]
     light += ["settings.options", "settings.parsers", "spec", "spec.workspaces"]
     assert out == str(["pytest_atom", *(f"pytest_atom.{name}" for name in light)])
 

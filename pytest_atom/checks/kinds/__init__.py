@@ -1,4 +1,4 @@
-"""The built-in check kinds, one module each; `BUILTIN_KINDS` lists them, in one place.
+"""The built-in check kinds, one module each, found through one entry-point group.
 
 Each module holds one kind whole: the JSON schema of its value, its parameters (a
 ``Params`` TypedDict), how it builds them from a spec, describes itself and runs
@@ -6,46 +6,42 @@ Each module holds one kind whole: the JSON schema of its value, its parameters (
 imports the shared support (`checks.kind`, `checks.evidence`, `checks.shell`,
 `checks.trajectory`), never another kind: ``lint-imports`` holds them independent.
 
-Add a kind: write ``kinds/<name>.py`` (copy the nearest kind), add its ``KIND`` to
-`BUILTIN_KINDS` below (the order is the order of the spec schema and of its error
-messages), run ``python -m pytest_atom.checks.schema`` to write its fragment into
+They are found through the ``pytest_atom.check_kinds`` entry-point group, which
+pyproject.toml declares for them as another distribution declares its own kinds.
+
+Add a kind: write ``kinds/<name>.py`` (copy the nearest kind), add its line
+``<name> = "pytest_atom.checks.kinds.<name>:KIND"`` to that group in pyproject.toml (and
+reinstall: the group is installed metadata), run ``python -m pytest_atom.checks.schema`` to write its fragment into
 ``spec_schema.json``, and test it in ``tests/checks/``.
 """
 
 from __future__ import annotations
 
 from pytest_atom.checks.kind import CheckKind
-from pytest_atom.checks.kinds import (
-    command,
-    file_absent,
-    file_contains,
-    file_exists,
-    final_message,
-    json_schema,
-    mcp_called,
-    permission_denied,
-    skill_invoked,
-    subagent_used,
-    tool_order,
-    tool_results,
-    tool_used,
-)
+from pytest_atom.extensions import builtin_names, load
+from pytest_atom.spec.types import SPEC_SCHEMA
 
-#: Every built-in kind, in the order the spec schema lists them.
-BUILTIN_KINDS: tuple[CheckKind, ...] = (
-    file_exists.KIND,
-    file_absent.KIND,
-    file_contains.KIND,
-    command.KIND,
-    json_schema.KIND,
-    tool_used.KIND,
-    tool_order.KIND,
-    skill_invoked.KIND,
-    subagent_used.KIND,
-    mcp_called.KIND,
-    final_message.KIND,
-    permission_denied.KIND,
-    tool_results.KIND,
-)
-#: The built-in kinds by name.
-BUILTIN: dict[str, CheckKind] = {kind.name: kind for kind in BUILTIN_KINDS}
+#: The check-kind entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.check_kinds"
+
+
+def _in_schema_order(names: tuple[str, ...]) -> list[str]:
+    """pytest-atom's kinds in the order ``spec_schema.json`` lists them (what its error
+    messages list), a kind it does not list yet last: installed metadata keeps no order."""
+    listed = list(SPEC_SCHEMA["$defs"]["check"]["properties"])
+    return sorted(names, key=lambda name: listed.index(name) if name in listed else len(listed))
+
+
+_FOUND: dict[str, CheckKind] = load(GROUP, CheckKind)
+_OWN = _in_schema_order(builtin_names(GROUP))
+
+#: pytest-atom's own kinds, in the order ``spec_schema.json`` lists them (it is written
+#: from these: `pytest_atom.checks.schema`).
+BUILTIN_KINDS: tuple[CheckKind, ...] = tuple(_FOUND[name] for name in _OWN)
+
+#: Every check kind installed, by name: pytest-atom's own, then those other distributions
+#: declare in the group (`extensions.declared`).
+KINDS: dict[str, CheckKind] = {
+    **{kind.name: kind for kind in BUILTIN_KINDS},
+    **{name: kind for name, kind in _FOUND.items() if name not in _OWN},
+}

@@ -8,17 +8,21 @@ structural     their kinds and conversations are equal, tool results aside
 strict         their normalized bodies are equal, byte for byte
 =============  ==========================================================
 
-Where to add: a match mode is one module here with its `Matcher` class, a line in
-`BUILTIN` below, and its name in `pytest_atom.settings.modes.MATCH_MODES` (the choices the
-option offers, below this layer); `tests/replay/test_matchers.py` holds the two lists equal.
-No mode imports another (an import-linter independence contract).
+Where to add: a match mode is one module with its `Matcher` class and a ``MATCHER``
+instance, and one line in the ``pytest_atom.match_modes`` entry-point group (pyproject.toml
+for these; another distribution's own group for its modes). `MATCHERS` below and the
+choices the ``match`` option offers (`pytest_atom.settings.modes.MATCH_MODES`, below this
+layer, which reads the names without importing a mode) both come from that group. No mode
+imports another (an import-linter independence contract).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
+from pytest_atom.extensions import load
 from pytest_atom.gateway.messages import Kind
 from pytest_atom.replay.matchers.base import Matcher
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
@@ -34,22 +38,35 @@ __all__ = [
     "StructuralMatcher",
     "match_key",
     "matcher_for",
+    "matchers",
 ]
 
-#: The built-in match modes, in the order `settings.modes.MATCH_MODES` offers them (typed as
-#: the protocol, so mypy checks that each class conforms).
-BUILTIN: tuple[Matcher, ...] = (ConversationMatcher(), StructuralMatcher(), StrictMatcher())
-#: Every match mode by the name users type.
-MATCHERS: Mapping[MatchMode, Matcher] = {m.name: m for m in BUILTIN}
+#: The match-mode entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.match_modes"
+
+
+@cache
+def matchers() -> Mapping[MatchMode, Matcher]:
+    """Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
+    offers them: the group, loaded when a replay first needs a mode (not at import, so a
+    plugin's module may import this package while it is itself being loaded)."""
+    return load(GROUP, Matcher)
+
+
+def __getattr__(name: str) -> Any:
+    """`MATCHERS`: `matchers()`, loaded on first use."""
+    if name == "MATCHERS":
+        return matchers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def matcher_for(name: str) -> Matcher:
     """The matcher of a mode name; a ValueError naming the choices for any other."""
     try:
-        return MATCHERS[name]  # type: ignore[index]
+        return matchers()[name]
     except KeyError:
         raise ValueError(
-            f"unknown match mode {name!r}: choose one of {', '.join(MATCHERS)}"
+            f"unknown match mode {name!r}: choose one of {', '.join(matchers())}"
         ) from None
 
 

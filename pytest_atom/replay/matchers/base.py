@@ -9,7 +9,7 @@ matched (`closest_pool`), and whether a match is worth noting as drift
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.replay.cassette import Interaction
@@ -19,6 +19,7 @@ from pytest_atom.settings.modes import MatchMode
 __all__ = ["Matcher", "conversation_key"]
 
 
+@runtime_checkable  # `extensions.load` checks each entry point against it
 class Matcher(Protocol):
     """How a live request finds its recorded counterpart, in one match mode."""
 

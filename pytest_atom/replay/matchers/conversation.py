@@ -29,3 +29,7 @@ class ConversationMatcher:
 
     def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
         return pool
+
+
+#: The mode's matcher: what the ``pytest_atom.match_modes`` entry point conversation names.
+MATCHER = ConversationMatcher()

@@ -37,3 +37,7 @@ class StrictMatcher:
             return pool
         key = conversation_key(kind, live)
         return [i for i in pool if conversation_key(kind, i.body) == key] or pool
+
+
+#: The mode's matcher: what the ``pytest_atom.match_modes`` entry point strict names.
+MATCHER = StrictMatcher()

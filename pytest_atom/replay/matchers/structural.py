@@ -34,3 +34,7 @@ class StructuralMatcher:
 
     def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
         return pool
+
+
+#: The mode's matcher: what the ``pytest_atom.match_modes`` entry point structural names.
+MATCHER = StructuralMatcher()
