@@ -168,7 +168,7 @@ def pytest_args(files: Iterable[Path], given: dict[str, Any], config: Path | Non
     setting given (an unset flag is unset, not false: a file may set it) as its
     ``--atom-*`` option. Quiet, without pytest's cache folder, and with only the files named
     collected, as `atom run` always did."""
-    args = ["--atom", "-p", "no:cacheprovider", "-qq", "--no-header", "-s"]
+    args = ["--atom", "-p", "no:cacheprovider", "--assert=plain", "-qq", "--no-header", "-s"]
     for name, value in given.items():
         if value is None or value is False:
             continue
