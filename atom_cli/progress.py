@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
@@ -39,13 +40,14 @@ from pytest_atom.results.harness_events import AnyEvent
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.interrupted import InterruptedRun
+from pytest_atom.settings.options import OPTIONS, Option
 from pytest_atom.settings.project import find_ini
 from pytest_atom.settings.resolved import ini_note
 from pytest_atom.spec.types import Spec
 from pytest_atom.suite.suite_run import SuiteRun
 from pytest_atom.words import Scrubbed, shorten
 
-__all__ = ["Progress", "RunView", "shown"]
+__all__ = ["Progress", "RunView", "own_words", "shown"]
 
 #: How much of a tool call's arguments or of the agent's words a progress line shows.
 LINE = 120
@@ -77,6 +79,15 @@ class RunView:
 
     # --- the session starts ----------------------------------------------------------------
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_cmdline_main(self, config: pytest.Config) -> Generator[None, Any, Any]:
+        """The session, with a usage error (an output path, an arm no spec has) in `atom
+        run`'s words (`own_words`)."""
+        try:
+            return (yield)
+        except pytest.UsageError as err:
+            raise pytest.UsageError(own_words(str(err))) from None
+
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         """After pytest-atom's own configure: its suite run is there to watch. pytest's
@@ -90,7 +101,6 @@ class RunView:
         self.suite = suite
         suite.watcher = self
         suite.history_kind = "atom run"
-        suite.arms_flag = "--arms"
         say = self.console.print
         say(f"[dim]seed {suite.harness.settings.seed} (reproduce: --seed)[/]")
         ini = find_ini(suite.harness.root)
@@ -134,7 +144,7 @@ class RunView:
         return Progress(self.console, spec)
 
     def not_run(self, reason: str) -> None:
-        self.console.print(f"  [yellow]{shown(reason)}[/]")
+        self.console.print(f"  [yellow]{shown(own_words(reason))}[/]")
 
     def finished(self, result: SpecResult, repeat: int | None) -> None:
         self.results.append((result, repeat))
@@ -174,9 +184,9 @@ class RunView:
             if suite.history_error:
                 self.console.print(f"[red]{shown(suite.history_error)}[/]")
             return
-        self._summary(suite)
+        self.print_summary(suite)
 
-    def _summary(self, suite: SuiteRun) -> None:
+    def print_summary(self, suite: SuiteRun) -> None:
         """The summary table, the HTML report, failed tries, sandbox warnings, the
         baseline's comparison and the pass rates, in pytest's order; the traces and each
         run's drift and warnings last, where they are not scrolled away."""
@@ -204,7 +214,7 @@ class RunView:
         for line in result_notes(self.results):
             say(shown(line))
         if said.spending:  # whatever the specs did: the run was cut short
-            say(f"[red]{shown(said.spending)}[/]")
+            say(f"[red]{shown(own_words(said.spending))}[/]")
 
     def _interrupted(self, suite: SuiteRun) -> None:
         """Ctrl-C: where the interrupted spec's work is, and the command that goes on."""
@@ -218,6 +228,24 @@ class RunView:
         resume = f"{command} --resume {shlex.quote(display_path(run.run_dir))}"
         for line in run.lines(command, resume):
             self.console.print(f"[yellow]{shown(line)}[/]")
+
+
+#: pytest's spelling of each setting's option, longest first (none is cut short by another).
+_PYTEST_FLAGS = re.compile(
+    "|".join(
+        re.escape(o.pytest_flag) + r"(?![\w-])"
+        for o in sorted(OPTIONS, key=lambda o: -len(o.pytest_flag))
+    )
+)
+
+
+BY_FLAG: dict[str, Option] = {o.pytest_flag: o for o in OPTIONS}
+
+
+def own_words(text: str) -> str:
+    """`text` with each setting's pytest option (``--atom-html``) named as `atom run` spells
+    it (``--html``): the session's messages are pytest's, the user typed `atom run`'s."""
+    return _PYTEST_FLAGS.sub(lambda found: BY_FLAG[found.group(0)].run_flag, text)
 
 
 def result_notes(results: Sequence[tuple[SpecResult, int | None]]) -> list[str]:

@@ -97,8 +97,6 @@ class SuiteRun:
         #: What the history store calls this session (`RunRecord.kind`): ``atom run`` names
         #: its own sessions so.
         self.history_kind = "pytest"
-        #: The option that selects arms, as the unknown-arms error names it.
-        self.arms_flag = "--atom-arms"
         self.baseline: BaselineGate | None = harness.baseline_gate()
         self.rows: list[SummaryRow] = []  # every spec run, as the summary shows it
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
@@ -126,7 +124,7 @@ class SuiteRun:
 
     def arms_problem(self) -> str | None:
         """Why the selected arms cannot be (one no collected spec has), or None."""
-        return unknown_arms(self.harness.settings.arms, self.arms_seen, self.arms_flag)
+        return unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
 
     def last_failed(
         self, items: Sequence[_Item], spec_of: Callable[[_Item], Spec | None]
