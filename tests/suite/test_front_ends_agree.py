@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import open_store
-from tests.api_helpers import REPO
+from tests.helpers import REPO
 
 #: Both runs' settings: the same seed, scripted agents (the spec's `script:`), their own
 #: output files. The selection: the shipped create-file spec.
