@@ -81,12 +81,13 @@ class RunView:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_cmdline_main(self, config: pytest.Config) -> Generator[None, Any, Any]:
-        """The session, with a usage error (an output path, an arm no spec has) in `atom
-        run`'s words (`own_words`)."""
+        """The session; a usage error (a config file, an output path, an arm no spec has)
+        said as `atom run`'s others are, in its option names (`own_words`)."""
         try:
             return (yield)
         except pytest.UsageError as err:
-            raise pytest.UsageError(own_words(str(err))) from None
+            click.echo(f"Error: {inert(own_words(str(err)))}", err=True)
+            return pytest.ExitCode.USAGE_ERROR
 
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config: pytest.Config) -> None:
@@ -164,6 +165,10 @@ class RunView:
             self.machinery = True
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C; not the session stopping itself (an upstream no spec can record from),
+        which pytest reports by the same hook."""
+        if isinstance(excinfo.value, (pytest.Session.Interrupted, pytest.Session.Failed)):
+            return
         self.interrupted = True
         self.stopped = InterruptedRun.of(excinfo.value)
 

@@ -25,7 +25,7 @@ from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.settings.options import BY_NAME, OPTIONS, Option
 from pytest_atom.settings.project import default_paths
-from pytest_atom.spec.load import load_specs, spec_files
+from pytest_atom.spec.load import load_files, spec_files
 from pytest_atom.spec.types import Spec
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINERY
 
@@ -45,9 +45,8 @@ def collect_specs(files: Iterable[Path], registry: CheckRegistry | None = None) 
     specs without running them; a malformed one is a ContentError, and finding none a usage
     error."""
     files = list(files)
-    kinds = tuple(registry.kinds()) if registry else ()
     try:
-        specs = [spec for file in files for spec in load_specs(file, check_kinds=kinds)]
+        specs = load_files(files, registry.kinds() if registry else ())
     except SpecError as err:
         raise ContentError(inert(str(err))) from None
     if not specs:
