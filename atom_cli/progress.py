@@ -147,21 +147,26 @@ class RunView:
     def not_run(self, reason: str) -> None:
         self.console.print(f"  [yellow]{shown(own_words(reason))}[/]")
 
+    def could_not_run(self, problem: str) -> None:
+        self.machinery = True
+        self.console.print(f"[red]Error:[/] {shown(problem)}")
+
     def finished(self, result: SpecResult, repeat: int | None) -> None:
         self.results.append((result, repeat))
         if not result.passed:
             self.console.print(shown(result.report()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A run the harness could not make: no spec outcome, so its failure report says
-        why (a spec file that does not load fails at set-up)."""
+        """A spec file that does not load fails its item at set-up: its report says why. A
+        run whose outcome is the machinery's (a replay that diverged, an upstream that
+        failed) ends `atom run` with 2."""
         if not report.failed:
             return
         outcome = Outcome.from_properties(dict(report.user_properties))
-        if outcome is None:
+        if report.when == "setup":
             self.machinery = True
             self.console.print(f"[red]Error:[/] {shown(report.longreprtext.strip())}")
-        elif outcome.exit_status > 1:
+        elif outcome is None or outcome.exit_status > 1:
             self.machinery = True
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:

@@ -258,6 +258,8 @@ class AtomItem(pytest.Function):
         else:
             problem = ""
         if problem:
+            if watcher is not None:
+                watcher.could_not_run(problem)
             # The harness's message may quote what a set-up or the agent printed: inert.
             pytest.fail(
                 inert(f"pytest-atom could not run spec '{self.spec.name}': {problem}"),

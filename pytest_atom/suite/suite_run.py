@@ -82,6 +82,9 @@ class Watcher(Protocol):
     def not_run(self, reason: str) -> None:
         """The spending limit is reached: the run did not start."""
 
+    def could_not_run(self, problem: str) -> None:
+        """The harness could not make the run (`problem`: why, and the fix)."""
+
     def finished(self, result: SpecResult, repeat: int | None) -> None:
         """The run ended, passed or not (`repeat`: which of the spec's, if it repeats)."""
 
