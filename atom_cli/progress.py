@@ -28,8 +28,6 @@ from pytest_atom.datasets.select import select_cases
 from pytest_atom.events import agent as events
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
-from pytest_atom.pytest.items import AtomItem
-from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.reports.summary import summary_width
@@ -96,7 +94,11 @@ class RunView:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter._tw = TerminalWriter(io.StringIO())
-        suite = config.stash.get(SUITE_RUN, None)
+        # By the session plugin's name, not its stash key or class: both are objects of
+        # their modules, and a host that re-imports pytest-atom (pytester restores its
+        # module snapshot after each in-process run) has new ones.
+        atom = config.pluginmanager.get_plugin("atom-session")
+        suite: SuiteRun | None = getattr(atom, "suite", None)
         if suite is None:
             return
         self.suite = suite
@@ -116,11 +118,11 @@ class RunView:
         no collected spec has is a usage error, so a typo never quietly runs nothing."""
         if not self.cases:
             return
-        specs = [item.spec for item in items if isinstance(item, AtomItem)]
+        specs: list[Spec] = [item.spec for item in items if hasattr(item, "spec")]  # AtomItem
         _, problem = select_cases(specs, self.cases)
         if problem:
             raise pytest.UsageError(problem)
-        kept = [i for i in items if not isinstance(i, AtomItem) or i.spec.case in self.cases]
+        kept = [i for i in items if getattr(i, "spec", None) is None or i.spec.case in self.cases]
         dropped = [i for i in items if i not in kept]
         if dropped:
             config.hook.pytest_deselected(items=dropped)

@@ -11,6 +11,7 @@ status to its documented codes (`exit_code`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,7 +150,9 @@ def run(
     or harness errors, for recordings that failed on their upstream and when --max-cost-usd
     stopped the run (as `claude plugin eval --max-cost-usd`), 130 when interrupted (Ctrl-C).
     """
-    console = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    # The stream as the command got it: the session it launches may swap sys.stdout.
+    stream = sys.stderr if as_json else sys.stdout
+    console = Console(file=stream, highlight=False, soft_wrap=True)
     if not specs:  # what `pytest --atom` would collect from here
         from atom_cli.validate_cmd import atom_paths
 
