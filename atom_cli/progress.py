@@ -122,8 +122,11 @@ class RunView:
         _, problem = select_cases(specs, self.cases)
         if problem:
             raise pytest.UsageError(problem)
-        kept = [i for i in items if getattr(i, "spec", None) is None or i.spec.case in self.cases]
-        dropped = [i for i in items if i not in kept]
+        kept: list[pytest.Item] = []
+        dropped: list[pytest.Item] = []
+        for item in items:
+            spec = getattr(item, "spec", None)
+            (kept if spec is None or spec.case in self.cases else dropped).append(item)
         if dropped:
             config.hook.pytest_deselected(items=dropped)
             items[:] = kept
