@@ -14,9 +14,8 @@ from pytest_atom.calibration.record import base_name
 from pytest_atom.errors import SettingsError, SpecError
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.run.harness import Harness, host_harness
-from pytest_atom.spec.load import spec_files
+from pytest_atom.spec.load import load_files, spec_files
 from pytest_atom.spec.types import Spec
-from pytest_atom.suite.suite_run import load_files
 
 
 def harness_for(

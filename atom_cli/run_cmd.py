@@ -1,40 +1,37 @@
-"""`atom run`: specs outside pytest, with live progress: the click front end over the suite
-run (`pytest_atom.suite.SuiteRun`), which loads, runs, summarises and decides the exit status.
+"""`atom run`: specs with live progress, as a launcher of `pytest --atom`.
+
+It builds pytest's command line (the spec files; each setting given as its ``--atom-*``
+option, from the one option table `pytest_atom.settings.options`; ``--config`` as
+``--atom-config``) and runs that session in this process with `atom_cli.progress.RunView`,
+which shows the live progress and the summary instead of pytest's output and selects
+``--case``. The collection, the runs, the HTML page, last-failed, the history and the exit
+status are the session's own (`pytest_atom.pytest.session`): `atom run` only maps pytest's
+status to its documented codes (`exit_code`).
 """
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+import pytest
 from rich.console import Console
 
-from atom_cli.progress import ConsoleWatcher, shown
-from pytest_atom.datasets.select import select_cases
-from pytest_atom.errors import BaselineError, SettingsError, SpecError
+from atom_cli.progress import RunView
+from pytest_atom.errors import SpecError
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.reports.summary import summary_width
-from pytest_atom.reports.trace import build_trace
-from pytest_atom.run.harness import Harness, host_harness
-from pytest_atom.run.interrupted import InterruptedRun
-from pytest_atom.settings.options import OPTIONS, Option
-from pytest_atom.settings.output_paths import output_path_errors
-from pytest_atom.settings.project import default_paths, find_ini
-from pytest_atom.settings.resolved import from_here, ini_note
-from pytest_atom.spec.load import spec_files
+from pytest_atom.settings.options import BY_NAME, OPTIONS, Option
+from pytest_atom.settings.project import default_paths
+from pytest_atom.spec.load import load_files, spec_files
 from pytest_atom.spec.types import Spec
-from pytest_atom.suite.ending import EXIT_INTERRUPTED
-from pytest_atom.suite.suite_run import ATOM_RUN, SuiteRun, load_files
+from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINERY
 
 if TYPE_CHECKING:
     from pytest_atom.checks.registry import CheckRegistry
-    from pytest_atom.suite.summary import Summary
 
 
 class ContentError(click.ClickException):
@@ -44,9 +41,11 @@ class ContentError(click.ClickException):
     exit_code = 2
 
 
-def collect_specs(files: list[Path], registry: CheckRegistry | None = None) -> list[Spec]:
-    """The specs in `files` (with the project's check kinds); a malformed one is a
-    ContentError, and finding none a usage error."""
+def collect_specs(files: Iterable[Path], registry: CheckRegistry | None = None) -> list[Spec]:
+    """The specs in `files` (with the project's check kinds), for the commands that read
+    specs without running them; a malformed one is a ContentError, and finding none a usage
+    error."""
+    files = list(files)
     try:
         specs = load_files(files, registry.kinds() if registry else ())
     except SpecError as err:
@@ -65,7 +64,8 @@ else:  # generic only from click 8.2; pyproject allows 8.1
 class SettingType(_ParamType):
     """A setting's own parser (its row's, `pytest_atom.settings.options`) as a click type, as
     pytest's ``--atom-*`` options use it: a value is checked the same on both command
-    lines, in the ini file and in `.atom/config.yaml`."""
+    lines, in the ini file and in `.atom/config.yaml`. The value stays as given: pytest,
+    which `atom run` hands it to, parses it again."""
 
     def __init__(self, option: Option) -> None:
         self.option = option
@@ -73,9 +73,10 @@ class SettingType(_ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         try:
-            return self.option.parse(value)
+            self.option.parse(value)
         except ValueError as exc:
             self.fail(f"{exc}, not {value!r}", param, ctx)
+        return value
 
 
 def click_type(option: Option) -> _ParamType:
@@ -149,7 +150,9 @@ def run(
     or harness errors, for recordings that failed on their upstream and when --max-cost-usd
     stopped the run (as `claude plugin eval --max-cost-usd`), 130 when interrupted (Ctrl-C).
     """
-    console = Console(stderr=as_json, highlight=False, soft_wrap=True)
+    # The stream as the command got it: the session it launches may swap sys.stdout.
+    stream = sys.stderr if as_json else sys.stdout
+    console = Console(file=stream, highlight=False, soft_wrap=True)
     if not specs:  # what `pytest --atom` would collect from here
         from atom_cli.validate_cmd import atom_paths
 
@@ -157,118 +160,36 @@ def run(
     files = spec_files(specs)
     if not files:
         raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(display_path, specs))}")
-    # An unset flag is unset (None), not false: a file may set it. Paths are taken from
-    # here, as pytest takes its --atom-* paths from where it ran.
-    options = from_here({k: None if v is False else v for k, v in given.items()}, Path.cwd())
-    suite = _suite(_harness(options, config_path, files), options)
-    harness = suite.harness
-    console.print(f"[dim]seed {harness.settings.seed} (reproduce: --seed)[/]")
-    ini = find_ini(harness.root)
-    note = ini and ini_note(ini.values, display_path(ini.path))
-    if note:
-        console.print(f"[dim]{shown(note)}[/]")
-    _run_selected(suite, files, console, cases)
-    if suite.aborted:  # the harness failed: the run stopped there
-        console.print(f"[red]Error:[/] {shown(suite.aborted)}")
-        sys.exit(suite.exit_status())
-    suite.finish()
-    suite.compare()
-    said = _print_summary(console, suite)
-    if as_json:
-        traces = [build_trace(r, repeat=n) for r, n in suite.results]
-        click.echo(json.dumps(traces, indent=2, default=str))
-    for line in said.result_notes:  # last, after the summary, where they are not scrolled away
-        console.print(shown(line))
-    if said.spending:  # whatever the specs did: the run was cut short
-        console.print(f"[red]{shown(said.spending)}[/]")
-    sys.exit(suite.exit_status())
+    view = RunView(console, cases=cases, as_json=as_json)
+    status = pytest.main(pytest_args(files, given, config_path), plugins=[view])
+    raise SystemExit(exit_code(status, view, files))
 
 
-def _suite(harness: Harness, options: dict[str, Any]) -> SuiteRun:
-    """The suite run, once its output paths are known to be writable (before any spec
-    runs, not a traceback once all of them have) and its baseline readable."""
-    errors = output_path_errors(
-        harness.settings,
-        harness.root,
-        flag=lambda option: option.run_flag,
-        given=lambda option: options.get(option.name) is not None,
-    )
-    if errors:
-        raise click.UsageError("\n".join(errors))
-    try:
-        return SuiteRun(harness, ATOM_RUN)
-    except BaselineError as err:
-        raise ContentError(str(err)) from None
+def pytest_args(files: Iterable[Path], given: dict[str, Any], config: Path | None) -> list[str]:
+    """`pytest --atom`'s command line for these spec files and `atom run`'s options: each
+    setting given (an unset flag is unset, not false: a file may set it) as its
+    ``--atom-*`` option. Quiet, without pytest's cache folder, and with only the files named
+    collected, as `atom run` always did."""
+    args = ["--atom", "-p", "no:cacheprovider", "--assert=plain", "-qq", "--no-header", "-s"]
+    for name, value in given.items():
+        if value is None or value is False:
+            continue
+        flag = BY_NAME[name].pytest_flag
+        args.append(flag if value is True else f"{flag}={value}")
+    if config is not None:
+        args.append(f"--atom-config={config}")
+    return [*args, "--", *(str(file) for file in files)]
 
 
-def _run_selected(
-    suite: SuiteRun, files: list[Path], console: Console, cases: tuple[str, ...] = ()
-) -> None:
-    """The specs of `files` in the selected arms (and cases), run; Ctrl-C ends the command
-    with 130."""
-    try:
-        loaded, problem = select_cases(collect_specs(files, suite.harness.registry()), cases)
-        if problem:
-            raise click.UsageError(problem)
-        loaded = suite.collected(loaded)
-        problem = suite.arms_problem()
-        if problem:
-            raise click.UsageError(problem)
-        loaded, _, note = suite.last_failed(loaded, lambda spec: spec)
-        if note:
-            console.print(shown(note))
-        suite.run_specs(loaded, ConsoleWatcher(console))
-    except KeyboardInterrupt as stop:
-        _interrupted(console, stop, suite.harness)
-        sys.exit(EXIT_INTERRUPTED)
-
-
-def _print_summary(console: Console, suite: SuiteRun) -> Summary:
-    """The summary table, the HTML report, failed tries, sandbox warnings, the baseline's
-    comparison and the pass rates, in pytest's order; the summary, for what follows."""
-    said = suite.summary(summary_width(console.is_terminal, console.width))
-    for line in said.table:
-        console.print(shown(line))
-    page = suite.write_html()
-    if page is not None:
-        console.print(f"HTML report: {shown(display_path(page))}")
-    for line in said.tries + said.criteria:
-        console.print(shown(line))
-    for line in said.sandbox:
-        console.print(f"[yellow]{shown(line)}[/]")
-    if said.history_error:
-        console.print(f"[red]{shown(said.history_error)}[/]")
-    for line, red in said.baseline or []:
-        style = "red" if red else "default"
-        console.print(f"[{style}]{shown(line)}[/]")
-    for line in (said.rates or []) + said.arms + said.cases:
-        console.print(shown(line))
-    return said
-
-
-def _interrupted(console: Console, stop: KeyboardInterrupt, harness: Harness) -> None:
-    """Ctrl-C: where the interrupted spec's work is, and the command that goes on."""
-    run = InterruptedRun.of(stop)
-    if run is None:
-        console.print("[yellow]interrupted[/] (between specs: nothing was left half done)")
-        return
-    command = f"atom run {shlex.quote(display_path(run.spec.path))}"
-    mode = harness.settings.record_mode
-    command += f" --record-mode={mode}" if mode != "none" else ""
-    resume = f"{command} --resume {shlex.quote(display_path(run.run_dir))}"
-    for line in run.lines(command, resume):
-        console.print(f"[yellow]{shown(line)}[/]")
-
-
-def _harness(options: dict[str, Any], config_path: Path | None, files: list[Path]) -> Harness:
-    """The harness for these options, unset ones resolved like pytest's (ini, config file);
-    a config or setting that cannot be used is the file's fault, not the command line's.
-    """
-    try:
-        return host_harness(
-            options,
-            config_path=config_path,
-            spec_dirs={file.parent for file in files},
-        )
-    except SettingsError as err:  # a ConfigError too
-        raise ContentError(str(err)) from None
+def exit_code(status: int | pytest.ExitCode, view: RunView, files: Iterable[Path]) -> int:
+    """`atom run`'s exit status for the session's: 0 passed, 1 a spec failed, 2 for usage
+    and harness errors (pytest's usage and internal errors, a collection error, a run the
+    harness could not make, the spending limit), 130 when Ctrl-C stopped it."""
+    if view.interrupted:
+        return EXIT_INTERRUPTED
+    if status == pytest.ExitCode.NO_TESTS_COLLECTED:
+        shown = ", ".join(display_path(file) for file in files)
+        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {shown}")
+    if status in (0, EXIT_FAILED) and view.machinery:
+        return EXIT_MACHINERY  # whatever a pass-rate gate made of the failed run
+    return EXIT_FAILED if status == EXIT_FAILED else EXIT_MACHINERY if status else 0

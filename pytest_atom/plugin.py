@@ -54,6 +54,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="collect *.atom.yaml specs and run each through the real Claude Code CLI.",
     )
+    group.addoption(
+        "--atom-config",
+        dest="atom_config",
+        default=None,
+        metavar="PATH",
+        help="project config (default: .atom/config.yaml here or above).",
+    )
     for option in OPTIONS:
         if option.command_line:
             group.addoption(option.pytest_flag, **_argparse_options(option))

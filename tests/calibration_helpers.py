@@ -69,7 +69,8 @@ def build_deploy_project(folder: Path) -> None:
 
 
 def run_folder(project: Path) -> Path:
-    (found,) = (project / ".atom" / "runs").iterdir()
+    """The one run's folder (beside it, the session's results file, `last-run.json`)."""
+    (found,) = (p for p in (project / ".atom" / "runs").iterdir() if p.is_dir())
     return found
 
 

@@ -8,10 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.events.agent import parse
+from pytest_atom.paths import node_id
+from pytest_atom.reports.properties import result_properties
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord, RunOutcome
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
+from pytest_atom.settings.project import pytest_rootdir
 from pytest_atom.spec.load import load_spec
 
 SPEC = """\
@@ -108,3 +112,12 @@ def chromium_driver(profile: Path) -> Any:
     for arg in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(executable_path=driver), options=options)
+
+
+def row_of(result: SpecResult, repeat: int | None = None) -> SummaryRow:
+    """A finished run's summary row as the session plugin makes it from its item's report
+    (`pytest_atom.pytest.session`): pytest's node id from its rootdir, ``[rN]`` for a
+    repeat, and the properties the item records."""
+    nodeid = node_id(result.spec.path, result.spec.name, pytest_rootdir())
+    nodeid += f"[r{repeat}]" if repeat else ""
+    return SummaryRow.of(nodeid, result_properties(result), result.outcome)

@@ -236,12 +236,20 @@ class AtomItem(pytest.Function):
         harness = suite.harness
         spec_file = self.parent
         assert isinstance(spec_file, SpecFile)
+        watcher = suite.watcher  # `atom run`'s live progress, when it launched the session
+        on_event = watcher.started(self.spec, self.name) if watcher is not None else None
         try:
             settings = settings_for(harness, self, atom_settings)
             result = harness.run(
-                self.spec, registry=spec_file.registry, repeat=self.repeat, settings=settings
+                self.spec,
+                registry=spec_file.registry,
+                repeat=self.repeat,
+                settings=settings,
+                on_event=on_event,
             )
         except SpendingLimitReached as exc:
+            if watcher is not None:
+                watcher.not_run(str(exc))
             pytest.skip(str(exc))
         except _run_errors() as exc:
             problem = str(exc)  # reported outside the except block: no chained traceback
@@ -250,12 +258,16 @@ class AtomItem(pytest.Function):
         else:
             problem = ""
         if problem:
+            if watcher is not None:
+                watcher.could_not_run(problem)
             # The harness's message may quote what a set-up or the agent printed: inert.
             pytest.fail(
                 inert(f"pytest-atom could not run spec '{self.spec.name}': {problem}"),
                 pytrace=False,
             )
         self.result = result
+        if watcher is not None:
+            watcher.finished(result, self.repeat)
         outcome = result.outcome
         record_result(self, result)
         baseline = suite.baseline

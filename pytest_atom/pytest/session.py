@@ -39,7 +39,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.harness import Harness
 from pytest_atom.run.interrupted import InterruptedRun
 from pytest_atom.settings.output_paths import output_path_errors
-from pytest_atom.suite.suite_run import PYTEST, SuiteRun
+from pytest_atom.suite.suite_run import SuiteRun
 
 
 class Measured:
@@ -85,7 +85,7 @@ class AtomSession:
         # A fresh seed goes on the command line, so per-test settings resolve to it too.
         config.option.atom_seed = harness.settings.seed
         try:
-            self.suite = SuiteRun(harness, PYTEST)
+            self.suite = SuiteRun(harness)
         except BaselineError as exc:
             raise pytest.UsageError(f"--atom-baseline: {exc}") from None
         config.stash[SUITE_RUN] = self.suite

@@ -30,7 +30,11 @@ def pytest_harness(config: pytest.Config) -> Harness:
     (`find_project`), not pytest's rootdir: without a pytest ini file that is the folder
     pytest ran in, and a run from ``specs/`` would read `paths:` and write runs there."""
     try:
-        project = find_project(config.invocation_params.dir, rootdir=config.rootpath)
+        given = config.option.atom_config  # ``--atom-config``: from where pytest ran
+        config_path = None if given is None else config.invocation_params.dir / given
+        project = find_project(
+            config.invocation_params.dir, config_path=config_path, rootdir=config.rootpath
+        )
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     try:

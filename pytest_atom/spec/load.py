@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -251,6 +251,13 @@ def load_spec(
 
 
 _SKIP_DIRS = {"node_modules", "__pycache__", "venv", "build", "dist"}
+
+
+def load_files(files: Iterable[Path], kinds: Iterable[str] = ()) -> list[Spec]:
+    """The specs in `files` (`kinds`: the project's own check kinds), in order, before arms
+    are selected; SpecError names a malformed one."""
+    known = tuple(kinds)
+    return [spec for file in files for spec in load_specs(file, check_kinds=known)]
 
 
 def spec_files(paths: Sequence[Path]) -> list[Path]:

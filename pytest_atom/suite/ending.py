@@ -1,6 +1,6 @@
 """How a suite run ends: the one decision of its exit status.
 
-Every front end ends a suite here: `pytest --atom` (`pytest_atom.pytest.session`), `atom run`
+Every suite ends here: `pytest --atom` (`pytest_atom.pytest.session`, which `atom run` launches)
 and `atom results combine`. Each gives what its own machinery already decided (`Ending.base`:
 pytest's session status, the worst run's `Outcome.exit_status` for the commands) and what
 the suite saw; `decide` applies the gates in one order:
@@ -15,7 +15,7 @@ the suite saw; `decide` applies the gates in one order:
    repeats decide, not single failed runs: a spec below its threshold fails the suite, and
    one meeting it passes though some of its repeats failed (a failure outside the spec
    runs, or of a spec no threshold covers, still fails the suite);
-5. else the front end's own status.
+5. else pytest's own status (or the worst shard's, for `atom results combine`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 #: The machinery failed: a harness error, a replay that diverged, an upstream that failed.
 EXIT_MACHINERY = 2
-#: Ctrl-C outside pytest, as a shell reports SIGINT: never 1, which means a spec failed.
+#: Ctrl-C under `atom run`, as a shell reports SIGINT: never 1, which means a spec failed.
 EXIT_INTERRUPTED = 130
 
 
@@ -52,7 +52,7 @@ EXIT_INTERRUPTED = 130
 class Ending:
     """What a suite's exit status is decided from (`decide`)."""
 
-    #: The front end's own status before the gates: pytest's `session.exitstatus`, or the
+    #: The caller's own status before the gates: pytest's `session.exitstatus`, or the
     #: worst run's `Outcome.exit_status` outside pytest.
     base: int
     #: Every spec run, as the summary shows them.

@@ -2,12 +2,13 @@
 
 The stages, in order, and who drives each:
 
-- collect: `load` (outside pytest) or pytest's own collectors, which hand each file's
-  specs to `collected`; `arms_problem` then checks ``--arms`` against every arm seen;
-- run: `run_specs` (outside pytest, with a `Watcher` printing progress) or pytest's items,
-  whose reports the session plugin turns into rows for `record`;
+- collect: pytest's own collectors hand each file's specs to `collected`; `arms_problem`
+  then checks ``--atom-arms`` against every arm seen;
+- run: pytest's items, each showing its run's events to the `Watcher` when one watches
+  (`atom run`'s live progress), and whose reports the session plugin turns into rows for
+  `record`;
 - summary: `finish`, `compare` (the baseline gate, once), `summary` (the lines under the
-  table, which each front end lays out);
+  table, which pytest's terminal summary or `atom run` lays out);
 - exit status: `exit_status`, the only place a suite's status is decided
   (`pytest_atom.suite.ending.decide`);
 - history: `finish` records the session in the history store, once (`history_run`: the
@@ -15,28 +16,24 @@ The stages, in order, and who drives each:
 
 pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
 (`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from
-its hooks, as pytest-xdist's `DSession` keeps a run's state behind its hooks. `atom run`
-drives the same object from click. Neither recomputes a gate or an exit status.
+its hooks, as pytest-xdist's `DSession` keeps a run's state behind its hooks. `atom run` is
+a launcher over the same pytest session (`atom_cli.run_cmd`): there is one runner, and no
+caller recomputes a gate or an exit status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
-from pytest_atom.errors import SpendingLimitReached
 from pytest_atom.history.cache import session_cache
 from pytest_atom.history.last_failed import last_failed
 from pytest_atom.history.recording import (
-    claude_version_of,
     first_version,
-    item_record,
     run_record,
     write_run,
 )
@@ -47,9 +44,7 @@ from pytest_atom.history.records import (
     item_to_dict,
     run_to_dict,
 )
-from pytest_atom.paths import display_path, node_id
-from pytest_atom.reports.phrases import drift_line
-from pytest_atom.reports.properties import result_properties
+from pytest_atom.paths import display_path
 from pytest_atom.reports.summary import (
     cached_lines,
     criteria_trust_lines,
@@ -60,10 +55,8 @@ from pytest_atom.reports.summary import (
 )
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
-from pytest_atom.settings.project import pytest_rootdir
 from pytest_atom.spec.arms import select_arms, unknown_arms
-from pytest_atom.spec.load import load_specs
-from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
+from pytest_atom.suite.ending import Ending, decide
 from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
@@ -75,32 +68,12 @@ if TYPE_CHECKING:
 
 _Item = TypeVar("_Item")
 
-__all__ = ["ATOM_RUN", "PYTEST", "FrontEnd", "SuiteRun", "Watcher", "load_files"]
-
-
-def load_files(files: Iterable[Path], kinds: Iterable[str] = ()) -> list[Spec]:
-    """The specs in `files` (`kinds`: the project's own check kinds), in order, before arms
-    are selected; SpecError names a malformed one."""
-    known = tuple(kinds)
-    return [spec for file in files for spec in load_specs(file, check_kinds=known)]
-
-
-@dataclass(frozen=True)
-class FrontEnd:
-    """What differs between the front ends that drive a suite: the words they use."""
-
-    #: The option that selects arms, as the unknown-arms error names it.
-    arms_flag: str
-    #: What the history store calls its sessions (`RunRecord.kind`).
-    history_kind: str = "pytest"
-
-
-PYTEST = FrontEnd(arms_flag="--atom-arms", history_kind="pytest")
-ATOM_RUN = FrontEnd(arms_flag="--arms", history_kind="atom run")
+__all__ = ["SuiteRun", "Watcher"]
 
 
 class Watcher(Protocol):
-    """What a front end shows of `SuiteRun.run_specs` as it happens (`atom run`'s progress)."""
+    """What a live view shows of each spec run as it happens (`atom run`'s progress): the
+    spec items call it, when `SuiteRun.watcher` is set."""
 
     def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None] | None:
         """A run of `spec` starts (`label`: its name, ``[rN]`` for a repeat); the callback
@@ -109,24 +82,28 @@ class Watcher(Protocol):
     def not_run(self, reason: str) -> None:
         """The spending limit is reached: the run did not start."""
 
-    def finished(self, result: SpecResult) -> None:
-        """The run ended, passed or not."""
+    def could_not_run(self, problem: str) -> None:
+        """The harness could not make the run (`problem`: why, and the fix)."""
+
+    def finished(self, result: SpecResult, repeat: int | None) -> None:
+        """The run ended, passed or not (`repeat`: which of the spec's, if it repeats)."""
 
 
 class SuiteRun:
     """The state of one suite run and its stages (the module's docstring)."""
 
-    def __init__(self, harness: Harness, front: FrontEnd) -> None:
-        """BaselineError (the baseline file cannot be used) is the front end's to word."""
+    def __init__(self, harness: Harness) -> None:
+        """BaselineError (the baseline file cannot be used) is the caller's to word."""
         self.harness = harness
-        self.front = front
+        #: Shown each spec run's events as they happen (None: nothing watches).
+        self.watcher: Watcher | None = None
+        #: What the history store calls this session (`RunRecord.kind`): ``atom run`` names
+        #: its own sessions so.
+        self.history_kind = "pytest"
         self.baseline: BaselineGate | None = harness.baseline_gate()
         self.rows: list[SummaryRow] = []  # every spec run, as the summary shows it
-        self.results: list[tuple[SpecResult, int | None]] = []  # the runs `run_specs` ran
-        self.views: list[dict[str, Any]] = []  # their HTML views, made while run folders exist
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
         self.spending_limit = False  # a spec was stopped, or not run, at the spending limit
-        self.aborted = ""  # the harness failed outside a spec's run: the run stopped
         self.arms_seen: set[str | None] = set()  # every arm of the collected specs
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.compared = self.regressed = False  # the whole run against the baseline, once
@@ -150,7 +127,7 @@ class SuiteRun:
 
     def arms_problem(self) -> str | None:
         """Why the selected arms cannot be (one no collected spec has), or None."""
-        return unknown_arms(self.harness.settings.arms, self.arms_seen, self.front.arms_flag)
+        return unknown_arms(self.harness.settings.arms, self.arms_seen, "--atom-arms")
 
     def last_failed(
         self, items: Sequence[_Item], spec_of: Callable[[_Item], Spec | None]
@@ -174,25 +151,9 @@ class SuiteRun:
 
     # --- run -----------------------------------------------------------------------------
 
-    def run_specs(self, specs: Sequence[Spec], watcher: Watcher) -> None:
-        """Each spec, `repeat` times, through the harness (outside pytest). A harness
-        error stops the run (`aborted`); Ctrl-C is the caller's."""
-        from pytest_atom.run.execution import HARNESS_ERRORS  # the machinery, when it runs
-
-        try:
-            for spec in map(self.repeated, specs):
-                repeat = spec.repeats or 1
-                for number in range(1, repeat + 1):
-                    label = spec.name if repeat == 1 else f"{spec.name}[r{number}]"
-                    self._run_one(spec, number if repeat > 1 else None, label, watcher)
-        except HARNESS_ERRORS as exc:
-            self.aborted = str(exc)
-        spend = self.harness.spend
-        self.spending_limit = self.spending_limit or (spend is not None and spend.reached)
-
     def repeated(self, spec: Spec, repeat: int | None = None) -> Spec:
         """`spec` with its count of runs settled (`Spec.with_repeats`): its own `repeats:`,
-        else `repeat` (a front end's own default), else ``--atom-repeat``."""
+        else `repeat` (an eval case's own `runs:`), else ``--atom-repeat``."""
         return spec.with_repeats(self.harness.settings.repeat if repeat is None else repeat)
 
     @property
@@ -200,26 +161,6 @@ class SuiteRun:
         """The run's own thresholds over repeats, for the specs that state none."""
         settings = self.harness.settings
         return RepeatGates(settings.pass_at_least, settings.min_pass_rate)
-
-    def _run_one(self, spec: Spec, repeat: int | None, label: str, watcher: Watcher) -> None:
-        on_event = watcher.started(spec, label)
-        try:
-            result = self.harness.run(spec, on_event=on_event, repeat=repeat)
-        except SpendingLimitReached as exc:
-            self.spending_limit = True
-            watcher.not_run(str(exc))
-            return
-        self.ran(result, repeat)
-        watcher.finished(result)
-
-    def ran(self, result: SpecResult, repeat: int | None = None) -> None:
-        """A run this suite ran itself (`repeat`: which of the spec's, if it repeats); its
-        HTML view is made now, while its run folder still exists."""
-        self.results.append((result, repeat))
-        if self.harness.html is not None:
-            from pytest_atom.reports.html import spec_view  # Jinja2 only when asked for
-
-            self.views.append(spec_view(result, repeat=repeat))
 
     def record(self, row: SummaryRow) -> None:
         """A spec run pytest ran (its report's figures)."""
@@ -241,30 +182,12 @@ class SuiteRun:
     # --- summary -------------------------------------------------------------------------
 
     def finish(self) -> None:
-        """After the runs: old run folders go; the runs `run_specs` ran become rows, with
-        pytest's node ids (from its rootdir) and, with a baseline, each run's deltas; then
-        the session is recorded in the history store."""
+        """After the runs: old run folders go; then the session is recorded in the history
+        store."""
         self.harness.finish()
         if self.cache is not None:
             self.cache.close()
-        if self.results:
-            self._result_rows()
         self.record_history()
-
-    def _result_rows(self) -> None:
-        from pytest_atom.replay.scrub import Scrubber  # the machinery: loaded once runs ran
-
-        rootdir, scrubber = pytest_rootdir(), Scrubber()
-        for result, repeat in self.results:
-            nodeid = node_id(result.spec.path, result.spec.name, rootdir)
-            nodeid += f"[r{repeat}]" if repeat else ""
-            props = result_properties(result)
-            if self.baseline is not None:
-                own = result.spec.baseline_tolerance
-                props.update(self.baseline.item_properties(nodeid, props, own=own))
-            self.rows.append(SummaryRow.of(nodeid, props, result.outcome))
-            item = item_record(result, repeat, scrubber=scrubber)
-            self.history_items[nodeid] = (item, claude_version_of(result))
 
     def history_run(self) -> tuple[RunRecord, list[ItemRecord]]:
         """The session as the history store keeps it: one run (made once, so the local
@@ -274,7 +197,7 @@ class SuiteRun:
             harness = self.harness
             version = first_version(v for _, v in self.history_items.values())
             self._history_run = run_record(
-                self.front.history_kind,
+                self.history_kind,
                 harness.settings,
                 harness.root,
                 version,
@@ -330,7 +253,6 @@ class SuiteRun:
         return Summary(
             table=summary_table(rows, width),
             notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
-            result_notes=self._result_notes(),
             tries=failed_tries_lines(rows) + environment_lines(rows) + self._cache_lines(rows),
             spending=self._spending_line(),
             sandbox=sandbox_warning_lines(rows),
@@ -350,16 +272,6 @@ class SuiteRun:
         problem = [self.cache.problem] if self.cache is not None and self.cache.problem else []
         return cached_lines(rows) + problem
 
-    def _result_notes(self) -> list[str]:
-        """Drift and warnings of the runs `run_specs` ran, by spec name."""
-        lines = []
-        for result, _ in self.results:
-            drift = drift_line(result.drift)
-            for label, text in (("drift", drift), *(("warning", w) for w in result.warnings)):
-                if text:
-                    lines.append(f"{label}: {result.spec.name}: {text}")
-        return lines
-
     def _spending_line(self) -> str | None:
         if not self.spending_limit:
             return None
@@ -367,27 +279,6 @@ class SuiteRun:
         said = spend.summary() if spend is not None else None
         option = self.harness.spend_option
         return said or f"spending limit reached ({option}); exit status {EXIT_SPENDING_LIMIT}"
-
-    def write_html(self) -> Path | None:
-        """The HTML report of the runs `run_specs` ran, where `html` asks for one."""
-        page = self.harness.html
-        if page is None:
-            return None
-        from pytest_atom.reports.html import report_row, write_html  # Jinja2 only when asked
-
-        deltas = self.baseline.deltas() if self.baseline is not None else {}
-        rows = [
-            report_row(row.nodeid, row.outcome.label, view, deltas=deltas.get(spec_key(row.nodeid)))
-            for row, view in zip(self.rows, self.views, strict=True)
-        ]
-        write_html(
-            rows,
-            page,
-            runs_dir=self.harness.runs_dir,
-            measured=measured_lines(self.rows, self.gates),
-            history=self.history_view(),
-        )
-        return page
 
     def history_view(self) -> HistoryView | None:
         """The HTML report's history: this session against the store's previous run, and
@@ -401,22 +292,18 @@ class SuiteRun:
 
     # --- exit status ---------------------------------------------------------------------
 
-    def exit_status(self, base: int | None = None, *, compare: bool = True) -> int:
-        """The suite's exit status: `base` is the front end's own (pytest's session
-        status); None when the suite ran its specs itself, whose worst outcome it is then.
-        `compare`: gate on the baseline (an xdist worker leaves it to its controller)."""
-        own = base is None
-        status = worst(self.rows) if base is None else base
-        regressed = compare and not self.aborted and self.compare()
+    def exit_status(self, base: int, *, compare: bool = True) -> int:
+        """The suite's exit status over `base`, pytest's session status. `compare`: gate on
+        the baseline (an xdist worker leaves it to its controller)."""
+        regressed = compare and self.compare()
         return decide(
             Ending(
-                base=status,
+                base=base,
                 rows=self.rows,
                 min_pass_rate=self.harness.settings.min_pass_rate,
                 pass_at_least=self.harness.settings.pass_at_least,
                 regressed=regressed,
                 spending_limit=self.spending_limit,
-                machinery_failed=bool(self.aborted) or (own and status == EXIT_MACHINERY),
                 other_failures=self.other_failures,
             )
         )

@@ -1,8 +1,8 @@
-"""What a suite says when it ends, as parts each front end lays out in its own order.
+"""What a suite says when it ends, as parts each reader lays out in its own order.
 
-`pytest --atom` writes them into pytest's terminal summary and `atom run` prints them with
-rich; both read the same `Summary`, built once by `SuiteRun.summary`. A new line under the
-table is a field here, filled in `SuiteRun.summary`, and placed by each front end.
+`pytest --atom` writes them into pytest's terminal summary and `atom run`'s progress plugin
+prints them with rich; both read the same `Summary`, built once by `SuiteRun.summary`. A new
+line under the table is a field here, filled in `SuiteRun.summary`, and placed by both.
 """
 
 from __future__ import annotations
@@ -14,14 +14,12 @@ __all__ = ["Summary"]
 
 @dataclass(frozen=True)
 class Summary:
-    """The summary's parts, each already worded; a front end adds only layout and colour."""
+    """The summary's parts, each already worded; its reader adds only layout and colour."""
 
     #: One line per spec run (`reports.summary.summary_table`), in collection order.
     table: list[str]
     #: Each run's drift, warnings, limit and billing notes, by node id.
     notes: list[str] = field(default_factory=list)
-    #: Each run's drift and warnings, by spec name: the runs the suite ran itself (`atom run`).
-    result_notes: list[str] = field(default_factory=list)
     #: Failed tries, then the environment's clues, then what the outcome cache reported.
     tries: list[str] = field(default_factory=list)
     #: The spending limit's closing line, when it stopped the run.

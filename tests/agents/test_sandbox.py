@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from atom_cli.main import main
+from atom_cli.progress import RunView
 from atom_cli.project_cmd import _check_sandbox
-from atom_cli.run_cmd import _print_summary
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
@@ -31,7 +31,7 @@ from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions
-from pytest_atom.suite.suite_run import ATOM_RUN, SuiteRun
+from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import Scenario, summary_row
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, write_spec
 
@@ -197,9 +197,9 @@ def test_atom_run_warns_about_a_spec_without_the_sandbox(
         summary_row("task.atom.yaml::task", "passed", {"atom_sandbox": "off"}),
         summary_row("task.atom.yaml::other", "passed", {"atom_sandbox": "on"}),
     ]
-    suite = SuiteRun(host_harness({}), ATOM_RUN)
+    suite = SuiteRun(host_harness({}))
     suite.rows += rows
-    _print_summary(console, suite)
+    RunView(console).print_summary(suite)
     out = " ".join(console.file.getvalue().split())  # type: ignore[attr-defined]
     assert "warning: 1 spec ran its agent without Claude Code's sandbox (`sandbox: false`)" in out
     assert "task.atom.yaml::task" in out.split("warning:")[1]

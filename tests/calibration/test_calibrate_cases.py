@@ -87,7 +87,7 @@ def test_each_sample_is_judged_on_its_own_cases_criterion_and_the_cases_pool(
     project = tmp_path / "project"
     shutil.copytree(shared, project, ignore=shutil.ignore_patterns(".lock", ".built"))
     monkeypatch.chdir(project)
-    runs = {_case_of(p): p for p in Path(".atom/runs").iterdir()}
+    runs = {_case_of(p): p for p in Path(".atom/runs").iterdir() if p.is_dir()}
     assert sorted(runs) == ["blue", "red"]
     assert atom("label", runs["red"], SPEC, "--pass").exit_code == 0
     labelled = atom("label", runs["blue"], SPEC, "--fail")

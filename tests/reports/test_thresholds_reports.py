@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.baseline.measure import junit_properties, measured, measured_lines
+from pytest_atom.reports.html import spec_view, write_html
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import TEXT
@@ -21,9 +22,10 @@ from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec.load import load_spec
-from pytest_atom.suite.suite_run import ATOM_RUN, SuiteRun
+from pytest_atom.suite.shards import page_rows
+from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import VALIDATOR, summary_row
-from tests.html_helpers import result_for
+from tests.html_helpers import result_for, row_of
 
 
 @pytest.fixture
@@ -118,13 +120,20 @@ def test_a_shard_s_lines_say_how_many_repeats_ran_elsewhere() -> None:
 
 
 def test_the_html_report_shows_k_of_n_with_the_threshold(project: Path) -> None:
-    """`atom run --html`: the page's repeat lines are the summary's, verdict and all."""
-    suite = SuiteRun(host_harness({"html": str(project / "report.html")}), ATOM_RUN)
-    for n, result in enumerate(repeated_runs(project, "pfp", "repeats: 3\npass_at_least: 2\n"), 1):
-        suite.ran(result, n)
-    suite.finish()
-    page = suite.write_html()
-    assert page is not None
+    """``--atom-html``: the page's repeat lines are the summary's, verdict and all."""
+    suite = SuiteRun(host_harness({}))
+    runs = repeated_runs(project, "pfp", "repeats: 3\npass_at_least: 2\n")
+    for n, result in enumerate(runs, 1):
+        suite.record(row_of(result, n))
+    views = {
+        row.nodeid: spec_view(r, repeat=n)
+        for n, (row, r) in enumerate(zip(suite.rows, runs, strict=True), 1)
+    }
+    page = write_html(
+        page_rows(suite.rows, views, {}, {}),
+        project / "report.html",
+        measured=measured_lines(suite.rows, suite.gates),
+    )
     html = page.read_text()
     assert "spec/demo.atom.yaml::demo: 2/3 passed, pass rate 0.67" in html
     assert "(ok, at least 2 of 3 must pass)" in html

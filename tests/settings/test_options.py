@@ -40,9 +40,12 @@ def _pytest_parser() -> Parser:
 
 
 def _pytest_options() -> dict[str, Any]:
-    """pytest's ``--atom-*`` options by name (``--atom`` itself is no setting)."""
+    """pytest's ``--atom-*`` options by name (``--atom`` and ``--atom-config``, the file
+    the settings are read from, are no settings)."""
     group = _pytest_parser().getgroup("atom")
-    return {o.names()[0]: o for o in group.options if o.names()[0] != "--atom"}
+    return {
+        o.names()[0]: o for o in group.options if o.names()[0] not in ("--atom", "--atom-config")
+    }
 
 
 def _run_options() -> dict[str, click.Option]:

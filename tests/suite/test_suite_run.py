@@ -1,6 +1,6 @@
 """The suite run (`pytest_atom.suite.SuiteRun`) decides a suite's exit status: driven here
-directly, with real results (finished runs of a small spec, `tests/html_helpers.py`), as
-`atom run` drives it, and with summary rows as `pytest --atom`'s session plugin does."""
+directly, with the rows of real results (finished runs of a small spec,
+`tests/html_helpers.py`) and with summary rows, as `pytest --atom`'s session plugin does."""
 
 from __future__ import annotations
 
@@ -12,14 +12,15 @@ import pytest
 
 from pytest_atom.baseline.compare import build_baseline, dump_baseline
 from pytest_atom.cost.spend import SPEND_WORDS
+from pytest_atom.errors import SpendingLimitReached
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
-from pytest_atom.suite.ending import Ending, decide
-from pytest_atom.suite.suite_run import ATOM_RUN, PYTEST, FrontEnd, SuiteRun
+from pytest_atom.suite.ending import Ending, decide, worst
+from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import summary_row
-from tests.html_helpers import result_for
+from tests.html_helpers import result_for, row_of
 
 
 @pytest.fixture
@@ -30,10 +31,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def suite_of(front: FrontEnd = ATOM_RUN, **options: Any) -> SuiteRun:
-    """A suite run as `front` starts one (its harness names its own spending option)."""
-    option = "--atom-max-cost-usd" if front is PYTEST else "--max-cost-usd"
-    return SuiteRun(host_harness(options, spend_option=option), front)
+def suite_of(**options: Any) -> SuiteRun:
+    """A suite run as `pytest --atom` starts one (its harness names pytest's option)."""
+    return SuiteRun(host_harness(options, spend_option="--atom-max-cost-usd"))
 
 
 def finished(folder: Path, *, passed: bool = True, spec: Spec | None = None) -> SpecResult:
@@ -43,56 +43,36 @@ def finished(folder: Path, *, passed: bool = True, spec: Spec | None = None) -> 
 
 
 def ended(suite: SuiteRun) -> int:
-    """The suite's exit status once its runs ended, as `atom run` ends it."""
+    """The suite's exit status once its runs ended, over pytest's own (1 when a run failed)."""
     suite.finish()
-    return suite.exit_status()
+    return suite.exit_status(min(worst(suite.rows), 1))
 
 
-class Silent:
-    """A `Watcher` that shows nothing and keeps why runs did not start."""
-
-    def __init__(self) -> None:
-        self.refused: list[str] = []
-
-    def started(self, spec: Spec, label: str) -> None:
-        return None
-
-    def not_run(self, reason: str) -> None:
-        self.refused.append(reason)
-
-    def finished(self, result: SpecResult) -> None:
-        return None
+def ran(suite: SuiteRun, result: SpecResult, repeat: int | None = None) -> None:
+    """A finished run, reported to the suite as pytest's item reports it."""
+    suite.record(row_of(result, repeat))
 
 
 def test_a_suite_whose_runs_all_passed_exits_0_and_one_with_a_failed_run_exits_1(
     project: Path,
 ) -> None:
     passing = suite_of()
-    passing.ran(finished(project / "a"))
+    ran(passing, finished(project / "a"))
     assert ended(passing) == 0
     failing = suite_of()
-    failing.ran(finished(project / "b"))
-    failing.ran(finished(project / "c", passed=False))
+    ran(failing, finished(project / "b"))
+    ran(failing, finished(project / "c", passed=False))
     assert ended(failing) == 1
     assert [row.outcome.label for row in failing.rows] == ["passed", "failed"]
     assert failing.rows[0].nodeid == "b/demo.atom.yaml::demo"  # pytest's node id
-
-
-def test_a_harness_error_exits_2_whatever_the_pass_rates_say(project: Path) -> None:
-    """The machinery failed: 2, so CI tells a broken set-up from a failing spec; a pass
-    rate gate that every spec clears does not turn it into 0."""
-    suite = suite_of(min_pass_rate="0")
-    suite.ran(replace(finished(project / "a"), harness_error="the judge's verdict is malformed"))
-    assert suite.rows == [] and ended(suite) == 2
-    assert suite.rows[0].outcome.error == "harness"
 
 
 def test_the_minimum_pass_rate_decides_over_a_failed_repeat(project: Path) -> None:
     first = finished(project / "a")
     for rate, status in (("0.5", 0), ("0.9", 1)):
         suite = suite_of(min_pass_rate=rate, repeat="2")
-        suite.ran(first, 1)
-        suite.ran(finished(project / f"b{rate}", passed=False, spec=first.spec), 2)
+        ran(suite, first, 1)
+        ran(suite, finished(project / f"b{rate}", passed=False, spec=first.spec), 2)
         assert ended(suite) == status
         said = suite.summary(None)
         assert said.rates is not None
@@ -106,7 +86,7 @@ def test_the_minimum_pass_rate_decides_over_a_failed_repeat(project: Path) -> No
 
 def test_without_repeats_or_a_minimum_the_summary_has_no_pass_rates(project: Path) -> None:
     suite = suite_of()
-    suite.ran(finished(project / "a"))
+    ran(suite, finished(project / "a"))
     suite.finish()
     assert suite.summary(None).rates is None
 
@@ -119,7 +99,7 @@ def test_a_failure_outside_the_spec_runs_is_never_gated_away_in_pytest(project: 
         summary_row("x.atom.yaml::x[r2]", "failed", {}),
     ]
     for others, status in ((0, 0), (1, 1)):
-        suite = suite_of(PYTEST, min_pass_rate="0.5")
+        suite = suite_of(min_pass_rate="0.5")
         for row in rows:
             suite.record(row)
         for _ in range(others):
@@ -128,7 +108,7 @@ def test_a_failure_outside_the_spec_runs_is_never_gated_away_in_pytest(project: 
 
 
 def test_pytest_keeps_its_own_status_where_no_gate_applies(project: Path) -> None:
-    suite = suite_of(PYTEST, min_pass_rate="0.5")
+    suite = suite_of(min_pass_rate="0.5")
     assert suite.exit_status(5) == 5  # no tests collected: no runs to gate
     suite.record(summary_row("x.atom.yaml::x", "passed", {}))
     assert suite.exit_status(3) == 3  # pytest's internal error: rates never hide it
@@ -136,11 +116,13 @@ def test_pytest_keeps_its_own_status_where_no_gate_applies(project: Path) -> Non
 
 def test_a_regression_against_the_baseline_fails_a_run_whose_rates_pass(project: Path) -> None:
     before = suite_of()
-    before.ran(finished(project / "a"))
+    first = finished(project / "a")
+    first_spec = first.spec
+    ran(before, first)
     assert ended(before) == 0
     dump_baseline(build_baseline(before.rows), project / "baseline.json")
     now = suite_of(baseline=str(project / "baseline.json"), min_pass_rate="0")
-    now.ran(finished(project / "b", passed=False, spec=before.results[0][0].spec))
+    ran(now, finished(project / "b", passed=False, spec=first_spec))
     assert ended(now) == 1
     said = now.summary(None)
     assert said.baseline is not None
@@ -149,7 +131,7 @@ def test_a_regression_against_the_baseline_fails_a_run_whose_rates_pass(project:
         True,
     ) in said.baseline
     again = suite_of(baseline=str(project / "baseline.json"))
-    again.ran(finished(project / "c", spec=before.results[0][0].spec))
+    ran(again, finished(project / "c", spec=first_spec))
     assert ended(again) == 0  # the same as its baseline
 
 
@@ -157,19 +139,21 @@ def test_the_spending_limit_exits_2_and_says_what_did_not_run(project: Path) -> 
     """A spec refused at the limit (no Claude Code process starts) ends the suite with 2
     whatever its other runs did, and the summary's closing line says so."""
     suite = suite_of(max_cost_usd="0.01")
-    suite.ran(finished(project / "a"))
+    ran(suite, finished(project / "a"))
     spend = suite.harness.spend
     assert spend is not None
     spend.add(0.02)  # what the run before spent
     spec = load_spec(project / "a" / "demo.atom.yaml")
-    watcher = Silent()
-    suite.run_specs([spec], watcher)
-    assert watcher.refused == [
-        f"not run: {SPEND_WORDS} is reached: $0.0200 spent of the $0.0100 limit (--max-cost-usd)"
-    ]
+    with pytest.raises(SpendingLimitReached) as refused:  # the item skips, and says so
+        suite.harness.run(spec)
+    assert str(refused.value) == (
+        f"not run: {SPEND_WORDS} is reached: $0.0200 spent of the $0.0100 limit "
+        "(--atom-max-cost-usd)"
+    )
+    suite.limit_reached()
     assert ended(suite) == 2
     assert suite.summary(None).spending == (
-        "spending limit reached: $0.0200 spent of the $0.0100 limit (--max-cost-usd); "
+        "spending limit reached: $0.0200 spent of the $0.0100 limit (--atom-max-cost-usd); "
         "1 spec not run; exit status 2"
     )
 
@@ -177,7 +161,7 @@ def test_the_spending_limit_exits_2_and_says_what_did_not_run(project: Path) -> 
 def test_pytest_s_spending_limit_from_a_report_exits_2_over_its_own_status(
     project: Path,
 ) -> None:
-    suite = suite_of(PYTEST)
+    suite = suite_of()
     suite.record(summary_row("x.atom.yaml::x", "passed", {}))
     suite.limit_reached()
     assert suite.exit_status(0) == 2
@@ -186,7 +170,7 @@ def test_pytest_s_spending_limit_from_a_report_exits_2_over_its_own_status(
     )
 
 
-def test_an_arm_no_spec_has_is_named_with_the_front_end_s_own_option(project: Path) -> None:
+def test_an_arm_no_spec_has_is_named_with_its_option(project: Path) -> None:
     folder = project / "arms"
     folder.mkdir()
     (folder / "x.atom.yaml").write_text(
@@ -196,16 +180,15 @@ def test_an_arm_no_spec_has_is_named_with_the_front_end_s_own_option(project: Pa
     from pytest_atom.spec.load import load_specs
 
     specs = load_specs(folder / "x.atom.yaml")
-    for front, flag in ((ATOM_RUN, "--arms"), (PYTEST, "--atom-arms")):
-        suite = suite_of(front, arms="skilled,typo")
-        selected = suite.collected(specs)
-        assert [spec.arm for spec in selected] == ["skilled"]
-        assert suite.arms_problem() == (
-            f"{flag} names typo, which no spec has (arms here: plain, skilled)"
-        )
-        plain = suite_of(front, arms="plain")
-        plain.collected(specs)
-        assert plain.arms_problem() is None
+    suite = suite_of(arms="skilled,typo")
+    selected = suite.collected(specs)
+    assert [spec.arm for spec in selected] == ["skilled"]
+    assert suite.arms_problem() == (
+        "--atom-arms names typo, which no spec has (arms here: plain, skilled)"
+    )
+    plain = suite_of(arms="plain")
+    plain.collected(specs)
+    assert plain.arms_problem() is None
 
 
 @pytest.mark.parametrize(

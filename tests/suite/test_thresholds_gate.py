@@ -15,9 +15,9 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec.load import load_spec
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_OK, Ending, decide
-from pytest_atom.suite.suite_run import ATOM_RUN, PYTEST, FrontEnd, SuiteRun
+from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import summary_row
-from tests.html_helpers import result_for
+from tests.html_helpers import result_for, row_of
 
 
 def runs(spec: str, outcomes: str, **props: Any) -> list[SummaryRow]:
@@ -110,7 +110,7 @@ def test_the_machinery_s_failures_come_before_any_threshold() -> None:
     assert decide(Ending(base=0, rows=met, spending_limit=True)) == 2
 
 
-# --- the suite run, as `atom run` and `pytest --atom` drive it ----------------------------
+# --- the suite run, as `pytest --atom`'s session plugin drives it ----------------------------
 
 
 @pytest.fixture
@@ -121,11 +121,11 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def suite_of(front: FrontEnd = ATOM_RUN, **options: Any) -> SuiteRun:
-    return SuiteRun(host_harness(options), front)
+def suite_of(**options: Any) -> SuiteRun:
+    return SuiteRun(host_harness(options))
 
 
-def test_atom_run_counts_a_spec_s_repeats_against_its_own_threshold(project: Path) -> None:
+def test_a_spec_s_repeats_count_against_its_own_threshold(project: Path) -> None:
     """Real finished runs of a spec whose file says `repeats: 3, pass_at_least: 2`: the
     rows carry its counts, the summary says k of n with the threshold, and the status
     follows it."""
@@ -137,10 +137,10 @@ def test_atom_run_counts_a_spec_s_repeats_against_its_own_threshold(project: Pat
         suite = suite_of()
         for n in range(1, 4):
             done = result_for(project / f"{fails}-{n}", check_passed=n > fails)
-            suite.ran(replace(done, spec=spec), n)
+            suite.record(row_of(replace(done, spec=spec), n))
         suite.finish()
         assert [(row.repeats, row.pass_at_least) for row in suite.rows] == [(3, 2)] * 3
-        assert suite.exit_status() == code
+        assert suite.exit_status(1) == code  # pytest's status: a repeat failed
         rates = suite.summary(None).rates
         assert rates is not None
         [line] = [line for line in rates if line.startswith("a/demo.atom.yaml::demo:")]
@@ -152,14 +152,14 @@ def test_pytest_s_status_of_a_failed_repeat_becomes_0_when_the_count_is_met(
     project: Path,
 ) -> None:
     for outcomes, code in (("pfp", 0), ("pff", 1)):
-        suite = suite_of(PYTEST)
+        suite = suite_of()
         for row in runs("x.atom.yaml::x", outcomes, repeats=3, pass_at_least=2):
             suite.record(row)
         assert suite.exit_status(1) == code
 
 
 def test_the_run_s_pass_at_least_is_a_setting_with_its_errors(project: Path) -> None:
-    suite = suite_of(PYTEST, pass_at_least="2", repeat="3")
+    suite = suite_of(pass_at_least="2", repeat="3")
     for row in runs("x.atom.yaml::x", "pfp", repeats=3):
         suite.record(row)
     assert suite.exit_status(1) == 0
@@ -184,4 +184,4 @@ def test_a_spec_s_own_repeats_decide_its_items_over_the_run_s(project: Path) -> 
     suite = suite_of(repeat="2")
     assert suite.repeated(own).repeats == 4
     assert suite.repeated(plain).repeats == 2
-    assert suite.repeated(plain, 3).repeats == 3  # a front end's own default (eval cases)
+    assert suite.repeated(plain, 3).repeats == 3  # an eval case's own `runs:`
