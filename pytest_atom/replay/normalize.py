@@ -208,10 +208,13 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "the sandbox a hook runs in",
         "srt --settings ",
-        re.compile(r"[^\s\[\"'\\]*\bsrt --settings \S+ -- /usr/bin/env(?: [A-Z]+=\S+)* "),
+        re.compile(
+            r"(?:[^\s\[\"'\\]*\bflock \S+ )?"  # hooks take turns (agents.claude_code.sandbox)
+            r"[^\s\[\"'\\]*\bsrt --settings \S+ -- /usr/bin/env(?: [A-Z]+=\S+)* "
+        ),
         "<HOOK_SANDBOX> ",
-        "PreToolUse:Bash hook error: [<HOME>/.cache/pytest-atom/sandbox-runtime/0.0.83/"
-        "node_modules/.bin/srt --settings <RUN_DIR>/srt/8f2c.json -- /usr/bin/env "
+        "PreToolUse:Bash hook error: [/usr/bin/flock <RUN_DIR>/hooks.lock <HOME>/.cache/"
+        "pytest-atom/sandbox-runtime/0.0.83/node_modules/.bin/srt --settings <RUN_DIR>/srt/8f2c.json -- /usr/bin/env "
         "TMPDIR=<RUN_DIR>/tmp /bin/sh -c 'exit 2']: no",
     ),
     MachineDetail(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import sys
 from functools import partial
 from pathlib import Path
@@ -23,7 +24,7 @@ from pytest_atom.agents.claude_code.configuration import (
     installed_paths,
     mcp_server_entry,
 )
-from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.agents.claude_code.sandbox import HOOK_LOCK, SETTINGS_FILE, Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import RecordingError, SpecError
@@ -227,8 +228,11 @@ def test_prepare_installs_into_the_attempt_and_the_run_folder_only(tmp_path: Pat
     }
     assert settings["sandbox"]["enabled"] and settings["claudeMdExcludes"]
     [group] = settings["hooks"]["PreToolUse"]
-    # The hook runs in the run's srt sandbox (agents.claude_code.srt), as checks do.
-    hook = shlex.split(group["hooks"][0]["command"])
+    # The hook runs in the run's srt sandbox (agents.claude_code.srt), as checks do, after
+    # the lock the run's hooks take in turn.
+    command = shlex.split(group["hooks"][0]["command"])
+    lock, hook = command[:2], command[2:]
+    assert lock == [shutil.which("flock"), str(run / HOOK_LOCK)]
     assert hook[0].endswith("srt") and hook[1] == "--settings"
     assert Path(hook[2]).parent == run / "srt" and hook[-3:] == ["/bin/sh", "-c", "./deny.sh"]
     assert args[:3] == ["--settings", str(run / SETTINGS_FILE), "--strict-mcp-config"]

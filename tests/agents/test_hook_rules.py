@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
+from pytest_atom.agents.claude_code.sandbox import HOOK_LOCK, SETTINGS_FILE, Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.errors import SandboxUnavailableError, SpecError, WorkspaceError
 from pytest_atom.spec.load import load_spec
@@ -48,20 +48,26 @@ def written_hooks(tmp_path: Path, spec_text: str = HOOKS_SPEC) -> list[dict[str,
     return hooks
 
 
+def in_turn(argv: list[str], run: Path) -> list[str]:
+    """`argv` after the lock a run's hooks take in turn (their srt's share mount points)."""
+    assert Path(argv[0]).name == "flock" and argv[1] == str(run / HOOK_LOCK)
+    return argv[2:]
+
+
 def test_each_command_hook_runs_in_srt_and_an_unsandboxed_one_as_written(
     tmp_path: Path,
 ) -> None:
     shell, free, exec_form = written_hooks(tmp_path)
-    argv = shlex.split(str(shell["command"]))
+    argv = in_turn(shlex.split(str(shell["command"])), tmp_path / "run")
     assert Path(argv[0]).name == "srt" and argv[1] == "--settings"
     assert Path(argv[2]).parent == tmp_path / "run" / "srt"
     assert argv[-3:] == ["/bin/sh", "-c", "./no_curl.sh"]
     # pytest-atom's own keys never reach the CLI, which refuses settings it does not know.
     assert free == {"type": "command", "command": "./lint-server.sh"}
     # An exec-form hook (command and args) is its argv inside srt.
-    assert Path(str(exec_form["command"])).name == "srt"
     args = exec_form["args"]
     assert isinstance(args, list) and args[-2:] == ["node", "guard.js"]
+    assert Path(in_turn([str(exec_form["command"]), *args], tmp_path / "run")[0]).name == "srt"
 
 
 def test_a_hook_in_a_session_without_a_process_sandbox_is_refused(tmp_path: Path) -> None:
@@ -185,13 +191,13 @@ def test_a_plugins_hooks_run_in_srt_for_the_attempt_at_hand(tmp_path: Path) -> N
         cwd.mkdir(parents=True)
         confinement.prepare(cwd, ("Bash",), ClaudeOptions(plugins=(plugin,)))
         written = json.loads((copy / "hooks" / "hooks.json").read_text(encoding="utf-8"))
-        argv = shlex.split(written["hooks"]["PreToolUse"][0]["hooks"][0]["command"])
+        argv = in_turn(shlex.split(written["hooks"]["PreToolUse"][0]["hooks"][0]["command"]), run)
         assert Path(argv[0]).name == "srt" and argv[-3:] == ["/bin/sh", "-c", "./g"]
         srt_settings = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
         assert str(cwd) in srt_settings["filesystem"]["allowWrite"]
         settings_files.append(argv[2])
         manifest = json.loads((copy / ".claude-plugin" / "plugin.json").read_text())
-        stop = shlex.split(manifest["hooks"]["Stop"][0]["hooks"][0]["command"])
+        stop = in_turn(shlex.split(manifest["hooks"]["Stop"][0]["hooks"][0]["command"]), run)
         assert Path(stop[0]).name == "srt" and stop[-1] == "./stop.sh"
     assert settings_files[0] != settings_files[1]
     assert json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"] == hooks

@@ -149,6 +149,7 @@ class Confinement:
             refuse_workspace_hooks(cwd, config.plugins)
         hooked = bool(config.hooks or config.plugins)
         hook_wrap = self._process_wrap(cwd, env, always=True) if hooked else None
+        hook_wrap = hook_wrap and _one_at_a_time(hook_wrap, self.boundary / HOOK_LOCK)
         spec_settings = configuration.settings(config, hook_wrap)
         own = self.settings(cwd, allowed, env=env, cli_version=cli_version)
         data = {**spec_settings, **own}
@@ -283,6 +284,24 @@ class Confinement:
         for rule in allowed:
             narrowed += [f"{rule}({s})" for s in scopes] if rule in FILE_EDIT_TOOLS else [rule]
         return narrowed
+
+
+#: The lock a run's hooks take in turn, in its run folder (Linux). Each hook's srt makes
+#: empty mount points for the protected names in its writable folders (``.gitconfig``,
+#: ``.bashrc``, ...) and deletes them as it ends, counting only its own sandboxes; Claude Code
+#: runs a tool call's matching hooks at once, and a second srt started meanwhile binds the
+#: first's and fails once they go ("bwrap: Can't get type of source …/.gitconfig").
+HOOK_LOCK = "hooks.lock"
+
+
+def _one_at_a_time(
+    wrap: Callable[[list[str]], list[str]], lock: Path
+) -> Callable[[list[str]], list[str]]:
+    """`wrap`, its command run under `flock` on `lock` where there is one (util-linux)."""
+    flock = shutil.which("flock") if sys.platform.startswith("linux") else None
+    if flock is None:
+        return wrap
+    return lambda argv: [flock, str(lock), *wrap(argv)]
 
 
 #: The workspace's own settings files, whose hooks Claude Code would run itself.
