@@ -20,6 +20,7 @@ import click
 
 from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
 from atom_cli.cassette_secrets import CheckScrubbers
+from atom_cli.common import atom_paths, collect_specs, unsandboxed_notes
 from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
 from pytest_atom.calibration.record import FOLDER as CALIBRATION_FOLDER
 from pytest_atom.calibration.record import calibration_dir
@@ -119,7 +120,6 @@ def _load_specs(file: Path) -> list[Spec]:
     try:
         return load_specs(file)
     except SpecError:
-        from atom_cli.run_cmd import collect_specs
         from pytest_atom.run.harness import host_harness
 
         harness = host_harness({}, spec_dirs={file.parent})
@@ -286,11 +286,8 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     `version:` key).
     """
     if not files:
-        from atom_cli.validate_cmd import atom_paths
-
         files = atom_paths(quiet=False, argument="FILES")
     counts = _check_files(files)
-    from atom_cli.validate_cmd import unsandboxed_notes  # checks that run outside the sandbox
 
     for note in unsandboxed_notes(files):
         counts.notes += 1
@@ -392,7 +389,6 @@ def refresh(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
-    from atom_cli.run_cmd import collect_specs
     from pytest_atom.paths import display_path
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
@@ -437,7 +433,6 @@ def stamp(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
-    from atom_cli.run_cmd import collect_specs
     from pytest_atom.run.harness import host_harness
     from pytest_atom.spec.load import spec_files
 
