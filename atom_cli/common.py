@@ -5,8 +5,6 @@
 - `setting_options`, `click_type`, `SettingType`: every setting of the option table
   (`pytest_atom.settings.options`) as a click option, as `atom run` takes them;
 - `atom_paths`: the spec paths `pytest --atom` takes when none are named;
-- `unsandboxed_lines`, `unsandboxed_notes`: each check and hook that runs outside the
-  agent's sandbox, with its reason;
 - `store_setting`, `project_store`, `history_option`: the project's history store, as the
   commands that read it open it. `--history` wins; otherwise the project's own setting
   (`--atom-history`'s ini key or ``history:`` in `.atom/config.yaml`), resolved from the
@@ -26,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pytest_atom.calibration.record import base_name
-from pytest_atom.checks.builtin import unsandboxed_checks
-from pytest_atom.errors import AtomError, HistoryError, SettingsError, SpecError
+from pytest_atom.errors import HistoryError, SettingsError, SpecError
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.inert import inert
@@ -36,8 +33,7 @@ from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.settings.options import BY_NAME, OPTIONS, Option
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import Layer, resolve
-from pytest_atom.spec.claude import unsandboxed_hooks
-from pytest_atom.spec.load import load_files, load_specs, spec_files
+from pytest_atom.spec.load import load_files, spec_files
 from pytest_atom.spec.types import Spec
 
 if TYPE_CHECKING:
@@ -282,36 +278,3 @@ def load_grouped(
         if not specs:
             raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {path}")
     return found
-
-
-def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
-    """One note for each check that runs outside the sandbox in the specs under `paths`, for
-    `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
-    notes = []
-    for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
-        try:
-            specs = load_specs(file)
-        except SpecError:
-            try:  # a check kind of the project's plugins
-                specs = load_specs(file, check_kinds=_project_kinds(file))
-            except AtomError:  # the spec's, the project's settings' or a plugin's
-                continue  # `atom validate` reports the spec's error
-        for spec in specs:
-            for line in unsandboxed_lines(spec, indent=""):
-                notes.append(f"{display_path(spec.path)}::{spec.name}: note: {line}")
-    return notes
-
-
-def _project_kinds(file: Path) -> list[str]:
-    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
-
-
-def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
-    """One line for each check and hook of `spec` that runs outside the agent's sandbox,
-    with its reason: a way out of the sandbox is never silent."""
-    lines = [
-        f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
-        for c in unsandboxed_checks(spec)
-    ]
-    hooks = unsandboxed_hooks(spec.claude)
-    return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]

@@ -25,11 +25,12 @@ from typing import Any
 
 import click
 
-from atom_cli.common import atom_paths, unsandboxed_lines
+from atom_cli.common import atom_paths
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
+from pytest_atom.audit.walk import unsandboxed_lines
 from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import run_shell
