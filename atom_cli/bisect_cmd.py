@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from atom_cli.common import ContentError
 from atom_cli.progress import shown
-from atom_cli.run_cmd import ContentError
 from pytest_atom.errors import BisectError, SettingsError, SpecError
 from pytest_atom.history.bisect import Bisection, ItemChange, Replay, bisect, max_replays
 from pytest_atom.inert import inert

@@ -9,8 +9,14 @@ from typing import Any
 
 import click
 
-from atom_cli.calibration_specs import cases_of, harness_for, load_named, split_target
-from atom_cli.run_cmd import ContentError, click_type
+from atom_cli.common import (
+    ContentError,
+    cases_of,
+    click_type,
+    harness_for,
+    load_named,
+    split_target,
+)
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.calibration.measure import calibrate_spec, staleness
 from pytest_atom.calibration.report import as_json, text_lines

@@ -11,19 +11,15 @@ writes those hashes into cassettes a replay proves still fit.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from atom_cli.cassette_findings import file_findings, file_notes, malformed_findings
-from atom_cli.cassette_secrets import CheckScrubbers
-from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
-from pytest_atom.calibration.record import FOLDER as CALIBRATION_FOLDER
-from pytest_atom.calibration.record import calibration_dir
+from atom_cli.common import ContentError, atom_paths, collect_specs
+from pytest_atom.audit import Tally, audit_cassettes, unsandboxed_notes
 from pytest_atom.errors import CassetteError, SpecError
+from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.estimate import Estimate, estimate
@@ -38,10 +34,6 @@ if TYPE_CHECKING:
     from pytest_atom.run.harness import Harness
 
 __all__ = ["cassette"]
-
-
-#: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
-PARTIAL_SUFFIX = ".partial.yaml"
 
 
 @click.group()
@@ -119,7 +111,6 @@ def _load_specs(file: Path) -> list[Spec]:
     try:
         return load_specs(file)
     except SpecError:
-        from atom_cli.run_cmd import collect_specs
         from pytest_atom.run.harness import host_harness
 
         harness = host_harness({}, spec_dirs={file.parent})
@@ -220,26 +211,6 @@ def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
 # ---------------------------------------------------------------------------------- check
 
 
-def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
-    """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
-    it that lies in a folder named `cassettes` or under one (the directory itself may be
-    one), and every calibration cassette (``calibration/<spec>/cassette.yaml``), so spec
-    files, scripts and labelled samples beside them are skipped; (directory, False) if
-    none is.
-    """
-    seen: set[Path] = set()
-    for path in paths:
-        candidates = [path]
-        if path.is_dir():
-            candidates = [f for f in sorted(path.rglob("*.yaml")) if f.is_file() and _taped(f)]
-            if not candidates:
-                yield path, False
-        for candidate in candidates:
-            if candidate.absolute() not in seen:
-                seen.add(candidate.absolute())
-                yield candidate, True
-
-
 @cassette.command(short_help="Scan cassettes for secrets and unnormalized requests.")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.pass_context
@@ -286,97 +257,32 @@ def check(ctx: click.Context, files: tuple[Path, ...]) -> None:
     `version:` key).
     """
     if not files:
-        from atom_cli.validate_cmd import atom_paths
-
         files = atom_paths(quiet=False, argument="FILES")
-    counts = _check_files(files)
-    from atom_cli.validate_cmd import unsandboxed_notes  # checks that run outside the sandbox
-
+    tally = Tally()  # the audit itself: pytest_atom.audit
+    try:
+        for finding in audit_cassettes(files, tally):  # each as it is found
+            if finding.kind == "unreadable":
+                click.echo(f"Error: {finding.text}", err=True)
+            else:
+                click.echo(f"{finding.where}: {finding.text}")
+    except SpecError as err:  # a spec file named among FILES
+        raise ContentError(inert(str(err))) from None
     for note in unsandboxed_notes(files):
-        counts.notes += 1
-        click.echo(note)
-    click.echo(counts.summary())
-    ctx.exit(2 if counts.unreadable else 1 if counts.findings or counts.partials else 0)
+        click.echo(f"{tally.count(note).where}: {note.text}")
+    click.echo(_summary(tally))
+    ctx.exit(2 if tally.unreadable else 1 if tally.findings or tally.partials else 0)
 
 
-@dataclass
-class _CheckCounts:
-    """What `atom cassette check` found, for its summary line and exit status."""
-
-    checked: int = 0
-    findings: int = 0
-    unreadable: int = 0
-    partials: int = 0
-    notes: int = 0
-
-    def summary(self) -> str:
-        summary = f"{plural(self.checked, 'cassette')} checked, {plural(self.findings, 'finding')}"
-        if self.notes:
-            summary += f", {plural(self.notes, 'note')}"
-        if self.partials:
-            summary += f", {plural(self.partials, 'stale partial')}"
-        if self.unreadable:
-            summary += f", {self.unreadable} unreadable"
-        return summary
-
-
-def _check_files(files: Sequence[Path]) -> _CheckCounts:
-    """Check each cassette under `files`, a line per finding or note, as it goes."""
-    scrubbers = CheckScrubbers()
-    counts = _CheckCounts()
-    for path, is_candidate in _expand(_with_spec_cassettes(files)):
-        if not is_candidate:
-            click.echo(f"{path}: no cassettes found (no *.yaml under a cassettes/ folder)")
-            continue
-        if path.name.endswith(PARTIAL_SUFFIX):
-            counts.partials += 1
-            click.echo(
-                f"{path}: stale partial recording, not a cassette (a failed recording kept it); "
-                "delete it, or record the spec again"
-            )
-            continue
-        try:
-            loaded = Cassette.read(path)
-        except CassetteError as exc:
-            counts.unreadable += 1
-            click.echo(f"Error: {exc}", err=True)
-            continue
-        counts.checked += 1
-        data = loaded.cassette
-        scrubber = scrubbers.for_cassette(path, data)
-        for what in [*malformed_findings(loaded), *file_findings(scrubber, loaded.text, data)]:
-            counts.findings += 1
-            click.echo(f"{path}: {what}")
-        for what in file_notes(path, data):
-            counts.notes += 1
-            click.echo(f"{path}: {what}")
-    return counts
-
-
-def _taped(path: Path) -> bool:
-    """Whether a `*.yaml` found in a folder is a cassette: a spec's (under ``cassettes/``)
-    or a calibration's (``calibration/<spec>/cassette.yaml``, its judge's sessions)."""
-    if "cassettes" in path.absolute().parent.parts:
-        return True
-    return path.name == CALIBRATION_CASSETTE and path.parent.parent.name == CALIBRATION_FOLDER
-
-
-def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
-    """`paths` with each spec file replaced by its specs' cassettes (and its calibration
-    cassette, when it has one)."""
-    out: list[Path] = []
-    for path in paths:
-        if path.is_file() and path.name.endswith(SPEC_SUFFIX):
-            try:
-                specs = _load_specs(path)
-            except SpecError as exc:
-                raise click.ClickException(str(exc)) from None
-            out += [Path(display_path(cassette_path(spec))) for spec in specs]
-            calibrated = {calibration_dir(spec) / CALIBRATION_CASSETTE for spec in specs}
-            out += [Path(display_path(p)) for p in sorted(calibrated) if p.is_file()]
-        else:
-            out.append(path)
-    return out
+def _summary(tally: Tally) -> str:
+    """`atom cassette check`'s last line: what it checked and found."""
+    summary = f"{plural(tally.checked, 'cassette')} checked, {plural(tally.findings, 'finding')}"
+    if tally.notes:
+        summary += f", {plural(tally.notes, 'note')}"
+    if tally.partials:
+        summary += f", {plural(tally.partials, 'stale partial')}"
+    if tally.unreadable:
+        summary += f", {tally.unreadable} unreadable"
+    return summary
 
 
 @cassette.command(short_help="Rewrite cassettes for this Claude Code without spending a token.")
@@ -392,7 +298,6 @@ def refresh(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
-    from atom_cli.run_cmd import collect_specs
     from pytest_atom.paths import display_path
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
@@ -437,7 +342,6 @@ def stamp(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
-    from atom_cli.run_cmd import collect_specs
     from pytest_atom.run.harness import host_harness
     from pytest_atom.spec.load import spec_files
 

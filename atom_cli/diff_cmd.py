@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import click
 
-from atom_cli.project_store import history_option, project_store
+from atom_cli.common import history_option, project_store
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.diff import RunDiff, diff_runs
 from pytest_atom.history.query import compare_with_like

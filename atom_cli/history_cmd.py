@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
-from atom_cli.history_why_cmd import why as why_command
-from atom_cli.project_store import store_setting
+from atom_cli.common import store_setting
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.query import (
     FlakyReport,
@@ -313,7 +312,3 @@ def import_(files: tuple[Path, ...], each: bool, history_url: str | None) -> Non
             click.echo(f"recorded run {run.id} ({count} items) in {display_url(store.url)}")
         for run_id in done.already:
             click.echo(f"run {run_id} is already in {display_url(store.url)}: skipped")
-
-
-# `atom history why SPEC`: the outcome cache's account of a spec (its own module).
-history.add_command(why_command)

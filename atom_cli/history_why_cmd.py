@@ -5,7 +5,7 @@ report each item from the store or run it, and what made the difference.
 SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
 one a `pytest --atom` session in this project would take: its settings (the ini file,
 `.atom/config.yaml`), its check kinds and its runs folder. Registered onto the `history`
-group by `atom_cli.history_cmd`.
+group by `atom_cli.main` when it loads that group.
 """
 
 from __future__ import annotations

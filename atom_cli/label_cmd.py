@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.calibration_specs import cases_of, harness_for, load_named, split_target
-from atom_cli.run_cmd import ContentError
+from atom_cli.common import ContentError, cases_of, harness_for, load_named, split_target
 from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import CheckSeen, write_sample
 from pytest_atom.calibration.taking import RunFound, label, take_sample

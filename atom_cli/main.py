@@ -92,6 +92,9 @@ LAZY_COMMANDS = {
         "How far each criterion's judge agrees with the labelled samples (kappa).",
     ),
 }
+#: A group's subcommands kept in modules of their own, added when the group loads: commands
+#: never import each other (an import-linter contract in pyproject.toml holds it).
+SUBCOMMANDS = {"history": [("atom_cli.history_why_cmd", "why")]}
 
 
 class AtomGroup(click.Group):
@@ -110,7 +113,10 @@ class AtomGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in LAZY_COMMANDS and name not in self.commands:
             module, attribute, _ = LAZY_COMMANDS[name]
-            self.add_command(getattr(importlib.import_module(module), attribute), name)
+            command = getattr(importlib.import_module(module), attribute)
+            for sub_module, sub_attribute in SUBCOMMANDS.get(name, []):
+                command.add_command(getattr(importlib.import_module(sub_module), sub_attribute))
+            self.add_command(command, name)
         return self.commands.get(name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from atom_cli.project_store import history_option, project_store
+from atom_cli.common import history_option, project_store
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.records import item_to_dict
 from pytest_atom.history.store import Store

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.run_cmd import ContentError
+from atom_cli.common import ContentError
 from pytest_atom.baseline.compare import BaselineGate
 from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError

@@ -12,7 +12,7 @@ status to its documented codes (`exit_code`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,97 +20,16 @@ import click
 import pytest
 from rich.console import Console
 
+from atom_cli.common import atom_paths, setting_options
 from atom_cli.progress import RunView
-from pytest_atom.errors import SpecError
-from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.settings.options import BY_NAME, OPTIONS, Option
+from pytest_atom.settings.options import BY_NAME
 from pytest_atom.settings.project import default_paths
-from pytest_atom.spec.load import load_files, spec_files
-from pytest_atom.spec.types import Spec
+from pytest_atom.spec.load import spec_files
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINERY
 
 if TYPE_CHECKING:
-    from pytest_atom.checks.registry import CheckRegistry
-
-
-class ContentError(click.ClickException):
-    """A spec or config file that cannot be used: exit 2 like a usage error, but without
-    the usage banner, since the command line itself was right."""
-
-    exit_code = 2
-
-
-def collect_specs(files: Iterable[Path], registry: CheckRegistry | None = None) -> list[Spec]:
-    """The specs in `files` (with the project's check kinds), for the commands that read
-    specs without running them; a malformed one is a ContentError, and finding none a usage
-    error."""
-    files = list(files)
-    try:
-        specs = load_files(files, registry.kinds() if registry else ())
-    except SpecError as err:
-        raise ContentError(inert(str(err))) from None
-    if not specs:
-        raise click.UsageError(f"no *{SPEC_SUFFIX} specs in {', '.join(map(str, files))}")
-    return specs
-
-
-if TYPE_CHECKING:
-    _ParamType = click.ParamType[Any]
-else:  # generic only from click 8.2; pyproject allows 8.1
-    _ParamType = click.ParamType
-
-
-class SettingType(_ParamType):
-    """A setting's own parser (its row's, `pytest_atom.settings.options`) as a click type, as
-    pytest's ``--atom-*`` options use it: a value is checked the same on both command
-    lines, in the ini file and in `.atom/config.yaml`. The value stays as given: pytest,
-    which `atom run` hands it to, parses it again."""
-
-    def __init__(self, option: Option) -> None:
-        self.option = option
-        self.name = option.kind
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        try:
-            self.option.parse(value)
-        except ValueError as exc:
-            self.fail(f"{exc}, not {value!r}", param, ctx)
-        return value
-
-
-def click_type(option: Option) -> _ParamType:
-    """The click type of an option of the table: its choices, a path, or its parser."""
-    if option.choices:
-        return click.Choice(option.choices)
-    if option.path:
-        return click.Path(
-            exists=option.exists,
-            file_okay=option.path == "file",
-            dir_okay=option.path == "dir",
-            path_type=Path,
-        )
-    return SettingType(option)
-
-
-def setting_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """`atom run`'s options for every setting of the option table (`--NAME`, as pytest's
-    `--atom-NAME`), with the same help."""
-    for option in reversed([o for o in OPTIONS if o.command_line]):
-        if option.kind == "flag":
-            decorate = click.option(option.run_flag, option.name, is_flag=True, help=option.help)
-        else:
-            decorate = click.option(
-                option.run_flag,
-                option.name,
-                type=click_type(option),
-                default=None,
-                # click names a path's kind (DIRECTORY, FILE) itself, as `atom run` always did
-                metavar=None if option.path else option.metavar,
-                help=option.help,
-            )
-        command = decorate(command)
-    return command
+    pass
 
 
 @click.command("run")
@@ -154,8 +73,6 @@ def run(
     stream = sys.stderr if as_json else sys.stdout
     console = Console(file=stream, highlight=False, soft_wrap=True)
     if not specs:  # what `pytest --atom` would collect from here
-        from atom_cli.validate_cmd import atom_paths
-
         specs = tuple(default_paths(Path.cwd(), atom_paths(quiet=True, argument="SPECS")))
     files = spec_files(specs)
     if not files:

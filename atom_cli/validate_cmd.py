@@ -18,22 +18,23 @@ import json
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import click
 
+from atom_cli.common import atom_paths
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
+from pytest_atom.audit.walk import unsandboxed_lines
 from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import (
-    AtomError,
     CassetteError,
     ClaudeNotFoundError,
     ScriptError,
@@ -41,17 +42,15 @@ from pytest_atom.errors import (
     SpecError,
 )
 from pytest_atom.gateway import Script
-from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.paths import display_path
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.replay.staleness import staleness
 from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_line
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.execution import HARNESS_ERRORS
-from pytest_atom.run.harness import Harness, file_layers, host_harness
+from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
-from pytest_atom.settings.project import find_ini, find_project
-from pytest_atom.settings.resolved import resolve
 from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
@@ -210,44 +209,6 @@ def _validate_files(
     return outcomes
 
 
-def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
-    """The spec paths `pytest --atom` takes when none are named: `paths:` in
-    `.atom/config.yaml` (or `atom_paths` in pytest's ini), through the one resolver."""
-    try:
-        project = find_project()  # the root `pytest --atom` and `atom run` use
-        root, config = project.root, project.config
-        ini = find_ini(root)
-        settings = resolve(file_layers(ini.values if ini else {}, config))
-    except SettingsError as err:  # a ConfigError too
-        raise click.UsageError(str(err)) from None
-    paths = tuple(settings.spec_paths(root))
-    from_ini = ini is not None and bool(ini.values.get("atom_paths"))
-    key, where = ("atom_paths", display_path(ini.path)) if ini and from_ini else ("paths", "")
-    if not from_ini:
-        where = display_path(config.path) if config.path else ".atom/config.yaml"
-    if not paths:
-        unset = (
-            f"{display_path(config.path)} sets no paths"
-            if config.path
-            else f"{display_path(ini.path)} sets no atom_paths"
-            if ini
-            else "no pytest settings found"
-        )
-        raise click.UsageError(
-            f"no {argument} given, and {unset}: name spec files or folders, or set "
-            "paths: [specs] in .atom/config.yaml"
-        )
-    missing = [p for p in paths if not p.exists()]
-    if missing:
-        raise click.UsageError(
-            f"{key} in {where} names {', '.join(map(display_path, missing))}, which does not exist"
-        )
-    if not quiet:
-        shown = " ".join(display_path(p) for p in paths)
-        click.echo(f"{key} from {where}: {shown}")
-    return paths
-
-
 def _runs(spec: Spec, work: Path, claude: list[Path], harness: Harness) -> list[Run]:
     runs = []
     if spec.oracle is not None:
@@ -395,17 +356,6 @@ def _block(outcome: Outcome, expect_fail: bool) -> list[str]:
     return lines
 
 
-def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
-    """One line for each check and hook of `spec` that runs outside the agent's sandbox,
-    with its reason: a way out of the sandbox is never silent."""
-    lines = [
-        f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
-        for c in unsandboxed_checks(spec)
-    ]
-    hooks = unsandboxed_hooks(spec.claude)
-    return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]
-
-
 def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
     """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
     it from the cache: a trusted input the digest cannot see is never silent."""
@@ -418,28 +368,6 @@ def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
         for name in unseen(spec)
     ]
     return lines
-
-
-def unsandboxed_notes(paths: Sequence[Path]) -> list[str]:
-    """One note for each check that runs outside the sandbox in the specs under `paths`, for
-    `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
-    notes = []
-    for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
-        try:
-            specs = load_specs(file)
-        except SpecError:
-            try:  # a check kind of the project's plugins
-                specs = load_specs(file, check_kinds=_project_kinds(file))
-            except AtomError:  # the spec's, the project's settings' or a plugin's
-                continue  # `atom validate` reports the spec's error
-        for spec in specs:
-            for line in unsandboxed_lines(spec, indent=""):
-                notes.append(f"{display_path(spec.path)}::{spec.name}: note: {line}")
-    return notes
-
-
-def _project_kinds(file: Path) -> list[str]:
-    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
 
 
 def _conclusion(outcome: Outcome, expect_fail: bool) -> str:

@@ -283,18 +283,17 @@ def test_a_caller_xdg_cache_in_an_older_recording_is_masked_on_load() -> None:
 def test_doctor_names_the_left_out_variables_never_their_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from atom_cli.project_cmd import _check_environment
+    from dataclasses import astuple
+
+    from pytest_atom.doctor.probes import check_environment
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATOM_DOCTOR_SECRET", "doctor-s3cr3t")
-    lines: list[tuple[str, str, str]] = []
-    _check_environment(lambda *line: lines.append(line))
-    ((status, name, detail),) = lines
+    status, name, detail = astuple(check_environment())
     assert (status, name) == ("info", "environment")
     assert "ATOM_DOCTOR_SECRET" in detail and "doctor-s3cr3t" not in detail
     assert "pass_env" in detail
     (tmp_path / ".atom").mkdir()
     (tmp_path / ".atom" / "config.yaml").write_text("pass_env: ['*']\n")
-    lines.clear()
-    _check_environment(lambda *line: lines.append(line))
-    assert lines[0][0] == "ok" and "none is left out" in lines[0][2]
+    found = check_environment()
+    assert found.status == "ok" and "none is left out" in found.detail

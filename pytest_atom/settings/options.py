@@ -5,7 +5,7 @@ Each field of `RunSettings` is one setting: its name, its type and default, and 
 help. Everything else is generated from these rows:
 
 - pytest's ``--atom-NAME`` options and ``atom_NAME`` ini keys (`pytest_atom.plugin`);
-- ``atom run``'s click options (`atom_cli.run_cmd.setting_options`);
+- ``atom run``'s click options (`atom_cli.common.setting_options`);
 - the keys `.atom/config.yaml` accepts and how each is checked (`settings.config`);
 - `PER_TEST`, the settings a test's mark or its `atom_settings` fixture may set;
 - the documentation's option table (`options_markdown`, via docs/hooks.py).

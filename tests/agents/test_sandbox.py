@@ -22,10 +22,10 @@ from rich.console import Console
 
 from atom_cli.main import main
 from atom_cli.progress import RunView
-from atom_cli.project_cmd import _check_sandbox
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.doctor.probes import Finding, check_sandbox
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
@@ -274,6 +274,6 @@ def test_setup_and_doctor_say_how_to_install_the_sandbox_tools(
     setup = CliRunner().invoke(main, ["setup"])
     assert setup.exit_code == 0 and f"warning: {hint}" in setup.output  # setup's job is done
 
-    reported: list[tuple[str, str, str]] = []
-    _check_sandbox(lambda *line: reported.append(line), claude_bin)
-    assert reported == [("fail", "sandbox", hint)]  # doctor fails, without starting claude
+    assert check_sandbox(claude_bin) == Finding(
+        "fail", "sandbox", hint
+    )  # doctor fails, without starting claude

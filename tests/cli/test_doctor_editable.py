@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from atom_cli.project_cmd import _check_editable_installs, editable_sources
+from pytest_atom.doctor.probes import check_editable_installs, editable_sources
 
 
 def _install(site: Path, name: str, source: Path, *, editable: bool = True) -> None:
@@ -41,9 +41,9 @@ def test_an_editable_install_from_the_project_is_warned_of(site: Path, tmp_path:
         ("inner", (project / "src").resolve()),
         ("mypkg", project.resolve()),
     ]
-    seen: list[tuple[str, str, str]] = []
-    _check_editable_installs(lambda *line: seen.append(line), project)
-    [(status, name, detail)] = seen
+    found = check_editable_installs(project)
+    assert found is not None
+    status, name, detail = found.status, found.name, found.detail
     assert (status, name) == ("warn", "editable install")
     assert "mypkg (from " in detail and "inner (from " in detail
     assert "installed in editable mode from this project" in detail
@@ -55,6 +55,4 @@ def test_no_warning_without_an_editable_install_from_the_project(
     site: Path, tmp_path: Path
 ) -> None:
     _install(site, "elsewhere", tmp_path / "other")
-    seen: list[tuple[str, str, str]] = []
-    _check_editable_installs(lambda *line: seen.append(line), tmp_path / "project")
-    assert seen == []
+    assert check_editable_installs(tmp_path / "project") is None

@@ -61,7 +61,7 @@ def test_every_exception_class_in_the_package_derives_from_atom_error() -> None:
         "pytest_atom.gateway.server.AbortReply",
         "pytest_atom.run.execution.SetupFailed",
         "pytest_atom.pytest.items.SpecFailed",
-        "atom_cli.run_cmd.ContentError",
+        "atom_cli.common.ContentError",
     } <= set(found)
     # atom_cli's own are click's exits (exit status and "Error: …"), not errors to catch
     escaped = [

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from atom_cli.common import atom_paths
 from atom_cli.project_cmd import init
-from atom_cli.validate_cmd import atom_paths
 from pytest_atom.run.harness import file_layers
 from pytest_atom.settings.config import load_config
 from pytest_atom.settings.resolved import Layer, ini_note, resolve

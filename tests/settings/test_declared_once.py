@@ -34,7 +34,7 @@ PLUMBING = [
     "pytest_atom/settings/config.py",
     "pytest_atom/settings/output_paths.py",
 ]
-#: `atom run`'s module: its option declarations only (the command's body is the suite's).
+#: `atom run`'s modules: its option declarations only (the command's body is the suite's).
 RUN_DECLARATIONS = ("setting_options", "click_type", "SettingType")
 
 
@@ -59,9 +59,17 @@ def named(tree: ast.AST, names: dict[str, str]) -> list[tuple[int, str]]:
 
 
 def run_declarations() -> ast.Module:
-    """atom_cli/run_cmd.py without the bodies of its functions, save the option plumbing's;
-    decorators (the `run` command's options) are kept."""
-    tree = ast.parse((REPO / "atom_cli" / "run_cmd.py").read_text(encoding="utf-8"))
+    """atom_cli/run_cmd.py and the option plumbing it takes from atom_cli/common.py, without
+    the bodies of their functions, save the option plumbing's; decorators (the `run`
+    command's options) are kept."""
+    tree = ast.Module(
+        body=[
+            node
+            for name in ("run_cmd.py", "common.py")
+            for node in ast.parse((REPO / "atom_cli" / name).read_text(encoding="utf-8")).body
+        ],
+        type_ignores=[],
+    )
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name not in RUN_DECLARATIONS:
             node.body = [ast.Pass()]

@@ -13,7 +13,8 @@ import click
 import pytest
 from _pytest.config.argparsing import Parser
 
-from atom_cli.run_cmd import SettingType, run
+from atom_cli.common import SettingType
+from atom_cli.run_cmd import run
 from pytest_atom import plugin
 from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.settings.options import (

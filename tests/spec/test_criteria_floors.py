@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 
-from atom_cli.run_cmd import SettingType
+from atom_cli.common import SettingType
 from pytest_atom import plugin
 from pytest_atom.errors import ConfigError, SpecError
 from pytest_atom.settings.config import load_config

@@ -75,17 +75,16 @@ def _spec(spec_file: Path, name: str) -> Spec | None:
     """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
     loaded (the project's check kinds are tried too) or has no such spec."""
     from pytest_atom.errors import SpecError
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec.load import load_files, load_specs
 
     try:
         try:
             specs = load_specs(spec_file)
         except SpecError:
-            from atom_cli.run_cmd import collect_specs
             from pytest_atom.run.harness import host_harness
 
             harness = host_harness({}, spec_dirs={spec_file.parent})
-            specs = collect_specs([spec_file], harness.registry())
+            specs = load_files([spec_file], harness.registry().kinds())
     except Exception:  # noqa: BLE001 - a spec that does not load only costs its secrets
         return None
     return next((s for s in specs if name in (s.name, s.base_name)), None)

@@ -1,0 +1,14 @@
+"""The cassette audit of `atom cassette check`, as typed findings the command renders.
+
+`walk` finds the cassettes under the paths given and yields each `Finding` (and the checks
+that run outside the sandbox); `findings` reads one cassette (a secret, a raw machine path,
+a request recorded without pytest-atom's placeholders, a malformed interaction, an answer
+cut short; and the notes a replay copes with); `scrubbers` gives each cassette a Scrubber
+that knows the secrets of the spec it was recorded for.
+"""
+
+from __future__ import annotations
+
+from pytest_atom.audit.walk import Finding, Tally, audit_cassettes, unsandboxed_notes
+
+__all__ = ["Finding", "Tally", "audit_cassettes", "unsandboxed_notes"]

@@ -1,0 +1,202 @@
+"""The walk of `atom cassette check`: every cassette under the paths it is given, each one's
+findings and notes (`findings`, with the secrets of its spec: `scrubbers`), and the checks
+of the specs there that run outside the sandbox, as `Finding`s in the order they are made.
+
+A folder is searched for `*.yaml` under a folder named ``cassettes`` and for calibration
+cassettes (``calibration/<spec>/cassette.yaml``); a spec file stands for its specs'
+cassettes and its calibration cassette. The walk never prints: the command renders each
+finding as it comes and the `Tally` at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pytest_atom.audit.findings import file_findings, file_notes, malformed_findings
+from pytest_atom.audit.scrubbers import CheckScrubbers
+from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
+from pytest_atom.calibration.record import FOLDER as CALIBRATION_FOLDER
+from pytest_atom.calibration.record import calibration_dir
+from pytest_atom.checks.builtin import unsandboxed_checks
+from pytest_atom.errors import AtomError, CassetteError, SpecError
+from pytest_atom.paths import SPEC_SUFFIX, display_path
+from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.spec.claude import unsandboxed_hooks
+from pytest_atom.spec.load import load_files, load_specs, spec_files
+from pytest_atom.spec.types import Spec
+
+__all__ = [
+    "PARTIAL_SUFFIX",
+    "Finding",
+    "Kind",
+    "Tally",
+    "audit_cassettes",
+    "load_project_specs",
+    "unsandboxed_lines",
+    "unsandboxed_notes",
+]
+
+#: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
+PARTIAL_SUFFIX = ".partial.yaml"
+
+#: ``finding`` fails the check, ``note`` does not; ``partial`` is a stale partial recording,
+#: ``unreadable`` a path that is no cassette, ``empty`` a folder with no cassette in it.
+Kind = Literal["finding", "note", "partial", "unreadable", "empty"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the walk saw: where (a cassette's path, a folder, ``file::spec``), what
+    kind of thing, and its text (a secret is named by kind, never by value)."""
+
+    where: str
+    kind: Kind
+    text: str
+
+
+@dataclass
+class Tally:
+    """What one walk found, counted as it went: for a summary line and an exit status."""
+
+    checked: int = 0
+    findings: int = 0
+    unreadable: int = 0
+    partials: int = 0
+    notes: int = 0
+
+    def count(self, finding: Finding) -> Finding:
+        """`finding`, counted."""
+        if finding.kind == "finding":
+            self.findings += 1
+        elif finding.kind == "note":
+            self.notes += 1
+        elif finding.kind == "partial":
+            self.partials += 1
+        elif finding.kind == "unreadable":
+            self.unreadable += 1
+        return finding
+
+
+def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
+    """Each finding and note of each cassette under `files`, counted in `tally` as it is
+    yielded. A spec file among `files` that does not load raises its SpecError first."""
+    scrubbers = CheckScrubbers()
+    for path, is_candidate in _expand(_with_spec_cassettes(files)):
+        if not is_candidate:
+            text = "no cassettes found (no *.yaml under a cassettes/ folder)"
+            yield tally.count(Finding(str(path), "empty", text))
+            continue
+        if path.name.endswith(PARTIAL_SUFFIX):
+            text = (
+                "stale partial recording, not a cassette (a failed recording kept it); "
+                "delete it, or record the spec again"
+            )
+            yield tally.count(Finding(str(path), "partial", text))
+            continue
+        try:
+            loaded = Cassette.read(path)
+        except CassetteError as exc:
+            yield tally.count(Finding(str(path), "unreadable", str(exc)))
+            continue
+        tally.checked += 1
+        data = loaded.cassette
+        scrubber = scrubbers.for_cassette(path, data)
+        for what in [*malformed_findings(loaded), *file_findings(scrubber, loaded.text, data)]:
+            yield tally.count(Finding(str(path), "finding", what))
+        for what in file_notes(path, data):
+            yield tally.count(Finding(str(path), "note", what))
+
+
+def load_project_specs(file: Path) -> list[Spec]:
+    """The specs of one file, with the project's check kinds when plain loading refuses one
+    (SpecError when neither loads it)."""
+    try:
+        return load_specs(file)
+    except SpecError:
+        from pytest_atom.run.harness import host_harness
+
+        harness = host_harness({}, spec_dirs={file.parent})
+        return load_files([file], harness.registry().kinds())
+
+
+def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
+    """(path, is_cassette_candidate): files as given; for a directory, every `*.yaml` below
+    it that lies in a folder named `cassettes` or under one (the directory itself may be
+    one), and every calibration cassette (``calibration/<spec>/cassette.yaml``), so spec
+    files, scripts and labelled samples beside them are skipped; (directory, False) if
+    none is.
+    """
+    seen: set[Path] = set()
+    for path in paths:
+        candidates = [path]
+        if path.is_dir():
+            candidates = [f for f in sorted(path.rglob("*.yaml")) if f.is_file() and _taped(f)]
+            if not candidates:
+                yield path, False
+        for candidate in candidates:
+            if candidate.absolute() not in seen:
+                seen.add(candidate.absolute())
+                yield candidate, True
+
+
+def _taped(path: Path) -> bool:
+    """Whether a `*.yaml` found in a folder is a cassette: a spec's (under ``cassettes/``)
+    or a calibration's (``calibration/<spec>/cassette.yaml``, its judge's sessions)."""
+    if "cassettes" in path.absolute().parent.parts:
+        return True
+    return path.name == CALIBRATION_CASSETTE and path.parent.parent.name == CALIBRATION_FOLDER
+
+
+def _with_spec_cassettes(paths: Sequence[Path]) -> list[Path]:
+    """`paths` with each spec file replaced by its specs' cassettes (and its calibration
+    cassette, when it has one)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.name.endswith(SPEC_SUFFIX):
+            specs = load_project_specs(path)
+            out += [Path(display_path(cassette_path(spec))) for spec in specs]
+            calibrated = {calibration_dir(spec) / CALIBRATION_CASSETTE for spec in specs}
+            out += [Path(display_path(p)) for p in sorted(calibrated) if p.is_file()]
+        else:
+            out.append(path)
+    return out
+
+
+def unsandboxed_notes(paths: Sequence[Path]) -> list[Finding]:
+    """One note for each check that runs outside the sandbox in the specs under `paths`, for
+    `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
+    notes = []
+    for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
+        try:
+            specs = load_specs(file)
+        except SpecError:
+            try:  # a check kind of the project's plugins
+                specs = load_specs(file, check_kinds=_project_kinds(file))
+            except AtomError:  # the spec's, the project's settings' or a plugin's
+                continue  # `atom validate` reports the spec's error
+        for spec in specs:
+            for line in unsandboxed_lines(spec, indent=""):
+                where = f"{display_path(spec.path)}::{spec.name}"
+                notes.append(Finding(where, "note", f"note: {line}"))
+    return notes
+
+
+def _project_kinds(file: Path) -> list[str]:
+    from pytest_atom.run.harness import host_harness
+
+    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
+
+
+def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:
+    """One line for each check and hook of `spec` that runs outside the agent's sandbox,
+    with its reason: a way out of the sandbox is never silent."""
+    lines = [
+        f"{indent}unsandboxed: {c.describe()} (line {c.line}), because: {c.params['reason']}"
+        for c in unsandboxed_checks(spec)
+    ]
+    hooks = unsandboxed_hooks(spec.claude)
+    return lines + [f"{indent}unsandboxed: {hook}, because: {why}" for hook, why in hooks]
