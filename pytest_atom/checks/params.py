@@ -35,20 +35,19 @@ def param(
     nullable: bool = False,
     omit: bool = False,
     key: str | None = None,
-    title: str | None = None,
     description: str | None = None,
     **constraints: Any,
 ) -> Any:
     """One parameter: its default (shown in the schema), or ``optional`` (None, not shown);
     ``ref``: a ``$defs`` name instead of a type; ``nullable``: null allowed too; ``omit``:
     left out of the parameters while at its default; ``key``: its spec key when that is
-    no Python name (``in``); ``constraints``: JSON-schema keywords (``minLength``…)."""
+    no Python name (``in``); ``constraints``: JSON-schema keywords (``minLength``,
+    ``title``…), shown before the default and the description."""
     meta = {
         "ref": ref,
         "nullable": nullable,
         "omit": omit,
         "key": key,
-        "title": title,
         "description": description,
         "constraints": constraints,
         "shown": default is not _MISSING,
@@ -81,8 +80,6 @@ def _property(field: dataclasses.Field[Any], annotation: Any) -> dict[str, Any]:
         else:
             fragment = {"type": [kind, "null"] if meta["nullable"] else kind}
     fragment.update(meta["constraints"])
-    if meta["title"] is not None:
-        fragment["title"] = meta["title"]
     if meta["shown"]:
         fragment["default"] = field.default
     if meta["description"] is not None:
