@@ -36,6 +36,7 @@ from pytest_atom.history.query import (
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, display_url
 from pytest_atom.inert import inert
+from pytest_atom.reports.table import table_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -206,11 +207,7 @@ def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
         "trials only: cached outcomes (CACHED) hold no new trial, and a rescore's judgements "
         "are a line of their own (KIND rescore); means are per item"
     )
-    head = (
-        f"{'SPEC':<32} {'KIND':<7} {'RUNS':>4}  {'PASS RATE (95 %)':<26} {'CACHED':>6} "
-        f"{'TOKENS':>8} {'SPENT':>9} {'LIST $':>9} {'WALL':>7}  LAST      TREND"
-    )
-    click.echo(head)
+    rows = []
     for s in answer.series:
         passed, counted = s.counts
         rate = f"{passed}/{counted} {s.rate.show(2)}" if s.rate else "-"
@@ -218,12 +215,14 @@ def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
         wall = "-" if s.wall_seconds is None else f"{s.wall_seconds:.1f}s"
         trend = s.trend.marker if s.trend else ""
         last = s.last_outcome + (f" ({s.last_kind})" if s.last_kind == "cached" else "")
-        click.echo(
-            inert(
-                f"{s.name:<32} {s.kind:<7} {s.runs:>4}  {rate:<26} {s.cached:>6} {tokens:>8} "
-                f"{_money(s.spent_usd):>9} {_money(s.cost_usd):>9} {wall:>7}  {last:<9} {trend}"
-            ).rstrip()
+        rows.append(
+            [s.name, s.kind, str(s.runs), rate, str(s.cached), tokens]
+            + [_money(s.spent_usd), _money(s.cost_usd), wall, last, trend]
         )
+    header = ["SPEC", "KIND", "RUNS", "PASS RATE (95 %)", "CACHED", "TOKENS", "SPENT"]
+    header += ["LIST $", "WALL", "LAST", "TREND"]
+    for line in table_lines(header, rows, right=(2, 4, 5, 6, 7, 8)):
+        click.echo(inert(line))
 
 
 def _print_flaky(report: FlakyReport, url: str) -> None:
@@ -259,10 +258,7 @@ def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) ->
         )
         return
     click.echo(f"history: {url}: {spec_name}, newest first")
-    click.echo(
-        f"{'RUN':<24} {'STARTED (UTC)':<17} {'RUN KIND':<8} {'COMMIT':<10} {'ITEM':<28} "
-        f"{'KIND':<8} {'OUTCOME':<14} {'TOKENS':>8} {'SPENT':>9} {'LIST $':>9} {'WALL':>7}"
-    )
+    rows = []
     for r in runs:
         commit = (r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")
         tokens = sum(i.total_tokens for i in r.items)
@@ -270,13 +266,15 @@ def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) ->
         spent = sum(known) if known else None
         cost = sum(i.total_cost for i in r.items)
         wall = sum(i.wall_seconds for i in r.items)
-        click.echo(
-            inert(
-                f"{r.run.id:<24} {r.run.started:%Y-%m-%d %H:%M} {r.run.kind:<8} {commit:<10} "
-                f"{series_name(r.series):<28} {r.kind:<8} {r.outcome:<14} {tokens:>8} "
-                f"{_money(spent):>9} {_money(cost):>9} {wall:>6.1f}s"
-            )
+        rows.append(
+            [r.run.id, f"{r.run.started:%Y-%m-%d %H:%M}", r.run.kind, commit]
+            + [series_name(r.series), r.kind, r.outcome, str(tokens)]
+            + [_money(spent), _money(cost), f"{wall:.1f}s"]
         )
+    header = ["RUN", "STARTED (UTC)", "RUN KIND", "COMMIT", "ITEM", "KIND", "OUTCOME"]
+    header += ["TOKENS", "SPENT", "LIST $", "WALL"]
+    for line in table_lines(header, rows, right=(7, 8, 9, 10)):
+        click.echo(inert(line))
 
 
 @history.command("import")

@@ -13,7 +13,8 @@ error bars to evals"; Chen et al. 2021 for pass@k):
   (stratified by spec); several tests at once are Holm-adjusted;
 - means (score, turns, tokens) get Student's t interval, differences Welch's;
 - a suite-wide change gets a paired bootstrap over specs with a fixed seed, so the same
-  results give the same interval.
+  results give the same interval (`bootstrap`, which a judge's agreement with the humans,
+  `pytest_atom.calibration.agreement`, uses for κ too).
 
 All of it is the standard library, so repeats, thresholds, intervals and gates work in
 any install: the t quantiles invert Student's distribution (its regularized incomplete
@@ -26,13 +27,14 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "Interval",
+    "bootstrap",
     "bootstrap_mean",
     "cmh_drop",
     "cmh_power",
@@ -49,6 +51,8 @@ __all__ = [
     "welch",
     "wilson",
 ]
+
+T = TypeVar("T")
 
 CONFIDENCE = 0.95
 BOOTSTRAP_SEED = 0
@@ -250,6 +254,39 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def bootstrap(
+    samples: Sequence[T],
+    statistic: Callable[[Sequence[T]], float],
+    confidence: float = CONFIDENCE,
+    *,
+    seed: int = BOOTSTRAP_SEED,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of `statistic` over `samples`: `resamples`
+    resamples with replacement drawn from a fixed `seed` (the same samples always give the
+    same interval, so stored figures do not move), those whose statistic is undefined (NaN)
+    left out, the bounds linearly interpolated (numpy's default quantile)."""
+    draw = random.Random(seed)
+    n = len(samples)
+    values = sorted(
+        v
+        for v in (
+            statistic([samples[draw.randrange(n)] for _ in range(n)]) for _ in range(resamples)
+        )
+        if not math.isnan(v)
+    )
+    tail = (1 - confidence) / 2
+    return _quantile(values, tail), _quantile(values, 1 - tail)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted `values`, linearly interpolated."""
+    position = q * (len(values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
 def bootstrap_mean(
     values: Sequence[float],
     confidence: float = CONFIDENCE,
@@ -258,15 +295,10 @@ def bootstrap_mean(
     resamples: int = BOOTSTRAP_RESAMPLES,
 ) -> Interval | None:
     """Percentile bootstrap interval of a mean (per-spec changes: a paired bootstrap over
-    specs); the seed is fixed, so the same values always give the same interval."""
+    specs); None under two values."""
     if len(values) < 2:
         return None
-    rng = random.Random(seed)
-    n = len(values)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    low = means[int(tail * (resamples - 1))]
-    high = means[int((1 - tail) * (resamples - 1))]
+    low, high = bootstrap(values, statistics.fmean, confidence, seed=seed, resamples=resamples)
     return Interval(statistics.fmean(values), low, high, f"paired bootstrap (seed {seed})")
 
 

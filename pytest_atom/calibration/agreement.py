@@ -6,9 +6,9 @@ Pure Python on purpose: a project that calibrates its judge in CI needs no scipy
 * κ = (p_o - p_e) / (1 - p_e): the agreement beyond what two raters with these pass rates
   would reach by chance. Undefined (NaN) when chance agreement is 1: both gave every sample
   the same verdict, so agreement says nothing of the judge.
-* Its 95 % interval is a percentile bootstrap (`BOOTSTRAP` resamples of the samples, drawn
-  from a fixed seed so calibration.json does not change from one run to the next): with 20
-  to 50 samples κ's sampling distribution is skewed and bounded by 1, where the asymptotic
+* Its 95 % interval is a percentile bootstrap (`pytest_atom.baseline.stats.bootstrap`:
+  `BOOTSTRAP` resamples of the samples, drawn from a fixed seed so calibration.json does
+  not change from one run to the next): with 20 to 50 samples κ's sampling distribution is skewed and bounded by 1, where the asymptotic
   (Fleiss-Cohen-Everitt) standard error gives intervals past 1 or too narrow.
 * Two judge variants on the same samples are paired: McNemar's exact test counts the
   samples only one of them got right and asks whether that split could be a fair coin's.
@@ -17,10 +17,10 @@ Pure Python on purpose: a project that calibrates its judge in CI needs no scipy
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_atom.baseline.stats import bootstrap
 from pytest_atom.calibration.record import CELLS
 
 #: Resamples of the bootstrap interval, and its fixed seed.
@@ -73,23 +73,7 @@ def kappa_interval(pairs: Sequence[Pair], level: float = 0.95) -> tuple[float, f
     alike) are left out. (NaN, NaN) when κ itself is undefined."""
     if math.isnan(kappa(pairs)):
         return math.nan, math.nan
-    draw = random.Random(SEED)
-    n = len(pairs)
-    values = sorted(
-        k
-        for k in (kappa([pairs[draw.randrange(n)] for _ in range(n)]) for _ in range(BOOTSTRAP))
-        if not math.isnan(k)
-    )
-    tail = (1 - level) / 2
-    return _quantile(values, tail), _quantile(values, 1 - tail)
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted `values`, linearly interpolated (numpy's default)."""
-    position = q * (len(values) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (position - low)
+    return bootstrap(pairs, kappa, level, seed=SEED, resamples=BOOTSTRAP)
 
 
 def agreement(pairs: Sequence[Pair]) -> Agreement:

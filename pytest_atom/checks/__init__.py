@@ -4,12 +4,15 @@ What lives here:
 
 - ``kinds/``: the built-in check kinds, one module each (``file_exists.py``,
   ``command.py``, ``tool_used.py``…). A kind module holds the kind whole: the JSON schema of
-  its value, its parameters (a ``Params`` TypedDict), how it builds them from the spec
-  (errors at their line), how it describes itself (the label reports show) and how it runs.
+  its value, with an object form's parameters declared once (a ``Params`` dataclass, whose
+  fields give the schema fragment, the defaults and the types: ``params.py``), how it
+  builds them from the spec (errors at their line), how it describes itself (the label
+  reports show) and how it runs.
   They are found through the ``pytest_atom.check_kinds`` entry-point group (pyproject.toml
   declares them, one line each); ``kinds/__init__.py`` loads the group into `KINDS`.
 - ``kind.py``: the `CheckKind` protocol those modules implement, the `Entry` a kind builds
-  from and the `Scene` it runs on.
+  from and the `Scene` it runs on. ``params.py``: `param` and `object_schema`, a kind's
+  parameters declared once as a dataclass.
 - shared support, used by kinds and never a kind itself: ``evidence.py`` (reading the
   workspace safely, file heads, command tails, listings), ``shell.py`` (running a command
   confined, as `command` and plugins' checks do), ``trajectory.py`` (the agent's calls, as

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_atom.errors import SpecError
 from pytest_atom.spec.document import Document
@@ -103,10 +103,6 @@ class CheckKind(Protocol):
         """The result; a check that cannot be evaluated raises CheckError."""
 
 
-class PathParams(TypedDict):
-    path: str  # relative to the workspace
-
-
 class WorkspacePathKind:
     """What a kind whose value is one workspace path shares (``file_exists``,
     ``file_absent``): its schema, parameters, label and that it runs nothing of the
@@ -117,7 +113,7 @@ class WorkspacePathKind:
     reads_run = False
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str) -> PathParams:
+    def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"path": entry.workspace_path(value)}
 
     def describe(self, params: Mapping[str, Any]) -> str:

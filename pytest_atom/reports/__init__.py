@@ -16,7 +16,8 @@ clue), `properties` (a run's figures by name), `trace` (the trace document,
 ``trace_schema.json``), `clipping` (long texts kept out of reports).
 
 Reports of other things than one spec run: `summary` is the session's terminal summary (from
-its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`).
+its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`); `table`
+lays out terminal tables (the summary's, ``atom history``'s) with `rich.table`.
 
 Where to add: a format is a new module here with one `ReportFormat` object, and its line in
 the entry-point group (pyproject.toml) and the independence contract; another

@@ -12,6 +12,7 @@ from pytest_atom.baseline.compare import summary_cell as baseline_cell
 from pytest_atom.cost.usage import ROLES
 from pytest_atom.environment import left_out_names_line
 from pytest_atom.inert import inert
+from pytest_atom.reports.table import table_lines
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.verdict import ADVISORY_WORDS
 
@@ -223,14 +224,9 @@ def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> 
     """Columns padded to their widest cell: the first `left` (and a baseline column, the
     last) to the left, figures to the right."""
     count = len(table[0])
-    widths = [max(len(row[i]) for row in table) for i in range(count)]
-    return [
-        "  ".join(
-            cell.ljust(w) if i < left or (compared and i == count - 1) else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in table
-    ]
+    header, *rows = table
+    last = count - 1 if compared else count
+    return table_lines(header, rows, right=range(left, last))
 
 
 def _stacked(

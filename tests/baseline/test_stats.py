@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,21 @@ def test_bootstrap_is_seeded() -> None:
     first, again = stats.bootstrap_mean(values), stats.bootstrap_mean(values)
     assert first == again and first is not None
     assert first.low <= first.estimate <= first.high and first.method.startswith("paired")
+
+
+def test_the_bootstrap_leaves_out_undefined_resamples_and_interpolates() -> None:
+    """One bootstrap for a mean and for κ: a resample whose statistic is undefined (NaN) is
+    left out, and the bounds fall between resampled values."""
+
+    def mean_unless_all_alike(sample: Sequence[float]) -> float:
+        return math.nan if len(set(sample)) == 1 else statistics.fmean(sample)
+
+    low, high = stats.bootstrap([0.0, 1.0, 2.0], mean_unless_all_alike, resamples=500)
+    assert 0.0 < low < high < 2.0  # the all-0 and all-2 resamples are left out
+    # seed 4's five resample means, sorted: 0, 0.5, 0.5, 0.5, 0.5; the 2.5 % point lies a
+    # tenth of the way from the first to the second
+    interval = stats.bootstrap([0.0, 1.0], statistics.fmean, resamples=5, seed=4)
+    assert interval == pytest.approx((0.05, 0.5))
 
 
 def test_exact_power_and_repeats_needed() -> None:

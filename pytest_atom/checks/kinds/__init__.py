@@ -1,7 +1,8 @@
 """The built-in check kinds, one module each, found through one entry-point group.
 
-Each module holds one kind whole: the JSON schema of its value, its parameters (a
-``Params`` TypedDict), how it builds them from a spec, describes itself and runs
+Each module holds one kind whole: the JSON schema of its value, its parameters (an object
+form's declared once, a ``Params`` dataclass: `pytest_atom.checks.params`), how it builds
+them from a spec, describes itself and runs
 (`pytest_atom.checks.kind.CheckKind`), and ends with ``KIND = TheKind()``. A kind module
 imports the shared support (`checks.kind`, `checks.evidence`, `checks.shell`,
 `checks.trajectory`), never another kind: ``lint-imports`` holds them independent.

@@ -8,10 +8,12 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.checks.evidence import tail
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.shell import CURRENT, run_shell, run_shell_split
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
@@ -23,83 +25,60 @@ if TYPE_CHECKING:
 DIFF_LINES = 14
 
 
-class Params(TypedDict):
-    run: str
-    exit_code: int
-    output: str | None  # a regex over stdout and stderr together
-    timeout: float
-    stdout: NotRequired[str]  # the exact stdout, when given
-    unsandboxed: NotRequired[Literal[True]]  # with its reason, both or neither
-    reason: NotRequired[str]
+@dataclass(frozen=True)
+class Params:
+    run: str = param(
+        minLength=1,
+        description="Shell command, run in the workspace, in the agent's sandbox (writes in the attempt folder and sandbox.write, network to sandbox.network, reads the run folder, the system and the toolchains).",
+    )
+    exit_code: int = param(default=0)
+    output: str | None = param(
+        optional=True,
+        nullable=True,
+        description="Python regex searched anywhere in stdout and stderr together (re.search with re.MULTILINE, not anchored: '1..15' also matches a longer output); anchor it with ^ and $, or use stdout.",
+    )
+    stdout: str | None = param(
+        optional=True,
+        nullable=True,
+        omit=True,
+        description="The exact stdout expected (stderr apart), compared after removing trailing newlines on both sides; a mismatch shows a unified diff.",
+    )
+    timeout: float = param(default=120, exclusiveMinimum=0)
+    unsandboxed: bool = param(
+        default=False,
+        omit=True,
+        description="Run the command outside the agent's sandbox, with the caller's file system and network (it still gets the run's environment). It runs what the agent wrote, so it needs a reason; atom validate and atom cassette check name it.",
+    )
+    reason: str | None = param(
+        optional=True,
+        omit=True,
+        minLength=1,
+        description="Why the command must reach beyond the sandbox; required with unsandboxed: true.",
+    )
 
 
 class Command:
     name = "command"
     schema: Mapping[str, Any] = {
-        "oneOf": [
-            {
-                "type": "string",
-                "minLength": 1,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "run": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "Shell command, run in the workspace, in the agent's sandbox (writes in the attempt folder and sandbox.write, network to sandbox.network, reads the run folder, the system and the toolchains).",
-                    },
-                    "exit_code": {
-                        "type": "integer",
-                        "default": 0,
-                    },
-                    "output": {
-                        "type": ["string", "null"],
-                        "description": "Python regex searched anywhere in stdout and stderr together (re.search with re.MULTILINE, not anchored: '1..15' also matches a longer output); anchor it with ^ and $, or use stdout.",
-                    },
-                    "stdout": {
-                        "type": ["string", "null"],
-                        "description": "The exact stdout expected (stderr apart), compared after removing trailing newlines on both sides; a mismatch shows a unified diff.",
-                    },
-                    "timeout": {
-                        "type": "number",
-                        "exclusiveMinimum": 0,
-                        "default": 120,
-                    },
-                    "unsandboxed": {
-                        "type": "boolean",
-                        "default": False,
-                        "description": "Run the command outside the agent's sandbox, with the caller's file system and network (it still gets the run's environment). It runs what the agent wrote, so it needs a reason; atom validate and atom cassette check name it.",
-                    },
-                    "reason": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "Why the command must reach beyond the sandbox; required with unsandboxed: true.",
-                    },
-                },
-                "required": ["run"],
-                "additionalProperties": False,
-            },
-        ],
+        "oneOf": [{"type": "string", "minLength": 1}, object_schema(Params)],
     }
     reads_run = False
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
+    def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
         value = {"run": value} if isinstance(value, str) else value
-        output = value.get("output")
-        defaults = self.schema["oneOf"][1]["properties"]
-        params: Params = {
-            "run": value["run"],
-            "exit_code": int(value.get("exit_code", defaults["exit_code"]["default"])),
-            "output": None if output is None else entry.regex(output, "output"),
-            "timeout": float(value.get("timeout", defaults["timeout"]["default"])),
-        }
-        if value.get("stdout") is not None:
-            params["stdout"] = value["stdout"]
-        if _unsandboxed(entry, value):
-            params["unsandboxed"], params["reason"] = True, value["reason"]
-        return params
+        p = from_value(Params, value)
+        output = None if p.output is None else entry.regex(p.output, "output")
+        unsandboxed = _unsandboxed(entry, value)
+        return to_params(
+            replace(
+                p,
+                exit_code=int(p.exit_code),
+                output=output,
+                timeout=float(p.timeout),
+                reason=p.reason if unsandboxed else None,
+            )
+        )
 
     def describe(self, params: Mapping[str, Any]) -> str:
         p = params

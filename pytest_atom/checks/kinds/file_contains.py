@@ -4,43 +4,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_atom.checks.evidence import head, listing, read_text, resolve
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class Params(TypedDict):
-    path: str  # relative to the workspace
-    pattern: str  # a Python regex, searched with re.MULTILINE
+@dataclass(frozen=True)
+class Params:
+    path: str = param(ref="workspacePath")  # relative to the workspace
+    pattern: str = param(description="Python regex, searched with re.MULTILINE.")
 
 
 class FileContains:
     name = "file_contains"
-    schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "$ref": "#/$defs/workspacePath",
-            },
-            "pattern": {
-                "type": "string",
-                "description": "Python regex, searched with re.MULTILINE.",
-            },
-        },
-        "required": ["path", "pattern"],
-        "additionalProperties": False,
-    }
+    schema: Mapping[str, Any] = object_schema(Params)
     reads_run = False
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: dict[str, Any]) -> Params:
-        return {
-            "path": entry.workspace_path(value["path"], "path"),
-            "pattern": entry.regex(value["pattern"], "pattern"),
-        }
+    def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
+        p = from_value(Params, value)
+        path = entry.workspace_path(p.path, "path")
+        return to_params(replace(p, path=path, pattern=entry.regex(p.pattern, "pattern")))
 
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"file_contains {params['path']} /{params['pattern']}/"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.results.check_result import CheckResult
@@ -13,10 +13,6 @@ from pytest_atom.spec.types import Check
 
 #: Characters of the last message an evidence shows.
 _MESSAGE_CHARS = 2000
-
-
-class Params(TypedDict):
-    pattern: str
 
 
 class FinalMessage:
@@ -28,7 +24,7 @@ class FinalMessage:
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str) -> Params:
+    def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"pattern": entry.regex(value)}
 
     def describe(self, params: Mapping[str, Any]) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from jsonschema import Draft202012Validator, SchemaError
 from jsonschema.validators import validator_for
@@ -14,47 +15,34 @@ from jsonschema.validators import validator_for
 from pytest_atom import yamldoc
 from pytest_atom.checks.evidence import head, listing, read_text, resolve
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.errors import YamlDocError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.document import show_value
 from pytest_atom.spec.types import Check
 
+_INLINE_OR_FILE = [{"type": "object"}, {"type": "string", "minLength": 1}]
 
-class Params(TypedDict):
-    path: str  # relative to the workspace
-    schema: dict[str, Any]  # the schema itself, read from its file when it names one
-    schema_file: Path | None
+
+@dataclass(frozen=True)
+class Params:
+    path: str = param(ref="workspacePath")  # relative to the workspace
+    #: the schema itself, or its file (the parameters then carry it read, and ``schema_file``)
+    schema: Any = param(
+        oneOf=_INLINE_OR_FILE,
+        description="Inline JSON schema, or a schema file relative to the spec file's folder.",
+    )
 
 
 class JsonSchema:
     name = "json_schema"
-    schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "$ref": "#/$defs/workspacePath",
-            },
-            "schema": {
-                "oneOf": [
-                    {
-                        "type": "object",
-                    },
-                    {
-                        "type": "string",
-                        "minLength": 1,
-                    },
-                ],
-                "description": "Inline JSON schema, or a schema file relative to the spec file's folder.",
-            },
-        },
-        "required": ["path", "schema"],
-        "additionalProperties": False,
-    }
+    schema: Mapping[str, Any] = object_schema(Params)
     reads_run = False
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: dict[str, Any]) -> Params:
-        schema, schema_file = value["schema"], None
+    def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
+        p = from_value(Params, value)
+        schema, schema_file = p.schema, None
         if isinstance(schema, str):
             schema_file = entry.spec_file(schema, "schema")
             schema = _read_schema(entry, schema_file)
@@ -64,11 +52,8 @@ class JsonSchema:
             raise entry.error(
                 f"{entry.label('schema')!r} is not a valid JSON schema: {exc.message}", "schema"
             ) from None
-        return {
-            "path": entry.workspace_path(value["path"], "path"),
-            "schema": schema,
-            "schema_file": schema_file,
-        }
+        path = entry.workspace_path(p.path, "path")
+        return {**to_params(replace(p, path=path, schema=schema)), "schema_file": schema_file}
 
     def describe(self, params: Mapping[str, Any]) -> str:
         source = params["schema_file"].name if params.get("schema_file") else "inline schema"

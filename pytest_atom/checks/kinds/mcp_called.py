@@ -5,44 +5,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from dataclasses import dataclass
+from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import listing, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class Params(TypedDict):
-    server: str
-    tool: str | None
+@dataclass(frozen=True)
+class Params:
+    server: str = param(minLength=1, description="The MCP server's name, as configured.")
+    tool: str | None = param(
+        optional=True, minLength=1, description="One of its tools; any of them when left out."
+    )
 
 
 class McpCalled:
     name = "mcp_called"
-    schema: Mapping[str, Any] = {
-        "type": "object",
-        "properties": {
-            "server": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The MCP server's name, as configured.",
-            },
-            "tool": {
-                "type": "string",
-                "minLength": 1,
-                "description": "One of its tools; any of them when left out.",
-            },
-        },
-        "required": ["server"],
-        "additionalProperties": False,
-        "description": "The agent called a tool of this MCP server (named mcp__<server>__<tool>).",
-    }
+    schema: Mapping[str, Any] = object_schema(
+        Params,
+        "The agent called a tool of this MCP server (named mcp__<server>__<tool>).",
+    )
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: dict[str, Any]) -> Params:
-        return {"server": value["server"], "tool": value.get("tool")}
+    def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
+        return to_params(from_value(Params, value))
 
     def describe(self, params: Mapping[str, Any]) -> str:
         tool = params.get("tool")

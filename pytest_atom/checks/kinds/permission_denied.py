@@ -4,51 +4,35 @@ permission rule, a hook, or as a write outside the attempt folder."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import listing, matches, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class Params(TypedDict):
-    name: str | None  # None: any tool
-    input: str | None  # a regex over the call's main field or its input as JSON
+@dataclass(frozen=True)
+class Params:
+    name: str | None = param(optional=True, ref="toolName")  # None: any tool
+    input: str | None = param(optional=True, ref="toolInput")  # a regex over a call
 
 
 class PermissionDenied:
     name = "permission_denied"
     schema: Mapping[str, Any] = {
-        "oneOf": [
-            {
-                "$ref": "#/$defs/toolName",
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "name": {
-                        "$ref": "#/$defs/toolName",
-                    },
-                    "input": {
-                        "$ref": "#/$defs/toolInput",
-                    },
-                },
-                "additionalProperties": False,
-            },
-        ],
+        "oneOf": [{"$ref": "#/$defs/toolName"}, object_schema(Params)],
         "description": "A tool call was refused: by a permission rule, a hook, or as a write outside the attempt folder.",
     }
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
-        value = {"name": value} if isinstance(value, str) else value
-        pattern = value.get("input")
-        return {
-            "name": value.get("name"),
-            "input": None if pattern is None else entry.regex(pattern, "input"),
-        }
+    def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
+        p = from_value(Params, {"name": value} if isinstance(value, str) else value)
+        found = None if p.input is None else entry.regex(p.input, "input")
+        return to_params(replace(p, input=found))
 
     def describe(self, params: Mapping[str, Any]) -> str:
         p = params

@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.checks.trajectory import listing, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
-
-
-class Params(TypedDict):
-    name: str  # the subagent type
 
 
 class SubagentUsed:
@@ -26,7 +22,7 @@ class SubagentUsed:
     reads_run = True
     needs_tool: str | None = "Agent"
 
-    def build(self, entry: Entry, value: str) -> Params:
+    def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"name": value}
 
     def describe(self, params: Mapping[str, Any]) -> str:

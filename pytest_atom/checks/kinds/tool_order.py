@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.checks.trajectory import listing
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
-
-
-class Params(TypedDict):
-    names: list[str]  # each tool once
 
 
 class ToolOrder:
@@ -31,7 +27,7 @@ class ToolOrder:
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: list[str]) -> Params:
+    def build(self, entry: Entry, value: list[str]) -> dict[str, Any]:
         seen: dict[str, int] = {}
         for i, name in enumerate(value):
             if name in seen:

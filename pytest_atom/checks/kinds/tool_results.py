@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from pytest_atom import yamldoc
 from pytest_atom.checks.kind import Entry, Scene
@@ -154,10 +154,6 @@ def divergences(expected: Sequence[Mapping[str, Any]], trajectory: Trajectory) -
     return found
 
 
-class Params(TypedDict):
-    file: Path  # the session's results, beside the spec
-
-
 class ToolResults:
     name = "tool_results"
     schema: Mapping[str, Any] = {
@@ -168,7 +164,7 @@ class ToolResults:
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str) -> Params:
+    def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"file": entry.spec_file(value)}
 
     def describe(self, params: Mapping[str, Any]) -> str:

@@ -4,69 +4,52 @@ called a tool, at least once or as often as min and max say (max 0: never)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import listing, matches, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
-#: ``input``: a regex over the call's main field or its input as JSON; ``in``: whose calls
-#: count, "main", "subagents" or "any" (a keyword, hence the functional form).
-Params = TypedDict(
-    "Params", {"name": str, "input": str | None, "min": int, "max": int | None, "in": str}
-)
+
+@dataclass(frozen=True)
+class Params:
+    name: str = param(ref="toolName")
+    input: str | None = param(
+        optional=True, ref="toolInput"
+    )  # a regex over the call's main field or its input as JSON
+    min: int | None = param(
+        optional=True,
+        minimum=0,
+        description="Fewest matching calls; 1 by default, 0 when max is 0.",
+    )
+    max: int | None = param(
+        default=None, nullable=True, minimum=0, description="Most matching calls; 0 means never."
+    )
+    scope: Literal["main", "subagents", "any"] = param(
+        default="any",
+        key="in",
+        title="'main', 'subagents' or 'any'",
+        description="Whose calls count: the main agent's, its subagents', or both.",
+    )
 
 
 class ToolUsed:
     name = "tool_used"
     schema: Mapping[str, Any] = {
-        "oneOf": [
-            {
-                "$ref": "#/$defs/toolName",
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "name": {
-                        "$ref": "#/$defs/toolName",
-                    },
-                    "input": {
-                        "$ref": "#/$defs/toolInput",
-                    },
-                    "min": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "Fewest matching calls; 1 by default, 0 when max is 0.",
-                    },
-                    "max": {
-                        "type": ["integer", "null"],
-                        "minimum": 0,
-                        "default": None,
-                        "description": "Most matching calls; 0 means never.",
-                    },
-                    "in": {
-                        "enum": ["main", "subagents", "any"],
-                        "title": "'main', 'subagents' or 'any'",
-                        "default": "any",
-                        "description": "Whose calls count: the main agent's, its subagents', or both.",
-                    },
-                },
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-        ],
+        "oneOf": [{"$ref": "#/$defs/toolName"}, object_schema(Params)],
         "description": "The agent (main or subagents) called this tool: at least once, or as often as min and max say (max 0: never).",
     }
     reads_run = True
     needs_tool: str | None = None
 
-    def build(self, entry: Entry, value: str | dict[str, Any]) -> Params:
-        value = {"name": value} if isinstance(value, str) else value
-        pattern = value.get("input")
-        high = value.get("max")
-        low = value.get("min", 0 if high == 0 else 1)
-        found = None if pattern is None else entry.regex(pattern, "input")
+    def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
+        p = from_value(Params, {"name": value} if isinstance(value, str) else value)
+        high = p.max
+        low = (0 if high == 0 else 1) if p.min is None else p.min
+        found = None if p.input is None else entry.regex(p.input, "input")
         if high is not None and low > high:
             never = " (max 0 means never)" if high == 0 else ""
             raise entry.error(
@@ -74,13 +57,7 @@ class ToolUsed:
                 f"satisfy: lower min or raise max{never}",
                 "min",
             )
-        return {
-            "name": value["name"],
-            "input": found,
-            "min": low,
-            "max": high,
-            "in": value.get("in", "any"),
-        }
+        return to_params(replace(p, input=found, min=low))
 
     def describe(self, params: Mapping[str, Any]) -> str:
         p = params
