@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 import pytest
@@ -27,9 +27,6 @@ from pytest_atom.settings.options import BY_NAME
 from pytest_atom.settings.project import default_paths
 from pytest_atom.spec.load import spec_files
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINERY
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command("run")
