@@ -93,7 +93,7 @@ HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
 #: Claude Code's own retries of a failed API request, in every run (its default is 10,
 #: with a backoff that doubles to half a minute): a transient overload gets past in a few
 #: seconds, and an upstream that keeps failing fails the call in seconds, not minutes.
-RECORDING_API_RETRIES = 3
+API_RETRIES = 3
 
 
 def session_id_for(spec: Spec, role: str = "executor") -> str:
@@ -252,7 +252,7 @@ class AttemptLoop:
         # times by default, minutes a call), then by the harness: bounded here. In every
         # mode, not only while recording: the agent's shell sees the variable (`env`), so a
         # replay must give it what the recording gave.
-        env["CLAUDE_CODE_MAX_RETRIES"] = str(RECORDING_API_RETRIES)
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(API_RETRIES)
         env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
             env = tool_env(env)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.errors import UpstreamUnreachable
 from pytest_atom.replay.reachable import UpstreamCheck, unreachable
-from pytest_atom.run.execution import RECORDING_API_RETRIES
+from pytest_atom.run.execution import API_RETRIES
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs
@@ -102,4 +102,4 @@ def test_claude_code_retries_a_recording_s_failed_request_a_bounded_number_of_ti
     result = run_spec(spec, runs_dir=pytester.path / "runs", settings=settings)
     retries = [r for a in result.attempts for rec in a.all_records for r in rec.api_retries]
     assert retries, result.outcome
-    assert {r["max_retries"] for r in retries} == {RECORDING_API_RETRIES}
+    assert {r["max_retries"] for r in retries} == {API_RETRIES}
