@@ -23,6 +23,7 @@ _EXPORTS = {
     "Responder": "server",
     "Script": "scripted",
     "ScriptedResponder": "scripted",
+    "draw_key": "scripted",
     "scripted": "scripted",
 }
 __all__ = sorted(_EXPORTS)
@@ -38,5 +39,5 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
-    from pytest_atom.gateway.scripted import Script, ScriptedResponder, scripted
+    from pytest_atom.gateway.scripted import Script, ScriptedResponder, draw_key, scripted
     from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
