@@ -70,12 +70,12 @@ def test_the_names_a_package_loads_on_first_use_are_the_names_type_checkers_see(
     assert seen == expected
 
 
-def test_seed_names_are_legacy_and_still_import_from_the_package() -> None:
+def test_the_loop_names_are_legacy_and_still_import_from_the_package() -> None:
     import pytest_atom.legacy
 
-    seed = ("AtomRuntime", "RetryManager", "IterationHistory", "ClaudeRunner")
-    assert set(pytest_atom.legacy.__all__) == set(seed)
-    for name in seed:
+    loop = ("AtomRuntime", "RetryManager", "IterationHistory", "ClaudeRunner")
+    assert set(pytest_atom.legacy.__all__) == set(loop)
+    for name in loop:
         assert name not in pytest_atom.__all__
         assert getattr(pytest_atom, name) is getattr(pytest_atom.legacy, name)  # no warning
     assert "PromptLoader" in pytest_atom.__all__  # the prompts are not the loop's alone
@@ -85,13 +85,13 @@ def test_a_name_that_moved_still_imports_from_the_top_level_with_a_warning() -> 
     from pytest_atom import errors, gateway
 
     with pytest.warns(DeprecationWarning, match=r"from pytest_atom\.errors import SpecError"):
-        assert pytest_atom.SpecError is errors.SpecError  # type: ignore[attr-defined]
+        assert pytest_atom.SpecError is errors.SpecError
     with pytest.warns(DeprecationWarning, match=r"pytest_atom\.gateway"):
-        assert pytest_atom.Gateway is gateway.Gateway  # type: ignore[attr-defined]
+        assert pytest_atom.Gateway is gateway.Gateway
     for name in pytest_atom._MOVED:
         assert name not in pytest_atom.__all__
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
-        pytest_atom.Nothing  # type: ignore[attr-defined]  # noqa: B018
+        pytest_atom.Nothing  # noqa: B018
 
 
 def test_importing_a_tool_helper_does_not_load_the_harness() -> None:
