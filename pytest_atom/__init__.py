@@ -107,6 +107,7 @@ PUBLIC_MODULES = (
     "pytest_atom.cost",
     "pytest_atom.events",
     "pytest_atom.importing",
+    "pytest_atom.conversation",
     "pytest_atom.hooks",
     "pytest_atom.legacy",
 )
