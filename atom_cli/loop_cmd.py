@@ -1,4 +1,4 @@
-"""The classic atom loop (seed 000's atom.py): `atom "task"` or bare `atom` in a folder."""
+"""The classic atom loop (pytest_atom.legacy's `AtomRuntime`): `atom "task"` or bare `atom` in a folder."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
     click.echo(f"🔬 Atom: {cwd.name}\n")
     try:
         system_prompt = PromptLoader().load(toolname)
-        # The user's own environment and auth, as the seed's `claude -p` had; tools are
+        # The user's own environment and auth, as the loop's `claude -p` always had; tools are
         # granted by allow-list, since the CLI refuses to skip permissions as root.
         runner = claude_code_agent(
             "executor", AgentSession(find_claude(), options=ClaudeOptions(bare=False))
@@ -54,7 +54,7 @@ def loop(task: tuple[str, ...], toolname: str | None, max_iterations: int) -> No
         max_iterations=max_iterations,
         verbose=True,
         runner=runner,
-        # One conversation per folder, as the seed's `claude -c` gave.
+        # One conversation per folder, as `claude -c` gives.
         session_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-atom:loop:{cwd.resolve()}")),
     )
     result = runtime.run(prompt_file.read_text(encoding="utf-8"))

@@ -98,7 +98,7 @@ SUBCOMMANDS = {"history": [("atom_cli.history_why_cmd", "why")]}
 
 
 class AtomGroup(click.Group):
-    """Subcommands, plus the seed's classic forms: `atom "task"`, bare `atom`, `atom x.atom.yaml`.
+    """Subcommands, plus the classic forms: `atom "task"`, bare `atom`, `atom x.atom.yaml`.
 
     The classic loop starts an agent that writes USER_PROMPT.md into this folder, so it runs
     only for what is clearly a prompt: quoted text (one argument holding a space), or loop

@@ -11,7 +11,7 @@ untimed warm-up of each; median, min and max of pytest's own "collected in" seco
 the 2 s target is about), of the process's CPU seconds and of its wall seconds (interpreter
 start and plugin loading included):
 (a) one spec with `cases: tasks.csv`, --cases rows (a templated prompt, env, two checks and
-    a criterion): the figure issue 36 asks under 2 seconds;
+    a criterion): the figure the 2 s target is about;
 (b) the baseline: the same --cases specs written out by hand, one file under `specs:`, what a
     project wrote before datasets (ratio (a)/(b));
 (c) pytest's own: a test function parametrized over --cases values, collected with `-p

@@ -1,5 +1,5 @@
-"""The house a spec run walks through, measured two ways (issue 34, "measure it the way it
-was measured"): a traced replay, and a static walk of the calls that carry a spec.
+"""The house a spec run walks through, measured two ways: a traced replay, and a static walk
+of the calls that carry a spec.
 
 **The traced replay.** A shipped spec (``fixtures/specs/create_file.atom.yaml``) replays in
 this process (`pytest_atom.run_spec`, the path every front end takes) under `sys.setprofile`
@@ -11,10 +11,9 @@ the trace starts, so the modules it imports are loaded (as in a pytest session, 
 plugin loads them at start-up); what the run imports lazily still counts. It prints:
 
 - *crossings*: the calls whose caller, the nearest pytest-atom frame below them on the
-  same thread's stack, is in another package (target: at most 150; 321 when issue 34 was
-  filed);
+  same thread's stack, is in another package (target: at most 150);
 - *moves*: per thread, how often the module (the package) of a call differs from the
-  previous call's, as the issue counted "moves between files";
+  previous call's: the "moves between files";
 - the modules entered, the climbs back into a module left earlier, the deepest chain.
 
 The numbers are counts: they do not depend on the machine's load, and two runs of one
@@ -37,8 +36,7 @@ module, and each return to the caller's module, is a *module visit*; it prints t
 visits, the distinct modules, the *climbs* (a move to a module of a higher layer than the
 one it came from; layers as pyproject.toml's ``[tool.importlinter]`` declares them; a
 return up the layers is a climb), and the returns to a module already left (target: at
-most 45 visits and 8 climbs; 87 visits, 27 modules and 26 climbs when issue 34 was filed,
-by a walk whose exact rules it did not give: this one is a reconstruction). With
+most 45 visits and 8 climbs). With
 ``--broad`` every object of the package's classes such a call returns counts as holding the
 spec (an upper bound: a `SessionInput` built from the spec does not hold it).
 

@@ -10,8 +10,8 @@ Runs the same three set-up commands N times in a fresh attempt folder of a run f
   runtime (one `srt` process, no Claude Code session);
 - ``bash``: the same script by ``/bin/sh -c``, unconfined: the baseline, measured in the
   same run;
-- ``old`` (with ``--old``): the `run_setup` of another checkout of pytest-atom (one before
-  issue 33, whose set-up was a scripted ``claude -p`` session on a private gateway), in a
+- ``old`` (with ``--old``): the `run_setup` of another checkout of pytest-atom (one
+  whose set-up was a scripted ``claude -p`` session on a private gateway), in a
   process of its own that times only its calls.
 
 For each: Claude Code processes started (a counting wrapper is the CLI each arm is given;

@@ -11,7 +11,7 @@ fraction of a second before it writes, so either may finish first) is recorded o
 mode, while they run. Claude Code returns concurrent results in the order they finished
 and writes each subagent's random `agentId` into its result: on a loaded machine the
 order changes from run to run, and a replay passes only if pytest-atom numbers those ids
-by the calls they answer, not by arrival (issue 25: 5 of 20 replays diverged before).
+by the calls they answer, not by arrival.
 
 Each replay prints its outcome, the order the subagents finished in (from the CLI's
 `task_notification` events) and the load average; the last line says how many passed

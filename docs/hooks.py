@@ -7,7 +7,8 @@ Nothing generated is committed. `on_files` adds each generated page as a virtual
   `pytest_addoption`;
 - `reference/exit-statuses.md` from pytest's `ExitCode` and pytest-atom's own statuses;
 - `reference/cassette-format.md` from `pytest_atom.replay.cassette`'s format constants;
-- `reference/python-api.md` from `pytest_atom.__all__` (its `_GROUPS`) and `pytest_atom.legacy`.
+- `reference/python-api.md` from `pytest_atom.__all__` (its `_GROUPS`) and each public module's
+  `__all__` (`pytest_atom.PUBLIC_MODULES`).
 
 The `atom` commands page is written by mkdocs-click from the click group itself.
 """
@@ -290,23 +291,6 @@ def cassette_format_page() -> str:
 
 # ------------------------------------------------------------------------------- Python API
 
-#: What the Python API page says of the modules a project's tools read directly: named by
-#: module, not exported from `pytest_atom` (their names would crowd the package's).
-_TOOL_MODULES = """\
-`pytest_atom.events.agent` is the one place an agent's output is parsed: `parse(stdout)` (or
-`parse_line(line)`) turns Claude Code's stream-json into typed, frozen events that name no
-Claude Code type: `SessionStarted`, `MessageUsage` (per answer, tagged with the subagent it
-belongs to), `AssistantText`, `ToolCall`, `ToolResult` (its text from `flatten_tool_result`),
-`SubagentStarted`/`SubagentEnded`, `PermissionDenied`, `ApiRetry`, `AgentError` and
-`Result` (this call's cost and per-model usage, the refused calls). The run record, budgets,
-`atom run`'s progress, transcripts, traces, reports and trajectory checks read these;
-`IterationRecord.events` gives a call's.
-
-`pytest_atom.replay.transcript` reads conversations back without a CLI: `stream_turns(events)`
-folds a session's events into turns, and `cassette_lines(path, Cassette.load(path))`
-gives the lines `atom cassette show` prints (plain text with `str(line)`; the style is data).
-"""
-
 _LEGACY_EXAMPLE = """\
 ```python
 from pytest_atom import PromptLoader
@@ -361,29 +345,50 @@ def _errors_tree() -> list[str]:
     return ["```text", *drawing, "```", ""]
 
 
+def _module_lines(name: str) -> list[str]:
+    """One public module: the first paragraph of its docstring and a table of its `__all__`."""
+    import importlib
+
+    module = importlib.import_module(name)
+    about = " ".join((module.__doc__ or "").split("\n\n")[0].split())
+    lines = [f"### `{name}`", "", about, ""]
+    if name == "pytest_atom.errors":
+        lines += _errors_tree()
+    return [*lines, *_name_table({n: getattr(module, n) for n in module.__all__}), ""]
+
+
 def python_api_page() -> str:
-    """The public API, `pytest_atom.__all__`, by group, and the legacy module: from the
-    package's `_GROUPS` and each name's docstring, so the page lists exactly what imports."""
+    """The public API: `pytest_atom.__all__` by group, then each public module's `__all__`,
+    then the legacy module; each name's docstring says what it is, so the page lists exactly
+    what imports."""
     import pytest_atom
     import pytest_atom.legacy as legacy
 
     lines = [
         "# Python API",
         "",
-        "Generated from `pytest_atom.__all__`: every name below imports from `pytest_atom`, "
-        "and nothing else is public (a test holds the two equal). Each loads on first use, "
-        "so `import pytest_atom` is cheap. The seed-era loop is [legacy](#legacy).",
+        "Generated from the code: the public API is the names `pytest_atom.__all__` lists and "
+        "the names each [public module](#public-modules)'s `__all__` lists. Everything else "
+        "is private, and may change in any release. Each name loads on first use, so "
+        "`import pytest_atom` is cheap. The atom loop's API from before specs is "
+        "[legacy](#legacy).",
         "",
     ]
     for title, (about, names) in pytest_atom._GROUPS.items():
         lines += [f"## {title}", "", about, ""]
-        if title == "Errors":
-            lines += _errors_tree()
         lines += [*_name_table({n: getattr(pytest_atom, n) for n in names}), ""]
         if "hooks" in names:
             lines += _hook_lines()
-    lines += ["## Modules a tool reads", "", _TOOL_MODULES, "## Legacy", ""]
-    lines += [" ".join((legacy.__doc__ or "").split()), "", _LEGACY_EXAMPLE]
+    lines += [
+        "## Public modules",
+        "",
+        "Import these names from their module (``from pytest_atom.errors import SpecError``).",
+        "",
+    ]
+    for name in pytest_atom.PUBLIC_MODULES:
+        if name not in ("pytest_atom.hooks", "pytest_atom.legacy"):  # above, and below
+            lines += _module_lines(name)
+    lines += ["## Legacy", "", " ".join((legacy.__doc__ or "").split()), "", _LEGACY_EXAMPLE]
     lines += [*_name_table({n: getattr(legacy, n) for n in legacy.__all__}), ""]
     return "\n".join(lines)
 

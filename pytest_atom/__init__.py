@@ -1,31 +1,35 @@
 """pytest-atom: test autonomous Claude Code agents like software.
 
-The public API is exactly what `__all__` lists, declared once in `_EXPORTS` and grouped as
-the Python API page shows it (docs/hooks.py generates that page from these groups); every
-other module is private. Names are imported on first use (PEP 562), so `import
-pytest_atom.conversation` in a project tool, `atom --help` or a pytest run without
-``--atom`` does not pay for the gateway, jsonschema and httpx.
+The public API is what a test or plugin author types: the names in `__all__` here, grouped
+in `_GROUPS` as the Python API page shows them (docs/hooks.py generates that page), and the
+names in `__all__` of each module in `PUBLIC_MODULES` (`pytest_atom.errors`,
+`pytest_atom.history`, `pytest_atom.replay`, ...). Every other module and name is private:
+it may change in any release. tests/api/test_public_api.py holds the page, the names and
+every import the docs and examples show to that.
 
-The seed-era loop (`AtomRuntime`, `RetryManager`, `IterationHistory`, `ClaudeRunner`) is
-`pytest_atom.legacy`'s. ``from pytest_atom import AtomRuntime`` still works, quietly
-(`_LEGACY`): code written against 0.1 keeps running, and a DeprecationWarning would fail
-every suite that runs with ``filterwarnings = error``. New names go into a group of
-`_GROUPS`; tests/api/test_public_api.py holds `__all__` to the documented page.
+Names load on first use (PEP 562), so `import pytest_atom`, `atom --help` or a pytest run
+without ``--atom`` does not pay for the gateway, jsonschema and httpx; the imports under
+TYPE_CHECKING are the same names for type checkers (a test holds the two equal).
+
+Names that moved to a public module (each error to `pytest_atom.errors`, the gateway's to
+`pytest_atom.gateway`, ...) still import from here, with a DeprecationWarning naming their
+home (`_MOVED`). The atom loop's names (`AtomRuntime`, ...) are `pytest_atom.legacy`'s and
+import from here quietly (`_LEGACY`), as code written against 0.1 does.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
-# The error tree is light (it names paths, nothing that runs): its `__all__` is the group.
-from pytest_atom import errors as _errors
+from pytest_atom.errors import AtomError
 
 __version__ = "0.1.0"
 
-#: The public names, by what a user or plugin author does with them: each group's title,
-#: what it is for, and each name with the module (under pytest_atom) that defines it. A
-#: name that is its module (`hooks`) is the module itself.
+#: The public names, by what an author does with them: each group's title, what it is for,
+#: and each name with the module (under pytest_atom) that defines it. A name that is its
+#: module (`hooks`) is the module itself.
 _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
     "Specs": (
         "Load and read `*.atom.yaml` specs.",
@@ -39,10 +43,12 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
         },
     ),
     "Running specs": (
-        "Run a spec outside pytest, with the settings pytest would use.",
+        "Run a spec outside pytest, with the settings pytest would use; `estimate` prices "
+        "re-recording a cassette first.",
         {
             "Harness": "run.harness",
             "RunSettings": "settings.options",
+            "estimate": "replay.estimate",
             "run_spec": "run.spec_run",
         },
     ),
@@ -60,7 +66,8 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
     "Checks and hooks": (
         "A plugin's check kinds and hooks: `pytest_atom_register_checks` gets the "
         "`CheckRegistry`; a trajectory check reads a `Trajectory` of `Call`s and raises "
-        "`CheckError` when it cannot be evaluated. `hooks` is the hook specifications' module.",
+        "`pytest_atom.errors.CheckError` when it cannot be evaluated. `hooks` is the hook "
+        "specifications' module.",
         {
             "Call": "checks.trajectory",
             "CheckRegistry": "checks.registry",
@@ -68,23 +75,6 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
             "default_registry": "checks.builtin",
             "hooks": "hooks",
             "run_checks": "checks.builtin",
-        },
-    ),
-    "Scripts and the gateway": (
-        "Play a scripted model without an API key.",
-        {
-            "Gateway": "gateway",
-            "Script": "gateway",
-            "ScriptedResponder": "gateway",
-        },
-    ),
-    "Cost": (
-        "What a run costs, and a session's spending limit.",
-        {
-            "Billed": "cost.billing",
-            "SpendLimit": "cost.spend",
-            "billed": "cost.billing",
-            "estimate": "replay.estimate",
         },
     ),
     "Claude Code and prompts": (
@@ -95,18 +85,10 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
             "find_claude": "agents.claude_code.cli",
         },
     ),
-    "Importing sessions": (
-        "Turn a Claude Code session you already ran into a spec (`atom import`).",
-        {
-            "Session": "importing",
-            "read_session": "importing",
-            "write_spec": "importing",
-        },
-    ),
     "Errors": (
-        "One tree, rooted at `AtomError` (drawn in `pytest_atom.errors`): catch a concept "
-        "by its class, anything pytest-atom raises by `AtomError`.",
-        {name: "errors" for name in _errors.__all__},
+        "`except AtomError` catches anything pytest-atom raises on purpose; each concept's "
+        "own class is in `pytest_atom.errors`.",
+        {"AtomError": "errors"},
     ),
 }
 
@@ -114,7 +96,37 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
 _EXPORTS = {name: module for _, names in _GROUPS.values() for name, module in names.items()}
 __all__ = sorted(_EXPORTS)
 
-#: The seed-era names, importable from here as before but not public: `pytest_atom.legacy`.
+#: The public modules beside the top level, each with its own `__all__`.
+PUBLIC_MODULES = (
+    "pytest_atom.errors",
+    "pytest_atom.history",
+    "pytest_atom.replay",
+    "pytest_atom.datasets",
+    "pytest_atom.calibration",
+    "pytest_atom.gateway",
+    "pytest_atom.cost",
+    "pytest_atom.events",
+    "pytest_atom.importing",
+    "pytest_atom.conversation",
+    "pytest_atom.hooks",
+    "pytest_atom.legacy",
+)
+
+#: Names this module exported before 0.2, and their public module now (every error but
+#: `AtomError` too: `pytest_atom.errors`).
+_MOVED = {
+    "Billed": "pytest_atom.cost",
+    "billed": "pytest_atom.cost",
+    "SpendLimit": "pytest_atom.cost",
+    "Gateway": "pytest_atom.gateway",
+    "Script": "pytest_atom.gateway",
+    "ScriptedResponder": "pytest_atom.gateway",
+    "Session": "pytest_atom.importing",
+    "read_session": "pytest_atom.importing",
+    "write_spec": "pytest_atom.importing",
+}
+
+#: The atom loop's names, importable from here as before but not public: `pytest_atom.legacy`.
 _LEGACY = {
     "AtomRuntime": "run.runtime",
     "ClaudeRunner": "agents.claude_code.runner",
@@ -124,6 +136,16 @@ _LEGACY = {
 
 
 def __getattr__(name: str) -> Any:
+    from pytest_atom import errors
+
+    home = _MOVED.get(name) or ("pytest_atom.errors" if name in errors.__all__ else None)
+    if home is not None:
+        warnings.warn(
+            f"pytest_atom.{name} moved: import it from {home} (from {home} import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(home), name)
     module = _EXPORTS.get(name) or _LEGACY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytest_atom' has no attribute {name!r}")
@@ -144,39 +166,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.checks.builtin import default_registry, run_checks
     from pytest_atom.checks.registry import CheckRegistry
     from pytest_atom.checks.trajectory import Call, Trajectory
-    from pytest_atom.cost.billing import Billed, billed
-    from pytest_atom.cost.spend import SpendLimit
-    from pytest_atom.errors import (
-        AgentUnavailableError,
-        AtomError,
-        BaselineError,
-        CassetteError,
-        CheckError,
-        ClaudeNotFoundError,
-        ConfigError,
-        EnvError,
-        ExpansionError,
-        FileError,
-        HarnessError,
-        LinkOutsideError,
-        PlannerError,
-        PromptNotFoundError,
-        RecordingError,
-        ReflectorError,
-        SandboxUnavailableError,
-        ScriptError,
-        SessionError,
-        SettingsError,
-        SpecError,
-        SpecialFileError,
-        SpendingLimitReached,
-        StructuredSessionError,
-        UpstreamUnreachable,
-        WorkspaceError,
-        YamlDocError,
-    )
-    from pytest_atom.gateway import Gateway, Script, ScriptedResponder
-    from pytest_atom.importing import Session, read_session, write_spec
     from pytest_atom.prompts import PromptLoader
     from pytest_atom.replay.estimate import estimate
     from pytest_atom.results.check_result import CheckResult

@@ -29,6 +29,18 @@ from typing import Any, TextIO
 
 import yaml
 
+__all__ = [
+    "FORMATS",
+    "STATES",
+    "ai_directive",
+    "error",
+    "input_needed",
+    "output",
+    "progress",
+    "status",
+    "suggestions",
+]
+
 STATES = ("Ready", "Working", "Complete", "Failed")
 FORMATS = ("text", "json", "yaml")
 

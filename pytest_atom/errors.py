@@ -1,5 +1,6 @@
 """Every error pytest-atom raises, as one tree: catch a concept by its class, all of them by
-`AtomError`.
+`AtomError`. A public module: each class in `__all__` imports from here
+(``from pytest_atom.errors import SpecError``); the top level re-exports `AtomError` alone.
 
     AtomError                              anything pytest-atom raises on purpose
     ├── FileError                          a hand-written file: what, file:line:col, the fix

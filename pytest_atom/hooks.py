@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+__all__ = ["pytest_atom_register_checks", "pytest_atom_verdict"]
+
 if TYPE_CHECKING:
     from pytest_atom.checks.registry import CheckRegistry
     from pytest_atom.results.spec_result import SpecResult

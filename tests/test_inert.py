@@ -1,4 +1,4 @@
-"""Run text is inert wherever it is shown (issue 33, break 6): control sequences from the
+"""Run text is inert wherever it is shown: control sequences from the
 agent, tool output, check evidence, the reflector, a cassette or a spec file's name reach
 no terminal as such. No CLI: each front end's rendering function is given hostile text;
 `tests/test_inert_cli.py` drives the real CLI through both front ends once.

@@ -1,4 +1,4 @@
-"""Terminal escape injection through the real CLI (issue 33, break 6), once for every front
+"""Terminal escape injection through the real CLI, once for every front
 end: a spec file whose name holds ``ESC ] 0;`` and a scripted agent whose text and tool
 output carry OSC 52 (clipboard), a title, a clear screen (CSI 2J) and hidden text
 (CSI 8m), judged by a reflector whose evidence and feedback carry them too. Recorded by

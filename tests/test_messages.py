@@ -1,4 +1,4 @@
-"""Issue 35, papercut 4: the messages name the bad value and the fix.
+"""The messages name the bad value and the fix.
 
 A script's verdict that the reflector's schema refuses is named where it is written; a
 set-up the sandbox's proxy refused says which allowance is missing. Each is tested at the

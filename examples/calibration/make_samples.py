@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from pytest_atom.gateway.scripted import Script, draw_key
+from pytest_atom.gateway import Script, draw_key
 
 HERE = Path(__file__).resolve().parent
 SPEC = "summary-for-a-manager"

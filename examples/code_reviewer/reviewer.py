@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""code_reviewer: a tool that embeds an atom (seeds 000/001's embedding use case).
+"""code_reviewer: a tool that embeds an atom (the atom loop, `pytest_atom.legacy`).
 
 The person runs one command; behind it an ephemeral atom iterates until the review is
 written. The review's system prompt is `.atom/prompts/CODE_REVIEWER.md` beside this file,

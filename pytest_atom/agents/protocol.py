@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class SessionRunner(Protocol):
     """What the atom loop (`AtomRuntime`) needs: one call of a session in a folder.
 
-    `ClaudeRunner` (the seed API) and every `Agent` have it.
+    `ClaudeRunner` (the legacy API) and every `Agent` have it.
     """
 
     def run(

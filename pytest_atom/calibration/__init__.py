@@ -14,4 +14,43 @@ Where to add: a figure computed over samples goes in `agreement`; a field stored
 calibration.json in `record` (its format number when old files cannot be read);
 a sample's field in `samples` (and its schema); a way to take samples in `taking`; a judge
 variant's kind in `variants`.
+
+Public: the names in `__all__` (a criterion's stored calibration, labelled samples, the
+agreement figures, a spec calibrated); every module here is private.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name and the module here that defines it.
+_EXPORTS = {
+    "Agreement": "agreement",
+    "CriterionCalibration": "record",
+    "JudgeIdentity": "record",
+    "Label": "samples",
+    "Sample": "samples",
+    "SpecCalibration": "measure",
+    "calibrate_spec": "measure",
+    "kappa": "agreement",
+    "load_calibration": "record",
+    "load_samples": "samples",
+    "write_sample": "samples",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_atom.calibration.agreement import Agreement, kappa
+    from pytest_atom.calibration.measure import SpecCalibration, calibrate_spec
+    from pytest_atom.calibration.record import CriterionCalibration, JudgeIdentity, load_calibration
+    from pytest_atom.calibration.samples import Label, Sample, load_samples, write_sample

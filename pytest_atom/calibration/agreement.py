@@ -34,6 +34,9 @@ Pair = tuple[bool, bool]
 
 @dataclass(frozen=True)
 class Agreement:
+    """How often the judge agreed with the humans over `samples`: the share, Cohen's κ with
+    its interval, and the confusion counts."""
+
     samples: int
     agreement: float
     kappa: float

@@ -8,4 +8,33 @@ time) enforced while an agent runs; `spend` is the session's spending limit and 
 `Crossing` a limit reports.
 
 Where to add: a new budget is a key in `limits` (and the spec schema's ``limits:``).
+
+Public: the names in `__all__` (what an answer billed, the session's spending limit);
+every module here is private.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name and the module here that defines it.
+_EXPORTS = {
+    "Billed": "billing",
+    "SpendLimit": "spend",
+    "billed": "billing",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_atom.cost.billing import Billed, billed
+    from pytest_atom.cost.spend import SpendLimit

@@ -6,4 +6,35 @@ undefined), before the spec loader builds one spec per case.
 
 Where to add: a new case-file format is a reader for its suffix; a new templated field is a key
 in the list of fields rendered.
+
+Public: the names in `__all__` (a case, a case file read, cases selected by id); every
+module here is private.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name and the module here that defines it.
+_EXPORTS = {
+    "Case": "cases",
+    "Origin": "cases",
+    "read_cases": "readers",
+    "select_cases": "select",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_atom.datasets.cases import Case, Origin
+    from pytest_atom.datasets.readers import read_cases
+    from pytest_atom.datasets.select import select_cases

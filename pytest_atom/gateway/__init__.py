@@ -6,8 +6,9 @@ tells whose session a request belongs to; `verdict_schema` is the reflector's an
 which a script's verdict is checked against. A new gateway mode is a `Responder` (the
 cassette-backed ones are in `pytest_atom.replay`).
 
-The names below load on first use, so a module that only needs `roles` or `verdict_schema`
-does not start up the server's imports (httpx, the HTTP server).
+Public: the names in `__all__`, which load on first use, so a module that only needs
+`roles` or `verdict_schema` does not start up the server's imports (httpx, the HTTP server);
+every module here is private.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ _EXPORTS = {
     "Responder": "server",
     "Script": "scripted",
     "ScriptedResponder": "scripted",
+    "draw_key": "scripted",
     "scripted": "scripted",
 }
 __all__ = sorted(_EXPORTS)
@@ -38,5 +40,5 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
-    from pytest_atom.gateway.scripted import Script, ScriptedResponder, scripted
+    from pytest_atom.gateway.scripted import Script, ScriptedResponder, draw_key, scripted
     from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder

@@ -1,4 +1,4 @@
-"""The reflector's verdict: the JSON shape its session must answer with (seed 002's contract).
+"""The reflector's verdict: the JSON shape its session must answer with (docs/explanation/reflector.md).
 
 It lives in the model layer because two layers read it: the judge offers it to the
 reflector's session (``--json-schema``) and parses the answer, and a script's

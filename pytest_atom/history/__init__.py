@@ -21,4 +21,44 @@ module implementing `store.Store` and `store.StoreBackend`, and its URL scheme's
 ``pytest_atom.stores`` entry-point group (`open_store` picks it); a new question about the past is a
 query here and a command in `atom_cli`; a new input of the outcome cache is a part in
 `digest.PARTS` (or a named part found in `inputs`), with a test changing it alone.
+
+Public: the names in `__all__` (a store, what it holds, and the questions `atom history` and
+`atom diff` ask of it); every module here is private.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name and the module here that defines it.
+_EXPORTS = {
+    "FlakyReport": "query",
+    "ItemRecord": "records",
+    "RunDiff": "diff",
+    "RunRecord": "records",
+    "SpecRun": "query",
+    "Store": "store",
+    "Summary": "query",
+    "diff_runs": "diff",
+    "flaky": "query",
+    "open_store": "store",
+    "spec_runs": "query",
+    "summarize": "query",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_atom.history.diff import RunDiff, diff_runs
+    from pytest_atom.history.query import FlakyReport, SpecRun, Summary, flaky, spec_runs, summarize
+    from pytest_atom.history.records import ItemRecord, RunRecord
+    from pytest_atom.history.store import Store, open_store

@@ -62,7 +62,7 @@ _V1 = (
         ON atom_items (spec, spec_case, arm, started, run_id)""",
 )
 
-# Version 2: the outcome cache's input digest (issue 37 item 5) and a table of the series
+# Version 2: the outcome cache's input digest (docs/how-to/outcome-cache.md) and a table of the series
 # (spec, case, arm) so `atom history` lists them without scanning every item.
 _V2 = (
     "ALTER TABLE atom_items ADD COLUMN digest TEXT",

@@ -3,6 +3,8 @@
 `reader` reads either record into one `Session` (`session` reads stream-json, `transcript` the
 CLI's own transcript format), and `writer` writes the spec, its script and the session's tool
 results, which the ``tool_results`` check (`pytest_atom.checks.kinds.tool_results`) compares a run with.
+
+Public: the names in `__all__`; every module here is private.
 """
 
 from __future__ import annotations

@@ -12,4 +12,37 @@ servers; `transcript` folds a conversation into turns; `estimate` prices a re-re
 
 Where to add: a match mode is one `Matcher` class in `matchers` (its name in
 `pytest_atom.settings.modes`).
+
+Public: the names in `__all__` (a cassette, loaded and saved; the match modes; a session's
+turns); every module here is private.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Each public name and the module here that defines it.
+_EXPORTS = {
+    "Cassette": "cassette",
+    "Interaction": "cassette",
+    "Matcher": "matchers",
+    "Turn": "transcript",
+    "matcher_for": "matchers",
+    "stream_turns": "transcript",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from pytest_atom.replay.cassette import Cassette, Interaction
+    from pytest_atom.replay.matchers import Matcher, matcher_for
+    from pytest_atom.replay.transcript import Turn, stream_turns

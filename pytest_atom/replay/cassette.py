@@ -364,6 +364,9 @@ def _interactions(
 
 @dataclass
 class Cassette:
+    """One cassette file: its interactions, in recorded order, and its metadata
+    (`Cassette.load`, `Cassette.save`)."""
+
     path: Path
     interactions: list[Interaction] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)  # without `format` and `shared`

@@ -7,7 +7,7 @@ publishes every finished run through each, in one loop:
 
 - `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
 - `junit`: the JUnit properties of a spec's test case;
-- `json_trace`: the JSON trace file (seed 003's shape) and its transcripts;
+- `json_trace`: the JSON trace file (`trace_schema.json`) and its transcripts;
 - `html`: the HTML report (`templates/`), one page per session.
 
 No format imports another (pyproject.toml's independence contract). What they share lives

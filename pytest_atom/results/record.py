@@ -256,7 +256,7 @@ StopReason = Literal["timeout", "error", "max_iterations", "limit"]
 
 @dataclass
 class RunOutcome:
-    """What one run of the loop came to: the typed form of the seed's result dict."""
+    """What one run of the loop came to: the typed form of `AtomRuntime.run`'s result dict."""
 
     success: bool
     iterations: int
@@ -267,7 +267,7 @@ class RunOutcome:
     context: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """The seed's result dict (success, iterations, output, reason, error, ...)."""
+        """`AtomRuntime.run`'s result dict (success, iterations, output, reason, error, ...)."""
         return asdict(self)
 
 

@@ -1,7 +1,7 @@
 """The attempt loop: attempts in isolated folders, runtime, checks, reflector, decision.
 
 `spec_run.run_spec` drives it (or, for a multi-step spec, `steps.StepsRun`, one loop per
-step) behind the run's gateway. A run follows seed 002's staging-commit lifecycle::
+step) behind the run's gateway. A run follows the staging-commit lifecycle (docs/explanation/how-a-spec-runs.md)::
 
     .atom/runs/<spec>-<time>-<id>/
         attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)

@@ -27,8 +27,8 @@ class IterationHistory:
     def add_iteration(self, iteration: int, result: Mapping[str, Any]) -> None:
         """Store `result` with its iteration number and a UTC ISO-8601 timestamp.
 
-        Extra keys in `result` are kept, so callers can record more than the seed's
-        stdout/returncode (duration, cost, ...); missing stdout/returncode get the seed's
+        Extra keys in `result` are kept, so callers can record more than
+        stdout/returncode (duration, cost, ...); missing stdout/returncode get the
         defaults ("" and -1) so every entry can be read the same way.
         """
         now = self._clock()

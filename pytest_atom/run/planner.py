@@ -1,4 +1,4 @@
-"""Planner mode: a planner session turns a spec's `request:` into steps (seed 002).
+"""Planner mode: a planner session turns a spec's `request:` into steps (docs/how-to/multi-step.md).
 
 The planner is a read-only Claude session, like the reflector, behind the run's one
 gateway: its answer is scripted (a script's `planner:` turns), recorded into the cassette
@@ -8,7 +8,7 @@ saved as ``plan.json`` in the run folder and checked exactly like hand-written `
 fails either is the agent's failure, reported with the plan; a session that gives no
 answer at all is the harness's.
 
-Seed 002's rollback recovery: when a later step rolls the run back, the planner is asked
+Rollback recovery: when a later step rolls the run back, the planner is asked
 again (``plan-2.json``, in ``plan-2/``) with the failure report. It keeps the committed
 steps before the rollback's target and plans the rest anew, with a changed strategy.
 """

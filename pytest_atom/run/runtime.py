@@ -1,8 +1,8 @@
-"""AtomRuntime: iterate a Claude Code session until it signals completion (seeds 000/001).
+"""AtomRuntime: iterate a Claude Code session until it signals completion.
 
-The loop is the seed's: write USER_PROMPT.md, call Claude with the system prompt, retry
+The loop is 0.1's: write USER_PROMPT.md, call Claude with the system prompt, retry
 transient failures, stop when the final message carries the exit signal or the
-iteration budget runs out. What differs is how the conversation is continued: the seed
+iteration budget runs out. What differs is how the conversation is continued: 0.1
 relied on ``claude -c`` (the latest conversation of a folder); here a pinned session id
 makes "the same conversation" explicit, so parallel atoms in one folder cannot cross.
 """
@@ -48,11 +48,11 @@ class AtomRuntime:
         on_iteration: Callable[[int, IterationRecord], None] | None = None,
     ) -> None:
         """
-        Args beyond the seed's:
+        Args beyond 0.1's:
             runner: the agent (or ClaudeRunner) to use: its environment decides where the
                 CLI talks to. Default: Claude Code in the caller's own environment.
             session_id: the conversation's id; a fresh one when omitted.
-            max_retries: retries per iteration; None keeps the seed's "retry forever".
+            max_retries: retries per iteration; None keeps 0.1's "retry forever".
             timeout: seconds for the whole run; each call gets what is left.
             sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
         """
@@ -88,13 +88,13 @@ class AtomRuntime:
     @property
     def runner(self) -> SessionRunner:
         if self._runner is None:
-            from pytest_atom.run.factory import claude_code_agent  # the seed's default
+            from pytest_atom.run.factory import claude_code_agent  # 0.1's default
 
             self._runner = claude_code_agent("executor")
         return self._runner
 
     def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
-        """Iterate until done; the seed's result dict (see `execute` for the typed one)."""
+        """Iterate until done; the result dict (see `execute` for the typed one)."""
         return self.execute(user_prompt, message=message).as_dict()
 
     def execute(self, user_prompt: str, *, message: str | None = None) -> RunOutcome:
@@ -121,7 +121,7 @@ class AtomRuntime:
 
     def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
-        # Unlike the seed, the first message also carries the task (`first_message`).
+        # Unlike 0.1, the first message also carries the task (`first_message`).
         first = message or first_message(prompt, user_prompt)
         record: IterationRecord | None = None
         for iteration in range(1, self.max_iterations + 1):

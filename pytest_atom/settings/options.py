@@ -459,7 +459,7 @@ class RunSettings:
         None,
         Option(
             "path",
-            "write one JSON trace per spec run (seed 003's invocation-trace shape) and the "
+            "write one JSON trace per spec run (an invocation trace, docs/how-to/reports.md) and the "
             "transcript of every Claude session into DIR, secrets scrubbed, and the session's "
             "results.json (what `atom results combine` joins across CI shards).",
             default="none",

@@ -1,12 +1,12 @@
-"""The caller's credentials stay in the gateway (issue 33, break 4): the CLI and everything it
+"""The caller's credentials stay in the gateway: the CLI and everything it
 starts get a placeholder under each credential's name, and the recording gateway puts the
 real one on the requests it forwards upstream, so an agent that prints its key (reversed, to
 pass any scrubber) prints the placeholder.
 
 The lowest layers first (the environment a run's CLI gets; the gateway in front of the
 realistic upstream, driven by an HTTP client), then one recording through the real CLI,
-which also shows a spec's `env:` secret scrubbed from the reflector's request (break 3) and
-a fresh recording of an agent that runs `env` passing `atom cassette check` (break 7).
+which also shows a spec's `env:` secret scrubbed from the reflector's request and
+a fresh recording of an agent that runs `env` passing `atom cassette check`.
 """
 
 from __future__ import annotations
@@ -225,6 +225,6 @@ def test_a_fresh_recording_of_an_agent_that_runs_env_has_no_secret_finding(
     result = CliRunner().invoke(cassette, ["check", str(recorded.cassette)])
     assert "GIT_CONFIG_KEY_0=safe.directory" in recorded.cassette.read_text(encoding="utf-8")
     assert "1 cassette checked" in result.output
-    # Secrets only: the raw /tmp/atom-<hash> path of a long run folder (break 13) is
-    # another part of issue 33's.
+    # Secrets only: the raw /tmp/atom-<hash> path of a long run folder is another test's
+    # (tests/replay/test_machine_free_cli.py).
     assert [line for line in result.output.splitlines() if "secret" in line] == []

@@ -1,4 +1,4 @@
-"""A repository's own Claude Code configuration under test (issue 29, papercut 6): a spec may
+"""A repository's own Claude Code configuration under test: a spec may
 name the workspace's own `.claude/skills/x`, and a drift its `.claude/` caused is named as
 the workspace's, not blamed on Claude Code."""
 

@@ -37,7 +37,7 @@ from tests.sandbox_helpers import run, write_spec
 
 CANARY = "CANARY-srt-5d1e-outside-the-run"
 
-#: What break 1 of issue 33 replayed: a conftest.py the agent wrote, which `python -m pytest`
+#: A hostile agent's move, replayed: a conftest.py the agent wrote, which `python -m pytest`
 #: imports, writing into the user's home and copying a secret out.
 HOSTILE_CONFTEST = """\
 import pathlib
@@ -221,7 +221,7 @@ def test_a_missing_sandbox_runtime_says_how_to_install_it(
 def test_a_replayed_turn_that_plants_a_conftest_fails_the_spec_and_escapes_nothing(
     tmp_path: Path, claude_bin: Path
 ) -> None:
-    """Break 1 of issue 33 through the real CLI: the agent (a script, as a cassette would
+    """A hostile conftest.py through the real CLI: the agent (a script, as a cassette would
     be) writes a conftest.py into its workspace; the spec's `python3 -m pytest` check
     imports it. In the sandbox it can neither read the secret nor write into the home."""
     home, secret = tmp_path / "home", tmp_path / "secret.txt"

@@ -209,7 +209,7 @@ def test_save_after_a_partial_run_keeps_the_specs_that_did_not_run(
 
 
 def test_the_summary_table_shows_the_tokens_the_baseline_saves() -> None:
-    """The table's tokens are every session's, as HTML, JUnit and the trace say (issue 29);
+    """The table's tokens are every session's, as HTML, JUnit and the trace say;
     its role columns show the agent's own (executor, subagents), which the baseline saves."""
     figures = props(
         atom_tokens=1800,

@@ -1,6 +1,5 @@
 """After a replay diverged, the checks judge nothing: the report says so in one line instead
-of dumping the evidence of files the agent wrote from answers nobody recorded (issue 29,
-papercut 5)."""
+of dumping the evidence of files the agent wrote from answers nobody recorded."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A path the model wrote (``/tmp/x.py`` in a tool input and the CLI's echo of it, a path in
 Anthropic's code-execution container) is the conversation and replays anywhere; a path of
 the recording machine (its run folder, a home or temp folder the CLI wrote into the request)
-is what normalization exists to mask (issue 27 item 6).
+is what normalization exists to mask.
 """
 
 from __future__ import annotations

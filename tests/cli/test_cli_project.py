@@ -243,7 +243,7 @@ def test_doctor_fails_with_the_install_hint_when_claude_is_missing(
     assert f"FAIL claude: ATOM_CLAUDE_BIN={missing} does not exist" in result.output
     assert "`atom setup`" in result.output
     assert f"npm install -g {NPM_PACKAGE}@{CLAUDE_CODE_VERSION}" in result.output
-    assert "SKIP self-test: skipped" in result.output  # issue 29: a skip is no failure
+    assert "SKIP self-test: skipped" in result.output  # a skip is no failure
     assert "FAIL self-test" not in result.output
     assert "1 check failed." in result.output  # one, in the singular
 

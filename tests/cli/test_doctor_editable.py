@@ -1,4 +1,4 @@
-"""`atom doctor` warns of the editable-install trap (issue 29, papercut 7): a package of the
+"""`atom doctor` warns of the editable-install trap: a package of the
 project installed with `pip install -e .` imports the project's checkout, not the attempt
 folder the agent edits."""
 

@@ -1,4 +1,4 @@
-"""One figure everywhere (issue 35 item 5): the roles add up to ``atom_tokens`` and to the
+"""One figure everywhere: the roles add up to ``atom_tokens`` and to the
 dollars spent in every report, and ``atom cassette show`` totals what the API billed, with
 Claude Code's own count beside it where that differs.
 
@@ -194,7 +194,7 @@ def test_cassette_show_counts_what_a_broken_stream_billed_that_the_cassette_left
     tmp_path: Path,
 ) -> None:
     """A broken stream the CLI's retry made good is not in the cassette; its notes keep
-    what it billed (issue 39), and the totals count it."""
+    what it billed, and the totals count it."""
     stream = RecordedStream.load("test_anthropic_model_thinking_part_redacted_stream")
     [turn, *_] = claude_requests()
     (tmp_path / "s.atom.yaml").touch()

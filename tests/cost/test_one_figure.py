@@ -1,4 +1,4 @@
-"""One token and cost figure per spec and role (issue 29, papercut 3): the terminal
+"""One token and cost figure per spec and role: the terminal
 summary, JUnit, the trace and the HTML report of one run say the same numbers."""
 
 from __future__ import annotations

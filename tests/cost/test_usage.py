@@ -357,7 +357,7 @@ def test_a_token_limit_crossed_by_subagents_stops_the_run_with_its_tokens_and_ch
     used = int(result.limit_exceeded.split(": ")[1].split(" > ")[0])
     assert result.limit_exceeded == f"exceeded max_tokens: {used} > {limit}"
     props = result_properties(result)
-    # The papercut: a stopped spec shows its tokens, and the checks it was stopped with.
+    # A stopped spec shows its tokens, and the checks it was stopped with.
     assert props["atom_tokens"] == props["atom_agent_tokens"] == used
     assert props["atom_subagents_tokens"] > 0 and props["atom_reflector_tokens"] == 0
     assert [c.passed for c in result.checks] == [True, True]

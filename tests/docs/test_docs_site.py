@@ -103,10 +103,10 @@ def test_the_site_names_every_atom_option_and_ini_key(site: Path) -> None:
 def test_the_site_names_every_public_and_legacy_name(site: Path) -> None:
     """The built Python API page, read as a reader sees it (tests/api holds the tables)."""
     import pytest_atom
-    import pytest_atom.legacy
 
     page = _text(site / "reference" / "python-api" / "index.html")
-    names = [*pytest_atom.__all__, *pytest_atom.legacy.__all__]
+    modules = [importlib.import_module(m) for m in pytest_atom.PUBLIC_MODULES]
+    names = [*pytest_atom.__all__, *(n for m in modules for n in getattr(m, "__all__", []))]
     missing = [n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}(?!\w)", page)]
     assert not missing, f"public names the Python API page does not name: {missing}"
     assert re.search(r"except\s+AtomError", page)  # the root's docstring

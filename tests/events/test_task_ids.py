@@ -1,4 +1,4 @@
-"""Task ids numbered by the conversation, not by timing (issue 25, Deliver 3).
+"""Task ids numbered by the conversation, not by timing.
 
 Claude Code returns the results of concurrent `Agent` calls in the order the subagents
 finished, and writes each subagent's random `agentId` into its result. The normalizer

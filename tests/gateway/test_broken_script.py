@@ -1,5 +1,5 @@
 """A spec whose script runs out of turns is the spec's error, named by the script's own
-message: never "the Claude Code CLI failed", never an xfail that passes (issue 29, papercut 1)."""
+message: never "the Claude Code CLI failed", never an xfail that passes."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ def verdict(score: float, *unmet: str, feedback: str = "") -> Verdict:
     return Verdict(score, "refine", criteria, feedback)
 
 
-# --- judge(): seed 002's scoring model ------------------------------------------------------
+# --- judge(): the scoring model (docs/explanation/reflector.md) ---------------------------
 
 
 @pytest.mark.parametrize(

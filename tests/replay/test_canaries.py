@@ -85,7 +85,7 @@ def test_planted_canaries_appear_in_no_file_the_run_leaves(
     result.assert_outcomes(failed=1)
     assert "agent's last message" in junit.read_text()
     # The agent really saw the env token and the workspace secret; of the credentials, only
-    # the placeholders (issue 33): the gateway put the real key and token on the requests.
+    # the placeholders: the gateway put the real key and token on the requests.
     seen = json.dumps([e.request.json for e in upstream.exchanges])
     assert canaries["env token"] in seen and canaries["workspace secret"] in seen
     assert f"ANTHROPIC_API_KEY={CREDENTIAL_PLACEHOLDERS['ANTHROPIC_API_KEY']}" in seen

@@ -1,7 +1,7 @@
 """Hostile and broken cassettes: `atom cassette check` reports them and never crashes, and
 a replay's load error names the file and the fix.
 
-A cassette in a pull request is data from whoever opened it (issue 33, break 9): a value of
+A cassette in a pull request is data from whoever opened it: a value of
 the wrong type anywhere, an answer cut before `message_stop`, a file cut short, bytes that
 are not UTF-8. Each test edits a real shipped cassette.
 """

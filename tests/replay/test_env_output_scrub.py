@@ -1,7 +1,7 @@
 """What an agent's `env` prints passes every scrubber untouched, line for line, except the
 values that are secrets: Claude Code's sandbox sets ``GIT_CONFIG_KEY_0=safe.directory`` and
 its neighbours for every command, and a fresh recording of a spec whose agent runs `env`
-must pass `atom cassette check` (issue 33, break 7)."""
+must pass `atom cassette check`."""
 
 from __future__ import annotations
 

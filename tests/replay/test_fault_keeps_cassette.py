@@ -1,4 +1,4 @@
-"""A fault never costs a good cassette (issue 27 item 4).
+"""A fault never costs a good cassette.
 
 Re-recording a spec over its good cassette (`--atom-record-mode=all`) while the upstream
 resets the connection mid-stream once, or ends one stream without `message_stop`: Claude

@@ -1,4 +1,4 @@
-"""Every fault kind, through Claude Code: a recording that got past it replays (issue 39).
+"""Every fault kind, through Claude Code: a recording that got past it replays.
 
 One shared scenario records the greet spec over its good cassette once per fault kind the
 test upstream knows (tests/faults.py): a reset mid-stream, a stream cut short of

@@ -1,14 +1,14 @@
-"""A network-sandboxed run records nothing of its machine or its process (issue 33, item 10).
+"""A network-sandboxed run records nothing of its machine or its process.
 
 Two things made such a recording replay nowhere but where it was made, and fail
 `atom cassette check` at once:
 
 - a run folder too deep for the sandbox's sockets has its temp folder in /tmp
   (``/tmp/atom-<hash>``, environment.py tmpdir_for), and the read guard of a spec that
-  allows a domain lists it: it was recorded raw (break 13);
+  allows a domain lists it: it was recorded raw;
 - what Claude Code's sandbox gives the agent's shell afresh for each process (its pid, the
   proxy's session user, the bridges' ports, the messaging socket, the gateway's port) was
-  recorded as it was, so an agent that runs `env` never replayed (break 14).
+  recorded as it was, so an agent that runs `env` never replayed.
 
 These tests build the request text both runs send, from the CLI's own settings
 (`Confinement.settings`) and from a captured `env` listing (tests/data/sandbox_env), and
@@ -75,7 +75,7 @@ def filesystem_line(run: Path, spec: Spec) -> str:
 
 
 def test_a_deep_and_a_shallow_network_sandboxed_run_send_the_same_read_list(spec: Spec) -> None:
-    """Break 13: the deep run's short temp folder is `<RUN_DIR>/tmp`, as the shallow run's
+    """The deep run's short temp folder is `<RUN_DIR>/tmp`, as the shallow run's
     own is; nothing is left for `atom cassette check` to call a raw path."""
     deep, shallow = (
         Normalizer(volatile_paths(run, spec)).text(filesystem_line(run, spec))
@@ -151,7 +151,7 @@ USER_TWO = "MzQwZTBiM2ZmOTA3MzI5ZmY3NjIzNzUwNzkwYTUzZGRjYTAyMzAxZWYwNWQyYzlj"
 
 
 def test_two_processes_printing_their_environment_send_the_same_tool_result(spec: Spec) -> None:
-    """Break 14: the shallow run's CLI and the deep run's (another pid, proxy user, ports,
+    """The shallow run's CLI and the deep run's (another pid, proxy user, ports,
     gateway, temp folder) print listings that normalize equal."""
     one = env_listing(SHALLOW, 14525, 39275, USER_ONE, 42267)
     two = env_listing(DEEP, 17559, 45459, USER_TWO, 34797)

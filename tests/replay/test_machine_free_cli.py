@@ -1,5 +1,5 @@
-"""Network-sandboxed specs record, pass the check and replay strict at once (issue 33,
-breaks 13 and 14), through the real CLI, as a new user runs them.
+"""Network-sandboxed specs record, pass the check and replay strict at once, through the real
+CLI, as a new user runs them.
 
 The project is the quick start's (`atom init demo`), with its `hello` spec renamed
 `greeting-file-with-a-long-name-net` and allowed a domain, plus a spec whose agent runs
@@ -78,7 +78,7 @@ def build(folder: Path, claude_bin: Path) -> None:
     write(specs / "scripts" / "env.yaml", ENV_SCRIPT)
     steps["record"] = run([*pytest_atom, "--atom-record-mode=once"], project, env)
     steps["deep"] = {spec: short_temp(project, spec) for spec in (LONG, "env")}
-    # Both fresh recordings, the env listing's too (break 7: the harness's own variables in it
+    # Both fresh recordings, the env listing's too (the harness's own variables in it
     # are no secrets, and redacting one never eats its neighbour).
     steps["check"] = run(["atom", "cassette", "check", "specs/cassettes"], project, env)
     shutil.rmtree(project / ".atom" / "runs")
@@ -112,7 +112,7 @@ def cassette(folder: Path, spec: str) -> str:
 def test_a_network_sandboxed_spec_in_a_deep_run_folder_passes_the_check_and_replays_strict(
     scenario: Path,
 ) -> None:
-    """Break 13: the read guard's short temp folder is `<RUN_DIR>/tmp` in the recording,
+    """The read guard's short temp folder is `<RUN_DIR>/tmp` in the recording,
     so `atom cassette check` passes it and a strict replay right after passes, no drift."""
     done = steps(scenario)
     assert done["init"]["returncode"] == 0, done["init"]["output"]
@@ -132,7 +132,7 @@ def test_a_network_sandboxed_spec_in_a_deep_run_folder_passes_the_check_and_repl
 def test_an_agent_that_prints_its_environment_replays_strict_from_another_folder(
     scenario: Path,
 ) -> None:
-    """Break 14: the sandbox's per-process values are placeholders in the recording, and
+    """The sandbox's per-process values are placeholders in the recording, and
     the copy's run (a shallow one, with its own temp folder) replays it strict."""
     done = steps(scenario)
     recorded = cassette(scenario, "env")

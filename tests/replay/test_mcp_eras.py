@@ -1,4 +1,4 @@
-"""The MCP stand-in answers the CLI that replays in that CLI's protocol (issue 25, Deliver 2).
+"""The MCP stand-in answers the CLI that replays in that CLI's protocol.
 
 Claude Code 2.1.331 opens an MCP connection with `server/discover` (protocol 2026-07-28);
 2.1.197 with `initialize`. A server serves each connection in the era its first request

@@ -1,4 +1,4 @@
-"""A spec's MCP servers recorded and replayed (issue 20): the server entry wrapped in one place,
+"""A spec's MCP servers recorded and replayed: the server entry wrapped in one place,
 the proxy relaying a real FastMCP server and keeping its traffic scrubbed, the stand-in
 answering from that traffic, and, with the real CLI, a spec recorded, replayed with its
 server gone; a call the recording never saw is the divergence named (at the report)."""

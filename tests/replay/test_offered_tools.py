@@ -1,4 +1,4 @@
-"""Which tools a recorded turn may call in a replay (issue 25 Deliver 2, issue 27 Deliver 5).
+"""Which tools a recorded turn may call in a replay.
 
 A replayed answer that calls a tool is refused ("the recording calls tool X, which this
 Claude Code does not offer") only when the recording CLI offered X and the live one does

@@ -1,5 +1,4 @@
-"""Real Messages API streams, recorded by another public project, through pytest-atom (issue 27
-item 10).
+"""Real Messages API streams, recorded by another public project, through pytest-atom.
 
 Each stream in `tests/data/real_api/` (byte for byte, sources in its README) goes through
 the real gateway with an HTTP client, as the answer to Claude Code's own first turn (a

@@ -1,4 +1,4 @@
-"""A stream Claude Code rejects is evidence (issue 27 item 3).
+"""A stream Claude Code rejects is evidence.
 
 Claude Code 2.1.331 gives up on a stream it cannot read once some of it was shown: an event
 that is not JSON, or a delta for a block already closed, ends its turn with "API Error: The

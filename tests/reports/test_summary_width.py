@@ -1,4 +1,4 @@
-"""The terminal summary fits a 100-column terminal (issue 29, papercut 4): a spec whose
+"""The terminal summary fits a 100-column terminal: a spec whose
 row is wider takes two lines (three with tokens per role); the full table is in HTML."""
 
 from __future__ import annotations
@@ -155,8 +155,8 @@ def _figure_ends(header: str, names: list[str]) -> dict[str, int]:
 def test_every_column_set_fits_the_width_with_its_figures_under_their_headers(
     roles: tuple[str, ...], compared: bool, recalled: bool, width: int
 ) -> None:
-    """Issue 35: with the executor and reflector columns the summary was 147 columns wide,
-    and a ``4570 recalled`` cell pushed its column's figures off their header's edge."""
+    """With the executor and reflector columns, and a ``4570 recalled`` cell, the summary
+    still fits `width`, each column's figures under their header."""
     lines = summary_table(_rows(roles, compared, recalled), width)
     assert max(map(len, lines)) <= width, "\n".join(lines)
     header = next(

@@ -1,4 +1,4 @@
-"""Results stay typed to the edge (issue 28 item 2): what a report shows is rendered from
+"""Results stay typed to the edge: what a report shows is rendered from
 values, never parsed back from a line another part printed."""
 
 from __future__ import annotations

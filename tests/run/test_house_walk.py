@@ -1,4 +1,4 @@
-"""benchmarks/house.py's static walk (issue 34, "measure it the way it was measured"): how it
+"""benchmarks/house.py's static walk: how it
 counts, and that a spec's path from `run_spec` stays within the issue's figures. The traced
 replay starts Claude Code: tests/test_benchmarks.py runs it (slow)."""
 
@@ -90,7 +90,7 @@ def test_an_object_that_holds_the_spec_carries_it_into_its_methods(tmp_path: Pat
 
 
 def test_a_spec_walks_from_run_spec_within_the_issues_figures() -> None:
-    """At most 45 module visits and 8 climbs back up the layers (issue 34, item 6)."""
+    """At most 45 module visits and 8 climbs back up the layers."""
     figures = house.static_walk(REPO)
     assert figures["visits"] <= 45 and figures["climbs"] <= 8, figures
 

@@ -1,6 +1,5 @@
-"""The harness never follows a link out of an attempt, nor opens a special file (issue 33,
-breaks 2, 5 and 11): the diff, the reflector's prompt, snapshots, eval graders and every
-copy of a workspace use lstat; spec-side paths are resolved and stay inside the project.
+"""The harness never follows a link out of an attempt, nor opens a special file: the diff, the
+reflector's prompt, snapshots, eval graders and every copy of a workspace use lstat; spec-side paths are resolved and stay inside the project.
 
 Each test builds the folders for real (links, FIFOs, sockets, a character device made with
 mknod as root) and calls the function that reads or copies them; the one run through the

@@ -1,4 +1,4 @@
-"""A link the agent makes out of its attempt, through the real CLI (issue 33, break 2).
+"""A link the agent makes out of its attempt, through the real CLI.
 
 The scripted agent runs ``ln -s <secret outside> agent_leak.txt`` in the non-git fixture
 workspace `atom init` lays out; the spec snapshots that file, and the scripted reflector

@@ -1,4 +1,4 @@
-"""No orphans (issue 33, break 8): whatever ends the harness, no process of its runs is left.
+"""No orphans: whatever ends the harness, no process of its runs is left.
 
 A `kill -9` of pytest once left the `claude` process running for minutes, its sandboxed
 command to the end, and a socat bridge 14 minutes after an aborted CLI. `processes.spawn`

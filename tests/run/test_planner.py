@@ -454,7 +454,7 @@ def test_the_planned_fixture_replays_with_its_plan(shipped_run: ShippedRun) -> N
 def test_the_replanned_fixture_changes_strategy_after_its_rollback(
     shipped_run: ShippedRun,
 ) -> None:
-    """Seed 002's rollback recovery, replayed: step `test` rolls back `implement`; the
+    """Rollback recovery, replayed: step `test` rolls back `implement`; the
     planner hears the report and plans test-first from there; `scaffold` is not re-run."""
     assert (
         "specs/replanned.atom.yaml::replanned: plan: scaffold, test_first, make_it_pass "

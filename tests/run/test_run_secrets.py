@@ -1,4 +1,4 @@
-"""The secrets a run hands its processes (issue 33, break 3): the values of the spec's `env:`,
+"""The secrets a run hands its processes: the values of the spec's `env:`,
 of the caller's `pass_env:` variables and of the project's `.env*` files are scrubbed from
 every request, the reflector's included, and `atom cassette check` finds one left in a
 cassette. Short or common values (``DEBUG: "1"``) are not secrets and stay."""

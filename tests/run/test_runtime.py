@@ -25,7 +25,7 @@ def runtime(runner: Any, folder: Path, **kwargs: Any) -> AtomRuntime:
 def test_iterates_in_one_conversation_until_the_exit_signal(
     gateway_for: Any, runner_for: Any, tmp_path: Path, capsys: Any
 ) -> None:
-    """Two iterations of one conversation; verbose, it prints the seed's banners; with
+    """Two iterations of one conversation; verbose, it prints the loop's banners; with
     cleanup, it removes the prompt file it wrote and nothing the agent made."""
     gateway = gateway_for(
         [
@@ -53,9 +53,9 @@ def test_iterates_in_one_conversation_until_the_exit_signal(
     assert not (work / "USER_PROMPT.md").exists()
 
 
-def test_cli_errors_are_retried_with_the_seed_backoff(gateway_for: Any, runner_for: Any) -> None:
+def test_cli_errors_are_retried_with_the_loop_backoff(gateway_for: Any, runner_for: Any) -> None:
     """A CLI that fails (its script runs out within the first call) is started again after
-    the seed's wait; the waits' doubling, and the stop at max_iterations, are
+    the loop's wait; the waits' doubling, and the stop at max_iterations, are
     tests/run/test_runtime_loop.py's. Ephemeral, the runtime removes its folder even so."""
     gateway = gateway_for([bash("true")])  # the call's second turn exhausts the script
     waits: list[float] = []

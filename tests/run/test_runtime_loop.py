@@ -144,7 +144,7 @@ def test_a_timeout_ends_the_run_without_a_retry(waits: Waits, tmp_path: Path) ->
     assert len(runner.calls) == 2 and waits.slept == []
 
 
-def test_errors_are_retried_with_the_seed_backoff_then_reported(
+def test_errors_are_retried_with_the_loop_backoff_then_reported(
     waits: Waits, tmp_path: Path
 ) -> None:
     runner = StubRunner(failed(), failed(), failed("API Error: 500 overloaded"))

@@ -1,4 +1,4 @@
-"""Sizes (issue 33, break 12): what the agent printed never becomes a harness error or a
+"""Sizes: what the agent printed never becomes a harness error or a
 report of unbounded size, and a prompt no model can take is the spec's error.
 
 - the reflector's prompt quotes each piece of evidence up to its budget, head and tail

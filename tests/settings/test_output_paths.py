@@ -1,4 +1,4 @@
-"""Output paths are checked before any spec runs (issue 33, break 10): a runs folder,
+"""Output paths are checked before any spec runs: a runs folder,
 ``--atom-report`` or ``--atom-html`` that cannot be written is a usage error naming the
 option and the path, under pytest and ``atom run`` alike, never a traceback after the
 specs ran. No CLI starts: each run stops at configure time (a spec that did run would

@@ -1,4 +1,4 @@
-"""Arms read the same everywhere (issue 29, papercut 8): the reference arm first in pytest's
+"""Arms read the same everywhere: the reference arm first in pytest's
 summary and in `atom results combine`, every arm's cassette in `atom cassette show`, and run
 folder names a shell can type without quoting (no glob characters)."""
 

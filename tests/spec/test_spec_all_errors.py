@@ -1,4 +1,4 @@
-"""Every schema error of a spec file in one run (issue 29 papercut 2): each on its own
+"""Every schema error of a spec file in one run: each on its own
 line with its place and fix, in pytest's collection, `atom validate` and the Python API."""
 
 from __future__ import annotations

@@ -89,9 +89,9 @@ class ClaudeRunner:
 
     The harness builds it only through `pytest_atom.run.factory`, behind the `Agent`
     protocol (`ClaudeCodeAgent`), from the agent's `AgentSession`; constructing one
-    directly from its parts stays the seed API.
+    directly from its parts stays the legacy API.
 
-    Unlike the seed's runner it never passes ``--dangerously-skip-permissions``: the CLI
+    Unlike 0.1's runner it never passes ``--dangerously-skip-permissions``: the CLI
     refuses it as root (CI runs as root), so tools are granted with a permission mode
     and an allow-list instead.
     """
@@ -109,7 +109,7 @@ class ClaudeRunner:
         session: AgentSession | None = None,
     ) -> None:
         """`session`: the agent's parts as `run.factory` built them; without it, they are
-        built from the other arguments (the seed API). `confinement`: isolation from the
+        built from the other arguments (the legacy API). `confinement`: isolation from the
         folders above a run folder and the sandbox (a spec run's); None runs the CLI as it
         comes, with whatever settings it finds. `budget`: the agent's limits, shared by
         every call of a run; the CLI is stopped the moment an event crosses one."""
