@@ -114,7 +114,7 @@ MACHINERY = (
 
 
 #: The spec's loader, which sits above the checks in the layers (pyproject.toml).
-LOADER = ("pytest_atom.spec.load", "pytest_atom.spec.build")
+LOADER = ("pytest_atom.spec_loader.load", "pytest_atom.spec_loader.build")
 
 
 def test_results_and_specs_import_no_machinery() -> None:
@@ -143,7 +143,7 @@ ROOTS = (PACKAGE, PACKAGE.parent / "atom_cli")
 def _node(module: str) -> str | None:
     """The layer node a module belongs to: ``atom_cli``, a subpackage of `pytest_atom`
     (``pytest_atom.run``) or one of its top-level modules (``pytest_atom.paths``); in a
-    package whose modules the layers name one by one (``pytest_atom.spec.load``), that
+    package whose modules the layers name one by one (``pytest_atom.spec_loader.load``), that
     module, and none for the package's own ``__init__``."""
     parts = module.split(".")
     if parts[0] == "atom_cli":

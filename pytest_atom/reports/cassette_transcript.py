@@ -20,14 +20,7 @@ from typing import Any, Literal
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import cost_usd
 from pytest_atom.events.agent import flatten_tool_result
-from pytest_atom.gateway.messages import (
-    CONVERSATION_KINDS,
-    Reply,
-    read_reply,
-    request_kind,
-    requests_text,
-)
-from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
+from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.transcript import (
@@ -38,6 +31,8 @@ from pytest_atom.replay.transcript import (
     marks_summary,
     refusal_in_result,
 )
+from pytest_atom.wire.request import CONVERSATION_KINDS, request_kind
+from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 from pytest_atom.words import plural
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
