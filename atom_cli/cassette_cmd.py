@@ -26,8 +26,8 @@ from pytest_atom.replay.estimate import Estimate, estimate
 from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.phrases import drift_line
-from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs, spec_files
 from pytest_atom.words import plural
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ def refresh(specs: tuple[Path, ...]) -> None:
     from pytest_atom.paths import display_path
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec.load import spec_files
+    from pytest_atom.spec_loader.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
@@ -343,7 +343,7 @@ def stamp(specs: tuple[Path, ...]) -> None:
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec.load import spec_files
+    from pytest_atom.spec_loader.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})

@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pytest_atom.calibration.record import base_name
 from pytest_atom.errors import HistoryError, SettingsError, SpecError
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.inert import inert
+from pytest_atom.judge.calibration import base_name
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.run.harness import Harness, file_layers, host_harness
 from pytest_atom.settings.options import BY_NAME, OPTIONS, Option
 from pytest_atom.settings.project import find_ini, find_project
 from pytest_atom.settings.resolved import Layer, resolve
-from pytest_atom.spec.load import load_files, spec_files
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_files, spec_files
 
 if TYPE_CHECKING:
     from pytest_atom.checks.registry import CheckRegistry

@@ -47,7 +47,7 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     from pytest_atom.history.urls import OFF, display_url, store_url
     from pytest_atom.history.why import specs_named, why_items
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec_loader.load import load_specs
 
     try:
         harness = host_harness({"history": history_url})

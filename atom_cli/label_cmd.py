@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from atom_cli.common import ContentError, cases_of, harness_for, load_named, split_target
-from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import CheckSeen, write_sample
 from pytest_atom.calibration.taking import RunFound, label, take_sample
 from pytest_atom.errors import CalibrationError, HistoryError
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import NoStore, Store, session_store
 from pytest_atom.inert import inert
+from pytest_atom.judge.calibration import base_name
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.run.retention import folder_spec_name, parse_run_name

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from pytest_atom.agents.claude_code.cli import find_claude
-from pytest_atom.agents.session import AgentSession
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.errors import AtomError
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import AUTH_VARIABLES

@@ -25,7 +25,7 @@ from atom_cli.progress import RunView
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.settings.options import BY_NAME
 from pytest_atom.settings.project import default_paths
-from pytest_atom.spec.load import spec_files
+from pytest_atom.spec_loader.load import spec_files
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINERY
 
 

@@ -52,8 +52,8 @@ from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness
 from pytest_atom.run.workspace import copy_workspace, fixture_source
 from pytest_atom.spec.claude import unsandboxed_hooks
-from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs, spec_files
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20

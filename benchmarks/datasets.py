@@ -112,7 +112,7 @@ def wall(cmd: list[str], cwd: Path, env: dict[str, str], items: int) -> tuple[fl
 
 def loader(path: Path, repeats: int = 3) -> float:
     """The best of `repeats` in-process loads of a spec file (`load_specs`), in seconds."""
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec_loader.load import load_specs
 
     best = float("inf")
     for _ in range(repeats):

@@ -82,7 +82,7 @@ def digest_cost(specs: str, runs_dir: Path) -> tuple[int, float, float]:
     from pytest_atom.history.inputs import Reads
     from pytest_atom.settings.config import load_config
     from pytest_atom.settings.options import RunSettings
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec_loader.load import load_specs
 
     target = REPO / specs
     files = sorted(target.glob("*.atom.yaml")) if target.is_dir() else [target]

@@ -64,8 +64,7 @@ from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env, clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.checks.builtin import run_checks
-from pytest_atom.gateway import Gateway, GatewayRequest
-from pytest_atom.gateway.roles import ROLE_HEADER
+from pytest_atom.gateway import Gateway
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
@@ -73,7 +72,9 @@ from pytest_atom.replay.normalize import Normalizer, run_dates
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run.execution import session_id_for
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
+from pytest_atom.wire.request import GatewayRequest
+from pytest_atom.wire.roles import ROLE_HEADER
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC = Path("fixtures/specs/create_file.atom.yaml")  # relative: the node id a user sees
@@ -319,7 +320,7 @@ def responder(tmp: Path, cassette: Cassette) -> CassetteResponder:
 
 def recorded_requests(cassette: Cassette) -> list[tuple[str, str, dict[str, str], bytes]]:
     """The cassette's requests as the CLI sent them, each with the role marker its session's
-    CLI adds (gateway.roles): the gateway matches a reflector's request only as the reflector's."""
+    CLI adds (wire.roles): the gateway matches a reflector's request only as the reflector's."""
     requests = []
     for i in cassette.interactions:
         path = urlsplit(i.uri)._replace(scheme="", netloc="").geturl()

@@ -48,7 +48,7 @@ from pytest_atom.run.setup_cache import ROOT_VARIABLE
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import tiny_wheel
 
 GOAL = 1.5

@@ -36,7 +36,7 @@ from pytest_atom.events.agent import SubagentEnded, ToolCall  # noqa: E402
 from pytest_atom.results.spec_result import SpecResult  # noqa: E402
 from pytest_atom.run.spec_run import run_spec  # noqa: E402
 from pytest_atom.settings.options import RunSettings  # noqa: E402
-from pytest_atom.spec.load import load_specs  # noqa: E402
+from pytest_atom.spec_loader.load import load_specs  # noqa: E402
 from tests.upstream import RealisticUpstream, Turn  # noqa: E402
 from tests.upstream_helpers import SIDES, agent_call  # noqa: E402
 

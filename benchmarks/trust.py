@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.gate_helpers' writer
 
 from pytest_atom.judge.trust import criteria_trust
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.gate_helpers import calibration, store
 
 VERSION = "2.1.332"

@@ -38,8 +38,8 @@ _GROUPS: dict[str, tuple[str, dict[str, str]]] = {
             "ClaudeOptions": "spec.types",
             "ReflectorOptions": "spec.types",
             "Spec": "spec.types",
-            "load_spec": "spec.load",
-            "load_specs": "spec.load",
+            "load_spec": "spec_loader.load",
+            "load_specs": "spec_loader.load",
         },
     ),
     "Running specs": (
@@ -178,5 +178,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec
     from pytest_atom.settings.options import RunSettings
-    from pytest_atom.spec.load import load_spec, load_specs
     from pytest_atom.spec.types import Check, ClaudeOptions, ReflectorOptions, Spec
+    from pytest_atom.spec_loader.load import load_spec, load_specs

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import sys
 
-#: Read by mypy and by tests/test_layout.py as `typing.TYPE_CHECKING`; a plain constant, so
+#: Read by mypy as `typing.TYPE_CHECKING`; a plain constant, so
 #: that the supervisor's start-up imports neither `typing` nor `subprocess` (about 30 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:

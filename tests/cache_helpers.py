@@ -17,8 +17,8 @@ from pytest_atom.history.digest import InputDigest, input_digest
 from pytest_atom.history.inputs import Reads
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 
 __all__ = [
     "CHANGES",

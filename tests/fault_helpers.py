@@ -14,8 +14,8 @@ import pytest
 
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.replay.cassette import Interaction
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import bash
 from tests.stream_helpers import CLI_VERSION, claude_requests, recording, send
 

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pytest_atom.gateway import GatewayRequest, Reply, scripted
+from pytest_atom.gateway import Reply, scripted
 from pytest_atom.gateway.messages import error_body, message, sse_stream
+from pytest_atom.wire.request import GatewayRequest
 
 #: Fault name -> (status, error type, message, extra headers) for the HTTP error answers.
 ERROR_ANSWERS: dict[str, tuple[int, str, str, dict[str, str]]] = {

@@ -1,4 +1,4 @@
-"""Calibrations for the gate's tests, written by calibration.record's own writer (never
+"""Calibrations for the gate's tests, written by judge.calibration's own writer (never
 hand-written JSON): what `atom calibrate` would have stored for a spec's criteria."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_atom.calibration.record import (
+from pytest_atom.judge.calibration import (
     CriterionCalibration,
     calibration_file,
     judge_identity,

@@ -30,8 +30,8 @@ from pytest_atom.checks.kinds import KINDS
 from pytest_atom.evalsuite.graders import register_checks
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.trace import TRACE_SCHEMA
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Check, Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.cli_starts import note_shared_read
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.settings.project import pytest_rootdir
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 
 SPEC = """\
 name: demo

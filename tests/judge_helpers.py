@@ -21,7 +21,7 @@ import yaml
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, counting_claude, verdict
 
 CRITERION = "done.txt exists and says done."

@@ -22,14 +22,15 @@ from typing import Any
 
 import yaml
 
-from pytest_atom.gateway import Gateway, GatewayRequest, Reply, scripted
+from pytest_atom.gateway import Gateway, Reply, scripted
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.transcript import is_messages
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
+from pytest_atom.wire.request import GatewayRequest
 
 REAL_API = Path(__file__).parent / "data" / "real_api"
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from pytest_atom.gateway import Gateway, GatewayRequest, Reply
+from pytest_atom.gateway import Gateway, Reply
 from pytest_atom.gateway.server import Meter
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.matching import MatchMode
@@ -29,6 +29,7 @@ from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
+from pytest_atom.wire.request import GatewayRequest
 from tests.helpers import REPO
 from tests.real_streams import RecordedStream
 

@@ -12,7 +12,7 @@ from pytest_atom.files import CACHE_DIRS, SKIPPED_DIRS
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.staleness import prompt_hash, script_hash, spec_hash
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 
 SPECS = Path(__file__).parent.parent / "fixtures" / "specs"
 

@@ -26,7 +26,7 @@ from pytest_atom.environment import (
 )
 from pytest_atom.errors import ConfigError, SpecError
 from pytest_atom.settings.config import load_config
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash
 
 CALLER = {

@@ -188,7 +188,7 @@ def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_k
     probe = (
         "import json\n"
         "from pytest_atom.settings.modes import MATCH_MODES\n"
-        "from pytest_atom.spec.build import check_schemas\n"
+        "from pytest_atom.spec_loader.build import check_schemas\n"
         "from pytest_atom.reports.builtin import report_formats\n"
         "print(json.dumps([MATCH_MODES, sorted(check_schemas(())),"
         " [f.name for f in report_formats()]]))\n"

@@ -34,8 +34,8 @@ from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.run.setup_commands import run_setup
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions, Spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import built_check, summary_row
 from tests.recording_helpers import create_file_spec
 

@@ -14,8 +14,8 @@ from pytest_atom.evalsuite.cases import load_case
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.run.own_files import _spec_values
 from pytest_atom.settings.config import load_config
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.workspaces import declared_workspaces
+from pytest_atom.spec_loader.load import load_specs
 
 TAGGED = "prompt: hi\nnote: !foo bar\n"  # the tag sits on line 2, column 7
 

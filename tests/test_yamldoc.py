@@ -12,7 +12,7 @@ from pytest_atom import yamldoc
 from pytest_atom.errors import ConfigError, ScriptError, SpecError, YamlDocError
 from pytest_atom.gateway import Script
 from pytest_atom.settings.config import load_config
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 
 
 def billion_laughs(first_line: str, last_key: str = "i") -> str:

@@ -34,8 +34,8 @@ from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.modes import MatchMode
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import record_through_upstream
 from tests.upstream import RealisticUpstream, Received, Turn
 

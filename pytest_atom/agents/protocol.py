@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pytest_atom.events.agent import Event
-    from pytest_atom.gateway.roles import Role
     from pytest_atom.results.record import IterationRecord
+    from pytest_atom.wire.roles import Role
 
 
 class SessionRunner(Protocol):
@@ -44,7 +44,7 @@ class Agent(SessionRunner, Protocol):
     or continues it once it exists (with `use_context`).
     """
 
-    #: Whose session this is; every model request it sends is marked so (gateway.roles).
+    #: Whose session this is; every model request it sends is marked so (wire.roles).
     role: Role
     #: Does the harness's atom loop iterate it until the exit signal? Claude Code does; an
     #: SDK app runs its own loop, once per attempt, and finishing is its answer.

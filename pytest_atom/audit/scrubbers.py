@@ -75,7 +75,7 @@ def _spec(spec_file: Path, name: str) -> Spec | None:
     """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
     loaded (the project's check kinds are tried too) or has no such spec."""
     from pytest_atom.errors import SpecError
-    from pytest_atom.spec.load import load_files, load_specs
+    from pytest_atom.spec_loader.load import load_files, load_specs
 
     try:
         try:

@@ -18,16 +18,16 @@ from typing import Literal
 from pytest_atom.audit.findings import file_findings, file_notes, malformed_findings
 from pytest_atom.audit.scrubbers import CheckScrubbers
 from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
-from pytest_atom.calibration.record import FOLDER as CALIBRATION_FOLDER
-from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.checks.builtin import unsandboxed_checks
 from pytest_atom.errors import AtomError, CassetteError, SpecError
+from pytest_atom.judge.calibration import FOLDER as CALIBRATION_FOLDER
+from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.spec.claude import unsandboxed_hooks
-from pytest_atom.spec.load import load_files, load_specs, spec_files
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_files, load_specs, spec_files
 
 __all__ = [
     "PARTIAL_SUFFIX",

@@ -1,19 +1,16 @@
-"""Calibrating the judge: labelled samples, the reflector's agreement with humans, and its
-stored record.
+"""Calibrating the judge: labelled samples and the reflector's agreement with humans.
 
-The package sits in two layers, as the spec does. Low, just below the judge:
-`record` -- calibration.json's format, the judge's identity and staleness, which a run and
-its gate read (`pytest_atom.judge.trust`). High, between the history store and `atom import`:
-the commands' machinery -- `samples` (a labelled sample's format and schema), `taking` (one
-taken from a run: `atom label`), `judging` (the reflector on every sample through a run's
-gateway and cassette), `agreement` (Cohen's κ, its interval, McNemar's test), `measure`
-(verdicts to figures, staleness, arms compared), `variants` (the judge variants of
-``arms.yaml``) and `report` (the results as text and JSON).
+`samples` (a labelled sample's format and schema), `taking` (one taken from a run: `atom
+label`), `judging` (the reflector on every sample through a run's gateway and cassette),
+`agreement` (Cohen's κ, its interval, McNemar's test), `measure` (verdicts to figures,
+staleness, arms compared), `variants` (the judge variants of ``arms.yaml``) and `report` (the
+results as text and JSON). What they store, calibration.json, is the judge's
+(`pytest_atom.judge.calibration`): a run's gate reads it without loading this package.
 
 Where to add: a figure computed over samples goes in `agreement`; a field stored in
-calibration.json in `record` (its format number when old files cannot be read);
-a sample's field in `samples` (and its schema); a way to take samples in `taking`; a judge
-variant's kind in `variants`.
+calibration.json in `pytest_atom.judge.calibration` (its format number when old files cannot be
+read); a sample's field in `samples` (and its schema); a way to take samples in `taking`; a
+judge variant's kind in `variants`.
 
 Public: the names in `__all__` (a criterion's stored calibration, labelled samples, the
 agreement figures, a spec calibrated); every module here is private.
@@ -24,17 +21,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-#: Each public name and the module here that defines it.
+#: Each public name and the module that defines it: one here, or (a criterion's stored
+#: calibration, which a run's gate reads) the judge's.
 _EXPORTS = {
     "Agreement": "agreement",
-    "CriterionCalibration": "record",
-    "JudgeIdentity": "record",
+    "CriterionCalibration": "pytest_atom.judge.calibration",
+    "JudgeIdentity": "pytest_atom.judge.calibration",
     "Label": "samples",
     "Sample": "samples",
     "SpecCalibration": "measure",
     "calibrate_spec": "measure",
     "kappa": "agreement",
-    "load_calibration": "record",
+    "load_calibration": "pytest_atom.judge.calibration",
     "load_samples": "samples",
     "write_sample": "samples",
 }
@@ -44,7 +42,9 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    where = _EXPORTS[name]
+    module = where if where.startswith("pytest_atom.") else f"{__name__}.{where}"
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -52,5 +52,5 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.calibration.agreement import Agreement, kappa
     from pytest_atom.calibration.measure import SpecCalibration, calibrate_spec
-    from pytest_atom.calibration.record import CriterionCalibration, JudgeIdentity, load_calibration
+    from pytest_atom.judge.calibration import CriterionCalibration, JudgeIdentity, load_calibration
     from pytest_atom.calibration.samples import Label, Sample, load_samples, write_sample

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_atom.baseline.stats import bootstrap
-from pytest_atom.calibration.record import CELLS
+from pytest_atom.judge.calibration import CELLS
 
 #: Resamples of the bootstrap interval, and its fixed seed.
 BOOTSTRAP = 2000

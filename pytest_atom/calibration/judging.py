@@ -21,13 +21,13 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import claude_env
-from pytest_atom.calibration.record import base_name, calibration_dir, reflector_prompts
 from pytest_atom.calibration.samples import Sample
 from pytest_atom.calibration.variants import Variant
 from pytest_atom.errors import CalibrationError, HarnessError, ReflectorError
 from pytest_atom.files import contained
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
+from pytest_atom.judge.calibration import base_name, calibration_dir, reflector_prompts
 from pytest_atom.judge.reflector import (
     VERDICT_SCHEMA,
     again_role,

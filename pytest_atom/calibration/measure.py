@@ -16,7 +16,9 @@ from pathlib import Path
 
 from pytest_atom.calibration import agreement as stats
 from pytest_atom.calibration.judging import Judged, judge_samples
-from pytest_atom.calibration.record import (
+from pytest_atom.calibration.samples import load_samples
+from pytest_atom.calibration.variants import CURRENT, Variant, load_arms
+from pytest_atom.judge.calibration import (
     CriterionCalibration,
     Disagreement,
     JudgeIdentity,
@@ -30,8 +32,6 @@ from pytest_atom.calibration.record import (
     stale_because,
     to_json,
 )
-from pytest_atom.calibration.samples import load_samples
-from pytest_atom.calibration.variants import CURRENT, Variant, load_arms
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.results.verdict import CriterionVerdict
 from pytest_atom.settings.config import AtomConfig

@@ -6,8 +6,8 @@ import math
 from typing import Any
 
 from pytest_atom.calibration.measure import ALPHA, ArmComparison, SpecCalibration
-from pytest_atom.calibration.record import CriterionCalibration, base_name, to_json
 from pytest_atom.calibration.variants import CURRENT
+from pytest_atom.judge.calibration import CriterionCalibration, base_name, to_json
 from pytest_atom.paths import display_path
 from pytest_atom.results.verdict import NO_VERDICT
 

@@ -22,9 +22,9 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom import yamldoc
-from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.errors import CalibrationError, YamlDocError
 from pytest_atom.files import write_atomic
+from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.spec.types import Spec
 

@@ -21,7 +21,6 @@ from pytest_atom.agents.claude_code import configuration
 from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
-from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import (
     AttemptSeen,
     CheckSeen,
@@ -36,6 +35,7 @@ from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.diffs import agent_files, workspace_diff
 from pytest_atom.errors import CalibrationError, SessionError
 from pytest_atom.importing.reader import read_session
+from pytest_atom.judge.calibration import base_name
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run.execution import session_id_for

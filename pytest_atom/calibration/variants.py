@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom import yamldoc
-from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.errors import CalibrationError, YamlDocError
+from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.spec.types import Spec
 
 #: The spec's own judge, as the arms call it.

@@ -24,8 +24,8 @@ What lives here:
 
 How the spec and the checks meet. Everything reads a spec, so the spec's values (`Spec`,
 `Check`) and its schema sit low in the layers, below the checks. The loader is the host of
-the check kinds, as a plugin host is of its plugins: ``spec.load`` and ``spec.build`` sit
-just above this package (pyproject's ``[tool.importlinter]``) and build each ``accept:``
+the check kinds, as a plugin host is of its plugins: `pytest_atom.spec_loader` imports this
+package (never the other way round) and builds each ``accept:``
 entry through its kind (`CheckKind.build`), validating it against the schema made of the
 kinds' fragments; the `Check` it makes keeps its kind's label (`Check.label`). A kind
 registered by a plugin is known to the loader by name only: its value becomes its params

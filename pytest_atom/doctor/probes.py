@@ -32,7 +32,7 @@ from pytest_atom.agents.claude_code.cli import (
 )
 from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.agents.claude_code.sandbox import LINUX_TOOLS, Confinement, require_tools
-from pytest_atom.agents.session import AgentSession
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.environment import left_out_variables_line, passed
 from pytest_atom.errors import ClaudeNotFoundError, ConfigError, SandboxUnavailableError
 from pytest_atom.gateway import Gateway, scripted

@@ -19,8 +19,8 @@ import yaml
 
 from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.cases import ATOM_DIR, WITH, WITHOUT, EvalCase, Grader
-from pytest_atom.spec.load import parse_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import parse_specs
 
 #: Judge votes per llm and baseline grader, as the CLI gives them (a 2-of-3 majority passes).
 JUDGE_VOTES = 3

@@ -1,14 +1,14 @@
 """The model gateway: what the Claude Code CLI talks to instead of the Anthropic API.
 
 `server` is the HTTP server and the `Responder` protocol a mode implements; `scripted` is the
-mode that plays a spec's script; `messages` builds Messages API answers and streams; `roles`
-tells whose session a request belongs to; `verdict_schema` is the reflector's answer shape,
-which a script's verdict is checked against. A new gateway mode is a `Responder` (the
+mode that plays a spec's script; `messages` builds Messages API answers and streams. What a
+request is, whose it is and the reflector's answer shape are values the gateway shares with
+replay and a run's results: `pytest_atom.wire`. A new gateway mode is a `Responder` (the
 cassette-backed ones are in `pytest_atom.replay`).
 
 Public: the names in `__all__`, which load on first use, so a module that only needs
-`roles` or `verdict_schema` does not start up the server's imports (httpx, the HTTP server);
-every module here is private.
+`messages` does not start up the server's imports (httpx, the HTTP server); every module
+here is private.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "Exchange": "server",
     "Gateway": "server",
-    "GatewayRequest": "server",
     "Reply": "server",
     "Responder": "server",
     "Script": "scripted",
@@ -41,4 +39,4 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
     from pytest_atom.gateway.scripted import Script, ScriptedResponder, draw_key, scripted
-    from pytest_atom.gateway.server import Exchange, Gateway, GatewayRequest, Reply, Responder
+    from pytest_atom.gateway.server import Gateway, Reply, Responder

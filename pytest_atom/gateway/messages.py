@@ -5,20 +5,19 @@ divergence errors) goes through here, so there is one place that has to agree wi
 what the official SDK and the Claude Code CLI parse.
 
 The Messages API's wire format is data every layer reads (the gateway serves it, cassettes
-replay it, transcripts and reports fold it), so it lives in the gateway, below all of them,
-with the one classification of a request (`request_kind`).
+replay it, transcripts and reports fold it), so it lives in the gateway, below all of them;
+a request's classification (`request_kind`) is `pytest_atom.wire.request`'s.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from pytest_atom.cost.billing import Billed, billed, merge_usage
-from pytest_atom.gateway.roles import Role
 from pytest_atom.words import plural
 
 
@@ -284,40 +283,6 @@ def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             block["input"] = raw
     return block
-
-
-#: What a request is for. Turns (the executor's), reflector and planner turns carry a
-#: conversation; the others are Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
-
-
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
-
-
-def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
-    """The one classification of a request, live or recorded.
-
-    A request that offers tools is a session's turn: the executor's (``turn``), or the
-    reflector's or planner's, as its `role` says (no marker: the executor's). Side
-    requests (session titles, small helper calls) carry no tools; telling them apart is
-    what keeps them from consuming scripted turns.
-    """
-    if method == "HEAD":
-        return "head"
-    if endpoint.endswith("/count_tokens"):
-        return "count_tokens"
-    tools = body.get("tools") if isinstance(body, dict) else None
-    if tools and endpoint.endswith("/messages"):
-        if role is None or role == "executor":
-            return "turn"
-        return role
-    return "side"
-
-
-def request_kinds(requests: Iterable[tuple[str, str, Any, Role | None]]) -> list[Kind]:
-    """`request_kind` of each (method, endpoint, body, role): a cassette's recorded
-    requests classified in one call."""
-    return [request_kind(*request) for request in requests]
 
 
 @dataclass

@@ -15,7 +15,7 @@ Each agent turn request (one that offers tools) takes the next turn; side reques
 reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
 ``reflector: {votes: N}``, as the votes run one after another) and a planner's
 (planner mode) `planner:` turns (``- plan: {steps: [...]}``): the harness marks each
-request with its role (gateway.roles), and an unmarked one is the agent's.
+request with its role (wire.roles), and an unmarked one is the agent's.
 
 A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
 script can be a stochastic agent: which choice plays is drawn when the script is played
@@ -47,10 +47,10 @@ import yaml
 from pytest_atom import yamldoc
 from pytest_atom.errors import ScriptError, YamlDocError
 from pytest_atom.gateway import messages
-from pytest_atom.gateway.messages import CONVERSATION_KINDS
-from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
-from pytest_atom.gateway.server import GatewayRequest, Reply
-from pytest_atom.gateway.verdict_schema import verdict_error
+from pytest_atom.gateway.server import Reply
+from pytest_atom.wire.request import CONVERSATION_KINDS, GatewayRequest
+from pytest_atom.wire.roles import STRUCTURED_OUTPUT
+from pytest_atom.wire.verdict_schema import verdict_error
 
 
 @dataclass(frozen=True)

@@ -12,57 +12,17 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import RoleBills
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.errors import AtomError
 from pytest_atom.gateway import messages
-from pytest_atom.gateway.messages import Kind, request_kind
-from pytest_atom.gateway.roles import Role, header_role
-
-
-@dataclass(frozen=True)
-class GatewayRequest:
-    """One HTTP request as the CLI sent it; header names are lower-case.
-
-    What routing and matching read of it (its endpoint, its JSON body, its role) is worked
-    out once, when the request is made: a responder reads them many times per request, and
-    reads plain values, not calls back into the gateway.
-    """
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    body: bytes
-    #: The path without its query (``/v1/messages``), what routing keys on.
-    endpoint: str = field(init=False, compare=False, repr=False)
-    #: The body as JSON, None when it is none.
-    json: Any = field(init=False, compare=False, repr=False)
-    #: The role the harness marked the request with (see gateway.roles).
-    role: Role | None = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        try:
-            parsed = json.loads(self.body) if self.body else None
-        except ValueError:
-            parsed = None
-        object.__setattr__(self, "endpoint", urlsplit(self.path).path)
-        object.__setattr__(self, "json", parsed)
-        object.__setattr__(self, "role", header_role(self.headers))
-
-    @property
-    def session_id(self) -> str | None:
-        return self.headers.get("x-claude-code-session-id")
-
-    @property
-    def kind(self) -> Kind:
-        return request_kind(self.method, self.endpoint, self.json, self.role)
+from pytest_atom.wire.request import Exchange, GatewayRequest
 
 
 @dataclass
@@ -107,15 +67,6 @@ class Responder(Protocol):
     """What a gateway mode implements; called from several threads at once."""
 
     def respond(self, request: GatewayRequest) -> Reply: ...
-
-
-@dataclass
-class Exchange:
-    """What the gateway saw, for failure reports and timing."""
-
-    request: GatewayRequest
-    status: int
-    seconds: float
 
 
 @dataclass

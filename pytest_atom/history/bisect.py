@@ -33,8 +33,8 @@ from pytest_atom.paths import display_path
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 
 #: The npm command that lists every published release of Claude Code, oldest first.
 VERSIONS_COMMAND = ("npm", "view", NPM_PACKAGE, "versions", "--json")

@@ -168,7 +168,7 @@ def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
 
 def _spec_part(spec: Spec, repeat: int | None) -> str:
     from pytest_atom.agents.claude_code.configuration import config_hashes
-    from pytest_atom.calibration.record import calibration_file
+    from pytest_atom.judge.calibration import calibration_file
 
     return digest.of_value(
         {

@@ -64,7 +64,7 @@ def _wanted(item: ItemRecord, specs: Sequence[str]) -> bool:
 
 def _spec_of(item: ItemRecord, harness: Harness) -> Spec:
     """Today's spec of `item`, from its file; HarnessError when it is gone."""
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec_loader.load import load_specs
 
     path = Path(item.spec_path)
     path = path if path.is_absolute() else harness.root / path

@@ -20,7 +20,7 @@ from pytest_atom.history.query import compare_with_like
 from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
-from pytest_atom.results.history_view import ComparisonRow, HistoryView, SpecTrend, TrendPoint
+from pytest_atom.reports.history_view import ComparisonRow, HistoryView, SpecTrend, TrendPoint
 
 __all__ = ["TREND_RUNS", "history_view"]
 

@@ -17,8 +17,6 @@ from pytest_atom.agents.claude_code import configuration
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.errors import ReflectorError, StructuredSessionError
-from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
-from pytest_atom.gateway.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.recall import SessionInput
@@ -30,6 +28,8 @@ from pytest_atom.results.outcome import (
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
 from pytest_atom.spec.types import ClaudeOptions, Spec
+from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA as STEP_VERDICT_SCHEMA
+from pytest_atom.wire.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.words import Scrubbed, clip
 
 #: The most characters the reflector's prompt quotes of each piece of evidence; a longer

@@ -2,7 +2,7 @@
 
 A criterion written with a floor (``{text, min_kappa, min_samples}``), or any criterion once
 ``--atom-require-calibration=KAPPA`` is set, gates only when the spec's stored calibration
-(`pytest_atom.calibration.record`, written by ``atom calibrate``) for it
+(`pytest_atom.judge.calibration`, written by ``atom calibrate``) for it
 
 * exists,
 * is fresh: made by the judge that judges it today (model, reflector prompt, the
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 
-from pytest_atom.calibration.record import (
+from pytest_atom.judge.calibration import (
     CriterionCalibration,
     JudgeIdentity,
     calibration_file,

@@ -34,8 +34,8 @@ from pytest_atom.pytest.settings import pytest_harness, settings_for
 from pytest_atom.pytest.stash import SUITE_RUN
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_spec
 
 
 class AtomFixture:

@@ -28,8 +28,8 @@ from pytest_atom.reports.phrases import step_line
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Mark, Spec
+from pytest_atom.spec_loader.load import load_specs
 
 
 class ReplayError(AtomError):

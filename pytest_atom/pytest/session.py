@@ -40,6 +40,7 @@ from pytest_atom.run.harness import Harness
 from pytest_atom.run.interrupted import InterruptedRun
 from pytest_atom.settings.output_paths import output_path_errors
 from pytest_atom.suite.suite_run import SuiteRun
+from pytest_atom.suite.summary import Summary
 
 
 class Measured:
@@ -232,24 +233,7 @@ class AtomSession:
         for line in said.table:
             _write(terminalreporter, line)
         _write(terminalreporter, f"seed {self.harness.settings.seed}: --atom-seed reproduces it")
-        # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
-        for line in said.notes + said.tries + said.criteria:
-            _write(terminalreporter, line)
-        if said.spending:
-            _write(terminalreporter, said.spending, red=True)
-        for line in said.sandbox:
-            _write(terminalreporter, line, yellow=True)
-        if said.results_error:
-            _write(terminalreporter, said.results_error, red=True)
-        if said.baseline is not None:
-            terminalreporter.write_line("")
-            for line, red in said.baseline:
-                _write(terminalreporter, line, red=red)
-        for lines in (said.rates, said.arms or None, said.cases or None):  # asked for: even empty
-            if lines is not None:
-                terminalreporter.write_line("")
-                for line in lines:
-                    _write(terminalreporter, line)
+        _write_notes(terminalreporter, said)
 
     def _interrupted_lines(self, stop: InterruptedRun) -> list[str]:
         command = f"pytest --atom '{node_id(stop.spec.path, stop.spec.name, self.config.rootpath)}'"
@@ -270,6 +254,29 @@ class AtomSession:
                     parent, path=file_path, **_inert_nodeid(parent, file_path)
                 )
         return None
+
+
+def _write_notes(terminalreporter: Any, said: Summary) -> None:
+    """What the summary says under its table: notes, spending, the sandbox, a results file
+    that failed, the baseline's comparison, and the rates, arms and cases asked for."""
+    # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
+    for line in said.notes + said.tries + said.criteria:
+        _write(terminalreporter, line)
+    if said.spending:
+        _write(terminalreporter, said.spending, red=True)
+    for line in said.sandbox:
+        _write(terminalreporter, line, yellow=True)
+    if said.results_error:
+        _write(terminalreporter, said.results_error, red=True)
+    if said.baseline is not None:
+        terminalreporter.write_line("")
+        for line, red in said.baseline:
+            _write(terminalreporter, line, red=red)
+    for lines in (said.rates, said.arms or None, said.cases or None):  # asked for: even empty
+        if lines is not None:
+            terminalreporter.write_line("")
+            for line in lines:
+                _write(terminalreporter, line)
 
 
 def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, Any]:

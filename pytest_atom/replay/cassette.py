@@ -32,10 +32,10 @@ import yaml
 from pytest_atom import digest as digest_module
 from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.files import write_atomic
-from pytest_atom.gateway.roles import Role, header_role, legacy_role
 from pytest_atom.paths import display_path
 from pytest_atom.replay import fastyaml
 from pytest_atom.replay import vcr_shape as shape
+from pytest_atom.wire.roles import Role, header_role, legacy_role
 from pytest_atom.words import plural
 
 _BaseDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
-from pytest_atom.gateway.server import GatewayRequest, Reply
+from pytest_atom.gateway.server import Reply
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.matchers import Matcher, matcher_for
 from pytest_atom.replay.matching import owned_system
 from pytest_atom.settings.modes import DEFAULT_MATCH
+from pytest_atom.wire.request import CONVERSATION_KINDS, GatewayRequest, Kind
 from pytest_atom.words import plural
 
 

@@ -19,10 +19,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_atom.events.agent import flatten_tool_result
-from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind, parse_sse, request_kind
+from pytest_atom.gateway.messages import parse_sse
 from pytest_atom.results.drift import ABSENT as DRIFT_ABSENT
 from pytest_atom.results.drift import Drift
 from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
+from pytest_atom.wire.request import CONVERSATION_KINDS, Kind, request_kind
 
 __all__ = [
     "CONVERSATION_KINDS",

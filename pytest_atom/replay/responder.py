@@ -29,15 +29,8 @@ from typing import Any
 
 import httpx
 
-from pytest_atom.gateway.messages import (
-    estimate_tokens,
-    message,
-    read_reply,
-    request_kinds,
-    sse_stream,
-)
-from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
-from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
+from pytest_atom.gateway.messages import estimate_tokens, message, read_reply, sse_stream
+from pytest_atom.gateway.server import AbortReply, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, divergence_reply
 from pytest_atom.replay.matchers import Matcher, matcher_for
@@ -62,6 +55,8 @@ from pytest_atom.replay.normalize import (
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.upstream import Forwarding, kept_headers
 from pytest_atom.results.record import UpstreamFault
+from pytest_atom.wire.request import GatewayRequest, request_kinds
+from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 
 
 @dataclass

@@ -19,8 +19,8 @@ from pytest_atom.gateway import Script
 from pytest_atom.gateway.messages import read_reply
 from pytest_atom.paths import display_path
 from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.matching import request_kind
 from pytest_atom.spec.types import Spec
+from pytest_atom.wire.request import request_kind
 
 
 def spec_hash(spec: Spec) -> str:

@@ -19,15 +19,16 @@ import httpx
 
 from pytest_atom.environment import CREDENTIAL_PLACEHOLDERS
 from pytest_atom.gateway.messages import answer_billed, coalesce_sse, parse_sse
-from pytest_atom.gateway.roles import ROLE_HEADER
-from pytest_atom.gateway.server import AbortReply, GatewayRequest, Reply
+from pytest_atom.gateway.server import AbortReply, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.scrub import SECRET_HEADERS, Scrubber
 from pytest_atom.results.record import UpstreamFault
+from pytest_atom.wire.request import GatewayRequest
+from pytest_atom.wire.roles import ROLE_HEADER
 
 #: Request headers worth keeping in a cassette: they say what the CLI asked for, and
-#: whose session it was (the harness's role marker, see gateway.roles).
+#: whose session it was (the harness's role marker, see wire.roles).
 _KEPT_REQUEST_HEADERS = (
     "anthropic-version",
     "anthropic-beta",

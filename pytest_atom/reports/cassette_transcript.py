@@ -20,14 +20,7 @@ from typing import Any, Literal
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import cost_usd
 from pytest_atom.events.agent import flatten_tool_result
-from pytest_atom.gateway.messages import (
-    CONVERSATION_KINDS,
-    Reply,
-    read_reply,
-    request_kind,
-    requests_text,
-)
-from pytest_atom.gateway.roles import STRUCTURED_OUTPUT
+from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.transcript import (
@@ -38,6 +31,8 @@ from pytest_atom.replay.transcript import (
     marks_summary,
     refusal_in_result,
 )
+from pytest_atom.wire.request import CONVERSATION_KINDS, request_kind
+from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 from pytest_atom.words import plural
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -217,44 +212,52 @@ class _CassetteTranscript:
             return [Line(f"{indent}error: {reply.error}")]
         out: list[Line] = []
         for block in reply.blocks:
-            kind = block.get("type")
-            if kind == "text":
-                out += self.clip(str(block.get("text", "")), indent)
-            elif kind == "thinking":
-                first = str(block.get("thinking", "")).strip().split("\n")[0]
-                out.append(Line(f"(thinking) {self.short(first, 120)}", "dim", indent))
-            elif kind == "redacted_thinking":
-                out.append(Line("(redacted thinking)", "dim", indent))
-            elif kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
-                answer = block.get("input")
-                plan = session == "planner"
-                if plan:
-                    self.totals.plans += 1
-                else:
-                    self.totals.verdicts += 1
-                out.append(Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(answer)}"))
-            elif kind == "tool_use":
-                self.totals.tool_calls += 1
-                out += self.tool_use(block, indent)
-            elif kind == "server_tool_use":
-                self.totals.server_calls += 1
-                out += self.tool_use(block, indent, "server_tool_use")
-            elif kind == "compaction":
-                out.append(Line("(compaction summary)", "dim", indent))
-                out += self.clip(str(block.get("content") or ""), indent + "  ")
-            elif isinstance(kind, str) and kind.endswith("_tool_result"):
-                error = " (error)" if _result_error(block.get("content")) else ""
-                out.append(Line(f"{indent}{kind} {block.get('tool_use_id', '')}{error}:"))
-                out += self.clip("\n".join(_result_text(block.get("content"))), indent + "  ")
-            else:
-                out.append(Line(f"{indent}[{kind}]"))
-            if kind == "text" and isinstance(block.get("citations"), list):
+            out += self.block(block, indent, session)
+            if block.get("type") == "text" and isinstance(block.get("citations"), list):
                 out += [
                     Line(f"{indent}  [cites] {_citation(c)}")
                     for c in block["citations"]
                     if isinstance(c, dict)
                 ]
         return out
+
+    def block(self, block: dict[str, Any], indent: str, session: str) -> list[Line]:
+        """One block of an answer, by its type."""
+        kind = block.get("type")
+        if kind == "text":
+            return self.clip(str(block.get("text", "")), indent)
+        if kind == "thinking":
+            first = str(block.get("thinking", "")).strip().split("\n")[0]
+            return [Line(f"(thinking) {self.short(first, 120)}", "dim", indent)]
+        if kind == "redacted_thinking":
+            return [Line("(redacted thinking)", "dim", indent)]
+        if kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
+            return [self.structured(block, indent, plan=session == "planner")]
+        if kind == "tool_use":
+            self.totals.tool_calls += 1
+            return self.tool_use(block, indent)
+        if kind == "server_tool_use":
+            self.totals.server_calls += 1
+            return self.tool_use(block, indent, "server_tool_use")
+        if kind == "compaction":
+            summary = self.clip(str(block.get("content") or ""), indent + "  ")
+            return [Line("(compaction summary)", "dim", indent), *summary]
+        if isinstance(kind, str) and kind.endswith("_tool_result"):
+            error = " (error)" if _result_error(block.get("content")) else ""
+            text = "\n".join(_result_text(block.get("content")))
+            return [
+                Line(f"{indent}{kind} {block.get('tool_use_id', '')}{error}:"),
+                *self.clip(text, indent + "  "),
+            ]
+        return [Line(f"{indent}[{kind}]")]
+
+    def structured(self, block: dict[str, Any], indent: str, *, plan: bool) -> Line:
+        """A StructuredOutput call: the planner's plan, or the reflector's verdict."""
+        if plan:
+            self.totals.plans += 1
+        else:
+            self.totals.verdicts += 1
+        return Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(block.get('input'))}")
 
     def tool_use(self, block: dict[str, Any], indent: str, word: str = "tool_use") -> list[Line]:
         """A tool call, tagged when it is a skill, subagent or MCP call (`call_marks`); a
@@ -512,32 +515,36 @@ def _result_text(content: Any) -> list[str]:
     if not isinstance(content, dict):
         return []
     kind = str(content.get("type", ""))
-    lines: list[str] = []
-    if content.get("url") or content.get("title"):
-        title, url = content.get("title"), content.get("url")
-        lines.append(
-            " ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x)
-        )
-        if content.get("page_age"):
-            lines[-1] += f" ({content['page_age']})"
+    lines = _result_heading(content)
     for key in _RESULT_FIELDS:
         value = content.get(key)
         if value not in (None, ""):
             lines.append(str(value) if key == "text" else f"{key}: {value}")
-    source = content.get("source")
-    if isinstance(source, dict) and isinstance(source.get("data"), str):
-        if source.get("type") == "base64":
-            lines.append(
-                f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)"
-            )
-        else:
-            lines.append(source["data"])
+    lines += _result_source(content.get("source"))
     for key in ("content", "document"):
         if content.get(key) is not None:
             lines += _result_text(content[key])
     if content.get("encrypted_content") or content.get("encrypted_index"):
         lines.append(f"({kind or 'result'}: encrypted)")
     return lines
+
+
+def _result_heading(content: dict[str, Any]) -> list[str]:
+    """A search hit's or fetched page's line: its title, address and age."""
+    title, url = content.get("title"), content.get("url")
+    if not (url or title):
+        return []
+    line = " ".join(str(x) for x in (f"- {title}" if title else "-", url and f"<{url}>") if x)
+    return [f"{line} ({content['page_age']})" if content.get("page_age") else line]
+
+
+def _result_source(source: Any) -> list[str]:
+    """A document's source: its text, or what binary data it holds."""
+    if not (isinstance(source, dict) and isinstance(source.get("data"), str)):
+        return []
+    if source.get("type") == "base64":
+        return [f"({source.get('media_type', 'binary')}, {len(source['data'])} base64 characters)"]
+    return [source["data"]]
 
 
 def _citation(citation: dict[str, Any]) -> str:

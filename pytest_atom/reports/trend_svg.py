@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from pytest_atom.results.history_view import SpecTrend, TrendPoint
+from pytest_atom.reports.history_view import SpecTrend, TrendPoint
 
 __all__ = ["HEIGHT", "WIDTH", "trend_svg"]
 

@@ -29,7 +29,6 @@ from pytest_atom.results.outcome import (
 from pytest_atom.settings.modes import SourceKind
 
 if TYPE_CHECKING:
-    from pytest_atom.gateway import Exchange
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.check_result import CheckResult
     from pytest_atom.results.drift import Drift
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.verdict import Verdict
     from pytest_atom.spec.types import Spec, Step
+    from pytest_atom.wire.request import Exchange
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The reflector's verdict on an attempt (docs/explanation/reflector.md): its score, each criterion
 met or not with evidence, its feedback, and the votes behind it when several sessions judged.
 
-Parsed from the session's JSON answer against `pytest_atom.gateway.verdict_schema`; the judge
+Parsed from the session's JSON answer against `pytest_atom.wire.verdict_schema`; the judge
 (`pytest_atom.judge.reflector`) makes it and every result, report and hook reads it.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Literal
 import jsonschema
 
 from pytest_atom.errors import ReflectorError
-from pytest_atom.gateway.verdict_schema import STEP_VERDICT_SCHEMA
 from pytest_atom.results.outcome import NO_VERDICT
+from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA
 
 __all__ = [
     "NO_VERDICT",

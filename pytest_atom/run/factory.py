@@ -2,7 +2,7 @@
 and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
 
 Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
-harness mark each one's requests with its role (gateway.roles) and swap the executor for an
+harness mark each one's requests with its role (wire.roles) and swap the executor for an
 SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
 knowing.
 """
@@ -18,16 +18,16 @@ from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.agents.sdk import SdkAgent
-from pytest_atom.agents.session import AgentSession
 from pytest_atom.cost.limits import Budget
-from pytest_atom.gateway.roles import Role, role_env
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.replay.mcp_tape import McpTape
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.spec.types import Spec
+from pytest_atom.wire.roles import Role, role_env
 
 
 def claude_code_agent(role: Role, session: AgentSession | None = None) -> ClaudeCodeAgent:
@@ -40,7 +40,7 @@ def claude_code_agent(role: Role, session: AgentSession | None = None) -> Claude
 
 def role_session(role: Role, session: AgentSession | None = None) -> AgentSession:
     """`session` (default: the pinned CLI, as it comes) with `role`'s marker in its
-    environment (gateway.roles), when it has one of its own."""
+    environment (wire.roles), when it has one of its own."""
     session = session or AgentSession(find_claude())
     if session.env is None:
         return session

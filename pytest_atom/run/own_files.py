@@ -46,7 +46,7 @@ ATOM_DIR = ".atom"
 #: What a failed recording keeps beside the cassette it did not replace.
 PARTIAL_SUFFIX = ".partial.yaml"
 #: A spec's labelled samples and its judge's cassette, beside it: ``calibration/<spec name>/``
-#: (`pytest_atom.calibration.record.FOLDER`, which a test holds equal: not imported, so a
+#: (`pytest_atom.judge.calibration.FOLDER`, which a test holds equal: not imported, so a
 #: run loads no calibration module).
 CALIBRATION_DIR = "calibration"
 #: Spec keys naming a file or folder beside the spec file.
@@ -122,7 +122,7 @@ def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict):
             continue
-        # As `spec.load` names it; its cases and arms share that name's calibration folder.
+        # As `spec_loader.load` names it; its cases and arms share that name's calibration folder.
         name = entry.get("name", default_spec_name(spec_file))
         if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
             found.append(("calibration", posixpath.join(CALIBRATION_DIR, name)))

@@ -4,7 +4,7 @@ The planner is a read-only Claude session, like the reflector, behind the run's 
 gateway: its answer is scripted (a script's `planner:` turns), recorded into the cassette
 and replayed. It answers through the CLI's ``--json-schema``; the steps it returns are
 saved as ``plan.json`` in the run folder and checked exactly like hand-written ``steps:``
-(`pytest_atom.spec.load.planned_steps`), then against the spec's `plan_accept:`. A plan that
+(`pytest_atom.spec_loader.load.planned_steps`), then against the spec's `plan_accept:`. A plan that
 fails either is the agent's failure, reported with the plan; a session that gives no
 answer at all is the harness's.
 
@@ -24,14 +24,14 @@ from typing import Any
 from pytest_atom.agents.protocol import Agent
 from pytest_atom.errors import PlannerError, SpecError, StructuredSessionError
 from pytest_atom.files import copy_ignore, copy_tree
-from pytest_atom.gateway.roles import PLAN_TITLE
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recall import SessionInput
 from pytest_atom.results.spec_result import Plan
 from pytest_atom.run.workspace import copy_workspace, fixture_source
-from pytest_atom.spec.build import planned_steps
 from pytest_atom.spec.types import STEP_ID, PlanAccept, Spec, Step
+from pytest_atom.spec_loader.build import planned_steps
+from pytest_atom.wire.roles import PLAN_TITLE
 
 #: The planner's structured answer. Loose on purpose: the CLI checks an answer against it
 #: and would argue with the model over a bad id; `planned_steps` checks it instead, with

@@ -23,7 +23,7 @@ from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.environment import release_tmpdirs
 from pytest_atom.errors import HarnessError, WorkspaceError
 from pytest_atom.files import link_tree
-from pytest_atom.gateway import Exchange, Gateway
+from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
@@ -49,6 +49,7 @@ from pytest_atom.run.tools import discover_tools
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
+from pytest_atom.wire.request import Exchange
 from pytest_atom.words import shorten
 
 

@@ -115,7 +115,7 @@ def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
     """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
     assert spec.workspace is not None
     project = spec.workspace == spec.root or spec.workspace in spec.root.parents
-    calibration = spec.root / CALIBRATION_DIR / spec.base_name  # as calibration.record finds it
+    calibration = spec.root / CALIBRATION_DIR / spec.base_name  # as judge.calibration finds it
     own = (spec.path, spec.script, spec.oracle, spec.cassette, calibration)
     return WorkspaceSource(
         spec.workspace,

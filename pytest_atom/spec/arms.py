@@ -1,6 +1,6 @@
 """Arms: variants of one spec (`arms:`), run side by side and compared with a reference.
 
-`pytest_atom.spec.load` turns each arm into a Spec of its own (``name[arm]``, its overlay merged
+`pytest_atom.spec_loader.load` turns each arm into a Spec of its own (``name[arm]``, its overlay merged
 over the spec's keys); this module is what front ends do with them: which arms run
 (``--atom-arms``), and the properties that tell a result's arm, which the arm summary
 (`pytest_atom.baseline.measure`) groups by.

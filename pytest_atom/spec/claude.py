@@ -39,14 +39,34 @@ def claude_options(
     }
     if m.get("bare"):
         kw.setdefault("allowed_tools", BARE_TOOLS)
-        for key in _CONFIG_KEYS:
-            if key in m:
-                raise doc.error(
-                    f"{label(loc + (key,))!r} configures what `bare: true` does not load "
-                    "(Claude Code's --bare skips hooks and CLAUDE.md and offers only "
-                    f"{', '.join(BARE_TOOLS)}): remove {key} or drop `bare: true`",
-                    loc + (key,),
-                )
+        _check_bare(doc, loc, m)
+    kw.update(_config_files(doc, loc, m))
+    _check_hooks(doc, loc, m)
+    _check_owned_settings(doc, loc, m)
+    for key in ("settings", "hooks", "mcp_servers"):
+        if m.get(key):
+            kw[key] = copy.deepcopy(m[key])
+    if workspace is not None:
+        _check_not_in_workspace(doc, loc, kw, workspace)
+    return ClaudeOptions(**kw)
+
+
+def _check_bare(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """`bare: true` loads none of the configuration a spec could install."""
+    for key in _CONFIG_KEYS:
+        if key in m:
+            raise doc.error(
+                f"{label(loc + (key,))!r} configures what `bare: true` does not load "
+                "(Claude Code's --bare skips hooks and CLAUDE.md and offers only "
+                f"{', '.join(BARE_TOOLS)}): remove {key} or drop `bare: true`",
+                loc + (key,),
+            )
+
+
+def _config_files(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
+    """The CLAUDE.md (inline or a file, read) and the skills, agents and plugins found on
+    disk, each name once: what the run installs."""
+    kw: dict[str, Any] = {}
     if "claude_md" in m:
         text = m["claude_md"]
         if "\n" not in text.strip() and text.strip().endswith(".md"):
@@ -67,7 +87,11 @@ def claude_options(
                 )
             names[path.name] = i
         kw[key] = tuple(paths)
-    _check_hooks(doc, loc, m)
+    return kw
+
+
+def _check_owned_settings(doc: Document, loc: Loc, m: dict[str, Any]) -> None:
+    """The settings every run sets itself are not a spec's to set."""
     owned = {"sandbox", "claudeMdExcludes"} & set(m.get("settings") or {})
     if owned:
         key = sorted(owned)[0]
@@ -77,12 +101,6 @@ def claude_options(
             "key instead, or `sandbox: false`",
             loc + ("settings", key),
         )
-    for key in ("settings", "hooks", "mcp_servers"):
-        if m.get(key):
-            kw[key] = copy.deepcopy(m[key])
-    if workspace is not None:
-        _check_not_in_workspace(doc, loc, kw, workspace)
-    return ClaudeOptions(**kw)
 
 
 def hook_entries(hooks: Mapping[str, Any]) -> Iterator[tuple[Loc, dict[str, Any]]]:

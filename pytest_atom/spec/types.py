@@ -1,6 +1,6 @@
 """What a spec is: the values a loaded ``*.atom.yaml`` becomes, and its error.
 
-The loader (`pytest_atom.spec.load`) builds these; everything else reads them.
+The loader (`pytest_atom.spec_loader.load`) builds these; everything else reads them.
 ``spec_schema.json`` is the single source of truth for keys, types and defaults; its check
 kinds' part is written from the kinds (`pytest_atom.checks.kinds`), which also build, label
 and run each `Check`.

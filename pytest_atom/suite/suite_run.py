@@ -60,8 +60,8 @@ from pytest_atom.suite.ending import Ending, decide
 from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
+    from pytest_atom.reports.history_view import HistoryView
     from pytest_atom.results.harness_events import AnyEvent
-    from pytest_atom.results.history_view import HistoryView
     from pytest_atom.results.spec_result import SpecResult
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec

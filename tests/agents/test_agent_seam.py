@@ -9,8 +9,8 @@ from rich.console import Console
 
 from atom_cli.progress import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.sdk import SdkAgent
-from pytest_atom.agents.session import AgentSession
 from pytest_atom.results.harness_events import (
     AttemptStarted,
     Decided,
@@ -20,8 +20,8 @@ from pytest_atom.results.harness_events import (
     StepStarted,
 )
 from pytest_atom.results.verdict import Verdict
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import ClaudeOptions
+from pytest_atom.spec_loader.load import load_spec
 
 SESSION = "0b5d7f3e-4c8a-4d6e-9f10-2a3b4c5d6e7f"
 

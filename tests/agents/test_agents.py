@@ -17,9 +17,9 @@ import yaml
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.protocol import Agent
-from pytest_atom.gateway.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
+from pytest_atom.wire.roles import ROLE_HEADER, STRUCTURED_OUTPUT
 from tests.helpers import bash, once_per_session
 
 SPEC = """\
@@ -160,7 +160,7 @@ def test_a_verdict_below_the_threshold_fails_the_run_saying_why(judged: dict[str
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:
     from pytest_atom.agents.claude_code.cli import claude_version
-    from pytest_atom.agents.session import AgentSession
+    from pytest_atom.agents.claude_code.session import AgentSession
     from pytest_atom.run.factory import claude_code_agent
 
     agent: Agent = claude_code_agent("planner", AgentSession(claude_bin, env={"PATH": "/usr/bin"}))

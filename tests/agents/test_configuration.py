@@ -36,8 +36,8 @@ from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import once_per_session
 
 SKILL_MD = "---\nname: release-notes\ndescription: Writes release notes.\n---\nWrite NOTES.md.\n"

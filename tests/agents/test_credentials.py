@@ -35,7 +35,7 @@ from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.html import spec_view
 from pytest_atom.reports.json_trace import write_report
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream, Turn
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.agents.session import AgentSession
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget, Limits
 from pytest_atom.events.agent import parse_line
 from pytest_atom.results.record import IterationRecord

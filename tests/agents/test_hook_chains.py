@@ -24,7 +24,7 @@ import pytest
 
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import once_per_session, record_through_upstream
 
 PROMPT = "Keep the curl guard in working order."

@@ -18,8 +18,8 @@ from atom_cli.main import main
 from pytest_atom.agents.claude_code.sandbox import HOOK_LOCK, SETTINGS_FILE, Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.errors import SandboxUnavailableError, SpecError, WorkspaceError
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
+from pytest_atom.spec_loader.load import load_spec
 
 HOOKS_SPEC = """\
 name: lint

@@ -15,7 +15,7 @@ from pytest_atom.replay.staleness import workspace_config, workspace_config_chan
 from pytest_atom.results.drift import Drift
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 SKILL_MD = "---\nname: notes\ndescription: Writes notes.\n---\nWrite NOTES.md.\n"

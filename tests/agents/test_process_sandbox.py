@@ -30,8 +30,8 @@ from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import SandboxUnavailableError, SpecError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check, SandboxOptions
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, built_check
 from tests.sandbox_helpers import run, write_spec
 

@@ -29,8 +29,8 @@ from pytest_atom.doctor.probes import Finding, check_sandbox
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import SandboxOptions
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import Scenario, summary_row
 from tests.sandbox_helpers import CANARY, Allowed, Confined, allowed, attack, write_spec

@@ -12,7 +12,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from pytest_atom.agents.sdk_host import HarnessOptions
 from pytest_atom.errors import SpecError
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "sdk_agent"
 

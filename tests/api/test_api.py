@@ -63,7 +63,11 @@ def test_the_names_a_package_loads_on_first_use_are_the_names_type_checkers_see(
     lazy = {**module._EXPORTS, **legacy}
     top = module_name == "pytest_atom"  # where a name is its module (`hooks`), the module
     expected = {
-        name: f"{module_name}.{where}" if top and where == name else f"{module_name}.{where}.{name}"
+        name: f"{module_name}.{where}"
+        if top and where == name
+        else f"{where}.{name}"
+        if where.startswith("pytest_atom.")
+        else f"{module_name}.{where}.{name}"
         for name, where in lazy.items()
         if name not in eager
     }

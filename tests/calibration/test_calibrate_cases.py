@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.calibration.record import (
+from pytest_atom.history.store import open_store
+from pytest_atom.judge.calibration import (
     CriterionCalibration,
     calibration_file,
     calibration_state,
@@ -20,10 +21,9 @@ from pytest_atom.calibration.record import (
     save_calibration,
     stale_because,
 )
-from pytest_atom.history.store import open_store
 from pytest_atom.run.retention import parse_run_name
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.calibration_helpers import atom
 from tests.helpers import once_per_session, write
 

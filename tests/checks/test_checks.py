@@ -13,8 +13,8 @@ import pytest
 from pytest_atom.checks.builtin import default_registry, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.results.check_result import CheckResult
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import wait_gone, write
 
 

@@ -16,8 +16,8 @@ import pytest_atom.checks.kinds as kinds_package
 from pytest_atom.checks.builtin import default_registry, needs_sandbox
 from pytest_atom.checks.kinds import BUILTIN_KINDS, KINDS
 from pytest_atom.checks.schema import SCHEMA_FILE, schema_text, spec_schema
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 KIND_MODULES = sorted(m.name for m in pkgutil.iter_modules(kinds_package.__path__))

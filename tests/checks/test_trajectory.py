@@ -35,8 +35,8 @@ from pytest_atom.replay.transcript import permission_denials, stream_turns
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
+from pytest_atom.spec_loader.load import load_spec
 from tests.api_helpers import run_and_validate_once
 from tests.helpers import capture
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from atom_cli.progress import LINE, Progress
 from pytest_atom.events import agent as events
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 
 #: A token as the spec's `pass_env:` hands it to the agent.
 SECRET = "tok-" + "9f3a7c1e5b" * 4

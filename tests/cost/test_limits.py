@@ -13,7 +13,7 @@ from pytest_atom.cost.limits import Budget, Limits, parse_limits
 from pytest_atom.errors import ConfigError, SpecError
 from pytest_atom.events.agent import Event, parse_event
 from pytest_atom.settings.config import load_config
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 
 
 def assistant(msg_id: str, *blocks: dict[str, Any], tokens: int = 10) -> list[Event]:

@@ -16,7 +16,7 @@ from pytest_atom.cost.limits import Budget, Limits
 from pytest_atom.cost.prices import price_of
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.errors import SettingsError
-from pytest_atom.gateway import Gateway, GatewayRequest, Reply
+from pytest_atom.gateway import Gateway, Reply
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.gateway.server import Meter
 from pytest_atom.replay.cassette import Cassette
@@ -24,7 +24,8 @@ from pytest_atom.replay.estimate import estimate
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.settings.resolved import parse_setting
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
+from pytest_atom.wire.request import GatewayRequest
 from tests.helpers import record_through_upstream
 from tests.upstream import MODEL, RealisticUpstream
 

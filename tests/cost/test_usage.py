@@ -23,7 +23,7 @@ from pytest_atom.reports.summary import summary_table
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import capture, once_per_session, record_through_upstream
 from tests.upstream import RealisticUpstream
 

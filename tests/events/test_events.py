@@ -47,8 +47,8 @@ from pytest_atom.replay.transcript import permission_denials, stream_turns
 from pytest_atom.reports.text import api_line
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import ClaudeOptions, Spec
+from pytest_atom.spec_loader.load import load_spec
 
 DATA = Path(__file__).parents[1] / "data" / "stream_json"
 VERSIONS = ("2.1.331", "2.1.197")

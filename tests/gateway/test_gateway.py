@@ -13,7 +13,7 @@ from anthropic.types import MessageParam, ToolParam
 
 from pytest_atom.errors import ScriptError
 from pytest_atom.gateway import Gateway, Script
-from pytest_atom.gateway.roles import ROLE_HEADER
+from pytest_atom.wire.roles import ROLE_HEADER
 
 TOOLS: list[ToolParam] = [
     {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}

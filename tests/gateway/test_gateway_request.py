@@ -6,7 +6,8 @@ import json
 
 from pytest_atom.cost.billing import billed
 from pytest_atom.cost.prices import RoleBills, cost_usd
-from pytest_atom.gateway.server import GatewayRequest, Meter
+from pytest_atom.gateway.server import Meter
+from pytest_atom.wire.request import GatewayRequest
 
 MODEL = "claude-sonnet-4-5"
 

@@ -186,7 +186,7 @@ def test_a_recording_keeps_the_choices_it_played(tmp_path: Path, claude_bin: Pat
     from pytest_atom.replay.recording import cassette_path, open_model_source
     from pytest_atom.replay.staleness import script_misfit
     from pytest_atom.settings.options import RunSettings
-    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec_loader.load import load_spec
     from tests.helpers import REPO
     from tests.recording_helpers import send
 

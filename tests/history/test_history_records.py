@@ -16,8 +16,8 @@ from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import IterationRecord, RunOutcome, ToolCall
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Check
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 from tests.history_helpers import item
 from tests.judge_helpers import VOTES_SPEC, ballot

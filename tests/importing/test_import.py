@@ -31,7 +31,7 @@ from pytest_atom.errors import SessionError
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.importing import read_session, write_spec
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import once_per_session
 
 REPO = Path(__file__).resolve().parents[2]

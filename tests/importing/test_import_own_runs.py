@@ -21,7 +21,7 @@ from pytest_atom.gateway.scripted import Script
 from pytest_atom.importing import read_session, write_spec
 from pytest_atom.importing.own_runs import own_run
 from pytest_atom.prompts import TASK_HEADING, first_message, split_first_message
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import REPO, ShippedRun
 
 TRANSCRIPTS = REPO / "tests" / "data" / "transcripts"

@@ -2,7 +2,7 @@
 
 One project, run once per session by both front ends (`pytest --atom` with JUnit, traces and
 HTML, then `atom run`), both with ``--require-calibration 0.5``. Its calibration.json files
-are written by calibration.record's own writer (tests/gate_helpers.py), for the Claude Code
+are written by judge.calibration's own writer (tests/gate_helpers.py), for the Claude Code
 release the run uses. Each spec's reflector finds its one criterion as the test needs:
 
 - advisory: unmet (score 0.6, which would ask for a refine), no calibration at all;
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.agents.claude_code.cli import claude_version
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.gate_helpers import calibration, store
 from tests.helpers import VALIDATOR, Scenario, pytester_once, verdict, write
 from tests.judge_helpers import WRITE

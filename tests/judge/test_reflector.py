@@ -32,8 +32,8 @@ from pytest_atom.run.spec_run import RunScope, _new_run
 from pytest_atom.settings.config import load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.settings.resolved import resolve
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import HOOKS_CONFTEST, verdict, write
 from tests.judge_helpers import WRITE, kept
 

@@ -23,8 +23,8 @@ from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
 from pytest_atom.results.verdict import UNFLOORED, CriterionVerdict, Trust, Verdict
 from pytest_atom.run.execution import AttemptLoop, refine_message
 from pytest_atom.run.steps import StepsRun
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import CalibrationFloor, Spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.gate_helpers import calibration, store
 from tests.helpers import summary_row, write
 

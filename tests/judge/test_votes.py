@@ -24,7 +24,7 @@ from pytest_atom.results.outcome import RunFacts, decide, judge
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import CriterionVerdict, Verdict
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import kinds, write
 from tests.judge_helpers import VOTES_SPEC, ballot, kept
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import REPO, ShippedRun, drop_step_fixtures
 
 IDS = [

@@ -30,7 +30,7 @@ from pytest_atom.replay.recording import ModelSource
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings.modes import MatchMode
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.cli_starts import wrapped
 from tests.helpers import OLD_CLI, REPO, ShippedRun, once_per_session
 from tests.versions_helpers import (

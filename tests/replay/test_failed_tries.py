@@ -16,7 +16,7 @@ from pytest_atom.reports.summary import failed_tries_lines, summary_table
 from pytest_atom.reports.trace import TRACE_SCHEMA, build_trace
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.rows import SummaryRow
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import record_through_upstream
 
 KEY = "TRIES-TASK"

@@ -36,8 +36,8 @@ from pytest_atom.replay.normalize import (
 )
 from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.raw_paths import MachinePaths
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 ENV_LISTING = Path(__file__).parents[1] / "data" / "sandbox_env" / "env-2.1.332.txt"

@@ -10,7 +10,6 @@ import httpx
 import pytest
 
 from pytest_atom.gateway.messages import message, sse_stream
-from pytest_atom.gateway.roles import ROLE_HEADER
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.matchers import match_key
@@ -24,6 +23,7 @@ from pytest_atom.replay.matching import (
 )
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.recording import ModelSource
+from pytest_atom.wire.roles import ROLE_HEADER
 from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.helpers import scripted_spec
 

@@ -27,7 +27,7 @@ from pytest_atom.reports.text import failure_report, tool_problem
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.cassette_helpers import replayer
 from tests.helpers import once_per_session, talk
 from tests.versions_helpers import MACHINES, TICKETS_SERVER, MachineReplay, replay_on_machine

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.placeholders import HOME, RUN_DIR, PathMasks, volatile_paths
-from pytest_atom.spec.load import parse_specs
+from pytest_atom.spec_loader.load import parse_specs
 
 
 def test_a_path_becomes_its_placeholder_only_where_its_name_ends() -> None:

@@ -38,7 +38,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.settings.modes import JUDGE_MODES
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.settings.resolved import Layer, resolve
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import REPO, ShippedRun, write
 from tests.judge_helpers import kept
 

@@ -30,7 +30,7 @@ from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.recording import open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, write
 from tests.recording_helpers import (
     CASSETTE,

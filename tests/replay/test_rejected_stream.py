@@ -27,8 +27,8 @@ from pytest_atom.gateway.messages import parse_sse
 from pytest_atom.replay.cassette import FAULT_HEADER
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.real_streams import RecordedStream, RecordedUpstream
 from tests.stream_helpers import CLI_VERSION, claude_requests, recording
 

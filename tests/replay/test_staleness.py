@@ -30,8 +30,8 @@ from pytest_atom.replay.staleness import (
 )
 from pytest_atom.settings.modes import RecordMode
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import scripted_spec
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "specs"

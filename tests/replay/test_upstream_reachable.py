@@ -17,7 +17,7 @@ from pytest_atom.replay.reachable import UpstreamCheck, unreachable
 from pytest_atom.run.execution import API_RETRIES
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 from tests.fault_helpers import GREET, PROMPT, TURNS
 from tests.faults import FaultyUpstream, refused_url
 

@@ -21,7 +21,7 @@ from pytest_atom.reports.trace import build_trace
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.suite.shards import page_rows
 from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import VALIDATOR, summary_row

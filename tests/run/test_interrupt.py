@@ -73,7 +73,7 @@ def test_ctrl_c_in_atom_run_exits_130_and_says_how_to_go_on(
 def test_a_multi_step_spec_is_resumed_and_a_plain_one_run_again(tmp_path: Path) -> None:
     """Only a multi-step spec goes on from its run folder (--atom-resume); others restart."""
     from pytest_atom.run.interrupted import InterruptedRun
-    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec_loader.load import load_spec
     from tests.helpers import REPO
 
     steps = load_spec(REPO / "fixtures" / "specs" / "two_steps.atom.yaml")
@@ -93,7 +93,7 @@ def test_any_next_run_of_the_spec_warns_of_a_stale_partial(tmp_path: Path) -> No
     import time
 
     from pytest_atom.run.spec_run import run_spec
-    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec_loader.load import load_spec
     from tests.helpers import scripted_spec
 
     spec = scripted_spec(tmp_path)

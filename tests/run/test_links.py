@@ -28,7 +28,7 @@ from pytest_atom.pytest.items import snapshot_value
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 CANARY = "CANARY-4f1c9e-never-shown"

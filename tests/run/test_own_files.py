@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_atom.calibration import record
-from pytest_atom.calibration.record import calibration_dir
 from pytest_atom.errors import SpecError
+from pytest_atom.judge import calibration as record
+from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.reports.text import failure_report, left_out_files_line
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.run import own_files as own_files_module
 from pytest_atom.run.own_files import own_files
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
-from pytest_atom.spec.load import load_spec, load_specs
+from pytest_atom.spec_loader.load import load_spec, load_specs
 from tests.helpers import bash
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -15,12 +15,10 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from pytest_atom.errors import HarnessError, ScriptError, SpecError
-from pytest_atom.gateway.roles import legacy_role
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.paths import cli_slug
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.matching import request_kind
 from pytest_atom.replay.placeholders import volatile_paths
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.staleness import staleness
@@ -40,8 +38,10 @@ from pytest_atom.run.planner import (
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import PlanAccept
+from pytest_atom.spec_loader.load import load_spec
+from pytest_atom.wire.request import request_kind
+from pytest_atom.wire.roles import legacy_role
 from tests.helpers import REPO, ShippedRun, write
 
 REQUEST = "request: Build a greeter and its test.\n"

@@ -20,8 +20,8 @@ from pytest_atom.replay.scrub import (
     secret_values,
     spec_secrets,
 )
-from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import REPO
 
 LITERAL = "spec-literal-4f9a2c71e0b3"  # a secret the spec's env: sets as it is

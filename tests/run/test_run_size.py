@@ -20,7 +20,7 @@ from pytest_atom.run.retention import folder_size, prune_runs, run_name, runs_ov
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import snapshot_repo
 from pytest_atom.settings.resolved import Layer, resolve
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash
 
 MB = 1_000_000

@@ -25,8 +25,8 @@ from pytest_atom.reports.trace import build_trace
 from pytest_atom.results import harness_events as hev
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.replay_divergence import ReplayDivergence
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import ClaudeOptions
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 from tests.sandbox_helpers import Confined
 

@@ -23,7 +23,7 @@ from pytest_atom.reports.clipping import REPORT_TEXT_LIMIT, clip_long_texts
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.words import Scrubbed
 from tests.edge_secret_helpers import BEFORE_CUT, NAME, SECRET, at_edges, pieces_in
 

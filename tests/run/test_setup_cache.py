@@ -361,7 +361,7 @@ def test_atom_cache_lists_and_prunes_entries(
 
 def test_setup_as_a_mapping_names_its_inputs_and_may_turn_the_cache_off(tmp_path: Path) -> None:
     from pytest_atom.errors import SpecError
-    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec_loader.load import load_spec
 
     listed = tmp_path / "listed.atom.yaml"
     listed.write_text("name: listed\nprompt: p\nsetup: [make]\n")
@@ -396,7 +396,7 @@ def test_a_run_whose_build_source_broke_fails_instead_of_restoring_the_old_build
     """Through the real CLI and a scripted model: nothing changed, the set-up comes back
     from the cache; the source its build copies broke, set-up runs and the check fails."""
     from pytest_atom.run.spec_run import run_spec
-    from pytest_atom.spec.load import load_spec
+    from pytest_atom.spec_loader.load import load_spec
 
     monkeypatch.setenv(setup_cache.ROOT_VARIABLE, str(tmp_path / "cache"))
     specs = tmp_path / "project" / "specs"

@@ -24,8 +24,8 @@ from pytest_atom.reports.html import spec_view
 from pytest_atom.reports.json_trace import write_report
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.rows import SummaryRow
-from pytest_atom.spec.build import PROMPT_LIMIT
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.build import PROMPT_LIMIT
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.suite.shards import write_shard
 from pytest_atom.words import Scrubbed, clip
 from tests.helpers import REPO

@@ -32,7 +32,7 @@ from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.steps import StepsRun, resumed_run_dir, step_spec, step_task
 from pytest_atom.settings.options import FILE_SETTINGS
 from pytest_atom.settings.resolved import Layer, resolve
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import REPO, ShippedRun, bash, write
 from tests.recording_helpers import KEEP_RESULTS, RESULTS
 

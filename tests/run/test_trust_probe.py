@@ -34,7 +34,7 @@ import yaml
 from atom_cli.validate_cmd import run_oracle
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, once_per_session
 from tests.sandbox_helpers import Listener
 

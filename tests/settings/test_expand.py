@@ -13,7 +13,7 @@ from pytest_atom.errors import ConfigError, EnvError, SpecError
 from pytest_atom.settings.config import load_config
 from pytest_atom.settings.expand import MalformedReference, UnsetVariable, expand, malformed
 from pytest_atom.spec.env import expand_env
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 # (text, environment, value): POSIX's braced references, and `$$` for one `$`.

@@ -11,7 +11,7 @@ from pytest_atom.errors import SettingsError, SpecError
 from pytest_atom.replay.recording import cassette_path
 from pytest_atom.settings.resolved import Layer, resolve
 from pytest_atom.spec.arms import select_arms, unknown_arms
-from pytest_atom.spec.load import load_specs, merge_overlay
+from pytest_atom.spec_loader.load import load_specs, merge_overlay
 from tests.helpers import VALIDATOR, Scenario, summary_row, write
 from tests.project_run_helpers import armed_project
 

@@ -15,8 +15,8 @@ from pytest_atom import plugin
 from pytest_atom.errors import ConfigError, SpecError
 from pytest_atom.settings.config import load_config
 from pytest_atom.settings.options import BY_NAME
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import CalibrationFloor
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
 
 HEAD = "name: t\nprompt: do it\ncriteria:\n  - plain words\n"

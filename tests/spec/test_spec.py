@@ -10,7 +10,6 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.checks.kinds import BUILTIN_KINDS
 from pytest_atom.errors import SpecError
-from pytest_atom.spec.load import load_spec, load_specs
 from pytest_atom.spec.types import (
     SPEC_SCHEMA,
     Check,
@@ -19,6 +18,7 @@ from pytest_atom.spec.types import (
     SandboxOptions,
     Spec,
 )
+from pytest_atom.spec_loader.load import load_spec, load_specs
 from tests.helpers import write
 
 BUILTIN_CHECK_KINDS = tuple(kind.name for kind in BUILTIN_KINDS)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from atom_cli.validate_cmd import validate
 from pytest_atom.errors import SpecError
-from pytest_atom.spec.load import load_specs
+from pytest_atom.spec_loader.load import load_specs
 
 SEVERAL = """\
 prompt: do it

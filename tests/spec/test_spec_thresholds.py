@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import SpecError
-from pytest_atom.spec.load import load_spec, load_specs
+from pytest_atom.spec_loader.load import load_spec, load_specs
 
 BASE = "name: t\nprompt: Do it.\naccept: [{file_exists: out.txt}]\n"
 

@@ -17,7 +17,7 @@ import yaml
 from pytest_atom.diffs import changes
 from pytest_atom.errors import SpecError, WorkspaceError
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, write
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -15,8 +15,8 @@ from pytest_atom.cost.spend import SPEND_WORDS
 from pytest_atom.errors import SpendingLimitReached
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import host_harness
-from pytest_atom.spec.load import load_spec
 from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.suite.ending import Ending, decide, worst
 from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import summary_row
@@ -177,7 +177,7 @@ def test_an_arm_no_spec_has_is_named_with_its_option(project: Path) -> None:
         "name: x\nprompt: Do it.\naccept: [{file_exists: out.txt}]\n"
         "arms:\n  plain: {}\n  skilled: {}\n"
     )
-    from pytest_atom.spec.load import load_specs
+    from pytest_atom.spec_loader.load import load_specs
 
     specs = load_specs(folder / "x.atom.yaml")
     suite = suite_of(arms="skilled,typo")

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.harness import host_harness
-from pytest_atom.spec.load import load_spec
+from pytest_atom.spec_loader.load import load_spec
 from pytest_atom.suite.ending import EXIT_FAILED, EXIT_OK, Ending, decide
 from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import summary_row

@@ -104,27 +104,8 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     one of `protected` (the project, the run folder), falls back to the entry alone, or is
     left out when even that would.
     """
-    home = Path(os.path.normpath(home))
-    closed = [home, *(Path(os.path.normpath(p)) for p in protected)]
-    found: dict[Path, None] = {}
-
-    def add(entry: str, rooted: bool) -> Path | None:
-        path = Path(os.path.normpath(entry))
-        if not path.is_absolute() or any(_within(path, s) for s in _SYSTEM_PATHS):
-            return None
-        if any(_within(path, p) for p in protected):
-            return None  # the run's own folders (its tool shims) are readable anyway
-        candidates = [path]
-        if rooted and path.name in _PROGRAM_FOLDERS:
-            candidates.insert(0, path.parent)
-        if rooted and _within(path, home) and path != home:
-            candidates.insert(0, home / path.relative_to(home).parts[0])
-        for candidate in candidates:
-            if not any(_within(c, candidate) for c in closed):
-                found.setdefault(candidate, None)
-                return candidate
-        return None
-
+    readable = _Readable(Path(os.path.normpath(home)), protected)
+    add = readable.add
     roots = [add(e, True) for e in env.get("PATH", "").split(os.pathsep) if e]
     roots += [add(str(base), True) for root in roots if (base := _venv_base(root))]
     roots += [add(env[name], False) for name in TOOLCHAIN_ROOTS if env.get(name)]
@@ -133,7 +114,7 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
             add(entry, False)
     for root in roots:
         for folder in _installed_elsewhere(root) if root is not None else ():
-            if any(_within(c, folder) for c in closed):
+            if any(_within(c, folder) for c in readable.closed):
                 # A flat-layout editable install of the project that holds the run folder
                 # (pytest-atom's own checkout, `pip install -e .`): its packages, not the
                 # project, as a src layout's `src/` would be.
@@ -141,7 +122,37 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
                     add(str(package), False)
             else:
                 add(str(folder), False)
-    return list(found)
+    return list(readable.found)
+
+
+class _Readable:
+    """The folders `toolchains` makes readable, in order, none of which may hold the home
+    or a `protected` folder."""
+
+    def __init__(self, home: Path, protected: Sequence[Path]) -> None:
+        self.home = home
+        self.protected = protected
+        self.closed = [home, *(Path(os.path.normpath(p)) for p in protected)]
+        self.found: dict[Path, None] = {}
+
+    def add(self, entry: str, rooted: bool) -> Path | None:
+        """`entry`, or its toolchain's root when `rooted`: the first candidate that holds
+        nothing closed, or None."""
+        path = Path(os.path.normpath(entry))
+        if not path.is_absolute() or any(_within(path, s) for s in _SYSTEM_PATHS):
+            return None
+        if any(_within(path, p) for p in self.protected):
+            return None  # the run's own folders (its tool shims) are readable anyway
+        candidates = [path]
+        if rooted and path.name in _PROGRAM_FOLDERS:
+            candidates.insert(0, path.parent)
+        if rooted and _within(path, self.home) and path != self.home:
+            candidates.insert(0, self.home / path.relative_to(self.home).parts[0])
+        for candidate in candidates:
+            if not any(_within(c, candidate) for c in self.closed):
+                self.found.setdefault(candidate, None)
+                return candidate
+        return None
 
 
 def _venv_base(root: Path | None) -> Path | None:

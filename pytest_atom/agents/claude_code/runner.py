@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.session import AgentSession
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget
 from pytest_atom.environment import build_env, placeholder_credentials
 from pytest_atom.events.agent import Event

@@ -23,12 +23,12 @@ from functools import cache
 from typing import Any
 
 from pytest_atom.extensions import load
-from pytest_atom.gateway.messages import Kind
 from pytest_atom.replay.matchers.base import Matcher
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
 from pytest_atom.replay.matchers.strict import StrictMatcher
 from pytest_atom.replay.matchers.structural import StructuralMatcher
 from pytest_atom.settings.modes import MatchMode
+from pytest_atom.wire.request import Kind
 
 __all__ = [
     "MATCHERS",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.matching import compared_turns, owned_system
 from pytest_atom.settings.modes import MatchMode
+from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 __all__ = ["Matcher", "conversation_key"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pytest_atom.gateway.messages import Kind
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.matchers.base import conversation_key
 from pytest_atom.replay.matching import compared_turns
 from pytest_atom.settings.modes import MatchMode
+from pytest_atom.wire.request import Kind
 
 
 class ConversationMatcher:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from pytest_atom.gateway.messages import CONVERSATION_KINDS, Kind
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.matchers.base import conversation_key
 from pytest_atom.replay.matching import compared_turns
 from pytest_atom.settings.modes import MatchMode
+from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 
 class StrictMatcher:

@@ -1,7 +1,7 @@
 """The reflector's verdict: the JSON shape its session must answer with (docs/explanation/reflector.md).
 
-It lives in the model layer because two layers read it: the judge offers it to the
-reflector's session (``--json-schema``) and parses the answer, and a script's
+Three concepts read it: the judge offers it to the reflector's session (``--json-schema``),
+a verdict is parsed against it (`pytest_atom.results.verdict`), and a script's
 ``reflector:`` turns (gateway.scripted) are checked against it when the script loads, so a
 ``decision: fail`` is named at its line instead of surfacing as the CLI asking for another
 turn.

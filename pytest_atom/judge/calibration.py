@@ -3,8 +3,9 @@ judge was.
 
 `atom calibrate` writes ``calibration.json`` beside a spec's labelled samples
 (``specs/calibration/<spec>/calibration.json``, next to the spec file). This module is its
-format and the questions other concepts ask of it, kept low (just below the judge) so a run
-and its reports may read it without loading the commands that make it:
+format and the questions other concepts ask of it, kept with the judge (`trust` reads it for
+a run's gate) so a run and its reports may read it without loading the commands that make it
+(`pytest_atom.calibration`):
 
 * `load_calibration` -- each criterion's `CriterionCalibration`, keyed by criterion text;
 * `judge_identity` -- who would judge the criterion today (model, reflector prompt, the

@@ -1,8 +1,8 @@
-"""What the HTML report shows of the history store: typed values the suite fills from the
-store (`pytest_atom.history.view`) and the report renders (`pytest_atom.reports.html`).
+"""What the HTML report shows of the history store: the values the page's history section
+renders (`pytest_atom.reports.html`), which the store fills (`pytest_atom.history.view`).
 
-They sit here, below both, because the report format must not read the store (it is a
-layer below `history`), and the store must not know how a page looks.
+The report declares what it shows and never reads the store; the store answers in these
+values and never knows how a page looks.
 """
 
 from __future__ import annotations

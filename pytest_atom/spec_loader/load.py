@@ -27,7 +27,6 @@ from typing import Any
 from pytest_atom.datasets.expand import case_view, expand_cases, templated_part
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
-from pytest_atom.spec.build import build_spec, check_schemas
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
     Check,
@@ -38,6 +37,7 @@ from pytest_atom.spec.types import (
 )
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
+from pytest_atom.spec_loader.build import build_spec, check_schemas
 
 __all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's own
     "Check",

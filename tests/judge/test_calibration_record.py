@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.calibration.record import (
+from pytest_atom.errors import CalibrationError
+from pytest_atom.judge.calibration import (
     CriterionCalibration,
     Disagreement,
     JudgeIdentity,
@@ -21,7 +22,6 @@ from pytest_atom.calibration.record import (
     save_calibration,
     stale_because,
 )
-from pytest_atom.errors import CalibrationError
 from pytest_atom.spec.types import ReflectorOptions, Spec
 
 IDENTITY = JudgeIdentity("sonnet", "sha256:0123456789abcdef", "The greeting is polite", "2.1.332")

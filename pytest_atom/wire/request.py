@@ -1,0 +1,97 @@
+"""What passes between Claude Code and the model, as the gateway sees it: a request
+(`GatewayRequest`), its kind (`request_kind`, the one classification of a request, live or
+recorded) and an `Exchange` (a request and how it was answered).
+
+Values only: the gateway (`pytest_atom.gateway`) makes them, replay matches them, and a
+run's result keeps its exchanges, so they sit in the data below all three.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pytest_atom.wire.roles import Role, header_role
+
+#: What a request is for. Turns (the executor's), reflector and planner turns carry a
+#: conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+
+
+CONVERSATION_KINDS = ("turn", "reflector", "planner")
+
+
+def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
+    """The one classification of a request, live or recorded.
+
+    A request that offers tools is a session's turn: the executor's (``turn``), or the
+    reflector's or planner's, as its `role` says (no marker: the executor's). Side
+    requests (session titles, small helper calls) carry no tools; telling them apart is
+    what keeps them from consuming scripted turns.
+    """
+    if method == "HEAD":
+        return "head"
+    if endpoint.endswith("/count_tokens"):
+        return "count_tokens"
+    tools = body.get("tools") if isinstance(body, dict) else None
+    if tools and endpoint.endswith("/messages"):
+        if role is None or role == "executor":
+            return "turn"
+        return role
+    return "side"
+
+
+def request_kinds(requests: Iterable[tuple[str, str, Any, Role | None]]) -> list[Kind]:
+    """`request_kind` of each (method, endpoint, body, role): a cassette's recorded
+    requests classified in one call."""
+    return [request_kind(*request) for request in requests]
+
+
+@dataclass(frozen=True)
+class GatewayRequest:
+    """One HTTP request as the CLI sent it; header names are lower-case.
+
+    What routing and matching read of it (its endpoint, its JSON body, its role) is worked
+    out once, when the request is made: a responder reads them many times per request, and
+    reads plain values, not calls back into the gateway.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+    #: The path without its query (``/v1/messages``), what routing keys on.
+    endpoint: str = field(init=False, compare=False, repr=False)
+    #: The body as JSON, None when it is none.
+    json: Any = field(init=False, compare=False, repr=False)
+    #: The role the harness marked the request with (see `roles`).
+    role: Role | None = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            parsed = json.loads(self.body) if self.body else None
+        except ValueError:
+            parsed = None
+        object.__setattr__(self, "endpoint", urlsplit(self.path).path)
+        object.__setattr__(self, "json", parsed)
+        object.__setattr__(self, "role", header_role(self.headers))
+
+    @property
+    def session_id(self) -> str | None:
+        return self.headers.get("x-claude-code-session-id")
+
+    @property
+    def kind(self) -> Kind:
+        return request_kind(self.method, self.endpoint, self.json, self.role)
+
+
+@dataclass
+class Exchange:
+    """What the gateway saw, for failure reports and timing."""
+
+    request: GatewayRequest
+    status: int
+    seconds: float
