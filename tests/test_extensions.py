@@ -6,7 +6,8 @@ The distribution is installed the way pip leaves one: its module and a ``*.dist-
 (METADATA, entry_points.txt) on the path, which `importlib.metadata` reads. The run is a
 fresh ``pytest --atom`` process with that folder on PYTHONPATH: the shipped create-file spec
 and its cassette, replayed in the plugin's match mode, accepted by the plugin's check kind,
-published by the plugin's format and recorded into the plugin's store.
+published, given JUnit properties and written at the session's end by the plugin's format,
+and recorded into the plugin's store.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.history.sqlite import SqliteStore
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
+from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
 from pytest_atom.results.check_result import CheckResult
 
 LOG = Path(__file__).with_name("used.log")
@@ -50,7 +52,7 @@ def note(line: str) -> None:
         log.write(line + "\\n")
 
 
-class Lines:
+class Lines(ReportFormat[str]):
     name = "lines"
 
     def render(self, result: Any, *, repeat: int | None = None) -> str:
@@ -58,6 +60,17 @@ class Lines:
 
     def publish(self, result: Any, *, repeat: int | None, report_dir: Path | None) -> None:
         note("format " + self.render(result, repeat=repeat))
+
+    def properties(self, result: Any) -> list[tuple[str, object]]:
+        return [("lines", self.render(result))]
+
+    def view(self, result: Any, *, repeat: int | None, settings: Any) -> str:
+        return self.render(result, repeat=repeat)
+
+    def finish(self, end: SessionEnd) -> list[Written]:
+        path = end.root / "lines.txt"
+        path.write_text("\\n".join(end.views["lines"].values()) + "\\n", encoding="utf-8")
+        return [Written("lines report", path)]
 
 
 class Logged(ConversationMatcher):
@@ -164,6 +177,7 @@ def test_an_installed_distribution_adds_a_format_a_mode_a_kind_and_a_store(
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
     command = [sys.executable, "-m", "pytest", "--atom", "-q", "-p", "no:cacheprovider"]
     command += ["--atom-match", "logged", "--atom-history", "noted://history.db"]
+    command += ["--junitxml", "junit.xml"]
     done = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
@@ -172,6 +186,12 @@ def test_an_installed_distribution_adds_a_format_a_mode_a_kind_and_a_store(
     used = (site / "used.log").read_text(encoding="utf-8").splitlines()
     assert "kind hello.txt has 1" in used  # the plugin's kind judged the workspace
     assert "format create-file passed" in used  # its format published the finished run
+    # ... gave the run's JUnit property, and wrote its file from every run's view at the end
+    assert (
+        '<property name="lines" value="create-file passed"' in (project / "junit.xml").read_text()
+    )
+    assert (project / "lines.txt").read_text(encoding="utf-8") == "create-file passed\n"
+    assert f"pytest-atom: lines report written to {project / 'lines.txt'}" in done.stdout
     assert "mode turn" in used  # its mode keyed the replay's requests
     assert "store history.db" in used  # its backend opened the store, by its scheme
     # The store holds the run, with the plugin kind's check among its checks.
@@ -189,7 +209,7 @@ def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_k
         "import json\n"
         "from pytest_atom.settings.modes import MATCH_MODES\n"
         "from pytest_atom.spec.build import check_schemas\n"
-        "from pytest_atom.reports.builtin import report_formats\n"
+        "from pytest_atom.reports.format import report_formats\n"
         "print(json.dumps([MATCH_MODES, sorted(check_schemas(())),"
         " [f.name for f in report_formats()]]))\n"
     )

@@ -18,13 +18,12 @@ from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.reports.format import ReportFormat
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural, shorten
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
@@ -507,18 +506,15 @@ def left_out_files_line(left_out: Sequence[str]) -> str | None:
 SHOWN = 5
 
 
-class TextReport:
-    """The text format: `failure_report`, the pytest item's failure report (its longrepr)
-    and what `SpecResult.report()` returns for a result `run_spec` made."""
+class TextReport(ReportFormat[str]):
+    """`failure_report`: what `SpecResult.report()` returns for a result `run_spec` made,
+    and so the pytest item's failure report (its longrepr)."""
 
     name = "text"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> str:
         """The failure report of `result`; a repeat reads the same (its run folder says which)."""
         return failure_report(result)
-
-    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Nothing per run: the pytest item renders the failure report when its test fails."""
 
 
 #: The text format, as the ``pytest_atom.report_formats`` entry point names it.
