@@ -1,5 +1,5 @@
 """Extension points: a distribution outside pytest_atom adds a report format, a match mode, a
-check kind and a history store backend through pytest-atom's entry-point groups, and a real
+check kind, a history store backend and an agent kind through pytest-atom's entry-point groups, and a real
 run uses them, with nothing of the package touched.
 
 The distribution is installed the way pip leaves one: its module and a ``*.dist-info`` folder
@@ -43,6 +43,7 @@ from pytest_atom.history.sqlite import SqliteStore
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
 from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
 from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import IterationRecord
 
 LOG = Path(__file__).with_name("used.log")
 
@@ -69,7 +70,7 @@ class Lines(ReportFormat[str]):
 
     def finish(self, end: SessionEnd) -> list[Written]:
         path = end.root / "lines.txt"
-        path.write_text("\\n".join(end.views["lines"].values()) + "\\n", encoding="utf-8")
+        path.write_text("\\n".join(end.views.get("lines", {}).values()) + "\\n", encoding="utf-8")
         return [Written("lines report", path)]
 
 
@@ -113,6 +114,51 @@ FORMAT = Lines()
 MATCHER = Logged()
 
 
+class FileWriter:
+    name = "file_writer"
+    noun = "the file writer"
+
+    def executor(self, value: Any, session: Any, import_paths: Any) -> Writer:
+        return Writer(value, session)
+
+    def source(self, value: Any, import_paths: Any) -> Path:
+        return Path(__file__)
+
+
+class Writer:
+    """An executor that writes the spec's file and answers, without a model."""
+
+    role = "executor"
+    loops = False
+
+    def __init__(self, value: Any, session: Any) -> None:
+        self.value, self.session = value, session
+
+    @property
+    def env(self) -> Any:
+        return self.session.env
+
+    def run(self, prompt: str, conversation_dir: Path, **_: Any) -> IterationRecord:
+        (conversation_dir / self.value["path"]).write_text(self.value["text"] + "\\n")
+        note(f"agent wrote {self.value['path']}")
+        return IterationRecord(0, output=f"wrote {self.value['path']}")
+
+    def continue_session(self, session_id: str, conversation_dir: Path) -> None:
+        pass
+
+    def structured(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("an executor only")
+
+    def version(self) -> str:
+        return self.session.cli_version
+
+    def parse(self, raw: Any) -> Any:
+        return self.session.parse(raw)
+
+
+AGENT = FileWriter()
+
+
 class NotedStore(SqliteStore):
     @classmethod
     def open(cls, url: str, root: Path) -> NotedStore:
@@ -132,6 +178,9 @@ line_count = atom_ext_demo:KIND
 
 [pytest_atom.stores]
 noted = atom_ext_demo:NotedStore
+
+[pytest_atom.agents]
+file_writer = atom_ext_demo:AGENT
 """
 
 
@@ -198,6 +247,43 @@ def test_an_installed_distribution_adds_a_format_a_mode_a_kind_and_a_store(
     with closing(sqlite3.connect(project / "history.db")) as db:
         [(checks,)] = db.execute("SELECT checks FROM atom_items").fetchall()
     assert "line_count" in checks
+
+
+#: A spec whose executor is the outside distribution's agent kind.
+WRITTEN = """\
+name: written
+prompt: Write hello.txt.
+agent: {file_writer: {path: hello.txt, text: "hello, world"}}
+script: scripts/create_file.yaml
+accept:
+  - file_contains: {path: hello.txt, pattern: "^hello, world$"}
+"""
+
+
+def test_an_installed_distribution_adds_an_agent_kind_a_spec_names(tmp_path: Path) -> None:
+    site = install(tmp_path / "site")
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copytree(REPO / "fixtures" / "specs" / "scripts", project / "scripts")
+    (project / "written.atom.yaml").write_text(WRITTEN, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
+    command = [sys.executable, "-m", "pytest", "--atom", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    used = (site / "used.log").read_text(encoding="utf-8").splitlines()
+    assert "agent wrote hello.txt" in used  # the plugin's agent ran the spec, checked after
+
+    # A name no distribution declares is the spec's error, at its line.
+    (project / "written.atom.yaml").write_text(WRITTEN.replace("file_writer", "typist"))
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert "no agent kind 'typist' is installed: 'agent:' takes one of claude-code, sdk, " in (
+        done.stdout
+    )
 
 
 def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_kind(

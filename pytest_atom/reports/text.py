@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.agents.protocol import agent_kind
 from pytest_atom.environment_clues import network_hint
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
@@ -61,8 +62,10 @@ def agent_line(result: SpecResult) -> str:
     if result.script_error:  # the script, not the agent, could not go on
         return f"the spec's script is broken: {result.script_error}"
     n = result.final.iterations
-    if result.completed and result.spec.agent is not None:
-        return "the SDK app finished its task"  # it runs its own loop, once: no signal
+    agent = result.spec.agent
+    noun = agent_kind(agent.kind).noun if agent is not None else "the Claude Code CLI"
+    if result.completed and agent is not None:
+        return f"{noun} finished its task"  # it runs its own loop, once: no signal
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
@@ -70,7 +73,7 @@ def agent_line(result: SpecResult) -> str:
         f"{plural(result.spec.max_iterations, 'iteration')}",
         "timeout": f"timed out after {result.spec.timeout:g}s",
         "limit": f"stopped: {result.limit_exceeded}",
-        "error": "the SDK app failed" if result.spec.agent else "the Claude Code CLI failed",
+        "error": f"{noun} failed",
     }
     return reasons.get(result.reason or "", f"did not finish ({result.reason})")
 
