@@ -1,33 +1,17 @@
-"""What a report format is, and the installed ones: the ``pytest_atom.report_formats`` group.
+"""What a report format is (`ReportFormat`), and the installed ones (`report_formats`).
 
-Each format is one module of `pytest_atom.reports` holding one object that satisfies
-`ReportFormat` (as each of syrupy's extensions is one module behind one base class):
-
-- `text.TEXT`: the failure report a person reads (str);
-- `junit.JUNIT_PROPERTIES`: the JUnit test case's properties ((name, value) pairs);
-- `json_trace.JSON_TRACE`: the invocation trace (a JSON document), a file per run;
-- `html.HTML`: one run's part of the HTML page (a JSON-able view), a page per session.
-
-As pytest finds its plugins through ``pytest11``, `report_formats` finds the formats through
-one entry-point group, where pyproject.toml declares the built-ins exactly as another
-distribution declares its own; they are loaded when a run first needs them, never at import
-(collecting specs and ``atom --help`` load no format). A format renders from the typed
-`SpecResult`, never from another format's output: no format module imports another
-(pyproject.toml's independence contract). What several formats say or show the same way
-lives beside them in modules that are not formats: `phrases`, `properties`, `trace`,
-`clipping`.
+Each format is one module of `pytest_atom.reports` holding one `ReportFormat` object, found
+through the ``pytest_atom.report_formats`` entry-point group, where pyproject.toml declares
+the built-ins exactly as another distribution declares its own. They are loaded when a run
+first needs them, never at import (collecting specs and ``atom --help`` load none). A format
+renders from the typed `SpecResult`, never from another format's output (pyproject.toml's
+independence contract).
 
 Every front end drives every installed format through the same four calls, each one loop
-over `report_formats()`, and names none of them:
-
-- `ReportFormat.publish`: every finished run (`run.harness.Harness.run`);
-- `ReportFormat.properties`: the run's JUnit properties, on a pytest item or a fixture's test;
-- `ReportFormat.view`: what of a run the session's end needs, built where the spec ran
-  (an xdist worker's report carries it to the controller, a shard's results file to
-  ``atom results combine``);
-- `ReportFormat.finish`: the session's end, with every run (`SessionEnd`): the files written,
-  which pytest's terminal summary and ``atom run``/``atom results combine`` name.
-
+over `report_formats()` naming no format (docs/where-to-add.md lists where each is made):
+`publish` every finished run, `properties` a pytest item's JUnit properties, `view` what
+of a run the session's end needs (built where the spec ran: an xdist worker's report, or a
+shard's results file, carries it), `finish` the session's end with every run (`SessionEnd`).
 Subclass `ReportFormat` to inherit the calls a format has nothing to do in.
 """
 

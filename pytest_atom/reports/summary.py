@@ -116,7 +116,7 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     return str(used.tokens) + (RECALLED if recalled else "")
 
 
-#: The widest summary a terminal gets (issue 29): a narrower terminal's own width is used;
+#: The widest summary a terminal gets: a narrower terminal's own width is used;
 #: wider rows take two lines a spec or three, and the whole table is in the HTML report.
 SUMMARY_WIDTH = 100
 

@@ -1,4 +1,4 @@
-"""Invocation traces as data: one document per spec run, in seed 003's trace shape.
+"""Invocation traces as data: one document per spec run (``trace_schema.json``).
 
 A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
 which observed effects and at what cost, with one child per attempt. A multi-step spec's
@@ -49,7 +49,7 @@ TRACE_FORMAT = "pytest-atom/trace@1"
 IMPLEMENTATION_KIND = "claude_code"
 #: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
 _WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
-#: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
+#: An attempt's state in the trace, from its decision.
 _CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
 _DENIAL_INPUT_LIMIT = 200
 
@@ -335,7 +335,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
 
 
 def _effective_limits(result: SpecResult) -> dict[str, Any]:
-    """What the run was allowed (seed 003): iterations, attempts, tools, budgets."""
+    """What the run was allowed: iterations, attempts, tools, budgets."""
     spec = result.spec
     return {
         "max_iterations": spec.max_iterations,
@@ -350,7 +350,7 @@ def _effective_limits(result: SpecResult) -> dict[str, Any]:
 
 
 def _effects_observed(result: SpecResult, sessions: list[TraceSession]) -> dict[str, Any]:
-    """What the agent did (seed 003): files written, tool calls, denials, usage."""
+    """What the agent did: files written, tool calls, denials, usage."""
     executor_calls: Counter[str] = Counter(
         call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
     )
@@ -438,7 +438,7 @@ def _repeats(spec: Spec) -> dict[str, Any]:
 
 
 def _plan(plan: Plan | None) -> dict[str, Any] | None:
-    """Planner mode: a plan (seed 002's planner output): the spec's first, or a rollback's
+    """Planner mode: a plan (the planner's output): the spec's first, or a rollback's
     re-plan."""
     if plan is None:
         return None

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol
 
 from pytest_atom.cost.spend import Crossing
 
-#: The harness's decision on an attempt (seed 002): pass on, try again, or give up.
+#: The harness's decision on an attempt: pass on, try again, or give up.
 Decision = Literal["proceed", "refine", "fail"]
 #: What a run came to: the agent did the task, did not, or the machinery failed.
 Status = Literal["passed", "failed", "error"]
@@ -39,7 +39,7 @@ class _Check(Protocol):
 #: criterion is unmet, and every report says why in these words.
 NO_VERDICT = "the judge gave no verdict"
 
-#: What passes a judged attempt: its score above the threshold (seed 002), or each
+#: What passes a judged attempt: its score above the threshold, or each
 #: criterion by its own vote majority (`claude plugin eval`'s graders, one by one).
 Gate = Literal["score", "criteria"]
 
@@ -70,7 +70,7 @@ def judge(
     threshold: float,
     gate: Gate = "score",
 ) -> Decision:
-    """``proceed``, ``refine`` or ``fail`` for one attempt (seed 002's scoring model).
+    """``proceed``, ``refine`` or ``fail`` for one attempt (docs/explanation/reflector.md).
 
     A failed deterministic check forces failure whatever the score; so does an agent that
     never signalled completion. Without criteria there is no verdict and the checks decide.

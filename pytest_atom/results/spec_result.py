@@ -70,7 +70,7 @@ class Attempt:
 
 @dataclass
 class Rollback:
-    """A later step's reflector found an earlier step's committed work wrong (seed 002).
+    """A later step's reflector found an earlier step's committed work wrong.
 
     In planner mode the planner then plans the steps from the target on anew (`replan`),
     with the failure report; the old plan's steps it did not keep are `dropped`, their

@@ -1,4 +1,4 @@
-"""The reflector's verdict on an attempt (seed 002's contract): its score, each criterion
+"""The reflector's verdict on an attempt: its score, each criterion
 met or not with evidence, its feedback, and the votes behind it when several sessions judged.
 
 Parsed from the session's JSON answer against `pytest_atom.gateway.verdict_schema`; the judge
