@@ -14,6 +14,7 @@ ran.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -118,8 +119,10 @@ class AgentKind(Protocol):
         ...
 
 
+@cache
 def agent_kind(name: str) -> AgentKind:
-    """The installed agent kind `name`; AtomError naming the installed ones otherwise."""
+    """The installed agent kind `name` (only its module imported); AtomError naming the
+    installed ones otherwise."""
     kind: AgentKind | None = load_one(GROUP, name, AgentKind)
     if kind is None:
         names = ", ".join(p.name for p in declared(GROUP))
