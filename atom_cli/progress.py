@@ -209,9 +209,8 @@ class RunView:
         said = suite.summary(summary_width(self.console.is_terminal, self.console.width))
         for line in said.table:
             say(shown(line))
-        page = suite.harness.html
-        if page is not None and page.exists():
-            say(f"HTML report: {shown(display_path(page))}")
+        for what, path in suite.written:
+            say(f"{what}: {shown(display_path(path))}")
         for line in said.tries + said.criteria:
             say(shown(line))
         for line in said.sandbox:

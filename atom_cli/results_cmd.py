@@ -11,9 +11,10 @@ import click
 
 from atom_cli.common import ContentError
 from pytest_atom.baseline.compare import BaselineGate
-from pytest_atom.baseline.measure import arm_lines, case_lines, measured_lines, repeat_lines
+from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
+from pytest_atom.reports.format import SessionEnd, report_formats
 from pytest_atom.reports.summary import (
     criteria_trust_lines,
     environment_lines,
@@ -26,7 +27,7 @@ from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
-from pytest_atom.suite.shards import ShardResults, combine, gated_rows, page_rows, read_shard
+from pytest_atom.suite.shards import VIEWS_OF, combine, gated_rows, read_shard
 
 
 @click.group()
@@ -101,8 +102,18 @@ def combine_command(
     gates = RepeatGates(harness.settings.pass_at_least, harness.settings.min_pass_rate)
     for line in _summary(rows, run.failures, gate, gates):
         click.echo(line)
-    if harness.html is not None:
-        _write_page(harness.html, rows, run, gate, gates)
+    end = SessionEnd(
+        harness.settings,
+        harness.root,
+        rows,
+        {VIEWS_OF: run.views},
+        run.failures,
+        gates,
+        deltas=gate.deltas if gate is not None else dict,
+    )
+    for report_format in report_formats():
+        for what, path in report_format.finish(end):
+            click.echo(f"{what}: {display_path(path)}")
     status = worst(rows)
     ending = Ending(
         # a failed test beside the specs fails the run, as in pytest
@@ -116,25 +127,6 @@ def combine_command(
         other_failures=run.other_failures,
     )
     sys.exit(decide(ending))
-
-
-def _write_page(
-    page: Path,
-    rows: list[SummaryRow],
-    run: ShardResults,
-    gate: BaselineGate | None,
-    gates: RepeatGates,
-) -> None:
-    """The combined run's HTML report, as the unsharded run writes it."""
-    from pytest_atom.reports.html import write_html  # Jinja2 only when asked for
-
-    deltas = gate.deltas() if gate is not None else {}
-    write_html(
-        page_rows(rows, run.views, run.failures, deltas),
-        page,
-        measured=measured_lines(rows, gates),
-    )
-    click.echo(f"HTML report: {display_path(page)}")
 
 
 def _summary(

@@ -1,7 +1,7 @@
 """Extension points: what installed distributions declare in pytest-atom's entry-point groups.
 
-Report formats, match modes, history store backends and check kinds are each a protocol
-with one module per implementation, found through an entry-point group, as pytest finds its
+Report formats, match modes, history store backends, check kinds and agent kinds are each a
+protocol with one module per implementation, found through an entry-point group, as pytest finds its
 plugins through ``pytest11``. pytest-atom declares its own in ``pyproject.toml``; another
 distribution adds one by declaring an entry point in the same group, without touching the
 package (docs/where-to-add.md):
@@ -13,6 +13,7 @@ group                           each entry point names
 ``pytest_atom.match_modes``     a `replay.matchers.base.Matcher` object (the mode's name)
 ``pytest_atom.stores``          a `history.store.StoreBackend` class (a URL scheme)
 ``pytest_atom.check_kinds``     a `checks.kind.CheckKind` object (the kind's name)
+``pytest_atom.agents``          an `agents.protocol.AgentKind` object (a spec's ``agent:`` key)
 ==============================  ========================================================
 
 Reading a group's names reads the installed metadata only; `load` imports the modules, so

@@ -113,15 +113,6 @@ def pytest_configure(config: pytest.Config) -> None:
     session = AtomSession(config)
     _default_paths(config, session.harness.settings.spec_paths(session.harness.root))
     config.pluginmanager.register(session, "atom-session")
-    html, report_dir = session.harness.html, session.harness.report_dir
-    if html is not None or report_dir is not None:
-        from pytest_atom.pytest.html_plugin import HtmlReport  # Jinja2 only when asked for
-        from pytest_atom.suite.shards import SHARD_RESULTS
-
-        results = None if report_dir is None else report_dir / SHARD_RESULTS
-        config.pluginmanager.register(
-            HtmlReport(config, html, session.harness.runs_dir, results), "atom-html"
-        )
 
 
 def _default_paths(config: pytest.Config, configured: list[Path]) -> None:

@@ -1,12 +1,13 @@
 """Extension points: a distribution outside pytest_atom adds a report format, a match mode, a
-check kind and a history store backend through pytest-atom's entry-point groups, and a real
+check kind, a history store backend and an agent kind through pytest-atom's entry-point groups, and a real
 run uses them, with nothing of the package touched.
 
 The distribution is installed the way pip leaves one: its module and a ``*.dist-info`` folder
 (METADATA, entry_points.txt) on the path, which `importlib.metadata` reads. The run is a
 fresh ``pytest --atom`` process with that folder on PYTHONPATH: the shipped create-file spec
 and its cassette, replayed in the plugin's match mode, accepted by the plugin's check kind,
-published by the plugin's format and recorded into the plugin's store.
+published, given JUnit properties and written at the session's end by the plugin's format,
+and recorded into the plugin's store.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ from typing import Any
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.history.sqlite import SqliteStore
 from pytest_atom.replay.matchers.conversation import ConversationMatcher
+from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
 from pytest_atom.results.check_result import CheckResult
+from pytest_atom.results.record import IterationRecord
 
 LOG = Path(__file__).with_name("used.log")
 
@@ -50,7 +53,7 @@ def note(line: str) -> None:
         log.write(line + "\\n")
 
 
-class Lines:
+class Lines(ReportFormat[str]):
     name = "lines"
 
     def render(self, result: Any, *, repeat: int | None = None) -> str:
@@ -58,6 +61,17 @@ class Lines:
 
     def publish(self, result: Any, *, repeat: int | None, report_dir: Path | None) -> None:
         note("format " + self.render(result, repeat=repeat))
+
+    def properties(self, result: Any) -> list[tuple[str, object]]:
+        return [("lines", self.render(result))]
+
+    def view(self, result: Any, *, repeat: int | None, settings: Any) -> str:
+        return self.render(result, repeat=repeat)
+
+    def finish(self, end: SessionEnd) -> list[Written]:
+        path = end.root / "lines.txt"
+        path.write_text("\\n".join(end.views.get("lines", {}).values()) + "\\n", encoding="utf-8")
+        return [Written("lines report", path)]
 
 
 class Logged(ConversationMatcher):
@@ -100,6 +114,51 @@ FORMAT = Lines()
 MATCHER = Logged()
 
 
+class FileWriter:
+    name = "file_writer"
+    noun = "the file writer"
+
+    def executor(self, value: Any, session: Any, import_paths: Any) -> Writer:
+        return Writer(value, session)
+
+    def source(self, value: Any, import_paths: Any) -> Path:
+        return Path(__file__)
+
+
+class Writer:
+    """An executor that writes the spec's file and answers, without a model."""
+
+    role = "executor"
+    loops = False
+
+    def __init__(self, value: Any, session: Any) -> None:
+        self.value, self.session = value, session
+
+    @property
+    def env(self) -> Any:
+        return self.session.env
+
+    def run(self, prompt: str, conversation_dir: Path, **_: Any) -> IterationRecord:
+        (conversation_dir / self.value["path"]).write_text(self.value["text"] + "\\n")
+        note(f"agent wrote {self.value['path']}")
+        return IterationRecord(0, output=f"wrote {self.value['path']}")
+
+    def continue_session(self, session_id: str, conversation_dir: Path) -> None:
+        pass
+
+    def structured(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("an executor only")
+
+    def version(self) -> str:
+        return self.session.cli_version
+
+    def parse(self, raw: Any) -> Any:
+        return self.session.parse(raw)
+
+
+AGENT = FileWriter()
+
+
 class NotedStore(SqliteStore):
     @classmethod
     def open(cls, url: str, root: Path) -> NotedStore:
@@ -119,6 +178,9 @@ line_count = atom_ext_demo:KIND
 
 [pytest_atom.stores]
 noted = atom_ext_demo:NotedStore
+
+[pytest_atom.agents]
+file_writer = atom_ext_demo:AGENT
 """
 
 
@@ -164,6 +226,7 @@ def test_an_installed_distribution_adds_a_format_a_mode_a_kind_and_a_store(
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
     command = [sys.executable, "-m", "pytest", "--atom", "-q", "-p", "no:cacheprovider"]
     command += ["--atom-match", "logged", "--atom-history", "noted://history.db"]
+    command += ["--junitxml", "junit.xml"]
     done = subprocess.run(
         command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
     )
@@ -172,12 +235,55 @@ def test_an_installed_distribution_adds_a_format_a_mode_a_kind_and_a_store(
     used = (site / "used.log").read_text(encoding="utf-8").splitlines()
     assert "kind hello.txt has 1" in used  # the plugin's kind judged the workspace
     assert "format create-file passed" in used  # its format published the finished run
+    # ... gave the run's JUnit property, and wrote its file from every run's view at the end
+    assert (
+        '<property name="lines" value="create-file passed"' in (project / "junit.xml").read_text()
+    )
+    assert (project / "lines.txt").read_text(encoding="utf-8") == "create-file passed\n"
+    assert f"pytest-atom: lines report written to {project / 'lines.txt'}" in done.stdout
     assert "mode turn" in used  # its mode keyed the replay's requests
     assert "store history.db" in used  # its backend opened the store, by its scheme
     # The store holds the run, with the plugin kind's check among its checks.
     with closing(sqlite3.connect(project / "history.db")) as db:
         [(checks,)] = db.execute("SELECT checks FROM atom_items").fetchall()
     assert "line_count" in checks
+
+
+#: A spec whose executor is the outside distribution's agent kind.
+WRITTEN = """\
+name: written
+prompt: Write hello.txt.
+agent: {file_writer: {path: hello.txt, text: "hello, world"}}
+script: scripts/create_file.yaml
+accept:
+  - file_contains: {path: hello.txt, pattern: "^hello, world$"}
+"""
+
+
+def test_an_installed_distribution_adds_an_agent_kind_a_spec_names(tmp_path: Path) -> None:
+    site = install(tmp_path / "site")
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copytree(REPO / "fixtures" / "specs" / "scripts", project / "scripts")
+    (project / "written.atom.yaml").write_text(WRITTEN, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
+    command = [sys.executable, "-m", "pytest", "--atom", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    used = (site / "used.log").read_text(encoding="utf-8").splitlines()
+    assert "agent wrote hello.txt" in used  # the plugin's agent ran the spec, checked after
+
+    # A name no distribution declares is the spec's error, at its line.
+    (project / "written.atom.yaml").write_text(WRITTEN.replace("file_writer", "typist"))
+    done = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert "no agent kind 'typist' is installed: 'agent:' takes one of claude-code, sdk, " in (
+        done.stdout
+    )
 
 
 def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_kind(
@@ -189,7 +295,7 @@ def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_k
         "import json\n"
         "from pytest_atom.settings.modes import MATCH_MODES\n"
         "from pytest_atom.spec_loader.build import check_schemas\n"
-        "from pytest_atom.reports.builtin import report_formats\n"
+        "from pytest_atom.reports.format import report_formats\n"
         "print(json.dumps([MATCH_MODES, sorted(check_schemas(())),"
         " [f.name for f in report_formats()]]))\n"
     )

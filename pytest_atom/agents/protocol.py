@@ -1,23 +1,38 @@
 """The seam between the harness and an agent: what any agent kind must offer.
 
 In the spirit of pytest-xdist's scheduling protocol (``xdist/scheduler/protocol.py``): a
-small `typing.Protocol` that the harness codes against, one module per implementation
-(`claude_code`: the Claude Code CLI; `sdk`: a Claude Agent SDK app), and one factory
-(`factory`) that builds them. Every agent answers with the same `IterationRecord`, parsed
-from Claude Code's stream-json by the agent's own `parse`, so checks, budgets, traces and
-reports never learn which kind ran.
+small `typing.Protocol` that the harness codes against (`Agent`), one module per kind of
+executor holding an `AgentKind` (`claude_code.agent`: the Claude Code CLI; `sdk`: a Claude
+Agent SDK app), found through the ``pytest_atom.agents`` entry-point group by one lookup
+(`agent_kind`), where another distribution adds its own. A spec picks its executor with
+``agent: {NAME: VALUE}`` (unset: `DEFAULT_KIND`); `run.factory` builds every agent of a run.
+Every agent answers with the same `IterationRecord`, parsed from Claude Code's stream-json
+by the agent's own `parse`, so checks, budgets, traces and reports never learn which kind
+ran.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pytest_atom.errors import AtomError
+from pytest_atom.extensions import declared, load_one
 
 if TYPE_CHECKING:
+    from pytest_atom.agents.claude_code.session import AgentSession
     from pytest_atom.events.agent import Event
     from pytest_atom.results.record import IterationRecord
     from pytest_atom.wire.roles import Role
+
+__all__ = ["DEFAULT_KIND", "GROUP", "Agent", "AgentKind", "SessionRunner", "agent_kind"]
+
+#: The agent-kind entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.agents"
+#: The executor of a spec without ``agent:``.
+DEFAULT_KIND = "claude-code"
 
 
 class SessionRunner(Protocol):
@@ -74,3 +89,42 @@ class Agent(SessionRunner, Protocol):
         """One decoded object of the agent's output as agent-neutral events
         (`pytest_atom.events.agent`): the agent's one event parser."""
         ...
+
+
+@runtime_checkable  # `extensions.load_one` checks each entry point against it
+class AgentKind(Protocol):
+    """One kind of executor: a spec's ``agent: {NAME: VALUE}`` names it, and `executor`
+    builds it from VALUE for each run."""
+
+    @property
+    def name(self) -> str:
+        """What a spec's ``agent:`` key names it by: ``claude-code``, ``sdk``."""
+        ...
+
+    @property
+    def noun(self) -> str:
+        """What reports call it: ``the Claude Code CLI``, ``the SDK app``."""
+        ...
+
+    def executor(self, value: Any, session: AgentSession, import_paths: Sequence[Path]) -> Agent:
+        """The executor for `value` (the spec's VALUE; None without ``agent:``), running
+        with `session` (the environment, options, confinement and budget the Claude Code
+        CLI would run with); `import_paths` are where a spec's own code is imported from,
+        before the installed packages (the spec's folder, then the project's)."""
+        ...
+
+    def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
+        """The file of code `value` runs beside pytest-atom, which the outcome cache's input
+        digest reads (None: none, or it cannot be found)."""
+        ...
+
+
+@cache
+def agent_kind(name: str) -> AgentKind:
+    """The installed agent kind `name` (only its module imported); AtomError naming the
+    installed ones otherwise."""
+    kind: AgentKind | None = load_one(GROUP, name, AgentKind)
+    if kind is None:
+        names = ", ".join(p.name for p in declared(GROUP))
+        raise AtomError(f"no agent kind {name!r} is installed (installed: {names})")
+    return kind

@@ -34,6 +34,7 @@ from typing import Any
 
 from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
 from pytest_atom.agents.claude_code.session import AgentSession
+from pytest_atom.agents.sdk_host import app_source
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
 from pytest_atom.events.agent import Event
@@ -219,3 +220,22 @@ def _session_options(args: Sequence[str]) -> dict[str, Any]:
     if len(args) == 2 and args[0] == "--session-id":
         return {"session_id": args[1]}
     return {"continue_conversation": True} if args == ["-c"] else {}
+
+
+class SdkKind:
+    """The agent kind ``sdk``: ``agent: {sdk: "package.module:function"}``."""
+
+    name = "sdk"
+    noun = "the SDK app"
+
+    def executor(self, value: Any, session: AgentSession, import_paths: Sequence[Path]) -> SdkAgent:
+        return SdkAgent(value, session, import_paths)
+
+    def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
+        """The app's module, found where the run imports it from: it runs in a child
+        process, so pytest's own modules do not hold it."""
+        return app_source(value, [str(p) for p in import_paths])
+
+
+#: The SDK app agent kind, as the ``pytest_atom.agents`` entry point names it.
+KIND = SdkKind()

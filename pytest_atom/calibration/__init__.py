@@ -52,5 +52,5 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.calibration.agreement import Agreement, kappa
     from pytest_atom.calibration.measure import SpecCalibration, calibrate_spec
-    from pytest_atom.judge.calibration import CriterionCalibration, JudgeIdentity, load_calibration
     from pytest_atom.calibration.samples import Label, Sample, load_samples, write_sample
+    from pytest_atom.judge.calibration import CriterionCalibration, JudgeIdentity, load_calibration

@@ -152,17 +152,18 @@ def describe(part: str) -> str:
 
 
 def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
-    """The SDK app's code (`agent: {sdk: ...}`), found where the run imports it from; it
-    runs in a child process, so pytest's own modules do not hold it."""
-    from pytest_atom.agents.sdk_host import app_source
+    """The code a spec's agent kind runs beside pytest-atom (`agent: {sdk: ...}`: the
+    app), found where the run imports it from (`AgentKind.source`): it runs in a child
+    process, so pytest's own modules do not hold it."""
+    from pytest_atom.agents.protocol import agent_kind
     from pytest_atom.history.inputs import code_hash
-    from pytest_atom.run.factory import sdk_import_paths
+    from pytest_atom.run.factory import agent_import_paths
 
     if spec.agent is None:
         return {}
-    place = app_source(spec.agent.target, [str(p) for p in sdk_import_paths(spec, root)])
+    place = agent_kind(spec.agent.kind).source(spec.agent.value, agent_import_paths(spec, root))
     if place is None:
-        return {"code sdk app": ABSENT}  # the run reports it cannot import it
+        return {f"code {spec.agent.kind} app": ABSENT}  # the run reports it cannot import it
     return {f"code {label(place, root)}": code_hash(place)}
 
 

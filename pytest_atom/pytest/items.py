@@ -23,9 +23,8 @@ from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.pytest.settings import settings_for
 from pytest_atom.pytest.stash import suite_run
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.reports.junit import JUNIT_PROPERTIES
+from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.phrases import step_line
-from pytest_atom.reports.text import TEXT
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.spec.types import Mark, Spec
@@ -325,10 +324,8 @@ class AtomItem(pytest.Function):
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result
             if result.cached_from is not None:  # the store's words, scrubbed when recorded
-                return TEXT.render(result)
-            return Scrubber().scrub_obj([TEXT.render(result), *(r.stdout for r in result.records)])[
-                0
-            ]
+                return result.report()
+            return Scrubber().scrub_obj([result.report(), *(r.stdout for r in result.records)])[0]
         if isinstance(excinfo.value, SnapshotMismatch):
             return excinfo.value.report()
         return super().repr_failure(excinfo)
@@ -361,5 +358,7 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
-    """A result's figures as the item's JUnit properties; the session's summary reads them."""
-    item.user_properties += JUNIT_PROPERTIES.render(result)
+    """Every installed format's JUnit properties of the run (`ReportFormat.properties`) as
+    the item's; the session's summary reads them back."""
+    for report_format in report_formats():
+        item.user_properties += report_format.properties(result)

@@ -32,7 +32,8 @@ from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile
 from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.pytest.stash import SUITE_RUN
+from pytest_atom.pytest.stash import SUITE_RUN, suite_run
+from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.summary import summary_width
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.rows import SummaryRow
@@ -92,6 +93,9 @@ class AtomSession:
         config.stash[SUITE_RUN] = self.suite
         self.interrupted: InterruptedRun | None = None  # Ctrl-C stopped this spec's run
         self.last_failed_note = ""  # what --atom-last-failed selected, shown after collection
+        #: Each spec run's report-format views (`ReportFormat.view`), by format, by node id.
+        self.views: dict[str, dict[str, Any]] = {}
+        self.failures: dict[str, str] = {}  # specs the harness could not run: their reports
         config.pluginmanager.register(Measured(self.suite), "atom-measured")
 
     @property
@@ -165,11 +169,14 @@ class AtomSession:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """A spec item's history record rides on its report (`atom_history`): xdist carries
-        a report's attributes to the controller, which writes the session's run once."""
+        """A spec item's history record (`atom_history`) and its run's views for each report
+        format (`atom_views`; None: the harness could not run it) ride on its report: pytest
+        serialises every attribute of a report, so xdist carries them to the controller,
+        which writes the session's run and reports once; none lands in JUnit XML."""
         report = yield
         if call.when == "call" and isinstance(item, AtomItem):
             report.atom_history = _history_payload(item, report)  # type: ignore[attr-defined]
+            report.atom_views = _views(item)  # type: ignore[attr-defined]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -190,6 +197,11 @@ class AtomSession:
             self.suite.record(SummaryRow.of(report.nodeid, props, outcome))
         elif report.failed:
             self.suite.record_other_failure()
+        if hasattr(report, "atom_views"):
+            if report.atom_views is None:  # its failure report says why
+                self.failures[report.nodeid] = report.longreprtext
+            for name, view in report.atom_views.items() if report.atom_views else ():
+                self.views.setdefault(name, {})[report.nodeid] = view
         history = getattr(report, "atom_history", None)
         if isinstance(history, dict) and report.when == "call":
             if outcome is not None:  # as pytest finally reported it
@@ -200,11 +212,14 @@ class AtomSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """The suite's exit status (`SuiteRun.exit_status`) over pytest's own.
 
-        Old run folders go here too: once, on the controller (an xdist worker has
-        `workerinput`), when every worker's runs are done.
+        Once, on the controller (an xdist worker has `workerinput`), when every worker's
+        runs are done: every report format's session end (a session that only collected
+        reports nothing, and loads no format), then old run folders go.
         """
         controller = not hasattr(self.config, "workerinput")
         if controller:
+            if not self.config.option.collectonly:
+                self.suite.finish_reports(self.views, self.failures)
             self.suite.finish()
             if self.suite.rows:  # what `atom baseline save` reads
                 self.suite.write_results()
@@ -219,6 +234,8 @@ class AtomSession:
         self.interrupted = InterruptedRun.of(excinfo.value)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for what, path in self.suite.written:
+            terminalreporter.write_line(f"pytest-atom: {what} written to {path}")
         if self.interrupted is not None:
             terminalreporter.write_sep("=", "pytest-atom: interrupted")
             for line in self._interrupted_lines(self.interrupted):
@@ -308,6 +325,18 @@ def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
     """A summary line, inert (`pytest_atom.inert`): notes quote run text, and node ids the
     spec file's name."""
     terminalreporter.write_line(inert(line), **markup)
+
+
+def _views(item: AtomItem) -> dict[str, Any] | None:
+    """Each installed format's view of the item's run (`ReportFormat.view`), by name."""
+    if item.result is None:
+        return None
+    settings = suite_run(item.config).harness.settings
+    found = (
+        (f.name, f.view(item.result, repeat=item.repeat, settings=settings))
+        for f in report_formats()
+    )
+    return {name: view for name, view in found if view is not None}
 
 
 def _history_payload(item: AtomItem, report: pytest.TestReport) -> dict[str, Any]:

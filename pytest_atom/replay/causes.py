@@ -3,6 +3,7 @@ fixes it (re-record, refresh for another Claude Code, re-judge)."""
 
 from __future__ import annotations
 
+from pytest_atom.agents.protocol import agent_kind
 from pytest_atom.replay.divergence import Divergence
 from pytest_atom.replay.recording import ModelSource, record_command, rejudge_command
 from pytest_atom.replay.staleness import CASE_CHANGED, PROMPT_CHANGED, spec_hash
@@ -71,7 +72,7 @@ def _where_causes(
     kind, labels = where
     if kind == "system" and spec.agent is not None:
         return [
-            f"the SDK app's system prompt changed since recording ({spec.agent.target} sets "
+            f"{agent_kind(spec.agent.kind).noun}'s system prompt changed since recording ({spec.agent.value} sets "
             f"it; the conversation is the same): re-record it with: {record_command(spec, 'all')}"
         ]
     if kind == "machine":

@@ -1,9 +1,11 @@
 """Reports: what a run leaves for people and machines.
 
-A report format is a protocol (`format.ReportFormat`: a name, ``render(result)`` and
-``publish(result)``) plus one module per format, found through the
-``pytest_atom.report_formats`` entry-point group (`builtin.report_formats`); the harness
-publishes every finished run through each, in one loop:
+A report format is a protocol (`format.ReportFormat`) plus one module per format, found
+through the ``pytest_atom.report_formats`` entry-point group (`format.report_formats`).
+Every front end drives every installed format through the same calls, one loop each, and
+names none (`format` lists them): each finished run is published, a pytest item takes each
+format's JUnit properties, each run's view crosses to where the session ends, and each
+format finishes the session there.
 
 - `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
 - `junit`: the JUnit properties of a spec's test case;

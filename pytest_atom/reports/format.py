@@ -1,47 +1,86 @@
-"""What a report format is: a name, and how it renders one spec run.
+"""What a report format is (`ReportFormat`), and the installed ones (`report_formats`).
 
-Each format is one module of `pytest_atom.reports` holding one object that satisfies
-`ReportFormat` (as each of syrupy's extensions is one module behind one base class):
+Each format is one module of `pytest_atom.reports` holding one `ReportFormat` object, found
+through the ``pytest_atom.report_formats`` entry-point group, where pyproject.toml declares
+the built-ins exactly as another distribution declares its own. They are loaded when a run
+first needs them, never at import (collecting specs and ``atom --help`` load none). A format
+renders from the typed `SpecResult`, never from another format's output (pyproject.toml's
+independence contract).
 
-- `text.TEXT`: the failure report a person reads (str);
-- `junit.JUNIT_PROPERTIES`: the JUnit test case's properties ((name, value) pairs);
-- `json_trace.JSON_TRACE`: the invocation trace (a JSON document);
-- `html.HTML`: one run's part of the HTML page (a JSON-able view).
-
-They are found through the ``pytest_atom.report_formats`` entry-point group
-(`builtin.report_formats`), where another distribution adds its own. A format renders from the typed
-`SpecResult`, never from another format's output: no format module imports another
-(pyproject.toml's independence contract). What several formats say or show the same way
-lives beside them in modules that are not formats: `phrases` (the words for a drift, a
-step, an environment clue), `properties` (a run's figures by name), `trace` (the trace
-document), `clipping` (long texts kept out of reports).
-
-`render` turns one run into the format's value; `publish` is what the format does with
-every finished run, called by the harness in one loop over the installed formats (the JSON
-trace writes its file; the HTML page is assembled at the session's end; a plugin's format
-may write its own file).
+Every front end drives every installed format through the same four calls, each one loop
+over `report_formats()` naming no format (docs/where-to-add.md lists where each is made):
+`publish` every finished run, `properties` a pytest item's JUnit properties, `view` what
+of a run the session's end needs (built where the spec ran: an xdist worker's report, or a
+shard's results file, carries it), `finish` the session's end with every run (`SessionEnd`).
+Subclass `ReportFormat` to inherit the calls a format has nothing to do in.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+from pytest_atom.extensions import builtin_names, load
+from pytest_atom.results.rows import SummaryRow
+from pytest_atom.results.thresholds import RepeatGates
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from pytest_atom.reports.history_view import HistoryView
     from pytest_atom.results.spec_result import SpecResult
+    from pytest_atom.settings.options import RunSettings
 
-__all__ = ["ReportFormat"]
+__all__ = [
+    "GROUP",
+    "ReportFormat",
+    "SessionEnd",
+    "Written",
+    "builtin_formats",
+    "report_formats",
+]
+
+#: The report-format entry-point group (`pytest_atom.extensions`).
+GROUP = "pytest_atom.report_formats"
 
 #: What one format renders a run as: a str, a list of pairs, a JSON-able mapping.
 Rendered_co = TypeVar("Rendered_co", covariant=True)
 
 
+class Written(NamedTuple):
+    """A file a format wrote at the session's end: ``HTML report``, and where."""
+
+    what: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class SessionEnd:
+    """A finished session as `ReportFormat.finish` reads it: a pytest session's, or the
+    shards of a CI matrix combined (``atom results combine``)."""
+
+    settings: RunSettings
+    root: Path
+    rows: Sequence[SummaryRow]
+    #: Each run's `ReportFormat.view`, by format name, then by node id.
+    views: Mapping[str, Mapping[str, Any]]
+    #: The specs the harness could not run at all: why, by node id.
+    failures: Mapping[str, str]
+    gates: RepeatGates
+    #: The baseline's change of each spec's figures (the gate compared once, when asked).
+    deltas: Callable[[], Mapping[str, Any]] = dict
+    #: The history store's comparison and trends, when the session keeps one.
+    history: Callable[[], HistoryView | None] = lambda: None
+    #: Where a copy of the newest page goes (`atom view`); None: nowhere.
+    runs_dir: Path | None = field(default=None)
+
+
 @runtime_checkable  # `extensions.load` checks each entry point against it
 class ReportFormat(Protocol[Rendered_co]):
-    """A report format: its `name`, and `render`, which turns one spec run into the
-    format's value. It reads the result only; what it writes to disk, if anything, is its
-    own module's business (`json_trace.write_report`, `html.write_html`)."""
+    """A report format: its `name`, `render` (one spec run in the format) and the four
+    calls every front end makes of each installed format (module docstring). It reads
+    results only; the files it writes are its own module's business."""
 
     @property
     def name(self) -> str:
@@ -54,7 +93,31 @@ class ReportFormat(Protocol[Rendered_co]):
         ...
 
     def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Called once for every finished run, in every session: `report_dir` is the
-        ``--atom-report`` folder (None without it), where a format that writes files puts
-        them. A format with nothing to do per run does nothing."""
-        ...
+        """Every finished run, in every session: `report_dir` is the ``--atom-report``
+        folder (None without it), where a format that writes a file per run puts it."""
+        return None
+
+    def properties(self, result: SpecResult) -> list[tuple[str, object]]:
+        """The run's JUnit properties (pytest's ``record_property`` pairs), if any."""
+        return []
+
+    def view(self, result: SpecResult, *, repeat: int | None, settings: RunSettings) -> Any:
+        """What of this run `finish` will need (JSON-able: it crosses processes), built
+        where the spec ran; None: nothing."""
+        return None
+
+    def finish(self, end: SessionEnd) -> list[Written]:
+        """The session's end, once, where every run's view met: the files written."""
+        return []
+
+
+@cache
+def report_formats() -> tuple[ReportFormat[object], ...]:
+    """Every installed format, each once: pytest-atom's own, then other distributions'."""
+    return tuple(load(GROUP, ReportFormat).values())
+
+
+def builtin_formats() -> tuple[ReportFormat[object], ...]:
+    """pytest-atom's own formats, by name."""
+    own = builtin_names(GROUP)
+    return tuple(f for f in report_formats() if f.name in own)

@@ -7,9 +7,9 @@ from data built where each spec ran (a worker):
   spec run: its invocation trace (``trace.build_trace``) with each session's events folded
   into turns (``transcript.stream_turns``), plus the workspace diff, the divergence report
   and the figures of the summary row (``properties.result_properties``).
-- ``render_html(rows)`` / ``write_html(rows, path)``: the page, from Jinja2 templates in
-  ``templates/`` with autoescaping on; CSS and the small sorting and filtering script are
-  inlined, so the file opens from disk or a CI artifact with no server and no network.
+- ``render_html(rows)`` / ``write_html(rows, path)`` (`HTML.finish`, rows from `page_rows`):
+  the page, from Jinja2 templates in ``templates/`` with autoescaping on; CSS and the small
+  sorting and filtering script are inlined, so the file opens from disk or a CI artifact with no server and no network.
 
 Everything rendered passes through the same ``Scrubber`` as every other output: each
 view when it is built, and the whole page's data once more, so a secret assigned in one
@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
@@ -30,27 +30,33 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup, escape
 
 from pytest_atom.agents.claude_code import configuration
+from pytest_atom.baseline.measure import measured_lines
 from pytest_atom.diffs import workspace_diff
 from pytest_atom.files import write_atomic
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
+from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
 from pytest_atom.reports.history_view import HistoryView
 from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.reports.trend_svg import trend_svg
+from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.spec_result import SpecResult
 
 if TYPE_CHECKING:
     import jinja2
+
+    from pytest_atom.settings.options import RunSettings
 
 __all__ = [
     "HTML",
     "LAST_REPORT",
     "HtmlReport",
     "fold",
+    "page_rows",
     "render_html",
     "report_row",
     "spec_view",
@@ -266,9 +272,10 @@ def write_html(
     return path
 
 
-class HtmlReport:
-    """The HTML format: `render` is one spec run's part of the page (`spec_view`), built
-    where the spec ran; `write_html` assembles the page from every run's rows."""
+class HtmlReport(ReportFormat[dict[str, Any]]):
+    """`render` is one spec run's part of the page (`spec_view`), its `view` when
+    ``--atom-html`` or ``--atom-report`` (whose shard results file keeps it) is set; `finish`
+    writes the page from every run's view (`write_html`)."""
 
     name = "html"
 
@@ -276,9 +283,42 @@ class HtmlReport:
         """The view of `result` the page shows (`spec_view`); `repeat` names its trace."""
         return spec_view(result, repeat=repeat)
 
-    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Nothing per run: the page is one file for the whole session, written at its
-        end from every run's view (`write_html`)."""
+    def view(
+        self, result: SpecResult, *, repeat: int | None, settings: RunSettings
+    ) -> dict[str, Any] | None:
+        if settings.html is None and settings.report is None:
+            return None
+        return self.render(result, repeat=repeat)
+
+    def finish(self, end: SessionEnd) -> list[Written]:
+        path = end.settings.output("html", end.root)
+        if path is None:
+            return []
+        rows = page_rows(end.rows, end.views.get(self.name, {}), end.failures, end.deltas())
+        measured = measured_lines(end.rows, end.gates)
+        write_html(rows, path, runs_dir=end.runs_dir, measured=measured, history=end.history())
+        return [Written("HTML report", path)]
+
+
+def page_rows(
+    rows: Iterable[SummaryRow],
+    views: Mapping[str, Mapping[str, Any] | None],
+    failures: Mapping[str, str],
+    deltas: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """The page's rows (`report_row`): every spec run by node id, then the specs the
+    harness could not run at all, shown with their error."""
+    page = [
+        report_row(
+            row.nodeid,
+            row.outcome.label,
+            views.get(row.nodeid),
+            deltas=deltas.get(spec_key(row.nodeid)),
+        )
+        for row in sorted(rows, key=lambda r: r.nodeid)
+    ]
+    page += [report_row(n, "error", None, longrepr=t) for n, t in sorted(failures.items())]
+    return page
 
 
 #: The HTML format, as the ``pytest_atom.report_formats`` entry point names it.

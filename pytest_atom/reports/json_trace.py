@@ -25,6 +25,7 @@ from pytest_atom.files import write_atomic
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.clipping import clip_long_texts
+from pytest_atom.reports.format import ReportFormat
 from pytest_atom.reports.trace import build_trace, trace_sessions, trace_stem
 
 if TYPE_CHECKING:
@@ -76,10 +77,9 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
     return path
 
 
-class JsonTrace:
-    """The JSON trace format: `render` gives the document (unscrubbed, as built), and
-    `write_report` the scrubbed file with its transcripts, which the harness writes for
-    every run when a report folder is set."""
+class JsonTrace(ReportFormat[dict[str, Any]]):
+    """`render` gives the document (unscrubbed, as built); `publish` writes the scrubbed
+    file with its transcripts (`write_report`) for every run, under ``--atom-report``."""
 
     name = "json-trace"
 

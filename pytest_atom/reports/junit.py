@@ -11,31 +11,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_atom.paths import display_path
+from pytest_atom.reports.format import ReportFormat
 from pytest_atom.reports.properties import result_properties
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pytest_atom.results.spec_result import SpecResult
 
 __all__ = ["JUNIT_PROPERTIES", "JUnitProperties"]
 
 
-class JUnitProperties:
-    """The JUnit properties format: (name, value) pairs, as pytest's ``record_property``
-    takes them; a pytest item adds them to its ``user_properties``."""
+class JUnitProperties(ReportFormat[list[tuple[str, object]]]):
+    """(name, value) pairs, as pytest's ``record_property`` takes them."""
 
     name = "junit-properties"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> list[tuple[str, object]]:
-        """The properties of `result`: ``atom_trace`` (where its JSON trace is) first, then
-        its figures. A repeat's figures are its own run's: `repeat` changes nothing here."""
+        """``atom_trace`` (where its JSON trace is) first, then its figures. A repeat's
+        figures are its own run's: `repeat` changes nothing here."""
         trace = [("atom_trace", display_path(result.trace))] if result.trace is not None else []
         return [*trace, *result_properties(result).items()]
 
-    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Nothing per run: the pytest item adds the properties to its test
-        case (`pytest.items.record_result`)."""
+    def properties(self, result: SpecResult) -> list[tuple[str, object]]:
+        return self.render(result)
 
 
 #: The JUnit properties format, as the ``pytest_atom.report_formats`` entry point names it.

@@ -13,18 +13,18 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.agents.protocol import agent_kind
 from pytest_atom.environment_clues import network_hint
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import hook_words, permission_denials, refused_by
+from pytest_atom.reports.format import ReportFormat
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
 from pytest_atom.results.verdict import ADVISORY_WORDS
 from pytest_atom.words import plural, shorten
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
     from pytest_atom.results.replay_divergence import ReplayDivergence
@@ -62,8 +62,10 @@ def agent_line(result: SpecResult) -> str:
     if result.script_error:  # the script, not the agent, could not go on
         return f"the spec's script is broken: {result.script_error}"
     n = result.final.iterations
-    if result.completed and result.spec.agent is not None:
-        return "the SDK app finished its task"  # it runs its own loop, once: no signal
+    agent = result.spec.agent
+    noun = agent_kind(agent.kind).noun if agent is not None else "the Claude Code CLI"
+    if result.completed and agent is not None:
+        return f"{noun} finished its task"  # it runs its own loop, once: no signal
     if result.completed:
         return f"signalled {signal} after {n} iteration{'s' * (n != 1)}"
     reasons = {
@@ -71,7 +73,7 @@ def agent_line(result: SpecResult) -> str:
         f"{plural(result.spec.max_iterations, 'iteration')}",
         "timeout": f"timed out after {result.spec.timeout:g}s",
         "limit": f"stopped: {result.limit_exceeded}",
-        "error": "the SDK app failed" if result.spec.agent else "the Claude Code CLI failed",
+        "error": f"{noun} failed",
     }
     return reasons.get(result.reason or "", f"did not finish ({result.reason})")
 
@@ -507,18 +509,15 @@ def left_out_files_line(left_out: Sequence[str]) -> str | None:
 SHOWN = 5
 
 
-class TextReport:
-    """The text format: `failure_report`, the pytest item's failure report (its longrepr)
-    and what `SpecResult.report()` returns for a result `run_spec` made."""
+class TextReport(ReportFormat[str]):
+    """`failure_report`: what `SpecResult.report()` returns for a result `run_spec` made,
+    and so the pytest item's failure report (its longrepr)."""
 
     name = "text"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> str:
         """The failure report of `result`; a repeat reads the same (its run folder says which)."""
         return failure_report(result)
-
-    def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Nothing per run: the pytest item renders the failure report when its test fails."""
 
 
 #: The text format, as the ``pytest_atom.report_formats`` entry point names it.

@@ -49,7 +49,7 @@ TRACE_FORMAT = "pytest-atom/trace@1"
 IMPLEMENTATION_KIND = "claude_code"
 #: Tool calls that change files: what ``writes_files`` falls back on without a workspace.
 _WRITING_TOOLS = frozenset({"Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"})
-#: Not the agent's work: the harness writes USER_PROMPT.md, test runs leave caches.
+#: An attempt's state in the trace, from its decision.
 _CHILD_STATES = {"proceed": "succeeded", "refine": "refined", "fail": "failed"}
 _DENIAL_INPUT_LIMIT = 200
 

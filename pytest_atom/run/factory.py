@@ -1,10 +1,12 @@
 """The one place agents are built: the executor, the reflector and the planner of a run,
 and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
 
-Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
-harness mark each one's requests with its role (wire.roles) and swap the executor for an
-SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
-knowing.
+Nothing else builds an agent (an executor's kind builds it when this asks). Building every
+agent here is what lets the
+harness mark each one's requests with its role (wire.roles) and take the executor from
+the agent kind the spec names (`agent: {NAME: VALUE}`, `agents.protocol.agent_kind`: the
+Claude Code CLI, an SDK app, another distribution's) without the attempt loop, the
+reflector or the planner knowing.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.claude_code.srt import process_sandbox
-from pytest_atom.agents.protocol import Agent
-from pytest_atom.agents.sdk import SdkAgent
+from pytest_atom.agents.protocol import DEFAULT_KIND, Agent, agent_kind
 from pytest_atom.cost.limits import Budget
 from pytest_atom.judge.reflector import read_only_options
 from pytest_atom.replay.mcp_tape import McpTape
@@ -62,7 +63,7 @@ class AgentFactory:
     mcp: McpTape | None = None  # the spec's MCP servers' recording or stand-in (record, replay)
 
     def executor(self) -> Agent:
-        """The agent under test: Claude Code, or the spec's SDK app, in its sandbox."""
+        """The agent under test, of the kind the spec names, in its sandbox."""
         session = role_session(
             "executor",
             AgentSession(
@@ -77,11 +78,10 @@ class AgentFactory:
                 budget=self.budget,
             ),
         )
-        if self.spec.agent is None:
-            return ClaudeCodeAgent("executor", ClaudeRunner(session=session))
-        return SdkAgent(
-            self.spec.agent.target, session, sdk_import_paths(self.spec, self.project_dir)
-        )
+        choice = self.spec.agent
+        kind = agent_kind(DEFAULT_KIND if choice is None else choice.kind)
+        value = None if choice is None else choice.value
+        return kind.executor(value, session, agent_import_paths(self.spec, self.project_dir))
 
     def reflector(self, schema: dict[str, Any]) -> Agent:
         """The judge: read-only Claude Code answering in `schema`; it runs no commands."""
@@ -104,8 +104,8 @@ class AgentFactory:
         )
 
 
-def sdk_import_paths(spec: Spec, project_dir: Path | None) -> list[Path]:
-    """Where an SDK app (`agent: {sdk: ...}`) is imported from, before the installed
-    packages: the spec's folder, then the project's. The run and the outcome cache's
-    digest both ask here."""
+def agent_import_paths(spec: Spec, project_dir: Path | None) -> list[Path]:
+    """Where a spec's agent code (`agent: {sdk: ...}`) is imported from, before the
+    installed packages: the spec's folder, then the project's. The run and the outcome
+    cache's digest both ask here."""
     return [spec.root, *([project_dir] if project_dir else [])]

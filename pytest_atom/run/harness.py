@@ -28,7 +28,7 @@ from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.spend import SpendLimit
 from pytest_atom.replay.reachable import UpstreamCheck
 from pytest_atom.replay.scrub import remember_env_files
-from pytest_atom.reports.builtin import report_formats
+from pytest_atom.reports.format import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.recall import Recall

@@ -82,11 +82,13 @@ class ClaudeOptions:
 
 
 @dataclass(frozen=True)
-class SdkApp:
-    """`agent: {sdk: "package.module:function"}`: the executor is a Claude Agent SDK app,
-    that function, imported from the spec's folder or the project (see agents.sdk)."""
+class AgentChoice:
+    """`agent: {KIND: VALUE}`: the executor is the installed agent kind `kind`
+    (`pytest_atom.agents.protocol.AgentKind`), given `value`: ``{sdk:
+    "package.module:function"}`` is a Claude Agent SDK app (see agents.sdk)."""
 
-    target: str
+    kind: str
+    value: Any = field(hash=False)
 
 
 @dataclass(frozen=True)
@@ -228,7 +230,7 @@ class Spec:
     record_with: str | None = None
     model: str | None = None
     claude: ClaudeOptions = ClaudeOptions()
-    agent: SdkApp | None = None  # None: Claude Code itself is the executor
+    agent: AgentChoice | None = None  # None: Claude Code itself is the executor
     sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
     #: `cache: {trust: [...]}`: what the outcome cache may take on trust though its digest
     #: cannot see it (`history.inputs.TRUSTS`: network, unsandboxed, services).

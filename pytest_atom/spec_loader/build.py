@@ -14,6 +14,7 @@ from pytest_atom.checks.kinds import KINDS
 from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import SpecError
+from pytest_atom.extensions import declared
 from pytest_atom.settings.expand import malformed
 from pytest_atom.spec.claude import (
     claude_options,
@@ -25,13 +26,13 @@ from pytest_atom.spec.env import reserved_env
 from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.types import (
     BARE_TOOLS,
+    AgentChoice,
     CalibrationFloor,
     Check,
     ClaudeOptions,
     Loc,
     Mark,
     PlanAccept,
-    SdkApp,
     Spec,
     Step,
     steps_prompt,
@@ -101,7 +102,7 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
     if "cache" in m:
         kw["cache_trust"] = tuple(dict.fromkeys(m["cache"].get("trust", [])))
     if m.get("agent") is not None:
-        kw["agent"] = _sdk_app(doc, loc, m)
+        kw["agent"] = _agent(doc, loc, m)
     if "reflector" in m:
         kw["reflector"] = reflector_options(doc, loc + ("reflector",), m["reflector"])
     kw["tools"] = tuple(m.get("tools", []))
@@ -156,17 +157,31 @@ def _marks_and_xfail(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, An
     return kw
 
 
-def _sdk_app(doc: Document, loc: Loc, m: dict[str, Any]) -> SdkApp:
-    other = next((key for key in ("steps", "request") if key in m), None)
-    if other is not None:  # an SDK app runs its own loop once; steps resume a CLI session
+def _agent(doc: Document, loc: Loc, m: dict[str, Any]) -> AgentChoice | None:
+    """`agent: {KIND: VALUE}`: an installed agent kind (the ``pytest_atom.agents``
+    entry-point group, read without importing one); ``claude-code`` is the default (None)."""
+    from pytest_atom.agents.protocol import DEFAULT_KIND, GROUP, agent_kind
+
+    [(kind, value)] = m["agent"].items()
+    installed = [point.name for point in declared(GROUP)]
+    if kind not in installed:
         raise doc.error(
-            f"an SDK app ('agent: {{sdk: ...}}') runs one task with 'prompt:', not "
-            f"'{other}:'; write one spec per step, or drop 'agent:' to let Claude Code "
+            f"no agent kind '{kind}' is installed: 'agent:' takes one of {', '.join(installed)}",
+            loc + ("agent", kind),
+            key=True,
+        )
+    if kind == DEFAULT_KIND:
+        return None
+    other = next((key for key in ("steps", "request") if key in m), None)
+    if other is not None:  # it runs its own loop once; steps resume a CLI session
+        raise doc.error(
+            f"{agent_kind(kind).noun} ('agent: {{{kind}: ...}}') runs one task with 'prompt:', "
+            f"not '{other}:'; write one spec per step, or drop 'agent:' to let Claude Code "
             "run the steps",
             loc + ("agent",),
             key=True,
         )
-    return SdkApp(m["agent"]["sdk"])
+    return AgentChoice(kind, value)
 
 
 #: The most characters a prompt (`prompt:`, a step's, a planner's `request:`) may hold: about

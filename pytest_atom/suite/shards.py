@@ -4,7 +4,7 @@ pytest-split gives each job of a CI matrix its share of the specs, so each job's
 baseline gate and HTML report see only that share. With ``--atom-report DIR`` a session
 also writes ``DIR/results.json`` (`SHARD_RESULTS`): the results file ``atom baseline
 save`` reads (node id, outcome and properties of every run, each repeat apart) plus each
-run's HTML view (`html.spec_view`, built where the spec ran: a later job has neither its
+run's HTML view (`ReportFormat.view`, built where the spec ran: a later job has neither its
 run folder nor its workspace) and what failed outside a spec run. `combine` joins the
 shards' files into the rows one unsharded run would have had; ``atom results combine``
 gates, summarises and renders them as that run would have.
@@ -21,13 +21,15 @@ from typing import Any
 
 from pytest_atom.baseline.compare import BaselineGate, read_results, write_results
 from pytest_atom.errors import BaselineError
-from pytest_atom.reports.html import report_row
 from pytest_atom.results.rows import SummaryRow, spec_key
 
-__all__ = ["SHARD_RESULTS", "ShardResults", "combine", "page_rows", "read_shard", "write_shard"]
+__all__ = ["SHARD_RESULTS", "VIEWS_OF", "ShardResults", "combine", "read_shard", "write_shard"]
 
 #: A shard's results file, in its ``--atom-report`` folder.
 SHARD_RESULTS = "results.json"
+#: The report format whose views (`ReportFormat.view`) a results file keeps, as each run's
+#: ``view``: the HTML page's, which ``atom results combine`` renders.
+VIEWS_OF = "html"
 _REPEAT = re.compile(r"\[r(\d+)\]$")
 _BASELINE_PROPERTY = re.compile(r"^atom_baseline(_(?!tolerance$)\w+)?$")
 
@@ -131,24 +133,3 @@ def gated_rows(rows: Iterable[SummaryRow], gate: BaselineGate | None) -> list[Su
             props.update(gate.item_properties(row.nodeid, {**props, **outcome}, own={}))
         found.append(SummaryRow.of(row.nodeid, props, row.outcome))
     return found
-
-
-def page_rows(
-    rows: Iterable[SummaryRow],
-    views: Mapping[str, Mapping[str, Any] | None],
-    failures: Mapping[str, str],
-    deltas: Mapping[str, Any],
-) -> list[dict[str, Any]]:
-    """The HTML report's rows (`html.report_row`): every spec run by node id, then the
-    specs the harness could not run at all, shown with their error."""
-    page = [
-        report_row(
-            row.nodeid,
-            row.outcome.label,
-            views.get(row.nodeid),
-            deltas=deltas.get(spec_key(row.nodeid)),
-        )
-        for row in sorted(rows, key=lambda r: r.nodeid)
-    ]
-    page += [report_row(n, "error", None, longrepr=t) for n, t in sorted(failures.items())]
-    return page

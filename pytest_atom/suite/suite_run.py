@@ -23,7 +23,7 @@ caller recomputes a gate or an exit status.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -45,6 +45,7 @@ from pytest_atom.history.records import (
     run_to_dict,
 )
 from pytest_atom.paths import display_path
+from pytest_atom.reports.format import SessionEnd, Written, report_formats
 from pytest_atom.reports.summary import (
     cached_lines,
     criteria_trust_lines,
@@ -57,6 +58,7 @@ from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.suite.ending import Ending, decide
+from pytest_atom.suite.shards import SHARD_RESULTS, VIEWS_OF, write_shard
 from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
@@ -108,6 +110,7 @@ class SuiteRun:
         self.order: dict[str, int] = {}  # node ids in collection order, for the summary
         self.compared = self.regressed = False  # the whole run against the baseline, once
         self.results_error = ""  # last-run.json could not be written
+        self.written: list[Written] = []  # the files the report formats wrote at the end
         #: Each run's history item by node id, with the Claude Code version it reported.
         self.history_items: dict[str, tuple[ItemRecord, str | None]] = {}
         self._history_run: RunRecord | None = None
@@ -232,6 +235,43 @@ class SuiteRun:
             write_results(self.rows, path)
         except OSError as exc:
             self.results_error = f"could not write {display_path(path)}: {exc.strerror or exc}"
+
+    def finish_reports(
+        self, views: Mapping[str, Mapping[str, Any]], failures: Mapping[str, str]
+    ) -> None:
+        """Every installed report format's session end (`ReportFormat.finish`), with each
+        run's `views` by format and the specs the harness could not run (`failures`); with
+        ``--atom-report`` first the shard results file (`suite.shards`)."""
+        harness = self.harness
+        if harness.report_dir is not None:
+            # The specs the harness could not run count among the session's other failures.
+            write_shard(
+                harness.report_dir / SHARD_RESULTS,
+                self.rows,
+                views.get(VIEWS_OF, {}),
+                failures=failures,
+                other_failures=max(0, self.other_failures - len(failures)),
+                history=self.history_document(),
+            )
+        end = SessionEnd(
+            harness.settings,
+            harness.root,
+            self.rows,
+            views,
+            failures,
+            self.gates,
+            deltas=self._deltas,
+            history=self.history_view,
+            runs_dir=harness.runs_dir,
+        )
+        self.written = [w for f in report_formats() for w in f.finish(end)]
+
+    def _deltas(self) -> Mapping[str, Any]:
+        """The baseline's change of each spec's figures (compared once), if any."""
+        if self.baseline is None:
+            return {}
+        self.compare()
+        return self.baseline.deltas()
 
     def compare(self) -> bool:
         """The whole run against the baseline, once (the HTML report reads it too); True

@@ -1,5 +1,5 @@
 """Report formats: one `ReportFormat` protocol, one module per format, found through the
-``pytest_atom.report_formats`` entry-point group (`reports.builtin.report_formats`) and kept
+``pytest_atom.report_formats`` entry-point group (`reports.format.report_formats`) and kept
 apart by an import-linter contract.
 
 Each registered format renders a real run: a result built from stream-json lines shaped like
@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 
 import pytest_atom.reports
-from pytest_atom.reports.builtin import builtin_formats
-from pytest_atom.reports.format import ReportFormat
+from pytest_atom.reports.format import ReportFormat, builtin_formats
 from pytest_atom.reports.html import HTML, spec_view
 from pytest_atom.reports.json_trace import JSON_TRACE
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
@@ -101,7 +100,7 @@ def test_no_format_module_imports_another() -> None:
         name: set() for name in modules
     }
     # The registry imports no format: it finds them through the entry-point group.
-    assert not imports_of("pytest_atom.reports.builtin") & modules
+    assert not imports_of("pytest_atom.reports.format") & modules
 
 
 def rendered_by_own_functions(result: SpecResult, repeat: int | None) -> dict[str, Any]:

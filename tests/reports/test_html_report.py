@@ -317,11 +317,11 @@ def test_the_agent_line_speaks_of_an_sdk_app_as_one(tmp_path: Path) -> None:
     import dataclasses
 
     from pytest_atom.reports.text import agent_line
-    from pytest_atom.spec.types import SdkApp
+    from pytest_atom.spec.types import AgentChoice
 
     result = result_for(tmp_path, assistant("m1", text("Done.\n\nEXIT_LOOP_NOW")))
     assert agent_line(result) == "signalled EXIT_LOOP_NOW after 1 iteration"
-    result.spec = dataclasses.replace(result.spec, agent=SdkApp("app:main"))
+    result.spec = dataclasses.replace(result.spec, agent=AgentChoice("sdk", "app:main"))
     assert agent_line(result) == "the SDK app finished its task"
     result.attempts[0].outcome = RunOutcome(False, 1, reason="error")
     assert agent_line(result) == "the SDK app failed"

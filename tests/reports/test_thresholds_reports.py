@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.baseline.measure import junit_properties, measured, measured_lines
-from pytest_atom.reports.html import spec_view, write_html
+from pytest_atom.reports.html import page_rows, spec_view, write_html
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import TEXT
@@ -22,7 +22,6 @@ from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.spec_loader.load import load_spec
-from pytest_atom.suite.shards import page_rows
 from pytest_atom.suite.suite_run import SuiteRun
 from tests.helpers import VALIDATOR, summary_row
 from tests.html_helpers import result_for, row_of

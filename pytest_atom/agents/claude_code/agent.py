@@ -1,14 +1,16 @@
-"""The Claude Code CLI as an `Agent`: `claude -p` through the existing `ClaudeRunner`."""
+"""The Claude Code CLI as an `Agent`: `claude -p` through the existing `ClaudeRunner`; `KIND`,
+the executor of a spec without ``agent:``."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
+from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.errors import StructuredSessionError
 from pytest_atom.events.agent import Event
 from pytest_atom.results.record import IterationRecord
@@ -79,3 +81,22 @@ class ClaudeCodeAgent:
 @functools.cache
 def _version(binary: Path) -> str:
     return claude_version(binary)
+
+
+class ClaudeCode:
+    """The agent kind ``claude-code``: the default executor (`protocol.DEFAULT_KIND`)."""
+
+    name = "claude-code"
+    noun = "the Claude Code CLI"
+
+    def executor(
+        self, value: Any, session: AgentSession, import_paths: Sequence[Path]
+    ) -> ClaudeCodeAgent:
+        return ClaudeCodeAgent("executor", ClaudeRunner(session=session))
+
+    def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
+        return None  # the pinned CLI: the digest holds its version
+
+
+#: The Claude Code agent kind, as the ``pytest_atom.agents`` entry point names it.
+KIND = ClaudeCode()
