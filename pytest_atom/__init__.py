@@ -116,10 +116,10 @@ __all__ = sorted(_EXPORTS)
 
 #: The seed-era names, importable from here as before but not public: `pytest_atom.legacy`.
 _LEGACY = {
-    "AtomRuntime": "run.runtime",
+    "AtomRuntime": "loop.runtime",
     "ClaudeRunner": "agents.claude_code.runner",
-    "IterationHistory": "run.history",
-    "RetryManager": "run.retry",
+    "IterationHistory": "loop.runtime",
+    "RetryManager": "loop.retry",
 }
 
 
@@ -177,6 +177,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     )
     from pytest_atom.gateway import Gateway, Script, ScriptedResponder
     from pytest_atom.importing import Session, read_session, write_spec
+    from pytest_atom.loop.retry import RetryManager
+    from pytest_atom.loop.runtime import AtomRuntime, IterationHistory
     from pytest_atom.prompts import PromptLoader
     from pytest_atom.replay.estimate import estimate
     from pytest_atom.results.check_result import CheckResult
@@ -184,9 +186,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.results.spec_result import Attempt, SpecResult
     from pytest_atom.results.verdict import Verdict
     from pytest_atom.run.harness import Harness
-    from pytest_atom.run.history import IterationHistory
-    from pytest_atom.run.retry import RetryManager
-    from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.load import load_spec, load_specs

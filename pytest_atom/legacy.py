@@ -1,17 +1,16 @@
-"""The seed-era Python API (seeds 000 and 001), kept working and documented as legacy.
+"""The seed-era Python API, kept working and documented as legacy.
 
 `AtomRuntime` iterates a Claude Code session until it prints ``EXIT_LOOP_NOW`` and returns a
-dict; `RetryManager`, `IterationHistory` and `ClaudeRunner` are its parts. New code runs a
-spec with `pytest_atom.run_spec` and reads a typed `SpecResult` instead. These names are
-not in `pytest_atom.__all__`; ``from pytest_atom import AtomRuntime`` still works, without a
-warning, for code written against 0.1.
+dict; `RetryManager`, `IterationHistory` and `ClaudeRunner` are its parts (`pytest_atom.loop`).
+New code runs a spec with `pytest_atom.run_spec` and reads a typed `SpecResult` instead.
+These names are not in `pytest_atom.__all__`; ``from pytest_atom import AtomRuntime`` still
+works, without a warning, for code written against 0.1.
 """
 
 from __future__ import annotations
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
-from pytest_atom.run.history import IterationHistory
-from pytest_atom.run.retry import RetryManager
-from pytest_atom.run.runtime import AtomRuntime
+from pytest_atom.loop.retry import RetryManager
+from pytest_atom.loop.runtime import AtomRuntime, IterationHistory
 
 __all__ = ["AtomRuntime", "ClaudeRunner", "IterationHistory", "RetryManager"]

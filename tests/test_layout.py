@@ -361,7 +361,7 @@ PARAMETERS = 8
 #: Functions allowed more parameters, each with why. Keys: ``path::Qualified.name``.
 MANY_PARAMETERS: dict[str, str] = {
     # Seed 001's public signature (`pytest_atom.legacy.AtomRuntime`): kept as users call it.
-    "pytest_atom/run/runtime.py::AtomRuntime.__init__": "the seed-era public API",
+    "pytest_atom/loop/runtime.py::AtomRuntime.__init__": "the seed-era public API",
 }
 
 

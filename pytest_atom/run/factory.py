@@ -1,7 +1,8 @@
 """The one place agents are built: the executor, the reflector and the planner of a run,
-and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
+and the lone sessions of `atom loop` and `atom doctor`.
 
-Nothing else constructs a `ClaudeRunner`. Building every agent here is what lets the
+Nothing else constructs a `ClaudeRunner` (but `pytest_atom.legacy.AtomRuntime` given no
+runner: the pinned CLI as it comes). Building every agent here is what lets the
 harness mark each one's requests with its role (gateway.roles) and swap the executor for an
 SDK app (`agent: {sdk: ...}`) without the attempt loop, the reflector or the planner
 knowing.

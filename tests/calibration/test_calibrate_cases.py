@@ -21,7 +21,7 @@ from pytest_atom.calibration.record import (
     stale_because,
 )
 from pytest_atom.history.store import open_store
-from pytest_atom.run.retention import parse_run_name
+from pytest_atom.run_folders.retention import parse_run_name
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import Spec
 from tests.calibration_helpers import atom

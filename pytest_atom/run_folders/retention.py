@@ -1,15 +1,16 @@
 """Which run folders to delete, so that `.atom/runs` does not grow with every session.
 
-Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`; the one
-place that spells the format, which resuming a run reads too). After a session, the newest ``keep`` folders of each spec
-stay, and so does every failed run of that session: a failure is what someone will want
-to open. A run folder says itself whether its run passed: a passing run promotes its
-attempt to ``committed/``. ``keep = 0`` keeps every folder.
+Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`; the one place
+that spells the format, which resuming a run reads too). After a session, the newest
+``keep`` folders of each spec stay, and so does every failed run of that session: a failure
+is what someone will want to open. A run folder says itself whether its run passed: a
+passing run promotes its attempt to ``committed/``. ``keep = 0`` keeps every folder.
 
-A size bound (``keep_runs_size``, 2GB by default: `DEFAULT_KEEP_RUNS_SIZE`) then deletes
-the oldest of the folders left, across specs, until all of them fit in it: it never deletes the newest folder of a spec nor a
-failed run of the session, so a bound smaller than those is exceeded rather than losing
-what someone will open. A file hard-linked in several places (``committed/``) counts once.
+A size bound (``keep_runs_size``, 2GB by default) then deletes the oldest of the folders
+left, across specs, until all of them fit in it: it never deletes the newest folder of a
+spec nor a failed run of the session, so a bound smaller than those is exceeded rather than
+losing what someone will open. A file hard-linked in several places (``committed/``)
+counts once.
 
 Only direct children of the runs folder whose names have that shape are ever touched; a
 symlink is never followed nor deleted, nor is anything else the folder holds.
@@ -27,20 +28,6 @@ from datetime import datetime
 from pathlib import Path
 
 from pytest_atom.inert import inert
-from pytest_atom.settings.options import DEFAULT_KEEP_RUNS
-
-__all__ = [
-    "DEFAULT_KEEP_RUNS",
-    "RunFolder",
-    "folder_size",
-    "folder_spec_name",
-    "parse_run_name",
-    "prune_runs",
-    "run_folders",
-    "run_name",
-    "runs_over_size",
-    "runs_to_delete",
-]
 
 _STAMP = "%Y%m%d-%H%M%S"
 _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")

@@ -1,15 +1,10 @@
-"""The key a spec's set-up result is cached under (run.setup_cache): what decides it.
+"""The key a set-up result is filed under: what decides it (the package's docstring lists
+it).
 
-The commands; the workspace tree set-up sees (every path of the fresh attempt folder, by
-content: the workspace as the copy took it), or only the files the spec's
-`setup: {inputs: [...]}` globs match, a narrowing the user promises is enough; the
-toolchain PATH resolves; the environment set-up gets, built from parts, without the run's
-own folders; the attempt folder's place in the run; the platform and the cache's format.
-
-The whole tree is the default because a set-up may read any file of it (a build compiles
-the sources, not only the lock files): a key that hashes less restores an old build after
-a source changed. Hashing it costs a read of the workspace, which the copy has just made
-(so it sits in the page cache); a `stat` of each tool.
+The whole workspace tree is the default because a set-up may read any file of it (a build
+compiles the sources, not only the lock files): a key that hashes less restores an old build
+after a source changed. Hashing it costs a read of the workspace, which the copy has just
+made (so it sits in the page cache); a `stat` of each tool.
 """
 
 from __future__ import annotations
