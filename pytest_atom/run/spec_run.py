@@ -29,19 +29,12 @@ from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.reachable import UpstreamCheck
-from pytest_atom.replay.recording import (
-    ModelSource,
-    Prove,
-    cassette_path,
-    open_run_source,
-)
+from pytest_atom.replay.recording import ModelSource, Prove, cassette_path, open_run_source
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run.execution import (
-    AttemptLoop,
-)
+from pytest_atom.run.execution import AttemptLoop
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
@@ -103,7 +96,7 @@ def run_spec(
     remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
-    run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
+    run = new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
     source = open_run_source(
         spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat, upstreams=scope.upstreams
     )
@@ -186,16 +179,17 @@ def _require_sandbox(spec: Spec) -> None:
         require_srt()
 
 
-def _new_run(
+def new_run(
     spec: Spec,
     runs_dir: Path,
     settings: RunSettings,
     scope: RunScope,
     claude_bin: Path,
-    on_event: OnEvent | None,
+    on_event: OnEvent | None = None,
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
-    `settings.resume` names)."""
+    `settings.resume` names), nothing started yet (a rescore judges a stored attempt in
+    it: `run.rescore`)."""
     run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
     run_dir = None
     if settings.resume is not None:
@@ -215,14 +209,6 @@ def _new_run(
         setup_mode=settings.setup_cache,
         require_calibration=settings.require_calibration,
     )
-
-
-def new_run(
-    spec: Spec, runs_dir: Path, settings: RunSettings, scope: RunScope, claude_bin: Path
-) -> AttemptLoop:
-    """The run of `spec` in a new run folder under `runs_dir`, nothing started yet (a
-    rescore judges a stored attempt in it: `run.rescore`)."""
-    return _new_run(spec, runs_dir, settings, scope, claude_bin, None)
 
 
 def _drive(

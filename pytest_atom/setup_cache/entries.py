@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.paths import user_cache
-from pytest_atom.setup_cache.key import FORMAT, SetupKey, file_digest
+from pytest_atom.setup_cache.key import FORMAT, SetupKey, file_digest, walk
 
 _MANIFEST = "manifest.json"
 _TREE = "tree"
@@ -51,17 +51,9 @@ Listing = dict[str, tuple[str, int, int, int]]
 def scan(folder: Path) -> Listing:
     """Every path under `folder` without following links, `.git/` included."""
     out: Listing = {}
-    stack = [(folder, "")]
-    while stack:
-        here, prefix = stack.pop()
-        with os.scandir(here) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                st = entry.stat(follow_symlinks=False)
-                kind = _kind(st.st_mode)
-                out[rel] = (kind, st.st_size if kind != "dir" else 0, st.st_mtime_ns, st.st_mode)
-                if kind == "dir":
-                    stack.append((Path(entry.path), rel + "/"))
+    for rel, st in walk(folder):
+        kind = _kind(st.st_mode)
+        out[rel] = (kind, st.st_size if kind != "dir" else 0, st.st_mtime_ns, st.st_mode)
     return out
 
 
@@ -124,17 +116,20 @@ class Entry:
         except OSError:
             return 0.0
 
+    @classmethod
+    def read(cls, folder: Path) -> Entry:
+        """The entry in `folder`; a missing or broken manifest reads as no format."""
+        try:
+            manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {"format": None}
+        return cls(folder, manifest)
+
 
 def load_entry(root: Path, key: SetupKey) -> Entry | None:
     """The entry filed under `key` in `root`, or None (none, or another format)."""
-    folder = root / key.digest
-    try:
-        manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if manifest.get("format") != FORMAT:
-        return None
-    return Entry(folder, manifest)
+    entry = Entry.read(root / key.digest)
+    return entry if entry.manifest.get("format") == FORMAT else None
 
 
 def store(
@@ -388,15 +383,11 @@ def entries(root: Path) -> list[Entry]:
     """The entries in `root`, least recently used first."""
     if not root.is_dir():
         return []
-    found = []
-    for folder in root.iterdir():
-        if folder.name.startswith(".") or not folder.is_dir():
-            continue
-        try:
-            manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {"format": None}
-        found.append(Entry(folder, manifest))
+    found = [
+        Entry.read(folder)
+        for folder in root.iterdir()
+        if not folder.name.startswith(".") and folder.is_dir()
+    ]
     return sorted(found, key=lambda e: (e.last_used, e.path.name))
 
 

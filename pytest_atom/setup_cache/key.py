@@ -30,30 +30,9 @@ FORMAT = 2
 
 #: Interpreters and package managers set-up commands run through scripts they name
 #: (`npm ci` runs node, `make` runs the compiler): their identity is part of the key.
-TOOLS = (
-    "python3",
-    "python",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "node",
-    "npm",
-    "npx",
-    "yarn",
-    "pnpm",
-    "bun",
-    "cargo",
-    "rustc",
-    "go",
-    "ruby",
-    "bundle",
-    "java",
-    "mvn",
-    "gradle",
-    "make",
-    "cc",
-    "gcc",
+TOOLS = tuple(
+    "python3 python pip pip3 uv poetry node npm npx yarn pnpm bun cargo rustc go ruby bundle"
+    " java mvn gradle make cc gcc".split()
 )
 #: Text that separates commands in a shell line: the word after each is a command too.
 _SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
@@ -122,7 +101,7 @@ def tree_digest(folder: Path) -> tuple[str, int]:
     whether it is executable, a link's target (never followed), a folder's name (an empty
     one too); and how many paths it holds."""
     hashed = hashlib.sha256()
-    paths = sorted(_walk(folder))
+    paths = sorted(walk(folder, git=False))
     for rel, st in paths:
         mode = st.st_mode
         if stat.S_ISDIR(mode):
@@ -140,16 +119,16 @@ def tree_digest(folder: Path) -> tuple[str, int]:
     return hashed.hexdigest(), len(paths)
 
 
-def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+def walk(folder: Path, *, git: bool = True) -> Iterator[tuple[str, os.stat_result]]:
     """Each path under `folder` (posix, folder-relative) and its `lstat`, links not
-    followed, the top ``.git`` left out."""
+    followed; the top ``.git`` too, unless `git` is False."""
     stack = [(str(folder), "")]
     while stack:
         here, prefix = stack.pop()
         with os.scandir(here) as found:
             for entry in found:
                 rel = prefix + entry.name
-                if rel == ".git":
+                if rel == ".git" and not git:
                     continue
                 st = entry.stat(follow_symlinks=False)
                 yield rel, st
