@@ -1,4 +1,4 @@
-"""Planner mode: a planner session turns a spec's `request:` into steps (seed 002).
+"""Planner mode: a planner session turns a spec's `request:` into steps.
 
 The planner is a read-only Claude session, like the reflector, behind the run's one
 gateway: its answer is scripted (a script's `planner:` turns), recorded into the cassette
@@ -8,7 +8,7 @@ saved as ``plan.json`` in the run folder and checked exactly like hand-written `
 fails either is the agent's failure, reported with the plan; a session that gives no
 answer at all is the harness's.
 
-Seed 002's rollback recovery: when a later step rolls the run back, the planner is asked
+Rollback recovery: when a later step rolls the run back, the planner is asked
 again (``plan-2.json``, in ``plan-2/``) with the failure report. It keeps the committed
 steps before the rollback's target and plans the rest anew, with a changed strategy.
 """
@@ -174,20 +174,9 @@ def planner_input(
 def run_planner(
     session: SessionInput, folder: Path, *, agent: Agent, session_id: str, timeout: float | None
 ) -> tuple[Any, Any]:
-    """The planner's JSON answer and its session record; raises PlannerError without one.
-
-    `agent` is the factory's planner (run.factory). It runs in `folder` (`planner_folder`:
-    ``plan/``, a re-plan ``plan-2/`` on, a copy of the start it may read (research) but not
-    change, with only the run's own empty Claude config, as the reflector) on `session`
-    (`planner_input`'s answer): the caller has both already, as a replay recalls a
-    recorded plan by them. `timeout` is the spec's.
-    """
+    """The planner's JSON answer and its session record; PlannerError without one. `agent`
+    (the factory's planner) may read `folder` (`planner_folder`) but not change it."""
     try:
-        return agent.structured(
-            session.prompt,
-            folder,
-            session_id=session_id,
-            timeout=timeout,
-        )
+        return agent.structured(session.prompt, folder, session_id=session_id, timeout=timeout)
     except StructuredSessionError as exc:
         raise PlannerError(str(exc)) from None

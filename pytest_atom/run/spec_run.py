@@ -103,7 +103,7 @@ def run_spec(
     billing = _billing(source)  # (paid, replayed): read once
     meter = Meter(billing[0], spend)
     prove = _prover(spec, settings, scope, claude_bin)
-    exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
+    exchanges, written = _drive(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started, billing)
     bills = meter.bills  # read once: its sums are plain fields
     result.billed, result.billed_usd = dict(bills.by_role), dict(bills.usd_by_role)
@@ -140,31 +140,6 @@ def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
         if project_dir is not None and folder == project_dir:
             break
     return project_dir
-
-
-def _drive_run(
-    spec: Spec,
-    run: AttemptLoop,
-    source: ModelSource,
-    meter: Meter,
-    settings: RunSettings,
-    prove: Prove | None = None,
-) -> tuple[list[Exchange], Path | None]:
-    """`_drive`, with what an interrupted or unstartable run leaves: Ctrl-C attaches what
-    resumes it (the partial recording kept, if any); a workspace that could not be made
-    leaves no run folder, unless the run was resuming one."""
-    try:
-        return _drive(run, source, meter, prove)
-    except KeyboardInterrupt as stop:
-        tape = source.tape
-        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
-        kept = partial if partial is not None and partial.exists() else None
-        InterruptedRun(spec, run.run_dir, kept).attach(stop)
-        raise
-    except WorkspaceError:
-        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
-            shutil.rmtree(run.run_dir, ignore_errors=True)
-        raise
 
 
 def _require_sandbox(spec: Spec) -> None:
@@ -212,33 +187,52 @@ def new_run(
 
 
 def _drive(
-    run: AttemptLoop, source: ModelSource, meter: Meter, prove: Prove | None = None
+    spec: Spec,
+    run: AttemptLoop,
+    source: ModelSource,
+    meter: Meter,
+    settings: RunSettings,
+    prove: Prove | None = None,
 ) -> tuple[list[Exchange], Path | None]:
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
 
     Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
     cassette. A timeout, or a CLI that gave up (an upstream error, say), is a failed
-    recording; an agent that finished and failed its checks is a faithful one.
+    recording; an agent that finished and failed its checks is a faithful one. Ctrl-C
+    then attaches what resumes the run (the partial recording kept, if any); a workspace
+    that could not be made leaves no run folder, unless the run was resuming one.
     """
     failed = True
     exchanges: list[Exchange] = []
     try:
-        with Gateway(source.responder, meter) as gateway:
-            run.attempt_all(source, gateway.url)
-            exchanges = gateway.exchanges
-        failed = _unfinished(run)
-    finally:
-        written = source.finish(
-            run.spec,
-            failed=failed,
-            cli_version=run.cli_version(),
-            passed=_passed(run),
-            prove=None if failed else prove,
-        )
-        # The CLI's own transcripts hold every prompt and tool output, and its HOME its
-        # logs: scrubbed in place.
-        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
-        release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
+        try:
+            with Gateway(source.responder, meter) as gateway:
+                run.attempt_all(source, gateway.url)
+                exchanges = gateway.exchanges
+            failed = _unfinished(run)
+        finally:
+            written = source.finish(
+                run.spec,  # a planned run's: its steps are the plan's
+                failed=failed,
+                cli_version=run.cli_version(),
+                passed=_passed(run),
+                prove=None if failed else prove,
+            )
+            # The CLI's own transcripts hold every prompt and tool output, and its HOME its
+            # logs: scrubbed in place.
+            auth = source.auth
+            Scrubber(extra=auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
+            release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
     return exchanges, written
 
 

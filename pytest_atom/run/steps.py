@@ -1,4 +1,4 @@
-"""Multi-step specs: seed 002's steps, each staged, judged and committed in turn.
+"""Multi-step specs: steps, each staged, judged and committed in turn.
 
 A spec with ``steps:`` runs them in order, behind the one gateway of its run. Each step
 is an ordinary attempt loop (`execution.AttemptLoop`) whose folders live under its own root::
@@ -171,7 +171,7 @@ class StepsRun(AttemptLoop):
     def _replan(
         self, source: ModelSource, gateway_url: str, target: int, feedback: dict[str, str]
     ) -> bool:
-        """Seed 002's rollback recovery: the planner hears the failure report and plans the
+        """Rollback recovery: the planner hears the failure report and plans the
         steps from the target on anew; False: the new plan cannot run, so the spec fails.
 
         The failure report moves to the new plan's step at the target, so its executor
@@ -352,7 +352,7 @@ class StepsRun(AttemptLoop):
     def _check_confined(
         self, step: Step, before: dict[str, tuple[int, int]], run: AttemptLoop
     ) -> None:
-        """Seed 002's executor contract where no sandbox enforces it (`sandbox: false`):
+        """The executor's contract where no sandbox enforces it (`sandbox: false`):
         checked after the fact, a write outside the step's attempt folder fails the step."""
         after = self._outside(step)
         changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
@@ -368,7 +368,7 @@ class StepsRun(AttemptLoop):
         )
 
     def _commit(self, result: StepResult, attempt: Attempt) -> None:
-        """Seed 002's commit: the passing attempt, promoted to the step's committed/."""
+        """The passing attempt, promoted to the step's committed/."""
         target = committed_dir(self.run_dir, result.id)
         shutil.rmtree(target, ignore_errors=True)
         link_tree(attempt.path, target, ignore=copy_ignore)  # hard links: no second copy
