@@ -28,12 +28,12 @@ Paths baked in: a virtualenv names its own absolute path (``bin/`` scripts' sheb
 ``pyvenv.cfg``, ``activate``), an editable install the source's. Every attempt folder has
 another path, so a tree copied as it is would run the old attempt's Python, or none. When
 it is stored, the files that name the attempt folder (or the run folder) are listed; a
-restore writes those afresh with the new paths (text files; a binary file, such as a
-``.pyc`` whose source path only shows in tracebacks, only where the new path has the same
-length, since its strings are length-prefixed). Links are rewritten alike.
+restore writes those afresh with the new paths (text files only: a binary file, such as a
+``.pyc`` whose source path only shows in tracebacks, keeps the old one, since its strings
+are length-prefixed). Links are rewritten alike.
 
-How files come back (`entries.restore`): a file that needs no rewrite is cloned (reflink: btrfs,
-XFS, APFS share the blocks until one side writes, and a write makes the writer's own
+How files come back (`entries.restore`): a file that needs no rewrite is cloned (reflink:
+btrfs, XFS, APFS share the blocks until one side writes, and a write makes the writer's own
 copy), else copied (the kernel's copy_file_range), so nothing done in an attempt reaches
 the entry. Files are never hard-linked: an attempt and the cache would share each one, and
 a write in place (the agent's editor, as root even into a read-only file) would change the
