@@ -1,4 +1,4 @@
-"""`atom cache`: the user's set-up cache (pytest_atom.run.setup_cache), listed and pruned."""
+"""`atom cache`: the user's set-up cache (pytest_atom.setup_cache), listed and pruned."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import time
 
 import click
 
-from pytest_atom.run import setup_cache
 from pytest_atom.settings import parsers
 from pytest_atom.settings.options import DEFAULT_SETUP_CACHE_SIZE
+from pytest_atom.setup_cache.entries import cache_root, entries, prune, to_prune
+from pytest_atom.setup_cache.key import FORMAT
 
 
 @click.group()
@@ -21,15 +22,15 @@ def cache() -> None:
 @cache.command("list")
 def list_command() -> None:
     """Each entry: its key, size, when last used, its commands and what keyed it."""
-    root = setup_cache.cache_root()
-    found = setup_cache.entries(root)
+    root = cache_root()
+    found = entries(root)
     if not found:
         click.echo(f"the set-up cache {root} is empty")
         return
     now = time.time()
     for entry in reversed(found):  # the most recently used first
         m = entry.manifest
-        if m.get("format") != setup_cache.FORMAT:
+        if m.get("format") != FORMAT:
             click.echo(
                 f"{entry.path.name[:12]}  (another format or broken: `atom cache prune` deletes it)"
             )
@@ -69,13 +70,11 @@ def prune_command(max_size: str | None, older_than: float | None, everything: bo
         ) from None
     if limit is None and older_than is None and not everything:
         limit = DEFAULT_SETUP_CACHE_SIZE
-    root = setup_cache.cache_root()
-    doomed = setup_cache.to_prune(
-        root, max_bytes=limit, older_than_days=older_than, everything=everything
-    )
+    root = cache_root()
+    doomed = to_prune(root, max_bytes=limit, older_than_days=older_than, everything=everything)
     freed = sum(e.size for e in doomed)
-    deleted = setup_cache.prune(doomed)
-    left = setup_cache.entries(root)
+    deleted = prune(doomed)
+    left = entries(root)
     click.echo(
         f"deleted {len(deleted)} entries ({_size(freed)}); {len(left)} left "
         f"({_size(sum(e.size for e in left))}) in {root}"

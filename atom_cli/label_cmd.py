@@ -16,7 +16,7 @@ from pytest_atom.inert import inert
 from pytest_atom.judge.calibration import base_name
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
-from pytest_atom.run.retention import folder_spec_name, parse_run_name
+from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
 from pytest_atom.spec.types import Spec
 
 

@@ -1,4 +1,4 @@
-"""The classic atom loop (pytest_atom.legacy's `AtomRuntime`): `atom "task"` or bare `atom` in a folder."""
+"""The classic atom loop (`pytest_atom.loop`): `atom "task"` or bare `atom` in a folder."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import click
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.errors import AtomError
+from pytest_atom.loop.runtime import AtomRuntime
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent
-from pytest_atom.run.runtime import AtomRuntime
 from pytest_atom.spec.types import ClaudeOptions
 
 

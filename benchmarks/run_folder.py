@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from pytest_atom.agents.claude_code.cli import find_claude
-from pytest_atom.run.retention import folder_size
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run_folders.retention import folder_size
 from pytest_atom.spec_loader.load import load_spec
 
 LIMIT = 1.3

@@ -43,11 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from pytest_atom.agents.claude_code.cli import find_claude
-from pytest_atom.run import setup_cache, setup_key
-from pytest_atom.run.setup_cache import ROOT_VARIABLE
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import WorkspaceSource, copy_workspace
 from pytest_atom.settings.options import RunSettings
+from pytest_atom.setup_cache import entries as setup_cache
+from pytest_atom.setup_cache import key as setup_key
+from pytest_atom.setup_cache.entries import ROOT_VARIABLE
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import tiny_wheel
 

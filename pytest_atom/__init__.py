@@ -128,10 +128,10 @@ _MOVED = {
 
 #: The atom loop's names, importable from here as before but not public: `pytest_atom.legacy`.
 _LEGACY = {
-    "AtomRuntime": "run.runtime",
+    "AtomRuntime": "loop.runtime",
     "ClaudeRunner": "agents.claude_code.runner",
-    "IterationHistory": "run.history",
-    "RetryManager": "run.retry",
+    "IterationHistory": "loop.runtime",
+    "RetryManager": "loop.retry",
 }
 
 
@@ -173,9 +173,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.results.spec_result import Attempt, SpecResult
     from pytest_atom.results.verdict import Verdict
     from pytest_atom.run.harness import Harness
-    from pytest_atom.run.history import IterationHistory
-    from pytest_atom.run.retry import RetryManager
-    from pytest_atom.run.runtime import AtomRuntime
     from pytest_atom.run.spec_run import run_spec
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec.types import Check, ClaudeOptions, ReflectorOptions, Spec

@@ -1,7 +1,7 @@
 """The atom loop's Python API, from before specs: kept working, documented as legacy.
 
 `AtomRuntime` iterates a Claude Code session until it prints ``EXIT_LOOP_NOW`` and returns a
-dict; `RetryManager`, `IterationHistory` and `ClaudeRunner` are its parts. New code runs a
+dict; `RetryManager`, `IterationHistory` and `ClaudeRunner` are its parts (`pytest_atom.loop`). New code runs a
 spec with `pytest_atom.run_spec` and reads a typed `SpecResult` instead. A public module
 (`__all__`); its names are not in `pytest_atom.__all__`, though ``from pytest_atom import
 AtomRuntime`` still works, without a warning, for code written against 0.1.
@@ -10,8 +10,7 @@ AtomRuntime`` still works, without a warning, for code written against 0.1.
 from __future__ import annotations
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
-from pytest_atom.run.history import IterationHistory
-from pytest_atom.run.retry import RetryManager
-from pytest_atom.run.runtime import AtomRuntime
+from pytest_atom.loop.retry import RetryManager
+from pytest_atom.loop.runtime import AtomRuntime, IterationHistory
 
 __all__ = ["AtomRuntime", "ClaudeRunner", "IterationHistory", "RetryManager"]

@@ -70,9 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def own_setup_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The suite's set-up cache (pytest_atom.run.setup_cache), never the user's: a test
+    """The suite's set-up cache (pytest_atom.setup_cache), never the user's: a test
     neither fills it nor finds a set-up an earlier session kept there."""
-    from pytest_atom.run.setup_cache import ROOT_VARIABLE
+    from pytest_atom.setup_cache.entries import ROOT_VARIABLE
 
     before = os.environ.get(ROOT_VARIABLE)
     folder = tmp_path_factory.mktemp("setup-cache")

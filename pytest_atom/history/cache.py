@@ -1,6 +1,6 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
-`OutcomeCache` is the harness's `Recall` (`pytest_atom.run.recall`) when the history store
+`OutcomeCache` is what stands around each of the harness's runs (`run.harness.AroundRun`) when the history store
 is on. Around each run it computes the item's input digest (`history.digest`) and stamps
 it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
 ``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)

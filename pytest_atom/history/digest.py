@@ -17,7 +17,7 @@ the code in pytest's own process.
 - ``environment``: the environment built from parts (`pytest_atom.environment`) that the
   run's processes get, without the run's own folders;
 - ``tools``: the tools PATH resolves for the set-up and the checks' commands
-  (`run.setup_key.toolchain`: each tool's real path, size and mtime);
+  (`setup_cache.key.toolchain`: each tool's real path, size and mtime);
 - ``settings``: the project's ``.atom/config.yaml`` and tools;
 - ``setting NAME``: each setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`,
   a field of each row of the option table), by its value's hash;
@@ -269,7 +269,7 @@ def _without_run_paths(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _toolchain_part(spec: Spec, env: Mapping[str, str]) -> str:
-    from pytest_atom.run.setup_key import toolchain
+    from pytest_atom.setup_cache.key import toolchain
 
     return digest.of_value(toolchain(_commands(spec), env.get("PATH", "")), compact=True)
 

@@ -8,7 +8,7 @@ them with their placeholders (``<RUN_DIR>``, ``<HOME>``, ``<RUN_DIR>/tmp``,
 placeholders (what a cassette records) and back (what a replayed answer names). Everyone
 who masks a machine path uses these: the gateway's normalizer (`replay.normalize`), the
 cassette check's report of paths left raw (`replay.raw_paths`), the steps' attempt
-folders (`run.steps`) and the set-up cache's key (`run.setup_key`). A new kind of machine
+folders (`run.steps`) and the set-up cache's key (`setup_cache.key`). A new kind of machine
 path is a new entry in `volatile_paths`, with its placeholder named here.
 """
 

@@ -1,10 +1,11 @@
-"""Running one spec: its run folder, its model source, attempts, steps and the planner.
+"""Running one spec: its model source, its attempts (or steps) and its result.
 
-`spec_run.run_spec` is the entry every front end takes; `harness` holds what a session shares
-(settings, hooks, the check registry); `execution` is the attempt loop (workspace, set-up,
-agent, checks, reflector, decision); `steps` and `planner` run multi-step specs; `factory`
-builds a run's agents; `workspace`, `own_files`, `setup_commands`, `setup_cache` and
-`setup_key` prepare an attempt's folder; `retention` and `interrupted` look after run
-folders; `runtime`, `retry` and `history` are the atom loop (`pytest_atom.legacy`) the attempt loop
-drives; `tools` runs a project's tools.
+`spec_run.run_spec` is the entry every front end takes, through `harness.Harness.run`
+(what a session shares: settings, hooks, the check registry). `execution` is the attempt
+loop: the workspace (`workspace`, minus pytest-atom's `own_files`), set-up
+(`setup_commands`), the executor (`pytest_atom.loop`), checks, reflector, decision; `steps`
+and `planner` run multi-step specs; `factory` builds a run's agents; `tools` runs a
+project's tools; `interrupted` says where a Ctrl-C left a run; `rescore` judges a stored
+attempt again. The run's folder is `pytest_atom.run_folders`'s, set-up's cache
+`pytest_atom.setup_cache`'s.
 """

@@ -1,23 +1,9 @@
 """The attempt loop: attempts in isolated folders, runtime, checks, reflector, decision.
 
 `spec_run.run_spec` drives it (or, for a multi-step spec, `steps.StepsRun`, one loop per
-step) behind the run's gateway. A run follows the staging-commit lifecycle (docs/explanation/how-a-spec-runs.md)::
-
-    .atom/runs/<spec>-<time>-<id>/
-        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
-        attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
-        committed/       the passing attempt, promoted: hard links, not a second copy
-        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
-        home/            the CLI's HOME (its logs and caches), scrubbed too
-        setup/           the `setup:` commands' HOME and temp folder, and its output.log
-
-An interrupted run leaves its partial work isolated in its attempt folder.
-
-Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default, where
-a user finds them beside the specs. That is safe because the agent cannot read upwards from
-its run folder: the read guard (agents.claude_code.readguard) denies every read but the run
-folder, the system's folders and the toolchains, so the project above the workspace (its
-ignored ``.env``, the specs, their scripts and cassettes, other runs) stays out of reach.
+step) behind the run's gateway, in the run's folder (`pytest_atom.run_folders` draws it):
+each attempt works in ``attempts/aNN``, a refine attempt in a copy of the one before, and
+the passing one is promoted to ``committed/``.
 """
 
 from __future__ import annotations
@@ -56,6 +42,7 @@ from pytest_atom.judge.reflector import (
     vote_role,
 )
 from pytest_atom.judge.trust import criteria_trust
+from pytest_atom.loop.runtime import AtomRuntime
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recall import SessionInput
 from pytest_atom.replay.recording import ModelSource
@@ -71,11 +58,11 @@ from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.factory import AgentFactory
-from pytest_atom.run.runtime import AtomRuntime
-from pytest_atom.run.setup_cache import CacheMode, cache_root
 from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
+from pytest_atom.settings.modes import SetupCacheMode
+from pytest_atom.setup_cache.entries import cache_root
 from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.paths import project_root
 from pytest_atom.spec.types import Spec
@@ -121,7 +108,7 @@ class AttemptLoop:
     harness_error: str | None = None
     setup_output: str | None = None  # what the spec's `setup:` commands printed
     #: How set-up results are cached (`--atom-setup-cache`), and what the cache did.
-    setup_mode: CacheMode = "copy"
+    setup_mode: SetupCacheMode = "copy"
     setup_cache: str | None = None
     #: pytest-atom's own files the workspace copy left out (workspace-relative).
     left_out: tuple[str, ...] = ()

@@ -1,7 +1,8 @@
 """The one place agents are built: the executor, the reflector and the planner of a run,
-and the lone sessions of `atom loop`, `atom doctor` and a spec's `setup:`.
+and the lone sessions of `atom loop` and `atom doctor`.
 
-Nothing else builds an agent (an executor's kind builds it when this asks). Building every
+Nothing else builds an agent (an executor's kind builds it when this asks), but
+`pytest_atom.legacy.AtomRuntime` given no runner (the pinned CLI as it comes). Building every
 agent here is what lets the
 harness mark each one's requests with its role (wire.roles) and take the executor from
 the agent kind the spec names (`agent: {NAME: VALUE}`, `agents.protocol.agent_kind`: the

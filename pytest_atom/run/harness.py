@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
 
@@ -31,8 +31,7 @@ from pytest_atom.replay.scrub import remember_env_files
 from pytest_atom.reports.format import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run.recall import Recall
-from pytest_atom.run.retention import prune_runs
+from pytest_atom.run_folders.retention import prune_runs
 from pytest_atom.settings.config import AtomConfig
 from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, RunSettings
 from pytest_atom.settings.project import find_ini, find_project
@@ -41,6 +40,18 @@ from pytest_atom.spec.types import Spec
 
 #: The hooks every front end calls: ``pytest_atom_register_checks`` and ``pytest_atom_verdict``.
 HookRelay = Any
+
+
+class AroundRun(Protocol):
+    """What stands around each run of a spec: the history's outcome cache
+    (`pytest_atom.history.cache.OutcomeCache`), which sits above the run, so the suite hands
+    it to the harness instead of the harness calling it by name."""
+
+    def around(
+        self, spec: Spec, settings: RunSettings, repeat: int | None, run: Callable[[], SpecResult]
+    ) -> SpecResult:
+        """`run()`'s result with its input digest, or the stored outcome in its place."""
+        ...
 
 
 @dataclass
@@ -59,9 +70,9 @@ class Harness:
     spend_option: str = "--atom-max-cost-usd"
     #: The session's spending limit (`settings.max_cost_usd`, this process's share of it).
     spend: SpendLimit | None = field(default=None, init=False)
-    #: What stands around each run: the input digest and the outcome cache
-    #: (`run.recall`); the suite sets it when the history store is on.
-    recall: Recall | None = field(default=None, init=False)
+    #: What stands around each run: the input digest and the outcome cache; the suite sets
+    #: it when the history store is on.
+    around_run: AroundRun | None = field(default=None, init=False)
     #: The upstreams this session records from, each connected to once before its first
     #: recording (`replay.reachable`): an unreachable one stops the session in seconds.
     upstreams: UpstreamCheck = field(default_factory=UpstreamCheck, init=False)
@@ -157,7 +168,8 @@ class Harness:
                 scope=RunScope(self.root, self.config, registry, self.spend, self.upstreams),
             )
 
-        result = run() if self.recall is None else self.recall.around(spec, settings, repeat, run)
+        wrapper = self.around_run
+        result = run() if wrapper is None else wrapper.around(spec, settings, repeat, run)
         for report_format in report_formats():  # every installed format, each run
             report_format.publish(result, repeat=repeat, report_dir=self.report_dir)
         self.hook.pytest_atom_verdict(spec=spec, verdict=result.verdict, result=result)
@@ -173,10 +185,9 @@ class Harness:
             max_bytes=self.settings.keep_runs_size,
         )
         if self.settings.setup_cache_size:
-            from pytest_atom.run import setup_cache
+            from pytest_atom.setup_cache.entries import cache_root, prune, to_prune
 
-            root = setup_cache.cache_root()
-            setup_cache.prune(setup_cache.to_prune(root, max_bytes=self.settings.setup_cache_size))
+            prune(to_prune(cache_root(), max_bytes=self.settings.setup_cache_size))
 
 
 def file_layers(ini: dict[str, Any], config: AtomConfig) -> list[Layer]:

@@ -16,8 +16,6 @@ from pathlib import Path
 from pytest_atom.paths import display_path
 from pytest_atom.spec.types import Spec
 
-__all__ = ["InterruptedRun", "stale_partial_warning"]
-
 _ATTRIBUTE = "atom_interrupted_run"
 
 

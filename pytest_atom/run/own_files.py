@@ -70,11 +70,12 @@ def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> li
     return [rel for rel in listed if _under(rel, owned)]
 
 
-def kept(rel: str, include: Sequence[str]) -> bool:
-    """Whether a spec's `include:` globs bring `rel` (or a folder it is in) back."""
+def matches(rel: str, globs: Sequence[str]) -> bool:
+    """Whether `rel` (a posix path) or one of the folders it is in matches a glob: a spec's
+    `exclude:` leaves it out of a copy, its `include:` brings it back."""
     parts = rel.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in include)
+    return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in globs)
 
 
 def _under(rel: str, owned: set[str]) -> bool:

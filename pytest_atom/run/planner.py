@@ -174,20 +174,9 @@ def planner_input(
 def run_planner(
     session: SessionInput, folder: Path, *, agent: Agent, session_id: str, timeout: float | None
 ) -> tuple[Any, Any]:
-    """The planner's JSON answer and its session record; raises PlannerError without one.
-
-    `agent` is the factory's planner (run.factory). It runs in `folder` (`planner_folder`:
-    ``plan/``, a re-plan ``plan-2/`` on, a copy of the start it may read (research) but not
-    change, with only the run's own empty Claude config, as the reflector) on `session`
-    (`planner_input`'s answer): the caller has both already, as a replay recalls a
-    recorded plan by them. `timeout` is the spec's.
-    """
+    """The planner's JSON answer and its session record; PlannerError without one. `agent`
+    (the factory's planner) may read `folder` (`planner_folder`) but not change it."""
     try:
-        return agent.structured(
-            session.prompt,
-            folder,
-            session_id=session_id,
-            timeout=timeout,
-        )
+        return agent.structured(session.prompt, folder, session_id=session_id, timeout=timeout)
     except StructuredSessionError as exc:
         raise PlannerError(str(exc)) from None

@@ -10,7 +10,7 @@ they run unconfined, as the agent then does.
 
 The set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
 agent's conversation or the spec's cassette. What it made in the attempt folder is kept in
-the user's set-up cache (run.setup_cache): a later attempt, replay or run whose key is the
+the user's set-up cache (pytest_atom.setup_cache): a later attempt, replay or run whose key is the
 same gets it back without running a command, and without the network.
 """
 
@@ -27,8 +27,9 @@ from pytest_atom.checks.shell import run_shell
 from pytest_atom.environment import build_env
 from pytest_atom.environment_clues import network_hint
 from pytest_atom.replay.scrub import Scrubber
-from pytest_atom.run import setup_cache, setup_key
-from pytest_atom.run.setup_cache import CacheMode, SetupKey
+from pytest_atom.settings.modes import SetupCacheMode
+from pytest_atom.setup_cache import entries
+from pytest_atom.setup_cache.key import SetupKey, setup_key
 
 _STARTED = "$ "
 
@@ -87,12 +88,12 @@ def setup_env(
 
 @dataclass(frozen=True)
 class SetupCache:
-    """Where set-up results are kept and how they come back (run.setup_cache): the spec's
+    """Where set-up results are kept and how they come back (pytest_atom.setup_cache): the spec's
     `setup: {inputs: [...]}` globs (empty: the whole workspace keys it) and the workspace
     the attempt is a copy of (None: an empty one)."""
 
     root: Path
-    mode: CacheMode = "copy"
+    mode: SetupCacheMode = "copy"
     inputs: tuple[str, ...] = ()
     source: Path | None = None
 
@@ -117,19 +118,19 @@ def run_setup(
     built = setup_env(run_dir, env, pass_env)
     if cache is None:
         return _run(commands, cwd, run_dir, confinement, built, timeout)
-    key = setup_key.setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
+    key = setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
     restored = _restore(cache, key, cwd, run_dir)
     if restored is not None:
         return restored
-    before = setup_cache.scan(cwd)
+    before = entries.scan(cwd)
     outcome = _run(commands, cwd, run_dir, confinement, built, timeout)
     if not outcome.ok:
         return outcome
-    found = setup_cache.changes(before, setup_cache.scan(cwd))
+    found = entries.changes(before, entries.scan(cwd))
     if found.unkept:
         return replace(outcome, cache=f"not stored: {found.unkept}")
     try:
-        setup_cache.store(
+        entries.store(
             cache.root,
             key,
             cwd,
@@ -146,14 +147,14 @@ def run_setup(
 def _restore(cache: SetupCache, key: SetupKey, cwd: Path, run_dir: Path) -> SetupOutcome | None:
     """The outcome of restoring `key`'s entry into `cwd`; None: set-up must run (no entry,
     or one that does not fit this workspace, or whose content is not what was stored)."""
-    entry = setup_cache.load_entry(cache.root, key)
-    if entry is None or setup_cache.stale(entry, cwd) is not None:
+    entry = entries.load_entry(cache.root, key)
+    if entry is None or entries.stale(entry, cwd) is not None:
         return None
-    if not setup_cache.intact(entry):
-        setup_cache.prune([entry])
+    if not entries.intact(entry):
+        entries.prune([entry])
         return None
     try:
-        setup_cache.restore(entry, cwd, run_dir=run_dir)
+        entries.restore(entry, cwd, run_dir=run_dir)
     except OSError as exc:
         return SetupOutcome(
             False,

@@ -29,23 +29,16 @@ from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.reachable import UpstreamCheck
-from pytest_atom.replay.recording import (
-    ModelSource,
-    Prove,
-    cassette_path,
-    open_run_source,
-)
+from pytest_atom.replay.recording import ModelSource, Prove, cassette_path, open_run_source
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run.execution import (
-    AttemptLoop,
-)
+from pytest_atom.run.execution import AttemptLoop
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
-from pytest_atom.run.retention import run_name
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
+from pytest_atom.run_folders.retention import run_name
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
@@ -104,14 +97,14 @@ def run_spec(
     remember_spec_secrets(spec, project_dir)
     claude_bin = claude_bin or find_claude()
     _require_sandbox(spec)
-    run = _new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
+    run = new_run(spec, runs_dir, settings, scope, claude_bin, on_event)
     source = open_run_source(
         spec, settings, run.run_dir, claude_bin=claude_bin, repeat=repeat, upstreams=scope.upstreams
     )
     billing = _billing(source)  # (paid, replayed): read once
     meter = Meter(billing[0], spend)
     prove = _prover(spec, settings, scope, claude_bin)
-    exchanges, written = _drive_run(spec, run, source, meter, settings, prove)
+    exchanges, written = _drive(spec, run, source, meter, settings, prove)
     result = _result(run, source, exchanges, written, time.perf_counter() - started, billing)
     bills = meter.bills  # read once: its sums are plain fields
     result.billed, result.billed_usd = dict(bills.by_role), dict(bills.usd_by_role)
@@ -150,31 +143,6 @@ def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
     return project_dir
 
 
-def _drive_run(
-    spec: Spec,
-    run: AttemptLoop,
-    source: ModelSource,
-    meter: Meter,
-    settings: RunSettings,
-    prove: Prove | None = None,
-) -> tuple[list[Exchange], Path | None]:
-    """`_drive`, with what an interrupted or unstartable run leaves: Ctrl-C attaches what
-    resumes it (the partial recording kept, if any); a workspace that could not be made
-    leaves no run folder, unless the run was resuming one."""
-    try:
-        return _drive(run, source, meter, prove)
-    except KeyboardInterrupt as stop:
-        tape = source.tape
-        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
-        kept = partial if partial is not None and partial.exists() else None
-        InterruptedRun(spec, run.run_dir, kept).attach(stop)
-        raise
-    except WorkspaceError:
-        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
-            shutil.rmtree(run.run_dir, ignore_errors=True)
-        raise
-
-
 def _require_sandbox(spec: Spec) -> None:
     """Before anything starts, a missing bwrap, or a missing `srt` where set-up or command
     checks need it, says how to install it (an MCP server that runs for real asks for it
@@ -187,16 +155,17 @@ def _require_sandbox(spec: Spec) -> None:
         require_srt()
 
 
-def _new_run(
+def new_run(
     spec: Spec,
     runs_dir: Path,
     settings: RunSettings,
     scope: RunScope,
     claude_bin: Path,
-    on_event: OnEvent | None,
+    on_event: OnEvent | None = None,
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
-    `settings.resume` names)."""
+    `settings.resume` names), nothing started yet (a rescore judges a stored attempt in
+    it: `run.rescore`)."""
     run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
     run_dir = None
     if settings.resume is not None:
@@ -218,42 +187,53 @@ def _new_run(
     )
 
 
-def new_run(
-    spec: Spec, runs_dir: Path, settings: RunSettings, scope: RunScope, claude_bin: Path
-) -> AttemptLoop:
-    """The run of `spec` in a new run folder under `runs_dir`, nothing started yet (a
-    rescore judges a stored attempt in it: `run.rescore`)."""
-    return _new_run(spec, runs_dir, settings, scope, claude_bin, None)
-
-
 def _drive(
-    run: AttemptLoop, source: ModelSource, meter: Meter, prove: Prove | None = None
+    spec: Spec,
+    run: AttemptLoop,
+    source: ModelSource,
+    meter: Meter,
+    settings: RunSettings,
+    prove: Prove | None = None,
 ) -> tuple[list[Exchange], Path | None]:
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
 
     Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
     cassette. A timeout, or a CLI that gave up (an upstream error, say), is a failed
-    recording; an agent that finished and failed its checks is a faithful one.
+    recording; an agent that finished and failed its checks is a faithful one. Ctrl-C
+    then attaches what resumes the run (the partial recording kept, if any); a workspace
+    that could not be made leaves no run folder, unless the run was resuming one.
     """
     failed = True
     exchanges: list[Exchange] = []
     try:
-        with Gateway(source.responder, meter) as gateway:
-            run.attempt_all(source, gateway.url)
-            exchanges = gateway.exchanges
-        failed = _unfinished(run)
-    finally:
-        written = source.finish(
-            run.spec,
-            failed=failed,
-            cli_version=run.cli_version(),
-            passed=_passed(run),
-            prove=None if failed else prove,
-        )
-        # The CLI's own transcripts hold every prompt and tool output, and its HOME its
-        # logs: scrubbed in place.
-        Scrubber(extra=source.auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
-        release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
+        try:
+            with Gateway(source.responder, meter) as gateway:
+                run.attempt_all(source, gateway.url)
+                exchanges = gateway.exchanges
+            failed = _unfinished(run)
+        finally:
+            written = source.finish(
+                run.spec,  # a planned run's: its steps are the plan's
+                failed=failed,
+                cli_version=run.cli_version(),
+                passed=_passed(run),
+                prove=None if failed else prove,
+            )
+            # The CLI's own transcripts hold every prompt and tool output, and its HOME its
+            # logs: scrubbed in place.
+            auth = source.auth
+            Scrubber(extra=auth).scrub_tree(run.run_dir / "claude-config", run.run_dir / "home")
+            release_tmpdirs(run.run_dir)  # the short links to its temp folders, if any
+    except KeyboardInterrupt as stop:
+        tape = source.tape
+        partial = tape.cassette.partial_path if tape and source.kind == "record" else None
+        kept = partial if partial is not None and partial.exists() else None
+        InterruptedRun(spec, run.run_dir, kept).attach(stop)
+        raise
+    except WorkspaceError:
+        if settings.resume is None:  # nothing ran: a half-made run folder is no evidence
+            shutil.rmtree(run.run_dir, ignore_errors=True)
+        raise
     return exchanges, written
 
 

@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TextIO
+from typing import TextIO
 
 from pytest_atom.conversation import error
 from pytest_atom.environment import importable
@@ -76,33 +76,14 @@ def run_tool(
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
 ) -> int:
-    """Run a tool's entry file and return its exit code.
-
-    Its stdout and stderr are merged and copied line by line to `stdout` (default:
-    `sys.stdout`) as they arrive. The tool gets no stdin (it must not wait for a
-    person; it asks with ``## Input Needed`` instead) and runs in its own process
-    group. After `timeout` seconds it is killed with every process it started, an
+    """Run a tool's entry file; its exit code. Its stdout and stderr, merged, are copied
+    line by line to `stdout` (default: `sys.stdout`) as they arrive. It gets no stdin (it
+    asks with ``## Input Needed`` instead of waiting for a person) and runs in its own
+    process group, so a timeout or a Ctrl-C kills every process it started; a timeout's
     ``## Error`` message says so, and the result is 124. `env` replaces the whole
-    environment (default: ours); see `tool_env` for what is added.
-    """
+    environment (default: ours; `tool_env` says what is added)."""
     out = sys.stdout if stdout is None else stdout
-    proc = _start_tool(entry, args, env)
-    assert proc.stdout is not None
-    copier = _LineCopier(proc.stdout, out)
-    copier.start()
-    if _wait_for_tool(proc, copier, timeout):
-        _report_timeout(entry, timeout, out)
-        return TIMEOUT_EXIT_CODE
-    return proc.returncode
-
-
-def _start_tool(
-    entry: Path, args: Sequence[str], env: Mapping[str, str] | None
-) -> subprocess.Popen[str]:
-    """Start the tool with no stdin (it must never wait for a person) and merged output,
-    in its own process group so a timeout can reach every child it starts.
-    """
-    return spawn(
+    proc = spawn(
         [sys.executable, str(entry), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -113,47 +94,22 @@ def _start_tool(
         env=tool_env(env),
         start_new_session=True,
     )
+    pipe, lock, stopped = proc.stdout, threading.Lock(), threading.Event()
+    assert pipe is not None
 
-
-class _LineCopier:
-    """Copies a tool's output line by line on a daemon thread, until told to stop.
-
-    A child the tool left running may hold the pipe open long after the tool exited;
-    `stop` makes the thread drop whatever still arrives, so nothing is written to the
-    caller's stream once `run_tool` has returned.
-    """
-
-    def __init__(self, pipe: IO[str], out: TextIO) -> None:
-        self._pipe, self._out = pipe, out
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._copy, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout=timeout)
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stopped = True
-
-    def _copy(self) -> None:
-        with self._pipe:  # closed here: a reader given up on may outlive run_tool
-            for line in self._pipe:
-                with self._lock:
-                    if self._stopped:  # given up on: the caller has moved on
+    def copy() -> None:
+        # A child the tool left running may hold the pipe open long after the tool exited:
+        # once stopped, whatever still arrives is dropped, never written to the caller.
+        with pipe:
+            for line in pipe:
+                with lock:
+                    if stopped.is_set():
                         return
-                    self._out.write(line)
-                    self._out.flush()
+                    out.write(line)
+                    out.flush()
 
-
-def _wait_for_tool(proc: subprocess.Popen[str], copier: _LineCopier, timeout: float) -> bool:
-    """Wait for the tool and drain its output; True when it ran out of time and was killed.
-
-    Any interruption (Ctrl-C) kills the whole process tree too: a tool is never left behind.
-    """
+    copier = threading.Thread(target=copy, daemon=True)
+    copier.start()
     timed_out = False
     try:
         try:
@@ -161,20 +117,22 @@ def _wait_for_tool(proc: subprocess.Popen[str], copier: _LineCopier, timeout: fl
         except subprocess.TimeoutExpired:
             timed_out = True
             kill_process_tree(proc)
-        # A child left running may hold the pipe open: wait a little, then stop copying.
         copier.join(timeout=_DRAIN_SECONDS)
     except BaseException:
         kill_process_tree(proc)
         raise
     finally:
-        copier.stop()
-    return timed_out
+        with lock:
+            stopped.set()
+    if timed_out:
+        _report_timeout(entry, timeout, out)
+        return TIMEOUT_EXIT_CODE
+    return proc.returncode
 
 
 def _report_timeout(entry: Path, timeout: float, out: TextIO) -> None:
-    """Tell the caller (an agent, usually) in the tool's own message format what happened
-    and how to avoid it, since the tool itself was killed before it could say anything.
-    """
+    """Say in the tool's own message format (to an agent, usually) what happened and how
+    to avoid it: the tool was killed before it could."""
     error(
         "Timeout",
         f"Tool {entry.parent.name} timed out after {timeout:g} s and was killed, "

@@ -28,7 +28,6 @@ A copy that fails leaves nothing behind.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import posixpath
 import shutil
@@ -50,7 +49,7 @@ from pytest_atom.files import (
     special_error,
     special_kind,
 )
-from pytest_atom.run.own_files import CALIBRATION_DIR, kept, own_files
+from pytest_atom.run.own_files import CALIBRATION_DIR, matches, own_files
 
 if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
@@ -63,22 +62,8 @@ SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
 SNAPSHOT_EXCLUDES = (
     "/USER_PROMPT.md",
     "/.claude/.cc-writes/",
-    *(
-        f"/{name}"
-        for name in (
-            ".bash_profile",
-            ".bashrc",
-            ".profile",
-            ".zprofile",
-            ".zshrc",
-            ".gitconfig",
-            ".gitmodules",
-            ".ripgreprc",
-            ".mcp.json",
-            ".idea",
-            ".vscode",
-        )
-    ),
+    *"/.bash_profile /.bashrc /.profile /.zprofile /.zshrc /.gitconfig /.gitmodules".split(),
+    *"/.ripgreprc /.mcp.json /.idea /.vscode".split(),
 )
 
 
@@ -133,11 +118,7 @@ def copy_workspace(source: WorkspaceSource, dest: Path) -> Copied:
     whether `dest` then holds a fresh repository with one commit (a copy from git,
     `source.repository`). On any failure `dest` is removed."""
     top = git_toplevel(source.path)
-    if source.ref is not None and top is None:
-        raise WorkspaceError(
-            f"workspace {source.path} has `ref: {source.ref}` but is not in a git work tree: "
-            "drop `ref`, or name a folder of a git repository"
-        )
+    ref = _ref_tree(source, top) if source.ref is not None else None
     skip = tuple(p.resolve() for p in (*source.skip, dest))
     base = source.path.resolve()
     try:
@@ -145,8 +126,8 @@ def copy_workspace(source: WorkspaceSource, dest: Path) -> Copied:
         if top is None:
             left_out = _copy_some(source, base, dest, _tree_files(base, source.exclude, skip))
             return Copied(False, left_out)
-        if source.ref is not None:
-            _extract_ref(top, source.path, source.ref, dest, source.exclude)
+        if ref is not None:
+            _extract(top, ref[0], dest, source.exclude)
             left_out = _drop_own(source, dest)
         else:
             files = _git_files(source.path, source.exclude, skip)
@@ -221,20 +202,11 @@ def _escape_glob(path: str) -> str:
     return "".join("\\" + c if c in "*?[\\!# " else c for c in path)
 
 
-def excluded(rel: str, globs: Sequence[str]) -> bool:
-    """Whether `rel` (a posix path) or one of the folders it is in matches a glob."""
-    if not globs:
-        return False
-    parts = rel.split("/")
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in globs)
-
-
 def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Iterator[str]:
     listing = _git(folder, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     base = folder.resolve()
     for rel in dict.fromkeys(listing.split("\0")):  # a conflicted file is listed per stage
-        if not rel or excluded(rel, exclude):
+        if not rel or matches(rel, exclude):
             continue
         path = base / rel
         if any(path == s or s in path.parents for s in skip):
@@ -296,12 +268,12 @@ def _tree_files(base: Path, exclude: Sequence[str], skip: Sequence[Path]) -> Ite
             for d in dirnames
             if d not in SKIPPED_DIRS
             and (here / d) not in skip
-            and not excluded(prefix + d, exclude)
+            and not matches(prefix + d, exclude)
             and not (here / d).is_symlink()
         ]
         links = [d for d in os.listdir(here) if (here / d).is_symlink() and (here / d).is_dir()]
         for name in (*filenames, *links):
-            if not excluded(prefix + name, exclude):
+            if not matches(prefix + name, exclude):
                 yield prefix + name
 
 
@@ -319,7 +291,7 @@ def _without_own(
 ) -> tuple[list[str], tuple[str, ...]]:
     """`files` but pytest-atom's own (those the spec's `include:` keeps aside), and those."""
     listed = list(files)
-    own = [r for r in own_files(base, listed, source.own) if not kept(r, source.include)]
+    own = [r for r in own_files(base, listed, source.own) if not matches(r, source.include)]
     dropped = set(own)
     return [r for r in listed if r not in dropped], tuple(own)
 
@@ -344,19 +316,7 @@ def list_workspace(source: WorkspaceSource) -> Listing:
     base = source.path.resolve()
     skip = tuple(p.resolve() for p in source.skip)
     if source.ref is not None:
-        if top is None:
-            raise WorkspaceError(
-                f"workspace {source.path} has `ref: {source.ref}` but is not in git"
-            )
-        rel = base.relative_to(top).as_posix()
-        # `REF:path^{tree}` would read `^{tree}` as part of the path: a subfolder's tree is
-        # named `REF:path`, the commit's own `REF^{tree}`.
-        tree = f"{source.ref}^{{tree}}" if rel == "." else f"{source.ref}:{rel}"
-        try:
-            found = _git(top, "rev-parse", "--verify", "--quiet", tree).strip()
-        except WorkspaceError:
-            raise WorkspaceError(f"workspace ref {source.ref!r} is not a commit of {top}") from None
-        return Listing(base, tree=found)
+        return Listing(base, tree=_ref_tree(source, top)[1])
     listed = (
         _tree_files(base, source.exclude, skip)
         if top is None
@@ -371,25 +331,38 @@ def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
     listed = sorted(_tree_files(dest, (), ()))
     base = source.path.resolve()
     own_here = tuple(dest / p.relative_to(base) for p in source.own if p.is_relative_to(base))
-    own = [r for r in own_files(dest, listed, own_here) if not kept(r, source.include)]
+    own = [r for r in own_files(dest, listed, own_here) if not matches(r, source.include)]
     for rel in own:
         (dest / rel).unlink(missing_ok=True)
     return tuple(own)
 
 
-def _extract_ref(top: Path, folder: Path, ref: str, dest: Path, exclude: Sequence[str]) -> None:
-    """The tree of `folder` at commit `ref`, through `git archive` (no worktree, no checkout)."""
-    rel = folder.resolve().relative_to(top).as_posix()
-    tree = ref if rel == "." else f"{ref}:{rel}"
+def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
+    """`source`'s tree at its `ref:`: as `git archive` names it, and git's id of it (which
+    names its content); WorkspaceError saying what to name instead."""
+    ref = source.ref
+    if top is None:
+        raise WorkspaceError(
+            f"workspace {source.path} has `ref: {ref}` but is not in a git work tree: "
+            "drop `ref`, or name a folder of a git repository"
+        )
+    rel = source.path.resolve().relative_to(top).as_posix()
     # `REF:path^{tree}` would read `^{tree}` as part of the path: a subfolder's tree is
-    # named `REF:path`, the commit's own `REF^{tree}` (as `list_workspace` names them).
+    # named `REF:path`, the commit's own `REF^{tree}`.
+    named = f"{ref}^{{tree}}" if rel == "." else f"{ref}:{rel}"
     try:
-        _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{tree}}" if rel == "." else tree)
+        found = _git(top, "rev-parse", "--verify", "--quiet", named).strip()
     except WorkspaceError:
         raise WorkspaceError(
             f"workspace ref {ref!r} is not a commit of {top} that holds {rel}: "
             f"name a commit, tag or branch (`git -C {top} log --oneline` lists them)"
         ) from None
+    return (str(ref) if rel == "." else named), found
+
+
+def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
+    """`tree` (a commit, or a folder of one) in `dest`, through `git archive` (no worktree,
+    no checkout)."""
     archive = dest / ".atom-archive.tar"
     with archive.open("wb") as out:
         done = subprocess.run(
@@ -398,6 +371,6 @@ def _extract_ref(top: Path, folder: Path, ref: str, dest: Path, exclude: Sequenc
     if done.returncode != 0:
         raise WorkspaceError(f"`git archive {tree}` failed: {done.stderr.decode(errors='replace')}")
     with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if not excluded(m.name, exclude)]
+        members = [m for m in tar.getmembers() if not matches(m.name, exclude)]
         tar.extractall(dest, members=members, filter="tar")
     archive.unlink()

@@ -34,7 +34,7 @@ SourceKind = Literal["scripted", "replay", "record", "refresh", "rejudge", "cach
 JudgeMode = Literal["recall", "rerun"]
 JUDGE_MODES: tuple[JudgeMode, ...] = ("recall", "rerun")
 
-#: How a spec's set-up result comes back from the user's cache (run.setup_cache): cloned or
+#: How a spec's set-up result comes back from the user's cache (pytest_atom.setup_cache): cloned or
 #: copied, or never cached (set-up runs every time). Never hard-linked: an attempt's write
 #: would reach the cache.
 SetupCacheMode = Literal["copy", "off"]

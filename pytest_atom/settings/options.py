@@ -334,7 +334,7 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: How a spec's set-up result is cached and restored (run.setup_cache).
+    #: How a spec's set-up result is cached and restored (pytest_atom.setup_cache).
     setup_cache: SetupCacheMode = setting(
         "copy",
         Option(

@@ -119,7 +119,7 @@ class SuiteRun:
         self.started = datetime.now(UTC)  # when the session began, as its run records it
         #: Each run's input digest, and with --atom-cache the stored outcomes that stand in.
         self.cache = session_cache(harness.settings, harness.root, harness.config, harness.runs_dir)
-        harness.recall = self.cache
+        harness.around_run = self.cache
 
     # --- collect -------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
 from pytest_atom.run.harness import file_layers
-from pytest_atom.run.spec_run import RunScope, _new_run
+from pytest_atom.run.spec_run import RunScope, new_run
 from pytest_atom.settings.config import load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.settings.resolved import resolve
@@ -161,7 +161,7 @@ def test_threshold_from_ini_and_from_the_spec(tmp_path: Path) -> None:
     own = spec_in(tmp_path, SPEC + "reflector: {threshold: 0.8}\n", "own")
     score = Verdict.parse(verdict(0.85)["verdict"])
     for spec, threshold, decision in ((plain, 0.9, "refine"), (own, 0.8, "proceed")):
-        run = _new_run(spec, tmp_path / "runs", settings, RunScope(), Path("claude"), None)
+        run = new_run(spec, tmp_path / "runs", settings, RunScope(), Path("claude"), None)
         assert run.threshold == threshold
         assert judge(True, [], score, run.threshold) == decision
 

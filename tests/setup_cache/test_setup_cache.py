@@ -1,4 +1,4 @@
-"""The set-up cache (pytest_atom.run.setup_cache): what `setup:` made in an attempt folder,
+"""The set-up cache (pytest_atom.setup_cache): what `setup:` made in an attempt folder,
 restored into another run folder without running set-up, its baked-in paths rewritten.
 
 The virtualenv scenario is real: `python3 -m venv` and `pip install --no-index` of a wheel
@@ -21,8 +21,9 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.run import setup_cache, setup_key
 from pytest_atom.run.setup_commands import SetupCache, SetupOutcome, run_setup
+from pytest_atom.setup_cache import entries as setup_cache
+from pytest_atom.setup_cache import key as setup_key
 from pytest_atom.spec.types import SandboxOptions
 from tests.helpers import tiny_wheel
 

@@ -1,18 +1,14 @@
-"""Which run folders to delete, so that `.atom/runs` does not grow with every session.
+"""Run folders' names, and which to delete so that `.atom/runs` does not grow.
 
-Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`; the one
-place that spells the format, which resuming a run reads too). After a session, the newest ``keep`` folders of each spec
-stay, and so does every failed run of that session: a failure is what someone will want
-to open. A run folder says itself whether its run passed: a passing run promotes its
-attempt to ``committed/``. ``keep = 0`` keeps every folder.
-
-A size bound (``keep_runs_size``, 2GB by default: `DEFAULT_KEEP_RUNS_SIZE`) then deletes
-the oldest of the folders left, across specs, until all of them fit in it: it never deletes the newest folder of a spec nor a
-failed run of the session, so a bound smaller than those is exceeded rather than losing
-what someone will open. A file hard-linked in several places (``committed/``) counts once.
-
-Only direct children of the runs folder whose names have that shape are ever touched; a
-symlink is never followed nor deleted, nor is anything else the folder holds.
+Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`, which resuming
+a run reads too). After a session, the newest ``keep`` folders of each spec stay, and so
+does every failed run of that session (no ``committed/``): a failure is what someone will
+want to open. ``keep = 0`` keeps every folder. A size bound (``keep_runs_size``) then
+deletes the oldest of the folders left, across specs, until all fit in it, never the newest
+folder of a spec nor a failed run of the session (a bound smaller than those is exceeded).
+A file hard-linked in several places (``committed/``) counts once. Only direct children of
+the runs folder whose names have that shape are ever touched; a symlink is never followed
+nor deleted.
 """
 
 from __future__ import annotations
@@ -27,20 +23,6 @@ from datetime import datetime
 from pathlib import Path
 
 from pytest_atom.inert import inert
-from pytest_atom.settings.options import DEFAULT_KEEP_RUNS
-
-__all__ = [
-    "DEFAULT_KEEP_RUNS",
-    "RunFolder",
-    "folder_size",
-    "folder_spec_name",
-    "parse_run_name",
-    "prune_runs",
-    "run_folders",
-    "run_name",
-    "runs_over_size",
-    "runs_to_delete",
-]
 
 _STAMP = "%Y%m%d-%H%M%S"
 _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6})$")
@@ -169,13 +151,9 @@ def prune_runs(
     session_start: datetime | None = None,
     max_bytes: int | None = None,
 ) -> list[Path]:
-    """Delete what ``runs_to_delete`` names, then what ``runs_over_size`` names for
-    `max_bytes`; returns the deleted folders.
-
-    A folder that vanished meanwhile (another session pruned it) or that cannot be removed is
-    left for a later session; anything that would resolve outside ``runs_dir`` is never
-    deleted.
-    """
+    """Delete what ``runs_to_delete``, then ``runs_over_size`` (for `max_bytes`) name; the
+    deleted folders. One that vanished meanwhile (another session pruned it) or cannot be
+    removed is left; one that would resolve outside ``runs_dir`` is never deleted."""
     root = runs_dir.resolve()
     deleted = _delete(root, runs_to_delete(runs_dir, keep, session_start=session_start))
     if max_bytes:

@@ -1,10 +1,11 @@
 """AtomRuntime: iterate a Claude Code session until it signals completion.
 
-The loop is 0.1's: write USER_PROMPT.md, call Claude with the system prompt, retry
-transient failures, stop when the final message carries the exit signal or the
-iteration budget runs out. What differs is how the conversation is continued: 0.1
-relied on ``claude -c`` (the latest conversation of a folder); here a pinned session id
-makes "the same conversation" explicit, so parallel atoms in one folder cannot cross.
+Write USER_PROMPT.md, call Claude with the system prompt, retry transient failures, stop
+when the final message carries the exit signal or the iteration budget runs out. The
+conversation goes on through a pinned session id (not ``claude -c``, the latest
+conversation of a folder), so parallel atoms in one folder cannot cross.
+`IterationHistory` is what each iteration produced, for a runner, a report or a failing
+test to show; the conversation itself is Claude Code's.
 """
 
 from __future__ import annotations
@@ -14,17 +15,49 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.loop.retry import RetryManager
 from pytest_atom.prompts import first_message, render_prompt
 from pytest_atom.results.record import IterationRecord, RunOutcome, StopReason
-from pytest_atom.run.history import IterationHistory
-from pytest_atom.run.retry import RetryManager
 
 if TYPE_CHECKING:
     from pytest_atom.agents.protocol import SessionRunner
+
+
+class IterationHistory:
+    """Ordered, timestamped results of an atom's iterations."""
+
+    def __init__(self, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        """`clock` is injectable so recorded timestamps are deterministic in tests."""
+        self._clock = clock
+        self._entries: list[dict[str, Any]] = []
+
+    def add_iteration(self, iteration: int, result: Mapping[str, Any]) -> None:
+        """Store `result` with its iteration number and a UTC ISO-8601 timestamp (both
+        authoritative over keys of `result`); extra keys are kept, a missing stdout or
+        returncode reads "" and -1."""
+        now = self._clock()
+        # A naive clock is taken to be UTC already: astimezone() would assume local time.
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        stamp = now.astimezone(UTC).isoformat()
+        entry = {"iteration": iteration, "timestamp": stamp, "stdout": "", "returncode": -1}
+        entry.update((k, v) for k, v in result.items() if k not in ("iteration", "timestamp"))
+        self._entries.append(entry)
+
+    def get_all_iterations(self) -> list[dict[str, Any]]:
+        """A copy (entries included), so callers cannot rewrite the record."""
+        return [dict(entry) for entry in self._entries]
+
+    def get_summary(self) -> str:
+        return f"{len(self._entries)} iterations completed"
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class AtomRuntime:
@@ -48,11 +81,11 @@ class AtomRuntime:
         on_iteration: Callable[[int, IterationRecord], None] | None = None,
     ) -> None:
         """
-        Args beyond 0.1's:
+        Keyword-only:
             runner: the agent (or ClaudeRunner) to use: its environment decides where the
                 CLI talks to. Default: Claude Code in the caller's own environment.
             session_id: the conversation's id; a fresh one when omitted.
-            max_retries: retries per iteration; None keeps 0.1's "retry forever".
+            max_retries: retries per iteration; None retries forever.
             timeout: seconds for the whole run; each call gets what is left.
             sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
         """
@@ -88,13 +121,13 @@ class AtomRuntime:
     @property
     def runner(self) -> SessionRunner:
         if self._runner is None:
-            from pytest_atom.run.factory import claude_code_agent  # 0.1's default
+            from pytest_atom.agents.claude_code.runner import ClaudeRunner
 
-            self._runner = claude_code_agent("executor")
+            self._runner = ClaudeRunner()  # the pinned CLI in the caller's own environment
         return self._runner
 
     def run(self, user_prompt: str, *, message: str | None = None) -> dict[str, Any]:
-        """Iterate until done; the result dict (see `execute` for the typed one)."""
+        """Iterate until done; the result as a dict (`execute`: typed)."""
         return self.execute(user_prompt, message=message).as_dict()
 
     def execute(self, user_prompt: str, *, message: str | None = None) -> RunOutcome:
@@ -121,7 +154,6 @@ class AtomRuntime:
 
     def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
-        # Unlike 0.1, the first message also carries the task (`first_message`).
         first = message or first_message(prompt, user_prompt)
         record: IterationRecord | None = None
         for iteration in range(1, self.max_iterations + 1):

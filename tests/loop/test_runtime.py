@@ -56,7 +56,7 @@ def test_iterates_in_one_conversation_until_the_exit_signal(
 def test_cli_errors_are_retried_with_the_loop_backoff(gateway_for: Any, runner_for: Any) -> None:
     """A CLI that fails (its script runs out within the first call) is started again after
     the loop's wait; the waits' doubling, and the stop at max_iterations, are
-    tests/run/test_runtime_loop.py's. Ephemeral, the runtime removes its folder even so."""
+    tests/loop/test_runtime_loop.py's. Ephemeral, the runtime removes its folder even so."""
     gateway = gateway_for([bash("true")])  # the call's second turn exhausts the script
     waits: list[float] = []
     messages: list[tuple[str, int]] = []

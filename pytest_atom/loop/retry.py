@@ -1,9 +1,7 @@
 """Decide whether a failed Claude Code run is worth retrying, and after how long.
 
-The rules and constants are those of cc_atoms' ``atom_core.retry`` so that an atom
-behaves the same whether it runs under the old CLI or under pytest. RetryManager only
-*computes* the wait: the caller sleeps, which keeps this module free of real time and
-lets tests inject a clock instead of waiting for 3pm.
+RetryManager only *computes* the wait: the caller sleeps, which keeps this module free of
+real time and lets tests inject a clock instead of waiting for 3pm.
 """
 
 from __future__ import annotations

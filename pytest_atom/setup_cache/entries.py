@@ -1,48 +1,7 @@
-"""What a spec's `setup:` made in its attempt folder, kept per user and restored offline.
-
-A set-up that creates a virtualenv or runs `npm install` costs a minute or two and needs a
-package registry; a replay would pay that every time. So what set-up added to or changed in
-the attempt folder (a virtualenv, ``node_modules``, a build) is kept in
-``$XDG_CACHE_HOME/pytest-atom/setup/<key>/`` (``~/.cache`` without it, like the Claude Code
-releases `atom setup` installs), and a later attempt, replay or run with the same key gets
-it back without running a command.
-
-The key (`setup_key`) holds what decides set-up's result:
-
-- the commands;
-- the workspace tree set-up sees: every path of the fresh attempt folder by content, or
-  only the files the spec's `setup: {inputs: [...]}` globs match (the user's promise that
-  set-up reads no other);
-- the toolchain: each executable the commands name, and the usual interpreters and package
-  managers (`TOOLS`), as the environment's PATH resolves them (real path, size, mtime);
-- the environment set-up gets, built from parts (environment.py), without the run's
-  own folders (HOME, TMPDIR), the run folder's path spelled ``<RUN_DIR>``;
-- the attempt folder's place in the run (``attempts/a01``), the platform and this format.
-
-A restore also checks what the key cannot: files set-up changed or deleted must hold the
-content they held when it was stored, and no path set-up created may exist yet. Otherwise
-set-up runs and its entry is replaced.
-
-Paths baked in: a virtualenv names its own absolute path (``bin/`` scripts' shebangs,
-``pyvenv.cfg``, ``activate``), an editable install the source's. Every attempt folder has
-another path, so a tree copied as it is would run the old attempt's Python, or none. When
-it is stored, the files that name the attempt folder (or the run folder) are listed; a
-restore writes those afresh with the new paths (text files; a binary file, such as a
-``.pyc`` whose source path only shows in tracebacks, only where the new path has the same
-length, since its strings are length-prefixed). Links are rewritten alike.
-
-How files come back (`restore`): a file that needs no rewrite is cloned (reflink: btrfs,
-XFS, APFS share the blocks until one side writes, and a write makes the writer's own
-copy), else copied (the kernel's copy_file_range), so nothing done in an attempt reaches
-the entry. Files are never hard-linked: an attempt and the cache would share each one, and
-a write in place (the agent's editor, as root even into a read-only file) would change the
-entry and every attempt restored from it, keeping its size and mtime if it liked.
-
-The manifest holds each file's sha256, and a restore first checks the entry's files
-against it (`intact`; a read of the entry, which a restore reads anyway): an entry that
-differs (edited, truncated, a CI cache step's broken copy) is deleted and set-up runs.
-Only the attempt folder is cached: what set-up leaves in its HOME or a `sandbox.write`
-folder is not restored, and a set-up that writes into the attempt's ``.git`` is not kept.
+"""The cache's entries: what set-up changed in an attempt folder (`scan`, `changes`), filed
+under its key (`store`), checked (`stale`, `intact`), restored with the new folder's paths
+(`restore`), listed and pruned (`entries`, `to_prune`, `prune`). The package's docstring
+says what an entry holds and why each rule is there.
 """
 
 from __future__ import annotations
@@ -64,45 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.paths import user_cache
-from pytest_atom.run.setup_key import (
-    FORMAT,
-    TOOLS,
-    SetupKey,
-    file_digest,
-    input_files,
-    key_env,
-    setup_key,
-    toolchain,
-)
-from pytest_atom.settings.modes import SetupCacheMode
-
-__all__ = [
-    "FORMAT",
-    "ROOT_VARIABLE",
-    "TOOLS",
-    "CacheMode",
-    "Changes",
-    "Entry",
-    "SetupKey",
-    "cache_root",
-    "changes",
-    "entries",
-    "input_files",
-    "intact",
-    "key_env",
-    "load_entry",
-    "prune",
-    "restore",
-    "scan",
-    "setup_key",
-    "stale",
-    "store",
-    "to_prune",
-    "toolchain",
-]
-
-#: Whether set-up results are cached (restored by clone or copy) or not at all.
-CacheMode = SetupCacheMode
+from pytest_atom.setup_cache.key import FORMAT, SetupKey, file_digest, walk
 
 _MANIFEST = "manifest.json"
 _TREE = "tree"
@@ -130,17 +51,9 @@ Listing = dict[str, tuple[str, int, int, int]]
 def scan(folder: Path) -> Listing:
     """Every path under `folder` without following links, `.git/` included."""
     out: Listing = {}
-    stack = [(folder, "")]
-    while stack:
-        here, prefix = stack.pop()
-        with os.scandir(here) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                st = entry.stat(follow_symlinks=False)
-                kind = _kind(st.st_mode)
-                out[rel] = (kind, st.st_size if kind != "dir" else 0, st.st_mtime_ns, st.st_mode)
-                if kind == "dir":
-                    stack.append((Path(entry.path), rel + "/"))
+    for rel, st in walk(folder):
+        kind = _kind(st.st_mode)
+        out[rel] = (kind, st.st_size if kind != "dir" else 0, st.st_mtime_ns, st.st_mode)
     return out
 
 
@@ -203,17 +116,20 @@ class Entry:
         except OSError:
             return 0.0
 
+    @classmethod
+    def read(cls, folder: Path) -> Entry:
+        """The entry in `folder`; a missing or broken manifest reads as no format."""
+        try:
+            manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            manifest = {"format": None}
+        return cls(folder, manifest)
+
 
 def load_entry(root: Path, key: SetupKey) -> Entry | None:
     """The entry filed under `key` in `root`, or None (none, or another format)."""
-    folder = root / key.digest
-    try:
-        manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if manifest.get("format") != FORMAT:
-        return None
-    return Entry(folder, manifest)
+    entry = Entry.read(root / key.digest)
+    return entry if entry.manifest.get("format") == FORMAT else None
 
 
 def store(
@@ -467,15 +383,11 @@ def entries(root: Path) -> list[Entry]:
     """The entries in `root`, least recently used first."""
     if not root.is_dir():
         return []
-    found = []
-    for folder in root.iterdir():
-        if folder.name.startswith(".") or not folder.is_dir():
-            continue
-        try:
-            manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = {"format": None}
-        found.append(Entry(folder, manifest))
+    found = [
+        Entry.read(folder)
+        for folder in root.iterdir()
+        if not folder.name.startswith(".") and folder.is_dir()
+    ]
     return sorted(found, key=lambda e: (e.last_used, e.path.name))
 
 

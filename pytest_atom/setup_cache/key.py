@@ -1,15 +1,10 @@
-"""The key a spec's set-up result is cached under (run.setup_cache): what decides it.
+"""The key a set-up result is filed under: what decides it (the package's docstring lists
+it).
 
-The commands; the workspace tree set-up sees (every path of the fresh attempt folder, by
-content: the workspace as the copy took it), or only the files the spec's
-`setup: {inputs: [...]}` globs match, a narrowing the user promises is enough; the
-toolchain PATH resolves; the environment set-up gets, built from parts, without the run's
-own folders; the attempt folder's place in the run; the platform and the cache's format.
-
-The whole tree is the default because a set-up may read any file of it (a build compiles
-the sources, not only the lock files): a key that hashes less restores an old build after
-a source changed. Hashing it costs a read of the workspace, which the copy has just made
-(so it sits in the page cache); a `stat` of each tool.
+The whole workspace tree is the default because a set-up may read any file of it (a build
+compiles the sources, not only the lock files): a key that hashes less restores an old build
+after a source changed. Hashing it costs a read of the workspace, which the copy has just
+made (so it sits in the page cache); a `stat` of each tool.
 """
 
 from __future__ import annotations
@@ -35,30 +30,9 @@ FORMAT = 2
 
 #: Interpreters and package managers set-up commands run through scripts they name
 #: (`npm ci` runs node, `make` runs the compiler): their identity is part of the key.
-TOOLS = (
-    "python3",
-    "python",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "node",
-    "npm",
-    "npx",
-    "yarn",
-    "pnpm",
-    "bun",
-    "cargo",
-    "rustc",
-    "go",
-    "ruby",
-    "bundle",
-    "java",
-    "mvn",
-    "gradle",
-    "make",
-    "cc",
-    "gcc",
+TOOLS = tuple(
+    "python3 python pip pip3 uv poetry node npm npx yarn pnpm bun cargo rustc go ruby bundle"
+    " java mvn gradle make cc gcc".split()
 )
 #: Text that separates commands in a shell line: the word after each is a command too.
 _SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
@@ -127,7 +101,7 @@ def tree_digest(folder: Path) -> tuple[str, int]:
     whether it is executable, a link's target (never followed), a folder's name (an empty
     one too); and how many paths it holds."""
     hashed = hashlib.sha256()
-    paths = sorted(_walk(folder))
+    paths = sorted(walk(folder, git=False))
     for rel, st in paths:
         mode = st.st_mode
         if stat.S_ISDIR(mode):
@@ -145,16 +119,16 @@ def tree_digest(folder: Path) -> tuple[str, int]:
     return hashed.hexdigest(), len(paths)
 
 
-def _walk(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+def walk(folder: Path, *, git: bool = True) -> Iterator[tuple[str, os.stat_result]]:
     """Each path under `folder` (posix, folder-relative) and its `lstat`, links not
-    followed, the top ``.git`` left out."""
+    followed; the top ``.git`` too, unless `git` is False."""
     stack = [(str(folder), "")]
     while stack:
         here, prefix = stack.pop()
         with os.scandir(here) as found:
             for entry in found:
                 rel = prefix + entry.name
-                if rel == ".git":
+                if rel == ".git" and not git:
                     continue
                 st = entry.stat(follow_symlinks=False)
                 yield rel, st
