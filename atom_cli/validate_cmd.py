@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
-import shutil
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +24,9 @@ import click
 
 from atom_cli.common import atom_paths
 from pytest_atom.agents.claude_code.cli import find_claude
-from pytest_atom.agents.claude_code.runner import clean_env
-from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.audit.walk import unsandboxed_lines
-from pytest_atom.checks.builtin import default_registry, run_checks, unsandboxed_checks
+from pytest_atom.checks.builtin import unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
-from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import (
     CassetteError,
     ClaudeNotFoundError,
@@ -50,7 +43,7 @@ from pytest_atom.reports.text import agent_line, tool_problem_lines, verdict_lin
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.execution import HARNESS_ERRORS
 from pytest_atom.run.harness import Harness, host_harness
-from pytest_atom.run.workspace import copy_workspace, fixture_source
+from pytest_atom.run.oracle import run_oracle
 from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.load import load_specs, spec_files
 from pytest_atom.spec.types import Spec
@@ -212,7 +205,7 @@ def _validate_files(
 def _runs(spec: Spec, work: Path, claude: list[Path], harness: Harness) -> list[Run]:
     runs = []
     if spec.oracle is not None:
-        runs.append(run_oracle(spec, work / "oracle", harness.registry()))
+        runs.append(_oracle(spec, work / "oracle", harness.registry()))
     if spec.script is not None:
         if not claude:
             try:
@@ -223,53 +216,27 @@ def _runs(spec: Spec, work: Path, claude: list[Path], harness: Harness) -> list[
     return runs
 
 
-def run_oracle(spec: Spec, work: Path, registry: CheckRegistry | None = None) -> Run:
-    """Run the spec's oracle with bash in a copy of its workspace, then its checks."""
-    assert spec.oracle is not None
-    workspace = work / "workspace"
-    try:
-        if spec.workspace is not None:
-            copy_workspace(fixture_source(spec, work), workspace)
-        else:
-            workspace.mkdir(parents=True)
-        env = clean_env(work / "home", spec.pass_env)  # built from parts, as a run's
-        # In the agent's confinement, as a run's set-up and checks: the oracle is the
-        # spec's, and it runs the workspace's code. Its script is copied into the run
-        # folder, which the sandbox reads (the spec's folder it does not).
-        script = work / "oracle.sh"
-        shutil.copyfile(spec.oracle, script)
-        sandbox = process_sandbox(Confinement(work, spec.sandbox), workspace, env)
-        code, output = _run_bash(script, workspace, env, spec.timeout, sandbox)
-    except OSError as exc:
-        return Run("oracle", False, broken=f"harness error: {exc}", harness=True)
-    if code is None:
+def _oracle(spec: Spec, work: Path, registry: CheckRegistry) -> Run:
+    """The spec's oracle, run as an attempt's agent (`run.oracle`), as a validation run."""
+    oracle = run_oracle(spec, work, registry)
+    attempt, record = oracle.attempt, oracle.record
+    if attempt is None or record is None:
+        return Run("oracle", False, broken=f"harness error: {oracle.harness_error}", harness=True)
+    if oracle.timed_out:
         problem = f"the oracle timed out after {spec.timeout:g}s"
-        return Run("oracle", False, problem=problem, output=output)
-    registry = registry or default_registry()
-    # An oracle is a script, not an agent: checks of the agent's tool calls have nothing to
-    # read here, so they wait for the script's run (or pytest --atom's).
-    own = [c for c in spec.accept if not registry.reads_run(c.kind)]
-    checks = run_checks(own, workspace, env=env, registry=registry, sandbox=sandbox)
-    run = Run("oracle", all(c.passed for c in checks), checks)
-    if code != 0:
-        run.notes.append(f"the oracle exited {code}")
-        run.output = output
+        return Run("oracle", False, problem=problem, output=record.output)
+    run = Run("oracle", all(c.passed for c in attempt.checks), attempt.checks)
+    if record.returncode != 0:
+        run.notes.append(f"the oracle exited {record.returncode}")
+        run.output = record.output
     if not spec.accept:
         run.notes.append("the spec has no accept checks")
-    if len(own) < len(spec.accept):
-        skipped = len(spec.accept) - len(own)
+    if oracle.skipped:
         run.notes.append(
-            f"{skipped} trajectory check{'s' * (skipped != 1)} not run: an oracle makes no "
-            "tool calls"
+            f"{oracle.skipped} trajectory check{'s' * (oracle.skipped != 1)} not run: an oracle"
+            " makes no tool calls"
         )
     return run
-
-
-def _run_bash(
-    script: Path, cwd: Path, env: Mapping[str, str], timeout: float, sandbox: ProcessSandbox | None
-) -> tuple[int | None, str]:
-    """Exit code (None on timeout) and merged output of `bash script`, run like a check."""
-    return run_shell(f"bash {shlex.quote(str(script))}", cwd, env, timeout, sandbox=sandbox)
 
 
 def run_script(spec: Spec, harness: Harness) -> Run:
