@@ -6,6 +6,6 @@ agent, checks, reflector, decision); `steps` and `planner` run multi-step specs;
 builds a run's agents; `workspace`, `own_files`, `setup_commands`, `setup_cache` and
 `setup_key` prepare an attempt's folder; `retention` and `interrupted` look after run
 folders; `runtime`, `retry` and `history` are the atom loop (seed 000/001) the attempt loop
-drives; `tools` runs a project's tools; `oracle` runs a spec's `oracle:` as an attempt's
-agent (`atom validate`).
+drives; `tools` runs a project's tools; `validation` is `atom validate`'s runs (a spec's
+`oracle:` as an attempt's agent, its `script:` offline).
 """
