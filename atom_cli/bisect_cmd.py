@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from atom_cli.common import ContentError
+from atom_cli.common import ContentError, config_option
 from atom_cli.progress import shown
 from pytest_atom.errors import BisectError, SettingsError, SpecError
 from pytest_atom.history.bisect import Replay, bisect, max_replays
@@ -38,12 +38,7 @@ NO_CHANGE = 1
     help="a later release that replays it otherwise (such as 2.1.332).",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the answer as JSON, for scripts.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="project config (default: .atom/config.yaml here or above).",
-)
+@config_option
 def bisect_(spec: Path, good: str, bad: str, as_json: bool, config_path: Path | None) -> None:
     """Name the first Claude Code release after --good, up to --bad, that changes the
     outcome or the tool-call sequence of SPEC's cassette replay.

@@ -200,6 +200,15 @@ def project_store(history: str | None) -> Store:
         raise click.ClickException(str(exc)) from None
 
 
+#: ``--config PATH``: the project's config file, instead of the one found from here up.
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="project config (default: .atom/config.yaml here or above).",
+)
+
+
 def history_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--history URL``: the store to read, instead of the project's."""
     return click.option(

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from atom_cli.common import ContentError, cases_of, harness_for, load_named, split_target
+from atom_cli.common import (
+    ContentError,
+    cases_of,
+    config_option,
+    harness_for,
+    load_named,
+    split_target,
+)
 from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import write_sample
 from pytest_atom.calibration.taking import label, take_sample
@@ -33,12 +40,7 @@ from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 @click.option(
     "--note", default="", help="why: shown beside the judge's reasons when they disagree."
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="project config (default: .atom/config.yaml here or above).",
-)
+@config_option
 def label_(
     run: str,
     spec: str,
