@@ -18,7 +18,7 @@ from pytest_atom.calibration.record import base_name
 from pytest_atom.calibration.samples import write_sample
 from pytest_atom.calibration.taking import label, take_sample
 from pytest_atom.errors import CalibrationError, HistoryError
-from pytest_atom.history.query import find_run, run_case
+from pytest_atom.history.rescore import find_run, run_case
 from pytest_atom.history.store import NoStore, session_store
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
