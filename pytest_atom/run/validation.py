@@ -41,6 +41,7 @@ from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.run.execution import HARNESS_ERRORS, AttemptLoop
 from pytest_atom.run.harness import Harness
+from pytest_atom.settings.modes import SetupCacheMode
 from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.load import load_specs
 from pytest_atom.spec.types import SandboxOptions, Spec
@@ -143,7 +144,7 @@ def validate_files(files: list[Path], harness: Harness, tmp: Path) -> Iterator[V
             runs = []
             if spec.oracle is not None:
                 work = tmp / f"{number:03d}-{index:02d}" / "oracle"
-                runs.append(run_oracle(spec, work, registry))
+                runs.append(run_oracle(spec, work, registry, harness.settings.setup_cache))
             if spec.script is not None:
                 if not found_claude:
                     find_claude()
@@ -211,7 +212,12 @@ class _NoModel:
         raise HarnessError("an oracle's run asks no model")
 
 
-def run_oracle(spec: Spec, run_dir: Path, registry: CheckRegistry | None = None) -> Run:
+def run_oracle(
+    spec: Spec,
+    run_dir: Path,
+    registry: CheckRegistry | None = None,
+    setup_mode: SetupCacheMode = "copy",
+) -> Run:
     """Run the spec's oracle as one attempt in `run_dir` (its attempt folder is
     ``attempts/a01``), then its checks, as an agent's attempt is run and checked.
 
@@ -231,6 +237,7 @@ def run_oracle(spec: Spec, run_dir: Path, registry: CheckRegistry | None = None)
             registry,
             Path("bash"),
             None,
+            setup_mode=setup_mode,  # the session's `--atom-setup-cache`, as a run's
         )
         script = run_dir / "oracle.sh"  # in the run folder, which the sandbox reads
         shutil.copyfile(oracle, script)
