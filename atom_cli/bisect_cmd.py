@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from atom_cli.common import ContentError
+from atom_cli.common import ContentError, config_option
 from atom_cli.progress import shown
 from pytest_atom.errors import BisectError, SettingsError, SpecError
-from pytest_atom.history.bisect import Bisection, ItemChange, Replay, bisect, max_replays
+from pytest_atom.history.bisect import Replay, bisect, max_replays
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.run.harness import host_harness
@@ -38,12 +38,7 @@ NO_CHANGE = 1
     help="a later release that replays it otherwise (such as 2.1.332).",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the answer as JSON, for scripts.")
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="project config (default: .atom/config.yaml here or above).",
-)
+@config_option
 def bisect_(spec: Path, good: str, bad: str, as_json: bool, config_path: Path | None) -> None:
     """Name the first Claude Code release after --good, up to --bad, that changes the
     outcome or the tool-call sequence of SPEC's cassette replay.
@@ -63,7 +58,7 @@ def bisect_(spec: Path, good: str, bad: str, as_json: bool, config_path: Path | 
     except (BisectError, SpecError, SettingsError) as err:
         raise ContentError(inert(str(err))) from None
     harness.finish()
-    for line in answer_lines(found):
+    for line in found.lines():
         console.print(shown(line))
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2))
@@ -91,51 +86,3 @@ class _Progress:
             head = f"{replay.version:<10} {said:<8}" if n == 0 else " " * 19
             calls = ", ".join(item.tool_calls) or "no tool calls"
             self.console.print(shown(f"  {head} {item.name}: {item.outcome} ({calls})"))
-
-
-def answer_lines(found: Bisection) -> list[str]:
-    """The answer, after the progress lines: the release named (or none), what changed in
-    each item, and how many replays it took."""
-    lines = []
-    if found.first_change is None:
-        lines.append(
-            f"No release changes {found.spec_file}: {found.bad} replays it as {found.good} does."
-        )
-    else:
-        lines.append(
-            f"First release that changes {found.spec_file}: Claude Code {found.first_change} "
-            f"({found.last_same} replays it as {found.good} does)."
-        )
-        lines += [f"  {line}" for change in found.changes for line in change_lines(change)]
-    installed = ", ".join(found.installed) or "none"
-    lines.append(
-        f"{len(found.replays)} replays of {len(found.releases)} releases "
-        f"(at most {max_replays(len(found.releases))}); installed: {installed}."
-    )
-    return lines
-
-
-def change_lines(change: ItemChange) -> list[str]:
-    """What changed in one item: its outcome (and why), its first differing tool call."""
-    lines = []
-    if change.outcome_before != change.outcome_after:
-        lines.append(
-            f"{change.name}: {change.outcome_before} → {change.outcome_after}: {change.why_after}"
-        )
-    if change.divergence_after:
-        lines.append(f"{change.name}: {clipped(change.divergence_after)}")
-    index = change.first_call_difference
-    if index is not None:
-        before = change.calls_before[index] if index < len(change.calls_before) else "nothing"
-        after = change.calls_after[index] if index < len(change.calls_after) else "nothing"
-        lines.append(
-            f"{change.name}: tool call {index + 1} was {before}, is {after} "
-            f"(before: {', '.join(change.calls_before) or 'none'}; "
-            f"after: {', '.join(change.calls_after) or 'none'})"
-        )
-    return lines
-
-
-def clipped(line: str, width: int = 160) -> str:
-    """A long line (a divergence lists every tool offered) cut to `width`; --json has it whole."""
-    return line if len(line) <= width else line[: width - 1] + "…"

@@ -13,6 +13,7 @@ from atom_cli.common import (
     ContentError,
     cases_of,
     click_type,
+    config_option,
     harness_for,
     load_named,
     split_target,
@@ -49,12 +50,7 @@ from pytest_atom.settings.options import BY_NAME
 @click.option(
     "--upstream", default=None, help="as for `atom run`: where a recording's requests go."
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="project config (default: .atom/config.yaml here or above).",
-)
+@config_option
 def calibrate(
     specs: tuple[str, ...],
     arms: bool,

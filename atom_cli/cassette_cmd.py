@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -29,9 +28,6 @@ from pytest_atom.reports.phrases import drift_line
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import load_specs, spec_files
 from pytest_atom.words import plural
-
-if TYPE_CHECKING:
-    from pytest_atom.run.harness import Harness
 
 __all__ = ["cassette"]
 
@@ -117,26 +113,32 @@ def _load_specs(file: Path) -> list[Spec]:
         return collect_specs([file], harness.registry())
 
 
-def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
-    """The cassettes of the specs in `file` (or of those `file::name` names: a spec with
-    arms by its own name is every arm); a spec without one goes to `missing`, and none
-    found at all is an error."""
+def _specs_named(target: str, *, arms: bool) -> list[Spec]:
+    """The specs of a spec file, or the one `file::name` names (with `arms`, a spec with
+    arms by its own name is every arm); none found is an error."""
     text, _, name = target.partition("::")
     file = Path(text)
     if not file.is_file():
         raise click.ClickException(f"no spec file {file}")
     specs = _load_specs(file)
-    chosen = [spec for spec in specs if not name or name in (spec.name, spec.base_name)]
+    chosen = [s for s in specs if not name or name == s.name or (arms and name == s.base_name)]
     if not chosen:
         names = ", ".join(spec.name for spec in specs)
         raise click.ClickException(f"{file} has no spec named {name!r} (it has: {names})")
+    return chosen
+
+
+def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
+    """The cassettes of the specs `target` names; a spec without one goes to `missing`, and
+    none found at all is an error."""
+    chosen = _specs_named(target, arms=True)
     found = [(spec, cassette_path(spec)) for spec in chosen if cassette_path(spec).exists()]
-    for spec in chosen:
-        if not cassette_path(spec).exists():
-            missing.append(
-                f"spec '{spec.name}' has no cassette (expected "
-                f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
-            )
+    missing += [
+        f"spec '{spec.name}' has no cassette (expected "
+        f"{display_path(cassette_path(spec))}); record it with: {record_command(spec)}"
+        for spec in chosen
+        if not cassette_path(spec).exists()
+    ]
     if not found:
         raise click.ClickException("\n".join(missing))
     return found
@@ -191,16 +193,9 @@ def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
         return [found for file in files for found in _cost_targets(str(file), missing)]
     if not _is_spec(target):
         return [(display_path(Path(target)), Path(target))]
-    text, _, name = target.partition("::")
-    file = Path(text)
-    if not file.is_file():
-        raise click.ClickException(f"no spec file {file}")
-    specs = [spec for spec in _load_specs(file) if not name or spec.name == name]
-    if not specs:
-        raise click.ClickException(f"{file} has no spec named {name!r}")
     found = []
-    for spec in specs:
-        label = f"{display_path(file)}::{spec.name}"
+    for spec in _specs_named(target, arms=False):
+        label = f"{display_path(Path(target.partition('::')[0]))}::{spec.name}"
         if cassette_path(spec).exists():
             found.append((label, cassette_path(spec)))
         else:
@@ -298,10 +293,8 @@ def refresh(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
-    from pytest_atom.paths import display_path
     from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec_loader.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
@@ -342,67 +335,20 @@ def stamp(specs: tuple[Path, ...]) -> None:
 
     Exit status: 0 all stamped (or already), 1 some could not be, 2 a spec could not run.
     """
+    from pytest_atom.audit.stamp import stamp_cassette
+    from pytest_atom.run.execution import HARNESS_ERRORS
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec_loader.load import spec_files
 
     files = spec_files(specs)
     harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
-    refused = sum(not _stamp(spec, harness) for spec in collect_specs(files, harness.registry()))
-    sys.exit(1 if refused else 0)
-
-
-def _stamp(spec: Spec, harness: Harness) -> bool:
-    """Stamp `spec`'s cassette where it is proven to fit, saying so; False when it is not."""
-    from pytest_atom.replay.staleness import stamp_hashes
-
-    path = cassette_path(spec)
-    if not path.exists():
-        click.echo(
-            f"{spec.name}: no cassette (expected {display_path(path)}); record it with: "
-            f"{record_command(spec)}"
-        )
-        return False
-    data = _load(path)
-    hashes = stamp_hashes(spec, data)
-    if all(data.metadata.get(k) == v for k, v in hashes.items()):
-        click.echo(f"{spec.name}: already stamped {display_path(path)}")
-        return True
-    why = _misfit(spec, data, path, harness)
-    if why is not None:
-        click.echo(
-            f"{spec.name}: not stamped, the cassette does not fit the spec: {why}\n"
-            f"  re-record it with: {record_command(spec, 'all')}"
-        )
-        return False
-    data.metadata.update(hashes)
-    data.save()
-    stamped = ", ".join(
-        f"{k} {v}" if isinstance(v, str) else f"{k} for {', '.join(v)}" for k, v in hashes.items()
-    )
-    click.echo(f"{spec.name}: stamped {display_path(path)} ({stamped})")
-    return True
-
-
-def _misfit(spec: Spec, data: Cassette, path: Path, harness: Harness) -> str | None:
-    """Why the cassette at `path` does not fit `spec` as it is now; None when it does: it
-    is not stale, it holds what the script answers now, and a whole replay serves it."""
-    import dataclasses
-    import tempfile
-
-    from pytest_atom.replay.staleness import script_misfit, staleness
-    from pytest_atom.run.execution import HARNESS_ERRORS
-
-    why = "; ".join(staleness(spec, data)) or script_misfit(spec, data)
-    if why is not None:
-        return why
-    # The refresh machinery proves a whole replay, on a copy it may rewrite freely.
-    with tempfile.TemporaryDirectory(prefix="atom-stamp-") as tmp:
-        copy = Path(tmp) / path.name
-        copy.write_bytes(path.read_bytes())
+    refused = 0
+    for spec in collect_specs(files, harness.registry()):
         try:
-            result = harness.run(dataclasses.replace(spec, cassette=copy))
+            done = stamp_cassette(spec, harness)
+        except CassetteError as exc:
+            raise click.ClickException(str(exc)) from None
         except HARNESS_ERRORS as exc:
             raise click.ClickException(f"{spec.name}: {exc}") from None
-    if result.cassette is None:
-        return f"{result.harness_error or 'the replay failed'}\n{result.report()}"
-    return None
+        click.echo(done.line)
+        refused += not done.fits
+    sys.exit(1 if refused else 0)

@@ -4,7 +4,8 @@
   specs of the files a command names;
 - `setting_options`, `click_type`, `SettingType`: every setting of the option table
   (`pytest_atom.settings.options`) as a click option, as `atom run` takes them;
-- `atom_paths`: the spec paths `pytest --atom` takes when none are named;
+- `atom_paths`: the spec paths `pytest --atom` takes when none are named; `config_option`:
+  ``--config``, the project's config file;
 - `store_setting`, `project_store`, `history_option`: the project's history store, as the
   commands that read it open it. `--history` wins; otherwise the project's own setting
   (`--atom-history`'s ini key or ``history:`` in `.atom/config.yaml`), resolved from the
@@ -198,6 +199,15 @@ def project_store(history: str | None) -> Store:
         return open_store(where, root)
     except HistoryError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+#: ``--config PATH``: the project's config file, instead of the one found from here up.
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="project config (default: .atom/config.yaml here or above).",
+)
 
 
 def history_option(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -29,14 +29,13 @@ from pytest_atom.history.query import (
     SpecRun,
     Summary,
     flaky,
-    series_name,
     spec_runs,
+    spec_runs_lines,
     summarize,
 )
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, display_url
 from pytest_atom.inert import inert
-from pytest_atom.reports.table import table_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -191,89 +190,20 @@ def _print_newest(store: Store, count: int = 5) -> None:
         click.echo(inert(f"  {run.id}  {run.started:%Y-%m-%d %H:%M}  {run.kind}{of}"))
 
 
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.4f}"
-
-
 def _print(answer: Summary | FlakyReport, as_json: bool, url: str) -> None:
     if as_json:
         click.echo(json.dumps({"store": url, **answer.to_dict()}, indent=2))
         return
-    if isinstance(answer, FlakyReport):
-        _print_flaky(answer, url)
-        return
-    click.echo(f"history: {url}, the last {answer.last} runs of each spec x case x arm")
-    click.echo(
-        "trials only: cached outcomes (CACHED) hold no new trial, and a rescore's judgements "
-        "are a line of their own (KIND rescore); means are per item"
-    )
-    rows = []
-    for s in answer.series:
-        passed, counted = s.counts
-        rate = f"{passed}/{counted} {s.rate.show(2)}" if s.rate else "-"
-        tokens = "-" if s.tokens is None else f"{s.tokens:.0f}"
-        wall = "-" if s.wall_seconds is None else f"{s.wall_seconds:.1f}s"
-        trend = s.trend.marker if s.trend else ""
-        last = s.last_outcome + (f" ({s.last_kind})" if s.last_kind == "cached" else "")
-        rows.append(
-            [s.name, s.kind, str(s.runs), rate, str(s.cached), tokens]
-            + [_money(s.spent_usd), _money(s.cost_usd), wall, last, trend]
-        )
-    header = ["SPEC", "KIND", "RUNS", "PASS RATE (95 %)", "CACHED", "TOKENS", "SPENT"]
-    header += ["LIST $", "WALL", "LAST", "TREND"]
-    for line in table_lines(header, rows, right=(2, 4, 5, 6, 7, 8)):
+    for line in answer.lines(url):
         click.echo(inert(line))
-
-
-def _print_flaky(report: FlakyReport, url: str) -> None:
-    click.echo(
-        f"history: {url}: flaky items in the last {report.last} runs (same inputs, outcome "
-        "changed: one input digest over runs, or one session's repeats)"
-    )
-    for f in report.items:
-        passed, counted = f.counts
-        said = f"{passed} passed, {counted - passed} failed"
-        where = (
-            f"digest {f.digest[:12]}: {said} over {len(f.runs)} runs"
-            if f.digest is not None
-            else f"repeats in run {f.runs[0]}: {said} in one session"
-        )
-        click.echo(inert(f"{series_name(f.series)}: {where}"))
-    if not report.items:
-        click.echo("none")
-    if report.unknown:
-        click.echo(
-            f"{report.unknown} of {report.checked} items carry no input digest: unknown "
-            "across runs, compared only with their own session's repeats (the outcome "
-            "cache, --atom-cache, records digests)"
-        )
 
 
 def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) -> None:
     if as_json:
-        click.echo(
-            json.dumps(
-                {"store": url, "spec": spec_name, "runs": [r.to_dict() for r in runs]}, indent=2
-            )
-        )
+        runs_dict = [r.to_dict() for r in runs]
+        click.echo(json.dumps({"store": url, "spec": spec_name, "runs": runs_dict}, indent=2))
         return
-    click.echo(f"history: {url}: {spec_name}, newest first")
-    rows = []
-    for r in runs:
-        commit = (r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")
-        tokens = sum(i.total_tokens for i in r.items)
-        known = [i.spent_usd for i in r.items if i.spent_usd is not None]
-        spent = sum(known) if known else None
-        cost = sum(i.total_cost for i in r.items)
-        wall = sum(i.wall_seconds for i in r.items)
-        rows.append(
-            [r.run.id, f"{r.run.started:%Y-%m-%d %H:%M}", r.run.kind, commit]
-            + [series_name(r.series), r.kind, r.outcome, str(tokens)]
-            + [_money(spent), _money(cost), f"{wall:.1f}s"]
-        )
-    header = ["RUN", "STARTED (UTC)", "RUN KIND", "COMMIT", "ITEM", "KIND", "OUTCOME"]
-    header += ["TOKENS", "SPENT", "LIST $", "WALL"]
-    for line in table_lines(header, rows, right=(7, 8, 9, 10)):
+    for line in spec_runs_lines(runs, url, spec_name):
         click.echo(inert(line))
 
 

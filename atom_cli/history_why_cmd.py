@@ -11,20 +11,11 @@ group by `atom_cli.main` when it loads that group.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from pytest_atom.errors import AtomError, HistoryError
+from pytest_atom.errors import AtomError
 from pytest_atom.inert import inert
-
-if TYPE_CHECKING:
-    from pytest_atom.history.digest import InputDigest
-    from pytest_atom.history.why import DigestOf
-    from pytest_atom.run.harness import Harness
-    from pytest_atom.spec.types import Spec
 
 
 @click.command("why")
@@ -42,39 +33,13 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     its case, workspace, cassette, script, Claude Code version, environment, tools,
     settings, and each module, file and toolchain folder by its path): what --atom-cache
     would run again."""
-    from pytest_atom.history.cache import uncacheable
-    from pytest_atom.history.store import open_store
-    from pytest_atom.history.urls import OFF, display_url, store_url
-    from pytest_atom.history.why import specs_named, why_items
+    from pytest_atom.history.urls import display_url
+    from pytest_atom.history.why import why_now
     from pytest_atom.run.harness import host_harness
-    from pytest_atom.spec_loader.load import load_specs
 
     try:
-        harness = host_harness({"history": history_url})
-    except AtomError as error:
-        raise click.ClickException(str(error)) from None
-    settings, root = harness.settings, harness.root
-    url = store_url(settings.history, root)
-    if url == OFF:
-        raise click.ClickException(
-            "the history store is off (--atom-history none): pass --history URL"
-        )
-    kinds = harness.registry().kinds()
-
-    def load(file: Path) -> list[Spec]:
-        return load_specs(file, check_kinds=kinds)
-
-    digest_of = _digest_of(harness)
-    try:
-        store = open_store(url, root)
-        try:
-            specs = specs_named(store, spec_name, load)
-            items = why_items(
-                store, specs, digest_of, settings.repeat, lambda s: uncacheable(s, settings)
-            )
-        finally:
-            store.close()
-    except (HistoryError, AtomError) as error:
+        url, items = why_now(host_harness({"history": history_url}), spec_name)
+    except AtomError as error:  # a HistoryError too
         raise click.ClickException(str(error)) from None
     if as_json:
         click.echo(
@@ -83,25 +48,3 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
         return
     for item in items:
         click.echo(inert(item.line()))
-
-
-def _digest_of(harness: Harness) -> DigestOf:
-    """An item's digest now as a `pytest --atom` session of the project would take it, but
-    with the code the stored item named (pytest loaded it; this process did not)."""
-    from pytest_atom.history.digest import input_digest
-    from pytest_atom.history.inputs import Reads
-
-    reads = Reads(harness.config.root)
-
-    def digest_of(spec: Spec, repeat: int | None, code: Sequence[str] | None) -> InputDigest:
-        return input_digest(
-            spec,
-            harness.settings,
-            config=harness.config,
-            runs_dir=harness.runs_dir,
-            repeat=repeat,
-            reads=reads,
-            code_at=code or [],
-        )
-
-    return digest_of

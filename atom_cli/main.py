@@ -20,77 +20,34 @@ from pytest_atom.agents.claude_code.cli import (
 )
 from pytest_atom.errors import ClaudeNotFoundError
 
-#: Subcommands by name: (module, attribute, one-line help). They are imported only when
-#: run, so `atom --help` stays fast; the line here is what the group's help lists.
+#: Subcommands: name, module:attribute (in atom_cli), and the one-line help the group lists.
+#: They are imported only when run, so `atom --help` stays fast.
+_COMMANDS = """\
+run        run_cmd:run                Run specs with live progress (as pytest --atom does).
+loop       loop_cmd:loop              The classic atom loop; also `atom "task text"`.
+validate   validate_cmd:validate      Check specs; run their scripts and oracles offline.
+import     import_cmd:import_         Turn a Claude Code session (transcript or stream-json log) into a spec.
+init       project_cmd:init           Scaffold a project with a scripted example spec.
+doctor     project_cmd:doctor         Check the Claude Code CLI, credentials and gateway.
+cassette   cassette_cmd:cassette      Show cassettes as transcripts; check them for secrets; refresh them.
+baseline   baseline_cmd:baseline      Save a run's results as the baseline --atom-baseline compares with.
+results    results_cmd:results        Combine the results of a CI matrix's shards into one report and gate.
+bisect     bisect_cmd:bisect_         First Claude Code release changing a replay.
+cache      cache_cmd:cache            List and prune the set-up cache (what specs' setup: made).
+tools      tools_cmd:tools            List the project's tools.
+trials     trials_cmd:trials          How many repeats detect a drop in pass rate (p to q).
+view       view_cmd:view              Open the HTML report of the last run.
+history    history_cmd:history        The run history: pass rates, trends, flaky items; import CI results.
+diff       diff_cmd:diff              Compare two runs of the history store, item by item.
+rescore    rescore_cmd:rescore        Judge a stored run's attempts again with today's criteria.
+tool       tools_cmd:tool             Run a project tool with its timeout.
+label      label_cmd:label_           Label a run's attempt as a sample for calibrating a judge.
+calibrate  calibrate_cmd:calibrate    How far each criterion's judge agrees with the labelled samples (kappa).
+"""
 LAZY_COMMANDS = {
-    "run": ("atom_cli.run_cmd", "run", "Run specs with live progress (as pytest --atom does)."),
-    "loop": ("atom_cli.loop_cmd", "loop", 'The classic atom loop; also `atom "task text"`.'),
-    "validate": (
-        "atom_cli.validate_cmd",
-        "validate",
-        "Check specs; run their scripts and oracles offline.",
-    ),
-    "import": (
-        "atom_cli.import_cmd",
-        "import_",
-        "Turn a Claude Code session (transcript or stream-json log) into a spec.",
-    ),
-    "init": ("atom_cli.project_cmd", "init", "Scaffold a project with a scripted example spec."),
-    "doctor": (
-        "atom_cli.project_cmd",
-        "doctor",
-        "Check the Claude Code CLI, credentials and gateway.",
-    ),
-    "cassette": (
-        "atom_cli.cassette_cmd",
-        "cassette",
-        "Show cassettes as transcripts; check them for secrets; refresh them.",
-    ),
-    "baseline": (
-        "atom_cli.baseline_cmd",
-        "baseline",
-        "Save a run's results as the baseline --atom-baseline compares with.",
-    ),
-    "results": (
-        "atom_cli.results_cmd",
-        "results",
-        "Combine the results of a CI matrix's shards into one report and gate.",
-    ),
-    "bisect": ("atom_cli.bisect_cmd", "bisect_", "First Claude Code release changing a replay."),
-    "cache": (
-        "atom_cli.cache_cmd",
-        "cache",
-        "List and prune the set-up cache (what specs' setup: made).",
-    ),
-    "tools": ("atom_cli.tools_cmd", "tools", "List the project's tools."),
-    "trials": (
-        "atom_cli.trials_cmd",
-        "trials",
-        "How many repeats detect a drop in pass rate (p to q).",
-    ),
-    "view": ("atom_cli.view_cmd", "view", "Open the HTML report of the last run."),
-    "history": (
-        "atom_cli.history_cmd",
-        "history",
-        "The run history: pass rates, trends, flaky items; import CI results.",
-    ),
-    "diff": ("atom_cli.diff_cmd", "diff", "Compare two runs of the history store, item by item."),
-    "rescore": (
-        "atom_cli.rescore_cmd",
-        "rescore",
-        "Judge a stored run's attempts again with today's criteria.",
-    ),
-    "tool": ("atom_cli.tools_cmd", "tool", "Run a project tool with its timeout."),
-    "label": (
-        "atom_cli.label_cmd",
-        "label_",
-        "Label a run's attempt as a sample for calibrating a judge.",
-    ),
-    "calibrate": (
-        "atom_cli.calibrate_cmd",
-        "calibrate",
-        "How far each criterion's judge agrees with the labelled samples (kappa).",
-    ),
+    name: (f"atom_cli.{module}", attribute, about.strip())
+    for name, target, about in (line.split(maxsplit=2) for line in _COMMANDS.splitlines())
+    for module, attribute in [target.split(":")]
 }
 #: A group's subcommands kept in modules of their own, added when the group loads: commands
 #: never import each other (an import-linter contract in pyproject.toml holds it).

@@ -34,7 +34,6 @@ from pytest_atom.reports.summary import summary_width
 from pytest_atom.reports.text import tool_problem
 from pytest_atom.reports.trace import build_trace
 from pytest_atom.results import harness_events as hev
-from pytest_atom.results.harness_events import AnyEvent
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.interrupted import InterruptedRun
@@ -145,7 +144,7 @@ class RunView:
 
     # --- each spec run (`pytest_atom.suite.suite_run.Watcher`) ------------------------------
 
-    def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None]:
+    def started(self, spec: Spec, label: str) -> Callable[[hev.AnyEvent], None]:
         self.console.print(f"[bold]{shown(label)}[/] ({shown(str(spec.path.name))})")
         return Progress(self.console, spec)
 
@@ -289,7 +288,7 @@ class Progress:
         self.calls: dict[str, tuple[str, Any]] = {}  # tool_use id -> (name, input)
         self.scrubber: Scrubber | None = None
 
-    def __call__(self, event: AnyEvent) -> None:
+    def __call__(self, event: hev.AnyEvent) -> None:
         say = self.console.print
         if isinstance(event, hev.AttemptStarted):
             self.iteration = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from importlib.resources import files
 from pathlib import Path
 
 import click
@@ -24,84 +25,14 @@ from pytest_atom.words import plural
 # --------------------------------------------------------------------------- atom init
 
 SPEC_DIR = "specs"
-CRITERION = 'greeting.txt holds exactly the line "hello from pytest-atom".'
-
-HELLO_SPEC = f"""\
-# An example atom: the agent writes one file. `pytest --atom` runs it from its script
-# (scripts/hello.yaml): no network, no API key. Every key: the spec schema page of the
-# pytest-atom documentation (docs/ in its repository; `mkdocs serve` there).
-name: hello
-description: The agent creates greeting.txt with a one-line greeting.
-prompt: |
-  Create a file named greeting.txt in the current folder containing exactly one line:
-  hello from pytest-atom
-workspace: workspaces/hello      # copied afresh for every run; never modified
-script: scripts/hello.yaml       # scripted model turns; delete this line to record a real session
-max_iterations: 3
-timeout: 120
-criteria:                        # judged by the reflector
-  - {CRITERION}
-accept:                          # deterministic checks, run in the run's copy of the workspace
-  - file_exists: greeting.txt
-  - file_contains: {{path: greeting.txt, pattern: "^hello from pytest-atom$"}}
-"""
-
-HELLO_SCRIPT = f"""\
-# Scripted model turns for hello.atom.yaml: the Claude Code CLI runs these tool calls
-# for real, so the checks judge a real file.
-turns:
-  - text: I'll create greeting.txt with the greeting.
-    tool_use:
-      - name: Bash
-        input: {{command: "printf 'hello from pytest-atom\\\\n' > greeting.txt", description: Create greeting.txt}}
-  - text: |
-      greeting.txt contains "hello from pytest-atom".
-
-      EXIT_LOOP_NOW
-reflector:                       # the judge's answer, one verdict per attempt
-  - verdict:
-      score: 0.9
-      decision: proceed
-      criteria:
-        - criterion: {CRITERION}
-          met: true
-          evidence: The file_contains check matched the greeting line.
-      feedback: ""
-      flaky: []
-"""
-
-HELLO_README = """\
-# hello
-
-The workspace of `specs/hello.atom.yaml`. Every run of the spec works in a fresh copy
-of this folder, so the agent never changes it: put the files your task starts from here.
-"""
-
-ATOM_CONFIG = """\
-# pytest-atom project settings. The values shown are the defaults.
-version: "1"
-# Where `atom tool` looks for tools, first wins (relative to this folder's parent).
-tools_dirs: [.atom/tools, tools]
-# Extra prompt folders, searched after .atom/prompts.
-# prompt_paths: [prompts/extra]
-# Seconds a tool may run before it is killed.
-timeout: 120
-# Default model for specs; empty means the Claude Code CLI's own. ${VAR:-default} reads
-# the environment.
-# model: ${ATOM_MODEL:-}
-# none (replay only: nothing leaves the machine), once, new_episodes or all.
-record_mode: none
-# The specs `pytest --atom` and `atom validate` take when no path is named. pytest-atom's
-# settings live here, not in pytest's ini, which a pytest without pytest-atom rejects.
-paths: [specs]
-"""
-
-#: Scaffold files, relative to the project folder; the ones `--force` may overwrite.
+#: Scaffold files, relative to the project folder (the ones `--force` may overwrite), and
+#: their templates in atom_cli/scaffold/: an example spec that `pytest --atom` plays from
+#: its script, its workspace, and the project's `.atom/config.yaml`.
 SCAFFOLD: dict[str, str] = {
-    f"{SPEC_DIR}/hello.atom.yaml": HELLO_SPEC,
-    f"{SPEC_DIR}/scripts/hello.yaml": HELLO_SCRIPT,
-    f"{SPEC_DIR}/workspaces/hello/README.md": HELLO_README,
-    ".atom/config.yaml": ATOM_CONFIG,
+    f"{SPEC_DIR}/hello.atom.yaml": "hello.atom-spec.yaml",
+    f"{SPEC_DIR}/scripts/hello.yaml": "hello-script.yaml",
+    f"{SPEC_DIR}/workspaces/hello/README.md": "hello-README.md",
+    ".atom/config.yaml": "config.yaml",
 }
 
 RUNS_IGNORE = ".atom/runs/"
@@ -146,7 +77,8 @@ def init(directory: Path, force: bool) -> None:
     """
     directory.mkdir(parents=True, exist_ok=True)
     notes: list[str] = []
-    for relative, content in SCAFFOLD.items():
+    for relative, template in SCAFFOLD.items():
+        content = (files("atom_cli") / "scaffold" / template).read_text(encoding="utf-8")
         click.echo(_write_scaffold(directory, relative, content, force))
     ini = find_ini(directory)
     note = ini and ini_note(ini.values, display_path(ini.path))

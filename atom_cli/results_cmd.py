@@ -4,30 +4,21 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from atom_cli.common import ContentError
-from pytest_atom.baseline.compare import BaselineGate
-from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.format import SessionEnd, report_formats
 from pytest_atom.reports.summary import (
-    criteria_trust_lines,
-    environment_lines,
-    failed_tries_lines,
-    sandbox_warning_lines,
-    summary_table,
     summary_width,
 )
-from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst
-from pytest_atom.suite.shards import VIEWS_OF, combine, gated_rows, read_shard
+from pytest_atom.suite.shards import VIEWS_OF, combine, gated_rows, read_shard, summary_lines
 
 
 @click.group()
@@ -100,7 +91,8 @@ def combine_command(
     runs = len(rows) + len(run.failures)
     click.echo(f"combined {len(run.sources)} shard(s): {runs} spec run(s)")
     gates = RepeatGates(harness.settings.pass_at_least, harness.settings.min_pass_rate)
-    for line in _summary(rows, run.failures, gate, gates):
+    width = summary_width(sys.stdout.isatty(), shutil.get_terminal_size().columns)
+    for line in summary_lines(rows, run.failures, gate, gates, width):
         click.echo(line)
     end = SessionEnd(
         harness.settings,
@@ -127,30 +119,3 @@ def combine_command(
         other_failures=run.other_failures,
     )
     sys.exit(decide(ending))
-
-
-def _summary(
-    rows: list[SummaryRow],
-    failures: Iterable[str],
-    gate: BaselineGate | None,
-    gates: RepeatGates,
-) -> list[str]:
-    """The combined run's summary, as the unsharded run prints it: the table, each spec's
-    notes, what could not run, then the gate's, the repeats' and the arms' lines."""
-    columns = shutil.get_terminal_size().columns
-    lines = summary_table(rows, summary_width(sys.stdout.isatty(), columns))
-    lines += [f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()]
-    lines += [
-        f"error: {nodeid}: pytest-atom could not run it (see the shard's log)"
-        for nodeid in failures
-    ]
-    lines += failed_tries_lines(rows) + environment_lines(rows) + criteria_trust_lines(rows)
-    lines += sandbox_warning_lines(rows)
-    lines += gate.lines() if gate is not None else []
-    repeats = (
-        gates.min_pass_rate is not None
-        or any(spec_key(row.nodeid) != row.nodeid for row in rows)
-        or any(row.pass_at_least is not None for row in rows)
-    )
-    rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
-    return lines + rates + arm_lines(rows) + case_lines(rows)

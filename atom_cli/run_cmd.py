@@ -20,7 +20,7 @@ import click
 import pytest
 from rich.console import Console
 
-from atom_cli.common import atom_paths, setting_options
+from atom_cli.common import atom_paths, config_option, setting_options
 from atom_cli.progress import RunView
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.settings.options import BY_NAME
@@ -35,12 +35,7 @@ from pytest_atom.suite.ending import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MACHINE
 @click.option(
     "--json", "as_json", is_flag=True, help="print the results as JSON traces, for scripts."
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="project config (default: .atom/config.yaml here or above).",
-)
+@config_option
 @click.option(
     "--case",
     "cases",

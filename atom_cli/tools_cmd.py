@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import difflib
 from pathlib import Path
 
 import click
 
 from pytest_atom.errors import ConfigError
-from pytest_atom.run.tools import discover_tools, run_tool
+from pytest_atom.run.tools import describe, discover_tools, run_tool
 from pytest_atom.settings.config import AtomConfig, load_config
 
 _CONFIG_OPTION = click.option(
@@ -37,27 +36,6 @@ def _where(path: Path, root: Path) -> str:
 
 def _searched(config: AtomConfig) -> str:
     return ", ".join(_where(d, config.root) for d in config.tools_paths) or "(no tools_dirs)"
-
-
-def describe(entry: Path) -> str:
-    """One line about a tool: its README.md's first line of prose (else its first
-    heading), else the first line of the entry file's module docstring."""
-    readme = entry.parent / "README.md"
-    if readme.is_file():
-        lines = [
-            line.strip()
-            for line in readme.read_text(encoding="utf-8", errors="replace").splitlines()
-        ]
-        prose = [line for line in lines if line and not line.startswith("#")]
-        headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
-        for line in prose[:1] or [h for h in headings if h][:1]:
-            return line
-    try:
-        module = ast.parse(entry.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return ""
-    doc = ast.get_docstring(module) or ""
-    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
 
 
 @click.command()

@@ -97,6 +97,27 @@ class ItemChange:
         same = next((n for n, (a, b) in enumerate(pairs) if a != b), None)
         return same if same is not None else min(len(self.calls_before), len(self.calls_after))
 
+    def lines(self) -> list[str]:
+        """What changed, for a person: the outcome (and why), the first differing tool call."""
+        lines = []
+        if self.outcome_before != self.outcome_after:
+            lines.append(
+                f"{self.name}: {self.outcome_before} → {self.outcome_after}: {self.why_after}"
+            )
+        said = self.divergence_after or ""  # it lists every tool offered: --json has it whole
+        if said:
+            lines.append(f"{self.name}: {said if len(said) <= 160 else said[:159] + '…'}")
+        index = self.first_call_difference
+        if index is not None:
+            before, after = self.calls_before, self.calls_after
+            lines.append(
+                f"{self.name}: tool call {index + 1} was "
+                f"{before[index] if index < len(before) else 'nothing'}, is "
+                f"{after[index] if index < len(after) else 'nothing'} "
+                f"(before: {', '.join(before) or 'none'}; after: {', '.join(after) or 'none'})"
+            )
+        return lines
+
 
 @dataclass(frozen=True)
 class Bisection:
@@ -116,6 +137,26 @@ class Bisection:
     @property
     def installed(self) -> tuple[str, ...]:
         return tuple(r.version for r in self.replays if r.installed)
+
+    def lines(self) -> list[str]:
+        """The answer `atom bisect` prints after its progress: the release named (or none),
+        what changed in each item, and how many replays it took."""
+        if self.first_change is None:
+            lines = [
+                f"No release changes {self.spec_file}: {self.bad} replays it as {self.good} does."
+            ]
+        else:
+            lines = [
+                f"First release that changes {self.spec_file}: Claude Code {self.first_change} "
+                f"({self.last_same} replays it as {self.good} does).",
+                *(f"  {line}" for change in self.changes for line in change.lines()),
+            ]
+        installed = ", ".join(self.installed) or "none"
+        lines.append(
+            f"{len(self.replays)} replays of {len(self.releases)} releases "
+            f"(at most {max_replays(len(self.releases))}); installed: {installed}."
+        )
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON `atom bisect --json` prints."""

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
+from pytest_atom.reports.table import table_lines
 
 if TYPE_CHECKING:
     from pytest_atom.history.diff import RunDiff
@@ -56,6 +57,7 @@ __all__ = [
     "like_run",
     "series_name",
     "spec_runs",
+    "spec_runs_lines",
     "summarize",
 ]
 
@@ -168,6 +170,37 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return {"last": self.last, "alpha": ALPHA, "series": [s.to_dict() for s in self.series]}
+
+    def lines(self, url: str) -> list[str]:
+        """`atom history`'s table of the store at `url`."""
+        rows = []
+        for s in self.series:
+            passed, counted = s.counts
+            last = s.last_outcome + (f" ({s.last_kind})" if s.last_kind == "cached" else "")
+            rows.append(
+                [
+                    s.name,
+                    s.kind,
+                    str(s.runs),
+                    f"{passed}/{counted} {s.rate.show(2)}" if s.rate else "-",
+                ]
+                + [str(s.cached), "-" if s.tokens is None else f"{s.tokens:.0f}"]
+                + [_money(s.spent_usd), _money(s.cost_usd)]
+                + ["-" if s.wall_seconds is None else f"{s.wall_seconds:.1f}s", last]
+                + [s.trend.marker if s.trend else ""]
+            )
+        header = ["SPEC", "KIND", "RUNS", "PASS RATE (95 %)", "CACHED", "TOKENS", "SPENT"]
+        header += ["LIST $", "WALL", "LAST", "TREND"]
+        return [
+            f"history: {url}, the last {self.last} runs of each spec x case x arm",
+            "trials only: cached outcomes (CACHED) hold no new trial, and a rescore's judgements "
+            "are a line of their own (KIND rescore); means are per item",
+            *table_lines(header, rows, right=(2, 4, 5, 6, 7, 8)),
+        ]
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
 
 
 def _halves(items: Sequence[ItemFigures]) -> tuple[Counts, Counts] | None:
@@ -295,6 +328,27 @@ class SpecRun:
         }
 
 
+def spec_runs_lines(runs: Sequence[SpecRun], url: str, spec: str) -> list[str]:
+    """`atom history SPEC`'s table: the spec's runs in the store at `url`, newest first."""
+    rows = []
+    for r in runs:
+        known = [i.spent_usd for i in r.items if i.spent_usd is not None]
+        rows.append(
+            [r.run.id, f"{r.run.started:%Y-%m-%d %H:%M}", r.run.kind]
+            + [(r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")]
+            + [series_name(r.series), r.kind, r.outcome]
+            + [str(sum(i.total_tokens for i in r.items)), _money(sum(known) if known else None)]
+            + [_money(sum(i.total_cost for i in r.items))]
+            + [f"{sum(i.wall_seconds for i in r.items):.1f}s"]
+        )
+    header = ["RUN", "STARTED (UTC)", "RUN KIND", "COMMIT", "ITEM", "KIND", "OUTCOME"]
+    header += ["TOKENS", "SPENT", "LIST $", "WALL"]
+    return [
+        f"history: {url}: {spec}, newest first",
+        *table_lines(header, rows, right=(7, 8, 9, 10)),
+    ]
+
+
 def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
     """`spec`'s last `last` runs, newest first: an entry per run and (case, arm)."""
     found = []
@@ -348,6 +402,31 @@ class FlakyReport:
             "items_checked": self.checked,
             "items_without_digest": self.unknown,
         }
+
+    def lines(self, url: str) -> list[str]:
+        """`atom history --flaky`'s answer for the store at `url`."""
+        lines = [
+            f"history: {url}: flaky items in the last {self.last} runs (same inputs, outcome "
+            "changed: one input digest over runs, or one session's repeats)"
+        ]
+        for f in self.items:
+            passed, counted = f.counts
+            said = f"{passed} passed, {counted - passed} failed"
+            where = (
+                f"digest {f.digest[:12]}: {said} over {len(f.runs)} runs"
+                if f.digest is not None
+                else f"repeats in run {f.runs[0]}: {said} in one session"
+            )
+            lines.append(f"{series_name(f.series)}: {where}")
+        if not self.items:
+            lines.append("none")
+        if self.unknown:
+            lines.append(
+                f"{self.unknown} of {self.checked} items carry no input digest: unknown "
+                "across runs, compared only with their own session's repeats (the outcome "
+                "cache, --atom-cache, records digests)"
+            )
+        return lines
 
 
 def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:

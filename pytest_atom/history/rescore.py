@@ -6,6 +6,9 @@ with the item's stored check results as evidence; the executor is never started.
 run is recorded in the store as ``kind="rescore"``, ``rescore_of`` the old run's id, so
 `atom diff OLD NEW` shows what today's criteria change. An item that cannot be judged
 again (its run folder pruned, its spec gone) is recorded as an ``error`` saying why.
+
+`find_run` and `run_case` find a stored attempt for the human judge (`atom label`): a run
+folder, or a run of the store with the check results it recorded, and the case it ran.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_atom.errors import HarnessError, SpecError
+from pytest_atom.calibration.samples import CheckSeen
+from pytest_atom.calibration.taking import RunFound
+from pytest_atom.errors import CalibrationError, HarnessError, HistoryError, SpecError
 from pytest_atom.history.diff import series_label
 from pytest_atom.history.recording import (
     claude_version_of,
@@ -27,12 +32,14 @@ from pytest_atom.history.recording import (
 )
 from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.store import Store
+from pytest_atom.judge.calibration import base_name
+from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
 
 if TYPE_CHECKING:
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
-__all__ = ["Rescored", "rescore_run"]
+__all__ = ["Rescored", "find_run", "rescore_run", "run_case"]
 
 
 @dataclass(frozen=True)
@@ -131,3 +138,87 @@ def rescore_run(store: Store, run_id: str, specs: Sequence[str], harness: Harnes
     )
     warning = write_run(harness.settings.history, harness.root, run, [n for _, n in pairs])
     return Rescored(run, tuple(pairs), warning)
+
+
+def run_case(spec: Spec, found: RunFound, cases: dict[str, Spec]) -> Spec:
+    """The case of `spec` that the run ran (`cases`: every case by id; {} without cases):
+    the store's record of it, else the run folder's name (``<spec>[<case>]-<stamp>-…``).
+    Its rendered criteria are the ones the human labels and the judge is shown."""
+    if not cases:
+        return spec
+    if found.case is not None and found.case in cases:
+        return cases[found.case]
+    named = parse_run_name(found.folder.name)
+    for case in cases.values():
+        if named is not None and named[0] == folder_spec_name(case.name):
+            return case
+    raise CalibrationError(
+        f"cannot tell which case of spec {base_name(spec)!r} the run ran (its cases: "
+        f"{', '.join(cases)}): give a run of the history store, or the case's run folder",
+        found.folder,
+    )
+
+
+def find_run(run: str, spec: Spec, store: Store | None, case: str | None = None) -> RunFound:
+    """RUN as a run folder, else as a run of the store (its item of `case`, when SPEC named
+    one); CalibrationError says which it tried."""
+    folder = Path(run)
+    if folder.is_dir():
+        item = _item_for_folder(folder, spec, store)
+        return _found(folder.resolve(), item)
+    if store is None:
+        raise CalibrationError(
+            "no such run folder, and no history store to look the run up in "
+            "(give a run folder from .atom/runs, or turn --history on)",
+            folder,
+        )
+    try:
+        record = store.run(run)
+    except HistoryError as exc:
+        raise CalibrationError(
+            f"neither a run folder nor a run of the store: {exc}", folder
+        ) from None
+    items = [
+        i
+        for i in store.items(record.id)
+        if i.spec == base_name(spec) and (case is None or i.case == case)
+    ]
+    ran = sorted({i.case for i in items if i.case is not None})
+    if len(ran) > 1:
+        raise CalibrationError(
+            f"run {record.id} ran {len(ran)} cases of spec {base_name(spec)!r} "
+            f"({', '.join(ran)}): name one as FILE::{base_name(spec)}[CASE]",
+            folder,
+        )
+    item = items[0] if items else None
+    if item is None or not item.run_folder:
+        raise CalibrationError(
+            f"run {record.id} has no item of spec {base_name(spec)!r} with a run folder "
+            "(`atom history` lists the runs of a spec)",
+            folder,
+        )
+    if not Path(item.run_folder).is_dir():
+        raise CalibrationError(
+            f"run {record.id}'s folder is gone (pruned by --keep-runs?): {item.run_folder}",
+            Path(item.run_folder),
+        )
+    return _found(Path(item.run_folder), item)
+
+
+def _found(folder: Path, item: ItemRecord | None) -> RunFound:
+    if item is None:
+        return RunFound(folder)
+    checks = tuple(CheckSeen(c.name, c.passed, c.detail) for c in item.checks)
+    return RunFound(folder, item.run_id, checks, item.case)
+
+
+def _item_for_folder(folder: Path, spec: Spec, store: Store | None) -> ItemRecord | None:
+    """The store's item whose run folder is `folder` (None: not recorded)."""
+    if store is None:
+        return None
+    wanted = str(folder.resolve())
+    for record in store.runs(limit=50, spec=base_name(spec)):
+        for item in store.items(record.id):
+            if item.run_folder and str(Path(item.run_folder).resolve()) == wanted:
+                return item
+    return None

@@ -26,9 +26,10 @@ from pytest_atom.paths import SPEC_SUFFIX
 if TYPE_CHECKING:
     from pytest_atom.history.records import ItemRecord
     from pytest_atom.history.store import Store
+    from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
-__all__ = ["ItemWhy", "item_name", "specs_named", "why_items"]
+__all__ = ["ItemWhy", "item_name", "specs_named", "why_items", "why_now"]
 
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
@@ -166,3 +167,44 @@ def _item_why(
         return ItemWhy(name, case, arm, repeat, stored, (), unreadable=now is None)
     changed = tuple(PARTS) if stored.digest is None else tuple(now.changed(stored.digest_parts))
     return ItemWhy(name, case, arm, repeat, stored, changed)
+
+
+def why_now(harness: Harness, name: str) -> tuple[str, list[ItemWhy]]:
+    """The store `harness`'s settings name, and each item of the spec `name` (as `atom
+    history` lists it, or a spec file) against its last stored run, with its digest now
+    as a `pytest --atom` session of the project would take it: its settings, check kinds
+    and runs folder, but the code the stored item named (pytest loaded it; this process
+    did not). HistoryError when the store is off or cannot be read."""
+    from pytest_atom.history.cache import uncacheable
+    from pytest_atom.history.digest import input_digest
+    from pytest_atom.history.inputs import Reads
+    from pytest_atom.history.store import open_store
+    from pytest_atom.history.urls import OFF, store_url
+    from pytest_atom.spec_loader.load import load_specs
+
+    settings, root = harness.settings, harness.root
+    url = store_url(settings.history, root)
+    if url == OFF:
+        raise HistoryError("the history store is off (--atom-history none): pass --history URL")
+    kinds = harness.registry().kinds()
+    reads = Reads(harness.config.root)
+
+    def digest_of(spec: Spec, repeat: int | None, code: Sequence[str] | None) -> InputDigest:
+        return input_digest(
+            spec,
+            settings,
+            config=harness.config,
+            runs_dir=harness.runs_dir,
+            repeat=repeat,
+            reads=reads,
+            code_at=code or [],
+        )
+
+    store = open_store(url, root)
+    try:
+        specs = specs_named(store, name, lambda file: load_specs(file, check_kinds=kinds))
+        return url, why_items(
+            store, specs, digest_of, settings.repeat, lambda s: uncacheable(s, settings)
+        )
+    finally:
+        store.close()

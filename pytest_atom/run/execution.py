@@ -128,6 +128,8 @@ class AttemptLoop:
     spend: SpendLimit | None = None
     #: `--atom-require-calibration`: every criterion's κ floor (a criterion's own wins).
     require_calibration: float | None = None
+    #: The agent under test when not the spec's own (the spec's oracle: run.oracle).
+    executor: Agent | None = None
 
     def __post_init__(self) -> None:
         # one for every attempt: limits sum over them
@@ -156,7 +158,7 @@ class AttemptLoop:
         and the task (a step that continues the conversation, or re-runs after a rollback).
         """
         agents = self.agents(gateway_url, source)
-        executor = agents.executor()
+        executor = self.executor or agents.executor()
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
             if self.attempts and self._spent(self.attempts[-1]):

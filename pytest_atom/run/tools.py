@@ -9,6 +9,7 @@ messages (`pytest_atom.conversation`) and is stateless: every call stands alone.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -54,6 +55,27 @@ def discover_tools(config: AtomConfig) -> dict[str, Path]:
             if entry is not None and folder.name not in found:
                 found[folder.name] = entry
     return dict(sorted(found.items()))
+
+
+def describe(entry: Path) -> str:
+    """One line about a tool: its README.md's first line of prose (else its first
+    heading), else the first line of the entry file's module docstring."""
+    readme = entry.parent / "README.md"
+    if readme.is_file():
+        lines = [
+            line.strip()
+            for line in readme.read_text(encoding="utf-8", errors="replace").splitlines()
+        ]
+        prose = [line for line in lines if line and not line.startswith("#")]
+        headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
+        for line in prose[:1] or [h for h in headings if h][:1]:
+            return line
+    try:
+        module = ast.parse(entry.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    doc = ast.get_docstring(module) or ""
+    return doc.strip().splitlines()[0].strip() if doc.strip() else ""
 
 
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -20,10 +20,27 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.baseline.compare import BaselineGate, read_results, write_results
+from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.errors import BaselineError
+from pytest_atom.reports.summary import (
+    criteria_trust_lines,
+    environment_lines,
+    failed_tries_lines,
+    sandbox_warning_lines,
+    summary_table,
+)
 from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.thresholds import RepeatGates
 
-__all__ = ["SHARD_RESULTS", "VIEWS_OF", "ShardResults", "combine", "read_shard", "write_shard"]
+__all__ = [
+    "SHARD_RESULTS",
+    "VIEWS_OF",
+    "ShardResults",
+    "combine",
+    "read_shard",
+    "summary_lines",
+    "write_shard",
+]
 
 #: A shard's results file, in its ``--atom-report`` folder.
 SHARD_RESULTS = "results.json"
@@ -133,3 +150,31 @@ def gated_rows(rows: Iterable[SummaryRow], gate: BaselineGate | None) -> list[Su
             props.update(gate.item_properties(row.nodeid, {**props, **outcome}, own={}))
         found.append(SummaryRow.of(row.nodeid, props, row.outcome))
     return found
+
+
+def summary_lines(
+    rows: list[SummaryRow],
+    failures: Iterable[str],
+    gate: BaselineGate | None,
+    gates: RepeatGates,
+    width: int | None,
+) -> list[str]:
+    """The combined run's summary, as the unsharded run prints it (`width`: the table's,
+    `reports.summary.summary_width`): the table, each spec's notes, what could not run,
+    then the gate's, the repeats' and the arms' lines."""
+    lines = summary_table(rows, width)
+    lines += [f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()]
+    lines += [
+        f"error: {nodeid}: pytest-atom could not run it (see the shard's log)"
+        for nodeid in failures
+    ]
+    lines += failed_tries_lines(rows) + environment_lines(rows) + criteria_trust_lines(rows)
+    lines += sandbox_warning_lines(rows)
+    lines += gate.lines() if gate is not None else []
+    repeats = (
+        gates.min_pass_rate is not None
+        or any(spec_key(row.nodeid) != row.nodeid for row in rows)
+        or any(row.pass_at_least is not None for row in rows)
+    )
+    rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
+    return lines + rates + arm_lines(rows) + case_lines(rows)

@@ -12,9 +12,10 @@ import psutil
 import pytest
 from click.testing import CliRunner, Result
 
-from atom_cli.validate_cmd import _cassette_notes, validate
+from atom_cli.validate_cmd import validate
 from pytest_atom.errors import SpecError
 from pytest_atom.replay.staleness import workspace_config
+from pytest_atom.run.validation import cassette_notes
 from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import write
 
@@ -97,11 +98,11 @@ def test_notes_say_what_pytest_will_do_with_the_cassette(tmp_path: Path) -> None
     than the script just played (the stale case is the test above): the shipped cassette
     matches its spec, and a spec without a cassette plays its script in pytest too."""
     [shipped] = load_specs(FIXTURES / "create_file.atom.yaml")
-    assert _cassette_notes(shipped) == []
+    assert cassette_notes(shipped) == []
     assert workspace_config(shipped) is None  # no workspace: no configuration of its own
     shutil.copytree(FIXTURES / "scripts", tmp_path / "scripts")
     [alone] = load_specs(shutil.copy2(FIXTURES / "create_file.atom.yaml", tmp_path))
-    assert _cassette_notes(alone) == []
+    assert cassette_notes(alone) == []
 
 
 def test_missing_claude_is_a_harness_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 from atom_cli.cassette_cmd import cassette
-from atom_cli.validate_cmd import _cassette_notes
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.errors import RecordingError
 from pytest_atom.gateway import Gateway
@@ -28,6 +27,7 @@ from pytest_atom.replay.staleness import (
     script_hash,
     staleness,
 )
+from pytest_atom.run.validation import cassette_notes
 from pytest_atom.settings.modes import RecordMode
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
@@ -98,7 +98,7 @@ def test_stale_script_is_refused_naming_the_command_and_validate_says_why(
     assert cassette.read_bytes() == before
 
     # What `atom validate` adds to its run of the new script, and why pytest --atom refuses.
-    assert _cassette_notes(load_specs(spec_file)[0]) == [
+    assert cassette_notes(load_specs(spec_file)[0]) == [
         f"note: pytest --atom will refuse the stale cassette {CASSETTE} ({SCRIPT_CHANGED}: "
         "scripts/create_file.yaml is not the script the cassette was recorded from); "
         f"re-record it with: {COMMAND}"

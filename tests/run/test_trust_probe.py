@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
-from atom_cli.validate_cmd import run_oracle
 from pytest_atom.run.spec_run import run_spec
+from pytest_atom.run.validation import run_oracle
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, once_per_session
@@ -207,7 +207,7 @@ def _play(folder: Path, claude_bin: Path) -> None:
         caller.kill()
         caller.wait()
     places = {kind: result.final.path for kind in KINDS}
-    places["oracle"] = folder / "oracle-run" / "workspace"
+    places["oracle"] = folder / "oracle-run" / "attempts" / "a01"
     for kind, place in places.items():
         path = place / f"probe-{kind}.json"
         found: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
