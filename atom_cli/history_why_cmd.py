@@ -1,5 +1,5 @@
 """`atom history why SPEC`: the inputs of a spec's items that changed since their last
-stored outcome (`pytest_atom.history.why`), so a user sees whether ``--atom-cache`` will
+stored outcome (`pytest_atom.outcome_cache.why`), so a user sees whether ``--atom-cache`` will
 report each item from the store or run it, and what made the difference.
 
 SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
@@ -21,8 +21,8 @@ from pytest_atom.errors import AtomError, HistoryError
 from pytest_atom.inert import inert
 
 if TYPE_CHECKING:
-    from pytest_atom.history.digest import InputDigest
-    from pytest_atom.history.why import DigestOf
+    from pytest_atom.outcome_cache.input_digest import InputDigest
+    from pytest_atom.outcome_cache.why import DigestOf
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
@@ -42,10 +42,10 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     its case, workspace, cassette, script, Claude Code version, environment, tools,
     settings, and each module, file and toolchain folder by its path): what --atom-cache
     would run again."""
-    from pytest_atom.history.cache import uncacheable
+    from pytest_atom.outcome_cache.cache import uncacheable
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, display_url, store_url
-    from pytest_atom.history.why import specs_named, why_items
+    from pytest_atom.outcome_cache.why import specs_named, why_items
     from pytest_atom.run.harness import host_harness
     from pytest_atom.spec.load import load_specs
 
@@ -88,8 +88,8 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
 def _digest_of(harness: Harness) -> DigestOf:
     """An item's digest now as a `pytest --atom` session of the project would take it, but
     with the code the stored item named (pytest loaded it; this process did not)."""
-    from pytest_atom.history.digest import input_digest
-    from pytest_atom.history.inputs import Reads
+    from pytest_atom.outcome_cache.input_digest import input_digest
+    from pytest_atom.outcome_cache.inputs import Reads
 
     reads = Reads(harness.config.root)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.digest import InputDigest, input_digest
-from pytest_atom.history.inputs import Reads
+from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
+from pytest_atom.outcome_cache.inputs import Reads
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.load import load_specs

@@ -28,7 +28,7 @@ from typing import Any
 from pytest_atom import __version__
 from pytest_atom.baseline.compare import read_results
 from pytest_atom.errors import BaselineError, HistoryError
-from pytest_atom.history.recording import item_of_properties
+from pytest_atom.history.write import item_of_properties
 from pytest_atom.history.records import (
     ItemRecord,
     RunRecord,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.recording import identity
+from pytest_atom.history.write import identity
 from pytest_atom.history.records import RunRecord, SeriesKey
 from pytest_atom.history.store import session_store
 

@@ -24,7 +24,7 @@ from pytest_atom.history.records import (
     RunRecord,
     SeriesKey,
 )
-from pytest_atom.history.schema import MIGRATIONS, SCHEMA_VERSION
+from pytest_atom.history.migrations import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqlStore"]
 

@@ -21,7 +21,7 @@ import pytest
 from pytest_atom.baseline.measure import junit_properties, measured
 from pytest_atom.cost.spend import SPEND_WORDS
 from pytest_atom.errors import BaselineError
-from pytest_atom.history.recording import (
+from pytest_atom.history.write import (
     claude_version_of,
     item_of_spec,
     item_record,

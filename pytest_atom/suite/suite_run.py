@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
-from pytest_atom.history.cache import session_cache
+from pytest_atom.outcome_cache.cache import session_cache
 from pytest_atom.history.last_failed import last_failed
-from pytest_atom.history.recording import (
+from pytest_atom.history.write import (
     first_version,
     run_record,
     write_run,

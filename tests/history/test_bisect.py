@@ -18,7 +18,7 @@ from atom_cli.main import main
 from pytest_atom.errors import BisectError
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.scripted import Script, ScriptedResponder
-from pytest_atom.history.bisect import (
+from pytest_atom.agents.claude_code.bisect import (
     Bisection,
     ItemChange,
     ItemReplay,

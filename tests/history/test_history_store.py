@@ -11,7 +11,7 @@ import pytest
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.records import item_from_dict, item_to_dict, run_from_dict, run_to_dict
-from pytest_atom.history.schema import SCHEMA_VERSION
+from pytest_atom.history.migrations import SCHEMA_VERSION
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import NoStore, Store, open_store
 from tests.history_helpers import bare_store, item, run, write_runs
@@ -208,7 +208,7 @@ def test_none_turns_the_store_off() -> None:
 
 
 def test_a_store_that_cannot_be_reached_is_a_warning_naming_it_and_the_fix(tmp_path: Path) -> None:
-    from pytest_atom.history.recording import write_run
+    from pytest_atom.history.write import write_run
 
     line = write_run("postgresql://atom:secret@127.0.0.1:1/team", tmp_path, run(0), [item()])
     assert line is not None and line.startswith(f"history: run {run(0).id[:15]}")

@@ -2,7 +2,7 @@
 outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
 
 For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
-compared with its input digest now (`history.digest`), part by part: the fixed parts
+compared with its input digest now (`outcome_cache.input_digest`), part by part: the fixed parts
 (`PARTS`), and each module, file and toolchain folder by its path. The code parts are hashed
 at the places the stored item named: this process loaded other code than pytest's. An item
 stored without a digest (recorded with the store off, imported, or before digests) is
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.errors import AtomError, HistoryError
-from pytest_atom.history.cache import OK_OUTCOMES
-from pytest_atom.history.digest import PARTS, InputDigest, describe
-from pytest_atom.history.recording import identity
+from pytest_atom.outcome_cache.cache import OK_OUTCOMES
+from pytest_atom.outcome_cache.input_digest import PARTS, InputDigest, describe
+from pytest_atom.history.write import identity
 from pytest_atom.paths import SPEC_SUFFIX
 
 if TYPE_CHECKING:

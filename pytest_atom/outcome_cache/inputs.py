@@ -1,5 +1,5 @@
 """What an item can read beyond its spec's own document, found where the run finds it: the
-inputs of the outcome cache's digest (`history.digest`) that are files and folders.
+inputs of the outcome cache's digest (`outcome_cache.input_digest`) that are files and folders.
 
 A run reads its attempt folder, what its spec allows (`sandbox:`), the toolchain, and the
 code loaded in pytest's own process. Each input here is one named part, so `atom history why`

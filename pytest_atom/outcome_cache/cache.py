@@ -1,7 +1,7 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
 `OutcomeCache` is the harness's `Recall` (`pytest_atom.run.recall`) when the history store
-is on. Around each run it computes the item's input digest (`history.digest`) and stamps
+is on. Around each run it computes the item's input digest (`outcome_cache.input_digest`) and stamps
 it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
 ``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)
 with those inputs (`Store.item_history`, `InputDigest.matches`: part by part, so code the
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.errors import AtomError, HistoryError
-from pytest_atom.history.digest import InputDigest, input_digest
-from pytest_atom.history.inputs import Reads, unseen
-from pytest_atom.history.recording import identity
+from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
+from pytest_atom.outcome_cache.inputs import Reads, unseen
+from pytest_atom.history.write import identity
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
@@ -188,7 +188,7 @@ def uncacheable(spec: Spec, settings: RunSettings) -> str:
     in only for a replay of a cassette that exists or a scripted run (a recording never),
     of a spec without snapshots, whose run reaches nothing the digest cannot see that the
     spec does not trust (`inputs.unseen`)."""
-    from pytest_atom.history.inputs import TRUSTS
+    from pytest_atom.outcome_cache.inputs import TRUSTS
     from pytest_atom.replay.recording import cassette_path
 
     if settings.rejudge:
