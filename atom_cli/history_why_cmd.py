@@ -42,9 +42,9 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     its case, workspace, cassette, script, Claude Code version, environment, tools,
     settings, and each module, file and toolchain folder by its path): what --atom-cache
     would run again."""
-    from pytest_atom.outcome_cache.cache import uncacheable
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, display_url, store_url
+    from pytest_atom.outcome_cache.cache import uncacheable
     from pytest_atom.outcome_cache.why import specs_named, why_items
     from pytest_atom.run.harness import host_harness
     from pytest_atom.spec.load import load_specs

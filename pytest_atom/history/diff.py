@@ -260,7 +260,7 @@ def _value(value: Any) -> str:
 
 
 #: What `atom history import` adds to a run's settings: where the run came from, not how
-#: it ran (`history.imports`).
+#: it ran (`history.write`).
 _PROVENANCE = frozenset({"imported_from", "files"})
 
 

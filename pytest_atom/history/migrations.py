@@ -1,4 +1,4 @@
-"""The store's SQL schema, one for SQLite and PostgreSQL, and the steps that migrate it.
+"""The store's tables, one schema for SQLite and PostgreSQL, and the steps that migrate it.
 
 The schema is a list of steps (`MIGRATIONS`); a store remembers how many it has taken
 (``atom_schema.version``), and opening it takes the rest, in one transaction, under a lock
@@ -6,92 +6,99 @@ The schema is a list of steps (`MIGRATIONS`); a store remembers how many it has 
 store at once migrate it once. A store newer than this pytest-atom is refused with the fix
 (upgrade), never written.
 
-The SQL is the common part of both dialects: TEXT, BIGINT, DOUBLE PRECISION, integers for
-booleans, times as ISO-8601 UTC text (which sorts as time), structured fields as JSON text,
-``?`` placeholders (the PostgreSQL backend turns them into ``%s``). An absent case or arm
-is stored as ``''`` so that (spec, case, arm) compares and indexes without NULLs.
+The columns come from the records' declarations (`records.column`): step 1 creates the
+tables with the fields of version 1, and step N adds each field declared ``since=N``
+(``ALTER TABLE … ADD COLUMN``), before that step's own statements (`_STEPS`: indexes,
+tables that are no record's, values filled in for the rows already stored). The SQL is the
+common part of both dialects: TEXT, BIGINT, DOUBLE PRECISION, integers for booleans, times
+as ISO-8601 UTC text, structured fields as JSON text, ``?`` placeholders (the PostgreSQL
+backend turns them into ``%s``).
 
-Where to add: a new column or table is a new step at the end of `MIGRATIONS` (never an edit
-of an old one: stores in the wild have taken it), with a test that opens a store made by
-the step before.
+Where to add: a new stored field is one declaration in `records` with ``since`` the next
+version (and a test that opens a store made by the version before); a new index, table or
+backfill is a statement of that version in `_STEPS`. A step stores in the wild have taken
+is never edited.
 """
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+from pytest_atom.history.records import Column, ItemRecord, RunRecord, columns
 
-_V1 = (
-    """CREATE TABLE IF NOT EXISTS atom_runs (
-        id TEXT PRIMARY KEY,
-        started TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        rescore_of TEXT,
-        git_commit TEXT,
-        dirty INTEGER NOT NULL,
-        atom_version TEXT NOT NULL,
-        claude_version TEXT,
-        settings TEXT NOT NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS atom_runs_started ON atom_runs (started, id)",
-    """CREATE TABLE IF NOT EXISTS atom_items (
-        run_id TEXT NOT NULL REFERENCES atom_runs (id) ON DELETE CASCADE,
-        item_no INTEGER NOT NULL,
-        started TEXT NOT NULL,
-        spec TEXT NOT NULL,
-        spec_path TEXT NOT NULL,
-        spec_case TEXT NOT NULL,
-        arm TEXT NOT NULL,
-        repeat_no INTEGER,
-        outcome TEXT NOT NULL,
-        cached INTEGER NOT NULL,
-        checks TEXT NOT NULL,
-        criteria TEXT NOT NULL,
-        tokens TEXT NOT NULL,
-        cost_usd TEXT NOT NULL,
-        tokens_total BIGINT NOT NULL,
-        cost_total DOUBLE PRECISION NOT NULL,
-        wall_seconds DOUBLE PRECISION NOT NULL,
-        tool_calls TEXT NOT NULL,
-        run_folder TEXT,
-        why TEXT NOT NULL,
-        score DOUBLE PRECISION,
-        PRIMARY KEY (run_id, item_no)
-    )""",
-    # A series' last runs, newest first, read from the index alone (`SqlStore._last_runs`).
-    """CREATE INDEX IF NOT EXISTS atom_items_series
-        ON atom_items (spec, spec_case, arm, started, run_id)""",
+__all__ = ["ITEM_ROW", "MIGRATIONS", "SCHEMA_VERSION"]
+
+#: The columns of an item's row that are no field of `ItemRecord`, each with the column it
+#: follows: its place in its run and its run's start (the series index holds both), the
+#: cached flag of version 1 (`ItemRecord.cached`), and the totals a listing reads without
+#: parsing the roles. `history.sql` fills them.
+ITEM_ROW: tuple[tuple[str, Column], ...] = (
+    ("run_id", Column("item_no", "INTEGER NOT NULL")),
+    ("item_no", Column("started", "TEXT NOT NULL")),
+    ("outcome", Column("cached", "INTEGER NOT NULL")),
+    ("cost_usd", Column("tokens_total", "BIGINT NOT NULL")),
+    ("tokens_total", Column("cost_total", "DOUBLE PRECISION NOT NULL")),
+)
+#: Each table: its record, the columns that are no field of it, its table constraints.
+_TABLES: tuple[tuple[str, type, tuple[tuple[str, Column], ...], str], ...] = (
+    ("atom_runs", RunRecord, (), ""),
+    ("atom_items", ItemRecord, ITEM_ROW, "PRIMARY KEY (run_id, item_no)"),
 )
 
-# Version 2: the outcome cache's input digest (issue 37 item 5) and a table of the series
-# (spec, case, arm) so `atom history` lists them without scanning every item.
-_V2 = (
-    "ALTER TABLE atom_items ADD COLUMN digest TEXT",
-    "ALTER TABLE atom_items ADD COLUMN digest_parts TEXT NOT NULL DEFAULT '{}'",
-    "CREATE INDEX IF NOT EXISTS atom_items_digest ON atom_items (digest)",
-    """CREATE TABLE IF NOT EXISTS atom_series (
+#: Each version's own statements, after the columns its fields add.
+_STEPS: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE INDEX IF NOT EXISTS atom_runs_started ON atom_runs (started, id)",
+        # A series' last runs, newest first, read from the index alone (`SqlStore._last_runs`).
+        """CREATE INDEX IF NOT EXISTS atom_items_series
+        ON atom_items (spec, spec_case, arm, started, run_id)""",
+    ),
+    # The outcome cache's input digest, and a table of the series (spec, case, arm) so
+    # `atom history` lists them without scanning every item.
+    2: (
+        "CREATE INDEX IF NOT EXISTS atom_items_digest ON atom_items (digest)",
+        """CREATE TABLE IF NOT EXISTS atom_series (
         spec TEXT NOT NULL,
         spec_case TEXT NOT NULL,
         arm TEXT NOT NULL,
         PRIMARY KEY (spec, spec_case, arm)
     )""",
-    """INSERT INTO atom_series (spec, spec_case, arm)
+        """INSERT INTO atom_series (spec, spec_case, arm)
         SELECT DISTINCT spec, spec_case, arm FROM atom_items WHERE 1 = 1
         ON CONFLICT DO NOTHING""",
-)
-
-# Version 3: trials kept apart from observations. An item's kind (``trial``, ``cached``,
-# ``rescore``: `records.ITEM_KINDS`), filled for the items already stored from the
-# ``cached`` flag and their run's kind; and the dollars an item paid an API (`spent_usd`),
-# apart from Claude Code's list price of its sessions (``cost_usd``), NULL where unknown.
-_V3 = (
-    "ALTER TABLE atom_items ADD COLUMN kind TEXT NOT NULL DEFAULT 'trial'",
-    "ALTER TABLE atom_items ADD COLUMN spent_usd DOUBLE PRECISION",
-    "UPDATE atom_items SET kind = 'cached' WHERE cached = 1",
-    """UPDATE atom_items SET kind = 'rescore'
+    ),
+    # Trials kept apart from observations: the items already stored get their kind from the
+    # ``cached`` flag and their run's kind (`records.ITEM_KINDS`), and `spent_usd` NULL.
+    3: (
+        "UPDATE atom_items SET kind = 'cached' WHERE cached = 1",
+        """UPDATE atom_items SET kind = 'rescore'
         WHERE run_id IN (SELECT id FROM atom_runs WHERE kind = 'rescore')""",
-)
+    ),
+}
 
+
+def _create(table: str, record: type, extra: tuple[tuple[str, Column], ...], key: str) -> str:
+    """The table as version 1 made it: its record's first fields, in order, with the
+    columns that are no field placed after those they follow."""
+    made = [c for _, c in columns(record) if c.since == 1]
+    for after, each in extra:
+        made.insert(next(n for n, c in enumerate(made) if c.name == after) + 1, each)
+    lines = [f"{c.name} {c.sql}" for c in made] + ([key] if key else [])
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n        " + ",\n        ".join(lines) + "\n    )"
+
+
+def _step(version: int) -> tuple[str, ...]:
+    if version == 1:
+        made = tuple(_create(*table) for table in _TABLES)
+    else:
+        made = tuple(
+            f"ALTER TABLE {table} ADD COLUMN {c.name} {c.sql}"
+            for table, record, _, _ in _TABLES
+            for _, c in columns(record)
+            if c.since == version
+        )
+    return made + _STEPS.get(version, ())
+
+
+#: The version this pytest-atom writes: the newest step or field.
+SCHEMA_VERSION = max(*_STEPS, *(c.since for _, record, _, _ in _TABLES for _, c in columns(record)))
 #: Each step's statements, in order: step N brings a store from version N-1 to N.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
-#: The version this pytest-atom writes.
-SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATIONS: tuple[tuple[str, ...], ...] = tuple(_step(n) for n in range(1, SCHEMA_VERSION + 1))

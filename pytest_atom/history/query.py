@@ -22,6 +22,11 @@ their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
   digest (`digest` None: before the outcome cache computed one) is unknown across runs,
   never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
   only by disagreeing with its own session's repeats.
+- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run (of
+  any kind), as `pytest --lf`. Every repeat of a line that failed runs again: a repeat is
+  one draw of a sample, and re-running only the draws that failed would make a pass rate
+  of nothing. With no failed item (or no run, or no store) nothing is deselected, and the
+  note says so, as pytest's ``run-last-failure`` line does.
 - `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
   report's "Compared with"): the newest earlier run that covered the same selection, and
   `compare_with_like` that comparison over the run's own lines.
@@ -34,25 +39,34 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
+from pytest_atom.errors import HistoryError
+from pytest_atom.history.store import session_store
+from pytest_atom.history.write import identity
 
 if TYPE_CHECKING:
     from pytest_atom.history.diff import RunDiff
     from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.history.store import Store
+    from pytest_atom.settings.options import RunSettings
+    from pytest_atom.spec.types import Spec
 
 __all__ = [
+    "FAILED_OUTCOMES",
     "FlakyItem",
     "FlakyReport",
+    "LastFailed",
     "SeriesSummary",
     "SpecRun",
     "Summary",
     "Trend",
     "compare_with_like",
     "flaky",
+    "last_failed",
     "like_run",
     "series_name",
     "spec_runs",
@@ -436,3 +450,50 @@ def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord])
     before, how = found
     earlier = [i for i in store.items(before.id) if i.series in selection]
     return replace(diff_runs(before, earlier, run, items), paired=how)
+
+
+#: The outcomes `--atom-last-failed` runs again (pytest's --lf: failed, and errors).
+FAILED_OUTCOMES = frozenset({"failed", "error"})
+
+
+@dataclass(frozen=True)
+class LastFailed:
+    """The store's last run and the lines that failed in it (empty: select everything)."""
+
+    run: RunRecord | None
+    failed: frozenset[SeriesKey]
+    problem: str = ""  # the store could not be read
+
+    def selects(self, spec: Spec) -> bool:
+        """Whether `spec` runs: it failed last time, or nothing did."""
+        return not self.failed or identity(spec) in self.failed
+
+    def note(self, selected: int, deselected: int) -> str:
+        """The line the front end prints, as pytest's run-last-failure line."""
+        if self.problem:
+            return f"atom-last-failed: {self.problem}; not deselecting items"
+        if self.run is None:
+            return "atom-last-failed: the history store holds no run; not deselecting items"
+        if not self.failed:
+            return f"atom-last-failed: no failed items in run {self.run.id}; not deselecting items"
+        lines = len(self.failed)
+        return (
+            f"atom-last-failed: rerun {lines} failed item{'s' * (lines != 1)} of run "
+            f"{self.run.id} ({selected} to run, {deselected} deselected)"
+        )
+
+
+def last_failed(settings: RunSettings, root: Path) -> LastFailed:
+    """The failed lines of the last run in the session's store (`settings.history`)."""
+    try:
+        store = session_store(settings, root)
+        try:
+            runs = store.runs(limit=1)
+            items = store.items(runs[0].id) if runs else []
+        finally:
+            store.close()
+    except HistoryError as exc:
+        return LastFailed(None, frozenset(), f"the history store cannot be read: {exc}")
+    if not runs:
+        return LastFailed(None, frozenset())
+    return LastFailed(runs[0], frozenset(i.series for i in items if i.outcome in FAILED_OUTCOMES))

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.errors import AtomError, HistoryError
-from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
-from pytest_atom.outcome_cache.inputs import Reads, unseen
-from pytest_atom.history.write import identity
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
+from pytest_atom.history.write import identity
+from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
+from pytest_atom.outcome_cache.inputs import Reads, unseen
 from pytest_atom.results.cached import CachedCheck, CachedCriterion, CachedFrom
 from pytest_atom.results.spec_result import SpecResult
 

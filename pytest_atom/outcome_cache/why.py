@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.errors import AtomError, HistoryError
+from pytest_atom.history.write import identity
 from pytest_atom.outcome_cache.cache import OK_OUTCOMES
 from pytest_atom.outcome_cache.input_digest import PARTS, InputDigest, describe
-from pytest_atom.history.write import identity
 from pytest_atom.paths import SPEC_SUFFIX
 
 if TYPE_CHECKING:

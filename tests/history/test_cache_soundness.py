@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.outcome_cache.cache import OutcomeCache, uncacheable
-from pytest_atom.outcome_cache.input_digest import InputDigest
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import open_store
+from pytest_atom.outcome_cache.cache import OutcomeCache, uncacheable
+from pytest_atom.outcome_cache.input_digest import InputDigest
 from pytest_atom.outcome_cache.why import why_items
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.settings.options import RunSettings

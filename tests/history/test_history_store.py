@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.records import item_from_dict, item_to_dict, run_from_dict, run_to_dict
 from pytest_atom.history.migrations import SCHEMA_VERSION
+from pytest_atom.history.records import item_from_dict, item_to_dict, run_from_dict, run_to_dict
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import NoStore, Store, open_store
 from tests.history_helpers import bare_store, item, run, write_runs

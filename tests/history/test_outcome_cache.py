@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.outcome_cache.cache import OutcomeCache, session_cache
-from pytest_atom.outcome_cache.input_digest import InputDigest
-from pytest_atom.history.write import item_record
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import open_store
+from pytest_atom.history.write import item_record
+from pytest_atom.outcome_cache.cache import OutcomeCache, session_cache
+from pytest_atom.outcome_cache.input_digest import InputDigest
 from pytest_atom.outcome_cache.why import why_items
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
