@@ -29,10 +29,10 @@ from pytest_atom.history.query import (
     SpecRun,
     Summary,
     flaky,
-    series_name,
     spec_runs,
     summarize,
 )
+from pytest_atom.history.records import series_label
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, display_url
 from pytest_atom.inert import inert
@@ -238,7 +238,7 @@ def _print_flaky(report: FlakyReport, url: str) -> None:
             if f.digest is not None
             else f"repeats in run {f.runs[0]}: {said} in one session"
         )
-        click.echo(inert(f"{series_name(f.series)}: {where}"))
+        click.echo(inert(f"{series_label(f.series)}: {where}"))
     if not report.items:
         click.echo("none")
     if report.unknown:
@@ -268,7 +268,7 @@ def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) ->
         wall = sum(i.wall_seconds for i in r.items)
         rows.append(
             [r.run.id, f"{r.run.started:%Y-%m-%d %H:%M}", r.run.kind, commit]
-            + [series_name(r.series), r.kind, r.outcome, str(tokens)]
+            + [series_label(r.series), r.kind, r.outcome, str(tokens)]
             + [_money(spent), _money(cost), f"{wall:.1f}s"]
         )
     header = ["RUN", "STARTED (UTC)", "RUN KIND", "COMMIT", "ITEM", "KIND", "OUTCOME"]

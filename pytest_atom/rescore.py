@@ -36,8 +36,7 @@ from pytest_atom.errors import HarnessError, SpecError
 from pytest_atom.files import copy_tree
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
-from pytest_atom.history.diff import series_label
-from pytest_atom.history.records import CheckRow, ItemRecord, RunRecord
+from pytest_atom.history.records import CheckRow, ItemRecord, RunRecord, series_label
 from pytest_atom.history.store import Store
 from pytest_atom.history.write import (
     claude_version_of,
@@ -82,7 +81,7 @@ class Rescored:
     def lines(self) -> list[str]:
         out = []
         for old, new in self.pairs:
-            label = series_label(old.series) + (f"[r{old.repeat}]" if old.repeat else "")
+            label = series_label(old.series, old.repeat)
             scores = f" (score {_score(old)} -> {_score(new)})" if old.score or new.score else ""
             why = f": {new.why}" if new.outcome != "passed" and new.why else ""
             out.append(f"{label}: {old.outcome} -> {new.outcome}{scores}{why}")

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
 from pytest_atom.errors import HistoryError
+from pytest_atom.history.records import series_label
 from pytest_atom.history.store import session_store
 from pytest_atom.history.write import identity
 
@@ -68,7 +69,6 @@ __all__ = [
     "flaky",
     "last_failed",
     "like_run",
-    "series_name",
     "spec_runs",
     "summarize",
 ]
@@ -76,12 +76,6 @@ __all__ = [
 PASSES = frozenset({"passed", "xpassed"})
 FAILS = frozenset({"failed", "xfailed"})
 Counts = tuple[int, int]  # (passed, counted)
-
-
-def series_name(series: SeriesKey) -> str:
-    """``spec[case][arm]``, as `Spec.name` spells it."""
-    spec, case, arm = series
-    return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
 
 
 def _trials(items: Sequence[ItemFigures]) -> list[ItemFigures]:
@@ -148,7 +142,7 @@ class SeriesSummary:
 
     @property
     def name(self) -> str:
-        return series_name(self.series)
+        return series_label(self.series)
 
     def to_dict(self) -> dict[str, Any]:
         spec, case, arm = self.series
@@ -314,7 +308,7 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
     found = []
     for run in store.runs(limit=last, spec=spec):
         mine = store.items(run.id, spec)
-        for series in sorted({i.series for i in mine}, key=series_name):
+        for series in sorted({i.series for i in mine}, key=series_label):
             found.append(SpecRun(run, series, tuple(i for i in mine if i.series == series)))
     return found
 

@@ -23,21 +23,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "ITEM_KINDS",
-    "OUTCOMES",
-    "RUN_KINDS",
     "CheckRow",
     "Codec",
     "Column",
     "CriterionRow",
     "ItemFigures",
     "ItemKey",
-    "ItemKind",
     "ItemRecord",
-    "RunKind",
     "RunRecord",
     "SeriesKey",
     "column",
@@ -47,6 +43,7 @@ __all__ = [
     "new_run_id",
     "run_from_dict",
     "run_to_dict",
+    "series_label",
 ]
 
 
@@ -100,21 +97,24 @@ def columns(record: type) -> tuple[tuple[str, Column], ...]:
     return tuple(found)
 
 
-RunKind = Literal["pytest", "atom run", "import", "rescore"]
-RUN_KINDS: tuple[str, ...] = ("pytest", "atom run", "import", "rescore")
-ItemKind = Literal["trial", "cached", "rescore"]
 #: What an item is: a ``trial`` (the agent ran and was judged: an executed attempt), a
 #: ``cached`` outcome (the outcome cache reported a stored pass, nothing ran) or a
 #: ``rescore`` (a stored attempt judged again: a judgement, not a trial). Only trials
 #: enter a series' pass rate, interval, means and trend (`history.query`).
 ITEM_KINDS: tuple[str, ...] = ("trial", "cached", "rescore")
-#: An item's outcome: `results.outcome.Outcome.label` lower-cased, as pytest says it.
-OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 #: (spec base name, case, arm, repeat): one item of a run.
 ItemKey = tuple[str, str | None, str | None, int | None]
 #: (spec base name, case, arm): an item's line through the runs (its repeats together).
 SeriesKey = tuple[str, str | None, str | None]
+
+
+def series_label(series: SeriesKey, repeat: int | None = None) -> str:
+    """``base[case][arm]``, as `Spec.name` spells a line (parts present only when set), and
+    ``[rN]`` after it for a `repeat`."""
+    spec, case, arm = series
+    parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
+    return spec + parts + (f"[r{repeat}]" if repeat is not None else "")
 
 
 def new_run_id(started: datetime | None = None) -> str:
@@ -184,7 +184,8 @@ CRITERIA = Codec(
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
 
-    `kind` says whether it is a trial, a cached outcome or a rescore (`ItemKind`).
+    `kind` says whether it is a trial, a cached outcome or a rescore (`ITEM_KINDS`);
+    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it.
     `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``), the
     dollars at Claude Code's list price (what a recording of these sessions costs);
     `spent_usd` is what the item paid an API (0 scripted, replayed or cached; None: not

@@ -214,7 +214,9 @@ class SqlStore:
         where: list[str] = []
         params: list[Any] = []
         if spec is not None:
-            ids = self._spec_runs(spec, limit if kind is None else None)
+            ids = [
+                i for _, i in self._last_runs("spec = ?", (spec,), limit if kind is None else None)
+            ]
             if not ids:
                 return []
             where.append(f"id IN ({', '.join('?' * len(ids))})")
@@ -230,15 +232,6 @@ class SqlStore:
             sql += " LIMIT ?"
             params.append(limit)
         return [_run_of(row) for row in self._fetch(sql, params)]
-
-    def _spec_runs(self, spec: str, limit: int | None) -> list[str]:
-        """The ids of `spec`'s last `limit` runs (any case, any arm), from the series index."""
-        sql = (
-            "SELECT DISTINCT started, run_id FROM atom_items WHERE spec = ? "
-            "ORDER BY started DESC, run_id DESC"
-        )
-        params: tuple[Any, ...] = (spec,) if limit is None else (spec, limit)
-        return [row[1] for row in self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)]
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
@@ -266,28 +259,28 @@ class SqlStore:
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
         sql = "SELECT spec, spec_case, arm FROM atom_series"
-        rows = self._fetch(
-            sql + (" WHERE spec = ?" if spec is not None else ""),
-            (spec,) if spec is not None else (),
-        )
-        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
+        return self._keys(sql, ()) if spec is None else self._keys(sql + " WHERE spec = ?", (spec,))
 
     def selection(self, run_id: str) -> list[SeriesKey]:
-        rows = self._fetch(
+        return self._keys(
             "SELECT DISTINCT spec, spec_case, arm FROM atom_items WHERE run_id = ?", (run_id,)
         )
-        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
-    def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[tuple[str, str]]:
-        """(started, id) of the last `limit` runs with an item of the series `key`, newest
-        first: a walk down the series index, which holds both."""
+    def _keys(self, sql: str, params: Sequence[Any]) -> list[SeriesKey]:
+        return sorted((row[0], row[1] or None, row[2] or None) for row in self._fetch(sql, params))
+
+    def _last_runs(
+        self, where: str, params: tuple[Any, ...], limit: int | None
+    ) -> list[tuple[str, str]]:
+        """(started, id) of the last `limit` runs with an item `where` says (a spec, or a
+        series), newest first: a walk down the series index, which holds both."""
         sql = (
-            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {_SERIES} "
+            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"
         )
-        params: tuple[Any, ...] = key if limit is None else (*key, limit)
-        rows = self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)
-        return [(row[0], row[1]) for row in rows]
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", (*params, limit)
+        return [(row[0], row[1]) for row in self._fetch(sql, params)]
 
     def _series_rows(
         self, columns: str, key: tuple[str, str, str], limit: int | None
@@ -295,7 +288,7 @@ class SqlStore:
         """The series' items of its last `limit` runs: a range of the series index from
         the oldest of those runs' start on (another run started at that instant is left
         out by its id)."""
-        runs = self._last_runs(key, limit)
+        runs = self._last_runs(_SERIES, key, limit)
         if not runs:
             return []
         wanted = {run_id for _, run_id in runs}

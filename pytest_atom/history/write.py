@@ -83,7 +83,6 @@ __all__ = [
 #: Settings that never change an outcome: where files go, how many stay, where the store is.
 _HOUSEKEEPING = frozenset({"keep_runs", "history", "upstream"})
 _HOUSEKEEPING_KINDS = frozenset({"path", "paths", "size"})
-_SUFFIX = re.compile(r"\[([^\[\]]*)\]$")
 _REPEAT = re.compile(r"\[r(\d+)\]$")
 
 

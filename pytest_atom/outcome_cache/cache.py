@@ -10,7 +10,7 @@ xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` wit
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
 Only a replay of a cassette that exists, or a scripted run, is taken from the cache
-(`cacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
+(`uncacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
 or ``once`` without a cassette) and ``--atom-rejudge`` ask for sessions to run, so they
 always run. Never one of a spec with `snapshot:` (pytest compares those files after the
 run), nor one whose run can reach what the digest cannot see (`inputs.unseen`: a network, a
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHEABLE_MODES",
     "OutcomeCache",
-    "cacheable",
     "cached_result",
     "session_cache",
     "uncacheable",
@@ -127,7 +126,7 @@ class OutcomeCache:
         session (passed, xpassed, or xfailed as its spec expects): when the newest such
         item failed, the item runs, so a pass further back does not hide a flaky one. A
         repeat's comes from its series' decision (`_series`)."""
-        if found is None or not self.enabled or not cacheable(spec, settings):
+        if found is None or not self.enabled or uncacheable(spec, settings):
             return None
         if repeat is not None:
             decided = self._series(spec, settings)
@@ -176,11 +175,6 @@ class OutcomeCache:
         if self._store is not None:
             self._store.close()
             self._store = None
-
-
-def cacheable(spec: Spec, settings: RunSettings) -> bool:
-    """Whether a stored outcome may stand in for `spec`'s run (`uncacheable` says why not)."""
-    return not uncacheable(spec, settings)
 
 
 def uncacheable(spec: Spec, settings: RunSettings) -> str:

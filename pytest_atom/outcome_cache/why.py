@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.errors import AtomError, HistoryError
+from pytest_atom.history.records import series_label
 from pytest_atom.history.write import identity
 from pytest_atom.outcome_cache.cache import OK_OUTCOMES
 from pytest_atom.outcome_cache.input_digest import PARTS, InputDigest, describe
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from pytest_atom.history.store import Store
     from pytest_atom.spec.types import Spec
 
-__all__ = ["ItemWhy", "item_name", "specs_named", "why_items"]
+__all__ = ["ItemWhy", "specs_named", "why_items"]
 
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
@@ -68,7 +69,7 @@ class ItemWhy:
 
     def line(self) -> str:
         """``create-file: changed since run … (passed): workspace, cassette``."""
-        name = item_name(self.spec, self.case, self.arm, self.repeat)
+        name = series_label((self.spec, self.case, self.arm), self.repeat)
         if self.blocked:
             return f"{name}: --atom-cache always runs it: {self.blocked}"
         if self.stored is None:
@@ -101,12 +102,6 @@ class ItemWhy:
             "blocked": self.blocked,
             "cached_now": self.cached_now,
         }
-
-
-def item_name(spec: str, case: str | None, arm: str | None, repeat: int | None) -> str:
-    """``spec[case][arm][r2]``, the parts present only when set."""
-    parts = [f"[{p}]" for p in (case, arm) if p is not None]
-    return spec + "".join(parts) + (f"[r{repeat}]" if repeat is not None else "")
 
 
 def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> list[Spec]:
