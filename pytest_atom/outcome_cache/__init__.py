@@ -13,6 +13,6 @@ why SPEC` names the parts that changed since.
 - `why`: `atom history why`, item by item.
 
 Where to add: a new input is a part in `input_digest.PARTS` (or a named part found in
-`inputs`), with a test changing it alone (tests/history/test_cache_mutations.py); a new
+`inputs`), with a test changing it alone (tests/outcome_cache/test_cache_mutations.py); a new
 reason never to serve an item is a line of `cache.uncacheable`.
 """
