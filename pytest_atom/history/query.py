@@ -246,12 +246,7 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
         for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
             if adjusted < ALPHA and each.halves:
                 trends[each.series] = Trend(direction, *each.halves, p, adjusted)
-    return [
-        SeriesSummary(
-            **{**s.__dict__, "trend": trends.get(s.series) if s.kind == "trial" else None}
-        )
-        for s in found
-    ]
+    return [replace(s, trend=trends.get(s.series) if s.kind == "trial" else None) for s in found]
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
