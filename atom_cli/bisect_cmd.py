@@ -1,11 +1,13 @@
 """`atom bisect SPEC --good V1 --bad V2`: the first Claude Code release that changes how a
-spec's cassette replays (`pytest_atom.history.bisect` searches; this module shows it)."""
+spec's cassette replays (`pytest_atom.agents.claude_code.bisect` searches; this module runs
+its replays with the project's harness and shows it)."""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -13,11 +15,19 @@ from rich.console import Console
 
 from atom_cli.common import ContentError, config_option
 from atom_cli.progress import shown
+from pytest_atom.agents.claude_code.bisect import (
+    Replay,
+    ReplaySpec,
+    bisect,
+    max_replays,
+)
 from pytest_atom.errors import BisectError, SettingsError, SpecError
-from pytest_atom.history.bisect import Replay, bisect, max_replays
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
-from pytest_atom.run.harness import host_harness
+from pytest_atom.replay.recording import cassette_path
+from pytest_atom.run.harness import Harness, host_harness
+from pytest_atom.spec.types import Spec
+from pytest_atom.spec_loader.load import load_specs
 
 #: The exit status when the bad release replays as the good one: nothing to name.
 NO_CHANGE = 1
@@ -54,7 +64,8 @@ def bisect_(spec: Path, good: str, bad: str, as_json: bool, config_path: Path | 
     console = Console(stderr=as_json, highlight=False, soft_wrap=True)
     try:
         harness = host_harness({}, config_path=config_path, spec_dirs={spec.parent})
-        found = bisect(spec, good, bad, harness, watcher=_Progress(console))
+        specs = replayable(spec, harness)
+        found = bisect(spec, specs, good, bad, replayer(harness), watcher=_Progress(console))
     except (BisectError, SpecError, SettingsError) as err:
         raise ContentError(inert(str(err))) from None
     harness.finish()
@@ -63,6 +74,36 @@ def bisect_(spec: Path, good: str, bad: str, as_json: bool, config_path: Path | 
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2))
     sys.exit(0 if found.first_change else NO_CHANGE)
+
+
+def replayable(spec_file: Path, harness: Harness) -> list[Spec]:
+    """The specs of `spec_file`, each with a cassette (or a script) to replay; a spec with
+    neither is a BisectError naming the cassette it lacks and how to record it."""
+    specs = load_specs(spec_file, check_kinds=harness.registry().kinds())
+    if not specs:
+        raise BisectError(f"{display_path(spec_file)} holds no spec to bisect.")
+    for spec in specs:
+        cassette = cassette_path(spec)
+        if spec.script is None and not cassette.is_file():
+            raise BisectError(
+                f"{display_path(spec_file)}: spec {spec.name!r} has no cassette "
+                f"({display_path(cassette)}) to replay. Record one first: "
+                f"atom run {display_path(spec_file)} --record-mode=once"
+            )
+    return specs
+
+
+def replayer(harness: Harness) -> ReplaySpec:
+    """A spec replayed with a given `claude` in the project's harness: never recording
+    (`record_mode` none), and accepting a cassette another release recorded
+    (`strict_version` off): the release is what is being varied."""
+    from pytest_atom.run.spec_run import RunScope, run_spec
+
+    settings = replace(harness.settings, record_mode="none", strict_version=False)
+    scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
+    return lambda spec, binary: run_spec(
+        spec, runs_dir=harness.runs_dir, settings=settings, claude_bin=binary, scope=scope
+    )
 
 
 class _Progress:

@@ -225,7 +225,7 @@ def import_(files: tuple[Path, ...], each: bool, history_url: str | None) -> Non
     """Record results files (`pytest --atom --atom-report DIR` writes DIR/results.json; a
     folder holding one will do) in the store: by default the shards of one CI run, as one
     run; importing them again changes nothing."""
-    from pytest_atom.history.imports import import_files
+    from pytest_atom.history.write import import_files
 
     with _store(history_url, create=True) as store:
         if store is None:

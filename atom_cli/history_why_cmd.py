@@ -1,5 +1,5 @@
 """`atom history why SPEC`: the inputs of a spec's items that changed since their last
-stored outcome (`pytest_atom.history.why`), so a user sees whether ``--atom-cache`` will
+stored outcome (`pytest_atom.outcome_cache.why`), so a user sees whether ``--atom-cache`` will
 report each item from the store or run it, and what made the difference.
 
 SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
@@ -34,7 +34,7 @@ def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     settings, and each module, file and toolchain folder by its path): what --atom-cache
     would run again."""
     from pytest_atom.history.urls import display_url
-    from pytest_atom.history.why import why_now
+    from pytest_atom.outcome_cache.why import why_now
     from pytest_atom.run.harness import host_harness
 
     try:

@@ -17,12 +17,12 @@ from atom_cli.common import (
 from pytest_atom.calibration.samples import write_sample
 from pytest_atom.calibration.taking import label, take_sample
 from pytest_atom.errors import CalibrationError, HistoryError
-from pytest_atom.history.rescore import find_run, run_case
 from pytest_atom.history.store import NoStore, session_store
 from pytest_atom.inert import inert
 from pytest_atom.judge.calibration import base_name
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
+from pytest_atom.rescore import find_run, run_case
 
 
 @click.command("label")

@@ -30,7 +30,7 @@ def rescore(run_id: str, specs: tuple[str, ...], as_json: bool, history: str | N
     the spec's scripted `reflector:` turns, its cassette's verdict, or a live session with
     --record-mode (in the project's settings). Exits 1 when an item fails.
     """
-    from pytest_atom.history.rescore import rescore_run
+    from pytest_atom.rescore import rescore_run
     from pytest_atom.run.harness import host_harness
 
     harness = host_harness({"history": history} if history is not None else {})

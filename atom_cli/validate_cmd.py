@@ -119,7 +119,7 @@ def _block(outcome: Validation, expect_fail: bool) -> list[str]:
 def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
     """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
     it from the cache: a trusted input the digest cannot see is never silent."""
-    from pytest_atom.history.inputs import TRUSTS, unseen
+    from pytest_atom.outcome_cache.inputs import TRUSTS, unseen
 
     lines = [f"{indent}cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
     lines += [

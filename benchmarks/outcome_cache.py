@@ -78,8 +78,8 @@ def digest_cost(specs: str, runs_dir: Path) -> tuple[int, float, float]:
     """(items, seconds of the session's one walk, median seconds to digest one item after
     it) over the specs, in this process. The walk (the code loaded in pytest's process,
     the toolchain's folders) is taken once per session, by its first item."""
-    from pytest_atom.history.digest import input_digest
-    from pytest_atom.history.inputs import Reads
+    from pytest_atom.outcome_cache.input_digest import input_digest
+    from pytest_atom.outcome_cache.inputs import Reads
     from pytest_atom.settings.config import load_config
     from pytest_atom.settings.options import RunSettings
     from pytest_atom.spec_loader.load import load_specs

@@ -1,6 +1,6 @@
 """The outcome cache's test project: a spec with a workspace, a script, a cassette file, a
 command check and a project `.atom/` folder, so every part of an input digest has a file
-(or a variable) a test can change. tests/history/test_input_digest.py,
+(or a variable) a test can change. tests/outcome_cache/test_input_digest.py,
 test_outcome_cache.py and test_cache_cli.py build on it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.digest import InputDigest, input_digest
-from pytest_atom.history.inputs import Reads
+from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
+from pytest_atom.outcome_cache.inputs import Reads
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec

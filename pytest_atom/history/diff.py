@@ -29,11 +29,11 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_atom.baseline.gate import gate
-from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey
+from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey, series_label
 
 __all__ = [
     "CheckChange",
@@ -44,7 +44,6 @@ __all__ = [
     "ToolDivergence",
     "diff_runs",
     "first_divergence",
-    "series_label",
 ]
 
 REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
@@ -55,14 +54,6 @@ REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
     "removed",
     "within noise",
 )
-
-
-def series_label(key: SeriesKey) -> str:
-    """``base[case][arm]``: how `Spec.name` spells a line (parts present only when set)."""
-    spec, case, arm = key
-    return (
-        spec + (f"[{case}]" if case is not None else "") + (f"[{arm}]" if arm is not None else "")
-    )
 
 
 @dataclass(frozen=True)
@@ -79,15 +70,6 @@ class CheckChange:
     def line(self) -> str:
         detail = f": {self.detail}" if self.detail else ""
         return f"{self.kind} {self.name}: {self.before or '(absent)'} -> {self.after or '(absent)'}{detail}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "before": self.before,
-            "after": self.after,
-            "detail": self.detail,
-        }
 
 
 @dataclass(frozen=True)
@@ -106,15 +88,6 @@ class ToolDivergence:
             f"tool calls part at call {self.index + 1}: {self.before or '(ended)'} -> "
             f"{self.after or '(ended)'} ({self.before_calls} calls -> {self.after_calls})"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "before": self.before,
-            "after": self.after,
-            "before_calls": self.before_calls,
-            "after_calls": self.after_calls,
-        }
 
 
 def first_divergence(before: Sequence[str], after: Sequence[str]) -> ToolDivergence | None:
@@ -232,8 +205,8 @@ class ItemChange:
             "direction": self.direction,
             "before": self.before,
             "after": self.after,
-            "checks": [c.to_dict() for c in self.checks],
-            "tool_calls": self.tools.to_dict() if self.tools is not None else None,
+            "checks": [asdict(c) for c in self.checks],
+            "tool_calls": asdict(self.tools) if self.tools is not None else None,
             "deltas": self.deltas.to_dict(),
             "test": dict(self.test) if self.test is not None else None,
         }
@@ -260,7 +233,7 @@ def _value(value: Any) -> str:
 
 
 #: What `atom history import` adds to a run's settings: where the run came from, not how
-#: it ran (`history.imports`).
+#: it ran (`history.write`).
 _PROVENANCE = frozenset({"imported_from", "files"})
 
 

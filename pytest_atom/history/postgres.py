@@ -1,6 +1,6 @@
 """A team's store: a PostgreSQL database through psycopg 3 (``--atom-history postgresql://…``).
 
-The same schema as SQLite's (`history.schema`), in tables named ``atom_*`` so the store can
+The same schema as SQLite's (`history.migrations`), in tables named ``atom_*`` so the store can
 share a database. Each write is one transaction; migrations also hold an advisory lock, so
 two sessions opening an old store at once migrate it once. psycopg is an extra
 (``pip install 'pytest-atom[postgres]'``), imported only when a PostgreSQL store is opened.

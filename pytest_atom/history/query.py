@@ -22,6 +22,11 @@ their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
   digest (`digest` None: before the outcome cache computed one) is unknown across runs,
   never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
   only by disagreeing with its own session's repeats.
+- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run (of
+  any kind), as `pytest --lf`. Every repeat of a line that failed runs again: a repeat is
+  one draw of a sample, and re-running only the draws that failed would make a pass rate
+  of nothing. With no failed item (or no run, or no store) nothing is deselected, and the
+  note says so, as pytest's ``run-last-failure`` line does.
 - `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
   report's "Compared with"): the newest earlier run that covered the same selection, and
   `compare_with_like` that comparison over the run's own lines.
@@ -34,28 +39,37 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
+from pytest_atom.errors import HistoryError
+from pytest_atom.history.records import series_label
+from pytest_atom.history.store import session_store
+from pytest_atom.history.write import identity
 from pytest_atom.reports.table import table_lines
 
 if TYPE_CHECKING:
     from pytest_atom.history.diff import RunDiff
     from pytest_atom.history.records import ItemFigures, ItemRecord, RunRecord, SeriesKey
     from pytest_atom.history.store import Store
+    from pytest_atom.settings.options import RunSettings
+    from pytest_atom.spec.types import Spec
 
 __all__ = [
+    "FAILED_OUTCOMES",
     "FlakyItem",
     "FlakyReport",
+    "LastFailed",
     "SeriesSummary",
     "SpecRun",
     "Summary",
     "Trend",
     "compare_with_like",
     "flaky",
+    "last_failed",
     "like_run",
-    "series_name",
     "spec_runs",
     "spec_runs_lines",
     "summarize",
@@ -64,12 +78,6 @@ __all__ = [
 PASSES = frozenset({"passed", "xpassed"})
 FAILS = frozenset({"failed", "xfailed"})
 Counts = tuple[int, int]  # (passed, counted)
-
-
-def series_name(series: SeriesKey) -> str:
-    """``spec[case][arm]``, as `Spec.name` spells it."""
-    spec, case, arm = series
-    return spec + (f"[{case}]" if case else "") + (f"[{arm}]" if arm else "")
 
 
 def _trials(items: Sequence[ItemFigures]) -> list[ItemFigures]:
@@ -136,7 +144,7 @@ class SeriesSummary:
 
     @property
     def name(self) -> str:
-        return series_name(self.series)
+        return series_label(self.series)
 
     def to_dict(self) -> dict[str, Any]:
         spec, case, arm = self.series
@@ -271,12 +279,7 @@ def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
         for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
             if adjusted < ALPHA and each.halves:
                 trends[each.series] = Trend(direction, *each.halves, p, adjusted)
-    return [
-        SeriesSummary(
-            **{**s.__dict__, "trend": trends.get(s.series) if s.kind == "trial" else None}
-        )
-        for s in found
-    ]
+    return [replace(s, trend=trends.get(s.series) if s.kind == "trial" else None) for s in found]
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
@@ -336,7 +339,7 @@ def spec_runs_lines(runs: Sequence[SpecRun], url: str, spec: str) -> list[str]:
         rows.append(
             [r.run.id, f"{r.run.started:%Y-%m-%d %H:%M}", r.run.kind]
             + [(r.run.commit or "-")[:8] + ("*" if r.run.dirty else "")]
-            + [series_name(r.series), r.kind, r.outcome]
+            + [series_label(r.series), r.kind, r.outcome]
             + [str(sum(i.total_tokens for i in r.items)), _money(sum(known) if known else None)]
             + [_money(sum(i.total_cost for i in r.items))]
             + [f"{sum(i.wall_seconds for i in r.items):.1f}s"]
@@ -354,7 +357,7 @@ def spec_runs(store: Store, spec: str, last: int = 20) -> list[SpecRun]:
     found = []
     for run in store.runs(limit=last, spec=spec):
         mine = store.items(run.id, spec)
-        for series in sorted({i.series for i in mine}, key=series_name):
+        for series in sorted({i.series for i in mine}, key=series_label):
             found.append(SpecRun(run, series, tuple(i for i in mine if i.series == series)))
     return found
 
@@ -417,7 +420,7 @@ class FlakyReport:
                 if f.digest is not None
                 else f"repeats in run {f.runs[0]}: {said} in one session"
             )
-            lines.append(f"{series_name(f.series)}: {where}")
+            lines.append(f"{series_label(f.series)}: {where}")
         if not self.items:
             lines.append("none")
         if self.unknown:
@@ -515,3 +518,50 @@ def compare_with_like(store: Store, run: RunRecord, items: Sequence[ItemRecord])
     before, how = found
     earlier = [i for i in store.items(before.id) if i.series in selection]
     return replace(diff_runs(before, earlier, run, items), paired=how)
+
+
+#: The outcomes `--atom-last-failed` runs again (pytest's --lf: failed, and errors).
+FAILED_OUTCOMES = frozenset({"failed", "error"})
+
+
+@dataclass(frozen=True)
+class LastFailed:
+    """The store's last run and the lines that failed in it (empty: select everything)."""
+
+    run: RunRecord | None
+    failed: frozenset[SeriesKey]
+    problem: str = ""  # the store could not be read
+
+    def selects(self, spec: Spec) -> bool:
+        """Whether `spec` runs: it failed last time, or nothing did."""
+        return not self.failed or identity(spec) in self.failed
+
+    def note(self, selected: int, deselected: int) -> str:
+        """The line the front end prints, as pytest's run-last-failure line."""
+        if self.problem:
+            return f"atom-last-failed: {self.problem}; not deselecting items"
+        if self.run is None:
+            return "atom-last-failed: the history store holds no run; not deselecting items"
+        if not self.failed:
+            return f"atom-last-failed: no failed items in run {self.run.id}; not deselecting items"
+        lines = len(self.failed)
+        return (
+            f"atom-last-failed: rerun {lines} failed item{'s' * (lines != 1)} of run "
+            f"{self.run.id} ({selected} to run, {deselected} deselected)"
+        )
+
+
+def last_failed(settings: RunSettings, root: Path) -> LastFailed:
+    """The failed lines of the last run in the session's store (`settings.history`)."""
+    try:
+        store = session_store(settings, root)
+        try:
+            runs = store.runs(limit=1)
+            items = store.items(runs[0].id) if runs else []
+        finally:
+            store.close()
+    except HistoryError as exc:
+        return LastFailed(None, frozenset(), f"the history store cannot be read: {exc}")
+    if not runs:
+        return LastFailed(None, frozenset())
+    return LastFailed(runs[0], frozenset(i.series for i in items if i.outcome in FAILED_OUTCOMES))

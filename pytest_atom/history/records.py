@@ -6,54 +6,115 @@ none of them needs a run's typed results or the objects that made them. An item'
 everywhere is ``(spec, case, arm, repeat)`` (`ItemRecord.key`); `ItemRecord.series` leaves
 the repeat out: the line a trend is drawn along.
 
+Each field is declared once, with its column (`column`): its SQL type, the schema version
+that added it, and how its value is written and read (`Codec`). The store's statements and
+its migration steps are made from these declarations (`history.migrations`, `history.sql`),
+and the JSON forms (`item_to_dict`) from the fields.
+
 Records never hold a raw transcript: a check's detail and a criterion's reasons are
-scrubbed before they are recorded (`history.recording`), and the tool-call sequence is the
+scrubbed before they are recorded (`history.write`), and the tool-call sequence is the
 tools' names only.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, NamedTuple
 
 __all__ = [
     "ITEM_KINDS",
-    "OUTCOMES",
-    "RUN_KINDS",
     "CheckRow",
+    "Codec",
+    "Column",
     "CriterionRow",
     "ItemFigures",
     "ItemKey",
-    "ItemKind",
     "ItemRecord",
-    "RunKind",
     "RunRecord",
     "SeriesKey",
+    "column",
+    "columns",
     "item_from_dict",
     "item_to_dict",
     "new_run_id",
     "run_from_dict",
     "run_to_dict",
+    "series_label",
 ]
 
-RunKind = Literal["pytest", "atom run", "import", "rescore"]
-RUN_KINDS: tuple[str, ...] = ("pytest", "atom run", "import", "rescore")
-ItemKind = Literal["trial", "cached", "rescore"]
+
+class Codec(NamedTuple):
+    """How a field's value becomes a column's (`write`) and back (`read`)."""
+
+    write: Callable[[Any], Any]
+    read: Callable[[Any], Any]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+PLAIN = Codec(lambda v: v, lambda v: v)
+#: An absent case or arm is stored as ``''``, so (spec, case, arm) compares and indexes
+#: without NULLs.
+BLANK = Codec(lambda v: v or "", lambda v: v or None)
+FLAG = Codec(int, bool)
+NUMBER = Codec(lambda v: v, lambda v: None if v is None else float(v))
+#: Times as ISO-8601 UTC text, which sorts as time.
+TIME = Codec(lambda v: v.isoformat(timespec="microseconds"), datetime.fromisoformat)
+MAPPING = Codec(lambda v: _json(dict(v)), json.loads)
+NAMES = Codec(lambda v: _json(list(v)), lambda v: tuple(json.loads(v)))
+
+
+@dataclass(frozen=True)
+class Column:
+    """Where a record's field is kept: its column's name and SQL type (the common part of
+    SQLite's and PostgreSQL's), the schema version whose step added it, and its `Codec`."""
+
+    name: str
+    sql: str
+    since: int = 1
+    codec: Codec = PLAIN
+
+
+def column(sql: str, name: str = "", *, since: int = 1, codec: Codec = PLAIN) -> dict[str, Column]:
+    """A field's metadata declaring its column (`name`: the field's own when empty); a
+    column added after the first schema (`since` > 1) that is NOT NULL needs a DEFAULT, for
+    the rows stored before it."""
+    return {"column": Column(name, sql, since, codec)}
+
+
+def columns(record: type) -> tuple[tuple[str, Column], ...]:
+    """(field name, its `Column`, named) of each field of `record`, in declaration order."""
+    found = []
+    for each in fields(record):
+        declared: Column = each.metadata["column"]
+        found.append((each.name, replace(declared, name=declared.name or each.name)))
+    return tuple(found)
+
+
 #: What an item is: a ``trial`` (the agent ran and was judged: an executed attempt), a
 #: ``cached`` outcome (the outcome cache reported a stored pass, nothing ran) or a
 #: ``rescore`` (a stored attempt judged again: a judgement, not a trial). Only trials
 #: enter a series' pass rate, interval, means and trend (`history.query`).
 ITEM_KINDS: tuple[str, ...] = ("trial", "cached", "rescore")
-#: An item's outcome: `results.outcome.Outcome.label` lower-cased, as pytest says it.
-OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 #: (spec base name, case, arm, repeat): one item of a run.
 ItemKey = tuple[str, str | None, str | None, int | None]
 #: (spec base name, case, arm): an item's line through the runs (its repeats together).
 SeriesKey = tuple[str, str | None, str | None]
+
+
+def series_label(series: SeriesKey, repeat: int | None = None) -> str:
+    """``base[case][arm]``, as `Spec.name` spells a line (parts present only when set), and
+    ``[rN]`` after it for a `repeat`."""
+    spec, case, arm = series
+    parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
+    return spec + parts + (f"[r{repeat}]" if repeat is not None else "")
 
 
 def new_run_id(started: datetime | None = None) -> str:
@@ -73,15 +134,17 @@ class RunRecord:
     threshold, repeats, ...), as JSON values.
     """
 
-    id: str
-    started: datetime
-    kind: str
-    rescore_of: str | None
-    commit: str | None
-    dirty: bool
-    atom_version: str
-    claude_version: str | None
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    id: str = field(metadata=column("TEXT PRIMARY KEY"))
+    started: datetime = field(metadata=column("TEXT NOT NULL", codec=TIME))
+    kind: str = field(metadata=column("TEXT NOT NULL"))
+    rescore_of: str | None = field(metadata=column("TEXT"))
+    commit: str | None = field(metadata=column("TEXT", "git_commit"))
+    dirty: bool = field(metadata=column("INTEGER NOT NULL", codec=FLAG))
+    atom_version: str = field(metadata=column("TEXT NOT NULL"))
+    claude_version: str | None = field(metadata=column("TEXT"))
+    settings: Mapping[str, Any] = field(
+        default_factory=dict, metadata=column("TEXT NOT NULL", codec=MAPPING)
+    )
 
 
 @dataclass(frozen=True)
@@ -106,11 +169,23 @@ class CriterionRow:
     reasons: str = ""
 
 
+#: A check's and a criterion's rows as JSON lists, in their fields' order.
+CHECKS = Codec(
+    lambda v: _json([[c.name, c.passed, c.detail] for c in v]),
+    lambda v: tuple(CheckRow(n, bool(p), d) for n, p, d in json.loads(v)),
+)
+CRITERIA = Codec(
+    lambda v: _json([[c.text, c.score, c.passed, c.reasons] for c in v]),
+    lambda v: tuple(CriterionRow(t, float(s), bool(p), r) for t, s, p, r in json.loads(v)),
+)
+
+
 @dataclass(frozen=True)
 class ItemRecord:
     """One item of a run: (spec, case, arm, repeat), its outcome and what it is made of.
 
-    `kind` says whether it is a trial, a cached outcome or a rescore (`ItemKind`).
+    `kind` says whether it is a trial, a cached outcome or a rescore (`ITEM_KINDS`);
+    `outcome` is `results.outcome.Outcome.label` lower-cased, as pytest says it.
     `tokens` and `cost_usd` are by role (``executor``, ``reflector``, ``planner``), the
     dollars at Claude Code's list price (what a recording of these sessions costs);
     `spent_usd` is what the item paid an API (0 scripted, replayed or cached; None: not
@@ -121,28 +196,43 @@ class ItemRecord:
     empty until the cache fills them; None means unknown, never "unchanged".
     """
 
-    run_id: str
-    spec: str
-    spec_path: str
-    case: str | None
-    arm: str | None
-    repeat: int | None
-    outcome: str
-    kind: str = "trial"
-    checks: tuple[CheckRow, ...] = ()
-    criteria: tuple[CriterionRow, ...] = ()
-    tokens: Mapping[str, int] = field(default_factory=dict)
-    cost_usd: Mapping[str, float] = field(default_factory=dict)
-    spent_usd: float | None = None
-    wall_seconds: float = 0.0
-    tool_calls: tuple[str, ...] = ()
-    digest: str | None = None
-    digest_parts: Mapping[str, str] = field(default_factory=dict)
-    run_folder: str | None = None
+    #: Its run's id ("" until the run is stored: the store writes its run's).
+    run_id: str = field(
+        metadata=column("TEXT NOT NULL REFERENCES atom_runs (id) ON DELETE CASCADE")
+    )
+    spec: str = field(metadata=column("TEXT NOT NULL"))
+    spec_path: str = field(metadata=column("TEXT NOT NULL"))
+    case: str | None = field(metadata=column("TEXT NOT NULL", "spec_case", codec=BLANK))
+    arm: str | None = field(metadata=column("TEXT NOT NULL", codec=BLANK))
+    repeat: int | None = field(metadata=column("INTEGER", "repeat_no"))
+    outcome: str = field(metadata=column("TEXT NOT NULL"))
+    kind: str = field(default="trial", metadata=column("TEXT NOT NULL DEFAULT 'trial'", since=3))
+    checks: tuple[CheckRow, ...] = field(default=(), metadata=column("TEXT NOT NULL", codec=CHECKS))
+    criteria: tuple[CriterionRow, ...] = field(
+        default=(), metadata=column("TEXT NOT NULL", codec=CRITERIA)
+    )
+    tokens: Mapping[str, int] = field(
+        default_factory=dict, metadata=column("TEXT NOT NULL", codec=MAPPING)
+    )
+    cost_usd: Mapping[str, float] = field(
+        default_factory=dict, metadata=column("TEXT NOT NULL", codec=MAPPING)
+    )
+    spent_usd: float | None = field(
+        default=None, metadata=column("DOUBLE PRECISION", since=3, codec=NUMBER)
+    )
+    wall_seconds: float = field(
+        default=0.0, metadata=column("DOUBLE PRECISION NOT NULL", codec=NUMBER)
+    )
+    tool_calls: tuple[str, ...] = field(default=(), metadata=column("TEXT NOT NULL", codec=NAMES))
+    digest: str | None = field(default=None, metadata=column("TEXT", since=2))
+    digest_parts: Mapping[str, str] = field(
+        default_factory=dict, metadata=column("TEXT NOT NULL DEFAULT '{}'", since=2, codec=MAPPING)
+    )
+    run_folder: str | None = field(default=None, metadata=column("TEXT"))
     #: The outcome's one line (the score against the threshold, the check that failed).
-    why: str = ""
+    why: str = field(default="", metadata=column("TEXT NOT NULL"))
     #: The final verdict's score, None when no reflector judged.
-    score: float | None = None
+    score: float | None = field(default=None, metadata=column("DOUBLE PRECISION", codec=NUMBER))
 
     @property
     def key(self) -> ItemKey:

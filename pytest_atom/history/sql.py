@@ -9,127 +9,64 @@ and concurrent writers (xdist controllers, two sessions, imports) each land whol
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from dataclasses import fields
 from typing import Any, ClassVar
 
 from pytest_atom.errors import HistoryError
+from pytest_atom.history.migrations import ITEM_ROW, MIGRATIONS, SCHEMA_VERSION
 from pytest_atom.history.records import (
-    CheckRow,
-    CriterionRow,
+    TIME,
+    Codec,
+    Column,
     ItemFigures,
     ItemRecord,
     RunRecord,
     SeriesKey,
+    columns,
 )
-from pytest_atom.history.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["SqlStore"]
 
-_RUN_COLUMNS = (
-    "id, started, kind, rescore_of, git_commit, dirty, atom_version, claude_version, settings"
-)
-_ITEM_COLUMNS = (
-    "run_id, item_no, started, spec, spec_path, spec_case, arm, repeat_no, outcome, cached, "
-    "checks, criteria, tokens, cost_usd, tokens_total, cost_total, wall_seconds, tool_calls, "
-    "run_folder, why, score, digest, digest_parts, kind, spent_usd"
-)
+_RUN, _ITEM = columns(RunRecord), columns(ItemRecord)
+#: The columns a record is read from (and written to), in the order of its fields.
+_RUN_COLUMNS = ", ".join(c.name for _, c in _RUN)
+_ITEM_READ = ", ".join(c.name for _, c in _ITEM)
+#: An item's row as written: its fields' columns, then those that are no field (`ITEM_ROW`).
+_ITEM_COLUMNS = ", ".join([_ITEM_READ, *(c.name for _, c in ITEM_ROW)])
+#: What `figures` reads: each field of `ItemFigures` by the column that holds it (the
+#: totals are columns of their own).
+_TOTALS = {
+    "total_tokens": Column("tokens_total", "", codec=Codec(int, int)),
+    "total_cost": Column("cost_total", "", codec=Codec(float, float)),
+}
+_FIGURES = tuple((f.name, _TOTALS.get(f.name) or dict(_ITEM)[f.name]) for f in fields(ItemFigures))
 _SERIES = "spec = ? AND spec_case = ? AND arm = ?"
-_ITEM_READ = (
-    "run_id, spec, spec_path, spec_case, arm, repeat_no, outcome, cached, checks, criteria, "
-    "tokens, cost_usd, wall_seconds, tool_calls, digest, digest_parts, run_folder, why, score, "
-    "kind, spent_usd"
-)
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+def _marks(names: str) -> str:
+    """A ``?`` for each of the comma-separated `names`."""
+    return ", ".join("?" * len(names.split(",")))
 
 
 def _run_row(run: RunRecord) -> tuple[Any, ...]:
-    started = run.started.isoformat(timespec="microseconds")
-    return (
-        run.id,
-        started,
-        run.kind,
-        run.rescore_of,
-        run.commit,
-        int(run.dirty),
-        run.atom_version,
-        run.claude_version,
-        _json(dict(run.settings)),
-    )
+    return tuple(c.codec.write(getattr(run, name)) for name, c in _RUN)
 
 
 def _item_row(run: RunRecord, number: int, item: ItemRecord) -> tuple[Any, ...]:
-    return (
-        run.id,
-        number,
-        run.started.isoformat(timespec="microseconds"),
-        item.spec,
-        item.spec_path,
-        item.case or "",
-        item.arm or "",
-        item.repeat,
-        item.outcome,
-        int(item.cached),
-        _json([[c.name, c.passed, c.detail] for c in item.checks]),
-        _json([[c.text, c.score, c.passed, c.reasons] for c in item.criteria]),
-        _json(dict(item.tokens)),
-        _json(dict(item.cost_usd)),
-        item.total_tokens,
-        item.total_cost,
-        item.wall_seconds,
-        _json(list(item.tool_calls)),
-        item.run_folder,
-        item.why,
-        item.score,
-        item.digest,
-        _json(dict(item.digest_parts)),
-        item.kind,
-        item.spent_usd,
-    )
+    """`item`, the `number`-th of `run`: its fields (its run's id), then `ITEM_ROW`'s."""
+    values = [run.id if n == "run_id" else c.codec.write(getattr(item, n)) for n, c in _ITEM]
+    started = TIME.write(run.started)
+    return (*values, number, started, int(item.cached), item.total_tokens, item.total_cost)
 
 
 def _run_of(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0],
-        started=datetime.fromisoformat(row[1]),
-        kind=row[2],
-        rescore_of=row[3],
-        commit=row[4],
-        dirty=bool(row[5]),
-        atom_version=row[6],
-        claude_version=row[7],
-        settings=json.loads(row[8]),
-    )
+    return RunRecord(**{name: c.codec.read(v) for (name, c), v in zip(_RUN, row, strict=True)})
 
 
 def _item_of(row: Sequence[Any]) -> ItemRecord:
-    return ItemRecord(
-        run_id=row[0],
-        spec=row[1],
-        spec_path=row[2],
-        case=row[3] or None,
-        arm=row[4] or None,
-        repeat=row[5],
-        outcome=row[6],
-        kind=row[19],
-        checks=tuple(CheckRow(n, bool(p), d) for n, p, d in json.loads(row[8])),
-        criteria=tuple(CriterionRow(t, float(s), bool(p), r) for t, s, p, r in json.loads(row[9])),
-        tokens=json.loads(row[10]),
-        cost_usd=json.loads(row[11]),
-        wall_seconds=float(row[12]),
-        tool_calls=tuple(json.loads(row[13])),
-        digest=row[14],
-        digest_parts=json.loads(row[15]),
-        run_folder=row[16],
-        why=row[17],
-        score=row[18],
-        spent_usd=None if row[20] is None else float(row[20]),
-    )
+    return ItemRecord(**{name: c.codec.read(v) for (name, c), v in zip(_ITEM, row, strict=True)})
 
 
 class SqlStore:
@@ -230,7 +167,7 @@ class SqlStore:
                 )
             for step in MIGRATIONS[have:to]:
                 for statement in step:
-                    cursor.execute(self._dialect(statement))
+                    cursor.execute(statement)
             cursor.execute("DELETE FROM atom_schema")
             cursor.execute(self._sql("INSERT INTO atom_schema (version) VALUES (?)"), (to,))
 
@@ -242,22 +179,21 @@ class SqlStore:
             self.connection.close()
             raise
 
-    def _dialect(self, statement: str) -> str:
-        """A schema statement as this database reads it (the shared SQL, by default)."""
-        return statement
-
     # --- writing -------------------------------------------------------------------------
 
     def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
-        placeholders = ", ".join("?" * len(_ITEM_COLUMNS.split(",")))
         with self._transaction() as cursor:
             cursor.execute(
-                self._sql(f"INSERT INTO atom_runs ({_RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"),
+                self._sql(
+                    f"INSERT INTO atom_runs ({_RUN_COLUMNS}) VALUES ({_marks(_RUN_COLUMNS)})"
+                ),
                 _run_row(run),
             )
             if items:
                 cursor.executemany(
-                    self._sql(f"INSERT INTO atom_items ({_ITEM_COLUMNS}) VALUES ({placeholders})"),
+                    self._sql(
+                        f"INSERT INTO atom_items ({_ITEM_COLUMNS}) VALUES ({_marks(_ITEM_COLUMNS)})"
+                    ),
                     [_item_row(run, n, item) for n, item in enumerate(items)],
                 )
                 series = sorted({(i.spec, i.case or "", i.arm or "") for i in items})
@@ -278,7 +214,9 @@ class SqlStore:
         where: list[str] = []
         params: list[Any] = []
         if spec is not None:
-            ids = self._spec_runs(spec, limit if kind is None else None)
+            ids = [
+                i for _, i in self._last_runs("spec = ?", (spec,), limit if kind is None else None)
+            ]
             if not ids:
                 return []
             where.append(f"id IN ({', '.join('?' * len(ids))})")
@@ -294,15 +232,6 @@ class SqlStore:
             sql += " LIMIT ?"
             params.append(limit)
         return [_run_of(row) for row in self._fetch(sql, params)]
-
-    def _spec_runs(self, spec: str, limit: int | None) -> list[str]:
-        """The ids of `spec`'s last `limit` runs (any case, any arm), from the series index."""
-        sql = (
-            "SELECT DISTINCT started, run_id FROM atom_items WHERE spec = ? "
-            "ORDER BY started DESC, run_id DESC"
-        )
-        params: tuple[Any, ...] = (spec,) if limit is None else (spec, limit)
-        return [row[1] for row in self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)]
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
@@ -330,28 +259,28 @@ class SqlStore:
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
         sql = "SELECT spec, spec_case, arm FROM atom_series"
-        rows = self._fetch(
-            sql + (" WHERE spec = ?" if spec is not None else ""),
-            (spec,) if spec is not None else (),
-        )
-        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
+        return self._keys(sql, ()) if spec is None else self._keys(sql + " WHERE spec = ?", (spec,))
 
     def selection(self, run_id: str) -> list[SeriesKey]:
-        rows = self._fetch(
+        return self._keys(
             "SELECT DISTINCT spec, spec_case, arm FROM atom_items WHERE run_id = ?", (run_id,)
         )
-        return sorted((row[0], row[1] or None, row[2] or None) for row in rows)
 
-    def _last_runs(self, key: tuple[str, str, str], limit: int | None) -> list[tuple[str, str]]:
-        """(started, id) of the last `limit` runs with an item of the series `key`, newest
-        first: a walk down the series index, which holds both."""
+    def _keys(self, sql: str, params: Sequence[Any]) -> list[SeriesKey]:
+        return sorted((row[0], row[1] or None, row[2] or None) for row in self._fetch(sql, params))
+
+    def _last_runs(
+        self, where: str, params: tuple[Any, ...], limit: int | None
+    ) -> list[tuple[str, str]]:
+        """(started, id) of the last `limit` runs with an item `where` says (a spec, or a
+        series), newest first: a walk down the series index, which holds both."""
         sql = (
-            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {_SERIES} "
+            f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"
         )
-        params: tuple[Any, ...] = key if limit is None else (*key, limit)
-        rows = self._fetch(sql + ("" if limit is None else " LIMIT ?"), params)
-        return [(row[0], row[1]) for row in rows]
+        if limit is not None:
+            sql, params = sql + " LIMIT ?", (*params, limit)
+        return [(row[0], row[1]) for row in self._fetch(sql, params)]
 
     def _series_rows(
         self, columns: str, key: tuple[str, str, str], limit: int | None
@@ -359,7 +288,7 @@ class SqlStore:
         """The series' items of its last `limit` runs: a range of the series index from
         the oldest of those runs' start on (another run started at that instant is left
         out by its id)."""
-        runs = self._last_runs(key, limit)
+        runs = self._last_runs(_SERIES, key, limit)
         if not runs:
             return []
         wanted = {run_id for _, run_id in runs}
@@ -379,23 +308,10 @@ class SqlStore:
     def figures(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemFigures]:
-        columns = (
-            "run_id, outcome, digest, tokens_total, cost_total, wall_seconds, kind, spent_usd, "
-            "repeat_no"
-        )
-        rows = self._series_rows(columns, (spec, case or "", arm or ""), limit)
+        names = ", ".join(c.name for _, c in _FIGURES)
+        rows = self._series_rows(names, (spec, case or "", arm or ""), limit)
         return [
-            ItemFigures(
-                r[0],
-                r[1],
-                r[2],
-                int(r[3]),
-                float(r[4]),
-                float(r[5]),
-                r[6],
-                None if r[7] is None else float(r[7]),
-                r[8],
-            )
+            ItemFigures(**{n: c.codec.read(v) for (n, c), v in zip(_FIGURES, r, strict=True)})
             for r in rows
         ]
 

@@ -4,7 +4,7 @@
 `.atom/config.yaml`) says: a path or ``sqlite:///path`` is an embedded SQLite file
 (`history.sqlite`, WAL), ``postgresql://…`` a team's PostgreSQL database through psycopg 3
 (`history.postgres`), ``none`` no store at all (`NoStore`: records nothing, remembers
-nothing). Both databases hold the same SQL schema (`history.schema`), versioned, so a store
+nothing). Both databases hold the same SQL schema (`history.migrations`), versioned, so a store
 written by an older pytest-atom opens with a newer one.
 
 Where to add: a backend is one module with a class satisfying `Store` (most of it

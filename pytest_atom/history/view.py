@@ -15,17 +15,14 @@ from datetime import datetime
 from pathlib import Path
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.diff import series_label
-from pytest_atom.history.query import compare_with_like
-from pytest_atom.history.records import ItemRecord, RunRecord
+from pytest_atom.history.query import PASSES, compare_with_like
+from pytest_atom.history.records import ItemRecord, RunRecord, series_label
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
 from pytest_atom.reports.history_view import ComparisonRow, HistoryView, SpecTrend, TrendPoint
 
 __all__ = ["TREND_RUNS", "history_view"]
 
-#: The outcomes that count as a pass in a trend (`ItemRecord.passed`).
-PASSED = frozenset({"passed", "xpassed"})
 #: How many runs a trend shows.
 TREND_RUNS = 20
 
@@ -100,7 +97,7 @@ def _when(run_id: str) -> str:
 
 
 def _point(run_id: str, outcomes: Sequence[str], started: str | None = None) -> TrendPoint:
-    passed = sum(o in PASSED for o in outcomes)
+    passed = sum(o in PASSES for o in outcomes)
     said = outcomes[0] if len(outcomes) == 1 else f"{passed}/{len(outcomes)} passed"
     return TrendPoint(
         run_id, _when(run_id) if started is None else started, passed, len(outcomes), said

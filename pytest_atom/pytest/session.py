@@ -21,13 +21,13 @@ import pytest
 from pytest_atom.baseline.measure import junit_properties, measured
 from pytest_atom.cost.spend import SPEND_WORDS
 from pytest_atom.errors import BaselineError
-from pytest_atom.history.recording import (
+from pytest_atom.history.records import item_to_dict
+from pytest_atom.history.write import (
     claude_version_of,
     item_of_spec,
     item_record,
     outcome_word,
 )
-from pytest_atom.history.records import item_to_dict
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile

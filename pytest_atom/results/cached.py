@@ -1,6 +1,6 @@
 """A run that did not happen: the stored passing outcome `--atom-cache` reported instead.
 
-When an item's input digest (`pytest_atom.history.digest`) equals that of a passing item
+When an item's input digest (`pytest_atom.outcome_cache.input_digest`) equals that of a passing item
 the history store holds, the outcome cache reports that item and starts no CLI. Its result
 (`SpecResult` with `cached_from` set and no attempts) says so in every report: the outcome
 is the stored one, the figures are the stored ones where a figure describes the agent's

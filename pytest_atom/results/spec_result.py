@@ -190,7 +190,7 @@ class SpecResult:
     #: the result hands it (`run.spec_run` does). Reports build on results, never the other
     #: way round, so this module cannot name the format itself.
     renderer: Callable[[SpecResult], str] | None = field(default=None, repr=False, compare=False)
-    #: The item's input digest and its named parts (`pytest_atom.history.digest`), when the
+    #: The item's input digest and its named parts (`pytest_atom.outcome_cache.input_digest`), when the
     #: history store is on; `cached_from`: the stored passing item `--atom-cache` reported
     #: instead of running this one (then no attempt ran and no CLI started).
     digest: str | None = None

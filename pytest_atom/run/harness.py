@@ -44,7 +44,7 @@ HookRelay = Any
 
 class AroundRun(Protocol):
     """What stands around each run of a spec: the history's outcome cache
-    (`pytest_atom.history.cache.OutcomeCache`), which sits above the run, so the suite hands
+    (`pytest_atom.outcome_cache.cache.OutcomeCache`), which sits above the run, so the suite hands
     it to the harness instead of the harness calling it by name."""
 
     def around(

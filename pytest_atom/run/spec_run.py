@@ -165,7 +165,7 @@ def new_run(
 ) -> AttemptLoop:
     """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
     `settings.resume` names), nothing started yet (a rescore judges a stored attempt in
-    it: `run.rescore`)."""
+    it: `pytest_atom.rescore`)."""
     run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
     run_dir = None
     if settings.resume is not None:

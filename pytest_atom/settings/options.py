@@ -96,7 +96,7 @@ class Option:
     in_config: bool = True
     scope: Scope = "run"
     #: Can its value change an item's outcome? Then it is part of the outcome cache's input
-    #: digest (`history.digest`). Yes unless a row says no: a setting nobody classified
+    #: digest (`outcome_cache.input_digest`). Yes unless a row says no: a setting nobody classified
     #: must not let a stored pass stand for a run made another way.
     outcome: bool = True
     #: What the ini file's help adds to "default for --atom-NAME".
@@ -544,7 +544,7 @@ class RunSettings:
         ),
     )
 
-    #: The outcome cache (`pytest_atom.history.cache`): an item whose input digest equals
+    #: The outcome cache (`pytest_atom.outcome_cache.cache`): an item whose input digest equals
     #: a stored passing item's is reported from the history store and not run.
     cache: bool = setting(
         False,

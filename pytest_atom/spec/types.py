@@ -233,7 +233,7 @@ class Spec:
     agent: AgentChoice | None = None  # None: Claude Code itself is the executor
     sandbox: SandboxOptions | None = SandboxOptions()  # None: `sandbox: false`, no sandbox
     #: `cache: {trust: [...]}`: what the outcome cache may take on trust though its digest
-    #: cannot see it (`history.inputs.TRUSTS`: network, unsandboxed, services).
+    #: cannot see it (`outcome_cache.inputs.TRUSTS`: network, unsandboxed, services).
     cache_trust: tuple[str, ...] = ()
     attempts: int = 3
     reflector: ReflectorOptions = ReflectorOptions()

@@ -30,13 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
-from pytest_atom.history.cache import session_cache
-from pytest_atom.history.last_failed import last_failed
-from pytest_atom.history.recording import (
-    first_version,
-    run_record,
-    write_run,
-)
+from pytest_atom.history.query import last_failed
 from pytest_atom.history.records import (
     ItemRecord,
     RunRecord,
@@ -44,6 +38,12 @@ from pytest_atom.history.records import (
     item_to_dict,
     run_to_dict,
 )
+from pytest_atom.history.write import (
+    first_version,
+    run_record,
+    write_run,
+)
+from pytest_atom.outcome_cache.cache import session_cache
 from pytest_atom.paths import display_path
 from pytest_atom.reports.format import SessionEnd, Written, report_formats
 from pytest_atom.reports.summary import (
@@ -137,7 +137,7 @@ class SuiteRun:
     ) -> tuple[list[_Item], list[_Item], str]:
         """With ``last_failed``: (kept, deselected, the line saying so) of `items`, only
         those whose spec (`spec_of`; None: not a spec, kept) failed in the store's last
-        run (`history.last_failed`); without it, all kept and no line."""
+        run (`history.query.last_failed`); without it, all kept and no line."""
         if not self.harness.settings.last_failed:
             return list(items), [], ""
         failed = last_failed(self.harness.settings, self.harness.root)

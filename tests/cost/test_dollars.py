@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.recording import item_record
+from pytest_atom.history.write import item_record
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import summary_table

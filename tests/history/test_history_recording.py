@@ -70,7 +70,7 @@ def test_an_item_records_its_outcome_checks_figures_and_tool_calls(sessions: Pat
     assert one.tokens["executor"] > 0 and one.wall_seconds > 0
     assert one.run_folder and "a-one" in one.run_folder
     assert one.key == ("a-one", None, None, None)
-    # The outcome cache's digest of its inputs, part by part (history.digest), kept with it.
+    # The outcome cache's digest of its inputs, part by part (outcome_cache.input_digest), kept with it.
     assert one.digest is not None and len(one.digest) == 64
     assert set(one.digest_parts) >= {"spec", "workspace", "cassette", "claude_code"}
     store.close()

@@ -7,8 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_atom.history.recording import identity, item_record
 from pytest_atom.history.records import item_from_dict, item_to_dict
+from pytest_atom.history.write import identity, item_record
 from pytest_atom.judge.reflector import combine_votes
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult

@@ -10,9 +10,18 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.records import item_from_dict, item_to_dict, run_from_dict, run_to_dict
-from pytest_atom.history.schema import SCHEMA_VERSION
+from pytest_atom.history.migrations import ITEM_ROW, SCHEMA_VERSION
+from pytest_atom.history.records import (
+    ItemRecord,
+    RunRecord,
+    columns,
+    item_from_dict,
+    item_to_dict,
+    run_from_dict,
+    run_to_dict,
+)
 from pytest_atom.history.sql import SqlStore
+from pytest_atom.history.sqlite import SqliteStore
 from pytest_atom.history.store import NoStore, Store, open_store
 from tests.history_helpers import bare_store, item, run, write_runs
 
@@ -208,7 +217,7 @@ def test_none_turns_the_store_off() -> None:
 
 
 def test_a_store_that_cannot_be_reached_is_a_warning_naming_it_and_the_fix(tmp_path: Path) -> None:
-    from pytest_atom.history.recording import write_run
+    from pytest_atom.history.write import write_run
 
     line = write_run("postgresql://atom:secret@127.0.0.1:1/team", tmp_path, run(0), [item()])
     assert line is not None and line.startswith(f"history: run {run(0).id[:15]}")
@@ -258,4 +267,15 @@ def test_the_listings_figures_and_a_specs_runs_read_alike_on_each_backend(store_
     assert flip.series == ("calc", None, None) and flip.counts == (3, 6)
     assert [r.run.id for r in spec_runs(store, "sum", last=2)] == [runs[5].id, runs[4].id]
     assert [r.id for r in store.runs(limit=2, spec="calc")] == [runs[5].id, runs[4].id]
+    store.close()
+
+
+def test_every_declared_field_is_a_column_of_a_new_store(tmp_path: Path) -> None:
+    # The tables, their migrations and the store's statements are made from the records'
+    # declarations: a new store holds exactly those columns.
+    store = SqliteStore.connect(tmp_path / "history.db")
+    tables = (("atom_runs", RunRecord, ()), ("atom_items", ItemRecord, ITEM_ROW))
+    for table, record, extra in tables:
+        have = [row[1] for row in store.connection.execute(f"PRAGMA table_info({table})")]
+        assert sorted(have) == sorted(c.name for _, c in (*columns(record), *extra))
     store.close()

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from atom_cli.main import main
 from pytest_atom.errors import HarnessError
 from pytest_atom.history.store import open_store
+from pytest_atom.rescore import final_message, stored_attempt
 from pytest_atom.run.execution import session_id_for
-from pytest_atom.run.rescore import final_message, stored_attempt
 from pytest_atom.spec_loader.load import load_spec
 from tests.diff_helpers import add_run, make_item, make_run
 

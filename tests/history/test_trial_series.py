@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
+from pytest_atom.history.migrations import SCHEMA_VERSION
 from pytest_atom.history.query import flaky, summarize
 from pytest_atom.history.records import RunRecord, item_from_dict, item_to_dict
-from pytest_atom.history.schema import SCHEMA_VERSION
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import open_store
 from pytest_atom.history.view import history_view

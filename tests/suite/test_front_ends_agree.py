@@ -63,7 +63,7 @@ def page(path: Path) -> str:
 
 def steady(items: list[ItemRecord]) -> list[ItemRecord]:
     """History items without what differs between runs. The input digest is left out too:
-    it hashes the code loaded in the session's process (history.inputs), and the test
+    it hashes the code loaded in the session's process (outcome_cache.inputs), and the test
     process this session runs in has loaded what earlier tests imported, so the two
     sessions' code parts may differ (the outcome cache then runs the item again)."""
     return [

@@ -1,4 +1,4 @@
-"""The outcome cache never reports a stale pass (pytest_atom.history.cache): a recording is
+"""The outcome cache never reports a stale pass (pytest_atom.outcome_cache.cache): a recording is
 never cached, repeats are served whole or not at all, what the digest cannot see keeps an
 item out unless its spec trusts it, and `atom history why` names each changed module or
 file. A real store (SQLite); the run the cache stands around notes that it was called."""
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.cache import OutcomeCache, uncacheable
-from pytest_atom.history.digest import InputDigest
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import open_store
-from pytest_atom.history.why import why_items
+from pytest_atom.outcome_cache.cache import OutcomeCache, uncacheable
+from pytest_atom.outcome_cache.input_digest import InputDigest
+from pytest_atom.outcome_cache.why import why_items
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
@@ -214,7 +214,7 @@ def test_why_names_the_module_that_changed(
     (project.root / "wordrules" / "__init__.py").write_text("WORDS = 12\n")
 
     def digest_of(spec: Spec, repeat: int | None, code: Sequence[str] | None) -> InputDigest:
-        from pytest_atom.history.digest import input_digest
+        from pytest_atom.outcome_cache.input_digest import input_digest
 
         return input_digest(
             spec,

@@ -1,7 +1,7 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
 `OutcomeCache` is what stands around each of the harness's runs (`run.harness.AroundRun`) when the history store
-is on. Around each run it computes the item's input digest (`history.digest`) and stamps
+is on. Around each run it computes the item's input digest (`outcome_cache.input_digest`) and stamps
 it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
 ``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)
 with those inputs (`Store.item_history`, `InputDigest.matches`: part by part, so code the
@@ -10,7 +10,7 @@ xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` wit
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
 Only a replay of a cassette that exists, or a scripted run, is taken from the cache
-(`cacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
+(`uncacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
 or ``once`` without a cassette) and ``--atom-rejudge`` ask for sessions to run, so they
 always run. Never one of a spec with `snapshot:` (pytest compares those files after the
 run), nor one whose run can reach what the digest cannot see (`inputs.unseen`: a network, a
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_atom.errors import AtomError, HistoryError
-from pytest_atom.history.digest import InputDigest, input_digest
-from pytest_atom.history.inputs import Reads, unseen
-from pytest_atom.history.recording import identity
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, store_url
+from pytest_atom.history.write import identity
+from pytest_atom.outcome_cache.input_digest import InputDigest, input_digest
+from pytest_atom.outcome_cache.inputs import Reads, unseen
 from pytest_atom.results.cached import CachedCheck, CachedCriterion, CachedFrom
 from pytest_atom.results.spec_result import SpecResult
 
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CACHEABLE_MODES",
     "OutcomeCache",
-    "cacheable",
     "cached_result",
     "session_cache",
     "uncacheable",
@@ -127,7 +126,7 @@ class OutcomeCache:
         session (passed, xpassed, or xfailed as its spec expects): when the newest such
         item failed, the item runs, so a pass further back does not hide a flaky one. A
         repeat's comes from its series' decision (`_series`)."""
-        if found is None or not self.enabled or not cacheable(spec, settings):
+        if found is None or not self.enabled or uncacheable(spec, settings):
             return None
         if repeat is not None:
             decided = self._series(spec, settings)
@@ -178,17 +177,12 @@ class OutcomeCache:
             self._store = None
 
 
-def cacheable(spec: Spec, settings: RunSettings) -> bool:
-    """Whether a stored outcome may stand in for `spec`'s run (`uncacheable` says why not)."""
-    return not uncacheable(spec, settings)
-
-
 def uncacheable(spec: Spec, settings: RunSettings) -> str:
     """Why no stored outcome may stand in for `spec`'s run, or "": a stored outcome stands
     in only for a replay of a cassette that exists or a scripted run (a recording never),
     of a spec without snapshots, whose run reaches nothing the digest cannot see that the
     spec does not trust (`inputs.unseen`)."""
-    from pytest_atom.history.inputs import TRUSTS
+    from pytest_atom.outcome_cache.inputs import TRUSTS
     from pytest_atom.replay.recording import cassette_path
 
     if settings.rejudge:

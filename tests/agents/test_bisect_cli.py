@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_atom.agents.claude_code.bisect import max_replays
 from pytest_atom.agents.claude_code.cli import cached_claude
-from pytest_atom.history.bisect import max_replays
 from tests.bisect_helpers import BAD, FIRST_CHANGE, GOOD, bisect_scenario, ran
 from tests.cli_starts import wrapped
 from tests.helpers import once_per_session

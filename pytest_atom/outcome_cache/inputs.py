@@ -1,5 +1,5 @@
 """What an item can read beyond its spec's own document, found where the run finds it: the
-inputs of the outcome cache's digest (`history.digest`) that are files and folders.
+inputs of the outcome cache's digest (`outcome_cache.input_digest`) that are files and folders.
 
 A run reads its attempt folder, what its spec allows (`sandbox:`), the toolchain, and the
 code loaded in pytest's own process. Each input here is one named part, so `atom history why`
@@ -250,7 +250,7 @@ def resolved_files(
     named: dict[Path, None] = {}
     checks = [*spec.accept, *(c for step in spec.steps for c in step.accept)]
     for check in checks:
-        named.update(dict.fromkeys(_paths(check.params)))
+        named.update(dict.fromkeys(p for p in _leaves(check.params) if isinstance(p, Path)))
     for path in (spec.oracle, spec.claude.claude_md_file):
         if path is not None:
             named[path] = None
@@ -260,16 +260,17 @@ def resolved_files(
     return {f"file {label(p, project_dir)}": reads.file_or_folder(p) for p in named}
 
 
-def _paths(value: Any) -> Iterator[Path]:
-    """The paths in a check's parameters, as its kind resolved them (`Entry.spec_file`)."""
-    if isinstance(value, Path):
-        yield value
-    elif isinstance(value, Mapping):
+def _leaves(value: Any) -> Iterator[Any]:
+    """Every value inside nested mappings, lists and tuples: a check's parameters (their
+    paths as its kind resolved them: `Entry.spec_file`), a server's or a hook's command."""
+    if isinstance(value, Mapping):
         for item in value.values():
-            yield from _paths(item)
+            yield from _leaves(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _paths(item)
+            yield from _leaves(item)
+    else:
+        yield value
 
 
 def _named_by_commands(spec: Spec) -> Iterator[Path]:
@@ -278,21 +279,10 @@ def _named_by_commands(spec: Spec) -> Iterator[Path]:
     options = spec.claude
     values: list[Any] = [options.mcp_servers or {}, options.hooks or {}]
     values.append((options.settings or {}).get("hooks") or {})
-    for text in _strings(values):
+    for text in (v for v in _leaves(values) if isinstance(v, str)):
         for word in text.split():
             if word.startswith("/") and os.path.isfile(word):
                 yield Path(word)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
 
 
 def unseen(spec: Spec) -> list[str]:

@@ -23,7 +23,7 @@ the code in pytest's own process.
   a field of each row of the option table), by its value's hash;
 - ``code PATH``, ``file PATH``, ``toolchain PATH``: the code in pytest's process and an SDK
   app's, every file the spec names or its run resolves (prompts as the run finds them), and
-  the toolchain's folders as trees (`history.inputs`).
+  the toolchain's folders as trees (`outcome_cache.inputs`).
 
 The seed is left out: it draws a stochastic script's choices afresh in every session by
 default, and a stochastic item is cached only as any other one, by its inputs.
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS
-from pytest_atom.history.inputs import Reads, label, resolved_files
+from pytest_atom.outcome_cache.inputs import Reads, label, resolved_files
 from pytest_atom.settings.options import OUTCOME_SETTINGS
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _sdk_app_part(spec: Spec, root: Path | None) -> dict[str, str]:
     app), found where the run imports it from (`AgentKind.source`): it runs in a child
     process, so pytest's own modules do not hold it."""
     from pytest_atom.agents.protocol import agent_kind
-    from pytest_atom.history.inputs import code_hash
+    from pytest_atom.outcome_cache.inputs import code_hash
     from pytest_atom.run.factory import agent_import_paths
 
     if spec.agent is None:

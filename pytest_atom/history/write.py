@@ -1,13 +1,28 @@
-"""A session's results as history records, in one place, and the one write per session.
+"""How runs enter the store: a session's results as records, and results files imported.
 
 `item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does);
 `item_of_properties` makes one from a report's figures where no typed result is at hand
 (an item the harness could not run, a results file brought in by `atom history import`).
 `run_record` says when and on what the session ran: its git commit and dirty flag, the
 pytest-atom and Claude Code versions, and the settings that can change an outcome.
-`write_run` is the one write: a store that cannot be written gives back a warning line
-naming the store and the fix, never an exception, so a run's own results and exit status
-stand.
+`write_run` is the one write of a session: a store that cannot be written gives back a
+warning line naming the store and the fix, never an exception, so a run's own results and
+exit status stand.
+
+`import_files` (`atom history import`) records results files from elsewhere (CI shards, CI
+artifacts). A session run with ``--atom-report DIR`` writes ``DIR/results.json``
+(`suite.shards`): every item's node id, outcome and figures, and its history run and items
+(``history``), scrubbed. Importing such files records:
+
+- by default, one run of them all: the shards of one CI run, joined as ``atom results
+  combine`` joins them (a spec in two files is an error naming both). Its id is made from
+  the shards' own run ids, so importing the same shards again changes nothing;
+- with `each`, one run per file (artifacts of separate CI runs), each keeping its own id.
+
+A file without ``history`` (a results file of an older pytest-atom, `last-run.json`)
+brings what its rows say: outcomes, tokens and cost by role, wall time (no checks, criteria
+or tool calls), dated by the file's modification time. An imported run's kind is
+``import``; `settings` keeps the kind it had (``imported_from``) and its files.
 
 Secrets: a check's detail and a criterion's reasons go through the scrubber
 (`replay.scrub.Scrubber`); records hold no transcript, only the executor's tool names.
@@ -15,23 +30,29 @@ Secrets: a check's detail and a criterion's reasons go through the scrubber
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom import __version__
-from pytest_atom.errors import HistoryError
+from pytest_atom.baseline.compare import read_results
+from pytest_atom.errors import BaselineError, HistoryError
 from pytest_atom.history.records import (
     CheckRow,
     CriterionRow,
     ItemRecord,
     RunRecord,
+    item_from_dict,
     new_run_id,
+    run_from_dict,
 )
-from pytest_atom.history.store import open_store
+from pytest_atom.history.store import Store, open_store
 from pytest_atom.history.urls import OFF, display_url, store_url
 from pytest_atom.settings.options import OPTIONS
 
@@ -42,14 +63,18 @@ if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
 
 __all__ = [
+    "Imported",
+    "ResultsFile",
     "claude_version_of",
     "first_version",
     "git_state",
     "identity",
+    "import_files",
     "item_of_properties",
     "item_of_spec",
     "item_record",
     "outcome_word",
+    "read_file",
     "run_record",
     "settings_snapshot",
     "write_run",
@@ -58,7 +83,6 @@ __all__ = [
 #: Settings that never change an outcome: where files go, how many stay, where the store is.
 _HOUSEKEEPING = frozenset({"keep_runs", "history", "upstream"})
 _HOUSEKEEPING_KINDS = frozenset({"path", "paths", "size"})
-_SUFFIX = re.compile(r"\[([^\[\]]*)\]$")
 _REPEAT = re.compile(r"\[r(\d+)\]$")
 
 
@@ -306,3 +330,112 @@ def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord
             "(make it writable, or pass --atom-history to another store or none)"
         )
     return None
+
+
+_RESULTS = "results.json"
+
+
+@dataclass(frozen=True)
+class ResultsFile:
+    """One results file's run (as recorded, or made from the file) and items by node id."""
+
+    path: Path
+    run: RunRecord
+    items: Mapping[str, ItemRecord]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import did: the runs recorded, and those the store already held."""
+
+    recorded: list[tuple[RunRecord, int]]
+    already: list[str]
+
+
+def read_file(path: Path) -> ResultsFile:
+    """A results file (or a ``--atom-report`` folder holding one); HistoryError naming the
+    file and what it should be."""
+    file = path / _RESULTS if path.is_dir() else path
+    try:
+        rows = read_results(file)
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except BaselineError as error:
+        raise HistoryError(f"cannot import {file}: {error}") from None
+    history = data.get("history") if isinstance(data, dict) else None
+    try:
+        if isinstance(history, dict):
+            run = run_from_dict(history["run"])
+            stored = {str(k): item_from_dict(v) for k, v in history["items"].items()}
+        else:
+            when = datetime.fromtimestamp(file.stat().st_mtime, UTC)
+            run = RunRecord(new_run_id(when), when, "pytest", None, None, False, __version__, None)
+            stored = {}
+    except (KeyError, TypeError, ValueError) as error:
+        raise HistoryError(
+            f"cannot import {file}: its history part is malformed ({error!r}); write it "
+            "anew with `pytest --atom --atom-report DIR`"
+        ) from None
+    items = {}
+    for row in rows:
+        label = row.outcome.label
+        found = stored.get(row.nodeid)
+        # The row's outcome is the session's last word (pytest may fail a passed spec).
+        items[row.nodeid] = (
+            replace(found, outcome=outcome_word(label))
+            if found is not None
+            else item_of_properties(row.nodeid, label, row.properties)
+        )
+    return ResultsFile(file, run, items)
+
+
+def _as_import(run: RunRecord, files: Sequence[Path], run_id: str | None = None) -> RunRecord:
+    settings: dict[str, Any] = {
+        **dict(run.settings),
+        "imported_from": run.kind,
+        "files": [str(f) for f in files],
+    }
+    return replace(run, id=run_id or run.id, kind="import", settings=settings)
+
+
+def _joined(files: Sequence[ResultsFile]) -> tuple[RunRecord, list[ItemRecord]]:
+    """The files as one run: the shards of one CI run."""
+    seen: dict[str, Path] = {}
+    for each in files:
+        for nodeid in each.items:
+            if nodeid in seen:
+                raise HistoryError(
+                    f"{nodeid} is in {seen[nodeid]} and in {each.path}: shards of one run hold "
+                    "each spec once; import separate runs with --each"
+                )
+            seen[nodeid] = each.path
+    first = min(files, key=lambda f: f.run.started)
+    digest = hashlib.sha256("\n".join(sorted(f.run.id for f in files)).encode()).hexdigest()
+    run_id = f"{first.run.started.astimezone(UTC):%Y%m%dT%H%M%S}-{digest[:8]}"
+    run = _as_import(first.run, [f.path for f in files], run_id if len(files) > 1 else None)
+    run = replace(run, dirty=any(f.run.dirty for f in files))
+    items = [item for f in files for item in f.items.values()]
+    return run, items
+
+
+def _holds(store: Store, run_id: str) -> bool:
+    try:
+        return store.run(run_id).id == run_id
+    except HistoryError:
+        return False
+
+
+def import_files(store: Store, paths: Sequence[Path], *, each: bool = False) -> Imported:
+    """Record the results files at `paths` in `store` (see the module docstring)."""
+    files = [read_file(path) for path in paths]
+    if each:
+        batches = [(_as_import(f.run, [f.path]), list(f.items.values())) for f in files]
+    else:
+        batches = [_joined(files)]
+    recorded, already = [], []
+    for run, items in batches:
+        if _holds(store, run.id):
+            already.append(run.id)
+            continue
+        store.add_run(run, items)
+        recorded.append((run, len(items)))
+    return Imported(recorded, already)

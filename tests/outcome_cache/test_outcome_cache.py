@@ -1,4 +1,4 @@
-"""The outcome cache (pytest_atom.history.cache) over a real store, SQLite and PostgreSQL:
+"""The outcome cache (pytest_atom.outcome_cache.cache) over a real store, SQLite and PostgreSQL:
 a stored passing item with the same digest stands in for a run, any changed part runs it;
 a cached result in every report. The run it stands around is a callable that notes it was
 called: the real CLI's side is tests/history/test_cache_cli.py."""
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.cache import OutcomeCache, session_cache
-from pytest_atom.history.digest import InputDigest
-from pytest_atom.history.recording import item_record
 from pytest_atom.history.records import ItemRecord
 from pytest_atom.history.store import open_store
-from pytest_atom.history.why import why_items
+from pytest_atom.history.write import item_record
+from pytest_atom.outcome_cache.cache import OutcomeCache, session_cache
+from pytest_atom.outcome_cache.input_digest import InputDigest
+from pytest_atom.outcome_cache.why import why_items
 from pytest_atom.reports.html import render_html, report_row, spec_view
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.summary import cached_lines, summary_table

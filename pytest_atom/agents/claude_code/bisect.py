@@ -8,7 +8,9 @@ releases (``npm view @anthropic-ai/claude-code versions``, through the user's ow
 configuration: registry, proxy, credentials, as `atom setup` installs through it) names the
 candidates. A binary search replays the spec with as few of them as it can (the two ends,
 then about log2 of the releases between), installing each it needs as `atom setup
---version` does (into the per-user cache; one already there is used as it is).
+--version` does (into the per-user cache; one already there is used as it is). Running a
+replay is the caller's (`ReplaySpec`: `atom bisect` runs it with its harness), which sits
+above the agents.
 
 As with `git bisect`, the answer is a pair of neighbours: the last release that replays as
 the good one does and the first that does not. Replays never record (`record_mode` is
@@ -23,19 +25,19 @@ import math
 import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_atom.agents.claude_code.cli import NPM_PACKAGE, cached_claude, install_command
-from pytest_atom.errors import BisectError
+from pytest_atom.errors import BisectError, HarnessError
 from pytest_atom.paths import display_path
-from pytest_atom.replay.recording import cassette_path
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run.harness import Harness
 from pytest_atom.spec.types import Spec
-from pytest_atom.spec_loader.load import load_specs
 
+#: Replays one spec with the `claude` at a path: never recording, whatever release recorded
+#: its cassette.
+ReplaySpec = Callable[[Spec, Path], SpecResult]
 #: The npm command that lists every published release of Claude Code, oldest first.
 VERSIONS_COMMAND = ("npm", "view", NPM_PACKAGE, "versions", "--json")
 #: A release version: ``2.1.332`` (pre-releases such as ``2.2.0-beta.1`` are left out).
@@ -354,23 +356,15 @@ def tool_calls(result: SpecResult) -> tuple[str, ...]:
 
 
 def replay_with(
-    specs: Sequence[Spec], harness: Harness, version: str, watcher: Watcher | None = None
+    specs: Sequence[Spec], replay: ReplaySpec, version: str, watcher: Watcher | None = None
 ) -> Replay:
-    """`specs` replayed with release `version` (installed first if need be), never
-    recording, whatever release recorded their cassettes."""
-    from pytest_atom.run.execution import HARNESS_ERRORS
-    from pytest_atom.run.spec_run import RunScope, run_spec
-
+    """`specs` replayed with release `version` (installed first if need be)."""
     binary, installed = release_binary(version, watcher)
-    settings = replace(harness.settings, record_mode="none", strict_version=False)
-    scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     items = []
     for spec in specs:
         try:
-            result = run_spec(
-                spec, runs_dir=harness.runs_dir, settings=settings, claude_bin=binary, scope=scope
-            )
-        except HARNESS_ERRORS as exc:
+            result = replay(spec, binary)
+        except (HarnessError, OSError) as exc:
             raise BisectError(
                 f"{spec.name} could not be replayed with Claude Code {version}: {exc}"
             ) from exc
@@ -388,49 +382,32 @@ def replay_with(
     return Replay(version, installed, tuple(items))
 
 
-def replayable(spec_file: Path, harness: Harness) -> list[Spec]:
-    """The specs of `spec_file`, each with a cassette (or a script) to replay; a spec with
-    neither is a BisectError naming the cassette it lacks and how to record it."""
-    specs = load_specs(spec_file, check_kinds=harness.registry().kinds())
-    if not specs:
-        raise BisectError(f"{display_path(spec_file)} holds no spec to bisect.")
-    for spec in specs:
-        cassette = cassette_path(spec)
-        if spec.script is None and not cassette.is_file():
-            raise BisectError(
-                f"{display_path(spec_file)}: spec {spec.name!r} has no cassette "
-                f"({display_path(cassette)}) to replay. Record one first: "
-                f"atom run {display_path(spec_file)} --record-mode=once"
-            )
-    return specs
-
-
 def bisect(
     spec_file: Path,
+    specs: Sequence[Spec],
     good: str,
     bad: str,
-    harness: Harness,
+    replay: ReplaySpec,
     *,
     versions: Sequence[str] | None = None,
     watcher: Watcher | None = None,
 ) -> Bisection:
-    """The first release after `good`, up to `bad`, whose replay of `spec_file`'s cassettes
+    """The first release after `good`, up to `bad`, whose replay of `spec_file`'s `specs`
     ends otherwise or calls other tools than `good`'s (`versions`: the published releases,
     default npm's list)."""
-    specs = replayable(spec_file, harness)
     releases = releases_between(npm_versions() if versions is None else versions, good, bad)
     if watcher is not None:
         watcher.started(releases)
     good_replay: list[Replay] = []
 
-    def replay(version: str) -> Replay:
-        done = replay_with(specs, harness, version, watcher)
+    def replay_release(version: str) -> Replay:
+        done = replay_with(specs, replay, version, watcher)
         good_replay[:] = good_replay or [done]
         if watcher is not None:
             watcher.replayed(done, good_replay[0])
         return done
 
-    made, first = search(releases, replay)
+    made, first = search(releases, replay_release)
     by_version: Mapping[str, Replay] = {r.version: r for r in made}
     changed = by_version[releases[first]] if first is not None else None
     return Bisection(

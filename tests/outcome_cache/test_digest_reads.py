@@ -1,4 +1,4 @@
-"""The input digest covers what an item can read (pytest_atom.history.inputs): the code in
+"""The input digest covers what an item can read (pytest_atom.outcome_cache.inputs): the code in
 pytest's process, every file the spec names or its run resolves, the toolchain's folders,
 the settings the option table marks as outcome settings. One input changed at a time, on
 real files and real imports; each named part is what `atom history why` prints. The store
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.digest import describe
-from pytest_atom.history.inputs import Reads, code_hash, unseen
+from pytest_atom.outcome_cache.input_digest import describe
+from pytest_atom.outcome_cache.inputs import Reads, code_hash, unseen
 from pytest_atom.settings.options import BY_NAME, OUTCOME_SETTINGS, Option, RunSettings
 from tests.cache_helpers import CacheProject, isolated_project
 

@@ -15,10 +15,7 @@ import yaml
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.errors import BisectError
-from pytest_atom.gateway import Gateway
-from pytest_atom.gateway.scripted import Script, ScriptedResponder
-from pytest_atom.history.bisect import (
+from pytest_atom.agents.claude_code.bisect import (
     Bisection,
     ItemChange,
     ItemReplay,
@@ -30,6 +27,9 @@ from pytest_atom.history.bisect import (
     releases_between,
     search,
 )
+from pytest_atom.errors import BisectError
+from pytest_atom.gateway import Gateway
+from pytest_atom.gateway.scripted import Script, ScriptedResponder
 from tests.bisect_helpers import (
     LocalRegistry,
     StandIn,

@@ -1,4 +1,4 @@
-"""The input digest (pytest_atom.history.digest): each part changes when its input does, and
+"""The input digest (pytest_atom.outcome_cache.input_digest): each part changes when its input does, and
 only then; what the workspace copy leaves out, per-run paths and housekeeping settings
 never change it. Real files, a real git repository, no CLI."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.history.digest import PARTS
+from pytest_atom.outcome_cache.input_digest import PARTS
 from pytest_atom.settings.options import RunSettings
 from tests.cache_helpers import CHANGES, CacheProject, isolated_project
 

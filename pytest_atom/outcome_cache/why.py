@@ -2,7 +2,7 @@
 outcome, so a user knows whether ``--atom-cache`` will report them or run them, and why.
 
 For each item (case, arm, repeat) of the spec, the last run that ran it in the store is
-compared with its input digest now (`history.digest`), part by part: the fixed parts
+compared with its input digest now (`outcome_cache.input_digest`), part by part: the fixed parts
 (`PARTS`), and each module, file and toolchain folder by its path. The code parts are hashed
 at the places the stored item named: this process loaded other code than pytest's. An item
 stored without a digest (recorded with the store off, imported, or before digests) is
@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.errors import AtomError, HistoryError
-from pytest_atom.history.cache import OK_OUTCOMES
-from pytest_atom.history.digest import PARTS, InputDigest, describe
-from pytest_atom.history.recording import identity
+from pytest_atom.history.records import series_label
+from pytest_atom.history.write import identity
+from pytest_atom.outcome_cache.cache import OK_OUTCOMES
+from pytest_atom.outcome_cache.input_digest import PARTS, InputDigest, describe
 from pytest_atom.paths import SPEC_SUFFIX
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pytest_atom.run.harness import Harness
     from pytest_atom.spec.types import Spec
 
-__all__ = ["ItemWhy", "item_name", "specs_named", "why_items", "why_now"]
+__all__ = ["ItemWhy", "specs_named", "why_items", "why_now"]
 
 #: An item's digest now: (spec, repeat, the code places to hash: a stored item's, None:
 #: this process's) -> its digest, None when an input cannot be read.
@@ -69,7 +70,7 @@ class ItemWhy:
 
     def line(self) -> str:
         """``create-file: changed since run … (passed): workspace, cassette``."""
-        name = item_name(self.spec, self.case, self.arm, self.repeat)
+        name = series_label((self.spec, self.case, self.arm), self.repeat)
         if self.blocked:
             return f"{name}: --atom-cache always runs it: {self.blocked}"
         if self.stored is None:
@@ -102,12 +103,6 @@ class ItemWhy:
             "blocked": self.blocked,
             "cached_now": self.cached_now,
         }
-
-
-def item_name(spec: str, case: str | None, arm: str | None, repeat: int | None) -> str:
-    """``spec[case][arm][r2]``, the parts present only when set."""
-    parts = [f"[{p}]" for p in (case, arm) if p is not None]
-    return spec + "".join(parts) + (f"[r{repeat}]" if repeat is not None else "")
 
 
 def specs_named(store: Store, name: str, load: Callable[[Path], list[Spec]]) -> list[Spec]:
@@ -175,11 +170,11 @@ def why_now(harness: Harness, name: str) -> tuple[str, list[ItemWhy]]:
     as a `pytest --atom` session of the project would take it: its settings, check kinds
     and runs folder, but the code the stored item named (pytest loaded it; this process
     did not). HistoryError when the store is off or cannot be read."""
-    from pytest_atom.history.cache import uncacheable
-    from pytest_atom.history.digest import input_digest
-    from pytest_atom.history.inputs import Reads
     from pytest_atom.history.store import open_store
     from pytest_atom.history.urls import OFF, store_url
+    from pytest_atom.outcome_cache.cache import uncacheable
+    from pytest_atom.outcome_cache.input_digest import input_digest
+    from pytest_atom.outcome_cache.inputs import Reads
     from pytest_atom.spec_loader.load import load_specs
 
     settings, root = harness.settings, harness.root
