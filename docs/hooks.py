@@ -293,7 +293,7 @@ def cassette_format_page() -> str:
 #: What the Python API page says of the modules a project's tools read directly: named by
 #: module, not exported from `pytest_atom` (their names would crowd the package's).
 _TOOL_MODULES = """\
-`pytest_atom.events.agent` is the one place an agent's output is parsed: `parse(stdout)` (or
+`pytest_atom.events` is the one place an agent's output is parsed: `parse(stdout)` (or
 `parse_line(line)`) turns Claude Code's stream-json into typed, frozen events that name no
 Claude Code type: `SessionStarted`, `MessageUsage` (per answer, tagged with the subagent it
 belongs to), `AssistantText`, `ToolCall`, `ToolResult` (its text from `flatten_tool_result`),

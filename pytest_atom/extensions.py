@@ -10,7 +10,7 @@ package (docs/where-to-add.md):
 group                           each entry point names
 ==============================  ========================================================
 ``pytest_atom.report_formats``  a `reports.format.ReportFormat` object (its name is the key)
-``pytest_atom.match_modes``     a `replay.matchers.base.Matcher` object (the mode's name)
+``pytest_atom.match_modes``     a `replay.matchers.Matcher` object (the mode's name)
 ``pytest_atom.stores``          a `history.store.StoreBackend` class (a URL scheme)
 ``pytest_atom.check_kinds``     a `checks.kind.CheckKind` object (the kind's name)
 ==============================  ========================================================

@@ -39,7 +39,7 @@ from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.history.sqlite import SqliteStore
-from pytest_atom.replay.matchers.conversation import ConversationMatcher
+from pytest_atom.replay.matchers import ConversationMatcher
 from pytest_atom.results.check_result import CheckResult
 
 LOG = Path(__file__).with_name("used.log")
@@ -217,7 +217,7 @@ def test_an_entry_point_whose_object_has_another_name_is_refused(tmp_path: Path)
     site = install(tmp_path / "site", "[pytest_atom.match_modes]\nloose = atom_ext_demo:MATCHER\n")
     sys.path.insert(0, str(site))
     try:
-        from pytest_atom.replay.matchers.base import Matcher
+        from pytest_atom.replay.matchers import Matcher
 
         with pytest.raises(AtomError, match="names an object called 'logged'"):
             load("pytest_atom.match_modes", Matcher)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_atom.events.agent import Event
+    from pytest_atom.events import Event
     from pytest_atom.gateway.roles import Role
     from pytest_atom.results.record import IterationRecord
 
@@ -72,5 +72,5 @@ class Agent(SessionRunner, Protocol):
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         """One decoded object of the agent's output as agent-neutral events
-        (`pytest_atom.events.agent`): the agent's one event parser."""
+        (`pytest_atom.events`): the agent's one event parser."""
         ...

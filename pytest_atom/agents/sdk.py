@@ -36,7 +36,7 @@ from pytest_atom.agents.claude_code.sandbox import FILE_EDIT_TOOLS
 from pytest_atom.agents.session import AgentSession
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.gateway.roles import Role
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.record import IterationRecord

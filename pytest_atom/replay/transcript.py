@@ -1,7 +1,7 @@
 """Conversations folded into the turns a person reads: a session's events, or a cassette's
 recorded requests and responses.
 
-A session's events (pytest_atom.events.agent: the agent's output, parsed there) carry one part of
+A session's events (pytest_atom.events: the agent's output, parsed there) carry one part of
 a model answer each (text, thinking, a tool call; the parts of one answer share its message
 id) and the tool results. This module folds them back into turns: one model answer each,
 its blocks in order, every tool call with the result the agent gave it. It is pure (events
@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_atom.events.agent import (
+from pytest_atom.events import (
     AssistantText,
     Event,
     MessageUsage,

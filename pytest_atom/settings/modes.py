@@ -2,7 +2,7 @@
 
 Record modes mean what they mean in vcrpy and pytest-recording, plus ``refresh``: replay
 with the live Claude Code and write back what it sent (no upstream, no tokens spent).
-Match modes are explained in `pytest_atom.replay.matching`; each is a module found through
+Match modes are explained in `pytest_atom.replay.matchers`; each is a class found through
 an entry-point group (`pytest_atom.extensions`). Judge modes say what a
 replay does with a structured session (reflector, planner) whose whole input is unchanged:
 ``recall`` takes its recorded answer without starting the CLI, ``rerun`` starts it anyway

@@ -10,7 +10,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.gateway.roles import Role
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.words import last_words

@@ -24,6 +24,10 @@ What Claude Code 2.1.197 and 2.1.331 print (tests/data/stream_json holds capture
   ``--resume`` 2.1.330 on reports the session's totals; see pytest_atom.cost.usage).
 
 Lines that are not JSON objects (a CLI warning) and event kinds not listed yield nothing.
+The harness's own progress events are results (`pytest_atom.results.harness_events`).
+
+Where to add: a stream event is a frozen dataclass here, added to the `Event` union and built
+in `parse_event`.
 """
 
 from __future__ import annotations
