@@ -1,4 +1,4 @@
-"""Budgets an agent must stay within (seed 003's effect limits), enforced while it runs.
+"""Budgets an agent must stay within (its effect limits), enforced while it runs.
 
 A spec's ``limits:`` (and ``.atom/config.yaml``'s, as project defaults; the spec wins per
 key) bound what the *agent* may use over a whole spec run: every iteration of every

@@ -1,4 +1,4 @@
-"""The reflector's verdict: the JSON shape its session must answer with (seed 002's contract).
+"""The reflector's verdict: the JSON shape its session must answer with.
 
 It lives in the model layer because two layers read it: the judge offers it to the
 reflector's session (``--json-schema``) and parses the answer, and a script's
@@ -52,17 +52,11 @@ _TYPES = {
 }
 
 
-def verdict_problem(data: Any) -> str | None:
-    """What is wrong with `data` as a verdict, in words that name the field, the bad value
-    and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``);
-    None when it is a verdict."""
-    found = verdict_error(data)
-    return found[1] if found else None
-
-
 def verdict_error(data: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """`verdict_problem`, with where in `data` it is (``("decision",)``), so a file's
-    reader can name the line."""
+    """What is wrong with `data` as a verdict, in words that name the field, the bad value
+    and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``), with
+    where in `data` it is (``("decision",)``), so a file's reader can name the line; None
+    when it is a verdict."""
     import jsonschema  # only when a verdict is checked: the gateway loads without it
 
     error = jsonschema.exceptions.best_match(

@@ -1,4 +1,4 @@
-"""The reflector: a read-only Claude session that judges an attempt (seed 002's contract).
+"""The reflector: a read-only Claude session that judges an attempt.
 
 It runs through the same gateway as the executor, so its verdict is scripted, recorded
 and replayed like every other exchange. It answers through the CLI's ``--json-schema``

@@ -187,10 +187,9 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<RUN_DIR>/tmp",
         '"allowRead":["/tmp/atom-b0fb33bf18ea9e98","<RUN_DIR>"]',
     ),
-    # --- issue 25 (env): the CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in
-    # the sandbox's path list. A run's XDG_CACHE_HOME is `<HOME>/.cache` now
-    # (environment.py); a recording made where the caller's own XDG_CACHE_HOME
-    # reached the CLI names that folder, which is the machine's, not the task's.
+    # The CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in the sandbox's path
+    # list. A run's XDG_CACHE_HOME is `<HOME>/.cache` (environment.py); a recording made
+    # where the caller's own XDG_CACHE_HOME reached the CLI names the machine's folder.
     MachineDetail(
         "XDG cache folder",
         "/claude-cli-nodejs",

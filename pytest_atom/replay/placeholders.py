@@ -61,8 +61,8 @@ def volatile_paths(run_dir: Path, spec: Spec) -> dict[str, str]:
             name = f"{folder}-a{number:02d}"
             paths[f"{slug}-{name}"] = f"<RUN_DIR_SLUG>-{name}"
     paths.update(_temp_paths(run_dir))
-    # --- issue 25 (env): the values of the caller variables a run passes, where they
-    # are folders of this machine (a toolchain root, a certificate file): <ENV:NAME>.
+    # The values of the caller variables a run passes, where they are folders of this
+    # machine (a toolchain root, a certificate file): <ENV:NAME>.
     for value, placeholder in path_values(passed(spec.pass_env), spec.pass_env).items():
         paths.setdefault(value, placeholder)
     return paths
