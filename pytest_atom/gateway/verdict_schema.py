@@ -37,7 +37,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 #: A step's verdict (multi-step specs) may also name the earlier step whose committed work
 #: is wrong: ``decision: rollback, target: <step id>``. Kept apart so a single-prompt spec
-#: offers the judge the same tool schema as before.
+#: offers the judge the schema without it.
 STEP_VERDICT_SCHEMA: dict[str, Any] = {
     **VERDICT_SCHEMA,
     "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},

@@ -25,10 +25,8 @@ unset or empty, as in a shell; ``$$`` stands for a literal ``$`` (``$${`` for ``
 A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
 Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
 
-The design this grew from says to use the defaults and warn on a bad config. Here a
-bad config is an error that names the file, the line, the key and the fix: a silently
-ignored typo (``timout: 600``) would quietly change what a CI run does, and a warning
-nobody reads in a CI log does not stop it.
+A bad config is an error that names the file, the line, the key and the fix, never a
+warning: a silently ignored typo (``timout: 600``) would quietly change what a CI run does.
 """
 
 from __future__ import annotations
