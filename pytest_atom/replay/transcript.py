@@ -8,9 +8,9 @@ its blocks in order, every tool call with the result the agent gave it. It is pu
 in, dataclasses out), so reports, divergence reports and the reflector can share it and it
 is tested without a CLI.
 
-A cassette holds the API side of the same conversations. Its answers are read here
-(`read_reply`, folded with the gateway's own `fold_sse`); `reports.cassette_transcript`
-renders a whole cassette as the lines `atom cassette show` prints.
+A cassette holds the API side of the same conversations (its answers read by
+`gateway.messages.read_reply`); `reports.cassette_transcript` renders a whole cassette as the
+lines `atom cassette show` prints.
 
 Refused tool calls are read here too (`permission_denials`), from the events Claude Code
 2.1.330 prints for each kind of refusal, so checks, traces and reports name them alike:
