@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -155,13 +155,7 @@ class ApiRetry:
 
     def to_dict(self) -> dict[str, Any]:
         """As a run record lists it (the CLI's own key names)."""
-        return {
-            "attempt": self.attempt,
-            "max_retries": self.max_retries,
-            "retry_delay_ms": self.retry_delay_ms,
-            "error_status": self.error_status,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
