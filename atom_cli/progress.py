@@ -24,8 +24,8 @@ from _pytest._io import TerminalWriter
 from rich.console import Console
 from rich.markup import escape
 
+from pytest_atom import events
 from pytest_atom.datasets.select import select_cases
-from pytest_atom.events import agent as events
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_atom.agents.claude_code.cli import find_claude  # noqa: E402
-from pytest_atom.events.agent import SubagentEnded, ToolCall  # noqa: E402
+from pytest_atom.events import SubagentEnded, ToolCall  # noqa: E402
 from pytest_atom.results.spec_result import SpecResult  # noqa: E402
 from pytest_atom.run.spec_run import run_spec  # noqa: E402
 from pytest_atom.settings.options import RunSettings  # noqa: E402

@@ -165,7 +165,7 @@ class EnvError(AtomError, ValueError):
 
 
 class ExpansionError(AtomError, ValueError):
-    """Text whose ``${...}`` cannot be expanded (`settings.expand`); the caller names the
+    """Text whose ``${...}`` cannot be expanded (`settings.interpolate`); the caller names the
     file and key it came from."""
 
 

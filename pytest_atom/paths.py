@@ -1,4 +1,5 @@
-"""Paths as a person reads them in messages and reports."""
+"""Paths: as a person reads them in messages and reports, and where pytest-atom keeps its
+files (the user's cache, the data folders that ship with the package)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,14 @@ def npm_install_command(prefix: Path, package: str, version: str) -> list[str]:
         str(prefix),
         f"{package}@{version}",
     ]
+
+
+def data_dir(name: str) -> Path:
+    """The shipped folder `name` (``"prompts"`` or ``"fixtures"``): a wheel carries it under
+    ``pytest_atom/_data/``, a source checkout (editable install) at the repository root."""
+    package = Path(__file__).resolve().parent
+    installed = package / "_data" / name
+    return installed if installed.is_dir() else package.parent / name
 
 
 def display_path(path: Path) -> str:

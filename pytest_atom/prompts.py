@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_atom.errors import PromptNotFoundError
-from pytest_atom.resources import data_dir
+from pytest_atom.paths import data_dir
 
 PROMPTS_ENV_VAR = "ATOM_PROMPTS_PATH"
 

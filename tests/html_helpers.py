@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.events.agent import parse
+from pytest_atom.events import parse
 from pytest_atom.paths import node_id
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.results.check_result import CheckResult

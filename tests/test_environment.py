@@ -285,7 +285,7 @@ def test_doctor_names_the_left_out_variables_never_their_values(
 ) -> None:
     from dataclasses import astuple
 
-    from pytest_atom.doctor.probes import check_environment
+    from pytest_atom.doctor import check_environment
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATOM_DOCTOR_SECRET", "doctor-s3cr3t")

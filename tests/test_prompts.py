@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import PromptNotFoundError
+from pytest_atom.paths import data_dir
 from pytest_atom.prompts import PromptLoader, render_prompt
-from pytest_atom.resources import data_dir
 from tests.helpers import write
 
 SHIPPED_ATOM = (data_dir("prompts") / "ATOM.md").read_text(encoding="utf-8")

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.events.agent import Event, parse
+from pytest_atom.events import Event, parse
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.settings.modes import MatchMode

@@ -23,7 +23,7 @@ from pytest_atom.extensions import declared, load_one
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.session import AgentSession
-    from pytest_atom.events.agent import Event
+    from pytest_atom.events import Event
     from pytest_atom.results.record import IterationRecord
     from pytest_atom.wire.roles import Role
 
@@ -87,7 +87,7 @@ class Agent(SessionRunner, Protocol):
 
     def parse(self, raw: Mapping[str, Any]) -> list[Event]:
         """One decoded object of the agent's output as agent-neutral events
-        (`pytest_atom.events.agent`): the agent's one event parser."""
+        (`pytest_atom.events`): the agent's one event parser."""
         ...
 
 

@@ -37,7 +37,7 @@ from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.sdk_host import app_source
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.wire.roles import Role

@@ -1,21 +1,18 @@
 """Baselines: a committed record of how every spec did, and a run compared with it.
 
-A run's results are the rows the plugin collects (`rows.SummaryRow`: node id, outcome,
-the properties of `result_properties`); at the end of every ``pytest --atom`` session it writes them to
-``last-run.json`` in the runs folder (`results_file`, ``.atom/runs/last-run.json`` by default;
-`write_results`): never beside a runs folder the user named, where nothing was asked for. ``atom baseline save`` turns such a file
-into a baseline (`build_baseline`): per spec, keyed by its node id without the repeat
-suffix, the outcome, pass rate over repeats, mean score, turns, tool calls, tokens, cost
-and duration. The file is sorted and holds no timestamp, so saving an unchanged run
-changes nothing and a diff shows only what moved.
+Every ``pytest --atom`` session writes its rows (`rows.SummaryRow`) to ``last-run.json`` in
+the runs folder (`write_results`); ``atom baseline save`` turns them into a baseline
+(`build_baseline`): per spec (its node id without the repeat suffix) the outcome, pass rate,
+mean score, turns, tool calls, tokens, cost and duration, sorted and without a timestamp, so
+saving an unchanged run changes nothing and a diff shows only what moved.
 
-``pytest --atom --atom-baseline PATH`` compares the run with it (`compare`): a spec that
-passed and now fails, a score drop or a rise in turns, tokens or cost beyond its tolerance
-is a regression and fails the session; an improvement is reported, never failed; a spec
-the baseline lacks is new. Those fixed tolerances judge specs whose runs, then and now,
-were all alike (replays); a spec whose runs differ is a sample, and the statistical gate
-of `pytest_atom.baseline.gate` judges it on the per-repeat outcomes the baseline keeps. Turns, tokens and cost are the agent's own (the reflector
-aside) and priced by Claude Code whatever answered it, so a replay measures them too.
+``--atom-baseline PATH`` compares a run with it (`compare`): a pass turned failure, a score
+drop or a rise in turns, tokens or cost beyond its tolerance is a regression and fails the
+session; an improvement is reported, never failed. Those fixed tolerances judge specs whose
+runs, then and now, were all alike (replays); a spec whose runs differ is a sample, judged by
+the statistical gate (`pytest_atom.baseline.gate`) on the per-repeat outcomes kept. Turns,
+tokens and cost are the agent's own (the reflector aside), priced whatever answered it, so a
+replay measures them too.
 """
 
 from __future__ import annotations
@@ -217,9 +214,6 @@ def load_baseline(path: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(specs, dict) or not all(isinstance(v, dict) for v in specs.values()):
         raise BaselineError(f"{path}: 'specs' must map node ids to their figures")
     return specs
-
-
-# --- tolerances ----------------------------------------------------------------------------
 
 
 # --- comparison ----------------------------------------------------------------------------

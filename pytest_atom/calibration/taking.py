@@ -34,7 +34,7 @@ from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.diffs import agent_files, workspace_diff
 from pytest_atom.errors import CalibrationError, SessionError
-from pytest_atom.importing.reader import read_session
+from pytest_atom.importing import read_session
 from pytest_atom.judge.calibration import base_name
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.scrub import Scrubber

@@ -5,7 +5,7 @@ key) bound what the *agent* may use over a whole spec run: every iteration of ev
 attempt adds up, because a budget is about what getting the task done costs, refine
 attempts included. The reflector is the harness's judge, not the agent: it never counts.
 
-`Budget.observe` folds the agent's events (pytest_atom.events.agent) in as they arrive, so the runner can
+`Budget.observe` folds the agent's events (pytest_atom.events) in as they arrive, so the runner can
 stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
 the same CLI, so the same limits hold offline, on the recorded usage.
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from pytest_atom.cost.spend import Crossing, SpendLimit
 from pytest_atom.cost.usage import CallUsage
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 
 __all__ = ["LIMIT_KEYS", "Budget", "Limits", "Usage", "parse_limits"]
 

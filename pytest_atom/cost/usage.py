@@ -12,7 +12,7 @@ requests). Its stream-json tells them apart only so far (Claude Code 2.1.330 and
   totals, earlier calls included; ``model_usage_since_last_result`` is this call's share.
   Claude Code 2.1.197 has no such key, and its figures are per call.
 
-The event parser (pytest_atom.events.agent) reads these figures and `CallUsage` folds its events,
+The event parser (pytest_atom.events) reads these figures and `CallUsage` folds its events,
 so a record of the call (`IterationRecord`) and a run's budget (`Budget`) count one way: provisional while the call runs, exact once it ends.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_atom.cost.billing import Tokens
-from pytest_atom.events.agent import Event, MessageUsage, Result, SessionStarted, ToolCall
+from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
 __all__ = [
     "ROLES",

@@ -3,7 +3,7 @@
 A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
 read by `pytest_atom.importing.transcript`) or as the ``--output-format stream-json`` log of one
 or more ``claude -p`` calls, read here through the project's one stream parser
-(`pytest_atom.events.agent`). Both become one `Session`: the first prompt, the main agent's
+(`pytest_atom.events`). Both become one `Session`: the first prompt, the main agent's
 turns with their tool calls and the results the session saw, and where it ran.
 
 What a scripted replay cannot play is refused here, with the file and line that shows it:
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_atom import events
 from pytest_atom.errors import SessionError
-from pytest_atom.events import agent as events
 
 __all__ = [
     "SUBAGENT_TOOLS",
@@ -193,7 +193,7 @@ def fold_assistant(
 
 
 def read_stream_json(path: Path, lines: list[tuple[int, dict[str, Any]]]) -> Session:
-    """A stream-json log: the events of `pytest_atom.events.agent`, one ``claude -p`` call per
+    """A stream-json log: the events of `pytest_atom.events`, one ``claude -p`` call per
     ``system/init``. The log does not carry the prompt (`Session.prompt` is None)."""
     session = Session(path, "stream-json", None, [])
     turns: dict[str, SessionTurn] = {}

@@ -14,7 +14,7 @@ The CLI appends one JSON object a line as the session goes. The lines `atom impo
 
 Other lines (``summary``, ``queue-operation``, ``file-history-snapshot``, ``attachment``,
 ``api-request``, ``system``, ...) say nothing a script needs and are passed over. An answer's
-blocks are the same as in stream-json, so each message is parsed by `pytest_atom.events.agent`
+blocks are the same as in stream-json, so each message is parsed by `pytest_atom.events`
 like a stream-json event.
 
 Lines form a tree by ``parentUuid``: a prompt the user edited or rewound to starts a branch,
@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.events import agent as events
+from pytest_atom import events
 from pytest_atom.importing.session import (
     Session,
     SessionCall,

@@ -16,6 +16,7 @@ from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import cost_usd
 from pytest_atom.gateway.messages import answer_billed
 from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.transcript import is_messages
 
 __all__ = ["Estimate", "estimate", "interaction_billed"]
 
@@ -37,9 +38,7 @@ class Estimate:
 def interaction_billed(interaction: Interaction) -> tuple[Billed, str | None] | None:
     """What one recorded Messages-API answer billed, and the model it is priced as (the
     request's, else the answer's); None for anything that bills nothing."""
-    if interaction.method != "POST" or not interaction.endpoint.endswith("/v1/messages"):
-        return None
-    if interaction.status >= 400:
+    if not is_messages(interaction) or interaction.status >= 400:
         return None
     body = interaction.body if isinstance(interaction.body, dict) else {}
     return answer_billed(interaction.response, body.get("model"))

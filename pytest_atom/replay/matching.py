@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pytest_atom.events.agent import flatten_tool_result
+from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import parse_sse
 from pytest_atom.results.drift import ABSENT as DRIFT_ABSENT
 from pytest_atom.results.drift import Drift

@@ -124,10 +124,6 @@ def _cli_version(binary: Path) -> str:
     return claude_version(binary)
 
 
-#: What answers the CLI: a script, a cassette, a live upstream, or a cassette being
-#: rewritten (refresh) or re-judged (rejudge: the agent replayed, the reflector recorded).
-
-
 @dataclass
 class ModelSource:
     """What answers the CLI during one run, and what to do with the cassette afterwards."""

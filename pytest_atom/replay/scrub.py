@@ -108,17 +108,11 @@ MIN_SECRET_LENGTH = 8
 
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
-    `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files:
-
-    - a value whose name looks secret (`SECRET_NAME`: ``*KEY*``, ``*TOKEN*``, ``*PASS*``, …),
-      or that is shaped like a token (`_TOKEN_SHAPE`: 16 characters or more, letters and
-      digits, no spaces, neither a URL, a path nor an option), whatever its name;
-    - and `MIN_SECRET_LENGTH` characters or more, no boolean or ``0``/``1``, not the path of
-      something that exists (`_is_secret_value`).
-
-    So ``DEBUG: "1"``, ``LANG: C`` or ``APP_ENV: development`` stay as they are (replacing
-    such words everywhere would shred every text), while ``SERVICE_TOKEN: …`` and a generated
-    key under any name are scrubbed.
+    `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files: a secret-looking
+    name or a token-shaped value, and a value `_is_secret_value` keeps. So ``DEBUG: "1"``,
+    ``LANG: C`` or ``APP_ENV: development`` stay as they are (replacing such words everywhere
+    would shred every text), while ``SERVICE_TOKEN: …`` and a generated key under any name are
+    scrubbed.
     """
     return {
         name: value
@@ -131,12 +125,7 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
 def env_file_secrets(folder: Path) -> dict[str, str]:
     """NAME -> value of the secrets (`secret_values`) in `folder`'s own ``.env*`` files
     (``.env``, ``.env.local``, ``.envrc``; not ``.env.example`` and the like), from
-    ``NAME=value`` and ``export NAME=value`` lines, quotes removed.
-
-    Words such as ``development`` or ``localhost`` do not count: they occur in ordinary
-    text, and replacing them there would make every recording depend on this machine's env
-    file.
-    """
+    ``NAME=value`` and ``export NAME=value`` lines, quotes removed."""
     found: dict[str, str] = {}
     try:
         files = sorted(p for p in Path(folder).glob(".env*") if p.is_file())
@@ -265,11 +254,8 @@ def _trie(forms: list[str]) -> list[str]:
 
 
 def _is_secret_value(value: str, min_length: int) -> bool:
-    """Short and trivial values would shred ordinary text, so they are never treated as secrets.
-
-    A value naming existing absolute paths (SSH_AUTH_SOCK, GOOGLE_APPLICATION_CREDENTIALS) is
-    a location, not a secret; base64 that merely starts with "/" names nothing and stays secret.
-    """
+    """Short and trivial values would shred ordinary text, so they are never secrets; nor is
+    a value naming existing absolute paths (SSH_AUTH_SOCK): a location, not a secret."""
     if len(value) < min_length or value.strip().lower() in _NOT_SECRET:
         return False
     parts = [os.path.expanduser(part) for part in value.split(os.pathsep)]
@@ -361,14 +347,11 @@ class Scrubber:
     def scrub(self, text: str) -> Scrubbed:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
         detect-secrets finds (assigned secrets, provider tokens) ``<SECRET:REDACTED>``, at
-        every place the found value occurs in ``text``.
-
-        A value found earlier by this Scrubber is redacted here too: a recorded answer that
-        repeats a secret the request assigned (``the key is …``) loses it. ``scrub_obj``
-        remembers what it finds but, so that a request's scrubbed form depends on that
-        request alone (replay matches on it), does not apply what it found elsewhere.
-
-        Scrub before cutting: the result is what `pytest_atom.words.clip` takes.
+        every place the found value occurs in ``text``. A value found earlier by this
+        Scrubber is redacted too: a recorded answer that repeats a secret the request assigned
+        loses it (`scrub_obj` remembers what it finds but does not apply what it found
+        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting
+        (`pytest_atom.words.clip`).
         """
         return Scrubbed(self._scrub(text, []))
 
@@ -435,10 +418,8 @@ class Scrubber:
         return changed
 
     def contains_secret(self, text: str) -> list[str]:
-        """Placeholder names of the secrets in ``text`` (first-seen order, no repeats); [] if clean.
-
-        Runs exactly the passes scrub() runs, so the check and the fix never disagree.
-        """
+        """Placeholder names of the secrets in ``text`` (first-seen order, no repeats); [] if
+        clean. The same passes as `scrub`, so the check and the fix never disagree."""
         found: list[str] = []
         self._scrub(text, found)
         return list(dict.fromkeys(found))

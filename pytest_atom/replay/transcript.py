@@ -1,16 +1,16 @@
 """Conversations folded into the turns a person reads: a session's events, or a cassette's
 recorded requests and responses.
 
-A session's events (pytest_atom.events.agent: the agent's output, parsed there) carry one part of
+A session's events (pytest_atom.events: the agent's output, parsed there) carry one part of
 a model answer each (text, thinking, a tool call; the parts of one answer share its message
 id) and the tool results. This module folds them back into turns: one model answer each,
 its blocks in order, every tool call with the result the agent gave it. It is pure (events
 in, dataclasses out), so reports, divergence reports and the reflector can share it and it
 is tested without a CLI.
 
-A cassette holds the API side of the same conversations. Its answers are read here
-(`read_reply`, folded with the gateway's own `fold_sse`); `reports.cassette_transcript`
-renders a whole cassette as the lines `atom cassette show` prints.
+A cassette holds the API side of the same conversations (its answers read by
+`gateway.messages.read_reply`); `reports.cassette_transcript` renders a whole cassette as the
+lines `atom cassette show` prints.
 
 Refused tool calls are read here too (`permission_denials`), from the events Claude Code
 2.1.330 prints for each kind of refusal, so checks, traces and reports name them alike:
@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_atom.events.agent import (
+from pytest_atom.events import (
     AssistantText,
     Event,
     MessageUsage,

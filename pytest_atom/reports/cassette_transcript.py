@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pytest_atom.cost.billing import Billed
 from pytest_atom.cost.prices import cost_usd
-from pytest_atom.events.agent import flatten_tool_result
+from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction

@@ -1,7 +1,7 @@
-"""The harness's own progress, as typed events beside the agent's (`events.agent`).
+"""The harness's own progress, as typed events beside the agent's (`events`).
 
 An ``on_event`` callback (`run_spec(on_event=...)`, `atom run`'s progress) receives one
-stream: the agent's events as `events.agent` parses them, and these, which the harness
+stream: the agent's events as `events` parses them, and these, which the harness
 emits as a run goes (a set-up, an attempt, its checks and decision, a planner's plan, a
 step, its commit or a rollback). Nothing is passed as a dict to be parsed again.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 
 if TYPE_CHECKING:
     from pytest_atom.results.check_result import CheckResult

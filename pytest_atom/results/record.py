@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pytest_atom.cost.limits import Budget, count_line
 from pytest_atom.cost.spend import Crossing
 from pytest_atom.cost.usage import CallUsage, every_session_tokens, subagent_cost, usage_tokens
-from pytest_atom.events.agent import (
+from pytest_atom.events import (
     AgentError,
     ApiRetry,
     AssistantText,
@@ -27,7 +27,7 @@ from pytest_atom.events.agent import (
     ToolResult,
     parse,
 )
-from pytest_atom.events.agent import (
+from pytest_atom.events import (
     ToolCall as CallEvent,
 )
 from pytest_atom.words import last_words
@@ -44,7 +44,7 @@ class ToolCall:
 
 @dataclass
 class IterationRecord:
-    """What one `claude -p` call did, folded from its events (pytest_atom.events.agent)."""
+    """What one `claude -p` call did, folded from its events (pytest_atom.events)."""
 
     returncode: int
     output: str = ""  # the final result text: where the exit signal is looked for

@@ -75,7 +75,7 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's events (`events.agent`) as they arrive, and the harness's own
+    the executor's events (`events`) as they arrive, and the harness's own
     (`results.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
     add steps, plans, commits and rollbacks). `scope` is the project and session around the
     run (`RunScope`): the config (`.atom/config.yaml`) adds prompt folders, a default model

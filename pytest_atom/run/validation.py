@@ -27,7 +27,7 @@ from pytest_atom.checks.builtin import default_registry, unsandboxed_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.shell import run_shell
 from pytest_atom.errors import CassetteError, HarnessError, ScriptError, SpecError
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.gateway import Script
 from pytest_atom.gateway.server import Reply
 from pytest_atom.paths import display_path

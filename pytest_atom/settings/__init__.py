@@ -10,7 +10,7 @@
 - `config`: ``.atom/config.yaml``; `project`: the project's root and pytest's ini file;
   `output_paths`: output folders checked before a run; `modes`, `tolerance`: the names of
   the modes, the baseline's tolerances.
-- `expand`: ``${VAR}``, ``${VAR:-default}`` and ``$$``, the one expansion the config file
+- `interpolate`: ``${VAR}``, ``${VAR:-default}`` and ``$$``, the one expansion the config file
   and a spec's ``env:`` share.
 
 Where to add: a setting is one field of `RunSettings` (options.py) and nothing else; a new

@@ -19,16 +19,14 @@ its default and the project folder (`AtomConfig.root`) is the working directory;
 empty file marks a project folder without changing anything else.
 
 Every string value, list items included, may refer to the environment, by the same rules
-as a spec's ``env:`` (`pytest_atom.settings.expand`): ``${VAR}`` is the variable's value
+as a spec's ``env:`` (`pytest_atom.settings.interpolate`): ``${VAR}`` is the variable's value
 and an error when it is unset; ``${VAR:-default}`` falls back to `default` when it is
 unset or empty, as in a shell; ``$$`` stands for a literal ``$`` (``$${`` for ``${``).
 A number setting may be a reference too (``timeout: ${ATOM_TOOL_TIMEOUT:-120}``).
 Inside a flow list (``[a, b]``) quote a reference: YAML reads ``{`` there as a mapping.
 
-The design this grew from says to use the defaults and warn on a bad config. Here a
-bad config is an error that names the file, the line, the key and the fix: a silently
-ignored typo (``timout: 600``) would quietly change what a CI run does, and a warning
-nobody reads in a CI log does not stop it.
+A bad config is an error that names the file, the line, the key and the fix, never a
+warning: a silently ignored typo (``timout: 600``) would quietly change what a CI run does.
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import ConfigError, SettingsError, YamlDocError
 from pytest_atom.prompts import PromptLoader
-from pytest_atom.settings.expand import SYNTAX, MalformedReference, UnsetVariable, expand
+from pytest_atom.settings.interpolate import SYNTAX, MalformedReference, UnsetVariable, expand
 from pytest_atom.settings.options import BY_NAME, CONFIG_SETTINGS
 from pytest_atom.settings.resolved import parse_setting
 
@@ -197,7 +195,7 @@ def _key_lines(node: yaml.Node | None, path: Path) -> dict[str, int]:
 
 def _expand(value: Any, path: Path, key: str, line: int | None) -> Any:
     """``${VAR}`` and ``${VAR:-default}`` in every string inside `value`
-    (`pytest_atom.settings.expand`, as a spec's ``env:``)."""
+    (`pytest_atom.settings.interpolate`, as a spec's ``env:``)."""
     if isinstance(value, list):
         return [_expand(item, path, key, line) for item in value]
     if not isinstance(value, str):

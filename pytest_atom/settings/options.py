@@ -217,8 +217,6 @@ class RunSettings:
             scope="test",
         ),
     )
-    #: A replay's reflector and planner whose whole input is unchanged: their recorded
-    #: answer (``recall``), or a session started anyway (``rerun``).
     judge: JudgeMode = setting(
         "recall",
         Option(
@@ -246,8 +244,6 @@ class RunSettings:
             scope="test",
         ),
     )
-    #: Every criterion's calibration floor (judge.trust); a criterion's own `min_kappa`
-    #: is the more specific, and wins.
     require_calibration: float | None = setting(
         None,
         Option(
@@ -262,7 +258,6 @@ class RunSettings:
             scope="test",
         ),
     )
-    #: What a recording session may spend in all, in dollars (pytest_atom.cost.spend).
     max_cost_usd: float | None = setting(
         None,
         Option(
@@ -291,7 +286,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: A multi-step spec's earlier run folder to continue from its latest committed step.
     resume: Path | None = setting(
         None,
         Option(
@@ -319,8 +313,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: After a session, the oldest run folders go until all of them fit in this many bytes
-    #: (0 or None: no bound); the newest of each spec and this session's failures stay.
     keep_runs_size: int | None = setting(
         DEFAULT_KEEP_RUNS_SIZE,
         Option(
@@ -350,7 +342,6 @@ class RunSettings:
             ini_note="copy or off",
         ),
     )
-    #: The bound of the user's set-up cache after a session (0 or None: none).
     setup_cache_size: int | None = setting(
         DEFAULT_SETUP_CACHE_SIZE,
         Option(
@@ -363,8 +354,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: The spec files and folders `pytest --atom` (and `atom validate`) take when none are
-    #: named; relative ones are the project root's.
     paths: tuple[Path, ...] = setting(
         (),
         Option(
@@ -390,9 +379,7 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: What draws a stochastic script's `choices:` (with the spec, arm and repeat); None
-    #: until `with_seed` gives the run a fresh one. No file sets it: a fixed seed would
-    #: make every run the same sample.
+    #: None until `with_seed` gives the run a fresh one.
     seed: int | None = setting(
         None,
         Option(
@@ -408,7 +395,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: The arms of specs with `arms:` that run (empty: every arm): a selection, like ``-k``.
     arms: tuple[str, ...] = setting(
         (),
         Option(
@@ -423,8 +409,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: How many of a spec's repeats must pass (pass^k), for the specs whose own
-    #: `pass_at_least:` says none; None: every repeat (each failed run fails the session).
     #: A gate of the whole run, as `min_pass_rate` is (`suite.ending.decide`).
     pass_at_least: int | None = setting(
         None,
@@ -452,9 +436,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: Outputs and gates of the whole run. A relative path from a file (the ini file,
-    #: `.atom/config.yaml`) is the project root's; a front end makes its command line's
-    #: absolute, from where the command ran.
     report: Path | None = setting(  # JSON traces and transcripts go here
         None,
         Option(
@@ -512,9 +493,6 @@ class RunSettings:
             command_line=False,
         ),
     )
-
-    #: Where every session's run is recorded (`pytest_atom.history`): a URL or a path,
-    #: relative ones the project root's; "none" records nothing.
     history: str = setting(
         ".atom/history.db",
         Option(
@@ -529,7 +507,6 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: Run only the items that failed in the history store's last run (`pytest --lf`).
     last_failed: bool = setting(
         False,
         Option(

@@ -1,10 +1,9 @@
 """Output paths checked before any spec runs: the runs folder, ``--atom-report`` and
 ``--atom-html``.
 
-A wrong output path used to surface at the end of a session, as a traceback after every
-spec had run (and spent): a ``--atom-report`` that names a file, an ``--atom-html`` that
-names a folder, a parent that cannot be created or written, a read-only ``.atom/``. Both
-front ends call `output_path_errors` where they read their options, and turn what it says
+A wrong output path (a ``--atom-report`` that names a file, an ``--atom-html`` that names a
+folder, a parent that cannot be created or written, a read-only ``.atom/``) must not surface
+after every spec has run and spent. Both front ends call `output_path_errors` where they read their options, and turn what it says
 into a usage error that names the option, the path and the fix.
 
 Writability is tried, not inferred from permission bits: root writes through any mode

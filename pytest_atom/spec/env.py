@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from pytest_atom.environment import RUN_FOLDERS
 from pytest_atom.errors import EnvError
-from pytest_atom.settings.expand import UnsetVariable, expand
+from pytest_atom.settings.interpolate import UnsetVariable, expand
 from pytest_atom.spec.types import Spec
 
 RESERVED_ENV: tuple[str, ...] = (
@@ -32,7 +32,7 @@ def reserved_env(name: str) -> bool:
 def expand_env(spec: Spec, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The spec's `env:` with ``${VAR}`` (``${VAR:-default}``) taken from `environ`
     (default: the process's) and ``$$`` as ``$``, by the rules `.atom/config.yaml` follows
-    too (`pytest_atom.settings.expand`); raises EnvError for an unset ``${VAR}``. The
+    too (`pytest_atom.settings.interpolate`); raises EnvError for an unset ``${VAR}``. The
     loader refused a malformed ``${`` already.
 
     A value drawn from a secret-looking variable (``${DB_PASSWORD}``) stays a secret: that

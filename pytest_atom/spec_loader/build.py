@@ -15,7 +15,7 @@ from pytest_atom.cost.limits import Limits, parse_limits
 from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import SpecError
 from pytest_atom.extensions import declared
-from pytest_atom.settings.expand import malformed
+from pytest_atom.settings.interpolate import malformed
 from pytest_atom.spec.claude import (
     claude_options,
     reflector_options,

@@ -37,7 +37,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 #: A step's verdict (multi-step specs) may also name the earlier step whose committed work
 #: is wrong: ``decision: rollback, target: <step id>``. Kept apart so a single-prompt spec
-#: offers the judge the same tool schema as before.
+#: offers the judge the schema without it.
 STEP_VERDICT_SCHEMA: dict[str, Any] = {
     **VERDICT_SCHEMA,
     "properties": {**VERDICT_SCHEMA["properties"], "target": {"type": "string"}},
@@ -52,17 +52,11 @@ _TYPES = {
 }
 
 
-def verdict_problem(data: Any) -> str | None:
-    """What is wrong with `data` as a verdict, in words that name the field, the bad value
-    and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``);
-    None when it is a verdict."""
-    found = verdict_error(data)
-    return found[1] if found else None
-
-
 def verdict_error(data: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """`verdict_problem`, with where in `data` it is (``("decision",)``), so a file's
-    reader can name the line."""
+    """What is wrong with `data` as a verdict, in words that name the field, the bad value
+    and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``), with
+    where in `data` it is (``("decision",)``), so a file's reader can name the line; None
+    when it is a verdict."""
     import jsonschema  # only when a verdict is checked: the gateway loads without it
 
     error = jsonschema.exceptions.best_match(

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget, Limits
-from pytest_atom.events.agent import parse_line
+from pytest_atom.events import parse_line
 from pytest_atom.results.record import IterationRecord
 from tests.helpers import capture
 

@@ -20,7 +20,7 @@ import pytest
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.errors import ClaudeNotFoundError
-from pytest_atom.events.agent import Result, SessionStarted
+from pytest_atom.events import Result, SessionStarted
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import AnyEvent

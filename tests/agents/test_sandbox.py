@@ -25,7 +25,7 @@ from atom_cli.progress import RunView
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, NPM_PACKAGE
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.doctor.probes import Finding, check_sandbox
+from pytest_atom.doctor import Finding, check_sandbox
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import tool_problem, tool_problems
 from pytest_atom.run.harness import host_harness

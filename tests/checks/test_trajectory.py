@@ -30,7 +30,7 @@ from pytest_atom.checks.builtin import run_checks
 from pytest_atom.checks.kinds import BUILTIN_KINDS
 from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.errors import SpecError
-from pytest_atom.events.agent import parse
+from pytest_atom.events import parse
 from pytest_atom.replay.transcript import permission_denials, stream_turns
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import IterationRecord

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.doctor.probes import check_editable_installs, editable_sources
+from pytest_atom.doctor import check_editable_installs, editable_sources
 
 
 def _install(site: Path, name: str, source: Path, *, editable: bool = True) -> None:

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from atom_cli.progress import LINE, Progress
-from pytest_atom.events import agent as events
+from pytest_atom import events
 from pytest_atom.spec_loader.load import load_spec
 
 #: A token as the spec's `pass_env:` hands it to the agent.

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_atom.cost.limits import Budget, Limits, parse_limits
 from pytest_atom.errors import ConfigError, SpecError
-from pytest_atom.events.agent import Event, parse_event
+from pytest_atom.events import Event, parse_event
 from pytest_atom.settings.config import load_config
 from pytest_atom.spec_loader.load import load_specs
 

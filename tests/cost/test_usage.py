@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_atom.cost.limits import Budget, Limits
-from pytest_atom.events.agent import parse_event
+from pytest_atom.events import parse_event
 from pytest_atom.reports.summary import summary_table
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.results.rows import SummaryRow

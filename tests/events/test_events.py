@@ -1,4 +1,4 @@
-"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.events.agent.
+"""The one event stream: Claude Code's stream-json, parsed in pytest_atom.events.
 
 The unit layer reads captures of the real CLI (tests/data/stream_json). ``events-2.1.331``
 (the pinned release) and ``events-2.1.197`` are one scripted session each, run through
@@ -25,7 +25,7 @@ from rich.console import Console
 from atom_cli.progress import Progress
 from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.cost.limits import Budget, Limits
-from pytest_atom.events.agent import (
+from pytest_atom.events import (
     AgentError,
     ApiRetry,
     AssistantText,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.resources import data_dir
+from pytest_atom.paths import data_dir
 from tests.cache_helpers import write_project
 from tests.helpers import Scenario, pytester_once
 

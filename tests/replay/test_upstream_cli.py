@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_atom.events.agent import SubagentEnded
+from pytest_atom.events import SubagentEnded
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette
 from pytest_atom.replay.transcript import stream_turns
 from pytest_atom.reports.cassette_transcript import cassette_lines

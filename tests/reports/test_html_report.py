@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.events.agent import parse
+from pytest_atom.events import parse
 from pytest_atom.replay.transcript import Text, ToolUse, stream_turns, tool_label
 from pytest_atom.reports.html import (
     LAST_REPORT,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_atom.events.agent import parse
+from pytest_atom.events import parse
 from pytest_atom.gateway.messages import coalesce_sse, fold_sse, message, read_reply, sse_stream
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.transcript import (

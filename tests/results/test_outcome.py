@@ -132,8 +132,7 @@ def test_results_are_data_that_import_no_machinery() -> None:
     ).stdout.split()
     assert set(loaded) == {
         "pytest_atom",
-        "pytest_atom.events",
-        "pytest_atom.events.agent",  # the agents' event types: data, importing nothing
+        "pytest_atom.events",  # the agents' event types: data, importing nothing
         "pytest_atom.cost",
         "pytest_atom.settings",
         "pytest_atom.results",

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.errors import ConfigError
-from pytest_atom.resources import data_dir
+from pytest_atom.paths import data_dir
 from pytest_atom.settings.config import AtomConfig, load_config
 
 

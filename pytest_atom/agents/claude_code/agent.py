@@ -12,7 +12,7 @@ from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.wire.roles import Role
 from pytest_atom.words import last_words

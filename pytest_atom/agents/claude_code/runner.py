@@ -20,7 +20,7 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget
 from pytest_atom.environment import build_env, placeholder_credentials
-from pytest_atom.events.agent import Event
+from pytest_atom.events import Event
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cost.limits import Budget
-from pytest_atom.events.agent import Event, parse_event, parse_line
+from pytest_atom.events import Event, parse_event, parse_line
 from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import OnEvent

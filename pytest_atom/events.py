@@ -24,13 +24,17 @@ What Claude Code 2.1.197 and 2.1.331 print (tests/data/stream_json holds capture
   ``--resume`` 2.1.330 on reports the session's totals; see pytest_atom.cost.usage).
 
 Lines that are not JSON objects (a CLI warning) and event kinds not listed yield nothing.
+The harness's own progress events are results (`pytest_atom.results.harness_events`).
+
+Where to add: a stream event is a frozen dataclass here, added to the `Event` union and built
+in `parse_event`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = [
@@ -151,13 +155,7 @@ class ApiRetry:
 
     def to_dict(self) -> dict[str, Any]:
         """As a run record lists it (the CLI's own key names)."""
-        return {
-            "attempt": self.attempt,
-            "max_retries": self.max_retries,
-            "retry_delay_ms": self.retry_delay_ms,
-            "error_status": self.error_status,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
-"""The probes of `atom doctor`: each checks one thing a spec run needs and returns a
-`Finding` (a status, the probe's name, and what it saw); `run_probes` runs them in order.
+"""`atom doctor`'s probes of a machine: each checks one thing a spec run needs (the Claude Code
+CLI, credentials, the environment a run gets, Node.js, editable installs of the project, a real
+CLI run against a scripted gateway, Claude Code's sandbox) and returns a `Finding` (a status,
+the probe's name, and what it saw); `run_probes` runs them in order and yields each finding as
+it is made, so a slow probe never hides the ones before it.
 
 A probe never prints: the command renders the findings (marks, colour, the summary), so a
 test or another front end reads the same facts. A finding names variables, never their

@@ -1,4 +1,4 @@
-"""One variable expansion (`pytest_atom.settings.expand`) for `.atom/config.yaml` and a
+"""One variable expansion (`pytest_atom.settings.interpolate`) for `.atom/config.yaml` and a
 spec's `env:`: the same text gives the same value in either file. They used to disagree at
 two edges: with ``VAR=""`` the config took ``${VAR:-default}``'s default and a spec gave
 ``""``, and ``$$`` was ``$`` in a spec but stayed ``$$`` in the config."""
@@ -11,7 +11,7 @@ import pytest
 
 from pytest_atom.errors import ConfigError, EnvError, SpecError
 from pytest_atom.settings.config import load_config
-from pytest_atom.settings.expand import MalformedReference, UnsetVariable, expand, malformed
+from pytest_atom.settings.interpolate import MalformedReference, UnsetVariable, expand, malformed
 from pytest_atom.spec.env import expand_env
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write
