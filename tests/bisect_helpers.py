@@ -6,7 +6,7 @@ network, real parts.
   (``npm_config_registry``) to list releases and to install one.
 - A stand-in release is an npm package named ``@anthropic-ai/claude-code`` at a listed
   version whose `claude` is a shell script that execs a really installed release (2.1.197,
-  2.1.331, 2.1.332), with extra arguments when the stand-in changes something: laid out in
+  2.1.332, 2.1.337), with extra arguments when the stand-in changes something: laid out in
   the per-user cache as `atom setup --version` leaves an install (`install_stand_in`), or
   served as a tarball npm installs (`stand_in_tarball`).
 - `bisect_scenario`: the shared scenario the CLI tests read: `atom bisect` twice over a
@@ -178,33 +178,33 @@ def npm_environ(registry: LocalRegistry, folder: Path) -> dict[str, str]:
 
 #: The scenario's project: the shipped create_file spec and its cassette.
 SPEC = "create_file.atom.yaml"
-GOOD, BAD = "2.1.197", "2.1.335"
+GOOD, BAD = "2.1.197", "2.1.340"
 #: The release that first stops offering Bash, and the one the registry alone holds.
-FIRST_CHANGE = "2.1.333"
+FIRST_CHANGE = "2.1.338"
 
 
 def scenario_releases(reals: Mapping[str, Path]) -> tuple[list[StandIn], list[str]]:
     """The releases of the scenario's registry (installed ones and the one only the
     registry has), and every version it lists: one before --good, a pre-release and one
     after --bad, which bisect must leave out."""
-    old, previous, pinned = reals["2.1.197"], reals["2.1.331"], reals["2.1.332"]
+    old, previous, pinned = reals["2.1.197"], reals["2.1.332"], reals["2.1.337"]
     releases = [
         StandIn("2.1.197", old),
         StandIn("2.1.250", old),
-        StandIn("2.1.331", previous),
-        StandIn("2.1.332", pinned),
+        StandIn("2.1.332", previous),
+        StandIn("2.1.337", pinned),
         StandIn(FIRST_CHANGE, pinned, NO_BASH),
-        StandIn("2.1.334", pinned, NO_BASH),
+        StandIn("2.1.339", pinned, NO_BASH),
         StandIn(BAD, pinned, NO_BASH),
     ]
-    listed = ["2.1.100", *(r.version for r in releases), "2.1.336-beta.1", "2.1.400"]
+    listed = ["2.1.100", *(r.version for r in releases), "2.1.341-beta.1", "2.1.400"]
     return releases, listed
 
 
 def bisect_scenario(folder: Path, reals: Mapping[str, Path]) -> None:
     """`atom bisect create_file.atom.yaml` in a copy of the shipped spec, against a local
-    registry: --good 2.1.197 --bad 2.1.335 readable (``first``: it installs 2.1.333 from
-    the registry), the same with --json (``second``), and --bad 2.1.332, which replays as
+    registry: --good 2.1.197 --bad 2.1.340 readable (``first``: it installs 2.1.338 from
+    the registry), the same with --json (``second``), and --bad 2.1.337, which replays as
     2.1.197 does (``unchanged``); each run's <name>.out, .err and .code. Leaves the
     registry's requests (requests.json) and the per-user cache (cache/)."""
     project = folder / "project"
@@ -224,7 +224,7 @@ def bisect_scenario(folder: Path, reals: Mapping[str, Path]) -> None:
     runs = {
         "first": [GOOD, BAD],
         "second": [GOOD, BAD, "--json"],
-        "unchanged": [GOOD, "2.1.332"],
+        "unchanged": [GOOD, "2.1.337"],
     }
     with registry.serving(), pytest.MonkeyPatch.context() as patch:
         patch.chdir(project)

@@ -19,9 +19,9 @@ from tests.cli_starts import wrapped
 from tests.helpers import once_per_session
 
 #: The releases the scenario lists between --good and --bad, both included, in order.
-BETWEEN = ["2.1.197", "2.1.250", "2.1.331", "2.1.332", "2.1.333", "2.1.334", "2.1.335"]
+BETWEEN = ["2.1.197", "2.1.250", "2.1.332", "2.1.337", "2.1.338", "2.1.339", "2.1.340"]
 #: The replays the binary search makes: the ends, then the middle of what is left.
-SEARCHED = [GOOD, BAD, "2.1.332", FIRST_CHANGE]
+SEARCHED = [GOOD, BAD, "2.1.337", FIRST_CHANGE]
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def bisected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The scenario's folder, built once per session from the really installed releases
     (behind tests/cli_starts.py's counting wrapper)."""
     reals = {}
-    for version in ("2.1.197", "2.1.331", "2.1.332"):
+    for version in ("2.1.197", "2.1.332", "2.1.337"):
         binary = cached_claude(version)
         if not binary.exists():
             pytest.fail(
@@ -41,9 +41,9 @@ def bisected(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_atom_bisect_names_the_first_release_that_changes_the_replay(bisected: Path) -> None:
-    """The answer is 2.1.333 (not the bad end, not the first step), 2.1.332 the release
+    """The answer is 2.1.338 (not the bad end, not the first step), 2.1.337 the release
     before it; the outcome's change and the first differing tool call are named, with the
-    cause the replay found (the recording calls Bash, which 2.1.333 does not offer)."""
+    cause the replay found (the recording calls Bash, which 2.1.338 does not offer)."""
     code, out, err = ran(bisected, "first")
     assert code == 0, out + err
     lines = out.splitlines()
@@ -52,14 +52,14 @@ def test_atom_bisect_names_the_first_release_that_changes_the_replay(bisected: P
     assert progress == [
         [GOOD, "good", "create-file:"],
         [BAD, "changed", "create-file:"],
-        ["2.1.332", "same", "create-file:"],
+        ["2.1.337", "same", "create-file:"],
         [FIRST_CHANGE, "changed", "create-file:"],
     ], out
     assert f"  {GOOD}    good     create-file: passed (Bash, Bash)" in lines, out
     assert f"  {FIRST_CHANGE}    changed  create-file: error (no tool calls)" in lines, out
     assert (
         f"First release that changes create_file.atom.yaml: Claude Code {FIRST_CHANGE} "
-        f"(2.1.332 replays it as {GOOD} does)." in lines
+        f"(2.1.337 replays it as {GOOD} does)." in lines
     ), out
     outcome = next(line for line in lines if line.startswith("  create-file: passed → error: "))
     assert "replay diverged" in outcome, outcome
@@ -70,14 +70,14 @@ def test_atom_bisect_names_the_first_release_that_changes_the_replay(bisected: P
     assert (
         "  create-file: tool call 1 was Bash, is nothing (before: Bash, Bash; after: none)" in lines
     ), out
-    assert lines[-1] == "4 replays of 7 releases (at most 5); installed: 2.1.333.", out
+    assert lines[-1] == "4 replays of 7 releases (at most 5); installed: 2.1.338.", out
 
 
 @pytest.mark.slow
 def test_atom_bisect_installs_only_the_release_it_needs_and_reuses_installed_ones(
     bisected: Path,
 ) -> None:
-    """Of the replayed releases only 2.1.333 was missing: npm fetched its tarball from the
+    """Of the replayed releases only 2.1.338 was missing: npm fetched its tarball from the
     registry, once, into the per-user cache, as `atom setup --version` installs; the second
     bisection found it there. The releases the search skipped were never fetched."""
     _, out, _ = ran(bisected, "first")
@@ -112,7 +112,7 @@ def test_atom_bisect_json_gives_the_releases_the_replays_and_the_change(bisected
         ["Bash", "Bash"],
     )
     assert Path(good["run_dir"]).is_dir()
-    assert (found["first_change"], found["last_same"]) == (FIRST_CHANGE, "2.1.332")
+    assert (found["first_change"], found["last_same"]) == (FIRST_CHANGE, "2.1.337")
     (change,) = found["changes"]
     assert change["outcome"] == ["passed", "error"] and change["first_call_difference"] == 0
     assert change["tool_calls"] == [["Bash", "Bash"], []]
@@ -124,11 +124,11 @@ def test_atom_bisect_json_gives_the_releases_the_replays_and_the_change(bisected
 
 @pytest.mark.slow
 def test_atom_bisect_says_so_when_the_bad_release_replays_as_the_good_one(bisected: Path) -> None:
-    """2.1.197 to 2.1.332, real releases that replay the cassette alike: two replays, no
+    """2.1.197 to 2.1.337, real releases that replay the cassette alike: two replays, no
     release named, exit status 1."""
     code, out, err = ran(bisected, "unchanged")
     assert code == 1, out + err
     assert out.splitlines()[-2:] == [
-        f"No release changes create_file.atom.yaml: 2.1.332 replays it as {GOOD} does.",
+        f"No release changes create_file.atom.yaml: 2.1.337 replays it as {GOOD} does.",
         "2 replays of 4 releases (at most 4); installed: none.",
     ]

@@ -98,7 +98,7 @@ EXPECTED = {
             '{"result":"filed T-1: test_parse_dates is flaky"}',
             "$ rm -rf logs",
             "(error) [refused by a hook]:",
-            "PreToolUse:Bash hook error: [bwrap",
+            "PreToolUse:Bash hook error: [<HOOK_SANDBOX> /bin/sh -c",
             "]: rm -rf is not allowed here",
             'verdict: {"score": 0.9, "decision": "proceed"',
         ],

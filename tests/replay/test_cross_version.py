@@ -71,7 +71,7 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(old_refreshe
 
 
 #: The release before the pin: the other end of an ordinary upgrade.
-PREVIOUS_CLI = "2.1.331"
+PREVIOUS_CLI = "2.1.332"
 #: Every shipped spec and how its replay ends, whichever Claude Code replays it.
 SHIPPED = {
     "specs/configured.atom.yaml::configured": "passed",
@@ -92,7 +92,7 @@ SHIPPED = {
     "examples/calibration/specs/summary.atom.yaml::summary-for-a-manager": "passed",
 }
 #: The shipped spec whose replay meets what differs between releases: a skill, a hook, an
-#: MCP server (2.1.331 and 2.1.332 speak its 2026-07-28 protocol, 2.1.197 the `initialize`
+#: MCP server (2.1.332 and 2.1.337 speak its 2026-07-28 protocol, 2.1.197 the `initialize`
 #: era before it) and its tool deferred behind ToolSearch (reworded by 2.1.332).
 CONFIGURED = "specs/configured.atom.yaml::configured"
 

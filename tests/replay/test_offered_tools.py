@@ -24,7 +24,7 @@ from pytest_atom.replay.matching import offered_tools
 from tests.cassette_helpers import post, recorded, replayer, serve, turn_body
 from tests.cli_starts import wrapped
 
-#: How 2.1.331 and 2.1.332 list deferred tools, in a `role: system` message.
+#: How 2.1.331 to 2.1.337 list deferred tools, in a `role: system` message.
 DEFERRED = (
     "You are powered by the model named Opus 5.5.\n\nThe following deferred tools are now "
     "available via ToolSearch. Their schemas are NOT loaded — calling them directly will fail "
@@ -120,7 +120,7 @@ turns:
       EXIT_LOOP_NOW
 """
 #: The release before the pin: the pair a user upgrades between.
-PREVIOUS_CLI = "2.1.331"
+PREVIOUS_CLI = "2.1.332"
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from pathlib import Path
 from pytest_atom.errors import ClaudeNotFoundError
 from pytest_atom.paths import npm_install_command, user_cache
 
-CLAUDE_CODE_VERSION = "2.1.332"
+CLAUDE_CODE_VERSION = "2.1.337"
 NPM_PACKAGE = "@anthropic-ai/claude-code"
 #: The Node.js major version the pinned CLI's package asks for (`npm view
 #: @anthropic-ai/claude-code@2.1.330 engines`: node >=22.0.0). npm only warns (EBADENGINE)
