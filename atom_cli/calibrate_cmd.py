@@ -19,7 +19,7 @@ from atom_cli.common import (
     split_target,
 )
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
-from pytest_atom.calibration.measure import calibrate_spec, staleness
+from pytest_atom.calibration.calibrate import calibrate_spec, staleness
 from pytest_atom.calibration.report import as_json, text_lines
 from pytest_atom.calibration.samples import load_samples, samples_dir
 from pytest_atom.errors import CalibrationError, HarnessError

@@ -24,7 +24,7 @@ from pytest_atom.audit.walk import unsandboxed_lines
 from pytest_atom.errors import ClaudeNotFoundError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.run.harness import host_harness
-from pytest_atom.run.validation import Validation, validate_files
+from pytest_atom.run.oracle import Validation, validate_files
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import spec_files
 from pytest_atom.words import plural

@@ -10,7 +10,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.errors import ConfigError, ScriptError, SpecError, YamlDocError
-from pytest_atom.evalsuite.cases import load_case
+from pytest_atom.evalsuite.suites import load_case
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.run.own_files import _spec_values
 from pytest_atom.settings.config import load_config

@@ -2,7 +2,7 @@
 
 `samples` (a labelled sample's format and schema), `taking` (one taken from a run: `atom
 label`), `judging` (the reflector on every sample through a run's gateway and cassette),
-`agreement` (Cohen's κ, its interval, McNemar's test), `measure` (verdicts to figures,
+`agreement` (Cohen's κ, its interval, McNemar's test), `calibrate` (verdicts to figures,
 staleness, arms compared), `variants` (the judge variants of ``arms.yaml``) and `report` (the
 results as text and JSON). What they store, calibration.json, is the judge's
 (`pytest_atom.judge.calibration`): a run's gate reads it without loading this package.
@@ -29,8 +29,8 @@ _EXPORTS = {
     "JudgeIdentity": "pytest_atom.judge.calibration",
     "Label": "samples",
     "Sample": "samples",
-    "SpecCalibration": "measure",
-    "calibrate_spec": "measure",
+    "SpecCalibration": "calibrate",
+    "calibrate_spec": "calibrate",
     "kappa": "agreement",
     "load_calibration": "pytest_atom.judge.calibration",
     "load_samples": "samples",
@@ -51,6 +51,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.calibration.agreement import Agreement, kappa
-    from pytest_atom.calibration.measure import SpecCalibration, calibrate_spec
+    from pytest_atom.calibration.calibrate import SpecCalibration, calibrate_spec
     from pytest_atom.calibration.samples import Label, Sample, load_samples, write_sample
     from pytest_atom.judge.calibration import CriterionCalibration, JudgeIdentity, load_calibration

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_atom.calibration.measure import ALPHA, ArmComparison, SpecCalibration
+from pytest_atom.calibration.calibrate import ALPHA, ArmComparison, SpecCalibration
 from pytest_atom.calibration.variants import CURRENT
 from pytest_atom.judge.calibration import CriterionCalibration, base_name, to_json
 from pytest_atom.paths import display_path

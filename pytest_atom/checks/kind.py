@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pytest_atom.errors import SpecError
+from pytest_atom.spec.confinement import inside_folder, spec_side
 from pytest_atom.spec.document import Document
-from pytest_atom.spec.paths import inside_folder, spec_side
 from pytest_atom.spec.types import Check, Loc
 from pytest_atom.spec.validation import label, regex
 

@@ -17,8 +17,8 @@ from typing import Any
 from pytest_atom.datasets.cases import Case, Origin, duplicate_ids, make_case
 from pytest_atom.datasets.readers import read_cases
 from pytest_atom.datasets.render import TEMPLATED, Templates
+from pytest_atom.spec.confinement import spec_side
 from pytest_atom.spec.document import Document
-from pytest_atom.spec.paths import spec_side
 from pytest_atom.spec.types import Loc
 from pytest_atom.spec.validation import Schema
 

@@ -1,6 +1,6 @@
 """The grader kinds of `claude plugin eval` that the spec format has no check for.
 
-`pytest_atom.evalsuite.cases` maps a case's graders onto checks: ``tool_used`` and plain
+`pytest_atom.evalsuite.suites` maps a case's graders onto checks: ``tool_used`` and plain
 ``tool_order`` onto the trajectory checks; a regex (over the last message, the trace, the
 files the agent wrote or one file), a ``file_exists`` glob and a ``tool_order`` whose ends
 match a call's input onto the kinds below, which it registers for its specs. Each reads
@@ -18,7 +18,7 @@ from typing import Any
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.trajectory import Trajectory
 from pytest_atom.diffs import agent_files as agent_entries
-from pytest_atom.evalsuite.schema import js_regex
+from pytest_atom.evalsuite.case_schema import js_regex
 from pytest_atom.files import shown_text
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.results.check_result import CheckResult

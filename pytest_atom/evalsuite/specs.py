@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from pytest_atom.errors import SpecError
-from pytest_atom.evalsuite.cases import ATOM_DIR, WITH, WITHOUT, EvalCase, Grader
+from pytest_atom.evalsuite.suites import ATOM_DIR, WITH, WITHOUT, EvalCase, Grader
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import parse_specs
 

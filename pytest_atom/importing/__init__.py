@@ -1,7 +1,7 @@
 """`atom import`: a finished Claude Code session (its transcript or stream-json log) as a spec.
 
-`read_session` reads either record into one `Session` (`session` reads stream-json,
-`transcript` the CLI's own transcript format; neither imports the other), and `writer` writes
+`read_session` reads either record into one `Session` (`stream_json` reads stream-json,
+`cli_transcript` the CLI's own transcript format; neither imports the other), and `writer` writes
 the spec, its script and the session's tool results, which the ``tool_results`` check
 (`pytest_atom.checks.kinds.tool_results`) compares a run with.
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_atom.errors import SessionError
-from pytest_atom.importing.session import Session, decode_lines, read_stream_json, sniff
-from pytest_atom.importing.transcript import read_transcript
+from pytest_atom.importing.cli_transcript import read_transcript
+from pytest_atom.importing.stream_json import Session, decode_lines, read_stream_json, sniff
 from pytest_atom.importing.writer import Imported, write_spec
 
 __all__ = ["Imported", "Session", "SessionError", "read_session", "write_spec"]

@@ -31,10 +31,10 @@ import yaml
 from pytest_atom.checks.kinds.tool_results import WRITE_TOOLS, normal_result
 from pytest_atom.errors import SessionError
 from pytest_atom.importing.own_runs import not_the_agent, own_run, refusal
-from pytest_atom.importing.session import Session, SessionCall
+from pytest_atom.importing.stream_json import Session, SessionCall
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.replay.transcript import tool_label
-from pytest_atom.spec.paths import project_root
+from pytest_atom.spec.confinement import project_root
 from pytest_atom.words import plural
 
 __all__ = ["EXIT_SIGNAL", "TEST_COMMAND", "Imported", "write_spec"]

@@ -118,13 +118,13 @@ class SpecFile(pytest.File):
 
 
 class EvalCaseFile(SpecFile):
-    """A `claude plugin eval` case (pytest_atom.evalsuite.cases): its arms as specs, run `runs`
+    """A `claude plugin eval` case (pytest_atom.evalsuite.suites): its arms as specs, run `runs`
     times unless ``--atom-repeat`` says otherwise."""
 
     def load(self) -> list[Spec]:
-        from pytest_atom.evalsuite.cases import load_case
         from pytest_atom.evalsuite.graders import register_checks
         from pytest_atom.evalsuite.specs import case_specs
+        from pytest_atom.evalsuite.suites import load_case
 
         self.case = load_case(self.path)
         register_checks(self.registry)

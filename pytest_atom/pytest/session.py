@@ -264,7 +264,7 @@ class AtomSession:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
-            from pytest_atom.evalsuite.cases import is_case_file
+            from pytest_atom.evalsuite.suites import is_case_file
 
             if is_case_file(file_path):
                 return EvalCaseFile.from_parent(

@@ -51,7 +51,7 @@ from pytest_atom.replay.staleness import (
 from pytest_atom.results.record import UpstreamFault
 from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
 from pytest_atom.settings.options import RunSettings
-from pytest_atom.spec.paths import outside_message, outside_project
+from pytest_atom.spec.confinement import outside_message, outside_project
 from pytest_atom.spec.types import Spec
 
 DEFAULT_UPSTREAM = "https://api.anthropic.com"

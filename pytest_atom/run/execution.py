@@ -63,8 +63,8 @@ from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
 from pytest_atom.settings.modes import SetupCacheMode
 from pytest_atom.setup_cache.entries import cache_root
+from pytest_atom.spec.confinement import project_root
 from pytest_atom.spec.env import expand_env
-from pytest_atom.spec.paths import project_root
 from pytest_atom.spec.types import Spec
 
 

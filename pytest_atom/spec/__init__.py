@@ -2,7 +2,7 @@
 cannot state.
 
 `types` holds the values (`Spec`, `Check`, ...); `document` reads the YAML keeping every node's
-line; `validation` turns schema errors into messages at the node; `paths`, `claude` and `env`
+line; `validation` turns schema errors into messages at the node; `confinement`, `claude` and `env`
 check what a schema cannot (paths stay inside the project, the ``claude:`` files exist,
 ``env:`` expands); `arms` and `workspaces` are the spec's variants and the folders no run
 collects. The JSON schema is `spec_schema.json`. Loading a file into these values is

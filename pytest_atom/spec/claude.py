@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.paths import display_path
+from pytest_atom.spec.confinement import outside_project, project_root
 from pytest_atom.spec.document import Document, show_value
-from pytest_atom.spec.paths import outside_project, project_root
 from pytest_atom.spec.types import (
     BARE_TOOLS,
     DEFS,

@@ -21,9 +21,9 @@ from pytest_atom.spec.claude import (
     reflector_options,
     sandbox_options,
 )
+from pytest_atom.spec.confinement import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.document import Document
 from pytest_atom.spec.env import reserved_env
-from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.types import (
     BARE_TOOLS,
     AgentChoice,

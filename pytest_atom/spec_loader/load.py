@@ -78,7 +78,7 @@ def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = (
 def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> list[Spec]:
     """Every spec of `text`, read as if it were the spec file `file` (an absolute path, the
     base of its relative paths): `load_specs` without the reading, for specs another format
-    is translated into (`pytest_atom.evalsuite.cases`)."""
+    is translated into (`pytest_atom.evalsuite.suites`)."""
     if isinstance(check_kinds, str):
         raise TypeError("check_kinds must be a collection of kind names, not one string")
     schema = schema_with(check_schemas(check_kinds))

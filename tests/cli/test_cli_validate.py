@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 from atom_cli.validate_cmd import validate
 from pytest_atom.errors import SpecError
 from pytest_atom.replay.staleness import workspace_config
-from pytest_atom.run.validation import cassette_notes
+from pytest_atom.run.oracle import cassette_notes
 from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import write
 

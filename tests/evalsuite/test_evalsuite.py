@@ -17,15 +17,15 @@ from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_d
 from pytest_atom.checks.builtin import default_registry
 from pytest_atom.checks.trajectory import Call, Trajectory
 from pytest_atom.errors import SpecError
-from pytest_atom.evalsuite.cases import WITH, WITHOUT, is_case_file, load_case
+from pytest_atom.evalsuite.case_schema import js_regex
 from pytest_atom.evalsuite.graders import (
     agent_files,
     eval_file_exists,
     eval_regex,
     register_checks,
 )
-from pytest_atom.evalsuite.schema import js_regex
 from pytest_atom.evalsuite.specs import case_specs
+from pytest_atom.evalsuite.suites import WITH, WITHOUT, is_case_file, load_case
 from pytest_atom.spec.types import Check
 from tests.helpers import REPO, kinds, once_per_session, write
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from pytest_atom.errors import SpecError
-from pytest_atom.evalsuite.cases import load_case
 from pytest_atom.evalsuite.specs import case_specs
+from pytest_atom.evalsuite.suites import load_case
 from pytest_atom.judge.reflector import combine_votes
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.reports.html import render_html, report_row, spec_view

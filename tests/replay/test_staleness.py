@@ -27,7 +27,7 @@ from pytest_atom.replay.staleness import (
     script_hash,
     staleness,
 )
-from pytest_atom.run.validation import cassette_notes
+from pytest_atom.run.oracle import cassette_notes
 from pytest_atom.settings.modes import RecordMode
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec

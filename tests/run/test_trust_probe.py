@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_atom.run.oracle import run_oracle
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.run.validation import run_oracle
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash, once_per_session

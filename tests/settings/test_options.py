@@ -171,7 +171,7 @@ def test_pytest_takes_command_line_paths_from_the_invocation_folder(
 def test_the_ini_file_names_are_pytests_own() -> None:
     """The one list that decides a project's root, in pytest's order of preference."""
     from pytest_atom.settings import project
-    from pytest_atom.spec import paths as spec_paths
+    from pytest_atom.spec import confinement as spec_paths
 
     assert INI_NAMES[:5] == (
         "pytest.toml",
@@ -187,7 +187,7 @@ def test_a_subfolder_with_a_pytest_toml_is_a_project_root(tmp_path: Path) -> Non
     """A spec's project root and pytest's rootdir now agree on `pytest.toml` (the spec
     loader's list used to lack it, so a workspace could reach outside such a project)."""
     from pytest_atom.settings.project import pytest_rootdir
-    from pytest_atom.spec.paths import project_root
+    from pytest_atom.spec.confinement import project_root
 
     (tmp_path / "setup.cfg").write_text("[metadata]\n")
     (tmp_path / "app" / "specs").mkdir(parents=True)

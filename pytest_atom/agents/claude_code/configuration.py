@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from pytest_atom import digest
 from pytest_atom.files import CACHE_DIRS, copy_ignore, copy_regular, copy_tree
-from pytest_atom.spec.paths import project_root
+from pytest_atom.spec.confinement import project_root
 from pytest_atom.spec.types import ClaudeOptions
 
 MCP_CONFIG_FILE = "claude-mcp.json"
@@ -53,7 +53,7 @@ class McpTape(Protocol):
 Wrap = Callable[[list[str]], list[str]]
 PLUGINS_DIR = "claude-plugins"
 #: What a plugin folder may hold that is pytest-atom's, not the plugin's: an eval suite's
-#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite.cases).
+#: `.atom/` (scripts and cassettes, see pytest_atom.evalsuite.suites).
 NOT_THE_PLUGINS = (*CACHE_DIRS, ".atom")
 
 

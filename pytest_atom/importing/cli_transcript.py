@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom import events
-from pytest_atom.importing.session import (
+from pytest_atom.importing.stream_json import (
     Session,
     SessionCall,
     SessionTurn,

@@ -1,7 +1,7 @@
 """A finished Claude Code session as `atom import` reads it, from either of the CLI's two records.
 
 A session reaches `atom import` as the CLI's own transcript (``projects/<cwd slug>/<id>.jsonl``,
-read by `pytest_atom.importing.transcript`) or as the ``--output-format stream-json`` log of one
+read by `pytest_atom.importing.cli_transcript`) or as the ``--output-format stream-json`` log of one
 or more ``claude -p`` calls, read here through the project's one stream parser
 (`pytest_atom.events`). Both become one `Session`: the first prompt, the main agent's
 turns with their tool calls and the results the session saw, and where it ran.

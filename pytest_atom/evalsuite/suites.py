@@ -31,7 +31,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.errors import SpecError, YamlDocError
-from pytest_atom.evalsuite.schema import GRADER_KINDS, validate_case
+from pytest_atom.evalsuite.case_schema import GRADER_KINDS, validate_case
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
