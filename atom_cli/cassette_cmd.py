@@ -289,7 +289,8 @@ def refresh(specs: tuple[Path, ...]) -> None:
     recorded answers; then the cassette's requests and metadata are rewritten to what this
     CLI sent, atomically, so `--atom-match=strict` passes with it. No request leaves the
     machine. Where the conversation itself diverges, the cassette is left as it was and
-    the divergence is reported: that needs a re-recording, not a refresh.
+    the divergence is reported: that needs a re-recording, not a refresh. A scripted spec
+    without a cassette has nothing to refresh (its script answers) and is passed over.
 
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
@@ -301,6 +302,9 @@ def refresh(specs: tuple[Path, ...]) -> None:
     found = collect_specs(files, harness.registry())
     refused = 0
     for spec in found:
+        if spec.script is not None and not cassette_path(spec).is_file():
+            click.echo(f"{spec.name}: nothing to refresh: its script answers every turn")
+            continue
         try:
             result = harness.run(spec)
         except HARNESS_ERRORS as exc:

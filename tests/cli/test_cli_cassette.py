@@ -639,3 +639,21 @@ def test_show_of_a_spec_names_what_is_missing(tmp_path: Path) -> None:
     assert missing.exit_code == 1
     assert "spec 'new' has no cassette (expected " in missing.output
     assert "cassettes/new/new.yaml); record it with: pytest --atom " in missing.output
+
+
+def test_refresh_passes_over_a_scripted_spec_without_a_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scripted spec's turns come from its script: with no cassette there is nothing to
+    refresh, so a refresh over a folder holding one says so and goes on, exit 0, and writes
+    nothing (it used to stop the whole refresh asking for a recording)."""
+    project = tmp_path / "calibration"
+    shutil.copytree(Path(__file__).parents[2] / "examples" / "calibration", project)
+    before = sorted(p.relative_to(project) for p in project.rglob("*"))
+    monkeypatch.chdir(project)
+    result = run("refresh", "specs")
+    assert result.exit_code == 0, result.output
+    assert "summary-for-a-manager: nothing to refresh: its script answers every turn" in (
+        result.output
+    )
+    assert sorted(p.relative_to(project) for p in project.rglob("*")) == before
