@@ -513,6 +513,22 @@ class RunSettings:
         ),
     )
 
+    #: The OTLP/HTTP collector each session is sent to as one trace (`reports.otel`).
+    otel: str | None = setting(
+        None,
+        Option(
+            "text",
+            "send the session to this OpenTelemetry collector (OTLP/HTTP, such as "
+            "http://localhost:4318) as one trace: spec, attempt, each Claude Code session, "
+            "model call and tool call, with the GenAI conventions' tokens and the cost; secrets "
+            "scrubbed (pip install 'pytest-atom[otel]').",
+            default="none",
+            parser=p.otlp_traces,
+            metavar="URL",
+            outcome=False,
+        ),
+    )
+
     #: Where every session's run is recorded (`pytest_atom.history`): a URL or a path,
     #: relative ones the project root's; "none" records nothing.
     history: str = setting(
