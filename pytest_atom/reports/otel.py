@@ -36,6 +36,7 @@ of their own: each sends its own trace.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -119,7 +120,14 @@ def _step(clock: _Clock, step: str, attempts: list[Attempt]) -> Span:
     start = clock.now
     children = [_attempt(clock, attempt, step) for attempt in attempts]
     failed = not attempts or attempts[-1].decision != "proceed"
-    return _span(f"step {step}", start, clock.now, {"atom.step": step}, failed and "failed", children)
+    return _span(
+        f"step {step}",
+        start,
+        clock.now,
+        {"atom.step": step},
+        "failed" if failed else None,
+        children,
+    )
 
 
 def _attempt(clock: _Clock, attempt: Attempt, step: str | None) -> Span:
@@ -251,7 +259,7 @@ def _span(
     start: float,
     end: float,
     attributes: Mapping[str, Any],
-    error: str | None | bool,
+    error: str | None,
     children: list[Span],
 ) -> Span:
     """A span as data, its attributes without the values it has none of (None)."""
@@ -357,10 +365,13 @@ def export(root: Span, url: str) -> int:
     try:
         sent = exporter.export(spans)
     finally:
-        exporter.shutdown()
+        exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it untyped
         provider.shutdown()
     if sent is not SpanExportResult.SUCCESS:
-        raise ExportFailed(f"the collector at {url} did not take the session's trace")
+        raise ExportFailed(
+            f"the OpenTelemetry collector at {url} did not take the session's trace "
+            "(it refused it, or could not be reached)"
+        )
     return len(spans)
 
 
@@ -390,7 +401,10 @@ class OtelExport(ReportFormat[Span]):
         url = end.settings.otel
         if url is None:
             return []
-        export(session_spans(end, end.views.get(self.name, {})), url)
+        try:
+            export(session_spans(end, end.views.get(self.name, {})), url)
+        except ExportFailed as failed:  # a telemetry collector down fails no test run
+            print(f"\npytest-atom: {failed}", file=sys.stderr)
         return []
 
 

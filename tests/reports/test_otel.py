@@ -35,7 +35,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from pytest_atom.settings.options import BY_NAME
+from pytest_atom.reports.format import SessionEnd
+from pytest_atom.reports.otel import OTEL
+from pytest_atom.results.thresholds import RepeatGates
+from pytest_atom.settings.options import BY_NAME, RunSettings
 from pytest_atom.settings.parsers import OTEL_MODULES
 from tests.helpers import REPO, bash
 
@@ -58,6 +61,8 @@ class Receiver:
     """An OTLP/HTTP collector's traces endpoint: every request it took, decoded."""
 
     url: str
+    #: The HTTP status it answers with.
+    status: int = 200
     paths: list[str] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
 
@@ -83,7 +88,7 @@ def receiver() -> Iterator[Receiver]:
             taken.paths.append(self.path)
             taken.bodies.append(body)
             answer = ExportTraceServiceResponse().SerializeToString()
-            self.send_response(200)
+            self.send_response(taken.status)
             self.send_header("Content-Type", "application/x-protobuf")
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
@@ -210,9 +215,10 @@ def test_a_session_under_xdist_is_one_trace_of_specs_attempts_sessions_and_calls
     cached = usage.get("cache_read_input_tokens", 0) + usage.get("cache_creation_input_tokens", 0)
     assert agent["gen_ai.usage.input_tokens"] == usage["input_tokens"] + cached
     assert agent["gen_ai.usage.output_tokens"] == usage["output_tokens"]
-    assert agent["gen_ai.request.model"] == _attributes(_children(spans, executor)[0])[
-        "gen_ai.request.model"
-    ]
+    assert (
+        agent["gen_ai.request.model"]
+        == _attributes(_children(spans, executor)[0])["gen_ai.request.model"]
+    )
 
     calls = _children(spans, executor)
     # The script's three answers, its two Bash calls between them.
@@ -277,3 +283,23 @@ def test_a_session_without_the_option_loads_no_opentelemetry_sdk(tmp_path: Path)
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert done.stdout.strip() == "[]"
+
+
+def _end(url: str, views: dict[str, Any] | None = None) -> SessionEnd:
+    settings = RunSettings(otel=BY_NAME["otel"].parse(url))
+    return SessionEnd(settings, Path.cwd(), [], views or {}, {}, RepeatGates(None, None))
+
+
+def test_a_session_that_ran_no_spec_is_a_root_span_alone(receiver: Receiver) -> None:
+    assert OTEL.finish(_end(receiver.url)) == []
+    (root,) = receiver.spans()
+    assert root.name == "pytest-atom session" and _attributes(root)["atom.specs"] == 0
+
+
+def test_a_collector_that_refuses_the_trace_is_a_line_not_a_failed_run(
+    receiver: Receiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receiver.status = 400  # not retried: the exporter gives up at once
+    assert OTEL.finish(_end(receiver.url)) == []
+    assert receiver.paths == ["/v1/traces"]
+    assert f"collector at {receiver.url}/v1/traces did not take" in capsys.readouterr().err
