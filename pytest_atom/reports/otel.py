@@ -172,7 +172,9 @@ def _session(clock: _Clock, role: str, number: int, record: IterationRecord) -> 
         "atom.cost_usd": record.paid_cost_usd,
         "atom.agent_version": record.cli_version,
     }
-    error = record.failure(TEXT_LIMIT) if record.is_error else None
+    # Whole: cut only once scrubbed (`_clipped`), so no cut splits a secret.
+    said = (record.output or record.stderr).strip() or f"exit code {record.returncode}"
+    error = said if record.is_error else None
     calls = list(_calls(record))
     slice_ = (end - start) / len(calls) if calls else 0.0
     children = [
@@ -293,9 +295,8 @@ def session_spans(end: SessionEnd, runs: Mapping[str, Mapping[str, Any]]) -> Spa
     children = []
     for nodeid, run in runs.items():
         spec: Span = run["spans"]
-        offset = run["ended"] - spec["end"]
-        spec["attributes"]["atom.node_id"] = nodeid
-        children.append(_shifted(spec, offset))
+        named = {**spec, "attributes": {**spec["attributes"], "atom.node_id": nodeid}}
+        children.append(_shifted(named, run["ended"] - spec["end"]))
     outcomes: dict[str, int] = {}
     for row in end.rows:
         outcomes[row.outcome.label] = outcomes.get(row.outcome.label, 0) + 1
