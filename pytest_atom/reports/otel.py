@@ -39,6 +39,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.cost.billing import Tokens
@@ -338,14 +339,13 @@ def export(root: Span, url: str) -> int:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from pytest_atom import __version__
-
+    version = metadata.version("pytest-atom")
     memory = InMemorySpanExporter()
     provider = TracerProvider(
-        resource=Resource.create({"service.name": SERVICE, "service.version": __version__})
+        resource=Resource.create({"service.name": SERVICE, "service.version": version})
     )
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("pytest_atom", __version__)
+    tracer = provider.get_tracer("pytest_atom", version)
 
     def emit(span: Span, parent: Any) -> None:
         made = tracer.start_span(
