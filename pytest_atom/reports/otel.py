@@ -48,7 +48,7 @@ from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
 from pytest_atom.results.record import IterationRecord, Recalled
-from pytest_atom.results.spec_result import Attempt, SpecResult
+from pytest_atom.results.spec_result import Attempt, SpecResult, StepResult
 from pytest_atom.words import Scrubbed, clip
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def spec_spans(result: SpecResult, *, repeat: int | None = None) -> Span:
     children = [_session(clock, "planner", 1, p.record) for p in result.plans if p.record]
     children += [_recalled(clock, p.recalled) for p in result.plans if p.recalled]
     if result.steps:
-        children += [_step(clock, step.id, step.attempts) for step in result.all_steps]
+        children += [_step(clock, step) for step in result.all_steps]
     else:
         children += [_attempt(clock, attempt, None) for attempt in result.attempts]
     spec = result.spec
@@ -99,7 +99,7 @@ def spec_spans(result: SpecResult, *, repeat: int | None = None) -> Span:
         0.0,
         max(result.duration, clock.now),
         attributes,
-        None if result.passed else result.reason or result.outcome.label,
+        None if result.outcome.ok else result.reason or result.outcome.label,
         children,
     )
     scrubbed: Span = Scrubber().scrub_obj([tree, *(r.stdout for r in result.records)])[0]
@@ -117,16 +117,15 @@ class _Clock:
         return start, self.now
 
 
-def _step(clock: _Clock, step: str, attempts: list[Attempt]) -> Span:
+def _step(clock: _Clock, step: StepResult) -> Span:
     start = clock.now
-    children = [_attempt(clock, attempt, step) for attempt in attempts]
-    failed = not attempts or attempts[-1].decision != "proceed"
+    children = [_attempt(clock, attempt, step.id) for attempt in step.attempts]
     return _span(
-        f"step {step}",
+        f"step {step.id}",
         start,
         clock.now,
-        {"atom.step": step},
-        "failed" if failed else None,
+        {"atom.step": step.id, "atom.step.runs": step.runs},
+        None if step.passed else "the step did not pass",
         children,
     )
 
@@ -213,7 +212,7 @@ def _calls(record: IterationRecord) -> Iterator[tuple[str, dict[str, Any], str |
             # names the model that gave it.
             model = record.model or event.model
             yield (
-                f"chat {model}",
+                f"chat {model}" if model else "chat",
                 {
                     "gen_ai.operation.name": "chat",
                     "gen_ai.provider.name": PROVIDER,

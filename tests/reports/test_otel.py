@@ -36,11 +36,12 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from pytest_atom.reports.format import SessionEnd
-from pytest_atom.reports.otel import OTEL
+from pytest_atom.reports.otel import OTEL, spec_spans
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.settings.options import BY_NAME, RunSettings
 from pytest_atom.settings.parsers import OTEL_MODULES
 from tests.helpers import REPO, bash
+from tests.html_helpers import assistant, result_for, tool_result
 
 NAME = "ATOM_T_OTEL_TOKEN"
 SECRET = "Otl9-Sekr1t-w3Q8z2Y6k4R1n7M5b0X"
@@ -303,3 +304,37 @@ def test_a_collector_that_refuses_the_trace_is_a_line_not_a_failed_run(
     assert OTEL.finish(_end(receiver.url)) == []
     assert receiver.paths == ["/v1/traces"]
     assert f"collector at {receiver.url}/v1/traces did not take" in capsys.readouterr().err
+
+
+def test_a_failed_tool_call_and_a_failed_check_are_errors_where_they_happened(
+    tmp_path: Path,
+) -> None:
+    """A run built from stream-json lines shaped like the CLI's: a subagent's answer, a Bash
+    call that failed, a failed check. A secret the call's input assigned is scrubbed from
+    every span, and a long result is clipped only after."""
+    key = "sk-ant-api03-" + "aB3dE5fG7h" * 9
+    long_output = "x" * 6000 + f"\nthe key: {key}"
+    result = result_for(
+        tmp_path,
+        assistant(
+            "m1",
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": f"K={key} ls"}},
+        ),
+        tool_result("t1", long_output, is_error=True),
+        assistant("m2", {"type": "text", "text": "Asking a helper."}, parent="a1"),
+        assistant("m3", {"type": "text", "text": "Done. EXIT_LOOP_NOW"}),
+        check_passed=False,
+    )
+    spec = spec_spans(result)
+    assert spec["error"] and spec["attributes"]["atom.outcome"] == "failed"
+    (attempt,) = spec["children"]
+    assert attempt["error"] == "file_exists hello.txt"
+    (session,) = attempt["children"]
+    names = [call["name"] for call in session["children"]]
+    assert names == ["chat", "execute_tool Bash", "chat", "chat"]
+    tool = session["children"][1]
+    assert tool["error"] is not None and "[... " in tool["error"]  # clipped
+    assert "[... " in tool["attributes"]["gen_ai.tool.call.result"]
+    assert session["children"][2]["attributes"]["atom.subagent"] == "a1"
+    assert key[:20] not in json.dumps(spec)
+    assert "<SECRET:" in tool["attributes"]["gen_ai.tool.call.arguments"]
