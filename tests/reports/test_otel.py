@@ -286,22 +286,41 @@ def test_a_session_without_the_option_loads_no_opentelemetry_sdk(tmp_path: Path)
     assert done.stdout.strip() == "[]"
 
 
+SPAN = {"name": "spec s", "start": 0.0, "end": 1.0, "attributes": {}, "error": None, "children": []}
+
+
 def _end(url: str, views: dict[str, Any] | None = None) -> SessionEnd:
     settings = RunSettings(otel=BY_NAME["otel"].parse(url))
     return SessionEnd(settings, Path.cwd(), [], views or {}, {}, RepeatGates(None, None))
 
 
-def test_a_session_that_ran_no_spec_is_a_root_span_alone(receiver: Receiver) -> None:
+def test_the_session_end_joins_each_run_under_one_root_at_its_own_time(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    result = result_for(tmp_path, assistant("m1", {"type": "text", "text": "EXIT_LOOP_NOW"}))
+    ended = 1_700_000_000.0
+    views = {"otel": {"specs/demo.atom.yaml::demo": {"ended": ended, "spans": spec_spans(result)}}}
+    assert OTEL.finish(_end(receiver.url, views)) == []
+    spans = receiver.spans()
+    (root,) = [s for s in spans if not s.parent_span_id]
+    (spec,) = _children(spans, root)
+    assert root.name == "pytest-atom session" and spec.name == "spec demo"
+    assert _attributes(spec)["atom.node_id"] == "specs/demo.atom.yaml::demo"
+    assert spec.end_time_unix_nano == root.end_time_unix_nano == round(ended * 1e9)
+    assert {s.trace_id for s in spans} == {root.trace_id}
+
+
+def test_a_session_whose_runs_carry_no_spans_sends_nothing(receiver: Receiver) -> None:
+    """`atom results combine`: a shard's results file carries no spans."""
     assert OTEL.finish(_end(receiver.url)) == []
-    (root,) = receiver.spans()
-    assert root.name == "pytest-atom session" and _attributes(root)["atom.specs"] == 0
+    assert receiver.bodies == []
 
 
 def test_a_collector_that_refuses_the_trace_is_a_line_not_a_failed_run(
     receiver: Receiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
     receiver.status = 400  # not retried: the exporter gives up at once
-    assert OTEL.finish(_end(receiver.url)) == []
+    assert OTEL.finish(_end(receiver.url, {"otel": {"n": {"ended": 1.0, "spans": SPAN}}})) == []
     assert receiver.paths == ["/v1/traces"]
     assert f"collector at {receiver.url}/v1/traces did not take" in capsys.readouterr().err
 
