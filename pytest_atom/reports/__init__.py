@@ -11,6 +11,7 @@ format finishes the session there.
 - `junit`: the JUnit properties of a spec's test case;
 - `json_trace`: the JSON trace file (`trace_schema.json`) and its transcripts;
 - `html`: the HTML report (`templates/`), one page per session.
+- `otel`: the session as one OpenTelemetry trace, sent to a collector (``--atom-otel``).
 
 No format imports another (pyproject.toml's independence contract). What they share lives
 in modules that are not formats: `phrases` (the words for a drift, a step, an environment

@@ -493,6 +493,23 @@ class RunSettings:
             command_line=False,
         ),
     )
+
+    #: The OTLP/HTTP collector each session is sent to as one trace (`reports.otel`).
+    otel: str | None = setting(
+        None,
+        Option(
+            "text",
+            "send the session to this OpenTelemetry collector (OTLP/HTTP, such as "
+            "http://localhost:4318) as one trace: spec, attempt, each Claude Code session, "
+            "model call and tool call, with the GenAI conventions' tokens and the cost; secrets "
+            "scrubbed (pip install 'pytest-atom[otel]').",
+            default="none",
+            parser=p.otlp_traces,
+            metavar="URL",
+            outcome=False,
+        ),
+    )
+
     history: str = setting(
         ".atom/history.db",
         Option(

@@ -8,12 +8,14 @@ new kind of value gets its parser here; a new setting only picks one in its row.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pytest_atom.extensions import builtin_names, declared
 
@@ -168,6 +170,33 @@ def history_store(value: Any) -> str:
             f".atom/history.db), postgresql://user@host/db{extra}, or none"
         )
     return "none" if given.lower() == "none" else given
+
+
+#: What ``--atom-otel`` needs beyond pytest-atom's own dependencies (the ``otel`` extra).
+OTEL_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
+
+
+def otlp_traces(value: Any) -> str:
+    """An OTLP/HTTP collector's traces URL: ``http(s)://host:port`` gets the standard
+    ``/v1/traces`` path, a URL with a path is used as given. Refused, with the install
+    command, where the ``otel`` extra is not installed: before any spec runs, not after."""
+    given = text(value)
+    parts = urlsplit(given)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("use an OTLP/HTTP collector's URL, such as http://localhost:4318")
+    missing = [name for name in OTEL_MODULES if not _importable(name)]
+    if missing:
+        raise ValueError(
+            f"sending traces needs {', '.join(missing)}: pip install 'pytest-atom[otel]'"
+        )
+    return given if parts.path.strip("/") else given.rstrip("/") + "/v1/traces"
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
 
 
 def path(value: Any) -> Path:

@@ -26,6 +26,7 @@ from pytest_atom.reports.format import ReportFormat, builtin_formats
 from pytest_atom.reports.html import HTML, spec_view
 from pytest_atom.reports.json_trace import JSON_TRACE
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
+from pytest_atom.reports.otel import spec_spans
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import TEXT, failure_report
 from pytest_atom.reports.trace import build_trace
@@ -72,7 +73,13 @@ def test_the_registry_lists_exactly_the_format_modules_each_with_one_format() ->
     registered = [type(f).__module__ for f in builtin_formats()]
     assert sorted(registered) == sorted(modules)  # each format module, and nothing else
     assert all(len(names) == 1 for names in modules.values()), modules
-    assert [f.name for f in builtin_formats()] == ["html", "json-trace", "junit-properties", "text"]
+    assert [f.name for f in builtin_formats()] == [
+        "html",
+        "json-trace",
+        "junit-properties",
+        "otel",
+        "text",
+    ]
 
 
 def test_the_independence_contract_keeps_exactly_the_registered_formats_apart() -> None:
@@ -111,6 +118,7 @@ def rendered_by_own_functions(result: SpecResult, repeat: int | None) -> dict[st
         "junit-properties": [*trace, *result_properties(result).items()],
         "json-trace": build_trace(result, repeat=repeat),
         "html": spec_view(result, repeat=repeat),
+        "otel": spec_spans(result, repeat=repeat),
     }
 
 
