@@ -16,6 +16,9 @@ out="${ATOM_OUT:?ATOM_OUT names the folder for the reports}"
 history="${ATOM_HISTORY:-.atom/history.db}"
 [[ "$history" == *://* || "$history" == none || "$history" == /* ]] || history="$PWD/$history"
 mkdir -p "$out"
+# The summary step appends summary.md to the job's page, with the artifact's link: pytest
+# writes it there alone, not a second time to $GITHUB_STEP_SUMMARY.
+unset GITHUB_STEP_SUMMARY
 
 exec python -m pytest --atom "${specs[@]}" \
     --atom-history "$history" \
