@@ -4,7 +4,7 @@
 #   ATOM_OUT      where the comment's body is written (comment.md)
 #   ATOM_HISTORY  the history store the run step recorded into
 #   ATOM_PR       the pull request's number; empty: the body is written and not posted
-#   GH_TOKEN      the token `gh pr comment` posts with
+#   GH_TOKEN      the token `gh pr comment` posts with (GH_REPO: the repository)
 set -euo pipefail
 
 out="${ATOM_OUT:?ATOM_OUT names the run step folder}"

@@ -12,7 +12,7 @@ if [[ -z "$package" ]]; then
 elif [[ "$package" =~ ^[0-9] ]]; then
     package="pytest-atom==$package"
 fi
-python -m pip install --quiet "$package"
+python -m pip install --quiet --disable-pip-version-check "$package"
 
 # bubblewrap and socat confine the agent and set-up on Linux (docs/install.md).
 if [[ "$(uname -s)" == Linux ]] && ! { command -v bwrap && command -v socat; } >/dev/null; then

@@ -42,6 +42,12 @@ def test_the_inputs_referenced_are_declared_and_each_declared_one_used() -> None
     assert used == set(ACTION["inputs"])
 
 
+def test_the_steps_referenced_exist() -> None:
+    text = (REPO / "action.yml").read_text(encoding="utf-8")
+    ids = {step["id"] for step in STEPS if "id" in step}
+    assert set(re.findall(r"steps\.([a-z-]+)\.", text)) <= ids
+
+
 def test_each_script_gets_the_variables_it_reads() -> None:
     for step in RUN_STEPS:
         script = _script(step).read_text(encoding="utf-8")
