@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,25 +56,6 @@ class Waits:
 @pytest.fixture
 def waits() -> Waits:
     return Waits()
-
-
-@pytest.fixture
-def faulty(claude_bin: Path, tmp_path: Path) -> Iterator[Any]:
-    """A CLI talking to an upstream that answers the first agent turns with `faults`, then
-    from `turns`; the CLI retries nothing itself (``CLAUDE_CODE_MAX_RETRIES=0``), so each
-    fault fails one call and the loop's retry is the one that follows."""
-    started: list[FaultyUpstream] = []
-
-    def start(turns: list[dict[str, Any]], faults: list[str]) -> tuple[FaultyUpstream, Any]:
-        upstream = FaultyUpstream(turns, faults).start()
-        started.append(upstream)
-        env = claude_env(upstream.url, tmp_path / "claude-config")
-        env["CLAUDE_CODE_MAX_RETRIES"] = "0"
-        return upstream, ClaudeRunner(env=env, claude_bin=claude_bin)
-
-    yield start
-    for upstream in started:
-        upstream.stop()
 
 
 def prompts(gateway: Any) -> list[str]:
@@ -216,25 +196,29 @@ def test_errors_are_retried_with_the_loop_backoff_then_reported(
 
 
 def test_transient_api_errors_are_retried_doubling_until_one_succeeds(
-    waits: Waits, faulty: Any, tmp_path: Path
+    waits: Waits, claude_bin: Path, tmp_path: Path
 ) -> None:
-    """A 500, an overload, a dropped connection and a 500 again, then an answer: the CLI
-    calls each transient ("usually temporary", "Connection dropped"), so the loop waits
-    5 s, doubling, with no limit on retries; a retried call is no iteration, and its
-    failed tries are kept on the one that succeeded."""
-    upstream, runner = faulty([{"text": "Done.\nEXIT_LOOP_NOW"}], ["500", "529", "reset", "500"])
-    rt = waits.runtime(runner, tmp_path)
-    result = rt.run("task")
+    """A 500, an overload, a dropped connection and a 500 again, then an answer. The CLI
+    retries nothing itself (``CLAUDE_CODE_MAX_RETRIES=0``), so each fault fails one call,
+    and calls each transient ("usually temporary", "Connection dropped"): the loop waits
+    5 s, doubling, with no limit on retries. A retried call is no iteration; its failed
+    tries are kept on the one that succeeded."""
+    faults = ["500", "529", "reset", "500"]
+    upstream = FaultyUpstream([{"text": "Done.\nEXIT_LOOP_NOW"}], faults).start()
+    env = claude_env(upstream.url, tmp_path / "claude-config")
+    env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    rt = waits.runtime(ClaudeRunner(env=env, claude_bin=claude_bin), tmp_path / "work")
+    try:
+        result = rt.run("task")
+    finally:
+        upstream.stop()
     assert (result["success"], result["iterations"]) == (True, 1)
     assert waits.slept == [5, 10, 20, 40]
     assert [m for m, _ in waits.messages] == [
         f"Network error - waiting {s}s (attempt {n})" for n, s in enumerate([5, 10, 20, 40], 1)
     ]
     assert [t for t in upstream.log if t.startswith("turn")] == [
-        "turn 500",
-        "turn 529",
-        "turn reset",
-        "turn 500",
+        *(f"turn {fault}" for fault in faults),
         "turn ok",
     ]
     [record] = rt.records
