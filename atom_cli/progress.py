@@ -219,7 +219,7 @@ class RunView:
                 say(f"[red]{shown(line)}[/]")
         for line, red in said.baseline or []:
             say(f"[{'red' if red else 'default'}]{shown(line)}[/]")
-        for line in (said.rates or []) + said.arms + said.cases:
+        for line in (said.rates or []) + said.arms + said.cases + said.triggers:
             say(shown(line))
         if self.as_json:
             traces = [build_trace(r, repeat=n) for r, n in self.results]

@@ -237,7 +237,9 @@ def exit_statuses_page() -> str:
         "`atom run` exits with the worst of its runs.",
         "",
         "Both front ends end a suite through one decision (`pytest_atom.suite.ending.decide`), "
-        "its gates in one order: the spending limit, a failure of the machinery, a baseline regression, the "
+        "its gates in one order: the spending limit, a failure of the machinery, a baseline regression, a "
+        "trigger suite's `min_precision` and `min_recall` (its runs are then decided by them, "
+        "not one by one: [Measure a skill's triggers](../how-to/triggers.md)), the "
         "minimum pass rate, then the front end's own status.",
         "",
         "## Other commands",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom.baseline import stats
+from pytest_atom.baseline import stats, triggers
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.thresholds import RepeatGates, Tally, tallies
 
@@ -455,6 +455,7 @@ def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str,
             arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
         },
         "cases": [f.to_dict() for f in case_figures(rows)],
+        "triggers": triggers.measured(rows),
     }
 
 
@@ -483,7 +484,7 @@ def junit_properties(
         (f"atom_cases {f.spec}", line.split(": ", 1)[1])
         for f, line in zip(case_figures(rows), case_lines(rows)[1:], strict=True)
     ]
-    return props
+    return props + triggers.junit_properties(rows)
 
 
 def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> list[str]:
@@ -492,4 +493,4 @@ def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> lis
     gates = gates or RepeatGates()
     shown = bool(_repeated(rows, gates))
     lines = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if shown else []
-    return lines + arm_lines(rows) + case_lines(rows)
+    return lines + arm_lines(rows) + case_lines(rows) + triggers.trigger_lines(rows)

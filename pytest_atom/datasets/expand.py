@@ -10,6 +10,7 @@ cases' cassettes, ``<its path without suffix>/<case id>.yaml``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -34,13 +35,20 @@ class Rendered:
 
 
 def expand_cases(
-    doc: Document, loc: Loc, mapping: dict[str, Any], schema: Schema
+    doc: Document,
+    loc: Loc,
+    mapping: dict[str, Any],
+    schema: Schema,
+    cases: list[Case] | None = None,
+    free: Collection[str] = (),
 ) -> list[Rendered]:
-    """Every case of the spec at `loc`, rendered; raises SpecError naming the case's file
-    and row (or line) for a case that cannot be used."""
-    cases = read_spec_cases(doc, loc, mapping["cases"])
+    """Every case of the spec at `loc` (its `cases:`, or `cases` read already: a trigger
+    suite's prompts, whose `free` variables no template need read), rendered; raises
+    SpecError naming the case's file and row (or line) for a case that cannot be used."""
+    if cases is None:
+        cases = read_spec_cases(doc, loc + ("cases",), mapping["cases"])
     duplicate_ids(cases)
-    templates = Templates(doc, loc, mapping)
+    templates = Templates(doc, loc, mapping, free)
     base = {k: v for k, v in mapping.items() if k != "cases"}
     recheck = Recheck(doc, loc, base, templates, schema)
     out = []
@@ -97,10 +105,9 @@ def _at(mapping: dict[str, Any], at: Loc) -> Any:
     return value
 
 
-def read_spec_cases(doc: Document, loc: Loc, value: Any) -> list[Case]:
-    """The cases, inline (a list of mappings, schema-checked already) or from the file
-    beside the spec that `value` names."""
-    at = loc + ("cases",)
+def read_spec_cases(doc: Document, at: Loc, value: Any) -> list[Case]:
+    """The cases written at `at`, inline (a list of mappings, schema-checked already) or
+    from the file beside the spec that `value` names."""
     if isinstance(value, str):
         return read_cases(spec_side(doc, at, value, "file"))
     cases = []

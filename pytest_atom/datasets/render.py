@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,14 +62,18 @@ class Found:
 class Templates:
     """Every template of one spec mapping (its arms' overlays included), compiled."""
 
-    def __init__(self, doc: Document, loc: Loc, mapping: Mapping[str, Any]) -> None:
+    def __init__(
+        self, doc: Document, loc: Loc, mapping: Mapping[str, Any], free: Collection[str] = ()
+    ) -> None:
+        """`free`: variables a case may hold though no template reads them (a trigger
+        suite's `trigger` label, which the loader reads)."""
         from jinja2 import StrictUndefined, TemplateSyntaxError, meta
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         env = ImmutableSandboxedEnvironment(
             undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False
         )
-        self.doc, self.loc, self.env = doc, loc, env
+        self.doc, self.loc, self.env, self.free = doc, loc, env, frozenset(free)
         self.found: list[Found] = []
         self.used: dict[str, Loc] = {}  # each variable, and the first template reading it
         for at, text in _strings(mapping):
@@ -105,7 +109,7 @@ class Templates:
                     suggestion=close[0] if close else None,
                 )
         for name in case.variables:
-            if name not in self.used:
+            if name not in self.used and name not in self.free:
                 close = difflib.get_close_matches(name, list(self.used), n=1)
                 raise case.origin.error(
                     f"case {case.id!r} holds {name!r}, which no template reads: remove it "

@@ -180,7 +180,7 @@ class OutcomeCache:
 def uncacheable(spec: Spec, settings: RunSettings) -> str:
     """Why no stored outcome may stand in for `spec`'s run, or "": a stored outcome stands
     in only for a replay of a cassette that exists or a scripted run (a recording never),
-    of a spec without snapshots, whose run reaches nothing the digest cannot see that the
+    of a spec without snapshots and no trigger suite's prompt, whose run reaches nothing the digest cannot see that the
     spec does not trust (`inputs.unseen`)."""
     from pytest_atom.outcome_cache.inputs import TRUSTS
     from pytest_atom.replay.recording import cassette_path
@@ -191,6 +191,8 @@ def uncacheable(spec: Spec, settings: RunSettings) -> str:
         return f"--atom-record-mode={settings.record_mode} records it"
     if spec.snapshot:
         return "its snapshot: files are compared with what a run makes"
+    if spec.trigger is not None:
+        return "it is a trigger suite's trial: precision and recall count runs, not stored outcomes"
     if spec.script is None and not cassette_path(spec).is_file():
         return "it has no cassette: a run records it (or reports it missing)"
     blind = unseen(spec)

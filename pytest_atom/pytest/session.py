@@ -66,7 +66,9 @@ class Measured:
                 xml.add_global_property(name, value)
         report_dir = self.suite.harness.report_dir
         figures = measured(rows, gates)
-        if report_dir is not None and (figures["repeats"] or figures["arms"]):
+        if report_dir is not None and (
+            figures["repeats"] or figures["arms"] or figures["triggers"]
+        ):
             report_dir.mkdir(parents=True, exist_ok=True)
             text = json.dumps(figures, indent=2, ensure_ascii=False) + "\n"
             (report_dir / "measured.json").write_text(text, encoding="utf-8")
@@ -275,7 +277,8 @@ class AtomSession:
 
 def _write_notes(terminalreporter: Any, said: Summary) -> None:
     """What the summary says under its table: notes, spending, the sandbox, a results file
-    that failed, the baseline's comparison, and the rates, arms and cases asked for."""
+    that failed, the baseline's comparison, and the rates (asked for: even empty), arms,
+    cases and trigger suites."""
     # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
     for line in said.notes + said.tries + said.criteria:
         _write(terminalreporter, line)
@@ -289,7 +292,7 @@ def _write_notes(terminalreporter: Any, said: Summary) -> None:
         terminalreporter.write_line("")
         for line, red in said.baseline:
             _write(terminalreporter, line, red=red)
-    for lines in (said.rates, said.arms or None, said.cases or None):  # asked for: even empty
+    for lines in (said.rates, said.arms or None, said.cases or None, said.triggers or None):
         if lines is not None:
             terminalreporter.write_line("")
             for line in lines:

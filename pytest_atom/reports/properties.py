@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_atom.baseline.triggers import trigger_properties
 from pytest_atom.datasets.select import case_properties
 from pytest_atom.environment import left_out
 from pytest_atom.reports.phrases import drift_line, environment_clue_of, step_line
@@ -64,6 +65,7 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         **arm_properties(result.spec),
         **repeat_properties(result),
         **case_properties(result.spec),
+        **trigger_properties(result),
         **environment_properties(result),
     }
 

@@ -185,6 +185,30 @@ class PlanAccept:
     max_steps: int | None = None
 
 
+#: What a trigger suite (`triggers:`) may measure; the check kind that sees each fire says
+#: so (its ``triggers`` attribute: `pytest_atom.checks.kinds`).
+TRIGGER_COMPONENTS = ("skill", "subagent", "command")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """One prompt of a trigger suite (`triggers:`): the component it measures, whether the
+    prompt should fire it, and the suite's gates (docs/how-to/triggers.md). `check` is the
+    spec's check that sees it fire (or stay silent, for a prompt that should not)."""
+
+    component: str  # one of TRIGGER_COMPONENTS
+    name: str
+    should: bool
+    check: Check
+    min_precision: float | None = None
+    min_recall: float | None = None
+
+    @property
+    def label(self) -> str:
+        """``skill changelog``: the component, as reports name it."""
+        return f"{self.component} {self.name}"
+
+
 @dataclass(frozen=True)
 class Spec:
     """One agent task with its acceptance checks; paths are absolute and resolved."""
@@ -269,6 +293,8 @@ class Spec:
     #: `repeats` once they are known (`with_repeats`).
     repeats: int | None = None
     pass_at_least: int | None = None
+    #: `triggers:`: the component this prompt's run measures (the prompt is a case).
+    trigger: Trigger | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property

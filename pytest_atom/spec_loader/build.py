@@ -50,6 +50,12 @@ def check_schemas(plugin_kinds: Collection[str]) -> dict[str, dict[str, Any]]:
     return schemas
 
 
+def trigger_kind(component: str) -> str:
+    """The check kind that sees a trigger suite's component fire: the built-in kind whose
+    ``triggers`` names it (``skill_invoked`` for a skill or a plugin's command)."""
+    return next(k.name for k in KINDS.values() if component in getattr(k, "triggers", ()))
+
+
 # --- schema-valid data -> Spec ----------------------------------------------------------------
 
 

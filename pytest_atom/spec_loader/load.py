@@ -24,20 +24,23 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.datasets.expand import case_view, expand_cases, templated_part
+from pytest_atom.datasets.cases import Case
+from pytest_atom.datasets.expand import case_view, expand_cases, read_spec_cases, templated_part
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
+    TRIGGER_COMPONENTS,
     Check,
     ClaudeOptions,
     Loc,
     ReflectorOptions,
     Spec,
+    Trigger,
 )
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
-from pytest_atom.spec_loader.build import build_spec, check_schemas
+from pytest_atom.spec_loader.build import build_spec, check_schemas, trigger_kind
 
 __all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's own
     "Check",
@@ -107,7 +110,9 @@ def parse_specs(file: Path, text: str, *, check_kinds: Collection[str] = ()) -> 
             raise doc.error(
                 f"duplicate spec name {name!r} (first used on line {first.line})", loc + ("name",)
             )
-        if "cases" in mapping:
+        if "triggers" in mapping:
+            specs += _triggers(doc, schema, loc, mapping, name)
+        elif "cases" in mapping:
             specs += _cases(doc, schema, loc, mapping, name)
         elif "arms" in mapping:
             specs += _arms(doc, schema, loc, mapping, name)
@@ -131,13 +136,21 @@ def merge_overlay(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[s
     return out
 
 
-def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
+def _cases(
+    doc: Document,
+    schema: Schema,
+    loc: Loc,
+    m: dict[str, Any],
+    name: str,
+    cases: list[Case] | None = None,
+    free: Collection[str] = (),
+) -> list[Spec]:
     """One Spec per case (one per case and arm with `arms:`): the spec's mapping rendered
     with the case's variables (`pytest_atom.datasets`), then validated and built as any
     spec, named ``name[case id]`` (``name[case id][arm]``). An inline case's item points
     at the case's line."""
     specs = []
-    for rendered in expand_cases(doc, loc, m, schema):
+    for rendered in expand_cases(doc, loc, m, schema, cases, free):
         case = rendered.case
         mapping = rendered.mapping  # a case's `repeats`/`pass_at_least` are its keys now
         view = case_view(doc, loc, mapping)
@@ -164,6 +177,69 @@ def _cases(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str
                     line=line or spec.line,
                 )
             )
+    return specs
+
+
+#: How a prompt's `trigger` value is written: YAML's booleans, or a CSV cell's words.
+_LABELS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _triggers(doc: Document, schema: Schema, loc: Loc, m: dict[str, Any], name: str) -> list[Spec]:
+    """A trigger suite (`triggers:`): one spec per prompt, its case, whose prompt is the
+    case's `prompt` and whose check sees the component fire, or stay silent for a prompt
+    labelled not to fire it (docs/how-to/triggers.md); `{{ trigger }}` renders ``yes`` or
+    ``no``. One attempt of one iteration unless the spec says more: a trial is the agent's
+    first answer, never a retry."""
+    at = loc + ("triggers",)
+    given = m["triggers"]
+    if "cases" in m:
+        raise doc.error(
+            "a trigger suite's prompts are its cases: move the rows of 'cases:' into "
+            "'triggers: {prompts: ...}' (with a 'trigger' column)",
+            loc + ("cases",),
+            key=True,
+        )
+    component = next(k for k in TRIGGER_COMPONENTS if k in given)
+    labels: dict[str, bool] = {}
+    cases = []
+    for case in read_spec_cases(doc, at + ("prompts",), given["prompts"]):
+        variables = dict(case.variables)
+        label = str(variables.get("trigger", "")).strip().lower()
+        if label not in _LABELS:
+            raise case.origin.error(
+                f"prompt {case.id!r} needs 'trigger': true if it should fire the "
+                f"{component}, false if it should not (yes or no in a CSV), got {label!r}"
+            )
+        if not isinstance(variables.get("prompt"), str) or not variables["prompt"].strip():
+            raise case.origin.error(f"prompt {case.id!r} needs a 'prompt': the task text")
+        labels[case.id] = _LABELS[label]
+        variables["trigger"] = "yes" if labels[case.id] else "no"  # as `{{ trigger }}` renders
+        cases.append(dataclasses.replace(case, variables=variables))
+    if len(set(labels.values())) < 2:
+        missing = "should not" if all(labels.values()) else "should"
+        raise doc.error(
+            f"the prompts hold none that {missing} fire the {component}: precision and "
+            "recall need prompts of both kinds (trigger: true and trigger: false)",
+            at + ("prompts",),
+        )
+    base = {k: v for k, v in m.items() if k != "triggers"}
+    base = {"prompt": "{{ prompt }}", "attempts": 1, "max_iterations": 1, **base}
+    kind = trigger_kind(component)
+    specs = []
+    for spec in _cases(doc, schema, loc, base, name, cases, free=("trigger",)):
+        should = labels[str(spec.case)]
+        params = {"name": given[component], **({} if should else {"negated": True})}
+        label = f"{kind} {given[component]}" if should else f"not {kind} {given[component]}"
+        check = Check(kind, params, doc.line(at), label=label)
+        trigger = Trigger(
+            component,
+            given[component],
+            should,
+            check,
+            given.get("min_precision"),
+            given.get("min_recall"),
+        )
+        specs.append(dataclasses.replace(spec, accept=(*spec.accept, check), trigger=trigger))
     return specs
 
 

@@ -10,12 +10,14 @@ the suite saw; `decide` applies the gates in one order:
 2. the machinery failed (a harness error, a replay or an upstream that never answered): 2,
    so CI tells a broken set-up from a failing spec;
 3. a baseline regression: 1, even if every run passed;
-4. where a threshold applies (a spec's own `pass_at_least:`, ``--atom-pass-at-least``,
+4. a trigger suite below its `min_precision` or `min_recall`: 1; the runs of a trigger suite
+   with either gate are then decided by it, not one by one (`pytest_atom.baseline.triggers`);
+5. where a threshold applies (a spec's own `pass_at_least:`, ``--atom-pass-at-least``,
    ``--atom-min-pass-rate``: `pytest_atom.results.thresholds`), the spec's passes over its
    repeats decide, not single failed runs: a spec below its threshold fails the suite, and
    one meeting it passes though some of its repeats failed (a failure outside the spec
    runs, or of a spec no threshold covers, still fails the suite);
-5. else pytest's own status (or the worst shard's, for `atom results combine`).
+6. else pytest's own status (or the worst shard's, for `atom results combine`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_atom.baseline.triggers import unmet
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.thresholds import RepeatGates, tallies
@@ -75,14 +78,17 @@ def decide(end: Ending) -> int:
         return EXIT_MACHINERY
     if end.regressed:
         return EXIT_FAILED  # a regression, even if all passed
+    below, held = unmet(end.rows)
+    if below:
+        return EXIT_FAILED
     gates = RepeatGates(end.pass_at_least, end.min_pass_rate)
     specs = tallies(end.rows)
-    gated = [spec for spec in specs if spec.gated(gates)]
+    gated = [spec for spec in specs if spec.spec in held or spec.gated(gates)]
     if not gated:
         return end.base
-    if any(not spec.met(gates) for spec in gated):
+    if any(not spec.met(gates) for spec in gated if spec.spec not in held):
         return EXIT_FAILED
-    ungated_failed = any(spec.failed for spec in specs if not spec.gated(gates))
+    ungated_failed = any(spec.failed for spec in specs if spec not in gated)
     if end.base == EXIT_FAILED and not end.other_failures and not ungated_failed:
         return EXIT_OK  # the thresholds, not a single failed repeat
     return end.base

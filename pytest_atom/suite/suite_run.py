@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
 from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
+from pytest_atom.baseline.triggers import trigger_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.history.query import last_failed
 from pytest_atom.history.records import (
@@ -305,6 +306,7 @@ class SuiteRun:
             arms=arm_lines(rows),
             criteria=criteria_trust_lines(rows),
             cases=case_lines(rows),
+            triggers=trigger_lines(rows),
         )
 
     def _cache_lines(self, rows: Sequence[SummaryRow]) -> list[str]:

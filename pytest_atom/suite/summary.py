@@ -43,3 +43,6 @@ class Summary:
     criteria: list[str] = field(default_factory=list)
     #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`).
     cases: list[str] = field(default_factory=list)
+    #: Each trigger suite's precision and recall, its misfired prompts
+    #: (`baseline.triggers.trigger_lines`).
+    triggers: list[str] = field(default_factory=list)

@@ -212,6 +212,31 @@ def test_subagent_used_names_the_type_or_general_purpose(tmp_path: Path) -> None
     )
 
 
+def test_a_trigger_suites_negated_check_passes_when_nothing_fired(tmp_path: Path) -> None:
+    """A prompt that should not fire the skill (or subagent) carries its kind's check with
+    ``negated: true`` (the loader's, for `triggers:`): any call naming it fails it."""
+
+    def negated(kind: str, name: str, records: list[IterationRecord] = CONFIGURED) -> CheckResult:
+        check = Check(kind, {"name": name, "negated": True}, 1)
+        (result,) = run_checks((check,), tmp_path, records=records)
+        return result
+
+    fired = negated("skill_invoked", "greet")
+    assert (fired.passed, fired.summary, fired.evidence) == (
+        False,
+        "skill greet was called once",
+        "iteration 1 turn 1: Skill greet",
+    )
+    silent = negated("skill_invoked", "release-notes")
+    assert (silent.passed, silent.summary) == (True, "skill release-notes was not called")
+    started = negated("subagent_used", "general-purpose")
+    assert (started.passed, started.summary) == (
+        False,
+        "a general-purpose subagent was started once",
+    )
+    assert negated("subagent_used", "reviewer").passed
+
+
 def test_mcp_called_by_server_and_tool(tmp_path: Path) -> None:
     assert one(tmp_path, "mcp_called: {server: tickets}").passed
     create = one(tmp_path, "mcp_called: {server: tickets, tool: create}")

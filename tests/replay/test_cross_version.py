@@ -70,6 +70,11 @@ def test_old_cassette_replays_on_the_pinned_cli_with_one_drift_line(old_refreshe
     assert out.count("recorded with Claude Code") == 1 and "note:" not in out
 
 
+#: The shipped trigger suite's prompts (examples/skill_triggers/specs/prompts.csv).
+TRIGGER_PROMPTS = [
+    row.split(",", 1)[0]
+    for row in (REPO / "examples/skill_triggers/specs/prompts.csv").read_text().splitlines()[1:]
+]
 #: The release before the pin: the other end of an ordinary upgrade.
 PREVIOUS_CLI = "2.1.332"
 #: Every shipped spec and how its replay ends, whichever Claude Code replays it.
@@ -90,6 +95,13 @@ SHIPPED = {
     "examples/sdk_agent/count_words.atom.yaml::counts-words-with-its-tool": "passed",
     # Scripted (its calibration replays its own cassette: `atom calibrate`).
     "examples/calibration/specs/summary.atom.yaml::summary-for-a-manager": "passed",
+    # A trigger suite: its three misfired prompts fail their items, its gate passes.
+    **{
+        f"examples/skill_triggers/specs/release_notes.atom.yaml::release-notes-triggers[{case}]": (
+            "failed" if case in ("hotfix-notes", "notes-for-users", "bump-deps") else "passed"
+        )
+        for case in TRIGGER_PROMPTS
+    },
 }
 #: The shipped spec whose replay meets what differs between releases: a skill, a hook, an
 #: MCP server (2.1.332 and 2.1.337 speak its 2026-07-28 protocol, 2.1.197 the `initialize`
@@ -191,7 +203,11 @@ def test_every_shipped_spec_replays_with_another_release(
     monkeypatch.setenv("ATOM_CLAUDE_BIN", str(other_clis[version]))
     result = pytester.runpytest("--atom", "specs", "examples", "-n", "2", "-p", "no:cacheprovider")
     outcomes = list(SHIPPED.values())
-    result.assert_outcomes(passed=outcomes.count("passed"), xfailed=outcomes.count("xfailed"))
+    result.assert_outcomes(
+        passed=outcomes.count("passed"),
+        failed=outcomes.count("failed"),
+        xfailed=outcomes.count("xfailed"),
+    )
     assert_replayed_with(result.stdout.str(), SHIPPED, version)
 
 

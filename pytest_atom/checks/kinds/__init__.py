@@ -3,7 +3,9 @@
 Each module holds one kind whole: the JSON schema of its value, its parameters (an object
 form's declared once, a ``Params`` dataclass: `pytest_atom.checks.params`), how it builds
 them from a spec, describes itself and runs
-(`pytest_atom.checks.kind.CheckKind`), and ends with ``KIND = TheKind()``. A kind module
+(`pytest_atom.checks.kind.CheckKind`), and ends with ``KIND = TheKind()``. A kind that sees
+a trigger suite's component fire names it in ``triggers`` (``skill_invoked``: skills and
+plugin commands; ``subagent_used``: subagents). A kind module
 imports the shared support (`checks.kind`, `checks.evidence`, `checks.shell`,
 `checks.trajectory`), never another kind: ``lint-imports`` holds them independent.
 

@@ -1,5 +1,8 @@
 """``skill_invoked: NAME``: the agent called the Skill tool with this skill (a plugin's
-``plugin:skill``, or its name alone), and the skill ran."""
+``plugin:skill``, or its name alone), and the skill ran.
+
+A trigger suite's prompt that should not fire the skill carries it with ``negated: true``
+(set by the loader, not written in a spec): it passes when no call names the skill."""
 
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ class SkillInvoked:
     }
     reads_run = True
     needs_tool: str | None = "Skill"
+    #: What a trigger suite's `triggers:` names that this kind sees fire: on the pinned
+    #: Claude Code a plugin's command is invoked through the Skill tool, as a skill is.
+    triggers = ("skill", "command")
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"name": value}
@@ -38,6 +44,14 @@ class SkillInvoked:
         calls = [c for c in run.calls if c.marked("skill")]
         mine = [c for c in calls if _skill_named(c, name)]
         ran = [c for c in mine if not c.is_error]
+        if check.params.get("negated"):
+            if mine:
+                return CheckResult(
+                    check, False, f"skill {name} was called {times(len(mine))}", listing(mine)
+                )
+            return CheckResult(
+                check, True, f"skill {name} was not called", f"calls made: {run.tools()}"
+            )
         if ran:
             return CheckResult(check, True, f"skill {name} invoked {times(len(ran))}", listing(ran))
         if mine:

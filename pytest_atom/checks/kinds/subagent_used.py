@@ -1,5 +1,8 @@
 """``subagent_used: TYPE``: the agent started a subagent of this type (an Agent call's
-``subagent_type``; general-purpose when it names none)."""
+``subagent_type``; general-purpose when it names none).
+
+A trigger suite's prompt that should not start the subagent carries it with ``negated:
+true`` (set by the loader, not written in a spec): it passes when none of it started."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ class SubagentUsed:
     }
     reads_run = True
     needs_tool: str | None = "Agent"
+    #: What a trigger suite's `triggers:` names that this kind sees fire.
+    triggers = ("subagent",)
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"name": value}
@@ -37,6 +42,14 @@ class SubagentUsed:
         kind: str = check.params["name"]
         starts = [c for c in run.calls if c.marked("subagent")]
         mine = [c for c in starts if (m := c.marked("subagent")) is not None and m.name == kind]
+        if check.params.get("negated"):
+            if mine:
+                return CheckResult(
+                    check, False, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
+                )
+            return CheckResult(
+                check, True, f"no {kind} subagent was started", f"calls made: {run.tools()}"
+            )
         if mine:
             return CheckResult(
                 check, True, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
