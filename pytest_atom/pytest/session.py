@@ -263,6 +263,10 @@ class AtomSession:
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
+        if file_path.name.endswith((".test.ts", ".test.tsx")):
+            from pytest_atom.pytest.mod_tests import collect_mod_test
+
+            return collect_mod_test(file_path, parent, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
             from pytest_atom.evalsuite.cases import is_case_file
 
