@@ -120,9 +120,7 @@ def parse(output: str) -> list[ModTest]:
     for line in output.splitlines():
         found = _RESULT.match(line)
         if found:
-            current = ModTest(
-                inert(found["title"]), found["word"] == "pass", float(found["ms"])
-            )
+            current = ModTest(inert(found["title"]), found["word"] == "pass", float(found["ms"]))
             tests.append(current)
         elif line == _LOAD_FAILED:
             current = ModTest("the file did not load", False, 0.0)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_atom.modtests.run import FileRun, mod_root, run_file
 from pytest_atom.pytest.stash import suite_run
+
+if TYPE_CHECKING:
+    from pytest_atom.modtests.run import FileRun
 
 #: The one item of a test file: it runs what ``claude plugin test`` runs of that file.
 ITEM_NAME = "plugin-test"
@@ -26,6 +28,8 @@ ITEM_NAME = "plugin-test"
 def collect_mod_test(file_path: Path, parent: pytest.Collector, **node: Any) -> ModTestFile | None:
     """A collector for `file_path` when it is a test file of a mod, else None; `node`:
     pytest's keywords for it (an inert node id)."""
+    from pytest_atom.modtests.run import mod_root
+
     mod = mod_root(file_path)
     if mod is None:
         return None
@@ -49,6 +53,8 @@ class ModTestItem(pytest.Item):
     """A mod's test file: running it runs the file with the CLI."""
 
     def runtest(self) -> None:
+        from pytest_atom.modtests.run import run_file
+
         assert isinstance(self.parent, ModTestFile)
         run = run_file(self.path, self.parent.mod, suite_run(self.config).harness.runs_dir)
         self.add_report_section("call", "claude plugin test", run.output)
