@@ -80,7 +80,8 @@ def _failure(run: FileRun) -> str:
     failed = [t for t in run.tests if not t.passed]
     if not failed:  # the CLI refused the mod or the file: its message says why
         return f"claude plugin test exited {run.exit_code}:\n{run.output}"
-    lines = [f"claude plugin test: {len(failed)} of {len(run.tests)} tests failed"]
+    passed = len(run.tests) - len(failed)
+    lines = [f"claude plugin test: {len(failed)} failed, {passed} passed"]
     for test in failed:
         lines += [f"(fail) {test.title} [{test.ms:.2f}ms]", *(f"  {m}" for m in test.message)]
     return "\n".join(lines)

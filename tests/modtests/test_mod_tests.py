@@ -69,7 +69,7 @@ def test_items_pass_and_fail_as_the_mods_tests_do(pytester: pytest.Pytester) -> 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "claude plugin test: 1 of 1 tests failed",
+            "claude plugin test: 1 failed, 0 passed",
             "(fail) an edit of .env.example goes on to the engine [[]*ms]",
             "  Expected: { result: { edited: true } }",
             '  Received: { deny: "env-guard: .env.example is protected here." }',
