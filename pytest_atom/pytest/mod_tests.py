@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_atom.errors import AtomError
 from pytest_atom.pytest.stash import suite_run
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ class ModTestItem(pytest.Item):
             raise ModTestFailed(_failure(run))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, ModTestFailed):
+        # No CLI or no sandbox runtime here: the error says how to get them.
+        if isinstance(excinfo.value, (ModTestFailed, AtomError)):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
