@@ -38,7 +38,6 @@ TIMEOUT_SECONDS = 300.0
 #: message and the kit's advice follow it, each line indented by two spaces.
 _RESULT = re.compile(r"^\((?P<word>pass|fail)\) (?P<title>.*) \[(?P<ms>\d+(?:\.\d+)?)ms\]$")
 _LOAD_FAILED = "(fail) the file did not load"
-_SUMMARY = re.compile(r"^ \d+ (pass|fail)$|^Ran \d+ tests? across \d+ files?\. \[")
 
 
 @dataclass
@@ -81,7 +80,7 @@ def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
     binary = find_claude()
     run_dir = runs_dir / run_name(f"mod-test-{test_file.name}")
     copy = run_dir / "mod"
-    _copy_mod(mod, copy, keep=test_file.relative_to(mod))
+    _copy_mod(mod, copy, keep=test_file.relative_to(mod), runs_dir=runs_dir)
     env = build_env(run_dir / "home")
     # The CLI's package (its binary, behind npm's link), which the read guard keeps closed.
     package = [binary, binary.resolve().parent.parent]
@@ -96,9 +95,9 @@ def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
     return FileRun(parse(out), code, output, time.monotonic() - started)
 
 
-def _copy_mod(mod: Path, copy: Path, keep: Path) -> None:
-    """The mod at `copy`, with `keep` its only test file; its ``.git`` and run folders
-    (``.atom``) left out."""
+def _copy_mod(mod: Path, copy: Path, keep: Path, runs_dir: Path) -> None:
+    """The mod at `copy`, with `keep` its only test file; its ``.git``, ``.atom`` and the
+    runs folder (where it is inside the mod) left out."""
 
     def ignored(folder: str, names: list[str]) -> set[str]:
         here = Path(folder).relative_to(mod)
@@ -106,6 +105,7 @@ def _copy_mod(mod: Path, copy: Path, keep: Path) -> None:
             name
             for name in names
             if name in (".git", ".atom")
+            or Path(folder, name) == runs_dir
             or (TEST_FILE.search(name) and here / name != keep and not Path(folder, name).is_dir())
         }
 
@@ -127,8 +127,8 @@ def parse(output: str) -> list[ModTest]:
             tests.append(current)
         elif current is not None and line.startswith("  "):
             current.message.append(inert(line[2:]))
-        elif not line.strip() or _SUMMARY.match(line):
-            current = None if _SUMMARY.match(line) else current
+        else:  # a file's name, the blank line between files, the summary
+            current = None
     for test in tests:
         while test.message and not test.message[-1].strip():
             test.message.pop()

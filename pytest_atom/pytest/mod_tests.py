@@ -32,7 +32,8 @@ def collect_mod_test(file_path: Path, parent: pytest.Collector, **node: Any) -> 
     from pytest_atom.modtests.run import mod_root
 
     mod = mod_root(file_path)
-    if mod is None:
+    # A copy a run made (its run folder may be inside the mod) is no test of the mod.
+    if mod is None or file_path.is_relative_to(suite_run(parent.config).harness.runs_dir):
         return None
     collector = ModTestFile.from_parent(parent, path=file_path, **node)
     collector.mod = mod

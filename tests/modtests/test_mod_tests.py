@@ -43,7 +43,8 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_a_mods_test_files_are_items_with_atom_only(pytester: pytest.Pytester) -> None:
-    """Each test file of a mod is one item; a ``*.test.ts`` outside a mod is none."""
+    """Each test file of a mod is one item; a ``*.test.ts`` outside a mod, or in a run
+    folder, is none; without ``--atom``, none is."""
     _mod(pytester)
     pytester.path.joinpath("loose.test.ts").write_text("test('x', () => {})\n")
     with_atom = pytester.runpytest("--atom", "--collect-only", "-q", "-p", "no:cacheprovider")
@@ -52,6 +53,11 @@ def test_a_mods_test_files_are_items_with_atom_only(pytester: pytest.Pytester) -
     assert "loose.test.ts" not in with_atom.stdout.str()
     plain = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
     assert "test.ts" not in plain.stdout.str()
+    # A run folder inside the mod holds a copy of it: no test of the mod.
+    shutil.copytree(MOD, pytester.path / "env-guard" / "runs" / "mod-test-x" / "mod")
+    runs = ("--atom-runs-dir", "env-guard/runs")
+    inside = pytester.runpytest("--atom", *runs, "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert "2 tests collected" in inside.stdout.str()
 
 
 @pytest.mark.slow
