@@ -150,6 +150,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         Path(path).write_text(json.dumps(_ROWS, indent=1), encoding="utf-8")
 
 
+def count_confined_start() -> None:
+    """Count a CLI started inside the sandbox runtime (``claude plugin test`` runs there),
+    where its wrapper could not append to the log, which the sandbox keeps read-only: the
+    test that started it says so."""
+    counter = _STATE.get("starts")
+    if counter is not None:
+        with open(counter.log, "a", encoding="utf-8") as log:
+            log.write("other\n")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     counter = _STATE.get("starts")

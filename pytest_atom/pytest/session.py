@@ -31,6 +31,7 @@ from pytest_atom.history.write import (
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile
+from pytest_atom.pytest.mod_tests import ModTestItem, collect_mod_test
 from pytest_atom.pytest.settings import pytest_harness
 from pytest_atom.pytest.stash import SUITE_RUN, suite_run
 from pytest_atom.reports.format import report_formats
@@ -128,7 +129,10 @@ class AtomSession:
         specs, so a long run of unit tests is no surprise."""
         if config.args_source == pytest.Config.ArgsSource.ARGS:
             return ""  # the paths named are the ones meant
-        others = sum(1 for item in items if not isinstance(item, (AtomItem, BrokenSpec)))
+        # A mod's test file is no spec, but --atom collects it: not pytest's own.
+        others = sum(
+            1 for item in items if not isinstance(item, (AtomItem, BrokenSpec, ModTestItem))
+        )
         if not others:
             return ""
         where = (
@@ -265,6 +269,8 @@ class AtomSession:
     ) -> pytest.Collector | None:
         if file_path.name.endswith(SPEC_SUFFIX):
             return SpecFile.from_parent(parent, path=file_path, **_inert_nodeid(parent, file_path))
+        if file_path.name.endswith((".test.ts", ".test.tsx")):
+            return collect_mod_test(file_path, parent, **_inert_nodeid(parent, file_path))
         if file_path.name in ("case.yaml", "prompt.md"):
             from pytest_atom.evalsuite.suites import is_case_file
 
