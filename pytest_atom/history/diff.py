@@ -363,8 +363,8 @@ class RunDiff:
             parts += [
                 table(header, [], right=(5, 6)),
                 Cut([_change_row(c, scrub) for c in ordered], lambda n: _more(n, items)),
-                ["", "<details><summary>What changed in each item</summary>", "", fence],
-                Cut(lines, lambda n: f"… and {n} more lines", after=[end, "", "</details>"]),
+                ["", "What changed in each item:", "", fence],
+                Cut(lines, lambda n: f"… and {n} more lines", after=[end]),
             ]
         return fitted(parts, limit)
 
