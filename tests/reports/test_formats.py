@@ -26,9 +26,11 @@ from pytest_atom.reports.format import ReportFormat, builtin_formats
 from pytest_atom.reports.html import HTML, spec_view
 from pytest_atom.reports.json_trace import JSON_TRACE
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
+from pytest_atom.reports.markdown import MARKDOWN, Beside, first_cause, summary_markdown
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import TEXT, failure_report
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import SpecResult
 from tests.helpers import VALIDATOR
 from tests.html_helpers import assistant, result_for, tool_result
@@ -72,7 +74,13 @@ def test_the_registry_lists_exactly_the_format_modules_each_with_one_format() ->
     registered = [type(f).__module__ for f in builtin_formats()]
     assert sorted(registered) == sorted(modules)  # each format module, and nothing else
     assert all(len(names) == 1 for names in modules.values()), modules
-    assert [f.name for f in builtin_formats()] == ["html", "json-trace", "junit-properties", "text"]
+    assert [f.name for f in builtin_formats()] == [
+        "html",
+        "json-trace",
+        "junit-properties",
+        "markdown",
+        "text",
+    ]
 
 
 def test_the_independence_contract_keeps_exactly_the_registered_formats_apart() -> None:
@@ -111,6 +119,10 @@ def rendered_by_own_functions(result: SpecResult, repeat: int | None) -> dict[st
         "junit-properties": [*trace, *result_properties(result).items()],
         "json-trace": build_trace(result, repeat=repeat),
         "html": spec_view(result, repeat=repeat),
+        "markdown": summary_markdown(
+            [SummaryRow.of(result.spec.name, result_properties(result), result.outcome)],
+            Beside(causes={result.spec.name: first_cause(result)}),
+        ),
     }
 
 
@@ -157,6 +169,9 @@ def test_what_each_format_renders_of_a_failed_run(tmp_path: Path) -> None:
     )
     view = HTML.render(result)
     assert view["properties"] == dict(pairs[1:]) and view["trace"]["state"] == "failed"
+    summary = MARKDOWN.render(result)
+    assert summary.startswith("### pytest-atom: 1 failed\n")
+    assert "| `demo` | failed | `1 of 1 check failed: file_exists hello.txt: hello.txt " in summary
 
 
 def test_a_result_reports_with_the_renderer_its_maker_handed_it(tmp_path: Path) -> None:
