@@ -223,7 +223,7 @@ def test_a_comment_over_githubs_limit_is_cut_with_how_many_more() -> None:
 def test_a_cut_keeps_the_earlier_parts_first() -> None:
     text = fitted(
         [["# head"], Cut(["a1", "a2", "a3"], lambda n: f"+{n}"), Cut(["b1"], lambda n: f"+{n}")],
-        len("# head\na1\na2\n+1\n+1\n".encode()),
+        len(b"# head\na1\na2\n+1\n+1\n"),
     )
     assert text == "# head\na1\na2\n+1\n+1\n"
 
