@@ -348,6 +348,12 @@ def _pull_request(folder: Path, claude_bin: Path) -> None:
         (folder / f"{side}.out").write_text(done.stdout + done.stderr, encoding="utf-8")
         if done.returncode not in (1, 2):  # each side failed a spec, and errored another
             raise RuntimeError(done.stdout + done.stderr)
+    # The outcome cache, in a store of its own: create-file's second run is its first's.
+    cache = [sys.executable, "-m", "pytest", "--atom", SPECS[0], "-p", "no:cacheprovider"]
+    cache += ["--atom-runs-dir", "runs", "--atom-history", str(folder / "cache.db")]
+    cache += ["--atom-cache", "--atom-markdown", str(folder / "cached.md")]
+    for _ in range(2):
+        subprocess.run(cache, cwd=folder / "pr", env=env, timeout=600, check=True)
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -389,6 +395,17 @@ def test_the_pull_requests_summary_puts_the_regression_first(pull_request: Path)
     assert rows[1][3] == MISSED
     assert rows[2][3] == ""
     assert_no_markup_from_run_text(text, "https://github.com/acme/app/actions/runs/42")
+
+
+@pytest.mark.slow
+def test_the_summary_counts_the_outcome_caches_hits(pull_request: Path) -> None:
+    text = (pull_request / "cached.md").read_text(encoding="utf-8")
+    assert "**1 spec run** · **0 tokens** · " in text
+    assert "· **1 of 1 from the outcome cache**\n" in text
+    assert [row[:2] for row in _cells(text)] == [
+        ["create_file.atom.yaml::create-file", "passed (cached)"]
+    ]
+    assert "\ncached: 1 of 1 spec run reported from the history store (--atom-cache)" in text
 
 
 @pytest.mark.slow
