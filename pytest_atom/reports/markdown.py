@@ -85,6 +85,7 @@ HTML_URL = "ATOM_HTML_URL"
 #: Outcomes in the order the heading counts them: what needs a look first.
 _ORDER = ("failed", "error", "upstream error", "xpassed", "passed", "xfailed", "skipped")
 _URL = re.compile(r"https?://[^\s<>()\[\]`'\"]+")
+_ESCAPED_PIPE = "\\|"
 
 
 # --- Markdown made of run text --------------------------------------------------------------
@@ -98,7 +99,7 @@ def code(text: Scrubbed, limit: int = CELL_CHARS) -> str:
         return ""
     fence = "`" * (max(map(len, re.findall("`+", flat)), default=0) + 1)
     pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
-    return f"{fence}{pad}{flat.replace('|', chr(92) + '|')}{pad}{fence}"
+    return f"{fence}{pad}{flat.replace('|', _ESCAPED_PIPE)}{pad}{fence}"
 
 
 def block(lines: Sequence[Scrubbed]) -> list[str]:
