@@ -10,6 +10,7 @@ comment are also the snapshots docs/how-to/pull-requests.md shows.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ from pytest_atom.history.diff import diff_runs
 from pytest_atom.history.records import CheckRow, ItemRecord, RunRecord
 from pytest_atom.reports.markdown import (
     COMMENT_LIMIT,
+    MARKDOWN,
     SUMMARY_LIMIT,
     Beside,
     Cut,
@@ -36,8 +38,10 @@ from pytest_atom.reports.markdown import (
     html_link,
     summary_markdown,
 )
+from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.rows import SummaryRow
 from tests.helpers import REPO, once_per_session
+from tests.html_helpers import result_for
 
 DOCS = REPO / "docs" / "how-to" / "pull-requests.md"
 SPECS = ("create_file.atom.yaml", "fix_failing_test.atom.yaml", "misses_goal.atom.yaml")
@@ -143,6 +147,29 @@ def test_the_pull_request_comment_shows_item_and_check_names_in_code() -> None:
         [" ".join(NASTY.split()), "regressed"],
         ["b", "improved"],
     ]
+
+
+def test_a_runs_spec_name_and_check_output_stay_code_in_its_summary(tmp_path: Path) -> None:
+    """Through the format, from a typed result: the spec's name and the failed check's
+    words (its first cause) as the agent and the spec file may have written them."""
+    result = result_for(tmp_path, check_passed=False)
+    attempt = result.attempts[0]
+    attempt.checks = [CheckResult(attempt.checks[0].check, False, NASTY, NASTY)]
+    result = dataclasses.replace(result, spec=dataclasses.replace(result.spec, name=NASTY))
+    text = MARKDOWN.render(result)
+    assert_no_markup_from_run_text(text)
+    _, row = _rows(_parse(text))
+    flat = " ".join(NASTY.split())
+    assert [_cell_text(c) for c in row[:3]] == [
+        flat,
+        "failed",
+        f"1 of 1 check failed: file_exists hello.txt: {flat}",
+    ]
+
+
+def test_json_and_markdown_are_one_comparisons_two_forms() -> None:
+    done = CliRunner().invoke(main, ["diff", "--json", "--markdown"])
+    assert done.exit_code == 2 and "pick one" in done.output
 
 
 # --- the gate's verdict on repeats --------------------------------------------------------------
