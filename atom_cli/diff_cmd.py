@@ -1,10 +1,12 @@
-"""`atom diff`: two runs of the history store compared, item by item; by default the
-newest run against the newest earlier run that covered the same selection."""
+"""`atom diff`: two runs compared, item by item; by default the newest run of the history
+store against the newest earlier run that covered the same selection. Either run may be a
+results file (``--atom-report DIR`` wrote it) instead: a base branch's job uploads one."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import click
 
@@ -12,7 +14,9 @@ from atom_cli.common import history_option, project_store
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.diff import RunDiff, diff_runs
 from pytest_atom.history.query import compare_with_like
+from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.store import Store
+from pytest_atom.history.write import read_file
 from pytest_atom.inert import inert
 
 
@@ -23,15 +27,28 @@ from pytest_atom.inert import inert
     "--against",
     metavar="RUN",
     default=None,
-    help="the earlier run to compare the newest run with (default: the newest run that "
-    "covered the same selection).",
+    help="the earlier run (or results file) to compare the newest run with (default: the "
+    "newest run that covered the same selection).",
 )
 @click.option("--json", "as_json", is_flag=True, help="the comparison as JSON.")
+@click.option(
+    "--markdown",
+    "as_markdown",
+    is_flag=True,
+    help="the comparison as a pull request's comment (GitHub Markdown, within a comment's "
+    "65,536 characters): post it with `gh pr comment PR --body-file FILE`.",
+)
 @history_option
 def diff(
-    run_a: str | None, run_b: str | None, against: str | None, as_json: bool, history: str | None
+    run_a: str | None,
+    run_b: str | None,
+    against: str | None,
+    as_json: bool,
+    as_markdown: bool,
+    history: str | None,
 ) -> None:
-    """Compare run RUN_B with run RUN_A (ids, or unique prefixes, from `atom history`).
+    """Compare run RUN_B with run RUN_A (ids, or unique prefixes, from `atom history`; or
+    results files, `--atom-report DIR`'s results.json or DIR itself).
 
     Without RUN_B, RUN_A is compared with the newest run. Without either, the newest run
     is compared with the newest earlier run that covered the same selection (a rescore:
@@ -44,26 +61,57 @@ def diff(
     """
     if against is not None and run_a is not None:
         raise click.UsageError("--against RUN names the earlier run: give it, or RUN_A, not both")
-    store = project_store(history)
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown are two forms of one comparison: pick one")
     try:
-        compared = _compare(store, against or run_a, run_b, paired=against is None)
+        if run_a is not None and run_b is not None and _is_file(run_a) and _is_file(run_b):
+            compared = _between(_file_side(run_a), _file_side(run_b))  # no store needed
+        else:
+            store = project_store(history)
+            try:
+                compared = _compare(store, against or run_a, run_b, paired=against is None)
+            finally:
+                store.close()
     except HistoryError as exc:
         raise click.ClickException(str(exc)) from None
-    finally:
-        store.close()
     if as_json:
         click.echo(json.dumps(compared.to_dict(), indent=2))
-        return
-    for line in compared.lines():
-        click.echo(inert(line))
+    elif as_markdown:
+        click.echo(compared.markdown(), nl=False)
+    else:
+        for line in compared.lines():
+            click.echo(inert(line))
+
+
+Side = tuple[RunRecord, list[ItemRecord]]
+
+
+def _is_file(name: str) -> bool:
+    return Path(name).exists()
+
+
+def _file_side(name: str) -> Side:
+    found = read_file(Path(name))
+    return found.run, list(found.items.values())
+
+
+def _side(store: Store, name: str) -> Side:
+    """A run named by id (or prefix) in `store`, or by a results file's path."""
+    if _is_file(name):
+        return _file_side(name)
+    run = store.run(name)
+    return run, store.items(run.id)
+
+
+def _between(before: Side, after: Side) -> RunDiff:
+    return diff_runs(before[0], before[1], after[0], after[1])
 
 
 def _compare(store: Store, run_a: str | None, run_b: str | None, *, paired: bool) -> RunDiff:
     """The runs named, else the newest against `run_a`, else the newest against the run
     like it (`history.query.compare_with_like`)."""
     if run_a is not None and run_b is not None:
-        before, after = store.run(run_a), store.run(run_b)
-        return diff_runs(before, store.items(before.id), after, store.items(after.id))
+        return _between(_side(store, run_a), _side(store, run_b))
     newest = store.runs(limit=2)
     if len(newest) < (1 if run_a is not None else 2):
         raise HistoryError(
@@ -72,9 +120,9 @@ def _compare(store: Store, run_a: str | None, run_b: str | None, *, paired: bool
         )
     after = newest[0]
     if run_a is not None:
-        before = store.run(run_a)
-        how = "" if paired else f"compared with the run --against named ({before.id})"
-        compared = diff_runs(before, store.items(before.id), after, store.items(after.id))
+        before = _side(store, run_a)
+        how = "" if paired else f"compared with the run --against named ({before[0].id})"
+        compared = _between(before, (after, store.items(after.id)))
         return replace(compared, paired=how)
     found = compare_with_like(store, after, store.items(after.id))
     if found is None:

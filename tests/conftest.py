@@ -57,6 +57,12 @@ from tests.sandbox_helpers import Confined, confined
 httpx.Client().close()
 
 
+# A CI job's summary and HTML address are the job's: the suite's inner sessions (pytester
+# runs, subprocesses) must not append to it; the tests that need one set their own.
+for _variable in ("GITHUB_STEP_SUMMARY", "ATOM_HTML_URL"):
+    os.environ.pop(_variable, None)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_cli_starts_option(parser)
     parser.addoption(
@@ -109,10 +115,14 @@ def _replay_shipped(folder: Path, claude_bin: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["ATOM_CLAUDE_BIN"] = str(claude_bin)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # A job summary an earlier step of the job wrote to: the session appends to it.
+    env["GITHUB_STEP_SUMMARY"] = str(folder / "step-summary.md")
+    (folder / "step-summary.md").write_text("an earlier step's summary\n", encoding="utf-8")
     command = [sys.executable, "-m", "pytest", "--atom", "specs", "-n", "2", "-q", "-rxX"]
     command += ["-p", "no:cacheprovider", "--atom-runs-dir", "runs", "--atom-keep-runs", "0"]
     command += ["--atom-html", "report.html", "--junitxml", "junit.xml", "--atom-report"]
     command += ["traces", "--store-durations", "--durations-path", "durations.json"]
+    command += ["--atom-markdown", "summary.md"]
     done = subprocess.run(
         command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False
     )

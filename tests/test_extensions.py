@@ -306,7 +306,15 @@ def test_the_option_offers_an_installed_mode_and_the_schema_takes_an_installed_k
     modes, kinds, formats = json.loads(done.stdout)
     assert modes == ["conversation", "strict", "structural", "logged"]
     assert "line_count" in kinds and "file_exists" in kinds
-    assert formats == ["html", "json-trace", "junit-properties", "otel", "text", "lines"]
+    assert formats == [
+        "html",
+        "json-trace",
+        "junit-properties",
+        "markdown",
+        "otel",
+        "text",
+        "lines",
+    ]
 
 
 def test_a_name_two_distributions_declare_is_refused(tmp_path: Path) -> None:

@@ -28,12 +28,23 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_atom.baseline.gate import gate
 from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey, series_label
+from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.reports.markdown import (
+    COMMENT_LIMIT,
+    Cut,
+    block,
+    code,
+    fitted,
+    table,
+    table_row,
+)
+from pytest_atom.words import Scrubbed
 
 __all__ = [
     "CheckChange",
@@ -287,6 +298,49 @@ class RunDiff:
         out.append("total over the items in both runs: " + self.deltas.line())
         return out
 
+    def markdown(self, limit: int = COMMENT_LIMIT) -> str:
+        """The comparison as a pull request's comment (GitHub Markdown, at most `limit`
+        bytes): the items regressed, then improved, then otherwise changed, added, removed
+        and within noise, each with the gate's verdict, its token and cost deltas; then what
+        changed in each, in the terminal's words. Run text is escaped (`reports.markdown`)."""
+        scrub = Scrubber().scrub
+        counts = Counter(c.direction for c in (*self.changes, *self.noise))
+        said = ", ".join(f"{counts[d]} {d}" for d in _SHOWN if counts[d])
+        head = [
+            "### pytest-atom: this change against its base",
+            "",
+            f"{_run_cell(self.before)} → {_run_cell(self.after)}: "
+            + (f"**{said}**, " if said else "")
+            + f"{self.unchanged} unchanged",
+            "",
+        ]
+        notes = [self.paired] * bool(self.paired) + [c.line() for c in self.settings]
+        if self.total_test is not None:
+            test = self.total_test
+            notes.append(
+                f"repeated items together: {test['answer']} ({test['test']}: p = "
+                f"{test['p_value']:.3g}, adjusted {test['adjusted_p_value']:.3g})"
+            )
+        notes.append("total over the items in both runs: " + self.deltas.line())
+        ordered = sorted((*self.changes, *self.noise), key=lambda c: _SHOWN.index(c.direction))
+        header = ["item", "change", "before", "after", "the gate's verdict", "tokens", "cost $"]
+        details = [scrub(line) for c in ordered for line in c.lines()]
+        fence, *lines, end = block(details)
+        items = len(ordered)
+        parts: list[Sequence[str] | Cut] = [
+            head,
+            block([scrub(note) for note in notes]),
+            [""],
+        ]
+        if ordered:
+            parts += [
+                table(header, [], right=(5, 6)),
+                Cut([_change_row(c, scrub) for c in ordered], lambda n: _more(n, items)),
+                ["", "What changed in each item:", "", fence],
+                Cut(lines, lambda n: f"… and {n} more lines", after=[end]),
+            ]
+        return fitted(parts, limit)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "before": _run_dict(self.before),
@@ -299,6 +353,51 @@ class RunDiff:
             "settings_changed": [c.to_dict() for c in self.settings],
             "paired": self.paired or None,
         }
+
+
+#: The order a comment lists its items in: what needs a look first.
+_SHOWN = (REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE)
+
+
+def _run_cell(run: RunRecord) -> str:
+    return f"{code(Scrubbed(run.id))} ({run.kind}, {run.started:%Y-%m-%d %H:%M})"
+
+
+def _more(left: int, items: int) -> str:
+    return f"\n… and {left} more item{'s' * (left != 1)} of {items}"
+
+
+def _verdict(change: ItemChange) -> str:
+    """The gate's verdict on one line: its paired test's, for repeats; for one run a side,
+    what the outcomes say (no test tells one run from noise)."""
+    if change.test is None:
+        return {
+            REGRESSED: "regressed: it passed before",
+            IMPROVED: "improved: it failed before",
+            CHANGED: "changed: it passed neither time",
+            ADDED: "new in this run",
+            REMOVED: "not in this run",
+        }.get(change.direction, change.direction)
+    test, rate = change.test, change.test["change"]
+    return (
+        f"{change.direction}: pass rate {rate['estimate']:+.2f} [{rate['low']:+.2f}, "
+        f"{rate['high']:+.2f}], p = {test['p_value']:.3g} (adjusted "
+        f"{test['adjusted_p_value']:.3g})"
+    )
+
+
+def _change_row(change: ItemChange, scrub: Callable[[str], Scrubbed]) -> str:
+    moved = change.direction not in (ADDED, REMOVED)
+    cells = [
+        code(scrub(change.label)),
+        f"**{change.direction}**" if change.direction == REGRESSED else change.direction,
+        code(scrub(change.before)),
+        code(scrub(change.after)),
+        _verdict(change),
+        f"{change.deltas.tokens:+,}" if moved else "",
+        f"{change.deltas.cost_usd:+.4f}" if moved else "",
+    ]
+    return table_row(cells)
 
 
 def _run_line(run: RunRecord) -> str:

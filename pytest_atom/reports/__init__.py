@@ -10,7 +10,9 @@ format finishes the session there.
 - `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
 - `junit`: the JUnit properties of a spec's test case;
 - `json_trace`: the JSON trace file (`trace_schema.json`) and its transcripts;
-- `html`: the HTML report (`templates/`), one page per session.
+- `html`: the HTML report (`templates/`), one page per session;
+- `markdown`: the session's Markdown summary (``--atom-markdown``, GitHub's job summary), and
+  the pieces any Markdown of run text is made of (the pull request's comment uses them);
 - `otel`: the session as one OpenTelemetry trace, sent to a collector (``--atom-otel``).
 
 No format imports another (pyproject.toml's independence contract). What they share lives

@@ -84,7 +84,8 @@ class ReportFormat(Protocol[Rendered_co]):
 
     @property
     def name(self) -> str:
-        """The format's name: ``text``, ``junit-properties``, ``json-trace``, ``html``."""
+        """The format's name: ``text``, ``junit-properties``, ``json-trace``, ``html``,
+        ``markdown``."""
         ...
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> Rendered_co:

@@ -148,6 +148,14 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
     return _stacked(rows, roles, compared, width) + plans
 
 
+def summary_cells(rows: Sequence[SummaryRow]) -> list[tuple[str, ...]]:
+    """The summary table's header, then a row of cells a spec run, unpadded: for a layout
+    of its own (the Markdown summary, `reports.markdown`)."""
+    compared = any(row.baseline is not None for row in rows)
+    table = _table(rows, _summary_roles(rows), compared)
+    return [tuple(cell.strip() for cell in row) for row in table]
+
+
 def _summary_roles(rows: Sequence[SummaryRow]) -> tuple[str, ...]:
     """Tokens per role, once any spec used more than its executor."""
     used = [r for r in ROLES if any(_role_cell(row, r) != "-" for row in rows)]

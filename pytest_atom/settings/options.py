@@ -467,6 +467,22 @@ class RunSettings:
             outcome=False,
         ),
     )
+    markdown: Path | None = setting(
+        None,
+        Option(
+            "path",
+            "write the run's Markdown summary to PATH (outcomes, regressions first, each "
+            "failure's first cause, figures, criteria trust; secrets scrubbed); with "
+            "$GITHUB_STEP_SUMMARY set, a session appends it there too.",
+            default="none",
+            parser=p.path,
+            metavar="PATH",
+            path="file",
+            output=True,
+            ini_note="relative to the project's root",
+            outcome=False,
+        ),
+    )
     baseline: Path | None = setting(
         None,
         Option(

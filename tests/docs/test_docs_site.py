@@ -243,3 +243,38 @@ def test_the_annotated_spec_example_fits_a_1280_px_window(site: Path, browser: W
     scroll, client, length = sizes
     assert length > 2000, "the annotated example is no longer the page's first code block"
     assert scroll <= client, f"the example is {scroll} px wide in a {client} px block"
+
+
+def test_the_pull_request_page_shows_its_snapshots_as_tables(
+    site: Path, browser: WebDriver
+) -> None:
+    """The job summary and the comment docs/how-to/pull-requests.md shows (held to the code by
+    tests/reports/test_markdown.py) render as tables: each row with its header's cells, the
+    run text in code, a regression first."""
+    browser.get((site / "how-to" / "pull-requests" / "index.html").as_uri())
+    tables = browser.execute_script(
+        "return [...document.querySelectorAll('.md-content table')].map(t => ({"
+        "  rows: [...t.rows].map(r => [...r.cells].map(c => c.textContent.trim())),"
+        "  code: t.querySelectorAll('td code').length, height: t.offsetHeight}));"
+    )
+    summary, comment = tables
+    for table in tables:
+        header, *rows = table["rows"]
+        assert rows and all(len(row) == len(header) for row in rows), table["rows"]
+        assert table["code"] >= len(rows) and table["height"] > 0
+    assert summary["rows"][0][:4] == ["spec", "outcome", "change", "first cause"]
+    assert summary["rows"][1][:3] == [
+        "fix_failing_test.atom.yaml::fix-failing-test",
+        "error",
+        "regressed",
+    ]
+    assert comment["rows"][0] == [
+        "item",
+        "change",
+        "before",
+        "after",
+        "the gate's verdict",
+        "tokens",
+        "cost $",
+    ]
+    assert comment["rows"][1][:2] == ["fix-failing-test", "regressed"]

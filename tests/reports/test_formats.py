@@ -26,10 +26,12 @@ from pytest_atom.reports.format import ReportFormat, builtin_formats
 from pytest_atom.reports.html import HTML, spec_view
 from pytest_atom.reports.json_trace import JSON_TRACE
 from pytest_atom.reports.junit import JUNIT_PROPERTIES
+from pytest_atom.reports.markdown import MARKDOWN, Beside, first_cause, summary_markdown
 from pytest_atom.reports.otel import spec_spans
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.text import TEXT, failure_report
 from pytest_atom.reports.trace import build_trace
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.spec_result import SpecResult
 from tests.helpers import VALIDATOR
 from tests.html_helpers import assistant, result_for, tool_result
@@ -77,6 +79,7 @@ def test_the_registry_lists_exactly_the_format_modules_each_with_one_format() ->
         "html",
         "json-trace",
         "junit-properties",
+        "markdown",
         "otel",
         "text",
     ]
@@ -118,6 +121,10 @@ def rendered_by_own_functions(result: SpecResult, repeat: int | None) -> dict[st
         "junit-properties": [*trace, *result_properties(result).items()],
         "json-trace": build_trace(result, repeat=repeat),
         "html": spec_view(result, repeat=repeat),
+        "markdown": summary_markdown(
+            [SummaryRow.of(result.spec.name, result_properties(result), result.outcome)],
+            Beside(causes={result.spec.name: first_cause(result)}),
+        ),
         "otel": spec_spans(result, repeat=repeat),
     }
 
@@ -165,6 +172,9 @@ def test_what_each_format_renders_of_a_failed_run(tmp_path: Path) -> None:
     )
     view = HTML.render(result)
     assert view["properties"] == dict(pairs[1:]) and view["trace"]["state"] == "failed"
+    summary = MARKDOWN.render(result)
+    assert summary.startswith("### pytest-atom: 1 failed\n")
+    assert "| `demo` | failed | `1 of 1 check failed: file_exists hello.txt: hello.txt " in summary
 
 
 def test_a_result_reports_with_the_renderer_its_maker_handed_it(tmp_path: Path) -> None:
