@@ -164,7 +164,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
             r'(?:,\\?"[^"\\\]]*\\?")+(?=\])'
         ),
         r"\1",
-        '"allowWithinDeny":["/usr","<RUN_DIR>","/home/me/.pyenv"]',
+        '"allowWithinDeny":["/usr","<RUN_DIR>","/home/alice/.pyenv"]',
     ),
     # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
     # `$TMPDIR` says, so the normalizer's temp folder path does not cover it; so does
@@ -198,7 +198,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
             r'(?<=")(?!<HOME>/\.cache/claude-cli-nodejs)[^"\\\s]+/claude-cli-nodejs(?=\\?")'
         ),
         "<HOME>/.cache/claude-cli-nodejs",
-        '"/home/ci/.xdg-cache/claude-cli-nodejs"',
+        '"/home/bob/.xdg-cache/claude-cli-nodejs"',
     ),
     # The sandbox a spec's hook runs in (agents.claude_code.srt): Claude Code names a failed
     # hook by its command, and the run's wrapper is the harness's, not the spec's (srt's

@@ -258,7 +258,7 @@ def test_the_request_names_no_toolchain_of_this_machine(tmp_path: Path) -> None:
         )
         return Normalizer({str(run): "<RUN_DIR>"}).text(f"Filesystem: {text}")
 
-    mine = listed(["/root/.pyenv", "/opt/tools"])
+    mine = listed(["/home/alice/.pyenv", "/opt/tools"])
     assert mine == listed([]) and "pyenv" not in mine
     assert mine.endswith('"<RUN_DIR>"]}}')
     # As kept in a cassette: the request body as JSON text.
