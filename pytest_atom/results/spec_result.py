@@ -54,6 +54,11 @@ class Attempt:
     #: Votes a replay took from the cassette, no session run: their input was unchanged.
     recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
+    #: A conversation (a spec's `user:`): the messages the user sent, the prompt included
+    #: (None: no conversation), whether it said it was done, and its model's sessions.
+    user_turns: int | None = None
+    user_done: bool = False
+    users: list[IterationRecord] = field(default_factory=list)
 
     @property
     def completed(self) -> bool:
@@ -65,7 +70,7 @@ class Attempt:
 
     @property
     def all_records(self) -> list[IterationRecord]:
-        return self.records + self.reflectors
+        return self.records + self.reflectors + self.users
 
 
 @dataclass

@@ -32,9 +32,11 @@ from pytest_atom.spec.types import (
     ClaudeOptions,
     Loc,
     Mark,
+    USER_MODEL,
     PlanAccept,
     Spec,
     Step,
+    UserSpec,
     steps_prompt,
 )
 from pytest_atom.spec.validation import label, regex, schema_with, validate
@@ -114,7 +116,47 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         _check_bare_tools_of_checks(doc, loc, m)
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
+    if "user" in m:
+        kw["user"] = _user(doc, loc + ("user",), m)
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> UserSpec:
+    """`user:` (schema-valid): a model user needs a goal to say when it is done; a scripted
+    one has no model to play a persona with."""
+    value = m["user"]
+    if "steps" in m or "request" in m:
+        raise doc.error(
+            "'user:' makes the prompt a conversation, which 'steps:' and 'request:' do not "
+            "have: keep one of them",
+            loc,
+            key=True,
+        )
+    script = tuple(value.get("script", ()))
+    if script:
+        extra = next((k for k in ("persona", "goal", "model") if k in value), None)
+        if extra:
+            raise doc.error(
+                f"'{extra}' is for a user a model plays; with 'script:' the user's messages "
+                "are the script's: drop one of them",
+                loc + (extra,),
+                key=True,
+            )
+    elif not value.get("goal"):
+        raise doc.error(
+            "a simulated user needs a 'goal:' (it says it is done when the goal is met), or "
+            "give the user's messages as 'script:'",
+            loc,
+            key=True,
+        )
+    return UserSpec(
+        persona=value.get("persona", ""),
+        goal=value.get("goal", ""),
+        max_turns=int(value.get("max_turns", len(script) + 1 if script else 5)),
+        model=value.get("model", USER_MODEL),
+        script=script,
+        answers=tuple(value.get("answers", ())),
+    )
 
 
 def _repeats(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:
