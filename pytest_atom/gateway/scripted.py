@@ -124,9 +124,7 @@ class Script:
     @property
     def stochastic(self) -> bool:
         """Whether some turn gives `choices:` (the script must be played before use)."""
-        return any(
-            t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user)
-        )
+        return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
         """This script with every `choices:` turn replaced by the turns of the choice that
@@ -244,8 +242,7 @@ class Script:
         ):
             raise fail(
                 node,
-                "each turn is a mapping with 'text', 'tool_use', 'verdict', 'plan' and/or "
-                "'reply'",
+                "each turn is a mapping with 'text', 'tool_use', 'verdict', 'plan' and/or 'reply'",
             )
         text = data.get("text")
         if text is not None and not isinstance(text, str):

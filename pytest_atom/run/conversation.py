@@ -132,8 +132,7 @@ class Conversation:
             given = sum(1 for _, a in self.asked if a is not None)
             return self.user.answers[given] if given < len(self.user.answers) else None
         options = "\n".join(
-            f"- {o.get('label')}: {o.get('description', '')}"
-            for o in question.get("options") or []
+            f"- {o.get('label')}: {o.get('description', '')}" for o in question.get("options") or []
         )
         number = len(self.asked) + 1
         answer = self._ask(

@@ -315,6 +315,10 @@ class AttemptLoop:
         if talk is not None:  # each agent turn answered one message of the user's
             attempt.user_turns, attempt.user_done = len(attempt.records), talk.done
             attempt.users = talk.records[users:]
+            attempt.conversation = (
+                "(a conversation: the user's messages and the agent's turns, in order)\n\n"
+                + talk.render()
+            )
         return attempt
 
     @functools.cached_property
@@ -401,7 +405,7 @@ class AttemptLoop:
                 self.spec,
                 attempt.path,
                 attempt.checks,
-                attempt.outcome.output,
+                attempt.conversation or attempt.outcome.output,
                 self.threshold,
                 self.prompts,
                 self.earlier_steps,

@@ -26,13 +26,13 @@ from pytest_atom.spec.env import reserved_env
 from pytest_atom.spec.paths import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.types import (
     BARE_TOOLS,
+    USER_MODEL,
     AgentChoice,
     CalibrationFloor,
     Check,
     ClaudeOptions,
     Loc,
     Mark,
-    USER_MODEL,
     PlanAccept,
     Spec,
     Step,
@@ -116,14 +116,15 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         _check_bare_tools_of_checks(doc, loc, m)
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
-    if "user" in m:
-        kw["user"] = _user(doc, loc + ("user",), m)
+    kw.update(_user(doc, loc + ("user",), m))
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
 
 
-def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> UserSpec:
+def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, UserSpec]:
     """`user:` (schema-valid): a model user needs a goal to say when it is done; a scripted
     one has no model to play a persona with."""
+    if "user" not in m:
+        return {}
     value = m["user"]
     if "steps" in m or "request" in m:
         raise doc.error(
@@ -149,7 +150,7 @@ def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> UserSpec:
             loc,
             key=True,
         )
-    return UserSpec(
+    user = UserSpec(
         persona=value.get("persona", ""),
         goal=value.get("goal", ""),
         max_turns=int(value.get("max_turns", len(script) + 1 if script else 5)),
@@ -157,6 +158,7 @@ def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> UserSpec:
         script=script,
         answers=tuple(value.get("answers", ())),
     )
+    return {"user": user}
 
 
 def _repeats(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:

@@ -303,9 +303,14 @@ class _Conversation:
         tool, given = request.get("tool_name"), request.get("input") or {}
         answers = self.answer(given) if tool == "AskUserQuestion" else None
         if answers is not None:
-            reply: dict[str, Any] = {"behavior": "allow", "updatedInput": {**given, "answers": answers}}
+            reply: dict[str, Any] = {
+                "behavior": "allow",
+                "updatedInput": {**given, "answers": answers},
+            }
         else:
             reply = {"behavior": "deny", "message": f"{tool} is not allowed in this session"}
+            if tool == "AskUserQuestion":
+                reply["message"] = "Nobody answers questions in this session."
         try:
             self.send(
                 {

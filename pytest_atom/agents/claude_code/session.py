@@ -28,7 +28,6 @@ from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.types import ClaudeOptions
 
-
 #: Who answers the agent's ``AskUserQuestion``: the tool's input to its ``answers`` (each
 #: question's text to the answer), None when nobody answers it.
 Answerer = Callable[[Mapping[str, Any]], Mapping[str, str] | None]
