@@ -242,7 +242,7 @@ class Script:
         ):
             raise fail(
                 node,
-                "each turn is a mapping with 'text', 'tool_use', 'verdict', 'plan' and/or 'reply'",
+                "each turn is a mapping with 'reply', 'text', 'tool_use', 'verdict' and/or 'plan'",
             )
         text = data.get("text")
         if text is not None and not isinstance(text, str):
