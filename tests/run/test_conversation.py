@@ -14,13 +14,15 @@ import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_atom.errors import ScriptError, SpecError
 from pytest_atom.gateway.scripted import Script
+from pytest_atom.run.spec_run import run_spec
 from pytest_atom.spec_loader.load import load_spec
-from tests.helpers import Scenario, bash, pytester_once, write
+from tests.helpers import Scenario, bash, pytester_once, record_through_upstream, write
 
 ARGS = ("--atom", "-v", "-p", "no:cacheprovider")
 QUESTION = "Which colour should colour.txt say?"
@@ -260,3 +262,43 @@ def test_a_scripts_user_turns_are_structured_replies() -> None:
     )
     with pytest.raises(ScriptError, match="'reply' is a mapping"):
         Script.from_data({"turns": [{"text": "hi"}], "user": [{"reply": "yes"}]})
+
+
+# --- the realistic upstream: a conversation recorded from streams shaped as the API's ----
+
+
+def _structured(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """A structured session's turns: its answer, then its last words."""
+    return [{"tool_calls": [{"name": "StructuredOutput", "input": answer}]}, {"text": "Sent."}]
+
+
+def _realistic() -> dict[str, list[dict[str, Any]]]:
+    """The agent's conversation, keyed by its prompt, and each simulated user's session,
+    keyed by what only its own first message holds (the upstream takes the longest key)."""
+    agent = [{"text": t.get("text", ""), "tool_calls": t.get("tool_use", [])} for t in TURNS]
+    nxt = "\n\nWrite your next message"
+    return {
+        "Write a colour into colour.txt.": agent,
+        "The agent now asks you: Which colour": _structured({"message": "blue", "done": False}),
+        f"Wrote blue to colour.txt.{nxt}": _structured(
+            {"message": "Capitals please.", "done": False}
+        ),
+        f"It says BLUE now.{nxt}": _structured(
+            {"message": "Also write dark into shade.txt.", "done": False}
+        ),
+        f"shade.txt says dark.{nxt}": _structured({"message": "Thanks.", "done": True}),
+    }
+
+
+@pytest.mark.slow
+def test_a_conversation_recorded_from_the_realistic_upstream_replays_offline(
+    tmp_path: Path, claude_bin: Path
+) -> None:
+    path = write(tmp_path / "chat.atom.yaml", CHAT.replace("script: chat.yaml\n", ""))
+    spec = load_spec(path)
+    recorded, _ = record_through_upstream(spec, _realistic(), claude_bin)
+    assert recorded.passed, recorded.report()
+    assert (recorded.user_turns, recorded.user_done) == (3, True)
+    replayed = run_spec(spec, runs_dir=tmp_path / "runs", claude_bin=claude_bin)
+    assert replayed.passed and replayed.source == "replay", replayed.report()
+    assert replayed.user_turns == 3
