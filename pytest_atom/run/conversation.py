@@ -54,9 +54,10 @@ _QUESTION = (
 
 @dataclass
 class UserSessions:
-    """How a simulated user's model is asked: its agent and a fresh session per question."""
+    """How a simulated user's model is asked: its agent (built when first asked) and a
+    fresh session per question."""
 
-    agent: Agent
+    agent: Callable[[], Agent]
     folder: Path
     session_id: Callable[[str], str]  # a session's label to its pinned id
     timeout: float | None = None
@@ -154,7 +155,7 @@ class Conversation:
         folder = sessions.folder
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            answer, record = sessions.agent.structured(
+            answer, record = sessions.agent().structured(
                 prompt + task,
                 folder,
                 session_id=sessions.session_id(f"user:{self._label}:{label}"),

@@ -259,7 +259,7 @@ class AttemptLoop:
         sessions = None
         if user.simulated:
             sessions = UserSessions(
-                agents.user(REPLY_SCHEMA, user.model),
+                functools.partial(agents.user, REPLY_SCHEMA, user.model),
                 (self.root or self.run_dir) / "user",
                 lambda label: session_id_for(self.spec, label),
                 self.spec.timeout,
