@@ -90,6 +90,10 @@ SHIPPED = {
     "examples/sdk_agent/count_words.atom.yaml::counts-words-with-its-tool": "passed",
     # Scripted (its calibration replays its own cassette: `atom calibrate`).
     "examples/calibration/specs/summary.atom.yaml::summary-for-a-manager": "passed",
+    **{
+        f"examples/conversation/specs/colour.atom.yaml::colour[{persona}]": "passed"
+        for persona in ("terse", "confused", "adversarial")
+    },
 }
 #: The shipped spec whose replay meets what differs between releases: a skill, a hook, an
 #: MCP server (2.1.331 and 2.1.332 speak its 2026-07-28 protocol, 2.1.197 the `initialize`
