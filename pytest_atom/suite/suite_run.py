@@ -28,7 +28,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
+from pytest_atom.baseline.measure import (
+    arm_lines,
+    case_lines,
+    conversation_lines,
+    repeat_lines,
+)
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.history.cache import session_cache
 from pytest_atom.history.last_failed import last_failed
@@ -304,7 +309,7 @@ class SuiteRun:
             else None,
             arms=arm_lines(rows),
             criteria=criteria_trust_lines(rows),
-            cases=case_lines(rows),
+            cases=case_lines(rows) + conversation_lines(rows),
         )
 
     def _cache_lines(self, rows: Sequence[SummaryRow]) -> list[str]:

@@ -62,4 +62,10 @@ def test_the_conversation_example_replays_its_three_personas_offline(
     shutil.copytree(REPO / "examples" / "conversation", pytester.path / "conversation")
     result = pytester.runpytest("--atom", "conversation/specs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*colour over 3 cases: 3/3 passed*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*colour over 3 cases: 3/3 passed*",
+            "conversations (the user's messages to success, the prompt included):",
+            "*colour.atom.yaml::colour: 3/3 succeeded, median 3 turns (3: 3)",
+        ]
+    )
