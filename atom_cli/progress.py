@@ -332,7 +332,11 @@ class Progress:
         if isinstance(event, events.SessionStarted):
             self.iteration += 1
             self.scrubber = Scrubber()
-            say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
+            user = self.spec.user  # a conversation: each agent turn answers a user message
+            if user is not None:
+                say(f"    turn {self.iteration}/{user.max_turns}")
+            else:
+                say(f"    iteration {self.iteration}/{self.spec.max_iterations}")
         elif isinstance(event, events.ToolCall) and not event.server:
             self.calls[event.id] = (event.name, event.input)
             args = json.dumps(event.input or {}, ensure_ascii=False)

@@ -48,6 +48,7 @@ FAST = {
 #: speed-up needs a run without xdist and one with it; a stream's recording, two turns).
 SLOW = {
     "cassette.py": (["--interactions", "2", "--turns", "1", "--repeat", "1"], "Cassette.load"),
+    "conversation.py": (["--runs", "1"], "conversation / single"),
     "determinism.py": (["--times", "1", "--specs", "create_file.atom.yaml"], "deterministic"),
     "house.py": ([], "modules"),
     "parallel.py": (

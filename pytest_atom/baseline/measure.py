@@ -397,6 +397,34 @@ def case_lines(rows: Iterable[Row]) -> list[str]:
     return lines
 
 
+def conversation_lines(rows: Iterable[Row]) -> list[str]:
+    """The summary's conversations (specs with `user:`): each spec's (each arm's) turns to
+    success, the user's messages of its runs that passed with the user done, pooled over
+    its cases and repeats."""
+    runs: dict[str, int] = {}
+    turns: dict[str, list[int]] = {}
+    for row in rows:
+        props = row.properties
+        if props.get("atom_user_turns") in (None, ""):
+            continue
+        key = _pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
+        runs[key] = runs.get(key, 0) + 1
+        done = str(props.get("atom_user_done")) == "True"
+        if done and row.outcome.label == "passed":
+            turns.setdefault(key, []).append(int(props["atom_user_turns"]))
+    if not runs:
+        return []
+    lines = ["conversations (the user's messages to success, the prompt included):"]
+    for key, count in runs.items():
+        took = sorted(turns.get(key, []))
+        line = f"{key}: {len(took)}/{count} succeeded"
+        if took:
+            spread = ", ".join(f"{n}: {took.count(n)}" for n in sorted(set(took)))
+            line += f", median {statistics.median(took):g} turns ({spread})"
+        lines.append(line)
+    return lines
+
+
 def repeat_figures(
     r: Runs, tally: Tally | None = None, gates: RepeatGates | None = None
 ) -> dict[str, Any]:

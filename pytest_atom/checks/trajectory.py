@@ -99,6 +99,8 @@ class Trajectory:
     final_message: str | None
     #: The folder the agent worked in, where known: a result that names it reads as relative.
     workspace: Path | None = None
+    #: The agent's turns (Claude Code calls): in a conversation, the user's messages.
+    turns: int = 0
 
     @classmethod
     def from_records(
@@ -106,12 +108,13 @@ class Trajectory:
     ) -> Trajectory:
         calls: list[Call] = []
         final: str | None = None
+        iteration = 0
         for iteration, record in enumerate(records, start=1):
             turns = stream_turns(record.events)
             calls += _calls(turns, iteration, ())
             texts = [_texts(turn) for turn in turns]
             final = next((t for t in reversed(texts) if t), final)
-        return cls(tuple(sorted(calls, key=lambda c: c.order)), final, workspace)
+        return cls(tuple(sorted(calls, key=lambda c: c.order)), final, workspace, iteration)
 
     def named(self, name: str) -> list[Call]:
         return [c for c in self.calls if c.name == name]

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from jinja2 import Template
 
 #: The spec's keys whose strings are templates: the prompt and task, the workspace (path
-#: and ref), set-up, every check's fields, criteria, env, the script and the steps.
+#: and ref), set-up, every check's fields, criteria, env, the script, the steps and a
+#: conversation's user (its persona and goal: personas as data).
 TEMPLATED = (
     "prompt",
     "description",
@@ -38,6 +39,7 @@ TEMPLATED = (
     "env",
     "script",
     "steps",
+    "user",
 )
 _MARKERS = ("{{", "{%", "{#")
 

@@ -14,8 +14,9 @@ Each agent turn request (one that offers tools) takes the next turn; side reques
 (session titles, token counts) are answered on the side and never consume one. The
 reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
 ``reflector: {votes: N}``, as the votes run one after another) and a planner's
-(planner mode) `planner:` turns (``- plan: {steps: [...]}``): the harness marks each
-request with its role (wire.roles), and an unmarked one is the agent's.
+(planner mode) `planner:` turns (``- plan: {steps: [...]}``), and a simulated user's
+(a spec's ``user:`` with a model) `user:` turns (``- reply: {message: ..., done: false}``):
+the harness marks each request with its role (wire.roles), and an unmarked one is the agent's.
 
 A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
 script can be a stochastic agent: which choice plays is drawn when the script is played
@@ -118,11 +119,12 @@ class Script:
     #: A played script's picks: the index of the choice each `choices:` turn played, in
     #: order (the turns' lane first, then the reflector's, then the planner's; depth first).
     picks: tuple[int, ...] = ()
+    user: tuple[Turn, ...] = ()  # a simulated user's sessions: one reply each
 
     @property
     def stochastic(self) -> bool:
         """Whether some turn gives `choices:` (the script must be played before use)."""
-        return any(t.choices for t in (*self.turns, *self.reflector, *self.planner))
+        return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
         """This script with every `choices:` turn replaced by the turns of the choice that
@@ -161,7 +163,8 @@ class Script:
             return tuple(out)
 
         turns, reflector, planner = lane(self.turns), lane(self.reflector), lane(self.planner)
-        return Script(self.path, turns, reflector, planner, (*self.picks, *picked))
+        user = lane(self.user)
+        return Script(self.path, turns, reflector, planner, (*self.picks, *picked), user)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Script:
@@ -200,12 +203,12 @@ class Script:
         if not isinstance(root, yaml.MappingNode):
             raise ScriptError(f"script {where} must be a mapping with a 'turns:' list")
         top = {k.value: v for k, v in root.value}
-        unknown = set(top) - {"turns", "reflector", "planner"}
+        unknown = set(top) - {"turns", "reflector", "planner", "user"}
         if unknown:
             raise fail(
                 root,
-                f"unknown key {sorted(unknown)[0]!r}: a script has 'turns', 'reflector' "
-                "and 'planner'",
+                f"unknown key {sorted(unknown)[0]!r}: a script has 'turns', 'reflector', "
+                "'planner' and 'user'",
             )
         turns_node = top.get("turns")
         if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
@@ -221,7 +224,11 @@ class Script:
         if planner_node is not None and not isinstance(planner_node, yaml.SequenceNode):
             raise fail(planner_node, "'planner:' is a list of turns, e.g. '- plan: {steps: [...]}'")
         planner = tuple(cls._turn(n, fail) for n in planner_node.value) if planner_node else ()
-        return cls(path, turns, reflector, planner)
+        user_node = top.get("user")
+        if user_node is not None and not isinstance(user_node, yaml.SequenceNode):
+            raise fail(user_node, "'user:' is a list of turns, e.g. '- reply: {message: Go on.}'")
+        user = tuple(cls._turn(n, fail) for n in user_node.value) if user_node else ()
+        return cls(path, turns, reflector, planner, user=user)
 
     @classmethod
     def _turn(cls, node: yaml.Node, fail: Any) -> Turn:
@@ -231,10 +238,11 @@ class Script:
         if (
             not isinstance(data, dict)
             or not data
-            or not set(data) <= {"text", "tool_use", "verdict", "plan"}
+            or not set(data) <= {"text", "tool_use", "verdict", "plan", "reply"}
         ):
             raise fail(
-                node, "each turn is a mapping with 'text', 'tool_use', 'verdict' and/or 'plan'"
+                node,
+                "each turn is a mapping with 'reply', 'text', 'tool_use', 'verdict' and/or 'plan'",
             )
         text = data.get("text")
         if text is not None and not isinstance(text, str):
@@ -263,6 +271,11 @@ class Script:
             if not isinstance(data["plan"], dict):
                 raise fail(node, "'plan' is a mapping: the planner's JSON answer, {steps: [...]}")
             calls.append(ToolUse(STRUCTURED_OUTPUT, data["plan"]))
+        if "reply" in data:  # shorthand for a simulated user's structured answer
+            reply = data["reply"]
+            if not isinstance(reply, dict) or not isinstance(reply.get("message"), str):
+                raise fail(node, "'reply' is a mapping {message: <text>, done: <true|false>}")
+            calls.append(ToolUse(STRUCTURED_OUTPUT, {"done": False, **reply}))
         return Turn(text, tuple(calls), node.start_mark.line + 1)
 
     @classmethod
@@ -333,7 +346,7 @@ class ScriptedResponder:
         self.script = script.play(key) if script.stochastic else script
         self.model = model
         self._lock = threading.Lock()
-        self._next = {"turns": 0, "reflector": 0, "planner": 0}
+        self._next = {"turns": 0, "reflector": 0, "planner": 0, "user": 0}
         self._side = 0
         #: Why the script could not answer (it ran out of turns), the first time it could
         #: not: the spec's own fault, which a run reports as a spec error (`decide`), never
@@ -399,7 +412,13 @@ class ScriptedResponder:
 
     def _exhausted(self, lane: str, index: int) -> Reply:
         where = self.script.path or "the script"
-        if lane == "planner":
+        if lane == "user":
+            text = (
+                f"pytest-atom scripted gateway: {where} has "
+                f"{_turns(len(self.script.user), 'user turn')} but the simulated user asked for "
+                f"turn {index + 1}. Add a `user:` turn with a `reply: {{message: ..., done: ...}}`."
+            )
+        elif lane == "planner":
             text = (
                 f"pytest-atom scripted gateway: {where} has "
                 f"{_turns(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "

@@ -79,6 +79,7 @@ class AtomRuntime:
         timeout: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         on_iteration: Callable[[int, IterationRecord], None] | None = None,
+        reply: Callable[[IterationRecord], str | None] | None = None,
     ) -> None:
         """
         Keyword-only:
@@ -88,6 +89,9 @@ class AtomRuntime:
             max_retries: retries per iteration; None retries forever.
             timeout: seconds for the whole run; each call gets what is left.
             sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
+            reply: a conversation's user (`pytest_atom.run.conversation`): after each
+                iteration, the next message, or None when the user is done (then the run
+                succeeded); the exit signal is not looked for.
         """
         self.system_prompt = system_prompt
         self.conversation_dir = Path(conversation_dir)
@@ -106,6 +110,7 @@ class AtomRuntime:
         self.timeout = timeout
         self.sleep = sleep
         self.on_iteration = on_iteration
+        self.reply = reply
         self.history = IterationHistory()
         self.records: list[IterationRecord] = []
         self._ephemeral = False
@@ -156,10 +161,11 @@ class AtomRuntime:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
         first = message or first_message(prompt, user_prompt)
         record: IterationRecord | None = None
+        said = first
         for iteration in range(1, self.max_iterations + 1):
             if self.verbose:
                 print(f"{'=' * 60}\nIteration {iteration}/{self.max_iterations}\n{'=' * 60}\n")
-            record = self._run_with_retry(first if iteration == 1 else prompt, iteration, deadline)
+            record = self._run_with_retry(said, iteration, deadline)
             self.records.append(record)
             self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
             if self.on_iteration:
@@ -170,12 +176,19 @@ class AtomRuntime:
                 return outcome
             if record.timed_out:
                 return self._failed("timeout", iteration, record)
-            if record.returncode != 0:
+            if record.returncode != 0 or record.unanswered:
                 return self._failed("error", iteration, record)
-            if self.exit_signal in record.output or any(
+            if self.reply is not None:
+                following = self.reply(record)
+                if following is None:  # the user is done
+                    return RunOutcome(True, iteration, record.output)
+                said = following
+            elif self.exit_signal in record.output or any(
                 self.exit_signal in t for t in record.texts
             ):
                 return RunOutcome(True, iteration, record.output)
+            else:
+                said = prompt
         return self._failed("max_iterations", self.max_iterations, record)
 
     def _run_with_retry(
@@ -200,6 +213,7 @@ class AtomRuntime:
                 record.timed_out
                 or record.limit_exceeded
                 or record.needs_login  # waiting never brings credentials
+                or record.unanswered  # asking again asks the same question
                 or record.returncode == 0
                 or out_of_retries
             ):

@@ -44,6 +44,16 @@ _CLI_NOTE = r"\[This command modified \d+ files? you've previously read: [^\]]*\
 _NO_OUTPUT = re.compile(rf"\(Bash completed with no output\)|{_CLI_NOTE}")
 _CLI_SUFFIX = re.compile(rf"\s*{_CLI_NOTE}\s*$")
 NO_OUTPUT = "<NO_OUTPUT>"
+#: Claude Code's words around the answers to an AskUserQuestion: 2.1.332 says "The user
+#: answered: ... follow what they actually say." of an answer that is no option's label,
+#: where 2.1.197 (and 2.1.332, for a label) says "Your questions have been answered: ...".
+#: The answers are the user's; the words around them are the CLI's.
+_ANSWERED = re.compile(
+    r"(?:Your questions have been answered|The user answered): (?P<answers>.*?)\. "
+    r"(?:You can now continue with these answers in mind|Read the answers carefully\b.*)\.",
+    re.DOTALL,
+)
+ANSWERED = "<ANSWERED> "
 
 
 def tool_names(body: Any) -> list[str]:
@@ -101,6 +111,8 @@ def _result(content: Any) -> str:
     text = _text(flatten_tool_result(content))
     if _NO_OUTPUT.fullmatch(text):
         return NO_OUTPUT
+    if answered := _ANSWERED.fullmatch(text):
+        return ANSWERED + answered["answers"]
     return _CLI_SUFFIX.sub("", text)
 
 

@@ -221,7 +221,12 @@ def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
                 "recorded, or they are no longer there"
             )
         script = played
-    lanes = {"turn": script.turns, "reflector": script.reflector, "planner": script.planner}
+    lanes = {
+        "turn": script.turns,
+        "reflector": script.reflector,
+        "planner": script.planner,
+        "user": script.user,
+    }
     used = dict.fromkeys(lanes, 0)
     where = display_path(spec.script)
     for number, interaction in enumerate(cassette.interactions, 1):

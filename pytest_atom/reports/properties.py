@@ -28,6 +28,12 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
         "atom_score": "" if result.score is None else result.score,
         "atom_attempts": len(result.attempts),  # every attempt: of every step too
         "atom_iterations": result.iterations,
+        # A conversation (`user:`): the user's messages, and whether the user was done.
+        **(
+            {"atom_user_turns": result.user_turns, "atom_user_done": result.user_done}
+            if result.user_turns is not None
+            else {}
+        ),
         "atom_tokens": result.tokens,  # every session: executor, subagents, reflector, planner
         "atom_cost_usd": round(result.cost_usd, 6),  # spent: 0 when scripted or replayed
         **failed_try_properties(result),

@@ -64,6 +64,12 @@ def agent_line(result: SpecResult) -> str:
     n = result.final.iterations
     agent = result.spec.agent
     noun = agent_kind(agent.kind).noun if agent is not None else "the Claude Code CLI"
+    turns = result.user_turns
+    if turns is not None and result.reason in (None, "max_iterations"):
+        said = plural(turns, "message")
+        if result.user_done:
+            return f"the user was done after {said} (the prompt included)"
+        return f"the user was not done after {said} (user: max_turns)"
     if result.completed and agent is not None:
         return f"{noun} finished its task"  # it runs its own loop, once: no signal
     if result.completed:

@@ -72,6 +72,8 @@ class IterationRecord:
     stop_reason: str | None = None  # the result event's: the API's last stop reason
     #: The limit this call crossed ("exceeded max_turns: 3 > 2"): the CLI was stopped.
     limit_exceeded: str | None = None
+    #: The questions of an ``AskUserQuestion`` nobody answered: the call was stopped there.
+    unanswered: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
     meter: CallUsage = field(default_factory=CallUsage, repr=False)
     #: The earlier tries of this call that failed and were retried (loop.runtime): paid

@@ -54,6 +54,13 @@ class Attempt:
     #: Votes a replay took from the cassette, no session run: their input was unchanged.
     recalled: list[Recalled] = field(default_factory=list)
     decision: Decision = "fail"
+    #: A conversation (a spec's `user:`): the messages the user sent, the prompt included
+    #: (None: no conversation), whether it said it was done, and its model's sessions.
+    user_turns: int | None = None
+    user_done: bool = False
+    users: list[IterationRecord] = field(default_factory=list)
+    #: The conversation so far, as the reflector judges it (its criteria are over all of it).
+    conversation: str | None = None
 
     @property
     def completed(self) -> bool:
@@ -65,7 +72,7 @@ class Attempt:
 
     @property
     def all_records(self) -> list[IterationRecord]:
-        return self.records + self.reflectors
+        return self.records + self.reflectors + self.users
 
 
 @dataclass
@@ -440,6 +447,18 @@ class SpecResult:
     @property
     def iterations(self) -> int:
         return sum(a.iterations for a in self.all_attempts)
+
+    @property
+    def user_turns(self) -> int | None:
+        """A conversation's messages from the user over every attempt, the prompt included
+        (None: no conversation): the turns it took to succeed when `user_done`."""
+        turns = [a.user_turns for a in self.all_attempts if a.user_turns is not None]
+        return sum(turns) if turns else None
+
+    @property
+    def user_done(self) -> bool:
+        """The conversation's user said it was done (or said its last scripted message)."""
+        return bool(self.attempts) and self.final.user_done
 
     @property
     def records(self) -> list[IterationRecord]:

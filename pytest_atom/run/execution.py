@@ -57,6 +57,7 @@ from pytest_atom.results.harness_events import (
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
+from pytest_atom.run.conversation import REPLY_SCHEMA, Conversation, UserSessions
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.setup_commands import SetupCache, run_setup
 from pytest_atom.run.tools import tool_env
@@ -158,13 +159,14 @@ class AttemptLoop:
         and the task (a step that continues the conversation, or re-runs after a rollback).
         """
         agents = self.agents(gateway_url, source)
-        executor = self.executor or agents.executor()
+        talk = self.conversation(agents)
+        executor = self.executor or agents.executor(talk.answer if talk else None)
         last = self.start + self.spec.attempts - 1
         for number in range(self.start, last + 1):
             if self.attempts and self._spent(self.attempts[-1]):
                 return  # no new Claude Code call past the session's spending limit
             try:
-                attempt = self.execute(number, executor, source, message)
+                attempt = self.execute(number, executor, source, message, talk)
             except SetupFailed as exc:
                 self.harness_error = str(exc)  # the harness's failure, never the agent's
                 return
@@ -249,10 +251,31 @@ class AttemptLoop:
             env["PATH"] = f"{shims}{os.pathsep}{env['PATH']}"
         return env
 
+    def conversation(self, agents: AgentFactory) -> Conversation | None:
+        """The spec's conversation (`user:`), its simulated user's sessions through `agents`."""
+        user = self.spec.user
+        if user is None:
+            return None
+        sessions = None
+        if user.simulated:
+            sessions = UserSessions(
+                functools.partial(agents.user, REPLY_SCHEMA, user.model),
+                (self.root or self.run_dir) / "user",
+                lambda label: session_id_for(self.spec, label),
+                self.spec.timeout,
+            )
+        return Conversation(user, self.spec.prompt, sessions)
+
     def execute(
-        self, number: int, executor: Agent, source: ModelSource, message: str | None
+        self,
+        number: int,
+        executor: Agent,
+        source: ModelSource,
+        message: str | None,
+        talk: Conversation | None = None,
     ) -> Attempt:
-        """One attempt's executor run, in its own folder: a02 on is a copy of the last one."""
+        """One attempt's executor run, in its own folder: a02 on is a copy of the last one.
+        A conversation's attempt is the user's messages and the agent's turns, in turn."""
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
@@ -263,12 +286,14 @@ class AttemptLoop:
         # Claude Code iterates on the atom prompt until it signals completion; an SDK app
         # runs its own loop, once, on the task (or the reviewer's feedback): its finishing
         # is its completion.
-        loops = executor.loops
+        loops = executor.loops and talk is None
+        turns = talk.user.max_turns if talk else 1
         runtime = AtomRuntime(
             self.prompts.load(self.spec.toolname) if loops else "",
             path,
-            max_iterations=self.spec.max_iterations if loops else 1,
+            max_iterations=self.spec.max_iterations if loops else turns,
             exit_signal="EXIT_LOOP_NOW" if loops else "",
+            reply=talk.reply if talk else None,
             verbose=False,
             runner=executor,
             session_id=session,
@@ -283,7 +308,17 @@ class AttemptLoop:
         self.attempts.append(attempt)
         self.emit(AttemptStarted(number, self.spec.attempts))
         first = message if loops else message or self.spec.prompt
+        if talk is not None:
+            talk.begin(number, first or self.spec.prompt)
+            users = len(talk.records)
         attempt.outcome = runtime.execute(self.spec.prompt, message=first)
+        if talk is not None:  # each agent turn answered one message of the user's
+            attempt.user_turns, attempt.user_done = len(attempt.records), talk.done
+            attempt.users = talk.records[users:]
+            attempt.conversation = (
+                "(a conversation: the user's messages and the agent's turns, in order)\n\n"
+                + talk.render()
+            )
         return attempt
 
     @functools.cached_property
@@ -370,7 +405,7 @@ class AttemptLoop:
                 self.spec,
                 attempt.path,
                 attempt.checks,
-                attempt.outcome.output,
+                attempt.conversation or attempt.outcome.output,
                 self.threshold,
                 self.prompts,
                 self.earlier_steps,

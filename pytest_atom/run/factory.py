@@ -1,4 +1,5 @@
-"""The one place agents are built: the executor, the reflector and the planner of a run,
+"""The one place agents are built: the executor, the reflector, the planner and the
+simulated user of a run,
 and the lone sessions of `atom loop` and `atom doctor`.
 
 Nothing else builds an agent (an executor's kind builds it when this asks), but
@@ -21,7 +22,7 @@ from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.agents.claude_code.session import AgentSession
+from pytest_atom.agents.claude_code.session import AgentSession, Answerer
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.agents.protocol import DEFAULT_KIND, Agent, agent_kind
 from pytest_atom.cost.limits import Budget
@@ -63,8 +64,9 @@ class AgentFactory:
     project_dir: Path | None = None  # where an SDK app is imported from, after the spec's folder
     mcp: McpTape | None = None  # the spec's MCP servers' recording or stand-in (record, replay)
 
-    def executor(self) -> Agent:
-        """The agent under test, of the kind the spec names, in its sandbox."""
+    def executor(self, answer: Answerer | None = None) -> Agent:
+        """The agent under test, of the kind the spec names, in its sandbox; `answer`: a
+        conversation's user, who answers its questions (AgentSession.answer)."""
         session = role_session(
             "executor",
             AgentSession(
@@ -77,6 +79,7 @@ class AgentFactory:
                     self.run_dir, self.spec.sandbox, self.mcp, servers=process_sandbox
                 ),
                 budget=self.budget,
+                answer=answer,
             ),
         )
         choice = self.spec.agent
@@ -91,6 +94,10 @@ class AgentFactory:
     def planner(self, schema: dict[str, Any]) -> Agent:
         """The planner: read-only Claude Code answering with a plan; it runs no commands."""
         return self._structured("planner", schema, self.model)
+
+    def user(self, schema: dict[str, Any], model: str) -> Agent:
+        """A conversation's simulated user: read-only Claude Code answering in `schema`."""
+        return self._structured("user", schema, model)
 
     def _structured(self, role: Role, schema: dict[str, Any], model: str | None) -> Agent:
         return claude_code_agent(

@@ -121,6 +121,34 @@ class ReflectorOptions:
     gate: Literal["score", "criteria"] = "score"
 
 
+#: A simulated user's model when `user:` names none: a small one (a Claude Code alias).
+USER_MODEL = "haiku"
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """`user:`: who talks to the agent after the prompt (docs/reference/spec-format.md).
+
+    With `script` the user's turns are these messages, in order, and no model runs; else a
+    model (`model`) plays `persona` after `goal` through a session of its own (role
+    ``user``). The conversation ends when the user says it is done or after `max_turns`
+    messages from the user, the prompt included. `answers` answer the agent's
+    `AskUserQuestion` questions, in order, when no model plays the user.
+    """
+
+    persona: str = ""
+    goal: str = ""
+    max_turns: int = 5
+    model: str = USER_MODEL
+    script: tuple[str, ...] = ()
+    answers: tuple[str, ...] = ()
+
+    @property
+    def simulated(self) -> bool:
+        """A model plays the user (no `script:` turns)."""
+        return not self.script
+
+
 @dataclass(frozen=True)
 class CalibrationFloor:
     """What a criterion written as a mapping (`{text, min_kappa, min_samples}`) asks of the
@@ -272,6 +300,8 @@ class Spec:
     steps: tuple[Step, ...] = ()
     session: str = "continue"  # with steps: one conversation ("continue") or one per step
     max_rollbacks: int = 2
+    #: `user:`: a conversation, the agent's turns answered by a (simulated) user.
+    user: UserSpec | None = None
     #: `request:` (planner mode): a planner session turns it into the steps; until then
     #: `steps` is empty and `prompt` is the request.
     request: str | None = None

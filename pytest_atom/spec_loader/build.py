@@ -26,6 +26,7 @@ from pytest_atom.spec.document import Document
 from pytest_atom.spec.env import reserved_env
 from pytest_atom.spec.types import (
     BARE_TOOLS,
+    USER_MODEL,
     AgentChoice,
     CalibrationFloor,
     Check,
@@ -35,6 +36,7 @@ from pytest_atom.spec.types import (
     PlanAccept,
     Spec,
     Step,
+    UserSpec,
     steps_prompt,
 )
 from pytest_atom.spec.validation import label, regex, schema_with, validate
@@ -120,7 +122,49 @@ def build_spec(doc: Document, loc: Loc, m: dict[str, Any], name: str) -> Spec:
         _check_bare_tools_of_checks(doc, loc, m)
     kw.update(_task(doc, loc, m))
     kw.update({k: m[k] for k in ("session", "max_rollbacks") if k in m})
+    kw.update(_user(doc, loc + ("user",), m))
     return Spec(name=name, path=doc.path, line=doc.line(loc), raw=m, **kw)
+
+
+def _user(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, UserSpec]:
+    """`user:` (schema-valid): a model user needs a goal to say when it is done; a scripted
+    one has no model to play a persona with."""
+    if "user" not in m:
+        return {}
+    value = m["user"]
+    if "steps" in m or "request" in m:
+        raise doc.error(
+            "'user:' makes the prompt a conversation, which 'steps:' and 'request:' do not "
+            "have: keep one of them",
+            loc,
+            key=True,
+        )
+    script = tuple(value.get("script", ()))
+    if script:
+        extra = next((k for k in ("persona", "goal", "model") if k in value), None)
+        if extra:
+            raise doc.error(
+                f"'{extra}' is for a user a model plays; with 'script:' the user's messages "
+                "are the script's: drop one of them",
+                loc + (extra,),
+                key=True,
+            )
+    elif not value.get("goal"):
+        raise doc.error(
+            "a simulated user needs a 'goal:' (it says it is done when the goal is met), or "
+            "give the user's messages as 'script:'",
+            loc,
+            key=True,
+        )
+    user = UserSpec(
+        persona=value.get("persona", ""),
+        goal=value.get("goal", ""),
+        max_turns=int(value.get("max_turns", len(script) + 1 if script else 5)),
+        model=value.get("model", USER_MODEL),
+        script=script,
+        answers=tuple(value.get("answers", ())),
+    )
+    return {"user": user}
 
 
 def _repeats(doc: Document, loc: Loc, m: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.baseline.compare import BaselineGate, read_results, write_results
-from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
+from pytest_atom.baseline.measure import (
+    arm_lines,
+    case_lines,
+    conversation_lines,
+    repeat_lines,
+)
 from pytest_atom.baseline.triggers import trigger_lines
 from pytest_atom.errors import BaselineError
 from pytest_atom.reports.summary import (
@@ -178,4 +183,11 @@ def summary_lines(
         or any(row.pass_at_least is not None for row in rows)
     )
     rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
-    return lines + rates + arm_lines(rows) + case_lines(rows) + trigger_lines(rows)
+    return (
+        lines
+        + rates
+        + arm_lines(rows)
+        + case_lines(rows)
+        + conversation_lines(rows)
+        + trigger_lines(rows)
+    )

@@ -28,7 +28,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_atom.baseline.compare import BaselineGate, results_file, write_results
-from pytest_atom.baseline.measure import arm_lines, case_lines, repeat_lines
+from pytest_atom.baseline.measure import (
+    arm_lines,
+    case_lines,
+    conversation_lines,
+    repeat_lines,
+)
 from pytest_atom.baseline.triggers import trigger_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
 from pytest_atom.history.query import last_failed
@@ -305,7 +310,7 @@ class SuiteRun:
             else None,
             arms=arm_lines(rows),
             criteria=criteria_trust_lines(rows),
-            cases=case_lines(rows),
+            cases=case_lines(rows) + conversation_lines(rows),
             triggers=trigger_lines(rows),
         )
 

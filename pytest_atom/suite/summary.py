@@ -41,7 +41,8 @@ class Summary:
     #: How many criteria gated and how many were advisory, and why (judge.trust); empty
     #: when no criterion had a calibration floor.
     criteria: list[str] = field(default_factory=list)
-    #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`).
+    #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`),
+    #: then each conversation's turns to success (`conversation_lines`).
     cases: list[str] = field(default_factory=list)
     #: Each trigger suite's precision and recall, its misfired prompts
     #: (`baseline.triggers.trigger_lines`).

@@ -16,12 +16,12 @@ from urllib.parse import urlsplit
 
 from pytest_atom.wire.roles import Role, header_role
 
-#: What a request is for. Turns (the executor's), reflector and planner turns carry a
-#: conversation; the others are Claude Code's own business and match by kind alone.
-Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "side"]
+#: What a request is for. Turns (the executor's), reflector, planner and simulated user turns
+#: carry a conversation; the others are Claude Code's own business and match by kind alone.
+Kind = Literal["head", "count_tokens", "turn", "reflector", "planner", "user", "side"]
 
 
-CONVERSATION_KINDS = ("turn", "reflector", "planner")
+CONVERSATION_KINDS = ("turn", "reflector", "planner", "user")
 
 
 def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:

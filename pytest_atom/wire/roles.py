@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-Role = Literal["executor", "reflector", "planner"]
-ROLES: tuple[Role, ...] = ("executor", "reflector", "planner")
+Role = Literal["executor", "reflector", "planner", "user"]
+ROLES: tuple[Role, ...] = ("executor", "reflector", "planner", "user")
 #: The request header that names a request's role (lower-case, as the gateway sees it).
 ROLE_HEADER = "x-atom-role"
 #: Claude Code's variable for extra request headers ("Name: Value", one a line).

@@ -241,6 +241,8 @@ def test_custom_kind_in_a_registry(ws: Path) -> None:
                 "final_message",
                 "permission_denied",
                 "tool_results",
+                "asked_user",
+                "user_turns",
             ),
             "word_count",
         ]

@@ -72,6 +72,8 @@ def test_the_kinds_that_read_the_agents_run_are_the_trajectory_kinds() -> None:
         "final_message",
         "permission_denied",
         "tool_results",
+        "asked_user",
+        "user_turns",
     )
 
 

@@ -102,6 +102,11 @@ SHIPPED = {
         )
         for case in TRIGGER_PROMPTS
     },
+    # A conversation, one task and three personas: each user ends satisfied.
+    **{
+        f"examples/conversation/specs/colour.atom.yaml::colour[{persona}]": "passed"
+        for persona in ("terse", "confused", "adversarial")
+    },
 }
 #: The shipped spec whose replay meets what differs between releases: a skill, a hook, an
 #: MCP server (2.1.332 and 2.1.337 speak its 2026-07-28 protocol, 2.1.197 the `initialize`

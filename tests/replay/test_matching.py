@@ -92,6 +92,24 @@ def test_claude_codes_own_tool_result_notes_are_folded() -> None:
     assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
 
 
+def test_claude_codes_words_around_the_users_answers_are_folded() -> None:
+    """2.1.332 words a free-text answer to AskUserQuestion unlike 2.1.197; the answer is
+    the user's and decides a match."""
+    old = turn_body(
+        result='Your questions have been answered: "Colour?"="blue, I think". '
+        "You can now continue with these answers in mind."
+    )
+    new = turn_body(
+        result='The user answered: "Colour?"="blue, I think". Read the answers '
+        "carefully — they may request clarification, changes, or that you not "
+        "proceed — and follow what they actually say."
+    )
+    other = turn_body(result='The user answered: "Colour?"="red". Read the answers carefully.')
+    assert compared_turns(old)[2]["content"][0]["content"] == '<ANSWERED> "Colour?"="blue, I think"'
+    assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
+    assert match_key("turn", other, "conversation") != match_key("turn", new, "conversation")
+
+
 def test_request_kinds() -> None:
     """The role is the harness's marker; Claude Code's StructuredOutput tool says nothing
     about a live request (only an old, unmarked recording is guessed from it)."""

@@ -52,3 +52,20 @@ def test_the_example_spec_replays_its_cassette(
     result = pytester.runpytest("--atom", "code_reviewer/specs")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*review-finds-sql-injection  passed    0.92*"])
+
+
+@pytest.mark.slow
+def test_the_conversation_example_replays_its_three_personas_offline(
+    pytester: pytest.Pytester, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATOM_CLAUDE_BIN", str(claude_bin))
+    shutil.copytree(REPO / "examples" / "conversation", pytester.path / "conversation")
+    result = pytester.runpytest("--atom", "conversation/specs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*colour over 3 cases: 3/3 passed*",
+            "conversations (the user's messages to success, the prompt included):",
+            "*colour.atom.yaml::colour: 3/3 succeeded, median 3 turns (3: 3)",
+        ]
+    )

@@ -240,7 +240,7 @@ def test_wrong_type_message_points_at_value(
             (
                 "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
                 "command, json_schema, tool_used, tool_order, "
-                "skill_invoked, subagent_used, mcp_called, final_message, permission_denied, tool_results), got file_exists, file_absent"
+                "skill_invoked, subagent_used, mcp_called, final_message, permission_denied, tool_results, asked_user, user_turns), got file_exists, file_absent"
             ),
             (3, 5),
         ),
@@ -579,7 +579,7 @@ def test_custom_check_kind_is_unknown_unless_registered(
     assert lines[0] == (
         "unknown check 'word_count' (known checks: file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied, tool_results) at c.atom.yaml:3:5"
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results, asked_user, user_turns) at c.atom.yaml:3:5"
     )
     assert [line.rsplit(":", 2)[-2] for line in lines] == ["3", "4", "5", "6"]
     # Registering some kinds is not registering all: the first unknown one is still blamed.
@@ -587,7 +587,7 @@ def test_custom_check_kind_is_unknown_unless_registered(
     assert (err.message, err.line, err.column) == (
         "unknown check 'max_lines' (known checks: file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied, tool_results, fast, spell_ok, word_count)",
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results, asked_user, user_turns, fast, spell_ok, word_count)",
         5,
         5,
     )
@@ -618,7 +618,7 @@ def test_custom_check_value_problems_are_located(tmp_path: Path) -> None:
     assert error_of(path, ("word_count", "fast")).message == (
         "'accept[0]' must name exactly one check (file_exists, file_absent, file_contains, "
         "command, json_schema, tool_used, tool_order, skill_invoked, "
-        "subagent_used, mcp_called, final_message, permission_denied, tool_results, fast, word_count), got word_count, fast"
+        "subagent_used, mcp_called, final_message, permission_denied, tool_results, asked_user, user_turns, fast, word_count), got word_count, fast"
     )
 
 
@@ -676,6 +676,8 @@ def test_loading_custom_kinds_leaves_the_shipped_schema_strict(tmp_path: Path) -
         "final_message",
         "permission_denied",
         "tool_results",
+        "asked_user",
+        "user_turns",
     )
 
     validator = Draft202012Validator(SPEC_SCHEMA)

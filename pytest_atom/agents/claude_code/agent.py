@@ -18,7 +18,7 @@ from pytest_atom.wire.roles import Role
 from pytest_atom.words import last_words
 
 #: What each structured session answers with, for its error messages.
-_ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer"}
+_ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer", "user": "reply"}
 
 
 class ClaudeCodeAgent:

@@ -8,6 +8,7 @@ final cost arrive as JSON lines that can be parsed and streamed to a progress di
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 import time
@@ -165,6 +166,8 @@ class ClaudeRunner:
             cmd += ["--allowedTools", ",".join(allowed)]
         if self.model:
             cmd += ["--model", self.model]
+        if self.session.answer is not None:  # a conversation: the harness answers questions
+            cmd += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
         return cmd + session_args + list(self.options.args)
 
     def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
@@ -226,14 +229,20 @@ class ClaudeRunner:
         reader.start()
         record = IterationRecord(returncode=0)
         lines: list[str] = []
+        talk = _Conversation(self.session.answer, proc) if self.session.answer else None
         try:
             try:
-                proc.stdin.write(prompt)
-                proc.stdin.close()
+                if talk:
+                    talk.send({"type": "user", "message": {"role": "user", "content": prompt}})
+                else:
+                    proc.stdin.write(prompt)
+                    proc.stdin.close()
             except BrokenPipeError:
                 pass
             for line in proc.stdout:
                 lines.append(line)
+                if talk and talk.hear(line, record):
+                    continue  # the harness's own exchange with the CLI, not the agent's output
                 if self.session.fold_line(record, line, proc):
                     break
             proc.wait()
@@ -247,4 +256,79 @@ class ClaudeRunner:
         record.returncode = proc.returncode
         record.stdout = "".join(lines)
         record.stderr = "".join(stderr)
+        if record.unanswered:
+            record.stderr += (
+                f"\npytest-atom: the agent asked the user ({record.unanswered}) and nobody "
+                "answers: give the spec's user: a model, or answers: for its questions"
+            )
         return record, timed_out.is_set()
+
+
+class _Conversation:
+    """One call's stream-json exchange with the CLI (``--input-format stream-json
+    --permission-prompt-tool stdio``): the user's message in, then the CLI's permission
+    requests answered. ``AskUserQuestion`` is answered by the conversation's user; a
+    question nobody answers is denied and stops the call, naming it; any other tool the
+    CLI asks about is denied, as ``-p`` denies it without a prompt tool. Stdin closes when
+    the turn's ``result`` arrives, which ends the call."""
+
+    def __init__(self, answer: Any, proc: subprocess.Popen[str]) -> None:
+        self.answer = answer
+        self.proc = proc
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def hear(self, line: str, record: IterationRecord) -> bool:
+        """Act on `line`; True when it was a permission request (not the agent's output)."""
+        if '"control_request"' not in line and '"result"' not in line:
+            return False
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return False
+        if event.get("type") == "result":
+            self._close()
+            return False
+        if event.get("type") != "control_request":
+            return False
+        request = event.get("request") or {}
+        if request.get("subtype") == "can_use_tool":
+            self._decide(str(event.get("request_id")), request, record)
+        return True
+
+    def _decide(self, request_id: str, request: Mapping[str, Any], record: IterationRecord) -> None:
+        tool, given = request.get("tool_name"), request.get("input") or {}
+        answers = self.answer(given) if tool == "AskUserQuestion" else None
+        if answers is not None:
+            reply: dict[str, Any] = {
+                "behavior": "allow",
+                "updatedInput": {**given, "answers": answers},
+            }
+        else:
+            reply = {"behavior": "deny", "message": f"{tool} is not allowed in this session"}
+            if tool == "AskUserQuestion":
+                reply["message"] = "Nobody answers questions in this session."
+        try:
+            self.send(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": request_id, "response": reply},
+                }
+            )
+        except BrokenPipeError:
+            return
+        if tool == "AskUserQuestion" and answers is None:
+            asked = "; ".join(str(q.get("question")) for q in given.get("questions") or [])
+            record.is_error = True
+            record.unanswered = asked or "(no question)"
+            kill_process_tree(self.proc)
+
+    def _close(self) -> None:
+        try:
+            assert self.proc.stdin
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +27,10 @@ from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.types import ClaudeOptions
+
+#: Who answers the agent's ``AskUserQuestion``: the tool's input to its ``answers`` (each
+#: question's text to the answer), None when nobody answers it.
+Answerer = Callable[[Mapping[str, Any]], Mapping[str, str] | None]
 
 
 @lru_cache(maxsize=8)
@@ -50,6 +54,10 @@ class AgentSession:
     on_event: OnEvent | None = None
     confinement: Confinement | None = None
     budget: Budget | None = None
+    #: A conversation's user, who answers the agent's questions: with one, each call takes
+    #: its message as stream-json and the CLI asks the harness for AskUserQuestion's answers
+    #: (docs/explanation/how-a-spec-runs.md, "Conversations").
+    answer: Answerer | None = None
 
     @property
     def cli_version(self) -> str:
