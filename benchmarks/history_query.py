@@ -31,7 +31,14 @@ from pathlib import Path
 
 from pytest_atom.history import sql
 from pytest_atom.history.query import flaky, spec_runs, summarize
-from pytest_atom.history.records import CheckRow, CriterionRow, ItemRecord, RunRecord, new_run_id
+from pytest_atom.history.records import (
+    TIME,
+    CheckRow,
+    CriterionRow,
+    ItemRecord,
+    RunRecord,
+    new_run_id,
+)
 from pytest_atom.history.sql import SqlStore
 from pytest_atom.history.store import open_store
 
@@ -53,7 +60,13 @@ def fill(path: Path, runs: int, specs: int, per_run: int) -> None:
     }
     cursor = store.connection.cursor()
     item_sql = f"INSERT INTO atom_items ({sql._ITEM_COLUMNS}) VALUES ({', '.join('?' * len(sql._ITEM_COLUMNS.split(',')))})"
-    run_sql = f"INSERT INTO atom_runs ({sql._RUN_COLUMNS}) VALUES ({', '.join('?' * 9)})"
+    run_sql = (
+        f"INSERT INTO atom_runs ({sql._RUN_COLUMNS}) VALUES ({', '.join('?' * len(sql._RUN))})"
+    )
+    # Where a copied row takes its run: the run's id among the fields, then the item's
+    # number and the run's start, the first two columns after them (`sql._item_row`).
+    at_run = [name for name, _ in sql._ITEM].index("run_id")
+    at_number = len(sql._ITEM)
     spec = 0
     for first in range(0, runs, 100):
         cursor.execute("BEGIN")
@@ -63,10 +76,10 @@ def fill(path: Path, runs: int, specs: int, per_run: int) -> None:
             items = []
             for number in range(per_run):
                 outcome = "failed" if (n + spec) % 7 == 0 else "passed"
-                row = rows[(spec % specs, outcome)]
-                items.append(
-                    (run.id, number, run.started.isoformat(timespec="microseconds"), *row[3:])
-                )
+                row = list(rows[(spec % specs, outcome)])
+                row[at_run] = run.id
+                row[at_number : at_number + 2] = [number, TIME.write(run.started)]
+                items.append(tuple(row))
                 spec += 1
             cursor.executemany(item_sql, items)
         cursor.execute("COMMIT")

@@ -47,10 +47,6 @@ class ModTestFile(pytest.File):
         yield ModTestItem.from_parent(self, name=ITEM_NAME)
 
 
-class ModTestFailed(Exception):
-    """The CLI said a test failed, or ran none: the message is the report."""
-
-
 class ModTestItem(pytest.Item):
     """A mod's test file: running it runs the file with the CLI."""
 
@@ -64,11 +60,11 @@ class ModTestItem(pytest.Item):
             word = "pass" if test.passed else "fail"
             self.user_properties.append(("mod_test", f"{word} [{test.ms:.2f}ms] {test.title}"))
         if not run.passed:
-            raise ModTestFailed(_failure(run))
+            pytest.fail(_failure(run), pytrace=False)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         # No CLI or no sandbox runtime here: the error says how to get them.
-        if isinstance(excinfo.value, (ModTestFailed, AtomError)):
+        if isinstance(excinfo.value, AtomError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

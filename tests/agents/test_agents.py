@@ -74,7 +74,12 @@ def judged_run(folder: Path, claude_bin: Path) -> None:
     original = ClaudeRunner.__init__
 
     def spy(self: ClaudeRunner, **kwargs: Any) -> None:
-        caller = sys._getframe(1).f_globals["__name__"]
+        frame = sys._getframe(1)
+        caller = frame.f_globals["__name__"]
+        while frame is not None and frame.f_globals["__name__"] != "pytest_atom.run.factory":
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:  # built outside the factory's call: no role header of its own
+            caller = f"{caller} (not through pytest_atom.run.factory)"
         session = kwargs.get("session")
         env = (session.env if session is not None else kwargs.get("env")) or {}
         built.append((caller, env.get("ANTHROPIC_CUSTOM_HEADERS")))
@@ -121,9 +126,13 @@ def judged(tmp_path_factory: pytest.TempPathFactory, claude_bin: Path) -> dict[s
 @pytest.mark.slow
 def test_every_runner_of_a_run_comes_from_the_factory(judged: dict[str, Any]) -> None:
     """A judged spec with a `setup:` builds two runners (executor, reflector), each through
-    run.factory: no module constructs one of its own, and the set-up, which runs in the
-    sandbox runtime (srt), builds none."""
-    assert {caller for caller, _ in judged["built"]} == {"pytest_atom.run.factory"}
+    run.factory: the reflector's there, the executor's by its agent kind (Claude Code's),
+    which the factory asks; no module constructs one of its own, and the set-up, which runs
+    in the sandbox runtime (srt), builds none."""
+    assert sorted(caller for caller, _ in judged["built"]) == [
+        "pytest_atom.agents.claude_code.agent",
+        "pytest_atom.run.factory",
+    ]
     headers = sorted(h or "" for _, h in judged["built"])
     assert headers == [f"{ROLE_HEADER}: executor", f"{ROLE_HEADER}: reflector"]
 
