@@ -18,8 +18,9 @@ agreement figures, a spec calibrated); every module here is private.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_atom.lazy import exports
 
 #: Each public name and the module that defines it: one here, or (a criterion's stored
 #: calibration, which a run's gate reads) the judge's.
@@ -39,14 +40,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    where = _EXPORTS[name]
-    module = where if where.startswith("pytest_atom.") else f"{__name__}.{where}"
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors

@@ -15,8 +15,9 @@ every module here is private.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_atom.lazy import exports
 
 #: Each public name and the module here that defines it.
 _EXPORTS = {
@@ -27,12 +28,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors

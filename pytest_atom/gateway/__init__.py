@@ -13,8 +13,9 @@ here is private.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_atom.lazy import exports
 
 _EXPORTS = {
     "Gateway": "server",
@@ -28,13 +29,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_atom.gateway' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"pytest_atom.gateway.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # the same names, for type checkers (pyproject: implicit_reexport)
