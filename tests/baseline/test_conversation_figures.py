@@ -72,6 +72,6 @@ def test_the_change_is_in_the_summary_and_the_reports_lines() -> None:
 
 def test_a_case_the_user_gave_up_on_is_not_paired() -> None:
     rows = [_row("terse", "base", 1, 2), _row("terse", "short", 1, 9, done=False)]
-    base, short = conversation_figures(rows)
+    _, short = conversation_figures(rows)
     assert (short.turns, short.paired) == ((), None)
     assert conversation_lines(rows)[2] == "talk.atom.yaml::talk[short]: 0/1 succeeded"
