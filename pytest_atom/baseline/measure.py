@@ -410,6 +410,19 @@ class ConversationFigures:
     turns: tuple[int, ...]  # sorted
     paired: stats.Interval | float | None
 
+    def to_dict(self) -> dict[str, Any]:
+        paired = self.paired
+        return {
+            "spec": self.spec,
+            "runs": self.runs,
+            "succeeded": len(self.turns),
+            "turns_to_success": list(self.turns),
+            "median_turns": statistics.median(self.turns) if self.turns else None,
+            "vs_reference_by_case": paired.to_dict()
+            if isinstance(paired, stats.Interval)
+            else paired,
+        }
+
 
 def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
     """Each spec with `user:` (each arm), in the rows' order."""
@@ -520,7 +533,7 @@ def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally
 
 def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str, Any]:
     """Everything this module measures, as plain data: repeats (each with its threshold,
-    under the run's `gates`), arms, arms over specs."""
+    under the run's `gates`), arms, arms over specs, cases, conversations, triggers."""
     gates = gates or RepeatGates()
     figures = arm_figures(rows)
     return {
@@ -530,6 +543,7 @@ def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str,
             arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
         },
         "cases": [f.to_dict() for f in case_figures(rows)],
+        "conversations": [f.to_dict() for f in conversation_figures(rows)],
         "triggers": triggers.measured(rows),
     }
 
@@ -558,6 +572,10 @@ def junit_properties(
     props += [
         (f"atom_cases {f.spec}", line.split(": ", 1)[1])
         for f, line in zip(case_figures(rows), case_lines(rows)[1:], strict=True)
+    ]
+    props += [
+        (f"atom_conversation {f.spec}", line.split(": ", 1)[1])
+        for f, line in zip(conversation_figures(rows), conversation_lines(rows)[1:], strict=True)
     ]
     return props + triggers.junit_properties(rows)
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_atom.baseline.measure import conversation_figures, conversation_lines, measured_lines
+from pytest_atom.baseline.measure import (
+    conversation_figures,
+    conversation_lines,
+    junit_properties,
+    measured,
+    measured_lines,
+)
 from pytest_atom.baseline.stats import Interval
 from pytest_atom.results.rows import SummaryRow
 from tests.helpers import summary_row
@@ -68,6 +74,11 @@ def test_the_change_is_in_the_summary_and_the_reports_lines() -> None:
         "vs reference by case: user turns +1.0 ["
     )
     assert lines[1] in measured_lines(ROWS)
+    props = dict(junit_properties(ROWS))
+    assert props["atom_conversation talk.atom.yaml::talk[short]"] == lines[2].split(": ", 1)[1]
+    base, short = measured(ROWS)["conversations"]
+    assert (base["succeeded"], base["median_turns"], base["vs_reference_by_case"]) == (6, 3.5, None)
+    assert short["vs_reference_by_case"]["estimate"] == 1.0
 
 
 def test_a_case_the_user_gave_up_on_is_not_paired() -> None:
