@@ -11,6 +11,7 @@ import pytest
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.migrations import ITEM_ROW, SCHEMA_VERSION
+from pytest_atom.history.query import spec_runs, spec_runs_lines
 from pytest_atom.history.records import (
     ItemRecord,
     RunRecord,
@@ -318,4 +319,7 @@ def test_a_version_3_store_opens_with_a_conversations_turns_to_success(store_url
         replace(item("calc"), run_id=later.id),
     ]
     assert item_from_dict(item_to_dict(talked)) == talked
+    header, newest, *_ = spec_runs_lines(spec_runs(store, "talk"), store.url, "talk")[1:]
+    assert header.endswith("WALL  USER TURNS") and newest.endswith("s           3")
+    assert "USER TURNS" not in "\n".join(spec_runs_lines(spec_runs(store, "calc"), "", "calc"))
     store.close()
