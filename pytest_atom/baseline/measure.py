@@ -447,8 +447,8 @@ def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
     for key, count in runs.items():
         ref = references.get(arms.get(key, ""))
         paired = None if ref is None or ref == key else _paired_turns(by_case[ref], by_case[key])
-        took = tuple(sorted(n for case in by_case[key].values() for n in case))
-        found.append(ConversationFigures(key, count, took, paired))
+        pooled = tuple(sorted(n for case in by_case[key].values() for n in case))
+        found.append(ConversationFigures(key, count, pooled, paired))
     return found
 
 
