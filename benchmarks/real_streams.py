@@ -76,7 +76,7 @@ def main() -> int:
             kept = recorded.cassette is not None and (args.record_only or len(runs) > 1)
             props = [result_properties(r) for r in runs]
             tokens = [int(p["atom_tokens"]) for p in props]
-            roles = [sum(int(p[f"atom_{role}_tokens"]) for role in ROLES) for p in props]
+            roles = [sum(int(p.get(f"atom_{role}_tokens", 0)) for role in ROLES) for p in props]
             # One figure: the roles add up to atom_tokens in every run.
             ok = all(r.passed and not r.divergences for r in runs) and kept and roles == tokens
             failures += not ok

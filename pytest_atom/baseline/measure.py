@@ -397,30 +397,90 @@ def case_lines(rows: Iterable[Row]) -> list[str]:
     return lines
 
 
-def conversation_lines(rows: Iterable[Row]) -> list[str]:
-    """The summary's conversations (specs with `user:`): each spec's (each arm's) turns to
-    success, the user's messages of its runs that passed with the user done, pooled over
-    its cases and repeats."""
+@dataclass(frozen=True)
+class ConversationFigures:
+    """One conversation spec's (one arm's) turns to success: the user's messages of its
+    runs that passed with the user done, pooled over its cases and repeats; for an arm,
+    its change from the reference arm in mean turns to success, paired by case (the mean
+    over cases of each case's change, with the paired bootstrap's interval from two cases
+    on), as `CaseFigures` pairs pass rates."""
+
+    spec: str  # ``file::name`` or ``file::name[arm]``
+    runs: int
+    turns: tuple[int, ...]  # sorted
+    paired: stats.Interval | float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        paired = self.paired
+        return {
+            "spec": self.spec,
+            "runs": self.runs,
+            "succeeded": len(self.turns),
+            "turns_to_success": list(self.turns),
+            "median_turns": statistics.median(self.turns) if self.turns else None,
+            "vs_reference_by_case": paired.to_dict()
+            if isinstance(paired, stats.Interval)
+            else paired,
+        }
+
+
+def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
+    """Each spec with `user:` (each arm), in the rows' order."""
     runs: dict[str, int] = {}
-    turns: dict[str, list[int]] = {}
+    by_case: dict[str, dict[str, list[int]]] = {}  # key -> case ("" without) -> turns
+    references: dict[str, str] = {}  # a spec without its arm -> its reference arm's key
+    arms: dict[str, str] = {}  # an arm's key -> the spec without its arm
     for row in rows:
         props = row.properties
         if props.get("atom_user_turns") in (None, ""):
             continue
         key = _pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
         runs[key] = runs.get(key, 0) + 1
-        done = str(props.get("atom_user_done")) == "True"
-        if done and row.outcome.label == "passed":
-            turns.setdefault(key, []).append(int(props["atom_user_turns"]))
-    if not runs:
+        took = by_case.setdefault(key, {}).setdefault(str(props.get("atom_case") or ""), [])
+        if str(props.get("atom_user_done")) == "True" and row.outcome.label == "passed":
+            took.append(int(props["atom_user_turns"]))
+        if arm := props.get("atom_arm"):
+            arms[key] = key.removesuffix(f"[{arm}]")
+            if props.get("atom_arm_reference"):
+                references[arms[key]] = key
+    found = []
+    for key, count in runs.items():
+        ref = references.get(arms.get(key, ""))
+        paired = None if ref is None or ref == key else _paired_turns(by_case[ref], by_case[key])
+        pooled = tuple(sorted(n for case in by_case[key].values() for n in case))
+        found.append(ConversationFigures(key, count, pooled, paired))
+    return found
+
+
+def _paired_turns(
+    reference: Mapping[str, Sequence[int]], arm: Mapping[str, Sequence[int]]
+) -> stats.Interval | float | None:
+    """The arm's change in mean turns to success from the reference, case by case (the
+    cases where both succeeded), then averaged."""
+    changes = [
+        statistics.fmean(arm[case]) - statistics.fmean(ref)
+        for case, ref in reference.items()
+        if ref and arm.get(case)
+    ]
+    if not changes:
+        return None
+    return stats.bootstrap_mean(changes) or statistics.fmean(changes)
+
+
+def conversation_lines(rows: Iterable[Row]) -> list[str]:
+    """The summary's conversations: ``x: 3/3 succeeded, median 3 turns (3: 3)``, and an
+    arm's change from the reference arm (`conversation_figures`)."""
+    figures = conversation_figures(rows)
+    if not figures:
         return []
     lines = ["conversations (the user's messages to success, the prompt included):"]
-    for key, count in runs.items():
-        took = sorted(turns.get(key, []))
-        line = f"{key}: {len(took)}/{count} succeeded"
-        if took:
-            spread = ", ".join(f"{n}: {took.count(n)}" for n in sorted(set(took)))
-            line += f", median {statistics.median(took):g} turns ({spread})"
+    for f in figures:
+        line = f"{f.spec}: {len(f.turns)}/{f.runs} succeeded"
+        if f.turns:
+            spread = ", ".join(f"{n}: {f.turns.count(n)}" for n in sorted(set(f.turns)))
+            line += f", median {statistics.median(f.turns):g} turns ({spread})"
+        if f.paired is not None:
+            line += f"; vs reference by case: user turns {_show('turns', f.paired)}"
         lines.append(line)
     return lines
 
@@ -473,7 +533,7 @@ def _repeated(rows: Sequence[Row], gates: RepeatGates) -> list[tuple[Runs, Tally
 
 def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str, Any]:
     """Everything this module measures, as plain data: repeats (each with its threshold,
-    under the run's `gates`), arms, arms over specs."""
+    under the run's `gates`), arms, arms over specs, cases, conversations, triggers."""
     gates = gates or RepeatGates()
     figures = arm_figures(rows)
     return {
@@ -483,6 +543,7 @@ def measured(rows: Sequence[Row], gates: RepeatGates | None = None) -> dict[str,
             arm: interval.to_dict() for arm, interval in suite_arm_differences(figures).items()
         },
         "cases": [f.to_dict() for f in case_figures(rows)],
+        "conversations": [f.to_dict() for f in conversation_figures(rows)],
         "triggers": triggers.measured(rows),
     }
 
@@ -512,6 +573,10 @@ def junit_properties(
         (f"atom_cases {f.spec}", line.split(": ", 1)[1])
         for f, line in zip(case_figures(rows), case_lines(rows)[1:], strict=True)
     ]
+    props += [
+        (f"atom_conversation {f.spec}", line.split(": ", 1)[1])
+        for f, line in zip(conversation_figures(rows), conversation_lines(rows)[1:], strict=True)
+    ]
     return props + triggers.junit_properties(rows)
 
 
@@ -521,4 +586,10 @@ def measured_lines(rows: Sequence[Row], gates: RepeatGates | None = None) -> lis
     gates = gates or RepeatGates()
     shown = bool(_repeated(rows, gates))
     lines = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if shown else []
-    return lines + arm_lines(rows) + case_lines(rows) + triggers.trigger_lines(rows)
+    return (
+        lines
+        + arm_lines(rows)
+        + case_lines(rows)
+        + conversation_lines(rows)
+        + triggers.trigger_lines(rows)
+    )

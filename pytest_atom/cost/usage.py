@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 #: The kinds of session a spec run reports usage for, in report order: the agent's main
-#: session, its subagents, the judge and (planner mode) the planner; then the sampling
+#: session, its subagents, the judge, (planner mode) the planner and (a conversation) the
+#: simulated user, shown only for a spec with ``user:``; then the sampling
 #: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
 #: model's and compaction's. Claude Code files the advisor's under its model in
 #: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
@@ -47,7 +48,16 @@ __all__ = [
 #: request), so the roles always add up to ``atom_tokens`` and the dollars spent; 0 when
 #: every token has its role. A failed try counts in its own role (shown apart too, in
 #: ``atom_failed_tries_tokens``).
-ROLES = ("executor", "subagents", "reflector", "planner", "advisor", "compaction", "other")
+ROLES = (
+    "executor",
+    "subagents",
+    "reflector",
+    "planner",
+    "user",
+    "advisor",
+    "compaction",
+    "other",
+)
 
 #: A Messages-API usage object's counts in the CLI's per-model ``modelUsage``, with the price weight used to split
 #: a model's cost between sessions (input = 1: the published ratios of Anthropic's prices).

@@ -72,6 +72,8 @@ _STEPS: dict[int, tuple[str, ...]] = {
         """UPDATE atom_items SET kind = 'rescore'
         WHERE run_id IN (SELECT id FROM atom_runs WHERE kind = 'rescore')""",
     ),
+    # 4: a conversation's turns to success (`ItemRecord.user_turns`), NULL for the items
+    # already stored: its column alone.
 }
 
 

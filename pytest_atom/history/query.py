@@ -316,6 +316,13 @@ class SpecRun:
             return kinds[0]
         return ", ".join(f"{kinds.count(k)} {k}" for k in sorted(set(kinds)))
 
+    @property
+    def turns_to_success(self) -> str:
+        """A conversation's user messages in each repeat that passed (``3,4``); ``-``:
+        none passed with the user done (`ItemRecord.user_turns`)."""
+        took = sorted(i.user_turns for i in self.items if i.passed and i.user_turns is not None)
+        return ",".join(map(str, took)) or "-"
+
     def to_dict(self) -> dict[str, Any]:
         from pytest_atom.history.records import item_to_dict, run_to_dict
 
@@ -346,9 +353,12 @@ def spec_runs_lines(runs: Sequence[SpecRun], url: str, spec: str) -> list[str]:
         )
     header = ["RUN", "STARTED (UTC)", "RUN KIND", "COMMIT", "ITEM", "KIND", "OUTCOME"]
     header += ["TOKENS", "SPENT", "LIST $", "WALL"]
+    if any(i.user_turns is not None for r in runs for i in r.items):  # a conversation's
+        header.append("USER TURNS")
+        rows = [row + [r.turns_to_success] for row, r in zip(rows, runs, strict=True)]
     return [
         f"history: {url}: {spec}, newest first",
-        *table_lines(header, rows, right=(7, 8, 9, 10)),
+        *table_lines(header, rows, right=(7, 8, 9, 10, 11)),
     ]
 
 

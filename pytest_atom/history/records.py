@@ -233,6 +233,10 @@ class ItemRecord:
     why: str = field(default="", metadata=column("TEXT NOT NULL"))
     #: The final verdict's score, None when no reflector judged.
     score: float | None = field(default=None, metadata=column("DOUBLE PRECISION", codec=NUMBER))
+    #: A conversation's (a spec's `user:`) messages from the user, the prompt included, up to
+    #: the user saying it was done: the turns to success of an item that passed. None: no
+    #: conversation, or the user never said it was done.
+    user_turns: int | None = field(default=None, metadata=column("INTEGER", since=4))
 
     @property
     def key(self) -> ItemKey:

@@ -163,6 +163,7 @@ def item_record(
         run_folder=None if cached is not None else str(result.run_dir),
         why=cached.why if cached is not None else _scrubbed(scrubber, result.outcome.why),
         score=result.score,
+        user_turns=result.user_turns if result.user_done else None,
     )
 
 

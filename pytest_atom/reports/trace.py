@@ -83,6 +83,7 @@ def trace_sessions(result: SpecResult, repeat: int | None) -> Iterator[TraceSess
     for step, attempt in attempts:
         roles = [("executor", i, r) for i, r in enumerate(attempt.records, 1)]
         roles += [("reflector", vote, r) for vote, r in enumerate(attempt.reflectors, 1)]
+        roles += [("user", turn, r) for turn, r in enumerate(attempt.users, 1)]
         for role, iteration, record in roles:
             name = f"{f'{step}-' if step else ''}a{attempt.number:02d}-{role}-{iteration}.jsonl"
             transcript = f"{folder}/{name}" if record.stdout else None

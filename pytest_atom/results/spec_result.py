@@ -513,7 +513,7 @@ class SpecResult:
         for attempt in self.all_attempts if attempts is None else attempts:
             recalled = sum(r.cost_usd for r in attempt.recalled)
             for role, records, usd in (
-                ("executor", attempt.records, 0.0),
+                ("executor", attempt.records + attempt.users, 0.0),  # the user's: billed alike
                 ("reflector", attempt.reflectors, recalled),  # recalled votes: never spent again
             ):
                 usd += sum(r.paid_cost_usd for r in records)  # failed tries included
@@ -583,11 +583,15 @@ class SpecResult:
                 roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
             for again in attempt.recalled:  # as recorded: the figures a rerun gives
                 roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
+            for said in (t for record in attempt.users for t in (*record.failed_tries, record)):
+                roles["user"] += RoleUsage(said.tokens, said.cost_usd)
         if attempts is None:
             for plan in self.plans:
                 for used in (plan.record, plan.recalled):
                     if used is not None:
                         roles["planner"] += RoleUsage(used.tokens, used.cost_usd)
+        if self.user_turns is None:  # no conversation: no user to show
+            del roles["user"]
         return roles
 
     def steps_left_out(self) -> dict[str, dict[str, RoleUsage]]:

@@ -68,9 +68,11 @@ def _adds_up(result: SpecResult, spent: str = "usd") -> dict[str, Any]:
     summary table: their tokens to ``atom_tokens``, their dollars to the dollars spent
     (`spent` ``recorded_usd``: what a replay's answers cost when recorded)."""
     props = result_properties(result)
-    roles = {role: props[f"atom_{role}_tokens"] for role in ROLES}
+    # Every role, the simulated user's only for a conversation (a spec with `user:`).
+    shown = [role for role in ROLES if role != "user" or result.user_turns is not None]
+    roles = {role: props[f"atom_{role}_tokens"] for role in shown}
     assert sum(roles.values()) == props["atom_tokens"] == result.tokens, roles
-    usd = sum(props[f"atom_{role}_cost_usd"] for role in ROLES)
+    usd = sum(props[f"atom_{role}_cost_usd"] for role in shown)
     key = "atom_cost_usd" if spent == "usd" else "atom_recorded_cost_usd"
     assert usd == pytest.approx(props[key], abs=5e-6), (props[key], roles)
     cost = build_trace(result)["cost"]
@@ -109,6 +111,23 @@ def test_a_recalled_verdict_counts_in_its_attempts_tokens_as_in_its_role(tmp_pat
     [child] = build_trace(result)["children"]
     assert child["cost"]["tokens"] == 1900
     assert sum(r["tokens"] for r in child["cost"]["by_role"].values()) == 1900
+
+
+def test_the_simulated_users_sessions_count_in_a_role_of_their_own(tmp_path: Path) -> None:
+    """A conversation's simulated user (a spec's `user:`) runs sessions of its own: their
+    tokens and dollars are the `user` role's, not `other`'s, and add up to the run's figures;
+    a spec with no user shows no such role."""
+    call = IterationRecord(0, usage={"input_tokens": 1000, "output_tokens": 50}, cost_usd=0.01)
+    broken = IterationRecord(1, usage={"input_tokens": 100}, cost_usd=0.001)
+    said = IterationRecord(0, usage={"input_tokens": 300}, cost_usd=0.003, failed_tries=[broken])
+    talk = Attempt(1, tmp_path / "a01", RunOutcome(True, 1), [call], users=[said], user_turns=2)
+    props = _adds_up(_result(tmp_path, talk))
+    assert (props["atom_user_tokens"], props["atom_other_tokens"]) == (400, 0)
+    assert props["atom_user_cost_usd"] == pytest.approx(0.004)
+    assert props["atom_cost_usd"] == pytest.approx(0.014)
+    assert SummaryRow.of("s.atom.yaml::s", props).roles["user"].tokens == 400
+    alone = Attempt(1, tmp_path / "a01", RunOutcome(True, 1), [call])
+    assert "atom_user_tokens" not in _adds_up(_result(tmp_path, alone))
 
 
 def test_an_advisor_step_claude_code_filed_nowhere_is_counted_on_top(tmp_path: Path) -> None:

@@ -66,9 +66,10 @@ def test_the_terminal_junit_trace_and_html_say_the_same_figures(shipped_run: Shi
         assert f'data-sort="{tokens}">{tokens:,}<' in page, nodeid
         by_role = trace["cost"]["by_role"]
         assert sum(r["tokens"] for r in by_role.values()) == tokens, nodeid
+        assert set(ROLES) - set(by_role) <= {"user"}, nodeid  # the user: a conversation's
         for role in ROLES:
             used = int(props.get(f"atom_{role}_tokens") or 0)
-            assert by_role[role]["tokens"] == used, (nodeid, role)
+            assert by_role.get(role, {"tokens": 0})["tokens"] == used, (nodeid, role)
             shown = summary[nodeid].get(role, "-").split(" ")[0]
             assert shown == (str(used) if used else "-"), (nodeid, role, summary[nodeid])
         checked += 1

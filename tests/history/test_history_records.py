@@ -75,6 +75,17 @@ def test_an_item_keeps_its_checks_criteria_figures_and_tool_names(tmp_path: Path
     assert item.digest is None and item.digest_parts == {} and not item.cached
 
 
+def test_a_conversation_keeps_its_turns_to_success_and_its_users_tokens(tmp_path: Path) -> None:
+    result = _result(tmp_path)
+    assert item_record(result, None).user_turns is None  # no conversation
+    said = IterationRecord(returncode=0, usage={"input_tokens": 30}, cost_usd=0.01)
+    attempt = replace(result.final, users=[said], user_turns=3)
+    item = item_record(replace(result, attempts=[replace(attempt, user_done=True)]), None)
+    assert (item.user_turns, item.tokens["user"]) == (3, 30)
+    gave_up = item_record(replace(result, attempts=[attempt]), None)
+    assert gave_up.user_turns is None  # the user never said it was done
+
+
 def test_no_secret_reaches_the_item(tmp_path: Path) -> None:
     item = item_record(_result(tmp_path), None, scrubber=Scrubber(env={"PROVIDER_API_KEY": SECRET}))
     assert SECRET not in repr(item)

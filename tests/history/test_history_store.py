@@ -11,6 +11,7 @@ import pytest
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.migrations import ITEM_ROW, SCHEMA_VERSION
+from pytest_atom.history.query import spec_runs, spec_runs_lines
 from pytest_atom.history.records import (
     ItemRecord,
     RunRecord,
@@ -131,7 +132,7 @@ def test_a_version_1_store_opens_migrated_with_its_runs_intact(store_url: str) -
     old.close()
 
     store = open_store(store_url)
-    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 3
+    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 4
     assert store.run(old_run.id).atom_version == "0.0.9"
     (kept,) = store.items(old_run.id)
     assert (kept.spec, kept.tokens, kept.tool_calls, kept.digest) == (
@@ -278,4 +279,47 @@ def test_every_declared_field_is_a_column_of_a_new_store(tmp_path: Path) -> None
     for table, record, extra in tables:
         have = [row[1] for row in store.connection.execute(f"PRAGMA table_info({table})")]
         assert sorted(have) == sorted(c.name for _, c in (*columns(record), *extra))
+    store.close()
+
+
+def test_a_version_3_store_opens_with_a_conversations_turns_to_success(store_url: str) -> None:
+    old = bare_store(store_url)
+    old.migrate(to=3)
+    before = run(0)
+    cursor = old.connection.cursor()
+    cursor.execute(
+        old._sql(
+            "INSERT INTO atom_runs VALUES (?, ?, 'pytest', NULL, 'abc', 0, '0.0.9', NULL, '{}')"
+        ),
+        (before.id, before.started.isoformat(timespec="microseconds")),
+    )
+    cursor.execute(
+        old._sql(
+            "INSERT INTO atom_items (run_id, item_no, started, spec, spec_path, spec_case, arm, "
+            "repeat_no, outcome, cached, checks, criteria, tokens, cost_usd, tokens_total, "
+            "cost_total, wall_seconds, tool_calls, run_folder, why, score, kind, spent_usd, "
+            "digest, digest_parts) VALUES (?, 0, '2026-01-01', 'talk', 't', '', '', NULL, "
+            "'passed', 0, '[]', '[]', '{}', '{}', 0, 0, 1.0, '[]', NULL, '', NULL, 'trial', 0, "
+            "NULL, '{}')"
+        ),
+        (before.id,),
+    )
+    cursor.close()
+    old.close()
+
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 4
+    (kept,) = store.items(before.id)
+    assert (kept.spec, kept.user_turns) == ("talk", None)
+    later = run(1)
+    talked = replace(item("talk", case="terse"), user_turns=3)
+    store.add_run(later, [talked, item("calc")])  # and it takes version 4's records
+    assert store.items(later.id) == [
+        replace(talked, run_id=later.id),
+        replace(item("calc"), run_id=later.id),
+    ]
+    assert item_from_dict(item_to_dict(talked)) == talked
+    header, newest, *_ = spec_runs_lines(spec_runs(store, "talk"), store.url, "talk")[1:]
+    assert header.endswith("WALL  USER TURNS") and newest.endswith("s           3")
+    assert "USER TURNS" not in "\n".join(spec_runs_lines(spec_runs(store, "calc"), "", "calc"))
     store.close()

@@ -152,7 +152,7 @@ def test_a_version_2_store_opens_with_each_items_kind_from_its_cached_flag_and_r
     old.close()
 
     store = open_store(store_url)
-    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 3
+    assert isinstance(store, SqlStore) and store.version() == SCHEMA_VERSION == 4
     kinds = [(i.kind, i.cached, i.spent_usd) for i in store.items(pytest_run.id)]
     assert kinds == [("trial", False, None), ("cached", True, None)]
     assert [i.kind for i in store.items(rescore.id)] == ["rescore"]

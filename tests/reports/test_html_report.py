@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_atom.baseline.measure import measured_lines
 from pytest_atom.events import parse
 from pytest_atom.replay.transcript import Text, ToolUse, stream_turns, tool_label
 from pytest_atom.reports.html import (
@@ -25,10 +26,11 @@ from pytest_atom.reports.html import (
     write_html,
 )
 from pytest_atom.reports.phrases import drift_summary
+from pytest_atom.reports.trace import build_trace
 from pytest_atom.results.drift import Drift
 from pytest_atom.results.record import RunOutcome
-from tests.helpers import capture
-from tests.html_helpers import assistant, result_for, tool_result
+from tests.helpers import VALIDATOR, capture, summary_row
+from tests.html_helpers import assistant, record, result_for, tool_result
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented example value
 
@@ -325,3 +327,26 @@ def test_the_agent_line_speaks_of_an_sdk_app_as_one(tmp_path: Path) -> None:
     assert agent_line(result) == "the SDK app finished its task"
     result.attempts[0].outcome = RunOutcome(False, 1, reason="error")
     assert agent_line(result) == "the SDK app failed"
+
+
+def test_a_conversation_shows_its_turns_to_success_per_run_and_per_spec(tmp_path: Path) -> None:
+    """A spec with `user:`: each run's section says how many messages the user sent and
+    whether it said it was done; the measured lines above the table give each spec's (each
+    arm's) turns to success, as the text summary does (`baseline.measure.conversation_lines`)."""
+    result = result_for(tmp_path, *CONVERSATION)
+    talk = result.final
+    talk.user_turns, talk.user_done = 3, True
+    talk.users = [record(assistant("u1", text("Thanks, that is all.")))]
+    VALIDATOR.validate(build_trace(result))  # the user's session, in its role, as the schema says
+    view = spec_view(result)
+    assert [s["role"] for s in view["attempts"][0]["sessions"]] == ["executor", "user"]
+    rows = [
+        summary_row(nodeid, "passed", {"atom_user_turns": "3", "atom_user_done": "True"})
+        for nodeid in ("talk.atom.yaml::talk[r1]", "talk.atom.yaml::talk[r2]")
+    ]
+    page = render_html(
+        [report_row("talk.atom.yaml::talk", "passed", view)], measured=measured_lines(rows)
+    )
+    assert "<strong>Conversation</strong> 3 messages from the user, the prompt included; " in page
+    assert "the user said it was done" in page
+    assert "talk.atom.yaml::talk: 2/2 succeeded, median 3 turns (3: 2)" in page
