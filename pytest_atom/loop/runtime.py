@@ -89,7 +89,7 @@ class AtomRuntime:
             max_retries: retries per iteration; None retries forever.
             timeout: seconds for the whole run; each call gets what is left.
             sleep: how retry waits happen (tests pass a recorder, so nothing really waits).
-            reply: a conversation's user (`pytest_atom.run.conversation`): after each
+            reply: a conversation's user (`pytest_atom.run.simulated_user`): after each
                 iteration, the next message, or None when the user is done (then the run
                 succeeded); the exit signal is not looked for.
         """

@@ -4,7 +4,7 @@
 (what a session shares: settings, hooks, the check registry). `execution` is the attempt
 loop: the workspace (`workspace`, minus pytest-atom's `own_files`), set-up
 (`setup_commands`), the executor (`pytest_atom.loop`), checks, reflector, decision; `steps`
-and `planner` run multi-step specs; `conversation` is a spec's `user:`, who answers each
+and `planner` run multi-step specs; `simulated_user` is a spec's `user:`, who answers each
 agent turn and its questions; `factory` builds a run's agents; `tools` runs a
 project's tools; `interrupted` says where a Ctrl-C left a run; `rescore` judges a stored
 attempt again; `oracle` is `atom validate`'s runs (a spec's `oracle:` as an attempt's

@@ -57,9 +57,9 @@ from pytest_atom.results.harness_events import (
 from pytest_atom.results.record import IterationRecord, RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.results.verdict import Verdict
-from pytest_atom.run.conversation import REPLY_SCHEMA, Conversation, UserSessions
 from pytest_atom.run.factory import AgentFactory
 from pytest_atom.run.setup_commands import SetupCache, run_setup
+from pytest_atom.run.simulated_user import REPLY_SCHEMA, Conversation, UserSessions
 from pytest_atom.run.tools import tool_env
 from pytest_atom.run.workspace import copy_workspace, fixture_source, snapshot_repo
 from pytest_atom.settings.modes import SetupCacheMode
