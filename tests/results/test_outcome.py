@@ -146,5 +146,6 @@ def test_results_are_data_that_import_no_machinery() -> None:
         "pytest_atom.cost.usage",
         "pytest_atom.errors",  # the exception tree (SpendingLimitReached): classes only
         "pytest_atom.paths",  # how the tree's file errors show a path
+        "pytest_atom.lazy",  # a public package's names, loaded on first use
         "pytest_atom.extensions",  # the match modes' names, from installed metadata only
     }
