@@ -120,7 +120,7 @@ def test_a_run_folder_is_the_machines_even_in_the_models_own_words() -> None:
     paths = MachinePaths(model_written([f"cd {run_dir}/workspace"]))
     assert paths.in_text(f"cd {run_dir}/workspace", by_model=True) == [run_dir]
     assert paths.in_text(f"Primary working directory: {run_dir}/workspace") == [run_dir]
-    assert paths.in_text("ran /tmp/x.py and /root/notes", by_model=True) == []
+    assert paths.in_text("ran /tmp/x.py and /home/alice/notes", by_model=True) == []
 
 
 def test_the_exemption_is_for_the_whole_path_the_model_wrote() -> None:

@@ -15,9 +15,9 @@ def test_a_path_becomes_its_placeholder_only_where_its_name_ends() -> None:
 
 
 def test_the_longest_path_wins_and_a_trailing_slash_masks_only_what_lies_below() -> None:
-    masks = PathMasks({"/tmp/run": RUN_DIR, "/tmp/run/home": HOME, "/home/me/": "<HOME>/"})
-    text = "/tmp/run/home/.cache /home/me/.pyenv /home/me"
-    assert masks.out(text) == "<HOME>/.cache <HOME>/.pyenv /home/me"
+    masks = PathMasks({"/tmp/run": RUN_DIR, "/tmp/run/home": HOME, "/home/alice/": "<HOME>/"})
+    text = "/tmp/run/home/.cache /home/alice/.pyenv /home/alice"
+    assert masks.out(text) == "<HOME>/.cache <HOME>/.pyenv /home/alice"
 
 
 def test_a_placeholder_comes_back_as_the_path_given_first_for_it() -> None:
