@@ -41,7 +41,7 @@ from pytest_atom.replay.transcript import (
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.words import shorten
 
-__all__ = ["Call", "Trajectory", "listing", "matches", "times"]
+__all__ = ["Call", "Trajectory", "count_phrase", "listing", "matches", "times"]
 
 #: Calls listed in one result; a run with more says how many were left out.
 _LISTED = 20
@@ -183,3 +183,15 @@ def listing(calls: Sequence[Call], empty: str = "no calls") -> str:
 
 def times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
+
+
+def count_phrase(low: int, high: int | None) -> str:
+    """How often a check wants a thing done (a tool called, a question asked): ``never``,
+    ``at least once``, ``exactly 3 times``, ``at most 2 times``, ``1 to 3 times``."""
+    if high == 0:
+        return "never"
+    if high is None:
+        return "at least once" if low == 1 else f"at least {low} times"
+    if low == high:
+        return "exactly once" if low == 1 else f"exactly {low} times"
+    return f"at most {high} times" if low == 0 else f"{low} to {high} times"

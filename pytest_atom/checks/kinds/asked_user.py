@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
+from pytest_atom.checks.trajectory import count_phrase
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
@@ -82,12 +83,3 @@ class AskedUser:
 
 
 KIND = AskedUser()
-
-
-def count_phrase(low: int, high: int | None) -> str:
-    """How many questions the check wants: ``never``, ``at least once``, ``1 to 3 times``."""
-    if high == 0:
-        return "never"
-    if high is None:
-        return "at least once" if low == 1 else f"at least {low} times"
-    return f"exactly {low} times" if low == high else f"{low} to {high} times"

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pytest_atom.checks.kind import Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
-from pytest_atom.checks.trajectory import listing, matches, times
+from pytest_atom.checks.trajectory import count_phrase, listing, matches, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
@@ -98,14 +98,3 @@ class ToolUsed:
 
 
 KIND = ToolUsed()
-
-
-def count_phrase(low: int, high: int | None) -> str:
-    """How often a `tool_used` check wants its calls: ``never``, ``at least once``…"""
-    if high == 0:
-        return "never"
-    if high is None:
-        return "at least once" if low == 1 else f"at least {low} times"
-    if low == high:
-        return "exactly once" if low == 1 else f"exactly {low} times"
-    return f"at most {high} times" if low == 0 else f"{low} to {high} times"
