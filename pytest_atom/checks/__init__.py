@@ -34,7 +34,9 @@ as is. No check kind imports another (the ``independence`` contract).
 Add a check kind:
 
 1. write ``pytest_atom/checks/kinds/<name>.py`` with its schema, ``Params``, ``build``,
-   ``describe``, ``confined``, ``run`` and ``KIND = <Name>()`` (copy the nearest kind);
+   ``describe``, ``run`` and ``KIND = <Name>()``, its class a `kind.BuiltinKind` (whose
+   defaults it overrides where it differs: ``reads_run``, ``needs_tool``, ``confined``);
+   copy the nearest kind;
 2. add ``<name> = "pytest_atom.checks.kinds.<name>:KIND"`` to the
    ``pytest_atom.check_kinds`` entry-point group in ``pyproject.toml`` (and reinstall);
 3. run ``python -m pytest_atom.checks.schema``, which writes its fragment into

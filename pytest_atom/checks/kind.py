@@ -39,6 +39,12 @@ class Scene:
     env: Mapping[str, str] | None = None
     trajectory: Trajectory | None = None
 
+    @property
+    def agent_run(self) -> Trajectory:
+        """The agent's run, for a kind that `reads_run` (the registry runs none without one)."""
+        assert self.trajectory is not None
+        return self.trajectory
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -103,21 +109,28 @@ class CheckKind(Protocol):
         """The result; a check that cannot be evaluated raises CheckError."""
 
 
-class WorkspacePathKind:
-    """What a kind whose value is one workspace path shares (``file_exists``,
-    ``file_absent``): its schema, parameters, label and that it runs nothing of the
-    workspace. A kind module subclasses it and adds its `name` and `run`."""
+class BuiltinKind:
+    """What most kinds share, a kind module's class overriding what differs: it reads the
+    workspace (not the agent's run), needs no tool and runs none of the workspace's code."""
 
     name: str
-    schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
+    schema: Mapping[str, Any]
     reads_run = False
     needs_tool: str | None = None
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+
+class WorkspacePathKind(BuiltinKind):
+    """What a kind whose value is one workspace path shares (``file_exists``,
+    ``file_absent``): its schema, parameters and label. A kind module subclasses it and
+    adds its `name` and `run`."""
+
+    schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"path": entry.workspace_path(value)}
 
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"{self.name} {params['path']}"
-
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False

@@ -62,8 +62,7 @@ class _PluginKind:
 
     def run(self, check: Check, scene: Scene) -> CheckResult:
         if self.run_fn is not None:
-            assert scene.trajectory is not None
-            return self.run_fn(check, scene.trajectory)
+            return self.run_fn(check, scene.agent_run)
         assert self.fn is not None
         return self.fn(check, scene.workspace, scene.env)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.checks.evidence import tail
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.shell import CURRENT, run_shell, run_shell_split
 from pytest_atom.results.check_result import CheckResult
@@ -57,13 +57,11 @@ class Params:
     )
 
 
-class Command:
+class Command(BuiltinKind):
     name = "command"
     schema: Mapping[str, Any] = {
         "oneOf": [{"type": "string", "minLength": 1}, object_schema(Params)],
     }
-    reads_run = False
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
         value = {"run": value} if isinstance(value, str) else value

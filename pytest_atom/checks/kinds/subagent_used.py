@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.trajectory import listing, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class SubagentUsed:
+class SubagentUsed(BuiltinKind):
     name = "subagent_used"
     schema: Mapping[str, Any] = {
         "type": "string",
@@ -33,12 +33,8 @@ class SubagentUsed:
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"subagent_used {params['name']}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         kind: str = check.params["name"]
         starts = [c for c in run.calls if c.marked("subagent")]
         mine = [c for c in starts if (m := c.marked("subagent")) is not None and m.name == kind]
