@@ -22,15 +22,14 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_atom.baseline.gate import GateResult, gate
+from pytest_atom.baseline.measure import METRICS, runs_of
 from pytest_atom.errors import BaselineError
 from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.settings.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
-
-if TYPE_CHECKING:
-    from pytest_atom.baseline.gate import GateResult
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -147,8 +146,6 @@ def _mean(values: list[float]) -> float | None:
 def _repeats(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
     """Each run's outcome and figures, so a later run's gate can test against them, and
     whether they were all alike (a replay: then a difference is a fact, not noise)."""
-    from pytest_atom.baseline.measure import METRICS, runs_of
-
     kept = [
         {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
         for o, p in runs
@@ -387,8 +384,6 @@ def gate_run(
     }
     result = None
     if sampled and statistical:
-        from pytest_atom.baseline.gate import gate  # scipy: only when runs are samples
-
         result = gate(sampled)
     answers = {s.spec: s for s in result.specs} if result else {}
     comparisons = []

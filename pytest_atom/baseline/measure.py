@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_atom.baseline import stats, triggers
-from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow, pooled_key, spec_key
 from pytest_atom.results.thresholds import RepeatGates, Tally, tallies
 
 Row = SummaryRow
@@ -172,10 +172,7 @@ class ArmFigures:
             **{metric: self.runs.mean(metric) for metric, _ in METRICS},
             "vs_reference": None
             if self.differences is None
-            else {
-                k: v.to_dict() if isinstance(v, stats.Interval) else v
-                for k, v in self.differences.items()
-            },
+            else {k: stats.plain(v) for k, v in self.differences.items()},
         }
 
 
@@ -243,12 +240,8 @@ def suite_arm_differences(figures: Sequence[ArmFigures]) -> dict[str, stats.Inte
 
 
 def _show(metric: str, value: stats.Interval | float | None) -> str:
-    if value is None:
-        return "-"
     digits = {"pass_rate": 2, "score": 2, "turns": 1, "tokens": 0, "cost_usd": 4}[metric]
-    if isinstance(value, stats.Interval):
-        return f"{value.estimate:+.{digits}f} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
-    return f"{value:+.{digits}f}"
+    return "-" if value is None else stats.signed(value, digits)
 
 
 def arm_lines(rows: Iterable[Row]) -> list[str]:
@@ -318,7 +311,6 @@ class CaseFigures:
     paired: stats.Interval | float | None
 
     def to_dict(self) -> dict[str, Any]:
-        paired = self.paired
         return {
             "spec": self.spec,
             "cases": self.cases,
@@ -326,39 +318,28 @@ class CaseFigures:
             "runs": self.runs.runs,
             "pass_rate": self.runs.rate().to_dict(),
             **{metric: self.runs.mean(metric) for metric, _ in METRICS},
-            "vs_reference_by_case": paired.to_dict()
-            if isinstance(paired, stats.Interval)
-            else paired,
+            "vs_reference_by_case": stats.plain(self.paired),
         }
-
-
-def _pooled_key(nodeid: str, props: Mapping[str, Any]) -> str:
-    """A case's row's key with its case taken out: ``file::name`` (``file::name[arm]``)."""
-    key, arm = spec_key(nodeid), props.get("atom_arm")
-    if arm:
-        key = key.removesuffix(f"[{arm}]")
-    key = key.removesuffix(f"[{props['atom_case']}]")
-    return f"{key}[{arm}]" if arm else key
 
 
 def case_figures(rows: Iterable[Row]) -> list[CaseFigures]:
     """Each spec with cases, pooled over them (per arm, with arms), in the rows' order."""
     cased = [row for row in rows if row.properties.get("atom_case")]
-    pooled = groupruns_of(cased, _pooled_key, ARM_METRICS)
+    pooled = groupruns_of(cased, pooled_key, ARM_METRICS)
     per_case = groupruns_of(cased, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in cased}
     cases: dict[str, dict[str, Runs]] = {}  # pooled key -> case -> its runs
     for key, runs in per_case.items():
         props = meta[key]
-        cases.setdefault(_pooled_key(key, props), {})[str(props["atom_case"])] = runs
+        cases.setdefault(pooled_key(key, props), {})[str(props["atom_case"])] = runs
     references = {
-        _pooled_key(k, p).removesuffix(f"[{p['atom_arm']}]"): _pooled_key(k, p)
+        pooled_key(k, p).removesuffix(f"[{p['atom_arm']}]"): pooled_key(k, p)
         for k, p in meta.items()
         if p.get("atom_arm_reference")
     }
     found = []
     for key, runs in pooled.items():
-        arm = next((p.get("atom_arm") for k, p in meta.items() if _pooled_key(k, p) == key), None)
+        arm = next((p.get("atom_arm") for k, p in meta.items() if pooled_key(k, p) == key), None)
         ref = references.get(key.removesuffix(f"[{arm}]")) if arm else None
         paired = None if ref is None or ref == key else _paired(cases[ref], cases[key])
         found.append(CaseFigures(key, len(cases[key]), runs, paired))
@@ -411,16 +392,13 @@ class ConversationFigures:
     paired: stats.Interval | float | None
 
     def to_dict(self) -> dict[str, Any]:
-        paired = self.paired
         return {
             "spec": self.spec,
             "runs": self.runs,
             "succeeded": len(self.turns),
             "turns_to_success": list(self.turns),
             "median_turns": statistics.median(self.turns) if self.turns else None,
-            "vs_reference_by_case": paired.to_dict()
-            if isinstance(paired, stats.Interval)
-            else paired,
+            "vs_reference_by_case": stats.plain(self.paired),
         }
 
 
@@ -434,7 +412,7 @@ def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
         props = row.properties
         if props.get("atom_user_turns") in (None, ""):
             continue
-        key = _pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
+        key = pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
         runs[key] = runs.get(key, 0) + 1
         took = by_case.setdefault(key, {}).setdefault(str(props.get("atom_case") or ""), [])
         if str(props.get("atom_user_done")) == "True" and row.outcome.label == "passed":

@@ -45,7 +45,9 @@ __all__ = [
     "newcombe",
     "pass_at_k",
     "pass_hat_k",
+    "plain",
     "repeats_needed",
+    "signed",
     "suite_repeats_needed",
     "t_quantile",
     "welch",
@@ -69,9 +71,11 @@ class Interval:
     method: str
     confidence: float = CONFIDENCE
 
-    def show(self, digits: int = 2) -> str:
-        """``0.80 [0.49, 0.94]``: the estimate, then the interval."""
-        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+    def show(self, digits: int = 2, *, signed: bool = False) -> str:
+        """``0.80 [0.49, 0.94]``: the estimate, then the interval; `signed` (a change):
+        ``+0.10 [-0.05, +0.25]``."""
+        f = f"{'+' if signed else ''}.{digits}f"
+        return f"{self.estimate:{f}} [{self.low:{f}}, {self.high:{f}}]"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +85,18 @@ class Interval:
             "method": self.method,
             "confidence": self.confidence,
         }
+
+
+def plain(value: Interval | float | None) -> dict[str, Any] | float | None:
+    """An estimate as plain data: an interval's `to_dict`, a bare figure as it is."""
+    return value.to_dict() if isinstance(value, Interval) else value
+
+
+def signed(value: Interval | float, digits: int = 2) -> str:
+    """A change as a report shows it: ``+0.10 [-0.05, +0.25]``, or ``+0.10`` alone."""
+    if isinstance(value, Interval):
+        return value.show(digits, signed=True)
+    return f"{value:+.{digits}f}"
 
 
 def _z(confidence: float) -> float:
