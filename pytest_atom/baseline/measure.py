@@ -176,16 +176,12 @@ class ArmFigures:
         }
 
 
-def _arm_key(nodeid: str, props: Mapping[str, Any]) -> str:
-    return spec_key(nodeid)
-
-
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     """Each arm of each spec with arms (its reference arm first), with its difference from
     its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
     (a difference alone when a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
-    groups = groupruns_of(armed, _arm_key, ARM_METRICS)
+    groups = groupruns_of(armed, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
     found: list[ArmFigures] = []
     by_spec: dict[str, list[str]] = {}
@@ -350,11 +346,17 @@ def _paired(
     reference: Mapping[str, Runs], arm: Mapping[str, Runs]
 ) -> stats.Interval | float | None:
     """The arm's change in pass rate from the reference, case by case, then averaged."""
-    changes = [
-        arm[case].passed / arm[case].runs - ref.passed / ref.runs
-        for case, ref in reference.items()
-        if case in arm
-    ]
+    return _mean_change(
+        [
+            arm[case].passed / arm[case].runs - ref.passed / ref.runs
+            for case, ref in reference.items()
+            if case in arm
+        ]
+    )
+
+
+def _mean_change(changes: Sequence[float]) -> stats.Interval | float | None:
+    """The mean of per-case changes: with the paired bootstrap's interval from two on."""
     if not changes:
         return None
     return stats.bootstrap_mean(changes) or statistics.fmean(changes)
@@ -435,14 +437,13 @@ def _paired_turns(
 ) -> stats.Interval | float | None:
     """The arm's change in mean turns to success from the reference, case by case (the
     cases where both succeeded), then averaged."""
-    changes = [
-        statistics.fmean(arm[case]) - statistics.fmean(ref)
-        for case, ref in reference.items()
-        if ref and arm.get(case)
-    ]
-    if not changes:
-        return None
-    return stats.bootstrap_mean(changes) or statistics.fmean(changes)
+    return _mean_change(
+        [
+            statistics.fmean(arm[case]) - statistics.fmean(ref)
+            for case, ref in reference.items()
+            if ref and arm.get(case)
+        ]
+    )
 
 
 def conversation_lines(rows: Iterable[Row]) -> list[str]:
