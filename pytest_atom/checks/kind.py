@@ -1,16 +1,8 @@
-"""What a check kind is: the `CheckKind` protocol every kind module implements, and the
-`Entry` a kind builds its parameters from.
-
-A kind is one object with four faces, each used by another part of the house:
-
-- ``name`` and ``schema``: the key a spec's ``accept:`` entry uses and the JSON schema of its
-  value (the fragment `pytest_atom.checks.schema` puts into the spec schema);
-- ``build``: the value, schema-valid, to the check's parameters, with what a schema cannot
-  say checked here (a path stays inside the workspace, a regex compiles), each error a
-  `SpecError` at its line: the spec loader calls it;
-- ``describe``: the one-line label reports, the reflector and ``atom validate`` show;
-- ``run``: the check itself, on the workspace (``reads_run`` false) or on the agent's run.
-"""
+"""What a check kind is: the `CheckKind` protocol every kind module implements (each face
+used by another part: ``schema`` by `pytest_atom.checks.schema`, ``build`` by the spec
+loader, ``describe`` by reports, the reflector and ``atom validate``, ``run`` by the
+registry), the defaults kinds share, the `Entry` a kind builds from and the `Scene` it
+runs on."""
 
 from __future__ import annotations
 
@@ -97,7 +89,9 @@ class CheckKind(Protocol):
         loader refuses it under ``bare: true``, whose CLI offers only Bash, Edit and Read."""
 
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
-        """The check's parameters from its schema-valid value; raises SpecError."""
+        """The check's parameters from its schema-valid value, with what a schema cannot say
+        checked here (a path stays inside the workspace, a regex compiles); raises
+        SpecError at its line."""
 
     def describe(self, params: Mapping[str, Any]) -> str:
         """``file_contains a.txt /x/``: a short label a person finds in their spec."""
