@@ -38,22 +38,16 @@ class SubagentUsed(BuiltinKind):
         kind: str = check.params["name"]
         starts = [c for c in run.calls if c.marked("subagent")]
         mine = [c for c in starts if (m := c.marked("subagent")) is not None and m.name == kind]
-        if check.params.get("negated"):
-            if mine:
-                return CheckResult(
-                    check, False, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
-                )
-            return CheckResult(
-                check, True, f"no {kind} subagent was started", f"calls made: {run.tools()}"
-            )
+        negated = bool(check.params.get("negated"))  # a trigger suite's should-not prompt
         if mine:
-            return CheckResult(
-                check, True, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
-            )
+            said = f"a {kind} subagent was started {times(len(mine))}"
+            return CheckResult(check, not negated, said, listing(mine))
         evidence = (
-            f"subagents started:\n{listing(starts)}" if starts else f"calls made: {run.tools()}"
+            f"subagents started:\n{listing(starts)}"
+            if starts and not negated
+            else f"calls made: {run.tools()}"
         )
-        return CheckResult(check, False, f"no {kind} subagent was started", evidence)
+        return CheckResult(check, negated, f"no {kind} subagent was started", evidence)
 
 
 KIND = SubagentUsed()

@@ -136,19 +136,17 @@ def divergences(expected: Sequence[Mapping[str, Any]], trajectory: Trajectory) -
         if want.get("result") is None:  # the session saw no result (it was cut off)
             continue
         saw_error, gave_error = bool(want.get("is_error")), got.is_error
-        saw = comparable(want["tool"], str(want.get("result") or ""), saw_error)
-        gave = comparable(got.name, normal_result(got.result or "", folders), gave_error)
+        raw_saw, raw_gave = str(want.get("result") or ""), normal_result(got.result or "", folders)
         if saw_error != gave_error:
             state = {True: "an error", False: "a success"}
-            raw_saw, raw_gave = (
-                str(want.get("result") or ""),
-                normal_result(got.result or "", folders),
-            )
             found.append(
                 f"{label}: the session saw {state[saw_error]} {_short(raw_saw)}, this run gave "
                 f"{state[gave_error]} {_short(raw_gave)}"
             )
-        elif saw != gave:
+            continue
+        saw = comparable(want["tool"], raw_saw, saw_error)
+        gave = comparable(got.name, raw_gave, gave_error)
+        if saw != gave:
             a, b = _first_difference(saw, gave)
             found.append(f"{label}: the session saw {_short(a)}, this run gave {_short(b)}")
     return found
