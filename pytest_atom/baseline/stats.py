@@ -374,17 +374,21 @@ def repeats_needed(
     approximate = _normal_repeats(p, q, alpha, power)
     if approximate > limit:
         return math.ceil(approximate)
-    low, high = 1, min(limit, max(4, math.ceil(1.5 * _normal_repeats(p, q, alpha, power))))
-    while fisher_power(high, p, q, alpha) < power:  # power(low) < power <= power(high)
-        if high >= limit:
-            return math.ceil(approximate)
-        low, high = high, min(limit, 2 * high)
+    start = min(limit, max(4, math.ceil(1.5 * approximate)))
+    found = _fewest(lambda n: fisher_power(n, p, q, alpha) >= power, 1, start, limit)
+    return math.ceil(approximate) if found is None else found
+
+
+def _fewest(enough: Callable[[int], bool], low: int, high: int, limit: int | None) -> int | None:
+    """The fewest repeats above `low` that are `enough` (which holds from some number on):
+    doubling from `high` until it holds, then bisection; None when not even `limit` is."""
+    while not enough(high):
+        if limit is not None and high >= limit:
+            return None
+        low, high = high, 2 * high if limit is None else min(limit, 2 * high)
     while high - low > 1:
         middle = (low + high) // 2
-        if fisher_power(middle, p, q, alpha) >= power:
-            high = middle
-        else:
-            low = middle
+        low, high = (low, middle) if enough(middle) else (middle, high)
     return high
 
 
@@ -407,16 +411,7 @@ def suite_repeats_needed(
         return None
     if specs == 1:
         return repeats_needed(p, q, alpha, power)
-    low, high = 0, 1  # cmh_power(low) < power <= cmh_power(high): it grows with the repeats
-    while cmh_power(high, specs, p, q, alpha / 2) < power:
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        if cmh_power(middle, specs, p, q, alpha / 2) >= power:
-            high = middle
-        else:
-            low = middle
-    return high
+    return _fewest(lambda n: cmh_power(n, specs, p, q, alpha / 2) >= power, 0, 1, None)
 
 
 def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:
