@@ -370,12 +370,11 @@ def gate_run(
     judged by the gate's test, not the fixed tolerances; without `statistical` (one run
     as it ends) their changes are shown, marked "sampled", and judged at the end."""
     rows = list(rows)
-    own: dict[str, dict[str, float | None]] = {}
-    for row in rows:
-        if row.properties.get("atom_baseline_tolerance"):
-            own[spec_key(row.nodeid)] = parse_tolerance(
-                str(row.properties["atom_baseline_tolerance"])
-            )
+    own = {
+        spec_key(row.nodeid): parse_tolerance(str(row.properties["atom_baseline_tolerance"]))
+        for row in rows
+        if row.properties.get("atom_baseline_tolerance")
+    }
     now = entries(rows)
     sampled = {
         key: (counts(baseline[key]), counts(entry))
