@@ -63,6 +63,15 @@ class Runs:
         values = self.figures.get(metric, ())
         return statistics.fmean(values) if values else None
 
+    def pooled(self) -> dict[str, Any]:
+        """Passes, runs, the pass rate and each metric's mean: an arm's or a case's data."""
+        return {
+            "passed": self.passed,
+            "runs": self.runs,
+            "pass_rate": self.rate().to_dict(),
+            **{metric: self.mean(metric) for metric, _ in METRICS},
+        }
+
 
 def groupruns_of(
     rows: Iterable[Row], key: Any = None, metrics: Sequence[tuple[str, str]] = METRICS
@@ -100,13 +109,9 @@ def _ks(runs: int) -> list[int]:
     return sorted({runs // 2, runs} if runs >= 4 else {runs})
 
 
-def repeat_line(r: Runs) -> str:
-    """``x: 7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
-    return f"{r.key}: {_repeat_figures_text(r)}"
-
-
 def _repeat_figures_text(r: Runs) -> str:
-    """`repeat_line` without the spec's name: a JUnit property's value."""
+    """``7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``: a
+    summary line after the spec's name, a JUnit property's value."""
     parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
     for k in _ks(r.runs):
         parts.append(
@@ -135,7 +140,7 @@ def repeat_lines(
         "mean score and turns; pass@k and pass^k unbiased from all runs):"
     ]
     for r in groupruns_of(rows).values():
-        line = repeat_line(r)
+        line = f"{r.key}: {_repeat_figures_text(r)}"
         if verdict := counted[r.key].verdict(gates):
             line += f" ({verdict})"
         if r.deterministic and r.runs > 1:
@@ -166,10 +171,7 @@ class ArmFigures:
             "spec": self.spec,
             "arm": self.arm,
             "reference": self.reference,
-            "passed": self.runs.passed,
-            "runs": self.runs.runs,
-            "pass_rate": self.runs.rate().to_dict(),
-            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
+            **self.runs.pooled(),
             "vs_reference": None
             if self.differences is None
             else {k: stats.plain(v) for k, v in self.differences.items()},
@@ -310,10 +312,7 @@ class CaseFigures:
         return {
             "spec": self.spec,
             "cases": self.cases,
-            "passed": self.runs.passed,
-            "runs": self.runs.runs,
-            "pass_rate": self.runs.rate().to_dict(),
-            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
+            **self.runs.pooled(),
             "vs_reference_by_case": stats.plain(self.paired),
         }
 
