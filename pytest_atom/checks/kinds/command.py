@@ -82,7 +82,7 @@ class Command(BuiltinKind):
         p = params
         output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
         if p.get("stdout") is not None:
-            exact = _json_string(p["stdout"].rstrip("\n"))
+            exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
             exact = exact if len(exact) <= 40 else exact[:38] + '…"'
             output += f" and prints exactly {exact}"
         way_out = " (unsandboxed)" if p.get("unsandboxed") else ""
@@ -133,10 +133,6 @@ class Command(BuiltinKind):
 
 
 KIND = Command()
-
-
-def _json_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _unsandboxed(entry: Entry, value: dict[str, Any]) -> bool:

@@ -76,16 +76,14 @@ class ToolUsed(BuiltinKind):
             and matches(p["input"], c.input)
         ]
         what = p["name"] + (f" /{p['input']}/" if p["input"] else "")
-        said = " ".join(filter(None, [what, "was called", times(len(calls)), scope]))
-        wanted = count_phrase(p["min"], p["max"])
+        called = f"was called {times(len(calls))}" if calls else "was never called"
+        said = " ".join(filter(None, [what, called, scope]))
         passed = len(calls) >= p["min"] and (p["max"] is None or len(calls) <= p["max"])
-        if not calls:
-            said = " ".join(filter(None, [what, "was never called", scope]))
-        summary = said if passed else f"{said}, expected {wanted}"
-        if calls:
-            return CheckResult(check, passed, summary, listing(calls))
+        summary = said if passed else f"{said}, expected {count_phrase(p['min'], p['max'])}"
         others = run.named(p["name"])  # the tool's calls that did not match, or ran elsewhere
-        if others:
+        if calls:
+            evidence = listing(calls)
+        elif others:
             evidence = f"its other calls:\n{listing(others)}"
         else:
             evidence = f"calls made: {run.tools()}"
