@@ -143,20 +143,10 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _repeats(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """Each run's outcome and figures, so a later run's gate can test against them, and
-    whether they were all alike (a replay: then a difference is a fact, not noise)."""
-    kept = [
-        {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
-        for o, p in runs
-    ]
-    measured = runs_of("spec", [(o in OK_LABELS, p) for o, p in runs])
-    return {"repeats": kept, "deterministic": measured.deterministic}
-
-
 def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One spec's figures over its runs (several with --atom-repeat): outcomes and means,
-    and every run's own (`_repeats`)."""
+    """One spec's figures over its runs (several with --atom-repeat): outcomes and means;
+    then each run's outcome and figures, so a later run's gate can test against them, and
+    whether they were all alike (a replay: then a difference is a fact, not noise)."""
     outcomes = sorted({outcome for outcome, _ in runs})
     scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
     entry: dict[str, Any] = {
@@ -170,7 +160,12 @@ def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         digits = 6 if metric == "cost_usd" else 1 if metric == "duration_s" else 2
         value = None if mean is None else round(mean, digits)
         entry[metric] = int(value) if value is not None and value.is_integer() else value
-    return {**entry, **_repeats(runs)}
+    entry["repeats"] = [
+        {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
+        for o, p in runs
+    ]
+    entry["deterministic"] = runs_of("spec", [(o in OK_LABELS, p) for o, p in runs]).deterministic
+    return entry
 
 
 def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
