@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from pytest_atom.digest import tree
 from pytest_atom.environment import passed
 from pytest_atom.errors import WorkspaceError
 from pytest_atom.files import SKIPPED_DIRS, shown_content
@@ -134,17 +135,11 @@ def agent_files(root: Path | None, installed: Sequence[str] = ()) -> dict[str, P
     opened). The agent may have made any of them (`files.shown_content` shows each)."""
     if root is None or not root.is_dir():
         return {}
-    found: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):  # never into a linked folder
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if d not in HARNESS_FILES)
-        linked = [d for d in dirnames if (here / d).is_symlink()]
-        for name in (*filenames, *linked):
-            path = here / name
-            rel = path.relative_to(root).as_posix()
-            if name in HARNESS_FILES or _installed(rel, installed):
-                continue
-            found[rel] = path
+    found = {
+        e.rel: e.path
+        for e in tree(root, HARNESS_FILES)  # never into a linked folder
+        if e.kind != "dir" and e.path.name not in HARNESS_FILES and not _installed(e.rel, installed)
+    }
     return dict(sorted(found.items()))
 
 

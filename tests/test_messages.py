@@ -19,7 +19,7 @@ import pytest
 
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.sandbox import Confinement
-from pytest_atom.environment_clues import EnvironmentClue, environment_clue, network_hint
+from pytest_atom.environment import EnvironmentClue, environment_clue, network_hint
 from pytest_atom.errors import ScriptError
 from pytest_atom.gateway.scripted import Script
 from pytest_atom.replay.cassette import Cassette

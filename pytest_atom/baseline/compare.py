@@ -22,15 +22,14 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pytest_atom.baseline.gate import GateResult, gate
+from pytest_atom.baseline.measure import METRICS, runs_of
 from pytest_atom.errors import BaselineError
 from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.settings.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
-
-if TYPE_CHECKING:
-    from pytest_atom.baseline.gate import GateResult
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -144,22 +143,10 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _repeats(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """Each run's outcome and figures, so a later run's gate can test against them, and
-    whether they were all alike (a replay: then a difference is a fact, not noise)."""
-    from pytest_atom.baseline.measure import METRICS, runs_of
-
-    kept = [
-        {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
-        for o, p in runs
-    ]
-    measured = runs_of("spec", [(o in OK_LABELS, p) for o, p in runs])
-    return {"repeats": kept, "deterministic": measured.deterministic}
-
-
 def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
-    """One spec's figures over its runs (several with --atom-repeat): outcomes and means,
-    and every run's own (`_repeats`)."""
+    """One spec's figures over its runs (several with --atom-repeat): outcomes and means;
+    then each run's outcome and figures, so a later run's gate can test against them, and
+    whether they were all alike (a replay: then a difference is a fact, not noise)."""
     outcomes = sorted({outcome for outcome, _ in runs})
     scores = [float(p["atom_score"]) for _, p in runs if _number(p.get("atom_score"))]
     entry: dict[str, Any] = {
@@ -173,7 +160,12 @@ def _entry(runs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
         digits = 6 if metric == "cost_usd" else 1 if metric == "duration_s" else 2
         value = None if mean is None else round(mean, digits)
         entry[metric] = int(value) if value is not None and value.is_integer() else value
-    return {**entry, **_repeats(runs)}
+    entry["repeats"] = [
+        {"outcome": o, **{m: p[prop] for m, prop in METRICS if _number(p.get(prop))}}
+        for o, p in runs
+    ]
+    entry["deterministic"] = runs_of("spec", [(o in OK_LABELS, p) for o, p in runs]).deterministic
+    return entry
 
 
 def entries(rows: Iterable[SummaryRow]) -> dict[str, dict[str, Any]]:
@@ -373,12 +365,11 @@ def gate_run(
     judged by the gate's test, not the fixed tolerances; without `statistical` (one run
     as it ends) their changes are shown, marked "sampled", and judged at the end."""
     rows = list(rows)
-    own: dict[str, dict[str, float | None]] = {}
-    for row in rows:
-        if row.properties.get("atom_baseline_tolerance"):
-            own[spec_key(row.nodeid)] = parse_tolerance(
-                str(row.properties["atom_baseline_tolerance"])
-            )
+    own = {
+        spec_key(row.nodeid): parse_tolerance(str(row.properties["atom_baseline_tolerance"]))
+        for row in rows
+        if row.properties.get("atom_baseline_tolerance")
+    }
     now = entries(rows)
     sampled = {
         key: (counts(baseline[key]), counts(entry))
@@ -387,8 +378,6 @@ def gate_run(
     }
     result = None
     if sampled and statistical:
-        from pytest_atom.baseline.gate import gate  # scipy: only when runs are samples
-
         result = gate(sampled)
     answers = {s.spec: s for s in result.specs} if result else {}
     comparisons = []

@@ -51,7 +51,7 @@ class SpecGate:
         (c1, n1), (c2, n2) = self.before, self.after
         text = (
             f"{self.spec}: {self.answer}: pass rate {c1}/{n1} -> {c2}/{n2}, change "
-            f"{_signed(self.change)} (Newcombe 95 %); Fisher's exact test, one-sided: "
+            f"{self.change.show(signed=True)} (Newcombe 95 %); Fisher's exact test, one-sided: "
             f"p = {self.p_value:.3g} (adjusted {self.adjusted:.3g})"
         )
         if self.answer == "INCONCLUSIVE":
@@ -86,7 +86,7 @@ class TotalGate:
     after: float
 
     def line(self) -> str:
-        interval = f" {_signed(self.change)} ({self.change.method})" if self.change else ""
+        interval = f" {self.change.show(signed=True)} ({self.change.method})" if self.change else ""
         text = (
             f"total over {self.specs} specs: {self.answer}: mean pass rate {self.before:.2f} -> "
             f"{self.after:.2f}, change{interval}; Cochran-Mantel-Haenszel test stratified by "
@@ -153,10 +153,6 @@ class GateResult:
         }
 
 
-def _signed(interval: stats.Interval) -> str:
-    return f"{interval.estimate:+.2f} [{interval.low:+.2f}, {interval.high:+.2f}]"
-
-
 def _settle(repeats: int | None, before: float, after: float, each: bool = False) -> str:
     if repeats is None:
         return "no drop to settle"
@@ -168,10 +164,11 @@ def _settle(repeats: int | None, before: float, after: float, each: bool = False
     )
 
 
-def _answer(before: Counts, after: Counts, adjusted: float) -> str:
+def _answer(before: float, after: float, adjusted: float) -> str:
+    """REGRESSION below `ALPHA`; else PASS when the pass rate did not drop."""
     if adjusted < ALPHA:
         return "REGRESSION"
-    return "PASS" if after[0] / after[1] >= before[0] / before[1] else "INCONCLUSIVE"
+    return "PASS" if after >= before else "INCONCLUSIVE"
 
 
 def gate(samples: Mapping[str, tuple[Counts, Counts]]) -> GateResult:
@@ -187,12 +184,9 @@ def gate(samples: Mapping[str, tuple[Counts, Counts]]) -> GateResult:
         adjusted = [min(1.0, 2 * a) for a in adjusted] + [min(1.0, 2 * p_values[-1])]
     specs = []
     for key, (before, after), p, adj in zip(keys, strata, p_values, adjusted, strict=False):
-        answer = _answer(before, after, adj)
-        repeats = (
-            stats.repeats_needed(before[0] / before[1], after[0] / after[1], ALPHA, POWER)
-            if answer == "INCONCLUSIVE"
-            else None
-        )
+        rates = before[0] / before[1], after[0] / after[1]
+        answer = _answer(*rates, adj)
+        repeats = stats.repeats_needed(*rates, ALPHA, POWER) if answer == "INCONCLUSIVE" else None
         change = stats.newcombe(before, after)
         specs.append(SpecGate(key, answer, before, after, change, p, adj, repeats))
     total = _total(strata, p_values[-1], adjusted[-1]) if len(keys) > 1 else None
@@ -204,10 +198,7 @@ def _total(strata: Sequence[tuple[Counts, Counts]], p: float, adjusted: float) -
     before = sum(r for r, _ in rates) / len(rates)
     after = sum(r for _, r in rates) / len(rates)
     change = stats.bootstrap_mean([a - b for b, a in rates])
-    if adjusted < ALPHA:
-        answer = "REGRESSION"
-    else:
-        answer = "PASS" if after >= before else "INCONCLUSIVE"
+    answer = _answer(before, after, adjusted)
     repeats = (
         stats.suite_repeats_needed(before, after, len(strata), ALPHA, POWER)
         if answer == "INCONCLUSIVE"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_atom.baseline import stats, triggers
-from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow, pooled_key, spec_key
 from pytest_atom.results.thresholds import RepeatGates, Tally, tallies
 
 Row = SummaryRow
@@ -63,6 +63,15 @@ class Runs:
         values = self.figures.get(metric, ())
         return statistics.fmean(values) if values else None
 
+    def pooled(self) -> dict[str, Any]:
+        """Passes, runs, the pass rate and each metric's mean: an arm's or a case's data."""
+        return {
+            "passed": self.passed,
+            "runs": self.runs,
+            "pass_rate": self.rate().to_dict(),
+            **{metric: self.mean(metric) for metric, _ in METRICS},
+        }
+
 
 def groupruns_of(
     rows: Iterable[Row], key: Any = None, metrics: Sequence[tuple[str, str]] = METRICS
@@ -100,13 +109,9 @@ def _ks(runs: int) -> list[int]:
     return sorted({runs // 2, runs} if runs >= 4 else {runs})
 
 
-def repeat_line(r: Runs) -> str:
-    """``x: 7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``."""
-    return f"{r.key}: {_repeat_figures_text(r)}"
-
-
 def _repeat_figures_text(r: Runs) -> str:
-    """`repeat_line` without the spec's name: a JUnit property's value."""
+    """``7/10 passed, pass rate 0.70 [0.40, 0.89], pass@5 1.00, pass^5 0.08, ...``: a
+    summary line after the spec's name, a JUnit property's value."""
     parts = [f"{r.passed}/{r.runs} passed, pass rate {r.rate().show()}"]
     for k in _ks(r.runs):
         parts.append(
@@ -135,7 +140,7 @@ def repeat_lines(
         "mean score and turns; pass@k and pass^k unbiased from all runs):"
     ]
     for r in groupruns_of(rows).values():
-        line = repeat_line(r)
+        line = f"{r.key}: {_repeat_figures_text(r)}"
         if verdict := counted[r.key].verdict(gates):
             line += f" ({verdict})"
         if r.deterministic and r.runs > 1:
@@ -166,21 +171,11 @@ class ArmFigures:
             "spec": self.spec,
             "arm": self.arm,
             "reference": self.reference,
-            "passed": self.runs.passed,
-            "runs": self.runs.runs,
-            "pass_rate": self.runs.rate().to_dict(),
-            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
+            **self.runs.pooled(),
             "vs_reference": None
             if self.differences is None
-            else {
-                k: v.to_dict() if isinstance(v, stats.Interval) else v
-                for k, v in self.differences.items()
-            },
+            else {k: stats.plain(v) for k, v in self.differences.items()},
         }
-
-
-def _arm_key(nodeid: str, props: Mapping[str, Any]) -> str:
-    return spec_key(nodeid)
 
 
 def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
@@ -188,7 +183,7 @@ def arm_figures(rows: Iterable[Row]) -> list[ArmFigures]:
     its spec's reference arm: the pass rate's by Newcombe's interval, the means' by Welch's
     (a difference alone when a side ran once or every run was alike)."""
     armed = [row for row in rows if row.properties.get("atom_arm")]
-    groups = groupruns_of(armed, _arm_key, ARM_METRICS)
+    groups = groupruns_of(armed, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in armed}
     found: list[ArmFigures] = []
     by_spec: dict[str, list[str]] = {}
@@ -243,12 +238,8 @@ def suite_arm_differences(figures: Sequence[ArmFigures]) -> dict[str, stats.Inte
 
 
 def _show(metric: str, value: stats.Interval | float | None) -> str:
-    if value is None:
-        return "-"
     digits = {"pass_rate": 2, "score": 2, "turns": 1, "tokens": 0, "cost_usd": 4}[metric]
-    if isinstance(value, stats.Interval):
-        return f"{value.estimate:+.{digits}f} [{value.low:+.{digits}f}, {value.high:+.{digits}f}]"
-    return f"{value:+.{digits}f}"
+    return "-" if value is None else stats.signed(value, digits)
 
 
 def arm_lines(rows: Iterable[Row]) -> list[str]:
@@ -318,47 +309,32 @@ class CaseFigures:
     paired: stats.Interval | float | None
 
     def to_dict(self) -> dict[str, Any]:
-        paired = self.paired
         return {
             "spec": self.spec,
             "cases": self.cases,
-            "passed": self.runs.passed,
-            "runs": self.runs.runs,
-            "pass_rate": self.runs.rate().to_dict(),
-            **{metric: self.runs.mean(metric) for metric, _ in METRICS},
-            "vs_reference_by_case": paired.to_dict()
-            if isinstance(paired, stats.Interval)
-            else paired,
+            **self.runs.pooled(),
+            "vs_reference_by_case": stats.plain(self.paired),
         }
-
-
-def _pooled_key(nodeid: str, props: Mapping[str, Any]) -> str:
-    """A case's row's key with its case taken out: ``file::name`` (``file::name[arm]``)."""
-    key, arm = spec_key(nodeid), props.get("atom_arm")
-    if arm:
-        key = key.removesuffix(f"[{arm}]")
-    key = key.removesuffix(f"[{props['atom_case']}]")
-    return f"{key}[{arm}]" if arm else key
 
 
 def case_figures(rows: Iterable[Row]) -> list[CaseFigures]:
     """Each spec with cases, pooled over them (per arm, with arms), in the rows' order."""
     cased = [row for row in rows if row.properties.get("atom_case")]
-    pooled = groupruns_of(cased, _pooled_key, ARM_METRICS)
+    pooled = groupruns_of(cased, pooled_key, ARM_METRICS)
     per_case = groupruns_of(cased, None, ARM_METRICS)
     meta = {spec_key(row.nodeid): row.properties for row in cased}
     cases: dict[str, dict[str, Runs]] = {}  # pooled key -> case -> its runs
     for key, runs in per_case.items():
         props = meta[key]
-        cases.setdefault(_pooled_key(key, props), {})[str(props["atom_case"])] = runs
+        cases.setdefault(pooled_key(key, props), {})[str(props["atom_case"])] = runs
     references = {
-        _pooled_key(k, p).removesuffix(f"[{p['atom_arm']}]"): _pooled_key(k, p)
+        pooled_key(k, p).removesuffix(f"[{p['atom_arm']}]"): pooled_key(k, p)
         for k, p in meta.items()
         if p.get("atom_arm_reference")
     }
     found = []
     for key, runs in pooled.items():
-        arm = next((p.get("atom_arm") for k, p in meta.items() if _pooled_key(k, p) == key), None)
+        arm = next((p.get("atom_arm") for k, p in meta.items() if pooled_key(k, p) == key), None)
         ref = references.get(key.removesuffix(f"[{arm}]")) if arm else None
         paired = None if ref is None or ref == key else _paired(cases[ref], cases[key])
         found.append(CaseFigures(key, len(cases[key]), runs, paired))
@@ -369,11 +345,17 @@ def _paired(
     reference: Mapping[str, Runs], arm: Mapping[str, Runs]
 ) -> stats.Interval | float | None:
     """The arm's change in pass rate from the reference, case by case, then averaged."""
-    changes = [
-        arm[case].passed / arm[case].runs - ref.passed / ref.runs
-        for case, ref in reference.items()
-        if case in arm
-    ]
+    return _mean_change(
+        [
+            arm[case].passed / arm[case].runs - ref.passed / ref.runs
+            for case, ref in reference.items()
+            if case in arm
+        ]
+    )
+
+
+def _mean_change(changes: Sequence[float]) -> stats.Interval | float | None:
+    """The mean of per-case changes: with the paired bootstrap's interval from two on."""
     if not changes:
         return None
     return stats.bootstrap_mean(changes) or statistics.fmean(changes)
@@ -411,16 +393,13 @@ class ConversationFigures:
     paired: stats.Interval | float | None
 
     def to_dict(self) -> dict[str, Any]:
-        paired = self.paired
         return {
             "spec": self.spec,
             "runs": self.runs,
             "succeeded": len(self.turns),
             "turns_to_success": list(self.turns),
             "median_turns": statistics.median(self.turns) if self.turns else None,
-            "vs_reference_by_case": paired.to_dict()
-            if isinstance(paired, stats.Interval)
-            else paired,
+            "vs_reference_by_case": stats.plain(self.paired),
         }
 
 
@@ -434,7 +413,7 @@ def conversation_figures(rows: Iterable[Row]) -> list[ConversationFigures]:
         props = row.properties
         if props.get("atom_user_turns") in (None, ""):
             continue
-        key = _pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
+        key = pooled_key(row.nodeid, props) if props.get("atom_case") else spec_key(row.nodeid)
         runs[key] = runs.get(key, 0) + 1
         took = by_case.setdefault(key, {}).setdefault(str(props.get("atom_case") or ""), [])
         if str(props.get("atom_user_done")) == "True" and row.outcome.label == "passed":
@@ -457,14 +436,13 @@ def _paired_turns(
 ) -> stats.Interval | float | None:
     """The arm's change in mean turns to success from the reference, case by case (the
     cases where both succeeded), then averaged."""
-    changes = [
-        statistics.fmean(arm[case]) - statistics.fmean(ref)
-        for case, ref in reference.items()
-        if ref and arm.get(case)
-    ]
-    if not changes:
-        return None
-    return stats.bootstrap_mean(changes) or statistics.fmean(changes)
+    return _mean_change(
+        [
+            statistics.fmean(arm[case]) - statistics.fmean(ref)
+            for case, ref in reference.items()
+            if ref and arm.get(case)
+        ]
+    )
 
 
 def conversation_lines(rows: Iterable[Row]) -> list[str]:

@@ -45,7 +45,9 @@ __all__ = [
     "newcombe",
     "pass_at_k",
     "pass_hat_k",
+    "plain",
     "repeats_needed",
+    "signed",
     "suite_repeats_needed",
     "t_quantile",
     "welch",
@@ -69,9 +71,11 @@ class Interval:
     method: str
     confidence: float = CONFIDENCE
 
-    def show(self, digits: int = 2) -> str:
-        """``0.80 [0.49, 0.94]``: the estimate, then the interval."""
-        return f"{self.estimate:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+    def show(self, digits: int = 2, *, signed: bool = False) -> str:
+        """``0.80 [0.49, 0.94]``: the estimate, then the interval; `signed` (a change):
+        ``+0.10 [-0.05, +0.25]``."""
+        f = f"{'+' if signed else ''}.{digits}f"
+        return f"{self.estimate:{f}} [{self.low:{f}}, {self.high:{f}}]"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +85,18 @@ class Interval:
             "method": self.method,
             "confidence": self.confidence,
         }
+
+
+def plain(value: Interval | float | None) -> dict[str, Any] | float | None:
+    """An estimate as plain data: an interval's `to_dict`, a bare figure as it is."""
+    return value.to_dict() if isinstance(value, Interval) else value
+
+
+def signed(value: Interval | float, digits: int = 2) -> str:
+    """A change as a report shows it: ``+0.10 [-0.05, +0.25]``, or ``+0.10`` alone."""
+    if isinstance(value, Interval):
+        return value.show(digits, signed=True)
+    return f"{value:+.{digits}f}"
 
 
 def _z(confidence: float) -> float:
@@ -358,17 +374,21 @@ def repeats_needed(
     approximate = _normal_repeats(p, q, alpha, power)
     if approximate > limit:
         return math.ceil(approximate)
-    low, high = 1, min(limit, max(4, math.ceil(1.5 * _normal_repeats(p, q, alpha, power))))
-    while fisher_power(high, p, q, alpha) < power:  # power(low) < power <= power(high)
-        if high >= limit:
-            return math.ceil(approximate)
-        low, high = high, min(limit, 2 * high)
+    start = min(limit, max(4, math.ceil(1.5 * approximate)))
+    found = _fewest(lambda n: fisher_power(n, p, q, alpha) >= power, 1, start, limit)
+    return math.ceil(approximate) if found is None else found
+
+
+def _fewest(enough: Callable[[int], bool], low: int, high: int, limit: int | None) -> int | None:
+    """The fewest repeats above `low` that are `enough` (which holds from some number on):
+    doubling from `high` until it holds, then bisection; None when not even `limit` is."""
+    while not enough(high):
+        if limit is not None and high >= limit:
+            return None
+        low, high = high, 2 * high if limit is None else min(limit, 2 * high)
     while high - low > 1:
         middle = (low + high) // 2
-        if fisher_power(middle, p, q, alpha) >= power:
-            high = middle
-        else:
-            low = middle
+        low, high = (low, middle) if enough(middle) else (middle, high)
     return high
 
 
@@ -391,16 +411,7 @@ def suite_repeats_needed(
         return None
     if specs == 1:
         return repeats_needed(p, q, alpha, power)
-    low, high = 0, 1  # cmh_power(low) < power <= cmh_power(high): it grows with the repeats
-    while cmh_power(high, specs, p, q, alpha / 2) < power:
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        if cmh_power(middle, specs, p, q, alpha / 2) >= power:
-            high = middle
-        else:
-            low = middle
-    return high
+    return _fewest(lambda n: cmh_power(n, specs, p, q, alpha / 2) >= power, 0, 1, None)
 
 
 def cmh_power(runs: int, specs: int, p: float, q: float, alpha: float) -> float:

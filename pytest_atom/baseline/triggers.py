@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.baseline import stats
-from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow, pooled_key, spec_key
 
 if TYPE_CHECKING:
     from pytest_atom.results.spec_result import SpecResult
@@ -216,10 +216,8 @@ class Component:
             if paired is None
             else {
                 "prompts": paired.prompts,
-                **{
-                    name: value.to_dict() if isinstance(value, stats.Interval) else value
-                    for name, value in (("precision", paired.precision), ("recall", paired.recall))
-                },
+                "precision": stats.plain(paired.precision),
+                "recall": stats.plain(paired.recall),
             },
         }
 
@@ -227,19 +225,8 @@ class Component:
 def _show(value: stats.Interval | float | None) -> str:
     if value is None:
         return "-"
-    if isinstance(value, stats.Interval):
-        return f"{value.estimate:+.2f} [{value.low:+.2f}, {value.high:+.2f}] ({value.method})"
-    return f"{value:+.2f}"
-
-
-def _key(row: SummaryRow) -> str:
-    """A trigger run's component: its node id without repeat, arm and prompt, then its arm."""
-    props = row.properties
-    key, arm = spec_key(row.nodeid), props.get("atom_arm")
-    if arm:
-        key = key.removesuffix(f"[{arm}]")
-    key = key.removesuffix(f"[{props.get('atom_case')}]")
-    return f"{key}[{arm}]" if arm else key
+    method = f" ({value.method})" if isinstance(value, stats.Interval) else ""
+    return stats.signed(value) + method
 
 
 def _number(value: Any) -> float | None:
@@ -255,7 +242,7 @@ def components(rows: Iterable[SummaryRow]) -> list[Component]:
     grouped: dict[str, list[SummaryRow]] = {}
     for row in rows:
         if row.properties.get("atom_trigger"):
-            grouped.setdefault(_key(row), []).append(row)
+            grouped.setdefault(pooled_key(row.nodeid, row.properties), []).append(row)
     found = [_component(key, runs) for key, runs in grouped.items()]
     references = {c.key.removesuffix(f"[{c.arm}]"): c for c in found if c.arm and c.reference}
     out = []
@@ -366,7 +353,7 @@ def unmet(rows: Sequence[SummaryRow]) -> tuple[list[Component], set[str]]:
     held = {
         spec_key(row.nodeid)
         for row in rows
-        if row.properties.get("atom_trigger") and _key(row) in keys
+        if row.properties.get("atom_trigger") and pooled_key(row.nodeid, row.properties) in keys
     }
     return [c for c in gated if not c.met], held
 

@@ -1,16 +1,8 @@
-"""What a check kind is: the `CheckKind` protocol every kind module implements, and the
-`Entry` a kind builds its parameters from.
-
-A kind is one object with four faces, each used by another part of the house:
-
-- ``name`` and ``schema``: the key a spec's ``accept:`` entry uses and the JSON schema of its
-  value (the fragment `pytest_atom.checks.schema` puts into the spec schema);
-- ``build``: the value, schema-valid, to the check's parameters, with what a schema cannot
-  say checked here (a path stays inside the workspace, a regex compiles), each error a
-  `SpecError` at its line: the spec loader calls it;
-- ``describe``: the one-line label reports, the reflector and ``atom validate`` show;
-- ``run``: the check itself, on the workspace (``reads_run`` false) or on the agent's run.
-"""
+"""What a check kind is: the `CheckKind` protocol every kind module implements (each face
+used by another part: ``schema`` by `pytest_atom.checks.schema`, ``build`` by the spec
+loader, ``describe`` by reports, the reflector and ``atom validate``, ``run`` by the
+registry), the defaults kinds share, the `Entry` a kind builds from and the `Scene` it
+runs on."""
 
 from __future__ import annotations
 
@@ -38,6 +30,12 @@ class Scene:
     workspace: Path
     env: Mapping[str, str] | None = None
     trajectory: Trajectory | None = None
+
+    @property
+    def agent_run(self) -> Trajectory:
+        """The agent's run, for a kind that `reads_run` (the registry runs none without one)."""
+        assert self.trajectory is not None
+        return self.trajectory
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,9 @@ class CheckKind(Protocol):
         loader refuses it under ``bare: true``, whose CLI offers only Bash, Edit and Read."""
 
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
-        """The check's parameters from its schema-valid value; raises SpecError."""
+        """The check's parameters from its schema-valid value, with what a schema cannot say
+        checked here (a path stays inside the workspace, a regex compiles); raises
+        SpecError at its line."""
 
     def describe(self, params: Mapping[str, Any]) -> str:
         """``file_contains a.txt /x/``: a short label a person finds in their spec."""
@@ -103,21 +103,28 @@ class CheckKind(Protocol):
         """The result; a check that cannot be evaluated raises CheckError."""
 
 
-class WorkspacePathKind:
-    """What a kind whose value is one workspace path shares (``file_exists``,
-    ``file_absent``): its schema, parameters, label and that it runs nothing of the
-    workspace. A kind module subclasses it and adds its `name` and `run`."""
+class BuiltinKind:
+    """What most kinds share, a kind module's class overriding what differs: it reads the
+    workspace (not the agent's run), needs no tool and runs none of the workspace's code."""
 
     name: str
-    schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
+    schema: Mapping[str, Any]
     reads_run = False
     needs_tool: str | None = None
+
+    def confined(self, params: Mapping[str, Any]) -> bool:
+        return False
+
+
+class WorkspacePathKind(BuiltinKind):
+    """What a kind whose value is one workspace path shares (``file_exists``,
+    ``file_absent``): its schema, parameters and label. A kind module subclasses it and
+    adds its `name` and `run`."""
+
+    schema: Mapping[str, Any] = {"$ref": "#/$defs/workspacePath"}
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"path": entry.workspace_path(value)}
 
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"{self.name} {params['path']}"
-
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False

@@ -1,16 +1,10 @@
 """A check kind's parameters, declared once: a dataclass whose fields give the JSON schema
-of the ``accept:`` entry's object form, the defaults its `build` fills in, and the typed
-parameters it returns.
+of the ``accept:`` entry's object form (`object_schema`), the defaults its `build` fills in
+(`from_value`), and the typed parameters it returns (`to_params`, with the spec's keys).
 
-A field is declared with `param`: its annotation gives the JSON ``type`` (``str``,
-``int``, ``float``, ``bool``; ``X | None`` is ``X``, unless ``nullable``; ``Any``: none, its
-constraints say it, e.g. a ``oneOf``), or ``ref``
-names one of the spec schema's shared ``$defs``; a default given to `param` is both the
-dataclass's and the schema's, while ``optional`` makes a field that may be left out with no
-default to show (None). `object_schema` writes the fragment, `from_value` fills a
-schema-valid value's gaps from the defaults and `to_params` gives the mapping a `Check`
-carries (with the spec's keys, fields marked ``omit`` left out while at their default, so
-that a check's parameters stay as they were stored).
+A field is declared with `param`; its annotation gives the JSON ``type`` (``str``, ``int``,
+``float``, ``bool``; ``X | None`` is ``X``, unless ``nullable``; a ``Literal`` an ``enum``;
+``Any``: none, its constraints say it, e.g. a ``oneOf``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_atom.checks.kind import CheckKind, Entry, Scene
 from pytest_atom.errors import CheckError
@@ -38,18 +38,12 @@ class _PluginKind:
     name: str
     fn: CheckFn | None = None
     run_fn: TrajectoryCheckFn | None = None
-
-    @property
-    def schema(self) -> Mapping[str, Any]:
-        return {"$ref": "#/$defs/customCheck"}
+    schema: ClassVar[Mapping[str, Any]] = {"$ref": "#/$defs/customCheck"}
+    needs_tool: ClassVar[str | None] = None
 
     @property
     def reads_run(self) -> bool:
         return self.run_fn is not None
-
-    @property
-    def needs_tool(self) -> str | None:
-        return None
 
     def build(self, entry: Entry, value: Any) -> Mapping[str, Any]:
         return dict(value) if isinstance(value, dict) else {"value": value}
@@ -62,8 +56,7 @@ class _PluginKind:
 
     def run(self, check: Check, scene: Scene) -> CheckResult:
         if self.run_fn is not None:
-            assert scene.trajectory is not None
-            return self.run_fn(check, scene.trajectory)
+            return self.run_fn(check, scene.agent_run)
         assert self.fn is not None
         return self.fn(check, scene.workspace, scene.env)
 

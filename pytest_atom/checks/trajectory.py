@@ -45,7 +45,6 @@ __all__ = ["Call", "Trajectory", "count_phrase", "listing", "matches", "times"]
 
 #: Calls listed in one result; a run with more says how many were left out.
 _LISTED = 20
-_MESSAGE_CHARS = 2000
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_atom.datasets.cases import Case, Origin, duplicate_ids, make_case
 from pytest_atom.datasets.readers import read_cases
-from pytest_atom.datasets.render import TEMPLATED, Templates
+from pytest_atom.datasets.render import TEMPLATED, Templates, put
 from pytest_atom.spec.confinement import spec_side
 from pytest_atom.spec.document import Document
 from pytest_atom.spec.types import Loc
@@ -91,10 +91,7 @@ def _passes(
 ) -> bool:
     """Whether the spec validates with the string at `at` replaced by `probe`."""
     part = copy.deepcopy(templated_part(base))
-    target: Any = part
-    for key in at[:-1]:
-        target = target[key]
-    target[at[-1]] = probe
+    put(part, at, probe)
     return bool(schema.validator.is_valid(case_view(doc, loc, part).data))
 
 

@@ -140,7 +140,7 @@ class Templates:
                     f"{exc if isinstance(exc, TemplateError) else f'{type(exc).__name__}: {exc}'}",
                     suggestion=_close_name(str(exc), self.env),
                 ) from None
-            _put(out, found.at, text)
+            put(out, found.at, text)
         return out
 
     def _line(self, at: Loc) -> int | str:
@@ -203,7 +203,7 @@ def _walk(at: Loc, value: Any) -> Iterator[tuple[Loc, str]]:
             yield from _walk(at + (i,), item)
 
 
-def _put(root: dict[str, Any], at: Loc, value: str) -> None:
+def put(root: dict[str, Any], at: Loc, value: str) -> None:
     target: Any = root
     for part in at[:-1]:
         target = target[part]

@@ -13,8 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from pytest_atom.environment import left_out
-from pytest_atom.environment_clues import EnvironmentClue, environment_clue
+from pytest_atom.environment import EnvironmentClue, environment_clue, left_out
 
 if TYPE_CHECKING:
     from pytest_atom.results.drift import Drift

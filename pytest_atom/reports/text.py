@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom.agents.protocol import agent_kind
-from pytest_atom.environment_clues import network_hint
+from pytest_atom.environment import network_hint
 from pytest_atom.inert import inert
 from pytest_atom.paths import display_path
 from pytest_atom.replay.scrub import Scrubber

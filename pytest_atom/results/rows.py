@@ -26,6 +26,16 @@ def spec_key(nodeid: str) -> str:
     return _REPEAT.sub("", nodeid)
 
 
+def pooled_key(nodeid: str, props: Mapping[str, Any]) -> str:
+    """A case's run's key with its case taken out, its arm kept: ``file::name`` or
+    ``file::name[arm]``, what statistics pool a spec's cases (a trigger suite's prompts) by."""
+    key, arm = spec_key(nodeid), props.get("atom_arm")
+    if arm:
+        key = key.removesuffix(f"[{arm}]")
+    key = key.removesuffix(f"[{props.get('atom_case')}]")
+    return f"{key}[{arm}]" if arm else key
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 

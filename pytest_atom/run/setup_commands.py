@@ -24,8 +24,7 @@ from pathlib import Path
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.checks.shell import run_shell
-from pytest_atom.environment import build_env
-from pytest_atom.environment_clues import network_hint
+from pytest_atom.environment import build_env, network_hint
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings.modes import SetupCacheMode
 from pytest_atom.setup_cache import entries

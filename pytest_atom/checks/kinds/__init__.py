@@ -1,21 +1,13 @@
-"""The built-in check kinds, one module each, found through one entry-point group.
+"""The built-in check kinds, one module each, found through the ``pytest_atom.check_kinds``
+entry-point group, which pyproject.toml declares for them as another distribution declares
+its own kinds.
 
-Each module holds one kind whole: the JSON schema of its value, its parameters (an object
-form's declared once, a ``Params`` dataclass: `pytest_atom.checks.params`), how it builds
-them from a spec, describes itself and runs
-(`pytest_atom.checks.kind.CheckKind`), and ends with ``KIND = TheKind()``. A kind that sees
-a trigger suite's component fire names it in ``triggers`` (``skill_invoked``: skills and
-plugin commands; ``subagent_used``: subagents). A kind module
-imports the shared support (`checks.kind`, `checks.evidence`, `checks.shell`,
-`checks.trajectory`), never another kind: ``lint-imports`` holds them independent.
-
-They are found through the ``pytest_atom.check_kinds`` entry-point group, which
-pyproject.toml declares for them as another distribution declares its own kinds.
-
-Add a kind: write ``kinds/<name>.py`` (copy the nearest kind), add its line
-``<name> = "pytest_atom.checks.kinds.<name>:KIND"`` to that group in pyproject.toml (and
-reinstall: the group is installed metadata), run ``python -m pytest_atom.checks.schema`` to write its fragment into
-``spec_schema.json``, and test it in ``tests/checks/``.
+A module holds one kind whole (`pytest_atom.checks.kind.CheckKind`) and ends with
+``KIND = TheKind()``; it imports the shared support (`checks.kind`, `checks.params`,
+`checks.evidence`, `checks.shell`, `checks.trajectory`), never another kind:
+``lint-imports`` holds them independent. A kind that sees a trigger suite's component fire
+names it in ``triggers`` (``skill_invoked``: skills and plugin commands; ``subagent_used``:
+subagents). How to add one: `pytest_atom.checks`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import count_phrase
 from pytest_atom.results.check_result import CheckResult
@@ -32,14 +32,13 @@ class Params:
     )
 
 
-class AskedUser:
+class AskedUser(BuiltinKind):
     name = "asked_user"
     schema: Mapping[str, Any] = {
         "oneOf": [{"type": "boolean"}, object_schema(Params)],
         "description": "The agent asked the user (AskUserQuestion): true at least once, false never, or as often as min and max say; pattern counts only the questions it matches.",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: bool | dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, bool):
@@ -59,12 +58,8 @@ class AskedUser:
         what = f" /{params['pattern']}/" if params.get("pattern") else ""
         return f"asked_user{what} {count_phrase(params['min'], params['max'])}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         p = check.params
         questions = [
             str(q.get("question", ""))

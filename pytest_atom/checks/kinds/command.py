@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_atom.checks.evidence import tail
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.shell import CURRENT, run_shell, run_shell_split
 from pytest_atom.results.check_result import CheckResult
@@ -57,13 +57,11 @@ class Params:
     )
 
 
-class Command:
+class Command(BuiltinKind):
     name = "command"
     schema: Mapping[str, Any] = {
         "oneOf": [{"type": "string", "minLength": 1}, object_schema(Params)],
     }
-    reads_run = False
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
         value = {"run": value} if isinstance(value, str) else value
@@ -84,7 +82,7 @@ class Command:
         p = params
         output = f" and prints /{p['output']}/" if p.get("output") is not None else ""
         if p.get("stdout") is not None:
-            exact = _json_string(p["stdout"].rstrip("\n"))
+            exact = json.dumps(p["stdout"].rstrip("\n"), ensure_ascii=False)
             exact = exact if len(exact) <= 40 else exact[:38] + '…"'
             output += f" and prints exactly {exact}"
         way_out = " (unsandboxed)" if p.get("unsandboxed") else ""
@@ -135,10 +133,6 @@ class Command:
 
 
 KIND = Command()
-
-
-def _json_string(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _unsandboxed(entry: Entry, value: dict[str, Any]) -> bool:

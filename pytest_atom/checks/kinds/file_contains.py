@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_atom.checks.evidence import head, listing, read_text, resolve
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
@@ -20,11 +20,9 @@ class Params:
     pattern: str = param(description="Python regex, searched with re.MULTILINE.")
 
 
-class FileContains:
+class FileContains(BuiltinKind):
     name = "file_contains"
     schema: Mapping[str, Any] = object_schema(Params)
-    reads_run = False
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
         p = from_value(Params, value)
@@ -33,9 +31,6 @@ class FileContains:
 
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"file_contains {params['path']} /{params['pattern']}/"
-
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
 
     def run(self, check: Check, scene: Scene) -> CheckResult:
         rel, pattern = check.params["path"], check.params["pattern"]

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
@@ -15,14 +15,13 @@ from pytest_atom.spec.types import Check
 _MESSAGE_CHARS = 2000
 
 
-class FinalMessage:
+class FinalMessage(BuiltinKind):
     name = "final_message"
     schema: Mapping[str, Any] = {
         "type": "string",
         "description": "Python regex searched (re.MULTILINE) in the main agent's last message.",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"pattern": entry.regex(value)}
@@ -30,12 +29,8 @@ class FinalMessage:
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"final_message /{params['pattern']}/"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         pattern: str = check.params["pattern"]
         message = run.final_message
         if message is None:

@@ -14,7 +14,7 @@ from jsonschema.validators import validator_for
 
 from pytest_atom import yamldoc
 from pytest_atom.checks.evidence import head, listing, read_text, resolve
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.errors import YamlDocError
 from pytest_atom.results.check_result import CheckResult
@@ -34,11 +34,9 @@ class Params:
     )
 
 
-class JsonSchema:
+class JsonSchema(BuiltinKind):
     name = "json_schema"
     schema: Mapping[str, Any] = object_schema(Params)
-    reads_run = False
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
         p = from_value(Params, value)
@@ -58,9 +56,6 @@ class JsonSchema:
     def describe(self, params: Mapping[str, Any]) -> str:
         source = params["schema_file"].name if params.get("schema_file") else "inline schema"
         return f"json_schema {params['path']} matches {source}"
-
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
 
     def run(self, check: Check, scene: Scene) -> CheckResult:
         rel, schema = check.params["path"], check.params["schema"]

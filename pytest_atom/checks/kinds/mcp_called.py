@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import listing, times
 from pytest_atom.results.check_result import CheckResult
@@ -23,14 +23,13 @@ class Params:
     )
 
 
-class McpCalled:
+class McpCalled(BuiltinKind):
     name = "mcp_called"
     schema: Mapping[str, Any] = object_schema(
         Params,
         "The agent called a tool of this MCP server (named mcp__<server>__<tool>).",
     )
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
         return to_params(from_value(Params, value))
@@ -39,12 +38,8 @@ class McpCalled:
         tool = params.get("tool")
         return f"mcp_called {params['server']}" + (f"/{tool}" if tool else "")
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         server, tool = _mcp_name(check.params["server"]), check.params.get("tool")
         # By the whole name, not the mark's split: a server's own name may hold ``__``.
         prefix = f"mcp__{server}__"

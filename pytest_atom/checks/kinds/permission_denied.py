@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import listing, matches, times
 from pytest_atom.results.check_result import CheckResult
@@ -20,14 +20,13 @@ class Params:
     input: str | None = param(optional=True, ref="toolInput")  # a regex over a call
 
 
-class PermissionDenied:
+class PermissionDenied(BuiltinKind):
     name = "permission_denied"
     schema: Mapping[str, Any] = {
         "oneOf": [{"$ref": "#/$defs/toolName"}, object_schema(Params)],
         "description": "A tool call was refused: by a permission rule, a hook, or as a write outside the attempt folder.",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
         p = from_value(Params, {"name": value} if isinstance(value, str) else value)
@@ -39,12 +38,8 @@ class PermissionDenied:
         text = (p.get("name") or "any tool") + (f" /{p['input']}/" if p.get("input") else "")
         return f"permission_denied {text}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         name, pattern = check.params.get("name"), check.params.get("input")
         refused = [c for c in run.calls if c.denied is not None]
         mine = [c for c in refused if name in (None, c.name) and matches(pattern, c.input)]

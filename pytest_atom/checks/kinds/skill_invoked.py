@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.trajectory import Call, listing, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class SkillInvoked:
+class SkillInvoked(BuiltinKind):
     name = "skill_invoked"
     schema: Mapping[str, Any] = {
         "type": "string",
@@ -34,12 +34,8 @@ class SkillInvoked:
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"skill_invoked {params['name']}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         name: str = check.params["name"]
         calls = [c for c in run.calls if c.marked("skill")]
         mine = [c for c in calls if _skill_named(c, name)]

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.trajectory import listing, times
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class SubagentUsed:
+class SubagentUsed(BuiltinKind):
     name = "subagent_used"
     schema: Mapping[str, Any] = {
         "type": "string",
@@ -33,31 +33,21 @@ class SubagentUsed:
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"subagent_used {params['name']}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         kind: str = check.params["name"]
         starts = [c for c in run.calls if c.marked("subagent")]
         mine = [c for c in starts if (m := c.marked("subagent")) is not None and m.name == kind]
-        if check.params.get("negated"):
-            if mine:
-                return CheckResult(
-                    check, False, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
-                )
-            return CheckResult(
-                check, True, f"no {kind} subagent was started", f"calls made: {run.tools()}"
-            )
+        negated = bool(check.params.get("negated"))  # a trigger suite's should-not prompt
         if mine:
-            return CheckResult(
-                check, True, f"a {kind} subagent was started {times(len(mine))}", listing(mine)
-            )
+            said = f"a {kind} subagent was started {times(len(mine))}"
+            return CheckResult(check, not negated, said, listing(mine))
         evidence = (
-            f"subagents started:\n{listing(starts)}" if starts else f"calls made: {run.tools()}"
+            f"subagents started:\n{listing(starts)}"
+            if starts and not negated
+            else f"calls made: {run.tools()}"
         )
-        return CheckResult(check, False, f"no {kind} subagent was started", evidence)
+        return CheckResult(check, negated, f"no {kind} subagent was started", evidence)
 
 
 KIND = SubagentUsed()

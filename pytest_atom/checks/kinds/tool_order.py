@@ -7,13 +7,13 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.trajectory import listing
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
 
 
-class ToolOrder:
+class ToolOrder(BuiltinKind):
     name = "tool_order"
     schema: Mapping[str, Any] = {
         "type": "array",
@@ -25,7 +25,6 @@ class ToolOrder:
         "description": "The first call of each tool came in this order (main agent and subagents, as the calls happened).",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: list[str]) -> dict[str, Any]:
         seen: dict[str, int] = {}
@@ -43,12 +42,8 @@ class ToolOrder:
     def describe(self, params: Mapping[str, Any]) -> str:
         return "tool_order " + " → ".join(params["names"])
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         names: list[str] = check.params["names"]
         firsts = {n: next((c for c in run.calls if c.name == n), None) for n in names}
         missing = [n for n, c in firsts.items() if c is None]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_atom import yamldoc
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.errors import CheckError, YamlDocError
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import tool_label
@@ -136,25 +136,23 @@ def divergences(expected: Sequence[Mapping[str, Any]], trajectory: Trajectory) -
         if want.get("result") is None:  # the session saw no result (it was cut off)
             continue
         saw_error, gave_error = bool(want.get("is_error")), got.is_error
-        saw = comparable(want["tool"], str(want.get("result") or ""), saw_error)
-        gave = comparable(got.name, normal_result(got.result or "", folders), gave_error)
+        raw_saw, raw_gave = str(want.get("result") or ""), normal_result(got.result or "", folders)
         if saw_error != gave_error:
             state = {True: "an error", False: "a success"}
-            raw_saw, raw_gave = (
-                str(want.get("result") or ""),
-                normal_result(got.result or "", folders),
-            )
             found.append(
                 f"{label}: the session saw {state[saw_error]} {_short(raw_saw)}, this run gave "
                 f"{state[gave_error]} {_short(raw_gave)}"
             )
-        elif saw != gave:
+            continue
+        saw = comparable(want["tool"], raw_saw, saw_error)
+        gave = comparable(got.name, raw_gave, gave_error)
+        if saw != gave:
             a, b = _first_difference(saw, gave)
             found.append(f"{label}: the session saw {_short(a)}, this run gave {_short(b)}")
     return found
 
 
-class ToolResults:
+class ToolResults(BuiltinKind):
     name = "tool_results"
     schema: Mapping[str, Any] = {
         "type": "string",
@@ -162,7 +160,6 @@ class ToolResults:
         "description": "A file of tool results, relative to the spec file's folder (atom import writes one): each of the main agent's calls, in order, gave the result listed there; a divergent call is named.",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str) -> dict[str, Any]:
         return {"file": entry.spec_file(value)}
@@ -170,13 +167,9 @@ class ToolResults:
     def describe(self, params: Mapping[str, Any]) -> str:
         return f"tool_results {params['file'].name}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
         """Every main-agent call gave the session's result."""
-        trajectory = scene.trajectory
-        assert trajectory is not None
+        trajectory = scene.agent_run
         path: Path = check.params["file"]
         expected = load_expected(path)
         found = divergences(expected, trajectory)

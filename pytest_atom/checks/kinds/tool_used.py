@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.checks.trajectory import count_phrase, listing, matches, times
 from pytest_atom.results.check_result import CheckResult
@@ -36,14 +36,13 @@ class Params:
     )
 
 
-class ToolUsed:
+class ToolUsed(BuiltinKind):
     name = "tool_used"
     schema: Mapping[str, Any] = {
         "oneOf": [{"$ref": "#/$defs/toolName"}, object_schema(Params)],
         "description": "The agent (main or subagents) called this tool: at least once, or as often as min and max say (max 0: never).",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: str | dict[str, Any]) -> dict[str, Any]:
         p = from_value(Params, {"name": value} if isinstance(value, str) else value)
@@ -66,12 +65,8 @@ class ToolUsed:
         text += {"main": " by the main agent", "subagents": " by subagents"}.get(p["in"], "")
         return f"tool_used {text}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         p = check.params
         scope = {"main": "by the main agent", "subagents": "by subagents"}.get(p["in"], "")
         calls = [
@@ -81,16 +76,14 @@ class ToolUsed:
             and matches(p["input"], c.input)
         ]
         what = p["name"] + (f" /{p['input']}/" if p["input"] else "")
-        said = " ".join(filter(None, [what, "was called", times(len(calls)), scope]))
-        wanted = count_phrase(p["min"], p["max"])
+        called = f"was called {times(len(calls))}" if calls else "was never called"
+        said = " ".join(filter(None, [what, called, scope]))
         passed = len(calls) >= p["min"] and (p["max"] is None or len(calls) <= p["max"])
-        if not calls:
-            said = " ".join(filter(None, [what, "was never called", scope]))
-        summary = said if passed else f"{said}, expected {wanted}"
-        if calls:
-            return CheckResult(check, passed, summary, listing(calls))
+        summary = said if passed else f"{said}, expected {count_phrase(p['min'], p['max'])}"
         others = run.named(p["name"])  # the tool's calls that did not match, or ran elsewhere
-        if others:
+        if calls:
+            evidence = listing(calls)
+        elif others:
             evidence = f"its other calls:\n{listing(others)}"
         else:
             evidence = f"calls made: {run.tools()}"

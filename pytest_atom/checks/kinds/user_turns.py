@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_atom.checks.kind import Entry, Scene
+from pytest_atom.checks.kind import BuiltinKind, Entry, Scene
 from pytest_atom.checks.params import from_value, object_schema, param, to_params
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.spec.types import Check
@@ -21,14 +21,13 @@ class Params:
     min: int = param(default=1, minimum=1, description="Fewest messages from the user.")
 
 
-class UserTurns:
+class UserTurns(BuiltinKind):
     name = "user_turns"
     schema: Mapping[str, Any] = {
         **object_schema(Params),
         "description": "The conversation took at most max (at least min) messages from the user, the prompt included.",
     }
     reads_run = True
-    needs_tool: str | None = None
 
     def build(self, entry: Entry, value: dict[str, Any]) -> dict[str, Any]:
         p = from_value(Params, value)
@@ -45,12 +44,8 @@ class UserTurns:
         low = "" if params["min"] == 1 else f" >= {params['min']}"
         return f"user_turns{low}{high}"
 
-    def confined(self, params: Mapping[str, Any]) -> bool:
-        return False
-
     def run(self, check: Check, scene: Scene) -> CheckResult:
-        run = scene.trajectory
-        assert run is not None
+        run = scene.agent_run
         turns, high, low = run.turns, check.params["max"], check.params["min"]
         passed = turns >= low and (high is None or turns <= high)
         said = f"the user sent {turns} message{'s' if turns != 1 else ''}"
