@@ -1,7 +1,7 @@
 """What the `atom` commands share, so that no command imports another.
 
-- `ContentError` and `collect_specs`: a spec or config file that cannot be used, and the
-  specs of the files a command names;
+- `ContentError` and `collect_specs`: a spec, config file or harness that cannot be used,
+  and the specs of the files a command names;
 - `setting_options`, `click_type`, `SettingType`: every setting of the option table
   (`pytest_atom.settings.options`) as a click option, as `atom run` takes them;
 - `atom_paths`: the spec paths `pytest --atom` takes when none are named; `config_option`:
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -40,10 +40,13 @@ from pytest_atom.spec_loader.load import load_files, spec_files
 if TYPE_CHECKING:
     from pytest_atom.checks.registry import CheckRegistry
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class ContentError(click.ClickException):
-    """A spec or config file that cannot be used: exit 2 like a usage error, but without
-    the usage banner, since the command line itself was right."""
+    """A spec or config file that cannot be used, or a harness that cannot run (no Claude
+    Code CLI): exit 2 like a usage error, but without the usage banner, since the command
+    line itself was right."""
 
     exit_code = 2
 
@@ -210,16 +213,16 @@ config_option = click.option(
 )
 
 
-def history_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--history URL``: the store to read, instead of the project's."""
+def history_option(dest: str = "history", does: str = "read") -> Callable[[F], F]:
+    """``--history URL``: the store to read (or record into), instead of the project's."""
     return click.option(
         "--history",
-        "history",
+        dest,
         default=None,
         metavar="URL",
-        help="the history store to read: a SQLite path, postgresql://..., or none "
+        help=f"the history store to {does}: a SQLite path, postgresql://..., or none "
         "(default: the project's --atom-history, .atom/history.db).",
-    )(command)
+    )
 
 
 def harness_for(

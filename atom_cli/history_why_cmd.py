@@ -14,6 +14,7 @@ import json
 
 import click
 
+from atom_cli.common import history_option
 from pytest_atom.errors import AtomError
 from pytest_atom.inert import inert
 
@@ -21,13 +22,7 @@ from pytest_atom.inert import inert
 @click.command("why")
 @click.argument("spec_name", metavar="SPEC")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts.")
-@click.option(
-    "--history",
-    "history_url",
-    metavar="URL",
-    default=None,
-    help="the store to read (default: the project's --atom-history).",
-)
+@history_option("history_url")
 def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     """Which inputs of SPEC's items changed since their last stored outcome (the spec and
     its case, workspace, cassette, script, Claude Code version, environment, tools,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.common import atom_paths
+from atom_cli.common import ContentError, atom_paths
 from pytest_atom.audit.walk import unsandboxed_lines
 from pytest_atom.errors import ClaudeNotFoundError, SettingsError
 from pytest_atom.paths import display_path
@@ -30,12 +30,6 @@ from pytest_atom.spec_loader.load import spec_files
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20
-
-
-class _HarnessAbort(click.ClickException):
-    """The harness cannot run at all (e.g. no Claude Code CLI): exit 2, as a usage error."""
-
-    exit_code = 2
 
 
 @click.command()
@@ -66,7 +60,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
                 spec_dirs={file.parent for file in files},
             )
         except SettingsError as err:  # a ConfigError too
-            raise _HarnessAbort(str(err)) from None
+            raise ContentError(str(err)) from None
         outcomes: list[Validation] = []
         try:
             for outcome in validate_files(files, harness, Path(tmp)):  # each as it is done
@@ -74,7 +68,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
                 if not as_json:
                     click.echo(outcome.error or "\n".join(_block(outcome, expect_fail)))
         except ClaudeNotFoundError as exc:
-            raise _HarnessAbort(str(exc)) from None
+            raise ContentError(str(exc)) from None
     if as_json:
         click.echo(json.dumps([o.to_dict(expect_fail) for o in outcomes], indent=2))
     else:
