@@ -1,19 +1,10 @@
-"""What the `atom` commands share, so that no command imports another.
+"""What the `atom` commands share, so that no command imports another: errors and spec
+loading, the setting options `atom run` takes, the project's spec paths and history store,
+and the harness and named specs of `atom label` and `atom calibrate`.
 
-- `ContentError` and `collect_specs`: a spec, config file or harness that cannot be used,
-  and the specs of the files a command names;
-- `setting_options`, `click_type`, `SettingType`: every setting of the option table
-  (`pytest_atom.settings.options`) as a click option, as `atom run` takes them;
-- `atom_paths`: the spec paths `pytest --atom` takes when none are named; `config_option`:
-  ``--config``, the project's config file;
-- `store_setting`, `project_store`, `history_option`: the project's history store, as the
-  commands that read it open it. `--history` wins; otherwise the project's own setting
-  (`--atom-history`'s ini key or ``history:`` in `.atom/config.yaml`), resolved from the
-  project's root as `pytest --atom` resolves it. Only those places are read, not the
-  harness (its conftests, check kinds and machinery);
-- `harness_for`, `split_target`, `load_named`, `cases_of`, `load_grouped`: what `atom label`
-  and `atom calibrate` share: the harness of the project they run in, and the specs they
-  name (a spec file, ``file::name``, or folders of them).
+The history store is `--history`, else the project's own setting (`--atom-history`'s ini key
+or ``history:`` in `.atom/config.yaml`), resolved from the project's root as `pytest --atom`
+resolves it; only those places are read, not the harness (its conftests and check kinds).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""The walk of `atom cassette check`: every cassette under the paths it is given, each one's
-findings and notes (`findings`, with the secrets of its spec: `scrubbers`), and the checks
-of the specs there that run outside the sandbox, as `Finding`s in the order they are made.
-
-A folder is searched for `*.yaml` under a folder named ``cassettes`` and for calibration
-cassettes (``calibration/<spec>/cassette.yaml``); a spec file stands for its specs'
-cassettes and its calibration cassette. The walk never prints: the command renders each
-finding as it comes and the `Tally` at the end.
-"""
+"""The walk of `atom cassette check`: every cassette under the paths it is given (a folder's
+``cassettes/`` and calibration cassettes, a spec file's cassettes), each one's findings and
+notes, and the checks that run outside the sandbox, as `Finding`s in the order they are made.
+The walk never prints: the command renders each finding and the `Tally` at the end."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.errors import SpecError, YamlDocError
-from pytest_atom.evalsuite.case_schema import GRADER_KINDS, validate_case
+from pytest_atom.evalsuite.case_schema import GRADER_KINDS, grader_defaults, validate_case
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -322,14 +322,7 @@ def _grader_of(entry: Mapping[str, Any], path: Path, line: int, folder: Path) ->
     params = dict(entry)
     kind = str(params.pop("type"))
     name = str(params.pop("name"))
-    if kind == "regex":
-        params.setdefault("target", "last_message")
-        params.setdefault("flags", "")
-        params.setdefault("match", "contains")
-    if kind == "llm":
-        params.setdefault("focus", "last_message")
-    if kind == "file_exists":
-        params.setdefault("exists", True)
+    params = {**grader_defaults(kind), **params}
     if kind == "baseline":
         file = (folder / str(params["baseline_file"])).resolve()
         if not file.is_file():
@@ -340,5 +333,4 @@ def _grader_of(entry: Mapping[str, Any], path: Path, line: int, folder: Path) ->
                 line=line,
             )
         params["baseline_path"] = str(file)
-    params.setdefault("weight", 1)
     return Grader(name, kind, params, path, line)
