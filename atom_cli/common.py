@@ -217,14 +217,14 @@ def history_option(dest: str = "history", does: str = "read") -> Callable[[F], F
 
 
 def harness_for(
-    options: dict[str, Any], config_path: Path | None, files: Sequence[Path]
+    options: dict[str, Any], config_path: Path | None, targets: Sequence[str]
 ) -> Harness:
     """The harness as `atom run` builds it: these options over the ini file and
-    `.atom/config.yaml`, and the project's conftests (their check kinds)."""
+    `.atom/config.yaml`, and the conftests (their check kinds) of the specs `targets` name."""
+    paths = [split_target(target)[0] for target in targets]
+    folders = {path.parent if path.is_file() else path for path in paths}
     try:
-        return host_harness(
-            options, config_path=config_path, spec_dirs={file.parent for file in files}
-        )
+        return host_harness(options, config_path=config_path, spec_dirs=folders)
     except SettingsError as err:
         raise ContentError(str(err)) from None
 

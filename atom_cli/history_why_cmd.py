@@ -1,12 +1,6 @@
 """`atom history why SPEC`: the inputs of a spec's items that changed since their last
-stored outcome (`pytest_atom.outcome_cache.why`), so a user sees whether ``--atom-cache`` will
-report each item from the store or run it, and what made the difference.
-
-SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
-one a `pytest --atom` session in this project would take: its settings (the ini file,
-`.atom/config.yaml`), its check kinds and its runs folder. Registered onto the `history`
-group by `atom_cli.main` when it loads that group.
-"""
+stored outcome (`pytest_atom.outcome_cache.why`), as a `pytest --atom` session in this project
+would digest them. Registered onto the `history` group by `atom_cli.main` when it loads it."""
 
 from __future__ import annotations
 

@@ -85,4 +85,3 @@ def import_(
     spec = shlex.quote(display_path(done.spec))
     click.echo(f"Run it (scripted, offline): pytest --atom {spec}")
     click.echo(f"Record its cassette:        pytest --atom {spec} --atom-record-mode=once")
-

@@ -1,14 +1,8 @@
 """`atom validate`: are the specs well-formed, and do their checks tell good work from bad?
 
-Every spec file is schema-checked (the same SpecError text pytest shows as a collection
-error). A spec that names an ``oracle:`` (a shell script that solves the task) has it run
-in a copy of its workspace, then its ``accept`` checks; a spec with a ``script:`` is played
-offline through the real harness, from its script even when a cassette exists. With
-``--expect-fail`` the solutions are known to be bad, and every run must fail.
-
-`pytest --atom` replays the cassette instead, so where the cassette no longer fits the spec
-(its script or prompt changed since recording) the script run says what `pytest --atom`
-will do with it and how to re-record it: the two never disagree without saying why.
+A spec's script is played from the script even when a cassette exists, where `pytest --atom`
+replays the cassette: where the cassette no longer fits the spec, the script run says what
+`pytest --atom` will do with it and how to re-record it, so the two never disagree silently.
 """
 
 from __future__ import annotations
