@@ -125,10 +125,10 @@ def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
     except SettingsError as err:  # a ConfigError too
         raise click.UsageError(str(err)) from None
     paths = tuple(settings.spec_paths(root))
-    from_ini = ini is not None and bool(ini.values.get("atom_paths"))
-    key, where = ("atom_paths", display_path(ini.path)) if ini and from_ini else ("paths", "")
-    if not from_ini:
-        where = display_path(config.path) if config.path else ".atom/config.yaml"
+    if ini is not None and ini.values.get("atom_paths"):
+        key, where = "atom_paths", display_path(ini.path)
+    else:
+        key, where = "paths", display_path(config.path) if config.path else ".atom/config.yaml"
     if not paths:
         unset = (
             f"{display_path(config.path)} sets no paths"
