@@ -141,19 +141,18 @@ def cost(targets: tuple[str, ...]) -> None:
     folder of them, whose cassettes are estimated, or a cassette file. A spec without a
     cassette has no estimate: it is named, with the command that records it.
     """
-    total = Estimate()
     missing: list[str] = []
-    width = 0
-    rows: list[tuple[str, Estimate]] = []
-    for target in targets:
-        for label, path in _cost_targets(target, missing):
-            found = estimate(_load(path))
-            rows.append((label, found))
-            width = max(width, len(label))
-            total.answers += found.answers
-            total.used += found.used
-            total.usd += found.usd
+    rows = [
+        (label, estimate(_load(path)))
+        for target in targets
+        for label, path in _cost_targets(target, missing)
+    ]
+    width = max((len(label) for label, _ in rows), default=0)
+    total = Estimate()
     for label, found in rows:
+        total.answers += found.answers
+        total.used += found.used
+        total.usd += found.usd
         click.echo(
             f"{label:<{width}}  {plural(found.answers, 'answer')}, "
             f"{found.tokens} tokens, ${found.usd:.4f}"

@@ -104,14 +104,14 @@ def _block(outcome: Validation, expect_fail: bool) -> list[str]:
     return lines
 
 
-def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
+def cache_lines(spec: Spec) -> list[str]:
     """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
     it from the cache: a trusted input the digest cannot see is never silent."""
     from pytest_atom.outcome_cache.inputs import TRUSTS, unseen
 
-    lines = [f"{indent}cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
+    lines = [f"  cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
     lines += [
-        f"{indent}cache: never reported from the store: {TRUSTS[name]}; "
+        f"  cache: never reported from the store: {TRUSTS[name]}; "
         f"`cache: {{trust: [{name}]}}` takes it on trust"
         for name in unseen(spec)
     ]
