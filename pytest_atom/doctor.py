@@ -103,22 +103,16 @@ def check_claude() -> tuple[Finding, Path | None]:
 
 
 def check_credentials() -> Finding:
-    """Which credential variables are set, for recording live sessions."""
-    # Names only: a value must never reach a terminal or a CI log.
+    """Which credential variables are set (by name), for recording live sessions."""
     present = [name for name in AUTH_VARIABLES if os.environ.get(name)]
     if present:
-        return Finding(
-            "ok",
-            "credentials",
-            f"{', '.join(present)} set, for recording live sessions (replay needs none)",
-        )
-    else:
-        return Finding(
-            "info",
-            "credentials",
-            f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
-            "replaying cassettes and running scripts need none",
-        )
+        detail = f"{', '.join(present)} set, for recording live sessions (replay needs none)"
+        return Finding("ok", "credentials", detail)
+    detail = (
+        f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
+        "replaying cassettes and running scripts need none"
+    )
+    return Finding("info", "credentials", detail)
 
 
 def check_environment() -> Finding:
@@ -132,8 +126,7 @@ def check_environment() -> Finding:
     kept = len(passed(pass_env))
     if line is None:
         return Finding("ok", "environment", f"runs get {kept} of your variables; none is left out")
-    else:
-        return Finding("info", "environment", f"runs get {kept} of your variables; {line}")
+    return Finding("info", "environment", f"runs get {kept} of your variables; {line}")
 
 
 def check_node() -> Finding:
@@ -159,13 +152,12 @@ def check_node() -> Finding:
             f"{NODE_MAJOR_NEEDED} (npm warns EBADENGINE when installing it); it runs on older "
             f"ones, but install Node.js {NODE_MAJOR_NEEDED} or newer when you can",
         )
-    elif len(found) == 2:
+    if len(found) == 2:
         return Finding("ok", "node.js", ", ".join(found))
-    else:
-        missing = "Node.js with npm" if not found else f"npm (found {found[0]})"
-        return Finding(
-            "info", "node.js", f"{missing} not found: `atom setup` needs npm to install Claude Code"
-        )
+    missing = "Node.js with npm" if not found else f"npm (found {found[0]})"
+    return Finding(
+        "info", "node.js", f"{missing} not found: `atom setup` needs npm to install Claude Code"
+    )
 
 
 def editable_sources(root: Path) -> list[tuple[str, Path]]:
