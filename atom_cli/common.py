@@ -204,7 +204,7 @@ config_option = click.option(
 )
 
 
-def history_option(dest: str = "history", does: str = "read") -> Callable[[F], F]:
+def history_option(dest: str, does: str = "read") -> Callable[[F], F]:
     """``--history URL``: the store to read (or record into), instead of the project's."""
     return click.option(
         "--history",

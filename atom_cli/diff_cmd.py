@@ -38,7 +38,7 @@ from pytest_atom.inert import inert
     help="the comparison as a pull request's comment (GitHub Markdown, within a comment's "
     "65,536 characters): post it with `gh pr comment PR --body-file FILE`.",
 )
-@history_option()
+@history_option("history")
 def diff(
     run_a: str | None,
     run_b: str | None,

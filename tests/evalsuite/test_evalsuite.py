@@ -16,9 +16,9 @@ import pytest
 from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
 from pytest_atom.checks.builtin import default_registry
 from pytest_atom.checks.trajectory import Call, Trajectory
+from pytest_atom.diffs import agent_files
 from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.case_schema import js_regex
-from pytest_atom.diffs import agent_files
 from pytest_atom.evalsuite.graders import (
     eval_file_exists,
     eval_regex,
