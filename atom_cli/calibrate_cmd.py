@@ -16,7 +16,6 @@ from atom_cli.common import (
     config_option,
     harness_for,
     load_named,
-    split_target,
 )
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
 from pytest_atom.calibration.calibrate import calibrate_spec, staleness
@@ -70,9 +69,8 @@ def calibrate(
     2 for usage or harness errors.
     """
     targets = list(specs) or ["."]
-    files = [split_target(t)[0] for t in targets]
     options: dict[str, Any] = {"record_mode": record_mode, "upstream": upstream}
-    harness = harness_for(options, config_path, [f if f.is_file() else f / "x" for f in files])
+    harness = harness_for(options, config_path, targets)
     chosen = [s for s in load_named(targets, harness) if s.criteria]
     claude_bin = find_claude()
     if check:

@@ -1,22 +1,16 @@
-"""`atom cassette`: read a recorded cassette as a transcript, and check cassettes before a commit.
-
-`show` turns a cassette's JSON requests and SSE responses back into the conversation they
-carried. `check` is meant for a pre-commit hook: it fails on anything that should never be
-committed (a secret, an unnormalized path) or that replay will not match on another machine
-(a request recorded without pytest-atom's placeholders), and notes what a replay copes with
-but a rewrite would fix (a machine detail masked only on load, hashes it lacks). `stamp`
-writes those hashes into cassettes a replay proves still fit.
-"""
+"""`atom cassette`: show, cost, check, refresh and stamp recorded cassettes."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from atom_cli.common import ContentError, atom_paths, collect_specs
 from pytest_atom.audit import Tally, audit_cassettes, unsandboxed_notes
+from pytest_atom.audit.scrubbers import load_project_specs
 from pytest_atom.errors import CassetteError, SpecError
 from pytest_atom.inert import inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
@@ -26,10 +20,11 @@ from pytest_atom.replay.recording import cassette_path, record_command
 from pytest_atom.reports.cassette_transcript import Line, cassette_lines
 from pytest_atom.reports.phrases import drift_line
 from pytest_atom.spec.types import Spec
-from pytest_atom.spec_loader.load import load_specs, spec_files
+from pytest_atom.spec_loader.load import spec_files
 from pytest_atom.words import plural
 
-__all__ = ["cassette"]
+if TYPE_CHECKING:
+    from pytest_atom.run.harness import Harness
 
 
 @click.group()
@@ -44,18 +39,12 @@ def cassette() -> None:
     """
 
 
-# --------------------------------------------------------------------------------- loading
-
-
 def _load(path: Path) -> Cassette:
     """The cassette at `path`; a ClickException naming the file and the fix if it is none."""
     try:
         return Cassette.load(path)
     except CassetteError as exc:
         raise click.ClickException(str(exc)) from None
-
-
-# ----------------------------------------------------------------------------------- show
 
 
 def _styled(line: Line) -> str:
@@ -103,14 +92,10 @@ def _is_spec(target: str) -> bool:
 
 
 def _load_specs(file: Path) -> list[Spec]:
-    """The specs of one file, with the project's check kinds when plain loading refuses one."""
     try:
-        return load_specs(file)
-    except SpecError:
-        from pytest_atom.run.harness import host_harness
-
-        harness = host_harness({}, spec_dirs={file.parent})
-        return collect_specs([file], harness.registry())
+        return load_project_specs(file)
+    except SpecError as err:
+        raise ContentError(inert(str(err))) from None
 
 
 def _specs_named(target: str, *, arms: bool) -> list[Spec]:
@@ -144,9 +129,6 @@ def _spec_cassettes(target: str, missing: list[str]) -> list[tuple[Spec, Path]]:
     return found
 
 
-# ----------------------------------------------------------------------------------- cost
-
-
 @cassette.command(short_help="Estimate what re-recording specs would cost.")
 @click.argument("targets", nargs=-1, required=True, metavar="SPEC|FOLDER|CASSETTE...")
 def cost(targets: tuple[str, ...]) -> None:
@@ -159,19 +141,18 @@ def cost(targets: tuple[str, ...]) -> None:
     folder of them, whose cassettes are estimated, or a cassette file. A spec without a
     cassette has no estimate: it is named, with the command that records it.
     """
-    total = Estimate()
     missing: list[str] = []
-    width = 0
-    rows: list[tuple[str, Estimate]] = []
-    for target in targets:
-        for label, path in _cost_targets(target, missing):
-            found = estimate(_load(path))
-            rows.append((label, found))
-            width = max(width, len(label))
-            total.answers += found.answers
-            total.used += found.used
-            total.usd += found.usd
+    rows = [
+        (label, estimate(_load(path)))
+        for target in targets
+        for label, path in _cost_targets(target, missing)
+    ]
+    width = max((len(label) for label, _ in rows), default=0)
+    total = Estimate()
     for label, found in rows:
+        total.answers += found.answers
+        total.used += found.used
+        total.usd += found.usd
         click.echo(
             f"{label:<{width}}  {plural(found.answers, 'answer')}, "
             f"{found.tokens} tokens, ${found.usd:.4f}"
@@ -201,9 +182,6 @@ def _cost_targets(target: str, missing: list[str]) -> list[tuple[str, Path]]:
         else:
             missing.append(f"{label}: no cassette, no estimate (record it: {record_command(spec)})")
     return found
-
-
-# ---------------------------------------------------------------------------------- check
 
 
 @cassette.command(short_help="Scan cassettes for secrets and unnormalized requests.")
@@ -295,11 +273,8 @@ def refresh(specs: tuple[Path, ...]) -> None:
     Exit status: 0 all refreshed, 1 some were not, 2 a spec could not be run at all.
     """
     from pytest_atom.run.execution import HARNESS_ERRORS
-    from pytest_atom.run.harness import host_harness
 
-    files = spec_files(specs)
-    harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
-    found = collect_specs(files, harness.registry())
+    harness, found = _refreshing(specs)
     refused = 0
     for spec in found:
         if spec.script is not None and not cassette_path(spec).is_file():
@@ -341,12 +316,10 @@ def stamp(specs: tuple[Path, ...]) -> None:
     """
     from pytest_atom.audit.stamp import stamp_cassette
     from pytest_atom.run.execution import HARNESS_ERRORS
-    from pytest_atom.run.harness import host_harness
 
-    files = spec_files(specs)
-    harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
+    harness, found = _refreshing(specs)
     refused = 0
-    for spec in collect_specs(files, harness.registry()):
+    for spec in found:
         try:
             done = stamp_cassette(spec, harness)
         except CassetteError as exc:
@@ -356,3 +329,12 @@ def stamp(specs: tuple[Path, ...]) -> None:
         click.echo(done.line)
         refused += not done.fits
     sys.exit(1 if refused else 0)
+
+
+def _refreshing(specs: tuple[Path, ...]) -> tuple[Harness, list[Spec]]:
+    """The harness that replays for `refresh` and `stamp`, and the specs of SPECS."""
+    from pytest_atom.run.harness import host_harness
+
+    files = spec_files(specs)
+    harness = host_harness({"record_mode": "refresh"}, spec_dirs={f.parent for f in files})
+    return harness, collect_specs(files, harness.registry())

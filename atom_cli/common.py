@@ -1,26 +1,17 @@
-"""What the `atom` commands share, so that no command imports another.
+"""What the `atom` commands share, so that no command imports another: errors and spec
+loading, the setting options `atom run` takes, the project's spec paths and history store,
+and the harness and named specs of `atom label` and `atom calibrate`.
 
-- `ContentError` and `collect_specs`: a spec or config file that cannot be used, and the
-  specs of the files a command names;
-- `setting_options`, `click_type`, `SettingType`: every setting of the option table
-  (`pytest_atom.settings.options`) as a click option, as `atom run` takes them;
-- `atom_paths`: the spec paths `pytest --atom` takes when none are named; `config_option`:
-  ``--config``, the project's config file;
-- `store_setting`, `project_store`, `history_option`: the project's history store, as the
-  commands that read it open it. `--history` wins; otherwise the project's own setting
-  (`--atom-history`'s ini key or ``history:`` in `.atom/config.yaml`), resolved from the
-  project's root as `pytest --atom` resolves it. Only those places are read, not the
-  harness (its conftests, check kinds and machinery);
-- `harness_for`, `split_target`, `load_named`, `cases_of`, `load_grouped`: what `atom label`
-  and `atom calibrate` share: the harness of the project they run in, and the specs they
-  name (a spec file, ``file::name``, or folders of them).
+The history store is `--history`, else the project's own setting (`--atom-history`'s ini key
+or ``history:`` in `.atom/config.yaml`), resolved from the project's root as `pytest --atom`
+resolves it; only those places are read, not the harness (its conftests and check kinds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -40,10 +31,13 @@ from pytest_atom.spec_loader.load import load_files, spec_files
 if TYPE_CHECKING:
     from pytest_atom.checks.registry import CheckRegistry
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class ContentError(click.ClickException):
-    """A spec or config file that cannot be used: exit 2 like a usage error, but without
-    the usage banner, since the command line itself was right."""
+    """A spec or config file that cannot be used, or a harness that cannot run (no Claude
+    Code CLI): exit 2 like a usage error, but without the usage banner, since the command
+    line itself was right."""
 
     exit_code = 2
 
@@ -131,10 +125,10 @@ def atom_paths(*, quiet: bool, argument: str = "PATHS") -> tuple[Path, ...]:
     except SettingsError as err:  # a ConfigError too
         raise click.UsageError(str(err)) from None
     paths = tuple(settings.spec_paths(root))
-    from_ini = ini is not None and bool(ini.values.get("atom_paths"))
-    key, where = ("atom_paths", display_path(ini.path)) if ini and from_ini else ("paths", "")
-    if not from_ini:
-        where = display_path(config.path) if config.path else ".atom/config.yaml"
+    if ini is not None and ini.values.get("atom_paths"):
+        key, where = "atom_paths", display_path(ini.path)
+    else:
+        key, where = "paths", display_path(config.path) if config.path else ".atom/config.yaml"
     if not paths:
         unset = (
             f"{display_path(config.path)} sets no paths"
@@ -210,27 +204,27 @@ config_option = click.option(
 )
 
 
-def history_option(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``--history URL``: the store to read, instead of the project's."""
+def history_option(dest: str, does: str = "read") -> Callable[[F], F]:
+    """``--history URL``: the store to read (or record into), instead of the project's."""
     return click.option(
         "--history",
-        "history",
+        dest,
         default=None,
         metavar="URL",
-        help="the history store to read: a SQLite path, postgresql://..., or none "
+        help=f"the history store to {does}: a SQLite path, postgresql://..., or none "
         "(default: the project's --atom-history, .atom/history.db).",
-    )(command)
+    )
 
 
 def harness_for(
-    options: dict[str, Any], config_path: Path | None, files: Sequence[Path]
+    options: dict[str, Any], config_path: Path | None, targets: Sequence[str]
 ) -> Harness:
     """The harness as `atom run` builds it: these options over the ini file and
-    `.atom/config.yaml`, and the project's conftests (their check kinds)."""
+    `.atom/config.yaml`, and the conftests (their check kinds) of the specs `targets` name."""
+    paths = [split_target(target)[0] for target in targets]
+    folders = {path.parent if path.is_file() else path for path in paths}
     try:
-        return host_harness(
-            options, config_path=config_path, spec_dirs={file.parent for file in files}
-        )
+        return host_harness(options, config_path=config_path, spec_dirs=folders)
     except SettingsError as err:
         raise ContentError(str(err)) from None
 

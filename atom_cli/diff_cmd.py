@@ -38,7 +38,7 @@ from pytest_atom.inert import inert
     help="the comparison as a pull request's comment (GitHub Markdown, within a comment's "
     "65,536 characters): post it with `gh pr comment PR --body-file FILE`.",
 )
-@history_option
+@history_option("history")
 def diff(
     run_a: str | None,
     run_b: str | None,
@@ -64,8 +64,13 @@ def diff(
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown are two forms of one comparison: pick one")
     try:
-        if run_a is not None and run_b is not None and _is_file(run_a) and _is_file(run_b):
-            compared = _between(_file_side(run_a), _file_side(run_b))  # no store needed
+        if (
+            run_a is not None
+            and run_b is not None
+            and Path(run_a).exists()
+            and Path(run_b).exists()
+        ):
+            compared = diff_runs(*_side(None, run_a), *_side(None, run_b))  # no store needed
         else:
             store = project_store(history)
             try:
@@ -86,32 +91,20 @@ def diff(
 Side = tuple[RunRecord, list[ItemRecord]]
 
 
-def _is_file(name: str) -> bool:
-    return Path(name).exists()
-
-
-def _file_side(name: str) -> Side:
-    found = read_file(Path(name))
-    return found.run, list(found.items.values())
-
-
-def _side(store: Store, name: str) -> Side:
-    """A run named by id (or prefix) in `store`, or by a results file's path."""
-    if _is_file(name):
-        return _file_side(name)
+def _side(store: Store | None, name: str) -> Side:
+    """A run named by a results file's path, or by id (or prefix) in `store`."""
+    if Path(name).exists() or store is None:
+        found = read_file(Path(name))
+        return found.run, list(found.items.values())
     run = store.run(name)
     return run, store.items(run.id)
-
-
-def _between(before: Side, after: Side) -> RunDiff:
-    return diff_runs(before[0], before[1], after[0], after[1])
 
 
 def _compare(store: Store, run_a: str | None, run_b: str | None, *, paired: bool) -> RunDiff:
     """The runs named, else the newest against `run_a`, else the newest against the run
     like it (`history.query.compare_with_like`)."""
     if run_a is not None and run_b is not None:
-        return _between(_side(store, run_a), _side(store, run_b))
+        return diff_runs(*_side(store, run_a), *_side(store, run_b))
     newest = store.runs(limit=2)
     if len(newest) < (1 if run_a is not None else 2):
         raise HistoryError(
@@ -122,7 +115,7 @@ def _compare(store: Store, run_a: str | None, run_b: str | None, *, paired: bool
     if run_a is not None:
         before = _side(store, run_a)
         how = "" if paired else f"compared with the run --against named ({before[0].id})"
-        compared = _between(before, (after, store.items(after.id)))
+        compared = diff_runs(*before, after, store.items(after.id))
         return replace(compared, paired=how)
     found = compare_with_like(store, after, store.items(after.id))
     if found is None:

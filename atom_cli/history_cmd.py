@@ -1,16 +1,5 @@
-"""`atom history`: what the history store holds (`pytest_atom.history`).
-
-`atom history` lists each spec x case x arm over its last runs (its trials' pass rate with
-its Wilson interval, tokens, dollars spent and at list price, wall time, a trend where the
-change is beyond noise; cached outcomes counted apart, a rescore's judgements a line of
-their own); `atom history SPEC` (or `atom history spec SPEC`) shows one spec's runs and
-each item's kind; `--flaky` the items whose outcome changed while their inputs did not;
-`--json` each as JSON.
-`atom history import FILE…` brings results files (CI shards, artifacts) in.
-
-The store is the project's (`--atom-history`, ini ``atom_history``, ``history:`` in
-`.atom/config.yaml`; default `.atom/history.db`), or `--history URL`.
-"""
+"""`atom history`: what the history store holds (`pytest_atom.history`): each item's runs,
+one spec's, the flaky ones; `atom history import` brings results files in."""
 
 from __future__ import annotations
 
@@ -22,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from atom_cli.common import store_setting
+from atom_cli.common import history_option, store_setting
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.query import (
     FlakyReport,
@@ -40,35 +29,28 @@ from pytest_atom.inert import inert
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: The options every listing takes (the group's and `spec`'s alike).
+_READING = [
+    click.option(
+        "--last",
+        type=click.IntRange(min=1),
+        default=None,
+        help="runs per spec x case x arm (default 20).",
+    ),
+    click.option(
+        "--flaky",
+        is_flag=True,
+        default=None,
+        help="the items whose outcome changed while their inputs did not (one input "
+        "digest over runs, or one session's repeats).",
+    ),
+    click.option("--json", "as_json", is_flag=True, default=None, help="print JSON, for scripts."),
+    history_option("history_url"),
+]
+
+
 def _reading(command: F) -> F:
-    """The options every listing takes (the group's and `spec`'s alike)."""
-    for option in reversed(
-        [
-            click.option(
-                "--last",
-                type=click.IntRange(min=1),
-                default=None,
-                help="runs per spec x case x arm (default 20).",
-            ),
-            click.option(
-                "--flaky",
-                is_flag=True,
-                default=None,
-                help="the items whose outcome changed while their inputs did not (one input "
-                "digest over runs, or one session's repeats).",
-            ),
-            click.option(
-                "--json", "as_json", is_flag=True, default=None, help="print JSON, for scripts."
-            ),
-            click.option(
-                "--history",
-                "history_url",
-                metavar="URL",
-                default=None,
-                help="the store to read (default: the project's --atom-history).",
-            ),
-        ]
-    ):
+    for option in reversed(_READING):
         command = option(command)
     return command
 
@@ -214,13 +196,7 @@ def _print_runs(runs: list[SpecRun], as_json: bool, url: str, spec_name: str) ->
     is_flag=True,
     help="one run per file (separate CI runs); default: the files are one run's shards.",
 )
-@click.option(
-    "--history",
-    "history_url",
-    metavar="URL",
-    default=None,
-    help="the store to record into (default: the project's --atom-history).",
-)
+@history_option("history_url", "record into")
 def import_(files: tuple[Path, ...], each: bool, history_url: str | None) -> None:
     """Record results files (`pytest --atom --atom-report DIR` writes DIR/results.json; a
     folder holding one will do) in the store: by default the shards of one CI run, as one

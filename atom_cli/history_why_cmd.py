@@ -1,12 +1,6 @@
 """`atom history why SPEC`: the inputs of a spec's items that changed since their last
-stored outcome (`pytest_atom.outcome_cache.why`), so a user sees whether ``--atom-cache`` will
-report each item from the store or run it, and what made the difference.
-
-SPEC is a spec's name as `atom history` lists it, or a spec file. The digest now is the
-one a `pytest --atom` session in this project would take: its settings (the ini file,
-`.atom/config.yaml`), its check kinds and its runs folder. Registered onto the `history`
-group by `atom_cli.main` when it loads that group.
-"""
+stored outcome (`pytest_atom.outcome_cache.why`), as a `pytest --atom` session in this project
+would digest them. Registered onto the `history` group by `atom_cli.main` when it loads it."""
 
 from __future__ import annotations
 
@@ -14,6 +8,7 @@ import json
 
 import click
 
+from atom_cli.common import history_option
 from pytest_atom.errors import AtomError
 from pytest_atom.inert import inert
 
@@ -21,13 +16,7 @@ from pytest_atom.inert import inert
 @click.command("why")
 @click.argument("spec_name", metavar="SPEC")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts.")
-@click.option(
-    "--history",
-    "history_url",
-    metavar="URL",
-    default=None,
-    help="the store to read (default: the project's --atom-history).",
-)
+@history_option("history_url")
 def why(spec_name: str, as_json: bool, history_url: str | None) -> None:
     """Which inputs of SPEC's items changed since their last stored outcome (the spec and
     its case, workspace, cassette, script, Claude Code version, environment, tools,

@@ -64,6 +64,7 @@ def import_(
     """
     from pytest_atom.errors import SessionError
     from pytest_atom.importing import read_session, write_spec
+    from pytest_atom.paths import display_path
     from pytest_atom.words import plural
 
     try:
@@ -78,16 +79,9 @@ def import_(
         f"{plural(done.calls, 'tool call')}"
     )
     for path in (done.spec, done.script, done.results):
-        click.echo(f"  wrote {_shown(path)}")
+        click.echo(f"  wrote {display_path(path)}")
     for note in done.notes:
         click.echo(f"  note: {note}")
-    spec = shlex.quote(_shown(done.spec))
+    spec = shlex.quote(display_path(done.spec))
     click.echo(f"Run it (scripted, offline): pytest --atom {spec}")
     click.echo(f"Record its cassette:        pytest --atom {spec} --atom-record-mode=once")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -60,8 +60,7 @@ def label_(
     """
     if met is None:
         raise click.UsageError("give the verdict: --pass (the criterion is met) or --fail")
-    path, _ = split_target(spec)
-    harness = harness_for({}, config_path, [path if path.is_file() else path / "x"])
+    harness = harness_for({}, config_path, [spec])
     (chosen, *others) = load_named([spec], harness)
     if others:
         names = ", ".join(s.name for s in [chosen, *others])

@@ -37,14 +37,12 @@ from pytest_atom.results import harness_events as hev
 from pytest_atom.results.outcome import Outcome
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.interrupted import InterruptedRun
-from pytest_atom.settings.options import OPTIONS, Option
+from pytest_atom.settings.options import OPTIONS
 from pytest_atom.settings.project import find_ini
 from pytest_atom.settings.resolved import ini_note
 from pytest_atom.spec.types import Spec
 from pytest_atom.suite.suite_run import SuiteRun
 from pytest_atom.words import Scrubbed, shorten
-
-__all__ = ["Progress", "RunView", "own_words", "shown"]
 
 #: How much of a tool call's arguments or of the agent's words a progress line shows.
 LINE = 120
@@ -243,22 +241,18 @@ class RunView:
             self.console.print(f"[yellow]{shown(line)}[/]")
 
 
-#: pytest's spelling of each setting's option, longest first (none is cut short by another).
+#: pytest's spelling of each setting's option, and `atom run`'s.
+_RUN_FLAGS = {o.pytest_flag: o.run_flag for o in OPTIONS}
+#: Longest first: none is cut short by another.
 _PYTEST_FLAGS = re.compile(
-    "|".join(
-        re.escape(o.pytest_flag) + r"(?![\w-])"
-        for o in sorted(OPTIONS, key=lambda o: -len(o.pytest_flag))
-    )
+    "|".join(re.escape(f) + r"(?![\w-])" for f in sorted(_RUN_FLAGS, key=len, reverse=True))
 )
-
-
-BY_FLAG: dict[str, Option] = {o.pytest_flag: o for o in OPTIONS}
 
 
 def own_words(text: str) -> str:
     """`text` with each setting's pytest option (``--atom-html``) named as `atom run` spells
     it (``--html``): the session's messages are pytest's, the user typed `atom run`'s."""
-    return _PYTEST_FLAGS.sub(lambda found: BY_FLAG[found.group(0)].run_flag, text)
+    return _PYTEST_FLAGS.sub(lambda found: _RUN_FLAGS[found.group(0)], text)
 
 
 def result_notes(results: Sequence[tuple[SpecResult, int | None]]) -> list[str]:

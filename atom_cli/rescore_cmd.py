@@ -18,7 +18,7 @@ from pytest_atom.inert import inert
 @click.argument("run_id", metavar="RUN")
 @click.argument("specs", nargs=-1, metavar="[SPEC]...")
 @click.option("--json", "as_json", is_flag=True, help="the rescore's items as JSON.")
-@history_option
+@history_option("history")
 def rescore(run_id: str, specs: tuple[str, ...], as_json: bool, history: str | None) -> None:
     """Judge the attempts of run RUN again (of the SPECs named, else every item) with
     today's criteria, threshold and reflector; record the result as a new run, a rescore

@@ -12,9 +12,7 @@ from atom_cli.common import ContentError
 from pytest_atom.errors import BaselineError, SettingsError
 from pytest_atom.paths import display_path
 from pytest_atom.reports.format import SessionEnd, report_formats
-from pytest_atom.reports.summary import (
-    summary_width,
-)
+from pytest_atom.reports.summary import summary_width
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.run.harness import host_harness
 from pytest_atom.suite.ending import EXIT_MACHINERY, Ending, decide, worst

@@ -7,17 +7,10 @@ from pathlib import Path
 
 import click
 
+from atom_cli.common import config_option
 from pytest_atom.errors import ConfigError
 from pytest_atom.run.tools import describe, discover_tools, run_tool
 from pytest_atom.settings.config import AtomConfig, load_config
-
-_CONFIG_OPTION = click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Config file to use instead of the .atom/config.yaml found from here upwards.",
-)
 
 
 def _load(config_path: Path | None) -> AtomConfig:
@@ -39,7 +32,7 @@ def _searched(config: AtomConfig) -> str:
 
 
 @click.command()
-@_CONFIG_OPTION
+@config_option
 def tools(config_path: Path | None) -> None:
     """List the tools found in the configured tools dirs."""
     config = _load(config_path)
@@ -55,7 +48,7 @@ def tools(config_path: Path | None) -> None:
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@_CONFIG_OPTION
+@config_option
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),

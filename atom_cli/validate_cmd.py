@@ -1,14 +1,8 @@
 """`atom validate`: are the specs well-formed, and do their checks tell good work from bad?
 
-Every spec file is schema-checked (the same SpecError text pytest shows as a collection
-error). A spec that names an ``oracle:`` (a shell script that solves the task) has it run
-in a copy of its workspace, then its ``accept`` checks; a spec with a ``script:`` is played
-offline through the real harness, from its script even when a cassette exists. With
-``--expect-fail`` the solutions are known to be bad, and every run must fail.
-
-`pytest --atom` replays the cassette instead, so where the cassette no longer fits the spec
-(its script or prompt changed since recording) the script run says what `pytest --atom`
-will do with it and how to re-record it: the two never disagree without saying why.
+A spec's script is played from the script even when a cassette exists, where `pytest --atom`
+replays the cassette: where the cassette no longer fits the spec, the script run says what
+`pytest --atom` will do with it and how to re-record it, so the two never disagree silently.
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from atom_cli.common import atom_paths
+from atom_cli.common import ContentError, atom_paths
 from pytest_atom.audit.walk import unsandboxed_lines
 from pytest_atom.errors import ClaudeNotFoundError, SettingsError
 from pytest_atom.paths import display_path
@@ -30,12 +24,6 @@ from pytest_atom.spec_loader.load import spec_files
 from pytest_atom.words import plural
 
 _EVIDENCE_LINES = 20
-
-
-class _HarnessAbort(click.ClickException):
-    """The harness cannot run at all (e.g. no Claude Code CLI): exit 2, as a usage error."""
-
-    exit_code = 2
 
 
 @click.command()
@@ -66,7 +54,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
                 spec_dirs={file.parent for file in files},
             )
         except SettingsError as err:  # a ConfigError too
-            raise _HarnessAbort(str(err)) from None
+            raise ContentError(str(err)) from None
         outcomes: list[Validation] = []
         try:
             for outcome in validate_files(files, harness, Path(tmp)):  # each as it is done
@@ -74,7 +62,7 @@ def validate(paths: tuple[Path, ...], expect_fail: bool, as_json: bool) -> None:
                 if not as_json:
                     click.echo(outcome.error or "\n".join(_block(outcome, expect_fail)))
         except ClaudeNotFoundError as exc:
-            raise _HarnessAbort(str(exc)) from None
+            raise ContentError(str(exc)) from None
     if as_json:
         click.echo(json.dumps([o.to_dict(expect_fail) for o in outcomes], indent=2))
     else:
@@ -116,14 +104,14 @@ def _block(outcome: Validation, expect_fail: bool) -> list[str]:
     return lines
 
 
-def cache_lines(spec: Spec, indent: str = "  ") -> list[str]:
+def cache_lines(spec: Spec) -> list[str]:
     """What `--atom-cache` takes on trust for `spec` (`cache: {trust: [...]}`), and what keeps
     it from the cache: a trusted input the digest cannot see is never silent."""
     from pytest_atom.outcome_cache.inputs import TRUSTS, unseen
 
-    lines = [f"{indent}cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
+    lines = [f"  cache: trusts {name}: {TRUSTS[name]}" for name in spec.cache_trust]
     lines += [
-        f"{indent}cache: never reported from the store: {TRUSTS[name]}; "
+        f"  cache: never reported from the store: {TRUSTS[name]}; "
         f"`cache: {{trust: [{name}]}}` takes it on trust"
         for name in unseen(spec)
     ]

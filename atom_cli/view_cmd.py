@@ -21,8 +21,6 @@ from pytest_atom.paths import display_path
 from pytest_atom.reports.html import LAST_REPORT
 from pytest_atom.run.harness import host_harness
 
-__all__ = ["find_report", "view"]
-
 _HOW = (
     "write one with `pytest --atom --atom-html report.html` or `atom run --html report.html SPEC`"
 )

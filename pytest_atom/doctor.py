@@ -41,25 +41,11 @@ from pytest_atom.errors import ClaudeNotFoundError, ConfigError, SandboxUnavaila
 from pytest_atom.gateway import Gateway, scripted
 from pytest_atom.paths import display_path
 from pytest_atom.replay.recording import AUTH_VARIABLES
+from pytest_atom.results.record import IterationRecord
 from pytest_atom.run.factory import claude_code_agent
 from pytest_atom.settings.config import load_config
 from pytest_atom.spec.types import SandboxOptions
 from pytest_atom.words import plural
-
-__all__ = [
-    "SELF_TEST_TEXT",
-    "Finding",
-    "Status",
-    "check_claude",
-    "check_credentials",
-    "check_editable_installs",
-    "check_environment",
-    "check_node",
-    "check_sandbox",
-    "check_self_test",
-    "editable_sources",
-    "run_probes",
-]
 
 #: The scripted answer the self-test and the sandbox probe look for in claude's output.
 SELF_TEST_TEXT = "pytest-atom self-test EXIT_LOOP_NOW"
@@ -117,22 +103,16 @@ def check_claude() -> tuple[Finding, Path | None]:
 
 
 def check_credentials() -> Finding:
-    """Which credential variables are set, for recording live sessions."""
-    # Names only: a value must never reach a terminal or a CI log.
+    """Which credential variables are set (by name), for recording live sessions."""
     present = [name for name in AUTH_VARIABLES if os.environ.get(name)]
     if present:
-        return Finding(
-            "ok",
-            "credentials",
-            f"{', '.join(present)} set, for recording live sessions (replay needs none)",
-        )
-    else:
-        return Finding(
-            "info",
-            "credentials",
-            f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
-            "replaying cassettes and running scripts need none",
-        )
+        detail = f"{', '.join(present)} set, for recording live sessions (replay needs none)"
+        return Finding("ok", "credentials", detail)
+    detail = (
+        f"none of {', '.join(AUTH_VARIABLES)} is set: recording a live session needs one; "
+        "replaying cassettes and running scripts need none"
+    )
+    return Finding("info", "credentials", detail)
 
 
 def check_environment() -> Finding:
@@ -146,8 +126,7 @@ def check_environment() -> Finding:
     kept = len(passed(pass_env))
     if line is None:
         return Finding("ok", "environment", f"runs get {kept} of your variables; none is left out")
-    else:
-        return Finding("info", "environment", f"runs get {kept} of your variables; {line}")
+    return Finding("info", "environment", f"runs get {kept} of your variables; {line}")
 
 
 def check_node() -> Finding:
@@ -173,13 +152,12 @@ def check_node() -> Finding:
             f"{NODE_MAJOR_NEEDED} (npm warns EBADENGINE when installing it); it runs on older "
             f"ones, but install Node.js {NODE_MAJOR_NEEDED} or newer when you can",
         )
-    elif len(found) == 2:
+    if len(found) == 2:
         return Finding("ok", "node.js", ", ".join(found))
-    else:
-        missing = "Node.js with npm" if not found else f"npm (found {found[0]})"
-        return Finding(
-            "info", "node.js", f"{missing} not found: `atom setup` needs npm to install Claude Code"
-        )
+    missing = "Node.js with npm" if not found else f"npm (found {found[0]})"
+    return Finding(
+        "info", "node.js", f"{missing} not found: `atom setup` needs npm to install Claude Code"
+    )
 
 
 def editable_sources(root: Path) -> list[tuple[str, Path]]:
@@ -222,32 +200,47 @@ def check_editable_installs(root: Path) -> Finding | None:
     )
 
 
+def _scripted_run(
+    binary: Path, turns: list[dict[str, Any]], run_dir: Path, confinement: Confinement | None = None
+) -> tuple[IterationRecord, int]:
+    """`binary` run once in ``run_dir/work`` against a local gateway scripted with `turns`:
+    its record, and how many requests the gateway answered."""
+    gateway = Gateway(scripted(turns)).start()
+    try:
+        env = claude_env(gateway.url, run_dir / "config")
+        session = AgentSession(binary, env=env, confinement=confinement)
+        record = claude_code_agent("executor", session).run(
+            "self-test", run_dir / "work", timeout=60
+        )
+        return record, len(gateway.exchanges)
+    finally:
+        gateway.stop()
+
+
+def _tail(record: IterationRecord, lines: int) -> str:
+    said = (record.output.strip() or record.stderr.strip()).splitlines()[-lines:]
+    return "".join(f"\n      | {line}" for line in said)
+
+
 def check_self_test(binary: Path | None) -> Finding:
     """A real `claude -p` run against a local scripted gateway: the whole path a spec takes."""
     if binary is None:
         # Not a failure of its own: the `claude` check above already failed for this.
         return Finding("skip", "self-test", "skipped: no `claude` binary to run")
     started = time.perf_counter()
-    gateway = Gateway(scripted([{"text": SELF_TEST_TEXT}])).start()
     try:
         with tempfile.TemporaryDirectory(prefix="atom-doctor-") as tmp:
-            work = Path(tmp) / "work"
-            work.mkdir()
-            runner = claude_code_agent(
-                "executor", AgentSession(binary, env=claude_env(gateway.url, Path(tmp) / "config"))
-            )
-            record = runner.run("self-test", work, timeout=60)
+            (Path(tmp) / "work").mkdir()
+            record, requests = _scripted_run(binary, [{"text": SELF_TEST_TEXT}], Path(tmp))
     except OSError as exc:
         return Finding("fail", "self-test", f"could not run {binary}: {exc}")
-    finally:
-        gateway.stop()
     elapsed = time.perf_counter() - started
     if record.returncode == 0 and SELF_TEST_TEXT in record.output:
         return Finding(
             "ok",
             "self-test",
             f"claude answered through a local scripted gateway in {elapsed:.1f}s "
-            f"({plural(len(gateway.exchanges), 'request')})",
+            f"({plural(requests, 'request')})",
         )
     if record.timed_out:
         why = "timed out after 60s"
@@ -255,12 +248,7 @@ def check_self_test(binary: Path | None) -> Finding:
         why = f"claude exited with {record.returncode}"
     else:
         why = "claude's answer did not contain the scripted text"
-    detail = (record.output.strip() or record.stderr.strip()).splitlines()[-5:]
-    return Finding(
-        "fail",
-        "self-test",
-        f"{why} after {elapsed:.1f}s" + "".join(f"\n      | {line}" for line in detail),
-    )
+    return Finding("fail", "self-test", f"{why} after {elapsed:.1f}s{_tail(record, 5)}")
 
 
 def check_sandbox(binary: Path | None) -> Finding:
@@ -281,37 +269,23 @@ def check_sandbox(binary: Path | None) -> Finding:
         work = run_dir / "work"
         work.mkdir(parents=True)
         outside.mkdir()
+        command = {"command": f"touch inside; touch {outside}/x"}
         turns: list[dict[str, Any]] = [
-            {
-                "tool_use": [
-                    {"name": "Bash", "input": {"command": f"touch inside; touch {outside}/x"}}
-                ]
-            },
+            {"tool_use": [{"name": "Bash", "input": command}]},
             {"text": SELF_TEST_TEXT},
         ]
-        gateway = Gateway(scripted(turns)).start()
         try:
-            runner = claude_code_agent(
-                "executor",
-                AgentSession(
-                    binary,
-                    env=claude_env(gateway.url, run_dir / "config"),
-                    confinement=Confinement(run_dir, SandboxOptions()),
-                ),
-            )
-            record = runner.run("sandbox self-test", work, timeout=60)
+            confinement = Confinement(run_dir, SandboxOptions())
+            record, _ = _scripted_run(binary, turns, run_dir, confinement)
         except OSError as exc:
             return Finding("fail", "sandbox", f"could not run {binary}: {exc}")
-        finally:
-            gateway.stop()
         escaped, wrote = (outside / "x").exists(), (work / "inside").exists()
     if record.returncode == 0 and wrote and not escaped:
         return Finding(
             "ok", "sandbox", f"a command's write outside its folder was refused ({found})"
         )
     if record.returncode != 0:
-        why = (record.output.strip() or record.stderr.strip()).splitlines()[-3:]
-        detail = "claude failed" + "".join(f"\n      | {line}" for line in why)
+        detail = "claude failed" + _tail(record, 3)
     elif escaped:
         detail = "a command wrote outside its folder: the sandbox does not confine it"
     else:

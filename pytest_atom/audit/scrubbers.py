@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_atom.errors import SpecError
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.scrub import Scrubber, env_file_secrets, spec_secrets
 from pytest_atom.settings.project import project_root
 from pytest_atom.spec.types import Spec
-
-__all__ = ["CheckScrubbers"]
+from pytest_atom.spec_loader.load import load_files, load_specs
 
 #: How many folders above a cassette its spec file is looked for.
 _LEVELS = 4
@@ -73,18 +73,21 @@ def _knowing(spec: Spec) -> Scrubber:
 
 def _spec(spec_file: Path, name: str) -> Spec | None:
     """The spec `name` (an arm's full name too) of `spec_file`; None when it cannot be
-    loaded (the project's check kinds are tried too) or has no such spec."""
-    from pytest_atom.errors import SpecError
-    from pytest_atom.spec_loader.load import load_files, load_specs
-
+    loaded or has no such spec."""
     try:
-        try:
-            specs = load_specs(spec_file)
-        except SpecError:
-            from pytest_atom.run.harness import host_harness
-
-            harness = host_harness({}, spec_dirs={spec_file.parent})
-            specs = load_files([spec_file], harness.registry().kinds())
+        specs = load_project_specs(spec_file)
     except Exception:  # noqa: BLE001 - a spec that does not load only costs its secrets
         return None
     return next((s for s in specs if name in (s.name, s.base_name)), None)
+
+
+def load_project_specs(file: Path) -> list[Spec]:
+    """The specs of one file, with the project's check kinds when plain loading refuses one
+    (SpecError when neither loads it)."""
+    try:
+        return load_specs(file)
+    except SpecError:
+        from pytest_atom.run.harness import host_harness
+
+        harness = host_harness({}, spec_dirs={file.parent})
+        return load_files([file], harness.registry().kinds())

@@ -1,12 +1,5 @@
 """`atom cassette stamp`: the prompt and script hashes written into a cassette, where it is
-proven to fit its spec as the spec is now.
-
-A cassette recorded before pytest-atom stored these hashes cannot tell when it is stale.
-Fitting takes two proofs: a replay (offline, matched on the conversation) serves every
-recorded turn with no divergence, which proves the prompt and all else the user owns; and
-a cassette recorded from a script holds, turn for turn, what the script answers now, which
-no replay can tell (it serves the recorded answers).
-"""
+proven to fit its spec as the spec is now (the command's help says what proves it)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The walk of `atom cassette check`: every cassette under the paths it is given, each one's
-findings and notes (`findings`, with the secrets of its spec: `scrubbers`), and the checks
-of the specs there that run outside the sandbox, as `Finding`s in the order they are made.
-
-A folder is searched for `*.yaml` under a folder named ``cassettes`` and for calibration
-cassettes (``calibration/<spec>/cassette.yaml``); a spec file stands for its specs'
-cassettes and its calibration cassette. The walk never prints: the command renders each
-finding as it comes and the `Tally` at the end.
-"""
+"""The walk of `atom cassette check`: every cassette under the paths it is given (a folder's
+``cassettes/`` and calibration cassettes, a spec file's cassettes), each one's findings and
+notes, and the checks that run outside the sandbox, as `Finding`s in the order they are made.
+The walk never prints: the command renders each finding and the `Tally` at the end."""
 
 from __future__ import annotations
 
@@ -16,32 +11,19 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_atom.audit.findings import file_findings, file_notes, malformed_findings
-from pytest_atom.audit.scrubbers import CheckScrubbers
+from pytest_atom.audit.scrubbers import CheckScrubbers, load_project_specs
 from pytest_atom.calibration.judging import CASSETTE as CALIBRATION_CASSETTE
 from pytest_atom.checks.builtin import unsandboxed_checks
-from pytest_atom.errors import AtomError, CassetteError, SpecError
+from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.judge.calibration import FOLDER as CALIBRATION_FOLDER
 from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path
+from pytest_atom.run.own_files import PARTIAL_SUFFIX
 from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.types import Spec
-from pytest_atom.spec_loader.load import load_files, load_specs, spec_files
-
-__all__ = [
-    "PARTIAL_SUFFIX",
-    "Finding",
-    "Kind",
-    "Tally",
-    "audit_cassettes",
-    "load_project_specs",
-    "unsandboxed_lines",
-    "unsandboxed_notes",
-]
-
-#: What a failed recording keeps beside the cassette it did not replace (Cassette.partial_path).
-PARTIAL_SUFFIX = ".partial.yaml"
+from pytest_atom.spec_loader.load import spec_files
 
 #: ``finding`` fails the check, ``note`` does not; ``partial`` is a stale partial recording,
 #: ``unreadable`` a path that is no cassette, ``empty`` a folder with no cassette in it.
@@ -70,15 +52,17 @@ class Tally:
 
     def count(self, finding: Finding) -> Finding:
         """`finding`, counted."""
-        if finding.kind == "finding":
-            self.findings += 1
-        elif finding.kind == "note":
-            self.notes += 1
-        elif finding.kind == "partial":
-            self.partials += 1
-        elif finding.kind == "unreadable":
-            self.unreadable += 1
+        if counter := _COUNTERS.get(finding.kind):
+            setattr(self, counter, getattr(self, counter) + 1)
         return finding
+
+
+_COUNTERS = {
+    "finding": "findings",
+    "note": "notes",
+    "partial": "partials",
+    "unreadable": "unreadable",
+}
 
 
 def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
@@ -109,18 +93,6 @@ def audit_cassettes(files: Sequence[Path], tally: Tally) -> Iterator[Finding]:
             yield tally.count(Finding(str(path), "finding", what))
         for what in file_notes(path, data):
             yield tally.count(Finding(str(path), "note", what))
-
-
-def load_project_specs(file: Path) -> list[Spec]:
-    """The specs of one file, with the project's check kinds when plain loading refuses one
-    (SpecError when neither loads it)."""
-    try:
-        return load_specs(file)
-    except SpecError:
-        from pytest_atom.run.harness import host_harness
-
-        harness = host_harness({}, spec_dirs={file.parent})
-        return load_files([file], harness.registry().kinds())
 
 
 def _expand(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
@@ -171,24 +143,15 @@ def unsandboxed_notes(paths: Sequence[Path]) -> list[Finding]:
     `atom cassette check`: a recording it passes may still carry a way out, in plain sight."""
     notes = []
     for file in (f for f in spec_files(paths) if f.name.endswith(SPEC_SUFFIX)):
-        try:
-            specs = load_specs(file)
-        except SpecError:
-            try:  # a check kind of the project's plugins
-                specs = load_specs(file, check_kinds=_project_kinds(file))
-            except AtomError:  # the spec's, the project's settings' or a plugin's
-                continue  # `atom validate` reports the spec's error
+        try:  # with the check kinds of the project's plugins
+            specs = load_project_specs(file)
+        except AtomError:  # the spec's, the project's settings' or a plugin's
+            continue  # `atom validate` reports the spec's error
         for spec in specs:
             for line in unsandboxed_lines(spec, indent=""):
                 where = f"{display_path(spec.path)}::{spec.name}"
                 notes.append(Finding(where, "note", f"note: {line}"))
     return notes
-
-
-def _project_kinds(file: Path) -> list[str]:
-    from pytest_atom.run.harness import host_harness
-
-    return host_harness({}, spec_dirs={file.parent}).registry().kinds()
 
 
 def unsandboxed_lines(spec: Spec, indent: str = "  ") -> list[str]:

@@ -13,9 +13,6 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.errors import SpecError
 
-GRADER_KINDS = ("regex", "tool_order", "tool_used", "file_exists", "llm", "baseline")
-
-
 _TOOL = {
     "oneOf": [
         {"type": "string", "minLength": 1},
@@ -30,6 +27,7 @@ _TOOL = {
 
 
 _TARGET = {
+    "default": "last_message",
     "oneOf": [
         {"enum": ["trace", "last_message", "files"]},
         {
@@ -38,7 +36,7 @@ _TARGET = {
             "required": ["source", "path"],
             "additionalProperties": False,
         },
-    ]
+    ],
 }
 
 
@@ -46,7 +44,7 @@ def _grader(kind: str, required: list[str], **props: Any) -> dict[str, Any]:
     common = {
         "type": {"const": kind},
         "name": {"type": "string", "minLength": 1},
-        "weight": {"type": "number", "exclusiveMinimum": 0},
+        "weight": {"type": "number", "exclusiveMinimum": 0, "default": 1},
         "arm": {"enum": ["with-only", "both"]},
     }
     return {
@@ -63,8 +61,12 @@ _GRADERS = {
         ["pattern"],
         target=_TARGET,
         pattern={"type": "string"},
-        flags={"type": "string", "pattern": "^[dgimsuvy]*$"},
-        match={"type": "string", "pattern": r"^(contains|not_contains|count:\d+)$"},
+        flags={"type": "string", "pattern": "^[dgimsuvy]*$", "default": ""},
+        match={
+            "type": "string",
+            "pattern": r"^(contains|not_contains|count:\d+)$",
+            "default": "contains",
+        },
     ),
     "tool_order": _grader("tool_order", ["before", "after"], before=_TOOL, after=_TOOL),
     "tool_used": _grader(
@@ -76,7 +78,10 @@ _GRADERS = {
         max={"type": "integer", "minimum": 0},
     ),
     "file_exists": _grader(
-        "file_exists", ["path"], path={"type": "string", "minLength": 1}, exists={"type": "boolean"}
+        "file_exists",
+        ["path"],
+        path={"type": "string", "minLength": 1},
+        exists={"type": "boolean", "default": True},
     ),
     "llm": _grader("llm", ["criteria"], criteria={"type": "string"}, focus=_TARGET),
     "baseline": _grader(
@@ -86,6 +91,15 @@ _GRADERS = {
         criteria={"type": "string"},
     ),
 }
+
+
+GRADER_KINDS = tuple(_GRADERS)
+
+
+def grader_defaults(kind: str) -> dict[str, Any]:
+    """What a `kind` grader's keys are when left out, as the CLI fills them."""
+    properties = _GRADERS[kind]["properties"]
+    return {key: value["default"] for key, value in properties.items() if "default" in value}
 
 
 _CASE_SCHEMA: dict[str, Any] = {

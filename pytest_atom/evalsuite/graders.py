@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.checks.trajectory import Trajectory
-from pytest_atom.diffs import agent_files as agent_entries
+from pytest_atom.diffs import agent_files
 from pytest_atom.evalsuite.case_schema import js_regex
 from pytest_atom.files import shown_text
 from pytest_atom.replay.scrub import Scrubber
@@ -61,14 +61,9 @@ def eval_regex(check: Check, run: Trajectory) -> CheckResult:
     return _regex_result(check, _trace(run), "the trace")
 
 
-def agent_files(workspace: Path) -> list[str]:
-    """The files the agent left in its folder (relative, ``/``-separated): the harness's own
-    aside. A case starts from an empty folder, so each is one it wrote."""
-    return list(agent_entries(workspace))
-
-
 def eval_file_regex(check: Check, workspace: Path, env: Mapping[str, str] | None) -> CheckResult:
-    """A regex grader over one file, or over the files the agent wrote (path, then text)."""
+    """A regex grader over one file, or over the files the agent wrote (path, then text): a
+    case starts from an empty folder, so each file there is one the agent wrote."""
     target = check.params["target"]
     if isinstance(target, dict):
         text = shown_text(workspace, target["path"])

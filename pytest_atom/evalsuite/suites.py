@@ -31,7 +31,7 @@ import yaml
 
 from pytest_atom import yamldoc
 from pytest_atom.errors import SpecError, YamlDocError
-from pytest_atom.evalsuite.case_schema import GRADER_KINDS, validate_case
+from pytest_atom.evalsuite.case_schema import GRADER_KINDS, grader_defaults, validate_case
 
 CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
@@ -246,20 +246,6 @@ def _refuse_templates(texts: Sequence[tuple[str, Path, int]]) -> None:
             )
 
 
-def _graders(
-    found: Sequence[tuple[Mapping[str, Any], Path, int]], folder: Path
-) -> tuple[Grader, ...]:
-    """The validated grader entries as graders, their names unique."""
-    names: dict[str, int] = {}
-    built = []
-    for entry, path, line in found:
-        if entry["name"] in names:
-            raise SpecError(f"duplicate grader name {entry['name']!r}", path, line=line)
-        names[entry["name"]] = line
-        built.append(_grader_of(entry, path, line, folder))
-    return tuple(built)
-
-
 def _read_yaml(path: Path) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
     """A case.yaml's data, and the line of each value (by its path of keys and indexes)."""
     try:
@@ -318,27 +304,26 @@ def _frontmatter(path: Path) -> tuple[dict[str, Any] | None, str, dict[str, int]
     return data, text[match.end() :], at
 
 
-def _grader_of(entry: Mapping[str, Any], path: Path, line: int, folder: Path) -> Grader:
-    params = dict(entry)
-    kind = str(params.pop("type"))
-    name = str(params.pop("name"))
-    if kind == "regex":
-        params.setdefault("target", "last_message")
-        params.setdefault("flags", "")
-        params.setdefault("match", "contains")
-    if kind == "llm":
-        params.setdefault("focus", "last_message")
-    if kind == "file_exists":
-        params.setdefault("exists", True)
-    if kind == "baseline":
-        file = (folder / str(params["baseline_file"])).resolve()
-        if not file.is_file():
-            raise SpecError(
-                f"grader {name!r}: baseline_file {params['baseline_file']!r} does not exist "
-                f"(looked for {file})",
-                path,
-                line=line,
-            )
-        params["baseline_path"] = str(file)
-    params.setdefault("weight", 1)
-    return Grader(name, kind, params, path, line)
+def _graders(
+    found: Sequence[tuple[Mapping[str, Any], Path, int]], folder: Path
+) -> tuple[Grader, ...]:
+    """The validated grader entries as graders, their names unique and defaults filled."""
+    built: dict[str, Grader] = {}
+    for entry, path, line in found:
+        params = dict(entry)
+        kind, name = str(params.pop("type")), str(params.pop("name"))
+        if name in built:
+            raise SpecError(f"duplicate grader name {name!r}", path, line=line)
+        params = {**grader_defaults(kind), **params}
+        if kind == "baseline":
+            file = (folder / str(params["baseline_file"])).resolve()
+            if not file.is_file():
+                raise SpecError(
+                    f"grader {name!r}: baseline_file {params['baseline_file']!r} does not "
+                    f"exist (looked for {file})",
+                    path,
+                    line=line,
+                )
+            params["baseline_path"] = str(file)
+        built[name] = Grader(name, kind, params, path, line)
+    return tuple(built.values())

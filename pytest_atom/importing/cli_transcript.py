@@ -39,12 +39,11 @@ from pytest_atom.importing.stream_json import (
     Session,
     SessionCall,
     SessionTurn,
+    answer,
     fold_assistant,
     refuse_subagent,
 )
 from pytest_atom.prompts import split_first_message
-
-__all__ = ["read_transcript"]
 
 #: Text the CLI writes as a user message that no person typed.
 _CLI_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-", "[Request interrupted")
@@ -161,9 +160,7 @@ def _user(
         if isinstance(e, events.ToolResult)
     ]
     for result in results:
-        call = calls.get(result.tool_use_id)
-        if call is not None:
-            call.result, call.is_error = result.text, result.is_error
+        answer(calls, result)
     if results:
         return
     given = events.flatten_tool_result(content)

@@ -35,8 +35,6 @@ from pytest_atom.spec.confinement import project_root
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import load_specs, spec_files
 
-__all__ = ["OwnRun", "not_the_agent", "own_run", "refusal"]
-
 #: The separator `first_message` puts between the system prompt and the task, as a
 #: transcript's JSON spells it.
 _TASK_IN_JSON = json.dumps(first_message("", ""))[1:-1]

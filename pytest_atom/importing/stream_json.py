@@ -27,15 +27,6 @@ from typing import Any, Literal
 from pytest_atom import events
 from pytest_atom.errors import SessionError
 
-__all__ = [
-    "SUBAGENT_TOOLS",
-    "Session",
-    "SessionCall",
-    "SessionError",
-    "SessionTurn",
-    "read_stream_json",
-]
-
 #: The tools that start a subagent (``Task`` before Claude Code 2.1.200-ish, ``Agent`` after).
 SUBAGENT_TOOLS = frozenset({"Agent", "Task"})
 
@@ -148,21 +139,6 @@ def refuse_subagent(path: Path, line: int, what: str) -> SessionError:
     )
 
 
-def refuse_server_tool(path: Path, line: int, name: str) -> SessionError:
-    return SessionError(
-        f"{path}:{line}: the model called the server tool {name} (the API runs it, not Claude "
-        "Code): atom import does not handle server tools, since a script has no block for "
-        "their results. Record the spec against the real API instead."
-    )
-
-
-def add_call(path: Path, turn: SessionTurn, call: SessionCall) -> None:
-    """Add `call` to `turn`, refusing a subagent's start."""
-    if call.name in SUBAGENT_TOOLS:
-        raise refuse_subagent(path, call.line, f"the {call.name} call {call.id} starts a subagent")
-    turn.calls.append(call)
-
-
 def fold_assistant(
     path: Path,
     session: Session,
@@ -185,10 +161,17 @@ def fold_assistant(
             turn.text = f"{turn.text}\n\n{event.text}" if turn.text else event.text
     elif isinstance(event, events.ToolCall):
         if event.server:
-            raise refuse_server_tool(path, number, event.name)
+            raise SessionError(
+                f"{path}:{number}: the model called the server tool {event.name} (the API runs "
+                "it, not Claude Code): atom import does not handle server tools, since a script "
+                "has no block for their results. Record the spec against the real API instead."
+            )
+        if event.name in SUBAGENT_TOOLS:
+            what = f"the {event.name} call {event.id} starts a subagent"
+            raise refuse_subagent(path, number, what)
         tool_input = event.input if isinstance(event.input, dict) else {}
         call = SessionCall(event.id, event.name, dict(tool_input), number)
-        add_call(path, turn, call)
+        turn.calls.append(call)
         calls[call.id] = call
 
 
@@ -230,6 +213,10 @@ def _fold(
     if isinstance(event, (events.MessageUsage, events.AssistantText, events.ToolCall)):
         fold_assistant(path, session, turns, calls, number, event)
     elif isinstance(event, events.ToolResult):
-        answered = calls.get(event.tool_use_id)
-        if answered is not None:
-            answered.result, answered.is_error = event.text, event.is_error
+        answer(calls, event)
+
+
+def answer(calls: Mapping[str, SessionCall], result: events.ToolResult) -> None:
+    """The result a tool call got, onto its call (a result of no known call is passed over)."""
+    if (call := calls.get(result.tool_use_id)) is not None:
+        call.result, call.is_error = result.text, result.is_error

@@ -37,8 +37,6 @@ from pytest_atom.replay.transcript import tool_label
 from pytest_atom.spec.confinement import project_root
 from pytest_atom.words import plural
 
-__all__ = ["EXIT_SIGNAL", "TEST_COMMAND", "Imported", "write_spec"]
-
 EXIT_SIGNAL = "EXIT_LOOP_NOW"
 #: A Bash command that runs a test suite: its last run becomes a starter `command:` check.
 TEST_COMMAND = re.compile(

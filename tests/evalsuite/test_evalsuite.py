@@ -16,10 +16,10 @@ import pytest
 from pytest_atom.agents.claude_code.configuration import config_hashes, plugin_dirs
 from pytest_atom.checks.builtin import default_registry
 from pytest_atom.checks.trajectory import Call, Trajectory
+from pytest_atom.diffs import agent_files
 from pytest_atom.errors import SpecError
 from pytest_atom.evalsuite.case_schema import js_regex
 from pytest_atom.evalsuite.graders import (
-    agent_files,
     eval_file_exists,
     eval_regex,
     register_checks,
@@ -210,7 +210,7 @@ def test_file_exists_globs_the_files_the_agent_wrote(tmp_path: Path) -> None:
     (tmp_path / "out" / "deep").mkdir(parents=True)
     (tmp_path / "out" / "deep" / "report.md").write_text("r")
     (tmp_path / "USER_PROMPT.md").write_text("the harness's")
-    assert agent_files(tmp_path) == ["out/deep/report.md"]
+    assert list(agent_files(tmp_path)) == ["out/deep/report.md"]
 
     def check(path: str, exists: bool = True) -> bool:
         params = {"grader": "g", "path": path, "exists": exists}
