@@ -42,7 +42,7 @@ from pytest_atom.judge.reflector import (
     vote_role,
 )
 from pytest_atom.judge.trust import criteria_trust
-from pytest_atom.loop.runtime import AtomRuntime
+from pytest_atom.loop import AtomRuntime
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recall import SessionInput
 from pytest_atom.replay.recording import ModelSource
