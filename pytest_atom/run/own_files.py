@@ -1,31 +1,23 @@
 """pytest-atom's own files in a workspace: what a copy for the agent leaves out.
 
-A workspace may be the project itself (`workspace: .` or `..`), which holds the specs.
-Copied as it is, it would hand the agent its own answer key (the spec's checks and
-criteria, the scripted answers, the recorded sessions), and every spec added to the
-project would change what any other spec's `ls`, Glob or Grep returns, so their replays
-would diverge.
+A workspace may be the project itself (`workspace: .`), which holds the specs. Copied as
+it is, it would hand the agent its answer key (the checks and criteria, the scripted
+answers, the recorded sessions), and every spec added would change what any other spec's
+`ls` or Grep returns, so their replays would diverge.
 
 What is left out is found by what pytest-atom knows, not by names alone:
 
 - every spec file (``*.atom.yaml``) in the copied tree;
-- what each of those specs names beside it: its `script:`, `oracle:`, `cases:` file (a
-  dataset's rows may hold each task's answer), `cassette:` (with
-  the ``.partial.yaml`` a failed recording keeps), its default cassette folder
-  ``cassettes/<spec file stem>/``, and the fixture workspaces it names (`workspace:`
-  folders that are not the project itself, and ``workspaces/`` beside it), and its
-  calibration folder ``calibration/<spec name>/`` (labelled samples: human verdicts on
-  attempts, and the judge's cassette), named as the loader names the spec: its `name:`, else
-  its file's name, once for all its cases and arms; the spec being run adds its own files,
-  calibration folder included, wherever its file is;
+- what each names beside it: its `script:`, `oracle:`, `cases:` file, `cassette:` (and
+  its ``.partial.yaml``), its default ``cassettes/<spec file stem>/``, its fixture
+  workspaces (`workspace:` folders that are not the project itself, and ``workspaces/``),
+  and its ``calibration/<spec name>/`` (named as the loader names the spec); the spec
+  being run adds its own files wherever its file is;
 - every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
 
-MCP tapes need no rule of their own: a run's tape folder is in its run folder (never
-copied) and what it recorded is in the cassette. Specs are read as plain YAML, not
-validated: a spec with an error still names its files.
-A spec's `include:` globs (relative to the workspace, like `exclude:`) bring matching
-paths back. A ``cassettes/`` folder of another tool (pytest-recording's, beside test
-modules) is left alone: only the folders of the spec files found are pytest-atom's.
+Specs are read as plain YAML, not validated: a spec with an error still names its files.
+A spec's `include:` globs bring matching paths back. Another tool's ``cassettes/`` folder
+is left alone: only the folders of the spec files found are pytest-atom's.
 """
 
 from __future__ import annotations
@@ -41,22 +33,17 @@ from pytest_atom.errors import YamlDocError
 from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.workspaces import WORKSPACES_DIR
 
-#: The project's own pytest-atom folder: config, tools, prompts, run folders, results.
 ATOM_DIR = ".atom"
-#: What a failed recording keeps beside the cassette it did not replace.
-PARTIAL_SUFFIX = ".partial.yaml"
-#: A spec's labelled samples and its judge's cassette, beside it: ``calibration/<spec name>/``
-#: (`pytest_atom.judge.calibration.FOLDER`, which a test holds equal: not imported, so a
-#: run loads no calibration module).
+PARTIAL_SUFFIX = ".partial.yaml"  # what a failed recording keeps beside the cassette
+#: `pytest_atom.judge.calibration.FOLDER` (a test holds them equal: not imported, so a run
+#: loads no calibration module).
 CALIBRATION_DIR = "calibration"
-#: Spec keys naming a file or folder beside the spec file.
-_SPEC_SIDE = ("script", "oracle", "cassette", "cases")
+_SPEC_SIDE = ("script", "oracle", "cassette", "cases")  # spec keys naming a path beside it
 
 
 def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> list[str]:
-    """The paths among `rels` (posix paths relative to `base`, the folder copied) that are
-    pytest-atom's own, or lie in a folder that is: sorted, each once. `extra` adds
-    absolute paths known otherwise (the running spec's own files)."""
+    """The paths among `rels` (posix, relative to `base`) that are pytest-atom's own, or
+    lie in a folder that is. `extra`: absolute paths known otherwise (the running spec's)."""
     listed = list(rels)
     owned: set[str] = set()  # files, and folders whose whole content goes
     for rel in listed:
@@ -71,8 +58,7 @@ def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> li
 
 
 def matches(rel: str, globs: Sequence[str]) -> bool:
-    """Whether `rel` (a posix path) or one of the folders it is in matches a glob: a spec's
-    `exclude:` leaves it out of a copy, its `include:` brings it back."""
+    """Whether `rel` (a posix path) or one of the folders it is in matches a glob."""
     parts = rel.split("/")
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
     return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in globs)
@@ -91,7 +77,6 @@ def _inside(base: Path, path: Path) -> str | None:
 
 
 def _named_by(base: Path, spec_rel: str) -> set[str]:
-    """What the spec file `spec_rel` names in `base`: its files and folders, relative."""
     folder = posixpath.dirname(spec_rel)
     stem = posixpath.basename(spec_rel).removesuffix(SPEC_SUFFIX)
     named = {posixpath.join(folder, "cassettes", stem), posixpath.join(folder, WORKSPACES_DIR)}
@@ -111,7 +96,6 @@ def _named_by(base: Path, spec_rel: str) -> set[str]:
 
 
 def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
-    """The spec-side paths a spec file names, read without validating it."""
     from pytest_atom import yamldoc  # only where specs are
 
     try:

@@ -1,29 +1,24 @@
 """A spec's workspace, copied into an attempt folder: what git holds, or the folder minus caches.
 
-A workspace may be the user's own project (`workspace: .` or `..`), with the run folder
-inside it, its `.env`, `node_modules/` and virtualenvs. So the copy never takes what the
-project does not own as source:
+A workspace may be the user's own project (`workspace: .`), with the run folder, `.env`,
+`node_modules/` and virtualenvs inside it. So the copy never takes what the project does
+not own as source:
 
-- inside a git work tree it holds what git holds: tracked files plus untracked files that
-  are not ignored (``git ls-files --cached --others --exclude-standard``), or the tree of
-  a commit (``ref:``, through ``git archive``); never ignored files, never the project's
-  ``.git``;
-- outside git it is the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
-- either way never the runs folder nor the copy's own destination, so it cannot recurse,
-  never the spec's `exclude:` globs, and never pytest-atom's own files (specs, their
-  scripts and cassettes, `.atom/`: `pytest_atom.run.own_files`) unless the spec's
-  `include:` names them. What was left out of those is reported (`Copied.left_out`);
-- a symlink is copied as a link, never followed; a path in a folder that a link leads out of
-  the workspace, and a device, FIFO or socket (a character device would be read forever),
-  is refused with its path before anything is copied (`exclude:` leaves it out).
+- inside a git work tree: tracked files plus untracked ones not ignored (``git ls-files
+  --cached --others --exclude-standard``), or a commit's tree (``ref:``, through ``git
+  archive``); never the project's ``.git``;
+- outside git: the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
+- never the runs folder nor the destination, never the spec's `exclude:` globs, and never
+  pytest-atom's own files (`pytest_atom.run.own_files`) unless `include:` names them;
+  those left out are reported (`Copied.left_out`);
+- a symlink is copied as a link, never followed; a path in a folder that a link leads out
+  of the workspace, and a device, FIFO or socket, is refused before anything is copied.
 
-The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
-from git gets a fresh repository holding one commit of that state (the agent's `git diff`
-and `git status` show its own work only). A fixture folder beside the specs gets none: the
-repository would make its attempt folder Claude Code's project root instead of the run
-folder, and so change the sessions its cassettes recorded. The commit has a fixed author,
-committer and date, so its hash depends on the files alone and a replay sees the same one.
-A copy that fails leaves nothing behind.
+The project itself (a workspace that holds its spec) or a commit of it gets a fresh
+repository holding one commit of that state (the agent's `git diff` shows its own work
+only). A fixture folder beside the specs gets none: the repository would make its attempt
+folder Claude Code's project root instead of the run folder, and so change the sessions
+its cassettes recorded. A copy that fails leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -55,10 +50,8 @@ if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
 
 SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
-#: Files in an attempt folder that are not the agent's work, kept out of `git status`:
-#: the task file the runtime writes, the CLI's own folder, and the files Claude Code's
-#: sandbox mounts over in the working folder while a command runs (they show up as
-#: untracked there).
+#: Not the agent's work, kept out of `git status`: the task file, the CLI's own folder,
+#: and the files Claude Code's sandbox mounts over in the working folder.
 SNAPSHOT_EXCLUDES = (
     "/USER_PROMPT.md",
     "/.claude/.cc-writes/",
@@ -70,21 +63,15 @@ SNAPSHOT_EXCLUDES = (
 @dataclass(frozen=True)
 class WorkspaceSource:
     """What to copy: `path`, at commit `ref` (git only), minus `exclude` globs and `skip`
-    folders (the runs folder)."""
+    folders (the runs folder), plus the `include` globs of pytest-atom's own files."""
 
     path: Path
     ref: str | None = None
     exclude: tuple[str, ...] = ()
     skip: tuple[Path, ...] = ()
-    #: Whether a copy from git gets its fresh repository: for the project itself (a
-    #: workspace that holds its spec) and a commit (`ref:`), not for a fixture folder
-    #: beside the specs, whose sessions and cassettes stay as they were.
-    repository: bool = True
-    #: The spec's `include:` globs: pytest-atom's own files that the copy keeps.
+    repository: bool = True  # a copy from git gets a fresh repository (the module's doc)
     include: tuple[str, ...] = ()
-    #: The running spec's own files (its spec file, script, oracle, cassette, calibration
-    #: folder), absolute.
-    own: tuple[Path, ...] = ()
+    own: tuple[Path, ...] = ()  # the running spec's own files, absolute
 
 
 @dataclass(frozen=True)
@@ -97,7 +84,6 @@ class Copied:
 
 
 def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
-    """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
     assert spec.workspace is not None
     project = spec.workspace == spec.root or spec.workspace in spec.root.parents
     calibration = spec.root / CALIBRATION_DIR / spec.base_name  # as judge.calibration finds it
@@ -114,9 +100,7 @@ def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
 
 
 def copy_workspace(source: WorkspaceSource, dest: Path) -> Copied:
-    """Copy `source` into the new folder `dest`, without pytest-atom's own files; says
-    whether `dest` then holds a fresh repository with one commit (a copy from git,
-    `source.repository`). On any failure `dest` is removed."""
+    """Copy `source` into the new folder `dest`; on any failure `dest` is removed."""
     top = git_toplevel(source.path)
     ref = _ref_tree(source, top) if source.ref is not None else None
     skip = tuple(p.resolve() for p in (*source.skip, dest))
@@ -155,9 +139,9 @@ def git_toplevel(folder: Path) -> Path | None:
 
 
 def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
-    """A fresh repository in `folder` with one commit of all it holds (`amend`: that
-    commit redone with the changes set-up commands made to its files; what they created
-    is ignored instead, `ignore_new_files`)."""
+    """A fresh repository in `folder` with one commit of all it holds, by a fixed author
+    at a fixed date (a replay sees the same hash). `amend`: that commit redone with the
+    changes set-up made to its files (what it created is ignored: `ignore_new_files`)."""
     if not amend:
         _git(folder, "init", "--quiet", "--initial-branch=main")
         exclude = folder / ".git" / "info" / "exclude"
@@ -181,12 +165,10 @@ SETUP_EXCLUDES = "# made by the spec's setup: (never committed, like ignored bui
 
 
 def ignore_new_files(folder: Path) -> list[str]:
-    """Keep what `setup:` made out of the attempt's git: every file and folder git does not
-    track nor ignore is added to ``.git/info/exclude``, by its own path (a new folder once,
-    a virtualenv's thousands of files with it). Committing them would store a second copy
-    of each in ``.git`` (a 20 MB download: 20 MB more) and list a virtualenv in the agent's
-    `git status`. Changes to files the snapshot holds are still committed. Returns the
-    paths added."""
+    """Keep what `setup:` made out of the attempt's git: each path git neither tracks nor
+    ignores is added to ``.git/info/exclude`` (a new folder once). Committing them would
+    store a second copy of each in ``.git`` and list a virtualenv in the agent's `git
+    status`. Returns the paths added."""
     listing = _git(folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
     new = sorted(p for p in listing.split("\0") if p)
     if new:
@@ -215,10 +197,8 @@ def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> It
 
 
 def _copy_files(source: Path, dest: Path, files: Iterable[str]) -> None:
-    """Copy the listed files (posix paths under `source`), symlinks as links, folders made
-    once each; a file git lists but the disk lacks (deleted, not staged) is left out. Each
-    is looked at with lstat first: a link is never followed, and a device, FIFO or socket is
-    refused with its path before anything is copied (`SpecialFileError`)."""
+    """Copy the listed files (posix paths under `source`), symlinks as links; a file git
+    lists but the disk lacks is left out. All are checked before the first is copied."""
     listed = [(rel, _mode(source / rel)) for rel in files]
     inside: dict[str, bool] = {}  # per folder: whether it resolves inside `source`
     for rel, mode in listed:
@@ -289,7 +269,6 @@ def _copy_some(
 def _without_own(
     source: WorkspaceSource, base: Path, files: Iterable[str]
 ) -> tuple[list[str], tuple[str, ...]]:
-    """`files` but pytest-atom's own (those the spec's `include:` keeps aside), and those."""
     listed = list(files)
     own = [r for r in own_files(base, listed, source.own) if not matches(r, source.include)]
     dropped = set(own)
@@ -298,9 +277,8 @@ def _without_own(
 
 @dataclass(frozen=True)
 class Listing:
-    """What `copy_workspace` would take from a source, found without copying: the tree of
-    a `ref:` commit (`tree`: git's id of it, which names its content), or the files of the
-    working folder it copies (workspace-relative, in the order it lists them)."""
+    """What `copy_workspace` would take, found without copying: a `ref:` commit's tree
+    (git's id, which names its content), or the working folder's files."""
 
     base: Path
     tree: str | None = None
@@ -308,10 +286,9 @@ class Listing:
 
 
 def list_workspace(source: WorkspaceSource) -> Listing:
-    """What a copy of `source` takes, by the copy's own rules (git's files or the folder
-    minus `SKIPPED_DIRS`, minus `exclude:`, the runs folder and pytest-atom's own files):
-    the outcome cache hashes this, so an ignored file or a cache never changes a digest.
-    WorkspaceError as `copy_workspace` raises it (a `ref:` outside git, or no such commit)."""
+    """What a copy of `source` takes, by the copy's own rules: the outcome cache hashes
+    this, so an ignored file or a cache never changes a digest. WorkspaceError as
+    `copy_workspace` raises it."""
     top = git_toplevel(source.path)
     base = source.path.resolve()
     skip = tuple(p.resolve() for p in source.skip)
@@ -326,8 +303,7 @@ def list_workspace(source: WorkspaceSource) -> Listing:
 
 
 def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
-    """Remove pytest-atom's own files from an extracted commit; returns them. The running
-    spec's own files are named as they are in the working tree, which `dest` mirrors."""
+    """Remove pytest-atom's own files from an extracted commit; returns them."""
     listed = sorted(_tree_files(dest, (), ()))
     base = source.path.resolve()
     own_here = tuple(dest / p.relative_to(base) for p in source.own if p.is_relative_to(base))
@@ -338,8 +314,7 @@ def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
 
 
 def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
-    """`source`'s tree at its `ref:`: as `git archive` names it, and git's id of it (which
-    names its content); WorkspaceError saying what to name instead."""
+    """`source`'s tree at its `ref:`: as `git archive` names it, and git's id of it."""
     ref = source.ref
     if top is None:
         raise WorkspaceError(
@@ -361,8 +336,6 @@ def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
 
 
 def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
-    """`tree` (a commit, or a folder of one) in `dest`, through `git archive` (no worktree,
-    no checkout)."""
     archive = dest / ".atom-archive.tar"
     with archive.open("wb") as out:
         done = subprocess.run(
