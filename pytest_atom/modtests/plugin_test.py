@@ -1,13 +1,11 @@
 """One mod test file run by ``claude plugin test``, confined, and its results as the CLI
 printed them.
 
-``claude plugin test DIR`` takes only a folder: it runs every test file under it and has
-no option to pick one file or one test, nor a machine-readable reporter. So each file runs
-in a copy of its mod, inside a run folder, that holds no other test file; its output is
-read line by line (`parse`). The copy keeps the user's mod untouched whatever a test does,
-and the CLI runs in the sandbox every process of a run is confined by
-(`agents.claude_code.srt`), with an environment built from parts (`pytest_atom.environment`):
-no network, no credentials.
+``claude plugin test DIR`` runs every test file under a folder, with no option to pick one
+and no machine-readable reporter. So each file runs in a copy of its mod that holds no
+other test file, and its output is read line by line (`parse`). The copy keeps the user's
+mod untouched, and the CLI runs in the sandbox every process of a run is confined by,
+with an environment built from parts: no network, no credentials.
 """
 
 from __future__ import annotations
@@ -65,8 +63,7 @@ class FileRun:
 
 
 def mod_root(test_file: Path) -> Path | None:
-    """The mod a test file belongs to: the nearest folder above it with a
-    ``hooks/hooks.json``; None when there is none (a ``*.test.ts`` of something else)."""
+    """The nearest folder above a test file with a ``hooks/hooks.json``, or None."""
     for folder in test_file.parents:
         if (folder / HOOKS_MANIFEST).is_file():
             return folder
@@ -75,8 +72,7 @@ def mod_root(test_file: Path) -> Path | None:
 
 def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
     """Run `test_file` of the mod at `mod` with the pinned CLI, in a new run folder under
-    `runs_dir`. Raises SandboxUnavailableError (saying how to install it) where the sandbox
-    runtime cannot run, ClaudeNotFoundError where the CLI is missing."""
+    `runs_dir` (SandboxUnavailableError, ClaudeNotFoundError say how to install them)."""
     binary = find_claude()
     run_dir = runs_dir / run_name(f"mod-test-{test_file.name}")
     copy = run_dir / "mod"

@@ -10,15 +10,12 @@ Every run of a spec gets a folder of its own under the runs folder::
         home/            the CLI's HOME (its logs and caches), scrubbed too
         setup/           the `setup:` commands' HOME and temp folder, and its output.log
 
-(a multi-step spec's attempts are under ``steps/<id>/``: `pytest_atom.run.steps`). An
-interrupted run leaves its partial work isolated in its attempt folder.
+(a multi-step spec's attempts are under ``steps/<id>/``: `pytest_atom.run.steps`).
 
-Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default,
-where a user finds them beside the specs. That is safe because the agent cannot read
-upwards from its run folder: the read guard (agents.claude_code.readguard) denies every
-read but the run folder, the system's folders and the toolchains, so the project above the
-workspace (its ignored ``.env``, the specs, their scripts and cassettes, other runs) stays
-out of reach.
+Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default.
+That is safe because the agent cannot read upwards from its run folder: the read guard
+(agents.claude_code.readguard) keeps the project above the workspace (its ``.env``, the
+specs, their cassettes, other runs) out of reach.
 
 `retention` names run folders (the one place that spells the name) and deletes old ones
 after a session. Where to add: a new rule for which folders go, in `retention`; what a run
