@@ -20,6 +20,7 @@ there is one runner, and no caller recomputes a gate or an exit status.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -60,7 +61,6 @@ from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.suite.ending import Ending, decide
 from pytest_atom.suite.shards import SHARD_RESULTS, VIEWS_OF, rate_lines, write_shard
-from pytest_atom.suite.summary import Summary
 
 if TYPE_CHECKING:
     from pytest_atom.reports.history_view import HistoryView
@@ -71,7 +71,46 @@ if TYPE_CHECKING:
 
 _Item = TypeVar("_Item")
 
-__all__ = ["SuiteRun", "Watcher"]
+__all__ = ["SuiteRun", "Summary", "Watcher"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a suite says when it ends, each part already worded: `pytest --atom`'s terminal
+    summary and `atom run` read the same one and add only layout and colour. A new line
+    under the table is a field here, filled in `SuiteRun.summary` and placed by both."""
+
+    #: One line per spec run (`reports.summary.summary_table`), in collection order.
+    table: list[str]
+    #: Each run's drift, warnings, limit and billing notes, by node id.
+    notes: list[str] = field(default_factory=list)
+    #: Failed tries, then the environment's clues, then what the outcome cache reported.
+    tries: list[str] = field(default_factory=list)
+    #: The spending limit's closing line, when it stopped the run.
+    spending: str | None = None
+    #: Specs that ran their agent without Claude Code's sandbox.
+    sandbox: list[str] = field(default_factory=list)
+    #: The results file (`last-run.json`) could not be written.
+    results_error: str = ""
+    #: The history store could not be written: it names the store and the fix.
+    history_error: str = ""
+    #: The baseline's comparison, each line with whether it tells of a regression; None
+    #: without a baseline.
+    baseline: list[tuple[str, bool]] | None = None
+    #: Pass rates over repeats, each with its threshold met or not; None when the run
+    #: neither repeats nor holds a spec to a count or a minimum.
+    rates: list[str] | None = None
+    #: Arms compared.
+    arms: list[str] = field(default_factory=list)
+    #: How many criteria gated and how many were advisory, and why (judge.trust); empty
+    #: when no criterion had a calibration floor.
+    criteria: list[str] = field(default_factory=list)
+    #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`),
+    #: then each conversation's turns to success (`conversation_lines`).
+    cases: list[str] = field(default_factory=list)
+    #: Each trigger suite's precision and recall, its misfired prompts
+    #: (`baseline.triggers.trigger_lines`).
+    triggers: list[str] = field(default_factory=list)
 
 
 class Watcher(Protocol):
