@@ -30,7 +30,7 @@ from pytest_atom.replay.scrub import remember_env_files
 from pytest_atom.reports.format import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run_folders.retention import prune_runs
+from pytest_atom.run_folders import prune_runs
 from pytest_atom.settings.config import AtomConfig
 from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, RunSettings
 from pytest_atom.settings.project import find_ini, find_project

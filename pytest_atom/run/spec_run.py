@@ -35,7 +35,7 @@ from pytest_atom.run.execution import AttemptLoop
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
-from pytest_atom.run_folders.retention import run_name
+from pytest_atom.run_folders import run_name
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec

@@ -53,7 +53,7 @@ from pytest_atom.run.planner import (
     replan_feedback,
     run_planner,
 )
-from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
+from pytest_atom.run_folders import folder_spec_name, parse_run_name
 from pytest_atom.spec.types import Spec, Step, steps_prompt
 
 

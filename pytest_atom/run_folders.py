@@ -1,14 +1,33 @@
-"""Run folders' names, and which to delete so that `.atom/runs` does not grow.
+"""Run folders: what each spec run leaves on disk, how it is named, and when it goes.
 
-Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`, which resuming
-a run reads too). After a session, the newest ``keep`` folders of each spec stay, and so
-does every failed run of that session (no ``committed/``): a failure is what someone will
-want to open. ``keep = 0`` keeps every folder. A size bound (``keep_runs_size``) then
-deletes the oldest of the folders left, across specs, until all fit in it, never the newest
-folder of a spec nor a failed run of the session (a bound smaller than those is exceeded).
-A file hard-linked in several places (``committed/``) counts once. Only direct children of
-the runs folder whose names have that shape are ever touched; a symlink is never followed
-nor deleted.
+Every run of a spec gets a folder of its own under the runs folder::
+
+    .atom/runs/<spec>-<YYYYmmdd-HHMMSS>-<id>/
+        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
+        attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
+        committed/       the passing attempt, promoted: hard links, not a second copy
+        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
+        home/            the CLI's HOME (its logs and caches), scrubbed too
+        setup/           the `setup:` commands' HOME and temp folder, and its output.log
+
+(a multi-step spec's attempts are under ``steps/<id>/``: `pytest_atom.run.steps`). The
+name is spelled by `run_name` alone (resuming a run reads it with `parse_run_name`).
+
+Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default.
+That is safe because the agent cannot read upwards from its run folder: the read guard
+(agents.claude_code.readguard) keeps the project above the workspace (its ``.env``, the
+specs, their cassettes, other runs) out of reach.
+
+Retention, after a session: the newest ``keep`` folders of each spec stay, and so does
+every failed run of that session (no ``committed/``): a failure is what someone will want
+to open. ``keep = 0`` keeps every folder. A size bound (``keep_runs_size``) then deletes
+the oldest of the folders left, across specs, until all fit in it, never the newest folder
+of a spec nor a failed run of the session (a bound smaller than those is exceeded). A file
+hard-linked in several places counts once. Only direct children of the runs folder whose
+names have that shape are ever touched; a symlink is never followed nor deleted.
+
+Where to add: a new rule for which folders go, here; what a run puts in its folder, in
+`pytest_atom.run`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""One mod test file run by ``claude plugin test``, confined, and its results as the CLI
-printed them.
+"""A mod's own tests: its ``*.test.ts`` and ``*.test.tsx`` files, each run by the pinned
+CLI's ``claude plugin test``, confined (docs/how-to/plugin-test.md).
 
 ``claude plugin test DIR`` runs every test file under a folder, with no option to pick one
 and no machine-readable reporter. So each file runs in a copy of its mod that holds no
-other test file, and its output is read line by line (`parse`). The copy keeps the user's
-mod untouched, and the CLI runs in the sandbox every process of a run is confined by,
-with an environment built from parts: no network, no credentials.
+other test file, and each test's result, failure and duration are read from what the CLI
+prints (`parse`). The copy keeps the user's mod untouched, and the CLI runs in the sandbox
+every process of a run is confined by, with an environment built from parts: no network,
+no credentials. The pytest items that collect the files are `pytest_atom.pytest.mod_tests`.
+Where to add: a new fact read from the CLI's output, in `parse`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.checks.shell import run_shell_split
 from pytest_atom.environment import build_env, release_tmpdirs
 from pytest_atom.inert import inert
-from pytest_atom.run_folders.retention import run_name
+from pytest_atom.run_folders import run_name
 from pytest_atom.spec.types import SandboxOptions
 
 #: The file names ``claude plugin test`` runs (it skips ``node_modules`` and dot-folders).
