@@ -68,17 +68,6 @@ def setup_script(commands: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def setup_env(
-    run_dir: Path, env: Mapping[str, str], pass_env: Sequence[str] = ()
-) -> dict[str, str]:
-    """The set-up's environment, built from parts as the agent's (its HOME and TMPDIR under
-    ``setup/``), git kept from the repository above the run folder, then the spec's `env:`."""
-    built = build_env(run_dir / "setup" / "home", pass_env)
-    built["GIT_CEILING_DIRECTORIES"] = str(run_dir)
-    built.update(env)
-    return built
-
-
 @dataclass(frozen=True)
 class SetupCache:
     """Where set-up results are kept and how they come back: the spec's `setup: {inputs:}`
@@ -104,7 +93,12 @@ def run_setup(
     """Run `commands` in `cwd` inside the agent's confinement, with the spec's `env:` and
     `pass_env`. With a `cache`, an entry for the same key is restored instead, and a
     set-up that ran is kept. SandboxUnavailableError: the sandbox runtime cannot run here."""
-    built = setup_env(run_dir, env, pass_env)
+    # Built from parts as the agent's, git kept from the repository above the run folder.
+    built = {
+        **build_env(run_dir / "setup" / "home", pass_env),
+        "GIT_CEILING_DIRECTORIES": str(run_dir),
+        **env,
+    }
     if cache is None:
         return _run(commands, cwd, run_dir, confinement, built, timeout)
     key = setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
