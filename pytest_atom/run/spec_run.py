@@ -321,20 +321,15 @@ def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
     """Which roles' sessions were paid for, and which replayed a paid recording
     (SpecResult.paid/replayed). Recording from a script (`upstream_gateway`) pays nothing,
     nor does its cassette's replay; re-judging pays for the reflector only."""
-    both, none = frozenset({"executor", "reflector"}), frozenset[str]()
-    paid = source.upstream_gateway is None
+    both = ("executor", "reflector")
+    pays = {"record": both, "rejudge": ("reflector",)}.get(source.kind, ())
+    replays = {"rejudge": ("executor",), "replay": both, "refresh": both}.get(source.kind, ())
     tape = source.tape
     # The label recording gives a scripted upstream (recording.py): no API answered.
     upstream = str(tape.cassette.metadata.get("upstream") or "") if tape else ""
     was_paid = not upstream.startswith("scripted://")
-    if source.kind == "record":
-        return (both if paid else none), none
-    if source.kind == "rejudge":
-        reflector, executor = frozenset({"reflector"}), frozenset({"executor"})
-        return (reflector if paid else none), (executor if was_paid else none)
-    if source.kind in ("replay", "refresh"):
-        return none, (both if was_paid else none)
-    return none, none  # scripted
+    paid = source.upstream_gateway is None
+    return frozenset(pays if paid else ()), frozenset(replays if was_paid else ())
 
 
 def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:

@@ -80,37 +80,21 @@ class Summary:
     summary and `atom run` read the same one and add only layout and colour. A new line
     under the table is a field here, filled in `SuiteRun.summary` and placed by both."""
 
-    #: One line per spec run (`reports.summary.summary_table`), in collection order.
-    table: list[str]
-    #: Each run's drift, warnings, limit and billing notes, by node id.
-    notes: list[str] = field(default_factory=list)
+    table: list[str]  # one line per spec run, in collection order
+    notes: list[str] = field(default_factory=list)  # each run's drift, warnings, limits
     #: Failed tries, then the environment's clues, then what the outcome cache reported.
     tries: list[str] = field(default_factory=list)
-    #: The spending limit's closing line, when it stopped the run.
-    spending: str | None = None
-    #: Specs that ran their agent without Claude Code's sandbox.
-    sandbox: list[str] = field(default_factory=list)
-    #: The results file (`last-run.json`) could not be written.
-    results_error: str = ""
-    #: The history store could not be written: it names the store and the fix.
-    history_error: str = ""
-    #: The baseline's comparison, each line with whether it tells of a regression; None
-    #: without a baseline.
+    spending: str | None = None  # the spending limit's closing line, when it stopped the run
+    sandbox: list[str] = field(default_factory=list)  # specs run without Claude Code's sandbox
+    results_error: str = ""  # `last-run.json` could not be written
+    history_error: str = ""  # the history store could not be written
+    #: The baseline's comparison, each line with whether it tells of a regression.
     baseline: list[tuple[str, bool]] | None = None
-    #: Pass rates over repeats, each with its threshold met or not; None when the run
-    #: neither repeats nor holds a spec to a count or a minimum.
-    rates: list[str] | None = None
-    #: Arms compared.
+    rates: list[str] | None = None  # `shards.rate_lines`
     arms: list[str] = field(default_factory=list)
-    #: How many criteria gated and how many were advisory, and why (judge.trust); empty
-    #: when no criterion had a calibration floor.
-    criteria: list[str] = field(default_factory=list)
-    #: Each spec with `cases:`, its runs pooled over its cases (`baseline.measure.case_lines`),
-    #: then each conversation's turns to success (`conversation_lines`).
-    cases: list[str] = field(default_factory=list)
-    #: Each trigger suite's precision and recall, its misfired prompts
-    #: (`baseline.triggers.trigger_lines`).
-    triggers: list[str] = field(default_factory=list)
+    criteria: list[str] = field(default_factory=list)  # gated and advisory criteria (judge.trust)
+    cases: list[str] = field(default_factory=list)  # pooled cases, then conversations' turns
+    triggers: list[str] = field(default_factory=list)  # trigger suites' precision and recall
 
 
 class Watcher(Protocol):
