@@ -11,7 +11,7 @@ import click
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.errors import AtomError
-from pytest_atom.loop.runtime import AtomRuntime
+from pytest_atom.loop import AtomRuntime
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recording import AUTH_VARIABLES
 from pytest_atom.run.factory import claude_code_agent

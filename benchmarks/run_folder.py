@@ -28,7 +28,7 @@ import yaml
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.run_folders.retention import folder_size
+from pytest_atom.run_folders import folder_size
 from pytest_atom.spec_loader.load import load_spec
 
 LIMIT = 1.3

@@ -128,10 +128,10 @@ _MOVED = {
 
 #: The atom loop's names, importable from here as before but not public: `pytest_atom.legacy`.
 _LEGACY = {
-    "AtomRuntime": "loop.runtime",
+    "AtomRuntime": "loop",
     "ClaudeRunner": "agents.claude_code.runner",
-    "IterationHistory": "loop.runtime",
-    "RetryManager": "loop.retry",
+    "IterationHistory": "loop",
+    "RetryManager": "loop",
 }
 
 
@@ -166,8 +166,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from pytest_atom.checks.builtin import default_registry, run_checks
     from pytest_atom.checks.registry import CheckRegistry
     from pytest_atom.checks.trajectory import Call, Trajectory
-    from pytest_atom.loop.retry import RetryManager
-    from pytest_atom.loop.runtime import AtomRuntime, IterationHistory
+    from pytest_atom.loop import AtomRuntime, IterationHistory, RetryManager
     from pytest_atom.prompts import PromptLoader
     from pytest_atom.replay.estimate import estimate
     from pytest_atom.results.check_result import CheckResult

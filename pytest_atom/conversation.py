@@ -21,7 +21,6 @@ with the answer as an argument.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Sequence
@@ -55,10 +54,10 @@ def status(state: str, description: str, *, file: TextIO | None = None) -> str:
 
 def progress(percent: float, message: str, *, file: TextIO | None = None) -> str:
     """``## Progress: <percent>%``; `percent` is a number from 0 to 100."""
+    # NaN and infinities fail the range too.
     if (
         isinstance(percent, bool)
         or not isinstance(percent, (int, float))
-        or not math.isfinite(percent)
         or not 0 <= percent <= 100
     ):
         raise ValueError(f"progress percent must be a number from 0 to 100, not {percent!r}")
@@ -123,7 +122,7 @@ def suggestions(options: Sequence[str], *, file: TextIO | None = None) -> str:
 
 
 def _heading_text(text: str, what: str) -> str:
-    """Text for a heading line: one line, not empty (a newline would end the heading)."""
+    """One line, not empty: a newline would end the heading."""
     text = str(text).strip()
     if not text or "\n" in text or "\r" in text:
         raise ValueError(f"the {what} must be a single non-empty line, not {text!r}")

@@ -10,7 +10,6 @@ AtomRuntime`` still works, without a warning, for code written against 0.1.
 from __future__ import annotations
 
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
-from pytest_atom.loop.retry import RetryManager
-from pytest_atom.loop.runtime import AtomRuntime, IterationHistory
+from pytest_atom.loop import AtomRuntime, IterationHistory, RetryManager
 
 __all__ = ["AtomRuntime", "ClaudeRunner", "IterationHistory", "RetryManager"]

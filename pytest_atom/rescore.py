@@ -60,7 +60,7 @@ from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
 from pytest_atom.run.execution import AttemptLoop, session_id_for
 from pytest_atom.run.spec_run import RunScope, new_run
-from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
+from pytest_atom.run_folders import folder_spec_name, parse_run_name
 from pytest_atom.spec_loader.load import load_specs
 
 if TYPE_CHECKING:

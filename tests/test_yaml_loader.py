@@ -12,7 +12,7 @@ from pytest_atom import yamldoc
 from pytest_atom.errors import ConfigError, ScriptError, SpecError, YamlDocError
 from pytest_atom.evalsuite.suites import load_case
 from pytest_atom.gateway.scripted import Script
-from pytest_atom.run.own_files import _spec_values
+from pytest_atom.run.workspace import _spec_values
 from pytest_atom.settings.config import load_config
 from pytest_atom.spec.workspaces import declared_workspaces
 from pytest_atom.spec_loader.load import load_specs

@@ -30,7 +30,7 @@ from pytest_atom.errors import SessionError, SpecError
 from pytest_atom.importing.stream_json import Session
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.prompts import first_message
-from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
+from pytest_atom.run_folders import folder_spec_name, parse_run_name
 from pytest_atom.spec.confinement import project_root
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import load_specs, spec_files

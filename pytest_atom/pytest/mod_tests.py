@@ -20,7 +20,7 @@ from pytest_atom.errors import AtomError
 from pytest_atom.pytest.stash import suite_run
 
 if TYPE_CHECKING:
-    from pytest_atom.modtests.plugin_test import FileRun
+    from pytest_atom.modtests import FileRun
 
 #: The one item of a test file: it runs what ``claude plugin test`` runs of that file.
 ITEM_NAME = "plugin-test"
@@ -29,7 +29,7 @@ ITEM_NAME = "plugin-test"
 def collect_mod_test(file_path: Path, parent: pytest.Collector, **node: Any) -> ModTestFile | None:
     """A collector for `file_path` when it is a test file of a mod, else None; `node`:
     pytest's keywords for it (an inert node id)."""
-    from pytest_atom.modtests.plugin_test import mod_root
+    from pytest_atom.modtests import mod_root
 
     mod = mod_root(file_path)
     # A copy a run made (its run folder may be inside the mod) is no test of the mod.
@@ -51,7 +51,7 @@ class ModTestItem(pytest.Item):
     """A mod's test file: running it runs the file with the CLI."""
 
     def runtest(self) -> None:
-        from pytest_atom.modtests.plugin_test import run_file
+        from pytest_atom.modtests import run_file
 
         assert isinstance(self.parent, ModTestFile)
         run = run_file(self.path, self.parent.mod, suite_run(self.config).harness.runs_dir)

@@ -41,8 +41,7 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.run.harness import Harness
 from pytest_atom.run.interrupted import InterruptedRun
 from pytest_atom.settings.output_paths import output_path_errors
-from pytest_atom.suite.suite_run import SuiteRun
-from pytest_atom.suite.summary import Summary
+from pytest_atom.suite.suite_run import SuiteRun, Summary
 
 
 class Measured:

@@ -76,7 +76,7 @@ class IterationRecord:
     unanswered: str | None = None
     #: The usage as events arrive: what a call stopped before its result event used.
     meter: CallUsage = field(default_factory=CallUsage, repr=False)
-    #: The earlier tries of this call that failed and were retried (loop.runtime): paid
+    #: The earlier tries of this call that failed and were retried (pytest_atom.loop): paid
     #: for, so every report counts them (`paid_tokens`, `paid_cost_usd`) and shows them apart.
     failed_tries: list[IterationRecord] = field(default_factory=list, repr=False)
 

@@ -42,7 +42,7 @@ from pytest_atom.judge.reflector import (
     vote_role,
 )
 from pytest_atom.judge.trust import criteria_trust
-from pytest_atom.loop.runtime import AtomRuntime
+from pytest_atom.loop import AtomRuntime
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.recall import SessionInput
 from pytest_atom.replay.recording import ModelSource
@@ -73,14 +73,11 @@ class SetupFailed(AtomError):
     """A `setup:` command failed: the spec's run ends as a harness error, with its output."""
 
 
-#: What `run_spec` raises when it cannot run a spec at all: a `HarnessError` (a missing
-#: cassette or script, a broken cassette, a missing `claude`: see the tree in
-#: `pytest_atom.errors`) or an OSError (a missing prompt, a full disk). Callers report these
-#: as the harness's failure, never as the agent's.
+#: What `run_spec` raises when it cannot run a spec at all (a missing cassette or `claude`,
+#: a full disk): callers report these as the harness's failure, never the agent's.
 HARNESS_ERRORS: tuple[type[Exception], ...] = (HarnessError, OSError)
-#: Claude Code's own retries of a failed API request, in every run (its default is 10,
-#: with a backoff that doubles to half a minute): a transient overload gets past in a few
-#: seconds, and an upstream that keeps failing fails the call in seconds, not minutes.
+#: Claude Code's own retries of a failed API request (its default, 10 with a doubling
+#: backoff, takes minutes): an upstream that keeps failing fails the call in seconds.
 API_RETRIES = 3
 
 
@@ -92,8 +89,7 @@ def session_id_for(spec: Spec, role: str = "executor") -> str:
 
 @dataclass
 class AttemptLoop:
-    """The attempts of one prompt until a verdict is final, in one run folder (a step's
-    run is one too)."""
+    """The attempts of one prompt until a verdict is final (a step's run is one too)."""
 
     spec: Spec
     run_dir: Path
@@ -114,27 +110,20 @@ class AttemptLoop:
     #: pytest-atom's own files the workspace copy left out (workspace-relative).
     left_out: tuple[str, ...] = ()
     budget: Budget = field(init=False)
-    #: Where the attempt folders go (a step's `steps/<id>/`; default: the run folder), the
-    #: first attempt's number (a step re-run after a rollback continues its numbering),
-    #: the executor's session (default: the spec's own) and what tells reflector sessions
-    #: of different steps apart.
+    #: A step's: where its attempt folders go, its first attempt's number (a re-run after
+    #: a rollback numbers on), its executor session and its reflector sessions' label.
     root: Path | None = None
     start: int = 1
     session: str | None = None
     label: str = ""
-    #: The earlier steps a verdict may name as a rollback `target`; with any, a verdict
-    #: asking for a rollback ends the attempts (the steps runner acts on it).
+    #: The earlier steps a rollback verdict may name: such a verdict ends the attempts.
     earlier_steps: tuple[str, ...] = ()
-    #: The session's spending limit (`--atom-max-cost-usd`): the budget stops the agent at it.
-    spend: SpendLimit | None = None
-    #: `--atom-require-calibration`: every criterion's κ floor (a criterion's own wins).
-    require_calibration: float | None = None
-    #: The agent under test when not the spec's own (the spec's oracle: run.oracle).
-    executor: Agent | None = None
+    spend: SpendLimit | None = None  # the session's spending limit
+    require_calibration: float | None = None  # every criterion's κ floor (its own wins)
+    executor: Agent | None = None  # the agent under test when not the spec's (run.oracle)
 
     def __post_init__(self) -> None:
-        # one for every attempt: limits sum over them
-        self.budget = Budget(self.spec.limits, self.spend)
+        self.budget = Budget(self.spec.limits, self.spend)  # one for all attempts
 
     def records(self) -> list[IterationRecord]:
         return [r for a in self.attempts for r in a.all_records]
@@ -143,7 +132,6 @@ class AttemptLoop:
         return next((r.cli_version for r in self.records() if r.cli_version), None)
 
     def emit(self, event: HarnessEvent) -> None:
-        """Harness progress through the same callback as the agent's events."""
         if self.on_event:
             self.on_event(event)
 
@@ -154,10 +142,7 @@ class AttemptLoop:
         self, source: ModelSource, gateway_url: str, message: str | None = None
     ) -> None:
         """Attempts until one is final: proceed or fail; refine goes round again.
-
-        `message` is what the first attempt's first iteration says instead of the prompt
-        and the task (a step that continues the conversation, or re-runs after a rollback).
-        """
+        `message` replaces the first iteration's prompt and task (a continued step's)."""
         agents = self.agents(gateway_url, source)
         talk = self.conversation(agents)
         executor = self.executor or agents.executor(talk.answer if talk else None)
@@ -217,8 +202,6 @@ class AttemptLoop:
         )
 
     def agents(self, gateway_url: str, source: ModelSource) -> AgentFactory:
-        """The factory of this run's agents (executor, reflector, planner), all toward the
-        gateway at `gateway_url`."""
         return AgentFactory(
             self.spec,
             self.run_dir,
@@ -239,10 +222,7 @@ class AttemptLoop:
             source.auth,
             pass_env=self.spec.pass_env,
         )
-        # A request the upstream keeps failing is retried by Claude Code with backoff (ten
-        # times by default, minutes a call), then by the harness: bounded here. In every
-        # mode, not only while recording: the agent's shell sees the variable (`env`), so a
-        # replay must give it what the recording gave.
+        # In every mode: the agent's shell sees it, so a replay gives what recording gave.
         env["CLAUDE_CODE_MAX_RETRIES"] = str(API_RETRIES)
         env.update(self.spec_env)  # its names never the harness's own: spec.py refuses them
         if self.tools:
@@ -274,8 +254,7 @@ class AttemptLoop:
         message: str | None,
         talk: Conversation | None = None,
     ) -> Attempt:
-        """One attempt's executor run, in its own folder: a02 on is a copy of the last one.
-        A conversation's attempt is the user's messages and the agent's turns, in turn."""
+        """One attempt's executor run in its own folder (a02 on: a copy of the last one)."""
         path = (self.root or self.run_dir) / "attempts" / f"a{number:02d}"
         session = self.session or session_id_for(self.spec)
         if self.attempts:  # refine: a copy of the last attempt, the same conversation
@@ -283,9 +262,8 @@ class AttemptLoop:
         else:
             self.prepare(path)
         executor.continue_session(session, path)  # a no-op until the conversation exists
-        # Claude Code iterates on the atom prompt until it signals completion; an SDK app
-        # runs its own loop, once, on the task (or the reviewer's feedback): its finishing
-        # is its completion.
+        # Claude Code iterates until its exit signal; an SDK app, or a conversation's
+        # agent, runs once per message: its finishing is its completion.
         loops = executor.loops and talk is None
         turns = talk.user.max_turns if talk else 1
         runtime = AtomRuntime(
@@ -300,7 +278,7 @@ class AttemptLoop:
             # A scripted or replayed answer is the same on every retry: retrying only waits,
             # unless the recording ran a failed call again after an upstream fault.
             max_retries=2 if source.kind == "record" or source.reenacts_retries else 0,
-            sleep=time.sleep if source.kind == "record" else _no_wait,
+            sleep=time.sleep if source.kind == "record" else lambda _: None,
             timeout=self.spec.timeout,
         )
         # runtime.records fills as iterations end, so an interrupted attempt keeps them.
@@ -323,32 +301,26 @@ class AttemptLoop:
 
     @functools.cached_property
     def check_env(self) -> dict[str, str]:
-        """The checks' environment: built from parts as the agent's (the run's HOME,
-        XDG folders and TMPDIR, the passed caller variables), with the spec's `env:`."""
+        """The checks' environment: built from parts as the agent's, with the spec's `env:`."""
         return {**clean_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
 
     def check_sandbox(self, path: Path) -> ProcessSandbox | None:
-        """Where the checks of the attempt in `path` run their commands: the agent's
-        confinement (agents.claude_code.srt); None with `sandbox: false`, or when no check
-        runs any code."""
+        """The agent's confinement for the checks' commands; None with `sandbox: false`,
+        or when no check runs any code."""
         if not needs_sandbox(self.spec.accept):
             return None
         return process_sandbox(Confinement(self.run_dir, self.spec.sandbox), path, self.check_env)
 
     @functools.cached_property
     def spec_env(self) -> dict[str, str]:
-        """The spec's `env:`, expanded from the caller's environment."""
         try:
             return expand_env(self.spec)
         except EnvError as exc:
             raise HarnessError(str(exc)) from None
 
     def prepare(self, path: Path) -> None:
-        """The first attempt's folder: the workspace copied, then the spec's set-up run in it.
-
-        A step that starts from an earlier step's committed work (inside the run folder)
-        copies that as it is; only the spec's own workspace is copied afresh, with set-up.
-        """
+        """The first attempt's folder: the workspace copied, then the spec's set-up run in
+        it. An earlier step's committed work is copied as it is, without set-up."""
         workspace = self.spec.workspace
         if workspace is not None and workspace.is_relative_to(self.run_dir):
             copy_tree(workspace, path, ignore=copy_ignore)
@@ -381,8 +353,6 @@ class AttemptLoop:
             snapshot_repo(path, amend=True)
 
     def cache_for(self, workspace: Path | None) -> SetupCache | None:
-        """Where this run's set-up is cached: None with `--atom-setup-cache off` or the
-        spec's `setup: {cache: false}`."""
         if self.setup_mode == "off" or not self.spec.setup_cache:
             return None
         return SetupCache(cache_root(), self.setup_mode, self.spec.setup_inputs, workspace)
@@ -390,12 +360,10 @@ class AttemptLoop:
     def reflect(self, attempt: Attempt, agents: AgentFactory, source: ModelSource) -> bool:
         """The reflector's verdict on a finished attempt with criteria; False: stop here.
 
-        A replay whose reflector request diverged failed on the divergence, which the
-        report shows; any other reflector failure is the harness's own. With
-        `reflector: {votes: N}` the N sessions run one after another (a script's
-        `reflector:` turns and a cassette's sessions are taken in that order) and their
-        verdicts are combined (`combine_votes`). A replay whose reflector would get the
-        recorded input takes each vote's recorded verdict (`source.recall`), vote by vote.
+        A replay whose reflector request diverged failed on the divergence; any other
+        reflector failure is the harness's own. `reflector: {votes: N}` runs N sessions in
+        turn (a script's and a cassette's are taken in that order), combined by
+        `combine_votes`.
         """
         if not (self.spec.criteria and attempt.completed):
             return True
@@ -448,9 +416,8 @@ class AttemptLoop:
         return verdict
 
     def trust(self, attempt: Attempt, verdict: Verdict) -> bool:
-        """`attempt`'s verdict, each criterion gated or advisory (judge.trust): what `judge`
-        reads, once. False: the spec's calibration.json cannot be read, a harness error
-        naming it (a missing one only makes its criteria advisory)."""
+        """`attempt`'s verdict, each criterion gated or advisory (judge.trust). False: the
+        spec's calibration.json cannot be read (a missing one makes its criteria advisory)."""
         # The release the reflector ran in (a recalled verdict's: this run's CLI).
         version = next((r.cli_version for r in attempt.reflectors if r.cli_version), None)
         try:
@@ -465,10 +432,9 @@ class AttemptLoop:
 
 
 def _tool_shims(folder: Path, tools: dict[str, Path]) -> Path:
-    """One executable per tool, so the agent runs `greeter ARGS` like any command.
-
-    Each tool's folder is copied into the run (``tools/<name>/``): the agent reads only its
-    run folder (the read guard), and a tool is something it is given, not the project."""
+    """One executable per tool, so the agent runs `greeter ARGS` like any command. Each
+    tool's folder is copied into the run (``tools/<name>/``): the read guard lets the agent
+    read only its run folder."""
     folder.mkdir(exist_ok=True)
     for name, entry in tools.items():
         copy = folder.parent / "tools" / name
@@ -505,7 +471,3 @@ def refine_message(attempt: Attempt, attempts: int, threshold: float) -> str:
         "This folder is a copy of your previous attempt. Continue the task in USER_PROMPT.md "
         "from here; when it is complete and verified, end your final message with EXIT_LOOP_NOW."
     )
-
-
-def _no_wait(seconds: float) -> None:
-    """A replay's retry needs no back-off: nothing upstream is waited for."""

@@ -1,14 +1,11 @@
 """The one place agents are built: the executor, the reflector, the planner and the
-simulated user of a run,
-and the lone sessions of `atom loop` and `atom doctor`.
+simulated user of a run, and the lone sessions of `atom loop` and `atom doctor` (only
+`AtomRuntime` given no runner builds its own).
 
-Nothing else builds an agent (an executor's kind builds it when this asks), but
-`pytest_atom.legacy.AtomRuntime` given no runner (the pinned CLI as it comes). Building every
-agent here is what lets the
-harness mark each one's requests with its role (wire.roles) and take the executor from
-the agent kind the spec names (`agent: {NAME: VALUE}`, `agents.protocol.agent_kind`: the
-Claude Code CLI, an SDK app, another distribution's) without the attempt loop, the
-reflector or the planner knowing.
+Building every agent here lets the harness mark each one's requests with its role
+(wire.roles) and take the executor from the agent kind the spec names (`agent: {NAME:
+VALUE}`, `agents.protocol.agent_kind`) without the attempt loop, the reflector or the
+planner knowing.
 """
 
 from __future__ import annotations
@@ -34,16 +31,13 @@ from pytest_atom.wire.roles import Role, role_env
 
 
 def claude_code_agent(role: Role, session: AgentSession | None = None) -> ClaudeCodeAgent:
-    """Claude Code in `role`, running `session` (`AgentSession`: the one value that says what
-    an agent's sessions run with). With the session's `env` (a gateway's), each request is
-    marked with the role; by default, the pinned CLI runs in the caller's own environment,
-    toward the real API."""
+    """Claude Code in `role`, running `session` (default: the pinned CLI in the caller's
+    own environment, toward the real API)."""
     return ClaudeCodeAgent(role, ClaudeRunner(session=role_session(role, session)))
 
 
 def role_session(role: Role, session: AgentSession | None = None) -> AgentSession:
-    """`session` (default: the pinned CLI, as it comes) with `role`'s marker in its
-    environment (wire.roles), when it has one of its own."""
+    """`session` with `role`'s marker in its environment (wire.roles), when it has one."""
     session = session or AgentSession(find_claude())
     if session.env is None:
         return session
@@ -66,7 +60,7 @@ class AgentFactory:
 
     def executor(self, answer: Answerer | None = None) -> Agent:
         """The agent under test, of the kind the spec names, in its sandbox; `answer`: a
-        conversation's user, who answers its questions (AgentSession.answer)."""
+        conversation's user, who answers its questions."""
         session = role_session(
             "executor",
             AgentSession(
@@ -88,18 +82,16 @@ class AgentFactory:
         return kind.executor(value, session, agent_import_paths(self.spec, self.project_dir))
 
     def reflector(self, schema: dict[str, Any]) -> Agent:
-        """The judge: read-only Claude Code answering in `schema`; it runs no commands."""
         return self._structured("reflector", schema, self.spec.reflector.model or self.spec.model)
 
     def planner(self, schema: dict[str, Any]) -> Agent:
-        """The planner: read-only Claude Code answering with a plan; it runs no commands."""
         return self._structured("planner", schema, self.model)
 
     def user(self, schema: dict[str, Any], model: str) -> Agent:
-        """A conversation's simulated user: read-only Claude Code answering in `schema`."""
         return self._structured("user", schema, model)
 
     def _structured(self, role: Role, schema: dict[str, Any], model: str | None) -> Agent:
+        """Read-only Claude Code answering in `schema`; it runs no commands."""
         return claude_code_agent(
             role,
             AgentSession(
@@ -113,7 +105,6 @@ class AgentFactory:
 
 
 def agent_import_paths(spec: Spec, project_dir: Path | None) -> list[Path]:
-    """Where a spec's agent code (`agent: {sdk: ...}`) is imported from, before the
-    installed packages: the spec's folder, then the project's. The run and the outcome
-    cache's digest both ask here."""
+    """Where a spec's agent code is imported from, before the installed packages (the run
+    and the outcome cache's digest both ask here)."""
     return [spec.root, *([project_dir] if project_dir else [])]

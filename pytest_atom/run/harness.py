@@ -1,12 +1,11 @@
 """One harness behind every front end: `pytest --atom`, the `atom` fixture, `atom run`
 and `atom validate` all run a spec through `Harness.run`.
 
-A front end's only job is to gather its layers of settings and its hooks; from there the
-check registry (built-in kinds plus those a conftest or plugin registers), the resolved
-`RunSettings`, the verdict hook, the JSON traces and run-folder retention are the same
-everywhere. Inside pytest the hooks are pytest's own (a spec file's `ihook`, which knows
-the conftests that apply to it); outside, `host_hooks` loads the project's conftests the
-way pytest would, into a plugin manager of its own (pluggy's host-application pattern).
+A front end only gathers its layers of settings and its hooks; the check registry, the
+resolved `RunSettings`, the verdict hook, the reports and run-folder retention are the
+same everywhere. Inside pytest the hooks are pytest's own (a spec file's `ihook`);
+outside, `host_hooks` loads the project's conftests the way pytest would, into a plugin
+manager of its own (pluggy's host-application pattern).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from pytest_atom.replay.scrub import remember_env_files
 from pytest_atom.reports.format import report_formats
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.spec_result import SpecResult
-from pytest_atom.run_folders.retention import prune_runs
+from pytest_atom.run_folders import prune_runs
 from pytest_atom.settings.config import AtomConfig
 from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, RunSettings
 from pytest_atom.settings.project import find_ini, find_project
@@ -43,9 +42,8 @@ HookRelay = Any
 
 
 class AroundRun(Protocol):
-    """What stands around each run of a spec: the history's outcome cache
-    (`pytest_atom.outcome_cache.cache.OutcomeCache`), which sits above the run, so the suite hands
-    it to the harness instead of the harness calling it by name."""
+    """What stands around each run of a spec: the outcome cache, which sits above the
+    run, so the suite hands it to the harness instead of the harness importing it."""
 
     def around(
         self, spec: Spec, settings: RunSettings, repeat: int | None, run: Callable[[], SpecResult]
@@ -64,17 +62,14 @@ class Harness:
     hook: HookRelay
     started: datetime = field(default_factory=datetime.now)
     _registry: CheckRegistry | None = field(default=None, init=False, repr=False)
-    #: How many processes share the spending limit (pytest-xdist's workers: each holds its
-    #: share) and how the front end names the option (reports quote it).
+    #: How many processes share the spending limit (xdist's workers: each holds its share)
+    #: and how the front end names the option (reports quote it).
     workers: int = 1
     spend_option: str = "--atom-max-cost-usd"
-    #: The session's spending limit (`settings.max_cost_usd`, this process's share of it).
-    spend: SpendLimit | None = field(default=None, init=False)
-    #: What stands around each run: the input digest and the outcome cache; the suite sets
-    #: it when the history store is on.
-    around_run: AroundRun | None = field(default=None, init=False)
-    #: The upstreams this session records from, each connected to once before its first
-    #: recording (`replay.reachable`): an unreachable one stops the session in seconds.
+    spend: SpendLimit | None = field(default=None, init=False)  # this process's share
+    around_run: AroundRun | None = field(default=None, init=False)  # the suite sets it
+    #: Each upstream is connected to once before its first recording (`replay.reachable`):
+    #: an unreachable one stops the session in seconds.
     upstreams: UpstreamCheck = field(default_factory=UpstreamCheck, init=False)
 
     def __post_init__(self) -> None:
@@ -88,17 +83,14 @@ class Harness:
 
     @property
     def report_dir(self) -> Path | None:
-        """Where each run's JSON trace and transcripts go (`report`), if anywhere."""
         return self.settings.output("report", self.root)
 
     @property
     def html(self) -> Path | None:
-        """Where the HTML report of the whole run goes (`html`), if anywhere."""
         return self.settings.output("html", self.root)
 
     def baseline_gate(self) -> BaselineGate | None:
-        """The run's comparison with `baseline` (None: none asked for); BaselineError
-        names the file and the fix."""
+        """None: no baseline asked for; BaselineError names the file and the fix."""
         path = self.settings.output("baseline", self.root)
         if path is None:
             return None
@@ -106,10 +98,7 @@ class Harness:
 
     def registry(self, hook: HookRelay | None = None) -> CheckRegistry:
         """The built-in check kinds plus those the hooks register (`hook`: a narrower
-        relay, such as a spec file's, which sees only the conftests that apply to it).
-
-        The harness's own is built once: the hooks run once, not for every spec a front
-        end loads, checks or runs."""
+        relay, such as a spec file's). The harness's own is built once."""
         if hook is None and self._registry is not None:
             return self._registry
         registry = default_registry()
@@ -120,12 +109,9 @@ class Harness:
 
     @staticmethod
     def load_machinery() -> None:
-        """Load what running a spec needs (the gateway, the agents, recording, traces, the
-        secret detector) now, once, before the first spec runs: otherwise the first spec's
-        own time carries the session's imports (a third of a second, more without cached
-        bytecode), and its figures (the summary's time, ``--durations``, a baseline's
-        tolerance) would depend on where it stands in the run. Collecting specs alone
-        never calls this."""
+        """Load what running a spec needs (the gateway, the agents, the report formats, the
+        secret detector) before the first spec's clock starts: otherwise its time would
+        carry the session's imports, and its figures depend on where it stands in the run."""
         from pytest_atom.replay.detector import load_detector
 
         report_formats()
@@ -142,20 +128,17 @@ class Harness:
         repeat: int | None = None,
         settings: RunSettings | None = None,
     ) -> SpecResult:
-        """Run one spec; its trace is written and the verdict hook called, as everywhere.
+        """Run one spec; its reports are written and the verdict hook called.
 
-        `repeat` is which of the spec's repeats this is (None: it runs once); with the seed
-        it draws a stochastic script's choices. Settings resolved for one test (without
-        the session's seed) take the harness's, so every test of a run shares one seed."""
+        `repeat` is which of the spec's repeats this is (None: it runs once). Settings
+        resolved for one test take the session's seed: every test of a run shares one."""
         settings = settings or self.settings
         if settings.seed is None:
             settings = replace(settings, seed=self.settings.seed)
         resolved, registry = settings, registry or self.registry()
 
         def run() -> SpecResult:
-            # Loaded here, not with the module: collecting specs builds a harness, and needs
-            # neither the gateway nor the agents that running one starts; and before the
-            # spec's clock starts (once: `--atom-cache` defers it to a spec that runs).
+            # Not with the module: collecting specs builds a harness, and runs nothing.
             from pytest_atom.run.spec_run import RunScope, run_spec
 
             self.load_machinery()
@@ -176,8 +159,8 @@ class Harness:
         return result
 
     def finish(self) -> None:
-        """After the session: old run folders go (this session's failed ones stay), and the
-        least recently used set-up cache entries beyond its bound."""
+        """After the session: old run folders go (this session's failed ones stay), and
+        the set-up cache's least recently used entries beyond its bound."""
         prune_runs(
             self.runs_dir.resolve(),
             self.settings.keep_runs,
@@ -209,8 +192,8 @@ def build_harness(
     workers: int = 1,
     spend_option: str = "--atom-max-cost-usd",
 ) -> Harness:
-    """The one factory: settings resolved from `layers` (strongest first), with a fresh seed
-    when none is set; `workers` share the spending limit, which `spend_option` names."""
+    """The one factory: settings resolved from `layers` (strongest first), with a fresh
+    seed when none is set."""
     remember_env_files(root)  # reports written here scrub the project's env file secrets
     return Harness(
         resolve(layers).with_seed(),
@@ -230,11 +213,8 @@ def host_harness(
     spend_option: str = "--max-cost-usd",
 ) -> Harness:
     """The harness outside pytest (`atom run`, `atom validate`): the command's options,
-    pytest's ini file and `.atom/config.yaml` of the project's root, and its conftests.
-
-    The root is `find_project`'s, as for `pytest --atom`: the folder holding
-    `.atom/config.yaml`, else pytest's rootdir, never the current folder's subfolder.
-    """
+    pytest's ini file, `.atom/config.yaml` and the conftests of the project's root
+    (`find_project`'s, as for `pytest --atom`)."""
     project = find_project(config_path=config_path)
     root, config = project.root, project.config
     ini = find_ini(root)

@@ -1,9 +1,8 @@
 """Ctrl-C during a spec run: where its work was left, and how to go on from there.
 
-A run stopped by Ctrl-C leaves its attempt folders and, when it was recording, what was
-recorded so far in ``<cassette>.partial.yaml`` (the cassette itself is never touched).
-Pytest's own "KeyboardInterrupt" banner names none of that; `InterruptedRun` carries it
-to the front end (pytest's summary, `atom run`), which says it with its own commands.
+A run stopped by Ctrl-C leaves its attempt folders and, when recording, what was recorded
+so far in ``<cassette>.partial.yaml``. `InterruptedRun` carries that to the front end
+(pytest's summary, `atom run`), which says it with its own commands.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ _ATTRIBUTE = "atom_interrupted_run"
 
 @dataclass(frozen=True)
 class InterruptedRun:
-    """The spec run a Ctrl-C stopped. It rides on the KeyboardInterrupt itself (`attach`),
-    so pytest still stops and reports it as it always does."""
+    """The spec run a Ctrl-C stopped, riding on the KeyboardInterrupt itself (`attach`)."""
 
     spec: Spec
     run_dir: Path
@@ -33,7 +31,6 @@ class InterruptedRun:
 
     @staticmethod
     def of(stop: BaseException) -> InterruptedRun | None:
-        """The run `stop` interrupted, None when it came between runs."""
         found = getattr(stop, _ATTRIBUTE, None)
         return found if isinstance(found, InterruptedRun) else None
 
@@ -43,8 +40,7 @@ class InterruptedRun:
         return bool(self.spec.steps) and self.spec.request is None
 
     def lines(self, again: str, resume: str) -> list[str]:
-        """What to tell the person: `again` reruns the spec, `resume` (a multi-step spec)
-        continues this run folder."""
+        """What to tell the person: `again` reruns the spec, `resume` continues the run."""
         lines = [
             f"interrupted: spec '{self.spec.name}' ({display_path(self.spec.path)})",
             f"  run folder: {display_path(self.run_dir)} (its attempt folders hold the work so far)",
@@ -61,8 +57,7 @@ class InterruptedRun:
 
 
 def stale_partial_warning(partial: Path, before: float) -> str | None:
-    """The warning for a `.partial.yaml` that an earlier, failed or interrupted recording
-    left (older than `before`, this run's start), None when there is none."""
+    """The warning for a `.partial.yaml` an earlier recording left (older than `before`)."""
     try:
         mtime = partial.stat().st_mtime
     except OSError:

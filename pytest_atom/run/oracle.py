@@ -2,11 +2,10 @@
 able to tell good work from bad?
 
 A spec's ``oracle:`` (a script that solves the task) runs as the agent of an ordinary
-attempt (`OracleAgent`): the same workspace copy, set-up, confinement, check environment and
-checks a real attempt gets; it asks no model anything, so the attempt has no gateway behind
-it, and no reflector. A spec's ``script:`` plays offline through the harness, from its
-script even when a cassette exists (`run_script`); where the cassette no longer fits the
-spec, `cassette_notes` says what `pytest --atom`, which replays it, will do instead.
+attempt (`OracleAgent`): the same workspace copy, set-up, confinement and checks a real
+attempt gets, with no gateway and no reflector. A spec's ``script:`` plays offline through
+the harness, even when a cassette exists (`run_script`); `cassette_notes` says what
+`pytest --atom`, which replays the cassette, will do where it no longer fits.
 """
 
 from __future__ import annotations
@@ -68,7 +67,6 @@ class Run:
         return not self.passed if expect_fail else self.passed
 
     def why_failed(self) -> str:
-        """What made the run fail, in one line: the failing checks or the other cause."""
         if self.broken is not None:
             return self.broken
         failed = [c.check.describe() for c in self.checks if not c.passed]
@@ -131,9 +129,8 @@ class Validation:
 
 def validate_files(files: list[Path], harness: Harness, tmp: Path) -> Iterator[Validation]:
     """Each file's specs, schema-checked with the project's check kinds, then run (their
-    folders under `tmp`), one by one as they finish; ClaudeNotFoundError before the first
-    script run when there is no Claude Code CLI."""
-    registry = harness.registry()  # built once for the whole run
+    folders under `tmp`), yielded as they finish."""
+    registry = harness.registry()
     found_claude = False
     for number, file in enumerate(files, start=1):
         try:
@@ -192,7 +189,7 @@ class OracleAgent:
         )
 
     def continue_session(self, session_id: str, conversation_dir: Path) -> None:
-        """An oracle has no conversation to continue."""
+        pass
 
     def structured(
         self, prompt: str, conversation_dir: Path, *, session_id: str, timeout: float | None
@@ -219,11 +216,8 @@ def run_oracle(
     registry: CheckRegistry | None = None,
     setup_mode: SetupCacheMode = "copy",
 ) -> Run:
-    """Run the spec's oracle as one attempt in `run_dir` (its attempt folder is
-    ``attempts/a01``), then its checks, as an agent's attempt is run and checked.
-
-    An oracle makes no tool calls: checks that read them (`CheckRegistry.reads_run`) are
-    left out, for the spec's script run (or `pytest --atom`) to judge."""
+    """Run the spec's oracle as one attempt in `run_dir`, then its checks. An oracle makes
+    no tool calls: checks that read them (`CheckRegistry.reads_run`) are left out."""
     oracle = spec.oracle
     assert oracle is not None
     registry = registry or default_registry()
@@ -299,7 +293,6 @@ def run_script(spec: Spec, harness: Harness) -> Run:
 
 
 def cassette_notes(spec: Spec) -> list[str]:
-    """What `pytest --atom`, which replays the cassette, will do where this run cannot tell."""
     path = cassette_path(spec)
     if not path.exists():
         return []  # pytest --atom plays the script too

@@ -1,16 +1,13 @@
 """Planner mode: a planner session turns a spec's `request:` into steps (docs/how-to/multi-step.md).
 
-The planner is a read-only Claude session, like the reflector, behind the run's one
-gateway: its answer is scripted (a script's `planner:` turns), recorded into the cassette
-and replayed. It answers through the CLI's ``--json-schema``; the steps it returns are
-saved as ``plan.json`` in the run folder and checked exactly like hand-written ``steps:``
-(`pytest_atom.spec_loader.load.planned_steps`), then against the spec's `plan_accept:`. A plan that
-fails either is the agent's failure, reported with the plan; a session that gives no
-answer at all is the harness's.
+The planner is a read-only Claude session, like the reflector, behind the run's gateway
+(scripted, recorded and replayed alike). It answers through the CLI's ``--json-schema``;
+its steps are saved as ``plan.json`` and checked like hand-written ``steps:``, then
+against the spec's `plan_accept:`. A plan that fails either is the agent's failure; a
+session that gives no answer is the harness's.
 
-Rollback recovery: when a later step rolls the run back, the planner is asked
-again (``plan-2.json``, in ``plan-2/``) with the failure report. It keeps the committed
-steps before the rollback's target and plans the rest anew, with a changed strategy.
+After a rollback the planner is asked again (``plan-2.json``, in ``plan-2/``) with the
+failure report: it keeps the committed steps before the target and plans the rest anew.
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ from pytest_atom.spec.types import STEP_ID, PlanAccept, Spec, Step
 from pytest_atom.spec_loader.build import planned_steps
 from pytest_atom.wire.roles import PLAN_TITLE
 
-#: The planner's structured answer. Loose on purpose: the CLI checks an answer against it
-#: and would argue with the model over a bad id; `planned_steps` checks it instead, with
-#: the spec's own messages. Its title tells planner requests from the reflector's.
+#: The planner's answer. Loose on purpose: the CLI would argue with the model over a bad
+#: id; `planned_steps` checks it instead, with the spec's own messages.
 PLAN_SCHEMA: dict[str, Any] = {
     "title": PLAN_TITLE,
     "type": "object",
@@ -83,9 +79,8 @@ def check_plan(
     number: int = 1,
     kept: Sequence[Step] = (),
 ) -> Plan:
-    """The planner's answer as a Plan: saved to ``plan.json`` (a re-plan: ``plan-2.json``
-    on), validated, asserted on. A re-plan's steps follow the `kept` ones, and `plan_accept:`
-    asserts on the whole."""
+    """The planner's answer as a Plan: saved, validated, asserted on (a re-plan's steps
+    follow the `kept` ones; `plan_accept:` asserts on the whole)."""
     path = run_dir / ("plan.json" if number == 1 else f"plan-{number}.json")
     text = json.dumps(answer, indent=2, ensure_ascii=False) + "\n"
     path.write_text(text, encoding="utf-8")
@@ -134,11 +129,8 @@ def replan_feedback(steps: Sequence[Step], target: int, report: str) -> str:
 
 
 def build_prompt(spec: Spec, prompts: PromptLoader | None = None, feedback: str = "") -> str:
-    """PLANNER.md with the request (and after a rollback, the re-plan's brief) filled in.
-
-    A project's own PLANNER.md without a ``{feedback}`` slot still hears a rollback: the
-    brief is added at its end.
-    """
+    """PLANNER.md with the request and a re-plan's brief filled in (added at the end of a
+    project's own PLANNER.md without a ``{feedback}`` slot)."""
     text = (prompts or PromptLoader()).load("planner")
     extra = f"\n\n## A rollback: plan again\n\n{feedback}" if feedback else ""
     if feedback and "{feedback}" not in text:
@@ -149,8 +141,8 @@ def build_prompt(spec: Spec, prompts: PromptLoader | None = None, feedback: str 
 
 
 def planner_folder(spec: Spec, run_dir: Path, start: Path | None, number: int = 1) -> Path:
-    """Where the planner runs, made: ``plan/`` (a re-plan: ``plan-2/`` on), a copy of
-    `start` (the spec's workspace, or the work committed before a rollback's target)."""
+    """Where the planner runs, made: a copy of `start` (the spec's workspace, or the work
+    committed before a rollback's target)."""
     folder = run_dir / ("plan" if number == 1 else f"plan-{number}")
     if start is not None and start == spec.workspace and not start.is_relative_to(run_dir):
         copy_workspace(fixture_source(spec, run_dir.parent), folder)  # the spec's own, afresh
@@ -165,7 +157,7 @@ def planner_input(
     spec: Spec, prompts: PromptLoader | None = None, feedback: str = "", model: str | None = None
 ) -> SessionInput:
     """The planner's whole request but its folder: what a replay compares to recall the
-    recorded plan instead of starting the session (pytest_atom.replay.recall)."""
+    recorded plan (pytest_atom.replay.recall)."""
     return SessionInput(
         build_prompt(spec, prompts, feedback), read_only_options(PLAN_SCHEMA), model
     )
@@ -174,8 +166,7 @@ def planner_input(
 def run_planner(
     session: SessionInput, folder: Path, *, agent: Agent, session_id: str, timeout: float | None
 ) -> tuple[Any, Any]:
-    """The planner's JSON answer and its session record; PlannerError without one. `agent`
-    (the factory's planner) may read `folder` (`planner_folder`) but not change it."""
+    """The planner's JSON answer and its session record; PlannerError without one."""
     try:
         return agent.structured(session.prompt, folder, session_id=session_id, timeout=timeout)
     except StructuredSessionError as exc:

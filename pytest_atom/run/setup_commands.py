@@ -1,17 +1,14 @@
 """A spec's `setup:` commands, run in the attempt folder in the agent's confinement.
 
-Set-up (install dependencies, build, seed a database) must obey the rules the agent obeys:
-write only in the attempt folder, the spec's `sandbox.write` paths and the run's temp folder,
-reach only the spec's `sandbox.network` domains, read only the run folder, the system and the
-toolchains. The commands run under Anthropic's sandbox runtime (`srt`, the library Claude
-Code's own sandbox is built on) with the settings the agent's sandbox gets
-(agents.claude_code.srt): one `srt` process, no Claude Code session. With `sandbox: false`
-they run unconfined, as the agent then does.
+Set-up obeys the rules the agent obeys: it writes only in the attempt folder, the spec's
+`sandbox.write` paths and the run's temp folder, reaches only `sandbox.network` domains,
+reads only the run folder, the system and the toolchains. The commands run under the
+sandbox runtime (`srt`, which Claude Code's own sandbox is built on) with the agent's
+settings (agents.claude_code.srt); with `sandbox: false` they run unconfined, as the agent.
 
-The set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
-agent's conversation or the spec's cassette. What it made in the attempt folder is kept in
-the user's set-up cache (pytest_atom.setup_cache): a later attempt, replay or run whose key is the
-same gets it back without running a command, and without the network.
+Set-up has its own HOME and temp folder under ``setup/``, so nothing of it reaches the
+agent's conversation or the cassette. What it made in the attempt folder is kept in the
+set-up cache (pytest_atom.setup_cache), restored offline by a run with the same key.
 """
 
 from __future__ import annotations
@@ -42,13 +39,11 @@ class SetupOutcome:
     exit_code: int | None = None  # the failing command's, when the shell said
     failed: str | None = None  # the command that failed
     confined: bool = False  # it ran in the sandbox, whose proxy is its only network
-    #: What the set-up cache did: "restored <key>" (no command ran), "stored <key>",
-    #: "not stored: <why>"; None when the cache is off.
-    cache: str | None = None
+    cache: str | None = None  # "restored <key>", "stored <key>", "not stored: <why>"
 
     def problem(self) -> str:
         """The harness error a failed set-up becomes: the command, its code, what the
-        sandbox refused it (and the spec key that allows it), its last lines."""
+        sandbox refused it, its last lines."""
         tail = "\n".join(self.output.strip().splitlines()[-30:])
         code = f" exited {self.exit_code}" if self.exit_code is not None else " failed"
         which = f"`{self.failed}`" if self.failed else "a command"
@@ -57,7 +52,6 @@ class SetupOutcome:
         return "\n".join(line for line in lines if line)
 
     def failed_output(self) -> str:
-        """The failed command's own lines: from its ``$ `` line on."""
         if self.failed is None:
             return self.output
         start = self.output.rfind(_STARTED + (self.failed.splitlines() or [""])[0])
@@ -73,23 +67,10 @@ def setup_script(commands: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def setup_env(
-    run_dir: Path, env: Mapping[str, str], pass_env: Sequence[str] = ()
-) -> dict[str, str]:
-    """The set-up's environment, built from parts as the agent's: its own HOME, XDG folders
-    and TMPDIR under ``setup/``, git kept from the repository above the run folder, then the
-    spec's `env:`."""
-    built = build_env(run_dir / "setup" / "home", pass_env)
-    built["GIT_CEILING_DIRECTORIES"] = str(run_dir)
-    built.update(env)
-    return built
-
-
 @dataclass(frozen=True)
 class SetupCache:
-    """Where set-up results are kept and how they come back (pytest_atom.setup_cache): the spec's
-    `setup: {inputs: [...]}` globs (empty: the whole workspace keys it) and the workspace
-    the attempt is a copy of (None: an empty one)."""
+    """Where set-up results are kept and how they come back: the spec's `setup: {inputs:}`
+    globs (empty: the whole workspace keys it) and the workspace the attempt copies."""
 
     root: Path
     mode: SetupCacheMode = "copy"
@@ -108,13 +89,15 @@ def run_setup(
     timeout: float,
     cache: SetupCache | None = None,
 ) -> SetupOutcome:
-    """Run `commands` in `cwd` inside the agent's confinement; `env` is the spec's `env:`,
-    and `pass_env` the caller variables it passes (pytest_atom.environment). With a
-    `cache`, an entry for the same key is restored instead, and a set-up that ran is kept.
-
-    Raises SandboxUnavailableError (saying how to install it) when the sandbox runtime
-    cannot run here."""
-    built = setup_env(run_dir, env, pass_env)
+    """Run `commands` in `cwd` inside the agent's confinement, with the spec's `env:` and
+    `pass_env`. With a `cache`, an entry for the same key is restored instead, and a
+    set-up that ran is kept. SandboxUnavailableError: the sandbox runtime cannot run here."""
+    # Built from parts as the agent's, git kept from the repository above the run folder.
+    built = {
+        **build_env(run_dir / "setup" / "home", pass_env),
+        "GIT_CEILING_DIRECTORIES": str(run_dir),
+        **env,
+    }
     if cache is None:
         return _run(commands, cwd, run_dir, confinement, built, timeout)
     key = setup_key(commands, cwd, built, run_dir=run_dir, inputs=cache.inputs)
@@ -145,7 +128,7 @@ def run_setup(
 
 def _restore(cache: SetupCache, key: SetupKey, cwd: Path, run_dir: Path) -> SetupOutcome | None:
     """The outcome of restoring `key`'s entry into `cwd`; None: set-up must run (no entry,
-    or one that does not fit this workspace, or whose content is not what was stored)."""
+    or one that does not fit this workspace or was altered)."""
     entry = entries.load_entry(cache.root, key)
     if entry is None or entries.stale(entry, cwd) is not None:
         return None
@@ -175,7 +158,6 @@ def _run(
     built: dict[str, str],
     timeout: float,
 ) -> SetupOutcome:
-    """The commands, run in the sandbox, their output scrubbed."""
     sandbox = process_sandbox(confinement, cwd, built)
     code, output = run_shell(setup_script(commands), cwd, built, timeout, sandbox=sandbox)
     # A secret (a token in `env:`) printed by a command, or left in the set-up's temp folder.
@@ -188,7 +170,6 @@ def _run(
 def _outcome(
     code: int | None, output: str, commands: Sequence[str], timeout: float, *, confined: bool
 ) -> SetupOutcome:
-    """Which command failed, with which exit code; or why none could run."""
     if code == 0:
         return SetupOutcome(True, output)
     started = [line[len(_STARTED) :] for line in output.splitlines() if line.startswith(_STARTED)]

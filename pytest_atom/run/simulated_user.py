@@ -1,13 +1,12 @@
 """A conversation's user: who answers the agent after each of its turns (a spec's `user:`).
 
-After each agent turn (one Claude Code call in the attempt's session) the user says the
-next message, sent into the same session by the atom loop (`AtomRuntime`'s `reply`), or
-says it is done. A scripted user says the spec's `script:` messages in order; a simulated
-one is a model playing `persona` after `goal` in a structured Claude Code session of its
-own (role ``user``, through the gateway: recorded in the cassette and replayed like the
-reflector). The user also answers the agent's ``AskUserQuestion`` questions, which the CLI
-asks the harness for (`AgentSession.answer`). docs/explanation/how-a-spec-runs.md,
-"Conversations", states the contract.
+After each agent turn the user says the next message, sent into the same session by the
+atom loop (`AtomRuntime`'s `reply`), or says it is done. A scripted user says the spec's
+`script:` messages in order; a simulated one is a model playing `persona` after `goal` in
+a structured session of its own (role ``user``, recorded and replayed like the
+reflector). The user also answers the agent's ``AskUserQuestion`` questions
+(`AgentSession.answer`). docs/explanation/how-a-spec-runs.md, "Conversations", states the
+contract.
 """
 
 from __future__ import annotations
@@ -54,8 +53,7 @@ _QUESTION = (
 
 @dataclass
 class UserSessions:
-    """How a simulated user's model is asked: its agent (built when first asked) and a
-    fresh session per question."""
+    """How a simulated user's model is asked: a fresh session of `agent()` per question."""
 
     agent: Callable[[], Agent]
     folder: Path
@@ -65,34 +63,27 @@ class UserSessions:
 
 @dataclass
 class Conversation:
-    """One attempt loop's conversation: what was said, and the user who says the next.
-
-    `records` are the simulated user's sessions (its tokens and cost count in the run);
-    `asked` the agent's questions, in order, each with the answer it got (None: none).
-    """
+    """One attempt loop's conversation: what was said, and the user who says the next."""
 
     user: UserSpec
     opening: str
     sessions: UserSessions | None = None
     transcript: list[tuple[str, str]] = field(default_factory=list)
-    records: list[IterationRecord] = field(default_factory=list)
-    asked: list[tuple[str, str | None]] = field(default_factory=list)
-    #: Messages the user sent (the opening prompt included), and whether it said done.
-    sent: int = 0
+    records: list[IterationRecord] = field(default_factory=list)  # the simulated user's
+    asked: list[tuple[str, str | None]] = field(default_factory=list)  # with their answers
+    sent: int = 0  # messages the user sent, the opening prompt included
     done: bool = False
     error: str | None = None
     _label: str = "a01"
 
     def begin(self, attempt: int, message: str) -> None:
-        """An attempt starts with `message` (the prompt, or a refine attempt's feedback)."""
         self._label = f"a{attempt:02d}"
         if not self.transcript:
             self.transcript.append(("user", message))
             self.sent = 1
 
     def reply(self, record: IterationRecord) -> str | None:
-        """The user's next message after the agent's turn `record`; None: the user is done
-        (a script said its last message, or the simulated user said so)."""
+        """The user's next message after the agent's turn `record`; None: the user is done."""
         said = "\n".join(t for t in record.texts if t.strip()) or record.output
         self.transcript.append(("agent", said.strip()))
         if not self.user.simulated:
@@ -114,8 +105,8 @@ class Conversation:
         return message
 
     def answer(self, tool_input: Mapping[str, Any]) -> Mapping[str, str] | None:
-        """The answers to an ``AskUserQuestion`` call (`AgentSession.answer`): the script's
-        `answers:` in order, or the simulated user's; None when nobody answers."""
+        """The answers to an ``AskUserQuestion`` call: the script's `answers:` in order, or
+        the simulated user's; None when nobody answers."""
         answers: dict[str, str] = {}
         for question in tool_input.get("questions") or []:
             text = str(question.get("question", ""))
@@ -143,8 +134,7 @@ class Conversation:
         return None if answer is None else answer[0]
 
     def _ask(self, label: str, task: str) -> tuple[str, bool] | None:
-        """One structured session of the simulated user; None (and `error`) when it gave no
-        answer: the conversation cannot go on."""
+        """One structured session of the simulated user; None (and `error`): no answer."""
         sessions = self.sessions
         assert sessions is not None, "a simulated user runs with its sessions"
         prompt = _PLAY.format(
@@ -171,5 +161,5 @@ class Conversation:
         return answer["message"], bool(answer.get("done"))
 
     def render(self) -> str:
-        """The conversation as the simulated user (and the reflector) read it."""
+        """The conversation as the simulated user and the reflector read it."""
         return "\n\n".join(f"[{who}]: {text}" for who, text in self.transcript)

@@ -1,9 +1,6 @@
 """Run one spec end to end: its run folder, its model source behind one gateway, its
-attempts (or steps), its cassette and its result.
-
-This is the single code path behind `pytest --atom`, the `atom` command and the Python
-API, so a spec means the same thing wherever it runs. It sits above the attempt loop
-(`execution`) and the steps built on it (`steps`), so neither imports the other's user.
+attempts (or steps), its cassette and its result: the one code path behind `pytest
+--atom`, the `atom` command and the Python API.
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ from pytest_atom.run.execution import AttemptLoop
 from pytest_atom.run.interrupted import InterruptedRun, stale_partial_warning
 from pytest_atom.run.steps import StepsRun, resumed_run_dir
 from pytest_atom.run.tools import discover_tools
-from pytest_atom.run_folders.retention import run_name
+from pytest_atom.run_folders import run_name
 from pytest_atom.settings.config import AtomConfig, load_config
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
@@ -48,12 +45,10 @@ from pytest_atom.words import shorten
 
 @dataclass(frozen=True)
 class RunScope:
-    """What a spec run takes from the project and the session around it: one value, so
-    each step of a run passes it on whole. `project_dir` is the project's root (its
-    prompts; an SDK app imports from it), `config` its `.atom/config.yaml` (prompt folders,
-    a default model, the tools a spec's `tools:` may name), `registry` the session's check
-    kinds, `spend` its spending limit and `upstreams` what it found of the upstreams it
-    records from (each is checked once a session; None: never checked)."""
+    """What a spec run takes from the project and the session around it. `project_dir`:
+    the project's root (its prompts; an SDK app imports from it); `config`: its
+    `.atom/config.yaml` (prompt folders, a default model, tools); `upstreams`: the
+    upstreams it records from, each checked once a session (None: never)."""
 
     project_dir: Path | None = None
     config: AtomConfig | None = None
@@ -75,14 +70,10 @@ def run_spec(
     """Run `spec` in a fresh folder under `runs_dir`: attempts until a verdict is final.
 
     `settings.threshold` is the project's default; a spec's own wins. `on_event` receives
-    the executor's events (`events`) as they arrive, and the harness's own
-    (`results.harness_events`: a set-up, an attempt, its checks and decision; multi-step specs
-    add steps, plans, commits and rollbacks). `scope` is the project and session around the
-    run (`RunScope`): the config (`.atom/config.yaml`) adds prompt folders, a default model
-    and the tools a spec's `tools:` may name. `repeat` (which of the spec's repeats this is)
-    and `settings.seed` draw a stochastic script's choices. `scope.spend` is the session's
-    spending limit: once it is reached the spec does not start (SpendingLimitReached), and
-    a run under way is stopped.
+    the executor's events and the harness's own (`results.harness_events`) as they
+    arrive. `repeat` and `settings.seed` draw a stochastic script's choices. Once
+    `scope.spend` is reached the spec does not start (SpendingLimitReached), and a run
+    under way is stopped.
     """
     scope = scope or RunScope()
     spend, project_dir = scope.spend, scope.project_dir
@@ -122,19 +113,14 @@ def run_spec(
 
 
 def new_run_dir(runs_dir: Path, spec: Spec) -> Path:
-    """A fresh folder for one run of `spec` under `runs_dir` (by default the project's
-    ``.atom/runs``: the read guard keeps the project above it unreadable to the agent)."""
     run_dir = runs_dir / run_name(spec.name)
     run_dir.mkdir(parents=True)
     return run_dir
 
 
 def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
-    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec.
-
-    Specs that ship their own prompts (an example folder, a sub-project) find them
-    wherever pytest's rootdir is; otherwise `project_dir` (the rootdir, or cwd).
-    """
+    """The project whose `.atom/prompts/` a spec uses: the nearest one above the spec
+    (up to `project_dir`), else `project_dir`."""
     for folder in (spec.root, *spec.root.parents):
         if (folder / ".atom" / "prompts").is_dir():
             return folder
@@ -144,9 +130,8 @@ def prompt_project(spec: Spec, project_dir: Path | None) -> Path | None:
 
 
 def _require_sandbox(spec: Spec) -> None:
-    """Before anything starts, a missing bwrap, or a missing `srt` where set-up or command
-    checks need it, says how to install it (an MCP server that runs for real asks for it
-    when it starts: a replay's stand-ins need none)."""
+    """Before anything starts, a missing bwrap, or `srt` where set-up or command checks
+    need it, says how to install it (a real MCP server asks for `srt` when it starts)."""
     if spec.sandbox is None:
         return
     require_tools()
@@ -163,9 +148,8 @@ def new_run(
     claude_bin: Path,
     on_event: OnEvent | None = None,
 ) -> AttemptLoop:
-    """The run of `spec`: its steps', or its attempts', in a new run folder (or the one
-    `settings.resume` names), nothing started yet (a rescore judges a stored attempt in
-    it: `pytest_atom.rescore`)."""
+    """The run of `spec` (steps or attempts) in a new run folder, or the one
+    `settings.resume` names; nothing started yet (`pytest_atom.rescore` uses it too)."""
     run_type = StepsRun if spec.steps or spec.request is not None else AttemptLoop
     run_dir = None
     if settings.resume is not None:
@@ -198,10 +182,9 @@ def _drive(
     """Every attempt behind one gateway; then the cassette is written, or kept as it was.
 
     Until the run says otherwise it counts as failed: Ctrl-C or a crash keeps the
-    cassette. A timeout, or a CLI that gave up (an upstream error, say), is a failed
-    recording; an agent that finished and failed its checks is a faithful one. Ctrl-C
-    then attaches what resumes the run (the partial recording kept, if any); a workspace
-    that could not be made leaves no run folder, unless the run was resuming one.
+    cassette. A timeout, or a CLI that gave up, is a failed recording; an agent that
+    failed its checks is a faithful one. A workspace that could not be made leaves no run
+    folder, unless the run was resuming one.
     """
     failed = True
     exchanges: list[Exchange] = []
@@ -239,8 +222,7 @@ def _drive(
 
 def _prover(spec: Spec, settings: RunSettings, scope: RunScope, claude_bin: Path) -> Prove | None:
     """How a recording that met an upstream fault is proven before it replaces the
-    cassette (`ModelSource.finish`): the same spec replayed offline, in a folder of its
-    own, from the candidate cassette. None for a run that records nothing."""
+    cassette: the spec replayed offline from the candidate. None: nothing is recorded."""
     if settings.record_mode == "none" or settings.rejudge:
         return None
     offline = replace(settings, record_mode="none", upstream=None, resume=None, repeat=1)
@@ -272,7 +254,6 @@ def _why_not(replayed: SpecResult) -> str:
 
 
 def _passed(run: AttemptLoop) -> bool:
-    """Whether the agent passed: its last attempt proceeds and every step was committed."""
     steps = getattr(run, "results", None) or []
     return (
         bool(run.attempts)
@@ -327,8 +308,8 @@ def _result(
 
 
 def prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | None) -> PromptLoader:
-    """The spec's project prompts first, then the config's prompt folders, then the rest:
-    where a run finds its prompts, and so where the outcome cache's digest reads them."""
+    """The spec's project prompts, then the config's prompt folders, then the rest (the
+    outcome cache's digest reads them from here too)."""
     prompts = PromptLoader(prompt_project(spec, project_dir))
     if config is not None and config.prompt_dirs:
         first, *rest = prompts.search_paths
@@ -338,30 +319,20 @@ def prompt_loader(spec: Spec, project_dir: Path | None, config: AtomConfig | Non
 
 def _billing(source: ModelSource) -> tuple[frozenset[str], frozenset[str]]:
     """Which roles' sessions were paid for, and which replayed a paid recording
-    (SpecResult.paid/replayed).
-
-    Recording from the spec's own script (`upstream_gateway`) pays nothing, and so a
-    cassette recorded that way cost nothing either when it replays; re-judging replays the
-    agent and pays for the reflector.
-    """
-    both, none = frozenset({"executor", "reflector"}), frozenset[str]()
-    paid = source.upstream_gateway is None
+    (SpecResult.paid/replayed). Recording from a script (`upstream_gateway`) pays nothing,
+    nor does its cassette's replay; re-judging pays for the reflector only."""
+    both = ("executor", "reflector")
+    pays = {"record": both, "rejudge": ("reflector",)}.get(source.kind, ())
+    replays = {"rejudge": ("executor",), "replay": both, "refresh": both}.get(source.kind, ())
     tape = source.tape
     # The label recording gives a scripted upstream (recording.py): no API answered.
     upstream = str(tape.cassette.metadata.get("upstream") or "") if tape else ""
     was_paid = not upstream.startswith("scripted://")
-    if source.kind == "record":
-        return (both if paid else none), none
-    if source.kind == "rejudge":
-        reflector, executor = frozenset({"reflector"}), frozenset({"executor"})
-        return (reflector if paid else none), (executor if was_paid else none)
-    if source.kind in ("replay", "refresh"):
-        return none, (both if was_paid else none)
-    return none, none  # scripted
+    paid = source.upstream_gateway is None
+    return frozenset(pays if paid else ()), frozenset(replays if was_paid else ())
 
 
 def _spec_tools(spec: Spec, config: AtomConfig | None) -> dict[str, Path]:
-    """The entry points of the project tools a spec names; an unknown name is a harness error."""
     if not spec.tools:
         return {}
     config = config or load_config(cwd=spec.root)

@@ -53,13 +53,12 @@ from pytest_atom.run.planner import (
     replan_feedback,
     run_planner,
 )
-from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name
+from pytest_atom.run_folders import folder_spec_name, parse_run_name
 from pytest_atom.spec.types import Spec, Step, steps_prompt
 
 
 def resumed_run_dir(folder: Path, spec: Spec) -> Path | None:
-    """`folder` when it is a run of `spec` (its name is the spec's, then time and id);
-    None when it is another spec's, which then runs afresh."""
+    """`folder` when it is a run of `spec`; None when it is another spec's (run afresh)."""
     folder = folder.resolve()
     parsed = parse_run_name(folder.name)
     if parsed is None or parsed[0] != folder_spec_name(spec.name):
@@ -96,9 +95,7 @@ class StepsRun(AttemptLoop):
     notes: list[str] = field(default_factory=list)  # warnings for the report
     #: Steps already committed by an earlier run of this folder (`--atom-resume`).
     resumed: int = 0
-    #: Planner mode: the planner's first plan. Every rollback then asks for a new plan,
-    #: so a rollback's report tells the new plan's step why the plan changed.
-    plan: Plan | None = None
+    plan: Plan | None = None  # planner mode: the first plan (every rollback asks anew)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -171,12 +168,9 @@ class StepsRun(AttemptLoop):
     def _replan(
         self, source: ModelSource, gateway_url: str, target: int, feedback: dict[str, str]
     ) -> bool:
-        """Rollback recovery: the planner hears the failure report and plans the
-        steps from the target on anew; False: the new plan cannot run, so the spec fails.
-
-        The failure report moves to the new plan's step at the target, so its executor
-        hears it too.
-        """
+        """Rollback recovery: the planner hears the failure report and plans the steps
+        from the target on anew (whose executor hears the report too); False: the new plan
+        cannot run, so the spec fails."""
         rollback = self.rollbacks[-1]
         report = feedback.pop(self.spec.steps[target].id)
         plan = self._ask_planner(
@@ -235,13 +229,9 @@ class StepsRun(AttemptLoop):
         return plan
 
     def _adopt(self, plan: Plan, target: int = 0) -> None:
-        """The plan's steps become the spec's, from `target` on (a re-plan's; the steps
-        before it are kept).
-
-        Each step gets a result: a planned step whose id ran before (even in a plan an
-        earlier re-plan dropped) keeps its result, so its attempts; the replaced steps the
-        plan no longer has are the last rollback's `dropped` ones, kept as evidence.
-        """
+        """The plan's steps become the spec's from `target` on. A planned step whose id
+        ran before (even in a dropped plan) keeps its result; the replaced steps the plan
+        no longer has are the last rollback's `dropped` ones, kept as evidence."""
         replaced, self.results = self.results[target:], self.results[:target]
         new_ids = {s.id for s in plan.steps}
         for rollback in self.rollbacks:
@@ -254,44 +244,31 @@ class StepsRun(AttemptLoop):
         self.spec = replace(self.spec, steps=plan.steps, prompt=steps_prompt(plan.steps))
 
     def _normalize_steps(self, source: ModelSource) -> None:
-        """The planned steps' attempt folders, as the CLI names them, become placeholders."""
+        """The planned steps' attempt folders become placeholders in the cassette."""
         if source.tape is not None:
             source.tape.normalizer.add_paths(volatile_paths(self.run_dir, self.spec))
 
     def _step_run(
         self, step: Step, index: int, result: StepResult, report: str | None
     ) -> AttemptLoop:
-        """The attempt loop of one run of `step`, starting from the previous step's work.
-
-        A fresh session's task holds the rollback's failure report (`report`), if any; a
-        continued conversation hears it in the step's first message instead.
-        """
+        """The attempt loop of one run of `step`, from the previous step's work. A fresh
+        session's task holds a rollback's `report`; a continued one hears it first."""
         result.runs += 1
         result.committed = None
         fresh = self.spec.session == "fresh"
         start = self._start_folder(index)
         spec = step_spec(self.spec, step, index, start, report if fresh else None, bool(self.plan))
+        root = step_root(self.run_dir, step.id)
         return AttemptLoop(
             spec,
-            self.run_dir,
-            self.prompts,
-            self.threshold,
-            self.registry,
-            self.claude_bin,
-            self.on_event,
-            model=self.model,
-            tools=self.tools,
-            project_dir=self.project_dir,
-            root=step_root(self.run_dir, step.id),
-            start=_attempt_count(step_root(self.run_dir, step.id)) + 1,
-            session=session_id_for(self.spec, f"executor:{step.id}:{result.runs}")
-            if fresh
-            else session_id_for(self.spec),
+            **{name: getattr(self, name) for name in _RUN_WIDE},
+            root=root,
+            start=_attempt_count(root) + 1,
+            session=session_id_for(
+                self.spec, f"executor:{step.id}:{result.runs}" if fresh else "executor"
+            ),
             label=f"{step.id}:",
             earlier_steps=tuple(s.id for s in self.spec.steps[:index]),
-            spend=self.spend,
-            setup_mode=self.setup_mode,
-            require_calibration=self.require_calibration,
         )
 
     def _set_aside_interrupted(self) -> None:
@@ -310,11 +287,8 @@ class StepsRun(AttemptLoop):
         return committed_dir(self.run_dir, self.spec.steps[index - 1].id)
 
     def _first_message(self, index: int, report: str | None) -> str | None:
-        """What a step's first iteration says when the conversation goes on from before.
-
-        A fresh session hears the prompt and the task (its USER_PROMPT.md, which then
-        holds any rollback report too); so does the first step of a run.
-        """
+        """What a step's first iteration says when the conversation goes on from before
+        (None: the prompt and task, as a fresh session and a run's first step hear)."""
         step = self.spec.steps[index]
         if self.spec.session == "fresh" or (index == 0 and report is None):
             return None
@@ -352,8 +326,7 @@ class StepsRun(AttemptLoop):
     def _check_confined(
         self, step: Step, before: dict[str, tuple[int, int]], run: AttemptLoop
     ) -> None:
-        """The executor's contract (it writes in its attempt folder only) where no sandbox enforces it (`sandbox: false`):
-        checked after the fact, a write outside the step's attempt folder fails the step."""
+        """With `sandbox: false`, a write outside the step's attempt folder fails the step."""
         after = self._outside(step)
         changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
         if not changed or not run.attempts:
@@ -368,7 +341,6 @@ class StepsRun(AttemptLoop):
         )
 
     def _commit(self, result: StepResult, attempt: Attempt) -> None:
-        """The commit: the passing attempt, promoted to the step's committed/."""
         target = committed_dir(self.run_dir, result.id)
         shutil.rmtree(target, ignore_errors=True)
         link_tree(attempt.path, target, ignore=copy_ignore)  # hard links: no second copy
@@ -418,7 +390,7 @@ class StepsRun(AttemptLoop):
         return target
 
     def _add_usage(self, run: AttemptLoop) -> None:
-        """The spec's usage sums its steps' (each step has its own budget)."""
+        """The spec's usage sums its steps' (each has its own budget)."""
         total, used = self.budget.usage, run.budget.usage
         total.turns += used.turns
         total.tool_calls += used.tool_calls
@@ -434,8 +406,14 @@ class StepsRun(AttemptLoop):
         result.warnings = [*result.warnings, *self.notes]
 
 
+#: What each step's attempt loop shares with the whole run's.
+_RUN_WIDE = tuple(
+    "run_dir prompts threshold registry claude_bin on_event model tools project_dir spend"
+    " setup_mode require_calibration".split()
+)
+
+
 def _attempt_count(root: Path) -> int:
-    """Attempt folders a step already has: a re-run or a resumed run numbers on."""
     return len([p for p in (root / "attempts").glob("a[0-9]*") if p.is_dir()])
 
 
@@ -464,8 +442,7 @@ def step_spec(
 def step_task(
     step: Step, index: int, count: int, report: str | None = None, replanned: bool = False
 ) -> str:
-    """A step's task as the executor sees it: the step id it must keep, then the prompt,
-    then any rollback's failure report (after a re-plan: why the plan changed)."""
+    """A step's task as the executor sees it: its id, its prompt, a rollback's report."""
     heading = "Why the plan changed" if replanned else "Redo this step"
     redo = f"\n\n## {heading}\n\n{report}" if report else ""
     return (

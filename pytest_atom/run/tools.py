@@ -24,26 +24,14 @@ from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.settings.config import AtomConfig
 
 ENTRY_POINTS = ("cli.py", "main.py", "tool.py")
-#: The exit code of a tool that ran out of time, as `timeout(1)` reports it.
-TIMEOUT_EXIT_CODE = 124
+TIMEOUT_EXIT_CODE = 124  # as `timeout(1)` reports it
 #: How long output may still arrive after the tool exited (from a pipe a child holds).
 _DRAIN_SECONDS = 2.0
 
 
-def entry_point(folder: Path) -> Path | None:
-    """The entry file of a tool folder, by priority, or None when it is no tool."""
-    for name in ENTRY_POINTS:
-        if (folder / name).is_file():
-            return folder / name
-    return None
-
-
 def discover_tools(config: AtomConfig) -> dict[str, Path]:
-    """Every tool in the config's tools dirs: name -> entry file, sorted by name.
-
-    Missing tools dirs are skipped, as are hidden folders and folders without an entry
-    point; on a name clash the earlier tools dir wins.
-    """
+    """Every tool in the config's tools dirs: name -> entry file, sorted by name; hidden
+    folders and folders without an entry point are skipped."""
     found: dict[str, Path] = {}
     for tools_dir in config.tools_paths:
         if not tools_dir.is_dir():
@@ -51,7 +39,7 @@ def discover_tools(config: AtomConfig) -> dict[str, Path]:
         for folder in sorted(tools_dir.iterdir()):
             if folder.name.startswith((".", "_")) or not folder.is_dir():
                 continue
-            entry = entry_point(folder)
+            entry = next((folder / n for n in ENTRY_POINTS if (folder / n).is_file()), None)
             if entry is not None and folder.name not in found:
                 found[folder.name] = entry
     return dict(sorted(found.items()))
@@ -80,11 +68,7 @@ def describe(entry: Path) -> str:
 
 def tool_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a tool runs with: `base` (default: ours), unbuffered, and able to
-    import `pytest_atom.conversation`.
-
-    Within a run `base` is the run's environment, built from parts (environment.py);
-    `atom tools` on its own passes the caller's. See `importable` for ``PYTHONPATH``.
-    """
+    import `pytest_atom.conversation` (`importable`)."""
     env = importable(os.environ if base is None else base)
     env.setdefault("PYTHONUNBUFFERED", "1")  # plain print()s stream too, not just messages
     return env
@@ -99,11 +83,9 @@ def run_tool(
     stdout: TextIO | None = None,
 ) -> int:
     """Run a tool's entry file; its exit code. Its stdout and stderr, merged, are copied
-    line by line to `stdout` (default: `sys.stdout`) as they arrive. It gets no stdin (it
-    asks with ``## Input Needed`` instead of waiting for a person) and runs in its own
-    process group, so a timeout or a Ctrl-C kills every process it started; a timeout's
-    ``## Error`` message says so, and the result is 124. `env` replaces the whole
-    environment (default: ours; `tool_env` says what is added)."""
+    line by line to `stdout` as they arrive. It gets no stdin (it asks with ``## Input
+    Needed`` instead) and runs in its own process group, so a timeout or a Ctrl-C kills
+    every process it started; a timeout says so in an ``## Error`` message and returns 124."""
     out = sys.stdout if stdout is None else stdout
     proc = spawn(
         [sys.executable, str(entry), *args],
@@ -146,15 +128,8 @@ def run_tool(
     finally:
         with lock:
             stopped.set()
-    if timed_out:
-        _report_timeout(entry, timeout, out)
-        return TIMEOUT_EXIT_CODE
-    return proc.returncode
-
-
-def _report_timeout(entry: Path, timeout: float, out: TextIO) -> None:
-    """Say in the tool's own message format (to an agent, usually) what happened and how
-    to avoid it: the tool was killed before it could."""
+    if not timed_out:
+        return proc.returncode
     error(
         "Timeout",
         f"Tool {entry.parent.name} timed out after {timeout:g} s and was killed, "
@@ -163,3 +138,4 @@ def _report_timeout(entry: Path, timeout: float, out: TextIO) -> None:
         "`timeout:` in .atom/config.yaml), or give it less work per call.",
         file=out,
     )
+    return TIMEOUT_EXIT_CODE

@@ -1,33 +1,46 @@
 """A spec's workspace, copied into an attempt folder: what git holds, or the folder minus caches.
 
-A workspace may be the user's own project (`workspace: .` or `..`), with the run folder
-inside it, its `.env`, `node_modules/` and virtualenvs. So the copy never takes what the
-project does not own as source:
+A workspace may be the user's own project (`workspace: .`), with the run folder, `.env`,
+`node_modules/` and virtualenvs inside it. So the copy never takes what the project does
+not own as source:
 
-- inside a git work tree it holds what git holds: tracked files plus untracked files that
-  are not ignored (``git ls-files --cached --others --exclude-standard``), or the tree of
-  a commit (``ref:``, through ``git archive``); never ignored files, never the project's
-  ``.git``;
-- outside git it is the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
-- either way never the runs folder nor the copy's own destination, so it cannot recurse,
-  never the spec's `exclude:` globs, and never pytest-atom's own files (specs, their
-  scripts and cassettes, `.atom/`: `pytest_atom.run.own_files`) unless the spec's
-  `include:` names them. What was left out of those is reported (`Copied.left_out`);
-- a symlink is copied as a link, never followed; a path in a folder that a link leads out of
-  the workspace, and a device, FIFO or socket (a character device would be read forever),
-  is refused with its path before anything is copied (`exclude:` leaves it out).
+- inside a git work tree: tracked files plus untracked ones not ignored (``git ls-files
+  --cached --others --exclude-standard``), or a commit's tree (``ref:``, through ``git
+  archive``); never the project's ``.git``;
+- outside git: the folder minus `SKIPPED_DIRS` (caches, virtualenvs, ``.git``);
+- never the runs folder nor the destination, never the spec's `exclude:` globs, and never
+  pytest-atom's own files (`own_files`) unless `include:` names them; those left out are
+  reported (`Copied.left_out`);
+- a symlink is copied as a link, never followed; a path in a folder that a link leads out
+  of the workspace, and a device, FIFO or socket, is refused before anything is copied.
 
-The project itself (a workspace that holds its spec: `.`, `..`) or a commit of it copied
-from git gets a fresh repository holding one commit of that state (the agent's `git diff`
-and `git status` show its own work only). A fixture folder beside the specs gets none: the
-repository would make its attempt folder Claude Code's project root instead of the run
-folder, and so change the sessions its cassettes recorded. The commit has a fixed author,
-committer and date, so its hash depends on the files alone and a replay sees the same one.
-A copy that fails leaves nothing behind.
+The project itself (a workspace that holds its spec) or a commit of it gets a fresh
+repository holding one commit of that state (the agent's `git diff` shows its own work
+only). A fixture folder beside the specs gets none: the repository would make its attempt
+folder Claude Code's project root instead of the run folder, and so change the sessions
+its cassettes recorded. A copy that fails leaves nothing behind.
+
+pytest-atom's own files: copied as it is, the project would hand the agent its answer key
+(the checks and criteria, the scripted answers, the recorded sessions), and every spec
+added would change what any other spec's `ls` or Grep returns, so their replays would
+diverge. What is left out is found by what pytest-atom knows, not by names alone:
+
+- every spec file (``*.atom.yaml``) in the copied tree;
+- what each names beside it: its `script:`, `oracle:`, `cases:` file, `cassette:` (and
+  its ``.partial.yaml``), its default ``cassettes/<spec file stem>/``, its fixture
+  workspaces (`workspace:` folders that are not the project itself, and ``workspaces/``),
+  and its ``calibration/<spec name>/`` (named as the loader names the spec); the spec
+  being run adds its own files wherever its file is;
+- every ``.atom/`` folder: the project's config, tools, prompts, runs and results.
+
+Specs are read as plain YAML, not validated: a spec with an error still names its files.
+Another tool's ``cassettes/`` folder is left alone: only the folders of the spec files
+found are pytest-atom's.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
 import shutil
@@ -37,10 +50,10 @@ import tarfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_atom.diffs import SNAPSHOT_REF, _git
-from pytest_atom.errors import WorkspaceError
+from pytest_atom.errors import WorkspaceError, YamlDocError
 from pytest_atom.files import (
     SKIPPED_DIRS,
     contained,
@@ -49,16 +62,15 @@ from pytest_atom.files import (
     special_error,
     special_kind,
 )
-from pytest_atom.run.own_files import CALIBRATION_DIR, matches, own_files
+from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
+from pytest_atom.spec.workspaces import WORKSPACES_DIR
 
 if TYPE_CHECKING:
     from pytest_atom.spec.types import Spec
 
 SNAPSHOT_MESSAGE = "workspace as the spec's agent received it"
-#: Files in an attempt folder that are not the agent's work, kept out of `git status`:
-#: the task file the runtime writes, the CLI's own folder, and the files Claude Code's
-#: sandbox mounts over in the working folder while a command runs (they show up as
-#: untracked there).
+#: Not the agent's work, kept out of `git status`: the task file, the CLI's own folder,
+#: and the files Claude Code's sandbox mounts over in the working folder.
 SNAPSHOT_EXCLUDES = (
     "/USER_PROMPT.md",
     "/.claude/.cc-writes/",
@@ -70,21 +82,15 @@ SNAPSHOT_EXCLUDES = (
 @dataclass(frozen=True)
 class WorkspaceSource:
     """What to copy: `path`, at commit `ref` (git only), minus `exclude` globs and `skip`
-    folders (the runs folder)."""
+    folders (the runs folder), plus the `include` globs of pytest-atom's own files."""
 
     path: Path
     ref: str | None = None
     exclude: tuple[str, ...] = ()
     skip: tuple[Path, ...] = ()
-    #: Whether a copy from git gets its fresh repository: for the project itself (a
-    #: workspace that holds its spec) and a commit (`ref:`), not for a fixture folder
-    #: beside the specs, whose sessions and cassettes stay as they were.
-    repository: bool = True
-    #: The spec's `include:` globs: pytest-atom's own files that the copy keeps.
+    repository: bool = True  # a copy from git gets a fresh repository (the module's doc)
     include: tuple[str, ...] = ()
-    #: The running spec's own files (its spec file, script, oracle, cassette, calibration
-    #: folder), absolute.
-    own: tuple[Path, ...] = ()
+    own: tuple[Path, ...] = ()  # the running spec's own files, absolute
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,6 @@ class Copied:
 
 
 def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
-    """What a fresh copy of `spec`'s workspace takes: never the runs folder inside it."""
     assert spec.workspace is not None
     project = spec.workspace == spec.root or spec.workspace in spec.root.parents
     calibration = spec.root / CALIBRATION_DIR / spec.base_name  # as judge.calibration finds it
@@ -114,9 +119,7 @@ def fixture_source(spec: Spec, runs_dir: Path) -> WorkspaceSource:
 
 
 def copy_workspace(source: WorkspaceSource, dest: Path) -> Copied:
-    """Copy `source` into the new folder `dest`, without pytest-atom's own files; says
-    whether `dest` then holds a fresh repository with one commit (a copy from git,
-    `source.repository`). On any failure `dest` is removed."""
+    """Copy `source` into the new folder `dest`; on any failure `dest` is removed."""
     top = git_toplevel(source.path)
     ref = _ref_tree(source, top) if source.ref is not None else None
     skip = tuple(p.resolve() for p in (*source.skip, dest))
@@ -155,9 +158,9 @@ def git_toplevel(folder: Path) -> Path | None:
 
 
 def snapshot_repo(folder: Path, *, amend: bool = False) -> None:
-    """A fresh repository in `folder` with one commit of all it holds (`amend`: that
-    commit redone with the changes set-up commands made to its files; what they created
-    is ignored instead, `ignore_new_files`)."""
+    """A fresh repository in `folder` with one commit of all it holds, by a fixed author
+    at a fixed date (a replay sees the same hash). `amend`: that commit redone with the
+    changes set-up made to its files (what it created is ignored: `ignore_new_files`)."""
     if not amend:
         _git(folder, "init", "--quiet", "--initial-branch=main")
         exclude = folder / ".git" / "info" / "exclude"
@@ -181,12 +184,10 @@ SETUP_EXCLUDES = "# made by the spec's setup: (never committed, like ignored bui
 
 
 def ignore_new_files(folder: Path) -> list[str]:
-    """Keep what `setup:` made out of the attempt's git: every file and folder git does not
-    track nor ignore is added to ``.git/info/exclude``, by its own path (a new folder once,
-    a virtualenv's thousands of files with it). Committing them would store a second copy
-    of each in ``.git`` (a 20 MB download: 20 MB more) and list a virtualenv in the agent's
-    `git status`. Changes to files the snapshot holds are still committed. Returns the
-    paths added."""
+    """Keep what `setup:` made out of the attempt's git: each path git neither tracks nor
+    ignores is added to ``.git/info/exclude`` (a new folder once). Committing them would
+    store a second copy of each in ``.git`` and list a virtualenv in the agent's `git
+    status`. Returns the paths added."""
     listing = _git(folder, "ls-files", "-z", "--others", "--exclude-standard", "--directory")
     new = sorted(p for p in listing.split("\0") if p)
     if new:
@@ -215,10 +216,8 @@ def _git_files(folder: Path, exclude: Sequence[str], skip: Sequence[Path]) -> It
 
 
 def _copy_files(source: Path, dest: Path, files: Iterable[str]) -> None:
-    """Copy the listed files (posix paths under `source`), symlinks as links, folders made
-    once each; a file git lists but the disk lacks (deleted, not staged) is left out. Each
-    is looked at with lstat first: a link is never followed, and a device, FIFO or socket is
-    refused with its path before anything is copied (`SpecialFileError`)."""
+    """Copy the listed files (posix paths under `source`), symlinks as links; a file git
+    lists but the disk lacks is left out. All are checked before the first is copied."""
     listed = [(rel, _mode(source / rel)) for rel in files]
     inside: dict[str, bool] = {}  # per folder: whether it resolves inside `source`
     for rel, mode in listed:
@@ -289,7 +288,6 @@ def _copy_some(
 def _without_own(
     source: WorkspaceSource, base: Path, files: Iterable[str]
 ) -> tuple[list[str], tuple[str, ...]]:
-    """`files` but pytest-atom's own (those the spec's `include:` keeps aside), and those."""
     listed = list(files)
     own = [r for r in own_files(base, listed, source.own) if not matches(r, source.include)]
     dropped = set(own)
@@ -298,9 +296,8 @@ def _without_own(
 
 @dataclass(frozen=True)
 class Listing:
-    """What `copy_workspace` would take from a source, found without copying: the tree of
-    a `ref:` commit (`tree`: git's id of it, which names its content), or the files of the
-    working folder it copies (workspace-relative, in the order it lists them)."""
+    """What `copy_workspace` would take, found without copying: a `ref:` commit's tree
+    (git's id, which names its content), or the working folder's files."""
 
     base: Path
     tree: str | None = None
@@ -308,10 +305,9 @@ class Listing:
 
 
 def list_workspace(source: WorkspaceSource) -> Listing:
-    """What a copy of `source` takes, by the copy's own rules (git's files or the folder
-    minus `SKIPPED_DIRS`, minus `exclude:`, the runs folder and pytest-atom's own files):
-    the outcome cache hashes this, so an ignored file or a cache never changes a digest.
-    WorkspaceError as `copy_workspace` raises it (a `ref:` outside git, or no such commit)."""
+    """What a copy of `source` takes, by the copy's own rules: the outcome cache hashes
+    this, so an ignored file or a cache never changes a digest. WorkspaceError as
+    `copy_workspace` raises it."""
     top = git_toplevel(source.path)
     base = source.path.resolve()
     skip = tuple(p.resolve() for p in source.skip)
@@ -326,8 +322,7 @@ def list_workspace(source: WorkspaceSource) -> Listing:
 
 
 def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
-    """Remove pytest-atom's own files from an extracted commit; returns them. The running
-    spec's own files are named as they are in the working tree, which `dest` mirrors."""
+    """Remove pytest-atom's own files from an extracted commit; returns them."""
     listed = sorted(_tree_files(dest, (), ()))
     base = source.path.resolve()
     own_here = tuple(dest / p.relative_to(base) for p in source.own if p.is_relative_to(base))
@@ -338,8 +333,7 @@ def _drop_own(source: WorkspaceSource, dest: Path) -> tuple[str, ...]:
 
 
 def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
-    """`source`'s tree at its `ref:`: as `git archive` names it, and git's id of it (which
-    names its content); WorkspaceError saying what to name instead."""
+    """`source`'s tree at its `ref:`: as `git archive` names it, and git's id of it."""
     ref = source.ref
     if top is None:
         raise WorkspaceError(
@@ -361,8 +355,6 @@ def _ref_tree(source: WorkspaceSource, top: Path | None) -> tuple[str, str]:
 
 
 def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
-    """`tree` (a commit, or a folder of one) in `dest`, through `git archive` (no worktree,
-    no checkout)."""
     archive = dest / ".atom-archive.tar"
     with archive.open("wb") as out:
         done = subprocess.run(
@@ -374,3 +366,98 @@ def _extract(top: Path, tree: str, dest: Path, exclude: Sequence[str]) -> None:
         members = [m for m in tar.getmembers() if not matches(m.name, exclude)]
         tar.extractall(dest, members=members, filter="tar")
     archive.unlink()
+
+
+ATOM_DIR = ".atom"
+PARTIAL_SUFFIX = ".partial.yaml"  # what a failed recording keeps beside the cassette
+#: `pytest_atom.judge.calibration.FOLDER` (a test holds them equal: not imported, so a run
+#: loads no calibration module).
+CALIBRATION_DIR = "calibration"
+_SPEC_SIDE = ("script", "oracle", "cassette", "cases")  # spec keys naming a path beside it
+
+
+def own_files(base: Path, rels: Iterable[str], extra: Iterable[Path] = ()) -> list[str]:
+    """The paths among `rels` (posix, relative to `base`) that are pytest-atom's own, or
+    lie in a folder that is. `extra`: absolute paths known otherwise (the running spec's)."""
+    listed = list(rels)
+    owned: set[str] = set()  # files, and folders whose whole content goes
+    for rel in listed:
+        parts = rel.split("/")
+        if ATOM_DIR in parts:
+            owned.add("/".join(parts[: parts.index(ATOM_DIR) + 1]))
+        if parts[-1].endswith(SPEC_SUFFIX):
+            owned.add(rel)
+            owned.update(_named_by(base, rel))
+    owned.update(r for r in (_inside(base, p) for p in extra) if r is not None)
+    return [rel for rel in listed if _under(rel, owned)]
+
+
+def matches(rel: str, globs: Sequence[str]) -> bool:
+    """Whether `rel` (a posix path) or one of the folders it is in matches a glob."""
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return any(fnmatch.fnmatchcase(p, g.rstrip("/")) for p in prefixes for g in globs)
+
+
+def _under(rel: str, owned: set[str]) -> bool:
+    parts = rel.split("/")
+    return any("/".join(parts[: i + 1]) in owned for i in range(len(parts)))
+
+
+def _inside(base: Path, path: Path) -> str | None:
+    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(base))
+    if rel == "." or rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        return None
+    return Path(rel).as_posix()
+
+
+def _named_by(base: Path, spec_rel: str) -> set[str]:
+    folder = posixpath.dirname(spec_rel)
+    stem = posixpath.basename(spec_rel).removesuffix(SPEC_SUFFIX)
+    named = {posixpath.join(folder, "cassettes", stem), posixpath.join(folder, WORKSPACES_DIR)}
+    spec_dir = base / folder
+    for key, value in _spec_values(base / spec_rel):
+        path = Path(os.path.normpath(spec_dir / value))
+        holds_spec = path == spec_dir or _inside(path, spec_dir) is not None
+        if key == "workspace" and holds_spec:
+            continue  # a workspace holding its spec is the project itself, not a fixture
+        rel = _inside(base, path)
+        if rel is None:  # outside the copy
+            continue
+        named.add(rel)
+        if rel.endswith(".yaml"):
+            named.add(rel.removesuffix(".yaml") + PARTIAL_SUFFIX)
+    return named
+
+
+def _spec_values(spec_file: Path) -> list[tuple[str, str]]:
+    from pytest_atom import yamldoc  # only where specs are
+
+    try:
+        data = yamldoc.safe_load(spec_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, YamlDocError):
+        return []
+    entries = data.get("specs") if isinstance(data, dict) and "specs" in data else [data]
+    found: list[tuple[str, str]] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        # As `spec_loader.load` names it; its cases and arms share that name's calibration folder.
+        name = entry.get("name", default_spec_name(spec_file))
+        if isinstance(name, str) and name and "/" not in name and name not in (".", ".."):
+            found.append(("calibration", posixpath.join(CALIBRATION_DIR, name)))
+        arms = entry.get("arms")
+        for mapping in [entry, *(arms.values() if isinstance(arms, dict) else [])]:
+            found += _values(mapping)
+    return found
+
+
+def _values(mapping: Any) -> list[tuple[str, str]]:
+    if not isinstance(mapping, dict):
+        return []
+    values = [(key, mapping.get(key)) for key in _SPEC_SIDE]
+    workspace = mapping.get("workspace")
+    values.append(
+        ("workspace", workspace.get("path") if isinstance(workspace, dict) else workspace)
+    )
+    return [(k, v) for k, v in values if isinstance(v, str) and v and not os.path.isabs(v)]

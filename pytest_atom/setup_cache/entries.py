@@ -1,7 +1,6 @@
 """The cache's entries: what set-up changed in an attempt folder (`scan`, `changes`), filed
 under its key (`store`), checked (`stale`, `intact`), restored with the new folder's paths
-(`restore`), listed and pruned (`entries`, `to_prune`, `prune`). The package's docstring
-says what an entry holds and why each rule is there.
+(`restore`), listed and pruned. The package's docstring says why each rule is there.
 """
 
 from __future__ import annotations
@@ -33,9 +32,7 @@ ROOT_VARIABLE = "ATOM_SETUP_CACHE"
 
 
 def cache_root() -> Path:
-    """``$ATOM_SETUP_CACHE``, else ``$XDG_CACHE_HOME/pytest-atom/setup`` (``~/.cache``
-    without it): beside the Claude Code releases and the sandbox runtime `atom setup`
-    installs."""
+    """``$ATOM_SETUP_CACHE``, else ``$XDG_CACHE_HOME/pytest-atom/setup``."""
     explicit = os.environ.get(ROOT_VARIABLE)
     if explicit:
         return Path(explicit).expanduser()
@@ -67,8 +64,7 @@ def _kind(mode: int) -> str:
 
 @dataclass(frozen=True)
 class Changes:
-    """What set-up did to the attempt folder: paths it made or changed (folders first),
-    paths it deleted, and why the result cannot be kept (None: it can)."""
+    """What set-up made, changed and deleted, and why it cannot be kept (None: it can)."""
 
     made: tuple[str, ...]
     changed: tuple[str, ...]
@@ -77,7 +73,6 @@ class Changes:
 
 
 def changes(before: Listing, after: Listing) -> Changes:
-    """Set-up's effect from the listings before and after it ran."""
     made = tuple(sorted(p for p in after if p not in before))
     changed = tuple(
         sorted(
@@ -100,8 +95,6 @@ def changes(before: Listing, after: Listing) -> Changes:
 
 @dataclass(frozen=True)
 class Entry:
-    """One cached set-up: its folder and its manifest."""
-
     path: Path
     manifest: dict[str, Any]
 
@@ -118,7 +111,7 @@ class Entry:
 
     @classmethod
     def read(cls, folder: Path) -> Entry:
-        """The entry in `folder`; a missing or broken manifest reads as no format."""
+        """A missing or broken manifest reads as no format (pruned as such)."""
         try:
             manifest = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -127,7 +120,6 @@ class Entry:
 
 
 def load_entry(root: Path, key: SetupKey) -> Entry | None:
-    """The entry filed under `key` in `root`, or None (none, or another format)."""
     entry = Entry.read(root / key.digest)
     return entry if entry.manifest.get("format") == FORMAT else None
 
@@ -142,10 +134,9 @@ def store(
     source: Path | None,
     output: str,
 ) -> Entry:
-    """File what set-up made in `attempt` under `key` in `root` (atomically: a new folder
-    renamed into place, so a concurrent restore sees all of it or none). `source` is the
-    workspace the attempt was copied from: the content that files set-up changed or deleted
-    held before it ran is taken from there."""
+    """File what set-up made in `attempt` under `key` in `root`, atomically (a new folder
+    renamed into place). What the files set-up changed or deleted held before is read
+    from `source`, the workspace the attempt was copied from."""
     root.mkdir(parents=True, exist_ok=True)
     temp = root / f".new-{uuid.uuid4().hex}"
     tree = temp / _TREE
@@ -192,7 +183,6 @@ def store(
 
 
 def _path_forms(attempt: Path, run_dir: Path) -> dict[str, str]:
-    """The attempt folder's and the run folder's paths, as given and resolved."""
     return {
         "attempt": str(attempt),
         "attempt_real": str(attempt.resolve()),
@@ -202,8 +192,7 @@ def _path_forms(attempt: Path, run_dir: Path) -> dict[str, str]:
 
 
 def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str]) -> dict[str, Any]:
-    """Copy one path set-up made into the entry's tree; its manifest item (a file's with
-    its sha256, which `intact` checks before each restore)."""
+    """Copy one path set-up made into the entry's tree; its manifest item."""
     st = src.lstat()
     kind = _kind(st.st_mode)
     item: dict[str, Any] = {"rel": rel, "kind": kind, "mode": stat.S_IMODE(st.st_mode)}
@@ -228,9 +217,8 @@ def _keep(src: Path, dest: Path, rel: str, olds: Sequence[str]) -> dict[str, Any
 
 
 def _names_path(data: bytes, olds: Sequence[str]) -> bool:
-    """Whether a text file's `data` names one of the folders `olds`. A binary file (a NUL
-    in it) is never rewritten: its strings are length-prefixed (a ``.pyc``, whose source
-    path shows only in tracebacks), and the new path's length differs in general."""
+    """Whether a text file's `data` names one of the folders `olds` (a binary one, with a
+    NUL in it, never: its strings are length-prefixed)."""
     return b"\0" not in data and any(old.encode() in data for old in olds)
 
 
@@ -240,8 +228,7 @@ def _names_path(data: bytes, olds: Sequence[str]) -> bool:
 def stale(entry: Entry, attempt: Path) -> str | None:
     """Why `entry` cannot be restored into the fresh attempt folder `attempt` (None: it can):
     a file set-up changed holds other content now, a path it made exists already, or a
-    folder the restore would write in is a link now (the write would land outside the
-    attempt: in the cache entry, or anywhere)."""
+    folder the restore would write in is a link now (the write would land outside)."""
     real = os.path.realpath(attempt)
     made = {item["rel"] for item in entry.manifest["files"]}
     outer = [
@@ -265,28 +252,15 @@ def stale(entry: Entry, attempt: Path) -> str | None:
 
 def intact(entry: Entry) -> bool:
     """Whether every file of `entry` is still a regular file holding the content it was
-    stored with (its sha256; size and mtime prove nothing: a write in place may keep both).
-    Read from the page cache right before the restore reads the same files."""
-    tree = os.path.join(entry.path, _TREE)
-    for item in entry.manifest["files"]:
-        if item["kind"] != "file":
-            continue
-        try:
-            fd = os.open(os.path.join(tree, item["rel"]), os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return False
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return False
-            if hashlib.file_digest(f, "sha256").hexdigest() != item.get("sha256"):
-                return False
-    return True
+    stored with (its sha256: a write in place may keep size and mtime)."""
+    tree = entry.path / _TREE
+    files = [item for item in entry.manifest["files"] if item["kind"] == "file"]
+    return all(file_digest(tree / item["rel"]) == item.get("sha256", "") for item in files)
 
 
 def restore(entry: Entry, attempt: Path, *, run_dir: Path) -> None:
-    """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten.
-    (Plain string paths: a virtualenv is thousands of files, and pathlib's joins cost as
-    much as the copies.)"""
+    """Make in `attempt` what set-up made when `entry` was stored, its old paths rewritten
+    (plain string paths: a virtualenv is thousands of files)."""
     swap = _swapper(entry.manifest["paths"], _path_forms(attempt, run_dir))
     for rel in entry.manifest["deleted"]:
         target = attempt / rel
@@ -324,14 +298,12 @@ def restore(entry: Entry, attempt: Path, *, run_dir: Path) -> None:
 
 
 def _replace(path: str) -> None:
-    """Make room for a restored path where set-up changed one of the workspace's."""
     if os.path.lexists(path) and not os.path.isdir(path):
         os.unlink(path)
 
 
 def _swapper(olds: Mapping[str, str], news: Mapping[str, str]) -> Callable[[bytes], bytes]:
-    """bytes -> bytes: the stored attempt's and run folder's paths, as given and resolved,
-    replaced by this attempt's and run folder's (the longest first)."""
+    """The stored attempt's and run folder's paths replaced by this run's, longest first."""
     mapping = {olds[name].encode(): news[name].encode() for name in olds if name in news}
     pattern = re.compile(b"|".join(re.escape(o) for o in sorted(mapping, key=len, reverse=True)))
 
@@ -346,8 +318,7 @@ _FICLONE = 0x40049409
 
 
 def _place(src: str, dest: str) -> None:
-    """`dest` as `src`, a file of its own: a clone (copy-on-write), else a copy (the
-    kernel's copy_file_range)."""
+    """`dest` as `src`, a file of its own: a clone (copy-on-write), else a copy."""
     _replace(dest)
     if not (sys.platform.startswith("linux") and _clone(src, dest)):
         shutil.copyfile(src, dest)
@@ -358,7 +329,7 @@ _CLONE_WORKS: dict[int, bool] = {}
 
 def _clone(src: str, dest: str) -> bool:
     """A reflink of `src` at `dest`; False where the file system cannot (remembered per
-    device of the cache: an ext4 one is asked once)."""
+    device)."""
     device = os.stat(os.path.dirname(src)).st_dev
     if _CLONE_WORKS.get(device) is False:
         return False
@@ -380,7 +351,7 @@ def _clone(src: str, dest: str) -> bool:
 
 
 def entries(root: Path) -> list[Entry]:
-    """The entries in `root`, least recently used first."""
+    """Least recently used first."""
     if not root.is_dir():
         return []
     found = [
@@ -421,7 +392,7 @@ def to_prune(
 
 
 def prune(doomed: Iterable[Entry]) -> list[Path]:
-    """Delete the entries; returns their folders (one that cannot be removed stays)."""
+    """Delete the entries; their folders (one that cannot be removed stays)."""
     deleted = []
     for e in doomed:
         for path in e.path.rglob("*"):  # a read-only file or folder (set-up's, or older)

@@ -3,8 +3,8 @@ it).
 
 The whole workspace tree is the default because a set-up may read any file of it (a build
 compiles the sources, not only the lock files): a key that hashes less restores an old build
-after a source changed. Hashing it costs a read of the workspace, which the copy has just
-made (so it sits in the page cache); a `stat` of each tool.
+after a source changed. Hashing it costs a read of the workspace the copy has just made (in
+the page cache), and a `stat` of each tool.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from pathlib import Path
 from pytest_atom.environment import RUN_FOLDERS
 from pytest_atom.replay.placeholders import RUN_DIR
 
-#: The layout of an entry (and what its key hashes); another one is a miss.
-FORMAT = 2
+FORMAT = 2  # of an entry and what its key hashes: another one is a miss
 
 #: Interpreters and package managers set-up commands run through scripts they name
 #: (`npm ci` runs node, `make` runs the compiler): their identity is part of the key.
@@ -40,9 +39,8 @@ _SEPARATORS = re.compile(r"&&|\|\||[;|&()\n]")
 
 @dataclass(frozen=True)
 class SetupKey:
-    """The digest an entry is filed under, and what went into it (shown by `atom cache
-    list`: the commands, the workspace's share (the input files by path, or the whole
-    tree's size), the tools by name, the variables by name only: a value may be a token)."""
+    """The digest an entry is filed under, and what went into it as `atom cache list` shows
+    it (the variables by name only: a value may be a token)."""
 
     digest: str
     commands: tuple[str, ...]
@@ -90,16 +88,14 @@ def setup_key(
 
 
 def input_files(attempt: Path, inputs: Sequence[str]) -> list[str]:
-    """The workspace files the spec's `inputs:` globs match (workspace-relative, sorted)."""
     found = {p for glob in inputs for p in attempt.glob(glob) if p.is_file()}
     return sorted(p.relative_to(attempt).as_posix() for p in found)
 
 
 def tree_digest(folder: Path) -> tuple[str, int]:
-    """The digest of every path of `folder` but its ``.git`` (the fresh repository's one
-    commit is a function of the files), sorted, by kind and content: a file's bytes and
-    whether it is executable, a link's target (never followed), a folder's name (an empty
-    one too); and how many paths it holds."""
+    """The digest of every path of `folder` but its ``.git`` (its one commit is a function
+    of the files) by kind and content: a file's bytes and whether it is executable, a
+    link's target (never followed), a folder's name; and how many paths it holds."""
     hashed = hashlib.sha256()
     paths = sorted(walk(folder, git=False))
     for rel, st in paths:
@@ -121,7 +117,7 @@ def tree_digest(folder: Path) -> tuple[str, int]:
 
 def walk(folder: Path, *, git: bool = True) -> Iterator[tuple[str, os.stat_result]]:
     """Each path under `folder` (posix, folder-relative) and its `lstat`, links not
-    followed; the top ``.git`` too, unless `git` is False."""
+    followed; the top ``.git`` only if `git`."""
     stack = [(str(folder), "")]
     while stack:
         here, prefix = stack.pop()
@@ -138,8 +134,7 @@ def walk(folder: Path, *, git: bool = True) -> Iterator[tuple[str, os.stat_resul
 
 def toolchain(commands: Sequence[str], path: str) -> dict[str, str]:
     """Each tool the commands name, or `TOOLS` holds, as PATH resolves it: real path, size
-    and mtime (a new interpreter is a new key; hashing it would cost more than set-up
-    saves on a small one)."""
+    and mtime (hashing it would cost more than set-up saves on a small one)."""
     names = set(TOOLS)
     for command in commands:
         for part in _SEPARATORS.split(command):
@@ -166,7 +161,7 @@ def toolchain(commands: Sequence[str], path: str) -> dict[str, str]:
 
 def key_env(env: Mapping[str, str], run_dir: Path) -> dict[str, str]:
     """The environment's values but the run's own folders, the run folder's path as
-    ``<RUN_DIR>``: another run with the same parts has the same ones."""
+    ``<RUN_DIR>``."""
     forms = sorted({str(run_dir), str(run_dir.resolve())}, key=len, reverse=True)
     out = {}
     for name, value in sorted(env.items()):
@@ -179,7 +174,7 @@ def key_env(env: Mapping[str, str], run_dir: Path) -> dict[str, str]:
 
 
 def file_digest(path: Path) -> str | None:
-    """A file's content digest; None when it is no regular file."""
+    """A file's sha256; None when it is no regular file."""
     try:
         if not stat.S_ISREG(path.lstat().st_mode):
             return None

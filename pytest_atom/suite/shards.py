@@ -77,8 +77,8 @@ def write_shard(
     other_failures: int,
     history: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write a session's shard results file (scrubbed, as `write_results` writes); with
-    `history`, the session's history run and items (`atom history import` reads them)."""
+    """Write a session's shard results file (scrubbed); with `history`, the session's
+    history run and items (`atom history import` reads them)."""
     extra: dict[str, Any] = {
         "failures": dict(sorted(failures.items())),
         "other_failures": other_failures,
@@ -89,11 +89,8 @@ def write_shard(
 
 
 def read_shard(path: Path) -> ShardResults:
-    """A shard's results: `path` is its ``--atom-report`` folder or the file itself.
-
-    A plain results file (``.atom/runs/last-run.json``) reads too, without views: it can be
-    gated and summarised, and the HTML report shows its runs without their transcripts.
-    """
+    """A shard's results: `path` is its ``--atom-report`` folder or the file itself (a
+    plain results file, ``last-run.json``, reads too, without views)."""
     file = path / SHARD_RESULTS if path.is_dir() else path
     if path.is_dir() and not file.is_file():
         raise BaselineError(
@@ -110,15 +107,14 @@ def read_shard(path: Path) -> ShardResults:
 
 
 def _order(nodeid: str) -> tuple[str, int]:
-    """Node ids in a stable order: by spec, then its repeats by number (r2 before r10)."""
+    """By spec, then its repeats by number (r2 before r10)."""
     repeat = _REPEAT.search(nodeid)
     return spec_key(nodeid), int(repeat[1]) if repeat else 0
 
 
 def combine(shards: Sequence[ShardResults]) -> ShardResults:
-    """The shards as one run. A node id in two shards is an error naming both files: the
-    shards were not one split (a different ``--splits``, a group run twice), and a spec
-    counted twice would bias every pass rate and the gate."""
+    """The shards as one run. A node id in two shards is an error naming both files: a
+    spec counted twice would bias every pass rate and the gate."""
     seen: dict[str, Path] = {}
     for shard in shards:
         for nodeid in [*(row.nodeid for row in shard.rows), *shard.failures]:
@@ -158,6 +154,16 @@ def gated_rows(rows: Iterable[SummaryRow], gate: BaselineGate | None) -> list[Su
     return found
 
 
+def rate_lines(rows: Sequence[SummaryRow], gates: RepeatGates) -> list[str] | None:
+    """The pass rates over repeats, each with its threshold met or not; None when the run
+    neither repeats nor holds a spec to a count or a minimum."""
+    if gates.min_pass_rate is None and not any(
+        spec_key(row.nodeid) != row.nodeid or row.pass_at_least is not None for row in rows
+    ):
+        return None
+    return repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least)
+
+
 def summary_lines(
     rows: list[SummaryRow],
     failures: Iterable[str],
@@ -165,9 +171,7 @@ def summary_lines(
     gates: RepeatGates,
     width: int | None,
 ) -> list[str]:
-    """The combined run's summary, as the unsharded run prints it (`width`: the table's,
-    `reports.summary.summary_width`): the table, each spec's notes, what could not run,
-    then the gate's, the repeats' and the arms' lines."""
+    """The combined run's summary, as the unsharded run prints it (`width`: the table's)."""
     lines = summary_table(rows, width)
     lines += [f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()]
     lines += [
@@ -177,15 +181,9 @@ def summary_lines(
     lines += failed_tries_lines(rows) + environment_lines(rows) + criteria_trust_lines(rows)
     lines += sandbox_warning_lines(rows)
     lines += gate.lines() if gate is not None else []
-    repeats = (
-        gates.min_pass_rate is not None
-        or any(spec_key(row.nodeid) != row.nodeid for row in rows)
-        or any(row.pass_at_least is not None for row in rows)
-    )
-    rates = repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least) if repeats else []
     return (
         lines
-        + rates
+        + (rate_lines(rows, gates) or [])
         + arm_lines(rows)
         + case_lines(rows)
         + conversation_lines(rows)

@@ -1,29 +1,26 @@
 """`SuiteRun`: one run of a suite of specs, from collection to its exit status.
 
-The stages, in order, and who drives each:
+The stages, in order:
 
-- collect: pytest's own collectors hand each file's specs to `collected`; `arms_problem`
-  then checks ``--atom-arms`` against every arm seen;
-- run: pytest's items, each showing its run's events to the `Watcher` when one watches
-  (`atom run`'s live progress), and whose reports the session plugin turns into rows for
-  `record`;
-- summary: `finish`, `compare` (the baseline gate, once), `summary` (the lines under the
-  table, which pytest's terminal summary or `atom run` lays out);
-- exit status: `exit_status`, the only place a suite's status is decided
-  (`pytest_atom.suite.ending.decide`);
-- history: `finish` records the session in the history store, once (`history_run`: the
-  run and its items; a worker's items reach its controller in their reports, `history_item`).
+- collect: pytest's collectors hand each file's specs to `collected`; `arms_problem` then
+  checks ``--atom-arms`` against every arm seen;
+- run: pytest's items, each showing its events to the `Watcher` when one watches (`atom
+  run`'s live progress), and whose reports the session plugin turns into rows (`record`);
+- summary: `finish`, `compare` (the baseline gate, once), `summary`;
+- exit status: `exit_status`, the only place a suite's status is decided;
+- history: `finish` records the session in the history store, once (a worker's items
+  reach its controller in their reports, `history_item`).
 
 pytest owns its collection, its run loop and ``session.exitstatus``: its session plugin
-(`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from
-its hooks, as pytest-xdist's `DSession` keeps a run's state behind its hooks. `atom run` is
-a launcher over the same pytest session (`atom_cli.run_cmd`): there is one runner, and no
-caller recomputes a gate or an exit status.
+(`pytest_atom.pytest.session.AtomSession`) holds a `SuiteRun` and calls into it from its
+hooks, as pytest-xdist's `DSession` does. `atom run` launches the same pytest session:
+there is one runner, and no caller recomputes a gate or an exit status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -32,7 +29,6 @@ from pytest_atom.baseline.measure import (
     arm_lines,
     case_lines,
     conversation_lines,
-    repeat_lines,
 )
 from pytest_atom.baseline.triggers import trigger_lines
 from pytest_atom.cost.spend import EXIT_SPENDING_LIMIT
@@ -60,12 +56,11 @@ from pytest_atom.reports.summary import (
     sandbox_warning_lines,
     summary_table,
 )
-from pytest_atom.results.rows import SummaryRow, spec_key
+from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.thresholds import RepeatGates
 from pytest_atom.spec.arms import select_arms, unknown_arms
 from pytest_atom.suite.ending import Ending, decide
-from pytest_atom.suite.shards import SHARD_RESULTS, VIEWS_OF, write_shard
-from pytest_atom.suite.summary import Summary
+from pytest_atom.suite.shards import SHARD_RESULTS, VIEWS_OF, rate_lines, write_shard
 
 if TYPE_CHECKING:
     from pytest_atom.reports.history_view import HistoryView
@@ -76,12 +71,34 @@ if TYPE_CHECKING:
 
 _Item = TypeVar("_Item")
 
-__all__ = ["SuiteRun", "Watcher"]
+__all__ = ["SuiteRun", "Summary", "Watcher"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a suite says when it ends, each part already worded: `pytest --atom`'s terminal
+    summary and `atom run` read the same one and add only layout and colour. A new line
+    under the table is a field here, filled in `SuiteRun.summary` and placed by both."""
+
+    table: list[str]  # one line per spec run, in collection order
+    notes: list[str] = field(default_factory=list)  # each run's drift, warnings, limits
+    #: Failed tries, then the environment's clues, then what the outcome cache reported.
+    tries: list[str] = field(default_factory=list)
+    spending: str | None = None  # the spending limit's closing line, when it stopped the run
+    sandbox: list[str] = field(default_factory=list)  # specs run without Claude Code's sandbox
+    results_error: str = ""  # `last-run.json` could not be written
+    history_error: str = ""  # the history store could not be written
+    #: The baseline's comparison, each line with whether it tells of a regression.
+    baseline: list[tuple[str, bool]] | None = None
+    rates: list[str] | None = None  # `shards.rate_lines`
+    arms: list[str] = field(default_factory=list)
+    criteria: list[str] = field(default_factory=list)  # gated and advisory criteria (judge.trust)
+    cases: list[str] = field(default_factory=list)  # pooled cases, then conversations' turns
+    triggers: list[str] = field(default_factory=list)  # trigger suites' precision and recall
 
 
 class Watcher(Protocol):
-    """What a live view shows of each spec run as it happens (`atom run`'s progress): the
-    spec items call it, when `SuiteRun.watcher` is set."""
+    """What a live view shows of each spec run as it happens (`atom run`'s progress)."""
 
     def started(self, spec: Spec, label: str) -> Callable[[AnyEvent], None] | None:
         """A run of `spec` starts (`label`: its name, ``[rN]`` for a repeat); the callback
@@ -103,11 +120,8 @@ class SuiteRun:
     def __init__(self, harness: Harness) -> None:
         """BaselineError (the baseline file cannot be used) is the caller's to word."""
         self.harness = harness
-        #: Shown each spec run's events as they happen (None: nothing watches).
         self.watcher: Watcher | None = None
-        #: What the history store calls this session (`RunRecord.kind`): ``atom run`` names
-        #: its own sessions so.
-        self.history_kind = "pytest"
+        self.history_kind = "pytest"  # `RunRecord.kind`: ``atom run`` names its own
         self.baseline: BaselineGate | None = harness.baseline_gate()
         self.rows: list[SummaryRow] = []  # every spec run, as the summary shows it
         self.other_failures = 0  # failed reports that are not spec runs: never gated away
@@ -122,7 +136,7 @@ class SuiteRun:
         self._history_run: RunRecord | None = None
         self.history_error = ""  # the history store could not be written: the warning
         self.history_recorded = False
-        self.started = datetime.now(UTC)  # when the session began, as its run records it
+        self.started = datetime.now(UTC)
         #: Each run's input digest, and with --atom-cache the stored outcomes that stand in.
         self.cache = session_cache(harness.settings, harness.root, harness.config, harness.runs_dir)
         harness.around_run = self.cache
@@ -141,9 +155,8 @@ class SuiteRun:
     def last_failed(
         self, items: Sequence[_Item], spec_of: Callable[[_Item], Spec | None]
     ) -> tuple[list[_Item], list[_Item], str]:
-        """With ``last_failed``: (kept, deselected, the line saying so) of `items`, only
-        those whose spec (`spec_of`; None: not a spec, kept) failed in the store's last
-        run (`history.query.last_failed`); without it, all kept and no line."""
+        """With ``last_failed``: (kept, deselected, the line saying so) of `items`, kept
+        those whose spec (`spec_of`; None: not a spec) failed in the store's last run."""
         if not self.harness.settings.last_failed:
             return list(items), [], ""
         failed = last_failed(self.harness.settings, self.harness.root)
@@ -161,8 +174,8 @@ class SuiteRun:
     # --- run -----------------------------------------------------------------------------
 
     def repeated(self, spec: Spec, repeat: int | None = None) -> Spec:
-        """`spec` with its count of runs settled (`Spec.with_repeats`): its own `repeats:`,
-        else `repeat` (an eval case's own `runs:`), else ``--atom-repeat``."""
+        """`spec` with its count of runs settled: its own `repeats:`, else `repeat` (an eval
+        case's `runs:`), else ``--atom-repeat``."""
         return spec.with_repeats(self.harness.settings.repeat if repeat is None else repeat)
 
     @property
@@ -176,8 +189,7 @@ class SuiteRun:
         self.rows.append(row)
 
     def history_item(self, nodeid: str, data: dict[str, Any]) -> None:
-        """A run's history item as its report carried it (`item_to_dict` and the Claude
-        Code version): pytest's items, on whichever process ran them."""
+        """A run's history item as its report carried it, from whichever process ran it."""
         self.history_items[nodeid] = (item_from_dict(data["item"]), data.get("claude"))
 
     def record_other_failure(self) -> None:
@@ -191,8 +203,7 @@ class SuiteRun:
     # --- summary -------------------------------------------------------------------------
 
     def finish(self) -> None:
-        """After the runs: old run folders go; then the session is recorded in the history
-        store."""
+        """After the runs: old run folders go; the session is recorded in the history."""
         self.harness.finish()
         if self.cache is not None:
             self.cache.close()
@@ -215,8 +226,8 @@ class SuiteRun:
         return self._history_run, [self.history_items[n][0] for n in order]
 
     def history_document(self) -> dict[str, Any] | None:
-        """The session's history run and its items by node id, as JSON values: what a
-        shard's results file carries for `atom history import` (None: no items)."""
+        """The session's history run and items as JSON values, for a shard's results file
+        (`atom history import` reads it); None: no items."""
         if not self.history_items:
             return None
         run, _ = self.history_run()
@@ -225,7 +236,7 @@ class SuiteRun:
 
     def record_history(self) -> None:
         """Record the session in the store `--atom-history` names, once; a store that cannot
-        be written leaves `history_error`, the loud line under the summary."""
+        be written leaves `history_error`."""
         if not self.history_items or self.history_recorded:
             return
         self.history_recorded = True
@@ -234,8 +245,8 @@ class SuiteRun:
         self.history_error = warning or ""
 
     def write_results(self) -> None:
-        """`last-run.json` (what ``atom baseline save`` reads); a folder that became
-        unwritable or a full disk is a line under the summary, not a traceback over it."""
+        """`last-run.json` (what ``atom baseline save`` reads); a failed write is a line
+        under the summary, not a traceback."""
         path = results_file(self.harness.runs_dir)
         try:
             write_results(self.rows, path)
@@ -245,8 +256,7 @@ class SuiteRun:
     def finish_reports(
         self, views: Mapping[str, Mapping[str, Any]], failures: Mapping[str, str]
     ) -> None:
-        """Every installed report format's session end (`ReportFormat.finish`), with each
-        run's `views` by format and the specs the harness could not run (`failures`); with
+        """Every installed report format's session end (`ReportFormat.finish`); with
         ``--atom-report`` first the shard results file (`suite.shards`)."""
         harness = self.harness
         if harness.report_dir is not None:
@@ -273,15 +283,13 @@ class SuiteRun:
         self.written = [w for f in report_formats() for w in f.finish(end)]
 
     def _deltas(self) -> Mapping[str, Any]:
-        """The baseline's change of each spec's figures (compared once), if any."""
         if self.baseline is None:
             return {}
         self.compare()
         return self.baseline.deltas()
 
     def compare(self) -> bool:
-        """The whole run against the baseline, once (the HTML report reads it too); True
-        when something regressed."""
+        """The whole run against the baseline, once; True when something regressed."""
         if self.baseline is None or self.compared:
             return self.regressed
         self.regressed = self.baseline.finish(self.rows)
@@ -293,9 +301,6 @@ class SuiteRun:
         collection order."""
         rows = self.rows
         rows.sort(key=lambda row: self.order.get(row.nodeid, len(self.order)))
-        gates = self.gates
-        repeated = any(spec_key(row.nodeid) != row.nodeid for row in rows)
-        held = repeated or any(row.pass_at_least is not None for row in rows)
         return Summary(
             table=summary_table(rows, width),
             notes=[f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()],
@@ -305,9 +310,7 @@ class SuiteRun:
             results_error=self.results_error,
             history_error=self.history_error,
             baseline=self.baseline.flagged_lines() if self.baseline is not None else None,
-            rates=repeat_lines(rows, gates.min_pass_rate, gates.pass_at_least)
-            if held or gates.min_pass_rate is not None
-            else None,
+            rates=rate_lines(rows, self.gates),
             arms=arm_lines(rows),
             criteria=criteria_trust_lines(rows),
             cases=case_lines(rows) + conversation_lines(rows),
@@ -315,7 +318,6 @@ class SuiteRun:
         )
 
     def _cache_lines(self, rows: Sequence[SummaryRow]) -> list[str]:
-        """What the outcome cache reported (--atom-cache), and a store it could not read."""
         problem = [self.cache.problem] if self.cache is not None and self.cache.problem else []
         return cached_lines(rows) + problem
 
@@ -329,7 +331,7 @@ class SuiteRun:
 
     def history_view(self) -> HistoryView | None:
         """The HTML report's history: this session against the store's previous run, and
-        each spec's trend (None when no item ran). The session need not be stored yet."""
+        each spec's trend (None when no item ran)."""
         if not self.history_items:
             return None
         from pytest_atom.history.view import history_view
@@ -340,8 +342,8 @@ class SuiteRun:
     # --- exit status ---------------------------------------------------------------------
 
     def exit_status(self, base: int, *, compare: bool = True) -> int:
-        """The suite's exit status over `base`, pytest's session status. `compare`: gate on
-        the baseline (an xdist worker leaves it to its controller)."""
+        """The suite's exit status over pytest's `base`. `compare`: gate on the baseline
+        (an xdist worker leaves it to its controller)."""
         regressed = compare and self.compare()
         return decide(
             Ending(

@@ -21,7 +21,7 @@ from pytest_atom.judge.calibration import (
     save_calibration,
     stale_because,
 )
-from pytest_atom.run_folders.retention import parse_run_name
+from pytest_atom.run_folders import parse_run_name
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import load_specs
 from tests.calibration_helpers import atom

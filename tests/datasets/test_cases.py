@@ -17,7 +17,7 @@ from pytest_atom.replay.recording import cassette_path
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import case_hash, staleness, stamp_hashes
-from pytest_atom.run.own_files import own_files
+from pytest_atom.run.workspace import own_files
 from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import write
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from pytest_atom.loop.runtime import IterationHistory
+from pytest_atom.loop import IterationHistory
 
 T0 = datetime(2025, 1, 15, 10, 0, 0, tzinfo=UTC)
 

@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from pytest_atom.loop.retry import (
+from pytest_atom.loop import (
     DEFAULT_SESSION_LIMIT_WAIT,
     SESSION_LIMIT_BUFFER,
     RetryManager,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_atom.agents.claude_code.cli import cached_claude
-from pytest_atom.modtests.plugin_test import parse
+from pytest_atom.modtests import parse
 from tests.cli_starts import count_confined_start
 from tests.helpers import REPO
 

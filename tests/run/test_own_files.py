@@ -18,10 +18,9 @@ from pytest_atom.judge import calibration as record
 from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.reports.text import failure_report, left_out_files_line
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.run import own_files as own_files_module
-from pytest_atom.run.own_files import own_files
+from pytest_atom.run import workspace as own_files_module
 from pytest_atom.run.spec_run import run_spec
-from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source
+from pytest_atom.run.workspace import WorkspaceSource, copy_workspace, fixture_source, own_files
 from pytest_atom.spec_loader.load import load_spec, load_specs
 from tests.helpers import bash
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from atom_cli.main import main
 from pytest_atom.run.spec_run import new_run_dir
-from pytest_atom.run_folders.retention import prune_runs, run_folders, runs_to_delete
+from pytest_atom.run_folders import prune_runs, run_folders, runs_to_delete
 from pytest_atom.settings.options import DEFAULT_KEEP_RUNS
 from pytest_atom.spec_loader.load import load_specs
 from tests.helpers import REPO

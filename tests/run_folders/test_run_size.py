@@ -18,7 +18,7 @@ from pytest_atom.errors import SettingsError
 from pytest_atom.files import link_tree
 from pytest_atom.run.spec_run import run_spec
 from pytest_atom.run.workspace import snapshot_repo
-from pytest_atom.run_folders.retention import folder_size, prune_runs, run_name, runs_over_size
+from pytest_atom.run_folders import folder_size, prune_runs, run_name, runs_over_size
 from pytest_atom.settings.resolved import Layer, resolve
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import bash

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.baseline.measure import arm_figures
 from pytest_atom.results.rows import SummaryRow
-from pytest_atom.run_folders.retention import folder_spec_name, parse_run_name, run_name
+from pytest_atom.run_folders import folder_spec_name, parse_run_name, run_name
 from tests.helpers import REPO, write
 
 SHIPPED = REPO / "fixtures" / "specs" / "cassettes" / "create_file" / "create-file.yaml"

@@ -1,38 +1,112 @@
-"""AtomRuntime: iterate a Claude Code session until it signals completion.
+"""The atom loop: one Claude Code conversation iterated until it prints its exit signal.
 
-Write USER_PROMPT.md, call Claude with the system prompt, retry transient failures, stop
-when the final message carries the exit signal or the iteration budget runs out. The
-conversation goes on through a pinned session id (not ``claude -c``, the latest
-conversation of a folder), so parallel atoms in one folder cannot cross.
-`IterationHistory` is what each iteration produced, for a runner, a report or a failing
-test to show; the conversation itself is Claude Code's.
+`AtomRuntime` writes USER_PROMPT.md, sends the prompt, retries what `RetryManager` says is
+transient and keeps each iteration (`IterationHistory`). It is `atom loop`, the seed-era
+Python API (`pytest_atom.legacy`) and the executor's loop inside each attempt of a spec run
+(`pytest_atom.run.execution`). The conversation goes on through a pinned session id (not
+``claude -c``, the latest conversation of a folder), so parallel atoms in one folder cannot
+cross.
+
+Where to add: how an iteration ends goes in `AtomRuntime._iterate`; what is retried, and
+after how long, in `RetryManager`. What an attempt does around the loop (workspace, checks,
+judge) is `pytest_atom.run`'s.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import shutil
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_atom.loop.retry import RetryManager
 from pytest_atom.prompts import first_message, render_prompt
 from pytest_atom.results.record import IterationRecord, RunOutcome, StopReason
 
 if TYPE_CHECKING:
     from pytest_atom.agents.protocol import SessionRunner
 
+NETWORK_ERROR_KEYWORDS = ["network", "timeout", "connection", "temporary"]
+NETWORK_RETRY_BASE = 5  # seconds; doubles per attempt
+NETWORK_RETRY_MAX = 300
+OTHER_RETRY_BASE = 10
+OTHER_RETRY_MAX = 600
+SESSION_LIMIT_BUFFER = 300  # reset times are rounded to the hour, so wait a little longer
+DEFAULT_SESSION_LIMIT_WAIT = 3600  # when the message carries no reset time
+
+_RESET_RE = re.compile(r"resets (\d+)(am|pm)", re.IGNORECASE)
+
+
+def _print_to_stderr(message: str, seconds: int) -> None:
+    # stderr, because stdout may be the data channel of whoever embeds the atom.
+    print(message, file=sys.stderr)
+
+
+def _backoff(base: int, cap: int, attempt: int) -> int:
+    return min(base << (max(attempt, 1) - 1), cap)  # base * 2**(attempt-1), kept an int
+
+
+class RetryManager:
+    """Classify a failed run into "retry after N seconds" or not.
+
+    It only *computes* the wait: the caller sleeps, so tests inject a clock instead of
+    waiting for 3pm."""
+
+    def __init__(
+        self,
+        on_retry_message: Callable[[str, int], None] | None = None,
+        *,
+        clock: Callable[[], datetime] = datetime.now,
+    ) -> None:
+        """`on_retry_message(message, seconds)` reports each decision to retry;
+        `clock` returns the local wall time that "resets 3pm" refers to."""
+        self._notify = on_retry_message or _print_to_stderr
+        self._clock = clock
+
+    def check(self, stdout: str, returncode: int, attempt: int = 1) -> tuple[bool, int]:
+        """Return ``(should_retry, wait_seconds)`` for the `attempt`-th try (1-based)."""
+        if returncode == 0:
+            return False, 0
+        if "Session limit reached" in stdout:
+            wait = self._parse_reset_time(stdout)
+            if wait > 0:
+                self._notify(f"Session limit - waiting until reset ({wait // 60} minutes)", wait)
+            else:
+                wait = DEFAULT_SESSION_LIMIT_WAIT
+                self._notify(f"Session limit - waiting {wait // 60} minutes", wait)
+            return True, wait
+        if any(keyword in stdout.lower() for keyword in NETWORK_ERROR_KEYWORDS):
+            wait = _backoff(NETWORK_RETRY_BASE, NETWORK_RETRY_MAX, attempt)
+            self._notify(f"Network error - waiting {wait}s (attempt {attempt})", wait)
+            return True, wait
+        wait = _backoff(OTHER_RETRY_BASE, OTHER_RETRY_MAX, attempt)
+        self._notify(f"Error (code {returncode}) - waiting {wait}s (attempt {attempt})", wait)
+        return True, wait
+
+    def _parse_reset_time(self, text: str) -> int:
+        """Seconds until the "resets 3pm" time (tomorrow if already past) plus the
+        buffer, or 0 when the text names no valid 12-hour time."""
+        match = _RESET_RE.search(text)
+        if not match or not 1 <= int(match.group(1)) <= 12:
+            return 0
+        hour = int(match.group(1)) % 12 + (12 if match.group(2).lower() == "pm" else 0)
+        now = self._clock()
+        reset = now.replace(hour=hour, minute=0, second=0, microsecond=0)
+        if reset <= now:
+            reset += timedelta(days=1)
+        return int((reset - now).total_seconds()) + SESSION_LIMIT_BUFFER
+
 
 class IterationHistory:
     """Ordered, timestamped results of an atom's iterations."""
 
     def __init__(self, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        """`clock` is injectable so recorded timestamps are deterministic in tests."""
         self._clock = clock
         self._entries: list[dict[str, Any]] = []
 
@@ -102,9 +176,7 @@ class AtomRuntime:
         self._runner = runner
         self.session_id = session_id or str(uuid.uuid4())
         self.retry_manager = retry_manager or RetryManager(
-            on_retry_message=(lambda msg, sec: print(msg))
-            if self.verbose
-            else (lambda msg, sec: None)
+            lambda message, _: print(message) if self.verbose else None
         )
         self.max_retries = max_retries
         self.timeout = timeout
@@ -159,13 +231,12 @@ class AtomRuntime:
 
     def _iterate(self, user_prompt: str, deadline: float | None, message: str | None) -> RunOutcome:
         prompt = render_prompt(self.system_prompt, self.max_iterations)
-        first = message or first_message(prompt, user_prompt)
+        said = message or first_message(prompt, user_prompt)
         record: IterationRecord | None = None
-        said = first
         for iteration in range(1, self.max_iterations + 1):
             if self.verbose:
                 print(f"{'=' * 60}\nIteration {iteration}/{self.max_iterations}\n{'=' * 60}\n")
-            record = self._run_with_retry(said, iteration, deadline)
+            record = self._run_with_retry(said, deadline)
             self.records.append(record)
             self.history.add_iteration(iteration, {"stdout": record.output, **record.summary()})
             if self.on_iteration:
@@ -191,13 +262,9 @@ class AtomRuntime:
                 said = prompt
         return self._failed("max_iterations", self.max_iterations, record)
 
-    def _run_with_retry(
-        self, prompt: str, iteration: int, deadline: float | None
-    ) -> IterationRecord:
-        attempt = 0
+    def _run_with_retry(self, prompt: str, deadline: float | None) -> IterationRecord:
         failed: list[IterationRecord] = []  # tries retried: paid for, kept on the last one
-        while True:
-            attempt += 1
+        for attempt in itertools.count(1):
             left = None if deadline is None else max(0.1, deadline - time.monotonic())
             record = self.runner.run(
                 prompt,
@@ -208,20 +275,20 @@ class AtomRuntime:
             )
             record.failed_tries = failed
             failed = [*failed, record]
-            out_of_retries = self.max_retries is not None and attempt > self.max_retries
             if (
                 record.timed_out
                 or record.limit_exceeded
                 or record.needs_login  # waiting never brings credentials
                 or record.unanswered  # asking again asks the same question
                 or record.returncode == 0
-                or out_of_retries
+                or (self.max_retries is not None and attempt > self.max_retries)
             ):
                 return record
             retry, wait = self.retry_manager.check(record.retry_text, record.returncode, attempt)
             if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
                 return record
             self.sleep(wait)
+        raise AssertionError("unreachable")
 
     @staticmethod
     def _failed(reason: StopReason, iterations: int, record: IterationRecord | None) -> RunOutcome:

@@ -1,14 +1,33 @@
-"""Run folders' names, and which to delete so that `.atom/runs` does not grow.
+"""Run folders: what each spec run leaves on disk, how it is named, and when it goes.
 
-Every spec run gets a folder ``<spec>-<YYYYmmdd-HHMMSS>-<id>`` (`run_name`, which resuming
-a run reads too). After a session, the newest ``keep`` folders of each spec stay, and so
-does every failed run of that session (no ``committed/``): a failure is what someone will
-want to open. ``keep = 0`` keeps every folder. A size bound (``keep_runs_size``) then
-deletes the oldest of the folders left, across specs, until all fit in it, never the newest
-folder of a spec nor a failed run of the session (a bound smaller than those is exceeded).
-A file hard-linked in several places (``committed/``) counts once. Only direct children of
-the runs folder whose names have that shape are ever touched; a symlink is never followed
-nor deleted.
+Every run of a spec gets a folder of its own under the runs folder::
+
+    .atom/runs/<spec>-<YYYYmmdd-HHMMSS>-<id>/
+        attempts/a01/    the executor works here (a copy of the workspace, set-up run in it)
+        attempts/a02/    a refine attempt: a copy of a01, same conversation, with feedback
+        committed/       the passing attempt, promoted: hard links, not a second copy
+        claude-config/   the CLI's own state (CLAUDE_CONFIG_DIR), secrets scrubbed after the run
+        home/            the CLI's HOME (its logs and caches), scrubbed too
+        setup/           the `setup:` commands' HOME and temp folder, and its output.log
+
+(a multi-step spec's attempts are under ``steps/<id>/``: `pytest_atom.run.steps`). The
+name is spelled by `run_name` alone (resuming a run reads it with `parse_run_name`).
+
+Run folders live under the project (``.atom/runs``, or ``--atom-runs-dir``) by default.
+That is safe because the agent cannot read upwards from its run folder: the read guard
+(agents.claude_code.readguard) keeps the project above the workspace (its ``.env``, the
+specs, their cassettes, other runs) out of reach.
+
+Retention, after a session: the newest ``keep`` folders of each spec stay, and so does
+every failed run of that session (no ``committed/``): a failure is what someone will want
+to open. ``keep = 0`` keeps every folder. A size bound (``keep_runs_size``) then deletes
+the oldest of the folders left, across specs, until all fit in it, never the newest folder
+of a spec nor a failed run of the session (a bound smaller than those is exceeded). A file
+hard-linked in several places counts once. Only direct children of the runs folder whose
+names have that shape are ever touched; a symlink is never followed nor deleted.
+
+Where to add: a new rule for which folders go, here; what a run puts in its folder, in
+`pytest_atom.run`.
 """
 
 from __future__ import annotations
@@ -29,16 +48,14 @@ _RUN_NAME = re.compile(r"^(?P<spec>.+)-(?P<stamp>\d{8}-\d{6})-(?P<id>[0-9a-f]{6}
 
 
 def folder_spec_name(spec: str) -> str:
-    """A spec's name as run folder names spell it: an arm's ``arms[no-hook]`` as
-    ``arms-no-hook``, since ``[`` and ``]`` are glob characters in a shell; inert
-    (`pytest_atom.inert`), since a name taken from the spec file's may hold control
-    characters, which `ls` or a report would otherwise send to the terminal."""
+    """A spec's name as run folder names spell it: without ``[`` and ``]`` (glob
+    characters in a shell: ``arms[no-hook]`` as ``arms-no-hook``), and inert (a name may
+    hold control characters, which `ls` would send to the terminal)."""
     return inert(spec).replace("[", "-").replace("]", "")
 
 
 def run_name(spec: str, started: datetime | None = None) -> str:
-    """A new run folder's name: the spec's (`folder_spec_name`), when it started (local
-    time), a random id."""
+    """A new run folder's name: the spec's, when it started (local time), a random id."""
     stamp = (started or datetime.now()).strftime(_STAMP)
     return f"{folder_spec_name(spec)}-{stamp}-{uuid.uuid4().hex[:6]}"
 
@@ -65,9 +82,14 @@ class RunFolder:
         """No ``committed/``: the run failed, was interrupted, or the harness broke."""
         return not (self.path / "committed").is_dir()
 
+    def failed_since(self, session_start: datetime | None) -> bool:
+        """A failed run of the session that started at `session_start`: always kept."""
+        since = session_start.replace(microsecond=0) if session_start else None
+        return since is not None and self.started >= since and self.failed
+
 
 def run_folders(runs_dir: Path) -> list[RunFolder]:
-    """The run folders directly in ``runs_dir``, oldest first (a missing folder has none)."""
+    """The run folders directly in ``runs_dir``, oldest first."""
     if not runs_dir.is_dir():
         return []
     found = []
@@ -88,23 +110,18 @@ def runs_to_delete(
         raise ValueError(f"keep must be 0 (keep every run) or more, got {keep}")
     if keep == 0:
         return []
-    since = session_start.replace(microsecond=0) if session_start else None
     by_spec: dict[str, list[RunFolder]] = defaultdict(list)
     for run in run_folders(runs_dir):
         by_spec[run.spec].append(run)
-    doomed = []
-    for runs in by_spec.values():
-        for run in runs[:-keep]:
-            if since is not None and run.started >= since and run.failed:
-                continue
-            doomed.append(run)
+    doomed = [
+        r for runs in by_spec.values() for r in runs[:-keep] if not r.failed_since(session_start)
+    ]
     return sorted(doomed, key=lambda r: (r.started, r.path.name))
 
 
 def folder_size(folder: Path, seen: set[tuple[int, int]] | None = None) -> int:
-    """The bytes `folder` holds on disk (as ``du`` counts them: allocated blocks, each
-    hard-linked file once, symlinks not followed); `seen` carries the inodes already
-    counted across folders."""
+    """The bytes `folder` holds on disk, as ``du`` counts them (each hard-linked file once:
+    `seen` carries the inodes counted across folders; symlinks not followed)."""
     seen = set() if seen is None else seen
     total = 0
     for dirpath, dirnames, filenames in os.walk(folder):
@@ -124,11 +141,9 @@ def runs_over_size(
     runs_dir: Path, max_bytes: int, *, session_start: datetime | None = None
 ) -> list[RunFolder]:
     """The oldest folders to delete so the rest fit in `max_bytes` (0: no bound), never
-    the newest folder of a spec nor a failed run that started at or after
-    `session_start`."""
+    the newest folder of a spec nor a failed run of the session."""
     if max_bytes <= 0:
         return []
-    since = session_start.replace(microsecond=0) if session_start else None
     runs = run_folders(runs_dir)
     newest = {run.spec: run for run in runs}  # oldest first: the last one of a spec stays
     sizes = {run.path: folder_size(run.path) for run in runs}
@@ -137,7 +152,7 @@ def runs_over_size(
     for run in runs:
         if total <= max_bytes:
             break
-        if newest[run.spec] is run or (since and run.started >= since and run.failed):
+        if newest[run.spec] is run or run.failed_since(session_start):
             continue
         doomed.append(run)
         total -= sizes[run.path]
@@ -151,9 +166,8 @@ def prune_runs(
     session_start: datetime | None = None,
     max_bytes: int | None = None,
 ) -> list[Path]:
-    """Delete what ``runs_to_delete``, then ``runs_over_size`` (for `max_bytes`) name; the
-    deleted folders. One that vanished meanwhile (another session pruned it) or cannot be
-    removed is left; one that would resolve outside ``runs_dir`` is never deleted."""
+    """Delete what ``runs_to_delete``, then ``runs_over_size`` name; the deleted folders.
+    One that cannot be removed is left; one that resolves outside ``runs_dir`` too."""
     root = runs_dir.resolve()
     deleted = _delete(root, runs_to_delete(runs_dir, keep, session_start=session_start))
     if max_bytes:

@@ -1,13 +1,13 @@
-"""One mod test file run by ``claude plugin test``, confined, and its results as the CLI
-printed them.
+"""A mod's own tests: its ``*.test.ts`` and ``*.test.tsx`` files, each run by the pinned
+CLI's ``claude plugin test``, confined (docs/how-to/plugin-test.md).
 
-``claude plugin test DIR`` takes only a folder: it runs every test file under it and has
-no option to pick one file or one test, nor a machine-readable reporter. So each file runs
-in a copy of its mod, inside a run folder, that holds no other test file; its output is
-read line by line (`parse`). The copy keeps the user's mod untouched whatever a test does,
-and the CLI runs in the sandbox every process of a run is confined by
-(`agents.claude_code.srt`), with an environment built from parts (`pytest_atom.environment`):
-no network, no credentials.
+``claude plugin test DIR`` runs every test file under a folder, with no option to pick one
+and no machine-readable reporter. So each file runs in a copy of its mod that holds no
+other test file, and each test's result, failure and duration are read from what the CLI
+prints (`parse`). The copy keeps the user's mod untouched, and the CLI runs in the sandbox
+every process of a run is confined by, with an environment built from parts: no network,
+no credentials. The pytest items that collect the files are `pytest_atom.pytest.mod_tests`.
+Where to add: a new fact read from the CLI's output, in `parse`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.checks.shell import run_shell_split
 from pytest_atom.environment import build_env, release_tmpdirs
 from pytest_atom.inert import inert
-from pytest_atom.run_folders.retention import run_name
+from pytest_atom.run_folders import run_name
 from pytest_atom.spec.types import SandboxOptions
 
 #: The file names ``claude plugin test`` runs (it skips ``node_modules`` and dot-folders).
@@ -65,8 +65,7 @@ class FileRun:
 
 
 def mod_root(test_file: Path) -> Path | None:
-    """The mod a test file belongs to: the nearest folder above it with a
-    ``hooks/hooks.json``; None when there is none (a ``*.test.ts`` of something else)."""
+    """The nearest folder above a test file with a ``hooks/hooks.json``, or None."""
     for folder in test_file.parents:
         if (folder / HOOKS_MANIFEST).is_file():
             return folder
@@ -75,8 +74,7 @@ def mod_root(test_file: Path) -> Path | None:
 
 def run_file(test_file: Path, mod: Path, runs_dir: Path) -> FileRun:
     """Run `test_file` of the mod at `mod` with the pinned CLI, in a new run folder under
-    `runs_dir`. Raises SandboxUnavailableError (saying how to install it) where the sandbox
-    runtime cannot run, ClaudeNotFoundError where the CLI is missing."""
+    `runs_dir` (SandboxUnavailableError, ClaudeNotFoundError say how to install them)."""
     binary = find_claude()
     run_dir = runs_dir / run_name(f"mod-test-{test_file.name}")
     copy = run_dir / "mod"
