@@ -63,6 +63,7 @@ class PostgresStore(SqlStore):
             store.migrate_or_close()
         return store
 
-    def _locked_begin(self, cursor: Any) -> None:
+    def _begin(self, cursor: Any, locked: bool) -> None:
         cursor.execute("BEGIN")
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        if locked:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
