@@ -33,7 +33,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_atom.baseline.gate import gate
-from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey, series_label
+from pytest_atom.history.records import (
+    ItemRecord,
+    RunRecord,
+    SeriesKey,
+    series_dict,
+    series_label,
+)
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.markdown import (
     COMMENT_LIMIT,
@@ -207,12 +213,9 @@ class ItemChange:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        spec, case, arm = self.key
         return {
             "item": self.label,
-            "spec": spec,
-            "case": case,
-            "arm": arm,
+            **series_dict(self.key),
             "direction": self.direction,
             "before": self.before,
             "after": self.after,

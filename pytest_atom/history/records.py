@@ -43,6 +43,7 @@ __all__ = [
     "new_run_id",
     "run_from_dict",
     "run_to_dict",
+    "series_dict",
     "series_label",
 ]
 
@@ -115,6 +116,11 @@ def series_label(series: SeriesKey, repeat: int | None = None) -> str:
     spec, case, arm = series
     parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
     return spec + parts + (f"[r{repeat}]" if repeat is not None else "")
+
+
+def series_dict(series: SeriesKey) -> dict[str, str | None]:
+    """A series as the JSON forms spell it."""
+    return dict(zip(("spec", "case", "arm"), series, strict=True))
 
 
 def new_run_id(started: datetime | None = None) -> str:

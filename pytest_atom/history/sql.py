@@ -202,8 +202,8 @@ class SqlStore:
             params.append(kind)
         sql = f"SELECT {_RUN_COLUMNS} FROM atom_runs"
         sql += " WHERE " + " AND ".join(where) if where else ""
-        sql, params = _limited(sql + " ORDER BY started DESC, id DESC", params, limit)
-        return [_record(RunRecord, _RUN, row) for row in self._fetch(sql, params)]
+        rows = self._fetch(*_limited(sql + " ORDER BY started DESC, id DESC", params, limit))
+        return [_record(RunRecord, _RUN, row) for row in rows]
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
