@@ -56,7 +56,8 @@ __all__ = [
     "first_divergence",
 ]
 
-REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
+#: Each way a line can change, in the order a comment lists them: what needs a look first.
+_SHOWN = REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
     "regressed",
     "improved",
     "changed",
@@ -343,10 +344,6 @@ class RunDiff:
             "settings_changed": [c.to_dict() for c in self.settings],
             "paired": self.paired or None,
         }
-
-
-#: The order a comment lists its items in: what needs a look first.
-_SHOWN = (REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE)
 
 
 def _run_cell(run: RunRecord) -> str:
