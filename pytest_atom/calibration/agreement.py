@@ -79,13 +79,17 @@ def kappa_interval(pairs: Sequence[Pair], level: float = 0.95) -> tuple[float, f
     return bootstrap(pairs, kappa, level, seed=SEED, resamples=BOOTSTRAP)
 
 
+def share(pairs: Sequence[Pair]) -> float:
+    """How often the judge agreed with the humans; NaN without pairs."""
+    return sum(h == j for h, j in pairs) / len(pairs) if pairs else math.nan
+
+
 def agreement(pairs: Sequence[Pair]) -> Agreement:
     """Every figure of one criterion's calibration."""
-    n = len(pairs)
     low, high = kappa_interval(pairs)
     return Agreement(
-        samples=n,
-        agreement=sum(h == j for h, j in pairs) / n if n else math.nan,
+        samples=len(pairs),
+        agreement=share(pairs),
         kappa=kappa(pairs),
         kappa_low=low,
         kappa_high=high,
