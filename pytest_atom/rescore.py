@@ -1,26 +1,19 @@
 """`atom rescore RUN [SPEC…]`: a stored run's attempts judged again, recorded as a new run.
 
-Each item of the run (those of the SPECs named, else all) is judged by today's spec (its
-criteria, threshold and reflector) on the final attempt its run folder kept: the attempt is
-copied into a new run folder and only the reflector runs on it, through the same gateway
-and model source as a run (its scripted `reflector:` turns, a recording's verdict, or a
-live session when the record mode records), and the outcome is decided as a run decides it
-(`results.outcome.judge`). The executor's CLI is never started: its work is the attempt
-folder, its last message the one its transcript kept. Nothing is written to the spec's
-cassette.
-
-Today's checks of the files run again on the attempt (in the agent's confinement, as in a
-run), so the reflector reads the same evidence as the run did and a replay recalls its
-recorded verdict when nothing changed; a check of the agent's calls (a trajectory check)
-keeps its stored result, since the calls are not kept.
+Each item of the run (of the SPECs named, else all) is judged by today's spec on the final
+attempt its run folder kept: the attempt is copied into a new run folder and only the
+reflector runs on it, through the same gateway and model source as a run, and the outcome
+is decided as a run decides it. The executor's CLI is never started, and nothing is written
+to the spec's cassette. Today's checks of the files run again on the attempt, so the
+reflector reads the evidence the run read and a replay recalls its verdict when nothing
+changed; a check of the agent's calls keeps its stored result (`checks_again`).
 
 The new run is recorded as ``kind="rescore"``, ``rescore_of`` the old run's id, so `atom
-diff OLD NEW` shows what today's criteria change; its items are judgements, not trials,
-and stay out of a spec's pass rate. An item that cannot be judged again (its run folder
-pruned, its spec gone) is recorded as an ``error`` saying why.
+diff OLD NEW` shows what today's criteria change; its items are judgements, not trials. An
+item that cannot be judged again (its run folder pruned, its spec gone) is recorded as an
+``error`` saying why.
 
-`find_run` and `run_case` find a stored attempt for the human judge (`atom label`): a run
-folder, or a run of the store with the check results it recorded, and the case it ran.
+`find_run` and `run_case` find a stored attempt for the human judge (`atom label`).
 """
 
 from __future__ import annotations
@@ -216,7 +209,7 @@ def final_message(run_folder: Path, spec: Spec) -> str:
 def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness) -> SpecResult:
     """The final attempt of `run_folder` judged by today's `spec` in a new run folder: the
     reflector's verdict (when the spec has criteria) and the decision it comes to; `item`
-    is the stored item, whose checks of the agent's calls stand (`_checks`)."""
+    is the stored item, whose checks of the agent's calls stand (`checks_again`)."""
     attempt = stored_attempt(run_folder, spec)
     scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     claude_bin = find_claude()
