@@ -1,14 +1,12 @@
 """The reflector on every labelled sample, recorded and replayed as a run's sessions are.
 
 One calibration of a spec is one "run" of its judge: one model source behind one gateway
-(`replay.recording.open_model_source`, the same that `atom run` opens), every sample judged
-in a folder of its own, then the cassette written or left as it was (`ModelSource.finish`).
-So the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL`` mean what they mean to
-`atom run`. The cassette is the spec's calibration cassette, ``calibration/<spec>/
-cassette.yaml``, apart from the spec's own; without one, the script answers: the
-calibration folder's ``script.yaml`` if there is one, else the spec's `script:` (its
-`reflector:` turns, one per sample and variant, in the order judged: variants in order,
-samples by file name).
+(the one `atom run` opens), every sample judged in a folder of its own, then the cassette
+written or left as it was; so the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL``
+mean what they mean to `atom run`. The cassette is ``calibration/<spec>/cassette.yaml``,
+apart from the spec's own; without one, the calibration folder's ``script.yaml`` answers,
+else the spec's `script:` (its `reflector:` turns, in the order judged: variants in
+order, samples by file name).
 """
 
 from __future__ import annotations
