@@ -12,8 +12,7 @@ order, samples by file name).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -137,9 +136,9 @@ def judge_samples(
         result = Calibrated({}, live, source=source.kind)
         failed, seen = True, None
         try:
-            with _gateway(source) as url:
+            with Gateway(source.responder, Meter(frozenset({"reflector"}))) as gateway:
                 env = claude_env(
-                    url, run_dir / "claude-config", source.auth, pass_env=spec.pass_env
+                    gateway.url, run_dir / "claude-config", source.auth, pass_env=spec.pass_env
                 )
                 for variant in variants:
                     judge = _Judge(calibrating, variant, run_dir, env, claude_bin, settings, config)
@@ -157,12 +156,6 @@ def judge_samples(
             raise HarnessError(f"calibrating {spec.name}: {problem}")
         result.warnings = list(source.warnings)
     return result
-
-
-@contextmanager
-def _gateway(source: ModelSource) -> Iterator[str]:
-    with Gateway(source.responder, Meter(frozenset({"reflector"}))) as gateway:
-        yield gateway.url
 
 
 @dataclass
@@ -183,7 +176,9 @@ class _Judge:
         spec = self.variant.spec_for(case)
         folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
         _materialize(sample, folder)
-        session = session_input(spec, sample, self.threshold, self.prompts())
+        reflector = self.spec.reflector
+        threshold = reflector.threshold if reflector.threshold_set else self.settings.threshold
+        session = session_input(spec, sample, threshold, self.prompts())
         agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
         votes = []
         for vote in range(1, spec.reflector.votes + 1):
@@ -236,11 +231,6 @@ class _Judge:
         self.cli_version = self.cli_version or record.cli_version
         source.recall.remember(key, record)
         return verdict
-
-    @property
-    def threshold(self) -> float:
-        reflector = self.spec.reflector
-        return reflector.threshold if reflector.threshold_set else self.settings.threshold
 
     def prompts(self) -> PromptLoader:
         """The variant's reflector prompt, else the spec's (as its runs load it)."""
