@@ -427,15 +427,14 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
                 unknown += 1
                 continue
             by_digest.setdefault(item.digest, []).append(item)
-        for digest, items in by_digest.items():
+        groups: list[tuple[str | None, list[ItemFigures], str]]
+        groups = [(d, items, "digest") for d, items in by_digest.items()]
+        groups += [(None, items, "repeats") for items in by_run.values()]
+        for digest, items, basis in groups:
             passed, counted = _counts(items)
             if 0 < passed < counted:
                 runs = tuple(dict.fromkeys(i.run_id for i in items))
-                found.append(FlakyItem(series, digest, (passed, counted), runs))
-        for run_id, items in by_run.items():
-            passed, counted = _counts(items)
-            if 0 < passed < counted:
-                found.append(FlakyItem(series, None, (passed, counted), (run_id,), "repeats"))
+                found.append(FlakyItem(series, digest, (passed, counted), runs, basis))
     return FlakyReport(found, last, unknown, checked)
 
 
@@ -447,14 +446,10 @@ def like_run(
     store: Store, run: RunRecord, selection: Collection[SeriesKey]
 ) -> tuple[RunRecord, str] | None:
     """The run to compare `run` with, and how it was chosen; None when no earlier run
-    shares a line with it.
-
-    A rescore is compared with the run it judged again. Any other run is compared with
-    the newest earlier run (not a rescore) whose lines include every line of `selection`
-    (`run`'s own); failing one, the newest of those that covered the most of it, the
-    rest then shown as added. Comparing with whatever ran last would show the specs one
-    run selected and the other did not as added and removed.
-    """
+    shares a line with it. A rescore is compared with the run it judged again; any other
+    run with the newest earlier run (no rescore) that covered every line of `selection`,
+    else the newest that covered the most of it. (Comparing with whatever ran last would
+    show the specs one run selected and the other did not as added and removed.)"""
     if run.kind == "rescore" and run.rescore_of:
         return store.run(
             run.rescore_of
