@@ -159,4 +159,4 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
 
 def session_store(settings: RunSettings, root: Path) -> Store:
     """The store a session records into and reads from: `settings.history` under `root`."""
-    return open_store(store_url(settings.history, root), root)
+    return open_store(settings.history, root)

@@ -45,7 +45,7 @@ from pytest_atom.history.records import (
     run_from_dict,
 )
 from pytest_atom.history.store import Store, open_store
-from pytest_atom.history.urls import OFF, display_url, store_url
+from pytest_atom.history.urls import display_url, store_url
 from pytest_atom.settings.options import OPTIONS
 
 if TYPE_CHECKING:
@@ -305,9 +305,7 @@ def first_version(versions: Iterable[str | None]) -> str | None:
 def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord]) -> str | None:
     """Record `run` in the store `where` names; None when it is written (or the store is
     off), else the warning line to show: the store, what went wrong and the fix."""
-    url = store_url(where, root)
-    if url == OFF:
-        return None
+    url = store_url(where, root)  # `none` opens a store that records nothing
     try:
         store = open_store(url, root)
         try:
