@@ -289,10 +289,7 @@ class ItemFigures:
 
 def run_to_dict(run: RunRecord) -> dict[str, Any]:
     """`run` as JSON values (`run_from_dict` reads it back)."""
-    data = {f.name: getattr(run, f.name) for f in fields(run)}
-    data["started"] = run.started.isoformat()
-    data["settings"] = dict(run.settings)
-    return data
+    return {**vars(run), "started": run.started.isoformat(), "settings": dict(run.settings)}
 
 
 def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
@@ -305,7 +302,7 @@ def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
 
 def item_to_dict(item: ItemRecord) -> dict[str, Any]:
     """`item` as JSON values (`item_from_dict` reads it back)."""
-    data = {f.name: getattr(item, f.name) for f in fields(item)}
+    data = dict(vars(item))
     data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
     data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
     data["tool_calls"] = list(item.tool_calls)
