@@ -1,26 +1,19 @@
 """`atom rescore RUN [SPEC…]`: a stored run's attempts judged again, recorded as a new run.
 
-Each item of the run (those of the SPECs named, else all) is judged by today's spec (its
-criteria, threshold and reflector) on the final attempt its run folder kept: the attempt is
-copied into a new run folder and only the reflector runs on it, through the same gateway
-and model source as a run (its scripted `reflector:` turns, a recording's verdict, or a
-live session when the record mode records), and the outcome is decided as a run decides it
-(`results.outcome.judge`). The executor's CLI is never started: its work is the attempt
-folder, its last message the one its transcript kept. Nothing is written to the spec's
-cassette.
-
-Today's checks of the files run again on the attempt (in the agent's confinement, as in a
-run), so the reflector reads the same evidence as the run did and a replay recalls its
-recorded verdict when nothing changed; a check of the agent's calls (a trajectory check)
-keeps its stored result, since the calls are not kept.
+Each item of the run (of the SPECs named, else all) is judged by today's spec on the final
+attempt its run folder kept: the attempt is copied into a new run folder and only the
+reflector runs on it, through the same gateway and model source as a run, and the outcome
+is decided as a run decides it. The executor's CLI is never started, and nothing is written
+to the spec's cassette. Today's checks of the files run again on the attempt, so the
+reflector reads the evidence the run read and a replay recalls its verdict when nothing
+changed; a check of the agent's calls keeps its stored result (`checks_again`).
 
 The new run is recorded as ``kind="rescore"``, ``rescore_of`` the old run's id, so `atom
-diff OLD NEW` shows what today's criteria change; its items are judgements, not trials,
-and stay out of a spec's pass rate. An item that cannot be judged again (its run folder
-pruned, its spec gone) is recorded as an ``error`` saying why.
+diff OLD NEW` shows what today's criteria change; its items are judgements, not trials. An
+item that cannot be judged again (its run folder pruned, its spec gone) is recorded as an
+``error`` saying why.
 
-`find_run` and `run_case` find a stored attempt for the human judge (`atom label`): a run
-folder, or a run of the store with the check results it recorded, and the case it ran.
+`find_run` and `run_case` find a stored attempt for the human judge (`atom label`).
 """
 
 from __future__ import annotations
@@ -34,14 +27,13 @@ from typing import TYPE_CHECKING
 
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.calibration.samples import CheckSeen
-from pytest_atom.calibration.taking import RunFound
-from pytest_atom.checks.builtin import default_registry, run_checks
+from pytest_atom.calibration.taking import RunFound, checks_again
 from pytest_atom.environment import release_tmpdirs
 from pytest_atom.errors import CalibrationError, HarnessError, HistoryError, SpecError
 from pytest_atom.files import copy_tree
 from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
-from pytest_atom.history.records import CheckRow, ItemRecord, RunRecord, series_label
+from pytest_atom.history.records import ItemRecord, RunRecord, series_label
 from pytest_atom.history.store import Store
 from pytest_atom.history.write import (
     claude_version_of,
@@ -55,10 +47,9 @@ from pytest_atom.judge.calibration import base_name
 from pytest_atom.judge.reflector import judge
 from pytest_atom.replay.recording import open_run_source
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
-from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.record import RunOutcome
 from pytest_atom.results.spec_result import Attempt, SpecResult
-from pytest_atom.run.execution import AttemptLoop, session_id_for
+from pytest_atom.run.execution import session_id_for
 from pytest_atom.run.spec_run import RunScope, new_run
 from pytest_atom.run_folders import folder_spec_name, parse_run_name
 from pytest_atom.spec_loader.load import load_specs
@@ -215,37 +206,10 @@ def final_message(run_folder: Path, spec: Spec) -> str:
     return last
 
 
-def _checks(run: AttemptLoop, path: Path, stored: Sequence[CheckRow]) -> list[CheckResult]:
-    """Today's checks of the spec on the attempt in `path`, in the spec's order: a check of
-    the files runs again (in the agent's confinement, as in a run); one that reads the
-    agent's calls (a trajectory check) has no calls to read, so its stored result stands
-    (found by its label; a new one fails, saying so)."""
-    spec, registry = run.spec, run.registry or default_registry()
-    by_label = {c.name: (c.passed, c.detail) for c in stored}
-    files = [c for c in spec.accept if not registry.reads_run(c.kind)]
-    ran = iter(
-        run_checks(
-            files, path, env=run.check_env, registry=registry, sandbox=run.check_sandbox(path)
-        )
-        if files
-        else []
-    )
-    results = []
-    for check in spec.accept:
-        if not registry.reads_run(check.kind):
-            results.append(next(ran))
-            continue
-        passed, detail = by_label.get(
-            check.describe(), (False, "new since the run: the agent's calls were not kept")
-        )
-        results.append(CheckResult(check, passed, detail, ""))
-    return results
-
-
 def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness) -> SpecResult:
     """The final attempt of `run_folder` judged by today's `spec` in a new run folder: the
     reflector's verdict (when the spec has criteria) and the decision it comes to; `item`
-    is the stored item, whose checks of the agent's calls stand (`_checks`)."""
+    is the stored item, whose checks of the agent's calls stand (`checks_again`)."""
     attempt = stored_attempt(run_folder, spec)
     scope = RunScope(harness.root, harness.config, harness.registry(), harness.spend)
     claude_bin = find_claude()
@@ -257,7 +221,10 @@ def judge_again(spec: Spec, run_folder: Path, item: ItemRecord, harness: Harness
     path = run.run_dir / "attempts" / attempt.folder.name  # its number: a replay recalls by it
     copy_tree(attempt.folder, path)
     outcome = RunOutcome(True, 1, attempt.final_message)
-    judged = Attempt(attempt.number, path, outcome, [], _checks(run, path, item.checks))
+    stored = {c.name: (c.passed, c.detail) for c in item.checks}
+    new = "new since the run: the agent's calls were not kept"
+    checks = checks_again(spec, path, run.run_dir, run.check_env, stored, new, run.registry)
+    judged = Attempt(attempt.number, path, outcome, [], checks)
     run.attempts.append(judged)
     source = open_run_source(spec, settings, run.run_dir, claude_bin=claude_bin, repeat=item.repeat)
     meter = Meter(frozenset({"reflector"}) if source.kind == "record" else frozenset(), scope.spend)

@@ -4,14 +4,13 @@ Pure Python on purpose: a project that calibrates its judge in CI needs no scipy
 `stats` extra). docs/explanation/calibration-statistics.md says why each method was chosen.
 
 * κ = (p_o - p_e) / (1 - p_e): the agreement beyond what two raters with these pass rates
-  would reach by chance. Undefined (NaN) when chance agreement is 1: both gave every sample
-  the same verdict, so agreement says nothing of the judge.
-* Its 95 % interval is a percentile bootstrap (`pytest_atom.baseline.stats.bootstrap`:
-  `BOOTSTRAP` resamples of the samples, drawn from a fixed seed so calibration.json does
-  not change from one run to the next): with 20 to 50 samples κ's sampling distribution is skewed and bounded by 1, where the asymptotic
-  (Fleiss-Cohen-Everitt) standard error gives intervals past 1 or too narrow.
-* Two judge variants on the same samples are paired: McNemar's exact test counts the
-  samples only one of them got right and asks whether that split could be a fair coin's.
+  would reach by chance; NaN when chance agreement is 1 (both gave every sample one verdict).
+* Its 95 % interval is a percentile bootstrap (`baseline.stats.bootstrap`) from a fixed seed,
+  so calibration.json does not change from one run to the next: with 20 to 50 samples κ's
+  distribution is skewed and bounded by 1, where the asymptotic standard error gives
+  intervals past 1 or too narrow.
+* Two judge variants on the same samples are paired: McNemar's exact test asks whether the
+  split of the samples only one of them got right could be a fair coin's.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ Pair = tuple[bool, bool]
 @dataclass(frozen=True)
 class Agreement:
     """How often the judge agreed with the humans over `samples`: the share, Cohen's κ with
-    its interval, and the confusion counts."""
+    its interval, and the confusion counts (the fields calibration.json stores)."""
 
     samples: int
     agreement: float
@@ -79,13 +78,17 @@ def kappa_interval(pairs: Sequence[Pair], level: float = 0.95) -> tuple[float, f
     return bootstrap(pairs, kappa, level, seed=SEED, resamples=BOOTSTRAP)
 
 
+def share(pairs: Sequence[Pair]) -> float:
+    """How often the judge agreed with the humans; NaN without pairs."""
+    return sum(h == j for h, j in pairs) / len(pairs) if pairs else math.nan
+
+
 def agreement(pairs: Sequence[Pair]) -> Agreement:
     """Every figure of one criterion's calibration."""
-    n = len(pairs)
     low, high = kappa_interval(pairs)
     return Agreement(
-        samples=n,
-        agreement=sum(h == j for h, j in pairs) / n if n else math.nan,
+        samples=len(pairs),
+        agreement=share(pairs),
         kappa=kappa(pairs),
         kappa_low=low,
         kappa_high=high,

@@ -8,7 +8,6 @@ the spec's own judge on the same samples. Results stay typed; `report` renders t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -96,13 +95,8 @@ def measure(
             continue
         figures = stats.agreement([(human, judge) for human, judge, _ in rows])
         found[text] = CriterionCalibration(
-            identity=identity[text],
-            samples=figures.samples,
-            agreement=figures.agreement,
-            kappa=figures.kappa,
-            kappa_low=figures.kappa_low,
-            kappa_high=figures.kappa_high,
-            confusion=figures.confusion,
+            identity[text],
+            **vars(figures),
             disagreements=tuple(d for _, _, d in rows if d is not None),
             interval=stats.INTERVAL,
             calibrated=now,
@@ -241,15 +235,11 @@ def compare_arms(
                 arm=arm.name,
                 criterion=text,
                 samples=len(a_pairs),
-                current_agreement=_share(a_pairs),
-                arm_agreement=_share(b_pairs),
+                current_agreement=stats.share(a_pairs),
+                arm_agreement=stats.share(b_pairs),
                 current_kappa=stats.kappa(a_pairs),
                 arm_kappa=stats.kappa(b_pairs),
                 test=stats.mcnemar([h == j for h, j in a_pairs], [h == j for h, j in b_pairs]),
             )
         )
     return found
-
-
-def _share(pairs: Sequence[stats.Pair]) -> float:
-    return sum(h == j for h, j in pairs) / len(pairs) if pairs else math.nan

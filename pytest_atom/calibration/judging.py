@@ -1,21 +1,18 @@
 """The reflector on every labelled sample, recorded and replayed as a run's sessions are.
 
 One calibration of a spec is one "run" of its judge: one model source behind one gateway
-(`replay.recording.open_model_source`, the same that `atom run` opens), every sample judged
-in a folder of its own, then the cassette written or left as it was (`ModelSource.finish`).
-So the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL`` mean what they mean to
-`atom run`. The cassette is the spec's calibration cassette, ``calibration/<spec>/
-cassette.yaml``, apart from the spec's own; without one, the script answers: the
-calibration folder's ``script.yaml`` if there is one, else the spec's `script:` (its
-`reflector:` turns, one per sample and variant, in the order judged: variants in order,
-samples by file name).
+(the one `atom run` opens), every sample judged in a folder of its own, then the cassette
+written or left as it was; so the record mode, ``--upstream`` and ``ANTHROPIC_BASE_URL``
+mean what they mean to `atom run`. The cassette is ``calibration/<spec>/cassette.yaml``,
+apart from the spec's own; without one, the calibration folder's ``script.yaml`` answers,
+else the spec's `script:` (its `reflector:` turns, in the order judged: variants in
+order, samples by file name).
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -139,9 +136,9 @@ def judge_samples(
         result = Calibrated({}, live, source=source.kind)
         failed, seen = True, None
         try:
-            with _gateway(source) as url:
+            with Gateway(source.responder, Meter(frozenset({"reflector"}))) as gateway:
                 env = claude_env(
-                    url, run_dir / "claude-config", source.auth, pass_env=spec.pass_env
+                    gateway.url, run_dir / "claude-config", source.auth, pass_env=spec.pass_env
                 )
                 for variant in variants:
                     judge = _Judge(calibrating, variant, run_dir, env, claude_bin, settings, config)
@@ -159,12 +156,6 @@ def judge_samples(
             raise HarnessError(f"calibrating {spec.name}: {problem}")
         result.warnings = list(source.warnings)
     return result
-
-
-@contextmanager
-def _gateway(source: ModelSource) -> Iterator[str]:
-    with Gateway(source.responder, Meter(frozenset({"reflector"}))) as gateway:
-        yield gateway.url
 
 
 @dataclass
@@ -185,7 +176,9 @@ class _Judge:
         spec = self.variant.spec_for(case)
         folder = self.run_dir / "samples" / self.variant.name / sample.path.stem
         _materialize(sample, folder)
-        session = session_input(spec, sample, self.threshold, self.prompts())
+        reflector = self.spec.reflector
+        threshold = reflector.threshold if reflector.threshold_set else self.settings.threshold
+        session = session_input(spec, sample, threshold, self.prompts())
         agents = AgentFactory(spec, self.run_dir, self.env, self.claude_bin)
         votes = []
         for vote in range(1, spec.reflector.votes + 1):
@@ -238,11 +231,6 @@ class _Judge:
         self.cli_version = self.cli_version or record.cli_version
         source.recall.remember(key, record)
         return verdict
-
-    @property
-    def threshold(self) -> float:
-        reflector = self.spec.reflector
-        return reflector.threshold if reflector.threshold_set else self.settings.threshold
 
     def prompts(self) -> PromptLoader:
         """The variant's reflector prompt, else the spec's (as its runs load it)."""

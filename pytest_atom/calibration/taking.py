@@ -12,7 +12,7 @@ run does, except those that read the agent's run (its tool calls), which say so.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,7 @@ from pytest_atom.calibration.samples import (
     read_sample,
     samples_dir,
 )
-from pytest_atom.checks.builtin import needs_sandbox, run_checks
+from pytest_atom.checks.builtin import default_registry, needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.diffs import agent_files, workspace_diff
 from pytest_atom.errors import CalibrationError, SessionError
@@ -38,6 +38,7 @@ from pytest_atom.importing import read_session
 from pytest_atom.judge.calibration import base_name
 from pytest_atom.replay.normalize import mask_durations
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.execution import session_id_for
 from pytest_atom.spec.types import Spec
 from pytest_atom.words import Scrubbed, clip, shorten
@@ -138,36 +139,45 @@ def _transcript(
     ]
 
 
+def checks_again(
+    spec: Spec,
+    attempt: Path,
+    run_folder: Path,
+    env: Mapping[str, str],
+    stored: Mapping[str, tuple[bool, str]],
+    missing: str,
+    registry: CheckRegistry | None = None,
+) -> list[CheckResult]:
+    """`spec`'s checks on a stored `attempt`, in order: a check of the files runs again, in
+    the agent's confinement (`run_folder`'s) as in a run; one that reads the agent's run has
+    no run to read (its calls are not kept): its `stored` result by its label stands, else
+    it fails saying `missing`."""
+    registry = registry or default_registry()
+    files = [c for c in spec.accept if not registry.reads_run(c.kind)]
+    sandbox = None
+    if files and needs_sandbox(files, registry):
+        sandbox = process_sandbox(Confinement(run_folder, spec.sandbox), attempt, env)
+    ran = iter(run_checks(files, attempt, env=env, registry=registry, sandbox=sandbox))
+    return [
+        CheckResult(c, *stored.get(c.describe(), (False, missing)), "")
+        if registry.reads_run(c.kind)
+        else next(ran)
+        for c in spec.accept
+    ]
+
+
 def _checks(
     spec: Spec, found: RunFound, attempt: Path, registry: CheckRegistry | None
 ) -> tuple[CheckSeen, ...]:
     """The run's check results: the store's record, else the checks run again."""
     if found.checks is not None:
         return found.checks
-    registry = registry or _default_registry()
-    kept = [c for c in spec.accept if not registry.reads_run(c.kind)]
     env = clean_env(found.folder / "home", spec.pass_env)
-    sandbox = None
-    if spec.sandbox is not None and needs_sandbox(kept, registry):
-        sandbox = process_sandbox(Confinement(found.folder, spec.sandbox), attempt, env)
-    results = run_checks(kept, attempt, env=env, registry=registry, sandbox=sandbox)
-    seen = {id(r.check): r for r in results}
+    unkept = "not run again: it reads the agent's run, which a run folder does not keep"
     return tuple(
         CheckSeen(r.check.describe(), r.passed, mask_durations(r.summary), r.evidence)
-        if (r := seen.get(id(c))) is not None
-        else CheckSeen(
-            c.describe(),
-            False,
-            "not run again: it reads the agent's run, which a run folder does not keep",
-        )
-        for c in spec.accept
+        for r in checks_again(spec, attempt, found.folder, env, {}, unkept, registry)
     )
-
-
-def _default_registry() -> CheckRegistry:
-    from pytest_atom.checks.builtin import default_registry
-
-    return default_registry()
 
 
 def _changed_files(

@@ -49,13 +49,9 @@ class Variant:
         return replace(spec, criteria=criteria, reflector=reflector)
 
 
-def arms_file(spec: Spec) -> Path:
-    return calibration_dir(spec) / ARMS_FILE
-
-
 def load_arms(spec: Spec) -> list[Variant]:
     """The arms of `spec`'s arms.yaml ([] without one); CalibrationError names the line."""
-    path = arms_file(spec)
+    path = calibration_dir(spec) / ARMS_FILE
     if not path.is_file():
         return []
     try:

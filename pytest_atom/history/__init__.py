@@ -6,20 +6,16 @@ one per item (spec, case, arm, repeat). Everything that reads the past reads thi
 what acts on it lives above it (`pytest_atom.outcome_cache`, `pytest_atom.rescore`).
 
 - The store: `records` (what is kept, each field declared once with its column), `store`
-  (the protocol, `open_store`), one module per backend (`sqlite`, `postgres`) over what
-  they share (`sql`), `migrations` (the tables and the steps that bring a store to this
-  schema, made from the records' declarations), `urls` (where a store is).
-- Writing: `write` (a session's typed results as records, the one write per session, and
-  `atom history import` of CI shards and artifacts).
-- Reading: `query` (`atom history`: pass rates, trends, flaky items; ``--atom-last-failed``),
-  `diff` (`atom diff`), `view` (the HTML report's comparison and trends).
+  (the protocol, `open_store`), the backends `sqlite` and `postgres` over `sql`,
+  `migrations` (the schema's steps, made from the records' declarations), `urls`.
+- Writing: `write` (a session's results as records; `atom history import`).
+- Reading: `query` (`atom history`, ``--atom-last-failed``), `diff` (`atom diff`), `view`
+  (the HTML report's comparison and trends).
 
-Where to add: a new stored field is one field of `records.RunRecord` or `ItemRecord`
-declared with its column (``column(sql, since=N)``; `migrations` adds the column to the
-stores that lack it), filled in `write`; a new backend is one module implementing
-`store.Store` and `store.StoreBackend`, and its URL scheme's line in the
-``pytest_atom.stores`` entry-point group (`open_store` picks it); a new question about the
-past is a function of `query` and a command in `atom_cli`.
+Where to add: a stored field is one field of `records.RunRecord` or `ItemRecord` declared
+with ``column(sql, since=N)``, filled in `write`; a backend is one module implementing
+`store.Store` and `store.StoreBackend`, named in the ``pytest_atom.stores`` entry-point
+group; a question about the past is a function of `query` and a command in `atom_cli`.
 
 Public: the names in `__all__` (a store, what it holds, and the questions `atom history` and
 `atom diff` ask of it); every module here is private.

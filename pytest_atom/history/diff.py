@@ -1,27 +1,20 @@
 """Two runs compared, item by item: what `atom diff` and the HTML report's comparison show.
 
-Pure over the store's records (`history.records`): nothing here opens a store or runs
-anything. Items are matched by their line through the runs, (spec, case, arm)
-(`ItemRecord.series`); an item's repeats are taken together.
+Pure over the store's records. Items are matched by their line through the runs, (spec,
+case, arm); an item's repeats are taken together.
 
 - A line with one item a side changed when its outcome did: the change names the checks
-  and criteria whose results moved, the first call where the executor's tool-call
-  sequences part, and the token and cost deltas by role.
+  and criteria whose results moved, the first call where the tool-call sequences part, and
+  the token and cost deltas by role.
 - A line with repeats is a sample on each side, so raw counts are not a change: it is
-  compared with the paired test the baseline gate uses (`baseline.gate`: Fisher's exact
-  test per line, Holm-adjusted, the Cochran-Mantel-Haenszel test over every line), once
-  for a drop and once, sides swapped, for a rise. A line the test calls neither whose pass
-  rate moved is listed as within noise, with the test's figures. Its checks and criteria
-  are compared as pass counts, its tool calls by each side's commonest sequence, its
-  deltas per repeat (mean).
+  compared with the baseline gate's paired test (`baseline.gate`), once for a drop and
+  once, sides swapped, for a rise; a moved pass rate the test calls neither is listed as
+  within noise. Its checks are compared as pass counts, its tool calls by each side's
+  commonest sequence, its deltas per repeat.
 - A line in one run only is added or removed.
-- A setting that can change an outcome (`RunRecord.settings`) and differs between the two
-  runs is named, as is a changed Claude Code version: a regression a setting caused (a
-  calibration requirement switched on) says so, where its deltas alone would read
-  "tokens +0".
-
-Which run a run is compared with, when none is named, is `history.query.like_run`'s
-answer: the newest run that covered the same selection.
+- A setting that can change an outcome, or the Claude Code version, that differs between
+  the runs is named: a regression a setting caused says so, where its deltas alone would
+  read "tokens +0".
 """
 
 from __future__ import annotations
@@ -33,7 +26,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pytest_atom.baseline.gate import gate
-from pytest_atom.history.records import ItemRecord, RunRecord, SeriesKey, series_label
+from pytest_atom.history.records import (
+    ItemRecord,
+    RunRecord,
+    SeriesKey,
+    series_dict,
+    series_label,
+)
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.markdown import (
     COMMENT_LIMIT,
@@ -57,7 +56,8 @@ __all__ = [
     "first_divergence",
 ]
 
-REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
+#: Each way a line can change, in the order a comment lists them: what needs a look first.
+_SHOWN = REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE = (
     "regressed",
     "improved",
     "changed",
@@ -194,12 +194,8 @@ class ItemChange:
         head = f"{self.direction.upper()} {self.label}: {self.before or '(absent)'} -> {self.after or '(absent)'}"
         out = [head]
         if self.test is not None:
-            change = self.test["change"]
-            out.append(
-                f"  pass rate change {change['estimate']:+.2f} [{change['low']:+.2f}, "
-                f"{change['high']:+.2f}] (Newcombe 95 %); {self.test['test']}: "
-                f"p = {self.test['p_value']:.3g} (adjusted {self.test['adjusted_p_value']:.3g})"
-            )
+            rate, p = _tested(self.test)
+            out.append(f"  pass rate change {rate} (Newcombe 95 %); {self.test['test']}: {p}")
         out += ["  " + c.line() for c in self.checks]
         out += ["  " + self.tools.line()] if self.tools is not None else []
         if self.direction not in (ADDED, REMOVED):
@@ -207,12 +203,9 @@ class ItemChange:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        spec, case, arm = self.key
         return {
             "item": self.label,
-            "spec": spec,
-            "case": case,
-            "arm": arm,
+            **series_dict(self.key),
             "direction": self.direction,
             "before": self.before,
             "after": self.after,
@@ -289,14 +282,18 @@ class RunDiff:
         out += [change.line() for change in self.settings]
         for change in (*self.changes, *self.noise):
             out += change.lines()
+        return out + self._totals()
+
+    def _totals(self) -> list[str]:
+        """The paired test over every repeated line, and the deltas over the items."""
+        out = []
         if self.total_test is not None:
             test = self.total_test
             out.append(
                 f"repeated items together: {test['answer']} ({test['test']}: p = "
                 f"{test['p_value']:.3g}, adjusted {test['adjusted_p_value']:.3g})"
             )
-        out.append("total over the items in both runs: " + self.deltas.line())
-        return out
+        return [*out, "total over the items in both runs: " + self.deltas.line()]
 
     def markdown(self, limit: int = COMMENT_LIMIT) -> str:
         """The comparison as a pull request's comment (GitHub Markdown, at most `limit`
@@ -315,13 +312,7 @@ class RunDiff:
             "",
         ]
         notes = [self.paired] * bool(self.paired) + [c.line() for c in self.settings]
-        if self.total_test is not None:
-            test = self.total_test
-            notes.append(
-                f"repeated items together: {test['answer']} ({test['test']}: p = "
-                f"{test['p_value']:.3g}, adjusted {test['adjusted_p_value']:.3g})"
-            )
-        notes.append("total over the items in both runs: " + self.deltas.line())
+        notes += self._totals()
         ordered = sorted((*self.changes, *self.noise), key=lambda c: _SHOWN.index(c.direction))
         header = ["item", "change", "before", "after", "the gate's verdict", "tokens", "cost $"]
         details = [scrub(line) for c in ordered for line in c.lines()]
@@ -355,10 +346,6 @@ class RunDiff:
         }
 
 
-#: The order a comment lists its items in: what needs a look first.
-_SHOWN = (REGRESSED, IMPROVED, CHANGED, ADDED, REMOVED, NOISE)
-
-
 def _run_cell(run: RunRecord) -> str:
     return f"{code(Scrubbed(run.id))} ({run.kind}, {run.started:%Y-%m-%d %H:%M})"
 
@@ -378,11 +365,16 @@ def _verdict(change: ItemChange) -> str:
             ADDED: "new in this run",
             REMOVED: "not in this run",
         }.get(change.direction, change.direction)
-    test, rate = change.test, change.test["change"]
+    rate, p = _tested(change.test)
+    return f"{change.direction}: pass rate {rate}, {p}"
+
+
+def _tested(test: Mapping[str, Any]) -> tuple[str, str]:
+    """A paired test's change of pass rate with its interval, and its p-values."""
+    change = test["change"]
     return (
-        f"{change.direction}: pass rate {rate['estimate']:+.2f} [{rate['low']:+.2f}, "
-        f"{rate['high']:+.2f}], p = {test['p_value']:.3g} (adjusted "
-        f"{test['adjusted_p_value']:.3g})"
+        f"{change['estimate']:+.2f} [{change['low']:+.2f}, {change['high']:+.2f}]",
+        f"p = {test['p_value']:.3g} (adjusted {test['adjusted_p_value']:.3g})",
     )
 
 

@@ -8,16 +8,10 @@ store at once migrate it once. A store newer than this pytest-atom is refused wi
 
 The columns come from the records' declarations (`records.column`): step 1 creates the
 tables with the fields of version 1, and step N adds each field declared ``since=N``
-(``ALTER TABLE … ADD COLUMN``), before that step's own statements (`_STEPS`: indexes,
-tables that are no record's, values filled in for the rows already stored). The SQL is the
-common part of both dialects: TEXT, BIGINT, DOUBLE PRECISION, integers for booleans, times
-as ISO-8601 UTC text, structured fields as JSON text, ``?`` placeholders (the PostgreSQL
-backend turns them into ``%s``).
-
-Where to add: a new stored field is one declaration in `records` with ``since`` the next
-version (and a test that opens a store made by the version before); a new index, table or
-backfill is a statement of that version in `_STEPS`. A step stores in the wild have taken
-is never edited.
+(``ALTER TABLE … ADD COLUMN``) before that step's own statements (`_STEPS`: indexes, tables
+that are no record's, backfills). The SQL is the common part of both dialects: TEXT,
+BIGINT, DOUBLE PRECISION, integers for booleans, ISO-8601 UTC text for times, JSON text,
+``?`` placeholders. A step stores in the wild have taken is never edited.
 """
 
 from __future__ import annotations
@@ -28,8 +22,7 @@ __all__ = ["ITEM_ROW", "MIGRATIONS", "SCHEMA_VERSION"]
 
 #: The columns of an item's row that are no field of `ItemRecord`, each with the column it
 #: follows: its place in its run and its run's start (the series index holds both), the
-#: cached flag of version 1 (`ItemRecord.cached`), and the totals a listing reads without
-#: parsing the roles. `history.sql` fills them.
+#: cached flag of version 1, and the totals a listing reads without parsing the roles.
 ITEM_ROW: tuple[tuple[str, Column], ...] = (
     ("run_id", Column("item_no", "INTEGER NOT NULL")),
     ("item_no", Column("started", "TEXT NOT NULL")),

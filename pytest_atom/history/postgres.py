@@ -25,7 +25,6 @@ class PostgresStore(SqlStore):
     """`Store` in a PostgreSQL database (see the module docstring)."""
 
     placeholder: ClassVar[str] = "%s"
-    begin: ClassVar[str] = "BEGIN"
     has_schema_sql: ClassVar[str] = "SELECT to_regclass('atom_schema')"
 
     @classmethod
@@ -63,6 +62,7 @@ class PostgresStore(SqlStore):
             store.migrate_or_close()
         return store
 
-    def _locked_begin(self, cursor: Any) -> None:
-        cursor.execute("BEGIN")
-        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+    def _begin(self, cursor: Any, locked: bool) -> None:
+        cursor.execute(self.begin)
+        if locked:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

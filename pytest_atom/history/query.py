@@ -1,38 +1,29 @@
 """Questions about the past, answered from a store: what `atom history` shows.
 
-Trials and observations are kept apart. A series' figures count its trials only (items
-the agent ran and a judge judged: `ItemRecord.kind` ``trial``). An outcome the cache
-reported (``cached``) repeats a stored trial and holds no new one: it is counted apart
-(`SeriesSummary.cached`) and enters no pass rate, interval, mean or trend. A rescore's
-verdicts (``rescore``) judge stored attempts again: they form a series of judgements of
-their own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
+Trials and observations are kept apart. A series' figures count its trials only (items the
+agent ran and a judge judged: `ItemRecord.kind` ``trial``). A cached outcome repeats a
+stored trial: it is counted apart (`SeriesSummary.cached`) and enters no pass rate,
+interval, mean or trend. A rescore's verdicts judge stored attempts again: a series of
+judgements of its own (`SeriesSummary.kind` ``rescore``), never mixed into the trials'.
 
 - `summarize`: per (spec, case, arm), its last N runs: the trials' pass rate with its
-  Wilson 95 % interval, mean tokens, dollars (spent, and Claude Code's list price:
-  `cost.usage.Dollars`) and wall time per trial, the last outcome, and a trend where
-  the change is beyond noise. The trend is the gate's own test (`baseline.gate`): the
-  window's older half of runs against its newer half, Fisher's exact test one-sided each
-  way, Holm-adjusted over the series, at the gate's alpha (`baseline.stats.fisher_drop`,
-  exact and without scipy).
-- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm), each with
-  its items' kind.
-- `flaky`: the trials whose outcome changed while their inputs did not: over runs with
-  one input digest, and among the repeats of one session (the same spec, run again in
-  the same session: the same inputs, whatever their digests). An item recorded without a
-  digest (`digest` None: before the outcome cache computed one) is unknown across runs,
-  never "unchanged": it is counted apart (`FlakyReport.unknown`) and makes an item flaky
-  only by disagreeing with its own session's repeats.
-- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run (of
-  any kind), as `pytest --lf`. Every repeat of a line that failed runs again: a repeat is
-  one draw of a sample, and re-running only the draws that failed would make a pass rate
-  of nothing. With no failed item (or no run, or no store) nothing is deselected, and the
-  note says so, as pytest's ``run-last-failure`` line does.
+  Wilson 95 % interval, means per trial, the last outcome, and a trend where the change is
+  beyond noise: the gate's own test (`baseline.gate`), the window's older half of runs
+  against its newer half, Fisher's exact test one-sided each way, Holm-adjusted over the
+  series, at the gate's alpha.
+- `spec_runs`: one spec's runs, newest first, an entry per run and (case, arm).
+- `flaky`: the trials whose outcome changed while their inputs did not: over runs with one
+  input digest, and among the repeats of one session. An item without a digest is unknown
+  across runs, never "unchanged" (`FlakyReport.unknown`); it is flaky only by disagreeing
+  with its own session's repeats.
+- `last_failed`: ``--atom-last-failed``, the lines that failed in the store's last run, as
+  `pytest --lf`. Every repeat of a failed line runs again: re-running only the draws that
+  failed would make a pass rate of nothing.
 - `like_run`: the run to compare a run with when none is named (`atom diff`, the HTML
-  report's "Compared with"): the newest earlier run that covered the same selection, and
-  `compare_with_like` that comparison over the run's own lines.
+  report's "Compared with"), and `compare_with_like` that comparison.
 
-A pass is ``passed`` or ``xpassed`` (the agent did the task); a fail is ``failed`` or
-``xfailed``; ``error`` (the harness could not judge) and ``skipped`` count in neither.
+A pass is ``passed`` or ``xpassed``; a fail is ``failed`` or ``xfailed``; ``error`` and
+``skipped`` count in neither.
 """
 
 from __future__ import annotations
@@ -45,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.baseline import stats
 from pytest_atom.baseline.gate import ALPHA
 from pytest_atom.errors import HistoryError
-from pytest_atom.history.records import series_label
+from pytest_atom.history.records import item_to_dict, run_to_dict, series_dict, series_label
 from pytest_atom.history.store import session_store
 from pytest_atom.history.write import identity
 from pytest_atom.reports.table import table_lines
@@ -78,10 +69,6 @@ __all__ = [
 PASSES = frozenset({"passed", "xpassed"})
 FAILS = frozenset({"failed", "xfailed"})
 Counts = tuple[int, int]  # (passed, counted)
-
-
-def _trials(items: Sequence[ItemFigures]) -> list[ItemFigures]:
-    return [i for i in items if i.kind == "trial"]
 
 
 def _counts(items: Sequence[ItemRecord] | Sequence[ItemFigures]) -> Counts:
@@ -147,11 +134,8 @@ class SeriesSummary:
         return series_label(self.series)
 
     def to_dict(self) -> dict[str, Any]:
-        spec, case, arm = self.series
         return {
-            "spec": spec,
-            "case": case,
-            "arm": arm,
+            **series_dict(self.series),
             "kind": self.kind,
             "runs": self.runs,
             "passed": self.counts[0],
@@ -213,10 +197,7 @@ def _money(value: float | None) -> str:
 
 def _halves(items: Sequence[ItemFigures]) -> tuple[Counts, Counts] | None:
     """The window's older half of runs and its newer half, as counts (None: one run)."""
-    order: list[str] = []
-    for item in items:  # newest run first
-        if item.run_id not in order:
-            order.append(item.run_id)
+    order = list(dict.fromkeys(i.run_id for i in items))  # newest run first
     if len(order) < 2:
         return None
     newer = set(order[: len(order) // 2])
@@ -250,43 +231,36 @@ def _summary(series: SeriesKey, items: Sequence[ItemFigures], kind: str) -> Seri
     )
 
 
-def _series_summaries(series: SeriesKey, items: Sequence[ItemFigures]) -> list[SeriesSummary]:
-    """The series' trials (with how many cached outcomes were left out), then its
-    rescores' judgements when it has any: the window holds rescore runs too."""
-    observed = [i for i in items if i.kind != "rescore"]
-    judged = [i for i in items if i.kind == "rescore"]
-    return [
-        _summary(series, some, kind)
-        for some, kind in ((observed, "trial"), (judged, "rescore"))
-        if some
-    ]
-
-
 def _with_trends(found: list[SeriesSummary]) -> list[SeriesSummary]:
     """Each series' trend, where its change is beyond noise."""
     tested = [
-        s for s in found if s.kind == "trial" and s.halves and s.halves[0][1] and s.halves[1][1]
+        (s, h) for s in found if s.kind == "trial" and (h := s.halves) and h[0][1] and h[1][1]
     ]
-    if not tested:
-        return found
     trends: dict[SeriesKey, Trend] = {}
     for direction in ("worse", "better"):
-        pairs = [s.halves for s in tested if s.halves]
         p_values = [
             stats.fisher_drop(b, a) if direction == "worse" else stats.fisher_drop(a, b)
-            for b, a in pairs
+            for _, (b, a) in tested
         ]
-        for each, p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
-            if adjusted < ALPHA and each.halves:
-                trends[each.series] = Trend(direction, *each.halves, p, adjusted)
+        for (each, halves), p, adjusted in zip(tested, p_values, stats.holm(p_values), strict=True):
+            if adjusted < ALPHA:
+                trends[each.series] = Trend(direction, *halves, p, adjusted)
     return [replace(s, trend=trends.get(s.series) if s.kind == "trial" else None) for s in found]
 
 
 def summarize(store: Store, last: int = 20, spec: str | None = None) -> Summary:
-    """Every series' last `last` runs (of `spec` only, when given)."""
+    """Every series' last `last` runs (of `spec` only, when given): its trials (with how
+    many cached outcomes were left out), then its rescores' judgements when it has any."""
     found = []
     for series in store.series(spec):
-        found += _series_summaries(series, store.figures(*series, limit=last))
+        items = store.figures(*series, limit=last)
+        observed = [i for i in items if i.kind != "rescore"]
+        judged = [i for i in items if i.kind == "rescore"]
+        found += [
+            _summary(series, some, kind)
+            for some, kind in ((observed, "trial"), (judged, "rescore"))
+            if some
+        ]
     return Summary(_with_trends(found), last)
 
 
@@ -302,7 +276,7 @@ class SpecRun:
     def outcome(self) -> str:
         """``passed``, or ``2/3 passed`` over repeats."""
         outcomes = [i.outcome for i in self.items]
-        if len(set(outcomes)) == 1 and len(outcomes) == 1:
+        if len(outcomes) == 1:
             return outcomes[0]
         passed, counted = _counts(self.items)
         return f"{passed}/{counted} passed" if counted else ", ".join(sorted(set(outcomes)))
@@ -324,14 +298,9 @@ class SpecRun:
         return ",".join(map(str, took)) or "-"
 
     def to_dict(self) -> dict[str, Any]:
-        from pytest_atom.history.records import item_to_dict, run_to_dict
-
-        spec, case, arm = self.series
         return {
             "run": run_to_dict(self.run),
-            "spec": spec,
-            "case": case,
-            "arm": arm,
+            **series_dict(self.series),
             "kind": self.kind,
             "outcome": self.outcome,
             "items": [item_to_dict(i) for i in self.items],
@@ -386,11 +355,8 @@ class FlakyItem:
     basis: str = "digest"
 
     def to_dict(self) -> dict[str, Any]:
-        spec, case, arm = self.series
         return {
-            "spec": spec,
-            "case": case,
-            "arm": arm,
+            **series_dict(self.series),
             "basis": self.basis,
             "digest": self.digest,
             "passed": self.counts[0],
@@ -451,8 +417,8 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
     for series in store.series(spec):
         by_digest: dict[str, list[ItemFigures]] = {}
         by_run: dict[str, list[ItemFigures]] = {}
-        for item in _trials(store.figures(*series, limit=last)):
-            if item.outcome not in PASSES and item.outcome not in FAILS:
+        for item in store.figures(*series, limit=last):
+            if item.kind != "trial" or item.outcome not in PASSES | FAILS:
                 continue
             checked += 1
             if item.repeat is not None:
@@ -461,15 +427,14 @@ def flaky(store: Store, last: int = 20, spec: str | None = None) -> FlakyReport:
                 unknown += 1
                 continue
             by_digest.setdefault(item.digest, []).append(item)
-        for digest, items in by_digest.items():
+        groups: list[tuple[str | None, list[ItemFigures], str]]
+        groups = [(d, items, "digest") for d, items in by_digest.items()]
+        groups += [(None, items, "repeats") for items in by_run.values()]
+        for digest, items, basis in groups:
             passed, counted = _counts(items)
             if 0 < passed < counted:
                 runs = tuple(dict.fromkeys(i.run_id for i in items))
-                found.append(FlakyItem(series, digest, (passed, counted), runs))
-        for run_id, items in by_run.items():
-            passed, counted = _counts(items)
-            if 0 < passed < counted:
-                found.append(FlakyItem(series, None, (passed, counted), (run_id,), "repeats"))
+                found.append(FlakyItem(series, digest, (passed, counted), runs, basis))
     return FlakyReport(found, last, unknown, checked)
 
 
@@ -481,14 +446,10 @@ def like_run(
     store: Store, run: RunRecord, selection: Collection[SeriesKey]
 ) -> tuple[RunRecord, str] | None:
     """The run to compare `run` with, and how it was chosen; None when no earlier run
-    shares a line with it.
-
-    A rescore is compared with the run it judged again. Any other run is compared with
-    the newest earlier run (not a rescore) whose lines include every line of `selection`
-    (`run`'s own); failing one, the newest of those that covered the most of it, the
-    rest then shown as added. Comparing with whatever ran last would show the specs one
-    run selected and the other did not as added and removed.
-    """
+    shares a line with it. A rescore is compared with the run it judged again; any other
+    run with the newest earlier run (no rescore) that covered every line of `selection`,
+    else the newest that covered the most of it. (Comparing with whatever ran last would
+    show the specs one run selected and the other did not as added and removed.)"""
     if run.kind == "rescore" and run.rescore_of:
         return store.run(
             run.rescore_of

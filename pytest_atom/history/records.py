@@ -1,19 +1,12 @@
 """What the history store keeps: one `RunRecord` per session, one `ItemRecord` per item.
 
-Records are plain frozen values, the same for every backend (SQLite, PostgreSQL) and every
-reader (`atom history`, `atom diff`, `atom rescore`, the outcome cache, `atom bisect`), so
-none of them needs a run's typed results or the objects that made them. An item's identity
-everywhere is ``(spec, case, arm, repeat)`` (`ItemRecord.key`); `ItemRecord.series` leaves
-the repeat out: the line a trend is drawn along.
-
-Each field is declared once, with its column (`column`): its SQL type, the schema version
-that added it, and how its value is written and read (`Codec`). The store's statements and
-its migration steps are made from these declarations (`history.migrations`, `history.sql`),
-and the JSON forms (`item_to_dict`) from the fields.
+Records are plain frozen values, the same for every backend and every reader, so none of
+them needs a run's typed results. Each field is declared once, with its column (`column`):
+its SQL type, the schema version that added it, and how its value is written and read
+(`Codec`); the store's statements and migration steps are made from these declarations.
 
 Records never hold a raw transcript: a check's detail and a criterion's reasons are
-scrubbed before they are recorded (`history.write`), and the tool-call sequence is the
-tools' names only.
+scrubbed before they are recorded (`history.write`), and tool calls are the tools' names.
 """
 
 from __future__ import annotations
@@ -43,6 +36,7 @@ __all__ = [
     "new_run_id",
     "run_from_dict",
     "run_to_dict",
+    "series_dict",
     "series_label",
 ]
 
@@ -82,14 +76,13 @@ class Column:
 
 
 def column(sql: str, name: str = "", *, since: int = 1, codec: Codec = PLAIN) -> dict[str, Column]:
-    """A field's metadata declaring its column (`name`: the field's own when empty); a
-    column added after the first schema (`since` > 1) that is NOT NULL needs a DEFAULT, for
-    the rows stored before it."""
+    """A field's metadata declaring its column (`name`: the field's own when empty); one
+    added after the first schema that is NOT NULL needs a DEFAULT, for the rows before it."""
     return {"column": Column(name, sql, since, codec)}
 
 
 def columns(record: type) -> tuple[tuple[str, Column], ...]:
-    """(field name, its `Column`, named) of each field of `record`, in declaration order."""
+    """(field name, its named `Column`) of each field of `record`, in order."""
     found = []
     for each in fields(record):
         declared: Column = each.metadata["column"]
@@ -115,6 +108,11 @@ def series_label(series: SeriesKey, repeat: int | None = None) -> str:
     spec, case, arm = series
     parts = "".join(f"[{p}]" for p in (case, arm) if p is not None)
     return spec + parts + (f"[r{repeat}]" if repeat is not None else "")
+
+
+def series_dict(series: SeriesKey) -> dict[str, str | None]:
+    """A series as the JSON forms spell it."""
+    return dict(zip(("spec", "case", "arm"), series, strict=True))
 
 
 def new_run_id(started: datetime | None = None) -> str:
@@ -240,17 +238,14 @@ class ItemRecord:
 
     @property
     def key(self) -> ItemKey:
-        """(spec, case, arm, repeat): the item's identity in every store and report."""
         return (self.spec, self.case, self.arm, self.repeat)
 
     @property
     def series(self) -> SeriesKey:
-        """(spec, case, arm): the item's line through the runs."""
         return (self.spec, self.case, self.arm)
 
     @property
     def cached(self) -> bool:
-        """Whether the outcome cache reported it (nothing ran)."""
         return self.kind == "cached"
 
     @property
@@ -275,8 +270,8 @@ class ItemRecord:
 
 @dataclass(frozen=True, slots=True)
 class ItemFigures:
-    """What a listing reads of an item (`Store.figures`): its run, outcome, kind, digest
-    and totals, without the checks, criteria and tool calls a whole `ItemRecord` parses."""
+    """What a listing reads of an item (`Store.figures`): no checks, criteria or tool calls
+    for it to parse."""
 
     run_id: str
     outcome: str
@@ -294,10 +289,7 @@ class ItemFigures:
 
 def run_to_dict(run: RunRecord) -> dict[str, Any]:
     """`run` as JSON values (`run_from_dict` reads it back)."""
-    data = {f.name: getattr(run, f.name) for f in fields(run)}
-    data["started"] = run.started.isoformat()
-    data["settings"] = dict(run.settings)
-    return data
+    return {**vars(run), "started": run.started.isoformat(), "settings": dict(run.settings)}
 
 
 def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
@@ -310,7 +302,7 @@ def run_from_dict(data: Mapping[str, Any]) -> RunRecord:
 
 def item_to_dict(item: ItemRecord) -> dict[str, Any]:
     """`item` as JSON values (`item_from_dict` reads it back)."""
-    data = {f.name: getattr(item, f.name) for f in fields(item)}
+    data = dict(vars(item))
     data["checks"] = [[c.name, c.passed, c.detail] for c in item.checks]
     data["criteria"] = [[c.text, c.score, c.passed, c.reasons] for c in item.criteria]
     data["tool_calls"] = list(item.tool_calls)

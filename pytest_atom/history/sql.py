@@ -1,10 +1,10 @@
 """The store over SQL: what SQLite and PostgreSQL share, spoken through a DB-API connection.
 
-`SqlStore` implements `history.store.Store` once; a backend (`history.sqlite`,
-`history.postgres`) gives it a connection in autocommit mode, its placeholder, how a write
-transaction begins, and the exceptions its driver raises. Every write is one explicit
-transaction (``BEGIN`` … ``COMMIT``), so a run and its items land together or not at all,
-and concurrent writers (xdist controllers, two sessions, imports) each land whole.
+A backend (`history.sqlite`, `history.postgres`) gives `SqlStore` a connection in autocommit
+mode, its placeholder, how a write transaction begins, and its driver's exceptions. Every
+write is one explicit transaction (``BEGIN`` … ``COMMIT``), so a run and its items land
+together or not at all, and concurrent writers (xdist controllers, two sessions, imports)
+each land whole.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pytest_atom.errors import HistoryError
 from pytest_atom.history.migrations import ITEM_ROW, MIGRATIONS, SCHEMA_VERSION
@@ -30,7 +30,6 @@ from pytest_atom.history.records import (
 __all__ = ["SqlStore"]
 
 _RUN, _ITEM = columns(RunRecord), columns(ItemRecord)
-#: The columns a record is read from (and written to), in the order of its fields.
 _RUN_COLUMNS = ", ".join(c.name for _, c in _RUN)
 _ITEM_READ = ", ".join(c.name for _, c in _ITEM)
 #: An item's row as written: its fields' columns, then those that are no field (`ITEM_ROW`).
@@ -44,10 +43,11 @@ _TOTALS = {
 _FIGURES = tuple((f.name, _TOTALS.get(f.name) or dict(_ITEM)[f.name]) for f in fields(ItemFigures))
 _SERIES = "spec = ? AND spec_case = ? AND arm = ?"
 
+Record = TypeVar("Record")
 
-def _marks(names: str) -> str:
-    """A ``?`` for each of the comma-separated `names`."""
-    return ", ".join("?" * len(names.split(",")))
+
+def _insert(table: str, names: str) -> str:
+    return f"INSERT INTO {table} ({names}) VALUES ({', '.join('?' * len(names.split(',')))})"
 
 
 def _run_row(run: RunRecord) -> tuple[Any, ...]:
@@ -61,12 +61,9 @@ def _item_row(run: RunRecord, number: int, item: ItemRecord) -> tuple[Any, ...]:
     return (*values, number, started, int(item.cached), item.total_tokens, item.total_cost)
 
 
-def _run_of(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(**{name: c.codec.read(v) for (name, c), v in zip(_RUN, row, strict=True)})
-
-
-def _item_of(row: Sequence[Any]) -> ItemRecord:
-    return ItemRecord(**{name: c.codec.read(v) for (name, c), v in zip(_ITEM, row, strict=True)})
+def _record(kind: type[Record], read: tuple[tuple[str, Column], ...], row: Sequence[Any]) -> Record:
+    """The `kind` a row of the columns `read` holds."""
+    return kind(**{name: c.codec.read(v) for (name, c), v in zip(read, row, strict=True)})
 
 
 class SqlStore:
@@ -74,18 +71,16 @@ class SqlStore:
 
     #: The driver's placeholder: the shared SQL's ``?`` becomes this.
     placeholder: ClassVar[str] = "?"
-    #: What opens a write transaction; `locked_begin` also serializes migrations.
+    #: What opens a write transaction.
     begin: ClassVar[str] = "BEGIN"
     #: The driver's exceptions, turned into HistoryError naming the store.
     driver_errors: tuple[type[BaseException], ...] = ()
-    #: Whether the store holds the version table (a query returning one row when it does).
+    #: A query whose one row holds a non-NULL value when the version table exists.
     has_schema_sql: ClassVar[str] = ""
 
     def __init__(self, connection: Any, url: str) -> None:
         self.connection = connection
         self.url = url
-
-    # --- the connection ------------------------------------------------------------------
 
     def _sql(self, sql: str) -> str:
         return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
@@ -99,8 +94,8 @@ class SqlStore:
             finally:
                 cursor.close()
 
-    def _locked_begin(self, cursor: Any) -> None:
-        """Begin a write transaction that also holds off other migrations."""
+    def _begin(self, cursor: Any, locked: bool) -> None:
+        """Begin a write transaction; `locked`: one that also holds off other migrations."""
         cursor.execute(self.begin)
 
     @contextmanager
@@ -120,10 +115,7 @@ class SqlStore:
         with self._errors("written"):
             cursor = self.connection.cursor()
             try:
-                if locked:
-                    self._locked_begin(cursor)
-                else:
-                    cursor.execute(self.begin)
+                self._begin(cursor, locked)
                 try:
                     yield cursor
                 except BaseException:
@@ -137,19 +129,11 @@ class SqlStore:
 
     def version(self) -> int:
         """The schema version the store holds (0: an empty database)."""
-        with self._errors("read"):
-            cursor = self.connection.cursor()
-            try:
-                cursor.execute(self.has_schema_sql)
-                row = cursor.fetchone()
-                return 0 if row is None or row[0] is None else self._version(cursor)
-            finally:
-                cursor.close()
-
-    def _version(self, cursor: Any) -> int:
-        cursor.execute("SELECT version FROM atom_schema")
-        row = cursor.fetchone()
-        return 0 if row is None else int(row[0])
+        found = self._fetch(self.has_schema_sql)
+        if not found or found[0][0] is None:
+            return 0
+        rows = self._fetch("SELECT version FROM atom_schema")
+        return int(rows[0][0]) if rows else 0
 
     def migrate(self, to: int = SCHEMA_VERSION) -> None:
         """Take the schema steps the store has not taken, up to `to`; refuse a store newer
@@ -158,7 +142,9 @@ class SqlStore:
             return  # the common case: no lock, no write
         with self._transaction(locked=True) as cursor:
             cursor.execute("CREATE TABLE IF NOT EXISTS atom_schema (version INTEGER NOT NULL)")
-            have = self._version(cursor)
+            cursor.execute("SELECT version FROM atom_schema")
+            row = cursor.fetchone()
+            have = 0 if row is None else int(row[0])
             if have > SCHEMA_VERSION:
                 raise HistoryError(
                     f"the history store {self.url} has schema version {have}, newer than "
@@ -169,7 +155,7 @@ class SqlStore:
                 for statement in step:
                     cursor.execute(statement)
             cursor.execute("DELETE FROM atom_schema")
-            cursor.execute(self._sql("INSERT INTO atom_schema (version) VALUES (?)"), (to,))
+            cursor.execute(self._sql(_insert("atom_schema", "version")), (to,))
 
     def migrate_or_close(self) -> None:
         """`migrate`, the connection closed when it cannot be (the store is not returned)."""
@@ -183,26 +169,16 @@ class SqlStore:
 
     def add_run(self, run: RunRecord, items: Sequence[ItemRecord]) -> str:
         with self._transaction() as cursor:
-            cursor.execute(
-                self._sql(
-                    f"INSERT INTO atom_runs ({_RUN_COLUMNS}) VALUES ({_marks(_RUN_COLUMNS)})"
-                ),
-                _run_row(run),
-            )
+            cursor.execute(self._sql(_insert("atom_runs", _RUN_COLUMNS)), _run_row(run))
             if items:
                 cursor.executemany(
-                    self._sql(
-                        f"INSERT INTO atom_items ({_ITEM_COLUMNS}) VALUES ({_marks(_ITEM_COLUMNS)})"
-                    ),
+                    self._sql(_insert("atom_items", _ITEM_COLUMNS)),
                     [_item_row(run, n, item) for n, item in enumerate(items)],
                 )
-                series = sorted({(i.spec, i.case or "", i.arm or "") for i in items})
                 cursor.executemany(
-                    self._sql(
-                        "INSERT INTO atom_series (spec, spec_case, arm) VALUES (?, ?, ?) "
-                        "ON CONFLICT DO NOTHING"
-                    ),
-                    series,
+                    self._sql(_insert("atom_series", "spec, spec_case, arm"))
+                    + " ON CONFLICT DO NOTHING",
+                    sorted({(i.spec, i.case or "", i.arm or "") for i in items}),
                 )
         return run.id
 
@@ -225,13 +201,9 @@ class SqlStore:
             where.append("kind = ?")
             params.append(kind)
         sql = f"SELECT {_RUN_COLUMNS} FROM atom_runs"
-        sql += (
-            " WHERE " + " AND ".join(where) if where else ""
-        ) + " ORDER BY started DESC, id DESC"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [_run_of(row) for row in self._fetch(sql, params)]
+        sql += " WHERE " + " AND ".join(where) if where else ""
+        rows = self._fetch(*_limited(sql + " ORDER BY started DESC, id DESC", params, limit))
+        return [_record(RunRecord, _RUN, row) for row in rows]
 
     def run(self, run_id: str) -> RunRecord:
         rows = self._fetch(
@@ -240,7 +212,7 @@ class SqlStore:
         )
         exact = [row for row in rows if row[0] == run_id]
         if exact or len(rows) == 1:
-            return _run_of((exact or rows)[0])
+            return _record(RunRecord, _RUN, (exact or rows)[0])
         many = ", ".join(row[0] for row in rows)
         raise HistoryError(
             f"no run {run_id!r} in the history store {self.url}: "
@@ -255,7 +227,7 @@ class SqlStore:
             f"SELECT {_ITEM_READ} FROM atom_items WHERE run_id = ?{which} ORDER BY item_no",
             params,
         )
-        return [_item_of(row) for row in rows]
+        return [_record(ItemRecord, _ITEM, row) for row in rows]
 
     def series(self, spec: str | None = None) -> list[SeriesKey]:
         sql = "SELECT spec, spec_case, arm FROM atom_series"
@@ -278,51 +250,45 @@ class SqlStore:
             f"SELECT DISTINCT started, run_id FROM atom_items WHERE {where} "
             "ORDER BY started DESC, run_id DESC"
         )
-        if limit is not None:
-            sql, params = sql + " LIMIT ?", (*params, limit)
-        return [(row[0], row[1]) for row in self._fetch(sql, params)]
+        return [(row[0], row[1]) for row in self._fetch(*_limited(sql, params, limit))]
 
-    def _series_rows(
-        self, columns: str, key: tuple[str, str, str], limit: int | None
-    ) -> list[Sequence[Any]]:
-        """The series' items of its last `limit` runs: a range of the series index from
-        the oldest of those runs' start on (another run started at that instant is left
-        out by its id)."""
+    def _along(
+        self,
+        kind: type[Record],
+        read: tuple[tuple[str, Column], ...],
+        key: SeriesKey,
+        limit: int | None,
+    ) -> list[Record]:
+        """The series' items of its last `limit` runs, as `kind`: a range of the series
+        index from the oldest of those runs' start on (another run started at that instant
+        is left out by its id)."""
+        spec, case, arm = key
+        key = (spec, case or "", arm or "")
         runs = self._last_runs(_SERIES, key, limit)
         if not runs:
             return []
         wanted = {run_id for _, run_id in runs}
         rows = self._fetch(
-            f"SELECT run_id, {columns} FROM atom_items WHERE {_SERIES} AND started >= ? "
-            "ORDER BY started DESC, run_id DESC, item_no",
+            f"SELECT run_id, {', '.join(c.name for _, c in read)} FROM atom_items "
+            f"WHERE {_SERIES} AND started >= ? ORDER BY started DESC, run_id DESC, item_no",
             (*key, runs[-1][0]),
         )
-        return [row[1:] for row in rows if row[0] in wanted]
+        return [_record(kind, read, row[1:]) for row in rows if row[0] in wanted]
 
     def item_history(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemRecord]:
-        rows = self._series_rows(_ITEM_READ, (spec, case or "", arm or ""), limit)
-        return [_item_of(row) for row in rows]
+        return self._along(ItemRecord, _ITEM, (spec, case, arm), limit)
 
     def figures(
         self, spec: str, case: str | None, arm: str | None, limit: int | None = 20
     ) -> list[ItemFigures]:
-        names = ", ".join(c.name for _, c in _FIGURES)
-        rows = self._series_rows(names, (spec, case or "", arm or ""), limit)
-        return [
-            ItemFigures(**{n: c.codec.read(v) for (n, c), v in zip(_FIGURES, r, strict=True)})
-            for r in rows
-        ]
-
-    def find_passing(self, digest: str) -> ItemRecord | None:
-        rows = self._fetch(
-            f"SELECT {_ITEM_READ} FROM atom_items WHERE digest = ? AND outcome = 'passed' "
-            "ORDER BY started DESC, run_id DESC LIMIT 1",
-            (digest,),
-        )
-        return _item_of(rows[0]) if rows else None
+        return self._along(ItemFigures, _FIGURES, (spec, case, arm), limit)
 
     def close(self) -> None:
         with self._errors("closed"):
             self.connection.close()
+
+
+def _limited(sql: str, params: Sequence[Any], limit: int | None) -> tuple[str, Sequence[Any]]:
+    return (sql, params) if limit is None else (sql + " LIMIT ?", (*params, limit))

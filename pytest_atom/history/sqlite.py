@@ -67,7 +67,6 @@ def check_path(path: Path, root: Path) -> None:
 class SqliteStore(SqlStore):
     """`Store` in a SQLite file (see the module docstring)."""
 
-    placeholder: ClassVar[str] = "?"
     begin: ClassVar[str] = "BEGIN IMMEDIATE"
     driver_errors = (sqlite3.Error,)
     has_schema_sql: ClassVar[str] = (

@@ -2,17 +2,9 @@
 
 `open_store` reads what `--atom-history` (ini ``atom_history``, ``history:`` in
 `.atom/config.yaml`) says: a path or ``sqlite:///path`` is an embedded SQLite file
-(`history.sqlite`, WAL), ``postgresql://…`` a team's PostgreSQL database through psycopg 3
-(`history.postgres`), ``none`` no store at all (`NoStore`: records nothing, remembers
-nothing). Both databases hold the same SQL schema (`history.migrations`), versioned, so a store
-written by an older pytest-atom opens with a newer one.
-
-Where to add: a backend is one module with a class satisfying `Store` (most of it
-`history.sql.SqlStore`, which speaks the shared SQL over a DB-API connection) and
-`StoreBackend` (its ``open``), and one line in the ``pytest_atom.stores`` entry-point group
-naming the class under its URL scheme (pyproject.toml for these; another distribution's
-own group for its backends). `open_store` picks the backend by the URL's scheme and loads
-only that one.
+(`history.sqlite`), ``postgresql://…`` a team's PostgreSQL database (`history.postgres`),
+``none`` no store at all (`NoStore`). Each backend is named under its URL scheme in the
+``pytest_atom.stores`` entry-point group; `open_store` loads only the one a URL asks for.
 """
 
 from __future__ import annotations
@@ -87,10 +79,6 @@ class Store(Protocol):
         """`item_history`'s items as their figures only: what a listing reads, fast."""
         ...
 
-    def find_passing(self, digest: str) -> ItemRecord | None:
-        """The newest passed item whose input digest is `digest`, if any."""
-        ...
-
     def close(self) -> None:
         """Let go of the connection (a store is not used after)."""
         ...
@@ -145,9 +133,6 @@ class NoStore:
     ) -> list[ItemFigures]:
         return []
 
-    def find_passing(self, digest: str) -> ItemRecord | None:
-        return None
-
     def close(self) -> None:
         return None
 
@@ -174,4 +159,4 @@ def open_store(url_or_path: str | Path, root: Path | None = None) -> Store:
 
 def session_store(settings: RunSettings, root: Path) -> Store:
     """The store a session records into and reads from: `settings.history` under `root`."""
-    return open_store(store_url(settings.history, root), root)
+    return open_store(settings.history, root)

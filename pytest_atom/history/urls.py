@@ -118,21 +118,21 @@ def passwords(url: str, env: Mapping[str, str] | None = None) -> list[str]:
     return sorted((f for f in found if f), key=len, reverse=True)
 
 
-def scrub_passwords(text: str, url: str, env: Mapping[str, str] | None = None) -> str:
+def scrub_passwords(text: str, url: str) -> str:
     """`text` (a driver's message about `url`) with every password of `passwords` replaced
     by ``***``; when one is too short to search for without mangling the message, the
     message is withheld whole."""
-    for form in passwords(url, env):
+    for form in passwords(url):
         if len(form) < _SHORTEST_FOUND:
             return "(the driver's message is withheld: it may hold the password)"
         text = text.replace(form, _SHOWN)
     return text
 
 
-def password_source(url: str, env: Mapping[str, str] | None = None) -> str:
+def password_source(url: str) -> str:
     """Where libpq takes the password of `url` from, named, never shown: ``""`` when the
     URL holds it (`display_url` masks it there) or nothing gives one."""
-    source = os.environ if env is None else env
+    source = os.environ
     if passwords(url, {}):
         return ""
     passfile = dict(_params(_parts(url)[3])).get("passfile")

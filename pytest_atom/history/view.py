@@ -1,11 +1,9 @@
 """The HTML report's history: the comparison with the previous run and each spec's trend.
 
-Filled from the store the session records into (`--atom-history`) and this session's own
-run, which need not be stored yet (the report may be written first): the run compared
-with is the one `atom diff` takes (`history.query.like_run`: the newest earlier run that
-covered the same selection), with the settings that changed between them, and each trend
-(trials only) ends with this run. A store that is off or cannot be read gives a view with a note, never an error:
-the report of the run stands.
+Filled from the session's store and this session's own run, which need not be stored yet
+(the report may be written first): the run compared with is the one `atom diff` takes
+(`history.query.like_run`), and each trend (trials only) ends with this run. A store that
+is off or cannot be read gives a view with a note, never an error: the run's report stands.
 """
 
 from __future__ import annotations
@@ -38,14 +36,12 @@ def history_view(
         )
     try:
         store = open_store(url, root)
+        try:
+            return _view(store, run, items)
+        finally:
+            store.close()
     except (HistoryError, OSError) as exc:
         return HistoryView(run.id, None, (), 0, (), f"the history store cannot be read: {exc}")
-    try:
-        return _view(store, run, items)
-    except HistoryError as exc:
-        return HistoryView(run.id, None, (), 0, (), f"the history store cannot be read: {exc}")
-    finally:
-        store.close()
 
 
 def _view(store: Store, run: RunRecord, items: Sequence[ItemRecord]) -> HistoryView:

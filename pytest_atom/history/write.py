@@ -1,31 +1,23 @@
 """How runs enter the store: a session's results as records, and results files imported.
 
 `item_record` maps a typed `SpecResult` to an `ItemRecord` (the only place that does);
-`item_of_properties` makes one from a report's figures where no typed result is at hand
-(an item the harness could not run, a results file brought in by `atom history import`).
-`run_record` says when and on what the session ran: its git commit and dirty flag, the
-pytest-atom and Claude Code versions, and the settings that can change an outcome.
-`write_run` is the one write of a session: a store that cannot be written gives back a
-warning line naming the store and the fix, never an exception, so a run's own results and
-exit status stand.
+`item_of_properties` makes one from a report's figures where no typed result is at hand.
+`run_record` says when and on what the session ran. `write_run` is the one write of a
+session: a store that cannot be written gives back a warning line naming the store and the
+fix, never an exception, so a run's own results and exit status stand.
 
 `import_files` (`atom history import`) records results files from elsewhere (CI shards, CI
-artifacts). A session run with ``--atom-report DIR`` writes ``DIR/results.json``
-(`suite.shards`): every item's node id, outcome and figures, and its history run and items
-(``history``), scrubbed. Importing such files records:
+artifacts): each ``--atom-report DIR`` run's ``DIR/results.json`` (every item's node id,
+outcome and figures, and its history run and items, scrubbed). By default the files are one
+run, the shards of one CI run (a spec in two files is an error naming both), whose id is
+made from the shards' own run ids, so importing the same shards again changes nothing; with
+`each`, one run per file, each keeping its own id. A file without ``history`` (an older
+pytest-atom's, `last-run.json`) brings what its rows say, dated by the file's modification
+time. An imported run's kind is ``import``; `settings` keeps the kind it had
+(``imported_from``) and its files.
 
-- by default, one run of them all: the shards of one CI run, joined as ``atom results
-  combine`` joins them (a spec in two files is an error naming both). Its id is made from
-  the shards' own run ids, so importing the same shards again changes nothing;
-- with `each`, one run per file (artifacts of separate CI runs), each keeping its own id.
-
-A file without ``history`` (a results file of an older pytest-atom, `last-run.json`)
-brings what its rows say: outcomes, tokens and cost by role, wall time (no checks, criteria
-or tool calls), dated by the file's modification time. An imported run's kind is
-``import``; `settings` keeps the kind it had (``imported_from``) and its files.
-
-Secrets: a check's detail and a criterion's reasons go through the scrubber
-(`replay.scrub.Scrubber`); records hold no transcript, only the executor's tool names.
+Secrets: a check's detail and a criterion's reasons go through the scrubber; records hold no
+transcript, only the executor's tool names.
 """
 
 from __future__ import annotations
@@ -53,7 +45,7 @@ from pytest_atom.history.records import (
     run_from_dict,
 )
 from pytest_atom.history.store import Store, open_store
-from pytest_atom.history.urls import OFF, display_url, store_url
+from pytest_atom.history.urls import display_url, store_url
 from pytest_atom.settings.options import OPTIONS
 
 if TYPE_CHECKING:
@@ -93,11 +85,14 @@ def outcome_word(label: str) -> str:
 
 def identity(spec: Spec) -> tuple[str, str | None, str | None]:
     """(spec base name, case, arm): `Spec.name` is ``base[case][arm]``."""
-    name = spec.name
-    for part in (spec.arm, spec.case):
+    return _base(spec.name, spec.case, spec.arm), spec.case, spec.arm
+
+
+def _base(name: str, case: str | None, arm: str | None) -> str:
+    for part in (arm, case):
         if part is not None:
             name = name.removesuffix(f"[{part}]")
-    return name, spec.case, spec.arm
+    return name
 
 
 def _scrubbed(scrubber: Scrubber | None, text: str) -> str:
@@ -210,10 +205,6 @@ def item_of_properties(
     cost by role, wall time. Its checks, criteria and tool calls are not among them."""
     path, name, repeat = _split_nodeid(nodeid)
     arm = arm if arm is not None else (str(props["atom_arm"]) if props.get("atom_arm") else None)
-    spec = name
-    for part in (arm, case):
-        if part is not None:
-            spec = spec.removesuffix(f"[{part}]")
     tokens: dict[str, int] = {}
     cost: dict[str, float] = {}
     for key, value in props.items():
@@ -227,7 +218,7 @@ def item_of_properties(
     spent = props.get("atom_cost_usd")
     return ItemRecord(
         run_id="",
-        spec=spec,
+        spec=_base(name, case, arm),
         spec_path=path,
         case=case,
         arm=arm,
@@ -314,9 +305,7 @@ def first_version(versions: Iterable[str | None]) -> str | None:
 def write_run(where: str, root: Path, run: RunRecord, items: Sequence[ItemRecord]) -> str | None:
     """Record `run` in the store `where` names; None when it is written (or the store is
     off), else the warning line to show: the store, what went wrong and the fix."""
-    url = store_url(where, root)
-    if url == OFF:
-        return None
+    url = store_url(where, root)  # `none` opens a store that records nothing
     try:
         store = open_store(url, root)
         try:

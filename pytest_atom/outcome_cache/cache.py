@@ -1,27 +1,22 @@
 """The outcome cache: an item whose inputs are those of a stored passing item is not run.
 
-`OutcomeCache` is what stands around each of the harness's runs (`run.harness.AroundRun`) when the history store
-is on. Around each run it computes the item's input digest (`outcome_cache.input_digest`) and stamps
-it on the result, so the store records it (`ItemRecord.digest`, `digest_parts`); with
-``--atom-cache`` it first asks the store for the newest item of the same (spec, case, arm)
-with those inputs (`Store.item_history`, `InputDigest.matches`: part by part, so code the
-stored session loaded and this one does not is no change) and, when that one passed (passed,
-xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
+`OutcomeCache` stands around each of the harness's runs (`run.harness.AroundRun`) when the
+history store is on: it computes the item's input digest and stamps it on the result, so
+the store records it. With ``--atom-cache`` it first looks for the newest stored item of
+the same (spec, case, arm) with those inputs (`InputDigest.matches`: part by part, so code
+the stored session loaded and this one does not is no change) and, when that one passed
+(passed, xpassed, or xfailed as its spec expects), reports it instead: a `SpecResult` with
 `cached_from` set, no attempt, no CLI started, nothing spent.
 
 Only a replay of a cassette that exists, or a scripted run, is taken from the cache
-(`uncacheable`): a recording (``--atom-record-mode`` ``new_episodes``, ``all``, ``refresh``,
-or ``once`` without a cassette) and ``--atom-rejudge`` ask for sessions to run, so they
-always run. Never one of a spec with `snapshot:` (pytest compares those files after the
-run), nor one whose run can reach what the digest cannot see (`inputs.unseen`: a network, a
-command outside the sandbox, a service by URL) unless the spec trusts it. A digest that
-cannot be computed (an input the run itself would refuse) leaves the item to run and
-report it.
+(`uncacheable`): a recording and ``--atom-rejudge`` always run, as does a spec with
+`snapshot:` and one whose run can reach what the digest cannot see (`inputs.unseen`) unless
+the spec trusts it. A digest that cannot be computed leaves the item to run and report it.
 
-Repeats are served whole or not at all: the repeats of a (spec, case, arm) come from the
-newest stored session in which every one of them had today's inputs, when all of them
-passed there; otherwise every repeat runs. A threshold over repeats (``pass_at_least:``)
-is then decided on one session's draws, never on passes gathered across sessions.
+Repeats are served whole or not at all, from the newest stored session in which every
+repeat had today's inputs, when all of them passed there: a threshold over repeats
+(``pass_at_least:``) is decided on one session's draws, never on passes gathered across
+sessions.
 """
 
 from __future__ import annotations

@@ -2,34 +2,24 @@
 
 The outcome cache (``--atom-cache``) reports a stored passing item in place of a run when
 the two digests are equal, and `atom history why` names the parts that differ. The parts
-cover what the item can read, not a list of what someone thought of: a run reads its
-attempt (made from the spec and its workspace), what its spec allows, the toolchain, and
-the code in pytest's own process.
+cover what the item can read, not a list of what someone thought of: its attempt (made from
+the spec and its workspace), what its spec allows, the toolchain, and the code in pytest's
+own process.
 
-- ``spec``: the spec with its case: its document, the prompt and criteria it resolved to,
-  the case's id and variables, the files of its ``claude:`` configuration (skills, agents,
-  plugins: `config_hashes`), its calibration, and which repeat of it this is;
-- ``workspace``: the workspace tree as the copy takes it (`run.workspace.list_workspace`:
-  git's files, or the folder minus caches, minus ``exclude:`` and pytest-atom's own files;
-  a ``ref:`` commit by git's id of its tree): each file's path, kind and bytes;
-- ``cassette`` and ``script``: their bytes;
-- ``claude_code``: the CLI's version (read from its install, offline);
-- ``environment``: the environment built from parts (`pytest_atom.environment`) that the
-  run's processes get, without the run's own folders;
-- ``tools``: the tools PATH resolves for the set-up and the checks' commands
-  (`setup_cache.key.toolchain`: each tool's real path, size and mtime);
-- ``settings``: the project's ``.atom/config.yaml`` and tools;
-- ``setting NAME``: each setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`,
-  a field of each row of the option table), by its value's hash;
-- ``code PATH``, ``file PATH``, ``toolchain PATH``: the code in pytest's process and an SDK
-  app's, every file the spec names or its run resolves (prompts as the run finds them), and
-  the toolchain's folders as trees (`outcome_cache.inputs`).
+- ``spec``: the document, the prompt and criteria it resolved to, the case's id and
+  variables, the files of its ``claude:`` configuration, its calibration, its repeat;
+- ``workspace``: the tree as the copy takes it (`run.workspace.list_workspace`): each
+  file's path, kind and bytes, or a ``ref:`` commit's tree id;
+- ``cassette``, ``script``: their bytes; ``claude_code``: the CLI's version (offline);
+- ``environment``: what the run's processes get, without the run's own folders;
+- ``tools``: the tools PATH resolves for the set-up and the checks' commands;
+- ``settings``: the project's ``.atom/config.yaml`` and tools; ``setting NAME``: each
+  setting that can change an outcome (`settings.options.OUTCOME_SETTINGS`);
+- ``code PATH``, ``file PATH``, ``toolchain PATH``: see `outcome_cache.inputs`.
 
-The seed is left out: it draws a stochastic script's choices afresh in every session by
-default, and a stochastic item is cached only as any other one, by its inputs.
-
-Each part is a short hash (`pytest_atom.digest.short`), never a value: an environment
-variable's value may be a token, and the store keeps the parts.
+The seed is left out: it draws a stochastic script's choices afresh in every session, and a
+stochastic item is cached only as any other one, by its inputs. Each part is a short hash,
+never a value: an environment variable's value may be a token, and the store keeps parts.
 """
 
 from __future__ import annotations
@@ -123,17 +113,23 @@ def input_digest(
     spec = spec.with_limits(config)  # the run's own view of the spec
     root = config.root if config is not None else None
     reads = reads or Reads(root)
+    from pytest_atom.environment import RUN_FOLDERS
+    from pytest_atom.replay.recording import cassette_path
+    from pytest_atom.setup_cache.key import toolchain
+
     env = _environment(spec)
     code = reads.code() if code_at is None else reads.code_at(code_at)
     return InputDigest(
         {
             "spec": _spec_part(spec, repeat),
             "workspace": _workspace_part(spec, runs_dir),
-            "cassette": _file_part(_cassette(spec)),
+            "cassette": _file_part(cassette_path(spec)),
             "script": _file_part(spec.script),
             "claude_code": _claude_version(spec),
-            "environment": digest.of_value(_without_run_paths(env), compact=True),
-            "tools": _toolchain_part(spec, env),
+            "environment": digest.of_value(
+                {k: v for k, v in sorted(env.items()) if k not in RUN_FOLDERS}, compact=True
+            ),
+            "tools": digest.of_value(toolchain(_commands(spec), env.get("PATH", "")), compact=True),
             "settings": _settings_part(config),
             **{f"setting {n}": digest.of_value(getattr(settings, n)) for n in OUTCOME_SETTINGS},
             **code,
@@ -226,15 +222,7 @@ def _entry(path: Path) -> tuple[str, bytes]:
 
 
 def _file_part(path: Path | None) -> str:
-    if path is None or not path.is_file():
-        return ABSENT
-    return digest.short(path.read_bytes())
-
-
-def _cassette(spec: Spec) -> Path:
-    from pytest_atom.replay.recording import cassette_path
-
-    return cassette_path(spec)
+    return digest.content(path) if path is not None and path.is_file() else ABSENT
 
 
 def _claude_version(spec: Spec) -> str:
@@ -260,18 +248,6 @@ def _environment(spec: Spec) -> dict[str, str]:
         env.setdefault(name, value)
     env.update(expand_env(spec))
     return env
-
-
-def _without_run_paths(env: Mapping[str, str]) -> dict[str, str]:
-    from pytest_atom.environment import RUN_FOLDERS
-
-    return {k: v for k, v in sorted(env.items()) if k not in RUN_FOLDERS}
-
-
-def _toolchain_part(spec: Spec, env: Mapping[str, str]) -> str:
-    from pytest_atom.setup_cache.key import toolchain
-
-    return digest.of_value(toolchain(_commands(spec), env.get("PATH", "")), compact=True)
 
 
 def _commands(spec: Spec) -> list[str]:

@@ -1,29 +1,21 @@
-"""What an item can read beyond its spec's own document, found where the run finds it: the
-inputs of the outcome cache's digest (`outcome_cache.input_digest`) that are files and folders.
+"""The inputs of the outcome cache's digest that are files and folders, found where the run
+finds them, each one named part, so `atom history why` names the file or folder that changed:
 
-A run reads its attempt folder, what its spec allows (`sandbox:`), the toolchain, and the
-code loaded in pytest's own process. Each input here is one named part, so `atom history why`
-names the file or folder that changed:
-
-- ``code PATH``: the Python code in pytest's process, each top-level package or module that
-  is not the standard library (conftest files, plugins, check kinds and what they import,
-  pytest-atom itself) by the content of its ``.py`` and extension files; the libraries
-  pytest-atom requires as ``code dist:NAME``, by their installed ``RECORD``; and an SDK
-  app's code (`agents.sdk_host.app_source`), which runs in a child process. Taken once
+- ``code PATH``: each top-level package or module loaded in pytest's process that is not
+  the standard library (conftest files, plugins, check kinds, pytest-atom itself) by its
+  ``.py`` and extension files; the libraries pytest-atom requires as ``code dist:NAME``, by
+  their installed ``RECORD``; an SDK app's code, which runs in a child process. Taken once
   per session (`Reads`), after the session's machinery is loaded;
-- ``file PATH``: every file the spec names or its run resolves: the files its checks name
-  (`tool_results`, schemas: each `Path` a check kind resolved), its oracle, its CLAUDE.md
-  file, the prompt folders the run searches (`run.spec_run.prompt_loader`: the nearest
-  ``.atom/prompts/``), and files an MCP server or hook command names by absolute path;
+- ``file PATH``: every file the spec names or its run resolves: the files its checks name,
+  its oracle, its CLAUDE.md file, the prompt folders the run searches, and files an MCP
+  server or hook command names by absolute path;
 - ``toolchain PATH``: each folder on the run's PATH, and the ``site-packages`` and
-  ``node_modules`` beside them, as trees of path, size and mtime (`digest.stat_tree`),
-  walked once per session.
+  ``node_modules`` beside them, by each entry's path, size and mtime (`digest.stat_tree`).
 
 What the digest cannot see (`unseen`): a network the sandbox opens, a command outside the
-sandbox, a service reached by URL. Such an item is not taken from the cache unless its spec
-trusts it (``cache: {trust: [...]}``).
-
-Paths under the project's root are named relative to it, others absolutely.
+sandbox, a service reached by URL; such an item is not taken from the cache unless its spec
+trusts it (``cache: {trust: [...]}``). Paths under the project's root are named relative to
+it, others absolutely.
 """
 
 from __future__ import annotations
@@ -42,7 +34,7 @@ if TYPE_CHECKING:
     from pytest_atom.settings.config import AtomConfig
     from pytest_atom.spec.types import Spec
 
-__all__ = ["TRUSTS", "Reads", "label", "located", "resolved_files", "unseen"]
+__all__ = ["TRUSTS", "Reads", "label", "resolved_files", "unseen"]
 
 #: What a spec may trust the cache with (``cache: {trust: [...]}``), each an input the
 #: digest cannot see.
@@ -64,12 +56,6 @@ def label(path: Path, root: Path | None) -> str:
     if root is not None and path.is_relative_to(root):
         return path.relative_to(root).as_posix()
     return str(path)
-
-
-def located(name: str, root: Path | None) -> Path:
-    """The path a part's `label` names."""
-    path = Path(name)
-    return path if path.is_absolute() or root is None else root / path
 
 
 class Reads:
@@ -111,7 +97,7 @@ class Reads:
             f"code {name}": (
                 record_hash(name[5:])
                 if name.startswith("dist:")
-                else code_hash(located(name, self.root))
+                else code_hash(Path(name) if self.root is None else self.root / name)
             )
             for name in labels
         }
