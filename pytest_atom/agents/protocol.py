@@ -2,7 +2,7 @@
 
 In the spirit of pytest-xdist's scheduling protocol (``xdist/scheduler/protocol.py``): a
 small `typing.Protocol` that the harness codes against (`Agent`), one module per kind of
-executor holding an `AgentKind` (`claude_code.agent`: the Claude Code CLI; `sdk`: a Claude
+executor holding an `AgentKind` (`claude_code.runner`: the Claude Code CLI; `sdk`: a Claude
 Agent SDK app), found through the ``pytest_atom.agents`` entry-point group by one lookup
 (`agent_kind`), where another distribution adds its own. A spec picks its executor with
 ``agent: {NAME: VALUE}`` (unset: `DEFAULT_KIND`); `run.factory` builds every agent of a run.
@@ -36,10 +36,7 @@ DEFAULT_KIND = "claude-code"
 
 
 class SessionRunner(Protocol):
-    """What the atom loop (`AtomRuntime`) needs: one call of a session in a folder.
-
-    `ClaudeRunner` (the legacy API) and every `Agent` have it.
-    """
+    """What the atom loop (`AtomRuntime`) needs: one call of a session in a folder."""
 
     def run(
         self,

@@ -25,10 +25,9 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from pytest_atom.agents.sdk_host import app_source
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
 from pytest_atom.events import Event
-from pytest_atom.processes import kill_process_tree, spawn
+from pytest_atom.processes import spawn
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.wire.roles import Role
 
@@ -169,48 +168,26 @@ class SdkAgent:
     ) -> IterationRecord:
         """Parse the log as it grows until the app ends; stop it at the timeout or a limit."""
         assert proc.stdout is not None
-        output: list[str] = []
-        reader = threading.Thread(target=lambda: output.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        record = IterationRecord(returncode=0)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        lines: list[str] = []
-        partial, offset = "", 0
-        try:
-            while True:
-                done = proc.poll() is not None
-                if log.exists():
-                    with log.open(encoding="utf-8", errors="replace") as handle:
-                        handle.seek(offset)
-                        chunk = handle.read()
-                        offset = handle.tell()
-                    *complete, partial = (partial + chunk).split("\n")
-                    for line in complete:
-                        lines.append(line + "\n")
-                        if self.session.fold_line(record, line, proc):
-                            done = True
-                            break
-                if done:
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    kill_process_tree(proc)
-                    record.timed_out = record.is_error = True
-                    break
-                time.sleep(_POLL)
-            proc.wait()
-        except BaseException:
-            kill_process_tree(proc)
-            raise
-        finally:
-            reader.join(timeout=5)
-        record.returncode = proc.returncode
-        record.stdout = "".join(lines)
-        record.stderr = "".join(output)
-        if record.timed_out:
-            record.stderr += (
-                f"\npytest-atom: the SDK app timed out after {timeout:g}s and was killed"
-            )
-        return record
+        return self.session.follow(
+            proc, _grown_lines(log, proc), proc.stdout, timeout, noun="the SDK app"
+        )
+
+
+def _grown_lines(log: Path, proc: subprocess.Popen[str]) -> Iterator[str]:
+    """The lines of `log` as they are written, until `proc` ends."""
+    partial, offset = "", 0
+    while True:
+        done = proc.poll() is not None
+        if log.exists():
+            with log.open(encoding="utf-8", errors="replace") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+                offset = handle.tell()
+            *complete, partial = (partial + chunk).split("\n")
+            yield from (line + "\n" for line in complete)
+        if done:
+            return
+        time.sleep(_POLL)
 
 
 def _session_options(args: Sequence[str]) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_atom.agents.claude_code import configuration
-from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.calibration.samples import (
@@ -33,6 +32,7 @@ from pytest_atom.calibration.samples import (
 from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.diffs import agent_files, workspace_diff
+from pytest_atom.environment import build_env
 from pytest_atom.errors import CalibrationError, SessionError
 from pytest_atom.importing import read_session
 from pytest_atom.judge.calibration import base_name
@@ -146,7 +146,7 @@ def _checks(
         return found.checks
     registry = registry or _default_registry()
     kept = [c for c in spec.accept if not registry.reads_run(c.kind)]
-    env = clean_env(found.folder / "home", spec.pass_env)
+    env = build_env(found.folder / "home", spec.pass_env)
     sandbox = None
     if spec.sandbox is not None and needs_sandbox(kept, registry):
         sandbox = process_sandbox(Confinement(found.folder, spec.sandbox), attempt, env)

@@ -130,7 +130,7 @@ def test_every_runner_of_a_run_comes_from_the_factory(judged: dict[str, Any]) ->
     which the factory asks; no module constructs one of its own, and the set-up, which runs
     in the sandbox runtime (srt), builds none."""
     assert sorted(caller for caller, _ in judged["built"]) == [
-        "pytest_atom.agents.claude_code.agent",
+        "pytest_atom.agents.claude_code.runner",
         "pytest_atom.run.factory",
     ]
     headers = sorted(h or "" for _, h in judged["built"])

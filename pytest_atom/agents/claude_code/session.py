@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
@@ -27,6 +28,7 @@ from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.types import ClaudeOptions
+from pytest_atom.wire.roles import Role
 
 #: Who answers the agent's ``AskUserQuestion``: the tool's input to its ``answers`` (each
 #: question's text to the answer), None when nobody answers it.
@@ -58,6 +60,8 @@ class AgentSession:
     #: its message as stream-json and the CLI asks the harness for AskUserQuestion's answers
     #: (docs/explanation/how-a-spec-runs.md, "Conversations").
     answer: Answerer | None = None
+    #: Whose sessions these are (`run.factory.role_session` marks their requests so).
+    role: Role = "executor"
 
     @property
     def cli_version(self) -> str:
@@ -121,9 +125,8 @@ class AgentSession:
             shutil.copy2(copies[-1], target / copies[-1].name)
 
     def fold_line(self, record: IterationRecord, line: str, proc: subprocess.Popen[str]) -> bool:
-        """Fold one line of the agent's output into `record`, tell `on_event`, and hold the
-        budget to it (`on_event` gets each of its events); True when it crossed a limit (then `proc`'s tree is stopped). The CLI's
-        stdout and an SDK app's log of it are read through this one place."""
+        """Fold one line of the agent's output into `record`, tell `on_event` its events, and
+        hold the budget to it; True when it crossed a limit (then `proc`'s tree is stopped)."""
         parsed = parse_line(line)
         if not parsed:
             return False
@@ -139,3 +142,65 @@ class AgentSession:
             kill_process_tree(proc)
             return True
         return False
+
+    def follow(
+        self,
+        proc: subprocess.Popen[str],
+        lines: Iterable[str],
+        errors: IO[str],
+        timeout: float | None,
+        *,
+        noun: str,
+        send: Callable[[], None] | None = None,
+        hear: Callable[[str, IterationRecord], bool] | None = None,
+    ) -> IterationRecord:
+        """The record of one call: `lines` (the agent's stream-json, as `proc` writes it)
+        folded in (`fold_line`) until they end or a limit is crossed, `errors` read beside
+        them, and `proc`'s tree killed at `timeout` (named as `noun`), on Ctrl-C or on a
+        callback's error. `send` gives the agent its input once the clock runs; `hear` takes
+        the lines that are the harness's own exchange with the CLI, not the agent's output.
+        The CLI's stdout and an SDK app's log of it are read through this one place."""
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            kill_process_tree(proc)
+
+        timer = threading.Timer(timeout, kill) if timeout else None
+        if timer:
+            timer.daemon = True
+            timer.start()
+        stderr: list[str] = []
+        reader = threading.Thread(target=lambda: stderr.append(errors.read()), daemon=True)
+        reader.start()
+        record = IterationRecord(returncode=0)
+        seen: list[str] = []
+        try:
+            if send:
+                send()
+            for line in lines:
+                seen.append(line)
+                if hear and hear(line, record):
+                    continue
+                if self.fold_line(record, line, proc):
+                    break
+            proc.wait()
+        except BaseException:
+            kill_process_tree(proc)  # never leave an agent behind
+            raise
+        finally:
+            if timer:
+                timer.cancel()
+            reader.join(timeout=5)
+        record.returncode = proc.returncode
+        record.stdout = "".join(seen)
+        record.stderr = "".join(stderr)
+        if record.unanswered:
+            record.stderr += (
+                f"\npytest-atom: the agent asked the user ({record.unanswered}) and nobody "
+                "answers: give the spec's user: a model, or answers: for its questions"
+            )
+        if timed_out.is_set():
+            record.timed_out = record.is_error = True
+            record.stderr += f"\npytest-atom: {noun} timed out after {timeout:g}s and was killed"
+        return record
