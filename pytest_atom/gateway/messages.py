@@ -51,7 +51,7 @@ def sse_stream(msg: Mapping[str, Any]) -> bytes:
     """Encode a complete message as the SSE events a streaming call would send."""
     start = {**msg, "content": [], "stop_reason": None, "stop_sequence": None}
     start["usage"] = {"input_tokens": msg["usage"]["input_tokens"], "output_tokens": 1}
-    events = [_event("message_start", {"type": "message_start", "message": start})]
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(msg["content"]):
         if block["type"] == "text":
             empty: dict[str, Any] = {"type": "text", "text": ""}
@@ -61,31 +61,20 @@ def sse_stream(msg: Mapping[str, Any]) -> bytes:
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         else:
             raise ValueError(f"cannot stream a content block of type {block['type']!r}")
-        events.append(
-            _event(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": empty},
-            )
-        )
-        events.append(
-            _event(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
-            )
-        )
-        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(
-        _event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": msg["usage"]["output_tokens"]},
-            },
-        )
-    )
-    events.append(_event("message_stop", {"type": "message_stop"}))
-    return b"".join(events)
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": empty},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return b"".join(_event(event["type"], event) for event in events)
 
 
 def error_body(error_type: str, text: str) -> bytes:
@@ -259,10 +248,7 @@ def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None]
     model it is priced as: the one the request `asked` for, else the answer's. None for an
     API error, which bills nothing. The gateway's meter and the cost estimate both read
     answers through here."""
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
+    data = _json_body(response)
     if isinstance(data, dict):
         if data.get("type") == "error":
             return None
@@ -272,6 +258,14 @@ def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None]
         used, answered = billed(folded["usage"]), folded["model"]
     model = asked if isinstance(asked, str) else answered if isinstance(answered, str) else None
     return used, model
+
+
+def _json_body(response: str) -> Any:
+    """A response's JSON body; None for an SSE stream (or anything else that is no JSON)."""
+    try:
+        return json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        return None
 
 
 def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
@@ -307,10 +301,6 @@ class Reply:
     def cache_read(self) -> int:
         return self.billed.message.cache_read
 
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
-
     def usage_text(self) -> str:
         """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
         (``+ advisor claude-opus-5: 900 in, 300 out tokens``) and the server tool requests."""
@@ -337,10 +327,7 @@ def read_reply(response: str, status: int) -> Reply:
     is recorded; a stream that ends without an answer but with an error status says so.
     """
     reply = Reply()
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
+    data = _json_body(response)
     if data is not None:  # a non-streamed message or an API error
         if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
             reply.error = _error_text(data, status)

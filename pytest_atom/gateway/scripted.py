@@ -52,6 +52,7 @@ from pytest_atom.gateway.server import Reply
 from pytest_atom.wire.request import CONVERSATION_KINDS, GatewayRequest
 from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 from pytest_atom.wire.verdict_schema import verdict_error
+from pytest_atom.words import plural
 
 
 @dataclass(frozen=True)
@@ -213,22 +214,14 @@ class Script:
         turns_node = top.get("turns")
         if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
             raise fail(root, "a script needs a non-empty 'turns:' list")
-        reflector_node = top.get("reflector")
-        if reflector_node is not None and not isinstance(reflector_node, yaml.SequenceNode):
-            raise fail(reflector_node, "'reflector:' is a list of turns, one verdict per attempt")
-        turns = tuple(cls._turn(node, fail) for node in turns_node.value)
-        reflector = (
-            tuple(cls._turn(n, fail) for n in reflector_node.value) if reflector_node else ()
-        )
-        planner_node = top.get("planner")
-        if planner_node is not None and not isinstance(planner_node, yaml.SequenceNode):
-            raise fail(planner_node, "'planner:' is a list of turns, e.g. '- plan: {steps: [...]}'")
-        planner = tuple(cls._turn(n, fail) for n in planner_node.value) if planner_node else ()
-        user_node = top.get("user")
-        if user_node is not None and not isinstance(user_node, yaml.SequenceNode):
-            raise fail(user_node, "'user:' is a list of turns, e.g. '- reply: {message: Go on.}'")
-        user = tuple(cls._turn(n, fail) for n in user_node.value) if user_node else ()
-        return cls(path, turns, reflector, planner, user=user)
+        turns = tuple(cls._turn(n, fail) for n in turns_node.value)
+        lanes: dict[str, tuple[Turn, ...]] = {}
+        for lane, shape in _LANE_SHAPES.items():
+            node = top.get(lane)
+            if node is not None and not isinstance(node, yaml.SequenceNode):
+                raise fail(node, f"'{lane}:' is a list of turns, {shape}")
+            lanes[lane] = tuple(cls._turn(n, fail) for n in node.value) if node else ()
+        return cls(path, turns, lanes["reflector"], lanes["planner"], user=lanes["user"])
 
     @classmethod
     def _turn(cls, node: yaml.Node, fail: Any) -> Turn:
@@ -322,6 +315,14 @@ class Script:
         return Turn(None, (), node.start_mark.line + 1, tuple(choices))
 
 
+#: The lanes besides the agent's turns, and what a turn of each looks like.
+_LANE_SHAPES = {
+    "reflector": "one verdict per attempt",
+    "planner": "e.g. '- plan: {steps: [...]}'",
+    "user": "e.g. '- reply: {message: Go on.}'",
+}
+
+
 def _node_at(node: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
     """The node at `path` in `node` (keys and indexes), or the deepest one there is: where a
     script's reader is sent to fix a value."""
@@ -412,40 +413,38 @@ class ScriptedResponder:
 
     def _exhausted(self, lane: str, index: int) -> Reply:
         where = self.script.path or "the script"
-        if lane == "user":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.user), 'user turn')} but the simulated user asked for "
-                f"turn {index + 1}. Add a `user:` turn with a `reply: {{message: ..., done: ...}}`."
-            )
-        elif lane == "planner":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
-                "`planner:` turn with a `plan: {steps: [...]}`."
-            )
-        elif lane == "reflector":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
-                "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
-                "`reflector: {votes: N}`)."
-            )
-        else:
-            text = (
-                f"pytest-atom scripted gateway: {where} has {_turns(len(self.script.turns), 'turn')} but "
-                f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
-                "EXIT_LOOP_NOW."
-            )
+        noun, asker, fix = _EXHAUSTED[lane]
+        count = plural(len(getattr(self.script, lane)), noun)
+        text = f"{where} has {count} but {asker} asked for turn {index + 1}. {fix}"
         if self.script_error is None:
-            self.script_error = text.removeprefix("pytest-atom scripted gateway: ")
-        return Reply.refusal(text)
+            self.script_error = text
+        return Reply.refusal(f"pytest-atom scripted gateway: {text}")
 
 
-def _turns(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns`` (replay.transcript.plural, which the gateway's layer is
-    below: importing it here would be a cycle)."""
-    return f"{count} {noun}{'s' * (count != 1)}"
+#: Each lane's running out: what its turns are called, who asked, and how to fix it.
+_EXHAUSTED = {
+    "turns": (
+        "turn",
+        "the agent",
+        "Add a turn, or end the last one with EXIT_LOOP_NOW.",
+    ),
+    "reflector": (
+        "reflector turn",
+        "the reflector",
+        "Add a `reflector:` turn with a `verdict:` for each attempt (and each vote, with "
+        "`reflector: {votes: N}`).",
+    ),
+    "planner": (
+        "planner turn",
+        "the planner",
+        "Add a `planner:` turn with a `plan: {steps: [...]}`.",
+    ),
+    "user": (
+        "user turn",
+        "the simulated user",
+        "Add a `user:` turn with a `reply: {message: ..., done: ...}`.",
+    ),
+}
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:

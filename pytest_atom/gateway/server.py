@@ -81,20 +81,6 @@ class Meter:
     bills: RoleBills = field(default_factory=RoleBills)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @property
-    def by_role(self) -> dict[str, Billed]:
-        return self.bills.by_role
-
-    @property
-    def usd_by_role(self) -> dict[str, float]:
-        return self.bills.usd_by_role
-
-    @property
-    def steps(self) -> dict[str, dict[str, tuple[int, float]]]:
-        """role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed
-        on top of the answers."""
-        return self.bills.steps
-
     def add(self, role: str, used: Billed, usd: float | None, model: str | None = None) -> None:
         """Count one answer of `role`'s (`usd` None: priced at `model` here)."""
         with self.lock:
