@@ -20,7 +20,6 @@ Code's own sandbox calls it).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,7 +29,7 @@ from typing import Any
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code import readguard
-from pytest_atom.agents.claude_code.cli import cached_claude
+from pytest_atom.agents.claude_code.cli import cached_claude, find_pinned
 from pytest_atom.agents.claude_code.sandbox import INSTALL_HINT, Confinement, require_tools
 from pytest_atom.errors import SandboxUnavailableError
 from pytest_atom.paths import npm_install_command, user_cache
@@ -41,6 +40,10 @@ NPM_PACKAGE = "@anthropic-ai/sandbox-runtime"
 SETTINGS_DIR = "srt"
 #: The ripgrep `atom setup` links beside `srt` (Claude Code's binary, which is one as ``rg``).
 RG_LINK = "rg-claude"
+_NOT_FOUND = (
+    "The sandbox runtime `srt`, which confines a spec's set-up, checks, oracle and MCP "
+    "servers, was not found"
+)
 
 
 def cache_dir(version: str = SRT_VERSION) -> Path:
@@ -70,32 +73,12 @@ def how_to_install() -> str:
 
 def find_srt() -> Path:
     """Locate `srt`: ``$ATOM_SRT_BIN``, then the pinned per-user install, then ``PATH``."""
-    explicit = os.environ.get("ATOM_SRT_BIN")
-    if explicit:
-        if Path(explicit).is_file():
-            return Path(explicit)
-        raise SandboxUnavailableError(f"ATOM_SRT_BIN={explicit} does not exist: {how_to_install()}")
-    cached = cached_srt()
-    if cached.exists():
-        return cached
-    on_path = shutil.which("srt")
-    if on_path:
-        return Path(on_path)
-    raise SandboxUnavailableError(
-        "The sandbox runtime `srt`, which confines a spec's set-up, checks, oracle and MCP "
-        f"servers, was not found: {how_to_install()}"
+    return find_pinned(
+        "ATOM_SRT_BIN",
+        cached_srt(),
+        "srt",
+        lambda why: SandboxUnavailableError(f"{why or _NOT_FOUND}: {how_to_install()}"),
     )
-
-
-def srt_version(binary: Path) -> str | None:
-    """The version of `binary`, from the package.json beside it (None: not an npm install)."""
-    manifest = Path(binary).resolve().parent.parent / "package.json"
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    version = data.get("version") if data.get("name") == NPM_PACKAGE else None
-    return version if isinstance(version, str) else None
 
 
 def require_srt() -> Path:
