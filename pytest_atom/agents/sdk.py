@@ -36,7 +36,6 @@ from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.sdk_host import app_source
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events import Event
 from pytest_atom.processes import spawn
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.wire.roles import Role
@@ -65,12 +64,6 @@ class SdkAgent:
     @property
     def env(self) -> Mapping[str, str] | None:
         return self.session.env
-
-    def version(self) -> str:
-        return self.session.cli_version
-
-    def parse(self, raw: Mapping[str, Any]) -> list[Event]:
-        return self.session.parse(raw)
 
     def continue_session(self, session_id: str, conversation_dir: Path) -> None:
         self.session.move_session(session_id, conversation_dir)
@@ -110,7 +103,9 @@ class SdkAgent:
             errors="replace",
             start_new_session=True,  # its own process group: a timeout kills the app and CLI
         ) as proc:
-            record = self._follow(proc, log, timeout)
+            assert proc.stdout is not None
+            lines = _grown_lines(log, proc)
+            record = self.session.follow(proc, lines, proc.stdout, timeout, noun="the SDK app")
         record.duration = time.perf_counter() - started
         for leftover in (log, request, log.with_suffix(".sh")):
             leftover.unlink(missing_ok=True)  # the log's text is the record's stdout now
@@ -162,15 +157,6 @@ class SdkAgent:
         folder = base / "atom-sdk" if base else Path(tempfile.mkdtemp(prefix="atom-sdk-"))
         folder.mkdir(parents=True, exist_ok=True)
         return folder
-
-    def _follow(
-        self, proc: subprocess.Popen[str], log: Path, timeout: float | None
-    ) -> IterationRecord:
-        """Parse the log as it grows until the app ends; stop it at the timeout or a limit."""
-        assert proc.stdout is not None
-        return self.session.follow(
-            proc, _grown_lines(log, proc), proc.stdout, timeout, noun="the SDK app"
-        )
 
 
 def _grown_lines(log: Path, proc: subprocess.Popen[str]) -> Iterator[str]:

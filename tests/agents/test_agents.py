@@ -168,11 +168,9 @@ def test_a_verdict_below_the_threshold_fails_the_run_saying_why(judged: dict[str
 
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:
-    from pytest_atom.agents.claude_code.cli import claude_version
     from pytest_atom.agents.claude_code.session import AgentSession
     from pytest_atom.run.factory import claude_code_agent
 
     agent: Agent = claude_code_agent("planner", AgentSession(claude_bin, env={"PATH": "/usr/bin"}))
     assert agent.role == "planner" and agent.loops
     assert agent.env is not None and agent.env["ANTHROPIC_CUSTOM_HEADERS"] == "x-atom-role: planner"
-    assert agent.version() == claude_version(claude_bin)

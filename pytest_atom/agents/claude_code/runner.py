@@ -22,7 +22,6 @@ from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget
 from pytest_atom.environment import build_env, placeholder_credentials
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events import Event
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord
@@ -120,13 +119,6 @@ class ClaudeRunner:
     @property
     def env(self) -> Mapping[str, str] | None:
         return self.session.env
-
-    @staticmethod
-    def parse(raw: Mapping[str, Any]) -> list[Event]:
-        return AgentSession.parse(raw)
-
-    def version(self) -> str:
-        return self.session.cli_version
 
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
         options = self.session.options

@@ -201,7 +201,7 @@ class Confinement:
             # The files the spec names for its server outside the run folder (a script beside
             # the spec) are the spec's, which the agent cannot write: readable by the server.
             paths = [Path(a) for a in argv if named and os.path.isabs(a) and os.path.exists(a)]
-            outside = [p for p in paths if not _within(p.resolve(), boundary)]
+            outside = [p for p in paths if not p.resolve().is_relative_to(boundary)]
             sandbox = servers(self, cwd, environment, outside)
             return argv if sandbox is None else sandbox.wrap(argv)
 
@@ -239,7 +239,7 @@ class Confinement:
             if readguard.guards_reads(cli_version):
                 # The run folder last: the normalizer drops the toolchains after it.
                 run = self.boundary.resolve()
-                readable = [p for p in writable if not _within(p, run)]
+                readable = [p for p in writable if not p.is_relative_to(run)]
                 tmp = Path((env if env is not None else os.environ).get("TMPDIR") or "/tmp")
                 if self.sandbox.network:
                     # The sandbox's proxy is reached through sockets in the CLI's temp
@@ -360,10 +360,6 @@ def _frontmatter_hooks(path: Path) -> bool:
     except yaml.YAMLError:
         return False  # the CLI cannot read it either
     return isinstance(data, dict) and bool(data.get("hooks"))
-
-
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
 
 
 def _memory_excludes(cwd: Path) -> list[str]:

@@ -22,7 +22,7 @@ from typing import IO, Any
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.cost.limits import Budget
-from pytest_atom.events import Event, parse_event, parse_line
+from pytest_atom.events import parse_line
 from pytest_atom.paths import cli_slug
 from pytest_atom.processes import kill_process_tree
 from pytest_atom.results.harness_events import OnEvent
@@ -73,12 +73,6 @@ class AgentSession:
         """The CLI's config folder: where its sessions' transcripts are filed."""
         env = self.env if self.env is not None else os.environ
         return Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-
-    @staticmethod
-    def parse(raw: Mapping[str, Any]) -> list[Event]:
-        """One decoded stream-json object as events (Agent.parse): the record, the budget
-        and the callbacks all read what this returns."""
-        return parse_event(raw)
 
     def tools(self, cwd: Path) -> tuple[list[str], list[str]]:
         """The allowed tools and the CLI arguments of a session in `cwd`: confined (the
