@@ -31,28 +31,30 @@ from pytest_atom.spec.types import Mark, Spec
 from pytest_atom.spec_loader.load import load_specs
 
 
-class ReplayError(AtomError):
+class _RunFailed(AtomError):
+    """A spec run's failure as its item's exception; carries the result for the report."""
+
+    what = " failed"
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}'{self.what}")
+        self.result = result
+
+
+class ReplayError(_RunFailed):
     """The replay diverged from its cassette: the harness's failure, never the agent's."""
 
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}': replay diverged from its cassette")
-        self.result = result
+    what = ": replay diverged from its cassette"
 
 
-class UpstreamFailed(AtomError):
+class UpstreamFailed(_RunFailed):
     """A recording failed on its upstream (the API): never the agent's failure."""
 
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}': the recording's upstream failed")
-        self.result = result
+    what = ": the recording's upstream failed"
 
 
-class SpecFailed(AtomError):
-    """The agent ran but the spec failed; carries the result for the report."""
-
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}' failed")
-        self.result = result
+class SpecFailed(_RunFailed):
+    """The agent ran but the spec failed: the only failure an xfail spec expects."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -319,7 +321,7 @@ class AtomItem(pytest.Function):
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, (SpecFailed, ReplayError, UpstreamFailed)):
+        if isinstance(excinfo.value, _RunFailed):
             # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result

@@ -2,13 +2,13 @@
 without ``agent:``.
 
 One `run()` is one iteration of an atom: ``claude -p`` with the prompt on stdin, a pinned
-session id so later iterations continue the same conversation, and
-``--output-format stream-json --verbose`` so every assistant message, tool call and the
-final cost arrive as JSON lines that can be parsed and streamed to a progress display.
+session id so later iterations continue the conversation, and ``--output-format stream-json
+--verbose`` so every message, tool call and the final cost arrive as JSON lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -57,17 +57,13 @@ def claude_env(
     """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
 
     `auth` names the credentials a recording uses (``ANTHROPIC_API_KEY`` and the like): the
-    CLI gets a placeholder under each name, never the value (`placeholder_credentials`), so
-    neither it nor anything it starts (the agent's shell, hooks, MCP servers) holds the real
-    key; the recording gateway puts it back on the requests it forwards upstream.
+    CLI, and all it starts, gets a placeholder under each name, never the value; the
+    recording gateway puts it back on the requests it forwards upstream.
 
-    The rest is built from parts (pytest_atom.environment): the caller's (`base`,
-    default: ours) PATH, locale, proxies and toolchain roots, the names `pass_env` passes,
-    and HOME (an empty ``home/`` beside `config_dir`), the XDG folders under it and TMPDIR
-    (``tmp/`` beside it). The CLI writes its logs and caches there, not into the user's
-    folders, and names the same paths in its requests on every machine; its Bash tool's
-    shell starts from no startup file of the user's. Hooks and MCP servers the CLI starts
-    inherit this environment.
+    The rest is built from parts (pytest_atom.environment, with `base`, default ours, as the
+    caller's), with HOME an empty ``home/`` beside `config_dir` and TMPDIR ``tmp/`` beside
+    it: the CLI writes its logs and caches there, and names the same paths in its requests
+    on every machine.
     """
     env = build_env(config_dir.parent / "home", pass_env, caller=base)
     env.update(_QUIET_ENV)
@@ -82,11 +78,9 @@ def claude_env(
 class ClaudeRunner:
     """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role.
 
-    The harness builds it only through `pytest_atom.run.factory`, from the agent's
-    `AgentSession`; constructing one from its parts stays the legacy API.
-
-    It never passes ``--dangerously-skip-permissions``: the CLI refuses it as root (CI runs
-    as root), so tools are granted with a permission mode and an allow-list instead.
+    The harness builds it only through `pytest_atom.run.factory`; constructing one from its
+    parts is the legacy API. It never passes ``--dangerously-skip-permissions``, which the
+    CLI refuses as root (CI): tools are granted with a permission mode and an allow-list.
     """
 
     loops = True
@@ -172,14 +166,12 @@ class ClaudeRunner:
             talk = _Conversation(self.session.answer, proc) if self.session.answer else None
 
             def send() -> None:
-                try:
+                with contextlib.suppress(BrokenPipeError):
                     if talk:
                         talk.send({"type": "user", "message": {"role": "user", "content": prompt}})
                     else:
                         stdin.write(prompt)
                         stdin.close()
-                except BrokenPipeError:
-                    pass
 
             record = self.session.follow(
                 proc,
@@ -274,11 +266,9 @@ class _Conversation:
             kill_process_tree(self.proc)
 
     def _close(self) -> None:
-        try:
-            assert self.proc.stdin
+        assert self.proc.stdin
+        with contextlib.suppress(OSError):  # BrokenPipeError among them
             self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
 
 
 class ClaudeCode:

@@ -64,21 +64,16 @@ SETTINGS_FILE = "claude-settings.json"
 _GLOB_CHARS = set("*?[]{}()!+@")
 
 
-def missing_tools(path: str | None = None) -> list[str]:
-    """The sandbox programs not found on `path` (default ``$PATH``); none outside Linux."""
-    if not sys.platform.startswith("linux"):
-        return []
-    return [tool for tool in LINUX_TOOLS if shutil.which(tool, path=path) is None]
-
-
-def require_tools(path: str | None = None) -> None:
+def require_tools() -> None:
     """Raise SandboxUnavailableError unless Claude Code's sandbox can start on this machine."""
-    if sys.platform != "darwin" and not sys.platform.startswith("linux"):
+    if sys.platform == "darwin":
+        return
+    if not sys.platform.startswith("linux"):
         raise SandboxUnavailableError(
             f"Claude Code's sandbox runs on Linux and macOS, not on {sys.platform}: "
             "set `sandbox: false` in the spec to run its agent unsandboxed"
         )
-    missing = missing_tools(path)
+    missing = [tool for tool in LINUX_TOOLS if shutil.which(tool) is None]
     if missing:
         names = " and ".join(f"{LINUX_TOOLS[t]} ({t})" for t in missing)
         raise SandboxUnavailableError(

@@ -1,10 +1,8 @@
 """What one agent's sessions are run with, shared by the CLI agent and an SDK app.
 
 `run.factory` builds one `AgentSession` per agent; `ClaudeRunner` (the CLI agent) and
-`SdkAgent` (an SDK app standing in for it) both read it, so neither reaches into the other:
-the pinned CLI, the environment (and so the CLI's config folder, where sessions live), the
-options, model, confinement and budget, and the ``on_event`` callback. Both read the
-agent's output through `fold_line`, so records, budgets and callbacks see the same events.
+`SdkAgent` (an SDK app standing in for it) both read it, and both read the agent's output
+through `follow`, so records, budgets and callbacks see the same events.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ class AgentSession:
     """The parts of one agent's sessions: built once, read by every agent that runs them.
 
     `env` None runs the CLI in the caller's own environment; `confinement` None runs it as
-    it comes, with whatever settings it finds; `budget` is shared by every call of a run
-    (the CLI is stopped the moment an event crosses one of its limits).
+    it comes, with whatever settings it finds; `budget` is shared by every call of a run.
     """
 
     binary: Path
@@ -65,7 +62,6 @@ class AgentSession:
 
     @property
     def cli_version(self) -> str:
-        """The version of the CLI (what settings it takes depends on it)."""
         return _version_of(self.binary)
 
     @property
@@ -91,11 +87,8 @@ class AgentSession:
         return allowed, args
 
     def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
-        """``--session-id`` to start a pinned session, ``--resume`` once it exists.
-
-        The transcript file is the truth about whether the session exists, so a first
-        call that failed before the CLI wrote anything is simply started again.
-        """
+        """``--session-id`` to start a pinned session, ``--resume`` once its transcript
+        exists (a first call that failed before the CLI wrote one is started again)."""
         if session_id is None:
             return ["-c"] if use_context else []
         exists = any(self.config_dir.glob(f"projects/*/{session_id}.jsonl"))
@@ -104,9 +97,8 @@ class AgentSession:
     def move_session(self, session_id: str, conversation_dir: Path) -> None:
         """Make a session resumable from another folder (a new attempt's copy of the work).
 
-        The CLI files transcripts under ``projects/<cwd with every other character as ->``
-        and resumes only from the folder a session was started in; a copy of the
-        transcript under the new folder's name continues the same conversation there.
+        The CLI resumes a session only from the folder it was filed under
+        (``projects/<cli_slug of the cwd>``): a copy of the transcript there continues it.
         """
         config = self.config_dir
         target = config / "projects" / cli_slug(conversation_dir.resolve())
