@@ -25,7 +25,7 @@ NODE_MAJOR_NEEDED = 22
 
 
 def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
-    """The per-user npm prefix a CLI version is installed into (by CI or `atom setup`)."""
+    """The per-user npm prefix a CLI version is installed into (by `atom setup`)."""
     return user_cache() / "claude-code" / version
 
 
@@ -35,7 +35,6 @@ def cached_claude(version: str = CLAUDE_CODE_VERSION) -> Path:
 
 
 def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
-    """The npm command that installs a CLI version (default: the pinned one) into its cache."""
     return npm_install_command(cache_dir(version), NPM_PACKAGE, version)
 
 
