@@ -91,7 +91,7 @@ class ProcessSandbox:
     restore: Mapping[str, str]
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
-            keep = [f"{name}={value}" for name, value in self.restore.items()]
+        keep = [f"{name}={value}" for name, value in self.restore.items()]
         return [
             str(self.binary),
             "--settings",
