@@ -122,13 +122,12 @@ class Confinement:
         cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
-        and installs the spec's Claude Code configuration (`config`, see agents.claude_code.configuration).
-        `env` (the CLI's environment) names the toolchains the agent may read, and
-        `cli_version` says whether the CLI takes the read guard (see `settings`).
+        and installs the spec's Claude Code configuration (`config`); `env` and
+        `cli_version` as `settings` takes them.
 
         The settings go to a file in the run folder rather than inline: the CLI names the
-        file in the sandbox section of its system prompt, and a path under the run folder
-        is normalized like every other run path, where an inline JSON's name is its hash.
+        file in its system prompt, and a run path is normalized, where an inline JSON's
+        name is its hash.
         """
         config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
@@ -212,11 +211,9 @@ class Confinement:
     ) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
 
-        Sandboxed commands run without asking only when the spec allows Bash: a spec that
-        leaves Bash out (or allows only ``Bash(git *)``) keeps its other commands refused.
-        With the sandbox, and a CLI that takes it (`readguard.guards_reads`), the agent
-        reads only the run folder, the system's folders and its toolchains (`readguard`);
-        `env` is the CLI's environment, whose PATH and toolchain roots stay readable.
+        Sandboxed commands run without asking only when the spec allows Bash. With the
+        sandbox, and a CLI that takes it, the agent reads only what `readguard` allows;
+        `env` is the CLI's environment, whose toolchains stay readable.
         """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.file_tools_inside and readguard.guards_reads(cli_version):
@@ -253,11 +250,8 @@ class Confinement:
         return data
 
     def write_paths(self, cwd: Path) -> list[Path]:
-        """The spec's extra writable paths, absolute (relative ones are under `cwd`).
-
-        A relative one that does not exist yet is made a folder by `prepare`; ``~/`` and
-        absolute ones must exist, as the sandbox cannot open a missing path.
-        """
+        """The spec's extra writable paths, absolute (relative ones are under `cwd`, made by
+        `prepare`; others must exist, as the sandbox cannot open a missing path)."""
         if self.sandbox is None:
             return []
         return [
@@ -265,11 +259,8 @@ class Confinement:
         ]
 
     def allowed_tools(self, allowed: Sequence[str], cwd: Path) -> list[str]:
-        """`allowed` with blanket file-edit grants narrowed to `cwd` and the extra paths.
-
-        ``--allowedTools Write`` grants writes anywhere, so a cassette's Write call could
-        reach the user's files; ``Write(//<cwd>/**)`` grants only the attempt folder.
-        """
+        """`allowed` with blanket file-edit grants narrowed to `cwd` and the extra paths:
+        ``Write`` grants writes anywhere, ``Write(//<cwd>/**)`` only in the attempt folder."""
         if self.sandbox is None:
             return list(allowed)
         scopes = [f"/{cwd}/**"] + [
@@ -342,7 +333,6 @@ def _refuse(what: str) -> None:
 
 
 def _frontmatter_hooks(path: Path) -> bool:
-    """Whether a skill's or subagent's Markdown file declares ``hooks:`` in its frontmatter."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, ValueError):
@@ -360,9 +350,8 @@ def _frontmatter_hooks(path: Path) -> bool:
 def _memory_excludes(cwd: Path) -> list[str]:
     """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
 
-    The CLI matches them with picomatch on absolute paths and turns backslashes into
-    slashes, so a glob character in a folder name cannot be escaped; it becomes ``?``,
-    which matches that one character (and, harmlessly, any other).
+    The CLI matches them with picomatch, where a glob character in a folder name cannot be
+    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character).
     """
     folders: list[Path] = []
     for start in dict.fromkeys((cwd, cwd.resolve())):
