@@ -1,21 +1,17 @@
 """A Claude Agent SDK app as an `Agent`: ``agent: {sdk: "package.module:function"}``.
 
-The app's function builds its own agent with ``claude-agent-sdk`` (`query()` or
-`ClaudeSDKClient`, its own system prompt, tools and in-process MCP tools) and runs it on the
-prompt. It runs in a child process (``python -m pytest_atom.agents.sdk_host``), so the SDK's
-event loop and imports stay out of pytest, with the same environment a Claude Code agent
-gets: the gateway, the run's own config folder, the role marker.
+The app's function builds its own agent with ``claude-agent-sdk`` and runs it on the
+prompt, in a child process (`sdk_host`), so the SDK's event loop and imports stay out of
+pytest, with the environment a Claude Code agent gets.
 
 Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
 the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
-the session, and the settings file that carries the sandbox and the isolation
-(`agents.claude_code.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
-through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
-and checks, traces and reports read the same records.
+the session, and the settings file with the sandbox and the isolation, as the CLI agent's.
+The log is read as it grows (`AgentSession.follow`), so budgets stop the app as they stop
+the CLI, and checks, traces and reports read the same records.
 
-One call is one run of the app: it loops on its own, so `loops` is False and the harness
-runs it once per attempt; a refine attempt runs it again with the reviewer's feedback as
-its prompt, continuing the same session.
+The app loops on its own, so `loops` is False and the harness runs it once per attempt; a
+refine attempt runs it again with the reviewer's feedback, continuing the same session.
 """
 
 from __future__ import annotations
@@ -48,9 +44,8 @@ _POLL = 0.05  # seconds between looks at the growing log
 class SdkAgent:
     """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
-    `session` is the one the CLI agent it stands in for would run with: its environment,
-    options, model, confinement, budget and session bookkeeping are the app's too, so an SDK
-    spec is configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
+    `session` is the one the CLI agent it stands in for would run with, so an SDK spec is
+    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
     """
 
     role: Role = "executor"
@@ -195,8 +190,7 @@ class SdkKind:
         return SdkAgent(value, session, import_paths)
 
     def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
-        """The app's module, found where the run imports it from: it runs in a child
-        process, so pytest's own modules do not hold it."""
+        """The app's module, found where the child process imports it from."""
         return app_source(value, [str(p) for p in import_paths])
 
 
