@@ -35,6 +35,7 @@ independently, so the statistics of repeats can be tested offline::
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -98,33 +99,27 @@ def draws(key: str) -> Iterator[float]:
 
 def _pick(choices: Sequence[Choice], u: float) -> int:
     total = sum(c.weight for c in choices)
-    edge = 0.0
-    for index, choice in enumerate(choices):
-        edge += choice.weight / total
-        if u < edge:
-            return index
-    return len(choices) - 1  # rounding: u just below 1
+    edges = itertools.accumulate(c.weight / total for c in choices)
+    # The last one where rounding leaves u just above every edge.
+    return next((n for n, edge in enumerate(edges) if u < edge), len(choices) - 1)
 
 
 @dataclass(frozen=True)
 class Script:
-    """A spec's `script:`: the model's turns the gateway plays in order instead of a model,
-    and the reflector's and planner's, so a spec runs with no API key."""
+    """A spec's `script:`: the turns the gateway plays in order instead of a model, for the
+    agent and for the reflector, the planner and a simulated user (one answer each)."""
 
     path: Path | None
     turns: tuple[Turn, ...]
-    reflector: tuple[
-        Turn, ...
-    ] = ()  # the judging sessions' turns: one verdict per attempt and vote
-    planner: tuple[Turn, ...] = ()  # planner mode: the planner session's turns, one plan
+    reflector: tuple[Turn, ...] = ()
+    planner: tuple[Turn, ...] = ()
     #: A played script's picks: the index of the choice each `choices:` turn played, in
     #: order (the turns' lane first, then the reflector's, then the planner's; depth first).
     picks: tuple[int, ...] = ()
-    user: tuple[Turn, ...] = ()  # a simulated user's sessions: one reply each
+    user: tuple[Turn, ...] = ()
 
     @property
     def stochastic(self) -> bool:
-        """Whether some turn gives `choices:` (the script must be played before use)."""
         return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
