@@ -26,9 +26,8 @@ __all__ = ["PER_TEST", "command_line", "pytest_harness", "settings_for"]
 def pytest_harness(config: pytest.Config) -> Harness:
     """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`.
 
-    Its root is the project's, found from where pytest ran as `atom run` finds it
-    (`find_project`), not pytest's rootdir: without a pytest ini file that is the folder
-    pytest ran in, and a run from ``specs/`` would read `paths:` and write runs there."""
+    Its root is the project's, found as `atom run` finds it, not pytest's rootdir (without
+    an ini file, the folder pytest ran in)."""
     try:
         given = config.option.atom_config  # ``--atom-config``: from where pytest ran
         config_path = None if given is None else config.invocation_params.dir / given
@@ -38,7 +37,7 @@ def pytest_harness(config: pytest.Config) -> Harness:
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     try:
-        harness = build_harness(
+        return build_harness(
             [command_line(config), *file_layers(_ini(config), project.config)],
             root=project.root,
             config=project.config,
@@ -46,14 +45,12 @@ def pytest_harness(config: pytest.Config) -> Harness:
             # each xdist worker holds its share of the session's spending limit
             workers=int(getattr(config, "workerinput", {}).get("workercount") or 1),
         )
-        return harness
     except SettingsError as err:
         raise pytest.UsageError(str(err)) from None
 
 
 def command_line(config: pytest.Config) -> Layer:
-    """The ``--atom-*`` options; their paths are taken from where pytest ran
-    (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
+    """The ``--atom-*`` options; their paths are taken from where pytest ran."""
     values = {
         name: getattr(config.option, BY_NAME[name].ini_name, None) for name in COMMAND_LINE_SETTINGS
     }
@@ -62,11 +59,8 @@ def command_line(config: pytest.Config) -> Layer:
 
 
 def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
-    """A test's settings: the command line, then its marks, then `atom_settings`, then files.
-
-    The command line wins over the marks: it is the person's intent for this very run,
-    such as CI forcing ``--atom-record-mode=none``.
-    """
+    """A test's settings: the command line (the person's intent for this very run), then
+    its marks, then `atom_settings`, then files."""
     marks: dict[str, Any] = {}
     for mark in node.iter_markers("atom"):  # closest first: a test's mark beats its module's
         marks = {**mark.kwargs, **marks}
