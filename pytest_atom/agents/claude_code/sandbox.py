@@ -13,8 +13,8 @@ the run folder, measured on 2.1.197 and 2.1.330:
   itself never looks there: the run folder is its ceiling);
 - ``--strict-mcp-config``, with the workspace's own .mcp.json passed as ``--mcp-config``.
 
-The workspace's own CLAUDE.md, .claude/settings.json, skills and .mcp.json apply, as they
-would for a user; the user's ``~/.claude`` is replaced by the run's ``CLAUDE_CONFIG_DIR``.
+The workspace's own CLAUDE.md, .claude/settings.json, skills and .mcp.json apply; the
+user's ``~/.claude`` is replaced by the run's ``CLAUDE_CONFIG_DIR``.
 
 **Confinement.** Claude Code's own sandbox (``sandbox.enabled``, bubblewrap on Linux,
 Seatbelt on macOS) runs every Bash command so that it writes only in the working folder
@@ -26,10 +26,9 @@ grants are narrowed to the attempt folder: a write elsewhere would need a permis
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
 
 What a run executes outside the CLI's own sandbox (set-up, checks, oracles, and the MCP
-servers and hooks the CLI starts) gets the same rules from `settings`, applied by the
-sandbox runtime `srt` (agents.claude_code.srt): the one place that confinement is built,
-with a process namespace and ``/proc`` of its own. A hook in the workspace's own settings
-would run outside it, so a run refuses one (`refuse_workspace_hooks`).
+servers and hooks the CLI starts) gets the same rules, applied by the sandbox runtime
+(`srt`), with a process namespace and ``/proc`` of its own. A hook in the workspace's own
+settings would run outside it, so a run refuses one (`refuse_workspace_hooks`).
 """
 
 from __future__ import annotations
@@ -273,10 +272,9 @@ class Confinement:
 
 
 #: The lock a run's hooks take in turn, in its run folder (Linux). Each hook's srt makes
-#: empty mount points for the protected names in its writable folders (``.gitconfig``,
-#: ``.bashrc``, ...) and deletes them as it ends, counting only its own sandboxes; Claude Code
-#: runs a tool call's matching hooks at once, and a second srt started meanwhile binds the
-#: first's and fails once they go ("bwrap: Can't get type of source …/.gitconfig").
+#: empty mount points for protected names (``.gitconfig``, ...) in its writable folders and
+#: deletes them as it ends; Claude Code runs a tool call's matching hooks at once, and a
+#: second srt binds the first's and fails once they go ("bwrap: Can't get type of source").
 HOOK_LOCK = "hooks.lock"
 
 
@@ -297,12 +295,11 @@ WORKSPACE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
     """Raise WorkspaceError for a hook Claude Code would take from the workspace's own files:
     its settings (`WORKSPACE_SETTINGS`), or the frontmatter of a skill or subagent in its
-    ``.claude/`` (the workspace's or the spec's, installed there) or in one of `plugins`.
+    ``.claude/`` or in one of `plugins`.
 
-    Claude Code runs those hooks itself, outside the run's sandbox and in the caller's
-    process namespace, and reads them afresh at each start: nothing the harness passes can
-    put them in the sandbox or leave them out while the rest of those files apply. The
-    spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
+    Claude Code runs those hooks itself, outside the run's sandbox, and reads them afresh at
+    each start: nothing the harness passes can confine them. The spec's ``claude: hooks:``
+    runs each hook confined, so that is where they go.
     """
     for rel in WORKSPACE_SETTINGS:
         path = cwd / rel
