@@ -1,35 +1,14 @@
-"""Scripted mode: the gateway plays assistant turns from a small YAML script.
-
-This is how the project tests itself with the real CLI and how a user checks a spec's
-acceptance checks without recording anything. A script lists the agent's turns::
-
-    turns:
-      - text: I'll create the file.
-        tool_use:
-          - name: Bash
-            input: {command: "printf 'hello\\n' > hello.txt"}
-      - text: "Created hello.txt.\\n\\nEXIT_LOOP_NOW"
+"""Scripted mode: the gateway plays assistant turns from a small YAML script
+(docs/how-to/scripts.md), so a spec runs with the real CLI and no model.
 
 Each agent turn request (one that offers tools) takes the next turn; side requests
 (session titles, token counts) are answered on the side and never consume one. The
-reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
-``reflector: {votes: N}``, as the votes run one after another) and a planner's
-(planner mode) `planner:` turns (``- plan: {steps: [...]}``), and a simulated user's
-(a spec's ``user:`` with a model) `user:` turns (``- reply: {message: ..., done: false}``):
-the harness marks each request with its role (wire.roles), and an unmarked one is the agent's.
+reflector's, the planner's and a simulated user's sessions take their own lanes' turns:
+the harness marks each request with its role (wire.roles); an unmarked one is the agent's.
 
-A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
-script can be a stochastic agent: which choice plays is drawn when the script is played
-(`Script.play`), from a key made of the run's seed (``--atom-seed``), the spec, its arm and
-the repeat's number. The same key plays the same choices; keys of other repeats draw
-independently, so the statistics of repeats can be tested offline::
-
-    turns:
-      - choices:
-          - weight: 3
-            turns: [{text: "Done.\\n\\nEXIT_LOOP_NOW", tool_use: [...]}]
-          - weight: 1
-            turns: [{text: "I give up.\\n\\nEXIT_LOOP_NOW"}]
+A turn may give weighted ``choices:`` instead: which one plays is drawn when the script is
+played (`Script.play`) from a key of the run's seed, the spec, its arm and the repeat
+(`draw_key`), so the same key plays the same choices and repeats draw independently.
 """
 
 from __future__ import annotations
