@@ -207,10 +207,10 @@ def supervise(argv: list[str]) -> int:
     while status is None:
         signo = sig.sigwaitinfo(waited).si_signo
         if signo == sig.SIGCHLD:
-            status = _reap(child)
+            status = _reap(child)[0]
         elif signo in stops or os.getppid() != parent:
             break
-    if status is None or _has_children():
+    if status is None or _reap(child)[1]:
         status = _end_below(sig, child, status)
     return _relay(sig, status)
 
@@ -249,30 +249,20 @@ def _start(sig: Any, command: list[str], report: int) -> int:
     return child
 
 
-def _reap(child: int) -> int | None:
-    """Reap every child that has ended (orphans come here too); `child`'s status if it has."""
+def _reap(child: int) -> tuple[int | None, bool]:
+    """Reap every child that has ended (orphans come here too): `child`'s status if it has,
+    and whether any process is left below (orphans are re-parented here, so no child of
+    this one means none)."""
     found = None
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return found
+            return found, False
         if pid == 0:
-            return found
+            return found, True
         if pid == child:
             found = status
-
-
-def _has_children() -> bool:
-    """Whether any process is left below: orphans are re-parented here, so no child of this
-    one means none."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)  # an orphan that has ended is reaped here
-        except ChildProcessError:
-            return False
-        if pid == 0:
-            return True
 
 
 def _end_below(sig: Any, child: int, status: int | None) -> int:
@@ -301,7 +291,7 @@ def _end_below(sig: Any, child: int, status: int | None) -> int:
 
 def _collect(child: int, status: int | None) -> int | None:
     """Reap what has ended; `child`'s status once known."""
-    reaped = _reap(child)
+    reaped = _reap(child)[0]
     return status if status is not None else reaped
 
 
