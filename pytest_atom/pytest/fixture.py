@@ -29,8 +29,7 @@ from pytest_atom.errors import SpecError
 from pytest_atom.files import copy_tree
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.pytest.items import record_result
-from pytest_atom.pytest.settings import pytest_harness, settings_for
-from pytest_atom.pytest.stash import SUITE_RUN
+from pytest_atom.pytest.settings import SUITE_RUN, pytest_harness, settings_for
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
 from pytest_atom.spec.types import Spec

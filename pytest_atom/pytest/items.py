@@ -2,7 +2,7 @@
 
 Each spec becomes an `AtomItem`, a `pytest.Function` subclass, so fixtures, marks and
 plugins that expect test functions (syrupy's `snapshot` among them) work on spec items.
-Every item runs through the session's one `Harness` (`pytest_atom.pytest.stash`); a spec's
+Every item runs through the session's one `Harness` (`settings.suite_run`); a spec's
 failure is the item's exception, and its report is the failure report."""
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pytest_atom.errors import AtomError, SpecError, SpendingLimitReached, Upstr
 from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.pytest.settings import settings_for
-from pytest_atom.pytest.stash import suite_run
+from pytest_atom.pytest.settings import settings_for, suite_run
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.phrases import step_line

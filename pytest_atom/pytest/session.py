@@ -29,8 +29,7 @@ from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile
 from pytest_atom.pytest.mod_tests import ModTestItem, collect_mod_test
-from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.pytest.stash import SUITE_RUN, suite_run
+from pytest_atom.pytest.settings import SUITE_RUN, pytest_harness, suite_run
 from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.summary import summary_width
 from pytest_atom.results.outcome import Outcome

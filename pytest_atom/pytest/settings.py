@@ -1,10 +1,13 @@
 """The settings of a pytest run and of each test in it: the ``--atom-*`` command line, the ini
 file and `.atom/config.yaml` for the run's harness; a test's marks and its `atom_settings`
-fixture on top, for the settings a test may set for itself (`PER_TEST`)."""
+fixture on top, for the settings a test may set for itself (`PER_TEST`).
+
+The session's suite run is reached from items, fixtures and report plugins by a typed key
+on ``config.stash`` (`SUITE_RUN`), set by the session plugin when ``--atom`` is given."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,7 +23,18 @@ from pytest_atom.settings.options import (
 from pytest_atom.settings.project import find_project
 from pytest_atom.settings.resolved import Layer, from_here, resolve
 
-__all__ = ["PER_TEST", "command_line", "pytest_harness", "settings_for"]
+if TYPE_CHECKING:
+    from pytest_atom.suite.suite_run import SuiteRun
+
+__all__ = ["PER_TEST", "SUITE_RUN", "command_line", "pytest_harness", "settings_for", "suite_run"]
+
+#: The `SuiteRun` of a ``pytest --atom`` session.
+SUITE_RUN = pytest.StashKey["SuiteRun"]()
+
+
+def suite_run(config: pytest.Config) -> SuiteRun:
+    """The session's suite run; only items of a ``--atom`` session ask, and it has one."""
+    return config.stash[SUITE_RUN]
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
