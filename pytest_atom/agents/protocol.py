@@ -46,7 +46,7 @@ class SessionRunner(Protocol):
 
 
 class Agent(SessionRunner, Protocol):
-    """An agent the harness can run, continue, ask for structured answers, and read.
+    """An agent the harness can run, continue and ask for structured answers.
 
     `run` sends `prompt` in `conversation_dir`: a pinned `session_id` starts the session,
     or continues it once it exists (with `use_context`)."""

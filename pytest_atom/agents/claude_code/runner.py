@@ -206,10 +206,9 @@ class ClaudeRunner:
 class _Conversation:
     """One call's stream-json exchange with the CLI (``--input-format stream-json
     --permission-prompt-tool stdio``): the user's message in, then the CLI's permission
-    requests answered. ``AskUserQuestion`` is answered by the conversation's user; a
-    question nobody answers is denied and stops the call, naming it; any other tool the
-    CLI asks about is denied, as ``-p`` denies it without a prompt tool. Stdin closes when
-    the turn's ``result`` arrives, which ends the call."""
+    requests answered. ``AskUserQuestion`` is answered by the conversation's user (one
+    nobody answers is denied and stops the call); any other tool is denied, as ``-p``
+    denies it. Stdin closes when the turn's ``result`` arrives, which ends the call."""
 
     def __init__(self, answer: Any, proc: subprocess.Popen[str]) -> None:
         self.answer = answer

@@ -141,11 +141,11 @@ class AgentSession:
         hear: Callable[[str, IterationRecord], bool] | None = None,
     ) -> IterationRecord:
         """The record of one call: `lines` (the agent's stream-json, as `proc` writes it)
-        folded in (`fold_line`) until they end or a limit is crossed, `errors` read beside
-        them, and `proc`'s tree killed at `timeout` (named as `noun`), on Ctrl-C or on a
-        callback's error. `send` gives the agent its input once the clock runs; `hear` takes
-        the lines that are the harness's own exchange with the CLI, not the agent's output.
-        The CLI's stdout and an SDK app's log of it are read through this one place."""
+        folded in until they end or a limit is crossed, `errors` read beside them, and
+        `proc`'s tree killed at `timeout` (named as `noun`), on Ctrl-C or on a callback's
+        error. `send` gives the agent its input once the clock runs; `hear` takes the lines
+        of the harness's own exchange with the CLI. The CLI's stdout and an SDK app's log of
+        it are read through this one place."""
         timed_out = threading.Event()
 
         def kill() -> None:
