@@ -17,6 +17,7 @@ from pytest_atom.agents.claude_code.cli import (
     claude_version,
     find_claude,
     install_command,
+    npm_version,
 )
 from pytest_atom.errors import ClaudeNotFoundError
 
@@ -185,7 +186,7 @@ def _setup_srt() -> None:
         found: Path | None = srt.find_srt()
     except SandboxUnavailableError:
         found = None
-    if found is not None and srt.srt_version(found) == srt.SRT_VERSION:
+    if found is not None and npm_version(found, srt.NPM_PACKAGE) == srt.SRT_VERSION:
         click.echo(f"Sandbox runtime (srt) {srt.SRT_VERSION} found at {found}")
     else:
         what = f"the sandbox runtime (srt) {srt.SRT_VERSION}"

@@ -35,9 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import SETTINGS_FILE, Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
+from pytest_atom.environment import build_env
 from pytest_atom.spec.types import ClaudeOptions, SandboxOptions
 
 HOOK = "./no_curl.sh"
@@ -99,7 +99,7 @@ def main() -> None:
         script = attempt / "no_curl.sh"
         script.write_text(SCRIPT, encoding="utf-8")
         script.chmod(0o755)
-        env = clean_env(run / "home")
+        env = build_env(run / "home")
         arms = {
             "sh": f"/bin/sh -c {shlex.quote(HOOK)}",
             "bwrap (before)": bwrap_before(HOOK, [attempt]),

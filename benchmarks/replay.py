@@ -61,9 +61,10 @@ import httpx
 import yaml
 
 from pytest_atom.agents.claude_code.cli import claude_version, find_claude
-from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env, clean_env
+from pytest_atom.agents.claude_code.runner import ClaudeRunner, claude_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.checks.builtin import run_checks
+from pytest_atom.environment import build_env
 from pytest_atom.gateway import Gateway
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, read_only_options
 from pytest_atom.prompts import PromptLoader
@@ -399,7 +400,7 @@ def harness_parts(cassette: Cassette, claude_bin: Path) -> dict[str, float]:
             "system prompt load": timed(lambda: PromptLoader(REPO).load(spec.toolname)),
             "gateway start + stop": timed(lambda: Gateway(next(pool)).start().stop()),
             "accept checks": timed(
-                lambda: run_checks(spec.accept, workspace, env=clean_env(Path(tmp) / "home"))
+                lambda: run_checks(spec.accept, workspace, env=build_env(Path(tmp) / "home"))
             ),
             "respond() to a turn, no HTTP": timed(lambda: next(pool).respond(request), 50),
         }

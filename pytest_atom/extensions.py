@@ -40,9 +40,9 @@ def _distribution(point: EntryPoint) -> str:
 
 def declared(group: str) -> tuple[EntryPoint, ...]:
     """The group's entry points: pytest-atom's own first, then other distributions', each by
-    name (a build backend writes entry points sorted, so no other order survives install). A name two of them declare is
-    refused (one would silently shadow the other); so is a group with none of pytest-atom's,
-    which means the installed metadata predates the group."""
+    name (a build backend writes them sorted anyway). A name two of them declare is refused
+    (one would shadow the other); so is a group with none of pytest-atom's (the installed
+    metadata predates it)."""
     points = entry_points(group=group)
     own = sorted((p for p in points if _distribution(p) == OWN_DISTRIBUTION), key=lambda p: p.name)
     if not own:
@@ -66,15 +66,14 @@ def declared(group: str) -> tuple[EntryPoint, ...]:
 
 
 def load(group: str, kind: type) -> dict[str, Any]:
-    """Each of the group's entry points loaded, by name, in `declared` order, each checked
-    (`_loaded`). Typed `Any`: `kind` is a protocol, which mypy takes for no class, so the
-    caller annotates what it gets (the check above makes that true)."""
+    """Each of the group's entry points loaded and checked (`_loaded`), by name, in
+    `declared` order. Typed `Any`: `kind` is a protocol, which mypy takes for no class."""
     return {point.name: _loaded(group, point, kind) for point in declared(group)}
 
 
 def load_one(group: str, name: str, kind: type) -> Any:
-    """The group's entry point `name` loaded and checked (`_loaded`); None when no
-    installed distribution declares it (None, or a `kind`). Only that module is imported."""
+    """The group's entry point `name` loaded and checked (`_loaded`; only that module is
+    imported); None when no installed distribution declares it."""
     for point in declared(group):
         if point.name == name:
             return _loaded(group, point, kind)
@@ -82,9 +81,8 @@ def load_one(group: str, name: str, kind: type) -> Any:
 
 
 def _loaded(group: str, point: EntryPoint, kind: type) -> Any:
-    """`point`'s object. `kind` is the protocol (runtime-checkable) or class it must be,
-    and an object with a ``name`` must carry the entry point's: anything else is refused
-    with the entry point and its distribution named, before any of it runs."""
+    """`point`'s object, which must be a `kind` (a runtime-checkable protocol or a class)
+    and carry the entry point's ``name`` if it has one: else refused, naming both."""
     where = (
         f"the entry point {point.name} = {point.value} in {group!r} (from {_distribution(point)})"
     )
@@ -101,6 +99,6 @@ def _loaded(group: str, point: EntryPoint, kind: type) -> Any:
 
 
 def builtin_names(group: str) -> tuple[str, ...]:
-    """The names pytest-atom itself declares in `group`, in its order: what its own files
-    (the spec schema, the option's documented choices) are generated from."""
+    """The names pytest-atom itself declares in `group`, in its order (what the spec schema
+    and the options' documented choices are generated from)."""
     return tuple(p.name for p in declared(group) if _distribution(p) == OWN_DISTRIBUTION)

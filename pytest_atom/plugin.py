@@ -1,9 +1,8 @@
 """The pytest plugin's entry point: options, ini settings, the marker and the fixtures.
 
 It is loaded into every pytest run of every project that installs pytest-atom, so it
-imports no part of the harness: without ``--atom`` a run pays for this module alone.
-With ``--atom``, `pytest_configure` registers `pytest_atom.pytest.session.AtomSession`, which
-collects specs and runs them; the fixtures import what they need when a test asks.
+imports no part of the harness. With ``--atom``, `pytest_configure` registers
+`pytest_atom.pytest.session.AtomSession`, which collects specs and runs them.
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def _setting(option: Option) -> Any:
-    """An option's type: the setting's own parser (its row's), so a value means and is
-    checked the same on the command line, in the ini file and in the config."""
+    """An option's type: the setting's own parser, so a value means the same on the
+    command line, in the ini file and in the config."""
 
     def parse(text: str) -> Any:
         try:
@@ -44,8 +43,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """``--atom`` and, from the option table (`pytest_atom.settings.options`), every setting's
-    ``--atom-*`` option and ``atom_*`` ini key. Every setting's option defaults to None
-    ("unset"): `pytest_atom.settings.resolved` decides what wins."""
+    ``--atom-*`` option and ``atom_*`` ini key, each None when unset
+    (`pytest_atom.settings.resolved` decides what wins)."""
     group = parser.getgroup("atom", "pytest-atom: Claude Code agent task specs")
     group.addoption(
         "--atom",
@@ -69,9 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _argparse_options(option: Option) -> dict[str, Any]:
-    """An option's argparse keywords: its choices, a flag, or its setting's own parser as
-    the type; a path stays text until `settings.from_here` takes it from the invocation
-    folder."""
+    """An option's argparse keywords; a path stays text until `settings.from_here` takes it
+    from the invocation folder."""
     kw: dict[str, Any] = {
         "dest": option.ini_name,
         "default": None,
@@ -116,10 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
-    """No path named: from the folder pytest ran in, the configured `paths:` inside it (all
-    of them at the project's root), else that folder (`settings.project.default_paths`).
-    pytest's own `testpaths` (it applies them at its rootdir only) are kept, and `paths:`
-    added to them."""
+    """No path named: the configured `paths:` (`settings.project.default_paths`), added to
+    pytest's own `testpaths` where those apply."""
     source = config.args_source
     if source == pytest.Config.ArgsSource.TESTPATHS:
         config.args += [str(p) for p in configured]
@@ -133,9 +129,8 @@ def _default_paths(config: pytest.Config, configured: list[Path]) -> None:
 def atom_settings() -> dict[str, Any]:
     """pytest-atom settings for the tests (and specs) below this conftest: override it.
 
-    Keys as in `pytest_atom.RunSettings` (``record_mode``, ``match``, ``threshold``, ...).
-    The command line and ``@pytest.mark.atom(...)`` win over it; it wins over the ini
-    file and ``.atom/config.yaml``.
+    Keys as in `pytest_atom.RunSettings`. The command line and ``@pytest.mark.atom(...)``
+    win over it; it wins over the ini file and ``.atom/config.yaml``.
     """
     return {}
 
@@ -151,8 +146,7 @@ def atom(request: pytest.FixtureRequest, atom_settings: dict[str, Any]) -> AtomF
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Never collect a spec's workspace, with or without ``--atom``: its tests are fixture
     data, often failing on purpose, and a copy of the project's tests would abort plain
-    pytest with "import file mismatch". A folder costs one cached `os.scandir` of each
-    parent up to the rootdir; YAML is read only where spec files are."""
+    pytest with "import file mismatch"."""
     if collection_path.name.endswith((".py", SPEC_SUFFIX)) or not collection_path.is_dir():
         return None
     if workspaces.is_spec_workspace(collection_path, config.rootpath):
@@ -165,8 +159,8 @@ _HINTED = pytest.StashKey[bool]()
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    """Once a session, how to move pytest-atom keys out of pytest's own ini file: a line,
-    not a warning, which ``filterwarnings = error`` would turn into an abort."""
+    """How to move pytest-atom keys out of pytest's own ini file: a line, not a warning,
+    which ``filterwarnings = error`` would turn into an abort."""
     from pytest_atom.settings.resolved import ini_note
 
     if config.inipath is None:
@@ -176,13 +170,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> None:
-    """Without ``--atom`` a spec is no test, and pytest says only "not found": add a hint.
-
-    Only for a spec named on the command line (or, in `pytest_collection_finish`, for
-    specs met while nothing else was collected): a project whose plain `pytest` run passes
-    specs by on purpose gets no hint. The hint is one line on the terminal, never a
-    warning: ``filterwarnings = error`` would make a warning a traceback.
-    """
+    """Without ``--atom`` a spec is no test, and pytest says only "not found": add a hint
+    (`_hint`), for a spec named on the command line (or, in `pytest_collection_finish`,
+    specs met while nothing else was collected)."""
     config = parent.config
     if config.option.atom or not file_path.name.endswith(SPEC_SUFFIX):
         return
@@ -209,7 +199,8 @@ def _named_files(config: pytest.Config) -> set[Path]:
 
 
 def _hint(config: pytest.Config, location: Path, what: str) -> None:
-    """One line, once a session, on the terminal (stderr without pytest's terminal)."""
+    """One line, once a session, on the terminal (stderr without pytest's terminal); never a
+    warning, which ``filterwarnings = error`` would make a traceback."""
     if config.stash.get(_HINTED, False):
         return
     config.stash[_HINTED] = True

@@ -1,10 +1,9 @@
 """Process trees: every process a run starts ends with the run, however the run ends.
 
-`spawn` is how the harness starts anything that may start processes of its own: the Claude
-Code CLI (with its sandbox's bwrap and socat bridges, and the agent's commands), an SDK app,
-a project tool, an MCP server behind its tape recorder, a check's shell. On Linux it puts a
+`spawn` is how the harness starts anything that may start processes of its own (the Claude
+Code CLI, an SDK app, a project tool, an MCP server, a check's shell). On Linux it puts a
 small supervisor between the harness and the command: this module's `supervise`, run by a
-Python of its own (``python -I -S``: no site; builtin modules and ctypes: about 20 ms of CPU).
+Python of its own (``python -I -S``: builtin modules and ctypes, about 20 ms of CPU).
 
 The supervisor
 - is a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``): every process below it whose
@@ -31,15 +30,15 @@ from __future__ import annotations
 import os
 import sys
 
-#: Read by mypy as `typing.TYPE_CHECKING`; a plain constant, so
-#: that the supervisor's start-up imports neither `typing` nor `subprocess` (about 30 ms).
+#: Read by mypy as `typing.TYPE_CHECKING`; a plain constant, so that the supervisor's
+#: start-up imports neither `typing` nor `subprocess` (about 30 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["GRACE", "PARENT_POLL", "end_with_parent", "kill_process_tree", "spawn", "supervised"]
+__all__ = ["GRACE", "PARENT_POLL", "end_with_parent", "kill_process_tree", "spawn"]
 
 #: Seconds the processes left below a supervisor get to end after SIGTERM, before SIGKILL.
 GRACE = 1.0
@@ -70,25 +69,17 @@ _SUPERVISOR = [
 ]
 
 
-def supervised() -> bool:
-    """Whether `spawn` puts a supervisor above what it starts (Linux, with a Python to run it)."""
-    return sys.platform.startswith("linux") and bool(sys.executable)
-
-
 def end_with_parent() -> None:
     """End this process (SIGKILL) when its parent ends, from its first `spawn` on.
 
-    For a process that is one part of its parent's run: a pytest-xdist worker, whose
-    controller a `kill -9` may end. A worker left alone would go on running its spec (its
-    gateway is its own) until the test ended; killed, it takes the trees it spawned with
-    it (their supervisors' parent-death signal). A thread looks every `PARENT_POLL`
-    seconds; none is started in a process that never spawns anything.
+    For a pytest-xdist worker, whose controller a `kill -9` may end: killed, it takes the
+    trees it spawned with it (their supervisors' parent-death signal). A thread looks every
+    `PARENT_POLL` seconds; none is started in a process that never spawns anything.
     """
     _PARENT.setdefault("pid", os.getppid())
 
 
 def _watch_parent() -> None:
-    """Start `end_with_parent`'s watch, once, if it was asked for."""
     if "pid" not in _PARENT or "started" in _PARENT:
         return
     import threading
@@ -111,10 +102,9 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
     """Start `args` as `subprocess.Popen` would, below a supervisor (see the module's text).
 
     The `Popen` returned is the supervisor's: its pid leads the process group (with
-    ``start_new_session=True``), its exit status is the command's (``-N`` when a signal
-    ended it), its stdin, stdout and stderr are the command's. A command that cannot be
-    started raises the `OSError` Popen would (FileNotFoundError, PermissionError), naming it.
-    ``shell=True`` runs a string with ``/bin/sh -c``, as Popen does on POSIX.
+    ``start_new_session=True``); its exit status (``-N`` when a signal ended it), stdin,
+    stdout and stderr are the command's. A command that cannot be started raises the
+    `OSError` Popen would, naming it.
     """
     import subprocess
 
@@ -122,7 +112,7 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
     if options.pop("shell", False):
         args = ["/bin/sh", "-c", args] if isinstance(args, str) else ["/bin/sh", "-c", *args]
     command = [args] if isinstance(args, str) else list(args)
-    if not supervised():
+    if not (sys.platform.startswith("linux") and sys.executable):  # no supervisor
         return subprocess.Popen(command, **options)
     ready, report = os.pipe()
     try:
@@ -149,7 +139,6 @@ def spawn(args: Sequence[str] | str, **options: Any) -> subprocess.Popen[Any]:
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every process below `pid`, as psutil sees them (Linux and macOS)."""
     import psutil  # only when something is killed: keeps the plugin's import light
 
     try:
@@ -162,9 +151,8 @@ def kill_process_tree(proc: subprocess.Popen[Any]) -> None:
     """Kill the CLI, its process group and every descendant.
 
     The CLI starts its Bash tool's shell in a session of its own, out of reach of a
-    process-group kill; the tree is collected before anything dies, because orphans
-    are re-parented and could no longer be found. Under a supervisor (`spawn`), the
-    supervisor's SIGTERM ends whatever the collection missed: orphans come to it.
+    process-group kill; the tree is collected before anything dies, as orphans are
+    re-parented. Under a supervisor, its SIGTERM ends whatever the collection missed.
     """
     import signal
     import subprocess
@@ -199,8 +187,7 @@ def _signals() -> Any:
 
 def supervise(argv: list[str]) -> int:
     """``REPORT_FD PARENT_PID COMMAND...``: run COMMAND below this process until it ends or
-    the parent dies, end everything left below, and return COMMAND's status for `sys.exit`
-    (`_relay` re-raises the signal that ended it).
+    the parent dies, end everything left below, and return COMMAND's status for `sys.exit`.
 
     Every signal it acts on is blocked and taken with sigwaitinfo: no handler runs between
     a child's reaping and the reading of its status. SIGUSR1 is the parent's death; it also
@@ -220,17 +207,17 @@ def supervise(argv: list[str]) -> int:
     while status is None:
         signo = sig.sigwaitinfo(waited).si_signo
         if signo == sig.SIGCHLD:
-            status = _reap(child)
+            status = _reap(child)[0]
         elif signo in stops or os.getppid() != parent:
             break
-    if status is None or _has_children():
+    if status is None or _reap(child)[1]:
         status = _end_below(sig, child, status)
     return _relay(sig, status)
 
 
 def _prctl(option: int, value: int) -> None:
-    """Best effort: where prctl is refused (a kernel before 3.4, a seccomp profile) or ctypes
-    is missing, the command still runs, only as a plain child would."""
+    """Best effort: where prctl is refused or ctypes is missing, the command still runs, only
+    as a plain child would."""
     try:
         import ctypes
 
@@ -262,36 +249,25 @@ def _start(sig: Any, command: list[str], report: int) -> int:
     return child
 
 
-def _reap(child: int) -> int | None:
-    """Reap every child that has ended (orphans come here too); `child`'s status if it has."""
+def _reap(child: int) -> tuple[int | None, bool]:
+    """Reap every child that has ended (orphans come here too): `child`'s status if it has,
+    and whether any process is left below (orphans are re-parented here, so no child of
+    this one means none)."""
     found = None
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return found
+            return found, False
         if pid == 0:
-            return found
+            return found, True
         if pid == child:
             found = status
 
 
-def _has_children() -> bool:
-    """Whether any process is left below: every one that is has a live child of this one
-    above it (orphans are re-parented here), so no child means none, without reading /proc."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)  # an orphan that has ended is reaped here
-        except ChildProcessError:
-            return False
-        if pid == 0:
-            return True
-
-
 def _end_below(sig: Any, child: int, status: int | None) -> int:
     """SIGTERM everything below, then SIGKILL what is left after `GRACE` seconds, sweeping
-    (for at most `_SWEEP_SECONDS`) until nothing is; `child`'s status, reaped here if not
-    before."""
+    (for at most `_SWEEP_SECONDS`) until nothing is; `child`'s status."""
     import time
 
     _kill(_below(os.getpid()), sig.SIGTERM)
@@ -315,7 +291,7 @@ def _end_below(sig: Any, child: int, status: int | None) -> int:
 
 def _collect(child: int, status: int | None) -> int | None:
     """Reap what has ended; `child`'s status once known."""
-    reaped = _reap(child)
+    reaped = _reap(child)[0]
     return status if status is not None else reaped
 
 

@@ -149,12 +149,6 @@ class Writer:
     def structured(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("an executor only")
 
-    def version(self) -> str:
-        return self.session.cli_version
-
-    def parse(self, raw: Any) -> Any:
-        return self.session.parse(raw)
-
 
 AGENT = FileWriter()
 

@@ -1,14 +1,11 @@
 """The seam between the harness and an agent: what any agent kind must offer.
 
-In the spirit of pytest-xdist's scheduling protocol (``xdist/scheduler/protocol.py``): a
-small `typing.Protocol` that the harness codes against (`Agent`), one module per kind of
-executor holding an `AgentKind` (`claude_code.agent`: the Claude Code CLI; `sdk`: a Claude
-Agent SDK app), found through the ``pytest_atom.agents`` entry-point group by one lookup
-(`agent_kind`), where another distribution adds its own. A spec picks its executor with
-``agent: {NAME: VALUE}`` (unset: `DEFAULT_KIND`); `run.factory` builds every agent of a run.
-Every agent answers with the same `IterationRecord`, parsed from Claude Code's stream-json
-by the agent's own `parse`, so checks, budgets, traces and reports never learn which kind
-ran.
+The harness codes against `Agent`; each kind of executor is a module holding an `AgentKind`
+(`claude_code.runner`: the Claude Code CLI; `sdk`: a Claude Agent SDK app), found through
+the ``pytest_atom.agents`` entry-point group (`agent_kind`), where another distribution adds
+its own. A spec picks one with ``agent: {NAME: VALUE}`` (unset: `DEFAULT_KIND`). Every agent
+answers with the same `IterationRecord`, folded from Claude Code's stream-json, so checks,
+budgets, traces and reports never learn which kind ran.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ from pytest_atom.extensions import declared, load_one
 
 if TYPE_CHECKING:
     from pytest_atom.agents.claude_code.session import AgentSession
-    from pytest_atom.events import Event
     from pytest_atom.results.record import IterationRecord
     from pytest_atom.wire.roles import Role
 
@@ -36,10 +32,7 @@ DEFAULT_KIND = "claude-code"
 
 
 class SessionRunner(Protocol):
-    """What the atom loop (`AtomRuntime`) needs: one call of a session in a folder.
-
-    `ClaudeRunner` (the legacy API) and every `Agent` have it.
-    """
+    """What the atom loop (`AtomRuntime`) needs: one call of a session in a folder."""
 
     def run(
         self,
@@ -53,11 +46,10 @@ class SessionRunner(Protocol):
 
 
 class Agent(SessionRunner, Protocol):
-    """An agent the harness can run, continue, ask for structured answers, and read.
+    """An agent the harness can run, continue and ask for structured answers.
 
     `run` sends `prompt` in `conversation_dir`: a pinned `session_id` starts the session,
-    or continues it once it exists (with `use_context`).
-    """
+    or continues it once it exists (with `use_context`)."""
 
     #: Whose session this is; every model request it sends is marked so (wire.roles).
     role: Role
@@ -81,15 +73,6 @@ class Agent(SessionRunner, Protocol):
         raises StructuredSessionError (naming the role) when no answer came."""
         ...
 
-    def version(self) -> str:
-        """The Claude Code version it drives (what its requests, and cassettes, depend on)."""
-        ...
-
-    def parse(self, raw: Mapping[str, Any]) -> list[Event]:
-        """One decoded object of the agent's output as agent-neutral events
-        (`pytest_atom.events`): the agent's one event parser."""
-        ...
-
 
 @runtime_checkable  # `extensions.load_one` checks each entry point against it
 class AgentKind(Protocol):
@@ -108,9 +91,8 @@ class AgentKind(Protocol):
 
     def executor(self, value: Any, session: AgentSession, import_paths: Sequence[Path]) -> Agent:
         """The executor for `value` (the spec's VALUE; None without ``agent:``), running
-        with `session` (the environment, options, confinement and budget the Claude Code
-        CLI would run with); `import_paths` are where a spec's own code is imported from,
-        before the installed packages (the spec's folder, then the project's)."""
+        with `session` (what the Claude Code CLI would run with); `import_paths`: where a
+        spec's own code is imported from, before the installed packages."""
         ...
 
     def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:

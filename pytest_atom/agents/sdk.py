@@ -1,21 +1,17 @@
 """A Claude Agent SDK app as an `Agent`: ``agent: {sdk: "package.module:function"}``.
 
-The app's function builds its own agent with ``claude-agent-sdk`` (`query()` or
-`ClaudeSDKClient`, its own system prompt, tools and in-process MCP tools) and runs it on the
-prompt. It runs in a child process (``python -m pytest_atom.agents.sdk_host``), so the SDK's
-event loop and imports stay out of pytest, with the same environment a Claude Code agent
-gets: the gateway, the run's own config folder, the role marker.
+The app's function builds its own agent with ``claude-agent-sdk`` and runs it on the
+prompt, in a child process (`sdk_host`), so the SDK's event loop and imports stay out of
+pytest, with the environment a Claude Code agent gets.
 
 Every ``ClaudeAgentOptions`` the app makes is given the harness's parts (see `sdk_host`):
 the pinned CLI (through a shim that copies its stream-json to a log), the attempt folder,
-the session, and the settings file that carries the sandbox and the isolation
-(`agents.claude_code.sandbox.Confinement`), exactly as the CLI agent's. The log is read as it grows,
-through the same parser as the CLI's output, so budgets stop the app as they stop the CLI,
-and checks, traces and reports read the same records.
+the session, and the settings file with the sandbox and the isolation, as the CLI agent's.
+The log is read as it grows (`AgentSession.follow`), so budgets stop the app as they stop
+the CLI, and checks, traces and reports read the same records.
 
-One call is one run of the app: it loops on its own, so `loops` is False and the harness
-runs it once per attempt; a refine attempt runs it again with the reviewer's feedback as
-its prompt, continuing the same session.
+The app loops on its own, so `loops` is False and the harness runs it once per attempt; a
+refine attempt runs it again with the reviewer's feedback, continuing the same session.
 """
 
 from __future__ import annotations
@@ -25,10 +21,9 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +32,7 @@ from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.agents.sdk_host import app_source
 from pytest_atom.environment import importable
 from pytest_atom.errors import StructuredSessionError
-from pytest_atom.events import Event
-from pytest_atom.processes import kill_process_tree, spawn
+from pytest_atom.processes import spawn
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.wire.roles import Role
 
@@ -50,9 +44,8 @@ _POLL = 0.05  # seconds between looks at the growing log
 class SdkAgent:
     """The executor of a spec whose `agent:` is an SDK app; built by `run.factory`.
 
-    `session` is the one the CLI agent it stands in for would run with: its environment,
-    options, model, confinement, budget and session bookkeeping are the app's too, so an SDK
-    spec is configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
+    `session` is the one the CLI agent it stands in for would run with, so an SDK spec is
+    configured (``claude:``, ``sandbox:``, ``limits:``) like any other.
     """
 
     role: Role = "executor"
@@ -66,12 +59,6 @@ class SdkAgent:
     @property
     def env(self) -> Mapping[str, str] | None:
         return self.session.env
-
-    def version(self) -> str:
-        return self.session.cli_version
-
-    def parse(self, raw: Mapping[str, Any]) -> list[Event]:
-        return self.session.parse(raw)
 
     def continue_session(self, session_id: str, conversation_dir: Path) -> None:
         self.session.move_session(session_id, conversation_dir)
@@ -111,7 +98,9 @@ class SdkAgent:
             errors="replace",
             start_new_session=True,  # its own process group: a timeout kills the app and CLI
         ) as proc:
-            record = self._follow(proc, log, timeout)
+            assert proc.stdout is not None
+            lines = _grown_lines(log, proc)
+            record = self.session.follow(proc, lines, proc.stdout, timeout, noun="the SDK app")
         record.duration = time.perf_counter() - started
         for leftover in (log, request, log.with_suffix(".sh")):
             leftover.unlink(missing_ok=True)  # the log's text is the record's stdout now
@@ -164,53 +153,22 @@ class SdkAgent:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def _follow(
-        self, proc: subprocess.Popen[str], log: Path, timeout: float | None
-    ) -> IterationRecord:
-        """Parse the log as it grows until the app ends; stop it at the timeout or a limit."""
-        assert proc.stdout is not None
-        output: list[str] = []
-        reader = threading.Thread(target=lambda: output.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        record = IterationRecord(returncode=0)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        lines: list[str] = []
-        partial, offset = "", 0
-        try:
-            while True:
-                done = proc.poll() is not None
-                if log.exists():
-                    with log.open(encoding="utf-8", errors="replace") as handle:
-                        handle.seek(offset)
-                        chunk = handle.read()
-                        offset = handle.tell()
-                    *complete, partial = (partial + chunk).split("\n")
-                    for line in complete:
-                        lines.append(line + "\n")
-                        if self.session.fold_line(record, line, proc):
-                            done = True
-                            break
-                if done:
-                    break
-                if deadline is not None and time.monotonic() > deadline:
-                    kill_process_tree(proc)
-                    record.timed_out = record.is_error = True
-                    break
-                time.sleep(_POLL)
-            proc.wait()
-        except BaseException:
-            kill_process_tree(proc)
-            raise
-        finally:
-            reader.join(timeout=5)
-        record.returncode = proc.returncode
-        record.stdout = "".join(lines)
-        record.stderr = "".join(output)
-        if record.timed_out:
-            record.stderr += (
-                f"\npytest-atom: the SDK app timed out after {timeout:g}s and was killed"
-            )
-        return record
+
+def _grown_lines(log: Path, proc: subprocess.Popen[str]) -> Iterator[str]:
+    """The lines of `log` as they are written, until `proc` ends."""
+    partial, offset = "", 0
+    while True:
+        done = proc.poll() is not None
+        if log.exists():
+            with log.open(encoding="utf-8", errors="replace") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+                offset = handle.tell()
+            *complete, partial = (partial + chunk).split("\n")
+            yield from (line + "\n" for line in complete)
+        if done:
+            return
+        time.sleep(_POLL)
 
 
 def _session_options(args: Sequence[str]) -> dict[str, Any]:
@@ -232,8 +190,7 @@ class SdkKind:
         return SdkAgent(value, session, import_paths)
 
     def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
-        """The app's module, found where the run imports it from: it runs in a child
-        process, so pytest's own modules do not hold it."""
+        """The app's module, found where the child process imports it from."""
         return app_source(value, [str(p) for p in import_paths])
 
 

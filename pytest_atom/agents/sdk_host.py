@@ -2,15 +2,13 @@
 
 ``python -m pytest_atom.agents.sdk_host REQUEST.json`` imports the app's
 ``package.module:function`` (the spec's folder and the project's root first on
-``sys.path``, as pytest's default import mode would put them) and calls it with the prompt,
-and with the harness's ``ClaudeAgentOptions`` when it takes a second argument. An async
-function is run to its end.
+``sys.path``) and calls it with the prompt, and with the harness's ``ClaudeAgentOptions``
+when it takes a second argument; an async function is run to its end.
 
 Every ``ClaudeAgentOptions`` made in this process, the app's own included, gets the
-harness's parts (`HarnessOptions.apply`): the pinned CLI, the attempt folder, the session,
-and the settings file with the sandbox. What the app adds (its system prompt, tools, MCP
+harness's parts (`HarnessOptions.apply`). What the app adds (its system prompt, tools, MCP
 servers, model) stays, so an app is tested as written, but never outside the sandbox or
-away from the gateway. Its exit status is the app's: 0 when the function returned.
+away from the gateway. Exit status 0: the function returned.
 """
 
 from __future__ import annotations
@@ -109,8 +107,7 @@ def load_app(target: str, import_paths: Sequence[str]) -> Callable[..., Any]:
 
 def app_source(target: str, import_paths: Sequence[str]) -> Path | None:
     """Where `load_app` would import the app's top-level module from, found without
-    importing it: its package folder or its file (None: nowhere). The outcome cache hashes
-    that code, since the app runs in a child process, not in pytest's."""
+    importing it: its package folder or its file (None: nowhere)."""
     import importlib.machinery
     import importlib.util
 

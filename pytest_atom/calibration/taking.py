@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_atom.agents.claude_code import configuration
-from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import process_sandbox
 from pytest_atom.calibration.samples import (
@@ -33,6 +32,7 @@ from pytest_atom.calibration.samples import (
 from pytest_atom.checks.builtin import default_registry, needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.diffs import agent_files, workspace_diff
+from pytest_atom.environment import build_env
 from pytest_atom.errors import CalibrationError, SessionError
 from pytest_atom.importing import read_session
 from pytest_atom.judge.calibration import base_name
@@ -172,7 +172,7 @@ def _checks(
     """The run's check results: the store's record, else the checks run again."""
     if found.checks is not None:
         return found.checks
-    env = clean_env(found.folder / "home", spec.pass_env)
+    env = build_env(found.folder / "home", spec.pass_env)
     unkept = "not run again: it reads the agent's run, which a run folder does not keep"
     return tuple(
         CheckSeen(r.check.describe(), r.passed, mask_durations(r.summary), r.evidence)

@@ -2,13 +2,11 @@
 
 `server` is the HTTP server and the `Responder` protocol a mode implements; `scripted` is the
 mode that plays a spec's script; `messages` builds Messages API answers and streams. What a
-request is, whose it is and the reflector's answer shape are values the gateway shares with
-replay and a run's results: `pytest_atom.wire`. A new gateway mode is a `Responder` (the
+request is and whose it is: `pytest_atom.wire`. A new gateway mode is a `Responder` (the
 cassette-backed ones are in `pytest_atom.replay`).
 
-Public: the names in `__all__`, which load on first use, so a module that only needs
-`messages` does not start up the server's imports (httpx, the HTTP server); every module
-here is private.
+Public: the names in `__all__`, which load on first use (a module that only needs
+`messages` does not import the server); every module here is private.
 """
 
 from __future__ import annotations

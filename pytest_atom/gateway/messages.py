@@ -1,12 +1,8 @@
 """Build Messages API responses: a JSON message, its SSE stream, and API errors.
 
-Every mode of the gateway that makes up an answer (scripted turns, side requests,
-divergence errors) goes through here, so there is one place that has to agree with
-what the official SDK and the Claude Code CLI parse.
-
-The Messages API's wire format is data every layer reads (the gateway serves it, cassettes
-replay it, transcripts and reports fold it), so it lives in the gateway, below all of them;
-a request's classification (`request_kind`) is `pytest_atom.wire.request`'s.
+Every mode of the gateway that makes up an answer goes through here, so one place has to
+agree with what the official SDK and the Claude Code CLI parse; cassettes, transcripts and
+reports read answers back through it too (`fold_sse`, `read_reply`).
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ def sse_stream(msg: Mapping[str, Any]) -> bytes:
     """Encode a complete message as the SSE events a streaming call would send."""
     start = {**msg, "content": [], "stop_reason": None, "stop_sequence": None}
     start["usage"] = {"input_tokens": msg["usage"]["input_tokens"], "output_tokens": 1}
-    events = [_event("message_start", {"type": "message_start", "message": start})]
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
     for index, block in enumerate(msg["content"]):
         if block["type"] == "text":
             empty: dict[str, Any] = {"type": "text", "text": ""}
@@ -61,31 +57,20 @@ def sse_stream(msg: Mapping[str, Any]) -> bytes:
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         else:
             raise ValueError(f"cannot stream a content block of type {block['type']!r}")
-        events.append(
-            _event(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": empty},
-            )
-        )
-        events.append(
-            _event(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
-            )
-        )
-        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-    events.append(
-        _event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
-                "usage": {"output_tokens": msg["usage"]["output_tokens"]},
-            },
-        )
-    )
-    events.append(_event("message_stop", {"type": "message_stop"}))
-    return b"".join(events)
+        events += [
+            {"type": "content_block_start", "index": index, "content_block": empty},
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": msg["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": msg["usage"]["output_tokens"]},
+        },
+        {"type": "message_stop"},
+    ]
+    return b"".join(_event(event["type"], event) for event in events)
 
 
 def error_body(error_type: str, text: str) -> bytes:
@@ -94,11 +79,8 @@ def error_body(error_type: str, text: str) -> bytes:
 
 
 def sample_for_schema(schema: Mapping[str, Any], hint: str) -> Any:
-    """The smallest value a structured-output request accepts (titles and the like).
-
-    Side requests such as session-title generation ask for JSON matching a schema;
-    their content never matters to a test, only that it parses.
-    """
+    """The smallest value a structured-output side request (a session title) accepts: its
+    content never matters to a test, only that it parses."""
     kind = schema.get("type")
     if kind == "object":
         props: Mapping[str, Any] = schema.get("properties", {})
@@ -144,12 +126,9 @@ def parse_sse(text: str) -> list[tuple[str, str]]:
 
 
 def coalesce_sse(text: str) -> str:
-    """Merge each content block's many deltas into one, keeping every other event as is.
-
-    A live stream splits text and tool input into dozens of small deltas. Merged, a
-    cassette reads as the model's actual words, and a path split across two deltas
-    becomes one string that path normalization can find. The CLI accepts either form.
-    Anything that does not parse is returned unchanged.
+    """Merge each content block's many deltas into one, keeping every other event as is:
+    a cassette then reads as the model's words, and a path split across two deltas becomes
+    one string normalization can find. Anything that does not parse is returned unchanged.
     """
     try:
         events = [(name, json.loads(data)) for name, data in parse_sse(text)]
@@ -186,9 +165,8 @@ def coalesce_sse(text: str) -> str:
 
 
 def _append_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
-    """Add a delta's piece to what `target` holds so far: the one rule for folding a stream,
-    shared by `coalesce_sse` (target: a held delta) and `fold_sse` (target: the block).
-    """
+    """Add a delta's piece to `target` (a held delta, or the block): the one rule for
+    folding a stream."""
     field = _DELTA_FIELDS.get(str(delta.get("type")))
     if field:
         target[field] = str(target.get(field, "")) + str(delta.get(field, ""))
@@ -210,11 +188,9 @@ def fold_sse(text: str) -> dict[str, Any]:
     """The message an SSE body carries, the inverse of `sse_stream`, for reading a recording.
 
     Returns ``{"content": blocks, "usage": usage, "model": model, "error": event or
-    None}``: each block with its deltas folded in (a tool call's JSON input parsed; kept as
-    text if it does not parse), the usage of ``message_start`` updated by ``message_delta``
-    (by `pytest_atom.cost.billing.merge_usage`, the one rule: `billed` reads what it
-    billed), the model that answered, and the last ``error`` event. Events that are not
-    JSON objects are skipped: a cut-off recording still shows what it holds.
+    None}``: each block with its deltas folded in (a tool call's JSON input parsed, if it
+    parses), the usage merged (`cost.billing.merge_usage`), the model that answered, and the
+    last ``error`` event. Events that are not JSON objects are skipped.
     """
     blocks: dict[int, dict[str, Any]] = {}
     usages: list[Any] = []
@@ -257,12 +233,8 @@ def stream_billed(text: str) -> Billed:
 def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None] | None:
     """What one Messages-API answer (a JSON message or an SSE stream) billed, and the
     model it is priced as: the one the request `asked` for, else the answer's. None for an
-    API error, which bills nothing. The gateway's meter and the cost estimate both read
-    answers through here."""
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
+    API error, which bills nothing."""
+    data = _json_body(response)
     if isinstance(data, dict):
         if data.get("type") == "error":
             return None
@@ -272,6 +244,14 @@ def answer_billed(response: str, asked: Any = None) -> tuple[Billed, str | None]
         used, answered = billed(folded["usage"]), folded["model"]
     model = asked if isinstance(asked, str) else answered if isinstance(answered, str) else None
     return used, model
+
+
+def _json_body(response: str) -> Any:
+    """A response's JSON body; None for an SSE stream (or anything else that is no JSON)."""
+    try:
+        return json.loads(response) if response.lstrip().startswith("{") else None
+    except ValueError:
+        return None
 
 
 def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
@@ -287,8 +267,7 @@ def _parsed_input(block: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class Reply:
-    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body):
-    its blocks, what it billed (`pytest_atom.cost.billing`, the one fold), the model."""
+    """An assistant answer rebuilt from a recorded response (SSE stream or JSON body)."""
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
     billed: Billed = field(default_factory=Billed)
@@ -306,10 +285,6 @@ class Reply:
     @property
     def cache_read(self) -> int:
         return self.billed.message.cache_read
-
-    @property
-    def cache_creation(self) -> int:
-        return self.billed.message.cache_write
 
     def usage_text(self) -> str:
         """``12 in, 3 out, 5 cache read tokens``, then each step billed on top of the answer
@@ -331,16 +306,10 @@ def _error_text(data: Any, status: int) -> str:
 
 
 def read_reply(response: str, status: int) -> Reply:
-    """The answer a recorded response carries: a JSON message, an API error, or a stream.
-
-    A stream is folded by the gateway's `fold_sse`, the same rules that coalesce it when it
-    is recorded; a stream that ends without an answer but with an error status says so.
-    """
+    """The answer a recorded response carries: a JSON message, an API error, or a stream
+    (`fold_sse`); a stream that ends without an answer but with an error status says so."""
     reply = Reply()
-    try:
-        data = json.loads(response) if response.lstrip().startswith("{") else None
-    except ValueError:
-        data = None
+    data = _json_body(response)
     if data is not None:  # a non-streamed message or an API error
         if status >= 400 or (isinstance(data, dict) and data.get("type") == "error"):
             reply.error = _error_text(data, status)

@@ -1,40 +1,20 @@
-"""Scripted mode: the gateway plays assistant turns from a small YAML script.
-
-This is how the project tests itself with the real CLI and how a user checks a spec's
-acceptance checks without recording anything. A script lists the agent's turns::
-
-    turns:
-      - text: I'll create the file.
-        tool_use:
-          - name: Bash
-            input: {command: "printf 'hello\\n' > hello.txt"}
-      - text: "Created hello.txt.\\n\\nEXIT_LOOP_NOW"
+"""Scripted mode: the gateway plays assistant turns from a small YAML script
+(docs/how-to/scripts.md), so a spec runs with the real CLI and no model.
 
 Each agent turn request (one that offers tools) takes the next turn; side requests
 (session titles, token counts) are answered on the side and never consume one. The
-reflector's sessions take `reflector:` turns (``- verdict: {...}``; one per vote with
-``reflector: {votes: N}``, as the votes run one after another) and a planner's
-(planner mode) `planner:` turns (``- plan: {steps: [...]}``), and a simulated user's
-(a spec's ``user:`` with a model) `user:` turns (``- reply: {message: ..., done: false}``):
-the harness marks each request with its role (wire.roles), and an unmarked one is the agent's.
+reflector's, the planner's and a simulated user's sessions take their own lanes' turns:
+the harness marks each request with its role (wire.roles); an unmarked one is the agent's.
 
-A turn may instead give ``choices:``, each with a ``weight:`` and its own ``turns:``, so a
-script can be a stochastic agent: which choice plays is drawn when the script is played
-(`Script.play`), from a key made of the run's seed (``--atom-seed``), the spec, its arm and
-the repeat's number. The same key plays the same choices; keys of other repeats draw
-independently, so the statistics of repeats can be tested offline::
-
-    turns:
-      - choices:
-          - weight: 3
-            turns: [{text: "Done.\\n\\nEXIT_LOOP_NOW", tool_use: [...]}]
-          - weight: 1
-            turns: [{text: "I give up.\\n\\nEXIT_LOOP_NOW"}]
+A turn may give weighted ``choices:`` instead: which one plays is drawn when the script is
+played (`Script.play`) from a key of the run's seed, the spec, its arm and the repeat
+(`draw_key`), so the same key plays the same choices and repeats draw independently.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -52,6 +32,7 @@ from pytest_atom.gateway.server import Reply
 from pytest_atom.wire.request import CONVERSATION_KINDS, GatewayRequest
 from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 from pytest_atom.wire.verdict_schema import verdict_error
+from pytest_atom.words import plural
 
 
 @dataclass(frozen=True)
@@ -97,33 +78,27 @@ def draws(key: str) -> Iterator[float]:
 
 def _pick(choices: Sequence[Choice], u: float) -> int:
     total = sum(c.weight for c in choices)
-    edge = 0.0
-    for index, choice in enumerate(choices):
-        edge += choice.weight / total
-        if u < edge:
-            return index
-    return len(choices) - 1  # rounding: u just below 1
+    edges = itertools.accumulate(c.weight / total for c in choices)
+    # The last one where rounding leaves u just above every edge.
+    return next((n for n, edge in enumerate(edges) if u < edge), len(choices) - 1)
 
 
 @dataclass(frozen=True)
 class Script:
-    """A spec's `script:`: the model's turns the gateway plays in order instead of a model,
-    and the reflector's and planner's, so a spec runs with no API key."""
+    """A spec's `script:`: the turns the gateway plays in order instead of a model, for the
+    agent and for the reflector, the planner and a simulated user (one answer each)."""
 
     path: Path | None
     turns: tuple[Turn, ...]
-    reflector: tuple[
-        Turn, ...
-    ] = ()  # the judging sessions' turns: one verdict per attempt and vote
-    planner: tuple[Turn, ...] = ()  # planner mode: the planner session's turns, one plan
+    reflector: tuple[Turn, ...] = ()
+    planner: tuple[Turn, ...] = ()
     #: A played script's picks: the index of the choice each `choices:` turn played, in
     #: order (the turns' lane first, then the reflector's, then the planner's; depth first).
     picks: tuple[int, ...] = ()
-    user: tuple[Turn, ...] = ()  # a simulated user's sessions: one reply each
+    user: tuple[Turn, ...] = ()
 
     @property
     def stochastic(self) -> bool:
-        """Whether some turn gives `choices:` (the script must be played before use)."""
         return any(t.choices for t in (*self.turns, *self.reflector, *self.planner, *self.user))
 
     def play(self, key: str) -> Script:
@@ -213,22 +188,14 @@ class Script:
         turns_node = top.get("turns")
         if not isinstance(turns_node, yaml.SequenceNode) or not turns_node.value:
             raise fail(root, "a script needs a non-empty 'turns:' list")
-        reflector_node = top.get("reflector")
-        if reflector_node is not None and not isinstance(reflector_node, yaml.SequenceNode):
-            raise fail(reflector_node, "'reflector:' is a list of turns, one verdict per attempt")
-        turns = tuple(cls._turn(node, fail) for node in turns_node.value)
-        reflector = (
-            tuple(cls._turn(n, fail) for n in reflector_node.value) if reflector_node else ()
-        )
-        planner_node = top.get("planner")
-        if planner_node is not None and not isinstance(planner_node, yaml.SequenceNode):
-            raise fail(planner_node, "'planner:' is a list of turns, e.g. '- plan: {steps: [...]}'")
-        planner = tuple(cls._turn(n, fail) for n in planner_node.value) if planner_node else ()
-        user_node = top.get("user")
-        if user_node is not None and not isinstance(user_node, yaml.SequenceNode):
-            raise fail(user_node, "'user:' is a list of turns, e.g. '- reply: {message: Go on.}'")
-        user = tuple(cls._turn(n, fail) for n in user_node.value) if user_node else ()
-        return cls(path, turns, reflector, planner, user=user)
+        turns = tuple(cls._turn(n, fail) for n in turns_node.value)
+        lanes: dict[str, tuple[Turn, ...]] = {}
+        for lane, shape in _LANE_SHAPES.items():
+            node = top.get(lane)
+            if node is not None and not isinstance(node, yaml.SequenceNode):
+                raise fail(node, f"'{lane}:' is a list of turns, {shape}")
+            lanes[lane] = tuple(cls._turn(n, fail) for n in node.value) if node else ()
+        return cls(path, turns, lanes["reflector"], lanes["planner"], user=lanes["user"])
 
     @classmethod
     def _turn(cls, node: yaml.Node, fail: Any) -> Turn:
@@ -322,6 +289,14 @@ class Script:
         return Turn(None, (), node.start_mark.line + 1, tuple(choices))
 
 
+#: The lanes besides the agent's turns, and what a turn of each looks like.
+_LANE_SHAPES = {
+    "reflector": "one verdict per attempt",
+    "planner": "e.g. '- plan: {steps: [...]}'",
+    "user": "e.g. '- reply: {message: Go on.}'",
+}
+
+
 def _node_at(node: yaml.Node, path: Sequence[str | int]) -> yaml.Node:
     """The node at `path` in `node` (keys and indexes), or the deepest one there is: where a
     script's reader is sent to fix a value."""
@@ -412,40 +387,38 @@ class ScriptedResponder:
 
     def _exhausted(self, lane: str, index: int) -> Reply:
         where = self.script.path or "the script"
-        if lane == "user":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.user), 'user turn')} but the simulated user asked for "
-                f"turn {index + 1}. Add a `user:` turn with a `reply: {{message: ..., done: ...}}`."
-            )
-        elif lane == "planner":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.planner), 'planner turn')} but the planner asked for turn {index + 1}. Add a "
-                "`planner:` turn with a `plan: {steps: [...]}`."
-            )
-        elif lane == "reflector":
-            text = (
-                f"pytest-atom scripted gateway: {where} has "
-                f"{_turns(len(self.script.reflector), 'reflector turn')} but the reflector asked for turn {index + 1}. Add a "
-                "`reflector:` turn with a `verdict:` for each attempt (and each vote, with "
-                "`reflector: {votes: N}`)."
-            )
-        else:
-            text = (
-                f"pytest-atom scripted gateway: {where} has {_turns(len(self.script.turns), 'turn')} but "
-                f"the agent asked for turn {index + 1}. Add a turn, or end the last one with "
-                "EXIT_LOOP_NOW."
-            )
+        noun, asker, fix = _EXHAUSTED[lane]
+        count = plural(len(getattr(self.script, lane)), noun)
+        text = f"{where} has {count} but {asker} asked for turn {index + 1}. {fix}"
         if self.script_error is None:
-            self.script_error = text.removeprefix("pytest-atom scripted gateway: ")
-        return Reply.refusal(text)
+            self.script_error = text
+        return Reply.refusal(f"pytest-atom scripted gateway: {text}")
 
 
-def _turns(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns`` (replay.transcript.plural, which the gateway's layer is
-    below: importing it here would be a cycle)."""
-    return f"{count} {noun}{'s' * (count != 1)}"
+#: Each lane's running out: what its turns are called, who asked, and how to fix it.
+_EXHAUSTED = {
+    "turns": (
+        "turn",
+        "the agent",
+        "Add a turn, or end the last one with EXIT_LOOP_NOW.",
+    ),
+    "reflector": (
+        "reflector turn",
+        "the reflector",
+        "Add a `reflector:` turn with a `verdict:` for each attempt (and each vote, with "
+        "`reflector: {votes: N}`).",
+    ),
+    "planner": (
+        "planner turn",
+        "the planner",
+        "Add a `planner:` turn with a `plan: {steps: [...]}`.",
+    ),
+    "user": (
+        "user turn",
+        "the simulated user",
+        "Add a `user:` turn with a `reply: {message: ..., done: ...}`.",
+    ),
+}
 
 
 def scripted(turns: Sequence[Mapping[str, Any]]) -> ScriptedResponder:

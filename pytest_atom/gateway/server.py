@@ -1,9 +1,8 @@
 """The model gateway: a local HTTP server the Claude Code CLI talks to.
 
 The CLI is pointed at it with ``ANTHROPIC_BASE_URL``. The server only parses HTTP and
-hands each request to a *responder*, which decides the answer: scripted turns, a live
-upstream being recorded, or a cassette being replayed. Keeping the HTTP plumbing
-apart means every mode gets the same streaming, concurrency and logging behaviour.
+hands each request to a *responder*, which decides the answer (scripted turns, a live
+upstream being recorded, a cassette being replayed), so every mode streams alike.
 """
 
 from __future__ import annotations
@@ -56,11 +55,8 @@ class Reply:
 
 
 class AbortReply(AtomError):
-    """Raised by a streaming reply's body to cut the connection without ending the body.
-
-    The client then sees the broken stream it would see from the API itself (and retries
-    as it would there); whoever raises it has already recorded why.
-    """
+    """Raised by a streaming reply's body to cut the connection without ending the body:
+    the client sees the broken stream it would see from the API itself."""
 
 
 class Responder(Protocol):
@@ -71,29 +67,13 @@ class Responder(Protocol):
 
 @dataclass
 class Meter:
-    """What the answers that passed through the gateway billed, by the request's role
-    (`pytest_atom.cost.billing`: the one fold), and the session's spending limit they count
-    against. Only `paid` roles count toward the limit: a replayed answer costs nothing.
-    """
+    """What the answers that passed through the gateway billed, by the request's role, and
+    the spending limit they count against (only `paid` roles: a replayed answer is free)."""
 
     paid: frozenset[str] = frozenset()
     spend: SpendLimit | None = None
     bills: RoleBills = field(default_factory=RoleBills)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def by_role(self) -> dict[str, Billed]:
-        return self.bills.by_role
-
-    @property
-    def usd_by_role(self) -> dict[str, float]:
-        return self.bills.usd_by_role
-
-    @property
-    def steps(self) -> dict[str, dict[str, tuple[int, float]]]:
-        """role -> step kind (advisor, compaction) -> (tokens, dollars) of the steps billed
-        on top of the answers."""
-        return self.bills.steps
 
     def add(self, role: str, used: Billed, usd: float | None, model: str | None = None) -> None:
         """Count one answer of `role`'s (`usd` None: priced at `model` here)."""
@@ -163,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
-        """Silence the stdlib's per-request stderr lines; exchanges are kept instead."""
+        """Silence the stdlib's per-request stderr lines."""
 
     def _handle(self) -> None:
         started = time.perf_counter()
@@ -234,24 +214,18 @@ class _Server(ThreadingHTTPServer):
     state: _State
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client dropping a connection is normal; anything else is one line, no traceback.
-
-        Upstream faults never get here (the recording responder turns them into API errors
-        the CLI understands); what does is a bug, reported without burying the test output.
-        """
+        """A client dropping a connection is normal; anything else (a bug: upstream faults
+        become API errors) is one line, no traceback."""
         error = sys.exc_info()[1]
         if not isinstance(error, ConnectionError):
             print(f"pytest-atom gateway: {type(error).__name__}: {error}", file=sys.stderr)
 
 
 class Gateway:
-    """A model gateway on 127.0.0.1 with an ephemeral port.
-
-    Use as a context manager; `url` is what ``ANTHROPIC_BASE_URL`` is set to.
-    """
+    """A model gateway on 127.0.0.1 with an ephemeral port, used as a context manager; `url`
+    is what ``ANTHROPIC_BASE_URL`` is set to."""
 
     def __init__(self, responder: Responder, meter: Meter | None = None) -> None:
-        """`meter` folds what each answer billed (and holds the spending limit)."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.state = _State(responder, meter=meter or Meter())
         # A short poll interval: stop() waits for the loop, and runs start and stop a lot.

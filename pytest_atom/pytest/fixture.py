@@ -9,9 +9,8 @@
         result = atom.run(prompt="Create hello.txt", script={"turns": [...]},
                           accept=[{"file_exists": "hello.txt"}])
 
-It works without `--atom`, through the same harness as spec items: the same settings
-(with ``@pytest.mark.atom(...)`` and the ``atom_settings`` fixture), conftest check kinds,
-verdict hook, JSON traces and JUnit properties.
+It works without `--atom`, through the same harness, settings, conftest check kinds,
+verdict hook, traces and JUnit properties as spec items.
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ from pytest_atom.errors import SpecError
 from pytest_atom.files import copy_tree
 from pytest_atom.paths import SPEC_SUFFIX
 from pytest_atom.pytest.items import record_result
-from pytest_atom.pytest.settings import pytest_harness, settings_for
-from pytest_atom.pytest.stash import SUITE_RUN
+from pytest_atom.pytest.settings import SUITE_RUN, pytest_harness, settings_for
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.run.harness import Harness
 from pytest_atom.spec.types import Spec
@@ -54,15 +52,12 @@ class AtomFixture:
     def run(
         self, spec: str | Path | None = None, *, name: str | None = None, **inline: Any
     ) -> SpecResult:
-        """Run a spec file (`spec`, optionally one `name` in it), or an inline spec (`inline`).
+        """Run a spec file (`spec`, from the rootdir, optionally one `name` in it), or an
+        inline spec (`inline`); a missing or malformed one fails the test with its SpecError.
 
-        A relative `spec` path is read from the rootdir, as pytest's node ids are; a spec
-        that is missing or malformed fails the test with its one-line SpecError.
-
-        Inline keys are the spec format's (`prompt`, `workspace`, `script`, `accept`,
-        `criteria`, ...); `workspace` and `script` may be paths (relative to the test file)
-        and `script` also a mapping of turns. An inline spec's cassette lives at
-        ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
+        Inline keys are the spec format's; `workspace` and `script` may be paths (relative
+        to the test file), `script` also a mapping of turns. An inline spec's cassette lives
+        at ``cassettes/<test file stem>/<test name>.yaml`` beside the test file.
         """
         harness, node = self._harness(), self._request.node
         registry = harness.registry(node.ihook)

@@ -1,10 +1,9 @@
 """Spec files as pytest collectors and specs as test items.
 
-Each spec becomes an `AtomItem`, a `pytest.Function` subclass rather than a bare
-`pytest.Item`: fixtures, marks and plugins that expect test functions (syrupy's `snapshot`
-among them) keep working on spec items. Every item runs through the session's one `Harness`,
-held by its suite run (`pytest_atom.suite.SuiteRun`, reached by `pytest_atom.pytest.stash`);
-a spec's failure is the item's exception, and its report is the failure report."""
+Each spec becomes an `AtomItem`, a `pytest.Function` subclass, so fixtures, marks and
+plugins that expect test functions (syrupy's `snapshot` among them) work on spec items.
+Every item runs through the session's one `Harness` (`settings.suite_run`); a spec's
+failure is the item's exception, and its report is the failure report."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ from pytest_atom.errors import AtomError, SpecError, SpendingLimitReached, Upstr
 from pytest_atom.files import shown_text
 from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path
-from pytest_atom.pytest.settings import settings_for
-from pytest_atom.pytest.stash import suite_run
+from pytest_atom.pytest.settings import settings_for, suite_run
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.phrases import step_line
@@ -31,28 +29,30 @@ from pytest_atom.spec.types import Mark, Spec
 from pytest_atom.spec_loader.load import load_specs
 
 
-class ReplayError(AtomError):
+class _RunFailed(AtomError):
+    """A spec run's failure as its item's exception; carries the result for the report."""
+
+    what = " failed"
+
+    def __init__(self, result: SpecResult) -> None:
+        super().__init__(f"atom spec '{result.spec.name}'{self.what}")
+        self.result = result
+
+
+class ReplayError(_RunFailed):
     """The replay diverged from its cassette: the harness's failure, never the agent's."""
 
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}': replay diverged from its cassette")
-        self.result = result
+    what = ": replay diverged from its cassette"
 
 
-class UpstreamFailed(AtomError):
+class UpstreamFailed(_RunFailed):
     """A recording failed on its upstream (the API): never the agent's failure."""
 
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}': the recording's upstream failed")
-        self.result = result
+    what = ": the recording's upstream failed"
 
 
-class SpecFailed(AtomError):
-    """The agent ran but the spec failed; carries the result for the report."""
-
-    def __init__(self, result: SpecResult) -> None:
-        super().__init__(f"atom spec '{result.spec.name}' failed")
-        self.result = result
+class SpecFailed(_RunFailed):
+    """The agent ran but the spec failed: the only failure an xfail spec expects."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -75,7 +75,6 @@ class SnapshotMismatch(AtomError):
 
 class SpecFile(pytest.File):
     def load(self) -> list[Spec]:
-        """The file's specs (its check kinds are in `self.registry`)."""
         return load_specs(self.path, check_kinds=self.registry.kinds())
 
     def repeated(self, spec: Spec) -> Spec:
@@ -118,8 +117,8 @@ class SpecFile(pytest.File):
 
 
 class EvalCaseFile(SpecFile):
-    """A `claude plugin eval` case (pytest_atom.evalsuite.suites): its arms as specs, run `runs`
-    times unless ``--atom-repeat`` says otherwise."""
+    """A `claude plugin eval` case (pytest_atom.evalsuite.suites): its arms as specs, run
+    `runs` times unless ``--atom-repeat`` says otherwise."""
 
     def load(self) -> list[Spec]:
         from pytest_atom.evalsuite.graders import register_checks
@@ -137,9 +136,8 @@ class EvalCaseFile(SpecFile):
 
 
 def pytest_mark(mark: Mark) -> pytest.MarkDecorator:
-    """A `marks:` entry as pytest's own mark: skip and skipif as pytest evaluates them
-    (a skipif condition is a string, evaluated with `os`, `sys`, `platform` and `config`),
-    a custom mark by name (so ``-m NAME`` selects the spec)."""
+    """A `marks:` entry as pytest's own mark: skip and skipif (a condition string, as pytest
+    evaluates it), or a custom mark by name (so ``-m NAME`` selects the spec)."""
     if mark.name == "skip":
         return pytest.mark.skip(reason=mark.reason or "")
     if mark.name == "skipif":
@@ -179,8 +177,8 @@ class BrokenSpec(pytest.Item):
 
 
 def _shown_path(path: Path) -> Path:
-    """The spec file's path as a report's location gives it (JUnit's xunit1 ``file``
-    attribute among them, which pytest writes unescaped): inert, as its node id is."""
+    """The spec file's path as a report's location gives it (JUnit's ``file``, written
+    unescaped): inert, as its node id is."""
     return path if is_inert(str(path)) else Path(inert(str(path)))
 
 
@@ -210,10 +208,8 @@ def _test_function(spec: Spec) -> Any:
 
 
 def _run_errors() -> tuple[type[Exception], ...]:
-    """Failures of the harness itself; a ValueError (a value the harness could not use) too.
-
-    Read when a spec runs: collecting specs loads none of the machinery that raises them
-    (the gateway, the agents, httpx)."""
+    """Failures of the harness itself, and a ValueError; read when a spec runs, as collecting
+    loads none of the machinery that raises them."""
     from pytest_atom.run.execution import HARNESS_ERRORS
 
     return (*HARNESS_ERRORS, ValueError)
@@ -278,8 +274,7 @@ class AtomItem(pytest.Function):
         self._conclude(outcome, result, snapshot)
 
     def _conclude(self, outcome: Outcome, result: SpecResult, snapshot: Any) -> None:
-        """The run's outcome as pytest's: a failure is the item's exception (pytest's xfail
-        mark, on `SpecFailed` only, turns an expected one into xfailed)."""
+        """The run's outcome as pytest's: a failure is the item's exception."""
         if outcome.error == "replay":
             raise ReplayError(result)  # never the expected failure of an xfail spec
         if outcome.error == "upstream":
@@ -319,7 +314,7 @@ class AtomItem(pytest.Function):
 
     # Same signature as pytest.Function's, which itself narrows Node.repr_failure.
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        if isinstance(excinfo.value, (SpecFailed, ReplayError, UpstreamFailed)):
+        if isinstance(excinfo.value, _RunFailed):
             # It quotes the agent and lands in JUnit XML: scrubbed, with the run's transcripts
             # as context, so a secret assigned there is redacted where the report repeats it.
             result = excinfo.value.result
@@ -332,17 +327,14 @@ class AtomItem(pytest.Function):
 
 
 def snapshot_value(workspace: Path, name: str) -> str:
-    """What a `snapshot:` file is compared as: its text, links not followed. The agent may
-    have made it a link to the caller's home: the snapshot (and a mismatch's message, which
-    lands in JUnit XML) shows the link with its target's text, never what it leads to; a
-    device, FIFO or socket shows as its kind, never read."""
+    """What a `snapshot:` file is compared as: its text, links not followed (a link shows
+    its target's text, never what it leads to; a device, FIFO or socket its kind)."""
     text = shown_text(workspace, name)
     return f"<{name} is missing>" if text is None else text
 
 
 def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
-    """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on):
-    which step failed shows at a glance; the failure report still tells the whole story."""
+    """Each step of a multi-step spec as a pytest subtest, where pytest has them (9.0 on)."""
     if not result.steps or result.outcome.error is not None or result.spec.xfail:
         # The machinery failed, not a step, and the item's own failure says so; an xfail
         # spec's expected failure is the whole spec's, not a step's.
@@ -358,7 +350,7 @@ def _report_steps(request: pytest.FixtureRequest, result: SpecResult) -> None:
 
 
 def record_result(item: pytest.Item, result: SpecResult) -> None:
-    """Every installed format's JUnit properties of the run (`ReportFormat.properties`) as
-    the item's; the session's summary reads them back."""
+    """Every installed format's JUnit properties of the run as the item's; the session's
+    summary reads them back."""
     for report_format in report_formats():
         item.user_properties += report_format.properties(result)

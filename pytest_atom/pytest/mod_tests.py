@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_atom.errors import AtomError
-from pytest_atom.pytest.stash import suite_run
+from pytest_atom.pytest.settings import suite_run
 
 if TYPE_CHECKING:
     from pytest_atom.modtests import FileRun

@@ -1,10 +1,7 @@
 """`pytest --atom`: the session plugin, which holds the run's `SuiteRun` (`pytest_atom.suite`)
 and calls into it from pytest's hooks: it collects spec files (`pytest_atom.pytest.items`),
 turns each run's report into a summary row, and ends the session with the suite's summary
-and exit status.
-
-Registered by `pytest_atom.plugin` only when ``--atom`` is given; items and fixtures reach
-its suite run by `pytest_atom.pytest.stash.SUITE_RUN`.
+and exit status. Registered by `pytest_atom.plugin` only when ``--atom`` is given.
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ from pytest_atom.inert import inert, is_inert
 from pytest_atom.paths import SPEC_SUFFIX, display_path, node_id
 from pytest_atom.pytest.items import AtomItem, BrokenSpec, EvalCaseFile, SpecFile
 from pytest_atom.pytest.mod_tests import ModTestItem, collect_mod_test
-from pytest_atom.pytest.settings import pytest_harness
-from pytest_atom.pytest.stash import SUITE_RUN, suite_run
+from pytest_atom.pytest.settings import SUITE_RUN, pytest_harness, suite_run
 from pytest_atom.reports.format import report_formats
 from pytest_atom.reports.summary import summary_width
 from pytest_atom.results.outcome import Outcome
@@ -46,8 +42,8 @@ from pytest_atom.suite.suite_run import SuiteRun, Summary
 
 class Measured:
     """What repeats and arms measured, into JUnit XML's test-suite properties and the
-    ``--atom-report`` folder (``measured.json``): before junitxml writes its file, so
-    first among the session-finish hooks, unlike `AtomSession`'s, which runs last."""
+    ``--atom-report`` folder (``measured.json``): first among the session-finish hooks,
+    before junitxml writes its file."""
 
     def __init__(self, suite: SuiteRun) -> None:
         self.suite = suite
@@ -75,8 +71,7 @@ class Measured:
 
 
 class AtomSession:
-    """The plugin's per-session hooks over its `SuiteRun` (registered as a plugin, not
-    module globals)."""
+    """The plugin's per-session hooks over its `SuiteRun`."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -123,9 +118,8 @@ class AtomSession:
         return [line for line in (self.last_failed_note, others) if line]
 
     def _others_note(self, config: pytest.Config, items: list[pytest.Item]) -> str:
-        """With no path named, pytest's own tests the run collects beside the specs (its
-        `testpaths`, or the folder it ran in) run too: said once, with how to run only the
-        specs, so a long run of unit tests is no surprise."""
+        """With no path named, pytest's own tests collected beside the specs run too: said
+        once, with how to run only the specs."""
         if config.args_source == pytest.Config.ArgsSource.ARGS:
             return ""  # the paths named are the ones meant
         # A mod's test file is no spec, but --atom collects it: not pytest's own.
@@ -175,9 +169,8 @@ class AtomSession:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """A spec item's history record (`atom_history`) and its run's views for each report
-        format (`atom_views`; None: the harness could not run it) ride on its report: pytest
-        serialises every attribute of a report, so xdist carries them to the controller,
-        which writes the session's run and reports once; none lands in JUnit XML."""
+        format (`atom_views`; None: the harness could not run it) ride on its report, which
+        xdist carries to the controller whole; none lands in JUnit XML."""
         report = yield
         if call.when == "call" and isinstance(item, AtomItem):
             report.atom_history = _history_payload(item, report)  # type: ignore[attr-defined]
@@ -185,10 +178,8 @@ class AtomSession:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect each spec's figures from its report (they cross xdist's process border).
-
-        A step's subtest report repeats its item's properties: only the item's own counts.
-        """
+        """Collect each spec's figures from its report (they cross xdist's process border);
+        a step's subtest report repeats its item's properties, so only the item's counts."""
         if type(report).__name__ == "SubtestReport":
             return
         props = dict(report.user_properties)
@@ -215,12 +206,9 @@ class AtomSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """The suite's exit status (`SuiteRun.exit_status`) over pytest's own.
-
-        Once, on the controller (an xdist worker has `workerinput`), when every worker's
-        runs are done: every report format's session end (a session that only collected
-        reports nothing, and loads no format), then old run folders go.
-        """
+        """The suite's exit status (`SuiteRun.exit_status`) over pytest's own; once, on the
+        controller, every report format's session end (not for a session that only
+        collected), then old run folders go."""
         controller = not hasattr(self.config, "workerinput")
         if controller:
             if not self.config.option.collectonly:
@@ -281,9 +269,7 @@ class AtomSession:
 
 
 def _write_notes(terminalreporter: Any, said: Summary) -> None:
-    """What the summary says under its table: notes, spending, the sandbox, a results file
-    that failed, the baseline's comparison, and the rates (asked for: even empty), arms,
-    cases and trigger suites."""
+    """What the summary says under its table."""
     # Lines, not Python warnings: `filterwarnings = error` must not turn them into crashes.
     for line in said.notes + said.tries + said.criteria:
         _write(terminalreporter, line)
@@ -305,10 +291,9 @@ def _write_notes(terminalreporter: Any, said: Summary) -> None:
 
 
 def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, Any]:
-    """A spec file's node id, inert when its path holds control characters: pytest prints
-    the node id (the progress line, the short summary) and writes it into JUnit XML's
-    ``classname`` unescaped, where an ESC makes the file no longer parse. Empty (pytest's
-    own node id) for every other path, and for one outside the rootdir."""
+    """A spec file's node id, inert when its path holds control characters (pytest writes it
+    into JUnit XML's ``classname`` unescaped, where an ESC breaks the file); empty (pytest's
+    own) for every other path."""
     try:
         relative = file_path.relative_to(parent.config.rootpath).as_posix()
     except ValueError:
@@ -318,7 +303,7 @@ def _inert_nodeid(parent: pytest.Collector, file_path: Path) -> dict[str, Any]:
 
 def _check_output_paths(config: pytest.Config, harness: Any) -> None:
     """A runs folder, ``--atom-report`` or ``--atom-html`` that cannot be written is a usage
-    error now, naming the option and the path, not a traceback once every spec has run."""
+    error now, not a traceback once every spec has run."""
     errors = output_path_errors(
         harness.settings,
         harness.root,
@@ -330,8 +315,7 @@ def _check_output_paths(config: pytest.Config, harness: Any) -> None:
 
 
 def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
-    """A summary line, inert (`pytest_atom.inert`): notes quote run text, and node ids the
-    spec file's name."""
+    """A summary line, inert (`pytest_atom.inert`): notes quote run text."""
     terminalreporter.write_line(inert(line), **markup)
 
 
@@ -348,8 +332,8 @@ def _views(item: AtomItem) -> dict[str, Any] | None:
 
 
 def _history_payload(item: AtomItem, report: pytest.TestReport) -> dict[str, Any]:
-    """The item's history record as JSON values, with the Claude Code version it ran: from
-    its typed result, or, when the harness could not run it, from its spec and report."""
+    """The item's history record as JSON values, with the Claude Code version it ran (from
+    its spec and report when the harness could not run it)."""
     from pytest_atom.replay.scrub import Scrubber  # specs ran: the machinery is loaded
 
     result, scrubber = item.result, Scrubber()
@@ -365,7 +349,7 @@ def _history_payload(item: AtomItem, report: pytest.TestReport) -> dict[str, Any
 
 def _as_reported(outcome: Outcome, report: pytest.TestReport) -> Outcome:
     """The spec's outcome as pytest reported its item: pytest has the last word where it
-    adds to the run (a syrupy snapshot, an xfail mark from outside the spec)."""
+    adds to the run (a snapshot, an xfail mark from outside the spec)."""
     if report.failed and outcome.ok:
         first = report.longreprtext.strip().splitlines()
         return outcome.failed_by_pytest(first[0] if first else "failed in pytest")

@@ -1,10 +1,13 @@
 """The settings of a pytest run and of each test in it: the ``--atom-*`` command line, the ini
 file and `.atom/config.yaml` for the run's harness; a test's marks and its `atom_settings`
-fixture on top, for the settings a test may set for itself (`PER_TEST`)."""
+fixture on top, for the settings a test may set for itself (`PER_TEST`).
+
+The session's suite run is reached from items, fixtures and report plugins by a typed key
+on ``config.stash`` (`SUITE_RUN`), set by the session plugin when ``--atom`` is given."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -20,15 +23,25 @@ from pytest_atom.settings.options import (
 from pytest_atom.settings.project import find_project
 from pytest_atom.settings.resolved import Layer, from_here, resolve
 
-__all__ = ["PER_TEST", "command_line", "pytest_harness", "settings_for"]
+if TYPE_CHECKING:
+    from pytest_atom.suite.suite_run import SuiteRun
+
+__all__ = ["PER_TEST", "SUITE_RUN", "command_line", "pytest_harness", "settings_for", "suite_run"]
+
+#: The `SuiteRun` of a ``pytest --atom`` session.
+SUITE_RUN = pytest.StashKey["SuiteRun"]()
+
+
+def suite_run(config: pytest.Config) -> SuiteRun:
+    """The session's suite run; only items of a ``--atom`` session ask, and it has one."""
+    return config.stash[SUITE_RUN]
 
 
 def pytest_harness(config: pytest.Config) -> Harness:
     """The harness of a pytest run: its command line, ini file and `.atom/config.yaml`.
 
-    Its root is the project's, found from where pytest ran as `atom run` finds it
-    (`find_project`), not pytest's rootdir: without a pytest ini file that is the folder
-    pytest ran in, and a run from ``specs/`` would read `paths:` and write runs there."""
+    Its root is the project's, found as `atom run` finds it, not pytest's rootdir (without
+    an ini file, the folder pytest ran in)."""
     try:
         given = config.option.atom_config  # ``--atom-config``: from where pytest ran
         config_path = None if given is None else config.invocation_params.dir / given
@@ -38,7 +51,7 @@ def pytest_harness(config: pytest.Config) -> Harness:
     except ConfigError as err:
         raise pytest.UsageError(str(err)) from None
     try:
-        harness = build_harness(
+        return build_harness(
             [command_line(config), *file_layers(_ini(config), project.config)],
             root=project.root,
             config=project.config,
@@ -46,14 +59,12 @@ def pytest_harness(config: pytest.Config) -> Harness:
             # each xdist worker holds its share of the session's spending limit
             workers=int(getattr(config, "workerinput", {}).get("workercount") or 1),
         )
-        return harness
     except SettingsError as err:
         raise pytest.UsageError(str(err)) from None
 
 
 def command_line(config: pytest.Config) -> Layer:
-    """The ``--atom-*`` options; their paths are taken from where pytest ran
-    (``invocation_params.dir``), as ``atom run`` takes them from its current folder."""
+    """The ``--atom-*`` options; their paths are taken from where pytest ran."""
     values = {
         name: getattr(config.option, BY_NAME[name].ini_name, None) for name in COMMAND_LINE_SETTINGS
     }
@@ -62,11 +73,8 @@ def command_line(config: pytest.Config) -> Layer:
 
 
 def settings_for(harness: Harness, node: pytest.Item, fixture: dict[str, Any]) -> RunSettings:
-    """A test's settings: the command line, then its marks, then `atom_settings`, then files.
-
-    The command line wins over the marks: it is the person's intent for this very run,
-    such as CI forcing ``--atom-record-mode=none``.
-    """
+    """A test's settings: the command line (the person's intent for this very run), then
+    its marks, then `atom_settings`, then files."""
     marks: dict[str, Any] = {}
     for mark in node.iter_markers("atom"):  # closest first: a test's mark beats its module's
         marks = {**mark.kwargs, **marks}

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_atom.agents.claude_code.runner import claude_env, clean_env
+from pytest_atom.agents.claude_code.runner import claude_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.agents.protocol import Agent
@@ -24,6 +24,7 @@ from pytest_atom.checks.builtin import needs_sandbox, run_checks
 from pytest_atom.checks.registry import CheckRegistry
 from pytest_atom.cost.limits import Budget
 from pytest_atom.cost.spend import SpendLimit
+from pytest_atom.environment import build_env
 from pytest_atom.errors import (
     AtomError,
     CalibrationError,
@@ -302,7 +303,7 @@ class AttemptLoop:
     @functools.cached_property
     def check_env(self) -> dict[str, str]:
         """The checks' environment: built from parts as the agent's, with the spec's `env:`."""
-        return {**clean_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
+        return {**build_env(self.run_dir / "home", self.spec.pass_env), **self.spec_env}
 
     def check_sandbox(self, path: Path) -> ProcessSandbox | None:
         """The agent's confinement for the checks' commands; None with `sandbox: false`,

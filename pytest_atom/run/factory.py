@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.agents.claude_code.agent import ClaudeCodeAgent
 from pytest_atom.agents.claude_code.cli import find_claude
 from pytest_atom.agents.claude_code.runner import ClaudeRunner
 from pytest_atom.agents.claude_code.sandbox import Confinement
@@ -30,18 +29,18 @@ from pytest_atom.spec.types import Spec
 from pytest_atom.wire.roles import Role, role_env
 
 
-def claude_code_agent(role: Role, session: AgentSession | None = None) -> ClaudeCodeAgent:
+def claude_code_agent(role: Role, session: AgentSession | None = None) -> ClaudeRunner:
     """Claude Code in `role`, running `session` (default: the pinned CLI in the caller's
     own environment, toward the real API)."""
-    return ClaudeCodeAgent(role, ClaudeRunner(session=role_session(role, session)))
+    return ClaudeRunner(session=role_session(role, session))
 
 
 def role_session(role: Role, session: AgentSession | None = None) -> AgentSession:
-    """`session` with `role`'s marker in its environment (wire.roles), when it has one."""
+    """`session` as `role`'s, with the role's marker in its environment (wire.roles) when
+    it has one."""
     session = session or AgentSession(find_claude())
-    if session.env is None:
-        return session
-    return replace(session, env={**session.env, **role_env(role)})
+    env = None if session.env is None else {**session.env, **role_env(role)}
+    return replace(session, env=env, role=role)
 
 
 @dataclass

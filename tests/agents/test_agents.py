@@ -130,7 +130,7 @@ def test_every_runner_of_a_run_comes_from_the_factory(judged: dict[str, Any]) ->
     which the factory asks; no module constructs one of its own, and the set-up, which runs
     in the sandbox runtime (srt), builds none."""
     assert sorted(caller for caller, _ in judged["built"]) == [
-        "pytest_atom.agents.claude_code.agent",
+        "pytest_atom.agents.claude_code.runner",
         "pytest_atom.run.factory",
     ]
     headers = sorted(h or "" for _, h in judged["built"])
@@ -168,11 +168,9 @@ def test_a_verdict_below_the_threshold_fails_the_run_saying_why(judged: dict[str
 
 
 def test_a_claude_code_agent_meets_the_protocol(claude_bin: Path, tmp_path: Path) -> None:
-    from pytest_atom.agents.claude_code.cli import claude_version
     from pytest_atom.agents.claude_code.session import AgentSession
     from pytest_atom.run.factory import claude_code_agent
 
     agent: Agent = claude_code_agent("planner", AgentSession(claude_bin, env={"PATH": "/usr/bin"}))
     assert agent.role == "planner" and agent.loops
     assert agent.env is not None and agent.env["ANTHROPIC_CUSTOM_HEADERS"] == "x-atom-role: planner"
-    assert agent.version() == claude_version(claude_bin)

@@ -22,11 +22,11 @@ import pytest
 from click.testing import CliRunner
 
 from atom_cli.main import main
-from pytest_atom.agents.claude_code.runner import clean_env
 from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.srt import ProcessSandbox, process_sandbox
 from pytest_atom.checks.builtin import default_registry, run_checks
 from pytest_atom.checks.shell import run_shell
+from pytest_atom.environment import build_env
 from pytest_atom.errors import SandboxUnavailableError, SpecError
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.run.setup_commands import run_setup
@@ -57,7 +57,7 @@ class Machine:
         self.home.mkdir()
         self.secret = root / "secret.txt"
         self.secret.write_text(CANARY)
-        env = clean_env(self.run / "home")
+        env = build_env(self.run / "home")
         # The interpreter running these tests, with its pytest, as a project's toolchain.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
         self.env = env

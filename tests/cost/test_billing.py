@@ -220,8 +220,8 @@ def _result(
     )
     meter = Meter(frozenset({"executor"}))
     meter.add("executor", used, cost_usd(used, streams.MODEL), streams.MODEL)
-    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
-    result.billed_steps = {role: dict(kinds) for role, kinds in meter.steps.items()}
+    result.billed, result.billed_usd = dict(meter.bills.by_role), dict(meter.bills.usd_by_role)
+    result.billed_steps = {role: dict(kinds) for role, kinds in meter.bills.steps.items()}
     return result
 
 

@@ -59,8 +59,8 @@ def _meter(result: SpecResult, role: str, used: Billed, usd: float) -> None:
     """What the gateway's meter folded from the answers' streams, kept as a run keeps it."""
     meter = Meter(frozenset({role}))
     meter.add(role, used, usd, MODEL)
-    result.billed, result.billed_usd = dict(meter.by_role), dict(meter.usd_by_role)
-    result.billed_steps = {r: dict(kinds) for r, kinds in meter.steps.items()}
+    result.billed, result.billed_usd = dict(meter.bills.by_role), dict(meter.bills.usd_by_role)
+    result.billed_steps = {r: dict(kinds) for r, kinds in meter.bills.steps.items()}
 
 
 def _adds_up(result: SpecResult, spent: str = "usd") -> dict[str, Any]:
@@ -198,7 +198,7 @@ def test_cassette_show_totals_what_the_api_billed_for_every_public_recording(
         assert send(gw.url, turn).status_code == 200
     written = source.finish(spec, failed=False, cli_version=CLI_VERSION)
     assert written is not None
-    used = meter.by_role["executor"]
+    used = meter.bills.by_role["executor"]
     assert used.tokens == stream.billed_tokens()
     totals = _show(written).splitlines()[-1]
     compaction = used.by_kind().get("compaction", 0)

@@ -132,7 +132,7 @@ def test_the_gateway_meters_paid_answers_and_refuses_past_the_limit() -> None:
         assert refused.status_code == 409 and refused.headers["x-should-retry"] == "false"
         assert "reached the session's spending limit" in refused.text
         assert responder.asked == 2
-        assert gateway.meter.by_role["executor"].tokens == 2 * 101_000
+        assert gateway.meter.bills.by_role["executor"].tokens == 2 * 101_000
 
 
 def test_replayed_answers_are_metered_but_not_spent() -> None:
@@ -143,7 +143,7 @@ def test_replayed_answers_are_metered_but_not_spent() -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "stream": True}
     with Gateway(_Answers(sse_stream(answer)), Meter(frozenset(), spend)) as gateway:
         httpx.post(f"{gateway.url}/v1/messages", json=body)
-        assert gateway.meter.by_role["executor"].tokens == 11 and spend.spent_usd == 0
+        assert gateway.meter.bills.by_role["executor"].tokens == 11 and spend.spent_usd == 0
 
 
 # ------------------------------------------------------------------ the real CLI

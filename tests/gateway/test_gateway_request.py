@@ -43,8 +43,8 @@ def test_the_meter_prices_an_answer_it_is_given_no_price_for() -> None:
     meter = Meter(frozenset({"executor"}))
     meter.add("executor", used, None, MODEL)
     meter.add("executor", used, 0.5, MODEL)
-    assert meter.by_role["executor"] == used + used
-    assert meter.usd_by_role["executor"] == cost_usd(used, MODEL) + 0.5
+    assert meter.bills.by_role["executor"] == used + used
+    assert meter.bills.usd_by_role["executor"] == cost_usd(used, MODEL) + 0.5
 
 
 def test_role_bills_sum_each_role_apart_and_return_the_price() -> None:

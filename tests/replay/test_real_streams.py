@@ -69,7 +69,7 @@ def test_a_real_stream_is_relayed_kept_billed_and_replayed_strictly_by_the_gatew
     written = source.finish(spec, failed=False, cli_version=CLI_VERSION)
     assert relayed.status_code == 200 and blocks(relayed.text) == blocks(stream.body)
     # Billed by the one fold as the API billed it (`usage.iterations` included).
-    assert meter.by_role["executor"].tokens == stream.billed_tokens()
+    assert meter.bills.by_role["executor"].tokens == stream.billed_tokens()
     # Lossless: the answer the cassette keeps is the API's, block for block, delta for delta.
     assert written == tmp_path / "cassettes" / "real" / "real.yaml"
     [kept] = Cassette.load(written).interactions

@@ -4,7 +4,7 @@ sandbox.
 - `cli`: the pinned version, where a release is installed (`atom setup`) and found.
 - `bisect`: `atom bisect`, the first release that changes how a spec's cassette replays,
   over npm's list of releases, installing each it needs as `cli` does.
-- `agent`, `runner`, `configuration`, `sandbox`, `srt`, `readguard`: a session of the CLI;
+- `runner` (the CLI as an agent), `configuration`, `sandbox`, `srt`, `readguard`: a session of the CLI;
   `session`, what both it and an Agent SDK app (`pytest_atom.agents.sdk`) run a session with.
 
 Where to add: what is known about a release (its version, how it is installed or

@@ -1,21 +1,15 @@
 """`atom bisect`: the first Claude Code release that changes how a spec's cassette replays.
 
 A cassette pins the model's side of a session, so what a new Claude Code release changes
-shows when the cassette is replayed with it: another outcome (a tool it no longer offers
-leaves a request the cassette cannot answer, a tool that works otherwise fails a check) or
-another sequence of tool calls. Between a good release and a bad one, npm's list of
-releases (``npm view @anthropic-ai/claude-code versions``, through the user's own npm
-configuration: registry, proxy, credentials, as `atom setup` installs through it) names the
-candidates. A binary search replays the spec with as few of them as it can (the two ends,
-then about log2 of the releases between), installing each it needs as `atom setup
---version` does (into the per-user cache; one already there is used as it is). Running a
-replay is the caller's (`ReplaySpec`: `atom bisect` runs it with its harness), which sits
-above the agents.
+shows when the cassette is replayed with it: another outcome or another sequence of tool
+calls. npm's list of releases (through the user's own npm configuration, as `atom setup`
+installs) names the candidates between a good release and a bad one; a binary search
+replays the spec with as few as it can, installing each it needs into the per-user cache
+as `atom setup --version` does. Running a replay is the caller's (`ReplaySpec`).
 
 As with `git bisect`, the answer is a pair of neighbours: the last release that replays as
-the good one does and the first that does not. Replays never record (`record_mode` is
-``none`` whatever the project sets) and accept a cassette recorded with another release
-(`strict_version` off): the release is what is being varied.
+the good one does and the first that does not. Replays never record and accept a cassette
+recorded with another release: the release is what is being varied.
 """
 
 from __future__ import annotations
@@ -35,8 +29,7 @@ from pytest_atom.paths import display_path
 from pytest_atom.results.spec_result import SpecResult
 from pytest_atom.spec.types import Spec
 
-#: Replays one spec with the `claude` at a path: never recording, whatever release recorded
-#: its cassette.
+#: Replays one spec with the `claude` at a path (never recording, any release's cassette).
 ReplaySpec = Callable[[Spec, Path], SpecResult]
 #: The npm command that lists every published release of Claude Code, oldest first.
 VERSIONS_COMMAND = ("npm", "view", NPM_PACKAGE, "versions", "--json")
@@ -46,16 +39,15 @@ _RELEASE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 
 @dataclass(frozen=True)
 class ItemReplay:
-    """One spec item replayed with one release: what bisect compares (its outcome and the
-    executor's tool calls, in order) and what explains it (why, the run folder)."""
+    """One spec item replayed with one release: what bisect compares (`behaviour`) and what
+    explains it."""
 
     name: str
     outcome: str  # passed, failed, error, upstream error, xfailed or xpassed
     why: str
     tool_calls: tuple[str, ...]
     run_dir: str
-    #: The first request the replay could not match, as the report describes it (None: all
-    #: matched): where a release's change shows first.
+    #: The first request the replay could not match (None: all matched).
     divergence: str | None = None
 
     @property
@@ -65,15 +57,13 @@ class ItemReplay:
 
 @dataclass(frozen=True)
 class Replay:
-    """The spec file's items replayed with one release; `installed`: this bisect installed
-    the release (it was not in the per-user cache)."""
+    """The spec file's items replayed with one release; `installed`: by this bisect."""
 
     version: str
     installed: bool
     items: tuple[ItemReplay, ...]
 
     def behaves_as(self, other: Replay) -> bool:
-        """Every item ends as in `other` and calls the same tools in the same order."""
         return [i.behaviour for i in self.items] == [i.behaviour for i in other.items]
 
 
@@ -92,7 +82,7 @@ class ItemChange:
     @property
     def first_call_difference(self) -> int | None:
         """The 0-based index of the first tool call that differs (one sequence ending early
-        counts), or None when both call the same tools."""
+        counts); None when both call the same tools."""
         if self.calls_before == self.calls_after:
             return None
         pairs = zip(self.calls_before, self.calls_after, strict=False)
@@ -100,7 +90,6 @@ class ItemChange:
         return same if same is not None else min(len(self.calls_before), len(self.calls_after))
 
     def lines(self) -> list[str]:
-        """What changed, for a person: the outcome (and why), the first differing tool call."""
         lines = []
         if self.outcome_before != self.outcome_after:
             lines.append(
@@ -123,9 +112,8 @@ class ItemChange:
 
 @dataclass(frozen=True)
 class Bisection:
-    """A bisection's answer: the releases from good to bad, the replays made (in order),
-    the first release that changes the spec's replay and the release before it (both
-    None when the bad release replays as the good one does), and what changed."""
+    """A bisection's answer: `first_change` and `last_same` are None when the bad release
+    replays as the good one does."""
 
     spec_file: str
     good: str
@@ -141,8 +129,7 @@ class Bisection:
         return tuple(r.version for r in self.replays if r.installed)
 
     def lines(self) -> list[str]:
-        """The answer `atom bisect` prints after its progress: the release named (or none),
-        what changed in each item, and how many replays it took."""
+        """The answer `atom bisect` prints after its progress."""
         if self.first_change is None:
             lines = [
                 f"No release changes {self.spec_file}: {self.bad} replays it as {self.good} does."
@@ -208,19 +195,16 @@ def _replay_dict(replay: Replay, good: Replay) -> dict[str, Any]:
 class Watcher(Protocol):
     """What a front end shows as a bisection goes (`atom bisect`'s progress lines)."""
 
-    def started(self, releases: Sequence[str]) -> None:
-        """The search is about to replay: `releases` are good to bad, both included."""
+    def started(self, releases: Sequence[str]) -> None: ...
 
-    def installing(self, version: str, folder: Path) -> None:
-        """Release `version` is not in the cache: npm installs it into `folder`."""
+    def installing(self, version: str, folder: Path) -> None: ...
 
     def replayed(self, replay: Replay, good: Replay) -> None:
         """`replay` is done (`good`: the good release's, itself for the first)."""
 
 
 def max_replays(releases: int) -> int:
-    """How many replays a bisection of `releases` (good to bad, both included) takes at
-    most: the two ends, then log2 of the steps between them."""
+    """How many replays a bisection of `releases` (both ends included) takes at most."""
     return 2 + math.ceil(math.log2(releases - 1)) if releases > 2 else releases
 
 
@@ -233,15 +217,8 @@ def release_key(version: str) -> tuple[int, int, int]:
 
 
 def npm_versions() -> list[str]:
-    """Every published Claude Code version, from npm (`VERSIONS_COMMAND`), through the
-    user's npm configuration (its registry: ``npm_config_registry`` or ``.npmrc``)."""
-    try:
-        done = subprocess.run(VERSIONS_COMMAND, capture_output=True, text=True, timeout=300)
-    except FileNotFoundError:
-        raise BisectError(
-            "npm was not found: install Node.js (with npm); bisect lists and installs "
-            "Claude Code releases with it, as `atom setup` does."
-        ) from None
+    """Every published Claude Code version, from npm (`VERSIONS_COMMAND`)."""
+    done = _npm(VERSIONS_COMMAND, "lists and installs", "atom setup", timeout=300)
     if done.returncode != 0:
         raise BisectError(
             f"`{' '.join(VERSIONS_COMMAND)}` failed (exit {done.returncode}):\n"
@@ -286,7 +263,7 @@ def search(
 ) -> tuple[tuple[Replay, ...], int | None]:
     """Binary search over `releases` (good first, bad last): the replays made, in order,
     and the index of the first release that does not replay as the good one (None when
-    the bad one does). The release before that index replays as the good one does."""
+    the bad one does)."""
     good, bad = replay(releases[0]), replay(releases[-1])
     made = [good, bad]
     if bad.behaves_as(good):
@@ -326,21 +303,15 @@ def changes_between(good: Replay, other: Replay) -> tuple[ItemChange, ...]:
 
 
 def release_binary(version: str, watcher: Watcher | None = None) -> tuple[Path, bool]:
-    """The `claude` of release `version` and whether it was installed now: from the
-    per-user cache, else installed there with npm as `atom setup --version` does."""
+    """The `claude` of release `version` (from the per-user cache, else installed there now)
+    and whether it was installed now."""
     binary = cached_claude(version)
     if binary.exists():
         return binary, False
     folder = binary.parents[2]
     if watcher is not None:
         watcher.installing(version, folder)
-    try:
-        done = subprocess.run(install_command(version), capture_output=True, text=True)
-    except FileNotFoundError:
-        raise BisectError(
-            "npm was not found: install Node.js (with npm); bisect installs Claude Code "
-            "releases with it, as `atom setup --version` does."
-        ) from None
+    done = _npm(install_command(version), "installs", "atom setup --version")
     if done.returncode != 0 or not binary.exists():
         raise BisectError(
             f"npm could not install Claude Code {version} into {display_path(folder)} "
@@ -351,7 +322,7 @@ def release_binary(version: str, watcher: Watcher | None = None) -> tuple[Path, 
 
 
 def tool_calls(result: SpecResult) -> tuple[str, ...]:
-    """The executor's tool calls in the order it made them, over every attempt (and step)."""
+    """The executor's tool calls in order, over every attempt (and step)."""
     return tuple(call.name for a in result.all_attempts for r in a.records for call in r.tool_calls)
 
 
@@ -392,9 +363,8 @@ def bisect(
     versions: Sequence[str] | None = None,
     watcher: Watcher | None = None,
 ) -> Bisection:
-    """The first release after `good`, up to `bad`, whose replay of `spec_file`'s `specs`
-    ends otherwise or calls other tools than `good`'s (`versions`: the published releases,
-    default npm's list)."""
+    """The first release after `good`, up to `bad`, whose replay of `specs` ends otherwise
+    or calls other tools than `good`'s (`versions`: the published ones, default npm's)."""
     releases = releases_between(npm_versions() if versions is None else versions, good, bad)
     if watcher is not None:
         watcher.started(releases)
@@ -420,6 +390,18 @@ def bisect(
         last_same=releases[first - 1] if first is not None else None,
         changes=changes_between(made[0], changed) if changed is not None else (),
     )
+
+
+def _npm(
+    command: Sequence[str], does: str, like: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BisectError(
+            f"npm was not found: install Node.js (with npm); bisect {does} Claude Code "
+            f"releases with it, as `{like}` does."
+        ) from None
 
 
 def _known(published: Sequence[str]) -> str:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from pytest_atom.errors import ClaudeNotFoundError
@@ -24,7 +25,7 @@ NODE_MAJOR_NEEDED = 22
 
 
 def cache_dir(version: str = CLAUDE_CODE_VERSION) -> Path:
-    """The per-user npm prefix a CLI version is installed into (by CI or `atom setup`)."""
+    """The per-user npm prefix a CLI version is installed into (by `atom setup`)."""
     return user_cache() / "claude-code" / version
 
 
@@ -34,7 +35,6 @@ def cached_claude(version: str = CLAUDE_CODE_VERSION) -> Path:
 
 
 def install_command(version: str = CLAUDE_CODE_VERSION) -> list[str]:
-    """The npm command that installs a CLI version (default: the pinned one) into its cache."""
     return npm_install_command(cache_dir(version), NPM_PACKAGE, version)
 
 
@@ -44,35 +44,54 @@ def find_claude() -> Path:
     The pinned install comes before PATH so that a newer global CLI does not silently
     change the requests a cassette was recorded with.
     """
-    explicit = os.environ.get("ATOM_CLAUDE_BIN")
+    return find_pinned(
+        "ATOM_CLAUDE_BIN",
+        cached_claude(),
+        "claude",
+        lambda why: ClaudeNotFoundError(
+            f"{why or 'The Claude Code CLI `claude` was not found'}. {_how_to_install()}"
+        ),
+    )
+
+
+def find_pinned(
+    variable: str, cached: Path, program: str, missing: Callable[[str], Exception]
+) -> Path:
+    """``$variable``, then the pinned per-user install `cached`, then `program` on ``PATH``;
+    raises `missing` of why not (empty: found nowhere)."""
+    explicit = os.environ.get(variable)
     if explicit:
         if Path(explicit).is_file():
             return Path(explicit)
-        raise ClaudeNotFoundError(
-            f"ATOM_CLAUDE_BIN={explicit} does not exist. " + _how_to_install()
-        )
-    cached = cached_claude()
+        raise missing(f"{variable}={explicit} does not exist")
     if cached.exists():
         return cached
-    on_path = shutil.which("claude")
+    on_path = shutil.which(program)
     if on_path:
         return Path(on_path)
-    raise ClaudeNotFoundError("The Claude Code CLI `claude` was not found. " + _how_to_install())
+    raise missing("")
 
 
-def claude_version(binary: Path) -> str:
-    """The version of `binary` (``2.1.197``), offline.
-
-    An npm install states it in the package.json beside the binary, which is read in
-    microseconds; anything else is asked with ``--version`` (a process start, ~0.2 s).
-    """
+def npm_version(binary: Path, package: str) -> str | None:
+    """The version in the package.json beside an npm install's `binary` of `package`
+    (None: not one), read in microseconds."""
     manifest = Path(binary).resolve().parent.parent / "package.json"
     try:
         data = json.loads(manifest.read_text(encoding="utf-8"))
-        if data.get("name") == NPM_PACKAGE and isinstance(data.get("version"), str):
-            return str(data["version"])
     except (OSError, ValueError):
-        pass
+        return None
+    version = (
+        data.get("version") if isinstance(data, dict) and data.get("name") == package else None
+    )
+    return version if isinstance(version, str) else None
+
+
+def claude_version(binary: Path) -> str:
+    """The version of `binary` (``2.1.197``), offline: an npm install's package.json, else
+    ``--version`` (a process start, ~0.2 s)."""
+    found = npm_version(binary, NPM_PACKAGE)
+    if found is not None:
+        return found
     out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
     return out.stdout.split()[0] if out.stdout.split() else "unknown"
 

@@ -40,8 +40,7 @@ MCP_CONFIG_FILE = "claude-mcp.json"
 
 
 class McpTape(Protocol):
-    """Where a run's MCP traffic is recorded or replayed (`pytest_atom.replay.mcp_tape`
-    implements it): the command line that stands in for each server's."""
+    """Where a run's MCP traffic is recorded or replayed (`pytest_atom.replay.mcp_tape`)."""
 
     @property
     def mode(self) -> str: ...
@@ -72,8 +71,8 @@ def eval_dir_name(plugin: Path) -> str:
 
 
 def _plugin_ignore(plugin: Path) -> Any:
-    """What a plugin's copy leaves out: caches, `.atom/`, and its eval suite (the cases and
-    their graders are not the plugin, and the agent under test must not read them)."""
+    """What a plugin's copy leaves out: caches, `.atom/`, and its eval suite (which the agent
+    under test must not read)."""
     suite = plugin / eval_dir_name(plugin)
 
     def ignore(folder: str, names: list[str]) -> set[str]:
@@ -113,12 +112,10 @@ def installed_paths(options: ClaudeOptions) -> list[str]:
 def settings(options: ClaudeOptions, wrap: Wrap | None = None) -> dict[str, Any]:
     """The spec's settings with its hooks: what the run's ``--settings`` file adds.
 
-    Claude Code runs a hook as its own child process, outside its Bash sandbox, in the
-    caller's process namespace; a hook that runs a workspace script (``./no_curl.sh``) runs
-    what the agent last wrote there. With `wrap` (the run's sandbox, agents.claude_code.srt)
-    each command hook runs inside it, as set-up, checks and MCP servers do; a hook marked
-    ``unsandboxed: true`` (with its ``reason:``) runs as written. Both keys are pytest-atom's
-    and never reach the CLI, which refuses settings it does not know.
+    Claude Code runs a hook outside its Bash sandbox, in the caller's process namespace, and
+    a hook may run a script the agent wrote. With `wrap` (the run's sandbox) each command
+    hook runs inside it; one marked ``unsandboxed: true`` (with its ``reason:``) runs as
+    written. Both keys are pytest-atom's and never reach the CLI.
     """
     data: dict[str, Any] = copy.deepcopy(dict(options.settings or {}))
     if options.hooks:
@@ -153,12 +150,10 @@ def mcp_server_entry(
 ) -> dict[str, Any]:
     """The entry the CLI gets for one of the spec's MCP servers: the one place one is built.
 
-    Without a `tape` (a scripted run) the server runs as configured. Recording, its command
-    runs behind the recording proxy; replaying, a stand-in answering from the cassette takes
-    its place, so the server's command need not exist (see pytest_atom.replay.mcp_tape). A
-    server that is not stdio (``type: http`` or ``sse``) has no command to wrap: as configured.
-    `wrap` puts a server that runs for real in the run's sandbox (agents.claude_code.srt):
-    inside the recording proxy, which writes the run's tape outside the sandbox.
+    Without a `tape` (a scripted run) the server runs as configured; recording, behind the
+    recording proxy; replaying, a stand-in answering from the cassette takes its place. A
+    server that is not stdio has no command to wrap. `wrap` puts a server that runs for
+    real in the run's sandbox: inside the recording proxy, which writes the tape outside it.
     """
     built = copy.deepcopy(dict(entry))
     if built.get("type", "stdio") != "stdio" or "command" not in built:
@@ -199,9 +194,8 @@ def mcp_config(
 
 
 def plugin_dirs(options: ClaudeOptions, boundary: Path, wrap: Wrap | None = None) -> list[Path]:
-    """The spec's plugins, copied under the run folder (`boundary`): the session loads the
-    copy, so nothing it does reaches the user's plugin folder. With `wrap` (the run's
-    sandbox for this attempt) each copy's hooks run in it, as the spec's own do."""
+    """The spec's plugins, copied under the run folder (`boundary`), so nothing the session
+    does reaches the user's plugin folder; with `wrap`, each copy's hooks run in it."""
     dirs = []
     for source in options.plugins:
         target = boundary / PLUGINS_DIR / source.name
@@ -215,8 +209,8 @@ def plugin_dirs(options: ClaudeOptions, boundary: Path, wrap: Wrap | None = None
 
 def confine_plugin_hooks(source: Path, target: Path, wrap: Wrap) -> None:
     """Rewrite the hooks of the plugin copy `target` from its `source` through `wrap`:
-    ``hooks/hooks.json``, and the manifest's ``hooks`` (inline, or the files it names).
-    Written afresh each call, as each attempt has its own sandbox."""
+    ``hooks/hooks.json``, and the manifest's ``hooks`` (inline, or the files it names),
+    afresh each call, as each attempt has its own sandbox."""
     files = ["hooks/hooks.json"]
     for manifest in (".claude-plugin/plugin.json", "plugin.json"):
         try:
@@ -256,8 +250,7 @@ def cli_args(
     hook_wrap: Wrap | None = None,
 ) -> list[str]:
     """``--mcp-config`` and ``--plugin-dir`` arguments; writes the MCP config file into the
-    run folder (`boundary`). ``--strict-mcp-config`` is the sandbox's, always passed.
-    `hook_wrap`: the sandbox the plugins' hooks run in (`plugin_dirs`)."""
+    run folder (`boundary`). `hook_wrap`: the sandbox the plugins' hooks run in."""
     args: list[str] = []
     servers = mcp_config(options, cwd, tape, wrap, workspace_wrap)
     if servers is not None:
@@ -299,8 +292,8 @@ WORKSPACE_CONFIG = (".claude", "CLAUDE.md", ".mcp.json")
 
 def workspace_config_hashes(workspace: Path) -> dict[str, str]:
     """One hash per file of the workspace's own configuration (`WORKSPACE_CONFIG`), by its
-    workspace-relative path: stored in a cassette when it is recorded, so a replay can name
-    a drift the workspace caused (its `.claude/` changed) instead of blaming Claude Code."""
+    workspace-relative path: stored in a cassette, so a replay can name a drift the
+    workspace caused instead of blaming Claude Code."""
     found: dict[str, str] = {}
     for name in WORKSPACE_CONFIG:
         top = workspace / name

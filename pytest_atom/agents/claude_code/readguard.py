@@ -1,29 +1,25 @@
 """What the agent may read: its run folder, the system's folders and the toolchains it is given.
 
 Claude Code's sandbox lets a command read the whole file system by default, and its file
-tools read any path. A run folder sits inside the user's project (``.atom/runs``), often
-inside their home, so the agent could read the project's ignored ``.env``, the home's
-credentials, or the spec's own answer key, by absolute or relative path. Two of Claude
-Code's own controls close that, measured on 2.1.331 and 2.1.332 (tests/agents/test_read_guard.py):
+tools read any path: from a run folder inside the user's project, the agent could read the
+project's ``.env``, the home's credentials or the spec's answer key. Two of Claude Code's
+own controls close that, measured on 2.1.331 and 2.1.332 (tests/agents/test_read_guard.py):
 
 - ``sandbox.filesystem.denyRead: ["/"]`` with ``allowRead`` re-opening the system's folders
   (`SYSTEM_FOLDERS`), the run folder, the spec's extra writable paths and the toolchains the
-  agent's environment names (`toolchains`): every sandboxed command (Bash) reads nothing
-  else, whatever lies beside the project or the home. Denying everything rather than
-  listing the project and the home keeps the request free of this machine's paths; only the
-  toolchains vary, and the normalizer drops them (normalize.MACHINE_DETAILS);
+  agent's environment names (`toolchains`): every sandboxed command reads nothing else.
+  Denying everything keeps the request free of this machine's paths but the toolchains,
+  which the normalizer drops (normalize.MACHINE_DETAILS);
 - ``permissions.blockReadsOutsideWorkingDirectories``: the file tools (Read, Glob, Grep, by
   absolute or relative path) read only the attempt folder. They then cannot read the
   system's folders either; the agent's shell can.
 
-``Read(...)`` deny rules are not used: a rule has no "allow within", so one that covers
-the project or the home would also cover the run folder inside them, and the setting above
-already confines the file tools.
+``Read(...)`` deny rules are not used: one that covers the project or the home would also
+cover the run folder inside them.
 
-Claude Code 2.1.197 cannot take this: its bubblewrap mounts the denied folders over the
-attempt folder's own mounts, and every command fails ("bwrap: Can't mkdir …/.claude:
-Read-only file system"). A CLI older than `GUARDED_SINCE` gets neither setting, so its
-replays run as they always did (unguarded).
+Claude Code 2.1.197's bubblewrap mounts the denied folders over the attempt folder's own
+mounts, and every command fails ("bwrap: Can't mkdir …/.claude: Read-only file system"):
+a CLI older than `GUARDED_SINCE` gets neither setting.
 """
 
 from __future__ import annotations
@@ -38,9 +34,9 @@ from pytest_atom.environment import TOOLCHAIN_ROOTS
 
 #: The first Claude Code measured to re-open folders inside a denied one (2.1.197 is not).
 GUARDED_SINCE = (2, 1, 331)
-#: Folders of the system, readable by every sandboxed command: programs, libraries,
-#: configuration, devices. A fixed list (missing ones are harmless) so the request reads
-#: the same on every machine; /tmp, /home, /root, /srv, /mnt and the rest stay closed.
+#: Folders of the system, readable by every sandboxed command: a fixed list (missing ones
+#: are harmless), so the request reads the same on every machine; /tmp, /home, /root and
+#: the rest stay closed.
 SYSTEM_FOLDERS: tuple[str, ...] = (
     "/usr",
     "/bin",
@@ -71,7 +67,7 @@ _PROGRAM_FOLDERS = frozenset({"bin", "sbin", "shims"})
 
 
 def guards_reads(cli_version: str | None) -> bool:
-    """Whether the CLI of `cli_version` takes the read guard; an unknown version does."""
+    """Whether the CLI of `cli_version` takes the read guard (an unknown version does)."""
     parts = re.findall(r"\d+", cli_version or "")[:3]
     if len(parts) < 3:
         return True
@@ -79,9 +75,8 @@ def guards_reads(cli_version: str | None) -> bool:
 
 
 def _within(path: Path, folder: Path) -> bool:
-    """`path` is `folder` or below it. Compared as text for absolute paths (what the
-    read guard handles; ``folder in path.parents`` builds every parent, thousands of
-    paths a run), as parts otherwise."""
+    """`path` is `folder` or below it: as text for absolute paths (``folder in path.parents``
+    builds every parent, thousands of paths a run), as parts otherwise."""
     if path == folder:
         return True
     if path.is_absolute() and folder.is_absolute():
@@ -94,15 +89,13 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
     """The toolchain folders `env` names outside the system's folders, made readable.
 
     Each PATH entry counts with its toolchain's root: the folder above a ``bin`` or
-    ``shims`` (a virtualenv, ``/opt/node``), and for one inside the caller's `home` the
-    folder just below it (``~/.pyenv`` for ``~/.pyenv/shims``: pyenv's shims run the
-    interpreters under ``~/.pyenv/versions``). A virtualenv's base interpreter counts as a
-    PATH entry of its own (`_venv_base`: its ``python`` links there). The values of `TOOLCHAIN_ROOTS` and the
-    entries of PYTHONPATH count as they are, and so do the folders a Python environment
-    among them imports from (`_installed_elsewhere`; of one that holds the run folder,
-    only its packages). A candidate that would re-open the home itself, or a folder holding
-    one of `protected` (the project, the run folder), falls back to the entry alone, or is
-    left out when even that would.
+    ``shims``, and for one inside the caller's `home` the folder just below it (``~/.pyenv``
+    for ``~/.pyenv/shims``, whose shims run ``~/.pyenv/versions``); so does a virtualenv's
+    base interpreter (`_venv_base`). `TOOLCHAIN_ROOTS` and PYTHONPATH count as they are, and
+    so do the folders a Python environment among them imports from (`_installed_elsewhere`;
+    of one that holds the run folder, only its packages). A candidate that would re-open the
+    home or a folder holding one of `protected` falls back to the entry alone, or is left
+    out when even that would.
     """
     readable = _Readable(Path(os.path.normpath(home)), protected)
     add = readable.add
@@ -126,8 +119,8 @@ def toolchains(env: Mapping[str, str], *, home: Path, protected: Sequence[Path] 
 
 
 class _Readable:
-    """The folders `toolchains` makes readable, in order, none of which may hold the home
-    or a `protected` folder."""
+    """The folders `toolchains` makes readable, in order: none holds the home or a
+    `protected` folder."""
 
     def __init__(self, home: Path, protected: Sequence[Path]) -> None:
         self.home = home
@@ -157,8 +150,7 @@ class _Readable:
 
 def _venv_base(root: Path | None) -> Path | None:
     """The folder of the interpreter a virtualenv at `root` was made from (``home =`` in
-    its ``pyvenv.cfg``): the venv's ``python`` is a link to it, so the agent can only run
-    the venv's Python when that folder is readable too (a pyenv interpreter in the home)."""
+    its ``pyvenv.cfg``), which its ``python`` links to."""
     try:
         lines = (root / "pyvenv.cfg").read_text(encoding="utf-8").splitlines() if root else []
     except OSError:
@@ -186,8 +178,7 @@ def _packages(folder: Path) -> list[Path]:
 
 def _installed_elsewhere(root: Path) -> list[Path]:
     """The folders a Python environment under `root` imports from outside it: the paths its
-    site-packages' ``.pth`` files list (an editable install's source), so the interpreter
-    the agent runs loads the same packages as the caller's."""
+    site-packages' ``.pth`` files list (an editable install's source)."""
     folders: list[Path] = []
     patterns = ("lib/python*/site-packages/*.pth", "versions/*/lib/python*/site-packages/*.pth")
     for pattern in patterns:
@@ -210,12 +201,9 @@ def read_settings(
     home: Path,
     protected: Sequence[Path],
 ) -> dict[str, Any]:
-    """The settings that confine the agent's reads (see the module's docstring).
-
-    `readable`: the run folder and the spec's extra writable paths; then the toolchains of
-    `env` (the CLI's environment; None: this process's). The toolchains come last, after
-    the run folder: the normalizer drops what follows the run folder in the request's list.
-    """
+    """The settings that confine the agent's reads: `readable` (the run folder and the
+    spec's extra writable paths), then the toolchains of `env` (None: this process's), last,
+    as the normalizer drops what follows the run folder in the request's list."""
     allowed = [*SYSTEM_FOLDERS, *(str(p) for p in readable)]
     tools = toolchains(os.environ if env is None else env, home=home, protected=protected)
     allowed += [str(p) for p in tools if str(p) not in allowed]

@@ -1,18 +1,18 @@
-"""Run the real Claude Code CLI once and turn its stream-json output into a record.
+"""The Claude Code CLI as an `Agent` (`ClaudeRunner`), and `KIND`, the executor of a spec
+without ``agent:``.
 
 One `run()` is one iteration of an atom: ``claude -p`` with the prompt on stdin, a pinned
-session id so later iterations continue the same conversation, and
-``--output-format stream-json --verbose`` so every assistant message, tool call and the
-final cost arrive as JSON lines that can be parsed and streamed to a progress display.
+session id so later iterations continue the conversation, and ``--output-format stream-json
+--verbose`` so every message, tool call and the final cost arrive as JSON lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
-import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,16 @@ from pytest_atom.agents.claude_code.sandbox import Confinement
 from pytest_atom.agents.claude_code.session import AgentSession
 from pytest_atom.cost.limits import Budget
 from pytest_atom.environment import build_env, placeholder_credentials
-from pytest_atom.events import Event
+from pytest_atom.errors import StructuredSessionError
 from pytest_atom.processes import kill_process_tree, spawn
 from pytest_atom.results.harness_events import OnEvent
 from pytest_atom.results.record import IterationRecord
 from pytest_atom.spec.types import ClaudeOptions
+from pytest_atom.wire.roles import Role
+from pytest_atom.words import last_words
+
+#: What each structured session answers with, for its error messages.
+_ANSWER = {"reflector": "verdict", "planner": "plan", "executor": "answer", "user": "reply"}
 
 #: Quiet, reproducible CLI: no auto-update, telemetry or other background traffic.
 _QUIET_ENV = {
@@ -42,17 +47,6 @@ _QUIET_ENV = {
 }
 
 
-def clean_env(
-    home: Path,
-    pass_env: Iterable[str] = (),
-    base: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The environment for anything run in a workspace (checks, an oracle): built from
-    parts (pytest_atom.environment), with HOME, the XDG folders and TMPDIR under
-    `home`'s folder, never the caller's whole environment (`base`, default: ours)."""
-    return build_env(home, pass_env, caller=base)
-
-
 def claude_env(
     base_url: str,
     config_dir: Path,
@@ -63,17 +57,13 @@ def claude_env(
     """The environment for a CLI that talks only to `base_url` and keeps state in `config_dir`.
 
     `auth` names the credentials a recording uses (``ANTHROPIC_API_KEY`` and the like): the
-    CLI gets a placeholder under each name, never the value (`placeholder_credentials`), so
-    neither it nor anything it starts (the agent's shell, hooks, MCP servers) holds the real
-    key; the recording gateway puts it back on the requests it forwards upstream.
+    CLI, and all it starts, gets a placeholder under each name, never the value; the
+    recording gateway puts it back on the requests it forwards upstream.
 
-    The rest is built from parts (pytest_atom.environment): the caller's (`base`,
-    default: ours) PATH, locale, proxies and toolchain roots, the names `pass_env` passes,
-    and HOME (an empty ``home/`` beside `config_dir`), the XDG folders under it and TMPDIR
-    (``tmp/`` beside it). The CLI writes its logs and caches there, not into the user's
-    folders, and names the same paths in its requests on every machine; its Bash tool's
-    shell starts from no startup file of the user's. Hooks and MCP servers the CLI starts
-    inherit this environment.
+    The rest is built from parts (pytest_atom.environment, with `base`, default ours, as the
+    caller's), with HOME an empty ``home/`` beside `config_dir` and TMPDIR ``tmp/`` beside
+    it: the CLI writes its logs and caches there, and names the same paths in its requests
+    on every machine.
     """
     env = build_env(config_dir.parent / "home", pass_env, caller=base)
     env.update(_QUIET_ENV)
@@ -86,16 +76,14 @@ def claude_env(
 
 
 class ClaudeRunner:
-    """Runs `claude -p` in a conversation folder; one instance per atom run.
+    """Claude Code as an `Agent`: runs `claude -p` in a conversation folder, for one role.
 
-    The harness builds it only through `pytest_atom.run.factory`, behind the `Agent`
-    protocol (`ClaudeCodeAgent`), from the agent's `AgentSession`; constructing one
-    directly from its parts stays the legacy API.
-
-    Unlike 0.1's runner it never passes ``--dangerously-skip-permissions``: the CLI
-    refuses it as root (CI runs as root), so tools are granted with a permission mode
-    and an allow-list instead.
+    The harness builds it only through `pytest_atom.run.factory`; constructing one from its
+    parts is the legacy API. It never passes ``--dangerously-skip-permissions``, which the
+    CLI refuses as root (CI): tools are granted with a permission mode and an allow-list.
     """
+
+    loops = True
 
     def __init__(
         self,
@@ -110,14 +98,8 @@ class ClaudeRunner:
         session: AgentSession | None = None,
     ) -> None:
         """`session`: the agent's parts as `run.factory` built them; without it, they are
-        built from the other arguments (the legacy API). `confinement`: isolation from the
-        folders above a run folder and the sandbox (a spec run's); None runs the CLI as it
-        comes, with whatever settings it finds. `budget`: the agent's limits, shared by
-        every call of a run; the CLI is stopped the moment an event crosses one."""
-        if session is not None:
-            self.session = session
-            return
-        self.session = AgentSession(
+        built from the other arguments (the legacy API, see `AgentSession`)."""
+        self.session = session or AgentSession(
             binary=claude_bin or find_claude(),
             env=dict(env) if env is not None else None,
             options=options or ClaudeOptions(),
@@ -126,56 +108,34 @@ class ClaudeRunner:
             confinement=confinement,
             budget=budget,
         )
-
-    @property
-    def binary(self) -> Path:
-        return self.session.binary
+        self.role: Role = self.session.role
 
     @property
     def env(self) -> Mapping[str, str] | None:
         return self.session.env
 
-    @property
-    def options(self) -> ClaudeOptions:
-        return self.session.options
-
-    @property
-    def model(self) -> str | None:
-        return self.session.model
-
-    @property
-    def cli_version(self) -> str:
-        """The version of the CLI this runner starts (what settings it takes depends on it)."""
-        return self.session.cli_version
-
-    @staticmethod
-    def parse(raw: Mapping[str, Any]) -> list[Event]:
-        """One decoded stream-json object as events (Agent.parse)."""
-        return AgentSession.parse(raw)
-
     def command(self, session_args: list[str], cwd: Path | None = None) -> list[str]:
-        cmd = [str(self.binary), "-p", "--output-format", "stream-json", "--verbose"]
-        if self.options.bare:
+        options = self.session.options
+        cmd = [str(self.session.binary), "-p", "--output-format", "stream-json", "--verbose"]
+        if options.bare:
             cmd.append("--bare")
-        cmd += ["--permission-mode", self.options.permission_mode]
-        allowed = list(self.options.allowed_tools)
+        cmd += ["--permission-mode", options.permission_mode]
+        allowed = list(options.allowed_tools)
         if cwd is not None:
             allowed, args = self.session.tools(cwd.resolve())
             cmd += args
         if allowed:
             cmd += ["--allowedTools", ",".join(allowed)]
-        if self.model:
-            cmd += ["--model", self.model]
+        if self.session.model:
+            cmd += ["--model", self.session.model]
         if self.session.answer is not None:  # a conversation: the harness answers questions
             cmd += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
-        return cmd + session_args + list(self.options.args)
+        return cmd + session_args + list(options.args)
 
     def session_args(self, session_id: str | None, use_context: bool) -> list[str]:
-        """``--session-id`` to start a pinned session, ``--resume`` once it exists."""
         return self.session.session_args(session_id, use_context)
 
-    def move_session(self, session_id: str, conversation_dir: Path) -> None:
-        """Make a session resumable from another folder (AgentSession.move_session)."""
+    def continue_session(self, session_id: str, conversation_dir: Path) -> None:
         self.session.move_session(session_id, conversation_dir)
 
     def run(
@@ -201,76 +161,54 @@ class ClaudeRunner:
             errors="replace",
             start_new_session=True,  # its own process group, so a timeout kills every child
         ) as proc:
-            record, timed_out = self._communicate(proc, prompt, timeout)
+            assert proc.stdin and proc.stdout and proc.stderr
+            stdin = proc.stdin
+            talk = _Conversation(self.session.answer, proc) if self.session.answer else None
+
+            def send() -> None:
+                with contextlib.suppress(BrokenPipeError):
+                    if talk:
+                        talk.send({"type": "user", "message": {"role": "user", "content": prompt}})
+                    else:
+                        stdin.write(prompt)
+                        stdin.close()
+
+            record = self.session.follow(
+                proc,
+                proc.stdout,
+                proc.stderr,
+                timeout,
+                noun="claude",
+                send=send,
+                hear=talk.hear if talk else None,
+            )
         record.duration = time.perf_counter() - started
-        record.timed_out = timed_out
-        if record.timed_out:
-            record.is_error = True
-            record.stderr += f"\npytest-atom: claude timed out after {timeout:g}s and was killed"
         return record
 
-    def _communicate(
-        self, proc: subprocess.Popen[str], prompt: str, timeout: float | None
-    ) -> tuple[IterationRecord, bool]:
-        """Feed the prompt, parse events as they stream, enforce the timeout."""
-        assert proc.stdin and proc.stdout and proc.stderr
-        timed_out = threading.Event()
-
-        def kill() -> None:
-            timed_out.set()
-            kill_process_tree(proc)
-
-        timer = threading.Timer(timeout, kill) if timeout else None
-        if timer:
-            timer.daemon = True
-            timer.start()
-        stderr: list[str] = []
-        reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        record = IterationRecord(returncode=0)
-        lines: list[str] = []
-        talk = _Conversation(self.session.answer, proc) if self.session.answer else None
-        try:
-            try:
-                if talk:
-                    talk.send({"type": "user", "message": {"role": "user", "content": prompt}})
-                else:
-                    proc.stdin.write(prompt)
-                    proc.stdin.close()
-            except BrokenPipeError:
-                pass
-            for line in proc.stdout:
-                lines.append(line)
-                if talk and talk.hear(line, record):
-                    continue  # the harness's own exchange with the CLI, not the agent's output
-                if self.session.fold_line(record, line, proc):
-                    break
-            proc.wait()
-        except BaseException:
-            kill_process_tree(proc)  # Ctrl-C or a callback error: never leave a CLI behind
-            raise
-        finally:
-            if timer:
-                timer.cancel()
-            reader.join(timeout=5)
-        record.returncode = proc.returncode
-        record.stdout = "".join(lines)
-        record.stderr = "".join(stderr)
-        if record.unanswered:
-            record.stderr += (
-                f"\npytest-atom: the agent asked the user ({record.unanswered}) and nobody "
-                "answers: give the spec's user: a model, or answers: for its questions"
+    def structured(
+        self, prompt: str, conversation_dir: Path, *, session_id: str, timeout: float | None
+    ) -> tuple[Any, IterationRecord]:
+        """The one check of a structured session's answer (the reflector's, the planner's):
+        a failed session and a missing answer are both the harness's error."""
+        record = self.run(
+            prompt, conversation_dir, session_id=session_id, use_context=False, timeout=timeout
+        )
+        if record.returncode != 0 or record.timed_out:
+            raise StructuredSessionError(f"the {self.role} session failed: {record.failure(1000)}")
+        if record.structured_output is None:
+            raise StructuredSessionError(
+                f"the {self.role} gave no {_ANSWER[self.role]} (no structured output); its "
+                f"last message: {last_words(record.output.strip(), 500) or '(none)'}"
             )
-        return record, timed_out.is_set()
+        return record.structured_output, record
 
 
 class _Conversation:
     """One call's stream-json exchange with the CLI (``--input-format stream-json
     --permission-prompt-tool stdio``): the user's message in, then the CLI's permission
-    requests answered. ``AskUserQuestion`` is answered by the conversation's user; a
-    question nobody answers is denied and stops the call, naming it; any other tool the
-    CLI asks about is denied, as ``-p`` denies it without a prompt tool. Stdin closes when
-    the turn's ``result`` arrives, which ends the call."""
+    requests answered. ``AskUserQuestion`` is answered by the conversation's user (one
+    nobody answers is denied and stops the call); any other tool is denied, as ``-p``
+    denies it. Stdin closes when the turn's ``result`` arrives, which ends the call."""
 
     def __init__(self, answer: Any, proc: subprocess.Popen[str]) -> None:
         self.answer = answer
@@ -327,8 +265,25 @@ class _Conversation:
             kill_process_tree(self.proc)
 
     def _close(self) -> None:
-        try:
-            assert self.proc.stdin
+        assert self.proc.stdin
+        with contextlib.suppress(OSError):  # BrokenPipeError among them
             self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
+
+
+class ClaudeCode:
+    """The agent kind ``claude-code``: the default executor (`protocol.DEFAULT_KIND`)."""
+
+    name = "claude-code"
+    noun = "the Claude Code CLI"
+
+    def executor(
+        self, value: Any, session: AgentSession, import_paths: Sequence[Path]
+    ) -> ClaudeRunner:
+        return ClaudeRunner(session=session)
+
+    def source(self, value: Any, import_paths: Sequence[Path]) -> Path | None:
+        return None  # the pinned CLI: the digest holds its version
+
+
+#: The Claude Code agent kind, as the ``pytest_atom.agents`` entry point names it.
+KIND = ClaudeCode()

@@ -13,8 +13,8 @@ the run folder, measured on 2.1.197 and 2.1.330:
   itself never looks there: the run folder is its ceiling);
 - ``--strict-mcp-config``, with the workspace's own .mcp.json passed as ``--mcp-config``.
 
-The workspace's own CLAUDE.md, .claude/settings.json, skills and .mcp.json apply, as they
-would for a user; the user's ``~/.claude`` is replaced by the run's ``CLAUDE_CONFIG_DIR``.
+The workspace's own CLAUDE.md, .claude/settings.json, skills and .mcp.json apply; the
+user's ``~/.claude`` is replaced by the run's ``CLAUDE_CONFIG_DIR``.
 
 **Confinement.** Claude Code's own sandbox (``sandbox.enabled``, bubblewrap on Linux,
 Seatbelt on macOS) runs every Bash command so that it writes only in the working folder
@@ -26,10 +26,9 @@ grants are narrowed to the attempt folder: a write elsewhere would need a permis
 ``claude -p`` refuses. Replayed cassettes run their tool calls through the same sandbox.
 
 What a run executes outside the CLI's own sandbox (set-up, checks, oracles, and the MCP
-servers and hooks the CLI starts) gets the same rules from `settings`, applied by the
-sandbox runtime `srt` (agents.claude_code.srt): the one place that confinement is built,
-with a process namespace and ``/proc`` of its own. A hook in the workspace's own settings
-would run outside it, so a run refuses one (`refuse_workspace_hooks`).
+servers and hooks the CLI starts) gets the same rules, applied by the sandbox runtime
+(`srt`), with a process namespace and ``/proc`` of its own. A hook in the workspace's own
+settings would run outside it, so a run refuses one (`refuse_workspace_hooks`).
 """
 
 from __future__ import annotations
@@ -64,21 +63,16 @@ SETTINGS_FILE = "claude-settings.json"
 _GLOB_CHARS = set("*?[]{}()!+@")
 
 
-def missing_tools(path: str | None = None) -> list[str]:
-    """The sandbox programs not found on `path` (default ``$PATH``); none outside Linux."""
-    if not sys.platform.startswith("linux"):
-        return []
-    return [tool for tool in LINUX_TOOLS if shutil.which(tool, path=path) is None]
-
-
-def require_tools(path: str | None = None) -> None:
+def require_tools() -> None:
     """Raise SandboxUnavailableError unless Claude Code's sandbox can start on this machine."""
-    if sys.platform != "darwin" and not sys.platform.startswith("linux"):
+    if sys.platform == "darwin":
+        return
+    if not sys.platform.startswith("linux"):
         raise SandboxUnavailableError(
             f"Claude Code's sandbox runs on Linux and macOS, not on {sys.platform}: "
             "set `sandbox: false` in the spec to run its agent unsandboxed"
         )
-    missing = missing_tools(path)
+    missing = [tool for tool in LINUX_TOOLS if shutil.which(tool) is None]
     if missing:
         names = " and ".join(f"{LINUX_TOOLS[t]} ({t})" for t in missing)
         raise SandboxUnavailableError(
@@ -127,13 +121,12 @@ class Confinement:
         cli_version: str | None = None,
     ) -> list[str]:
         """CLI arguments for a session in `cwd`; writes the settings file and the git marker,
-        and installs the spec's Claude Code configuration (`config`, see agents.claude_code.configuration).
-        `env` (the CLI's environment) names the toolchains the agent may read, and
-        `cli_version` says whether the CLI takes the read guard (see `settings`).
+        and installs the spec's Claude Code configuration (`config`); `env` and
+        `cli_version` as `settings` takes them.
 
         The settings go to a file in the run folder rather than inline: the CLI names the
-        file in the sandbox section of its system prompt, and a path under the run folder
-        is normalized like every other run path, where an inline JSON's name is its hash.
+        file in its system prompt, and a run path is normalized, where an inline JSON's
+        name is its hash.
         """
         config = config or ClaudeOptions()
         self.boundary.mkdir(parents=True, exist_ok=True)
@@ -201,7 +194,7 @@ class Confinement:
             # The files the spec names for its server outside the run folder (a script beside
             # the spec) are the spec's, which the agent cannot write: readable by the server.
             paths = [Path(a) for a in argv if named and os.path.isabs(a) and os.path.exists(a)]
-            outside = [p for p in paths if not _within(p.resolve(), boundary)]
+            outside = [p for p in paths if not p.resolve().is_relative_to(boundary)]
             sandbox = servers(self, cwd, environment, outside)
             return argv if sandbox is None else sandbox.wrap(argv)
 
@@ -217,11 +210,9 @@ class Confinement:
     ) -> dict[str, Any]:
         """The ``--settings`` JSON: memory files above `cwd` excluded, the sandbox if any.
 
-        Sandboxed commands run without asking only when the spec allows Bash: a spec that
-        leaves Bash out (or allows only ``Bash(git *)``) keeps its other commands refused.
-        With the sandbox, and a CLI that takes it (`readguard.guards_reads`), the agent
-        reads only the run folder, the system's folders and its toolchains (`readguard`);
-        `env` is the CLI's environment, whose PATH and toolchain roots stay readable.
+        Sandboxed commands run without asking only when the spec allows Bash. With the
+        sandbox, and a CLI that takes it, the agent reads only what `readguard` allows;
+        `env` is the CLI's environment, whose toolchains stay readable.
         """
         data: dict[str, Any] = {"claudeMdExcludes": _memory_excludes(cwd)}
         if self.file_tools_inside and readguard.guards_reads(cli_version):
@@ -239,7 +230,7 @@ class Confinement:
             if readguard.guards_reads(cli_version):
                 # The run folder last: the normalizer drops the toolchains after it.
                 run = self.boundary.resolve()
-                readable = [p for p in writable if not _within(p, run)]
+                readable = [p for p in writable if not p.is_relative_to(run)]
                 tmp = Path((env if env is not None else os.environ).get("TMPDIR") or "/tmp")
                 if self.sandbox.network:
                     # The sandbox's proxy is reached through sockets in the CLI's temp
@@ -258,11 +249,8 @@ class Confinement:
         return data
 
     def write_paths(self, cwd: Path) -> list[Path]:
-        """The spec's extra writable paths, absolute (relative ones are under `cwd`).
-
-        A relative one that does not exist yet is made a folder by `prepare`; ``~/`` and
-        absolute ones must exist, as the sandbox cannot open a missing path.
-        """
+        """The spec's extra writable paths, absolute (relative ones are under `cwd`, made by
+        `prepare`; others must exist, as the sandbox cannot open a missing path)."""
         if self.sandbox is None:
             return []
         return [
@@ -270,11 +258,8 @@ class Confinement:
         ]
 
     def allowed_tools(self, allowed: Sequence[str], cwd: Path) -> list[str]:
-        """`allowed` with blanket file-edit grants narrowed to `cwd` and the extra paths.
-
-        ``--allowedTools Write`` grants writes anywhere, so a cassette's Write call could
-        reach the user's files; ``Write(//<cwd>/**)`` grants only the attempt folder.
-        """
+        """`allowed` with blanket file-edit grants narrowed to `cwd` and the extra paths:
+        ``Write`` grants writes anywhere, ``Write(//<cwd>/**)`` only in the attempt folder."""
         if self.sandbox is None:
             return list(allowed)
         scopes = [f"/{cwd}/**"] + [
@@ -287,10 +272,9 @@ class Confinement:
 
 
 #: The lock a run's hooks take in turn, in its run folder (Linux). Each hook's srt makes
-#: empty mount points for the protected names in its writable folders (``.gitconfig``,
-#: ``.bashrc``, ...) and deletes them as it ends, counting only its own sandboxes; Claude Code
-#: runs a tool call's matching hooks at once, and a second srt started meanwhile binds the
-#: first's and fails once they go ("bwrap: Can't get type of source …/.gitconfig").
+#: empty mount points for protected names (``.gitconfig``, ...) in its writable folders and
+#: deletes them as it ends; Claude Code runs a tool call's matching hooks at once, and a
+#: second srt binds the first's and fails once they go ("bwrap: Can't get type of source").
 HOOK_LOCK = "hooks.lock"
 
 
@@ -311,12 +295,11 @@ WORKSPACE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 def refuse_workspace_hooks(cwd: Path, plugins: Sequence[Path] = ()) -> None:
     """Raise WorkspaceError for a hook Claude Code would take from the workspace's own files:
     its settings (`WORKSPACE_SETTINGS`), or the frontmatter of a skill or subagent in its
-    ``.claude/`` (the workspace's or the spec's, installed there) or in one of `plugins`.
+    ``.claude/`` or in one of `plugins`.
 
-    Claude Code runs those hooks itself, outside the run's sandbox and in the caller's
-    process namespace, and reads them afresh at each start: nothing the harness passes can
-    put them in the sandbox or leave them out while the rest of those files apply. The
-    spec's ``claude: hooks:`` runs each hook confined, so that is where they go.
+    Claude Code runs those hooks itself, outside the run's sandbox, and reads them afresh at
+    each start: nothing the harness passes can confine them. The spec's ``claude: hooks:``
+    runs each hook confined, so that is where they go.
     """
     for rel in WORKSPACE_SETTINGS:
         path = cwd / rel
@@ -347,7 +330,6 @@ def _refuse(what: str) -> None:
 
 
 def _frontmatter_hooks(path: Path) -> bool:
-    """Whether a skill's or subagent's Markdown file declares ``hooks:`` in its frontmatter."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, ValueError):
@@ -362,16 +344,11 @@ def _frontmatter_hooks(path: Path) -> bool:
     return isinstance(data, dict) and bool(data.get("hooks"))
 
 
-def _within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def _memory_excludes(cwd: Path) -> list[str]:
     """claudeMdExcludes patterns for the memory files of every folder above `cwd`.
 
-    The CLI matches them with picomatch on absolute paths and turns backslashes into
-    slashes, so a glob character in a folder name cannot be escaped; it becomes ``?``,
-    which matches that one character (and, harmlessly, any other).
+    The CLI matches them with picomatch, where a glob character in a folder name cannot be
+    escaped; it becomes ``?``, which matches it (and, harmlessly, any other character).
     """
     folders: list[Path] = []
     for start in dict.fromkeys((cwd, cwd.resolve())):

@@ -1,26 +1,21 @@
 """Anthropic's sandbox runtime (`srt`): the agent's confinement for what runs outside the CLI.
 
 Claude Code confines its own Bash commands; a spec run also executes code the CLI never sees:
-`setup:` commands, `accept: command:` checks (which import what the agent wrote, a
-``conftest.py`` say), an ``oracle:`` script, MCP servers. They run under
-``@anthropic-ai/sandbox-runtime``, the library Claude Code's sandbox is built on (bubblewrap
-and a filtering proxy on Linux, Seatbelt on macOS), with the rules the agent has
+`setup:` commands, `accept: command:` checks (which import what the agent wrote), an
+``oracle:`` script, MCP servers. They run under ``@anthropic-ai/sandbox-runtime``, the
+library Claude Code's sandbox is built on, with the rules the agent has
 (`Confinement.settings`): writes only in the attempt folder, the spec's ``sandbox.write``
-paths and the run's temp folder; network only to ``sandbox.network``; reads only the run
-folder, the system's folders and the toolchains (the read guard); the run's environment,
-built from parts.
+paths and the run's temp folder; network only to ``sandbox.network``; reads only where the
+read guard allows; the run's environment, built from parts.
 
-Found like the CLI (`agents.claude_code.cli`): ``$ATOM_SRT_BIN``, then the pinned per-user
-install ``atom setup`` makes (``~/.cache/pytest-atom/sandbox-runtime/<version>``), then
-``PATH``. On Linux srt needs bubblewrap, socat and ripgrep; where ``rg`` is not on PATH the
-pinned Claude Code serves as one (its binary is ripgrep when called as ``rg``, as Claude
-Code's own sandbox calls it).
+Found like the CLI (`cli.find_pinned`). On Linux srt needs bubblewrap, socat and ripgrep;
+where ``rg`` is not on PATH the pinned Claude Code serves as one (its binary is ripgrep when
+called as ``rg``).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,7 +25,7 @@ from typing import Any
 
 from pytest_atom import digest
 from pytest_atom.agents.claude_code import readguard
-from pytest_atom.agents.claude_code.cli import cached_claude
+from pytest_atom.agents.claude_code.cli import cached_claude, find_pinned
 from pytest_atom.agents.claude_code.sandbox import INSTALL_HINT, Confinement, require_tools
 from pytest_atom.errors import SandboxUnavailableError
 from pytest_atom.paths import npm_install_command, user_cache
@@ -41,10 +36,13 @@ NPM_PACKAGE = "@anthropic-ai/sandbox-runtime"
 SETTINGS_DIR = "srt"
 #: The ripgrep `atom setup` links beside `srt` (Claude Code's binary, which is one as ``rg``).
 RG_LINK = "rg-claude"
+_NOT_FOUND = (
+    "The sandbox runtime `srt`, which confines a spec's set-up, checks, oracle and MCP "
+    "servers, was not found"
+)
 
 
 def cache_dir(version: str = SRT_VERSION) -> Path:
-    """The per-user npm prefix srt is installed into by `atom setup`."""
     return user_cache() / "sandbox-runtime" / version
 
 
@@ -54,12 +52,10 @@ def cached_srt(version: str = SRT_VERSION) -> Path:
 
 
 def install_command(version: str = SRT_VERSION) -> list[str]:
-    """The npm command that installs the pinned srt into its cache."""
     return npm_install_command(cache_dir(version), NPM_PACKAGE, version)
 
 
 def how_to_install() -> str:
-    """What a user runs to get the sandbox runtime and what it needs."""
     return (
         f"install the pinned sandbox runtime {SRT_VERSION} with `atom setup` (into "
         f"{cache_dir()}), or `npm install -g {NPM_PACKAGE}@{SRT_VERSION}`, or point "
@@ -70,32 +66,12 @@ def how_to_install() -> str:
 
 def find_srt() -> Path:
     """Locate `srt`: ``$ATOM_SRT_BIN``, then the pinned per-user install, then ``PATH``."""
-    explicit = os.environ.get("ATOM_SRT_BIN")
-    if explicit:
-        if Path(explicit).is_file():
-            return Path(explicit)
-        raise SandboxUnavailableError(f"ATOM_SRT_BIN={explicit} does not exist: {how_to_install()}")
-    cached = cached_srt()
-    if cached.exists():
-        return cached
-    on_path = shutil.which("srt")
-    if on_path:
-        return Path(on_path)
-    raise SandboxUnavailableError(
-        "The sandbox runtime `srt`, which confines a spec's set-up, checks, oracle and MCP "
-        f"servers, was not found: {how_to_install()}"
+    return find_pinned(
+        "ATOM_SRT_BIN",
+        cached_srt(),
+        "srt",
+        lambda why: SandboxUnavailableError(f"{why or _NOT_FOUND}: {how_to_install()}"),
     )
-
-
-def srt_version(binary: Path) -> str | None:
-    """The version of `binary`, from the package.json beside it (None: not an npm install)."""
-    manifest = Path(binary).resolve().parent.parent / "package.json"
-    try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    version = data.get("version") if data.get("name") == NPM_PACKAGE else None
-    return version if isinstance(version, str) else None
 
 
 def require_srt() -> Path:
@@ -115,7 +91,6 @@ class ProcessSandbox:
     restore: Mapping[str, str]
 
     def wrap(self, argv: Sequence[str]) -> list[str]:
-        """`argv` run inside the sandbox, with the run's own temp folder."""
         keep = [f"{name}={value}" for name, value in self.restore.items()]
         return [
             str(self.binary),
@@ -132,10 +107,8 @@ def process_sandbox(
     confinement: Confinement, cwd: Path, env: Mapping[str, str], readable: Sequence[Path] = ()
 ) -> ProcessSandbox | None:
     """The sandbox for a process of the run in `cwd` with environment `env`; None when the
-    spec turned the sandbox off (``sandbox: false``), where it runs as the agent does.
-    `readable`: more paths it may read (an MCP server's script, which the spec names).
-
-    Raises SandboxUnavailableError (saying how to install it) when srt cannot run here.
+    spec turned the sandbox off. `readable`: more paths it may read (an MCP server's
+    script, which the spec names). SandboxUnavailableError when srt cannot run here.
     """
     if confinement.sandbox is None:
         return None
@@ -187,11 +160,9 @@ def _readable(readable: Sequence[str], writable: Sequence[str]) -> list[str]:
     """`readable` with each folder that holds a writable path (but the system's) replaced by
     its other entries, as they are now.
 
-    srt 0.0.83 binds a folder re-opened inside a denied one (the run folder inside ``/tmp``)
-    read-only after the writable folders in it, so the attempt folder would end up
-    read-only ("bwrap: Can't create file at …/.gitconfig"). Opening the run folder's other
-    entries one by one (its HOME, the agent's config, the other attempts) reads the same,
-    and a writable path is readable anyway.
+    srt 0.0.83 binds a folder re-opened inside a denied one read-only after the writable
+    folders in it, so the attempt folder would end up read-only ("bwrap: Can't create file
+    at …/.gitconfig"); a writable path is readable anyway.
     """
     system = set(readguard.SYSTEM_FOLDERS)
     targets = [Path(w) for w in writable]
@@ -226,9 +197,8 @@ def _own_files(binary: Path) -> list[str]:
 
 
 def _ripgrep(env: Mapping[str, str], binary: Path) -> dict[str, str] | None:
-    """srt's ripgrep: None for the ``rg`` on PATH; else Claude Code's binary called as ``rg``
-    (it is ripgrep then): the link `atom setup` puts beside `srt`, or the pinned install.
-    Raises SandboxUnavailableError when there is none."""
+    """srt's ripgrep: None for the ``rg`` on PATH; else Claude Code's binary called as
+    ``rg``: the link `atom setup` puts beside `srt`, or the pinned install."""
     if not sys.platform.startswith("linux"):
         return None  # Seatbelt takes patterns: srt runs no ripgrep on macOS
     if shutil.which("rg", path=env.get("PATH")) or shutil.which("rg"):
@@ -243,8 +213,7 @@ def _ripgrep(env: Mapping[str, str], binary: Path) -> dict[str, str] | None:
 
 
 def link_ripgrep(binary: Path, claude: Path) -> Path:
-    """Point the ``rg`` beside `binary` (srt) at the Claude Code binary `claude`, for
-    `_ripgrep`: the link `atom setup` makes."""
+    """Point the ``rg`` beside `binary` (srt) at the Claude Code binary `claude` (`_ripgrep`)."""
     link = binary.parent / RG_LINK
     link.unlink(missing_ok=True)
     link.symlink_to(claude.resolve())
