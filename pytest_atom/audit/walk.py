@@ -20,7 +20,7 @@ from pytest_atom.judge.calibration import calibration_dir
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
 from pytest_atom.replay.recording import cassette_path
-from pytest_atom.run.own_files import PARTIAL_SUFFIX
+from pytest_atom.run.workspace import PARTIAL_SUFFIX
 from pytest_atom.spec.claude import unsandboxed_hooks
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import spec_files
