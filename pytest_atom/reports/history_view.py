@@ -1,9 +1,6 @@
-"""What the HTML report shows of the history store: the values the page's history section
-renders (`pytest_atom.reports.html`), which the store fills (`pytest_atom.history.view`).
-
-The report declares what it shows and never reads the store; the store answers in these
-values and never knows how a page looks.
-"""
+"""What the HTML report shows of the history store: values the store fills
+(`pytest_atom.history.view`), so the report never reads the store, nor the store knows
+how a page looks."""
 
 from __future__ import annotations
 
@@ -57,8 +54,6 @@ class ComparisonRow:
 
 @dataclass(frozen=True)
 class HistoryView:
-    """The comparison with the previous run and the per-spec trends."""
-
     run_id: str
     #: "<id> (<kind>, <when>)": the earlier run compared with, None: there is none.
     previous: str | None
