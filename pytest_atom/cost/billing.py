@@ -14,9 +14,9 @@ The rules, from the Messages API and from real streams:
   of theirs those already hold (a real compaction stream's ``message_start`` reports the
   compaction step's cache read, which the merge keeps): a ``compaction`` step (the summary
   the API wrote of the conversation) and an ``advisor_message`` (the advisor model's own
-  reading and advice, at its model's price). Claude Code (2.1.197, 2.1.331, 2.1.332, measured on
-  tests/data/real_api) files an advisor step under the advisor's model in ``modelUsage``
-  and leaves a compaction step out of its totals: `Billed.cli_counted` is its figure.
+  reading and advice, at its model's price). Claude Code (2.1.197, 2.1.331, 2.1.332,
+  measured on tests/data/real_api) files an advisor step under the advisor's model in
+  ``modelUsage`` and leaves a compaction step out of its totals (`Billed.cli_counted`).
 - ``usage.server_tool_use`` counts server tool requests (``web_search_requests``,
   ``web_fetch_requests``, …); web searches are billed per request.
 - ``inference_geo: "us"`` is billed at 1.1 times the price (Claude Code's rule).
