@@ -103,11 +103,6 @@ def calibration_file(spec: Spec) -> Path:
     return calibration_dir(spec) / "calibration.json"
 
 
-def judge_model(spec: Spec) -> str:
-    """The reflector's model as the run's factory picks it (run.factory)."""
-    return spec.reflector.model or spec.model or "default"
-
-
 def reflector_prompts(spec: Spec, prompt_dirs: Sequence[Path] = ()) -> PromptLoader:
     """Where a run of `spec` finds its prompts: the nearest ``.atom/prompts/`` above the
     spec (else the working folder's), then `prompt_dirs`, then the shipped ones."""
@@ -131,7 +126,8 @@ def judge_identity(
 ) -> JudgeIdentity:
     """Who would judge `criterion` of `spec` today, with Claude Code `claude_version`."""
     loader = prompts or reflector_prompts(spec)
-    return JudgeIdentity(judge_model(spec), prompt_hash(loader), criterion, claude_version)
+    model = spec.reflector.model or spec.model or "default"  # as run.factory picks it
+    return JudgeIdentity(model, prompt_hash(loader), criterion, claude_version)
 
 
 _NAMES = {
@@ -189,8 +185,9 @@ def from_json(entry: Mapping[str, Any]) -> CriterionCalibration:
     )
 
 
-def load_file(path: Path) -> dict[str, CriterionCalibration]:
-    """A calibration.json's criteria by text; {} when there is none."""
+def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
+    """The spec's stored calibration, keyed by criterion text ({} when never calibrated)."""
+    path = calibration_file(spec)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -210,11 +207,6 @@ def load_file(path: Path) -> dict[str, CriterionCalibration]:
             path,
         ) from None
     return {entry.criterion: entry for entry in entries}
-
-
-def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
-    """The spec's stored calibration, keyed by criterion text ({} when never calibrated)."""
-    return load_file(calibration_file(spec))
 
 
 def calibration_for(

@@ -36,11 +36,10 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
-from pytest_atom.reports.history_view import HistoryView
+from pytest_atom.reports.history_view import HistoryView, trend_svg
 from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.reports.trend_svg import trend_svg
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.spec_result import SpecResult
 
