@@ -255,30 +255,26 @@ def _left_out_lines(result: SpecResult) -> list[str]:
     clue = environment_clue_of(result)
     if clue is None:
         return lines
-    quote = f"`{clue.quote}`"
     if clue.left_out:
         names = ", ".join(clue.left_out)
         one = len(clue.left_out) == 1
-        return [
-            *lines,
-            f"  environment: {quote}: {names} {'is a caller variable' if one else 'are caller variables'} "
-            f"left out of the run's environment; pass {'it' if one else 'them'} with "
-            f"`pass_env: [{names}]` in the spec or .atom/config.yaml",
-        ]
-    if clue.unset:
-        names = ", ".join(clue.unset)
-        example = f"{{{clue.unset[0]}: ...}}"
-        return [
-            *lines,
-            f"  environment: {quote}: {names} is set neither in the run's environment nor "
-            f"the caller's; set it with the spec's `env: {example}`",
-        ]
-    return [
-        *lines,
-        f"  environment: {quote}: the run's environment is built from parts, so a command "
-        "the caller's shell finds may need a variable it left out (`pass_env: [NAME]`); "
-        "those are listed once, under the session's summary",
-    ]
+        said = (
+            f"{names} {'is a caller variable' if one else 'are caller variables'} left out of "
+            f"the run's environment; pass {'it' if one else 'them'} with `pass_env: [{names}]` "
+            "in the spec or .atom/config.yaml"
+        )
+    elif clue.unset:
+        said = (
+            f"{', '.join(clue.unset)} is set neither in the run's environment nor the "
+            f"caller's; set it with the spec's `env: {{{clue.unset[0]}: ...}}`"
+        )
+    else:
+        said = (
+            "the run's environment is built from parts, so a command the caller's shell "
+            "finds may need a variable it left out (`pass_env: [NAME]`); those are listed "
+            "once, under the session's summary"
+        )
+    return [*lines, f"  environment: `{clue.quote}`: {said}"]
 
 
 def _cause_lines(result: SpecResult) -> list[str]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cost.usage import RoleUsage
 from pytest_atom.diffs import agent_files, changes
 from pytest_atom.files import shown_content
 from pytest_atom.replay.staleness import spec_hash
@@ -100,14 +99,17 @@ def _ms(seconds: float) -> int:
 
 
 def _cost(
-    records: list[IterationRecord],
-    wall_seconds: float,
-    usd: tuple[float, float],
-    by_role: dict[str, RoleUsage],
-    recalled: int = 0,
+    result: SpecResult, attempts: list[Attempt] | None, wall_seconds: float | None = None
 ) -> dict[str, Any]:
-    """`usd`: `SpecResult.costs`; `by_role`: `SpecResult.usage_by_role`; `recalled`: the
-    tokens of the sessions a replay recalled."""
+    """The cost of `attempts` (None: the whole run, the planner's too), taking as long as
+    `wall_seconds` (None: as its sessions took)."""
+    if attempts is None:
+        records, recalled = result.records, 0
+    else:
+        records = [r for a in attempts for r in a.all_records]
+        recalled = sum(r.tokens for a in attempts for r in a.recalled)
+    usd, by_role = result.costs(attempts), result.usage_by_role(attempts)
+    claude_seconds = sum(r.duration for r in records)
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
@@ -120,8 +122,8 @@ def _cost(
             "usd": round(sum(r.tries_cost_usd for r in records), 6),
         },
         "by_role": {role: used.to_dict() for role, used in by_role.items()},
-        "wall_time_ms": _ms(wall_seconds),
-        "claude_time_ms": _ms(sum(r.duration for r in records)),
+        "wall_time_ms": _ms(claude_seconds if wall_seconds is None else wall_seconds),
+        "claude_time_ms": _ms(claude_seconds),
         "dispatched_runs": len(records),
     }
 
@@ -162,7 +164,6 @@ def _step_child(
     state = "succeeded" if step.passed else ("failed" if step.runs else "not_run")
     if any(step is d for r in result.rollbacks for d in r.dropped):
         state = "dropped"
-    records = [r for a in step.attempts for r in a.all_records]
     rollbacks = [
         {
             "invocation_id": _invocation_id(result, f"#rollback-{n}"),
@@ -186,13 +187,7 @@ def _step_child(
         "step_id": step.id,
         "runs": step.runs,
         "committed": str(step.committed) if step.committed else None,
-        "cost": _cost(
-            records,
-            sum(r.duration for r in records),
-            result.costs(list(step.attempts)),
-            result.usage_by_role(list(step.attempts)),
-            sum(r.tokens for a in step.attempts for r in a.recalled),
-        ),
+        "cost": _cost(result, list(step.attempts)),
         "children": [_child(result, a, sessions, ref) for a in step.attempts] + rollbacks,
         "errors": [],
     }
@@ -205,7 +200,6 @@ def _child(
     errors = [result.harness_error] if harness_failed and result.harness_error else []
     if attempt.outcome.error:
         errors.append(attempt.outcome.error)
-    records = attempt.all_records
     executor_seconds = attempt.outcome.duration
     if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
         executor_seconds = sum(r.duration for r in attempt.records)
@@ -233,13 +227,7 @@ def _child(
         ],
         "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
         "verdict_source": _verdict_source(attempt),
-        "cost": _cost(
-            records,
-            executor_seconds + reflector_seconds,
-            result.costs([attempt]),
-            result.usage_by_role([attempt]),
-            sum(r.tokens for r in attempt.recalled),
-        ),
+        "cost": _cost(result, [attempt], executor_seconds + reflector_seconds),
         "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
         "children": [],
         "errors": errors,
@@ -305,7 +293,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
         "cost": {
-            **_cost(result.records, result.duration, result.costs(), result.usage_by_role()),
+            **_cost(result, None, result.duration),
             **_billed(result),
             # The spec's one figure, as every report shows it: recalled sessions included.
             "tokens": result.tokens,
