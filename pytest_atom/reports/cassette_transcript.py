@@ -542,10 +542,8 @@ def _own_text(content: Any) -> str:
 
 def _side_topic(body: dict[str, Any]) -> str:
     """What a side request is for: title generation, else the start of its last message."""
-    if "title" in _dumps(body.get("system")).lower():
-        return "title generation"
     schema = _dumps((body.get("output_config") or {}).get("format"))
-    if '"title"' in schema:
+    if "title" in _dumps(body.get("system")).lower() or '"title"' in schema:
         return "title generation"
     last = body["messages"][-1] if body["messages"] else {}
     content = last.get("content") if isinstance(last, dict) else ""

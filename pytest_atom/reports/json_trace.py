@@ -54,17 +54,12 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
         target.parent.mkdir(exist_ok=True)
         write_atomic(target, stdout)
         written.add(target)
-    transcripts = path.parent / f"{trace_stem(result, repeat)}.transcripts"
-    if transcripts.is_dir():
-        for stale in transcripts.glob("*.jsonl"):
-            if stale not in written:
-                stale.unlink()
-    texts = path.parent / f"{trace_stem(result, repeat)}.texts"
+    for stale in set((path.parent / f"{path.stem}.transcripts").glob("*.jsonl")) - written:
+        stale.unlink()
+    texts = path.parent / f"{path.stem}.texts"
     trace, kept = clip_long_texts(trace, texts)
-    if texts.is_dir():
-        for stale in texts.glob("*.txt"):
-            if stale not in kept:
-                stale.unlink()
+    for stale in set(texts.glob("*.txt")) - kept:
+        stale.unlink()
     text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
     write_atomic(path, text)
     return path

@@ -5,7 +5,7 @@ one classification of a request, live or recorded) and an `Exchange` (how it was
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -34,11 +34,6 @@ def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Ki
             return "turn"
         return role
     return "side"
-
-
-def request_kinds(requests: Iterable[tuple[str, str, Any, Role | None]]) -> list[Kind]:
-    """`request_kind` of each (method, endpoint, body, role)."""
-    return [request_kind(*request) for request in requests]
 
 
 @dataclass(frozen=True)
