@@ -20,6 +20,7 @@ from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.replay.matching import tool_names
 from pytest_atom.replay.transcript import (
     AGENT_TOOLS,
     Mark,
@@ -303,9 +304,8 @@ class _CassetteTranscript:
                 if answers & session.answers:
                     session.key = key
                     return session
-        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
         first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
-        session = _Session(key, tools, _own_text(first))
+        session = _Session(key, tool_names(body), _own_text(first))
         self.sessions.append(session)
         return session
 
