@@ -137,13 +137,9 @@ def fitted(parts: Sequence[Sequence[str] | Cut], limit: int) -> str:
     """The parts as one document of at most `limit` bytes: the fixed parts whole, then as
     many lines of each `Cut` as still fit, the earlier cuts first, each cut one closed
     with its line of how many it left out. "" when not even the fixed parts fit."""
-    fixed = 0
-    for part in parts:
-        if isinstance(part, Cut):
-            fixed += _size([part.more(len(part.lines)), *part.after])
-        else:
-            fixed += _size(part)
-    room = limit - fixed
+    room = limit - sum(
+        _size([p.more(len(p.lines)), *p.after]) if isinstance(p, Cut) else _size(p) for p in parts
+    )
     if room < 0:
         return ""
     out: list[str] = []
