@@ -16,6 +16,15 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.verdict import ADVISORY_WORDS
 
 
+def _whole(rows: Sequence[SummaryRow], key: str) -> int:
+    return sum(int(row.properties.get(key) or 0) for row in rows)
+
+
+def _listed(row: SummaryRow, key: str) -> list[str]:
+    """A property that lists names, ``a, b``, as its names."""
+    return [name for name in str(row.properties.get(key) or "").split(", ") if name]
+
+
 def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
     off = list(dict.fromkeys(row.nodeid for row in rows if not row.sandboxed))
     if not off:
@@ -35,17 +44,12 @@ def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
     """How many criteria gated and were advisory, and why, and which runs' were advisory;
     nothing when no criterion had a calibration floor."""
     judged = [row for row in rows if "atom_criteria_advisory" in row.properties]
-    unfloored = sum(int(row.properties.get("atom_criteria_unfloored") or 0) for row in judged)
-    gated = sum(int(row.properties.get("atom_criteria_gated") or 0) for row in judged)
-    advisory = sum(int(row.properties["atom_criteria_advisory"] or 0) for row in judged)
+    unfloored = _whole(judged, "atom_criteria_unfloored")
+    gated = _whole(judged, "atom_criteria_gated")
+    advisory = _whole(judged, "atom_criteria_advisory")
     if not judged or unfloored == gated + advisory:
         return []
-    reasons = Counter(
-        reason
-        for row in judged
-        for reason in str(row.properties.get("atom_criteria_advisory_reasons") or "").split(", ")
-        if reason
-    )
+    reasons = Counter(r for row in judged for r in _listed(row, "atom_criteria_advisory_reasons"))
     why = ", ".join(f"{n} {ADVISORY_WORDS.get(r, r)}" for r, n in sorted(reasons.items()))
     plain = f" ({unfloored} without a calibration floor)" if unfloored else ""
     line = f"criteria: {gated} gated{plain}, {advisory} advisory" + (f" ({why})" if why else "")
@@ -53,9 +57,7 @@ def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
         return [inert(line)]
     line += ": an advisory verdict fails nothing until `atom calibrate` calibrates its judge"
     where = ", ".join(
-        dict.fromkeys(
-            row.nodeid for row in judged if int(row.properties["atom_criteria_advisory"] or 0)
-        )
+        dict.fromkeys(row.nodeid for row in judged if _whole([row], "atom_criteria_advisory"))
     )
     return [inert(line), inert(f"  advisory in: {where}")]
 
@@ -65,8 +67,8 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
     tried = [row for row in rows if row.properties.get("atom_failed_tries")]
     if not tried:
         return []
-    count = sum(int(row.properties["atom_failed_tries"]) for row in tried)
-    tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
+    count = _whole(tried, "atom_failed_tries")
+    tokens = _whole(tried, "atom_failed_tries_tokens")
     usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
     return [
         inert(
@@ -83,14 +85,7 @@ def environment_lines(rows: Sequence[SummaryRow]) -> list[str]:
     suspects = [row for row in rows if row.properties.get("atom_environment")]
     if not suspects:
         return []
-    names: list[str] = sorted(
-        {
-            name
-            for row in suspects
-            for name in str(row.properties.get("atom_left_out_variables") or "").split(", ")
-            if name
-        }
-    )
+    names = sorted({n for row in suspects for n in _listed(row, "atom_left_out_variables")})
     which = "; ".join(f"{row.nodeid} (`{row.properties['atom_environment']}`)" for row in suspects)
     many = len(suspects) > 1
     line = (
@@ -105,7 +100,7 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     used = row.roles.get(role)
     if used is None or not used.tokens:
         return "-"
-    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
+    recalled = role in _listed(row, "atom_recalled")
     # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
     # the cost columns say what was (JUnit and the trace keep each role's price).
     return str(used.tokens) + (RECALLED if recalled else "")
