@@ -173,6 +173,7 @@ def _merge_into(target: dict[str, Any], found: Mapping[str, Any]) -> None:
 
 
 def billed(usage: Any) -> Billed:
+    """What a (merged) usage object billed."""
     if not isinstance(usage, Mapping):
         return Billed()
     steps = []
