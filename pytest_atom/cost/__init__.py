@@ -1,16 +1,13 @@
 """Cost: what a run billed and may spend.
 
-`billing` folds one Messages-API answer's usage (the one fold of a stream's usage);
-`prices` is what the API charges per token, per model; `usage` splits a call's tokens and
-dollars by session role, and holds the one rule every report shows a run's dollars by
-(`Dollars`: what was spent, and apart, Claude Code's list price); `limits` is a spec's budgets (turns, tool calls, tokens, dollars,
-time) enforced while an agent runs; `spend` is the session's spending limit and the
-`Crossing` a limit reports.
+`billing` folds one Messages-API answer's usage; `prices` is what the API charges per token,
+per model; `usage` splits a call's tokens and dollars by session role (and `Dollars`, the
+one rule every report shows dollars by); `limits` is a spec's budgets, enforced while an
+agent runs; `spend` is the session's spending limit and the `Crossing` a limit reports.
 
 Where to add: a new budget is a key in `limits` (and the spec schema's ``limits:``).
 
-Public: the names in `__all__` (what an answer billed, the session's spending limit);
-every module here is private.
+Public: the names in `__all__`; every module here is private.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What one Messages-API answer billed: the one fold of a stream's usage.
 
-Every reader of a recorded or live answer (the gateway, ``atom cassette show``, the cost
-estimate, the spending limit) counts tokens here, so no two of them can disagree.
+Every reader of a recorded or live answer counts tokens here, so no two of them disagree.
 
 The rules, from the Messages API and from real streams:
 
@@ -15,10 +14,9 @@ The rules, from the Messages API and from real streams:
   of theirs those already hold (a real compaction stream's ``message_start`` reports the
   compaction step's cache read, which the merge keeps): a ``compaction`` step (the summary
   the API wrote of the conversation) and an ``advisor_message`` (the advisor model's own
-  reading and advice, at its model's price). Claude Code (2.1.197, 2.1.331 and 2.1.332,
-  measured on the public recordings in tests/data/real_api) files an advisor step under
-  the advisor's model in ``modelUsage`` and leaves a compaction step out of its totals:
-  `Billed.cli_counted` is its figure.
+  reading and advice, at its model's price). Claude Code (2.1.197, 2.1.331, 2.1.332,
+  measured on tests/data/real_api) files an advisor step under the advisor's model in
+  ``modelUsage`` and leaves a compaction step out of its totals (`Billed.cli_counted`).
 - ``usage.server_tool_use`` counts server tool requests (``web_search_requests``,
   ``web_fetch_requests``, …); web searches are billed per request.
 - ``inference_geo: "us"`` is billed at 1.1 times the price (Claude Code's rule).
@@ -37,14 +35,15 @@ __all__ = ["Billed", "Iteration", "Tokens", "billed", "merge_usage"]
 _KINDS = {"advisor_message": "advisor", "compaction": "compaction", "message": "message"}
 
 
-def _count(value: Any) -> int:
+def token_count(value: Any) -> int:
+    """A count of a usage object: an int (not a bool), else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclass(frozen=True)
 class Tokens:
-    """The four token counts the API bills (cache writes: ``cache_write_1h`` of them at
-    the one-hour price, the rest at the five-minute price)."""
+    """The four token counts the API bills (``cache_write_1h`` of the cache writes at the
+    one-hour price)."""
 
     input: int = 0
     output: int = 0
@@ -54,16 +53,19 @@ class Tokens:
 
     @classmethod
     def of(cls, usage: Any) -> Tokens:
-        """The counts of a Messages-API usage object (zeros for anything else)."""
         if not isinstance(usage, Mapping):
             return cls()
-        written = _count(usage.get("cache_creation_input_tokens"))
+        written = token_count(usage.get("cache_creation_input_tokens"))
         detail = usage.get("cache_creation")
-        hour = _count(detail.get("ephemeral_1h_input_tokens")) if isinstance(detail, Mapping) else 0
+        hour = (
+            token_count(detail.get("ephemeral_1h_input_tokens"))
+            if isinstance(detail, Mapping)
+            else 0
+        )
         return cls(
-            _count(usage.get("input_tokens")),
-            _count(usage.get("output_tokens")),
-            _count(usage.get("cache_read_input_tokens")),
+            token_count(usage.get("input_tokens")),
+            token_count(usage.get("output_tokens")),
+            token_count(usage.get("cache_read_input_tokens")),
             written,
             min(hour, written),
         )
@@ -103,8 +105,7 @@ class Iteration:
 
 @dataclass(frozen=True)
 class Billed:
-    """What one answer billed: the answer's own tokens, the steps billed on top of them,
-    and the server tool requests."""
+    """What one answer billed: its own tokens, the steps billed on top, server tool requests."""
 
     message: Tokens = field(default_factory=Tokens)
     iterations: tuple[Iteration, ...] = ()
@@ -113,13 +114,11 @@ class Billed:
 
     @property
     def tokens(self) -> int:
-        """Every billed token: the answer's and its extra steps'."""
         return self.message.total + sum(i.tokens.total for i in self.iterations)
 
     @property
     def cli_counted(self) -> int:
-        """The tokens Claude Code counts of these: the answers' and their advisor steps'
-        (filed under the advisor's model), not compaction's nor a kind it does not know."""
+        """The tokens Claude Code counts of these: the answers' and their advisor steps'."""
         return self.message.total + sum(
             i.tokens.total for i in self.iterations if i.kind == "advisor"
         )
@@ -133,7 +132,7 @@ class Billed:
 
     @property
     def web_search_requests(self) -> int:
-        return _count(self.server_tool_use.get("web_search_requests"))
+        return token_count(self.server_tool_use.get("web_search_requests"))
 
     def __add__(self, other: Billed) -> Billed:
         tools = dict(self.server_tool_use)
@@ -148,11 +147,8 @@ class Billed:
 
 
 def merge_usage(usages: Iterable[Any]) -> dict[str, Any]:
-    """The usage of ``message_start`` followed by each ``message_delta``'s, in order, by the
-    rule above: a later count replaces an earlier one where it is given (not absent, not a
-    0 over a count); ``iterations`` and text fields are taken whole from the latest event
-    that has them; nested counts (``server_tool_use``, ``cache_creation``) by the same rule.
-    """
+    """The usage of ``message_start`` then each ``message_delta``'s, by the rule above
+    (nested counts too); ``iterations`` and text fields whole from the latest that has them."""
     merged: dict[str, Any] = {}
     for usage in usages:
         if isinstance(usage, Mapping):
@@ -165,7 +161,7 @@ def _merge_into(target: dict[str, Any], found: Mapping[str, Any]) -> None:
         if isinstance(value, bool) or value is None:
             continue
         if isinstance(value, int):
-            if value or not _count(target.get(key)):
+            if value or not token_count(target.get(key)):
                 target[key] = value
         elif isinstance(value, Mapping):
             inner = target.get(key)
@@ -192,9 +188,8 @@ def billed(usage: Any) -> Billed:
         kind = _KINDS.get(raw, raw.removesuffix("_message"))
         model = step.get("model")
         steps.append(Iteration(kind, model if isinstance(model, str) else None, Tokens.of(step)))
-    # What the top-level counts hold beyond the answer's own steps came from the other steps
-    # (a real compaction stream's `message_start` carries the compaction's cache read, kept
-    # by the merge): those tokens are counted once, in the top-level counts.
+    # What the top-level counts hold beyond the answer's own steps came from the other steps:
+    # counted once, in the top-level counts.
     overlap = _minus(Tokens.of(usage), answer)
     for i, step in enumerate(steps):
         spent = _minus(step.tokens, _minus(step.tokens, overlap))  # min(step, overlap)
@@ -205,7 +200,9 @@ def billed(usage: Any) -> Billed:
     return Billed(
         Tokens.of(usage),
         tuple(steps),
-        {k: _count(v) for k, v in tools.items() if _count(v)} if isinstance(tools, Mapping) else {},
+        {k: token_count(v) for k, v in tools.items() if token_count(v)}
+        if isinstance(tools, Mapping)
+        else {},
         geo if isinstance(geo, str) else None,
     )
 

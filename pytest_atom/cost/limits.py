@@ -5,21 +5,17 @@ key) bound what the *agent* may use over a whole spec run: every iteration of ev
 attempt adds up, because a budget is about what getting the task done costs, refine
 attempts included. The reflector is the harness's judge, not the agent: it never counts.
 
-`Budget.observe` folds the agent's events (pytest_atom.events) in as they arrive, so the runner can
-stop the CLI the moment a limit is crossed. A replay streams the recorded answers through
-the same CLI, so the same limits hold offline, on the recorded usage.
+`Budget.observe` folds the agent's events in as they arrive, so the runner can stop the CLI
+the moment a limit is crossed; a replay's recorded answers are counted the same way.
 
 - turns: assistant messages the CLI streams, a subagent's among them (the CLI emits one
   event per content block, all with the message's id; a message counts once; a subagent's
   final answer is never streamed);
 - tool calls: ``tool_use`` blocks, a subagent's among them;
-- tokens: input, output and cache tokens of every session of the agent's calls: the main
-  session and its subagents (see pytest_atom.cost.usage). While a call runs the assistant
-  events carry provisional usage; its ``result`` event replaces them with the call's exact
-  figure, the one the reports show, and a limit the exact figure crosses stops the run then;
-- cost: the CLI's price of that usage (also for scripted and replayed answers, which
-  nobody paid), this call's share. It is only known when a call ends, so a cost
-  limit stops the run after the iteration that crossed it;
+- tokens: every session's of the agent's calls, subagents included: provisional while a
+  call runs, then its ``result`` event's exact figure (pytest_atom.cost.usage);
+- cost: the CLI's price of that usage (scripted and replayed too), known when a call ends,
+  so a cost limit stops the run after the iteration that crossed it;
 - timeout: seconds per attempt of the agent, as the spec's older top-level ``timeout``.
 """
 
@@ -64,11 +60,8 @@ class Limits:
 
 
 def parse_limits(data: Mapping[str, Any]) -> Limits:
-    """A ``limits:`` mapping as written in a config file; ValueError names the bad key.
-
-    Specs are validated by their JSON schema first; the config file has no schema, so
-    this check is the one that tells its user what is wrong.
-    """
+    """A ``limits:`` mapping as written in a config file (which has no schema); ValueError
+    names the bad key."""
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in LIMIT_KEYS:
@@ -103,18 +96,11 @@ class Usage:
 
 
 class Budget:
-    """The agent's usage over a spec run, checked against its limits event by event.
-
-    One Budget serves every iteration and attempt of a run (limits sum over them). The
-    first limit crossed is kept in `exceeded` (``"exceeded max_turns: 3 > 2"``); later
-    events still count, so the report shows what the agent had used when it was stopped.
-    Tokens and cost are every session's of the agent's calls, subagents included, counted
-    as `CallUsage` counts them for the call's record: the totals the reports show.
-    """
+    """The agent's usage over a spec run (every iteration and attempt), checked against its
+    limits event by event. The first limit crossed is kept in `exceeded`; later events still
+    count, so the report shows what the agent had used when it was stopped."""
 
     def __init__(self, limits: Limits, spend: SpendLimit | None = None) -> None:
-        """`spend`: the session's spending limit (`pytest_atom.cost.spend`), which stops
-        the agent as its own limits do."""
         self.limits = limits
         self.spend = spend
         self.usage = Usage()
@@ -123,8 +109,7 @@ class Budget:
         self._call = CallUsage()  # the call under way
 
     def observe(self, events: Iterable[Event]) -> Crossing | None:
-        """Count events as they arrive (a line's worth); the message naming a limit they
-        crossed, else None. Every event counts, those after a crossing too."""
+        """Count events as they arrive; the first limit they crossed, else None."""
         crossed = None
         for event in events:
             crossed = self._observe(event) or crossed
@@ -171,7 +156,6 @@ def _show(value: float) -> str:
 
 
 def count_line(events: Sequence[Event], meter: CallUsage, budget: Budget | None) -> Crossing | None:
-    """A line of an agent's output counted in one go: by its call's meter (the record's),
-    then by the run's budget; the limit the line crossed, else None (`Budget.observe`)."""
+    """A line's events counted by its call's meter, then by the run's budget (if any)."""
     meter.fold_all(events)
     return budget.observe(events) if budget is not None else None

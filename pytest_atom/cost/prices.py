@@ -1,12 +1,9 @@
 """What the API charges per token, per model: the prices Claude Code prices usage with.
 
-pytest-atom never sees an invoice; the cost it reports per call is the CLI's own
-``total_cost_usd``. To estimate a recording before it runs (``atom cassette cost``) and to
-hold a session to a spending limit while streams arrive, it prices usage the same way,
-from this table. The figures are those of Claude Code 2.1.332's model catalog (its
-``pricing`` tiers, US dollars per million tokens; a web search costs $0.01), so an
-estimate agrees with what that CLI reports. A model the table does not know is priced
-as the CLI prices one (its default tier, $5 / $25).
+The cost reported per call is the CLI's own ``total_cost_usd``; to estimate a recording
+(``atom cassette cost``) and to hold a session to a spending limit as streams arrive, usage
+is priced from this table: Claude Code 2.1.332's model catalog (US dollars per million
+tokens; a web search $0.01). An unknown model gets the CLI's default tier ($5 / $25).
 """
 
 from __future__ import annotations
@@ -96,11 +93,7 @@ def cost_usd(used: Billed, model: str | None) -> float:
 @dataclass
 class RoleBills:
     """What answers billed, summed by role: tokens (`Billed`), dollars, and the steps billed
-    on top of the answers (role -> step kind, advisor or compaction -> (tokens, dollars)).
-
-    The gateway's meter adds each answer here in one call: the sums and their prices are
-    this package's, so an answer's accounting does not go back and forth between packages.
-    """
+    on top of the answers (role -> step kind -> (tokens, dollars))."""
 
     by_role: dict[str, Billed] = field(default_factory=dict)
     usd_by_role: dict[str, float] = field(default_factory=dict)

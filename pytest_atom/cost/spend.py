@@ -7,10 +7,8 @@ and `.prices`: Claude Code's own prices) the moment it has passed through. Once 
 limit is reached:
 
 - no new ``claude -p`` call starts: a spec not started yet is not run (`SpendingLimitReached`);
-- a call under way is stopped the way a spec's limits stop one (its `Budget` reports the
-  crossing on the CLI's next event, and the runner stops the CLI), and the gateway answers
-  any further request with a final API error instead of forwarding it: what is in flight
-  is one answer per concurrent session at most;
+- a call under way is stopped the way a spec's limits stop one, and the gateway answers any
+  further request with a final API error: at most one answer per session is in flight;
 - the session exits 2, as ``claude plugin eval --max-cost-usd`` does, and its summary says
   what was spent and which specs did not run.
 
@@ -31,8 +29,7 @@ __all__ = ["EXIT_SPENDING_LIMIT", "SPEND_WORDS", "Crossing", "SpendLimit", "Spen
 
 class Crossing(str):
     """A limit the agent crossed, as the reports word it (``exceeded max_turns: 3 > 2``),
-    with the limit named apart (`limit`: ``exceeded max_turns``) for the outcome's detail,
-    so nothing takes the sentence apart to find it."""
+    with the limit named apart (`limit`: ``exceeded max_turns``)."""
 
     limit: str
 
@@ -45,7 +42,7 @@ class Crossing(str):
         return str(self), self.limit
 
     def within(self, step: str) -> Crossing:
-        """The crossing of a multi-step spec's step: the step names it (``step test``)."""
+        """The crossing within a multi-step spec's step (``step test: ...``)."""
         return Crossing(f"step {step}: {self}", f"step {step}")
 
 
@@ -83,13 +80,13 @@ class SpendLimit:
         return f"${self.spent_usd:.4f} spent of the ${self.limit_usd:.4f} limit ({self.option})"
 
     def crossing(self) -> Crossing | None:
-        """How a run stopped by the limit is reported (a `Budget` crossing), or None."""
+        """How a run stopped by the limit is reported, or None."""
         if not self.reached:
             return None
         return Crossing(f"reached {SPEND_WORDS}: {self.words()}", f"reached {SPEND_WORDS}")
 
     def refuse(self, what: str) -> SpendingLimitReached:
-        """The error for `what` (a spec's name) that will not start; remembered for the summary."""
+        """The error for `what` (a spec) that will not start; the summary names it."""
         with self._lock:
             self._stopped.append(what)
         return SpendingLimitReached(f"not run: {SPEND_WORDS} is reached: {self.words()}")

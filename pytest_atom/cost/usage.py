@@ -12,8 +12,8 @@ requests). Its stream-json tells them apart only so far (Claude Code 2.1.330 and
   totals, earlier calls included; ``model_usage_since_last_result`` is this call's share.
   Claude Code 2.1.197 has no such key, and its figures are per call.
 
-The event parser (pytest_atom.events) reads these figures and `CallUsage` folds its events,
-so a record of the call (`IterationRecord`) and a run's budget (`Budget`) count one way: provisional while the call runs, exact once it ends.
+`CallUsage` folds the parsed events, so a call's record and a run's budget count one way:
+provisional while the call runs, exact once it ends.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_atom.cost.billing import Tokens
+from pytest_atom.cost.billing import Tokens, token_count
 from pytest_atom.events import Event, MessageUsage, Result, SessionStarted, ToolCall
 
 __all__ = [
@@ -37,17 +37,12 @@ __all__ = [
 ]
 
 #: The kinds of session a spec run reports usage for, in report order: the agent's main
-#: session, its subagents, the judge, (planner mode) the planner and (a conversation) the
-#: simulated user, shown only for a spec with ``user:``; then the sampling
-#: steps the API bills on top of a session's answers (``usage.iterations``): the advisor
-#: model's and compaction's. Claude Code files the advisor's under its model in
-#: ``modelUsage`` (so not the main session's: "subagents" until split off here) and leaves
-#: compaction out; both are read from the streams (pytest_atom.cost.billing). Last,
-#: ``other``: what the run's figure holds that no role above names (an answer the streams
-#: billed that Claude Code never priced: a call stopped before its result event, a side
-#: request), so the roles always add up to ``atom_tokens`` and the dollars spent; 0 when
-#: every token has its role. A failed try counts in its own role (shown apart too, in
-#: ``atom_failed_tries_tokens``).
+#: session, its subagents, the judge, the planner, the simulated user; then the steps the
+#: API bills on top of a session's answers (``usage.iterations``), read from the streams:
+#: the advisor's (which Claude Code files under its model, so among "subagents" until split
+#: off here) and compaction's (which Claude Code leaves out). Last, ``other``: what the run's
+#: figure holds that no role names (a call stopped before its result event, a side request),
+#: so the roles always add up to ``atom_tokens`` and the dollars spent.
 ROLES = (
     "executor",
     "subagents",
@@ -59,8 +54,8 @@ ROLES = (
     "other",
 )
 
-#: A Messages-API usage object's counts in the CLI's per-model ``modelUsage``, with the price weight used to split
-#: a model's cost between sessions (input = 1: the published ratios of Anthropic's prices).
+#: The counts of the CLI's per-model ``modelUsage``, with the price weight that splits a
+#: model's cost between sessions (input = 1: the ratios of Anthropic's prices).
 _MODEL_USAGE_WEIGHTS = {
     "inputTokens": 1.0,
     "outputTokens": 5.0,
@@ -77,19 +72,13 @@ _AS_MODEL_USAGE = {
 
 def usage_tokens(usage: Any) -> int:
     """Input, output and cache tokens of a Messages-API usage object (0 for anything else),
-    read by the one fold of usage (pytest_atom.cost.billing). The steps billed on top of
-    an answer (``usage.iterations``) are not in it: Claude Code's events and totals leave
-    compaction out and file the advisor's under its own model; the gateway reads both
-    from the streams."""
+    without the steps billed on top of the answer (``usage.iterations``), as Claude Code
+    counts them."""
     return Tokens.of(usage).total
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def _weight(counts: Mapping[str, Any]) -> float:
-    return sum(w * _count(counts.get(k)) for k, w in _MODEL_USAGE_WEIGHTS.items())
+    return sum(w * token_count(counts.get(k)) for k, w in _MODEL_USAGE_WEIGHTS.items())
 
 
 @dataclass(frozen=True)
@@ -108,14 +97,11 @@ class RoleUsage:
 
 @dataclass(frozen=True)
 class Dollars:
-    """A run's dollars by the one rule every view reads (the summary, JUnit, HTML, the
-    history store and `atom history`): two figures, never added together.
+    """A run's dollars by the one rule every view reads: two figures, never added together.
 
-    `spent` is what the run paid an API: 0 for a scripted or replayed run, or an outcome
-    the cache reported, which call none. `list_price` is Claude Code's price of every
-    session the run's figures hold, paid or not (the roles' dollars added up): what
-    recording these sessions costs. For a paid recording it is what was spent; for a
-    replay, what the recording cost; for a scripted run, what recording it would cost.
+    `spent` is what the run paid an API (0 when scripted, replayed or cached).
+    `list_price` is Claude Code's price of every session the run's figures hold, paid or
+    not (the roles' dollars added up): what recording these sessions costs.
     """
 
     spent: float = 0.0
@@ -123,13 +109,12 @@ class Dollars:
 
     @classmethod
     def of(cls, spent: float, roles: Mapping[str, RoleUsage]) -> Dollars:
-        """`spent`, and the list price: the roles' dollars added up."""
         return cls(spent, sum(used.cost_usd for used in roles.values()))
 
 
 @dataclass
 class CallUsage:
-    """One call's usage, folded event by event from its stream-json (see the module doc)."""
+    """One call's usage, folded event by event (the module doc)."""
 
     turns: int = 0  # assistant messages streamed (a subagent's final answer is not)
     tool_calls: int = 0
@@ -145,7 +130,6 @@ class CallUsage:
     _subagents: dict[str, int] = field(default_factory=dict, repr=False)
 
     def fold_all(self, events: Iterable[Event]) -> None:
-        """Count a line's events (`fold`), in order."""
         for event in events:
             self.fold(event)
 
@@ -187,10 +171,9 @@ class CallUsage:
 
 
 def every_session_tokens(main_usage: Any, model_usage: Mapping[str, Any]) -> int:
-    """A call's tokens over every session: its ``modelUsage``; the main session's
-    ``usage`` when there is none (an older CLI, or a record made by hand)."""
+    """A call's tokens over every session: its ``modelUsage``, else the main session's."""
     every = sum(
-        _count(counts.get(k))
+        token_count(counts.get(k))
         for counts in model_usage.values()
         if isinstance(counts, Mapping)
         for k in _MODEL_USAGE_WEIGHTS
@@ -237,15 +220,12 @@ def split_steps(
     roles: dict[str, RoleUsage], steps: Mapping[str, Mapping[str, tuple[int, float]]]
 ) -> dict[str, dict[str, RoleUsage]]:
     """Give the steps billed on top of the answers (`steps`: gateway role -> kind ->
-    (tokens, dollars), read from the streams) roles of their own, in `roles` (each session's
-    tokens and Claude Code's price); return what of them Claude Code counted nowhere, by
-    gateway role and kind.
+    (tokens, dollars)) roles of their own in `roles`; return what of them Claude Code
+    counted nowhere, by gateway role and kind.
 
-    An advisor step is taken out of the session Claude Code filed it under (the executor's
-    "subagents", or the reflector's or planner's own session), as far as that session holds
-    it: the rest Claude Code left out of its totals. A compaction step (and a kind not known
-    yet) Claude Code counts nowhere: all of it is left out. The roles then add up to Claude
-    Code's figure plus what is returned, which is what the streams billed."""
+    An advisor step is taken out of the session Claude Code filed it under, as far as that
+    session holds it; the rest, and a compaction step (or a kind not known yet), Claude
+    Code left out. The roles then add up to what the streams billed."""
     left_out: dict[str, dict[str, RoleUsage]] = {}
     for role, kinds in steps.items():
         session = _FILED_UNDER.get(role, role)

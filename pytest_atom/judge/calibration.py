@@ -2,20 +2,14 @@
 judge was.
 
 `atom calibrate` writes ``calibration.json`` beside a spec's labelled samples
-(``specs/calibration/<spec>/calibration.json``, next to the spec file). This module is its
-format and the questions other concepts ask of it, kept with the judge (`trust` reads it for
-a run's gate) so a run and its reports may read it without loading the commands that make it
-(`pytest_atom.calibration`):
-
-* `load_calibration` -- each criterion's `CriterionCalibration`, keyed by criterion text;
-* `judge_identity` -- who would judge the criterion today (model, reflector prompt, the
-  criterion's words, the Claude Code release);
-* `stale_because` -- which of those changed since the calibration was made, or None.
+(``specs/calibration/<spec>/calibration.json``). This module is its format and the questions
+a run's gate (`trust`) asks of it, kept with the judge so a run need not load the commands
+that make it (`pytest_atom.calibration`).
 
 A calibration made by one judge says nothing of another: a new model, an edited reflector
-prompt, a reworded criterion or another Claude Code release makes it stale, and the gate
-(``--atom-require-calibration``, a criterion's ``min_kappa``) then treats the criterion as
-advisory until it is calibrated again.
+prompt, a reworded criterion or another Claude Code release makes it stale
+(`stale_because`), and the gate then treats the criterion as advisory until it is
+calibrated again.
 """
 
 from __future__ import annotations
@@ -69,11 +63,10 @@ class Disagreement:
 
 @dataclass(frozen=True)
 class CriterionCalibration:
-    """One criterion's agreement with the humans, as measured on its labelled samples.
+    """One criterion's agreement with the humans, measured on its labelled samples.
 
-    `kappa` is Cohen's κ, NaN when undefined (the human and the judge each gave one verdict
-    to every sample, so chance agreement is 1); a NaN is below every floor. `kappa_low` and
-    `kappa_high` bound its 95 % interval (`interval` says how it was computed).
+    `kappa` is Cohen's κ, NaN when undefined (each side gave one verdict to every sample);
+    a NaN is below every floor. `kappa_low` and `kappa_high` bound its 95 % interval.
     """
 
     identity: JudgeIdentity
@@ -93,8 +86,7 @@ class CriterionCalibration:
 
 
 def base_name(spec: Spec) -> str:
-    """The spec's name without its case and arm: every case and arm of a spec shares one
-    judge per criterion, so they share its samples and calibration."""
+    """The spec's name without its case and arm, which share its samples and calibration."""
     name = spec.name
     for part in (spec.arm, spec.case):
         if part is not None:
@@ -108,19 +100,12 @@ def calibration_dir(spec: Spec) -> Path:
 
 
 def calibration_file(spec: Spec) -> Path:
-    """Where the spec's calibration is stored (it may not exist yet)."""
     return calibration_dir(spec) / "calibration.json"
 
 
-def judge_model(spec: Spec) -> str:
-    """The reflector's model as the run's factory picks it (run.factory)."""
-    return spec.reflector.model or spec.model or "default"
-
-
 def reflector_prompts(spec: Spec, prompt_dirs: Sequence[Path] = ()) -> PromptLoader:
-    """Where a run of `spec` finds its prompts (as `run.spec_run` does): the nearest
-    ``.atom/prompts/`` above the spec, else the working folder's, then `prompt_dirs`
-    (`.atom/config.yaml`'s), then the shipped ones."""
+    """Where a run of `spec` finds its prompts: the nearest ``.atom/prompts/`` above the
+    spec (else the working folder's), then `prompt_dirs`, then the shipped ones."""
     project = next(
         (f for f in (spec.root, *spec.root.parents) if (f / ".atom" / "prompts").is_dir()), None
     )
@@ -132,18 +117,17 @@ def reflector_prompts(spec: Spec, prompt_dirs: Sequence[Path] = ()) -> PromptLoa
 
 
 def prompt_hash(prompts: PromptLoader | None = None) -> str:
-    """The reflector prompt's template as a run would load it (a project's
-    ``.atom/prompts/REFLECTOR.md`` wins): an edited prompt is another judge."""
+    """The hash of the reflector prompt a run would load: an edited prompt is another judge."""
     return short((prompts or PromptLoader()).load("reflector").encode("utf-8"))
 
 
 def judge_identity(
     spec: Spec, criterion: str, claude_version: str, prompts: PromptLoader | None = None
 ) -> JudgeIdentity:
-    """Who would judge `criterion` of `spec` today, with Claude Code `claude_version`
-    (`prompts`: default, the spec's own, `reflector_prompts`)."""
+    """Who would judge `criterion` of `spec` today, with Claude Code `claude_version`."""
     loader = prompts or reflector_prompts(spec)
-    return JudgeIdentity(judge_model(spec), prompt_hash(loader), criterion, claude_version)
+    model = spec.reflector.model or spec.model or "default"  # as run.factory picks it
+    return JudgeIdentity(model, prompt_hash(loader), criterion, claude_version)
 
 
 _NAMES = {
@@ -155,8 +139,8 @@ _NAMES = {
 
 
 def stale_because(stored: JudgeIdentity, current: JudgeIdentity) -> str | None:
-    """Why a calibration made by `stored` does not hold for `current`, naming each field
-    that changed with its old and new value; None when they are the same judge."""
+    """Why a calibration made by `stored` does not hold for `current` (each field changed,
+    old and new), or None."""
     changed = [
         f"{_NAMES[name]} changed ({getattr(stored, name)!r} -> {getattr(current, name)!r})"
         for name in _NAMES
@@ -201,8 +185,9 @@ def from_json(entry: Mapping[str, Any]) -> CriterionCalibration:
     )
 
 
-def load_file(path: Path) -> dict[str, CriterionCalibration]:
-    """A calibration.json's criteria by text; {} when there is none."""
+def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
+    """The spec's stored calibration, keyed by criterion text ({} when never calibrated)."""
+    path = calibration_file(spec)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -224,18 +209,12 @@ def load_file(path: Path) -> dict[str, CriterionCalibration]:
     return {entry.criterion: entry for entry in entries}
 
 
-def load_calibration(spec: Spec) -> Mapping[str, CriterionCalibration]:
-    """The spec's stored calibration, keyed by criterion text ({} when never calibrated)."""
-    return load_file(calibration_file(spec))
-
-
 def calibration_for(
     spec: Spec, number: int, stored: Mapping[str, CriterionCalibration] | None = None
 ) -> CriterionCalibration | None:
     """The stored calibration of the spec's criterion `number` (1-based): the one of its
-    words, else the one stored in its place when the criteria were calibrated (the words
-    changed since: `stale_because` then names the criterion's text). A case's criterion is
-    found by its words as written (`Spec.criteria_keys`): its cases share one calibration."""
+    words as written (`Spec.criteria_keys`), else the one stored in its place (reworded
+    since: `stale_because` then says so)."""
     found = load_calibration(spec) if stored is None else stored
     keys = spec.criteria_keys
     text = keys[number - 1]
@@ -251,8 +230,7 @@ def calibration_for(
 def save_calibration(
     path: Path, spec_name: str, calibrations: Mapping[str, CriterionCalibration]
 ) -> Path:
-    """Write calibration.json: one entry per criterion, in the given order, stable text (a
-    reviewed file whose diff shows what changed)."""
+    """Write calibration.json in stable text, so a reviewed diff shows what changed."""
     document = {
         "format": FORMAT,
         "spec": spec_name,
@@ -265,9 +243,8 @@ def save_calibration(
 def calibration_state(
     spec: Spec, claude_version: str, prompts: PromptLoader | None = None
 ) -> list[tuple[CriterionCalibration | None, JudgeIdentity]]:
-    """What a run's gate (judge.trust) asks of a spec, in one call: for each criterion, in
-    the spec's order, its stored calibration (`calibration_for`: a reworded criterion's old
-    one) and who would judge it today."""
+    """For each criterion of `spec`, in order: its stored calibration (`calibration_for`)
+    and who would judge it today."""
     stored = load_calibration(spec)
     return [
         (calibration_for(spec, number, stored), judge_identity(spec, text, claude_version, prompts))

@@ -33,13 +33,10 @@ from pytest_atom.wire.verdict_schema import VERDICT_SCHEMA as VERDICT_SCHEMA
 from pytest_atom.words import Scrubbed, clip
 
 #: The most characters the reflector's prompt quotes of each piece of evidence; a longer
-#: one is clipped in its middle (`pytest_atom.words.clip`: head and tail kept, with a note
-#: saying how much was left out and where the whole is). About 200,000 characters in all,
-#: some 50,000 tokens at ~4 characters a token: a quarter of the 200,000-token context
-#: window of Claude's models, leaving the rest to Claude Code's own system prompt and tool
-#: schemas (~15,000 tokens), the files the reflector reads itself, and its verdict. Without
-#: it a 5 MB final message made the CLI refuse the session ("Prompt is too long"): a
-#: harness error for what the agent did. The diff gets the most: it is the attempt's work.
+#: one is clipped in its middle (`words.clip`). About 200,000 characters in all, some 50,000
+#: tokens: a quarter of a 200,000-token context window, leaving the rest to Claude Code's
+#: own prompt, the files the reflector reads and its verdict (a 5 MB final message made the
+#: CLI refuse the session). The diff gets the most: it is the attempt's work.
 REFLECTOR_BUDGET = {
     "task": 30_000,
     "checks": 40_000,  # all checks together
@@ -52,9 +49,8 @@ READ_ONLY_TOOLS = ("Read", "Grep", "Glob")
 
 
 def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
-    """A session that reads and answers as JSON (the reflector, the planner): the real
-    Claude Code, not ``--bare``, with read-only tools and only the run's own empty user
-    settings, so nothing an agent wrote can instruct it."""
+    """A session that reads and answers as JSON (the reflector, the planner): not ``--bare``,
+    read-only tools, only the run's own empty user settings (nothing an agent wrote)."""
     return ClaudeOptions(
         permission_mode="default",
         allowed_tools=READ_ONLY_TOOLS,
@@ -71,14 +67,14 @@ def read_only_options(schema: dict[str, Any]) -> ClaudeOptions:
 
 
 def vote_role(role: str, vote: int) -> str:
-    """The role of one vote's session (its pinned session id derives from it): the first
-    vote keeps the single session's role, so a spec that adds votes keeps its first."""
+    """The role of one vote's session; the first vote keeps the single session's role, so a
+    spec that adds votes keeps its first (and its pinned session id)."""
     return role if vote == 1 else f"{role}:v{vote}"
 
 
 def again_role(role: str) -> str:
-    """The role of the session that asks the judge again, once, when its verdict left a
-    criterion out (`Verdict.omits`): a session of its own, recorded and replayed as any."""
+    """The role of the session that asks the judge again when its verdict left a criterion
+    out (`Verdict.omits`)."""
     return f"{role}:again"
 
 
@@ -136,13 +132,9 @@ def build_prompt(
     prompts: PromptLoader | None = None,
     earlier_steps: Sequence[str] = (),
 ) -> str:
-    """REFLECTOR.md with the evidence filled in.
-
-    `earlier_steps`: a step of a multi-step spec may name one as a rollback `target`; the
-    rule saying so is added only then, so a single-prompt spec's prompt stays as it was
-    (and its cassettes keep matching). Each part is scrubbed before its budget cuts it, so
-    no cut splits a secret the scrubber knows only whole.
-    """
+    """REFLECTOR.md with the evidence filled in, each part scrubbed before its budget cuts
+    it (no cut splits a secret). The rollback rule is added only with `earlier_steps`, so a
+    single-prompt spec's prompt (and its cassettes) stays as it was."""
     budget, scrub = REFLECTOR_BUDGET, Scrubber().scrub
     # Check output is tool output: its wall times would make every prompt unique.
     check_lines = [
@@ -204,7 +196,6 @@ def _quote(text: str) -> str:
 
 
 def verdict_schema(earlier_steps: Sequence[str] = ()) -> dict[str, Any]:
-    """The verdict's schema: a step's (with a rollback `target`) when there are earlier steps."""
     return STEP_VERDICT_SCHEMA if earlier_steps else VERDICT_SCHEMA
 
 
@@ -218,7 +209,7 @@ def reflector_input(
     earlier_steps: Sequence[str] = (),
 ) -> SessionInput:
     """The reflector's whole request but its folder: what a replay compares to recall the
-    recorded verdict instead of starting the session (pytest_atom.replay.recall)."""
+    recorded verdict (pytest_atom.replay.recall)."""
     diff = workspace_diff(
         spec.workspace,
         attempt_dir,
@@ -240,15 +231,10 @@ def run_reflector(
     session_id: str,
     timeout: float | None,
 ) -> tuple[Verdict, IterationRecord]:
-    """Judge one attempt on `session` (`reflector_input`'s answer, which a replay also
-    recalls a recorded verdict by; it is all the judge is told of the spec), stopped after
-    `timeout` seconds (the spec's); raises ReflectorError when no valid verdict comes back.
-
-    `agent` is the factory's reflector (run.factory): the real Claude Code (not
-    ``--bare``, which would offer Read alone) with only the setting source ``user``, the
-    run's own empty config: the attempt folder's CLAUDE.md and .claude/ settings were the
-    agent's to write, so they must not instruct the judge or run its hooks.
-    """
+    """Judge one attempt on `session` (all the judge is told of the spec); ReflectorError
+    when no valid verdict comes back. `agent` is the factory's reflector: only the setting
+    source ``user`` (the run's own, empty), since the attempt folder's CLAUDE.md and
+    .claude/ settings were the agent's to write, and must not instruct the judge."""
     try:
         answer, record = agent.structured(
             session.prompt, attempt_dir, session_id=session_id, timeout=timeout

@@ -10,14 +10,10 @@ A criterion written with a floor (``{text, min_kappa, min_samples}``), or any cr
 * rests on at least `min_samples` labelled samples (`DEFAULT_MIN_SAMPLES` when unset), and
 * has Cohen's κ at least `min_kappa` (a NaN κ, undefined, is below every floor).
 
-Otherwise the criterion is advisory: its verdict is shown in every report and fails
-nothing (`results.outcome.judge`). The criterion's own `min_kappa` is the more specific and
-wins over the setting's; a criterion with neither is `UNFLOORED` and gates as always.
-
-A reworded criterion finds no calibration under its new words; the entry at its position in
-calibration.json, written for words the spec no longer has, is taken as its old calibration
-(`calibration_for`, the rule ``atom calibrate`` reports staleness by), so it is reported
-stale ("the criterion's text changed"), not missing.
+Otherwise the criterion is advisory: its verdict is shown and fails nothing. The
+criterion's own `min_kappa` wins over the setting's; a criterion with neither is
+`UNFLOORED` and gates as always. A reworded criterion is reported stale, not missing
+(`calibration_for`).
 """
 
 from __future__ import annotations
@@ -40,8 +36,8 @@ __all__ = ["criteria_floors", "criteria_trust", "criterion_trust"]
 
 
 def criteria_floors(spec: Spec, require: float | None) -> tuple[CalibrationFloor | None, ...]:
-    """Each criterion's floor, in the spec's order: its own (its `min_kappa` over the
-    setting's `require`), or the setting's alone; None where neither applies."""
+    """Each criterion's floor, in the spec's order: its own (over the setting's `require`),
+    or the setting's; None where neither applies."""
     everyone = CalibrationFloor(require) if require is not None else None
     return tuple(
         own.over(require) if (own := spec.criteria_floors.get(text)) is not None else everyone
@@ -55,9 +51,8 @@ def criteria_trust(
     claude_version: str | None,
     prompts: PromptLoader | None = None,
 ) -> tuple[Trust, ...]:
-    """Each criterion's trust, in the spec's order: `UNFLOORED` where no floor applies (it
-    gates; calibration.json is read only when some criterion has a floor). Raises
-    CalibrationError (naming the file) when the spec's calibration.json cannot be read."""
+    """Each criterion's trust, in the spec's order (calibration.json is read only when some
+    criterion has a floor); CalibrationError names a file that cannot be read."""
     floors = criteria_floors(spec, require)
     if not any(floors):
         return tuple(UNFLOORED for _ in floors)
@@ -75,8 +70,8 @@ def criterion_trust(
     current: JudgeIdentity,
     where: str = "calibration.json",
 ) -> Trust:
-    """Gated or advisory, and why in a line: missing, stale, too few samples, κ too low
-    (the first that holds), else calibrated."""
+    """Advisory when missing, stale, on too few samples or κ too low (the first that
+    holds), else calibrated; and why, in a line."""
     if calibration is None:
         return Trust(
             "uncalibrated", f"no calibration in {where}: label samples, run `atom calibrate`"
@@ -96,5 +91,4 @@ def criterion_trust(
 
 
 def _kappa(kappa: float) -> str:
-    """κ to two places; ``undefined`` when NaN (every verdict the same on both sides)."""
     return "undefined" if math.isnan(kappa) else f"{kappa:.2f}"

@@ -55,7 +55,7 @@ from pytest_atom.replay.normalize import (
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.upstream import Forwarding, kept_headers
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.wire.request import GatewayRequest, request_kinds
+from pytest_atom.wire.request import GatewayRequest
 from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 
 
@@ -108,9 +108,9 @@ class CassetteResponder(Forwarding):
         self.original_count = len(self.cassette.interactions)
         self._played = [False] * self.original_count
         self._keys: dict[int, str] = {}
-        self._kinds = request_kinds(
-            [(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions]
-        )
+        self._kinds = [
+            request_kind(i.method, i.endpoint, i.body, i.role) for i in self.cassette.interactions
+        ]
         self._waiting: list[tuple[GatewayRequest, Any, float]] = []  # sent, no answer yet
         self._client = (
             httpx.Client(timeout=httpx.Timeout(self.upstream_timeout, connect=30.0))

@@ -1,18 +1,15 @@
 """Reports: what a run leaves for people and machines.
 
 A report format is a protocol (`format.ReportFormat`) plus one module per format, found
-through the ``pytest_atom.report_formats`` entry-point group (`format.report_formats`).
-Every front end drives every installed format through the same calls, one loop each, and
-names none (`format` lists them): each finished run is published, a pytest item takes each
-format's JUnit properties, each run's view crosses to where the session ends, and each
-format finishes the session there.
+through the ``pytest_atom.report_formats`` entry-point group; every front end drives every
+installed format through the same calls and names none (`format`).
 
 - `text`: the failure report a person acts on (pytest's longrepr, `SpecResult.report()`);
 - `junit`: the JUnit properties of a spec's test case;
 - `json_trace`: the JSON trace file (`trace_schema.json`) and its transcripts;
 - `html`: the HTML report (`templates/`), one page per session;
 - `markdown`: the session's Markdown summary (``--atom-markdown``, GitHub's job summary), and
-  the pieces any Markdown of run text is made of (the pull request's comment uses them);
+  the pieces any Markdown of run text is made of;
 - `otel`: the session as one OpenTelemetry trace, sent to a collector (``--atom-otel``).
 
 No format imports another (pyproject.toml's independence contract). What they share lives
@@ -23,7 +20,8 @@ clue), `properties` (a run's figures by name), `trace` (the trace document,
 Reports of other things than one spec run: `summary` is the session's terminal summary (from
 its rows), `cassette_transcript` a cassette as a transcript (`atom cassette show`); `table`
 lays out terminal tables (the summary's, ``atom history``'s) with `rich.table`; `history_view` is
-what the HTML page shows of the history store (`pytest_atom.history.view` fills it).
+what the HTML page shows of the history store (`pytest_atom.history.view` fills it) and its
+trend drawing.
 
 Where to add: a format is a new module here with one `ReportFormat` object, and its line in
 the entry-point group (pyproject.toml) and the independence contract; another

@@ -1,11 +1,8 @@
 """A cassette as a transcript a person reads: `atom cassette show` prints its lines.
 
-A cassette holds the API side of a run's conversations: every request repeats the whole
-conversation so far, and every answer is an SSE stream. `cassette_lines` groups those
-requests into sessions, shows each turn's new user content and the answer (read by
-`transcript.read_reply`, folded with the gateway's own `fold_sse`), and sums the usage.
-Calls are marked (a skill, a subagent, an MCP tool, a refused call) by
-`transcript.call_marks`, as the trajectory checks and the HTML report mark them.
+Every request of a cassette repeats the whole conversation so far: `cassette_lines` groups
+them into sessions, shows each turn's new user content and its answer (`read_reply`), marks
+calls as the trajectory checks and the HTML report do (`call_marks`), and sums the usage.
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
+from pytest_atom.replay.matching import tool_names
 from pytest_atom.replay.transcript import (
     AGENT_TOOLS,
     Mark,
@@ -43,14 +41,9 @@ Style = Literal["", "bold", "dim"]
 
 @dataclass(frozen=True)
 class Line:
-    """One line of a cassette transcript: ``prefix + text + suffix``, `text` in `style`.
-
-    The style is data, not escape codes, so this module stays free of any terminal library
-    and ``str(line)`` is the plain text. That text is inert (`pytest_atom.inert`): a
-    cassette is data from whoever wrote it, and what it quotes (the agent's words, tool
-    output, the spec's name) may hold terminal control sequences, an OSC that sets the
-    title or the clipboard among them.
-    """
+    """One line of a transcript: ``prefix + text + suffix``, `text` in `style` (data, not
+    escape codes: ``str(line)`` is the plain text). Inert (`pytest_atom.inert`): what a
+    cassette quotes may hold terminal control sequences (an OSC that sets the clipboard)."""
 
     text: str
     style: Style = ""
@@ -145,16 +138,12 @@ def cassette_lines(path: Path, data: Cassette, max_lines: int = 15) -> Iterator[
 
 
 class _CassetteTranscript:
-    """Builds the transcript's lines; sessions are printed one after the other."""
-
     def __init__(self, max_lines: int) -> None:
         self.max_lines = max_lines
         self.totals = _Totals()
         self.sessions: list[_Session] = []
         self.pending: list[Line] = []  # HEAD, side and count_tokens lines before the next turn
         self.marks: list[Mark] = []  # every call's, for the totals
-
-    # -- text helpers
 
     def clip(self, text: str, indent: str) -> list[Line]:
         """The text's lines, indented, at most `max_lines` of them and a note of the rest."""
@@ -172,8 +161,6 @@ class _CassetteTranscript:
         if self.max_lines and len(text) > limit:
             return text[:limit] + f"... ({plural(len(text) - limit, 'more character')})"
         return text
-
-    # -- requests
 
     def user_content(self, content: Any, indent: str) -> list[Line]:
         """What the user side sent: text (system reminders only counted) and tool results."""
@@ -206,8 +193,6 @@ class _CassetteTranscript:
         return out
 
     def assistant(self, reply: Reply, indent: str, session: str = "turn") -> list[Line]:
-        """The answer's blocks; a StructuredOutput call is the reflector's verdict, or in
-        a planner's session (`session`, the request's kind), its plan."""
         if reply.error:
             return [Line(f"{indent}error: {reply.error}")]
         out: list[Line] = []
@@ -222,7 +207,6 @@ class _CassetteTranscript:
         return out
 
     def block(self, block: dict[str, Any], indent: str, session: str) -> list[Line]:
-        """One block of an answer, by its type."""
         kind = block.get("type")
         if kind == "text":
             return self.clip(str(block.get("text", "")), indent)
@@ -232,7 +216,10 @@ class _CassetteTranscript:
         if kind == "redacted_thinking":
             return [Line("(redacted thinking)", "dim", indent)]
         if kind == "tool_use" and block.get("name") == STRUCTURED_OUTPUT:
-            return [self.structured(block, indent, plan=session == "planner")]
+            plan = session == "planner"  # else the reflector's verdict
+            self.totals.plans += plan
+            self.totals.verdicts += not plan
+            return [Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(block.get('input'))}")]
         if kind == "tool_use":
             self.totals.tool_calls += 1
             return self.tool_use(block, indent)
@@ -251,18 +238,9 @@ class _CassetteTranscript:
             ]
         return [Line(f"{indent}[{kind}]")]
 
-    def structured(self, block: dict[str, Any], indent: str, *, plan: bool) -> Line:
-        """A StructuredOutput call: the planner's plan, or the reflector's verdict."""
-        if plan:
-            self.totals.plans += 1
-        else:
-            self.totals.verdicts += 1
-        return Line(f"{indent}{'plan' if plan else 'verdict'}: {_dumps(block.get('input'))}")
-
     def tool_use(self, block: dict[str, Any], indent: str, word: str = "tool_use") -> list[Line]:
-        """A tool call, tagged when it is a skill, subagent or MCP call (`call_marks`); a
-        shell command is shown as typed, not JSON-escaped. A refusal shows on the result,
-        the only place a cassette keeps it."""
+        """A tool call, tagged (`call_marks`), a shell command as typed (not JSON-escaped).
+        A refusal shows on the result, the only place a cassette keeps it."""
         name, args = str(block.get("name", "?")), block.get("input")
         marks = call_marks(name, args)
         self.marks += marks
@@ -277,12 +255,8 @@ class _CassetteTranscript:
         shown = args if isinstance(args, str) else _dumps(args)
         return [Line(f"{head} {self.short(shown)}")]
 
-    # -- interactions
-
     def add(self, n: int, interaction: Interaction) -> None:
-        """Sort an interaction: a turn (of any role's session), a side request, a token
-        count or anything else; all but turns wait in `pending` for the next turn.
-        """
+        """A turn joins its session; anything else waits in `pending` for the next turn."""
         body = interaction.body if isinstance(interaction.body, dict) else {}
         where = f"[{n}] {interaction.method} {interaction.endpoint}"
         kind = request_kind(interaction.method, interaction.endpoint, body, interaction.role)
@@ -301,7 +275,7 @@ class _CassetteTranscript:
             self.pending.append(Line(f"  {where} -> {interaction.status}"))
 
     def side(self, where: str, body: dict[str, Any], interaction: Interaction) -> None:
-        """A request without tools (a title, a summary): one line, what was asked and said."""
+        """A request without tools (a title, a summary): what was asked and said, one line."""
         reply = read_reply(interaction.response, interaction.status)
         self.totals.side += 1
         self.totals.add(reply, body)
@@ -330,9 +304,8 @@ class _CassetteTranscript:
                 if answers & session.answers:
                     session.key = key
                     return session
-        tools = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
         first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
-        session = _Session(key, tools, _own_text(first))
+        session = _Session(key, tool_names(body), _own_text(first))
         self.sessions.append(session)
         return session
 
@@ -379,7 +352,6 @@ class _CassetteTranscript:
                 session.agent_calls.append((end, prompt.strip(), about))
 
     def lines(self, path: Path, data: Cassette) -> Iterator[Line]:
-        """Metadata, then the sessions (or the lone requests, if no turn came), then totals."""
         width = 14
         yield Line(f"{'Cassette':<{width}}{path}")
         for label, key in _METADATA_FIELDS:
@@ -479,10 +451,9 @@ def _broken_billed(notes: Any) -> int:
 
 
 def billed_words(billed: Billed, usd: float, broken: int = 0) -> str:
-    """What the answers billed, as every report's token figure counts it, and Claude Code's
-    own count beside it where that differs (it leaves compaction out): ``billed 72,396
-    tokens (Claude Code counted 72,213): message 72,213, compaction 183, $0.0643 at
-    today's prices``. `broken`: what broken streams left out of the cassette billed."""
+    """``billed 72,396 tokens (Claude Code counted 72,213): message 72,213, compaction 183,
+    $0.0643 at today's prices``: Claude Code's count only where it differs (it leaves
+    compaction out). `broken`: what broken streams left out of the cassette billed."""
     total = billed.tokens + broken
     words = f"billed {total:,} tokens"
     if billed.cli_counted != total:
@@ -505,8 +476,7 @@ _RESULT_FIELDS = ("error_code", "return_code", "stdout", "stderr", "text", "file
 
 
 def _result_text(content: Any) -> list[str]:
-    """A server tool's result as lines: each search hit's title and address, a fetched
-    page's address, title and text, code's exit status and output, an advisor's advice;
+    """A server tool's result as lines (search hits, fetched pages, code output, advice);
     encrypted parts are named, not shown."""
     if isinstance(content, str):
         return [content]
@@ -530,7 +500,6 @@ def _result_text(content: Any) -> list[str]:
 
 
 def _result_heading(content: dict[str, Any]) -> list[str]:
-    """A search hit's or fetched page's line: its title, address and age."""
     title, url = content.get("title"), content.get("url")
     if not (url or title):
         return []
@@ -539,7 +508,6 @@ def _result_heading(content: dict[str, Any]) -> list[str]:
 
 
 def _result_source(source: Any) -> list[str]:
-    """A document's source: its text, or what binary data it holds."""
     if not (isinstance(source, dict) and isinstance(source.get("data"), str)):
         return []
     if source.get("type") == "base64":
@@ -574,10 +542,8 @@ def _own_text(content: Any) -> str:
 
 def _side_topic(body: dict[str, Any]) -> str:
     """What a side request is for: title generation, else the start of its last message."""
-    if "title" in _dumps(body.get("system")).lower():
-        return "title generation"
     schema = _dumps((body.get("output_config") or {}).get("format"))
-    if '"title"' in schema:
+    if "title" in _dumps(body.get("system")).lower() or '"title"' in schema:
         return "title generation"
     last = body["messages"][-1] if body["messages"] else {}
     content = last.get("content") if isinstance(last, dict) else ""

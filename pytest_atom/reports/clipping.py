@@ -1,12 +1,9 @@
 """Long texts in reports: clipped in the report, kept whole in a file the report names.
 
-An agent may end with a 5 MB message, a check may print a 2 MB log, a diff may be huge. A
-report that copies each such text wherever it shows it grows without bound: a 5 MB final
-message made `results.json` 15 MB (the message, the turn that said it, the view's copy).
-Every string of a report's data longer than `REPORT_TEXT_LIMIT` is cut to its head and tail
-around a note saying how much was clipped and which file holds the whole text; that file is
-written once per distinct text. Each such text is scrubbed here before it is cut or written,
-whatever the caller did: a cut through a secret leaves a part the scrubber cannot know.
+An agent may end with a 5 MB message, which a report would copy wherever it shows it. Every
+string of a report's data longer than `REPORT_TEXT_LIMIT` is cut to its head and tail around
+a note naming the file that holds it whole (one file per distinct text). Each such text is
+scrubbed here before it is cut: a cut through a secret leaves a part the scrubber cannot know.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ from pytest_atom.words import clip
 
 __all__ = ["REPORT_TEXT_LIMIT", "TEXTS_FOLDER", "clip_long_texts"]
 
-#: The most characters of one text a report carries: some 400 lines of 50 characters, more
-#: than anyone reads on a page (the HTML report folds a text past 4,000 characters anyway),
+#: The most characters of one text a report carries: more than anyone reads on a page,
 #: while a run's data stays well under a megabyte whatever the agent printed.
 REPORT_TEXT_LIMIT = 20_000
 #: The run folder's folder of whole texts that its HTML and results views clipped.

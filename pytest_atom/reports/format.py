@@ -1,18 +1,15 @@
 """What a report format is (`ReportFormat`), and the installed ones (`report_formats`).
 
-Each format is one module of `pytest_atom.reports` holding one `ReportFormat` object, found
-through the ``pytest_atom.report_formats`` entry-point group, where pyproject.toml declares
-the built-ins exactly as another distribution declares its own. They are loaded when a run
-first needs them, never at import (collecting specs and ``atom --help`` load none). A format
-renders from the typed `SpecResult`, never from another format's output (pyproject.toml's
-independence contract).
+Formats are found through the ``pytest_atom.report_formats`` entry-point group, where
+pyproject.toml declares the built-ins exactly as another distribution declares its own, and
+loaded when a run first needs them, never at import (``atom --help`` loads none). A format
+renders from the typed `SpecResult`, never from another format's output.
 
-Every front end drives every installed format through the same four calls, each one loop
-over `report_formats()` naming no format (docs/where-to-add.md lists where each is made):
-`publish` every finished run, `properties` a pytest item's JUnit properties, `view` what
-of a run the session's end needs (built where the spec ran: an xdist worker's report, or a
-shard's results file, carries it), `finish` the session's end with every run (`SessionEnd`).
-Subclass `ReportFormat` to inherit the calls a format has nothing to do in.
+Every front end makes the same four calls, each one loop over `report_formats()` naming no
+format (docs/where-to-add.md): `publish` every finished run, `properties` a pytest item's
+JUnit properties, `view` what of a run the session's end needs (built where the spec ran,
+it crosses processes), `finish` the session's end (`SessionEnd`). Subclass `ReportFormat`
+to inherit the calls a format has nothing to do in.
 """
 
 from __future__ import annotations
@@ -79,13 +76,11 @@ class SessionEnd:
 @runtime_checkable  # `extensions.load` checks each entry point against it
 class ReportFormat(Protocol[Rendered_co]):
     """A report format: its `name`, `render` (one spec run in the format) and the four
-    calls every front end makes of each installed format (module docstring). It reads
-    results only; the files it writes are its own module's business."""
+    calls every front end makes of it (module docstring)."""
 
     @property
     def name(self) -> str:
-        """The format's name: ``text``, ``junit-properties``, ``json-trace``, ``html``,
-        ``markdown``."""
+        """The format's name: ``text``, ``junit-properties``, ``html``, ..."""
         ...
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> Rendered_co:
@@ -94,17 +89,15 @@ class ReportFormat(Protocol[Rendered_co]):
         ...
 
     def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """Every finished run, in every session: `report_dir` is the ``--atom-report``
-        folder (None without it), where a format that writes a file per run puts it."""
+        """Every finished run; `report_dir`: the ``--atom-report`` folder (None without it)."""
         return None
 
     def properties(self, result: SpecResult) -> list[tuple[str, object]]:
-        """The run's JUnit properties (pytest's ``record_property`` pairs), if any."""
+        """The run's JUnit properties (``record_property`` pairs), if any."""
         return []
 
     def view(self, result: SpecResult, *, repeat: int | None, settings: RunSettings) -> Any:
-        """What of this run `finish` will need (JSON-able: it crosses processes), built
-        where the spec ran; None: nothing."""
+        """What of this run `finish` will need (JSON-able); None: nothing."""
         return None
 
     def finish(self, end: SessionEnd) -> list[Written]:
@@ -119,6 +112,5 @@ def report_formats() -> tuple[ReportFormat[object], ...]:
 
 
 def builtin_formats() -> tuple[ReportFormat[object], ...]:
-    """pytest-atom's own formats, by name."""
     own = builtin_names(GROUP)
     return tuple(f for f in report_formats() if f.name in own)

@@ -1,19 +1,17 @@
 """The HTML report format: one self-contained page per run, to *see* what each agent did.
 
-Two steps, so the page can be assembled where the results meet (the xdist controller)
-from data built where each spec ran (a worker):
+Two steps, so the page is assembled where the results meet (the xdist controller) from
+data built where each spec ran (a worker):
 
-- ``spec_view(result)`` (the format's `render`, `HTML`): a JSON-able, scrubbed view of one
-  spec run: its invocation trace (``trace.build_trace``) with each session's events folded
-  into turns (``transcript.stream_turns``), plus the workspace diff, the divergence report
-  and the figures of the summary row (``properties.result_properties``).
-- ``render_html(rows)`` / ``write_html(rows, path)`` (`HTML.finish`, rows from `page_rows`):
-  the page, from Jinja2 templates in ``templates/`` with autoescaping on; CSS and the small
-  sorting and filtering script are inlined, so the file opens from disk or a CI artifact with no server and no network.
+- ``spec_view(result)`` (`render`): a JSON-able, scrubbed view of one run: its trace with
+  each session's events folded into turns, the workspace diff, the divergences and the
+  figures (``properties.result_properties``).
+- ``render_html(rows)`` / ``write_html(rows, path)`` (`finish`): the page, from the Jinja2
+  templates in ``templates/`` with autoescaping on; CSS and script are inlined, so the file
+  opens from disk or a CI artifact with no server and no network.
 
-Everything rendered passes through the same ``Scrubber`` as every other output: each
-view when it is built, and the whole page's data once more, so a secret assigned in one
-spec's transcript is redacted where another spec repeats it.
+Each view is scrubbed when it is built, and the whole page's data once more, so a secret
+assigned in one spec's transcript is redacted where another spec repeats it.
 """
 
 from __future__ import annotations
@@ -38,11 +36,10 @@ from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.transcript import call_marks, stream_turns, tool_label, trajectory_summary
 from pytest_atom.reports.clipping import TEXTS_FOLDER, clip_long_texts
 from pytest_atom.reports.format import ReportFormat, SessionEnd, Written
-from pytest_atom.reports.history_view import HistoryView
+from pytest_atom.reports.history_view import HistoryView, trend_svg
 from pytest_atom.reports.phrases import drift_summary
 from pytest_atom.reports.properties import result_properties
 from pytest_atom.reports.trace import build_trace
-from pytest_atom.reports.trend_svg import trend_svg
 from pytest_atom.results.rows import SummaryRow, spec_key
 from pytest_atom.results.spec_result import SpecResult
 
@@ -75,12 +72,8 @@ _TEMPLATES = Path(__file__).with_name("templates")
 
 
 def spec_view(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
-    """Everything the page shows about one spec run, JSON-able and scrubbed.
-
-    Built where the spec ran, while its run folder still holds the attempt to diff. A
-    text longer than `REPORT_TEXT_LIMIT` is clipped, kept whole in the run folder's
-    ``texts/`` (`clip_long_texts`).
-    """
+    """Everything the page shows about one spec run, JSON-able, scrubbed and clipped
+    (`clip_long_texts`), built while its run folder still holds the attempt to diff."""
     trace = build_trace(result, repeat=repeat)
     attempts = _attempt_children(trace, result)
     for child, attempt in zip(attempts, result.all_attempts, strict=True):
@@ -148,12 +141,8 @@ def report_row(
     longrepr: str = "",
     deltas: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One spec run on the page: its summary row and section.
-
-    `view` is None when the harness could not run the spec at all (`longrepr` says why).
-    `deltas` is the slot for baseline comparisons: metric name -> change, shown in the
-    summary row when any row has one.
-    """
+    """One spec run on the page; `view` None: the harness could not run it (`longrepr`
+    says why); `deltas`: the baseline's change of each figure."""
     return {
         "nodeid": nodeid,
         "outcome": outcome,
@@ -190,7 +179,6 @@ def _number(value: Any) -> float | None:
 
 
 def _summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts per outcome and totals, for the page's header."""
     props = [r["view"]["properties"] for r in rows if r["view"]]
     counts = Counter(r["outcome"] for r in rows)
     known = [o for o in OUTCOMES if o in counts]
@@ -238,9 +226,8 @@ def render_html(
     measured: Sequence[str] = (),
     history: HistoryView | None = None,
 ) -> str:
-    """The whole page, as one string; `rows` come from `report_row`, `measured` are the
-    lines of `pytest_atom.baseline.measure` (repeats and arms), shown above the table;
-    `history` the comparison with the previous run and each spec's trend."""
+    """The whole page; `rows` from `report_row`, `measured` the lines of
+    `baseline.measure`, `history` the comparison with the previous run and the trends."""
     data = Scrubber().scrub_obj([dict(r) for r in rows])
     template = _environment().get_template("report.html.j2")
     return template.render(
@@ -273,14 +260,12 @@ def write_html(
 
 
 class HtmlReport(ReportFormat[dict[str, Any]]):
-    """`render` is one spec run's part of the page (`spec_view`), its `view` when
-    ``--atom-html`` or ``--atom-report`` (whose shard results file keeps it) is set; `finish`
-    writes the page from every run's view (`write_html`)."""
+    """`render`: one run's part of the page (`spec_view`), its `view` with ``--atom-html``
+    or ``--atom-report`` (a shard's results file keeps it); `finish` writes the page."""
 
     name = "html"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
-        """The view of `result` the page shows (`spec_view`); `repeat` names its trace."""
         return spec_view(result, repeat=repeat)
 
     def view(
@@ -306,8 +291,7 @@ def page_rows(
     failures: Mapping[str, str],
     deltas: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    """The page's rows (`report_row`): every spec run by node id, then the specs the
-    harness could not run at all, shown with their error."""
+    """The page's rows: every spec run by node id, then the specs that could not run."""
     page = [
         report_row(
             row.nodeid,

@@ -6,13 +6,10 @@
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].transcripts/a01-executor-1.jsonl
     <report_dir>/<spec file stem>/<spec name>[.r<repeat>].texts/evidence-<hash>.txt
 
-The document is `reports.trace.build_trace`'s (``trace_schema.json`` describes it). A text
-in it longer than `REPORT_TEXT_LIMIT` (a check's 2 MB log) is clipped to its head and tail,
-and kept whole in ``.texts/`` beside it, which the clipped text names. A multi-step spec's
-transcripts are named ``<step>-a01-executor-1.jsonl``.
-
-Everything ``write_report`` puts on disk passes through a Scrubber first, and every file is
-written atomically, so a reader never sees a half-written trace.
+The document is `reports.trace.build_trace`'s; a text in it longer than `REPORT_TEXT_LIMIT`
+is clipped, and kept whole in ``.texts/``, which the clipped text names. A multi-step spec's
+transcripts are named ``<step>-a01-executor-1.jsonl``. Everything ``write_report`` writes
+is scrubbed first, and written atomically.
 """
 
 from __future__ import annotations
@@ -35,17 +32,13 @@ __all__ = ["JSON_TRACE", "JsonTrace", "trace_path", "write_report"]
 
 
 def trace_path(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
-    """Where write_report puts the trace of `result`."""
     folder = report_dir / result.spec.path.name.removesuffix(SPEC_SUFFIX)
     return folder / f"{trace_stem(result, repeat)}.json"
 
 
 def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = None) -> Path:
-    """Write the scrubbed trace and every session's scrubbed transcript; returns the trace path.
-
-    Transcripts are written first and the trace last, so a trace never names a missing
-    file; transcripts left from an earlier report of the same spec and repeat are removed.
-    """
+    """Write the scrubbed trace and every session's scrubbed transcript; returns the trace
+    path. Transcripts go first, so a trace never names a missing file; stale ones go."""
     path = trace_path(result, Path(report_dir), repeat=repeat)
     path.parent.mkdir(parents=True, exist_ok=True)
     sessions = [s for s in trace_sessions(result, repeat) if s.transcript is not None]
@@ -61,35 +54,26 @@ def write_report(result: SpecResult, report_dir: Path, *, repeat: int | None = N
         target.parent.mkdir(exist_ok=True)
         write_atomic(target, stdout)
         written.add(target)
-    transcripts = path.parent / f"{trace_stem(result, repeat)}.transcripts"
-    if transcripts.is_dir():
-        for stale in transcripts.glob("*.jsonl"):
-            if stale not in written:
-                stale.unlink()
-    texts = path.parent / f"{trace_stem(result, repeat)}.texts"
+    for stale in set((path.parent / f"{path.stem}.transcripts").glob("*.jsonl")) - written:
+        stale.unlink()
+    texts = path.parent / f"{path.stem}.texts"
     trace, kept = clip_long_texts(trace, texts)
-    if texts.is_dir():
-        for stale in texts.glob("*.txt"):
-            if stale not in kept:
-                stale.unlink()
+    for stale in set(texts.glob("*.txt")) - kept:
+        stale.unlink()
     text = json.dumps(trace, indent=2, ensure_ascii=False) + "\n"
     write_atomic(path, text)
     return path
 
 
 class JsonTrace(ReportFormat[dict[str, Any]]):
-    """`render` gives the document (unscrubbed, as built); `publish` writes the scrubbed
-    file with its transcripts (`write_report`) for every run, under ``--atom-report``."""
+    """`render`: the document, unscrubbed; `publish`: `write_report`, under ``--atom-report``."""
 
     name = "json-trace"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
-        """The trace of `result`; `repeat` names its transcripts (``<name>.r<repeat>``)."""
         return build_trace(result, repeat=repeat)
 
     def publish(self, result: SpecResult, *, repeat: int | None, report_dir: Path | None) -> None:
-        """With a report folder (``--atom-report``): the scrubbed trace file and its
-        transcripts (`write_report`), which `result.trace` then names."""
         if report_dir is not None:
             result.trace = write_report(result, report_dir, repeat=repeat)
 

@@ -1,9 +1,7 @@
 """The JUnit properties format: a spec run's figures as the properties of its JUnit test case.
 
 pytest writes an item's ``user_properties`` into its ``<testcase>`` in ``--junitxml``, and
-the session's summary, a baseline and `atom results` read them back from there. This format
-says which pairs, in which order: the trace's path first (when one was written), then every
-figure of `reports.properties.result_properties`.
+the summary, a baseline and `atom results` read them back from there.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ class JUnitProperties(ReportFormat[list[tuple[str, object]]]):
     name = "junit-properties"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> list[tuple[str, object]]:
-        """``atom_trace`` (where its JSON trace is) first, then its figures. A repeat's
-        figures are its own run's: `repeat` changes nothing here."""
+        """``atom_trace`` (where its JSON trace is) first, then its figures."""
         trace = [("atom_trace", display_path(result.trace))] if result.trace is not None else []
         return [*trace, *result_properties(result).items()]
 

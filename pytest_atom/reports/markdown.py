@@ -1,21 +1,18 @@
 """The Markdown format: a session's summary where a team reads CI, and Markdown made of run text.
 
 `MARKDOWN` writes, at the session's end, the outcome table (regressions first, then the
-other failures, each with its first cause in one line), the figures (tokens, what was spent
-and Claude Code's list price, wall time, the outcome cache's hits), each run's criteria
-trust (gated, advisory) and the terminal summary's notes, to ``--atom-markdown PATH`` and,
-when ``$GITHUB_STEP_SUMMARY`` is set, appended to that file, as GitHub's job summary
-expects. A link to the HTML report goes at the top when the CI names one: ``$ATOM_HTML_URL``,
-else, when this session wrote one (``--atom-html``) on GitHub Actions, the run's page, which
-lists its artifacts (docs/how-to/pull-requests.md).
+other failures, each with its first cause), the figures, each run's criteria trust and the
+terminal summary's notes, to ``--atom-markdown PATH`` and, when ``$GITHUB_STEP_SUMMARY`` is
+set, appended to that file. A link to the HTML report goes at the top when the CI names one
+(docs/how-to/pull-requests.md).
 
-Run text (node ids, case ids, a cause quoting the agent or a check, a note) is never read as
+Run text (node ids, a cause quoting the agent or a check, a note) is never read as
 Markdown: it is scrubbed, then shown in a code span (`code`) or a fenced block (`block`)
-whose fence is longer than any run of backticks in it, so no emphasis, link, image, raw
-HTML, mention or autolink can form, and a table's pipes are escaped. A document stays
-within a limit (`fitted`: GitHub refuses a step summary over 1 MiB, a comment over 65,536
-characters), leaving out the last rows with a line saying how many. The pull request's
-comment (`pytest_atom.history.diff.RunDiff.markdown`) is made of the same pieces.
+whose fence is longer than any run of backticks in it, so no emphasis, link, raw HTML,
+mention or autolink can form, and a table's pipes are escaped. A document stays within a
+limit (`fitted`: GitHub refuses a step summary over 1 MiB, a comment over 65,536
+characters). The pull request's comment (`history.diff.RunDiff.markdown`) uses the same
+pieces.
 """
 
 from __future__ import annotations
@@ -113,14 +110,12 @@ def block(lines: Sequence[Scrubbed]) -> list[str]:
 def table(
     header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] = ()
 ) -> list[str]:
-    """A GitHub table: `header` (our own words), `rows` of cells already made (`code`);
-    the columns at the indexes in `right` (figures) aligned right."""
+    """A GitHub table of cells already made (`code`); the columns in `right` aligned right."""
     align = ["---:" if i in right else "---" for i in range(len(header))]
     return [table_row(header), table_row(align), *(table_row(cells) for cells in rows)]
 
 
 def table_row(cells: Sequence[str]) -> str:
-    """One line of a table: `cells` made already (`code`, our own words)."""
     return "| " + " | ".join(cells) + " |"
 
 
@@ -142,13 +137,9 @@ def fitted(parts: Sequence[Sequence[str] | Cut], limit: int) -> str:
     """The parts as one document of at most `limit` bytes: the fixed parts whole, then as
     many lines of each `Cut` as still fit, the earlier cuts first, each cut one closed
     with its line of how many it left out. "" when not even the fixed parts fit."""
-    fixed = 0
-    for part in parts:
-        if isinstance(part, Cut):
-            fixed += _size([part.more(len(part.lines)), *part.after])
-        else:
-            fixed += _size(part)
-    room = limit - fixed
+    room = limit - sum(
+        _size([p.more(len(p.lines)), *p.after]) if isinstance(p, Cut) else _size(p) for p in parts
+    )
     if room < 0:
         return ""
     out: list[str] = []
@@ -170,9 +161,9 @@ def fitted(parts: Sequence[Sequence[str] | Cut], limit: int) -> str:
 
 
 def html_link(html: Path | None, env: Mapping[str, str]) -> str | None:
-    """The line that links the HTML report: ``$ATOM_HTML_URL`` (where CI published it), else,
-    when the session wrote one on GitHub Actions, the run's page (its artifacts are listed
-    there); None without either. An address that is no plain http(s) URL is not shown."""
+    """The line that links the HTML report: ``$ATOM_HTML_URL``, else, when the session wrote
+    one on GitHub Actions, the run's page (which lists its artifacts); None without either.
+    An address that is no plain http(s) URL is not shown."""
     url = env.get(HTML_URL, "")
     if url:
         return f"[The HTML report]({url})" if _URL.fullmatch(url) else None
@@ -199,12 +190,11 @@ def first_cause(result: SpecResult) -> Scrubbed:
 
 
 def _has_cause(outcome: Outcome) -> bool:
-    """Whether the table shows what stopped the run: not for a plain pass."""
     return not outcome.ok or outcome.xfail is not None
 
 
 def _trust(row: SummaryRow) -> str:
-    """``2 gated, 1 advisory``: the run's criteria by their trust label (judge.trust)."""
+    """``2 gated, 1 advisory``: the run's criteria by their trust."""
     props = row.properties
     if "atom_criteria_gated" not in props:
         return ""
@@ -243,7 +233,6 @@ def _figures(rows: Sequence[SummaryRow], cache: bool) -> str:
 def _notes(
     rows: Sequence[SummaryRow], failures: Mapping[str, str], gates: RepeatGates
 ) -> list[str]:
-    """The terminal summary's lines under its table, as it words them."""
     notes = [f"{row.nodeid}: {row.plan}" for row in rows if row.plan]
     notes += [f"{label}: {row.nodeid}: {text}" for row in rows for label, text in row.notes()]
     notes += failed_tries_lines(rows) + environment_lines(rows) + cached_lines(rows)
@@ -272,7 +261,6 @@ class Beside:
 def summary_markdown(
     rows: Sequence[SummaryRow], beside: Beside | None = None, limit: int = SUMMARY_LIMIT
 ) -> str:
-    """The summary of `rows` (and what is `beside` them) in at most `limit` bytes."""
     beside = beside or Beside()
     top = [_heading(rows, beside.failures), ""]
     top += [beside.link, ""] if beside.link else []
@@ -338,14 +326,12 @@ def _block_cut(notes: Sequence[Scrubbed]) -> list[Sequence[str] | Cut]:
 
 
 class MarkdownSummary(ReportFormat[str]):
-    """`render` is one run's summary (`summary_markdown`); its `view` the first cause of a
-    run that did not pass, when the session writes a summary; `finish` writes the session's
-    to ``--atom-markdown PATH`` and appends it to ``$GITHUB_STEP_SUMMARY``."""
+    """`render`: one run's summary; `view`: the first cause of a run that did not pass, when
+    the session writes a summary; `finish`: the session's summary, written."""
 
     name = "markdown"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> str:
-        """A one-run summary; a repeat reads the same."""
         row = SummaryRow.of(result.spec.name, result_properties(result), result.outcome)
         return summary_markdown([row], Beside(causes={row.nodeid: first_cause(result)}))
 
@@ -383,8 +369,8 @@ class MarkdownSummary(ReportFormat[str]):
 
 
 def _changes(end: SessionEnd) -> tuple[dict[str, str], str]:
-    """Each run's change by node id: since the history store's like run (`atom diff`'s
-    pairing), else against the baseline; and which run it was compared with."""
+    """Each run's change by node id (since the history store's like run, else against the
+    baseline), and which run it was compared with."""
     view = end.history()
     by_label = {row.label: row.direction for row in view.rows} if view else {}
     deltas = end.deltas()

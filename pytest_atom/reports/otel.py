@@ -13,24 +13,20 @@ exporter) the session's end sends one trace; without it this format does nothing
               chat <model>                   each model answer, in the order they came
               execute_tool <tool>            each tool call, with its arguments and result
 
-Model and agent spans carry the OpenTelemetry GenAI conventions' attributes
-(``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
-``gen_ai.usage.input_tokens`` with the cache's tokens counted in, as the conventions ask of
-Anthropic, ``gen_ai.usage.output_tokens``), pytest-atom's own figures ``atom.*``.
-Claude Code's stream gives each answer's input tokens as the answer starts, and its output
-tokens only in the session's total: a ``chat`` span carries input tokens, its
-``invoke_agent`` span the session's exact input and output tokens and its cost.
+Model and agent spans carry the OpenTelemetry GenAI conventions' attributes (input tokens
+with the cache's counted in, as the conventions ask of Anthropic), pytest-atom's own
+figures ``atom.*``. Claude Code's stream gives an answer's output tokens only in the
+session's total: a ``chat`` span carries input tokens, its ``invoke_agent`` span the
+session's exact tokens and cost.
 
-Times: a run's results carry how long the spec and each session took, not when each model
-or tool call happened. The spec ends when its view was built (right after it ran), its
-sessions follow one another in the order they ran, each as long as it took; a session's
-calls share its time in equal slices, in their order.
+Times: results say how long the spec and each session took, not when each call happened.
+The spec ends when its view was built, its sessions follow one another, each as long as it
+took, and a session's calls share its time in equal slices, in their order.
 
-Two steps, as the HTML page's: `spec_spans` (the format's `render`) builds one run's tree
-where the spec ran, scrubbed and clipped, JSON-able so it crosses from an xdist worker to
-the controller (`view`); `finish` joins every run's tree under the session's root and
-sends it. So under xdist the session is still one trace. A CI matrix's shards are sessions
-of their own: each sends its own trace.
+Two steps, as the HTML page's: `spec_spans` builds one run's tree where the spec ran,
+scrubbed, clipped and JSON-able (`view`); `finish` joins every run's tree under the
+session's root and sends it, so under xdist the session is still one trace (a CI matrix's
+shards each send their own).
 """
 
 from __future__ import annotations
@@ -67,9 +63,8 @@ SERVICE = "pytest-atom"
 
 
 def spec_spans(result: SpecResult, *, repeat: int | None = None) -> Span:
-    """The run's span tree, its times in seconds from the spec's start; every text in it
-    scrubbed (with the run's transcripts as context, as the other formats scrub), then
-    clipped (`TEXT_LIMIT`)."""
+    """The run's span tree, its times in seconds from the spec's start; its texts scrubbed
+    (the run's transcripts as context), then clipped (`TEXT_LIMIT`)."""
     clock = _Clock()
     children = [_session(clock, "planner", 1, p.record) for p in result.plans if p.record]
     children += [_recalled(clock, p.recalled) for p in result.plans if p.recalled]
@@ -155,7 +150,6 @@ def _attempt(clock: _Clock, attempt: Attempt, step: str | None) -> Span:
 
 
 def _session(clock: _Clock, role: str, number: int, record: IterationRecord) -> Span:
-    """One Claude Code session: the GenAI conventions' agent span, its calls below it."""
     start, end = clock.take(record.duration)
     attributes = {
         "gen_ai.operation.name": "invoke_agent",
@@ -186,8 +180,7 @@ def _session(clock: _Clock, role: str, number: int, record: IterationRecord) -> 
 
 
 def _recalled(clock: _Clock, recalled: Recalled) -> Span:
-    """A session a replay answered from the cassette (its input unchanged): no time, and
-    the tokens and cost it had when it was recorded."""
+    """A session a replay recalled: no time, its recorded tokens and cost."""
     role, _, vote = recalled.role.partition(":")  # ``reflector:2``: the second vote's
     attributes = {
         "gen_ai.operation.name": "invoke_agent",
@@ -203,7 +196,6 @@ def _recalled(clock: _Clock, recalled: Recalled) -> Span:
 
 
 def _calls(record: IterationRecord) -> Iterator[tuple[str, dict[str, Any], str | None]]:
-    """Each model answer and tool call of a session, in order: name, attributes, error."""
     answered = {e.tool_use_id: e for e in record.events if isinstance(e, ToolResult)}
     seen: set[str] = set()
     for event in record.events:
@@ -244,8 +236,6 @@ def _calls(record: IterationRecord) -> Iterator[tuple[str, dict[str, Any], str |
 
 
 def _usage(usage: Mapping[str, Any], *, output: bool) -> dict[str, int]:
-    """The GenAI conventions' token counts: input tokens include the cache's (the
-    conventions' rule for Anthropic, whose own figure leaves them out)."""
     tokens = Tokens.of(usage)
     counts = {
         "gen_ai.usage.input_tokens": tokens.input + tokens.cache_read + tokens.cache_write,
@@ -265,7 +255,6 @@ def _span(
     error: str | None,
     children: list[Span],
 ) -> Span:
-    """A span as data, its attributes without the values it has none of (None)."""
     return {
         "name": name,
         "start": start,
@@ -277,7 +266,6 @@ def _span(
 
 
 def _clipped(span: Span, whole: str) -> Span:
-    """`span` with every (scrubbed) text attribute and error clipped to `TEXT_LIMIT`."""
 
     def cut(value: Any) -> Any:
         return clip(Scrubbed(value), TEXT_LIMIT, whole) if isinstance(value, str) else value
@@ -291,8 +279,8 @@ def _clipped(span: Span, whole: str) -> Span:
 
 
 def session_spans(end: SessionEnd, runs: Mapping[str, Mapping[str, Any]]) -> Span:
-    """The session's root span over every run's tree (`OtelExport.view`, by node id), each
-    spec span named by its node id; times in seconds since the epoch."""
+    """The session's root span over every run's tree (`OtelExport.view`, by node id);
+    times in seconds since the epoch."""
     children = []
     for nodeid, run in runs.items():
         spec: Span = run["spans"]
@@ -373,8 +361,8 @@ def _ns(seconds: float) -> int:
 
 
 class OtelExport(ReportFormat[Span]):
-    """`render` gives a run's span tree (`spec_spans`); `view` the same with the wall-clock
-    time it ended, with ``--atom-otel`` only; `finish` sends the session's trace."""
+    """`render`: a run's span tree; `view`: the same and when it ended (``--atom-otel``
+    only); `finish`: sends the session's trace."""
 
     name = "otel"
 

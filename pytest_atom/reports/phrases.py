@@ -1,9 +1,7 @@
 """What every report format says the same way about the same part of a run.
 
 The words for a replay's drift, for one step of a multi-step spec, and what in a failure
-points at the run's environment: the failure text, the JUnit properties, the JSON trace
-and the HTML page each show them, so they live here, not in one format that the others
-would then import (no report format imports another: pyproject.toml's contract).
+points at the run's environment: several formats show them, and no format imports another.
 
 Where to add: a phrase a second format needs, moved here from the format that had it.
 """
@@ -28,8 +26,7 @@ def drift_line(drift: Drift | None) -> str | None:
 
 
 def drift_summary(drift: Drift) -> str:
-    """A replay's drift in a few words, for a table cell; the whole sentence stays one
-    click away: ``2.1.197 → 2.1.330; system prompt changed``."""
+    """A replay's drift for a table cell: ``2.1.197 → 2.1.330; system prompt changed``."""
     versions = [f"{drift.recorded_version} → {drift.live_version}"] if drift.versions_differ else []
     parts = versions + drift.changes(brief=True)
     return "; ".join(parts) or f"{drift.loose}/{drift.replayed} matched on the conversation"
@@ -50,7 +47,7 @@ def step_line(step: StepResult) -> str:
 
 def environment_clue_of(result: SpecResult) -> EnvironmentClue | None:
     """What in a failed check's or set-up's output points at the run's environment (a
-    command not found, a variable not set); None when nothing does."""
+    command not found, a variable not set), if anything."""
     texts = [f"{c.summary}\n{c.evidence}" for c in result.checks if not c.passed]
     if result.harness_error and result.harness_error.startswith("set-up"):
         texts.append(result.harness_error)  # it quotes the set-up's last lines

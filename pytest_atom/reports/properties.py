@@ -1,7 +1,6 @@
-"""A run's figures by name, one key per figure: what the JUnit properties format records
-(`reports.junit`), and what the summary table, the HTML page and `atom run --json` read.
+"""A run's figures by name, one key per figure: what the JUnit properties format records,
+and what the summary table, the HTML page and `atom run --json` read.
 
-Not a format of its own: several formats show these figures, and no format imports another.
 Where to add: a new figure is one more key in `result_properties` (``atom_<name>``).
 """
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 
 def result_properties(result: SpecResult) -> dict[str, Any]:
-    """A run's figures by name: JUnit properties, summary table rows, `atom run --json`."""
     return {
         "atom_decision": result.decision,
         "atom_score": "" if result.score is None else result.score,
@@ -77,10 +75,8 @@ def result_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def repeat_properties(result: SpecResult) -> dict[str, Any]:
-    """How many runs the spec has (``atom_repeats``) and its own ``atom_pass_at_least``,
-    where it repeats or sets a count: a row carries them across xdist's border and into
-    a shard's results file, so the exit status counts the spec's passes against them
-    (`pytest_atom.results.thresholds`)."""
+    """``atom_repeats`` and ``atom_pass_at_least``, where the spec repeats or sets a count:
+    a row carries them across xdist and shards to the exit status (`results.thresholds`)."""
     spec = result.spec
     props: dict[str, Any] = {}
     if (spec.repeats or 1) > 1 or spec.pass_at_least is not None:
@@ -91,8 +87,7 @@ def repeat_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def criteria_votes(result: SpecResult) -> str | None:
-    """``1 met 3/3 · 2 unmet 1/3``: each criterion (numbered as the spec lists them) and its
-    votes (JUnit ``atom_criteria_votes``); None when a single reflector session judged."""
+    """``1 met 3/3 · 2 unmet 1/3``: each criterion's votes; None when one session judged."""
     verdict = result.verdict
     if verdict is None or not verdict.scores:
         return None
@@ -104,12 +99,8 @@ def criteria_votes(result: SpecResult) -> str | None:
 
 def criteria_trust(result: SpecResult) -> dict[str, Any]:
     """Whether each criterion of the final verdict gated or was advisory, and why
-    (judge.trust): ``atom_criteria_trust`` (``1 gated (no calibration floor) · 2 advisory
-    (calibration stale: …)``, numbered as the spec lists them), the counts
-    ``atom_criteria_gated`` (``atom_criteria_unfloored`` of them without a floor) and
-    ``atom_criteria_advisory``, and each advisory criterion's reason
-    (``atom_criteria_advisory_reasons``: ``stale, uncalibrated``), which the summary counts
-    across xdist workers. Every judged item has them; an item without a verdict has none."""
+    (``atom_criteria_trust``: ``1 gated (no calibration floor) · 2 advisory (calibration
+    stale: …)``), and the counts the summary adds up across xdist workers."""
     verdict = result.verdict
     if verdict is None or not verdict.criteria:
         return {}
@@ -128,9 +119,8 @@ def criteria_trust(result: SpecResult) -> dict[str, Any]:
 
 
 def environment_properties(result: SpecResult) -> dict[str, Any]:
-    """When a failure could be the environment's doing: what points at it
-    (``atom_environment``) and the caller variables the run left out, by name
-    (``atom_left_out_variables``), which the summary lists once a session."""
+    """When a failure could be the environment's doing: what points at it, and the caller
+    variables the run left out, by name."""
     clue = environment_clue_of(result)
     if clue is None:
         return {}
@@ -142,10 +132,8 @@ def environment_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def billed_properties(result: SpecResult) -> dict[str, Any]:
-    """What the streams billed (``atom_billed_tokens``; the advisor's and compaction's own
-    steps are roles: ``atom_advisor_tokens``, ``atom_compaction_tokens``), Claude Code's own
-    figure (``atom_cli_tokens``, kept as a cross-check), and where they differ, by how much
-    and why (``atom_billing_note``)."""
+    """What the streams billed, Claude Code's own figure (a cross-check), and where they
+    differ, by how much and why."""
     if not result.billed:
         return {}
     props: dict[str, Any] = {
@@ -158,8 +146,8 @@ def billed_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def failed_try_properties(result: SpecResult) -> dict[str, Any]:
-    """``atom_failed_tries`` (CLI calls that failed and were retried) and their tokens and
-    cost, only when there were any: `atom_tokens` and `atom_cost_usd` already include them."""
+    """CLI calls that failed and were retried, and their tokens and cost (which
+    `atom_tokens` and `atom_cost_usd` already include), when there were any."""
     count, used = result.failed_tries()
     if not count:
         return {}
@@ -171,8 +159,7 @@ def failed_try_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def role_properties(result: SpecResult) -> dict[str, Any]:
-    """``atom_<role>_tokens`` and ``atom_<role>_cost_usd`` (Claude Code's price of that
-    role's usage, also for scripted and replayed answers) of every role in `ROLES`."""
+    """Each role's tokens and Claude Code's price of them (scripted and replayed too)."""
     props: dict[str, Any] = {}
     for role, used in result.usage_by_role().items():
         props[f"atom_{role}_tokens"] = used.tokens
@@ -181,13 +168,11 @@ def role_properties(result: SpecResult) -> dict[str, Any]:
 
 
 def recalled_roles(result: SpecResult) -> str:
-    """``planner, reflector``: the kinds of session a replay recalled instead of running."""
     return ", ".join(sorted({r.role.split(":")[0] for r in result.recalled}))
 
 
 def step_properties(result: SpecResult) -> dict[str, Any]:
-    """Per-step figures of a multi-step spec (JUnit properties): ``atom_step_<id>``;
-    in planner mode ``atom_plan`` too (the step ids, or what was wrong with the plan)."""
+    """A multi-step spec's ``atom_step_<id>``; in planner mode ``atom_plan`` too."""
     plan: dict[str, Any] = {}
     current = result.current_plan
     if current is not None:

@@ -1,7 +1,6 @@
 """The terminal summary of a session: one row per spec run, fitted to the terminal's width,
-with the notes under it (specs run without a sandbox, failed tries); the pass rates of
-repeated specs and their thresholds are `baseline.measure`'s. Every line is inert (`pytest_atom.inert`): a node id spells the spec
-file's name, a plan the planner's words."""
+with the notes under it. Every line is inert (`pytest_atom.inert`): a node id spells the
+spec file's name, a plan the planner's words."""
 
 from __future__ import annotations
 
@@ -17,8 +16,16 @@ from pytest_atom.results.rows import SummaryRow
 from pytest_atom.results.verdict import ADVISORY_WORDS
 
 
+def _whole(rows: Sequence[SummaryRow], key: str) -> int:
+    return sum(int(row.properties.get(key) or 0) for row in rows)
+
+
+def _listed(row: SummaryRow, key: str) -> list[str]:
+    """A property that lists names, ``a, b``, as its names."""
+    return [name for name in str(row.properties.get(key) or "").split(", ") if name]
+
+
 def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """The summary's warning for specs that ran their agents outside Claude Code's sandbox."""
     off = list(dict.fromkeys(row.nodeid for row in rows if not row.sandboxed))
     if not off:
         return []
@@ -34,21 +41,15 @@ def sandbox_warning_lines(rows: Sequence[SummaryRow]) -> list[str]:
 
 
 def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """How many criteria gated and how many were advisory, and why, over every judged run
-    (`reports.properties.criteria_trust`), and which runs' criteria were advisory; no
-    line when no criterion had a calibration floor (each gated, as always)."""
+    """How many criteria gated and were advisory, and why, and which runs' were advisory;
+    nothing when no criterion had a calibration floor."""
     judged = [row for row in rows if "atom_criteria_advisory" in row.properties]
-    unfloored = sum(int(row.properties.get("atom_criteria_unfloored") or 0) for row in judged)
-    gated = sum(int(row.properties.get("atom_criteria_gated") or 0) for row in judged)
-    advisory = sum(int(row.properties["atom_criteria_advisory"] or 0) for row in judged)
+    unfloored = _whole(judged, "atom_criteria_unfloored")
+    gated = _whole(judged, "atom_criteria_gated")
+    advisory = _whole(judged, "atom_criteria_advisory")
     if not judged or unfloored == gated + advisory:
         return []
-    reasons = Counter(
-        reason
-        for row in judged
-        for reason in str(row.properties.get("atom_criteria_advisory_reasons") or "").split(", ")
-        if reason
-    )
+    reasons = Counter(r for row in judged for r in _listed(row, "atom_criteria_advisory_reasons"))
     why = ", ".join(f"{n} {ADVISORY_WORDS.get(r, r)}" for r, n in sorted(reasons.items()))
     plain = f" ({unfloored} without a calibration floor)" if unfloored else ""
     line = f"criteria: {gated} gated{plain}, {advisory} advisory" + (f" ({why})" if why else "")
@@ -56,21 +57,18 @@ def criteria_trust_lines(rows: Sequence[SummaryRow]) -> list[str]:
         return [inert(line)]
     line += ": an advisory verdict fails nothing until `atom calibrate` calibrates its judge"
     where = ", ".join(
-        dict.fromkeys(
-            row.nodeid for row in judged if int(row.properties["atom_criteria_advisory"] or 0)
-        )
+        dict.fromkeys(row.nodeid for row in judged if _whole([row], "atom_criteria_advisory"))
     )
     return [inert(line), inert(f"  advisory in: {where}")]
 
 
 def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """The summary's note of CLI calls that failed and were retried: their tokens and cost
-    are in the table's figures already; this says how much of them the failed tries took."""
+    """CLI calls that failed and were retried, and how much of the figures they took."""
     tried = [row for row in rows if row.properties.get("atom_failed_tries")]
     if not tried:
         return []
-    count = sum(int(row.properties["atom_failed_tries"]) for row in tried)
-    tokens = sum(int(row.properties.get("atom_failed_tries_tokens") or 0) for row in tried)
+    count = _whole(tried, "atom_failed_tries")
+    tokens = _whole(tried, "atom_failed_tries_tokens")
     usd = sum(float(row.properties.get("atom_failed_tries_cost_usd") or 0) for row in tried)
     return [
         inert(
@@ -82,20 +80,12 @@ def failed_tries_lines(rows: Sequence[SummaryRow]) -> list[str]:
 
 
 def environment_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """Once a session: the specs whose failure could be the environment's doing (a command
-    not found, a variable not set), and the caller variables their runs left out, by name,
-    with how to pass one. Under every failure, they buried the reports."""
+    """Once a session: the specs whose failure could be the environment's doing, and the
+    caller variables their runs left out, by name, with how to pass one."""
     suspects = [row for row in rows if row.properties.get("atom_environment")]
     if not suspects:
         return []
-    names: list[str] = sorted(
-        {
-            name
-            for row in suspects
-            for name in str(row.properties.get("atom_left_out_variables") or "").split(", ")
-            if name
-        }
-    )
+    names = sorted({n for row in suspects for n in _listed(row, "atom_left_out_variables")})
     which = "; ".join(f"{row.nodeid} (`{row.properties['atom_environment']}`)" for row in suspects)
     many = len(suspects) > 1
     line = (
@@ -110,7 +100,7 @@ def _role_cell(row: SummaryRow, role: str) -> str:
     used = row.roles.get(role)
     if used is None or not used.tokens:
         return "-"
-    recalled = role in str(row.properties.get("atom_recalled", "")).split(", ")
+    recalled = role in _listed(row, "atom_recalled")
     # Tokens only: Claude Code's price of a scripted or replayed session was not spent, and
     # the cost columns say what was (JUnit and the trace keep each role's price).
     return str(used.tokens) + (RECALLED if recalled else "")
@@ -122,20 +112,15 @@ SUMMARY_WIDTH = 100
 
 
 def summary_width(is_terminal: bool, columns: int) -> int | None:
-    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None, one
-    line a spec however wide, where the output is no terminal (a CI log, a file).
-
-    ``COLUMNS`` alone does not make a file a terminal: pytest-xdist's workers set
-    ``COLUMNS=80`` (and ``LINES=24``) for every process they start, so a nested session's
-    summary would change its shape under ``-n``."""
+    """The width the summary must fit: a terminal's (at most `SUMMARY_WIDTH`); None (a line
+    a spec) for no terminal. ``COLUMNS`` alone makes no terminal: pytest-xdist's workers set
+    ``COLUMNS=80`` for every process they start."""
     return min(columns, SUMMARY_WIDTH) if is_terminal else None
 
 
 def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[str]:
-    """The terminal summary: one line per spec run, its outcome and figures; when that is
-    wider than `width`, the spec's name and outcome on a line, its figures under it (and
-    its baseline deltas and tokens per role on more lines, if they still do not fit).
-    `width` None: one line a spec, however wide."""
+    """The terminal summary: a line per spec run; when wider than `width`, the name and
+    outcome on a line and the figures under it (`width` None: never)."""
     roles = _summary_roles(rows)
     compared = any(row.baseline is not None for row in rows)  # --atom-baseline: its deltas
     plans = [inert(f"{row.nodeid}: {row.plan}") for row in rows if row.plan]
@@ -149,8 +134,7 @@ def summary_table(rows: Sequence[SummaryRow], width: int | None = None) -> list[
 
 
 def summary_cells(rows: Sequence[SummaryRow]) -> list[tuple[str, ...]]:
-    """The summary table's header, then a row of cells a spec run, unpadded: for a layout
-    of its own (the Markdown summary, `reports.markdown`)."""
+    """The summary table's header, then a row of cells a run, unpadded (for Markdown)."""
     compared = any(row.baseline is not None for row in rows)
     table = _table(rows, _summary_roles(rows), compared)
     return [tuple(cell.strip() for cell in row) for row in table]
@@ -191,13 +175,12 @@ def _summary_header(roles: tuple[str, ...], compared: bool) -> tuple[str, ...]:
 
 
 def _outcome_cell(row: SummaryRow) -> str:
-    """The outcome's label, ``(cached)`` after it when the store's stood in (--atom-cache)."""
     return row.outcome.summary_label + (" (cached)" if row.cached else "")
 
 
 def cached_lines(rows: Sequence[SummaryRow]) -> list[str]:
-    """Once a session with --atom-cache: how many runs the history store's outcomes stood
-    in for, so a green run that ran nothing never passes for one that ran everything."""
+    """With --atom-cache: how many runs the store's outcomes stood in for, so a green run
+    that ran nothing never passes for one that ran everything."""
     cached = [row for row in rows if row.cached]
     if not cached:
         return []
@@ -229,8 +212,7 @@ def _summary_cells(row: SummaryRow, roles: tuple[str, ...], compared: bool) -> t
 
 
 def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> list[str]:
-    """Columns padded to their widest cell: the first `left` (and a baseline column, the
-    last) to the left, figures to the right."""
+    """Columns padded: the first `left` (and the baseline's, last) to the left."""
     count = len(table[0])
     header, *rows = table
     last = count - 1 if compared else count
@@ -240,9 +222,8 @@ def _aligned(table: Sequence[tuple[str, ...]], compared: bool, *, left: int) -> 
 def _stacked(
     rows: Sequence[SummaryRow], roles: tuple[str, ...], compared: bool, width: int
 ) -> list[str]:
-    """The summary for a narrow terminal: per spec its name and outcome, then its figures
-    indented under the header's, then its baseline deltas and tokens per role when the
-    figures would not fit with them."""
+    """The summary for a narrow terminal: per spec its name and outcome, its figures under
+    the header's, then its baseline deltas and tokens per role when they do not fit."""
     indent = "    "
     header, *cells = [row[2:] for row in _table(rows, roles, compared)]
     figures = _aligned([header, *cells], compared, left=0)
@@ -281,7 +262,6 @@ def _role_lines(row: SummaryRow, roles: tuple[str, ...], indent: str, width: int
 
 
 def _clip_left(text: str, width: int) -> str:
-    """A node id too long for the terminal, its start cut: its spec's name stays."""
     return text if len(text) <= width else "…" + text[len(text) - width + 1 :]
 
 

@@ -1,9 +1,7 @@
-"""Terminal tables as plain text, laid out by `rich.table`: the session's summary and the
-CLI's listings (``atom history``) print through `table_lines`.
+"""Terminal tables as plain text, laid out by `rich.table` (the summary, ``atom history``).
 
-Columns are padded to their widest cell and two spaces apart, with no border and no
-colour, so the lines read the same in a terminal, a CI log and a test's captured output.
-Cells are taken as text, never as rich markup: a spec named ``calc[case-1]`` stays whole.
+Columns two spaces apart, no border and no colour, so the lines read the same in a terminal,
+a CI log and a test's output. Cells are text, never rich markup (``calc[case-1]`` stays).
 """
 
 from __future__ import annotations

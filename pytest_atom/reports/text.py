@@ -1,9 +1,8 @@
 """The text report format: what a person needs to act on a failed spec run.
 
-The same text serves the pytest failure report, the `atom` command and `SpecResult.report()`,
-so all say the same thing about the same run. The format is `TEXT` (`reports.format`); its
-parts (`verdict_line`, `agent_line`, `tool_problem`) serve `atom validate` and `atom run`'s
-progress. What other formats say the same way (a drift, a step) is in `reports.phrases`.
+The same text serves the pytest failure report, the `atom` command and `SpecResult.report()`;
+its parts (`verdict_line`, `agent_line`, `tool_problem`) serve `atom validate` and `atom
+run`'s progress.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from pytest_atom.words import plural, shorten
 if TYPE_CHECKING:
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.record import ToolCall
-    from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.spec_result import Plan, Rollback, SpecResult
     from pytest_atom.results.verdict import Verdict
 
@@ -135,11 +133,9 @@ def _times(count: int) -> str:
 
 
 def api_line(result: SpecResult) -> str | None:
-    """What the CLI saw from the API in the last attempt, from its own stream-json events.
-
-    ``the API answered 500 (server_error) 10 times (api_retry events), then the run timed
-    out after 60 s``: without it a run against a failing upstream reads as a mere timeout.
-    """
+    """What the CLI saw from the API in the last attempt (its stream-json events): ``the API
+    answered 500 (server_error) 10 times (api_retry events), then the run timed out after
+    60 s``; without it a run against a failing upstream reads as a mere timeout."""
     if not result.attempts or result.source != "record" or result.divergences:
         return None  # a script or a cassette answered: there was no API to see
     records = result.final.all_records
@@ -170,9 +166,7 @@ def api_line(result: SpecResult) -> str | None:
 
 def failure_report(result: SpecResult) -> str:
     """The report shown when a spec fails: verdict, criteria, checks with evidence, the agent.
-
-    Inert (`pytest_atom.inert`): it quotes the agent, tool and check output, the reflector
-    and the spec's file name, any of which may hold terminal control sequences."""
+    Inert (`pytest_atom.inert`): what it quotes may hold terminal control sequences."""
     spec = result.spec
     if result.cached_from is not None:
         return inert("\n".join(cached_report(result, result.cached_from)))
@@ -183,7 +177,7 @@ def failure_report(result: SpecResult) -> str:
             f"{spec.repeats or 1} repeats pass; the session's summary counts them"
         )
     lines += _cause_lines(result)
-    lines += plan_lines(result)
+    lines += _plan_block(result.plan, "  plan", "no step ran") if result.plan else []
     lines += step_lines(result)
     lines += _upstream_lines(result)
     if drift := drift_line(result.drift):
@@ -242,7 +236,7 @@ def cached_report(result: SpecResult, cached: CachedFrom) -> list[str]:
 
 def _network_lines(result: SpecResult) -> list[str]:
     """A failed command check the sandbox's proxy kept off the network: the host and the
-    allowance (a set-up's own error says it already: `SetupOutcome.problem`)."""
+    allowance (a set-up's own error says it already)."""
     if result.spec.sandbox is None:
         return []
     for check in result.checks:
@@ -255,43 +249,36 @@ def _network_lines(result: SpecResult) -> list[str]:
 
 
 def _left_out_lines(result: SpecResult) -> list[str]:
-    """When the failure could be the environment's doing: what points at it, and the fix.
-    A variable the run left out and the output names is said here; the whole list of the
-    caller's variables left out is said once a session, under the summary
-    (`reports.summary.environment_lines`)."""
+    """When the failure could be the environment's doing: what points at it, and the fix
+    (the whole list of variables left out is said once, under the summary)."""
     lines = _network_lines(result)
     clue = environment_clue_of(result)
     if clue is None:
         return lines
-    quote = f"`{clue.quote}`"
     if clue.left_out:
         names = ", ".join(clue.left_out)
         one = len(clue.left_out) == 1
-        return [
-            *lines,
-            f"  environment: {quote}: {names} {'is a caller variable' if one else 'are caller variables'} "
-            f"left out of the run's environment; pass {'it' if one else 'them'} with "
-            f"`pass_env: [{names}]` in the spec or .atom/config.yaml",
-        ]
-    if clue.unset:
-        names = ", ".join(clue.unset)
-        example = f"{{{clue.unset[0]}: ...}}"
-        return [
-            *lines,
-            f"  environment: {quote}: {names} is set neither in the run's environment nor "
-            f"the caller's; set it with the spec's `env: {example}`",
-        ]
-    return [
-        *lines,
-        f"  environment: {quote}: the run's environment is built from parts, so a command "
-        "the caller's shell finds may need a variable it left out (`pass_env: [NAME]`); "
-        "those are listed once, under the session's summary",
-    ]
+        said = (
+            f"{names} {'is a caller variable' if one else 'are caller variables'} left out of "
+            f"the run's environment; pass {'it' if one else 'them'} with `pass_env: [{names}]` "
+            "in the spec or .atom/config.yaml"
+        )
+    elif clue.unset:
+        said = (
+            f"{', '.join(clue.unset)} is set neither in the run's environment nor the "
+            f"caller's; set it with the spec's `env: {{{clue.unset[0]}: ...}}`"
+        )
+    else:
+        said = (
+            "the run's environment is built from parts, so a command the caller's shell "
+            "finds may need a variable it left out (`pass_env: [NAME]`); those are listed "
+            "once, under the session's summary"
+        )
+    return [*lines, f"  environment: `{clue.quote}`: {said}"]
 
 
 def _cause_lines(result: SpecResult) -> list[str]:
-    """The verdict; or, when the replay diverged, that first, since the replay failed, not
-    the agent (no verdict then: the reflector's session is part of what did not replay)."""
+    """The verdict; or, when the replay diverged, that (the replay failed, not the agent)."""
     plan = result.current_plan
     if not result.divergences and plan is not None and not plan.passed:
         if plan is result.plan:
@@ -313,7 +300,6 @@ def _cause_lines(result: SpecResult) -> list[str]:
 
 
 def _upstream_lines(result: SpecResult) -> list[str]:
-    """What the CLI saw from the API, and the faults the recording never got past."""
     api = api_line(result)
     if not (api or result.upstream_faults):
         return []
@@ -345,25 +331,22 @@ def _verdict_lines(result: SpecResult) -> list[str]:
 
 
 def _advisory(verdict: Verdict) -> str:
-    """``2 advisory, not gating (calibration stale)``: the criteria whose judge is not
-    calibrated for them, which fail nothing."""
+    """``2 advisory, not gating (calibration stale)``."""
     words = sorted({ADVISORY_WORDS[c.trust.reason] for c in verdict.advisory if c.trust})
     count = len(verdict.advisory)
     return f"{count} advisory, not gating ({', '.join(words)})"
 
 
 def _ballots(votes: Sequence[bool]) -> str:
-    """``met, unmet, unmet``: each vote, in session order."""
     return ", ".join("met" if v else "unmet" for v in votes)
 
 
 def _check_lines(result: SpecResult) -> list[str]:
-    """Each check with its line in the spec; a failed one with its evidence. After the
-    agent's own session diverged it met answers nobody recorded: its files judge nothing
-    (a reflector's divergence comes after the agent's work, which replayed whole)."""
+    """Each check with its line in the spec; a failed one with its evidence. None is judged
+    after the agent's own session diverged (its files came of answers nobody recorded)."""
     if not result.checks:
         return []
-    if _agent_diverged(result.divergences):
+    if any(d.agents for d in result.divergences):  # not the reflector's alone
         return [
             f"  checks: not judged: the replay diverged ({plural(len(result.checks), 'check')})"
         ]
@@ -379,18 +362,7 @@ def _check_lines(result: SpecResult) -> list[str]:
     return lines
 
 
-def _agent_diverged(divergences: Sequence[ReplayDivergence]) -> bool:
-    """Whether a replay diverged anywhere but in the reflector's sessions."""
-    return any(d.agents for d in divergences)
-
-
-def plan_lines(result: SpecResult) -> list[str]:
-    """Planner mode: the plan the steps came from, and what was wrong with it."""
-    return _plan_block(result.plan, "  plan", "no step ran") if result.plan else []
-
-
 def _replan_lines(rollback: Rollback) -> list[str]:
-    """Planner mode: the plan the planner made after a rollback, and the steps it dropped."""
     if rollback.replan is None:
         return []
     lines = _plan_block(rollback.replan, "    re-plan", "no step ran after it")
@@ -399,7 +371,7 @@ def _replan_lines(rollback: Rollback) -> list[str]:
 
 def _plan_block(plan: Plan, label: str, invalid: str) -> list[str]:
     """One plan under `label`: its step ids and file, or why it is invalid (`invalid` says
-    what followed), then its failed `plan_accept:` assertions, indented under it."""
+    what followed), then its failed `plan_accept:` assertions."""
     where = f" ({display_path(plan.path)})" if plan.path else ""
     if plan.error is not None:
         return [f"{label}: invalid, {invalid}{where}", *_indent(plan.error)]
@@ -437,13 +409,9 @@ def step_lines(result: SpecResult) -> list[str]:
 def tool_problem(
     name: str, tool_input: Any, output: str | None, is_error: bool, denied: str | None = None
 ) -> str | None:
-    """One line for a tool call the CLI answered with an error or a refusal, else None.
-
-    Shared by the failure report and `atom run`'s progress, so both name a denied call
-    the same way: ``Write /etc/x: Claude requested permissions to write to /etc/x, ...``.
-    `denied` (a `transcript.Denial.reason`) names who refused it: ``Bash `rm -rf x`
-    refused by a hook: PreToolUse:Bash hook error: ...``.
-    """
+    """One line for a tool call the CLI answered with an error or a refusal, else None, as
+    the failure report and `atom run`'s progress both say it; `denied` (a `Denial.reason`)
+    names who refused it: ``Bash `rm -rf x` refused by a hook: PreToolUse:Bash hook ...``."""
     text = output or ""
     if not is_error and not _REFUSAL.search(text) and denied is None:
         return None
@@ -459,7 +427,6 @@ def tool_problem(
 
 
 def _call_target(tool_input: Any) -> str:
-    """What a call acted on, as a person would name it: the command, the file, the pattern."""
     if not isinstance(tool_input, dict):
         return ""
     for key in ("command", "file_path", "notebook_path", "pattern", "url"):
@@ -486,7 +453,6 @@ def tool_problems(result: SpecResult) -> list[tuple[int, ToolCall, str]]:
 
 
 def tool_problem_lines(result: SpecResult) -> list[str]:
-    """The failure report's list of failed or refused tool calls (the sandbox's among them)."""
     problems = tool_problems(result)
     if not problems:
         return []
@@ -500,8 +466,6 @@ def tool_problem_lines(result: SpecResult) -> list[str]:
 
 
 def left_out_files_line(left_out: Sequence[str]) -> str | None:
-    """One line for a report: how many of pytest-atom's own files were left out, and
-    the first few; None when none were."""
     if not left_out:
         return None
     shown = ", ".join(left_out[:SHOWN]) + (", …" if len(left_out) > SHOWN else "")
@@ -516,13 +480,11 @@ SHOWN = 5
 
 
 class TextReport(ReportFormat[str]):
-    """`failure_report`: what `SpecResult.report()` returns for a result `run_spec` made,
-    and so the pytest item's failure report (its longrepr)."""
+    """`failure_report`: `SpecResult.report()` and the pytest item's longrepr."""
 
     name = "text"
 
     def render(self, result: SpecResult, *, repeat: int | None = None) -> str:
-        """The failure report of `result`; a repeat reads the same (its run folder says which)."""
         return failure_report(result)
 
 

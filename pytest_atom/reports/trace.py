@@ -1,15 +1,11 @@
 """Invocation traces as data: one document per spec run, in the shape `trace_schema.json` states.
 
 A trace says what ran (``atom_ref``), how it ended (``state``), under which limits, with
-which observed effects and at what cost, with one child per attempt. A multi-step spec's
-children are its steps, each with its attempts and the rollbacks it asked for nested as its
-children; in planner mode a rollback carries the re-plan it led to, and the steps that
-re-plan dropped follow the plan's own, as ``dropped``.
+which observed effects and at what cost, with one child per attempt; a multi-step spec's
+children are its steps, each with its attempts and rollbacks (in planner mode a rollback
+carries its re-plan, and the steps it dropped follow as ``dropped``).
 
-``trace_schema.json`` (next to this module) describes exactly what ``build_trace`` builds.
-Not a report format itself: the JSON trace format (`reports.json_trace`) writes it to a file
-with the sessions' transcripts beside it, and the HTML page (`reports.html`) shows it; no
-format imports another, so what both show lives here.
+Not a format itself: the JSON trace format writes it and the HTML page shows it.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_atom.cost.usage import RoleUsage
 from pytest_atom.diffs import agent_files, changes
 from pytest_atom.files import shown_content
 from pytest_atom.replay.staleness import spec_hash
@@ -74,8 +69,7 @@ def trace_stem(result: SpecResult, repeat: int | None) -> str:
 
 
 def trace_sessions(result: SpecResult, repeat: int | None) -> Iterator[TraceSession]:
-    """Every CLI session of the run, in the order they ran, each with the transcript file
-    the trace names for it (`reports.json_trace` writes them there)."""
+    """Every CLI session of the run, in the order they ran, with its transcript's file."""
     folder = f"{trace_stem(result, repeat)}.transcripts"
     attempts: list[tuple[str | None, Attempt]] = [
         (step.id, a) for step in result.all_steps for a in step.attempts
@@ -105,14 +99,17 @@ def _ms(seconds: float) -> int:
 
 
 def _cost(
-    records: list[IterationRecord],
-    wall_seconds: float,
-    usd: tuple[float, float],
-    by_role: dict[str, RoleUsage],
-    recalled: int = 0,
+    result: SpecResult, attempts: list[Attempt] | None, wall_seconds: float | None = None
 ) -> dict[str, Any]:
-    """`usd` is (spent, recorded): see SpecResult.costs; `by_role`: SpecResult.usage_by_role;
-    `recalled`: the tokens of the sessions a replay recalled (counted in their role too)."""
+    """The cost of `attempts` (None: the whole run, the planner's too), taking as long as
+    `wall_seconds` (None: as its sessions took)."""
+    if attempts is None:
+        records, recalled = result.records, 0
+    else:
+        records = [r for a in attempts for r in a.all_records]
+        recalled = sum(r.tokens for a in attempts for r in a.recalled)
+    usd, by_role = result.costs(attempts), result.usage_by_role(attempts)
+    claude_seconds = sum(r.duration for r in records)
     return {
         "usd": usd[0],
         "recorded_usd": usd[1],
@@ -125,15 +122,13 @@ def _cost(
             "usd": round(sum(r.tries_cost_usd for r in records), 6),
         },
         "by_role": {role: used.to_dict() for role, used in by_role.items()},
-        "wall_time_ms": _ms(wall_seconds),
-        "claude_time_ms": _ms(sum(r.duration for r in records)),
+        "wall_time_ms": _ms(claude_seconds if wall_seconds is None else wall_seconds),
+        "claude_time_ms": _ms(claude_seconds),
         "dispatched_runs": len(records),
     }
 
 
 def _billed(result: SpecResult) -> dict[str, Any]:
-    """The streams' own figure beside Claude Code's, with why they differ
-    (`SpecResult.billing_note`)."""
     if not result.billed:
         return {}
     return {
@@ -165,12 +160,10 @@ def _session_entry(session: TraceSession) -> dict[str, Any]:
 def _step_child(
     result: SpecResult, step: StepResult, sessions: list[TraceSession], parent_ref: str
 ) -> dict[str, Any]:
-    """A step of a multi-step spec: its attempts, then the rollbacks it asked for."""
     ref = f"{parent_ref}#step-{step.id}"
     state = "succeeded" if step.passed else ("failed" if step.runs else "not_run")
     if any(step is d for r in result.rollbacks for d in r.dropped):
         state = "dropped"
-    records = [r for a in step.attempts for r in a.all_records]
     rollbacks = [
         {
             "invocation_id": _invocation_id(result, f"#rollback-{n}"),
@@ -194,13 +187,7 @@ def _step_child(
         "step_id": step.id,
         "runs": step.runs,
         "committed": str(step.committed) if step.committed else None,
-        "cost": _cost(
-            records,
-            sum(r.duration for r in records),
-            result.costs(list(step.attempts)),
-            result.usage_by_role(list(step.attempts)),
-            sum(r.tokens for a in step.attempts for r in a.recalled),
-        ),
+        "cost": _cost(result, list(step.attempts)),
         "children": [_child(result, a, sessions, ref) for a in step.attempts] + rollbacks,
         "errors": [],
     }
@@ -213,7 +200,6 @@ def _child(
     errors = [result.harness_error] if harness_failed and result.harness_error else []
     if attempt.outcome.error:
         errors.append(attempt.outcome.error)
-    records = attempt.all_records
     executor_seconds = attempt.outcome.duration
     if not executor_seconds:  # interrupted before the runtime reported: the CLI's own time
         executor_seconds = sum(r.duration for r in attempt.records)
@@ -241,13 +227,7 @@ def _child(
         ],
         "verdict": attempt.verdict.to_dict() if attempt.verdict else None,
         "verdict_source": _verdict_source(attempt),
-        "cost": _cost(
-            records,
-            executor_seconds + reflector_seconds,
-            result.costs([attempt]),
-            result.usage_by_role([attempt]),
-            sum(r.tokens for r in attempt.recalled),
-        ),
+        "cost": _cost(result, [attempt], executor_seconds + reflector_seconds),
         "sessions": [_session_entry(s) for s in sessions if s.attempt is attempt],
         "children": [],
         "errors": errors,
@@ -255,15 +235,14 @@ def _child(
 
 
 def _verdict_source(attempt: Attempt) -> str | None:
-    """``reflector``: a session judged the attempt; ``recalled``: the replay took the
-    recorded verdict, its input unchanged (pytest_atom.replay.recall); None: no verdict."""
+    """``reflector`` (a session judged), ``recalled`` (the replay took the recorded verdict),
+    None (no verdict)."""
     if attempt.verdict is None:
         return None
     return "recalled" if attempt.recalled and not attempt.reflectors else "reflector"
 
 
 def _permission_denials(session: TraceSession) -> list[str]:
-    """Tool calls the CLI refused, from the ``permission_denials`` of its result event."""
     found = []
     for denial in permission_denials(session.record.events):
         tool_input = json.dumps(denial.tool_input, ensure_ascii=False)
@@ -277,11 +256,8 @@ def _permission_denials(session: TraceSession) -> list[str]:
 
 
 def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
-    """Whether the agent's work differs from the fixture it started from.
-
-    The last attempt holds every attempt's work (each starts as a copy of the one before);
-    once its folder is gone, any call of a file-changing tool counts as a write.
-    """
+    """Whether the agent's work (the last attempt's folder, which holds every attempt's)
+    differs from the fixture; once that folder is gone, a file-changing call counts."""
     if not result.attempts or not result.final.path.is_dir():
         return any(executor_calls[name] for name in _WRITING_TOOLS)
     diff = changes(result.final.path)  # a workspace copied from git: its snapshot's diff
@@ -295,10 +271,7 @@ def _writes_files(result: SpecResult, executor_calls: Counter[str]) -> bool:
 
 
 def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, Any]:
-    """The invocation trace of one spec run (unscrubbed: write_report scrubs what it writes).
-
-    Transcript paths are where write_report puts them, relative to the trace file.
-    """
+    """The invocation trace of one spec run, unscrubbed (`write_report` scrubs it)."""
     spec = result.spec
     ref = atom_ref(result)
     sessions = list(trace_sessions(result, repeat))
@@ -320,7 +293,7 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
         "effective_limits": _effective_limits(result),
         "effects_observed": _effects_observed(result, sessions),
         "cost": {
-            **_cost(result.records, result.duration, result.costs(), result.usage_by_role()),
+            **_cost(result, None, result.duration),
             **_billed(result),
             # The spec's one figure, as every report shows it: recalled sessions included.
             "tokens": result.tokens,
@@ -336,7 +309,6 @@ def build_trace(result: SpecResult, *, repeat: int | None = None) -> dict[str, A
 
 
 def _effective_limits(result: SpecResult) -> dict[str, Any]:
-    """What the run was allowed: iterations, attempts, tools, budgets."""
     spec = result.spec
     return {
         "max_iterations": spec.max_iterations,
@@ -351,7 +323,6 @@ def _effective_limits(result: SpecResult) -> dict[str, Any]:
 
 
 def _effects_observed(result: SpecResult, sessions: list[TraceSession]) -> dict[str, Any]:
-    """What the agent did: files written, tool calls, denials, usage."""
     executor_calls: Counter[str] = Counter(
         call.name for s in sessions if s.role == "executor" for call in s.record.tool_calls
     )
@@ -373,7 +344,6 @@ def _floor(floor: CalibrationFloor) -> dict[str, Any]:
 def _atom_section(
     result: SpecResult, sessions: list[TraceSession], repeat: int | None
 ) -> dict[str, Any]:
-    """pytest-atom's own part of the trace: the spec, where things are, the outcome."""
     spec = result.spec
     return {
         "format": TRACE_FORMAT,
@@ -419,7 +389,6 @@ def _atom_section(
 
 
 def _cached(cached: CachedFrom) -> dict[str, Any]:
-    """The stored item `--atom-cache` reported in place of this run (no attempt ran)."""
     return {
         "run_id": cached.run_id,
         "started": cached.started,
@@ -431,16 +400,14 @@ def _cached(cached: CachedFrom) -> dict[str, Any]:
 
 
 def _repeats(spec: Spec) -> dict[str, Any]:
-    """How many runs the spec has and how many must pass, where it repeats or sets a count
-    (the trace's ``repeat`` says which run this is)."""
+    """How many runs the spec has and must pass, where it repeats or sets a count."""
     if (spec.repeats or 1) == 1 and spec.pass_at_least is None:
         return {}
     return {"repeats": spec.repeats or 1, "pass_at_least": spec.pass_at_least}
 
 
 def _plan(plan: Plan | None) -> dict[str, Any] | None:
-    """Planner mode: a plan (the planner's output): the spec's first, or a rollback's
-    re-plan."""
+    """Planner mode: the spec's first plan, or a rollback's re-plan."""
     if plan is None:
         return None
     return {

@@ -1,15 +1,11 @@
-"""What passes between Claude Code and the model, as the gateway sees it: a request
-(`GatewayRequest`), its kind (`request_kind`, the one classification of a request, live or
-recorded) and an `Exchange` (a request and how it was answered).
-
-Values only: the gateway (`pytest_atom.gateway`) makes them, replay matches them, and a
-run's result keeps its exchanges, so they sit in the data below all three.
+"""A model request as the gateway sees it (`GatewayRequest`), its kind (`request_kind`, the
+one classification of a request, live or recorded) and an `Exchange` (how it was answered).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -25,13 +21,9 @@ CONVERSATION_KINDS = ("turn", "reflector", "planner", "user")
 
 
 def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Kind:
-    """The one classification of a request, live or recorded.
-
-    A request that offers tools is a session's turn: the executor's (``turn``), or the
-    reflector's or planner's, as its `role` says (no marker: the executor's). Side
-    requests (session titles, small helper calls) carry no tools; telling them apart is
-    what keeps them from consuming scripted turns.
-    """
+    """The one classification of a request, live or recorded. A request that offers tools
+    is a session's turn, its `role`'s (no marker: the executor's ``turn``); side requests
+    (session titles) carry none, and so consume no scripted turn."""
     if method == "HEAD":
         return "head"
     if endpoint.endswith("/count_tokens"):
@@ -44,20 +36,10 @@ def request_kind(method: str, endpoint: str, body: Any, role: Role | None) -> Ki
     return "side"
 
 
-def request_kinds(requests: Iterable[tuple[str, str, Any, Role | None]]) -> list[Kind]:
-    """`request_kind` of each (method, endpoint, body, role): a cassette's recorded
-    requests classified in one call."""
-    return [request_kind(*request) for request in requests]
-
-
 @dataclass(frozen=True)
 class GatewayRequest:
-    """One HTTP request as the CLI sent it; header names are lower-case.
-
-    What routing and matching read of it (its endpoint, its JSON body, its role) is worked
-    out once, when the request is made: a responder reads them many times per request, and
-    reads plain values, not calls back into the gateway.
-    """
+    """One HTTP request as the CLI sent it; header names are lower-case. Its endpoint, JSON
+    body and role are worked out once: a responder reads them many times."""
 
     method: str
     path: str

@@ -3,12 +3,8 @@
 Every agent the harness builds runs with ``ANTHROPIC_CUSTOM_HEADERS`` naming its role, which
 Claude Code sends on each of its API requests as ``x-atom-role`` (measured on 2.1.197,
 2.1.330 and 2.1.331; an Agent SDK app's CLI inherits it too). The gateway routes scripted
-turns and matches replays by it, and recordings keep it, so nothing needs to guess a role
-from Claude Code's own tool names.
-
-Cassettes recorded before the marker existed carry none: `legacy_role` is the old guess
-(the ``StructuredOutput`` tool ``--json-schema`` adds, and the plan's answer schema), used
-only when a recorded interaction has no marker.
+turns and matches replays by it, and recordings keep it. Cassettes recorded before the
+marker carry none: `legacy_role` is the old guess, for them alone.
 """
 
 from __future__ import annotations
@@ -41,10 +37,9 @@ def header_role(headers: Mapping[str, str]) -> Role | None:
 
 
 def legacy_role(body: Any) -> Role:
-    """The role of a recorded request without a marker, guessed as before the marker
-    existed: one offering StructuredOutput is the planner's when its answer schema is the
-    plan's (titled so, or asking for ``steps`` where a verdict has a ``score``), else the
-    reflector's; any other is the executor's. Only old cassettes need this."""
+    """The role of a recorded request without a marker: one offering StructuredOutput is
+    the planner's when its answer schema is the plan's (titled so, or asking for ``steps``
+    where a verdict has a ``score``), else the reflector's; any other is the executor's."""
     tools = body.get("tools") if isinstance(body, dict) else None
     for tool in tools or []:
         if isinstance(tool, dict) and tool.get("name") == STRUCTURED_OUTPUT:

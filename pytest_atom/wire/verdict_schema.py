@@ -1,10 +1,8 @@
 """The reflector's verdict: the JSON shape its session must answer with (docs/explanation/reflector.md).
 
-Three concepts read it: the judge offers it to the reflector's session (``--json-schema``),
-a verdict is parsed against it (`pytest_atom.results.verdict`), and a script's
-``reflector:`` turns (gateway.scripted) are checked against it when the script loads, so a
-``decision: fail`` is named at its line instead of surfacing as the CLI asking for another
-turn.
+The judge offers it to the reflector's session (``--json-schema``), a verdict is parsed
+against it, and a script's ``reflector:`` turns are checked against it when the script
+loads, so a ``decision: fail`` is named at its line.
 """
 
 from __future__ import annotations
@@ -53,10 +51,8 @@ _TYPES = {
 
 
 def verdict_error(data: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """What is wrong with `data` as a verdict, in words that name the field, the bad value
-    and what is allowed (``decision 'fail' is not one of proceed, refine, rollback``), with
-    where in `data` it is (``("decision",)``), so a file's reader can name the line; None
-    when it is a verdict."""
+    """Where in `data` (``("decision",)``) and what is wrong with it as a verdict (``decision
+    'fail' is not one of proceed, refine, rollback``); None when it is a verdict."""
     import jsonschema  # only when a verdict is checked: the gateway loads without it
 
     error = jsonschema.exceptions.best_match(

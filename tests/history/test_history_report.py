@@ -12,9 +12,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from pytest_atom.history.records import ItemRecord, RunRecord
 from pytest_atom.history.view import TREND_RUNS, history_view
-from pytest_atom.reports.history_view import SpecTrend, TrendPoint
+from pytest_atom.reports.history_view import SpecTrend, TrendPoint, trend_svg
 from pytest_atom.reports.html import render_html, report_row
-from pytest_atom.reports.trend_svg import trend_svg
 from tests.diff_helpers import add_run, make_item, make_run
 from tests.html_helpers import chromium_driver
 
