@@ -34,7 +34,6 @@ from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.files import write_atomic
 from pytest_atom.paths import display_path
 from pytest_atom.replay import fastyaml
-from pytest_atom.replay import vcr_shape as shape
 from pytest_atom.wire.roles import Role, header_role, legacy_role
 from pytest_atom.words import plural
 
@@ -66,6 +65,96 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str)
+
+
+# --- vcrpy's shape: every value a file holds checked for the type it must have ---------------
+# A cassette is data from whoever committed it (a hand edit, a merge gone wrong, a hostile pull
+# request): a wrong value is named (`Malformed`), never a TypeError from deep inside.
+
+
+class Malformed(AtomError, ValueError):
+    """One interaction is not in vcrpy's shape (or refers to a shared block that is missing or
+    not JSON); the message says where and what it holds."""
+
+
+#: What `get(key, _MISSING)` gives for a key the file leaves out.
+_MISSING: Any = object()
+
+
+def kind_of(value: Any) -> str:
+    """What a YAML value is, in words, for a message: `a number (12)`, `a list`, ..."""
+    if value is _MISSING:
+        return "missing"
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bytes):
+        return "binary data"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{where} is {kind_of(value)}, expected a mapping")
+    return value
+
+
+def _text(value: Any, where: str, *, empty: bool = False) -> str:
+    """A string; bytes (vcrpy's `!!binary`) only when they are UTF-8; None as "" if `empty`."""
+    if value is None and empty:
+        return ""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Malformed(f"{where} is binary data that is not UTF-8 text") from None
+    if not isinstance(value, str):
+        raise Malformed(f"{where} is {kind_of(value)}, expected text")
+    return value
+
+
+def _headers(value: Any, where: str) -> dict[str, str]:
+    """vcrpy's `{name: [value]}` (a bare string value is taken as it is); the first value."""
+    if value is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, values in _mapping(value, where).items():
+        if not isinstance(name, str):
+            raise Malformed(f"{where} has a header name that is {kind_of(name)}")
+        if isinstance(values, list):
+            if not values:
+                continue
+            values = values[0]
+        out[name] = _text(values, f"{where.removesuffix('s')} {name!r}")
+    return out
+
+
+def _body_json(raw: str) -> Any:
+    """The body's JSON, or the text itself when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+    except RecursionError:
+        raise Malformed("request body is JSON nested too deeply to read") from None
+
+
+def _status(value: Any) -> int:
+    code = _mapping(value, "response status").get("code", _MISSING)
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if not isinstance(code, int) or isinstance(code, bool) or not 100 <= code <= 599:
+        raise Malformed(f"response status code is {kind_of(code)}, expected an HTTP status")
+    return code
 
 
 @dataclass
@@ -121,19 +210,20 @@ class Interaction:
     def from_vcr(cls, data: Any) -> Interaction:
         """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
         the wrong type or a missing key, whatever the file holds."""
-        entry = shape.mapping(data, "the interaction")
-        request = shape.mapping(entry.get("request", shape.MISSING), "its request")
-        response = shape.mapping(entry.get("response", shape.MISSING), "its response")
+        entry = _mapping(data, "the interaction")
+        request = _mapping(entry.get("request", _MISSING), "its request")
+        response = _mapping(entry.get("response", _MISSING), "its response")
+        body = response.get("body")
         return cls(
-            method=shape.text(request.get("method", shape.MISSING), "request method"),
-            uri=shape.text(request.get("uri", shape.MISSING), "request uri"),
-            body=shape.body_json(
-                shape.text(request.get("body"), "request body", empty=True), "request body"
-            ),
-            status=shape.status(response.get("status", shape.MISSING)),
-            response=shape.response_text(response.get("body")),
-            request_headers=shape.headers(request.get("headers"), "request headers"),
-            response_headers=shape.headers(response.get("headers"), "response headers"),
+            method=_text(request.get("method", _MISSING), "request method"),
+            uri=_text(request.get("uri", _MISSING), "request uri"),
+            body=_body_json(_text(request.get("body"), "request body", empty=True)),
+            status=_status(response.get("status", _MISSING)),
+            response=""
+            if body is None
+            else _text(_mapping(body, "response body").get("string"), "response body", empty=True),
+            request_headers=_headers(request.get("headers"), "request headers"),
+            response_headers=_headers(response.get("headers"), "response headers"),
         )
 
 
@@ -205,10 +295,6 @@ def _messages(body: Any) -> list[Any]:
     return messages if isinstance(messages, list) else []
 
 
-class _Unresolved(AtomError, ValueError):
-    """A request body refers to a shared block that is missing or is not JSON."""
-
-
 class _Resolver:
     """Turns references back into the shared objects, each block parsed once."""
 
@@ -225,14 +311,14 @@ class _Resolver:
         if name not in self.parsed:
             text = self.blocks.get(name)
             if text is None:
-                raise _Unresolved(
+                raise Malformed(
                     f"its body refers to shared block '{name}', which 'metadata.shared:' "
                     "does not hold"
                 )
             try:
                 self.parsed[name] = json.loads(text)
             except (ValueError, RecursionError):
-                raise _Unresolved(f"shared block '{name}' is not JSON") from None
+                raise Malformed(f"shared block '{name}' is not JSON") from None
         return self.parsed[name]
 
     def resolve(self, body: Any) -> None:
@@ -355,7 +441,7 @@ def _interactions(
             interaction = Interaction.from_vcr(entry)
             if resolver is not None:
                 resolver.resolve(interaction.body)
-        except (shape.Malformed, _Unresolved) as exc:
+        except Malformed as exc:
             malformed[number] = str(exc)
             interaction = Interaction("", "", "", 0, "")
         interactions.append(interaction)
@@ -412,7 +498,7 @@ class Cassette:
         fix = _fix(path, metadata, text)
         if not isinstance(metadata, dict):
             raise CassetteError(
-                f"cassette {path} has malformed 'metadata:' ({shape.kind_of(metadata)}); {fix}"
+                f"cassette {path} has malformed 'metadata:' ({kind_of(metadata)}); {fix}"
             )
         version = _format(path, metadata, fix)
         shared = metadata.pop("shared", None) or {}

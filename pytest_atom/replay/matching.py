@@ -56,12 +56,6 @@ _ANSWERED = re.compile(
 ANSWERED = "<ANSWERED> "
 
 
-def tool_names(body: Any) -> list[str]:
-    """The tools a request offers, in order."""
-    tools = body.get("tools") if isinstance(body, dict) else None
-    return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
-
-
 #: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): not in the
 #: request's `tools` array but listed by name in a system message, one a line, and loaded
 #: through ToolSearch when called. 2.1.331 writes the first form; the tag is the older one.
@@ -88,7 +82,7 @@ def offered_tools(body: Any) -> set[str]:
     """Every tool a request lets the model call: those in its `tools` array and those it
     defers (listed by name in a system message, loaded through ToolSearch). A tool missing
     from `tools` is not thereby "not offered"."""
-    offered = set(tool_names(body))
+    offered = set(_tools(body))
     if not isinstance(body, dict):
         return offered
     for text in _strings([body.get("system"), body.get("messages")]):

@@ -32,9 +32,6 @@ from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.results.record import IterationRecord, Recalled
 from pytest_atom.spec.types import ClaudeOptions
 
-#: The cassette's metadata key: ``{role: {inputs, folder, tokens, cost_usd}}``.
-RECALL_KEY = RECALL
-
 
 @dataclass(frozen=True)
 class SessionInput:
@@ -87,7 +84,7 @@ class Recall:
         #: The case's variables (`cases:`): part of every session's input hash, so a
         #: session is recalled only for the case it was recorded for.
         self.case = dict(case) if case else None
-        recorded = tape.cassette.metadata.get(RECALL_KEY) if tape is not None else None
+        recorded = tape.cassette.metadata.get(RECALL) if tape is not None else None
         self.recorded: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
         self.remembered: dict[str, dict[str, Any]] = {}
 
@@ -169,6 +166,6 @@ class Recall:
         """Write what this run remembered into a cassette's metadata (replacing what an
         earlier recording said: every session of this run ran)."""
         if self.remembered:
-            metadata[RECALL_KEY] = dict(sorted(self.remembered.items()))
+            metadata[RECALL] = dict(sorted(self.remembered.items()))
         else:
-            metadata.pop(RECALL_KEY, None)
+            metadata.pop(RECALL, None)

@@ -355,10 +355,6 @@ class Scrubber:
         """
         return Scrubbed(self._scrub(text, []))
 
-    def scrub_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """Drop SECRET_HEADERS (any case) entirely; scrub the values of the rest."""
-        return {k: self.scrub(v) for k, v in headers.items() if k.lower() not in SECRET_HEADERS}
-
     def scrub_obj(self, obj: Any) -> Any:
         """A deep copy of JSON-like data with every string, dict keys included, scrubbed.
 

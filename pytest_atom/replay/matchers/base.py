@@ -21,7 +21,8 @@ __all__ = ["Matcher", "conversation_key"]
 
 @runtime_checkable  # `extensions.load` checks each entry point against it
 class Matcher(Protocol):
-    """How a live request finds its recorded counterpart, in one match mode."""
+    """How a live request finds its recorded counterpart, in one match mode. A mode may
+    subclass it for the defaults of `turns`, `results_differ` and `closest_pool`."""
 
     #: The name users type (``--atom-match=NAME``, ``match:`` in atom.yaml).
     name: ClassVar[MatchMode]
@@ -40,15 +41,15 @@ class Matcher(Protocol):
 
     def turns(self, body: Any) -> list[dict[str, Any]]:
         """A request's conversation as this mode compares it, for saying where two differ."""
-        ...
+        return compared_turns(body)
 
     def results_differ(self, kind: Kind, live: Any, recorded: Any) -> bool:
         """Whether a match of `live` with `recorded` passed over differing tool results."""
-        ...
+        return False
 
     def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
         """The recordings among `pool` that a divergence report compares `live` with."""
-        ...
+        return pool
 
 
 def conversation_key(
