@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from re import Match, Pattern
 from typing import Any
 
-__all__ = ["find_secrets", "is_secret_name", "json_forms", "load_detector"]
-
 #: Assignments to secret-ish names, in any notation (``X=``, ``x:``, ``"x":``, ``x :=``).
 #: A loose prefilter (its letter pairs may cross: "Tey"), written so that re skips ahead to
 #: candidate letters; it ignores our own ``<SECRET:…>`` placeholders.

@@ -18,8 +18,6 @@ from pytest_atom.gateway.messages import answer_billed
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.transcript import is_messages
 
-__all__ = ["Estimate", "estimate", "interaction_billed"]
-
 
 @dataclass
 class Estimate:

@@ -22,19 +22,6 @@ from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import parse_sse
 from pytest_atom.results.drift import ABSENT as DRIFT_ABSENT
 from pytest_atom.results.drift import Drift
-from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
-from pytest_atom.wire.request import CONVERSATION_KINDS, Kind, request_kind
-
-__all__ = [
-    "CONVERSATION_KINDS",
-    "DEFAULT_MATCH",
-    "MATCH_MODES",
-    "Drift",
-    "Kind",
-    "MatchMode",
-    "note_served",
-    "request_kind",
-]
 
 TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)

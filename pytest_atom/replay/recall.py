@@ -27,10 +27,11 @@ from typing import Any
 from pytest_atom import digest
 from pytest_atom.files import SKIPPED_DIRS
 from pytest_atom.replay.cassette import RECALL
-from pytest_atom.replay.matching import Kind, compared_turns
+from pytest_atom.replay.matching import compared_turns
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.results.record import IterationRecord, Recalled
 from pytest_atom.spec.types import ClaudeOptions
+from pytest_atom.wire.request import Kind
 
 
 @dataclass(frozen=True)

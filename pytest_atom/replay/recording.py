@@ -54,7 +54,7 @@ from pytest_atom.replay.staleness import (
 )
 from pytest_atom.results.record import UpstreamFault
 from pytest_atom.results.replay_divergence import ReplayDivergence
-from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
+from pytest_atom.settings.modes import DEFAULT_MATCH, SourceKind
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.confinement import outside_message, outside_project
 from pytest_atom.spec.types import Spec
@@ -67,9 +67,6 @@ AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUT
 #: Replays a spec offline from the candidate cassette it is given: None when the replay
 #: passed, else why it did not (the run layer builds it: `run.spec_run`).
 Prove = Callable[[Path], "str | None"]
-
-
-__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingError"]
 
 
 def cassette_path(spec: Spec) -> Path:

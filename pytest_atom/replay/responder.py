@@ -34,18 +34,7 @@ from pytest_atom.gateway.server import AbortReply, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, divergence_reply
 from pytest_atom.replay.matchers import Matcher, matcher_for
-from pytest_atom.replay.matching import (
-    CONVERSATION_KINDS,
-    DEFAULT_MATCH,
-    Drift,
-    Kind,
-    MatchMode,
-    called_tools,
-    compared_turns,
-    note_served,
-    offered_tools,
-    request_kind,
-)
+from pytest_atom.replay.matching import called_tools, compared_turns, note_served, offered_tools
 from pytest_atom.replay.normalize import (
     Normalizer,
     mask_machine,
@@ -54,8 +43,16 @@ from pytest_atom.replay.normalize import (
 )
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.upstream import Forwarding, kept_headers
+from pytest_atom.results.drift import Drift
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.wire.request import GatewayRequest, request_kinds
+from pytest_atom.settings.modes import DEFAULT_MATCH, MatchMode
+from pytest_atom.wire.request import (
+    CONVERSATION_KINDS,
+    GatewayRequest,
+    Kind,
+    request_kind,
+    request_kinds,
+)
 from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 
 

@@ -28,18 +28,6 @@ from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.types import Spec
 from pytest_atom.words import Scrubbed
 
-__all__ = [
-    "SECRET_HEADERS",
-    "SECRET_NAME",
-    "Scrubber",
-    "env_file_secrets",
-    "remember_env_files",
-    "remember_secrets",
-    "remember_spec_secrets",
-    "secret_values",
-    "spec_secrets",
-]
-
 #: Env var names whose values are secrets: a case-insensitive *substring* match. It
 #: over-matches (KEYBOARD_LAYOUT) on purpose: a needless placeholder is cheap, a missed key
 #: is a leak, and harmless values (booleans, existing paths) are spared by value instead.

@@ -63,26 +63,6 @@ AGENT_TOOLS = (AGENT_TOOL, "Task")
 #: Claude Code's tool that runs a skill.
 SKILL_TOOL = "Skill"
 
-__all__ = [
-    "Denial",
-    "Mark",
-    "MarkKind",
-    "Text",
-    "ToolUse",
-    "Turn",
-    "call_marks",
-    "hook_words",
-    "is_messages",
-    "main_field",
-    "marks_summary",
-    "permission_denials",
-    "refusal_in_result",
-    "refused_by",
-    "stream_turns",
-    "subagent_type",
-    "tool_label",
-    "trajectory_summary",
-]
 
 #: The input keys that say what a call did, first found wins: a command, a file, a search,
 #: a subagent's task, a skill.

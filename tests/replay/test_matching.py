@@ -12,16 +12,11 @@ import pytest
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.matchers import matcher_for
-from pytest_atom.replay.matching import (
-    NO_OUTPUT,
-    Drift,
-    called_tools,
-    compared_turns,
-    note_served,
-    request_kind,
-)
+from pytest_atom.replay.matching import NO_OUTPUT, called_tools, compared_turns, note_served
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.recording import ModelSource, divergence_report
+from pytest_atom.results.drift import Drift
+from pytest_atom.wire.request import request_kind
 from pytest_atom.wire.roles import ROLE_HEADER
 from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.helpers import scripted_spec
