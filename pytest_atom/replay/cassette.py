@@ -6,14 +6,12 @@ Cassette has no locking. Request bodies are stored as indented JSON and response
 text, both as YAML block strings, so a cassette diff in a pull request can be read.
 
 Format 2 (``metadata.format``) stores what every request repeats once: each distinct
-``system`` prompt and ``tools`` list, and each message that more than one request carries
-(a conversation resends all its earlier turns), sits under ``metadata.shared`` by a short
-content hash, and request bodies refer to it as ``{"$shared": "tools-9b1c..."}``. A
-non-bare Claude Code request carries ~50 kB of tool schemas and system prompt, so this
-makes cassettes several times smaller and faster to load. Loading resolves the references,
-so ``Interaction.body`` is the whole request as it was sent; bodies that used the same block
-share one object, which nothing may change in place. Format 1 (the first release: every
-body whole) still loads; vcrpy loads both, as ``shared`` lives inside its ``metadata``.
+``system`` prompt and ``tools`` list, and each message more than one request carries, sits
+under ``metadata.shared`` by a short content hash, and request bodies refer to it as
+``{"$shared": "tools-9b1c..."}`` (a non-bare Claude Code request carries ~50 kB of tool
+schemas and system prompt). Loading resolves the references; bodies that used the same
+block share one object, which nothing may change in place. Format 1 (every body whole)
+still loads; vcrpy loads both, as ``shared`` lives inside its ``metadata``.
 """
 
 from __future__ import annotations
@@ -43,14 +41,14 @@ FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
 #: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
-#: (pytest_atom.replay.recall). Written last, before the shared blocks: machine data, like
-#: them, so whatever adds a key later (`atom cassette stamp`) keeps the file's order.
+#: (`replay.recall`). Written last before the shared blocks, so a key added later keeps its
+#: place.
 RECALL = "recall"
-#: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
-#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
+#: Marks a broken stream kept as the CLI saw it, with what broke it: a response header, so
+#: vcrpy and its tools read the file as before.
 FAULT_HEADER = "x-atom-fault"
-#: Marks such a stream whose connection was cut after its last event (not ended): a replay
-#: cuts it at the same point, as Claude Code's next request depends on how a stream ended.
+#: Marks such a stream whose connection was cut after its last event: a replay cuts it at the
+#: same point, as Claude Code's next request depends on how a stream ended.
 CUT_HEADER = "x-atom-cut"
 _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
 
@@ -91,15 +89,8 @@ def kind_of(value: Any) -> str:
         return f"a boolean ({str(value).lower()})"
     if isinstance(value, int | float):
         return f"a number ({value})"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, bytes):
-        return "binary data"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    words = {str: "text", bytes: "binary data", list: "a list", dict: "a mapping"}
+    return next((w for t, w in words.items() if isinstance(value, t)), type(value).__name__)
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
@@ -175,8 +166,8 @@ class Interaction:
 
     @property
     def role(self) -> Role:
-        """Whose session this was: the role the harness marked the request with, or for
-        a cassette recorded before the marker, the role guessed from its body."""
+        """Whose session this was: the role the harness marked the request with, else the
+        role guessed from its body (a cassette recorded before the marker)."""
         return header_role(self.request_headers) or legacy_role(self.body)
 
     def to_vcr(self, body_text: str | None = None) -> dict[str, Any]:
@@ -209,7 +200,7 @@ class Interaction:
     @classmethod
     def from_vcr(cls, data: Any) -> Interaction:
         """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
-        the wrong type or a missing key, whatever the file holds."""
+        the wrong type or a missing key."""
         entry = _mapping(data, "the interaction")
         request = _mapping(entry.get("request", _MISSING), "its request")
         response = _mapping(entry.get("response", _MISSING), "its response")
@@ -233,11 +224,9 @@ def _json_text(value: Any) -> str:
 
 
 def _ref(value: Any) -> str | None:
-    """The block name when `value` is a reference ({"$shared": name}), else None.
-
-    Only the places refs are written are looked at (system, tools, each message), where
-    the Messages API never has a one-key object, so no real body is mistaken for one.
-    """
+    """The block name when `value` is a reference ({"$shared": name}), else None. Only
+    where refs are written (system, tools, each message), where the Messages API never has
+    a one-key object, so no real body is mistaken for one."""
     if isinstance(value, dict) and len(value) == 1:
         name = value.get(SHARED)
         return name if isinstance(name, str) else None
@@ -360,8 +349,8 @@ _SPEC_LINE = re.compile(r"^  spec: '?([^'\n]+)'?$", re.MULTILINE)
 
 @dataclass
 class Loaded:
-    """What `Cassette.read` found: the cassette, with a blank interaction in the place of
-    each malformed one (so interactions keep their numbers), and what is wrong with those."""
+    """What `Cassette.read` found: the cassette, a blank interaction in the place of each
+    malformed one (so interactions keep their numbers), and what is wrong with those."""
 
     cassette: Cassette
     malformed: dict[int, str]  # interaction number (from 1): what is wrong with it
@@ -392,8 +381,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def recorded_spec(path: Path, metadata: Any, text: str = "") -> str:
-    """The spec a cassette was recorded for, as a command names it (`file::name`): its
-    metadata names the file, and the default layout puts that three folders up; else `SPEC`."""
+    """The spec a cassette was recorded for, as a command names it (`file::name`), when the
+    default layout puts the file its metadata names up there; else `SPEC`."""
     recorded = metadata.get("spec") if isinstance(metadata, Mapping) else None
     if not isinstance(recorded, str):
         found = _SPEC_LINE.search(text)  # metadata that did not parse: its line, if any
@@ -417,8 +406,8 @@ def _fix(path: Path, metadata: Any, text: str) -> str:
 
 def _cut_short(text: str, data: Any, where: str, *, problem: bool = True) -> str | None:
     """How the file was cut short, when it was: it starts as a cassette, but vcrpy's
-    closing `version:` key is missing and (unless pytest-atom wrote it, which always closes
-    with that key) something else is wrong too."""
+    closing `version:` key is missing and (unless pytest-atom wrote it) something else is
+    wrong too."""
     closed = "version" in data if isinstance(data, dict) else bool(_VERSION_LINE.search(text))
     ours = text.startswith(HEADER)
     if closed or not (ours or _CASSETTE_START.search(text)) or not (problem or ours):
@@ -450,8 +439,7 @@ def _interactions(
 
 @dataclass
 class Cassette:
-    """One cassette file: its interactions, in recorded order, and its metadata
-    (`Cassette.load`, `Cassette.save`)."""
+    """One cassette file: its interactions, in recorded order, and its metadata."""
 
     path: Path
     interactions: list[Interaction] = field(default_factory=list)
@@ -474,9 +462,8 @@ class Cassette:
 
     @classmethod
     def read(cls, path: Path) -> Loaded:
-        """The cassette at `path`, its malformed interactions named instead of refused
-        (`atom cassette check` reports each and checks the rest); CassetteError, naming the
-        file and the fix, for a file that is no cassette at all or is cut short."""
+        """The cassette at `path`, its malformed interactions named instead of refused (for
+        `atom cassette check`); CassetteError for a file that is no cassette or is cut short."""
         text = _read_text(path)
         try:
             data = fastyaml.load(text)
