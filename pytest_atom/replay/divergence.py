@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -97,9 +98,8 @@ class Divergence:
 
 
 #: Where a divergence lies: Claude Code's own parts of the request only (``cli``), of which
-#: only a machine detail (``machine``); a tool result (``tool_result``); the rest of the
-#: conversation (``conversation``); an SDK app's own system prompt (``system``); nowhere, as
-#: its recording was already played (``played``).
+#: only a machine detail (``machine``); a tool result; the rest of the conversation; an SDK
+#: app's own system prompt (``system``); nowhere, its recording already played (``played``).
 Where = Literal["cli", "machine", "tool_result", "conversation", "system", "played"]
 
 #: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
@@ -126,12 +126,9 @@ def divergence_reply() -> Reply:
 
 
 def describe_difference(live: Any, recorded: Any, limit: int | None = 5) -> str:
-    """Where two normalized bodies differ, named as a person reads a conversation.
-
-    Paths read like ``messages[2] (user).content[0] (tool_result)``, each with both values;
-    of a long text, only the parts that differ, with some context on each side
-    (`text_difference`), never the whole text.
-    """
+    """Where two normalized bodies differ, named as a person reads a conversation
+    (``messages[2] (user).content[0] (tool_result)``), each with both values; of a long
+    text, only the parts that differ, with some context (`text_difference`)."""
     found: list[str] = []
     limit = limit or 100  # every field, within reason
 
@@ -197,12 +194,8 @@ def _hunks(a: str, b: str) -> list[tuple[int, int, int, int]]:
     """The differing spans of `a` and `b`, as (a_start, a_end, b_start, b_end); spans less
     than two contexts apart are one. The common head and tail are cut off first, so only
     what lies between is compared character by character."""
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
     a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
     if max(len(a_mid), len(b_mid)) > 20_000:  # too long to compare closely: one span
         return [(head, len(a) - tail, head, len(b) - tail)]
@@ -234,23 +227,13 @@ def _excerpt(text: str, start: int, end: int) -> str:
     change = text[start:end]
     if len(change) > _CHANGE:
         change = change[: _CHANGE // 2] + "…" + change[-_CHANGE // 2 :]
-    before = text[max(0, start - _CONTEXT) : start]
-    after = text[end : end + _CONTEXT]
-    shown = (
-        ("…" if start > _CONTEXT else "")
-        + before
-        + "["
-        + change
-        + "]"
-        + after
-        + ("…" if end + _CONTEXT < len(text) else "")
-    )
-    return shown.replace("\n", "\\n")
+    before = ("…" if start > _CONTEXT else "") + text[max(0, start - _CONTEXT) : start]
+    after = text[end : end + _CONTEXT] + ("…" if end + _CONTEXT < len(text) else "")
+    return f"{before}[{change}]{after}".replace("\n", "\\n")
 
 
 def _machine_labels(live: Any, recorded: Any) -> list[str]:
-    """The machine lines (`machine_line`) in which two bodies differ, when every
-    difference lies in one; else an empty list."""
+    """The machine lines in which two bodies differ, when every difference lies in one."""
     labels: list[str] = []
 
     def walk(a: Any, b: Any) -> bool:
