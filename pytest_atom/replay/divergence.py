@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -194,8 +193,12 @@ def _hunks(a: str, b: str) -> list[tuple[int, int, int, int]]:
     """The differing spans of `a` and `b`, as (a_start, a_end, b_start, b_end); spans less
     than two contexts apart are one. The common head and tail are cut off first, so only
     what lies between is compared character by character."""
-    head = len(os.path.commonprefix([a, b]))
-    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
     a_mid, b_mid = a[head : len(a) - tail], b[head : len(b) - tail]
     if max(len(a_mid), len(b_mid)) > 20_000:  # too long to compare closely: one span
         return [(head, len(a) - tail, head, len(b) - tail)]
