@@ -120,9 +120,7 @@ def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReas
         )
 
 
-@lru_cache(maxsize=8)
-def _cli_version(binary: Path) -> str:
-    return claude_version(binary)
+_cli_version = lru_cache(maxsize=8)(claude_version)
 
 
 @dataclass
