@@ -11,8 +11,7 @@ strict         their normalized bodies are equal, byte for byte
 Where to add: a match mode is one module with its `Matcher` class and a ``MATCHER``
 instance, and one line in the ``pytest_atom.match_modes`` entry-point group (pyproject.toml
 for these; another distribution's own group for its modes). `matchers()` below and the
-choices the ``match`` option offers (`pytest_atom.settings.modes.MATCH_MODES`, below this
-layer, which reads the names without importing a mode) both come from that group. No mode
+``match`` option's choices (`settings.modes.MATCH_MODES`) both come from that group. No mode
 imports another (an import-linter independence contract).
 """
 
@@ -43,9 +42,8 @@ GROUP = "pytest_atom.match_modes"
 
 @cache
 def matchers() -> Mapping[MatchMode, Matcher]:
-    """Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
-    offers them: the group, loaded when a replay first needs a mode (not at import, so a
-    plugin's module may import this package while it is itself being loaded)."""
+    """Every match mode by the name users type, in the order `MATCH_MODES` offers them,
+    loaded when a replay first needs one (a plugin's module may import this package)."""
     return load(GROUP, Matcher)
 
 

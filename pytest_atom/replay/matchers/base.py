@@ -1,10 +1,5 @@
 """The `Matcher` protocol every match mode implements, and what the conversation modes share.
-
-A mode decides which recorded request answers a live one (`key`), what of two requests a
-divergence report compares (`turns`), which recordings are the closest when nothing
-matched (`closest_pool`), and whether a match is worth noting as drift
-(`results_differ`). The replay responder asks its matcher and never tests a mode's name.
-"""
+The replay responder asks its matcher and never tests a mode's name."""
 
 from __future__ import annotations
 
@@ -33,10 +28,7 @@ class Matcher(Protocol):
 
     def key(self, kind: Kind, body: Any, *, system: bool = False) -> str:
         """The string two requests of `kind` must share to match (compared, never parsed).
-
-        `system`: the system prompt is the user's too (an SDK app sets its own), so it is
-        part of the match, Claude Code's billing block aside.
-        """
+        `system`: the system prompt is the user's too (an SDK app's), so it is matched on."""
         ...
 
     def turns(self, body: Any) -> list[dict[str, Any]]:
