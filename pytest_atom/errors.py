@@ -37,8 +37,8 @@
             └── SandboxUnavailableError    Claude Code's sandbox cannot run here
 
 Signals that never leave the module that raises them derive from `AtomError` too, but live
-beside their one raiser: `gateway.server.AbortReply`, `replay.vcr_shape.Malformed`,
-`replay.cassette._Unresolved`, `replay.fastyaml._Unusual`, `run.execution.SetupFailed`, and
+beside their one raiser: `gateway.server.AbortReply`, `replay.cassette.Malformed`,
+`replay.fastyaml._Unusual`, `run.execution.SetupFailed`, and
 the test outcomes `pytest.items.SpecFailed`, `ReplayError`, `UpstreamFailed` and
 `SnapshotMismatch` (they carry a `SpecResult`, which this ground-floor module cannot name).
 

@@ -22,11 +22,11 @@ import httpx
 from pytest_atom.gateway import Gateway, Reply
 from pytest_atom.gateway.server import Meter
 from pytest_atom.replay.cassette import Cassette, Interaction
-from pytest_atom.replay.matching import MatchMode
 from pytest_atom.replay.normalize import Normalizer, run_dates
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
+from pytest_atom.settings.modes import MatchMode
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.types import Spec
 from pytest_atom.wire.request import GatewayRequest

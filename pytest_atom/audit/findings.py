@@ -17,7 +17,7 @@ from pytest_atom.replay.cassette import (
     recorded_spec,
 )
 from pytest_atom.replay.normalize import unmasked_machine_details
-from pytest_atom.replay.raw_paths import (
+from pytest_atom.replay.placeholders import (
     MachinePaths,
     assistant_texts,
     model_written,

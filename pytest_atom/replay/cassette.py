@@ -6,14 +6,12 @@ Cassette has no locking. Request bodies are stored as indented JSON and response
 text, both as YAML block strings, so a cassette diff in a pull request can be read.
 
 Format 2 (``metadata.format``) stores what every request repeats once: each distinct
-``system`` prompt and ``tools`` list, and each message that more than one request carries
-(a conversation resends all its earlier turns), sits under ``metadata.shared`` by a short
-content hash, and request bodies refer to it as ``{"$shared": "tools-9b1c..."}``. A
-non-bare Claude Code request carries ~50 kB of tool schemas and system prompt, so this
-makes cassettes several times smaller and faster to load. Loading resolves the references,
-so ``Interaction.body`` is the whole request as it was sent; bodies that used the same block
-share one object, which nothing may change in place. Format 1 (the first release: every
-body whole) still loads; vcrpy loads both, as ``shared`` lives inside its ``metadata``.
+``system`` prompt and ``tools`` list, and each message more than one request carries, sits
+under ``metadata.shared`` by a short content hash, and request bodies refer to it as
+``{"$shared": "tools-9b1c..."}`` (a non-bare Claude Code request carries ~50 kB of tool
+schemas and system prompt). Loading resolves the references; bodies that used the same
+block share one object, which nothing may change in place. Format 1 (every body whole)
+still loads; vcrpy loads both, as ``shared`` lives inside its ``metadata``.
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ from pytest_atom.errors import AtomError, CassetteError
 from pytest_atom.files import write_atomic
 from pytest_atom.paths import display_path
 from pytest_atom.replay import fastyaml
-from pytest_atom.replay import vcr_shape as shape
 from pytest_atom.wire.roles import Role, header_role, legacy_role
 from pytest_atom.words import plural
 
@@ -44,14 +41,14 @@ FORMAT = 2  # pytest-atom's layout inside it, `metadata.format`: 1 had no shared
 SHARED = "$shared"  # {"$shared": name}: a reference to a block under metadata.shared
 _SHARED_FIELDS = ("system", "tools")  # body fields always stored once per distinct value
 #: ``metadata.recall``: the hashes that let a replay recall a structured session's answer
-#: (pytest_atom.replay.recall). Written last, before the shared blocks: machine data, like
-#: them, so whatever adds a key later (`atom cassette stamp`) keeps the file's order.
+#: (`replay.recall`). Written last before the shared blocks, so a key added later keeps its
+#: place.
 RECALL = "recall"
-#: Marks a broken stream kept as the CLI saw it, with what broke it ("sent an error event
-#: mid-stream"): a response header, so vcrpy and its tools read the file as before.
+#: Marks a broken stream kept as the CLI saw it, with what broke it: a response header, so
+#: vcrpy and its tools read the file as before.
 FAULT_HEADER = "x-atom-fault"
-#: Marks such a stream whose connection was cut after its last event (not ended): a replay
-#: cuts it at the same point, as Claude Code's next request depends on how a stream ended.
+#: Marks such a stream whose connection was cut after its last event: a replay cuts it at the
+#: same point, as Claude Code's next request depends on how a stream ended.
 CUT_HEADER = "x-atom-cut"
 _REF_LINES = re.compile(r'\{\n\s*"\$shared": ("[\w-]+")\n\s*\}')
 
@@ -66,6 +63,89 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str)
+
+
+# --- vcrpy's shape: every value a file holds checked for the type it must have ---------------
+# A cassette is data from whoever committed it (a hand edit, a merge gone wrong, a hostile pull
+# request): a wrong value is named (`Malformed`), never a TypeError from deep inside.
+
+
+class Malformed(AtomError, ValueError):
+    """One interaction is not in vcrpy's shape (or refers to a shared block that is missing or
+    not JSON); the message says where and what it holds."""
+
+
+#: What `get(key, _MISSING)` gives for a key the file leaves out.
+_MISSING: Any = object()
+
+
+def kind_of(value: Any) -> str:
+    """What a YAML value is, in words, for a message: `a number (12)`, `a list`, ..."""
+    if value is _MISSING:
+        return "missing"
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    words = {str: "text", bytes: "binary data", list: "a list", dict: "a mapping"}
+    return next((w for t, w in words.items() if isinstance(value, t)), type(value).__name__)
+
+
+def _mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{where} is {kind_of(value)}, expected a mapping")
+    return value
+
+
+def _text(value: Any, where: str, *, empty: bool = False) -> str:
+    """A string; bytes (vcrpy's `!!binary`) only when they are UTF-8; None as "" if `empty`."""
+    if value is None and empty:
+        return ""
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Malformed(f"{where} is binary data that is not UTF-8 text") from None
+    if not isinstance(value, str):
+        raise Malformed(f"{where} is {kind_of(value)}, expected text")
+    return value
+
+
+def _headers(value: Any, where: str) -> dict[str, str]:
+    """vcrpy's `{name: [value]}` (a bare string value is taken as it is); the first value."""
+    if value is None:
+        return {}
+    out: dict[str, str] = {}
+    for name, values in _mapping(value, where).items():
+        if not isinstance(name, str):
+            raise Malformed(f"{where} has a header name that is {kind_of(name)}")
+        if isinstance(values, list):
+            if not values:
+                continue
+            values = values[0]
+        out[name] = _text(values, f"{where.removesuffix('s')} {name!r}")
+    return out
+
+
+def _body_json(raw: str) -> Any:
+    """The body's JSON, or the text itself when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+    except RecursionError:
+        raise Malformed("request body is JSON nested too deeply to read") from None
+
+
+def _status(value: Any) -> int:
+    code = _mapping(value, "response status").get("code", _MISSING)
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if not isinstance(code, int) or isinstance(code, bool) or not 100 <= code <= 599:
+        raise Malformed(f"response status code is {kind_of(code)}, expected an HTTP status")
+    return code
 
 
 @dataclass
@@ -86,8 +166,8 @@ class Interaction:
 
     @property
     def role(self) -> Role:
-        """Whose session this was: the role the harness marked the request with, or for
-        a cassette recorded before the marker, the role guessed from its body."""
+        """Whose session this was: the role the harness marked the request with, else the
+        role guessed from its body (a cassette recorded before the marker)."""
         return header_role(self.request_headers) or legacy_role(self.body)
 
     def to_vcr(self, body_text: str | None = None) -> dict[str, Any]:
@@ -120,20 +200,21 @@ class Interaction:
     @classmethod
     def from_vcr(cls, data: Any) -> Interaction:
         """The interaction a vcrpy mapping holds; `Malformed` (saying where) for a value of
-        the wrong type or a missing key, whatever the file holds."""
-        entry = shape.mapping(data, "the interaction")
-        request = shape.mapping(entry.get("request", shape.MISSING), "its request")
-        response = shape.mapping(entry.get("response", shape.MISSING), "its response")
+        the wrong type or a missing key."""
+        entry = _mapping(data, "the interaction")
+        request = _mapping(entry.get("request", _MISSING), "its request")
+        response = _mapping(entry.get("response", _MISSING), "its response")
+        body = response.get("body")
         return cls(
-            method=shape.text(request.get("method", shape.MISSING), "request method"),
-            uri=shape.text(request.get("uri", shape.MISSING), "request uri"),
-            body=shape.body_json(
-                shape.text(request.get("body"), "request body", empty=True), "request body"
-            ),
-            status=shape.status(response.get("status", shape.MISSING)),
-            response=shape.response_text(response.get("body")),
-            request_headers=shape.headers(request.get("headers"), "request headers"),
-            response_headers=shape.headers(response.get("headers"), "response headers"),
+            method=_text(request.get("method", _MISSING), "request method"),
+            uri=_text(request.get("uri", _MISSING), "request uri"),
+            body=_body_json(_text(request.get("body"), "request body", empty=True)),
+            status=_status(response.get("status", _MISSING)),
+            response=""
+            if body is None
+            else _text(_mapping(body, "response body").get("string"), "response body", empty=True),
+            request_headers=_headers(request.get("headers"), "request headers"),
+            response_headers=_headers(response.get("headers"), "response headers"),
         )
 
 
@@ -143,11 +224,9 @@ def _json_text(value: Any) -> str:
 
 
 def _ref(value: Any) -> str | None:
-    """The block name when `value` is a reference ({"$shared": name}), else None.
-
-    Only the places refs are written are looked at (system, tools, each message), where
-    the Messages API never has a one-key object, so no real body is mistaken for one.
-    """
+    """The block name when `value` is a reference ({"$shared": name}), else None. Only
+    where refs are written (system, tools, each message), where the Messages API never has
+    a one-key object, so no real body is mistaken for one."""
     if isinstance(value, dict) and len(value) == 1:
         name = value.get(SHARED)
         return name if isinstance(name, str) else None
@@ -205,10 +284,6 @@ def _messages(body: Any) -> list[Any]:
     return messages if isinstance(messages, list) else []
 
 
-class _Unresolved(AtomError, ValueError):
-    """A request body refers to a shared block that is missing or is not JSON."""
-
-
 class _Resolver:
     """Turns references back into the shared objects, each block parsed once."""
 
@@ -225,14 +300,14 @@ class _Resolver:
         if name not in self.parsed:
             text = self.blocks.get(name)
             if text is None:
-                raise _Unresolved(
+                raise Malformed(
                     f"its body refers to shared block '{name}', which 'metadata.shared:' "
                     "does not hold"
                 )
             try:
                 self.parsed[name] = json.loads(text)
             except (ValueError, RecursionError):
-                raise _Unresolved(f"shared block '{name}' is not JSON") from None
+                raise Malformed(f"shared block '{name}' is not JSON") from None
         return self.parsed[name]
 
     def resolve(self, body: Any) -> None:
@@ -274,8 +349,8 @@ _SPEC_LINE = re.compile(r"^  spec: '?([^'\n]+)'?$", re.MULTILINE)
 
 @dataclass
 class Loaded:
-    """What `Cassette.read` found: the cassette, with a blank interaction in the place of
-    each malformed one (so interactions keep their numbers), and what is wrong with those."""
+    """What `Cassette.read` found: the cassette, a blank interaction in the place of each
+    malformed one (so interactions keep their numbers), and what is wrong with those."""
 
     cassette: Cassette
     malformed: dict[int, str]  # interaction number (from 1): what is wrong with it
@@ -306,8 +381,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def recorded_spec(path: Path, metadata: Any, text: str = "") -> str:
-    """The spec a cassette was recorded for, as a command names it (`file::name`): its
-    metadata names the file, and the default layout puts that three folders up; else `SPEC`."""
+    """The spec a cassette was recorded for, as a command names it (`file::name`), when the
+    default layout puts the file its metadata names up there; else `SPEC`."""
     recorded = metadata.get("spec") if isinstance(metadata, Mapping) else None
     if not isinstance(recorded, str):
         found = _SPEC_LINE.search(text)  # metadata that did not parse: its line, if any
@@ -331,8 +406,8 @@ def _fix(path: Path, metadata: Any, text: str) -> str:
 
 def _cut_short(text: str, data: Any, where: str, *, problem: bool = True) -> str | None:
     """How the file was cut short, when it was: it starts as a cassette, but vcrpy's
-    closing `version:` key is missing and (unless pytest-atom wrote it, which always closes
-    with that key) something else is wrong too."""
+    closing `version:` key is missing and (unless pytest-atom wrote it) something else is
+    wrong too."""
     closed = "version" in data if isinstance(data, dict) else bool(_VERSION_LINE.search(text))
     ours = text.startswith(HEADER)
     if closed or not (ours or _CASSETTE_START.search(text)) or not (problem or ours):
@@ -355,7 +430,7 @@ def _interactions(
             interaction = Interaction.from_vcr(entry)
             if resolver is not None:
                 resolver.resolve(interaction.body)
-        except (shape.Malformed, _Unresolved) as exc:
+        except Malformed as exc:
             malformed[number] = str(exc)
             interaction = Interaction("", "", "", 0, "")
         interactions.append(interaction)
@@ -364,8 +439,7 @@ def _interactions(
 
 @dataclass
 class Cassette:
-    """One cassette file: its interactions, in recorded order, and its metadata
-    (`Cassette.load`, `Cassette.save`)."""
+    """One cassette file: its interactions, in recorded order, and its metadata."""
 
     path: Path
     interactions: list[Interaction] = field(default_factory=list)
@@ -388,9 +462,8 @@ class Cassette:
 
     @classmethod
     def read(cls, path: Path) -> Loaded:
-        """The cassette at `path`, its malformed interactions named instead of refused
-        (`atom cassette check` reports each and checks the rest); CassetteError, naming the
-        file and the fix, for a file that is no cassette at all or is cut short."""
+        """The cassette at `path`, its malformed interactions named instead of refused (for
+        `atom cassette check`); CassetteError for a file that is no cassette or is cut short."""
         text = _read_text(path)
         try:
             data = fastyaml.load(text)
@@ -412,7 +485,7 @@ class Cassette:
         fix = _fix(path, metadata, text)
         if not isinstance(metadata, dict):
             raise CassetteError(
-                f"cassette {path} has malformed 'metadata:' ({shape.kind_of(metadata)}); {fix}"
+                f"cassette {path} has malformed 'metadata:' ({kind_of(metadata)}); {fix}"
             )
         version = _format(path, metadata, fix)
         shared = metadata.pop("shared", None) or {}

@@ -1,16 +1,14 @@
 """Find secret values in free text with Yelp's detect-secrets, cheaply enough for every body.
 
-The Scrubber already replaces known environment values and well-known token shapes. What
-neither catches is a secret the run never announced: ``AWS_SECRET_ACCESS_KEY=…`` in a file
-the agent reads, ``"api_key": "…"`` in a JSON config, a provider token in a tool result.
-detect-secrets knows those: its keyword plugin (assignments to secret-looking names), its
-provider plugins (AWS, GitHub, GitLab, Slack, Stripe, JWT, …) and its entropy measure.
+What the Scrubber's known values and token shapes miss is a secret the run never announced:
+``AWS_SECRET_ACCESS_KEY=…`` in a file the agent reads, ``"api_key": "…"`` in a JSON config,
+a provider token in a tool result. detect-secrets knows those: its keyword plugin, its
+provider plugins (AWS, GitHub, Slack, Stripe, JWT, …) and its entropy measure.
 
-It is built to scan files line by line, at milliseconds a line, and every request body
-here resends a large system prompt and the whole conversation. So a cheap trigger (an
-assignment to a secret-ish name, or a long token) picks the few windows worth a look,
-each window's findings are cached, and the detector package itself is imported only when
-a first window needs it (it costs a few hundred milliseconds).
+It scans at milliseconds a line, and every request body resends a large system prompt and
+the whole conversation. So a cheap trigger (an assignment to a secret-ish name, or a long
+token) picks the few windows worth a look, each window's findings are cached, and the
+package is imported only when a first window needs it (a few hundred milliseconds).
 
 Entropy alone is never enough: thinking signatures, tool-use ids and hashes are random
 too, and scrubbing them would break replay. It is the second opinion for names the
@@ -28,11 +26,8 @@ from dataclasses import dataclass
 from re import Match, Pattern
 from typing import Any
 
-__all__ = ["find_secrets", "is_secret_name", "json_forms", "load_detector"]
-
-#: Assignments to secret-ish names, in any notation (``X=``, ``x:``, ``"x":``, ``x :=``).
-#: A loose prefilter (its letter pairs may cross: "Tey"), written so that re skips ahead to
-#: candidate letters; it ignores our own ``<SECRET:…>`` placeholders.
+#: Assignments to secret-ish names, in any notation (``X=``, ``x:``, ``"x":``, ``x :=``): a
+#: loose prefilter (its letter pairs may cross: "Tey") that lets re skip ahead to candidates.
 _NAME_TRIGGER = re.compile(
     r"[SsPpTtAaCcKk](?i:ecret|ass|wd|oken|uth|redential|ey|ontrase)(?<!<SECRET)"
     r"\w*[\\'\"\]]{0,8}\s*[:=]"
@@ -69,11 +64,8 @@ def is_secret_name(name: str) -> bool:
 
 
 def find_secrets(text: str) -> frozenset[str]:
-    """The secret values detect-secrets finds in ``text``, JSON-escaped text included.
-
-    Values come back decoded (as the secret itself, not its escaped form); the caller
-    replaces every form of them.
-    """
+    """The secret values detect-secrets finds in ``text``, JSON-escaped text included, each
+    decoded (the secret itself, not its escaped form)."""
     if len(text) < _MIN_VALUE + 4:  # no room for a name and a value
         return frozenset()
     if _CACHED_TEXT[0] <= len(text) < _CACHED_TEXT[1]:
@@ -134,11 +126,8 @@ _ESCAPED_BREAK = re.compile(r"(?:\\{1,2}r)?\\{1,2}n")
 
 def _views(window: str) -> Iterator[str]:
     """The window's lines as written and as decoded from up to two levels of JSON escaping
-    (a file's content inside a tool call's JSON inside a stream event).
-
-    A view that is still escaped is cut at its escaped line breaks too: a value never runs
-    on into the next line (``GIT_CONFIG_KEY_0=safe.directory\\nGIT_CONFIG_KEY_1=…`` would
-    otherwise be one value, holding a digit, and its redaction would eat the next line).
+    (a file's content inside a tool call's JSON inside a stream event). A view still escaped
+    is cut at its escaped line breaks too, so a value never runs on into the next line.
     """
     seen: set[str] = set()
     view = window
@@ -158,9 +147,8 @@ def _window_values(window: str) -> frozenset[str]:
     detector = _detector()
     found: set[str] = set()
     for line in _views(_PLACEHOLDER.sub("<>", window)):
-        # Each line runs only the plugins its triggers call for, where they call for them:
-        # every provider's key is a long token (some want a keyword shortly before it), and
-        # the keyword patterns start at a secret-ish name.
+        # Only the plugins a line's triggers call for, where they call for them: a provider's
+        # key is a long token (some want a keyword before it); keywords start at a name.
         for piece in {
             line[max(0, t.start() - _PROVIDER_CONTEXT) : t.end() + 2]
             for t in _TOKEN_TRIGGER.finditer(line)
@@ -182,11 +170,8 @@ def _window_values(window: str) -> frozenset[str]:
 
 
 def _assignments(detector: _Detector, line: str, start: int, end: int) -> Iterator[str]:
-    """Values assigned to the name a trigger found at ``line[start:end]``.
-
-    The keyword plugin's patterns are tried only where a listed name starts inside that
-    name, anchored there: searched along a whole line, they cost ~0.2 ms each.
-    """
+    """Values assigned to the name a trigger found at ``line[start:end]``: the keyword
+    plugin's patterns anchored where a listed name starts (along a line, ~0.2 ms each)."""
     begin = _NAME_START.search(line, max(0, start - 64), start)
     begin_at = begin.start() if begin else start
     for names in detector.names:
@@ -215,12 +200,8 @@ def _whole_token(line: str, value: str) -> str:
 
 
 def _assigned_value(line: str, match: Match[str], group: int) -> str:
-    """The assigned value: whole when quoted, else its first word (prose may follow it).
-
-    An unquoted name is a literal in ``TOKEN=abc123`` or ``token: abc123`` (env and config
-    files), but a reference to another variable in code (``key = win32con``, ``a = b.c``):
-    those come back empty.
-    """
+    """The assigned value: whole when quoted, else its first word (prose may follow it);
+    empty for a reference to another variable in code (``key = win32con``, ``a = b.c``)."""
     value = match.group(group) or ""
     start = match.start(group)
     if start > 0 and line[start - 1] in "'\"`":
@@ -235,11 +216,8 @@ def _assigned_value(line: str, match: Match[str], group: int) -> str:
 
 def _plausible(value: str, *, strict: bool) -> bool:
     """Could this value be a credential, rather than a name, a path, a template or a number?
-
-    ``strict`` is for names the keyword plugin does not list (``token``, ``auth``, ``key``):
-    there the value must also be 12 characters or more, hold a digit, and (checked by the
-    caller) look random.
-    """
+    ``strict`` (names the keyword plugin does not list): also 12 characters or more, with a
+    digit, and (checked by the caller) random-looking."""
     from detect_secrets.filters import heuristic
 
     if len(value) < (12 if strict else _MIN_VALUE) or "<" in value or ">" in value:
@@ -287,8 +265,8 @@ _EXCLUDED = frozenset({"IPPublicDetector", "PrivateKeyDetector", "BasicAuthDetec
 
 
 def load_detector() -> None:
-    """Import detect-secrets and build its plugins now, rather than at the first window
-    that needs them: a front end that is about to run specs calls it before the first."""
+    """Import detect-secrets now, not at the first window that needs it (a front end about
+    to run specs)."""
     _detector()
 
 

@@ -97,9 +97,8 @@ class Divergence:
 
 
 #: Where a divergence lies: Claude Code's own parts of the request only (``cli``), of which
-#: only a machine detail (``machine``); a tool result (``tool_result``); the rest of the
-#: conversation (``conversation``); an SDK app's own system prompt (``system``); nowhere, as
-#: its recording was already played (``played``).
+#: only a machine detail (``machine``); a tool result; the rest of the conversation; an SDK
+#: app's own system prompt (``system``); nowhere, its recording already played (``played``).
 Where = Literal["cli", "machine", "tool_result", "conversation", "system", "played"]
 
 #: A line of the environment block (`` - OS Version: …``) or the sandbox's configuration
@@ -126,12 +125,9 @@ def divergence_reply() -> Reply:
 
 
 def describe_difference(live: Any, recorded: Any, limit: int | None = 5) -> str:
-    """Where two normalized bodies differ, named as a person reads a conversation.
-
-    Paths read like ``messages[2] (user).content[0] (tool_result)``, each with both values;
-    of a long text, only the parts that differ, with some context on each side
-    (`text_difference`), never the whole text.
-    """
+    """Where two normalized bodies differ, named as a person reads a conversation
+    (``messages[2] (user).content[0] (tool_result)``), each with both values; of a long
+    text, only the parts that differ, with some context (`text_difference`)."""
     found: list[str] = []
     limit = limit or 100  # every field, within reason
 
@@ -234,23 +230,13 @@ def _excerpt(text: str, start: int, end: int) -> str:
     change = text[start:end]
     if len(change) > _CHANGE:
         change = change[: _CHANGE // 2] + "…" + change[-_CHANGE // 2 :]
-    before = text[max(0, start - _CONTEXT) : start]
-    after = text[end : end + _CONTEXT]
-    shown = (
-        ("…" if start > _CONTEXT else "")
-        + before
-        + "["
-        + change
-        + "]"
-        + after
-        + ("…" if end + _CONTEXT < len(text) else "")
-    )
-    return shown.replace("\n", "\\n")
+    before = ("…" if start > _CONTEXT else "") + text[max(0, start - _CONTEXT) : start]
+    after = text[end : end + _CONTEXT] + ("…" if end + _CONTEXT < len(text) else "")
+    return f"{before}[{change}]{after}".replace("\n", "\\n")
 
 
 def _machine_labels(live: Any, recorded: Any) -> list[str]:
-    """The machine lines (`machine_line`) in which two bodies differ, when every
-    difference lies in one; else an empty list."""
+    """The machine lines in which two bodies differ, when every difference lies in one."""
     labels: list[str] = []
 
     def walk(a: Any, b: Any) -> bool:

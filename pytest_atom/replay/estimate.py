@@ -1,11 +1,9 @@
 """What re-recording a cassette would cost: its answers' usage at today's prices.
 
-A cassette holds every answer of a spec's recording with the usage the API reported for
-it. Folded by the one usage fold (`pytest_atom.cost.billing`) and priced by Claude Code's
-own prices (`pytest_atom.cost.prices`, by the model each request asked for), they give
-what recording the same conversation again costs: ``atom cassette cost`` prints it before
-anything is spent. A new recording differs where the model answers differently; the
-recording's own cost is within a few percent when it does not (tests/cost/test_spend_limit.py).
+A cassette holds every answer of a spec's recording with the usage the API reported for it,
+priced here by the model each request asked for: ``atom cassette cost`` prints it before
+anything is spent. A new recording costs within a few percent of it when the model answers
+alike.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from pytest_atom.cost.prices import cost_usd
 from pytest_atom.gateway.messages import answer_billed
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.transcript import is_messages
-
-__all__ = ["Estimate", "estimate", "interaction_billed"]
 
 
 @dataclass

@@ -1,15 +1,11 @@
 """Load YAML as ``yaml.load(text, CSafeLoader)`` does, several times faster.
 
-Loading a cassette is dominated by PyYAML's cost per node, not per byte: a 1,000-interaction
-cassette has ~40,000 nodes, and ``yaml.load`` builds a node object (with two position marks)
-for each, resolves its tag in Python and then constructs it through generators. Here the
-same libyaml parser's events are turned into dicts, lists and strings directly.
-
-Only what a safe load of plain block YAML yields is built this way: untagged scalars (plain
-ones resolved with PyYAML's own resolver and constructors), mappings, sequences, anchors and
-aliases. Anything else (an explicit tag, a merge key ``<<``, a collection as a key, several
-documents, invalid YAML) is left to ``yaml.load`` itself, so the result, or the error, is
-always the one ``yaml.load`` gives.
+Loading a cassette is dominated by PyYAML's cost per node (a 1,000-interaction cassette has
+~40,000): ``yaml.load`` builds a node object for each, resolves its tag in Python and then
+constructs it through generators. Here the same libyaml parser's events become dicts, lists
+and strings directly. Only untagged scalars, mappings, sequences, anchors and aliases are
+built this way; anything else (a tag, a merge key, a collection as a key, several documents,
+invalid YAML) is left to ``yaml.load``, so the result, or the error, is always its own.
 """
 
 from __future__ import annotations
@@ -85,8 +81,7 @@ def _build(text: str) -> Any:
 
 def _document(get: Callable[[], Any]) -> Any:
     """Build a document event by event: open collections wait on a stack as
-    [container, key awaiting its value] (the key only for mappings) until their end event.
-    """
+    [container, key awaiting its value] until their end event."""
     anchors: dict[str, Any] = {}
     plain: dict[str, Any] = {}
     stack: list[list[Any]] = []
@@ -119,8 +114,7 @@ def _node(
     event: Any, kind: type, opened: bool, anchors: dict[str, Any], plain: dict[str, Any]
 ) -> Any:
     """The value a scalar, alias or opening collection stands for, registered under its
-    anchor. A collection is registered as it opens, empty, because it may contain itself.
-    """
+    anchor (a collection as it opens, empty, as it may contain itself)."""
     if kind is ScalarEvent:
         value = _scalar(event, plain)
     elif opened:
@@ -140,8 +134,7 @@ def _node(
 
 def _attach(top: list[Any], value: Any, opened: bool) -> None:
     """Put `value` into the innermost open collection: appended to a list; in a mapping,
-    alternately taken as the next key and stored as that key's value.
-    """
+    alternately taken as the next key and stored as that key's value."""
     container = top[0]
     if container.__class__ is list:
         container.append(value)

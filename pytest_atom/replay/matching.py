@@ -1,4 +1,4 @@
-"""How a live request finds its recorded counterpart: the match modes, and the drift between.
+"""What the match modes (`replay.matchers`) compare of a request, and the drift between.
 
 Matching follows ownership. What the user owns (the task, the atom and reflector prompts,
 refine feedback, the workspace as seen through tool results: the *conversation*) decides
@@ -6,35 +6,18 @@ a match. What Claude Code owns (system prompt, tool schemas, model and sampling 
 ``cache_control``, its own ``<system-reminder>`` blocks and ``role: system`` entries,
 string vs ``[text]`` content, preflights and side requests) changes with every CLI
 release, so it is recorded and reported as drift, never a reason to fail.
-
-The match modes themselves (conversation, structural, strict) are the classes of
-`replay.matchers`; this module holds what they compare and the `Drift` they report.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pytest_atom.events import flatten_tool_result
-from pytest_atom.gateway.messages import parse_sse
+from pytest_atom.gateway.messages import read_reply
 from pytest_atom.results.drift import ABSENT as DRIFT_ABSENT
 from pytest_atom.results.drift import Drift
-from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, MatchMode
-from pytest_atom.wire.request import CONVERSATION_KINDS, Kind, request_kind
-
-__all__ = [
-    "CONVERSATION_KINDS",
-    "DEFAULT_MATCH",
-    "MATCH_MODES",
-    "Drift",
-    "Kind",
-    "MatchMode",
-    "note_served",
-    "request_kind",
-]
 
 TOOL_RESULT = "<TOOL_RESULT>"  # a tool result's text, as structural matching sees it
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -44,10 +27,9 @@ _CLI_NOTE = r"\[This command modified \d+ files? you've previously read: [^\]]*\
 _NO_OUTPUT = re.compile(rf"\(Bash completed with no output\)|{_CLI_NOTE}")
 _CLI_SUFFIX = re.compile(rf"\s*{_CLI_NOTE}\s*$")
 NO_OUTPUT = "<NO_OUTPUT>"
-#: Claude Code's words around the answers to an AskUserQuestion: 2.1.332 says "The user
-#: answered: ... follow what they actually say." of an answer that is no option's label,
-#: where 2.1.197 (and 2.1.332, for a label) says "Your questions have been answered: ...".
-#: The answers are the user's; the words around them are the CLI's.
+#: Claude Code's words around the answers to an AskUserQuestion, which differ between
+#: releases (and, in 2.1.332, between an option's label and free text): only the answers
+#: are the user's.
 _ANSWERED = re.compile(
     r"(?:Your questions have been answered|The user answered): (?P<answers>.*?)\. "
     r"(?:You can now continue with these answers in mind|Read the answers carefully\b.*)\.",
@@ -56,15 +38,9 @@ _ANSWERED = re.compile(
 ANSWERED = "<ANSWERED> "
 
 
-def tool_names(body: Any) -> list[str]:
-    """The tools a request offers, in order."""
-    tools = body.get("tools") if isinstance(body, dict) else None
-    return [str(t.get("name")) for t in tools or [] if isinstance(t, dict)]
-
-
-#: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): not in the
-#: request's `tools` array but listed by name in a system message, one a line, and loaded
-#: through ToolSearch when called. 2.1.331 writes the first form; the tag is the older one.
+#: How Claude Code names the tools it defers (MCP tools, rarely used built-ins): listed by
+#: name in a system message, one a line, and loaded through ToolSearch when called (2.1.331
+#: writes the first form; the tag is the older one).
 _DEFERRED = re.compile(
     r"The following deferred tools are now available via ToolSearch\b[^\n]*\n"
     r"((?:[\w.:-]+\n?)+)"
@@ -86,9 +62,8 @@ def _strings(value: Any) -> Iterator[str]:
 
 def offered_tools(body: Any) -> set[str]:
     """Every tool a request lets the model call: those in its `tools` array and those it
-    defers (listed by name in a system message, loaded through ToolSearch). A tool missing
-    from `tools` is not thereby "not offered"."""
-    offered = set(tool_names(body))
+    defers."""
+    offered = set(_tools(body))
     if not isinstance(body, dict):
         return offered
     for text in _strings([body.get("system"), body.get("messages")]):
@@ -106,8 +81,7 @@ def _text(text: str) -> str:
 
 
 def _result(content: Any) -> str:
-    """A tool result as one text (the form every reader flattens it to), Claude Code's own
-    notes folded."""
+    """A tool result as one text, Claude Code's own notes folded."""
     text = _text(flatten_tool_result(content))
     if _NO_OUTPUT.fullmatch(text):
         return NO_OUTPUT
@@ -162,7 +136,7 @@ _BILLING = "x-anthropic-billing-header:"
 
 def owned_system(body: Any) -> str:
     """The system prompt as an SDK app owns it: every system block but Claude Code's
-    billing block (the app's ``system_prompt`` and the preamble the CLI puts before it)."""
+    billing block."""
     system = body.get("system") if isinstance(body, dict) else None
     if isinstance(system, list):
         texts = [str(b.get("text", "")) for b in system if isinstance(b, dict)]
@@ -172,26 +146,8 @@ def owned_system(body: Any) -> str:
 
 def called_tools(response: str) -> list[str]:
     """The tools a recorded answer calls (SSE or a JSON message)."""
-    names: list[str] = []
-    try:
-        data = json.loads(response)
-    except ValueError:
-        for _, raw in parse_sse(response):
-            if '"tool_use"' not in raw:
-                continue
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            block = event.get("content_block") if isinstance(event, dict) else None
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                names.append(str(block.get("name")))
-        return names
-    content = data.get("content") if isinstance(data, dict) else None
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            names.append(str(block.get("name")))
-    return names
+    blocks = read_reply(response, 200).blocks
+    return [str(b.get("name")) for b in blocks if b.get("type") == "tool_use"]
 
 
 def _tools(body: Any) -> dict[str, Any]:

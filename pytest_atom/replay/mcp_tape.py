@@ -8,20 +8,15 @@ The CLI speaks newline-delimited JSON-RPC to a stdio MCP server (MCP's stdio tra
 
 - Recording, the real server runs as the spec configured it, and every line is relayed both
   ways unchanged, as it arrives. Each request is kept with its response (and the
-  notifications the server sent meanwhile), scrubbed by the one `Scrubber` (this process has
-  the server's environment, so its credentials too), and appended to ``FOLDER/NAME.jsonl``
-  at once: nothing unscrubbed reaches the disk, and a killed run keeps what was said.
-  `ModelSource` stores them in the cassette's ``metadata.mcp``, run paths normalized.
-- Replaying, no server runs. A stand-in answers from ``FOLDER/tape.json`` (the cassette's
-  exchanges with the run's own paths put back), matching a request on its method and params
-  (never its id, which it echoes), in any order; a request the server left unanswered (a
-  subscription) stays unanswered. ``initialize`` is matched on its method
-  alone: its params are the CLI's own (client version, capabilities). A request the
+  notifications sent meanwhile), scrubbed (this process has the server's credentials too),
+  and appended to ``FOLDER/NAME.jsonl`` at once: nothing unscrubbed reaches the disk, and a
+  killed run keeps what was said. `ModelSource` stores them in ``metadata.mcp``.
+- Replaying, no server runs (nor its dependencies, nor its credentials). A stand-in answers
+  from ``FOLDER/tape.json`` (the cassette's exchanges, the run's own paths put back),
+  matching a request on its method and params (never its id, which it echoes), in any order;
+  a request the server left unanswered (a subscription) stays unanswered. A request the
   recording never saw gets a JSON-RPC error and a line in ``FOLDER/misses.jsonl``, which the
   harness reports as a divergence naming the server and the tool.
-
-Replay needs only the standard library and this package: neither the server nor its
-dependencies (the ``mcp`` SDK, say) nor its credentials.
 """
 
 from __future__ import annotations
@@ -62,7 +57,7 @@ class McpTape:
     folder: Path
 
     def argv(self, server: str, command: str, args: Sequence[str]) -> list[str]:
-        """The command line that stands in for `command args` of server `server`: the
+        """The command line that stands in for server `server`'s `command args`: the
         recording proxy around it, or the stand-in, which starts nothing."""
         argv = [sys.executable, "-m", MODULE, "--server", server, "--tape", str(self.folder)]
         if self.mode == "replay":
@@ -81,8 +76,8 @@ class McpTape:
         return found
 
     def write_tape(self, servers: Any, paths_in: Callable[[str], str]) -> None:
-        """The cassette's exchanges (``metadata.mcp``) for the stand-ins, with live paths; what
-        an earlier run in this folder (one resumed) missed and served is forgotten."""
+        """The cassette's exchanges for the stand-ins, with live paths; what an earlier run in
+        this folder (one resumed) missed and served is forgotten."""
         self.folder.mkdir(parents=True, exist_ok=True)
         for old in [self.folder / MISSES_FILE, *self.folder.glob(f"*{SERVED_SUFFIX}")]:
             old.unlink(missing_ok=True)
@@ -113,16 +108,15 @@ def describe_miss(miss: Mapping[str, Any]) -> str:
 
 def request_key(message: Mapping[str, Any]) -> str:
     """What a replayed request is matched on: its method and params, never its id; neither
-    the ``_meta`` of params (progress tokens) nor any of ``initialize``'s (the client's)."""
+    the ``_meta`` of params nor any of ``initialize``'s (the client's own)."""
     stored = _stored(message)
     params = None if stored.get("method") == "initialize" else stored.get("params")
     return json.dumps([stored.get("method"), params], sort_keys=True, ensure_ascii=False)
 
 
 def _stored(request: Mapping[str, Any]) -> dict[str, Any]:
-    """A request as the tape keeps it: without its id and its params' ``_meta``, which holds
-    the client's version and capabilities, the tool-use id and a progress token: volatile,
-    and never matched on."""
+    """A request as the tape keeps it: without its id and its params' ``_meta`` (the
+    client's version, the tool-use id, a progress token: volatile, never matched on)."""
     stored = _without(request, "id", "jsonrpc")
     if isinstance(stored.get("params"), dict):
         stored["params"] = _without(stored["params"], "_meta")
@@ -202,8 +196,7 @@ def record(folder: Path, server: str, command: list[str]) -> int:
                 if message is not None:
                     _keep(message, pending, lock, scrubber, log)
         finally:
-            # Still open when the session ended (2.1.331's `subscriptions/listen` is answered
-            # only by notifications): kept unanswered, so a replay leaves it open too.
+            # Still open when the session ended (`subscriptions/listen`): kept unanswered.
             with lock:
                 for exchange in pending.values():
                     log.write(json.dumps(exchange, ensure_ascii=False) + "\n")
@@ -241,11 +234,9 @@ def _keep(
 
 
 def replay(folder: Path, server: str) -> int:
-    """Answer from the tape, until the CLI hangs up; log what it does not hold.
-
-    The same request asked again takes the next recorded answer (then the last one again),
-    counted across the run's sessions in ``FOLDER/NAME.served``: a stateful server's second
-    answer follows its first, whichever CLI call asks.
+    """Answer from the tape, until the CLI hangs up; log what it does not hold. The same
+    request asked again takes the next recorded answer (then the last one again), counted
+    across the run's sessions in ``FOLDER/NAME.served``, as a stateful server answers.
     """
     tape_file = folder / TAPE_FILE
     tape = json.loads(tape_file.read_text(encoding="utf-8")) if tape_file.is_file() else {}
@@ -303,8 +294,7 @@ _METHOD_NOT_FOUND = -32601
 
 def _without_notifications(capabilities: Any) -> dict[str, Any]:
     """A modern server's capabilities as its handshake states them: no list-changed or
-    subscription flags, which the modern protocol serves through ``subscriptions/listen``
-    and the stand-in never sends on a handshake-era connection (FastMCP says the same)."""
+    subscription flags, which the stand-in never serves on a handshake-era connection."""
     if not isinstance(capabilities, dict):
         return {}
     return {
@@ -319,17 +309,14 @@ class Era:
     """The stand-in's connection answers in the era of the CLI that talks to it, whichever
     era the tape was recorded in: the tape is the server's behaviour, the era its wire form.
 
-    Claude Code moved to the 2026-07-28 protocol (2.1.331 opens with ``server/discover``; an
-    ``initialize`` on that connection is refused with -32022), while 2.1.197 opens with
-    ``initialize``. So, as the recorded server would on a fresh connection:
+    Claude Code 2.1.331 opens with the 2026-07-28 protocol's ``server/discover``, 2.1.197
+    with ``initialize``. So, as the recorded server would on a fresh connection:
 
     - an older client's ``initialize`` on a modern tape gets the handshake built from the
-      recorded ``server/discover`` (its capabilities, less the notification flags, its server
-      info, the client's protocol version), and later results lose the modern-only fields:
-      what the real server (the `mcp` SDK's) says on a fresh connection;
+      recorded ``server/discover`` (its capabilities less the notification flags, its server
+      info, the client's protocol version), and later results lose the modern-only fields;
     - a modern client's ``server/discover`` on a handshake-era tape gets "method not found",
-      the answer of a server that predates it, upon which the client falls back to
-      ``initialize``.
+      upon which the client falls back to ``initialize``.
     """
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:

@@ -3,8 +3,7 @@
 A replay happens in another temp folder, on another day, for another user, with another
 session id; the CLI puts all of those into its request bodies. Both the recorded and the
 live request are normalized the same way, and matching compares the normalized forms.
-Responses get the same path placeholders, so a replayed tool call (an Edit of
-``<WORKSPACE>/calc.py``) lands in the live workspace.
+Responses get the path placeholders back, so a replayed tool call lands in the live folder.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -33,9 +32,8 @@ class MachineDetail:
     """Something Claude Code writes into its requests that names the machine, not the task.
 
     `pattern` matches the detail only while it holds the machine's value (never its mask),
-    and `mask` replaces the match (a template: ``\\1`` keeps a group). `marker` is a plain
-    substring of every match: a text without it is skipped cheaply, as every string of every
-    request passes through here.
+    and `mask` replaces the match (``\\1`` keeps a group). `marker` is a substring of every
+    match: a text without it is skipped cheaply (every string of every request comes here).
     """
 
     name: str  # as `atom cassette check` and a divergence report say it
@@ -53,27 +51,23 @@ class MachineDetail:
 
 
 def _environment_line(label: str, mask: str) -> re.Pattern[str]:
-    """The value of one line of the environment block (`` - OS Version: Linux 6.1``): it
-    ends with its line, and in a body kept as JSON text at a backslash or a quote too."""
+    """The value of one line of the environment block (`` - OS Version: Linux 6.1``), up to
+    its line's end (or a backslash or a quote, in a body kept as JSON text)."""
     return re.compile(rf'(?<= - {label}: )(?!{re.escape(mask)})[^\n\\"]+')
 
 
 def _variable(names: str, value: str, before: str = "") -> re.Pattern[str]:
-    """The value (`value`, after `before`) of a variable in `names` as a command prints
-    it: ``NAME=value`` (`env`, `printenv`, /proc/*/environ), ``NAME="value"`` (`export -p`,
-    `set`), ``"NAME": "value"`` (a JSON or Python dump), in a body kept as JSON text too
-    (``\\"``). Group 1 is all that precedes the value, kept by the mask. No word boundary
-    before the name: in a JSON text a line starts after the letter of ``\\n``."""
+    """The value (`value`, after `before`) of a variable in `names` as a command prints it:
+    ``NAME=value``, ``NAME="value"``, ``"NAME": "value"``, JSON-escaped too. Group 1 is all
+    that precedes the value. No word boundary before the name: in a JSON text a line starts
+    after the letter of ``\\n``."""
     assignment = r"""(?:=|\\?["']\s*:\s*)\\?["']?"""
     return re.compile(rf"((?:{names}){assignment}{before}){value}")
 
 
-#: What Claude Code's sandbox gives the agent's shell afresh for each CLI process, seen
-#: by a command that prints its environment (`env`, 2.1.332): the CLI's process id, the
-#: sandbox proxy's per-session user in every proxy variable (its password is a secret the
-#: scrubber redacts), the host ports its bridges listen on, the socket named after the
-#: process id, and the gateway's port. They name one process, not the task, so a tool
-#: result showing them is masked on both sides like a machine detail.
+#: What Claude Code's sandbox gives the agent's shell afresh for each CLI process, seen by a
+#: command that prints its environment (`env`, 2.1.332): they name one process, not the
+#: task, so a tool result showing them is masked on both sides like a machine detail.
 PROCESS_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "the CLI's process id",
@@ -114,13 +108,11 @@ PROCESS_DETAILS: tuple[MachineDetail, ...] = (
 )
 
 
-#: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what
-#: its sandbox gives one process (`PROCESS_DETAILS`). The run's own folders, home and temp
-#: folders are not here: they become placeholders by name (`Normalizer` paths,
-#: placeholders.volatile_paths), and `atom cassette check` reports one left raw; only the
-#: short temp folder is, for recordings made before it was named. Each mask applies to
-#: live requests and, on load, to older recordings (`mask_machine`), so a cassette
-#: recorded before a mask existed still matches exactly.
+#: Every machine detail Claude Code (2.1.330 to 2.1.332) writes into a request, and what its
+#: sandbox gives one process. The run's own folders are not here: they become placeholders
+#: by name (placeholders.volatile_paths). Each mask applies to live requests and, on load,
+#: to older recordings (`mask_machine`), so a cassette recorded before a mask existed still
+#: matches exactly.
 MACHINE_DETAILS: tuple[MachineDetail, ...] = (
     MachineDetail(
         "kernel release",
@@ -153,9 +145,8 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "... and <N> more (truncated for prompt size)",
         "... and 155 more (truncated for prompt size)",
     ),
-    # The toolchains the read guard re-opens (agents.claude_code.readguard): this machine's
-    # PATH. The guard lists them last, after the run folder, and they are dropped whole, so
-    # a machine with other toolchains, or none, sends the same list.
+    # The toolchains the read guard re-opens (agents.claude_code.readguard), listed last,
+    # after the run folder: dropped whole, so any machine sends the same list.
     MachineDetail(
         "toolchain folders",
         "allowWithinDeny",
@@ -166,9 +157,8 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         r"\1",
         '"allowWithinDeny":["/usr","<RUN_DIR>","/home/alice/.pyenv"]',
     ),
-    # The sandbox's folders named after the user id. `cc-daemon` stays in /tmp whatever
-    # `$TMPDIR` says, so the normalizer's temp folder path does not cover it; so does
-    # `cc-socks`, where the CLI's messaging socket goes when `$TMPDIR` is too deep for it.
+    # The sandbox's folders named after the user id that stay in /tmp whatever `$TMPDIR`
+    # says (`cc-socks` when `$TMPDIR` is too deep for the CLI's messaging socket).
     MachineDetail(
         "user id",
         "/tmp/",
@@ -177,9 +167,7 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "/tmp/cc-daemon-1000",
     ),
     # The short temp folder of a run folder too deep for the sandbox's sockets
-    # (environment.py tmpdir_for): a network-sandboxed agent's read guard lists it.
-    # It is the run's temp folder, `<RUN_DIR>/tmp` as in a shallow run (run.execution
-    # volatile_paths masks the live one); this masks one recorded before that.
+    # (environment.py tmpdir_for), recorded before volatile_paths masked the live one.
     MachineDetail(
         "short temp folder",
         "/tmp/atom-",
@@ -187,10 +175,8 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         "<RUN_DIR>/tmp",
         '"allowRead":["/tmp/atom-b0fb33bf18ea9e98","<RUN_DIR>"]',
     ),
-    # --- the run's environment: the CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in
-    # the sandbox's path list. A run's XDG_CACHE_HOME is `<HOME>/.cache` now
-    # (environment.py); a recording made where the caller's own XDG_CACHE_HOME
-    # reached the CLI names that folder, which is the machine's, not the task's.
+    # The CLI's cache folder, `$XDG_CACHE_HOME/claude-cli-nodejs`, in the sandbox's path
+    # list: `<HOME>/.cache` in a run (environment.py), the caller's in older recordings.
     MachineDetail(
         "XDG cache folder",
         "/claude-cli-nodejs",
@@ -201,10 +187,8 @@ MACHINE_DETAILS: tuple[MachineDetail, ...] = (
         '"/home/bob/.xdg-cache/claude-cli-nodejs"',
     ),
     # The sandbox a spec's hook runs in (agents.claude_code.srt): Claude Code names a failed
-    # hook by its command, and the run's wrapper is the harness's, not the spec's (srt's
-    # path, its settings file named by a hash of the run's rules). Masked to one token, so
-    # a recording made under either wrapper, the srt one or the bubblewrap one before it,
-    # matches on the hook's own command.
+    # hook by its command, whose wrapper is the harness's, not the spec's. Masked to one
+    # token, so a recording made under either wrapper (srt, or bubblewrap before it) matches.
     MachineDetail(
         "the sandbox a hook runs in",
         "srt --settings ",
@@ -241,19 +225,20 @@ def mask_machine_text(text: str) -> str:
 
 
 def mask_machine(body: Any) -> Any:
-    """`body` (a request body, or any JSON value) with every known machine detail masked.
+    """`body` (any JSON value) with every known machine detail masked: bodies recorded
+    before a mask existed, on load. Idempotent, so old cassettes match on any machine."""
+    return _map_values(body, mask_machine_text)
 
-    The normalizer masks live requests as they come; this masks bodies recorded before a
-    mask existed, on load. Applied to both sides, and idempotent, old cassettes still match
-    byte for byte on any machine.
-    """
-    if isinstance(body, str):
-        return mask_machine_text(body)
-    if isinstance(body, list):
-        return [mask_machine(item) for item in body]
-    if isinstance(body, dict):
-        return {key: mask_machine(value) for key, value in body.items()}
-    return body
+
+def _map_values(node: Any, change: Callable[[str], str]) -> Any:
+    """A copy of JSON data with `change` applied to every string value (keys stay)."""
+    if isinstance(node, str):
+        return change(node)
+    if isinstance(node, list):
+        return [_map_values(item, change) for item in node]
+    if isinstance(node, dict):
+        return {key: _map_values(value, change) for key, value in node.items()}
+    return node
 
 
 def unmasked_machine_details(text: str) -> list[tuple[str, str]]:
@@ -295,11 +280,9 @@ class Normalizer:
 
     Background task ids are numbered for the whole run, not per body: a replayed answer that
     names one (``SendMessage to: '<TASK_ID:1>'``) must reach the task the live run started
-    under that number. They are numbered by the conversation, never by arrival: the ids a
-    request's tool results reveal are taken in the order of the calls they answer (the
-    ``tool_use_id``'s place in the assistant turn), as two subagents that finish in either
-    order must get the same numbers (`task_ids_in_call_order`). One normalizer serves every
-    request of a run, from several threads.
+    under that number. They are numbered by the conversation, never by arrival
+    (`task_ids_in_call_order`). One normalizer serves every request of a run, from several
+    threads.
     """
 
     def __init__(self, paths: Mapping[str, str], dates: Iterable[str] = ()) -> None:
@@ -329,16 +312,15 @@ class Normalizer:
                 self._task_re = re.compile(f"\\b(?:{ids})\\b")
 
     def add_paths(self, paths: Mapping[str, str]) -> None:
-        """More volatile paths, known only once the run is under way (planner mode: the
-        planned steps' attempt folders). Call it between sessions, not during one."""
+        """More volatile paths, known once the run is under way (the planned steps' attempt
+        folders). Call it between sessions, not during one."""
         self.masks = self.masks.with_paths(paths)
 
     def paths_out(self, text: str) -> str:
         """Live paths (and the run's task ids) -> placeholders: for recorded answers."""
         if self._task_re is not None:
             text = self._task_re.sub(lambda m: self._tasks[m.group(0)], text)
-        # `PathMasks.out`, inline: every string of every request passes here, and most
-        # name no path, so only a path found calls into the masks.
+        # `PathMasks.out`, inline: every string of every request passes here.
         masks = self.masks
         return text if masks.pattern is None else masks.pattern.sub(masks.substitute, text)
 
@@ -396,12 +378,9 @@ def _names_task(text: str) -> bool:
 
 def task_ids_in_call_order(body: Any, pattern: re.Pattern[str]) -> list[str]:
     """The task ids (`pattern`'s first group) that `body`'s tool results name, in the order
-    of the calls they answer, then of the results: a conversation's order, never arrival.
-
-    Claude Code sends concurrent results in the order they completed, so two subagents
-    that finish the other way round would otherwise swap numbers (and a replay diverge on
-    ``<TASK_ID:1>`` against ``<TASK_ID:2>``). A result whose call the body does not hold
-    (none does, in a well-formed conversation) follows those that have one.
+    of the calls they answer, then of the results: Claude Code sends concurrent results in
+    the order they completed, so two subagents finishing the other way round would otherwise
+    swap numbers. A result whose call the body does not hold follows those that have one.
     """
     messages = body.get("messages") if isinstance(body, dict) else None
     calls: dict[str, int] = {}  # tool_use id -> its place among the body's calls
@@ -438,11 +417,8 @@ _TASK_PLACEHOLDER = re.compile(r"<TASK_ID:(\d+)>")
 
 def renumber_task_ids(bodies: list[Any], responses: list[str]) -> tuple[list[Any], list[str]]:
     """Recorded bodies and responses with their ``<TASK_ID:n>`` numbered as `Normalizer`
-    numbers them now (by the calls the tasks answer), for cassettes numbered by arrival.
-
-    The bodies are taken in recorded order, as a live run's normalizer met them: each one's
-    tool results first, in call order, then the rest of its text. A cassette numbered this
-    way already comes back unchanged.
+    numbers them now, for cassettes numbered by arrival; the bodies in recorded order, each
+    one's tool results first, in call order. One numbered so already comes back unchanged.
     """
     mapping: dict[str, str] = {}
 
@@ -461,18 +437,11 @@ def renumber_task_ids(bodies: list[Any], responses: list[str]) -> tuple[list[Any
         return bodies, responses
 
     def renumber(text: str) -> str:
+        if "<TASK_ID:" not in text:
+            return text
         return _TASK_PLACEHOLDER.sub(lambda m: f"<TASK_ID:{mapping[m.group(1)]}>", text)
 
-    def walk(node: Any) -> Any:
-        if isinstance(node, str):
-            return renumber(node) if "<TASK_ID:" in node else node
-        if isinstance(node, list):
-            return [walk(item) for item in node]
-        if isinstance(node, dict):
-            return {key: walk(value) for key, value in node.items()}
-        return node
-
-    return [walk(body) for body in bodies], [renumber(r) for r in responses]
+    return [_map_values(body, renumber) for body in bodies], [renumber(r) for r in responses]
 
 
 _TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")
@@ -481,12 +450,10 @@ _TOOL_ID = re.compile(r"<TOOL_ID:(\d+)>")
 def results_in_call_order(body: Any) -> Any:
     """`body` with each message's tool results in the order their calls were made.
 
-    Claude Code sends the results of concurrent tool calls in the order they *completed*
-    (``sleep 1; echo first`` and ``echo second`` come back second, first), which is the
-    machine's timing, not the conversation. Tool ids are numbered in order of appearance,
-    calls before their results, so sorting the results by that number puts them in call
-    order. Pure: containers that change are copied (loaded cassettes share blocks), and
-    it applies as well to bodies normalized before it existed.
+    Claude Code sends the results of concurrent tool calls in the order they *completed*:
+    the machine's timing, not the conversation. Tool ids are numbered in order of
+    appearance, calls first, so sorting results by that number puts them in call order.
+    Pure: containers that change are copied (loaded cassettes share blocks).
     """
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or not any(_has_results(m) for m in messages):

@@ -1,16 +1,14 @@
 """Whether a recording's upstream can be reached, asked once per session before it records.
 
-An unreachable upstream does not fail a recording by itself: the gateway answers each
-refused request with a 502 (`replay.upstream`), which Claude Code retries, and the harness
-runs a CLI that gave up again, so each spec would take minutes to say "unreachable". So
-before the first spec of a session records from an upstream, that upstream is connected to
-once, with a short timeout; its answer is kept for the session (`UpstreamCheck`), and an
-unreachable one is `UpstreamUnreachable`, which stops the session with one line naming it.
+An unreachable upstream does not fail a recording by itself: each refused request becomes a
+502, which Claude Code retries, and the harness runs a CLI that gave up again, so each spec
+would take minutes to say "unreachable". So the upstream is connected to once a session,
+with a short timeout, and an unreachable one is `UpstreamUnreachable`, which stops the
+session with one line naming it.
 
-Only a TCP connection is made: no request is sent, so nothing is billed, no credential
-leaves the machine, and the upstream's own logs see nothing. Through a proxy (the
-``https_proxy`` family the forwarding client honours too), the proxy is what is connected
-to, since that is all the machine itself reaches.
+Only a TCP connection is made: no request is sent, so nothing is billed and no credential
+leaves the machine. Through a proxy (the ``https_proxy`` family the forwarding client
+honours too), the proxy is connected to, as that is all the machine itself reaches.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ from urllib.parse import urlsplit
 
 from pytest_atom.errors import UpstreamUnreachable
 
-#: How long the check waits for the connection: long enough for a slow network, far
-#: shorter than the retries it spares (Claude Code's and the harness's, minutes a spec).
+#: How long the check waits: long enough for a slow network, far shorter than the retries.
 CHECK_TIMEOUT = 5.0
 
 
@@ -64,7 +61,7 @@ class UpstreamCheck:
 
     def require(self, url: str, spec: str) -> None:
         """Return when `url` can be reached; else `UpstreamUnreachable`, the same for every
-        spec of the session (`spec` is the first to need it, which the message names)."""
+        spec of the session (naming `spec`, the first to need it)."""
         if url not in self._found:
             why = unreachable(url, self.timeout)
             headline = f"recording stopped: upstream {url} {why}"

@@ -1,4 +1,5 @@
-"""Which model answers a spec run: its script, its cassette, or a recorded upstream.
+"""Which model answers a spec run (its script, its cassette, or a recorded upstream), and
+why its replay diverged.
 
 Record modes mean what they mean in vcrpy and pytest-recording. The default, ``none``,
 never lets a request leave the machine: a spec replays its cassette, or plays its
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from pytest_atom.agents.claude_code.cli import claude_version
 from pytest_atom.agents.claude_code.configuration import config_hashes
+from pytest_atom.agents.protocol import agent_kind
 from pytest_atom.errors import RecordingError
 from pytest_atom.files import write_atomic
 from pytest_atom.gateway import (
@@ -28,6 +30,7 @@ from pytest_atom.gateway import (
 from pytest_atom.gateway.scripted import draw_key
 from pytest_atom.paths import SPEC_SUFFIX, display_path
 from pytest_atom.replay.cassette import Cassette
+from pytest_atom.replay.divergence import Divergence
 from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.mcp_tape import McpTape, describe_miss
 from pytest_atom.replay.normalize import Normalizer, run_dates
@@ -37,6 +40,8 @@ from pytest_atom.replay.recall import Recall
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.staleness import (
+    CASE_CHANGED,
+    PROMPT_CHANGED,
     SCRIPT_CHANGED,
     StaleReason,
     case_hash,
@@ -49,7 +54,8 @@ from pytest_atom.replay.staleness import (
     workspace_config_changes,
 )
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.settings.modes import DEFAULT_MATCH, MATCH_MODES, RECORD_MODES, SourceKind
+from pytest_atom.results.replay_divergence import ReplayDivergence
+from pytest_atom.settings.modes import DEFAULT_MATCH, SourceKind
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec.confinement import outside_message, outside_project
 from pytest_atom.spec.types import Spec
@@ -64,27 +70,23 @@ AUTH_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUT
 Prove = Callable[[Path], "str | None"]
 
 
-__all__ = ["MATCH_MODES", "RECORD_MODES", "ModelSource", "Prove", "RecordingError"]
-
-
 def cassette_path(spec: Spec) -> Path:
     """``cassettes/<spec file stem>/<spec name>.yaml`` beside the spec, unless it names one;
     an arm's is ``<spec name>@<arm>.yaml`` (``@`` is in no spec or arm name); a case's is
     ``<spec name>/<case id>.yaml`` (``<case id>@<arm>.yaml``) in that folder. A default
-    path that a link leads outside the project is refused (`RecordingError`), before
-    anything is read or written through it."""
+    path that a link leads outside the project is refused (`RecordingError`)."""
     if spec.cassette is not None:  # `cassette:` was resolved when the spec loaded
         return spec.cassette
     stem = spec.path.name.removesuffix(SPEC_SUFFIX)
     folder = spec.root
-    if spec.case is not None:  # a case's: cassettes/<file stem>/<spec name>/<case id>.yaml
+    if spec.case is not None:
         file = f"{spec.case}@{spec.arm}.yaml" if spec.arm else f"{spec.case}.yaml"
         path = folder / "cassettes" / stem / spec.base_name / file
     else:
         file = f"{spec.base_name}@{spec.arm}.yaml" if spec.arm else f"{spec.name}.yaml"
         path = folder / "cassettes" / stem / file
     root = outside_project(path, folder)
-    if root is not None:  # a linked `cassettes/` would record (and replay) outside
+    if root is not None:
         raise RecordingError(outside_message(f"the cassette of spec {spec.name!r}", path, root))
     return path
 
@@ -102,8 +104,7 @@ def rejudge_command(spec: Spec) -> str:
 
 
 def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReason]) -> None:
-    """Refuse a cassette recorded from another version of the spec's script or of its
-    Claude Code configuration (see `config_staleness`)."""
+    """Refuse a cassette recorded from another script or Claude Code configuration."""
     changed = [r for r in reasons if r.kind == "config"]
     if changed:
         raise RecordingError(
@@ -119,9 +120,7 @@ def _refuse_stale_script(spec: Spec, cassette: Cassette, reasons: list[StaleReas
         )
 
 
-@lru_cache(maxsize=8)
-def _cli_version(binary: Path) -> str:
-    return claude_version(binary)
+_cli_version = lru_cache(maxsize=8)(claude_version)
 
 
 @dataclass
@@ -146,8 +145,7 @@ class ModelSource:
 
     def open_mcp(self, spec: Spec, folder: Path) -> None:
         """Record the spec's MCP servers into `folder` when the model traffic is recorded, or
-        stand in for them from the cassette when it is replayed (a refresh and a re-judge
-        replay the agent); a scripted run runs them as configured."""
+        stand in for them from the cassette when it is replayed (refresh and re-judge too)."""
         tape = self.tape
         if not spec.claude.mcp_servers or tape is None or self.kind == "scripted":
             return
@@ -173,8 +171,8 @@ class ModelSource:
 
     @property
     def script_error(self) -> str | None:
-        """Why the spec's script could not answer (`ScriptedResponder.script_error`), when a
-        script answered this run, directly or as the upstream of a recording."""
+        """Why the spec's script could not answer, when a script answered this run, directly
+        or as the upstream of a recording."""
         upstream = self.upstream_gateway.responder if self.upstream_gateway else None
         for responder in (self.responder, upstream):
             if isinstance(responder, ScriptedResponder) and responder.script_error:
@@ -183,9 +181,8 @@ class ModelSource:
 
     @property
     def reenacts_retries(self) -> bool:
-        """Whether a replay runs a Claude Code call that failed again, as its recording
-        did: only for a cassette whose recording met upstream faults (`upstream_faults`),
-        where a call the CLI gave up on (an overload after content) was run again then."""
+        """Whether a replay runs a Claude Code call that failed again, as its recording did:
+        only for a cassette whose recording met upstream faults (`upstream_faults`)."""
         noted = self.tape.cassette.metadata.get("upstream_faults") if self.tape else None
         return self.kind == "replay" and bool(noted)
 
@@ -206,18 +203,11 @@ class ModelSource:
         """Save what was recorded: a failed recording never replaces a cassette.
 
         `failed` is the run's own verdict (a timeout, Ctrl-C, a crash, a CLI that gave up);
-        an upstream fault no retry made good fails it too, since the cassette would have a
-        hole there. A failed recording goes to `<name>.partial.yaml` beside the cassette;
-        a successful one replaces the cassette and removes a stale partial.
-
-        `passed` is the spec's verdict. A recording an upstream fault disturbed (a retried
-        status, a reset, a stream cut off that the CLI continued) whose spec then failed is
-        kept as a partial too: the fault may be why it failed, so it never costs a good
-        cassette (`disturbed` names the faults for the report).
-
-        A passing recording that met a fault is proven before it replaces the cassette:
-        `prove` replays it offline (`Prove`), and one that does not replay is kept as a
-        partial too, the cassette left as it was (`_proven`).
+        an upstream fault no retry made good fails it too (the cassette would have a hole).
+        A failed recording goes to `<name>.partial.yaml`; a successful one replaces the
+        cassette and removes a stale partial. A recording an upstream fault disturbed whose
+        spec (`passed`) then failed is kept as a partial too: the fault may be why. A passing
+        one that met a fault is replayed offline (`prove`) before it replaces the cassette.
         """
         if self.upstream_gateway is not None:
             self.upstream_gateway.stop()
@@ -241,8 +231,7 @@ class ModelSource:
         if not kept_apart:
             cassette.partial_path.unlink(missing_ok=True)
         elif faults and not failed:
-            # The agent got through (the runtime retried it), but the cassette would have a
-            # hole where the fault was: the run is an error, never a pass on nothing recorded.
+            # The agent got through, but the cassette would have a hole where the fault was.
             kept = f"; what was recorded is in {display_path(written)}" if written else ""
             self.failure = (
                 f"recording failed: {faults[0].description}, and no retry got past it, so "
@@ -255,8 +244,7 @@ class ModelSource:
         self, spec: Spec, tape: CassetteResponder, cli_version: str | None, prove: Prove
     ) -> Path:
         """Replay a recording that met a fault from a temporary cassette before it replaces
-        the spec's; one that does not replay goes to the partial, the cassette untouched,
-        and the run is an error naming the fault."""
+        the spec's; one that does not replay goes to the partial, and the run is an error."""
         cassette = tape.cassette
         met = tape.disturbances()
         with tempfile.TemporaryDirectory(prefix="atom-proof-") as folder:
@@ -302,23 +290,23 @@ class ModelSource:
             "upstream": tape.upstream_label,
         }
         if tape.upstream_label and tape.upstream_label.startswith("scripted://"):
-            cassette.metadata["script_hash"] = script_hash(spec)  # recorded from its own script
+            cassette.metadata["script_hash"] = script_hash(spec)
             if picks:
                 cassette.metadata["script_picks"] = list(picks)
         config = config_hashes(spec.claude)
         if config:
             cassette.metadata["config_hashes"] = config  # what `config_staleness` compares
         own = workspace_config(spec)
-        if own is not None:  # what tells a drift the workspace caused (`workspace_drift`)
+        if own is not None:
             cassette.metadata["workspace_config"] = own
         if self.mcp is not None:
             # Scrubbed again with the recording's own credentials, which the proxies lacked.
             servers = tape.scrubber.scrub_obj(self.mcp.recorded(tape.normalizer.paths_out))
             if servers:
-                cassette.metadata["mcp"] = servers  # what the replay's stand-ins answer from
-        if notes:  # the faults met, each kept as the CLI saw it or made good by its retry
+                cassette.metadata["mcp"] = servers
+        if notes:
             cassette.metadata["upstream_faults"] = notes
-        self.recall.stamp(cassette.metadata)  # what lets a replay recall the verdict
+        self.recall.stamp(cassette.metadata)
         if folder is not None:
             return cassette.save(folder / cassette.path.name)
         return cassette.save(cassette.partial_path if failed else None)
@@ -354,7 +342,7 @@ class ModelSource:
                 refreshed_at=now,
             )
             own = workspace_config(spec)
-            if own is not None:  # the refresh absorbed the workspace's changes too
+            if own is not None:
                 metadata["workspace_config"] = own
         else:
             judged = tape.finished_interactions()[len(recorded) :]
@@ -366,7 +354,7 @@ class ModelSource:
             metadata["rejudged_at"] = now
             if spec.script is not None and "script_hash" in metadata:
                 metadata["script_hash"] = script_hash(spec)  # its reflector turns judged anew
-        self.recall.stamp(metadata)  # every structured session of this run ran
+        self.recall.stamp(metadata)
         return Cassette(old.path, interactions, metadata).save()
 
 
@@ -380,8 +368,7 @@ def open_run_source(
     upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
     """The model source of a spec's run in `run_dir`, ready for its gateway: its paths
-    masked (`replay.placeholders.volatile_paths`), its MCP servers recorded or stood in for
-    (``<run>/mcp``), its cassette file named. `spec_run.run_spec` opens it in one call."""
+    masked, its MCP servers recorded or stood in for (``<run>/mcp``), its cassette named."""
     source = open_model_source(
         spec,
         settings,
@@ -404,11 +391,8 @@ def open_model_source(
     repeat: int | None = None,
     upstreams: UpstreamCheck | None = None,
 ) -> ModelSource:
-    """Decide, per record mode, whether this run plays a script, replays or records.
-
-    A script plays the choices its key draws: the run's seed, the spec and the repeat.
-    A recording from an upstream first asks `upstreams` whether it can be reached (once a
-    session: `replay.reachable`); None never asks."""
+    """Decide, per record mode, whether this run plays a script, replays or records. A
+    recording from an upstream first asks `upstreams` whether it can be reached."""
     path = cassette_path(spec)
     exists = path.exists()
     mode = settings.record_mode
@@ -459,10 +443,6 @@ def script_key(spec: Spec, settings: RunSettings, repeat: int | None) -> str:
     )
 
 
-def _normalizer(paths: dict[str, str]) -> Normalizer:
-    return Normalizer(paths, run_dates())
-
-
 def _replay(
     spec: Spec,
     settings: RunSettings,
@@ -477,7 +457,7 @@ def _replay(
     matcher = matcher_for(settings.match)
     responder = CassetteResponder(
         cassette,
-        _normalizer(paths),
+        Normalizer(paths, run_dates()),
         Scrubber(),
         replay=True,
         matcher=matcher,
@@ -504,7 +484,7 @@ def _replay(
 
 def _versions(responder: Responder, cassette: Cassette, claude_bin: Path) -> tuple[str | None, str]:
     """The Claude Code a cassette was recorded with and the one replaying it, kept on the
-    responder's drift (its line names them): the recorded one and the live one."""
+    responder's drift (its line names them)."""
     recorded = cassette.metadata.get("claude_code_version")
     live = _cli_version(claude_bin)
     if isinstance(responder, CassetteResponder):
@@ -529,7 +509,6 @@ def _record(
     if settings.upstream:
         upstream, label = settings.upstream, settings.upstream
     elif spec.script is not None:
-        # A scripted spec records from its own script: nothing leaves the machine.
         scripted = ScriptedResponder(
             Script.load(spec.script), key=script_key(spec, settings, repeat)
         )
@@ -549,7 +528,7 @@ def _record(
         upstreams.require(upstream, spec.name)
     responder = CassetteResponder(
         cassette,
-        _normalizer(paths),
+        Normalizer(paths, run_dates()),
         Scrubber(extra=auth),
         replay=replay,
         upstream=upstream,
@@ -573,3 +552,99 @@ def _record(
 def _owned_system(spec: Spec) -> frozenset[str]:
     """The request kinds whose system prompt is the spec's own: an SDK app's turns."""
     return frozenset({"turn"}) if spec.agent is not None else frozenset()
+
+
+def divergence_report(
+    spec: Spec, source: ModelSource, cli_version: str | None
+) -> list[ReplayDivergence]:
+    """A replay's divergences, led by their likely cause and the command that fixes it
+    (re-record, refresh for another Claude Code, re-judge); the first one in full detail."""
+    tape = source.tape
+    misses = [ReplayDivergence(miss, "mcp") for miss in source.mcp_misses()]
+    if misses:
+        # An MCP answer the recording lacks comes first: what the agent did next (and any
+        # conversation divergence) follows from the error the stand-in gave in its place.
+        head = (
+            "likely cause: an MCP server was asked what the recording never saw; re-record it "
+            f"with: {record_command(spec, 'all')}"
+        )
+        misses[0] = ReplayDivergence(misses[0].detail, "mcp", head)
+    if tape is None or not tape.divergences:
+        return misses
+    first, *rest = tape.divergences
+    causes = []
+    metadata = tape.cassette.metadata
+    if first.kind == "reflector" and not any(d.kind == "turn" for d in rest):
+        causes.append(
+            "the reflector's input changed (checks or criteria): the agent's sessions replayed, "
+            f"re-judge them with: {rejudge_command(spec)}"
+        )
+    elif case := next((r for r in source.stale_reasons if r.startswith(CASE_CHANGED)), None):
+        causes.append(f"{case}: re-record it with: {record_command(spec, 'all')}")
+    elif any(r.kind == "prompt" for r in source.stale_reasons) or (
+        "prompt_hash" not in metadata and metadata.get("spec_hash") not in (None, spec_hash(spec))
+    ):
+        causes.append(f"{PROMPT_CHANGED}: re-record it with: {record_command(spec, 'all')}")
+    causes += _where_causes(spec, first, metadata.get("claude_code_version"), cli_version, causes)
+    lead = "likely cause: " + "; ".join(causes) if causes else "cause unknown"
+    # Claude Code retries and falls back on a failed request: one divergence, sent again.
+    first_text = first.describe(limit=None)
+    seen = {first_text}
+    report = [ReplayDivergence(first_text, first.kind, lead)]
+    for divergence in rest:
+        text = divergence.describe()
+        if text not in seen and divergence.describe(limit=None) != first_text:
+            seen.add(text)
+            report.append(ReplayDivergence(text, divergence.kind))
+    return misses + report
+
+
+def _where_causes(
+    spec: Spec,
+    first: Divergence,
+    recorded: str | None,
+    live: str | None,
+    known: list[str],
+) -> list[str]:
+    """The cause where the first divergence lies points to. Another Claude Code version is
+    blamed only when nothing but Claude Code's own parts of the request differ."""
+    where = first.where()
+    other_version = bool(recorded and live and recorded != live)
+    if where is None or where[0] == "played":
+        return []
+    kind, labels = where
+    if kind == "system" and spec.agent is not None:
+        return [
+            f"{agent_kind(spec.agent.kind).noun}'s system prompt changed since recording ({spec.agent.value} sets "
+            f"it; the conversation is the same): re-record it with: {record_command(spec, 'all')}"
+        ]
+    if kind == "machine":
+        return [
+            f"a machine detail differs ({', '.join(labels)}): the cassette was recorded on "
+            "another machine, and pytest-atom does not mask this detail yet; the default "
+            "--atom-match=conversation ignores it"
+        ]
+    if kind == "cli":
+        if other_version:
+            return [
+                f"recorded with another Claude Code version ({recorded}; this run {live}), and "
+                "strict matching compares Claude Code's own parts of the request too; refresh "
+                f"the cassette for this CLI with: {record_command(spec, 'refresh')}"
+            ]
+        return [
+            "Claude Code's own parts of the request differ (its settings or environment), the "
+            "conversation does not; the default --atom-match=conversation ignores them"
+        ]
+    if known:  # the prompt or the reflector's input changed: the conversation says so
+        return []
+    if kind == "tool_result":
+        also = (
+            f", or Claude Code {live} words its own part of it unlike {recorded}"
+            if other_version
+            else ""
+        )
+        return [
+            "a tool result differs from the recording: the workspace or a command's output "
+            f"changed since recording{also} (--atom-match=structural ignores tool results)"
+        ]
+    return ["the conversation differs from the recording (below)"]

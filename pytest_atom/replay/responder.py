@@ -34,18 +34,7 @@ from pytest_atom.gateway.server import AbortReply, Reply
 from pytest_atom.replay.cassette import CUT_HEADER, FAULT_HEADER, Cassette, Interaction
 from pytest_atom.replay.divergence import Divergence, divergence_reply
 from pytest_atom.replay.matchers import Matcher, matcher_for
-from pytest_atom.replay.matching import (
-    CONVERSATION_KINDS,
-    DEFAULT_MATCH,
-    Drift,
-    Kind,
-    MatchMode,
-    called_tools,
-    compared_turns,
-    note_served,
-    offered_tools,
-    request_kind,
-)
+from pytest_atom.replay.matching import called_tools, compared_turns, note_served, offered_tools
 from pytest_atom.replay.normalize import (
     Normalizer,
     mask_machine,
@@ -54,8 +43,15 @@ from pytest_atom.replay.normalize import (
 )
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.replay.upstream import Forwarding, kept_headers
+from pytest_atom.results.drift import Drift
 from pytest_atom.results.record import UpstreamFault
-from pytest_atom.wire.request import GatewayRequest
+from pytest_atom.settings.modes import DEFAULT_MATCH, MatchMode
+from pytest_atom.wire.request import (
+    CONVERSATION_KINDS,
+    GatewayRequest,
+    Kind,
+    request_kind,
+)
 from pytest_atom.wire.roles import STRUCTURED_OUTPUT
 
 
@@ -69,20 +65,17 @@ class CassetteResponder(Forwarding):
     replay: bool = True
     upstream: str | None = None  # forwarding target; None: never forward
     upstream_label: str | None = None  # what the cassette's URIs say instead of a local port
-    #: The recording's real credentials (NAME -> value): put in place of the placeholders
-    #: the CLI sends (`upstream.with_credentials`), on forwarded requests only; never shown.
+    #: The recording's real credentials (NAME -> value), on forwarded requests only.
     credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: The match mode by the name users type (--atom-match); sets `matcher` when given.
     match: InitVar[MatchMode | None] = None
     #: Request kinds always forwarded, never replayed (re-judging forwards the reflector's).
     forward_kinds: frozenset[str] = frozenset()
-    #: Request kinds whose system prompt the user owns and a replay matches on: an SDK
-    #: app's turns (it sets its own), never Claude Code's reflector or planner.
+    #: Request kinds whose system prompt the user owns and a replay matches on (an SDK app's).
     owned_system: frozenset[str] = frozenset()
     drift: Drift = field(default_factory=Drift)
     divergences: list[Divergence] = field(default_factory=list)
-    #: Every replayed answer with the live request it answered, in serving order: what a
-    #: refresh writes back.
+    #: Every replayed answer with the live request it answered: what a refresh writes back.
     served: list[Interaction] = field(default_factory=list)
     recorded: int = 0
     faults: list[UpstreamFault] = field(default_factory=list)  # recording: what went wrong
@@ -97,9 +90,8 @@ class CassetteResponder(Forwarding):
         self._arrival = threading.Condition(self._lock)
         self._released = 0  # recorded requests before this one are no longer waited for
         interactions = self.cassette.interactions
-        for interaction in interactions:  # recorded before these existed
+        for interaction in interactions:  # recorded before these masks existed
             interaction.body = results_in_call_order(mask_machine(interaction.body))
-        # Task ids numbered by arrival (before they were numbered by the calls they answer).
         bodies, responses = renumber_task_ids(
             [i.body for i in interactions], [i.response for i in interactions]
         )
@@ -184,10 +176,7 @@ class CassetteResponder(Forwarding):
 
     def _replay_from_tape(self, request: GatewayRequest, kind: Kind, live: Any) -> Reply | None:
         """The first unplayed recording that matches, in any arrival order; None if none.
-
-        An identical body is looked for first: it is the common case and the cheapest test;
-        only then is the live request reduced to its match key.
-        """
+        An identical body is looked for first, the common and cheapest case."""
         with self._lock:
             candidates = list(self._candidates(request, kind))
             hit = next((i for i in candidates if self.cassette.interactions[i].body == live), None)
@@ -219,14 +208,13 @@ class CassetteResponder(Forwarding):
 
     def _await_predecessors(self, index: int) -> None:
         """Hold the answer to recorded request `index` until every conversation request
-        recorded before it has arrived, as it had when it was recorded (caller holds the lock).
+        recorded before it has arrived (caller holds the lock).
 
         Concurrent sessions make the CLI's next requests depend on timing: a background
-        subagent that finishes while the main agent is between requests has its task
-        notification folded into the main agent's next message, one that finishes later
-        gets a message of its own. Answering in the recorded order makes a replay take the
-        same path. A request the live run never sends (another CLI version) stops holding
-        anyone after `ORDER_WAIT` seconds.
+        subagent that finishes while the main agent is between requests has its notification
+        folded into the main agent's next message, one that finishes later gets a message of
+        its own. Answering in the recorded order makes a replay take the same path. A request
+        the live run never sends stops holding anyone after `ORDER_WAIT` seconds.
         """
         if self._kinds[index] not in CONVERSATION_KINDS:
             return
@@ -242,9 +230,8 @@ class CassetteResponder(Forwarding):
 
     def _tools_not_offered(self, kind: Kind, recorded: Interaction, live: Any) -> str | None:
         """A recorded turn may call only tools the live CLI still offers, where the recording
-        CLI offered them: a call to a tool neither offers (a model's invention, which the CLI
-        answers "No such tool available") is part of the conversation and replays as it is.
-        Deferred tools (MCP tools behind ToolSearch) count as offered."""
+        CLI offered them: a call to a tool neither offers (a model's invention) is part of
+        the conversation and replays as it is. Deferred tools count as offered."""
         if kind not in CONVERSATION_KINDS:
             return None
         offered = offered_tools(live)
@@ -275,8 +262,7 @@ class CassetteResponder(Forwarding):
         }
         body = self.normalizer.paths_in(recorded.response).encode()
         if CUT_HEADER in recorded.response_headers:
-            # The recording's connection was cut after these events: cut it there again,
-            # so Claude Code does what it did then (`Forwarding._relay`).
+            # Cut where the recording's connection was, so Claude Code does what it did then.
             return Reply(recorded.status, headers, _cut(body, recorded.response_headers))
         return Reply(recorded.status, headers, body)
 
@@ -344,13 +330,12 @@ class CassetteResponder(Forwarding):
 
     def recall_session(self, kind: Kind, opening: dict[str, Any]) -> Any | None:
         """The answer of the first unplayed recorded session of `kind` (a reflector's, a
-        planner's) that opens with `opening` (its first turn, as `conversation` gives it),
-        its requests marked played; None when the cassette holds no such answer.
+        planner's) that opens with `opening` (its first turn), its requests marked played;
+        None when the cassette holds no such answer.
 
         A session is its requests from one that carries the opening turn alone up to the
         next such request; its answer is the last StructuredOutput call it received (the CLI
-        asks again when one fails the schema). Marked played, nothing waits for its
-        requests (`_await_predecessors`) and no later session can take them.
+        asks again when one fails the schema).
         """
         with self._lock:
             session: list[int] = []

@@ -1,11 +1,11 @@
 """Decide what a secret is, in one place, so cassettes, traces and reports never store one.
 
 Everything written to disk passes through a Scrubber: known values from the environment
-are replaced by a placeholder naming their variable (so a reader still sees *which*
-credential went where), well-known token shapes and private keys are redacted even when no
-variable announced them, and detect-secrets (see detector.py) finds the rest in content:
-``NAME=value`` assignments to secret-looking names and provider tokens, in plain text and
-JSON-escaped alike. Secret values are never printed, logged, or shown in a repr.
+become a placeholder naming their variable (a reader still sees *which* credential went
+where), well-known token shapes and private keys are redacted even when no variable
+announced them, and detect-secrets (detector.py) finds the rest: assignments to
+secret-looking names and provider tokens, plain and JSON-escaped. Secret values are never
+printed, logged, or shown in a repr.
 """
 
 from __future__ import annotations
@@ -27,18 +27,6 @@ from pytest_atom.replay.detector import find_secrets, is_secret_name, json_forms
 from pytest_atom.spec.env import expand_env
 from pytest_atom.spec.types import Spec
 from pytest_atom.words import Scrubbed
-
-__all__ = [
-    "SECRET_HEADERS",
-    "SECRET_NAME",
-    "Scrubber",
-    "env_file_secrets",
-    "remember_env_files",
-    "remember_secrets",
-    "remember_spec_secrets",
-    "secret_values",
-    "spec_secrets",
-]
 
 #: Env var names whose values are secrets: a case-insensitive *substring* match. It
 #: over-matches (KEYBOARD_LAYOUT) on purpose: a needless placeholder is cheap, a missed key
@@ -109,10 +97,8 @@ MIN_SECRET_LENGTH = 8
 def secret_values(env: Mapping[str, str]) -> dict[str, str]:
     """NAME -> value of the values in `env` that count as secrets, the one rule for a spec's
     `env:`, the caller's `pass_env:` variables and a project's ``.env*`` files: a secret-looking
-    name or a token-shaped value, and a value `_is_secret_value` keeps. So ``DEBUG: "1"``,
-    ``LANG: C`` or ``APP_ENV: development`` stay as they are (replacing such words everywhere
-    would shred every text), while ``SERVICE_TOKEN: …`` and a generated key under any name are
-    scrubbed.
+    name or a token-shaped value, and a value `_is_secret_value` keeps (``DEBUG: "1"`` or
+    ``APP_ENV: development`` stay: replacing such words everywhere would shred every text).
     """
     return {
         name: value
@@ -123,9 +109,8 @@ def secret_values(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def env_file_secrets(folder: Path) -> dict[str, str]:
-    """NAME -> value of the secrets (`secret_values`) in `folder`'s own ``.env*`` files
-    (``.env``, ``.env.local``, ``.envrc``; not ``.env.example`` and the like), from
-    ``NAME=value`` and ``export NAME=value`` lines, quotes removed."""
+    """NAME -> value of the secrets (`secret_values`) in `folder`'s own ``.env*`` files (not
+    ``.env.example`` and the like), from ``[export] NAME=value`` lines, quotes removed."""
     found: dict[str, str] = {}
     try:
         files = sorted(p for p in Path(folder).glob(".env*") if p.is_file())
@@ -153,33 +138,28 @@ def env_file_secrets(folder: Path) -> dict[str, str]:
 
 
 def remember_secrets(values: Mapping[str, str]) -> None:
-    """Treat `values` (NAME -> value, as `secret_values` picks them) as known secrets in every
-    default Scrubber made from now on in this process: ``<SECRET:NAME>`` wherever they occur,
-    in every request (the executor's, the reflector's, the planner's: the gateway's Scrubber
-    is made after this) and every file written (cassettes, traces, transcripts, results,
-    reports). A value remembered first keeps its first name."""
+    """Treat `values` (NAME -> value) as known secrets in every default Scrubber made from now
+    on in this process: ``<SECRET:NAME>`` in every request and every file written. A value
+    remembered first keeps its first name."""
     with _REMEMBERED_LOCK:
         for name, value in values.items():
             _REMEMBERED.setdefault(value, name)
 
 
 def remember_env_files(*folders: Path | None) -> None:
-    """`remember_secrets` for the secrets of `folders`' env files (`env_file_secrets`): the
-    project's root and a spec's workspace, whose ignored ``.env`` the agent must never see
-    (the read guard keeps it out; this scrubs what might still get through)."""
+    """`remember_secrets` for the secrets of `folders`' env files: a workspace's ignored
+    ``.env`` the agent must never see (the read guard keeps it out; this scrubs the rest)."""
     for folder in folders:
         if folder is not None:
             remember_secrets(env_file_secrets(folder))
 
 
 def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The secrets (`secret_values`) a run of `spec` hands its processes: the values its
-    `env:` sets (``${VAR}`` expanded from `caller`, default: this process's environment; an
-    entry naming an unset variable is left out, as its run would refuse to start) and the
-    caller's values of the names its `pass_env:` passes."""
+    """The secrets a run of `spec` hands its processes: the values its `env:` sets (``${VAR}``
+    expanded from `caller`, default this process's environment; an entry naming an unset
+    variable is left out) and the caller's values of the names its `pass_env:` passes."""
     source = os.environ if caller is None else caller
     # What `pass_env:` passes beyond the defaults (PATH, locale, proxies, certificates).
-    # One call each, not one per variable: the defaults are what `passed` gives without names.
     defaults = passed((), source)
     env = {k: v for k, v in passed(spec.pass_env, source).items() if k not in defaults}
     for name, value in spec.env.items():
@@ -191,9 +171,8 @@ def spec_secrets(spec: Spec, caller: Mapping[str, str] | None = None) -> dict[st
 
 
 def remember_spec_secrets(spec: Spec, *folders: Path | None) -> None:
-    """Remember (`remember_secrets`) the secrets of a run of `spec` (`spec_secrets`) and of
-    the env files in `folders`, the spec's workspace and its folder: before its gateway and
-    its reports make their Scrubbers."""
+    """Remember the secrets of a run of `spec` and of the env files in `folders`, its
+    workspace and its folder: before its gateway and its reports make their Scrubbers."""
     remember_secrets(spec_secrets(spec))
     remember_env_files(*folders, spec.workspace, spec.root)
 
@@ -226,10 +205,8 @@ _SHAPES = re.compile(
 
 
 def _trie(forms: list[str]) -> list[str]:
-    """Alternatives for ``forms`` shaped as a trie: one branch per first character, so the cost
-    per position does not grow with the number of secrets, and greedy optional suffixes make
-    the longest value win (one containing another is replaced whole, not in pieces).
-    """
+    """Alternatives for ``forms`` shaped as a trie: the cost per position does not grow with
+    the number of secrets, and greedy optional suffixes make the longest value win."""
     root: dict[str, Any] = {}
     for form in forms:
         node = root
@@ -265,9 +242,9 @@ def _is_secret_value(value: str, min_length: int) -> bool:
 class Scrubber:
     """Replaces secret values in text with stable placeholders like ``<SECRET:GITHUB_TOKEN>``.
 
-    ``env`` (default: ``os.environ``, read once here, and the env files' secrets of
-    `remember_env_files`) contributes the values of variables whose names match SECRET_NAME; ``extra`` adds explicit ``{placeholder_name: value}`` pairs and
-    wins when both name the same value. Both obey the same length and triviality rules.
+    ``env`` (default: ``os.environ``, read once here, and the remembered secrets) contributes
+    the values of variables whose names match SECRET_NAME; ``extra`` adds explicit
+    ``{placeholder_name: value}`` pairs and wins when both name the same value.
     """
 
     def __init__(
@@ -346,18 +323,12 @@ class Scrubber:
 
     def scrub(self, text: str) -> Scrubbed:
         """Known values become ``<SECRET:NAME>``; token shapes, private keys and what
-        detect-secrets finds (assigned secrets, provider tokens) ``<SECRET:REDACTED>``, at
-        every place the found value occurs in ``text``. A value found earlier by this
-        Scrubber is redacted too: a recorded answer that repeats a secret the request assigned
-        loses it (`scrub_obj` remembers what it finds but does not apply what it found
-        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting
-        (`pytest_atom.words.clip`).
+        detect-secrets finds ``<SECRET:REDACTED>``, wherever the found value occurs. A value
+        found earlier by this Scrubber is redacted too: a recorded answer that repeats a
+        secret the request assigned loses it (`scrub_obj` does not apply what it found
+        elsewhere, as replay matches on a request's scrubbed form). Scrub before cutting.
         """
         return Scrubbed(self._scrub(text, []))
-
-    def scrub_headers(self, headers: Mapping[str, str]) -> dict[str, str]:
-        """Drop SECRET_HEADERS (any case) entirely; scrub the values of the rest."""
-        return {k: self.scrub(v) for k, v in headers.items() if k.lower() not in SECRET_HEADERS}
 
     def scrub_obj(self, obj: Any) -> Any:
         """A deep copy of JSON-like data with every string, dict keys included, scrubbed.
@@ -395,13 +366,10 @@ class Scrubber:
         return _map_strings(scrubbed, lambda text: _replace_found(text, values, found))
 
     def scrub_tree(self, *folders: Path) -> list[Path]:
-        """Scrub every file below the ``folders`` in place; returns the files that changed.
-
-        For the CLI's own state in a run folder (``claude-config/``: its session transcripts
-        hold every prompt, tool call and tool output; ``home/``: its logs). All files are
-        scrubbed as one object, so a secret assigned in one is redacted in all; bytes that
-        are not UTF-8 pass through unchanged; symlinks are not followed; a rewrite replaces
-        the file atomically.
+        """Scrub every file below the ``folders`` in place (the CLI's own state in a run
+        folder); returns the files that changed. All files are scrubbed as one object, so a
+        secret assigned in one is redacted in all; bytes that are not UTF-8 pass through;
+        symlinks are not followed; a rewrite replaces the file atomically.
         """
         files = sorted(
             p

@@ -3,8 +3,7 @@
 A recording stores hashes of what the user wrote (the prompt, the script, each piece of
 the ``claude:`` configuration). A replay compares them with the spec as it is now: a changed
 script or configuration makes the cassette stale (its answers are the old ones, so the
-replay is refused); a changed prompt only explains why a replay diverges. `script_misfit`
-compares a scripted recording's answers with what the script answers now.
+replay is refused); a changed prompt only explains why a replay diverges.
 """
 
 from __future__ import annotations
@@ -28,24 +27,22 @@ def spec_hash(spec: Spec) -> str:
 
 
 def prompt_hash(spec: Spec) -> str:
-    """The hash of the prompt the user wrote: in planner mode the request (a planned run's
-    `prompt` lists the plan's steps, which the planner wrote)."""
+    """The hash of the prompt the user wrote: in planner mode the request (the planner
+    wrote the steps a planned run's `prompt` lists)."""
     text = spec.request if spec.request is not None else spec.prompt
     return digest.of_text(text)
 
 
 def case_hash(spec: Spec) -> str:
-    """The hash of the case's variables (`cases:`): what the spec's templates were rendered
-    with, so a changed value is a changed spec even where no rendered field shows it."""
+    """The hash of the case's variables (`cases:`): a changed value is a changed spec even
+    where no rendered field shows it."""
     return digest.of_value(dict(spec.case_vars))
 
 
 def script_hash(spec: Spec) -> str | None:
     """The hash of what the script says, None without one (or one that cannot be read).
-
-    The parsed YAML is hashed, not the bytes: a comment, a reformatting or a checkout's line
-    endings do not change the turns, so they do not make its cassette stale.
-    """
+    The parsed YAML is hashed, not the bytes: a comment or a checkout's line endings do not
+    make its cassette stale."""
     try:
         text = spec.script.read_text(encoding="utf-8") if spec.script is not None else None
     except (OSError, UnicodeDecodeError):
@@ -69,9 +66,8 @@ StaleKind = Literal["script", "prompt", "config"]
 
 
 class StaleReason(str):
-    """One reason a cassette no longer fits its spec: the sentence a person reads, and
-    its `kind`, which decides what a replay does (a changed script or configuration is
-    refused, a changed prompt only diverges) without reading the sentence."""
+    """One reason a cassette no longer fits its spec: the sentence a person reads, and its
+    `kind`, which decides what a replay does without reading the sentence."""
 
     kind: StaleKind
 
@@ -82,45 +78,27 @@ class StaleReason(str):
 
     @property
     def refused(self) -> bool:
-        """A replay refuses the cassette for this reason: its answers are another script's
-        or configuration's."""
+        """A replay refuses the cassette for this reason (another script or configuration)."""
         return self.kind in ("script", "config")
 
 
 def staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
-    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded.
-
-    A cassette recorded before these hashes were stored has nothing to compare: no reasons.
-    A changed script makes the cassette stale: its responses are the old script's. A changed
-    prompt only makes a replay diverge, which the divergence report explains with this.
-    """
+    """Why the cassette no longer fits the spec, from the hashes stored when it was recorded
+    (none stored: nothing to compare, no reasons)."""
     reasons = []
-    recorded = cassette.metadata.get("script_hash")
-    if recorded and spec.script is not None and script_hash(spec) != recorded:
-        reasons.append(
-            StaleReason(
-                f"{SCRIPT_CHANGED}: {display_path(spec.script)} is not the script the "
-                "cassette was recorded from",
-                "script",
-            )
-        )
-    recorded = cassette.metadata.get("prompt_hash")
-    if recorded and prompt_hash(spec) != recorded:
-        reasons.append(
-            StaleReason(
-                f"{PROMPT_CHANGED}: its prompt is not the one the cassette was recorded with",
-                "prompt",
-            )
-        )
-    recorded = cassette.metadata.get("case_hash")
-    if recorded and spec.case is not None and case_hash(spec) != recorded:
-        reasons.append(
-            StaleReason(
-                f"{CASE_CHANGED}: case {spec.case!r}'s variables are not the ones the "
-                "cassette was recorded with",
-                "prompt",
-            )
-        )
+    metadata = cassette.metadata
+    if metadata.get("script_hash") and spec.script is not None:
+        if script_hash(spec) != metadata["script_hash"]:
+            where = display_path(spec.script)
+            text = f"{where} is not the script the cassette was recorded from"
+            reasons.append(StaleReason(f"{SCRIPT_CHANGED}: {text}", "script"))
+    if metadata.get("prompt_hash") and prompt_hash(spec) != metadata["prompt_hash"]:
+        text = "its prompt is not the one the cassette was recorded with"
+        reasons.append(StaleReason(f"{PROMPT_CHANGED}: {text}", "prompt"))
+    if metadata.get("case_hash") and spec.case is not None:
+        if case_hash(spec) != metadata["case_hash"]:
+            text = f"case {spec.case!r}'s variables are not the ones the cassette was recorded with"
+            reasons.append(StaleReason(f"{CASE_CHANGED}: {text}", "prompt"))
     return reasons + config_staleness(spec, cassette)
 
 
@@ -132,11 +110,10 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
     """The pieces of the spec's `claude:` configuration that differ from the recording's,
     each named (``skill release-notes changed since recording``).
 
-    The configuration reaches the model only in part (a skill's text only once invoked, a
-    hook's decision only as a tool result), so a changed piece may replay unnoticed: like
-    a changed script, it makes the cassette stale and the replay is refused. A cassette
-    recorded before configuration hashes were stored (no ``prompt_hash`` either) has
-    nothing to compare; one recorded since without ``config_hashes`` had no configuration.
+    The configuration reaches the model only in part (a skill's text only once invoked), so
+    a changed piece may replay unnoticed: like a changed script, it makes the cassette
+    stale. A cassette recorded before configuration hashes were stored (no ``prompt_hash``
+    either) has nothing to compare; one since without ``config_hashes`` had no configuration.
     """
     recorded = cassette.metadata.get("config_hashes")
     if not isinstance(recorded, dict):
@@ -157,8 +134,7 @@ def config_staleness(spec: Spec, cassette: Cassette) -> list[StaleReason]:
 
 def workspace_config(spec: Spec) -> dict[str, str] | None:
     """The hashes of the workspace's own Claude Code configuration (its `.claude/`,
-    CLAUDE.md, .mcp.json), None when the spec has no workspace folder to read (none, or a
-    git ref's tree)."""
+    CLAUDE.md, .mcp.json), None when the spec has no workspace folder to read."""
     if spec.workspace is None or spec.workspace_ref is not None or not spec.workspace.is_dir():
         return None
     return workspace_config_hashes(spec.workspace)
@@ -166,7 +142,7 @@ def workspace_config(spec: Spec) -> dict[str, str] | None:
 
 def workspace_config_changes(spec: Spec, cassette: Cassette) -> list[str]:
     """The files of the workspace's own configuration that changed since `cassette` was
-    recorded (its `workspace_config` hashes); empty when it stored none."""
+    recorded; empty when it stored none."""
     recorded = cassette.metadata.get("workspace_config")
     now = workspace_config(spec)
     if not isinstance(recorded, dict) or now is None:
@@ -200,11 +176,9 @@ def missing_hashes(cassette: Cassette) -> list[str]:
 
 def script_misfit(spec: Spec, cassette: Cassette) -> str | None:
     """Why the answers a cassette recorded from a script are not what the spec's script
-    answers now; None when they are (or when it was not recorded from a script).
-
-    A replay serves the cassette's answers and never reads the script, so only this tells
-    whether the script was edited since. Each lane (the agent's turns, the reflector's, the
-    planner's) is compared in order; a script may hold turns the recording never used.
+    answers now; None when they are (or when it was not recorded from a script). A replay
+    never reads the script, so only this tells whether it was edited since. Each lane is
+    compared in order; a script may hold turns the recording never used.
     """
     if not recorded_from_script(cassette) or spec.script is None:
         return None

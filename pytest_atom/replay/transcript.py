@@ -1,16 +1,10 @@
-"""Conversations folded into the turns a person reads: a session's events, or a cassette's
-recorded requests and responses.
+"""A session's events folded into the turns a person reads.
 
-A session's events (pytest_atom.events: the agent's output, parsed there) carry one part of
-a model answer each (text, thinking, a tool call; the parts of one answer share its message
-id) and the tool results. This module folds them back into turns: one model answer each,
-its blocks in order, every tool call with the result the agent gave it. It is pure (events
-in, dataclasses out), so reports, divergence reports and the reflector can share it and it
-is tested without a CLI.
-
-A cassette holds the API side of the same conversations (its answers read by
-`gateway.messages.read_reply`); `reports.cassette_transcript` renders a whole cassette as the
-lines `atom cassette show` prints.
+Events (`pytest_atom.events`) carry one part of a model answer each (text, thinking, a tool
+call; the parts of one answer share its message id) and the tool results. `stream_turns`
+folds them back into turns: one model answer each, its blocks in order, every tool call with
+the result the agent gave it. Pure (events in, dataclasses out), so reports, divergence
+reports and the reflector share it.
 
 Refused tool calls are read here too (`permission_denials`), from the events Claude Code
 2.1.330 prints for each kind of refusal, so checks, traces and reports name them alike:
@@ -56,36 +50,14 @@ from pytest_atom.replay.cassette import Interaction
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.words import plural, shorten
 
-#: Claude Code's tool that starts a subagent (``Task`` before 2.1.x).
+#: Claude Code's tool that starts a subagent, and its name before 2.1.x.
 AGENT_TOOL = "Agent"
-#: The tools that start a subagent, this name and the one before 2.1.x.
 AGENT_TOOLS = (AGENT_TOOL, "Task")
 #: Claude Code's tool that runs a skill.
 SKILL_TOOL = "Skill"
 
-__all__ = [
-    "Denial",
-    "Mark",
-    "MarkKind",
-    "Text",
-    "ToolUse",
-    "Turn",
-    "call_marks",
-    "hook_words",
-    "is_messages",
-    "main_field",
-    "marks_summary",
-    "permission_denials",
-    "refusal_in_result",
-    "refused_by",
-    "stream_turns",
-    "subagent_type",
-    "tool_label",
-    "trajectory_summary",
-]
 
-#: The input keys that say what a call did, first found wins: a command, a file, a search,
-#: a subagent's task, a skill.
+#: The input keys that say what a call did, first found wins.
 MAIN_FIELDS = ("command", "file_path", "path", "pattern", "url", "description", "skill")
 
 
@@ -101,11 +73,9 @@ class Text:
 @dataclass
 class ToolUse:
     """One tool call and what the CLI answered (``result`` None: no answer came); an
-    ``Agent`` call holds the turns of the subagent it started.
-
-    ``event`` is the index of the stream-json line that carried the call: concurrent
-    subagents' calls interleave, and only that index tells which came first. ``denied``
-    says who refused the call (see `Denial.reason`), None for a call that ran.
+    ``Agent`` call holds the turns of the subagent it started. ``event`` is the index of the
+    stream-json line that carried the call (only it orders concurrent subagents' calls);
+    ``denied`` says who refused the call (`Denial.reason`), None for a call that ran.
     """
 
     id: str
@@ -144,7 +114,7 @@ class Turn:
 
 
 def main_field(tool_input: Any) -> str | None:
-    """What a call did in one value (a Bash command, a file path; see MAIN_FIELDS), or None."""
+    """What a call did in one value (a Bash command, a file path), or None."""
     if isinstance(tool_input, dict):
         for key in MAIN_FIELDS:
             value = tool_input.get(key)
@@ -172,8 +142,7 @@ class Mark:
 
     `name` is the skill's name, the subagent's type, the MCP server, or who refused the
     call (a `Denial.reason`); `tool` is an MCP call's tool. `text` is the one wording every
-    view uses (the HTML report, `atom cassette show`): ``skill greet``, ``subagent
-    reviewer``, ``mcp tickets``, ``refused by a hook``; `tag` brackets it for plain text.
+    view uses (``skill greet``, ``refused by a hook``); `tag` brackets it for plain text.
     """
 
     kind: MarkKind
@@ -203,13 +172,9 @@ def subagent_type(tool_input: Any) -> str:
 
 
 def call_marks(name: str, tool_input: Any, denied: str | None = None) -> tuple[Mark, ...]:
-    """What a call is, for a reviewer: a skill, a subagent or an MCP call (at most one of
-    these), then who refused it when `denied` (a `Denial.reason`) says it was refused.
-
-    This is the one place that tells those calls apart: the trajectory checks
-    (`skill_invoked`, `subagent_used`, `mcp_called`), the HTML report and `atom cassette
-    show` all ask it, so a check and the report never disagree about a call.
-    """
+    """What a call is, for a reviewer: a skill, a subagent or an MCP call (at most one),
+    then who refused it when `denied` (a `Denial.reason`) says it was refused. The one place
+    that tells them apart, so a check and a report never disagree about a call."""
     args = tool_input if isinstance(tool_input, dict) else {}
     marks: list[Mark] = []
     if name == SKILL_TOOL:
@@ -224,8 +189,7 @@ def call_marks(name: str, tool_input: Any, denied: str | None = None) -> tuple[M
 
 
 def marks_summary(marks: Iterable[Mark]) -> str:
-    """Marks counted in one line: ``1 skill · 1 subagent · 2 MCP calls · 3 refused`` ("" for
-    none); each call's own mark says who refused it."""
+    """Marks counted in one line: ``1 skill · 1 subagent · 2 MCP calls · 3 refused``."""
     counts: Counter[str] = Counter(mark.kind for mark in marks)
     nouns = (("skill", "skill"), ("subagent", "subagent"), ("mcp", "MCP call"))
     parts = [plural(counts[kind], noun) for kind, noun in nouns if counts[kind]]
@@ -259,7 +223,7 @@ _REFUSERS = {
 
 
 def refused_by(reason: str) -> str:
-    """Who refused a call, in words, from its `Denial.reason`."""
+    """Who refused a call, in words."""
     return _REFUSERS.get(reason, "Claude Code")
 
 
@@ -268,23 +232,22 @@ _HOOK_COMMAND = re.compile(r"^(\S+ hook error): \[.*?\]: ", re.DOTALL)
 
 
 def hook_words(result: str) -> str:
-    """A hook's refusal without the command the CLI quotes first: its own words. The
-    command of a confined hook names the run's folders, which a shortened line would cut
-    mid-path, where no normalization finds them (a judge's prompt would differ by machine)."""
+    """A hook's refusal without the command the CLI quotes first: its own words. A confined
+    hook's command names the run's folders, which a shortened line would cut mid-path,
+    where no normalization finds them (a judge's prompt would differ by machine)."""
     return _HOOK_COMMAND.sub(r"\1: ", result, count=1)
 
 
 def stream_turns(events: Iterable[Event]) -> list[Turn]:
     """The turns of one session's events, each subagent's turns under the call that started
-    it (its events name that call), each refused call marked with who refused it."""
+    it, each refused call marked with who refused it."""
     events = list(events)
     denied = {d.tool_use_id: d.reason for d in permission_denials(events)}
     return _turns(events, None, denied)
 
 
-#: The error results Claude Code gives the model for a refused call (see the module doc),
-#: by `Denial.reason`: all a cassette keeps of a refusal, and in stream-json the only sign
-#: of a hook's.
+#: The error results Claude Code gives the model for a refused call, by `Denial.reason`: all
+#: a cassette keeps of a refusal, and in stream-json the only sign of a hook's.
 _REFUSAL_TEXTS = {
     "hook": re.compile(r"^PreToolUse:\S+ hook "),
     "rule": re.compile(r"^Permission to use \S+ .*has been denied\.", re.DOTALL),
@@ -293,13 +256,13 @@ _REFUSAL_TEXTS = {
 
 
 def refusal_in_result(result: str) -> str | None:
-    """Who refused a call, as a `Denial.reason`, read from its error result; None: the
-    result is no refusal's. Only an error result can be one: a command may print anything."""
+    """Who refused a call (a `Denial.reason`), read from its error result; None: no refusal.
+    Only an error result can be one: a command may print anything."""
     return next((why for why, text in _REFUSAL_TEXTS.items() if text.match(result)), None)
 
 
 def permission_denials(events: Iterable[Event]) -> list[Denial]:
-    """The calls one ``claude -p`` call refused, subagents' included (see the module doc)."""
+    """The calls one ``claude -p`` call refused, subagents' included."""
     reasons: dict[str, str] = {}  # tool_use_id -> why, from the permission_denied events
     results: dict[str, str] = {}  # tool_use_id -> the error result the model was given
     found = []

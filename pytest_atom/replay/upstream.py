@@ -1,10 +1,9 @@
 """Forwarding: the half of the cassette responder that records.
 
 A request the cassette does not answer goes upstream; its answer streams back to the CLI
-as it arrives and is kept for the cassette once it is whole. What goes wrong upstream (a
-refused connection, a transient status, a stream cut off) never raises: it becomes the
-API error or the broken stream the CLI would have met, and an `UpstreamFault` that decides
-whether the recording can be trusted.
+as it arrives and is kept for the cassette once it is whole. What goes wrong upstream never
+raises: it becomes the API error or the broken stream the CLI would have met, and an
+`UpstreamFault` that decides whether the recording can be trusted.
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ from pytest_atom.results.record import UpstreamFault
 from pytest_atom.wire.request import GatewayRequest
 from pytest_atom.wire.roles import ROLE_HEADER
 
-#: Request headers worth keeping in a cassette: they say what the CLI asked for, and
-#: whose session it was (the harness's role marker, see wire.roles).
+#: Request headers a cassette keeps: what the CLI asked for, and whose session it was.
 _KEPT_REQUEST_HEADERS = (
     "anthropic-version",
     "anthropic-beta",
@@ -51,8 +49,8 @@ _HOP_BY_HOP = {
 
 
 class Forwarding:
-    """The forwarding and fault-keeping methods of `CassetteResponder` (its state is
-    declared there; the annotations here only name what these methods use)."""
+    """The forwarding and fault-keeping methods of `CassetteResponder`, whose state is
+    declared there."""
 
     cassette: Cassette
     normalizer: Normalizer
@@ -70,11 +68,10 @@ class Forwarding:
     def _forward(self, request: GatewayRequest, live: Any) -> Reply:
         """Send upstream and stream the answer back; keep it only if it is a whole exchange.
 
-        What goes wrong upstream never raises: a refused, reset or silent upstream becomes
-        an API error naming it (502 or 504, which the CLI retries), a transient status
-        (429, 529, 5xx) passes through with the headers the CLI's retry logic reads but
-        stays out of the cassette, and a stream that breaks off reaches the CLI as it broke.
-        Each is noted in `faults`, so a recording that never got past one is not saved.
+        A refused, reset or silent upstream becomes an API error naming it (502 or 504,
+        which the CLI retries), a transient status (429, 529, 5xx) passes through but stays
+        out of the cassette, and a stream that breaks off reaches the CLI as it broke. Each
+        is noted in `faults`, so a recording that never got past one is not saved.
         """
         upstream = self._send_upstream(request, live)
         if isinstance(upstream, Reply):
@@ -92,14 +89,11 @@ class Forwarding:
 
     def _send_upstream(self, request: GatewayRequest, live: Any) -> httpx.Response | Reply:
         """The upstream's streamed response, or the API error that stands in for one that
-        never came (502 refused or reset, 504 silent), so the CLI retries as it would.
-
-        While it waits, the request is listed in `_waiting`, so a run that ends before the
-        upstream answered reports that request as a fault.
+        never came (502 refused or reset, 504 silent). While it waits, the request is listed
+        in `_waiting`: a run that ends before the upstream answered reports it as a fault.
         """
         assert self._client is not None and self.upstream is not None
-        # The role marker goes on too: a scripted upstream (recording from a script) plays
-        # each role's lane by it, and the API ignores a header it does not know.
+        # The role marker goes on too: a scripted upstream plays each role's lane by it.
         headers = {k: v for k, v in request.headers.items() if k not in _HOP_BY_HOP}
         headers = with_credentials(headers, self.credentials)  # the real key, upstream only
         headers["accept-encoding"] = "identity"  # keep the recorded body readable text
@@ -120,7 +114,8 @@ class Forwarding:
             what = _failure(exc, self._client.timeout, mid_stream=False)
             self._fault(request, live, what)
             status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-            return Reply.error(status, "api_error", self._upstream_message(what))
+            message = f"pytest-atom gateway: upstream {self.upstream} {what}"
+            return Reply.error(status, "api_error", message)
         finally:
             with self._lock:
                 self._waiting.remove(waiting)
@@ -133,8 +128,7 @@ class Forwarding:
         passed: dict[str, str],
     ) -> Reply:
         """Hand a transient status (429, 529, 5xx) to the CLI, whose retry logic deals with
-        it, and note it as a fault; it is never recorded, as a replay must not repeat it.
-        """
+        it, and note it as a fault; never recorded, as a replay must not repeat it."""
         try:
             body = upstream.read()
         except httpx.HTTPError:
@@ -154,16 +148,13 @@ class Forwarding:
     ) -> Iterator[bytes]:
         """Stream the upstream's body to the CLI as it arrives and keep it in `slot`.
 
-        A stream that breaks off reaches the CLI as it broke, never dressed up: the whole
-        events that came, then the same end (the upstream's own error event, a clean end
-        without ``message_stop``, or a cut connection). What Claude Code does next depends on
-        that end (measured with 2.1.332: a cut connection makes it resend the identical
-        request, a clean end makes it take the cut answer as the turn, an overload event
-        makes it continue with "Your response above was cut off…" once a block had ended,
-        and give the call up, which the harness then runs again, while the first block was
-        still streaming), so a replay that ends the stream the same way at the same point
-        (`CUT_HEADER`) makes it do the same again (`ModelSource.reenacts_retries`). An
-        ``api_error`` event of the gateway's own made it give up on any of them.
+        A stream that breaks off reaches the CLI as it broke: the whole events that came,
+        then the same end (the upstream's error event, a clean end without ``message_stop``,
+        or a cut connection). What Claude Code does next depends on that end (2.1.332: a cut
+        connection makes it resend the identical request, a clean end makes it take the cut
+        answer as the turn, an overload event makes it continue with "Your response above
+        was cut off…" once a block had ended, else give the call up), so a replay that ends
+        the stream the same way at the same point (`CUT_HEADER`) makes it do the same again.
         """
         sse = "text/event-stream" in upstream.headers.get("content-type", "")
         chunks: list[bytes] = []
@@ -184,8 +175,14 @@ class Forwarding:
         except httpx.HTTPError as exc:
             failure, broken = _failure(exc, timeout, mid_stream=True), True
         except GeneratorExit:
+            # The CLI hung up mid-stream: it rejected what it read, or it was stopped. What
+            # it was sent is kept as sent, so a replay sends it the same again.
             if sse:
-                self._hung_up(slot, request, live, upstream, b"".join(chunks), pending)
+                received = b"".join(chunks)
+                what = "sent a stream the CLI stopped reading mid-way"
+                self._fault(request, live, what, slot=slot)
+                relayed = received[: len(received) - len(pending)]
+                self._keep(slot, request, live, upstream, relayed, fault=what)
             raise
         finally:
             upstream.close()
@@ -203,26 +200,6 @@ class Forwarding:
         self._keep(slot, request, live, upstream, received, fault=failure)
         if pending:
             yield pending
-
-    def _hung_up(
-        self,
-        slot: int,
-        request: GatewayRequest,
-        live: Any,
-        upstream: httpx.Response,
-        received: bytes,
-        pending: bytes,
-    ) -> None:
-        """The CLI hung up mid-stream: it rejected what it read ("The response stream was
-        malformed"), or it was stopped. What it was sent is the evidence, kept as it was
-        sent, so a replay sends it the same and the CLI rejects it again."""
-        relayed = received[: len(received) - len(pending)]
-        what = "sent a stream the CLI stopped reading mid-way"
-        self._fault(request, live, what, slot=slot)
-        self._keep(slot, request, live, upstream, relayed, fault=what)
-
-    def _upstream_message(self, what: str) -> str:
-        return f"pytest-atom gateway: upstream {self.upstream} {what}"
 
     def _fault(
         self, request: GatewayRequest, live: Any, what: str, slot: int | None = None
@@ -275,8 +252,7 @@ class Forwarding:
 
     def finished_interactions(self) -> list[Interaction]:
         """What a cassette keeps: every whole exchange, and every broken stream as the CLI
-        saw it, except one that the CLI's identical retry made good (a replay need not sit
-        through the retry's back-off to reach the same answer)."""
+        saw it, except one that the CLI's identical retry made good."""
         with self._lock:
             superseded = {f.slot for f in self.faults if f.slot is not None and self._made_good(f)}
             return [
@@ -298,10 +274,8 @@ class Forwarding:
 
     def fault_notes(self) -> list[dict[str, Any]]:
         """What a cassette notes of each fault met while recording (``upstream_faults``):
-        the request, what broke, and whether the broken stream is in the cassette (a replay
-        serves it as the CLI saw it) or was left out, made good by the CLI's identical
-        retry, with the tokens its stream billed (a retried status bills none), so the
-        recording's figures can still be told from what a replay shows."""
+        the request, what broke, whether the broken stream is in the cassette or was made
+        good by the CLI's retry, and the tokens its stream billed."""
         with self._lock:
             notes: list[dict[str, Any]] = []
             for fault in self.faults:
@@ -318,15 +292,14 @@ class Forwarding:
             return notes
 
     def disturbances(self) -> list[UpstreamFault]:
-        """Every upstream fault met while recording, made good or not: a retried status, a
-        reset, a stream cut off that the CLI continued. A recording they touched is not
-        trusted to replace a good cassette unless its spec passes (`ModelSource.finish`)."""
+        """Every upstream fault met while recording, made good or not: a recording they
+        touched replaces a good cassette only when its spec passes (`ModelSource.finish`)."""
         with self._lock:
             return list(self.faults)
 
     def faults_to_report(self, unfinished: bool) -> list[UpstreamFault]:
         """The faults a report names: those that left a hole, and, when the run did not
-        finish, also the broken streams kept as the CLI saw them, which explain why."""
+        finish, the broken streams kept as the CLI saw them, which explain why."""
         holes = self.unrecovered_faults()
         if not unfinished:
             return holes
@@ -335,10 +308,8 @@ class Forwarding:
         return holes + kept
 
     def unrecovered_faults(self) -> list[UpstreamFault]:
-        """Faults that leave a hole in the cassette a replay would fall into: neither made
-        good by the CLI's retry nor kept as what the CLI saw (a refused or reset request, a
-        status the CLI gave up on), and requests the upstream has still not answered (the
-        run ended while the gateway waited)."""
+        """Faults that leave a hole in the cassette: neither made good by the CLI's retry nor
+        kept as what the CLI saw, and requests the upstream has still not answered."""
         now = time.monotonic()
         with self._lock:
             unanswered = [
@@ -363,7 +334,7 @@ class Forwarding:
 #: Statuses the CLI retries (besides every 5xx): passed through, never kept in a cassette.
 TRANSIENT_STATUSES = frozenset({408, 409, 429})
 #: Response headers passed through to the CLI: what its retry logic reads, and the
-#: request id its error messages quote. Every other upstream header stays upstream.
+#: request id its error messages quote.
 _PASSED_RESPONSE_HEADERS = ("content-type", "retry-after", "retry-after-ms", "x-should-retry")
 _PASSED_RESPONSE_PREFIXES = ("anthropic-ratelimit-", "request-id")
 
@@ -428,9 +399,8 @@ def _incomplete(body: bytes) -> str | None:
 
 
 def with_credentials(headers: Mapping[str, str], credentials: Mapping[str, str]) -> dict[str, str]:
-    """`headers` with the real credential (`credentials`: NAME -> value, the recording's) in
-    place of its placeholder (`CREDENTIAL_PLACEHOLDERS`) in the credential headers
-    (``x-api-key``, ``authorization: Bearer …``): the CLI only ever held the placeholder."""
+    """`headers` with the real credential (`credentials`: NAME -> value) in place of its
+    placeholder in the credential headers: the CLI only ever held the placeholder."""
     swaps = [
         (CREDENTIAL_PLACEHOLDERS[n], v)
         for n, v in credentials.items()

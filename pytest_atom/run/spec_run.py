@@ -24,9 +24,14 @@ from pytest_atom.gateway import Gateway
 from pytest_atom.gateway.server import Meter
 from pytest_atom.prompts import PromptLoader
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.reachable import UpstreamCheck
-from pytest_atom.replay.recording import ModelSource, Prove, cassette_path, open_run_source
+from pytest_atom.replay.recording import (
+    ModelSource,
+    Prove,
+    cassette_path,
+    divergence_report,
+    open_run_source,
+)
 from pytest_atom.replay.scrub import Scrubber, remember_spec_secrets
 from pytest_atom.reports.text import TEXT
 from pytest_atom.results.harness_events import OnEvent

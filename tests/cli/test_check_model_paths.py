@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from atom_cli.cassette_cmd import cassette
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.raw_paths import MachinePaths, model_written
+from pytest_atom.replay.placeholders import MachinePaths, model_written
 from tests.helpers import old_cassette
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_atom.replay.recall import RECALL_KEY, Recall
+from pytest_atom.replay.cassette import RECALL
+from pytest_atom.replay.recall import Recall
 from pytest_atom.results.check_result import CheckResult
 from pytest_atom.results.outcome import judge
 from pytest_atom.results.record import RunOutcome
@@ -38,6 +39,6 @@ def test_without_criteria_the_checks_decide_and_no_verdict_is_named(tmp_path: Pa
 def test_a_recording_without_a_reflector_drops_the_recall_hashes_of_an_earlier_one() -> None:
     """Every session of a recording ran: what an earlier recording remembered (a
     reflector's inputs, when the spec had criteria) must not be recalled from this one."""
-    metadata = {RECALL_KEY: {"reflector:1": {"inputs": "sha256:old"}}, "prompt_hash": "x"}
+    metadata = {RECALL: {"reflector:1": {"inputs": "sha256:old"}}, "prompt_hash": "x"}
     Recall().stamp(metadata)
     assert metadata == {"prompt_hash": "x"}

@@ -23,10 +23,9 @@ import yaml
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION, cached_claude
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.matchers import match_key
+from pytest_atom.replay.matchers import matcher_for
 from pytest_atom.replay.normalize import Normalizer
-from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.recording import ModelSource, divergence_report
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings.modes import MatchMode
@@ -320,8 +319,8 @@ def test_refresh_then_strict_replay(old_refreshed: Path) -> None:
     assert metadata["claude_code_version"] == CLAUDE_CODE_VERSION
     assert metadata["refreshed_from"] == OLD_CLI and metadata["refreshed_at"]
     pins = agent_turns(SHIPPED_CREATE_FILE)
-    assert [match_key("turn", b, "strict") for b in agent_turns(refreshed)] == [
-        match_key("turn", b, "strict") for b in pins
+    assert [matcher_for("strict").key("turn", b) for b in agent_turns(refreshed)] == [
+        matcher_for("strict").key("turn", b) for b in pins
     ]
     responder = CassetteResponder(
         Cassette.load(refreshed), Normalizer({}), Scrubber(env={}), match="strict"

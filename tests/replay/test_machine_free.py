@@ -34,8 +34,7 @@ from pytest_atom.replay.normalize import (
     mask_machine_text,
     unmasked_machine_details,
 )
-from pytest_atom.replay.placeholders import volatile_paths
-from pytest_atom.replay.raw_paths import MachinePaths
+from pytest_atom.replay.placeholders import MachinePaths, volatile_paths
 from pytest_atom.spec.types import Spec
 from pytest_atom.spec_loader.load import load_spec
 from tests.helpers import write

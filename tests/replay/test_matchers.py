@@ -11,13 +11,12 @@ import pytest
 
 from pytest_atom.replay.cassette import Cassette, Interaction
 from pytest_atom.replay.matchers import (
-    MATCHERS,
     ConversationMatcher,
     Matcher,
     StrictMatcher,
     StructuralMatcher,
-    match_key,
     matcher_for,
+    matchers,
 )
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.responder import CassetteResponder
@@ -48,11 +47,11 @@ def interaction(request: dict[str, Any]) -> Interaction:
 
 
 def test_the_registry_holds_every_mode_users_can_type_in_their_order() -> None:
-    assert tuple(MATCHERS) == MATCH_MODES
-    assert all(matcher.name == name for name, matcher in MATCHERS.items())
-    assert isinstance(MATCHERS[DEFAULT_MATCH], ConversationMatcher)
-    assert isinstance(MATCHERS["structural"], StructuralMatcher)
-    assert isinstance(MATCHERS["strict"], StrictMatcher)
+    assert tuple(matchers()) == MATCH_MODES
+    assert all(matcher.name == name for name, matcher in matchers().items())
+    assert isinstance(matchers()[DEFAULT_MATCH], ConversationMatcher)
+    assert isinstance(matchers()["structural"], StructuralMatcher)
+    assert isinstance(matchers()["strict"], StrictMatcher)
 
 
 def test_an_unknown_mode_name_is_refused_with_the_choices() -> None:
@@ -61,12 +60,13 @@ def test_an_unknown_mode_name_is_refused_with_the_choices() -> None:
 
 
 def test_only_strict_is_exact() -> None:
-    assert [name for name, m in MATCHERS.items() if m.exact] == ["strict"]
+    assert [name for name, m in matchers().items() if m.exact] == ["strict"]
 
 
 def test_each_mode_keys_a_changed_tool_result_as_its_table_says() -> None:
     same = {
-        name: match_key("turn", body(), name) == match_key("turn", body("1 failed"), name)
+        name: matcher_for(name).key("turn", body())
+        == matcher_for(name).key("turn", body("1 failed"))
         for name in MATCH_MODES
     }
     assert same == {"conversation": False, "structural": True, "strict": False}
@@ -74,26 +74,26 @@ def test_each_mode_keys_a_changed_tool_result_as_its_table_says() -> None:
 
 def test_structural_alone_notes_matches_over_differing_tool_results() -> None:
     live, recorded = body("1 failed"), body()
-    assert MATCHERS["structural"].results_differ("turn", live, recorded)
-    assert not MATCHERS["structural"].results_differ("turn", body(), recorded)
-    assert not MATCHERS["conversation"].results_differ("turn", live, recorded)
-    assert not MATCHERS["structural"].results_differ("side", live, recorded)
+    assert matchers()["structural"].results_differ("turn", live, recorded)
+    assert not matchers()["structural"].results_differ("turn", body(), recorded)
+    assert not matchers()["conversation"].results_differ("turn", live, recorded)
+    assert not matchers()["structural"].results_differ("side", live, recorded)
 
 
 def test_strict_compares_a_divergence_with_the_same_conversation_when_recorded() -> None:
     same = interaction(body(model="claude-old"))
     other = interaction(body("1 failed"))
     live = body()
-    assert MATCHERS["strict"].closest_pool("turn", live, [other, same]) == [same]
-    assert MATCHERS["strict"].closest_pool("turn", body("9 failed"), [other, same]) == [
+    assert matchers()["strict"].closest_pool("turn", live, [other, same]) == [same]
+    assert matchers()["strict"].closest_pool("turn", body("9 failed"), [other, same]) == [
         other,
         same,
     ]
-    assert MATCHERS["conversation"].closest_pool("turn", live, [other, same]) == [other, same]
+    assert matchers()["conversation"].closest_pool("turn", live, [other, same]) == [other, same]
 
 
 def test_structural_shows_tool_results_blanked() -> None:
-    blanked: Matcher = MATCHERS["structural"]
+    blanked: Matcher = matchers()["structural"]
     results = [b for t in blanked.turns(body()) for b in t["content"] if b["type"] == "tool_result"]
     assert results == [{"type": "tool_result", "content": "<TOOL_RESULT>", "is_error": False}]
 
@@ -104,8 +104,8 @@ def test_the_responder_takes_a_mode_by_its_name(tmp_path: Path) -> None:
             Cassette(tmp_path / "c.yaml", []), Normalizer({}), Scrubber(env={}), **kwargs
         )
 
-    assert responder().matcher is MATCHERS[DEFAULT_MATCH]
-    assert responder(match="strict").matcher is MATCHERS["strict"]
+    assert responder().matcher is matchers()[DEFAULT_MATCH]
+    assert responder(match="strict").matcher is matchers()["strict"]
     with pytest.raises(ValueError, match="unknown match mode"):
         responder(match="loose")
 
@@ -120,7 +120,7 @@ def test_each_mode_module_holds_one_registered_matcher() -> None:
 
     from pytest_atom.replay import matchers
 
-    registered = {type(m) for m in matchers.MATCHERS.values()}
+    registered = {type(m) for m in matchers.matchers().values()}
     defined = set()
     for info in pkgutil.iter_modules(matchers.__path__):
         if info.name == "base":

@@ -11,18 +11,12 @@ import pytest
 
 from pytest_atom.gateway.messages import message, sse_stream
 from pytest_atom.replay.cassette import Interaction
-from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.matchers import match_key
-from pytest_atom.replay.matching import (
-    NO_OUTPUT,
-    Drift,
-    called_tools,
-    compared_turns,
-    note_served,
-    request_kind,
-)
+from pytest_atom.replay.matchers import matcher_for
+from pytest_atom.replay.matching import NO_OUTPUT, called_tools, compared_turns, note_served
 from pytest_atom.replay.normalize import Normalizer
-from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.recording import ModelSource, divergence_report
+from pytest_atom.results.drift import Drift
+from pytest_atom.wire.request import request_kind
 from pytest_atom.wire.roles import ROLE_HEADER
 from tests.cassette_helpers import TOOLS, post, recorded, replayer, reply_msg, serve, turn_body
 from tests.helpers import scripted_spec
@@ -49,8 +43,10 @@ def test_conversation_ignores_what_claude_code_owns() -> None:
     live, old = turn_body(), cli_2_1_197(turn_body())
     assert live != old
     assert compared_turns(live) == compared_turns(old)
-    assert match_key("turn", live, "conversation") == match_key("turn", old, "conversation")
-    assert match_key("turn", live, "strict") != match_key("turn", old, "strict")
+    assert matcher_for("conversation").key("turn", live) == matcher_for("conversation").key(
+        "turn", old
+    )
+    assert matcher_for("strict").key("turn", live) != matcher_for("strict").key("turn", old)
 
 
 @pytest.mark.parametrize(
@@ -65,19 +61,19 @@ def test_conversation_ignores_what_claude_code_owns() -> None:
 def test_what_the_user_owns_decides(change: Any) -> None:
     changed = turn_body()
     change(changed)
-    assert match_key("turn", changed, "conversation") != match_key(
-        "turn", turn_body(), "conversation"
+    assert matcher_for("conversation").key("turn", changed) != matcher_for("conversation").key(
+        "turn", turn_body()
     )
 
 
 def test_structural_blanks_tool_results_only() -> None:
     other_result = turn_body(result="1 failed, 1 passed")
-    assert match_key("turn", other_result, "structural") == match_key(
-        "turn", turn_body(), "structural"
+    assert matcher_for("structural").key("turn", other_result) == matcher_for("structural").key(
+        "turn", turn_body()
     )
     other_prompt = turn_body(prompt="Something else.")
-    assert match_key("turn", other_prompt, "structural") != match_key(
-        "turn", turn_body(), "structural"
+    assert matcher_for("structural").key("turn", other_prompt) != matcher_for("structural").key(
+        "turn", turn_body()
     )
 
 
@@ -89,7 +85,9 @@ def test_claude_codes_own_tool_result_notes_are_folded() -> None:
         "Call Read before editing.]"
     )
     assert compared_turns(old)[2]["content"][0]["content"] == NO_OUTPUT
-    assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
+    assert matcher_for("conversation").key("turn", old) == matcher_for("conversation").key(
+        "turn", new
+    )
 
 
 def test_claude_codes_words_around_the_users_answers_are_folded() -> None:
@@ -106,8 +104,12 @@ def test_claude_codes_words_around_the_users_answers_are_folded() -> None:
     )
     other = turn_body(result='The user answered: "Colour?"="red". Read the answers carefully.')
     assert compared_turns(old)[2]["content"][0]["content"] == '<ANSWERED> "Colour?"="blue, I think"'
-    assert match_key("turn", old, "conversation") == match_key("turn", new, "conversation")
-    assert match_key("turn", other, "conversation") != match_key("turn", new, "conversation")
+    assert matcher_for("conversation").key("turn", old) == matcher_for("conversation").key(
+        "turn", new
+    )
+    assert matcher_for("conversation").key("turn", other) != matcher_for("conversation").key(
+        "turn", new
+    )
 
 
 def test_request_kinds() -> None:
@@ -129,9 +131,9 @@ def test_request_kinds() -> None:
     )
     assert marked.role == "executor"  # the marker wins over any guess
     # side requests match by kind alone: their prompts are Claude Code's
-    assert match_key("side", {"messages": [{"role": "user", "content": "a"}]}, "conversation") == (
-        match_key("side", {"messages": [{"role": "user", "content": "b"}]}, "conversation")
-    )
+    assert matcher_for("conversation").key(
+        "side", {"messages": [{"role": "user", "content": "a"}]}
+    ) == (matcher_for("conversation").key("side", {"messages": [{"role": "user", "content": "b"}]}))
 
 
 def test_called_tools_from_sse_and_json() -> None:

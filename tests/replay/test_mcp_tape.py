@@ -19,9 +19,8 @@ import yaml
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.agents.claude_code.configuration import mcp_server_entry
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.mcp_tape import MODULE, McpTape, describe_miss, request_key
-from pytest_atom.replay.recording import ModelSource, cassette_path
+from pytest_atom.replay.recording import ModelSource, cassette_path, divergence_report
 from pytest_atom.replay.staleness import prompt_hash, script_hash, staleness
 from pytest_atom.reports.text import failure_report, tool_problem
 from pytest_atom.results.spec_result import SpecResult

@@ -22,9 +22,8 @@ import pytest
 from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
 from pytest_atom.replay.normalize import Normalizer
-from pytest_atom.replay.recording import ModelSource
+from pytest_atom.replay.recording import ModelSource, divergence_report
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
 from pytest_atom.settings.modes import MatchMode

@@ -21,11 +21,11 @@ from jsonschema import Draft202012Validator
 
 from pytest_atom.errors import SettingsError
 from pytest_atom.judge.reflector import VERDICT_SCHEMA, reflector_input
-from pytest_atom.replay.cassette import Cassette, Interaction
+from pytest_atom.replay.cassette import RECALL, Cassette, Interaction
 from pytest_atom.replay.matching import compared_turns
 from pytest_atom.replay.normalize import Normalizer
 from pytest_atom.replay.placeholders import volatile_paths
-from pytest_atom.replay.recall import RECALL_KEY, Recall, SessionKey, folder_hash
+from pytest_atom.replay.recall import Recall, SessionKey, folder_hash
 from pytest_atom.replay.recording import ModelSource, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.replay.scrub import Scrubber
@@ -133,9 +133,9 @@ def shipped_recall(*, enabled: bool = True, hashes: bool = True) -> tuple[Recall
     """A replay's recall over the shipped create_file cassette, and the key its reflector
     session was recorded with (its input's and its folder's hashes, its opening turn)."""
     cassette = Cassette.load(CREATE_FILE)
-    entry = cassette.metadata[RECALL_KEY]["reflector:1"]
+    entry = cassette.metadata[RECALL]["reflector:1"]
     if not hashes:
-        del cassette.metadata[RECALL_KEY]
+        del cassette.metadata[RECALL]
     request = next(i for i in cassette.interactions if interaction_kind(i) == "reflector")
     opening = compared_turns(request.body)[:1]
     key = SessionKey("reflector:1", "reflector", entry["inputs"], entry["folder"], opening)

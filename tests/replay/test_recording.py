@@ -26,8 +26,7 @@ from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.errors import RecordingError
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.recording import open_model_source
+from pytest_atom.replay.recording import divergence_report, open_model_source
 from pytest_atom.replay.responder import CassetteResponder
 from pytest_atom.settings.options import RunSettings
 from pytest_atom.spec_loader.load import load_spec

@@ -18,8 +18,12 @@ from pytest_atom.agents.claude_code.cli import CLAUDE_CODE_VERSION
 from pytest_atom.errors import RecordingError
 from pytest_atom.gateway import Gateway
 from pytest_atom.replay.cassette import Cassette
-from pytest_atom.replay.causes import divergence_report
-from pytest_atom.replay.recording import ModelSource, cassette_path, open_model_source
+from pytest_atom.replay.recording import (
+    ModelSource,
+    cassette_path,
+    divergence_report,
+    open_model_source,
+)
 from pytest_atom.replay.staleness import (
     PROMPT_CHANGED,
     SCRIPT_CHANGED,

@@ -10,9 +10,8 @@ strict         their normalized bodies are equal, byte for byte
 
 Where to add: a match mode is one module with its `Matcher` class and a ``MATCHER``
 instance, and one line in the ``pytest_atom.match_modes`` entry-point group (pyproject.toml
-for these; another distribution's own group for its modes). `MATCHERS` below and the
-choices the ``match`` option offers (`pytest_atom.settings.modes.MATCH_MODES`, below this
-layer, which reads the names without importing a mode) both come from that group. No mode
+for these; another distribution's own group for its modes). `matchers()` below and the
+``match`` option's choices (`settings.modes.MATCH_MODES`) both come from that group. No mode
 imports another (an import-linter independence contract).
 """
 
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
 
 from pytest_atom.extensions import load
 from pytest_atom.replay.matchers.base import Matcher
@@ -28,15 +26,12 @@ from pytest_atom.replay.matchers.conversation import ConversationMatcher
 from pytest_atom.replay.matchers.strict import StrictMatcher
 from pytest_atom.replay.matchers.structural import StructuralMatcher
 from pytest_atom.settings.modes import MatchMode
-from pytest_atom.wire.request import Kind
 
 __all__ = [
-    "MATCHERS",
     "ConversationMatcher",
     "Matcher",
     "StrictMatcher",
     "StructuralMatcher",
-    "match_key",
     "matcher_for",
     "matchers",
 ]
@@ -47,17 +42,9 @@ GROUP = "pytest_atom.match_modes"
 
 @cache
 def matchers() -> Mapping[MatchMode, Matcher]:
-    """Every match mode by the name users type, in the order `settings.modes.MATCH_MODES`
-    offers them: the group, loaded when a replay first needs a mode (not at import, so a
-    plugin's module may import this package while it is itself being loaded)."""
+    """Every match mode by the name users type, in the order `MATCH_MODES` offers them,
+    loaded when a replay first needs one (a plugin's module may import this package)."""
     return load(GROUP, Matcher)
-
-
-def __getattr__(name: str) -> Any:
-    """`MATCHERS`: `matchers()`, loaded on first use."""
-    if name == "MATCHERS":
-        return matchers()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def matcher_for(name: str) -> Matcher:
@@ -68,8 +55,3 @@ def matcher_for(name: str) -> Matcher:
         raise ValueError(
             f"unknown match mode {name!r}: choose one of {', '.join(matchers())}"
         ) from None
-
-
-def match_key(kind: Kind, body: Any, mode: MatchMode, *, system: bool = False) -> str:
-    """The string two requests must share to match in `mode` (`Matcher.key`)."""
-    return matcher_for(mode).key(kind, body, system=system)

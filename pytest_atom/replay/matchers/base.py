@@ -1,10 +1,5 @@
 """The `Matcher` protocol every match mode implements, and what the conversation modes share.
-
-A mode decides which recorded request answers a live one (`key`), what of two requests a
-divergence report compares (`turns`), which recordings are the closest when nothing
-matched (`closest_pool`), and whether a match is worth noting as drift
-(`results_differ`). The replay responder asks its matcher and never tests a mode's name.
-"""
+The replay responder asks its matcher and never tests a mode's name."""
 
 from __future__ import annotations
 
@@ -21,7 +16,8 @@ __all__ = ["Matcher", "conversation_key"]
 
 @runtime_checkable  # `extensions.load` checks each entry point against it
 class Matcher(Protocol):
-    """How a live request finds its recorded counterpart, in one match mode."""
+    """How a live request finds its recorded counterpart, in one match mode. A mode may
+    subclass it for the defaults of `turns`, `results_differ` and `closest_pool`."""
 
     #: The name users type (``--atom-match=NAME``, ``match:`` in atom.yaml).
     name: ClassVar[MatchMode]
@@ -32,23 +28,20 @@ class Matcher(Protocol):
 
     def key(self, kind: Kind, body: Any, *, system: bool = False) -> str:
         """The string two requests of `kind` must share to match (compared, never parsed).
-
-        `system`: the system prompt is the user's too (an SDK app sets its own), so it is
-        part of the match, Claude Code's billing block aside.
-        """
+        `system`: the system prompt is the user's too (an SDK app's), so it is matched on."""
         ...
 
     def turns(self, body: Any) -> list[dict[str, Any]]:
         """A request's conversation as this mode compares it, for saying where two differ."""
-        ...
+        return compared_turns(body)
 
     def results_differ(self, kind: Kind, live: Any, recorded: Any) -> bool:
         """Whether a match of `live` with `recorded` passed over differing tool results."""
-        ...
+        return False
 
     def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
         """The recordings among `pool` that a divergence report compares `live` with."""
-        ...
+        return pool
 
 
 def conversation_key(

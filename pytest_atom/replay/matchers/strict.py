@@ -7,13 +7,12 @@ import json
 from typing import Any, ClassVar
 
 from pytest_atom.replay.cassette import Interaction
-from pytest_atom.replay.matchers.base import conversation_key
-from pytest_atom.replay.matching import compared_turns
+from pytest_atom.replay.matchers.base import Matcher, conversation_key
 from pytest_atom.settings.modes import MatchMode
 from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 
-class StrictMatcher:
+class StrictMatcher(Matcher):
     """A recorded request matches a live one when their normalized bodies are equal, byte
     for byte."""
 
@@ -22,12 +21,6 @@ class StrictMatcher:
 
     def key(self, kind: Kind, body: Any, *, system: bool = False) -> str:
         return kind + ":" + (body if isinstance(body, str) else json.dumps(body, sort_keys=True))
-
-    def turns(self, body: Any) -> list[dict[str, Any]]:
-        return compared_turns(body)
-
-    def results_differ(self, kind: Kind, live: Any, recorded: Any) -> bool:
-        return False
 
     def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
         """The recordings of the same conversation (the default mode's key), when there are

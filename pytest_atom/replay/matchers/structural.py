@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pytest_atom.replay.cassette import Interaction
-from pytest_atom.replay.matchers.base import conversation_key
+from pytest_atom.replay.matchers.base import Matcher, conversation_key
 from pytest_atom.replay.matching import compared_turns
 from pytest_atom.settings.modes import MatchMode
 from pytest_atom.wire.request import CONVERSATION_KINDS, Kind
 
 
-class StructuralMatcher:
+class StructuralMatcher(Matcher):
     """A recorded request matches a live one when their kinds and conversations are equal,
     tool results aside."""
 
@@ -31,9 +30,6 @@ class StructuralMatcher:
         return kind in CONVERSATION_KINDS and conversation_key(kind, live) != conversation_key(
             kind, recorded
         )
-
-    def closest_pool(self, kind: Kind, live: Any, pool: list[Interaction]) -> list[Interaction]:
-        return pool
 
 
 #: The mode's matcher: what the ``pytest_atom.match_modes`` entry point structural names.
