@@ -63,7 +63,7 @@ def _strings(value: Any) -> Iterator[str]:
 def offered_tools(body: Any) -> set[str]:
     """Every tool a request lets the model call: those in its `tools` array and those it
     defers."""
-    offered = set(_tools(body))
+    offered = set(tools_by_name(body))
     if not isinstance(body, dict):
         return offered
     for text in _strings([body.get("system"), body.get("messages")]):
@@ -150,7 +150,8 @@ def called_tools(response: str) -> list[str]:
     return [str(b.get("name")) for b in blocks if b.get("type") == "tool_use"]
 
 
-def _tools(body: Any) -> dict[str, Any]:
+def tools_by_name(body: Any) -> dict[str, Any]:
+    """The tools in a request's `tools` array by name, in order."""
     tools = body.get("tools") if isinstance(body, dict) else None
     return {str(t.get("name")): t for t in tools or [] if isinstance(t, dict)}
 
@@ -205,7 +206,7 @@ def note_served(
             return
         if live.get("model") != recorded.get("model"):
             drift.models[str(recorded.get("model"))] = str(live.get("model"))
-        _note_tools(drift, _tools(recorded), _tools(live))
+        _note_tools(drift, tools_by_name(recorded), tools_by_name(live))
         drift.system_changed |= _system_text(live) != _system_text(recorded)
         drift.role_system_changed |= _messages(live, system=True) != _messages(
             recorded, system=True

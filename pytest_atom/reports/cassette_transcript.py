@@ -20,7 +20,7 @@ from pytest_atom.events import flatten_tool_result
 from pytest_atom.gateway.messages import Reply, read_reply, requests_text
 from pytest_atom.inert import inert
 from pytest_atom.replay.cassette import FAULT_HEADER, Cassette, Interaction
-from pytest_atom.replay.matching import tool_names
+from pytest_atom.replay.matching import tools_by_name
 from pytest_atom.replay.transcript import (
     AGENT_TOOLS,
     Mark,
@@ -305,7 +305,7 @@ class _CassetteTranscript:
                     session.key = key
                     return session
         first = messages[0].get("content") if messages and isinstance(messages[0], dict) else ""
-        session = _Session(key, tool_names(body), _own_text(first))
+        session = _Session(key, list(tools_by_name(body)), _own_text(first))
         self.sessions.append(session)
         return session
 
