@@ -1,13 +1,7 @@
-"""A run that did not happen: the stored passing outcome `--atom-cache` reported instead.
-
-When an item's input digest (`pytest_atom.outcome_cache.input_digest`) equals that of a passing item
-the history store holds, the outcome cache reports that item and starts no CLI. Its result
-(`SpecResult` with `cached_from` set and no attempts) says so in every report: the outcome
-is the stored one, the figures are the stored ones where a figure describes the agent's
-work (its checks, criteria, tool calls, score), and nothing was spent.
-
-A leaf of the results: plain values, so the history layer, which knows the store, makes
-them, and every report reads them without knowing the store.
+"""A run that did not happen: the stored passing outcome `--atom-cache` reported instead
+(`SpecResult.cached_from`, with no attempts): its outcome and the figures of the agent's
+work are the stored ones, and nothing was spent. Plain values: the history layer makes
+them, and reports read them without knowing the store.
 """
 
 from __future__ import annotations
@@ -19,8 +13,6 @@ __all__ = ["CachedCheck", "CachedCriterion", "CachedFrom"]
 
 @dataclass(frozen=True)
 class CachedCheck:
-    """One deterministic check as the stored run saw it: its label, result and detail."""
-
     name: str
     passed: bool
     detail: str = ""
@@ -28,8 +20,6 @@ class CachedCheck:
 
 @dataclass(frozen=True)
 class CachedCriterion:
-    """One criterion as the stored run's reflector judged it."""
-
     text: str
     score: float
     passed: bool
@@ -38,8 +28,7 @@ class CachedCriterion:
 
 @dataclass(frozen=True)
 class CachedFrom:
-    """The stored item that stands in for this run: which run it was in and when, its
-    outcome word and line, and what its agent did (for reports and the new record)."""
+    """The stored item that stands in for this run: its run, outcome and what its agent did."""
 
     run_id: str
     started: str  # the stored run's start, ISO 8601 (UTC)
@@ -54,7 +43,7 @@ class CachedFrom:
 
     @property
     def passed(self) -> bool:
-        """Whether the stored agent succeeded (xfailed: it failed, as its spec expects)."""
+        """Whether the stored agent succeeded (xfailed: it failed, as expected)."""
         return self.outcome in ("passed", "xpassed")
 
     @property

@@ -1,7 +1,5 @@
-"""What Claude Code changed around a replayed conversation that still matched: a run's drift.
-
-`pytest_atom.replay.matching.note_served` fills it request by request; the reports word it
-(`Drift.line`, `Drift.changes`). It is a result, not a reason to fail.
+"""What Claude Code changed around a replayed conversation that still matched: a run's
+drift, filled by `replay.matching.note_served`. A result, not a reason to fail.
 """
 
 from __future__ import annotations
@@ -26,17 +24,13 @@ def _short(value: Any, limit: int = 40) -> str:
 
 @dataclass
 class Drift:
-    """What Claude Code changed around a conversation that still matched, summed per run.
-
-    Each part the CLI owns is named when it changed: the model, the tools, the system prompt,
-    its `role: system` messages, the sampling settings, and its own text in the user's
-    messages (system reminders, cache_control). A replay where none changed says nothing.
-    """
+    """What Claude Code changed around a conversation that still matched, summed per run:
+    each part the CLI owns, named when it changed."""
 
     recorded_version: str | None = None
     live_version: str | None = None
-    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) that changed since
-    #: recording: then they, not Claude Code, may be what changed its requests.
+    #: The workspace's own configuration files (`.claude/`, CLAUDE.md) changed since
+    #: recording: they, not Claude Code, may have changed its requests.
     workspace_changed: tuple[str, ...] = ()
     models: dict[str, str] = field(default_factory=dict)  # recorded -> live
     tools_added: set[str] = field(default_factory=set)
@@ -109,11 +103,10 @@ class Drift:
 
     @property
     def versions_differ(self) -> bool:
-        """The cassette was recorded with another Claude Code than replayed it."""
         return bool(self.recorded_version) and self.recorded_version != self.live_version
 
     def line(self) -> str | None:
-        """One line per spec, or None when nothing Claude Code owns changed."""
+        """One line per spec; None when nothing Claude Code owns changed."""
         parts = self.changes()
         if not parts:
             return None

@@ -1,8 +1,5 @@
-"""A replay divergence as a spec's result carries it: the text a person reads, and as
-values what kind of request diverged and the likely cause the report leads with.
-
-A `str`, like `replay.staleness.StaleReason`: the trace, the HTML view and JUnit take
-the text as it is, while the reports read `kind` and `cause` instead of parsing it back.
+"""A replay divergence as a spec's result carries it: a `str` (the trace, HTML and JUnit
+take the text as it is) whose `kind` and `cause` the reports read instead of parsing it.
 """
 
 from __future__ import annotations
@@ -32,6 +29,6 @@ class ReplayDivergence(str):
 
     @property
     def agents(self) -> bool:
-        """Whether the agent's own session diverged (an MCP request counts: the agent went
-        on from a stand-in's error); a reflector's changed input alone does not."""
+        """Whether the agent's own session diverged (an MCP request counts), not only the
+        reflector's input."""
         return self.kind != "reflector"
