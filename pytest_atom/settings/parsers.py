@@ -1,9 +1,6 @@
 """The parsers of settings' values: raw value in (text from an ini file or a command line,
-a YAML scalar, click's value), typed value out, or ValueError saying how to fix it.
-
-Each row of the option table (`pytest_atom.settings.options`) names its parser, so a value
-is checked the same on both command lines, in the ini file and in `.atom/config.yaml`. A
-new kind of value gets its parser here; a new setting only picks one in its row.
+a YAML scalar, click's value), typed value out, or ValueError saying how to fix it, the
+same wherever the value was set.
 """
 
 from __future__ import annotations
@@ -24,7 +21,6 @@ Parser = Callable[[Any], Any]
 
 
 def choice(choices: Iterable[str]) -> Callable[[Any], str]:
-    """One of `choices`, as given."""
     options = tuple(choices)
 
     def parse(value: Any) -> str:
@@ -56,7 +52,6 @@ def _float(value: Any) -> float:
 
 
 def threshold(value: Any) -> float:
-    """A reflector score strictly between 0 and 1."""
     number = _float(value)
     if not 0 < number < 1:
         raise ValueError("use a number between 0 and 1, such as 0.8")
@@ -64,7 +59,6 @@ def threshold(value: Any) -> float:
 
 
 def rate(value: Any) -> float:
-    """A pass rate, 0 to 1 inclusive."""
     number = _float(value)
     if not 0 <= number <= 1:
         raise ValueError("use a pass rate between 0 and 1, such as 0.8")
@@ -72,7 +66,7 @@ def rate(value: Any) -> float:
 
 
 def kappa(value: Any) -> float:
-    """Cohen's κ, -1 to 1 inclusive (1: a judge agrees with the labels, 0: as by chance)."""
+    """Cohen's κ (1: a judge agrees with the labels, 0: as by chance)."""
     number = _float(value)
     if not -1 <= number <= 1:
         raise ValueError("use Cohen's kappa, a number from -1 to 1, such as 0.6")
@@ -80,7 +74,6 @@ def kappa(value: Any) -> float:
 
 
 def dollars(value: Any) -> float:
-    """A positive, finite amount of US dollars."""
     number = _float(value)
     if not (math.isfinite(number) and number > 0):
         raise ValueError("use an amount of US dollars > 0, such as 2.50")
@@ -109,7 +102,6 @@ def tolerance(value: Any) -> dict[str, float | None]:
 
 
 def text(value: Any) -> str:
-    """A non-empty string, stripped."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError("use a non-empty string")
     return value.strip()
@@ -155,10 +147,8 @@ def spec_paths(value: Any) -> tuple[Path, ...]:
 
 
 def history_store(value: Any) -> str:
-    """Where the run history goes: a SQLite file's path (or ``sqlite:///path``), a
-    ``postgresql://`` URL, another installed backend's URL, or ``none``; a scheme no
-    installed backend declares (the ``pytest_atom.stores`` entry-point group, read from the
-    metadata without importing a backend) is refused with the choices."""
+    """Where the run history goes: a SQLite file's path, a URL of an installed backend (the
+    ``pytest_atom.stores`` entry-point group, read without importing one), or ``none``."""
     given = text(str(value) if isinstance(value, Path) else value)
     scheme = given.split("://", 1)[0].lower() if "://" in given else ""
     schemes = {p.name for p in declared("pytest_atom.stores")} if scheme else set()
@@ -177,9 +167,8 @@ OTEL_MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 
 
 def otlp_traces(value: Any) -> str:
-    """An OTLP/HTTP collector's traces URL: ``http(s)://host:port`` gets the standard
-    ``/v1/traces`` path, a URL with a path is used as given. Refused, with the install
-    command, where the ``otel`` extra is not installed: before any spec runs, not after."""
+    """An OTLP/HTTP collector's traces URL (``http(s)://host:port`` gets ``/v1/traces``);
+    refused where the ``otel`` extra is not installed: before any spec runs, not after."""
     given = text(value)
     parts = urlsplit(given)
     if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -18,26 +18,28 @@ from pytest_atom.spec.document import Document
 from pytest_atom.spec.types import Loc
 from pytest_atom.spec.validation import label
 
-#: What marks a project's root after a repository: pytest's ini files, or `atom init`'s.
-_ROOT_FILES = (*INI_NAMES, f"{CONFIG_DIR}/{CONFIG_NAME}")
+#: What marks a project's root after a repository: pytest's ini files (the one list), or
+#: pytest-atom's own settings, the project `atom init` makes.
+_ROOT_FILES = INI_NAMES
+_MARKS = (*_ROOT_FILES, f"{CONFIG_DIR}/{CONFIG_NAME}")
 
 
 def project_root(folder: Path) -> Path:
     """The project a spec in `folder` belongs to, which every file it names must stay
-    inside: the top of its git work tree, else the nearest folder with a `_ROOT_FILES`
-    file, else `folder` itself."""
+    inside: the top of its git work tree, else the nearest folder with one of `_MARKS`,
+    else `folder` itself."""
     folder = folder.resolve()
     chain = (folder, *folder.parents)
     top = next((p for p in chain if (p / ".git").exists()), None)
     if top is not None:
         return top
-    return next((p for p in chain if any((p / f).is_file() for f in _ROOT_FILES)), folder)
+    return next((p for p in chain if any((p / f).is_file() for f in _MARKS)), folder)
 
 
 def root_marker(root: Path) -> str:
     if (root / ".git").exists():
         return "git repository"
-    return next((f for f in _ROOT_FILES if (root / f).is_file()), "spec file")
+    return next((f for f in _MARKS if (root / f).is_file()), "spec file")
 
 
 def inside_folder(doc: Document, loc: Loc, value: str, base: str) -> str:
