@@ -11,8 +11,6 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["exports"]
-
 
 def exports(
     package: str, names: Mapping[str, str], namespace: dict[str, Any]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CachedCheck", "CachedCriterion", "CachedFrom"]
-
 
 @dataclass(frozen=True)
 class CachedCheck:

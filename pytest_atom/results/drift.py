@@ -11,8 +11,6 @@ from typing import Any
 
 from pytest_atom.words import plural
 
-__all__ = ["ABSENT", "Drift"]
-
 #: A setting the recorded or the live request did not have.
 ABSENT = "(absent)"
 

@@ -15,21 +15,6 @@ if TYPE_CHECKING:
     from pytest_atom.results.outcome import Decision
     from pytest_atom.results.verdict import Verdict
 
-__all__ = [
-    "AnyEvent",
-    "AttemptStarted",
-    "ChecksRan",
-    "Decided",
-    "HarnessEvent",
-    "OnEvent",
-    "PlanStarted",
-    "Planned",
-    "RolledBack",
-    "SetupStarted",
-    "StepCommitted",
-    "StepStarted",
-]
-
 
 @dataclass(frozen=True)
 class SetupStarted:

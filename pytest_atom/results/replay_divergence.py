@@ -4,8 +4,6 @@ take the text as it is) whose `kind` and `cause` the reports read instead of par
 
 from __future__ import annotations
 
-__all__ = ["ReplayDivergence"]
-
 
 class ReplayDivergence(str):
     """One request a replay could not match: `detail` describes it, `kind` is the kind of

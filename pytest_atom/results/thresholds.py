@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 from pytest_atom.results.rows import SummaryRow, spec_key
 
-__all__ = ["RepeatGates", "Tally", "tallies"]
-
 
 @dataclass(frozen=True)
 class RepeatGates:

@@ -17,17 +17,6 @@ from pytest_atom.errors import ReflectorError
 from pytest_atom.results.outcome import NO_VERDICT
 from pytest_atom.wire.verdict_schema import STEP_VERDICT_SCHEMA
 
-__all__ = [
-    "NO_VERDICT",
-    "UNFLOORED",
-    "CriterionVerdict",
-    "ReflectorError",
-    "Trust",
-    "TrustReason",
-    "Verdict",
-]
-
-
 #: Why a criterion gates (no calibration floor applies; its calibration reaches the floor)
 #: or is advisory (no calibration; a stale one; κ below the floor; too few samples).
 TrustReason = Literal["unfloored", "calibrated", "uncalibrated", "stale", "kappa", "samples"]

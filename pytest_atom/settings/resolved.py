@@ -29,15 +29,6 @@ from pytest_atom.settings.options import (
     RunSettings,
 )
 
-__all__ = [
-    "Layer",
-    "SettingsError",
-    "from_here",
-    "ini_note",
-    "parse_setting",
-    "resolve",
-]
-
 
 def from_here(values: Mapping[str, Any], here: Path) -> dict[str, Any]:
     """A command line's `values`, its paths made absolute from `here`, the folder the

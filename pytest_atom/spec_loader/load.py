@@ -23,28 +23,13 @@ from pytest_atom.spec.document import Document, show_value
 from pytest_atom.spec.types import (
     TRIGGER_COMPONENTS,
     Check,
-    ClaudeOptions,
     Loc,
-    ReflectorOptions,
     Spec,
     Trigger,
 )
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.spec_loader.build import build_spec, check_schemas, trigger_kind
-
-__all__ = [  # the public API's names (`pytest_atom._EXPORTS`) and the loader's own
-    "Check",
-    "ClaudeOptions",
-    "ReflectorOptions",
-    "Spec",
-    "SpecError",
-    "load_spec",
-    "load_specs",
-    "merge_overlay",
-    "parse_specs",
-    "spec_files",
-]
 
 
 def load_specs(path: str | os.PathLike[str], *, check_kinds: Collection[str] = ()) -> list[Spec]:
