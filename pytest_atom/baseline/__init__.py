@@ -5,5 +5,5 @@ what repeats and arms measure per spec; `gate` the sampled gate (PASS, REGRESSIO
 INCONCLUSIVE by a named test); `compare` reads, writes and compares baseline files.
 
 Where to add: a gated metric is a field in `compare` and its tolerance in
-`pytest_atom.settings.tolerance`.
+`pytest_atom.settings.parsers`.
 """

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_atom.errors import BaselineError
 from pytest_atom.results.outcome import OK_LABELS, Outcome
 from pytest_atom.results.rows import SummaryRow, spec_key
-from pytest_atom.settings.tolerance import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
+from pytest_atom.settings.parsers import DEFAULT_TOLERANCE, format_tolerance, parse_tolerance
 
 if TYPE_CHECKING:
     from pytest_atom.baseline.gate import GateResult

@@ -471,7 +471,7 @@ class RunSettings:
             outcome=False,
         ),
     )
-    #: Per metric, how far it may move the wrong way (`settings.tolerance.parse_tolerance`).
+    #: Per metric, how far it may move the wrong way (`settings.parsers.parse_tolerance`).
     baseline_tolerance: dict[str, float | None] = setting_made(
         dict,
         Option(

@@ -1,6 +1,7 @@
 """The parsers of settings' values: raw value in (text from an ini file or a command line,
 a YAML scalar, click's value), typed value out, or ValueError saying how to fix it, the
-same wherever the value was set.
+same wherever the value was set; and the baseline's tolerances, as settings and a spec's
+`tolerance:` write them.
 """
 
 from __future__ import annotations
@@ -92,10 +93,50 @@ def whole(minimum: int, hint: str = "") -> Callable[[Any], int]:
     return parse
 
 
+#: How far each metric may move the wrong way before it is a regression; None: never.
+#: score and pass_rate are absolute drops; the others relative rises (0.25 = 25 %).
+DEFAULT_TOLERANCE: dict[str, float | None] = {
+    "pass_rate": 0.0,
+    "score": 0.05,
+    "turns": 0.25,
+    "tokens": 0.10,
+    "cost_usd": 0.10,
+    "duration_s": None,  # wall time is noisy: shown, not gated unless asked for
+}
+
+
+def parse_tolerance(text: str) -> dict[str, float | None]:
+    """``"turns=0.5, score=0.1, duration_s=0.5, cost_usd=none"`` (the ini option's form)."""
+    found: dict[str, float | None] = {}
+    for part in re.split(r"[,\s]+", text.strip()):
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        if not sep or name not in DEFAULT_TOLERANCE:
+            raise ValueError(
+                f"{part!r}: write metric=value with metric one of {', '.join(DEFAULT_TOLERANCE)}"
+            )
+        found[name] = None if value.lower() in ("none", "null", "") else _fraction(name, value)
+    return found
+
+
+def _fraction(name: str, value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise ValueError(f"tolerance {name}={value!r} must be a number >= 0, or none")
+    return number
+
+
+def format_tolerance(tolerance: Mapping[str, float | None]) -> str:
+    """The inverse of parse_tolerance: how a spec's own tolerances travel as a property."""
+    return ",".join(f"{k}={'none' if v is None else f'{v:g}'}" for k, v in tolerance.items())
+
+
 def tolerance(value: Any) -> dict[str, float | None]:
     """Per-metric tolerances: ``turns=0.5 tokens=0.2``, or a mapping of them."""
-    from pytest_atom.settings.tolerance import parse_tolerance
-
     if isinstance(value, Mapping):
         value = " ".join(f"{k}={v}" for k, v in value.items())
     return parse_tolerance(str(value))
