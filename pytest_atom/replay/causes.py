@@ -7,7 +7,7 @@ from pytest_atom.agents.protocol import agent_kind
 from pytest_atom.replay.divergence import Divergence
 from pytest_atom.replay.recording import ModelSource, record_command, rejudge_command
 from pytest_atom.replay.staleness import CASE_CHANGED, PROMPT_CHANGED, spec_hash
-from pytest_atom.results.replay_divergence import ReplayDivergence
+from pytest_atom.results.drift import ReplayDivergence
 from pytest_atom.spec.types import Spec
 
 

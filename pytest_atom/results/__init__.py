@@ -2,10 +2,10 @@
 
 `spec_result` holds a run's `SpecResult` and its attempts, steps and plan; `outcome` decides
 the outcome once; `check_result` and `verdict` are what the checks and the reflector found;
-`record` is what an agent's sessions did; `drift` and `replay_divergence` what a replay
-tolerated or could not answer; `cached` a stored outcome that stood in for a run;
-`harness_events` the harness's progress; `rows` a run as the summary, results files and
-baselines see it; `thresholds` how many of a spec's repeats must pass.
+`record` is what an agent's sessions did; `drift` what a replay tolerated or could not
+answer; `cached` a stored outcome that stood in for a run; `harness_events` the harness's
+progress; `rows` a run as the summary, results files and baselines see it; `thresholds`
+how many of a spec's repeats must pass.
 
 Where to add: a result field goes on the value that owns it here; reports read it.
 """

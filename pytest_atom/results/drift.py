@@ -1,5 +1,6 @@
-"""What Claude Code changed around a replayed conversation that still matched: a run's
-drift, filled by `replay.matching.note_served`. A result, not a reason to fail.
+"""What a replay tolerated and what it could not answer: the run's drift (what Claude Code
+changed around a conversation that still matched, filled by `replay.matching.note_served`:
+a result, not a reason to fail), and each `ReplayDivergence`.
 """
 
 from __future__ import annotations
@@ -117,3 +118,30 @@ def _setting(value: Any) -> str:
 
 def _clip(items: list[str], limit: int = 12) -> list[str]:
     return items if len(items) <= limit else [*items[:limit], f"(+{len(items) - limit} more)"]
+
+
+class ReplayDivergence(str):
+    """One request a replay could not match: `detail` describes it, `kind` is the kind of
+    request (``turn``, ``reflector``, ``planner``, … or ``mcp`` for an MCP request the tape
+    lacks), and `cause` the likely cause, given on the first one only."""
+
+    kind: str
+    cause: str | None
+    detail: str
+
+    def __new__(cls, detail: str, kind: str = "turn", cause: str | None = None) -> ReplayDivergence:
+        text = f"{cause}\n{detail}" if cause else detail
+        divergence = super().__new__(cls, text)
+        divergence.kind, divergence.cause, divergence.detail = kind, cause, detail
+        return divergence
+
+    @property
+    def headline(self) -> str:
+        """The first line: the cause where there is one, else the request that diverged."""
+        return self.cause or self.detail.partition("\n")[0]
+
+    @property
+    def agents(self) -> bool:
+        """Whether the agent's own session diverged (an MCP request counts), not only the
+        reflector's input."""
+        return self.kind != "reflector"

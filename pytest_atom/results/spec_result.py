@@ -30,9 +30,8 @@ from pytest_atom.settings.modes import SourceKind
 if TYPE_CHECKING:
     from pytest_atom.results.cached import CachedFrom
     from pytest_atom.results.check_result import CheckResult
-    from pytest_atom.results.drift import Drift
+    from pytest_atom.results.drift import Drift, ReplayDivergence
     from pytest_atom.results.record import IterationRecord, Recalled, RunOutcome, UpstreamFault
-    from pytest_atom.results.replay_divergence import ReplayDivergence
     from pytest_atom.results.verdict import Verdict
     from pytest_atom.spec.types import Spec, Step
     from pytest_atom.wire.request import Exchange
