@@ -53,39 +53,6 @@ from pathlib import Path
 
 from pytest_atom.paths import display_path
 
-__all__ = [
-    "AgentUnavailableError",
-    "AtomError",
-    "BaselineError",
-    "BisectError",
-    "CalibrationError",
-    "CassetteError",
-    "CheckError",
-    "ClaudeNotFoundError",
-    "ConfigError",
-    "EnvError",
-    "ExpansionError",
-    "FileError",
-    "HarnessError",
-    "HistoryError",
-    "LinkOutsideError",
-    "PlannerError",
-    "PromptNotFoundError",
-    "RecordingError",
-    "ReflectorError",
-    "SandboxUnavailableError",
-    "ScriptError",
-    "SessionError",
-    "SettingsError",
-    "SpecError",
-    "SpecialFileError",
-    "SpendingLimitReached",
-    "StructuredSessionError",
-    "UpstreamUnreachable",
-    "WorkspaceError",
-    "YamlDocError",
-]
-
 
 class AtomError(Exception):
     """The root: ``except AtomError`` catches every error pytest-atom raises on purpose,
@@ -273,3 +240,11 @@ class ClaudeNotFoundError(AgentUnavailableError):
 
 class SandboxUnavailableError(AgentUnavailableError):
     """The sandbox cannot run here."""
+
+
+#: Every class here is public: the drawing above names each (tests/errors holds the two equal).
+__all__ = sorted(
+    name
+    for name, value in dict(globals()).items()
+    if isinstance(value, type) and issubclass(value, AtomError)
+)
