@@ -255,9 +255,8 @@ def parse_event(raw: Mapping[str, Any]) -> list[Event]:
     return []
 
 
-def _message(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    message = raw.get("message")
-    return message if isinstance(message, Mapping) else {}
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -279,18 +278,11 @@ _anonymous = iter(range(1, 1 << 62))
 
 
 def _assistant(raw: Mapping[str, Any]) -> list[Event]:
-    message = _message(raw)
+    message = _mapping(raw.get("message"))
     subagent = _str(raw.get("parent_tool_use_id")) or None
     message_id = str(message.get("id") or f"#{raw.get('uuid') or next(_anonymous)}")
-    usage = message.get("usage")
-    events: list[Event] = [
-        MessageUsage(
-            message_id,
-            dict(usage) if isinstance(usage, Mapping) else {},
-            _str(message.get("model")),
-            subagent,
-        )
-    ]
+    usage = _mapping(message.get("usage"))
+    events: list[Event] = [MessageUsage(message_id, usage, _str(message.get("model")), subagent)]
     if isinstance(raw.get("error"), str):
         events.append(AgentError(raw["error"], subagent))
     for block in _blocks(message):
@@ -322,7 +314,7 @@ def _user(raw: Mapping[str, Any]) -> list[Event]:
             bool(block.get("is_error")),
             subagent,
         )
-        for block in _blocks(_message(raw))
+        for block in _blocks(_mapping(raw.get("message")))
         if block.get("type") == "tool_result"
     ]
 
@@ -408,21 +400,15 @@ def _call_figures(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any
     """The main session's usage, and this call's per-model usage and cost: from 2.1.330 on,
     ``modelUsage`` and ``total_cost_usd`` are a resumed session's running totals and
     ``model_usage_since_last_result`` this call's share; 2.1.197's figures are per call."""
-    usage = raw.get("usage")
-    main_usage = dict(usage) if isinstance(usage, Mapping) else {}
+    main_usage = _mapping(raw.get("usage"))
     this_call = raw.get("model_usage_since_last_result")
+    given = _mapping(this_call if isinstance(this_call, Mapping) else raw.get("modelUsage"))
+    models = {k: v for k, v in given.items() if isinstance(v, Mapping)}
     if isinstance(this_call, Mapping):
-        models = {k: v for k, v in this_call.items() if isinstance(v, Mapping)}
         return (
             main_usage,
             models,
             sum((float(v.get("costUSD") or 0.0) for v in models.values()), 0.0),
         )
-    per_model = raw.get("modelUsage")
-    models = (
-        {k: v for k, v in per_model.items() if isinstance(v, Mapping)}
-        if isinstance(per_model, Mapping)
-        else {}
-    )
     cost = raw.get("total_cost_usd")
     return main_usage, models, float(cost) if isinstance(cost, (int, float)) else 0.0
