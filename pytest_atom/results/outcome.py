@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pytest_atom.cost.spend import Crossing
 
@@ -130,14 +130,9 @@ class Outcome:
 
     def properties(self) -> dict[str, Any]:
         """As JUnit properties: they carry the outcome across xdist to the summary."""
-        props: dict[str, Any] = {"atom_outcome": self.label, "atom_why": self.why}
-        if self.error is not None:
-            props["atom_error"] = self.error
-        if self.detail is not None:
-            props["atom_outcome_detail"] = self.detail
-        if self.xfail is not None:
-            props["atom_xfail"] = self.xfail
-        return props
+        given = {"error": self.error, "outcome_detail": self.detail, "xfail": self.xfail}
+        props = {f"atom_{key}": value for key, value in given.items() if value is not None}
+        return {"atom_outcome": self.label, "atom_why": self.why, **props}
 
     @classmethod
     def from_properties(cls, props: Mapping[str, Any]) -> Outcome | None:
@@ -145,19 +140,15 @@ class Outcome:
         label = props.get("atom_outcome")
         if not isinstance(label, str):
             return None
-        status: Status = (
-            "error"
-            if props.get("atom_error")
-            else "passed"
-            if label in ("passed", "xpassed")
-            else "failed"
-        )
         error = props.get("atom_error") or None
+        status: Status = (
+            "error" if error else "passed" if label in ("passed", "xpassed") else "failed"
+        )
         xfail = props.get("atom_xfail")
         return cls(
             status,
             str(props.get("atom_why") or ""),
-            error=error if error in ("harness", "replay", "upstream", "spec") else None,
+            error=error if error in get_args(ErrorKind) else None,
             xfail=None if xfail is None else str(xfail),
             detail=props.get("atom_outcome_detail") or None,
         )
