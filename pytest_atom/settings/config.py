@@ -85,18 +85,6 @@ class AtomConfig:
         return PromptLoader(search_paths=[default[0], *self.prompt_dirs, *default[1:]])
 
 
-_KNOWN_KEYS = (
-    "version",
-    "tools_dirs",
-    "prompt_paths",
-    "timeout",
-    "model",
-    "limits",
-    "pass_env",
-    *CONFIG_SETTINGS,
-)
-
-
 def find_config(cwd: Path | None = None) -> Path | None:
     """``.atom/config.yaml`` in `cwd` or the nearest parent folder that has one."""
     start = (cwd or Path.cwd()).resolve()
@@ -298,11 +286,12 @@ _CONVERTERS: dict[str, Callable[[str, Any, Path, int | None], Any]] = {
     "version": _version,
     "tools_dirs": _folders,
     "prompt_paths": _folders,
-    "pass_env": _pass_env,
     "timeout": _timeout,
-    "limits": _limits,
     "model": _model,
+    "limits": _limits,
+    "pass_env": _pass_env,
 }
+_KNOWN_KEYS = (*_CONVERTERS, *CONFIG_SETTINGS)
 
 
 def _number(value: Any) -> float | None:
