@@ -44,41 +44,28 @@ def flag(value: Any) -> bool:
     raise ValueError("use true or false")
 
 
-def _float(value: Any) -> float:
-    """`value` as a number, NaN when it is none (so every range check refuses it)."""
-    try:
-        return math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan
+def _number_in(within: Callable[[float], bool], fix: str) -> Callable[[Any], float]:
+    """A number `within` a range; a boolean or anything float() refuses is outside every one."""
+
+    def parse(value: Any) -> float:
+        try:
+            number = math.nan if isinstance(value, bool) else float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not within(number):
+            raise ValueError(fix)
+        return number
+
+    return parse
 
 
-def threshold(value: Any) -> float:
-    number = _float(value)
-    if not 0 < number < 1:
-        raise ValueError("use a number between 0 and 1, such as 0.8")
-    return number
-
-
-def rate(value: Any) -> float:
-    number = _float(value)
-    if not 0 <= number <= 1:
-        raise ValueError("use a pass rate between 0 and 1, such as 0.8")
-    return number
-
-
-def kappa(value: Any) -> float:
-    """Cohen's κ (1: a judge agrees with the labels, 0: as by chance)."""
-    number = _float(value)
-    if not -1 <= number <= 1:
-        raise ValueError("use Cohen's kappa, a number from -1 to 1, such as 0.6")
-    return number
-
-
-def dollars(value: Any) -> float:
-    number = _float(value)
-    if not (math.isfinite(number) and number > 0):
-        raise ValueError("use an amount of US dollars > 0, such as 2.50")
-    return number
+threshold = _number_in(lambda n: 0 < n < 1, "use a number between 0 and 1, such as 0.8")
+rate = _number_in(lambda n: 0 <= n <= 1, "use a pass rate between 0 and 1, such as 0.8")
+#: Cohen's κ (1: a judge agrees with the labels, 0: as by chance).
+kappa = _number_in(lambda n: -1 <= n <= 1, "use Cohen's kappa, a number from -1 to 1, such as 0.6")
+dollars = _number_in(
+    lambda n: math.isfinite(n) and n > 0, "use an amount of US dollars > 0, such as 2.50"
+)
 
 
 def whole(minimum: int, hint: str = "") -> Callable[[Any], int]:
