@@ -59,14 +59,11 @@ class Tally:
     def met(self, gates: RepeatGates) -> bool:
         """Whether the spec passes its threshold: with none, whether every run passed."""
         needed = self.needed(gates)
-        if needed is not None:
-            ok = self.failed <= self.repeats - needed
-            if self.own is None and gates.min_pass_rate is not None:
-                ok = ok and self._rate_met(gates.min_pass_rate)
-            return ok
-        if gates.min_pass_rate is not None:
-            return self._rate_met(gates.min_pass_rate)
-        return self.failed == 0
+        rate = gates.min_pass_rate if self.own is None else None  # a spec's own count decides
+        if needed is None and rate is None:
+            return self.failed == 0
+        count_ok = needed is None or self.failed <= self.repeats - needed
+        return count_ok and (rate is None or self._rate_met(rate))
 
     def _rate_met(self, minimum: float) -> bool:
         return self.ran > 0 and self.passed / self.ran >= minimum
