@@ -581,17 +581,15 @@ class SpecResult:
         tries in their own role."""
         roles = dict.fromkeys(ROLES, RoleUsage())
         for attempt in self.all_attempts if attempts is None else attempts:
-            for r in (t for record in attempt.records for t in (*record.failed_tries, record)):
+            for r in _tries(attempt.records):
                 sub = r.subagent_cost_usd  # a failed try's spend is its role's, as the last try's
                 roles["executor"] += RoleUsage(r.main_tokens, r.cost_usd - sub)
                 roles["subagents"] += RoleUsage(r.subagent_tokens, sub)
-            for vote in (
-                t for record in attempt.reflectors for t in (*record.failed_tries, record)
-            ):
+            for vote in _tries(attempt.reflectors):
                 roles["reflector"] += RoleUsage(vote.tokens, vote.cost_usd)
             for again in attempt.recalled:  # as recorded: the figures a rerun gives
                 roles["reflector"] += RoleUsage(again.tokens, again.cost_usd)
-            for said in (t for record in attempt.users for t in (*record.failed_tries, record)):
+            for said in _tries(attempt.users):
                 roles["user"] += RoleUsage(said.tokens, said.cost_usd)
         if attempts is None:
             for plan in self.plans:
@@ -620,7 +618,10 @@ class SpecResult:
 
     @property
     def last_message(self) -> str:
-        for record in reversed(self.final.records if self.attempts else []):
-            if record.output or record.texts:
-                return record.output or record.texts[-1]
-        return ""
+        records = self.final.records if self.attempts else []
+        return next((r.output or r.texts[-1] for r in reversed(records) if r.output or r.texts), "")
+
+
+def _tries(records: list[IterationRecord]) -> list[IterationRecord]:
+    """Each record's failed tries, then the record itself."""
+    return [t for record in records for t in (*record.failed_tries, record)]
