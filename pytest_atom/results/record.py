@@ -24,9 +24,7 @@ from pytest_atom.events import (
     ToolResult,
     parse,
 )
-from pytest_atom.events import (
-    ToolCall as CallEvent,
-)
+from pytest_atom.events import ToolCall as CallEvent
 from pytest_atom.words import last_words
 
 

@@ -22,12 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_atom.errors import SettingsError
-from pytest_atom.settings.options import (
-    BY_NAME,
-    INI_SETTINGS,
-    OPTIONS,
-    RunSettings,
-)
+from pytest_atom.settings.options import BY_NAME, INI_SETTINGS, OPTIONS, RunSettings
 
 
 def from_here(values: Mapping[str, Any], here: Path) -> dict[str, Any]:

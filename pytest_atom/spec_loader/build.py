@@ -16,11 +16,7 @@ from pytest_atom.environment import pass_env_problem
 from pytest_atom.errors import SpecError
 from pytest_atom.extensions import declared
 from pytest_atom.settings.interpolate import malformed
-from pytest_atom.spec.claude import (
-    claude_options,
-    reflector_options,
-    sandbox_options,
-)
+from pytest_atom.spec.claude import claude_options, reflector_options, sandbox_options
 from pytest_atom.spec.confinement import inside_folder, outside_project, root_marker, spec_side
 from pytest_atom.spec.document import Document
 from pytest_atom.spec.env import reserved_env

@@ -20,13 +20,7 @@ from pytest_atom.datasets.expand import case_view, expand_cases, read_spec_cases
 from pytest_atom.errors import SpecError
 from pytest_atom.paths import SPEC_SUFFIX, default_spec_name
 from pytest_atom.spec.document import Document, show_value
-from pytest_atom.spec.types import (
-    TRIGGER_COMPONENTS,
-    Check,
-    Loc,
-    Spec,
-    Trigger,
-)
+from pytest_atom.spec.types import TRIGGER_COMPONENTS, Check, Loc, Spec, Trigger
 from pytest_atom.spec.validation import Schema, schema_with, validate
 from pytest_atom.spec.workspaces import WORKSPACES_DIR, declared_workspaces
 from pytest_atom.spec_loader.build import build_spec, check_schemas, trigger_kind
