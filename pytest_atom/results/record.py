@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -151,11 +151,7 @@ class IterationRecord:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-able digest for iteration history and traces (no raw stdout)."""
-        tries, self.failed_tries = self.failed_tries, []  # digested below, not copied whole
-        try:
-            data = asdict(self)
-        finally:
-            self.failed_tries = tries
+        data = asdict(replace(self, failed_tries=[]))  # the tries are digested below
         for bulky in ("stdout", "meter"):
             data.pop(bulky)
         data["tokens"] = self.tokens
